@@ -1,0 +1,298 @@
+// The node's loop, free of real I/O so that the simulator runs this very code:
+//
+//   event (tick | inbound messages | proposal | read)
+//     → step the core → Ready → send what may go early → persist (fsync)
+//     → send the rest → apply committed entries → advance → next Ready
+//
+// The disk, the network and the state machine come in as small interfaces;
+// the real node plugs in LevelDB and gRPC, the simulator plugs in its own.
+// Callbacks, not promises: a simulated disk completes a write when the
+// simulator says so, which keeps every run a pure function of its seed.
+
+import { RawNode, type Ready } from '../raft/raw-node.ts';
+import { ProposalDroppedError } from '../raft/raft.ts';
+import { assert, EntryType, Role, type Entry, type Message, type NodeId, type Snapshot } from '../raft/types.ts';
+import type { LogStore, PersistBatch } from '../storage/types.ts';
+import type { Transport } from '../transport/types.ts';
+
+/** The replicated state machine. `apply` must be deterministic. */
+export interface StateMachine<R = unknown> {
+  apply(entry: Entry): R;
+  snapshot(): Uint8Array;
+  restore(data: Uint8Array, index: number): void;
+}
+
+export type ProposeCallback<R> = (err: Error | null, result?: { index: number; result: R }) => void;
+export type ReadCallback = (err: Error | null, appliedIndex?: number) => void;
+
+export class NotLeaderError extends Error {
+  constructor(readonly leader: NodeId) {
+    super(leader ? `not the leader; the leader is ${leader}` : 'no leader is known; retry shortly');
+    this.name = 'NotLeaderError';
+  }
+}
+
+export class OverloadedError extends Error {
+  constructor(what: string) {
+    super(`overloaded: ${what}`);
+    this.name = 'OverloadedError';
+  }
+}
+
+export interface DriverOptions<R> {
+  node: RawNode;
+  store: LogStore;
+  transport: Transport;
+  sm: StateMachine<R>;
+  /** Take a local snapshot after this many applied entries. */
+  snapshotEntries: number;
+  /** Entries kept in memory behind a snapshot for followers that lag a little. */
+  snapshotKeepEntries: number;
+  /** Proposals and reads waiting for an answer, each. */
+  waitersMax: number;
+  /** The disk failed: the node must stop (it cannot know what was written). */
+  onFatal: (err: Error) => void;
+  /** Observers: every applied entry, and every Ready that was persisted. */
+  onApplied?: (entry: Entry, result: R) => void;
+  onPersisted?: (rd: Ready) => void;
+}
+
+interface ProposalWaiter<R> {
+  term: number;
+  cb: ProposeCallback<R>;
+}
+
+interface ReadWaiter {
+  index: number;
+  cb: ReadCallback;
+}
+
+export class Driver<R = unknown> {
+  readonly node: RawNode;
+  private readonly opts: DriverOptions<R>;
+  private persisting = false;
+  private stopped = false;
+  private readonly proposals = new Map<number, ProposalWaiter<R>>();
+  private readonly readsByContext = new Map<string, ReadCallback>();
+  private readonly readsReady: ReadWaiter[] = [];
+  private readSeq = 0;
+  private lastSnapshotIndex: number;
+
+  constructor(opts: DriverOptions<R>) {
+    this.opts = opts;
+    this.node = opts.node;
+    const snap = this.node.raft.log.storage.snapshot();
+    this.lastSnapshotIndex = snap.metadata.index;
+    if (snap.metadata.index > 0) opts.sm.restore(snap.data, snap.metadata.index);
+  }
+
+  get applied(): number {
+    return this.node.raft.log.applied;
+  }
+
+  isLeader(): boolean {
+    return this.node.raft.role === Role.Leader;
+  }
+
+  leader(): NodeId {
+    return this.node.raft.lead;
+  }
+
+  tick(): void {
+    if (this.stopped) return;
+    this.node.tick();
+    this.pump();
+  }
+
+  receive(messages: Message[]): void {
+    if (this.stopped) return;
+    for (const m of messages) this.node.step(m);
+    this.pump();
+  }
+
+  reportUnreachable(peer: NodeId): void {
+    if (this.stopped) return;
+    this.node.reportUnreachable(peer);
+    this.pump();
+  }
+
+  /**
+   * Proposes one command. The callback fires once the entry is applied here
+   * (with the state machine's result), or with an error if this node is not
+   * the leader, is overloaded, or lost the entry to a new leader.
+   */
+  propose(data: Uint8Array, cb: ProposeCallback<R>): void {
+    if (this.stopped) return cb(new Error('node is stopping'));
+    if (!this.isLeader()) return cb(new NotLeaderError(this.leader()));
+    if (this.proposals.size >= this.opts.waitersMax) return cb(new OverloadedError(`${this.proposals.size} proposals in flight`));
+    try {
+      this.node.propose([data]);
+    } catch (err) {
+      if (err instanceof ProposalDroppedError) return cb(err);
+      throw err;
+    }
+    const raft = this.node.raft;
+    this.proposals.set(raft.log.lastIndex(), { term: raft.term, cb });
+    this.pump();
+  }
+
+  /**
+   * A linearizable read (ReadIndex): the callback fires once this node has
+   * applied everything that was committed when the read arrived, as
+   * confirmed by a quorum. The caller then reads its state machine.
+   */
+  read(cb: ReadCallback): void {
+    if (this.stopped) return cb(new Error('node is stopping'));
+    if (this.readsByContext.size + this.readsReady.length >= this.opts.waitersMax) return cb(new OverloadedError('too many reads in flight'));
+    const ctx = new Uint8Array(8);
+    new DataView(ctx.buffer).setFloat64(0, ++this.readSeq);
+    try {
+      this.node.readIndex(ctx);
+    } catch (err) {
+      if (err instanceof ProposalDroppedError) return cb(new NotLeaderError(this.leader()));
+      throw err;
+    }
+    this.readsByContext.set(Buffer.from(ctx).toString('latin1'), cb);
+    this.pump();
+  }
+
+  transferLeadership(to: NodeId): void {
+    if (this.stopped) return;
+    this.node.transferLeadership(to);
+    this.pump();
+  }
+
+  /** Stops the loop; waiters get an error. A persist in flight may still land. */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    const err = new Error('node stopped');
+    for (const w of this.proposals.values()) w.cb(err);
+    this.proposals.clear();
+    for (const cb of this.readsByContext.values()) cb(err);
+    this.readsByContext.clear();
+    for (const r of this.readsReady) r.cb(err);
+    this.readsReady.length = 0;
+  }
+
+  /** Runs Readys until the core has nothing more or a write is in flight. */
+  private pump(): void {
+    while (!this.stopped && !this.persisting && this.node.hasReady()) {
+      const rd = this.node.ready();
+      this.opts.transport.send(rd.messagesNow);
+      if (rd.hardState === null && rd.entries.length === 0 && rd.snapshot === null) {
+        this.finish(rd);
+        continue;
+      }
+      this.persisting = true;
+      const batch: PersistBatch = { hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot, localSnapshot: null, compactTo: 0 };
+      this.opts.store.persist(batch, (err) => {
+        if (this.stopped) return;
+        if (err) return this.fatal(err);
+        this.persisting = false;
+        this.finish(rd);
+        this.pump();
+      });
+    }
+  }
+
+  private fatal(err: Error): void {
+    this.stop();
+    this.opts.onFatal(err);
+  }
+
+  private finish(rd: Ready): void {
+    this.opts.onPersisted?.(rd);
+    // R6: these depend on what was just synced (votes, appended entries).
+    this.opts.transport.send(rd.messages);
+    if (rd.snapshot) this.restoreSnapshot(rd.snapshot);
+    for (const e of rd.committedEntries) this.applyEntry(e);
+    for (const rs of rd.readStates) {
+      const key = Buffer.from(rs.context).toString('latin1');
+      const cb = this.readsByContext.get(key);
+      if (!cb) continue;
+      this.readsByContext.delete(key);
+      this.readsReady.push({ index: rs.index, cb });
+    }
+    this.node.advance(rd);
+    this.failTruncatedProposals();
+    this.releaseReads();
+    if (rd.softState && rd.softState.role !== Role.Leader) this.failReadsOnLeaderLoss();
+    this.maybeSnapshot();
+  }
+
+  private restoreSnapshot(snap: Snapshot): void {
+    this.opts.sm.restore(snap.data, snap.metadata.index);
+    this.lastSnapshotIndex = snap.metadata.index;
+    // Proposals at or below the snapshot can no longer be matched to entries.
+    for (const [index, w] of this.proposals) {
+      if (index <= snap.metadata.index) {
+        this.proposals.delete(index);
+        w.cb(new Error('proposal outcome unknown: this node was brought up to date by a snapshot; retry idempotently'));
+      }
+    }
+  }
+
+  private applyEntry(e: Entry): void {
+    let result: R | undefined;
+    // A leader's empty entry carries no command.
+    const isCommand = e.type === EntryType.Normal && e.data.byteLength > 0;
+    if (isCommand) {
+      result = this.opts.sm.apply(e);
+      this.opts.onApplied?.(e, result);
+    }
+    const w = this.proposals.get(e.index);
+    if (!w) return;
+    this.proposals.delete(e.index);
+    if (w.term === e.term && isCommand) w.cb(null, { index: e.index, result: result as R });
+    else w.cb(new Error(`proposal lost: index ${e.index} was taken by a leader of term ${e.term}; retry idempotently`));
+  }
+
+  /**
+   * A node that lost leadership may have its uncommitted tail replaced by the
+   * new leader; a proposal whose entry is gone would otherwise wait forever.
+   */
+  private failTruncatedProposals(): void {
+    if (this.proposals.size === 0 || this.isLeader()) return;
+    const log = this.node.raft.log;
+    for (const [index, w] of this.proposals) {
+      if (index > log.committed && log.term(index) !== w.term) {
+        this.proposals.delete(index);
+        w.cb(new Error(`proposal lost: leadership changed and entry ${index} was replaced; retry idempotently`));
+      }
+    }
+  }
+
+  private releaseReads(): void {
+    const applied = this.applied;
+    for (let i = 0; i < this.readsReady.length; ) {
+      const r = this.readsReady[i];
+      if (r.index <= applied) {
+        this.readsReady.splice(i, 1);
+        r.cb(null, applied);
+      } else i++;
+    }
+  }
+
+  private failReadsOnLeaderLoss(): void {
+    // Reads waiting for a heartbeat quorum will never be confirmed now.
+    const err = new NotLeaderError(this.leader());
+    for (const cb of this.readsByContext.values()) cb(err);
+    this.readsByContext.clear();
+  }
+
+  private maybeSnapshot(): void {
+    const applied = this.applied;
+    if (applied - this.lastSnapshotIndex < this.opts.snapshotEntries || this.persisting) return;
+    const snap = this.node.snapshot(applied, this.opts.sm.snapshot(), this.opts.snapshotKeepEntries);
+    this.lastSnapshotIndex = applied;
+    assert(snap.metadata.index === applied, 'driver: snapshot index');
+    this.persisting = true;
+    this.opts.store.persist({ hardState: null, entries: [], snapshot: null, localSnapshot: snap, compactTo: snap.metadata.index }, (err) => {
+      if (this.stopped) return;
+      if (err) return this.fatal(err);
+      this.persisting = false;
+      this.pump();
+    });
+  }
+}

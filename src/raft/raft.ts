@@ -1,0 +1,757 @@
+// The Raft protocol as a pure state machine (in the manner of etcd-io/raft).
+//
+// Inputs: step(message), tick(), and the driver's report that entries were
+// synced (onPersisted). Outputs accumulate in `msgs`, `readStates` and the
+// log's unstable part; RawNode packs them into a Ready. No clock, no disk, no
+// socket and no ambient randomness appear here: the election timeout is drawn
+// from the injected `random`.
+//
+// Roles are behaviour swapped in one place: becomeFollower / becomeCandidate /
+// becomePreCandidate / becomeLeader set `stepRole` and `tickRole`.
+
+import { RaftLog } from './log.ts';
+import { MemoryStorage } from './memory-storage.ts';
+import { Progress, ProgressState } from './progress.ts';
+import { JointConfig, VoteResult } from './quorum.ts';
+import { ReadOnly } from './read-only.ts';
+import type { Random } from './rng.ts';
+import {
+  assert,
+  EMPTY,
+  entryBytes,
+  EntryType,
+  message,
+  MessageType as MT,
+  NONE,
+  Role,
+  type ConfState,
+  type Entry,
+  type Message,
+  type NodeId,
+  type ReadState,
+  type Snapshot,
+} from './types.ts';
+
+export interface RaftConfig {
+  id: NodeId;
+  /** Ticks without hearing from a leader before campaigning (randomized in [n, 2n)). */
+  electionTicks: number;
+  heartbeatTicks: number;
+  storage: MemoryStorage;
+  /** Injected randomness: an integer in [0, n). */
+  random: Random;
+  /** Batching: the payload bytes of one append message. */
+  appendBytesMax: number;
+  /** Flow control: appends in flight per follower, by count and by payload bytes. */
+  inflightMsgsMax: number;
+  inflightBytesMax: number;
+  /** Back-pressure: proposals are refused while this many bytes are uncommitted. */
+  uncommittedBytesMax: number;
+  /** Committed entries handed to the state machine per Ready. */
+  applyBytesMax: number;
+  /** Pending linearizable reads. */
+  readIndexMax: number;
+  preVote: boolean;
+  checkQuorum: boolean;
+}
+
+export const defaultRaftConfig = {
+  electionTicks: 10,
+  heartbeatTicks: 1,
+  appendBytesMax: 1 << 20,
+  inflightMsgsMax: 256,
+  inflightBytesMax: 32 << 20,
+  uncommittedBytesMax: 64 << 20,
+  applyBytesMax: 16 << 20,
+  readIndexMax: 4096,
+  preVote: true,
+  checkQuorum: true,
+} as const;
+
+export class ProposalDroppedError extends Error {
+  constructor(why: string) {
+    super(`proposal dropped: ${why}`);
+    this.name = 'ProposalDroppedError';
+  }
+}
+
+/** Marks the votes of a leadership transfer: they bypass the leader lease. */
+const CAMPAIGN_TRANSFER = new Uint8Array([0x54]);
+
+type StepFn = (m: Message) => void;
+
+export class Raft {
+  readonly id: NodeId;
+  term = 0;
+  vote: NodeId = NONE;
+  lead: NodeId = NONE;
+  role: Role = Role.Follower;
+  readonly log: RaftLog;
+
+  config: JointConfig;
+  learners: Set<NodeId>;
+  readonly progress = new Map<NodeId, Progress>();
+  private readonly votes = new Map<NodeId, boolean>();
+
+  /** Outgoing messages since the last Ready. */
+  msgs: Message[] = [];
+  readStates: ReadState[] = [];
+
+  leadTransferee: NodeId = NONE;
+  private uncommittedBytes = 0;
+  private readonly readOnly: ReadOnly;
+  /** ReadIndex requests that arrived before the leader committed an entry of its term. */
+  private pendingReads: Message[] = [];
+
+  private electionElapsed = 0;
+  private heartbeatElapsed = 0;
+  private randomizedElectionTicks = 0;
+
+  private stepRole: StepFn;
+  private tickRole: () => void;
+
+  constructor(readonly cfg: RaftConfig) {
+    assert(cfg.id !== NONE, 'raft: node id must not be empty');
+    assert(cfg.heartbeatTicks > 0 && cfg.electionTicks > cfg.heartbeatTicks, 'raft: need electionTicks > heartbeatTicks > 0');
+    this.id = cfg.id;
+    this.log = new RaftLog(cfg.storage, cfg.applyBytesMax);
+    const hs = cfg.storage.hardState;
+    const cs = cfg.storage.confState();
+    this.config = new JointConfig(cs.voters, cs.votersOutgoing);
+    this.learners = new Set(cs.learners);
+    this.readOnly = new ReadOnly(cfg.readIndexMax);
+    if (hs.term > 0 || hs.commit > 0) {
+      assert(hs.commit >= this.log.committed && hs.commit <= this.log.lastIndex(), `raft: hard state commit ${hs.commit} outside [${this.log.committed}, ${this.log.lastIndex()}]`);
+      this.log.commitTo(hs.commit);
+      this.term = hs.term;
+      this.vote = hs.vote;
+    }
+    this.stepRole = this.stepFollower;
+    this.tickRole = this.tickElection;
+    this.becomeFollower(this.term, NONE);
+  }
+
+  // ---- configuration -------------------------------------------------
+
+  confState(): ConfState {
+    return { voters: [...this.config.incoming], learners: [...this.learners], votersOutgoing: [...this.config.outgoing] };
+  }
+
+  private applyConfState(cs: ConfState): void {
+    this.config = new JointConfig(cs.voters, cs.votersOutgoing);
+    this.learners = new Set(cs.learners);
+    this.resetProgress();
+  }
+
+  /** This node may campaign: it is a voter and has no snapshot waiting to be persisted. */
+  promotable(): boolean {
+    return this.config.ids().has(this.id) && this.log.pendingSnapshot() === null;
+  }
+
+  private resetProgress(): void {
+    this.progress.clear();
+    const next = this.log.lastIndex() + 1;
+    const ids = [...this.config.ids(), ...this.learners];
+    for (const id of ids) {
+      const pr = new Progress(id, next, this.cfg.inflightMsgsMax, this.cfg.inflightBytesMax, this.learners.has(id));
+      if (id === this.id) pr.match = this.log.stableLastIndex();
+      this.progress.set(id, pr);
+    }
+  }
+
+  // ---- sending -------------------------------------------------------
+
+  private send(m: Message): void {
+    m.from = this.id;
+    if (m.type === MT.Vote || m.type === MT.VoteResp || m.type === MT.PreVote || m.type === MT.PreVoteResp) {
+      // Vote messages carry the term they are about, set by the caller.
+      assert(m.term !== 0, `raft: ${MT[m.type]} without a term`);
+    } else {
+      assert(m.term === 0, `raft: ${MT[m.type]} with a preset term`);
+      // Forwarded proposals and reads are local-term-free.
+      if (m.type !== MT.Prop && m.type !== MT.ReadIndex) m.term = this.term;
+    }
+    this.msgs.push(m);
+  }
+
+  /** Sends appends to `to` while the window allows; returns whether any was sent. */
+  private sendAppend(to: NodeId, sendIfEmpty = true): boolean {
+    let sent = false;
+    while (this.maybeSendAppend(to, sendIfEmpty && !sent)) sent = true;
+    return sent;
+  }
+
+  private maybeSendAppend(to: NodeId, sendIfEmpty: boolean): boolean {
+    const pr = this.progress.get(to);
+    if (!pr || pr.isPaused()) return false;
+    const prevIndex = pr.next - 1;
+    const prevTerm = this.log.term(prevIndex);
+    const last = this.log.lastIndex();
+    const entries = prevTerm === null ? null : this.log.slice(pr.next, last + 1, this.cfg.appendBytesMax);
+    if (prevTerm === null || entries === null) return this.sendSnapshot(to, pr);
+    if (entries.length === 0 && !sendIfEmpty) return false;
+    let bytes = 0;
+    for (const e of entries) bytes += entryBytes(e);
+    this.send(message({ type: MT.App, to, index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed }));
+    pr.sentEntries(entries.length, prevIndex + entries.length, bytes);
+    // In Probe state one message per round trip; Replicate streams on.
+    return entries.length > 0;
+  }
+
+  private sendSnapshot(to: NodeId, pr: Progress): boolean {
+    // A follower that has not answered lately would not take it in: wait.
+    if (!pr.recentActive) return false;
+    const snap = this.log.snapshot();
+    assert(snap.metadata.index > 0, `raft: follower ${to} needs a snapshot but none exists`);
+    pr.becomeSnapshot(snap.metadata.index);
+    this.send(message({ type: MT.Snap, to, snapshot: snap }));
+    return false;
+  }
+
+  private sendHeartbeat(to: NodeId, context: Uint8Array): void {
+    const pr = this.progress.get(to);
+    // A follower's commit may only move to what it is known to hold.
+    const commit = Math.min(pr ? pr.match : 0, this.log.committed);
+    this.send(message({ type: MT.Heartbeat, to, commit, context }));
+  }
+
+  private forEachPeer(f: (id: NodeId) => void): void {
+    for (const id of this.progress.keys()) if (id !== this.id) f(id);
+  }
+
+  private bcastAppend(): void {
+    this.forEachPeer((id) => this.sendAppend(id));
+  }
+
+  private bcastHeartbeat(): void {
+    const ctx = this.readOnly.lastPendingContext() ?? EMPTY;
+    this.forEachPeer((id) => this.sendHeartbeat(id, ctx));
+  }
+
+  // ---- role changes ----------------------------------------------------
+
+  private reset(term: number): void {
+    if (this.term !== term) {
+      this.term = term;
+      this.vote = NONE;
+    }
+    this.lead = NONE;
+    this.electionElapsed = 0;
+    this.heartbeatElapsed = 0;
+    this.randomizedElectionTicks = this.cfg.electionTicks + this.cfg.random(this.cfg.electionTicks);
+    this.leadTransferee = NONE;
+    this.votes.clear();
+    this.resetProgress();
+    this.uncommittedBytes = 0;
+    this.readOnly.reset();
+    this.pendingReads = [];
+  }
+
+  becomeFollower(term: number, lead: NodeId): void {
+    this.reset(term);
+    this.stepRole = this.stepFollower;
+    this.tickRole = this.tickElection;
+    this.lead = lead;
+    this.role = Role.Follower;
+  }
+
+  private becomePreCandidate(): void {
+    assert(this.role !== Role.Leader, 'raft: leader cannot become pre-candidate');
+    // PreVote changes neither term nor vote: a partitioned node that keeps
+    // losing pre-votes never disturbs the cluster with a higher term.
+    this.stepRole = this.stepCandidate;
+    this.tickRole = this.tickElection;
+    this.votes.clear();
+    this.lead = NONE;
+    this.role = Role.PreCandidate;
+  }
+
+  private becomeCandidate(): void {
+    assert(this.role !== Role.Leader, 'raft: leader cannot become candidate');
+    this.reset(this.term + 1);
+    this.stepRole = this.stepCandidate;
+    this.tickRole = this.tickElection;
+    this.vote = this.id;
+    this.role = Role.Candidate;
+  }
+
+  private becomeLeader(): void {
+    assert(this.role !== Role.Follower, 'raft: follower cannot become leader directly');
+    this.reset(this.term);
+    this.stepRole = this.stepLeader;
+    this.tickRole = this.tickHeartbeat;
+    this.lead = this.id;
+    this.role = Role.Leader;
+    const self = this.progress.get(this.id);
+    if (self) self.becomeReplicate();
+    if (self) self.match = this.log.stableLastIndex();
+    // Entries of earlier terms commit only by an entry of this term (§5.4.2),
+    // so the new leader appends an empty one at once.
+    this.appendEntries([{ term: 0, index: 0, type: EntryType.Normal, data: EMPTY }]);
+  }
+
+  // ---- ticks -------------------------------------------------------------
+
+  tick(): void {
+    this.tickRole();
+  }
+
+  private pastElectionTimeout(): boolean {
+    return this.electionElapsed >= this.randomizedElectionTicks;
+  }
+
+  private tickElection(): void {
+    this.electionElapsed++;
+    if (this.promotable() && this.pastElectionTimeout()) {
+      this.electionElapsed = 0;
+      this.step(message({ type: MT.Hup, from: this.id }));
+    }
+  }
+
+  private tickHeartbeat(): void {
+    this.heartbeatElapsed++;
+    this.electionElapsed++;
+    if (this.electionElapsed >= this.cfg.electionTicks) {
+      this.electionElapsed = 0;
+      if (this.cfg.checkQuorum) this.step(message({ type: MT.CheckQuorum, from: this.id }));
+      // A transfer that did not finish within an election timeout is abandoned.
+      if (this.role === Role.Leader && this.leadTransferee !== NONE) this.leadTransferee = NONE;
+    }
+    if (this.role !== Role.Leader) return;
+    if (this.heartbeatElapsed >= this.cfg.heartbeatTicks) {
+      this.heartbeatElapsed = 0;
+      this.step(message({ type: MT.Beat, from: this.id }));
+    }
+  }
+
+  // ---- elections ---------------------------------------------------------
+
+  private hup(transfer: boolean): void {
+    if (this.role === Role.Leader) return;
+    if (!this.promotable()) return;
+    if (this.cfg.preVote && !transfer) this.campaign(MT.PreVote, EMPTY);
+    else this.campaign(MT.Vote, transfer ? CAMPAIGN_TRANSFER : EMPTY);
+  }
+
+  private campaign(kind: MT.Vote | MT.PreVote, context: Uint8Array): void {
+    let term: number;
+    if (kind === MT.PreVote) {
+      this.becomePreCandidate();
+      term = this.term + 1;
+    } else {
+      this.becomeCandidate();
+      term = this.term;
+    }
+    // Our own vote: for a real vote it is in the hard state persisted with
+    // this Ready, before the requests below leave the node (R6).
+    if (this.poll(this.id, true) === VoteResult.Won) {
+      if (kind === MT.PreVote) this.campaign(MT.Vote, EMPTY);
+      else this.becomeLeader();
+      return;
+    }
+    const lastIndex = this.log.lastIndex();
+    const lastTerm = this.log.lastTerm();
+    for (const id of this.config.ids()) {
+      if (id === this.id) continue;
+      this.send(message({ type: kind, to: id, term, index: lastIndex, logTerm: lastTerm, context }));
+    }
+  }
+
+  private poll(id: NodeId, granted: boolean): VoteResult {
+    if (!this.votes.has(id)) this.votes.set(id, granted);
+    return this.config.vote(this.votes);
+  }
+
+  // ---- step ------------------------------------------------------------
+
+  step(m: Message): void {
+    if (m.term === 0) {
+      // Local message.
+    } else if (m.term > this.term) {
+      if (m.type === MT.Vote || m.type === MT.PreVote) {
+        const force = m.context.length === 1 && m.context[0] === CAMPAIGN_TRANSFER[0];
+        const inLease = this.cfg.checkQuorum && this.lead !== NONE && this.electionElapsed < this.cfg.electionTicks;
+        // Leader lease: while we hear from a live leader, ignore disruptive
+        // candidates (a node rejoining from a partition), unless the leader
+        // itself asked for the transfer.
+        if (!force && inLease) return;
+      }
+      if (m.type === MT.PreVote) {
+        // A pre-vote never changes our term.
+      } else if (m.type === MT.PreVoteResp && !m.reject) {
+        // The term in a granted pre-vote is the future term we asked about.
+      } else if (m.type === MT.App || m.type === MT.Heartbeat || m.type === MT.Snap) {
+        this.becomeFollower(m.term, m.from);
+      } else {
+        this.becomeFollower(m.term, NONE);
+      }
+    } else if (m.term < this.term) {
+      if ((this.cfg.checkQuorum || this.cfg.preVote) && (m.type === MT.Heartbeat || m.type === MT.App)) {
+        // A stale leader (cut off, then healed) learns of the newer term from
+        // this and steps down; otherwise, with PreVote, it could go on forever.
+        this.send(message({ type: MT.AppResp, to: m.from }));
+      } else if (m.type === MT.PreVote) {
+        this.send(message({ type: MT.PreVoteResp, to: m.from, term: this.term, reject: true }));
+      }
+      return;
+    }
+
+    switch (m.type) {
+      case MT.Hup:
+        this.hup(false);
+        return;
+      case MT.Vote:
+      case MT.PreVote: {
+        const canVote =
+          this.vote === m.from ||
+          (this.vote === NONE && this.lead === NONE) ||
+          (m.type === MT.PreVote && m.term > this.term);
+        const respType = m.type === MT.Vote ? MT.VoteResp : MT.PreVoteResp;
+        if (canVote && this.log.isUpToDate(m.index, m.logTerm)) {
+          this.send(message({ type: respType, to: m.from, term: m.term }));
+          if (m.type === MT.Vote) {
+            this.electionElapsed = 0;
+            this.vote = m.from;
+          }
+        } else {
+          this.send(message({ type: respType, to: m.from, term: this.term, reject: true }));
+        }
+        return;
+      }
+      default:
+        this.stepRole(m);
+    }
+  }
+
+  // ---- leader ------------------------------------------------------------
+
+  private stepLeader = (m: Message): void => {
+    switch (m.type) {
+      case MT.Beat:
+        this.bcastHeartbeat();
+        return;
+      case MT.CheckQuorum:
+        if (!this.quorumActive()) this.becomeFollower(this.term, NONE);
+        for (const [id, pr] of this.progress) if (id !== this.id) pr.recentActive = false;
+        return;
+      case MT.Prop:
+        this.propose(m.entries);
+        return;
+      case MT.ReadIndex:
+        this.leaderReadIndex(m);
+        return;
+    }
+    const pr = this.progress.get(m.from);
+    if (!pr) return;
+    switch (m.type) {
+      case MT.AppResp:
+        this.handleAppendResponse(m, pr);
+        return;
+      case MT.HeartbeatResp:
+        this.handleHeartbeatResponse(m, pr);
+        return;
+      case MT.SnapStatus:
+        if (pr.state !== ProgressState.Snapshot) return;
+        if (m.reject) pr.pendingSnapshot = 0;
+        pr.becomeProbe();
+        // Wait for the next heartbeat before probing again.
+        pr.probeSent = true;
+        return;
+      case MT.Unreachable:
+        if (pr.state === ProgressState.Replicate) pr.becomeProbe();
+        return;
+      case MT.TransferLeader:
+        this.handleTransferLeader(m, pr);
+        return;
+    }
+  };
+
+  private quorumActive(): boolean {
+    const active = new Map<NodeId, boolean>();
+    for (const [id, pr] of this.progress) {
+      if (pr.isLearner) continue;
+      active.set(id, id === this.id || pr.recentActive);
+    }
+    return this.config.vote(active) === VoteResult.Won;
+  }
+
+  private propose(entries: Entry[]): void {
+    if (!this.progress.has(this.id)) throw new ProposalDroppedError('this node was removed from the cluster');
+    if (this.leadTransferee !== NONE) throw new ProposalDroppedError(`leadership is moving to ${this.leadTransferee}`);
+    this.appendEntries(entries);
+    this.bcastAppend();
+  }
+
+  private appendEntries(entries: Entry[]): void {
+    let bytes = 0;
+    for (const e of entries) bytes += e.data.byteLength;
+    // Back-pressure: a leader that cannot commit (no quorum) must not buffer forever.
+    if (this.uncommittedBytes > 0 && this.uncommittedBytes + bytes > this.cfg.uncommittedBytesMax) {
+      throw new ProposalDroppedError(`${this.uncommittedBytes} bytes of proposals await commit (limit ${this.cfg.uncommittedBytesMax})`);
+    }
+    this.uncommittedBytes += bytes;
+    let li = this.log.lastIndex();
+    const stamped = entries.map((e) => ({ term: this.term, index: ++li, type: e.type, data: e.data }));
+    this.log.append(stamped);
+    // R6: the leader does not count itself here; onPersisted() does, after the sync.
+  }
+
+  /** Reports that the committed entries handed out were applied, for back-pressure. */
+  reduceUncommitted(entries: Entry[]): void {
+    if (this.role !== Role.Leader) return;
+    let bytes = 0;
+    for (const e of entries) bytes += e.data.byteLength;
+    this.uncommittedBytes = Math.max(0, this.uncommittedBytes - bytes);
+  }
+
+  /** The driver synced the log through stableLastIndex(): the leader may now count itself (R6). */
+  onPersisted(): void {
+    if (this.role !== Role.Leader) return;
+    const self = this.progress.get(this.id);
+    if (!self) return;
+    if (self.maybeUpdate(this.log.stableLastIndex()) && this.maybeCommit()) this.onCommitAdvanced();
+  }
+
+  private maybeCommit(): boolean {
+    const mci = this.config.committed((id) => this.progress.get(id)?.match);
+    return this.log.maybeCommit(mci, this.term);
+  }
+
+  private onCommitAdvanced(): void {
+    this.releasePendingReads();
+    this.bcastAppend();
+  }
+
+  private handleAppendResponse(m: Message, pr: Progress): void {
+    pr.recentActive = true;
+    if (m.reject) {
+      // Fast backtracking: jump over the follower's whole conflicting term.
+      let hint = m.rejectHint;
+      if (m.logTerm > 0) hint = this.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
+      if (pr.maybeDecrTo(m.index, hint)) {
+        if (pr.state === ProgressState.Replicate) pr.becomeProbe();
+        this.sendAppend(m.from);
+      }
+      return;
+    }
+    const wasPaused = pr.isPaused();
+    // A duplicate or reordered acknowledgement carries no news.
+    if (!pr.maybeUpdate(m.index)) return;
+    switch (pr.state) {
+      case ProgressState.Probe:
+        pr.becomeReplicate();
+        break;
+      case ProgressState.Snapshot:
+        if (pr.match >= pr.pendingSnapshot) {
+          pr.becomeProbe();
+          pr.becomeReplicate();
+        }
+        break;
+      case ProgressState.Replicate:
+        pr.inflights.freeLE(m.index);
+        break;
+    }
+    if (this.maybeCommit()) this.onCommitAdvanced();
+    else this.sendAppend(m.from, wasPaused);
+    if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) {
+      this.send(message({ type: MT.TimeoutNow, to: m.from }));
+    }
+  }
+
+  private handleHeartbeatResponse(m: Message, pr: Progress): void {
+    pr.recentActive = true;
+    pr.probeSent = false;
+    // Appends lost in flight never free their slots; the follower is alive, so
+    // release one and let it reject the gap, which sends it back to Probe.
+    if (pr.state === ProgressState.Replicate && pr.inflights.full()) pr.inflights.freeFirstOne();
+    // A snapshot that is not acknowledged within an election timeout of
+    // heartbeats was lost (or is stuck): probe again, which resends it if needed.
+    if (pr.state === ProgressState.Snapshot && ++pr.snapshotHeartbeats >= this.cfg.electionTicks) pr.becomeProbe();
+    if (pr.match < this.log.lastIndex()) this.sendAppend(m.from);
+    if (m.context.length === 0) return;
+    const acks = this.readOnly.recvAck(m.from, m.context);
+    if (!acks || this.config.vote(acks) !== VoteResult.Won) return;
+    for (const rs of this.readOnly.advance(m.context)) this.answerRead(rs.req, rs.index);
+  }
+
+  private answerRead(req: Message, index: number): void {
+    if (req.from === NONE || req.from === this.id) {
+      this.readStates.push({ index, context: req.context });
+    } else {
+      this.send(message({ type: MT.ReadIndexResp, to: req.from, index, context: req.context }));
+    }
+  }
+
+  private committedEntryInCurrentTerm(): boolean {
+    return this.log.term(this.log.committed) === this.term;
+  }
+
+  private leaderReadIndex(m: Message): void {
+    if (this.config.isSingleton(this.id)) {
+      this.answerRead(m, this.log.committed);
+      return;
+    }
+    // Until an entry of this term commits, our commit index may lag what an
+    // earlier leader committed: hold the read.
+    if (!this.committedEntryInCurrentTerm()) {
+      if (this.pendingReads.length >= this.cfg.readIndexMax) return;
+      this.pendingReads.push(m);
+      return;
+    }
+    if (this.readOnly.full()) return;
+    this.readOnly.add(this.log.committed, m);
+    this.readOnly.recvAck(this.id, m.context);
+    this.forEachPeer((id) => this.sendHeartbeat(id, m.context));
+  }
+
+  private releasePendingReads(): void {
+    if (this.pendingReads.length === 0 || !this.committedEntryInCurrentTerm()) return;
+    const reads = this.pendingReads;
+    this.pendingReads = [];
+    for (const m of reads) this.leaderReadIndex(m);
+  }
+
+  private handleTransferLeader(m: Message, pr: Progress): void {
+    if (pr.isLearner) return;
+    const transferee = m.from;
+    if (this.leadTransferee === transferee || transferee === this.id) return;
+    this.electionElapsed = 0;
+    this.leadTransferee = transferee;
+    if (pr.match === this.log.lastIndex()) this.send(message({ type: MT.TimeoutNow, to: transferee }));
+    else this.sendAppend(transferee);
+  }
+
+  // ---- candidate and pre-candidate ---------------------------------------
+
+  private stepCandidate = (m: Message): void => {
+    const myResp = this.role === Role.PreCandidate ? MT.PreVoteResp : MT.VoteResp;
+    switch (m.type) {
+      case MT.Prop:
+        throw new ProposalDroppedError('no leader (election in progress)');
+      case MT.App:
+        this.becomeFollower(m.term, m.from);
+        this.handleAppendEntries(m);
+        return;
+      case MT.Heartbeat:
+        this.becomeFollower(m.term, m.from);
+        this.handleHeartbeat(m);
+        return;
+      case MT.Snap:
+        this.becomeFollower(m.term, m.from);
+        this.handleSnapshot(m);
+        return;
+      case MT.VoteResp:
+      case MT.PreVoteResp: {
+        if (m.type !== myResp) return;
+        const r = this.poll(m.from, !m.reject);
+        if (r === VoteResult.Won) {
+          if (this.role === Role.PreCandidate) this.campaign(MT.Vote, EMPTY);
+          else {
+            this.becomeLeader();
+            this.bcastAppend();
+          }
+        } else if (r === VoteResult.Lost) {
+          this.becomeFollower(this.term, NONE);
+        }
+        return;
+      }
+      case MT.ReadIndex:
+        throw new ProposalDroppedError('no leader (election in progress)');
+    }
+  };
+
+  // ---- follower --------------------------------------------------------
+
+  private stepFollower = (m: Message): void => {
+    switch (m.type) {
+      case MT.Prop:
+        // Clients are redirected to the leader by the driver; the core does not forward.
+        throw new ProposalDroppedError(this.lead === NONE ? 'no leader' : `not the leader (leader is ${this.lead})`);
+      case MT.App:
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        this.handleAppendEntries(m);
+        return;
+      case MT.Heartbeat:
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        this.handleHeartbeat(m);
+        return;
+      case MT.Snap:
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        this.handleSnapshot(m);
+        return;
+      case MT.TransferLeader:
+        if (this.lead === NONE) return;
+        this.send(message({ type: MT.TransferLeader, to: this.lead, from: m.from }));
+        // send() overwrote `from`; the leader must see who asked to lead.
+        this.msgs[this.msgs.length - 1].from = m.from;
+        return;
+      case MT.TimeoutNow:
+        this.hup(true);
+        return;
+      case MT.ReadIndex:
+        if (this.lead === NONE) throw new ProposalDroppedError('no leader');
+        this.msgs.push({ ...m, to: this.lead, from: this.id, term: 0 });
+        return;
+      case MT.ReadIndexResp:
+        this.readStates.push({ index: m.index, context: m.context });
+        return;
+    }
+  };
+
+  private handleAppendEntries(m: Message): void {
+    if (m.index < this.log.committed) {
+      this.send(message({ type: MT.AppResp, to: m.from, index: this.log.committed }));
+      return;
+    }
+    const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
+    if (lastNew !== null) {
+      this.send(message({ type: MT.AppResp, to: m.from, index: lastNew }));
+      return;
+    }
+    // Tell the leader where our log might agree with its own, so it can skip
+    // a whole term of conflicting entries in one round trip.
+    const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
+    this.send(message({ type: MT.AppResp, to: m.from, index: m.index, reject: true, rejectHint: hint.index, logTerm: hint.term }));
+  }
+
+  private handleHeartbeat(m: Message): void {
+    this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
+    this.send(message({ type: MT.HeartbeatResp, to: m.from, context: m.context }));
+  }
+
+  private handleSnapshot(m: Message): void {
+    assert(m.snapshot !== null, 'raft: snapshot message without a snapshot');
+    if (this.restore(m.snapshot)) {
+      this.send(message({ type: MT.AppResp, to: m.from, index: this.log.lastIndex() }));
+    } else {
+      this.send(message({ type: MT.AppResp, to: m.from, index: this.log.committed }));
+    }
+  }
+
+  private restore(snap: Snapshot): boolean {
+    const { index, term } = snap.metadata;
+    if (index <= this.log.committed) return false;
+    if (this.log.matchTerm(index, term)) {
+      // We already hold the snapshot's entries: just move commit forward.
+      this.log.commitTo(index);
+      return false;
+    }
+    this.log.restore(snap);
+    this.applyConfState(snap.metadata.confState);
+    return true;
+  }
+
+  // ---- inputs from the application -------------------------------------
+
+  /** Accepts a client read; the answer comes back as a ReadState. */
+  readIndex(context: Uint8Array): void {
+    this.step(message({ type: MT.ReadIndex, from: this.id, entries: [], context }));
+  }
+
+  transferLeadership(to: NodeId): void {
+    this.step(message({ type: MT.TransferLeader, from: to, to: this.id }));
+  }
+}

@@ -1,0 +1,219 @@
+// The narrow door of the Raft core. The driver's loop is always:
+//
+//   rd = node.ready()
+//   send rd.messagesNow            (allowed before the sync, see below)
+//   persist rd.hardState, rd.entries, rd.snapshot with fsync
+//   send rd.messages               (only after the sync: R6)
+//   apply rd.committedEntries
+//   node.advance(rd)
+//
+// Only one Ready is out at a time; everything that happens while it is being
+// persisted (proposals, messages, ticks) goes into the next one: that is the
+// group commit.
+
+import { MemoryStorage } from './memory-storage.ts';
+import { Raft, defaultRaftConfig, type RaftConfig } from './raft.ts';
+import {
+  assert,
+  EntryType,
+  isEmptySnapshot,
+  LOCAL_MESSAGES,
+  message,
+  MessageType as MT,
+  Role,
+  type ConfState,
+  type Entry,
+  type HardState,
+  type Message,
+  type NodeId,
+  type ReadState,
+  type Snapshot,
+  type SoftState,
+} from './types.ts';
+
+export interface Ready {
+  /** Set when leader or role changed. */
+  softState: SoftState | null;
+  /** Set when term, vote or commit changed: persist it. */
+  hardState: HardState | null;
+  /** Unstable entries to persist (they may replace a suffix of the log). */
+  entries: Entry[];
+  /** A leader's snapshot to persist; it replaces the whole log and the state machine. */
+  snapshot: Snapshot | null;
+  /** Committed, locally durable entries to apply, in order. */
+  committedEntries: Entry[];
+  /**
+   * Messages that depend on nothing in this Ready's hard state: the leader's
+   * appends and heartbeats when its term and vote are already durable. The
+   * leader writes its own entries while they travel (R6 allows it; the
+   * leader counts itself only after its sync).
+   */
+  messagesNow: Message[];
+  /** Messages that may leave only after this Ready is synced (R6). */
+  messages: Message[];
+  readStates: ReadState[];
+  /** Whether the write must be fsynced (hard state or entries changed). */
+  mustSync: boolean;
+}
+
+export type RawNodeConfig = Omit<RaftConfig, keyof typeof defaultRaftConfig> & Partial<typeof defaultRaftConfig>;
+
+export class RawNode {
+  readonly raft: Raft;
+  private prevHard: HardState;
+  private prevSoft: SoftState;
+  private outstanding: Ready | null = null;
+
+  constructor(cfg: RawNodeConfig) {
+    this.raft = new Raft({ ...defaultRaftConfig, ...cfg });
+    this.prevHard = this.hardState();
+    this.prevSoft = this.softState();
+  }
+
+  /** A node restarting from its durable state, or a new one with `initialConf`. */
+  static restart(cfg: Omit<RawNodeConfig, 'storage'>, recovered: { hardState: HardState; snapshot: Snapshot; entries: Entry[] }, initialConf: ConfState): RawNode {
+    let snapshot = recovered.snapshot;
+    if (isEmptySnapshot(snapshot) && snapshot.metadata.confState.voters.length === 0) {
+      // A fresh cluster: membership comes from the configuration file.
+      snapshot = { ...snapshot, metadata: { ...snapshot.metadata, confState: initialConf } };
+    }
+    const storage = MemoryStorage.from(recovered.hardState, snapshot, recovered.entries);
+    return new RawNode({ ...cfg, storage });
+  }
+
+  hardState(): HardState {
+    return { term: this.raft.term, vote: this.raft.vote, commit: this.raft.log.committed };
+  }
+
+  softState(): SoftState {
+    return { leader: this.raft.lead, role: this.raft.role };
+  }
+
+  tick(): void {
+    this.raft.tick();
+  }
+
+  /** Hands a message from a peer to the core. Local message types are refused. */
+  step(m: Message): void {
+    if (LOCAL_MESSAGES.has(m.type) || m.type === MT.Prop) return;
+    if (m.from === this.raft.id) return;
+    this.raft.step(m);
+  }
+
+  /** Proposes entries; throws ProposalDroppedError when this node cannot take them. */
+  propose(datas: Uint8Array[]): void {
+    const entries = datas.map((data) => ({ term: 0, index: 0, type: EntryType.Normal, data }));
+    this.raft.step(message({ type: MT.Prop, from: this.raft.id, entries }));
+  }
+
+  campaign(): void {
+    this.raft.step(message({ type: MT.Hup, from: this.raft.id }));
+  }
+
+  readIndex(context: Uint8Array): void {
+    this.raft.readIndex(context);
+  }
+
+  transferLeadership(to: NodeId): void {
+    this.raft.transferLeadership(to);
+  }
+
+  reportUnreachable(peer: NodeId): void {
+    this.raft.step(message({ type: MT.Unreachable, from: peer }));
+  }
+
+  reportSnapshot(peer: NodeId, ok: boolean): void {
+    this.raft.step(message({ type: MT.SnapStatus, from: peer, reject: !ok }));
+  }
+
+  hasReady(): boolean {
+    const r = this.raft;
+    const soft = this.softState();
+    if (soft.leader !== this.prevSoft.leader || soft.role !== this.prevSoft.role) return true;
+    const hs = this.hardState();
+    if (hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote || hs.commit !== this.prevHard.commit) return true;
+    if (r.log.pendingSnapshot() !== null) return true;
+    return r.msgs.length > 0 || r.log.unstableEntries().length > 0 || r.log.hasNextCommittedEntries() || r.readStates.length > 0;
+  }
+
+  ready(): Ready {
+    assert(this.outstanding === null, 'raw node: ready() before advance() of the previous Ready');
+    const r = this.raft;
+    const soft = this.softState();
+    const hs = this.hardState();
+    const softChanged = soft.leader !== this.prevSoft.leader || soft.role !== this.prevSoft.role;
+    const hardChanged = hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote || hs.commit !== this.prevHard.commit;
+    const entries = r.log.unstableEntries();
+    const snapshot = r.log.pendingSnapshot();
+    const msgs = r.msgs;
+    r.msgs = [];
+    // The persist-before-send rule (R6), decided in one place: a leader whose
+    // term and vote are already durable may send before syncing, because its
+    // messages then depend only on the entries, which it counts for itself
+    // only after the sync. Anything else waits for the sync.
+    const termDurable = hs.term === this.prevHard.term && hs.vote === this.prevHard.vote;
+    const early = r.role === Role.Leader && termDurable && snapshot === null;
+    const rd: Ready = {
+      softState: softChanged ? soft : null,
+      hardState: hardChanged ? hs : null,
+      entries,
+      snapshot,
+      committedEntries: r.log.nextCommittedEntries(),
+      messagesNow: early ? msgs : [],
+      messages: early ? [] : msgs,
+      readStates: r.readStates,
+      mustSync: entries.length > 0 || snapshot !== null || hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote,
+    };
+    r.readStates = [];
+    if (softChanged) this.prevSoft = soft;
+    this.outstanding = rd;
+    return rd;
+  }
+
+  /** The driver persisted `rd` (synced when mustSync), sent and applied it. */
+  advance(rd: Ready): void {
+    assert(this.outstanding === rd, 'raw node: advance() of a Ready that is not outstanding');
+    this.outstanding = null;
+    const r = this.raft;
+    const storage = r.log.storage;
+    // The core's view of durable state catches up with the disk.
+    if (rd.snapshot) {
+      storage.applySnapshot(rd.snapshot);
+      r.log.stableSnapTo(rd.snapshot.metadata.index);
+      r.log.applied = Math.max(r.log.applied, rd.snapshot.metadata.index);
+    }
+    if (rd.entries.length > 0) {
+      storage.append(rd.entries);
+      const last = rd.entries[rd.entries.length - 1];
+      r.log.stableTo(last.index, last.term);
+    }
+    if (rd.hardState) {
+      storage.hardState = rd.hardState;
+      this.prevHard = rd.hardState;
+    }
+    if (rd.committedEntries.length > 0) {
+      r.log.appliedTo(rd.committedEntries[rd.committedEntries.length - 1].index);
+      r.reduceUncommitted(rd.committedEntries);
+    }
+    r.onPersisted();
+  }
+
+  /**
+   * Records a local snapshot of the state machine at `index` (applied) and
+   * drops in-memory entries before `index - keepEntries`, so slow followers
+   * can still catch up from the log. Returns the snapshot to persist.
+   */
+  snapshot(index: number, data: Uint8Array, keepEntries: number): Snapshot {
+    assert(index <= this.raft.log.applied, `raw node: snapshot at ${index} beyond applied ${this.raft.log.applied}`);
+    const storage = this.raft.log.storage;
+    const snap = storage.createSnapshot(index, this.raft.confState(), data);
+    storage.compact(Math.max(storage.firstIndex() - 1, index - keepEntries));
+    return snap;
+  }
+
+  status(): { id: NodeId; hardState: HardState; softState: SoftState; applied: number; lastIndex: number; firstIndex: number; progress: { id: NodeId; match: number; next: number; state: string }[] } {
+    const r = this.raft;
+    const progress = r.role === Role.Leader ? [...r.progress.values()].map((p) => ({ id: p.id, match: p.match, next: p.next, state: p.state })) : [];
+    return { id: r.id, hardState: this.hardState(), softState: this.softState(), applied: r.log.applied, lastIndex: r.log.lastIndex(), firstIndex: r.log.firstIndex(), progress };
+  }
+}

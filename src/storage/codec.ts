@@ -1,0 +1,359 @@
+// The on-disk format of the Raft storage: keys and record values.
+//
+// Every value is an envelope [u32 crc32 of payload][u8 record kind][payload]
+// so that a flipped bit, a torn write or a record read under the wrong key is
+// found on start, before the node answers anyone: a coordinator that serves
+// from a damaged log could hand out a decision that contradicts the cluster's
+// (AC1). Numbers are big-endian; strings are UTF-8 with a u16 length; byte
+// strings carry a u32 length. No JSON: entries hold arbitrary binary data.
+
+import { crc32 } from 'node:zlib';
+import { EntryType, type ConfState, type Entry, type HardState, type Snapshot } from '../raft/types.ts';
+import type { StorageIdentity } from './types.ts';
+
+export enum RecordKind {
+  Identity = 1,
+  HardState = 2,
+  Snapshot = 3,
+  Entry = 4,
+}
+
+/** Bumped when the format changes incompatibly; checked on every start. */
+export const FORMAT_VERSION = 1;
+
+const ENVELOPE_BYTES = 5;
+const ENTRY_HEADER_BYTES = 8 + 8 + 1 + 4;
+const STRING_BYTES_MAX = 0xffff;
+
+// ---- keys ---------------------------------------------------------------
+
+export const KEY_IDENTITY: Uint8Array = Uint8Array.of(0x01);
+export const KEY_HARD_STATE: Uint8Array = Uint8Array.of(0x02);
+export const KEY_SNAPSHOT: Uint8Array = Uint8Array.of(0x03);
+
+/** Entry keys sort after every metadata key and among themselves in log order. */
+export const ENTRY_KEY_PREFIX = 0x10;
+const ENTRY_KEY_BYTES = 9;
+/** The smallest key after every entry key: an iterator bound. */
+export const ENTRY_KEY_END: Uint8Array = Uint8Array.of(ENTRY_KEY_PREFIX + 1);
+
+export function entryKey(index: number): Uint8Array {
+  checkU64(index, 'entry index');
+  const key = new Uint8Array(ENTRY_KEY_BYTES);
+  key[0] = ENTRY_KEY_PREFIX;
+  new DataView(key.buffer).setBigUint64(1, BigInt(index));
+  return key;
+}
+
+/** The log index named by an entry key, or null when the key is not an entry key. */
+export function entryKeyIndex(key: Uint8Array): number | null {
+  if (key.byteLength !== ENTRY_KEY_BYTES || key[0] !== ENTRY_KEY_PREFIX) return null;
+  const index = new DataView(key.buffer, key.byteOffset, key.byteLength).getBigUint64(1);
+  return index <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(index) : null;
+}
+
+// ---- errors -------------------------------------------------------------
+
+/**
+ * A record on disk is not what was written, or the records disagree with
+ * each other. The node cannot tell what else is lost, so it must not serve;
+ * the operator restores it from a peer.
+ */
+export class CorruptRecordError extends Error {
+  constructor(
+    readonly dbPath: string,
+    /** Which record, e.g. "raft log record at index 1234". */
+    readonly record: string,
+    /** What is wrong with it. */
+    readonly problem: string,
+  ) {
+    super(
+      `corrupt ${record} in ${dbPath}: ${problem}; the node refuses to serve — restore this node from a peer`,
+    );
+    this.name = 'CorruptRecordError';
+  }
+}
+
+/** Thrown by the reader on a malformed payload; turned into a CorruptRecordError. */
+class MalformedPayload extends Error {}
+
+export function entryRecordName(index: number): string {
+  return `raft log record at index ${index}`;
+}
+
+const RECORD_NAMES: Record<RecordKind, string> = {
+  [RecordKind.Identity]: 'identity record',
+  [RecordKind.HardState]: 'hard state record',
+  [RecordKind.Snapshot]: 'snapshot record',
+  [RecordKind.Entry]: 'raft log record',
+};
+
+// ---- envelope -----------------------------------------------------------
+
+function seal(kind: RecordKind, payload: Uint8Array): Uint8Array {
+  const out = new Uint8Array(ENVELOPE_BYTES + payload.byteLength);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, crc32(payload));
+  view.setUint8(4, kind);
+  out.set(payload, ENVELOPE_BYTES);
+  return out;
+}
+
+function open(value: Uint8Array, kind: RecordKind, dbPath: string, record: string): Uint8Array {
+  if (value.byteLength < ENVELOPE_BYTES) {
+    throw new CorruptRecordError(dbPath, record, `record is ${value.byteLength} bytes, shorter than its ${ENVELOPE_BYTES}-byte header`);
+  }
+  const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
+  const payload = value.subarray(ENVELOPE_BYTES);
+  const stored = view.getUint32(0);
+  const computed = crc32(payload);
+  if (stored !== computed) {
+    throw new CorruptRecordError(dbPath, record, `checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`);
+  }
+  const storedKind = view.getUint8(4);
+  if (storedKind !== kind) {
+    const name = RECORD_NAMES[storedKind as RecordKind] ?? `unknown record kind ${storedKind}`;
+    throw new CorruptRecordError(dbPath, record, `holds a ${name} (kind ${storedKind}), expected kind ${kind}`);
+  }
+  return payload;
+}
+
+/** Opens the envelope and parses the payload, turning any parse failure into a CorruptRecordError. */
+function decodeRecord<T>(
+  value: Uint8Array,
+  kind: RecordKind,
+  dbPath: string,
+  record: string,
+  parse: (r: Reader) => T,
+): T {
+  const payload = open(value, kind, dbPath, record);
+  try {
+    const reader = new Reader(payload);
+    const out = parse(reader);
+    reader.end();
+    return out;
+  } catch (err) {
+    if (err instanceof MalformedPayload) throw new CorruptRecordError(dbPath, record, err.message);
+    throw err;
+  }
+}
+
+function hex32(n: number): string {
+  return `0x${n.toString(16).padStart(8, '0')}`;
+}
+
+// ---- records ------------------------------------------------------------
+
+export function encodeEntry(e: Entry): Uint8Array {
+  const w = new Writer(ENTRY_HEADER_BYTES + e.data.byteLength);
+  w.u64(e.term, 'entry term');
+  w.u64(e.index, 'entry index');
+  w.u8(e.type);
+  w.bytes(e.data);
+  return seal(RecordKind.Entry, w.finish());
+}
+
+/** Decodes the entry stored under key `keyIndex`; the record must name that same index. */
+export function decodeEntry(value: Uint8Array, keyIndex: number, dbPath: string): Entry {
+  const record = entryRecordName(keyIndex);
+  const entry = decodeRecord(value, RecordKind.Entry, dbPath, record, (r): Entry => {
+    const term = r.u64();
+    const index = r.u64();
+    const type = r.u8();
+    if (type !== EntryType.Normal && type !== EntryType.ConfChange) throw new MalformedPayload(`unknown entry type ${type}`);
+    return { term, index, type, data: r.bytes() };
+  });
+  if (entry.index !== keyIndex) {
+    throw new CorruptRecordError(dbPath, record, `record holds index ${entry.index}, stored under the key of index ${keyIndex}`);
+  }
+  return entry;
+}
+
+export function encodeHardState(hs: HardState): Uint8Array {
+  const w = new Writer(8 + 8 + 2 + hs.vote.length * 3);
+  w.u64(hs.term, 'hard state term');
+  w.u64(hs.commit, 'hard state commit');
+  w.string(hs.vote);
+  return seal(RecordKind.HardState, w.finish());
+}
+
+export function decodeHardState(value: Uint8Array, dbPath: string): HardState {
+  return decodeRecord(value, RecordKind.HardState, dbPath, RECORD_NAMES[RecordKind.HardState], (r) => {
+    const term = r.u64();
+    const commit = r.u64();
+    return { term, vote: r.string(), commit };
+  });
+}
+
+export function encodeSnapshot(s: Snapshot): Uint8Array {
+  const w = new Writer(64 + s.data.byteLength);
+  w.u64(s.metadata.index, 'snapshot index');
+  w.u64(s.metadata.term, 'snapshot term');
+  const cs = s.metadata.confState;
+  w.strings(cs.voters);
+  w.strings(cs.learners);
+  w.strings(cs.votersOutgoing);
+  w.bytes(s.data);
+  return seal(RecordKind.Snapshot, w.finish());
+}
+
+export function decodeSnapshot(value: Uint8Array, dbPath: string): Snapshot {
+  return decodeRecord(value, RecordKind.Snapshot, dbPath, RECORD_NAMES[RecordKind.Snapshot], (r) => {
+    const index = r.u64();
+    const term = r.u64();
+    const confState: ConfState = { voters: r.strings(), learners: r.strings(), votersOutgoing: r.strings() };
+    return { metadata: { index, term, confState }, data: r.bytes() };
+  });
+}
+
+export interface IdentityRecord extends StorageIdentity {
+  formatVersion: number;
+}
+
+export function encodeIdentity(id: StorageIdentity): Uint8Array {
+  const w = new Writer(16 + (id.clusterId.length + id.nodeId.length) * 3);
+  w.u8(FORMAT_VERSION);
+  w.string(id.clusterId);
+  w.string(id.nodeId);
+  return seal(RecordKind.Identity, w.finish());
+}
+
+export function decodeIdentity(value: Uint8Array, dbPath: string): IdentityRecord {
+  return decodeRecord(value, RecordKind.Identity, dbPath, RECORD_NAMES[RecordKind.Identity], (r) => {
+    const formatVersion = r.u8();
+    const clusterId = r.string();
+    return { formatVersion, clusterId, nodeId: r.string() };
+  });
+}
+
+// ---- byte plumbing ------------------------------------------------------
+
+function checkU64(n: number, what: string): void {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${what} must be a non-negative safe integer, got ${n}`);
+}
+
+/** Appends to a growable buffer; `sizeHint` avoids most reallocations. */
+class Writer {
+  private buf: Uint8Array;
+  private view: DataView;
+  private at = 0;
+
+  constructor(sizeHint: number) {
+    this.buf = new Uint8Array(Math.max(16, sizeHint));
+    this.view = new DataView(this.buf.buffer);
+  }
+
+  u8(n: number): void {
+    this.reserve(1);
+    this.view.setUint8(this.at, n);
+    this.at += 1;
+  }
+
+  u64(n: number, what: string): void {
+    checkU64(n, what);
+    this.reserve(8);
+    this.view.setBigUint64(this.at, BigInt(n));
+    this.at += 8;
+  }
+
+  bytes(b: Uint8Array): void {
+    this.reserve(4 + b.byteLength);
+    this.view.setUint32(this.at, b.byteLength);
+    this.buf.set(b, this.at + 4);
+    this.at += 4 + b.byteLength;
+  }
+
+  string(s: string): void {
+    const b = Buffer.from(s, 'utf8');
+    if (b.byteLength > STRING_BYTES_MAX) throw new RangeError(`string of ${b.byteLength} bytes exceeds ${STRING_BYTES_MAX}`);
+    this.reserve(2 + b.byteLength);
+    this.view.setUint16(this.at, b.byteLength);
+    this.buf.set(b, this.at + 2);
+    this.at += 2 + b.byteLength;
+  }
+
+  strings(list: readonly string[]): void {
+    this.reserve(4);
+    this.view.setUint32(this.at, list.length);
+    this.at += 4;
+    for (const s of list) this.string(s);
+  }
+
+  finish(): Uint8Array {
+    return this.buf.subarray(0, this.at);
+  }
+
+  private reserve(n: number): void {
+    if (this.at + n <= this.buf.byteLength) return;
+    const next = new Uint8Array(Math.max(this.buf.byteLength * 2, this.at + n));
+    next.set(this.buf.subarray(0, this.at));
+    this.buf = next;
+    this.view = new DataView(next.buffer);
+  }
+}
+
+/** Reads a payload; every read is bounds-checked so a bad length cannot read past the record. */
+class Reader {
+  private readonly view: DataView;
+  private at = 0;
+
+  constructor(private readonly buf: Uint8Array) {
+    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  }
+
+  u8(): number {
+    this.need(1);
+    return this.view.getUint8(this.at++);
+  }
+
+  u64(): number {
+    this.need(8);
+    const n = this.view.getBigUint64(this.at);
+    this.at += 8;
+    if (n > BigInt(Number.MAX_SAFE_INTEGER)) throw new MalformedPayload(`integer ${n} exceeds the safe range`);
+    return Number(n);
+  }
+
+  bytes(): Uint8Array {
+    this.need(4);
+    const len = this.view.getUint32(this.at);
+    this.at += 4;
+    this.need(len);
+    // A copy into a plain Uint8Array (the input may be a Buffer, whose slice
+    // is a view), so callers never hold on to the whole LevelDB value.
+    const out = new Uint8Array(this.buf.subarray(this.at, this.at + len));
+    this.at += len;
+    return out;
+  }
+
+  string(): string {
+    this.need(2);
+    const len = this.view.getUint16(this.at);
+    this.at += 2;
+    this.need(len);
+    const s = Buffer.from(this.buf.buffer, this.buf.byteOffset + this.at, len).toString('utf8');
+    this.at += len;
+    return s;
+  }
+
+  strings(): string[] {
+    this.need(4);
+    const count = this.view.getUint32(this.at);
+    this.at += 4;
+    // Each string takes at least its 2-byte length: a larger count is garbage.
+    this.need(count * 2);
+    const out: string[] = [];
+    for (let i = 0; i < count; i++) out.push(this.string());
+    return out;
+  }
+
+  end(): void {
+    const left = this.buf.byteLength - this.at;
+    if (left !== 0) throw new MalformedPayload(`${left} unexpected trailing bytes`);
+  }
+
+  private need(n: number): void {
+    const left = this.buf.byteLength - this.at;
+    if (n > left) throw new MalformedPayload(`payload truncated: needs ${n} more bytes at offset ${this.at}, has ${left}`);
+  }
+}

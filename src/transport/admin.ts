@@ -1,0 +1,54 @@
+// A typed promise client for the node's admin/status API (service RaftNode),
+// for the CLI and tests. The server side is implemented by the node against
+// RaftNodeHandlers in proto.ts.
+import * as grpc from '@grpc/grpc-js';
+import {
+  raftNodeService,
+  type GetRequest,
+  type GetResponse,
+  type NodeStatus,
+  type PutRequest,
+  type PutResponse,
+  type StatusRequest,
+} from './proto.ts';
+
+export const ADMIN_DEADLINE_MS = 5_000;
+
+export class RaftNodeClient {
+  private readonly client: grpc.Client;
+
+  constructor(address: string, credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure()) {
+    this.client = new grpc.Client(address, credentials);
+  }
+
+  status(deadlineMs = ADMIN_DEADLINE_MS): Promise<NodeStatus> {
+    return this.unary<StatusRequest, NodeStatus>('Status', {}, deadlineMs);
+  }
+
+  put(req: PutRequest, deadlineMs = ADMIN_DEADLINE_MS): Promise<PutResponse> {
+    return this.unary<PutRequest, PutResponse>('Put', req, deadlineMs);
+  }
+
+  get(req: GetRequest, deadlineMs = ADMIN_DEADLINE_MS): Promise<GetResponse> {
+    return this.unary<GetRequest, GetResponse>('Get', req, deadlineMs);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  /** Rejects with a grpc.ServiceError (code + details) the caller can act on. */
+  private unary<Req, Res>(name: 'Status' | 'Put' | 'Get', req: Req, deadlineMs: number): Promise<Res> {
+    const method = raftNodeService[name] as grpc.MethodDefinition<Req, Res>;
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest<Req, Res>(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        req,
+        { deadline: Date.now() + deadlineMs },
+        (err, res) => (err !== null ? reject(err) : res === undefined ? reject(new Error('empty response')) : resolve(res)),
+      );
+    });
+  }
+}

@@ -1,0 +1,237 @@
+// Node-to-node Raft transport over gRPC: one long-lived client stream per
+// peer for outbound traffic (see peer.ts), and the `verdict.raft.Raft`
+// service for inbound traffic, served by the node beside its other services.
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { LOCAL_MESSAGES, MessageType, NONE, assert, type Message, type NodeId } from '../raft/types.ts';
+import { PeerLink } from './peer.ts';
+import { fromWire, raftService, type RaftHandlers, type WireBatch, type WireStreamAck } from './proto.ts';
+import type { InboundHandler, Transport, UnreachableHandler } from './types.ts';
+
+/** Large enough for a snapshot in one message; bigger snapshots need chunking. */
+export const MESSAGE_BYTES_MAX = 64 * 1024 * 1024;
+
+const KEEPALIVE = {
+  // Notice a dead peer (half-open TCP) within ~15 s even when Raft is quiet.
+  'grpc.keepalive_time_ms': 10_000,
+  'grpc.keepalive_timeout_ms': 5_000,
+} as const;
+
+/** Options for the grpc.Server that the node creates and passes to register(). */
+export const SERVER_OPTIONS: grpc.ServerOptions = {
+  'grpc.max_receive_message_length': MESSAGE_BYTES_MAX,
+  'grpc.max_send_message_length': MESSAGE_BYTES_MAX,
+  ...KEEPALIVE,
+};
+
+export interface GrpcTransportOptions {
+  clusterId: string;
+  selfId: NodeId;
+  /** Peer id → "host:port". An entry for selfId is ignored. */
+  peers: ReadonlyMap<NodeId, string>;
+  onMessages: InboundHandler;
+  onUnreachable: UnreachableHandler;
+  logger: Logger;
+  /** Defaults to insecure; TLS plugs in here. */
+  credentials?: grpc.ChannelCredentials;
+  queueMessagesMax?: number;
+  queueBytesMax?: number;
+  /** A batch is split above this size, so one write never holds up a stream for long. */
+  batchBytesMax?: number;
+  backoffMinMs?: number;
+  backoffMaxMs?: number;
+  closeTimeoutMs?: number;
+  random?: () => number;
+}
+
+/** How an inbound stream is refused: a status code and a reason the sender logs. */
+type RejectStatus = Pick<grpc.StatusObject, 'code' | 'details'>;
+type Finish = (status: RejectStatus | null) => void;
+
+export class GrpcTransport implements Transport {
+  private readonly o: GrpcTransportOptions;
+  private readonly log: Logger;
+  private readonly links = new Map<NodeId, PeerLink>();
+  private readonly closing = new Set<Promise<void>>();
+  /** Open inbound streams, so close() can end them. Bounded by the server's connections. */
+  private readonly inbound = new Set<Finish>();
+  /** Peers to report unreachable at the next turn; at most one entry per peer. */
+  private readonly unreachable = new Set<NodeId>();
+  private closePromise: Promise<void> | null = null;
+
+  constructor(o: GrpcTransportOptions) {
+    assert(o.clusterId !== '', 'transport has a cluster id');
+    assert(o.selfId !== NONE, 'transport has a node id');
+    this.o = o;
+    this.log = o.logger.child({ component: 'transport', clusterId: o.clusterId, node: o.selfId });
+    this.updatePeers(o.peers);
+  }
+
+  service(): { definition: grpc.ServiceDefinition<RaftHandlers>; implementation: RaftHandlers } {
+    return { definition: raftService, implementation: { Stream: (call, cb) => this.handleStream(call, cb) } };
+  }
+
+  register(server: grpc.Server): void {
+    const { definition, implementation } = this.service();
+    server.addService(definition, implementation);
+  }
+
+  send(messages: Message[]): void {
+    for (const m of messages) {
+      assert(!LOCAL_MESSAGES.has(m.type), `local message ${MessageType[m.type]} is never sent`);
+      assert(m.from === this.o.selfId, `outbound message is from this node (from=${m.from})`);
+      assert(m.to !== this.o.selfId && m.to !== NONE, `outbound message has a peer as destination (to=${m.to})`);
+      if (this.closePromise !== null) continue;
+      const link = this.links.get(m.to);
+      if (link === undefined) {
+        // A peer removed from the configuration, or not yet added: Raft will
+        // learn it is unreachable and stop insisting.
+        this.log.debug({ to: m.to, type: MessageType[m.type] }, 'message for an unknown peer dropped');
+        this.reportUnreachable(m.to);
+        continue;
+      }
+      link.enqueue(m);
+    }
+  }
+
+  /** Messages waiting to be written to `peer` (for tests and status). */
+  pendingCount(peer: NodeId): number {
+    return this.links.get(peer)?.pendingCount() ?? 0;
+  }
+
+  /** Reconciles the outbound links with a new membership. Removed or moved peers lose their queue. */
+  updatePeers(peers: ReadonlyMap<NodeId, string>): void {
+    if (this.closePromise !== null) return;
+    for (const [id, link] of this.links) {
+      if (peers.get(id) === link.address) continue;
+      this.links.delete(id);
+      this.track(link.close());
+    }
+    for (const [id, address] of peers) {
+      if (id === this.o.selfId || this.links.has(id)) continue;
+      this.links.set(id, this.newLink(id, address));
+    }
+  }
+
+  /** Ends every stream, inbound and outbound, and closes the channels. Idempotent. */
+  close(): Promise<void> {
+    if (this.closePromise !== null) return this.closePromise;
+    for (const finish of [...this.inbound]) finish(null);
+    for (const link of this.links.values()) this.track(link.close());
+    this.links.clear();
+    this.closePromise = Promise.all([...this.closing]).then(() => undefined);
+    return this.closePromise;
+  }
+
+  private newLink(peerId: NodeId, address: string): PeerLink {
+    const backoffMinMs = this.o.backoffMinMs ?? 50;
+    const backoffMaxMs = this.o.backoffMaxMs ?? 2_000;
+    assert(0 < backoffMinMs && backoffMinMs <= backoffMaxMs, '0 < backoffMinMs <= backoffMaxMs');
+    return new PeerLink({
+      clusterId: this.o.clusterId,
+      selfId: this.o.selfId,
+      peerId,
+      address,
+      credentials: this.o.credentials ?? grpc.credentials.createInsecure(),
+      channelOptions: {
+        'grpc.max_receive_message_length': MESSAGE_BYTES_MAX,
+        'grpc.max_send_message_length': MESSAGE_BYTES_MAX,
+        // Keep grpc's own reconnect backoff in step with ours, so it never
+        // holds a restarted peer unreachable for longer than we would.
+        'grpc.initial_reconnect_backoff_ms': backoffMinMs,
+        'grpc.max_reconnect_backoff_ms': backoffMaxMs,
+        ...KEEPALIVE,
+      },
+      queueMessagesMax: this.o.queueMessagesMax ?? 4_096,
+      queueBytesMax: this.o.queueBytesMax ?? MESSAGE_BYTES_MAX,
+      batchBytesMax: this.o.batchBytesMax ?? 4 * 1024 * 1024,
+      backoffMinMs,
+      backoffMaxMs,
+      closeTimeoutMs: this.o.closeTimeoutMs ?? 1_000,
+      random: this.o.random ?? Math.random,
+      logger: this.log,
+      reportUnreachable: (peer) => this.reportUnreachable(peer),
+    });
+  }
+
+  private track(p: Promise<void>): void {
+    this.closing.add(p);
+    void p.finally(() => this.closing.delete(p));
+  }
+
+  /**
+   * Reports are delivered on a later turn, never from inside send(): the
+   * caller is the node's loop in the middle of handling a Ready, and must
+   * not be re-entered.
+   */
+  private reportUnreachable(peer: NodeId): void {
+    if (this.unreachable.size === 0) {
+      setImmediate(() => {
+        const peers = [...this.unreachable];
+        this.unreachable.clear();
+        if (this.closePromise !== null) return;
+        for (const p of peers) this.o.onUnreachable(p);
+      });
+    }
+    this.unreachable.add(peer);
+  }
+
+  private handleStream(
+    call: grpc.ServerReadableStream<WireBatch, WireStreamAck>,
+    callback: grpc.sendUnaryData<WireStreamAck>,
+  ): void {
+    let done = false;
+    const finish: Finish = (status) => {
+      if (done) return;
+      done = true;
+      this.inbound.delete(finish);
+      if (status === null) callback(null, {});
+      else callback(status);
+    };
+    if (this.closePromise !== null) {
+      finish({ code: grpc.status.UNAVAILABLE, details: `node "${this.o.selfId}" is shutting down` });
+      return;
+    }
+    this.inbound.add(finish);
+    call.on('data', (batch: WireBatch) => {
+      if (done) return;
+      const rejection = this.checkBatch(batch);
+      if (rejection !== null) {
+        finish(rejection);
+        return;
+      }
+      let messages: Message[];
+      try {
+        messages = batch.messages.map((w) => this.decode(batch, w));
+      } catch (err) {
+        const details = `malformed batch from "${batch.from}": ${(err as Error).message}`;
+        this.log.warn({ from: batch.from, peer: call.getPeer() }, details);
+        finish({ code: grpc.status.INVALID_ARGUMENT, details });
+        return;
+      }
+      this.o.onMessages(messages);
+    });
+    call.on('end', () => finish(null));
+    // The client went away (cancelled, connection lost); nobody will read a status.
+    call.on('error', () => finish({ code: grpc.status.CANCELLED, details: 'stream cancelled' }));
+  }
+
+  /** R7: a node delivers nothing addressed to another cluster or another node. */
+  private checkBatch(b: WireBatch): RejectStatus | null {
+    let details: string | null = null;
+    if (b.clusterId !== this.o.clusterId) {
+      details = `cluster id mismatch: message for cluster "${b.clusterId}" reached a node of cluster "${this.o.clusterId}"`;
+    } else if (b.to !== this.o.selfId) {
+      details = `node id mismatch: message for node "${b.to}" reached node "${this.o.selfId}"`;
+    }
+    if (details === null) return null;
+    this.log.warn({ batchClusterId: b.clusterId, from: b.from, to: b.to, messages: b.messages.length }, details);
+    return { code: grpc.status.FAILED_PRECONDITION, details };
+  }
+
+  private decode(b: WireBatch, w: WireBatch['messages'][number]): Message {
+    const m = fromWire(w);
+    assert(m.from === b.from && m.to === b.to, `message ${m.from}→${m.to} matches its batch ${b.from}→${b.to}`);
+    return m;
+  }
+}

@@ -1,0 +1,364 @@
+// The Raft simulator: N production drivers (src/node/driver.ts) on one
+// virtual clock, with simulated disks and a simulated network, every choice
+// drawn from one seed. The checker below watches every Ready and every
+// applied entry and records violations of Raft's safety properties.
+
+import { Driver, type StateMachine } from '../../src/node/driver.ts';
+import { RawNode, type Ready } from '../../src/raft/raw-node.ts';
+import { Rng } from '../../src/raft/rng.ts';
+import { Role, type ConfState, type Entry, type Message, type NodeId } from '../../src/raft/types.ts';
+import { EventQueue } from './event-queue.ts';
+import { SimDisk } from './sim-disk.ts';
+
+export const TICK_MS = 100;
+const ELECTION_TICKS = 10;
+
+export type Fault =
+  | { kind: 'crash'; at: number; node: number; downMs: number }
+  | { kind: 'partition'; at: number; side: number[]; durMs: number }
+  | { kind: 'isolate-leader'; at: number; durMs: number }
+  | { kind: 'one-way'; at: number; from: number; to: number; durMs: number }
+  | { kind: 'loss'; at: number; percent: number; durMs: number }
+  | { kind: 'duplicate'; at: number; percent: number; durMs: number }
+  | { kind: 'delay'; at: number; extraMs: number; durMs: number }
+  | { kind: 'slow-disk'; at: number; node: number; extraMs: number; durMs: number }
+  | { kind: 'transfer'; at: number; to: number };
+
+export interface Scenario {
+  seed: number;
+  nodes: number;
+  faults: Fault[];
+  /** Faults happen before this time; afterwards the world is healthy. */
+  healAtMs: number;
+  /** After healing, a leader must commit a new entry on every node within this. */
+  livenessMs: number;
+  snapshotEntries: number;
+}
+
+export interface SimResult {
+  violations: string[];
+  steps: number;
+  committed: number;
+  crashes: number;
+  partitions: number;
+}
+
+/** A state machine that remembers the order of what it applied. */
+class LogMachine implements StateMachine<number> {
+  applied: { index: number; term: number; data: string }[] = [];
+  apply(e: Entry): number {
+    this.applied.push({ index: e.index, term: e.term, data: Buffer.from(e.data).toString() });
+    return this.applied.length;
+  }
+  snapshot(): Uint8Array {
+    return Buffer.from(JSON.stringify(this.applied));
+  }
+  restore(data: Uint8Array): void {
+    this.applied = JSON.parse(Buffer.from(data).toString()) as LogMachine['applied'];
+  }
+}
+
+interface SimNode {
+  id: NodeId;
+  disk: SimDisk;
+  driver: Driver<number> | null;
+  sm: LogMachine;
+  up: boolean;
+  /** While this node leads a term: the last index it persisted in that term. */
+  leaderLast: { term: number; last: number } | null;
+}
+
+export class RaftWorld {
+  readonly q = new EventQueue();
+  readonly rng: Rng;
+  readonly nodes: SimNode[] = [];
+  readonly violations: string[] = [];
+  private readonly conf: ConfState;
+  // Network state.
+  private blocked = new Set<string>();
+  private lossPercent = 0;
+  private dupPercent = 0;
+  private extraDelayMs = 0;
+  // Checker state.
+  private readonly leaderOfTerm = new Map<number, NodeId>();
+  private readonly entryAt = new Map<string, { data: string; prevTerm: number | null }>();
+  private readonly appliedAt: ({ term: number; data: string } | undefined)[] = [];
+  private clientSeq = 0;
+  crashes = 0;
+  partitions = 0;
+
+  constructor(readonly sc: Scenario) {
+    this.rng = new Rng(sc.seed);
+    const ids = Array.from({ length: sc.nodes }, (_, i) => `n${i + 1}`);
+    this.conf = { voters: ids, learners: [], votersOutgoing: [] };
+    for (const id of ids) {
+      const node: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32())), driver: null, sm: new LogMachine(), up: false, leaderLast: null };
+      this.nodes.push(node);
+      this.start(node);
+    }
+  }
+
+  private violation(what: string): void {
+    if (this.violations.length < 20) this.violations.push(`t=${this.q.now}ms: ${what}`);
+  }
+
+  // ---- nodes -------------------------------------------------------------
+
+  private start(n: SimNode): void {
+    const rawNode = RawNode.restart(
+      { id: n.id, random: new Rng(this.rng.u32()).asRandom(), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, inflightMsgsMax: 8, inflightBytesMax: 1 << 20, appendBytesMax: 4096 },
+      n.disk.recover(),
+      this.conf,
+    );
+    n.sm = new LogMachine();
+    n.leaderLast = null;
+    const driver: Driver<number> = new Driver<number>({
+      node: rawNode,
+      store: n.disk,
+      transport: { send: (msgs) => this.send(n.id, msgs) },
+      sm: n.sm,
+      snapshotEntries: this.sc.snapshotEntries,
+      snapshotKeepEntries: 5,
+      waitersMax: 1000,
+      onFatal: (err) => this.violation(`${n.id} fatal: ${err.message}`),
+      onApplied: (e) => this.checkApplied(n, e),
+      onPersisted: (rd) => this.checkReady(n, driver, rd),
+    });
+    n.driver = driver;
+    n.up = true;
+    // The restored snapshot must be a prefix of what the cluster applied.
+    for (const a of n.sm.applied) this.checkAppliedRecord(n, a.index, a.term, a.data);
+    const phase = this.rng.int(TICK_MS);
+    const tick = (): void => {
+      if (n.driver !== driver || !n.up) return;
+      driver.tick();
+      this.q.after(TICK_MS, tick);
+    };
+    this.q.after(phase, tick);
+  }
+
+  crash(n: SimNode): void {
+    if (!n.up) return;
+    this.crashes++;
+    n.up = false;
+    n.driver?.stop();
+    n.driver = null;
+    n.disk.crash();
+  }
+
+  restart(n: SimNode): void {
+    if (n.up) return;
+    this.start(n);
+  }
+
+  leader(): SimNode | null {
+    let best: SimNode | null = null;
+    for (const n of this.nodes) {
+      if (!n.up || !n.driver?.isLeader()) continue;
+      if (!best || n.driver.node.raft.term > (best.driver?.node.raft.term ?? 0)) best = n;
+    }
+    return best;
+  }
+
+  // ---- network -----------------------------------------------------------
+
+  private send(from: NodeId, msgs: Message[]): void {
+    for (const m of msgs) {
+      if (this.blocked.has(`${from}>${m.to}`)) continue;
+      if (this.lossPercent > 0 && this.rng.int(100) < this.lossPercent) continue;
+      const copies = this.dupPercent > 0 && this.rng.int(100) < this.dupPercent ? 2 : 1;
+      for (let c = 0; c < copies; c++) {
+        // Jitter reorders messages between the same two nodes.
+        const delay = 1 + this.rng.int(5) + (this.extraDelayMs > 0 ? this.rng.int(this.extraDelayMs) : 0);
+        this.q.after(delay, () => {
+          const to = this.nodes.find((x) => x.id === m.to);
+          if (!to || !to.up || !to.driver) return;
+          if (this.blocked.has(`${from}>${m.to}`)) return;
+          to.driver.receive([m]);
+        });
+      }
+    }
+  }
+
+  private block(a: NodeId, b: NodeId): void {
+    this.blocked.add(`${a}>${b}`);
+  }
+
+  private heal(): void {
+    this.blocked.clear();
+    this.lossPercent = 0;
+    this.dupPercent = 0;
+    this.extraDelayMs = 0;
+  }
+
+  // ---- faults ----------------------------------------------------------
+
+  private schedule(f: Fault): void {
+    const node = (i: number): SimNode => this.nodes[i % this.nodes.length];
+    switch (f.kind) {
+      case 'crash':
+        this.q.at(f.at, () => this.crash(node(f.node)));
+        this.q.at(f.at + f.downMs, () => this.restart(node(f.node)));
+        return;
+      case 'partition':
+        this.q.at(f.at, () => {
+          this.partitions++;
+          for (const a of this.nodes)
+            for (const b of this.nodes) {
+              const sa = f.side[this.nodes.indexOf(a)] ?? 0;
+              const sb = f.side[this.nodes.indexOf(b)] ?? 0;
+              if (sa !== sb) this.block(a.id, b.id);
+            }
+        });
+        this.q.at(f.at + f.durMs, () => this.blocked.clear());
+        return;
+      case 'isolate-leader':
+        this.q.at(f.at, () => {
+          const l = this.leader();
+          if (!l) return;
+          this.partitions++;
+          for (const b of this.nodes) if (b !== l) (this.block(l.id, b.id), this.block(b.id, l.id));
+        });
+        this.q.at(f.at + f.durMs, () => this.blocked.clear());
+        return;
+      case 'one-way':
+        this.q.at(f.at, () => {
+          this.partitions++;
+          this.block(node(f.from).id, node(f.to).id);
+        });
+        this.q.at(f.at + f.durMs, () => this.blocked.delete(`${node(f.from).id}>${node(f.to).id}`));
+        return;
+      case 'loss':
+        this.q.at(f.at, () => (this.lossPercent = f.percent));
+        this.q.at(f.at + f.durMs, () => (this.lossPercent = 0));
+        return;
+      case 'duplicate':
+        this.q.at(f.at, () => (this.dupPercent = f.percent));
+        this.q.at(f.at + f.durMs, () => (this.dupPercent = 0));
+        return;
+      case 'delay':
+        this.q.at(f.at, () => (this.extraDelayMs = f.extraMs));
+        this.q.at(f.at + f.durMs, () => (this.extraDelayMs = 0));
+        return;
+      case 'slow-disk':
+        this.q.at(f.at, () => (node(f.node).disk.slowMs = f.extraMs));
+        this.q.at(f.at + f.durMs, () => (node(f.node).disk.slowMs = 0));
+        return;
+      case 'transfer':
+        this.q.at(f.at, () => this.leader()?.driver?.transferLeadership(node(f.to).id));
+        return;
+    }
+  }
+
+  // ---- clients -----------------------------------------------------------
+
+  private propose(): void {
+    const l = this.leader();
+    if (!l?.driver) return;
+    const data = `c${++this.clientSeq}`;
+    l.driver.propose(Buffer.from(data), () => {});
+  }
+
+  // ---- the checker -------------------------------------------------------
+
+  /** Election safety, leader append-only, log matching and leader completeness, at every Ready. */
+  private checkReady(n: SimNode, d: Driver<number>, rd: Ready): void {
+    const raft = d.node.raft;
+    if (rd.softState?.role === Role.Leader) {
+      const prev = this.leaderOfTerm.get(raft.term);
+      if (prev !== undefined && prev !== n.id) this.violation(`election safety: ${prev} and ${n.id} both lead term ${raft.term}`);
+      this.leaderOfTerm.set(raft.term, n.id);
+      // Entries of this first Ready may still replace an unsynced follower tail.
+      n.leaderLast = { term: raft.term, last: rd.entries.length > 0 ? rd.entries[rd.entries.length - 1].index : raft.log.storage.lastIndex() };
+      // Leader completeness: every entry applied anywhere is in the new leader's log.
+      for (let i = 1; i < this.appliedAt.length; i++) {
+        const a = this.appliedAt[i];
+        if (!a) continue;
+        const t = raft.log.term(i);
+        if (t === null && i <= raft.log.firstIndex() - 1) continue;
+        if (t !== a.term) this.violation(`leader completeness: leader ${n.id} (term ${raft.term}) has term ${t} at ${i}, committed entry has term ${a.term}`);
+      }
+    }
+    if (rd.entries.length > 0) {
+      if (rd.softState?.role !== Role.Leader && raft.role === Role.Leader && n.leaderLast && n.leaderLast.term === raft.term) {
+        if (rd.entries[0].index !== n.leaderLast.last + 1) this.violation(`leader append-only: ${n.id} rewrote its log at ${rd.entries[0].index} (last ${n.leaderLast.last})`);
+        n.leaderLast.last = rd.entries[rd.entries.length - 1].index;
+      }
+      // The batch is on the simulated disk already: check what is durable.
+      let prevTerm = n.disk.termAt(rd.entries[0].index - 1);
+      for (const e of rd.entries) {
+        const key = `${e.index}:${e.term}`;
+        const data = Buffer.from(e.data).toString();
+        const seen = this.entryAt.get(key);
+        if (!seen) this.entryAt.set(key, { data, prevTerm });
+        else {
+          if (seen.data !== data) this.violation(`log matching: two different entries at index ${e.index} term ${e.term}`);
+          if (seen.prevTerm !== null && prevTerm !== null && seen.prevTerm !== prevTerm) this.violation(`log matching: entry ${key} follows term ${prevTerm} on ${n.id} but term ${seen.prevTerm} elsewhere`);
+        }
+        prevTerm = e.term;
+      }
+    }
+  }
+
+  private checkApplied(n: SimNode, e: Entry): void {
+    this.checkAppliedRecord(n, e.index, e.term, Buffer.from(e.data).toString());
+  }
+
+  /** State machine safety: no two nodes apply different entries at one index. */
+  private checkAppliedRecord(n: SimNode, index: number, term: number, data: string): void {
+    const prev = this.appliedAt[index];
+    if (!prev) this.appliedAt[index] = { term, data };
+    else if (prev.term !== term || prev.data !== data) this.violation(`state machine safety: ${n.id} applied ${data}@${term} at ${index}, another node applied ${prev.data}@${prev.term}`);
+  }
+
+  // ---- a run -------------------------------------------------------------
+
+  run(): SimResult {
+    for (const f of this.sc.faults) if (f.at < this.sc.healAtMs) this.schedule(f);
+    // Client load until healing, a proposal every few tens of ms.
+    const client = (): void => {
+      if (this.q.now >= this.sc.healAtMs) return;
+      this.propose();
+      this.q.after(10 + this.rng.int(60), client);
+    };
+    this.q.after(0, client);
+    this.q.runUntil(this.sc.healAtMs);
+    // Heal: everybody up, the network clean.
+    this.heal();
+    for (const n of this.nodes) {
+      n.disk.slowMs = 0;
+      this.restart(n);
+    }
+    this.checkLiveness();
+    return { violations: this.violations, steps: this.q.steps, committed: this.appliedAt.length - 1, crashes: this.crashes, partitions: this.partitions };
+  }
+
+  /** After healing, a new proposal must be applied on every node within livenessMs. */
+  private checkLiveness(): void {
+    const probe = `probe-${this.sc.seed}`;
+    const deadline = this.q.now + this.sc.livenessMs;
+    const everywhere = (): boolean => this.nodes.every((n) => n.sm.applied.some((a) => a.data === probe));
+    let proposed = false;
+    let proposedAt = 0;
+    const tryPropose = (): void => {
+      if (everywhere() || this.q.now > deadline) return;
+      const l = this.leader();
+      // Like a real client: retry after an error or after 3 s without an answer.
+      if (l?.driver && (!proposed || this.q.now - proposedAt > 3_000)) {
+        proposed = true;
+        proposedAt = this.q.now;
+        l.driver.propose(Buffer.from(probe), (err) => {
+          if (err) proposed = false;
+        });
+      }
+      this.q.after(TICK_MS, tryPropose);
+    };
+    this.q.after(0, tryPropose);
+    let done = false;
+    this.q.runUntil(deadline, () => (done = everywhere()));
+    if (!done) {
+      const states = this.nodes.map((n) => `${n.id}:${n.driver?.node.raft.role}/t${n.driver?.node.raft.term}/c${n.driver?.node.raft.log.committed}`).join(' ');
+      this.violation(`liveness: ${this.sc.livenessMs}ms after healing, the probe entry is not applied everywhere (${states})`);
+    }
+  }
+}

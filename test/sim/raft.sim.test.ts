@@ -1,0 +1,45 @@
+// The deterministic Raft simulation. `npm test` runs VERDICT_SIM_SEEDS
+// schedules (2,000 by default); a failure prints its seed and path and the
+// one command that replays it exactly.
+
+import fc from 'fast-check';
+import { expect, test } from 'vitest';
+import { RaftWorld } from './raft-world.ts';
+import { scenarioArb } from './raft-schedule.ts';
+
+const seeds = Number(process.env.VERDICT_SIM_SEEDS ?? 2000);
+const replay = process.env.VERDICT_SIM_REPLAY; // "seed:path"
+const baseSeed = Number(process.env.VERDICT_SIM_SEED ?? 20261130);
+
+test(`raft safety and liveness hold on ${replay ? 'a replayed schedule' : `${seeds} simulated fault schedules`}`, () => {
+  let runs = 0;
+  let steps = 0;
+  let violations = 0;
+  let crashes = 0;
+  let partitions = 0;
+  const started = Date.now();
+  const params: fc.Parameters<[import('./raft-world.ts').Scenario]> = replay
+    ? { seed: Number(replay.split(':')[0]), path: replay.split(':').slice(1).join(':'), endOnFailure: true, numRuns: 1 }
+    : { seed: baseSeed, numRuns: seeds, endOnFailure: false };
+  const out = fc.check(
+    fc.property(scenarioArb, (sc) => {
+      const r = new RaftWorld(sc).run();
+      runs++;
+      steps += r.steps;
+      crashes += r.crashes;
+      partitions += r.partitions;
+      if (r.violations.length > 0) {
+        violations++;
+        throw new Error(r.violations.join('\n'));
+      }
+    }),
+    params,
+  );
+  const secs = (Date.now() - started) / 1000;
+  console.log(`sim: seeds=${runs} steps=${steps} violations=${violations} (crashes=${crashes} partitions=${partitions}, ${secs.toFixed(1)} s, ${Math.round((runs / secs) * 60)} seeds/min)`);
+  if (out.failed) {
+    const cmd = `VERDICT_SIM_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run test/sim/raft.sim.test.ts`;
+    console.error(`simulation failed; replay with:\n  ${cmd}\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`);
+  }
+  expect(out.failed, 'a simulated schedule violated Raft safety or liveness (see the replay command above)').toBe(false);
+});

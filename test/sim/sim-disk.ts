@@ -1,0 +1,94 @@
+// A simulated disk behind the same LogStore interface as LevelDB. A write is
+// durable only when its callback fires; a crash keeps a random prefix of the
+// writes still in flight (the OS may have flushed some) and loses the rest.
+
+import { Rng } from '../../src/raft/rng.ts';
+import { emptySnapshot, type Entry, type HardState, type Snapshot } from '../../src/raft/types.ts';
+import type { LogStore, PersistBatch, RecoveredState } from '../../src/storage/types.ts';
+import type { EventQueue } from './event-queue.ts';
+
+interface Durable {
+  hardState: HardState;
+  snapshot: Snapshot;
+  entries: Entry[];
+}
+
+/** The reference semantics of PersistBatch (the LevelDB store must agree). */
+export function applyBatch(d: Durable, b: PersistBatch): void {
+  if (b.snapshot) {
+    d.snapshot = b.snapshot;
+    d.entries = [];
+  }
+  if (b.entries.length > 0) {
+    const first = b.entries[0].index;
+    const base = d.snapshot.metadata.index;
+    if (first <= base) throw new Error(`sim disk: entries at ${first} at or below the snapshot ${base}`);
+    if (first > base + d.entries.length + 1) throw new Error(`sim disk: gap before entry ${first}`);
+    d.entries = d.entries.slice(0, first - base - 1).concat(b.entries);
+  }
+  if (b.hardState) d.hardState = { ...b.hardState };
+  if (b.localSnapshot) {
+    const base = d.snapshot.metadata.index;
+    const idx = b.localSnapshot.metadata.index;
+    d.entries = d.entries.slice(Math.max(0, idx - base));
+    d.snapshot = b.localSnapshot;
+  }
+  if (b.compactTo > 0) {
+    const base = d.snapshot.metadata.index;
+    d.entries = d.entries.filter((e) => e.index > Math.max(b.compactTo, base));
+  }
+}
+
+export class SimDisk implements LogStore {
+  private durable: Durable = { hardState: { term: 0, vote: '', commit: 0 }, snapshot: emptySnapshot(), entries: [] };
+  private inFlight: { batch: PersistBatch; epoch: number }[] = [];
+  private epoch = 0;
+  private lastDoneAt = 0;
+  /** Extra latency while a slow-disk fault is on. */
+  slowMs = 0;
+  writes = 0;
+
+  constructor(
+    private readonly q: EventQueue,
+    private readonly rng: Rng,
+  ) {}
+
+  persist(batch: PersistBatch, onSynced: (err: Error | null) => void): void {
+    const epoch = this.epoch;
+    const item = { batch, epoch };
+    this.inFlight.push(item);
+    // FIFO like a real log device: a write never completes before an earlier one.
+    const doneAt = Math.max(this.q.now + 1 + this.rng.int(4) + this.slowMs, this.lastDoneAt);
+    this.lastDoneAt = doneAt;
+    this.q.at(doneAt, () => {
+      if (epoch !== this.epoch) return;
+      this.inFlight.shift();
+      applyBatch(this.durable, batch);
+      this.writes++;
+      onSynced(null);
+    });
+  }
+
+  /** Power loss: some prefix of the in-flight writes made it, the rest did not. */
+  crash(): void {
+    const survive = this.rng.int(this.inFlight.length + 1);
+    for (let i = 0; i < survive; i++) applyBatch(this.durable, this.inFlight[i].batch);
+    this.inFlight = [];
+    this.epoch++;
+    this.lastDoneAt = 0;
+  }
+
+  /** The durable term of entry `i`, or null if not on disk (or compacted). */
+  termAt(i: number): number | null {
+    const d = this.durable;
+    const base = d.snapshot.metadata.index;
+    if (i === base) return d.snapshot.metadata.term;
+    if (i < base || i > base + d.entries.length) return null;
+    return d.entries[i - base - 1].term;
+  }
+
+  recover(): RecoveredState {
+    const d = this.durable;
+    return { hardState: { ...d.hardState }, snapshot: d.snapshot, entries: d.entries.slice() };
+  }
+}

@@ -1,0 +1,421 @@
+// The gRPC transport against real servers on loopback. Every wait is bounded
+// (waitFor), and every server and transport is closed after each test.
+import * as grpc from '@grpc/grpc-js';
+import { pino, type Logger } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  EntryType,
+  LOCAL_MESSAGES,
+  MessageType,
+  RaftInvariantError,
+  message,
+  type Message,
+  type NodeId,
+} from '../../src/raft/types.ts';
+import { RaftNodeClient } from '../../src/transport/admin.ts';
+import { GrpcTransport, SERVER_OPTIONS, type GrpcTransportOptions } from '../../src/transport/grpc.ts';
+import { raftNodeService, type NodeStatus, type RaftNodeHandlers } from '../../src/transport/proto.ts';
+
+interface LogLine {
+  level: number;
+  msg: string;
+  [k: string]: unknown;
+}
+
+interface Node {
+  id: NodeId;
+  transport: GrpcTransport;
+  received: Message[];
+  /** One entry per onMessages call, i.e. per delivered batch. */
+  batches: number[];
+  unreachable: NodeId[];
+  logs: LogLine[];
+  server: grpc.Server | null;
+  port: number;
+}
+
+const servers = new Set<grpc.Server>();
+const transports = new Set<GrpcTransport>();
+
+afterEach(async () => {
+  await Promise.all([...transports].map((t) => t.close()));
+  for (const s of servers) s.forceShutdown();
+  transports.clear();
+  servers.clear();
+});
+
+function captureLogger(logs: LogLine[]): Logger {
+  return pino({ level: 'debug' }, { write: (s: string) => void logs.push(JSON.parse(s) as LogLine) });
+}
+
+function bind(server: grpc.Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) =>
+    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) =>
+      err !== null ? reject(err) : resolve(bound),
+    ),
+  );
+}
+
+async function serve(n: Node, port: number): Promise<void> {
+  const server = new grpc.Server(SERVER_OPTIONS);
+  n.transport.register(server);
+  servers.add(server);
+  n.server = server;
+  n.port = await bind(server, port);
+}
+
+function stop(n: Node): void {
+  n.server?.forceShutdown();
+  if (n.server !== null) servers.delete(n.server);
+  n.server = null;
+}
+
+async function startNode(
+  id: NodeId,
+  extra: Partial<GrpcTransportOptions> = {},
+  { listen = true }: { listen?: boolean } = {},
+): Promise<Node> {
+  const logs: LogLine[] = [];
+  const received: Message[] = [];
+  const batches: number[] = [];
+  const unreachable: NodeId[] = [];
+  const transport = new GrpcTransport({
+    clusterId: 'c1',
+    selfId: id,
+    peers: new Map(),
+    onMessages: (ms) => {
+      batches.push(ms.length);
+      received.push(...ms);
+    },
+    onUnreachable: (p) => void unreachable.push(p),
+    logger: captureLogger(logs),
+    backoffMinMs: 20,
+    backoffMaxMs: 200,
+    ...extra,
+  });
+  const n: Node = { id, transport, received, batches, unreachable, logs, server: null, port: 0 };
+  transports.add(n.transport);
+  if (listen) await serve(n, 0);
+  return n;
+}
+
+/** Connects every node to every other (outbound peers map). */
+function mesh(...nodes: Node[]): void {
+  for (const n of nodes) {
+    n.transport.updatePeers(new Map(nodes.filter((p) => p !== n).map((p) => [p.id, `127.0.0.1:${p.port}`])));
+  }
+}
+
+async function waitFor(cond: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+function bytes(n: number, seed: number): Uint8Array {
+  const b = new Uint8Array(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 31 + seed) & 0xff;
+  return b;
+}
+
+/** One message of every type that may cross the wire, with every field set to something non-default. */
+function everyWireMessage(from: NodeId, to: NodeId): Message[] {
+  const wireTypes = Object.values(MessageType).filter(
+    (t): t is MessageType => typeof t === 'number' && !LOCAL_MESSAGES.has(t),
+  );
+  return wireTypes.map((type, i) =>
+    message({
+      type,
+      from,
+      to,
+      term: Number.MAX_SAFE_INTEGER - i,
+      logTerm: 7 + i,
+      index: 2 ** 40 + i,
+      entries: [
+        { term: 3, index: 10 + i, type: EntryType.Normal, data: bytes(300, i) },
+        { term: 3, index: 11 + i, type: EntryType.ConfChange, data: new Uint8Array([0, 255, 0]) },
+        { term: 4, index: 12 + i, type: EntryType.Normal, data: new Uint8Array(0) },
+      ],
+      commit: 9 + i,
+      reject: i % 2 === 0,
+      rejectHint: 5 + i,
+      context: bytes(17, 100 + i),
+      snapshot:
+        type === MessageType.Snap
+          ? {
+              metadata: {
+                index: 1_000,
+                term: 6,
+                confState: { voters: ['n1', 'n2', 'n3'], learners: ['n4'], votersOutgoing: ['n1', 'n2'] },
+              },
+              data: bytes(4_096, 42),
+            }
+          : null,
+    }),
+  );
+}
+
+describe('GrpcTransport', () => {
+  it('(a) delivers every wire message type with exact fidelity, both ways', async () => {
+    const a = await startNode('n1');
+    const b = await startNode('n2');
+    mesh(a, b);
+
+    const sent = everyWireMessage('n1', 'n2');
+    a.transport.send(sent);
+    await waitFor(() => b.received.length === sent.length, 'all messages at n2');
+    // Plain Uint8Array copies, not Buffer views into the received frame
+    // (checked first: a failing deep equal of byte arrays is slow to print).
+    for (const m of b.received) {
+      expect(Object.getPrototypeOf(m.context)).toBe(Uint8Array.prototype);
+      for (const e of m.entries) expect(Object.getPrototypeOf(e.data)).toBe(Uint8Array.prototype);
+      if (m.snapshot !== null) expect(Object.getPrototypeOf(m.snapshot.data)).toBe(Uint8Array.prototype);
+    }
+    expect(b.received.filter((m) => m.snapshot === null)).toHaveLength(sent.length - 1);
+    expect(b.received).toStrictEqual(sent);
+
+    const back = message({ type: MessageType.AppResp, from: 'n2', to: 'n1', term: 5, index: 12, reject: true, rejectHint: 3 });
+    b.transport.send([back]);
+    await waitFor(() => a.received.length === 1, 'the reply at n1');
+    expect(a.received).toStrictEqual([back]);
+    expect(a.unreachable).toEqual([]);
+    expect(b.unreachable).toEqual([]);
+  });
+
+  it('(a) refuses to send local message types', async () => {
+    const a = await startNode('n1', {}, { listen: false });
+    a.transport.updatePeers(new Map([['n2', '127.0.0.1:1']]));
+    for (const type of LOCAL_MESSAGES) {
+      expect(() => a.transport.send([message({ type, from: 'n1', to: 'n2' })])).toThrow(RaftInvariantError);
+    }
+    expect(a.transport.pendingCount('n2')).toBe(0);
+  });
+
+  it('(b) batches many sends of one turn into few gRPC writes, in order', async () => {
+    const a = await startNode('n1');
+    const b = await startNode('n2');
+    mesh(a, b);
+
+    const count = 2_000;
+    for (let i = 1; i <= count; i++) {
+      a.transport.send([message({ type: MessageType.App, from: 'n1', to: 'n2', term: 1, index: i, commit: i - 1 })]);
+      // Sends from different promise continuations of one turn still share a batch.
+      if (i % 100 === 0) await Promise.resolve();
+    }
+    await waitFor(() => b.received.length === count, `${count} messages at n2`);
+    expect(b.batches.length).toBeLessThanOrEqual(2);
+    expect(b.received.map((m) => m.index)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+  });
+
+  it('(b) splits a batch above batchBytesMax and keeps the order', async () => {
+    const a = await startNode('n1', { batchBytesMax: 1024 * 1024 });
+    const b = await startNode('n2');
+    mesh(a, b);
+
+    const big = (index: number): Message =>
+      message({
+        type: MessageType.App,
+        from: 'n1',
+        to: 'n2',
+        index,
+        entries: [{ term: 1, index, type: EntryType.Normal, data: bytes(400 * 1024, index) }],
+      });
+    a.transport.send(Array.from({ length: 10 }, (_, i) => big(i + 1)));
+    await waitFor(() => b.received.length === 10, '10 large messages at n2');
+    // 400 KiB each under a 1 MiB limit: two per batch.
+    expect(b.batches).toEqual([2, 2, 2, 2, 2]);
+    expect(b.received.map((m) => m.index)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // Compared as buffers: an element-wise deep equal of 400 KiB is slow.
+    expect(Buffer.from(b.received[9].entries[0].data).equals(bytes(400 * 1024, 10))).toBe(true);
+  });
+
+  it('(c) R7: rejects batches from another cluster, delivers nothing, and says why', async () => {
+    const b = await startNode('n2');
+    const intruder = await startNode('n1', { clusterId: 'c2' }, { listen: false });
+    intruder.transport.updatePeers(new Map([['n2', `127.0.0.1:${b.port}`]]));
+
+    intruder.transport.send([message({ type: MessageType.Vote, from: 'n1', to: 'n2', term: 99 })]);
+    const mismatch = 'cluster id mismatch: message for cluster "c2" reached a node of cluster "c1"';
+    await waitFor(() => b.logs.some((l) => l.msg === mismatch), 'the warning at n2');
+    const warning = b.logs.find((l) => l.msg === mismatch);
+    expect(warning).toMatchObject({ level: 40, batchClusterId: 'c2', from: 'n1', to: 'n2' });
+
+    // The sender learns the reason (FAILED_PRECONDITION) and reports the peer unreachable.
+    await waitFor(() => intruder.unreachable.includes('n2'), 'n2 reported unreachable at the intruder');
+    expect(intruder.logs.some((l) => l.code === grpc.status.FAILED_PRECONDITION && l.details === mismatch)).toBe(true);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(b.received).toEqual([]);
+  });
+
+  it('(c) rejects batches addressed to another node', async () => {
+    const b = await startNode('n2');
+    const confused = await startNode('n1', {}, { listen: false });
+    // n1 believes n3 lives at n2's address.
+    confused.transport.updatePeers(new Map([['n3', `127.0.0.1:${b.port}`]]));
+
+    confused.transport.send([message({ type: MessageType.Heartbeat, from: 'n1', to: 'n3', term: 1 })]);
+    const mismatch = 'node id mismatch: message for node "n3" reached node "n2"';
+    await waitFor(() => b.logs.some((l) => l.msg === mismatch && l.level === 40), 'the warning at n2');
+    await waitFor(() => confused.unreachable.includes('n3'), 'n3 reported unreachable');
+    expect(b.received).toEqual([]);
+  });
+
+  it('(d) reconnects after the peer restarts on the same port', async () => {
+    const a = await startNode('n1');
+    const b = await startNode('n2');
+    mesh(a, b);
+    const beat = (commit: number): Message => message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term: 1, commit });
+
+    a.transport.send([beat(1)]);
+    await waitFor(() => b.received.length === 1, 'the first heartbeat');
+
+    const port = b.port;
+    stop(b);
+    let commit = 2;
+    // Keep sending as a leader would, until the sender has noticed the outage.
+    await waitFor(() => {
+      a.transport.send([beat(commit++)]);
+      return a.unreachable.includes('n2');
+    }, 'n2 reported unreachable');
+
+    await serve(b, port);
+    expect(b.port).toBe(port);
+    const before = b.received.length;
+    await waitFor(() => {
+      a.transport.send([beat(commit++)]);
+      return b.received.length > before;
+    }, 'a heartbeat after the restart');
+    // Whatever arrives after the restart arrives in order.
+    const commits = b.received.map((m) => m.commit);
+    expect(commits).toEqual([...commits].sort((x, y) => x - y));
+  });
+
+  it('(d) sends what was queued during the reconnect backoff when it ends', async () => {
+    // A backoff long enough to restart the peer inside it.
+    const a = await startNode('n1', { backoffMinMs: 300, backoffMaxMs: 300 });
+    const b = await startNode('n2');
+    mesh(a, b);
+    a.transport.send([message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', commit: 1 })]);
+    await waitFor(() => b.received.length === 1, 'the first heartbeat');
+
+    const port = b.port;
+    stop(b);
+    await waitFor(() => a.unreachable.includes('n2'), 'n2 reported unreachable');
+    await serve(b, port);
+    a.transport.send([message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', commit: 2 })]);
+    expect(a.transport.pendingCount('n2')).toBe(1);
+    // No further send: the end of the backoff alone must flush the queue.
+    await waitFor(() => b.received.length === 2, 'the heartbeat queued during the backoff');
+    expect(b.received[1].commit).toBe(2);
+  });
+
+  it('(e) keeps the queue of a down peer bounded and reports the overflow once', async () => {
+    // A port that nothing listens on: bind one, then let it go.
+    const probe = new grpc.Server();
+    const deadPort = await bind(probe, 0);
+    probe.forceShutdown();
+
+    const a = await startNode('n1', { queueMessagesMax: 100, queueBytesMax: 1024 * 1024 }, { listen: false });
+    a.transport.updatePeers(new Map([['n2', `127.0.0.1:${deadPort}`]]));
+    const app = (index: number, size = 10): Message =>
+      message({
+        type: MessageType.App,
+        from: 'n1',
+        to: 'n2',
+        index,
+        entries: [{ term: 1, index, type: EntryType.Normal, data: new Uint8Array(size) }],
+      });
+
+    for (let i = 0; i < 10_000; i++) a.transport.send([app(i)]);
+    expect(a.transport.pendingCount('n2')).toBe(100);
+    await nextTurn();
+    await nextTurn();
+    expect(a.unreachable).toEqual(['n2']);
+
+    // Keep flooding across connection failures and backoffs.
+    let maxPending = 0;
+    const until = Date.now() + 500;
+    for (let i = 0; Date.now() < until; i++) {
+      for (let j = 0; j < 1_000; j++) a.transport.send([app(j)]);
+      maxPending = Math.max(maxPending, a.transport.pendingCount('n2'));
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(maxPending).toBeLessThanOrEqual(100);
+
+    // The byte bound holds too: 100 KiB messages under a 1 MiB bound.
+    a.transport.updatePeers(new Map([['n3', `127.0.0.1:${deadPort}`]]));
+    for (let i = 0; i < 100; i++) a.transport.send([{ ...app(i, 100 * 1024), to: 'n3' }]);
+    expect(a.transport.pendingCount('n3')).toBe(10);
+  });
+
+  it('close() is idempotent and ends delivery', async () => {
+    const a = await startNode('n1');
+    const b = await startNode('n2');
+    mesh(a, b);
+    a.transport.send([message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2' })]);
+    await waitFor(() => b.received.length === 1, 'a heartbeat');
+    await Promise.all([a.transport.close(), a.transport.close()]);
+    await a.transport.close();
+    a.transport.send([message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2' })]);
+    expect(a.transport.pendingCount('n2')).toBe(0);
+  });
+});
+
+describe('RaftNode admin API', () => {
+  it('round-trips Status, Put and Get through the generated definitions', async () => {
+    const status: NodeStatus = {
+      clusterId: 'c1',
+      nodeId: 'n1',
+      address: '127.0.0.1:7001',
+      role: 'leader',
+      term: 3,
+      leaderId: 'n1',
+      commitIndex: 10,
+      appliedIndex: 9,
+      lastIndex: 11,
+      firstIndex: 1,
+      peers: [{ nodeId: 'n2', address: '127.0.0.1:7002', matchIndex: 10, nextIndex: 11, state: 'replicate' }],
+    };
+    const store = new Map<string, Uint8Array>();
+    const handlers: RaftNodeHandlers = {
+      Status: (_call, cb) => cb(null, status),
+      Put: (call, cb) => {
+        store.set(call.request.key, call.request.value);
+        cb(null, { index: 12, leaderId: 'n1', leaderAddress: '127.0.0.1:7001' });
+      },
+      Get: (call, cb) => {
+        const value = store.get(call.request.key);
+        if (!call.request.linearizable) {
+          cb({ code: grpc.status.FAILED_PRECONDITION, details: 'test server serves linearizable reads only' });
+          return;
+        }
+        cb(null, { found: value !== undefined, value: value ?? new Uint8Array(0), appliedIndex: 12, leaderId: 'n1', leaderAddress: '' });
+      },
+    };
+    const server = new grpc.Server();
+    server.addService(raftNodeService, handlers);
+    servers.add(server);
+    const port = await bind(server, 0);
+    const client = new RaftNodeClient(`127.0.0.1:${port}`);
+    try {
+      expect(await client.status()).toStrictEqual(status);
+      expect(await client.put({ key: 'k', value: new Uint8Array([1, 2, 3]) })).toStrictEqual({
+        index: 12,
+        leaderId: 'n1',
+        leaderAddress: '127.0.0.1:7001',
+      });
+      const got = await client.get({ key: 'k', linearizable: true });
+      expect(got.found).toBe(true);
+      expect([...got.value]).toEqual([1, 2, 3]);
+      await expect(client.get({ key: 'k', linearizable: false })).rejects.toMatchObject({
+        code: grpc.status.FAILED_PRECONDITION,
+      });
+    } finally {
+      client.close();
+    }
+  });
+});
