@@ -55,7 +55,9 @@ export interface RaftConfig {
   checkQuorum: boolean;
 }
 
-export const defaultRaftConfig = {
+export type RaftTuning = Omit<RaftConfig, 'id' | 'storage' | 'random'>;
+
+export const defaultRaftConfig: RaftTuning = {
   electionTicks: 10,
   heartbeatTicks: 1,
   appendBytesMax: 1 << 20,
@@ -66,7 +68,7 @@ export const defaultRaftConfig = {
   readIndexMax: 4096,
   preVote: true,
   checkQuorum: true,
-} as const;
+};
 
 export class ProposalDroppedError extends Error {
   constructor(why: string) {

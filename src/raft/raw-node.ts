@@ -12,7 +12,7 @@
 // group commit.
 
 import { MemoryStorage } from './memory-storage.ts';
-import { Raft, defaultRaftConfig, type RaftConfig } from './raft.ts';
+import { Raft, defaultRaftConfig, type RaftConfig, type RaftTuning } from './raft.ts';
 import {
   assert,
   EntryType,
@@ -56,7 +56,7 @@ export interface Ready {
   mustSync: boolean;
 }
 
-export type RawNodeConfig = Omit<RaftConfig, keyof typeof defaultRaftConfig> & Partial<typeof defaultRaftConfig>;
+export type RawNodeConfig = Pick<RaftConfig, 'id' | 'storage' | 'random'> & Partial<RaftTuning>;
 
 export class RawNode {
   readonly raft: Raft;

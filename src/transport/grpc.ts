@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { LOCAL_MESSAGES, MessageType, NONE, assert, type Message, type NodeId } from '../raft/types.ts';
 import { PeerLink } from './peer.ts';
-import { fromWire, raftService, type RaftHandlers, type WireBatch, type WireStreamAck } from './proto.ts';
+import { fromWire, raftService, type RaftHandlers, type WireBatch, type WireMessage, type WireStreamAck } from './proto.ts';
 import type { InboundHandler, Transport, UnreachableHandler } from './types.ts';
 
 /** Large enough for a snapshot in one message; bigger snapshots need chunking. */
@@ -97,6 +97,11 @@ export class GrpcTransport implements Transport {
   /** Messages waiting to be written to `peer` (for tests and status). */
   pendingCount(peer: NodeId): number {
     return this.links.get(peer)?.pendingCount() ?? 0;
+  }
+
+  /** Inbound streams currently open (for tests and status). */
+  inboundCount(): number {
+    return this.inbound.size;
   }
 
   /** Reconciles the outbound links with a new membership. Removed or moved peers lose their queue. */
@@ -212,8 +217,13 @@ export class GrpcTransport implements Transport {
       this.o.onMessages(messages);
     });
     call.on('end', () => finish(null));
-    // The client went away (cancelled, connection lost); nobody will read a status.
-    call.on('error', () => finish({ code: grpc.status.CANCELLED, details: 'stream cancelled' }));
+    // The client went away (cancelled, connection lost): nobody will read a
+    // status, but the stream must leave `inbound` or the set would grow with
+    // every reconnect. grpc-js also emits 'end' today; this does not rely on it.
+    call.on('cancelled', () => {
+      done = true;
+      this.inbound.delete(finish);
+    });
   }
 
   /** R7: a node delivers nothing addressed to another cluster or another node. */
@@ -229,7 +239,7 @@ export class GrpcTransport implements Transport {
     return { code: grpc.status.FAILED_PRECONDITION, details };
   }
 
-  private decode(b: WireBatch, w: WireBatch['messages'][number]): Message {
+  private decode(b: WireBatch, w: WireMessage): Message {
     const m = fromWire(w);
     assert(m.from === b.from && m.to === b.to, `message ${m.from}→${m.to} matches its batch ${b.from}→${b.to}`);
     return m;

@@ -33,6 +33,8 @@ export interface Scenario {
   /** After healing, a leader must commit a new entry on every node within this. */
   livenessMs: number;
   snapshotEntries: number;
+  /** Checker self-test only: disks that acknowledge writes before they are durable. */
+  lyingDisks?: boolean;
 }
 
 export interface SimResult {
@@ -92,7 +94,7 @@ export class RaftWorld {
     const ids = Array.from({ length: sc.nodes }, (_, i) => `n${i + 1}`);
     this.conf = { voters: ids, learners: [], votersOutgoing: [] };
     for (const id of ids) {
-      const node: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32())), driver: null, sm: new LogMachine(), up: false, leaderLast: null };
+      const node: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32()), sc.lyingDisks === true), driver: null, sm: new LogMachine(), up: false, leaderLast: null };
       this.nodes.push(node);
       this.start(node);
     }

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
 import { RaftWorld } from './raft-world.ts';
-import { scenarioArb } from './raft-schedule.ts';
+import { faultArb, scenarioArb } from './raft-schedule.ts';
 
 const seeds = Number(process.env.VERDICT_SIM_SEEDS ?? 2000);
 const replay = process.env.VERDICT_SIM_REPLAY; // "seed:path"
@@ -42,4 +42,35 @@ test(`raft safety and liveness hold on ${replay ? 'a replayed schedule' : `${see
     console.error(`simulation failed; replay with:\n  ${cmd}\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`);
   }
   expect(out.failed, 'a simulated schedule violated Raft safety or liveness (see the replay command above)').toBe(false);
-});
+}, 1_200_000);
+
+// The checker's teeth: with disks that acknowledge a write before it is
+// durable (breaking R6), crash schedules must produce a safety violation.
+// A checker that never fires proves nothing.
+test('the checker catches a disk that acknowledges writes before they are durable (R6 broken)', () => {
+  const crashHeavy = fc.record({
+    seed: fc.integer({ min: 0, max: 0x7fffffff }),
+    nodes: fc.constant(3),
+    faults: fc.array(faultArb.filter((f) => f.kind === 'crash'), { minLength: 6, maxLength: 14 }),
+    healAtMs: fc.constant(12_000),
+    livenessMs: fc.constant(15_000),
+    snapshotEntries: fc.constant(1_000_000),
+    lyingDisks: fc.constant(true),
+  });
+  let caught: string[] = [];
+  let tried = 0;
+  fc.check(
+    fc.property(crashHeavy, (sc) => {
+      tried++;
+      const r = new RaftWorld(sc).run();
+      if (r.violations.some((v) => !v.startsWith('t=') || !v.includes('liveness'))) {
+        caught = r.violations;
+        return false;
+      }
+      return true;
+    }),
+    { seed: baseSeed, numRuns: 300, endOnFailure: true },
+  );
+  console.log(`sim teeth: lying disk caught after ${tried} schedules: ${caught[0] ?? 'not caught'}`);
+  expect(caught.length).toBeGreaterThan(0);
+}, 300_000);

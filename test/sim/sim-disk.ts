@@ -48,9 +48,15 @@ export class SimDisk implements LogStore {
   slowMs = 0;
   writes = 0;
 
+  /**
+   * `lies`: a broken disk for the checker's own test — it reports a write as
+   * synced at once but makes it durable only later, so a crash loses
+   * acknowledged writes. The real simulator never sets it.
+   */
   constructor(
     private readonly q: EventQueue,
     private readonly rng: Rng,
+    private readonly lies = false,
   ) {}
 
   persist(batch: PersistBatch, onSynced: (err: Error | null) => void): void {
@@ -60,18 +66,19 @@ export class SimDisk implements LogStore {
     // FIFO like a real log device: a write never completes before an earlier one.
     const doneAt = Math.max(this.q.now + 1 + this.rng.int(4) + this.slowMs, this.lastDoneAt);
     this.lastDoneAt = doneAt;
-    this.q.at(doneAt, () => {
+    if (this.lies) this.q.after(0, () => epoch === this.epoch && onSynced(null));
+    this.q.at(doneAt + (this.lies ? 200 : 0), () => {
       if (epoch !== this.epoch) return;
       this.inFlight.shift();
       applyBatch(this.durable, batch);
       this.writes++;
-      onSynced(null);
+      if (!this.lies) onSynced(null);
     });
   }
 
   /** Power loss: some prefix of the in-flight writes made it, the rest did not. */
   crash(): void {
-    const survive = this.rng.int(this.inFlight.length + 1);
+    const survive = this.lies ? 0 : this.rng.int(this.inFlight.length + 1);
     for (let i = 0; i < survive; i++) applyBatch(this.durable, this.inFlight[i].batch);
     this.inFlight = [];
     this.epoch++;

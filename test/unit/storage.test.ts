@@ -148,6 +148,23 @@ describe('LevelLogStore: round trips', () => {
     const { recovered } = await reopen(store, dir);
     expect(recovered.entries).toEqual(ents(1, 200, 1));
   });
+  it('after a failed write, later batches fail too and are not written, so the log cannot get a hole', async () => {
+    const dir = await tempDir();
+    const { store } = await openStore(dir);
+    await persist(store, { entries: ents(1, 2, 1) });
+    // Reach under the store to make one write fail, then let the disk recover.
+    const db = (store as unknown as { db: ClassicLevel<Uint8Array, Uint8Array> }).db;
+    await db.close();
+    const outcome = (p: Promise<void>): Promise<unknown> => p.then(() => 'synced', (err: unknown) => err);
+    const failed = outcome(persist(store, { entries: ents(3, 3, 1) }));
+    const queued = outcome(persist(store, { entries: ents(4, 4, 1) }));
+    expect(await failed).toBeInstanceOf(Error);
+    expect(await queued).toBeInstanceOf(Error);
+    await db.open();
+    expect(await outcome(persist(store, { entries: ents(5, 5, 1) }))).toBeInstanceOf(Error);
+    const { recovered } = await reopen(store, dir);
+    expect(recovered.entries).toEqual(ents(1, 2, 1));
+  });
 });
 
 describe('LevelLogStore: truncation, snapshots, compaction', () => {

@@ -14,7 +14,15 @@ import {
 } from '../../src/raft/types.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import { GrpcTransport, SERVER_OPTIONS, type GrpcTransportOptions } from '../../src/transport/grpc.ts';
-import { raftNodeService, type NodeStatus, type RaftNodeHandlers } from '../../src/transport/proto.ts';
+import {
+  raftNodeService,
+  streamMethod,
+  toWire,
+  type NodeStatus,
+  type RaftNodeHandlers,
+  type WireBatch,
+  type WireStreamAck,
+} from '../../src/transport/proto.ts';
 
 interface LogLine {
   level: number;
@@ -295,8 +303,8 @@ describe('GrpcTransport', () => {
   });
 
   it('(d) sends what was queued during the reconnect backoff when it ends', async () => {
-    // A backoff long enough to restart the peer inside it.
-    const a = await startNode('n1', { backoffMinMs: 300, backoffMaxMs: 300 });
+    // A backoff long enough to restart the peer inside it, even on a busy machine.
+    const a = await startNode('n1', { backoffMinMs: 1_000, backoffMaxMs: 1_000 });
     const b = await startNode('n2');
     mesh(a, b);
     a.transport.send([message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', commit: 1 })]);
@@ -332,7 +340,7 @@ describe('GrpcTransport', () => {
 
     for (let i = 0; i < 10_000; i++) a.transport.send([app(i)]);
     expect(a.transport.pendingCount('n2')).toBe(100);
-    await nextTurn();
+    // One turn: the deferred report has run, and no connection failure can have arrived yet.
     await nextTurn();
     expect(a.unreachable).toEqual(['n2']);
 
@@ -350,6 +358,27 @@ describe('GrpcTransport', () => {
     a.transport.updatePeers(new Map([['n3', `127.0.0.1:${deadPort}`]]));
     for (let i = 0; i < 100; i++) a.transport.send([{ ...app(i, 100 * 1024), to: 'n3' }]);
     expect(a.transport.pendingCount('n3')).toBe(10);
+  });
+
+  it('forgets inbound streams that the sender cancels', async () => {
+    const b = await startNode('n2');
+    const client = new grpc.Client(`127.0.0.1:${b.port}`, grpc.credentials.createInsecure());
+    try {
+      for (let i = 0; i < 3; i++) {
+        const call = client.makeClientStreamRequest<WireBatch, WireStreamAck>(
+          streamMethod.path,
+          streamMethod.requestSerialize,
+          streamMethod.responseDeserialize,
+          () => {},
+        );
+        call.write({ clusterId: 'c1', from: 'n1', to: 'n2', messages: [toWire(message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2' }))] });
+        await waitFor(() => b.received.length === i + 1 && b.transport.inboundCount() === 1, 'an open inbound stream');
+        call.cancel();
+        await waitFor(() => b.transport.inboundCount() === 0, 'the cancelled stream forgotten');
+      }
+    } finally {
+      client.close();
+    }
   });
 
   it('close() is idempotent and ends delivery', async () => {

@@ -1,0 +1,21 @@
+// Tiny flag parsing shared by the subcommands.
+
+export class UsageError extends Error {}
+
+/** Removes `name VALUE` from args and returns VALUE. */
+export function flag(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const v = args[i + 1];
+  if (v === undefined || v.startsWith('--')) throw new UsageError(`${name} needs a value`);
+  args.splice(i, 2);
+  return v;
+}
+
+/** Removes `name` from args and says whether it was there. */
+export function bool(args: string[], name: string): boolean {
+  const i = args.indexOf(name);
+  if (i < 0) return false;
+  args.splice(i, 1);
+  return true;
+}

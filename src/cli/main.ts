@@ -1,0 +1,93 @@
+// The `verdict` command: run a node, run a local cluster, ask a cluster how
+// it is doing, and put/get on the foundation's key/value state machine.
+//
+// User errors print one line and exit non-zero; stack traces are for bugs.
+
+import { ConfigError, loadConfig } from '../node/config.ts';
+import { createLogger } from '../node/logger.ts';
+import { startNode, StartupError } from '../node/node.ts';
+import { CorruptRecordError } from '../storage/codec.ts';
+import { StorageIdentityError } from '../storage/level.ts';
+import { RaftInvariantError } from '../raft/types.ts';
+import { clusterUp } from './cluster.ts';
+import { bool, flag, UsageError } from './args.ts';
+import { getCommand, putCommand, statusCommand } from './status.ts';
+
+const HELP = `verdict — a Raft-replicated commit coordinator
+
+usage:
+  verdict node --config FILE          run one node (see cluster/n1.json for the format)
+  verdict cluster up [--nodes N]      run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground
+  verdict status [--json] [--endpoints HOST:PORT,...]
+                                      show the leader and every node's role, term, commit and last index
+  verdict put KEY VALUE [--endpoints ...]   write a key through the replicated log
+  verdict get KEY [--endpoints ...]         read a key linearizably (ReadIndex)
+
+--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).
+`;
+
+async function runNode(args: string[]): Promise<void> {
+  const file = flag(args, '--config');
+  if (!file) throw new UsageError('verdict node needs --config FILE');
+  const cfg = loadConfig(file);
+  const log = createLogger(cfg.logLevel, { node: cfg.nodeId });
+  let node: Awaited<ReturnType<typeof startNode>>;
+  try {
+    node = await startNode(cfg, log);
+  } catch (err) {
+    // Refusals (data dir of another node, corrupt log, locked dir, address in use) are one line.
+    if (err instanceof StorageIdentityError || err instanceof CorruptRecordError || err instanceof StartupError) throw err;
+    if (err instanceof Error && !(err instanceof RaftInvariantError)) throw new StartupError(err.message);
+    throw err;
+  }
+  let signals = 0;
+  const onSignal = (sig: string): void => {
+    if (++signals > 1) process.exit(130);
+    log.info({ signal: sig }, 'stopping');
+    void node.stop().then(() => process.exit(0));
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+}
+
+async function main(argv: string[]): Promise<void> {
+  const args = argv.slice();
+  const cmd = args.shift();
+  if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
+    process.stdout.write(HELP);
+    return;
+  }
+  if (bool(args, '--help')) {
+    process.stdout.write(HELP);
+    return;
+  }
+  switch (cmd) {
+    case 'node':
+      return runNode(args);
+    case 'cluster': {
+      const sub = args.shift();
+      if (sub !== 'up') throw new UsageError('usage: verdict cluster up [--nodes N]');
+      const n = Number(flag(args, '--nodes') ?? 3);
+      if (![1, 3, 5].includes(n)) throw new UsageError('--nodes must be 1, 3 or 5');
+      return clusterUp(n);
+    }
+    case 'status':
+      return statusCommand(args);
+    case 'put':
+      return putCommand(args);
+    case 'get':
+      return getCommand(args);
+    default:
+      throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  const known = err instanceof UsageError || err instanceof ConfigError || err instanceof StartupError || err instanceof StorageIdentityError || err instanceof CorruptRecordError;
+  if (known) {
+    process.stderr.write(`verdict: ${(err as Error).message}\n`);
+    process.exit(err instanceof UsageError ? 64 : 1);
+  }
+  process.stderr.write(`verdict: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
