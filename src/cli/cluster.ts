@@ -37,7 +37,8 @@ export async function clusterUp(n: number): Promise<void> {
     children.set(id, child);
     // Prefix each node's log lines so three streams stay readable in one terminal.
     createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => process.stderr.write(`[${id}] ${line}\n`));
-    child.on('exit', (code, signal) => {
+    // 'close', not 'exit': the node's last log lines must be read before we go.
+    child.on('close', (code, signal) => {
       children.delete(id);
       if (!stopping) process.stderr.write(`[${id}] exited (${signal ?? `code ${code}`}); the other nodes keep running\n`);
       if (children.size === 0) process.exit(stopping ? 0 : 1);

@@ -42,7 +42,10 @@ async function runNode(args: string[]): Promise<void> {
   }
   let signals = 0;
   const onSignal = (sig: string): void => {
-    if (++signals > 1) process.exit(130);
+    // Under `cluster up`, Ctrl-C reaches a node twice (from the terminal and
+    // from the launcher); only a third signal forces an exit.
+    if (++signals > 2) process.exit(130);
+    if (signals > 1) return;
     log.info({ signal: sig }, 'stopping');
     void node.stop().then(() => process.exit(0));
   };

@@ -658,7 +658,10 @@ export class Raft {
         return;
       }
       case MT.ReadIndex:
-        throw new ProposalDroppedError('no leader (election in progress)');
+        // Only a local caller hears why; a read forwarded by a peer must not
+        // throw into the driver's receive path (the peer times it out).
+        if (m.from === this.id) throw new ProposalDroppedError('no leader (election in progress)');
+        return;
     }
   };
 
@@ -694,8 +697,14 @@ export class Raft {
         this.hup(true);
         return;
       case MT.ReadIndex:
-        if (this.lead === NONE) throw new ProposalDroppedError('no leader');
-        this.msgs.push({ ...m, to: this.lead, from: this.id, term: 0 });
+        if (this.lead === NONE) {
+          // As in stepCandidate: a peer's forwarded read is dropped, not thrown.
+          if (m.from === this.id) throw new ProposalDroppedError('no leader');
+          return;
+        }
+        // `from` stays the node that asked, so the answer reaches it even
+        // when the read was forwarded twice (through a node with a newer leader).
+        this.msgs.push({ ...m, to: this.lead, term: 0 });
         return;
       case MT.ReadIndexResp:
         this.readStates.push({ index: m.index, context: m.context });

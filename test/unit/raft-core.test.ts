@@ -731,7 +731,6 @@ describe('raft core: regressions', () => {
     expect(fwd).toHaveLength(1);
     expect(() => net.node('n1').step(fwd[0])).not.toThrow();
     // The same at a candidate.
-    net.node('n1').raft.term; // (no-op: keeps the shape of the scenario readable)
     const cand = new Net(['n1', 'n2', 'n3'], 22, { preVote: false });
     cand.node('n1').campaign();
     expect(cand.node('n1').raft.role).toBe(Role.Candidate);
@@ -764,18 +763,15 @@ describe('raft core: regressions', () => {
     net.propose('n1', 'queued-3');
     net.stabilize();
     expect(net.node('n1').raft.progress.get('n2')!.inflights.full()).toBe(true);
-    const mark = net.sent.length;
-    { const pr = net.node('n1').raft.progress.get('n2')!; console.log('BEFORE', pr.state, pr.match, pr.next, pr.inflights.count(), pr.isPaused()); }
     // The loss ends; no Unreachable report arrives (a dropped packet is silent).
     net.filter = () => true;
     net.tick(['n1'], 2 * ELECTION_TICKS);
-    console.log(net.sent.slice(mark).filter(m=>m.from==='n1'&&m.to==='n2' || m.from==='n2').map(m=>`${MT[m.type]} ${m.from}->${m.to} t${m.term} i${m.index} lt${m.logTerm} n${m.entries.length} c${m.commit} r${m.reject}`).join('\n'));
     expect(net.appliedData('n2')).toEqual(['lost-1', 'lost-2', 'queued-3']);
     expect(net.leaders()).toEqual(['n1']);
   });
 
-  it('a lost MsgSnap pauses the follower until the driver reports the snapshot failed', () => {
-    const net = new Net(['n1', 'n2', 'n3'], 25);
+  function lostSnapshot(seed: number): Net {
+    const net = new Net(['n1', 'n2', 'n3'], seed);
     net.elect('n1');
     net.stabilize();
     net.isolate('n3');
@@ -785,15 +781,30 @@ describe('raft core: regressions', () => {
     n1.snapshot(n1.raft.log.applied, enc('snap'), 0);
     net.heal();
     net.filter = (m) => m.type !== MT.Snap;
-    net.tick(['n1'], 3);
+    net.tick(['n1'], 2);
+    expect(net.sent.filter((m) => m.type === MT.Snap)).toHaveLength(1);
     expect(n1.raft.progress.get('n3')!.state).toBe('snapshot');
     net.filter = () => true;
-    net.tick(['n1'], 3);
+    return net;
+  }
+
+  it('a lost MsgSnap is resent at the next heartbeat once the driver reports it failed', () => {
+    const net = lostSnapshot(25);
+    const n1 = net.node('n1');
+    net.tick(['n1'], 2);
     expect(n1.raft.progress.get('n3')!.state).toBe('snapshot');
     n1.reportSnapshot('n3', false);
-    net.tick(['n1'], 3);
+    net.tick(['n1'], 2);
     expect(n1.raft.progress.get('n3')!.state).toBe('replicate');
-    expect(net.appliedData('n3')).toEqual([]);
+    expect(net.node('n3').raft.log.applied).toBe(n1.raft.log.applied);
+  });
+
+  it('a lost MsgSnap with no report is resent after an election timeout of heartbeat answers (AC4)', () => {
+    const net = lostSnapshot(26);
+    const n1 = net.node('n1');
+    net.tick(['n1'], ELECTION_TICKS + 2);
+    expect(net.sent.filter((m) => m.type === MT.Snap)).toHaveLength(2);
+    expect(n1.raft.progress.get('n3')!.state).toBe('replicate');
     expect(net.node('n3').raft.log.applied).toBe(n1.raft.log.applied);
   });
 });
