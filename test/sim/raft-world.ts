@@ -86,6 +86,9 @@ export class RaftWorld {
   private readonly entryAt = new Map<string, { data: string; prevTerm: number | null }>();
   private readonly appliedAt: ({ term: number; data: string } | undefined)[] = [];
   private clientSeq = 0;
+  /** The highest log index of a write acknowledged to a client so far. */
+  private ackedIndex = 0;
+  reads = 0;
   crashes = 0;
   partitions = 0;
 
@@ -258,7 +261,27 @@ export class RaftWorld {
     const l = this.leader();
     if (!l?.driver) return;
     const data = `c${++this.clientSeq}`;
-    l.driver.propose(Buffer.from(data), () => {});
+    l.driver.propose(Buffer.from(data), (err, r) => {
+      if (!err && r) this.ackedIndex = Math.max(this.ackedIndex, r.index);
+    });
+  }
+
+  /**
+   * A linearizable read (ReadIndex) at a random live node: when it returns,
+   * that node must have applied every write acknowledged before it began.
+   */
+  private read(): void {
+    const up = this.nodes.filter((n) => n.up && n.driver);
+    if (up.length === 0) return;
+    const n = up[this.rng.int(up.length)];
+    const d = n.driver as Driver<number>;
+    const mustSee = this.ackedIndex;
+    this.reads++;
+    d.read((err) => {
+      if (err || n.driver !== d) return;
+      const seen = n.sm.applied.length > 0 ? n.sm.applied[n.sm.applied.length - 1].index : 0;
+      if (d.applied < mustSee) this.violation(`linearizable read: ${n.id} answered a read at applied ${d.applied} (state machine at ${seen}) but write ${mustSee} was acknowledged before the read began`);
+    });
   }
 
   // ---- the checker -------------------------------------------------------
@@ -320,7 +343,8 @@ export class RaftWorld {
     // Client load until healing, a proposal every few tens of ms.
     const client = (): void => {
       if (this.q.now >= this.sc.healAtMs) return;
-      this.propose();
+      if (this.rng.chance(0.2)) this.read();
+      else this.propose();
       this.q.after(10 + this.rng.int(60), client);
     };
     this.q.after(0, client);

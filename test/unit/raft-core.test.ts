@@ -126,6 +126,8 @@ class Net {
       expect(rd.mustSync).toBe(true);
     }
     if (n.raft.role !== Role.Leader) expect(rd.messagesNow, `${id} is ${n.raft.role}: nothing may leave early`).toEqual([]);
+    // Nothing is handed out for applying before it is durable here (log.ts invariant).
+    for (const e of rd.committedEntries) expect(rd.entries.some((x) => x.index === e.index), `${id} applies unsynced entry ${e.index}`).toBe(false);
     for (const m of rd.messagesNow) {
       // An acknowledgement or a vote promises durable state: never early.
       expect([MT.AppResp, MT.VoteResp, MT.PreVoteResp].includes(m.type) && !m.reject && m.index > 0).toBe(false);
@@ -460,8 +462,15 @@ describe('raft core: fast backtracking', () => {
       n3: { hardState: hs, snapshot: emptySnapshot(), entries: logOf(leaderLog) },
     });
     const mark = net.sent.length;
+    // First n2 hears only heartbeats: its divergent entries must not commit,
+    // though the leader commits up to 22 with n3.
+    net.filter = (m) => !(m.type === MT.App && m.to === 'n2');
     net.elect('n1');
-    net.stabilize();
+    net.tick(['n1'], 2);
+    expect(net.node('n1').raft.log.committed).toBe(22);
+    expect(net.node('n2').raft.log.committed).toBe(1);
+    net.filter = () => true;
+    net.tick(['n1']);
     const rejects = net.sentSince(mark, (m) => m.type === MT.AppResp && m.from === 'n2' && m.reject);
     expect(rejects.length).toBeGreaterThan(0);
     expect(rejects.length).toBeLessThanOrEqual(3);
