@@ -2,7 +2,7 @@
 // node API (service RaftNode). Status asks every endpoint it knows, and
 // every peer the leader reports, so one address is enough to see the cluster.
 
-import type { ServiceError } from '@grpc/grpc-js';
+import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { RaftNodeClient } from '../transport/admin.ts';
 import type { NodeStatus } from '../transport/proto.ts';
 import { bool, flag, UsageError } from './args.ts';
@@ -35,6 +35,8 @@ export interface ClusterStatus {
 
 export async function clusterStatus(addrs: string[], deadlineMs = 2_000): Promise<ClusterStatus> {
   const results = new Map<string, NodeStatus | Error>();
+  /** Node ids by address, as the members report each other: names a node that does not answer. */
+  const ids = new Map<string, string>();
   const ask = async (addr: string): Promise<void> => {
     if (results.has(addr)) return;
     const c = new RaftNodeClient(addr);
@@ -42,7 +44,8 @@ export async function clusterStatus(addrs: string[], deadlineMs = 2_000): Promis
     try {
       const s = await c.status(deadlineMs);
       results.set(addr, s);
-      // Learn the other members from whoever answers as leader.
+      // Learn the other members from whoever answers.
+      for (const p of s.peers) if (p.address) ids.set(p.address, p.nodeId);
       await Promise.all(s.peers.map((p) => (p.address ? ask(p.address) : undefined)));
     } catch (err) {
       results.set(addr, err as Error);
@@ -56,7 +59,7 @@ export async function clusterStatus(addrs: string[], deadlineMs = 2_000): Promis
   let leaderTerm = -1;
   for (const [address, r] of results) {
     if (r instanceof Error) {
-      nodes.push({ id: null, address, reachable: false, error: (r as ServiceError).details ?? r.message });
+      nodes.push({ id: ids.get(address) ?? null, address, reachable: false, error: unreachableReason(r as ServiceError, deadlineMs) });
       continue;
     }
     if (r.role === 'leader' && r.term > leaderTerm) {
@@ -67,6 +70,13 @@ export async function clusterStatus(addrs: string[], deadlineMs = 2_000): Promis
   }
   nodes.sort((a, b) => (a.id ?? a.address).localeCompare(b.id ?? b.address));
   return { leader, nodes };
+}
+
+function unreachableReason(err: ServiceError, deadlineMs: number): string {
+  if (err.code === grpcStatus.DEADLINE_EXCEEDED) return `no answer within ${deadlineMs} ms`;
+  const text = err.details ?? err.message;
+  if (/ECONNREFUSED/.test(text)) return 'connection refused';
+  return text;
 }
 
 export async function statusCommand(args: string[]): Promise<void> {

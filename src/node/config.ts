@@ -52,7 +52,7 @@ export function loadConfig(file: string): NodeConfig {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(file, `not valid JSON (${(err as Error).message})`);
+    throw new ConfigError(file, `not valid JSON (${(err as Error).message}); fix the syntax — cluster/n1.json shows the expected form`);
   }
   return parseConfig(raw, file);
 }
@@ -92,7 +92,7 @@ export function parseConfig(raw: unknown, file: string): NodeConfig {
     if (typeof addr !== 'string' || !parseAddress(addr)) throw new ConfigError(file, `"peers.${id}" is ${JSON.stringify(addr)}: expected host:port`);
     peers.set(id, addr);
   }
-  if (!peers.has(nodeId)) throw new ConfigError(file, `"peers" must include this node "${nodeId}"`);
+  if (!peers.has(nodeId)) throw new ConfigError(file, `"peers" must include this node "${nodeId}": add "${nodeId}": "${listen}" (every voter, this node included)`);
   const seen = new Map<string, string>();
   for (const [id, addr] of peers) {
     const other = seen.get(addr);

@@ -2,12 +2,13 @@
 // writes), the gRPC transport, a ticking clock and the node's client API.
 //
 // Start-up order matters for bad input: the config is validated first, then
-// the listen address is bound, and only then is the data directory opened
-// (whose identity check writes nothing on a mismatch). A failure at any step
-// leaves the data untouched.
+// the listen address is bound, and only then is the data directory opened,
+// whose identity is checked before LevelDB is (see src/storage/level.ts). A
+// failure at any step leaves the data untouched, byte for byte.
 
 import * as grpc from '@grpc/grpc-js';
 import { randomInt } from 'node:crypto';
+import { format } from 'node:util';
 import type { Logger } from 'pino';
 import { RawNode } from '../raft/raw-node.ts';
 import { Rng } from '../raft/rng.ts';
@@ -37,6 +38,9 @@ export interface RunningNode {
 }
 
 export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNode> {
+  // grpc-js prints its errors on stderr by itself; they also reach us as
+  // call or bind failures, which say more. Keep them in the node's log.
+  grpc.setLogger({ error: (...args: unknown[]) => log.debug({ component: 'grpc' }, format(...args)) });
   const server = new grpc.Server(SERVER_OPTIONS);
   const port = await bind(server, cfg.listen);
   const host = cfg.listen.slice(0, cfg.listen.lastIndexOf(':'));
@@ -110,8 +114,16 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 function bind(server: grpc.Server, listen: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.bindAsync(listen, grpc.ServerCredentials.createInsecure(), (err, port) => {
-      if (err) reject(new StartupError(`cannot listen on ${listen}: ${err.message.replace(/\s+/g, ' ')}; pick a free address for "listen" or stop the process that holds it`));
-      else resolve(port);
+      if (!err) return resolve(port);
+      const host = listen.slice(0, listen.lastIndexOf(':'));
+      const why = /EADDRINUSE/.test(err.message)
+        ? 'the address is in use; stop the process that holds it or pick another port for "listen"'
+        : /EADDRNOTAVAIL/.test(err.message)
+          ? `${host} is not an address of this machine; set "listen" to one of its addresses, e.g. 127.0.0.1:${listen.slice(listen.lastIndexOf(':') + 1)}`
+          : /EACCES/.test(err.message)
+            ? 'permission denied; pick a port above 1023 for "listen"'
+            : `${err.message.replace(/\s+/g, ' ')}; check "listen"`;
+      reject(new StartupError(`cannot listen on ${listen}: ${why}`));
     });
   });
 }
@@ -162,7 +174,13 @@ function clientApi(cfg: NodeConfig, d: Driver<void>, kv: KvStateMachine, address
         appliedIndex: s.applied,
         lastIndex: s.lastIndex,
         firstIndex: s.firstIndex,
-        peers: s.progress.map((p) => ({ nodeId: p.id, address: cfg.peers.get(p.id) ?? '', matchIndex: p.match, nextIndex: p.next, state: p.state })),
+        // Only the leader tracks replication progress; any other node lists
+        // the members it was configured with, so that `verdict status` finds
+        // the whole cluster from any one address.
+        peers:
+          s.progress.length > 0
+            ? s.progress.map((p) => ({ nodeId: p.id, address: cfg.peers.get(p.id) ?? '', matchIndex: p.match, nextIndex: p.next, state: p.state }))
+            : [...cfg.peers].map(([id, addr]) => ({ nodeId: id, address: addr, matchIndex: 0, nextIndex: 0, state: 'unknown' })),
       });
     },
     Put: (call: grpc.ServerUnaryCall<PutRequest, PutResponse>, cb: grpc.sendUnaryData<PutResponse>) => {

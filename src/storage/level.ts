@@ -4,7 +4,7 @@
 // part of one. That is what lets the node send a message that depends on a
 // batch as soon as onSynced(null) fires (R6).
 
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { assert, emptySnapshot, NONE, type Entry, type HardState, type Snapshot } from '../raft/types.ts';
@@ -88,6 +88,9 @@ export class LevelLogStore implements LogStore {
     assert(identity.clusterId !== '' && identity.nodeId !== '', 'storage identity needs a cluster id and a node id');
     const dbPath = join(dir, 'raft');
     await checkDataDir(dir, dbPath);
+    // Before LevelDB is opened: opening rewrites its own files (LOG, MANIFEST,
+    // a flushed write-ahead log) even when nothing is put.
+    await checkIdentityFile(dir, dbPath, identity);
     const db: Db = new ClassicLevel<Uint8Array, Uint8Array>(dbPath, { keyEncoding: 'view', valueEncoding: 'view' });
     try {
       await db.open({ createIfMissing: true });
@@ -100,6 +103,7 @@ export class LevelLogStore implements LogStore {
     try {
       await checkIdentity(db, dir, dbPath, identity);
       const { recovered, bounds } = await recover(db, dbPath);
+      await writeIdentityFile(dir, identity);
       return { store: new LevelLogStore(db, dbPath, bounds), recovered };
     } catch (err) {
       await db.close();
@@ -240,7 +244,7 @@ async function checkDataDir(dir: string, dbPath: string): Promise<void> {
     await mkdir(dir, { recursive: true });
     return;
   }
-  if (names.length > 0 && !names.includes('raft')) {
+  if (names.some((n) => n !== IDENTITY_FILE) && !names.includes('raft')) {
     throw new StorageIdentityError(`${dir} is not empty and is not a Verdict data directory (it has no raft/ inside); ${fix}`);
   }
   const raftNames = await readdirOrNull(dbPath);
@@ -255,6 +259,59 @@ async function readdirOrNull(path: string): Promise<string[] | null> {
   } catch (err) {
     if (errorCode(err) === 'ENOENT') return null;
     throw err;
+  }
+}
+
+/**
+ * identity.json beside raft/ repeats the identity that LevelDB holds, so that
+ * a data directory of another node or cluster is refused without opening
+ * LevelDB. LevelDB's record stays authoritative: without the file (a crash
+ * before it was first written) the check falls to checkIdentity.
+ */
+const IDENTITY_FILE = 'identity.json';
+
+function identityMismatch(dir: string, dbPath: string, have: StorageIdentity, want: StorageIdentity): StorageIdentityError {
+  return new StorageIdentityError(
+    `${dir} belongs to node "${have.nodeId}" of cluster "${have.clusterId}", but the config says node "${want.nodeId}" of cluster "${want.clusterId}"; point the config at another data directory, or delete ${dbPath} if this node is meant to rejoin the cluster empty`,
+  );
+}
+
+async function checkIdentityFile(dir: string, dbPath: string, want: StorageIdentity): Promise<void> {
+  const file = join(dir, IDENTITY_FILE);
+  if ((await readdirOrNull(dbPath)) === null) {
+    // raft/ was deleted so that the node rejoins empty: the identity goes with it.
+    await rm(file, { force: true });
+    return;
+  }
+  let have: Partial<StorageIdentity>;
+  try {
+    have = JSON.parse(await readFile(file, 'utf8')) as Partial<StorageIdentity>;
+  } catch {
+    return;
+  }
+  if (typeof have.clusterId !== 'string' || typeof have.nodeId !== 'string') return;
+  if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId) throw identityMismatch(dir, dbPath, have as StorageIdentity, want);
+}
+
+/** Written once LevelDB accepted the identity: atomically, and only when missing or different. */
+async function writeIdentityFile(dir: string, id: StorageIdentity): Promise<void> {
+  const file = join(dir, IDENTITY_FILE);
+  const text = JSON.stringify({ clusterId: id.clusterId, nodeId: id.nodeId }) + '\n';
+  if ((await readFile(file, 'utf8').catch(() => null)) === text) return;
+  const tmp = `${file}.tmp`;
+  const fh = await open(tmp, 'w');
+  try {
+    await fh.writeFile(text);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, file);
+  const dh = await open(dir, 'r');
+  try {
+    await dh.sync();
+  } finally {
+    await dh.close();
   }
 }
 
@@ -278,11 +335,7 @@ async function checkIdentity(db: Db, dir: string, dbPath: string, want: StorageI
       `${dbPath} was written in storage format ${have.formatVersion} but this build reads format ${FORMAT_VERSION}; run a matching Verdict version, or delete ${dbPath} if this node is meant to rejoin the cluster empty`,
     );
   }
-  if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId) {
-    throw new StorageIdentityError(
-      `${dir} belongs to node "${have.nodeId}" of cluster "${have.clusterId}", but the config says node "${want.nodeId}" of cluster "${want.clusterId}"; point the config at another data directory, or delete ${dbPath} if this node is meant to rejoin the cluster empty`,
-    );
-  }
+  if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId) throw identityMismatch(dir, dbPath, have, want);
 }
 
 /** Reads everything back and checks that it fits together; any doubt is a CorruptRecordError. */

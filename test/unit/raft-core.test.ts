@@ -70,28 +70,55 @@ class Net {
   readonly held = new Set<NodeId>();
   private readonly durable = new Map<NodeId, HardState>();
   private readonly leaderOfTerm = new Map<number, NodeId>();
+  private readonly everApplied = new Map<number, string>();
+
+  private readonly rng: Rng;
 
   constructor(
     readonly ids: NodeId[],
     seed: number,
-    overrides: Overrides = {},
+    private readonly overrides: Overrides = {},
     recovered: Record<NodeId, Recovered> = {},
   ) {
-    const rng = new Rng(seed);
+    this.rng = new Rng(seed);
     for (const id of ids) {
-      const rec = recovered[id] ?? freshState();
-      const node = RawNode.restart(
-        { id, electionTicks: ELECTION_TICKS, heartbeatTicks: 1, random: rng.asRandom(), ...overrides },
-        rec,
-        { voters: [...ids], learners: [], votersOutgoing: [] },
-      );
-      this.nodes.set(id, node);
-      this.applied.set(id, []);
+      this.start(id, recovered[id] ?? freshState());
       this.readStates.set(id, []);
       this.snapshots.set(id, []);
       this.readys.set(id, []);
-      this.durable.set(id, { ...rec.hardState });
     }
+  }
+
+  private start(id: NodeId, rec: Recovered): void {
+    const node = RawNode.restart(
+      { id, electionTicks: ELECTION_TICKS, heartbeatTicks: 1, random: this.rng.asRandom(), ...this.overrides },
+      rec,
+      { voters: [...this.ids], learners: [], votersOutgoing: [] },
+    );
+    this.nodes.set(id, node);
+    this.durable.set(id, { ...rec.hardState });
+    // The state machine restarts from the snapshot; entries after it are applied again.
+    const snapIndex = rec.snapshot.metadata.index;
+    this.applied.set(id, snapIndex > 0 ? [{ term: rec.snapshot.metadata.term, index: snapIndex, type: EntryType.Normal, data: new Uint8Array(0) }] : []);
+    this.held.delete(id);
+  }
+
+  /**
+   * Crashes `id` and restarts it from what its storage holds. With
+   * `midWrite`, the node first takes a Ready and sends its early messages but
+   * dies before the write lands (R6 allows exactly that for a leader).
+   */
+  crash(id: NodeId, midWrite: boolean): void {
+    const n = this.node(id);
+    this.writing.delete(id); // a write in flight is lost
+    if (midWrite && !this.held.has(id) && n.hasReady()) {
+      const rd = n.ready();
+      this.check(id, n, rd);
+      this.send(rd.messagesNow);
+    }
+    const st = n.raft.log.storage;
+    const entries = st.lastIndex() >= st.firstIndex() ? st.entries(st.firstIndex(), st.lastIndex() + 1, Number.MAX_SAFE_INTEGER) : [];
+    this.start(id, { hardState: { ...st.hardState }, snapshot: st.snapshot(), entries });
   }
 
   node(id: NodeId): RawNode {
@@ -141,9 +168,19 @@ class Net {
 
   /** The driver loop for one Ready: send early, persist (advance), send the rest, apply. */
   private handle(id: NodeId, n: RawNode, rd: Ready): void {
+    this.begin(id, n, rd);
+    this.finish(id, n, rd);
+  }
+
+  /** The Ready is taken: what may leave before the sync leaves now. */
+  private begin(id: NodeId, n: RawNode, rd: Ready): void {
     this.check(id, n, rd);
     this.readys.get(id)!.push(rd);
     this.send(rd.messagesNow);
+  }
+
+  /** The write landed: the rest is sent, committed entries applied, the node advanced. */
+  private finish(id: NodeId, n: RawNode, rd: Ready): void {
     if (rd.snapshot) {
       this.snapshots.get(id)!.push(rd.snapshot);
       // The state machine restored from the snapshot: what it applied is now the snapshot.
@@ -155,24 +192,28 @@ class Net {
       const last = applied[applied.length - 1];
       if (last) expect(e.index, `${id} applies out of order`).toBe(last.index + 1);
       applied.push(e);
+      // State Machine Safety, across crashes: one entry per index, ever.
+      const seen = this.everApplied.get(e.index);
+      const mine = `${e.term}/${dec(e.data)}`;
+      if (seen === undefined) this.everApplied.set(e.index, mine);
+      else expect(mine, `${id} applied a different entry at ${e.index}`).toBe(seen);
     }
     this.readStates.get(id)!.push(...rd.readStates);
     if (rd.hardState) this.durable.set(id, { ...rd.hardState });
     n.advance(rd);
-    this.checkStateMachineSafety();
   }
 
-  private checkStateMachineSafety(): void {
-    const byIndex = new Map<number, Entry>();
-    for (const [id, entries] of this.applied) {
-      for (const e of entries) {
-        const seen = byIndex.get(e.index);
-        if (seen && e.data.byteLength > 0 && seen.data.byteLength > 0 && !(seen.term === e.term && dec(seen.data) === dec(e.data))) {
-          throw new Error(`${id} applied a different entry at ${e.index}`);
-        }
-        if (!seen) byIndex.set(e.index, e);
-      }
-    }
+  /** Nodes with a slow disk: pump() takes their Ready and leaves the write in flight until completeWrite(). */
+  readonly slow = new Set<NodeId>();
+  private readonly writing = new Map<NodeId, Ready>();
+
+  completeWrite(id: NodeId): void {
+    const rd = this.writing.get(id);
+    if (!rd) return;
+    this.writing.delete(id);
+    this.held.delete(id);
+    this.finish(id, this.node(id), rd);
+    this.pump();
   }
 
   send(msgs: Message[]): void {
@@ -187,6 +228,14 @@ class Net {
       changed = false;
       for (const [id, n] of this.nodes) {
         if (this.held.has(id)) continue;
+        if (this.slow.has(id)) {
+          if (!n.hasReady()) continue;
+          const rd = n.ready();
+          this.begin(id, n, rd);
+          this.writing.set(id, rd);
+          this.held.add(id);
+          continue;
+        }
         while (n.hasReady()) {
           changed = true;
           this.handle(id, n, n.ready());
@@ -584,6 +633,86 @@ describe('raft core: PreVote and CheckQuorum', () => {
   });
 });
 
+describe('raft core: elections with uneven logs and stale leaders', () => {
+  it('a node whose log is behind cannot win an election (its pre-votes are refused)', () => {
+    const net = new Net(['n1', 'n2', 'n3'], 30);
+    net.elect('n1');
+    net.isolate('n3');
+    for (let k = 0; k < 3; k++) net.propose('n1', `c${k}`);
+    net.stabilize();
+    net.heal();
+    // n1 goes away; n3 (behind) campaigns first, n2 (up to date) refuses it.
+    net.isolate('n1');
+    const term = net.node('n3').raft.term;
+    net.node('n3').campaign();
+    net.stabilize();
+    expect(net.node('n3').raft.role).not.toBe(Role.Leader);
+    expect(net.node('n3').raft.term).toBe(term);
+    net.node('n2').campaign();
+    net.stabilize();
+    expect(net.node('n2').raft.role).toBe(Role.Leader);
+  });
+
+  it('a stale leader cut off without CheckQuorum steps down when it hears the newer term, and its uncommitted entry is dropped', () => {
+    const net = new Net(['n1', 'n2', 'n3'], 31, { checkQuorum: false });
+    net.elect('n1');
+    net.stabilize();
+    net.isolate('n1');
+    net.propose('n1', 'orphan'); // never reaches a quorum
+    net.stabilize();
+    net.elect('n2');
+    net.propose('n2', 'kept');
+    net.stabilize();
+    expect(net.node('n1').raft.role).toBe(Role.Leader);
+    net.heal();
+    // n1's own heartbeat reaches n3, which answers with its newer term.
+    net.tick(['n1']);
+    expect(net.node('n1').raft.role).toBe(Role.Follower);
+    expect(net.node('n1').raft.term).toBe(net.node('n2').raft.term);
+    net.tick(['n2']);
+    for (const id of net.ids) expect(net.appliedData(id)).toEqual(['kept']);
+  });
+});
+
+describe('raft core: back-pressure and abandoned transfers', () => {
+  it('a leader without a quorum refuses proposals past uncommittedBytesMax, and takes them again once it commits', () => {
+    const net = new Net(['n1', 'n2', 'n3'], 32, { uncommittedBytesMax: 100 });
+    net.elect('n1');
+    net.stabilize();
+    net.isolate('n2');
+    net.isolate('n3');
+    let accepted = 0;
+    expect(() => {
+      for (let k = 0; k < 50; k++) {
+        net.node('n1').propose([enc('x'.repeat(30))]);
+        accepted++;
+      }
+    }).toThrow(ProposalDroppedError);
+    expect(accepted).toBeGreaterThan(0);
+    expect(accepted * 30).toBeLessThanOrEqual(130);
+    net.heal();
+    net.tick(['n1'], 2);
+    expect(net.appliedData('n2')).toHaveLength(accepted);
+    expect(() => net.node('n1').propose([enc('again')])).not.toThrow();
+  });
+
+  it('a transfer to an unreachable node is abandoned after an election timeout, and proposals flow again', () => {
+    const net = new Net(['n1', 'n2', 'n3'], 33);
+    net.elect('n1');
+    net.stabilize();
+    net.isolate('n3');
+    net.propose('n1', 'a');
+    net.stabilize();
+    net.node('n1').transferLeadership('n3');
+    expect(() => net.node('n1').propose([enc('b')])).toThrow(ProposalDroppedError);
+    net.tick(['n1', 'n2'], ELECTION_TICKS);
+    expect(net.leaders()).toEqual(['n1']);
+    net.propose('n1', 'c');
+    net.stabilize();
+    expect(net.appliedData('n2')).toEqual(['a', 'c']);
+  });
+});
+
 // ---- snapshots ----------------------------------------------------------------------------
 
 describe('raft core: snapshots', () => {
@@ -815,5 +944,170 @@ describe('raft core: regressions', () => {
     expect(net.sent.filter((m) => m.type === MT.Snap)).toHaveLength(2);
     expect(n1.raft.progress.get('n3')!.state).toBe('replicate');
     expect(net.node('n3').raft.log.applied).toBe(n1.raft.log.applied);
+  });
+});
+
+// ---- randomized schedules -------------------------------------------------------------------
+
+describe('raft core: randomized schedules (safety on every step, liveness after healing)', () => {
+  /** Log Matching: where two logs hold the same term at an index, they agree on every earlier term. */
+  function checkLogMatching(net: Net): void {
+    const logs = net.ids.map((id) => net.node(id).raft.log);
+    for (let a = 0; a < logs.length; a++) {
+      for (let b = a + 1; b < logs.length; b++) {
+        const lo = Math.max(logs[a].firstIndex(), logs[b].firstIndex());
+        const hi = Math.min(logs[a].lastIndex(), logs[b].lastIndex());
+        let agreeFrom = -1;
+        for (let i = hi; i >= lo; i--) {
+          if (logs[a].term(i) === logs[b].term(i)) {
+            agreeFrom = i;
+            break;
+          }
+        }
+        for (let i = lo; i <= agreeFrom; i++) {
+          expect(logs[a].term(i), `log matching ${net.ids[a]}/${net.ids[b]} at ${i}`).toBe(logs[b].term(i));
+        }
+      }
+    }
+  }
+
+  function runSchedule(seed: number, size: number): void {
+    const ids = Array.from({ length: size }, (_, k) => `n${k + 1}`);
+    const choose = new Rng(seed * 7919 + 1);
+    const overrides: Overrides = {
+      inflightMsgsMax: 1 + choose.int(6),
+      appendBytesMax: choose.chance(0.5) ? 1 : 1 << 20,
+    };
+    const net = new Net(ids, seed, overrides);
+    const pick = <T,>(xs: T[]): T => xs[choose.int(xs.length)];
+    const minReadIndex = new Map<string, number>();
+    /** index -> term of a committed entry, and the highest term in the cluster when it was seen committed. */
+    const committedTerms = new Map<number, { term: number; seenAt: number }>();
+    let proposals = 0;
+    let reads = 0;
+
+    const observe = (): void => {
+      const maxTerm = Math.max(...ids.map((id) => net.node(id).raft.term));
+      for (const id of ids) {
+        for (const e of net.applied.get(id)!) {
+          if (!committedTerms.has(e.index)) committedTerms.set(e.index, { term: e.term, seenAt: maxTerm });
+        }
+        for (const rs of net.readStates.get(id)!.splice(0)) {
+          const min = minReadIndex.get(dec(rs.context));
+          expect(min, `unknown read ${dec(rs.context)}`).not.toBeUndefined();
+          expect(rs.index, `read ${dec(rs.context)} answered with a stale index`).toBeGreaterThanOrEqual(min!);
+        }
+      }
+      // Leader Completeness: a leader of a later term holds every committed
+      // entry (that it has not compacted).
+      for (const id of net.leaders()) {
+        const log = net.node(id).raft.log;
+        for (const [i, c] of committedTerms) {
+          if (net.node(id).raft.term <= c.seenAt || i < log.firstIndex() - 1) continue;
+          expect(log.term(i), `leader ${id} (term ${net.node(id).raft.term}) lacks committed entry ${i}`).toBe(c.term);
+        }
+      }
+      checkLogMatching(net);
+    };
+
+    const deliverSome = (): void => {
+      const k = 1 + choose.int(Math.max(1, net.inflight.length));
+      const batch: Message[] = [];
+      for (let j = 0; j < k && net.inflight.length > 0; j++) batch.push(net.inflight.splice(choose.int(net.inflight.length), 1)[0]);
+      for (const m of batch) {
+        if (choose.chance(0.1)) continue; // lost
+        if (choose.chance(0.05)) net.inflight.push(cloneMessage(m)); // duplicated, arrives later
+        if (net.cut.has(`${m.from}->${m.to}`)) continue;
+        net.node(m.to).step(m);
+      }
+      net.pump();
+    };
+
+    for (let step = 0; step < 700; step++) {
+      const r = choose.float();
+      if (r < 0.35) deliverSome();
+      else if (r < 0.55) {
+        net.node(pick(ids)).tick();
+        net.pump();
+      } else if (r < 0.62) {
+        for (const id of ids) net.node(id).tick();
+        net.pump();
+      } else if (r < 0.74) {
+        try {
+          const leaders = net.leaders();
+          const at = leaders.length > 0 && choose.chance(0.8) ? pick(leaders) : pick(ids);
+          net.node(at).propose([enc(`s${seed}-p${proposals++}`)]);
+        } catch (err) {
+          if (!(err instanceof ProposalDroppedError)) throw err;
+        }
+        net.pump();
+      } else if (r < 0.78) {
+        const ctx = `s${seed}-r${reads++}`;
+        minReadIndex.set(ctx, Math.max(...ids.map((id) => net.node(id).raft.log.committed)));
+        try {
+          net.node(pick(ids)).readIndex(enc(ctx));
+        } catch (err) {
+          if (!(err instanceof ProposalDroppedError)) throw err;
+        }
+        net.pump();
+      } else if (r < 0.81) {
+        net.heal();
+        if (choose.chance(0.6)) net.isolate(pick(ids));
+      } else if (r < 0.835) {
+        net.crash(pick(ids), choose.chance(0.5));
+        net.pump();
+      } else if (r < 0.86) {
+        const n = net.node(pick(ids));
+        const applied = n.raft.log.applied;
+        if (applied > n.raft.log.storage.snapshot().metadata.index) n.snapshot(applied, enc(`snap@${applied}`), choose.int(3));
+      } else if (r < 0.87) {
+        const leaders = net.leaders();
+        if (leaders.length > 0) net.node(leaders[0]).transferLeadership(pick(ids));
+        net.pump();
+      } else if (r < 0.89) {
+        // A disk turns slow (writes stay in flight while messages flow) or fast again.
+        const id = pick(ids);
+        if (net.slow.has(id)) net.slow.delete(id);
+        else net.slow.add(id);
+        net.completeWrite(id);
+      } else {
+        net.completeWrite(pick(ids));
+      }
+      observe();
+    }
+
+    // Faults stop: a leader emerges and a new entry reaches every node (AC4 at the Raft level).
+    net.heal();
+    net.slow.clear();
+    for (const id of ids) net.completeWrite(id);
+    let done = false;
+    for (let round = 0; round < 60 * ELECTION_TICKS && !done; round++) {
+      net.tick();
+      observe();
+      const leaders = net.leaders();
+      if (leaders.length !== 1) continue;
+      const leader = net.node(leaders[0]);
+      if (leader.raft.leadTransferee !== '') continue;
+      try {
+        leader.propose([enc(`s${seed}-final`)]);
+      } catch (err) {
+        if (!(err instanceof ProposalDroppedError)) throw err;
+        continue;
+      }
+      for (let k = 0; k < 3 * ELECTION_TICKS; k++) net.tick();
+      observe();
+      done = ids.every((id) => net.appliedData(id).includes(`s${seed}-final`) || net.node(id).raft.log.applied >= leader.raft.log.lastIndex());
+    }
+    expect(done, `seed ${seed}: no progress after healing`).toBe(true);
+    const last = Math.max(...ids.map((id) => net.node(id).raft.log.applied));
+    for (const id of ids) expect(net.node(id).raft.log.applied, `seed ${seed}: ${id} behind`).toBe(last);
+  }
+
+  it('3 nodes: 40 seeded schedules of loss, duplication, reordering, partitions, crashes, snapshots', () => {
+    for (let seed = 1; seed <= 40; seed++) runSchedule(seed, 3);
+  });
+
+  it('5 nodes: 20 seeded schedules', () => {
+    for (let seed = 101; seed <= 120; seed++) runSchedule(seed, 5);
   });
 });

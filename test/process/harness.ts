@@ -1,0 +1,514 @@
+// Real-process test harness: Verdict nodes as child processes on loopback.
+//
+// Every wait here has a deadline and says what it was waiting for when it
+// gives up. Every child is killed by cleanup(), which the test files install
+// with useProcessCleanup(); a test that fails prints the tail of each node's
+// log (stderr), kept in the cluster's temp dir.
+
+import * as grpc from '@grpc/grpc-js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeEach, type TestContext } from 'vitest';
+import { RaftNodeClient } from '../../src/transport/admin.ts';
+import type { NodeStatus, PutResponse } from '../../src/transport/proto.ts';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const BIN = join(ROOT, 'bin', 'verdict.mjs');
+
+/** Elections on a loaded 2-core CI machine can take a while; this is the default bound. */
+export const ELECTION_WAIT_MS = 15_000;
+const POLL_MS = 100;
+const STATUS_DEADLINE_MS = 1_000;
+const LOG_TAIL_LINES = 40;
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Whether `p` settles within `ms`; the timer does not outlive the race. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Polls `probe` until it returns a value other than undefined; throws `what` (with the last probe note) at the deadline. */
+export async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, note?: () => string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown = null;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      lastErr = err;
+    }
+    if (Date.now() >= deadline) {
+      const detail = note?.() ?? (lastErr instanceof Error ? lastErr.message : lastErr === null ? '' : String(lastErr));
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail ? `: ${detail}` : ''}`);
+    }
+    await sleep(POLL_MS);
+  }
+}
+
+/** Free loopback ports: all bound at once (port 0) so they differ, then released. */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const s = createServer();
+      servers.push(s);
+      await new Promise<void>((res, rej) => {
+        s.once('error', rej);
+        s.listen(0, '127.0.0.1', () => res());
+      });
+    }
+    return servers.map((s) => {
+      const a = s.address();
+      if (a === null || typeof a === 'string') throw new Error('no port');
+      return a.port;
+    });
+  } finally {
+    await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
+  }
+}
+
+/** A temp dir that cleanup() deletes (or keeps, when the test failed). */
+export function tempDir(prefix = 'verdict-proc-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.set(dir, scope);
+  return dir;
+}
+
+export function uniqueClusterId(): string {
+  return `t-${process.pid}-${randomBytes(4).toString('hex')}`;
+}
+
+export interface NodeConfigFile {
+  clusterId: string;
+  nodeId: string;
+  listen: string;
+  dataDir: string;
+  peers: Record<string, string>;
+  tickMs: number;
+  electionTicks: number;
+  heartbeatTicks: number;
+  snapshotEntries: number;
+  logLevel: string;
+}
+
+export interface ClusterOptions {
+  nodes: number;
+  snapshotEntries?: number;
+  tickMs?: number;
+  electionTicks?: number;
+  heartbeatTicks?: number;
+  logLevel?: string;
+}
+
+export class NodeProc {
+  child: ChildProcess | null = null;
+  private exit: Promise<void> = Promise.resolve();
+  private client: RaftNodeClient | null = null;
+
+  constructor(
+    readonly id: string,
+    readonly address: string,
+    readonly configFile: string,
+    readonly dataDir: string,
+    readonly logFile: string,
+  ) {}
+
+  get running(): boolean {
+    return this.child !== null;
+  }
+
+  start(): void {
+    if (this.child) throw new Error(`node ${this.id} is already running (pid ${this.child.pid})`);
+    const fd = openSync(this.logFile, 'a');
+    try {
+      writeFileSync(fd, `--- harness: starting ${this.id} at ${new Date().toISOString()}\n`);
+      // The child writes its log straight into the file: no pipe to drain, nothing lost if we stop reading.
+      const child = spawn(process.execPath, [BIN, 'node', '--config', this.configFile], { cwd: ROOT, stdio: ['ignore', fd, fd] });
+      this.child = child;
+      live.add(this);
+      this.exit = new Promise<void>((res) => {
+        const gone = (): void => {
+          if (this.child === child) {
+            this.child = null;
+            live.delete(this);
+          }
+          res();
+        };
+        child.once('exit', gone);
+        child.once('error', gone);
+      });
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** Sends the signal and waits (bounded) for the process to be gone. */
+  async kill(signal: NodeJS.Signals = 'SIGKILL', timeoutMs = 10_000): Promise<void> {
+    const child = this.child;
+    this.closeClient();
+    if (!child) return;
+    child.kill(signal);
+    const gone = await settlesWithin(this.exit, timeoutMs);
+    if (!gone) {
+      child.kill('SIGKILL');
+      const killed = await settlesWithin(this.exit, 5_000);
+      if (!killed) throw new Error(`node ${this.id} (pid ${child.pid}) did not exit after ${signal} and SIGKILL`);
+      if (signal !== 'SIGKILL') throw new Error(`node ${this.id} did not exit within ${timeoutMs} ms of ${signal}; it was killed`);
+    }
+  }
+
+  async restart(): Promise<void> {
+    await this.kill('SIGKILL');
+    this.start();
+  }
+
+  /** A client for this node; a fresh one after every restart, so no reconnect backoff carries over. */
+  api(): RaftNodeClient {
+    this.client ??= new RaftNodeClient(this.address);
+    return this.client;
+  }
+
+  closeClient(): void {
+    this.client?.close();
+    this.client = null;
+  }
+
+  async status(deadlineMs = STATUS_DEADLINE_MS): Promise<NodeStatus> {
+    return this.api().status(deadlineMs);
+  }
+
+  logTail(lines = LOG_TAIL_LINES): string {
+    if (!existsSync(this.logFile)) return '(no log)';
+    const all = readFileSync(this.logFile, 'utf8').trimEnd().split('\n');
+    return all.slice(-lines).join('\n');
+  }
+
+  /** Synchronous last resort for process exit. */
+  killNow(): void {
+    this.closeClient();
+    this.child?.kill('SIGKILL');
+  }
+}
+
+export class Cluster {
+  private destroyed = false;
+  /** Index of the last acknowledged Put, from its response. */
+  maxAckIndex = 0;
+  private leaderHint: NodeProc | null = null;
+
+  private constructor(
+    readonly dir: string,
+    readonly clusterId: string,
+    readonly nodes: NodeProc[],
+  ) {}
+
+  /** Writes configs for N nodes on free loopback ports and starts them all. */
+  static async start(o: ClusterOptions): Promise<Cluster> {
+    const c = await Cluster.create(o);
+    for (const n of c.nodes) n.start();
+    return c;
+  }
+
+  /** Like start(), but leaves the processes to the caller. */
+  static async create(o: ClusterOptions): Promise<Cluster> {
+    const dir = tempDir();
+    const clusterId = uniqueClusterId();
+    const ports = await freePorts(o.nodes);
+    const peers: Record<string, string> = {};
+    ports.forEach((p, i) => (peers[`n${i + 1}`] = `127.0.0.1:${p}`));
+    const nodes: NodeProc[] = [];
+    for (const [id, address] of Object.entries(peers)) {
+      const cfg: NodeConfigFile = {
+        clusterId,
+        nodeId: id,
+        listen: address,
+        dataDir: `data-${id}`,
+        peers,
+        tickMs: o.tickMs ?? 50,
+        electionTicks: o.electionTicks ?? 20,
+        heartbeatTicks: o.heartbeatTicks ?? 2,
+        snapshotEntries: o.snapshotEntries ?? 10_000,
+        logLevel: o.logLevel ?? 'info',
+      };
+      const file = join(dir, `${id}.json`);
+      writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
+      nodes.push(new NodeProc(id, address, file, join(dir, cfg.dataDir), join(dir, `${id}.log`)));
+    }
+    const c = new Cluster(dir, clusterId, nodes);
+    clusters.set(c, scope);
+    return c;
+  }
+
+  node(id: string): NodeProc {
+    const n = this.nodes.find((x) => x.id === id);
+    if (!n) throw new Error(`no node ${id} in this cluster`);
+    return n;
+  }
+
+  running(): NodeProc[] {
+    return this.nodes.filter((n) => n.running);
+  }
+
+  /** Status of every running node; an unreachable node maps to its error. */
+  async statuses(): Promise<Map<NodeProc, NodeStatus | Error>> {
+    const out = new Map<NodeProc, NodeStatus | Error>();
+    await Promise.all(
+      this.running().map(async (n) => {
+        try {
+          out.set(n, await n.status());
+        } catch (err) {
+          out.set(n, err as Error);
+        }
+      }),
+    );
+    return out;
+  }
+
+  /**
+   * Waits until a running node is leader and every other running node that
+   * answers agrees on it (same term, same leader id).
+   */
+  async waitForLeader(o: { notId?: string; minTerm?: number; timeoutMs?: number } = {}): Promise<{ node: NodeProc; status: NodeStatus }> {
+    let last = '';
+    const r = await waitFor(
+      `a leader of cluster ${this.clusterId}${o.notId ? ` other than ${o.notId}` : ''}${o.minTerm ? ` in a term >= ${o.minTerm}` : ''}`,
+      o.timeoutMs ?? ELECTION_WAIT_MS,
+      async () => {
+        const st = await this.statuses();
+        last = [...st].map(([n, s]) => (s instanceof Error ? `${n.id}: ${(s as grpc.ServiceError).details ?? s.message}` : `${n.id}: ${s.role} term ${s.term} leader ${s.leaderId || '-'} commit ${s.commitIndex}`)).join('; ');
+        const leaders = [...st].filter(([, s]) => !(s instanceof Error) && s.role === 'leader') as [NodeProc, NodeStatus][];
+        if (leaders.length === 0) return undefined;
+        leaders.sort((a, b) => b[1].term - a[1].term);
+        const [node, status] = leaders[0];
+        if (o.notId !== undefined && node.id === o.notId) return undefined;
+        if (o.minTerm !== undefined && status.term < o.minTerm) return undefined;
+        const agree = [...st].every(([, s]) => s instanceof Error || (s.term === status.term && s.leaderId === node.id));
+        if (!agree) return undefined;
+        return { node, status };
+      },
+      () => last,
+    );
+    this.leaderHint = r.node;
+    return r;
+  }
+
+  /**
+   * Puts through the leader, following `verdict-leader-address` redirects and
+   * retrying on other nodes while an election runs. Resolves only once the
+   * entry is committed (acknowledged by the leader).
+   */
+  async putOnLeader(key: string, value: Uint8Array | string, timeoutMs = ELECTION_WAIT_MS): Promise<PutResponse> {
+    const v = typeof value === 'string' ? Buffer.from(value) : value;
+    const deadline = Date.now() + timeoutMs;
+    let lastErr: unknown = null;
+    let attempt = 0;
+    for (;;) {
+      const target = this.pickTarget(attempt++);
+      if (target) {
+        try {
+          const r = await target.api().put({ key, value: v }, Math.max(500, Math.min(5_000, deadline - Date.now())));
+          this.leaderHint = target;
+          if (r.index > this.maxAckIndex) this.maxAckIndex = r.index;
+          return r;
+        } catch (err) {
+          lastErr = err;
+          const hint = (err as grpc.ServiceError).metadata?.get('verdict-leader-address')[0];
+          const next = typeof hint === 'string' && hint ? this.nodes.find((n) => n.address === hint && n.running) : undefined;
+          if (next && next !== target) {
+            this.leaderHint = next;
+            continue;
+          }
+          this.leaderHint = null;
+        }
+      }
+      if (Date.now() >= deadline) {
+        const e = lastErr as grpc.ServiceError | null;
+        throw new Error(`put ${key} was not acknowledged within ${timeoutMs} ms: ${e?.details ?? e?.message ?? 'no running node'}`);
+      }
+      await sleep(POLL_MS);
+    }
+  }
+
+  private pickTarget(attempt: number): NodeProc | undefined {
+    if (this.leaderHint?.running) return this.leaderHint;
+    const up = this.running();
+    return up.length === 0 ? undefined : up[attempt % up.length];
+  }
+
+  /** Runs `f(i)` for i in [0, count) with at most `inFlight` at once; rejects on the first failure. */
+  static async pool(count: number, inFlight: number, f: (i: number) => Promise<void>): Promise<void> {
+    let next = 0;
+    let failed = false;
+    const worker = async (): Promise<void> => {
+      try {
+        while (next < count && !failed) await f(next++);
+      } catch (err) {
+        // The others stop taking work, so nothing keeps running after the test fails.
+        failed = true;
+        throw err;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(inFlight, count) }, worker));
+  }
+
+  printLogTails(): void {
+    printLogTails(this.nodes);
+  }
+
+  /** Kills every node (SIGKILL) and deletes the temp dir unless `keep`. */
+  async destroy(keep = false): Promise<void> {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    clusters.delete(this);
+    await Promise.all(this.nodes.map((n) => n.kill('SIGKILL')));
+    dirs.delete(this.dir);
+    if (keep) console.error(`kept ${this.dir} for inspection`);
+    else rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** One CLI invocation run to completion (bounded). */
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  elapsedMs: number;
+}
+
+export async function runCli(args: string[], o: { timeoutMs?: number; cwd?: string } = {}): Promise<CliResult> {
+  const timeoutMs = o.timeoutMs ?? 15_000;
+  const started = Date.now();
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: o.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = { killNow: () => child.kill('SIGKILL') };
+  cliChildren.add(proc);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  try {
+    return await new Promise<CliResult>((res, rej) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        rej(new Error(`verdict ${args.join(' ')} did not exit within ${timeoutMs} ms; stderr so far:\n${stderr}`));
+      }, timeoutMs);
+      child.once('error', (err) => {
+        clearTimeout(timer);
+        rej(err);
+      });
+      // 'close': both pipes are drained.
+      child.once('close', (code, signal) => {
+        clearTimeout(timer);
+        res({ code, signal, stdout, stderr, elapsedMs: Date.now() - started });
+      });
+    });
+  } finally {
+    cliChildren.delete(proc);
+  }
+}
+
+/** Recursive listing with a sha256 of each file: equal fingerprints mean an untouched tree. */
+export function fingerprint(dir: string): string {
+  if (!existsSync(dir)) return '(missing)';
+  const lines: string[] = [];
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d).sort()) {
+      const p = join(d, name);
+      const st = statSync(p);
+      if (st.isDirectory()) {
+        lines.push(`${relative(dir, p)}/`);
+        walk(p);
+      } else {
+        lines.push(`${relative(dir, p)} ${st.size} ${createHash('sha256').update(readFileSync(p)).digest('hex')}`);
+      }
+    }
+  };
+  walk(dir);
+  return lines.join('\n');
+}
+
+/**
+ * What cleanup() owns. Things made inside a test (between beforeEach and
+ * afterEach) are cleaned after that test; things made in beforeAll (or
+ * outside vitest) live until afterAll.
+ */
+type Scope = 'test' | 'file';
+let scope: Scope = 'file';
+let failedInFile = false;
+const clusters = new Map<Cluster, Scope>();
+const dirs = new Map<string, Scope>();
+/** Every node process started and not yet seen dead, whatever its scope: the last-resort kill list. */
+const live = new Set<NodeProc>();
+const cliChildren = new Set<{ killNow(): void }>();
+
+export function printLogTails(nodes: Iterable<NodeProc>): void {
+  for (const n of nodes) console.error(`----- ${n.id} (${n.address}) log tail, from ${n.logFile}:\n${n.logTail()}\n`);
+}
+
+/**
+ * Kills the children of the given scopes (every child for 'file', which
+ * includes 'test'). After a failure each node's log tail is printed first
+ * and the temp dirs are kept for a closer look; otherwise they are deleted
+ * (unless VERDICT_KEEP_TEST_DIRS=1).
+ */
+export async function cleanup(which: Scope = 'file', failed = false): Promise<void> {
+  const mine = (s: Scope): boolean => which === 'file' || s === 'test';
+  const keep = failed || failedInFile || process.env.VERDICT_KEEP_TEST_DIRS === '1';
+  if (failed) printLogTails([...clusters.keys()].flatMap((c) => c.nodes));
+  for (const c of cliChildren) c.killNow();
+  await Promise.all([...clusters].filter(([, s]) => mine(s)).map(([c]) => c.destroy(keep)));
+  if (which === 'file') await Promise.all([...live].map((n) => n.kill('SIGKILL')));
+  for (const [d, s] of dirs) {
+    if (!mine(s)) continue;
+    dirs.delete(d);
+    if (keep) console.error(`kept ${d} for inspection`);
+    else rmSync(d, { recursive: true, force: true });
+  }
+}
+
+let installed = false;
+
+/** Installs the cleanup hooks in the calling test file. */
+export function useProcessCleanup(): void {
+  beforeEach(() => {
+    scope = 'test';
+  });
+  afterEach(async ({ task }: TestContext) => {
+    scope = 'file';
+    const failed = task.result?.state === 'fail';
+    failedInFile ||= failed;
+    await cleanup('test', failed);
+  });
+  // vitest reads the first parameter as fixtures (it must be destructured); the suite comes second.
+  // eslint-disable-next-line no-empty-pattern
+  afterAll(async ({}, file) => {
+    // A failed beforeAll fails no test of its own (its errors sit on the suite): print the logs here.
+    const hookFailed = (t: unknown): boolean => {
+      const task = t as { type?: string; result?: { errors?: unknown[] }; tasks?: unknown[] };
+      if (task.type === 'test') return false;
+      return (task.result?.errors?.length ?? 0) > 0 || (task.tasks ?? []).some(hookFailed);
+    };
+    const failed = hookFailed(file);
+    await cleanup('file', failed);
+  });
+  if (!installed) {
+    installed = true;
+    // If the worker goes down some other way, do not leave nodes behind.
+    process.once('exit', () => {
+      for (const n of live) n.killNow();
+      for (const c of cliChildren) c.killNow();
+    });
+  }
+}
