@@ -185,7 +185,7 @@ export class Driver<R = unknown> {
         continue;
       }
       this.persisting = true;
-      const batch: PersistBatch = { hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot, localSnapshot: null, compactTo: 0 };
+      const batch: PersistBatch = { hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot, localSnapshot: null, compactTo: 0, sync: rd.mustSync };
       this.opts.store.persist(batch, (err) => {
         if (this.stopped) return;
         if (err) return this.fatal(err);
@@ -288,7 +288,7 @@ export class Driver<R = unknown> {
     this.lastSnapshotIndex = applied;
     assert(snap.metadata.index === applied, 'driver: snapshot index');
     this.persisting = true;
-    this.opts.store.persist({ hardState: null, entries: [], snapshot: null, localSnapshot: snap, compactTo: snap.metadata.index }, (err) => {
+    this.opts.store.persist({ hardState: null, entries: [], snapshot: null, localSnapshot: snap, compactTo: snap.metadata.index, sync: true }, (err) => {
       if (this.stopped) return;
       if (err) return this.fatal(err);
       this.persisting = false;

@@ -118,7 +118,7 @@ export class LevelLogStore implements LogStore {
     this.inFlight += 1;
     const write = this.tail.then(async () => {
       if (this.failure) throw this.failure;
-      await this.db.batch(ops, { sync: true });
+      await this.db.batch(ops, { sync: batch.sync });
     });
     this.tail = write.then(
       () => {},

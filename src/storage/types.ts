@@ -18,6 +18,13 @@ export interface PersistBatch {
   snapshot: Snapshot | null;
   localSnapshot: Snapshot | null;
   compactTo: number;
+  /**
+   * Whether the write must reach stable storage before the callback: true
+   * whenever term, vote, entries or a snapshot change. A write that only
+   * moves the commit index may skip the fsync (commit is not needed for
+   * safety); a later synced write makes it durable too.
+   */
+  sync: boolean;
 }
 
 /** Everything that was synced, as found on start. */

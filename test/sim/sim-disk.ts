@@ -40,8 +40,13 @@ export function applyBatch(d: Durable, b: PersistBatch): void {
 }
 
 export class SimDisk implements LogStore {
+  /** What survives any crash: every write up to the last synced one. */
   private durable: Durable = { hardState: { term: 0, vote: '', commit: 0 }, snapshot: emptySnapshot(), entries: [] };
-  private inFlight: { batch: PersistBatch; epoch: number }[] = [];
+  /** What the node has written: durable plus the completed unsynced writes. */
+  private current: Durable = { hardState: { term: 0, vote: '', commit: 0 }, snapshot: emptySnapshot(), entries: [] };
+  /** Completed writes without sync since the last synced one: a crash may lose them. */
+  private volatile: PersistBatch[] = [];
+  private inFlight: PersistBatch[] = [];
   private epoch = 0;
   private lastDoneAt = 0;
   /** Extra latency while a slow-disk fault is on. */
@@ -61,33 +66,43 @@ export class SimDisk implements LogStore {
 
   persist(batch: PersistBatch, onSynced: (err: Error | null) => void): void {
     const epoch = this.epoch;
-    const item = { batch, epoch };
-    this.inFlight.push(item);
+    this.inFlight.push(batch);
     // FIFO like a real log device: a write never completes before an earlier one.
-    const doneAt = Math.max(this.q.now + 1 + this.rng.int(4) + this.slowMs, this.lastDoneAt);
+    const doneAt = Math.max(this.q.now + 1 + this.rng.int(4) + (batch.sync ? this.slowMs : 0), this.lastDoneAt);
     this.lastDoneAt = doneAt;
     if (this.lies) this.q.after(0, () => epoch === this.epoch && onSynced(null));
     this.q.at(doneAt + (this.lies ? 200 : 0), () => {
       if (epoch !== this.epoch) return;
       this.inFlight.shift();
-      applyBatch(this.durable, batch);
+      applyBatch(this.current, batch);
+      if (batch.sync || this.lies) {
+        // A synced write makes everything written before it durable too.
+        for (const v of this.volatile) applyBatch(this.durable, v);
+        applyBatch(this.durable, batch);
+        this.volatile = [];
+      } else {
+        this.volatile.push(batch);
+      }
       this.writes++;
       if (!this.lies) onSynced(null);
     });
   }
 
-  /** Power loss: some prefix of the in-flight writes made it, the rest did not. */
+  /** Power loss: a random prefix of the unsynced and in-flight writes made it, the rest did not. */
   crash(): void {
-    const survive = this.lies ? 0 : this.rng.int(this.inFlight.length + 1);
-    for (let i = 0; i < survive; i++) applyBatch(this.durable, this.inFlight[i].batch);
+    const pending = this.volatile.concat(this.inFlight);
+    const survive = this.lies ? 0 : this.rng.int(pending.length + 1);
+    for (let i = 0; i < survive; i++) applyBatch(this.durable, pending[i]);
+    this.volatile = [];
     this.inFlight = [];
+    this.current = { hardState: { ...this.durable.hardState }, snapshot: this.durable.snapshot, entries: this.durable.entries.slice() };
     this.epoch++;
     this.lastDoneAt = 0;
   }
 
-  /** The durable term of entry `i`, or null if not on disk (or compacted). */
+  /** The term of entry `i` as written (synced or not), or null if not on disk (or compacted). */
   termAt(i: number): number | null {
-    const d = this.durable;
+    const d = this.current;
     const base = d.snapshot.metadata.index;
     if (i === base) return d.snapshot.metadata.term;
     if (i < base || i > base + d.entries.length) return null;

@@ -56,7 +56,7 @@ async function reopen(store: LevelLogStore, dir: string): Promise<{ store: Level
 }
 
 function batchOf(b: Partial<PersistBatch>): PersistBatch {
-  return { hardState: null, entries: [], snapshot: null, localSnapshot: null, compactTo: 0, ...b };
+  return { hardState: null, entries: [], snapshot: null, localSnapshot: null, compactTo: 0, sync: true, ...b };
 }
 
 function persist(store: LevelLogStore, batch: Partial<PersistBatch>): Promise<void> {
