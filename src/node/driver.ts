@@ -177,6 +177,11 @@ export class Driver<R = unknown> {
 
   /** Runs Readys until the core has nothing more or a write is in flight. */
   private pump(): void {
+    if (this.persisting && !this.stopped) {
+      // A leader streams appends of new proposals while its previous write syncs.
+      const early = this.node.takeMessagesNow();
+      if (early.length > 0) this.opts.transport.send(early);
+    }
     while (!this.stopped && !this.persisting && this.node.hasReady()) {
       const rd = this.node.ready();
       this.opts.transport.send(rd.messagesNow);

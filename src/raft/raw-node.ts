@@ -147,12 +147,7 @@ export class RawNode {
     const snapshot = r.log.pendingSnapshot();
     const msgs = r.msgs;
     r.msgs = [];
-    // The persist-before-send rule (R6), decided in one place: a leader whose
-    // term and vote are already durable may send before syncing, because its
-    // messages then depend only on the entries, which it counts for itself
-    // only after the sync. Anything else waits for the sync.
-    const termDurable = hs.term === this.prevHard.term && hs.vote === this.prevHard.vote;
-    const early = r.role === Role.Leader && termDurable && snapshot === null;
+    const early = this.mayMessageEarly(hs) && snapshot === null;
     const rd: Ready = {
       softState: softChanged ? soft : null,
       hardState: hardChanged ? hs : null,
@@ -168,6 +163,28 @@ export class RawNode {
     if (softChanged) this.prevSoft = soft;
     this.outstanding = rd;
     return rd;
+  }
+
+  /**
+   * The persist-before-send rule (R6), decided in one place: a leader whose
+   * term and vote are already durable may send before syncing, because its
+   * messages then depend only on the entries, which it counts for itself
+   * only after the sync. Anything else waits for the sync.
+   */
+  private mayMessageEarly(hs: HardState): boolean {
+    return this.raft.role === Role.Leader && hs.term === this.prevHard.term && hs.vote === this.prevHard.vote;
+  }
+
+  /**
+   * Messages that may leave now, while a Ready is still being persisted: a
+   * leader's appends of new proposals need not wait for the previous write.
+   */
+  takeMessagesNow(): Message[] {
+    const r = this.raft;
+    if (r.msgs.length === 0 || r.log.pendingSnapshot() !== null || !this.mayMessageEarly(this.hardState())) return [];
+    const msgs = r.msgs;
+    r.msgs = [];
+    return msgs;
   }
 
   /** The driver persisted `rd` (synced when mustSync), sent and applied it. */

@@ -227,6 +227,17 @@ class Net {
     for (let changed = true; changed; ) {
       changed = false;
       for (const [id, n] of this.nodes) {
+        if (this.writing.has(id)) {
+          // A write is in flight: a leader with a durable term may still send (R6).
+          const early = n.takeMessagesNow();
+          if (early.length > 0) {
+            const d = this.durable.get(id)!;
+            expect(n.raft.role, `${id} sent while writing`).toBe(Role.Leader);
+            expect([n.raft.term, n.raft.vote]).toEqual([d.term, d.vote]);
+            this.send(early);
+          }
+          continue;
+        }
         if (this.held.has(id)) continue;
         if (this.slow.has(id)) {
           if (!n.hasReady()) continue;
@@ -425,6 +436,24 @@ describe('raft core: R6 persistence before counting and sending', () => {
     expect(rd.messages.filter((m) => m.type === MT.App)).toHaveLength(2);
   });
 
+  it('R6: while a write is in flight, only a leader with a durable term may take messages early', () => {
+    const { net, rd } = leaderWithHeldWrite();
+    const n1 = net.node('n1');
+    n1.propose([enc('next')]);
+    const early = n1.takeMessagesNow();
+    expect(early.filter((m) => m.type === MT.App && m.entries.some((e) => dec(e.data) === 'next')).map((m) => m.to).sort()).toEqual(['n2', 'n3']);
+    // A follower with a write in flight keeps its acknowledgement.
+    net.deliver((m) => m.to === 'n2');
+    net.node('n2').step(message({ type: MT.App, from: 'n1', to: 'n2', term: n1.raft.term, index: early[0].index, logTerm: early[0].logTerm, entries: early[0].entries, commit: 0 }));
+    expect(net.node('n2').takeMessagesNow()).toEqual([]);
+    // A candidate whose new term is not durable sends nothing early.
+    n1.advance(rd);
+    const cand = new Net(['n1', 'n2', 'n3'], 27, { preVote: false });
+    cand.node('n1').campaign();
+    expect(cand.node('n1').takeMessagesNow()).toEqual([]);
+    expect(cand.node('n1').ready().messages.filter((m) => m.type === MT.Vote)).toHaveLength(2);
+  });
+
   it('R6: votes, vote grants and follower acknowledgements go in messages, never messagesNow', () => {
     const net = new Net(['n1', 'n2', 'n3'], 5);
     net.elect('n1');
@@ -479,21 +508,41 @@ describe('raft core: commitment', () => {
     }
   });
 
-  it('Figure 8: an entry on a majority from an older term is overwritten when never committed', () => {
-    // Raft paper, Figure 8 (d): S1 (leader of term 2) replicated entry 2 to S2
-    // only... then S5 (term 3) wins and overwrites. Here: n1 has [1, 2] from
-    // term 2 on itself and n2; n5 has [1, 3] from term 3. If n1 had counted
-    // entry 2 as committed, n5's election would lose it.
+  it('Figure 8: an old-term entry on a majority is not committed by it, and a later leader may rightly overwrite it', () => {
+    // Raft paper, Figure 8 (c)-(d). n1 (S1) leads term 4 and replicates its
+    // term-2 entry 2 to n2 and n3: a majority of five. n5 (S5) holds a term-3
+    // entry 2. Counting replicas would commit entry 2 and apply it; n5 can
+    // still win term 5 (with votes of n2, n3, n4) and overwrite it. The
+    // harness would see two different entries applied at index 2.
     const five = ['n1', 'n2', 'n3', 'n4', 'n5'];
-    const logs: Record<NodeId, number[]> = { n1: [1, 2], n2: [1, 2], n3: [1], n4: [1], n5: [1, 3] };
+    const logs: Record<NodeId, number[]> = { n1: [1, 2], n2: [1], n3: [1], n4: [1], n5: [1, 3] };
     const rec: Record<NodeId, Recovered> = {};
     for (const id of five) rec[id] = { hardState: { term: 3, vote: '', commit: 1 }, snapshot: emptySnapshot(), entries: logOf(logs[id]) };
-    const net = new Net(five, 8, {}, rec);
-    net.elect('n5');
-    net.stabilize();
+    const net = new Net(five, 8, { appendBytesMax: 1, checkQuorum: false }, rec);
+    net.isolate('n4');
+    net.isolate('n5');
+    // n1's term-4 entry 3 does not get out: only entry 2 reaches n2 and n3.
+    net.filter = (m) => !(m.type === MT.App && m.entries.some((e) => e.index === 3) && net.node(m.to).raft.log.term(2) === 2);
+    net.elect('n1');
+    expect(net.node('n1').raft.term).toBe(4);
+    net.tick(['n1'], 2);
+    for (const id of ['n2', 'n3']) expect(net.node(id).raft.log.term(2)).toBe(2);
+    expect(net.node('n1').raft.log.committed).toBe(1);
+
+    // (d): n1 is cut off; n5 wins term 5 and overwrites entry 2 everywhere.
+    net.heal();
+    net.isolate('n1');
+    for (let k = 0; k < 3 && net.node('n5').raft.role !== Role.Leader; k++) {
+      net.node('n5').campaign();
+      net.stabilize();
+    }
+    expect(net.node('n5').raft.role).toBe(Role.Leader);
+    expect(net.node('n5').raft.term).toBe(5);
+    net.heal();
+    net.tick(['n5'], 2);
     for (const id of five) {
       expect(net.node(id).raft.log.term(2)).toBe(3);
-      expect(net.applied.get(id)!.map((e) => e.term)).toEqual([1, 3, 4]);
+      expect(net.applied.get(id)!.map((e) => e.term)).toEqual([1, 3, 5]);
     }
   });
 });
