@@ -123,7 +123,9 @@ export class Raft {
     this.learners = new Set(cs.learners);
     this.readOnly = new ReadOnly(cfg.readIndexMax);
     if (hs.term > 0 || hs.commit > 0) {
-      assert(hs.commit >= this.log.committed && hs.commit <= this.log.lastIndex(), `raft: hard state commit ${hs.commit} outside [${this.log.committed}, ${this.log.lastIndex()}]`);
+      // The commit index may lag the snapshot (a commit-only write is not
+      // synced and may be lost); it may never pass the log.
+      assert(hs.commit <= this.log.lastIndex(), `raft: hard state commit ${hs.commit} beyond the last index ${this.log.lastIndex()}`);
       this.log.commitTo(hs.commit);
       this.term = hs.term;
       this.vote = hs.vote;
@@ -537,8 +539,10 @@ export class Raft {
       return;
     }
     const wasPaused = pr.isPaused();
-    // A duplicate or reordered acknowledgement carries no news.
-    if (!pr.maybeUpdate(m.index)) return;
+    // A duplicate or reordered acknowledgement carries no news, except that
+    // a probe answered at exactly `match` proves the logs agree there.
+    const probeConfirmed = pr.state === ProgressState.Probe && m.index === pr.match;
+    if (!pr.maybeUpdate(m.index) && !probeConfirmed) return;
     switch (pr.state) {
       case ProgressState.Probe:
         pr.becomeReplicate();
