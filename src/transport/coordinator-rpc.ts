@@ -1,0 +1,122 @@
+// proto/coordinator.proto, loaded once, with hand-written narrow wire shapes
+// (camelCase fields, uint64 as number, enums as their names).
+import { fileURLToPath } from 'node:url';
+import type * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { assert } from '../raft/types.ts';
+
+export const COORDINATOR_PROTO_PATH = fileURLToPath(new URL('../../proto/coordinator.proto', import.meta.url));
+
+const LOAD_OPTIONS: protoLoader.Options = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
+
+const packageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(COORDINATOR_PROTO_PATH, LOAD_OPTIONS);
+
+export type OutcomeName = 'OUTCOME_UNSPECIFIED' | 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED' | 'OUTCOME_IN_PROGRESS' | 'OUTCOME_UNKNOWN';
+
+export interface RegisterParticipantRequest {
+  clusterId: string;
+  participantId: string;
+  endpoint: string;
+}
+export interface ParticipantInfo {
+  participantId: string;
+  endpoint: string;
+  registeredAtMs: number;
+}
+export interface RegisterParticipantResponse {
+  participant: ParticipantInfo | null;
+}
+export type ListParticipantsRequest = Record<string, never>;
+export interface ListParticipantsResponse {
+  participants: ParticipantInfo[];
+}
+export interface BeginRequest {
+  txnId: string;
+  timeoutMs: number;
+}
+export interface BeginResponse {
+  txnId: string;
+  deadlineMs: number;
+  leaderId: string;
+}
+export interface Enlistment {
+  participantId: string;
+  payload: Uint8Array;
+}
+export interface CommitRequest {
+  txnId: string;
+  participants: Enlistment[];
+}
+export interface AbortRequest {
+  txnId: string;
+  reason: string;
+}
+export interface OutcomeRequest {
+  txnId: string;
+  participantId: string;
+}
+export interface TxnOutcome {
+  txnId: string;
+  outcome: OutcomeName;
+  reason: string;
+  decisionIndex: number;
+}
+export interface ListTransactionsRequest {
+  inFlight: boolean;
+  limit: number;
+}
+export interface ParticipantState {
+  participantId: string;
+  vote: string;
+  acked: boolean;
+  retries: number;
+}
+export interface TxnInfo {
+  txnId: string;
+  outcome: OutcomeName;
+  reason: string;
+  phase: string;
+  participants: ParticipantState[];
+  ageMs: number;
+  decisionIndex: number;
+}
+export interface ListTransactionsResponse {
+  transactions: TxnInfo[];
+}
+export type ClusterStatusRequest = Record<string, never>;
+export interface ClusterStatusResponse {
+  clusterId: string;
+  nodeId: string;
+  leaderId: string;
+  leaderAddress: string;
+  term: number;
+  commitIndex: number;
+  appliedIndex: number;
+  participants: number;
+  inFlight: number;
+  decided: number;
+}
+
+export interface CoordinatorHandlers extends grpc.UntypedServiceImplementation {
+  RegisterParticipant: grpc.handleUnaryCall<RegisterParticipantRequest, RegisterParticipantResponse>;
+  ListParticipants: grpc.handleUnaryCall<ListParticipantsRequest, ListParticipantsResponse>;
+  Begin: grpc.handleUnaryCall<BeginRequest, BeginResponse>;
+  Commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>;
+  Abort: grpc.handleUnaryCall<AbortRequest, TxnOutcome>;
+  GetOutcome: grpc.handleUnaryCall<OutcomeRequest, TxnOutcome>;
+  ListTransactions: grpc.handleUnaryCall<ListTransactionsRequest, ListTransactionsResponse>;
+  ClusterStatus: grpc.handleUnaryCall<ClusterStatusRequest, ClusterStatusResponse>;
+}
+
+export const COORDINATOR_METHODS = ['RegisterParticipant', 'ListParticipants', 'Begin', 'Commit', 'Abort', 'GetOutcome', 'ListTransactions', 'ClusterStatus'] as const;
+export type CoordinatorMethod = (typeof COORDINATOR_METHODS)[number];
+
+const def = packageDefinition['verdict.coordinator.Coordinator'];
+assert(def !== undefined && !('format' in def), `verdict.coordinator.Coordinator is a service in ${COORDINATOR_PROTO_PATH}`);
+for (const m of COORDINATOR_METHODS) assert((def as protoLoader.ServiceDefinition)[m] !== undefined, `Coordinator.${m} is defined`);
+
+export const coordinatorService = def as unknown as grpc.ServiceDefinition<CoordinatorHandlers>;
+
+/** Metadata keys by which a follower points at the leader. */
+export const LEADER_ID_KEY = 'verdict-leader';
+export const LEADER_ADDRESS_KEY = 'verdict-leader-address';
