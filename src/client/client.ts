@@ -1,0 +1,88 @@
+// The application API of Verdict: begin a transaction, enlist participants,
+// commit, and ask about outcomes; plus the listings operators and
+// participants use. All calls go through one CoordinatorConnection, which
+// finds the leader and retries idempotent requests (R7).
+import { randomUUID } from 'node:crypto';
+import type { ClusterStatusResponse, ParticipantInfo, ParticipantState } from '../transport/coordinator-rpc.ts';
+import { CoordinatorConnection, type CallOptions, type ConnectionOptions } from './connection.ts';
+import { VerdictError } from './errors.ts';
+import { checkId, shortOutcome, toOutcomeResult, Transaction, type Outcome, type OutcomeResult } from './transaction.ts';
+
+export interface VerdictClientOptions extends ConnectionOptions {
+  /** Node addresses, host:port; one reachable node is enough, the rest is learnt. */
+  endpoints: string[];
+  /** The cluster's id for participant registration; asked of the cluster when absent. */
+  clusterId?: string;
+}
+
+export interface BeginOptions {
+  /** The participants' prepare timeout; 0 or absent: the cluster's default. */
+  timeoutMs?: number;
+  /** The transaction id (R7); a random UUID when absent. Reuse it to retry the same transaction. */
+  txnId?: string;
+}
+
+export interface TransactionInfo {
+  txnId: string;
+  outcome: Outcome;
+  reason: string;
+  /** preparing | deciding | delivering | decided */
+  phase: string;
+  participants: ParticipantState[];
+  ageMs: number;
+  decisionIndex: number;
+}
+
+export class VerdictClient {
+  readonly connection: CoordinatorConnection;
+  private clusterId: string | undefined;
+
+  constructor(options: VerdictClientOptions) {
+    this.connection = new CoordinatorConnection(options.endpoints, options);
+    this.clusterId = options.clusterId;
+  }
+
+  async begin(options: BeginOptions = {}, call: CallOptions = {}): Promise<Transaction> {
+    const txnId = options.txnId ?? randomUUID();
+    checkId(txnId, 'transaction id');
+    const timeoutMs = options.timeoutMs ?? 0;
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
+    const r = await this.connection.call('Begin', { txnId, timeoutMs }, call);
+    if (r.txnId !== '' && r.txnId !== txnId) throw new VerdictError('INTERNAL', `began ${txnId}, the cluster answered ${r.txnId}`);
+    return new Transaction(this.connection, txnId, timeoutMs, r.deadlineMs, r.leaderId);
+  }
+
+  /** What the cluster's applied state says about txnId (R1); asking never decides anything. */
+  async outcome(txnId: string, call: CallOptions = {}): Promise<OutcomeResult> {
+    checkId(txnId, 'transaction id');
+    const r = await this.connection.call('GetOutcome', { txnId, participantId: '' }, call);
+    return toOutcomeResult(txnId, r);
+  }
+
+  async registerParticipant(participantId: string, endpoint: string, call: CallOptions = {}): Promise<ParticipantInfo> {
+    checkId(participantId, 'participant id');
+    checkId(endpoint, 'participant endpoint');
+    this.clusterId ??= (await this.status(call)).clusterId;
+    const r = await this.connection.call('RegisterParticipant', { clusterId: this.clusterId, participantId, endpoint }, call);
+    if (r.participant === null) throw new VerdictError('INTERNAL', `registering ${participantId}: the cluster answered without the participant`);
+    return r.participant;
+  }
+
+  async participants(call: CallOptions = {}): Promise<ParticipantInfo[]> {
+    return (await this.connection.call('ListParticipants', {}, call)).participants;
+  }
+
+  /** Transactions the cluster knows; `inFlight` keeps those still being prepared or delivered. */
+  async transactions(options: { inFlight?: boolean; limit?: number } = {}, call: CallOptions = {}): Promise<TransactionInfo[]> {
+    const r = await this.connection.call('ListTransactions', { inFlight: options.inFlight ?? false, limit: options.limit ?? 0 }, call);
+    return r.transactions.map((t) => ({ ...t, outcome: shortOutcome(t.outcome) }));
+  }
+
+  async status(call: CallOptions = {}): Promise<ClusterStatusResponse> {
+    return this.connection.call('ClusterStatus', {}, call);
+  }
+
+  close(): void {
+    this.connection.close();
+  }
+}

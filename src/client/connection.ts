@@ -1,0 +1,223 @@
+// One application's connection to a Verdict cluster: finds the leader,
+// follows its redirects and retries what may be retried.
+//
+// Writes go to the leader; a follower answers UNAVAILABLE with the leader's
+// address in metadata, and we go there at once. A node that is down, slow
+// or leaderless (UNAVAILABLE without a hint, DEADLINE_EXCEEDED) is skipped
+// for the next address; after a full round, we back off (capped exponential,
+// jittered, so clients restarted together do not stampede a new leader).
+// Everything is bounded by the call's deadline. Resending is only safe
+// because every Coordinator RPC is idempotent by transaction id (R7).
+import * as grpc from '@grpc/grpc-js';
+import {
+  coordinatorService,
+  LEADER_ADDRESS_KEY,
+  type CoordinatorHandlers,
+  type CoordinatorMethod,
+} from '../transport/coordinator-rpc.ts';
+import { RetriesExhaustedError, statusName, VerdictError, invalidArgument, type StatusName } from './errors.ts';
+
+export type RequestOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer Q, infer _R> ? Q : never;
+export type ResponseOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer _Q, infer R> ? R : never;
+
+export interface BackoffOptions {
+  /** The pause after the first full round of failures. */
+  initialMs: number;
+  /** The longest pause between rounds. */
+  maxMs: number;
+  multiplier: number;
+}
+
+export interface ConnectionOptions {
+  credentials?: grpc.ChannelCredentials;
+  /** Default bound on one call, every retry and pause included. */
+  deadlineMs?: number;
+  /** Default bound on one attempt at one node, so a silent node leaves time for the others. */
+  attemptDeadlineMs?: number;
+  /** Leader hints followed per round; bounds ping-pong between nodes with stale views. */
+  maxRedirects?: number;
+  backoff?: Partial<BackoffOptions>;
+  /** Jitter source in [0, 1); injectable for tests. */
+  random?: () => number;
+}
+
+export interface CallOptions {
+  deadlineMs?: number;
+  attemptDeadlineMs?: number;
+}
+
+export const DEFAULT_DEADLINE_MS = 10_000;
+export const DEFAULT_ATTEMPT_DEADLINE_MS = 5_000;
+export const DEFAULT_MAX_REDIRECTS = 3;
+export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 50, maxMs: 1_000, multiplier: 2 };
+/** Hints can add addresses; a bound keeps a misbehaving server from growing the list forever. */
+export const ADDRESSES_MAX = 64;
+
+/** Codes after which another node may still answer: the request was not refused. */
+const RETRYABLE: ReadonlySet<StatusName> = new Set<StatusName>(['UNAVAILABLE', 'DEADLINE_EXCEEDED']);
+
+export class CoordinatorConnection {
+  private readonly addresses: string[];
+  private readonly clients = new Map<string, grpc.Client>();
+  private readonly credentials: grpc.ChannelCredentials;
+  private readonly deadlineMs: number;
+  private readonly attemptDeadlineMs: number;
+  private readonly maxRedirects: number;
+  private readonly backoff: BackoffOptions;
+  private readonly random: () => number;
+  /** The node that last answered (normally the leader); tried first. */
+  private leader: string | undefined;
+  private closed = false;
+
+  constructor(addresses: readonly string[], options: ConnectionOptions = {}) {
+    if (addresses.length === 0) throw invalidArgument('a connection needs at least one node address (host:port)');
+    for (const a of addresses) if (!isAddress(a)) throw invalidArgument(`"${a}" is not a host:port address`);
+    this.addresses = [...new Set(addresses)].slice(0, ADDRESSES_MAX);
+    this.credentials = options.credentials ?? grpc.credentials.createInsecure();
+    this.deadlineMs = positive(options.deadlineMs ?? DEFAULT_DEADLINE_MS, 'deadlineMs');
+    this.attemptDeadlineMs = positive(options.attemptDeadlineMs ?? DEFAULT_ATTEMPT_DEADLINE_MS, 'attemptDeadlineMs');
+    this.maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+    this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.random = options.random ?? Math.random;
+  }
+
+  /** The node the next call goes to first, if one is known. */
+  get leaderAddress(): string | undefined {
+    return this.leader;
+  }
+
+  /** The bounds a call gets when it names none. */
+  get defaults(): Required<CallOptions> {
+    return { deadlineMs: this.deadlineMs, attemptDeadlineMs: this.attemptDeadlineMs };
+  }
+
+  get knownAddresses(): readonly string[] {
+    return this.addresses;
+  }
+
+  /**
+   * Sends one Coordinator RPC, following redirects and retrying UNAVAILABLE
+   * and DEADLINE_EXCEEDED on other nodes until `deadlineMs`. Any other error
+   * is the cluster's answer and surfaces at once as a VerdictError; running
+   * out of time is a RetriesExhaustedError.
+   */
+  async call<M extends CoordinatorMethod>(method: M, request: RequestOf<M>, options: CallOptions = {}): Promise<ResponseOf<M>> {
+    const deadlineAt = Date.now() + (options.deadlineMs ?? this.deadlineMs);
+    const attemptMs = options.attemptDeadlineMs ?? this.attemptDeadlineMs;
+    let last = 'no node was tried';
+    let lastCode: StatusName = 'UNAVAILABLE';
+    for (let round = 0; ; round++) {
+      const tried = new Set<string>();
+      let redirects = 0;
+      let next: string | undefined = this.leader ?? this.addresses[0];
+      while (next !== undefined) {
+        this.checkOpen();
+        const remainingMs = deadlineAt - Date.now();
+        if (remainingMs <= 0) break;
+        const address: string = next;
+        tried.add(address);
+        try {
+          const response = await this.attempt(address, method, request, Math.min(attemptMs, remainingMs));
+          this.leader = address;
+          return response;
+        } catch (err) {
+          if (err instanceof VerdictError) throw err;
+          const e = err as grpc.ServiceError;
+          const code = statusName(e.code);
+          if (!RETRYABLE.has(code)) throw new VerdictError(code, e.details || e.message, address);
+          last = `${address}: ${code} ${describe(e)}`;
+          lastCode = code;
+          if (this.leader === address) this.leader = undefined;
+          const hint = leaderHint(e);
+          if (hint !== undefined && hint !== address && redirects < this.maxRedirects && this.learn(hint)) {
+            redirects++;
+            this.leader = hint;
+            next = hint;
+          } else {
+            next = this.addresses.find((a) => !tried.has(a));
+          }
+        }
+      }
+      const remainingMs = deadlineAt - Date.now();
+      if (remainingMs <= 0) {
+        throw new RetriesExhaustedError(lastCode, `no node answered ${method} in time; last: ${last}`);
+      }
+      await sleep(Math.min(remainingMs, this.pauseMs(round)));
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+  }
+
+  /** Adds a hinted leader address to the list; false if it cannot be used. */
+  private learn(address: string): boolean {
+    if (this.addresses.includes(address)) return true;
+    if (!isAddress(address) || this.addresses.length >= ADDRESSES_MAX) return false;
+    this.addresses.push(address);
+    return true;
+  }
+
+  private pauseMs(round: number): number {
+    const { initialMs, maxMs, multiplier } = this.backoff;
+    const capMs = Math.min(maxMs, initialMs * multiplier ** round);
+    // "Equal jitter": at least half the pause, so a round never spins.
+    return capMs / 2 + this.random() * (capMs / 2);
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new VerdictError('CANCELLED', 'the connection is closed');
+  }
+
+  private client(address: string): grpc.Client {
+    let c = this.clients.get(address);
+    if (c === undefined) {
+      c = new grpc.Client(address, this.credentials);
+      this.clients.set(address, c);
+    }
+    return c;
+  }
+
+  private attempt<M extends CoordinatorMethod>(address: string, method: M, request: RequestOf<M>, deadlineMs: number): Promise<ResponseOf<M>> {
+    const def = coordinatorService[method] as grpc.MethodDefinition<RequestOf<M>, ResponseOf<M>>;
+    return new Promise((resolve, reject) => {
+      this.client(address).makeUnaryRequest<RequestOf<M>, ResponseOf<M>>(
+        def.path,
+        def.requestSerialize,
+        def.responseDeserialize,
+        request,
+        { deadline: Date.now() + deadlineMs },
+        (err, res) => {
+          if (err !== null) reject(err);
+          else if (res === undefined) reject(new VerdictError('INTERNAL', `empty ${method} response`, address));
+          else resolve(res);
+        },
+      );
+    });
+  }
+}
+
+function leaderHint(err: grpc.ServiceError): string | undefined {
+  const v = err.metadata?.get(LEADER_ADDRESS_KEY)[0];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+function describe(err: grpc.ServiceError): string {
+  const text = err.details || err.message;
+  return /ECONNREFUSED/.test(text) ? '(connection refused)' : text;
+}
+
+function isAddress(a: string): boolean {
+  return /^\S+:\d{1,5}$/.test(a);
+}
+
+function positive(ms: number, name: string): number {
+  if (!Number.isFinite(ms) || ms <= 0) throw invalidArgument(`${name} must be a positive number of milliseconds`);
+  return ms;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

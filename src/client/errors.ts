@@ -1,0 +1,59 @@
+// The errors the SDK hands to applications. Each is a value the caller can
+// act on: a gRPC code name with the server's reason, or, for a commit whose
+// answer never arrived, the transaction id to ask about later.
+import { status as grpcStatus } from '@grpc/grpc-js';
+
+/** gRPC status code names ('OK', 'UNAVAILABLE', 'INVALID_ARGUMENT', ...). */
+export type StatusName = keyof typeof grpcStatus;
+
+export function statusName(code: number): StatusName {
+  const name = grpcStatus[code];
+  return typeof name === 'string' ? (name as StatusName) : 'UNKNOWN';
+}
+
+/** A refusal or failure reported by the cluster (or by the SDK, before any RPC). */
+export class VerdictError extends Error {
+  override readonly name: string = 'VerdictError';
+
+  constructor(
+    /** The gRPC code name, e.g. 'FAILED_PRECONDITION'. */
+    readonly code: StatusName,
+    /** The server's reason (the status details), or the SDK's own. */
+    readonly reason: string,
+    /** The node that answered, when one did. */
+    readonly address?: string,
+  ) {
+    super(`${code}: ${reason}`);
+  }
+}
+
+/**
+ * Every node was tried until the call's deadline and none gave an answer.
+ * The request may or may not have reached a leader; only idempotent requests
+ * (R7) make it safe to send again.
+ */
+export class RetriesExhaustedError extends VerdictError {
+  override readonly name: string = 'RetriesExhaustedError';
+}
+
+/**
+ * A commit was sent but no outcome came back before the deadline. The
+ * transaction may have committed, aborted or still be deciding; the cluster
+ * remembers it (R1), so ask with `client.outcome(txnId)` later. The SDK never
+ * reports a guess in its place.
+ */
+export class OutcomeUnknownError extends Error {
+  override readonly name: string = 'OutcomeUnknownError';
+
+  constructor(
+    readonly txnId: string,
+    readonly lastError: string,
+  ) {
+    super(`the outcome of transaction ${txnId} is unknown (${lastError}); ask later with outcome("${txnId}")`);
+  }
+}
+
+/** Input refused by the SDK itself, before any RPC. */
+export function invalidArgument(reason: string): VerdictError {
+  return new VerdictError('INVALID_ARGUMENT', reason);
+}

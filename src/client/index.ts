@@ -1,0 +1,5 @@
+// The SDK's public surface.
+export { VerdictClient, type BeginOptions, type TransactionInfo, type VerdictClientOptions } from './client.ts';
+export { Transaction, type CommitResult, type FinalOutcome, type Outcome, type OutcomeResult, type Payload } from './transaction.ts';
+export { CoordinatorConnection, type BackoffOptions, type CallOptions, type ConnectionOptions } from './connection.ts';
+export { OutcomeUnknownError, RetriesExhaustedError, VerdictError, type StatusName } from './errors.ts';

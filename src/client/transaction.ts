@@ -1,0 +1,157 @@
+// One transaction as the application sees it: enlist participants locally,
+// then one Commit (or Abort) RPC carrying the client-chosen id.
+//
+// R7 is what makes a retry safe: the id is fixed at begin, so a Commit that
+// reaches a second leader after the first one vanished is the same
+// transaction, and the cluster answers with the same outcome. When no answer
+// arrives at all we throw OutcomeUnknownError instead of guessing.
+import type { CoordinatorConnection, CallOptions } from './connection.ts';
+import type { Enlistment, OutcomeName, TxnOutcome } from '../transport/coordinator-rpc.ts';
+import { invalidArgument, OutcomeUnknownError, RetriesExhaustedError, VerdictError, type StatusName } from './errors.ts';
+
+export type FinalOutcome = 'COMMITTED' | 'ABORTED';
+export type Outcome = FinalOutcome | 'IN_PROGRESS' | 'UNKNOWN';
+
+export interface OutcomeResult {
+  txnId: string;
+  outcome: Outcome;
+  reason: string;
+  /** The log index of the decision; 0 while undecided. */
+  decisionIndex: number;
+}
+
+export interface CommitResult extends OutcomeResult {
+  outcome: FinalOutcome;
+}
+
+/** Bytes as they are, a string as UTF-8, anything else as JSON text. */
+export type Payload = Uint8Array | string | object;
+
+/** Room left for the decision's replication after the participants' prepare timeout. */
+export const COMMIT_GRACE_MS = 2_000;
+
+/** Codes by which the cluster refused the request itself: nothing was decided because of it. */
+const REFUSALS: ReadonlySet<StatusName> = new Set<StatusName>([
+  'INVALID_ARGUMENT',
+  'FAILED_PRECONDITION',
+  'RESOURCE_EXHAUSTED',
+  'NOT_FOUND',
+  'ALREADY_EXISTS',
+  'PERMISSION_DENIED',
+  'UNAUTHENTICATED',
+  'OUT_OF_RANGE',
+  'UNIMPLEMENTED',
+]);
+
+export class Transaction {
+  /** Enlistments in the order they were made; participant ids are unique. */
+  private readonly enlisted = new Map<string, Uint8Array>();
+  private state: 'open' | 'committing' | 'aborted' = 'open';
+  private result: CommitResult | undefined;
+
+  constructor(
+    private readonly connection: CoordinatorConnection,
+    readonly txnId: string,
+    /** The transaction's timeout asked at begin; 0 for the cluster's default. */
+    readonly timeoutMs: number,
+    /** The cluster's deadline for the transaction, as Begin reported it. */
+    readonly deadlineMs: number,
+    readonly leaderId: string,
+  ) {}
+
+  get participantIds(): string[] {
+    return [...this.enlisted.keys()];
+  }
+
+  /** Adds a participant; local only. Its payload is sent to it with PREPARE. */
+  enlist(participantId: string, payload?: Payload): this {
+    checkId(participantId, 'participant id');
+    if (this.state !== 'open') throw new VerdictError('FAILED_PRECONDITION', `transaction ${this.txnId} is ${this.state === 'aborted' ? 'aborted' : 'committing'}; enlist before commit`);
+    if (this.enlisted.has(participantId)) throw invalidArgument(`participant "${participantId}" is already enlisted in ${this.txnId}`);
+    this.enlisted.set(participantId, encodePayload(payload));
+    return this;
+  }
+
+  /**
+   * Asks the cluster to commit. Resolves with the decided outcome; throws
+   * VerdictError when the cluster refuses the request, and
+   * OutcomeUnknownError when no answer came (ask `outcome(txnId)` later).
+   * Calling it again resends the same request (R7) or returns the known result.
+   */
+  async commit(options: CallOptions = {}): Promise<CommitResult> {
+    if (this.result !== undefined) return this.result;
+    if (this.state === 'aborted') throw new VerdictError('FAILED_PRECONDITION', `transaction ${this.txnId} was aborted by this client`);
+    if (this.enlisted.size === 0) throw invalidArgument(`transaction ${this.txnId} has no participants; enlist at least one before commit`);
+    this.state = 'committing';
+    const participants: Enlistment[] = [...this.enlisted].map(([participantId, payload]) => ({ participantId, payload }));
+    let answer: TxnOutcome;
+    try {
+      answer = await this.connection.call('Commit', { txnId: this.txnId, participants }, { ...this.commitBounds(), ...options });
+    } catch (err) {
+      if (err instanceof VerdictError && REFUSALS.has(err.code) && !(err instanceof RetriesExhaustedError)) throw err;
+      // Exhausted retries, INTERNAL, CANCELLED, ...: the request may have been applied.
+      throw new OutcomeUnknownError(this.txnId, err instanceof Error ? err.message : String(err));
+    }
+    const r = toOutcomeResult(this.txnId, answer);
+    if (r.outcome !== 'COMMITTED' && r.outcome !== 'ABORTED') {
+      throw new OutcomeUnknownError(this.txnId, `the cluster answered ${r.outcome}${r.reason ? `: ${r.reason}` : ''}`);
+    }
+    this.result = { ...r, outcome: r.outcome };
+    return this.result;
+  }
+
+  /** Asks the cluster to abort; the answer is the outcome, COMMITTED if the abort came too late. */
+  async abort(reason = '', options: CallOptions = {}): Promise<OutcomeResult> {
+    this.state = 'aborted';
+    const answer = await this.connection.call('Abort', { txnId: this.txnId, reason }, options);
+    return toOutcomeResult(this.txnId, answer);
+  }
+
+  /** A commit may legitimately wait for every participant's vote, up to the transaction's timeout. */
+  private commitBounds(): CallOptions {
+    if (this.timeoutMs === 0) return {};
+    const d = this.connection.defaults;
+    const needMs = this.timeoutMs + COMMIT_GRACE_MS;
+    return { attemptDeadlineMs: Math.max(d.attemptDeadlineMs, needMs), deadlineMs: Math.max(d.deadlineMs, needMs) };
+  }
+}
+
+const OUTCOMES: Record<OutcomeName, Outcome | undefined> = {
+  OUTCOME_UNSPECIFIED: undefined,
+  OUTCOME_COMMITTED: 'COMMITTED',
+  OUTCOME_ABORTED: 'ABORTED',
+  OUTCOME_IN_PROGRESS: 'IN_PROGRESS',
+  OUTCOME_UNKNOWN: 'UNKNOWN',
+};
+
+/** The short outcome name; an unset or unknown enum is a protocol error, never read as a guess. */
+export function shortOutcome(name: OutcomeName): Outcome {
+  const o = OUTCOMES[name];
+  if (o === undefined) throw new VerdictError('INTERNAL', `the cluster answered outcome ${String(name)}`);
+  return o;
+}
+
+export function toOutcomeResult(txnId: string, answer: TxnOutcome): OutcomeResult {
+  if (answer.txnId !== '' && answer.txnId !== txnId) {
+    throw new VerdictError('INTERNAL', `asked about transaction ${txnId}, the cluster answered about ${answer.txnId}`);
+  }
+  return { txnId, outcome: shortOutcome(answer.outcome), reason: answer.reason, decisionIndex: answer.decisionIndex };
+}
+
+export function encodePayload(payload: Payload | undefined): Uint8Array {
+  if (payload === undefined) return new Uint8Array(0);
+  if (payload instanceof Uint8Array) return payload;
+  if (typeof payload === 'string') return new TextEncoder().encode(payload);
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(payload);
+  } catch (err) {
+    throw invalidArgument(`the payload cannot be encoded as JSON: ${(err as Error).message}`);
+  }
+  if (text === undefined) throw invalidArgument('the payload cannot be encoded as JSON');
+  return new TextEncoder().encode(text);
+}
+
+export function checkId(id: string, what: string): void {
+  if (typeof id !== 'string' || id.trim() === '') throw invalidArgument(`${what} must be a non-empty string`);
+}

@@ -1,0 +1,157 @@
+// The participant's vocabulary and the small interfaces the pure engine is
+// driven through. The real runtime and a simulator implement the same ones:
+// a Resource owns the data, a Journal makes records durable, a Clock and a
+// Schedule stand in for time. Everything is callback style so a deterministic
+// simulator can decide when each callback fires.
+
+export type TxnId = string;
+
+/** A final outcome, as this participant applies it. */
+export type Outcome = 'committed' | 'aborted';
+
+/**
+ * What the cluster answers about a transaction. Only 'committed' and
+ * 'aborted' are final; the others mean "ask again later".
+ */
+export type ClusterOutcome = Outcome | 'in-progress' | 'unknown';
+
+/** Journal records of the transaction state machine: (none) → prepared → committed | aborted. */
+export interface PreparedRecord {
+  kind: 'prepared';
+  txnId: TxnId;
+  atMs: number;
+  /** The PREPARE payload, base64, so the resource can rebuild its prepared state on replay. */
+  payloadB64: string;
+  participants: string[];
+}
+
+export interface DecidedRecord {
+  kind: Outcome;
+  txnId: TxnId;
+  atMs: number;
+}
+
+export type TxnRecord = PreparedRecord | DecidedRecord;
+
+/** A compaction snapshot's chunk of committed key/value data (memory resource). */
+export interface DataRecord {
+  kind: 'data';
+  entries: [string, string][];
+}
+
+/** Everything the participant's journal file holds. */
+export type ParticipantRecord = TxnRecord | DataRecord;
+
+export interface ResourceVote {
+  yes: boolean;
+  /** Why NO; empty for YES. */
+  reason: string;
+}
+
+/**
+ * The data a participant protects. prepare does everything but commit and
+ * says whether it could; NO means nothing is held for the transaction.
+ * commit and abort must be idempotent: after a crash the engine may apply a
+ * decision the resource already applied.
+ */
+export interface Resource {
+  prepare(txnId: TxnId, payload: Uint8Array, cb: (err: Error | null, vote: ResourceVote) => void): void;
+  commit(txnId: TxnId, cb: (err: Error | null) => void): void;
+  abort(txnId: TxnId, cb: (err: Error | null) => void): void;
+}
+
+/** Append-only and durable: when cb fires with null the record survives a crash. */
+export interface Journal {
+  append(record: TxnRecord, cb: (err: Error | null) => void): void;
+}
+
+export interface Clock {
+  nowMs(): number;
+}
+
+/** Runs fn once after delayMs; the returned function cancels it. */
+export type Schedule = (delayMs: number, fn: () => void) => () => void;
+
+/** Asks the cluster for T's outcome as a participant in doubt (R3: the leader logs ABORT if nothing is decided). */
+export type AskOutcome = (txnId: TxnId, cb: (err: Error | null, outcome: ClusterOutcome) => void) => void;
+
+/** Error codes the runtime maps one to one onto gRPC status codes. */
+export type ParticipantErrorCode = 'INVALID_ARGUMENT' | 'FAILED_PRECONDITION' | 'UNAVAILABLE' | 'RESOURCE_EXHAUSTED';
+
+/** An error the caller can act on: a status code and a reason. */
+export class ParticipantError extends Error {
+  readonly code: ParticipantErrorCode;
+  constructor(code: ParticipantErrorCode, message: string) {
+    super(message);
+    this.name = 'ParticipantError';
+    this.code = code;
+  }
+}
+
+/**
+ * Structured logging without a dependency on pino in the pure layer; a pino
+ * Logger fits it. Every line carries the transaction id when there is one.
+ */
+export interface EngineLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export const SILENT_LOG: EngineLog = { info: () => {}, warn: () => {}, error: () => {} };
+
+/** Thrown when an invariant of the participant is broken: a bug, never a user error. */
+export class ParticipantInvariantError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ParticipantInvariantError';
+  }
+}
+
+export function check(cond: boolean, what: string): asserts cond {
+  if (!cond) throw new ParticipantInvariantError(`invariant broken: ${what}`);
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Asserts a record read back from disk has the shape it was written with. */
+export function isParticipantRecord(v: unknown): v is ParticipantRecord {
+  if (typeof v !== 'object' || v === null) return false;
+  const r = v as Record<string, unknown>;
+  switch (r.kind) {
+    case 'prepared':
+      return (
+        typeof r.txnId === 'string' &&
+        r.txnId !== '' &&
+        Number.isFinite(r.atMs) &&
+        typeof r.payloadB64 === 'string' &&
+        BASE64.test(r.payloadB64) &&
+        Array.isArray(r.participants) &&
+        r.participants.every((p) => typeof p === 'string')
+      );
+    case 'committed':
+    case 'aborted':
+      return typeof r.txnId === 'string' && r.txnId !== '' && Number.isFinite(r.atMs);
+    case 'data':
+      return (
+        Array.isArray(r.entries) &&
+        r.entries.every((e) => Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && typeof e[1] === 'string')
+      );
+    default:
+      return false;
+  }
+}
+
+/** Base64 without Buffer, so the pure layer stays portable. */
+export function toBase64(bytes: Uint8Array): string {
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+export function fromBase64(b64: string): Uint8Array {
+  const s = atob(b64);
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
