@@ -75,7 +75,8 @@ export class VerdictClient {
   /** Transactions the cluster knows; `inFlight` keeps those still being prepared or delivered. */
   async transactions(options: { inFlight?: boolean; limit?: number } = {}, call: CallOptions = {}): Promise<TransactionInfo[]> {
     const r = await this.connection.call('ListTransactions', { inFlight: options.inFlight ?? false, limit: options.limit ?? 0 }, call);
-    return r.transactions.map((t) => ({ ...t, outcome: shortOutcome(t.outcome) }));
+    // A listing is for reading, not deciding: an unset outcome is shown as UNKNOWN rather than failing the whole list.
+    return r.transactions.map((t) => ({ ...t, outcome: t.outcome === 'OUTCOME_UNSPECIFIED' ? 'UNKNOWN' : shortOutcome(t.outcome) }));
   }
 
   async status(call: CallOptions = {}): Promise<ClusterStatusResponse> {

@@ -1,0 +1,256 @@
+// The coordinator engine against a fake world: proposals are applied to a
+// real DecisionTable when the test says so, participants answer when the
+// test says so. Each test names the rule of DESIGN.md it holds to.
+
+import { describe, expect, test } from 'vitest';
+import { CoordinatorEngine, EngineError, type DecisionRequest, type EngineIO, type OutcomeAnswer, type PrepareRequest, type VoteValue } from '../../src/commit/engine.ts';
+import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
+
+interface PendingPrepare {
+  to: string;
+  req: PrepareRequest;
+  answer: (vote: VoteValue | Error, reason?: string) => void;
+}
+
+class World {
+  now = 1_000;
+  index = 0;
+  readonly table = new DecisionTable();
+  readonly proposals: { cmd: Command; cb: (err: Error | null, r?: ApplyResult) => void }[] = [];
+  readonly prepares: PendingPrepare[] = [];
+  readonly decisions: { to: string; req: DecisionRequest; cb: (err: Error | null) => void }[] = [];
+  readonly engine: CoordinatorEngine;
+
+  constructor() {
+    const io: EngineIO = {
+      nowMs: () => this.now,
+      random: () => 0.5,
+      propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
+      sendPrepare: (to, req, _deadline, cb) =>
+        this.prepares.push({ to: to.id, req, answer: (v, reason = '') => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason })) }),
+      sendDecision: (to, req, _deadline, cb) => this.decisions.push({ to: to.id, req, cb }),
+    };
+    this.engine = new CoordinatorEngine(this.table, io, { retryMinMs: 100, retryMaxMs: 1_000, forgetDelayMs: 50, inFlightMax: 3 });
+    for (const id of ['a', 'b', 'c']) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0 }, ++this.index);
+    this.engine.setLeadership(1);
+  }
+
+  /** Commits the oldest pending proposal through the "log": apply, callback, onApplied. */
+  applyNext(): ApplyResult {
+    const p = this.proposals.shift();
+    if (!p) throw new Error('no proposal pending');
+    const r = this.table.apply(p.cmd, ++this.index);
+    p.cb(null, r);
+    this.engine.onApplied(r);
+    return r;
+  }
+
+  commit(txnId: string, parts: string[]): { answer: OutcomeAnswer | null; err: EngineError | null } {
+    const out: { answer: OutcomeAnswer | null; err: EngineError | null } = { answer: null, err: null };
+    this.engine.commit(txnId, parts.map((participantId) => ({ participantId, payload: new Uint8Array([1]) })), (err, a) => {
+      out.err = err;
+      out.answer = a ?? null;
+    });
+    return out;
+  }
+
+  vote(to: string, v: VoteValue | Error, reason?: string): void {
+    const i = this.prepares.findIndex((p) => p.to === to);
+    if (i < 0) throw new Error(`no PREPARE pending for ${to}`);
+    this.prepares.splice(i, 1)[0].answer(v, reason);
+  }
+
+  ackAll(): void {
+    for (const d of this.decisions.splice(0)) d.cb(null);
+  }
+}
+
+describe('commit engine', () => {
+  test('all YES → one Decide(COMMIT) in the log, the client gets COMMITTED from applied state, then DECISION to each (R1)', () => {
+    const w = new World();
+    w.engine.begin('t1', 0);
+    const r = w.commit('t1', ['a', 'b']);
+    expect(w.prepares.map((p) => p.to).sort()).toEqual(['a', 'b']);
+    w.vote('a', 'yes');
+    expect(w.proposals).toHaveLength(0);
+    w.vote('b', 'yes');
+    expect(w.proposals).toHaveLength(1);
+    expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', txnId: 't1', outcome: 'commit' });
+    expect(r.answer).toBeNull();
+    w.applyNext();
+    expect(r.answer).toMatchObject({ outcome: 'committed', decisionIndex: w.index });
+    expect(w.decisions.map((d) => `${d.to}:${d.req.outcome}`).sort()).toEqual(['a:commit', 'b:commit']);
+  });
+
+  test('R1: the first Decide applied wins; a COMMIT proposed after an ABORT was logged answers ABORTED', () => {
+    const w = new World();
+    w.engine.begin('t1', 0);
+    const r = w.commit('t1', ['a']);
+    w.vote('a', 'yes');
+    // An ABORT for t1 reached the log first (say, proposed by an earlier leader's R3 query).
+    const first = w.table.apply({ t: 'decide', txnId: 't1', outcome: 'abort', reason: 'earlier', participants: [], atMs: 0 }, ++w.index);
+    w.engine.onApplied(first);
+    expect(r.answer).toMatchObject({ outcome: 'aborted', reason: 'earlier' });
+    const second = w.applyNext();
+    expect(second).toMatchObject({ t: 'decide', first: false, decision: { outcome: 'abort' } });
+  });
+
+  test('R3: a NO vote aborts with no log write, and ABORT goes to the participants that may be prepared', () => {
+    const w = new World();
+    w.engine.begin('t1', 0);
+    const r = w.commit('t1', ['a', 'b', 'c']);
+    w.vote('a', 'yes');
+    w.vote('b', 'no', 'constraint violated');
+    expect(r.answer).toMatchObject({ outcome: 'aborted' });
+    expect(r.answer?.reason).toContain('constraint violated');
+    expect(w.proposals).toHaveLength(0);
+    expect(w.decisions.map((d) => `${d.to}:${d.req.outcome}`).sort()).toEqual(['a:abort', 'c:abort']);
+    // A late YES from c changes nothing.
+    w.vote('c', 'yes');
+    expect(w.proposals).toHaveLength(0);
+  });
+
+  test('R3: an unreachable participant before any decision is a NO', () => {
+    const w = new World();
+    w.engine.begin('t1', 0);
+    const r = w.commit('t1', ['a', 'b']);
+    w.vote('a', new Error('connection refused'));
+    expect(r.answer?.outcome).toBe('aborted');
+    expect(w.proposals).toHaveLength(0);
+  });
+
+  test('R3: a participant in doubt asking about an undecided transaction gets ABORT through the log', () => {
+    const w = new World();
+    let answer: OutcomeAnswer | undefined;
+    w.engine.outcome('ghost', 'a', (_e, a) => (answer = a));
+    expect(w.proposals).toHaveLength(1);
+    expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', txnId: 'ghost', outcome: 'abort' });
+    expect(answer).toBeUndefined();
+    w.applyNext();
+    expect(answer).toMatchObject({ outcome: 'aborted' });
+    // A client (no participant id) asking about an unknown transaction changes nothing.
+    let client: OutcomeAnswer | undefined;
+    w.engine.outcome('other', '', (_e, a) => (client = a));
+    expect(client?.outcome).toBe('unknown');
+    expect(w.proposals).toHaveLength(0);
+  });
+
+  test('R2: a Commit for a transaction this leader did not begin is aborted through the log, never prepared', () => {
+    const w = new World();
+    const r = w.commit('t9', ['a']);
+    expect(w.prepares).toHaveLength(0);
+    expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', txnId: 't9', outcome: 'abort' });
+    w.applyNext();
+    expect(r.answer?.outcome).toBe('aborted');
+  });
+
+  test('R2: YES votes collected under one term never become COMMIT under another', () => {
+    const w = new World();
+    w.engine.begin('t1', 0);
+    const r = w.commit('t1', ['a', 'b']);
+    w.vote('a', 'yes');
+    w.engine.setLeadership(0);
+    expect(r.err?.code).toBe('unavailable');
+    w.engine.setLeadership(2);
+    w.vote('b', 'yes');
+    expect(w.proposals).toHaveLength(0);
+  });
+
+  test('R7: a retried Commit with the same id gets the same outcome', () => {
+    const w = new World();
+    w.engine.begin('t1', 0);
+    const r1 = w.commit('t1', ['a']);
+    const r2 = w.commit('t1', ['a']);
+    w.vote('a', 'yes');
+    w.applyNext();
+    const r3 = w.commit('t1', ['a']);
+    expect([r1.answer?.outcome, r2.answer?.outcome, r3.answer?.outcome]).toEqual(['committed', 'committed', 'committed']);
+    expect(w.prepares).toHaveLength(0);
+    expect(w.proposals).toHaveLength(0);
+  });
+
+  test('R5: a COMMIT is forgotten only after every participant acked, in a batch, off the critical path', () => {
+    const w = new World();
+    for (const id of ['t1', 't2']) {
+      w.engine.begin(id, 0);
+      w.commit(id, ['a', 'b']);
+      w.vote('a', 'yes');
+      w.vote('b', 'yes');
+      w.applyNext();
+    }
+    // Only a's acks arrive; b's decisions fail.
+    for (const d of w.decisions.splice(0)) d.cb(d.to === 'a' ? null : new Error('down'));
+    w.now += 1_000;
+    w.engine.tick();
+    expect(w.proposals.filter((p) => p.cmd.t === 'forget')).toHaveLength(0);
+    // Redelivered to b after the backoff; now b acks.
+    expect(w.decisions.map((d) => d.to)).toEqual(['b', 'b']);
+    w.ackAll();
+    w.now += 100;
+    w.engine.tick();
+    expect(w.proposals.map((p) => p.cmd)).toEqual([{ t: 'forget', txnIds: ['t1', 't2'] }]);
+    w.applyNext();
+    expect(w.table.decisions.size).toBe(0);
+    // Forgotten decisions still answer from their tombstone.
+    let a: OutcomeAnswer | undefined;
+    w.engine.outcome('t1', 'b', (_e, x) => (a = x));
+    expect(a?.outcome).toBe('committed');
+  });
+
+  test('decision delivery backs off exponentially up to the cap while a participant is down', () => {
+    const w = new World();
+    w.engine.begin('t1', 0);
+    w.commit('t1', ['a']);
+    w.vote('a', 'yes');
+    w.applyNext();
+    const sendTimes: number[] = [];
+    for (let step = 0; step < 400; step++) {
+      for (const d of w.decisions.splice(0)) {
+        sendTimes.push(w.now);
+        d.cb(new Error('down'));
+      }
+      w.now += 10;
+      w.engine.tick();
+    }
+    const gaps = sendTimes.slice(1).map((t, i) => t - sendTimes[i]);
+    expect(gaps.length).toBeGreaterThan(4);
+    expect(gaps[1]).toBeGreaterThan(gaps[0]);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(1_000 + 10);
+  });
+
+  test('a new leader re-drives every decided but unacknowledged transaction', () => {
+    const w = new World();
+    w.table.apply({ t: 'decide', txnId: 'old', outcome: 'commit', reason: '', participants: ['a', 'c'], atMs: 0 }, ++w.index);
+    w.engine.setLeadership(0);
+    w.decisions.length = 0;
+    w.engine.setLeadership(3);
+    expect(w.decisions.map((d) => `${d.to}:${d.req.txnId}:${d.req.outcome}`).sort()).toEqual(['a:old:commit', 'c:old:commit']);
+  });
+
+  test('timeouts: a prepare past its deadline aborts; the in-flight bound answers RESOURCE_EXHAUSTED with a reason', () => {
+    const w = new World();
+    w.engine.begin('t1', 500);
+    const r = w.commit('t1', ['a']);
+    w.now += 499;
+    w.engine.tick();
+    expect(r.answer).toBeNull();
+    w.now += 1;
+    w.engine.tick();
+    expect(r.answer?.outcome).toBe('aborted');
+    expect(r.answer?.reason).toMatch(/timed out/);
+    w.engine.begin('x1', 0);
+    w.engine.begin('x2', 0);
+    expect(() => w.engine.begin('x3', 0)).toThrow(/in flight \(limit 3\)/);
+  });
+
+  test('bad input is refused with a reason: unregistered participant, duplicates, bad ids, no participants', () => {
+    const w = new World();
+    w.engine.begin('t1', 0);
+    expect(w.commit('t1', ['zz']).err?.message).toMatch(/not registered/);
+    expect(w.commit('t1', ['a', 'a']).err?.message).toMatch(/twice/);
+    expect(w.commit('t1', []).err?.message).toMatch(/at least one/);
+    expect(() => w.engine.begin('bad id!', 0)).toThrow(/transaction id/);
+    w.engine.setLeadership(0);
+    expect(() => w.engine.begin('t2', 0)).toThrow(/not the leader/);
+  });
+});
