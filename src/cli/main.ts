@@ -12,6 +12,8 @@ import { RaftInvariantError } from '../raft/types.ts';
 import { clusterUp } from './cluster.ts';
 import { bool, flag, UsageError } from './args.ts';
 import { getCommand, putCommand, statusCommand } from './status.ts';
+import { participantsCommand, TXN_HELP, txnCommand } from './txn.ts';
+import { participantCommand } from './participant.ts';
 
 const HELP = `verdict — a Raft-replicated commit coordinator
 
@@ -22,7 +24,9 @@ usage:
                                       show the leader and every node's role, term, commit and last index
   verdict put KEY VALUE [--endpoints ...]   write a key through the replicated log
   verdict get KEY [--endpoints ...]         read a key linearizably (ReadIndex)
-
+  verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id ID]
+                                      run a participant with the journaled memory resource; it registers itself
+${TXN_HELP}
 --endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).
 `;
 
@@ -80,6 +84,12 @@ async function main(argv: string[]): Promise<void> {
       return putCommand(args);
     case 'get':
       return getCommand(args);
+    case 'participant':
+      return participantCommand(args);
+    case 'participants':
+      return participantsCommand(args);
+    case 'txn':
+      return txnCommand(args);
     default:
       throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
   }

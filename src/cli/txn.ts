@@ -18,6 +18,7 @@ export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn
   verdict txn outcome ID [--json]     what the cluster decided for a transaction
   verdict txn list [--in-flight] [--limit N] [--json]   the transactions the cluster knows
   verdict participants [--json]       the registered participants
+  (each also takes --deadline-ms N: how long one request may take, retries included; default 10000)
 `;
 
 export async function txnCommand(args: string[]): Promise<void> {
@@ -68,8 +69,7 @@ async function abort(client: VerdictClient, args: string[]): Promise<void> {
   const json = bool(args, '--json');
   const reason = flag(args, '--reason') ?? 'aborted by verdict txn abort';
   const txnId = oneId(args, 'usage: verdict txn abort ID [--reason TEXT]');
-  // Begin's idempotence (R7) makes this a handle on an existing transaction, or a fresh one to abort.
-  const r = await (await client.begin({ txnId })).abort(reason);
+  const r = await client.abort(txnId, reason);
   print(json ? JSON.stringify(r, null, 2) : describeOutcome(r));
 }
 
@@ -100,7 +100,10 @@ async function list(client: VerdictClient, args: string[]): Promise<void> {
 
 /** Runs one subcommand with a client, turning the SDK's errors into one line and an exit code. */
 async function withClient(args: string[], f: (client: VerdictClient, rest: string[]) => Promise<void>): Promise<void> {
-  const client = new VerdictClient({ endpoints: endpoints(args) });
+  const deadlineRaw = flag(args, '--deadline-ms');
+  const deadlineMs = deadlineRaw === undefined ? undefined : Number(deadlineRaw);
+  if (deadlineMs !== undefined && !(Number.isInteger(deadlineMs) && deadlineMs > 0)) throw new UsageError('--deadline-ms needs a positive integer');
+  const client = new VerdictClient({ endpoints: endpoints(args), deadlineMs });
   try {
     await f(client, args);
   } catch (err) {

@@ -59,6 +59,12 @@ export class VerdictClient {
     return toOutcomeResult(txnId, r);
   }
 
+  /** Aborts a transaction by id (for operators and tools holding no Transaction); answers the outcome, COMMITTED if too late. */
+  async abort(txnId: string, reason = '', call: CallOptions = {}): Promise<OutcomeResult> {
+    checkId(txnId, 'transaction id');
+    return toOutcomeResult(txnId, await this.connection.call('Abort', { txnId, reason }, call));
+  }
+
   async registerParticipant(participantId: string, endpoint: string, call: CallOptions = {}): Promise<ParticipantInfo> {
     checkId(participantId, 'participant id');
     checkId(endpoint, 'participant endpoint');

@@ -104,7 +104,7 @@ export class CoordinatorConnection {
   async call<M extends CoordinatorMethod>(method: M, request: RequestOf<M>, options: CallOptions = {}): Promise<ResponseOf<M>> {
     const deadlineAt = Date.now() + (options.deadlineMs ?? this.deadlineMs);
     const attemptMs = options.attemptDeadlineMs ?? this.attemptDeadlineMs;
-    let last = 'no node was tried';
+    let last: string | undefined;
     let lastCode: StatusName = 'UNAVAILABLE';
     for (let round = 0; ; round++) {
       const tried = new Set<string>();
@@ -116,8 +116,9 @@ export class CoordinatorConnection {
         if (remainingMs <= 0) break;
         const address: string = next;
         tried.add(address);
+        const clipped = remainingMs < attemptMs;
         try {
-          const response = await this.attempt(address, method, request, Math.min(attemptMs, remainingMs));
+          const response = await this.attempt(address, method, request, clipped ? remainingMs : attemptMs);
           this.leader = address;
           return response;
         } catch (err) {
@@ -125,8 +126,11 @@ export class CoordinatorConnection {
           const e = err as grpc.ServiceError;
           const code = statusName(e.code);
           if (!RETRYABLE.has(code)) throw new VerdictError(code, e.details || e.message, address);
-          last = `${address}: ${code} ${describe(e)}`;
-          lastCode = code;
+          // An attempt cut short by the call's own deadline says nothing about the node; keep the earlier, telling error.
+          if (!(clipped && code === 'DEADLINE_EXCEEDED' && last !== undefined)) {
+            last = `${address}: ${code} ${describe(e)}`;
+            lastCode = code;
+          }
           if (this.leader === address) this.leader = undefined;
           const hint = leaderHint(e);
           if (hint !== undefined && hint !== address && redirects < this.maxRedirects && this.learn(hint)) {
@@ -140,7 +144,7 @@ export class CoordinatorConnection {
       }
       const remainingMs = deadlineAt - Date.now();
       if (remainingMs <= 0) {
-        throw new RetriesExhaustedError(lastCode, `no node answered ${method} in time; last: ${last}`);
+        throw new RetriesExhaustedError(lastCode, `no node answered ${method} in time; last: ${last ?? 'no node was tried'}`);
       }
       await sleep(Math.min(remainingMs, this.pauseMs(round)));
     }

@@ -112,6 +112,13 @@ export function check(cond: boolean, what: string): asserts cond {
   if (!cond) throw new ParticipantInvariantError(`invariant broken: ${what}`);
 }
 
+/** defaults overridden by the options that are set; an option given as undefined keeps its default. */
+export function withDefaults<D extends object, O extends object>(defaults: D, given: O): D & O {
+  const out = { ...defaults } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(given)) if (v !== undefined) out[k] = v;
+  return out as D & O;
+}
+
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Asserts a record read back from disk has the shape it was written with. */

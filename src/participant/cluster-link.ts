@@ -1,0 +1,192 @@
+// The participant's link to the Verdict cluster: the two Coordinator calls a
+// participant makes, RegisterParticipant and GetOutcome (with participant_id,
+// so a leader that has decided nothing logs ABORT before answering, R3).
+//
+// A minimal gRPC client of its own, built from proto/coordinator.proto, so
+// the participant SDK does not depend on the application SDK. It finds the
+// leader itself: a follower answers UNAVAILABLE with the leader's address in
+// the `verdict-leader-address` metadata, and the link follows it.
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { withDefaults, type ClusterOutcome } from './types.ts';
+
+export const COORDINATOR_PROTO_PATH = fileURLToPath(new URL('../../proto/coordinator.proto', import.meta.url));
+
+const packageDefinition = protoLoader.loadSync(COORDINATOR_PROTO_PATH, {
+  keepCase: false,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+});
+
+export type OutcomeValue = 'OUTCOME_UNSPECIFIED' | 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED' | 'OUTCOME_IN_PROGRESS' | 'OUTCOME_UNKNOWN';
+
+export interface RegisterParticipantRequest {
+  clusterId: string;
+  participantId: string;
+  endpoint: string;
+}
+
+export interface ParticipantInfo {
+  participantId: string;
+  endpoint: string;
+  registeredAtMs: number;
+}
+
+export interface RegisterParticipantResponse {
+  participant: ParticipantInfo | null;
+}
+
+export interface OutcomeRequest {
+  txnId: string;
+  participantId: string;
+}
+
+export interface TxnOutcome {
+  txnId: string;
+  outcome: OutcomeValue;
+  reason: string;
+  decisionIndex: number;
+}
+
+/** The subset of verdict.coordinator.Coordinator a participant uses (and a test's fake cluster serves). */
+export interface CoordinatorParticipantHandlers extends grpc.UntypedServiceImplementation {
+  RegisterParticipant: grpc.handleUnaryCall<RegisterParticipantRequest, RegisterParticipantResponse>;
+  GetOutcome: grpc.handleUnaryCall<OutcomeRequest, TxnOutcome>;
+}
+
+const svc = packageDefinition['verdict.coordinator.Coordinator'];
+if (svc === undefined || 'format' in svc) throw new Error(`verdict.coordinator.Coordinator is not a service in ${COORDINATOR_PROTO_PATH}`);
+const coordinator = svc as protoLoader.ServiceDefinition;
+
+/** Only the two methods a participant uses; a server built from it leaves the others UNIMPLEMENTED. */
+export const coordinatorParticipantService = {
+  RegisterParticipant: coordinator.RegisterParticipant,
+  GetOutcome: coordinator.GetOutcome,
+} as unknown as grpc.ServiceDefinition<CoordinatorParticipantHandlers>;
+
+export const LEADER_ADDRESS_KEY = 'verdict-leader-address';
+
+export function toClusterOutcome(o: OutcomeValue): ClusterOutcome {
+  switch (o) {
+    case 'OUTCOME_COMMITTED':
+      return 'committed';
+    case 'OUTCOME_ABORTED':
+      return 'aborted';
+    case 'OUTCOME_IN_PROGRESS':
+      return 'in-progress';
+    default:
+      return 'unknown';
+  }
+}
+
+export interface ClusterLinkOptions {
+  clusterId: string;
+  endpoints: readonly string[];
+  deadlineMs?: number;
+  credentials?: grpc.ChannelCredentials;
+}
+
+/** Channels kept open at once: the configured endpoints plus a few leader addresses learned from redirects. */
+const EXTRA_CHANNELS_MAX = 8;
+
+export class ClusterLink {
+  private readonly o: Required<ClusterLinkOptions>;
+  private readonly clients = new Map<string, grpc.Client>();
+  /** The last address that answered as leader, or that a follower named. Tried first. */
+  private leaderHint: string | null = null;
+  private next = 0;
+  private closed = false;
+
+  constructor(o: ClusterLinkOptions) {
+    if (o.endpoints.length === 0) throw new Error('the cluster link needs at least one endpoint');
+    this.o = withDefaults({ deadlineMs: 3_000, credentials: grpc.credentials.createInsecure() }, { ...o, endpoints: [...o.endpoints] });
+  }
+
+  register(participantId: string, endpoint: string): Promise<ParticipantInfo | null> {
+    return this.call<RegisterParticipantRequest, RegisterParticipantResponse>('RegisterParticipant', { clusterId: this.o.clusterId, participantId, endpoint }).then(
+      (r) => r.participant,
+    );
+  }
+
+  /** What the cluster says about txnId, asked as participantId (an in-doubt participant). */
+  outcome(txnId: string, participantId: string): Promise<TxnOutcome> {
+    return this.call<OutcomeRequest, TxnOutcome>('GetOutcome', { txnId, participantId }).then((r) => {
+      if (r.txnId !== '' && r.txnId !== txnId) throw new Error(`cluster answered about ${r.txnId} when asked about ${txnId}`);
+      return r;
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+  }
+
+  /**
+   * One attempt: the leader hint first, then every endpoint once, following
+   * redirects; a bounded number of tries. Rejects with the last error; the
+   * caller decides when to try again.
+   */
+  private async call<Req, Res>(name: 'RegisterParticipant' | 'GetOutcome', req: Req): Promise<Res> {
+    const triesMax = this.o.endpoints.length + 2;
+    let lastErr: Error = new Error('no endpoint tried');
+    let redirect: string | null = null;
+    for (let i = 0; i < triesMax; i++) {
+      if (this.closed) throw new Error('cluster link is closed');
+      const address: string = redirect ?? (i === 0 && this.leaderHint !== null ? this.leaderHint : this.o.endpoints[this.next++ % this.o.endpoints.length]);
+      redirect = null;
+      try {
+        const res = await this.unary<Req, Res>(address, name, req);
+        this.leaderHint = address;
+        return res;
+      } catch (err) {
+        lastErr = err as Error;
+        const e = err as Partial<grpc.ServiceError>;
+        const named = e.metadata?.get(LEADER_ADDRESS_KEY)[0];
+        if (e.code === grpc.status.UNAVAILABLE && typeof named === 'string' && named !== '' && named !== address) {
+          this.leaderHint = redirect = named;
+        } else if (this.leaderHint === address) {
+          this.leaderHint = null;
+        }
+        // Anything but "unreachable" or "not the leader" is the cluster's answer: retrying elsewhere would not change it.
+        if (e.code !== undefined && e.code !== grpc.status.UNAVAILABLE && e.code !== grpc.status.DEADLINE_EXCEEDED) throw err;
+      }
+    }
+    throw lastErr;
+  }
+
+  private client(address: string): grpc.Client {
+    let c = this.clients.get(address);
+    if (c !== undefined) return c;
+    if (this.clients.size >= this.o.endpoints.length + EXTRA_CHANNELS_MAX) {
+      // Drop the oldest learned address that is not a configured endpoint.
+      for (const [a, old] of this.clients) {
+        if (this.o.endpoints.includes(a)) continue;
+        old.close();
+        this.clients.delete(a);
+        break;
+      }
+    }
+    c = new grpc.Client(address, this.o.credentials, { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2_000 });
+    this.clients.set(address, c);
+    return c;
+  }
+
+  private unary<Req, Res>(address: string, name: 'RegisterParticipant' | 'GetOutcome', req: Req): Promise<Res> {
+    const method = coordinatorParticipantService[name] as grpc.MethodDefinition<Req, Res>;
+    const client = this.client(address);
+    return new Promise((resolve, reject) => {
+      client.makeUnaryRequest<Req, Res>(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        req,
+        { deadline: Date.now() + this.o.deadlineMs },
+        (err, res) => (err !== null ? reject(err) : res === undefined ? reject(new Error('empty response')) : resolve(res)),
+      );
+    });
+  }
+}

@@ -1,0 +1,338 @@
+// The participant's file journal: append-only, group-committed, replayed on
+// open. This is the runtime side of the Journal interface and may touch the
+// disk; the engine only sees append(record, cb), where cb(null) means the
+// record is synced (fdatasync) and survives a crash.
+//
+// File format: a sequence of frames
+//
+//   [u32 length, big-endian][u32 CRC-32 of payload][payload: UTF-8 JSON array of records]
+//
+// One frame is one group commit: the appends that arrived together, written
+// with one write and made durable with one fdatasync. Because a frame is the
+// unit of writing, a crash can only damage the last frame: a bad frame that
+// reaches the end of the file (or is followed by nothing but zeros, as a
+// filesystem may leave after extending the file) is a torn tail, truncated
+// on open with a warning. Any other bad frame is corruption: open refuses
+// with the file and the byte offset, and never serves a wrong record.
+//
+// Compaction: after compactAfterRecords appends, the fold's snapshot is
+// written to a temp file, synced, renamed over the journal, and the
+// directory synced, so the journal is at every instant either the old file
+// or the complete new one.
+import { open, readFile, rm, rename, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { SILENT_LOG, withDefaults, type EngineLog } from './types.ts';
+
+/** A frame larger than this is never written, so one found on disk is damage. */
+export const FRAME_BYTES_MAX = 16 * 1024 * 1024;
+const HEADER_BYTES = 8;
+
+/** Folds durable records into a summary whose snapshot() can replace them all. */
+export interface JournalFold<R> {
+  add(record: R): void;
+  snapshot(): R[];
+}
+
+export interface FileJournalOptions<R> {
+  path: string;
+  fold: JournalFold<R>;
+  /** Validates a record read back from disk (assert on both sides of the boundary). */
+  isRecord: (v: unknown) => v is R;
+  compactAfterRecords?: number;
+  /** A group commit is cut at this size; the rest waits for the next frame. */
+  batchBytesMax?: number;
+  /** Appends waiting for the disk; beyond it append fails at once (back-pressure). */
+  queueRecordsMax?: number;
+  log?: EngineLog;
+}
+
+export class JournalCorruptError extends Error {
+  readonly path: string;
+  readonly offsetBytes: number;
+  constructor(path: string, offsetBytes: number, why: string) {
+    super(`participant journal ${path} is corrupt at byte offset ${offsetBytes}: ${why}; restore the data directory from a backup or move the file away (its prepared transactions are then lost)`);
+    this.name = 'JournalCorruptError';
+    this.path = path;
+    this.offsetBytes = offsetBytes;
+  }
+}
+
+interface Pending<R> {
+  record: R;
+  json: string;
+  cb: (err: Error | null) => void;
+}
+
+export interface JournalStats {
+  /** Records in the file now: the last snapshot's plus those appended since. */
+  recordsInFile: number;
+  frames: number;
+  syncs: number;
+  compactions: number;
+}
+
+export class FileJournal<R> {
+  private readonly o: Required<FileJournalOptions<R>>;
+  private fh: FileHandle;
+  private readonly queue: Pending<R>[] = [];
+  private pumping: Promise<void> | null = null;
+  private kickScheduled = false;
+  private failed: Error | null = null;
+  private closed = false;
+  private appendedSinceCompaction = 0;
+  private readonly s: JournalStats;
+
+  private constructor(o: Required<FileJournalOptions<R>>, fh: FileHandle, recordsInFile: number) {
+    this.o = o;
+    this.fh = fh;
+    this.s = { recordsInFile, frames: 0, syncs: 0, compactions: 0 };
+    this.appendedSinceCompaction = recordsInFile;
+  }
+
+  /** Replays the journal into o.fold (truncating a torn tail), then opens it for appending. */
+  static async open<R>(opts: FileJournalOptions<R>): Promise<FileJournal<R>> {
+    const o: Required<FileJournalOptions<R>> = withDefaults({ compactAfterRecords: 10_000, batchBytesMax: 1024 * 1024, queueRecordsMax: 10_000, log: SILENT_LOG }, opts);
+    if (!(o.compactAfterRecords > 0 && o.batchBytesMax > 0 && o.queueRecordsMax > 0)) throw new Error('journal bounds must be positive');
+    // A temp file is left only by a crash during compaction, before its rename: the journal itself is intact.
+    await rm(tempPath(o.path), { force: true });
+    let buf: Buffer | null = null;
+    try {
+      buf = await readFile(o.path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    let records = 0;
+    if (buf !== null) {
+      const { validBytes, count } = replay(buf, o);
+      records = count;
+      if (validBytes < buf.byteLength) {
+        o.log.warn({ path: o.path, offsetBytes: validBytes, droppedBytes: buf.byteLength - validBytes }, 'journal: torn tail from a crash truncated');
+        const t = await open(o.path, 'r+');
+        try {
+          await t.truncate(validBytes);
+          await t.sync();
+        } finally {
+          await t.close();
+        }
+      }
+    }
+    const fh = await open(o.path, 'a');
+    // A new file's name must be durable before any record in it is acknowledged.
+    if (buf === null) await syncDir(dirname(o.path));
+    return new FileJournal(o, fh, records);
+  }
+
+  /** cb(null) once the record is synced; cb(err) if it may not be. After a failure every append fails. */
+  append(record: R, cb: (err: Error | null) => void): void {
+    const refuse = this.closed
+      ? new Error(`journal ${this.o.path} is closed`)
+      : this.failed !== null
+        ? new Error(`journal ${this.o.path} failed earlier (${this.failed.message}); restart the participant`)
+        : this.queue.length >= this.o.queueRecordsMax
+          ? new Error(`journal ${this.o.path} has ${this.queue.length} appends waiting for the disk; try again later`)
+          : null;
+    if (refuse !== null) {
+      process.nextTick(cb, refuse);
+      return;
+    }
+    const json = JSON.stringify(record);
+    if (Buffer.byteLength(json) + HEADER_BYTES + 2 > FRAME_BYTES_MAX) {
+      process.nextTick(cb, new Error(`journal record of ${Buffer.byteLength(json)} bytes is larger than a frame (${FRAME_BYTES_MAX})`));
+      return;
+    }
+    this.queue.push({ record, json, cb });
+    this.kick();
+  }
+
+  stats(): JournalStats {
+    return { ...this.s };
+  }
+
+  /** Writes what is queued, then closes the file. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.pumping === null) this.startPump();
+    while (this.pumping !== null) await this.pumping;
+    await this.fh.close();
+  }
+
+  /** The first append of a quiet journal waits one turn, so appends arriving together share a frame and a sync. */
+  private kick(): void {
+    if (this.pumping !== null || this.kickScheduled) return;
+    this.kickScheduled = true;
+    setImmediate(() => {
+      this.kickScheduled = false;
+      if (this.pumping === null && !this.closed) this.startPump();
+    });
+  }
+
+  private startPump(): void {
+    this.pumping = this.pump()
+      // A callback that throws is a bug: crash loudly rather than lose it in a rejected promise.
+      .catch((err: unknown) => process.nextTick(() => { throw err; }))
+      .finally(() => {
+        this.pumping = null;
+        if (this.queue.length > 0 && this.failed === null && !this.closed) this.kick();
+      });
+  }
+
+  private async pump(): Promise<void> {
+    while (this.queue.length > 0 && this.failed === null) {
+      const batch = this.takeBatch();
+      try {
+        await writeAll(this.fh, encodeFrame(batch.map((p) => p.json)));
+        await this.fh.datasync();
+      } catch (err) {
+        this.fail(err as Error, batch);
+        return;
+      }
+      this.s.frames += 1;
+      this.s.syncs += 1;
+      this.s.recordsInFile += batch.length;
+      this.appendedSinceCompaction += batch.length;
+      for (const p of batch) this.o.fold.add(p.record);
+      for (const p of batch) p.cb(null);
+      if (this.appendedSinceCompaction >= this.o.compactAfterRecords) await this.compact();
+    }
+  }
+
+  private takeBatch(): Pending<R>[] {
+    let bytes = 0;
+    let n = 0;
+    while (n < this.queue.length) {
+      const b = Buffer.byteLength(this.queue[n].json) + 1;
+      if (n > 0 && bytes + b > this.o.batchBytesMax) break;
+      bytes += b;
+      n += 1;
+    }
+    return this.queue.splice(0, n);
+  }
+
+  /** After a failed write or sync the file's state is unknown (a later fsync may not report it), so the journal stops. */
+  private fail(err: Error, batch: Pending<R>[]): void {
+    this.failed = err;
+    this.o.log.error({ path: this.o.path, err: err.message }, 'journal write failed; the participant must be restarted');
+    for (const p of [...batch, ...this.queue.splice(0)]) p.cb(err);
+  }
+
+  private async compact(): Promise<void> {
+    const records = this.o.fold.snapshot();
+    const tmp = tempPath(this.o.path);
+    try {
+      const t = await open(tmp, 'w');
+      try {
+        for (const frame of framesOf(records.map((r) => JSON.stringify(r)), this.o.batchBytesMax)) await writeAll(t, frame);
+        await t.sync();
+      } finally {
+        await t.close();
+      }
+    } catch (err) {
+      // The journal itself is untouched; try again after another compactAfterRecords appends.
+      this.o.log.warn({ path: this.o.path, err: (err as Error).message }, 'journal compaction failed; continuing on the uncompacted journal');
+      this.appendedSinceCompaction = 0;
+      await rm(tmp, { force: true }).catch(() => {});
+      return;
+    }
+    try {
+      await rename(tmp, this.o.path);
+      await syncDir(dirname(this.o.path));
+      await this.fh.close();
+      this.fh = await open(this.o.path, 'a');
+    } catch (err) {
+      this.fail(err as Error, []);
+      return;
+    }
+    this.s.compactions += 1;
+    this.s.recordsInFile = records.length;
+    this.appendedSinceCompaction = 0;
+    this.o.log.info({ path: this.o.path, records: records.length }, 'journal compacted');
+  }
+}
+
+function tempPath(path: string): string {
+  return join(dirname(path), `${basename(path)}.compact`);
+}
+
+function encodeFrame(jsons: string[]): Buffer {
+  const payload = Buffer.from(`[${jsons.join(',')}]`, 'utf8');
+  const frame = Buffer.allocUnsafe(HEADER_BYTES + payload.byteLength);
+  frame.writeUInt32BE(payload.byteLength, 0);
+  frame.writeUInt32BE(crc32(payload), 4);
+  payload.copy(frame, HEADER_BYTES);
+  return frame;
+}
+
+function* framesOf(jsons: string[], batchBytesMax: number): Generator<Buffer> {
+  let cur: string[] = [];
+  let bytes = 0;
+  for (const j of jsons) {
+    const b = Buffer.byteLength(j) + 1;
+    if (cur.length > 0 && bytes + b > batchBytesMax) {
+      yield encodeFrame(cur);
+      cur = [];
+      bytes = 0;
+    }
+    cur.push(j);
+    bytes += b;
+  }
+  if (cur.length > 0) yield encodeFrame(cur);
+}
+
+/** Folds every intact frame; returns where the intact prefix ends. Throws JournalCorruptError on damage that is not a torn tail. */
+function replay<R>(buf: Buffer, o: Required<FileJournalOptions<R>>): { validBytes: number; count: number } {
+  let offset = 0;
+  let count = 0;
+  const size = buf.byteLength;
+  const tornOrCorrupt = (end: number, why: string): { validBytes: number; count: number } => {
+    if (end >= size || isZero(buf, offset)) return { validBytes: offset, count };
+    throw new JournalCorruptError(o.path, offset, why);
+  };
+  while (offset < size) {
+    if (size - offset < HEADER_BYTES) return tornOrCorrupt(size, 'incomplete frame header');
+    const len = buf.readUInt32BE(offset);
+    const end = offset + HEADER_BYTES + len;
+    if (len === 0 || len > FRAME_BYTES_MAX) return tornOrCorrupt(end, `impossible frame length ${len}`);
+    if (end > size) return tornOrCorrupt(end, 'frame runs past the end of the file');
+    const payload = buf.subarray(offset + HEADER_BYTES, end);
+    if (crc32(payload) !== buf.readUInt32BE(offset + 4)) return tornOrCorrupt(end, 'CRC mismatch');
+    // The CRC matched, so the bytes are what was written: a bad record here is a bug, never a torn write.
+    let records: unknown;
+    try {
+      records = JSON.parse(payload.toString('utf8'));
+    } catch {
+      throw new JournalCorruptError(o.path, offset, 'frame payload is not JSON');
+    }
+    if (!Array.isArray(records) || records.length === 0) throw new JournalCorruptError(o.path, offset, 'frame payload is not a list of records');
+    for (const r of records) {
+      if (!o.isRecord(r)) throw new JournalCorruptError(o.path, offset, `unrecognized record ${JSON.stringify(r).slice(0, 120)}`);
+      o.fold.add(r);
+      count += 1;
+    }
+    offset = end;
+  }
+  return { validBytes: offset, count };
+}
+
+function isZero(buf: Buffer, from: number): boolean {
+  for (let i = from; i < buf.byteLength; i++) if (buf[i] !== 0) return false;
+  return true;
+}
+
+async function writeAll(fh: FileHandle, buf: Buffer): Promise<void> {
+  let off = 0;
+  while (off < buf.byteLength) {
+    const { bytesWritten } = await fh.write(buf, off, buf.byteLength - off);
+    off += bytesWritten;
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const d = await open(dir, 'r');
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
+  }
+}

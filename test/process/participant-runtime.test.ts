@@ -1,0 +1,202 @@
+// The participant runtime in-process, against a FAKE cluster: a gRPC server
+// implementing the Coordinator calls a participant makes (RegisterParticipant
+// records the call, GetOutcome answers from a script). Prepare and Decide go
+// over real gRPC to the participant, and restarts reuse its data directory.
+import * as grpc from '@grpc/grpc-js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  coordinatorParticipantService,
+  LEADER_ADDRESS_KEY,
+  type CoordinatorParticipantHandlers,
+  type OutcomeRequest,
+  type OutcomeValue,
+  type RegisterParticipantRequest,
+} from '../../src/participant/cluster-link.ts';
+import { memoryPayload } from '../../src/participant/memory.ts';
+import { ParticipantStartupError, startParticipant, type ParticipantOptions, type ParticipantRuntime } from '../../src/participant/runtime.ts';
+import { ParticipantClient, type Decision, type Prepare } from '../../src/transport/participant-rpc.ts';
+
+const CLUSTER = 'alpha';
+const DEADLINE_MS = 3_000;
+
+interface FakeNode {
+  address: string;
+  server: grpc.Server;
+  registrations: RegisterParticipantRequest[];
+  questions: OutcomeRequest[];
+  /** Per call: an outcome, a gRPC error, or a redirect to the leader. The last entry repeats. */
+  registerScript: Answer[];
+  outcomeScript: (Answer | OutcomeValue)[];
+}
+
+type Answer = 'ok' | { code: grpc.status; details: string; leader?: string };
+
+const servers: grpc.Server[] = [];
+const runtimes: ParticipantRuntime[] = [];
+const clients: ParticipantClient[] = [];
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
+  await Promise.all(runtimes.splice(0).map((r) => r.stop()));
+  for (const s of servers.splice(0)) s.forceShutdown();
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(what: string, probe: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+function next<T>(script: T[]): T {
+  return script.length > 1 ? (script.shift() as T) : script[0];
+}
+
+function fail(cb: grpc.sendUnaryData<never>, a: Exclude<Answer, 'ok'>): void {
+  const metadata = new grpc.Metadata();
+  if (a.leader !== undefined) metadata.set(LEADER_ADDRESS_KEY, a.leader);
+  cb({ code: a.code, details: a.details, metadata, name: 'Error', message: a.details });
+}
+
+async function fakeNode(): Promise<FakeNode> {
+  const server = new grpc.Server();
+  const node: FakeNode = { address: '', server, registrations: [], questions: [], registerScript: ['ok'], outcomeScript: ['OUTCOME_IN_PROGRESS'] };
+  const impl: CoordinatorParticipantHandlers = {
+    RegisterParticipant: (call, cb) => {
+      node.registrations.push(call.request);
+      const a = next(node.registerScript);
+      if (a !== 'ok') return fail(cb, a);
+      cb(null, { participant: { participantId: call.request.participantId, endpoint: call.request.endpoint, registeredAtMs: Date.now() } });
+    },
+    GetOutcome: (call, cb) => {
+      node.questions.push(call.request);
+      const a = next(node.outcomeScript);
+      if (typeof a === 'object') return fail(cb, a);
+      if (a === 'ok') throw new Error('scripts give GetOutcome an outcome');
+      cb(null, { txnId: call.request.txnId, outcome: a, reason: '', decisionIndex: a === 'OUTCOME_COMMITTED' ? 7 : 0 });
+    },
+  };
+  server.addService(coordinatorParticipantService, impl);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  servers.push(server);
+  node.address = `127.0.0.1:${port}`;
+  return node;
+}
+
+async function dataDir(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), 'verdict-participant-'));
+  dirs.push(d);
+  return d;
+}
+
+async function start(dir: string, endpoints: string[], over: Partial<ParticipantOptions> = {}): Promise<ParticipantRuntime> {
+  const r = await startParticipant({
+    clusterId: CLUSTER,
+    participantId: 'p1',
+    listen: '127.0.0.1:0',
+    endpointsOfCluster: endpoints,
+    dataDir: dir,
+    logger: pino({ level: 'silent' }),
+    registerRetryMs: 50,
+    engine: { askBackoffMinMs: 20, askBackoffMaxMs: 100 },
+    ...over,
+  });
+  runtimes.push(r);
+  return r;
+}
+
+async function stop(r: ParticipantRuntime): Promise<void> {
+  runtimes.splice(runtimes.indexOf(r), 1);
+  await r.stop();
+}
+
+function client(address: string): ParticipantClient {
+  const c = new ParticipantClient(address);
+  clients.push(c);
+  return c;
+}
+
+const prepareReq = (txnId: string, set: Record<string, string>, over: Partial<Prepare> = {}): Prepare => ({
+  clusterId: CLUSTER, txnId, participantId: 'p1', participants: ['p1'], payload: memoryPayload(set), timeoutMs: 0, ...over,
+});
+const decisionReq = (txnId: string, decision: Decision['decision'], over: Partial<Decision> = {}): Decision => ({
+  clusterId: CLUSTER, txnId, participantId: 'p1', decision, reason: '', ...over,
+});
+
+describe('participant runtime against a fake cluster', () => {
+  it('registers with the cluster, retrying UNAVAILABLE and following a follower\'s redirect to the leader', async () => {
+    const leader = await fakeNode();
+    const follower = await fakeNode();
+    follower.registerScript = [{ code: grpc.status.UNAVAILABLE, details: 'not the leader', leader: leader.address }];
+    leader.registerScript = [{ code: grpc.status.UNAVAILABLE, details: 'no quorum yet' }, 'ok'];
+    const r = await start(await dataDir(), [follower.address]);
+    await r.registered;
+    expect(follower.registrations.length).toBeGreaterThanOrEqual(1);
+    expect(leader.registrations).toHaveLength(2);
+    expect(leader.registrations[1]).toEqual({ clusterId: CLUSTER, participantId: 'p1', endpoint: r.address });
+  });
+
+  it('serves Prepare and Decide over gRPC: YES, NO on a lock, ACK, and status codes with reasons', async () => {
+    const cluster = await fakeNode();
+    const r = await start(await dataDir(), [cluster.address]);
+    const c = client(r.address);
+    expect(await c.prepare(prepareReq('T1', { greeting: 'hello' }), DEADLINE_MS)).toEqual({ txnId: 'T1', participantId: 'p1', vote: 'VOTE_YES', reason: '' });
+    expect(await c.prepare(prepareReq('T2', { greeting: 'bye' }), DEADLINE_MS)).toMatchObject({ vote: 'VOTE_NO', reason: 'key greeting is locked by prepared transaction T1' });
+    expect(await c.prepare({ ...prepareReq('T3', {}), payload: new TextEncoder().encode('nope') }, DEADLINE_MS)).toMatchObject({ vote: 'VOTE_NO', reason: expect.stringMatching(/not valid JSON/) });
+    expect(r.resource.get('greeting')).toBeUndefined();
+    expect(await c.decide(decisionReq('T1', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({ txnId: 'T1', participantId: 'p1' });
+    expect(await c.decide(decisionReq('T1', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({ txnId: 'T1', participantId: 'p1' });
+    expect(r.resource.get('greeting')).toBe('hello');
+
+    await expect(c.decide(decisionReq('T9', 'DECISION_COMMIT'), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/never prepared/) });
+    await expect(c.prepare(prepareReq('T4', {}, { clusterId: 'beta' }), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/cluster id mismatch/) });
+    await expect(c.prepare(prepareReq('', {}), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: 'txn_id is empty' });
+    await expect(c.decide(decisionReq('T5', 'DECISION_UNSPECIFIED'), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
+  });
+
+  it('R4: restarted with a prepared transaction in its journal, it asks GetOutcome with its participant_id until COMMITTED, then applies it', async () => {
+    const cluster = await fakeNode();
+    const dir = await dataDir();
+    const first = await start(dir, [cluster.address]);
+    expect((await client(first.address).prepare(prepareReq('T1', { balance: '90' }), DEADLINE_MS)).vote).toBe('VOTE_YES');
+    await stop(first);
+
+    cluster.outcomeScript = [{ code: grpc.status.UNAVAILABLE, details: 'electing' }, 'OUTCOME_IN_PROGRESS', 'OUTCOME_UNKNOWN', 'OUTCOME_COMMITTED'];
+    const second = await start(dir, [cluster.address]);
+    expect(second.engine.inDoubt().map((t) => t.txnId)).toEqual(['T1']);
+    // Still locked while in doubt: nothing was decided alone.
+    expect(second.resource.lockedBy('balance')).toBe('T1');
+    await waitFor('T1 to be committed from the cluster\'s answer', () => second.resource.get('balance') === '90');
+    expect(cluster.questions.length).toBe(4);
+    for (const q of cluster.questions) expect(q).toEqual({ txnId: 'T1', participantId: 'p1' });
+    expect(second.engine.inDoubt()).toEqual([]);
+    await stop(second);
+
+    // The outcome is durable: a third start has it without asking.
+    const asked = cluster.questions.length;
+    const third = await start(dir, [cluster.address]);
+    expect(third.resource.get('balance')).toBe('90');
+    expect(third.engine.stateOf('T1')).toBe('committed');
+    await sleep(100);
+    expect(cluster.questions.length).toBe(asked);
+  });
+
+  it('R7: refuses a data directory that belongs to another participant', async () => {
+    const cluster = await fakeNode();
+    const dir = await dataDir();
+    await stop(await start(dir, [cluster.address]));
+    await expect(start(dir, [cluster.address], { participantId: 'p2' })).rejects.toThrow(ParticipantStartupError);
+    await expect(start(dir, [cluster.address], { participantId: 'p2' })).rejects.toThrow(/belongs to participant "p1" of cluster "alpha"/);
+  });
+});

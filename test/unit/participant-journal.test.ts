@@ -1,0 +1,198 @@
+// The participant's file journal on a real disk: round trip, group commit,
+// a torn tail, corruption in the middle, compaction, and a SIGKILLed writer.
+import { spawn } from 'node:child_process';
+import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FileJournal, JournalCorruptError } from '../../src/participant/journal.ts';
+import { memoryPayload } from '../../src/participant/memory.ts';
+import { MemoryState } from '../../src/participant/memory-state.ts';
+import { isParticipantRecord, toBase64, type ParticipantRecord } from '../../src/participant/types.ts';
+import { crashKey, crashValue } from './fixtures/participant-journal-payload.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const dirs: string[] = [];
+const journals: FileJournal<ParticipantRecord>[] = [];
+
+afterEach(async () => {
+  for (const j of journals.splice(0)) await j.close();
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+async function tempFile(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), 'verdict-pjournal-'));
+  dirs.push(d);
+  return join(d, 'journal.log');
+}
+
+async function openJournal(path: string, compactAfterRecords = 10_000): Promise<{ journal: FileJournal<ParticipantRecord>; state: MemoryState; warnings: string[] }> {
+  const state = new MemoryState();
+  const warnings: string[] = [];
+  const log = { info: () => {}, warn: (o: object, m: string) => void warnings.push(`${m} ${JSON.stringify(o)}`), error: () => {} };
+  const journal = await FileJournal.open<ParticipantRecord>({ path, fold: state, isRecord: isParticipantRecord, compactAfterRecords, log });
+  journals.push(journal);
+  return { journal, state, warnings };
+}
+
+async function closeJournal(j: FileJournal<ParticipantRecord>): Promise<void> {
+  journals.splice(journals.indexOf(j), 1);
+  await j.close();
+}
+
+function append(j: FileJournal<ParticipantRecord>, r: ParticipantRecord): Promise<void> {
+  return new Promise((resolve, reject) => j.append(r, (err) => (err ? reject(err) : resolve())));
+}
+
+const prepared = (i: number): ParticipantRecord => ({ kind: 'prepared', txnId: `T${i}`, atMs: i, payloadB64: toBase64(memoryPayload({ [`k${i}`]: `v${i}` })), participants: ['p1', 'p2'] });
+const committed = (i: number): ParticipantRecord => ({ kind: 'committed', txnId: `T${i}`, atMs: i });
+const aborted = (i: number): ParticipantRecord => ({ kind: 'aborted', txnId: `T${i}`, atMs: i });
+
+/** Writes T0..T(n-1): even ones commit, every third odd one aborts, the rest stay prepared. */
+async function fill(j: FileJournal<ParticipantRecord>, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    await append(j, prepared(i));
+    if (i % 2 === 0) await append(j, committed(i));
+    else if (i % 3 === 0) await append(j, aborted(i));
+  }
+}
+
+function summary(s: MemoryState): unknown {
+  return { data: [...s.data], prepared: [...s.prepared], decided: [...s.decided] };
+}
+
+describe('participant journal', () => {
+  it('round trip: what was appended is replayed on open, in order', async () => {
+    const path = await tempFile();
+    const a = await openJournal(path);
+    await fill(a.journal, 10);
+    const before = summary(a.state);
+    await closeJournal(a.journal);
+    const b = await openJournal(path);
+    expect(summary(b.state)).toEqual(before);
+    expect(b.state.data.get('k4')).toBe('v4');
+    expect([...b.state.prepared.keys()]).toEqual(['T1', 'T5', 'T7']);
+    expect(b.journal.stats().recordsInFile).toBe(10 + 5 + 2);
+    expect(b.warnings).toEqual([]);
+  });
+
+  it('groups appends that arrive together into one frame and one fdatasync', async () => {
+    const { journal } = await openJournal(await tempFile());
+    await Promise.all(Array.from({ length: 50 }, (_, i) => append(journal, prepared(i))));
+    expect(journal.stats()).toMatchObject({ frames: 1, syncs: 1, recordsInFile: 50 });
+  });
+
+  it('a torn last frame (crash mid-write) is truncated on open, with a warning', async () => {
+    const path = await tempFile();
+    const a = await openJournal(path);
+    await fill(a.journal, 4);
+    await closeJournal(a.journal);
+    const intact = (await stat(path)).size;
+    // Half a frame: a header announcing 100 bytes and 10 of them.
+    const torn = Buffer.alloc(18);
+    torn.writeUInt32BE(100, 0);
+    await appendFile(path, torn);
+    const b = await openJournal(path);
+    expect(b.state.data.get('k2')).toBe('v2');
+    expect((await stat(path)).size).toBe(intact);
+    expect(b.warnings.join()).toMatch(/torn tail.*"offsetBytes":\d+/);
+    // The journal goes on after the truncation point.
+    await append(b.journal, committed(1));
+    await closeJournal(b.journal);
+    expect((await openJournal(path)).state.decided.get('T1')?.outcome).toBe('committed');
+  });
+
+  it('a zero-filled tail (file extended, data never written) is a torn tail too', async () => {
+    const path = await tempFile();
+    const a = await openJournal(path);
+    await fill(a.journal, 3);
+    await closeJournal(a.journal);
+    const intact = (await stat(path)).size;
+    await appendFile(path, Buffer.alloc(4096));
+    const b = await openJournal(path);
+    expect((await stat(path)).size).toBe(intact);
+    expect(b.state.data.get('k2')).toBe('v2');
+  });
+
+  it('a bad CRC in the middle is corruption: open refuses, naming the file and the offset', async () => {
+    const path = await tempFile();
+    const a = await openJournal(path);
+    await append(a.journal, prepared(0));
+    await append(a.journal, prepared(1));
+    await append(a.journal, committed(0));
+    await closeJournal(a.journal);
+    const buf = await readFile(path);
+    const second = 8 + buf.readUInt32BE(0);
+    buf[second + 8 + 5] ^= 0x01; // one bit in the second frame's payload
+    await writeFile(path, buf);
+    const err = await openJournal(path).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(JournalCorruptError);
+    expect((err as JournalCorruptError).message).toContain(`participant journal ${path} is corrupt at byte offset ${second}: CRC mismatch`);
+    expect((err as JournalCorruptError).offsetBytes).toBe(second);
+    // Refusing means touching nothing: the file is as it was.
+    expect(await readFile(path)).toEqual(buf);
+  });
+
+  it('compaction rewrites the journal as a snapshot and preserves the state', async () => {
+    const path = await tempFile();
+    const a = await openJournal(path, 50);
+    await fill(a.journal, 200);
+    const stats = a.journal.stats();
+    expect(stats.compactions).toBeGreaterThan(0);
+    // Only what is still live (data, prepared, recent decided ids) plus what came after the last snapshot.
+    expect(stats.recordsInFile).toBeLessThan(200 + 100 + 33);
+    const before = summary(a.state);
+    await closeJournal(a.journal);
+    const b = await openJournal(path, 50);
+    expect(summary(b.state)).toEqual(before);
+    expect(b.state.data.size).toBe(100);
+    expect(b.state.prepared.size).toBe(67);
+  });
+
+  it('after a failed write every later append fails too, until a restart', async () => {
+    const { journal } = await openJournal(await tempFile());
+    await append(journal, prepared(0));
+    // Close the file under the journal: the next write fails (EBADF).
+    const fh = (journal as unknown as { fh: { close(): Promise<void> } }).fh;
+    await fh.close();
+    await expect(append(journal, prepared(1))).rejects.toThrow();
+    await expect(append(journal, prepared(2))).rejects.toThrow(/failed earlier.*restart the participant/);
+    journals.splice(journals.indexOf(journal), 1);
+  });
+
+  it('R4: a writer SIGKILLed while appending (and compacting) loses no record it reported synced', async () => {
+    const path = await tempFile();
+    const fixture = join(ROOT, 'test/unit/fixtures/participant-journal-writer.ts');
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, path], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let errOut = '';
+    child.stderr.on('data', (d: Buffer) => (errOut += d.toString()));
+    const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)));
+    // Kill ~300 ms after the first synced record: startup time must not eat the writing window.
+    const safety = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.stdout.once('data', () => setTimeout(() => child.kill('SIGKILL'), 300));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const how = await exited;
+    clearTimeout(safety);
+    expect(how, errOut).toBe('SIGKILL');
+
+    // Only complete lines count: a line is printed after its record is synced.
+    const lines = out.split('\n').slice(0, -1);
+    const preparedIds = lines.filter((l) => l.startsWith('P ')).map((l) => Number(l.slice(2)));
+    const committedIds = lines.filter((l) => l.startsWith('C ')).map((l) => Number(l.slice(2)));
+    expect(committedIds.length, errOut).toBeGreaterThan(0);
+
+    const { state } = await openJournal(path);
+    for (const i of preparedIds) {
+      const known = state.prepared.has(`T${i}`) || state.decided.has(`T${i}`);
+      expect(known, `T${i} was reported synced as prepared`).toBe(true);
+    }
+    for (const i of committedIds) {
+      expect(state.decided.get(`T${i}`)?.outcome, `T${i} was reported synced as committed`).toBe('committed');
+      expect(state.data.get(crashKey(i))).toBe(crashValue(i));
+    }
+    // And nothing that was never written: odd transactions never commit.
+    for (const [txnId, d] of state.decided) expect(Number(txnId.slice(1)) % 2 === 0 && d.outcome === 'committed').toBe(true);
+  }, 30_000);
+});
