@@ -44,7 +44,13 @@ export interface EngineOptions {
   /** Decided transaction ids remembered so that late duplicate PREPAREs get the same answer (R7). */
   decidedMax?: number;
   decidedRetentionMs?: number;
-  /** A prepared transaction with no DECISION after this long (or its PREPARE's timeout, if longer) is asked about. */
+  /**
+   * A prepared transaction with no DECISION after this long is asked about.
+   * Asking early is cheap and safe: the leader still working on it answers
+   * IN_PROGRESS; only a leader that does not know it (the one that sent
+   * PREPARE is gone) logs ABORT (R3). Waiting for the PREPARE's timeout would
+   * stretch the in-doubt window after a leader crash to the whole timeout.
+   */
   inDoubtAfterMs?: number;
   sweepIntervalMs?: number;
   askBackoffMinMs?: number;
@@ -129,8 +135,8 @@ export class ParticipantEngine {
       preparedMax: 10_000,
       decidedMax: 100_000,
       decidedRetentionMs: 3_600_000,
-      inDoubtAfterMs: 30_000,
-      sweepIntervalMs: 5_000,
+      inDoubtAfterMs: 2_000,
+      sweepIntervalMs: 500,
       askBackoffMinMs: 100,
       askBackoffMaxMs: 10_000,
       asksInFlightMax: 64,
@@ -293,7 +299,7 @@ export class ParticipantEngine {
               return vote(false, `journal write failed: ${jerr.message}`);
             }
             // R4: the prepared record is synced; only now may the vote be YES.
-            this.prepared.set(txnId, { preparedAtMs, askAtMs: preparedAtMs + Math.max(this.o.inDoubtAfterMs, req.timeoutMs) });
+            this.prepared.set(txnId, { preparedAtMs, askAtMs: preparedAtMs + this.o.inDoubtAfterMs });
             vote(true);
           }),
         );
