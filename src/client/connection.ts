@@ -9,6 +9,7 @@
 // Everything is bounded by the call's deadline. Resending is only safe
 // because every Coordinator RPC is idempotent by transaction id (R7).
 import * as grpc from '@grpc/grpc-js';
+import { unaryCall } from '../transport/unary.ts';
 import {
   coordinatorService,
   LEADER_ADDRESS_KEY,
@@ -186,21 +187,11 @@ export class CoordinatorConnection {
 
   private attempt<M extends CoordinatorMethod>(address: string, method: M, request: RequestOf<M>, deadlineMs: number): Promise<ResponseOf<M>> {
     const def = coordinatorService[method] as grpc.MethodDefinition<RequestOf<M>, ResponseOf<M>>;
-    return new Promise((resolve, reject) => {
-      this.client(address).makeUnaryRequest<RequestOf<M>, ResponseOf<M>>(
-        def.path,
-        def.requestSerialize,
-        def.responseDeserialize,
-        request,
-        { deadline: Date.now() + deadlineMs },
-        (err, res) => {
-          if (err !== null) reject(err);
-          else if (res === undefined) reject(new VerdictError('INTERNAL', `empty ${method} response`, address));
-          else resolve(res);
-        },
-      );
+    return unaryCall(this.client(address), def, request, deadlineMs).catch((err: Error) => {
+      throw err.message === 'empty response' ? new VerdictError('INTERNAL', `empty ${method} response`, address) : err;
     });
   }
+
 }
 
 function leaderHint(err: grpc.ServiceError): string | undefined {

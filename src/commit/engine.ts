@@ -212,13 +212,20 @@ export class CoordinatorEngine {
     return { deadlineMs: now + t };
   }
 
-  commit(txnId: string, enlist: { participantId: string; payload: Uint8Array }[], cb: OutcomeCallback): void {
+  /** The leader check and id check every client call starts with; false once cb got the error. */
+  private accept(txnId: string, cb: OutcomeCallback): boolean {
     try {
       this.requireLeader();
       validateTxnId(txnId);
+      return true;
     } catch (err) {
-      return cb(err as EngineError);
+      cb(err as EngineError);
+      return false;
     }
+  }
+
+  commit(txnId: string, enlist: { participantId: string; payload: Uint8Array }[], cb: OutcomeCallback): void {
+    if (!this.accept(txnId, cb)) return;
     const decided = this.table.lookup(txnId);
     if (decided) return cb(null, answerOf(decided));
     const t = this.txns.get(txnId);
@@ -243,12 +250,7 @@ export class CoordinatorEngine {
   }
 
   abort(txnId: string, reason: string, cb: OutcomeCallback): void {
-    try {
-      this.requireLeader();
-      validateTxnId(txnId);
-    } catch (err) {
-      return cb(err as EngineError);
-    }
+    if (!this.accept(txnId, cb)) return;
     const decided = this.table.lookup(txnId);
     if (decided) return cb(null, answerOf(decided));
     const t = this.txns.get(txnId);

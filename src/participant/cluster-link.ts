@@ -2,54 +2,26 @@
 // participant makes, RegisterParticipant and GetOutcome (with participant_id,
 // so a leader that has decided nothing logs ABORT before answering, R3).
 //
-// A minimal gRPC client of its own, built from proto/coordinator.proto, so
-// the participant SDK does not depend on the application SDK. It finds the
+// A minimal gRPC client of its own on the shared wire definitions
+// (src/transport/coordinator-rpc.ts), so the participant SDK does not depend
+// on the application SDK. It finds the
 // leader itself: a follower answers UNAVAILABLE with the leader's address in
 // the `verdict-leader-address` metadata, and the link follows it.
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { unaryCall } from '../transport/unary.ts';
+import {
+  coordinatorService,
+  LEADER_ADDRESS_KEY,
+  type OutcomeName as OutcomeValue,
+  type ParticipantInfo,
+  type OutcomeRequest,
+  type RegisterParticipantRequest,
+  type RegisterParticipantResponse,
+  type TxnOutcome,
+} from '../transport/coordinator-rpc.ts';
 import { withDefaults, type ClusterOutcome } from './types.ts';
 
-export const COORDINATOR_PROTO_PATH = fileURLToPath(new URL('../../proto/coordinator.proto', import.meta.url));
-
-const packageDefinition = protoLoader.loadSync(COORDINATOR_PROTO_PATH, {
-  keepCase: false,
-  longs: Number,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-});
-
-export type OutcomeValue = 'OUTCOME_UNSPECIFIED' | 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED' | 'OUTCOME_IN_PROGRESS' | 'OUTCOME_UNKNOWN';
-
-export interface RegisterParticipantRequest {
-  clusterId: string;
-  participantId: string;
-  endpoint: string;
-}
-
-export interface ParticipantInfo {
-  participantId: string;
-  endpoint: string;
-  registeredAtMs: number;
-}
-
-export interface RegisterParticipantResponse {
-  participant: ParticipantInfo | null;
-}
-
-export interface OutcomeRequest {
-  txnId: string;
-  participantId: string;
-}
-
-export interface TxnOutcome {
-  txnId: string;
-  outcome: OutcomeValue;
-  reason: string;
-  decisionIndex: number;
-}
+export type { OutcomeValue };
 
 /** The subset of verdict.coordinator.Coordinator a participant uses (and a test's fake cluster serves). */
 export interface CoordinatorParticipantHandlers extends grpc.UntypedServiceImplementation {
@@ -57,17 +29,11 @@ export interface CoordinatorParticipantHandlers extends grpc.UntypedServiceImple
   GetOutcome: grpc.handleUnaryCall<OutcomeRequest, TxnOutcome>;
 }
 
-const svc = packageDefinition['verdict.coordinator.Coordinator'];
-if (svc === undefined || 'format' in svc) throw new Error(`verdict.coordinator.Coordinator is not a service in ${COORDINATOR_PROTO_PATH}`);
-const coordinator = svc as protoLoader.ServiceDefinition;
-
 /** Only the two methods a participant uses; a server built from it leaves the others UNIMPLEMENTED. */
 export const coordinatorParticipantService = {
-  RegisterParticipant: coordinator.RegisterParticipant,
-  GetOutcome: coordinator.GetOutcome,
+  RegisterParticipant: coordinatorService.RegisterParticipant,
+  GetOutcome: coordinatorService.GetOutcome,
 } as unknown as grpc.ServiceDefinition<CoordinatorParticipantHandlers>;
-
-export const LEADER_ADDRESS_KEY = 'verdict-leader-address';
 
 export function toClusterOutcome(o: OutcomeValue): ClusterOutcome {
   switch (o) {
@@ -176,17 +142,7 @@ export class ClusterLink {
   }
 
   private unary<Req, Res>(address: string, name: 'RegisterParticipant' | 'GetOutcome', req: Req): Promise<Res> {
-    const method = coordinatorParticipantService[name] as grpc.MethodDefinition<Req, Res>;
-    const client = this.client(address);
-    return new Promise((resolve, reject) => {
-      client.makeUnaryRequest<Req, Res>(
-        method.path,
-        method.requestSerialize,
-        method.responseDeserialize,
-        req,
-        { deadline: Date.now() + this.o.deadlineMs },
-        (err, res) => (err !== null ? reject(err) : res === undefined ? reject(new Error('empty response')) : resolve(res)),
-      );
-    });
+    return unaryCall(this.client(address), coordinatorParticipantService[name] as grpc.MethodDefinition<Req, Res>, req, this.o.deadlineMs);
   }
+
 }

@@ -2,6 +2,7 @@
 // for the CLI and tests. The server side is implemented by the node against
 // RaftNodeHandlers in proto.ts.
 import * as grpc from '@grpc/grpc-js';
+import { unaryCall } from './unary.ts';
 import {
   raftNodeService,
   type GetRequest,
@@ -37,18 +38,8 @@ export class RaftNodeClient {
     this.client.close();
   }
 
-  /** Rejects with a grpc.ServiceError (code + details) the caller can act on. */
   private unary<Req, Res>(name: 'Status' | 'Put' | 'Get', req: Req, deadlineMs: number): Promise<Res> {
-    const method = raftNodeService[name] as grpc.MethodDefinition<Req, Res>;
-    return new Promise((resolve, reject) => {
-      this.client.makeUnaryRequest<Req, Res>(
-        method.path,
-        method.requestSerialize,
-        method.responseDeserialize,
-        req,
-        { deadline: Date.now() + deadlineMs },
-        (err, res) => (err !== null ? reject(err) : res === undefined ? reject(new Error('empty response')) : resolve(res)),
-      );
-    });
+    return unaryCall(this.client, raftNodeService[name] as grpc.MethodDefinition<Req, Res>, req, deadlineMs);
   }
+
 }

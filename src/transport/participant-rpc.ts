@@ -7,6 +7,7 @@
 // narrow; PARTICIPANT_LOAD_OPTIONS is what makes them true.
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
+import { unaryCall } from './unary.ts';
 import * as protoLoader from '@grpc/proto-loader';
 
 export const PARTICIPANT_PROTO_PATH = fileURLToPath(new URL('../../proto/participant.proto', import.meta.url));
@@ -122,16 +123,7 @@ export class ParticipantClient {
   }
 
   private unary<Req, Res>(name: 'Prepare' | 'Decide', req: Req, deadlineMs: number): Promise<Res> {
-    const method = participantService[name] as grpc.MethodDefinition<Req, Res>;
-    return new Promise((resolve, reject) => {
-      this.client.makeUnaryRequest<Req, Res>(
-        method.path,
-        method.requestSerialize,
-        method.responseDeserialize,
-        req,
-        { deadline: Date.now() + deadlineMs },
-        (err, res) => (err !== null ? reject(err) : res === undefined ? reject(new Error('empty response')) : resolve(res)),
-      );
-    });
+    return unaryCall(this.client, participantService[name] as grpc.MethodDefinition<Req, Res>, req, deadlineMs);
   }
+
 }
