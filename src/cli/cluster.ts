@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { logFormat } from '../node/logger.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = join(ROOT, 'bin', 'verdict.mjs');
@@ -20,7 +21,7 @@ export function localConfigs(n: number): string[] {
   const files: string[] = [];
   for (let i = 1; i <= n; i++) {
     const file = join(dir, `n${i}.json`);
-    const cfg = { clusterId: `local-${n}`, nodeId: `n${i}`, listen: peers[`n${i}`], dataDir: `n${i}`, peers, tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10000, logLevel: 'info' };
+    const cfg = { clusterId: `local-${n}`, nodeId: `n${i}`, listen: peers[`n${i}`], metricsListen: `127.0.0.1:${9100 + i}`, dataDir: `n${i}`, peers, tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10000, logLevel: 'info' };
     writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
     files.push(file);
   }
@@ -33,7 +34,9 @@ export async function clusterUp(n: number): Promise<void> {
   let stopping = false;
   for (const [i, file] of configs.entries()) {
     const id = `n${i + 1}`;
-    const child = spawn(process.execPath, [BIN, 'node', '--config', file], { stdio: ['ignore', 'inherit', 'pipe'] });
+    // The children's stderr is a pipe to us: tell them whether a person is watching.
+    const env = { ...process.env, VERDICT_LOG_FORMAT: process.env.VERDICT_LOG_FORMAT ?? logFormat() };
+    const child = spawn(process.execPath, [BIN, 'node', '--config', file], { stdio: ['ignore', 'inherit', 'pipe'], env });
     children.set(id, child);
     // Prefix each node's log lines so three streams stay readable in one terminal.
     createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => process.stderr.write(`[${id}] ${line}\n`));
@@ -44,7 +47,9 @@ export async function clusterUp(n: number): Promise<void> {
       if (children.size === 0) process.exit(stopping ? 0 : 1);
     });
   }
-  process.stderr.write(`verdict: local cluster of ${n} node(s) on 127.0.0.1:7001${n > 1 ? `-${7000 + n}` : ''}; try \`npx verdict status\`; Ctrl-C stops it\n`);
+  process.stderr.write(
+    `verdict: local cluster of ${n} node(s) on 127.0.0.1:7001${n > 1 ? `-${7000 + n}` : ''}, metrics on http://127.0.0.1:9101/metrics${n > 1 ? ` (-${9100 + n})` : ''}; try \`npx verdict status\`; Ctrl-C stops it\n`,
+  );
   const stop = (): void => {
     if (stopping) return;
     stopping = true;

@@ -11,24 +11,44 @@ import { StorageIdentityError } from '../storage/level.ts';
 import { RaftInvariantError } from '../raft/types.ts';
 import { clusterUp } from './cluster.ts';
 import { bool, flag, UsageError } from './args.ts';
-import { getCommand, putCommand, statusCommand } from './status.ts';
+import { getCommand, leaderCommand, LEADER_HELP, putCommand, statusCommand } from './status.ts';
 import { participantsCommand, TXN_HELP, txnCommand } from './txn.ts';
-import { participantCommand } from './participant.ts';
+import { participantCommand, PARTICIPANT_HELP } from './participant.ts';
+
+const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
+
+const NODE_HELP = `  verdict node --config FILE          run one node (see cluster/n1.json for the format); SIGTERM or Ctrl-C
+                                      stops it gracefully (a leader hands leadership over first)
+`;
+const CLUSTER_HELP = `  verdict cluster up [--nodes N]      run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground;
+                                      metrics on http://127.0.0.1:9101/metrics (9102, ... for the others)
+`;
+const STATUS_HELP = `  verdict status [--json] [--endpoints HOST:PORT,...]
+                                      show the leader and every node's role, term, commit and last index
+`;
+const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key through the replicated log
+  verdict get KEY [--endpoints ...]         read a key linearizably (ReadIndex)
+`;
 
 const HELP = `verdict — a Raft-replicated commit coordinator
 
 usage:
-  verdict node --config FILE          run one node (see cluster/n1.json for the format)
-  verdict cluster up [--nodes N]      run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground
-  verdict status [--json] [--endpoints HOST:PORT,...]
-                                      show the leader and every node's role, term, commit and last index
-  verdict put KEY VALUE [--endpoints ...]   write a key through the replicated log
-  verdict get KEY [--endpoints ...]         read a key linearizably (ReadIndex)
-  verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id ID]
-                                      run a participant with the journaled memory resource; it registers itself
-${TXN_HELP}
---endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).
-`;
+${NODE_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${TXN_HELP}
+verdict COMMAND --help shows one command's usage.
+${ENDPOINTS_NOTE}`;
+
+/** `verdict COMMAND --help`: that command's usage. */
+const COMMAND_HELP: Record<string, string> = {
+  node: NODE_HELP,
+  cluster: CLUSTER_HELP,
+  status: STATUS_HELP + ENDPOINTS_NOTE,
+  leader: LEADER_HELP + ENDPOINTS_NOTE,
+  put: PUT_GET_HELP + ENDPOINTS_NOTE,
+  get: PUT_GET_HELP + ENDPOINTS_NOTE,
+  participant: PARTICIPANT_HELP,
+  participants: TXN_HELP + ENDPOINTS_NOTE,
+  txn: TXN_HELP + ENDPOINTS_NOTE,
+};
 
 async function runNode(args: string[]): Promise<void> {
   const file = flag(args, '--config');
@@ -50,8 +70,14 @@ async function runNode(args: string[]): Promise<void> {
     // from the launcher); only a third signal forces an exit.
     if (++signals > 2) process.exit(130);
     if (signals > 1) return;
-    log.info({ signal: sig }, 'stopping');
-    void node.stop().then(() => process.exit(0));
+    log.info({ signal: sig, leader: node.driver.isLeader() }, 'stopping: refusing new work, handing leadership over if leader, then flushing');
+    void node.shutdown().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
@@ -64,8 +90,10 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(HELP);
     return;
   }
-  if (bool(args, '--help')) {
-    process.stdout.write(HELP);
+  if (bool(args, '--help') || bool(args, '-h')) {
+    const help = COMMAND_HELP[cmd];
+    if (help === undefined) throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
+    process.stdout.write(`usage:\n${help}`);
     return;
   }
   switch (cmd) {
@@ -90,6 +118,8 @@ async function main(argv: string[]): Promise<void> {
       return participantsCommand(args);
     case 'txn':
       return txnCommand(args);
+    case 'leader':
+      return leaderCommand(args);
     default:
       throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
   }

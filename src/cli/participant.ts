@@ -1,13 +1,24 @@
 // `verdict participant`: run one participant process with the memory
-// resource, its journal in --data, registered with the cluster at
-// --endpoints. Ctrl-C (SIGINT) or SIGTERM stops it cleanly.
-import { pino } from 'pino';
+// resource (or, with --resource postgres, a PostgreSQL database), its journal in --data, registered with the cluster at
+// --endpoints. Ctrl-C (SIGINT) or SIGTERM stops it cleanly: new PREPAREs are
+// answered NO, requests in flight finish, then it exits 0.
+import { createLogger } from '../node/logger.ts';
 import { JournalCorruptError } from '../participant/journal.ts';
+import { redact } from '../participant/postgres.ts';
 import { ParticipantStartupError, startParticipant, type ParticipantRuntime } from '../participant/runtime.ts';
 import { flag, UsageError } from './args.ts';
 
 export const PARTICIPANT_USAGE =
-  'usage: verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id local] [--endpoints HOST:PORT,...] [--advertise HOST:PORT] [--log-level info]';
+  'usage: verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id local] [--endpoints HOST:PORT,...] [--advertise HOST:PORT] [--metrics-listen HOST:PORT] [--resource memory|postgres] [--pg-url postgres://...] [--pg-concurrency N] [--log-level info]';
+
+export const PARTICIPANT_HELP = `  verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id ID] [--endpoints HOST:PORT,...]
+                    [--advertise HOST:PORT] [--metrics-listen HOST:PORT] [--log-level LEVEL]
+                    [--resource memory|postgres] [--pg-url postgres://USER@HOST:PORT/DB] [--pg-concurrency N]
+                                      run a participant with the journaled memory resource; it registers itself.
+                                      --metrics-listen serves Prometheus metrics at http://HOST:PORT/metrics
+                                      --resource postgres commits in the database at --pg-url with PREPARE TRANSACTION
+                                      (--pg-concurrency transactions open at once, default 8)
+`;
 
 const DEFAULT_ENDPOINTS = '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -19,7 +30,12 @@ export interface ParticipantArgs {
   clusterId: string;
   endpoints: string[];
   advertise: string | undefined;
+  metricsListen: string | undefined;
   logLevel: string;
+  resource: 'memory' | 'postgres';
+  /** Set exactly when resource is postgres. */
+  pgUrl: string | undefined;
+  pgConcurrency: number;
 }
 
 /** Parses the flags; every problem is a one-line UsageError. */
@@ -31,14 +47,18 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
   const clusterId = flag(args, '--cluster-id') ?? 'local';
   const endpointsText = flag(args, '--endpoints') ?? env.VERDICT_ENDPOINTS ?? DEFAULT_ENDPOINTS;
   const advertise = flag(args, '--advertise');
+  const metricsListen = flag(args, '--metrics-listen');
   const logLevel = flag(args, '--log-level') ?? 'info';
+  const resource = flag(args, '--resource') ?? 'memory';
+  const pgUrl = flag(args, '--pg-url');
+  const pgConcurrencyText = flag(args, '--pg-concurrency');
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; ${PARTICIPANT_USAGE}`);
   if (id === undefined || listen === undefined || data === undefined) {
     throw new UsageError(`verdict participant needs --id, --listen and --data; ${PARTICIPANT_USAGE}`);
   }
   if (!/^[A-Za-z0-9._-]{1,64}$/.test(id)) throw new UsageError(`--id "${id}" must be 1-64 letters, digits, '.', '_' or '-'`);
   if (clusterId === '') throw new UsageError('--cluster-id must not be empty');
-  for (const [name, v] of [['--listen', listen], ['--advertise', advertise]] as const) {
+  for (const [name, v] of [['--listen', listen], ['--advertise', advertise], ['--metrics-listen', metricsListen]] as const) {
     if (v !== undefined && !isHostPort(v)) throw new UsageError(`${name} "${v}" is not HOST:PORT (e.g. 127.0.0.1:7101)`);
   }
   const endpoints = endpointsText.split(',').map((e) => e.trim()).filter((e) => e !== '');
@@ -47,7 +67,14 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
     throw new UsageError(`--endpoints must be HOST:PORT,...; "${badEndpoint ?? endpointsText}" is not`);
   }
   if (!LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LEVELS.join(', ')}`);
-  return { id, listen, data, clusterId, endpoints, advertise, logLevel };
+  if (metricsListen !== undefined && metricsListen === listen) throw new UsageError(`--metrics-listen and --listen are both ${listen}: give the metrics endpoint a port of its own`);
+  if (resource !== 'memory' && resource !== 'postgres') throw new UsageError(`--resource must be memory or postgres, not "${resource}"`);
+  if (resource === 'postgres' && pgUrl === undefined) throw new UsageError('--resource postgres needs --pg-url postgres://USER@HOST:PORT/DATABASE');
+  if (resource === 'memory' && (pgUrl !== undefined || pgConcurrencyText !== undefined)) throw new UsageError('--pg-url and --pg-concurrency go with --resource postgres');
+  if (pgUrl !== undefined && !/^postgres(ql)?:\/\//.test(pgUrl)) throw new UsageError(`--pg-url "${redact(pgUrl)}" must start with postgres:// or postgresql://`);
+  const pgConcurrency = Number(pgConcurrencyText ?? '8');
+  if (!Number.isInteger(pgConcurrency) || pgConcurrency < 1 || pgConcurrency > 1_000) throw new UsageError(`--pg-concurrency must be an integer from 1 to 1000, not "${pgConcurrencyText}"`);
+  return { id, listen, data, clusterId, endpoints, advertise, metricsListen, logLevel, resource, pgUrl, pgConcurrency };
 }
 
 function isHostPort(s: string): boolean {
@@ -58,18 +85,20 @@ function isHostPort(s: string): boolean {
 /** `verdict participant ...`: starts the participant and keeps it running until SIGINT/SIGTERM. */
 export async function participantCommand(argv: string[]): Promise<void> {
   const a = parseParticipantArgs(argv);
-  const logger = pino({ level: a.logLevel, base: { pid: process.pid } }, pino.destination(2));
-  let p: ParticipantRuntime;
+  const logger = createLogger(a.logLevel);
+  let p: Pick<ParticipantRuntime, 'stop'>;
   try {
-    p = await startParticipant({
+    const common = {
       clusterId: a.clusterId,
       participantId: a.id,
       listen: a.listen,
       advertise: a.advertise,
       endpointsOfCluster: a.endpoints,
       dataDir: a.data,
+      metricsListen: a.metricsListen,
       logger,
-    });
+    };
+    p = a.pgUrl !== undefined ? await startParticipant({ ...common, postgres: { url: a.pgUrl, concurrency: a.pgConcurrency } }) : await startParticipant(common);
   } catch (err) {
     // Refusals (another participant's data dir, a corrupt journal, an address in use) are one line, not a stack.
     if (err instanceof ParticipantStartupError || err instanceof JournalCorruptError || (err instanceof Error && 'code' in err)) {
@@ -82,7 +111,7 @@ export async function participantCommand(argv: string[]): Promise<void> {
   const onSignal = (signal: string): void => {
     // A second signal while stopping forces the exit.
     if (++signals > 1) process.exit(130);
-    logger.info({ signal }, 'stopping');
+    logger.info({ signal }, 'stopping: new PREPAREs get NO, requests in flight finish first');
     void p.stop().then(() => process.exit(0));
   };
   process.on('SIGINT', () => onSignal('SIGINT'));

@@ -1,6 +1,7 @@
-// `verdict status`, `verdict put`, `verdict get`: small clients of the
-// node API (service RaftNode). Status asks every endpoint it knows, and
-// every peer the leader reports, so one address is enough to see the cluster.
+// `verdict status`, `verdict leader transfer`, `verdict put`, `verdict get`:
+// small clients of the node API (service RaftNode). Status asks every
+// endpoint it knows, and every peer the leader reports, so one address is
+// enough to see the cluster.
 
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { RaftNodeClient } from '../transport/admin.ts';
@@ -143,4 +144,50 @@ export async function getCommand(args: string[]): Promise<void> {
     process.stdout.write(`(not found)\n`);
     process.exitCode = 1;
   } else process.stdout.write(Buffer.from(r.value).toString() + '\n');
+}
+
+export const LEADER_HELP = `  verdict leader transfer --to NODE [--timeout-ms N] [--json] [--endpoints ...]
+                                      hand leadership to NODE (e.g. before maintenance on the leader); waits until NODE leads
+`;
+
+export async function leaderCommand(args: string[]): Promise<void> {
+  const sub = args.shift();
+  if (sub !== 'transfer') throw new UsageError('usage: verdict leader transfer --to NODE [--timeout-ms N] [--json]');
+  const addrs = endpoints(args);
+  const to = flag(args, '--to');
+  const json = bool(args, '--json');
+  const timeoutRaw = flag(args, '--timeout-ms');
+  const timeoutMs = timeoutRaw === undefined ? 0 : Number(timeoutRaw);
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new UsageError('--timeout-ms needs a non-negative integer');
+  if (to === undefined) throw new UsageError('verdict leader transfer needs --to NODE');
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"`);
+  const st = await clusterStatus(addrs);
+  if (!st.nodes.some((n) => n.id === to)) {
+    const known = st.nodes.map((n) => n.id).filter(Boolean).join(', ');
+    throw new UsageError(`no node "${to}" in the cluster${known ? ` (nodes: ${known})` : ''}`);
+  }
+  const leader = st.nodes.find((n) => n.id === st.leader);
+  let target = leader?.address ?? addrs[0];
+  // The leader may change under us; follow its hint a couple of times.
+  for (let hop = 0; ; hop++) {
+    const c = new RaftNodeClient(target);
+    try {
+      // The server waits up to timeoutMs (or two election timeouts); give it room to answer.
+      const r = await c.transferLeader({ to, timeoutMs }, (timeoutMs || 10_000) + 5_000);
+      process.stdout.write(json ? JSON.stringify(r, null, 2) + '\n' : `leader: ${r.leaderId} (term ${r.term})\n`);
+      return;
+    } catch (err) {
+      const e = err as ServiceError;
+      const hint = e.metadata?.get('verdict-leader-address')[0];
+      if (e.code === grpcStatus.UNAVAILABLE && typeof hint === 'string' && hint && hint !== target && hop < 3) {
+        target = hint;
+        continue;
+      }
+      process.stderr.write(`verdict: leader transfer to ${to} failed: ${e.details || e.message}\n`);
+      process.exitCode = 1;
+      return;
+    } finally {
+      c.close();
+    }
+  }
 }

@@ -17,6 +17,7 @@ export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn
   verdict txn abort ID [--reason TEXT] [--json]   abort a transaction (answers the outcome)
   verdict txn outcome ID [--json]     what the cluster decided for a transaction
   verdict txn list [--in-flight] [--limit N] [--json]   the transactions the cluster knows
+  verdict txn show ID [--json]        one transaction: outcome, phase, age, and each participant's vote, ACK and retries
   verdict participants [--json]       the registered participants
   (each also takes --deadline-ms N: how long one request may take, retries included; default 10000)
 `;
@@ -32,8 +33,10 @@ export async function txnCommand(args: string[]): Promise<void> {
       return withClient(args, outcome);
     case 'list':
       return withClient(args, list);
+    case 'show':
+      return withClient(args, show);
     default:
-      throw new UsageError(`usage: verdict txn commit|abort|outcome|list ...; run verdict --help`);
+      throw new UsageError(`usage: verdict txn commit|abort|outcome|list|show ...; run verdict txn --help`);
   }
 }
 
@@ -96,6 +99,44 @@ async function list(client: VerdictClient, args: string[]): Promise<void> {
     rows.push([t.txnId, t.outcome, t.phase, age(t.ageMs), t.decisionIndex ? String(t.decisionIndex) : '', ps, t.reason]);
   }
   table(rows);
+}
+
+/** The most ListTransactions returns; `show` looks for the id among them. */
+const LIST_LIMIT_MAX = 10_000;
+
+/**
+ * What the cluster knows of one transaction: its outcome from applied state
+ * (GetOutcome) and, while the leader still tracks it (undecided, or decided
+ * and not yet acknowledged by every participant), each participant's vote,
+ * ACK and DECISION retries (ListTransactions).
+ */
+async function show(client: VerdictClient, args: string[]): Promise<void> {
+  const json = bool(args, '--json');
+  const txnId = oneId(args, 'usage: verdict txn show ID [--json]');
+  const [o, listed] = await Promise.all([client.outcome(txnId), client.transactions({ limit: LIST_LIMIT_MAX })]);
+  const t = listed.find((x) => x.txnId === txnId);
+  const known = t !== undefined || o.outcome !== 'UNKNOWN';
+  if (json) {
+    print(JSON.stringify({ txnId, outcome: o.outcome, reason: t?.reason || o.reason, decisionIndex: o.decisionIndex || t?.decisionIndex || 0, phase: t?.phase ?? null, ageMs: t?.ageMs ?? null, participants: t?.participants ?? null }, null, 2));
+  } else {
+    print(`transaction  ${txnId}`);
+    print(`outcome      ${o.outcome}${o.decisionIndex ? ` (decision index ${o.decisionIndex})` : ''}`);
+    const reason = t?.reason || o.reason;
+    if (reason) print(`reason       ${reason}`);
+    if (t) {
+      print(`phase        ${t.phase}`);
+      print(`age          ${age(t.ageMs)}`);
+      print('');
+      const rows = [['PARTICIPANT', 'VOTE', 'ACKED', 'RETRIES']];
+      for (const p of t.participants) rows.push([p.participantId, p.vote || '-', p.acked ? 'yes' : 'no', String(p.retries)]);
+      table(rows);
+    } else if (known) {
+      print('participants (not tracked any more: every participant acknowledged the decision, or it was a presumed abort)');
+    } else {
+      print('never heard of, or forgotten after every participant acknowledged it');
+    }
+  }
+  if (!known) process.exitCode = EXIT_ERROR;
 }
 
 /** Runs one subcommand with a client, turning the SDK's errors into one line and an exit code. */

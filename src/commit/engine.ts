@@ -56,7 +56,17 @@ export interface EngineConfig {
   /** Aborts decided in memory are remembered this long for idempotent retries. */
   abortMemoryMs: number;
   rpcDeadlineMs: number;
+  /** Test only: a deliberately broken protocol for the simulator's checker self-test (test/sim). Never set in production. */
+  mutant?: EngineMutant;
 }
+
+/**
+ * Broken variants the whole-system simulator must catch:
+ *   presume-abort-unlogged  answer an in-doubt participant ABORTED without logging it (breaks R3)
+ *   commit-on-majority      propose COMMIT on a majority of YES votes (breaks R2, AC2)
+ *   forget-before-acks      forget a decision once any participant acknowledged it (breaks R5)
+ */
+export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks';
 
 export const defaultEngineConfig: EngineConfig = {
   defaultTimeoutMs: 30_000,
@@ -96,7 +106,7 @@ export class EngineError extends Error {
   }
 }
 
-type Phase = 'begun' | 'preparing' | 'deciding' | 'delivering' | 'aborted';
+export type Phase = 'begun' | 'preparing' | 'deciding' | 'delivering' | 'aborted';
 
 interface Member {
   record: ParticipantRecord;
@@ -121,6 +131,8 @@ interface Txn {
   outcome: DecisionOutcome | null;
   reason: string;
   decisionIndex: number;
+  /** While deciding: when to propose COMMIT again after the proposal failed; 0 while one is in flight. */
+  reproposeAtMs?: number;
 }
 
 export interface TxnView {
@@ -133,8 +145,31 @@ export interface TxnView {
   participants: { id: string; vote: VoteValue | null; acked: boolean; retries: number }[];
 }
 
+/**
+ * Why a transaction aborted, as a small closed set (metrics labels must not
+ * carry free text): the class is named where the abort is decided.
+ */
+export type AbortClass = 'vote_no' | 'timeout' | 'unreachable' | 'client' | 'leader_change' | 'presumed_abort_query';
+export const ABORT_CLASSES: readonly AbortClass[] = ['vote_no', 'timeout', 'unreachable', 'client', 'leader_change', 'presumed_abort_query'];
+
+/** Monotonic counts of what this node's engine did while it led; read-only, for metrics. */
+export interface EngineCounters {
+  begun: number;
+  /** COMMIT decisions applied first while this node led. */
+  committed: number;
+  aborted: Record<AbortClass, number>;
+  /** DECISION deliveries that failed and were rescheduled. */
+  decisionRetries: number;
+}
+
 export class CoordinatorEngine {
   private readonly cfg: EngineConfig;
+  private readonly stats: EngineCounters = {
+    begun: 0,
+    committed: 0,
+    aborted: { vote_no: 0, timeout: 0, unreachable: 0, client: 0, leader_change: 0, presumed_abort_query: 0 },
+    decisionRetries: 0,
+  };
   private leaderTerm = 0;
   private readonly txns = new Map<string, Txn>();
   /** Forget(T) waiting to be proposed, batched off the critical path (R5). */
@@ -156,6 +191,21 @@ export class CoordinatorEngine {
 
   inFlight(): number {
     return this.txns.size;
+  }
+
+  counters(): EngineCounters {
+    return { ...this.stats, aborted: { ...this.stats.aborted } };
+  }
+
+  /**
+   * How many of this leader's transactions are in each phase: begun,
+   * preparing and deciding are undecided; delivering ones wait for ACKs (R5);
+   * aborted ones are remembered for idempotent retries.
+   */
+  phases(): Record<Phase, number> {
+    const n: Record<Phase, number> = { begun: 0, preparing: 0, deciding: 0, delivering: 0, aborted: 0 };
+    for (const t of this.txns.values()) n[t.phase]++;
+    return n;
   }
 
   // ---- leadership ------------------------------------------------------
@@ -197,6 +247,7 @@ export class CoordinatorEngine {
     if (this.txns.size >= this.cfg.inFlightMax) throw new EngineError('exhausted', `${this.txns.size} transactions in flight (limit ${this.cfg.inFlightMax}); retry later`);
     const t = timeoutMs > 0 ? timeoutMs : this.cfg.defaultTimeoutMs;
     if (t > this.cfg.maxTimeoutMs) throw new EngineError('invalid', `timeout ${t} ms exceeds the limit of ${this.cfg.maxTimeoutMs} ms`);
+    this.stats.begun++;
     this.txns.set(txnId, {
       id: txnId,
       phase: 'begun',
@@ -231,7 +282,7 @@ export class CoordinatorEngine {
     const t = this.txns.get(txnId);
     if (!t) {
       // R2: we did not begin it, so another leader may have prepared it.
-      return this.logAbort(txnId, 'the transaction was not begun on the current leader (leader change?); it is aborted', cb);
+      return this.logAbort(txnId, 'the transaction was not begun on the current leader (leader change?); it is aborted', 'leader_change', cb);
     }
     if (t.outcome !== null) return cb(null, this.answerFor(t));
     if (t.phase !== 'begun') {
@@ -255,14 +306,14 @@ export class CoordinatorEngine {
     if (decided) return cb(null, answerOf(decided));
     const t = this.txns.get(txnId);
     const why = reason || 'aborted by the application';
-    if (!t) return this.logAbort(txnId, why, cb);
+    if (!t) return this.logAbort(txnId, why, 'client', cb);
     if (t.phase === 'deciding') {
       // COMMIT is already proposed: the log will tell.
       t.waiters.push(cb);
       return;
     }
     if (t.phase === 'delivering' || t.phase === 'aborted') return cb(null, this.answerFor(t));
-    this.abortInMemory(t, why);
+    this.abortInMemory(t, why, 'client');
     cb(null, this.answerFor(t));
   }
 
@@ -278,7 +329,8 @@ export class CoordinatorEngine {
     const t = this.txns.get(txnId);
     if (t) return cb(null, this.answerFor(t));
     if (participantId === '') return cb(null, { txnId, outcome: 'unknown', reason: 'no decision is recorded for this transaction', decisionIndex: 0 });
-    this.logAbort(txnId, `participant ${participantId} was in doubt and no decision was logged (presumed abort)`, cb);
+    if (this.cfg.mutant === 'presume-abort-unlogged') return cb(null, { txnId, outcome: 'aborted', reason: 'mutant: presumed abort, not logged', decisionIndex: 0 });
+    this.logAbort(txnId, `participant ${participantId} was in doubt and no decision was logged (presumed abort)`, 'presumed_abort_query', cb);
   }
 
   list(inFlightOnly: boolean, limit: number): TxnView[] {
@@ -338,33 +390,54 @@ export class CoordinatorEngine {
       this.io.sendPrepare(m.record, req, Math.min(remainingMs, this.cfg.rpcDeadlineMs), (err, vote) => {
         m.inFlight = false;
         if (this.txns.get(t.id) !== t || t.phase !== 'preparing') return;
-        if (err || !vote) return this.abortInMemory(t, `participant ${m.record.id} did not vote: ${err?.message ?? 'no answer'}`);
+        if (err || !vote) return this.abortInMemory(t, `participant ${m.record.id} did not vote: ${err?.message ?? 'no answer'}`, 'unreachable');
         m.vote = vote.vote;
         m.voteReason = vote.reason;
-        if (vote.vote === 'no') return this.abortInMemory(t, `participant ${m.record.id} voted NO: ${vote.reason || 'no reason given'}`);
+        if (this.cfg.mutant === 'commit-on-majority') return this.majorityMutant(t);
+        if (vote.vote === 'no') return this.abortInMemory(t, `participant ${m.record.id} voted NO: ${vote.reason || 'no reason given'}`, 'vote_no');
         if ([...t.members.values()].every((x) => x.vote === 'yes')) this.proposeCommit(t);
       });
     }
   }
 
+  /** The commit-on-majority mutant: COMMIT once more than half voted YES, ABORT once that is impossible. */
+  private majorityMutant(t: Txn): void {
+    const votes = [...t.members.values()];
+    const yes = votes.filter((x) => x.vote === 'yes').length;
+    if (yes * 2 > votes.length) return this.proposeCommit(t);
+    if (votes.every((x) => x.vote !== null)) this.abortInMemory(t, 'mutant: no majority of YES votes', 'vote_no');
+  }
+
   /** R2: only the leader of the term that sent PREPARE, holding every YES, proposes COMMIT. */
   private proposeCommit(t: Txn): void {
-    if (t.term !== this.leaderTerm) return this.abortInMemory(t, 'leadership changed during prepare');
+    if (t.term !== this.leaderTerm) return this.abortInMemory(t, 'leadership changed during prepare', 'leader_change');
     t.phase = 'deciding';
+    this.proposeCommitEntry(t);
+  }
+
+  private proposeCommitEntry(t: Txn): void {
+    t.reproposeAtMs = 0;
     const participants = [...t.members.keys()];
     this.io.propose({ t: 'decide', txnId: t.id, outcome: 'commit', reason: '', participants, atMs: this.io.nowMs() }, (err) => {
       // Success is handled where every node sees it: onApplied. A proposal
       // that failed leaves the outcome to the log (the entry may still
       // commit under a later leader), so the client must ask again.
       if (!err || this.txns.get(t.id) !== t) return;
+      // The entry may also never have reached the log (Raft drops proposals
+      // during a leadership transfer, or under back-pressure) while this node
+      // stays leader: then nothing would ever decide T. Propose it again from
+      // tick; only this leader, of the term that collected every YES, may (R2),
+      // and a duplicate Decide is a no-op (R1).
+      if (t.phase === 'deciding') t.reproposeAtMs = this.io.nowMs() + this.cfg.retryMinMs;
       const e = new EngineError('unavailable', `the COMMIT decision could not be confirmed (${err.message}); query the outcome or retry Commit with the same id`);
       for (const w of t.waiters.splice(0)) w(e);
     });
   }
 
   /** Presumed abort: no YES can become COMMIT now, so no log write is needed (R3). */
-  private abortInMemory(t: Txn, reason: string): void {
+  private abortInMemory(t: Txn, reason: string, why: AbortClass): void {
     if (t.phase !== 'begun' && t.phase !== 'preparing') return;
+    this.stats.aborted[why]++;
     t.phase = 'aborted';
     t.outcome = 'abort';
     t.reason = reason;
@@ -379,9 +452,10 @@ export class CoordinatorEngine {
     }
   }
 
-  private logAbort(txnId: string, reason: string, cb: OutcomeCallback): void {
+  private logAbort(txnId: string, reason: string, why: AbortClass, cb: OutcomeCallback): void {
     this.io.propose({ t: 'decide', txnId, outcome: 'abort', reason, participants: [], atMs: this.io.nowMs() }, (err, r) => {
       if (err || !r || r.t !== 'decide') return cb(new EngineError('unavailable', `the decision could not be logged (${err?.message ?? 'no result'}); retry`));
+      if (r.first && r.decision.outcome === 'abort') this.stats.aborted[why]++;
       cb(null, answerOf(r.decision));
     });
   }
@@ -400,6 +474,7 @@ export class CoordinatorEngine {
         const a = answerOf(d);
         for (const w of t.waiters.splice(0)) w(null, a);
       }
+      if (result.first && d.outcome === 'commit') this.stats.committed++;
       if (result.first) this.deliver(d);
     } else if (result.t === 'forget') {
       this.forgetInFlight = false;
@@ -434,6 +509,7 @@ export class CoordinatorEngine {
       if (this.txns.get(t.id) !== t) return;
       if (err) {
         m.retries++;
+        this.stats.decisionRetries++;
         // Capped exponential backoff with jitter: a participant that is down
         // for an hour costs one attempt per retryMaxMs, not a storm.
         const base = Math.min(this.cfg.retryMaxMs, this.cfg.retryMinMs * 2 ** Math.min(m.retries - 1, 20));
@@ -447,7 +523,9 @@ export class CoordinatorEngine {
 
   private maybeDone(t: Txn): void {
     if (t.phase !== 'delivering') return;
-    for (const m of t.members.values()) if (!m.acked) return;
+    if (this.cfg.mutant === 'forget-before-acks') {
+      if (![...t.members.values()].some((m) => m.acked) && t.members.size > 0) return;
+    } else for (const m of t.members.values()) if (!m.acked) return;
     // Every participant acknowledged: the decision may be forgotten (R5).
     this.txns.delete(t.id);
     if (this.forgetQueue.length === 0) this.forgetSinceMs = this.io.nowMs();
@@ -475,7 +553,7 @@ export class CoordinatorEngine {
       switch (t.phase) {
         case 'begun':
         case 'preparing':
-          if (now >= t.deadlineMs) this.abortInMemory(t, `the transaction timed out after ${t.deadlineMs - t.startedAtMs} ms`);
+          if (now >= t.deadlineMs) this.abortInMemory(t, `the transaction timed out after ${t.deadlineMs - t.startedAtMs} ms`, 'timeout');
           break;
         case 'aborted':
           if (now >= t.deadlineMs) this.txns.delete(t.id);
@@ -484,6 +562,7 @@ export class CoordinatorEngine {
           for (const m of t.members.values()) if (!m.acked && !m.inFlight && now >= m.nextRetryAtMs) this.sendDecision(t, m);
           break;
         case 'deciding':
+          if (t.reproposeAtMs && now >= t.reproposeAtMs && t.term === this.leaderTerm) this.proposeCommitEntry(t);
           break;
       }
     }

@@ -11,6 +11,8 @@ export interface NodeConfig {
   nodeId: string;
   /** host:port where this node serves peers and clients. */
   listen: string;
+  /** host:port of the Prometheus HTTP endpoint (GET /metrics); null: none. */
+  metricsListen: string | null;
   /** Absolute path of the data directory (resolved against the config file's folder). */
   dataDir: string;
   /** Every voter of the cluster, this node included: id → host:port. */
@@ -60,7 +62,7 @@ export function loadConfig(file: string): NodeConfig {
 export function parseConfig(raw: unknown, file: string): NodeConfig {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ConfigError(file, 'expected a JSON object');
   const o = raw as Record<string, unknown>;
-  const known = new Set(['clusterId', 'nodeId', 'listen', 'dataDir', 'peers', 'tickMs', 'electionTicks', 'heartbeatTicks', 'snapshotEntries', 'logLevel']);
+  const known = new Set(['clusterId', 'nodeId', 'listen', 'metricsListen', 'dataDir', 'peers', 'tickMs', 'electionTicks', 'heartbeatTicks', 'snapshotEntries', 'logLevel']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(file, `unknown key "${k}" (known keys: ${[...known].join(', ')})`);
 
   const str = (key: string, pattern: RegExp | null, form: string): string => {
@@ -80,6 +82,12 @@ export function parseConfig(raw: unknown, file: string): NodeConfig {
   const nodeId = str('nodeId', ID, 'an id of letters, digits, ".", "_" or "-" (at most 64)');
   const listen = str('listen', ADDRESS, 'host:port, e.g. "127.0.0.1:7001"');
   if (!parseAddress(listen)) throw new ConfigError(file, `"listen" is ${JSON.stringify(listen)}: the port must be 1–65535`);
+  let metricsListen: string | null = null;
+  if (o.metricsListen !== undefined) {
+    metricsListen = str('metricsListen', ADDRESS, 'host:port for the Prometheus endpoint, e.g. "127.0.0.1:9101"');
+    if (!parseAddress(metricsListen)) throw new ConfigError(file, `"metricsListen" is ${JSON.stringify(metricsListen)}: the port must be 1–65535`);
+    if (metricsListen === listen) throw new ConfigError(file, `"metricsListen" and "listen" are both ${listen}: give the metrics endpoint a port of its own`);
+  }
   const dataDirRaw = str('dataDir', /\S/, 'a directory path');
   const dataDir = isAbsolute(dataDirRaw) ? dataDirRaw : resolve(dirname(resolve(file)), dataDirRaw);
 
@@ -108,5 +116,5 @@ export function parseConfig(raw: unknown, file: string): NodeConfig {
   const logLevel = o.logLevel ?? 'info';
   if (typeof logLevel !== 'string' || !(LEVELS as readonly string[]).includes(logLevel)) throw new ConfigError(file, `"logLevel" is ${JSON.stringify(logLevel)}: expected one of ${LEVELS.join(', ')}`);
 
-  return { file, clusterId, nodeId, listen, dataDir, peers, tickMs, electionTicks, heartbeatTicks, snapshotEntries, logLevel: logLevel as NodeConfig['logLevel'] };
+  return { file, clusterId, nodeId, listen, metricsListen, dataDir, peers, tickMs, electionTicks, heartbeatTicks, snapshotEntries, logLevel: logLevel as NodeConfig['logLevel'] };
 }

@@ -17,6 +17,7 @@ import type {
 } from '../transport/coordinator-rpc.ts';
 import type { NodeConfig } from './config.ts';
 import type { Driver } from './driver.ts';
+import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { notLeader } from './raft-node-service.ts';
 
 const OUTCOME: Record<OutcomeAnswer['outcome'], OutcomeName> = {
@@ -43,10 +44,16 @@ export interface CoordinatorServiceDeps {
   engine: CoordinatorEngine;
   table: DecisionTable;
   address: string;
+  metrics?: Pick<NodeMetrics, 'observeCommit'>;
+  /** Non-null while the node shuts down: the error that Begin and Commit answer instead of taking new work. */
+  refusal?: () => grpc.ServiceError | null;
 }
 
+const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { committed: 'committed', aborted: 'aborted', 'in-progress': 'in_progress', unknown: 'unknown' };
+
 export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandlers {
-  const { cfg, driver, engine, table } = deps;
+  const { cfg, driver, engine, table, metrics } = deps;
+  const refusal = deps.refusal ?? (() => null);
 
   const fail = (err: EngineError): grpc.ServiceError =>
     err.code === 'not-leader' ? notLeader(cfg, driver.leader()) : Object.assign(new Error(err.message), { code: CODE[err.code], details: err.message, metadata: new grpc.Metadata() });
@@ -78,6 +85,8 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       cb(null, out);
     },
     Begin: (call, cb) => {
+      const refused = refusal();
+      if (refused) return cb(refused);
       try {
         const { deadlineMs } = engine.begin(call.request.txnId, call.request.timeoutMs);
         cb(null, { txnId: call.request.txnId, deadlineMs, leaderId: cfg.nodeId });
@@ -87,10 +96,17 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       }
     },
     Commit: (call, cb) => {
+      const refused = refusal();
+      if (refused) return cb(refused);
+      const startedAt = process.hrtime.bigint();
+      const reply = outcomeReply(cb);
       engine.commit(
         call.request.txnId,
         call.request.participants.map((e) => ({ participantId: e.participantId, payload: e.payload ?? new Uint8Array() })),
-        outcomeReply(cb),
+        (err, a) => {
+          metrics?.observeCommit(Number(process.hrtime.bigint() - startedAt) / 1e9, err || !a ? 'error' : ANSWER[a.outcome]);
+          reply(err, a);
+        },
       );
     },
     Abort: (call, cb) => engine.abort(call.request.txnId, call.request.reason, outcomeReply(cb)),

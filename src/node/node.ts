@@ -1,31 +1,49 @@
 // One Verdict node as a process: the driver loop wired to LevelDB (synced
-// writes), the gRPC transport, a ticking clock and the node's client API.
+// writes), the gRPC transport, a ticking clock and the node's client API,
+// plus what operators use: gRPC health and reflection, Prometheus metrics.
 //
 // Start-up order matters for bad input: the config is validated first, then
-// the listen address is bound, and only then is the data directory opened,
+// the listen addresses are bound, and only then is the data directory opened,
 // whose identity is checked before LevelDB is (see src/storage/level.ts). A
 // failure at any step leaves the data untouched, byte for byte.
+//
+// The metrics registry (prom-client) is loaded after the node is up and
+// ticking, so a restarting node rejoins elections without waiting for it;
+// until then a scrape answers 503. Health and reflection are registered at
+// once and load their libraries on first use (src/transport/ops.ts).
+//
+// Shutting down (shutdown()): the node stops taking new work and reports
+// NOT_SERVING; a leader lets the commits already in PREPARE reach their
+// decision, hands leadership to its most up-to-date follower and waits for
+// it to take over, so clients see a leader change of a few ticks instead of
+// an election timeout; then everything is flushed and closed.
 
 import * as grpc from '@grpc/grpc-js';
 import { randomInt } from 'node:crypto';
 import { format } from 'node:util';
 import type { Logger } from 'pino';
+import { NONE } from '../raft/types.ts';
 import { RawNode } from '../raft/raw-node.ts';
 import { Rng } from '../raft/rng.ts';
 import { LevelLogStore } from '../storage/level.ts';
 import { GrpcTransport, SERVER_OPTIONS } from '../transport/grpc.ts';
-import { raftNodeService } from '../transport/proto.ts';
-import { coordinatorService } from '../transport/coordinator-rpc.ts';
+import { packageDefinition as raftPackageDefinition, raftNodeService } from '../transport/proto.ts';
+import { coordinatorPackageDefinition, coordinatorService } from '../transport/coordinator-rpc.ts';
+import { addHealth, addReflection, MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
+import type { LogStore } from '../storage/types.ts';
 import { CoordinatorEngine } from '../commit/engine.ts';
 import { encodeCommand, type ApplyResult } from '../commit/state.ts';
 import type { NodeConfig } from './config.ts';
 import { Driver } from './driver.ts';
 import { NodeStateMachine } from './machine.ts';
 import { coordinatorApi } from './coordinator-service.ts';
+import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { ParticipantLink } from './participant-link.ts';
-import { raftNodeApi, withTimeout } from './raft-node-service.ts';
+import { raftNodeApi, shuttingDown, transferLeadership, transferWaitMs, withTimeout } from './raft-node-service.ts';
 
 const WAITERS_MAX = 16_384;
+/** Calls still open after this long at shutdown (a health Watch, say) are cut. */
+const SERVER_SHUTDOWN_GRACE_MS = 2_000;
 
 export class StartupError extends Error {
   constructor(what: string) {
@@ -39,6 +57,13 @@ export interface RunningNode {
   machine: NodeStateMachine;
   engine: CoordinatorEngine;
   address: string;
+  /** host:port of the Prometheus endpoint, when metricsListen is set. */
+  metricsAddress: string | null;
+  /** Resolves once the metrics registry is in place (it loads after start-up). */
+  opsReady: Promise<void>;
+  /** Graceful: refuse new work, hand leadership over (if leader), flush, close. */
+  shutdown(): Promise<void>;
+  /** Immediate: close everything (what a fatal storage error does). */
   stop(): Promise<void>;
 }
 
@@ -50,15 +75,48 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const port = await bind(server, cfg.listen);
   const host = cfg.listen.slice(0, cfg.listen.lastIndexOf(':'));
   const address = `${host}:${port}`;
+  // NOT_SERVING until the log is recovered and every service is in place.
+  const health = addHealth(server, ['verdict.coordinator.Coordinator', 'verdict.raft.RaftNode']);
+  addReflection(server, [raftPackageDefinition, coordinatorPackageDefinition]);
+
+  let driver: Driver<ApplyResult | null> | null = null;
+  // The engine is created below, once the driver exists; applied results reach it from then on.
+  let engine: CoordinatorEngine | null = null;
+  const machine = new NodeStateMachine();
+  // Null until the operator-side libraries are loaded (see the top of this file).
+  let metrics: NodeMetrics | null = null;
+  let metricsServer: MetricsServer | null = null;
+  if (cfg.metricsListen !== null) {
+    try {
+      // Bound now, like "listen", so a bad address is refused before the data directory is touched.
+      metricsServer = await serveMetrics(cfg.metricsListen, () => metrics?.registry ?? null);
+    } catch (err) {
+      server.forceShutdown();
+      if (err instanceof MetricsListenError) throw new StartupError(`${err.message}; check "metricsListen"`);
+      throw err;
+    }
+  }
 
   let opened: Awaited<ReturnType<typeof LevelLogStore.open>>;
   try {
     opened = await LevelLogStore.open(cfg.dataDir, { clusterId: cfg.clusterId, nodeId: cfg.nodeId });
   } catch (err) {
     server.forceShutdown();
+    await metricsServer?.close();
     throw err;
   }
   const { store, recovered } = opened;
+  // Persist latency and group-commit batch sizes are measured here, where the
+  // disk meets the driver, so the pure core stays free of clocks.
+  const timedStore: LogStore = {
+    persist(batch, onSynced) {
+      const startedAt = process.hrtime.bigint();
+      store.persist(batch, (err) => {
+        if (!err) metrics?.observePersist(Number(process.hrtime.bigint() - startedAt) / 1e9, batch);
+        onSynced(err);
+      });
+    },
+  };
 
   const rng = new Rng(randomInt(0x7fffffff));
   const rawNode = RawNode.restart(
@@ -66,10 +124,6 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     recovered,
     { voters: [...cfg.peers.keys()], learners: [], votersOutgoing: [] },
   );
-  const machine = new NodeStateMachine();
-  let driver: Driver<ApplyResult | null> | null = null;
-  // The engine is created below, once the driver exists; applied results reach it from then on.
-  let engine: CoordinatorEngine | null = null;
   const transport = new GrpcTransport({
     clusterId: cfg.clusterId,
     selfId: cfg.nodeId,
@@ -81,7 +135,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   let stopping: Promise<void> | null = null;
   const d = new Driver<ApplyResult | null>({
     node: rawNode,
-    store,
+    store: timedStore,
     transport,
     sm: machine,
     snapshotEntries: cfg.snapshotEntries,
@@ -96,8 +150,13 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       log.info({ term: rawNode.raft.term, role: rd.softState.role, leader: rd.softState.leader || null }, 'raft role changed');
       engine?.setLeadership(rd.softState.role === 'leader' ? rawNode.raft.term : 0);
     },
-    onApplied: (_entry, result) => {
-      if (result) engine?.onApplied(result);
+    onApplied: (entry, result) => {
+      if (!result) return;
+      if (result.t === 'decide' && result.first) {
+        const dec = result.decision;
+        log.debug({ txnId: dec.txnId, outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined }, 'decision applied');
+      }
+      engine?.onApplied(result);
     },
   });
   driver = d;
@@ -111,37 +170,118 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
         (done) => d.propose(encodeCommand(cmd), (err, r) => done(err, r?.result)),
         (err, r) => (err ? cb(err) : r ? cb(null, r) : cb(new Error('no result'))),
       ),
-    sendPrepare: (to, req, deadlineMs, cb) => participants.prepare(to, req, deadlineMs, cb),
-    sendDecision: (to, req, deadlineMs, cb) => participants.decide(to, req, deadlineMs, cb),
+    sendPrepare: (to, req, deadlineMs, cb) =>
+      participants.prepare(to, req, deadlineMs, (err, vote) => {
+        if (err) log.info({ txnId: req.txnId, participantId: to.id, endpoint: to.endpoint, err: err.message }, 'PREPARE got no vote; the transaction aborts');
+        else if (vote?.vote === 'no') log.info({ txnId: req.txnId, participantId: to.id, reason: vote.reason }, 'participant voted NO');
+        cb(err, vote);
+      }),
+    sendDecision: (to, req, deadlineMs, cb) =>
+      participants.decide(to, req, deadlineMs, (err) => {
+        // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
+        if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
+        cb(err);
+      }),
   });
   const eng = engine;
   if (d.isLeader()) eng.setLeadership(rawNode.raft.term);
   log.info({ cluster: cfg.clusterId, address, dataDir: cfg.dataDir, term: recovered.hardState.term, commit: recovered.hardState.commit, snapshot: recovered.snapshot.metadata.index, entries: recovered.entries.length }, 'node recovered its log');
 
+  // Set while shutting down: new work is refused, pointing at whoever leads (or is taking over).
+  let draining = false;
+  let handOffTo = '';
+  const refusal = (): grpc.ServiceError | null => (draining ? shuttingDown(cfg, d.isLeader() ? handOffTo : d.leader()) : null);
+
   transport.register(server);
   server.addService(raftNodeService, raftNodeApi(cfg, d as Driver<unknown>, machine, address));
-  server.addService(coordinatorService, coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address }));
+  const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
+  server.addService(coordinatorService, coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal }));
 
   const ticker = setInterval(() => {
     d.tick();
     eng.tick();
   }, cfg.tickMs);
 
+  health.set('SERVING');
+  const opsReady = (async () => {
+    // prom-client is loaded by the node command only, not by every CLI command, and after start-up.
+    const { NodeMetrics } = await import('./metrics.ts');
+    metrics = new NodeMetrics({ nodeId: cfg.nodeId, driver: () => d as Driver<unknown>, engine: () => eng, table: () => machine.table });
+    if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics` }, 'serving Prometheus metrics');
+  })();
+  opsReady.catch((err: unknown) => log.error({ err }, 'metrics failed to start; the node runs without them'));
+
   async function stop(): Promise<void> {
     stopping ??= (async () => {
+      health.set('NOT_SERVING');
       clearInterval(ticker);
       eng.setLeadership(0);
       d.stop();
       participants.close();
       await transport.close();
-      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      await shutdownServer(server, SERVER_SHUTDOWN_GRACE_MS);
+      // Waits for every batch already handed to LevelDB to be synced.
       await store.close();
-      log.info("node stopped");
+      await metricsServer?.close();
+      log.info('node stopped');
     })();
     return stopping;
   }
 
-  return { driver: d, machine, engine: eng, address, stop };
+  /** The follower to hand leadership to: caught up (replicating), with the highest match index. */
+  function bestFollower(): string {
+    const others = d.node.status().progress.filter((p) => p.id !== cfg.nodeId && cfg.peers.has(p.id));
+    others.sort((a, b) => Number(b.state === 'replicate') - Number(a.state === 'replicate') || b.match - a.match);
+    return others[0]?.id ?? NONE;
+  }
+
+  async function handOff(): Promise<void> {
+    const waitMs = transferWaitMs(cfg);
+    // Commits already in PREPARE or proposed get their answer from this leader
+    // rather than an abort from the next one (R2); bounded by one election timeout.
+    const settleBy = Date.now() + waitMs / 2;
+    for (let p = eng.phases(); p.preparing + p.deciding > 0 && d.isLeader() && Date.now() < settleBy; p = eng.phases()) await sleep(cfg.tickMs);
+    if (!d.isLeader()) return;
+    const to = bestFollower();
+    if (to === NONE) {
+      log.warn('no follower to transfer leadership to; stopping as leader (the others elect one after an election timeout)');
+      return;
+    }
+    handOffTo = to;
+    log.info({ to, term: rawNode.raft.term }, 'transferring leadership before shutdown');
+    const leader = await transferLeadership(cfg, d as Driver<unknown>, to, waitMs);
+    if (leader !== '' && leader !== cfg.nodeId) log.info({ to: leader, term: rawNode.raft.term }, `transferred leadership to ${leader}`);
+    else log.warn({ to, waitedMs: waitMs }, 'leadership transfer did not complete in time; stopping as leader (the others elect one after an election timeout)');
+  }
+
+  let shuttingDownP: Promise<void> | null = null;
+  function shutdown(): Promise<void> {
+    shuttingDownP ??= (async () => {
+      draining = true;
+      health.set('NOT_SERVING');
+      if (d.isLeader() && cfg.peers.size > 1) await handOff();
+      await stop();
+    })();
+    return shuttingDownP;
+  }
+
+  return { driver: d, machine, engine: eng, address, metricsAddress: metricsServer?.address ?? null, opsReady: opsReady.catch(() => {}), shutdown, stop };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Lets calls in flight finish for a moment, then cuts the rest (long-lived streams such as a health Watch). */
+function shutdownServer(server: grpc.Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
 }
 
 function bind(server: grpc.Server, listen: string): Promise<number> {

@@ -3,7 +3,7 @@
 // Raft benchmarks.
 
 import * as grpc from '@grpc/grpc-js';
-import type { GetRequest, GetResponse, NodeStatus, PutRequest, PutResponse, RaftNodeHandlers } from '../transport/proto.ts';
+import type { GetRequest, GetResponse, NodeStatus, PutRequest, PutResponse, RaftNodeHandlers, TransferLeaderRequest, TransferLeaderResponse } from '../transport/proto.ts';
 import type { NodeConfig } from './config.ts';
 import { NotLeaderError, OverloadedError, type Driver } from './driver.ts';
 import { encodePut, type NodeStateMachine } from './machine.ts';
@@ -19,6 +19,56 @@ export function notLeader(cfg: NodeConfig, leader: string): grpc.ServiceError {
   }
   const where = leader ? `the leader is ${leader} at ${cfg.peers.get(leader) ?? '?'}` : 'no leader is known yet; retry shortly';
   return Object.assign(new Error(`not the leader: ${where}`), { code: grpc.status.UNAVAILABLE, details: `not the leader: ${where}`, metadata: md });
+}
+
+/**
+ * A node that is shutting down refuses new work the way a follower does,
+ * UNAVAILABLE with the leader's address, so clients move on at once.
+ * `leader` is the node that leads (or is taking over); '' when not known yet.
+ */
+export function shuttingDown(cfg: NodeConfig, leader: string): grpc.ServiceError {
+  const md = new grpc.Metadata();
+  if (leader && leader !== cfg.nodeId) {
+    md.set('verdict-leader', leader);
+    md.set('verdict-leader-address', cfg.peers.get(leader) ?? '');
+  }
+  const where = leader && leader !== cfg.nodeId ? `the leader is ${leader} at ${cfg.peers.get(leader) ?? '?'}` : 'leadership is moving to another node; retry shortly';
+  const details = `node ${cfg.nodeId} is shutting down: ${where}`;
+  return Object.assign(new Error(details), { code: grpc.status.UNAVAILABLE, details, metadata: md });
+}
+
+/** Two election timeouts: long enough for a caught-up follower to win, short enough for a shutdown. */
+export function transferWaitMs(cfg: NodeConfig): number {
+  return 2 * cfg.electionTicks * cfg.tickMs;
+}
+
+/**
+ * Hands leadership to `to` (TimeoutNow once it has caught up) and polls
+ * every tick until another node leads or `timeoutMs` passes. Resolves with
+ * the node that leads then ('' if none is known), never rejects.
+ */
+export function transferLeadership(cfg: NodeConfig, d: Driver<unknown>, to: string, timeoutMs: number): Promise<string> {
+  return new Promise((resolve) => {
+    const deadline = Date.now() + timeoutMs;
+    let sentAt = 0;
+    const electionMs = cfg.electionTicks * cfg.tickMs;
+    const poll = (): void => {
+      const leader = d.leader();
+      if (!d.isLeader() && leader !== '' && leader !== cfg.nodeId) return finish(leader);
+      if (Date.now() >= deadline) return finish(d.isLeader() ? cfg.nodeId : leader);
+      // The core gives up a transfer after an election timeout; ask again.
+      if (d.isLeader() && Date.now() - sentAt >= electionMs) {
+        sentAt = Date.now();
+        d.transferLeadership(to);
+      }
+    };
+    const timer = setInterval(poll, Math.max(5, Math.min(cfg.tickMs, 50)));
+    const finish = (leader: string): void => {
+      clearInterval(timer);
+      resolve(leader);
+    };
+    poll();
+  });
 }
 
 export function toServiceError(cfg: NodeConfig, err: Error): grpc.ServiceError {
@@ -86,6 +136,22 @@ export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMa
       };
       if (!linearizable) return answer();
       withTimeout<number>(`read ${key}`, (done) => d.read(done), (err) => (err ? cb(toServiceError(cfg, err)) : answer()));
+    },
+    TransferLeader: (call: grpc.ServerUnaryCall<TransferLeaderRequest, TransferLeaderResponse>, cb: grpc.sendUnaryData<TransferLeaderResponse>) => {
+      const { to, timeoutMs } = call.request;
+      if (!cfg.peers.has(to)) return cb({ code: grpc.status.INVALID_ARGUMENT, details: `"${to}" is not a voter of cluster ${cfg.clusterId}; voters: ${[...cfg.peers.keys()].join(', ')}` });
+      if (!d.isLeader()) {
+        // Already done (a retried request), or not ours to do: point at the leader.
+        if (d.leader() === to) return cb(null, { leaderId: to, term: d.node.raft.term });
+        return cb(notLeader(cfg, d.leader()));
+      }
+      if (to === cfg.nodeId) return cb(null, { leaderId: to, term: d.node.raft.term });
+      const waitMs = timeoutMs > 0 ? Math.min(timeoutMs, 60_000) : transferWaitMs(cfg);
+      void transferLeadership(cfg, d, to, waitMs).then((leader) => {
+        if (leader === to) return cb(null, { leaderId: to, term: d.node.raft.term });
+        const now = leader ? `${leader} leads` : 'no leader is known';
+        cb({ code: grpc.status.DEADLINE_EXCEEDED, details: `leadership did not move to ${to} within ${waitMs} ms (${now}); is ${to} running, reachable and caught up? See verdict status` });
+      });
     },
   } as RaftNodeHandlers;
 }

@@ -59,7 +59,12 @@ export interface EngineOptions {
   asksInFlightMax?: number;
   /** Requests queued behind one another for the same transaction. */
   txnOpsMax?: number;
+  /** Test only: a deliberately broken protocol for the simulator's checker self-test (test/sim). Never set in production. */
+  mutant?: ParticipantMutant;
 }
+
+/** vote-before-sync: vote YES before the prepared record is durable (breaks R4); a crash then loses a YES. */
+export type ParticipantMutant = 'vote-before-sync';
 
 export type PrepareCallback = (err: ParticipantError | null, vote?: Vote) => void;
 export type DecideCallback = (err: ParticipantError | null, ack?: Ack) => void;
@@ -114,7 +119,8 @@ function once<A extends unknown[]>(what: string, fn: (...args: A) => void): (...
 }
 
 export class ParticipantEngine {
-  private readonly o: Required<Omit<EngineOptions, 'log'>>;
+  private readonly o: Required<Omit<EngineOptions, 'log' | 'mutant'>>;
+  private readonly mutant: ParticipantMutant | null;
   private readonly log: EngineLog;
   /** Durably prepared and not yet decided. Invariant: disjoint from `decided`. */
   private readonly prepared = new Map<TxnId, PreparedTxn>();
@@ -144,6 +150,7 @@ export class ParticipantEngine {
     }, o);
     check(this.o.preparedMax > 0 && this.o.txnOpsMax > 0, 'bounds are positive');
     this.log = o.log ?? SILENT_LOG;
+    this.mutant = o.mutant ?? null;
     this.inDoubtResolver = new InDoubtResolver({
       askOutcome: this.o.askOutcome,
       schedule: this.o.schedule,
@@ -288,6 +295,12 @@ export class ParticipantEngine {
         }
         const preparedAtMs = this.o.clock.nowMs();
         const record: TxnRecord = { kind: 'prepared', txnId, atMs: preparedAtMs, payloadB64: toBase64(req.payload), participants: [...req.participants] };
+        if (this.mutant === 'vote-before-sync') {
+          this.prepared.set(txnId, { preparedAtMs, askAtMs: preparedAtMs + Math.max(this.o.inDoubtAfterMs, req.timeoutMs) });
+          vote(true);
+          this.o.journal.append(record, once('journal.append', () => (this.preparing -= 1)));
+          return;
+        }
         this.o.journal.append(
           record,
           once('journal.append', (jerr) => {

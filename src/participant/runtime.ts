@@ -2,22 +2,29 @@
 // the engine rebuilt from it, `verdict.participant.Participant` served over
 // gRPC, registration with the cluster, and the in-doubt recovery loop asking
 // Coordinator.GetOutcome. The engine holds every protocol decision; this file
-// only wires real time, disk and network to it.
+// only wires real time, disk and network to it, plus what operators use:
+// gRPC health and reflection, optional Prometheus metrics, and a graceful
+// stop (new PREPAREs get NO, requests in flight finish first).
 import { mkdir, readFile, writeFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import {
   PARTICIPANT_MESSAGE_BYTES_MAX,
+  participantPackageDefinition,
   participantService,
   type ParticipantHandlers,
 } from '../transport/participant-rpc.ts';
+import { addHealth, addReflection, serveMetrics, MetricsListenError, type MetricsServer } from '../transport/ops.ts';
 import { ClusterLink, toClusterOutcome } from './cluster-link.ts';
 import { ParticipantEngine, type EngineOptions } from './engine.ts';
 import { FileJournal } from './journal.ts';
 import { MemoryResource, PAYLOAD_BYTES_MAX } from './memory.ts';
 import { MemoryState } from './memory-state.ts';
-import { isParticipantRecord, ParticipantError, type ParticipantRecord, type Schedule } from './types.ts';
+import { isParticipantRecord, ParticipantError, type AskOutcome, type Journal, type ParticipantRecord, type Schedule } from './types.ts';
+import type { JournalStats } from './journal.ts';
+import { PostgresConfigError, type PostgresResource } from './postgres.ts';
+import { openPostgresParticipant, type PostgresParticipantOptions, type PostgresSetup } from './postgres-recovery.ts';
 
 export interface ParticipantOptions {
   clusterId: string;
@@ -32,17 +39,25 @@ export interface ParticipantOptions {
   /** Delay between registration attempts until one succeeds. */
   registerRetryMs?: number;
   compactAfterRecords?: number;
+  /** host:port for Prometheus metrics (GET /metrics); none when absent. */
+  metricsListen?: string;
+  /** How long stop() waits for PREPAREs and DECISIONs in flight before it closes anyway. */
+  drainTimeoutMs?: number;
+  /** The resource is PostgreSQL (src/participant/postgres.ts) when given; the journaled memory store otherwise. */
+  postgres?: PostgresParticipantOptions;
   /** Engine bounds and timings (inDoubtAfterMs, askBackoffMinMs, ...). */
   engine?: Partial<Omit<EngineOptions, 'clusterId' | 'participantId' | 'resource' | 'journal' | 'clock' | 'schedule' | 'askOutcome' | 'log'>>;
 }
 
-export interface ParticipantRuntime {
+export interface ParticipantRuntime<R = MemoryResource> {
   /** host:port the participant serves on (the bound port, even when listen asked for 0). */
   address: string;
   engine: ParticipantEngine;
-  resource: MemoryResource;
+  resource: R;
   /** Resolves once the cluster has accepted the registration. */
   registered: Promise<void>;
+  /** host:port of the metrics endpoint, when metricsListen was given. */
+  metricsAddress: string | null;
   stop(): Promise<void>;
 }
 
@@ -57,22 +72,36 @@ export class ParticipantStartupError extends Error {
 const TXN_ID_CHARS_MAX = 256;
 const IDENTITY_FILE = 'participant.json';
 
-export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime> {
-  const log = o.logger.child({ participant: o.participantId, clusterId: o.clusterId });
+export async function startParticipant(o: ParticipantOptions & { postgres: PostgresParticipantOptions }): Promise<ParticipantRuntime<PostgresResource>>;
+export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime>;
+export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime<MemoryResource | PostgresResource>> {
+  const log = o.logger.child({ participantId: o.participantId, clusterId: o.clusterId });
   if (o.clusterId === '' || o.participantId === '') throw new ParticipantStartupError('cluster id and participant id must not be empty');
   if (o.endpointsOfCluster.length === 0) throw new ParticipantStartupError('at least one cluster endpoint is needed');
   await mkdir(o.dataDir, { recursive: true });
   await checkIdentity(o.dataDir, o.clusterId, o.participantId);
 
+  let pg: PostgresSetup | null = null;
+  if (o.postgres !== undefined) {
+    try {
+      pg = await openPostgresParticipant({ ...o.postgres, clusterId: o.clusterId, participantId: o.participantId, dataDir: o.dataDir, log, compactAfterRecords: o.compactAfterRecords });
+    } catch (err) {
+      if (err instanceof PostgresConfigError) throw new ParticipantStartupError(err.message);
+      throw err;
+    }
+  }
   const state = new MemoryState();
-  const journal = await FileJournal.open<ParticipantRecord>({
-    path: join(o.dataDir, 'journal.log'),
-    fold: state,
-    isRecord: isParticipantRecord,
-    compactAfterRecords: o.compactAfterRecords,
-    log,
-  });
-  const resource = MemoryResource.restore(state.data, state.preparedWrites());
+  const journal: Journal & { close(): Promise<void>; stats(): JournalStats } =
+    pg !== null
+      ? pg.journal
+      : await FileJournal.open<ParticipantRecord>({
+          path: join(o.dataDir, 'journal.log'),
+          fold: state,
+          isRecord: isParticipantRecord,
+          compactAfterRecords: o.compactAfterRecords,
+          log,
+        });
+  const resource: MemoryResource | PostgresResource = pg !== null ? pg.resource : MemoryResource.restore(state.data, state.preparedWrites());
   const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster });
   const timers = new Set<NodeJS.Timeout>();
   const schedule: Schedule = (delayMs, fn) => {
@@ -86,6 +115,11 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       timers.delete(t);
     };
   };
+  const askOutcome: AskOutcome = (txnId, cb) =>
+    link.outcome(txnId, o.participantId).then(
+      (r) => cb(null, toClusterOutcome(r.outcome)),
+      (err: Error) => cb(err, 'unknown'),
+    );
   const engine = new ParticipantEngine({
     ...o.engine,
     clusterId: o.clusterId,
@@ -94,32 +128,41 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     journal,
     clock: { nowMs: () => Date.now() },
     schedule,
-    askOutcome: (txnId, cb) =>
-      link.outcome(txnId, o.participantId).then(
-        (r) => cb(null, toClusterOutcome(r.outcome)),
-        (err: Error) => cb(err, 'unknown'),
-      ),
+    askOutcome,
     log,
   });
-  engine.recover(state.txnRecords());
+  engine.recover(pg !== null ? pg.records : state.txnRecords());
 
   const server = new grpc.Server({
     'grpc.max_receive_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
     'grpc.max_send_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
   });
-  server.addService(participantService, handlers(engine));
+  const gate = { draining: false, inFlight: 0 };
+  server.addService(participantService, handlers(engine, gate, log));
+  const health = addHealth(server, ['verdict.participant.Participant']);
+  addReflection(server, [participantPackageDefinition]);
   let port: number;
+  let metricsServer: MetricsServer | null = null;
   try {
     port = await bind(server, o.listen);
+    if (o.metricsListen !== undefined) {
+      const { participantMetrics } = await import('./metrics.ts');
+      metricsServer = await serveMetrics(o.metricsListen, participantMetrics(o.participantId, engine));
+    }
   } catch (err) {
+    server.forceShutdown();
     await journal.close();
+    await pg?.close();
     link.close();
+    if (err instanceof MetricsListenError) throw new ParticipantStartupError(`${err.message}; check --metrics-listen`);
     throw err;
   }
   const address = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${port}`;
   const advertise = o.advertise ?? address;
   engine.start();
-  log.info({ address, advertise, inDoubt: engine.inDoubt().length, journal: journal.stats() }, 'participant started');
+  pg?.start(engine, askOutcome);
+  health.set('SERVING');
+  log.info({ address, advertise, metrics: metricsServer ? `http://${metricsServer.address}/metrics` : undefined, inDoubt: engine.inDoubt().length, journal: journal.stats() }, 'participant started');
 
   // Registration: retried until the cluster accepts it, one attempt at a time.
   let stopping = false;
@@ -148,20 +191,36 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   const stop = (): Promise<void> =>
     (stopped ??= (async () => {
       stopping = true;
+      // Drain: new PREPAREs are answered NO, PREPAREs and DECISIONs already
+      // in flight finish (their journal records land), then everything stops.
+      // Transactions left prepared stay in the journal and are resolved with
+      // the cluster after the next start (R4).
+      gate.draining = true;
+      health.set('NOT_SERVING');
+      const drainBy = Date.now() + (o.drainTimeoutMs ?? 5_000);
+      while ((gate.inFlight > 0 || engine.counts().preparing > 0) && Date.now() < drainBy) await new Promise((r) => setTimeout(r, 10));
+      if (gate.inFlight > 0) log.warn({ inFlight: gate.inFlight }, 'stopping with requests still in flight');
       engine.stop();
       for (const t of timers) clearTimeout(t);
       timers.clear();
       await shutdown(server);
+      await pg?.close();
       link.close();
       await journal.close();
-      log.info('participant stopped');
+      await metricsServer?.close();
+      log.info({ prepared: engine.counts().prepared }, 'participant stopped');
     })());
 
-  return { address, engine, resource, registered, stop };
+  return { address, engine, resource, registered, metricsAddress: metricsServer?.address ?? null, stop };
 }
 
-/** gRPC handlers: validate, hand to the engine, map its errors to status codes with reasons. */
-function handlers(engine: ParticipantEngine): ParticipantHandlers {
+/**
+ * gRPC handlers: validate, hand to the engine, map its errors to status codes
+ * with reasons. `gate` counts requests in flight and, while draining, turns
+ * a PREPARE for a transaction this participant does not hold into NO; a
+ * repeated PREPARE still gets its first answer (R7) and DECISIONs are taken.
+ */
+function handlers(engine: ParticipantEngine, gate: { draining: boolean; inFlight: number }, log: Logger): ParticipantHandlers {
   const fail = (cb: grpc.sendUnaryData<never>, err: ParticipantError): void =>
     cb({ code: grpc.status[err.code], details: err.message, name: err.name, message: err.message, metadata: new grpc.Metadata() });
   return {
@@ -169,13 +228,27 @@ function handlers(engine: ParticipantEngine): ParticipantHandlers {
       const req = call.request;
       const bad = badTxnId(req.txnId) ?? (req.payload.byteLength > PAYLOAD_BYTES_MAX ? `payload is larger than ${PAYLOAD_BYTES_MAX} bytes` : null);
       if (bad !== null) return fail(cb, new ParticipantError('INVALID_ARGUMENT', bad));
-      engine.prepare(req, (err, vote) => (err !== null ? fail(cb, err) : cb(null, vote)));
+      if (gate.draining && engine.stateOf(req.txnId) === undefined) {
+        log.info({ txnId: req.txnId }, 'vote NO: shutting down');
+        return cb(null, { txnId: req.txnId, participantId: req.participantId, vote: 'VOTE_NO', reason: 'participant is shutting down' });
+      }
+      gate.inFlight++;
+      engine.prepare(req, (err, vote) => {
+        gate.inFlight--;
+        if (err !== null) fail(cb, err);
+        else cb(null, vote);
+      });
     },
     Decide: (call, cb) => {
       const req = call.request;
       const bad = badTxnId(req.txnId);
       if (bad !== null) return fail(cb, new ParticipantError('INVALID_ARGUMENT', bad));
-      engine.decide(req, (err, ack) => (err !== null ? fail(cb, err) : cb(null, ack)));
+      gate.inFlight++;
+      engine.decide(req, (err, ack) => {
+        gate.inFlight--;
+        if (err !== null) fail(cb, err);
+        else cb(null, ack);
+      });
     },
   };
 }

@@ -11,6 +11,8 @@ import {
   type PutRequest,
   type PutResponse,
   type StatusRequest,
+  type TransferLeaderRequest,
+  type TransferLeaderResponse,
 } from './proto.ts';
 
 export const ADMIN_DEADLINE_MS = 5_000;
@@ -34,11 +36,16 @@ export class RaftNodeClient {
     return this.unary<GetRequest, GetResponse>('Get', req, deadlineMs);
   }
 
+  /** Asks the leader to hand leadership to `req.to`; resolves once `to` leads. */
+  transferLeader(req: TransferLeaderRequest, deadlineMs = ADMIN_DEADLINE_MS): Promise<TransferLeaderResponse> {
+    return this.unary<TransferLeaderRequest, TransferLeaderResponse>('TransferLeader', req, deadlineMs);
+  }
+
   close(): void {
     this.client.close();
   }
 
-  private unary<Req, Res>(name: 'Status' | 'Put' | 'Get', req: Req, deadlineMs: number): Promise<Res> {
+  private unary<Req, Res>(name: 'Status' | 'Put' | 'Get' | 'TransferLeader', req: Req, deadlineMs: number): Promise<Res> {
     return unaryCall(this.client, raftNodeService[name] as grpc.MethodDefinition<Req, Res>, req, deadlineMs);
   }
 

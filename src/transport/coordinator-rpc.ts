@@ -9,7 +9,7 @@ export const COORDINATOR_PROTO_PATH = fileURLToPath(new URL('../../proto/coordin
 
 const LOAD_OPTIONS: protoLoader.Options = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
 
-const packageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(COORDINATOR_PROTO_PATH, LOAD_OPTIONS);
+export const coordinatorPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(COORDINATOR_PROTO_PATH, LOAD_OPTIONS);
 
 export type OutcomeName = 'OUTCOME_UNSPECIFIED' | 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED' | 'OUTCOME_IN_PROGRESS' | 'OUTCOME_UNKNOWN';
 
@@ -111,7 +111,7 @@ export interface CoordinatorHandlers extends grpc.UntypedServiceImplementation {
 export const COORDINATOR_METHODS = ['RegisterParticipant', 'ListParticipants', 'Begin', 'Commit', 'Abort', 'GetOutcome', 'ListTransactions', 'ClusterStatus'] as const;
 export type CoordinatorMethod = (typeof COORDINATOR_METHODS)[number];
 
-const def = packageDefinition['verdict.coordinator.Coordinator'];
+const def = coordinatorPackageDefinition['verdict.coordinator.Coordinator'];
 assert(def !== undefined && !('format' in def), `verdict.coordinator.Coordinator is a service in ${COORDINATOR_PROTO_PATH}`);
 for (const m of COORDINATOR_METHODS) assert((def as protoLoader.ServiceDefinition)[m] !== undefined, `Coordinator.${m} is defined`);
 

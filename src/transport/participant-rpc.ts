@@ -21,7 +21,7 @@ export const PARTICIPANT_LOAD_OPTIONS: protoLoader.Options = {
   oneofs: true,
 };
 
-const packageDefinition = protoLoader.loadSync(PARTICIPANT_PROTO_PATH, PARTICIPANT_LOAD_OPTIONS);
+export const participantPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(PARTICIPANT_PROTO_PATH, PARTICIPANT_LOAD_OPTIONS);
 
 export type VoteValue = 'VOTE_UNSPECIFIED' | 'VOTE_YES' | 'VOTE_NO';
 export type DecisionValue = 'DECISION_UNSPECIFIED' | 'DECISION_COMMIT' | 'DECISION_ABORT';
@@ -70,7 +70,7 @@ export interface ParticipantHandlers extends grpc.UntypedServiceImplementation {
 }
 
 function loadService(name: string, methods: readonly string[]): protoLoader.ServiceDefinition {
-  const def = packageDefinition[name];
+  const def = participantPackageDefinition[name];
   // Message and enum definitions carry a `format`; services are plain maps of methods.
   if (def === undefined || 'format' in def) throw new Error(`${name} is not a service in ${PARTICIPANT_PROTO_PATH}`);
   const svc = def as protoLoader.ServiceDefinition;

@@ -125,11 +125,22 @@ export interface GetResponse {
   leaderAddress: string;
 }
 
+export interface TransferLeaderRequest {
+  to: string;
+  timeoutMs: number;
+}
+
+export interface TransferLeaderResponse {
+  leaderId: string;
+  term: number;
+}
+
 /** What a node implements to serve `verdict.raft.RaftNode`. */
 export interface RaftNodeHandlers extends grpc.UntypedServiceImplementation {
   Status: grpc.handleUnaryCall<StatusRequest, NodeStatus>;
   Put: grpc.handleUnaryCall<PutRequest, PutResponse>;
   Get: grpc.handleUnaryCall<GetRequest, GetResponse>;
+  TransferLeader: grpc.handleUnaryCall<TransferLeaderRequest, TransferLeaderResponse>;
 }
 
 export interface RaftHandlers extends grpc.UntypedServiceImplementation {
@@ -152,6 +163,7 @@ export const raftNodeService = service('verdict.raft.RaftNode', [
   'Status',
   'Put',
   'Get',
+  'TransferLeader',
 ]) as unknown as grpc.ServiceDefinition<RaftNodeHandlers>;
 
 export const streamMethod = raftService.Stream as grpc.MethodDefinition<WireBatch, WireStreamAck>;

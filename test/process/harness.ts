@@ -94,6 +94,7 @@ export interface NodeConfigFile {
   clusterId: string;
   nodeId: string;
   listen: string;
+  metricsListen?: string;
   dataDir: string;
   peers: Record<string, string>;
   tickMs: number;
@@ -110,10 +111,14 @@ export interface ClusterOptions {
   electionTicks?: number;
   heartbeatTicks?: number;
   logLevel?: string;
+  /** Give every node a Prometheus endpoint (metricsListen) on a free port. */
+  metrics?: boolean;
 }
 
 export class NodeProc {
   child: ChildProcess | null = null;
+  /** How the last run of the process ended (null while it runs or before it ever ran). */
+  lastExit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   private exit: Promise<void> = Promise.resolve();
   private client: RaftNodeClient | null = null;
 
@@ -123,6 +128,8 @@ export class NodeProc {
     readonly configFile: string,
     readonly dataDir: string,
     readonly logFile: string,
+    /** host:port of the node's metrics endpoint, when the cluster was made with metrics. */
+    readonly metricsAddress: string | null = null,
   ) {}
 
   get running(): boolean {
@@ -137,17 +144,19 @@ export class NodeProc {
       // The child writes its log straight into the file: no pipe to drain, nothing lost if we stop reading.
       const child = spawn(process.execPath, [BIN, 'node', '--config', this.configFile], { cwd: ROOT, stdio: ['ignore', fd, fd] });
       this.child = child;
+      this.lastExit = null;
       live.add(this);
       this.exit = new Promise<void>((res) => {
-        const gone = (): void => {
+        const gone = (code: number | null = null, signal: NodeJS.Signals | null = null): void => {
           if (this.child === child) {
             this.child = null;
+            this.lastExit = { code, signal };
             live.delete(this);
           }
           res();
         };
-        child.once('exit', gone);
-        child.once('error', gone);
+        child.once('exit', (code, signal) => gone(code, signal));
+        child.once('error', () => gone());
       });
     } finally {
       closeSync(fd);
@@ -225,15 +234,17 @@ export class Cluster {
   static async create(o: ClusterOptions): Promise<Cluster> {
     const dir = tempDir();
     const clusterId = uniqueClusterId();
-    const ports = await freePorts(o.nodes);
+    const ports = await freePorts(o.metrics ? 2 * o.nodes : o.nodes);
     const peers: Record<string, string> = {};
-    ports.forEach((p, i) => (peers[`n${i + 1}`] = `127.0.0.1:${p}`));
+    ports.slice(0, o.nodes).forEach((p, i) => (peers[`n${i + 1}`] = `127.0.0.1:${p}`));
     const nodes: NodeProc[] = [];
-    for (const [id, address] of Object.entries(peers)) {
+    for (const [i, [id, address]] of Object.entries(peers).entries()) {
+      const metricsListen = o.metrics ? `127.0.0.1:${ports[o.nodes + i]}` : undefined;
       const cfg: NodeConfigFile = {
         clusterId,
         nodeId: id,
         listen: address,
+        ...(metricsListen ? { metricsListen } : {}),
         dataDir: `data-${id}`,
         peers,
         tickMs: o.tickMs ?? 50,
@@ -244,7 +255,7 @@ export class Cluster {
       };
       const file = join(dir, `${id}.json`);
       writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
-      nodes.push(new NodeProc(id, address, file, join(dir, cfg.dataDir), join(dir, `${id}.log`)));
+      nodes.push(new NodeProc(id, address, file, join(dir, cfg.dataDir), join(dir, `${id}.log`), metricsListen ?? null));
     }
     const c = new Cluster(dir, clusterId, nodes);
     clusters.set(c, scope);

@@ -4,11 +4,13 @@
 // applied entry and records violations of Raft's safety properties.
 
 import { Driver, type StateMachine } from '../../src/node/driver.ts';
-import { RawNode, type Ready } from '../../src/raft/raw-node.ts';
+import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
-import { Role, type ConfState, type Entry, type Message, type NodeId } from '../../src/raft/types.ts';
+import type { ConfState, Entry, Message, NodeId } from '../../src/raft/types.ts';
 import { EventQueue } from './event-queue.ts';
+import { RaftChecker } from './raft-checker.ts';
 import { SimDisk } from './sim-disk.ts';
+import { SimNetwork } from './sim-network.ts';
 
 export const TICK_MS = 100;
 const ELECTION_TICKS = 10;
@@ -66,8 +68,6 @@ interface SimNode {
   driver: Driver<number> | null;
   sm: LogMachine;
   up: boolean;
-  /** While this node leads a term: the last index it persisted in that term. */
-  leaderLast: { term: number; last: number } | null;
 }
 
 export class RaftWorld {
@@ -76,15 +76,8 @@ export class RaftWorld {
   readonly nodes: SimNode[] = [];
   readonly violations: string[] = [];
   private readonly conf: ConfState;
-  // Network state.
-  private blocked = new Set<string>();
-  private lossPercent = 0;
-  private dupPercent = 0;
-  private extraDelayMs = 0;
-  // Checker state.
-  private readonly leaderOfTerm = new Map<number, NodeId>();
-  private readonly entryAt = new Map<string, { data: string; prevTerm: number | null }>();
-  private readonly appliedAt: ({ term: number; data: string } | undefined)[] = [];
+  private readonly net: SimNetwork;
+  private readonly checker: RaftChecker;
   private clientSeq = 0;
   /** The highest log index of a write acknowledged to a client so far. */
   private ackedIndex = 0;
@@ -94,10 +87,12 @@ export class RaftWorld {
 
   constructor(readonly sc: Scenario) {
     this.rng = new Rng(sc.seed);
+    this.net = new SimNetwork(this.q, this.rng);
+    this.checker = new RaftChecker((what) => this.violation(what));
     const ids = Array.from({ length: sc.nodes }, (_, i) => `n${i + 1}`);
     this.conf = { voters: ids, learners: [], votersOutgoing: [] };
     for (const id of ids) {
-      const node: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32()), sc.lyingDisks === true), driver: null, sm: new LogMachine(), up: false, leaderLast: null };
+      const node: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32()), sc.lyingDisks === true), driver: null, sm: new LogMachine(), up: false };
       this.nodes.push(node);
       this.start(node);
     }
@@ -116,7 +111,7 @@ export class RaftWorld {
       this.conf,
     );
     n.sm = new LogMachine();
-    n.leaderLast = null;
+    this.checker.restarted(n.id);
     const driver: Driver<number> = new Driver<number>({
       node: rawNode,
       store: n.disk,
@@ -126,13 +121,13 @@ export class RaftWorld {
       snapshotKeepEntries: 5,
       waitersMax: 1000,
       onFatal: (err) => this.violation(`${n.id} fatal: ${err.message}`),
-      onApplied: (e) => this.checkApplied(n, e),
-      onPersisted: (rd) => this.checkReady(n, driver, rd),
+      onApplied: (e) => this.checker.onApplied(n.id, e.index, e.term, Buffer.from(e.data).toString()),
+      onPersisted: (rd) => this.checker.onReady(n.id, driver.node, n.disk, rd),
     });
     n.driver = driver;
     n.up = true;
     // The restored snapshot must be a prefix of what the cluster applied.
-    for (const a of n.sm.applied) this.checkAppliedRecord(n, a.index, a.term, a.data);
+    for (const a of n.sm.applied) this.checker.onApplied(n.id, a.index, a.term, a.data);
     const phase = this.rng.int(TICK_MS);
     const tick = (): void => {
       if (n.driver !== driver || !n.up) return;
@@ -169,31 +164,12 @@ export class RaftWorld {
 
   private send(from: NodeId, msgs: Message[]): void {
     for (const m of msgs) {
-      if (this.blocked.has(`${from}>${m.to}`)) continue;
-      if (this.lossPercent > 0 && this.rng.int(100) < this.lossPercent) continue;
-      const copies = this.dupPercent > 0 && this.rng.int(100) < this.dupPercent ? 2 : 1;
-      for (let c = 0; c < copies; c++) {
-        // Jitter reorders messages between the same two nodes.
-        const delay = 1 + this.rng.int(5) + (this.extraDelayMs > 0 ? this.rng.int(this.extraDelayMs) : 0);
-        this.q.after(delay, () => {
-          const to = this.nodes.find((x) => x.id === m.to);
-          if (!to || !to.up || !to.driver) return;
-          if (this.blocked.has(`${from}>${m.to}`)) return;
-          to.driver.receive([m]);
-        });
-      }
+      this.net.send(from, m.to, () => {
+        const to = this.nodes.find((x) => x.id === m.to);
+        if (!to || !to.up || !to.driver) return;
+        to.driver.receive([m]);
+      });
     }
-  }
-
-  private block(a: NodeId, b: NodeId): void {
-    this.blocked.add(`${a}>${b}`);
-  }
-
-  private heal(): void {
-    this.blocked.clear();
-    this.lossPercent = 0;
-    this.dupPercent = 0;
-    this.extraDelayMs = 0;
   }
 
   // ---- faults ----------------------------------------------------------
@@ -212,38 +188,38 @@ export class RaftWorld {
             for (const b of this.nodes) {
               const sa = f.side[this.nodes.indexOf(a)] ?? 0;
               const sb = f.side[this.nodes.indexOf(b)] ?? 0;
-              if (sa !== sb) this.block(a.id, b.id);
+              if (sa !== sb) this.net.block(a.id, b.id);
             }
         });
-        this.q.at(f.at + f.durMs, () => this.blocked.clear());
+        this.q.at(f.at + f.durMs, () => this.net.openAll());
         return;
       case 'isolate-leader':
         this.q.at(f.at, () => {
           const l = this.leader();
           if (!l) return;
           this.partitions++;
-          for (const b of this.nodes) if (b !== l) (this.block(l.id, b.id), this.block(b.id, l.id));
+          for (const b of this.nodes) if (b !== l) (this.net.block(l.id, b.id), this.net.block(b.id, l.id));
         });
-        this.q.at(f.at + f.durMs, () => this.blocked.clear());
+        this.q.at(f.at + f.durMs, () => this.net.openAll());
         return;
       case 'one-way':
         this.q.at(f.at, () => {
           this.partitions++;
-          this.block(node(f.from).id, node(f.to).id);
+          this.net.block(node(f.from).id, node(f.to).id);
         });
-        this.q.at(f.at + f.durMs, () => this.blocked.delete(`${node(f.from).id}>${node(f.to).id}`));
+        this.q.at(f.at + f.durMs, () => this.net.open(node(f.from).id, node(f.to).id));
         return;
       case 'loss':
-        this.q.at(f.at, () => (this.lossPercent = f.percent));
-        this.q.at(f.at + f.durMs, () => (this.lossPercent = 0));
+        this.q.at(f.at, () => (this.net.lossPercent = f.percent));
+        this.q.at(f.at + f.durMs, () => (this.net.lossPercent = 0));
         return;
       case 'duplicate':
-        this.q.at(f.at, () => (this.dupPercent = f.percent));
-        this.q.at(f.at + f.durMs, () => (this.dupPercent = 0));
+        this.q.at(f.at, () => (this.net.dupPercent = f.percent));
+        this.q.at(f.at + f.durMs, () => (this.net.dupPercent = 0));
         return;
       case 'delay':
-        this.q.at(f.at, () => (this.extraDelayMs = f.extraMs));
-        this.q.at(f.at + f.durMs, () => (this.extraDelayMs = 0));
+        this.q.at(f.at, () => (this.net.extraDelayMs = f.extraMs));
+        this.q.at(f.at + f.durMs, () => (this.net.extraDelayMs = 0));
         return;
       case 'slow-disk':
         this.q.at(f.at, () => (node(f.node).disk.slowMs = f.extraMs));
@@ -284,58 +260,6 @@ export class RaftWorld {
     });
   }
 
-  // ---- the checker -------------------------------------------------------
-
-  /** Election safety, leader append-only, log matching and leader completeness, at every Ready. */
-  private checkReady(n: SimNode, d: Driver<number>, rd: Ready): void {
-    const raft = d.node.raft;
-    if (rd.softState?.role === Role.Leader) {
-      const prev = this.leaderOfTerm.get(raft.term);
-      if (prev !== undefined && prev !== n.id) this.violation(`election safety: ${prev} and ${n.id} both lead term ${raft.term}`);
-      this.leaderOfTerm.set(raft.term, n.id);
-      // Entries of this first Ready may still replace an unsynced follower tail.
-      n.leaderLast = { term: raft.term, last: rd.entries.length > 0 ? rd.entries[rd.entries.length - 1].index : raft.log.storage.lastIndex() };
-      // Leader completeness: every entry applied anywhere is in the new leader's log.
-      for (let i = 1; i < this.appliedAt.length; i++) {
-        const a = this.appliedAt[i];
-        if (!a) continue;
-        const t = raft.log.term(i);
-        if (t === null && i <= raft.log.firstIndex() - 1) continue;
-        if (t !== a.term) this.violation(`leader completeness: leader ${n.id} (term ${raft.term}) has term ${t} at ${i}, committed entry has term ${a.term}`);
-      }
-    }
-    if (rd.entries.length > 0) {
-      if (rd.softState?.role !== Role.Leader && raft.role === Role.Leader && n.leaderLast && n.leaderLast.term === raft.term) {
-        if (rd.entries[0].index !== n.leaderLast.last + 1) this.violation(`leader append-only: ${n.id} rewrote its log at ${rd.entries[0].index} (last ${n.leaderLast.last})`);
-        n.leaderLast.last = rd.entries[rd.entries.length - 1].index;
-      }
-      // The batch is on the simulated disk already: check what is durable.
-      let prevTerm = n.disk.termAt(rd.entries[0].index - 1);
-      for (const e of rd.entries) {
-        const key = `${e.index}:${e.term}`;
-        const data = Buffer.from(e.data).toString();
-        const seen = this.entryAt.get(key);
-        if (!seen) this.entryAt.set(key, { data, prevTerm });
-        else {
-          if (seen.data !== data) this.violation(`log matching: two different entries at index ${e.index} term ${e.term}`);
-          if (seen.prevTerm !== null && prevTerm !== null && seen.prevTerm !== prevTerm) this.violation(`log matching: entry ${key} follows term ${prevTerm} on ${n.id} but term ${seen.prevTerm} elsewhere`);
-        }
-        prevTerm = e.term;
-      }
-    }
-  }
-
-  private checkApplied(n: SimNode, e: Entry): void {
-    this.checkAppliedRecord(n, e.index, e.term, Buffer.from(e.data).toString());
-  }
-
-  /** State machine safety: no two nodes apply different entries at one index. */
-  private checkAppliedRecord(n: SimNode, index: number, term: number, data: string): void {
-    const prev = this.appliedAt[index];
-    if (!prev) this.appliedAt[index] = { term, data };
-    else if (prev.term !== term || prev.data !== data) this.violation(`state machine safety: ${n.id} applied ${data}@${term} at ${index}, another node applied ${prev.data}@${prev.term}`);
-  }
-
   // ---- a run -------------------------------------------------------------
 
   run(): SimResult {
@@ -350,13 +274,13 @@ export class RaftWorld {
     this.q.after(0, client);
     this.q.runUntil(this.sc.healAtMs);
     // Heal: everybody up, the network clean.
-    this.heal();
+    this.net.heal();
     for (const n of this.nodes) {
       n.disk.slowMs = 0;
       this.restart(n);
     }
     this.checkLiveness();
-    return { violations: this.violations, steps: this.q.steps, committed: this.appliedAt.length - 1, crashes: this.crashes, partitions: this.partitions };
+    return { violations: this.violations, steps: this.q.steps, committed: this.checker.committed, crashes: this.crashes, partitions: this.partitions };
   }
 
   /** After healing, a new proposal must be applied on every node within livenessMs. */

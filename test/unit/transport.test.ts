@@ -395,7 +395,7 @@ describe('GrpcTransport', () => {
 });
 
 describe('RaftNode admin API', () => {
-  it('round-trips Status, Put and Get through the generated definitions', async () => {
+  it('round-trips Status, Put, Get and TransferLeader through the generated definitions', async () => {
     const status: NodeStatus = {
       clusterId: 'c1',
       nodeId: 'n1',
@@ -424,6 +424,10 @@ describe('RaftNode admin API', () => {
         }
         cb(null, { found: value !== undefined, value: value ?? new Uint8Array(0), appliedIndex: 12, leaderId: 'n1', leaderAddress: '' });
       },
+      TransferLeader: (call, cb) => {
+        if (call.request.to !== 'n2') return cb({ code: grpc.status.INVALID_ARGUMENT, details: `no voter ${call.request.to}` });
+        cb(null, { leaderId: call.request.to, term: 4 + call.request.timeoutMs });
+      },
     };
     const server = new grpc.Server();
     server.addService(raftNodeService, handlers);
@@ -443,6 +447,8 @@ describe('RaftNode admin API', () => {
       await expect(client.get({ key: 'k', linearizable: false })).rejects.toMatchObject({
         code: grpc.status.FAILED_PRECONDITION,
       });
+      expect(await client.transferLeader({ to: 'n2', timeoutMs: 1 })).toStrictEqual({ leaderId: 'n2', term: 5 });
+      await expect(client.transferLeader({ to: 'n9', timeoutMs: 0 })).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
     } finally {
       client.close();
     }

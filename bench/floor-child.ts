@@ -1,0 +1,173 @@
+// The floors: what the machine costs before Verdict adds anything. One child
+// process per use, started by bench/floors.ts with one JSON argument:
+//
+//   fsync  append 200 bytes to a file and fdatasync it, one sample at a time
+//          (fs.writeSync + fs.fdatasyncSync): what a journal or log append costs.
+//   echo   a tiny gRPC echo server on 127.0.0.1 (prints "listening <port>");
+//          it runs until its stdin closes.
+//   grpc   against an echo server in another process, one message in flight:
+//          unary     one unary call per round trip;
+//          bidi      a message and its echo on one long-lived bidi stream;
+//          streams   Raft's pattern (src/transport/peer.ts): a message on a
+//                    long-lived client stream to the server, and its echo on
+//                    the server's own client stream back to ours.
+//
+// Every mode prints one JSON line of latency summaries in microseconds.
+import * as grpc from '@grpc/grpc-js';
+import { closeSync, fdatasyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { newHistogram, recordMs, summarize, type LatencySummary } from './hist.ts';
+
+export type FloorConfig =
+  | { mode: 'fsync'; file: string; bytes: number; samplesMax: number; measureMs: number }
+  | { mode: 'echo' }
+  | { mode: 'grpc'; address: string; bytes: number; warmupMs: number; measureMs: number };
+
+export interface FsyncFloor {
+  fsync: LatencySummary;
+}
+
+export interface GrpcFloor {
+  unary: LatencySummary;
+  bidi: LatencySummary;
+  streams: LatencySummary;
+}
+
+const ident = (b: Buffer): Buffer => b;
+const method = (name: string, requestStream: boolean, responseStream: boolean): grpc.MethodDefinition<Buffer, Buffer> => ({
+  path: `/verdict.bench.Echo/${name}`,
+  requestStream,
+  responseStream,
+  requestSerialize: ident,
+  requestDeserialize: ident,
+  responseSerialize: ident,
+  responseDeserialize: ident,
+});
+const ECHO = { Unary: method('Unary', false, false), Bidi: method('Bidi', true, true), Relay: method('Relay', true, false), Sink: method('Sink', true, false) };
+const REPLY_TO = 'reply-to';
+
+function fsyncFloor(cfg: Extract<FloorConfig, { mode: 'fsync' }>): FsyncFloor {
+  const h = newHistogram();
+  const buf = Buffer.alloc(cfg.bytes, 0x62);
+  const fd = openSync(cfg.file, 'a');
+  const stopAt = performance.now() + cfg.measureMs;
+  try {
+    for (let i = 0; i < cfg.samplesMax && performance.now() < stopAt; i++) {
+      const t0 = performance.now();
+      writeSync(fd, buf);
+      fdatasyncSync(fd);
+      recordMs(h, performance.now() - t0);
+    }
+  } finally {
+    closeSync(fd);
+    unlinkSync(cfg.file);
+  }
+  return { fsync: summarize(h) };
+}
+
+function bind(server: grpc.Server): Promise<number> {
+  return new Promise((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => (err ? rej(err) : res(port))));
+}
+
+async function echoServer(): Promise<void> {
+  const server = new grpc.Server();
+  const sinks = new Map<string, grpc.ClientWritableStream<Buffer>>();
+  server.addService(ECHO, {
+    Unary: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, call.request),
+    Bidi: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      call.on('data', (d: Buffer) => call.write(d));
+      call.on('end', () => call.end());
+    },
+    Relay: (call: grpc.ServerReadableStream<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      const to = String(call.metadata.get(REPLY_TO)[0] ?? '');
+      let sink = sinks.get(to);
+      if (sink === undefined) {
+        const client = new grpc.Client(to, grpc.credentials.createInsecure());
+        sink = client.makeClientStreamRequest<Buffer, Buffer>(ECHO.Sink.path, ident, ident, () => client.close());
+        sinks.set(to, sink);
+      }
+      const s = sink;
+      call.on('data', (d: Buffer) => s.write(d));
+      call.on('end', () => {
+        s.end();
+        sinks.delete(to);
+        cb(null, Buffer.alloc(0));
+      });
+    },
+    Sink: (_call: grpc.ServerReadableStream<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.alloc(0)),
+  });
+  const port = await bind(server);
+  process.stdout.write(`listening ${port}\n`);
+  await new Promise<void>((r) => process.stdin.on('end', r).resume());
+  server.forceShutdown();
+}
+
+/** Runs `once` back to back: warm-up, then the measured window. */
+async function measure(warmupMs: number, measureMs: number, once: () => Promise<void>): Promise<LatencySummary> {
+  const h = newHistogram();
+  const start = performance.now();
+  while (performance.now() - start < warmupMs) await once();
+  const from = performance.now();
+  while (performance.now() - from < measureMs) {
+    const t0 = performance.now();
+    await once();
+    recordMs(h, performance.now() - t0);
+  }
+  return summarize(h);
+}
+
+async function grpcFloor(cfg: Extract<FloorConfig, { mode: 'grpc' }>): Promise<GrpcFloor> {
+  const msg = Buffer.alloc(cfg.bytes, 0x63);
+  const client = new grpc.Client(cfg.address, grpc.credentials.createInsecure());
+  const unary = await measure(cfg.warmupMs, cfg.measureMs, () =>
+    new Promise<void>((res, rej) => {
+      client.makeUnaryRequest<Buffer, Buffer>(ECHO.Unary.path, ident, ident, msg, { deadline: Date.now() + 5_000 }, (err) => (err ? rej(err) : res()));
+    }),
+  );
+
+  // One waiter at a time: each round trip sends one message and waits for its echo.
+  let waiter: (() => void) | null = null;
+  const arrived = (): void => {
+    const w = waiter;
+    waiter = null;
+    w?.();
+  };
+  const roundTrip = (send: () => void) => () => new Promise<void>((res) => {
+    waiter = res;
+    send();
+  });
+
+  const bidiCall = client.makeBidiStreamRequest<Buffer, Buffer>(ECHO.Bidi.path, ident, ident);
+  bidiCall.on('data', arrived);
+  bidiCall.on('error', () => {});
+  const bidi = await measure(cfg.warmupMs, cfg.measureMs, roundTrip(() => bidiCall.write(msg)));
+  bidiCall.end();
+
+  // Our own server for the echo's client stream back to us.
+  const sinkServer = new grpc.Server();
+  sinkServer.addService({ Sink: ECHO.Sink }, {
+    Sink: (call: grpc.ServerReadableStream<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      call.on('data', arrived);
+      call.on('end', () => cb(null, Buffer.alloc(0)));
+    },
+  });
+  const port = await bind(sinkServer);
+  const md = new grpc.Metadata();
+  md.set(REPLY_TO, `127.0.0.1:${port}`);
+  const relay = client.makeClientStreamRequest<Buffer, Buffer>(ECHO.Relay.path, ident, ident, md, () => {});
+  const streams = await measure(cfg.warmupMs, cfg.measureMs, roundTrip(() => relay.write(msg)));
+  relay.end();
+  sinkServer.forceShutdown();
+  client.close();
+  return { unary, bidi, streams };
+}
+
+async function main(): Promise<void> {
+  const cfg = JSON.parse(process.argv[2] ?? '') as FloorConfig;
+  setTimeout(() => process.exit(3), 120_000).unref();
+  if (cfg.mode === 'echo') return echoServer();
+  process.stdin.on('end', () => process.exit(2)).resume();
+  const out = cfg.mode === 'fsync' ? fsyncFloor(cfg) : await grpcFloor(cfg);
+  process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(0));
+}
+
+await main();

@@ -1,0 +1,51 @@
+// Runs the floors in child processes (bench/floor-child.ts) and returns
+// their summaries: fsync of a 200-byte append on the disk the clusters use,
+// and gRPC round trips between two processes on loopback. The PostgreSQL
+// floors come from bench/pg.ts.
+import { join } from 'node:path';
+import type { FsyncFloor, GrpcFloor } from './floor-child.ts';
+import type { LatencySummary } from './hist.ts';
+import { pgFloors, type PgFloors } from './pg.ts';
+import { runJsonChild, spawnChild, stopChild, waitFor } from './procs.ts';
+
+export interface Floors {
+  fsync_200B: LatencySummary;
+  grpc_unary_rtt: LatencySummary;
+  grpc_bidi_rtt: LatencySummary;
+  /** A message out on one client stream and back on the peer's: how Raft's transport talks. */
+  grpc_client_streams_rtt: LatencySummary;
+  /** null until the PostgreSQL adapter lands; see bench/pg.ts. */
+  pg: PgFloors | null;
+}
+
+export interface FloorTiming {
+  measureMs: number;
+  fsyncSamplesMax: number;
+}
+
+export async function measureFloors(dir: string, t: FloorTiming): Promise<Floors> {
+  const fsync = await runJsonChild<FsyncFloor>(
+    'fsync floor',
+    'floor-child.ts',
+    { mode: 'fsync', file: join(dir, 'fsync-floor.dat'), bytes: 200, samplesMax: t.fsyncSamplesMax, measureMs: t.measureMs },
+    join(dir, 'floors.log'),
+    t.measureMs + 30_000,
+  );
+  const echo = spawnChild('echo server', ['--import', 'tsx', join('bench', 'floor-child.ts'), JSON.stringify({ mode: 'echo' })], join(dir, 'floors.log'), { stdin: true, stdout: true });
+  try {
+    let out = '';
+    echo.proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const port = await waitFor('the echo server to listen', 20_000, async () => /listening (\d+)/.exec(out)?.[1], 50);
+    const g = await runJsonChild<GrpcFloor>(
+      'gRPC floor',
+      'floor-child.ts',
+      { mode: 'grpc', address: `127.0.0.1:${port}`, bytes: 100, warmupMs: Math.min(1_000, t.measureMs / 4), measureMs: t.measureMs },
+      join(dir, 'floors.log'),
+      4 * t.measureMs + 30_000,
+    );
+    return { fsync_200B: fsync.fsync, grpc_unary_rtt: g.unary, grpc_bidi_rtt: g.bidi, grpc_client_streams_rtt: g.streams, pg: await pgFloors() };
+  } finally {
+    echo.proc.stdin?.end();
+    await stopChild(echo, 'SIGTERM', 3_000);
+  }
+}

@@ -1,0 +1,185 @@
+// A load generator: one child process, started by bench/main.ts with one JSON
+// argument, that keeps a fixed number of closed-loop clients busy for a
+// warm-up and then a measured window, and prints one JSON line with an HDR
+// histogram of latency in microseconds and the counts.
+//
+//   commit  each client: begin → enlist every participant (memory payload,
+//           a key of its own, so clients never conflict on a lock) → commit.
+//           `commit` is the tx.commit() call (PREPARE, votes, the decision
+//           through Raft, the answer); `txn` is begin + commit.
+//   raw     each of `inflight` workers: one Put of a 100-byte value through
+//           the leader's RaftNodeClient, acknowledged once committed.
+//
+// Only operations that finish inside the measured window count. The clients
+// are closed-loop (a new request when the last one is answered), so the
+// latency figures are those of a saturated system at that concurrency, not of
+// an open-loop arrival rate. The process exits when its stdin closes (the
+// orchestrator is gone) and, at the latest, at a hard deadline.
+import { VerdictClient } from '../src/client/client.ts';
+import { OutcomeUnknownError, VerdictError } from '../src/client/errors.ts';
+import { RaftNodeClient } from '../src/transport/admin.ts';
+import { encode, newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
+
+export interface CommitLoad {
+  mode: 'commit';
+  endpoints: string[];
+  participants: string[];
+  clients: number;
+  warmupMs: number;
+  measureMs: number;
+  /** Makes keys unique to this run, so a decision still being delivered from the last run cannot hold a lock. */
+  keyPrefix: string;
+  txnTimeoutMs: number;
+}
+
+export interface RawLoad {
+  mode: 'raw';
+  leader: string;
+  inflight: number;
+  warmupMs: number;
+  measureMs: number;
+  valueBytes: number;
+}
+
+export interface LoadResult {
+  mode: 'commit' | 'raw';
+  concurrency: number;
+  measuredMs: number;
+  /** Committed transactions (or acknowledged Puts) finished in the window. */
+  ok: number;
+  aborted: number;
+  /** Failures by code (an OutcomeUnknownError is 'OUTCOME_UNKNOWN'). */
+  errors: Record<string, number>;
+  tps: number;
+  latency: LatencySummary;
+  /** Begin + commit, commit mode only. */
+  txn: LatencySummary | null;
+  histogram: string;
+}
+
+/** Bound on the wait for the last requests after the window closes. */
+const DRAIN_MS = 35_000;
+
+function errorCode(err: unknown): string {
+  if (err instanceof OutcomeUnknownError) return 'OUTCOME_UNKNOWN';
+  if (err instanceof VerdictError) return err.code;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'number' ? `grpc-${code}` : 'ERROR';
+}
+
+interface Window {
+  measureFrom: number;
+  stopAt: number;
+}
+
+async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
+  const commitH = newHistogram();
+  const txnH = newHistogram();
+  const errors: Record<string, number> = {};
+  let ok = 0;
+  let aborted = 0;
+  // One client object per worker; grpc-js shares the connection to each node between them.
+  const clients = Array.from({ length: cfg.clients }, () => new VerdictClient({ endpoints: cfg.endpoints }));
+  const worker = async (i: number): Promise<void> => {
+    const client = clients[i];
+    const key = `${cfg.keyPrefix}-w${i}`;
+    for (let seq = 0; performance.now() < w.stopAt; seq++) {
+      const t0 = performance.now();
+      let t1 = t0;
+      let outcome: string;
+      try {
+        const tx = await client.begin({ timeoutMs: cfg.txnTimeoutMs });
+        for (const p of cfg.participants) tx.enlist(p, { set: { [key]: String(seq) } });
+        t1 = performance.now();
+        outcome = (await tx.commit()).outcome;
+      } catch (err) {
+        if (performance.now() >= w.measureFrom) errors[errorCode(err)] = (errors[errorCode(err)] ?? 0) + 1;
+        continue;
+      }
+      const t2 = performance.now();
+      if (t2 < w.measureFrom || t2 > w.stopAt) continue;
+      if (outcome !== 'COMMITTED') {
+        aborted++;
+        continue;
+      }
+      ok++;
+      recordMs(commitH, t2 - t1);
+      recordMs(txnH, t2 - t0);
+    }
+  };
+  try {
+    await drain(Promise.all(clients.map((_, i) => worker(i))));
+  } finally {
+    for (const c of clients) c.close();
+  }
+  return result('commit', cfg.clients, cfg.measureMs, ok, aborted, errors, commitH, txnH);
+}
+
+async function rawLoad(cfg: RawLoad, w: Window): Promise<LoadResult> {
+  const h = newHistogram();
+  const errors: Record<string, number> = {};
+  let ok = 0;
+  const client = new RaftNodeClient(cfg.leader);
+  const value = Buffer.alloc(cfg.valueBytes, 0x61);
+  const worker = async (i: number): Promise<void> => {
+    for (let seq = 0; performance.now() < w.stopAt; seq++) {
+      const t0 = performance.now();
+      try {
+        // A bounded key space: the state machine holds at most 256 keys per worker.
+        await client.put({ key: `raw-${i}-${seq % 256}`, value }, 5_000);
+      } catch (err) {
+        if (performance.now() >= w.measureFrom) errors[errorCode(err)] = (errors[errorCode(err)] ?? 0) + 1;
+        continue;
+      }
+      const t1 = performance.now();
+      if (t1 < w.measureFrom || t1 > w.stopAt) continue;
+      ok++;
+      recordMs(h, t1 - t0);
+    }
+  };
+  try {
+    await drain(Promise.all(Array.from({ length: cfg.inflight }, (_, i) => worker(i))));
+  } finally {
+    client.close();
+  }
+  return result('raw', cfg.inflight, cfg.measureMs, ok, 0, errors, h, null);
+}
+
+function result(mode: 'commit' | 'raw', concurrency: number, measuredMs: number, ok: number, aborted: number, errors: Record<string, number>, h: Histogram, txnH: Histogram | null): LoadResult {
+  return {
+    mode,
+    concurrency,
+    measuredMs,
+    ok,
+    aborted,
+    errors,
+    tps: Math.round((ok / measuredMs) * 1000 * 10) / 10,
+    latency: summarize(h),
+    txn: txnH ? summarize(txnH) : null,
+    histogram: encode(h),
+  };
+}
+
+/** Waits for the workers, but not forever: a request stuck past DRAIN_MS after the window is abandoned. */
+async function drain(p: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, DRAIN_MS)))]);
+  clearTimeout(timer);
+}
+
+async function main(): Promise<void> {
+  const cfg = JSON.parse(process.argv[2] ?? '') as CommitLoad | RawLoad;
+  // The orchestrator holds our stdin; when it goes away, so do we.
+  process.stdin.on('end', () => process.exit(2)).resume();
+  const hardMs = cfg.warmupMs + cfg.measureMs + DRAIN_MS + 10_000;
+  setTimeout(() => {
+    process.stderr.write(`loadgen: hard deadline of ${hardMs} ms reached; exiting\n`);
+    process.exit(3);
+  }, hardMs).unref();
+  const start = performance.now();
+  const w = { measureFrom: start + cfg.warmupMs, stopAt: start + cfg.warmupMs + cfg.measureMs };
+  const r = cfg.mode === 'commit' ? await commitLoad(cfg, w) : await rawLoad(cfg, w);
+  process.stdout.write(JSON.stringify(r) + '\n', () => process.exit(0));
+}
+
+await main();

@@ -1,0 +1,272 @@
+// `npm run bench [-- --quick] [-- --keep]`: the whole comparison, in one run,
+// on this machine, with real processes on loopback: node processes, memory
+// participant processes, and load generators (bench/loadgen.ts), each its
+// own process. Writes bench/results/latest.json, a dated copy, and
+// bench/REPORT.md with its SVG charts (bench/report.ts).
+//
+// Order: the floors first (on a quiet machine), then per cluster size the
+// concurrency sweep, the participants sweep (3 nodes) and the raw replicated
+// log, then the failover runs, each on a fresh cluster. One progress line per
+// scenario started and finished. Every load is bounded in time and count,
+// every child process is stopped at the end, on Ctrl-C and on failure.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:os';
+import { join } from 'node:path';
+import { runFailover, type FailoverRun } from './failover.ts';
+import { measureFloors } from './floors.ts';
+import type { CommitLoad, LoadResult, RawLoad } from './loadgen.ts';
+import { pgScenarios, pgThroughVerdictOverDirect, PG_SKIPPED } from './pg.ts';
+import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './procs.ts';
+import { writeReport } from './report.ts';
+import { commitId, rawId, summarizeFailover, summaryKeys, type Machine, type Results, type Scenario, type Settings } from './results.ts';
+
+const QUICK = process.argv.includes('--quick');
+const KEEP = process.argv.includes('--keep');
+
+const FAILOVER_METHOD =
+  'in doubt = from the SIGKILL of the leader until a participant journals the decision of a transaction it had prepared ' +
+  '(begun on the killed leader, prepared before the kill): read back from the participants\' journals (prepared/decided records carry wall-clock atMs), ' +
+  'p50/p99/max over (transaction, participant) pairs. The cluster view (cluster_in_doubt_window_ms) is kill → every transaction begun before the kill ' +
+  'and unanswered at it has a final outcome from client.outcome() or its own commit(), polled every 50 ms. The kill is aimed: it fires once at least ' +
+  'half of the 16 clients have had a commit() outstanding for half the recent median commit latency (aimMs), so that participants are prepared. Rolled back = an answer that changed when re-read after the run, or a participant journal contradicting it.';
+
+function settings(): Settings {
+  const base = { cluster_sizes: [1, 3, 5], node_timing: NODE_TIMING, payload: 'memory resource: {"set":{"<run>-w<client>":"<seq>"}} per participant (one key per client: no lock conflicts)' };
+  return QUICK
+    ? { ...base, mode: 'quick', warmup_ms: 1_000, measure_ms: 2_500, raw_measure_ms: 2_500, concurrency: [1, 16], participant_sweep: [1, 4], participant_sweep_clients: [1], raw_sizes: [3], failover_runs: 1 }
+    : { ...base, mode: 'full', warmup_ms: 3_000, measure_ms: 12_000, raw_measure_ms: 10_000, concurrency: [1, 4, 16, 64, 256], participant_sweep: [1, 2, 4, 8, 16], participant_sweep_clients: [1, 16], raw_sizes: [1, 3, 5], failover_runs: 4 };
+}
+
+type Step =
+  | { kind: 'commit'; nodes: number; participants: number; clients: number }
+  | { kind: 'raw'; nodes: number; inflight: number };
+
+function plan(s: Settings): Map<number, Step[]> {
+  const out = new Map<number, Step[]>();
+  for (const nodes of s.cluster_sizes) {
+    const steps: Step[] = s.concurrency.map((clients) => ({ kind: 'commit', nodes, participants: 2, clients }));
+    if (nodes === 3) {
+      for (const clients of s.participant_sweep_clients) {
+        for (const participants of s.participant_sweep) {
+          if (!steps.some((x) => x.kind === 'commit' && x.participants === participants && x.clients === clients)) steps.push({ kind: 'commit', nodes, participants, clients });
+        }
+      }
+    }
+    if (s.raw_sizes.includes(nodes)) for (const inflight of [1, 64]) steps.push({ kind: 'raw', nodes, inflight });
+    out.set(nodes, steps);
+  }
+  return out;
+}
+
+function machine(dir: string): Machine {
+  const sh = (cmd: string, args: string[]): string => {
+    try {
+      return execFileSync(cmd, args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    } catch {
+      return '';
+    }
+  };
+  const df = sh('df', ['-T', dir]).split('\n')[1]?.split(/\s+/) ?? [];
+  const dirty = sh('git', ['status', '--porcelain']) !== '';
+  return {
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: availableParallelism(),
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    os: `${osType()} ${release()}`,
+    node: process.version,
+    disk: df.length > 1 ? `${df[1]} on ${df[0]} (${dir.startsWith(tmpdir()) ? 'the OS temp dir' : dir})` : 'unknown',
+    commit: `${sh('git', ['rev-parse', '--short', 'HEAD']) || 'unknown'}${dirty ? ' (with uncommitted changes)' : ''}`,
+    load_avg_start: round2(loadavg()[0]),
+    load_avg_end: 0,
+  };
+}
+
+const round2 = (x: number): number => Math.round(x * 100) / 100;
+const ms = (us: number): string => `${(us / 1000).toFixed(2)} ms`;
+
+let stepNo = 0;
+let stepTotal = 0;
+function progress(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+function tag(): string {
+  return `[${String(stepNo).padStart(2)}/${stepTotal}]`;
+}
+
+function toScenario(id: string, step: Step, s: Settings, r: LoadResult, leaderChanges: number): Scenario {
+  return {
+    id,
+    kind: step.kind,
+    nodes: step.nodes,
+    participants: step.kind === 'commit' ? step.participants : 0,
+    resource: step.kind === 'commit' ? 'memory' : 'raw-log',
+    clients: r.concurrency,
+    warmup_ms: s.warmup_ms,
+    measure_ms: r.measuredMs,
+    tps: r.tps,
+    ok: r.ok,
+    aborted: r.aborted,
+    errors: r.errors,
+    p50_us: r.latency.p50_us,
+    p90_us: r.latency.p90_us,
+    p99_us: r.latency.p99_us,
+    p999_us: r.latency.p999_us,
+    max_us: r.latency.max_us,
+    mean_us: r.latency.mean_us,
+    txn_p50_us: r.txn?.p50_us ?? null,
+    txn_p99_us: r.txn?.p99_us ?? null,
+    leader_changes: leaderChanges,
+    histogram: r.histogram,
+  };
+}
+
+async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings): Promise<Scenario[]> {
+  const maxParticipants = Math.max(...steps.map((x) => (x.kind === 'commit' ? x.participants : 0)));
+  const ids = Array.from({ length: maxParticipants }, (_, i) => `p${i + 1}`);
+  progress(`        starting a ${nodes}-node cluster and ${ids.length} memory participant processes`);
+  const cluster = await BenchCluster.start(join(dir, `nodes${nodes}`), nodes, `n${nodes}`);
+  const out: Scenario[] = [];
+  try {
+    await cluster.startParticipants(ids);
+    for (const [i, step] of steps.entries()) {
+      stepNo++;
+      const id = step.kind === 'commit' ? commitId(nodes, step.participants, step.clients) : rawId(nodes, step.inflight);
+      const label = step.kind === 'commit' ? `${nodes} node(s), ${step.participants} memory participant(s), ${step.clients} client(s)` : `${nodes} node(s), raw log, ${step.inflight} Put(s) in flight`;
+      progress(`${tag()} start ${id}: ${label}`);
+      const t0 = Date.now();
+      const before = await cluster.waitForLeader();
+      const measureMs = step.kind === 'commit' ? s.measure_ms : s.raw_measure_ms;
+      const cfg: CommitLoad | RawLoad =
+        step.kind === 'commit'
+          ? { mode: 'commit', endpoints: cluster.endpoints, participants: ids.slice(0, step.participants), clients: step.clients, warmupMs: s.warmup_ms, measureMs, keyPrefix: `s${i}`, txnTimeoutMs: 30_000 }
+          : { mode: 'raw', leader: before.address, inflight: step.inflight, warmupMs: s.warmup_ms, measureMs, valueBytes: 100 };
+      const r = await runJsonChild<LoadResult>(`load ${id}`, 'loadgen.ts', cfg, join(dir, `nodes${nodes}`, `load-${id}.log`), s.warmup_ms + measureMs + 90_000);
+      const after = await cluster.waitForLeader();
+      const sc = toScenario(id, step, s, r, after.term - before.term);
+      out.push(sc);
+      const errs = Object.values(r.errors).reduce((a, b) => a + b, 0);
+      const notes = [errs ? `${errs} errors` : '', r.aborted ? `${r.aborted} aborted` : '', sc.leader_changes ? `${sc.leader_changes} leader change(s)` : ''].filter(Boolean).join(', ');
+      progress(`${tag()} done  ${id}: ${sc.tps} ${step.kind === 'commit' ? 'tx' : 'puts'}/s, p50 ${ms(sc.p50_us)}, p99 ${ms(sc.p99_us)}, p99.9 ${ms(sc.p999_us)}${notes ? ` (${notes})` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+    }
+  } finally {
+    await cluster.destroy();
+  }
+  return out;
+}
+
+function writeResults(results: Results): { latest: string; dated: string } {
+  const dirOut = join(ROOT, 'bench', 'results');
+  mkdirSync(dirOut, { recursive: true });
+  const text = JSON.stringify(results, null, 2) + '\n';
+  const stamp = results.started_at.slice(0, 16).replace(':', '-');
+  const latest = join(dirOut, 'latest.json');
+  const dated = join(dirOut, `${stamp}.json`);
+  for (const file of [dated, latest]) {
+    writeFileSync(`${file}.tmp`, text);
+    renameSync(`${file}.tmp`, file);
+  }
+  return { latest, dated };
+}
+
+function headline(r: Results): string {
+  const f = r.floors;
+  const fo = r.failover;
+  const lines = [
+    `verdict bench (${r.settings.mode}) on ${r.machine.cpu} x${r.machine.cores}, ${r.machine.disk}, node ${r.machine.node}: ${r.elapsed_s} s (load average ${r.machine.load_avg_start} before, ${r.machine.load_avg_end} after)`,
+    `floors: fsync 200 B p50 ${ms(f.fsync_200B.p50_us)} p99 ${ms(f.fsync_200B.p99_us)}; gRPC unary RTT p50 ${ms(f.grpc_unary_rtt.p50_us)}; bidi RTT p50 ${ms(f.grpc_bidi_rtt.p50_us)}; client-streams RTT p50 ${ms(f.grpc_client_streams_rtt.p50_us)}; PostgreSQL: ${f.pg ? 'measured' : 'skipped'}`,
+  ];
+  for (const n of r.settings.cluster_sizes) {
+    const c1 = r.scenarios.find((s) => s.id === commitId(n, 2, 1));
+    if (c1) lines.push(`commit, ${n} node(s), 2 memory participants, 1 client: p50 ${ms(c1.p50_us)} p99 ${ms(c1.p99_us)} p99.9 ${ms(c1.p999_us)}; peak ${r.peak_tps[`nodes${n}_memory2`]} tx/s`);
+  }
+  lines.push(`ratios: ${JSON.stringify(r.ratios)}`);
+  lines.push(`peak_tps: ${JSON.stringify(r.peak_tps)}`);
+  lines.push(`raft: ${JSON.stringify(r.raft)}`);
+  lines.push(`floor_ratios: ${JSON.stringify(r.floor_ratios)}`);
+  lines.push(
+    `failover: in_doubt_p99_ms ${fo.in_doubt_p99_ms} (p50 ${fo.in_doubt_p50_ms}, max ${fo.in_doubt_max_ms}, ${fo.in_doubt_pairs} pairs), cluster window ${JSON.stringify(fo.cluster_in_doubt_window_ms_per_run)} ms, ` +
+      `client gap ${JSON.stringify(fo.client_gap_ms_per_run)} ms, election ${JSON.stringify(fo.election_ms_per_run)} ms, still in doubt ${fo.still_in_doubt}, decided_rolled_back ${fo.decided_rolled_back}`,
+  );
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const s = settings();
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-bench-'));
+  let interrupted = false;
+  const onSignal = (sig: string): void => {
+    if (interrupted) return;
+    interrupted = true;
+    progress(`bench: ${sig}; stopping ${liveChildren()} child process(es)`);
+    void stopAll(2_000).finally(() => {
+      if (!KEEP) rmSync(dir, { recursive: true, force: true });
+      process.exit(130);
+    });
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('exit', killAllNow);
+
+  const steps = plan(s);
+  stepTotal = 1 + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs + pgScenarios().length;
+  const m = machine(dir);
+  progress(`verdict bench (${s.mode}): ${stepTotal} steps on ${m.cpu} x${m.cores}; work dir ${dir}`);
+  let ok = false;
+  try {
+    stepNo++;
+    progress(`${tag()} start floors: fsync of 200 B, gRPC round trips between two processes`);
+    const floors = await measureFloors(dir, { measureMs: QUICK ? 1_500 : 5_000, fsyncSamplesMax: QUICK ? 2_000 : 20_000 });
+    progress(`${tag()} done  floors: fsync p50 ${ms(floors.fsync_200B.p50_us)}, gRPC unary p50 ${ms(floors.grpc_unary_rtt.p50_us)}, bidi p50 ${ms(floors.grpc_bidi_rtt.p50_us)}, client streams p50 ${ms(floors.grpc_client_streams_rtt.p50_us)}`);
+
+    const scenarios: Scenario[] = [];
+    for (const [nodes, list] of steps) scenarios.push(...(await runCluster(dir, nodes, list, s)));
+
+    const runs: FailoverRun[] = [];
+    for (let i = 1; i <= s.failover_runs; i++) {
+      stepNo++;
+      progress(`${tag()} start failover run ${i}/${s.failover_runs}: 3 nodes, 2 memory participants, 16 clients, SIGKILL of the leader`);
+      const t0 = Date.now();
+      const r = await runFailover(join(dir, `failover${i}`), `f${i}`, { clients: 16, participants: 2, warmupMs: QUICK ? 1_000 : 2_000, beforeKillMs: QUICK ? 1_500 : 3_000, afterKillMs: QUICK ? 5_000 : 8_000 });
+      runs.push(r);
+      progress(
+        `${tag()} done  failover run ${i}: killed ${r.killedLeader}; election ${r.electionMs} ms; in doubt at participants ${r.inDoubt.pairs} pair(s), window ${r.inDoubt.windowMs ?? '-'} ms; ` +
+          `cluster view ${r.cluster.windowMs === null ? '-' : Math.round(r.cluster.windowMs)} ms; client gap ${r.clientGapMs ?? '-'} ms; rolled back ${r.decidedRolledBack} [${((Date.now() - t0) / 1000).toFixed(1)} s]`,
+      );
+    }
+
+    const failover = summarizeFailover(runs, FAILOVER_METHOD);
+    const finishedAt = new Date();
+    const results: Results = {
+      schema: 1,
+      started_at: startedAt.toISOString(),
+      finished_at: finishedAt.toISOString(),
+      elapsed_s: Math.round((finishedAt.getTime() - startedAt.getTime()) / 1000),
+      machine: { ...m, load_avg_end: round2(loadavg()[0]) },
+      settings: s,
+      floors,
+      pg: floors.pg ? null : { skipped: PG_SKIPPED },
+      scenarios,
+      failover,
+      ...summaryKeys(scenarios, floors, pgThroughVerdictOverDirect()),
+    };
+    const files = writeResults(results);
+    const report = writeReport(results);
+    progress(`bench: wrote ${files.latest}, ${files.dated}, ${report.join(', ')}`);
+    process.stdout.write(headline(results) + '\n');
+    ok = true;
+  } finally {
+    await stopAll();
+    if (ok && !KEEP) rmSync(dir, { recursive: true, force: true });
+    else progress(`bench: kept ${dir} (node, participant and load generator logs)`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench: failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,224 @@
+// bench/REPORT.md and its SVG charts, generated from a results file.
+//
+//   npx tsx bench/report.ts [bench/results/latest.json]
+//
+// bench/main.ts calls writeReport() at the end of every run; running this
+// file regenerates the report from any results file without measuring.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { LatencySummary } from './hist.ts';
+import { ROOT } from './procs.ts';
+import type { Results, Scenario } from './results.ts';
+import { lineChart, timelineChart, type Series, type TimelineRow } from './svg.ts';
+
+const BENCH = join(ROOT, 'bench');
+const COLORS: Record<number, string> = { 1: '#1f77b4', 3: '#d62728', 5: '#2ca02c' };
+const FSYNC_COLOR = '#9467bd';
+const GRPC_COLOR = '#8c564b';
+
+const msOf = (us: number | null | undefined): string => (us === null || us === undefined ? '–' : (us / 1000).toFixed(2));
+const num = (x: number | null | undefined, unit = ''): string => (x === null || x === undefined ? '–' : `${x}${unit}`);
+
+function table(head: string[], rows: (string | number)[][]): string {
+  const line = (cells: (string | number)[]): string => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+function commitSeries(r: Results, nodes: number, participants: number, value: (s: Scenario) => number, dashed = false, suffix = ''): Series {
+  const pts = r.scenarios.filter((s) => s.kind === 'commit' && s.nodes === nodes && s.participants === participants).map((s) => [s.clients, value(s)] as [number, number]);
+  return { name: `${nodes} node${nodes > 1 ? 's' : ''}${suffix}`, color: COLORS[nodes] ?? '#555', dashed, points: pts };
+}
+
+function charts(r: Results): Record<string, string> {
+  const sizes = r.settings.cluster_sizes;
+  const floors = [
+    { value: r.floors.fsync_200B.p50_us / 1000, label: 'fsync 200 B p50', color: FSYNC_COLOR },
+    { value: r.floors.grpc_unary_rtt.p50_us / 1000, label: 'gRPC unary RTT p50', color: GRPC_COLOR },
+  ];
+  const latency = lineChart({
+    title: 'Commit latency against concurrency (2 memory participants)',
+    xLabel: 'concurrent clients',
+    yLabel: 'tx.commit() latency, ms (log)',
+    xLog: true,
+    yLog: true,
+    xTicks: r.settings.concurrency,
+    series: [
+      ...sizes.map((n) => commitSeries(r, n, 2, (s) => s.p50_us / 1000, false, ' p50')),
+      ...sizes.map((n) => commitSeries(r, n, 2, (s) => s.p99_us / 1000, true, ' p99')),
+    ],
+    rules: floors,
+  });
+  const throughput = lineChart({
+    title: 'Commit throughput against concurrency (2 memory participants)',
+    xLabel: 'concurrent clients',
+    yLabel: 'committed transactions / s',
+    xLog: true,
+    xTicks: r.settings.concurrency,
+    series: sizes.map((n) => commitSeries(r, n, 2, (s) => s.tps)),
+  });
+  const sweep = r.scenarios.filter((s) => s.kind === 'commit' && s.nodes === 3);
+  const pSeries: Series[] = r.settings.participant_sweep_clients.flatMap((clients, i) => {
+    const pts = (f: (s: Scenario) => number): [number, number][] => sweep.filter((s) => s.clients === clients).map((s) => [s.participants, f(s)] as [number, number]);
+    const color = ['#d62728', '#ff7f0e', '#17becf'][i % 3];
+    return [
+      { name: `${clients} client${clients > 1 ? 's' : ''} p50`, color, points: pts((s) => s.p50_us / 1000) },
+      { name: `${clients} client${clients > 1 ? 's' : ''} p99`, color, dashed: true, points: pts((s) => s.p99_us / 1000) },
+    ];
+  });
+  const participants = lineChart({
+    title: 'Commit latency against participants per transaction (3 nodes)',
+    xLabel: 'memory participants enlisted (one process each)',
+    yLabel: 'tx.commit() latency, ms (log)',
+    xLog: true,
+    yLog: true,
+    series: pSeries.filter((s) => s.points.length > 0),
+    rules: floors.slice(0, 1),
+  });
+  const rows: TimelineRow[] = r.failover.runs.map((run, i) => {
+    const t = run.timeline;
+    const s = (ms: number | null): number | null => (ms === null ? null : ms / 1000);
+    const marks = [
+      { at: 0, label: `SIGKILL ${run.killedLeader}`, color: '#000' },
+      { at: s(t.marks.participantsResolvedMs), label: 'participants out of doubt', color: '#9467bd' },
+      { at: s(t.marks.clusterResolvedMs), label: 'cluster: all in-flight decided', color: '#ff7f0e' },
+      { at: s(t.marks.electedMs), label: 'new leader agreed', color: '#d62728' },
+      { at: s(t.marks.firstCommitMs), label: 'first commit after kill', color: '#2ca02c' },
+    ].filter((m): m is { at: number; label: string; color: string } => m.at !== null);
+    return {
+      title: `run ${i + 1}: election ${run.electionMs} ms, client gap ${num(run.clientGapMs, ' ms')}, in-doubt window ${num(run.inDoubt.windowMs, ' ms')} (${run.inDoubt.pairs} pairs)`,
+      startX: t.startRelMs / 1000,
+      bucket: t.bucketMs / 1000,
+      bars: [
+        { name: 'committed', color: '#2ca02c', values: t.commits },
+        { name: 'aborted', color: '#d62728', values: t.aborts },
+        { name: 'failed/unknown', color: '#7f7f7f', values: t.failures },
+      ],
+      markers: marks,
+    };
+  });
+  const failover = timelineChart('Failover: answers per 100 ms around the SIGKILL of the leader (3 nodes, 2 participants, 16 clients)', 'seconds from the kill', rows);
+  return { 'latency-vs-concurrency.svg': latency, 'throughput.svg': throughput, 'participants.svg': participants, 'failover.svg': failover };
+}
+
+function floorRow(name: string, s: LatencySummary): (string | number)[] {
+  return [name, msOf(s.p50_us), msOf(s.p99_us), msOf(s.p999_us), s.count];
+}
+
+function markdown(r: Results, source: string): string {
+  const sc = (id: string): Scenario | undefined => r.scenarios.find((s) => s.id === id);
+  const c = (n: number, p: number, k: number): Scenario | undefined => sc(`commit.nodes${n}.memory${p}.c${k}`);
+  const f = r.floors;
+  const fo = r.failover;
+  const out: string[] = [];
+  out.push('# Verdict benchmark report', '');
+  out.push(`Generated by \`bench/report.ts\` from \`${source}\` — a **${r.settings.mode}** run started ${r.started_at}, ${r.elapsed_s} s. Regenerate with \`npx tsx bench/report.ts\`; measure again with \`npm run bench\` (or \`npm run bench -- --quick\`).`, '');
+  out.push('## Machine', '');
+  out.push(table(['', ''], [
+    ['CPU', `${r.machine.cpu} (${r.machine.cores} cores available)`],
+    ['memory', `${r.machine.memoryGiB} GiB`],
+    ['OS', r.machine.os],
+    ['Node.js', r.machine.node],
+    ['disk (data dirs, fsync floor)', r.machine.disk],
+    ['Verdict', r.machine.commit],
+    ['1-minute load average', `${r.machine.load_avg_start} before the run, ${r.machine.load_avg_end} after it`],
+  ]), '');
+  out.push('Everything runs on this one machine, on loopback: every node, every participant and every load generator is its own process, so on a 2-core machine they compete for the same two cores — the figures are for the whole system on one box, not for one node on a dedicated machine. A load average above zero before the run means other work shared the machine and skewed the figures.', '');
+
+  out.push('## Headline', '');
+  const h = (label: string, value: string): string => `- ${label}: **${value}**`;
+  for (const n of r.settings.cluster_sizes) {
+    const x = c(n, 2, 1);
+    if (x) out.push(h(`commit latency, ${n} node${n > 1 ? 's' : ''}${n === 1 ? ' (classic 2PC, durable coordinator log)' : ''}, 2 memory participants, 1 client`, `p50 ${msOf(x.p50_us)} ms, p99 ${msOf(x.p99_us)} ms, p99.9 ${msOf(x.p999_us)} ms`));
+  }
+  out.push(h('3 nodes ÷ 1 node, commit p50 (`ratios.latency_p50_3_over_1`)', num(r.ratios.latency_p50_3_over_1, '×')));
+  out.push(h('16 participants ÷ 1, 3 nodes, commit p50 (`ratios.latency_p50_16p_over_1p`)', r.ratios.latency_p50_16p_over_1p === null ? '– (not in a quick run)' : `${r.ratios.latency_p50_16p_over_1p}×`));
+  out.push(h('peak throughput, 3 nodes, 2 memory participants (`peak_tps.nodes3_memory2`)', num(r.peak_tps.nodes3_memory2, ' tx/s')));
+  out.push(h('raw replicated log, 100-byte Put one at a time, p50 (`raft.seq_p50_us`)', `${msOf(r.raft.seq_p50_us)} ms`));
+  out.push(h('raw replicated log, 64 Puts in flight (`raft.inflight64_tps`)', num(r.raft.inflight64_tps, ' puts/s')));
+  out.push(h('failover: participants in doubt after the leader is killed, p99 (`failover.in_doubt_p99_ms`)', `${num(fo.in_doubt_p99_ms, ' ms')} (max ${num(fo.in_doubt_max_ms, ' ms')}, ${fo.in_doubt_pairs} transaction-participant pairs over ${fo.runs.length} run${fo.runs.length > 1 ? 's' : ''})`));
+  out.push(h('failover: client-visible gap (no successful commit)', fo.client_gap_ms_per_run.map((g) => num(g, ' ms')).join(', ')));
+  out.push(h('decided transactions rolled back (`failover.decided_rolled_back`, must be 0)', String(fo.decided_rolled_back)));
+  out.push(h('PostgreSQL through Verdict ÷ direct (`ratios.pg_through_verdict_over_direct`)', r.ratios.pg_through_verdict_over_direct === null ? `– (${r.pg?.skipped ?? 'not measured'})` : `${r.ratios.pg_through_verdict_over_direct}×`));
+  out.push('');
+
+  out.push('## Floors (same run)', '');
+  out.push(table(['floor', 'p50 ms', 'p99 ms', 'p99.9 ms', 'samples'], [
+    floorRow('append 200 B + fdatasync (`fs.writeSync` + `fs.fdatasyncSync`)', f.fsync_200B),
+    floorRow('gRPC unary round trip, 100 B, two processes', f.grpc_unary_rtt),
+    floorRow('gRPC bidi stream round trip (ping-pong on one stream)', f.grpc_bidi_rtt),
+    floorRow("gRPC client streams round trip (out on one, back on the peer's: Raft's transport)", f.grpc_client_streams_rtt),
+    ...(f.pg ? [floorRow('PostgreSQL PREPARE TRANSACTION + COMMIT PREPARED', f.pg.prepare_commit_prepared)] : [['PostgreSQL PREPARE TRANSACTION + COMMIT PREPARED', '–', '–', '–', r.pg?.skipped ?? '']]),
+  ]), '');
+  out.push('Medians over the floors:', '');
+  out.push(table(['ratio', 'value'], Object.entries(r.floor_ratios).map(([k, v]) => [`\`floor_ratios.${k}\``, num(v, '×')])), '');
+
+  out.push('## Commit latency and throughput against concurrency', '');
+  out.push('![commit latency against concurrency](latency-vs-concurrency.svg)', '');
+  out.push('![commit throughput against concurrency](throughput.svg)', '');
+  const commitRows = (list: Scenario[]): (string | number)[][] =>
+    list.map((s) => {
+      const errs = Object.entries(s.errors).map(([k, v]) => `${v} ${k}`).join(', ');
+      return [s.nodes, s.participants, s.clients, s.tps, msOf(s.p50_us), msOf(s.p99_us), msOf(s.p999_us), msOf(s.max_us), msOf(s.txn_p50_us), [s.aborted ? `${s.aborted} aborted` : '', errs].filter(Boolean).join('; ') || '0', s.leader_changes];
+    });
+  const head = ['nodes', 'participants', 'clients', 'tx/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'begin+commit p50 ms', 'aborts / errors', 'leader changes'];
+  out.push(table(head, commitRows(r.scenarios.filter((s) => s.kind === 'commit' && s.participants === 2).sort((a, b) => a.nodes - b.nodes || a.clients - b.clients))), '');
+
+  out.push('## Participants per transaction (3 nodes)', '');
+  out.push('![commit latency against participants](participants.svg)', '');
+  out.push(table(head, commitRows(r.scenarios.filter((s) => s.kind === 'commit' && s.nodes === 3 && r.settings.participant_sweep_clients.includes(s.clients)).sort((a, b) => a.clients - b.clients || a.participants - b.participants))), '');
+
+  out.push('## Raw replicated log', '');
+  out.push('Puts of 100-byte values through the leader (`RaftNodeClient.put`), each acknowledged once committed (a quorum synced it), one at a time and 64 in flight:', '');
+  out.push(table(['nodes', 'in flight', 'puts/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'errors'], r.scenarios.filter((s) => s.kind === 'raw').map((s) => [s.nodes, s.clients, s.tps, msOf(s.p50_us), msOf(s.p99_us), msOf(s.p999_us), msOf(s.max_us), Object.values(s.errors).reduce((a, b) => a + b, 0)])), '');
+
+  out.push('## Failover', '');
+  out.push('![failover timeline](failover.svg)', '');
+  out.push(`How it is measured: ${fo.method}`, '');
+  out.push(table(
+    ['run', 'killed', 'aim ms', 'election ms', 'in doubt (pairs)', 'in-doubt p50 / p99 / window ms', 'cluster view window ms', 'client gap ms', 'first commit after kill ms', 'txns (C / A / unknown / Begin failed)', 'still in doubt', 'rolled back'],
+    fo.runs.map((x, i) => [
+      i + 1,
+      x.killedLeader,
+      x.aimMs,
+      x.electionMs,
+      x.inDoubt.pairs,
+      `${num(x.inDoubt.p50Ms)} / ${num(x.inDoubt.p99Ms)} / ${num(x.inDoubt.windowMs)}`,
+      x.cluster.windowMs === null ? '–' : Math.round(x.cluster.windowMs),
+      num(x.clientGapMs),
+      num(x.firstCommitAfterKillMs),
+      `${x.counts.committed} / ${x.counts.aborted} / ${x.counts.outcomeUnknown} / ${x.counts.beginFailed}`,
+      x.inDoubt.stillInDoubt,
+      x.decidedRolledBack,
+    ]),
+  ), '');
+  out.push('A transaction prepared at a participant when the leader dies is resolved one of two ways: the new leader re-drives a COMMIT that reached the log (DESIGN R5), or, if the decision never reached the log, the participant asks the cluster after `inDoubtAfterMs` (2 s by default) and the leader logs ABORT (presumed abort, R3). The first is bounded by the election; the second by that timer.', '');
+
+  out.push('## How it was measured', '');
+  out.push([
+    `- Clusters of ${r.settings.cluster_sizes.join(', ')} node processes on 127.0.0.1 with the timing of \`cluster/n1.json\` (tick ${r.settings.node_timing.tickMs} ms, election ${r.settings.node_timing.electionTicks} ticks, heartbeat ${r.settings.node_timing.heartbeatTicks} tick), log level warn. Memory participants are \`verdict participant\` processes (journal fsynced before every YES vote and every decision).`,
+    `- Load generators (\`bench/loadgen.ts\`) are child processes with N closed-loop clients (one \`VerdictClient\` each): begin, enlist every participant with ${r.settings.payload}, commit. Warm-up ${r.settings.warmup_ms} ms, then ${r.settings.measure_ms} ms measured (raw log: ${r.settings.raw_measure_ms} ms); only transactions that finish in the window count. Latency is \`tx.commit()\` (PREPARE, votes, the decision through Raft, the answer), recorded in an HDR histogram (hdr-histogram-js, µs, 3 significant digits); throughput is committed transactions per second.`,
+    '- Closed-loop clients wait for each answer before the next request, so high-percentile latency is that of a saturated system at that concurrency; there is no coordinated-omission correction.',
+    `- Concurrency sweep ${r.settings.concurrency.join(', ')} clients at every cluster size; participants sweep ${r.settings.participant_sweep.join(', ')} at 3 nodes with ${r.settings.participant_sweep_clients.join(' and ')} client(s); raw log at ${r.settings.raw_sizes.join(', ')} node(s); ${r.settings.failover_runs} failover run(s), each on a fresh cluster.`,
+    '- The full results, with every HDR histogram, are in `bench/results/latest.json` and a dated copy beside it.',
+  ].join('\n'), '');
+  return out.join('\n');
+}
+
+/** Writes bench/REPORT.md and the charts; returns the files written. */
+export function writeReport(r: Results, source = 'bench/results/latest.json'): string[] {
+  const files: string[] = [];
+  for (const [name, svg] of Object.entries(charts(r))) {
+    writeFileSync(join(BENCH, name), svg);
+    files.push(relative(ROOT, join(BENCH, name)));
+  }
+  writeFileSync(join(BENCH, 'REPORT.md'), markdown(r, source));
+  files.push('bench/REPORT.md');
+  return files;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const file = process.argv[2] ?? join(BENCH, 'results', 'latest.json');
+  const written = writeReport(JSON.parse(readFileSync(file, 'utf8')) as Results, relative(ROOT, file));
+  process.stdout.write(`wrote ${written.join(', ')}\n`);
+}

@@ -1,0 +1,171 @@
+// The shape of bench/results/*.json, and the summary keys computed from the
+// scenarios: ratios, peaks, the raw log, failover, and medians over floors.
+import type { FailoverRun } from './failover.ts';
+import type { Floors } from './floors.ts';
+import { percentile } from './hist.ts';
+
+export interface Machine {
+  cpu: string;
+  cores: number;
+  memoryGiB: number;
+  os: string;
+  node: string;
+  /** Filesystem of the directory the clusters and the fsync floor write to. */
+  disk: string;
+  commit: string;
+  /** 1-minute load average before the run and after it: other work on the machine skews every figure. */
+  load_avg_start: number;
+  load_avg_end: number;
+}
+
+export interface Scenario {
+  id: string;
+  kind: 'commit' | 'raw';
+  nodes: number;
+  /** Participants per transaction (commit) or 0 (raw). */
+  participants: number;
+  resource: 'memory' | 'raw-log';
+  /** Concurrent clients (commit) or Puts in flight (raw). */
+  clients: number;
+  warmup_ms: number;
+  measure_ms: number;
+  /** Committed transactions (or acknowledged Puts) per second in the measured window. */
+  tps: number;
+  ok: number;
+  aborted: number;
+  errors: Record<string, number>;
+  p50_us: number;
+  p90_us: number;
+  p99_us: number;
+  p999_us: number;
+  max_us: number;
+  mean_us: number;
+  /** Begin + commit, commit scenarios only. */
+  txn_p50_us: number | null;
+  txn_p99_us: number | null;
+  /** Raft terms that passed during the scenario (0: one leader throughout). */
+  leader_changes: number;
+  /** HDR histogram of the latency, compressed base64 (hdr-histogram-js). */
+  histogram: string;
+}
+
+export interface Settings {
+  mode: 'quick' | 'full';
+  warmup_ms: number;
+  measure_ms: number;
+  raw_measure_ms: number;
+  cluster_sizes: number[];
+  concurrency: number[];
+  participant_sweep: number[];
+  participant_sweep_clients: number[];
+  raw_sizes: number[];
+  failover_runs: number;
+  node_timing: { tickMs: number; electionTicks: number; heartbeatTicks: number; snapshotEntries: number };
+  payload: string;
+}
+
+export interface FailoverSummary {
+  method: string;
+  runs: FailoverRun[];
+  in_doubt_pairs: number;
+  in_doubt_p50_ms: number | null;
+  in_doubt_p99_ms: number | null;
+  /** The longest in-doubt time at any participant over all runs. */
+  in_doubt_max_ms: number | null;
+  in_doubt_window_ms_per_run: (number | null)[];
+  cluster_in_doubt_window_ms_per_run: (number | null)[];
+  client_gap_ms_per_run: (number | null)[];
+  election_ms_per_run: number[];
+  still_in_doubt: number;
+  decided_rolled_back: number;
+}
+
+export interface Results {
+  schema: 1;
+  started_at: string;
+  finished_at: string;
+  elapsed_s: number;
+  machine: Machine;
+  settings: Settings;
+  floors: Floors;
+  pg: { skipped: string } | null;
+  scenarios: Scenario[];
+  failover: FailoverSummary;
+  ratios: Record<string, number | null>;
+  peak_tps: Record<string, number | null>;
+  raft: Record<string, number | null>;
+  floor_ratios: Record<string, number | null>;
+}
+
+export function commitId(nodes: number, participants: number, clients: number): string {
+  return `commit.nodes${nodes}.memory${participants}.c${clients}`;
+}
+
+export function rawId(nodes: number, inflight: number): string {
+  return `raw.nodes${nodes}.inflight${inflight}`;
+}
+
+const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
+
+function ratio(a: number | undefined, b: number | undefined): number | null {
+  return a === undefined || b === undefined || b === 0 ? null : round(a / b);
+}
+
+export function summarizeFailover(runs: FailoverRun[], method: string): FailoverSummary {
+  const delays = runs.flatMap((r) => r.inDoubt.delaysMs);
+  const windows = runs.map((r) => r.inDoubt.windowMs);
+  return {
+    method,
+    runs,
+    in_doubt_pairs: delays.length,
+    in_doubt_p50_ms: delays.length ? percentile(delays, 50) : null,
+    in_doubt_p99_ms: delays.length ? percentile(delays, 99) : null,
+    in_doubt_max_ms: delays.length ? Math.max(...delays) : null,
+    in_doubt_window_ms_per_run: windows,
+    cluster_in_doubt_window_ms_per_run: runs.map((r) => (r.cluster.windowMs === null ? null : Math.round(r.cluster.windowMs))),
+    client_gap_ms_per_run: runs.map((r) => r.clientGapMs),
+    election_ms_per_run: runs.map((r) => r.electionMs),
+    still_in_doubt: runs.reduce((s, r) => s + r.inDoubt.stillInDoubt, 0),
+    decided_rolled_back: runs.reduce((s, r) => s + r.decidedRolledBack, 0),
+  };
+}
+
+/** The summary keys of the results file, from the scenarios, floors and failover runs. */
+export function summaryKeys(scenarios: Scenario[], floors: Floors, pgRatio: number | null): Pick<Results, 'ratios' | 'peak_tps' | 'raft' | 'floor_ratios'> {
+  const by = new Map(scenarios.map((s) => [s.id, s]));
+  const p50 = (id: string): number | undefined => by.get(id)?.p50_us;
+  const peak = (nodes: number): number | null => {
+    const xs = scenarios.filter((s) => s.kind === 'commit' && s.nodes === nodes && s.participants === 2);
+    return xs.length ? Math.max(...xs.map((s) => s.tps)) : null;
+  };
+  const ratios: Record<string, number | null> = {
+    latency_p50_3_over_1: ratio(p50(commitId(3, 2, 1)), p50(commitId(1, 2, 1))),
+    latency_p50_5_over_1: ratio(p50(commitId(5, 2, 1)), p50(commitId(1, 2, 1))),
+    latency_p50_16p_over_1p: ratio(p50(commitId(3, 16, 1)), p50(commitId(3, 1, 1))),
+    pg_through_verdict_over_direct: pgRatio,
+  };
+  const peak_tps: Record<string, number | null> = { nodes1_memory2: peak(1), nodes3_memory2: peak(3), nodes5_memory2: peak(5) };
+  const raft: Record<string, number | null> = {
+    seq_p50_us: p50(rawId(3, 1)) ?? null,
+    seq_p99_us: by.get(rawId(3, 1))?.p99_us ?? null,
+    inflight64_tps: by.get(rawId(3, 64))?.tps ?? null,
+    inflight64_p50_us: p50(rawId(3, 64)) ?? null,
+  };
+  for (const n of [1, 5]) {
+    if (by.has(rawId(n, 1))) raft[`nodes${n}_seq_p50_us`] = p50(rawId(n, 1)) ?? null;
+    if (by.has(rawId(n, 64))) raft[`nodes${n}_inflight64_tps`] = by.get(rawId(n, 64))?.tps ?? null;
+  }
+  const fsync = floors.fsync_200B.p50_us;
+  const unary = floors.grpc_unary_rtt.p50_us;
+  const streams = floors.grpc_client_streams_rtt.p50_us;
+  const floor_ratios: Record<string, number | null> = {};
+  for (const n of [1, 3, 5]) {
+    const c = p50(commitId(n, 2, 1));
+    if (c === undefined) continue;
+    floor_ratios[`nodes${n}_commit_p50_over_fsync_p50`] = ratio(c, fsync);
+    floor_ratios[`nodes${n}_commit_p50_over_grpc_unary_p50`] = ratio(c, unary);
+  }
+  floor_ratios.raft_seq_p50_over_fsync_p50 = ratio(p50(rawId(3, 1)), fsync);
+  floor_ratios.raft_seq_p50_over_grpc_streams_p50 = ratio(p50(rawId(3, 1)), streams);
+  return { ratios, peak_tps, raft, floor_ratios };
+}

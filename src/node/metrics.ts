@@ -1,0 +1,109 @@
+// A node's Prometheus metrics. Raft's numbers are read from the core's status
+// and the commit engine's from its read-only counters at scrape time; only
+// what happens between two scrapes (a persist's latency, a Commit RPC's
+// latency) is observed as it happens. Every name starts with `verdict_`.
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ABORT_CLASSES, type CoordinatorEngine } from '../commit/engine.ts';
+import type { DecisionTable } from '../commit/state.ts';
+import { Role } from '../raft/types.ts';
+import type { PersistBatch } from '../storage/types.ts';
+import type { Driver } from './driver.ts';
+
+const ROLES = [Role.Leader, Role.Follower, Role.Candidate, Role.PreCandidate] as const;
+
+/** How a Commit RPC was answered; a closed set, for the latency histogram's label. */
+export type CommitAnswer = 'committed' | 'aborted' | 'in_progress' | 'unknown' | 'error';
+
+export class NodeMetrics {
+  readonly registry = new Registry();
+  private readonly persistSeconds: Histogram<'sync'>;
+  private readonly appendEntries: Histogram;
+  private readonly commitSeconds: Histogram<'outcome'>;
+
+  /** The sources are read at scrape time; before the log is recovered they are null and their metrics are absent. */
+  constructor(src: { nodeId: string; driver: () => Driver<unknown> | null; engine: () => CoordinatorEngine | null; table: () => DecisionTable | null }) {
+    const r = this.registry;
+    r.setDefaultLabels({ node: src.nodeId });
+    collectDefaultMetrics({ register: r, prefix: 'verdict_' });
+    type Status = ReturnType<Driver<unknown>['node']['status']>;
+    /** Sets `g` from the Raft status, when there is one. */
+    const fromStatus = (g: Gauge, f: (s: Status) => number): void => {
+      const d = src.driver();
+      if (d) g.set(f(d.node.status()));
+    };
+
+    new Gauge({ name: 'verdict_raft_term', help: 'Current Raft term.', registers: [r], collect() { fromStatus(this, (s) => s.hardState.term); } });
+    new Gauge({
+      name: 'verdict_raft_role',
+      help: 'Raft role of this node: 1 for the current role, 0 for the others.',
+      labelNames: ['role'],
+      registers: [r],
+      collect() {
+        const role = src.driver()?.node.status().softState.role;
+        if (role !== undefined) for (const x of ROLES) this.set({ role: x }, x === role ? 1 : 0);
+      },
+    });
+    new Gauge({ name: 'verdict_raft_commit_index', help: 'Highest log index known to be committed.', registers: [r], collect() { fromStatus(this, (s) => s.hardState.commit); } });
+    new Gauge({ name: 'verdict_raft_applied_index', help: 'Highest log index applied to the decision table.', registers: [r], collect() { fromStatus(this, (s) => s.applied); } });
+    new Gauge({ name: 'verdict_raft_last_index', help: 'Index of the last entry in the local log.', registers: [r], collect() { fromStatus(this, (s) => s.lastIndex); } });
+
+    this.persistSeconds = new Histogram({
+      name: 'verdict_raft_persist_duration_seconds',
+      help: 'Time from LogStore.persist to its callback: one LevelDB batch, fsynced when sync="true".',
+      labelNames: ['sync'],
+      buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [r],
+    });
+    this.appendEntries = new Histogram({
+      name: 'verdict_raft_append_batch_entries',
+      help: 'Log entries written per persisted Ready (group commit batch size).',
+      buckets: [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+      registers: [r],
+    });
+
+    const eng = src.engine;
+    new Counter({ name: 'verdict_transactions_begun_total', help: 'Transactions begun on this node while it led.', registers: [r], collect() { mirror(this, eng()?.counters().begun ?? 0); } });
+    new Counter({ name: 'verdict_transactions_committed_total', help: 'COMMIT decisions applied while this node led.', registers: [r], collect() { mirror(this, eng()?.counters().committed ?? 0); } });
+    new Counter({
+      name: 'verdict_transactions_aborted_total',
+      help: 'Transactions aborted while this node led, by reason class.',
+      labelNames: ['reason'],
+      registers: [r],
+      collect() {
+        const aborted = eng()?.counters().aborted;
+        this.reset();
+        for (const c of ABORT_CLASSES) this.inc({ reason: c }, aborted?.[c] ?? 0);
+      },
+    });
+    this.commitSeconds = new Histogram({
+      name: 'verdict_commit_duration_seconds',
+      help: 'Commit RPC latency on this node, from receipt to answer, by answer.',
+      labelNames: ['outcome'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [r],
+    });
+    new Gauge({ name: 'verdict_transactions_in_flight', help: 'Transactions this leader has begun and not decided yet.', registers: [r], collect() { const p = eng()?.phases();
+        this.set(p ? p.begun + p.preparing + p.deciding : 0); } });
+    new Gauge({ name: 'verdict_decisions_unacked', help: 'Decided transactions whose DECISION some participant has not acknowledged yet (leader only).', registers: [r], collect() { this.set(eng()?.phases().delivering ?? 0); } });
+    new Gauge({ name: 'verdict_decisions_unforgotten', help: 'Decisions in the replicated table not yet forgotten (COMMITs wait for every ACK, R5).', registers: [r], collect() { this.set(src.table()?.decisions.size ?? 0); } });
+    new Gauge({ name: 'verdict_participants_registered', help: 'Participants in the replicated registry.', registers: [r], collect() { this.set(src.table()?.participants.size ?? 0); } });
+    new Counter({ name: 'verdict_decision_delivery_retries_total', help: 'DECISION deliveries that failed and were rescheduled with backoff.', registers: [r], collect() { mirror(this, eng()?.counters().decisionRetries ?? 0); } });
+  }
+
+  /** One persisted batch: its latency, and (for a Ready, not a local snapshot) its entry count. */
+  observePersist(seconds: number, batch: PersistBatch): void {
+    this.persistSeconds.observe({ sync: batch.sync ? 'true' : 'false' }, seconds);
+    if (batch.localSnapshot === null) this.appendEntries.observe(batch.entries.length);
+  }
+
+  observeCommit(seconds: number, answer: CommitAnswer): void {
+    this.commitSeconds.observe({ outcome: answer }, seconds);
+  }
+}
+
+/** A counter that mirrors a monotonic count kept elsewhere. */
+function mirror(c: Counter, value: number): void {
+  c.reset();
+  c.inc(value);
+}

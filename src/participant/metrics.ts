@@ -1,0 +1,51 @@
+// A participant's Prometheus metrics, read from the engine's counts() and
+// inDoubt() at scrape time. The one to alert on is the age of the oldest
+// prepared transaction: a participant holds its locks until the cluster
+// decides (R4), so a large age means a transaction stuck in doubt.
+
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ParticipantEngine } from './engine.ts';
+
+export function participantMetrics(participantId: string, engine: ParticipantEngine, nowMs: () => number = Date.now): Registry {
+  const r = new Registry();
+  r.setDefaultLabels({ participant: participantId });
+  collectDefaultMetrics({ register: r, prefix: 'verdict_participant_' });
+  new Gauge({ name: 'verdict_participant_prepared', help: 'Transactions durably prepared here and waiting for the DECISION.', registers: [r], collect() { this.set(engine.counts().prepared); } });
+  new Gauge({ name: 'verdict_participant_preparing', help: 'PREPAREs between the resource\'s yes and the journal\'s sync.', registers: [r], collect() { this.set(engine.counts().preparing); } });
+  new Gauge({
+    name: 'verdict_participant_oldest_prepared_age_seconds',
+    help: 'Age of the oldest prepared transaction (0 when none): how long its locks have been held.',
+    registers: [r],
+    collect() {
+      let oldest = Infinity;
+      for (const t of engine.inDoubt()) oldest = Math.min(oldest, t.preparedAtMs);
+      this.set(oldest === Infinity ? 0 : Math.max(0, (nowMs() - oldest) / 1_000));
+    },
+  });
+  new Gauge({ name: 'verdict_participant_resolving', help: 'Prepared transactions whose outcome is being asked of the cluster (in doubt).', registers: [r], collect() { this.set(engine.counts().resolving); } });
+  new Counter({
+    name: 'verdict_participant_votes_total',
+    help: 'VOTEs given, by vote.',
+    labelNames: ['vote'],
+    registers: [r],
+    collect() {
+      const c = engine.counts();
+      this.reset();
+      this.inc({ vote: 'yes' }, c.votesYes);
+      this.inc({ vote: 'no' }, c.votesNo);
+    },
+  });
+  new Counter({
+    name: 'verdict_participant_decisions_total',
+    help: 'Decisions applied to prepared transactions, by outcome.',
+    labelNames: ['outcome'],
+    registers: [r],
+    collect() {
+      const c = engine.counts();
+      this.reset();
+      this.inc({ outcome: 'committed' }, c.committed);
+      this.inc({ outcome: 'aborted' }, c.aborted);
+    },
+  });
+  return r;
+}

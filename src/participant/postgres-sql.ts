@@ -1,0 +1,131 @@
+// What the PostgreSQL adapter says to the server apart from a transaction's
+// own statements: the start-up checks, the marker table, the scan of
+// pg_prepared_xacts and the marker clean-up, plus how PostgreSQL's errors and
+// URLs read in votes and messages. Each function takes the control pool
+// (postgres.ts) and runs one short statement or a bounded few.
+import pg from 'pg';
+import { GID_PATTERN } from './postgres-gid.ts';
+import type { EngineLog } from './types.ts';
+
+/** A refusal to start, with the reason and the fix (FAILED_PRECONDITION); the CLI prints it as one line. */
+export class PostgresConfigError extends Error {
+  readonly code = 'FAILED_PRECONDITION';
+  constructor(message: string) {
+    super(`FAILED_PRECONDITION: ${message}`);
+    this.name = 'PostgresConfigError';
+  }
+}
+
+/**
+ * Refuses a server that cannot prepare transactions (max_prepared_transactions
+ * = 0), and warns about one that can prepare fewer at once than the adapter
+ * may, or runs without fsync. synchronous_commit does not matter: PostgreSQL
+ * flushes a PREPARE TRANSACTION's WAL record before it answers, whatever it says.
+ */
+export async function checkServer(pool: pg.Pool, o: { url: string; concurrency: number; log: EngineLog }): Promise<void> {
+  const r = await pool.query<{ mpt: string; fsync: string }>("SELECT current_setting('max_prepared_transactions') AS mpt, current_setting('fsync') AS fsync");
+  const row = r.rows[0];
+  const mpt = Number(row?.mpt);
+  if (mpt === 0) {
+    throw new PostgresConfigError(
+      `PostgreSQL at ${redact(o.url)} has max_prepared_transactions = 0, so every PREPARE TRANSACTION fails with "prepared transactions are disabled" (SQLSTATE 55000); ` +
+        `set max_prepared_transactions to at least ${o.concurrency} (the adapter's concurrency, --pg-concurrency) in postgresql.conf or with ALTER SYSTEM, and restart PostgreSQL`,
+    );
+  }
+  if (mpt < o.concurrency) {
+    o.log.warn(
+      { maxPreparedTransactions: mpt, concurrency: o.concurrency },
+      `PostgreSQL max_prepared_transactions (${mpt}) is below the adapter's concurrency (${o.concurrency}): PREPAREs beyond ${mpt} at once will vote NO; raise it and restart PostgreSQL`,
+    );
+  }
+  if (row?.fsync !== 'on') o.log.warn({ fsync: row?.fsync }, 'PostgreSQL runs with fsync off: a prepared transaction may not survive a crash of its machine (R4 does not hold)');
+}
+
+/**
+ * Creates the marker table and its index when missing. Existence is checked
+ * first: CREATE INDEX (even IF NOT EXISTS) takes a lock that waits for every
+ * prepared transaction holding a marker row, i.e. forever after a crash.
+ */
+export async function ensureMarkerTable(pool: pg.Pool, table: string): Promise<void> {
+  const exists = await pool.query<{ t: boolean; i: boolean }>('SELECT to_regclass($1) IS NOT NULL AS t, to_regclass($2) IS NOT NULL AS i', [table, `${table}_age`]);
+  if (exists.rows[0]?.t === true && exists.rows[0]?.i === true) return;
+  const ddl = [
+    `CREATE TABLE IF NOT EXISTS ${table} (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)`,
+    `CREATE INDEX IF NOT EXISTS ${table}_age ON ${table} ((coalesce(committed_at, prepared_at)))`,
+  ];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      for (const stmt of ddl) await pool.query(stmt);
+      return;
+    } catch (err) {
+      // Two participants creating the table at once: one of them loses the race on the catalog; the table is there.
+      const code = (err as { code?: string }).code;
+      if (attempt >= 2 || (code !== '23505' && code !== '42P07')) throw err;
+    }
+  }
+}
+
+/** Whether the marker of gid exists, i.e. whether its transaction committed. */
+export async function markerExists(pool: pg.Pool, table: string, gid: string): Promise<boolean> {
+  const r = await pool.query(`SELECT 1 FROM ${table} WHERE gid = $1`, [gid]);
+  return (r.rowCount ?? 0) > 0;
+}
+
+/** Prepared transactions of this database whose gid starts with prefix, oldest first, at most rowsMax. */
+export async function selectPrepared(pool: pg.Pool, prefix: string, rowsMax: number): Promise<{ gid: string; preparedAtMs: number; ageMs: number }[]> {
+  const r = await pool.query<{ gid: string; prepared: Date; age_ms: string }>(
+    `SELECT gid, prepared, (extract(epoch FROM (clock_timestamp() - prepared)) * 1000)::bigint AS age_ms
+       FROM pg_prepared_xacts
+      WHERE database = current_database() AND starts_with(gid, $1)
+      ORDER BY prepared LIMIT $2`,
+    [prefix, rowsMax],
+  );
+  return r.rows.map((row) => ({ gid: row.gid, preparedAtMs: row.prepared.getTime(), ageMs: Math.max(0, Number(row.age_ms)) }));
+}
+
+/** Deletes markers under prefix older than the retention (by commit time when known), batch rows per statement, at most 100 batches. */
+export async function deleteOldMarkers(pool: pg.Pool, o: { table: string; prefix: string; retentionMs: number; batch: number }): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < 100; i++) {
+    const r = await pool.query(
+      `DELETE FROM ${o.table} WHERE gid IN (
+         SELECT gid FROM ${o.table}
+          WHERE starts_with(gid, $1) AND coalesce(committed_at, prepared_at) < statement_timestamp() - make_interval(secs => $2)
+          LIMIT $3)`,
+      [o.prefix, o.retentionMs / 1000, o.batch],
+    );
+    total += r.rowCount ?? 0;
+    if ((r.rowCount ?? 0) < o.batch) break;
+  }
+  return total;
+}
+
+/** A PostgreSQL error as a vote reason: SQLSTATE and message (and detail); other errors as a lost connection or their message. */
+export function describePgError(err: unknown): string {
+  if (err instanceof pg.DatabaseError) {
+    return `SQLSTATE ${err.code ?? '?????'}: ${err.message}${err.detail !== undefined && err.detail !== '' ? ` (${err.detail})` : ''}`;
+  }
+  const e = err as { message?: string; code?: string };
+  const message = e?.message ?? String(err);
+  if ((typeof e?.code === 'string' && /^E[A-Z]+$/.test(e.code)) || /connection terminated|connection.*(closed|ended)|timeout exceeded when trying to connect/i.test(message)) {
+    return `lost connection to PostgreSQL: ${message}`;
+  }
+  return message;
+}
+
+/** A gid as an SQL literal. Asserted, not escaped: gidOf only makes gids of a quote-free alphabet. */
+export function sqlGid(gid: string): string {
+  if (!GID_PATTERN.test(gid)) throw new Error(`invalid gid ${gid}`);
+  return `'${gid}'`;
+}
+
+/** The URL without its password, for messages and logs. */
+export function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return '(an unparsable URL)';
+  }
+}

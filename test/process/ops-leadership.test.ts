@@ -1,0 +1,97 @@
+// Moving leadership on purpose: `verdict leader transfer --to NODE`, and a
+// graceful SIGTERM of the leader, which hands leadership over before it exits
+// so that the cluster has a new leader within a few ticks instead of an
+// election timeout. Also: every subcommand answers --help.
+
+import { afterAll, describe, expect, it } from 'vitest';
+import { VerdictClient } from '../../src/client/client.ts';
+import { Cluster, runCli, useProcessCleanup } from './harness.ts';
+import { startParticipants, type Participants } from './ops-helpers.ts';
+
+useProcessCleanup();
+
+const stops: (() => Promise<void> | void)[] = [];
+afterAll(async () => {
+  for (const s of stops.splice(0)) await s();
+});
+
+/** A node process can take long to start on a loaded 2-core machine; the first election waits for all of them. */
+const FIRST_LEADER_WAIT_MS = 60_000;
+
+const endpointsFlag = (c: Cluster): string[] => ['--endpoints', c.nodes.map((n) => n.address).join(',')];
+
+describe('leadership', { timeout: 180_000 }, () => {
+  it('verdict leader transfer --to n2 makes n2 the leader', async () => {
+    const c = await Cluster.start({ nodes: 3 });
+    const { node: first } = await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
+    // Transfer away from n2 first if it happens to lead, so that both moves are real.
+    const hops = first.id === 'n2' ? ['n3', 'n2'] : ['n2'];
+    for (const to of hops) {
+      const before = (await c.waitForLeader()).status.term;
+      const r = await runCli(['leader', 'transfer', '--to', to, ...endpointsFlag(c)], { timeoutMs: 30_000 });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(new RegExp(`^leader: ${to} \\(term \\d+\\)$`, 'm'));
+      const { node, status } = await c.waitForLeader();
+      expect(node.id).toBe(to);
+      expect(status.term).toBeGreaterThan(before);
+    }
+    // Already the leader: nothing to do, and it says so.
+    const again = await runCli(['leader', 'transfer', '--to', 'n2', '--json', ...endpointsFlag(c)], { timeoutMs: 30_000 });
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ leaderId: 'n2' });
+
+    const bad = await runCli(['leader', 'transfer', '--to', 'n9', ...endpointsFlag(c)], { timeoutMs: 30_000 });
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toMatch(/no node "n9" in the cluster \(nodes: n1, n2, n3\)/);
+  });
+
+  it('SIGTERM on the leader: it hands leadership over, another node leads at once, and it exits 0', async () => {
+    const c = await Cluster.start({ nodes: 3 });
+    const { node: old, status } = await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
+    const parts: Participants = await startParticipants(c, ['shop', 'ledger']);
+    stops.push(() => parts.stop());
+    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), deadlineMs: 20_000 });
+    stops.push(() => client.close());
+    const commit = async (key: string): Promise<string> =>
+      (await (await client.begin({ timeoutMs: 5_000 })).enlist('shop', { set: { [key]: '1' } }).enlist('ledger', { set: { [key]: '1' } }).commit()).outcome;
+    expect(await commit('before')).toBe('COMMITTED');
+
+    const startedAt = Date.now();
+    await old.kill('SIGTERM', 15_000);
+    const exitedMs = Date.now() - startedAt;
+    expect(old.lastExit, old.logTail()).toEqual({ code: 0, signal: null });
+    // The hand-over happened before the exit, so the others agree on a leader right away;
+    // the old leader's log names it (a crash would leave them to an election instead).
+    const { node: next, status: now } = await c.waitForLeader({ notId: old.id, timeoutMs: 5_000 });
+    expect(now.term).toBeGreaterThan(status.term);
+    expect(exitedMs).toBeLessThan(10_000);
+
+    const log = old.logTail(200);
+    expect(log).toMatch(new RegExp(`"msg":"transferred leadership to ${next.id}"`));
+    expect(log).not.toMatch(/leadership transfer did not complete/);
+    expect(log).toMatch(/"msg":"node stopped"/);
+    // Work goes on at the new leader.
+    expect(await commit('after')).toBe('COMMITTED');
+  });
+
+  it('every subcommand answers --help with its own usage', async () => {
+    const cases: [string[], RegExp][] = [
+      [['txn', '--help'], /verdict txn show ID/],
+      [['txn', 'show', '--help'], /verdict txn show ID/],
+      [['status', '--help'], /verdict status \[--json\]/],
+      [['leader', '--help'], /verdict leader transfer --to NODE/],
+      [['participant', '--help'], /--metrics-listen HOST:PORT/],
+      [['node', '--help'], /verdict node --config FILE/],
+      [['cluster', '--help'], /verdict cluster up/],
+      [['put', '--help'], /verdict put KEY VALUE/],
+    ];
+    // Two at a time: each is a Node process compiling TypeScript on a 2-core machine.
+    const results: Awaited<ReturnType<typeof runCli>>[] = [];
+    for (let i = 0; i < cases.length; i += 2) results.push(...(await Promise.all(cases.slice(i, i + 2).map(([args]) => runCli(args, { timeoutMs: 30_000 })))));
+    for (const [i, [args, want]] of cases.entries()) {
+      const r = results[i];
+      expect(r.code, `verdict ${args.join(' ')}: ${r.stderr}`).toBe(0);
+      expect(r.stdout, `verdict ${args.join(' ')}`).toMatch(want);
+    }
+  });
+});

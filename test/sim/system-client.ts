@@ -1,0 +1,107 @@
+// A client of the whole-system simulation, with the SDK's semantics
+// (src/client): Begin, then Commit with the same txnId, each retried on
+// UNAVAILABLE or a deadline at the node a redirect names (or the next one),
+// and Commit asked again after an undecided answer, until the cluster says
+// COMMITTED or ABORTED (R7). Like an application that must know, it never
+// gives up; the world checks after healing that every client got its answer.
+
+import { EngineError, type OutcomeAnswer } from '../../src/commit/engine.ts';
+import { memoryPayload } from '../../src/participant/memory.ts';
+import type { Outcome } from '../../src/participant/types.ts';
+import type { Rng } from '../../src/raft/rng.ts';
+import type { EventQueue } from './event-queue.ts';
+import { keyOf, valueOf } from './system-checker.ts';
+import { ALWAYS, redirect, RETRYABLE, type CallCoordinator, type RpcError } from './system-rpc.ts';
+import type { TxnPlan } from './system-scenario.ts';
+
+const BEGIN_DEADLINE_MS = 1_000;
+/** The SDK's room for the decision after the prepare timeout (src/client/transaction.ts). */
+const COMMIT_GRACE_MS = 2_000;
+
+export interface ClientEnv {
+  readonly q: EventQueue;
+  readonly rng: Rng;
+  readonly nodeIds: readonly string[];
+  call: CallCoordinator;
+  answered(txnId: string, outcome: Outcome): void;
+  /** The cluster refused a request of a correct client: nothing in this simulation should. */
+  refused(txnId: string, call: string, err: RpcError): void;
+  log(line: () => string): void;
+}
+
+export class SimClient {
+  began = false;
+  done = false;
+  /** Commits refused by a leader whose participant registry lagged its log (a known issue; retried). */
+  staleRefusals = 0;
+  private hint: number;
+
+  constructor(
+    private readonly env: ClientEnv,
+    readonly id: string,
+    readonly txnId: string,
+    readonly plan: TxnPlan,
+    readonly participants: string[],
+    /** The participant told to vote NO, if any. */
+    readonly noVoter: string | null,
+  ) {
+    this.hint = env.rng.int(env.nodeIds.length);
+  }
+
+  start(): void {
+    this.begin();
+  }
+
+  private retry(err: RpcError | null, then: () => void): void {
+    if (err) this.hint = redirect(this.hint, err, this.env.nodeIds);
+    this.env.q.after(50 + this.env.rng.int(100), then);
+  }
+
+  private begin(): void {
+    this.env.call<number>(this.id, ALWAYS, this.hint, BEGIN_DEADLINE_MS, (c) => {
+      try {
+        c.ok(c.engine.begin(this.txnId, this.plan.timeoutMs).deadlineMs);
+      } catch (err) {
+        if (!(err instanceof EngineError)) throw err;
+        c.fail(err);
+      }
+    }, (err) => {
+      if (!err) {
+        this.began = true;
+        return this.commit();
+      }
+      if (!RETRYABLE.has(err.code)) return this.refuse('Begin', err);
+      this.retry(err, () => this.begin());
+    });
+  }
+
+  private commit(): void {
+    if (this.done) return;
+    const at = this.env.nodeIds[this.hint];
+    const enlist = this.participants.map((pid) => ({
+      participantId: pid,
+      payload: pid === this.noVoter ? memoryPayload({}, 'told to vote NO') : memoryPayload({ [keyOf(this.txnId)]: valueOf(this.txnId, pid) }),
+    }));
+    this.env.call<OutcomeAnswer>(this.id, ALWAYS, this.hint, this.plan.timeoutMs + COMMIT_GRACE_MS, (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a))), (err, a) => {
+      if (this.done) return;
+      this.env.log(() => `${this.id} Commit(${this.txnId}) at ${at}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
+      if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) {
+        this.done = true;
+        return this.env.answered(this.txnId, a.outcome);
+      }
+      if (err && err.code === 'precondition' && /is not registered/.test(err.message)) {
+        // A known issue: a new leader serves Commit before it has applied the log of
+        // earlier terms, so its participant registry can lag its log and it refuses with
+        // FAILED_PRECONDITION. The SDK hands that to the application; this one knows its
+        // participants are registered and retries the same transaction, which is safe (R7).
+        this.staleRefusals++;
+      } else if (err && !RETRYABLE.has(err.code)) return this.refuse('Commit', err);
+      this.retry(err, () => this.commit());
+    });
+  }
+
+  private refuse(call: string, err: RpcError): void {
+    this.done = true;
+    this.env.refused(this.txnId, call, err);
+  }
+}

@@ -1,0 +1,71 @@
+// Request/response over the simulated network, as gRPC unary calls behave:
+// the request and the reply each cross the network (and may be lost,
+// duplicated, reordered or delayed), the caller hears the first reply or a
+// deadline error, once — and never after its own crash.
+
+import type { CoordinatorEngine, EngineError } from '../../src/commit/engine.ts';
+import type { DecisionTable } from '../../src/commit/state.ts';
+import type { NodeId } from '../../src/raft/types.ts';
+import type { EventQueue } from './event-queue.ts';
+import type { SimNetwork } from './sim-network.ts';
+
+/** A liveness token per incarnation: callbacks of a crashed node or participant check it and do nothing. */
+export interface Inc {
+  alive: boolean;
+}
+
+export const DEAD: Inc = { alive: false };
+export const ALWAYS: Inc = { alive: true };
+
+export interface RpcError {
+  code: string;
+  message: string;
+  /** For not-leader: who the answering node believes leads. */
+  leader?: NodeId;
+}
+
+export type Reply<T> = (err: RpcError | null, v?: T) => void;
+
+export class SimRpc {
+  constructor(
+    private readonly q: EventQueue,
+    private readonly net: SimNetwork,
+  ) {}
+
+  /**
+   * One request/response exchange. The request and the reply each cross the
+   * network (and may be lost, duplicated or delayed); the caller hears the
+   * first reply, or a deadline error — once, and only while its incarnation lives.
+   */
+  call<T>(from: string, caller: Inc, to: string, deadlineMs: number, serve: (reply: Reply<T>) => void, cb: Reply<T>): void {
+    let done = false;
+    const finish: Reply<T> = (err, v) => {
+      if (done) return;
+      done = true;
+      if (caller.alive) cb(err, v);
+    };
+    this.q.after(deadlineMs, () => finish({ code: 'deadline', message: `no answer from ${to} within ${deadlineMs} ms` }));
+    this.net.send(from, to, () => serve((err, v) => this.net.send(to, from, () => finish(err, v))));
+  }
+}
+
+/** A Coordinator call as a node serves it: its engine and decision table, and how to answer. */
+export interface CoordinatorCall<T> {
+  engine: CoordinatorEngine;
+  table: DecisionTable;
+  ok(v: T): void;
+  /** An engine error; not-leader answers carry the node's leader hint, as the gRPC service's metadata does. */
+  fail(err: EngineError | null): void;
+}
+
+/** A Coordinator RPC to a node by index, served by its engine if the node is up. */
+export type CallCoordinator = <T>(from: string, caller: Inc, node: number, deadlineMs: number, serve: (c: CoordinatorCall<T>) => void, cb: Reply<T>) => void;
+
+/** Codes the SDK retries (UNAVAILABLE, DEADLINE_EXCEEDED), as the engine and this simulator name them. */
+export const RETRYABLE: ReadonlySet<string> = new Set(['not-leader', 'unavailable', 'deadline', 'UNAVAILABLE']);
+
+/** Follow a not-leader hint, else try the next node (the SDK's and the ClusterLink's leader discovery). */
+export function redirect(hint: number, err: RpcError | null, nodeIds: readonly string[]): number {
+  const to = err?.leader ? nodeIds.indexOf(err.leader) : -1;
+  return to >= 0 ? to : (hint + 1) % nodeIds.length;
+}

@@ -1,0 +1,72 @@
+// Running the whole-system simulation under vitest: the seeded fast-check
+// property, split in shards so that vitest's two workers share the load (each
+// test file runs one shard and prints its own `ac:` line), and the replay of
+// one failing schedule from its seed and path.
+
+import fc from 'fast-check';
+import { systemScenarioArb } from './system-schedule.ts';
+import { SystemWorld, type Mutant, type SystemScenario } from './system-world.ts';
+
+export const SHARDS = 2;
+/** Total schedules over all shards; VERDICT_AC_SEEDS overrides (a soak: VERDICT_AC_SEEDS=200000). */
+export const SEEDS = Number(process.env.VERDICT_AC_SEEDS ?? 30_000);
+export const BASE_SEED = Number(process.env.VERDICT_AC_SEED ?? 20261205);
+/** "seed:path" of a failing run, as printed on failure. */
+export const REPLAY = process.env.VERDICT_AC_REPLAY;
+/** With a replay: print every protocol event of the run. */
+const TRACE = process.env.VERDICT_AC_TRACE === '1';
+export const REPLAY_FILE = 'test/sim/system.sim.test.ts';
+/** Runs the schedules against a mutant (see SystemScenario.mutant), to watch the checker fail, shrink and replay. */
+const MUTANT = process.env.VERDICT_AC_MUTANT as Mutant | undefined;
+
+export interface ShardOutcome {
+  failed: boolean;
+  line: string;
+}
+
+/** Runs shard `shard` of SEEDS schedules (or the replay), prints the `ac:` line and, on failure, how to replay it. */
+export function runShard(shard: number): ShardOutcome {
+  const n = Math.floor(SEEDS / SHARDS) + (shard < SEEDS % SHARDS ? 1 : 0);
+  let runs = 0;
+  let crashes = 0;
+  let partitions = 0;
+  let violations = 0;
+  let txns = 0;
+  let committed = 0;
+  let stale = 0;
+  let steps = 0;
+  const started = process.cpuUsage();
+  const params: fc.Parameters<[SystemScenario]> = REPLAY
+    ? { seed: Number(REPLAY.split(':')[0]), path: REPLAY.split(':').slice(1).join(':'), endOnFailure: true, numRuns: 1 }
+    : { seed: BASE_SEED + shard, numRuns: n, endOnFailure: false };
+  const out = fc.check(
+    fc.property(systemScenarioArb, (sc) => {
+      const w = new SystemWorld(MUTANT ? { ...sc, mutant: MUTANT } : sc);
+      if (REPLAY && TRACE) w.trace = (line) => console.log(line);
+      const r = w.run();
+      runs++;
+      crashes += r.crashes;
+      partitions += r.partitions;
+      txns += r.txns;
+      committed += r.committed;
+      stale += r.staleRefusals;
+      steps += r.steps;
+      if (r.violations.length > 0) {
+        violations++;
+        throw new Error(r.violations.join('\n'));
+      }
+    }),
+    params,
+  );
+  const cpu = process.cpuUsage(started);
+  const secs = (cpu.user + cpu.system) / 1e6;
+  const line = `ac: seeds=${runs} crashes=${crashes} partitions=${partitions} violations=${violations} (shard ${shard + 1}/${SHARDS}: txns=${txns} committed=${committed} steps=${steps} stale-registry-refusals=${stale}, ${secs.toFixed(1)} s CPU, ${Math.round((runs / secs) * 60)} seeds/min)`;
+  console.log(line);
+  if (out.failed) {
+    const cmd = `${MUTANT ? `VERDICT_AC_MUTANT=${MUTANT} ` : ''}VERDICT_AC_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run ${REPLAY_FILE}`;
+    console.error(
+      `whole-system simulation failed; replay with:\n  ${cmd}\n(add VERDICT_AC_TRACE=1 to print every protocol event)\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`,
+    );
+  }
+  return { failed: out.failed, line };
+}

@@ -1,0 +1,85 @@
+// The vocabulary of a whole-system simulation run: the scenario fast-check
+// generates (transactions, faults, crash points, an optional mutant) and the
+// result a run hands back. See system-world.ts for what each piece does.
+
+import type { EngineMutant } from '../../src/commit/engine.ts';
+import type { ParticipantMutant } from '../../src/participant/engine.ts';
+
+export const CRASH_POINTS = ['prepare-send', 'some-prepared', 'commit-proposed', 'commit-applied', 'some-decided', 'before-forget', 'after-forget'] as const;
+export type CrashPointName = (typeof CRASH_POINTS)[number];
+
+/**
+ * Crash `target` — the leader, or the i-th participant of the transaction —
+ * the first time a transaction reaches `point`:
+ *   prepare-send     the leader is about to send PREPARE
+ *   some-prepared    a YES reached the leader (leader), or a participant synced
+ *                    its prepared state and is about to send YES (participant)
+ *   commit-proposed  Decide(T, COMMIT) was just proposed, not yet committed
+ *   commit-applied   COMMIT applied on the leader, no DECISION sent yet
+ *   some-decided     an ACK reached the leader (leader), or a participant applied
+ *                    COMMIT and is about to ACK (participant)
+ *   before-forget    the leader is about to propose Forget(T)
+ *   after-forget     Forget(T) was applied on the leader
+ */
+export interface CrashPoint {
+  point: CrashPointName;
+  target: 'leader' | number;
+  downMs: number;
+}
+
+/** One client transaction: when it begins (after load starts), who it enlists, who is told to vote NO. */
+export interface TxnPlan {
+  atMs: number;
+  /** Participant indexes (taken modulo P, duplicates dropped). */
+  members: number[];
+  /** Index into members of the participant told to vote NO, or null. */
+  no: number | null;
+  timeoutMs: number;
+}
+
+/** Endpoint indexes count the nodes first, then the participants, modulo their total. */
+export type SysFault =
+  | { kind: 'crash-node'; at: number; node: number; downMs: number }
+  | { kind: 'crash-leader'; at: number; downMs: number }
+  | { kind: 'crash-participant'; at: number; participant: number; downMs: number }
+  | { kind: 'partition'; at: number; side: number[]; durMs: number }
+  | { kind: 'isolate-leader'; at: number; durMs: number }
+  | { kind: 'isolate-participant'; at: number; participant: number; durMs: number }
+  | { kind: 'one-way'; at: number; from: number; to: number; durMs: number }
+  | { kind: 'loss'; at: number; percent: number; durMs: number }
+  | { kind: 'duplicate'; at: number; percent: number; durMs: number }
+  | { kind: 'delay'; at: number; extraMs: number; durMs: number }
+  | { kind: 'slow-disk'; at: number; target: number; extraMs: number; durMs: number }
+  | { kind: 'transfer'; at: number; to: number };
+
+/** A deliberately broken protocol, for the checker's own tests; never set in the real simulation. */
+export type Mutant = EngineMutant | ParticipantMutant;
+
+export interface SystemScenario {
+  seed: number;
+  nodes: number;
+  participants: number;
+  txns: TxnPlan[];
+  faults: SysFault[];
+  crashPoints: CrashPoint[];
+  /** Faults happen before this (ms after load starts); afterwards the world is healthy. */
+  healAtMs: number;
+  /** After healing, the world must be quiet within this (AC4). */
+  livenessMs: number;
+  snapshotEntries: number;
+  /** Forgotten decisions the table remembers (default: production's). */
+  tombstonesMax?: number;
+  mutant?: Mutant;
+}
+
+export interface SystemResult {
+  violations: string[];
+  steps: number;
+  crashes: number;
+  partitions: number;
+  txns: number;
+  committed: number;
+  crashPointsFired: number;
+  staleRefusals: number;
+  virtualMs: number;
+}

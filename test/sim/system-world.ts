@@ -1,0 +1,633 @@
+// The whole-system simulator: Verdict as the article promises it, on one
+// virtual clock. N Raft nodes, each the production Driver + NodeStateMachine
+// + CoordinatorEngine wired as src/node/node.ts wires them; P participants,
+// each the production ParticipantEngine + MemoryResource over a simulated
+// journal; and clients that Begin and Commit with the SDK's semantics (retry
+// with the same txnId, R7). Every message between them crosses the simulated
+// network; every choice comes from one seed.
+//
+// Faults (crashes that lose unsynced writes, partitions, loss, duplication,
+// delay, slow disks, leadership transfer) happen before healAtMs; then
+// everything restarts and heals, and the world must become quiet — nothing in
+// doubt, every decision acknowledged and forgotten, every client answered —
+// within livenessMs (AC4). Crash points crash a node or a participant at an
+// exact step of the protocol, synchronously, from hooks in the EngineIO and
+// driver wrappers below.
+
+import { CoordinatorEngine, type EngineConfig, type EngineMutant, type OutcomeAnswer } from '../../src/commit/engine.ts';
+import { DecisionTable, decodeCommand, encodeCommand, type ApplyResult, type Command } from '../../src/commit/state.ts';
+import { Driver } from '../../src/node/driver.ts';
+import { NodeStateMachine } from '../../src/node/machine.ts';
+import { ParticipantEngine, type ParticipantMutant } from '../../src/participant/engine.ts';
+import { MemoryResource } from '../../src/participant/memory.ts';
+import { MemoryState } from '../../src/participant/memory-state.ts';
+import { ParticipantError, type ClusterOutcome } from '../../src/participant/types.ts';
+import { RawNode } from '../../src/raft/raw-node.ts';
+import { Rng } from '../../src/raft/rng.ts';
+import { Role, type ConfState, type Message, type NodeId } from '../../src/raft/types.ts';
+import type { Ack, Vote } from '../../src/transport/participant-rpc.ts';
+import { EventQueue } from './event-queue.ts';
+import { RaftChecker } from './raft-checker.ts';
+import { SimDisk } from './sim-disk.ts';
+import { SimNetwork } from './sim-network.ts';
+import { SystemChecker } from './system-checker.ts';
+import { scheduleFault, type FaultWorld } from './system-faults.ts';
+import { RecordingResource, SimJournal } from './system-participant.ts';
+import { SimClient, type ClientEnv } from './system-client.ts';
+import { DEAD, redirect, SimRpc, type CallCoordinator, type Inc, type Reply, type RpcError } from './system-rpc.ts';
+import { CRASH_POINTS, type CrashPoint, type CrashPointName, type Mutant, type SystemResult, type SystemScenario, type TxnPlan } from './system-scenario.ts';
+
+export { CRASH_POINTS };
+export type { CrashPoint, CrashPointName, Mutant, SystemResult, SystemScenario, TxnPlan };
+export type { SysFault } from './system-scenario.ts';
+
+export const TICK_MS = 100;
+const ELECTION_TICKS = 10;
+const CLUSTER = 'sim';
+/** Registration must finish within this, with no faults, before load starts. */
+const SETUP_MS_MAX = 10_000;
+const PROPOSE_TIMEOUT_MS = 3_000;
+const ASK_DEADLINE_MS = 1_000;
+const REGISTER_DEADLINE_MS = 1_000;
+/** How often the world looks whether it has become quiet after healing. */
+const QUIET_POLL_MS = 100;
+
+const ENGINE_CONFIG: Partial<EngineConfig> = {
+  defaultTimeoutMs: 2_000,
+  rpcDeadlineMs: 1_000,
+  retryMinMs: 100,
+  retryMaxMs: 1_000,
+  forgetDelayMs: 200,
+};
+
+/** The node state machine, with the decision table's tombstone bound set by the scenario. */
+class SimMachine extends NodeStateMachine {
+  override readonly table: DecisionTable;
+  constructor(tombstonesMax: number | undefined) {
+    super();
+    this.table = tombstonesMax === undefined ? new DecisionTable() : new DecisionTable(tombstonesMax);
+  }
+}
+
+interface SysNode {
+  id: NodeId;
+  idx: number;
+  disk: SimDisk;
+  up: boolean;
+  inc: Inc;
+  driver: Driver<ApplyResult | null> | null;
+  sm: SimMachine | null;
+  engine: CoordinatorEngine | null;
+}
+
+interface SysParticipant {
+  id: string;
+  idx: number;
+  journal: SimJournal;
+  up: boolean;
+  inc: Inc;
+  engine: ParticipantEngine | null;
+  resource: MemoryResource | null;
+  /** The node it believes leads (the ClusterLink's redirect-following). */
+  hint: number;
+  registered: boolean;
+}
+
+export class SystemWorld implements FaultWorld {
+  readonly q = new EventQueue();
+  readonly rng: Rng;
+  readonly nodes: SysNode[] = [];
+  readonly parts: SysParticipant[] = [];
+  readonly clients: SimClient[] = [];
+  readonly checker: SystemChecker;
+  private readonly raft: RaftChecker;
+  readonly net: SimNetwork;
+  private readonly rpc: SimRpc;
+  private readonly conf: ConfState;
+  private readonly clientByTxn = new Map<string, SimClient>();
+  private readonly armed: (CrashPoint & { fired: boolean })[];
+  healed = false;
+  private registered = 0;
+  crashes = 0;
+  partitions = 0;
+  crashPointsFired = 0;
+  /** Replays only: a line per protocol event, with virtual time. */
+  trace: ((line: string) => void) | null = null;
+
+  constructor(readonly sc: SystemScenario) {
+    this.rng = new Rng(sc.seed);
+    this.net = new SimNetwork(this.q, this.rng);
+    this.rpc = new SimRpc(this.q, this.net);
+    this.checker = new SystemChecker(() => this.q.now);
+    this.raft = new RaftChecker((what) => this.checker.violation(`raft ${what}`));
+    this.armed = sc.crashPoints.map((c) => ({ ...c, fired: false }));
+    const ids = Array.from({ length: sc.nodes }, (_, i) => `n${i + 1}`);
+    this.conf = { voters: ids, learners: [], votersOutgoing: [] };
+    for (const [idx, id] of ids.entries()) {
+      const n: SysNode = { id, idx, disk: new SimDisk(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, driver: null, sm: null, engine: null };
+      this.nodes.push(n);
+      this.startNode(n);
+    }
+    for (let idx = 0; idx < sc.participants; idx++) {
+      const p: SysParticipant = { id: `p${idx + 1}`, idx, journal: new SimJournal(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, engine: null, resource: null, hint: this.rng.int(sc.nodes), registered: false };
+      this.parts.push(p);
+      this.startParticipant(p);
+    }
+  }
+
+  // ---- nodes: the production wiring of src/node/node.ts --------------------
+
+  private startNode(n: SysNode): void {
+    const inc: Inc = { alive: true };
+    n.inc = inc;
+    const rawNode = RawNode.restart(
+      { id: n.id, random: new Rng(this.rng.u32()).asRandom(), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, inflightMsgsMax: 8, inflightBytesMax: 1 << 20, appendBytesMax: 4096 },
+      n.disk.recover(),
+      this.conf,
+    );
+    const sm = new SimMachine(this.sc.tombstonesMax);
+    const random = new Rng(this.rng.u32());
+    this.raft.restarted(n.id);
+    // A crashed incarnation may still be inside a driver callback: its writes and sends go nowhere.
+    const driver: Driver<ApplyResult | null> = new Driver<ApplyResult | null>({
+      node: rawNode,
+      store: { persist: (b, cb) => inc.alive && n.disk.persist(b, cb) },
+      transport: { send: (msgs) => inc.alive && this.sendRaft(n.id, msgs) },
+      sm,
+      snapshotEntries: this.sc.snapshotEntries,
+      snapshotKeepEntries: 5,
+      waitersMax: 1000,
+      onFatal: (err) => this.checker.violation(`${n.id} fatal: ${err.message}`),
+      onPersisted: (rd) => {
+        if (!inc.alive) return;
+        this.raft.onReady(n.id, rawNode, n.disk, rd);
+        if (rd.softState) this.log(() => `${n.id} is ${rd.softState?.role} in term ${rawNode.raft.term}`);
+        if (rd.softState) engine.setLeadership(rd.softState.role === Role.Leader ? rawNode.raft.term : 0);
+      },
+      onApplied: (e, result) => {
+        if (!inc.alive) return;
+        this.raft.onApplied(n.id, e.index, e.term, Buffer.from(e.data).toString());
+        if (!result) return;
+        if (result.t === 'decide') {
+          this.checker.decisionApplied(n.id, result.decision, result.first);
+          if (result.first && result.decision.outcome === 'commit' && engine.isLeader()) {
+            this.point('commit-applied', result.decision.txnId, { node: n });
+            if (!inc.alive) return;
+          }
+        }
+        engine.onApplied(result);
+        if (result.t === 'forget' && engine.isLeader()) {
+          const cmd = decodeCommand(e.data);
+          if (cmd.t === 'forget') for (const id of cmd.txnIds) if (inc.alive) this.point('after-forget', id, { node: n });
+        }
+      },
+    });
+    const engine = new CoordinatorEngine(
+      sm.table,
+      {
+        nowMs: () => this.q.now,
+        random: () => random.float(),
+        propose: (cmd, cb) => this.propose(n, inc, driver, cmd, cb),
+        sendPrepare: (to, req, deadlineMs, cb) => {
+          if (!inc.alive) return;
+          this.point('prepare-send', req.txnId, { node: n });
+          if (!inc.alive) return;
+          const p = this.participant(to.id);
+          this.log(() => `${n.id} sends PREPARE for ${req.txnId} to ${p.id}`);
+          this.rpc.call<Vote>(n.id, inc, p.id, deadlineMs, (reply) =>
+            this.atParticipant(p, reply, (pp, eng, r) =>
+              eng.prepare({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs }, (err, vote) => {
+                if (err || !vote) return r(participantError(err));
+                // Votes are recorded as they are sent (AC2).
+                this.checker.voteSent(pp.id, req.txnId, vote.vote === 'VOTE_YES' ? 'yes' : 'no');
+                this.log(() => `${pp.id} votes ${vote.vote} on ${req.txnId}`);
+                if (vote.vote === 'VOTE_YES') this.point('some-prepared', req.txnId, { participant: pp.id });
+                r(null, vote);
+              }),
+            ),
+            (err, vote) => {
+              if (err || !vote) return cb(new Error(err?.message ?? 'no vote'));
+              if (vote.vote === 'VOTE_YES') {
+                this.point('some-prepared', req.txnId, { node: n });
+                if (!inc.alive) return;
+              }
+              cb(null, { vote: vote.vote === 'VOTE_YES' ? 'yes' : 'no', reason: vote.reason });
+            },
+          );
+        },
+        sendDecision: (to, req, deadlineMs, cb) => {
+          if (!inc.alive) return;
+          const p = this.participant(to.id);
+          const commit = req.outcome === 'commit';
+          this.log(() => `${n.id} sends DECISION ${req.outcome} for ${req.txnId} to ${p.id}`);
+          this.rpc.call<Ack>(n.id, inc, p.id, deadlineMs, (reply) =>
+            this.atParticipant(p, reply, (pp, eng, r) =>
+              eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, decision: commit ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: req.reason }, (err, ack) => {
+                if (err || !ack) return r(participantError(err));
+                if (commit) this.point('some-decided', req.txnId, { participant: pp.id });
+                r(null, ack);
+              }),
+            ),
+            (err) => {
+              if (err) return cb(new Error(err.message));
+              if (commit) {
+                this.point('some-decided', req.txnId, { node: n });
+                if (!inc.alive) return;
+              }
+              cb(null);
+            },
+          );
+        },
+      },
+      { ...ENGINE_CONFIG, mutant: engineMutant(this.sc.mutant) },
+    );
+    n.driver = driver;
+    n.sm = sm;
+    n.engine = engine;
+    n.up = true;
+    const tick = (): void => {
+      if (!inc.alive) return;
+      driver.tick();
+      if (!inc.alive) return;
+      engine.tick();
+      this.q.after(TICK_MS, tick);
+    };
+    this.q.after(this.rng.int(TICK_MS), tick);
+  }
+
+  /** EngineIO.propose as node.ts builds it: through the driver, with a timeout. */
+  private propose(n: SysNode, inc: Inc, driver: Driver<ApplyResult | null>, cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void): void {
+    if (!inc.alive) return;
+    this.log(() => `${n.id} proposes ${JSON.stringify(cmd)}`);
+    if (cmd.t === 'forget') {
+      for (const id of cmd.txnIds) {
+        this.point('before-forget', id, { node: n });
+        if (!inc.alive) return;
+      }
+    }
+    let finished = false;
+    const finish = (err: Error | null, r?: ApplyResult | null): void => {
+      if (finished || !inc.alive) return;
+      finished = true;
+      if (err) this.log(() => `${n.id} proposal ${cmd.t} ${cmd.t === 'forget' ? cmd.txnIds.join(',') : cmd.t === 'decide' ? cmd.txnId : cmd.id} failed: ${err.message}`);
+      if (err) cb(err);
+      else if (r) cb(null, r);
+      else cb(new Error('no result'));
+    };
+    this.q.after(PROPOSE_TIMEOUT_MS, () => finish(new Error(`proposal ${cmd.t} did not complete within ${PROPOSE_TIMEOUT_MS} ms`)));
+    driver.propose(encodeCommand(cmd), (err, r) => finish(err, r?.result));
+    if (cmd.t === 'decide' && cmd.outcome === 'commit') this.point('commit-proposed', cmd.txnId, { node: n });
+  }
+
+  private crashNode(n: SysNode): void {
+    if (!n.up) return;
+    this.log(() => `${n.id} crashes`);
+    this.crashes++;
+    n.up = false;
+    n.inc.alive = false;
+    n.driver?.stop();
+    n.disk.crash();
+    n.driver = null;
+    n.sm = null;
+    n.engine = null;
+  }
+
+  private restartNode(n: SysNode): void {
+    if (n.up) return;
+    this.log(() => `${n.id} restarts`);
+    this.startNode(n);
+  }
+
+  leader(): SysNode | null {
+    let best: SysNode | null = null;
+    for (const n of this.nodes) {
+      if (!n.up || !n.driver?.isLeader() || !n.engine?.isLeader()) continue;
+      if (!best || n.driver.node.raft.term > (best.driver?.node.raft.term ?? 0)) best = n;
+    }
+    return best;
+  }
+
+  private sendRaft(from: NodeId, msgs: Message[]): void {
+    for (const m of msgs) {
+      const to = this.nodes.find((x) => x.id === m.to);
+      if (!to) continue;
+      this.net.send(from, m.to, () => {
+        if (to.up && to.driver) to.driver.receive([m]);
+      });
+    }
+  }
+
+  // ---- participants: the production wiring of src/participant/runtime.ts --
+
+  private participant(id: string): SysParticipant {
+    const p = this.parts.find((x) => x.id === id);
+    if (!p) throw new Error(`sim: no participant ${id}`);
+    return p;
+  }
+
+  private startParticipant(p: SysParticipant): void {
+    const inc: Inc = { alive: true };
+    p.inc = inc;
+    // Recovery replays what the journal made durable, as the runtime does with its file.
+    const state = new MemoryState();
+    for (const r of p.journal.durable) state.add(r);
+    const resource = MemoryResource.restore(state.data, state.preparedWrites());
+    const engine = new ParticipantEngine({
+      clusterId: CLUSTER,
+      participantId: p.id,
+      resource: new RecordingResource(resource, (txnId, outcome) => {
+        if (!inc.alive) return;
+        this.log(() => `${p.id} applies ${outcome} to ${txnId}`);
+        this.checker.participantApplied(p.id, txnId, outcome);
+      }),
+      journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb) },
+      clock: { nowMs: () => this.q.now },
+      schedule: (delayMs, fn) => {
+        let cancelled = false;
+        this.q.after(delayMs, () => !cancelled && inc.alive && fn());
+        return () => (cancelled = true);
+      },
+      askOutcome: (txnId, cb) => this.askOutcome(p, inc, txnId, cb),
+      log: {
+        info: () => {},
+        warn: () => {},
+        error: (o, msg) => {
+          if (!inc.alive || !msg.startsWith('protocol violation')) return;
+          const r = o as { txnId?: string; decision?: string; local?: string };
+          this.checker.participantRefused(p.id, r.txnId ?? '?', r.decision ?? '?', r.local ?? '?');
+        },
+      },
+      inDoubtAfterMs: 1_000,
+      sweepIntervalMs: 500,
+      askBackoffMinMs: 100,
+      askBackoffMaxMs: 1_000,
+      mutant: participantMutant(this.sc.mutant),
+    });
+    engine.recover(state.txnRecords());
+    engine.start();
+    p.engine = engine;
+    p.resource = resource;
+    p.up = true;
+    this.checker.participantRecovered(p.id, (txnId) => engine.stateOf(txnId));
+  }
+
+  private crashParticipant(p: SysParticipant): void {
+    if (!p.up) return;
+    this.log(() => `${p.id} crashes`);
+    this.crashes++;
+    p.up = false;
+    p.inc.alive = false;
+    p.journal.crash();
+    p.engine = null;
+    p.resource = null;
+  }
+
+  private restartParticipant(p: SysParticipant): void {
+    if (p.up) return;
+    this.log(() => `${p.id} restarts`);
+    this.startParticipant(p);
+  }
+
+  /** GetOutcome with the participant id, to the node it believes leads; redirects followed like the ClusterLink. */
+  private askOutcome(p: SysParticipant, inc: Inc, txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
+    const at = this.nodes[p.hint].id;
+    this.callCoordinator<OutcomeAnswer>(p.id, inc, p.hint, ASK_DEADLINE_MS, (c) => c.engine.outcome(txnId, p.id, (err, a) => (err || !a ? c.fail(err) : c.ok(a))), (err, a) => {
+      this.log(() => `${p.id} asks ${at} about ${txnId}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
+      if (err || !a) {
+        p.hint = redirect(p.hint, err, this.nodeIds);
+        return cb(new Error(err?.message ?? 'no answer'), 'unknown');
+      }
+      cb(null, a.outcome);
+    });
+  }
+
+  private register(p: SysParticipant): void {
+    if (p.registered) return;
+    const endpoint = `${p.id}:1`;
+    this.callCoordinator<true>(p.id, p.inc, p.hint, REGISTER_DEADLINE_MS, (c) => {
+      // Re-registration at the same endpoint is answered without a log write, as the service does.
+      if (c.table.participants.get(p.id)?.endpoint === endpoint) return c.ok(true);
+      c.engine.registerParticipant(p.id, endpoint, (err) => (err ? c.fail(err) : c.ok(true)));
+    }, (err) => {
+      if (!err) {
+        if (!p.registered) this.registered++;
+        p.registered = true;
+        return;
+      }
+      p.hint = redirect(p.hint, err, this.nodeIds);
+      this.q.after(100, () => this.register(p));
+    });
+  }
+
+  /** A Coordinator RPC to node `node`, served by its engine while the node is up (the gRPC service's role). */
+  private readonly callCoordinator: CallCoordinator = (from, caller, node, deadlineMs, serve, cb) => {
+    const n = this.nodes[node];
+    this.rpc.call(from, caller, n.id, deadlineMs, (reply) => {
+      if (!n.up || !n.engine || !n.sm || !n.driver) return;
+      const inc = n.inc;
+      const leader = n.driver.leader();
+      serve({
+        engine: n.engine,
+        table: n.sm.table,
+        ok: (v) => inc.alive && reply(null, v),
+        fail: (err) => inc.alive && reply(err ? { code: err.code, message: err.message, leader: err.code === 'not-leader' ? leader : undefined } : { code: 'unavailable', message: 'no answer' }),
+      });
+    }, cb);
+  };
+
+  private clientEnv(): ClientEnv {
+    return {
+      q: this.q,
+      rng: this.rng,
+      nodeIds: this.nodeIds,
+      call: this.callCoordinator,
+      answered: (txnId, outcome) => this.checker.clientAnswered(txnId, outcome),
+      refused: (txnId, call, err) => this.checker.violation(`client: ${call}(${txnId}) refused: ${err.code}: ${err.message}`),
+      log: (line) => this.log(line),
+    };
+  }
+
+  log(line: () => string): void {
+    if (this.trace) this.trace(`t=${this.q.now}ms ${line()}`);
+  }
+
+  // ---- RPCs over the simulated network -------------------------------------
+
+  private atParticipant<T>(p: SysParticipant, reply: Reply<T>, handle: (p: SysParticipant, eng: ParticipantEngine, r: Reply<T>) => void): void {
+    if (!p.up || !p.engine) return;
+    const inc = p.inc;
+    handle(p, p.engine, (err, v) => inc.alive && reply(err, v));
+  }
+
+  // ---- crash points -----------------------------------------------------------
+
+  /** Called at each protocol step; crashes the armed target synchronously, at most once per crash point. */
+  private point(point: CrashPointName, txnId: string, at: { node?: SysNode; participant?: string }): void {
+    if (this.healed) return;
+    for (const cp of this.armed) {
+      if (cp.fired || cp.point !== point) continue;
+      const c = this.clientByTxn.get(txnId);
+      if (!c) continue;
+      if (cp.target === 'leader') {
+        if (!at.node) continue;
+        cp.fired = true;
+        this.crashPointsFired++;
+        this.log(() => `crash point ${point} of ${txnId}: the leader`);
+        const n = at.node;
+        this.crashNode(n);
+        this.q.after(cp.downMs, () => !this.healed && this.restartNode(n));
+      } else {
+        const pid = c.participants[cp.target];
+        if (pid === undefined) continue;
+        const participantSide = point === 'some-prepared' || point === 'some-decided';
+        if (participantSide ? at.participant !== pid : !at.node) continue;
+        cp.fired = true;
+        this.crashPointsFired++;
+        this.log(() => `crash point ${point} of ${txnId}: participant ${pid}`);
+        const p = this.participant(pid);
+        this.crashParticipant(p);
+        this.q.after(cp.downMs, () => !this.healed && this.restartParticipant(p));
+      }
+    }
+  }
+
+  // ---- faults: what system-faults.ts may do to the world ------------------
+
+  get nodeIds(): string[] {
+    return this.nodes.map((n) => n.id);
+  }
+
+  get participantIds(): string[] {
+    return this.parts.map((p) => p.id);
+  }
+
+  leaderId(): string | null {
+    return this.leader()?.id ?? null;
+  }
+
+  crash(id: string): void {
+    const n = this.nodes.find((x) => x.id === id);
+    if (n) this.crashNode(n);
+    else this.crashParticipant(this.participant(id));
+  }
+
+  restart(id: string): void {
+    const n = this.nodes.find((x) => x.id === id);
+    if (n) this.restartNode(n);
+    else this.restartParticipant(this.participant(id));
+  }
+
+  setSlowDisk(id: string, extraMs: number): void {
+    const n = this.nodes.find((x) => x.id === id);
+    if (n) n.disk.slowMs = extraMs;
+    else this.participant(id).journal.slowMs = extraMs;
+  }
+
+  transferLeadership(to: string): void {
+    this.leader()?.driver?.transferLeadership(to);
+  }
+
+  private heal(): void {
+    this.log(() => 'heal: faults stop, everything restarts');
+    this.healed = true;
+    this.net.heal();
+    for (const n of this.nodes) {
+      n.disk.slowMs = 0;
+      this.restartNode(n);
+    }
+    for (const p of this.parts) {
+      p.journal.slowMs = 0;
+      this.restartParticipant(p);
+    }
+  }
+
+  // ---- a run -------------------------------------------------------------
+
+  run(): SystemResult {
+    const txns = this.sc.txns.length;
+    try {
+      this.runPhases();
+    } catch (err) {
+      // An invariant assertion of the production code fired: that is a finding too.
+      this.checker.violation(`exception: ${err instanceof Error ? (err.stack ?? err.message).split('\n').slice(0, 4).join(' | ') : String(err)}`);
+    }
+    let committed = 0;
+    for (const c of this.clients) if (this.checker.decisionOf(c.txnId) === 'commit') committed++;
+    return { violations: this.checker.violations, steps: this.q.steps, crashes: this.crashes, partitions: this.partitions, txns, committed, crashPointsFired: this.crashPointsFired, staleRefusals: this.clients.reduce((k, c) => k + c.staleRefusals, 0), virtualMs: this.q.now };
+  }
+
+  private runPhases(): void {
+    // Setup, without faults: a leader, and every participant registered through the log.
+    for (const p of this.parts) this.q.after(this.rng.int(200), () => this.register(p));
+    this.q.runUntil(SETUP_MS_MAX, () => this.registered === this.parts.length);
+    if (this.registered < this.parts.length) {
+      this.checker.violation(`setup: only ${this.registered} of ${this.parts.length} participants registered within ${SETUP_MS_MAX} ms without faults`);
+      return;
+    }
+    const t0 = this.q.now;
+    for (const f of this.sc.faults) if (f.at < this.sc.healAtMs) scheduleFault(this, f, t0);
+    const env = this.clientEnv();
+    for (const [i, plan] of this.sc.txns.entries()) {
+      const members = [...new Set(plan.members.map((m) => m % this.parts.length))].map((m) => this.parts[m].id);
+      const c = new SimClient(env, `c${i + 1}`, `t${i + 1}`, plan, members, plan.no === null ? null : members[plan.no % members.length]);
+      this.clients.push(c);
+      this.clientByTxn.set(c.txnId, c);
+      this.checker.plan({ txnId: c.txnId, participants: c.participants, noVoter: c.noVoter });
+      this.q.at(t0 + plan.atMs, () => c.start());
+    }
+    this.q.runUntil(t0 + this.sc.healAtMs);
+    this.heal();
+    // AC4: once healed, the world must become quiet within livenessMs.
+    const deadline = this.q.now + this.sc.livenessMs;
+    let quiet = false;
+    const poll = (): void => {
+      quiet = this.quiet() === null;
+      if (!quiet) this.q.after(QUIET_POLL_MS, poll);
+    };
+    this.q.after(0, poll);
+    this.q.runUntil(deadline, () => quiet);
+    if (!quiet) {
+      this.checker.violation(`AC4 termination: ${this.sc.livenessMs} ms after healing the world is not quiet: ${this.quiet()}`);
+      return;
+    }
+    this.checker.final({
+      faultFree: this.sc.faults.length === 0 && this.sc.crashPoints.length === 0 && this.sc.mutant === undefined,
+      valueAt: (pid, key) => this.participant(pid).resource?.get(key),
+      began: (txnId) => this.clientByTxn.get(txnId)?.began === true,
+    });
+  }
+
+  /** null when nothing is in doubt, every decision is acknowledged and forgotten and every client answered; else what is pending. */
+  private quiet(): string | null {
+    const pending: string[] = [];
+    const unanswered = this.clients.filter((c) => !c.done).map((c) => c.txnId);
+    if (unanswered.length > 0) pending.push(`clients without an answer: ${unanswered.join(' ')}`);
+    for (const p of this.parts) {
+      if (!p.up || !p.engine) pending.push(`${p.id} down`);
+      else {
+        const doubt = p.engine.inDoubt().map((d) => d.txnId);
+        if (doubt.length > 0) pending.push(`${p.id} in doubt on ${doubt.join(' ')}`);
+        if (p.engine.counts().preparing > 0) pending.push(`${p.id} preparing`);
+      }
+    }
+    const l = this.leader();
+    if (!l) pending.push('no leader');
+    else {
+      const open = [...(l.sm?.table.decisions.values() ?? [])].map((d) => `${d.txnId}:${d.outcome}`);
+      if (open.length > 0) pending.push(`decisions not acknowledged and forgotten on leader ${l.id}: ${open.join(' ')}`);
+    }
+    return pending.length === 0 ? null : pending.join('; ');
+  }
+}
+
+function participantError(err: ParticipantError | null): RpcError {
+  return { code: err?.code ?? 'UNAVAILABLE', message: err?.message ?? 'no vote' };
+}
+
+function engineMutant(m: Mutant | undefined): EngineMutant | undefined {
+  return m === 'presume-abort-unlogged' || m === 'commit-on-majority' || m === 'forget-before-acks' ? m : undefined;
+}
+
+function participantMutant(m: Mutant | undefined): ParticipantMutant | undefined {
+  return m === 'vote-before-sync' ? m : undefined;
+}

@@ -1,0 +1,114 @@
+// The pieces of the operations work that need no processes: the commit
+// engine's read-only counters (what the metrics report), metricsListen in
+// the node config, and the terminal log formatter.
+
+import { describe, expect, test } from 'vitest';
+import { CoordinatorEngine, type EngineIO, type VoteValue } from '../../src/commit/engine.ts';
+import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
+import { parseConfig } from '../../src/node/config.ts';
+import { logFormat, prettyLine } from '../../src/node/logger.ts';
+
+class World {
+  now = 1_000;
+  index = 0;
+  readonly table = new DecisionTable();
+  readonly proposals: { cmd: Command; cb: (err: Error | null, r?: ApplyResult) => void }[] = [];
+  readonly prepares: { to: string; answer: (v: VoteValue | Error) => void }[] = [];
+  readonly decisions: ((err: Error | null) => void)[] = [];
+  readonly engine: CoordinatorEngine;
+
+  constructor() {
+    const io: EngineIO = {
+      nowMs: () => this.now,
+      random: () => 0.5,
+      propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
+      sendPrepare: (to, _req, _deadline, cb) => this.prepares.push({ to: to.id, answer: (v) => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason: v === 'no' ? 'nope' : '' })) }),
+      sendDecision: (_to, _req, _deadline, cb) => this.decisions.push(cb),
+    };
+    this.engine = new CoordinatorEngine(this.table, io, { retryMinMs: 100, retryMaxMs: 1_000 });
+    for (const id of ['a', 'b']) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0 }, ++this.index);
+    this.engine.setLeadership(1);
+  }
+
+  applyAll(): void {
+    for (let p = this.proposals.shift(); p; p = this.proposals.shift()) {
+      const r = this.table.apply(p.cmd, ++this.index);
+      p.cb(null, r);
+      this.engine.onApplied(r);
+    }
+  }
+
+  start(txnId: string): void {
+    this.engine.begin(txnId, 500);
+    this.engine.commit(txnId, ['a', 'b'].map((participantId) => ({ participantId, payload: new Uint8Array([1]) })), () => {});
+  }
+
+  vote(to: string, v: VoteValue | Error): void {
+    const i = this.prepares.findIndex((p) => p.to === to);
+    this.prepares.splice(i, 1)[0].answer(v);
+  }
+}
+
+describe('commit engine counters (read by the metrics)', () => {
+  test('count begun, committed, aborts by reason class, DECISION retries, and phases, without changing behaviour', () => {
+    const w = new World();
+    w.start('ok');
+    w.vote('a', 'yes');
+    w.vote('b', 'yes');
+    expect(w.engine.phases()).toMatchObject({ deciding: 1 });
+    w.applyAll();
+    expect(w.engine.phases()).toMatchObject({ deciding: 0, delivering: 1 });
+    // One DECISION fails and is retried; the other is acknowledged.
+    w.decisions.shift()?.(new Error('down'));
+    w.decisions.shift()?.(null);
+
+    w.start('no');
+    w.vote('a', 'no');
+    w.start('gone');
+    w.vote('a', new Error('unreachable'));
+    w.start('slow');
+    w.now += 1_000;
+    w.engine.tick();
+    w.engine.begin('cancelled', 0);
+    w.engine.abort('cancelled', 'changed my mind', () => {});
+    w.engine.commit('foreign', [{ participantId: 'a', payload: new Uint8Array() }], () => {});
+    w.engine.outcome('asked', 'a', () => {});
+    w.applyAll();
+
+    const c = w.engine.counters();
+    expect(c.begun).toBe(5);
+    expect(c.committed).toBe(1);
+    expect(c.aborted).toEqual({ vote_no: 1, unreachable: 1, timeout: 1, client: 1, leader_change: 1, presumed_abort_query: 1 });
+    expect(c.decisionRetries).toBe(1);
+    expect(w.engine.phases()).toMatchObject({ begun: 0, preparing: 0, deciding: 0, delivering: 1 });
+    // A copy: the caller cannot change the engine's counts.
+    c.aborted.client = 99;
+    expect(w.engine.counters().aborted.client).toBe(1);
+  });
+});
+
+describe('metricsListen in the node config', () => {
+  const base = { clusterId: 'c', nodeId: 'n1', listen: '127.0.0.1:7001', dataDir: 'd', peers: { n1: '127.0.0.1:7001' } };
+  test('is optional, validated like listen, and must differ from it', () => {
+    expect(parseConfig(base, 'x.json').metricsListen).toBeNull();
+    expect(parseConfig({ ...base, metricsListen: '127.0.0.1:9101' }, 'x.json').metricsListen).toBe('127.0.0.1:9101');
+    expect(() => parseConfig({ ...base, metricsListen: '9101' }, 'x.json')).toThrow(/"metricsListen" is "9101": expected host:port/);
+    expect(() => parseConfig({ ...base, metricsListen: '127.0.0.1:70000' }, 'x.json')).toThrow(/the port must be 1–65535/);
+    expect(() => parseConfig({ ...base, metricsListen: '127.0.0.1:7001' }, 'x.json')).toThrow(/a port of its own/);
+  });
+});
+
+describe('log format', () => {
+  test('JSON unless stderr is a terminal; VERDICT_LOG_FORMAT overrides', () => {
+    expect(logFormat({}, false)).toBe('json');
+    expect(logFormat({}, true)).toBe('pretty');
+    expect(logFormat({ VERDICT_LOG_FORMAT: 'json' }, true)).toBe('json');
+    expect(logFormat({ VERDICT_LOG_FORMAT: 'pretty' }, false)).toBe('pretty');
+  });
+
+  test('a pretty line keeps the identity first and every field, txnId included', () => {
+    const line = prettyLine({ level: 30, time: Date.UTC(2026, 0, 1, 12, 0, 1, 234), pid: 7, node: 'n1', msg: 'participant voted NO', txnId: 't-1', participantId: 'shop', reason: 'insufficient funds' });
+    expect(line).toBe('12:00:01.234 INFO  [n1/shop] participant voted NO txnId=t-1 reason="insufficient funds"');
+    expect(prettyLine({ level: 50, time: 0, msg: 'boom', err: { type: 'Error', message: 'disk full', stack: '...' } })).toBe('00:00:00.000 ERROR boom err="disk full"');
+  });
+});
