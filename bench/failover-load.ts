@@ -3,14 +3,14 @@
 // talks with the orchestrator in lines:
 //
 //   stdin  arm                              aim the kill
-//   stdout fire                             now: half the clients are half-way through a commit()
+//   stdout fire                             now: half the clients are well into a commit()
 //   stdin  kill <wall-clock ms> <leader id> the instant the leader was killed
 //
 // Aiming matters: the clients tend to move in step (they share the leader's
 // batches), so a kill at a random instant often finds every client between
 // two transactions and nothing prepared anywhere. Firing once at least half
-// the clients have had their commit() outstanding for half the recent median
-// commit latency puts the kill where participants are prepared and the
+// the clients have had their commit() outstanding for AIM_FRACTION of the
+// recent median commit latency puts the kill where participants are prepared and the
 // decision is being made or replicated: the case the in-doubt window exists
 // for. (Earlier, PREPARE may not have reached the participants; later, the
 // DECISION may already be on its way.)
@@ -87,6 +87,8 @@ const CHECK_CONCURRENCY = 32;
 /** If the aim never comes true, fire anyway after this long. */
 const ARM_MAX_MS = 5_000;
 const RECENT_MAX = 64;
+/** Fire when half the clients are this far into the recent median commit latency: past PREPARE's first steps, before the DECISION is out. */
+const AIM_FRACTION = 0.4;
 
 async function pool<T>(items: readonly T[], n: number, f: (x: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -117,7 +119,7 @@ async function main(): Promise<void> {
   const arm = (): void => {
     const since = Date.now();
     const t = setInterval(() => {
-      aimMs = recentMs.length ? percentile(recentMs, 50) / 2 : 0;
+      aimMs = recentMs.length ? percentile(recentMs, 50) * AIM_FRACTION : 0;
       const now = performance.now();
       let ready = 0;
       for (const sent of committing.values()) if (now - sent >= aimMs) ready++;

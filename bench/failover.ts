@@ -14,9 +14,10 @@
 // - the same seen through the cluster (failover-load.ts): from the kill
 //   until every transaction in flight at the kill has a final outcome from
 //   client.outcome() or its own commit();
-// - the client-visible gap: the longest time with no successful commit,
-//   around the kill, and the election time (kill → a new leader, in a later
-//   term, that all live nodes agree on);
+// - the client-visible gap: the longest time with no successful commit that
+//   ends after the kill; the first commit of a transaction begun after it;
+//   and the election time (kill → a new leader, in a later term, that all
+//   live nodes agree on);
 // - decided transactions rolled back: an answer that changed on re-reading
 //   (failover-load.ts), plus any participant whose journaled decision
 //   contradicts the answer the client got. Must be 0.
@@ -54,8 +55,9 @@ export interface FailoverRun {
   aimMs: number;
   killedAt: string;
   electionMs: number;
-  /** Last successful commit before the kill → first one after it. */
+  /** The longest time between two successful commits, among the gaps that end after the kill. */
   clientGapMs: number | null;
+  /** The first commit of a transaction begun after the kill (necessarily on a new leader). */
   firstCommitAfterKillMs: number | null;
   longestGapMs: number;
   inDoubt: {
@@ -78,6 +80,7 @@ export interface FailoverRun {
 }
 
 const BUCKET_MS = 100;
+const LEADER_POLL_MS = 20;
 
 export async function runFailover(dir: string, tag: string, o: FailoverOptions): Promise<FailoverRun> {
   const cluster = await BenchCluster.start(dir, 3, tag);
@@ -98,15 +101,25 @@ export async function runFailover(dir: string, tag: string, o: FailoverOptions):
     let fire: (() => void) | null = null;
     const killLeader = async (load: Child): Promise<{ atMs: number; leader: string; electionMs: number }> => {
       await sleep(o.warmupMs + o.beforeKillMs);
+      // While armed, keep the leader fresh (a loaded machine may change it), so the kill follows 'fire' at once.
+      let current = await cluster.waitForLeader({ timeoutMs: 10_000, pollMs: 10 });
+      let armed = true;
+      const tracking = (async () => {
+        while (armed) {
+          current = await cluster.waitForLeader({ timeoutMs: 10_000, pollMs: 10 }).catch(() => current);
+          await sleep(LEADER_POLL_MS);
+        }
+      })();
       await new Promise<void>((r) => {
         fire = r;
         load.proc.stdin?.write('arm\n');
       });
-      // The leader is looked up at the moment of firing: on a loaded machine it may have changed since the run began.
-      const leader = await cluster.waitForLeader({ timeoutMs: 10_000, pollMs: 10 });
+      armed = false;
+      const leader = current;
       const atMs = Date.now();
       await cluster.killNode(leader.id);
       load.proc.stdin?.write(`kill ${atMs} ${leader.id}\n`);
+      await tracking;
       await cluster.waitForLeader({ notId: leader.id, minTerm: leader.term + 1, timeoutMs: 30_000, pollMs: 20 });
       return { atMs, leader: leader.id, electionMs: Date.now() - atMs };
     };
@@ -186,12 +199,17 @@ function analyse(load: FailoverLoadResult, kill: { atMs: number; leader: string;
   }
 
   // The client's view: commits over time, and the gap around the kill.
+  // Answers the old leader sent just before dying may arrive just after the kill, so the gap is
+  // the longest one ending after the kill, not simply the one straddling it.
   const commits = entries.filter((e) => e.o === 'C').map((e) => e.a).sort((a, b) => a - b);
-  const before = commits.filter((t) => t <= k);
-  const after = commits.filter((t) => t > k);
-  const clientGapMs = before.length && after.length ? after[0] - before[before.length - 1] : null;
+  let clientGapMs: number | null = null;
   let longestGapMs = 0;
-  for (let i = 1; i < commits.length; i++) longestGapMs = Math.max(longestGapMs, commits[i] - commits[i - 1]);
+  for (let i = 1; i < commits.length; i++) {
+    const gap = commits[i] - commits[i - 1];
+    longestGapMs = Math.max(longestGapMs, gap);
+    if (commits[i] > k) clientGapMs = Math.max(clientGapMs ?? 0, gap);
+  }
+  const firstNew = entries.filter((e) => e.o === 'C' && e.b > k).map((e) => e.a).sort((a, b) => a - b)[0];
 
   const first = Math.min(...entries.map((e) => e.b));
   const last = Math.max(...entries.map((e) => e.a));
@@ -206,7 +224,7 @@ function analyse(load: FailoverLoadResult, kill: { atMs: number; leader: string;
     failures: new Array<number>(n).fill(0),
     marks: {
       electedMs: kill.electionMs,
-      firstCommitMs: after.length ? Math.round(after[0] - k) : null,
+      firstCommitMs: firstNew === undefined ? null : Math.round(firstNew - k),
       clusterResolvedMs: load.watch.windowMs === null ? null : Math.round(load.watch.windowMs),
       participantsResolvedMs: delays.length ? Math.max(...delays) : null,
     },

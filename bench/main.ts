@@ -29,7 +29,7 @@ const FAILOVER_METHOD =
   '(begun on the killed leader, prepared before the kill): read back from the participants\' journals (prepared/decided records carry wall-clock atMs), ' +
   'p50/p99/max over (transaction, participant) pairs. The cluster view (cluster_in_doubt_window_ms) is kill → every transaction begun before the kill ' +
   'and unanswered at it has a final outcome from client.outcome() or its own commit(), polled every 50 ms. The kill is aimed: it fires once at least ' +
-  'half of the 16 clients have had a commit() outstanding for half the recent median commit latency (aimMs), so that participants are prepared. Rolled back = an answer that changed when re-read after the run, or a participant journal contradicting it.';
+  'half of the 16 clients have had a commit() outstanding for 0.4 of the recent median commit latency (aimMs), so that participants are likely prepared; a run whose kill finds none prepared adds no pairs. The client gap is the longest time between two successful commits among the gaps that end after the kill. Rolled back = an answer that changed when re-read after the run, or a participant journal contradicting it.';
 
 function settings(): Settings {
   const base = { cluster_sizes: [1, 3, 5], node_timing: NODE_TIMING, payload: 'memory resource: {"set":{"<run>-w<client>":"<seq>"}} per participant (one key per client: no lock conflicts)' };

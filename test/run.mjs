@@ -1,27 +1,41 @@
-// `npm test`: run the whole suite with vitest and end with one summary line,
-// `tests: N passed, M failed`, which CI reads. Extra arguments go to vitest.
-import { spawn } from 'node:child_process';
+// `npm test`: the whole suite with vitest, ending with one summary line,
+// `tests: N passed, M failed`, which CI reads.
+//
+// Two phases on this two-core machine: first everything that starts real
+// processes (unit, PostgreSQL, process tests), then the CPU-bound
+// simulations. Run together, a simulator worker starves the node processes
+// of the other worker and their election timeouts fire for no reason.
+// Extra arguments (`npm test -- test/unit/x.test.ts`) run one vitest with them.
+import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const report = join(tmpdir(), `verdict-vitest-${process.pid}.json`);
-const args = ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)];
-const child = spawn('npx', args, { stdio: 'inherit' });
-child.on('exit', (code, signal) => {
-  let passed = 0;
-  let failed = 0;
+const extra = process.argv.slice(2);
+const phases = extra.length > 0 ? [extra] : [['--exclude', 'test/sim/**'], ['test/sim']];
+
+let passed = 0;
+let failed = 0;
+let ok = true;
+for (const [i, args] of phases.entries()) {
+  const report = join(tmpdir(), `verdict-vitest-${process.pid}-${i}.json`);
+  const r = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args], { stdio: 'inherit' });
+  let p = 0;
+  let f = 0;
   try {
-    const r = JSON.parse(readFileSync(report, 'utf8'));
-    passed = r.numPassedTests;
-    failed = r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0) + (r.numFailedTestSuites ?? 0 ? 0 : 0);
-    // A suite that failed to load has no tests of its own: count it as one failure.
-    for (const s of r.testResults ?? []) if (s.status === 'failed' && (s.assertionResults ?? []).length === 0) failed += 1;
+    const j = JSON.parse(readFileSync(report, 'utf8'));
+    p = j.numPassedTests;
+    f = j.numFailedTests;
+    // A file that failed to load has no tests of its own: count it as one failure.
+    for (const s of j.testResults ?? []) if (s.status === 'failed' && (s.assertionResults ?? []).length === 0) f += 1;
   } catch {
-    failed = Math.max(failed, 1);
+    f = 1;
   }
   rmSync(report, { force: true });
-  if ((code !== 0 || signal) && failed === 0) failed = 1;
-  console.log(`tests: ${passed} passed, ${failed} failed`);
-  process.exit(failed === 0 && code === 0 ? 0 : 1);
-});
+  if ((r.status !== 0 || r.signal) && f === 0) f = 1;
+  passed += p;
+  failed += f;
+  if (r.status !== 0) ok = false;
+}
+console.log(`tests: ${passed} passed, ${failed} failed`);
+process.exit(ok && failed === 0 ? 0 : 1);

@@ -7,10 +7,10 @@
 // whose identity is checked before LevelDB is (see src/storage/level.ts). A
 // failure at any step leaves the data untouched, byte for byte.
 //
-// The metrics registry (prom-client) is loaded after the node is up and
-// ticking, so a restarting node rejoins elections without waiting for it;
-// until then a scrape answers 503. Health and reflection are registered at
-// once and load their libraries on first use (src/transport/ops.ts).
+// Reflection and the metrics registry (prom-client) are set up after the node
+// is up and ticking, so a restarting node rejoins elections without waiting
+// for them; until then a scrape answers 503. Health is registered at once.
+// Both gRPC services load their libraries on first use (src/transport/ops.ts).
 //
 // Shutting down (shutdown()): the node stops taking new work and reports
 // NOT_SERVING; a leader lets the commits already in PREPARE reach their
@@ -59,7 +59,7 @@ export interface RunningNode {
   address: string;
   /** host:port of the Prometheus endpoint, when metricsListen is set. */
   metricsAddress: string | null;
-  /** Resolves once the metrics registry is in place (it loads after start-up). */
+  /** Resolves once reflection and the metrics registry are in place (they load after start-up). */
   opsReady: Promise<void>;
   /** Graceful: refuse new work, hand leadership over (if leader), flush, close. */
   shutdown(): Promise<void>;
@@ -77,7 +77,6 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const address = `${host}:${port}`;
   // NOT_SERVING until the log is recovered and every service is in place.
   const health = addHealth(server, ['verdict.coordinator.Coordinator', 'verdict.raft.RaftNode']);
-  addReflection(server, [raftPackageDefinition, coordinatorPackageDefinition]);
 
   let driver: Driver<ApplyResult | null> | null = null;
   // The engine is created below, once the driver exists; applied results reach it from then on.
@@ -204,12 +203,15 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 
   health.set('SERVING');
   const opsReady = (async () => {
+    await new Promise((r) => setImmediate(r));
+    if (stopping) return;
+    addReflection(server, [raftPackageDefinition, coordinatorPackageDefinition]);
     // prom-client is loaded by the node command only, not by every CLI command, and after start-up.
     const { NodeMetrics } = await import('./metrics.ts');
     metrics = new NodeMetrics({ nodeId: cfg.nodeId, driver: () => d as Driver<unknown>, engine: () => eng, table: () => machine.table });
     if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics` }, 'serving Prometheus metrics');
   })();
-  opsReady.catch((err: unknown) => log.error({ err }, 'metrics failed to start; the node runs without them'));
+  opsReady.catch((err: unknown) => log.error({ err }, 'reflection or metrics failed to start; the node runs without them'));
 
   async function stop(): Promise<void> {
     stopping ??= (async () => {

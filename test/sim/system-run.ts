@@ -9,7 +9,7 @@ import { SystemWorld, type Mutant, type SystemScenario } from './system-world.ts
 
 export const SHARDS = 2;
 /** Total schedules over all shards; VERDICT_AC_SEEDS overrides (a soak: VERDICT_AC_SEEDS=200000). */
-export const SEEDS = Number(process.env.VERDICT_AC_SEEDS ?? 30_000);
+export const SEEDS = Number(process.env.VERDICT_AC_SEEDS ?? 40_000);
 export const BASE_SEED = Number(process.env.VERDICT_AC_SEED ?? 20261205);
 /** "seed:path" of a failing run, as printed on failure. */
 export const REPLAY = process.env.VERDICT_AC_REPLAY;

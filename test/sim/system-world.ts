@@ -71,7 +71,6 @@ class SimMachine extends NodeStateMachine {
 
 interface SysNode {
   id: NodeId;
-  idx: number;
   disk: SimDisk;
   up: boolean;
   inc: Inc;
@@ -82,7 +81,6 @@ interface SysNode {
 
 interface SysParticipant {
   id: string;
-  idx: number;
   journal: SimJournal;
   up: boolean;
   inc: Inc;
@@ -123,13 +121,13 @@ export class SystemWorld implements FaultWorld {
     this.armed = sc.crashPoints.map((c) => ({ ...c, fired: false }));
     const ids = Array.from({ length: sc.nodes }, (_, i) => `n${i + 1}`);
     this.conf = { voters: ids, learners: [], votersOutgoing: [] };
-    for (const [idx, id] of ids.entries()) {
-      const n: SysNode = { id, idx, disk: new SimDisk(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, driver: null, sm: null, engine: null };
+    for (const id of ids) {
+      const n: SysNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, driver: null, sm: null, engine: null };
       this.nodes.push(n);
       this.startNode(n);
     }
     for (let idx = 0; idx < sc.participants; idx++) {
-      const p: SysParticipant = { id: `p${idx + 1}`, idx, journal: new SimJournal(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, engine: null, resource: null, hint: this.rng.int(sc.nodes), registered: false };
+      const p: SysParticipant = { id: `p${idx + 1}`, journal: new SimJournal(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, engine: null, resource: null, hint: this.rng.int(sc.nodes), registered: false };
       this.parts.push(p);
       this.startParticipant(p);
     }
