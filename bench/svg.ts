@@ -137,7 +137,7 @@ export interface TimelineRow {
 /** Stacked bars per time bucket, one panel per row, with vertical markers named in a key under each panel. */
 export function timelineChart(title: string, xLabel: string, rows: TimelineRow[], width = 860): string {
   const panelH = 150;
-  const rowH = panelH + 78;
+  const rowH = panelH + 96;
   const W = width;
   const left = M.left;
   const pw = W - left - 30;

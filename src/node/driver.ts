@@ -55,6 +55,12 @@ export interface DriverOptions<R> {
   /** Observers: every applied entry, and every Ready that was persisted. */
   onApplied?: (entry: Entry, result: R) => void;
   onPersisted?: (rd: Ready) => void;
+  /**
+   * Leadership as the application must see it: `term` once this node leads
+   * and has applied an entry of its own term — so its state machine holds
+   * everything earlier leaders committed — and 0 when it stops leading.
+   */
+  onLeadership?: (term: number) => void;
 }
 
 interface ProposalWaiter<R> {
@@ -77,6 +83,7 @@ export class Driver<R = unknown> {
   private readonly readsReady: ReadWaiter[] = [];
   private readSeq = 0;
   private lastSnapshotIndex: number;
+  private leadingTerm = 0;
 
   constructor(opts: DriverOptions<R>) {
     this.opts = opts;
@@ -220,6 +227,7 @@ export class Driver<R = unknown> {
       this.readsReady.push({ index: rs.index, cb });
     }
     this.node.advance(rd);
+    this.reportLeadership();
     this.failTruncatedProposals();
     this.releaseReads();
     if (rd.softState && rd.softState.role !== Role.Leader) this.failReadsOnLeaderLoss();
@@ -251,6 +259,14 @@ export class Driver<R = unknown> {
     this.proposals.delete(e.index);
     if (w.term === e.term && isCommand) w.cb(null, { index: e.index, result: result as R });
     else w.cb(new Error(`proposal lost: index ${e.index} was taken by a leader of term ${e.term}; retry idempotently`));
+  }
+
+  private reportLeadership(): void {
+    const r = this.node.raft;
+    const term = r.role === Role.Leader && r.log.term(r.log.applied) === r.term ? r.term : 0;
+    if (term === this.leadingTerm) return;
+    this.leadingTerm = term;
+    this.opts.onLeadership?.(term);
   }
 
   /**

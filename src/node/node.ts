@@ -147,8 +147,10 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     onPersisted: (rd) => {
       if (!rd.softState) return;
       log.info({ term: rawNode.raft.term, role: rd.softState.role, leader: rd.softState.leader || null }, 'raft role changed');
-      engine?.setLeadership(rd.softState.role === 'leader' ? rawNode.raft.term : 0);
     },
+    // The engine starts leading only once this node applied an entry of its
+    // term: before that its decision table and registry may lag.
+    onLeadership: (term) => engine?.setLeadership(term),
     onApplied: (entry, result) => {
       if (!result) return;
       if (result.t === 'decide' && result.first) {
@@ -183,7 +185,6 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       }),
   });
   const eng = engine;
-  if (d.isLeader()) eng.setLeadership(rawNode.raft.term);
   log.info({ cluster: cfg.clusterId, address, dataDir: cfg.dataDir, term: recovered.hardState.term, commit: recovered.hardState.commit, snapshot: recovered.snapshot.metadata.index, entries: recovered.entries.length }, 'node recovered its log');
 
   // Set while shutting down: new work is refused, pointing at whoever leads (or is taking over).

@@ -33,7 +33,6 @@ export class SimClient {
   began = false;
   done = false;
   /** Commits refused by a leader whose participant registry lagged its log (a known issue; retried). */
-  staleRefusals = 0;
   private hint: number;
 
   constructor(
@@ -89,13 +88,9 @@ export class SimClient {
         this.done = true;
         return this.env.answered(this.txnId, a.outcome);
       }
-      if (err && err.code === 'precondition' && /is not registered/.test(err.message)) {
-        // A known issue: a new leader serves Commit before it has applied the log of
-        // earlier terms, so its participant registry can lag its log and it refuses with
-        // FAILED_PRECONDITION. The SDK hands that to the application; this one knows its
-        // participants are registered and retries the same transaction, which is safe (R7).
-        this.staleRefusals++;
-      } else if (err && !RETRYABLE.has(err.code)) return this.refuse('Commit', err);
+      // A new leader serves Commit only after applying an entry of its term (Driver
+      // onLeadership), so a registered participant is never refused as unknown.
+      if (err && !RETRYABLE.has(err.code)) return this.refuse('Commit', err);
       this.retry(err, () => this.commit());
     });
   }

@@ -33,7 +33,6 @@ export function runShard(shard: number): ShardOutcome {
   let violations = 0;
   let txns = 0;
   let committed = 0;
-  let stale = 0;
   let steps = 0;
   const started = process.cpuUsage();
   const params: fc.Parameters<[SystemScenario]> = REPLAY
@@ -49,7 +48,6 @@ export function runShard(shard: number): ShardOutcome {
       partitions += r.partitions;
       txns += r.txns;
       committed += r.committed;
-      stale += r.staleRefusals;
       steps += r.steps;
       if (r.violations.length > 0) {
         violations++;
@@ -60,7 +58,7 @@ export function runShard(shard: number): ShardOutcome {
   );
   const cpu = process.cpuUsage(started);
   const secs = (cpu.user + cpu.system) / 1e6;
-  const line = `ac: seeds=${runs} crashes=${crashes} partitions=${partitions} violations=${violations} (shard ${shard + 1}/${SHARDS}: txns=${txns} committed=${committed} steps=${steps} stale-registry-refusals=${stale}, ${secs.toFixed(1)} s CPU, ${Math.round((runs / secs) * 60)} seeds/min)`;
+  const line = `ac: seeds=${runs} crashes=${crashes} partitions=${partitions} violations=${violations} (shard ${shard + 1}/${SHARDS}: txns=${txns} committed=${committed} steps=${steps} ${secs.toFixed(1)} s CPU, ${Math.round((runs / secs) * 60)} seeds/min)`;
   console.log(line);
   if (out.failed) {
     const cmd = `${MUTANT ? `VERDICT_AC_MUTANT=${MUTANT} ` : ''}VERDICT_AC_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run ${REPLAY_FILE}`;

@@ -80,6 +80,5 @@ export interface SystemResult {
   txns: number;
   committed: number;
   crashPointsFired: number;
-  staleRefusals: number;
   virtualMs: number;
 }

@@ -160,7 +160,9 @@ export class SystemWorld implements FaultWorld {
         if (!inc.alive) return;
         this.raft.onReady(n.id, rawNode, n.disk, rd);
         if (rd.softState) this.log(() => `${n.id} is ${rd.softState?.role} in term ${rawNode.raft.term}`);
-        if (rd.softState) engine.setLeadership(rd.softState.role === Role.Leader ? rawNode.raft.term : 0);
+      },
+      onLeadership: (term) => {
+        if (inc.alive) engine.setLeadership(term);
       },
       onApplied: (e, result) => {
         if (!inc.alive) return;
@@ -551,7 +553,7 @@ export class SystemWorld implements FaultWorld {
     }
     let committed = 0;
     for (const c of this.clients) if (this.checker.decisionOf(c.txnId) === 'commit') committed++;
-    return { violations: this.checker.violations, steps: this.q.steps, crashes: this.crashes, partitions: this.partitions, txns, committed, crashPointsFired: this.crashPointsFired, staleRefusals: this.clients.reduce((k, c) => k + c.staleRefusals, 0), virtualMs: this.q.now };
+    return { violations: this.checker.violations, steps: this.q.steps, crashes: this.crashes, partitions: this.partitions, txns, committed, crashPointsFired: this.crashPointsFired, virtualMs: this.q.now };
   }
 
   private runPhases(): void {
