@@ -326,10 +326,10 @@ export class CoordinatorEngine {
     const decided = this.table.lookup(txnId);
     if (decided) return cb(null, answerOf(decided));
     if (!this.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
+    if (this.cfg.mutant === 'presume-abort-unlogged' && participantId !== '') return cb(null, { txnId, outcome: 'aborted', reason: 'mutant: presumed abort, not logged', decisionIndex: 0 });
     const t = this.txns.get(txnId);
     if (t) return cb(null, this.answerFor(t));
     if (participantId === '') return cb(null, { txnId, outcome: 'unknown', reason: 'no decision is recorded for this transaction', decisionIndex: 0 });
-    if (this.cfg.mutant === 'presume-abort-unlogged') return cb(null, { txnId, outcome: 'aborted', reason: 'mutant: presumed abort, not logged', decisionIndex: 0 });
     this.logAbort(txnId, `participant ${participantId} was in doubt and no decision was logged (presumed abort)`, 'presumed_abort_query', cb);
   }
 
