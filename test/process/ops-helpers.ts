@@ -69,9 +69,15 @@ function stockClient(protoPath: string, service: string, address: string): Gener
 }
 
 /** grpc.health.v1.Health/Check for `service` ('' is the whole server). */
+/** A fresh client may share a subchannel still in reconnect backoff: wait until it is connected. */
+function ready(c: grpc.Client): Promise<void> {
+  return new Promise((resolve, reject) => c.waitForReady(Date.now() + 5_000, (err) => (err ? reject(err) : resolve())));
+}
+
 export async function healthCheck(address: string, service = ''): Promise<string> {
   const c = stockClient(HEALTH_PROTO, 'grpc.health.v1.Health', address);
   try {
+    await ready(c);
     return await new Promise<string>((resolve, reject) => {
       (c.check as (req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void) => void)(
         { service },
@@ -94,6 +100,7 @@ interface ReflectionResponse {
 export async function reflect(address: string, request: { listServices: string } | { fileContainingSymbol: string }): Promise<ReflectionResponse> {
   const c = stockClient(REFLECTION_PROTO, 'grpc.reflection.v1.ServerReflection', address);
   try {
+    await ready(c);
     return await new Promise<ReflectionResponse>((resolve, reject) => {
       const call = (c.serverReflectionInfo as (opts: grpc.CallOptions) => grpc.ClientDuplexStream<unknown, ReflectionResponse>)({ deadline: Date.now() + 5_000 });
       call.once('data', (r: ReflectionResponse) => {
