@@ -19,6 +19,7 @@
 // an election timeout; then everything is flushed and closed.
 
 import * as grpc from '@grpc/grpc-js';
+import { shutdownServer } from '../transport/server.ts';
 import { randomInt } from 'node:crypto';
 import { format } from 'node:util';
 import type { Logger } from 'pino';
@@ -273,19 +274,6 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Lets calls in flight finish for a moment, then cuts the rest (long-lived streams such as a health Watch). */
-function shutdownServer(server: grpc.Server, graceMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(() => {
-      server.forceShutdown();
-      resolve();
-    }, graceMs);
-    server.tryShutdown(() => {
-      clearTimeout(t);
-      resolve();
-    });
-  });
-}
 
 function bind(server: grpc.Server, listen: string): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -8,6 +8,7 @@
 import { mkdir, readFile, writeFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { shutdownServer } from '../transport/server.ts';
 import type { Logger } from 'pino';
 import {
   PARTICIPANT_MESSAGE_BYTES_MAX,
@@ -203,7 +204,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       engine.stop();
       for (const t of timers) clearTimeout(t);
       timers.clear();
-      await shutdown(server);
+      await shutdownServer(server, 2_000);
       await pg?.close();
       link.close();
       await journal.close();
@@ -298,16 +299,3 @@ function bind(server: grpc.Server, listen: string): Promise<number> {
   });
 }
 
-/** Lets calls in flight finish for a moment, then cuts the rest. */
-function shutdown(server: grpc.Server, graceMs = 2_000): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(() => {
-      server.forceShutdown();
-      resolve();
-    }, graceMs);
-    server.tryShutdown(() => {
-      clearTimeout(t);
-      resolve();
-    });
-  });
-}
