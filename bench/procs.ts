@@ -7,12 +7,14 @@
 // gone. Everything listens on 127.0.0.1 only.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VerdictClient } from '../src/client/client.ts';
 import { RaftNodeClient } from '../src/transport/admin.ts';
 import type { NodeStatus } from '../src/transport/proto.ts';
+import { freePorts } from '../test/free-ports.ts';
+
+export { freePorts };
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const BIN = join(ROOT, 'bin', 'verdict.mjs');
@@ -126,27 +128,6 @@ export async function runJsonChild<T>(
   return JSON.parse(last) as T;
 }
 
-/** Free loopback ports: all bound at once (port 0) so they differ, then released. */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers: Server[] = [];
-  try {
-    for (let i = 0; i < n; i++) {
-      const s = createServer();
-      servers.push(s);
-      await new Promise<void>((res, rej) => {
-        s.once('error', rej);
-        s.listen(0, '127.0.0.1', () => res());
-      });
-    }
-    return servers.map((s) => {
-      const a = s.address();
-      if (a === null || typeof a === 'string') throw new Error('no port');
-      return a.port;
-    });
-  } finally {
-    await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
-  }
-}
 
 /** Thrown by a probe when waiting longer cannot help. */
 export class FatalError extends Error {}

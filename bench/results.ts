@@ -2,7 +2,7 @@
 // scenarios: ratios, peaks, the raw log, failover, and medians over floors.
 import type { FailoverRun } from './failover.ts';
 import type { Floors } from './floors.ts';
-import { percentile } from './hist.ts';
+import { percentile, type LatencySummary } from './hist.ts';
 
 export interface Machine {
   cpu: string;
@@ -18,7 +18,8 @@ export interface Machine {
   load_avg_end: number;
 }
 
-export interface Scenario {
+/** A scenario's figures; its latency percentiles are those of LatencySummary. */
+export interface Scenario extends Omit<LatencySummary, 'count'> {
   id: string;
   kind: 'commit' | 'raw';
   nodes: number;
@@ -34,12 +35,6 @@ export interface Scenario {
   ok: number;
   aborted: number;
   errors: Record<string, number>;
-  p50_us: number;
-  p90_us: number;
-  p99_us: number;
-  p999_us: number;
-  max_us: number;
-  mean_us: number;
   /** Begin + commit, commit scenarios only. */
   txn_p50_us: number | null;
   txn_p99_us: number | null;

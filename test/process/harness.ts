@@ -9,13 +9,15 @@ import * as grpc from '@grpc/grpc-js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeEach, type TestContext } from 'vitest';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import type { NodeStatus, PutResponse } from '../../src/transport/proto.ts';
+import { freePorts } from '../free-ports.ts';
+
+export { freePorts };
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = join(ROOT, 'bin', 'verdict.mjs');
@@ -58,27 +60,6 @@ export async function waitFor<T>(what: string, timeoutMs: number, probe: () => P
   }
 }
 
-/** Free loopback ports: all bound at once (port 0) so they differ, then released. */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers: Server[] = [];
-  try {
-    for (let i = 0; i < n; i++) {
-      const s = createServer();
-      servers.push(s);
-      await new Promise<void>((res, rej) => {
-        s.once('error', rej);
-        s.listen(0, '127.0.0.1', () => res());
-      });
-    }
-    return servers.map((s) => {
-      const a = s.address();
-      if (a === null || typeof a === 'string') throw new Error('no port');
-      return a.port;
-    });
-  } finally {
-    await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
-  }
-}
 
 /** A temp dir that cleanup() deletes (or keeps, when the test failed). */
 export function tempDir(prefix = 'verdict-proc-'): string {
