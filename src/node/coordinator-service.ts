@@ -1,7 +1,8 @@
 // service Coordinator on every node: gRPC in, the commit engine behind it.
 // Writes need the leader; a follower answers UNAVAILABLE with the leader's
 // address in the metadata so clients and participants can follow it.
-// Outcomes already applied are answered by any node from its own table (R1).
+// Outcomes already applied are answered by any node from its own table (R1);
+// the participant list is read through ReadIndex, so it is never stale.
 
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, type CoordinatorEngine, type OutcomeAnswer } from '../commit/engine.ts';
@@ -18,7 +19,7 @@ import type {
 import type { NodeConfig } from './config.ts';
 import type { Driver } from './driver.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
-import { notLeader } from './raft-node-service.ts';
+import { notLeader, toServiceError, withTimeout } from './raft-node-service.ts';
 
 const OUTCOME: Record<OutcomeAnswer['outcome'], OutcomeName> = {
   committed: 'OUTCOME_COMMITTED',
@@ -80,10 +81,14 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       if (existing && existing.endpoint === endpoint) return cb(null, { participant: participantInfo(existing) });
       engine.registerParticipant(participantId, endpoint, (err, p) => (err || !p ? cb(fail(err ?? new EngineError('unavailable', 'no answer'))) : cb(null, { participant: participantInfo(p) })));
     },
-    ListParticipants: (_call, cb) => {
-      const out: ListParticipantsResponse = { participants: [...table.participants.values()].map(participantInfo) };
-      cb(null, out);
-    },
+    // Linearizable (ReadIndex): a registration acknowledged by the leader is
+    // listed by whichever node answers, even one that has not applied it yet.
+    ListParticipants: (_call, cb) =>
+      withTimeout<number>('list participants', (done) => driver.read(done), (err) => {
+        if (err) return cb(toServiceError(cfg, err));
+        const out: ListParticipantsResponse = { participants: [...table.participants.values()].map(participantInfo) };
+        cb(null, out);
+      }),
     Begin: (call, cb) => {
       const refused = refusal();
       if (refused) return cb(refused);
