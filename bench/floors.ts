@@ -5,25 +5,26 @@
 import { join } from 'node:path';
 import type { FsyncFloor, GrpcFloor } from './floor-child.ts';
 import type { LatencySummary } from './hist.ts';
-import { pgFloors, type PgFloors } from './pg.ts';
+import type { PgDirectFloors } from './pg.ts';
 import { runJsonChild, spawnChild, stopChild, waitFor } from './procs.ts';
 
-export interface Floors {
+export interface MachineFloors {
   fsync_200B: LatencySummary;
   grpc_unary_rtt: LatencySummary;
   grpc_bidi_rtt: LatencySummary;
   /** A message out on one client stream and back on the peer's: how Raft's transport talks. */
   grpc_client_streams_rtt: LatencySummary;
-  /** null until the PostgreSQL adapter lands; see bench/pg.ts. */
-  pg: PgFloors | null;
 }
+
+/** The machine's floors and PostgreSQL's direct two-phase commit (bench/pg.ts; null when PostgreSQL was skipped). */
+export interface Floors extends MachineFloors, PgDirectFloors {}
 
 export interface FloorTiming {
   measureMs: number;
   fsyncSamplesMax: number;
 }
 
-export async function measureFloors(dir: string, t: FloorTiming): Promise<Floors> {
+export async function measureFloors(dir: string, t: FloorTiming): Promise<MachineFloors> {
   const fsync = await runJsonChild<FsyncFloor>(
     'fsync floor',
     'floor-child.ts',
@@ -43,7 +44,7 @@ export async function measureFloors(dir: string, t: FloorTiming): Promise<Floors
       join(dir, 'floors.log'),
       4 * t.measureMs + 30_000,
     );
-    return { fsync_200B: fsync.fsync, grpc_unary_rtt: g.unary, grpc_bidi_rtt: g.bidi, grpc_client_streams_rtt: g.streams, pg: await pgFloors() };
+    return { fsync_200B: fsync.fsync, grpc_unary_rtt: g.unary, grpc_bidi_rtt: g.bidi, grpc_client_streams_rtt: g.streams };
   } finally {
     echo.proc.stdin?.end();
     await stopChild(echo, 'SIGTERM', 3_000);

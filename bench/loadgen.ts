@@ -3,8 +3,11 @@
 // warm-up and then a measured window, and prints one JSON line with an HDR
 // histogram of latency in microseconds and the counts.
 //
-//   commit  each client: begin → enlist every participant (memory payload,
-//           a key of its own, so clients never conflict on a lock) → commit.
+//   commit  each client: begin → enlist every participant → commit. With the
+//           memory workload the payload sets a key of the client's own, so
+//           clients never conflict on a lock; with the pg workload the
+//           participants are PostgreSQL's shop and ledger and the payloads are
+//           the statements of bench/pg-workload.ts (an order row, a debit).
 //           `commit` is the tx.commit() call (PREPARE, votes, the decision
 //           through Raft, the answer); `txn` is begin + commit.
 //   raw     each of `inflight` workers: one Put of a 100-byte value through
@@ -19,11 +22,14 @@ import { VerdictClient } from '../src/client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../src/client/errors.ts';
 import { RaftNodeClient } from '../src/transport/admin.ts';
 import { encode, newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
+import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
 
 export interface CommitLoad {
   mode: 'commit';
   endpoints: string[];
   participants: string[];
+  /** memory: every participant gets {"set": {key: seq}}; pg: participants are [shop, ledger] and get SQL. */
+  workload: 'memory' | 'pg';
   clients: number;
   warmupMs: number;
   measureMs: number;
@@ -73,6 +79,7 @@ interface Window {
 }
 
 async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
+  if (cfg.workload === 'pg' && cfg.participants.length !== 2) throw new Error(`the pg workload needs two participants (shop, ledger), not ${cfg.participants.length}`);
   const commitH = newHistogram();
   const txnH = newHistogram();
   const errors: Record<string, number> = {};
@@ -89,7 +96,13 @@ async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
       let outcome: string;
       try {
         const tx = await client.begin({ timeoutMs: cfg.txnTimeoutMs });
-        for (const p of cfg.participants) tx.enlist(p, { set: { [key]: String(seq) } });
+        if (cfg.workload === 'pg') {
+          const account = accountOf(i, seq);
+          tx.enlist(cfg.participants[0], { sql: [shopStatement(`${key}-${seq}`, account)] });
+          tx.enlist(cfg.participants[1], { sql: [ledgerStatement(account)] });
+        } else {
+          for (const p of cfg.participants) tx.enlist(p, { set: { [key]: String(seq) } });
+        }
         t1 = performance.now();
         outcome = (await tx.commit()).outcome;
       } catch (err) {

@@ -1,11 +1,14 @@
 // `npm run bench [-- --quick] [-- --keep]`: the whole comparison, in one run,
 // on this machine, with real processes on loopback: node processes, memory
 // participant processes, and load generators (bench/loadgen.ts), each its
-// own process. Writes bench/results/latest.json, a dated copy, and
+// own process; with PostgreSQL (bench/pg.ts) also a PostgreSQL server, two
+// PostgreSQL participant processes (shop, ledger) and the direct floor. Writes bench/results/latest.json, a dated copy, and
 // bench/REPORT.md with its SVG charts (bench/report.ts).
 //
-// Order: the floors first (on a quiet machine), then per cluster size the
-// concurrency sweep, the participants sweep (3 nodes) and the raw replicated
+// Order: the floors first (on a quiet machine; PostgreSQL's direct two-phase
+// commit at 1 and 16 connections among them), then per cluster size the
+// concurrency sweep, the participants sweep (3 nodes), the shop/ledger
+// transaction through PostgreSQL participants (3 nodes) and the raw replicated
 // log, then the failover runs, each on a fresh cluster. One progress line per
 // scenario started and finished. Every load is bounded in time and count,
 // every child process is stopped at the end, on Ctrl-C and on failure.
@@ -14,12 +17,12 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:
 import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:os';
 import { join } from 'node:path';
 import { runFailover, type FailoverRun } from './failover.ts';
-import { measureFloors } from './floors.ts';
+import { measureFloors, type Floors } from './floors.ts';
 import type { CommitLoad, LoadResult, RawLoad } from './loadgen.ts';
-import { pgScenarios, pgThroughVerdictOverDirect, PG_SKIPPED } from './pg.ts';
+import { measurePgDirect, NO_PG_DIRECT, PG_CONCURRENCY, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloors } from './pg.ts';
 import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './procs.ts';
 import { writeReport } from './report.ts';
-import { commitId, rawId, summarizeFailover, summaryKeys, type Machine, type Results, type Scenario, type Settings } from './results.ts';
+import { commitId, pgCommitId, rawId, summarizeFailover, summaryKeys, type Machine, type Results, type Scenario, type Settings } from './results.ts';
 
 const QUICK = process.argv.includes('--quick');
 const KEEP = process.argv.includes('--keep');
@@ -40,9 +43,10 @@ function settings(): Settings {
 
 type Step =
   | { kind: 'commit'; nodes: number; participants: number; clients: number }
+  | { kind: 'pg'; nodes: number; clients: number }
   | { kind: 'raw'; nodes: number; inflight: number };
 
-function plan(s: Settings): Map<number, Step[]> {
+function plan(s: Settings, withPg: boolean): Map<number, Step[]> {
   const out = new Map<number, Step[]>();
   for (const nodes of s.cluster_sizes) {
     const steps: Step[] = s.concurrency.map((clients) => ({ kind: 'commit', nodes, participants: 2, clients }));
@@ -53,6 +57,7 @@ function plan(s: Settings): Map<number, Step[]> {
         }
       }
     }
+    if (nodes === 3 && withPg) for (const clients of PG_CONCURRENCY) steps.push({ kind: 'pg', nodes, clients });
     if (s.raw_sizes.includes(nodes)) for (const inflight of [1, 64]) steps.push({ kind: 'raw', nodes, inflight });
     out.set(nodes, steps);
   }
@@ -97,10 +102,10 @@ function tag(): string {
 function toScenario(id: string, step: Step, s: Settings, r: LoadResult, leaderChanges: number): Scenario {
   return {
     id,
-    kind: step.kind,
+    kind: step.kind === 'raw' ? 'raw' : 'commit',
     nodes: step.nodes,
-    participants: step.kind === 'commit' ? step.participants : 0,
-    resource: step.kind === 'commit' ? 'memory' : 'raw-log',
+    participants: step.kind === 'commit' ? step.participants : step.kind === 'pg' ? PG_PARTICIPANTS.length : 0,
+    resource: step.kind === 'commit' ? 'memory' : step.kind === 'pg' ? 'postgres' : 'raw-log',
     clients: r.concurrency,
     warmup_ms: s.warmup_ms,
     measure_ms: r.measuredMs,
@@ -121,33 +126,49 @@ function toScenario(id: string, step: Step, s: Settings, r: LoadResult, leaderCh
   };
 }
 
-async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings): Promise<Scenario[]> {
+function stepId(nodes: number, step: Step): string {
+  if (step.kind === 'commit') return commitId(nodes, step.participants, step.clients);
+  if (step.kind === 'pg') return pgCommitId(nodes, step.clients);
+  return rawId(nodes, step.inflight);
+}
+
+function stepLabel(nodes: number, step: Step): string {
+  if (step.kind === 'commit') return `${nodes} node(s), ${step.participants} memory participant(s), ${step.clients} client(s)`;
+  if (step.kind === 'pg') return `${nodes} node(s), PostgreSQL participants ${PG_PARTICIPANTS.join(' and ')} (order row, balance debit), ${step.clients} client(s)`;
+  return `${nodes} node(s), raw log, ${step.inflight} Put(s) in flight`;
+}
+
+async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings, pg: BenchPg | null): Promise<Scenario[]> {
   const maxParticipants = Math.max(...steps.map((x) => (x.kind === 'commit' ? x.participants : 0)));
   const ids = Array.from({ length: maxParticipants }, (_, i) => `p${i + 1}`);
-  progress(`        starting a ${nodes}-node cluster and ${ids.length} memory participant processes`);
+  const withPg = pg !== null && steps.some((x) => x.kind === 'pg');
+  progress(`        starting a ${nodes}-node cluster and ${ids.length} memory participant processes${withPg ? ` and ${PG_PARTICIPANTS.length} PostgreSQL participant processes` : ''}`);
   const cluster = await BenchCluster.start(join(dir, `nodes${nodes}`), nodes, `n${nodes}`);
   const out: Scenario[] = [];
   try {
     await cluster.startParticipants(ids);
+    if (withPg) await cluster.startParticipants([...PG_PARTICIPANTS], (id) => pgParticipantArgs(pg, id));
     for (const [i, step] of steps.entries()) {
       stepNo++;
-      const id = step.kind === 'commit' ? commitId(nodes, step.participants, step.clients) : rawId(nodes, step.inflight);
-      const label = step.kind === 'commit' ? `${nodes} node(s), ${step.participants} memory participant(s), ${step.clients} client(s)` : `${nodes} node(s), raw log, ${step.inflight} Put(s) in flight`;
+      const id = stepId(nodes, step);
+      const label = stepLabel(nodes, step);
       progress(`${tag()} start ${id}: ${label}`);
       const t0 = Date.now();
       const before = await cluster.waitForLeader();
-      const measureMs = step.kind === 'commit' ? s.measure_ms : s.raw_measure_ms;
+      const measureMs = step.kind === 'raw' ? s.raw_measure_ms : s.measure_ms;
       const cfg: CommitLoad | RawLoad =
         step.kind === 'commit'
-          ? { mode: 'commit', endpoints: cluster.endpoints, participants: ids.slice(0, step.participants), clients: step.clients, warmupMs: s.warmup_ms, measureMs, keyPrefix: `s${i}`, txnTimeoutMs: 30_000 }
-          : { mode: 'raw', leader: before.address, inflight: step.inflight, warmupMs: s.warmup_ms, measureMs, valueBytes: 100 };
+          ? { mode: 'commit', workload: 'memory', endpoints: cluster.endpoints, participants: ids.slice(0, step.participants), clients: step.clients, warmupMs: s.warmup_ms, measureMs, keyPrefix: `s${i}`, txnTimeoutMs: 30_000 }
+          : step.kind === 'pg'
+            ? { mode: 'commit', workload: 'pg', endpoints: cluster.endpoints, participants: [...PG_PARTICIPANTS], clients: step.clients, warmupMs: s.warmup_ms, measureMs, keyPrefix: `${pg?.tag ?? 'r'}-s${i}`, txnTimeoutMs: 30_000 }
+            : { mode: 'raw', leader: before.address, inflight: step.inflight, warmupMs: s.warmup_ms, measureMs, valueBytes: 100 };
       const r = await runJsonChild<LoadResult>(`load ${id}`, 'loadgen.ts', cfg, join(dir, `nodes${nodes}`, `load-${id}.log`), s.warmup_ms + measureMs + 90_000);
       const after = await cluster.waitForLeader();
       const sc = toScenario(id, step, s, r, after.term - before.term);
       out.push(sc);
       const errs = Object.values(r.errors).reduce((a, b) => a + b, 0);
       const notes = [errs ? `${errs} errors` : '', r.aborted ? `${r.aborted} aborted` : '', sc.leader_changes ? `${sc.leader_changes} leader change(s)` : ''].filter(Boolean).join(', ');
-      progress(`${tag()} done  ${id}: ${sc.tps} ${step.kind === 'commit' ? 'tx' : 'puts'}/s, p50 ${ms(sc.p50_us)}, p99 ${ms(sc.p99_us)}, p99.9 ${ms(sc.p999_us)}${notes ? ` (${notes})` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+      progress(`${tag()} done  ${id}: ${sc.tps} ${step.kind === 'raw' ? 'puts' : 'tx'}/s, p50 ${ms(sc.p50_us)}, p99 ${ms(sc.p99_us)}, p99.9 ${ms(sc.p999_us)}${notes ? ` (${notes})` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
     }
   } finally {
     await cluster.destroy();
@@ -174,8 +195,16 @@ function headline(r: Results): string {
   const fo = r.failover;
   const lines = [
     `verdict bench (${r.settings.mode}) on ${r.machine.cpu} x${r.machine.cores}, ${r.machine.disk}, node ${r.machine.node}: ${r.elapsed_s} s (load average ${r.machine.load_avg_start} before, ${r.machine.load_avg_end} after)`,
-    `floors: fsync 200 B p50 ${ms(f.fsync_200B.p50_us)} p99 ${ms(f.fsync_200B.p99_us)}; gRPC unary RTT p50 ${ms(f.grpc_unary_rtt.p50_us)}; bidi RTT p50 ${ms(f.grpc_bidi_rtt.p50_us)}; client-streams RTT p50 ${ms(f.grpc_client_streams_rtt.p50_us)}; PostgreSQL: ${f.pg ? 'measured' : 'skipped'}`,
+    `floors: fsync 200 B p50 ${ms(f.fsync_200B.p50_us)} p99 ${ms(f.fsync_200B.p99_us)}; gRPC unary RTT p50 ${ms(f.grpc_unary_rtt.p50_us)}; bidi RTT p50 ${ms(f.grpc_bidi_rtt.p50_us)}; client-streams RTT p50 ${ms(f.grpc_client_streams_rtt.p50_us)}`,
   ];
+  if (r.pg !== null) lines.push(`PostgreSQL: skipped (${r.pg.skipped})`);
+  for (const d of [f.pg_direct_1, f.pg_direct_16]) {
+    if (d !== null) lines.push(`PostgreSQL direct PREPARE/COMMIT PREPARED, ${d.connections} connection(s) per database: ${d.tps} tx/s, p50 ${ms(d.p50_us)} p99 ${ms(d.p99_us)} p99.9 ${ms(d.p999_us)}`);
+  }
+  for (const c of PG_CONCURRENCY) {
+    const x = r.scenarios.find((sc) => sc.id === pgCommitId(3, c));
+    if (x) lines.push(`PostgreSQL through Verdict, 3 nodes, ${c} client(s): ${x.tps} tx/s, commit p50 ${ms(x.p50_us)} p99 ${ms(x.p99_us)} p99.9 ${ms(x.p999_us)}, begin+commit p50 ${ms(x.txn_p50_us ?? 0)}`);
+  }
   for (const n of r.settings.cluster_sizes) {
     const c1 = r.scenarios.find((s) => s.id === commitId(n, 2, 1));
     if (c1) lines.push(`commit, ${n} node(s), 2 memory participants, 1 client: p50 ${ms(c1.p50_us)} p99 ${ms(c1.p99_us)} p99.9 ${ms(c1.p999_us)}; peak ${r.peak_tps[`nodes${n}_memory2`]} tx/s`);
@@ -196,11 +225,12 @@ async function main(): Promise<void> {
   const s = settings();
   const dir = mkdtempSync(join(tmpdir(), 'verdict-bench-'));
   let interrupted = false;
+  let pg: BenchPg | null = null;
   const onSignal = (sig: string): void => {
     if (interrupted) return;
     interrupted = true;
-    progress(`bench: ${sig}; stopping ${liveChildren()} child process(es)`);
-    void stopAll(2_000).finally(() => {
+    progress(`bench: ${sig}; stopping ${liveChildren()} child process(es)${pg && !pg.server.external ? ' and PostgreSQL' : ''}`);
+    void Promise.all([stopAll(2_000), pg?.server.stop()]).finally(() => {
       if (!KEEP) rmSync(dir, { recursive: true, force: true });
       process.exit(130);
     });
@@ -209,19 +239,47 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('exit', killAllNow);
 
-  const steps = plan(s);
-  stepTotal = 1 + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs + pgScenarios().length;
   const m = machine(dir);
-  progress(`verdict bench (${s.mode}): ${stepTotal} steps on ${m.cpu} x${m.cores}; work dir ${dir}`);
   let ok = false;
   try {
+    progress('bench: starting PostgreSQL (test/pg/harness.ts, or VERDICT_PG_URL) with databases shop and ledger');
+    const started = await startBenchPg();
+    let pgSkipped: string | null = null;
+    if ('skipped' in started) {
+      pgSkipped = started.skipped;
+      progress(`bench: PostgreSQL skipped: ${pgSkipped}`);
+    } else {
+      pg = started;
+      progress(`bench: PostgreSQL ${pg.server.external ? 'at VERDICT_PG_URL' : 'of our own'} ready`);
+    }
+    const steps = plan(s, pg !== null);
+    stepTotal = 1 + (pg !== null ? PG_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
+    progress(`verdict bench (${s.mode}): ${stepTotal} steps on ${m.cpu} x${m.cores}; work dir ${dir}`);
+
     stepNo++;
     progress(`${tag()} start floors: fsync of 200 B, gRPC round trips between two processes`);
-    const floors = await measureFloors(dir, { measureMs: QUICK ? 1_500 : 5_000, fsyncSamplesMax: QUICK ? 2_000 : 20_000 });
-    progress(`${tag()} done  floors: fsync p50 ${ms(floors.fsync_200B.p50_us)}, gRPC unary p50 ${ms(floors.grpc_unary_rtt.p50_us)}, bidi p50 ${ms(floors.grpc_bidi_rtt.p50_us)}, client streams p50 ${ms(floors.grpc_client_streams_rtt.p50_us)}`);
+    const machineFloors = await measureFloors(dir, { measureMs: QUICK ? 1_500 : 5_000, fsyncSamplesMax: QUICK ? 2_000 : 20_000 });
+    progress(`${tag()} done  floors: fsync p50 ${ms(machineFloors.fsync_200B.p50_us)}, gRPC unary p50 ${ms(machineFloors.grpc_unary_rtt.p50_us)}, bidi p50 ${ms(machineFloors.grpc_bidi_rtt.p50_us)}, client streams p50 ${ms(machineFloors.grpc_client_streams_rtt.p50_us)}`);
+    const pgDirect: PgDirectFloors = { ...NO_PG_DIRECT };
+    if (pg !== null) {
+      for (const connections of PG_CONCURRENCY) {
+        stepNo++;
+        progress(`${tag()} start floor pg_direct_${connections}: PostgreSQL PREPARE TRANSACTION + COMMIT PREPARED in shop and ledger, no coordinator, ${connections} connection(s) per database`);
+        const t0 = Date.now();
+        const d = await measurePgDirect(pg, dir, connections, { warmupMs: s.warmup_ms, measureMs: s.measure_ms });
+        pgDirect[`pg_direct_${connections}`] = d;
+        const errs = Object.values(d.errors).reduce((a, b) => a + b, 0);
+        progress(`${tag()} done  floor pg_direct_${connections}: ${d.tps} tx/s, p50 ${ms(d.p50_us)}, p99 ${ms(d.p99_us)}, p99.9 ${ms(d.p999_us)}${errs ? ` (${errs} errors)` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+      }
+    }
+    const floors: Floors = { ...machineFloors, ...pgDirect };
 
     const scenarios: Scenario[] = [];
-    for (const [nodes, list] of steps) scenarios.push(...(await runCluster(dir, nodes, list, s)));
+    for (const [nodes, list] of steps) scenarios.push(...(await runCluster(dir, nodes, list, s, pg)));
+    if (pg !== null) {
+      await pg.server.stop();
+      pg = null;
+    }
 
     const runs: FailoverRun[] = [];
     for (let i = 1; i <= s.failover_runs; i++) {
@@ -246,10 +304,10 @@ async function main(): Promise<void> {
       machine: { ...m, load_avg_end: round2(loadavg()[0]) },
       settings: s,
       floors,
-      pg: floors.pg ? null : { skipped: PG_SKIPPED },
+      pg: pgSkipped === null ? null : { skipped: pgSkipped },
       scenarios,
       failover,
-      ...summaryKeys(scenarios, floors, pgThroughVerdictOverDirect()),
+      ...summaryKeys(scenarios, floors),
     };
     const files = writeResults(results);
     const report = writeReport(results);
@@ -258,6 +316,7 @@ async function main(): Promise<void> {
     ok = true;
   } finally {
     await stopAll();
+    await pg?.server.stop();
     if (ok && !KEEP) rmSync(dir, { recursive: true, force: true });
     else progress(`bench: kept ${dir} (node, participant and load generator logs)`);
   }

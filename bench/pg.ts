@@ -1,36 +1,111 @@
-// The PostgreSQL hook. When the PostgreSQL participant adapter lands
-// (src/participant/postgres*), this file grows three things, and nothing else
-// in bench/ has to change shape:
+// The PostgreSQL part of the benchmark: the shop/ledger transaction of
+// bench/pg-workload.ts committed through Verdict by two PostgreSQL
+// participant processes, and the same transaction committed with PostgreSQL's
+// two-phase commit driven directly (bench/pg-direct.ts), in the same run.
 //
-// 1. pgFloors(): PREPARE TRANSACTION + COMMIT PREPARED straight against the
-//    database (one connection, one small write, many samples), the floor a
-//    commit through Verdict is compared with;
-// 2. pgScenarios(): the commit scenarios with PostgreSQL participants
-//    (nodes 3, participants 2, the concurrency sweep), returned as plan
-//    entries for bench/main.ts to run like the memory ones;
-// 3. pgThroughVerdictOverDirect(): commit p50 through Verdict ÷ direct
-//    PREPARE + COMMIT PREPARED p50, reported as
-//    ratios.pg_through_verdict_over_direct.
+//   startBenchPg()   a PostgreSQL 15 of our own (test/pg/harness.ts: initdb in
+//                    a temp folder, a free loopback port, max_prepared_transactions
+//                    set), or the server VERDICT_PG_URL names; databases shop
+//                    and ledger with their tables, accounts seeded. Without
+//                    PostgreSQL binaries and without VERDICT_PG_URL the
+//                    PostgreSQL part is skipped and the results say why.
+//   measurePgDirect() floors.pg_direct_1 / pg_direct_16: the direct floor at 1
+//                    and 16 connections per database, each run in its own process.
+//   pgParticipantArgs() the `verdict participant --resource postgres` flags of
+//                    the shop and ledger participants bench/main.ts starts on
+//                    its 3-node cluster; their scenarios are commit.nodes3.pg2.cN.
 //
-// Until then every function answers null with the reason in PG_SKIPPED, and
-// the results say so.
+// ratios.pg_through_verdict_over_direct (bench/results.ts) is the throughput
+// through Verdict at 16 clients over the direct floor's at 16 connections.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { startPostgres, withClient, type PgServer } from '../test/pg/harness.ts';
 import type { LatencySummary } from './hist.ts';
+import type { PgDirectConfig, PgDirectResult } from './pg-direct.ts';
+import { LEDGER_SCHEMA, SHOP_SCHEMA } from './pg-workload.ts';
+import { runJsonChild } from './procs.ts';
 
-export interface PgFloors {
-  prepare_commit_prepared: LatencySummary;
+/** Concurrent clients (through Verdict) and connections per database (direct), in quick and full runs alike. */
+export const PG_CONCURRENCY = [1, 16] as const;
+/** The participants' ids, also the databases' names. */
+export const PG_PARTICIPANTS = ['shop', 'ledger'] as const;
+/** Prepared transactions the server allows at once: both participants at full concurrency, and the direct floor's, with room to spare. */
+const MAX_PREPARED_TRANSACTIONS = 64;
+/** Each participant's --pg-concurrency: transactions it holds open at once, so 16 clients never queue for a connection. */
+export const PG_PARTICIPANT_CONCURRENCY = 16;
+
+const PG_BIN = process.env.VERDICT_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+
+export interface BenchPg {
+  server: PgServer;
+  urls: Record<(typeof PG_PARTICIPANTS)[number], string>;
+  /** Unique per run: order ids and gids carry it, so runs against one external server never collide. */
+  tag: string;
 }
 
-export const PG_SKIPPED = 'the PostgreSQL participant adapter has not landed yet (bench/pg.ts is the hook)';
-
-export async function pgFloors(): Promise<PgFloors | null> {
-  return null;
+/** A direct floor's figures: the latency percentiles of the whole transaction and its throughput. */
+export interface PgDirectFloor extends LatencySummary {
+  connections: number;
+  tps: number;
+  ok: number;
+  errors: Record<string, number>;
+  measure_ms: number;
+  leftover_prepared: number;
+  histogram: string;
 }
 
-/** Scenario descriptions to append to the plan; none until the adapter exists. */
-export function pgScenarios(): [] {
-  return [];
+export interface PgDirectFloors {
+  pg_direct_1: PgDirectFloor | null;
+  pg_direct_16: PgDirectFloor | null;
 }
 
-export function pgThroughVerdictOverDirect(): number | null {
-  return null;
+export const NO_PG_DIRECT: PgDirectFloors = { pg_direct_1: null, pg_direct_16: null };
+
+/**
+ * Starts (or connects to) PostgreSQL and prepares shop and ledger. Returns the
+ * reason instead when there is no PostgreSQL to use at all; any other failure
+ * throws, with PostgreSQL's message.
+ */
+export async function startBenchPg(): Promise<BenchPg | { skipped: string }> {
+  const external = process.env.VERDICT_PG_URL ?? '';
+  if (external === '' && !existsSync(join(PG_BIN, 'postgres'))) {
+    return { skipped: `no PostgreSQL server binary at ${join(PG_BIN, 'postgres')} and VERDICT_PG_URL is not set: install postgresql-15, or set VERDICT_PG_BIN or VERDICT_PG_URL` };
+  }
+  const server = await startPostgres({ maxPreparedTransactions: MAX_PREPARED_TRANSACTIONS, databases: [...PG_PARTICIPANTS] });
+  try {
+    const urls = { shop: server.url('shop'), ledger: server.url('ledger') };
+    for (const [db, ddl] of [['shop', SHOP_SCHEMA], ['ledger', LEDGER_SCHEMA]] as const) {
+      await withClient(urls[db], async (c) => {
+        const mpt = Number((await c.query<{ mpt: string }>("SELECT current_setting('max_prepared_transactions') AS mpt")).rows[0]?.mpt);
+        if (mpt < PG_PARTICIPANT_CONCURRENCY * 2) {
+          throw new Error(`PostgreSQL at ${db} has max_prepared_transactions = ${mpt}; the benchmark needs at least ${PG_PARTICIPANT_CONCURRENCY * 2} (set it and restart PostgreSQL)`);
+        }
+        for (const stmt of ddl) await c.query(stmt);
+      });
+    }
+    return { server, urls, tag: `r${Date.now().toString(36)}` };
+  } catch (err) {
+    await server.stop();
+    throw new Error(`preparing the benchmark's shop and ledger databases failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+export interface PgDirectTiming {
+  warmupMs: number;
+  measureMs: number;
+}
+
+/** The direct floor at one concurrency, in its own process. */
+export async function measurePgDirect(pg: BenchPg, dir: string, connections: number, t: PgDirectTiming): Promise<PgDirectFloor> {
+  const cfg: PgDirectConfig = { shopUrl: pg.urls.shop, ledgerUrl: pg.urls.ledger, connections, warmupMs: t.warmupMs, measureMs: t.measureMs, tag: `${pg.tag}c${connections}` };
+  const r = await runJsonChild<PgDirectResult>(`PostgreSQL direct floor, ${connections} connection(s)`, 'pg-direct.ts', cfg, join(dir, 'pg-direct.log'), t.warmupMs + t.measureMs + 90_000);
+  if (r.ok === 0) throw new Error(`the PostgreSQL direct floor at ${connections} connection(s) committed nothing (errors: ${JSON.stringify(r.errors)}); see ${join(dir, 'pg-direct.log')}`);
+  return { ...r.latency, connections, tps: r.tps, ok: r.ok, errors: r.errors, measure_ms: r.measured_ms, leftover_prepared: r.leftover_prepared, histogram: r.histogram };
+}
+
+/** The extra `verdict participant` flags of participant `id` (shop or ledger). */
+export function pgParticipantArgs(pg: BenchPg, id: string): string[] {
+  const url = (pg.urls as Record<string, string>)[id];
+  if (url === undefined) throw new Error(`no PostgreSQL database for participant ${id}; the PostgreSQL participants are ${PG_PARTICIPANTS.join(', ')}`);
+  return ['--resource', 'postgres', '--pg-url', url, '--pg-concurrency', String(PG_PARTICIPANT_CONCURRENCY)];
 }

@@ -19,6 +19,20 @@ export { freePorts };
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const BIN = join(ROOT, 'bin', 'verdict.mjs');
 
+/**
+ * VERDICT_BENCH_CPU_PROF=DIR: node and participant processes run with
+ * `--cpu-prof` and write their profiles (NAME.cpuprofile, open them in Chrome
+ * DevTools or speedscope) into DIR when they stop; nodes are then stopped with
+ * SIGTERM instead of SIGKILL so the profile gets written. For finding what is
+ * in the way, not for measuring: the profiler itself costs CPU.
+ */
+const CPU_PROF_DIR = process.env.VERDICT_BENCH_CPU_PROF ?? '';
+
+/** Node flags that make a product process write a CPU profile named after it, when VERDICT_BENCH_CPU_PROF asks for it. */
+function profileFlags(name: string): string[] {
+  return CPU_PROF_DIR === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(CPU_PROF_DIR)}`, `--cpu-prof-name=${name}-${process.pid}-${Date.now().toString(36)}.cpuprofile`];
+}
+
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export interface Exit {
@@ -200,7 +214,7 @@ export class BenchCluster {
   }
 
   private startNode(n: BenchNode): void {
-    n.child = spawnChild(`node ${n.id}`, [BIN, 'node', '--config', n.configFile], join(this.dir, `${n.id}.log`));
+    n.child = spawnChild(`node ${n.id}`, [...profileFlags(`${this.clusterId}-${n.id}`), BIN, 'node', '--config', n.configFile], join(this.dir, `${n.id}.log`));
   }
 
   private api(n: BenchNode): RaftNodeClient {
@@ -256,19 +270,22 @@ export class BenchCluster {
     return join(this.dir, 'participants', id);
   }
 
-  /** Starts memory participants (`verdict participant`), one process each, and waits until the cluster lists them all. */
-  async startParticipants(ids: string[]): Promise<void> {
+  /**
+   * Starts participants (`verdict participant`), one process each, and waits until the cluster lists them all.
+   * Memory participants unless extraArgs gives a participant other flags (`--resource postgres ...`).
+   */
+  async startParticipants(ids: string[], extraArgs: (id: string) => string[] = () => []): Promise<void> {
     const ports = await freePorts(ids.length);
     for (const [i, id] of ids.entries()) {
-      const args = [BIN, 'participant', '--id', id, '--listen', `127.0.0.1:${ports[i]}`, '--data', this.participantDir(id)];
-      args.push('--cluster-id', this.clusterId, '--endpoints', this.endpoints.join(','), '--log-level', 'warn');
+      const args = [...profileFlags(`${this.clusterId}-participant-${id}`), BIN, 'participant', '--id', id, '--listen', `127.0.0.1:${ports[i]}`, '--data', this.participantDir(id)];
+      args.push('--cluster-id', this.clusterId, '--endpoints', this.endpoints.join(','), '--log-level', 'warn', ...extraArgs(id));
       this.participants.set(id, spawnChild(`participant ${id}`, args, join(this.dir, `participant-${id}.log`)));
     }
     const client = new VerdictClient({ endpoints: this.endpoints, clusterId: this.clusterId });
     try {
       await waitFor(`participants ${ids.join(', ')} registered`, 60_000, async () => {
         for (const [id, c] of this.participants) if (!isRunning(c)) throw new FatalError(`participant ${id} exited; its log ${c.logFile}:\n${logTail(c.logFile)}`);
-        const known = new Set((await client.participants({ deadlineMs: 2_000 })).map((p) => p.participantId));
+        const known = new Set((await client.participants({}, { deadlineMs: 2_000 })).map((p) => p.participantId));
         return ids.every((id) => known.has(id)) ? true : undefined;
       }, 200);
     } finally {
@@ -288,7 +305,7 @@ export class BenchCluster {
     await this.stopParticipants();
     await Promise.all(
       this.nodes.map(async (n) => {
-        if (n.child) await stopChild(n.child, 'SIGKILL');
+        if (n.child) await stopChild(n.child, CPU_PROF_DIR === '' ? 'SIGKILL' : 'SIGTERM');
         n.child = null;
       }),
     );

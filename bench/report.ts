@@ -26,7 +26,7 @@ function table(head: string[], rows: (string | number)[][]): string {
 }
 
 function commitSeries(r: Results, nodes: number, participants: number, value: (s: Scenario) => number, dashed = false, suffix = ''): Series {
-  const pts = r.scenarios.filter((s) => s.kind === 'commit' && s.nodes === nodes && s.participants === participants).map((s) => [s.clients, value(s)] as [number, number]);
+  const pts = r.scenarios.filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.nodes === nodes && s.participants === participants).map((s) => [s.clients, value(s)] as [number, number]);
   return { name: `${nodes} node${nodes > 1 ? 's' : ''}${suffix}`, color: COLORS[nodes] ?? '#555', dashed, points: pts };
 }
 
@@ -57,7 +57,7 @@ function charts(r: Results): Record<string, string> {
     xTicks: r.settings.concurrency,
     series: sizes.map((n) => commitSeries(r, n, 2, (s) => s.tps)),
   });
-  const sweep = r.scenarios.filter((s) => s.kind === 'commit' && s.nodes === 3);
+  const sweep = r.scenarios.filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.nodes === 3);
   const pSeries: Series[] = r.settings.participant_sweep_clients.flatMap((clients, i) => {
     const pts = (f: (s: Scenario) => number): [number, number][] => sweep.filter((s) => s.clients === clients).map((s) => [s.participants, f(s)] as [number, number]);
     const color = ['#d62728', '#ff7f0e', '#17becf'][i % 3];
@@ -105,7 +105,34 @@ function floorRow(name: string, s: LatencySummary): (string | number)[] {
   return [name, msOf(s.p50_us), msOf(s.p99_us), msOf(s.p999_us), s.count];
 }
 
-function markdown(r: Results, source: string): string {
+/** The PostgreSQL section: the shop/ledger transaction through Verdict beside the same transaction driven directly. */
+function pgSection(r: Results): string[] {
+  const out: string[] = ['## PostgreSQL: through Verdict and driven directly', ''];
+  if (r.pg !== null) return [...out, `Not measured in this run: ${r.pg.skipped}.`, ''];
+  out.push(
+    'The transaction: an order row inserted in database `shop` (`orders`) and a balance debited in database `ledger` (`accounts`, `CHECK (balance_cents >= 0)`), one PostgreSQL server (`max_prepared_transactions` 64, fsync on); each client debits its own 4 accounts in turn (`bench/pg-workload.ts`).',
+    '',
+    '- **Direct** (`bench/pg-direct.ts`, the floor): no coordinator; per transaction `BEGIN`, `INSERT`, `PREPARE TRANSACTION` on a shop connection, then `BEGIN`, `UPDATE`, `PREPARE TRANSACTION` on a ledger connection, then both `COMMIT PREPARED` at once; one statement per round trip, N connections per database. Latency is the whole transaction.',
+    '- **Through Verdict**: two `verdict participant --resource postgres` processes (shop, ledger; `--pg-concurrency 16`) on the 3-node cluster; N clients each `begin`, enlist both with `{"sql": [...]}` payloads, `commit`. Latency is `tx.commit()` (PREPARE in both databases, the decision through Raft, the answer); begin+commit beside it. COMMIT PREPARED reaches PostgreSQL after the client has its answer.',
+    '',
+  );
+  const rows: (string | number)[][] = [];
+  for (const d of [r.floors.pg_direct_1 ?? null, r.floors.pg_direct_16 ?? null]) {
+    if (d === null) continue;
+    const errs = Object.entries(d.errors).map(([k, v]) => `${v} ${k}`).join(', ');
+    rows.push([`direct, ${d.connections} connection${d.connections > 1 ? 's' : ''} per database`, d.tps, msOf(d.p50_us), msOf(d.p99_us), msOf(d.p999_us), msOf(d.max_us), '–', errs || '0']);
+  }
+  for (const s of r.scenarios.filter((x) => x.resource === 'postgres').sort((a, b) => a.clients - b.clients)) {
+    const errs = Object.entries(s.errors).map(([k, v]) => `${v} ${k}`).join(', ');
+    rows.push([`through Verdict, ${s.nodes} nodes, ${s.clients} client${s.clients > 1 ? 's' : ''}`, s.tps, msOf(s.p50_us), msOf(s.p99_us), msOf(s.p999_us), msOf(s.max_us), msOf(s.txn_p50_us), [s.aborted ? `${s.aborted} aborted` : '', errs].filter(Boolean).join('; ') || '0']);
+  }
+  out.push(table(['driver', 'tx/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'begin+commit p50 ms', 'aborts / errors'], rows), '');
+  const ratio = r.ratios.pg_through_verdict_over_direct;
+  out.push(`Throughput through Verdict ÷ direct, 16 clients against 16 connections per database (\`ratios.pg_through_verdict_over_direct\`): **${num(ratio, '×')}** (target: at least 0.7×).`, '');
+  return out;
+}
+
+export function markdown(r: Results, source: string): string {
   const sc = (id: string): Scenario | undefined => r.scenarios.find((s) => s.id === id);
   const c = (n: number, p: number, k: number): Scenario | undefined => sc(`commit.nodes${n}.memory${p}.c${k}`);
   const f = r.floors;
@@ -148,7 +175,11 @@ function markdown(r: Results, source: string): string {
     floorRow('gRPC unary round trip, 100 B, two processes', f.grpc_unary_rtt),
     floorRow('gRPC bidi stream round trip (ping-pong on one stream)', f.grpc_bidi_rtt),
     floorRow("gRPC client streams round trip (out on one, back on the peer's: Raft's transport)", f.grpc_client_streams_rtt),
-    ...(f.pg ? [floorRow('PostgreSQL PREPARE TRANSACTION + COMMIT PREPARED', f.pg.prepare_commit_prepared)] : [['PostgreSQL PREPARE TRANSACTION + COMMIT PREPARED', '–', '–', '–', r.pg?.skipped ?? '']]),
+    ...[f.pg_direct_1 ?? null, f.pg_direct_16 ?? null].map((d, i) =>
+      d !== null
+        ? floorRow(`PostgreSQL shop/ledger transaction, PREPARE TRANSACTION + COMMIT PREPARED driven directly, ${d.connections} connection${d.connections > 1 ? 's' : ''} per database (\`floors.pg_direct_${d.connections}\`, ${d.tps} tx/s)`, d)
+        : [`PostgreSQL direct PREPARE TRANSACTION + COMMIT PREPARED (\`floors.pg_direct_${i === 0 ? 1 : 16}\`)`, '–', '–', '–', r.pg?.skipped ?? 'not measured'],
+    ),
   ]), '');
   out.push('Medians over the floors:', '');
   out.push(table(['ratio', 'value'], Object.entries(r.floor_ratios).map(([k, v]) => [`\`floor_ratios.${k}\``, num(v, '×')])), '');
@@ -162,11 +193,13 @@ function markdown(r: Results, source: string): string {
       return [s.nodes, s.participants, s.clients, s.tps, msOf(s.p50_us), msOf(s.p99_us), msOf(s.p999_us), msOf(s.max_us), msOf(s.txn_p50_us), [s.aborted ? `${s.aborted} aborted` : '', errs].filter(Boolean).join('; ') || '0', s.leader_changes];
     });
   const head = ['nodes', 'participants', 'clients', 'tx/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'begin+commit p50 ms', 'aborts / errors', 'leader changes'];
-  out.push(table(head, commitRows(r.scenarios.filter((s) => s.kind === 'commit' && s.participants === 2).sort((a, b) => a.nodes - b.nodes || a.clients - b.clients))), '');
+  out.push(table(head, commitRows(r.scenarios.filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.participants === 2).sort((a, b) => a.nodes - b.nodes || a.clients - b.clients))), '');
 
   out.push('## Participants per transaction (3 nodes)', '');
   out.push('![commit latency against participants](participants.svg)', '');
-  out.push(table(head, commitRows(r.scenarios.filter((s) => s.kind === 'commit' && s.nodes === 3 && r.settings.participant_sweep_clients.includes(s.clients)).sort((a, b) => a.clients - b.clients || a.participants - b.participants))), '');
+  out.push(table(head, commitRows(r.scenarios.filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.nodes === 3 && r.settings.participant_sweep_clients.includes(s.clients)).sort((a, b) => a.clients - b.clients || a.participants - b.participants))), '');
+
+  out.push(...pgSection(r));
 
   out.push('## Raw replicated log', '');
   out.push('Puts of 100-byte values through the leader (`RaftNodeClient.put`), each acknowledged once committed (a quorum synced it), one at a time and 64 in flight:', '');

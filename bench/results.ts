@@ -3,6 +3,7 @@
 import type { FailoverRun } from './failover.ts';
 import type { Floors } from './floors.ts';
 import { percentile, type LatencySummary } from './hist.ts';
+import type { PgDirectFloor } from './pg.ts';
 
 export interface Machine {
   cpu: string;
@@ -25,7 +26,8 @@ export interface Scenario extends Omit<LatencySummary, 'count'> {
   nodes: number;
   /** Participants per transaction (commit) or 0 (raw). */
   participants: number;
-  resource: 'memory' | 'raw-log';
+  /** postgres: the shop/ledger transaction of bench/pg-workload.ts, participants shop and ledger. */
+  resource: 'memory' | 'postgres' | 'raw-log';
   /** Concurrent clients (commit) or Puts in flight (raw). */
   clients: number;
   warmup_ms: number;
@@ -83,6 +85,7 @@ export interface Results {
   machine: Machine;
   settings: Settings;
   floors: Floors;
+  /** Why the PostgreSQL part was not measured; null when it was. */
   pg: { skipped: string } | null;
   scenarios: Scenario[];
   failover: FailoverSummary;
@@ -94,6 +97,11 @@ export interface Results {
 
 export function commitId(nodes: number, participants: number, clients: number): string {
   return `commit.nodes${nodes}.memory${participants}.c${clients}`;
+}
+
+/** The shop/ledger transaction through Verdict, PostgreSQL participants shop and ledger. */
+export function pgCommitId(nodes: number, clients: number): string {
+  return `commit.nodes${nodes}.pg2.c${clients}`;
 }
 
 export function rawId(nodes: number, inflight: number): string {
@@ -125,21 +133,29 @@ export function summarizeFailover(runs: FailoverRun[], method: string): Failover
   };
 }
 
+/** Throughput through Verdict over the direct floor's (both at 16 clients / connections); null when either is missing. */
+export function pgThroughVerdictOverDirect(verdictTps: number | undefined, direct: PgDirectFloor | null | undefined): number | null {
+  return direct === null || direct === undefined ? null : ratio(verdictTps, direct.tps);
+}
+
 /** The summary keys of the results file, from the scenarios, floors and failover runs. */
-export function summaryKeys(scenarios: Scenario[], floors: Floors, pgRatio: number | null): Pick<Results, 'ratios' | 'peak_tps' | 'raft' | 'floor_ratios'> {
+export function summaryKeys(scenarios: Scenario[], floors: Floors): Pick<Results, 'ratios' | 'peak_tps' | 'raft' | 'floor_ratios'> {
   const by = new Map(scenarios.map((s) => [s.id, s]));
   const p50 = (id: string): number | undefined => by.get(id)?.p50_us;
   const peak = (nodes: number): number | null => {
-    const xs = scenarios.filter((s) => s.kind === 'commit' && s.nodes === nodes && s.participants === 2);
+    const xs = scenarios.filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.nodes === nodes && s.participants === 2);
     return xs.length ? Math.max(...xs.map((s) => s.tps)) : null;
   };
   const ratios: Record<string, number | null> = {
     latency_p50_3_over_1: ratio(p50(commitId(3, 2, 1)), p50(commitId(1, 2, 1))),
     latency_p50_5_over_1: ratio(p50(commitId(5, 2, 1)), p50(commitId(1, 2, 1))),
     latency_p50_16p_over_1p: ratio(p50(commitId(3, 16, 1)), p50(commitId(3, 1, 1))),
-    pg_through_verdict_over_direct: pgRatio,
+    pg_through_verdict_over_direct: pgThroughVerdictOverDirect(by.get(pgCommitId(3, 16))?.tps, floors.pg_direct_16),
   };
   const peak_tps: Record<string, number | null> = { nodes1_memory2: peak(1), nodes3_memory2: peak(3), nodes5_memory2: peak(5) };
+  const pg16 = by.get(pgCommitId(3, 16));
+  if (pg16 !== undefined) peak_tps.nodes3_pg2_c16 = pg16.tps;
+  if (floors.pg_direct_16 !== null) peak_tps.pg_direct_16 = floors.pg_direct_16.tps;
   const raft: Record<string, number | null> = {
     seq_p50_us: p50(rawId(3, 1)) ?? null,
     seq_p99_us: by.get(rawId(3, 1))?.p99_us ?? null,

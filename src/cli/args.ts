@@ -19,3 +19,10 @@ export function bool(args: string[], name: string): boolean {
   args.splice(i, 1);
   return true;
 }
+
+/** Removes every `name VALUE` from args (a repeatable flag) and returns the values in order. */
+export function flagAll(args: string[], name: string): string[] {
+  const out: string[] = [];
+  for (let v = flag(args, name); v !== undefined; v = flag(args, name)) out.push(v);
+  return out;
+}

@@ -4,21 +4,27 @@
 // User errors print one line and exit non-zero; stack traces are for bugs.
 
 import { ConfigError, loadConfig } from '../node/config.ts';
+import { envName, OVERRIDABLE } from '../node/config-sources.ts';
 import { createLogger } from '../node/logger.ts';
 import { startNode, StartupError } from '../node/node.ts';
 import { CorruptRecordError } from '../storage/codec.ts';
 import { StorageIdentityError } from '../storage/level.ts';
 import { RaftInvariantError } from '../raft/types.ts';
 import { clusterUp } from './cluster.ts';
-import { bool, flag, UsageError } from './args.ts';
+import { bool, flag, flagAll, UsageError } from './args.ts';
+import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
 import { getCommand, leaderCommand, LEADER_HELP, putCommand, statusCommand } from './status.ts';
 import { participantsCommand, TXN_HELP, txnCommand } from './txn.ts';
 import { participantCommand, PARTICIPANT_HELP } from './participant.ts';
+import { memberCommand, MEMBER_HELP } from './member.ts';
 
 const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
 
-const NODE_HELP = `  verdict node --config FILE          run one node (see cluster/n1.json for the format); SIGTERM or Ctrl-C
-                                      stops it gracefully (a leader hands leadership over first)
+const NODE_HELP = `  verdict node --config FILE [--set KEY=VALUE ...]
+                                      run one node (see cluster/n1.json for the format); SIGTERM or Ctrl-C
+                                      stops it gracefully (a leader hands leadership over first). Every key can be
+                                      overridden: VERDICT_<KEY> in the environment (VERDICT_TICK_MS, VERDICT_TLS_CERT),
+                                      then --set key=value (tickMs=50, tls.cert=certs/n1.crt, peers.n4=HOST:PORT)
 `;
 const CLUSTER_HELP = `  verdict cluster up [--nodes N]      run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground;
                                       metrics on http://127.0.0.1:9101/metrics (9102, ... for the others)
@@ -33,9 +39,9 @@ const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key th
 const HELP = `verdict — a Raft-replicated commit coordinator
 
 usage:
-${NODE_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${TXN_HELP}
+${NODE_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${TXN_HELP}
 verdict COMMAND --help shows one command's usage.
-${ENDPOINTS_NOTE}`;
+${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
 
 /** `verdict COMMAND --help`: that command's usage. */
 const COMMAND_HELP: Record<string, string> = {
@@ -43,6 +49,7 @@ const COMMAND_HELP: Record<string, string> = {
   cluster: CLUSTER_HELP,
   status: STATUS_HELP + ENDPOINTS_NOTE,
   leader: LEADER_HELP + ENDPOINTS_NOTE,
+  member: MEMBER_HELP + ENDPOINTS_NOTE,
   put: PUT_GET_HELP + ENDPOINTS_NOTE,
   get: PUT_GET_HELP + ENDPOINTS_NOTE,
   participant: PARTICIPANT_HELP,
@@ -52,8 +59,12 @@ const COMMAND_HELP: Record<string, string> = {
 
 async function runNode(args: string[]): Promise<void> {
   const file = flag(args, '--config');
-  if (!file) throw new UsageError('verdict node needs --config FILE');
-  const cfg = loadConfig(file);
+  const sets = flagAll(args, '--set');
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...]`);
+  // Without a file, the environment and --set must give every required key.
+  const fromEnv = Object.keys(OVERRIDABLE).some((k) => process.env[envName(k)] !== undefined);
+  if (file === undefined && sets.length === 0 && !fromEnv) throw new UsageError('verdict node needs --config FILE (or every key from VERDICT_* variables and --set KEY=VALUE)');
+  const cfg = loadConfig(file, { env: process.env, sets });
   const log = createLogger(cfg.logLevel, { node: cfg.nodeId });
   let node: Awaited<ReturnType<typeof startNode>>;
   try {
@@ -96,6 +107,8 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`usage:\n${help}`);
     return;
   }
+  // Client commands connect with TLS when given a CA; node and participant read their own TLS settings.
+  if (!['node', 'participant', 'cluster'].includes(cmd)) useClientTls(tlsArgs(args));
   switch (cmd) {
     case 'node':
       return runNode(args);
@@ -120,6 +133,8 @@ async function main(argv: string[]): Promise<void> {
       return txnCommand(args);
     case 'leader':
       return leaderCommand(args);
+    case 'member':
+      return memberCommand(args);
     default:
       throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
   }

@@ -7,6 +7,8 @@ import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { RaftNodeClient } from '../transport/admin.ts';
 import type { NodeStatus } from '../transport/proto.ts';
 import { bool, flag, UsageError } from './args.ts';
+import { clientCredentials, clientUsesTls } from './client-tls.ts';
+import { explainConnectError } from '../transport/tls.ts';
 
 const DEFAULT_ENDPOINTS = ['127.0.0.1:7001', '127.0.0.1:7002', '127.0.0.1:7003'];
 
@@ -40,7 +42,7 @@ export async function clusterStatus(addrs: string[], deadlineMs = 2_000): Promis
   const ids = new Map<string, string>();
   const ask = async (addr: string): Promise<void> => {
     if (results.has(addr)) return;
-    const c = new RaftNodeClient(addr);
+    const c = new RaftNodeClient(addr, clientCredentials());
     results.set(addr, new Error('pending'));
     try {
       const s = await c.status(deadlineMs);
@@ -77,7 +79,7 @@ function unreachableReason(err: ServiceError, deadlineMs: number): string {
   if (err.code === grpcStatus.DEADLINE_EXCEEDED) return `no answer within ${deadlineMs} ms`;
   const text = err.details ?? err.message;
   if (/ECONNREFUSED/.test(text)) return 'connection refused';
-  return text;
+  return err.code === grpcStatus.UNAVAILABLE ? explainConnectError(text, clientUsesTls()) : text;
 }
 
 export async function statusCommand(args: string[]): Promise<void> {
@@ -99,7 +101,7 @@ export async function statusCommand(args: string[]): Promise<void> {
 }
 
 /** Finds the leader among the endpoints (following redirects) and runs `f` on it. */
-async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Promise<T>): Promise<T> {
+export async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Promise<T>): Promise<T> {
   let last: Error | null = null;
   const tried = new Set<string>();
   const queue = [...addrs];
@@ -108,7 +110,7 @@ async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Promise<T>
       const addr = queue.shift() as string;
       if (tried.has(addr)) continue;
       tried.add(addr);
-      const c = new RaftNodeClient(addr);
+      const c = new RaftNodeClient(addr, clientCredentials());
       try {
         return await f(c);
       } catch (err) {
@@ -124,7 +126,9 @@ async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Promise<T>
     tried.clear();
     queue.push(...addrs);
   }
-  throw new UsageError(`no node accepted the request: ${(last as ServiceError | null)?.details ?? last?.message ?? 'no endpoints'}`);
+  const e = last as ServiceError | null;
+  const why = e?.code === grpcStatus.UNAVAILABLE ? explainConnectError(e.details, clientUsesTls()) : (e?.details ?? last?.message ?? 'no endpoints');
+  throw new UsageError(`no node accepted the request: ${why}`);
 }
 
 export async function putCommand(args: string[]): Promise<void> {
@@ -170,7 +174,7 @@ export async function leaderCommand(args: string[]): Promise<void> {
   let target = leader?.address ?? addrs[0];
   // The leader may change under us; follow its hint a couple of times.
   for (let hop = 0; ; hop++) {
-    const c = new RaftNodeClient(target);
+    const c = new RaftNodeClient(target, clientCredentials());
     try {
       // The server waits up to timeoutMs (or two election timeouts); give it room to answer.
       const r = await c.transferLeader({ to, timeoutMs }, (timeoutMs || 10_000) + 5_000);
@@ -183,7 +187,8 @@ export async function leaderCommand(args: string[]): Promise<void> {
         target = hint;
         continue;
       }
-      process.stderr.write(`verdict: leader transfer to ${to} failed: ${e.details || e.message}\n`);
+      const why = e.code === grpcStatus.UNAVAILABLE ? explainConnectError(e.details || e.message, clientUsesTls()) : e.details || e.message;
+      process.stderr.write(`verdict: leader transfer to ${to} failed: ${grpcStatus[e.code] ?? e.code}: ${why}\n`);
       process.exitCode = 1;
       return;
     } finally {

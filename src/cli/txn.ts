@@ -2,11 +2,13 @@
 // (src/client) driven from a shell. Exit codes let scripts tell outcomes
 // apart: 0 committed (or a query answered), 2 aborted, 3 outcome unknown
 // (ask again with `verdict txn outcome ID`), 1 any other error, 64 usage.
-import { VerdictClient } from '../client/client.ts';
+import { hostname, userInfo } from 'node:os';
+import { VerdictClient, type TransactionInfo } from '../client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../client/errors.ts';
 import type { OutcomeResult } from '../client/transaction.ts';
 import { bool, flag, UsageError } from './args.ts';
 import { endpoints } from './status.ts';
+import { clientCredentials } from './client-tls.ts';
 
 export const EXIT_ERROR = 1;
 export const EXIT_ABORTED = 2;
@@ -16,9 +18,17 @@ export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn
                                       begin and commit one transaction; exit 2 if it aborts, 3 if its outcome is unknown
   verdict txn abort ID [--reason TEXT] [--json]   abort a transaction (answers the outcome)
   verdict txn outcome ID [--json]     what the cluster decided for a transaction
-  verdict txn list [--in-flight] [--limit N] [--json]   the transactions the cluster knows
-  verdict txn show ID [--json]        one transaction: outcome, phase, age, and each participant's vote, ACK and retries
-  verdict participants [--json]       the registered participants
+  verdict txn list [--in-flight|--in-doubt|--unacked|--heuristic] [--limit N] [--json]
+                                      the transactions the cluster knows: being worked on; undecided past the
+                                      in-doubt threshold; decided and not acknowledged by all; with a heuristic
+                                      outcome (HEURCOM, HEURRB, HEURMIX, HEURHAZ) or an operator's resolution
+  verdict txn show ID [--json]        one transaction: outcome, phase, age, each participant's vote, ACK and
+                                      retries, heuristic outcomes and operators' resolutions
+  verdict txn resolve ID --commit|--abort --reason TEXT [--operator WHO] [--json]
+                                      an operator's act, recorded in the log with who ($USER@host by default),
+                                      when and why: --abort decides an undecided transaction; --commit is refused
+                                      unless every participant voted YES (AC2); a decision is never reversed
+  verdict participants [--json]       the registered participants, with the leader's last contact and in-doubt count
   (each also takes --deadline-ms N: how long one request may take, retries included; default 10000)
 `;
 
@@ -35,8 +45,10 @@ export async function txnCommand(args: string[]): Promise<void> {
       return withClient(args, list);
     case 'show':
       return withClient(args, show);
+    case 'resolve':
+      return withClient(args, resolve);
     default:
-      throw new UsageError(`usage: verdict txn commit|abort|outcome|list|show ...; run verdict txn --help`);
+      throw new UsageError(`usage: verdict txn commit|abort|outcome|list|show|resolve ...; run verdict txn --help`);
   }
 }
 
@@ -44,10 +56,14 @@ export async function participantsCommand(args: string[]): Promise<void> {
   return withClient(args, async (client, rest) => {
     const json = bool(rest, '--json');
     noMore(rest);
-    const ps = await client.participants();
+    const ps = await client.participants({ withActivity: true });
     if (json) return print(JSON.stringify(ps, null, 2));
     if (ps.length === 0) return print('(no participants registered)');
-    table([['PARTICIPANT', 'ENDPOINT', 'REGISTERED'], ...ps.map((p) => [p.participantId, p.endpoint, new Date(p.registeredAtMs).toISOString()])]);
+    const now = Date.now();
+    table([
+      ['PARTICIPANT', 'ENDPOINT', 'REGISTERED', 'LAST SEEN', 'IN DOUBT'],
+      ...ps.map((p) => [p.participantId, p.endpoint, new Date(p.registeredAtMs).toISOString(), p.lastSeenMs ? `${age(Math.max(0, now - p.lastSeenMs))} ago` : 'not since the leader took over', String(p.inDoubt ?? 0)]),
+    ]);
   });
 }
 
@@ -85,24 +101,66 @@ async function outcome(client: VerdictClient, args: string[]): Promise<void> {
 
 async function list(client: VerdictClient, args: string[]): Promise<void> {
   const json = bool(args, '--json');
-  const inFlight = bool(args, '--in-flight');
+  const filters = { inFlight: bool(args, '--in-flight'), inDoubt: bool(args, '--in-doubt'), unacked: bool(args, '--unacked'), heuristic: bool(args, '--heuristic') };
+  const chosen = Object.entries(filters).filter(([, on]) => on);
+  if (chosen.length > 1) throw new UsageError('give at most one of --in-flight, --in-doubt, --unacked, --heuristic');
   const limitRaw = flag(args, '--limit');
   const limit = limitRaw === undefined ? 0 : Number(limitRaw);
   if (!Number.isInteger(limit) || limit < 0) throw new UsageError('--limit needs a non-negative integer');
   noMore(args);
-  const txns = await client.transactions({ inFlight, limit });
+  const txns = await client.transactions({ ...filters, limit });
   if (json) return print(JSON.stringify(txns, null, 2));
-  if (txns.length === 0) return print(inFlight ? '(no transactions in flight)' : '(no transactions)');
-  const rows = [['TXN', 'OUTCOME', 'PHASE', 'AGE', 'DECISION', 'PARTICIPANTS', 'REASON']];
+  if (txns.length === 0) {
+    const what = { inFlight: 'in flight', inDoubt: 'in doubt', unacked: 'waiting for an ACK', heuristic: 'with a heuristic outcome or an operator resolution' }[chosen[0]?.[0] ?? ''] as string | undefined;
+    return print(what ? `(no transactions ${what})` : '(no transactions)');
+  }
+  const rows = [['TXN', 'OUTCOME', 'PHASE', 'AGE', 'DECISION', 'PARTICIPANTS', 'HEURISTIC', 'REASON']];
   for (const t of txns) {
     const ps = t.participants.map((p) => `${p.participantId}:${p.vote || '-'}${p.acked ? '+ack' : ''}`).join(',');
-    rows.push([t.txnId, t.outcome, t.phase, age(t.ageMs), t.decisionIndex ? String(t.decisionIndex) : '', ps, t.reason]);
+    rows.push([t.txnId, t.outcome, t.phase, age(t.ageMs), t.decisionIndex ? String(t.decisionIndex) : '', ps, incidents(t), t.reason]);
   }
   table(rows);
 }
 
-/** The most ListTransactions returns; `show` looks for the id among them. */
-const LIST_LIMIT_MAX = 10_000;
+/** The heuristic column: `shop:HEURMIX` per report, `resolved-by:bob` per operator act. */
+function incidents(t: TransactionInfo): string {
+  return [...t.heuristics.map((h) => `${h.participantId}:${h.kind}`), ...t.resolutions.map((r) => `resolved-by:${r.operator}`)].join(',');
+}
+
+/** Who performs an operator's act: --operator, or $USER@hostname. */
+export function defaultOperator(env: NodeJS.ProcessEnv = process.env): string {
+  let user = env.USER ?? env.LOGNAME ?? '';
+  if (user === '') {
+    try {
+      user = userInfo().username;
+    } catch {
+      user = 'unknown';
+    }
+  }
+  return `${user}@${hostname()}`;
+}
+
+/**
+ * `verdict txn resolve ID --commit|--abort --reason TEXT`: the operator's act
+ * on the cluster side, recorded in the log with who, when and why. The
+ * cluster refuses what would break AC2 or R1 and says why (exit 1).
+ */
+async function resolve(client: VerdictClient, args: string[]): Promise<void> {
+  const json = bool(args, '--json');
+  const commit = bool(args, '--commit');
+  const abortIt = bool(args, '--abort');
+  const reason = flag(args, '--reason');
+  const operator = flag(args, '--operator') ?? defaultOperator();
+  const usage = 'usage: verdict txn resolve ID --commit|--abort --reason TEXT [--operator WHO]';
+  const txnId = oneId(args, usage);
+  if (commit === abortIt) throw new UsageError(`give exactly one of --commit and --abort; ${usage}`);
+  if (reason === undefined || reason.trim() === '') throw new UsageError(`--reason TEXT is required: it is recorded in the log with who asked and when; ${usage}`);
+  if (operator.trim() === '') throw new UsageError('--operator must not be empty');
+  const r = await client.resolve(txnId, commit ? 'commit' : 'abort', reason, operator);
+  if (json) return print(JSON.stringify(r, null, 2));
+  print(`${describeOutcome(r.outcome)}`);
+  print(r.decided ? `decided by ${r.operator}'s resolution (recorded in the log)` : `already decided so; ${r.operator}'s request is recorded in the log`);
+}
 
 /**
  * What the cluster knows of one transaction: its outcome from applied state
@@ -113,17 +171,34 @@ const LIST_LIMIT_MAX = 10_000;
 async function show(client: VerdictClient, args: string[]): Promise<void> {
   const json = bool(args, '--json');
   const txnId = oneId(args, 'usage: verdict txn show ID [--json]');
-  const [o, listed] = await Promise.all([client.outcome(txnId), client.transactions({ limit: LIST_LIMIT_MAX })]);
+  const [o, listed] = await Promise.all([client.outcome(txnId), client.transactions({ txnId })]);
   const t = listed.find((x) => x.txnId === txnId);
   const known = t !== undefined || o.outcome !== 'UNKNOWN';
+  const tracked = t !== undefined && t.phase !== 'decided';
   if (json) {
-    print(JSON.stringify({ txnId, outcome: o.outcome, reason: t?.reason || o.reason, decisionIndex: o.decisionIndex || t?.decisionIndex || 0, phase: t?.phase ?? null, ageMs: t?.ageMs ?? null, participants: t?.participants ?? null }, null, 2));
+    print(
+      JSON.stringify(
+        {
+          txnId,
+          outcome: o.outcome,
+          reason: t?.reason || o.reason,
+          decisionIndex: o.decisionIndex || t?.decisionIndex || 0,
+          phase: t?.phase ?? null,
+          ageMs: t?.ageMs ?? null,
+          participants: tracked ? t.participants : null,
+          heuristics: t?.heuristics ?? [],
+          resolutions: t?.resolutions ?? [],
+        },
+        null,
+        2,
+      ),
+    );
   } else {
     print(`transaction  ${txnId}`);
     print(`outcome      ${o.outcome}${o.decisionIndex ? ` (decision index ${o.decisionIndex})` : ''}`);
     const reason = t?.reason || o.reason;
     if (reason) print(`reason       ${reason}`);
-    if (t) {
+    if (tracked) {
       print(`phase        ${t.phase}`);
       print(`age          ${age(t.ageMs)}`);
       print('');
@@ -135,6 +210,20 @@ async function show(client: VerdictClient, args: string[]): Promise<void> {
     } else {
       print('never heard of, or forgotten after every participant acknowledged it');
     }
+    if (t && t.heuristics.length > 0) {
+      print('');
+      print('heuristic outcomes (a participant decided by hand, R4):');
+      const rows = [['PARTICIPANT', 'KIND', 'DONE', 'DECISION', 'BY', 'AT', 'GID', 'REASON']];
+      for (const h of t.heuristics) rows.push([h.participantId, h.kind, h.outcome, h.decision, h.operator, new Date(h.atMs).toISOString(), h.gid, h.reason]);
+      table(rows);
+    }
+    if (t && t.resolutions.length > 0) {
+      print('');
+      print('operator resolutions (verdict txn resolve):');
+      const rows = [['OUTCOME', 'EFFECT', 'BY', 'AT', 'REASON']];
+      for (const r of t.resolutions) rows.push([r.outcome, r.decided ? 'decided' : 'confirmed', r.operator, new Date(r.atMs).toISOString(), r.reason]);
+      table(rows);
+    }
   }
   if (!known) process.exitCode = EXIT_ERROR;
 }
@@ -144,7 +233,7 @@ async function withClient(args: string[], f: (client: VerdictClient, rest: strin
   const deadlineRaw = flag(args, '--deadline-ms');
   const deadlineMs = deadlineRaw === undefined ? undefined : Number(deadlineRaw);
   if (deadlineMs !== undefined && !(Number.isInteger(deadlineMs) && deadlineMs > 0)) throw new UsageError('--deadline-ms needs a positive integer');
-  const client = new VerdictClient({ endpoints: endpoints(args), deadlineMs });
+  const client = new VerdictClient({ endpoints: endpoints(args), deadlineMs, credentials: clientCredentials() });
   try {
     await f(client, args);
   } catch (err) {

@@ -3,7 +3,7 @@
 // participants use. All calls go through one CoordinatorConnection, which
 // finds the leader and retries idempotent requests (R7).
 import { randomUUID } from 'node:crypto';
-import type { ClusterStatusResponse, ParticipantInfo, ParticipantState } from '../transport/coordinator-rpc.ts';
+import { OPERATOR_KEY, type ClusterStatusResponse, type HeuristicInfo, type OutcomeName, type ParticipantInfo, type ParticipantState, type ResolutionInfo } from '../transport/coordinator-rpc.ts';
 import { CoordinatorConnection, type CallOptions, type ConnectionOptions } from './connection.ts';
 import { VerdictError } from './errors.ts';
 import { checkId, shortOutcome, toOutcomeResult, Transaction, type Outcome, type OutcomeResult } from './transaction.ts';
@@ -31,7 +31,35 @@ export interface TransactionInfo {
   participants: ParticipantState[];
   ageMs: number;
   decisionIndex: number;
+  /** Heuristic outcomes participants reported (R4), compared with the decision: HEURCOM, HEURRB, HEURMIX, HEURHAZ. */
+  heuristics: (Omit<HeuristicInfo, 'outcome' | 'decision'> & { outcome: Outcome; decision: Outcome })[];
+  /** Operators' `txn resolve` acts on the cluster side. */
+  resolutions: (Omit<ResolutionInfo, 'outcome'> & { outcome: Outcome })[];
 }
+
+/** Which transactions `transactions()` lists; at most one filter applies. */
+export interface TransactionFilter {
+  inFlight?: boolean;
+  /** Undecided, older than the cluster's in-doubt threshold. */
+  inDoubt?: boolean;
+  /** Decided, not acknowledged by every participant. */
+  unacked?: boolean;
+  /** With a heuristic record or an operator's resolution. */
+  heuristic?: boolean;
+  /** Only this transaction. */
+  txnId?: string;
+  limit?: number;
+}
+
+export interface ResolveResult {
+  outcome: OutcomeResult;
+  /** True when the act decided the transaction; false when it confirmed the decision already logged. */
+  decided: boolean;
+  /** Who the cluster recorded as having asked. */
+  operator: string;
+}
+
+const outcomeName = (o: OutcomeName): Outcome => (o === 'OUTCOME_UNSPECIFIED' ? 'UNKNOWN' : shortOutcome(o));
 
 export class VerdictClient {
   readonly connection: CoordinatorConnection;
@@ -74,15 +102,42 @@ export class VerdictClient {
     return r.participant;
   }
 
-  async participants(call: CallOptions = {}): Promise<ParticipantInfo[]> {
-    return (await this.connection.call('ListParticipants', {}, call)).participants;
+  /** The registry; `withActivity` adds the leader's view (last seen, in-doubt count) and is answered by the leader. */
+  async participants(options: { withActivity?: boolean } = {}, call: CallOptions = {}): Promise<ParticipantInfo[]> {
+    return (await this.connection.call('ListParticipants', { withActivity: options.withActivity ?? false }, call)).participants;
   }
 
   /** Transactions the cluster knows; `inFlight` keeps those still being prepared or delivered. */
-  async transactions(options: { inFlight?: boolean; limit?: number } = {}, call: CallOptions = {}): Promise<TransactionInfo[]> {
-    const r = await this.connection.call('ListTransactions', { inFlight: options.inFlight ?? false, limit: options.limit ?? 0 }, call);
+  async transactions(options: TransactionFilter = {}, call: CallOptions = {}): Promise<TransactionInfo[]> {
+    const r = await this.connection.call(
+      'ListTransactions',
+      { inFlight: options.inFlight ?? false, limit: options.limit ?? 0, inDoubt: options.inDoubt ?? false, unacked: options.unacked ?? false, heuristic: options.heuristic ?? false, txnId: options.txnId ?? '' },
+      call,
+    );
     // A listing is for reading, not deciding: an unset outcome is shown as UNKNOWN rather than failing the whole list.
-    return r.transactions.map((t) => ({ ...t, outcome: t.outcome === 'OUTCOME_UNSPECIFIED' ? 'UNKNOWN' : shortOutcome(t.outcome) }));
+    return r.transactions.map((t) => ({
+      ...t,
+      outcome: outcomeName(t.outcome),
+      heuristics: (t.heuristics ?? []).map((h) => ({ ...h, outcome: outcomeName(h.outcome), decision: outcomeName(h.decision) })),
+      resolutions: (t.resolutions ?? []).map((x) => ({ ...x, outcome: outcomeName(x.outcome) })),
+    }));
+  }
+
+  /**
+   * An operator's act on the cluster side (`verdict txn resolve`), recorded in
+   * the log with `operator`, the time and `reason`. ABORT decides an
+   * undecided transaction; COMMIT is refused unless every participant voted
+   * YES (AC2); a decided transaction is never reversed (R1).
+   */
+  async resolve(txnId: string, outcome: 'commit' | 'abort', reason: string, operator: string, call: CallOptions = {}): Promise<ResolveResult> {
+    checkId(txnId, 'transaction id');
+    const r = await this.connection.call(
+      'ResolveTransaction',
+      { txnId, outcome: outcome === 'commit' ? 'OUTCOME_COMMITTED' : 'OUTCOME_ABORTED', reason },
+      { ...call, metadata: { ...call.metadata, [OPERATOR_KEY]: operator } },
+    );
+    if (r.outcome === null) throw new VerdictError('INTERNAL', `resolving ${txnId}: the cluster answered without an outcome`);
+    return { outcome: toOutcomeResult(txnId, r.outcome), decided: r.decided, operator: r.operator };
   }
 
   async status(call: CallOptions = {}): Promise<ClusterStatusResponse> {

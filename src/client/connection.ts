@@ -10,6 +10,7 @@
 // because every Coordinator RPC is idempotent by transaction id (R7).
 import * as grpc from '@grpc/grpc-js';
 import { unaryCall } from '../transport/unary.ts';
+import { explainConnectError } from '../transport/tls.ts';
 import {
   coordinatorService,
   LEADER_ADDRESS_KEY,
@@ -45,6 +46,8 @@ export interface ConnectionOptions {
 export interface CallOptions {
   deadlineMs?: number;
   attemptDeadlineMs?: number;
+  /** gRPC metadata sent with every attempt (e.g. `verdict-operator` for an operator's act). */
+  metadata?: Record<string, string>;
 }
 
 export const DEFAULT_DEADLINE_MS = 10_000;
@@ -88,7 +91,7 @@ export class CoordinatorConnection {
   }
 
   /** The bounds a call gets when it names none. */
-  get defaults(): Required<CallOptions> {
+  get defaults(): Required<Omit<CallOptions, 'metadata'>> {
     return { deadlineMs: this.deadlineMs, attemptDeadlineMs: this.attemptDeadlineMs };
   }
 
@@ -119,7 +122,7 @@ export class CoordinatorConnection {
         tried.add(address);
         const clipped = remainingMs < attemptMs;
         try {
-          const response = await this.attempt(address, method, request, clipped ? remainingMs : attemptMs);
+          const response = await this.attempt(address, method, request, clipped ? remainingMs : attemptMs, options.metadata);
           this.leader = address;
           return response;
         } catch (err) {
@@ -129,7 +132,7 @@ export class CoordinatorConnection {
           if (!RETRYABLE.has(code)) throw new VerdictError(code, e.details || e.message, address);
           // An attempt cut short by the call's own deadline says nothing about the node; keep the earlier, telling error.
           if (!(clipped && code === 'DEADLINE_EXCEEDED' && last !== undefined)) {
-            last = `${address}: ${code} ${describe(e)}`;
+            last = `${address}: ${code} ${describe(e, this.credentials._isSecure())}`;
             lastCode = code;
           }
           if (this.leader === address) this.leader = undefined;
@@ -185,9 +188,14 @@ export class CoordinatorConnection {
     return c;
   }
 
-  private attempt<M extends CoordinatorMethod>(address: string, method: M, request: RequestOf<M>, deadlineMs: number): Promise<ResponseOf<M>> {
+  private attempt<M extends CoordinatorMethod>(address: string, method: M, request: RequestOf<M>, deadlineMs: number, metadata?: Record<string, string>): Promise<ResponseOf<M>> {
     const def = coordinatorService[method] as grpc.MethodDefinition<RequestOf<M>, ResponseOf<M>>;
-    return unaryCall(this.client(address), def, request, deadlineMs).catch((err: Error) => {
+    let md: grpc.Metadata | undefined;
+    if (metadata !== undefined) {
+      md = new grpc.Metadata();
+      for (const [k, v] of Object.entries(metadata)) md.set(k, v);
+    }
+    return unaryCall(this.client(address), def, request, deadlineMs, md).catch((err: Error) => {
       throw err.message === 'empty response' ? new VerdictError('INTERNAL', `empty ${method} response`, address) : err;
     });
   }
@@ -199,9 +207,9 @@ function leaderHint(err: grpc.ServiceError): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
-function describe(err: grpc.ServiceError): string {
+function describe(err: grpc.ServiceError, tls: boolean): string {
   const text = err.details || err.message;
-  return /ECONNREFUSED/.test(text) ? '(connection refused)' : text;
+  return /ECONNREFUSED/.test(text) ? '(connection refused)' : explainConnectError(text, tls);
 }
 
 function isAddress(a: string): boolean {

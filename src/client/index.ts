@@ -3,3 +3,4 @@ export { VerdictClient, type BeginOptions, type TransactionInfo, type VerdictCli
 export { Transaction, type CommitResult, type FinalOutcome, type Outcome, type OutcomeResult, type Payload } from './transaction.ts';
 export { CoordinatorConnection, type BackoffOptions, type CallOptions, type ConnectionOptions } from './connection.ts';
 export { OutcomeUnknownError, RetriesExhaustedError, VerdictError, type StatusName } from './errors.ts';
+export { tlsCredentials } from './tls.ts';

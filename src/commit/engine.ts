@@ -13,7 +13,7 @@
 // finds in the table. It never resumes another leader's prepare (R2): a
 // Commit for a transaction it did not begin is answered by logging ABORT.
 
-import type { ApplyResult, Command, Decision, DecisionOutcome, DecisionTable, ParticipantRecord } from './state.ts';
+import type { ApplyResult, Command, Decision, DecisionOutcome, DecisionTable, HeuristicRecord, OperatorAct, ParticipantRecord, Resolution } from './state.ts';
 
 export type VoteValue = 'yes' | 'no';
 
@@ -56,6 +56,8 @@ export interface EngineConfig {
   /** Aborts decided in memory are remembered this long for idempotent retries. */
   abortMemoryMs: number;
   rpcDeadlineMs: number;
+  /** An undecided transaction older than this is listed as in doubt (`verdict txn list --in-doubt`). */
+  inDoubtAfterMs: number;
   /** Test only: a deliberately broken protocol for the simulator's checker self-test (test/sim). Never set in production. */
   mutant?: EngineMutant;
 }
@@ -80,6 +82,7 @@ export const defaultEngineConfig: EngineConfig = {
   forgetBatchMax: 512,
   abortMemoryMs: 60_000,
   rpcDeadlineMs: 10_000,
+  inDoubtAfterMs: 2_000,
 };
 
 export type ClientOutcome = 'committed' | 'aborted' | 'in-progress' | 'unknown';
@@ -137,20 +140,51 @@ interface Txn {
 
 export interface TxnView {
   txnId: string;
-  phase: Phase;
+  /** 'decided' for a transaction the leader no longer tracks (every ACK came, or a presumed abort). */
+  phase: Phase | 'decided';
   outcome: ClientOutcome;
   reason: string;
   ageMs: number;
   decisionIndex: number;
   participants: { id: string; vote: VoteValue | null; acked: boolean; retries: number }[];
+  heuristics: HeuristicRecord[];
+  resolutions: Resolution[];
+}
+
+/** Which transactions `list` returns. */
+export type ListFilter = 'all' | 'in-flight' | 'in-doubt' | 'unacked' | 'heuristic';
+
+/** A heuristic act a participant reports (R4): what its operator did by hand, and who, when, why. */
+export interface HeuristicReport {
+  txnId: string;
+  participantId: string;
+  outcome: DecisionOutcome;
+  gid: string;
+  operator: string;
+  reason: string;
+  atMs: number;
+}
+
+/** The leader's view of a participant: when it last heard from it, and how many of its YES votes wait for a decision or an ACK. */
+export interface ParticipantActivity {
+  id: string;
+  /** 0: not heard from since this node became leader. */
+  lastSeenMs: number;
+  inDoubt: number;
+}
+
+export interface ResolveAnswer {
+  answer: OutcomeAnswer;
+  /** True when the operator's act made the decision; false when it confirmed the one already logged. */
+  decided: boolean;
 }
 
 /**
  * Why a transaction aborted, as a small closed set (metrics labels must not
  * carry free text): the class is named where the abort is decided.
  */
-export type AbortClass = 'vote_no' | 'timeout' | 'unreachable' | 'client' | 'leader_change' | 'presumed_abort_query';
-export const ABORT_CLASSES: readonly AbortClass[] = ['vote_no', 'timeout', 'unreachable', 'client', 'leader_change', 'presumed_abort_query'];
+export type AbortClass = 'vote_no' | 'timeout' | 'unreachable' | 'client' | 'leader_change' | 'presumed_abort_query' | 'operator' | 'heuristic_report';
+export const ABORT_CLASSES: readonly AbortClass[] = ['vote_no', 'timeout', 'unreachable', 'client', 'leader_change', 'presumed_abort_query', 'operator', 'heuristic_report'];
 
 /** Monotonic counts of what this node's engine did while it led; read-only, for metrics. */
 export interface EngineCounters {
@@ -167,7 +201,7 @@ export class CoordinatorEngine {
   private readonly stats: EngineCounters = {
     begun: 0,
     committed: 0,
-    aborted: { vote_no: 0, timeout: 0, unreachable: 0, client: 0, leader_change: 0, presumed_abort_query: 0 },
+    aborted: { vote_no: 0, timeout: 0, unreachable: 0, client: 0, leader_change: 0, presumed_abort_query: 0, operator: 0, heuristic_report: 0 },
     decisionRetries: 0,
   };
   private leaderTerm = 0;
@@ -176,6 +210,8 @@ export class CoordinatorEngine {
   private forgetQueue: string[] = [];
   private forgetSinceMs = 0;
   private forgetInFlight = false;
+  /** When each registered participant was last heard from (an answer, a question, a report); bounded by the registry. */
+  private readonly lastSeen = new Map<string, number>();
 
   constructor(
     private readonly table: DecisionTable,
@@ -323,6 +359,7 @@ export class CoordinatorEngine {
    * through the log first (R3); from a client it is `unknown`.
    */
   outcome(txnId: string, participantId: string, cb: OutcomeCallback): void {
+    if (participantId !== '') this.heardFrom(participantId);
     const decided = this.table.lookup(txnId);
     if (decided) return cb(null, answerOf(decided));
     if (!this.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
@@ -333,35 +370,212 @@ export class CoordinatorEngine {
     this.logAbort(txnId, `participant ${participantId} was in doubt and no decision was logged (presumed abort)`, 'presumed_abort_query', cb);
   }
 
-  list(inFlightOnly: boolean, limit: number): TxnView[] {
-    const now = this.io.nowMs();
+  /**
+   * The transactions this leader knows, by filter: 'in-flight' those it is
+   * working on (undecided, or decided and not acknowledged by all),
+   * 'in-doubt' the undecided ones older than inDoubtAfterMs, 'unacked' the
+   * decided ones some participant has not acknowledged, 'heuristic' every
+   * transaction with a heuristic record or an operator's resolution (kept
+   * after Forget), 'all' the in-flight ones and the decisions still in the
+   * table.
+   */
+  list(filter: ListFilter, limit: number): TxnView[] {
     const out: TxnView[] = [];
-    for (const t of this.txns.values()) {
-      if (out.length >= limit) return out;
-      const a = this.answerFor(t);
-      out.push({
-        txnId: t.id,
-        phase: t.phase,
-        outcome: a.outcome,
-        reason: t.reason,
-        ageMs: now - t.startedAtMs,
-        decisionIndex: t.decisionIndex,
-        participants: [...t.members.values()].map((m) => ({ id: m.record.id, vote: m.vote, acked: m.acked, retries: m.retries })),
-      });
+    const push = (v: TxnView | null): boolean => {
+      if (v && out.length < limit) out.push(v);
+      return out.length < limit;
+    };
+    if (filter === 'heuristic') {
+      const ids = new Set([...this.table.heuristics.keys(), ...this.table.resolutions.keys()]);
+      for (const id of ids) if (!push(this.view(id))) break;
+      return out;
     }
-    if (inFlightOnly) return out;
+    const now = this.io.nowMs();
+    for (const t of this.txns.values()) {
+      const undecided = t.phase === 'begun' || t.phase === 'preparing' || t.phase === 'deciding';
+      if (filter === 'in-doubt' && !(undecided && now - t.startedAtMs >= this.cfg.inDoubtAfterMs)) continue;
+      if (filter === 'unacked' && !(t.phase === 'delivering' && [...t.members.values()].some((m) => !m.acked))) continue;
+      if (!push(this.viewOf(t))) return out;
+    }
+    if (filter !== 'all') return out;
     for (const d of this.table.decisions.values()) {
-      if (out.length >= limit) break;
       if (this.txns.has(d.txnId)) continue;
-      out.push({ txnId: d.txnId, phase: 'delivering', outcome: d.outcome === 'commit' ? 'committed' : 'aborted', reason: d.reason, ageMs: now - d.decidedAtMs, decisionIndex: d.index, participants: d.participants.map((id) => ({ id, vote: null, acked: false, retries: 0 })) });
+      if (!push(this.view(d.txnId))) break;
     }
     return out;
+  }
+
+  /** One transaction as this leader knows it, or null if it knows nothing of it. */
+  view(txnId: string): TxnView | null {
+    const t = this.txns.get(txnId);
+    if (t) return this.viewOf(t);
+    const d = this.table.lookup(txnId);
+    const heuristics = this.table.heuristics.get(txnId) ?? [];
+    const resolutions = this.table.resolutions.get(txnId) ?? [];
+    if (!d && heuristics.length === 0 && resolutions.length === 0) return null;
+    const now = this.io.nowMs();
+    return {
+      txnId,
+      phase: 'decided',
+      outcome: d ? (d.outcome === 'commit' ? 'committed' : 'aborted') : 'unknown',
+      reason: d?.reason ?? '',
+      ageMs: d && d.decidedAtMs > 0 ? now - d.decidedAtMs : 0,
+      decisionIndex: d?.index ?? 0,
+      participants: (d?.participants ?? []).map((id) => ({ id, vote: null, acked: false, retries: 0 })),
+      heuristics: [...heuristics],
+      resolutions: [...resolutions],
+    };
+  }
+
+  private viewOf(t: Txn): TxnView {
+    const a = this.answerFor(t);
+    return {
+      txnId: t.id,
+      phase: t.phase,
+      outcome: a.outcome,
+      reason: t.reason,
+      ageMs: this.io.nowMs() - t.startedAtMs,
+      decisionIndex: t.decisionIndex,
+      participants: [...t.members.values()].map((m) => ({ id: m.record.id, vote: m.vote, acked: m.acked, retries: m.retries })),
+      heuristics: [...(this.table.heuristics.get(t.id) ?? [])],
+      resolutions: [...(this.table.resolutions.get(t.id) ?? [])],
+    };
+  }
+
+  /** Every registered participant as this leader sees it: last heard from, and its YES votes still waiting for a decision or an ACK. */
+  participantActivity(): ParticipantActivity[] {
+    const inDoubt = new Map<string, number>();
+    for (const t of this.txns.values()) {
+      if (t.phase === 'aborted') continue;
+      for (const m of t.members.values()) {
+        // Prepared there and not yet told (or not yet acknowledged) the outcome.
+        const waiting = t.phase === 'delivering' ? !m.acked && (m.vote !== 'no') : m.vote === 'yes';
+        if (waiting) inDoubt.set(m.record.id, (inDoubt.get(m.record.id) ?? 0) + 1);
+      }
+    }
+    return [...this.table.participants.keys()].map((id) => ({ id, lastSeenMs: this.lastSeen.get(id) ?? 0, inDoubt: inDoubt.get(id) ?? 0 }));
+  }
+
+  /** Notes that participantId was heard from now (only registered ids are kept, so the map is bounded by the registry). */
+  heardFrom(participantId: string): void {
+    if (this.table.participants.has(participantId)) this.lastSeen.set(participantId, this.io.nowMs());
+  }
+
+  // ---- heuristic outcomes and operators' resolutions (R4) ----------------
+
+  /**
+   * A participant reports that its operator decided T by hand. The report is
+   * compared with T's decision where every node sees it (the `heuristic`
+   * command, src/commit/state.ts); an undecided T is first decided through
+   * the log the way an in-doubt participant's question is (R3): ABORT, since
+   * this leader cannot have every YES for a transaction it is not deciding.
+   * A repeated report answers the first record (R7).
+   */
+  reportHeuristic(r: HeuristicReport, cb: (err: EngineError | null, record?: HeuristicRecord) => void): void {
+    try {
+      this.requireLeader();
+      validateTxnId(r.txnId);
+    } catch (err) {
+      return cb(err as EngineError);
+    }
+    if (!this.table.participants.has(r.participantId)) return cb(new EngineError('precondition', `participant ${r.participantId} is not registered with this cluster`));
+    this.heardFrom(r.participantId);
+    const known = this.table.heuristics.get(r.txnId)?.find((h) => h.participantId === r.participantId);
+    if (known) return cb(null, known);
+    const record = (): void =>
+      this.io.propose({ t: 'heuristic', txnId: r.txnId, participantId: r.participantId, outcome: r.outcome, gid: r.gid, operator: r.operator, reason: r.reason, atMs: r.atMs }, (err, res) => {
+        if (err || !res || res.t !== 'heuristic') return cb(new EngineError('unavailable', `the heuristic report could not be logged (${err?.message ?? 'no result'}); retry`));
+        cb(null, res.record);
+      });
+    this.decideFirst(r.txnId, `participant ${r.participantId} was resolved by hand (heuristic ${r.outcome.toUpperCase()} by ${r.operator}: ${r.reason}); no decision was logged, so the transaction is aborted`, 'heuristic_report', (err) => (err ? cb(err) : record()));
+  }
+
+  /**
+   * Makes sure T has a logged decision, then calls back: a decided T at once;
+   * a T whose COMMIT is being proposed when the log says; any other undecided
+   * T after ABORT is logged (presumed abort, R3: this leader holds no YES
+   * from every participant that it could still turn into COMMIT).
+   */
+  private decideFirst(txnId: string, reason: string, why: AbortClass, cb: (err: EngineError | null) => void): void {
+    if (this.table.lookup(txnId)) return cb(null);
+    const t = this.txns.get(txnId);
+    if (t?.phase === 'deciding') {
+      t.waiters.push((err) => cb(err));
+      return;
+    }
+    const members = t ? [...t.members.keys()] : [];
+    if (t) this.abortInMemory(t, reason, why);
+    this.io.propose({ t: 'decide', txnId, outcome: 'abort', reason, participants: members, atMs: this.io.nowMs() }, (err, r) => {
+      if (err || !r || r.t !== 'decide') return cb(new EngineError('unavailable', `the decision could not be logged (${err?.message ?? 'no result'}); retry`));
+      cb(null);
+    });
+  }
+
+  /**
+   * `verdict txn resolve`: an operator asks for an outcome on the cluster
+   * side, recorded in the log with who, when and why. ABORT of an undecided
+   * T decides it (presumed abort needs no vote). COMMIT of an undecided T is
+   * refused unless this leader is already committing it with every YES in
+   * hand: AC2 (COMMIT only if every participant voted YES) is never traded
+   * away. Against a decided T the same outcome is confirmed (and recorded);
+   * the contrary one is refused: a decision is never reversed (R1).
+   */
+  resolve(txnId: string, outcome: DecisionOutcome, act: Omit<OperatorAct, 'atMs'>, cb: (err: EngineError | null, r?: ResolveAnswer) => void): void {
+    try {
+      this.requireLeader();
+      validateTxnId(txnId);
+    } catch (err) {
+      return cb(err as EngineError);
+    }
+    const want = outcome === 'commit' ? 'COMMIT' : 'ABORT';
+    const contrary = (d: DecisionOutcome): EngineError =>
+      new EngineError(
+        'precondition',
+        `transaction ${txnId} is decided ${d === 'commit' ? 'COMMIT' : 'ABORT'}; ${want} is refused: the cluster never reverses a decision (R1). ` +
+          `If a participant cannot apply the decision and must be forced by hand while the cluster is unreachable, that is a heuristic act at the participant: verdict participant resolve ${txnId} --${outcome} --reason TEXT`,
+      );
+    const decided = this.table.lookup(txnId);
+    if (decided && decided.outcome !== outcome) return cb(contrary(decided.outcome));
+    const t = this.txns.get(txnId);
+    if (!decided && outcome === 'commit' && t?.phase !== 'deciding') {
+      const why = !t
+        ? 'this leader did not prepare it, so it does not hold every participant\'s YES vote (a new leader never resumes another leader\'s prepare, R2)'
+        : t.phase === 'aborted'
+          ? 'it was aborted (presumed abort: a NO vote, an unreachable participant or the timeout)'
+          : `not every participant voted YES (${[...t.members.values()].map((m) => `${m.record.id}: ${m.vote ?? 'no vote yet'}`).join(', ') || 'no PREPARE sent yet'})`;
+      return cb(new EngineError('precondition', `COMMIT of undecided transaction ${txnId} refused: ${why}. AC2 — COMMIT only if every participant voted YES — is never traded away; use --abort, or wait for the transaction to be decided`));
+    }
+    const propose = (): void => {
+      const members = t ? [...t.members.keys()] : [];
+      const now = this.io.nowMs();
+      const reason = `resolved by operator ${act.operator}: ${act.reason}`;
+      this.io.propose({ t: 'decide', txnId, outcome, reason, participants: members, atMs: now, operator: { operator: act.operator, reason: act.reason, atMs: now } }, (err, r) => {
+        if (err || !r || r.t !== 'decide') return cb(new EngineError('unavailable', `the resolution could not be logged (${err?.message ?? 'no result'}); retry`));
+        if (r.decision.outcome !== outcome) return cb(contrary(r.decision.outcome));
+        if (r.first && outcome === 'abort') this.stats.aborted.operator++;
+        cb(null, { answer: answerOf(r.decision), decided: r.first });
+      });
+    };
+    if (t?.phase === 'deciding') {
+      // COMMIT is already proposed: the log decides; then the act is recorded against what it says (or refused).
+      t.waiters.push((err, a) => {
+        if (err) return cb(err);
+        const d = this.table.lookup(txnId);
+        if (d && d.outcome !== outcome) return cb(contrary(d.outcome));
+        propose();
+        void a;
+      });
+      return;
+    }
+    if (t && !decided) this.abortInMemory(t, `aborted by operator ${act.operator}: ${act.reason}`, 'operator');
+    propose();
   }
 
   registerParticipant(id: string, endpoint: string, cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
     if (!this.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
     this.io.propose({ t: 'register', id, endpoint, atMs: this.io.nowMs() }, (err, r) => {
       if (err || !r || r.t !== 'register') return cb(new EngineError('unavailable', `registration not committed: ${err?.message ?? 'no result'}; retry`));
+      this.heardFrom(id);
       cb(null, r.participant);
     });
   }
@@ -391,6 +605,7 @@ export class CoordinatorEngine {
         m.inFlight = false;
         if (this.txns.get(t.id) !== t || t.phase !== 'preparing') return;
         if (err || !vote) return this.abortInMemory(t, `participant ${m.record.id} did not vote: ${err?.message ?? 'no answer'}`, 'unreachable');
+        this.heardFrom(m.record.id);
         m.vote = vote.vote;
         m.voteReason = vote.reason;
         if (this.cfg.mutant === 'commit-on-majority') return this.majorityMutant(t);
@@ -516,6 +731,7 @@ export class CoordinatorEngine {
         m.nextRetryAtMs = this.io.nowMs() + base / 2 + this.io.random() * (base / 2);
         return;
       }
+      this.heardFrom(m.record.id);
       m.acked = true;
       this.maybeDone(t);
     });

@@ -24,15 +24,68 @@ export interface Decision {
   decidedAtMs: number;
 }
 
+/**
+ * An operator's act on the cluster side (`verdict txn resolve`): who asked,
+ * when, why. Recorded against the transaction when the outcome it asked for
+ * is the logged one (it decided an undecided transaction, or confirmed a
+ * decided one); an act contrary to the decision is refused and not recorded.
+ */
+export interface OperatorAct {
+  operator: string;
+  reason: string;
+  atMs: number;
+}
+
+export interface Resolution extends OperatorAct {
+  outcome: DecisionOutcome;
+  /** True when this act made the decision; false when it confirmed one already logged. */
+  decided: boolean;
+  index: number;
+}
+
+/**
+ * X/Open XA's names for a participant that decided alone (R4), compared with
+ * the cluster's decision when the act is reported:
+ *   HEURCOM  committed by hand, and the decision is COMMIT (consistent)
+ *   HEURRB   rolled back by hand, and the decision is ABORT (consistent)
+ *   HEURMIX  the hand and the decision disagree: AC1 is broken for this transaction
+ *   HEURHAZ  no decision can be found to compare with (forgotten and out of the tombstones)
+ */
+export type HeuristicKind = 'HEURCOM' | 'HEURRB' | 'HEURMIX' | 'HEURHAZ';
+export const HEURISTIC_KINDS: readonly HeuristicKind[] = ['HEURCOM', 'HEURRB', 'HEURMIX', 'HEURHAZ'];
+
+export interface HeuristicRecord extends OperatorAct {
+  txnId: string;
+  participantId: string;
+  /** What the participant's operator did. */
+  outcome: DecisionOutcome;
+  /** The participant's name of the transaction there (a PostgreSQL gid), for the incident report. */
+  gid: string;
+  kind: HeuristicKind;
+  /** The cluster's decision at the time of the report, when known. */
+  decision: DecisionOutcome | null;
+  index: number;
+}
+
 export type Command =
   | { t: 'register'; id: string; endpoint: string; atMs: number }
-  | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: string[]; atMs: number }
-  | { t: 'forget'; txnIds: string[] };
+  // `operator` is set when `verdict txn resolve` asked for this outcome.
+  | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: string[]; atMs: number; operator?: OperatorAct }
+  | { t: 'forget'; txnIds: string[] }
+  | { t: 'heuristic'; txnId: string; participantId: string; outcome: DecisionOutcome; gid: string; operator: string; reason: string; atMs: number };
 
 export type ApplyResult =
   | { t: 'register'; participant: ParticipantRecord }
-  | { t: 'decide'; decision: Decision; first: boolean }
-  | { t: 'forget'; forgotten: number };
+  | { t: 'decide'; decision: Decision; first: boolean; resolution: Resolution | null }
+  | { t: 'forget'; forgotten: number }
+  | { t: 'heuristic'; record: HeuristicRecord; first: boolean };
+
+/** Compares what a participant did by hand with the cluster's decision. Pure. */
+export function heuristicKind(done: DecisionOutcome, decision: DecisionOutcome | null): HeuristicKind {
+  if (decision === null) return 'HEURHAZ';
+  if (done !== decision) return 'HEURMIX';
+  return done === 'commit' ? 'HEURCOM' : 'HEURRB';
+}
 
 /** A forgotten decision still answers outcome queries for a while. */
 export interface Tombstone {
@@ -42,6 +95,14 @@ export interface Tombstone {
 }
 
 export const TOMBSTONES_MAX = 100_000;
+/**
+ * Transactions with heuristic records or operator resolutions kept at once.
+ * They survive Forget (an incident outlives the decision's delivery); beyond
+ * the bound the oldest go, and a warning says so in the node's log.
+ */
+export const INCIDENTS_MAX = 10_000;
+/** Heuristic records or resolutions kept per transaction: one per participant, plus repeated operator confirmations. */
+const PER_TXN_MAX = 64;
 
 export class DecisionTable {
   readonly participants = new Map<string, ParticipantRecord>();
@@ -49,8 +110,15 @@ export class DecisionTable {
   readonly decisions = new Map<string, Decision>();
   /** Forgotten decisions, oldest first, bounded; Map keeps insertion order. */
   readonly tombstones = new Map<string, Tombstone>();
+  /** Heuristic outcomes reported by participants, by transaction, oldest first; kept after Forget. */
+  readonly heuristics = new Map<string, HeuristicRecord[]>();
+  /** Operators' `txn resolve` acts, by transaction, oldest first; kept after Forget. */
+  readonly resolutions = new Map<string, Resolution[]>();
 
-  constructor(private readonly tombstonesMax = TOMBSTONES_MAX) {}
+  constructor(
+    private readonly tombstonesMax = TOMBSTONES_MAX,
+    private readonly incidentsMax = INCIDENTS_MAX,
+  ) {}
 
   apply(cmd: Command, index: number): ApplyResult {
     switch (cmd.t) {
@@ -61,10 +129,36 @@ export class DecisionTable {
       }
       case 'decide': {
         const existing = this.lookup(cmd.txnId);
-        if (existing) return { t: 'decide', decision: existing, first: false };
+        if (existing) {
+          // R1: a later Decide is a no-op. An operator who asked for the outcome already logged is still recorded.
+          const resolution = cmd.operator && existing.outcome === cmd.outcome ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: false, index }) : null;
+          return { t: 'decide', decision: existing, first: false, resolution };
+        }
         const d: Decision = { txnId: cmd.txnId, outcome: cmd.outcome, reason: cmd.reason, participants: cmd.participants, index, decidedAtMs: cmd.atMs };
         this.decisions.set(cmd.txnId, d);
-        return { t: 'decide', decision: d, first: true };
+        const resolution = cmd.operator ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: true, index }) : null;
+        return { t: 'decide', decision: d, first: true, resolution };
+      }
+      case 'heuristic': {
+        const list = this.heuristics.get(cmd.txnId) ?? [];
+        // R7: a participant reports its act until the cluster acknowledges it; a repeat returns the first record.
+        const seen = list.find((h) => h.participantId === cmd.participantId);
+        if (seen) return { t: 'heuristic', record: seen, first: false };
+        const decision = this.lookup(cmd.txnId)?.outcome ?? null;
+        const record: HeuristicRecord = {
+          txnId: cmd.txnId,
+          participantId: cmd.participantId,
+          outcome: cmd.outcome,
+          gid: cmd.gid,
+          operator: cmd.operator,
+          reason: cmd.reason,
+          atMs: cmd.atMs,
+          kind: heuristicKind(cmd.outcome, decision),
+          decision,
+          index,
+        };
+        this.incident(this.heuristics, cmd.txnId, record);
+        return { t: 'heuristic', record, first: true };
       }
       case 'forget': {
         let n = 0;
@@ -89,6 +183,20 @@ export class DecisionTable {
     return null;
   }
 
+  private recordResolution(txnId: string, r: Resolution): Resolution {
+    this.incident(this.resolutions, txnId, r);
+    return r;
+  }
+
+  /** Appends to a transaction's incident list, within the bounds (oldest transactions, then oldest entries, go first). */
+  private incident<T>(map: Map<string, T[]>, txnId: string, item: T): void {
+    const list = map.get(txnId) ?? [];
+    list.push(item);
+    if (list.length > PER_TXN_MAX) list.splice(0, list.length - PER_TXN_MAX);
+    map.set(txnId, list);
+    while (map.size > this.incidentsMax) map.delete(map.keys().next().value as string);
+  }
+
   private bury(txnId: string, t: Tombstone): void {
     this.tombstones.set(txnId, t);
     while (this.tombstones.size > this.tombstonesMax) {
@@ -98,17 +206,22 @@ export class DecisionTable {
   }
 
   toJSON(): unknown {
-    return { p: [...this.participants.values()], d: [...this.decisions.values()], t: [...this.tombstones] };
+    return { p: [...this.participants.values()], d: [...this.decisions.values()], t: [...this.tombstones], h: [...this.heuristics], r: [...this.resolutions] };
   }
 
   restoreFrom(json: unknown): void {
-    const o = json as { p: ParticipantRecord[]; d: Decision[]; t: [string, Tombstone][] };
+    // h and r are absent from snapshots written before heuristic records existed.
+    const o = json as { p: ParticipantRecord[]; d: Decision[]; t: [string, Tombstone][]; h?: [string, HeuristicRecord[]][]; r?: [string, Resolution[]][] };
     this.participants.clear();
     this.decisions.clear();
     this.tombstones.clear();
+    this.heuristics.clear();
+    this.resolutions.clear();
     for (const p of o.p) this.participants.set(p.id, p);
     for (const d of o.d) this.decisions.set(d.txnId, d);
     for (const [k, v] of o.t) this.tombstones.set(k, v);
+    for (const [k, v] of o.h ?? []) this.heuristics.set(k, v);
+    for (const [k, v] of o.r ?? []) this.resolutions.set(k, v);
   }
 }
 

@@ -1,11 +1,14 @@
-// A node's configuration file (JSON), validated before anything else runs.
-// Every error is one line naming the file, the key and the expected form.
+// A node's configuration: a JSON file, overridden by environment variables
+// and `--set key=value` flags (see config-sources.ts for the precedence and
+// the naming rule), validated before anything else runs. Every error is one
+// line naming the key, where its value came from and the expected form.
 
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { describeSource, envName, mergeOverrides, OverrideError, type Source } from './config-sources.ts';
 
 export interface NodeConfig {
-  /** The file this came from, for error messages. */
+  /** The file this came from, for error messages; "(no file)" when every key came from the environment and flags. */
   file: string;
   clusterId: string;
   nodeId: string;
@@ -15,14 +18,52 @@ export interface NodeConfig {
   metricsListen: string | null;
   /** Absolute path of the data directory (resolved against the config file's folder). */
   dataDir: string;
-  /** Every voter of the cluster, this node included: id → host:port. */
+  /**
+   * The members of the cluster, this node included: id → host:port. The file
+   * gives the seed membership (or, with `join`, where the cluster is); once
+   * a membership change is applied, the node keeps this map equal to the
+   * replicated membership (src/node/node.ts).
+   */
   peers: Map<string, string>;
+  /**
+   * A new node joining a running cluster (`verdict member add`): it starts
+   * with no membership, never campaigns, and waits for the leader's log or
+   * snapshot. Only for an empty data directory; false by default.
+   */
+  join: boolean;
+  /**
+   * Where this node connects to reach a peer for Raft traffic, when that is
+   * not the peer's address in `peers` (a proxy, a tunnel): id → host:port.
+   * Clients and participants are still told the addresses in `peers`.
+   */
+  peerDial: Map<string, string>;
   tickMs: number;
   electionTicks: number;
   heartbeatTicks: number;
   snapshotEntries: number;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+  /** TLS for every connection of this node (src/transport/tls.ts); null: plaintext. */
+  tls: NodeTlsConfig | null;
 }
+
+export interface NodeTlsConfig {
+  /** Absolute paths of PEM files: the cluster's CA, this node's certificate (CN=nodeId, OU=clusterId) and key. */
+  ca: string;
+  cert: string;
+  key: string;
+  /** Client certificate CNs allowed to run admin operations; null: any client the CA signed. */
+  adminNames: string[] | null;
+}
+
+/** Where a config's values come from besides the file. */
+export interface ConfigOverrides {
+  /** Environment variables (VERDICT_*); usually process.env. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** `--set key=value` flags, in order. */
+  sets?: readonly string[];
+}
+
+export const NO_FILE = '(no file)';
 
 export class ConfigError extends Error {
   constructor(file: string, what: string) {
@@ -43,7 +84,12 @@ export function parseAddress(s: string): { host: string; port: number } | null {
   return { host: m[1], port };
 }
 
-export function loadConfig(file: string): NodeConfig {
+/**
+ * Reads the file (when given), applies the overrides and validates. Without
+ * a file, every required key must come from the environment or flags.
+ */
+export function loadConfig(file: string | undefined, overrides: ConfigOverrides = {}): NodeConfig {
+  if (file === undefined) return parseConfig({}, NO_FILE, overrides);
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -56,65 +102,125 @@ export function loadConfig(file: string): NodeConfig {
   } catch (err) {
     throw new ConfigError(file, `not valid JSON (${(err as Error).message}); fix the syntax — cluster/n1.json shows the expected form`);
   }
-  return parseConfig(raw, file);
+  return parseConfig(raw, file, overrides);
 }
 
-export function parseConfig(raw: unknown, file: string): NodeConfig {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ConfigError(file, 'expected a JSON object');
-  const o = raw as Record<string, unknown>;
-  const known = new Set(['clusterId', 'nodeId', 'listen', 'metricsListen', 'dataDir', 'peers', 'tickMs', 'electionTicks', 'heartbeatTicks', 'snapshotEntries', 'logLevel']);
+const KNOWN = ['clusterId', 'nodeId', 'listen', 'metricsListen', 'dataDir', 'peers', 'peerDial', 'tickMs', 'electionTicks', 'heartbeatTicks', 'snapshotEntries', 'logLevel', 'tls', 'join'];
+const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
+const ADMIN_NAMES_MAX = 256;
+
+export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOverrides = {}): NodeConfig {
+  if (typeof fileRaw !== 'object' || fileRaw === null || Array.isArray(fileRaw)) throw new ConfigError(file, 'expected a JSON object');
+  let o: Record<string, unknown>;
+  let sources: Map<string, Source>;
+  try {
+    ({ raw: o, sources } = mergeOverrides(fileRaw as Record<string, unknown>, overrides.env ?? {}, overrides.sets ?? []));
+  } catch (err) {
+    if (err instanceof OverrideError) throw new ConfigError(file, err.message);
+    throw err;
+  }
+  const known = new Set(KNOWN);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(file, `unknown key "${k}" (known keys: ${[...known].join(', ')})`);
 
-  const str = (key: string, pattern: RegExp | null, form: string): string => {
-    const v = o[key];
-    if (v === undefined) throw new ConfigError(file, `missing "${key}": expected ${form}`);
-    if (typeof v !== 'string' || (pattern && !pattern.test(v))) throw new ConfigError(file, `"${key}" is ${JSON.stringify(v)}: expected ${form}`);
+  /** A key's name as the user wrote it, with where its value came from when not the file: "tickMs" (from environment variable VERDICT_TICK_MS). */
+  const label = (path: string): string => {
+    const dot = path.indexOf('.');
+    return `"${path}"${describeSource(sources.get(path) ?? (dot > 0 ? sources.get(path.slice(0, dot)) : undefined))}`;
+  };
+  /** Relative paths from the file are relative to its folder; from the environment or a flag, to the working directory. */
+  const absolute = (path: string, value: string): string => {
+    if (isAbsolute(value)) return value;
+    const fromFile = sources.get(path) === undefined && file !== NO_FILE;
+    return fromFile ? resolve(dirname(resolve(file)), value) : resolve(value);
+  };
+  const missing = (path: string, form: string): ConfigError => {
+    const where = file === NO_FILE ? ` (no --config file: set it with ${envName(path)} or --set ${path}=...)` : '';
+    return new ConfigError(file, `missing ${label(path)}: expected ${form}${where}`);
+  };
+  const strIn = (obj: Record<string, unknown>, path: string, key: string, pattern: RegExp | null, form: string): string => {
+    const v = obj[key];
+    if (v === undefined) throw missing(path, form);
+    if (typeof v !== 'string' || (pattern && !pattern.test(v))) throw new ConfigError(file, `${label(path)} is ${JSON.stringify(v)}: expected ${form}`);
     return v;
   };
+  const str = (key: string, pattern: RegExp | null, form: string): string => strIn(o, key, key, pattern, form);
   const int = (key: string, def: number, min: number, max: number): number => {
     const v = o[key];
     if (v === undefined) return def;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw new ConfigError(file, `"${key}" is ${JSON.stringify(v)}: expected an integer from ${min} to ${max}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw new ConfigError(file, `${label(key)} is ${JSON.stringify(v)}: expected an integer from ${min} to ${max}`);
     return v;
   };
 
   const clusterId = str('clusterId', ID, 'an id of letters, digits, ".", "_" or "-" (at most 64)');
   const nodeId = str('nodeId', ID, 'an id of letters, digits, ".", "_" or "-" (at most 64)');
   const listen = str('listen', ADDRESS, 'host:port, e.g. "127.0.0.1:7001"');
-  if (!parseAddress(listen)) throw new ConfigError(file, `"listen" is ${JSON.stringify(listen)}: the port must be 1–65535`);
+  if (!parseAddress(listen)) throw new ConfigError(file, `${label('listen')} is ${JSON.stringify(listen)}: the port must be 1–65535`);
   let metricsListen: string | null = null;
   if (o.metricsListen !== undefined) {
     metricsListen = str('metricsListen', ADDRESS, 'host:port for the Prometheus endpoint, e.g. "127.0.0.1:9101"');
-    if (!parseAddress(metricsListen)) throw new ConfigError(file, `"metricsListen" is ${JSON.stringify(metricsListen)}: the port must be 1–65535`);
-    if (metricsListen === listen) throw new ConfigError(file, `"metricsListen" and "listen" are both ${listen}: give the metrics endpoint a port of its own`);
+    if (!parseAddress(metricsListen)) throw new ConfigError(file, `${label('metricsListen')} is ${JSON.stringify(metricsListen)}: the port must be 1–65535`);
+    if (metricsListen === listen) throw new ConfigError(file, `${label('metricsListen')} and ${label('listen')} are both ${listen}: give the metrics endpoint a port of its own`);
   }
-  const dataDirRaw = str('dataDir', /\S/, 'a directory path');
-  const dataDir = isAbsolute(dataDirRaw) ? dataDirRaw : resolve(dirname(resolve(file)), dataDirRaw);
+  const dataDir = absolute('dataDir', str('dataDir', /\S/, 'a directory path'));
 
   const p = o.peers;
-  if (p === undefined) throw new ConfigError(file, 'missing "peers": expected an object of node id → "host:port", this node included');
-  if (typeof p !== 'object' || p === null || Array.isArray(p)) throw new ConfigError(file, '"peers" must be an object of node id → "host:port"');
+  if (p === undefined) throw missing('peers', 'an object of node id → "host:port", this node included');
+  if (typeof p !== 'object' || p === null || Array.isArray(p)) throw new ConfigError(file, `${label('peers')} must be an object of node id → "host:port"`);
   const peers = new Map<string, string>();
   for (const [id, addr] of Object.entries(p as Record<string, unknown>)) {
-    if (!ID.test(id)) throw new ConfigError(file, `"peers" has an invalid node id ${JSON.stringify(id)}`);
-    if (typeof addr !== 'string' || !parseAddress(addr)) throw new ConfigError(file, `"peers.${id}" is ${JSON.stringify(addr)}: expected host:port`);
+    if (!ID.test(id)) throw new ConfigError(file, `${label('peers')} has an invalid node id ${JSON.stringify(id)}`);
+    if (typeof addr !== 'string' || !parseAddress(addr)) throw new ConfigError(file, `${label(`peers.${id}`)} is ${JSON.stringify(addr)}: expected host:port`);
     peers.set(id, addr);
   }
-  if (!peers.has(nodeId)) throw new ConfigError(file, `"peers" must include this node "${nodeId}": add "${nodeId}": "${listen}" (every voter, this node included)`);
+  if (!peers.has(nodeId)) throw new ConfigError(file, `${label('peers')} must include this node "${nodeId}": add "${nodeId}": "${listen}" (every voter, this node included)`);
   const seen = new Map<string, string>();
   for (const [id, addr] of peers) {
     const other = seen.get(addr);
-    if (other) throw new ConfigError(file, `"peers.${id}" and "peers.${other}" share the address ${addr}`);
+    if (other) throw new ConfigError(file, `${label(`peers.${id}`)} and ${label(`peers.${other}`)} share the address ${addr}`);
     seen.set(addr, id);
+  }
+
+  const peerDial = new Map<string, string>();
+  const pd = o.peerDial;
+  if (pd !== undefined) {
+    if (typeof pd !== 'object' || pd === null || Array.isArray(pd)) throw new ConfigError(file, `${label('peerDial')} must be an object of peer id → "host:port" (where this node connects to reach that peer)`);
+    for (const [id, addr] of Object.entries(pd as Record<string, unknown>)) {
+      if (!peers.has(id) || id === nodeId) throw new ConfigError(file, `${label(`peerDial.${id}`)}: "${id}" is not another voter in "peers" (${[...peers.keys()].filter((x) => x !== nodeId).join(', ')})`);
+      if (typeof addr !== 'string' || !parseAddress(addr)) throw new ConfigError(file, `${label(`peerDial.${id}`)} is ${JSON.stringify(addr)}: expected host:port`);
+      peerDial.set(id, addr);
+    }
   }
 
   const tickMs = int('tickMs', 100, 1, 60_000);
   const electionTicks = int('electionTicks', 10, 2, 10_000);
   const heartbeatTicks = int('heartbeatTicks', 1, 1, 10_000);
-  if (heartbeatTicks >= electionTicks) throw new ConfigError(file, `"heartbeatTicks" (${heartbeatTicks}) must be smaller than "electionTicks" (${electionTicks})`);
+  if (heartbeatTicks >= electionTicks) throw new ConfigError(file, `${label('heartbeatTicks')} (${heartbeatTicks}) must be smaller than ${label('electionTicks')} (${electionTicks})`);
   const snapshotEntries = int('snapshotEntries', 10_000, 1, 100_000_000);
+  // From the environment or --set the value arrives as text.
+  const join = o.join === 'true' ? true : o.join === 'false' ? false : (o.join ?? false);
+  if (typeof join !== 'boolean') throw new ConfigError(file, `${label('join')} is ${JSON.stringify(join)}: expected true (a new node joining a running cluster) or false`);
   const logLevel = o.logLevel ?? 'info';
-  if (typeof logLevel !== 'string' || !(LEVELS as readonly string[]).includes(logLevel)) throw new ConfigError(file, `"logLevel" is ${JSON.stringify(logLevel)}: expected one of ${LEVELS.join(', ')}`);
+  if (typeof logLevel !== 'string' || !(LEVELS as readonly string[]).includes(logLevel)) throw new ConfigError(file, `${label('logLevel')} is ${JSON.stringify(logLevel)}: expected one of ${LEVELS.join(', ')}`);
 
-  return { file, clusterId, nodeId, listen, metricsListen, dataDir, peers, tickMs, electionTicks, heartbeatTicks, snapshotEntries, logLevel: logLevel as NodeConfig['logLevel'] };
+  let tls: NodeTlsConfig | null = null;
+  if (o.tls !== undefined) {
+    const t = o.tls;
+    if (typeof t !== 'object' || t === null || Array.isArray(t)) throw new ConfigError(file, `${label('tls')} must be an object { "ca": path, "cert": path, "key": path, "adminNames": [names] }`);
+    const to = t as Record<string, unknown>;
+    for (const k of Object.keys(to)) if (!TLS_KNOWN.includes(k)) throw new ConfigError(file, `unknown key "tls.${k}" (known keys: ${TLS_KNOWN.map((x) => `tls.${x}`).join(', ')})`);
+    const path = (k: 'ca' | 'cert' | 'key', form: string): string => absolute(`tls.${k}`, strIn(to, `tls.${k}`, k, /\S/, form));
+    const ca = path('ca', 'the path of the cluster CA\'s certificate (PEM)');
+    const cert = path('cert', `the path of this node's certificate (PEM), with CN=${nodeId} and OU=${clusterId}`);
+    const key = path('key', "the path of this node's private key (PEM)");
+    let adminNames: string[] | null = null;
+    if (to.adminNames !== undefined) {
+      const a = to.adminNames;
+      const form = `a list of client certificate common names (CN), e.g. ["ops-admin"], at most ${ADMIN_NAMES_MAX}`;
+      if (!Array.isArray(a) || a.length > ADMIN_NAMES_MAX || a.some((x) => typeof x !== 'string' || x.trim() === '')) throw new ConfigError(file, `${label('tls.adminNames')} is ${JSON.stringify(a)}: expected ${form}`);
+      adminNames = a as string[];
+    }
+    tls = { ca, cert, key, adminNames };
+  }
+
+  return { file, clusterId, nodeId, listen, metricsListen, dataDir, peers, peerDial, tickMs, electionTicks, heartbeatTicks, snapshotEntries, logLevel: logLevel as NodeConfig['logLevel'], tls, join };
 }

@@ -5,16 +5,21 @@
 // the participant list is read through ReadIndex, so it is never stale.
 
 import * as grpc from '@grpc/grpc-js';
-import { EngineError, type CoordinatorEngine, type OutcomeAnswer } from '../commit/engine.ts';
-import type { DecisionTable } from '../commit/state.ts';
-import type {
-  ClusterStatusResponse,
-  CoordinatorHandlers,
-  ListParticipantsResponse,
-  ListTransactionsResponse,
-  OutcomeName,
-  ParticipantInfo,
-  TxnOutcome,
+import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswer, type TxnView } from '../commit/engine.ts';
+import type { DecisionOutcome, DecisionTable, HeuristicRecord, Resolution } from '../commit/state.ts';
+import {
+  OPERATOR_KEY,
+  type ClusterStatusResponse,
+  type CoordinatorHandlers,
+  type HeuristicInfo,
+  type ListParticipantsResponse,
+  type ListTransactionsRequest,
+  type ListTransactionsResponse,
+  type OutcomeName,
+  type ParticipantInfo,
+  type ResolutionInfo,
+  type TxnInfo,
+  type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import type { NodeConfig } from './config.ts';
 import type { Driver } from './driver.ts';
@@ -37,6 +42,56 @@ const CODE: Record<EngineError['code'], grpc.status> = {
 };
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+/** Free text an operator gives (who, why): bounded, so a log entry stays small. */
+const OPERATOR_CHARS_MAX = 128;
+const REASON_CHARS_MAX = 1_000;
+
+/**
+ * The one place that decides whether a call may perform an operator's act
+ * (`txn resolve`). Today every caller may; with TLS, this is where the
+ * client's admin certificate is checked. Returns the refusal, or null.
+ */
+export function adminOnly(_call: grpc.ServerUnaryCall<unknown, unknown>): grpc.ServiceError | null {
+  return null;
+}
+
+/** Who performs an operator's act: the `verdict-operator` metadata the CLI sets ($USER@hostname or --operator). */
+export function operatorOf(call: grpc.ServerUnaryCall<unknown, unknown>): string {
+  const v = call.metadata.get(OPERATOR_KEY)[0];
+  const who = typeof v === 'string' ? v.trim() : '';
+  return who === '' ? `unknown operator at ${call.getPeer()}` : who.slice(0, OPERATOR_CHARS_MAX);
+}
+
+function decisionOf(o: OutcomeName): DecisionOutcome | null {
+  return o === 'OUTCOME_COMMITTED' ? 'commit' : o === 'OUTCOME_ABORTED' ? 'abort' : null;
+}
+
+const OUTCOME_OF_DECISION: Record<DecisionOutcome, OutcomeName> = { commit: 'OUTCOME_COMMITTED', abort: 'OUTCOME_ABORTED' };
+
+export function heuristicInfo(h: HeuristicRecord): HeuristicInfo {
+  return {
+    participantId: h.participantId,
+    outcome: OUTCOME_OF_DECISION[h.outcome],
+    kind: h.kind,
+    operator: h.operator,
+    reason: h.reason,
+    atMs: h.atMs,
+    gid: h.gid,
+    decision: h.decision === null ? 'OUTCOME_UNKNOWN' : OUTCOME_OF_DECISION[h.decision],
+    index: h.index,
+  };
+}
+
+function resolutionInfo(r: Resolution): ResolutionInfo {
+  return { outcome: OUTCOME_OF_DECISION[r.outcome], operator: r.operator, reason: r.reason, atMs: r.atMs, decided: r.decided, index: r.index };
+}
+
+function listFilter(r: ListTransactionsRequest): ListFilter {
+  if (r.heuristic) return 'heuristic';
+  if (r.unacked) return 'unacked';
+  if (r.inDoubt) return 'in-doubt';
+  return r.inFlight ? 'in-flight' : 'all';
+}
 const ENDPOINT = /^[A-Za-z0-9.[\]:-]+:\d{1,5}$/;
 
 export interface CoordinatorServiceDeps {
@@ -68,7 +123,19 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
 
   const leaderOnly = (): EngineError | null => (engine.isLeader() ? null : new EngineError('not-leader', 'not the leader'));
 
-  const participantInfo = (p: { id: string; endpoint: string; registeredAtMs: number }): ParticipantInfo => ({ participantId: p.id, endpoint: p.endpoint, registeredAtMs: p.registeredAtMs });
+  const participantInfo = (p: { id: string; endpoint: string; registeredAtMs: number }): ParticipantInfo => ({ participantId: p.id, endpoint: p.endpoint, registeredAtMs: p.registeredAtMs, lastSeenMs: 0, inDoubt: 0 });
+
+  const txnInfo = (t: TxnView): TxnInfo => ({
+    txnId: t.txnId,
+    outcome: OUTCOME[t.outcome],
+    reason: t.reason,
+    phase: t.phase,
+    ageMs: Math.max(0, t.ageMs),
+    decisionIndex: t.decisionIndex,
+    participants: t.participants.map((p) => ({ participantId: p.id, vote: p.vote ?? '', acked: p.acked, retries: p.retries })),
+    heuristics: t.heuristics.map(heuristicInfo),
+    resolutions: t.resolutions.map(resolutionInfo),
+  });
 
   return {
     RegisterParticipant: (call, cb) => {
@@ -78,17 +145,26 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       if (!ENDPOINT.test(endpoint)) return cb(invalid(`endpoint ${JSON.stringify(endpoint)} must be host:port`));
       const existing = table.participants.get(participantId);
       // Re-registration at the same endpoint is a no-op, so a restarted participant costs no log write.
-      if (existing && existing.endpoint === endpoint) return cb(null, { participant: participantInfo(existing) });
+      if (existing && existing.endpoint === endpoint) {
+        engine.heardFrom(participantId);
+        return cb(null, { participant: participantInfo(existing) });
+      }
       engine.registerParticipant(participantId, endpoint, (err, p) => (err || !p ? cb(fail(err ?? new EngineError('unavailable', 'no answer'))) : cb(null, { participant: participantInfo(p) })));
     },
     // Linearizable (ReadIndex): a registration acknowledged by the leader is
     // listed by whichever node answers, even one that has not applied it yet.
-    ListParticipants: (_call, cb) =>
+    // With activity (last seen, in doubt), only the leader knows: a follower redirects.
+    ListParticipants: (call, cb) => {
+      if (call.request.withActivity && !engine.isLeader()) return cb(fail(new EngineError('not-leader', 'not the leader')));
       withTimeout<number>('list participants', (done) => driver.read(done), (err) => {
         if (err) return cb(toServiceError(cfg, err));
-        const out: ListParticipantsResponse = { participants: [...table.participants.values()].map(participantInfo) };
+        const activity = new Map(call.request.withActivity ? engine.participantActivity().map((a) => [a.id, a]) : []);
+        const out: ListParticipantsResponse = {
+          participants: [...table.participants.values()].map((p) => ({ ...participantInfo(p), lastSeenMs: activity.get(p.id)?.lastSeenMs ?? 0, inDoubt: activity.get(p.id)?.inDoubt ?? 0 })),
+        };
         cb(null, out);
-      }),
+      });
+    },
     Begin: (call, cb) => {
       const refused = refusal();
       if (refused) return cb(refused);
@@ -120,18 +196,37 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       const notLeaderErr = leaderOnly();
       if (notLeaderErr) return cb(fail(notLeaderErr));
       const limit = call.request.limit > 0 ? Math.min(call.request.limit, 10_000) : 1_000;
-      const out: ListTransactionsResponse = {
-        transactions: engine.list(call.request.inFlight, limit).map((t) => ({
-          txnId: t.txnId,
-          outcome: OUTCOME[t.outcome],
-          reason: t.reason,
-          phase: t.phase,
-          ageMs: Math.max(0, t.ageMs),
-          decisionIndex: t.decisionIndex,
-          participants: t.participants.map((p) => ({ participantId: p.id, vote: p.vote ?? '', acked: p.acked, retries: p.retries })),
-        })),
-      };
+      const one = call.request.txnId ?? '';
+      const views = one !== '' ? [engine.view(one)].filter((v): v is TxnView => v !== null) : engine.list(listFilter(call.request), limit);
+      const out: ListTransactionsResponse = { transactions: views.map(txnInfo) };
       cb(null, out);
+    },
+    ReportHeuristic: (call, cb) => {
+      const r = call.request;
+      if (r.clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `participant belongs to cluster "${r.clusterId}", this is cluster "${cfg.clusterId}"` });
+      const outcome = decisionOf(r.outcome);
+      if (outcome === null) return cb(invalid('a heuristic report needs outcome OUTCOME_COMMITTED or OUTCOME_ABORTED'));
+      if (r.operator.length > OPERATOR_CHARS_MAX || r.reason.length > REASON_CHARS_MAX) return cb(invalid(`operator and reason are limited to ${OPERATOR_CHARS_MAX} and ${REASON_CHARS_MAX} characters`));
+      engine.reportHeuristic(
+        { txnId: r.txnId, participantId: r.participantId, outcome, gid: r.gid.slice(0, 200), operator: r.operator, reason: r.reason, atMs: r.atMs },
+        (err, h) => (err || !h ? cb(fail(err ?? new EngineError('unavailable', 'no answer'))) : cb(null, { heuristic: heuristicInfo(h) })),
+      );
+    },
+    ResolveTransaction: (call, cb) => {
+      const refused = adminOnly(call as grpc.ServerUnaryCall<unknown, unknown>);
+      if (refused) return cb(refused);
+      const r = call.request;
+      const outcome = decisionOf(r.outcome);
+      if (outcome === null) return cb(invalid('txn resolve needs outcome OUTCOME_COMMITTED (--commit) or OUTCOME_ABORTED (--abort)'));
+      const reason = r.reason.trim();
+      if (reason === '') return cb(invalid('txn resolve needs a reason (--reason TEXT): it is recorded in the log with who asked and when'));
+      if (reason.length > REASON_CHARS_MAX) return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
+      const operator = operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>);
+      engine.resolve(r.txnId, outcome, { operator, reason }, (err, res) => {
+        if (err || !res) return cb(fail(err ?? new EngineError('unavailable', 'no answer')));
+        const a = res.answer;
+        cb(null, { outcome: { txnId: a.txnId, outcome: OUTCOME[a.outcome], reason: a.reason, decisionIndex: a.decisionIndex }, decided: res.decided, operator });
+      });
     },
     ClusterStatus: (_call, cb) => {
       const s = driver.node.status();

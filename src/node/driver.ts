@@ -9,9 +9,10 @@
 // Callbacks, not promises: a simulated disk completes a write when the
 // simulator says so, which keeps every run a pure function of its seed.
 
+import { ConfChangeRefusedError, decodeConfChange, type ConfChange } from '../raft/confchange.ts';
 import { RawNode, type Ready } from '../raft/raw-node.ts';
 import { ProposalDroppedError } from '../raft/raft.ts';
-import { assert, EntryType, Role, type Entry, type Message, type NodeId, type Snapshot } from '../raft/types.ts';
+import { assert, EntryType, Role, type ConfState, type Entry, type Message, type NodeId, type Snapshot } from '../raft/types.ts';
 import type { LogStore, PersistBatch } from '../storage/types.ts';
 import type { Transport } from '../transport/types.ts';
 
@@ -20,6 +21,8 @@ export interface StateMachine<R = unknown> {
   apply(entry: Entry): R;
   snapshot(): Uint8Array;
   restore(data: Uint8Array, index: number): void;
+  /** A membership change was applied at `index` (e.g. to remember members' addresses in snapshots). */
+  applyConfChange?(cc: ConfChange, entry: Entry): void;
 }
 
 export type ProposeCallback<R> = (err: Error | null, result?: { index: number; result: R }) => void;
@@ -61,11 +64,15 @@ export interface DriverOptions<R> {
    * everything earlier leaders committed — and 0 when it stops leading.
    */
   onLeadership?: (term: number) => void;
+  /** The configuration changed: a membership change was applied, or a snapshot installed. */
+  onMembership?: (cs: ConfState) => void;
 }
 
-interface ProposalWaiter<R> {
+interface ProposalWaiter {
   term: number;
-  cb: ProposeCallback<R>;
+  /** A membership change: answered with the configuration, not a state machine result. */
+  conf: boolean;
+  cb: ProposeCallback<unknown>;
 }
 
 interface ReadWaiter {
@@ -78,7 +85,7 @@ export class Driver<R = unknown> {
   private readonly opts: DriverOptions<R>;
   private persisting = false;
   private stopped = false;
-  private readonly proposals = new Map<number, ProposalWaiter<R>>();
+  private readonly proposals = new Map<number, ProposalWaiter>();
   private readonly readsByContext = new Map<string, ReadCallback>();
   private readonly readsReady: ReadWaiter[] = [];
   private readSeq = 0;
@@ -139,7 +146,28 @@ export class Driver<R = unknown> {
       throw err;
     }
     const raft = this.node.raft;
-    this.proposals.set(raft.log.lastIndex(), { term: raft.term, cb });
+    this.proposals.set(raft.log.lastIndex(), { term: raft.term, conf: false, cb: cb as ProposeCallback<unknown> });
+    this.pump();
+  }
+
+  /**
+   * Proposes one membership change (src/raft/confchange.ts). The callback
+   * fires once it is applied here, with the configuration then in effect;
+   * or with NotLeaderError, ProposalDroppedError (another change pending)
+   * or ConfChangeRefusedError (nonsense for the current configuration).
+   */
+  proposeConfChange(change: Omit<ConfChange, 'base'>, cb: (err: Error | null, r?: { index: number; confState: ConfState }) => void): void {
+    if (this.stopped) return cb(new Error('node is stopping'));
+    if (!this.isLeader()) return cb(new NotLeaderError(this.leader()));
+    let index: number;
+    try {
+      index = this.node.proposeConfChange(change);
+    } catch (err) {
+      if (err instanceof ProposalDroppedError || err instanceof ConfChangeRefusedError) return cb(err);
+      throw err;
+    }
+    const done: ProposeCallback<unknown> = (err, r) => (err ? cb(err) : cb(null, { index: r?.index ?? index, confState: r?.result as ConfState }));
+    this.proposals.set(index, { term: this.node.raft.term, conf: true, cb: done });
     this.pump();
   }
 
@@ -217,7 +245,10 @@ export class Driver<R = unknown> {
     this.opts.onPersisted?.(rd);
     // R6: these depend on what was just synced (votes, appended entries).
     this.opts.transport.send(rd.messages);
-    if (rd.snapshot) this.restoreSnapshot(rd.snapshot);
+    if (rd.snapshot) {
+      this.restoreSnapshot(rd.snapshot);
+      this.opts.onMembership?.(this.node.confState());
+    }
     for (const e of rd.committedEntries) this.applyEntry(e);
     for (const rs of rd.readStates) {
       const key = Buffer.from(rs.context).toString('latin1');
@@ -247,6 +278,7 @@ export class Driver<R = unknown> {
   }
 
   private applyEntry(e: Entry): void {
+    if (e.type === EntryType.ConfChange) return this.applyConfChange(e);
     let result: R | undefined;
     // A leader's empty entry carries no command.
     const isCommand = e.type === EntryType.Normal && e.data.byteLength > 0;
@@ -257,7 +289,19 @@ export class Driver<R = unknown> {
     const w = this.proposals.get(e.index);
     if (!w) return;
     this.proposals.delete(e.index);
-    if (w.term === e.term && isCommand) w.cb(null, { index: e.index, result: result as R });
+    if (w.term === e.term && isCommand && !w.conf) w.cb(null, { index: e.index, result });
+    else w.cb(new Error(`proposal lost: index ${e.index} was taken by a leader of term ${e.term}; retry idempotently`));
+  }
+
+  private applyConfChange(e: Entry): void {
+    const cc = decodeConfChange(e.data);
+    const cs = this.node.applyConfChange(cc, e.index);
+    this.opts.sm.applyConfChange?.(cc, e);
+    this.opts.onMembership?.(cs);
+    const w = this.proposals.get(e.index);
+    if (!w) return;
+    this.proposals.delete(e.index);
+    if (w.term === e.term && w.conf) w.cb(null, { index: e.index, result: cs });
     else w.cb(new Error(`proposal lost: index ${e.index} was taken by a leader of term ${e.term}; retry idempotently`));
   }
 

@@ -5,7 +5,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { ABORT_CLASSES, type CoordinatorEngine } from '../commit/engine.ts';
-import type { DecisionTable } from '../commit/state.ts';
+import { HEURISTIC_KINDS, type DecisionTable, type HeuristicKind } from '../commit/state.ts';
 import { Role } from '../raft/types.ts';
 import type { PersistBatch } from '../storage/types.ts';
 import type { Driver } from './driver.ts';
@@ -88,6 +88,19 @@ export class NodeMetrics {
     new Gauge({ name: 'verdict_decisions_unacked', help: 'Decided transactions whose DECISION some participant has not acknowledged yet (leader only).', registers: [r], collect() { this.set(eng()?.phases().delivering ?? 0); } });
     new Gauge({ name: 'verdict_decisions_unforgotten', help: 'Decisions in the replicated table not yet forgotten (COMMITs wait for every ACK, R5).', registers: [r], collect() { this.set(src.table()?.decisions.size ?? 0); } });
     new Gauge({ name: 'verdict_participants_registered', help: 'Participants in the replicated registry.', registers: [r], collect() { this.set(src.table()?.participants.size ?? 0); } });
+    new Counter({
+      name: 'verdict_heuristic_outcomes_total',
+      help: 'Heuristic outcomes reported by participants and recorded in the decision table, by kind (HEURCOM, HEURRB: consistent with the decision; HEURMIX: contrary to it; HEURHAZ: no decision to compare with).',
+      labelNames: ['kind'],
+      registers: [r],
+      collect() {
+        // The table is replicated, so every node reports the same counts; kept records are bounded (INCIDENTS_MAX).
+        const n: Record<HeuristicKind, number> = { HEURCOM: 0, HEURRB: 0, HEURMIX: 0, HEURHAZ: 0 };
+        for (const list of src.table()?.heuristics.values() ?? []) for (const h of list) n[h.kind]++;
+        this.reset();
+        for (const k of HEURISTIC_KINDS) this.inc({ kind: k }, n[k]);
+      },
+    });
     new Counter({ name: 'verdict_decision_delivery_retries_total', help: 'DECISION deliveries that failed and were rescheduled with backoff.', registers: [r], collect() { mirror(this, eng()?.counters().decisionRetries ?? 0); } });
   }
 

@@ -23,7 +23,7 @@ import { shutdownServer } from '../transport/server.ts';
 import { randomInt } from 'node:crypto';
 import { format } from 'node:util';
 import type { Logger } from 'pino';
-import { NONE } from '../raft/types.ts';
+import { emptyConfState, NONE, type ConfState } from '../raft/types.ts';
 import { RawNode } from '../raft/raw-node.ts';
 import { Rng } from '../raft/rng.ts';
 import { LevelLogStore } from '../storage/level.ts';
@@ -40,6 +40,9 @@ import { NodeStateMachine } from './machine.ts';
 import { coordinatorApi } from './coordinator-service.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { ParticipantLink } from './participant-link.ts';
+import { loadNodeTls } from './node-tls.ts';
+import { OPEN_POLICY, setAdminPolicy } from '../transport/auth.ts';
+import { membershipApi } from './membership-service.ts';
 import { raftNodeApi, shuttingDown, transferLeadership, transferWaitMs, withTimeout } from './raft-node-service.ts';
 
 const WAITERS_MAX = 16_384;
@@ -72,8 +75,11 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   // grpc-js prints its errors on stderr by itself; they also reach us as
   // call or bind failures, which say more. Keep them in the node's log.
   grpc.setLogger({ error: (...args: unknown[]) => log.debug({ component: 'grpc' }, format(...args)) });
+  // TLS files are checked first (a ConfigError naming the key), before anything is bound.
+  const tls = loadNodeTls(cfg);
+  setAdminPolicy(tls?.admin ?? OPEN_POLICY);
   const server = new grpc.Server(SERVER_OPTIONS);
-  const port = await bind(server, cfg.listen);
+  const port = await bind(server, cfg.listen, tls?.server ?? grpc.ServerCredentials.createInsecure());
   const host = cfg.listen.slice(0, cfg.listen.lastIndexOf(':'));
   const address = `${host}:${port}`;
   // NOT_SERVING until the log is recovered and every service is in place.
@@ -122,15 +128,20 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const rawNode = RawNode.restart(
     { id: cfg.nodeId, random: rng.asRandom(), electionTicks: cfg.electionTicks, heartbeatTicks: cfg.heartbeatTicks },
     recovered,
-    { voters: [...cfg.peers.keys()], learners: [], votersOutgoing: [] },
+    // A joining node starts with no membership: it never campaigns and learns the cluster from the leader.
+    cfg.join ? emptyConfState() : { voters: [...cfg.peers.keys()], learners: [], votersOutgoing: [] },
   );
+  // The config file's peers: the seed membership, until a membership change is applied.
+  const seedPeers = new Map(cfg.peers);
   const transport = new GrpcTransport({
     clusterId: cfg.clusterId,
     selfId: cfg.nodeId,
-    peers: cfg.peers,
+    // Raft traffic goes where peerDial says (a proxy, a tunnel); everything else names the addresses in peers.
+    peers: new Map([...cfg.peers].map(([id, addr]) => [id, cfg.peerDial.get(id) ?? addr])),
     onMessages: (msgs) => driver?.receive(msgs),
     onUnreachable: (peer) => driver?.reportUnreachable(peer),
     logger: log,
+    ...(tls ? { credentialsFor: tls.peer, authorizePeer: tls.authorizePeer } : {}),
   });
   let stopping: Promise<void> | null = null;
   const d = new Driver<ApplyResult | null>({
@@ -152,6 +163,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     // The engine starts leading only once this node applied an entry of its
     // term: before that its decision table and registry may lag.
     onLeadership: (term) => engine?.setLeadership(term),
+    onMembership: (cs) => refreshMembers(cs),
     onApplied: (entry, result) => {
       if (!result) return;
       if (result.t === 'decide' && result.first) {
@@ -162,7 +174,25 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     },
   });
   driver = d;
-  const participants = new ParticipantLink(cfg.clusterId);
+  /**
+   * Keeps cfg.peers (what the node API and clients are told) and the
+   * transport's links equal to the replicated membership: the addresses of
+   * the last applied change (kept in snapshots by the state machine), or the
+   * config file's peers before any change.
+   */
+  function refreshMembers(cs: ConfState | null): void {
+    const known = machine.members.size > 0 ? machine.members : seedPeers;
+    cfg.peers.clear();
+    for (const [id, a] of known) cfg.peers.set(id, a);
+    if (!cfg.peers.has(cfg.nodeId)) cfg.peers.set(cfg.nodeId, seedPeers.get(cfg.nodeId) ?? address);
+    transport.updatePeers(new Map([...cfg.peers].map(([id, a]) => [id, cfg.peerDial.get(id) ?? a])));
+    if (cs === null) return;
+    log.info({ voters: cs.voters, learners: cs.learners }, 'membership changed');
+    const member = cs.voters.includes(cfg.nodeId) || cs.learners.includes(cfg.nodeId);
+    if (!member && (cs.voters.length > 0 || cs.learners.length > 0)) log.warn('this node was removed from the cluster; it takes no part any more and can be stopped');
+  }
+  refreshMembers(null);
+  const participants = new ParticipantLink(cfg.clusterId, tls?.participants);
   engine = new CoordinatorEngine(machine.table, {
     nowMs: () => Date.now(),
     random: () => Math.random(),
@@ -194,7 +224,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const refusal = (): grpc.ServiceError | null => (draining ? shuttingDown(cfg, d.isLeader() ? handOffTo : d.leader()) : null);
 
   transport.register(server);
-  server.addService(raftNodeService, raftNodeApi(cfg, d as Driver<unknown>, machine, address));
+  server.addService(raftNodeService, { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>) });
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
   server.addService(coordinatorService, coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal }));
 
@@ -234,7 +264,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 
   /** The follower to hand leadership to: caught up (replicating), with the highest match index. */
   function bestFollower(): string {
-    const others = d.node.status().progress.filter((p) => p.id !== cfg.nodeId && cfg.peers.has(p.id));
+    const others = d.node.status().progress.filter((p) => p.id !== cfg.nodeId && !p.learner && cfg.peers.has(p.id));
     others.sort((a, b) => Number(b.state === 'replicate') - Number(a.state === 'replicate') || b.match - a.match);
     return others[0]?.id ?? NONE;
   }
@@ -275,9 +305,9 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 
-function bind(server: grpc.Server, listen: string): Promise<number> {
+function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCredentials): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.bindAsync(listen, grpc.ServerCredentials.createInsecure(), (err, port) => {
+    server.bindAsync(listen, credentials, (err, port) => {
       if (!err) return resolve(port);
       const host = listen.slice(0, listen.lastIndexOf(':'));
       const why = /EADDRINUSE/.test(err.message)

@@ -4,6 +4,7 @@
 
 import type { DecisionRequest, PrepareRequest, VoteValue } from '../commit/engine.ts';
 import type { ParticipantRecord } from '../commit/state.ts';
+import type * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
 
 /** Channels kept open; beyond this the least recently used is closed. */
@@ -12,7 +13,11 @@ const CHANNELS_MAX = 256;
 export class ParticipantLink {
   private readonly clients = new Map<string, ParticipantClient>();
 
-  constructor(private readonly clusterId: string) {}
+  /** `credentials`: TLS for every participant when the cluster uses TLS (participants then must serve it); plaintext otherwise. */
+  constructor(
+    private readonly clusterId: string,
+    private readonly credentials?: grpc.ChannelCredentials,
+  ) {}
 
   private client(endpoint: string): ParticipantClient {
     let c = this.clients.get(endpoint);
@@ -22,7 +27,7 @@ export class ParticipantLink {
       this.clients.set(endpoint, c);
       return c;
     }
-    c = new ParticipantClient(endpoint);
+    c = new ParticipantClient(endpoint, this.credentials);
     this.clients.set(endpoint, c);
     if (this.clients.size > CHANNELS_MAX) {
       const [oldest, oc] = this.clients.entries().next().value as [string, ParticipantClient];

@@ -7,6 +7,7 @@ import type { GetRequest, GetResponse, NodeStatus, PutRequest, PutResponse, Raft
 import type { NodeConfig } from './config.ts';
 import { NotLeaderError, OverloadedError, type Driver } from './driver.ts';
 import { encodePut, type NodeStateMachine } from './machine.ts';
+import { adminOnly } from '../transport/auth.ts';
 
 /** How long a client request may wait for its entry to commit. */
 export const REQUEST_TIMEOUT_MS = 10_000;
@@ -138,6 +139,8 @@ export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMa
       withTimeout<number>(`read ${key}`, (done) => d.read(done), (err) => (err ? cb(toServiceError(cfg, err)) : answer()));
     },
     TransferLeader: (call: grpc.ServerUnaryCall<TransferLeaderRequest, TransferLeaderResponse>, cb: grpc.sendUnaryData<TransferLeaderResponse>) => {
+      const refused = adminOnly(call, 'leader transfer');
+      if (refused) return cb(refused);
       const { to, timeoutMs } = call.request;
       if (!cfg.peers.has(to)) return cb({ code: grpc.status.INVALID_ARGUMENT, details: `"${to}" is not a voter of cluster ${cfg.clusterId}; voters: ${[...cfg.peers.keys()].join(', ')}` });
       if (!d.isLeader()) {

@@ -17,6 +17,8 @@ import {
   type OutcomeRequest,
   type RegisterParticipantRequest,
   type RegisterParticipantResponse,
+  type ReportHeuristicRequest,
+  type ReportHeuristicResponse,
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import { withDefaults, type ClusterOutcome } from './types.ts';
@@ -29,11 +31,17 @@ export interface CoordinatorParticipantHandlers extends grpc.UntypedServiceImple
   GetOutcome: grpc.handleUnaryCall<OutcomeRequest, TxnOutcome>;
 }
 
-/** Only the two methods a participant uses; a server built from it leaves the others UNIMPLEMENTED. */
+/**
+ * Only the methods a participant uses; a server built from it leaves the
+ * others UNIMPLEMENTED, and so ReportHeuristic when its handlers lack it.
+ */
 export const coordinatorParticipantService = {
   RegisterParticipant: coordinatorService.RegisterParticipant,
   GetOutcome: coordinatorService.GetOutcome,
+  ReportHeuristic: coordinatorService.ReportHeuristic,
 } as unknown as grpc.ServiceDefinition<CoordinatorParticipantHandlers>;
+
+type LinkMethod = 'RegisterParticipant' | 'GetOutcome' | 'ReportHeuristic';
 
 export function toClusterOutcome(o: OutcomeValue): ClusterOutcome {
   switch (o) {
@@ -85,6 +93,14 @@ export class ClusterLink {
     });
   }
 
+  /** Reports an operator's heuristic act (R4); answers the cluster's comparison (HEURCOM, HEURRB, HEURMIX, HEURHAZ). */
+  reportHeuristic(r: Omit<ReportHeuristicRequest, 'clusterId'>): Promise<string> {
+    return this.call<ReportHeuristicRequest, ReportHeuristicResponse>('ReportHeuristic', { ...r, clusterId: this.o.clusterId }).then((res) => {
+      if (res.heuristic === null) throw new Error(`the cluster answered the heuristic report for ${r.txnId} without its record`);
+      return res.heuristic.kind;
+    });
+  }
+
   close(): void {
     this.closed = true;
     for (const c of this.clients.values()) c.close();
@@ -96,7 +112,7 @@ export class ClusterLink {
    * redirects; a bounded number of tries. Rejects with the last error; the
    * caller decides when to try again.
    */
-  private async call<Req, Res>(name: 'RegisterParticipant' | 'GetOutcome', req: Req): Promise<Res> {
+  private async call<Req, Res>(name: LinkMethod, req: Req): Promise<Res> {
     const triesMax = this.o.endpoints.length + 2;
     let lastErr: Error = new Error('no endpoint tried');
     let redirect: string | null = null;
@@ -141,7 +157,7 @@ export class ClusterLink {
     return c;
   }
 
-  private unary<Req, Res>(address: string, name: 'RegisterParticipant' | 'GetOutcome', req: Req): Promise<Res> {
+  private unary<Req, Res>(address: string, name: LinkMethod, req: Req): Promise<Res> {
     return unaryCall(this.client(address), coordinatorParticipantService[name] as grpc.MethodDefinition<Req, Res>, req, this.o.deadlineMs);
   }
 

@@ -20,9 +20,17 @@
 // message as the reason; whatever T had done is rolled back.
 //
 // An ABORT that reaches the participant before T's PREPARE is answered by the
-// engine alone (presumed abort) without calling the resource, so T's open
-// transaction is rolled back by the application's rollback(T) or, failing
-// that, by the open-transaction timeout (openTxnTimeoutMs, 60 s by default).
+// engine alone (presumed abort), which tells the resource through
+// abortUnprepared(T): T's open transaction is rolled back at once (after the
+// work running in it, if any, returns), and a later work() or PREPARE for T
+// is refused. The open-transaction timeout (openTxnTimeoutMs, 60 s by
+// default) is only the backstop for a transaction nobody decides.
+//
+// Heuristic acts (heuristic.ts): an operator may have committed or rolled
+// back T's gid by hand while the cluster was unreachable. A decision that
+// then finds the gid gone is acknowledged whatever the marker says: the act
+// is recorded in verdict_heuristics and reported to the cluster, which
+// records HEURMIX if it disagrees.
 //
 // Idempotent decisions: the marker row (gid, txn id, prepared at) is written
 // inside T, so it exists after the fact exactly when T committed. A COMMIT
@@ -57,6 +65,7 @@ import type { PoolClient, QueryResult } from 'pg';
 import { gidOf, gidPrefix, parseGid, type ParsedGid } from './postgres-gid.ts';
 import { PostgresConfigError, checkServer, deleteOldMarkers, describePgError, ensureMarkerTable, markerExists, redact, selectPrepared, sqlGid } from './postgres-sql.ts';
 import { SILENT_LOG, withDefaults, type EngineLog, type Resource, type ResourceVote, type TxnId } from './types.ts';
+import { ensureHeuristicTable, heuristicActOf, markReported, unreportedActs, type HeuristicAct } from './heuristic.ts';
 
 export { PostgresConfigError, describePgError, redact } from './postgres-sql.ts';
 
@@ -229,6 +238,7 @@ export class PostgresResource implements Resource {
     try {
       await checkServer(r.control, { url: o.url, concurrency: r.o.concurrency, log: r.log });
       await ensureMarkerTable(r.control, r.table);
+      await ensureHeuristicTable(r.control);
     } catch (err) {
       await r.endPools();
       if (err instanceof PostgresConfigError) throw err;
@@ -286,6 +296,16 @@ export class PostgresResource implements Resource {
         e.active = false;
       }
     });
+  }
+
+  /**
+   * The decision for T is ABORT and T never got as far as PREPARE here: roll
+   * back its open transaction now, and refuse work or PREPARE for T from now
+   * on. Work running inside T finishes first (it holds T's lock).
+   */
+  abortUnprepared(txnId: TxnId, cb: (err: Error | null) => void): void {
+    this.remember(txnId, 'aborted by the decision before PREPARE');
+    this.rollback(txnId).then(() => cb(null), (err: Error) => cb(err));
   }
 
   /** Rolls back T's open transaction, if it has one (the application gave up on T). Prepared transactions wait for the decision. */
@@ -403,7 +423,22 @@ export class PostgresResource implements Resource {
       await this.control.query(`${step === 'commit' ? 'COMMIT' : 'ROLLBACK'} PREPARED ${sqlGid(gid)}`);
     } catch (err) {
       if ((err as { code?: string }).code !== UNDEFINED_OBJECT) throw new Error(`${step === 'commit' ? 'COMMIT' : 'ROLLBACK'} PREPARED ${gid} failed: ${describePgError(err)}`);
-      // The gid is no longer prepared: the marker says which way it went.
+      // The gid is no longer prepared. An operator's act by hand first: then the
+      // decision is acknowledged, and the conflict (if any) is reported as a heuristic outcome.
+      const act = await heuristicActOf(this.control, gid);
+      if (act !== null) {
+        const agrees = (act.outcome === 'committed') === (step === 'commit');
+        (agrees ? this.log.info : this.log.error).call(
+          this.log,
+          { txnId, gid, decision: step, heuristic: act.outcome, operator: act.operator, reported: act.reportedAtMs !== null },
+          agrees ? 'decision already applied by hand (heuristic act, consistent); ACK' : 'decision contradicts the heuristic act done by hand; ACK, the conflict is reported to the cluster as HEURMIX',
+        );
+        if (e !== undefined) this.txns.delete(txnId);
+        if (step === 'abort') this.remember(txnId, 'aborted by the decision');
+        this.stats.redeliveriesAcked += 1;
+        return;
+      }
+      // The marker says which way it went.
       const committed = await this.hasMarker(gid);
       if (step === 'commit' && !committed) {
         this.stats.hazards += 1;
@@ -435,6 +470,15 @@ export class PostgresResource implements Resource {
     } catch (err) {
       this.log.warn({ txnId, gid, err: describePgError(err) }, 'could not record the commit time on the marker; it is cleaned up by its prepare time');
     }
+  }
+
+  /** Heuristic acts of this participant not yet acknowledged by the cluster (for the reporter). */
+  unreportedHeuristics(rowsMax = 1_000): Promise<HeuristicAct[]> {
+    return unreportedActs(this.control, this.prefix, rowsMax);
+  }
+
+  markHeuristicReported(gid: string): Promise<void> {
+    return markReported(this.control, gid);
   }
 
   /** Whether T committed here, as far as the marker tells. */

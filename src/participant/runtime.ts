@@ -17,6 +17,7 @@ import {
   type ParticipantHandlers,
 } from '../transport/participant-rpc.ts';
 import { addHealth, addReflection, serveMetrics, MetricsListenError, type MetricsServer } from '../transport/ops.ts';
+import { channelCredentials, explainConnectError, loadTls, serverCredentials, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
 import { ClusterLink, toClusterOutcome } from './cluster-link.ts';
 import { ParticipantEngine, type EngineOptions } from './engine.ts';
 import { FileJournal } from './journal.ts';
@@ -46,6 +47,12 @@ export interface ParticipantOptions {
   drainTimeoutMs?: number;
   /** The resource is PostgreSQL (src/participant/postgres.ts) when given; the journaled memory store otherwise. */
   postgres?: PostgresParticipantOptions;
+  /**
+   * TLS: serve mutual TLS (callers need a certificate signed by `ca`: the
+   * cluster's nodes present theirs) and reach the cluster over TLS with this
+   * certificate. A cluster with TLS calls every participant over TLS.
+   */
+  tls?: TlsFiles;
   /** Engine bounds and timings (inDoubtAfterMs, askBackoffMinMs, ...). */
   engine?: Partial<Omit<EngineOptions, 'clusterId' | 'participantId' | 'resource' | 'journal' | 'clock' | 'schedule' | 'askOutcome' | 'log'>>;
 }
@@ -79,6 +86,16 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   const log = o.logger.child({ participantId: o.participantId, clusterId: o.clusterId });
   if (o.clusterId === '' || o.participantId === '') throw new ParticipantStartupError('cluster id and participant id must not be empty');
   if (o.endpointsOfCluster.length === 0) throw new ParticipantStartupError('at least one cluster endpoint is needed');
+  let tls: TlsMaterial | null = null;
+  if (o.tls !== undefined) {
+    try {
+      tls = loadTls(o.tls, (k) => `--${k}`);
+    } catch (err) {
+      if (err instanceof TlsSetupError) throw new ParticipantStartupError(err.message);
+      throw err;
+    }
+    if (tls.leaf === null) throw new ParticipantStartupError('a participant with TLS serves it: give --cert and --key with --ca');
+  }
   await mkdir(o.dataDir, { recursive: true });
   await checkIdentity(o.dataDir, o.clusterId, o.participantId);
 
@@ -103,7 +120,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
           log,
         });
   const resource: MemoryResource | PostgresResource = pg !== null ? pg.resource : MemoryResource.restore(state.data, state.preparedWrites());
-  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster });
+  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls) } : {}) });
   const timers = new Set<NodeJS.Timeout>();
   const schedule: Schedule = (delayMs, fn) => {
     const t = setTimeout(() => {
@@ -145,7 +162,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   let port: number;
   let metricsServer: MetricsServer | null = null;
   try {
-    port = await bind(server, o.listen);
+    port = await bind(server, o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure());
     if (o.metricsListen !== undefined) {
       const { participantMetrics } = await import('./metrics.ts');
       metricsServer = await serveMetrics(o.metricsListen, participantMetrics(o.participantId, engine));
@@ -180,7 +197,8 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
         },
         (err: Error) => {
           if (stopping) return;
-          if (attempts === 1 || attempts % 10 === 0) log.warn({ attempts, err: err.message, retryMs }, 'registration with the cluster failed; retrying');
+          const why = (err as grpc.ServiceError).code === grpc.status.UNAVAILABLE ? explainConnectError(err.message, tls !== null) : err.message;
+          if (attempts === 1 || attempts % 10 === 0) log.warn({ attempts, err: why, retryMs }, 'registration with the cluster failed; retrying');
           schedule(retryMs, attempt);
         },
       );
@@ -288,10 +306,10 @@ async function checkIdentity(dataDir: string, clusterId: string, participantId: 
   }
 }
 
-function bind(server: grpc.Server, listen: string): Promise<number> {
+function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCredentials): Promise<number> {
   return new Promise((resolve, reject) => {
     if (!/^.+:\d+$/.test(listen)) return reject(new ParticipantStartupError(`listen address "${listen}" is not HOST:PORT`));
-    server.bindAsync(listen, grpc.ServerCredentials.createInsecure(), (err, port) => {
+    server.bindAsync(listen, credentials, (err, port) => {
       if (!err) return resolve(port);
       const why = /EADDRINUSE/.test(err.message) ? 'the address is in use; pick another port' : err.message.replace(/\s+/g, ' ');
       reject(new ParticipantStartupError(`cannot listen on ${listen}: ${why}`));

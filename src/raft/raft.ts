@@ -9,6 +9,7 @@
 // Roles are behaviour swapped in one place: becomeFollower / becomeCandidate /
 // becomePreCandidate / becomeLeader set `stepRole` and `tickRole`.
 
+import { checkConfChange, ConfChangeRefusedError, ConfChangeType, encodeConfChange, nextConfState, sameConfState, type ConfChange } from './confchange.ts';
 import { RaftLog } from './log.ts';
 import { MemoryStorage } from './memory-storage.ts';
 import { Progress, ProgressState } from './progress.ts';
@@ -92,6 +93,10 @@ export class Raft {
 
   config: JointConfig;
   learners: Set<NodeId>;
+  /** The log index whose configuration is in effect (a snapshot's, or the last applied change's). */
+  confIndex = 0;
+  /** Leader: the index of the last membership change it proposed (or its first entry); a new change waits until it is applied. */
+  pendingConfIndex = 0;
   readonly progress = new Map<NodeId, Progress>();
   private readonly votes = new Map<NodeId, boolean>();
 
@@ -121,6 +126,7 @@ export class Raft {
     const cs = cfg.storage.confState();
     this.config = new JointConfig(cs.voters, cs.votersOutgoing);
     this.learners = new Set(cs.learners);
+    this.confIndex = cfg.storage.snapshot().metadata.index;
     this.readOnly = new ReadOnly(cfg.readIndexMax);
     if (hs.term > 0 || hs.commit > 0) {
       // The commit index may lag the snapshot (a commit-only write is not
@@ -141,10 +147,93 @@ export class Raft {
     return { voters: [...this.config.incoming], learners: [...this.learners], votersOutgoing: [...this.config.outgoing] };
   }
 
-  private applyConfState(cs: ConfState): void {
+  private applyConfState(cs: ConfState, index: number): void {
     this.config = new JointConfig(cs.voters, cs.votersOutgoing);
     this.learners = new Set(cs.learners);
+    this.confIndex = index;
     this.resetProgress();
+  }
+
+  /**
+   * Proposes a membership change (see confchange.ts). Throws
+   * ProposalDroppedError when this node is not the leader or a change is
+   * still pending, ConfChangeRefusedError when the change makes no sense
+   * for the current configuration. Returns the entry's index.
+   */
+  proposeConfChange(change: Omit<ConfChange, 'base'>): number {
+    if (this.role !== Role.Leader) throw new ProposalDroppedError(this.lead === NONE ? 'no leader' : `not the leader (leader is ${this.lead})`);
+    if (this.pendingConfIndex > this.log.applied) {
+      throw new ProposalDroppedError(`a membership change is in progress (entry ${this.pendingConfIndex} is not applied yet; applied ${this.log.applied}); retry once it is`);
+    }
+    const base = this.confState();
+    const why = checkConfChange(base, change);
+    if (why !== null) throw new ConfChangeRefusedError(why);
+    this.propose([{ term: 0, index: 0, type: EntryType.ConfChange, data: encodeConfChange({ ...change, base }) }]);
+    this.pendingConfIndex = this.log.lastIndex();
+    return this.pendingConfIndex;
+  }
+
+  /**
+   * Applies a committed membership change at log index `index` and returns
+   * the configuration now in effect. A change at or below `confIndex` is
+   * already reflected (a snapshot overtook it) and is skipped.
+   */
+  applyConfChange(cc: ConfChange, index: number): ConfState {
+    if (index <= this.confIndex) return this.confState();
+    let cur = this.confState();
+    if (cur.voters.length === 0 && cur.learners.length === 0) {
+      // A new node replaying the log from the start: the change says what it applies to.
+      this.config = new JointConfig(cc.base.voters, cc.base.votersOutgoing);
+      this.learners = new Set(cc.base.learners);
+      cur = cc.base;
+    }
+    assert(sameConfState(cur, cc.base), `raft: membership change at ${index} was proposed for ${JSON.stringify(cc.base)} but ${this.id} has ${JSON.stringify(cur)}`);
+    const why = checkConfChange(cur, cc);
+    assert(why === null, `raft: committed membership change at ${index} is invalid: ${why}`);
+    const next = nextConfState(cur, cc);
+    this.config = new JointConfig(next.voters, next.votersOutgoing);
+    this.learners = new Set(next.learners);
+    this.confIndex = index;
+    const members = new Set([...next.voters, ...next.learners]);
+    for (const id of [...this.progress.keys()]) if (!members.has(id)) this.progress.delete(id);
+    for (const id of members) {
+      const pr = this.progress.get(id);
+      if (pr) {
+        pr.isLearner = this.learners.has(id);
+        continue;
+      }
+      const np = new Progress(id, this.log.lastIndex() + 1, this.cfg.inflightMsgsMax, this.cfg.inflightBytesMax, this.learners.has(id));
+      // Give a new member the benefit of the doubt, so it can be sent a snapshot at once.
+      np.recentActive = true;
+      if (id === this.id) np.match = this.log.stableLastIndex();
+      this.progress.set(id, np);
+    }
+    if (this.role !== Role.Leader) return next;
+    if (!this.config.ids().has(this.id)) {
+      this.stepDownRemoved();
+      return next;
+    }
+    if (this.leadTransferee !== NONE && !this.config.incoming.has(this.leadTransferee)) this.leadTransferee = NONE;
+    // The quorum changed: the commit index may move (a removal), and a new member needs the log.
+    if (this.maybeCommit()) this.onCommitAdvanced();
+    else if (cc.type !== ConfChangeType.Remove) this.sendAppend(cc.nodeId);
+    return next;
+  }
+
+  /**
+   * The leader applied its own removal: it tells everyone the commit index,
+   * asks the most up-to-date voter to campaign at once (instead of waiting
+   * for an election timeout), and stops leading.
+   */
+  private stepDownRemoved(): void {
+    this.bcastAppend();
+    let best: Progress | null = null;
+    for (const [id, pr] of this.progress) {
+      if (id === this.id || pr.isLearner) continue;
+      if (!best || pr.match > best.match) best = pr;
+    }
+    if (best && best.match === this.log.lastIndex()) this.send(message({ type: MT.TimeoutNow, to: best.id }));
+    this.becomeFollower(this.term, NONE);
   }
 
   /** This node may campaign: it is a voter and has no snapshot waiting to be persisted. */
@@ -292,6 +381,10 @@ export class Raft {
     // Entries of earlier terms commit only by an entry of this term (§5.4.2),
     // so the new leader appends an empty one at once.
     this.appendEntries([{ term: 0, index: 0, type: EntryType.Normal, data: EMPTY }]);
+    // No membership change until this term's first entry is applied: that
+    // covers any change an earlier leader left in the log, and it is the
+    // fix for the single-server change bug (Ongaro, raft-dev, 2015).
+    this.pendingConfIndex = this.log.lastIndex();
   }
 
   // ---- ticks -------------------------------------------------------------
@@ -755,7 +848,7 @@ export class Raft {
       return false;
     }
     this.log.restore(snap);
-    this.applyConfState(snap.metadata.confState);
+    this.applyConfState(snap.metadata.confState, index);
     return true;
   }
 

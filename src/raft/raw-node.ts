@@ -11,6 +11,7 @@
 // persisted (proposals, messages, ticks) goes into the next one: that is the
 // group commit.
 
+import type { ConfChange } from './confchange.ts';
 import { MemoryStorage } from './memory-storage.ts';
 import { Raft, defaultRaftConfig, type RaftConfig, type RaftTuning } from './raft.ts';
 import {
@@ -104,6 +105,23 @@ export class RawNode {
   propose(datas: Uint8Array[]): void {
     const entries = datas.map((data) => ({ term: 0, index: 0, type: EntryType.Normal, data }));
     this.raft.step(message({ type: MT.Prop, from: this.raft.id, entries }));
+  }
+
+  /**
+   * Proposes one membership change; returns its log index. The change takes
+   * effect when the driver applies the entry and calls applyConfChange.
+   */
+  proposeConfChange(change: Omit<ConfChange, 'base'>): number {
+    return this.raft.proposeConfChange(change);
+  }
+
+  /** Applies a committed membership change (the entry at `index`); returns the configuration in effect. */
+  applyConfChange(cc: ConfChange, index: number): ConfState {
+    return this.raft.applyConfChange(cc, index);
+  }
+
+  confState(): ConfState {
+    return this.raft.confState();
   }
 
   campaign(): void {
@@ -228,9 +246,9 @@ export class RawNode {
     return snap;
   }
 
-  status(): { id: NodeId; hardState: HardState; softState: SoftState; applied: number; lastIndex: number; firstIndex: number; progress: { id: NodeId; match: number; next: number; state: string }[] } {
+  status(): { id: NodeId; hardState: HardState; softState: SoftState; applied: number; lastIndex: number; firstIndex: number; progress: { id: NodeId; match: number; next: number; state: string; learner: boolean }[] } {
     const r = this.raft;
-    const progress = r.role === Role.Leader ? [...r.progress.values()].map((p) => ({ id: p.id, match: p.match, next: p.next, state: p.state })) : [];
+    const progress = r.role === Role.Leader ? [...r.progress.values()].map((p) => ({ id: p.id, match: p.match, next: p.next, state: p.state, learner: p.isLearner })) : [];
     return { id: r.id, hardState: this.hardState(), softState: this.softState(), applied: r.log.applied, lastIndex: r.log.lastIndex(), firstIndex: r.log.firstIndex(), progress };
   }
 }

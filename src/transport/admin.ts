@@ -5,7 +5,11 @@ import * as grpc from '@grpc/grpc-js';
 import { unaryCall } from './unary.ts';
 import {
   raftNodeService,
+  type AddMemberRequest,
   type GetRequest,
+  type ListMembersRequest,
+  type Members,
+  type RemoveMemberRequest,
   type GetResponse,
   type NodeStatus,
   type PutRequest,
@@ -41,11 +45,24 @@ export class RaftNodeClient {
     return this.unary<TransferLeaderRequest, TransferLeaderResponse>('TransferLeader', req, deadlineMs);
   }
 
+  /** Adds a member (learner, then voter once caught up); served by the leader. */
+  addMember(req: AddMemberRequest, deadlineMs = ADMIN_DEADLINE_MS): Promise<Members> {
+    return this.unary<AddMemberRequest, Members>('AddMember', req, deadlineMs);
+  }
+
+  removeMember(req: RemoveMemberRequest, deadlineMs = ADMIN_DEADLINE_MS): Promise<Members> {
+    return this.unary<RemoveMemberRequest, Members>('RemoveMember', req, deadlineMs);
+  }
+
+  listMembers(deadlineMs = ADMIN_DEADLINE_MS): Promise<Members> {
+    return this.unary<ListMembersRequest, Members>('ListMembers', {}, deadlineMs);
+  }
+
   close(): void {
     this.client.close();
   }
 
-  private unary<Req, Res>(name: 'Status' | 'Put' | 'Get' | 'TransferLeader', req: Req, deadlineMs: number): Promise<Res> {
+  private unary<Req, Res>(name: 'Status' | 'Put' | 'Get' | 'TransferLeader' | 'AddMember' | 'RemoveMember' | 'ListMembers', req: Req, deadlineMs: number): Promise<Res> {
     return unaryCall(this.client, raftNodeService[name] as grpc.MethodDefinition<Req, Res>, req, deadlineMs);
   }
 

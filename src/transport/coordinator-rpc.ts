@@ -22,11 +22,16 @@ export interface ParticipantInfo {
   participantId: string;
   endpoint: string;
   registeredAtMs: number;
+  /** Filled (defaults 0) on the wire; optional so older fakes and servers still type. */
+  lastSeenMs?: number;
+  inDoubt?: number;
 }
 export interface RegisterParticipantResponse {
   participant: ParticipantInfo | null;
 }
-export type ListParticipantsRequest = Record<string, never>;
+export interface ListParticipantsRequest {
+  withActivity?: boolean;
+}
 export interface ListParticipantsResponse {
   participants: ParticipantInfo[];
 }
@@ -64,6 +69,52 @@ export interface TxnOutcome {
 export interface ListTransactionsRequest {
   inFlight: boolean;
   limit: number;
+  inDoubt?: boolean;
+  unacked?: boolean;
+  heuristic?: boolean;
+  txnId?: string;
+}
+export interface HeuristicInfo {
+  participantId: string;
+  outcome: OutcomeName;
+  kind: string;
+  operator: string;
+  reason: string;
+  atMs: number;
+  gid: string;
+  decision: OutcomeName;
+  index: number;
+}
+export interface ResolutionInfo {
+  outcome: OutcomeName;
+  operator: string;
+  reason: string;
+  atMs: number;
+  decided: boolean;
+  index: number;
+}
+export interface ReportHeuristicRequest {
+  clusterId: string;
+  participantId: string;
+  txnId: string;
+  outcome: OutcomeName;
+  gid: string;
+  operator: string;
+  reason: string;
+  atMs: number;
+}
+export interface ReportHeuristicResponse {
+  heuristic: HeuristicInfo | null;
+}
+export interface ResolveTransactionRequest {
+  txnId: string;
+  outcome: OutcomeName;
+  reason: string;
+}
+export interface ResolveTransactionResponse {
+  outcome: TxnOutcome | null;
+  decided: boolean;
+  operator: string;
 }
 export interface ParticipantState {
   participantId: string;
@@ -79,6 +130,9 @@ export interface TxnInfo {
   participants: ParticipantState[];
   ageMs: number;
   decisionIndex: number;
+  /** Filled (defaults []) on the wire; optional so older fakes and servers still type. */
+  heuristics?: HeuristicInfo[];
+  resolutions?: ResolutionInfo[];
 }
 export interface ListTransactionsResponse {
   transactions: TxnInfo[];
@@ -106,9 +160,11 @@ export interface CoordinatorHandlers extends grpc.UntypedServiceImplementation {
   GetOutcome: grpc.handleUnaryCall<OutcomeRequest, TxnOutcome>;
   ListTransactions: grpc.handleUnaryCall<ListTransactionsRequest, ListTransactionsResponse>;
   ClusterStatus: grpc.handleUnaryCall<ClusterStatusRequest, ClusterStatusResponse>;
+  ReportHeuristic: grpc.handleUnaryCall<ReportHeuristicRequest, ReportHeuristicResponse>;
+  ResolveTransaction: grpc.handleUnaryCall<ResolveTransactionRequest, ResolveTransactionResponse>;
 }
 
-export const COORDINATOR_METHODS = ['RegisterParticipant', 'ListParticipants', 'Begin', 'Commit', 'Abort', 'GetOutcome', 'ListTransactions', 'ClusterStatus'] as const;
+export const COORDINATOR_METHODS = ['RegisterParticipant', 'ListParticipants', 'Begin', 'Commit', 'Abort', 'GetOutcome', 'ListTransactions', 'ClusterStatus', 'ReportHeuristic', 'ResolveTransaction'] as const;
 export type CoordinatorMethod = (typeof COORDINATOR_METHODS)[number];
 
 const def = coordinatorPackageDefinition['verdict.coordinator.Coordinator'];
@@ -120,3 +176,5 @@ export const coordinatorService = def as unknown as grpc.ServiceDefinition<Coord
 /** Metadata keys by which a follower points at the leader. */
 export const LEADER_ID_KEY = 'verdict-leader';
 export const LEADER_ADDRESS_KEY = 'verdict-leader-address';
+/** Metadata key naming the person behind an operator's call (`verdict txn resolve`), e.g. alice@host. */
+export const OPERATOR_KEY = 'verdict-operator';

@@ -7,6 +7,7 @@ import { LOCAL_MESSAGES, MessageType, NONE, assert, type Message, type NodeId } 
 import { PeerLink } from './peer.ts';
 import { fromWire, raftService, type RaftHandlers, type WireBatch, type WireMessage, type WireStreamAck } from './proto.ts';
 import type { InboundHandler, Transport, UnreachableHandler } from './types.ts';
+import type { AuthenticatedCall } from './tls.ts';
 
 /** Large enough for a snapshot in one message; bigger snapshots need chunking. */
 export const MESSAGE_BYTES_MAX = 64 * 1024 * 1024;
@@ -34,6 +35,14 @@ export interface GrpcTransportOptions {
   logger: Logger;
   /** Defaults to insecure; TLS plugs in here. */
   credentials?: grpc.ChannelCredentials;
+  /** Credentials for one peer (TLS that checks the peer's certificate names it); overrides `credentials`. */
+  credentialsFor?: (peer: NodeId) => grpc.ChannelCredentials;
+  /**
+   * Checks who opened an inbound stream (with TLS: that the client
+   * certificate names node `from` of this cluster). Returns why the stream
+   * is refused, or null.
+   */
+  authorizePeer?: (call: AuthenticatedCall, from: NodeId) => string | null;
   queueMessagesMax?: number;
   queueBytesMax?: number;
   /** A batch is split above this size, so one write never holds up a stream for long. */
@@ -137,7 +146,7 @@ export class GrpcTransport implements Transport {
       selfId: this.o.selfId,
       peerId,
       address,
-      credentials: this.o.credentials ?? grpc.credentials.createInsecure(),
+      credentials: this.o.credentialsFor?.(peerId) ?? this.o.credentials ?? grpc.credentials.createInsecure(),
       channelOptions: {
         'grpc.max_receive_message_length': MESSAGE_BYTES_MAX,
         'grpc.max_send_message_length': MESSAGE_BYTES_MAX,
@@ -198,13 +207,16 @@ export class GrpcTransport implements Transport {
       return;
     }
     this.inbound.add(finish);
+    /** The sender this stream's credentials were checked for; checked again if a batch names another. */
+    let authorized: NodeId | null = null;
     call.on('data', (batch: WireBatch) => {
       if (done) return;
-      const rejection = this.checkBatch(batch);
+      const rejection = this.checkBatch(batch) ?? (authorized === batch.from ? null : this.checkPeer(call, batch.from));
       if (rejection !== null) {
         finish(rejection);
         return;
       }
+      authorized = batch.from;
       let messages: Message[];
       try {
         messages = batch.messages.map((w) => this.decode(batch, w));
@@ -237,6 +249,15 @@ export class GrpcTransport implements Transport {
     if (details === null) return null;
     this.log.warn({ batchClusterId: b.clusterId, from: b.from, to: b.to, messages: b.messages.length }, details);
     return { code: grpc.status.FAILED_PRECONDITION, details };
+  }
+
+  /** With TLS: the stream's client certificate must name the batch's sender, of this cluster. */
+  private checkPeer(call: AuthenticatedCall & { getPeer(): string }, from: NodeId): RejectStatus | null {
+    const problem = this.o.authorizePeer?.(call, from) ?? null;
+    if (problem === null) return null;
+    const details = `peer refused: stream from "${from}" at ${call.getPeer()}: ${problem}`;
+    this.log.warn({ from, peer: call.getPeer() }, details);
+    return { code: grpc.status.PERMISSION_DENIED, details };
   }
 
   private decode(b: WireBatch, w: WireMessage): Message {

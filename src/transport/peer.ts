@@ -8,6 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { assert, type Message, type NodeId } from '../raft/types.ts';
 import { messageBytes, streamMethod, toWire, type WireBatch, type WireStreamAck } from './proto.ts';
+import { explainConnectError } from './tls.ts';
 
 export interface PeerLinkOptions {
   clusterId: string;
@@ -157,7 +158,9 @@ export class PeerLink {
     const livedMs = performance.now() - this.callOpenedAtMs;
     this.failures = livedMs >= this.o.backoffMaxMs ? 1 : this.failures + 1;
     const delayMs = this.backoffDelayMs();
-    const fields = { code: err?.code ?? grpc.status.OK, details: err?.details ?? 'stream ended', dropped, delayMs };
+    // A failed connection says why in words (a refused certificate, a peer without TLS), not in OpenSSL's codes.
+    const details = err === null ? 'stream ended' : err.code === grpc.status.UNAVAILABLE ? explainConnectError(err.details, this.o.credentials._isSecure()) : err.details;
+    const fields = { code: err?.code ?? grpc.status.OK, details, dropped, delayMs };
     // Warn on the first failure only: a peer that stays down must not flood the log.
     if (this.failures === 1) this.log.warn(fields, 'stream to peer ended; reconnecting');
     else this.log.debug(fields, 'stream to peer ended again; reconnecting');

@@ -135,12 +135,42 @@ export interface TransferLeaderResponse {
   term: number;
 }
 
+export interface Member {
+  nodeId: string;
+  address: string;
+  voter: boolean;
+  matchIndex: number;
+  state: string;
+}
+
+export interface AddMemberRequest {
+  nodeId: string;
+  address: string;
+  timeoutMs: number;
+}
+
+export interface RemoveMemberRequest {
+  nodeId: string;
+}
+
+export type ListMembersRequest = Record<string, never>;
+
+export interface Members {
+  members: Member[];
+  leaderId: string;
+  term: number;
+  confIndex: number;
+}
+
 /** What a node implements to serve `verdict.raft.RaftNode`. */
 export interface RaftNodeHandlers extends grpc.UntypedServiceImplementation {
   Status: grpc.handleUnaryCall<StatusRequest, NodeStatus>;
   Put: grpc.handleUnaryCall<PutRequest, PutResponse>;
   Get: grpc.handleUnaryCall<GetRequest, GetResponse>;
   TransferLeader: grpc.handleUnaryCall<TransferLeaderRequest, TransferLeaderResponse>;
+  AddMember: grpc.handleUnaryCall<AddMemberRequest, Members>;
+  RemoveMember: grpc.handleUnaryCall<RemoveMemberRequest, Members>;
+  ListMembers: grpc.handleUnaryCall<ListMembersRequest, Members>;
 }
 
 export interface RaftHandlers extends grpc.UntypedServiceImplementation {
@@ -164,6 +194,9 @@ export const raftNodeService = service('verdict.raft.RaftNode', [
   'Put',
   'Get',
   'TransferLeader',
+  'AddMember',
+  'RemoveMember',
+  'ListMembers',
 ]) as unknown as grpc.ServiceDefinition<RaftNodeHandlers>;
 
 export const streamMethod = raftService.Stream as grpc.MethodDefinition<WireBatch, WireStreamAck>;

@@ -79,11 +79,14 @@ export interface NodeConfigFile {
   metricsListen?: string;
   dataDir: string;
   peers: Record<string, string>;
+  peerDial?: Record<string, string>;
   tickMs: number;
   electionTicks: number;
   heartbeatTicks: number;
   snapshotEntries: number;
   logLevel: string;
+  /** A node added to a running cluster (`verdict member add`). */
+  join?: boolean;
 }
 
 export interface ClusterOptions {
@@ -95,10 +98,18 @@ export interface ClusterOptions {
   logLevel?: string;
   /** Give every node a Prometheus endpoint (metricsListen) on a free port. */
   metrics?: boolean;
+  /**
+   * Where node `from` connects to reach node `to` (its config's peerDial),
+   * given `to`'s own address: e.g. a fault-injecting proxy per directed link
+   * (test/chaos/proxy.ts). Clients still use the nodes' own addresses.
+   */
+  dialPeer?: (from: string, to: string, address: string) => Promise<string>;
 }
 
 export class NodeProc {
   child: ChildProcess | null = null;
+  /** Stopped with SIGSTOP and not yet continued. */
+  paused = false;
   /** How the last run of the process ended (null while it runs or before it ever ran). */
   lastExit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   private exit: Promise<void> = Promise.resolve();
@@ -124,8 +135,9 @@ export class NodeProc {
     try {
       writeFileSync(fd, `--- harness: starting ${this.id} at ${new Date().toISOString()}\n`);
       // The child writes its log straight into the file: no pipe to drain, nothing lost if we stop reading.
-      const child = spawn(process.execPath, [BIN, 'node', '--config', this.configFile], { cwd: ROOT, stdio: ['ignore', fd, fd] });
+      const child = spawn(process.execPath, [BIN, ...this.command()], { cwd: ROOT, stdio: ['ignore', fd, fd] });
       this.child = child;
+      this.paused = false;
       this.lastExit = null;
       live.add(this);
       this.exit = new Promise<void>((res) => {
@@ -145,12 +157,32 @@ export class NodeProc {
     }
   }
 
+  /** The `verdict` arguments the process runs with. */
+  protected command(): string[] {
+    return ['node', '--config', this.configFile];
+  }
+
+  /** SIGSTOP: the process stays, its sockets stay open, it answers nothing until resume(). */
+  pause(): void {
+    if (!this.child) throw new Error(`${this.id} is not running; nothing to pause`);
+    this.child.kill('SIGSTOP');
+    this.paused = true;
+  }
+
+  /** SIGCONT after pause(); a no-op when not paused. */
+  resume(): void {
+    if (this.child && this.paused) this.child.kill('SIGCONT');
+    this.paused = false;
+  }
+
   /** Sends the signal and waits (bounded) for the process to be gone. */
   async kill(signal: NodeJS.Signals = 'SIGKILL', timeoutMs = 10_000): Promise<void> {
     const child = this.child;
     this.closeClient();
     if (!child) return;
     child.kill(signal);
+    // A stopped process only sees a catchable signal once it runs again.
+    if (this.paused && signal !== 'SIGKILL') child.kill('SIGCONT');
     const gone = await settlesWithin(this.exit, timeoutMs);
     if (!gone) {
       child.kill('SIGKILL');
@@ -203,6 +235,8 @@ export class Cluster {
     readonly dir: string,
     readonly clusterId: string,
     readonly nodes: NodeProc[],
+    /** The options the cluster was made with, for nodes added later. */
+    private readonly opts: ClusterOptions | null = null,
   ) {}
 
   /** Writes configs for N nodes on free loopback ports and starts them all. */
@@ -235,13 +269,59 @@ export class Cluster {
         snapshotEntries: o.snapshotEntries ?? 10_000,
         logLevel: o.logLevel ?? 'info',
       };
+      if (o.dialPeer) {
+        const dial: Record<string, string> = {};
+        for (const [to, addr] of Object.entries(peers)) if (to !== id) dial[to] = await o.dialPeer(id, to, addr);
+        cfg.peerDial = dial;
+      }
       const file = join(dir, `${id}.json`);
       writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
       nodes.push(new NodeProc(id, address, file, join(dir, cfg.dataDir), join(dir, `${id}.log`), metricsListen ?? null));
     }
-    const c = new Cluster(dir, clusterId, nodes);
+    const c = new Cluster(dir, clusterId, nodes, o);
     clusters.set(c, scope);
     return c;
+  }
+
+  /**
+   * Writes the config of a new node that joins this cluster ("join": true,
+   * an empty data dir, the current nodes as its peers) on a free port, and
+   * adds it to `nodes`; the caller starts it and runs `verdict member add`.
+   */
+  async addNode(id: string): Promise<NodeProc> {
+    if (this.nodes.some((n) => n.id === id)) throw new Error(`node ${id} is already in this cluster`);
+    const o = this.opts ?? { nodes: 0 };
+    const [port] = await freePorts(1);
+    const address = `127.0.0.1:${port}`;
+    const peers: Record<string, string> = {};
+    for (const n of this.nodes) peers[n.id] = n.address;
+    peers[id] = address;
+    const cfg: NodeConfigFile = {
+      clusterId: this.clusterId,
+      nodeId: id,
+      listen: address,
+      dataDir: `data-${id}`,
+      peers,
+      tickMs: o.tickMs ?? 50,
+      electionTicks: o.electionTicks ?? 20,
+      heartbeatTicks: o.heartbeatTicks ?? 2,
+      snapshotEntries: o.snapshotEntries ?? 10_000,
+      logLevel: o.logLevel ?? 'info',
+      join: true,
+    };
+    const file = join(this.dir, `${id}.json`);
+    writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
+    const n = new NodeProc(id, address, file, join(this.dir, cfg.dataDir), join(this.dir, `${id}.log`));
+    this.nodes.push(n);
+    return n;
+  }
+
+  /** Kills a node that left the cluster and drops it from `nodes` (its log stays in the temp dir). */
+  async forget(id: string): Promise<void> {
+    const n = this.node(id);
+    await n.kill('SIGKILL');
+    this.nodes.splice(this.nodes.indexOf(n), 1);
+    if (this.leaderHint === n) this.leaderHint = null;
   }
 
   node(id: string): NodeProc {

@@ -2,7 +2,7 @@
 // the cluster size, so a schedule shrinks independently of the size.
 
 import fc from 'fast-check';
-import type { Fault, Scenario } from './raft-world.ts';
+import type { Fault, MemberOp, Scenario } from './raft-world.ts';
 
 const HEAL_AT_MS = 12_000;
 const at = fc.integer({ min: 0, max: HEAL_AT_MS - 1 });
@@ -27,6 +27,23 @@ export const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   faults: fc.array(faultArb, { maxLength: 14 }),
   healAtMs: fc.constant(HEAL_AT_MS),
   // Election timeouts are 1–2 s of virtual time; after healing, allow several.
+  livenessMs: fc.constant(15_000),
+  snapshotEntries: fc.constantFrom(20, 50, 1_000_000),
+});
+
+export const memberOpArb: fc.Arbitrary<MemberOp> = fc.oneof(
+  fc.record({ kind: fc.constant('add' as const), at }),
+  fc.record({ kind: fc.constant('remove' as const), at, node, leader: fc.boolean() }),
+  fc.record({ kind: fc.constant('replace' as const), at, node }),
+);
+
+/** Fault schedules with membership changes on top; snapshots are frequent so new nodes often need one. */
+export const membershipScenarioArb: fc.Arbitrary<Scenario> = fc.record({
+  seed: fc.integer({ min: 0, max: 0x7fffffff }),
+  nodes: fc.constantFrom(3, 5),
+  faults: fc.array(faultArb, { maxLength: 10 }),
+  members: fc.array(memberOpArb, { minLength: 1, maxLength: 5 }),
+  healAtMs: fc.constant(HEAL_AT_MS),
   livenessMs: fc.constant(15_000),
   snapshotEntries: fc.constantFrom(20, 50, 1_000_000),
 });

@@ -4,9 +4,10 @@
 // applied entry and records violations of Raft's safety properties.
 
 import { Driver, type StateMachine } from '../../src/node/driver.ts';
+import { ConfChangeType, type ConfChange } from '../../src/raft/confchange.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
-import type { ConfState, Entry, Message, NodeId } from '../../src/raft/types.ts';
+import { emptyConfState, EMPTY, type ConfState, type Entry, type Message, type NodeId } from '../../src/raft/types.ts';
 import { EventQueue } from './event-queue.ts';
 import { RaftChecker } from './raft-checker.ts';
 import { SimDisk } from './sim-disk.ts';
@@ -26,6 +27,20 @@ export type Fault =
   | { kind: 'slow-disk'; at: number; node: number; extraMs: number; durMs: number }
   | { kind: 'transfer'; at: number; to: number };
 
+/**
+ * Operator acts, run one after another by a simulated operator that retries
+ * (every 200 ms, against whoever leads) until each is done:
+ * - add: a new node with an empty disk joins as a learner, is promoted once caught up;
+ * - remove: a voter (`node` modulo the voters) or the leader itself;
+ * - replace: a voter's disk is lost for good (crash, wiped, never restarted),
+ *   then it is removed and a new node with an empty disk is added.
+ * Removals keep at least two voters.
+ */
+export type MemberOp =
+  | { kind: 'add'; at: number }
+  | { kind: 'remove'; at: number; node: number; leader: boolean }
+  | { kind: 'replace'; at: number; node: number };
+
 export interface Scenario {
   seed: number;
   nodes: number;
@@ -35,6 +50,8 @@ export interface Scenario {
   /** After healing, a leader must commit a new entry on every node within this. */
   livenessMs: number;
   snapshotEntries: number;
+  /** Membership changes during the faults (none: a fixed membership). */
+  members?: MemberOp[];
   /** Checker self-test only: disks that acknowledge writes before they are durable. */
   lyingDisks?: boolean;
 }
@@ -45,14 +62,23 @@ export interface SimResult {
   committed: number;
   crashes: number;
   partitions: number;
+  /** Membership changes that took effect (learner added, promoted, member removed). */
+  confChanges: number;
 }
 
 /** A state machine that remembers the order of what it applied. */
 class LogMachine implements StateMachine<number> {
   applied: { index: number; term: number; data: string }[] = [];
+  constructor(private readonly onConf: (index: number, term: number, data: string) => void = () => {}) {}
   apply(e: Entry): number {
     this.applied.push({ index: e.index, term: e.term, data: Buffer.from(e.data).toString() });
     return this.applied.length;
+  }
+  /** Membership changes are recorded like commands, so state machine safety covers them too. */
+  applyConfChange(cc: ConfChange, e: Entry): void {
+    const data = `conf:${ConfChangeType[cc.type]}:${cc.nodeId}`;
+    this.applied.push({ index: e.index, term: e.term, data });
+    this.onConf(e.index, e.term, data);
   }
   snapshot(): Uint8Array {
     return Buffer.from(JSON.stringify(this.applied));
@@ -68,6 +94,10 @@ interface SimNode {
   driver: Driver<number> | null;
   sm: LogMachine;
   up: boolean;
+  /** Added by a membership change: starts with no configuration and waits for the leader. */
+  joined: boolean;
+  /** Its disk was lost: it must never run again under this id. */
+  dead: boolean;
 }
 
 export class RaftWorld {
@@ -84,6 +114,7 @@ export class RaftWorld {
   reads = 0;
   crashes = 0;
   partitions = 0;
+  confChanges = 0;
 
   constructor(readonly sc: Scenario) {
     this.rng = new Rng(sc.seed);
@@ -92,7 +123,7 @@ export class RaftWorld {
     const ids = Array.from({ length: sc.nodes }, (_, i) => `n${i + 1}`);
     this.conf = { voters: ids, learners: [], votersOutgoing: [] };
     for (const id of ids) {
-      const node: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32()), sc.lyingDisks === true), driver: null, sm: new LogMachine(), up: false };
+      const node: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32()), sc.lyingDisks === true), driver: null, sm: new LogMachine(), up: false, joined: false, dead: false };
       this.nodes.push(node);
       this.start(node);
     }
@@ -108,9 +139,12 @@ export class RaftWorld {
     const rawNode = RawNode.restart(
       { id: n.id, random: new Rng(this.rng.u32()).asRandom(), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, inflightMsgsMax: 8, inflightBytesMax: 1 << 20, appendBytesMax: 4096 },
       n.disk.recover(),
-      this.conf,
+      n.joined ? emptyConfState() : this.conf,
     );
-    n.sm = new LogMachine();
+    n.sm = new LogMachine((index, term, data) => {
+      this.confChanges++;
+      this.checker.onApplied(n.id, index, term, data);
+    });
     this.checker.restarted(n.id);
     const driver: Driver<number> = new Driver<number>({
       node: rawNode,
@@ -147,7 +181,7 @@ export class RaftWorld {
   }
 
   restart(n: SimNode): void {
-    if (n.up) return;
+    if (n.up || n.dead) return;
     this.start(n);
   }
 
@@ -272,6 +306,7 @@ export class RaftWorld {
       this.q.after(10 + this.rng.int(60), client);
     };
     this.q.after(0, client);
+    this.scheduleMembers();
     this.q.runUntil(this.sc.healAtMs);
     // Heal: everybody up, the network clean.
     this.net.heal();
@@ -280,14 +315,103 @@ export class RaftWorld {
       this.restart(n);
     }
     this.checkLiveness();
-    return { violations: this.violations, steps: this.q.steps, committed: this.checker.committed, crashes: this.crashes, partitions: this.partitions };
+    return { violations: this.violations, steps: this.q.steps, committed: this.checker.committed, crashes: this.crashes, partitions: this.partitions, confChanges: this.confChanges };
+  }
+
+  // ---- membership ------------------------------------------------------
+
+  private scheduleMembers(): void {
+    const ops = [...(this.sc.members ?? [])].filter((op) => op.at < this.sc.healAtMs).sort((a, b) => a.at - b.at);
+    let busy = false;
+    const queue: MemberOp[] = [];
+    const next = (): void => {
+      const op = queue.shift();
+      if (!op) {
+        busy = false;
+        return;
+      }
+      busy = true;
+      this.runMemberOp(op, next);
+    };
+    for (const op of ops)
+      this.q.at(op.at, () => {
+        queue.push(op);
+        if (!busy) next();
+      });
+  }
+
+  private addNode(): SimNode {
+    const id = `n${this.nodes.length + 1}`;
+    const n: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32()), false), driver: null, sm: new LogMachine(), up: false, joined: true, dead: false };
+    this.nodes.push(n);
+    this.start(n);
+    return n;
+  }
+
+  /**
+   * One operator act, retried every 200 ms against the current leader until
+   * its effect shows in the leader's configuration. Each attempt looks at
+   * that configuration first, so a retry after a lost answer is harmless.
+   */
+  private runMemberOp(op: MemberOp, done: () => void): void {
+    const giveUpAt = this.sc.healAtMs + this.sc.livenessMs / 2;
+    let target: NodeId | null = null;
+    let phase: 'remove' | 'add' = op.kind === 'add' ? 'add' : 'remove';
+    const attempt = (): void => {
+      if (this.q.now > giveUpAt) return done();
+      const l = this.leader();
+      if (!l?.driver) return void this.q.after(200, attempt);
+      const d = l.driver;
+      const cs = d.node.confState();
+      const isMember = (id: NodeId): boolean => cs.voters.includes(id) || cs.learners.includes(id);
+      const propose = (type: ConfChangeType, nodeId: NodeId): void => d.proposeConfChange({ type, nodeId, context: EMPTY }, () => {});
+      if (phase === 'remove') {
+        if (target === null) {
+          if (cs.voters.length <= 2) return done();
+          if (op.kind === 'remove' && op.leader) target = l.id;
+          else {
+            const node = op.kind === 'add' ? 0 : op.node;
+            target = cs.voters[node % cs.voters.length];
+          }
+          if (op.kind === 'replace') {
+            // The disk is gone: this id never runs again.
+            const victim = this.nodes.find((n) => n.id === target) as SimNode;
+            this.crash(victim);
+            victim.dead = true;
+          }
+        }
+        if (isMember(target)) {
+          propose(ConfChangeType.Remove, target);
+          return void this.q.after(200, attempt);
+        }
+        if (op.kind === 'remove') return done();
+        phase = 'add';
+        target = null;
+      }
+      if (target === null) target = this.addNode().id;
+      if (cs.voters.includes(target)) return done();
+      if (!cs.learners.includes(target)) propose(ConfChangeType.AddLearner, target);
+      else {
+        // Promote once the learner holds everything committed so far.
+        const pr = d.node.raft.progress.get(target);
+        if (pr && pr.match >= d.node.raft.log.committed) propose(ConfChangeType.AddVoter, target);
+      }
+      this.q.after(200, attempt);
+    };
+    attempt();
   }
 
   /** After healing, a new proposal must be applied on every node within livenessMs. */
   private checkLiveness(): void {
     const probe = `probe-${this.sc.seed}`;
     const deadline = this.q.now + this.sc.livenessMs;
-    const everywhere = (): boolean => this.nodes.every((n) => n.sm.applied.some((a) => a.data === probe));
+    // Every member (voter or learner) in the leader's configuration; removed and dead nodes are out.
+    const everywhere = (): boolean => {
+      const l = this.leader();
+      if (!l?.driver) return false;
+      const cs = l.driver.node.confState();
+      return [...cs.voters, ...cs.learners].every((id) => this.nodes.find((n) => n.id === id)?.sm.applied.some((a) => a.data === probe) === true);
+    };
     let proposed = false;
     let proposedAt = 0;
     const tryPropose = (): void => {

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
 import { RaftWorld } from './raft-world.ts';
-import { faultArb, scenarioArb } from './raft-schedule.ts';
+import { faultArb, membershipScenarioArb, scenarioArb } from './raft-schedule.ts';
 
 const seeds = Number(process.env.VERDICT_SIM_SEEDS ?? 2000);
 const replay = process.env.VERDICT_SIM_REPLAY; // "seed:path"
@@ -43,6 +43,44 @@ test(`raft safety and liveness hold on ${replay ? 'a replayed schedule' : `${see
   }
   expect(out.failed, 'a simulated schedule violated Raft safety or liveness (see the replay command above)').toBe(false);
 }, 1_200_000);
+
+// Membership changes (learners added and promoted, voters and leaders
+// removed, dead nodes replaced by new ones with empty disks that catch up by
+// snapshot) on top of the same faults: the same safety checks, plus the
+// core's own assertion that every node applies the changes in one order.
+const memberSeeds = Number(process.env.VERDICT_SIM_MEMBER_SEEDS ?? 300);
+const memberReplay = process.env.VERDICT_SIM_MEMBER_REPLAY; // "seed:path"
+
+test(`raft safety and liveness hold with membership changes on ${memberReplay ? 'a replayed schedule' : `${memberSeeds} simulated schedules`}`, () => {
+  let runs = 0;
+  let violations = 0;
+  let confChanges = 0;
+  const started = Date.now();
+  const params: fc.Parameters<[import('./raft-world.ts').Scenario]> = memberReplay
+    ? { seed: Number(memberReplay.split(':')[0]), path: memberReplay.split(':').slice(1).join(':'), endOnFailure: true, numRuns: 1 }
+    : { seed: baseSeed + 1, numRuns: memberSeeds, endOnFailure: false };
+  const out = fc.check(
+    fc.property(membershipScenarioArb, (sc) => {
+      const r = new RaftWorld(sc).run();
+      runs++;
+      confChanges += r.confChanges;
+      if (r.violations.length > 0) {
+        violations++;
+        throw new Error(r.violations.join('\n'));
+      }
+    }),
+    params,
+  );
+  const secs = (Date.now() - started) / 1000;
+  console.log(`sim membership: seeds=${runs} violations=${violations} (membership changes applied on nodes: ${confChanges}, ${secs.toFixed(1)} s)`);
+  if (out.failed) {
+    const cmd = `VERDICT_SIM_MEMBER_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run test/sim/raft.sim.test.ts -t membership`;
+    console.error(`simulation failed; replay with:\n  ${cmd}\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`);
+  }
+  // The schedules must really change the membership, or this proves nothing.
+  expect(confChanges).toBeGreaterThan(runs);
+  expect(out.failed, 'a simulated schedule with membership changes violated Raft safety or liveness (see the replay command above)').toBe(false);
+}, 600_000);
 
 // The checker's teeth: with disks that acknowledge a write before it is
 // durable (breaking R6), crash schedules must produce a safety violation.

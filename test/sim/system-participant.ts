@@ -10,10 +10,15 @@ import type { MemoryResource } from '../../src/participant/memory.ts';
 import type { Journal, Outcome, Resource, ResourceVote, TxnId, TxnRecord } from '../../src/participant/types.ts';
 import type { EventQueue } from './event-queue.ts';
 
-export class SimJournal implements Journal {
+/**
+ * Generic in the record so that other simulated processes with a synced local
+ * log (the 2PC baseline's coordinator) use the same disk model; with the
+ * default it is a participant Journal.
+ */
+export class SimJournal<R = TxnRecord> {
   /** What survives a crash, in append order. */
-  readonly durable: TxnRecord[] = [];
-  private inFlight: TxnRecord[] = [];
+  readonly durable: R[] = [];
+  private inFlight: R[] = [];
   private epoch = 0;
   private lastDoneAt = 0;
   /** Extra latency while a slow-disk fault is on. */
@@ -24,7 +29,7 @@ export class SimJournal implements Journal {
     private readonly rng: Rng,
   ) {}
 
-  append(record: TxnRecord, cb: (err: Error | null) => void): void {
+  append(record: R, cb: (err: Error | null) => void): void {
     const epoch = this.epoch;
     this.inFlight.push(record);
     // FIFO like a log file: an append never completes before an earlier one.
@@ -32,7 +37,7 @@ export class SimJournal implements Journal {
     this.lastDoneAt = doneAt;
     this.q.at(doneAt, () => {
       if (epoch !== this.epoch) return;
-      this.durable.push(this.inFlight.shift() as TxnRecord);
+      this.durable.push(this.inFlight.shift() as R);
       cb(null);
     });
   }
@@ -46,6 +51,10 @@ export class SimJournal implements Journal {
     this.lastDoneAt = 0;
   }
 }
+
+// With its default record a SimJournal is a participant Journal; the compiler checks it here.
+const journalShape: (j: SimJournal) => Journal = (j) => j;
+void journalShape;
 
 /** The memory resource, reporting each commit or abort of a prepared transaction as it is applied. */
 export class RecordingResource implements Resource {

@@ -25,6 +25,13 @@ export interface CrashPoint {
   point: CrashPointName;
   target: 'leader' | number;
   downMs: number;
+  /**
+   * The crashed leader never restarts, not even at healing: a coordinator-side
+   * process lost for good (a minority of the nodes). Leader targets only. The
+   * baselines (test/sim/baselines) put classic 2PC's one coordinator through
+   * the same fault, and Verdict must still decide everything (AC4).
+   */
+  forever?: boolean;
 }
 
 /** One client transaction: when it begins (after load starts), who it enlists, who is told to vote NO. */

@@ -104,6 +104,8 @@ export class SystemWorld implements FaultWorld {
   private readonly conf: ConfState;
   private readonly clientByTxn = new Map<string, SimClient>();
   private readonly armed: (CrashPoint & { fired: boolean })[];
+  /** Nodes a `forever` crash point took down: they stay down through healing. */
+  private readonly lostForever = new Set<NodeId>();
   healed = false;
   private registered = 0;
   crashes = 0;
@@ -269,7 +271,7 @@ export class SystemWorld implements FaultWorld {
     const finish = (err: Error | null, r?: ApplyResult | null): void => {
       if (finished || !inc.alive) return;
       finished = true;
-      if (err) this.log(() => `${n.id} proposal ${cmd.t} ${cmd.t === 'forget' ? cmd.txnIds.join(',') : cmd.t === 'decide' ? cmd.txnId : cmd.id} failed: ${err.message}`);
+      if (err) this.log(() => `${n.id} proposal ${cmd.t} ${cmd.t === 'forget' ? cmd.txnIds.join(',') : 'txnId' in cmd ? cmd.txnId : cmd.id} failed: ${err.message}`);
       if (err) cb(err);
       else if (r) cb(null, r);
       else cb(new Error('no result'));
@@ -475,7 +477,8 @@ export class SystemWorld implements FaultWorld {
         this.log(() => `crash point ${point} of ${txnId}: the leader`);
         const n = at.node;
         this.crashNode(n);
-        this.q.after(cp.downMs, () => !this.healed && this.restartNode(n));
+        if (cp.forever) this.lostForever.add(n.id);
+        else this.q.after(cp.downMs, () => !this.healed && this.restartNode(n));
       } else {
         const pid = c.participants[cp.target];
         if (pid === undefined) continue;
@@ -533,7 +536,7 @@ export class SystemWorld implements FaultWorld {
     this.net.heal();
     for (const n of this.nodes) {
       n.disk.slowMs = 0;
-      this.restartNode(n);
+      if (!this.lostForever.has(n.id)) this.restartNode(n);
     }
     for (const p of this.parts) {
       p.journal.slowMs = 0;

@@ -1,0 +1,144 @@
+// The PostgreSQL floor: the shop/ledger transaction of bench/pg-workload.ts
+// committed with PostgreSQL's two-phase commit driven directly, no
+// coordinator, no Verdict. One child process, started by bench/pg.ts with one
+// JSON argument; prints one JSON line (PgDirectResult).
+//
+// N closed-loop workers, each with its own connection to shop and its own to
+// ledger (N connections per database). Per transaction, one statement per
+// round trip, as an application would send them:
+//
+//   shop:    BEGIN; INSERT the order; PREPARE TRANSACTION 'g-shop'
+//   ledger:  BEGIN; UPDATE the balance; PREPARE TRANSACTION 'g-ledger'
+//   both:    COMMIT PREPARED 'g-shop' and COMMIT PREPARED 'g-ledger', at once
+//
+// Latency is the whole transaction (first BEGIN to the second COMMIT PREPARED
+// answered), in an HDR histogram of microseconds; throughput counts the
+// transactions finished inside the measured window. A failure rolls back
+// what it prepared, and at the end every gid of this run still prepared is
+// rolled back and counted, so the floor never leaves pg_prepared_xacts behind.
+import pg from 'pg';
+import { encode, newHistogram, recordMs, summarize, type LatencySummary } from './hist.ts';
+import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
+
+export interface PgDirectConfig {
+  shopUrl: string;
+  ledgerUrl: string;
+  connections: number;
+  warmupMs: number;
+  measureMs: number;
+  /** Unique per run: prefixes order ids and gids. */
+  tag: string;
+}
+
+export interface PgDirectResult {
+  connections: number;
+  measured_ms: number;
+  ok: number;
+  errors: Record<string, number>;
+  tps: number;
+  latency: LatencySummary;
+  /** gids of this run found still prepared at the end and rolled back (0 unless a failure interrupted a transaction). */
+  leftover_prepared: number;
+  histogram: string;
+}
+
+const DRAIN_MS = 30_000;
+const STATEMENT_TIMEOUT_MS = 20_000;
+
+async function connect(url: string): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, statement_timeout: STATEMENT_TIMEOUT_MS, application_name: 'verdict-bench-direct' });
+  // An error on an idle connection must not crash the process; the next query reports it.
+  c.on('error', () => {});
+  await c.connect();
+  return c;
+}
+
+function errorCode(err: unknown): string {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' ? `sqlstate-${code}` : 'ERROR';
+}
+
+async function run(cfg: PgDirectConfig): Promise<PgDirectResult> {
+  if (!(Number.isInteger(cfg.connections) && cfg.connections >= 1)) throw new Error(`connections must be a positive integer, not ${cfg.connections}`);
+  const h = newHistogram();
+  const errors: Record<string, number> = {};
+  let ok = 0;
+  const shops = await Promise.all(Array.from({ length: cfg.connections }, () => connect(cfg.shopUrl)));
+  const ledgers = await Promise.all(Array.from({ length: cfg.connections }, () => connect(cfg.ledgerUrl)));
+  const start = performance.now();
+  const measureFrom = start + cfg.warmupMs;
+  const stopAt = measureFrom + cfg.measureMs;
+  const gidPrefix = `bench-direct-${cfg.tag}-`;
+
+  const worker = async (i: number): Promise<void> => {
+    const shop = shops[i];
+    const ledger = ledgers[i];
+    for (let seq = 0; performance.now() < stopAt; seq++) {
+      const id = `${cfg.tag}-d${i}-${seq}`;
+      const account = accountOf(i, seq);
+      const gShop = `${gidPrefix}${i}-${seq}-shop`;
+      const gLedger = `${gidPrefix}${i}-${seq}-ledger`;
+      const prepared: [pg.Client, string][] = [];
+      const t0 = performance.now();
+      try {
+        await shop.query('BEGIN');
+        await shop.query(shopStatement(id, account));
+        await shop.query(`PREPARE TRANSACTION '${gShop}'`);
+        prepared.push([shop, gShop]);
+        await ledger.query('BEGIN');
+        await ledger.query(ledgerStatement(account));
+        await ledger.query(`PREPARE TRANSACTION '${gLedger}'`);
+        prepared.push([ledger, gLedger]);
+        await Promise.all([shop.query(`COMMIT PREPARED '${gShop}'`), ledger.query(`COMMIT PREPARED '${gLedger}'`)]);
+      } catch (err) {
+        if (performance.now() >= measureFrom) errors[errorCode(err)] = (errors[errorCode(err)] ?? 0) + 1;
+        // Undo what this transaction left: an open transaction, or a prepared one (ignored if already gone).
+        for (const c of [shop, ledger]) await c.query('ROLLBACK').catch(() => {});
+        for (const [c, gid] of prepared) await c.query(`ROLLBACK PREPARED '${gid}'`).catch(() => {});
+        continue;
+      }
+      const t1 = performance.now();
+      if (t1 < measureFrom || t1 > stopAt) continue;
+      ok++;
+      recordMs(h, t1 - t0);
+    }
+  };
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(shops.map((_, i) => worker(i))), new Promise<void>((r) => (timer = setTimeout(r, cfg.warmupMs + cfg.measureMs + DRAIN_MS)))]);
+  clearTimeout(timer);
+
+  let leftover = 0;
+  for (const conn of [shops[0], ledgers[0]]) {
+    const r = await conn.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, $1)', [gidPrefix]);
+    for (const row of r.rows) {
+      await conn.query(`ROLLBACK PREPARED '${row.gid}'`).catch(() => {});
+      leftover++;
+    }
+  }
+  await Promise.all([...shops, ...ledgers].map((c) => c.end().catch(() => {})));
+  return {
+    connections: cfg.connections,
+    measured_ms: cfg.measureMs,
+    ok,
+    errors,
+    tps: Math.round((ok / cfg.measureMs) * 1000 * 10) / 10,
+    latency: summarize(h),
+    leftover_prepared: leftover,
+    histogram: encode(h),
+  };
+}
+
+async function main(): Promise<void> {
+  const cfg = JSON.parse(process.argv[2] ?? '') as PgDirectConfig;
+  // The orchestrator holds our stdin; when it goes away, so do we.
+  process.stdin.on('end', () => process.exit(2)).resume();
+  const hardMs = cfg.warmupMs + cfg.measureMs + DRAIN_MS + 30_000;
+  setTimeout(() => {
+    process.stderr.write(`pg-direct: hard deadline of ${hardMs} ms reached; exiting\n`);
+    process.exit(3);
+  }, hardMs).unref();
+  const r = await run(cfg);
+  process.stdout.write(JSON.stringify(r) + '\n', () => process.exit(0));
+}
+
+await main();

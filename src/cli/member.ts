@@ -1,0 +1,97 @@
+// `verdict member add|remove|list`: membership changes through the leader's
+// node API (RaftNode.AddMember / RemoveMember / ListMembers). The leader is
+// found by following redirects from any endpoint (onLeader in status.ts).
+
+import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
+import type { RaftNodeClient } from '../transport/admin.ts';
+import type { Members } from '../transport/proto.ts';
+import { bool, flag, UsageError } from './args.ts';
+import { endpoints, onLeader } from './status.ts';
+
+export const MEMBER_HELP = `  verdict member list [--json] [--endpoints ...]
+                                      the voters and learners, their addresses and replication progress
+  verdict member add ID ADDRESS [--timeout-ms N] [--json] [--endpoints ...]
+                                      add node ID (started with "join": true and an empty data dir, listening
+                                      at ADDRESS) as a learner, wait until it caught up (default 60 s), promote it
+  verdict member remove ID [--json] [--endpoints ...]
+                                      remove a voter or learner; a leader hands leadership over first
+`;
+
+const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const ADDRESS = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
+
+class MemberCommandError extends Error {}
+
+/** Runs `f` on the leader; errors other than "not the leader / unavailable" end at once, with the node's reason. */
+async function leaderCall(addrs: string[], f: (c: RaftNodeClient) => Promise<Members>): Promise<Members> {
+  const r = await onLeader(addrs, async (c) => {
+    try {
+      return { ok: await f(c) };
+    } catch (err) {
+      const e = err as ServiceError;
+      if (e.code === grpcStatus.UNAVAILABLE) throw err;
+      return { err: e };
+    }
+  });
+  if ('err' in r) throw new MemberCommandError(r.err.details || r.err.message);
+  return r.ok;
+}
+
+function print(m: Members, json: boolean): void {
+  if (json) {
+    process.stdout.write(JSON.stringify(m, null, 2) + '\n');
+    return;
+  }
+  const rows = [['NODE', 'ADDRESS', 'ROLE', 'MATCH', 'STATE']];
+  for (const x of m.members) {
+    const role = (x.voter ? 'voter' : 'learner') + (x.nodeId === m.leaderId ? ' (leader)' : '');
+    rows.push([x.nodeId, x.address || '?', role, x.state ? String(x.matchIndex) : '', x.state]);
+  }
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  process.stdout.write(`leader: ${m.leaderId || 'none'} (term ${m.term})\n`);
+  for (const r of rows) process.stdout.write(r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd() + '\n');
+}
+
+export async function memberCommand(args: string[]): Promise<void> {
+  const sub = args.shift();
+  const json = bool(args, '--json');
+  const addrs = endpoints(args);
+  try {
+    switch (sub) {
+      case 'list': {
+        if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict member list [--json]`);
+        let m = await onLeader(addrs, (c) => c.listMembers());
+        // Any node answers; only the leader knows replication progress.
+        const leader = m.members.find((x) => x.nodeId === m.leaderId);
+        if (leader?.address && !m.members.some((x) => x.state !== '')) m = await onLeader([leader.address], (c) => c.listMembers()).catch(() => m);
+        return print(m, json);
+      }
+      case 'add': {
+        const timeoutRaw = flag(args, '--timeout-ms');
+        const timeoutMs = timeoutRaw === undefined ? 0 : Number(timeoutRaw);
+        if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new UsageError('--timeout-ms needs a non-negative integer');
+        const [id, address, extra] = args;
+        if (id === undefined || address === undefined) throw new UsageError('usage: verdict member add ID ADDRESS [--timeout-ms N] [--json]');
+        if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
+        if (!ID.test(id)) throw new UsageError(`node id "${id}" is invalid: expected letters, digits, ".", "_" or "-" (at most 64)`);
+        if (!ADDRESS.test(address)) throw new UsageError(`address "${address}" is invalid: expected host:port where the new node listens`);
+        const m = await leaderCall(addrs, (c) => c.addMember({ nodeId: id, address, timeoutMs }, (timeoutMs || 60_000) + 15_000));
+        return print(m, json);
+      }
+      case 'remove': {
+        const [id, extra] = args;
+        if (id === undefined) throw new UsageError('usage: verdict member remove ID [--json]');
+        if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
+        if (!ID.test(id)) throw new UsageError(`node id "${id}" is invalid`);
+        const m = await leaderCall(addrs, (c) => c.removeMember({ nodeId: id }, 30_000));
+        return print(m, json);
+      }
+      default:
+        throw new UsageError(`usage:\n${MEMBER_HELP}`);
+    }
+  } catch (err) {
+    if (!(err instanceof MemberCommandError)) throw err;
+    process.stderr.write(`verdict: member ${sub} failed: ${err.message}\n`);
+    process.exitCode = 1;
+  }
+}

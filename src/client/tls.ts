@@ -1,0 +1,17 @@
+// TLS for applications: credentials for VerdictClient's `credentials` option
+// from the cluster CA and, since Verdict nodes require one, a client
+// certificate and key signed by it.
+import * as grpc from '@grpc/grpc-js';
+import { loadTls, TlsSetupError, type TlsFiles } from '../transport/tls.ts';
+import { invalidArgument } from './errors.ts';
+
+/** Reads and checks the PEM files; a bad file is an INVALID_ARGUMENT VerdictError naming it. */
+export function tlsCredentials(files: TlsFiles): grpc.ChannelCredentials {
+  try {
+    const m = loadTls(files, (k) => k);
+    return grpc.credentials.createSsl(m.ca, m.key, m.cert);
+  } catch (err) {
+    if (err instanceof TlsSetupError) throw invalidArgument(err.message);
+    throw err;
+  }
+}

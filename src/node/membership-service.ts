@@ -1,0 +1,176 @@
+// Membership through the node API (RaftNode.AddMember / RemoveMember /
+// ListMembers), one server at a time (src/raft/confchange.ts):
+//
+// - add: the new node (started with "join": true and an empty data dir) joins
+//   as a learner, gets the log or a snapshot, and is promoted to voter once it
+//   holds everything that was committed when it was added. A node that does
+//   not catch up in time stays a learner and the call fails, saying so.
+// - remove: refuses the last voter; a leader that is asked to remove itself
+//   first hands leadership to its most up-to-date follower and answers
+//   UNAVAILABLE with the new leader's address, where the caller retries.
+//
+// Both are idempotent (R7): adding an existing voter at the same address or
+// removing a non-member succeeds without a change. Every call passes the one
+// admin check, adminOnly (src/transport/auth.ts).
+
+import * as grpc from '@grpc/grpc-js';
+import { ConfChangeRefusedError, ConfChangeType } from '../raft/confchange.ts';
+import { ProposalDroppedError } from '../raft/raft.ts';
+import type { ConfState } from '../raft/types.ts';
+import { adminOnly } from '../transport/auth.ts';
+import type { AddMemberRequest, ListMembersRequest, Members, RemoveMemberRequest } from '../transport/proto.ts';
+import { parseAddress, type NodeConfig } from './config.ts';
+import { NotLeaderError, type Driver } from './driver.ts';
+import { encodeMemberContext } from './machine.ts';
+import { notLeader, toServiceError, transferLeadership, transferWaitMs } from './raft-node-service.ts';
+
+const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+/** How long an add waits for the learner to catch up, unless the request says. */
+export const CATCH_UP_DEFAULT_MS = 60_000;
+const CATCH_UP_MAX_MS = 10 * 60_000;
+
+type Handler<Req> = (call: grpc.ServerUnaryCall<Req, Members>, cb: grpc.sendUnaryData<Members>) => void;
+
+/** Errors this file built as gRPC statuses, passed through as they are. */
+const failures = new WeakSet<object>();
+
+function fail(code: grpc.status, details: string): grpc.ServiceError {
+  const e = Object.assign(new Error(details), { code, details, metadata: new grpc.Metadata() });
+  failures.add(e);
+  return e;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export function membersOf(cfg: NodeConfig, d: Driver<unknown>): Members {
+  const cs = d.node.confState();
+  const progress = new Map(d.node.status().progress.map((p) => [p.id, p]));
+  const row = (id: string, voter: boolean): Members['members'][number] => {
+    const p = progress.get(id);
+    return { nodeId: id, address: cfg.peers.get(id) ?? '', voter, matchIndex: p?.match ?? 0, state: p?.state ?? '' };
+  };
+  return {
+    members: [...cs.voters.map((id) => row(id, true)), ...cs.learners.map((id) => row(id, false))],
+    leaderId: d.leader(),
+    term: d.node.raft.term,
+    confIndex: d.node.raft.confIndex,
+  };
+}
+
+export function membershipApi(cfg: NodeConfig, d: Driver<unknown>): { AddMember: Handler<AddMemberRequest>; RemoveMember: Handler<RemoveMemberRequest>; ListMembers: Handler<ListMembersRequest> } {
+  /** Every member's address after `id` joins at `address` (or leaves, when address is null). */
+  const contextFor = (cs: ConfState, id: string, address: string | null): Uint8Array => {
+    const addrs = new Map<string, string>();
+    for (const m of [...cs.voters, ...cs.learners]) {
+      const a = cfg.peers.get(m);
+      if (a !== undefined && m !== id) addrs.set(m, a);
+    }
+    if (address !== null) addrs.set(id, address);
+    return encodeMemberContext(addrs);
+  };
+
+  /** Proposes one change and waits until it is applied; retries while another change is pending. */
+  const change = async (type: ConfChangeType, id: string, address: string | null, deadline: number): Promise<ConfState> => {
+    for (;;) {
+      try {
+        return await new Promise<ConfState>((resolve, reject) =>
+          d.proposeConfChange({ type, nodeId: id, context: contextFor(d.node.confState(), id, address) }, (err, r) => (err ? reject(err) : resolve(r!.confState))),
+        );
+      } catch (err) {
+        const pending = err instanceof ProposalDroppedError && /membership change is in progress/.test(err.message);
+        if (!pending || Date.now() >= deadline) throw err;
+        await sleep(Math.max(5, cfg.tickMs));
+      }
+    }
+  };
+
+  const answer = (cb: grpc.sendUnaryData<Members>, err: unknown): void => {
+    if (failures.has(err)) return cb(err as grpc.ServiceError);
+    if (err instanceof ConfChangeRefusedError) return cb(fail(grpc.status.FAILED_PRECONDITION, err.message));
+    if (err instanceof Error) return cb(toServiceError(cfg, err));
+    cb(fail(grpc.status.INTERNAL, String(err)));
+  };
+
+  return {
+    ListMembers: (call, cb) => {
+      const refused = adminOnly(call, 'listing members');
+      if (refused) return cb(refused);
+      cb(null, membersOf(cfg, d));
+    },
+
+    AddMember: (call, cb) => {
+      const refused = adminOnly(call, 'adding a member');
+      if (refused) return cb(refused);
+      const { nodeId: id, address } = call.request;
+      if (typeof id !== 'string' || !ID.test(id)) return cb(fail(grpc.status.INVALID_ARGUMENT, `node id ${JSON.stringify(id)} is invalid: expected letters, digits, ".", "_" or "-" (at most 64)`));
+      if (typeof address !== 'string' || !parseAddress(address)) return cb(fail(grpc.status.INVALID_ARGUMENT, `address ${JSON.stringify(address)} is invalid: expected host:port of the new node`));
+      if (!d.isLeader()) return cb(notLeader(cfg, d.leader()));
+      const cs = d.node.confState();
+      const current = cfg.peers.get(id);
+      const member = cs.voters.includes(id) || cs.learners.includes(id);
+      if (member && current !== undefined && current !== address) {
+        return cb(fail(grpc.status.FAILED_PRECONDITION, `${id} is already a member at ${current}, not ${address}; remove it first (verdict member remove ${id}) to move it`));
+      }
+      for (const [other, a] of cfg.peers) {
+        if (a === address && other !== id && (cs.voters.includes(other) || cs.learners.includes(other))) {
+          return cb(fail(grpc.status.FAILED_PRECONDITION, `address ${address} belongs to member ${other}; give ${id} an address of its own`));
+        }
+      }
+      if (cs.voters.includes(id)) return cb(null, membersOf(cfg, d));
+      const waitMs = call.request.timeoutMs > 0 ? Math.min(call.request.timeoutMs, CATCH_UP_MAX_MS) : CATCH_UP_DEFAULT_MS;
+      const deadline = Date.now() + waitMs;
+      void (async () => {
+        if (!cs.learners.includes(id)) await change(ConfChangeType.AddLearner, id, address, deadline);
+        // Caught up: the learner holds what was committed when it was added.
+        const target = d.node.raft.log.committed;
+        for (;;) {
+          if (!d.isLeader()) throw new NotLeaderError(d.leader());
+          const pr = d.node.raft.progress.get(id);
+          if (pr && pr.match >= target) break;
+          if (Date.now() >= deadline) {
+            throw fail(
+              grpc.status.DEADLINE_EXCEEDED,
+              `${id} at ${address} did not catch up within ${waitMs} ms (it holds ${pr?.match ?? 0} of ${target}); it stays a learner. Is it running with "join": true and reachable from the leader? ` +
+                `Run the same command again to keep waiting, or verdict member remove ${id}`,
+            );
+          }
+          await sleep(Math.max(5, cfg.tickMs));
+        }
+        await change(ConfChangeType.AddVoter, id, address, deadline);
+      })().then(
+        () => cb(null, membersOf(cfg, d)),
+        (err: unknown) => answer(cb, err),
+      );
+    },
+
+    RemoveMember: (call, cb) => {
+      const refused = adminOnly(call, 'removing a member');
+      if (refused) return cb(refused);
+      const { nodeId: id } = call.request;
+      if (typeof id !== 'string' || !ID.test(id)) return cb(fail(grpc.status.INVALID_ARGUMENT, `node id ${JSON.stringify(id)} is invalid`));
+      if (!d.isLeader()) return cb(notLeader(cfg, d.leader()));
+      const cs = d.node.confState();
+      if (!cs.voters.includes(id) && !cs.learners.includes(id)) return cb(null, membersOf(cfg, d));
+      if (cs.voters.length === 1 && cs.voters[0] === id) {
+        return cb(fail(grpc.status.FAILED_PRECONDITION, `${id} is the last voter; a cluster cannot remove its last voter (add another member first)`));
+      }
+      if (id === cfg.nodeId) {
+        // The leader removes itself: hand leadership over first, then the new leader does it.
+        const others = d.node.status().progress.filter((p) => p.id !== id && !p.learner);
+        others.sort((a, b) => Number(b.state === 'replicate') - Number(a.state === 'replicate') || b.match - a.match);
+        const to = others[0]?.id;
+        if (to === undefined) return cb(fail(grpc.status.FAILED_PRECONDITION, `${id} leads and no other voter can take over`));
+        const waitMs = transferWaitMs(cfg);
+        void transferLeadership(cfg, d, to, waitMs).then((leader) => {
+          if (leader && leader !== cfg.nodeId) return cb(notLeader(cfg, leader));
+          cb(fail(grpc.status.UNAVAILABLE, `${id} leads and could not hand leadership to ${to} within ${waitMs} ms; retry`));
+        });
+        return;
+      }
+      change(ConfChangeType.Remove, id, null, Date.now() + transferWaitMs(cfg) * 5).then(
+        () => cb(null, membersOf(cfg, d)),
+        (err: unknown) => answer(cb, err),
+      );
+    },
+  };
+}

@@ -1,0 +1,72 @@
+// A node's TLS, from its config's `tls` block: the files are read and
+// checked before anything is bound or opened, and turned into the
+// credentials each kind of connection uses (see src/transport/tls.ts for the
+// naming rules: CN=<node id>, OU=<cluster id>).
+import type * as grpc from '@grpc/grpc-js';
+import type { AdminPolicy } from '../transport/auth.ts';
+import {
+  certificateNamesHost,
+  channelCredentials,
+  loadTls,
+  nodeCertificateProblem,
+  peerCertificate,
+  serverCredentials,
+  TlsSetupError,
+  type AuthenticatedCall,
+  type TlsMaterial,
+} from '../transport/tls.ts';
+import { ConfigError, parseAddress, type NodeConfig } from './config.ts';
+
+export interface NodeTls {
+  /** The node's server: mutual TLS, client certificates signed by the cluster CA. */
+  server: grpc.ServerCredentials;
+  /** Dialling peer `id`: its certificate must name node `id` of this cluster. */
+  peer(id: string): grpc.ChannelCredentials;
+  /** Dialling participants: the cluster CA and the usual hostname check; this node's certificate as client certificate. */
+  participants: grpc.ChannelCredentials;
+  /** An inbound Raft stream from `from`: why it is refused, or null. */
+  authorizePeer(call: AuthenticatedCall, from: string): string | null;
+  admin: AdminPolicy;
+}
+
+/** Null without a tls block. Throws ConfigError naming the key and the file when a file is wrong. */
+export function loadNodeTls(cfg: NodeConfig): NodeTls | null {
+  const t = cfg.tls;
+  if (t === null) return null;
+  let m: TlsMaterial;
+  try {
+    m = loadTls({ ca: t.ca, cert: t.cert, key: t.key }, (k) => `"tls.${k}"`);
+  } catch (err) {
+    if (err instanceof TlsSetupError) throw new ConfigError(cfg.file, err.message);
+    throw err;
+  }
+  const leaf = m.leaf;
+  if (leaf === null) throw new ConfigError(cfg.file, '"tls.cert" and "tls.key" are required');
+  const problem = nodeCertificateProblem(leaf.subject, cfg.clusterId, cfg.nodeId);
+  if (problem !== null) throw new ConfigError(cfg.file, `"tls.cert" (${t.cert}): this node's ${problem}; issue it with -subj "/OU=${cfg.clusterId}/CN=${cfg.nodeId}"`);
+  // Peers and clients dial the address in `peers` and check it against the certificate.
+  const host = parseAddress(cfg.peers.get(cfg.nodeId) ?? cfg.listen)?.host;
+  if (host !== undefined && !certificateNamesHost(leaf, host)) {
+    throw new ConfigError(cfg.file, `"tls.cert" (${t.cert}) does not name ${host} in its subjectAltName (it has ${leaf.subjectAltName ?? 'none'}); peers and clients dial this node at ${host} and would refuse it; add subjectAltName=${/^[\d.]+$|:/.test(host) ? 'IP' : 'DNS'}:${host}`);
+  }
+  const peerCreds = new Map<string, grpc.ChannelCredentials>();
+  return {
+    server: serverCredentials(m),
+    peer: (id) => {
+      let c = peerCreds.get(id);
+      if (c === undefined) {
+        c = channelCredentials(m, { clusterId: cfg.clusterId, nodeId: id });
+        peerCreds.set(id, c);
+      }
+      return c;
+    },
+    participants: channelCredentials(m),
+    authorizePeer: (call, from) => {
+      const cert = peerCertificate(call);
+      if (cert === null) return 'no verified client certificate';
+      const p = nodeCertificateProblem(cert.subject, cfg.clusterId, from);
+      return p === null ? null : `its client ${p}`;
+    },
+    admin: { adminNames: t.adminNames },
+  };
+}

@@ -1,0 +1,237 @@
+// Heuristic resolution at a participant (R4): the day the cluster is
+// unreachable and a prepared transaction holds locks nobody can wait for any
+// longer, an operator commits or rolls it back by hand with
+// `verdict participant resolve`. The act is recorded durably where the data
+// lives, with who, when and why, and reported to the cluster once it is
+// reachable (Coordinator.ReportHeuristic), which compares it with its
+// decision and records HEURCOM / HEURRB / HEURMIX / HEURHAZ against the
+// transaction for `verdict txn list --heuristic`.
+//
+// PostgreSQL: a row in the adapter's own table (`verdict_heuristics`), keyed
+// by gid. The row is written (and committed) *before* COMMIT PREPARED /
+// ROLLBACK PREPARED: PostgreSQL cannot run either inside a transaction
+// block, so the two cannot be one transaction, and this order means a crash
+// in between leaves a recorded act whose gid is still prepared. Running the
+// command again finishes it; the act is never done unrecorded.
+//
+// After the act the gid is gone. When the cluster's decision reaches the
+// participant later, the adapter finds the row and acknowledges the
+// decision whatever it is: the conflict, if any, is the cluster's to record
+// (the report), and refusing the DECISION forever would change nothing.
+import pg from 'pg';
+import { gidOf, gidPrefix, parseGid } from './postgres-gid.ts';
+import { describePgError, redact, sqlGid } from './postgres-sql.ts';
+import type { EngineLog, Outcome, TxnId } from './types.ts';
+
+export const HEURISTIC_TABLE = 'verdict_heuristics';
+
+/** A pool or one connection: each statement here stands alone. */
+type Db = pg.Pool | pg.Client | pg.PoolClient;
+export const OPERATOR_CHARS_MAX = 128;
+export const REASON_CHARS_MAX = 1_000;
+
+/** One operator's act at this participant. */
+export interface HeuristicAct {
+  txnId: TxnId;
+  gid: string;
+  outcome: Outcome;
+  operator: string;
+  reason: string;
+  atMs: number;
+  /** When the cluster acknowledged the report; null until then. */
+  reportedAtMs: number | null;
+}
+
+/** A refusal of the resolve command, with the reason and what to do; printed as one line. */
+export class HeuristicError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HeuristicError';
+  }
+}
+
+/** Creates the table of heuristic acts when missing. */
+export async function ensureHeuristicTable(db: Db, table = HEURISTIC_TABLE): Promise<void> {
+  const exists = await db.query<{ t: boolean }>('SELECT to_regclass($1) IS NOT NULL AS t', [table]);
+  if (exists.rows[0]?.t === true) return;
+  try {
+    await db.query(
+      `CREATE TABLE IF NOT EXISTS ${table} (gid text PRIMARY KEY, txn_id text NOT NULL, outcome text NOT NULL CHECK (outcome IN ('committed', 'aborted')), ` +
+        `operator text NOT NULL, reason text NOT NULL, at timestamptz NOT NULL, reported_at timestamptz)`,
+    );
+  } catch (err) {
+    // Two processes creating it at once: one loses the race on the catalog; the table is there.
+    const code = (err as { code?: string }).code;
+    if (code !== '23505' && code !== '42P07') throw err;
+  }
+}
+
+interface Row {
+  gid: string;
+  txn_id: string;
+  outcome: Outcome;
+  operator: string;
+  reason: string;
+  at: Date;
+  reported_at: Date | null;
+}
+
+const toAct = (r: Row): HeuristicAct => ({ txnId: r.txn_id, gid: r.gid, outcome: r.outcome, operator: r.operator, reason: r.reason, atMs: r.at.getTime(), reportedAtMs: r.reported_at?.getTime() ?? null });
+
+export async function heuristicActOf(db: Db, gid: string, table = HEURISTIC_TABLE): Promise<HeuristicAct | null> {
+  const r = await db.query<Row>(`SELECT * FROM ${table} WHERE gid = $1`, [gid]);
+  return r.rows[0] ? toAct(r.rows[0]) : null;
+}
+
+/** Acts of this participant (gid prefix) the cluster has not acknowledged, oldest first, at most rowsMax. */
+export async function unreportedActs(db: Db, prefix: string, rowsMax: number, table = HEURISTIC_TABLE): Promise<HeuristicAct[]> {
+  const r = await db.query<Row>(`SELECT * FROM ${table} WHERE starts_with(gid, $1) AND reported_at IS NULL ORDER BY at LIMIT $2`, [prefix, rowsMax]);
+  return r.rows.map(toAct);
+}
+
+export async function markReported(db: Db, gid: string, table = HEURISTIC_TABLE): Promise<void> {
+  await db.query(`UPDATE ${table} SET reported_at = statement_timestamp() WHERE gid = $1 AND reported_at IS NULL`, [gid]);
+}
+
+export interface PgResolveOptions {
+  url: string;
+  clusterId: string;
+  participantId: string;
+  /** A txn id, or this participant's gid of it (`verdict:<cluster>:<participant>:<txn>`). */
+  target: string;
+  outcome: Outcome;
+  operator: string;
+  reason: string;
+  table?: string;
+}
+
+export interface PgResolveResult {
+  act: HeuristicAct;
+  /** False when an earlier run had already done it (the command is idempotent). */
+  performed: boolean;
+}
+
+/**
+ * `verdict participant resolve` on a PostgreSQL participant: records the act,
+ * then COMMIT PREPARED / ROLLBACK PREPARED. Works with the cluster down; the
+ * participant process (if running) reports it when the cluster is back.
+ */
+export async function resolvePostgresByHand(o: PgResolveOptions): Promise<PgResolveResult> {
+  checkText(o.operator, o.reason);
+  const table = o.table ?? HEURISTIC_TABLE;
+  const prefix = gidPrefix(o.clusterId, o.participantId);
+  let gid: string;
+  let txnId: TxnId;
+  if (o.target.startsWith('verdict:')) {
+    const parsed = parseGid(prefix, o.target);
+    if (parsed.kind === 'foreign') throw new HeuristicError(`gid ${o.target} is not a gid of participant "${o.participantId}" of cluster "${o.clusterId}" (its gids start with ${prefix}); check --id and --cluster-id`);
+    if (parsed.kind === 'hashed') throw new HeuristicError(`gid ${o.target} is hashed and does not name its transaction; give the transaction id instead`);
+    gid = o.target;
+    txnId = parsed.txnId;
+  } else {
+    txnId = o.target;
+    gid = gidOf(prefix, txnId);
+  }
+  const client = new pg.Client({ connectionString: o.url, application_name: `verdict-resolve-${o.participantId}`.slice(0, 63) });
+  try {
+    await client.connect();
+  } catch (err) {
+    throw new HeuristicError(`cannot connect to PostgreSQL at ${redact(o.url)}: ${describePgError(err)}`);
+  }
+  try {
+    await ensureHeuristicTable(client, table);
+    const prepared = (await client.query('SELECT 1 FROM pg_prepared_xacts WHERE gid = $1 AND database = current_database()', [gid])).rowCount !== 0;
+    const earlier = await heuristicActOf(client, gid, table);
+    if (earlier !== null && earlier.outcome !== o.outcome) {
+      throw new HeuristicError(`transaction ${txnId} (gid ${gid}) was already resolved by hand as ${earlier.outcome} by ${earlier.operator} at ${new Date(earlier.atMs).toISOString()}; an act is not reversed`);
+    }
+    if (!prepared) {
+      if (earlier !== null) return { act: earlier, performed: false };
+      throw new HeuristicError(
+        `transaction ${txnId} is not prepared in this database (no gid ${gid} in pg_prepared_xacts): it was already committed or rolled back (by its decision, or by hand without Verdict), or never prepared here; nothing was done`,
+      );
+    }
+    // Recorded first, committed on its own: see the file comment for why this order.
+    const act: HeuristicAct = earlier ?? { txnId, gid, outcome: o.outcome, operator: o.operator, reason: o.reason, atMs: Date.now(), reportedAtMs: null };
+    if (earlier === null) {
+      await client.query(`INSERT INTO ${table} (gid, txn_id, outcome, operator, reason, at) VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0)) ON CONFLICT (gid) DO NOTHING`, [
+        gid,
+        txnId,
+        o.outcome,
+        o.operator,
+        o.reason,
+        act.atMs,
+      ]);
+    }
+    try {
+      await client.query(`${o.outcome === 'committed' ? 'COMMIT' : 'ROLLBACK'} PREPARED ${sqlGid(gid)}`);
+    } catch (err) {
+      throw new HeuristicError(`the act is recorded but ${o.outcome === 'committed' ? 'COMMIT' : 'ROLLBACK'} PREPARED ${gid} failed: ${describePgError(err)}; run the command again`);
+    }
+    return { act, performed: true };
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+export function checkText(operator: string, reason: string): void {
+  if (operator.trim() === '' || operator.length > OPERATOR_CHARS_MAX) throw new HeuristicError(`the operator must be 1–${OPERATOR_CHARS_MAX} characters`);
+  if (reason.trim() === '' || reason.length > REASON_CHARS_MAX) throw new HeuristicError(`the reason must be 1–${REASON_CHARS_MAX} characters: it is recorded with the act and reported to the cluster`);
+}
+
+/**
+ * Reports unreported acts to the cluster until each is acknowledged, then
+ * marks it reported; a report repeated after a lost answer is answered with
+ * the first record (R7). Runs on start and every intervalMs.
+ */
+export class HeuristicReporter {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> = Promise.resolve();
+  private stopped = false;
+  reported = 0;
+
+  constructor(
+    private readonly o: {
+      unreported: () => Promise<HeuristicAct[]>;
+      markReported: (act: HeuristicAct) => Promise<void>;
+      report: (act: HeuristicAct) => Promise<string>;
+      log: EngineLog;
+      intervalMs?: number;
+    },
+  ) {}
+
+  start(): void {
+    const tick = (): void => {
+      if (this.stopped) return;
+      this.running = this.running.then(() => this.pass()).catch((err: unknown) => this.o.log.warn({ err: describePgError(err) }, 'could not read the heuristic acts to report; trying again later'));
+      void this.running.then(() => {
+        if (!this.stopped) this.timer = setTimeout(tick, this.o.intervalMs ?? 5_000).unref();
+      });
+    };
+    tick();
+  }
+
+  /** One pass: reports each unreported act; one the cluster does not take stays for the next pass. */
+  async pass(): Promise<void> {
+    for (const act of await this.o.unreported()) {
+      if (this.stopped) return;
+      let kind: string;
+      try {
+        kind = await this.o.report(act);
+      } catch (err) {
+        this.o.log.warn({ txnId: act.txnId, gid: act.gid, err: (err as Error).message }, 'heuristic act not reported yet (cluster unreachable?); trying again later');
+        continue;
+      }
+      await this.o.markReported(act);
+      this.reported += 1;
+      const log = kind === 'HEURMIX' || kind === 'HEURHAZ' ? this.o.log.error.bind(this.o.log) : this.o.log.warn.bind(this.o.log);
+      log({ txnId: act.txnId, gid: act.gid, outcome: act.outcome, operator: act.operator, kind }, `heuristic act reported to the cluster: ${kind}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    await this.running.catch(() => {});
+  }
+}

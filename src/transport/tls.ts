@@ -1,0 +1,212 @@
+// TLS for every Verdict connection: loading and checking certificate files,
+// gRPC credentials, the identity a certificate carries, and error messages
+// a person can act on when a handshake fails.
+//
+// TLS in Verdict is always mutual: a server (node or participant) asks every
+// caller for a certificate signed by its CA and refuses the connection
+// without one; a caller checks the server's certificate against its CA and
+// the address it dialled (subjectAltName), as any TLS client does.
+//
+// Names. A node's certificate has subject CN=<node id>, OU=<cluster id> and
+// a subjectAltName for the host its peers and clients dial. A node checks
+// both names on every peer, in both directions: the certificate of the peer
+// it dials, and the client certificate of a peer that opens a Raft stream to
+// it (CN must equal the stream's sender). A client's or participant's
+// certificate needs only to be signed by the CA; its CN is its name, which
+// admin checks read (src/transport/auth.ts).
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import { isIP } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+
+/** Paths of the PEM files; cert and key go together (a client may have neither). */
+export interface TlsFiles {
+  ca: string;
+  cert?: string;
+  key?: string;
+}
+
+/** The files' contents, checked: the key matches the certificate, and the CA signed it. */
+export interface TlsMaterial {
+  ca: Buffer;
+  cert: Buffer | null;
+  key: Buffer | null;
+  /** The leaf certificate of `cert`, parsed. */
+  leaf: X509Certificate | null;
+}
+
+export class TlsSetupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TlsSetupError';
+  }
+}
+
+/**
+ * Reads and checks the files. `name` says how the user named each file in
+ * messages (e.g. `"tls.cert"` or `--cert`). Throws TlsSetupError with the
+ * file, what is wrong and what is expected.
+ */
+export function loadTls(files: TlsFiles, name: (k: 'ca' | 'cert' | 'key') => string): TlsMaterial {
+  if ((files.cert === undefined) !== (files.key === undefined)) {
+    const missing = files.cert === undefined ? 'cert' : 'key';
+    throw new TlsSetupError(`${name(missing)} is missing: a certificate and its private key go together (${name('cert')} and ${name('key')})`);
+  }
+  const ca = readPem(files.ca, name('ca'), 'CERTIFICATE');
+  const caCerts = pemBlocks(ca, 'CERTIFICATE').map((b, i) => parseCert(b, `${name('ca')} (${files.ca}), certificate ${i + 1}`));
+  if (files.cert === undefined || files.key === undefined) return { ca, cert: null, key: null, leaf: null };
+  const cert = readPem(files.cert, name('cert'), 'CERTIFICATE');
+  const key = readPem(files.key, name('key'), 'PRIVATE KEY');
+  const chain = pemBlocks(cert, 'CERTIFICATE');
+  const leaf = parseCert(chain[0], `${name('cert')} (${files.cert})`);
+  let privateKey;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch (err) {
+    throw new TlsSetupError(`${name('key')} (${files.key}) is not a usable private key (${(err as Error).message}); expected an unencrypted PEM key`);
+  }
+  if (!leaf.checkPrivateKey(privateKey)) throw new TlsSetupError(`${name('key')} (${files.key}) is not the private key of ${name('cert')} (${files.cert})`);
+  const now = Date.now();
+  if (Date.parse(leaf.validTo) < now) throw new TlsSetupError(`${name('cert')} (${files.cert}) expired on ${leaf.validTo}; issue a new certificate`);
+  // With an intermediate in the chain the CA signed the intermediate, not the leaf; the handshake checks that case.
+  if (chain.length === 1 && !caCerts.some((c) => leaf.checkIssued(c) && leaf.verify(c.publicKey))) {
+    throw new TlsSetupError(`${name('cert')} (${files.cert}, issued by "${oneLine(leaf.issuer)}") is not signed by the CA in ${name('ca')} (${files.ca}); its peers would refuse it`);
+  }
+  return { ca, cert, key, leaf };
+}
+
+/** A certificate subject's field (CN, OU, ...): the first value, or undefined. */
+export function subjectField(subject: string | Record<string, string | string[] | undefined> | undefined, field: string): string | undefined {
+  if (subject === undefined) return undefined;
+  if (typeof subject === 'string') {
+    // X509Certificate.subject: one "KEY=value" per line.
+    for (const line of subject.split('\n')) if (line.startsWith(`${field}=`)) return line.slice(field.length + 1);
+    return undefined;
+  }
+  const v = subject[field];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Why `cert` is not node `nodeId` of cluster `clusterId`; null when it is. */
+export function nodeCertificateProblem(subject: string | Record<string, string | string[] | undefined> | undefined, clusterId: string, nodeId: string): string | null {
+  const cn = subjectField(subject, 'CN');
+  const ou = subjectField(subject, 'OU');
+  if (cn === nodeId && ou === clusterId) return null;
+  return `certificate names node "${cn ?? ''}" of cluster "${ou ?? ''}" (CN=${cn ?? '-'}, OU=${ou ?? '-'}), expected node "${nodeId}" of cluster "${clusterId}" (CN=${nodeId}, OU=${clusterId})`;
+}
+
+/** Whether the certificate's subjectAltName covers `host` (an IP address or a DNS name). */
+export function certificateNamesHost(leaf: X509Certificate, host: string): boolean {
+  const h = host.startsWith('[') ? host.slice(1, -1) : host;
+  return isIP(h) !== 0 ? leaf.checkIP(h) !== undefined : leaf.checkHost(h) !== undefined;
+}
+
+/** Server side: TLS that requires a client certificate signed by the CA. */
+export function serverCredentials(m: TlsMaterial): grpc.ServerCredentials {
+  if (m.cert === null || m.key === null) throw new TlsSetupError('a TLS server needs a certificate and a key');
+  return grpc.ServerCredentials.createSsl(m.ca, [{ cert_chain: m.cert, private_key: m.key }], true);
+}
+
+/**
+ * Client side: checks the server's certificate against the CA and the
+ * dialled host, presents our certificate if we have one. With `node`, the
+ * server must also be that node of that cluster (CN and OU).
+ */
+export function channelCredentials(m: TlsMaterial, node?: { clusterId: string; nodeId: string }): grpc.ChannelCredentials {
+  const verify: grpc.VerifyOptions = {};
+  if (node !== undefined) {
+    verify.checkServerIdentity = (host: string, cert: PeerCertificate): Error | undefined => {
+      const hostErr = checkServerIdentity(host, cert);
+      if (hostErr !== undefined) return hostErr;
+      const problem = nodeCertificateProblem(cert.subject, node.clusterId, node.nodeId);
+      return problem === null ? undefined : new Error(`peer at ${host} refused: its ${problem}`);
+    };
+  }
+  return grpc.credentials.createSsl(m.ca, m.key, m.cert, verify);
+}
+
+/** What a server call tells about its caller (grpc-js does not export its AuthContext type). */
+export interface AuthenticatedCall {
+  getAuthContext(): { sslPeerCertificate?: PeerCertificate } | null;
+}
+
+/** The verified client certificate of a call, or null (plaintext, or no certificate). */
+export function peerCertificate(call: AuthenticatedCall): PeerCertificate | null {
+  return call.getAuthContext()?.sslPeerCertificate ?? null;
+}
+
+/**
+ * A connection error, said so a person knows what to fix. `details` is
+ * grpc's text ("No connection established. Last error: ..."); `tls` says
+ * whether this side used TLS. Unrelated errors come back shortened only.
+ */
+export function explainConnectError(details: string, tls: boolean): string {
+  const text = details
+    .replace(/^\d+ [A-Z_]+: /, '')
+    .replace(/^No connection established\. Last error: (Error: )?/, '')
+    .replace(/\s*\(\d{4}-\d\d-\d\dT[^)]*\)/, '')
+    .replace(/\.? ?Resolution note:.*$/s, '')
+    .replace(/[0-9A-F]{8,}:error:[0-9A-F]+:SSL routines:[a-z0-9_]+:([^:]+):.*$/s, '$1')
+    .trim();
+  const why = ((): string | null => {
+    if (/alert certificate required/.test(text)) return 'the server requires a client certificate (mutual TLS): give a certificate and key signed by the cluster\'s CA';
+    if (/alert (unknown ca|bad certificate|certificate unknown|decrypt error)/.test(text)) return 'the server refused our certificate: it is not signed by the CA the server trusts';
+    if (/alert certificate expired/.test(text)) return 'the server refused our certificate: it has expired';
+    if (/self[- ]signed certificate|unable to verify the first certificate|unable to get (local )?issuer certificate|certificate signature failure/.test(text)) {
+      return 'the server\'s certificate is not signed by our CA: check the CA file';
+    }
+    if (/certificate has expired/.test(text)) return 'the server\'s certificate has expired';
+    if (/Hostname\/IP does not match|ERR_TLS_CERT_ALTNAME_INVALID|does not match certificate's altnames/i.test(text)) return 'the server\'s certificate does not name the address we dialled (subjectAltName)';
+    if (/wrong version number|packet length too long|http request/i.test(text)) return 'the server does not speak TLS: TLS is configured here but not there';
+    if (/^Failed to connect$/.test(text)) {
+      return tls
+        ? 'the server closed the TLS handshake: it refused our certificate (not signed by its CA, or none given) or it does not serve TLS'
+        : 'the server closed the connection during set-up: it may require TLS; give the CA file (and a client certificate and key)';
+    }
+    return null;
+  })();
+  return why === null ? text : `${why} (${text})`;
+}
+
+function readPem(path: string, name: string, label: 'CERTIFICATE' | 'PRIVATE KEY'): Buffer {
+  let data: Buffer;
+  try {
+    data = readFileSync(path);
+  } catch (err) {
+    throw new TlsSetupError(`${name}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); expected a PEM file`);
+  }
+  const re = label === 'PRIVATE KEY' ? /-----BEGIN (RSA |EC |ENCRYPTED )?PRIVATE KEY-----/ : /-----BEGIN CERTIFICATE-----/;
+  if (!re.test(data.toString('latin1'))) throw new TlsSetupError(`${name}: ${path} holds no PEM ${label === 'PRIVATE KEY' ? 'private key' : 'certificate'} (expected a "-----BEGIN ${label}-----" block)`);
+  if (/ENCRYPTED PRIVATE KEY|Proc-Type: 4,ENCRYPTED/.test(data.toString('latin1'))) throw new TlsSetupError(`${name}: ${path} is encrypted; give an unencrypted key (openssl pkey -in ${path} -out new.key)`);
+  return data;
+}
+
+function pemBlocks(pem: Buffer, label: string): string[] {
+  return pem.toString('latin1').match(new RegExp(`-----BEGIN ${label}-----[^-]+-----END ${label}-----`, 'g')) ?? [];
+}
+
+function parseCert(pem: string | undefined, what: string): X509Certificate {
+  try {
+    if (pem === undefined) throw new Error('no certificate');
+    return new X509Certificate(pem);
+  } catch (err) {
+    throw new TlsSetupError(`${what} is not a valid X.509 certificate (${(err as Error).message})`);
+  }
+}
+
+function oneLine(dn: string): string {
+  return dn.split('\n').join(', ');
+}
+
+// grpc-js gives Node's TLS the dialled host as server name, IP addresses
+// included, for which Node prints a deprecation warning (DEP0123) on stderr
+// once per process. Dialling an IP address is how Verdict is configured
+// (and the certificate check still matches the IP against subjectAltName),
+// so the warning is noise in a command's one-line error output: drop it.
+const emitWarning = process.emitWarning.bind(process) as (...args: unknown[]) => void;
+process.emitWarning = ((warning: string | Error, ...rest: unknown[]): void => {
+  const code = typeof rest[0] === 'object' && rest[0] !== null ? (rest[0] as { code?: string }).code : rest[1];
+  if (code === 'DEP0123') return;
+  emitWarning(warning, ...rest);
+}) as typeof process.emitWarning;

@@ -1,0 +1,45 @@
+// The benchmark's PostgreSQL floor against a real PostgreSQL 15
+// (bench/pg.ts, bench/pg-direct.ts): the shop and ledger databases are set
+// up, the direct PREPARE TRANSACTION / COMMIT PREPARED loop runs in its own
+// process and commits, every order has its debit and no gid is left prepared.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { measurePgDirect, startBenchPg, type BenchPg } from '../../bench/pg.ts';
+import { OPENING_BALANCE_CENTS } from '../../bench/pg-workload.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { preparedXacts, sql } from './harness.ts';
+
+let pg: BenchPg;
+const dir = mkdtempSync(join(tmpdir(), 'verdict-bench-pg-test-'));
+
+beforeAll(async () => {
+  const started = await startBenchPg();
+  if ('skipped' in started) throw new Error(started.skipped);
+  pg = started;
+});
+
+afterAll(async () => {
+  await pg?.server.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('bench PostgreSQL direct floor', () => {
+  it('commits the shop/ledger transaction with PREPARE TRANSACTION + COMMIT PREPARED, all or nothing, leaving nothing prepared', async () => {
+    const connections = 2;
+    const r = await measurePgDirect(pg, dir, connections, { warmupMs: 200, measureMs: 1_000 });
+    expect(r.connections).toBe(connections);
+    expect(r.ok).toBeGreaterThan(0);
+    expect(r.errors).toEqual({});
+    expect(r.leftover_prepared).toBe(0);
+    expect(r.p50_us).toBeGreaterThan(0);
+    expect(r.p50_us).toBeLessThanOrEqual(r.p99_us);
+    const tag = `${pg.tag}c${connections}`;
+    const [orders] = await sql<{ n: string }>(pg.urls.shop, 'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)', [`${tag}-`]);
+    const [debits] = await sql<{ d: string }>(pg.urls.ledger, `SELECT coalesce(sum(${OPENING_BALANCE_CENTS} - balance_cents), 0) AS d FROM accounts`);
+    // Warm-up and measured transactions alike: every committed order has its debit (1 cent) and no debit lacks its order.
+    expect(Number(orders.n)).toBeGreaterThanOrEqual(r.ok);
+    expect(Number(debits.d)).toBe(Number(orders.n));
+    for (const url of [pg.urls.shop, pg.urls.ledger]) expect(await preparedXacts(url, 'bench-direct-')).toEqual([]);
+  });
+});

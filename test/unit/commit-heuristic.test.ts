@@ -1,0 +1,266 @@
+// Heuristic outcomes (R4) and operators' resolutions on the cluster side:
+// the decision table's comparison (HEURCOM / HEURRB / HEURMIX / HEURHAZ),
+// its survival of Forget and snapshots, and the engine's rules for
+// `ReportHeuristic` and `txn resolve` against a fake world in which
+// proposals are applied to a real DecisionTable when the test says so.
+
+import { describe, expect, test } from 'vitest';
+import { CoordinatorEngine, EngineError, type EngineIO, type ResolveAnswer, type VoteValue } from '../../src/commit/engine.ts';
+import { DecisionTable, heuristicKind, type ApplyResult, type Command, type HeuristicRecord } from '../../src/commit/state.ts';
+
+const report = (txnId: string, participantId: string, outcome: 'commit' | 'abort'): Extract<Command, { t: 'heuristic' }> => ({
+  t: 'heuristic',
+  txnId,
+  participantId,
+  outcome,
+  gid: `verdict:local:${participantId}:${txnId}`,
+  operator: 'alice@db1',
+  reason: 'cluster down for hours, locks held',
+  atMs: 500,
+});
+
+function recordOf(r: ApplyResult): HeuristicRecord {
+  if (r.t !== 'heuristic') throw new Error(`expected a heuristic result, got ${r.t}`);
+  return r.record;
+}
+
+describe('decision table: heuristic records (R4)', () => {
+  test('the comparison names X/Open XA outcomes', () => {
+    expect(heuristicKind('commit', 'commit')).toBe('HEURCOM');
+    expect(heuristicKind('abort', 'abort')).toBe('HEURRB');
+    expect(heuristicKind('commit', 'abort')).toBe('HEURMIX');
+    expect(heuristicKind('abort', 'commit')).toBe('HEURMIX');
+    expect(heuristicKind('commit', null)).toBe('HEURHAZ');
+  });
+
+  test('a report is compared with the applied decision: same → HEURCOM/HEURRB, contrary → HEURMIX, none → HEURHAZ', () => {
+    const t = new DecisionTable();
+    t.apply({ t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: ['a', 'b'], atMs: 1 }, 1);
+    t.apply({ t: 'decide', txnId: 'x', outcome: 'abort', reason: 'vote no', participants: ['a'], atMs: 1 }, 2);
+    expect(recordOf(t.apply(report('c', 'a', 'commit'), 3))).toMatchObject({ kind: 'HEURCOM', decision: 'commit', operator: 'alice@db1', index: 3 });
+    expect(recordOf(t.apply(report('c', 'b', 'abort'), 4))).toMatchObject({ kind: 'HEURMIX', decision: 'commit' });
+    expect(recordOf(t.apply(report('x', 'a', 'abort'), 5))).toMatchObject({ kind: 'HEURRB', decision: 'abort' });
+    expect(recordOf(t.apply(report('gone', 'a', 'commit'), 6))).toMatchObject({ kind: 'HEURHAZ', decision: null });
+    expect(t.heuristics.get('c')?.map((h) => h.kind)).toEqual(['HEURCOM', 'HEURMIX']);
+  });
+
+  test('R7: a repeated report from the same participant returns the first record and adds nothing', () => {
+    const t = new DecisionTable();
+    t.apply({ t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: ['a'], atMs: 1 }, 1);
+    const first = t.apply(report('c', 'a', 'abort'), 2);
+    const again = t.apply({ ...report('c', 'a', 'commit'), reason: 'retry' }, 3);
+    expect(again).toMatchObject({ t: 'heuristic', first: false, record: { kind: 'HEURMIX', index: 2 } });
+    expect(first).toMatchObject({ first: true });
+    expect(t.heuristics.get('c')).toHaveLength(1);
+  });
+
+  test('heuristic records and resolutions survive Forget and a snapshot round trip; the decision stays answerable from its tombstone', () => {
+    const t = new DecisionTable();
+    t.apply({ t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: ['a'], atMs: 1 }, 1);
+    t.apply(report('c', 'a', 'abort'), 2);
+    t.apply({ t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: [], atMs: 3, operator: { operator: 'bob', reason: 'confirm', atMs: 3 } }, 3);
+    t.apply({ t: 'forget', txnIds: ['c'] }, 4);
+    expect(t.decisions.has('c')).toBe(false);
+    expect(t.heuristics.get('c')?.[0].kind).toBe('HEURMIX');
+    const copy = new DecisionTable();
+    copy.restoreFrom(JSON.parse(JSON.stringify(t.toJSON())));
+    expect(copy.heuristics.get('c')?.[0]).toMatchObject({ kind: 'HEURMIX', participantId: 'a', decision: 'commit' });
+    expect(copy.resolutions.get('c')?.[0]).toMatchObject({ operator: 'bob', outcome: 'commit', decided: false });
+    expect(copy.lookup('c')?.outcome).toBe('commit');
+    // A snapshot written before heuristic records existed still restores.
+    const old = new DecisionTable();
+    old.restoreFrom({ p: [], d: [], t: [] });
+    expect(old.heuristics.size).toBe(0);
+  });
+
+  test('an operator annotation is recorded when it decides, and when it confirms the same decision; never against a contrary one (R1)', () => {
+    const t = new DecisionTable();
+    const op = { operator: 'carol', reason: 'stuck', atMs: 9 };
+    const r1 = t.apply({ t: 'decide', txnId: 'u', outcome: 'abort', reason: 'resolved', participants: [], atMs: 9, operator: op }, 1);
+    expect(r1).toMatchObject({ first: true, resolution: { decided: true, outcome: 'abort', operator: 'carol' } });
+    const r2 = t.apply({ t: 'decide', txnId: 'u', outcome: 'commit', reason: '', participants: [], atMs: 10, operator: op }, 2);
+    expect(r2).toMatchObject({ first: false, resolution: null, decision: { outcome: 'abort' } });
+    const r3 = t.apply({ t: 'decide', txnId: 'u', outcome: 'abort', reason: '', participants: [], atMs: 11, operator: { ...op, operator: 'dave' } }, 3);
+    expect(r3).toMatchObject({ first: false, resolution: { decided: false, operator: 'dave' } });
+    expect(t.resolutions.get('u')?.map((r) => r.operator)).toEqual(['carol', 'dave']);
+  });
+
+  test('incidents are bounded: beyond the limit the oldest transaction goes', () => {
+    const t = new DecisionTable(100, 2);
+    for (const id of ['t1', 't2', 't3']) t.apply(report(id, 'a', 'commit'), t.heuristics.size + 1);
+    expect([...t.heuristics.keys()]).toEqual(['t2', 't3']);
+  });
+});
+
+class World {
+  now = 1_000;
+  index = 0;
+  readonly table = new DecisionTable();
+  readonly proposals: { cmd: Command; cb: (err: Error | null, r?: ApplyResult) => void }[] = [];
+  readonly prepares: { to: string; answer: (v: VoteValue) => void }[] = [];
+  readonly decisions: { to: string; outcome: string }[] = [];
+  readonly engine: CoordinatorEngine;
+
+  constructor() {
+    const io: EngineIO = {
+      nowMs: () => this.now,
+      random: () => 0.5,
+      propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
+      sendPrepare: (to, _req, _deadline, cb) => this.prepares.push({ to: to.id, answer: (v) => cb(null, { vote: v, reason: '' }) }),
+      sendDecision: (to, req, _deadline) => this.decisions.push({ to: to.id, outcome: req.outcome }),
+    };
+    this.engine = new CoordinatorEngine(this.table, io, { inDoubtAfterMs: 1_000 });
+    for (const id of ['a', 'b']) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0 }, ++this.index);
+    this.engine.setLeadership(1);
+  }
+
+  applyNext(): ApplyResult {
+    const p = this.proposals.shift();
+    if (!p) throw new Error('no proposal pending');
+    const r = this.table.apply(p.cmd, ++this.index);
+    p.cb(null, r);
+    this.engine.onApplied(r);
+    return r;
+  }
+
+  vote(to: string, v: VoteValue): void {
+    const i = this.prepares.findIndex((p) => p.to === to);
+    this.prepares.splice(i, 1)[0].answer(v);
+  }
+
+  prepared(txnId: string, parts: string[]): void {
+    this.engine.begin(txnId, 0);
+    this.engine.commit(txnId, parts.map((participantId) => ({ participantId, payload: new Uint8Array() })), () => {});
+  }
+
+  report(txnId: string, participantId: string, outcome: 'commit' | 'abort'): { rec: HeuristicRecord | null; err: EngineError | null } {
+    const out: { rec: HeuristicRecord | null; err: EngineError | null } = { rec: null, err: null };
+    this.engine.reportHeuristic({ txnId, participantId, outcome, gid: 'g', operator: 'alice', reason: 'r', atMs: 1 }, (err, rec) => {
+      out.err = err;
+      out.rec = rec ?? null;
+    });
+    return out;
+  }
+
+  resolve(txnId: string, outcome: 'commit' | 'abort'): { res: ResolveAnswer | null; err: EngineError | null } {
+    const out: { res: ResolveAnswer | null; err: EngineError | null } = { res: null, err: null };
+    this.engine.resolve(txnId, outcome, { operator: 'bob@ops', reason: 'stuck for an hour' }, (err, res) => {
+      out.err = err;
+      out.res = res ?? null;
+    });
+    return out;
+  }
+}
+
+describe('commit engine: heuristic reports (R4, R3)', () => {
+  test('a report for an undecided transaction first logs ABORT (R3), then records HEURMIX against it for a heuristic COMMIT', () => {
+    const w = new World();
+    w.prepared('t1', ['a', 'b']);
+    w.vote('a', 'yes');
+    const r = w.report('t1', 'a', 'commit');
+    expect(w.proposals.map((p) => p.cmd.t)).toEqual(['decide']);
+    expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', outcome: 'abort' });
+    w.applyNext();
+    expect(w.proposals.map((p) => p.cmd.t)).toEqual(['heuristic']);
+    w.applyNext();
+    expect(r.err).toBeNull();
+    expect(r.rec).toMatchObject({ kind: 'HEURMIX', decision: 'abort', outcome: 'commit' });
+    // The prepared participants are told ABORT.
+    expect(w.decisions.some((d) => d.to === 'b' && d.outcome === 'abort')).toBe(true);
+    expect(w.engine.list('heuristic', 10).map((v) => [v.txnId, v.heuristics[0]?.kind])).toEqual([['t1', 'HEURMIX']]);
+  });
+
+  test('a report while COMMIT is being proposed waits for the log, then records against what it says', () => {
+    const w = new World();
+    w.prepared('t2', ['a', 'b']);
+    w.vote('a', 'yes');
+    w.vote('b', 'yes');
+    expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', outcome: 'commit' });
+    const r = w.report('t2', 'b', 'commit');
+    expect(w.proposals).toHaveLength(1);
+    w.applyNext();
+    w.applyNext();
+    expect(r.rec).toMatchObject({ kind: 'HEURCOM', decision: 'commit' });
+  });
+
+  test('a repeated report is answered from the table without a log write (R7); an unregistered participant is refused', () => {
+    const w = new World();
+    w.table.apply({ t: 'decide', txnId: 't3', outcome: 'abort', reason: '', participants: [], atMs: 1 }, ++w.index);
+    w.report('t3', 'a', 'abort');
+    w.applyNext();
+    const again = w.report('t3', 'a', 'abort');
+    expect(w.proposals).toHaveLength(0);
+    expect(again.rec).toMatchObject({ kind: 'HEURRB' });
+    expect(w.report('t3', 'nobody', 'abort').err?.code).toBe('precondition');
+  });
+
+  test('lists: --in-doubt shows undecided transactions past the threshold, --unacked decided ones missing an ACK; participants show last seen and in-doubt counts', () => {
+    const w = new World();
+    w.prepared('first', ['a']);
+    w.now += 500;
+    w.prepared('second', ['b']);
+    w.vote('b', 'yes');
+    w.now += 400;
+    expect(w.engine.list('in-doubt', 10).map((v) => v.txnId)).toEqual([]);
+    w.now += 200;
+    expect(w.engine.list('in-doubt', 10).map((v) => v.txnId)).toEqual(['first']);
+    w.now += 500;
+    expect(w.engine.list('in-doubt', 10).map((v) => v.txnId)).toEqual(['first', 'second']);
+    const act = new Map(w.engine.participantActivity().map((p) => [p.id, p]));
+    expect(act.get('b')).toEqual({ id: 'b', lastSeenMs: 1_500, inDoubt: 1 });
+    expect(act.get('a')?.inDoubt).toBe(0);
+    w.vote('a', 'yes');
+    w.applyNext(); // COMMIT of second (its YES came first)
+    expect(w.engine.list('unacked', 10).map((v) => v.txnId)).toEqual(['second']);
+  });
+});
+
+describe('commit engine: txn resolve (operator, AC2, R1)', () => {
+  test('--abort of an undecided transaction logs ABORT with who/when/why and tells the prepared participants', () => {
+    const w = new World();
+    w.prepared('t1', ['a', 'b']);
+    w.vote('a', 'yes');
+    const r = w.resolve('t1', 'abort');
+    expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', outcome: 'abort', operator: { operator: 'bob@ops', reason: 'stuck for an hour' } });
+    w.applyNext();
+    expect(r.res).toMatchObject({ decided: true, answer: { outcome: 'aborted' } });
+    expect(w.table.resolutions.get('t1')?.[0]).toMatchObject({ operator: 'bob@ops', decided: true, outcome: 'abort' });
+    expect(w.decisions.filter((d) => d.outcome === 'abort').map((d) => d.to).sort()).toContain('a');
+  });
+
+  test('AC2: --commit of an undecided transaction without every YES is refused, with the reason, and logs nothing', () => {
+    const w = new World();
+    w.prepared('t1', ['a', 'b']);
+    w.vote('a', 'yes');
+    const r = w.resolve('t1', 'commit');
+    expect(r.err?.code).toBe('precondition');
+    expect(r.err?.message).toMatch(/AC2/);
+    expect(r.err?.message).toMatch(/b: no vote yet/);
+    expect(w.proposals).toHaveLength(0);
+    const unknown = w.resolve('never-begun', 'commit');
+    expect(unknown.err?.message).toMatch(/did not prepare it/);
+  });
+
+  test('R1: against a decided transaction the same outcome is confirmed and recorded; the contrary one is refused and points at the participant-side command', () => {
+    const w = new World();
+    w.table.apply({ t: 'decide', txnId: 'd', outcome: 'commit', reason: '', participants: [], atMs: 1 }, ++w.index);
+    const contrary = w.resolve('d', 'abort');
+    expect(contrary.err?.code).toBe('precondition');
+    expect(contrary.err?.message).toMatch(/verdict participant resolve d --abort/);
+    expect(w.proposals).toHaveLength(0);
+    const same = w.resolve('d', 'commit');
+    w.applyNext();
+    expect(same.res).toMatchObject({ decided: false, answer: { outcome: 'committed' } });
+    expect(w.table.resolutions.get('d')).toHaveLength(1);
+  });
+
+  test('--commit while this leader is proposing COMMIT with every YES waits for the log and confirms', () => {
+    const w = new World();
+    w.prepared('t1', ['a']);
+    w.vote('a', 'yes');
+    const r = w.resolve('t1', 'commit');
+    w.applyNext(); // the engine's own COMMIT
+    w.applyNext(); // the operator's confirmation
+    expect(r.res).toMatchObject({ decided: false, answer: { outcome: 'committed' } });
+  });
+});
