@@ -30,7 +30,7 @@ export const PG_CONCURRENCY = [1, 16] as const;
 /** The participants' ids, also the databases' names. */
 export const PG_PARTICIPANTS = ['shop', 'ledger'] as const;
 /** Prepared transactions the server allows at once: both participants at full concurrency, and the direct floor's, with room to spare. */
-const MAX_PREPARED_TRANSACTIONS = 64;
+const MAX_PREPARED_TRANSACTIONS = 128;
 /** Each participant's --pg-concurrency: transactions it holds open at once, so 16 clients never queue for a connection. */
 export const PG_PARTICIPANT_CONCURRENCY = 16;
 

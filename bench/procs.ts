@@ -21,8 +21,9 @@ export const BIN = join(ROOT, 'bin', 'verdict.mjs');
 
 /**
  * VERDICT_BENCH_CPU_PROF=DIR: node and participant processes run with
- * `--cpu-prof` and write their profiles (NAME.cpuprofile, open them in Chrome
- * DevTools or speedscope) into DIR when they stop; nodes are then stopped with
+ * `--cpu-prof` and write their profiles (DIR/<cluster>-<process>-<stamp>/, one
+ * .cpuprofile per thread, the largest is the main thread's; open them in Chrome
+ * DevTools or speedscope) when they stop; nodes are then stopped with
  * SIGTERM instead of SIGKILL so the profile gets written. For finding what is
  * in the way, not for measuring: the profiler itself costs CPU.
  */
@@ -30,7 +31,8 @@ const CPU_PROF_DIR = process.env.VERDICT_BENCH_CPU_PROF ?? '';
 
 /** Node flags that make a product process write a CPU profile named after it, when VERDICT_BENCH_CPU_PROF asks for it. */
 function profileFlags(name: string): string[] {
-  return CPU_PROF_DIR === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(CPU_PROF_DIR)}`, `--cpu-prof-name=${name}-${process.pid}-${Date.now().toString(36)}.cpuprofile`];
+  // A folder per process: Node writes one profile per thread (tsx's loader runs in a worker) under its default names.
+  return CPU_PROF_DIR === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(resolve(CPU_PROF_DIR), `${name}-${Date.now().toString(36)}`)}`];
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -110,7 +110,7 @@ function pgSection(r: Results): string[] {
   const out: string[] = ['## PostgreSQL: through Verdict and driven directly', ''];
   if (r.pg !== null) return [...out, `Not measured in this run: ${r.pg.skipped}.`, ''];
   out.push(
-    'The transaction: an order row inserted in database `shop` (`orders`) and a balance debited in database `ledger` (`accounts`, `CHECK (balance_cents >= 0)`), one PostgreSQL server (`max_prepared_transactions` 64, fsync on); each client debits its own 4 accounts in turn (`bench/pg-workload.ts`).',
+    'The transaction: an order row inserted in database `shop` (`orders`) and a balance debited in database `ledger` (`accounts`, `CHECK (balance_cents >= 0)`), one PostgreSQL server (`max_prepared_transactions` 128 when it is ours, fsync on); each client debits its own 4 accounts in turn (`bench/pg-workload.ts`).',
     '',
     '- **Direct** (`bench/pg-direct.ts`, the floor): no coordinator; per transaction `BEGIN`, `INSERT`, `PREPARE TRANSACTION` on a shop connection, then `BEGIN`, `UPDATE`, `PREPARE TRANSACTION` on a ledger connection, then both `COMMIT PREPARED` at once; one statement per round trip, N connections per database. Latency is the whole transaction.',
     '- **Through Verdict**: two `verdict participant --resource postgres` processes (shop, ledger; `--pg-concurrency 16`) on the 3-node cluster; N clients each `begin`, enlist both with `{"sql": [...]}` payloads, `commit`. Latency is `tx.commit()` (PREPARE in both databases, the decision through Raft, the answer); begin+commit beside it. COMMIT PREPARED reaches PostgreSQL after the client has its answer.',

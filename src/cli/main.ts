@@ -16,6 +16,7 @@ import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
 import { getCommand, leaderCommand, LEADER_HELP, putCommand, statusCommand } from './status.ts';
 import { participantsCommand, TXN_HELP, txnCommand } from './txn.ts';
 import { participantCommand, PARTICIPANT_HELP } from './participant.ts';
+import { PARTICIPANT_RESOLVE_HELP } from './participant-resolve.ts';
 import { memberCommand, MEMBER_HELP } from './member.ts';
 
 const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
@@ -39,7 +40,7 @@ const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key th
 const HELP = `verdict — a Raft-replicated commit coordinator
 
 usage:
-${NODE_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${TXN_HELP}
+${NODE_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${TXN_HELP}
 verdict COMMAND --help shows one command's usage.
 ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
 
@@ -52,7 +53,7 @@ const COMMAND_HELP: Record<string, string> = {
   member: MEMBER_HELP + ENDPOINTS_NOTE,
   put: PUT_GET_HELP + ENDPOINTS_NOTE,
   get: PUT_GET_HELP + ENDPOINTS_NOTE,
-  participant: PARTICIPANT_HELP,
+  participant: PARTICIPANT_HELP + PARTICIPANT_RESOLVE_HELP,
   participants: TXN_HELP + ENDPOINTS_NOTE,
   txn: TXN_HELP + ENDPOINTS_NOTE,
 };

@@ -26,15 +26,15 @@ class MemberCommandError extends Error {}
 async function leaderCall(addrs: string[], f: (c: RaftNodeClient) => Promise<Members>): Promise<Members> {
   const r = await onLeader(addrs, async (c) => {
     try {
-      return { ok: await f(c) };
+      return { ok: await f(c), err: undefined };
     } catch (err) {
       const e = err as ServiceError;
       if (e.code === grpcStatus.UNAVAILABLE) throw err;
-      return { err: e };
+      return { ok: undefined, err: e };
     }
   });
-  if ('err' in r) throw new MemberCommandError(r.err.details || r.err.message);
-  return r.ok;
+  if (r.err !== undefined) throw new MemberCommandError(r.err.details || r.err.message);
+  return r.ok as Members;
 }
 
 function print(m: Members, json: boolean): void {

@@ -8,14 +8,14 @@
 // `peers.n2`. Its environment variable is VERDICT_ followed by the path in
 // upper snake case, dots becoming underscores: VERDICT_TICK_MS,
 // VERDICT_TLS_CERT, VERDICT_TLS_ADMIN_NAMES. Values are text: integers as
-// digits, lists comma-separated (`tls.adminNames=alice,bob`), maps as
+// digits, booleans as true or false, lists comma-separated (`tls.adminNames=alice,bob`), maps as
 // comma-separated id=host:port (`peers=n1=127.0.0.1:7001,n2=...`); one map
 // entry can be set with its own path (`--set peers.n4=127.0.0.1:7004`, flags
 // only). An empty value removes the key, so its default applies. Relative
 // paths from the environment or a flag are relative to the working
 // directory; in the file, to the file's folder.
 
-export type ValueKind = 'string' | 'int' | 'list' | 'map';
+export type ValueKind = 'string' | 'int' | 'bool' | 'list' | 'map';
 
 /** Every key that can be overridden, with the form its text takes. */
 export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
@@ -31,6 +31,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   heartbeatTicks: 'int',
   snapshotEntries: 'int',
   logLevel: 'string',
+  join: 'bool',
   'tls.ca': 'string',
   'tls.cert': 'string',
   'tls.key': 'string',
@@ -116,6 +117,8 @@ function convert(path: string, text: string, source: Source): unknown {
   switch (OVERRIDABLE[path]) {
     case 'int':
       return /^[+-]?\d+$/.test(text.trim()) ? Number(text.trim()) : text;
+    case 'bool':
+      return text === 'true' ? true : text === 'false' ? false : text;
     case 'list':
       return text.split(',').map((x) => x.trim()).filter((x) => x !== '');
     case 'map': {

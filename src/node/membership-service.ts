@@ -85,7 +85,7 @@ export function membershipApi(cfg: NodeConfig, d: Driver<unknown>): { AddMember:
   };
 
   const answer = (cb: grpc.sendUnaryData<Members>, err: unknown): void => {
-    if (failures.has(err)) return cb(err as grpc.ServiceError);
+    if (typeof err === 'object' && err !== null && failures.has(err)) return cb(err as grpc.ServiceError);
     if (err instanceof ConfChangeRefusedError) return cb(fail(grpc.status.FAILED_PRECONDITION, err.message));
     if (err instanceof Error) return cb(toServiceError(cfg, err));
     cb(fail(grpc.status.INTERNAL, String(err)));

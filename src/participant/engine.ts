@@ -331,9 +331,17 @@ export class ParticipantEngine {
     }
     if (!this.prepared.has(txnId)) {
       if (outcome === 'committed') return cb(this.violation(txnId, outcome, 'this participant never prepared it'));
-      // Presumed abort: nothing is held, so there is nothing to undo or journal.
-      // Remembering the id makes a PREPARE that arrives late get NO.
+      // Presumed abort: nothing prepared, so nothing to journal. Remembering the
+      // id makes a PREPARE that arrives late get NO; work the resource holds
+      // for T before PREPARE (an open transaction) is released now.
       this.rememberDecided(txnId, 'aborted');
+      // The ACK does not wait for it: work still running in T finishes first, and nothing was promised for T.
+      this.o.resource.abortUnprepared?.(
+        txnId,
+        once('resource.abortUnprepared', (err) => {
+          if (err !== null) this.log.warn({ txnId, err: err.message }, 'could not release the work held for an unprepared transaction on ABORT; its own timeout will');
+        }),
+      );
       return cb(null);
     }
     const step = outcome === 'committed' ? 'commit' : 'abort';

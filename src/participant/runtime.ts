@@ -27,6 +27,7 @@ import { isParticipantRecord, ParticipantError, type AskOutcome, type Journal, t
 import type { JournalStats } from './journal.ts';
 import { PostgresConfigError, type PostgresResource } from './postgres.ts';
 import { openPostgresParticipant, type PostgresParticipantOptions, type PostgresSetup } from './postgres-recovery.ts';
+import { HeuristicReporter } from './heuristic.ts';
 
 export interface ParticipantOptions {
   clusterId: string;
@@ -53,6 +54,8 @@ export interface ParticipantOptions {
    * certificate. A cluster with TLS calls every participant over TLS.
    */
   tls?: TlsFiles;
+  /** How often acts done by hand (`verdict participant resolve`) not yet acknowledged by the cluster are reported again. */
+  heuristicReportIntervalMs?: number;
   /** Engine bounds and timings (inDoubtAfterMs, askBackoffMinMs, ...). */
   engine?: Partial<Omit<EngineOptions, 'clusterId' | 'participantId' | 'resource' | 'journal' | 'clock' | 'schedule' | 'askOutcome' | 'log'>>;
 }
@@ -206,6 +209,33 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     attempt();
   });
 
+  // Heuristic acts done by hand while the cluster was unreachable are reported
+  // once it is reachable and this participant is registered (R4).
+  let reporter: HeuristicReporter | null = null;
+  if (pg !== null) {
+    const resourcePg = pg.resource;
+    void registered.then(() => {
+      if (stopping) return;
+      reporter = new HeuristicReporter({
+        unreported: () => resourcePg.unreportedHeuristics(),
+        markReported: (act) => resourcePg.markHeuristicReported(act.gid),
+        report: (act) =>
+          link.reportHeuristic({
+            participantId: o.participantId,
+            txnId: act.txnId,
+            outcome: act.outcome === 'committed' ? 'OUTCOME_COMMITTED' : 'OUTCOME_ABORTED',
+            gid: act.gid,
+            operator: act.operator,
+            reason: act.reason,
+            atMs: act.atMs,
+          }),
+        log,
+        intervalMs: o.heuristicReportIntervalMs,
+      });
+      reporter.start();
+    });
+  }
+
   let stopped: Promise<void> | null = null;
   const stop = (): Promise<void> =>
     (stopped ??= (async () => {
@@ -220,6 +250,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       while ((gate.inFlight > 0 || engine.counts().preparing > 0) && Date.now() < drainBy) await new Promise((r) => setTimeout(r, 10));
       if (gate.inFlight > 0) log.warn({ inFlight: gate.inFlight }, 'stopping with requests still in flight');
       engine.stop();
+      await reporter?.stop();
       for (const t of timers) clearTimeout(t);
       timers.clear();
       await shutdownServer(server, 2_000);

@@ -58,6 +58,13 @@ export interface Resource {
   prepare(txnId: TxnId, payload: Uint8Array, cb: (err: Error | null, vote: ResourceVote) => void): void;
   commit(txnId: TxnId, cb: (err: Error | null) => void): void;
   abort(txnId: TxnId, cb: (err: Error | null) => void): void;
+  /**
+   * Optional: ABORT arrived for T before it was prepared here. A resource
+   * holding work for T before PREPARE (an open PostgreSQL transaction)
+   * releases it now instead of waiting for its own timeout. Best effort: the
+   * engine ACKs the ABORT whatever happens (nothing was promised for T).
+   */
+  abortUnprepared?(txnId: TxnId, cb: (err: Error | null) => void): void;
 }
 
 /** Append-only and durable: when cb fires with null the record survives a crash. */

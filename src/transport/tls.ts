@@ -71,7 +71,7 @@ export function loadTls(files: TlsFiles, name: (k: 'ca' | 'cert' | 'key') => str
   if (Date.parse(leaf.validTo) < now) throw new TlsSetupError(`${name('cert')} (${files.cert}) expired on ${leaf.validTo}; issue a new certificate`);
   // With an intermediate in the chain the CA signed the intermediate, not the leaf; the handshake checks that case.
   if (chain.length === 1 && !caCerts.some((c) => leaf.checkIssued(c) && leaf.verify(c.publicKey))) {
-    throw new TlsSetupError(`${name('cert')} (${files.cert}, issued by "${oneLine(leaf.issuer)}") is not signed by the CA in ${name('ca')} (${files.ca}); its peers would refuse it`);
+    throw new TlsSetupError(`${name('cert')} (${files.cert}, issued by "${oneLine(leaf.issuer)}") is not signed by the CA in ${name('ca')} (${files.ca}); whoever it connects to would refuse it`);
   }
   return { ca, cert, key, leaf };
 }

@@ -47,7 +47,7 @@ export class Nemesis {
 
   constructor(private readonly o: NemesisOptions) {
     this.rng = new Rng(o.seed);
-    this.holdMs = o.holdMs ?? [1_000, 3_000];
+    this.holdMs = o.holdMs ?? [1_000, 4_000];
     this.gapMs = o.gapMs ?? [500, 1_500];
     this.log = o.log ?? (() => {});
   }

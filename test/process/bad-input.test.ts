@@ -3,10 +3,11 @@
 // says what is wrong and how to fix it, and leaves the data directory as it
 // was, byte for byte.
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { certDir, TestCa } from '../tls-certs.ts';
 import { Cluster, fingerprint, freePorts, runCli, tempDir, useProcessCleanup, type NodeConfigFile } from './harness.ts';
 
 useProcessCleanup();
@@ -22,9 +23,9 @@ interface Refusal {
 }
 
 /** Runs `verdict node --config file` and checks the refusal; `watch` must be unchanged afterwards. */
-async function expectRefusal(file: string, r: Refusal, watch: string[]): Promise<string> {
+async function expectRefusal(file: string, r: Refusal, watch: string[], extra: { args?: string[]; env?: Record<string, string> } = {}): Promise<string> {
   const before = watch.map(fingerprint);
-  const res = await runCli(['node', '--config', file], { timeoutMs: EXIT_WITHIN_MS + 5_000 });
+  const res = await runCli(['node', '--config', file, ...(extra.args ?? [])], { timeoutMs: EXIT_WITHIN_MS + 5_000, env: extra.env });
   const context = `exit ${res.code ?? res.signal}, ${res.elapsedMs} ms, stderr:\n${res.stderr}`;
   expect(res.code, context).not.toBe(0);
   expect(res.code, context).not.toBeNull();
@@ -97,6 +98,26 @@ describe('verdict node refuses bad input with one line and leaves the data alone
 
   it('an unknown key', async () => {
     await configCase('unknown-key.json', { ...valid, electionTimeoutMs: 1000 }, { what: /unknown key "electionTimeoutMs"/, fix: /known keys: .*electionTicks/ });
+  });
+
+  it('a bad value from the environment or a --set flag names its source', async () => {
+    const file = write('valid.json', valid);
+    const fromEnv = await expectRefusal(file, { what: /"tickMs" \(from environment variable VERDICT_TICK_MS\) is "fast"/, fix: /expected an integer from 1 to 60000/ }, [dir], { env: { VERDICT_TICK_MS: 'fast' } });
+    expect(fromEnv).toContain(file);
+    await expectRefusal(file, { what: /"electionTicks" \(from --set electionTicks=1\) is 1/, fix: /expected an integer from 2 to 10000/ }, [dir], { args: ['--set', 'electionTicks=1'], env: { VERDICT_ELECTION_TICKS: '20' } });
+    await expectRefusal(file, { what: /--set tickMS=5: unknown key "tickMS"/, fix: /keys: .*tickMs/ }, [dir], { args: ['--set', 'tickMS=5'] });
+    expect(fingerprint(join(dir, 'never-created'))).toBe('(missing)');
+  });
+
+  it('a TLS certificate that names another node', async () => {
+    const certs = certDir();
+    try {
+      const ca = TestCa.create(certs, 'ca');
+      const n2 = ca.issue('n2', { ou: 'c1' });
+      await configCase('tls-wrong-node.json', { ...valid, tls: { ca: ca.cert, ...n2 } }, { what: /"tls\.cert" \(.*n2\.crt\): this node's certificate names node "n2" of cluster "c1"/, fix: /issue it with -subj "\/OU=c1\/CN=n1"/ });
+    } finally {
+      rmSync(certs, { recursive: true, force: true });
+    }
   });
 
   it('a missing config file', async () => {

@@ -104,6 +104,12 @@ export interface ClusterOptions {
    * (test/chaos/proxy.ts). Clients still use the nodes' own addresses.
    */
   dialPeer?: (from: string, to: string, address: string) => Promise<string>;
+  /** The cluster's id; a unique one by default. */
+  clusterId?: string;
+  /** Keys added to node `id`'s config file (e.g. a `tls` block). */
+  configExtra?: (id: string) => Record<string, unknown>;
+  /** How the harness's own clients (status, put) connect to the nodes; plaintext by default. */
+  clientCredentials?: grpc.ChannelCredentials;
 }
 
 export class NodeProc {
@@ -114,6 +120,8 @@ export class NodeProc {
   lastExit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   private exit: Promise<void> = Promise.resolve();
   private client: RaftNodeClient | null = null;
+  /** How api() connects (TLS for a TLS cluster); plaintext when null. */
+  credentials: grpc.ChannelCredentials | null = null;
 
   constructor(
     readonly id: string,
@@ -199,7 +207,7 @@ export class NodeProc {
 
   /** A client for this node; a fresh one after every restart, so no reconnect backoff carries over. */
   api(): RaftNodeClient {
-    this.client ??= new RaftNodeClient(this.address);
+    this.client ??= new RaftNodeClient(this.address, this.credentials ?? undefined);
     return this.client;
   }
 
@@ -249,7 +257,7 @@ export class Cluster {
   /** Like start(), but leaves the processes to the caller. */
   static async create(o: ClusterOptions): Promise<Cluster> {
     const dir = tempDir();
-    const clusterId = uniqueClusterId();
+    const clusterId = o.clusterId ?? uniqueClusterId();
     const ports = await freePorts(o.metrics ? 2 * o.nodes : o.nodes);
     const peers: Record<string, string> = {};
     ports.slice(0, o.nodes).forEach((p, i) => (peers[`n${i + 1}`] = `127.0.0.1:${p}`));
@@ -275,8 +283,10 @@ export class Cluster {
         cfg.peerDial = dial;
       }
       const file = join(dir, `${id}.json`);
-      writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
-      nodes.push(new NodeProc(id, address, file, join(dir, cfg.dataDir), join(dir, `${id}.log`), metricsListen ?? null));
+      writeFileSync(file, JSON.stringify({ ...cfg, ...o.configExtra?.(id) }, null, 2) + '\n');
+      const n = new NodeProc(id, address, file, join(dir, cfg.dataDir), join(dir, `${id}.log`), metricsListen ?? null);
+      n.credentials = o.clientCredentials ?? null;
+      nodes.push(n);
     }
     const c = new Cluster(dir, clusterId, nodes, o);
     clusters.set(c, scope);
@@ -461,10 +471,10 @@ export interface CliResult {
   elapsedMs: number;
 }
 
-export async function runCli(args: string[], o: { timeoutMs?: number; cwd?: string } = {}): Promise<CliResult> {
+export async function runCli(args: string[], o: { timeoutMs?: number; cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
   const timeoutMs = o.timeoutMs ?? 15_000;
   const started = Date.now();
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: o.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: o.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: o.env ? { ...process.env, ...o.env } : process.env });
   const proc = { killNow: () => child.kill('SIGKILL') };
   cliChildren.add(proc);
   let stdout = '';

@@ -7,7 +7,7 @@
 import { rmSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import type { Members } from '../../src/transport/proto.ts';
-import { Cluster, runCli, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
+import { Cluster, freePorts, runCli, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
 
 useProcessCleanup();
 
@@ -106,6 +106,16 @@ test('grow 3 → 5, shrink back to 3 removing the leader, replace a dead node fr
   // Its log starts after a snapshot: it was not fed from index 1.
   expect(s6.firstIndex).toBeGreaterThan(1);
   await expectAllData(n6, written);
+
+  // A node that never shows up: the add fails with a clear timeout and leaves a learner, which can be removed.
+  const [ghostPort] = await freePorts(1);
+  const endpoints = c.nodes.map((n) => n.address).join(',');
+  const ghost = await runCli(['member', 'add', 'n9', `127.0.0.1:${ghostPort}`, '--timeout-ms', '1500', '--endpoints', endpoints], { timeoutMs: CLI_MS });
+  expect(ghost.code).toBe(1);
+  expect(ghost.stderr).toMatch(/n9 at 127\.0\.0\.1:\d+ did not catch up within 1500 ms .*stays a learner/);
+  expect(learners(await member(c, ['list']))).toEqual(['n9']);
+  m = await member(c, ['remove', 'n9']);
+  expect(m.members.map((x) => x.nodeId)).not.toContain('n9');
 
   // The new member counts: with n6 it takes two of three to commit; stop one old node and write on.
   const { node: leader4 } = await c.waitForLeader();

@@ -80,6 +80,8 @@ describe('leadership', { timeout: 180_000 }, () => {
       [['txn', 'show', '--help'], /verdict txn show ID/],
       [['status', '--help'], /verdict status \[--json\]/],
       [['leader', '--help'], /verdict leader transfer --to NODE/],
+      [['member', '--help'], /verdict member add ID ADDRESS/],
+      [['member', 'remove', '--help'], /verdict member remove ID/],
       [['participant', '--help'], /--metrics-listen HOST:PORT/],
       [['node', '--help'], /verdict node --config FILE/],
       [['cluster', '--help'], /verdict cluster up/],

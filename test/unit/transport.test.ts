@@ -19,6 +19,7 @@ import {
   streamMethod,
   toWire,
   type NodeStatus,
+  type Members,
   type RaftNodeHandlers,
   type WireBatch,
   type WireStreamAck,
@@ -410,6 +411,7 @@ describe('RaftNode admin API', () => {
       peers: [{ nodeId: 'n2', address: '127.0.0.1:7002', matchIndex: 10, nextIndex: 11, state: 'replicate' }],
     };
     const store = new Map<string, Uint8Array>();
+    const members: Members['members'] = [{ nodeId: 'n1', address: '127.0.0.1:7001', voter: true, matchIndex: 10, state: 'replicate' }];
     const handlers: RaftNodeHandlers = {
       Status: (_call, cb) => cb(null, status),
       Put: (call, cb) => {
@@ -428,6 +430,12 @@ describe('RaftNode admin API', () => {
         if (call.request.to !== 'n2') return cb({ code: grpc.status.INVALID_ARGUMENT, details: `no voter ${call.request.to}` });
         cb(null, { leaderId: call.request.to, term: 4 + call.request.timeoutMs });
       },
+      AddMember: (call, cb) => {
+        members.push({ nodeId: call.request.nodeId, address: call.request.address, voter: call.request.timeoutMs > 0, matchIndex: 0, state: '' });
+        cb(null, { members, leaderId: 'n1', term: 3, confIndex: 12 });
+      },
+      RemoveMember: (call, cb) => cb({ code: grpc.status.FAILED_PRECONDITION, details: `${call.request.nodeId} is the last voter` }),
+      ListMembers: (_call, cb) => cb(null, { members, leaderId: 'n1', term: 3, confIndex: 0 }),
     };
     const server = new grpc.Server();
     server.addService(raftNodeService, handlers);
@@ -449,6 +457,11 @@ describe('RaftNode admin API', () => {
       });
       expect(await client.transferLeader({ to: 'n2', timeoutMs: 1 })).toStrictEqual({ leaderId: 'n2', term: 5 });
       await expect(client.transferLeader({ to: 'n9', timeoutMs: 0 })).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
+      const added = await client.addMember({ nodeId: 'n4', address: '127.0.0.1:7004', timeoutMs: 5 });
+      expect(added.confIndex).toBe(12);
+      expect(added.members[1]).toStrictEqual({ nodeId: 'n4', address: '127.0.0.1:7004', voter: true, matchIndex: 0, state: '' });
+      expect((await client.listMembers()).members.map((m) => m.nodeId)).toEqual(['n1', 'n4']);
+      await expect(client.removeMember({ nodeId: 'n1' })).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: 'n1 is the last voter' });
     } finally {
       client.close();
     }

@@ -75,6 +75,9 @@ export class TwoPcWorld extends BaselineWorld {
     const inc: Inc = { alive: true };
     this.coordInc = inc;
     this.coord = new TwoPcCoordinator({ retryMs: RETRY_MS }, this.coordLog.durable);
+    // A COMMIT record that reached the disk as the coordinator crashed (the disk
+    // may have written it before the sync returned) is a decision all the same.
+    for (const r of this.coordLog.durable) this.decided(r.txnId, 'commit', r.participants, 'COMMIT record found in the log after a restart', true);
     const tick = (): void => {
       if (!inc.alive || !this.coord) return;
       this.exec(this.coord.tick(this.q.now), inc);
@@ -235,7 +238,7 @@ export class TwoPcWorld extends BaselineWorld {
           this.timeline.once(txnId, `${p.id} asks ${COORDINATOR} about ${txnId}: ${o}`);
           return cb(null, o);
         }
-        this.timeline.once(txnId, `${p.id} asks ${COORDINATOR} about ${txnId}: no answer; asks its peers (cooperative termination)`);
+        this.timeline.once(txnId, `${p.id} asks ${COORDINATOR} about ${txnId}: no answer within ${RPC_DEADLINE_MS} ms; asks its peers (cooperative termination)`);
         this.askPeers(p, inc, txnId, cb);
       },
     );
@@ -279,7 +282,7 @@ export class TwoPcWorld extends BaselineWorld {
   crash(id: string): void {
     if (id === COORDINATOR) {
       if (!this.coord) return;
-      this.timeline.add(null, `${COORDINATOR} crashes`);
+      if (!this.crashAtPoint) this.timeline.add(null, `${COORDINATOR} crashes`);
       this.coordInc.alive = false;
       this.coordLog.crash();
       this.coord = null;
@@ -288,7 +291,7 @@ export class TwoPcWorld extends BaselineWorld {
     }
     const p = this.part(id);
     if (!p.up) return;
-    this.timeline.add(null, `${p.id} crashes`);
+    if (!this.crashAtPoint) this.timeline.add(null, `${p.id} crashes`);
     this.crashes++;
     p.up = false;
     p.inc.alive = false;

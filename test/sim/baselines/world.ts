@@ -46,12 +46,28 @@ export interface BaselineResult {
   crashPointsFired: number;
   /** txn → participant → the vote it sent (the last one, if it sent more). */
   votes: Map<string, Map<string, 'yes' | 'no'>>;
+  /** txn → its participants. */
+  members: Map<string, string[]>;
+  /** A `forever` crash point took the coordinator down for good. */
+  coordinatorLost: boolean;
 }
+
+/** What each crash point means in a baseline, at the coordinator and at a participant. */
+const POINT_MEANING: Record<CrashPointName, { coordinator: string; participant: string }> = {
+  'prepare-send': { coordinator: 'about to send PREPARE', participant: '' },
+  'some-prepared': { coordinator: 'a YES reached it', participant: 'prepared state synced, YES not yet sent' },
+  'commit-proposed': { coordinator: 'COMMIT record written, not yet synced', participant: '' },
+  'commit-applied': { coordinator: 'COMMIT record synced, no DECISION sent yet', participant: '' },
+  'some-decided': { coordinator: 'an ACK reached it', participant: 'COMMIT applied, ACK not yet sent' },
+  // A 2PC coordinator has no Forget step: these never fire in a baseline.
+  'before-forget': { coordinator: '', participant: '' },
+  'after-forget': { coordinator: '', participant: '' },
+};
 
 /** The simulated network, reporting every change of its cuts to the timeline (who can no longer reach whom). */
 class ObservedNetwork extends SimNetwork {
   private pending = false;
-  private last = '';
+  private last = 'network: every link open';
 
   constructor(
     private readonly queue: EventQueue,
@@ -134,6 +150,8 @@ export abstract class BaselineWorld implements FaultWorld {
   /** The coordinator was taken down for good by a `forever` crash point. */
   protected coordinatorLost = false;
   protected coordinatorDownSinceMs: number | null = null;
+  /** A crash point is crashing a process: it has told the timeline already. */
+  protected crashAtPoint = false;
 
   constructor(
     readonly sc: BaselineScenario,
@@ -177,6 +195,8 @@ export abstract class BaselineWorld implements FaultWorld {
 
   /** The coordinator's decision, as the checker reads Verdict's first applied Decide (R1). */
   protected decided(txnId: string, outcome: 'commit' | 'abort', participants: string[], reason: string, logged: boolean): void {
+    // Once per transaction: a restarted coordinator reads the same COMMIT record again.
+    if (this.checker.decisionOf(txnId) !== null) return;
     this.decisionIndex++;
     this.checker.decisionApplied(COORDINATOR, { txnId, outcome, reason, participants, index: this.decisionIndex, decidedAtMs: this.q.now }, true);
     this.timeline.add(txnId, `${COORDINATOR} decides ${outcome.toUpperCase()}${logged ? ' (logged)' : ''}: ${reason}`);
@@ -210,17 +230,21 @@ export abstract class BaselineWorld implements FaultWorld {
         if (!('coordinator' in at) || !this.coordinatorUp()) continue;
         cp.fired = true;
         this.crashPointsFired++;
-        this.timeline.add(txnId, `crash point ${point} of ${txnId} reached: ${COORDINATOR} crashes ${cp.forever ? 'and stays down for good' : `for ${cp.downMs} ms`}`);
+        this.timeline.add(txnId, `crash point ${point} (${POINT_MEANING[point].coordinator}): ${COORDINATOR} crashes ${cp.forever ? 'and stays down for good' : `for ${cp.downMs} ms`}`);
         if (cp.forever) this.coordinatorLost = true;
+        this.crashAtPoint = true;
         this.crash(COORDINATOR);
+        this.crashAtPoint = false;
         if (!cp.forever) this.q.after(cp.downMs, () => !this.healed && this.restart(COORDINATOR));
       } else {
         const pid = members[cp.target % members.length];
         if (!('participant' in at) || at.participant !== pid) continue;
         cp.fired = true;
         this.crashPointsFired++;
-        this.timeline.add(txnId, `crash point ${point} of ${txnId} reached: ${pid} crashes for ${cp.downMs} ms`);
+        this.timeline.add(txnId, `crash point ${point} (${POINT_MEANING[point].participant}): ${pid} crashes for ${cp.downMs} ms`);
+        this.crashAtPoint = true;
         this.crash(pid);
+        this.crashAtPoint = false;
         this.q.after(cp.downMs, () => !this.healed && this.restart(pid));
       }
     }
@@ -238,7 +262,7 @@ export abstract class BaselineWorld implements FaultWorld {
     for (const t of this.members.keys()) if (this.checker.decisionOf(t) === 'commit') committed++;
     // The AC4 line closes the story of the transaction it names.
     for (const v of this.checker.violations) if (v.includes('AC4')) this.timeline.add(txnOf(v), v.replace(/^t=\d+ms: /, ''));
-    return { violations: this.checker.violations, timeline: this.timeline, steps: this.q.steps, crashes: this.crashes, partitions: this.partitions, txns: this.sc.txns.length, committed, crashPointsFired: this.crashPointsFired, votes: this.votes };
+    return { violations: this.checker.violations, timeline: this.timeline, steps: this.q.steps, crashes: this.crashes, partitions: this.partitions, txns: this.sc.txns.length, committed, crashPointsFired: this.crashPointsFired, votes: this.votes, members: this.members, coordinatorLost: this.coordinatorLost };
   }
 
   private runPhases(): void {

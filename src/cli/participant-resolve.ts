@@ -1,0 +1,60 @@
+// `verdict participant resolve`: the operator's heuristic act (R4) for the
+// day the cluster is unreachable. It talks only to PostgreSQL, so it works
+// with the cluster down: COMMIT PREPARED or ROLLBACK PREPARED of one stuck
+// gid, recorded first in the adapter's verdict_heuristics table with who,
+// when and why (src/participant/heuristic.ts). The participant process
+// reports the act to the cluster once it is reachable.
+import { HeuristicError, resolvePostgresByHand } from '../participant/heuristic.ts';
+import { bool, flag, UsageError } from './args.ts';
+import { defaultOperator } from './txn.ts';
+
+export const PARTICIPANT_RESOLVE_HELP = `  verdict participant resolve TXN-OR-GID --commit|--abort --reason TEXT --id ID --resource postgres --pg-url URL
+                    [--cluster-id ID] [--operator WHO] [--json]
+                                      the operator's heuristic act when the cluster is unreachable: COMMIT PREPARED or
+                                      ROLLBACK PREPARED of one stuck gid, recorded in verdict_heuristics with who
+                                      ($USER@host by default), when and why; the participant reports it to the cluster,
+                                      which records HEURCOM/HEURRB, or HEURMIX if it decided otherwise
+`;
+
+const USAGE = 'usage: verdict participant resolve TXN-OR-GID --commit|--abort --reason TEXT --id ID --resource postgres --pg-url URL [--cluster-id ID] [--operator WHO]';
+
+/** Exit 0 when done (or already done by an earlier run), 1 when refused, with the reason on one line. */
+export async function participantResolveCommand(argv: string[]): Promise<void> {
+  const args = [...argv];
+  const commit = bool(args, '--commit');
+  const abortIt = bool(args, '--abort');
+  const json = bool(args, '--json');
+  const reason = flag(args, '--reason');
+  const operator = flag(args, '--operator') ?? defaultOperator();
+  const id = flag(args, '--id');
+  const clusterId = flag(args, '--cluster-id') ?? 'local';
+  const resource = flag(args, '--resource') ?? 'memory';
+  const pgUrl = flag(args, '--pg-url');
+  const [target, ...extra] = args;
+  if (target === undefined || target.startsWith('--') || extra.length > 0) throw new UsageError(USAGE);
+  if (commit === abortIt) throw new UsageError(`give exactly one of --commit and --abort; ${USAGE}`);
+  if (reason === undefined || reason.trim() === '') throw new UsageError(`--reason TEXT is required: it is recorded with the act and reported to the cluster; ${USAGE}`);
+  if (id === undefined) throw new UsageError(`--id names the participant whose gid this is; ${USAGE}`);
+  if (resource !== 'postgres') {
+    throw new UsageError(`heuristic resolution is built for --resource postgres only: a memory participant holds no locks outside its own process, so restart it and let it ask the cluster; ${USAGE}`);
+  }
+  if (pgUrl === undefined || !/^postgres(ql)?:\/\//.test(pgUrl)) throw new UsageError(`--pg-url postgres://USER@HOST:PORT/DATABASE is required; ${USAGE}`);
+  let r: Awaited<ReturnType<typeof resolvePostgresByHand>>;
+  try {
+    r = await resolvePostgresByHand({ url: pgUrl, clusterId, participantId: id, target, outcome: commit ? 'committed' : 'aborted', operator, reason });
+  } catch (err) {
+    if (err instanceof HeuristicError) {
+      process.stderr.write(`verdict: ${err.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    throw err;
+  }
+  if (json) return void process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+  const what = r.act.outcome === 'committed' ? 'COMMIT PREPARED' : 'ROLLBACK PREPARED';
+  process.stdout.write(
+    r.performed
+      ? `${what} ${r.act.gid}: done by ${r.act.operator} (heuristic ${r.act.outcome === 'committed' ? 'COMMIT' : 'ABORT'} of transaction ${r.act.txnId}), recorded; the participant reports it to the cluster when it is reachable\n`
+      : `transaction ${r.act.txnId} was already resolved by hand (${r.act.outcome}) by ${r.act.operator} at ${new Date(r.act.atMs).toISOString()}; nothing more to do\n`,
+  );
+}

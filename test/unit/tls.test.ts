@@ -1,0 +1,205 @@
+// TLS pieces with throwaway certificates from openssl: checking the files,
+// the names a node's certificate must carry, the admin check, error
+// explanations, and two real transports on loopback refusing a peer whose
+// certificate names another node.
+import * as grpc from '@grpc/grpc-js';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { message, MessageType, type Message } from '../../src/raft/types.ts';
+import { ConfigError, parseConfig } from '../../src/node/config.ts';
+import { loadNodeTls } from '../../src/node/node-tls.ts';
+import { checkAdmin } from '../../src/transport/auth.ts';
+import { GrpcTransport, SERVER_OPTIONS } from '../../src/transport/grpc.ts';
+import { channelCredentials, explainConnectError, loadTls, nodeCertificateProblem, serverCredentials, TlsSetupError } from '../../src/transport/tls.ts';
+import { freePorts } from '../free-ports.ts';
+import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
+
+let dir: string;
+let ca: TestCa;
+let rogue: TestCa;
+let n1: CertFiles;
+let n2: CertFiles;
+let n3: CertFiles;
+let alice: CertFiles;
+let rogueN2: CertFiles;
+
+beforeAll(() => {
+  dir = certDir();
+  ca = TestCa.create(dir, 'ca');
+  rogue = TestCa.create(dir, 'rogue-ca');
+  n1 = ca.issue('n1', { ou: 'c1' });
+  n2 = ca.issue('n2', { ou: 'c1' });
+  n3 = ca.issue('n3', { ou: 'c1' });
+  alice = ca.issue('alice');
+  rogueN2 = rogue.issue('n2', { ou: 'c1', file: 'rogue-n2' });
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const names = (k: string): string => `"tls.${k}"`;
+
+function tlsError(f: () => unknown): string {
+  try {
+    f();
+  } catch (err) {
+    expect(err).toBeInstanceOf(TlsSetupError);
+    return (err as Error).message;
+  }
+  throw new Error('expected a TlsSetupError');
+}
+
+describe('loading certificate files', () => {
+  it('accepts a certificate, its key and the CA that signed it', () => {
+    const m = loadTls({ ca: ca.cert, cert: n1.cert, key: n1.key }, names);
+    expect(m.leaf?.subject).toContain('CN=n1');
+    expect(loadTls({ ca: ca.cert }, names).cert).toBeNull();
+  });
+
+  it('refuses a key of another certificate, a certificate of another CA, a missing file, a non-PEM file', () => {
+    expect(tlsError(() => loadTls({ ca: ca.cert, cert: n1.cert, key: n2.key }, names))).toMatch(/"tls\.key" \(.*n2\.key\) is not the private key of "tls\.cert"/);
+    expect(tlsError(() => loadTls({ ca: ca.cert, cert: rogueN2.cert, key: rogueN2.key }, names))).toMatch(/"tls\.cert" \(.*rogue-n2\.crt, issued by "CN=rogue-ca"\) is not signed by the CA in "tls\.ca"/);
+    expect(tlsError(() => loadTls({ ca: join(dir, 'nope.crt') }, names))).toMatch(/"tls\.ca": cannot read .*nope\.crt \(ENOENT\); expected a PEM file/);
+    const junk = join(dir, 'junk.crt');
+    writeFileSync(junk, 'hello');
+    expect(tlsError(() => loadTls({ ca: junk }, names))).toMatch(/holds no PEM certificate/);
+    expect(tlsError(() => loadTls({ ca: ca.cert, cert: n1.cert }, names))).toMatch(/"tls\.key" is missing/);
+  });
+
+  it('a node refuses to start with a certificate that names another node, cluster or host', () => {
+    const cfg = (nodeId: string, listen = '127.0.0.1:7001', files = n1) =>
+      parseConfig({ clusterId: 'c1', nodeId, listen, dataDir: 'd', peers: { [nodeId]: listen }, tls: { ca: ca.cert, ...files } }, '/x/n.json');
+    expect(loadNodeTls(cfg('n1'))).not.toBeNull();
+    const err = (f: () => unknown): string => {
+      try {
+        f();
+      } catch (e) {
+        expect(e).toBeInstanceOf(ConfigError);
+        return (e as Error).message;
+      }
+      throw new Error('expected a ConfigError');
+    };
+    expect(err(() => loadNodeTls(cfg('n2')))).toMatch(/"tls\.cert" .*this node's certificate names node "n1" of cluster "c1" .*expected node "n2" of cluster "c1".*; issue it with -subj "\/OU=c1\/CN=n2"/);
+    expect(err(() => loadNodeTls(cfg('n1', '10.1.2.3:7001')))).toMatch(/does not name 10\.1\.2\.3 in its subjectAltName .*add subjectAltName=IP:10\.1\.2\.3/);
+    expect(err(() => loadNodeTls(cfg('n1', '127.0.0.1:7001', { cert: n1.cert, key: n3.key })))).toMatch(/is not the private key/);
+  });
+
+  it('names a node by CN and its cluster by OU', () => {
+    expect(nodeCertificateProblem({ CN: 'n1', OU: 'c1' }, 'c1', 'n1')).toBeNull();
+    expect(nodeCertificateProblem({ CN: 'n1', OU: 'c2' }, 'c1', 'n1')).toMatch(/names node "n1" of cluster "c2"/);
+    expect(nodeCertificateProblem({ CN: 'alice' }, 'c1', 'n1')).toMatch(/names node "alice" of cluster ""/);
+    expect(nodeCertificateProblem('OU=c1\nCN=n1', 'c1', 'n1')).toBeNull();
+  });
+});
+
+describe('admin check', () => {
+  const call = (cn?: string) => ({ getAuthContext: () => (cn === undefined ? {} : { sslPeerCertificate: { subject: { CN: cn } } as never }) });
+
+  it('lets every caller through without adminNames', () => {
+    expect(checkAdmin(call(), { adminNames: null })).toBeNull();
+    expect(checkAdmin(call('alice'), { adminNames: null })).toBeNull();
+  });
+
+  it('with adminNames, only a client certificate of one of those names', () => {
+    const p = { adminNames: ['ops-admin'] };
+    expect(checkAdmin(call('ops-admin'), p)).toBeNull();
+    const denied = checkAdmin(call('alice'), p, 'leader transfer');
+    expect(denied?.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(denied?.details).toBe("leader transfer needs an admin certificate: client certificate CN=alice is not in the node's tls.adminNames; use a certificate whose CN is one of them");
+    expect(checkAdmin(call(), p)?.details).toMatch(/a caller without a verified client certificate/);
+  });
+});
+
+describe('connection errors explained', () => {
+  it('turns OpenSSL and grpc texts into what to fix', () => {
+    const grpcText = (e: string): string => `No connection established. Last error: ${e} (2026-11-30T05:35:19.636Z). Resolution note: `;
+    expect(explainConnectError(grpcText('80ECCAFD567F0000:error:0A00045C:SSL routines:ssl3_read_bytes:tlsv13 alert certificate required:../deps/openssl/x.c:1601:SSL alert number 116\n'), true)).toBe(
+      "the server requires a client certificate (mutual TLS): give a certificate and key signed by the cluster's CA (tlsv13 alert certificate required)",
+    );
+    expect(explainConnectError(grpcText('Error: self-signed certificate in certificate chain'), true)).toMatch(/^the server's certificate is not signed by our CA/);
+    expect(explainConnectError('14 UNAVAILABLE: No connection established. Last error: Failed to connect (2026-11-30T05:35:19.666Z)', true)).toMatch(/^the server closed the TLS handshake: it refused our certificate/);
+    expect(explainConnectError(grpcText('Failed to connect'), false)).toMatch(/it may require TLS/);
+    expect(explainConnectError(grpcText('Error: 80AC4EAC017F0000:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/x.c:350:'), true)).toMatch(/^the server does not speak TLS/);
+    expect(explainConnectError('something else', true)).toBe('something else');
+  });
+});
+
+describe('node-to-node TLS between two transports on loopback', () => {
+  const quiet = pino({ level: 'silent' });
+  const material = (f: CertFiles) => loadTls({ ca: ca.cert, ...f }, names);
+
+  /** n1 serves with the given server cert; n2 dials it presenting `client`. Resolves with what n1 received and n2's stream failure (if any). */
+  async function exchange(o: { n1Server: CertFiles; n2Client: CertFiles }): Promise<{ received: Message[]; refused: string[]; n2Log: string[] }> {
+    const n2Log: string[] = [];
+    const n2Logger = pino({ level: 'warn' }, { write: (line: string) => n2Log.push(line) });
+    const [port] = await freePorts(1);
+    const address = `127.0.0.1:${port}`;
+    const received: Message[] = [];
+    const refused: string[] = [];
+    const n1Transport = new GrpcTransport({
+      clusterId: 'c1',
+      selfId: 'n1',
+      peers: new Map(),
+      onMessages: (m) => received.push(...m),
+      onUnreachable: () => {},
+      logger: quiet,
+      authorizePeer: (call, from) => {
+        const cert = call.getAuthContext()?.sslPeerCertificate;
+        const p = cert ? nodeCertificateProblem(cert.subject, 'c1', from) : 'no certificate';
+        if (p !== null) refused.push(p);
+        return p;
+      },
+    });
+    const server = new grpc.Server(SERVER_OPTIONS);
+    n1Transport.register(server);
+    await new Promise<void>((res, rej) => server.bindAsync(address, serverCredentials(material(o.n1Server)), (e) => (e ? rej(e) : res())));
+    const unreachable: string[] = [];
+    const n2Transport = new GrpcTransport({
+      clusterId: 'c1',
+      selfId: 'n2',
+      peers: new Map([['n1', address]]),
+      onMessages: () => {},
+      onUnreachable: (p) => unreachable.push(p),
+      logger: n2Logger,
+      credentialsFor: (id) => channelCredentials(material(o.n2Client), { clusterId: 'c1', nodeId: id }),
+      backoffMinMs: 20,
+      backoffMaxMs: 50,
+    });
+    try {
+      const deadline = Date.now() + 10_000;
+      while (received.length === 0 && refused.length === 0 && unreachable.length < 3 && Date.now() < deadline) {
+        n2Transport.send([message({ type: MessageType.Heartbeat, from: 'n2', to: 'n1', term: 1 })]);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return { received, refused, n2Log };
+    } finally {
+      await n2Transport.close();
+      await n1Transport.close();
+      server.forceShutdown();
+    }
+  }
+
+  it('delivers between nodes whose certificates name them', async () => {
+    const r = await exchange({ n1Server: n1, n2Client: n2 });
+    expect(r.refused).toEqual([]);
+    expect(r.received.length).toBeGreaterThan(0);
+    expect(r.received[0]).toMatchObject({ from: 'n2', to: 'n1' });
+  });
+
+  it('refuses a stream whose client certificate names another node than the sender', async () => {
+    const r = await exchange({ n1Server: n1, n2Client: n3 });
+    expect(r.received).toEqual([]);
+    expect(r.refused[0]).toMatch(/names node "n3" of cluster "c1".*expected node "n2"/);
+  });
+
+  it('a dialling node refuses a server whose certificate names another node', async () => {
+    // n1 serves with n3's certificate: n2 must not talk to it at all.
+    const r = await exchange({ n1Server: n3, n2Client: n2 });
+    expect(r.received).toEqual([]);
+    expect(r.refused).toEqual([]);
+    // n2's log says why, once.
+    const warnings = r.n2Log.map((l) => JSON.parse(l) as { msg: string; details: string });
+    expect(warnings[0]).toMatchObject({ msg: 'stream to peer ended; reconnecting' });
+    expect(warnings[0].details).toMatch(/peer at 127\.0\.0\.1 refused: its certificate names node "n3" of cluster "c1" .*expected node "n1"/);
+  });
+});
