@@ -8,6 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { logFormat } from '../node/logger.ts';
+import { envName, OVERRIDABLE } from '../node/config-sources.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = join(ROOT, 'bin', 'verdict.mjs');
@@ -35,7 +36,11 @@ export async function clusterUp(n: number): Promise<void> {
   for (const [i, file] of configs.entries()) {
     const id = `n${i + 1}`;
     // The children's stderr is a pipe to us: tell them whether a person is watching.
-    const env = { ...process.env, VERDICT_LOG_FORMAT: process.env.VERDICT_LOG_FORMAT ?? logFormat() };
+    const env: NodeJS.ProcessEnv = { ...process.env, VERDICT_LOG_FORMAT: process.env.VERDICT_LOG_FORMAT ?? logFormat() };
+    // The local cluster's configs are complete: node config overrides meant for
+    // a single node or for client commands (VERDICT_NODE_ID, VERDICT_TLS_CA, ...)
+    // would turn three nodes into three copies of one, or half-configure TLS.
+    for (const key of Object.keys(OVERRIDABLE)) delete env[envName(key)];
     const child = spawn(process.execPath, [BIN, 'node', '--config', file], { stdio: ['ignore', 'inherit', 'pipe'], env });
     children.set(id, child);
     // Prefix each node's log lines so three streams stay readable in one terminal.
