@@ -191,6 +191,9 @@ async function main(): Promise<void> {
   }, hardMs).unref();
   const start = performance.now();
   const w = { measureFrom: start + cfg.warmupMs, stopAt: start + cfg.warmupMs + cfg.measureMs };
+  // Progress lines for an orchestrator that samples something over exactly the measured window (bench/cpu-per-txn.ts).
+  setTimeout(() => process.stdout.write('window open\n'), cfg.warmupMs).unref();
+  setTimeout(() => process.stdout.write('window closed\n'), cfg.warmupMs + cfg.measureMs).unref();
   const r = cfg.mode === 'commit' ? await commitLoad(cfg, w) : await rawLoad(cfg, w);
   process.stdout.write(JSON.stringify(r) + '\n', () => process.exit(0));
 }

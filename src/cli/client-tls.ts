@@ -6,8 +6,8 @@ import * as grpc from '@grpc/grpc-js';
 import { loadTls, TlsSetupError, type TlsFiles } from '../transport/tls.ts';
 import { flag, UsageError } from './args.ts';
 
-export const TLS_FLAGS_HELP = `TLS: --ca FILE (the cluster CA) and, when the nodes ask for one (always with TLS), --cert FILE --key FILE;
-or VERDICT_TLS_CA, VERDICT_TLS_CERT, VERDICT_TLS_KEY.
+export const TLS_FLAGS_HELP = `TLS (a cluster with TLS requires it): --ca FILE --cert FILE --key FILE, the cluster's CA and a client
+certificate it signed, or VERDICT_TLS_CA, VERDICT_TLS_CERT, VERDICT_TLS_KEY.
 `;
 
 /** Removes --ca, --cert, --key from args; falls back to the environment. Null when no CA is given. */

@@ -22,6 +22,7 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import type { NodeConfig } from './config.ts';
+import { adminOnly } from '../transport/auth.ts';
 import type { Driver } from './driver.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { notLeader, toServiceError, withTimeout } from './raft-node-service.ts';
@@ -46,14 +47,6 @@ const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const OPERATOR_CHARS_MAX = 128;
 const REASON_CHARS_MAX = 1_000;
 
-/**
- * The one place that decides whether a call may perform an operator's act
- * (`txn resolve`). Today every caller may; with TLS, this is where the
- * client's admin certificate is checked. Returns the refusal, or null.
- */
-export function adminOnly(_call: grpc.ServerUnaryCall<unknown, unknown>): grpc.ServiceError | null {
-  return null;
-}
 
 /** Who performs an operator's act: the `verdict-operator` metadata the CLI sets ($USER@hostname or --operator). */
 export function operatorOf(call: grpc.ServerUnaryCall<unknown, unknown>): string {
@@ -213,7 +206,8 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       );
     },
     ResolveTransaction: (call, cb) => {
-      const refused = adminOnly(call as grpc.ServerUnaryCall<unknown, unknown>);
+      // An operator's act: with tls.adminNames, only an admin certificate may (src/transport/auth.ts).
+      const refused = adminOnly(call, 'txn resolve');
       if (refused) return cb(refused);
       const r = call.request;
       const outcome = decisionOf(r.outcome);

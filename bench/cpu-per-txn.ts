@@ -1,0 +1,124 @@
+// `npx tsx bench/cpu-per-txn.ts [--nodes N] [--participants N] [--clients N] [--measure-ms MS] [--warmup-ms MS]`
+//
+// CPU time per committed transaction, per process, for the memory-participant
+// commit load of bench/loadgen.ts. On a machine with few cores the throughput
+// ceiling is the CPU that one transaction costs summed over every process
+// that touches it, and unlike wall-clock figures that sum does not move much
+// when other work shares the machine. So this is the figure to watch when
+// making the commit path cheaper.
+//
+// It starts a local cluster (default 3 nodes) and memory participants
+// (default 2) as real processes on loopback, runs the closed-loop load
+// generator (default 16 clients), reads utime+stime of every process from
+// /proc/<pid>/stat when the load generator's measured window opens and when
+// it closes, and prints CPU ms per committed transaction for the leader, the
+// followers, the participants and the load generator, then one JSON line.
+// Linux only (/proc). Everything is stopped at the end.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CommitLoad, LoadResult } from './loadgen.ts';
+import { BenchCluster, killAllNow, runJsonChild, stopAll, type Child } from './procs.ts';
+
+function flag(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} needs a positive integer, not ${process.argv[i + 1] ?? '(nothing)'}`);
+  return v;
+}
+
+const NODES = flag('nodes', 3);
+const PARTICIPANTS = flag('participants', 2);
+const CLIENTS = flag('clients', 16);
+const WARMUP_MS = flag('warmup-ms', 3_000);
+const MEASURE_MS = flag('measure-ms', 10_000);
+
+/** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ; 100 on every Linux build that matters). */
+const USER_HZ = 100;
+
+/** utime + stime of a live process, in ms. */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) may hold spaces; fields after the closing parenthesis are plain.
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const utime = Number(rest[11]);
+  const stime = Number(rest[12]);
+  return ((utime + stime) * 1000) / USER_HZ;
+}
+
+interface Sampled {
+  kind: string;
+  label: string;
+  child: Child;
+  startMs: number;
+  endMs: number;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-cpu-'));
+  process.on('exit', killAllNow);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void stopAll().then(() => process.exit(130)));
+  const cluster = await BenchCluster.start(join(dir, 'cluster'), NODES, 'cpu');
+  try {
+    const ids = Array.from({ length: PARTICIPANTS }, (_, i) => `p${i + 1}`);
+    await cluster.startParticipants(ids);
+    const leader = await cluster.waitForLeader();
+    const cfg: CommitLoad = {
+      mode: 'commit',
+      endpoints: cluster.endpoints,
+      participants: ids,
+      workload: 'memory',
+      clients: CLIENTS,
+      warmupMs: WARMUP_MS,
+      measureMs: MEASURE_MS,
+      keyPrefix: `cpu-${Date.now().toString(36)}`,
+      txnTimeoutMs: 5_000,
+    };
+    const sampled: Sampled[] = [];
+    for (const n of cluster.nodes) if (n.child) sampled.push({ kind: n.id === leader.id ? 'leader' : 'follower', label: n.id, child: n.child, startMs: 0, endMs: 0 });
+    for (const [id, c] of cluster.participants) sampled.push({ kind: 'participant', label: id, child: c, startMs: 0, endMs: 0 });
+    let opened = false;
+    let closed = false;
+    const load = await runJsonChild<LoadResult>('load', 'loadgen.ts', cfg, join(dir, 'loadgen.log'), WARMUP_MS + MEASURE_MS + 60_000, {
+      onLine: (line, child) => {
+        if (line === 'window open') {
+          if (!sampled.some((s) => s.child === child)) sampled.push({ kind: 'loadgen', label: 'loadgen', child, startMs: 0, endMs: 0 });
+          for (const s of sampled) s.startMs = cpuMs(s.child.proc.pid ?? 0);
+          opened = true;
+        } else if (line === 'window closed' && opened) {
+          for (const s of sampled) s.endMs = cpuMs(s.child.proc.pid ?? 0);
+          closed = true;
+        }
+      },
+    });
+    if (!closed) throw new Error('the load generator never reported its measured window');
+    const leaderNow = await cluster.waitForLeader();
+    if (leaderNow.id !== leader.id) throw new Error(`the leader changed during the run (${leader.id} → ${leaderNow.id}); the split by role is meaningless, run again`);
+    const txns = load.ok + load.aborted;
+    if (load.ok === 0) throw new Error(`no transaction committed in the window: ${JSON.stringify(load.errors)}`);
+    const perKind = new Map<string, number>();
+    const rows: { process: string; kind: string; cpuMs: number; msPerTxn: number }[] = [];
+    for (const s of sampled) {
+      const used = s.endMs - s.startMs;
+      perKind.set(s.kind, (perKind.get(s.kind) ?? 0) + used);
+      rows.push({ process: s.label, kind: s.kind, cpuMs: used, msPerTxn: round(used / load.ok) });
+    }
+    const total = [...perKind.values()].reduce((a, b) => a + b, 0);
+    process.stderr.write(`${NODES} nodes, ${PARTICIPANTS} memory participants, ${CLIENTS} clients, ${MEASURE_MS} ms measured: ${load.ok} committed, ${load.aborted} aborted, errors ${JSON.stringify(load.errors)}, ${load.tps} tx/s, commit p50 ${(load.latency.p50_us / 1000).toFixed(2)} ms\n`);
+    for (const r of rows) process.stderr.write(`  ${r.process.padEnd(8)} ${r.kind.padEnd(12)} ${r.msPerTxn.toFixed(3)} ms CPU / txn\n`);
+    for (const [k, v] of perKind) process.stderr.write(`  ${'total'.padEnd(8)} ${k.padEnd(12)} ${(v / load.ok).toFixed(3)} ms CPU / txn\n`);
+    process.stderr.write(`  all processes: ${(total / load.ok).toFixed(3)} ms CPU / committed txn (${txns} finished)\n`);
+    const byKind = Object.fromEntries([...perKind].map(([k, v]) => [k, round(v / load.ok)]));
+    process.stdout.write(JSON.stringify({ nodes: NODES, participants: PARTICIPANTS, clients: CLIENTS, measureMs: MEASURE_MS, committed: load.ok, aborted: load.aborted, tps: load.tps, p50Ms: load.latency.p50_us / 1000, cpuMsPerTxn: round(total / load.ok), byKind, rows }) + '\n');
+  } finally {
+    await cluster.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
+await main();
