@@ -9,7 +9,10 @@
 //           participants are PostgreSQL's shop and ledger and the payloads are
 //           the statements of bench/pg-workload.ts (an order row, a debit).
 //           `commit` is the tx.commit() call (PREPARE, votes, the decision
-//           through Raft, the answer); `txn` is begin + commit.
+//           through Raft, the answer); `txn` is begin + commit. By default
+//           the transaction is begun by its Commit (client.transaction(): one
+//           round trip, so `commit` includes beginning it); `beginRoundTrip`
+//           uses a separate Begin call first (client.begin()).
 //   raw     each of `inflight` workers: one Put of a 100-byte value through
 //           the leader's RaftNodeClient, acknowledged once committed.
 //
@@ -36,6 +39,8 @@ export interface CommitLoad {
   /** Makes keys unique to this run, so a decision still being delivered from the last run cannot hold a lock. */
   keyPrefix: string;
   txnTimeoutMs: number;
+  /** A Begin call before Commit (two round trips) instead of beginning with the Commit. */
+  beginRoundTrip?: boolean;
 }
 
 export interface RawLoad {
@@ -95,7 +100,7 @@ async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
       let t1 = t0;
       let outcome: string;
       try {
-        const tx = await client.begin({ timeoutMs: cfg.txnTimeoutMs });
+        const tx = cfg.beginRoundTrip === true ? await client.begin({ timeoutMs: cfg.txnTimeoutMs }) : client.transaction({ timeoutMs: cfg.txnTimeoutMs });
         if (cfg.workload === 'pg') {
           const account = accountOf(i, seq);
           tx.enlist(cfg.participants[0], { sql: [shopStatement(`${key}-${seq}`, account)] });

@@ -80,6 +80,19 @@ export class VerdictClient {
     return new Transaction(this.connection, txnId, timeoutMs, r.deadlineMs, r.leaderId);
   }
 
+  /**
+   * A new transaction, without a round trip: the cluster begins it when its
+   * first Commit arrives (one RPC per transaction instead of Begin + Commit).
+   * Prefer it to begin() unless the Begin answer (deadline, leader) is needed.
+   */
+  transaction(options: BeginOptions = {}): Transaction {
+    const txnId = options.txnId ?? randomUUID();
+    checkId(txnId, 'transaction id');
+    const timeoutMs = options.timeoutMs ?? 0;
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
+    return new Transaction(this.connection, txnId, timeoutMs, 0, '', false);
+  }
+
   /** What the cluster's applied state says about txnId (R1); asking never decides anything. */
   async outcome(txnId: string, call: CallOptions = {}): Promise<OutcomeResult> {
     checkId(txnId, 'transaction id');

@@ -10,6 +10,7 @@
 // because every Coordinator RPC is idempotent by transaction id (R7).
 import * as grpc from '@grpc/grpc-js';
 import { unaryCall } from '../transport/unary.ts';
+import { CommitStream } from './commit-stream.ts';
 import { explainConnectError } from '../transport/tls.ts';
 import {
   coordinatorService,
@@ -63,6 +64,8 @@ const RETRYABLE: ReadonlySet<StatusName> = new Set<StatusName>(['UNAVAILABLE', '
 export class CoordinatorConnection {
   private readonly addresses: string[];
   private readonly clients = new Map<string, grpc.Client>();
+  /** Per node, the stream that carries Commits (src/client/commit-stream.ts). */
+  private readonly commitStreams = new Map<string, CommitStream>();
   private readonly credentials: grpc.ChannelCredentials;
   private readonly deadlineMs: number;
   private readonly attemptDeadlineMs: number;
@@ -104,8 +107,14 @@ export class CoordinatorConnection {
    * and DEADLINE_EXCEEDED on other nodes until `deadlineMs`. Any other error
    * is the cluster's answer and surfaces at once as a VerdictError; running
    * out of time is a RetriesExhaustedError.
+   *
+   * `retryRequest`, when given, replaces `request` for every attempt after
+   * one that may have reached a node and been acted on (anything but a
+   * redirect or a connection that was never made): a Commit that also
+   * begins the transaction is retried as a plain Commit (R2).
    */
-  async call<M extends CoordinatorMethod>(method: M, request: RequestOf<M>, options: CallOptions = {}): Promise<ResponseOf<M>> {
+  async call<M extends CoordinatorMethod>(method: M, request: RequestOf<M>, options: CallOptions = {}, retryRequest?: RequestOf<M>): Promise<ResponseOf<M>> {
+    let req = request;
     const deadlineAt = Date.now() + (options.deadlineMs ?? this.deadlineMs);
     const attemptMs = options.attemptDeadlineMs ?? this.attemptDeadlineMs;
     let last: string | undefined;
@@ -122,7 +131,7 @@ export class CoordinatorConnection {
         tried.add(address);
         const clipped = remainingMs < attemptMs;
         try {
-          const response = await this.attempt(address, method, request, clipped ? remainingMs : attemptMs, options.metadata);
+          const response = await this.attempt(address, method, req, clipped ? remainingMs : attemptMs, options.metadata);
           this.leader = address;
           return response;
         } catch (err) {
@@ -130,6 +139,7 @@ export class CoordinatorConnection {
           const e = err as grpc.ServiceError;
           const code = statusName(e.code);
           if (!RETRYABLE.has(code)) throw new VerdictError(code, e.details || e.message, address);
+          if (retryRequest !== undefined && !neverActedOn(e)) req = retryRequest;
           // An attempt cut short by the call's own deadline says nothing about the node; keep the earlier, telling error.
           if (!(clipped && code === 'DEADLINE_EXCEEDED' && last !== undefined)) {
             last = `${address}: ${code} ${describe(e, this.credentials._isSecure())}`;
@@ -156,6 +166,8 @@ export class CoordinatorConnection {
 
   close(): void {
     this.closed = true;
+    for (const s of this.commitStreams.values()) s.close();
+    this.commitStreams.clear();
     for (const c of this.clients.values()) c.close();
     this.clients.clear();
   }
@@ -189,6 +201,15 @@ export class CoordinatorConnection {
   }
 
   private attempt<M extends CoordinatorMethod>(address: string, method: M, request: RequestOf<M>, deadlineMs: number, metadata?: Record<string, string>): Promise<ResponseOf<M>> {
+    if (method === 'Commit' && metadata === undefined) {
+      // The hot path: one message on the node's commit stream rather than a unary call; same answers, same errors.
+      let s = this.commitStreams.get(address);
+      if (s === undefined) {
+        s = new CommitStream(this.client(address), address);
+        this.commitStreams.set(address, s);
+      }
+      return s.commit(request as RequestOf<'Commit'>, deadlineMs) as Promise<ResponseOf<M>>;
+    }
     const def = coordinatorService[method] as grpc.MethodDefinition<RequestOf<M>, ResponseOf<M>>;
     let md: grpc.Metadata | undefined;
     if (metadata !== undefined) {
@@ -200,6 +221,16 @@ export class CoordinatorConnection {
     });
   }
 
+}
+
+/**
+ * True when the failed attempt certainly did nothing: a redirect (a follower,
+ * or a leader refusing new work while it shuts down, names the leader) or a
+ * connection that was never made.
+ */
+function neverActedOn(err: grpc.ServiceError): boolean {
+  if (err.code !== grpc.status.UNAVAILABLE) return false;
+  return leaderHint(err) !== undefined || /ECONNREFUSED|No connection established/.test(err.details ?? '');
 }
 
 function leaderHint(err: grpc.ServiceError): string | undefined {

@@ -1,5 +1,9 @@
 // One transaction as the application sees it: enlist participants locally,
-// then one Commit (or Abort) RPC carrying the client-chosen id.
+// then one Commit (or Abort) RPC carrying the client-chosen id. A
+// transaction from VerdictClient.transaction() was not begun on the cluster:
+// its first Commit attempt begins it too (one round trip instead of two),
+// and every later attempt is a plain Commit, so a leader that did not begin
+// it aborts it rather than preparing it a second time (R2).
 //
 // R7 is what makes a retry safe: the id is fixed at begin, so a Commit that
 // reaches a second leader after the first one vanished is the same
@@ -48,16 +52,23 @@ export class Transaction {
   private readonly enlisted = new Map<string, Uint8Array>();
   private state: 'open' | 'committing' | 'aborted' = 'open';
   private result: CommitResult | undefined;
+  /** Whether the next Commit must begin the transaction too: not begun, and no attempt that may have begun it. */
+  private beginWithCommit: boolean;
 
   constructor(
     private readonly connection: CoordinatorConnection,
     readonly txnId: string,
     /** The transaction's timeout asked at begin; 0 for the cluster's default. */
     readonly timeoutMs: number,
-    /** The cluster's deadline for the transaction, as Begin reported it. */
+    /** The cluster's deadline for the transaction, as Begin reported it; 0 when it was not begun with Begin. */
     readonly deadlineMs: number,
+    /** The leader that answered Begin; '' when it was not begun with Begin. */
     readonly leaderId: string,
-  ) {}
+    /** False for a transaction not begun on the cluster yet (VerdictClient.transaction()). */
+    begun = true,
+  ) {
+    this.beginWithCommit = !begun;
+  }
 
   get participantIds(): string[] {
     return [...this.enlisted.keys()];
@@ -84,11 +95,21 @@ export class Transaction {
     if (this.enlisted.size === 0) throw invalidArgument(`transaction ${this.txnId} has no participants; enlist at least one before commit`);
     this.state = 'committing';
     const participants: Enlistment[] = [...this.enlisted].map(([participantId, payload]) => ({ participantId, payload }));
+    const plain = { txnId: this.txnId, participants };
+    const begin = this.beginWithCommit;
+    // From now on the cluster may have begun it: never again with begin (R2).
+    this.beginWithCommit = false;
     let answer: TxnOutcome;
     try {
-      answer = await this.connection.call('Commit', { txnId: this.txnId, participants }, { ...this.commitBounds(), ...options });
+      answer = begin
+        ? await this.connection.call('Commit', { ...plain, begin: true, timeoutMs: this.timeoutMs }, { ...this.commitBounds(), ...options }, plain)
+        : await this.connection.call('Commit', plain, { ...this.commitBounds(), ...options });
     } catch (err) {
-      if (err instanceof VerdictError && REFUSALS.has(err.code) && !(err instanceof RetriesExhaustedError)) throw err;
+      if (err instanceof VerdictError && REFUSALS.has(err.code) && !(err instanceof RetriesExhaustedError)) {
+        // Refused: nothing was prepared, so the next attempt may begin it again.
+        this.beginWithCommit = begin;
+        throw err;
+      }
       // Exhausted retries, INTERNAL, CANCELLED, ...: the request may have been applied.
       throw new OutcomeUnknownError(this.txnId, err instanceof Error ? err.message : String(err));
     }
@@ -102,7 +123,10 @@ export class Transaction {
 
   /** Asks the cluster to abort; the answer is the outcome, COMMITTED if the abort came too late. */
   async abort(reason = '', options: CallOptions = {}): Promise<OutcomeResult> {
+    const unsent = this.beginWithCommit && this.state === 'open';
     this.state = 'aborted';
+    // Never sent, so never begun: the cluster knows nothing to abort (presumed abort, R3).
+    if (unsent) return { txnId: this.txnId, outcome: 'ABORTED', reason: reason || 'aborted by the application before commit', decisionIndex: 0 };
     const answer = await this.connection.call('Abort', { txnId: this.txnId, reason }, options);
     return toOutcomeResult(this.txnId, answer);
   }

@@ -311,10 +311,23 @@ export class CoordinatorEngine {
     }
   }
 
-  commit(txnId: string, enlist: { participantId: string; payload: Uint8Array }[], cb: OutcomeCallback): void {
+  /**
+   * `begin` set: begin the transaction first unless this leader already has
+   * (one round trip for the client). The client sets it on its first attempt
+   * only, so a retry that reaches a leader which did not begin T still finds
+   * no T and aborts it (R2).
+   */
+  commit(txnId: string, enlist: { participantId: string; payload: Uint8Array }[], cb: OutcomeCallback, begin?: { timeoutMs: number }): void {
     if (!this.accept(txnId, cb)) return;
     const decided = this.table.lookup(txnId);
     if (decided) return cb(null, answerOf(decided));
+    if (begin !== undefined && !this.txns.has(txnId)) {
+      try {
+        this.begin(txnId, begin.timeoutMs);
+      } catch (err) {
+        return cb(err as EngineError);
+      }
+    }
     const t = this.txns.get(txnId);
     if (!t) {
       // R2: we did not begin it, so another leader may have prepared it.

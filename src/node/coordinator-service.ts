@@ -181,6 +181,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
           metrics?.observeCommit(Number(process.hrtime.bigint() - startedAt) / 1e9, err || !a ? 'error' : ANSWER[a.outcome]);
           reply(err, a);
         },
+        call.request.begin === true ? { timeoutMs: call.request.timeoutMs ?? 0 } : undefined,
       );
     },
     Abort: (call, cb) => engine.abort(call.request.txnId, call.request.reason, outcomeReply(cb)),

@@ -151,6 +151,33 @@ export class Driver<R = unknown> {
   }
 
   /**
+   * Proposes several commands as consecutive entries in one step, so they
+   * share one append message per follower and one Ready (group commit for
+   * callers that gather the proposals of one event-loop turn). Each callback
+   * fires as propose()'s would; if the batch cannot be taken, all get the error.
+   */
+  proposeBatch(datas: Uint8Array[], cbs: ProposeCallback<R>[]): void {
+    assert(datas.length === cbs.length, 'driver: one callback per proposed command');
+    if (datas.length === 0) return;
+    const failAll = (err: Error): void => {
+      for (const cb of cbs) cb(err);
+    };
+    if (this.stopped) return failAll(new Error('node is stopping'));
+    if (!this.isLeader()) return failAll(new NotLeaderError(this.leader()));
+    if (this.proposals.size + datas.length > this.opts.waitersMax) return failAll(new OverloadedError(`${this.proposals.size} proposals in flight`));
+    try {
+      this.node.propose(datas);
+    } catch (err) {
+      if (err instanceof ProposalDroppedError) return failAll(err);
+      throw err;
+    }
+    const raft = this.node.raft;
+    const first = raft.log.lastIndex() - datas.length + 1;
+    for (let i = 0; i < cbs.length; i++) this.proposals.set(first + i, { term: raft.term, conf: false, cb: cbs[i] as ProposeCallback<unknown> });
+    this.pump();
+  }
+
+  /**
    * Proposes one membership change (src/raft/confchange.ts). The callback
    * fires once it is applied here, with the configuration then in effect;
    * or with NotLeaderError, ProposalDroppedError (another change pending)

@@ -35,9 +35,10 @@ import type { LogStore } from '../storage/types.ts';
 import { CoordinatorEngine } from '../commit/engine.ts';
 import { encodeCommand, type ApplyResult } from '../commit/state.ts';
 import type { NodeConfig } from './config.ts';
-import { Driver } from './driver.ts';
+import { Driver, type ProposeCallback } from './driver.ts';
 import { NodeStateMachine } from './machine.ts';
 import { coordinatorApi } from './coordinator-service.ts';
+import { commitStreamHandler } from './commit-stream.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { ParticipantLink } from './participant-link.ts';
 import { loadNodeTls } from './node-tls.ts';
@@ -166,7 +167,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     onMembership: (cs) => refreshMembers(cs),
     onApplied: (entry, result) => {
       if (!result) return;
-      if (result.t === 'decide' && result.first) {
+      // The level check first: the log line's fields would be built for every decision even with debug off.
+      if (result.t === 'decide' && result.first && debugOn) {
         const dec = result.decision;
         log.debug({ txnId: dec.txnId, outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined }, 'decision applied');
       }
@@ -174,6 +176,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     },
   });
   driver = d;
+  const debugOn = log.isLevelEnabled('debug');
   /**
    * Keeps cfg.peers (what the node API and clients are told) and the
    * transport's links equal to the replicated membership: the addresses of
@@ -193,13 +196,14 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   }
   refreshMembers(null);
   const participants = new ParticipantLink(cfg.clusterId, tls?.participants);
+  const proposals = new ProposalBatcher(d);
   engine = new CoordinatorEngine(machine.table, {
     nowMs: () => Date.now(),
     random: () => Math.random(),
     propose: (cmd, cb) =>
       withTimeout<ApplyResult | null>(
         `proposal ${cmd.t}`,
-        (done) => d.propose(encodeCommand(cmd), (err, r) => done(err, r?.result)),
+        (done) => proposals.add(encodeCommand(cmd), (err, r) => done(err, r?.result)),
         (err, r) => (err ? cb(err) : r ? cb(null, r) : cb(new Error('no result'))),
       ),
     sendPrepare: (to, req, deadlineMs, cb) =>
@@ -226,7 +230,9 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   transport.register(server);
   server.addService(raftNodeService, { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>) });
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
-  server.addService(coordinatorService, coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal }));
+  const coordinator = coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal });
+  // CommitStream runs every streamed Commit through the unary Commit handler.
+  server.addService(coordinatorService, { ...coordinator, CommitStream: commitStreamHandler(coordinator.Commit) });
 
   const ticker = setInterval(() => {
     d.tick();
@@ -303,6 +309,35 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Group commit of the engine's proposals: the commands proposed during one
+ * event-loop turn (the COMMITs of every transaction whose last vote arrived
+ * in one batch, say) go to Raft as consecutive entries of one proposal, so
+ * they share one append message per follower and one synced write.
+ */
+class ProposalBatcher {
+  private datas: Uint8Array[] = [];
+  private cbs: ProposeCallback<ApplyResult | null>[] = [];
+  private scheduled = false;
+
+  constructor(private readonly d: Driver<ApplyResult | null>) {}
+
+  add(data: Uint8Array, cb: ProposeCallback<ApplyResult | null>): void {
+    this.datas.push(data);
+    this.cbs.push(cb);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const datas = this.datas;
+      const cbs = this.cbs;
+      this.datas = [];
+      this.cbs = [];
+      this.d.proposeBatch(datas, cbs);
+    });
+  }
+}
 
 
 function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCredentials): Promise<number> {

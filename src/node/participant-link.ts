@@ -1,17 +1,24 @@
 // The leader's calls to participants: PREPARE and DECISION over gRPC, one
-// channel per participant endpoint, reused. This is where the engine's pure
-// EngineIO meets the network.
+// channel per participant endpoint, reused, carrying one long-lived Exchange
+// stream that batches the requests (unary calls for a participant without
+// it). This is where the engine's pure EngineIO meets the network.
 
 import type { DecisionRequest, PrepareRequest, VoteValue } from '../commit/engine.ts';
 import type { ParticipantRecord } from '../commit/state.ts';
 import type * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
+import { ParticipantExchange } from '../transport/participant-exchange.ts';
 
 /** Channels kept open; beyond this the least recently used is closed. */
 const CHANNELS_MAX = 256;
 
+interface Channel {
+  client: ParticipantClient;
+  exchange: ParticipantExchange;
+}
+
 export class ParticipantLink {
-  private readonly clients = new Map<string, ParticipantClient>();
+  private readonly clients = new Map<string, Channel>();
 
   /** `credentials`: TLS for every participant when the cluster uses TLS (participants then must serve it); plaintext otherwise. */
   constructor(
@@ -19,48 +26,46 @@ export class ParticipantLink {
     private readonly credentials?: grpc.ChannelCredentials,
   ) {}
 
-  private client(endpoint: string): ParticipantClient {
+  private client(endpoint: string): ParticipantExchange {
     let c = this.clients.get(endpoint);
     if (c) {
       // Move to the back: Map order is our LRU order.
       this.clients.delete(endpoint);
       this.clients.set(endpoint, c);
-      return c;
+      return c.exchange;
     }
-    c = new ParticipantClient(endpoint, this.credentials);
+    const client = new ParticipantClient(endpoint, this.credentials);
+    c = { client, exchange: new ParticipantExchange(client.channel, endpoint) };
     this.clients.set(endpoint, c);
     if (this.clients.size > CHANNELS_MAX) {
-      const [oldest, oc] = this.clients.entries().next().value as [string, ParticipantClient];
+      const [oldest, oc] = this.clients.entries().next().value as [string, Channel];
       this.clients.delete(oldest);
-      oc.close();
+      oc.exchange.close();
+      oc.client.close();
     }
-    return c;
+    return c.exchange;
   }
 
   prepare(to: ParticipantRecord, req: PrepareRequest, deadlineMs: number, cb: (err: Error | null, vote?: { vote: VoteValue; reason: string }) => void): void {
-    this.client(to.endpoint)
-      .prepare({ clusterId: this.clusterId, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs }, deadlineMs)
-      .then(
-        (v) => {
-          if (v.vote === 'VOTE_YES') cb(null, { vote: 'yes', reason: v.reason });
-          else if (v.vote === 'VOTE_NO') cb(null, { vote: 'no', reason: v.reason });
-          else cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(v.vote)}`));
-        },
-        (err: Error) => cb(err),
-      );
+    const prepare = { clusterId: this.clusterId, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs };
+    this.client(to.endpoint).prepare(prepare, deadlineMs, (err, v) => {
+      if (err !== null || v === undefined) return cb(err ?? new Error(`participant ${to.id} answered PREPARE without a vote`));
+      if (v.vote === 'VOTE_YES') cb(null, { vote: 'yes', reason: v.reason });
+      else if (v.vote === 'VOTE_NO') cb(null, { vote: 'no', reason: v.reason });
+      else cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(v.vote)}`));
+    });
   }
 
   decide(to: ParticipantRecord, req: DecisionRequest, deadlineMs: number, cb: (err: Error | null) => void): void {
-    this.client(to.endpoint)
-      .decide({ clusterId: this.clusterId, txnId: req.txnId, participantId: req.participantId, decision: req.outcome === 'commit' ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: req.reason }, deadlineMs)
-      .then(
-        () => cb(null),
-        (err: Error) => cb(err),
-      );
+    const decision = { clusterId: this.clusterId, txnId: req.txnId, participantId: req.participantId, decision: req.outcome === 'commit' ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: req.reason } as const;
+    this.client(to.endpoint).decide(decision, deadlineMs, (err) => cb(err));
   }
 
   close(): void {
-    for (const c of this.clients.values()) c.close();
+    for (const c of this.clients.values()) {
+      c.exchange.close();
+      c.client.close();
+    }
     this.clients.clear();
   }
 }

@@ -14,20 +14,20 @@ import {
   PARTICIPANT_MESSAGE_BYTES_MAX,
   participantPackageDefinition,
   participantService,
-  type ParticipantHandlers,
 } from '../transport/participant-rpc.ts';
 import { addHealth, addReflection, serveMetrics, MetricsListenError, type MetricsServer } from '../transport/ops.ts';
 import { channelCredentials, explainConnectError, loadTls, serverCredentials, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
 import { ClusterLink, toClusterOutcome } from './cluster-link.ts';
 import { ParticipantEngine, type EngineOptions } from './engine.ts';
 import { FileJournal } from './journal.ts';
-import { MemoryResource, PAYLOAD_BYTES_MAX } from './memory.ts';
+import { MemoryResource } from './memory.ts';
 import { MemoryState } from './memory-state.ts';
-import { isParticipantRecord, ParticipantError, type AskOutcome, type Journal, type ParticipantRecord, type Schedule } from './types.ts';
+import { isParticipantRecord, type AskOutcome, type Journal, type ParticipantRecord, type Schedule } from './types.ts';
 import type { JournalStats } from './journal.ts';
 import { PostgresConfigError, type PostgresResource } from './postgres.ts';
 import { openPostgresParticipant, type PostgresParticipantOptions, type PostgresSetup } from './postgres-recovery.ts';
 import { HeuristicReporter } from './heuristic.ts';
+import { endExchanges, newGate, participantHandlers } from './serve.ts';
 
 export interface ParticipantOptions {
   clusterId: string;
@@ -80,7 +80,6 @@ export class ParticipantStartupError extends Error {
   }
 }
 
-const TXN_ID_CHARS_MAX = 256;
 const IDENTITY_FILE = 'participant.json';
 
 export async function startParticipant(o: ParticipantOptions & { postgres: PostgresParticipantOptions }): Promise<ParticipantRuntime<PostgresResource>>;
@@ -158,8 +157,8 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     'grpc.max_receive_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
     'grpc.max_send_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
   });
-  const gate = { draining: false, inFlight: 0 };
-  server.addService(participantService, handlers(engine, gate, log));
+  const gate = newGate();
+  server.addService(participantService, participantHandlers(engine, gate, log));
   const health = addHealth(server, ['verdict.participant.Participant']);
   addReflection(server, [participantPackageDefinition]);
   let port: number;
@@ -249,6 +248,8 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       const drainBy = Date.now() + (o.drainTimeoutMs ?? 5_000);
       while ((gate.inFlight > 0 || engine.counts().preparing > 0) && Date.now() < drainBy) await new Promise((r) => setTimeout(r, 10));
       if (gate.inFlight > 0) log.warn({ inFlight: gate.inFlight }, 'stopping with requests still in flight');
+      // The leaders' Exchange streams end now, so the server below need not wait out its grace for them.
+      endExchanges(gate);
       engine.stop();
       await reporter?.stop();
       for (const t of timers) clearTimeout(t);
@@ -262,51 +263,6 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     })());
 
   return { address, engine, resource, registered, metricsAddress: metricsServer?.address ?? null, stop };
-}
-
-/**
- * gRPC handlers: validate, hand to the engine, map its errors to status codes
- * with reasons. `gate` counts requests in flight and, while draining, turns
- * a PREPARE for a transaction this participant does not hold into NO; a
- * repeated PREPARE still gets its first answer (R7) and DECISIONs are taken.
- */
-function handlers(engine: ParticipantEngine, gate: { draining: boolean; inFlight: number }, log: Logger): ParticipantHandlers {
-  const fail = (cb: grpc.sendUnaryData<never>, err: ParticipantError): void =>
-    cb({ code: grpc.status[err.code], details: err.message, name: err.name, message: err.message, metadata: new grpc.Metadata() });
-  return {
-    Prepare: (call, cb) => {
-      const req = call.request;
-      const bad = badTxnId(req.txnId) ?? (req.payload.byteLength > PAYLOAD_BYTES_MAX ? `payload is larger than ${PAYLOAD_BYTES_MAX} bytes` : null);
-      if (bad !== null) return fail(cb, new ParticipantError('INVALID_ARGUMENT', bad));
-      if (gate.draining && engine.stateOf(req.txnId) === undefined) {
-        log.info({ txnId: req.txnId }, 'vote NO: shutting down');
-        return cb(null, { txnId: req.txnId, participantId: req.participantId, vote: 'VOTE_NO', reason: 'participant is shutting down' });
-      }
-      gate.inFlight++;
-      engine.prepare(req, (err, vote) => {
-        gate.inFlight--;
-        if (err !== null) fail(cb, err);
-        else cb(null, vote);
-      });
-    },
-    Decide: (call, cb) => {
-      const req = call.request;
-      const bad = badTxnId(req.txnId);
-      if (bad !== null) return fail(cb, new ParticipantError('INVALID_ARGUMENT', bad));
-      gate.inFlight++;
-      engine.decide(req, (err, ack) => {
-        gate.inFlight--;
-        if (err !== null) fail(cb, err);
-        else cb(null, ack);
-      });
-    },
-  };
-}
-
-function badTxnId(txnId: string): string | null {
-  if (txnId === '') return 'txn_id is empty';
-  if (txnId.length > TXN_ID_CHARS_MAX) return `txn_id is longer than ${TXN_ID_CHARS_MAX} characters`;
-  return null;
 }
 
 /** R7: a data directory belongs to one (cluster id, participant id); another identity is refused before anything is touched. */

@@ -51,6 +51,10 @@ export interface Enlistment {
 export interface CommitRequest {
   txnId: string;
   participants: Enlistment[];
+  /** Begin and commit in one call (first attempt only; see proto/coordinator.proto). */
+  begin?: boolean;
+  /** With begin: the transaction's timeout, 0 for the cluster's default. */
+  timeoutMs?: number;
 }
 export interface AbortRequest {
   txnId: string;
@@ -172,6 +176,37 @@ assert(def !== undefined && !('format' in def), `verdict.coordinator.Coordinator
 for (const m of COORDINATOR_METHODS) assert((def as protoLoader.ServiceDefinition)[m] !== undefined, `Coordinator.${m} is defined`);
 
 export const coordinatorService = def as unknown as grpc.ServiceDefinition<CoordinatorHandlers>;
+
+/** One Commit on Coordinator.CommitStream. */
+export interface StreamedCommit {
+  id: number;
+  commit: CommitRequest | null;
+}
+
+/** Its answer: `outcome` when code is 0, else the status the unary Commit would have failed with. */
+export interface StreamedOutcome {
+  id: number;
+  outcome: TxnOutcome | null;
+  code: number;
+  details: string;
+  leaderAddress: string;
+  leaderId: string;
+}
+
+export interface StreamedCommits {
+  commits: StreamedCommit[];
+}
+
+export interface StreamedOutcomes {
+  outcomes: StreamedOutcome[];
+}
+
+/** Coordinator.CommitStream (kept out of CoordinatorHandlers, whose methods are the unary calls the SDK retries). */
+export const commitStreamMethod = (() => {
+  const m = (def as protoLoader.ServiceDefinition)['CommitStream'];
+  assert(m !== undefined, 'Coordinator.CommitStream is defined');
+  return m as unknown as grpc.MethodDefinition<StreamedCommits, StreamedOutcomes>;
+})();
 
 /** Metadata keys by which a follower points at the leader. */
 export const LEADER_ID_KEY = 'verdict-leader';

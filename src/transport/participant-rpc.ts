@@ -63,7 +63,40 @@ export interface Ack {
   participantId: string;
 }
 
-/** What a participant implements to serve `verdict.participant.Participant`. */
+/** One PREPARE or DECISION on the Exchange stream; exactly one of prepare / decision is set. */
+export interface ExchangeRequest {
+  id: number;
+  prepare?: Prepare | null;
+  decision?: Decision | null;
+}
+
+/** The gRPC status a unary call would have failed with. */
+export interface ExchangeError {
+  code: number;
+  details: string;
+}
+
+/** The answer to one ExchangeRequest, by id; exactly one of vote / ack / error is set. */
+export interface ExchangeAnswer {
+  id: number;
+  vote?: Vote | null;
+  ack?: Ack | null;
+  error?: ExchangeError | null;
+}
+
+export interface ExchangeBatch {
+  requests: ExchangeRequest[];
+}
+
+export interface AnswerBatch {
+  answers: ExchangeAnswer[];
+}
+
+/**
+ * What a participant implements to serve `verdict.participant.Participant`.
+ * Exchange may be left out (a test double): grpc-js then answers it
+ * UNIMPLEMENTED and the leader falls back to the unary calls.
+ */
 export interface ParticipantHandlers extends grpc.UntypedServiceImplementation {
   Prepare: grpc.handleUnaryCall<Prepare, Vote>;
   Decide: grpc.handleUnaryCall<Decision, Ack>;
@@ -84,6 +117,7 @@ function loadService(name: string, methods: readonly string[]): protoLoader.Serv
 export const participantService = loadService('verdict.participant.Participant', [
   'Prepare',
   'Decide',
+  'Exchange',
 ]) as unknown as grpc.ServiceDefinition<ParticipantHandlers>;
 
 /** Large enough for any payload a participant accepts, small enough to bound memory per call. */
@@ -108,6 +142,11 @@ export class ParticipantClient {
       'grpc.initial_reconnect_backoff_ms': 100,
       'grpc.max_reconnect_backoff_ms': 2_000,
     });
+  }
+
+  /** The channel, for the Exchange stream (src/transport/participant-exchange.ts) that shares it. */
+  get channel(): grpc.Client {
+    return this.client;
   }
 
   prepare(req: Prepare, deadlineMs: number): Promise<Vote> {

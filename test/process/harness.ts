@@ -233,6 +233,22 @@ export class NodeProc {
   }
 }
 
+/** Node `id`'s config file as the harness writes it: its own data dir, the cluster's timing and log level. */
+function nodeConfig(o: ClusterOptions, clusterId: string, id: string, listen: string, peers: Record<string, string>): NodeConfigFile {
+  return {
+    clusterId,
+    nodeId: id,
+    listen,
+    dataDir: `data-${id}`,
+    peers,
+    tickMs: o.tickMs ?? 50,
+    electionTicks: o.electionTicks ?? 20,
+    heartbeatTicks: o.heartbeatTicks ?? 2,
+    snapshotEntries: o.snapshotEntries ?? 10_000,
+    logLevel: o.logLevel ?? 'info',
+  };
+}
+
 export class Cluster {
   private destroyed = false;
   /** Index of the last acknowledged Put, from its response. */
@@ -264,19 +280,7 @@ export class Cluster {
     const nodes: NodeProc[] = [];
     for (const [i, [id, address]] of Object.entries(peers).entries()) {
       const metricsListen = o.metrics ? `127.0.0.1:${ports[o.nodes + i]}` : undefined;
-      const cfg: NodeConfigFile = {
-        clusterId,
-        nodeId: id,
-        listen: address,
-        ...(metricsListen ? { metricsListen } : {}),
-        dataDir: `data-${id}`,
-        peers,
-        tickMs: o.tickMs ?? 50,
-        electionTicks: o.electionTicks ?? 20,
-        heartbeatTicks: o.heartbeatTicks ?? 2,
-        snapshotEntries: o.snapshotEntries ?? 10_000,
-        logLevel: o.logLevel ?? 'info',
-      };
+      const cfg: NodeConfigFile = { ...nodeConfig(o, clusterId, id, address, peers), ...(metricsListen ? { metricsListen } : {}) };
       if (o.dialPeer) {
         const dial: Record<string, string> = {};
         for (const [to, addr] of Object.entries(peers)) if (to !== id) dial[to] = await o.dialPeer(id, to, addr);
@@ -306,19 +310,7 @@ export class Cluster {
     const peers: Record<string, string> = {};
     for (const n of this.nodes) peers[n.id] = n.address;
     peers[id] = address;
-    const cfg: NodeConfigFile = {
-      clusterId: this.clusterId,
-      nodeId: id,
-      listen: address,
-      dataDir: `data-${id}`,
-      peers,
-      tickMs: o.tickMs ?? 50,
-      electionTicks: o.electionTicks ?? 20,
-      heartbeatTicks: o.heartbeatTicks ?? 2,
-      snapshotEntries: o.snapshotEntries ?? 10_000,
-      logLevel: o.logLevel ?? 'info',
-      join: true,
-    };
+    const cfg: NodeConfigFile = { ...nodeConfig(o, this.clusterId, id, address, peers), join: true };
     const file = join(this.dir, `${id}.json`);
     writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
     const n = new NodeProc(id, address, file, join(this.dir, cfg.dataDir), join(this.dir, `${id}.log`));

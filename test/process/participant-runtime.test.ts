@@ -12,7 +12,9 @@ import { coordinatorParticipantService, type CoordinatorParticipantHandlers, typ
 import { LEADER_ADDRESS_KEY, type OutcomeRequest, type RegisterParticipantRequest } from '../../src/transport/coordinator-rpc.ts';
 import { memoryPayload } from '../../src/participant/memory.ts';
 import { ParticipantStartupError, startParticipant, type ParticipantOptions, type ParticipantRuntime } from '../../src/participant/runtime.ts';
-import { ParticipantClient, type Decision, type Prepare } from '../../src/transport/participant-rpc.ts';
+import { ParticipantClient, type Ack, type Decision, type Prepare, type Vote } from '../../src/transport/participant-rpc.ts';
+import { ParticipantExchange } from '../../src/transport/participant-exchange.ts';
+import { startUnackingParticipant } from './ops-helpers.ts';
 
 const CLUSTER = 'alpha';
 const DEADLINE_MS = 3_000;
@@ -32,9 +34,11 @@ type Answer = 'ok' | { code: grpc.status; details: string; leader?: string };
 const servers: grpc.Server[] = [];
 const runtimes: ParticipantRuntime[] = [];
 const clients: ParticipantClient[] = [];
+const exchanges: ParticipantExchange[] = [];
 const dirs: string[] = [];
 
 afterEach(async () => {
+  for (const x of exchanges.splice(0)) x.close();
   for (const c of clients.splice(0)) c.close();
   await Promise.all(runtimes.splice(0).map((r) => r.stop()));
   for (const s of servers.splice(0)) s.forceShutdown();
@@ -157,6 +161,52 @@ describe('participant runtime against a fake cluster', () => {
     await expect(c.prepare(prepareReq('T4', {}, { clusterId: 'beta' }), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/cluster id mismatch/) });
     await expect(c.prepare(prepareReq('', {}), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: 'txn_id is empty' });
     await expect(c.decide(decisionReq('T5', 'DECISION_UNSPECIFIED'), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
+  });
+
+  it('R7: the leader\'s Exchange stream carries PREPAREs and DECISIONs in batches, answered by id with the unary calls\' answers and status codes', async () => {
+    const cluster = await fakeNode();
+    const r = await start(await dataDir(), [cluster.address]);
+    const c = client(r.address);
+    const x = new ParticipantExchange(c.channel, r.address);
+    exchanges.push(x);
+    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> =>
+      new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
+    // Sent in one turn, so in one batch: a YES, a NO on the lock it takes, and a refusal.
+    const [yes, no, bad] = await Promise.allSettled([
+      call<Vote>((cb) => x.prepare(prepareReq('X1', { k: 'v1' }), DEADLINE_MS, cb)),
+      call<Vote>((cb) => x.prepare(prepareReq('X2', { k: 'v2' }), DEADLINE_MS, cb)),
+      call<Vote>((cb) => x.prepare(prepareReq('X3', {}, { clusterId: 'beta' }), DEADLINE_MS, cb)),
+    ]);
+    expect(yes).toEqual({ status: 'fulfilled', value: { txnId: 'X1', participantId: 'p1', vote: 'VOTE_YES', reason: '' } });
+    expect(no).toMatchObject({ status: 'fulfilled', value: { txnId: 'X2', vote: 'VOTE_NO', reason: 'key k is locked by prepared transaction X1' } });
+    expect(bad).toMatchObject({ status: 'rejected', reason: { code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/cluster id mismatch/) } });
+    // The same DECISION twice is acknowledged twice (R7) and applied once.
+    const acks = await Promise.all([1, 2].map(() => call<Ack>((cb) => x.decide(decisionReq('X1', 'DECISION_COMMIT'), DEADLINE_MS, cb))));
+    expect(acks).toEqual([{ txnId: 'X1', participantId: 'p1' }, { txnId: 'X1', participantId: 'p1' }]);
+    expect(r.resource.get('k')).toBe('v1');
+    await expect(call<Ack>((cb) => x.decide(decisionReq('X9', 'DECISION_COMMIT'), DEADLINE_MS, cb))).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/never prepared/) });
+  });
+
+  it('the Exchange falls back to unary calls for a participant that does not serve it, and fails requests when the participant is gone', async () => {
+    const old = await startUnackingParticipant();
+    const c = client(old.address);
+    const x = new ParticipantExchange(c.channel, old.address);
+    exchanges.push(x);
+    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> =>
+      new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
+    expect(await call<Vote>((cb) => x.prepare(prepareReq('U1', {}), DEADLINE_MS, cb))).toMatchObject({ txnId: 'U1', vote: 'VOTE_YES' });
+    // That participant never acknowledges: its unary Decide's UNAVAILABLE comes through as is.
+    await expect(call<Ack>((cb) => x.decide(decisionReq('U1', 'DECISION_COMMIT'), DEADLINE_MS, cb))).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
+    expect(old.decisions).toBe(1);
+    old.stop();
+    const cluster = await fakeNode();
+    const r = await start(await dataDir(), [cluster.address]);
+    const x2 = new ParticipantExchange(client(r.address).channel, r.address);
+    exchanges.push(x2);
+    expect(await call<Vote>((cb) => x2.prepare(prepareReq('U2', { a: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
+    await stop(r);
+    // The participant is gone: the request fails (UNAVAILABLE), as a unary call to it would, instead of waiting for ever.
+    await expect(call<Vote>((cb) => x2.prepare(prepareReq('U3', { a: '2' }), DEADLINE_MS, cb))).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
   });
 
   it('R4: restarted with a prepared transaction in its journal, it asks GetOutcome with its participant_id until COMMITTED, then applies it', async () => {

@@ -33,6 +33,22 @@ export class EventQueue {
     this.now = Math.max(this.now, untilMs);
   }
 
+  /**
+   * Runs events for at most `forMs` more, looking every `pollMs` (the first
+   * time at once) whether the world has become quiet; says whether it has.
+   */
+  runUntilQuiet(forMs: number, pollMs: number, isQuiet: () => boolean): boolean {
+    const deadline = this.now + forMs;
+    let quiet = false;
+    const poll = (): void => {
+      quiet = isQuiet();
+      if (!quiet) this.after(pollMs, poll);
+    };
+    this.after(0, poll);
+    this.runUntil(deadline, () => quiet);
+    return quiet;
+  }
+
   private push(ev: Ev): void {
     const h = this.heap;
     h.push(ev);

@@ -49,6 +49,11 @@ export class SystemChecker {
     if (this.violations.length < VIOLATIONS_MAX) this.violations.push(`t=${this.now()}ms: ${what}`);
   }
 
+  /** An exception out of a run: an invariant assertion of the production code fired, which is a finding too. */
+  exception(err: unknown): void {
+    this.violation(`exception: ${err instanceof Error ? (err.stack ?? err.message).split('\n').slice(0, 4).join(' | ') : String(err)}`);
+  }
+
   plan(t: PlannedTxn): void {
     this.planned.set(t.txnId, t);
   }

@@ -1,5 +1,8 @@
 // A client of the whole-system simulation, with the SDK's semantics
-// (src/client): Begin, then Commit with the same txnId, each retried on
+// (src/client): Begin, then Commit with the same txnId — or, as the SDK's
+// transaction() does, a Commit that begins (only until an attempt may have
+// reached a leader; a not-leader answer is the one that certainly did
+// nothing, R2) — each retried on
 // UNAVAILABLE or a deadline at the node a redirect names (or the next one),
 // and Commit asked again after an undecided answer, until the cluster says
 // COMMITTED or ABORTED (R7). Like an application that must know, it never
@@ -43,12 +46,15 @@ export class SimClient {
     readonly participants: string[],
     /** The participant told to vote NO, if any. */
     readonly noVoter: string | null,
+    /** Begin with the Commit (CommitRequest.begin) rather than with a Begin call. */
+    private beginWithCommit = false,
   ) {
     this.hint = env.rng.int(env.nodeIds.length);
   }
 
   start(): void {
-    this.begin();
+    if (this.beginWithCommit) this.commit();
+    else this.begin();
   }
 
   private retry(err: RpcError | null, then: () => void): void {
@@ -81,8 +87,15 @@ export class SimClient {
       participantId: pid,
       payload: pid === this.noVoter ? memoryPayload({}, 'told to vote NO') : memoryPayload({ [keyOf(this.txnId)]: valueOf(this.txnId, pid) }),
     }));
-    this.env.call<OutcomeAnswer>(this.id, ALWAYS, this.hint, this.plan.timeoutMs + COMMIT_GRACE_MS, (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a))), (err, a) => {
+    const begin = this.beginWithCommit ? { timeoutMs: this.plan.timeoutMs } : undefined;
+    this.env.call<OutcomeAnswer>(this.id, ALWAYS, this.hint, this.plan.timeoutMs + COMMIT_GRACE_MS, (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a)), begin), (err, a) => {
       if (this.done) return;
+      // Only a not-leader answer proves the attempt did nothing; after anything else the retries must not begin (R2).
+      if (begin !== undefined && err?.code !== 'not-leader') {
+        this.beginWithCommit = false;
+        // For AC3 (a fault-free run must commit): from here on the cluster may have begun it.
+        this.began = true;
+      }
       this.env.log(() => `${this.id} Commit(${this.txnId}) at ${at}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
       if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) {
         this.done = true;

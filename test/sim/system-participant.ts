@@ -3,12 +3,17 @@
 // the appends still in flight, except a random prefix the disk may already
 // have written), and a resource wrapper that reports every decision the
 // participant applies to its data, so the checker sees decisions across
-// crashes.
+// crashes. startSimParticipant wires the production ParticipantEngine over
+// them, as src/participant/runtime.ts does, for every world that runs it.
 
+import { ParticipantEngine, type ParticipantMutant } from '../../src/participant/engine.ts';
+import { MemoryResource } from '../../src/participant/memory.ts';
+import { MemoryState } from '../../src/participant/memory-state.ts';
 import type { Rng } from '../../src/raft/rng.ts';
-import type { MemoryResource } from '../../src/participant/memory.ts';
-import type { Journal, Outcome, Resource, ResourceVote, TxnId, TxnRecord } from '../../src/participant/types.ts';
+import type { ClusterOutcome, EngineLog, Journal, Outcome, Resource, ResourceVote, TxnId, TxnRecord } from '../../src/participant/types.ts';
 import type { EventQueue } from './event-queue.ts';
+import type { SystemChecker } from './system-checker.ts';
+import type { Inc } from './system-rpc.ts';
 
 /**
  * Generic in the record so that other simulated processes with a synced local
@@ -76,4 +81,80 @@ export class RecordingResource implements Resource {
     this.onApply(txnId, 'aborted');
     this.inner.abort(txnId, cb);
   }
+}
+
+/** A simulated participant process: the production engine over its simulated journal, while it is up. */
+export interface SimParticipant {
+  id: string;
+  journal: SimJournal;
+  up: boolean;
+  /** The running incarnation: a crash ends it, and its timers and callbacks then do nothing. */
+  inc: Inc;
+  engine: ParticipantEngine | null;
+  resource: MemoryResource | null;
+}
+
+/** What a world plugs into a participant it starts. */
+export interface ParticipantWiring {
+  clusterId: string;
+  q: EventQueue;
+  checker: SystemChecker;
+  /** Told of each commit or abort the participant applies to its data, before the checker. */
+  applied: (txnId: TxnId, outcome: Outcome) => void;
+  /** The in-doubt participant's question, from incarnation `inc`. */
+  askOutcome: (inc: Inc, txnId: TxnId, cb: (err: Error | null, o: ClusterOutcome) => void) => void;
+  /** The engine's log for incarnation `inc` (default: silent). */
+  log?: (inc: Inc) => EngineLog;
+  mutant?: ParticipantMutant;
+}
+
+/**
+ * Starts a new incarnation of `p`: recovery replays what its journal made
+ * durable, as the runtime does with its file, into a MemoryResource and the
+ * production engine, which then runs on the world's clock.
+ */
+export function startSimParticipant(p: SimParticipant, w: ParticipantWiring): void {
+  const inc: Inc = { alive: true };
+  p.inc = inc;
+  const state = new MemoryState();
+  for (const r of p.journal.durable) state.add(r);
+  const resource = MemoryResource.restore(state.data, state.preparedWrites());
+  const engine = new ParticipantEngine({
+    clusterId: w.clusterId,
+    participantId: p.id,
+    resource: new RecordingResource(resource, (txnId, outcome) => {
+      if (!inc.alive) return;
+      w.applied(txnId, outcome);
+      w.checker.participantApplied(p.id, txnId, outcome);
+    }),
+    journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb) },
+    clock: { nowMs: () => w.q.now },
+    schedule: (delayMs, fn) => {
+      let cancelled = false;
+      w.q.after(delayMs, () => !cancelled && inc.alive && fn());
+      return () => (cancelled = true);
+    },
+    askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
+    log: w.log?.(inc),
+    inDoubtAfterMs: 1_000,
+    sweepIntervalMs: 500,
+    askBackoffMinMs: 100,
+    askBackoffMaxMs: 1_000,
+    mutant: w.mutant,
+  });
+  engine.recover(state.txnRecords());
+  engine.start();
+  p.engine = engine;
+  p.resource = resource;
+  p.up = true;
+  w.checker.participantRecovered(p.id, (txnId) => engine.stateOf(txnId));
+}
+
+/** Power loss at `p`: the incarnation ends and the journal keeps only what its disk had written. */
+export function crashSimParticipant(p: SimParticipant): void {
+  p.up = false;
+  p.inc.alive = false;
+  p.journal.crash();
+  p.engine = null;
+  p.resource = null;
 }

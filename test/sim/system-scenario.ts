@@ -62,9 +62,9 @@ export type SysFault =
 /** A deliberately broken protocol, for the checker's own tests; never set in the real simulation. */
 export type Mutant = EngineMutant | ParticipantMutant;
 
-export interface SystemScenario {
+/** What a Verdict run and a baseline run (test/sim/baselines) are both given. */
+export interface FaultScenario {
   seed: number;
-  nodes: number;
   participants: number;
   txns: TxnPlan[];
   faults: SysFault[];
@@ -73,13 +73,18 @@ export interface SystemScenario {
   healAtMs: number;
   /** After healing, the world must be quiet within this (AC4). */
   livenessMs: number;
+}
+
+export interface SystemScenario extends FaultScenario {
+  nodes: number;
   snapshotEntries: number;
   /** Forgotten decisions the table remembers (default: production's). */
   tombstonesMax?: number;
   mutant?: Mutant;
 }
 
-export interface SystemResult {
+/** What a Verdict run and a baseline run both report. */
+export interface RunResult {
   violations: string[];
   steps: number;
   crashes: number;
@@ -87,5 +92,8 @@ export interface SystemResult {
   txns: number;
   committed: number;
   crashPointsFired: number;
+}
+
+export interface SystemResult extends RunResult {
   virtualMs: number;
 }

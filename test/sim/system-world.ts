@@ -18,9 +18,7 @@ import { CoordinatorEngine, type EngineConfig, type EngineMutant, type OutcomeAn
 import { DecisionTable, decodeCommand, encodeCommand, type ApplyResult, type Command } from '../../src/commit/state.ts';
 import { Driver } from '../../src/node/driver.ts';
 import { NodeStateMachine } from '../../src/node/machine.ts';
-import { ParticipantEngine, type ParticipantMutant } from '../../src/participant/engine.ts';
-import { MemoryResource } from '../../src/participant/memory.ts';
-import { MemoryState } from '../../src/participant/memory-state.ts';
+import type { ParticipantEngine, ParticipantMutant } from '../../src/participant/engine.ts';
 import { ParticipantError, type ClusterOutcome } from '../../src/participant/types.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
@@ -32,7 +30,7 @@ import { SimDisk } from './sim-disk.ts';
 import { SimNetwork } from './sim-network.ts';
 import { SystemChecker } from './system-checker.ts';
 import { scheduleFault, type FaultWorld } from './system-faults.ts';
-import { RecordingResource, SimJournal } from './system-participant.ts';
+import { crashSimParticipant, SimJournal, startSimParticipant, type SimParticipant } from './system-participant.ts';
 import { SimClient, type ClientEnv } from './system-client.ts';
 import { DEAD, redirect, SimRpc, type CallCoordinator, type Inc, type Reply, type RpcError } from './system-rpc.ts';
 import { CRASH_POINTS, type CrashPoint, type CrashPointName, type Mutant, type SystemResult, type SystemScenario, type TxnPlan } from './system-scenario.ts';
@@ -79,13 +77,7 @@ interface SysNode {
   engine: CoordinatorEngine | null;
 }
 
-interface SysParticipant {
-  id: string;
-  journal: SimJournal;
-  up: boolean;
-  inc: Inc;
-  engine: ParticipantEngine | null;
-  resource: MemoryResource | null;
+interface SysParticipant extends SimParticipant {
   /** The node it believes leads (the ClusterLink's redirect-following). */
   hint: number;
   registered: boolean;
@@ -328,29 +320,13 @@ export class SystemWorld implements FaultWorld {
   }
 
   private startParticipant(p: SysParticipant): void {
-    const inc: Inc = { alive: true };
-    p.inc = inc;
-    // Recovery replays what the journal made durable, as the runtime does with its file.
-    const state = new MemoryState();
-    for (const r of p.journal.durable) state.add(r);
-    const resource = MemoryResource.restore(state.data, state.preparedWrites());
-    const engine = new ParticipantEngine({
+    startSimParticipant(p, {
       clusterId: CLUSTER,
-      participantId: p.id,
-      resource: new RecordingResource(resource, (txnId, outcome) => {
-        if (!inc.alive) return;
-        this.log(() => `${p.id} applies ${outcome} to ${txnId}`);
-        this.checker.participantApplied(p.id, txnId, outcome);
-      }),
-      journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb) },
-      clock: { nowMs: () => this.q.now },
-      schedule: (delayMs, fn) => {
-        let cancelled = false;
-        this.q.after(delayMs, () => !cancelled && inc.alive && fn());
-        return () => (cancelled = true);
-      },
-      askOutcome: (txnId, cb) => this.askOutcome(p, inc, txnId, cb),
-      log: {
+      q: this.q,
+      checker: this.checker,
+      applied: (txnId, outcome) => this.log(() => `${p.id} applies ${outcome} to ${txnId}`),
+      askOutcome: (inc, txnId, cb) => this.askOutcome(p, inc, txnId, cb),
+      log: (inc) => ({
         info: () => {},
         warn: () => {},
         error: (o, msg) => {
@@ -358,30 +334,16 @@ export class SystemWorld implements FaultWorld {
           const r = o as { txnId?: string; decision?: string; local?: string };
           this.checker.participantRefused(p.id, r.txnId ?? '?', r.decision ?? '?', r.local ?? '?');
         },
-      },
-      inDoubtAfterMs: 1_000,
-      sweepIntervalMs: 500,
-      askBackoffMinMs: 100,
-      askBackoffMaxMs: 1_000,
+      }),
       mutant: participantMutant(this.sc.mutant),
     });
-    engine.recover(state.txnRecords());
-    engine.start();
-    p.engine = engine;
-    p.resource = resource;
-    p.up = true;
-    this.checker.participantRecovered(p.id, (txnId) => engine.stateOf(txnId));
   }
 
   private crashParticipant(p: SysParticipant): void {
     if (!p.up) return;
     this.log(() => `${p.id} crashes`);
     this.crashes++;
-    p.up = false;
-    p.inc.alive = false;
-    p.journal.crash();
-    p.engine = null;
-    p.resource = null;
+    crashSimParticipant(p);
   }
 
   private restartParticipant(p: SysParticipant): void {
@@ -551,8 +513,7 @@ export class SystemWorld implements FaultWorld {
     try {
       this.runPhases();
     } catch (err) {
-      // An invariant assertion of the production code fired: that is a finding too.
-      this.checker.violation(`exception: ${err instanceof Error ? (err.stack ?? err.message).split('\n').slice(0, 4).join(' | ') : String(err)}`);
+      this.checker.exception(err);
     }
     let committed = 0;
     for (const c of this.clients) if (this.checker.decisionOf(c.txnId) === 'commit') committed++;
@@ -572,7 +533,8 @@ export class SystemWorld implements FaultWorld {
     const env = this.clientEnv();
     for (const [i, plan] of this.sc.txns.entries()) {
       const members = [...new Set(plan.members.map((m) => m % this.parts.length))].map((m) => this.parts[m].id);
-      const c = new SimClient(env, `c${i + 1}`, `t${i + 1}`, plan, members, plan.no === null ? null : members[plan.no % members.length]);
+      // Every other client begins with its Commit (CommitRequest.begin, the SDK's transaction()) instead of calling Begin.
+      const c = new SimClient(env, `c${i + 1}`, `t${i + 1}`, plan, members, plan.no === null ? null : members[plan.no % members.length], i % 2 === 1);
       this.clients.push(c);
       this.clientByTxn.set(c.txnId, c);
       this.checker.plan({ txnId: c.txnId, participants: c.participants, noVoter: c.noVoter });
@@ -581,15 +543,7 @@ export class SystemWorld implements FaultWorld {
     this.q.runUntil(t0 + this.sc.healAtMs);
     this.heal();
     // AC4: once healed, the world must become quiet within livenessMs.
-    const deadline = this.q.now + this.sc.livenessMs;
-    let quiet = false;
-    const poll = (): void => {
-      quiet = this.quiet() === null;
-      if (!quiet) this.q.after(QUIET_POLL_MS, poll);
-    };
-    this.q.after(0, poll);
-    this.q.runUntil(deadline, () => quiet);
-    if (!quiet) {
+    if (!this.q.runUntilQuiet(this.sc.livenessMs, QUIET_POLL_MS, () => this.quiet() === null)) {
       this.checker.violation(`AC4 termination: ${this.sc.livenessMs} ms after healing the world is not quiet: ${this.quiet()}`);
       return;
     }

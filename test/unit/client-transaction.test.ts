@@ -7,7 +7,7 @@ import { VerdictClient } from '../../src/client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../../src/client/errors.ts';
 import type { ResponseOf } from '../../src/client/connection.ts';
 import type { CommitRequest } from '../../src/transport/coordinator-rpc.ts';
-import { FakeCluster, HANG, fail, type Script } from './fixtures/client-fake-coordinator.ts';
+import { FakeCluster, HANG, fail, followerOf, type Script } from './fixtures/client-fake-coordinator.ts';
 
 const cluster = new FakeCluster();
 const clients: VerdictClient[] = [];
@@ -43,6 +43,25 @@ describe('VerdictClient commit', () => {
     expect(sent.map((q) => q.txnId)).toEqual([tx.txnId, tx.txnId]);
     expect(sent.map((q) => q.participants.map((p) => p.participantId))).toEqual([['shop', 'ledger'], ['shop', 'ledger']]);
     expect(a.requests('Begin')[0].txnId).toBe(tx.txnId);
+  });
+
+  it('R2: transaction() begins with its first Commit (no Begin call); a follower\'s redirect keeps begin, a resend after a silent leader drops it', async () => {
+    const leader = await cluster.node({ Commit: () => HANG });
+    const follower = await cluster.node(followerOf(leader.address));
+    const next = await cluster.node({ Commit: decided('OUTCOME_ABORTED', 'not begun on this leader') });
+    const c = client([follower.address, next.address], { attemptDeadlineMs: 200 });
+    const tx = c.transaction({ txnId: 'order-21' });
+    const r = await tx.enlist('ledger').commit();
+    expect(r.outcome).toBe('ABORTED');
+    for (const n of [leader, follower, next]) expect(n.count('Begin')).toBe(0);
+    // Redirected before anything happened: still begins. Its fate at the silent leader is unknown: the resend must not begin (R2).
+    expect(follower.requests('Commit')[0]).toMatchObject({ txnId: 'order-21', begin: true });
+    expect(leader.requests('Commit')[0]).toMatchObject({ txnId: 'order-21', begin: true });
+    expect(next.requests('Commit')[0]).toMatchObject({ txnId: 'order-21', begin: false });
+    // Calling commit() again after an answer returns it; a transaction never sent is aborted locally.
+    const unsent = c.transaction();
+    expect((await unsent.abort('changed my mind')).outcome).toBe('ABORTED');
+    expect(next.count('Abort') + leader.count('Abort')).toBe(0);
   });
 
   it('R7: a Commit whose leader goes silent (DEADLINE_EXCEEDED) is resent to the next node with the same txnId', async () => {

@@ -3,46 +3,12 @@
 // test says so. Each test names the rule of DESIGN.md it holds to.
 
 import { describe, expect, test } from 'vitest';
-import { CoordinatorEngine, EngineError, type DecisionRequest, type EngineIO, type OutcomeAnswer, type PrepareRequest, type VoteValue } from '../../src/commit/engine.ts';
-import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
+import { EngineError, type OutcomeAnswer } from '../../src/commit/engine.ts';
+import { EngineWorld } from './engine-fixture.ts';
 
-interface PendingPrepare {
-  to: string;
-  req: PrepareRequest;
-  answer: (vote: VoteValue | Error, reason?: string) => void;
-}
-
-class World {
-  now = 1_000;
-  index = 0;
-  readonly table = new DecisionTable();
-  readonly proposals: { cmd: Command; cb: (err: Error | null, r?: ApplyResult) => void }[] = [];
-  readonly prepares: PendingPrepare[] = [];
-  readonly decisions: { to: string; req: DecisionRequest; cb: (err: Error | null) => void }[] = [];
-  readonly engine: CoordinatorEngine;
-
+class World extends EngineWorld {
   constructor() {
-    const io: EngineIO = {
-      nowMs: () => this.now,
-      random: () => 0.5,
-      propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
-      sendPrepare: (to, req, _deadline, cb) =>
-        this.prepares.push({ to: to.id, req, answer: (v, reason = '') => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason })) }),
-      sendDecision: (to, req, _deadline, cb) => this.decisions.push({ to: to.id, req, cb }),
-    };
-    this.engine = new CoordinatorEngine(this.table, io, { retryMinMs: 100, retryMaxMs: 1_000, forgetDelayMs: 50, inFlightMax: 3 });
-    for (const id of ['a', 'b', 'c']) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0 }, ++this.index);
-    this.engine.setLeadership(1);
-  }
-
-  /** Commits the oldest pending proposal through the "log": apply, callback, onApplied. */
-  applyNext(): ApplyResult {
-    const p = this.proposals.shift();
-    if (!p) throw new Error('no proposal pending');
-    const r = this.table.apply(p.cmd, ++this.index);
-    p.cb(null, r);
-    this.engine.onApplied(r);
-    return r;
+    super(['a', 'b', 'c'], { retryMinMs: 100, retryMaxMs: 1_000, forgetDelayMs: 50, inFlightMax: 3 });
   }
 
   commit(txnId: string, parts: string[]): { answer: OutcomeAnswer | null; err: EngineError | null } {
@@ -52,16 +18,6 @@ class World {
       out.answer = a ?? null;
     });
     return out;
-  }
-
-  vote(to: string, v: VoteValue | Error, reason?: string): void {
-    const i = this.prepares.findIndex((p) => p.to === to);
-    if (i < 0) throw new Error(`no PREPARE pending for ${to}`);
-    this.prepares.splice(i, 1)[0].answer(v, reason);
-  }
-
-  ackAll(): void {
-    for (const d of this.decisions.splice(0)) d.cb(null);
   }
 }
 
@@ -142,6 +98,33 @@ describe('commit engine', () => {
     expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', txnId: 't9', outcome: 'abort' });
     w.applyNext();
     expect(r.answer?.outcome).toBe('aborted');
+  });
+
+  test('R2: a Commit that begins the transaction prepares it in one call; the same Commit without begin on a leader that did not begin it is aborted', () => {
+    const w = new World();
+    let answer: OutcomeAnswer | undefined;
+    const enlist = [{ participantId: 'a', payload: new Uint8Array([1]) }];
+    w.engine.commit('t7', enlist, (_e, a) => (answer = a), { timeoutMs: 5_000 });
+    expect(w.prepares.map((p) => p.req.txnId)).toEqual(['t7']);
+    expect(w.prepares[0].req.timeoutMs).toBe(5_000);
+    // A resend with begin while this leader works on it begins nothing new and prepares nothing again (R7).
+    w.engine.commit('t7', enlist, () => {}, { timeoutMs: 5_000 });
+    expect(w.prepares).toHaveLength(1);
+    w.vote('a', 'yes');
+    w.applyNext();
+    expect(answer).toMatchObject({ outcome: 'committed' });
+    // Another leader (a fresh engine on the same table) gets the client's retry, which carries no begin: ABORT through the log.
+    const other = new World();
+    const retry = other.commit('t8', ['a']);
+    expect(other.prepares).toHaveLength(0);
+    expect(other.proposals[0].cmd).toMatchObject({ t: 'decide', txnId: 't8', outcome: 'abort' });
+    other.applyNext();
+    expect(retry.answer?.outcome).toBe('aborted');
+    // Begin's own checks apply: a timeout past the limit is refused, nothing is prepared.
+    let err: EngineError | null = null;
+    w.engine.commit('t9', enlist, (e) => (err = e), { timeoutMs: 10_000_000 });
+    expect(err).toBeInstanceOf(EngineError);
+    expect(w.prepares).toHaveLength(0);
   });
 
   test('R2: YES votes collected under one term never become COMMIT under another', () => {

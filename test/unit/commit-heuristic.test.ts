@@ -5,8 +5,9 @@
 // proposals are applied to a real DecisionTable when the test says so.
 
 import { describe, expect, test } from 'vitest';
-import { CoordinatorEngine, EngineError, type EngineIO, type ResolveAnswer, type VoteValue } from '../../src/commit/engine.ts';
+import { EngineError, type ResolveAnswer } from '../../src/commit/engine.ts';
 import { DecisionTable, heuristicKind, type ApplyResult, type Command, type HeuristicRecord } from '../../src/commit/state.ts';
+import { EngineWorld } from './engine-fixture.ts';
 
 const report = (txnId: string, participantId: string, outcome: 'commit' | 'abort'): Extract<Command, { t: 'heuristic' }> => ({
   t: 'heuristic',
@@ -92,40 +93,9 @@ describe('decision table: heuristic records (R4)', () => {
   });
 });
 
-class World {
-  now = 1_000;
-  index = 0;
-  readonly table = new DecisionTable();
-  readonly proposals: { cmd: Command; cb: (err: Error | null, r?: ApplyResult) => void }[] = [];
-  readonly prepares: { to: string; answer: (v: VoteValue) => void }[] = [];
-  readonly decisions: { to: string; outcome: string }[] = [];
-  readonly engine: CoordinatorEngine;
-
+class World extends EngineWorld {
   constructor() {
-    const io: EngineIO = {
-      nowMs: () => this.now,
-      random: () => 0.5,
-      propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
-      sendPrepare: (to, _req, _deadline, cb) => this.prepares.push({ to: to.id, answer: (v) => cb(null, { vote: v, reason: '' }) }),
-      sendDecision: (to, req, _deadline) => this.decisions.push({ to: to.id, outcome: req.outcome }),
-    };
-    this.engine = new CoordinatorEngine(this.table, io, { inDoubtAfterMs: 1_000 });
-    for (const id of ['a', 'b']) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0 }, ++this.index);
-    this.engine.setLeadership(1);
-  }
-
-  applyNext(): ApplyResult {
-    const p = this.proposals.shift();
-    if (!p) throw new Error('no proposal pending');
-    const r = this.table.apply(p.cmd, ++this.index);
-    p.cb(null, r);
-    this.engine.onApplied(r);
-    return r;
-  }
-
-  vote(to: string, v: VoteValue): void {
-    const i = this.prepares.findIndex((p) => p.to === to);
-    this.prepares.splice(i, 1)[0].answer(v);
+    super(['a', 'b'], { inDoubtAfterMs: 1_000 });
   }
 
   prepared(txnId: string, parts: string[]): void {
@@ -166,7 +136,7 @@ describe('commit engine: heuristic reports (R4, R3)', () => {
     expect(r.err).toBeNull();
     expect(r.rec).toMatchObject({ kind: 'HEURMIX', decision: 'abort', outcome: 'commit' });
     // The prepared participants are told ABORT.
-    expect(w.decisions.some((d) => d.to === 'b' && d.outcome === 'abort')).toBe(true);
+    expect(w.decisions.some((d) => d.to === 'b' && d.req.outcome === 'abort')).toBe(true);
     expect(w.engine.list('heuristic', 10).map((v) => [v.txnId, v.heuristics[0]?.kind])).toEqual([['t1', 'HEURMIX']]);
   });
 
@@ -225,7 +195,7 @@ describe('commit engine: txn resolve (operator, AC2, R1)', () => {
     w.applyNext();
     expect(r.res).toMatchObject({ decided: true, answer: { outcome: 'aborted' } });
     expect(w.table.resolutions.get('t1')?.[0]).toMatchObject({ operator: 'bob@ops', decided: true, outcome: 'abort' });
-    expect(w.decisions.filter((d) => d.outcome === 'abort').map((d) => d.to).sort()).toContain('a');
+    expect(w.decisions.filter((d) => d.req.outcome === 'abort').map((d) => d.to).sort()).toContain('a');
   });
 
   test('AC2: --commit of an undecided transaction without every YES is refused, with the reason, and logs nothing', () => {

@@ -6,26 +6,13 @@ import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, NO_FILE, parseConfig } from '../../src/node/config.ts';
 import { envName, mergeOverrides } from '../../src/node/config-sources.ts';
+import { N1_CONFIG } from './config-fixture.ts';
+import { refusalOf } from './refusal.ts';
 
-const base = {
-  clusterId: 'c1',
-  nodeId: 'n1',
-  listen: '127.0.0.1:7001',
-  dataDir: 'data/n1',
-  peers: { n1: '127.0.0.1:7001', n2: '127.0.0.1:7002', n3: '127.0.0.1:7003' },
-  tickMs: 100,
-};
+const base = { ...N1_CONFIG, tickMs: 100 };
 const FILE = '/etc/verdict/n1.json';
 
-function refusal(f: () => unknown): string {
-  try {
-    f();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
-  }
-  throw new Error('expected a ConfigError');
-}
+const refusal = (f: () => unknown): string => refusalOf(ConfigError, f);
 
 describe('configuration overrides', () => {
   it('names environment variables by the key path in upper snake case', () => {

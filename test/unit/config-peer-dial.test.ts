@@ -2,14 +2,9 @@
 // not the peer's own address (the chaos test's proxies, a tunnel).
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/node/config.ts';
+import { N1_CONFIG } from './config-fixture.ts';
 
-const base = {
-  clusterId: 'c1',
-  nodeId: 'n1',
-  listen: '127.0.0.1:7001',
-  dataDir: 'data-n1',
-  peers: { n1: '127.0.0.1:7001', n2: '127.0.0.1:7002', n3: '127.0.0.1:7003' },
-};
+const base = N1_CONFIG;
 
 describe('config peerDial', () => {
   it('is empty when absent, and keeps peers as the addresses clients are told', () => {

@@ -3,49 +3,18 @@
 // the node config, and the terminal log formatter.
 
 import { describe, expect, test } from 'vitest';
-import { CoordinatorEngine, type EngineIO, type VoteValue } from '../../src/commit/engine.ts';
-import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
 import { parseConfig } from '../../src/node/config.ts';
 import { logFormat, prettyLine } from '../../src/node/logger.ts';
+import { EngineWorld } from './engine-fixture.ts';
 
-class World {
-  now = 1_000;
-  index = 0;
-  readonly table = new DecisionTable();
-  readonly proposals: { cmd: Command; cb: (err: Error | null, r?: ApplyResult) => void }[] = [];
-  readonly prepares: { to: string; answer: (v: VoteValue | Error) => void }[] = [];
-  readonly decisions: ((err: Error | null) => void)[] = [];
-  readonly engine: CoordinatorEngine;
-
+class World extends EngineWorld {
   constructor() {
-    const io: EngineIO = {
-      nowMs: () => this.now,
-      random: () => 0.5,
-      propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
-      sendPrepare: (to, _req, _deadline, cb) => this.prepares.push({ to: to.id, answer: (v) => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason: v === 'no' ? 'nope' : '' })) }),
-      sendDecision: (_to, _req, _deadline, cb) => this.decisions.push(cb),
-    };
-    this.engine = new CoordinatorEngine(this.table, io, { retryMinMs: 100, retryMaxMs: 1_000 });
-    for (const id of ['a', 'b']) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0 }, ++this.index);
-    this.engine.setLeadership(1);
-  }
-
-  applyAll(): void {
-    for (let p = this.proposals.shift(); p; p = this.proposals.shift()) {
-      const r = this.table.apply(p.cmd, ++this.index);
-      p.cb(null, r);
-      this.engine.onApplied(r);
-    }
+    super(['a', 'b'], { retryMinMs: 100, retryMaxMs: 1_000 });
   }
 
   start(txnId: string): void {
     this.engine.begin(txnId, 500);
     this.engine.commit(txnId, ['a', 'b'].map((participantId) => ({ participantId, payload: new Uint8Array([1]) })), () => {});
-  }
-
-  vote(to: string, v: VoteValue | Error): void {
-    const i = this.prepares.findIndex((p) => p.to === to);
-    this.prepares.splice(i, 1)[0].answer(v);
   }
 }
 
@@ -59,11 +28,11 @@ describe('commit engine counters (read by the metrics)', () => {
     w.applyAll();
     expect(w.engine.phases()).toMatchObject({ deciding: 0, delivering: 1 });
     // One DECISION fails and is retried; the other is acknowledged.
-    w.decisions.shift()?.(new Error('down'));
-    w.decisions.shift()?.(null);
+    w.decisions.shift()?.cb(new Error('down'));
+    w.decisions.shift()?.cb(null);
 
     w.start('no');
-    w.vote('a', 'no');
+    w.vote('a', 'no', 'nope');
     w.start('gone');
     w.vote('a', new Error('unreachable'));
     w.start('slow');

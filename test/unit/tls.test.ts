@@ -15,6 +15,7 @@ import { GrpcTransport, SERVER_OPTIONS } from '../../src/transport/grpc.ts';
 import { channelCredentials, explainConnectError, loadTls, nodeCertificateProblem, serverCredentials, TlsSetupError } from '../../src/transport/tls.ts';
 import { freePorts } from '../free-ports.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
+import { refusalOf } from './refusal.ts';
 
 let dir: string;
 let ca: TestCa;
@@ -39,15 +40,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const names = (k: string): string => `"tls.${k}"`;
 
-function tlsError(f: () => unknown): string {
-  try {
-    f();
-  } catch (err) {
-    expect(err).toBeInstanceOf(TlsSetupError);
-    return (err as Error).message;
-  }
-  throw new Error('expected a TlsSetupError');
-}
+const tlsError = (f: () => unknown): string => refusalOf(TlsSetupError, f);
 
 describe('loading certificate files', () => {
   it('accepts a certificate, its key and the CA that signed it', () => {
@@ -70,15 +63,7 @@ describe('loading certificate files', () => {
     const cfg = (nodeId: string, listen = '127.0.0.1:7001', files = n1) =>
       parseConfig({ clusterId: 'c1', nodeId, listen, dataDir: 'd', peers: { [nodeId]: listen }, tls: { ca: ca.cert, ...files } }, '/x/n.json');
     expect(loadNodeTls(cfg('n1'))).not.toBeNull();
-    const err = (f: () => unknown): string => {
-      try {
-        f();
-      } catch (e) {
-        expect(e).toBeInstanceOf(ConfigError);
-        return (e as Error).message;
-      }
-      throw new Error('expected a ConfigError');
-    };
+    const err = (f: () => unknown): string => refusalOf(ConfigError, f);
     expect(err(() => loadNodeTls(cfg('n2')))).toMatch(/"tls\.cert" .*this node's certificate names node "n1" of cluster "c1" .*expected node "n2" of cluster "c1".*; issue it with -subj "\/OU=c1\/CN=n2"/);
     expect(err(() => loadNodeTls(cfg('n1', '10.1.2.3:7001')))).toMatch(/does not name 10\.1\.2\.3 in its subjectAltName .*add subjectAltName=IP:10\.1\.2\.3/);
     expect(err(() => loadNodeTls(cfg('n1', '127.0.0.1:7001', { cert: n1.cert, key: n3.key })))).toMatch(/is not the private key/);

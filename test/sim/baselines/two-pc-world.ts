@@ -13,14 +13,13 @@
 // Stonebraker proved unavoidable: every participant voted YES, none has heard
 // the decision, and the only one who knows is down — they block (AC4 lost).
 
-import { ParticipantEngine } from '../../../src/participant/engine.ts';
-import { memoryPayload, MemoryResource } from '../../../src/participant/memory.ts';
-import { MemoryState } from '../../../src/participant/memory-state.ts';
-import type { ClusterOutcome, Outcome, TxnRecord } from '../../../src/participant/types.ts';
+import type { ParticipantEngine } from '../../../src/participant/engine.ts';
+import { memoryPayload } from '../../../src/participant/memory.ts';
+import type { ClusterOutcome, Outcome } from '../../../src/participant/types.ts';
 import { Rng } from '../../../src/raft/rng.ts';
 import type { Ack, Vote } from '../../../src/transport/participant-rpc.ts';
 import { keyOf, valueOf } from '../system-checker.ts';
-import { RecordingResource, SimJournal } from '../system-participant.ts';
+import { crashSimParticipant, SimJournal, startSimParticipant, type SimParticipant } from '../system-participant.ts';
 import { DEAD, type Inc, type Reply, type RpcError } from '../system-rpc.ts';
 import type { TxnPlan } from '../system-scenario.ts';
 import { TwoPcCoordinator, type TwoPcAction } from './two-pc.ts';
@@ -38,27 +37,18 @@ interface CommitRecord {
   atMs: number;
 }
 
-interface Part {
-  id: string;
-  journal: SimJournal;
-  up: boolean;
-  inc: Inc;
-  engine: ParticipantEngine | null;
-  resource: MemoryResource | null;
-}
-
 export class TwoPcWorld extends BaselineWorld {
   private coord: TwoPcCoordinator | null = null;
   private coordInc: Inc = DEAD;
   private readonly coordLog: SimJournal<CommitRecord>;
-  private readonly parts: Part[] = [];
+  private readonly parts: SimParticipant[] = [];
   private readonly noVoters = new Map<string, string | null>();
 
   constructor(sc: BaselineScenario) {
     super(sc, '2pc');
     this.coordLog = new SimJournal<CommitRecord>(this.q, new Rng(this.rng.u32()));
     for (const id of this.participantIds) {
-      const p: Part = { id, journal: new SimJournal(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, engine: null, resource: null };
+      const p: SimParticipant = { id, journal: new SimJournal(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, engine: null, resource: null };
       this.parts.push(p);
       this.startParticipant(p);
     }
@@ -124,21 +114,17 @@ export class TwoPcWorld extends BaselineWorld {
     const no = this.noVoters.get(a.txnId) === p.id;
     const payload = no ? memoryPayload({}, 'told to vote NO') : memoryPayload({ [keyOf(a.txnId)]: valueOf(a.txnId, p.id) });
     this.timeline.once(a.txnId, `${COORDINATOR} sends PREPARE to ${a.participants.join(', ')}`);
-    this.rpc.call<Vote>(
-      COORDINATOR,
+    this.callParticipant<Vote>(
+      p,
       inc,
-      p.id,
-      RPC_DEADLINE_MS,
-      (reply) =>
-        this.atParticipant(p, reply, (eng, r) =>
-          eng.prepare({ clusterId: CLUSTER, txnId: a.txnId, participantId: p.id, participants: a.participants, payload, timeoutMs: a.timeoutMs }, (err, vote) => {
-            if (err || !vote) return r({ code: err?.code ?? 'UNAVAILABLE', message: err?.message ?? 'no vote' });
-            const yes = vote.vote === 'VOTE_YES';
-            this.voted(p.id, a.txnId, yes ? 'yes' : 'no', yes ? 'prepared state synced' : vote.reason);
-            if (yes) this.point('some-prepared', a.txnId, { participant: p.id });
-            r(null, vote);
-          }),
-        ),
+      (eng, r) =>
+        eng.prepare({ clusterId: CLUSTER, txnId: a.txnId, participantId: p.id, participants: a.participants, payload, timeoutMs: a.timeoutMs }, (err, vote) => {
+          if (err || !vote) return r({ code: err?.code ?? 'UNAVAILABLE', message: err?.message ?? 'no vote' });
+          const yes = vote.vote === 'VOTE_YES';
+          this.voted(p.id, a.txnId, yes ? 'yes' : 'no', yes ? 'prepared state synced' : vote.reason);
+          if (yes) this.point('some-prepared', a.txnId, { participant: p.id });
+          r(null, vote);
+        }),
       (err, vote) => {
         if (!this.coord) return;
         if (err || !vote) return this.exec(this.coord.onVote(a.txnId, p.id, null), inc);
@@ -153,19 +139,15 @@ export class TwoPcWorld extends BaselineWorld {
     const p = this.part(to);
     const commit = outcome === 'commit';
     this.timeline.once(txnId, `${COORDINATOR} sends DECISION ${outcome.toUpperCase()} to ${to}`);
-    this.rpc.call<Ack>(
-      COORDINATOR,
+    this.callParticipant<Ack>(
+      p,
       inc,
-      p.id,
-      RPC_DEADLINE_MS,
-      (reply) =>
-        this.atParticipant(p, reply, (eng, r) =>
-          eng.decide({ clusterId: CLUSTER, txnId, participantId: p.id, decision: commit ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: '' }, (err, ack) => {
-            if (err || !ack) return r({ code: err?.code ?? 'UNAVAILABLE', message: err?.message ?? 'no ack' });
-            if (commit) this.point('some-decided', txnId, { participant: p.id });
-            r(null, ack);
-          }),
-        ),
+      (eng, r) =>
+        eng.decide({ clusterId: CLUSTER, txnId, participantId: p.id, decision: commit ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: '' }, (err, ack) => {
+          if (err || !ack) return r({ code: err?.code ?? 'UNAVAILABLE', message: err?.message ?? 'no ack' });
+          if (commit) this.point('some-decided', txnId, { participant: p.id });
+          r(null, ack);
+        }),
       (err) => {
         if (!this.coord || !commit) return;
         if (!err) this.point('some-decided', txnId, { coordinator: true });
@@ -176,55 +158,40 @@ export class TwoPcWorld extends BaselineWorld {
 
   // ---- participants: the production engine, wired as SystemWorld wires it -------
 
-  private part(id: string): Part {
+  private part(id: string): SimParticipant {
     const p = this.parts.find((x) => x.id === id);
     if (!p) throw new Error(`2pc world: no participant ${id}`);
     return p;
   }
 
-  private startParticipant(p: Part): void {
-    const inc: Inc = { alive: true };
-    p.inc = inc;
-    const state = new MemoryState();
-    for (const r of p.journal.durable) state.add(r);
-    const resource = MemoryResource.restore(state.data, state.preparedWrites());
-    const engine = new ParticipantEngine({
+  private startParticipant(p: SimParticipant): void {
+    startSimParticipant(p, {
       clusterId: CLUSTER,
-      participantId: p.id,
-      resource: new RecordingResource(resource, (txnId, outcome) => {
-        if (!inc.alive) return;
-        this.timeline.add(txnId, `${p.id} ${outcome === 'committed' ? 'COMMITS' : 'ABORTS'} ${txnId}`);
-        this.checker.participantApplied(p.id, txnId, outcome);
-      }),
-      journal: { append: (r: TxnRecord, cb) => inc.alive && p.journal.append(r, cb) },
-      clock: { nowMs: () => this.q.now },
-      schedule: (delayMs, fn) => {
-        let cancelled = false;
-        this.q.after(delayMs, () => !cancelled && inc.alive && fn());
-        return () => (cancelled = true);
-      },
-      askOutcome: (txnId, cb) => this.askOutcome(p, inc, txnId, cb),
-      inDoubtAfterMs: 1_000,
-      sweepIntervalMs: 500,
-      askBackoffMinMs: 100,
-      askBackoffMaxMs: 1_000,
+      q: this.q,
+      checker: this.checker,
+      applied: (txnId, outcome) => this.timeline.add(txnId, `${p.id} ${outcome === 'committed' ? 'COMMITS' : 'ABORTS'} ${txnId}`),
+      askOutcome: (inc, txnId, cb) => this.askOutcome(p, inc, txnId, cb),
     });
-    engine.recover(state.txnRecords());
-    engine.start();
-    p.engine = engine;
-    p.resource = resource;
-    p.up = true;
-    this.checker.participantRecovered(p.id, (txnId) => engine.stateOf(txnId));
   }
 
-  private atParticipant<T>(p: Part, reply: Reply<T>, handle: (eng: ParticipantEngine, r: Reply<T>) => void): void {
-    if (!p.up || !p.engine) return;
-    const inc = p.inc;
-    handle(p.engine, (err, v) => inc.alive && reply(err, v));
+  /** A coordinator RPC to participant p, served by its engine while p is up (the participant's gRPC service's role). */
+  private callParticipant<T>(p: SimParticipant, inc: Inc, serve: (eng: ParticipantEngine, r: Reply<T>) => void, cb: Reply<T>): void {
+    this.rpc.call<T>(
+      COORDINATOR,
+      inc,
+      p.id,
+      RPC_DEADLINE_MS,
+      (reply) => {
+        if (!p.up || !p.engine) return;
+        const served = p.inc;
+        serve(p.engine, (err, v) => served.alive && reply(err, v));
+      },
+      cb,
+    );
   }
 
   /** The participant in doubt asks the coordinator; if it does not answer, its peers (cooperative termination). */
-  private askOutcome(p: Part, inc: Inc, txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
+  private askOutcome(p: SimParticipant, inc: Inc, txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
     this.rpc.call<Outcome | 'in-progress'>(
       p.id,
       inc,
@@ -244,7 +211,7 @@ export class TwoPcWorld extends BaselineWorld {
     );
   }
 
-  private askPeers(p: Part, inc: Inc, txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
+  private askPeers(p: SimParticipant, inc: Inc, txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
     const peers = (this.members.get(txnId) ?? []).filter((q) => q !== p.id);
     if (peers.length === 0) return cb(null, 'unknown');
     const heard: string[] = [];
@@ -262,7 +229,7 @@ export class TwoPcWorld extends BaselineWorld {
   }
 
   /** A peer's side of cooperative termination. */
-  private peerAnswer(q: Part, txnId: string, reply: Reply<ClusterOutcome>): void {
+  private peerAnswer(q: SimParticipant, txnId: string, reply: Reply<ClusterOutcome>): void {
     if (!q.up || !q.engine) return;
     const inc = q.inc;
     const state = q.engine.stateOf(txnId);
@@ -293,11 +260,7 @@ export class TwoPcWorld extends BaselineWorld {
     if (!p.up) return;
     if (!this.crashAtPoint) this.timeline.add(null, `${p.id} crashes`);
     this.crashes++;
-    p.up = false;
-    p.inc.alive = false;
-    p.journal.crash();
-    p.engine = null;
-    p.resource = null;
+    crashSimParticipant(p);
   }
 
   restart(id: string): void {

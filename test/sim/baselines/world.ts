@@ -17,33 +17,21 @@ import { SimNetwork } from '../sim-network.ts';
 import { SystemChecker } from '../system-checker.ts';
 import { scheduleFault, type FaultWorld } from '../system-faults.ts';
 import { SimRpc } from '../system-rpc.ts';
-import type { CrashPoint, CrashPointName, SysFault, TxnPlan } from '../system-scenario.ts';
+import type { CrashPoint, CrashPointName, FaultScenario, RunResult, SysFault, TxnPlan } from '../system-scenario.ts';
 import { Timeline, txnOf } from './timeline.ts';
 
 export const COORDINATOR = 'c1';
 /** How often the world looks whether it has become quiet after healing. */
 const QUIET_POLL_MS = 100;
 
-export interface BaselineScenario {
-  seed: number;
-  participants: number;
-  txns: TxnPlan[];
-  faults: SysFault[];
-  /** Crash points of the coordinator ('leader') or of the i-th participant of a transaction; `forever` keeps the coordinator down. */
-  crashPoints: CrashPoint[];
-  healAtMs: number;
-  livenessMs: number;
-}
+/**
+ * Verdict's scenario without its cluster: crash points with target 'leader'
+ * crash the coordinator; `forever` keeps it down.
+ */
+export type BaselineScenario = FaultScenario;
 
-export interface BaselineResult {
-  violations: string[];
+export interface BaselineResult extends RunResult {
   timeline: Timeline;
-  steps: number;
-  crashes: number;
-  partitions: number;
-  txns: number;
-  committed: number;
-  crashPointsFired: number;
   /** txn → participant → the vote it sent (the last one, if it sent more). */
   votes: Map<string, Map<string, 'yes' | 'no'>>;
   /** txn → its participants. */
@@ -256,7 +244,7 @@ export abstract class BaselineWorld implements FaultWorld {
     try {
       this.runPhases();
     } catch (err) {
-      this.checker.violation(`exception: ${err instanceof Error ? (err.stack ?? err.message).split('\n').slice(0, 4).join(' | ') : String(err)}`);
+      this.checker.exception(err);
     }
     let committed = 0;
     for (const t of this.members.keys()) if (this.checker.decisionOf(t) === 'commit') committed++;
@@ -292,15 +280,7 @@ export abstract class BaselineWorld implements FaultWorld {
     this.restartAll();
     this.timeline.add(null, `faults stop: the network heals, every participant is up${this.coordinatorLost ? `, ${COORDINATOR} stays down (lost for good)` : `, ${COORDINATOR} is up`}`);
     // AC4: once healed, nothing may stay in doubt past livenessMs.
-    const deadline = this.q.now + this.sc.livenessMs;
-    let quiet = false;
-    const poll = (): void => {
-      quiet = this.pendingAfterHeal() === null;
-      if (!quiet) this.q.after(QUIET_POLL_MS, poll);
-    };
-    this.q.after(0, poll);
-    this.q.runUntil(deadline, () => quiet);
-    if (!quiet) {
+    if (!this.q.runUntilQuiet(this.sc.livenessMs, QUIET_POLL_MS, () => this.pendingAfterHeal() === null)) {
       const down = this.coordinatorUp() ? '' : `; ${COORDINATOR} has been down since t=${this.coordinatorDownSinceMs}ms`;
       this.checker.violation(`AC4 termination: ${this.sc.livenessMs} ms after healing, ${this.pendingAfterHeal()}${down}`);
       return;

@@ -1,0 +1,80 @@
+// Coordinator.CommitStream on a node: every StreamedCommit is handed to the
+// unary Commit handler itself, so the two paths cannot drift apart (leader
+// check, refusal while shutting down, validation, R2, R7, metrics); the
+// answers of one event-loop turn go back in one StreamedOutcomes message.
+import * as grpc from '@grpc/grpc-js';
+import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, type CommitRequest, type StreamedCommits, type StreamedOutcome, type StreamedOutcomes, type TxnOutcome } from '../transport/coordinator-rpc.ts';
+
+/** Commits answered on one stream at a time at most; beyond this one is refused with RESOURCE_EXHAUSTED. */
+export const COMMIT_STREAM_PENDING_MAX = 16_384;
+
+export function commitStreamHandler(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>): grpc.handleBidiStreamingCall<StreamedCommits, StreamedOutcomes> {
+  return (call) => {
+    let out: StreamedOutcome[] = [];
+    let flushScheduled = false;
+    let open = true;
+    let inputEnded = false;
+    let waiting = 0;
+    const flush = (): void => {
+      flushScheduled = false;
+      if (!open) return;
+      if (out.length > 0) {
+        const outcomes = out;
+        out = [];
+        call.write({ outcomes });
+      }
+      if (inputEnded && waiting === 0) {
+        open = false;
+        call.end();
+      }
+    };
+    const schedule = (): void => {
+      if (flushScheduled) return;
+      flushScheduled = true;
+      setImmediate(flush);
+    };
+    const answer = (a: StreamedOutcome): void => {
+      waiting--;
+      if (!open) return;
+      out.push(a);
+      schedule();
+    };
+    call.on('data', (batch: StreamedCommits) => {
+      for (const { id, commit: request } of batch.commits) {
+        waiting++;
+        if (request === null) {
+          answer(failure(id, { code: grpc.status.INVALID_ARGUMENT, details: `streamed commit ${id} carries no CommitRequest` }));
+          continue;
+        }
+        if (waiting > COMMIT_STREAM_PENDING_MAX) {
+          answer(failure(id, { code: grpc.status.RESOURCE_EXHAUSTED, details: `${waiting - 1} commits on this stream wait for their outcome; retry later` }));
+          continue;
+        }
+        // The unary handler reads nothing of its call but the request.
+        commit({ request } as grpc.ServerUnaryCall<CommitRequest, TxnOutcome>, (err, outcome) => {
+          if (err) answer(failure(id, err));
+          else if (outcome) answer({ id, outcome, code: 0, details: '', leaderAddress: '', leaderId: '' });
+          else answer(failure(id, { code: grpc.status.INTERNAL, details: 'Commit produced no outcome' }));
+        });
+      }
+    });
+    call.on('end', () => {
+      inputEnded = true;
+      schedule();
+    });
+    const close = (): void => {
+      open = false;
+    };
+    call.on('cancelled', close);
+    call.on('error', close);
+  };
+}
+
+function failure(id: number, err: Partial<grpc.StatusObject> | grpc.ServiceError): StreamedOutcome {
+  const md = err.metadata;
+  const hint = (key: string): string => {
+    const v = md?.get(key)[0];
+    return typeof v === 'string' ? v : '';
+  };
+  return { id, outcome: null, code: err.code ?? grpc.status.UNKNOWN, details: err.details ?? '', leaderAddress: hint(LEADER_ADDRESS_KEY), leaderId: hint(LEADER_ID_KEY) };
+}

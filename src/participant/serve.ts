@@ -1,0 +1,145 @@
+// The gRPC face of a participant: `verdict.participant.Participant` served
+// from the engine. PREPARE and DECISION come either as unary calls or, from
+// a current leader, as batches on the long-lived Exchange stream
+// (src/transport/participant-exchange.ts); both go through the same two
+// functions below, so validation, the draining rule and the answers are the
+// same whichever way a request arrives.
+//
+// `gate` counts requests in flight and, while draining, turns a PREPARE for
+// a transaction this participant does not hold into NO; a repeated PREPARE
+// still gets its first answer (R7) and DECISIONs are taken.
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import type { Ack, AnswerBatch, Decision, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, Prepare, Vote } from '../transport/participant-rpc.ts';
+import type { ParticipantEngine } from './engine.ts';
+import { PAYLOAD_BYTES_MAX } from './memory.ts';
+import { ParticipantError } from './types.ts';
+
+const TXN_ID_CHARS_MAX = 256;
+
+export interface Gate {
+  draining: boolean;
+  inFlight: number;
+  /** How to end each open Exchange stream; endExchanges() calls them when the participant stops. */
+  readonly exchanges: Set<() => void>;
+}
+
+export function newGate(): Gate {
+  return { draining: false, inFlight: 0, exchanges: new Set() };
+}
+
+type Done<T> = (err: ParticipantError | null, res?: T) => void;
+
+function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: Prepare, cb: Done<Vote>): void {
+  const bad = badTxnId(req.txnId) ?? (req.payload.byteLength > PAYLOAD_BYTES_MAX ? `payload is larger than ${PAYLOAD_BYTES_MAX} bytes` : null);
+  if (bad !== null) return cb(new ParticipantError('INVALID_ARGUMENT', bad));
+  if (gate.draining && engine.stateOf(req.txnId) === undefined) {
+    log.info({ txnId: req.txnId }, 'vote NO: shutting down');
+    return cb(null, { txnId: req.txnId, participantId: req.participantId, vote: 'VOTE_NO', reason: 'participant is shutting down' });
+  }
+  gate.inFlight++;
+  engine.prepare(req, (err, vote) => {
+    gate.inFlight--;
+    if (err !== null) cb(err);
+    else cb(null, vote);
+  });
+}
+
+function serveDecide(engine: ParticipantEngine, gate: Gate, req: Decision, cb: Done<Ack>): void {
+  const bad = badTxnId(req.txnId);
+  if (bad !== null) return cb(new ParticipantError('INVALID_ARGUMENT', bad));
+  gate.inFlight++;
+  engine.decide(req, (err, ack) => {
+    gate.inFlight--;
+    if (err !== null) cb(err);
+    else cb(null, ack);
+  });
+}
+
+/** gRPC handlers: validate, hand to the engine, map its errors to status codes with reasons. */
+export function participantHandlers(engine: ParticipantEngine, gate: Gate, log: Logger): ParticipantHandlers & { Exchange: grpc.handleBidiStreamingCall<ExchangeBatch, AnswerBatch> } {
+  const unary =
+    <T>(cb: grpc.sendUnaryData<T>): Done<T> =>
+    (err, res) => {
+      if (err !== null) cb({ code: grpc.status[err.code], details: err.message, name: err.name, message: err.message, metadata: new grpc.Metadata() });
+      else cb(null, res);
+    };
+  return {
+    Prepare: (call, cb) => servePrepare(engine, gate, log, call.request, unary(cb)),
+    Decide: (call, cb) => serveDecide(engine, gate, call.request, unary(cb)),
+    Exchange: (call) => serveExchange(engine, gate, log, call),
+  };
+}
+
+/**
+ * One leader's stream: every request of a batch is handed to the engine at
+ * once, and the answers of one event-loop turn go back in one batch, each
+ * under its request's id, in the order they complete.
+ */
+function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call: grpc.ServerDuplexStream<ExchangeBatch, AnswerBatch>): void {
+  let out: ExchangeAnswer[] = [];
+  let flushScheduled = false;
+  let open = true;
+  let inputEnded = false;
+  let waiting = 0;
+  const close = (): void => {
+    open = false;
+    gate.exchanges.delete(end);
+  };
+  const end = (): void => {
+    if (!open) return;
+    close();
+    call.end();
+  };
+  gate.exchanges.add(end);
+  const flush = (): void => {
+    flushScheduled = false;
+    if (!open) return;
+    if (out.length > 0) {
+      const answers = out;
+      out = [];
+      call.write({ answers });
+    }
+    if (inputEnded && waiting === 0) end();
+  };
+  const answer = (a: ExchangeAnswer): void => {
+    waiting--;
+    if (!open) return;
+    out.push(a);
+    if (!flushScheduled) {
+      flushScheduled = true;
+      setImmediate(flush);
+    }
+  };
+  const fail = (id: number, err: ParticipantError): ExchangeAnswer => ({ id, error: { code: grpc.status[err.code], details: err.message } });
+  call.on('data', (batch: ExchangeBatch) => {
+    for (const r of batch.requests) {
+      const id = r.id;
+      waiting++;
+      if (r.prepare) servePrepare(engine, gate, log, r.prepare, (err, vote) => answer(err !== null ? fail(id, err) : { id, vote }));
+      else if (r.decision) serveDecide(engine, gate, r.decision, (err, ack) => answer(err !== null ? fail(id, err) : { id, ack }));
+      else answer(fail(id, new ParticipantError('INVALID_ARGUMENT', `request ${id} carries neither a PREPARE nor a DECISION`)));
+    }
+  });
+  // The leader ended its side: answer what is in flight, then end ours.
+  call.on('end', () => {
+    inputEnded = true;
+    if (!flushScheduled) {
+      flushScheduled = true;
+      setImmediate(flush);
+    }
+  });
+  call.on('cancelled', close);
+  call.on('error', close);
+}
+
+/** Ends every open Exchange stream (the participant is stopping and answered what was in flight). */
+export function endExchanges(gate: Gate): void {
+  for (const end of [...gate.exchanges]) end();
+}
+
+function badTxnId(txnId: string): string | null {
+  if (txnId === '') return 'txn_id is empty';
+  if (txnId.length > TXN_ID_CHARS_MAX) return `txn_id is longer than ${TXN_ID_CHARS_MAX} characters`;
+  return null;
+}

@@ -1,0 +1,74 @@
+// The coordinator engine's fake world, shared by its unit tests: proposals
+// are applied to a real DecisionTable when the test says so, participants
+// vote and acknowledge DECISIONs when the test says so.
+
+import { CoordinatorEngine, type DecisionRequest, type EngineConfig, type EngineIO, type PrepareRequest, type VoteValue } from '../../src/commit/engine.ts';
+import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
+
+export interface PendingProposal {
+  cmd: Command;
+  cb: (err: Error | null, r?: ApplyResult) => void;
+}
+
+export interface PendingPrepare {
+  to: string;
+  req: PrepareRequest;
+  answer: (vote: VoteValue | Error, reason?: string) => void;
+}
+
+export interface PendingDecision {
+  to: string;
+  req: DecisionRequest;
+  cb: (err: Error | null) => void;
+}
+
+export class EngineWorld {
+  now = 1_000;
+  index = 0;
+  readonly table = new DecisionTable();
+  readonly proposals: PendingProposal[] = [];
+  readonly prepares: PendingPrepare[] = [];
+  readonly decisions: PendingDecision[] = [];
+  readonly engine: CoordinatorEngine;
+
+  /** A leader's engine with `participants` registered in its table. */
+  constructor(participants: readonly string[], config: Partial<EngineConfig>) {
+    const io: EngineIO = {
+      nowMs: () => this.now,
+      random: () => 0.5,
+      propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
+      sendPrepare: (to, req, _deadline, cb) =>
+        this.prepares.push({ to: to.id, req, answer: (v, reason = '') => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason })) }),
+      sendDecision: (to, req, _deadline, cb) => this.decisions.push({ to: to.id, req, cb }),
+    };
+    this.engine = new CoordinatorEngine(this.table, io, config);
+    for (const id of participants) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0 }, ++this.index);
+    this.engine.setLeadership(1);
+  }
+
+  /** Commits the oldest pending proposal through the "log": apply, callback, onApplied. */
+  applyNext(): ApplyResult {
+    const p = this.proposals.shift();
+    if (!p) throw new Error('no proposal pending');
+    const r = this.table.apply(p.cmd, ++this.index);
+    p.cb(null, r);
+    this.engine.onApplied(r);
+    return r;
+  }
+
+  /** Commits every pending proposal, including those proposed while applying. */
+  applyAll(): void {
+    while (this.proposals.length > 0) this.applyNext();
+  }
+
+  /** Participant `to` answers its oldest pending PREPARE. */
+  vote(to: string, v: VoteValue | Error, reason?: string): void {
+    const i = this.prepares.findIndex((p) => p.to === to);
+    if (i < 0) throw new Error(`no PREPARE pending for ${to}`);
+    this.prepares.splice(i, 1)[0].answer(v, reason);
+  }
+
+  ackAll(): void {
+    for (const d of this.decisions.splice(0)) d.cb(null);
+  }
+}
