@@ -36,23 +36,22 @@ const MEASURE_MS = flag('measure-ms', 10_000);
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ; 100 on every Linux build that matters). */
 const USER_HZ = 100;
+const ZERO = { user: 0, sys: 0 };
 
-/** utime + stime of a live process, in ms. */
-function cpuMs(pid: number): number {
+/** utime and stime of a live process, in ms. */
+function cpuMs(pid: number): { user: number; sys: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name (field 2) may hold spaces; fields after the closing parenthesis are plain.
   const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const utime = Number(rest[11]);
-  const stime = Number(rest[12]);
-  return ((utime + stime) * 1000) / USER_HZ;
+  return { user: (Number(rest[11]) * 1000) / USER_HZ, sys: (Number(rest[12]) * 1000) / USER_HZ };
 }
 
 interface Sampled {
   kind: string;
   label: string;
   child: Child;
-  startMs: number;
-  endMs: number;
+  start: { user: number; sys: number };
+  end: { user: number; sys: number };
 }
 
 async function main(): Promise<void> {
@@ -76,18 +75,18 @@ async function main(): Promise<void> {
       txnTimeoutMs: 5_000,
     };
     const sampled: Sampled[] = [];
-    for (const n of cluster.nodes) if (n.child) sampled.push({ kind: n.id === leader.id ? 'leader' : 'follower', label: n.id, child: n.child, startMs: 0, endMs: 0 });
-    for (const [id, c] of cluster.participants) sampled.push({ kind: 'participant', label: id, child: c, startMs: 0, endMs: 0 });
+    for (const n of cluster.nodes) if (n.child) sampled.push({ kind: n.id === leader.id ? 'leader' : 'follower', label: n.id, child: n.child, start: ZERO, end: ZERO });
+    for (const [id, c] of cluster.participants) sampled.push({ kind: 'participant', label: id, child: c, start: ZERO, end: ZERO });
     let opened = false;
     let closed = false;
     const load = await runJsonChild<LoadResult>('load', 'loadgen.ts', cfg, join(dir, 'loadgen.log'), WARMUP_MS + MEASURE_MS + 60_000, {
       onLine: (line, child) => {
         if (line === 'window open') {
-          if (!sampled.some((s) => s.child === child)) sampled.push({ kind: 'loadgen', label: 'loadgen', child, startMs: 0, endMs: 0 });
-          for (const s of sampled) s.startMs = cpuMs(s.child.proc.pid ?? 0);
+          if (!sampled.some((s) => s.child === child)) sampled.push({ kind: 'loadgen', label: 'loadgen', child, start: ZERO, end: ZERO });
+          for (const s of sampled) s.start = cpuMs(s.child.proc.pid ?? 0);
           opened = true;
         } else if (line === 'window closed' && opened) {
-          for (const s of sampled) s.endMs = cpuMs(s.child.proc.pid ?? 0);
+          for (const s of sampled) s.end = cpuMs(s.child.proc.pid ?? 0);
           closed = true;
         }
       },
@@ -98,15 +97,16 @@ async function main(): Promise<void> {
     const txns = load.ok + load.aborted;
     if (load.ok === 0) throw new Error(`no transaction committed in the window: ${JSON.stringify(load.errors)}`);
     const perKind = new Map<string, number>();
-    const rows: { process: string; kind: string; cpuMs: number; msPerTxn: number }[] = [];
+    const rows: { process: string; kind: string; cpuMs: number; msPerTxn: number; sysMsPerTxn: number }[] = [];
     for (const s of sampled) {
-      const used = s.endMs - s.startMs;
+      const sys = s.end.sys - s.start.sys;
+      const used = s.end.user - s.start.user + sys;
       perKind.set(s.kind, (perKind.get(s.kind) ?? 0) + used);
-      rows.push({ process: s.label, kind: s.kind, cpuMs: used, msPerTxn: round(used / load.ok) });
+      rows.push({ process: s.label, kind: s.kind, cpuMs: used, msPerTxn: round(used / load.ok), sysMsPerTxn: round(sys / load.ok) });
     }
     const total = [...perKind.values()].reduce((a, b) => a + b, 0);
     process.stderr.write(`${NODES} nodes, ${PARTICIPANTS} memory participants, ${CLIENTS} clients, ${MEASURE_MS} ms measured: ${load.ok} committed, ${load.aborted} aborted, errors ${JSON.stringify(load.errors)}, ${load.tps} tx/s, commit p50 ${(load.latency.p50_us / 1000).toFixed(2)} ms\n`);
-    for (const r of rows) process.stderr.write(`  ${r.process.padEnd(8)} ${r.kind.padEnd(12)} ${r.msPerTxn.toFixed(3)} ms CPU / txn\n`);
+    for (const r of rows) process.stderr.write(`  ${r.process.padEnd(8)} ${r.kind.padEnd(12)} ${r.msPerTxn.toFixed(3)} ms CPU / txn (${r.sysMsPerTxn.toFixed(3)} of it in the kernel)\n`);
     for (const [k, v] of perKind) process.stderr.write(`  ${'total'.padEnd(8)} ${k.padEnd(12)} ${(v / load.ok).toFixed(3)} ms CPU / txn\n`);
     process.stderr.write(`  all processes: ${(total / load.ok).toFixed(3)} ms CPU / committed txn (${txns} finished)\n`);
     const byKind = Object.fromEntries([...perKind].map(([k, v]) => [k, round(v / load.ok)]));

@@ -10,7 +10,9 @@
 // same for both. A broken stream fails the Commits whose answers it owed
 // with UNAVAILABLE: their fate is unknown, exactly as for a unary call cut
 // off mid-way. A node that answers UNIMPLEMENTED (an older build) gets
-// unary Commits from then on.
+// unary Commits from then on; such a node also ignores CommitRequest.begin,
+// so a Commit that must begin the transaction is preceded there by a Begin
+// call (otherwise the old node would abort it as not begun, R2).
 import * as grpc from '@grpc/grpc-js';
 import { commitStreamMethod, coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, type CommitRequest, type StreamedCommit, type StreamedCommits, type StreamedOutcome, type StreamedOutcomes, type TxnOutcome } from '../transport/coordinator-rpc.ts';
 import { unaryCall } from '../transport/unary.ts';
@@ -136,7 +138,12 @@ export class CommitStream {
     }
   }
 
-  private unary(request: CommitRequest, deadlineMs: number): Promise<TxnOutcome> {
+  private async unary(request: CommitRequest, deadlineMs: number): Promise<TxnOutcome> {
+    if (request.begin === true) {
+      const startedAt = Date.now();
+      await unaryCall(this.client, coordinatorService.Begin, { txnId: request.txnId, timeoutMs: request.timeoutMs ?? 0 }, deadlineMs);
+      deadlineMs = Math.max(1, deadlineMs - (Date.now() - startedAt));
+    }
     return unaryCall(this.client, coordinatorService.Commit, request, deadlineMs);
   }
 

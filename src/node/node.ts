@@ -232,7 +232,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
   const coordinator = coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal });
   // CommitStream runs every streamed Commit through the unary Commit handler.
-  server.addService(coordinatorService, { ...coordinator, CommitStream: commitStreamHandler(coordinator.Commit) });
+  const commitStreams = commitStreamHandler(coordinator.Commit);
+  server.addService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler });
 
   const ticker = setInterval(() => {
     d.tick();
@@ -259,6 +260,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       d.stop();
       participants.close();
       await transport.close();
+      // Clients' commit streams would otherwise hold the server for its whole grace period.
+      commitStreams.endAll();
       await shutdownServer(server, SERVER_SHUTDOWN_GRACE_MS);
       // Waits for every batch already handed to LevelDB to be synced.
       await store.close();
