@@ -13,129 +13,58 @@
 // unary Commits from then on; such a node also ignores CommitRequest.begin,
 // so a Commit that must begin the transaction is preceded there by a Begin
 // call (otherwise the old node would abort it as not begun, R2).
+//
+// The stream machine itself is RequestStream (src/transport/request-stream.ts),
+// shared with the leader's Participant.Exchange.
 import * as grpc from '@grpc/grpc-js';
-import { commitStreamMethod, coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, type CommitRequest, type StreamedCommit, type StreamedCommits, type StreamedOutcome, type StreamedOutcomes, type TxnOutcome } from '../transport/coordinator-rpc.ts';
+import { commitStreamMethod, coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, type CommitRequest, type StreamedOutcome, type StreamedOutcomes, type StreamedCommits, type TxnOutcome } from '../transport/coordinator-rpc.ts';
+import { RequestStream, serviceError } from '../transport/request-stream.ts';
 import { unaryCall } from '../transport/unary.ts';
 
 /** Commits waiting for an answer on one stream; beyond this one fails at once with RESOURCE_EXHAUSTED (retried elsewhere). */
 export const COMMIT_STREAM_PENDING_MAX = 16_384;
 const SWEEP_MS = 25;
 
-interface Pending {
-  request: CommitRequest;
-  deadlineAtMs: number;
-  resolve: (o: TxnOutcome) => void;
-  reject: (err: grpc.ServiceError) => void;
-}
-
-function serviceError(code: grpc.status, details: string, metadata = new grpc.Metadata()): grpc.ServiceError {
-  return Object.assign(new Error(`${code} ${grpc.status[code]}: ${details}`), { code, details, metadata });
-}
-
 export class CommitStream {
-  private unaryOnly = false;
-  private call: grpc.ClientDuplexStream<StreamedCommits, StreamedOutcomes> | null = null;
-  private nextId = 1;
-  private readonly pending = new Map<number, Pending>();
-  /** Written at the end of this turn; each is also in pending (unless its deadline passed first). */
-  private outbox: StreamedCommit[] = [];
-  private flushScheduled = false;
-  private sweepTimer: NodeJS.Timeout | null = null;
-  private closed = false;
+  private readonly stream: RequestStream<CommitRequest, TxnOutcome, StreamedCommits, StreamedOutcomes, StreamedOutcome>;
 
   constructor(
     private readonly client: grpc.Client,
-    private readonly address: string,
-  ) {}
+    address: string,
+  ) {
+    this.stream = new RequestStream<CommitRequest, TxnOutcome, StreamedCommits, StreamedOutcomes, StreamedOutcome>(client, {
+      method: commitStreamMethod,
+      batch: (requests) => ({ commits: requests.map(({ id, req }) => ({ id, commit: req })) }),
+      answers: (msg) => msg.outcomes,
+      answerId: (a) => a.id,
+      settle: (a) => {
+        if (a.code === 0 && a.outcome) return { value: a.outcome };
+        const md = new grpc.Metadata();
+        if (a.leaderAddress !== '') md.set(LEADER_ADDRESS_KEY, a.leaderAddress);
+        if (a.leaderId !== '') md.set(LEADER_ID_KEY, a.leaderId);
+        return { error: serviceError(a.code === 0 ? grpc.status.INTERNAL : a.code, a.code === 0 ? 'the node answered a streamed Commit without an outcome' : a.details, md) };
+      },
+      unary: (request, deadlineMs) => this.unary(request, deadlineMs),
+      ended: (st) => serviceError(grpc.status.UNAVAILABLE, `the commit stream to ${address} ended: ${st.code === grpc.status.OK ? 'closed by the node' : st.details}`),
+      pendingMax: COMMIT_STREAM_PENDING_MAX,
+      sweepMs: SWEEP_MS,
+      texts: {
+        closed: 'the connection is closed',
+        closing: 'the connection is closed',
+        busy: (waiting) => `${waiting} commits to ${address} wait for an answer`,
+        late: () => `no answer from ${address} in time`,
+      },
+    });
+  }
 
   commit(request: CommitRequest, deadlineMs: number): Promise<TxnOutcome> {
-    if (this.closed) return Promise.reject(serviceError(grpc.status.CANCELLED, 'the connection is closed'));
-    if (this.unaryOnly) return this.unary(request, deadlineMs);
-    if (this.pending.size >= COMMIT_STREAM_PENDING_MAX) return Promise.reject(serviceError(grpc.status.RESOURCE_EXHAUSTED, `${this.pending.size} commits to ${this.address} wait for an answer`));
     return new Promise((resolve, reject) => {
-      const id = this.nextId++;
-      this.pending.set(id, { request, deadlineAtMs: Date.now() + deadlineMs, resolve, reject });
-      this.outbox.push({ id, commit: request });
-      if (this.sweepTimer === null) {
-        this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS);
-        this.sweepTimer.unref();
-      }
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => this.flush());
-      }
+      this.stream.send(request, deadlineMs, (err, outcome) => (err !== null ? reject(err) : resolve(outcome as TxnOutcome)));
     });
   }
 
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.stopSweep();
-    this.outbox = [];
-    const call = this.call;
-    this.call = null;
-    const waiting = [...this.pending.values()];
-    this.pending.clear();
-    for (const p of waiting) p.reject(serviceError(grpc.status.CANCELLED, 'the connection is closed'));
-    call?.cancel();
-  }
-
-  private flush(): void {
-    this.flushScheduled = false;
-    if (this.closed || this.unaryOnly || this.outbox.length === 0) return;
-    const commits = this.outbox.filter((c) => this.pending.has(c.id));
-    this.outbox = [];
-    if (commits.length === 0) return;
-    (this.call ?? this.open()).write({ commits });
-  }
-
-  private open(): grpc.ClientDuplexStream<StreamedCommits, StreamedOutcomes> {
-    const m = commitStreamMethod;
-    const call = this.client.makeBidiStreamRequest<StreamedCommits, StreamedOutcomes>(m.path, m.requestSerialize, m.responseDeserialize, new grpc.Metadata());
-    this.call = call;
-    call.on('data', (batch: StreamedOutcomes) => {
-      for (const a of batch.outcomes) this.answer(a);
-    });
-    call.on('error', () => {});
-    call.on('status', (st: grpc.StatusObject) => this.onEnd(call, st));
-    return call;
-  }
-
-  private answer(a: StreamedOutcome): void {
-    const p = this.pending.get(a.id);
-    if (p === undefined) return;
-    this.pending.delete(a.id);
-    if (a.code === 0 && a.outcome) return p.resolve(a.outcome);
-    const md = new grpc.Metadata();
-    if (a.leaderAddress !== '') md.set(LEADER_ADDRESS_KEY, a.leaderAddress);
-    if (a.leaderId !== '') md.set(LEADER_ID_KEY, a.leaderId);
-    p.reject(serviceError(a.code === 0 ? grpc.status.INTERNAL : a.code, a.code === 0 ? 'the node answered a streamed Commit without an outcome' : a.details, md));
-  }
-
-  private onEnd(call: grpc.ClientDuplexStream<StreamedCommits, StreamedOutcomes>, st: grpc.StatusObject): void {
-    if (call !== this.call) return;
-    this.call = null;
-    const unsent = new Set(this.outbox.map((c) => c.id));
-    if (st.code === grpc.status.UNIMPLEMENTED) {
-      this.unaryOnly = true;
-      this.stopSweep();
-      this.outbox = [];
-      const waiting = [...this.pending.values()];
-      this.pending.clear();
-      const now = Date.now();
-      for (const p of waiting) this.unary(p.request, Math.max(1, p.deadlineAtMs - now)).then(p.resolve, p.reject);
-      return;
-    }
-    const err = serviceError(grpc.status.UNAVAILABLE, `the commit stream to ${this.address} ended: ${st.code === grpc.status.OK ? 'closed by the node' : st.details}`);
-    for (const [id, p] of this.pending) {
-      if (unsent.has(id)) continue;
-      this.pending.delete(id);
-      p.reject(err);
-    }
-    if (this.outbox.length > 0 && !this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flush());
-    }
+    this.stream.close();
   }
 
   private async unary(request: CommitRequest, deadlineMs: number): Promise<TxnOutcome> {
@@ -145,20 +74,5 @@ export class CommitStream {
       deadlineMs = Math.max(1, deadlineMs - (Date.now() - startedAt));
     }
     return unaryCall(this.client, coordinatorService.Commit, request, deadlineMs);
-  }
-
-  private sweep(): void {
-    const now = Date.now();
-    for (const [id, p] of this.pending) {
-      if (now < p.deadlineAtMs) continue;
-      this.pending.delete(id);
-      p.reject(serviceError(grpc.status.DEADLINE_EXCEEDED, `no answer from ${this.address} in time`));
-    }
-    if (this.pending.size === 0) this.stopSweep();
-  }
-
-  private stopSweep(): void {
-    if (this.sweepTimer !== null) clearInterval(this.sweepTimer);
-    this.sweepTimer = null;
   }
 }

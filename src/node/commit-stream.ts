@@ -4,6 +4,7 @@
 // answers of one event-loop turn go back in one StreamedOutcomes message.
 import * as grpc from '@grpc/grpc-js';
 import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, type CommitRequest, type StreamedCommits, type StreamedOutcome, type StreamedOutcomes, type TxnOutcome } from '../transport/coordinator-rpc.ts';
+import { serveAnswerStream } from '../transport/request-stream.ts';
 
 /** Commits answered on one stream at a time at most; beyond this one is refused with RESOURCE_EXHAUSTED. */
 export const COMMIT_STREAM_PENDING_MAX = 16_384;
@@ -21,53 +22,12 @@ export function commitStreamHandler(commit: grpc.handleUnaryCall<CommitRequest, 
 }
 
 function serve(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, call: grpc.ServerDuplexStream<StreamedCommits, StreamedOutcomes>, streams: Set<() => void>): void {
-  let out: StreamedOutcome[] = [];
-  let flushScheduled = false;
-  let open = true;
-  let inputEnded = false;
-  let waiting = 0;
-  const close = (): void => {
-    open = false;
-    streams.delete(end);
-  };
-  const end = (): void => {
-    if (!open) return;
-    close();
-    call.end();
-  };
-  streams.add(end);
-  const flush = (): void => {
-    flushScheduled = false;
-    if (!open) return;
-    if (out.length > 0) {
-      const outcomes = out;
-      out = [];
-      call.write({ outcomes });
-    }
-    if (inputEnded && waiting === 0) end();
-  };
-  const schedule = (): void => {
-    if (flushScheduled) return;
-    flushScheduled = true;
-    setImmediate(flush);
-  };
-  const answer = (a: StreamedOutcome): void => {
-    waiting--;
-    if (!open) return;
-    out.push(a);
-    schedule();
-  };
-  call.on('data', (batch: StreamedCommits) => {
-    for (const { id, commit: request } of batch.commits) {
-      waiting++;
-      if (request === null) {
-        answer(failure(id, { code: grpc.status.INVALID_ARGUMENT, details: `streamed commit ${id} carries no CommitRequest` }));
-        continue;
-      }
-      if (waiting > COMMIT_STREAM_PENDING_MAX) {
-        answer(failure(id, { code: grpc.status.RESOURCE_EXHAUSTED, details: `${waiting - 1} commits on this stream wait for their outcome; retry later` }));
-        continue;
-      }
+  serveAnswerStream(call, streams, {
+    requests: (batch) => batch.commits,
+    batch: (outcomes: StreamedOutcome[]) => ({ outcomes }),
+    handle: ({ id, commit: request }, waiting, answer) => {
+      if (request === null) return answer(failure(id, { code: grpc.status.INVALID_ARGUMENT, details: `streamed commit ${id} carries no CommitRequest` }));
+      if (waiting > COMMIT_STREAM_PENDING_MAX) return answer(failure(id, { code: grpc.status.RESOURCE_EXHAUSTED, details: `${waiting - 1} commits on this stream wait for their outcome; retry later` }));
       // What the unary handler sees: this request, and the stream's metadata, peer and credentials.
       const unaryCall = Object.assign(Object.create(call) as grpc.ServerUnaryCall<CommitRequest, TxnOutcome>, { request });
       commit(unaryCall, (err, outcome) => {
@@ -75,14 +35,8 @@ function serve(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, call: gr
         else if (outcome) answer({ id, outcome, code: 0, details: '', leaderAddress: '', leaderId: '' });
         else answer(failure(id, { code: grpc.status.INTERNAL, details: 'Commit produced no outcome' }));
       });
-    }
+    },
   });
-  call.on('end', () => {
-    inputEnded = true;
-    schedule();
-  });
-  call.on('cancelled', close);
-  call.on('error', close);
 }
 
 function failure(id: number, err: Partial<grpc.StatusObject> | grpc.ServiceError): StreamedOutcome {

@@ -11,6 +11,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { Ack, AnswerBatch, Decision, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, Prepare, Vote } from '../transport/participant-rpc.ts';
+import { serveAnswerStream } from '../transport/request-stream.ts';
 import type { ParticipantEngine } from './engine.ts';
 import { PAYLOAD_BYTES_MAX } from './memory.ts';
 import { ParticipantError } from './types.ts';
@@ -77,60 +78,17 @@ export function participantHandlers(engine: ParticipantEngine, gate: Gate, log: 
  * under its request's id, in the order they complete.
  */
 function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call: grpc.ServerDuplexStream<ExchangeBatch, AnswerBatch>): void {
-  let out: ExchangeAnswer[] = [];
-  let flushScheduled = false;
-  let open = true;
-  let inputEnded = false;
-  let waiting = 0;
-  const close = (): void => {
-    open = false;
-    gate.exchanges.delete(end);
-  };
-  const end = (): void => {
-    if (!open) return;
-    close();
-    call.end();
-  };
-  gate.exchanges.add(end);
-  const flush = (): void => {
-    flushScheduled = false;
-    if (!open) return;
-    if (out.length > 0) {
-      const answers = out;
-      out = [];
-      call.write({ answers });
-    }
-    if (inputEnded && waiting === 0) end();
-  };
-  const answer = (a: ExchangeAnswer): void => {
-    waiting--;
-    if (!open) return;
-    out.push(a);
-    if (!flushScheduled) {
-      flushScheduled = true;
-      setImmediate(flush);
-    }
-  };
   const fail = (id: number, err: ParticipantError): ExchangeAnswer => ({ id, error: { code: grpc.status[err.code], details: err.message } });
-  call.on('data', (batch: ExchangeBatch) => {
-    for (const r of batch.requests) {
+  serveAnswerStream(call, gate.exchanges, {
+    requests: (batch) => batch.requests,
+    batch: (answers: ExchangeAnswer[]) => ({ answers }),
+    handle: (r, _waiting, answer) => {
       const id = r.id;
-      waiting++;
       if (r.prepare) servePrepare(engine, gate, log, r.prepare, (err, vote) => answer(err !== null ? fail(id, err) : { id, vote }));
       else if (r.decision) serveDecide(engine, gate, r.decision, (err, ack) => answer(err !== null ? fail(id, err) : { id, ack }));
       else answer(fail(id, new ParticipantError('INVALID_ARGUMENT', `request ${id} carries neither a PREPARE nor a DECISION`)));
-    }
+    },
   });
-  // The leader ended its side: answer what is in flight, then end ours.
-  call.on('end', () => {
-    inputEnded = true;
-    if (!flushScheduled) {
-      flushScheduled = true;
-      setImmediate(flush);
-    }
-  });
-  call.on('cancelled', close);
-  call.on('error', close);
 }
 
 /** Ends every open Exchange stream (the participant is stopping and answered what was in flight). */

@@ -179,6 +179,10 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
       expect(value(m, 'verdict_participant_prepared', { participant: 'proc' })).toBe(0);
       expect(value(m, 'verdict_participant_oldest_prepared_age_seconds')).toBe(0);
       expect((await commit({ shop: { set: { p: '1' } }, proc: { set: { p: '1' } } })).outcome).toBe('COMMITTED');
+      // The client hears COMMITTED once the decision is logged; its delivery to proc may still be under way.
+      await waitFor('proc to apply the decision', 30_000, async () =>
+        value((await scrape(`127.0.0.1:${metricsPort}`)).samples, 'verdict_participant_prepared', { participant: 'proc' }) === 0 ? true : undefined,
+      );
 
       child.kill('SIGTERM');
       const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 10_000))]);

@@ -1,0 +1,281 @@
+// Numbered requests on one long-lived bidi stream, in batches, standing in
+// for unary calls request by request. The machine behind both the SDK's
+// Commits on Coordinator.CommitStream (src/client/commit-stream.ts) and the
+// leader's PREPAREs/DECISIONs on Participant.Exchange
+// (src/transport/participant-exchange.ts); what differs between them is a
+// RequestStreamSpec.
+//
+// - Each request is numbered and waits in `pending` with its own deadline,
+//   checked by one sweep timer (not a timer per request); a late answer is
+//   dropped, as a unary call's would be.
+// - Requests of one event-loop turn share a batch message (setImmediate),
+//   written on a stream opened on first use.
+// - Answers come by number, in any order.
+// - The stream ends with UNIMPLEMENTED (a server without the stream method):
+//   what waits, and every later request, goes as unary calls for good.
+// - The stream ends otherwise: requests written but unanswered fail with
+//   spec.ended (their fate is unknown, as for a unary call cut off mid-way);
+//   requests not written yet go out on the next stream.
+// - close(): everything waiting fails with CANCELLED.
+import * as grpc from '@grpc/grpc-js';
+
+export function serviceError(code: grpc.status, details: string, metadata = new grpc.Metadata()): grpc.ServiceError {
+  return Object.assign(new Error(`${code} ${grpc.status[code]}: ${details}`), { code, details, metadata });
+}
+
+export type Answer<T> = (err: grpc.ServiceError | null, res?: T) => void;
+
+/** A numbered request, as handed to RequestStreamSpec.batch. */
+export interface Numbered<Req> {
+  id: number;
+  req: Req;
+}
+
+export interface RequestStreamSpec<Req, Res, Batch, Answers, Ans> {
+  method: grpc.MethodDefinition<Batch, Answers>;
+  /** One batch message for these requests. */
+  batch(requests: Numbered<Req>[]): Batch;
+  /** The answers a response message carries. */
+  answers(msg: Answers): Ans[];
+  answerId(a: Ans): number;
+  /** What an answer to `req` means for its caller. */
+  settle(a: Ans, req: Req): { value: Res } | { error: grpc.ServiceError };
+  /** The same request as a unary call (the server has no stream method). */
+  unary(req: Req, deadlineMs: number): Promise<Res>;
+  /** The failure of requests written on a stream that ended without answering them (never UNIMPLEMENTED). */
+  ended(st: grpc.StatusObject): grpc.ServiceError;
+  /** Requests waiting for an answer at once; beyond this one fails at once with RESOURCE_EXHAUSTED. */
+  pendingMax: number;
+  /** Requests per batch message at most (a batch also stops at the end of an event-loop turn). */
+  batchMax?: number;
+  /** How often deadlines are checked while requests wait. */
+  sweepMs: number;
+  texts: {
+    /** CANCELLED details for a request sent after close(). */
+    closed: string;
+    /** CANCELLED details for the requests close() fails. */
+    closing: string;
+    /** RESOURCE_EXHAUSTED details when `waiting` requests already wait. */
+    busy(waiting: number): string;
+    /** DEADLINE_EXCEEDED details. */
+    late(req: Req): string;
+  };
+}
+
+interface Pending<Req, Res> {
+  req: Req;
+  deadlineAtMs: number;
+  cb: Answer<Res>;
+}
+
+export class RequestStream<Req, Res, Batch, Answers, Ans> {
+  /** Falls back to unary calls for good once the server says it has no stream method. */
+  private unaryOnly = false;
+  private call: grpc.ClientDuplexStream<Batch, Answers> | null = null;
+  private nextId = 1;
+  // Invariant: pending.size <= spec.pendingMax; outbox holds the ids not yet written (some may have failed by deadline since).
+  private readonly pending = new Map<number, Pending<Req, Res>>();
+  private outbox: number[] = [];
+  private flushScheduled = false;
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly client: grpc.Client,
+    private readonly spec: RequestStreamSpec<Req, Res, Batch, Answers, Ans>,
+  ) {}
+
+  send(req: Req, deadlineMs: number, cb: Answer<Res>): void {
+    if (this.closed) return cb(serviceError(grpc.status.CANCELLED, this.spec.texts.closed));
+    if (this.unaryOnly) return this.sendUnary(req, deadlineMs, cb);
+    if (this.pending.size >= this.spec.pendingMax) return cb(serviceError(grpc.status.RESOURCE_EXHAUSTED, this.spec.texts.busy(this.pending.size)));
+    const id = this.nextId++;
+    this.pending.set(id, { req, deadlineAtMs: Date.now() + deadlineMs, cb });
+    this.outbox.push(id);
+    if (this.sweepTimer === null) {
+      this.sweepTimer = setInterval(() => this.sweep(), this.spec.sweepMs);
+      this.sweepTimer.unref();
+    }
+    this.scheduleFlush();
+  }
+
+  /** Ends the stream; requests still waiting fail with CANCELLED. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopSweep();
+    this.outbox = [];
+    const call = this.call;
+    this.call = null;
+    const waiting = [...this.pending.values()];
+    this.pending.clear();
+    const err = serviceError(grpc.status.CANCELLED, this.spec.texts.closing);
+    for (const p of waiting) p.cb(err);
+    call?.cancel();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // One batch per event-loop turn: every request of this turn shares a message.
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.closed || this.unaryOnly || this.outbox.length === 0) return;
+    const out: Numbered<Req>[] = [];
+    for (const id of this.outbox) {
+      const p = this.pending.get(id);
+      if (p !== undefined) out.push({ id, req: p.req });
+    }
+    this.outbox = [];
+    if (out.length === 0) return;
+    const call = this.call ?? this.open();
+    const max = this.spec.batchMax ?? Infinity;
+    // grpc-js buffers what the socket cannot take yet; the pending bound limits how much.
+    for (let i = 0; i < out.length; i += max) call.write(this.spec.batch(out.length <= max ? out : out.slice(i, i + max)));
+  }
+
+  private open(): grpc.ClientDuplexStream<Batch, Answers> {
+    const m = this.spec.method;
+    const call = this.client.makeBidiStreamRequest<Batch, Answers>(m.path, m.requestSerialize, m.responseDeserialize, new grpc.Metadata());
+    this.call = call;
+    call.on('data', (msg: Answers) => {
+      for (const a of this.spec.answers(msg)) this.answer(a);
+    });
+    // 'status' is the one place the end is handled; 'error' repeats it.
+    call.on('error', () => {});
+    call.on('status', (st: grpc.StatusObject) => this.onEnd(call, st));
+    return call;
+  }
+
+  private answer(a: Ans): void {
+    const id = this.spec.answerId(a);
+    const p = this.pending.get(id);
+    // Already failed by its deadline: the late answer is dropped, as a unary call's would be.
+    if (p === undefined) return;
+    this.pending.delete(id);
+    const r = this.spec.settle(a, p.req);
+    if ('error' in r) p.cb(r.error);
+    else p.cb(null, r.value);
+  }
+
+  private onEnd(call: grpc.ClientDuplexStream<Batch, Answers>, st: grpc.StatusObject): void {
+    if (call !== this.call) return;
+    this.call = null;
+    if (st.code === grpc.status.UNIMPLEMENTED) {
+      // A server without the stream method: the same requests, as unary calls, from now on.
+      this.unaryOnly = true;
+      this.stopSweep();
+      this.outbox = [];
+      const waiting = [...this.pending.values()];
+      this.pending.clear();
+      const now = Date.now();
+      for (const p of waiting) this.sendUnary(p.req, Math.max(1, p.deadlineAtMs - now), p.cb);
+      return;
+    }
+    // Answers that did not come will not come on a new stream: fail them as a broken unary call would.
+    // Requests not written yet go out on the next stream.
+    const unsent = new Set(this.outbox);
+    const err = this.spec.ended(st);
+    for (const [id, p] of this.pending) {
+      if (unsent.has(id)) continue;
+      this.pending.delete(id);
+      p.cb(err);
+    }
+    if (this.outbox.length > 0) this.scheduleFlush();
+  }
+
+  private sendUnary(req: Req, deadlineMs: number, cb: Answer<Res>): void {
+    this.spec.unary(req, deadlineMs).then(
+      (r) => cb(null, r),
+      (err: grpc.ServiceError) => cb(err),
+    );
+  }
+
+  /** Fails every request past its deadline with DEADLINE_EXCEEDED; stops when nothing waits. */
+  private sweep(): void {
+    const now = Date.now();
+    for (const [id, p] of this.pending) {
+      if (now < p.deadlineAtMs) continue;
+      this.pending.delete(id);
+      p.cb(serviceError(grpc.status.DEADLINE_EXCEEDED, this.spec.texts.late(p.req)));
+    }
+    if (this.pending.size === 0) this.stopSweep();
+  }
+
+  private stopSweep(): void {
+    if (this.sweepTimer !== null) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
+  }
+}
+
+export interface AnswerStreamSpec<Batch, Req, Ans, Answers> {
+  /** The requests a batch message carries. */
+  requests(msg: Batch): Req[];
+  /** One response message for these answers. */
+  batch(answers: Ans[]): Answers;
+  /** Starts on one request; `waiting` counts it with the others unanswered on this stream. `answer` is called once. */
+  handle(req: Req, waiting: number, answer: (a: Ans) => void): void;
+}
+
+/**
+ * The server's side of such a stream: every request of a batch is handed
+ * to spec.handle at once, and the answers of one event-loop turn go back in
+ * one message, in the order they complete. When the client ends its side,
+ * what is in flight is answered, then the stream ends. `streams` holds how
+ * to end each open stream (the server is stopping); a stream leaves it when
+ * it ends.
+ */
+export function serveAnswerStream<Batch, Req, Ans, Answers>(call: grpc.ServerDuplexStream<Batch, Answers>, streams: Set<() => void>, spec: AnswerStreamSpec<Batch, Req, Ans, Answers>): void {
+  let out: Ans[] = [];
+  let flushScheduled = false;
+  let open = true;
+  let inputEnded = false;
+  let waiting = 0;
+  const close = (): void => {
+    open = false;
+    streams.delete(end);
+  };
+  const end = (): void => {
+    if (!open) return;
+    close();
+    call.end();
+  };
+  streams.add(end);
+  const flush = (): void => {
+    flushScheduled = false;
+    if (!open) return;
+    if (out.length > 0) {
+      const answers = out;
+      out = [];
+      call.write(spec.batch(answers));
+    }
+    if (inputEnded && waiting === 0) end();
+  };
+  const schedule = (): void => {
+    if (flushScheduled) return;
+    flushScheduled = true;
+    setImmediate(flush);
+  };
+  const answer = (a: Ans): void => {
+    waiting--;
+    if (!open) return;
+    out.push(a);
+    schedule();
+  };
+  call.on('data', (msg: Batch) => {
+    for (const req of spec.requests(msg)) {
+      waiting++;
+      spec.handle(req, waiting, answer);
+    }
+  });
+  // The client ended its side: answer what is in flight, then end ours.
+  call.on('end', () => {
+    inputEnded = true;
+    schedule();
+  });
+  call.on('cancelled', close);
+  call.on('error', close);
+}
