@@ -148,7 +148,8 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
     // listed by whichever node answers, even one that has not applied it yet.
     // With activity (last seen, in doubt), only the leader knows: a follower redirects.
     ListParticipants: (call, cb) => {
-      if (call.request.withActivity && !engine.isLeader()) return cb(fail(new EngineError('not-leader', 'not the leader')));
+      const notLeaderErr = call.request.withActivity ? leaderOnly() : null;
+      if (notLeaderErr) return cb(fail(notLeaderErr));
       withTimeout<number>('list participants', (done) => driver.read(done), (err) => {
         if (err) return cb(toServiceError(cfg, err));
         const activity = new Map(call.request.withActivity ? engine.participantActivity().map((a) => [a.id, a]) : []);

@@ -1,18 +1,16 @@
 // The participant's file journal on a real disk: round trip, group commit,
 // a torn tail, corruption in the middle, compaction, and a SIGKILLed writer.
-import { spawn } from 'node:child_process';
 import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FileJournal, JournalCorruptError } from '../../src/participant/journal.ts';
 import { memoryPayload } from '../../src/participant/memory.ts';
 import { MemoryState } from '../../src/participant/memory-state.ts';
 import { isParticipantRecord, toBase64, type ParticipantRecord } from '../../src/participant/types.ts';
 import { crashKey, crashValue } from './fixtures/participant-journal-payload.ts';
+import { killWhileWriting } from './fixtures/kill-writer.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const dirs: string[] = [];
 const journals: FileJournal<ParticipantRecord>[] = [];
 
@@ -163,22 +161,7 @@ describe('participant journal', () => {
 
   it('R4: a writer SIGKILLed while appending (and compacting) loses no record it reported synced', async () => {
     const path = await tempFile();
-    const fixture = join(ROOT, 'test/unit/fixtures/participant-journal-writer.ts');
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, path], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let errOut = '';
-    child.stderr.on('data', (d: Buffer) => (errOut += d.toString()));
-    const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)));
-    // Kill ~300 ms after the first synced record: startup time must not eat the writing window.
-    const safety = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    child.stdout.once('data', () => setTimeout(() => child.kill('SIGKILL'), 300));
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    const how = await exited;
-    clearTimeout(safety);
-    expect(how, errOut).toBe('SIGKILL');
-
-    // Only complete lines count: a line is printed after its record is synced.
-    const lines = out.split('\n').slice(0, -1);
+    const { lines, errOut } = await killWhileWriting('test/unit/fixtures/participant-journal-writer.ts', path);
     const preparedIds = lines.filter((l) => l.startsWith('P ')).map((l) => Number(l.slice(2)));
     const committedIds = lines.filter((l) => l.startsWith('C ')).map((l) => Number(l.slice(2)));
     expect(committedIds.length, errOut).toBeGreaterThan(0);

@@ -1,8 +1,6 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ClassicLevel } from 'classic-level';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -20,9 +18,9 @@ import { LevelLogStore, StorageIdentityError } from '../../src/storage/level.ts'
 import type { PersistBatch, RecoveredState, StorageIdentity } from '../../src/storage/types.ts';
 import { applyBatch as simApplyBatch } from '../sim/sim-disk.ts';
 import { CRASH_IDENTITY, CRASH_TERM, crashPayload } from './fixtures/storage-payload.ts';
+import { killWhileWriting } from './fixtures/kill-writer.ts';
 
 const ID: StorageIdentity = { clusterId: 'alpha', nodeId: 'n1' };
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 const dirs: string[] = [];
 const open: LevelLogStore[] = [];
@@ -540,22 +538,8 @@ describe('LevelLogStore: a data directory belongs to one node of one cluster', (
 describe('LevelLogStore: SIGKILL while writing', () => {
   it('R6: every batch reported synced is on disk, contiguous and intact', async () => {
     const dir = await tempDir();
-    const fixture = join(ROOT, 'test/unit/fixtures/storage-writer.ts');
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let errOut = '';
-    child.stderr.on('data', (d: Buffer) => (errOut += d.toString()));
-    const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)));
-    // Kill ~300 ms after the first synced batch: startup time must not eat the writing window.
-    const safety = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    child.stdout.once('data', () => setTimeout(() => child.kill('SIGKILL'), 300));
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    const how = await exited;
-    clearTimeout(safety);
-
-    expect(how, errOut).toBe('SIGKILL');
-    // Only complete lines count: a line is printed after its batch is synced.
-    const reported = out.split('\n').slice(0, -1).map(Number);
+    const { lines, errOut } = await killWhileWriting('test/unit/fixtures/storage-writer.ts', dir);
+    const reported = lines.map(Number);
     expect(reported.length, errOut).toBeGreaterThan(0);
     const syncedLast = Math.max(...reported);
 
