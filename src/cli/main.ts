@@ -3,21 +3,11 @@
 //
 // User errors print one line and exit non-zero; stack traces are for bugs.
 
-import { ConfigError, loadConfig } from '../node/config.ts';
-import { envName, OVERRIDABLE } from '../node/config-sources.ts';
-import { createLogger } from '../node/logger.ts';
-import { startNode, StartupError } from '../node/node.ts';
-import { CorruptRecordError } from '../storage/codec.ts';
-import { StorageIdentityError } from '../storage/level.ts';
-import { RaftInvariantError } from '../raft/types.ts';
-import { clusterUp } from './cluster.ts';
-import { bool, flag, flagAll, UsageError } from './args.ts';
+// Each command's module is imported when that command runs, not before:
+// `verdict status` loads the gRPC client and nothing of the node, LevelDB or
+// PostgreSQL, which keeps a client command's start-up short.
+import { bool, flag, UsageError } from './args.ts';
 import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
-import { getCommand, leaderCommand, LEADER_HELP, putCommand, statusCommand } from './status.ts';
-import { participantsCommand, TXN_HELP, txnCommand } from './txn.ts';
-import { participantCommand, PARTICIPANT_HELP } from './participant.ts';
-import { PARTICIPANT_RESOLVE_HELP } from './participant-resolve.ts';
-import { memberCommand, MEMBER_HELP } from './member.ts';
 
 const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
 
@@ -37,73 +27,46 @@ const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key th
   verdict get KEY [--endpoints ...]         read a key linearizably (ReadIndex)
 `;
 
-const HELP = `verdict — a Raft-replicated commit coordinator
+/** The usage text, assembled from each command's module (loaded only for --help). */
+async function helpTexts(): Promise<{ all: string; byCommand: Record<string, string> }> {
+  const [{ LEADER_HELP }, { TXN_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }] = await Promise.all([
+    import('./status.ts'),
+    import('./txn.ts'),
+    import('./participant.ts'),
+    import('./participant-resolve.ts'),
+    import('./member.ts'),
+  ]);
+  const all = `verdict — a Raft-replicated commit coordinator
 
 usage:
 ${NODE_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${TXN_HELP}
 verdict COMMAND --help shows one command's usage.
 ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
-
-/** `verdict COMMAND --help`: that command's usage. */
-const COMMAND_HELP: Record<string, string> = {
-  node: NODE_HELP,
-  cluster: CLUSTER_HELP,
-  status: STATUS_HELP + ENDPOINTS_NOTE,
-  leader: LEADER_HELP + ENDPOINTS_NOTE,
-  member: MEMBER_HELP + ENDPOINTS_NOTE,
-  put: PUT_GET_HELP + ENDPOINTS_NOTE,
-  get: PUT_GET_HELP + ENDPOINTS_NOTE,
-  participant: PARTICIPANT_HELP + PARTICIPANT_RESOLVE_HELP,
-  participants: TXN_HELP + ENDPOINTS_NOTE,
-  txn: TXN_HELP + ENDPOINTS_NOTE,
-};
-
-async function runNode(args: string[]): Promise<void> {
-  const file = flag(args, '--config');
-  const sets = flagAll(args, '--set');
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...]`);
-  // Without a file, the environment and --set must give every required key.
-  const fromEnv = Object.keys(OVERRIDABLE).some((k) => process.env[envName(k)] !== undefined);
-  if (file === undefined && sets.length === 0 && !fromEnv) throw new UsageError('verdict node needs --config FILE (or every key from VERDICT_* variables and --set KEY=VALUE)');
-  const cfg = loadConfig(file, { env: process.env, sets });
-  const log = createLogger(cfg.logLevel, { node: cfg.nodeId });
-  let node: Awaited<ReturnType<typeof startNode>>;
-  try {
-    node = await startNode(cfg, log);
-  } catch (err) {
-    // Refusals (data dir of another node, corrupt log, locked dir, address in use) are one line.
-    if (err instanceof StorageIdentityError || err instanceof CorruptRecordError || err instanceof StartupError) throw err;
-    if (err instanceof Error && !(err instanceof RaftInvariantError)) throw new StartupError(err.message);
-    throw err;
-  }
-  let signals = 0;
-  const onSignal = (sig: string): void => {
-    // Under `cluster up`, Ctrl-C reaches a node twice (from the terminal and
-    // from the launcher); only a third signal forces an exit.
-    if (++signals > 2) process.exit(130);
-    if (signals > 1) return;
-    log.info({ signal: sig, leader: node.driver.isLeader() }, 'stopping: refusing new work, handing leadership over if leader, then flushing');
-    void node.shutdown().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+  /** `verdict COMMAND --help`: that command's usage. */
+  const byCommand: Record<string, string> = {
+    node: NODE_HELP,
+    cluster: CLUSTER_HELP,
+    status: STATUS_HELP + ENDPOINTS_NOTE,
+    leader: LEADER_HELP + ENDPOINTS_NOTE,
+    member: MEMBER_HELP + ENDPOINTS_NOTE,
+    put: PUT_GET_HELP + ENDPOINTS_NOTE,
+    get: PUT_GET_HELP + ENDPOINTS_NOTE,
+    participant: PARTICIPANT_HELP + PARTICIPANT_RESOLVE_HELP,
+    participants: TXN_HELP + ENDPOINTS_NOTE,
+    txn: TXN_HELP + ENDPOINTS_NOTE,
   };
-  process.on('SIGINT', () => onSignal('SIGINT'));
-  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  return { all, byCommand };
 }
 
 async function main(argv: string[]): Promise<void> {
   const args = argv.slice();
   const cmd = args.shift();
   if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
-    process.stdout.write(HELP);
+    process.stdout.write((await helpTexts()).all);
     return;
   }
   if (bool(args, '--help') || bool(args, '-h')) {
-    const help = COMMAND_HELP[cmd];
+    const help = (await helpTexts()).byCommand[cmd];
     if (help === undefined) throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
     process.stdout.write(`usage:\n${help}`);
     return;
@@ -112,37 +75,41 @@ async function main(argv: string[]): Promise<void> {
   if (!['node', 'participant', 'cluster'].includes(cmd)) useClientTls(tlsArgs(args));
   switch (cmd) {
     case 'node':
-      return runNode(args);
+      return (await import('./node-command.ts')).runNode(args);
     case 'cluster': {
       const sub = args.shift();
       if (sub !== 'up') throw new UsageError('usage: verdict cluster up [--nodes N]');
       const n = Number(flag(args, '--nodes') ?? 3);
       if (![1, 3, 5].includes(n)) throw new UsageError('--nodes must be 1, 3 or 5');
-      return clusterUp(n);
+      return (await import('./cluster.ts')).clusterUp(n);
     }
     case 'status':
-      return statusCommand(args);
+      return (await import('./status.ts')).statusCommand(args);
     case 'put':
-      return putCommand(args);
+      return (await import('./status.ts')).putCommand(args);
     case 'get':
-      return getCommand(args);
+      return (await import('./status.ts')).getCommand(args);
     case 'participant':
-      return participantCommand(args);
+      return (await import('./participant.ts')).participantCommand(args);
     case 'participants':
-      return participantsCommand(args);
+      return (await import('./txn.ts')).participantsCommand(args);
     case 'txn':
-      return txnCommand(args);
+      return (await import('./txn.ts')).txnCommand(args);
     case 'leader':
-      return leaderCommand(args);
+      return (await import('./status.ts')).leaderCommand(args);
     case 'member':
-      return memberCommand(args);
+      return (await import('./member.ts')).memberCommand(args);
     default:
       throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
   }
 }
 
+const KNOWN_REFUSALS = new Set(['ConfigError', 'StartupError', 'StorageIdentityError', 'CorruptRecordError', 'ProtoMissingError']);
+
 main(process.argv.slice(2)).catch((err: unknown) => {
-  const known = err instanceof UsageError || err instanceof ConfigError || err instanceof StartupError || err instanceof StorageIdentityError || err instanceof CorruptRecordError;
+  // Refusals a person can act on are one line; their classes are told apart
+  // by name so this handler need not load the node's modules to know them.
+  const known = err instanceof UsageError || (err instanceof Error && KNOWN_REFUSALS.has(err.name));
   if (known) {
     process.stderr.write(`verdict: ${(err as Error).message}\n`);
     process.exit(err instanceof UsageError ? 64 : 1);

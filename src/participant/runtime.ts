@@ -24,9 +24,9 @@ import { MemoryResource } from './memory.ts';
 import { MemoryState } from './memory-state.ts';
 import { isParticipantRecord, type AskOutcome, type Journal, type ParticipantRecord, type Schedule } from './types.ts';
 import type { JournalStats } from './journal.ts';
-import { PostgresConfigError, type PostgresResource } from './postgres.ts';
-import { openPostgresParticipant, type PostgresParticipantOptions, type PostgresSetup } from './postgres-recovery.ts';
-import { HeuristicReporter } from './heuristic.ts';
+import type { PostgresResource } from './postgres.ts';
+import type { PostgresParticipantOptions, PostgresSetup } from './postgres-recovery.ts';
+import type { HeuristicReporter } from './heuristic.ts';
 import { endExchanges, newGate, participantHandlers } from './serve.ts';
 
 export interface ParticipantOptions {
@@ -82,6 +82,26 @@ export class ParticipantStartupError extends Error {
 
 const IDENTITY_FILE = 'participant.json';
 
+type PostgresKit = typeof import('./postgres-kit.ts');
+
+/**
+ * The PostgreSQL half of the runtime, loaded on demand, so that a memory
+ * participant (and `verdict/participant`) never loads `pg`. An application
+ * that bundles or prunes its dependencies may leave `pg` out: its absence is
+ * then a refusal that says what to install.
+ */
+async function loadPostgresKit(): Promise<PostgresKit> {
+  try {
+    return await import('./postgres-kit.ts');
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if ((e.code === 'ERR_MODULE_NOT_FOUND' || e.code === 'MODULE_NOT_FOUND') && /'pg'/.test(e.message)) {
+      throw new ParticipantStartupError('the PostgreSQL resource needs the `pg` package, which is not installed: run `npm install pg` in your project');
+    }
+    throw err;
+  }
+}
+
 export async function startParticipant(o: ParticipantOptions & { postgres: PostgresParticipantOptions }): Promise<ParticipantRuntime<PostgresResource>>;
 export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime>;
 export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime<MemoryResource | PostgresResource>> {
@@ -102,7 +122,10 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   await checkIdentity(o.dataDir, o.clusterId, o.participantId);
 
   let pg: PostgresSetup | null = null;
-  if (o.postgres !== undefined) {
+  // Loaded only for a PostgreSQL participant: a memory participant needs no `pg`.
+  const pgKit = o.postgres !== undefined ? await loadPostgresKit() : null;
+  if (o.postgres !== undefined && pgKit !== null) {
+    const { openPostgresParticipant, PostgresConfigError } = pgKit;
     try {
       pg = await openPostgresParticipant({ ...o.postgres, clusterId: o.clusterId, participantId: o.participantId, dataDir: o.dataDir, log, compactAfterRecords: o.compactAfterRecords });
     } catch (err) {
@@ -211,8 +234,9 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   // Heuristic acts done by hand while the cluster was unreachable are reported
   // once it is reachable and this participant is registered (R4).
   let reporter: HeuristicReporter | null = null;
-  if (pg !== null) {
+  if (pg !== null && pgKit !== null) {
     const resourcePg = pg.resource;
+    const { HeuristicReporter } = pgKit;
     void registered.then(() => {
       if (stopping) return;
       reporter = new HeuristicReporter({

@@ -6,7 +6,7 @@
 
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ClassicLevel } from 'classic-level';
+import { Level as ClassicLevel } from 'level';
 import { assert, emptySnapshot, NONE, type Entry, type HardState, type Snapshot } from '../raft/types.ts';
 import {
   CorruptRecordError,

@@ -1,11 +1,11 @@
 // proto/coordinator.proto, loaded once, with hand-written narrow wire shapes
 // (camelCase fields, uint64 as number, enums as their names).
-import { fileURLToPath } from 'node:url';
+import { protoFile } from './proto-file.ts';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { assert } from '../raft/types.ts';
 
-export const COORDINATOR_PROTO_PATH = fileURLToPath(new URL('../../proto/coordinator.proto', import.meta.url));
+export const COORDINATOR_PROTO_PATH = protoFile('coordinator.proto');
 
 const LOAD_OPTIONS: protoLoader.Options = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
 

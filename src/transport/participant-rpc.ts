@@ -5,12 +5,12 @@
 // Enums travel as their names ('VOTE_YES', 'DECISION_COMMIT') so that logs
 // and code read like the protocol. The interfaces are written by hand and kept
 // narrow; PARTICIPANT_LOAD_OPTIONS is what makes them true.
-import { fileURLToPath } from 'node:url';
+import { protoFile } from './proto-file.ts';
 import * as grpc from '@grpc/grpc-js';
 import { unaryCall } from './unary.ts';
 import * as protoLoader from '@grpc/proto-loader';
 
-export const PARTICIPANT_PROTO_PATH = fileURLToPath(new URL('../../proto/participant.proto', import.meta.url));
+export const PARTICIPANT_PROTO_PATH = protoFile('participant.proto');
 
 /** Numbers as JS numbers, enums as their names, every field present. */
 export const PARTICIPANT_LOAD_OPTIONS: protoLoader.Options = {

@@ -2,7 +2,7 @@
 // produces under LOAD_OPTIONS and the codec between them and the Raft types.
 // The wire interfaces are written by hand and kept narrow: they describe only
 // what this project reads and writes, so no `any` from the loader leaks out.
-import { fileURLToPath } from 'node:url';
+import { protoFile } from './proto-file.ts';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import {
@@ -18,7 +18,7 @@ import {
   type Snapshot,
 } from '../raft/types.ts';
 
-export const PROTO_PATH = fileURLToPath(new URL('../../proto/raft.proto', import.meta.url));
+export const PROTO_PATH = protoFile('raft.proto');
 
 /** Numbers as JS numbers, enums as their numbers, every field present. */
 export const LOAD_OPTIONS: protoLoader.Options = {

@@ -1,7 +1,7 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ClassicLevel } from 'classic-level';
+import { Level as ClassicLevel } from 'level';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import {

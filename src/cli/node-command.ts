@@ -1,0 +1,47 @@
+// `verdict node`: one node in the foreground, from a config file with
+// VERDICT_* and --set overrides, until SIGTERM or Ctrl-C.
+import { loadConfig } from '../node/config.ts';
+import { envName, OVERRIDABLE } from '../node/config-sources.ts';
+import { createLogger } from '../node/logger.ts';
+import { startNode, StartupError } from '../node/node.ts';
+import { CorruptRecordError } from '../storage/codec.ts';
+import { StorageIdentityError } from '../storage/level.ts';
+import { RaftInvariantError } from '../raft/types.ts';
+import { flag, flagAll, UsageError } from './args.ts';
+
+export async function runNode(args: string[]): Promise<void> {
+  const file = flag(args, '--config');
+  const sets = flagAll(args, '--set');
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...]`);
+  // Without a file, the environment and --set must give every required key.
+  const fromEnv = Object.keys(OVERRIDABLE).some((k) => process.env[envName(k)] !== undefined);
+  if (file === undefined && sets.length === 0 && !fromEnv) throw new UsageError('verdict node needs --config FILE (or every key from VERDICT_* variables and --set KEY=VALUE)');
+  const cfg = loadConfig(file, { env: process.env, sets });
+  const log = createLogger(cfg.logLevel, { node: cfg.nodeId });
+  let node: Awaited<ReturnType<typeof startNode>>;
+  try {
+    node = await startNode(cfg, log);
+  } catch (err) {
+    // Refusals (data dir of another node, corrupt log, locked dir, address in use) are one line.
+    if (err instanceof StorageIdentityError || err instanceof CorruptRecordError || err instanceof StartupError) throw err;
+    if (err instanceof Error && !(err instanceof RaftInvariantError)) throw new StartupError(err.message);
+    throw err;
+  }
+  let signals = 0;
+  const onSignal = (sig: string): void => {
+    // Under `cluster up`, Ctrl-C reaches a node twice (from the terminal and
+    // from the launcher); only a third signal forces an exit.
+    if (++signals > 2) process.exit(130);
+    if (signals > 1) return;
+    log.info({ signal: sig, leader: node.driver.isLeader() }, 'stopping: refusing new work, handing leadership over if leader, then flushing');
+    void node.shutdown().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+}

@@ -1,0 +1,9 @@
+// `verdict/participant`: the participant SDK. startParticipant runs a
+// participant in your process (the journal, the Participant gRPC service,
+// registration, in-doubt recovery); without `postgres` it keeps its data in
+// the journaled memory resource. This entry never loads `pg`: the PostgreSQL
+// resource is `verdict/participant/postgres`, loaded only when asked for.
+export { startParticipant, ParticipantStartupError, type ParticipantOptions, type ParticipantRuntime } from './runtime.ts';
+export { MemoryResource, memoryPayload, parsePayload, PAYLOAD_BYTES_MAX, KEYS_PER_TXN_MAX, KEY_CHARS_MAX, type Writes } from './memory.ts';
+export { ParticipantEngine, type EngineOptions, type InDoubtTxn, type EngineCounts } from './engine.ts';
+export { ParticipantError, type ClusterOutcome, type Outcome, type Resource, type ResourceVote, type TxnId } from './types.ts';
