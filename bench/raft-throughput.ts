@@ -29,7 +29,7 @@ function percentile(sorted: number[], p: number): number {
  * Keeps `inFlight` Puts outstanding against the leader for warm-up + measure
  * seconds; only Puts that start and finish inside the measured window count.
  */
-async function run(c: Cluster, leader: NodeProc, inFlight: number, level: number): Promise<void> {
+async function run(leader: NodeProc, inFlight: number, level: number): Promise<void> {
   const value = Buffer.alloc(VALUE_BYTES, 0x61);
   const client = leader.api();
   const start = performance.now();
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     for (const [i, inFlight] of inFlightLevels.entries()) {
       // A leader change between levels is possible; measure against whoever leads now.
       const { node: leader } = await c.waitForLeader();
-      await run(c, leader, inFlight, i);
+      await run(leader, inFlight, i);
     }
   } catch (err) {
     c.printLogTails();

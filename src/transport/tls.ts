@@ -14,7 +14,7 @@
 // it (CN must equal the stream's sender). A client's or participant's
 // certificate needs only to be signed by the CA; its CN is its name, which
 // admin checks read (src/transport/auth.ts).
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { isIP } from 'node:net';
@@ -60,7 +60,7 @@ export function loadTls(files: TlsFiles, name: (k: 'ca' | 'cert' | 'key') => str
   const key = readPem(files.key, name('key'), 'PRIVATE KEY');
   const chain = pemBlocks(cert, 'CERTIFICATE');
   const leaf = parseCert(chain[0], `${name('cert')} (${files.cert})`);
-  let privateKey;
+  let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey(key);
   } catch (err) {

@@ -104,7 +104,7 @@ test('the checker catches a disk that acknowledges writes before they are durabl
       let violations: string[];
       try {
         violations = new RaftWorld(sc).run().violations;
-      } catch (err) {
+      } catch {
         // An invariant assertion in the production code fired first; this
         // test is about the checker, so look at further schedules.
         assertions++;

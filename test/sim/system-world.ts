@@ -22,7 +22,7 @@ import type { ParticipantEngine, ParticipantMutant } from '../../src/participant
 import { ParticipantError, type ClusterOutcome } from '../../src/participant/types.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
-import { Role, type ConfState, type Message, type NodeId } from '../../src/raft/types.ts';
+import type { ConfState, Message, NodeId } from '../../src/raft/types.ts';
 import type { Ack, Vote } from '../../src/transport/participant-rpc.ts';
 import { EventQueue } from './event-queue.ts';
 import { RaftChecker } from './raft-checker.ts';

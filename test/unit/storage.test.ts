@@ -474,7 +474,7 @@ describe('LevelLogStore: corruption is refused with the path and the record', ()
     await persist(store, { entries: ents(1, 4, 1) });
     await persist(store, { localSnapshot: snap(2, 1) });
     await closeStore(store);
-    await tamper(dir, KEY_SNAPSHOT, flip((v) => 9));
+    await tamper(dir, KEY_SNAPSHOT, flip(() => 9));
     await expect(LevelLogStore.open(dir, ID)).rejects.toThrow(/corrupt snapshot record .*checksum mismatch/);
   });
 });

@@ -23,7 +23,6 @@ let rogue: TestCa;
 let n1: CertFiles;
 let n2: CertFiles;
 let n3: CertFiles;
-let alice: CertFiles;
 let rogueN2: CertFiles;
 
 beforeAll(() => {
@@ -33,7 +32,6 @@ beforeAll(() => {
   n1 = ca.issue('n1', { ou: 'c1' });
   n2 = ca.issue('n2', { ou: 'c1' });
   n3 = ca.issue('n3', { ou: 'c1' });
-  alice = ca.issue('alice');
   rogueN2 = rogue.issue('n2', { ou: 'c1', file: 'rogue-n2' });
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

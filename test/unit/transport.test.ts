@@ -348,7 +348,7 @@ describe('GrpcTransport', () => {
     // Keep flooding across connection failures and backoffs.
     let maxPending = 0;
     const until = Date.now() + 500;
-    for (let i = 0; Date.now() < until; i++) {
+    while (Date.now() < until) {
       for (let j = 0; j < 1_000; j++) a.transport.send([app(j)]);
       maxPending = Math.max(maxPending, a.transport.pendingCount('n2'));
       await new Promise((r) => setTimeout(r, 5));
