@@ -1,0 +1,262 @@
+// A stranger installs Verdict: `npm pack` of this checkout, the tarball
+// installed into a new project with its own package.json and tsconfig.json,
+// a TypeScript file importing `verdict/client` and `verdict/participant`
+// type-checked there, and a transaction run from that project against a
+// cluster started by the installed package's own `verdict` binary, from a
+// directory that is neither the package's nor the project's.
+//
+// The tarball is packed from a staging copy of the checkout, so its
+// `prepare` build writes no dist/ that other tests are running.
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePorts, ROOT, tempDir } from './harness.ts';
+
+/** Generous: npm, tsc and three node processes share two loaded cores. */
+const STEP_MS = 240_000;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+const running = new Set<ReturnType<typeof spawn>>();
+
+/** Runs a command to completion within timeoutMs; never throws on a non-zero exit. */
+function run(cmd: string, args: string[], o: { cwd: string; timeoutMs?: number; env?: NodeJS.ProcessEnv }): Promise<Run> {
+  return new Promise((res, rej) => {
+    const child = spawn(cmd, args, { cwd: o.cwd, env: o.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      rej(new Error(`${cmd} ${args.join(' ')} did not finish within ${o.timeoutMs ?? STEP_MS} ms; stderr:\n${stderr}`));
+    }, o.timeoutMs ?? STEP_MS);
+    child.once('error', rej);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      running.delete(child);
+      res({ code, stdout, stderr });
+    });
+  });
+}
+
+function ok(r: Run, what: string): Run {
+  if (r.code !== 0) throw new Error(`${what} exited ${r.code}:\n${r.stdout}\n${r.stderr}`);
+  return r;
+}
+
+/** Bare specifiers (packages) reachable from a module through static imports only. */
+function staticPackages(entry: string): Set<string> {
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const text = readFileSync(file, 'utf8');
+    // Static `import ... from 'x'` and `export ... from 'x'`; `import('x')` is dynamic and skipped on purpose.
+    for (const m of text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]/gm)) {
+      const spec = m[1] ?? m[2] ?? '';
+      if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
+      else if (!spec.startsWith('node:')) packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+    }
+  };
+  visit(entry);
+  return packages;
+}
+
+const versionOf = (pkg: string): string => (JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
+
+describe('a stranger installs the packed package', () => {
+  const dir = tempDir('verdict-pack-');
+  const app = join(dir, 'app');
+  const elsewhere = join(dir, 'elsewhere');
+  const nodes: ReturnType<typeof spawn>[] = [];
+  let bin = '';
+  let endpoints: string[] = [];
+
+  beforeAll(async () => {
+    // Stage what `npm pack` needs to build and pack, with the checkout's node_modules.
+    const stage = join(dir, 'stage');
+    mkdirSync(stage);
+    for (const f of ['package.json', 'README.md', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'cjs', 'proto', 'cluster', 'scripts', 'src', 'docs', 'examples']) {
+      if (existsSync(join(ROOT, f))) cpSync(join(ROOT, f), join(stage, f), { recursive: true });
+    }
+    symlinkSync(join(ROOT, 'node_modules'), join(stage, 'node_modules'));
+    const packed = ok(await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: stage }), 'npm pack');
+    const tarball = join(dir, (JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as { filename: string }[])[0]!.filename);
+
+    mkdirSync(join(app, 'src'), { recursive: true });
+    mkdirSync(join(app, 'cjs'));
+    mkdirSync(elsewhere);
+    writeFileSync(
+      join(app, 'package.json'),
+      `${JSON.stringify({ name: 'stranger-app', private: true, type: 'module', dependencies: { verdict: `file:${tarball}`, pino: versionOf('pino') }, devDependencies: { typescript: versionOf('typescript'), '@types/node': versionOf('@types/node') } }, null, 2)}\n`,
+    );
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      `${JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] }, include: ['src'] }, null, 2)}\n`,
+    );
+    // --prefer-offline: the dependencies come from npm's cache, which `npm ci` in the checkout filled.
+    ok(await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: app }), 'npm install in the new project');
+    bin = join(app, 'node_modules', '.bin', 'verdict');
+
+    // A three-node cluster from the installed binary, run from an unrelated directory.
+    const ports = await freePorts(3);
+    endpoints = ports.map((p) => `127.0.0.1:${p}`);
+    const peers = Object.fromEntries(endpoints.map((e, i) => [`n${i + 1}`, e]));
+    for (const [i, e] of endpoints.entries()) {
+      const config = join(dir, `n${i + 1}.json`);
+      writeFileSync(config, JSON.stringify({ clusterId: 'pack', nodeId: `n${i + 1}`, listen: e, dataDir: `data-n${i + 1}`, peers, logLevel: 'warn' }));
+      const child = spawn(bin, ['node', '--config', config], { cwd: elsewhere, stdio: ['ignore', 'ignore', 'pipe'] });
+      child.stderr.setEncoding('utf8').on('data', () => {});
+      running.add(child);
+      nodes.push(child);
+    }
+  }, 3 * STEP_MS);
+
+  afterAll(async () => {
+    for (const c of running) c.kill('SIGKILL');
+  });
+
+  it('ships dist/, proto/ and the binary, and no TypeScript source', () => {
+    const pkg = join(app, 'node_modules', 'verdict');
+    for (const f of ['dist/client/index.js', 'dist/client/index.d.ts', 'dist/participant/index.js', 'dist/cli/main.js', 'proto/coordinator.proto', 'proto/participant.proto', 'proto/raft.proto', 'bin/verdict.mjs']) {
+      expect(existsSync(join(pkg, f)), f).toBe(true);
+    }
+    expect(existsSync(join(pkg, 'src'))).toBe(false);
+    expect(existsSync(join(app, 'node_modules', 'tsx')), 'tsx is a development dependency only').toBe(false);
+  });
+
+  it('verdict/client pulls in no native module and not pg; verdict/participant not pg nor LevelDB', () => {
+    const dist = join(app, 'node_modules', 'verdict', 'dist');
+    const client = [...staticPackages(join(dist, 'client', 'index.js'))].sort();
+    expect(client).toEqual(['@grpc/grpc-js', '@grpc/proto-loader']);
+    const participant = staticPackages(join(dist, 'participant', 'index.js'));
+    for (const p of ['pg', 'level', 'classic-level']) expect(participant.has(p), p).toBe(false);
+    expect(staticPackages(join(dist, 'participant', 'postgres-index.js')).has('pg')).toBe(true);
+  });
+
+  it('type-checks a TypeScript file that imports verdict/client and verdict/participant', async () => {
+    writeFileSync(
+      join(app, 'src', 'shop.ts'),
+      `import { VerdictClient, OutcomeUnknownError, type CommitResult } from 'verdict/client';
+import { startParticipant, type ParticipantRuntime } from 'verdict/participant';
+import { pino } from 'pino';
+
+export async function shop(endpoints: string[], dataDir: string): Promise<CommitResult> {
+  const p: ParticipantRuntime = await startParticipant({ clusterId: 'pack', participantId: 'shop', listen: '127.0.0.1:0', endpointsOfCluster: endpoints, dataDir, logger: pino({ level: 'warn' }) });
+  await p.registered;
+  const client = new VerdictClient({ endpoints });
+  try {
+    return await client.transaction({ timeoutMs: 5_000 }).enlist('shop', { set: { 'sku-1': '4' } }).commit();
+  } catch (err) {
+    if (err instanceof OutcomeUnknownError) throw new Error(\`ask again later: \${err.message}\`);
+    throw err;
+  } finally {
+    client.close();
+    await p.stop();
+  }
+}
+// The declarations are real types, not any: a wrong call must not type-check.
+// @ts-expect-error timeoutMs is a number
+new VerdictClient({ endpoints: [] }).transaction({ timeoutMs: 'soon' });
+`,
+    );
+    const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
+    const r = await run(process.execPath, [tsc, '-p', join(app, 'tsconfig.json')], { cwd: app });
+    expect(r.stdout + r.stderr).toBe('');
+    expect(r.code).toBe(0);
+  }, STEP_MS);
+
+  it('runs a transaction from the new project against the cluster its verdict binary started', async () => {
+    // `verdict status` from any directory finds its proto/ and the cluster.
+    const deadline = Date.now() + STEP_MS / 2;
+    let status: Run;
+    for (;;) {
+      status = await run(bin, ['status', '--json', '--endpoints', endpoints.join(',')], { cwd: elsewhere });
+      if (status.code === 0 && (JSON.parse(status.stdout) as { leader: string | null }).leader !== null) break;
+      if (Date.now() > deadline) throw new Error(`no leader: ${status.stdout}${status.stderr}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    writeFileSync(
+      join(app, 'commit.mjs'),
+      `import { VerdictClient } from 'verdict/client';
+import { startParticipant } from 'verdict/participant';
+import { pino } from 'pino';
+const endpoints = process.argv[2].split(',');
+const logger = pino({ level: 'warn' });
+const started = [];
+for (const id of ['shop', 'ledger']) {
+  const p = await startParticipant({ clusterId: 'pack', participantId: id, listen: '127.0.0.1:0', endpointsOfCluster: endpoints, dataDir: 'data-' + id, logger });
+  await p.registered;
+  started.push(p);
+}
+const client = new VerdictClient({ endpoints });
+const ok = await client.transaction({ timeoutMs: 10_000 }).enlist('shop', { set: { 'sku-1': '4' } }).enlist('ledger', { set: { 'acct-9': '-20' } }).commit();
+const no = await client.transaction({ timeoutMs: 10_000 }).enlist('shop', { set: { 'sku-1': '3' } }).enlist('ledger', { fail: 'insufficient funds' }).commit();
+const again = await client.outcome(ok.txnId);
+console.log(JSON.stringify({ ok: ok.outcome, no: no.outcome, reason: no.reason, again: again.outcome, shop: started[0].resource.get('sku-1') }));
+client.close();
+for (const p of started) await p.stop();
+`,
+    );
+    const r = ok(await run(process.execPath, ['commit.mjs', endpoints.join(',')], { cwd: app }), 'the transaction script');
+    const got = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, string>;
+    expect(got).toMatchObject({ ok: 'COMMITTED', no: 'ABORTED', again: 'COMMITTED', shop: '4' });
+    expect(got.reason).toMatch(/insufficient funds/);
+  }, STEP_MS);
+
+  it('verdict/client works from a CommonJS project (require) and an ES module (import)', async () => {
+    writeFileSync(join(app, 'cjs', 'package.json'), '{ "type": "commonjs" }\n');
+    writeFileSync(join(app, 'cjs', 'index.js'), "const { VerdictClient } = require('verdict/client');\nconsole.log(typeof VerdictClient);\n");
+    writeFileSync(join(app, 'esm.mjs'), "import { VerdictClient } from 'verdict/client';\nconsole.log(typeof VerdictClient);\n");
+    for (const file of [join(app, 'cjs', 'index.js'), join(app, 'esm.mjs')]) {
+      const r = ok(await run(process.execPath, ['--no-warnings', file], { cwd: app }), file);
+      expect(r.stdout.trim()).toBe('function');
+    }
+  }, STEP_MS);
+
+  it('refuses require() on a Node that cannot load ES modules with a message saying what to write instead', () => {
+    const requireEsm = createRequire(import.meta.url)(join(ROOT, 'cjs', 'require-esm.cjs')) as (load: () => unknown, entry: string, example: string) => unknown;
+    const esmError = Object.assign(new Error('require() of ES Module'), { code: 'ERR_REQUIRE_ESM' });
+    expect(() =>
+      requireEsm(
+        () => {
+          throw esmError;
+        },
+        'verdict/client',
+        'VerdictClient',
+      ),
+    ).toThrow(/verdict\/client is an ES module .*await import\('verdict\/client'\).*import \{ VerdictClient \} from 'verdict\/client'/);
+    const other = new Error('something else');
+    expect(() =>
+      requireEsm(
+        () => {
+          throw other;
+        },
+        'verdict/client',
+        'VerdictClient',
+      ),
+    ).toThrow(other);
+  });
+
+  it('refuses to run without proto/, naming the path it looked for', async () => {
+    const proto = join(app, 'node_modules', 'verdict', 'proto');
+    renameSync(proto, `${proto}.gone`);
+    try {
+      const r = await run(bin, ['status', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`not found at ${join(proto, '')}`);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      renameSync(`${proto}.gone`, proto);
+    }
+  }, STEP_MS);
+});
