@@ -21,11 +21,13 @@ import { memberCommand, MEMBER_HELP } from './member.ts';
 
 const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
 
-const NODE_HELP = `  verdict node --config FILE [--set KEY=VALUE ...]
+const NODE_HELP = `  verdict node --config FILE [--set KEY=VALUE ...] [--insecure]
                                       run one node (see cluster/n1.json for the format); SIGTERM or Ctrl-C
                                       stops it gracefully (a leader hands leadership over first). Every key can be
                                       overridden: VERDICT_<KEY> in the environment (VERDICT_TICK_MS, VERDICT_TLS_CERT),
                                       then --set key=value (tickMs=50, tls.cert=certs/n1.crt, peers.n4=HOST:PORT)
+                                      without "tls" a node listens on loopback only; --insecure (insecure=true)
+                                      serves plaintext elsewhere too, trusting everyone who can reach it
 `;
 const CLUSTER_HELP = `  verdict cluster up [--nodes N]      run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground;
                                       metrics on http://127.0.0.1:9101/metrics (9102, ... for the others)
@@ -61,7 +63,9 @@ const COMMAND_HELP: Record<string, string> = {
 async function runNode(args: string[]): Promise<void> {
   const file = flag(args, '--config');
   const sets = flagAll(args, '--set');
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...]`);
+  // --insecure is `insecure: true` (plaintext beyond loopback), given last so it wins.
+  if (bool(args, '--insecure')) sets.push('insecure=true');
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...] [--insecure]`);
   // Without a file, the environment and --set must give every required key.
   const fromEnv = Object.keys(OVERRIDABLE).some((k) => process.env[envName(k)] !== undefined);
   if (file === undefined && sets.length === 0 && !fromEnv) throw new UsageError('verdict node needs --config FILE (or every key from VERDICT_* variables and --set KEY=VALUE)');
