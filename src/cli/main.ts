@@ -35,8 +35,9 @@ const CLUSTER_HELP = `  verdict cluster up [--nodes N]      run a local cluster 
 const STATUS_HELP = `  verdict status [--json] [--endpoints HOST:PORT,...]
                                       show the leader and every node's role, term, commit and last index
 `;
-const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key through the replicated log
-  verdict get KEY [--endpoints ...]         read a key linearizably (ReadIndex)
+const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key through the replicated log (admin; with TLS an
+                                            admin certificate, see docs/security.md)
+  verdict get KEY [--endpoints ...]         read a key linearizably (ReadIndex; admin, as put)
 `;
 
 const HELP = `verdict — a Raft-replicated commit coordinator
