@@ -27,6 +27,7 @@ import { streamMethod, toWire, type WireBatch, type WireStreamAck } from '../../
 import { message, MessageType } from '../../src/raft/types.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
 import { Cluster, freePorts, runCli, tempDir, useProcessCleanup, waitFor } from './harness.ts';
+import { scrape, value } from './ops-helpers.ts';
 
 useProcessCleanup();
 
@@ -80,6 +81,7 @@ describe('mutual TLS binds roles to identities', () => {
       },
       // The harness's status calls and Puts: Put is an admin operation.
       clientCredentials: creds(admin),
+      metrics: true,
     });
     const { node: leader } = await c.waitForLeader({ timeoutMs: WAIT_MS });
     const endpoints = c.nodes.map((n) => n.address);
@@ -102,7 +104,7 @@ describe('mutual TLS binds roles to identities', () => {
     }
 
     // The participant shop, serving mutual TLS with its own certificate.
-    const [shopPort, malloryPort, movedPort] = await freePorts(3);
+    const [shopPort, malloryPort, movedPort, shopMetricsPort] = await freePorts(4);
     const shop = await startParticipant({
       clusterId,
       participantId: 'shop',
@@ -112,6 +114,7 @@ describe('mutual TLS binds roles to identities', () => {
       logger: pino({ level: 'silent' }),
       registerRetryMs: 200,
       tls: { ca: ca.cert, ...shopCert },
+      metricsListen: `127.0.0.1:${shopMetricsPort}`,
     });
     inProcess.push(shop);
     await shop.registered;
@@ -177,6 +180,16 @@ describe('mutual TLS binds roles to identities', () => {
       }
       expect(shop.engine.stateOf('forged-1')).toBeUndefined();
       expect(shop.resource.get('stolen')).toBeUndefined();
+      // Counted where an operator looks: 3 certificates × (Prepare, Decide, Exchange) at shop; the nodes' refusals by role.
+      expect(value((await scrape(shop.metricsAddress!)).samples, 'verdict_participant_refused_calls_total')).toBeGreaterThanOrEqual(9);
+      const denied = async (role: string): Promise<number> => {
+        let sum = 0;
+        for (const n of c.nodes) sum += value((await scrape(n.metricsAddress!)).samples, 'verdict_permission_denied_total', { role });
+        return sum;
+      };
+      // Put and Get twice (alice, shop); two hijacks, the question and the heuristic report.
+      expect(await denied('admin')).toBeGreaterThanOrEqual(4);
+      expect(await denied('participant')).toBeGreaterThanOrEqual(4);
 
       // The owner may move its registration (a new address), and back.
       const shopLink = linkAs(shopCert);
@@ -225,7 +238,7 @@ describe('without TLS: plaintext only on loopback unless insecure', () => {
   });
 
   it('an insecure node warns at every start; a forged Raft stream from a non-member is refused and changes nothing', async () => {
-    const c = await Cluster.start({ nodes: 1, configExtra: () => ({ insecure: true }) });
+    const c = await Cluster.start({ nodes: 1, configExtra: () => ({ insecure: true }), metrics: true });
     const [n1] = c.nodes;
     const { status: before } = await c.waitForLeader({ timeoutMs: WAIT_MS });
     const warnings = (): number => readFileSync(n1.logFile, 'utf8').split('\n').filter((l) => l.includes('"insecure":true') && l.includes('insecure: serving plaintext on 127.0.0.1')).length;
@@ -247,6 +260,8 @@ describe('without TLS: plaintext only on loopback unless insecure', () => {
     expect(after.term).toBe(before.term);
     expect(after.role).toBe('leader');
     expect(readFileSync(n1.logFile, 'utf8')).toMatch(/"from":"n9".*unknown sender/);
+    await waitFor('the metrics registry', WAIT_MS, async () => scrape(n1.metricsAddress!));
+    expect(value((await scrape(n1.metricsAddress!)).samples, 'verdict_raft_batches_refused_total')).toBe(1);
 
     await n1.restart();
     await c.waitForLeader({ timeoutMs: WAIT_MS });
