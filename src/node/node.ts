@@ -82,7 +82,6 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   if (tls === null) {
     const refusal = plaintextRefusal({ listen: cfg.listen, insecure: cfg.insecure, tlsHow: '"tls" in the config', insecureHow: '"insecure": true (or --insecure)' });
     if (refusal !== null) throw new StartupError(refusal);
-    if (cfg.insecure) log.warn({ listen: cfg.listen, insecure: true }, insecureWarning(cfg.listen));
   } else if (cfg.insecure) {
     log.info({ insecure: true }, '"insecure" has no effect: this node serves mutual TLS');
   }
@@ -92,6 +91,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const port = await bind(server, cfg.listen, tls?.server ?? grpc.ServerCredentials.createInsecure());
   const host = cfg.listen.slice(0, cfg.listen.lastIndexOf(':'));
   const address = `${host}:${port}`;
+  // Once serving, so a start refused for another reason prints only that reason.
+  if (tls === null && cfg.insecure) log.warn({ listen: cfg.listen, insecure: true }, insecureWarning(cfg.listen));
   // NOT_SERVING until the log is recovered and every service is in place.
   const health = addHealth(server, ['verdict.coordinator.Coordinator', 'verdict.raft.RaftNode']);
 

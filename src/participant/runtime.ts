@@ -107,7 +107,6 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   } else {
     const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: '--ca, --cert and --key', insecureHow: '--insecure' });
     if (refusal !== null) throw new ParticipantStartupError(refusal);
-    if (o.insecure === true) log.warn({ listen: o.listen, insecure: true }, insecureWarning(o.listen));
   }
   await mkdir(o.dataDir, { recursive: true });
   await checkIdentity(o.dataDir, o.clusterId, o.participantId);
@@ -192,6 +191,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     throw err;
   }
   const address = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${port}`;
+  if (tls === null && o.insecure === true) log.warn({ listen: o.listen, insecure: true }, insecureWarning(o.listen));
   const advertise = o.advertise ?? address;
   engine.start();
   pg?.start(engine, askOutcome);

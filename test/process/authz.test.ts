@@ -142,6 +142,19 @@ describe('mutual TLS binds roles to identities', () => {
       expect(asNode.code).toBe(grpc.status.INVALID_ARGUMENT);
       expect(asNode.details).toMatch(/participant id "n2" is the id of a node of cluster/);
 
+      // ...and a node whose id is a registered participant's, even by an admin.
+      const addShop = await waitFor('the leader to answer AddMember', WAIT_MS, async () => {
+        const api = new RaftNodeClient((await c.waitForLeader({ timeoutMs: WAIT_MS })).node.address, creds(admin));
+        try {
+          const r = await refusal(api.addMember({ nodeId: 'shop', address: `127.0.0.1:${malloryPort}`, timeoutMs: 1_000 }));
+          return r.code === grpc.status.UNAVAILABLE ? undefined : r;
+        } finally {
+          api.close();
+        }
+      });
+      expect(addShop.code).toBe(grpc.status.FAILED_PRECONDITION);
+      expect(addShop.details).toMatch(/^"shop" is a registered participant's id; a node needs an id of its own/);
+
       // Asking as shop about a transaction in flight would make the leader log ABORT (R3): refused to mallory.
       const txn = await client.begin({ timeoutMs: 20_000 });
       const ask = await refusal(linkAs(mallory).outcome(txn.txnId, 'shop'));
