@@ -194,7 +194,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
     GetOutcome: (call, cb) => {
       // Asked as a participant, the question may make the leader log ABORT (R3): only that participant may ask so.
       const p = call.request.participantId;
-      const refused = p === '' ? null : participantOnly(call, p, `asking about a transaction as participant "${p}"`);
+      const refused = p === '' ? null : participantOnly(call, p, `asking about a transaction as participant "${p.slice(0, 64)}"`);
       if (refused) return cb(refused);
       engine.outcome(call.request.txnId, p, outcomeReply(cb));
     },
@@ -210,7 +210,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
     ReportHeuristic: (call, cb) => {
       const r = call.request;
       if (r.clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `participant belongs to cluster "${r.clusterId}", this is cluster "${cfg.clusterId}"` });
-      const refused = participantOnly(call, r.participantId, `reporting a heuristic outcome for participant "${r.participantId}"`);
+      const refused = participantOnly(call, r.participantId, `reporting a heuristic outcome for participant "${r.participantId.slice(0, 64)}"`);
       if (refused) return cb(refused);
       const outcome = decisionOf(r.outcome);
       if (outcome === null) return cb(invalid('a heuristic report needs outcome OUTCOME_COMMITTED or OUTCOME_ABORTED'));

@@ -41,7 +41,7 @@ export function setAuthPolicy(p: AuthPolicy): void {
 export function callerName(call: AuthenticatedCall): string {
   const cert = peerCertificate(call);
   if (cert === null) return 'a caller without a verified client certificate';
-  return `client certificate CN=${subjectField(cert.subject, 'CN') ?? '-'}, OU=${subjectField(cert.subject, 'OU') ?? '-'}`;
+  return `client certificate CN=${subjectField(cert.subject, 'CN')?.slice(0, 64) ?? '-'}, OU=${subjectField(cert.subject, 'OU')?.slice(0, 64) ?? '-'}`;
 }
 
 export function permissionDenied(details: string): grpc.ServiceError {
@@ -65,9 +65,9 @@ export function checkParticipant(call: AuthenticatedCall, policy: AuthPolicy, pa
   const subject = peerCertificate(call)?.subject;
   const { clusterId } = policy.tls;
   if (subjectField(subject, 'CN') === participantId && subjectField(subject, 'OU') === clusterId) return null;
-  return permissionDenied(
-    `${what} is for participant "${participantId}" only, whose certificate has CN=${participantId}, OU=${clusterId}; the caller presented ${callerName(call)}`,
-  );
+  // Bounded: the id comes from the request and is echoed back (a valid one is at most 64 characters).
+  const id = participantId.slice(0, 64);
+  return permissionDenied(`${what} is for participant "${id}" only, whose certificate has CN=${id}, OU=${clusterId}; the caller presented ${callerName(call)}`);
 }
 
 /** Calls refused by the checks below, by the role they lacked (the node's verdict_permission_denied_total). */

@@ -121,6 +121,12 @@ describe('participant check: a participant id belongs to the certificate named a
     expect(details(undefined)).toMatch(/the caller presented a caller without a verified client certificate$/);
     expect(checkParticipant(call({ CN: 'x' }), p, 'shop', 'x')?.code).toBe(grpc.status.PERMISSION_DENIED);
   });
+
+  it('echoes a bounded id: a 100 kB participant id is not sent back whole', () => {
+    const details = checkParticipant(call({ CN: 'x'.repeat(100_000), OU: 'c1' }), p, 'a'.repeat(100_000), 'asking')?.details ?? '';
+    expect(details.length).toBeLessThan(400);
+    expect(details).toMatch(/^asking is for participant "a{64}" only/);
+  });
 });
 
 describe('a participant recognises the nodes of its cluster (NodeCallers)', () => {
