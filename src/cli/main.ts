@@ -11,11 +11,13 @@ import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
 
 const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
 
-const NODE_HELP = `  verdict node --config FILE [--set KEY=VALUE ...]
+const NODE_HELP = `  verdict node --config FILE [--set KEY=VALUE ...] [--insecure]
                                       run one node (see cluster/n1.json for the format); SIGTERM or Ctrl-C
                                       stops it gracefully (a leader hands leadership over first). Every key can be
                                       overridden: VERDICT_<KEY> in the environment (VERDICT_TICK_MS, VERDICT_TLS_CERT),
                                       then --set key=value (tickMs=50, tls.cert=certs/n1.crt, peers.n4=HOST:PORT)
+                                      without "tls" a node listens on loopback only; --insecure (insecure=true)
+                                      serves plaintext elsewhere too, trusting everyone who can reach it
 `;
 const CLUSTER_HELP = `  verdict cluster up [--nodes N]      run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground;
                                       metrics on http://127.0.0.1:9101/metrics (9102, ... for the others)
@@ -23,8 +25,9 @@ const CLUSTER_HELP = `  verdict cluster up [--nodes N]      run a local cluster 
 const STATUS_HELP = `  verdict status [--json] [--endpoints HOST:PORT,...]
                                       show the leader and every node's role, term, commit and last index
 `;
-const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key through the replicated log
-  verdict get KEY [--endpoints ...]         read a key linearizably (ReadIndex)
+const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key through the replicated log (admin; with TLS an
+                                            admin certificate, see docs/security.md)
+  verdict get KEY [--endpoints ...]         read a key linearizably (ReadIndex; admin, as put)
 `;
 
 /** The usage text, assembled from each command's module (loaded only for --help). */

@@ -7,12 +7,14 @@ import { startNode, StartupError } from '../node/node.ts';
 import { CorruptRecordError } from '../storage/codec.ts';
 import { StorageIdentityError } from '../storage/level.ts';
 import { RaftInvariantError } from '../raft/types.ts';
-import { flag, flagAll, UsageError } from './args.ts';
+import { bool, flag, flagAll, UsageError } from './args.ts';
 
 export async function runNode(args: string[]): Promise<void> {
   const file = flag(args, '--config');
   const sets = flagAll(args, '--set');
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...]`);
+  // --insecure is `insecure: true` (plaintext beyond loopback), given last so it wins.
+  if (bool(args, '--insecure')) sets.push('insecure=true');
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...] [--insecure]`);
   // Without a file, the environment and --set must give every required key.
   const fromEnv = Object.keys(OVERRIDABLE).some((k) => process.env[envName(k)] !== undefined);
   if (file === undefined && sets.length === 0 && !fromEnv) throw new UsageError('verdict node needs --config FILE (or every key from VERDICT_* variables and --set KEY=VALUE)');

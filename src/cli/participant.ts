@@ -6,24 +6,25 @@ import { createLogger } from '../node/logger.ts';
 import { JournalCorruptError } from '../participant/journal.ts';
 import { redact } from '../participant/postgres.ts';
 import { ParticipantStartupError, startParticipant, type ParticipantRuntime } from '../participant/runtime.ts';
-import { flag, UsageError } from './args.ts';
+import { bool, flag, UsageError } from './args.ts';
 import { participantResolveCommand } from './participant-resolve.ts';
 import { tlsArgs } from './client-tls.ts';
 import type { TlsFiles } from '../transport/tls.ts';
 
 export const PARTICIPANT_USAGE =
-  'usage: verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id local] [--endpoints HOST:PORT,...] [--advertise HOST:PORT] [--metrics-listen HOST:PORT] [--resource memory|postgres] [--pg-url postgres://...] [--pg-concurrency N] [--log-level info] [--ca FILE --cert FILE --key FILE]';
+  'usage: verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id local] [--endpoints HOST:PORT,...] [--advertise HOST:PORT] [--metrics-listen HOST:PORT] [--resource memory|postgres] [--pg-url postgres://...] [--pg-concurrency N] [--log-level info] [--ca FILE --cert FILE --key FILE | --insecure]';
 
 export const PARTICIPANT_HELP = `  verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id ID] [--endpoints HOST:PORT,...]
                     [--advertise HOST:PORT] [--metrics-listen HOST:PORT] [--log-level LEVEL]
                     [--resource memory|postgres] [--pg-url postgres://USER@HOST:PORT/DB] [--pg-concurrency N]
-                    [--ca FILE --cert FILE --key FILE]
+                    [--ca FILE --cert FILE --key FILE | --insecure]
                                       run a participant with the journaled memory resource; it registers itself.
                                       --metrics-listen serves Prometheus metrics at http://HOST:PORT/metrics
                                       --resource postgres commits in the database at --pg-url with PREPARE TRANSACTION
                                       (--pg-concurrency transactions open at once, default 8)
                                       --ca/--cert/--key (or VERDICT_TLS_CA/CERT/KEY): serve mutual TLS and reach the
-                                      cluster over TLS; needed when the cluster's nodes use TLS
+                                      cluster over TLS; needed when the cluster's nodes use TLS. Without TLS it
+                                      listens on loopback only; --insecure serves plaintext elsewhere too
 `;
 
 const DEFAULT_ENDPOINTS = '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
@@ -44,6 +45,8 @@ export interface ParticipantArgs {
   pgConcurrency: number;
   /** TLS files, from --ca/--cert/--key or VERDICT_TLS_*; null: plaintext. */
   tls: TlsFiles | null;
+  /** --insecure: without TLS, serve plaintext beyond loopback anyway. */
+  insecure: boolean;
 }
 
 /** Parses the flags; every problem is a one-line UsageError. */
@@ -61,6 +64,7 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
   const pgUrl = flag(args, '--pg-url');
   const pgConcurrencyText = flag(args, '--pg-concurrency');
   const tls = tlsArgs(args, env);
+  const insecure = bool(args, '--insecure');
   if (tls !== null && (tls.cert === undefined || tls.key === undefined)) throw new UsageError('--ca needs --cert and --key too: a participant with TLS serves it with its own certificate (or set VERDICT_TLS_CERT and VERDICT_TLS_KEY)');
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; ${PARTICIPANT_USAGE}`);
   if (id === undefined || listen === undefined || data === undefined) {
@@ -84,7 +88,7 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
   if (pgUrl !== undefined && !/^postgres(ql)?:\/\//.test(pgUrl)) throw new UsageError(`--pg-url "${redact(pgUrl)}" must start with postgres:// or postgresql://`);
   const pgConcurrency = Number(pgConcurrencyText ?? '8');
   if (!Number.isInteger(pgConcurrency) || pgConcurrency < 1 || pgConcurrency > 1_000) throw new UsageError(`--pg-concurrency must be an integer from 1 to 1000, not "${pgConcurrencyText}"`);
-  return { id, listen, data, clusterId, endpoints, advertise, metricsListen, logLevel, resource, pgUrl, pgConcurrency, tls };
+  return { id, listen, data, clusterId, endpoints, advertise, metricsListen, logLevel, resource, pgUrl, pgConcurrency, tls, insecure };
 }
 
 function isHostPort(s: string): boolean {
@@ -108,6 +112,7 @@ export async function participantCommand(argv: string[]): Promise<void> {
       dataDir: a.data,
       metricsListen: a.metricsListen,
       ...(a.tls !== null ? { tls: a.tls } : {}),
+      insecure: a.insecure,
       logger,
     };
     p = a.pgUrl !== undefined ? await startParticipant({ ...common, postgres: { url: a.pgUrl, concurrency: a.pgConcurrency } }) : await startParticipant(common);

@@ -32,6 +32,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   snapshotEntries: 'int',
   logLevel: 'string',
   join: 'bool',
+  insecure: 'bool',
   'tls.ca': 'string',
   'tls.cert': 'string',
   'tls.key': 'string',

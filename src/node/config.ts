@@ -44,6 +44,12 @@ export interface NodeConfig {
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
   /** TLS for every connection of this node (src/transport/tls.ts); null: plaintext. */
   tls: NodeTlsConfig | null;
+  /**
+   * Without TLS, serve plaintext on an address beyond loopback anyway
+   * (src/transport/listen-policy.ts); the node warns at every start. False
+   * by default: plaintext trusts everyone who can reach the port.
+   */
+  insecure: boolean;
 }
 
 export interface NodeTlsConfig {
@@ -51,7 +57,7 @@ export interface NodeTlsConfig {
   ca: string;
   cert: string;
   key: string;
-  /** Client certificate CNs allowed to run admin operations; null: any client the CA signed. */
+  /** Client certificate CNs allowed to run admin operations; null: not configured, so nobody may (src/transport/auth.ts). */
   adminNames: string[] | null;
 }
 
@@ -105,7 +111,7 @@ export function loadConfig(file: string | undefined, overrides: ConfigOverrides 
   return parseConfig(raw, file, overrides);
 }
 
-const KNOWN = ['clusterId', 'nodeId', 'listen', 'metricsListen', 'dataDir', 'peers', 'peerDial', 'tickMs', 'electionTicks', 'heartbeatTicks', 'snapshotEntries', 'logLevel', 'tls', 'join'];
+const KNOWN = ['clusterId', 'nodeId', 'listen', 'metricsListen', 'dataDir', 'peers', 'peerDial', 'tickMs', 'electionTicks', 'heartbeatTicks', 'snapshotEntries', 'logLevel', 'tls', 'join', 'insecure'];
 const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
 const ADMIN_NAMES_MAX = 256;
 
@@ -199,6 +205,8 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   // From the environment or --set the value arrives as text.
   const join = o.join === 'true' ? true : o.join === 'false' ? false : (o.join ?? false);
   if (typeof join !== 'boolean') throw new ConfigError(file, `${label('join')} is ${JSON.stringify(join)}: expected true (a new node joining a running cluster) or false`);
+  const insecure = o.insecure === 'true' ? true : o.insecure === 'false' ? false : (o.insecure ?? false);
+  if (typeof insecure !== 'boolean') throw new ConfigError(file, `${label('insecure')} is ${JSON.stringify(insecure)}: expected true (serve plaintext beyond loopback, trusting everyone who can reach the port) or false`);
   const logLevel = o.logLevel ?? 'info';
   if (typeof logLevel !== 'string' || !(LEVELS as readonly string[]).includes(logLevel)) throw new ConfigError(file, `${label('logLevel')} is ${JSON.stringify(logLevel)}: expected one of ${LEVELS.join(', ')}`);
 
@@ -222,5 +230,5 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     tls = { ca, cert, key, adminNames };
   }
 
-  return { file, clusterId, nodeId, listen, metricsListen, dataDir, peers, peerDial, tickMs, electionTicks, heartbeatTicks, snapshotEntries, logLevel: logLevel as NodeConfig['logLevel'], tls, join };
+  return { file, clusterId, nodeId, listen, metricsListen, dataDir, peers, peerDial, tickMs, electionTicks, heartbeatTicks, snapshotEntries, logLevel: logLevel as NodeConfig['logLevel'], tls, join, insecure };
 }

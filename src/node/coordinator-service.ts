@@ -22,7 +22,7 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import type { NodeConfig } from './config.ts';
-import { adminOnly } from '../transport/auth.ts';
+import { adminOnly, participantOnly } from '../transport/auth.ts';
 import type { Driver } from './driver.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { notLeader, toServiceError, withTimeout } from './raft-node-service.ts';
@@ -136,6 +136,11 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       if (clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `participant belongs to cluster "${clusterId}", this is cluster "${cfg.clusterId}"` });
       if (!ID.test(participantId)) return cb(invalid(`participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
       if (!ENDPOINT.test(endpoint)) return cb(invalid(`endpoint ${JSON.stringify(endpoint)} must be host:port`));
+      // With TLS, a participant id belongs to the certificate named after it (src/transport/auth.ts); one
+      // namespace with node ids, so that a participant's certificate is never taken for a node's.
+      const refused = participantOnly(call, participantId, `registering participant "${participantId}"`);
+      if (refused) return cb(refused);
+      if (cfg.peers.has(participantId)) return cb(invalid(`participant id "${participantId}" is the id of a node of cluster "${cfg.clusterId}"; node and participant ids must differ`));
       const existing = table.participants.get(participantId);
       // Re-registration at the same endpoint is a no-op, so a restarted participant costs no log write.
       if (existing && existing.endpoint === endpoint) {
@@ -186,7 +191,13 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       );
     },
     Abort: (call, cb) => engine.abort(call.request.txnId, call.request.reason, outcomeReply(cb)),
-    GetOutcome: (call, cb) => engine.outcome(call.request.txnId, call.request.participantId, outcomeReply(cb)),
+    GetOutcome: (call, cb) => {
+      // Asked as a participant, the question may make the leader log ABORT (R3): only that participant may ask so.
+      const p = call.request.participantId;
+      const refused = p === '' ? null : participantOnly(call, p, `asking about a transaction as participant "${p.slice(0, 64)}"`);
+      if (refused) return cb(refused);
+      engine.outcome(call.request.txnId, p, outcomeReply(cb));
+    },
     ListTransactions: (call, cb) => {
       const notLeaderErr = leaderOnly();
       if (notLeaderErr) return cb(fail(notLeaderErr));
@@ -199,6 +210,8 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
     ReportHeuristic: (call, cb) => {
       const r = call.request;
       if (r.clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `participant belongs to cluster "${r.clusterId}", this is cluster "${cfg.clusterId}"` });
+      const refused = participantOnly(call, r.participantId, `reporting a heuristic outcome for participant "${r.participantId.slice(0, 64)}"`);
+      if (refused) return cb(refused);
       const outcome = decisionOf(r.outcome);
       if (outcome === null) return cb(invalid('a heuristic report needs outcome OUTCOME_COMMITTED or OUTCOME_ABORTED'));
       if (r.operator.length > OPERATOR_CHARS_MAX || r.reason.length > REASON_CHARS_MAX) return cb(invalid(`operator and reason are limited to ${OPERATOR_CHARS_MAX} and ${REASON_CHARS_MAX} characters`));

@@ -9,6 +9,7 @@ import { HEURISTIC_KINDS, type DecisionTable, type HeuristicKind } from '../comm
 import { Role } from '../raft/types.ts';
 import type { PersistBatch } from '../storage/types.ts';
 import type { Driver } from './driver.ts';
+import { permissionDenials } from '../transport/auth.ts';
 
 const ROLES = [Role.Leader, Role.Follower, Role.Candidate, Role.PreCandidate] as const;
 
@@ -22,7 +23,14 @@ export class NodeMetrics {
   private readonly commitSeconds: Histogram<'outcome'>;
 
   /** The sources are read at scrape time; before the log is recovered they are null and their metrics are absent. */
-  constructor(src: { nodeId: string; driver: () => Driver<unknown> | null; engine: () => CoordinatorEngine | null; table: () => DecisionTable | null }) {
+  constructor(src: {
+    nodeId: string;
+    driver: () => Driver<unknown> | null;
+    engine: () => CoordinatorEngine | null;
+    table: () => DecisionTable | null;
+    /** Inbound Raft batches refused (wrong cluster, destination or sender). */
+    refusedBatches?: () => number;
+  }) {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
     collectDefaultMetrics({ register: r, prefix: 'verdict_' });
@@ -33,6 +41,18 @@ export class NodeMetrics {
       if (d) g.set(f(d.node.status()));
     };
 
+    new Counter({
+      name: 'verdict_permission_denied_total',
+      help: 'Calls refused PERMISSION_DENIED, by the role the caller lacked (admin, participant).',
+      labelNames: ['role'],
+      registers: [r],
+      collect() {
+        this.reset();
+        this.inc({ role: 'admin' }, permissionDenials.admin);
+        this.inc({ role: 'participant' }, permissionDenials.participant);
+      },
+    });
+    new Counter({ name: 'verdict_raft_batches_refused_total', help: 'Inbound Raft batches refused: another cluster, another node, or a sender that is not a peer.', registers: [r], collect() { this.reset(); this.inc(src.refusedBatches?.() ?? 0); } });
     new Gauge({ name: 'verdict_raft_term', help: 'Current Raft term.', registers: [r], collect() { fromStatus(this, (s) => s.hardState.term); } });
     new Gauge({
       name: 'verdict_raft_role',

@@ -3,7 +3,7 @@
 // credentials each kind of connection uses (see src/transport/tls.ts for the
 // naming rules: CN=<node id>, OU=<cluster id>).
 import type * as grpc from '@grpc/grpc-js';
-import type { AdminPolicy } from '../transport/auth.ts';
+import type { AuthPolicy } from '../transport/auth.ts';
 import {
   certificateNamesHost,
   channelCredentials,
@@ -26,7 +26,8 @@ export interface NodeTls {
   participants: grpc.ChannelCredentials;
   /** An inbound Raft stream from `from`: why it is refused, or null. */
   authorizePeer(call: AuthenticatedCall, from: string): string | null;
-  admin: AdminPolicy;
+  /** Who may do what (src/transport/auth.ts): admins by tls.adminNames, participants by CN and OU. */
+  auth: AuthPolicy;
 }
 
 /** Null without a tls block. Throws ConfigError naming the key and the file when a file is wrong. */
@@ -67,6 +68,6 @@ export function loadNodeTls(cfg: NodeConfig): NodeTls | null {
       const p = nodeCertificateProblem(cert.subject, cfg.clusterId, from);
       return p === null ? null : `its client ${p}`;
     },
-    admin: { adminNames: t.adminNames },
+    auth: { tls: { clusterId: cfg.clusterId, adminNames: t.adminNames ?? [] } },
   };
 }

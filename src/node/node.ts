@@ -42,7 +42,8 @@ import { commitStreamHandler } from './commit-stream.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { ParticipantLink } from './participant-link.ts';
 import { loadNodeTls } from './node-tls.ts';
-import { OPEN_POLICY, setAdminPolicy } from '../transport/auth.ts';
+import { OPEN_POLICY, setAuthPolicy } from '../transport/auth.ts';
+import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
 import { membershipApi } from './membership-service.ts';
 import { raftNodeApi, shuttingDown, transferLeadership, transferWaitMs, withTimeout } from './raft-node-service.ts';
 
@@ -78,11 +79,20 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   grpc.setLogger({ error: (...args: unknown[]) => log.debug({ component: 'grpc' }, format(...args)) });
   // TLS files are checked first (a ConfigError naming the key), before anything is bound.
   const tls = loadNodeTls(cfg);
-  setAdminPolicy(tls?.admin ?? OPEN_POLICY);
+  if (tls === null) {
+    const refusal = plaintextRefusal({ listen: cfg.listen, insecure: cfg.insecure, tlsHow: '"tls" in the config', insecureHow: '"insecure": true (or --insecure)' });
+    if (refusal !== null) throw new StartupError(refusal);
+  } else if (cfg.insecure) {
+    log.info({ insecure: true }, '"insecure" has no effect: this node serves mutual TLS');
+  }
+  if (tls !== null && tls.auth.tls?.adminNames.length === 0) log.warn('tls.adminNames is not set: admin operations (leader transfer, membership, txn resolve, put/get) are refused to every certificate');
+  setAuthPolicy(tls?.auth ?? OPEN_POLICY);
   const server = new grpc.Server(SERVER_OPTIONS);
   const port = await bind(server, cfg.listen, tls?.server ?? grpc.ServerCredentials.createInsecure());
   const host = cfg.listen.slice(0, cfg.listen.lastIndexOf(':'));
   const address = `${host}:${port}`;
+  // Once serving, so a start refused for another reason prints only that reason.
+  if (tls === null && cfg.insecure) log.warn({ listen: cfg.listen, insecure: true }, insecureWarning(cfg.listen));
   // NOT_SERVING until the log is recovered and every service is in place.
   const health = addHealth(server, ['verdict.coordinator.Coordinator', 'verdict.raft.RaftNode']);
 
@@ -228,7 +238,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const refusal = (): grpc.ServiceError | null => (draining ? shuttingDown(cfg, d.isLeader() ? handOffTo : d.leader()) : null);
 
   transport.register(server);
-  server.addService(raftNodeService, { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>) });
+  server.addService(raftNodeService, { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>, (id) => machine.table.participants.has(id)) });
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
   const coordinator = coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal });
   // CommitStream runs every streamed Commit through the unary Commit handler.
@@ -247,7 +257,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     addReflection(server, [raftPackageDefinition, coordinatorPackageDefinition]);
     // prom-client is loaded by the node command only, not by every CLI command, and after start-up.
     const { NodeMetrics } = await import('./metrics.ts');
-    metrics = new NodeMetrics({ nodeId: cfg.nodeId, driver: () => d as Driver<unknown>, engine: () => eng, table: () => machine.table });
+    metrics = new NodeMetrics({ nodeId: cfg.nodeId, driver: () => d as Driver<unknown>, engine: () => eng, table: () => machine.table, refusedBatches: () => transport.refusedBatches });
     if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics` }, 'serving Prometheus metrics');
   })();
   opsReady.catch((err: unknown) => log.error({ err }, 'reflection or metrics failed to start; the node runs without them'));

@@ -1,6 +1,7 @@
 // The node's own API (service RaftNode): status, and put/get on the raw
 // replicated log's key/value map. Used by `verdict status`, tests and the
-// Raft benchmarks.
+// Raft benchmarks. Put and Get are admin operations: nothing a client or
+// participant does needs them, and a write to the log is the cluster's.
 
 import * as grpc from '@grpc/grpc-js';
 import type { GetRequest, GetResponse, NodeStatus, PutRequest, PutResponse, RaftNodeHandlers, TransferLeaderRequest, TransferLeaderResponse } from '../transport/proto.ts';
@@ -118,6 +119,8 @@ export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMa
       });
     },
     Put: (call: grpc.ServerUnaryCall<PutRequest, PutResponse>, cb: grpc.sendUnaryData<PutResponse>) => {
+      const refused = adminOnly(call, 'put');
+      if (refused) return cb(refused);
       const { key, value } = call.request;
       if (typeof key !== 'string' || key === '') return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'key must be a non-empty string' });
       withTimeout<number>(
@@ -130,6 +133,8 @@ export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMa
       );
     },
     Get: (call: grpc.ServerUnaryCall<GetRequest, GetResponse>, cb: grpc.sendUnaryData<GetResponse>) => {
+      const refused = adminOnly(call, 'get');
+      if (refused) return cb(refused);
       const { key, linearizable } = call.request;
       const answer = (): void => {
         const v = sm.kv.get(key);

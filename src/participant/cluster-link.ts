@@ -21,6 +21,7 @@ import {
   type ReportHeuristicResponse,
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
+import { raftNodeService, type NodeStatus, type StatusRequest } from '../transport/proto.ts';
 import { withDefaults, type ClusterOutcome } from './types.ts';
 
 export type { OutcomeValue };
@@ -99,6 +100,27 @@ export class ClusterLink {
       if (res.heuristic === null) throw new Error(`the cluster answered the heuristic report for ${r.txnId} without its record`);
       return res.heuristic.kind;
     });
+  }
+
+  /**
+   * The ids of the cluster's nodes, as one configured endpoint's RaftNode.Status
+   * lists them (its own id and its peers'). With TLS, the participant accepts
+   * PREPARE and DECISION only from these names (src/participant/node-callers.ts).
+   */
+  async members(): Promise<string[]> {
+    let lastErr: Error = new Error('no endpoint tried');
+    for (let i = 0; i < this.o.endpoints.length; i++) {
+      if (this.closed) throw new Error('cluster link is closed');
+      const address = this.o.endpoints[this.next++ % this.o.endpoints.length];
+      try {
+        const st = await unaryCall<StatusRequest, NodeStatus>(this.client(address), raftNodeService.Status as grpc.MethodDefinition<StatusRequest, NodeStatus>, {}, this.o.deadlineMs);
+        if (st.clusterId !== this.o.clusterId) throw new Error(`${address} is a node of cluster "${st.clusterId}", not "${this.o.clusterId}"`);
+        return [...new Set([st.nodeId, ...st.peers.map((p) => p.nodeId)].filter((id) => id !== ''))];
+      } catch (err) {
+        lastErr = err as Error;
+      }
+    }
+    throw lastErr;
   }
 
   close(): void {

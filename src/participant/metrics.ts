@@ -6,7 +6,8 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ParticipantEngine } from './engine.ts';
 
-export function participantMetrics(participantId: string, engine: ParticipantEngine, nowMs: () => number = Date.now): Registry {
+/** `refusedCalls`: PREPAREs, DECISIONs and Exchange streams refused because the caller is not a node of the cluster (TLS). */
+export function participantMetrics(participantId: string, engine: ParticipantEngine, nowMs: () => number = Date.now, refusedCalls: () => number = () => 0): Registry {
   const r = new Registry();
   r.setDefaultLabels({ participant: participantId });
   collectDefaultMetrics({ register: r, prefix: 'verdict_participant_' });
@@ -45,6 +46,15 @@ export function participantMetrics(participantId: string, engine: ParticipantEng
       this.reset();
       this.inc({ outcome: 'committed' }, c.committed);
       this.inc({ outcome: 'aborted' }, c.aborted);
+    },
+  });
+  new Counter({
+    name: 'verdict_participant_refused_calls_total',
+    help: 'PREPAREs, DECISIONs and Exchange streams refused PERMISSION_DENIED: the caller is not a node of this cluster.',
+    registers: [r],
+    collect() {
+      this.reset();
+      this.inc(refusedCalls());
     },
   });
   return r;

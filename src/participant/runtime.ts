@@ -27,7 +27,9 @@ import type { JournalStats } from './journal.ts';
 import type { PostgresResource } from './postgres.ts';
 import type { PostgresParticipantOptions, PostgresSetup } from './postgres-recovery.ts';
 import type { HeuristicReporter } from './heuristic.ts';
+import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
 import { endExchanges, newGate, participantHandlers } from './serve.ts';
+import { NodeCallers } from './node-callers.ts';
 
 export interface ParticipantOptions {
   clusterId: string;
@@ -54,6 +56,11 @@ export interface ParticipantOptions {
    * certificate. A cluster with TLS calls every participant over TLS.
    */
   tls?: TlsFiles;
+  /**
+   * Without TLS, serve plaintext beyond loopback anyway (src/transport/listen-policy.ts);
+   * the participant warns at every start. False by default.
+   */
+  insecure?: boolean;
   /** How often acts done by hand (`verdict participant resolve`) not yet acknowledged by the cluster are reported again. */
   heuristicReportIntervalMs?: number;
   /** Engine bounds and timings (inDoubtAfterMs, askBackoffMinMs, ...). */
@@ -117,6 +124,9 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       throw err;
     }
     if (tls.leaf === null) throw new ParticipantStartupError('a participant with TLS serves it: give --cert and --key with --ca');
+  } else {
+    const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: '--ca, --cert and --key', insecureHow: '--insecure' });
+    if (refusal !== null) throw new ParticipantStartupError(refusal);
   }
   await mkdir(o.dataDir, { recursive: true });
   await checkIdentity(o.dataDir, o.clusterId, o.participantId);
@@ -145,7 +155,8 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
           log,
         });
   const resource: MemoryResource | PostgresResource = pg !== null ? pg.resource : MemoryResource.restore(state.data, state.preparedWrites());
-  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls) } : {}) });
+  // With TLS the servers at the endpoints must hold certificates of this cluster (OU).
+  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
   const timers = new Set<NodeJS.Timeout>();
   const schedule: Schedule = (delayMs, fn) => {
     const t = setTimeout(() => {
@@ -181,7 +192,9 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     'grpc.max_send_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
   });
   const gate = newGate();
-  server.addService(participantService, participantHandlers(engine, gate, log));
+  // With TLS only the cluster's nodes may send PREPARE and DECISION; their ids are learned from the cluster.
+  const callers = tls === null ? null : new NodeCallers({ clusterId: o.clusterId, fetchMembers: () => link.members(), nowMs: () => Date.now(), log });
+  server.addService(participantService, participantHandlers(engine, gate, log, callers?.check ?? null));
   const health = addHealth(server, ['verdict.participant.Participant']);
   addReflection(server, [participantPackageDefinition]);
   let port: number;
@@ -190,7 +203,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     port = await bind(server, o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure());
     if (o.metricsListen !== undefined) {
       const { participantMetrics } = await import('./metrics.ts');
-      metricsServer = await serveMetrics(o.metricsListen, participantMetrics(o.participantId, engine));
+      metricsServer = await serveMetrics(o.metricsListen, participantMetrics(o.participantId, engine, Date.now, () => callers?.refused ?? 0));
     }
   } catch (err) {
     server.forceShutdown();
@@ -201,6 +214,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     throw err;
   }
   const address = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${port}`;
+  if (tls === null && o.insecure === true) log.warn({ listen: o.listen, insecure: true }, insecureWarning(o.listen));
   const advertise = o.advertise ?? address;
   engine.start();
   pg?.start(engine, askOutcome);
@@ -218,6 +232,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       link.register(o.participantId, advertise).then(
         () => {
           log.info({ endpoint: advertise, attempts }, 'registered with the cluster');
+          void callers?.refresh();
           resolve();
         },
         (err: Error) => {

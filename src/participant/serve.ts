@@ -8,6 +8,11 @@
 // `gate` counts requests in flight and, while draining, turns a PREPARE for
 // a transaction this participant does not hold into NO; a repeated PREPARE
 // still gets its first answer (R7) and DECISIONs are taken.
+//
+// With TLS, `callers` admits only the nodes of this participant's cluster
+// (src/participant/node-callers.ts): anyone else holding a certificate of
+// the same CA is refused PERMISSION_DENIED before the engine sees anything,
+// on the unary calls and at the opening of an Exchange stream.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { Ack, AnswerBatch, Decision, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, Prepare, Vote } from '../transport/participant-rpc.ts';
@@ -15,6 +20,7 @@ import { serveAnswerStream } from '../transport/request-stream.ts';
 import type { ParticipantEngine } from './engine.ts';
 import { PAYLOAD_BYTES_MAX } from './memory.ts';
 import { ParticipantError } from './types.ts';
+import type { CallerCheck } from './node-callers.ts';
 
 const TXN_ID_CHARS_MAX = 256;
 
@@ -57,18 +63,42 @@ function serveDecide(engine: ParticipantEngine, gate: Gate, req: Decision, cb: D
   });
 }
 
-/** gRPC handlers: validate, hand to the engine, map its errors to status codes with reasons. */
-export function participantHandlers(engine: ParticipantEngine, gate: Gate, log: Logger): ParticipantHandlers & { Exchange: grpc.handleBidiStreamingCall<ExchangeBatch, AnswerBatch> } {
+/**
+ * gRPC handlers: check the caller (with TLS: `callers`; null without),
+ * validate, hand to the engine, map its errors to status codes with reasons.
+ */
+export function participantHandlers(
+  engine: ParticipantEngine,
+  gate: Gate,
+  log: Logger,
+  callers: CallerCheck | null = null,
+): ParticipantHandlers & { Exchange: grpc.handleBidiStreamingCall<ExchangeBatch, AnswerBatch> } {
   const unary =
     <T>(cb: grpc.sendUnaryData<T>): Done<T> =>
     (err, res) => {
       if (err !== null) cb({ code: grpc.status[err.code], details: err.message, name: err.name, message: err.message, metadata: new grpc.Metadata() });
       else cb(null, res);
     };
+  /** Runs `go` for a node of the cluster; anyone else gets PERMISSION_DENIED with the reason, and a log line. */
+  const fromNode = (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>, what: string, txnId: string | undefined, refuse: (err: ParticipantError) => void, go: () => void): void => {
+    if (callers === null) return go();
+    callers(call, (refusal) => {
+      if (refusal === null) return go();
+      log.warn({ txnId: txnId?.slice(0, TXN_ID_CHARS_MAX), peer: call.getPeer() }, `${what} refused: ${refusal}`);
+      refuse(new ParticipantError('PERMISSION_DENIED', `${what} is taken only from a node of this participant's cluster: ${refusal}`));
+    });
+  };
   return {
-    Prepare: (call, cb) => servePrepare(engine, gate, log, call.request, unary(cb)),
-    Decide: (call, cb) => serveDecide(engine, gate, call.request, unary(cb)),
-    Exchange: (call) => serveExchange(engine, gate, log, call),
+    Prepare: (call, cb) => fromNode(call, 'PREPARE', call.request.txnId, unary(cb), () => servePrepare(engine, gate, log, call.request, unary(cb))),
+    Decide: (call, cb) => fromNode(call, 'DECISION', call.request.txnId, unary(cb), () => serveDecide(engine, gate, call.request, unary(cb))),
+    Exchange: (call) =>
+      fromNode(
+        call,
+        'Exchange stream',
+        undefined,
+        (err) => call.emit('error', { code: grpc.status.PERMISSION_DENIED, details: err.message, metadata: new grpc.Metadata() }),
+        () => serveExchange(engine, gate, log, call),
+      ),
   };
 }
 

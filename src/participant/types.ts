@@ -83,7 +83,7 @@ export type Schedule = (delayMs: number, fn: () => void) => () => void;
 export type AskOutcome = (txnId: TxnId, cb: (err: Error | null, outcome: ClusterOutcome) => void) => void;
 
 /** Error codes the runtime maps one to one onto gRPC status codes. */
-export type ParticipantErrorCode = 'INVALID_ARGUMENT' | 'FAILED_PRECONDITION' | 'UNAVAILABLE' | 'RESOURCE_EXHAUSTED';
+export type ParticipantErrorCode = 'INVALID_ARGUMENT' | 'FAILED_PRECONDITION' | 'UNAVAILABLE' | 'RESOURCE_EXHAUSTED' | 'PERMISSION_DENIED';
 
 /** An error the caller can act on: a status code and a reason. */
 export class ParticipantError extends Error {

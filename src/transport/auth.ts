@@ -1,41 +1,88 @@
-// Who may run admin operations (leader transfer, operator resolution of a
-// transaction, membership change). One check, `adminOnly(call)`, used by
-// every admin RPC handler.
+// Who may do what on a node: one policy, installed at start-up, and two
+// checks that every handler with a role calls.
 //
-// The policy comes from the node's config (`tls.adminNames`): without TLS,
-// or with TLS and no adminNames, every caller that reached the handler may
-// (with TLS that already means a certificate signed by the cluster's CA);
-// with adminNames, only a caller whose verified client certificate has one
-// of those names as its CN.
+// - adminOnly(call, what): operator acts (leader transfer, membership
+//   changes, operator resolution of a transaction, raw Put/Get).
+// - participantOnly(call, participantId, what): acts that speak for one
+//   participant (registering it, reporting a heuristic for it, asking about
+//   a transaction as it, which may make the leader log ABORT under R3).
+//
+// Without TLS there are no identities: the node trusts every caller that
+// can reach its port, and both checks pass (a node refuses to serve
+// plaintext beyond loopback unless told `insecure`, see listen-policy.ts).
+// With TLS, identity is the verified client certificate (signed by the
+// cluster's CA): an admin is a certificate whose CN is in tls.adminNames
+// (none when the list is absent), and participant P of cluster C is the
+// certificate with CN=P and OU=C. Binding a participant id to a name rather
+// than to one certificate's key lets the owner renew its certificate; the
+// CA decides who holds the name. docs/security.md states the whole model.
 import * as grpc from '@grpc/grpc-js';
 import { peerCertificate, subjectField, type AuthenticatedCall } from './tls.ts';
 
-export interface AdminPolicy {
-  /** Client certificate CNs allowed to run admin operations; null: anyone who can connect. */
-  adminNames: readonly string[] | null;
+export interface AuthPolicy {
+  /** Null: plaintext, every caller that can connect is trusted. */
+  tls: {
+    clusterId: string;
+    /** Client certificate CNs allowed to run admin operations; empty: nobody. */
+    adminNames: readonly string[];
+  } | null;
 }
 
-export const OPEN_POLICY: AdminPolicy = { adminNames: null };
+export const OPEN_POLICY: AuthPolicy = { tls: null };
 
-let installed: AdminPolicy = OPEN_POLICY;
+let installed: AuthPolicy = OPEN_POLICY;
 
 /** The node process installs its policy once, at start-up, before serving. */
-export function setAdminPolicy(p: AdminPolicy): void {
+export function setAuthPolicy(p: AuthPolicy): void {
   installed = p;
 }
 
-/** PERMISSION_DENIED with a reason, or null when the caller may run admin operations. */
-export function checkAdmin(call: AuthenticatedCall, policy: AdminPolicy, what = 'this operation'): grpc.ServiceError | null {
-  if (policy.adminNames === null) return null;
+/** The CN and OU of the caller's verified certificate, as a message shows them. */
+export function callerName(call: AuthenticatedCall): string {
   const cert = peerCertificate(call);
-  const cn = subjectField(cert?.subject, 'CN');
-  if (cn !== undefined && policy.adminNames.includes(cn)) return null;
-  const who = cn === undefined ? 'a caller without a verified client certificate' : `client certificate CN=${cn}`;
-  const details = `${what} needs an admin certificate: ${who} is not in the node's tls.adminNames; use a certificate whose CN is one of them`;
+  if (cert === null) return 'a caller without a verified client certificate';
+  return `client certificate CN=${subjectField(cert.subject, 'CN')?.slice(0, 64) ?? '-'}, OU=${subjectField(cert.subject, 'OU')?.slice(0, 64) ?? '-'}`;
+}
+
+export function permissionDenied(details: string): grpc.ServiceError {
   return Object.assign(new Error(`PERMISSION_DENIED: ${details}`), { code: grpc.status.PERMISSION_DENIED, details, metadata: new grpc.Metadata() });
 }
 
+/** PERMISSION_DENIED with a reason, or null when the caller may run admin operations. */
+export function checkAdmin(call: AuthenticatedCall, policy: AuthPolicy, what = 'this operation'): grpc.ServiceError | null {
+  if (policy.tls === null) return null;
+  const names = policy.tls.adminNames;
+  const cn = subjectField(peerCertificate(call)?.subject, 'CN');
+  if (cn !== undefined && names.includes(cn)) return null;
+  if (names.length === 0) return permissionDenied(`${what} needs an admin certificate, and this node has none: set tls.adminNames to the CNs of the operators' client certificates`);
+  const who = cn === undefined ? 'a caller without a verified client certificate' : `client certificate CN=${cn}`;
+  return permissionDenied(`${what} needs an admin certificate: ${who} is not in the node's tls.adminNames; use a certificate whose CN is one of them`);
+}
+
+/** PERMISSION_DENIED with a reason, or null when the caller is participant `participantId` of the cluster. */
+export function checkParticipant(call: AuthenticatedCall, policy: AuthPolicy, participantId: string, what: string): grpc.ServiceError | null {
+  if (policy.tls === null) return null;
+  const subject = peerCertificate(call)?.subject;
+  const { clusterId } = policy.tls;
+  if (subjectField(subject, 'CN') === participantId && subjectField(subject, 'OU') === clusterId) return null;
+  // Bounded: the id comes from the request and is echoed back (a valid one is at most 64 characters).
+  const id = participantId.slice(0, 64);
+  return permissionDenied(`${what} is for participant "${id}" only, whose certificate has CN=${id}, OU=${clusterId}; the caller presented ${callerName(call)}`);
+}
+
+/** Calls refused by the checks below, by the role they lacked (the node's verdict_permission_denied_total). */
+export const permissionDenials = { admin: 0, participant: 0 };
+
 /** The node's admin check with the installed policy; see checkAdmin. */
 export function adminOnly(call: AuthenticatedCall, what?: string): grpc.ServiceError | null {
-  return checkAdmin(call, installed, what);
+  const refused = checkAdmin(call, installed, what);
+  if (refused !== null) permissionDenials.admin++;
+  return refused;
+}
+
+/** The node's participant check with the installed policy; see checkParticipant. */
+export function participantOnly(call: AuthenticatedCall, participantId: string, what: string): grpc.ServiceError | null {
+  const refused = checkParticipant(call, installed, participantId, what);
+  if (refused !== null) permissionDenials.participant++;
+  return refused;
 }

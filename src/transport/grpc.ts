@@ -67,6 +67,8 @@ export class GrpcTransport implements Transport {
   /** Peers to report unreachable at the next turn; at most one entry per peer. */
   private readonly unreachable = new Set<NodeId>();
   private closePromise: Promise<void> | null = null;
+  /** Inbound batches refused for their cluster id, destination or sender (a node metric). */
+  refusedBatches = 0;
 
   constructor(o: GrpcTransportOptions) {
     assert(o.clusterId !== '', 'transport has a cluster id');
@@ -238,17 +240,27 @@ export class GrpcTransport implements Transport {
     });
   }
 
-  /** R7: a node delivers nothing addressed to another cluster or another node. */
+  /**
+   * R7: a node delivers nothing addressed to another cluster or another
+   * node, and nothing from a sender that is not one of its peers (without
+   * TLS the sender's id is all there is to go by; with TLS checkPeer also
+   * holds the stream's certificate to it).
+   */
   private checkBatch(b: WireBatch): RejectStatus | null {
     let details: string | null = null;
+    let code = grpc.status.FAILED_PRECONDITION;
     if (b.clusterId !== this.o.clusterId) {
       details = `cluster id mismatch: message for cluster "${b.clusterId}" reached a node of cluster "${this.o.clusterId}"`;
     } else if (b.to !== this.o.selfId) {
       details = `node id mismatch: message for node "${b.to}" reached node "${this.o.selfId}"`;
+    } else if (b.from === this.o.selfId || !this.links.has(b.from)) {
+      code = grpc.status.PERMISSION_DENIED;
+      details = `unknown sender: "${b.from.slice(0, 64)}" is not a peer of node "${this.o.selfId}" (peers: ${[...this.links.keys()].join(', ') || 'none'})`;
     }
     if (details === null) return null;
-    this.log.warn({ batchClusterId: b.clusterId, from: b.from, to: b.to, messages: b.messages.length }, details);
-    return { code: grpc.status.FAILED_PRECONDITION, details };
+    this.refusedBatches++;
+    this.log.warn({ batchClusterId: b.clusterId.slice(0, 64), from: b.from.slice(0, 64), to: b.to.slice(0, 64), messages: b.messages.length }, details);
+    return { code, details };
   }
 
   /** With TLS: the stream's client certificate must name the batch's sender, of this cluster. */

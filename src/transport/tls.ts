@@ -12,8 +12,11 @@
 // both names on every peer, in both directions: the certificate of the peer
 // it dials, and the client certificate of a peer that opens a Raft stream to
 // it (CN must equal the stream's sender). A client's or participant's
-// certificate needs only to be signed by the CA; its CN is its name, which
-// admin checks read (src/transport/auth.ts).
+// certificate is signed by the CA and names it: an admin by its CN (in the
+// nodes' tls.adminNames), a participant by CN=<participant id> and
+// OU=<cluster id>; the checks are in src/transport/auth.ts (nodes) and
+// src/participant/node-callers.ts (participants), the model in
+// docs/security.md.
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
@@ -96,6 +99,13 @@ export function nodeCertificateProblem(subject: string | Record<string, string |
   return `certificate names node "${cn ?? ''}" of cluster "${ou ?? ''}" (CN=${cn ?? '-'}, OU=${ou ?? '-'}), expected node "${nodeId}" of cluster "${clusterId}" (CN=${nodeId}, OU=${clusterId})`;
 }
 
+/** Why `subject` is not a certificate of cluster `clusterId` (OU); null when it is. */
+export function clusterCertificateProblem(subject: string | Record<string, string | string[] | undefined> | undefined, clusterId: string): string | null {
+  const ou = subjectField(subject, 'OU');
+  if (ou === clusterId) return null;
+  return `certificate is of cluster "${ou ?? ''}" (CN=${subjectField(subject, 'CN') ?? '-'}, OU=${ou ?? '-'}), expected cluster "${clusterId}" (OU=${clusterId})`;
+}
+
 /** Whether the certificate's subjectAltName covers `host` (an IP address or a DNS name). */
 export function certificateNamesHost(leaf: X509Certificate, host: string): boolean {
   const h = host.startsWith('[') ? host.slice(1, -1) : host;
@@ -111,15 +121,17 @@ export function serverCredentials(m: TlsMaterial): grpc.ServerCredentials {
 /**
  * Client side: checks the server's certificate against the CA and the
  * dialled host, presents our certificate if we have one. With `node`, the
- * server must also be that node of that cluster (CN and OU).
+ * server must also be that node of that cluster (CN and OU), or, without
+ * `node.nodeId`, of that cluster (OU: what a participant knows of the nodes
+ * it dials).
  */
-export function channelCredentials(m: TlsMaterial, node?: { clusterId: string; nodeId: string }): grpc.ChannelCredentials {
+export function channelCredentials(m: TlsMaterial, node?: { clusterId: string; nodeId?: string }): grpc.ChannelCredentials {
   const verify: grpc.VerifyOptions = {};
   if (node !== undefined) {
     verify.checkServerIdentity = (host: string, cert: PeerCertificate): Error | undefined => {
       const hostErr = checkServerIdentity(host, cert);
       if (hostErr !== undefined) return hostErr;
-      const problem = nodeCertificateProblem(cert.subject, node.clusterId, node.nodeId);
+      const problem = node.nodeId === undefined ? clusterCertificateProblem(cert.subject, node.clusterId) : nodeCertificateProblem(cert.subject, node.clusterId, node.nodeId);
       return problem === null ? undefined : new Error(`peer at ${host} refused: its ${problem}`);
     };
   }

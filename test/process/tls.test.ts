@@ -63,7 +63,8 @@ describe('mutual TLS between nodes, clients and participants', () => {
       nodes: 3,
       clusterId,
       configExtra: (id) => nodeTls(clusterId, id, id === 'n3'),
-      clientCredentials: creds(alice),
+      // The harness writes with Put, an admin operation.
+      clientCredentials: creds(admin),
     });
     const [n1, , n3] = c.nodes;
 
@@ -96,8 +97,9 @@ describe('mutual TLS between nodes, clients and participants', () => {
     // 3. Two TLS participants: a `verdict participant` process and one in this process.
     const [pPort, qPort] = await freePorts(2);
     const endpoints = c.nodes.map((n) => n.address);
-    const shopCert = ca.issue('shop');
-    const ledgerCert = ca.issue('ledger');
+    // A participant's certificate names it: CN = participant id, OU = cluster id.
+    const shopCert = ca.issue('shop', { ou: clusterId, file: `${clusterId}-shop` });
+    const ledgerCert = ca.issue('ledger', { ou: clusterId, file: `${clusterId}-ledger` });
     const pdir = tempDir('verdict-tls-participants-');
     mkdirSync(join(pdir, 'ledger'));
     const logFd = openSync(join(pdir, 'shop.log'), 'a');

@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { message, MessageType, type Message } from '../../src/raft/types.ts';
 import { ConfigError, parseConfig } from '../../src/node/config.ts';
 import { loadNodeTls } from '../../src/node/node-tls.ts';
-import { checkAdmin } from '../../src/transport/auth.ts';
+import { checkAdmin, checkParticipant, OPEN_POLICY, type AuthPolicy } from '../../src/transport/auth.ts';
+import { NodeCallers } from '../../src/participant/node-callers.ts';
 import { GrpcTransport, SERVER_OPTIONS } from '../../src/transport/grpc.ts';
 import { channelCredentials, explainConnectError, loadTls, nodeCertificateProblem, serverCredentials, TlsSetupError } from '../../src/transport/tls.ts';
 import { freePorts } from '../free-ports.ts';
@@ -77,19 +78,100 @@ describe('loading certificate files', () => {
 
 describe('admin check', () => {
   const call = (cn?: string) => ({ getAuthContext: () => (cn === undefined ? {} : { sslPeerCertificate: { subject: { CN: cn } } as never }) });
+  const tls = (adminNames: string[]): AuthPolicy => ({ tls: { clusterId: 'c1', adminNames } });
 
-  it('lets every caller through without adminNames', () => {
-    expect(checkAdmin(call(), { adminNames: null })).toBeNull();
-    expect(checkAdmin(call('alice'), { adminNames: null })).toBeNull();
+  it('lets every caller through without TLS (no identities: docs/security.md)', () => {
+    expect(checkAdmin(call(), OPEN_POLICY)).toBeNull();
+    expect(checkAdmin(call('alice'), OPEN_POLICY)).toBeNull();
   });
 
   it('with adminNames, only a client certificate of one of those names', () => {
-    const p = { adminNames: ['ops-admin'] };
+    const p = tls(['ops-admin']);
     expect(checkAdmin(call('ops-admin'), p)).toBeNull();
     const denied = checkAdmin(call('alice'), p, 'leader transfer');
     expect(denied?.code).toBe(grpc.status.PERMISSION_DENIED);
     expect(denied?.details).toBe("leader transfer needs an admin certificate: client certificate CN=alice is not in the node's tls.adminNames; use a certificate whose CN is one of them");
     expect(checkAdmin(call(), p)?.details).toMatch(/a caller without a verified client certificate/);
+  });
+
+  it('refuses every certificate with TLS and no adminNames, and says how to name admins', () => {
+    const denied = checkAdmin(call('alice'), tls([]), 'put');
+    expect(denied?.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(denied?.details).toBe("put needs an admin certificate, and this node has none: set tls.adminNames to the CNs of the operators' client certificates");
+  });
+});
+
+describe('participant check: a participant id belongs to the certificate named after it', () => {
+  const call = (subject?: Record<string, string>) => ({ getAuthContext: () => (subject === undefined ? {} : { sslPeerCertificate: { subject } as never }) });
+  const p: AuthPolicy = { tls: { clusterId: 'c1', adminNames: ['ops-admin'] } };
+
+  it('accepts CN = participant id with OU = cluster id', () => {
+    expect(checkParticipant(call({ CN: 'shop', OU: 'c1' }), p, 'shop', 'registering participant "shop"')).toBeNull();
+    expect(checkParticipant(call(), OPEN_POLICY, 'shop', 'x')).toBeNull();
+  });
+
+  it('refuses another name, another cluster, an admin, and no certificate, naming the caller', () => {
+    const details = (subject: Record<string, string> | undefined): string | undefined => checkParticipant(call(subject), p, 'shop', 'registering participant "shop"')?.details;
+    expect(details({ CN: 'mallory', OU: 'c1' })).toBe('registering participant "shop" is for participant "shop" only, whose certificate has CN=shop, OU=c1; the caller presented client certificate CN=mallory, OU=c1');
+    expect(details({ CN: 'shop', OU: 'c2' })).toMatch(/the caller presented client certificate CN=shop, OU=c2$/);
+    expect(details({ CN: 'shop' })).toMatch(/CN=shop, OU=-$/);
+    expect(details({ CN: 'ops-admin' })).toMatch(/is for participant "shop" only/);
+    expect(details(undefined)).toMatch(/the caller presented a caller without a verified client certificate$/);
+    expect(checkParticipant(call({ CN: 'x' }), p, 'shop', 'x')?.code).toBe(grpc.status.PERMISSION_DENIED);
+  });
+
+  it('echoes a bounded id: a 100 kB participant id is not sent back whole', () => {
+    const details = checkParticipant(call({ CN: 'x'.repeat(100_000), OU: 'c1' }), p, 'a'.repeat(100_000), 'asking')?.details ?? '';
+    expect(details.length).toBeLessThan(400);
+    expect(details).toMatch(/^asking is for participant "a{64}" only/);
+  });
+});
+
+describe('a participant recognises the nodes of its cluster (NodeCallers)', () => {
+  const call = (subject?: Record<string, string>) => ({ getAuthContext: () => (subject === undefined ? {} : { sslPeerCertificate: { subject } as never }) });
+  const verdictOf = (callers: NodeCallers, subject?: Record<string, string>): Promise<string | null> => new Promise((r) => callers.check(call(subject), r));
+
+  function setup(members: string[][]) {
+    let nowMs = 0;
+    let fetches = 0;
+    const callers = new NodeCallers({
+      clusterId: 'c1',
+      fetchMembers: async () => members[Math.min(fetches++, members.length - 1)],
+      nowMs: () => nowMs,
+      log: pino({ level: 'silent' }),
+      refreshMinMs: 1_000,
+    });
+    return { callers, fetches: () => fetches, advance: (ms: number) => (nowMs += ms) };
+  }
+
+  it('accepts a member of its cluster, learned from the cluster', async () => {
+    const s = setup([['n1', 'n2', 'n3']]);
+    await s.callers.refresh();
+    expect(await verdictOf(s.callers, { CN: 'n2', OU: 'c1' })).toBeNull();
+    expect(s.fetches()).toBe(1);
+  });
+
+  it('refuses a participant certificate of its own cluster, another cluster, and no certificate', async () => {
+    const s = setup([['n1', 'n2', 'n3']]);
+    await s.callers.refresh();
+    expect(await verdictOf(s.callers, { CN: 'ledger', OU: 'c1' })).toBe('the caller\'s certificate CN=ledger names no node of cluster "c1" (its nodes: n1, n2, n3)');
+    expect(await verdictOf(s.callers, { CN: 'n1', OU: 'c2' })).toMatch(/^the caller's certificate is of cluster "c2" \(CN=n1, OU=c2\), expected cluster "c1"/);
+    expect(await verdictOf(s.callers, undefined)).toBe('the caller has no verified client certificate');
+    expect(s.callers.refused).toBe(3);
+  });
+
+  it('asks the cluster again for an unknown name (a node added since), at most once per refreshMinMs', async () => {
+    const s = setup([['n1', 'n2', 'n3'], ['n1', 'n2', 'n3', 'n4']]);
+    await s.callers.refresh();
+    // Within refreshMinMs of the last fetch: refused without asking.
+    expect(await verdictOf(s.callers, { CN: 'n4', OU: 'c1' })).toMatch(/names no node/);
+    expect(s.fetches()).toBe(1);
+    s.advance(1_000);
+    expect(await verdictOf(s.callers, { CN: 'n4', OU: 'c1' })).toBeNull();
+    expect(s.fetches()).toBe(2);
+    // An impostor right after: no new fetch, refused.
+    expect(await verdictOf(s.callers, { CN: 'mallory', OU: 'c1' })).toMatch(/names no node of cluster "c1" \(its nodes: n1, n2, n3, n4\)/);
+    expect(s.fetches()).toBe(2);
   });
 });
 
@@ -122,7 +204,8 @@ describe('node-to-node TLS between two transports on loopback', () => {
     const n1Transport = new GrpcTransport({
       clusterId: 'c1',
       selfId: 'n1',
-      peers: new Map(),
+      // n2 is a peer (a sender that is not is refused before its certificate is looked at).
+      peers: new Map([['n2', '127.0.0.1:1']]),
       onMessages: (m) => received.push(...m),
       onUnreachable: () => {},
       logger: quiet,

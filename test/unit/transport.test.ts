@@ -273,6 +273,28 @@ describe('GrpcTransport', () => {
     expect(b.received).toEqual([]);
   });
 
+  it('R7: refuses batches from a sender that is not a peer (without TLS the id is all there is), delivers nothing, and counts it', async () => {
+    const b = await startNode('n2', { peers: new Map([['n1', '127.0.0.1:1']]) });
+    const client = new grpc.Client(`127.0.0.1:${b.port}`, grpc.credentials.createInsecure());
+    const forged = (from: string): Promise<grpc.ServiceError | null> =>
+      new Promise((resolve) => {
+        const call = client.makeClientStreamRequest<WireBatch, WireStreamAck>(streamMethod.path, streamMethod.requestSerialize, streamMethod.responseDeserialize, (err) => resolve(err));
+        call.write({ clusterId: 'c1', from, to: 'n2', messages: [toWire(message({ type: MessageType.Heartbeat, from, to: 'n2', term: 7, commit: 5 }))] });
+      });
+    try {
+      for (const from of ['intruder', 'n2']) {
+        const err = await forged(from);
+        expect(err?.code).toBe(grpc.status.PERMISSION_DENIED);
+        expect(err?.details).toBe(`unknown sender: "${from}" is not a peer of node "n2" (peers: n1)`);
+      }
+      await waitFor(() => b.logs.filter((l) => /^unknown sender/.test(String(l.msg)) && l.level === 40).length === 2, 'two warnings at n2');
+      expect(b.received).toEqual([]);
+      expect(b.transport.refusedBatches).toBe(2);
+    } finally {
+      client.close();
+    }
+  });
+
   it('(d) reconnects after the peer restarts on the same port', async () => {
     const a = await startNode('n1');
     const b = await startNode('n2');
@@ -362,7 +384,7 @@ describe('GrpcTransport', () => {
   });
 
   it('forgets inbound streams that the sender cancels', async () => {
-    const b = await startNode('n2');
+    const b = await startNode('n2', { peers: new Map([['n1', '127.0.0.1:1']]) });
     const client = new grpc.Client(`127.0.0.1:${b.port}`, grpc.credentials.createInsecure());
     try {
       for (let i = 0; i < 3; i++) {
