@@ -22,7 +22,14 @@ export class NodeMetrics {
   private readonly commitSeconds: Histogram<'outcome'>;
 
   /** The sources are read at scrape time; before the log is recovered they are null and their metrics are absent. */
-  constructor(src: { nodeId: string; driver: () => Driver<unknown> | null; engine: () => CoordinatorEngine | null; table: () => DecisionTable | null }) {
+  constructor(src: {
+    nodeId: string;
+    driver: () => Driver<unknown> | null;
+    engine: () => CoordinatorEngine | null;
+    table: () => DecisionTable | null;
+    /** Refused inbound Raft batches and messages, by reason (src/transport/refusal-log.ts). */
+    refusals?: () => ReadonlyMap<string, number>;
+  }) {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
     collectDefaultMetrics({ register: r, prefix: 'verdict_' });
@@ -47,6 +54,19 @@ export class NodeMetrics {
     new Gauge({ name: 'verdict_raft_commit_index', help: 'Highest log index known to be committed.', registers: [r], collect() { fromStatus(this, (s) => s.hardState.commit); } });
     new Gauge({ name: 'verdict_raft_applied_index', help: 'Highest log index applied to the decision table.', registers: [r], collect() { fromStatus(this, (s) => s.applied); } });
     new Gauge({ name: 'verdict_raft_last_index', help: 'Index of the last entry in the local log.', registers: [r], collect() { fromStatus(this, (s) => s.lastIndex); } });
+
+    new Counter({
+      name: 'verdict_raft_messages_refused_total',
+      help: 'Inbound Raft batches and messages refused at the edge, by reason (see docs/hardening-raft.md); each is dropped and logged.',
+      labelNames: ['reason'],
+      registers: [r],
+      collect() {
+        const totals = src.refusals?.();
+        if (!totals) return;
+        this.reset();
+        for (const [reason, n] of totals) this.inc({ reason }, n);
+      },
+    });
 
     this.persistSeconds = new Histogram({
       name: 'verdict_raft_persist_duration_seconds',
