@@ -125,6 +125,8 @@ describe('node-to-node TLS between two transports on loopback', () => {
       clusterId: 'c1',
       selfId: 'n1',
       peers: new Map(),
+      // n1 dials nobody in this test, but n2 is a member it accepts traffic from.
+      members: () => new Set(['n2']),
       onMessages: (m) => received.push(...m),
       onUnreachable: () => {},
       logger: quiet,
