@@ -136,9 +136,8 @@ describe('a committed entry this node cannot apply', () => {
     expect(first.d.applied).toBeLessThan(badIndex);
 
     // Restarted from what reached the disk: the same stop, at the same index, still no exception.
-    const q2 = new EventQueue();
-    const again = singleNode(disk.recover(), q2, disk);
-    expect(() => q2.runUntil(q2.now + 2_000, () => again.fatal.length > 0)).not.toThrow();
+    const again = singleNode(disk.recover(), q, disk);
+    expect(() => q.runUntil(q.now + 2_000, () => again.fatal.length > 0)).not.toThrow();
     expect(again.fatal.map((e) => (e as UnappliableEntryError).index)).toEqual([badIndex]);
     expect(again.sm.kv.has('after')).toBe(false);
   });
