@@ -180,6 +180,8 @@ describe('Raft edge: every field, every reason', () => {
     expectRefused(withData(new Uint8Array([0x01, 0x00])), 'entry_data', 'entries[0].data', /shorter than its 3-byte header/);
     expectRefused(withData(new Uint8Array([0x01, 0xff, 0xff, 0x61])), 'entry_data', 'entries[0].data', /runs past/);
     expectRefused(withData(new Uint8Array([0x7b]), EntryType.ConfChange), 'entry_data', 'entries[0].data', /membership change does not decode/);
+    const badAddresses = encodeConfChange({ type: ConfChangeType.AddLearner, nodeId: 'n4', base: { voters: ['n1', 'n2', 'n3'], learners: [], votersOutgoing: [] }, context: Buffer.from('{"addresses":{"n4":""}}') });
+    expectRefused(withData(badAddresses, EntryType.ConfChange), 'entry_data', 'entries[0].data', /without an id or an address/);
     const small: RaftEdgeView = view;
     const b = batch(good(MT.App));
     expectRefused(checkMessage(b.messages[0], b, small, { ...DEFAULT_EDGE_LIMITS, entryBytesMax: 8 }), 'entry_data', 'entries[0].data', /at most 8/);
@@ -202,8 +204,11 @@ describe('Raft edge: every field, every reason', () => {
     expectRefused(snap((s) => (s.metadata!.confState!.voters = ['n1', 'n1'])), 'snapshot', 'snapshot.metadata.confState.voters', /twice/);
     expectRefused(snap((s) => (s.metadata!.confState!.learners = ['n1'])), 'snapshot', 'snapshot.metadata.confState.learners', /both a voter and a learner/);
     expectRefused(snap((s) => (s.metadata!.confState!.votersOutgoing = [''])), 'snapshot', 'snapshot.metadata.confState.votersOutgoing[0]');
-    expectRefused(snap((s) => (s.data = new Uint8Array([0x7b]))), 'snapshot', 'snapshot.data', /not JSON/);
-    expectRefused(snap((s) => (s.data = Buffer.from('{"kv":[]}'))), 'snapshot', 'snapshot.data', /no decision table/);
+    expectRefused(snap((s) => (s.data = new Uint8Array([0x7b]))), 'snapshot', 'snapshot.data', /snapshot data does not restore/);
+    expectRefused(snap((s) => (s.data = Buffer.from('{"kv":[]}'))), 'snapshot', 'snapshot.data', /snapshot data does not restore/);
+    expectRefused(snap((s) => (s.data = Buffer.from('{"kv":[1],"table":{"p":[],"d":[],"t":[]}}'))), 'snapshot', 'snapshot.data', /snapshot data does not restore/);
+    expectRefused(snap((s) => (s.data = Buffer.from('{"kv":[],"table":{"p":[null],"d":[],"t":[]}}'))), 'snapshot', 'snapshot.data', /snapshot data does not restore/);
+    expectRefused(snap((s) => (s.data = Buffer.from('{"kv":[],"table":{"p":[],"d":[],"t":[]},"members":[["n1",5]]}'))), 'snapshot', 'snapshot.data', /without an id or an address/);
   });
 
   it('every reason of the metric is one a test above (or the transport and core tests) produces', () => {
