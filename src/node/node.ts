@@ -37,6 +37,7 @@ import { encodeCommand, type ApplyResult } from '../commit/state.ts';
 import type { NodeConfig } from './config.ts';
 import { Driver, UnappliableEntryError, type ProposeCallback } from './driver.ts';
 import { entryProblem, NodeStateMachine, snapshotProblem } from './machine.ts';
+import { raftMembers } from './members.ts';
 import { coordinatorApi } from './coordinator-service.ts';
 import { commitStreamHandler } from './commit-stream.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
@@ -134,8 +135,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   );
   // The config file's peers: the seed membership, until a membership change is applied.
   const seedPeers = new Map(cfg.peers);
-  /** Who may send us Raft traffic: the members of the configuration in effect (kept by refreshMembers). */
-  let memberIds: ReadonlySet<string> = new Set();
+  /** Who may send us Raft traffic (src/node/members.ts). */
+  const members = raftMembers(rawNode, () => new Set(seedPeers.keys()));
   const transport = new GrpcTransport({
     clusterId: cfg.clusterId,
     selfId: cfg.nodeId,
@@ -144,7 +145,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     onMessages: (msgs) => driver?.receive(msgs),
     onUnreachable: (peer) => driver?.reportUnreachable(peer),
     // The edge (src/transport/raft-edge.ts) checks every inbound message against these before the core sees it.
-    members: () => memberIds,
+    members,
     term: () => rawNode.raft.term,
     entryProblem,
     snapshotProblem,
@@ -198,10 +199,6 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
    * config file's peers before any change.
    */
   function refreshMembers(cs: ConfState | null): void {
-    const conf = rawNode.confState();
-    const ids = new Set([...conf.voters, ...conf.learners, ...conf.votersOutgoing]);
-    // A joining node has no configuration until the leader's log or snapshot gives it one: it hears from the peers it was given.
-    memberIds = ids.size > 0 ? ids : new Set(seedPeers.keys());
     const known = machine.members.size > 0 ? machine.members : seedPeers;
     cfg.peers.clear();
     for (const [id, a] of known) cfg.peers.set(id, a);

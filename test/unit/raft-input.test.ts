@@ -10,10 +10,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { encodeCommand } from '../../src/commit/state.ts';
 import { Driver, UnappliableEntryError } from '../../src/node/driver.ts';
 import { encodePut, NodeStateMachine } from '../../src/node/machine.ts';
+import { raftMembers } from '../../src/node/members.ts';
+import { ConfChangeType, encodeConfChange } from '../../src/raft/confchange.ts';
 import { MemoryStorage } from '../../src/raft/memory-storage.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
-import { message, MessageType as MT, Role, type Message } from '../../src/raft/types.ts';
+import { EntryType, message, MessageType as MT, Role, type Message } from '../../src/raft/types.ts';
 import { GrpcTransport, SERVER_OPTIONS } from '../../src/transport/grpc.ts';
 import type { RecoveredState } from '../../src/storage/types.ts';
 import { EventQueue } from '../sim/event-queue.ts';
@@ -146,5 +148,26 @@ describe('a committed entry this node cannot apply', () => {
     const sm = new NodeStateMachine();
     expect(() => sm.apply({ term: 1, index: 7, type: 0, data: encodeCommand({ t: 'forget', txnIds: 'x' } as never) })).toThrow(/log entry 7 cannot be applied: forget needs a list of txnIds/);
     expect(() => sm.applyConfChange({ type: 0, nodeId: 'n4', base: { voters: [], learners: [], votersOutgoing: [] }, context: Buffer.from('{') }, { term: 1, index: 9, type: 1, data: new Uint8Array(0) })).toThrow(UnappliableEntryError);
+  });
+});
+
+describe('who may send this node Raft traffic', () => {
+  const change = (type: ConfChangeType, nodeId: string, index: number) => ({
+    term: 1,
+    index,
+    type: EntryType.ConfChange,
+    data: encodeConfChange({ type, nodeId, base: { voters: VOTERS, learners: [], votersOutgoing: [] }, context: new Uint8Array(0) }),
+  });
+  const withLog = (voters: string[], entries: ReturnType<typeof change>[]): RawNode =>
+    new RawNode({ id: 'n2', storage: MemoryStorage.from({ term: 1, vote: '', commit: 0 }, { metadata: { index: 0, term: 0, confState: { voters, learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) }, entries), random: () => 0 });
+
+  it('the configuration in effect, plus a node added by a change still unapplied in the log (it may lead before this node applies it); not one being removed', () => {
+    const n = withLog(VOTERS, [change(ConfChangeType.AddLearner, 'n4', 1), change(ConfChangeType.Remove, 'n3', 2)]);
+    expect([...raftMembers(n, () => new Set())()].sort()).toEqual(['n1', 'n2', 'n3', 'n4']);
+    expect([...raftMembers(withLog(VOTERS, []), () => new Set())()].sort()).toEqual(['n1', 'n2', 'n3']);
+  });
+
+  it('a joining node, with no configuration yet, hears from the peers it was given', () => {
+    expect([...raftMembers(withLog([], []), () => new Set(['n1', 'n5']))()].sort()).toEqual(['n1', 'n5']);
   });
 });
