@@ -90,12 +90,16 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
 
     // The attacks, at every node: aimed where each would have been taken.
     const codes = new Map<string, number>();
+    /** Per node: batches that must have been refused in part or whole (all but a truncated frame that decoded to an empty batch). */
+    const mustRefuse = new Map<NodeProc, number>();
     for (const n of c.nodes) {
       const st = await n.status();
       const member = c.nodes.find((x) => x.id !== n.id && x.id !== leader.id) ?? c.nodes.find((x) => x.id !== n.id)!;
       const t: Target = { clusterId: c.clusterId, nodeId: n.id, leaderId: leader.id === n.id ? member.id : leader.id, memberId: member.id, term: st.term, lastIndex: st.lastIndex };
       const raft = client(n.address);
+      let refusable = 0;
       for (const a of reportedAttacks(t)) {
+        refusable++;
         const r = await sendFrames(raft, [a.batch]);
         // A non-member's batch ends the stream with a reason; a member's bad message is dropped and the stream goes on.
         if (a.batch.from === 'intruder') {
@@ -107,10 +111,12 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
         const r = await sendFrames(raft, [f.frame]);
         const key = `${f.kind}:${grpc.status[r.code]}`;
         codes.set(key, (codes.get(key) ?? 0) + 1);
+        if (!(f.kind === 'truncated' && r.code === grpc.status.OK)) refusable++;
         // Never UNKNOWN or INTERNAL: a refusal always says what was wrong (or the batch was taken apart message by message).
         expect([grpc.status.OK, grpc.status.INVALID_ARGUMENT, grpc.status.FAILED_PRECONDITION, grpc.status.PERMISSION_DENIED], `${f.kind} ${f.what}: ${grpc.status[r.code]} ${r.details}`).toContain(r.code);
       }
       expect(n.running, `${n.id} survived`).toBe(true);
+      mustRefuse.set(n, refusable);
     }
     console.log(`fuzz-raft: stream outcomes by kind: ${JSON.stringify(Object.fromEntries([...codes].sort()))}`);
 
@@ -136,6 +142,9 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
       expect(refused('snapshot'), `${n.id}: the snapshot-less MSG_SNAP`).toBeGreaterThanOrEqual(1);
       expect(refused('entry_data'), `${n.id}: the tag-127 entry`).toBeGreaterThanOrEqual(1);
       expect(refused('undecodable'), `${n.id}: random bytes`).toBeGreaterThanOrEqual(1);
+      // Every forged, random and mistyped batch was refused somewhere: none reached the core whole.
+      const total = s.filter((x) => x.name === 'verdict_raft_messages_refused_total').reduce((sum, x) => sum + x.value, 0);
+      expect(total, `${n.id}: refusals counted`).toBeGreaterThanOrEqual(mustRefuse.get(n) ?? 0);
       const log = n.logTail(100_000);
       expect(log).toMatch(/refused Raft input from \\?"intruder\\?": from: \\?"intruder\\?" is not a member/);
       expect(log).toMatch(/"reason":"entry_data".*unknown command tag 127/);

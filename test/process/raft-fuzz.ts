@@ -108,7 +108,8 @@ function forgedMessage(rng: Rng, t: Target): { batch: WireBatch; wrong: string }
     ['term 2^53', () => batchOf(t, [base(t, MT.Heartbeat, { term: TWO_53 as unknown as number })])],
     ['term 0', () => batchOf(lead, [{ ...good, term: 0 }])],
     ['term far ahead', () => batchOf(t, [base(t, MT.PreVote, { term: t.term + 2 ** 40 })])],
-    ['negative commit', () => batchOf(t, [base(t, MT.Heartbeat, { commit: -1 })])],
+    // (A negative number is no forgery here: the encoder writes it as 0.)
+    ['commit 2^64-1', () => batchOf(t, [base(t, MT.Heartbeat, { commit: U64_MAX as unknown as number })])],
     ['index 2^64-1', () => batchOf(t, [base(t, MT.AppResp, { index: U64_MAX as unknown as number })])],
     ['unknown type', () => batchOf(t, [base(t, 40 + rng.int(1000))])],
     ['local type', () => batchOf(t, [base(t, [MT.Hup, MT.Beat, MT.Unreachable, MT.SnapStatus, MT.CheckQuorum, MT.Prop][rng.int(6)])])],
