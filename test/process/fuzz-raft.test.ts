@@ -146,6 +146,10 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
       const total = s.filter((x) => x.name === 'verdict_raft_messages_refused_total').reduce((sum, x) => sum + x.value, 0);
       expect(total, `${n.id}: refusals counted`).toBeGreaterThanOrEqual(mustRefuse.get(n) ?? 0);
       const log = n.logTail(100_000);
+      // Logged, but not once per refusal: per sender and reason, and within a bound over all senders.
+      const lines = log.split('\n').filter((l) => l.includes('refused Raft input')).length;
+      expect(lines, `${n.id}: refusal log lines`).toBeGreaterThan(0);
+      expect(lines, `${n.id}: refusal log lines`).toBeLessThan(total);
       expect(log).toMatch(/refused Raft input from \\?"intruder\\?": from: \\?"intruder\\?" is not a member/);
       expect(log).toMatch(/"reason":"entry_data".*unknown command tag 127/);
       expect(log).not.toMatch(/RaftInvariantError|cannot be applied/);

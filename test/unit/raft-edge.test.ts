@@ -22,7 +22,7 @@ import {
   type Refusal,
   type RefusalReason,
 } from '../../src/transport/raft-edge.ts';
-import { RefusalLog } from '../../src/transport/refusal-log.ts';
+import { REFUSAL_LINES_MAX, RefusalLog } from '../../src/transport/refusal-log.ts';
 
 const TERM = 5;
 const view: RaftEdgeView = { clusterId: 'c1', selfId: 'n2', members: new Set(['n1', 'n2', 'n3']), term: TERM, entryProblem, snapshotProblem };
@@ -271,6 +271,19 @@ describe('refusal log', () => {
     log.refuse('n1', r);
     expect(lines).toHaveLength(3);
     expect(lines[2]).toMatchObject({ from: 'n1', suppressed: 4 });
+  });
+
+  it('bounds the lines per interval over all senders (an id costs nothing to vary), and says how many it left out', () => {
+    const lines: Record<string, unknown>[] = [];
+    let nowMs = 0;
+    const log = new RefusalLog(pino({ level: 'warn' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }), 10_000, () => nowMs);
+    for (let i = 0; i < 1_000; i++) log.refuse(`forged-${i}`, { reason: 'sender', field: 'from', detail: 'not a member' });
+    expect(log.totals().get('sender')).toBe(1_000);
+    expect(lines).toHaveLength(REFUSAL_LINES_MAX);
+    nowMs = 10_000;
+    log.refuse('n1', { reason: 'number', field: 'term', detail: 'too big' });
+    expect(lines[REFUSAL_LINES_MAX]).toMatchObject({ suppressed: 1_000 - REFUSAL_LINES_MAX });
+    expect(lines[REFUSAL_LINES_MAX + 1]).toMatchObject({ from: 'n1', reason: 'number' });
   });
 
   it('clips a hostile sender id in the log line', () => {
