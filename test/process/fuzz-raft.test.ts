@@ -150,6 +150,7 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
       const lines = log.split('\n').filter((l) => l.includes('refused Raft input')).length;
       expect(lines, `${n.id}: refusal log lines`).toBeGreaterThan(0);
       expect(lines, `${n.id}: refusal log lines`).toBeLessThan(total);
+      console.log(`fuzz-raft: ${n.id} counted ${total} refusals (at least ${mustRefuse.get(n)} expected) in ${lines} log lines`);
       expect(log).toMatch(/refused Raft input from \\?"intruder\\?": from: \\?"intruder\\?" is not a member/);
       expect(log).toMatch(/"reason":"entry_data".*unknown command tag 127/);
       expect(log).not.toMatch(/RaftInvariantError|cannot be applied/);
