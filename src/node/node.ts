@@ -164,7 +164,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     onFatal: (err) => {
       if (err instanceof UnappliableEntryError) {
         // Damage to this node's own log (peers' entries are checked on arrival): one line, no stack, a distinct exit code.
-        log.fatal({ index: err.index, why: err.why }, `${err.message}; this node's log is damaged, so it stops rather than diverge from the others. Move its data directory aside and let it rejoin from its peers (docs/hardening-raft.md)`);
+        log.fatal({ index: err.index, why: err.why }, `${err.message}; this node's log is damaged, so it stops rather than diverge from the others. Replace it as a node whose disk is gone (docs/hardening-raft.md)`);
         void stop().finally(() => process.exit(3));
         return;
       }
