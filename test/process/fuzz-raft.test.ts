@@ -85,6 +85,13 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
     expect((await v.abort(abortedId, 'aborted before the attack')).outcome).toBe('ABORTED');
     told.set(abortedId, 'OUTCOME_ABORTED');
     await outcomesOnEveryNode(c, told);
+    // No false alarms: an election, a membership of three and four transactions of real traffic refused nothing.
+    for (const n of c.nodes) {
+      const s = await waitFor(`${n.id}'s metrics`, WAIT_MS, () => scrape(n.metricsAddress as string).catch(() => undefined));
+      const refused = s.samples.filter((x) => x.name === 'verdict_raft_messages_refused_total');
+      expect(refused.length, `${n.id} exports a refusal count per reason`).toBeGreaterThan(0);
+      expect(refused.filter((x) => x.value !== 0), `${n.id} refused nothing of real traffic`).toEqual([]);
+    }
     const termsBefore = new Map<NodeProc, number>();
     for (const n of c.nodes) termsBefore.set(n, (await n.status()).term);
 
