@@ -35,6 +35,22 @@ export class NotLeaderError extends Error {
   }
 }
 
+/**
+ * A committed entry in this node's own log that the state machine cannot
+ * apply. Every entry a peer sends is checked before it is accepted, so this
+ * is damage to the local log: the node stops, naming the index, rather than
+ * skip the entry and diverge from the other replicas.
+ */
+export class UnappliableEntryError extends Error {
+  constructor(
+    readonly index: number,
+    readonly why: string,
+  ) {
+    super(`log entry ${index} cannot be applied: ${why}`);
+    this.name = 'UnappliableEntryError';
+  }
+}
+
 export class OverloadedError extends Error {
   constructor(what: string) {
     super(`overloaded: ${what}`);
@@ -53,8 +69,10 @@ export interface DriverOptions<R> {
   snapshotKeepEntries: number;
   /** Proposals and reads waiting for an answer, each. */
   waitersMax: number;
-  /** The disk failed: the node must stop (it cannot know what was written). */
+  /** The disk failed (it cannot know what was written), or its log holds an entry it cannot apply (UnappliableEntryError): the node must stop. */
   onFatal: (err: Error) => void;
+  /** A peer's message the core refused before stepping it (see RawNode.step), with why. */
+  onRefused?: (m: Message, why: string) => void;
   /** Observers: every applied entry, and every Ready that was persisted. */
   onApplied?: (entry: Entry, result: R) => void;
   onPersisted?: (rd: Ready) => void;
@@ -120,7 +138,10 @@ export class Driver<R = unknown> {
 
   receive(messages: Message[]): void {
     if (this.stopped) return;
-    for (const m of messages) this.node.step(m);
+    for (const m of messages) {
+      const why = this.node.step(m);
+      if (why !== null) this.opts.onRefused?.(m, why);
+    }
     this.pump();
   }
 
@@ -276,7 +297,11 @@ export class Driver<R = unknown> {
       this.restoreSnapshot(rd.snapshot);
       this.opts.onMembership?.(this.node.confState());
     }
-    for (const e of rd.committedEntries) this.applyEntry(e);
+    for (const e of rd.committedEntries) {
+      this.applyEntry(e);
+      // An entry that cannot be applied stopped the node: nothing after it may be applied or advanced.
+      if (this.stopped) return;
+    }
     for (const rs of rd.readStates) {
       const key = Buffer.from(rs.context).toString('latin1');
       const cb = this.readsByContext.get(key);
@@ -310,7 +335,12 @@ export class Driver<R = unknown> {
     // A leader's empty entry carries no command.
     const isCommand = e.type === EntryType.Normal && e.data.byteLength > 0;
     if (isCommand) {
-      result = this.opts.sm.apply(e);
+      try {
+        result = this.opts.sm.apply(e);
+      } catch (err) {
+        if (!(err instanceof UnappliableEntryError)) throw err;
+        return this.fatal(err);
+      }
       this.opts.onApplied?.(e, result);
     }
     const w = this.proposals.get(e.index);
@@ -321,9 +351,19 @@ export class Driver<R = unknown> {
   }
 
   private applyConfChange(e: Entry): void {
-    const cc = decodeConfChange(e.data);
+    let cc: ConfChange;
+    try {
+      cc = decodeConfChange(e.data);
+    } catch (err) {
+      return this.fatal(new UnappliableEntryError(e.index, (err as Error).message));
+    }
     const cs = this.node.applyConfChange(cc, e.index);
-    this.opts.sm.applyConfChange?.(cc, e);
+    try {
+      this.opts.sm.applyConfChange?.(cc, e);
+    } catch (err) {
+      if (!(err instanceof UnappliableEntryError)) throw err;
+      return this.fatal(err);
+    }
     this.opts.onMembership?.(cs);
     const w = this.proposals.get(e.index);
     if (!w) return;

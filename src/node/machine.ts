@@ -3,10 +3,11 @@
 // log (`verdict put/get`, the Raft benchmarks). Each command's first byte
 // says which one it is for.
 
-import { DecisionTable, decodeCommand, isCommand, type ApplyResult } from '../commit/state.ts';
-import type { ConfChange } from '../raft/confchange.ts';
-import type { Entry } from '../raft/types.ts';
-import type { StateMachine } from './driver.ts';
+import { checkedCommand, commandProblem } from '../commit/command-check.ts';
+import { DecisionTable, isCommand, type ApplyResult } from '../commit/state.ts';
+import { decodeConfChange, type ConfChange } from '../raft/confchange.ts';
+import { EntryType, type Entry } from '../raft/types.ts';
+import { UnappliableEntryError, type StateMachine } from './driver.ts';
 
 const TAG_PUT = 0x01;
 
@@ -20,6 +21,56 @@ export function encodePut(key: string, value: Uint8Array): Uint8Array {
   out.set(k, 3);
   out.set(value, 3 + k.byteLength);
   return out;
+}
+
+/** Why `data` is not a well-formed put, or null. */
+function putProblem(data: Uint8Array): string | null {
+  if (data.byteLength < 3) return `put of ${data.byteLength} bytes is shorter than its 3-byte header`;
+  const n = new DataView(data.buffer, data.byteOffset, data.byteLength).getUint16(1);
+  return 3 + n <= data.byteLength ? null : `put key of ${n} bytes runs past the entry's ${data.byteLength} bytes`;
+}
+
+/**
+ * Why this node could not apply an entry with this payload, or null: what a
+ * follower checks before it accepts an append (src/transport/raft-edge.ts).
+ * An entry it accepted is one it can apply, so no peer can plant an entry
+ * that stops this node on every restart.
+ */
+export function entryProblem(type: EntryType, data: Uint8Array): string | null {
+  if (type === EntryType.ConfChange) {
+    try {
+      return addressesProblem(decodeMemberContext(decodeConfChange(data).context));
+    } catch (err) {
+      return `membership change does not decode: ${(err as Error).message}`;
+    }
+  }
+  // A leader's empty entry carries no command.
+  if (data.byteLength === 0) return null;
+  if (data[0] === TAG_PUT) return putProblem(data);
+  return commandProblem(data);
+}
+
+/** Why a member address map (a membership change's context, a snapshot's members) is unusable, or null. */
+function addressesProblem(addresses: ReadonlyMap<unknown, unknown>): string | null {
+  for (const [id, a] of addresses) {
+    if (typeof id !== 'string' || id === '' || typeof a !== 'string' || a === '') return 'a member without an id or an address';
+  }
+  return null;
+}
+
+/**
+ * Why this node could not restore a snapshot with this data, or null: the
+ * data is restored into a scratch state machine, so whatever passes is
+ * exactly what restore() takes (snapshots are rare; the double work is not).
+ */
+export function snapshotProblem(data: Uint8Array): string | null {
+  const scratch = new NodeStateMachine();
+  try {
+    scratch.restore(data);
+  } catch (err) {
+    return `snapshot data does not restore: ${(err as Error).message}`;
+  }
+  return addressesProblem(scratch.members);
 }
 
 export function decodePut(data: Uint8Array): { key: string; value: Uint8Array } {
@@ -49,23 +100,35 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   /** Members' addresses as of the last applied membership change; empty until the first one (the config file's peers hold until then). */
   readonly members = new Map<string, string>();
 
-  applyConfChange(cc: ConfChange): void {
-    const addresses = decodeMemberContext(cc.context);
+  applyConfChange(cc: ConfChange, e: Entry): void {
+    let addresses: Map<string, string>;
+    try {
+      addresses = decodeMemberContext(cc.context);
+    } catch (err) {
+      throw new UnappliableEntryError(e.index, `membership change context does not decode: ${(err as Error).message}`);
+    }
     if (addresses.size === 0) return;
     this.members.clear();
     for (const [id, a] of addresses) this.members.set(id, a);
   }
 
   apply(e: Entry): ApplyResult | null {
-    if (isCommand(e.data)) return this.table.apply(decodeCommand(e.data), e.index);
+    // An entry this node cannot apply must stop it, not be skipped: skipping
+    // would let this replica diverge from the others. Peers cannot send one
+    // (the edge checks every entry), so it is this node's own log that is damaged.
+    if (isCommand(e.data)) {
+      const { cmd, problem } = checkedCommand(e.data);
+      if (cmd === null) throw new UnappliableEntryError(e.index, problem);
+      return this.table.apply(cmd, e.index);
+    }
     if (e.data[0] === TAG_PUT) {
+      const problem = putProblem(e.data);
+      if (problem !== null) throw new UnappliableEntryError(e.index, problem);
       const { key, value } = decodePut(e.data);
       this.kv.set(key, value);
       return null;
     }
-    // An entry this version does not understand must stop the node, not be skipped:
-    // skipping would let this replica diverge from the others.
-    throw new Error(`log entry ${e.index} has unknown command tag ${e.data[0]}`);
+    throw new UnappliableEntryError(e.index, `unknown command tag ${e.data[0]}`);
   }
 
   snapshot(): Uint8Array {
@@ -76,6 +139,7 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
 
   restore(data: Uint8Array): void {
     const o = JSON.parse(Buffer.from(data).toString()) as { kv: [string, string][]; table: unknown; members?: [string, string][] };
+    if (o === null || typeof o !== 'object' || !Array.isArray(o.kv) || (o.members !== undefined && !Array.isArray(o.members))) throw new Error('not a snapshot of this state machine');
     this.members.clear();
     for (const [id, a] of o.members ?? []) this.members.set(id, a);
     this.kv.clear();

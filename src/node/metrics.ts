@@ -28,8 +28,8 @@ export class NodeMetrics {
     driver: () => Driver<unknown> | null;
     engine: () => CoordinatorEngine | null;
     table: () => DecisionTable | null;
-    /** Inbound Raft batches refused (wrong cluster, destination or sender). */
-    refusedBatches?: () => number;
+    /** Refused inbound Raft batches and messages, by reason (src/transport/refusal-log.ts). */
+    refusals?: () => ReadonlyMap<string, number>;
   }) {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
@@ -52,7 +52,6 @@ export class NodeMetrics {
         this.inc({ role: 'participant' }, permissionDenials.participant);
       },
     });
-    new Counter({ name: 'verdict_raft_batches_refused_total', help: 'Inbound Raft batches refused: another cluster, another node, or a sender that is not a peer.', registers: [r], collect() { this.reset(); this.inc(src.refusedBatches?.() ?? 0); } });
     new Gauge({ name: 'verdict_raft_term', help: 'Current Raft term.', registers: [r], collect() { fromStatus(this, (s) => s.hardState.term); } });
     new Gauge({
       name: 'verdict_raft_role',
@@ -67,6 +66,19 @@ export class NodeMetrics {
     new Gauge({ name: 'verdict_raft_commit_index', help: 'Highest log index known to be committed.', registers: [r], collect() { fromStatus(this, (s) => s.hardState.commit); } });
     new Gauge({ name: 'verdict_raft_applied_index', help: 'Highest log index applied to the decision table.', registers: [r], collect() { fromStatus(this, (s) => s.applied); } });
     new Gauge({ name: 'verdict_raft_last_index', help: 'Index of the last entry in the local log.', registers: [r], collect() { fromStatus(this, (s) => s.lastIndex); } });
+
+    new Counter({
+      name: 'verdict_raft_messages_refused_total',
+      help: 'Inbound Raft batches and messages refused at the edge, by reason (see docs/hardening-raft.md); each is dropped and logged.',
+      labelNames: ['reason'],
+      registers: [r],
+      collect() {
+        const totals = src.refusals?.();
+        if (!totals) return;
+        this.reset();
+        for (const [reason, n] of totals) this.inc({ reason }, n);
+      },
+    });
 
     this.persistSeconds = new Histogram({
       name: 'verdict_raft_persist_duration_seconds',

@@ -23,7 +23,7 @@ import { shutdownServer } from '../transport/server.ts';
 import { randomInt } from 'node:crypto';
 import { format } from 'node:util';
 import type { Logger } from 'pino';
-import { emptyConfState, NONE, type ConfState } from '../raft/types.ts';
+import { emptyConfState, MessageType, NONE, type ConfState } from '../raft/types.ts';
 import { RawNode } from '../raft/raw-node.ts';
 import { Rng } from '../raft/rng.ts';
 import { LevelLogStore } from '../storage/level.ts';
@@ -35,8 +35,9 @@ import type { LogStore } from '../storage/types.ts';
 import { CoordinatorEngine } from '../commit/engine.ts';
 import { encodeCommand, type ApplyResult } from '../commit/state.ts';
 import type { NodeConfig } from './config.ts';
-import { Driver, type ProposeCallback } from './driver.ts';
-import { NodeStateMachine } from './machine.ts';
+import { Driver, UnappliableEntryError, type ProposeCallback } from './driver.ts';
+import { entryProblem, NodeStateMachine, snapshotProblem } from './machine.ts';
+import { raftMembers } from './members.ts';
 import { coordinatorApi } from './coordinator-service.ts';
 import { commitStreamHandler } from './commit-stream.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
@@ -144,6 +145,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   );
   // The config file's peers: the seed membership, until a membership change is applied.
   const seedPeers = new Map(cfg.peers);
+  /** Who may send us Raft traffic (src/node/members.ts). */
+  const members = raftMembers(rawNode, () => new Set(seedPeers.keys()));
   const transport = new GrpcTransport({
     clusterId: cfg.clusterId,
     selfId: cfg.nodeId,
@@ -151,6 +154,11 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     peers: new Map([...cfg.peers].map(([id, addr]) => [id, cfg.peerDial.get(id) ?? addr])),
     onMessages: (msgs) => driver?.receive(msgs),
     onUnreachable: (peer) => driver?.reportUnreachable(peer),
+    // The edge (src/transport/raft-edge.ts) checks every inbound message against these before the core sees it.
+    members,
+    term: () => rawNode.raft.term,
+    entryProblem,
+    snapshotProblem,
     logger: log,
     ...(tls ? { credentialsFor: tls.peer, authorizePeer: tls.authorizePeer } : {}),
   });
@@ -164,9 +172,16 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     snapshotKeepEntries: Math.min(1000, cfg.snapshotEntries),
     waitersMax: WAITERS_MAX,
     onFatal: (err) => {
+      if (err instanceof UnappliableEntryError) {
+        // Damage to this node's own log (peers' entries are checked on arrival): one line, no stack, a distinct exit code.
+        log.fatal({ index: err.index, why: err.why }, `${err.message}; this node's log is damaged, so it stops rather than diverge from the others. Replace it as a node whose disk is gone (docs/hardening-raft.md)`);
+        void stop().finally(() => process.exit(3));
+        return;
+      }
       log.fatal({ err }, 'storage write failed; the node stops because it cannot know what reached the disk');
       void stop().finally(() => process.exit(2));
     },
+    onRefused: (m, why) => transport.refusals.refuse(m.from, { reason: 'state', field: MessageType[m.type] ?? String(m.type), detail: why }),
     onPersisted: (rd) => {
       if (!rd.softState) return;
       log.info({ term: rawNode.raft.term, role: rd.softState.role, leader: rd.softState.leader || null }, 'raft role changed');
@@ -257,7 +272,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     addReflection(server, [raftPackageDefinition, coordinatorPackageDefinition]);
     // prom-client is loaded by the node command only, not by every CLI command, and after start-up.
     const { NodeMetrics } = await import('./metrics.ts');
-    metrics = new NodeMetrics({ nodeId: cfg.nodeId, driver: () => d as Driver<unknown>, engine: () => eng, table: () => machine.table, refusedBatches: () => transport.refusedBatches });
+    metrics = new NodeMetrics({ nodeId: cfg.nodeId, driver: () => d as Driver<unknown>, engine: () => eng, table: () => machine.table, refusals: () => transport.refusals.totals() });
     if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics` }, 'serving Prometheus metrics');
   })();
   opsReady.catch((err: unknown) => log.error({ err }, 'reflection or metrics failed to start; the node runs without them'));

@@ -94,11 +94,24 @@ export class RawNode {
     this.raft.tick();
   }
 
-  /** Hands a message from a peer to the core. Local message types are refused. */
-  step(m: Message): void {
-    if (LOCAL_MESSAGES.has(m.type) || m.type === MT.Prop) return;
-    if (m.from === this.raft.id) return;
+  /**
+   * Hands a message from a peer to the core, or refuses it and says why.
+   * The transport checked every field on its own (src/transport/raft-edge.ts);
+   * what is refused here needs the log to judge, and is refused before the
+   * core sees it, so a refused message changes nothing (not even the term).
+   */
+  step(m: Message): string | null {
+    if (LOCAL_MESSAGES.has(m.type) || m.type === MT.Prop) return `${MT[m.type]} is not a peer's message`;
+    if (m.from === this.raft.id) return 'a message from this node itself';
+    const r = this.raft;
+    // A follower acknowledges only what its leader sent; an acknowledgement
+    // past our log (at our term, where we lead) would move progress past
+    // anything we can send and make us look for a snapshot that cannot exist.
+    if (m.type === MT.AppResp && !m.reject && m.term === r.term && r.role === Role.Leader && m.index > r.log.lastIndex()) {
+      return `acknowledges index ${m.index} beyond the last index ${r.log.lastIndex()}`;
+    }
     this.raft.step(m);
+    return null;
   }
 
   /** Proposes entries; throws ProposalDroppedError when this node cannot take them. */

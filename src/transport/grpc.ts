@@ -3,9 +3,11 @@
 // service for inbound traffic, served by the node beside its other services.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { LOCAL_MESSAGES, MessageType, NONE, assert, type Message, type NodeId } from '../raft/types.ts';
+import { LOCAL_MESSAGES, MessageType, NONE, assert, type EntryType, type Message, type NodeId } from '../raft/types.ts';
 import { PeerLink } from './peer.ts';
-import { fromWire, raftService, type RaftHandlers, type WireBatch, type WireMessage, type WireStreamAck } from './proto.ts';
+import { fromWire, raftService, streamMethod, type RaftHandlers, type WireBatch, type WireStreamAck } from './proto.ts';
+import { checkEnvelope, checkMessage, clip, DEFAULT_EDGE_LIMITS, RELAYED_TYPES, type RaftEdgeLimits, type RaftEdgeView, type Refusal } from './raft-edge.ts';
+import { RefusalLog } from './refusal-log.ts';
 import type { InboundHandler, Transport, UnreachableHandler } from './types.ts';
 import type { AuthenticatedCall } from './tls.ts';
 
@@ -43,6 +45,18 @@ export interface GrpcTransportOptions {
    * is refused, or null.
    */
   authorizePeer?: (call: AuthenticatedCall, from: NodeId) => string | null;
+  /**
+   * The members of the configuration in effect (voters, learners, outgoing
+   * voters): a batch from anyone else is refused. Default: the ids in `peers`.
+   */
+  members?: () => ReadonlySet<NodeId>;
+  /** This node's current term, for the edge's bound on a peer's term. Default: 0. */
+  term?: () => number;
+  /** Why the state machine could not apply an entry's payload (src/node/machine.ts), or null. */
+  entryProblem?: (type: EntryType, data: Uint8Array) => string | null;
+  /** Why the state machine could not restore a snapshot's data, or null. */
+  snapshotProblem?: (data: Uint8Array) => string | null;
+  edgeLimits?: RaftEdgeLimits;
   queueMessagesMax?: number;
   queueBytesMax?: number;
   /** A batch is split above this size, so one write never holds up a stream for long. */
@@ -57,6 +71,36 @@ export interface GrpcTransportOptions {
 type RejectStatus = Pick<grpc.StatusObject, 'code' | 'details'>;
 type Finish = (status: RejectStatus | null) => void;
 
+/** A frame that did not decode as a Batch; carried to the handler so it is refused with a reason, not an INTERNAL status. */
+interface Undecodable {
+  undecodable: string;
+}
+type InboundFrame = WireBatch | Undecodable;
+
+const isUndecodable = (f: InboundFrame): f is Undecodable => typeof (f as Undecodable).undecodable === 'string';
+
+/** Refusals of a whole batch end the stream with this status; the sender logs it and reconnects with backoff. */
+const ENVELOPE_STATUS: Partial<Record<Refusal['reason'], grpc.status>> = {
+  cluster: grpc.status.FAILED_PRECONDITION,
+  destination: grpc.status.FAILED_PRECONDITION,
+  sender: grpc.status.PERMISSION_DENIED,
+};
+
+/** The Raft service with a decoder that never throws: an undecodable frame becomes a value the handler refuses. */
+const inboundRaftService = {
+  ...raftService,
+  Stream: {
+    ...streamMethod,
+    requestDeserialize: (buf: Buffer): InboundFrame => {
+      try {
+        return streamMethod.requestDeserialize(buf);
+      } catch (err) {
+        return { undecodable: clip((err as Error).message, 200) };
+      }
+    },
+  },
+} as unknown as grpc.ServiceDefinition<RaftHandlers>;
+
 export class GrpcTransport implements Transport {
   private readonly o: GrpcTransportOptions;
   private readonly log: Logger;
@@ -67,19 +111,22 @@ export class GrpcTransport implements Transport {
   /** Peers to report unreachable at the next turn; at most one entry per peer. */
   private readonly unreachable = new Set<NodeId>();
   private closePromise: Promise<void> | null = null;
-  /** Inbound batches refused for their cluster id, destination or sender (a node metric). */
-  refusedBatches = 0;
+  /** The ids of `peers` (the default membership for the edge checks). */
+  private peerIds: ReadonlySet<NodeId> = new Set();
+  /** Refused inbound batches and messages: counted by reason, logged rate-limited. */
+  readonly refusals: RefusalLog;
 
   constructor(o: GrpcTransportOptions) {
     assert(o.clusterId !== '', 'transport has a cluster id');
     assert(o.selfId !== NONE, 'transport has a node id');
     this.o = o;
     this.log = o.logger.child({ component: 'transport', clusterId: o.clusterId, node: o.selfId });
+    this.refusals = new RefusalLog(this.log);
     this.updatePeers(o.peers);
   }
 
   service(): { definition: grpc.ServiceDefinition<RaftHandlers>; implementation: RaftHandlers } {
-    return { definition: raftService, implementation: { Stream: (call, cb) => this.handleStream(call, cb) } };
+    return { definition: inboundRaftService, implementation: { Stream: (call, cb) => this.handleStream(call as unknown as grpc.ServerReadableStream<InboundFrame, WireStreamAck>, cb) } };
   }
 
   register(server: grpc.Server): void {
@@ -90,7 +137,8 @@ export class GrpcTransport implements Transport {
   send(messages: Message[]): void {
     for (const m of messages) {
       assert(!LOCAL_MESSAGES.has(m.type), `local message ${MessageType[m.type]} is never sent`);
-      assert(m.from === this.o.selfId, `outbound message is from this node (from=${m.from})`);
+      // A relayed read or transfer request names the node that asked (src/raft/raft.ts, stepFollower).
+      assert(m.from === this.o.selfId || (RELAYED_TYPES.has(m.type) && m.from !== NONE), `outbound message is from this node (from=${m.from})`);
       assert(m.to !== this.o.selfId && m.to !== NONE, `outbound message has a peer as destination (to=${m.to})`);
       if (this.closePromise !== null) continue;
       const link = this.links.get(m.to);
@@ -118,6 +166,7 @@ export class GrpcTransport implements Transport {
   /** Reconciles the outbound links with a new membership. Removed or moved peers lose their queue. */
   updatePeers(peers: ReadonlyMap<NodeId, string>): void {
     if (this.closePromise !== null) return;
+    this.peerIds = new Set([...peers.keys()].filter((id) => id !== this.o.selfId));
     for (const [id, link] of this.links) {
       if (peers.get(id) === link.address) continue;
       this.links.delete(id);
@@ -193,7 +242,7 @@ export class GrpcTransport implements Transport {
   }
 
   private handleStream(
-    call: grpc.ServerReadableStream<WireBatch, WireStreamAck>,
+    call: grpc.ServerReadableStream<InboundFrame, WireStreamAck>,
     callback: grpc.sendUnaryData<WireStreamAck>,
   ): void {
     let done = false;
@@ -211,26 +260,37 @@ export class GrpcTransport implements Transport {
     this.inbound.add(finish);
     /** The sender this stream's credentials were checked for; checked again if a batch names another. */
     let authorized: NodeId | null = null;
-    call.on('data', (batch: WireBatch) => {
+    call.on('data', (frame: InboundFrame) => {
       if (done) return;
-      const rejection = this.checkBatch(batch) ?? (authorized === batch.from ? null : this.checkPeer(call, batch.from));
+      const refused = (from: string, r: Refusal, code: grpc.status): void => {
+        this.refusals.refuse(from, r, { peer: call.getPeer() });
+        finish({ code, details: r.detail });
+      };
+      if (isUndecodable(frame)) return refused('?', { reason: 'undecodable', field: '', detail: `a frame that is not a Raft batch: ${frame.undecodable}` }, grpc.status.INVALID_ARGUMENT);
+      const view = this.edgeView();
+      // The checks are pure and total; a throw here would be a bug in them, and still only this sender's problem.
+      let envelope: Refusal | null;
+      try {
+        envelope = checkEnvelope(frame, view, this.o.edgeLimits ?? DEFAULT_EDGE_LIMITS);
+      } catch (err) {
+        envelope = { reason: 'undecodable', field: '', detail: `batch not checkable: ${(err as Error).message}` };
+      }
+      if (envelope !== null) return refused(String(frame.from), envelope, ENVELOPE_STATUS[envelope.reason] ?? grpc.status.INVALID_ARGUMENT);
+      const rejection = authorized === frame.from ? null : this.checkPeer(call, frame.from);
       if (rejection !== null) {
         finish(rejection);
         return;
       }
-      authorized = batch.from;
-      let messages: Message[];
-      try {
-        messages = batch.messages.map((w) => this.decode(batch, w));
-      } catch (err) {
-        const details = `malformed batch from "${batch.from}": ${(err as Error).message}`;
-        this.log.warn({ from: batch.from, peer: call.getPeer() }, details);
-        finish({ code: grpc.status.INVALID_ARGUMENT, details });
-        return;
-      }
-      this.o.onMessages(messages);
+      authorized = frame.from;
+      const messages = this.admit(frame, view);
+      if (messages.length > 0) this.o.onMessages(messages);
     });
     call.on('end', () => finish(null));
+    // A failed read of the stream: nothing more will come; the status callback may still reach the sender.
+    call.on('error', (err) => {
+      this.log.debug({ peer: call.getPeer(), err: err.message }, 'inbound Raft stream failed');
+      finish({ code: grpc.status.CANCELLED, details: 'stream failed' });
+    });
     // The client went away (cancelled, connection lost): nobody will read a
     // status, but the stream must leave `inbound` or the set would grow with
     // every reconnect. grpc-js also emits 'end' today; this does not rely on it.
@@ -240,27 +300,33 @@ export class GrpcTransport implements Transport {
     });
   }
 
-  /**
-   * R7: a node delivers nothing addressed to another cluster or another
-   * node, and nothing from a sender that is not one of its peers (without
-   * TLS the sender's id is all there is to go by; with TLS checkPeer also
-   * holds the stream's certificate to it).
-   */
-  private checkBatch(b: WireBatch): RejectStatus | null {
-    let details: string | null = null;
-    let code = grpc.status.FAILED_PRECONDITION;
-    if (b.clusterId !== this.o.clusterId) {
-      details = `cluster id mismatch: message for cluster "${b.clusterId}" reached a node of cluster "${this.o.clusterId}"`;
-    } else if (b.to !== this.o.selfId) {
-      details = `node id mismatch: message for node "${b.to}" reached node "${this.o.selfId}"`;
-    } else if (b.from === this.o.selfId || !this.links.has(b.from)) {
-      code = grpc.status.PERMISSION_DENIED;
-      details = `unknown sender: "${b.from.slice(0, 64)}" is not a peer of node "${this.o.selfId}" (peers: ${[...this.links.keys()].join(', ') || 'none'})`;
+  /** What the edge checks compare a batch with: who we are, who the members are, our term. */
+  private edgeView(): RaftEdgeView {
+    return {
+      clusterId: this.o.clusterId,
+      selfId: this.o.selfId,
+      members: this.o.members?.() ?? this.peerIds,
+      term: this.o.term?.() ?? 0,
+      entryProblem: this.o.entryProblem,
+      snapshotProblem: this.o.snapshotProblem,
+    };
+  }
+
+  /** The messages of a checked batch that pass the per-message checks, decoded; each refused one is dropped, counted and logged. */
+  private admit(b: WireBatch, view: RaftEdgeView): Message[] {
+    const out: Message[] = [];
+    for (let i = 0; i < b.messages.length; i++) {
+      const w = b.messages[i];
+      let r: Refusal | null;
+      try {
+        r = checkMessage(w, b, view, this.o.edgeLimits ?? DEFAULT_EDGE_LIMITS);
+        if (r === null) out.push(fromWire(w));
+      } catch (err) {
+        r = { reason: 'undecodable', field: '', detail: `message not decodable: ${(err as Error).message}` };
+      }
+      if (r !== null) this.refusals.refuse(b.from, { ...r, field: `messages[${i}]${r.field ? `.${r.field}` : ''}` }, { type: MessageType[w?.type] ?? clip(w?.type) });
     }
-    if (details === null) return null;
-    this.refusedBatches++;
-    this.log.warn({ batchClusterId: b.clusterId.slice(0, 64), from: b.from.slice(0, 64), to: b.to.slice(0, 64), messages: b.messages.length }, details);
-    return { code, details };
+    return out;
   }
 
   /** With TLS: the stream's client certificate must name the batch's sender, of this cluster. */
@@ -270,11 +336,5 @@ export class GrpcTransport implements Transport {
     const details = `peer refused: stream from "${from}" at ${call.getPeer()}: ${problem}`;
     this.log.warn({ from, peer: call.getPeer() }, details);
     return { code: grpc.status.PERMISSION_DENIED, details };
-  }
-
-  private decode(b: WireBatch, w: WireMessage): Message {
-    const m = fromWire(w);
-    assert(m.from === b.from && m.to === b.to, `message ${m.from}→${m.to} matches its batch ${b.from}→${b.to}`);
-    return m;
   }
 }

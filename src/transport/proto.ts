@@ -276,7 +276,11 @@ export function toWire(m: Message): WireMessage {
   };
 }
 
-/** Throws RaftInvariantError on a message no correct peer would send. */
+/**
+ * Throws RaftInvariantError on a message no correct peer would send; inbound
+ * messages are checked by src/transport/raft-edge.ts first, so that is this
+ * node's own bug, never a peer's input.
+ */
 export function fromWire(w: WireMessage): Message {
   assert(isWireType(w.type), `received message type ${w.type} is a wire type`);
   return {
