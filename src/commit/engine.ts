@@ -85,9 +85,10 @@ export interface EngineConfig {
  *   presume-abort-unlogged  answer an in-doubt participant ABORTED without logging it (breaks R3)
  *   commit-on-majority      propose COMMIT on a majority of YES votes (breaks R2, AC2)
  *   forget-before-acks      forget a decision once any participant acknowledged it (breaks R5)
- *   abort-unlogged          answer a NO vote or a timeout ABORTED from memory, send ABORT
- *                           once and forget it (the presumed abort before answers were logged):
- *                           the id can be begun again and COMMIT what a client was told ABORTED
+ *   abort-unlogged          answer a NO vote or a timeout ABORTED from memory and send ABORT
+ *                           once (the presumed abort before answers were logged): after a
+ *                           leader change the id can be begun again and COMMIT what a client
+ *                           was told ABORTED
  */
 export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged';
 
@@ -312,7 +313,7 @@ export class CoordinatorEngine {
     const now = this.io.nowMs();
     const existing = this.txns.get(txnId);
     // R7: a repeated Begin of an undecided transaction answers as the first did.
-    if (existing && existing.outcome === null) return { deadlineMs: existing.deadlineMs };
+    if (existing && (existing.outcome === null || this.cfg.mutant === 'abort-unlogged')) return { deadlineMs: existing.deadlineMs };
     this.refuseUnlessNew(txnId);
     if (this.txns.size >= this.cfg.inFlightMax) throw new EngineError('exhausted', `${this.txns.size} transactions in flight (limit ${this.cfg.inFlightMax}); retry later`);
     const t = timeoutMs > 0 ? timeoutMs : this.cfg.defaultTimeoutMs;
@@ -770,9 +771,9 @@ export class CoordinatorEngine {
     this.proposeDecision(t);
   }
 
-  /** The abort-unlogged mutant: ABORTED from memory, ABORT sent once, the transaction forgotten at once. */
+  /** The abort-unlogged mutant: ABORTED from this leader's memory, which a leader change wipes; ABORT sent once. */
   private abortUnloggedMutant(t: Txn): void {
-    this.txns.delete(t.id);
+    t.phase = 'deciding';
     t.outcome = 'abort';
     const a = this.answerFor(t);
     for (const w of t.waiters.splice(0)) w(null, a);

@@ -106,6 +106,8 @@ export interface ParticipantWiring {
   /** The engine's log for incarnation `inc` (default: silent). */
   log?: (inc: Inc) => EngineLog;
   mutant?: ParticipantMutant;
+  /** The participant drops its state on ABORT (EngineOptions.forgetAborts). */
+  forgetAborts?: boolean;
 }
 
 /**
@@ -141,6 +143,7 @@ export function startSimParticipant(p: SimParticipant, w: ParticipantWiring): vo
     askBackoffMinMs: 100,
     askBackoffMaxMs: 1_000,
     mutant: w.mutant,
+    forgetAborts: w.forgetAborts,
   });
   engine.recover(state.txnRecords());
   engine.start();

@@ -63,6 +63,15 @@ const TEETH: Tooth[] = [
   { mutant: 'commit-on-majority', what: '(b) COMMIT on a majority of YES votes', expect: /^t=\d+ms: AC2 validity/, arb: systemScenarioArb, seedsMax: 500 },
   { mutant: 'vote-before-sync', what: '(c) YES sent before the prepared state is synced', expect: /^t=\d+ms: R4: .* voted YES/, arb: systemScenarioArb, seedsMax: 2_000 },
   { mutant: 'forget-before-acks', what: '(d) COMMIT forgotten before every ACK', expect: /^t=\d+ms: AC1 agreement/, arb: noTombstones, seedsMax: 500 },
+  // Issue 10: with participants that drop an aborted transaction, an id sent again after an
+  // unlogged ABORT is prepared afresh and can COMMIT what its client was told ABORTED.
+  {
+    mutant: 'abort-unlogged',
+    what: '(e) ABORTED answered from memory, not logged',
+    expect: /^t=\d+ms: client: t\d+ (committed at index \d+ after its client was told ABORTED|was answered ABORTED, later COMMITTED)/,
+    arb: systemScenarioArb,
+    seedsMax: 3_000,
+  },
 ];
 
 for (const [i, tooth] of TEETH.entries()) {
