@@ -42,8 +42,7 @@ export class SimClient {
   done = false;
   /** Sending the id again after the answer, until the cluster refuses or answers it. */
   resending = false;
-  /** When (after the answer) this client sends its id again; null: it does not. */
-  private readonly resendAfterMs: number | null;
+
   /** Commits refused by a leader whose participant registry lagged its log (a known issue; retried). */
   private hint: number;
 
@@ -57,11 +56,10 @@ export class SimClient {
     readonly noVoter: string | null,
     /** Begin with the Commit (CommitRequest.begin) rather than with a Begin call. */
     private beginWithCommit = false,
-    /** May send its id again after the answer: only while the cluster is sure to remember every decision (unbounded tombstones, untimed ids). */
-    resends = false,
+    /** When, after its answer, it sends its id again; null: never. */
+    private readonly resendAfterMs: number | null = null,
   ) {
     this.hint = env.rng.int(env.nodeIds.length);
-    this.resendAfterMs = resends && env.rng.int(3) === 0 ? 200 + env.rng.int(4_000) : null;
   }
 
   start(): void {

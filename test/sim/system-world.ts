@@ -535,10 +535,14 @@ export class SystemWorld implements FaultWorld {
     const t0 = this.q.now;
     for (const f of this.sc.faults) if (f.at < this.sc.healAtMs) scheduleFault(this, f, t0);
     const env = this.clientEnv();
+    // Which clients send their id again, from a generator of its own so that the schedules of earlier seeds stay as they were.
+    // Only while every decision is remembered (unbounded tombstones): the sim's ids are untimed.
+    const resends = new Rng((this.sc.seed ^ 0x2e5e2d) >>> 0);
     for (const [i, plan] of this.sc.txns.entries()) {
       const members = [...new Set(plan.members.map((m) => m % this.parts.length))].map((m) => this.parts[m].id);
       // Every other client begins with its Commit (CommitRequest.begin, the SDK's transaction()) instead of calling Begin.
-      const c = new SimClient(env, `c${i + 1}`, `t${i + 1}`, plan, members, plan.no === null ? null : members[plan.no % members.length], i % 2 === 1, this.sc.tombstonesMax === undefined);
+      const resendAfterMs = this.sc.tombstonesMax === undefined && resends.int(3) === 0 ? 200 + resends.int(4_000) : null;
+      const c = new SimClient(env, `c${i + 1}`, `t${i + 1}`, plan, members, plan.no === null ? null : members[plan.no % members.length], i % 2 === 1, resendAfterMs);
       this.clients.push(c);
       this.clientByTxn.set(c.txnId, c);
       this.checker.plan({ txnId: c.txnId, participants: c.participants, noVoter: c.noVoter });
