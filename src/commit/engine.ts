@@ -399,7 +399,10 @@ export class CoordinatorEngine {
         return cb(err as EngineError);
       }
     }
-    if (decided) return cb(null, answerOf(decided));
+    if (decided) {
+      this.deliverToEnlisted(decided, enlist);
+      return cb(null, answerOf(decided));
+    }
     if (begin !== undefined && !this.txns.has(txnId)) {
       try {
         this.begin(txnId, begin.timeoutMs);
@@ -429,6 +432,22 @@ export class CoordinatorEngine {
     t.waiters.push(cb);
     t.phase = 'preparing';
     this.prepare(t);
+  }
+
+  /**
+   * A retried Commit names participants the leader that sent PREPARE may have
+   * prepared. An ABORT logged without them (a participant's question, R3,
+   * named only the one that asked) must reach them too: a no-op Decide adds
+   * them to the decision, which is then delivered to them until they
+   * acknowledge. A decision already forgotten is left alone (they ask).
+   */
+  private deliverToEnlisted(d: Decision, enlist: { participantId: string; payload: Uint8Array }[]): void {
+    if (d.outcome !== 'abort' || !this.table.decisions.has(d.txnId) || this.validateEnlistment(enlist) !== null) return;
+    const t = this.txns.get(d.txnId);
+    // A NO voter aborted on its own: it is owed nothing.
+    const missing = enlist.map((e) => e.participantId).filter((p) => !d.participants.includes(p) && t?.members.get(p)?.vote !== 'no');
+    if (missing.length === 0) return;
+    this.io.propose({ t: 'decide', txnId: d.txnId, outcome: 'abort', reason: d.reason, participants: missing, atMs: this.io.nowMs() }, () => {});
   }
 
   abort(txnId: string, reason: string, cb: OutcomeCallback): void {
@@ -812,7 +831,8 @@ export class CoordinatorEngine {
         for (const w of t.waiters.splice(0)) w(null, a);
       }
       if (result.first && d.outcome === 'commit') this.stats.committed++;
-      if (result.first) this.deliver(d);
+      // A later Decide may have added participants to a live decision (deliverToEnlisted).
+      if (result.first || this.table.decisions.has(d.txnId)) this.deliver(d);
     } else if (result.t === 'forget') {
       this.forgetInFlight = false;
     }
@@ -829,6 +849,10 @@ export class CoordinatorEngine {
       }
       t = { id: d.txnId, phase: 'delivering', term: this.leaderTerm, startedAtMs: d.decidedAtMs, deadlineMs: 0, members, waiters: [], outcome: d.outcome, reason: d.reason, decisionIndex: d.index };
       this.txns.set(d.txnId, t);
+    }
+    for (const id of d.participants) {
+      const record = this.table.participants.get(id);
+      if (record && !t.members.has(id)) t.members.set(id, { record, payload: new Uint8Array(), vote: null, voteReason: '', acked: false, retries: 0, nextRetryAtMs: 0, inFlight: false });
     }
     t.phase = 'delivering';
     t.outcome = d.outcome;

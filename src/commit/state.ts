@@ -141,6 +141,14 @@ export class DecisionTable {
       case 'decide': {
         const existing = this.lookup(cmd.txnId);
         if (existing) {
+          // A later Decide with the same outcome may name participants the decision did not (a new
+          // leader learns who may be prepared from a client's retried Commit): they are added, so the
+          // decision is delivered to them too (R5). The outcome never changes.
+          const live = this.decisions.get(cmd.txnId);
+          if (live && live.outcome === cmd.outcome) {
+            const added = cmd.participants.filter((p) => !live.participants.includes(p));
+            if (added.length > 0) live.participants = [...live.participants, ...added];
+          }
           // R1: a later Decide is a no-op. An operator who asked for the outcome already logged is still recorded.
           const resolution = cmd.operator && existing.outcome === cmd.outcome ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: false, index }) : null;
           return { t: 'decide', decision: existing, first: false, resolution };

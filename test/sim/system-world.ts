@@ -338,7 +338,8 @@ export class SystemWorld implements FaultWorld {
       mutant: participantMutant(this.sc.mutant),
       // Every other participant keeps nothing of an aborted transaction (the
       // protocol allows it): answers must not rest on participants' memory.
-      forgetAborts: this.parts.indexOf(p) % 2 === 1,
+      forgetAborts: this.sc.participantsWait !== true && this.parts.indexOf(p) % 2 === 1,
+      inDoubtAfterMs: this.sc.participantsWait === true ? Number.MAX_SAFE_INTEGER : undefined,
     });
   }
 

@@ -116,6 +116,28 @@ describe('commit engine', () => {
     expect(() => w.engine.begin('t1', 0)).toThrow(/already decided ABORTED/);
   });
 
+  test('ABORT delivery: participants a retried Commit names, which an ABORT logged from a question did not, are added to the decision and told until they acknowledge', () => {
+    // A new leader: p 'a' asked about t5 (prepared by the old leader), so ABORT was logged naming only a.
+    const w = new World();
+    w.engine.outcome('t5', 'a', () => {});
+    w.applyNext();
+    expect(w.table.decisions.get('t5')?.participants).toEqual(['a']);
+    // The client's retried Commit names a and b: b may be prepared too.
+    const retry = w.commit('t5', ['a', 'b']);
+    expect(retry.answer?.outcome).toBe('aborted');
+    expect(w.proposals.map((p) => p.cmd)).toEqual([expect.objectContaining({ t: 'decide', txnId: 't5', outcome: 'abort', participants: ['b'] })]);
+    expect(w.applyNext()).toMatchObject({ t: 'decide', first: false, decision: { outcome: 'abort' } });
+    expect(w.table.decisions.get('t5')?.participants).toEqual(['a', 'b']);
+    expect(w.decisions.map((d) => `${d.to}:${d.req.outcome}`).sort()).toEqual(['a:abort', 'b:abort']);
+    // Another retry names nobody new: no log write.
+    w.commit('t5', ['a', 'b']);
+    expect(w.proposals).toHaveLength(0);
+    w.ackAll();
+    w.now += 100;
+    w.engine.tick();
+    expect(w.proposals.map((p) => p.cmd)).toEqual([{ t: 'forget', txnIds: ['t5'] }]);
+  });
+
   test('an answered outcome never changes: a decided id is refused at Begin and at a Commit that begins, with the recorded outcome, on this leader and the next', () => {
     const w = new World();
     w.engine.begin('t1', 500);
