@@ -439,10 +439,10 @@ export class CoordinatorEngine {
    * prepared. An ABORT logged without them (a participant's question, R3,
    * named only the one that asked) must reach them too: a no-op Decide adds
    * them to the decision, which is then delivered to them until they
-   * acknowledge. A decision already forgotten is left alone (they ask).
+   * acknowledge (a forgotten one lives again for that).
    */
   private deliverToEnlisted(d: Decision, enlist: { participantId: string; payload: Uint8Array }[]): void {
-    if (d.outcome !== 'abort' || !this.table.decisions.has(d.txnId) || this.validateEnlistment(enlist) !== null) return;
+    if (d.outcome !== 'abort' || this.validateEnlistment(enlist) !== null) return;
     const t = this.txns.get(d.txnId);
     // A NO voter aborted on its own: it is owed nothing.
     const missing = enlist.map((e) => e.participantId).filter((p) => !d.participants.includes(p) && t?.members.get(p)?.vote !== 'no');

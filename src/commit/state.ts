@@ -139,16 +139,20 @@ export class DecisionTable {
         return { t: 'register', participant: p };
       }
       case 'decide': {
-        const existing = this.lookup(cmd.txnId);
-        if (existing) {
+        let existing = this.lookup(cmd.txnId);
+        if (existing && existing.outcome === cmd.outcome) {
           // A later Decide with the same outcome may name participants the decision did not (a new
-          // leader learns who may be prepared from a client's retried Commit): they are added, so the
-          // decision is delivered to them too (R5). The outcome never changes.
-          const live = this.decisions.get(cmd.txnId);
-          if (live && live.outcome === cmd.outcome) {
-            const added = cmd.participants.filter((p) => !live.participants.includes(p));
-            if (added.length > 0) live.participants = [...live.participants, ...added];
+          // leader learns who may be prepared from a client's retried Commit): they are added, and a
+          // forgotten decision lives again, so it is delivered to them too (R5). The outcome never changes.
+          const added = cmd.participants.filter((p) => !existing?.participants.includes(p));
+          if (added.length > 0) {
+            const live: Decision = { ...existing, participants: [...existing.participants, ...added], decidedAtMs: existing.decidedAtMs || cmd.atMs };
+            this.tombstones.delete(cmd.txnId);
+            this.decisions.set(cmd.txnId, live);
+            existing = live;
           }
+        }
+        if (existing) {
           // R1: a later Decide is a no-op. An operator who asked for the outcome already logged is still recorded.
           const resolution = cmd.operator && existing.outcome === cmd.outcome ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: false, index }) : null;
           return { t: 'decide', decision: existing, first: false, resolution };

@@ -136,6 +136,12 @@ describe('commit engine', () => {
     w.now += 100;
     w.engine.tick();
     expect(w.proposals.map((p) => p.cmd)).toEqual([{ t: 'forget', txnIds: ['t5'] }]);
+    w.applyNext();
+    // Forgotten, then a late retry names c: the decision lives again, for c, until c acknowledges.
+    expect(w.commit('t5', ['a', 'c']).answer?.outcome).toBe('aborted');
+    w.applyNext();
+    expect(w.table.decisions.get('t5')).toMatchObject({ outcome: 'abort', participants: ['a', 'c'] });
+    expect(w.decisions.map((d) => d.to).sort()).toEqual(['a', 'c']);
   });
 
   test('an answered outcome never changes: a decided id is refused at Begin and at a Commit that begins, with the recorded outcome, on this leader and the next', () => {
