@@ -334,7 +334,6 @@ export class CoordinatorEngine {
     return { deadlineMs: now + t };
   }
 
-  /** The leader check and id check every client call starts with; false once cb got the error. */
   /**
    * Begin's id check: an id the cluster decided, or one it cannot prove new
    * (a timed id at or before the retention horizon), is never begun again,
@@ -371,6 +370,7 @@ export class CoordinatorEngine {
     return new EngineError('precondition', `transaction ${txnId} has no decision in the table and its id is at or before the retention horizon ${iso(this.table.horizonAtMs ?? 0)}: it was decided and forgotten, or never begun; its outcome can no longer be told`);
   }
 
+  /** The leader check and id check every client call starts with; false once cb got the error. */
   private accept(txnId: string, cb: OutcomeCallback): boolean {
     try {
       this.requireLeader();
