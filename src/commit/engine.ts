@@ -472,6 +472,8 @@ export class CoordinatorEngine {
    * through the log first (R3); from a client it is `unknown`.
    */
   outcome(txnId: string, participantId: string, cb: OutcomeCallback): void {
+    const problem = txnIdProblem(txnId);
+    if (problem !== null) return cb(new EngineError('invalid', problem));
     if (participantId !== '') this.heardFrom(participantId);
     const decided = this.table.lookup(txnId);
     if (decided) return cb(null, answerOf(decided));

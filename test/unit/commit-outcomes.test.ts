@@ -24,6 +24,18 @@ describe('the transaction id rule', () => {
     expect((txnIdProblem('!'.repeat(100_000)) ?? '').length).toBeLessThan(300);
   });
 
+  test('the engine holds every entry point to it, GetOutcome included (a question must not log ABORT for a hostile id)', () => {
+    const w = new EngineWorld(['a'], {});
+    const bad = `x${'y'.repeat(200)}`;
+    const errs: (EngineError | null)[] = [];
+    w.engine.outcome(bad, 'a', (e) => errs.push(e));
+    w.engine.abort(bad, '', (e) => errs.push(e));
+    w.engine.commit(bad, [{ participantId: 'a', payload: new Uint8Array() }], (e) => errs.push(e), { timeoutMs: 1_000 });
+    expect(errs.map((e) => e?.code)).toEqual(['invalid', 'invalid', 'invalid']);
+    expect(() => w.engine.begin(bad, 0)).toThrow(/201 characters/);
+    expect(w.proposals).toHaveLength(0);
+  });
+
   test('generated ids are UUIDv7s that carry their creation time; a prefix may precede one', () => {
     const id = newTxnId(T0, bytes(0xff));
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
