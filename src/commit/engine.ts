@@ -22,7 +22,8 @@
 // Commit for a transaction it did not begin is answered by logging ABORT.
 
 import type { ApplyResult, Command, Decision, DecisionOutcome, DecisionTable, HeuristicRecord, OperatorAct, ParticipantRecord, Resolution } from './state.ts';
-import { txnIdProblem, txnIdTimeMs } from './txn-id.ts';
+import { beginRefusal, forgottenReason, futureIdRefusal } from './id-newness.ts';
+import { txnIdProblem } from './txn-id.ts';
 
 export type VoteValue = 'yes' | 'no';
 
@@ -334,40 +335,14 @@ export class CoordinatorEngine {
     return { deadlineMs: now + t };
   }
 
-  /**
-   * Begin's id check: an id the cluster decided, or one it cannot prove new
-   * (a timed id at or before the retention horizon), is never begun again,
-   * since its new outcome could contradict one already answered.
-   */
+  /** Begin's id check (src/commit/id-newness.ts): a decided id, or one that cannot be proved new, is never begun again. */
   private refuseUnlessNew(txnId: string): void {
-    const d = this.table.lookup(txnId);
-    if (d) {
-      const a = answerOf(d);
-      throw new EngineError('exists', `transaction ${txnId} is already decided ${a.outcome === 'committed' ? 'COMMITTED' : 'ABORTED'} (log index ${d.index}); an answered outcome never changes, so the id cannot be used for another transaction: use a new id`, a.outcome === 'committed' ? 'committed' : 'aborted');
-    }
-    const idAtMs = txnIdTimeMs(txnId);
-    if (idAtMs === null) {
-      if (this.cfg.untimedIds === 'refuse') throw new EngineError('invalid', `transaction id ${txnId} carries no creation time, and this cluster begins only ids it can prove new: end the id with a UUIDv7 (the SDK's generated ids are UUIDv7s)`);
-      return;
-    }
-    this.refuseFutureId(txnId, idAtMs);
-    const horizon = this.table.horizonAtMs;
-    if (horizon !== null && idAtMs <= horizon) {
-      throw new EngineError('precondition', `transaction id ${txnId} was created at ${iso(idAtMs)}, at or before the retention horizon ${iso(horizon)}: a decision for it may have been forgotten, so it cannot be proved new; use a new id`);
-    }
+    const r = beginRefusal(this.table, txnId, this.io.nowMs(), this.cfg);
+    if (r) throw new EngineError(r.code, r.message, r.recorded);
   }
 
-  /** A timed id from the future would push the retention horizon ahead of every new id once it is forgotten. */
-  private refuseFutureId(txnId: string, idAtMs: number): void {
-    const now = this.io.nowMs();
-    if (idAtMs > now + this.cfg.clockSkewMaxMs) {
-      throw new EngineError('invalid', `transaction id ${txnId} was created at ${iso(idAtMs)}, more than ${this.cfg.clockSkewMaxMs} ms after this leader's clock (${iso(now)}); check the client's clock`);
-    }
-  }
-
-  /** The answer for an undecided id whose decision may be forgotten: its outcome cannot be known, and guessing could contradict an earlier answer. */
   private forgotten(txnId: string): EngineError {
-    return new EngineError('precondition', `transaction ${txnId} has no decision in the table and its id is at or before the retention horizon ${iso(this.table.horizonAtMs ?? 0)}: it was decided and forgotten, or never begun; its outcome can no longer be told`);
+    return new EngineError('precondition', forgottenReason(this.table, txnId));
   }
 
   /** The leader check and id check every client call starts with; false once cb got the error. */
@@ -483,7 +458,7 @@ export class CoordinatorEngine {
     if (t) return cb(null, this.answerFor(t));
     if (participantId === '') return cb(null, { txnId, outcome: 'unknown', reason: 'no decision is recorded for this transaction', decisionIndex: 0 });
     // A participant in doubt on a forgotten decision cannot be answered from the log: ABORT could contradict it. Its operator decides (R4).
-    if (this.table.beyondHorizon(txnId)) return cb(null, { txnId, outcome: 'unknown', reason: this.forgotten(txnId).message, decisionIndex: 0 });
+    if (this.table.beyondHorizon(txnId)) return cb(null, { txnId, outcome: 'unknown', reason: forgottenReason(this.table, txnId), decisionIndex: 0 });
     const asker = this.table.participants.has(participantId) ? [participantId] : [];
     this.logAbort(txnId, `participant ${participantId} was in doubt and no decision was logged (presumed abort)`, 'presumed_abort_query', cb, asker);
   }
@@ -803,14 +778,8 @@ export class CoordinatorEngine {
 
   /** ABORT for a transaction this leader is not working on, logged before anyone hears it; `participants` get it until they acknowledge. */
   private logAbort(txnId: string, reason: string, why: AbortClass, cb: OutcomeCallback, participants: string[] = []): void {
-    const idAtMs = txnIdTimeMs(txnId);
-    if (idAtMs !== null) {
-      try {
-        this.refuseFutureId(txnId, idAtMs);
-      } catch (err) {
-        return cb(err as EngineError);
-      }
-    }
+    const future = futureIdRefusal(txnId, this.io.nowMs(), this.cfg.clockSkewMaxMs);
+    if (future) return cb(new EngineError(future.code, future.message));
     this.io.propose({ t: 'decide', txnId, outcome: 'abort', reason, participants, atMs: this.io.nowMs() }, (err, r) => {
       if (err || !r || r.t !== 'decide') return cb(new EngineError('outcome-unknown', `the decision could not be logged (${err?.message ?? 'no result'}); retry`));
       if (r.first && r.decision.outcome === 'abort') this.stats.aborted[why]++;
@@ -960,6 +929,3 @@ function validateTxnId(id: string): void {
   if (problem !== null) throw new EngineError('invalid', problem);
 }
 
-function iso(ms: number): string {
-  return Number.isFinite(ms) && Math.abs(ms) < 8.64e15 ? new Date(ms).toISOString() : String(ms);
-}
