@@ -9,7 +9,7 @@ import { VerdictClient } from '../../src/client/client.ts';
 import { VerdictError } from '../../src/client/errors.ts';
 import { coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, STATUS_REASON_KEY } from '../../src/transport/coordinator-rpc.ts';
 import { unaryCall } from '../../src/transport/unary.ts';
-import { Cluster, freePorts, useProcessCleanup } from './harness.ts';
+import { Cluster, ELECTION_WAIT_MS, freePorts, useProcessCleanup, waitFor } from './harness.ts';
 
 useProcessCleanup();
 
@@ -24,9 +24,19 @@ describe('outcomes and status reasons on real processes', () => {
     if (follower === undefined) throw new Error('a three-node cluster has followers');
     const rpc = new grpc.Client(follower.address, grpc.credentials.createInsecure());
     try {
-      const err = (await unaryCall(rpc, coordinatorService.Begin, { txnId: 'refused-1', timeoutMs: 0 }, CALL_MS).catch((e: unknown) => e)) as grpc.ServiceError;
-      expect(err.code).toBe(grpc.status.UNAVAILABLE);
-      expect(err.metadata.get(STATUS_REASON_KEY)).toEqual(['NOT_LEADER']);
+      // The leader may have been elected before this follower was up (under load): wait until it serves and knows the leader.
+      await waitFor(`${follower.id} to know the leader ${leader.id}`, ELECTION_WAIT_MS, async () => {
+        const s = await unaryCall(rpc, coordinatorService.ClusterStatus, {}, 2_000).catch(() => undefined);
+        return s?.leaderId === leader.id ? s : undefined;
+      });
+      // An election under load may intervene: NO_LEADER is a right answer then, and the question is asked again.
+      const err = await waitFor('a refusal that names the leader', ELECTION_WAIT_MS, async () => {
+        const e = (await unaryCall(rpc, coordinatorService.Begin, { txnId: 'refused-1', timeoutMs: 0 }, CALL_MS).catch((x: unknown) => x)) as grpc.ServiceError;
+        return e.metadata?.get(STATUS_REASON_KEY)[0] === 'NO_LEADER' ? undefined : e;
+      });
+      const context = `${err.code} ${err.details}`;
+      expect(err.code, context).toBe(grpc.status.UNAVAILABLE);
+      expect(err.metadata.get(STATUS_REASON_KEY), context).toEqual(['NOT_LEADER']);
       expect(err.metadata.get(LEADER_ID_KEY)).toEqual([leader.id]);
       expect(err.metadata.get(LEADER_ADDRESS_KEY)).toEqual([leader.address]);
     } finally {
