@@ -2,11 +2,12 @@
 // commit, and ask about outcomes; plus the listings operators and
 // participants use. All calls go through one CoordinatorConnection, which
 // finds the leader and retries idempotent requests (R7).
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { newTxnId } from '../commit/txn-id.ts';
 import { OPERATOR_KEY, type ClusterStatusResponse, type HeuristicInfo, type OutcomeName, type ParticipantInfo, type ParticipantState, type ResolutionInfo } from '../transport/coordinator-rpc.ts';
 import { CoordinatorConnection, type CallOptions, type ConnectionOptions } from './connection.ts';
 import { VerdictError } from './errors.ts';
-import { checkId, shortOutcome, toOutcomeResult, Transaction, type Outcome, type OutcomeResult } from './transaction.ts';
+import { checkId, checkTxnId, shortOutcome, toOutcomeResult, Transaction, type Outcome, type OutcomeResult } from './transaction.ts';
 
 export interface VerdictClientOptions extends ConnectionOptions {
   /** Node addresses, host:port; one reachable node is enough, the rest is learnt. */
@@ -18,7 +19,12 @@ export interface VerdictClientOptions extends ConnectionOptions {
 export interface BeginOptions {
   /** The participants' prepare timeout; 0 or absent: the cluster's default. */
   timeoutMs?: number;
-  /** The transaction id (R7); a random UUID when absent. Reuse it to retry the same transaction. */
+  /**
+   * The transaction id (R7): 1–128 of [A-Za-z0-9_.:-]. Absent: a new UUIDv7,
+   * which carries its creation time so the cluster can prove it new
+   * (docs/protocol-outcomes.md). Reuse it only to retry the same transaction:
+   * a decided id is refused (ALREADY_EXISTS, with the recorded outcome).
+   */
   txnId?: string;
 }
 
@@ -71,8 +77,8 @@ export class VerdictClient {
   }
 
   async begin(options: BeginOptions = {}, call: CallOptions = {}): Promise<Transaction> {
-    const txnId = options.txnId ?? randomUUID();
-    checkId(txnId, 'transaction id');
+    const txnId = options.txnId ?? newTxnId(Date.now(), randomBytes(10));
+    checkTxnId(txnId);
     const timeoutMs = options.timeoutMs ?? 0;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
     const r = await this.connection.call('Begin', { txnId, timeoutMs }, call);
@@ -86,8 +92,8 @@ export class VerdictClient {
    * Prefer it to begin() unless the Begin answer (deadline, leader) is needed.
    */
   transaction(options: BeginOptions = {}): Transaction {
-    const txnId = options.txnId ?? randomUUID();
-    checkId(txnId, 'transaction id');
+    const txnId = options.txnId ?? newTxnId(Date.now(), randomBytes(10));
+    checkTxnId(txnId);
     const timeoutMs = options.timeoutMs ?? 0;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
     return new Transaction(this.connection, txnId, timeoutMs, 0, '', false);
@@ -95,14 +101,14 @@ export class VerdictClient {
 
   /** What the cluster's applied state says about txnId (R1); asking never decides anything. */
   async outcome(txnId: string, call: CallOptions = {}): Promise<OutcomeResult> {
-    checkId(txnId, 'transaction id');
+    checkTxnId(txnId);
     const r = await this.connection.call('GetOutcome', { txnId, participantId: '' }, call);
     return toOutcomeResult(txnId, r);
   }
 
   /** Aborts a transaction by id (for operators and tools holding no Transaction); answers the outcome, COMMITTED if too late. */
   async abort(txnId: string, reason = '', call: CallOptions = {}): Promise<OutcomeResult> {
-    checkId(txnId, 'transaction id');
+    checkTxnId(txnId);
     return toOutcomeResult(txnId, await this.connection.call('Abort', { txnId, reason }, call));
   }
 
@@ -143,7 +149,7 @@ export class VerdictClient {
    * YES (AC2); a decided transaction is never reversed (R1).
    */
   async resolve(txnId: string, outcome: 'commit' | 'abort', reason: string, operator: string, call: CallOptions = {}): Promise<ResolveResult> {
-    checkId(txnId, 'transaction id');
+    checkTxnId(txnId);
     const r = await this.connection.call(
       'ResolveTransaction',
       { txnId, outcome: outcome === 'commit' ? 'OUTCOME_COMMITTED' : 'OUTCOME_ABORTED', reason },

@@ -5,7 +5,7 @@
 // It stands in for one unary attempt and nothing more: each Commit has its
 // own deadline (checked by one sweep timer), and it settles with the
 // TxnOutcome or with a grpc.ServiceError shaped as the unary call's would
-// be, leader hint in the metadata included, so CoordinatorConnection's
+// be, leader hint and verdict-reason in the metadata included, so CoordinatorConnection's
 // retry and redirect logic (and R2's rule about `begin` on a retry) is the
 // same for both. A broken stream fails the Commits whose answers it owed
 // with UNAVAILABLE: their fate is unknown, exactly as for a unary call cut
@@ -17,7 +17,7 @@
 // The stream machine itself is RequestStream (src/transport/request-stream.ts),
 // shared with the leader's Participant.Exchange.
 import * as grpc from '@grpc/grpc-js';
-import { commitStreamMethod, coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, type CommitRequest, type StreamedOutcome, type StreamedOutcomes, type StreamedCommits, type TxnOutcome } from '../transport/coordinator-rpc.ts';
+import { commitStreamMethod, coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, RECORDED_OUTCOME_KEY, STATUS_REASON_KEY, type CommitRequest, type StreamedOutcome, type StreamedOutcomes, type StreamedCommits, type TxnOutcome } from '../transport/coordinator-rpc.ts';
 import { RequestStream, serviceError } from '../transport/request-stream.ts';
 import { unaryCall } from '../transport/unary.ts';
 
@@ -42,6 +42,8 @@ export class CommitStream {
         const md = new grpc.Metadata();
         if (a.leaderAddress !== '') md.set(LEADER_ADDRESS_KEY, a.leaderAddress);
         if (a.leaderId !== '') md.set(LEADER_ID_KEY, a.leaderId);
+        if (a.statusReason !== '') md.set(STATUS_REASON_KEY, a.statusReason);
+        if (a.recordedOutcome !== '') md.set(RECORDED_OUTCOME_KEY, a.recordedOutcome);
         return { error: serviceError(a.code === 0 ? grpc.status.INTERNAL : a.code, a.code === 0 ? 'the node answered a streamed Commit without an outcome' : a.details, md) };
       },
       unary: (request, deadlineMs) => this.unary(request, deadlineMs),

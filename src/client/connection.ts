@@ -1,13 +1,16 @@
 // One application's connection to a Verdict cluster: finds the leader,
 // follows its redirects and retries what may be retried.
 //
-// Writes go to the leader; a follower answers UNAVAILABLE with the leader's
-// address in metadata, and we go there at once. A node that is down, slow
-// or leaderless (UNAVAILABLE without a hint, DEADLINE_EXCEEDED) is skipped
+// Writes go to the leader; a follower answers UNAVAILABLE, verdict-reason
+// NOT_LEADER, with the leader's address in metadata, and we go there at once.
+// A node that is down, slow or leaderless (NO_LEADER), or one that may have
+// acted without answering (DEADLINE_EXCEEDED, UNKNOWN_OUTCOME), is skipped
 // for the next address; after a full round, we back off (capped exponential,
 // jittered, so clients restarted together do not stampede a new leader).
 // Everything is bounded by the call's deadline. Resending is only safe
-// because every Coordinator RPC is idempotent by transaction id (R7).
+// because every Coordinator RPC is idempotent by transaction id (R7); which
+// attempts certainly did nothing is read from verdict-reason, never from
+// message text (docs/protocol-outcomes.md).
 import * as grpc from '@grpc/grpc-js';
 import { unaryCall } from '../transport/unary.ts';
 import { CommitStream } from './commit-stream.ts';
@@ -15,10 +18,13 @@ import { explainConnectError } from '../transport/tls.ts';
 import {
   coordinatorService,
   LEADER_ADDRESS_KEY,
+  LEADER_ID_KEY,
+  RECORDED_OUTCOME_KEY,
+  STATUS_REASON_KEY,
   type CoordinatorHandlers,
   type CoordinatorMethod,
 } from '../transport/coordinator-rpc.ts';
-import { RetriesExhaustedError, statusName, VerdictError, invalidArgument, type StatusName } from './errors.ts';
+import { RetriesExhaustedError, statusName, VerdictError, invalidArgument, type RefusalDetails, type StatusName } from './errors.ts';
 
 export type RequestOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer Q, infer _R> ? Q : never;
 export type ResponseOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer _Q, infer R> ? R : never;
@@ -138,7 +144,7 @@ export class CoordinatorConnection {
           if (err instanceof VerdictError) throw err;
           const e = err as grpc.ServiceError;
           const code = statusName(e.code);
-          if (!RETRYABLE.has(code)) throw new VerdictError(code, e.details || e.message, address);
+          if (!RETRYABLE.has(code)) throw new VerdictError(code, e.details || e.message, address, refusalDetails(e));
           if (retryRequest !== undefined && !neverActedOn(e)) req = retryRequest;
           // An attempt cut short by the call's own deadline says nothing about the node; keep the earlier, telling error.
           if (!(clipped && code === 'DEADLINE_EXCEEDED' && last !== undefined)) {
@@ -224,18 +230,43 @@ export class CoordinatorConnection {
 }
 
 /**
- * True when the failed attempt certainly did nothing: a redirect (a follower,
- * or a leader refusing new work while it shuts down, names the leader) or a
- * connection that was never made.
+ * True when the failed attempt certainly did nothing: the node said so
+ * (NOT_LEADER: a follower, or a leader refusing new work while it shuts
+ * down; NO_LEADER: nobody leads yet), or the connection was never made
+ * (grpc-js's own status, which carries no metadata). Anything else —
+ * UNKNOWN_OUTCOME, a deadline, a stream cut mid-way — may have reached a
+ * leader, so a Commit is retried without begin (R2).
  */
-function neverActedOn(err: grpc.ServiceError): boolean {
+export function neverActedOn(err: grpc.ServiceError): boolean {
   if (err.code !== grpc.status.UNAVAILABLE) return false;
-  return leaderHint(err) !== undefined || /ECONNREFUSED|No connection established/.test(err.details ?? '');
+  const reason = metadataText(err, STATUS_REASON_KEY);
+  if (reason === 'NOT_LEADER' || reason === 'NO_LEADER') return true;
+  return reason === undefined && /ECONNREFUSED|No connection established/.test(err.details ?? '');
 }
 
+/** The leader a NOT_LEADER refusal names. */
 function leaderHint(err: grpc.ServiceError): string | undefined {
-  const v = err.metadata?.get(LEADER_ADDRESS_KEY)[0];
-  return typeof v === 'string' && v !== '' ? v : undefined;
+  return metadataText(err, STATUS_REASON_KEY) === 'NOT_LEADER' ? metadataText(err, LEADER_ADDRESS_KEY) : undefined;
+}
+
+/** The verdict-* metadata of a refusal, for the application (VerdictError.details). */
+export function refusalDetails(err: grpc.ServiceError): RefusalDetails {
+  const out: RefusalDetails = {};
+  const reason = metadataText(err, STATUS_REASON_KEY);
+  if (reason !== undefined) out.statusReason = reason;
+  const id = metadataText(err, LEADER_ID_KEY);
+  if (id !== undefined) out.leaderId = id;
+  const address = metadataText(err, LEADER_ADDRESS_KEY);
+  if (address !== undefined) out.leaderAddress = address;
+  const recorded = metadataText(err, RECORDED_OUTCOME_KEY);
+  if (recorded === 'COMMITTED' || recorded === 'ABORTED') out.recordedOutcome = recorded;
+  return out;
+}
+
+/** One metadata value as text, bounded: it came from the network. */
+function metadataText(err: grpc.ServiceError, key: string): string | undefined {
+  const v = err.metadata?.get(key)[0];
+  return typeof v === 'string' && v !== '' && v.length <= 256 ? v : undefined;
 }
 
 function describe(err: grpc.ServiceError, tls: boolean): string {

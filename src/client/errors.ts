@@ -11,6 +11,17 @@ export function statusName(code: number): StatusName {
   return typeof name === 'string' ? (name as StatusName) : 'UNKNOWN';
 }
 
+/** What the cluster's `verdict-*` metadata said about a refusal (docs/protocol-outcomes.md). */
+export interface RefusalDetails {
+  /** `verdict-reason`: NOT_LEADER, NO_LEADER, UNKNOWN_OUTCOME or ALREADY_DECIDED; absent when the node gave none. */
+  statusReason?: string;
+  /** `verdict-leader-id` / `verdict-leader-address`, with NOT_LEADER. */
+  leaderId?: string;
+  leaderAddress?: string;
+  /** `verdict-outcome`, with ALREADY_DECIDED: what the cluster decided for the id. */
+  recordedOutcome?: 'COMMITTED' | 'ABORTED';
+}
+
 /** A refusal or failure reported by the cluster (or by the SDK, before any RPC). */
 export class VerdictError extends Error {
   override readonly name: string = 'VerdictError';
@@ -22,6 +33,8 @@ export class VerdictError extends Error {
     readonly reason: string,
     /** The node that answered, when one did. */
     readonly address?: string,
+    /** The machine-readable part of the refusal, from its metadata. */
+    readonly details: RefusalDetails = {},
   ) {
     super(`${code}: ${reason}`);
   }

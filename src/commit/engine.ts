@@ -2,9 +2,17 @@
 //
 //   client Commit(T) → PREPARE to every participant → VOTEs
 //     all YES (and still the leader of the term that sent PREPARE) → propose Decide(T, COMMIT)
-//     a NO, an unreachable participant or the deadline → ABORT, no log write (presumed abort, R3)
+//     a NO, an unreachable participant or the deadline → propose Decide(T, ABORT)
 //   Decide applied → answer the client from applied state (R1) → DECISION to every
-//   participant, retried with capped exponential backoff until ACKed → Forget(T), batched (R5)
+//   participant that may be prepared, retried with capped exponential backoff
+//   until ACKed → Forget(T), batched (R5)
+//
+// An answered outcome never changes: every outcome a client or a participant
+// is told is in the log before it is told, ABORT included. The ABORT entry
+// rides the same group-committed proposal batch as the COMMITs (src/node/node.ts),
+// so it costs no round of its own. The decided id can then never be begun
+// again (the table remembers it, then its tombstone, then the retention
+// horizon of src/commit/state.ts refuses its time).
 //
 // Pure: time, randomness and I/O come in through EngineIO, with callbacks, so
 // the simulator can run this code on a seeded schedule. Only the leader's
@@ -14,6 +22,8 @@
 // Commit for a transaction it did not begin is answered by logging ABORT.
 
 import type { ApplyResult, Command, Decision, DecisionOutcome, DecisionTable, HeuristicRecord, OperatorAct, ParticipantRecord, Resolution } from './state.ts';
+import { beginRefusal, forgottenReason, futureIdRefusal } from './id-newness.ts';
+import { txnIdProblem } from './txn-id.ts';
 
 export type VoteValue = 'yes' | 'no';
 
@@ -53,8 +63,17 @@ export interface EngineConfig {
   /** Forget records wait at most this long, or until forgetBatchMax are pending. */
   forgetDelayMs: number;
   forgetBatchMax: number;
-  /** Aborts decided in memory are remembered this long for idempotent retries. */
-  abortMemoryMs: number;
+  /**
+   * How far a timed transaction id's creation time may lie ahead of this
+   * leader's clock. Bounds how far one id can push the retention horizon.
+   */
+  clockSkewMaxMs: number;
+  /**
+   * Untimed ids (no UUIDv7 at the end) at Begin: 'trust' begins them and
+   * relies on the client never reusing one whose decision may be forgotten;
+   * 'refuse' begins only ids the cluster can prove new (docs/protocol-outcomes.md).
+   */
+  untimedIds: 'trust' | 'refuse';
   rpcDeadlineMs: number;
   /** An undecided transaction older than this is listed as in doubt (`verdict txn list --in-doubt`). */
   inDoubtAfterMs: number;
@@ -67,8 +86,12 @@ export interface EngineConfig {
  *   presume-abort-unlogged  answer an in-doubt participant ABORTED without logging it (breaks R3)
  *   commit-on-majority      propose COMMIT on a majority of YES votes (breaks R2, AC2)
  *   forget-before-acks      forget a decision once any participant acknowledged it (breaks R5)
+ *   abort-unlogged          answer a NO vote or a timeout ABORTED from memory and send ABORT
+ *                           once (the presumed abort before answers were logged): after a
+ *                           leader change the id can be begun again and COMMIT what a client
+ *                           was told ABORTED
  */
-export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks';
+export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged';
 
 export const defaultEngineConfig: EngineConfig = {
   defaultTimeoutMs: 30_000,
@@ -80,7 +103,8 @@ export const defaultEngineConfig: EngineConfig = {
   retryMaxMs: 10_000,
   forgetDelayMs: 200,
   forgetBatchMax: 512,
-  abortMemoryMs: 60_000,
+  clockSkewMaxMs: 60_000,
+  untimedIds: 'trust',
   rpcDeadlineMs: 10_000,
   inDoubtAfterMs: 2_000,
 };
@@ -96,20 +120,29 @@ export interface OutcomeAnswer {
 
 export type OutcomeCallback = (err: EngineError | null, answer?: OutcomeAnswer) => void;
 
-export type EngineErrorCode = 'not-leader' | 'exhausted' | 'invalid' | 'precondition' | 'unavailable';
+/**
+ * What the caller may do next, as the service tells it (src/node/coordinator-service.ts):
+ *   not-leader       nothing was done here; ask the leader (or wait for one)
+ *   outcome-unknown  the request may have taken effect; retry with the same id (never with begin) or ask the outcome
+ *   exists           the id is decided (`recorded` says how): use a new id
+ *   exhausted / invalid / precondition  refused, nothing was done
+ */
+export type EngineErrorCode = 'not-leader' | 'exhausted' | 'invalid' | 'precondition' | 'exists' | 'outcome-unknown';
 
 /** An error the caller can act on; the service maps `code` to a gRPC status. */
 export class EngineError extends Error {
   constructor(
     readonly code: EngineErrorCode,
     message: string,
+    /** For 'exists': the outcome the log recorded for the id. */
+    readonly recorded?: 'committed' | 'aborted',
   ) {
     super(message);
     this.name = 'EngineError';
   }
 }
 
-export type Phase = 'begun' | 'preparing' | 'deciding' | 'delivering' | 'aborted';
+export type Phase = 'begun' | 'preparing' | 'deciding' | 'delivering';
 
 interface Member {
   record: ParticipantRecord;
@@ -134,13 +167,15 @@ interface Txn {
   outcome: DecisionOutcome | null;
   reason: string;
   decisionIndex: number;
-  /** While deciding: when to propose COMMIT again after the proposal failed; 0 while one is in flight. */
+  /** While deciding: the outcome proposed (COMMIT only by the term that collected every YES, R2). */
+  proposing?: DecisionOutcome;
+  /** While deciding: when to propose again after the proposal failed; 0 while one is in flight. */
   reproposeAtMs?: number;
 }
 
 export interface TxnView {
   txnId: string;
-  /** 'decided' for a transaction the leader no longer tracks (every ACK came, or a presumed abort). */
+  /** 'decided' for a transaction the leader no longer tracks (every ACK came). */
   phase: Phase | 'decided';
   outcome: ClientOutcome;
   reason: string;
@@ -235,11 +270,11 @@ export class CoordinatorEngine {
 
   /**
    * How many of this leader's transactions are in each phase: begun,
-   * preparing and deciding are undecided; delivering ones wait for ACKs (R5);
-   * aborted ones are remembered for idempotent retries.
+   * preparing and deciding are undecided; delivering ones (COMMIT or ABORT)
+   * wait for ACKs (R5).
    */
   phases(): Record<Phase, number> {
-    const n: Record<Phase, number> = { begun: 0, preparing: 0, deciding: 0, delivering: 0, aborted: 0 };
+    const n: Record<Phase, number> = { begun: 0, preparing: 0, deciding: 0, delivering: 0 };
     for (const t of this.txns.values()) n[t.phase]++;
     return n;
   }
@@ -260,7 +295,7 @@ export class CoordinatorEngine {
   }
 
   private dropAll(): void {
-    const err = new EngineError('unavailable', 'leadership changed while the transaction was in flight; retry Commit with the same id on the new leader, or query its outcome');
+    const err = new EngineError('outcome-unknown', 'leadership changed while the transaction was in flight; retry Commit with the same id on the new leader, or query its outcome');
     for (const t of this.txns.values()) for (const w of t.waiters.splice(0)) w(err);
     this.txns.clear();
     this.forgetQueue = [];
@@ -278,8 +313,9 @@ export class CoordinatorEngine {
     validateTxnId(txnId);
     const now = this.io.nowMs();
     const existing = this.txns.get(txnId);
-    if (existing) return { deadlineMs: existing.deadlineMs };
-    if (this.table.lookup(txnId)) throw new EngineError('precondition', `transaction ${txnId} is already decided; use a new transaction id`);
+    // R7: a repeated Begin of an undecided transaction answers as the first did.
+    if (existing && (existing.outcome === null || this.cfg.mutant === 'abort-unlogged')) return { deadlineMs: existing.deadlineMs };
+    this.refuseUnlessNew(txnId);
     if (this.txns.size >= this.cfg.inFlightMax) throw new EngineError('exhausted', `${this.txns.size} transactions in flight (limit ${this.cfg.inFlightMax}); retry later`);
     const t = timeoutMs > 0 ? timeoutMs : this.cfg.defaultTimeoutMs;
     if (t > this.cfg.maxTimeoutMs) throw new EngineError('invalid', `timeout ${t} ms exceeds the limit of ${this.cfg.maxTimeoutMs} ms`);
@@ -297,6 +333,16 @@ export class CoordinatorEngine {
       decisionIndex: 0,
     });
     return { deadlineMs: now + t };
+  }
+
+  /** Begin's id check (src/commit/id-newness.ts): a decided id, or one that cannot be proved new, is never begun again. */
+  private refuseUnlessNew(txnId: string): void {
+    const r = beginRefusal(this.table, txnId, this.io.nowMs(), this.cfg);
+    if (r) throw new EngineError(r.code, r.message, r.recorded);
+  }
+
+  private forgotten(txnId: string): EngineError {
+    return new EngineError('precondition', forgottenReason(this.table, txnId));
   }
 
   /** The leader check and id check every client call starts with; false once cb got the error. */
@@ -320,7 +366,18 @@ export class CoordinatorEngine {
   commit(txnId: string, enlist: { participantId: string; payload: Uint8Array }[], cb: OutcomeCallback, begin?: { timeoutMs: number }): void {
     if (!this.accept(txnId, cb)) return;
     const decided = this.table.lookup(txnId);
-    if (decided) return cb(null, answerOf(decided));
+    // A Commit that begins is a new transaction (the SDK sends begin on a first attempt only): a decided id is refused, not answered.
+    if (decided && begin !== undefined) {
+      try {
+        this.refuseUnlessNew(txnId);
+      } catch (err) {
+        return cb(err as EngineError);
+      }
+    }
+    if (decided) {
+      this.deliverToEnlisted(decided, enlist);
+      return cb(null, answerOf(decided));
+    }
     if (begin !== undefined && !this.txns.has(txnId)) {
       try {
         this.begin(txnId, begin.timeoutMs);
@@ -330,8 +387,11 @@ export class CoordinatorEngine {
     }
     const t = this.txns.get(txnId);
     if (!t) {
-      // R2: we did not begin it, so another leader may have prepared it.
-      return this.logAbort(txnId, 'the transaction was not begun on the current leader (leader change?); it is aborted', 'leader_change', cb);
+      if (this.table.beyondHorizon(txnId)) return cb(this.forgotten(txnId));
+      // R2: we did not begin it, so another leader may have prepared it. The
+      // enlisted participants are the ones that may be: ABORT goes to them until acknowledged.
+      const named = this.validateEnlistment(enlist) === null ? enlist.map((e) => e.participantId) : [];
+      return this.logAbort(txnId, 'the transaction was not begun on the current leader (leader change?); it is aborted', 'leader_change', cb, named);
     }
     if (t.outcome !== null) return cb(null, this.answerFor(t));
     if (t.phase !== 'begun') {
@@ -349,21 +409,36 @@ export class CoordinatorEngine {
     this.prepare(t);
   }
 
+  /**
+   * A retried Commit names participants the leader that sent PREPARE may have
+   * prepared. An ABORT logged without them (a participant's question, R3,
+   * named only the one that asked) must reach them too: a no-op Decide adds
+   * them to the decision, which is then delivered to them until they
+   * acknowledge (a forgotten one lives again for that).
+   */
+  private deliverToEnlisted(d: Decision, enlist: { participantId: string; payload: Uint8Array }[]): void {
+    if (d.outcome !== 'abort' || this.validateEnlistment(enlist) !== null) return;
+    const t = this.txns.get(d.txnId);
+    // A NO voter aborted on its own: it is owed nothing.
+    const missing = enlist.map((e) => e.participantId).filter((p) => !d.participants.includes(p) && t?.members.get(p)?.vote !== 'no');
+    if (missing.length === 0) return;
+    this.io.propose({ t: 'decide', txnId: d.txnId, outcome: 'abort', reason: d.reason, participants: missing, atMs: this.io.nowMs() }, () => {});
+  }
+
   abort(txnId: string, reason: string, cb: OutcomeCallback): void {
     if (!this.accept(txnId, cb)) return;
     const decided = this.table.lookup(txnId);
     if (decided) return cb(null, answerOf(decided));
     const t = this.txns.get(txnId);
     const why = reason || 'aborted by the application';
-    if (!t) return this.logAbort(txnId, why, 'client', cb);
-    if (t.phase === 'deciding') {
-      // COMMIT is already proposed: the log will tell.
-      t.waiters.push(cb);
-      return;
+    if (!t) {
+      if (this.table.beyondHorizon(txnId)) return cb(this.forgotten(txnId));
+      return this.logAbort(txnId, why, 'client', cb);
     }
-    if (t.phase === 'delivering' || t.phase === 'aborted') return cb(null, this.answerFor(t));
-    this.abortInMemory(t, why, 'client');
-    cb(null, this.answerFor(t));
+    if (t.phase === 'delivering') return cb(null, this.answerFor(t));
+    // A decision already proposed is what the log will tell; otherwise ABORT is proposed now.
+    t.waiters.push(cb);
+    this.decideAbort(t, why, 'client');
   }
 
   /**
@@ -372,6 +447,8 @@ export class CoordinatorEngine {
    * through the log first (R3); from a client it is `unknown`.
    */
   outcome(txnId: string, participantId: string, cb: OutcomeCallback): void {
+    const problem = txnIdProblem(txnId);
+    if (problem !== null) return cb(new EngineError('invalid', problem));
     if (participantId !== '') this.heardFrom(participantId);
     const decided = this.table.lookup(txnId);
     if (decided) return cb(null, answerOf(decided));
@@ -380,7 +457,10 @@ export class CoordinatorEngine {
     const t = this.txns.get(txnId);
     if (t) return cb(null, this.answerFor(t));
     if (participantId === '') return cb(null, { txnId, outcome: 'unknown', reason: 'no decision is recorded for this transaction', decisionIndex: 0 });
-    this.logAbort(txnId, `participant ${participantId} was in doubt and no decision was logged (presumed abort)`, 'presumed_abort_query', cb);
+    // A participant in doubt on a forgotten decision cannot be answered from the log: ABORT could contradict it. Its operator decides (R4).
+    if (this.table.beyondHorizon(txnId)) return cb(null, { txnId, outcome: 'unknown', reason: forgottenReason(this.table, txnId), decisionIndex: 0 });
+    const asker = this.table.participants.has(participantId) ? [participantId] : [];
+    this.logAbort(txnId, `participant ${participantId} was in doubt and no decision was logged (presumed abort)`, 'presumed_abort_query', cb, asker);
   }
 
   /**
@@ -459,7 +539,6 @@ export class CoordinatorEngine {
   participantActivity(): ParticipantActivity[] {
     const inDoubt = new Map<string, number>();
     for (const t of this.txns.values()) {
-      if (t.phase === 'aborted') continue;
       for (const m of t.members.values()) {
         // Prepared there and not yet told (or not yet acknowledged) the outcome.
         const waiting = t.phase === 'delivering' ? !m.acked && (m.vote !== 'no') : m.vote === 'yes';
@@ -497,7 +576,7 @@ export class CoordinatorEngine {
     if (known) return cb(null, known);
     const record = (): void =>
       this.io.propose({ t: 'heuristic', txnId: r.txnId, participantId: r.participantId, outcome: r.outcome, gid: r.gid, operator: r.operator, reason: r.reason, atMs: r.atMs }, (err, res) => {
-        if (err || !res || res.t !== 'heuristic') return cb(new EngineError('unavailable', `the heuristic report could not be logged (${err?.message ?? 'no result'}); retry`));
+        if (err || !res || res.t !== 'heuristic') return cb(new EngineError('outcome-unknown', `the heuristic report could not be logged (${err?.message ?? 'no result'}); retry`));
         cb(null, res.record);
       });
     this.decideFirst(r.txnId, `participant ${r.participantId} was resolved by hand (heuristic ${r.outcome.toUpperCase()} by ${r.operator}: ${r.reason}); no decision was logged, so the transaction is aborted`, 'heuristic_report', (err) => (err ? cb(err) : record()));
@@ -512,16 +591,13 @@ export class CoordinatorEngine {
   private decideFirst(txnId: string, reason: string, why: AbortClass, cb: (err: EngineError | null) => void): void {
     if (this.table.lookup(txnId)) return cb(null);
     const t = this.txns.get(txnId);
-    if (t?.phase === 'deciding') {
+    if (t) {
+      // Deciding already: the log will tell. Otherwise ABORT is proposed now, and applied before cb.
       t.waiters.push((err) => cb(err));
+      this.decideAbort(t, reason, why);
       return;
     }
-    const members = t ? [...t.members.keys()] : [];
-    if (t) this.abortInMemory(t, reason, why);
-    this.io.propose({ t: 'decide', txnId, outcome: 'abort', reason, participants: members, atMs: this.io.nowMs() }, (err, r) => {
-      if (err || !r || r.t !== 'decide') return cb(new EngineError('unavailable', `the decision could not be logged (${err?.message ?? 'no result'}); retry`));
-      cb(null);
-    });
+    this.logAbort(txnId, reason, why, (err) => cb(err));
   }
 
   /**
@@ -550,20 +626,24 @@ export class CoordinatorEngine {
     const decided = this.table.lookup(txnId);
     if (decided && decided.outcome !== outcome) return cb(contrary(decided.outcome));
     const t = this.txns.get(txnId);
-    if (!decided && outcome === 'commit' && t?.phase !== 'deciding') {
+    if (!decided && outcome === 'commit' && !(t?.phase === 'deciding' && t.proposing === 'commit')) {
       const why = !t
         ? 'this leader did not prepare it, so it does not hold every participant\'s YES vote (a new leader never resumes another leader\'s prepare, R2)'
-        : t.phase === 'aborted'
-          ? 'it was aborted (presumed abort: a NO vote, an unreachable participant or the timeout)'
+        : t.phase === 'deciding'
+          ? `it is being aborted (${t.reason})`
           : `not every participant voted YES (${[...t.members.values()].map((m) => `${m.record.id}: ${m.vote ?? 'no vote yet'}`).join(', ') || 'no PREPARE sent yet'})`;
       return cb(new EngineError('precondition', `COMMIT of undecided transaction ${txnId} refused: ${why}. AC2 — COMMIT only if every participant voted YES — is never traded away; use --abort, or wait for the transaction to be decided`));
     }
     const propose = (): void => {
-      const members = t ? [...t.members.keys()] : [];
+      const members = t ? decisionParticipants(t, outcome) : [];
       const now = this.io.nowMs();
       const reason = `resolved by operator ${act.operator}: ${act.reason}`;
       this.io.propose({ t: 'decide', txnId, outcome, reason, participants: members, atMs: now, operator: { operator: act.operator, reason: act.reason, atMs: now } }, (err, r) => {
-        if (err || !r || r.t !== 'decide') return cb(new EngineError('unavailable', `the resolution could not be logged (${err?.message ?? 'no result'}); retry`));
+        if (err || !r || r.t !== 'decide') {
+          // The transaction this act moved to deciding must still be decided: tick proposes ABORT again.
+          if (t && this.txns.get(txnId) === t && t.phase === 'deciding' && t.proposing === 'abort') t.reproposeAtMs = this.io.nowMs() + this.cfg.retryMinMs;
+          return cb(new EngineError('outcome-unknown', `the resolution could not be logged (${err?.message ?? 'no result'}); retry`));
+        }
         if (r.decision.outcome !== outcome) return cb(contrary(r.decision.outcome));
         if (r.first && outcome === 'abort') this.stats.aborted.operator++;
         cb(null, { answer: answerOf(r.decision), decided: r.first });
@@ -580,14 +660,20 @@ export class CoordinatorEngine {
       });
       return;
     }
-    if (t && !decided) this.abortInMemory(t, `aborted by operator ${act.operator}: ${act.reason}`, 'operator');
+    if (t && !decided && (t.phase === 'begun' || t.phase === 'preparing')) {
+      // The operator's own Decide entry is the ABORT: no other is proposed for it.
+      t.phase = 'deciding';
+      t.proposing = 'abort';
+      t.reproposeAtMs = 0;
+      t.reason = `aborted by operator ${act.operator}: ${act.reason}`;
+    }
     propose();
   }
 
   registerParticipant(id: string, endpoint: string, cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
     if (!this.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
     this.io.propose({ t: 'register', id, endpoint, atMs: this.io.nowMs() }, (err, r) => {
-      if (err || !r || r.t !== 'register') return cb(new EngineError('unavailable', `registration not committed: ${err?.message ?? 'no result'}; retry`));
+      if (err || !r || r.t !== 'register') return cb(new EngineError('outcome-unknown', `registration not committed: ${err?.message ?? 'no result'}; retry`));
       this.heardFrom(id);
       cb(null, r.participant);
     });
@@ -617,12 +703,12 @@ export class CoordinatorEngine {
       this.io.sendPrepare(m.record, req, Math.min(remainingMs, this.cfg.rpcDeadlineMs), (err, vote) => {
         m.inFlight = false;
         if (this.txns.get(t.id) !== t || t.phase !== 'preparing') return;
-        if (err || !vote) return this.abortInMemory(t, `participant ${m.record.id} did not vote: ${err?.message ?? 'no answer'}`, 'unreachable');
+        if (err || !vote) return this.decideAbort(t, `participant ${m.record.id} did not vote: ${err?.message ?? 'no answer'}`, 'unreachable');
         this.heardFrom(m.record.id);
         m.vote = vote.vote;
         m.voteReason = vote.reason;
         if (this.cfg.mutant === 'commit-on-majority') return this.majorityMutant(t);
-        if (vote.vote === 'no') return this.abortInMemory(t, `participant ${m.record.id} voted NO: ${vote.reason || 'no reason given'}`, 'vote_no');
+        if (vote.vote === 'no') return this.decideAbort(t, `participant ${m.record.id} voted NO: ${vote.reason || 'no reason given'}`, 'vote_no');
         if ([...t.members.values()].every((x) => x.vote === 'yes')) this.proposeCommit(t);
       });
     }
@@ -633,20 +719,22 @@ export class CoordinatorEngine {
     const votes = [...t.members.values()];
     const yes = votes.filter((x) => x.vote === 'yes').length;
     if (yes * 2 > votes.length) return this.proposeCommit(t);
-    if (votes.every((x) => x.vote !== null)) this.abortInMemory(t, 'mutant: no majority of YES votes', 'vote_no');
+    if (votes.every((x) => x.vote !== null)) this.decideAbort(t, 'mutant: no majority of YES votes', 'vote_no');
   }
 
   /** R2: only the leader of the term that sent PREPARE, holding every YES, proposes COMMIT. */
   private proposeCommit(t: Txn): void {
-    if (t.term !== this.leaderTerm) return this.abortInMemory(t, 'leadership changed during prepare', 'leader_change');
+    if (t.term !== this.leaderTerm) return this.decideAbort(t, 'leadership changed during prepare', 'leader_change');
     t.phase = 'deciding';
-    this.proposeCommitEntry(t);
+    t.proposing = 'commit';
+    this.proposeDecision(t);
   }
 
-  private proposeCommitEntry(t: Txn): void {
+  private proposeDecision(t: Txn): void {
     t.reproposeAtMs = 0;
-    const participants = [...t.members.keys()];
-    this.io.propose({ t: 'decide', txnId: t.id, outcome: 'commit', reason: '', participants, atMs: this.io.nowMs() }, (err) => {
+    const outcome = t.proposing ?? 'abort';
+    const participants = decisionParticipants(t, outcome);
+    this.io.propose({ t: 'decide', txnId: t.id, outcome, reason: outcome === 'commit' ? '' : t.reason, participants, atMs: this.io.nowMs() }, (err) => {
       // Success is handled where every node sees it: onApplied. A proposal
       // that failed leaves the outcome to the log (the entry may still
       // commit under a later leader), so the client must ask again.
@@ -655,34 +743,45 @@ export class CoordinatorEngine {
       // during a leadership transfer, or under back-pressure) while this node
       // stays leader: then nothing would ever decide T. Propose it again from
       // tick; only this leader, of the term that collected every YES, may (R2),
-      // and a duplicate Decide is a no-op (R1).
+      // and a duplicate Decide is a no-op (R1). ABORT likewise.
       if (t.phase === 'deciding') t.reproposeAtMs = this.io.nowMs() + this.cfg.retryMinMs;
-      const e = new EngineError('unavailable', `the COMMIT decision could not be confirmed (${err.message}); query the outcome or retry Commit with the same id`);
+      const e = new EngineError('outcome-unknown', `the ${outcome === 'commit' ? 'COMMIT' : 'ABORT'} decision could not be confirmed (${err.message}); query the outcome or retry Commit with the same id`);
       for (const w of t.waiters.splice(0)) w(e);
     });
   }
 
-  /** Presumed abort: no YES can become COMMIT now, so no log write is needed (R3). */
-  private abortInMemory(t: Txn, reason: string, why: AbortClass): void {
+  /**
+   * A NO vote, an unreachable participant, the deadline, the client or the
+   * operator: no YES can become COMMIT now. ABORT is proposed like COMMIT,
+   * and nobody hears ABORTED before the log says so (the waiters are answered
+   * in onApplied): an answer that lived only in this leader's memory would be
+   * gone after a leader change, and the id could be begun and committed again.
+   */
+  private decideAbort(t: Txn, reason: string, why: AbortClass): void {
     if (t.phase !== 'begun' && t.phase !== 'preparing') return;
     this.stats.aborted[why]++;
-    t.phase = 'aborted';
-    t.outcome = 'abort';
     t.reason = reason;
-    // Remembered for a while so that a retried Commit gets the same answer.
-    t.deadlineMs = this.io.nowMs() + this.cfg.abortMemoryMs;
-    const a = this.answerFor(t);
-    for (const w of t.waiters.splice(0)) w(null, a);
-    // Tell everyone who might be prepared; ABORT needs no acknowledgement.
-    for (const m of t.members.values()) {
-      if (m.vote === 'no') continue;
-      this.io.sendDecision(m.record, { txnId: t.id, participantId: m.record.id, outcome: 'abort', reason }, this.cfg.rpcDeadlineMs, () => {});
-    }
+    if (this.cfg.mutant === 'abort-unlogged') return this.abortUnloggedMutant(t);
+    t.phase = 'deciding';
+    t.proposing = 'abort';
+    this.proposeDecision(t);
   }
 
-  private logAbort(txnId: string, reason: string, why: AbortClass, cb: OutcomeCallback): void {
-    this.io.propose({ t: 'decide', txnId, outcome: 'abort', reason, participants: [], atMs: this.io.nowMs() }, (err, r) => {
-      if (err || !r || r.t !== 'decide') return cb(new EngineError('unavailable', `the decision could not be logged (${err?.message ?? 'no result'}); retry`));
+  /** The abort-unlogged mutant: ABORTED from this leader's memory, which a leader change wipes; ABORT sent once. */
+  private abortUnloggedMutant(t: Txn): void {
+    t.phase = 'deciding';
+    t.outcome = 'abort';
+    const a = this.answerFor(t);
+    for (const w of t.waiters.splice(0)) w(null, a);
+    for (const m of t.members.values()) if (m.vote !== 'no') this.io.sendDecision(m.record, { txnId: t.id, participantId: m.record.id, outcome: 'abort', reason: t.reason }, this.cfg.rpcDeadlineMs, () => {});
+  }
+
+  /** ABORT for a transaction this leader is not working on, logged before anyone hears it; `participants` get it until they acknowledge. */
+  private logAbort(txnId: string, reason: string, why: AbortClass, cb: OutcomeCallback, participants: string[] = []): void {
+    const future = futureIdRefusal(txnId, this.io.nowMs(), this.cfg.clockSkewMaxMs);
+    if (future) return cb(new EngineError(future.code, future.message));
+    this.io.propose({ t: 'decide', txnId, outcome: 'abort', reason, participants, atMs: this.io.nowMs() }, (err, r) => {
+      if (err || !r || r.t !== 'decide') return cb(new EngineError('outcome-unknown', `the decision could not be logged (${err?.message ?? 'no result'}); retry`));
       if (r.first && r.decision.outcome === 'abort') this.stats.aborted[why]++;
       cb(null, answerOf(r.decision));
     });
@@ -703,16 +802,17 @@ export class CoordinatorEngine {
         for (const w of t.waiters.splice(0)) w(null, a);
       }
       if (result.first && d.outcome === 'commit') this.stats.committed++;
-      if (result.first) this.deliver(d);
+      // A later Decide may have added participants to a live decision (deliverToEnlisted).
+      if (result.first || this.table.decisions.has(d.txnId)) this.deliver(d);
     } else if (result.t === 'forget') {
       this.forgetInFlight = false;
     }
   }
 
-  /** Sends the DECISION to every participant until each acknowledges it (R5). */
+  /** Sends the DECISION, COMMIT or ABORT, to every participant the decision names until each acknowledges it (R5). */
   private deliver(d: Decision): void {
     let t = this.txns.get(d.txnId);
-    if (!t || t.phase === 'aborted') {
+    if (!t) {
       const members = new Map<string, Member>();
       for (const id of d.participants) {
         const record = this.table.participants.get(id);
@@ -721,9 +821,17 @@ export class CoordinatorEngine {
       t = { id: d.txnId, phase: 'delivering', term: this.leaderTerm, startedAtMs: d.decidedAtMs, deadlineMs: 0, members, waiters: [], outcome: d.outcome, reason: d.reason, decisionIndex: d.index };
       this.txns.set(d.txnId, t);
     }
+    for (const id of d.participants) {
+      const record = this.table.participants.get(id);
+      if (record && !t.members.has(id)) t.members.set(id, { record, payload: new Uint8Array(), vote: null, voteReason: '', acked: false, retries: 0, nextRetryAtMs: 0, inFlight: false });
+    }
     t.phase = 'delivering';
     t.outcome = d.outcome;
+    t.reason = d.reason;
     t.decisionIndex = d.index;
+    // A member the decision does not name (a NO voter: it aborted on its own) is owed nothing.
+    const named = new Set(d.participants);
+    for (const m of t.members.values()) if (!named.has(m.record.id)) m.acked = true;
     for (const m of t.members.values()) this.sendDecision(t, m);
     this.maybeDone(t);
   }
@@ -782,16 +890,14 @@ export class CoordinatorEngine {
       switch (t.phase) {
         case 'begun':
         case 'preparing':
-          if (now >= t.deadlineMs) this.abortInMemory(t, `the transaction timed out after ${t.deadlineMs - t.startedAtMs} ms`, 'timeout');
-          break;
-        case 'aborted':
-          if (now >= t.deadlineMs) this.txns.delete(t.id);
+          if (now >= t.deadlineMs) this.decideAbort(t, `the transaction timed out after ${t.deadlineMs - t.startedAtMs} ms`, 'timeout');
           break;
         case 'delivering':
           for (const m of t.members.values()) if (!m.acked && !m.inFlight && now >= m.nextRetryAtMs) this.sendDecision(t, m);
           break;
         case 'deciding':
-          if (t.reproposeAtMs && now >= t.reproposeAtMs && t.term === this.leaderTerm) this.proposeCommitEntry(t);
+          // COMMIT only by the term that collected the votes (R2); ABORT by any leader.
+          if (t.reproposeAtMs && now >= t.reproposeAtMs && (t.proposing === 'abort' || t.term === this.leaderTerm)) this.proposeDecision(t);
           break;
       }
     }
@@ -808,8 +914,18 @@ function answerOf(d: Decision): OutcomeAnswer {
   return { txnId: d.txnId, outcome: d.outcome === 'commit' ? 'committed' : 'aborted', reason: d.reason, decisionIndex: d.index };
 }
 
-const TXN_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+/**
+ * Who must acknowledge `outcome` for t: for COMMIT every member; for ABORT
+ * every member that was sent PREPARE and did not vote NO (it may be
+ * prepared, or may yet prepare from a late PREPARE; a NO voter aborted on
+ * its own). A transaction that never sent PREPARE owes nobody anything.
+ */
+function decisionParticipants(t: Txn, outcome: DecisionOutcome): string[] {
+  return [...t.members.values()].filter((m) => outcome === 'commit' || m.vote !== 'no').map((m) => m.record.id);
+}
 
 function validateTxnId(id: string): void {
-  if (!TXN_ID.test(id)) throw new EngineError('invalid', `transaction id ${JSON.stringify(id)} must be 1–128 characters of letters, digits, "_", ".", ":" or "-"`);
+  const problem = txnIdProblem(id);
+  if (problem !== null) throw new EngineError('invalid', problem);
 }
+

@@ -4,7 +4,11 @@
 // (the leader's clock when it proposed them), never from here.
 //
 // R1 lives here: the first Decide(T) applied wins; a later one is a no-op
-// that returns the decision already made.
+// that returns the decision already made. So does the retention horizon: the
+// newest creation time of a timed transaction id (src/commit/txn-id.ts) whose
+// decision has left the table for good, below which no id can be proved new.
+
+import { txnIdTimeMs } from './txn-id.ts';
 
 export type DecisionOutcome = 'commit' | 'abort';
 
@@ -114,6 +118,13 @@ export class DecisionTable {
   readonly heuristics = new Map<string, HeuristicRecord[]>();
   /** Operators' `txn resolve` acts, by transaction, oldest first; kept after Forget. */
   readonly resolutions = new Map<string, Resolution[]>();
+  /**
+   * The retention horizon: the latest creation time (Unix ms) of a timed id
+   * whose tombstone was evicted; null while none was. Every timed id at or
+   * before it may have been decided and forgotten, so the engine refuses to
+   * begin one (an answered outcome never changes). Only grows.
+   */
+  horizonAtMs: number | null = null;
 
   constructor(
     private readonly tombstonesMax = TOMBSTONES_MAX,
@@ -128,7 +139,19 @@ export class DecisionTable {
         return { t: 'register', participant: p };
       }
       case 'decide': {
-        const existing = this.lookup(cmd.txnId);
+        let existing = this.lookup(cmd.txnId);
+        if (existing && existing.outcome === cmd.outcome) {
+          // A later Decide with the same outcome may name participants the decision did not (a new
+          // leader learns who may be prepared from a client's retried Commit): they are added, and a
+          // forgotten decision lives again, so it is delivered to them too (R5). The outcome never changes.
+          const added = cmd.participants.filter((p) => !existing?.participants.includes(p));
+          if (added.length > 0) {
+            const live: Decision = { ...existing, participants: [...existing.participants, ...added], decidedAtMs: existing.decidedAtMs || cmd.atMs };
+            this.tombstones.delete(cmd.txnId);
+            this.decisions.set(cmd.txnId, live);
+            existing = live;
+          }
+        }
         if (existing) {
           // R1: a later Decide is a no-op. An operator who asked for the outcome already logged is still recorded.
           const resolution = cmd.operator && existing.outcome === cmd.outcome ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: false, index }) : null;
@@ -174,6 +197,18 @@ export class DecisionTable {
     }
   }
 
+  /**
+   * True when `txnId` is a timed id at or before the retention horizon with
+   * no decision in the table: it may have been decided and forgotten, so the
+   * table can no longer tell what its outcome was. (An untimed id's history
+   * cannot be bounded this way; see src/commit/txn-id.ts.)
+   */
+  beyondHorizon(txnId: string): boolean {
+    if (this.horizonAtMs === null || this.lookup(txnId)) return false;
+    const idAtMs = txnIdTimeMs(txnId);
+    return idAtMs !== null && idAtMs <= this.horizonAtMs;
+  }
+
   /** The decision for `txnId`, live or remembered by a tombstone. */
   lookup(txnId: string): Decision | null {
     const d = this.decisions.get(txnId);
@@ -202,16 +237,18 @@ export class DecisionTable {
     while (this.tombstones.size > this.tombstonesMax) {
       const oldest = this.tombstones.keys().next().value as string;
       this.tombstones.delete(oldest);
+      const idAtMs = txnIdTimeMs(oldest);
+      if (idAtMs !== null && (this.horizonAtMs === null || idAtMs > this.horizonAtMs)) this.horizonAtMs = idAtMs;
     }
   }
 
   toJSON(): unknown {
-    return { p: [...this.participants.values()], d: [...this.decisions.values()], t: [...this.tombstones], h: [...this.heuristics], r: [...this.resolutions] };
+    return { p: [...this.participants.values()], d: [...this.decisions.values()], t: [...this.tombstones], h: [...this.heuristics], r: [...this.resolutions], hz: this.horizonAtMs };
   }
 
   restoreFrom(json: unknown): void {
-    // h and r are absent from snapshots written before heuristic records existed.
-    const o = json as { p: ParticipantRecord[]; d: Decision[]; t: [string, Tombstone][]; h?: [string, HeuristicRecord[]][]; r?: [string, Resolution[]][] };
+    // h and r are absent from snapshots written before heuristic records existed, hz before the retention horizon.
+    const o = json as { p: ParticipantRecord[]; d: Decision[]; t: [string, Tombstone][]; h?: [string, HeuristicRecord[]][]; r?: [string, Resolution[]][]; hz?: number | null };
     this.participants.clear();
     this.decisions.clear();
     this.tombstones.clear();
@@ -222,6 +259,7 @@ export class DecisionTable {
     for (const [k, v] of o.t) this.tombstones.set(k, v);
     for (const [k, v] of o.h ?? []) this.heuristics.set(k, v);
     for (const [k, v] of o.r ?? []) this.resolutions.set(k, v);
+    this.horizonAtMs = typeof o.hz === 'number' ? o.hz : null;
   }
 }
 

@@ -3,7 +3,7 @@
 // check, refusal while shutting down, validation, R2, R7, metrics); the
 // answers of one event-loop turn go back in one StreamedOutcomes message.
 import * as grpc from '@grpc/grpc-js';
-import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, type CommitRequest, type StreamedCommits, type StreamedOutcome, type StreamedOutcomes, type TxnOutcome } from '../transport/coordinator-rpc.ts';
+import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, RECORDED_OUTCOME_KEY, STATUS_REASON_KEY, type CommitRequest, type StreamedCommits, type StreamedOutcome, type StreamedOutcomes, type TxnOutcome } from '../transport/coordinator-rpc.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
 
 /** Commits answered on one stream at a time at most; beyond this one is refused with RESOURCE_EXHAUSTED. */
@@ -32,7 +32,7 @@ function serve(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, call: gr
       const unaryCall = Object.assign(Object.create(call) as grpc.ServerUnaryCall<CommitRequest, TxnOutcome>, { request });
       commit(unaryCall, (err, outcome) => {
         if (err) answer(failure(id, err));
-        else if (outcome) answer({ id, outcome, code: 0, details: '', leaderAddress: '', leaderId: '' });
+        else if (outcome) answer({ id, outcome, code: 0, details: '', leaderAddress: '', leaderId: '', statusReason: '', recordedOutcome: '' });
         else answer(failure(id, { code: grpc.status.INTERNAL, details: 'Commit produced no outcome' }));
       });
     },
@@ -45,5 +45,14 @@ function failure(id: number, err: Partial<grpc.StatusObject> | grpc.ServiceError
     const v = md?.get(key)[0];
     return typeof v === 'string' ? v : '';
   };
-  return { id, outcome: null, code: err.code ?? grpc.status.UNKNOWN, details: err.details ?? '', leaderAddress: hint(LEADER_ADDRESS_KEY), leaderId: hint(LEADER_ID_KEY) };
+  return {
+    id,
+    outcome: null,
+    code: err.code ?? grpc.status.UNKNOWN,
+    details: err.details ?? '',
+    leaderAddress: hint(LEADER_ADDRESS_KEY),
+    leaderId: hint(LEADER_ID_KEY),
+    statusReason: hint(STATUS_REASON_KEY),
+    recordedOutcome: hint(RECORDED_OUTCOME_KEY),
+  };
 }

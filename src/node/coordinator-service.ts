@@ -1,6 +1,8 @@
 // service Coordinator on every node: gRPC in, the commit engine behind it.
 // Writes need the leader; a follower answers UNAVAILABLE with the leader's
-// address in the metadata so clients and participants can follow it.
+// address in the metadata so clients and participants can follow it. Every
+// refusal a client must tell apart carries `verdict-reason` (the keys and
+// codes: src/transport/coordinator-rpc.ts, docs/protocol-outcomes.md).
 // Outcomes already applied are answered by any node from its own table (R1);
 // the participant list is read through ReadIndex, so it is never stale.
 
@@ -9,6 +11,8 @@ import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswe
 import type { DecisionOutcome, DecisionTable, HeuristicRecord, Resolution } from '../commit/state.ts';
 import {
   OPERATOR_KEY,
+  RECORDED_OUTCOME_KEY,
+  STATUS_REASON_KEY,
   type ClusterStatusResponse,
   type CoordinatorHandlers,
   type HeuristicInfo,
@@ -34,13 +38,27 @@ const OUTCOME: Record<OutcomeAnswer['outcome'], OutcomeName> = {
   unknown: 'OUTCOME_UNKNOWN',
 };
 
-const CODE: Record<EngineError['code'], grpc.status> = {
-  'not-leader': grpc.status.UNAVAILABLE,
+/** not-leader is answered by notLeader(), with the leader's whereabouts. */
+const CODE: Record<Exclude<EngineError['code'], 'not-leader'>, grpc.status> = {
   exhausted: grpc.status.RESOURCE_EXHAUSTED,
   invalid: grpc.status.INVALID_ARGUMENT,
   precondition: grpc.status.FAILED_PRECONDITION,
-  unavailable: grpc.status.UNAVAILABLE,
+  // "May have taken effect": the gRPC code whose meaning, for a state change, is exactly that.
+  'outcome-unknown': grpc.status.DEADLINE_EXCEEDED,
+  exists: grpc.status.ALREADY_EXISTS,
 };
+
+/** The engine's error as the gRPC status a client acts on. */
+function engineStatus(err: EngineError): grpc.ServiceError {
+  const md = new grpc.Metadata();
+  if (err.code === 'outcome-unknown') md.set(STATUS_REASON_KEY, 'UNKNOWN_OUTCOME');
+  if (err.code === 'exists') {
+    md.set(STATUS_REASON_KEY, 'ALREADY_DECIDED');
+    if (err.recorded !== undefined) md.set(RECORDED_OUTCOME_KEY, err.recorded === 'committed' ? 'COMMITTED' : 'ABORTED');
+  }
+  const code = err.code === 'not-leader' ? grpc.status.UNAVAILABLE : CODE[err.code];
+  return Object.assign(new Error(err.message), { code, details: err.message, metadata: md });
+}
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 /** Free text an operator gives (who, why): bounded, so a log entry stays small. */
@@ -105,12 +123,12 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
   const refusal = deps.refusal ?? (() => null);
 
   const fail = (err: EngineError): grpc.ServiceError =>
-    err.code === 'not-leader' ? notLeader(cfg, driver.leader()) : Object.assign(new Error(err.message), { code: CODE[err.code], details: err.message, metadata: new grpc.Metadata() });
+    err.code === 'not-leader' ? notLeader(cfg, driver.leader()) : engineStatus(err);
 
   const invalid = (what: string): Partial<grpc.StatusObject> => ({ code: grpc.status.INVALID_ARGUMENT, details: what });
 
   const outcomeReply = (cb: grpc.sendUnaryData<TxnOutcome>) => (err: EngineError | null, a?: OutcomeAnswer) => {
-    if (err || !a) return cb(fail(err ?? new EngineError('unavailable', 'no answer')));
+    if (err || !a) return cb(fail(err ?? new EngineError('outcome-unknown', 'no answer')));
     cb(null, { txnId: a.txnId, outcome: OUTCOME[a.outcome], reason: a.reason, decisionIndex: a.decisionIndex });
   };
 
@@ -147,7 +165,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
         engine.heardFrom(participantId);
         return cb(null, { participant: participantInfo(existing) });
       }
-      engine.registerParticipant(participantId, endpoint, (err, p) => (err || !p ? cb(fail(err ?? new EngineError('unavailable', 'no answer'))) : cb(null, { participant: participantInfo(p) })));
+      engine.registerParticipant(participantId, endpoint, (err, p) => (err || !p ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { participant: participantInfo(p) })));
     },
     // Linearizable (ReadIndex): a registration acknowledged by the leader is
     // listed by whichever node answers, even one that has not applied it yet.
@@ -217,7 +235,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       if (r.operator.length > OPERATOR_CHARS_MAX || r.reason.length > REASON_CHARS_MAX) return cb(invalid(`operator and reason are limited to ${OPERATOR_CHARS_MAX} and ${REASON_CHARS_MAX} characters`));
       engine.reportHeuristic(
         { txnId: r.txnId, participantId: r.participantId, outcome, gid: r.gid.slice(0, 200), operator: r.operator, reason: r.reason, atMs: r.atMs },
-        (err, h) => (err || !h ? cb(fail(err ?? new EngineError('unavailable', 'no answer'))) : cb(null, { heuristic: heuristicInfo(h) })),
+        (err, h) => (err || !h ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { heuristic: heuristicInfo(h) })),
       );
     },
     ResolveTransaction: (call, cb) => {
@@ -232,7 +250,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       if (reason.length > REASON_CHARS_MAX) return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
       const operator = operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>);
       engine.resolve(r.txnId, outcome, { operator, reason }, (err, res) => {
-        if (err || !res) return cb(fail(err ?? new EngineError('unavailable', 'no answer')));
+        if (err || !res) return cb(fail(err ?? new EngineError('outcome-unknown', 'no answer')));
         const a = res.answer;
         cb(null, { outcome: { txnId: a.txnId, outcome: OUTCOME[a.outcome], reason: a.reason, decisionIndex: a.decisionIndex }, decided: res.decided, operator });
       });

@@ -9,18 +9,22 @@ import type { NodeConfig } from './config.ts';
 import { NotLeaderError, OverloadedError, type Driver } from './driver.ts';
 import { encodePut, type NodeStateMachine } from './machine.ts';
 import { adminOnly } from '../transport/auth.ts';
+import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, STATUS_REASON_KEY, type StatusReason } from '../transport/coordinator-rpc.ts';
 
 /** How long a client request may wait for its entry to commit. */
 export const REQUEST_TIMEOUT_MS = 10_000;
 
+/**
+ * "Not done here": NOT_LEADER with the leader's id and address when another
+ * node leads, NO_LEADER when none is known (or this node was elected and
+ * cannot serve yet). Both UNAVAILABLE, the code every hint-follower retries
+ * on; `verdict-reason` tells them apart. The request certainly did nothing,
+ * so a client may resend it as it was (a Commit with begin included).
+ */
 export function notLeader(cfg: NodeConfig, leader: string): grpc.ServiceError {
-  const md = new grpc.Metadata();
-  if (leader) {
-    md.set('verdict-leader', leader);
-    md.set('verdict-leader-address', cfg.peers.get(leader) ?? '');
-  }
-  const where = leader ? `the leader is ${leader} at ${cfg.peers.get(leader) ?? '?'}` : 'no leader is known yet; retry shortly';
-  return Object.assign(new Error(`not the leader: ${where}`), { code: grpc.status.UNAVAILABLE, details: `not the leader: ${where}`, metadata: md });
+  const other = leader !== '' && leader !== cfg.nodeId;
+  const where = other ? `the leader is ${leader} at ${cfg.peers.get(leader) ?? '?'}` : 'no leader is known yet; retry shortly';
+  return redirect(`not the leader: ${where}`, other ? leader : '', cfg);
 }
 
 /**
@@ -29,13 +33,19 @@ export function notLeader(cfg: NodeConfig, leader: string): grpc.ServiceError {
  * `leader` is the node that leads (or is taking over); '' when not known yet.
  */
 export function shuttingDown(cfg: NodeConfig, leader: string): grpc.ServiceError {
+  const other = leader !== '' && leader !== cfg.nodeId;
+  const where = other ? `the leader is ${leader} at ${cfg.peers.get(leader) ?? '?'}` : 'leadership is moving to another node; retry shortly';
+  return redirect(`node ${cfg.nodeId} is shutting down: ${where}`, other ? leader : '', cfg);
+}
+
+function redirect(details: string, leader: string, cfg: NodeConfig): grpc.ServiceError {
   const md = new grpc.Metadata();
-  if (leader && leader !== cfg.nodeId) {
-    md.set('verdict-leader', leader);
-    md.set('verdict-leader-address', cfg.peers.get(leader) ?? '');
+  const reason: StatusReason = leader !== '' ? 'NOT_LEADER' : 'NO_LEADER';
+  md.set(STATUS_REASON_KEY, reason);
+  if (leader !== '') {
+    md.set(LEADER_ID_KEY, leader);
+    md.set(LEADER_ADDRESS_KEY, cfg.peers.get(leader) ?? '');
   }
-  const where = leader && leader !== cfg.nodeId ? `the leader is ${leader} at ${cfg.peers.get(leader) ?? '?'}` : 'leadership is moving to another node; retry shortly';
-  const details = `node ${cfg.nodeId} is shutting down: ${where}`;
   return Object.assign(new Error(details), { code: grpc.status.UNAVAILABLE, details, metadata: md });
 }
 

@@ -45,6 +45,14 @@ export interface EngineOptions {
   decidedMax?: number;
   decidedRetentionMs?: number;
   /**
+   * Keep nothing of an aborted transaction once ABORT is applied (a resource
+   * that drops its state on rollback, as the protocol allows). Verdict's
+   * cluster answers every later question from its log, and never begins a
+   * decided id again, so an answer stays the same without the participant's
+   * memory; the simulator runs such participants to hold the cluster to that.
+   */
+  forgetAborts?: boolean;
+  /**
    * A prepared transaction with no DECISION after this long is asked about.
    * Asking early is cheap and safe: the leader still working on it answers
    * IN_PROGRESS; only a leader that does not know it (the one that sent
@@ -147,6 +155,7 @@ export class ParticipantEngine {
       askBackoffMaxMs: 10_000,
       asksInFlightMax: 64,
       txnOpsMax: 16,
+      forgetAborts: false,
     }, o);
     check(this.o.preparedMax > 0 && this.o.txnOpsMax > 0, 'bounds are positive');
     this.log = o.log ?? SILENT_LOG;
@@ -188,7 +197,7 @@ export class ParticipantEngine {
       } else {
         this.prepared.delete(r.txnId);
         this.decided.delete(r.txnId);
-        this.decided.set(r.txnId, { outcome: r.kind, atMs: r.atMs });
+        if (!(r.kind === 'aborted' && this.o.forgetAborts)) this.decided.set(r.txnId, { outcome: r.kind, atMs: r.atMs });
       }
     }
     this.pruneDecided();
@@ -384,6 +393,7 @@ export class ParticipantEngine {
 
   private rememberDecided(txnId: TxnId, outcome: Outcome): void {
     this.decided.delete(txnId); // re-insert at the end: the Map's order is decision order
+    if (outcome === 'aborted' && this.o.forgetAborts) return;
     this.decided.set(txnId, { outcome, atMs: this.o.clock.nowMs() });
     this.pruneDecided();
   }

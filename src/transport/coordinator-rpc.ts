@@ -191,6 +191,10 @@ export interface StreamedOutcome {
   details: string;
   leaderAddress: string;
   leaderId: string;
+  /** STATUS_REASON_KEY's value on a refusal, '' when none. */
+  statusReason: string;
+  /** RECORDED_OUTCOME_KEY's value on an ALREADY_DECIDED refusal, '' otherwise. */
+  recordedOutcome: string;
 }
 
 export interface StreamedCommits {
@@ -209,7 +213,20 @@ export const commitStreamMethod = (() => {
 })();
 
 /** Metadata keys by which a follower points at the leader. */
-export const LEADER_ID_KEY = 'verdict-leader';
+export const LEADER_ID_KEY = 'verdict-leader-id';
 export const LEADER_ADDRESS_KEY = 'verdict-leader-address';
+/**
+ * Metadata key of a refusal's machine-readable reason, one of STATUS_REASONS:
+ *   NOT_LEADER       UNAVAILABLE: not done here; the leader is in verdict-leader-id / -address
+ *   NO_LEADER        UNAVAILABLE: not done; no leader is known yet, retry after a pause
+ *   UNKNOWN_OUTCOME  DEADLINE_EXCEEDED: may have reached a leader and taken effect; retry with
+ *                    the same id (a Commit never again with begin) or ask the outcome
+ *   ALREADY_DECIDED  ALREADY_EXISTS: the id is decided; verdict-outcome says how; use a new id
+ */
+export const STATUS_REASON_KEY = 'verdict-reason';
+export const STATUS_REASONS = ['NOT_LEADER', 'NO_LEADER', 'UNKNOWN_OUTCOME', 'ALREADY_DECIDED'] as const;
+export type StatusReason = (typeof STATUS_REASONS)[number];
+/** Metadata key of the outcome recorded for an ALREADY_DECIDED id: COMMITTED or ABORTED. */
+export const RECORDED_OUTCOME_KEY = 'verdict-outcome';
 /** Metadata key naming the person behind an operator's call (`verdict txn resolve`), e.g. alice@host. */
 export const OPERATOR_KEY = 'verdict-operator';

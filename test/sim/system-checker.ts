@@ -11,7 +11,9 @@
 //                      acknowledged (checked by the world, which knows when it is quiet)
 //   R1                 the first Decide(T) applied is the same entry on every node
 //   R4                 a participant's decision equals the log's; a YES survives a crash
-//   clients            an answer given to a client is never reversed
+//   clients            an answer given to a client is never reversed: every later
+//                      answer about the same id (a retried Commit, the same id sent
+//                      again as a new transaction, the table at the end) is the same
 //   atomicity          at the end, a committed transaction's writes are at every
 //                      participant, an aborted one's at none
 //
@@ -134,15 +136,26 @@ export class SystemChecker {
   /** R4 across a crash: every transaction it voted YES on is still prepared (or decided) after recovery. */
   participantRecovered(participant: string, stateOf: (txnId: string) => string | undefined): void {
     for (const txnId of this.yesVoted.get(participant) ?? []) {
-      if (stateOf(txnId) === undefined) this.violation(`R4: ${participant} voted YES on ${txnId} but after a crash its journal knows nothing of it (the prepared state was not durable before the vote)`);
+      // A participant may drop an aborted transaction (EngineOptions.forgetAborts).
+      const aborted = this.applied.get(txnId)?.get(participant)?.at(-1) === 'aborted';
+      if (stateOf(txnId) === undefined && !aborted) this.violation(`R4: ${participant} voted YES on ${txnId} but after a crash its journal knows nothing of it (the prepared state was not durable before the vote)`);
     }
   }
 
   clientAnswered(txnId: string, outcome: Outcome): void {
-    this.clientAnswer.set(txnId, outcome);
+    const told = this.clientAnswer.get(txnId);
+    if (told !== undefined && told !== outcome) this.violation(`client: ${txnId} was answered ${told.toUpperCase()}, later ${outcome.toUpperCase()}`);
+    if (told === undefined) this.clientAnswer.set(txnId, outcome);
     const log = this.logDecision.get(txnId);
     if (outcome === 'committed' && log?.outcome !== 'commit') this.violation(`client: ${txnId} answered COMMITTED but the log ${log ? `decided ABORT at index ${log.index}` : 'has no decision'}`);
     if (outcome === 'aborted' && log?.outcome === 'commit') this.violation(`client: ${txnId} answered ABORTED but the log decided COMMIT at index ${log.index}`);
+  }
+
+  /** The cluster refused to begin `txnId` again as already decided, naming the outcome it recorded. */
+  clientRefusedAsDecided(txnId: string, recorded: Outcome | undefined): void {
+    const told = this.clientAnswer.get(txnId);
+    if (recorded === undefined) return this.violation(`client: ${txnId} refused as already decided without the recorded outcome`);
+    if (told !== undefined && told !== recorded) this.violation(`client: ${txnId} was answered ${told.toUpperCase()}, later refused as already decided ${recorded.toUpperCase()}`);
   }
 
   // ---- at the end ---------------------------------------------------------
@@ -151,7 +164,17 @@ export class SystemChecker {
    * Once the world is quiet after healing: atomicity of the data, AC3 on
    * runs without faults, and every client answered consistently.
    */
-  final(o: { faultFree: boolean; valueAt: (participant: string, key: string) => string | undefined; began: (txnId: string) => boolean }): void {
+  final(o: {
+    faultFree: boolean;
+    valueAt: (participant: string, key: string) => string | undefined;
+    began: (txnId: string) => boolean;
+    /** The outcome the leader's table answers for txnId now; null if none, undefined if it may have been forgotten. */
+    outcomeNow?: (txnId: string) => Outcome | null | undefined;
+  }): void {
+    for (const [txnId, told] of this.clientAnswer) {
+      const now = o.outcomeNow?.(txnId);
+      if (now !== undefined && now !== told) this.violation(`client: ${txnId} was answered ${told.toUpperCase()}, the cluster now answers ${now === null ? 'no outcome' : now.toUpperCase()}`);
+    }
     for (const t of this.planned.values()) {
       const log = this.logDecision.get(t.txnId);
       const committed = log?.outcome === 'commit';

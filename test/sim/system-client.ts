@@ -7,6 +7,9 @@
 // and Commit asked again after an undecided answer, until the cluster says
 // COMMITTED or ABORTED (R7). Like an application that must know, it never
 // gives up; the world checks after healing that every client got its answer.
+// Some clients, once answered, send the same id again as a new transaction
+// (an application that reuses ids): the cluster must refuse it as already
+// decided, with the outcome it answered, or answer that same outcome.
 
 import { EngineError, type OutcomeAnswer } from '../../src/commit/engine.ts';
 import { memoryPayload } from '../../src/participant/memory.ts';
@@ -27,6 +30,8 @@ export interface ClientEnv {
   readonly nodeIds: readonly string[];
   call: CallCoordinator;
   answered(txnId: string, outcome: Outcome): void;
+  /** The cluster refused to begin the id again: it is decided, `recorded` says how. */
+  refusedAsDecided(txnId: string, recorded: Outcome | undefined): void;
   /** The cluster refused a request of a correct client: nothing in this simulation should. */
   refused(txnId: string, call: string, err: RpcError): void;
   log(line: () => string): void;
@@ -35,6 +40,9 @@ export interface ClientEnv {
 export class SimClient {
   began = false;
   done = false;
+  /** Sending the id again after the answer, until the cluster refuses or answers it. */
+  resending = false;
+
   /** Commits refused by a leader whose participant registry lagged its log (a known issue; retried). */
   private hint: number;
 
@@ -48,6 +56,8 @@ export class SimClient {
     readonly noVoter: string | null,
     /** Begin with the Commit (CommitRequest.begin) rather than with a Begin call. */
     private beginWithCommit = false,
+    /** When, after its answer, it sends its id again; null: never. */
+    private readonly resendAfterMs: number | null = null,
   ) {
     this.hint = env.rng.int(env.nodeIds.length);
   }
@@ -75,6 +85,8 @@ export class SimClient {
         this.began = true;
         return this.commit();
       }
+      // An earlier Begin whose answer was lost began it, and it is decided since (the deadline): that is its answer.
+      if (err.code === 'exists') return this.answer(err.recorded);
       if (!RETRYABLE.has(err.code)) return this.refuse('Begin', err);
       this.retry(err, () => this.begin());
     });
@@ -97,14 +109,48 @@ export class SimClient {
         this.began = true;
       }
       this.env.log(() => `${this.id} Commit(${this.txnId}) at ${at}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
-      if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) {
-        this.done = true;
-        return this.env.answered(this.txnId, a.outcome);
-      }
+      if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) return this.answer(a.outcome);
+      if (err?.code === 'exists') return this.answer(err.recorded);
       // A new leader serves Commit only after applying an entry of its term (Driver
       // onLeadership), so a registered participant is never refused as unknown.
       if (err && !RETRYABLE.has(err.code)) return this.refuse('Commit', err);
       this.retry(err, () => this.commit());
+    });
+  }
+
+  private answer(outcome: Outcome | undefined): void {
+    this.done = true;
+    if (outcome === undefined) return this.env.refused(this.txnId, 'Commit', { code: 'exists', message: 'refused as decided without the recorded outcome' });
+    this.env.answered(this.txnId, outcome);
+    if (this.resendAfterMs !== null) {
+      this.resending = true;
+      this.env.q.after(this.resendAfterMs, () => this.resend(true));
+    }
+  }
+
+  /** The same id and enlistment as a new transaction (a Commit that begins, as the SDK's first attempt). */
+  private resend(begin: boolean): void {
+    const enlist = this.participants.map((pid) => ({
+      participantId: pid,
+      payload: pid === this.noVoter ? memoryPayload({}, 'told to vote NO') : memoryPayload({ [keyOf(this.txnId)]: valueOf(this.txnId, pid) }),
+    }));
+    const timeoutMs = this.plan.timeoutMs;
+    this.env.call<OutcomeAnswer>(this.id, ALWAYS, this.hint, timeoutMs + COMMIT_GRACE_MS, (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a)), begin ? { timeoutMs } : undefined), (err, a) => {
+      this.env.log(() => `${this.id} sends ${this.txnId} again${begin ? ' (begin)' : ''}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
+      if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) {
+        this.resending = false;
+        return this.env.answered(this.txnId, a.outcome);
+      }
+      if (err?.code === 'exists') {
+        this.resending = false;
+        return this.env.refusedAsDecided(this.txnId, err.recorded);
+      }
+      if (err && !RETRYABLE.has(err.code)) {
+        this.resending = false;
+        return this.env.refused(this.txnId, 'Commit (sent again)', err);
+      }
+      // As the SDK: begin only while no attempt may have reached a leader (R2).
+      this.retry(err, () => this.resend(begin && err?.code === 'not-leader'));
     });
   }
 

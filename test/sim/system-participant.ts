@@ -106,6 +106,10 @@ export interface ParticipantWiring {
   /** The engine's log for incarnation `inc` (default: silent). */
   log?: (inc: Inc) => EngineLog;
   mutant?: ParticipantMutant;
+  /** The participant drops its state on ABORT (EngineOptions.forgetAborts). */
+  forgetAborts?: boolean;
+  /** How long a prepared transaction waits for its DECISION before the participant asks (default 1 s). */
+  inDoubtAfterMs?: number;
 }
 
 /**
@@ -136,11 +140,12 @@ export function startSimParticipant(p: SimParticipant, w: ParticipantWiring): vo
     },
     askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
     log: w.log?.(inc),
-    inDoubtAfterMs: 1_000,
+    inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000,
     sweepIntervalMs: 500,
     askBackoffMinMs: 100,
     askBackoffMaxMs: 1_000,
     mutant: w.mutant,
+    forgetAborts: w.forgetAborts,
   });
   engine.recover(state.txnRecords());
   engine.start();

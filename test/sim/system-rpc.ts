@@ -22,6 +22,8 @@ export interface RpcError {
   message: string;
   /** For not-leader: who the answering node believes leads. */
   leader?: NodeId;
+  /** For exists (ALREADY_EXISTS, ALREADY_DECIDED): the outcome the cluster recorded for the id. */
+  recorded?: 'committed' | 'aborted';
 }
 
 export type Reply<T> = (err: RpcError | null, v?: T) => void;
@@ -61,8 +63,8 @@ export interface CoordinatorCall<T> {
 /** A Coordinator RPC to a node by index, served by its engine if the node is up. */
 export type CallCoordinator = <T>(from: string, caller: Inc, node: number, deadlineMs: number, serve: (c: CoordinatorCall<T>) => void, cb: Reply<T>) => void;
 
-/** Codes the SDK retries (UNAVAILABLE, DEADLINE_EXCEEDED), as the engine and this simulator name them. */
-export const RETRYABLE: ReadonlySet<string> = new Set(['not-leader', 'unavailable', 'deadline', 'UNAVAILABLE']);
+/** Codes the SDK retries (UNAVAILABLE: NOT_LEADER, NO_LEADER; DEADLINE_EXCEEDED: UNKNOWN_OUTCOME), as the engine and this simulator name them. */
+export const RETRYABLE: ReadonlySet<string> = new Set(['not-leader', 'outcome-unknown', 'deadline', 'UNAVAILABLE']);
 
 /** Follow a not-leader hint, else try the next node (the SDK's and the ClusterLink's leader discovery). */
 export function redirect(hint: number, err: RpcError | null, nodeIds: readonly string[]): number {

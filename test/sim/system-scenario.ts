@@ -80,6 +80,12 @@ export interface SystemScenario extends FaultScenario {
   snapshotEntries: number;
   /** Forgotten decisions the table remembers (default: production's). */
   tombstonesMax?: number;
+  /**
+   * Participants never ask about a prepared transaction (they still ask after
+   * a restart) and remember every decision: whether they terminate shows
+   * whether COMMIT and ABORT are delivered until acknowledged.
+   */
+  participantsWait?: boolean;
   mutant?: Mutant;
 }
 

@@ -336,6 +336,10 @@ export class SystemWorld implements FaultWorld {
         },
       }),
       mutant: participantMutant(this.sc.mutant),
+      // Every other participant keeps nothing of an aborted transaction (the
+      // protocol allows it): answers must not rest on participants' memory.
+      forgetAborts: this.sc.participantsWait !== true && this.parts.indexOf(p) % 2 === 1,
+      inDoubtAfterMs: this.sc.participantsWait === true ? Number.MAX_SAFE_INTEGER : undefined,
     });
   }
 
@@ -394,7 +398,7 @@ export class SystemWorld implements FaultWorld {
         engine: n.engine,
         table: n.sm.table,
         ok: (v) => inc.alive && reply(null, v),
-        fail: (err) => inc.alive && reply(err ? { code: err.code, message: err.message, leader: err.code === 'not-leader' ? leader : undefined } : { code: 'unavailable', message: 'no answer' }),
+        fail: (err) => inc.alive && reply(err ? { code: err.code, message: err.message, leader: err.code === 'not-leader' ? leader : undefined, recorded: err.recorded } : { code: 'outcome-unknown', message: 'no answer' }),
       });
     }, cb);
   };
@@ -406,6 +410,7 @@ export class SystemWorld implements FaultWorld {
       nodeIds: this.nodeIds,
       call: this.callCoordinator,
       answered: (txnId, outcome) => this.checker.clientAnswered(txnId, outcome),
+      refusedAsDecided: (txnId, recorded) => this.checker.clientRefusedAsDecided(txnId, recorded),
       refused: (txnId, call, err) => this.checker.violation(`client: ${call}(${txnId}) refused: ${err.code}: ${err.message}`),
       log: (line) => this.log(line),
     };
@@ -531,10 +536,14 @@ export class SystemWorld implements FaultWorld {
     const t0 = this.q.now;
     for (const f of this.sc.faults) if (f.at < this.sc.healAtMs) scheduleFault(this, f, t0);
     const env = this.clientEnv();
+    // Which clients send their id again, from a generator of its own so that the schedules of earlier seeds stay as they were.
+    // Only while every decision is remembered (unbounded tombstones): the sim's ids are untimed.
+    const resends = new Rng((this.sc.seed ^ 0x2e5e2d) >>> 0);
     for (const [i, plan] of this.sc.txns.entries()) {
       const members = [...new Set(plan.members.map((m) => m % this.parts.length))].map((m) => this.parts[m].id);
       // Every other client begins with its Commit (CommitRequest.begin, the SDK's transaction()) instead of calling Begin.
-      const c = new SimClient(env, `c${i + 1}`, `t${i + 1}`, plan, members, plan.no === null ? null : members[plan.no % members.length], i % 2 === 1);
+      const resendAfterMs = this.sc.tombstonesMax === undefined && resends.int(3) === 0 ? 200 + resends.int(4_000) : null;
+      const c = new SimClient(env, `c${i + 1}`, `t${i + 1}`, plan, members, plan.no === null ? null : members[plan.no % members.length], i % 2 === 1, resendAfterMs);
       this.clients.push(c);
       this.clientByTxn.set(c.txnId, c);
       this.checker.plan({ txnId: c.txnId, participants: c.participants, noVoter: c.noVoter });
@@ -551,13 +560,18 @@ export class SystemWorld implements FaultWorld {
       faultFree: this.sc.faults.length === 0 && this.sc.crashPoints.length === 0 && this.sc.mutant === undefined,
       valueAt: (pid, key) => this.participant(pid).resource?.get(key),
       began: (txnId) => this.clientByTxn.get(txnId)?.began === true,
+      // With a bounded tombstone list a forgotten decision may be gone for good (the horizon of timed ids is a unit test's).
+      outcomeNow: (txnId) => {
+        const d = this.leader()?.sm?.table.lookup(txnId);
+        return d ? (d.outcome === 'commit' ? 'committed' : 'aborted') : this.sc.tombstonesMax === undefined ? null : undefined;
+      },
     });
   }
 
   /** null when nothing is in doubt, every decision is acknowledged and forgotten and every client answered; else what is pending. */
   private quiet(): string | null {
     const pending: string[] = [];
-    const unanswered = this.clients.filter((c) => !c.done).map((c) => c.txnId);
+    const unanswered = this.clients.filter((c) => !c.done || c.resending).map((c) => c.txnId);
     if (unanswered.length > 0) pending.push(`clients without an answer: ${unanswered.join(' ')}`);
     for (const p of this.parts) {
       if (!p.up || !p.engine) pending.push(`${p.id} down`);
@@ -582,7 +596,7 @@ function participantError(err: ParticipantError | null): RpcError {
 }
 
 function engineMutant(m: Mutant | undefined): EngineMutant | undefined {
-  return m === 'presume-abort-unlogged' || m === 'commit-on-majority' || m === 'forget-before-acks' ? m : undefined;
+  return m === 'presume-abort-unlogged' || m === 'commit-on-majority' || m === 'forget-before-acks' || m === 'abort-unlogged' ? m : undefined;
 }
 
 function participantMutant(m: Mutant | undefined): ParticipantMutant | undefined {

@@ -140,7 +140,8 @@ describe('VerdictClient input validation', () => {
     const a = await cluster.node({ Begin: begin, Commit: decided('OUTCOME_COMMITTED'), Abort: (req) => ({ txnId: req.txnId, outcome: 'OUTCOME_ABORTED', reason: req.reason, decisionIndex: 3 }) });
     const c = client([a.address]);
     const tx = await c.begin();
-    expect(tx.txnId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // A UUIDv7: its creation time lets the cluster prove it new (docs/protocol-outcomes.md).
+    expect(tx.txnId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(() => tx.enlist('')).toThrow(VerdictError);
     expect(() => tx.enlist('  ')).toThrow(/non-empty/);
     await expect(tx.commit()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });

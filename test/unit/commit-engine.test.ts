@@ -51,28 +51,140 @@ describe('commit engine', () => {
     expect(second).toMatchObject({ t: 'decide', first: false, decision: { outcome: 'abort' } });
   });
 
-  test('R3: a NO vote aborts with no log write, and ABORT goes to the participants that may be prepared', () => {
+  test('an answered outcome never changes: a NO vote is answered ABORTED only once Decide(ABORT) is applied, and ABORT goes to every participant that may be prepared', () => {
     const w = new World();
     w.engine.begin('t1', 0);
     const r = w.commit('t1', ['a', 'b', 'c']);
     w.vote('a', 'yes');
-    w.vote('b', 'no', 'constraint violated');
-    expect(r.answer).toMatchObject({ outcome: 'aborted' });
-    expect(r.answer?.reason).toContain('constraint violated');
-    expect(w.proposals).toHaveLength(0);
-    expect(w.decisions.map((d) => `${d.to}:${d.req.outcome}`).sort()).toEqual(['a:abort', 'c:abort']);
-    // A late YES from c changes nothing.
     w.vote('c', 'yes');
-    expect(w.proposals).toHaveLength(0);
+    w.vote('b', 'no', 'constraint violated');
+    // Nobody hears ABORTED from memory: the decision is proposed first.
+    expect(r.answer).toBeNull();
+    expect(w.decisions).toHaveLength(0);
+    expect(w.proposals.map((p) => p.cmd)).toEqual([expect.objectContaining({ t: 'decide', txnId: 't1', outcome: 'abort', participants: ['a', 'c'] })]);
+    w.applyNext();
+    expect(r.answer).toMatchObject({ outcome: 'aborted', decisionIndex: w.index });
+    expect(r.answer?.reason).toContain('constraint violated');
+    // The NO voter aborted on its own: ABORT goes to the YES voters only.
+    expect(w.decisions.map((d) => `${d.to}:${d.req.outcome}`).sort()).toEqual(['a:abort', 'c:abort']);
   });
 
-  test('R3: an unreachable participant before any decision is a NO', () => {
+  test('R3: an unreachable participant before any decision is a NO, and its ABORT is logged too', () => {
     const w = new World();
     w.engine.begin('t1', 0);
     const r = w.commit('t1', ['a', 'b']);
     w.vote('a', new Error('connection refused'));
+    expect(r.answer).toBeNull();
+    expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', txnId: 't1', outcome: 'abort' });
+    w.applyNext();
     expect(r.answer?.outcome).toBe('aborted');
+    // A late YES from b changes nothing: the log has spoken.
+    w.vote('b', 'yes');
     expect(w.proposals).toHaveLength(0);
+  });
+
+  test('ABORT is delivered like COMMIT: retried with backoff until every participant that was sent PREPARE acknowledges it, then forgotten (R5)', () => {
+    const w = new World();
+    w.engine.begin('t1', 0);
+    w.commit('t1', ['a', 'b']);
+    w.vote('a', 'yes');
+    w.vote('b', new Error('unreachable'));
+    w.applyNext();
+    expect(w.table.decisions.get('t1')?.participants).toEqual(['a', 'b']);
+    // a acknowledges; b is still down.
+    for (const d of w.decisions.splice(0)) d.cb(d.to === 'a' ? null : new Error('down'));
+    for (let i = 0; i < 20; i++) {
+      w.now += 100;
+      w.engine.tick();
+      for (const d of w.decisions.splice(0)) d.cb(new Error('down'));
+    }
+    expect(w.proposals.filter((p) => p.cmd.t === 'forget')).toHaveLength(0);
+    expect(w.engine.list('unacked', 10).map((v) => [v.txnId, v.outcome])).toEqual([['t1', 'aborted']]);
+    // b comes back and acknowledges the redelivered ABORT: only now is t1 forgotten.
+    for (let i = 0; i < 20 && w.decisions.length === 0; i++) {
+      w.now += 100;
+      w.engine.tick();
+    }
+    expect(w.decisions.map((d) => `${d.to}:${d.req.outcome}`)).toEqual(['b:abort']);
+    w.ackAll();
+    w.now += 100;
+    w.engine.tick();
+    expect(w.proposals.map((p) => p.cmd)).toEqual([{ t: 'forget', txnIds: ['t1'] }]);
+    w.applyNext();
+    // Forgotten, the ABORT still answers from its tombstone, and the id stays spent.
+    expect(w.table.lookup('t1')?.outcome).toBe('abort');
+    expect(() => w.engine.begin('t1', 0)).toThrow(/already decided ABORTED/);
+  });
+
+  test('ABORT delivery: participants a retried Commit names, which an ABORT logged from a question did not, are added to the decision and told until they acknowledge', () => {
+    // A new leader: p 'a' asked about t5 (prepared by the old leader), so ABORT was logged naming only a.
+    const w = new World();
+    w.engine.outcome('t5', 'a', () => {});
+    w.applyNext();
+    expect(w.table.decisions.get('t5')?.participants).toEqual(['a']);
+    // The client's retried Commit names a and b: b may be prepared too.
+    const retry = w.commit('t5', ['a', 'b']);
+    expect(retry.answer?.outcome).toBe('aborted');
+    expect(w.proposals.map((p) => p.cmd)).toEqual([expect.objectContaining({ t: 'decide', txnId: 't5', outcome: 'abort', participants: ['b'] })]);
+    expect(w.applyNext()).toMatchObject({ t: 'decide', first: false, decision: { outcome: 'abort' } });
+    expect(w.table.decisions.get('t5')?.participants).toEqual(['a', 'b']);
+    expect(w.decisions.map((d) => `${d.to}:${d.req.outcome}`).sort()).toEqual(['a:abort', 'b:abort']);
+    // Another retry names nobody new: no log write.
+    w.commit('t5', ['a', 'b']);
+    expect(w.proposals).toHaveLength(0);
+    w.ackAll();
+    w.now += 100;
+    w.engine.tick();
+    expect(w.proposals.map((p) => p.cmd)).toEqual([{ t: 'forget', txnIds: ['t5'] }]);
+    w.applyNext();
+    // Forgotten, then a late retry names c: the decision lives again, for c, until c acknowledges.
+    expect(w.commit('t5', ['a', 'c']).answer?.outcome).toBe('aborted');
+    w.applyNext();
+    expect(w.table.decisions.get('t5')).toMatchObject({ outcome: 'abort', participants: ['a', 'c'] });
+    expect(w.decisions.map((d) => d.to).sort()).toEqual(['a', 'c']);
+  });
+
+  test('an answered outcome never changes: a decided id is refused at Begin and at a Commit that begins, with the recorded outcome, on this leader and the next', () => {
+    const w = new World();
+    w.engine.begin('t1', 500);
+    const r = w.commit('t1', ['a']);
+    w.now += 500;
+    w.engine.tick();
+    w.applyNext();
+    expect(r.answer?.outcome).toBe('aborted');
+    w.prepares.length = 0; // a never answered the first PREPARE
+    // A leader change loses nothing: the refusal comes from the table.
+    w.engine.setLeadership(0);
+    w.engine.setLeadership(2);
+    let refused: EngineError | null = null;
+    try {
+      w.engine.begin('t1', 0);
+    } catch (err) {
+      refused = err as EngineError;
+    }
+    expect(refused).toMatchObject({ code: 'exists', recorded: 'aborted' });
+    let viaCommit: EngineError | null = null;
+    w.engine.commit('t1', [{ participantId: 'a', payload: new Uint8Array([1]) }], (e) => (viaCommit = e), { timeoutMs: 1_000 });
+    expect(viaCommit).toMatchObject({ code: 'exists', recorded: 'aborted' });
+    expect(w.prepares).toHaveLength(0);
+    // A plain retry of the Commit (no begin) is answered the recorded outcome (R7).
+    expect(w.commit('t1', ['a']).answer?.outcome).toBe('aborted');
+  });
+
+  test('a failed ABORT proposal leaves the outcome unknown to the client and is proposed again until the log has it', () => {
+    const w = new World();
+    w.engine.begin('t1', 0);
+    const r = w.commit('t1', ['a']);
+    w.vote('a', 'no');
+    const p = w.proposals.shift();
+    p?.cb(new Error('proposal dropped: leadership is moving'));
+    expect(r.err?.code).toBe('outcome-unknown');
+    w.now += 100;
+    w.engine.tick();
+    expect(w.proposals.map((x) => x.cmd)).toEqual([expect.objectContaining({ t: 'decide', txnId: 't1', outcome: 'abort' })]);
+    const again = w.commit('t1', ['a']);
+    w.applyNext();
+    expect(again.answer?.outcome).toBe('aborted');
   });
 
   test('R3: a participant in doubt asking about an undecided transaction gets ABORT through the log', () => {
@@ -133,7 +245,7 @@ describe('commit engine', () => {
     const r = w.commit('t1', ['a', 'b']);
     w.vote('a', 'yes');
     w.engine.setLeadership(0);
-    expect(r.err?.code).toBe('unavailable');
+    expect(r.err?.code).toBe('outcome-unknown');
     w.engine.setLeadership(2);
     w.vote('b', 'yes');
     expect(w.proposals).toHaveLength(0);
@@ -219,6 +331,8 @@ describe('commit engine', () => {
     expect(r.answer).toBeNull();
     w.now += 1;
     w.engine.tick();
+    expect(r.answer).toBeNull();
+    w.applyNext();
     expect(r.answer?.outcome).toBe('aborted');
     expect(r.answer?.reason).toMatch(/timed out/);
     w.engine.begin('x1', 0);

@@ -135,7 +135,10 @@ describe('commit engine: heuristic reports (R4, R3)', () => {
     w.applyNext();
     expect(r.err).toBeNull();
     expect(r.rec).toMatchObject({ kind: 'HEURMIX', decision: 'abort', outcome: 'commit' });
-    // The prepared participants are told ABORT.
+    // The participants that may be prepared are told ABORT: b once its PREPARE is answered.
+    expect(w.decisions.some((d) => d.to === 'a' && d.req.outcome === 'abort')).toBe(true);
+    w.vote('b', 'yes');
+    w.engine.tick();
     expect(w.decisions.some((d) => d.to === 'b' && d.req.outcome === 'abort')).toBe(true);
     expect(w.engine.list('heuristic', 10).map((v) => [v.txnId, v.heuristics[0]?.kind])).toEqual([['t1', 'HEURMIX']]);
   });

@@ -1,0 +1,73 @@
+// The SDK's decisions from the cluster's status codes and `verdict-reason`
+// metadata (docs/protocol-outcomes.md), never from message text: which
+// refusals are followed, which are retried, and when a Commit that begins
+// the transaction may still begin it on its next attempt (R2). Each case runs
+// on the unary path (an older node: Begin, then Commit) and on the commit stream.
+import * as grpc from '@grpc/grpc-js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { VerdictClient } from '../../src/client/client.ts';
+import { VerdictError } from '../../src/client/errors.ts';
+import type { CommitRequest } from '../../src/transport/coordinator-rpc.ts';
+import { FakeCluster, alreadyDecided, fail, noLeader, unknownOutcome } from './fixtures/client-fake-coordinator.ts';
+
+const cluster = new FakeCluster();
+const clients: VerdictClient[] = [];
+
+function client(endpoints: string[]): VerdictClient {
+  const c = new VerdictClient({ endpoints, backoff: { initialMs: 10, maxMs: 40 }, deadlineMs: 3_000, attemptDeadlineMs: 1_000 });
+  clients.push(c);
+  return c;
+}
+
+afterEach(() => {
+  for (const c of clients.splice(0)) c.close();
+  cluster.close();
+});
+
+const committed = (req: CommitRequest) => ({ txnId: req.txnId, outcome: 'OUTCOME_COMMITTED' as const, reason: '', decisionIndex: 9 });
+
+describe.each([{ commitStream: true }, { commitStream: false }])('SDK status reasons (commit stream: $commitStream)', (opts) => {
+  it('NO_LEADER did nothing: the next attempt still begins the transaction (R2)', async () => {
+    const electing = await cluster.node({ Begin: noLeader, Commit: noLeader }, opts);
+    const leader = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n2' }), Commit: committed }, opts);
+    const r = await client([electing.address, leader.address]).transaction({ txnId: 'order-1' }).enlist('p').commit();
+    expect(r.outcome).toBe('COMMITTED');
+    if (opts.commitStream) {
+      expect(electing.requests('Commit')[0]).toMatchObject({ txnId: 'order-1', begin: true });
+      expect(leader.requests('Commit')[0]).toMatchObject({ txnId: 'order-1', begin: true });
+    } else {
+      // The older node's path: Begin then a unary Commit; NO_LEADER on Begin left nothing begun, so the next node is asked to begin it.
+      expect(electing.count('Begin')).toBe(1);
+      expect(leader.requests('Begin').map((q) => q.txnId)).toEqual(['order-1']);
+    }
+  });
+
+  it('UNKNOWN_OUTCOME may have taken effect: the Commit is retried elsewhere with the same id and without begin (R2, R7)', async () => {
+    const gone = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n1' }), Commit: unknownOutcome }, opts);
+    const next = await cluster.node({ Commit: committed }, opts);
+    const r = await client([gone.address, next.address]).transaction({ txnId: 'order-2' }).enlist('p').commit();
+    expect(r.outcome).toBe('COMMITTED');
+    expect(gone.count('Commit')).toBe(1);
+    expect(next.requests('Commit')).toEqual([expect.objectContaining({ txnId: 'order-2', begin: false })]);
+  });
+
+  it('a refusal whose text says "not the leader" without NOT_LEADER metadata is no redirect: message text is never matched', async () => {
+    const leader = await cluster.node({ Commit: committed }, opts);
+    const liar = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n1' }), Commit: () => fail(grpc.status.UNAVAILABLE, `not the leader: the leader is n9 at ${leader.address}`) }, opts);
+    const other = await cluster.node({ Commit: committed }, opts);
+    const r = await client([liar.address, other.address]).transaction({ txnId: 'order-3' }).enlist('p').commit();
+    expect(r.outcome).toBe('COMMITTED');
+    // Not followed to the address in the text, and, since the attempt may have reached a leader, resent without begin.
+    expect(leader.count('Commit')).toBe(0);
+    expect(other.requests('Commit')).toEqual([expect.objectContaining({ txnId: 'order-3', begin: false })]);
+  });
+
+  it('ALREADY_DECIDED surfaces at once as ALREADY_EXISTS with the recorded outcome, and is not retried', async () => {
+    const a = await cluster.node({ Begin: () => alreadyDecided('ABORTED'), Commit: () => alreadyDecided('ABORTED') }, opts);
+    const b = await cluster.node({ Commit: committed }, opts);
+    const err = await client([a.address, b.address]).transaction({ txnId: 'order-4' }).enlist('p').commit().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(VerdictError);
+    expect(err).toMatchObject({ code: 'ALREADY_EXISTS', details: { statusReason: 'ALREADY_DECIDED', recordedOutcome: 'ABORTED' } });
+    expect(b.count('Commit') + b.count('Begin')).toBe(0);
+  });
+});
