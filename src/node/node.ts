@@ -27,6 +27,7 @@ import { emptyConfState, NONE, type ConfState } from '../raft/types.ts';
 import { RawNode } from '../raft/raw-node.ts';
 import { Rng } from '../raft/rng.ts';
 import { LevelLogStore } from '../storage/level.ts';
+import { checkDataDir, DataDirError, explainOpenError } from '../storage/data-dir.ts';
 import { GrpcTransport, SERVER_OPTIONS } from '../transport/grpc.ts';
 import { packageDefinition as raftPackageDefinition, raftNodeService } from '../transport/proto.ts';
 import { coordinatorPackageDefinition, coordinatorService } from '../transport/coordinator-rpc.ts';
@@ -106,11 +107,14 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 
   let opened: Awaited<ReturnType<typeof LevelLogStore.open>>;
   try {
+    // One line naming the path and the cause (src/storage/data-dir.ts), before LevelDB can say only "Database failed to open".
+    await checkDataDir(cfg.dataDir);
     opened = await LevelLogStore.open(cfg.dataDir, { clusterId: cfg.clusterId, nodeId: cfg.nodeId });
   } catch (err) {
     server.forceShutdown();
     await metricsServer?.close();
-    throw err;
+    if (err instanceof DataDirError) throw new StartupError(err.message);
+    throw explainOpenError(cfg.dataDir, err);
   }
   const { store, recovered } = opened;
   // Persist latency and group-commit batch sizes are measured here, where the

@@ -5,7 +5,8 @@
 // only wires real time, disk and network to it, plus what operators use:
 // gRPC health and reflection, optional Prometheus metrics, and a graceful
 // stop (new PREPAREs get NO, requests in flight finish first).
-import { mkdir, readFile, writeFile, rename } from 'node:fs/promises';
+import { readFile, writeFile, rename } from 'node:fs/promises';
+import { checkDataDir, DataDirError } from '../storage/data-dir.ts';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { shutdownServer } from '../transport/server.ts';
@@ -98,7 +99,13 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     }
     if (tls.leaf === null) throw new ParticipantStartupError('a participant with TLS serves it: give --cert and --key with --ca');
   }
-  await mkdir(o.dataDir, { recursive: true });
+  try {
+    // The same check as a node's (src/storage/data-dir.ts): one line naming the path and the cause.
+    await checkDataDir(o.dataDir);
+  } catch (err) {
+    if (err instanceof DataDirError) throw new ParticipantStartupError(err.message);
+    throw err;
+  }
   await checkIdentity(o.dataDir, o.clusterId, o.participantId);
 
   let pg: PostgresSetup | null = null;
