@@ -9,6 +9,7 @@ import { HEURISTIC_KINDS, type DecisionTable, type HeuristicKind } from '../comm
 import { Role } from '../raft/types.ts';
 import type { PersistBatch } from '../storage/types.ts';
 import type { Driver } from './driver.ts';
+import { REFUSAL_CLASSES, type Refusals } from './limits.ts';
 
 const ROLES = [Role.Leader, Role.Follower, Role.Candidate, Role.PreCandidate] as const;
 
@@ -22,7 +23,7 @@ export class NodeMetrics {
   private readonly commitSeconds: Histogram<'outcome'>;
 
   /** The sources are read at scrape time; before the log is recovered they are null and their metrics are absent. */
-  constructor(src: { nodeId: string; driver: () => Driver<unknown> | null; engine: () => CoordinatorEngine | null; table: () => DecisionTable | null }) {
+  constructor(src: { nodeId: string; driver: () => Driver<unknown> | null; engine: () => CoordinatorEngine | null; table: () => DecisionTable | null; refusals?: () => Refusals | null }) {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
     collectDefaultMetrics({ register: r, prefix: 'verdict_' });
@@ -99,6 +100,17 @@ export class NodeMetrics {
         for (const list of src.table()?.heuristics.values() ?? []) for (const h of list) n[h.kind]++;
         this.reset();
         for (const k of HEURISTIC_KINDS) this.inc({ kind: k }, n[k]);
+      },
+    });
+    new Counter({
+      name: 'verdict_requests_refused_total',
+      help: 'Client requests refused at the edge, by class: too_large, undecodable, invalid_field, client_limit, stream_backlog (docs/limits.md).',
+      labelNames: ['reason'],
+      registers: [r],
+      collect() {
+        const counts = src.refusals?.()?.counts;
+        this.reset();
+        for (const c of REFUSAL_CLASSES) this.inc({ reason: c }, counts?.get(c) ?? 0);
       },
     });
     new Counter({ name: 'verdict_decision_delivery_retries_total', help: 'DECISION deliveries that failed and were rescheduled with backoff.', registers: [r], collect() { mirror(this, eng()?.counters().decisionRetries ?? 0); } });

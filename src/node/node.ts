@@ -40,6 +40,8 @@ import { Driver, type ProposeCallback } from './driver.ts';
 import { NodeStateMachine } from './machine.ts';
 import { coordinatorApi } from './coordinator-service.ts';
 import { commitStreamHandler } from './commit-stream.ts';
+import { ClientQuota, Refusals, withClientLimits } from './limits.ts';
+import { guardService, type EdgeOptions } from '../transport/validate.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { ParticipantLink } from './participant-link.ts';
 import { loadNodeTls } from './node-tls.ts';
@@ -199,6 +201,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     if (!member && (cs.voters.length > 0 || cs.learners.length > 0)) log.warn('this node was removed from the cluster; it takes no part any more and can be stopped');
   }
   refreshMembers(null);
+  const refusals = new Refusals();
   const participants = new ParticipantLink(cfg.clusterId, tls?.participants);
   const proposals = new ProposalBatcher(d);
   engine = new CoordinatorEngine(machine.table, {
@@ -222,7 +225,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
         if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
         cb(err);
       }),
-  });
+  }, { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax });
   const eng = engine;
   log.info({ cluster: cfg.clusterId, address, dataDir: cfg.dataDir, term: recovered.hardState.term, commit: recovered.hardState.commit, snapshot: recovered.snapshot.metadata.index, entries: recovered.entries.length }, 'node recovered its log');
 
@@ -232,12 +235,34 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const refusal = (): grpc.ServiceError | null => (draining ? shuttingDown(cfg, d.isLeader() ? handOffTo : d.leader()) : null);
 
   transport.register(server);
-  server.addService(raftNodeService, { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>) });
+  // The client-facing services check every request at the edge (docs/limits.md):
+  // its size and encoding (src/transport/validate.ts), its fields and the client's share (./limits.ts).
+  const edge: EdgeOptions = {
+    requestBytesMax: cfg.requestBytesMax,
+    onRefused: (method, details, peer) => {
+      refusals.count(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable');
+      log.warn({ method, peer }, `request refused: ${details}`);
+    },
+  };
+  const raftNode = guardService(raftNodeService, { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>) }, edge);
+  server.addService(raftNode.definition, raftNode.implementation);
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
-  const coordinator = coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal });
+  const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, eng, cfg.inFlightMax);
+  const coordinator = withClientLimits(coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal }), {
+    quota,
+    refusals,
+    log,
+    nowMs: () => Date.now(),
+  });
   // CommitStream runs every streamed Commit through the unary Commit handler.
-  const commitStreams = commitStreamHandler(coordinator.Commit);
-  server.addService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler });
+  const commitStreams = commitStreamHandler(coordinator.Commit, {
+    onCutOff: (peer, details) => {
+      refusals.count('stream_backlog');
+      log.warn({ peer }, `commit stream cut off: ${details}`);
+    },
+  });
+  const coordinatorEdge = guardService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler }, edge);
+  server.addService(coordinatorEdge.definition, coordinatorEdge.implementation);
 
   const ticker = setInterval(() => {
     d.tick();
@@ -251,7 +276,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     addReflection(server, [raftPackageDefinition, coordinatorPackageDefinition]);
     // prom-client is loaded by the node command only, not by every CLI command, and after start-up.
     const { NodeMetrics } = await import('./metrics.ts');
-    metrics = new NodeMetrics({ nodeId: cfg.nodeId, driver: () => d as Driver<unknown>, engine: () => eng, table: () => machine.table });
+    metrics = new NodeMetrics({ nodeId: cfg.nodeId, driver: () => d as Driver<unknown>, engine: () => eng, table: () => machine.table, refusals: () => refusals });
     if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics` }, 'serving Prometheus metrics');
   })();
   opsReady.catch((err: unknown) => log.error({ err }, 'reflection or metrics failed to start; the node runs without them'));
