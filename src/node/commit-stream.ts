@@ -16,6 +16,8 @@ export interface CommitStreams {
 }
 
 export interface CommitStreamOptions {
+  /** Answers a stream may hold unread by its client before it is cut off (config key streamUnreadMax). */
+  unreadMax?: number;
   /** Told when a stream is cut off because its client does not read its answers. */
   onCutOff?: (peer: string, details: string) => void;
 }
@@ -29,6 +31,7 @@ export function commitStreamHandler(commit: grpc.handleUnaryCall<CommitRequest, 
 function serve(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, call: grpc.ServerDuplexStream<StreamedCommits, StreamedOutcomes>, streams: Set<() => void>, o: CommitStreamOptions): void {
   serveAnswerStream(call, streams, {
     ...(o.onCutOff ? { onCutOff: o.onCutOff } : {}),
+    ...(o.unreadMax !== undefined ? { unreadMax: o.unreadMax } : {}),
     requests: (batch) => batch.commits,
     batch: (outcomes: StreamedOutcome[]) => ({ outcomes }),
     handle: ({ id, commit: request }, waiting, answer) => {

@@ -35,6 +35,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   requestBytesMax: 'int',
   inFlightMax: 'int',
   clientInFlightMax: 'int',
+  streamUnreadMax: 'int',
   'tls.ca': 'string',
   'tls.cert': 'string',
   'tls.key': 'string',

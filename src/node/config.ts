@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { REQUEST_BYTES_MAX_DEFAULT } from '../transport/validate.ts';
+import { ANSWER_STREAM_UNREAD_MAX } from '../transport/request-stream.ts';
 import { checkAddresses } from './config-addresses.ts';
 import { describeSource, envName, mergeOverrides, OverrideError, type Source } from './config-sources.ts';
 
@@ -52,6 +53,8 @@ export interface NodeConfig {
   inFlightMax: number;
   /** Undecided transactions one client (certificate CN, or connection) may hold. */
   clientInFlightMax: number;
+  /** Answers a commit stream may hold unread by its client before it is cut off. */
+  streamUnreadMax: number;
 }
 
 export interface NodeTlsConfig {
@@ -113,7 +116,7 @@ export function loadConfig(file: string | undefined, overrides: ConfigOverrides 
   return parseConfig(raw, file, overrides);
 }
 
-const KNOWN = ['clusterId', 'nodeId', 'listen', 'metricsListen', 'dataDir', 'peers', 'peerDial', 'tickMs', 'electionTicks', 'heartbeatTicks', 'snapshotEntries', 'logLevel', 'tls', 'join', 'requestBytesMax', 'inFlightMax', 'clientInFlightMax'];
+const KNOWN = ['clusterId', 'nodeId', 'listen', 'metricsListen', 'dataDir', 'peers', 'peerDial', 'tickMs', 'electionTicks', 'heartbeatTicks', 'snapshotEntries', 'logLevel', 'tls', 'join', 'requestBytesMax', 'inFlightMax', 'clientInFlightMax', 'streamUnreadMax'];
 const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
 const ADMIN_NAMES_MAX = 256;
 
@@ -208,6 +211,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const requestBytesMax = int('requestBytesMax', REQUEST_BYTES_MAX_DEFAULT, 1024, 64 * 1024 * 1024);
   const inFlightMax = int('inFlightMax', 10_000, 1, 1_000_000);
   const clientInFlightMax = int('clientInFlightMax', 1_000, 1, 1_000_000);
+  const streamUnreadMax = int('streamUnreadMax', ANSWER_STREAM_UNREAD_MAX, 16, 1_000_000);
   if (clientInFlightMax > inFlightMax) throw new ConfigError(file, `${label('clientInFlightMax')} (${clientInFlightMax}) must not exceed ${label('inFlightMax')} (${inFlightMax})`);
   // From the environment or --set the value arrives as text.
   const join = o.join === 'true' ? true : o.join === 'false' ? false : (o.join ?? false);
@@ -238,5 +242,5 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const addressProblem = checkAddresses(nodeId, listen, metricsListen, peers);
   if (addressProblem !== null) throw new ConfigError(file, addressProblem.replace(/\{(peers\.[^}]+|listen|metricsListen)\}/g, (_, k: string) => label(k)));
 
-  return { file, clusterId, nodeId, listen, metricsListen, dataDir, peers, peerDial, tickMs, electionTicks, heartbeatTicks, snapshotEntries, logLevel: logLevel as NodeConfig['logLevel'], tls, join, requestBytesMax, inFlightMax, clientInFlightMax };
+  return { file, clusterId, nodeId, listen, metricsListen, dataDir, peers, peerDial, tickMs, electionTicks, heartbeatTicks, snapshotEntries, logLevel: logLevel as NodeConfig['logLevel'], tls, join, requestBytesMax, inFlightMax, clientInFlightMax, streamUnreadMax };
 }

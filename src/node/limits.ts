@@ -25,11 +25,42 @@ import { checkString, endpointProblem, ID_CHARS_MAX, invalidArgument, quote, REA
 export type RefusalClass = 'too_large' | 'undecodable' | 'invalid_field' | 'client_limit' | 'stream_backlog';
 export const REFUSAL_CLASSES: readonly RefusalClass[] = ['too_large', 'undecodable', 'invalid_field', 'client_limit', 'stream_backlog'];
 
-/** Counts of refusals since start, read by the metrics at scrape time. */
+/** Refusal log lines per second and class at most: a client sending garbage fast must not fill the disk with the node's log. */
+const REFUSAL_LOG_LINES_PER_SECOND = 20;
+
+/** Counts of refusals since start (read by the metrics at scrape time), and the log lines about them, rate-limited per class. */
 export class Refusals {
   readonly counts = new Map<RefusalClass, number>(REFUSAL_CLASSES.map((c) => [c, 0]));
+  private readonly windows = new Map<RefusalClass, { startAtMs: number; lines: number; suppressed: number }>();
+
+  constructor(
+    private readonly log: Logger | null = null,
+    private readonly nowMs: () => number = Date.now,
+  ) {}
+
   count(c: RefusalClass): void {
     this.counts.set(c, (this.counts.get(c) ?? 0) + 1);
+  }
+
+  /** Counts the refusal and logs it at warn, unless this second's budget of lines for its class is spent (the next line says how many were not logged). */
+  refuse(c: RefusalClass, fields: Record<string, unknown>, details: string): void {
+    this.count(c);
+    if (this.log === null) return;
+    const now = this.nowMs();
+    let w = this.windows.get(c);
+    if (w === undefined) this.windows.set(c, (w = { startAtMs: now, lines: 0, suppressed: 0 }));
+    if (now - w.startAtMs >= 1_000) {
+      w.startAtMs = now;
+      w.lines = 0;
+    }
+    if (w.lines >= REFUSAL_LOG_LINES_PER_SECOND) {
+      w.suppressed++;
+      return;
+    }
+    w.lines++;
+    const notLogged = w.suppressed;
+    w.suppressed = 0;
+    this.log.warn({ ...fields, refusal: c, ...(notLogged > 0 ? { refusalsNotLogged: notLogged } : {}) }, details);
   }
 }
 
@@ -152,7 +183,6 @@ export class ClientQuota {
 export interface EdgeDeps {
   quota: ClientQuota;
   refusals: Refusals;
-  log: Logger;
   nowMs: () => number;
 }
 
@@ -165,8 +195,7 @@ type Handler = (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnary
  */
 export function withClientLimits(h: CoordinatorHandlers, d: EdgeDeps): CoordinatorHandlers {
   const refuse = (method: string, call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>, cls: RefusalClass, details: string): void => {
-    d.refusals.count(cls);
-    d.log.warn({ method, peer: call.getPeer(), refusal: cls }, details);
+    d.refusals.refuse(cls, { method, peer: call.getPeer() }, details);
     cb(cls === 'client_limit' ? Object.assign(new Error(`RESOURCE_EXHAUSTED: ${details}`), { code: grpc.status.RESOURCE_EXHAUSTED, details, metadata: new grpc.Metadata() }) : invalidArgument(details));
   };
   const out: Record<string, Handler> = {};

@@ -201,7 +201,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     if (!member && (cs.voters.length > 0 || cs.learners.length > 0)) log.warn('this node was removed from the cluster; it takes no part any more and can be stopped');
   }
   refreshMembers(null);
-  const refusals = new Refusals();
+  const refusals = new Refusals(log);
   const participants = new ParticipantLink(cfg.clusterId, tls?.participants);
   const proposals = new ProposalBatcher(d);
   engine = new CoordinatorEngine(machine.table, {
@@ -239,10 +239,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   // its size and encoding (src/transport/validate.ts), its fields and the client's share (./limits.ts).
   const edge: EdgeOptions = {
     requestBytesMax: cfg.requestBytesMax,
-    onRefused: (method, details, peer) => {
-      refusals.count(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable');
-      log.warn({ method, peer }, `request refused: ${details}`);
-    },
+    onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
   };
   const raftNode = guardService(raftNodeService, { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>) }, edge);
   server.addService(raftNode.definition, raftNode.implementation);
@@ -251,15 +248,12 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const coordinator = withClientLimits(coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal }), {
     quota,
     refusals,
-    log,
     nowMs: () => Date.now(),
   });
   // CommitStream runs every streamed Commit through the unary Commit handler.
   const commitStreams = commitStreamHandler(coordinator.Commit, {
-    onCutOff: (peer, details) => {
-      refusals.count('stream_backlog');
-      log.warn({ peer }, `commit stream cut off: ${details}`);
-    },
+    unreadMax: cfg.streamUnreadMax,
+    onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `commit stream cut off: ${details}`),
   });
   const coordinatorEdge = guardService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler }, edge);
   server.addService(coordinatorEdge.definition, coordinatorEdge.implementation);
