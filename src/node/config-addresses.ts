@@ -23,10 +23,10 @@ function split(address: string): HostPort {
 }
 
 function normalHost(host: string): string {
-  const h = host.toLowerCase();
+  let h = host.toLowerCase();
+  if (/^\d{1,3}(\.\d{1,3}){3}$/.test(h)) h = h.split('.').map(Number).join('.');
   if (LOOPBACK.has(h)) return 'loopback';
   if (WILDCARD.has(h)) return '*';
-  if (/^\d{1,3}(\.\d{1,3}){3}$/.test(h)) return h.split('.').map(Number).join('.');
   return h;
 }
 
