@@ -88,6 +88,7 @@ export function participantHandlers(engine: ParticipantEngine, gate: Gate, log: 
 function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call: grpc.ServerDuplexStream<ExchangeBatch, AnswerBatch>): void {
   const fail = (id: number, err: ParticipantError): ExchangeAnswer => ({ id, error: { code: grpc.status[err.code], details: err.message } });
   serveAnswerStream(call, gate.exchanges, {
+    onCutOff: (peer, details) => log.warn({ peer }, `Exchange stream cut off: ${details}`),
     requests: (batch) => batch.requests,
     batch: (answers: ExchangeAnswer[]) => ({ answers }),
     handle: (r, _waiting, answer) => {

@@ -3,7 +3,7 @@
 // config addresses collide, and the per-client count of undecided transactions.
 import { describe, expect, test } from 'vitest';
 import { checkAddresses } from '../../src/node/config-addresses.ts';
-import { ClientQuota } from '../../src/node/limits.ts';
+import { clientOf, ClientQuota } from '../../src/node/limits.ts';
 import { endpointProblem, quote } from '../../src/transport/validate.ts';
 
 describe('participant endpoints', () => {
@@ -71,5 +71,14 @@ describe('undecided transactions per client', () => {
     undecided.delete('a');
     expect(q.refusal('alice', 'c', 5_000)).toBeNull();
     expect(q.count('alice')).toBe(1);
+  });
+});
+
+describe('who a client is', () => {
+  test('the CN of its verified TLS certificate, else the connection\'s peer address', () => {
+    const call = (cert: { subject: Record<string, string> } | undefined, peer: string) => ({ getAuthContext: () => (cert ? { sslPeerCertificate: cert as never } : null), getPeer: () => peer });
+    expect(clientOf(call({ subject: { CN: 'shop-api', OU: 'c1' } }, '127.0.0.1:5000'))).toBe('CN=shop-api');
+    expect(clientOf(call({ subject: { CN: 'shop-api', OU: 'c1' } }, '127.0.0.1:5001'))).toBe('CN=shop-api');
+    expect(clientOf(call(undefined, '127.0.0.1:5000'))).toBe('127.0.0.1:5000');
   });
 });
