@@ -123,6 +123,38 @@ const REQUEST_CHECKS: { [M in CoordinatorMethod]?: (r: RequestOf<M>) => string |
   ResolveTransaction: (r) => firstProblem([[txnId, 'txn_id', r.txnId], [text, 'reason', r.reason]]),
 };
 
+/** Longest key of the foundation's key/value state machine (Put, Get). */
+export const KEY_CHARS_MAX = 1_024;
+const key: Check = (f, v) => checkString(f, v, { maxChars: KEY_CHARS_MAX });
+
+/** Problems of each RaftNode request's fields (operators' and the foundation's calls). */
+export const RAFT_NODE_CHECKS: Record<string, (r: never) => string | null> = {
+  Put: (r: { key?: unknown }) => key('key', r.key),
+  Get: (r: { key?: unknown }) => key('key', r.key),
+  TransferLeader: (r: { to?: unknown }) => optionalId('to', r.to ?? ''),
+  AddMember: (r: { nodeId?: unknown; address?: unknown }) => id('node_id', r.nodeId) ?? endpointProblem(typeof r.address === 'string' ? r.address : ''),
+  RemoveMember: (r: { nodeId?: unknown }) => id('node_id', r.nodeId),
+};
+
+/** The handlers with `checks` in front: a request with a bad field is answered INVALID_ARGUMENT with the reason, logged and counted. */
+export function withFieldChecks<H extends grpc.UntypedServiceImplementation>(h: H, checks: Record<string, ((r: never) => string | null) | undefined>, refusals: Refusals): H {
+  const out: Record<string, unknown> = {};
+  for (const [method, handler] of Object.entries(h)) {
+    const check = checks[method] as ((r: unknown) => string | null) | undefined;
+    if (check === undefined) {
+      out[method] = handler;
+      continue;
+    }
+    out[method] = (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+      const problem = check(call.request);
+      if (problem === null) return (handler as Handler)(call, cb);
+      refusals.refuse('invalid_field', { method, peer: call.getPeer() }, problem);
+      cb(invalidArgument(problem));
+    };
+  }
+  return out as H;
+}
+
 /** Who a call comes from, for per-client limits: the client certificate's CN with TLS, else the connection's peer address. */
 export function clientOf(call: AuthenticatedCall & { getPeer(): string }): string {
   const cn = subjectField(peerCertificate(call)?.subject, 'CN');

@@ -40,7 +40,7 @@ import { Driver, type ProposeCallback } from './driver.ts';
 import { NodeStateMachine } from './machine.ts';
 import { coordinatorApi } from './coordinator-service.ts';
 import { commitStreamHandler } from './commit-stream.ts';
-import { ClientQuota, Refusals, withClientLimits } from './limits.ts';
+import { ClientQuota, RAFT_NODE_CHECKS, Refusals, withClientLimits, withFieldChecks } from './limits.ts';
 import { guardService, type EdgeOptions } from '../transport/validate.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { ParticipantLink } from './participant-link.ts';
@@ -241,7 +241,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     requestBytesMax: cfg.requestBytesMax,
     onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
   };
-  const raftNode = guardService(raftNodeService, { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>) }, edge);
+  const raftNode = guardService(raftNodeService, withFieldChecks({ ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>) }, RAFT_NODE_CHECKS, refusals), edge);
   server.addService(raftNode.definition, raftNode.implementation);
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
   const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, eng, cfg.inFlightMax);

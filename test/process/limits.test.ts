@@ -76,7 +76,7 @@ describe('limits at the edge of a running node', () => {
     }
   });
 
-  it('refuses oversized string fields without echoing or logging them whole', async () => {
+  it('refuses oversized string fields (Coordinator and RaftNode) without echoing or logging them whole', async () => {
     const huge = `x${'y'.repeat(99_999)}`;
     const cases: [keyof typeof coordinatorService, unknown, RegExp][] = [
       ['Begin', { txnId: huge, timeoutMs: 0 }, /txn_id "xy{63}"… \(100000 characters\) is longer than 128 characters/],
@@ -90,6 +90,13 @@ describe('limits at the edge of a running node', () => {
       expect(r.details).toMatch(expected);
       expect(r.details.length).toBeLessThan(400);
     }
+    const node = (m: 'Put' | 'AddMember', req: unknown): Buffer => (raftNodeService[m] as grpc.MethodDefinition<unknown, unknown>).requestSerialize(req);
+    const put = await rawUnary(raw, raftNodeService.Put.path, node('Put', { key: huge, value: Buffer.from('v') }), CALL_DEADLINE_MS);
+    expect(put.code, put.details.slice(0, 200)).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(put.details).toMatch(/key "xy{63}"… \(100000 characters\) is longer than 1024 characters/);
+    const add = await rawUnary(raw, raftNodeService.AddMember.path, node('AddMember', { nodeId: huge, address: '127.0.0.1:1', timeoutMs: 0 }), CALL_DEADLINE_MS);
+    expect(add.code, add.details.slice(0, 200)).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(add.details.length).toBeLessThan(400);
     const log = readFileSync(leader.logFile, 'utf8');
     expect(log).toMatch(/\(100000 characters\) is longer than 128 characters/);
     expect(log).not.toContain('y'.repeat(200));
