@@ -7,7 +7,7 @@
 // stop (new PREPAREs get NO, requests in flight finish first).
 import { readFile, writeFile, rename } from 'node:fs/promises';
 import { checkDataDir, DataDirError } from '../storage/data-dir.ts';
-import { guardService } from '../transport/validate.ts';
+import { guardService, Refusals } from '../transport/validate.ts';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { shutdownServer } from '../transport/server.ts';
@@ -166,10 +166,11 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     'grpc.max_send_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
   });
   const gate = newGate();
-  // Oversized and undecodable requests are answered INVALID_ARGUMENT at the edge (src/transport/validate.ts).
+  // Oversized and undecodable requests are answered INVALID_ARGUMENT at the edge (src/transport/validate.ts); the log lines about them are rate-limited.
+  const refusals = new Refusals(log);
   const guarded = guardService(participantService, participantHandlers(engine, gate, log), {
     requestBytesMax: PARTICIPANT_MESSAGE_BYTES_MAX,
-    onRefused: (method, details, peer) => log.warn({ method, peer }, `request refused: ${details}`),
+    onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
   });
   server.addService(guarded.definition, guarded.implementation);
   const health = addHealth(server, ['verdict.participant.Participant']);

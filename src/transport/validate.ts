@@ -12,6 +12,7 @@
 //   with its length, so a 100 kB id is neither echoed back nor logged whole.
 
 import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
 
 /** Longest id (transaction, participant, cluster, node) accepted at the edge. */
 export const ID_CHARS_MAX = 128;
@@ -147,3 +148,47 @@ export function endpointProblem(endpoint: string): string | null {
   if (/^[\d.]+$/.test(host) || !HOSTNAME.test(host)) return `endpoint ${quote(endpoint)}: ${quote(host)} is not a host name or an IP address`;
   return null;
 }
+
+/** Why a request was refused at the edge: the label of verdict_requests_refused_total. */
+export type RefusalClass = 'too_large' | 'undecodable' | 'invalid_field' | 'client_limit' | 'stream_backlog';
+export const REFUSAL_CLASSES: readonly RefusalClass[] = ['too_large', 'undecodable', 'invalid_field', 'client_limit', 'stream_backlog'];
+
+/** Refusal log lines per second and class at most: a client sending garbage fast must not fill the disk with the node's log. */
+const REFUSAL_LOG_LINES_PER_SECOND = 20;
+
+/** Counts of refusals since start (read by the metrics at scrape time), and the log lines about them, rate-limited per class. */
+export class Refusals {
+  readonly counts = new Map<RefusalClass, number>(REFUSAL_CLASSES.map((c) => [c, 0]));
+  private readonly windows = new Map<RefusalClass, { startAtMs: number; lines: number; suppressed: number }>();
+
+  constructor(
+    private readonly log: Logger | null = null,
+    private readonly nowMs: () => number = Date.now,
+  ) {}
+
+  count(c: RefusalClass): void {
+    this.counts.set(c, (this.counts.get(c) ?? 0) + 1);
+  }
+
+  /** Counts the refusal and logs it at warn, unless this second's budget of lines for its class is spent (the next line says how many were not logged). */
+  refuse(c: RefusalClass, fields: Record<string, unknown>, details: string): void {
+    this.count(c);
+    if (this.log === null) return;
+    const now = this.nowMs();
+    let w = this.windows.get(c);
+    if (w === undefined) this.windows.set(c, (w = { startAtMs: now, lines: 0, suppressed: 0 }));
+    if (now - w.startAtMs >= 1_000) {
+      w.startAtMs = now;
+      w.lines = 0;
+    }
+    if (w.lines >= REFUSAL_LOG_LINES_PER_SECOND) {
+      w.suppressed++;
+      return;
+    }
+    w.lines++;
+    const notLogged = w.suppressed;
+    w.suppressed = 0;
+    this.log.warn({ ...fields, refusal: c, ...(notLogged > 0 ? { refusalsNotLogged: notLogged } : {}) }, details);
+  }
+}
+
