@@ -109,6 +109,9 @@ export const defaultEngineConfig: EngineConfig = {
   inDoubtAfterMs: 2_000,
 };
 
+/** The engine's map holds at most this many transactions per inFlightMax (aborted ones remembered, decided ones awaiting ACKs). */
+const TXNS_PER_IN_FLIGHT = 4;
+
 export type ClientOutcome = 'committed' | 'aborted' | 'in-progress' | 'unknown';
 
 export interface OutcomeAnswer {
@@ -316,7 +319,7 @@ export class CoordinatorEngine {
     // R7: a repeated Begin of an undecided transaction answers as the first did.
     if (existing && (existing.outcome === null || this.cfg.mutant === 'abort-unlogged')) return { deadlineMs: existing.deadlineMs };
     this.refuseUnlessNew(txnId);
-    if (this.txns.size >= this.cfg.inFlightMax) throw new EngineError('exhausted', `${this.txns.size} transactions in flight (limit ${this.cfg.inFlightMax}); retry later`);
+    if (this.txns.size >= this.cfg.inFlightMax) this.checkRoom();
     const t = timeoutMs > 0 ? timeoutMs : this.cfg.defaultTimeoutMs;
     if (t > this.cfg.maxTimeoutMs) throw new EngineError('invalid', `timeout ${t} ms exceeds the limit of ${this.cfg.maxTimeoutMs} ms`);
     this.stats.begun++;
@@ -343,6 +346,33 @@ export class CoordinatorEngine {
 
   private forgotten(txnId: string): EngineError {
     return new EngineError('precondition', forgottenReason(this.table, txnId));
+  }
+
+  /**
+   * Only undecided transactions (begun, preparing, deciding) count toward
+   * inFlightMax: an aborted one is remembered for idempotent retries but no
+   * longer holds a place, and a decided one waiting for ACKs is the
+   * participants' business. Counted only at the bound, so the common path
+   * stays O(1); the map as a whole is still bounded (TXNS_PER_IN_FLIGHT).
+   * The refusal names what holds the limit: counts by phase and the oldest ids.
+   */
+  private checkRoom(): void {
+    const undecided: Txn[] = [];
+    for (const t of this.txns.values()) if (t.phase === 'begun' || t.phase === 'preparing' || t.phase === 'deciding') undecided.push(t);
+    if (undecided.length < this.cfg.inFlightMax && this.txns.size < this.cfg.inFlightMax * TXNS_PER_IN_FLIGHT) return;
+    const p = this.phases();
+    const oldest = undecided
+      .sort((a, b) => a.startedAtMs - b.startedAtMs)
+      .slice(0, 3)
+      .map((t) => t.id);
+    const held = `${undecided.length} undecided (begun ${p.begun}, preparing ${p.preparing}, deciding ${p.deciding}), ${p.delivering} delivering`;
+    throw new EngineError('exhausted', `the leader holds ${held}: limit inFlightMax=${this.cfg.inFlightMax} undecided (${this.cfg.inFlightMax * TXNS_PER_IN_FLIGHT} in all); oldest undecided: ${oldest.join(', ') || 'none'}; commit or abort them, or retry later`);
+  }
+
+  /** True while txnId is begun, preparing or deciding on this leader (what counts toward inFlightMax). */
+  isUndecided(txnId: string): boolean {
+    const t = this.txns.get(txnId);
+    return t !== undefined && (t.phase === 'begun' || t.phase === 'preparing' || t.phase === 'deciding');
   }
 
   /** The leader check and id check every client call starts with; false once cb got the error. */

@@ -15,14 +15,23 @@ export interface CommitStreams {
   endAll(): void;
 }
 
-export function commitStreamHandler(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>): CommitStreams {
+export interface CommitStreamOptions {
+  /** Answers a stream may hold unread by its client before it is cut off (config key streamUnreadMax). */
+  unreadMax?: number;
+  /** Told when a stream is cut off because its client does not read its answers. */
+  onCutOff?: (peer: string, details: string) => void;
+}
+
+export function commitStreamHandler(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, o: CommitStreamOptions = {}): CommitStreams {
   const open = new Set<() => void>();
-  const handler: grpc.handleBidiStreamingCall<StreamedCommits, StreamedOutcomes> = (call) => serve(commit, call, open);
+  const handler: grpc.handleBidiStreamingCall<StreamedCommits, StreamedOutcomes> = (call) => serve(commit, call, open, o);
   return { handler, endAll: () => [...open].forEach((end) => end()) };
 }
 
-function serve(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, call: grpc.ServerDuplexStream<StreamedCommits, StreamedOutcomes>, streams: Set<() => void>): void {
+function serve(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, call: grpc.ServerDuplexStream<StreamedCommits, StreamedOutcomes>, streams: Set<() => void>, o: CommitStreamOptions): void {
   serveAnswerStream(call, streams, {
+    ...(o.onCutOff ? { onCutOff: o.onCutOff } : {}),
+    ...(o.unreadMax !== undefined ? { unreadMax: o.unreadMax } : {}),
     requests: (batch) => batch.commits,
     batch: (outcomes: StreamedOutcome[]) => ({ outcomes }),
     handle: ({ id, commit: request }, waiting, answer) => {

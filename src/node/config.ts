@@ -5,6 +5,9 @@
 
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { REQUEST_BYTES_MAX_DEFAULT } from '../transport/validate.ts';
+import { ANSWER_STREAM_UNREAD_MAX } from '../transport/request-stream.ts';
+import { checkAddresses } from './config-addresses.ts';
 import { describeSource, envName, mergeOverrides, OverrideError, type Source } from './config-sources.ts';
 
 export interface NodeConfig {
@@ -50,6 +53,14 @@ export interface NodeConfig {
    * by default: plaintext trusts everyone who can reach the port.
    */
   insecure: boolean;
+  /** Largest request message on the client-facing services, in bytes (docs/limits.md). */
+  requestBytesMax: number;
+  /** Undecided transactions the leader holds at once, all clients together. */
+  inFlightMax: number;
+  /** Undecided transactions one client (certificate CN, or connection) may hold. */
+  clientInFlightMax: number;
+  /** Answers a commit stream may hold unread by its client before it is cut off. */
+  streamUnreadMax: number;
 }
 
 export interface NodeTlsConfig {
@@ -111,7 +122,7 @@ export function loadConfig(file: string | undefined, overrides: ConfigOverrides 
   return parseConfig(raw, file, overrides);
 }
 
-const KNOWN = ['clusterId', 'nodeId', 'listen', 'metricsListen', 'dataDir', 'peers', 'peerDial', 'tickMs', 'electionTicks', 'heartbeatTicks', 'snapshotEntries', 'logLevel', 'tls', 'join', 'insecure'];
+const KNOWN = ['clusterId', 'nodeId', 'listen', 'metricsListen', 'dataDir', 'peers', 'peerDial', 'tickMs', 'electionTicks', 'heartbeatTicks', 'snapshotEntries', 'logLevel', 'tls', 'join', 'insecure', 'requestBytesMax', 'inFlightMax', 'clientInFlightMax', 'streamUnreadMax'];
 const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
 const ADMIN_NAMES_MAX = 256;
 
@@ -202,6 +213,12 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const heartbeatTicks = int('heartbeatTicks', 1, 1, 10_000);
   if (heartbeatTicks >= electionTicks) throw new ConfigError(file, `${label('heartbeatTicks')} (${heartbeatTicks}) must be smaller than ${label('electionTicks')} (${electionTicks})`);
   const snapshotEntries = int('snapshotEntries', 10_000, 1, 100_000_000);
+  // The Raft transport's own bound (64 MiB) caps a request too: the node serves both on one port.
+  const requestBytesMax = int('requestBytesMax', REQUEST_BYTES_MAX_DEFAULT, 1024, 64 * 1024 * 1024);
+  const inFlightMax = int('inFlightMax', 10_000, 1, 1_000_000);
+  const clientInFlightMax = int('clientInFlightMax', 1_000, 1, 1_000_000);
+  const streamUnreadMax = int('streamUnreadMax', ANSWER_STREAM_UNREAD_MAX, 16, 1_000_000);
+  if (clientInFlightMax > inFlightMax) throw new ConfigError(file, `${label('clientInFlightMax')} (${clientInFlightMax}) must not exceed ${label('inFlightMax')} (${inFlightMax})`);
   // From the environment or --set the value arrives as text.
   const join = o.join === 'true' ? true : o.join === 'false' ? false : (o.join ?? false);
   if (typeof join !== 'boolean') throw new ConfigError(file, `${label('join')} is ${JSON.stringify(join)}: expected true (a new node joining a running cluster) or false`);
@@ -230,5 +247,8 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     tls = { ca, cert, key, adminNames };
   }
 
-  return { file, clusterId, nodeId, listen, metricsListen, dataDir, peers, peerDial, tickMs, electionTicks, heartbeatTicks, snapshotEntries, logLevel: logLevel as NodeConfig['logLevel'], tls, join, insecure };
+  const addressProblem = checkAddresses(nodeId, listen, metricsListen, peers);
+  if (addressProblem !== null) throw new ConfigError(file, addressProblem.replace(/\{(peers\.[^}]+|listen|metricsListen)\}/g, (_, k: string) => label(k)));
+
+  return { file, clusterId, nodeId, listen, metricsListen, dataDir, peers, peerDial, tickMs, electionTicks, heartbeatTicks, snapshotEntries, logLevel: logLevel as NodeConfig['logLevel'], tls, join, insecure, requestBytesMax, inFlightMax, clientInFlightMax, streamUnreadMax };
 }

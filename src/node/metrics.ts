@@ -10,6 +10,7 @@ import { Role } from '../raft/types.ts';
 import type { PersistBatch } from '../storage/types.ts';
 import type { Driver } from './driver.ts';
 import { permissionDenials } from '../transport/auth.ts';
+import { REFUSAL_CLASSES, type Refusals } from './limits.ts';
 
 const ROLES = [Role.Leader, Role.Follower, Role.Candidate, Role.PreCandidate] as const;
 
@@ -30,6 +31,8 @@ export class NodeMetrics {
     table: () => DecisionTable | null;
     /** Refused inbound Raft batches and messages, by reason (src/transport/refusal-log.ts). */
     refusals?: () => ReadonlyMap<string, number>;
+    /** Refused client-facing requests, by class (./limits.ts). */
+    requestRefusals?: () => Refusals | null;
   }) {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
@@ -131,6 +134,17 @@ export class NodeMetrics {
         for (const list of src.table()?.heuristics.values() ?? []) for (const h of list) n[h.kind]++;
         this.reset();
         for (const k of HEURISTIC_KINDS) this.inc({ kind: k }, n[k]);
+      },
+    });
+    new Counter({
+      name: 'verdict_requests_refused_total',
+      help: 'Client requests refused at the edge, by class: too_large, undecodable, invalid_field, client_limit, stream_backlog (docs/limits.md).',
+      labelNames: ['reason'],
+      registers: [r],
+      collect() {
+        const counts = src.requestRefusals?.()?.counts;
+        this.reset();
+        for (const c of REFUSAL_CLASSES) this.inc({ reason: c }, counts?.get(c) ?? 0);
       },
     });
     new Counter({ name: 'verdict_decision_delivery_retries_total', help: 'DECISION deliveries that failed and were rescheduled with backoff.', registers: [r], collect() { mirror(this, eng()?.counters().decisionRetries ?? 0); } });

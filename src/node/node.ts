@@ -27,6 +27,7 @@ import { emptyConfState, MessageType, NONE, type ConfState } from '../raft/types
 import { RawNode } from '../raft/raw-node.ts';
 import { Rng } from '../raft/rng.ts';
 import { LevelLogStore } from '../storage/level.ts';
+import { checkDataDir, DataDirError, explainOpenError } from '../storage/data-dir.ts';
 import { GrpcTransport, SERVER_OPTIONS } from '../transport/grpc.ts';
 import { packageDefinition as raftPackageDefinition, raftNodeService } from '../transport/proto.ts';
 import { coordinatorPackageDefinition, coordinatorService } from '../transport/coordinator-rpc.ts';
@@ -40,6 +41,8 @@ import { entryProblem, NodeStateMachine, snapshotProblem } from './machine.ts';
 import { raftMembers } from './members.ts';
 import { coordinatorApi } from './coordinator-service.ts';
 import { commitStreamHandler } from './commit-stream.ts';
+import { ClientQuota, RAFT_NODE_CHECKS, Refusals, withClientLimits, withFieldChecks } from './limits.ts';
+import { guardService, type EdgeOptions } from '../transport/validate.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { ParticipantLink } from './participant-link.ts';
 import { loadNodeTls } from './node-tls.ts';
@@ -117,11 +120,14 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 
   let opened: Awaited<ReturnType<typeof LevelLogStore.open>>;
   try {
+    // One line naming the path and the cause (src/storage/data-dir.ts), before LevelDB can say only "Database failed to open".
+    await checkDataDir(cfg.dataDir);
     opened = await LevelLogStore.open(cfg.dataDir, { clusterId: cfg.clusterId, nodeId: cfg.nodeId });
   } catch (err) {
     server.forceShutdown();
     await metricsServer?.close();
-    throw err;
+    if (err instanceof DataDirError) throw new StartupError(err.message);
+    throw explainOpenError(cfg.dataDir, err);
   }
   const { store, recovered } = opened;
   // Persist latency and group-commit batch sizes are measured here, where the
@@ -220,6 +226,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     if (!member && (cs.voters.length > 0 || cs.learners.length > 0)) log.warn('this node was removed from the cluster; it takes no part any more and can be stopped');
   }
   refreshMembers(null);
+  const refusals = new Refusals(log);
   const participants = new ParticipantLink(cfg.clusterId, tls?.participants);
   const proposals = new ProposalBatcher(d);
   engine = new CoordinatorEngine(machine.table, {
@@ -243,7 +250,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
         if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
         cb(err);
       }),
-  });
+  }, { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax });
   const eng = engine;
   log.info({ cluster: cfg.clusterId, address, dataDir: cfg.dataDir, term: recovered.hardState.term, commit: recovered.hardState.commit, snapshot: recovered.snapshot.metadata.index, entries: recovered.entries.length }, 'node recovered its log');
 
@@ -253,12 +260,28 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const refusal = (): grpc.ServiceError | null => (draining ? shuttingDown(cfg, d.isLeader() ? handOffTo : d.leader()) : null);
 
   transport.register(server);
-  server.addService(raftNodeService, { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>, (id) => machine.table.participants.has(id)) });
+  // The client-facing services check every request at the edge (docs/limits.md):
+  // its size and encoding (src/transport/validate.ts), its fields and the client's share (./limits.ts).
+  const edge: EdgeOptions = {
+    requestBytesMax: cfg.requestBytesMax,
+    onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
+  };
+  const raftNode = guardService(raftNodeService, withFieldChecks({ ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>, (id) => machine.table.participants.has(id)) }, RAFT_NODE_CHECKS, refusals), edge);
+  server.addService(raftNode.definition, raftNode.implementation);
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
-  const coordinator = coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal });
+  const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, eng, cfg.inFlightMax);
+  const coordinator = withClientLimits(coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal }), {
+    quota,
+    refusals,
+    nowMs: () => Date.now(),
+  });
   // CommitStream runs every streamed Commit through the unary Commit handler.
-  const commitStreams = commitStreamHandler(coordinator.Commit);
-  server.addService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler });
+  const commitStreams = commitStreamHandler(coordinator.Commit, {
+    unreadMax: cfg.streamUnreadMax,
+    onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `commit stream cut off: ${details}`),
+  });
+  const coordinatorEdge = guardService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler }, edge);
+  server.addService(coordinatorEdge.definition, coordinatorEdge.implementation);
 
   const ticker = setInterval(() => {
     d.tick();
@@ -272,7 +295,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     addReflection(server, [raftPackageDefinition, coordinatorPackageDefinition]);
     // prom-client is loaded by the node command only, not by every CLI command, and after start-up.
     const { NodeMetrics } = await import('./metrics.ts');
-    metrics = new NodeMetrics({ nodeId: cfg.nodeId, driver: () => d as Driver<unknown>, engine: () => eng, table: () => machine.table, refusals: () => transport.refusals.totals() });
+    metrics = new NodeMetrics({ nodeId: cfg.nodeId, driver: () => d as Driver<unknown>, engine: () => eng, table: () => machine.table, refusals: () => transport.refusals.totals(), requestRefusals: () => refusals });
     if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics` }, 'serving Prometheus metrics');
   })();
   opsReady.catch((err: unknown) => log.error({ err }, 'reflection or metrics failed to start; the node runs without them'));

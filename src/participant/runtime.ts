@@ -5,7 +5,9 @@
 // only wires real time, disk and network to it, plus what operators use:
 // gRPC health and reflection, optional Prometheus metrics, and a graceful
 // stop (new PREPAREs get NO, requests in flight finish first).
-import { mkdir, readFile, writeFile, rename } from 'node:fs/promises';
+import { readFile, writeFile, rename } from 'node:fs/promises';
+import { checkDataDir, DataDirError } from '../storage/data-dir.ts';
+import { guardService, Refusals } from '../transport/validate.ts';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { shutdownServer } from '../transport/server.ts';
@@ -128,7 +130,13 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: '--ca, --cert and --key', insecureHow: '--insecure' });
     if (refusal !== null) throw new ParticipantStartupError(refusal);
   }
-  await mkdir(o.dataDir, { recursive: true });
+  try {
+    // The same check as a node's (src/storage/data-dir.ts): one line naming the path and the cause.
+    await checkDataDir(o.dataDir);
+  } catch (err) {
+    if (err instanceof DataDirError) throw new ParticipantStartupError(err.message);
+    throw err;
+  }
   await checkIdentity(o.dataDir, o.clusterId, o.participantId);
 
   let pg: PostgresSetup | null = null;
@@ -194,7 +202,13 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   const gate = newGate();
   // With TLS only the cluster's nodes may send PREPARE and DECISION; their ids are learned from the cluster.
   const callers = tls === null ? null : new NodeCallers({ clusterId: o.clusterId, fetchMembers: () => link.members(), nowMs: () => Date.now(), log });
-  server.addService(participantService, participantHandlers(engine, gate, log, callers?.check ?? null));
+  // Oversized and undecodable requests are answered INVALID_ARGUMENT at the edge (src/transport/validate.ts); the log lines about them are rate-limited.
+  const refusals = new Refusals(log);
+  const guarded = guardService(participantService, participantHandlers(engine, gate, log, callers?.check ?? null), {
+    requestBytesMax: PARTICIPANT_MESSAGE_BYTES_MAX,
+    onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
+  });
+  server.addService(guarded.definition, guarded.implementation);
   const health = addHealth(server, ['verdict.participant.Participant']);
   addReflection(server, [participantPackageDefinition]);
   let port: number;

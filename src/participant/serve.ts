@@ -21,8 +21,11 @@ import type { ParticipantEngine } from './engine.ts';
 import { PAYLOAD_BYTES_MAX } from './memory.ts';
 import { ParticipantError } from './types.ts';
 import type { CallerCheck } from './node-callers.ts';
+import { ID_CHARS_MAX, quote, REASON_CHARS_MAX } from '../transport/validate.ts';
 
 const TXN_ID_CHARS_MAX = 256;
+/** More participants than a coordinator ever enlists (its participantsMax is 64). */
+const PARTICIPANTS_MAX = 1_024;
 
 export interface Gate {
   draining: boolean;
@@ -38,7 +41,12 @@ export function newGate(): Gate {
 type Done<T> = (err: ParticipantError | null, res?: T) => void;
 
 function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: Prepare, cb: Done<Vote>): void {
-  const bad = badTxnId(req.txnId) ?? (req.payload.byteLength > PAYLOAD_BYTES_MAX ? `payload is larger than ${PAYLOAD_BYTES_MAX} bytes` : null);
+  const bad =
+    badTxnId(req.txnId) ??
+    badFields([['cluster_id', req.clusterId, ID_CHARS_MAX], ['participant_id', req.participantId, ID_CHARS_MAX]]) ??
+    (req.participants.length > PARTICIPANTS_MAX ? `${req.participants.length} participants exceed the limit of ${PARTICIPANTS_MAX}` : null) ??
+    badFields(req.participants.map((p) => ['participants[]', p, ID_CHARS_MAX] as const)) ??
+    (req.payload.byteLength > PAYLOAD_BYTES_MAX ? `payload is larger than ${PAYLOAD_BYTES_MAX} bytes` : null);
   if (bad !== null) return cb(new ParticipantError('INVALID_ARGUMENT', bad));
   if (gate.draining && engine.stateOf(req.txnId) === undefined) {
     log.info({ txnId: req.txnId }, 'vote NO: shutting down');
@@ -53,7 +61,7 @@ function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: P
 }
 
 function serveDecide(engine: ParticipantEngine, gate: Gate, req: Decision, cb: Done<Ack>): void {
-  const bad = badTxnId(req.txnId);
+  const bad = badTxnId(req.txnId) ?? badFields([['cluster_id', req.clusterId, ID_CHARS_MAX], ['participant_id', req.participantId, ID_CHARS_MAX], ['reason', req.reason, REASON_CHARS_MAX]]);
   if (bad !== null) return cb(new ParticipantError('INVALID_ARGUMENT', bad));
   gate.inFlight++;
   engine.decide(req, (err, ack) => {
@@ -110,6 +118,7 @@ export function participantHandlers(
 function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call: grpc.ServerDuplexStream<ExchangeBatch, AnswerBatch>): void {
   const fail = (id: number, err: ParticipantError): ExchangeAnswer => ({ id, error: { code: grpc.status[err.code], details: err.message } });
   serveAnswerStream(call, gate.exchanges, {
+    onCutOff: (peer, details) => log.warn({ peer }, `Exchange stream cut off: ${details}`),
     requests: (batch) => batch.requests,
     batch: (answers: ExchangeAnswer[]) => ({ answers }),
     handle: (r, _waiting, answer) => {
@@ -124,6 +133,12 @@ function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call:
 /** Ends every open Exchange stream (the participant is stopping and answered what was in flight). */
 export function endExchanges(gate: Gate): void {
   for (const end of [...gate.exchanges]) end();
+}
+
+/** The first string field longer than its bound (quoted clipped, never whole), or null. */
+function badFields(fields: readonly (readonly [string, string, number])[]): string | null {
+  for (const [name, v, max] of fields) if (v.length > max) return `${name} ${quote(v)} is longer than ${max} characters`;
+  return null;
 }
 
 function badTxnId(txnId: string): string | null {

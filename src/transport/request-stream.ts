@@ -17,6 +17,7 @@
 //   spec.ended (their fate is unknown, as for a unary call cut off mid-way);
 //   requests not written yet go out on the next stream.
 // - close(): everything waiting fails with CANCELLED.
+import * as http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 
 export function serviceError(code: grpc.status, details: string, metadata = new grpc.Metadata()): grpc.ServiceError {
@@ -218,7 +219,20 @@ export interface AnswerStreamSpec<Batch, Req, Ans, Answers> {
   batch(answers: Ans[]): Answers;
   /** Starts on one request; `waiting` counts it with the others unanswered on this stream. `answer` is called once. */
   handle(req: Req, waiting: number, answer: (a: Ans) => void): void;
+  /** Answers written but not yet taken by the client (its flow-control window is full); beyond this the stream is cut off. Default ANSWER_STREAM_UNREAD_MAX. */
+  unreadMax?: number;
+  /** Told when the stream is cut off because the client does not read, with the reason sent to it. */
+  onCutOff?: (peer: string, details: string) => void;
 }
+
+/**
+ * Answers a server keeps for one stream whose client does not read them.
+ * An answer is small (an id, a code, a bounded reason), so this is a few MB
+ * at most; past it the client is cut off instead of served into memory.
+ */
+export const ANSWER_STREAM_UNREAD_MAX = 8_192;
+/** After the status is queued for a cut-off client, how long it has to read it before the stream is reset. */
+const CUT_OFF_RESET_MS = 1_000;
 
 /**
  * The server's side of such a stream: every request of a batch is handed
@@ -227,13 +241,23 @@ export interface AnswerStreamSpec<Batch, Req, Ans, Answers> {
  * what is in flight is answered, then the stream ends. `streams` holds how
  * to end each open stream (the server is stopping); a stream leaves it when
  * it ends.
+ *
+ * Back-pressure: answers the client has not read stay in the HTTP/2
+ * stream's buffer. When more than spec.unreadMax are waiting there, the
+ * stream is cut off: its requests are no longer handled, RESOURCE_EXHAUSTED
+ * with the reason is queued, and if the client still does not read it the
+ * stream is reset (the client sees RESOURCE_EXHAUSTED too), which frees
+ * the buffer.
  */
 export function serveAnswerStream<Batch, Req, Ans, Answers>(call: grpc.ServerDuplexStream<Batch, Answers>, streams: Set<() => void>, spec: AnswerStreamSpec<Batch, Req, Ans, Answers>): void {
+  const unreadMax = spec.unreadMax ?? ANSWER_STREAM_UNREAD_MAX;
   let out: Ans[] = [];
   let flushScheduled = false;
   let open = true;
   let inputEnded = false;
   let waiting = 0;
+  /** Answers handed to call.write whose write has not completed: the client has not taken them. */
+  let unread = 0;
   const close = (): void => {
     open = false;
     streams.delete(end);
@@ -244,13 +268,24 @@ export function serveAnswerStream<Batch, Req, Ans, Answers>(call: grpc.ServerDup
     call.end();
   };
   streams.add(end);
+  const cutOff = (): void => {
+    close();
+    const details = `the client has not read ${unread} answers on this stream (limit ${unreadMax}); the stream is cut off: read the answers as they come, or send fewer requests at once`;
+    spec.onCutOff?.(call.getPeer(), details);
+    call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details });
+    setTimeout(() => resetStream(call), CUT_OFF_RESET_MS).unref();
+  };
   const flush = (): void => {
     flushScheduled = false;
     if (!open) return;
     if (out.length > 0) {
       const answers = out;
       out = [];
-      call.write(spec.batch(answers));
+      unread += answers.length;
+      call.write(spec.batch(answers), () => {
+        unread -= answers.length;
+      });
+      if (unread > unreadMax) return cutOff();
     }
     if (inputEnded && waiting === 0) end();
   };
@@ -266,6 +301,7 @@ export function serveAnswerStream<Batch, Req, Ans, Answers>(call: grpc.ServerDup
     schedule();
   };
   call.on('data', (msg: Batch) => {
+    if (!open) return;
     for (const req of spec.requests(msg)) {
       waiting++;
       spec.handle(req, waiting, answer);
@@ -278,4 +314,25 @@ export function serveAnswerStream<Batch, Req, Ans, Answers>(call: grpc.ServerDup
   });
   call.on('cancelled', close);
   call.on('error', close);
+}
+
+/**
+ * Resets the HTTP/2 stream under a server call with ENHANCE_YOUR_CALM (which
+ * grpc-js clients report as RESOURCE_EXHAUSTED), dropping what it buffered.
+ * grpc-js has no public way to do this, so the stream is found through the
+ * call's internals; when they change shape nothing happens, and the status
+ * already queued still ends the call once the client reads.
+ */
+function resetStream(call: unknown): void {
+  const seen = new Set<unknown>();
+  let c: unknown = (call as { call?: unknown }).call;
+  while (typeof c === 'object' && c !== null && !seen.has(c)) {
+    seen.add(c);
+    const stream = (c as { stream?: { closed?: boolean; close?: (code: number) => void } }).stream;
+    if (stream && typeof stream.close === 'function') {
+      if (!stream.closed) stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      return;
+    }
+    c = (c as { nextCall?: unknown }).nextCall;
+  }
 }

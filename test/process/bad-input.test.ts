@@ -96,6 +96,18 @@ describe('verdict node refuses bad input with one line and leaves the data alone
     await configCase('peers-without-me.json', { ...valid, peers: { n2: '127.0.0.1:1', n3: '127.0.0.1:2' } }, { what: /"peers" must include this node "n1"/, fix: /add "n1": "127\.0\.0\.1:\d+"/ });
   });
 
+  it('refuses two peers naming one address two ways (127.0.0.1 and localhost)', async () => {
+    await configCase('same-peer-twice.json', { ...valid, peers: { n1: valid.listen, n2: '127.0.0.1:7102', n3: 'localhost:7102' } }, { what: /"peers\.n3" "localhost:7102" and "peers\.n2" "127\.0\.0\.1:7102" name the same address/, fix: /give each node its own host:port/ });
+  });
+
+  it('refuses a listen address that differs from the node\'s own peers entry', async () => {
+    await configCase('listen-not-own-entry.json', { ...valid, peers: { n1: '127.0.0.1:7101' } }, { what: new RegExp(`"listen" "127\\.0\\.0\\.1:${port}" differs from this node's own entry "peers\\.n1" "127\\.0\\.0\\.1:7101"`), fix: /make them the same address/ });
+  });
+
+  it('refuses a metrics endpoint on a peer\'s port', async () => {
+    await configCase('metrics-on-peer.json', { ...valid, peers: { n1: valid.listen, n2: '127.0.0.1:7102' }, metricsListen: 'localhost:7102' }, { what: /"metricsListen" "localhost:7102" is the gRPC address of "peers\.n2" "127\.0\.0\.1:7102"/, fix: /give the metrics endpoint a port of its own/ });
+  });
+
   it('an unknown key', async () => {
     await configCase('unknown-key.json', { ...valid, electionTimeoutMs: 1000 }, { what: /unknown key "electionTimeoutMs"/, fix: /known keys: .*electionTicks/ });
   });

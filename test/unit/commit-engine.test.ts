@@ -322,7 +322,7 @@ describe('commit engine', () => {
     expect(w.decisions.map((d) => `${d.to}:${d.req.txnId}:${d.req.outcome}`).sort()).toEqual(['a:old:commit', 'c:old:commit']);
   });
 
-  test('timeouts: a prepare past its deadline aborts; the in-flight bound answers RESOURCE_EXHAUSTED with a reason', () => {
+  test('timeouts: a prepare past its deadline aborts; the in-flight bound counts undecided transactions only, releases an abort at once and names what holds it', () => {
     const w = new World();
     w.engine.begin('t1', 500);
     const r = w.commit('t1', ['a']);
@@ -335,9 +335,17 @@ describe('commit engine', () => {
     w.applyNext();
     expect(r.answer?.outcome).toBe('aborted');
     expect(r.answer?.reason).toMatch(/timed out/);
+    // The aborted t1 no longer holds a place: three undecided fit under inFlightMax=3.
     w.engine.begin('x1', 0);
     w.engine.begin('x2', 0);
-    expect(() => w.engine.begin('x3', 0)).toThrow(/in flight \(limit 3\)/);
+    w.engine.begin('x3', 0);
+    // At the bound the refusal names the limit and what holds it: counts by phase and the oldest ids.
+    expect(() => w.engine.begin('x4', 0)).toThrow(/3 undecided \(begun 3, preparing 0, deciding 0\), 0 delivering, 1 aborted remembered: limit inFlightMax=3 .*oldest undecided: x1, x2, x3/);
+    // Aborting one releases its place at once, not after the abort memory expires.
+    let aborted = '';
+    w.engine.abort('x2', 'done with it', (_err, a) => (aborted = a?.outcome ?? ''));
+    expect(aborted).toBe('aborted');
+    expect(() => w.engine.begin('x4', 0)).not.toThrow();
   });
 
   test('bad input is refused with a reason: unregistered participant, duplicates, bad ids, no participants', () => {
