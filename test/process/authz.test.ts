@@ -272,7 +272,7 @@ describe('without TLS: plaintext only on loopback unless insecure', () => {
     const after = await n1.status();
     expect(after.term).toBe(before.term);
     expect(after.role).toBe('leader');
-    expect(readFileSync(n1.logFile, 'utf8')).toMatch(/"from":"n9".*refused Raft input from "n9": from: "n9" is not a member/);
+    expect(readFileSync(n1.logFile, 'utf8')).toMatch(/"from":"n9","reason":"sender","field":"from".*is not a member of the current configuration/);
     await waitFor('the metrics registry', WAIT_MS, async () => scrape(n1.metricsAddress!));
     expect(value((await scrape(n1.metricsAddress!)).samples, 'verdict_raft_messages_refused_total', { reason: 'sender' })).toBe(1);
 
