@@ -18,6 +18,7 @@ import { participantsCommand, TXN_HELP, txnCommand } from './txn.ts';
 import { participantCommand, PARTICIPANT_HELP } from './participant.ts';
 import { PARTICIPANT_RESOLVE_HELP } from './participant-resolve.ts';
 import { memberCommand, MEMBER_HELP } from './member.ts';
+import { nodeRepairCommand, NODE_REPAIR_HELP } from './node-repair.ts';
 
 const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
 
@@ -26,7 +27,7 @@ const NODE_HELP = `  verdict node --config FILE [--set KEY=VALUE ...]
                                       stops it gracefully (a leader hands leadership over first). Every key can be
                                       overridden: VERDICT_<KEY> in the environment (VERDICT_TICK_MS, VERDICT_TLS_CERT),
                                       then --set key=value (tickMs=50, tls.cert=certs/n1.crt, peers.n4=HOST:PORT)
-`;
+${NODE_REPAIR_HELP}`;
 const CLUSTER_HELP = `  verdict cluster up [--nodes N]      run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground;
                                       metrics on http://127.0.0.1:9101/metrics (9102, ... for the others)
 `;
@@ -59,6 +60,7 @@ const COMMAND_HELP: Record<string, string> = {
 };
 
 async function runNode(args: string[]): Promise<void> {
+  if (args[0] === 'repair') return nodeRepairCommand(args.slice(1));
   const file = flag(args, '--config');
   const sets = flagAll(args, '--set');
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...]`);

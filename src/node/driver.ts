@@ -66,6 +66,8 @@ export interface DriverOptions<R> {
   onLeadership?: (term: number) => void;
   /** The configuration changed: a membership change was applied, or a snapshot installed. */
   onMembership?: (cs: ConfState) => void;
+  /** A node that started recovering (its disk lost acknowledged entries) was caught up by a leader. */
+  onCaughtUp?: (lastIndex: number) => void;
 }
 
 interface ProposalWaiter {
@@ -91,6 +93,7 @@ export class Driver<R = unknown> {
   private readSeq = 0;
   private lastSnapshotIndex: number;
   private leadingTerm = 0;
+  private recovering: boolean;
 
   constructor(opts: DriverOptions<R>) {
     this.opts = opts;
@@ -98,6 +101,12 @@ export class Driver<R = unknown> {
     const snap = this.node.raft.log.storage.snapshot();
     this.lastSnapshotIndex = snap.metadata.index;
     if (snap.metadata.index > 0) opts.sm.restore(snap.data, snap.metadata.index);
+    this.recovering = this.node.raft.recoverIndex > 0;
+  }
+
+  /** Whether the disk lost entries this node acknowledged and no leader has caught it up yet. */
+  isRecovering(): boolean {
+    return this.node.raft.recoverIndex > 0;
   }
 
   get applied(): number {
@@ -285,6 +294,10 @@ export class Driver<R = unknown> {
       this.readsReady.push({ index: rs.index, cb });
     }
     this.node.advance(rd);
+    if (this.recovering && this.node.raft.recoverIndex === 0) {
+      this.recovering = false;
+      this.opts.onCaughtUp?.(this.node.raft.log.lastIndex());
+    }
     this.reportLeadership();
     this.failTruncatedProposals();
     this.releaseReads();

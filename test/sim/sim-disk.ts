@@ -111,6 +111,6 @@ export class SimDisk implements LogStore {
 
   recover(): RecoveredState {
     const d = this.durable;
-    return { hardState: { ...d.hardState }, snapshot: d.snapshot, entries: d.entries.slice() };
+    return { hardState: { ...d.hardState }, snapshot: d.snapshot, entries: d.entries.slice(), recoverIndex: 0 };
   }
 }
