@@ -60,6 +60,11 @@ async function commitSome(client: VerdictClient, n: number, tag: string): Promis
   return ids;
 }
 
+/** A node's status, retried: a channel opened before the node listened may still be backing off. */
+function statusOf(n: NodeProc): ReturnType<NodeProc['status']> {
+  return waitFor(`the status of ${n.id}`, 20_000, () => n.status());
+}
+
 /** Every record's index and where it lies, over the node's segment files. */
 function walRecords(dataDir: string): { file: string; offset: number; index: number }[] {
   const wal = join(dataDir, 'wal');
@@ -118,9 +123,9 @@ describe('disk faults on real processes', () => {
       const [damaged, lagging] = c.nodes.filter((n) => n !== leader);
       // The lagging node misses the next commits: they live on the leader and the damaged node only.
       await lagging.kill('SIGKILL');
-      const before = (await damaged.status()).lastIndex;
+      const before = (await statusOf(damaged)).lastIndex;
       const ids = await commitSome(client, TXNS, 'lost');
-      await waitFor('the damaged node to hold the commits', 20_000, async () => ((await damaged.status()).lastIndex > before ? true : undefined));
+      await waitFor('the damaged node to hold the commits', 20_000, async () => ((await statusOf(damaged)).lastIndex > before ? true : undefined));
       await damaged.kill('SIGKILL');
       await leader.kill('SIGKILL');
       const cut = cutLogAfter(damaged.dataDir, before);
@@ -164,7 +169,7 @@ describe('disk faults on real processes', () => {
     try {
       const ids = await commitSome(client, TXNS, 'sweep');
       const d = c.nodes.find((n) => n !== leader)!;
-      await waitFor('the follower to hold the commits', 20_000, async () => ((await d.status()).commitIndex >= (await leader.status()).commitIndex ? true : undefined));
+      await waitFor('the follower to hold the commits', 20_000, async () => ((await statusOf(d)).commitIndex >= (await statusOf(leader)).commitIndex ? true : undefined));
       await d.kill('SIGTERM');
       const pristine = mkdtempSync(join(tmpdir(), 'verdict-pristine-'));
       const snapshotDir = (): void => {
