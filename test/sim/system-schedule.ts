@@ -39,6 +39,8 @@ export const sysFaultArb: fc.Arbitrary<SysFault> = fc.oneof(
   fc.record({ kind: fc.constant('delay' as const), at, extraMs: fc.integer({ min: 10, max: 400 }), durMs: dur }),
   fc.record({ kind: fc.constant('slow-disk' as const), at, target: idx, extraMs: fc.integer({ min: 20, max: 800 }), durMs: dur }),
   fc.record({ kind: fc.constant('transfer' as const), at, to: fc.nat(4) }),
+  fc.record({ kind: fc.constant('lose-tail' as const), at, node: fc.nat(4), records: fc.integer({ min: 1, max: 20 }), downMs: down }),
+  fc.record({ kind: fc.constant('corrupt' as const), at, node: fc.nat(4), downMs: down }),
 );
 
 export const crashPointArb: fc.Arbitrary<CrashPoint> = fc.record({
