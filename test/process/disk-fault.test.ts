@@ -62,7 +62,7 @@ async function commitSome(client: VerdictClient, n: number, tag: string): Promis
 
 /** A node's status, retried: a channel opened before the node listened may still be backing off. */
 function statusOf(n: NodeProc): ReturnType<NodeProc['status']> {
-  return waitFor(`the status of ${n.id}`, 20_000, () => n.status());
+  return waitFor(`the status of ${n.id}`, 20_000, () => n.status().catch((err: unknown) => (n.closeClient(), Promise.reject(err))));
 }
 
 /** Every record's index and where it lies, over the node's segment files. */
@@ -244,7 +244,8 @@ async function startAndJudge(c: Cluster, d: NodeProc, ids: string[]): Promise<'r
     VERDICT_WAIT_MS,
     async () => {
       if (!d.running) return 'refused' as const;
-      const s = await d.status().catch(() => null);
+      // A channel that failed while the node was starting backs off for long: take a fresh one.
+      const s = await d.status().catch(() => (d.closeClient(), null));
       return s && s.leaderId !== '' && s.commitIndex >= target ? ('rejoined' as const) : undefined;
     },
     () => d.logTail(5),
