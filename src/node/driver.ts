@@ -256,7 +256,11 @@ export class Driver<R = unknown> {
     while (!this.stopped && !this.persisting && this.node.hasReady()) {
       const rd = this.node.ready();
       this.opts.transport.send(rd.messagesNow);
-      if (rd.hardState === null && rd.entries.length === 0 && rd.snapshot === null) {
+      // A Ready that only moves the commit index writes nothing: commit is
+      // not needed for safety (a restarted node learns it again from the
+      // leader, and its recovery never trusts it past the log), so apply
+      // does not wait behind a write that carries nothing.
+      if (!rd.mustSync) {
         this.finish(rd);
         continue;
       }
