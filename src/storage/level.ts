@@ -58,7 +58,11 @@ export async function openLevel(dir: string, dbPath: string, walPath: string, id
     if (errorCode(err) === 'LEVEL_LOCKED' || errorCode(causeOf(err)) === 'LEVEL_LOCKED') {
       throw new Error(`${dbPath} is locked by another process: is this node already running?`, { cause: err });
     }
-    throw err;
+    // LevelDB's own words are in the cause ("Corruption: ..."); the operator gets them in one line.
+    const cause = causeOf(err);
+    const detail = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
+    if (/corrupt/i.test(detail)) throw new CorruptRecordError(dbPath, 'LevelDB database', detail.replace(/\s+/g, ' '));
+    throw new Error(`${dbPath} could not be opened: ${detail.replace(/\s+/g, ' ')}`, { cause: err });
   }
   return db;
 }

@@ -453,6 +453,17 @@ describe('DiskLogStore: damaged LevelDB records are refused with the path and th
     expect((err as Error).message).toContain('remove it from the cluster, then add it back with an empty data directory');
   });
 
+  it("a LevelDB database that cannot be opened is refused in one line naming the path and LevelDB's cause", async () => {
+    const dir = await storeWithLog();
+    await writeFile(join(dir, 'raft', 'CURRENT'), 'MANIFEST-999999\n');
+    const err = await DiskLogStore.open(dir, ID).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    const msg = (err as Error).message;
+    expect(msg).toContain(`${join(dir, 'raft')} could not be opened`);
+    expect(msg).toContain('MANIFEST-999999');
+    expect(msg).not.toContain('\n');
+  });
+
   it('a corrupted snapshot record', async () => {
     const dir = await tempDir();
     const { store } = await openStore(dir);
