@@ -141,6 +141,12 @@ export function scanRecords(buf: Buffer, firstIndex: number): ScannedSegment {
       return done({ kind: 'invalid', offset: at, index, detail: `record length ${bodyLen} is outside ${BODY_HEADER_BYTES}..${RECORD_BODY_BYTES_MAX}` });
     }
     if (RECORD_FRAME_BYTES + bodyLen > left) {
+      // A write cut short ends the file; a damaged length field does not:
+      // whole records still follow it.
+      const next = findValidRecord(buf, at + 1, index);
+      if (next) {
+        return done({ kind: 'invalid', offset: at, index, detail: `record length ${bodyLen} runs past the end of the file, but a whole record of index ${next.index} follows at byte offset ${next.offset}` });
+      }
       return done({ kind: 'incomplete', offset: at, index, detail: `the record needs ${RECORD_FRAME_BYTES + bodyLen} bytes, the file has ${left} left` });
     }
     const stored = buf.readUInt32BE(at + 4);
@@ -167,6 +173,24 @@ export function scanRecords(buf: Buffer, firstIndex: number): ScannedSegment {
     at += RECORD_FRAME_BYTES + bodyLen;
   }
   return done(null);
+}
+
+/**
+ * The first whole record at or after `from` whose index is `minIndex` or
+ * more, or null. Only used on a damaged file, to tell a cut tail (nothing
+ * readable follows) from a damaged record in the middle.
+ */
+function findValidRecord(buf: Buffer, from: number, minIndex: number): { offset: number; index: number } | null {
+  const maxIndex = minIndex + Math.ceil(buf.byteLength / (RECORD_FRAME_BYTES + BODY_HEADER_BYTES));
+  for (let q = from; q + RECORD_FRAME_BYTES + BODY_HEADER_BYTES <= buf.byteLength; q++) {
+    const bodyLen = buf.readUInt32BE(q);
+    if (bodyLen < BODY_HEADER_BYTES || q + RECORD_FRAME_BYTES + bodyLen > buf.byteLength) continue;
+    const index = buf.readBigUInt64BE(q + RECORD_FRAME_BYTES);
+    // Cheap filters first: the checksum is computed only for a plausible index.
+    if (index < BigInt(minIndex) || index > BigInt(maxIndex)) continue;
+    if (buf.readUInt32BE(q + 4) === recordCrc(buf, q, bodyLen)) return { offset: q, index: Number(index) };
+  }
+  return null;
 }
 
 function hex32(n: number): string {

@@ -190,6 +190,19 @@ describe('segment log: a damaged record is refused with the file, the byte offse
     expect(err.message).toContain(`index ${rec.index}`);
   });
 
+  it('a length field that points past the end of the last segment, with whole records after it, is corruption, not a cut tail', async () => {
+    const dir = await writtenLog(20);
+    const [last] = (await segmentFiles(join(dir, 'wal'))).slice(-1);
+    const rec = (await recordsOf(last))[1];
+    const buf = await readFile(last);
+    buf.writeUInt32BE(buf.byteLength, rec.offset);
+    await writeFile(last, buf);
+    const err = await refusal(dir);
+    expect(err.message).toContain(`byte offset ${rec.offset}, index ${rec.index}`);
+    expect(err.message).toMatch(/runs past the end of the file, but a whole record of index \d+ follows/);
+    expect(await readFile(last)).toEqual(buf);
+  });
+
   it('the last record of the last segment, damaged at or below the high-water mark, is corruption, not a torn tail', async () => {
     const dir = await writtenLog(20);
     const [last] = (await segmentFiles(join(dir, 'wal'))).slice(-1);
