@@ -198,7 +198,8 @@ describe('disk faults on real processes', () => {
           } else {
             truncateSync(path, Math.floor(size * 0.8));
           }
-          let verdict: string = await startAndJudge(c, d, ids);
+          const said: string[] = [];
+          let verdict: string = await startAndJudge(c, d, ids, said);
           if (verdict === 'refused' && file.startsWith('wal/')) {
             // The documented repair: the damaged log moves aside, the node rejoins from its peers.
             const r = await runCli(['node', 'repair', '--config', d.configFile], { timeoutMs: 30_000 });
@@ -210,7 +211,7 @@ describe('disk faults on real processes', () => {
             rmSync(d.dataDir, { recursive: true, force: true });
             cpSync(before, d.dataDir, { recursive: true });
           }
-          results.push(`${file} ${fault}: ${verdict}`);
+          results.push(`${file} ${fault}: ${verdict}${said.length > 0 ? ` (${said[0].slice(0, 200)})` : ''}`);
           if (d.running) await d.kill('SIGTERM');
         }
       }
@@ -249,7 +250,7 @@ function listFiles(dir: string): string[] {
  * with one clear line (no stack trace), or it follows the leader, has caught
  * up, and answers COMMITTED for every acknowledged commit.
  */
-async function startAndJudge(c: Cluster, d: NodeProc, ids: string[]): Promise<'refused' | 'rejoined'> {
+async function startAndJudge(c: Cluster, d: NodeProc, ids: string[], said: string[] = []): Promise<'refused' | 'rejoined'> {
   d.start();
   const target = (await c.waitForLeader({ notId: d.id })).status.commitIndex;
   const verdict = await waitFor(
@@ -269,6 +270,7 @@ async function startAndJudge(c: Cluster, d: NodeProc, ids: string[]): Promise<'r
     expect(d.lastExit?.code, out).not.toBe(0);
     const line = out.split('\n').find((l) => l.startsWith('verdict: '));
     expect(line, `one clear line:\n${out}`).toBeDefined();
+    said.push(line!);
     return verdict;
   }
   // Served from this node's own table, or through its redirect: never anything but COMMITTED.
