@@ -58,11 +58,7 @@ export async function openLevel(dir: string, dbPath: string, walPath: string, id
     if (errorCode(err) === 'LEVEL_LOCKED' || errorCode(causeOf(err)) === 'LEVEL_LOCKED') {
       throw new Error(`${dbPath} is locked by another process: is this node already running?`, { cause: err });
     }
-    // LevelDB's own words are in the cause ("Corruption: ..."); the operator gets them in one line.
-    const cause = causeOf(err);
-    const detail = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
-    if (/corrupt/i.test(detail)) throw new CorruptRecordError(dbPath, 'LevelDB database', detail.replace(/\s+/g, ' '));
-    throw new Error(`${dbPath} could not be opened: ${detail.replace(/\s+/g, ' ')}`, { cause: err });
+    throw levelError(dbPath, 'opened', err);
   }
   return db;
 }
@@ -153,7 +149,7 @@ export async function writeIdentityFile(dir: string, id: StorageIdentity): Promi
  * anything is written. Returns the storage format the directory holds.
  */
 export async function checkIdentity(db: Db, dir: string, dbPath: string, want: StorageIdentity): Promise<number> {
-  const stored = await db.get(KEY_IDENTITY);
+  const stored = await levelGet(db, dbPath, KEY_IDENTITY);
   if (stored === undefined) {
     // A crash during the very first open can leave an empty database behind: adopt it.
     const anyKey = await db.keys({ limit: 1 }).all();
@@ -183,11 +179,11 @@ export interface Metadata {
 }
 
 export async function readMetadata(db: Db, dbPath: string): Promise<Metadata> {
-  const hsValue = await db.get(KEY_HARD_STATE);
+  const hsValue = await levelGet(db, dbPath, KEY_HARD_STATE);
   const hardState: HardState = hsValue === undefined ? { term: 0, vote: NONE, commit: 0 } : decodeHardState(hsValue, dbPath);
-  const snapValue = await db.get(KEY_SNAPSHOT);
+  const snapValue = await levelGet(db, dbPath, KEY_SNAPSHOT);
   const snapshot = snapValue === undefined ? emptySnapshot() : decodeSnapshot(snapValue, dbPath);
-  const lsValue = await db.get(KEY_LOG_STATE);
+  const lsValue = await levelGet(db, dbPath, KEY_LOG_STATE);
   const logState = lsValue === undefined ? null : decodeLogState(lsValue, dbPath);
   return { hardState, snapshot, logState };
 }
@@ -219,6 +215,27 @@ export async function readFormat1Entries(db: Db, dbPath: string, snapshot: Snaps
     prev = e;
   }
   return { entries, keys };
+}
+
+/**
+ * LevelDB's own failure, in one line with the path. Its words are in the
+ * cause ("Corruption: checksum mismatch"); a damaged table may only show on
+ * the first read, not at open.
+ */
+function levelError(dbPath: string, what: 'opened' | 'read', err: unknown): Error {
+  const cause = causeOf(err);
+  const detail = (cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ');
+  if (/corrupt/i.test(detail)) return new CorruptRecordError(dbPath, 'LevelDB database', detail);
+  return new Error(`${dbPath} could not be ${what}: ${detail}`, { cause: err });
+}
+
+/** db.get, with LevelDB's own failures said in one line with the path. */
+async function levelGet(db: Db, dbPath: string, key: Uint8Array): Promise<Uint8Array | undefined> {
+  try {
+    return await db.get(key);
+  } catch (err) {
+    throw levelError(dbPath, 'read', err);
+  }
 }
 
 function errorCode(err: unknown): unknown {

@@ -270,6 +270,7 @@ async function startAndJudge(c: Cluster, d: NodeProc, ids: string[], said: strin
     expect(d.lastExit?.code, out).not.toBe(0);
     const line = out.split('\n').find((l) => l.startsWith('verdict: '));
     expect(line, `one clear line:\n${out}`).toBeDefined();
+    expect(line, 'the refusal names the damaged path').toContain(d.dataDir);
     said.push(line!);
     return verdict;
   }
