@@ -81,6 +81,8 @@ export interface FaultScenario {
 
 export interface SystemScenario extends FaultScenario {
   nodes: number;
+  /** A lost synced tail or a corrupted record, all on one node (absent: none). */
+  diskFaults?: SysFault[];
   snapshotEntries: number;
   /** Forgotten decisions the table remembers (default: production's). */
   tombstonesMax?: number;

@@ -556,7 +556,7 @@ export class SystemWorld implements FaultWorld {
       return;
     }
     const t0 = this.q.now;
-    for (const f of this.sc.faults) if (f.at < this.sc.healAtMs) scheduleFault(this, f, t0);
+    for (const f of [...this.sc.faults, ...(this.sc.diskFaults ?? [])]) if (f.at < this.sc.healAtMs) scheduleFault(this, f, t0);
     const env = this.clientEnv();
     for (const [i, plan] of this.sc.txns.entries()) {
       const members = [...new Set(plan.members.map((m) => m % this.parts.length))].map((m) => this.parts[m].id);
