@@ -32,22 +32,23 @@ const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key th
 
 /** The usage text, assembled from each command's module (loaded only for --help). */
 async function helpTexts(): Promise<{ all: string; byCommand: Record<string, string> }> {
-  const [{ LEADER_HELP }, { TXN_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }] = await Promise.all([
+  const [{ LEADER_HELP }, { TXN_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }, { NODE_REPAIR_HELP }] = await Promise.all([
     import('./status.ts'),
     import('./txn.ts'),
     import('./participant.ts'),
     import('./participant-resolve.ts'),
     import('./member.ts'),
+    import('./node-repair.ts'),
   ]);
   const all = `verdict — a Raft-replicated commit coordinator
 
 usage:
-${NODE_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${TXN_HELP}
+${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${TXN_HELP}
 verdict COMMAND --help shows one command's usage.
 ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
   /** `verdict COMMAND --help`: that command's usage. */
   const byCommand: Record<string, string> = {
-    node: NODE_HELP,
+    node: NODE_HELP + NODE_REPAIR_HELP,
     cluster: CLUSTER_HELP,
     status: STATUS_HELP + ENDPOINTS_NOTE,
     leader: LEADER_HELP + ENDPOINTS_NOTE,
@@ -78,6 +79,7 @@ async function main(argv: string[]): Promise<void> {
   if (!['node', 'participant', 'cluster'].includes(cmd)) useClientTls(tlsArgs(args));
   switch (cmd) {
     case 'node':
+      if (args[0] === 'repair') return (await import('./node-repair.ts')).nodeRepairCommand(args.slice(1));
       return (await import('./node-command.ts')).runNode(args);
     case 'cluster': {
       const sub = args.shift();

@@ -84,6 +84,8 @@ export interface DriverOptions<R> {
   onLeadership?: (term: number) => void;
   /** The configuration changed: a membership change was applied, or a snapshot installed. */
   onMembership?: (cs: ConfState) => void;
+  /** A node that started recovering (its disk lost acknowledged entries) was caught up by a leader. */
+  onCaughtUp?: (lastIndex: number) => void;
 }
 
 interface ProposalWaiter {
@@ -109,6 +111,7 @@ export class Driver<R = unknown> {
   private readSeq = 0;
   private lastSnapshotIndex: number;
   private leadingTerm = 0;
+  private recovering: boolean;
 
   constructor(opts: DriverOptions<R>) {
     this.opts = opts;
@@ -116,6 +119,12 @@ export class Driver<R = unknown> {
     const snap = this.node.raft.log.storage.snapshot();
     this.lastSnapshotIndex = snap.metadata.index;
     if (snap.metadata.index > 0) opts.sm.restore(snap.data, snap.metadata.index);
+    this.recovering = this.node.raft.recoverIndex > 0;
+  }
+
+  /** Whether the disk lost entries this node acknowledged and no leader has caught it up yet. */
+  isRecovering(): boolean {
+    return this.node.raft.recoverIndex > 0;
   }
 
   get applied(): number {
@@ -268,7 +277,11 @@ export class Driver<R = unknown> {
     while (!this.stopped && !this.persisting && this.node.hasReady()) {
       const rd = this.node.ready();
       this.opts.transport.send(rd.messagesNow);
-      if (rd.hardState === null && rd.entries.length === 0 && rd.snapshot === null) {
+      // A Ready that only moves the commit index writes nothing: commit is
+      // not needed for safety (a restarted node learns it again from the
+      // leader, and its recovery never trusts it past the log), so apply
+      // does not wait behind a write that carries nothing.
+      if (!rd.mustSync) {
         this.finish(rd);
         continue;
       }
@@ -310,6 +323,10 @@ export class Driver<R = unknown> {
       this.readsReady.push({ index: rs.index, cb });
     }
     this.node.advance(rd);
+    if (this.recovering && this.node.raft.recoverIndex === 0) {
+      this.recovering = false;
+      this.opts.onCaughtUp?.(this.node.raft.log.lastIndex());
+    }
     this.reportLeadership();
     this.failTruncatedProposals();
     this.releaseReads();

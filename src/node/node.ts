@@ -26,7 +26,7 @@ import type { Logger } from 'pino';
 import { emptyConfState, MessageType, NONE, type ConfState } from '../raft/types.ts';
 import { RawNode } from '../raft/raw-node.ts';
 import { Rng } from '../raft/rng.ts';
-import { LevelLogStore } from '../storage/level.ts';
+import { DiskLogStore, type OpenReport } from '../storage/store.ts';
 import { checkDataDir, DataDirError, explainOpenError } from '../storage/data-dir.ts';
 import { GrpcTransport, SERVER_OPTIONS } from '../transport/grpc.ts';
 import { packageDefinition as raftPackageDefinition, raftNodeService } from '../transport/proto.ts';
@@ -77,6 +77,25 @@ export interface RunningNode {
   stop(): Promise<void>;
 }
 
+/**
+ * What the disk looked like on start, in the node's log: torn tails cut,
+ * a migration, and — loudest — a log shorter than the node acknowledged.
+ */
+function logStorageReport(log: Logger, report: OpenReport, recoverIndex: number): void {
+  if (report.migratedFrom !== null) log.info({ from: report.migratedFrom }, 'storage migrated to the segment log format');
+  for (const t of report.truncated) {
+    const fields = { file: t.file, offset: t.offset, index: t.index, detail: t.detail, savedAs: t.savedAs ?? undefined };
+    if (t.belowHighWater) log.error(fields, 'raft log cut short below the high-water mark: records this node synced and acknowledged are gone');
+    else log.info(fields, 'torn tail of the raft log cut off (a write that was never synced)');
+  }
+  if (recoverIndex > 0) {
+    log.error(
+      { lastIndex: report.lastIndex, highWater: recoverIndex },
+      'recovering: the raft log ends below what this node acknowledged; it will not vote or campaign until the leader has caught it up (docs/storage.md)',
+    );
+  }
+}
+
 export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNode> {
   // grpc-js prints its errors on stderr by itself; they also reach us as
   // call or bind failures, which say more. Keep them in the node's log.
@@ -118,18 +137,19 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     }
   }
 
-  let opened: Awaited<ReturnType<typeof LevelLogStore.open>>;
+  let opened: Awaited<ReturnType<typeof DiskLogStore.open>>;
   try {
     // One line naming the path and the cause (src/storage/data-dir.ts), before LevelDB can say only "Database failed to open".
     await checkDataDir(cfg.dataDir);
-    opened = await LevelLogStore.open(cfg.dataDir, { clusterId: cfg.clusterId, nodeId: cfg.nodeId });
+    opened = await DiskLogStore.open(cfg.dataDir, { clusterId: cfg.clusterId, nodeId: cfg.nodeId });
   } catch (err) {
     server.forceShutdown();
     await metricsServer?.close();
     if (err instanceof DataDirError) throw new StartupError(err.message);
     throw explainOpenError(cfg.dataDir, err);
   }
-  const { store, recovered } = opened;
+  const { store, recovered, report } = opened;
+  logStorageReport(log, report, recovered.recoverIndex);
   // Persist latency and group-commit batch sizes are measured here, where the
   // disk meets the driver, so the pure core stays free of clocks.
   const timedStore: LogStore = {
@@ -196,6 +216,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     // term: before that its decision table and registry may lag.
     onLeadership: (term) => engine?.setLeadership(term),
     onMembership: (cs) => refreshMembers(cs),
+    onCaughtUp: (lastIndex) => log.warn({ lastIndex, highWater: recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
     onApplied: (entry, result) => {
       if (!result) return;
       // The level check first: the log line's fields would be built for every decision even with debug off.

@@ -125,6 +125,18 @@ export class Progress {
     }
   }
 
+  /**
+   * The follower's disk lost entries it had acknowledged (it restarted in the
+   * recovering state): its match goes back to what it still holds, so the
+   * leader neither counts it for entries it no longer has nor waits forever
+   * for an append that its stale match says is not needed.
+   */
+  lostEntriesAfter(lastIndex: number): void {
+    this.match = Math.min(this.match, lastIndex);
+    this.becomeProbe();
+    this.next = this.match + 1;
+  }
+
   becomeReplicate(): void {
     this.resetState(ProgressState.Replicate);
     this.next = this.match + 1;

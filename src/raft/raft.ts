@@ -54,9 +54,15 @@ export interface RaftConfig {
   readIndexMax: number;
   preVote: boolean;
   checkQuorum: boolean;
+  /**
+   * Protocol-aware recovery (Alagappan et al., FAST 2018): on start the disk
+   * held a shorter log than this node had already acknowledged, up to this
+   * index. 0 (or absent): the log is whole. See Raft.recoverIndex.
+   */
+  recoverIndex?: number;
 }
 
-export type RaftTuning = Omit<RaftConfig, 'id' | 'storage' | 'random'>;
+export type RaftTuning = Omit<RaftConfig, 'id' | 'storage' | 'random' | 'recoverIndex'>;
 
 export const defaultRaftConfig: RaftTuning = {
   electionTicks: 10,
@@ -80,6 +86,12 @@ export class ProposalDroppedError extends Error {
 
 /** Marks the votes of a leadership transfer: they bypass the leader lease. */
 const CAMPAIGN_TRANSFER = new Uint8Array([0x54]);
+/** Marks a recovering follower's refusal: its disk lost entries it had acknowledged. */
+const LOST_ENTRIES = new Uint8Array([0x4c]);
+
+function isLostEntries(context: Uint8Array): boolean {
+  return context.length === 1 && context[0] === LOST_ENTRIES[0];
+}
 
 type StepFn = (m: Message) => void;
 
@@ -105,6 +117,15 @@ export class Raft {
   readStates: ReadState[] = [];
 
   leadTransferee: NodeId = NONE;
+  /**
+   * Recovering: this node's disk lost entries it had acknowledged, up to
+   * this index (0: the log is whole). Its lost acknowledgements may be what
+   * made those entries committed, so until a leader has caught its log up
+   * past this index it grants no vote and never campaigns (an election it
+   * helped could pick a leader without them), and it tells the leader that
+   * its match went back. Invariant: 0 or > log.stableLastIndex().
+   */
+  recoverIndex: number;
   private uncommittedBytes = 0;
   private readonly readOnly: ReadOnly;
   /** ReadIndex requests that arrived before the leader committed an entry of its term. */
@@ -128,6 +149,7 @@ export class Raft {
     this.learners = new Set(cs.learners);
     this.confIndex = cfg.storage.snapshot().metadata.index;
     this.readOnly = new ReadOnly(cfg.readIndexMax);
+    this.recoverIndex = cfg.recoverIndex !== undefined && cfg.recoverIndex > this.log.lastIndex() ? cfg.recoverIndex : 0;
     if (hs.term > 0 || hs.commit > 0) {
       // The commit index may lag the snapshot (a commit-only write is not
       // synced and may be lost); it may never pass the log.
@@ -236,9 +258,9 @@ export class Raft {
     this.becomeFollower(this.term, NONE);
   }
 
-  /** This node may campaign: it is a voter and has no snapshot waiting to be persisted. */
+  /** This node may campaign: it is a voter, its log is whole, and no snapshot waits to be persisted. */
   promotable(): boolean {
-    return this.config.ids().has(this.id) && this.log.pendingSnapshot() === null;
+    return this.config.ids().has(this.id) && this.recoverIndex === 0 && this.log.pendingSnapshot() === null;
   }
 
   private resetProgress(): void {
@@ -504,7 +526,8 @@ export class Raft {
           (this.vote === NONE && this.lead === NONE) ||
           (m.type === MT.PreVote && m.term > this.term);
         const respType = m.type === MT.Vote ? MT.VoteResp : MT.PreVoteResp;
-        if (canVote && this.log.isUpToDate(m.index, m.logTerm)) {
+        // A recovering node's log is not evidence of what it acknowledged.
+        if (canVote && this.recoverIndex === 0 && this.log.isUpToDate(m.index, m.logTerm)) {
           this.send(message({ type: respType, to: m.from, term: m.term }));
           if (m.type === MT.Vote) {
             this.electionElapsed = 0;
@@ -603,6 +626,9 @@ export class Raft {
 
   /** The driver synced the log through stableLastIndex(): the leader may now count itself (R6). */
   onPersisted(): void {
+    // Entries past the lost ones can only have come from a leader since the
+    // restart: the log is whole again up to everything this node acknowledged.
+    if (this.recoverIndex > 0 && this.log.stableLastIndex() >= this.recoverIndex) this.recoverIndex = 0;
     if (this.role !== Role.Leader) return;
     const self = this.progress.get(this.id);
     if (!self) return;
@@ -621,6 +647,11 @@ export class Raft {
 
   private handleAppendResponse(m: Message, pr: Progress): void {
     pr.recentActive = true;
+    if (m.reject && isLostEntries(m.context) && m.rejectHint < pr.match) {
+      pr.lostEntriesAfter(m.rejectHint);
+      this.sendAppend(m.from);
+      return;
+    }
     if (m.reject) {
       // Fast backtracking: jump over the follower's whole conflicting term.
       let hint = m.rejectHint;
@@ -822,12 +853,20 @@ export class Raft {
     // Tell the leader where our log might agree with its own, so it can skip
     // a whole term of conflicting entries in one round trip.
     const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
-    this.send(message({ type: MT.AppResp, to: m.from, index: m.index, reject: true, rejectHint: hint.index, logTerm: hint.term }));
+    const context = this.recoverIndex > 0 ? LOST_ENTRIES : EMPTY;
+    this.send(message({ type: MT.AppResp, to: m.from, index: m.index, reject: true, rejectHint: hint.index, logTerm: hint.term, context }));
   }
 
   private handleHeartbeat(m: Message): void {
     this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
     this.send(message({ type: MT.HeartbeatResp, to: m.from, context: m.context }));
+    if (this.recoverIndex > 0) {
+      // The leader may still count acknowledgements this node's disk lost:
+      // tell it where the log really ends, so it sends the missing entries
+      // even when no new proposal would make it.
+      const last = this.log.lastIndex();
+      this.send(message({ type: MT.AppResp, to: m.from, index: last, reject: true, rejectHint: last, context: LOST_ENTRIES }));
+    }
   }
 
   private handleSnapshot(m: Message): void {

@@ -57,7 +57,7 @@ export interface Ready {
   mustSync: boolean;
 }
 
-export type RawNodeConfig = Pick<RaftConfig, 'id' | 'storage' | 'random'> & Partial<RaftTuning>;
+export type RawNodeConfig = Pick<RaftConfig, 'id' | 'storage' | 'random' | 'recoverIndex'> & Partial<RaftTuning>;
 
 export class RawNode {
   readonly raft: Raft;
@@ -72,14 +72,18 @@ export class RawNode {
   }
 
   /** A node restarting from its durable state, or a new one with `initialConf`. */
-  static restart(cfg: Omit<RawNodeConfig, 'storage'>, recovered: { hardState: HardState; snapshot: Snapshot; entries: Entry[] }, initialConf: ConfState): RawNode {
+  static restart(
+    cfg: Omit<RawNodeConfig, 'storage' | 'recoverIndex'>,
+    recovered: { hardState: HardState; snapshot: Snapshot; entries: Entry[]; recoverIndex?: number },
+    initialConf: ConfState,
+  ): RawNode {
     let snapshot = recovered.snapshot;
     if (isEmptySnapshot(snapshot) && snapshot.metadata.confState.voters.length === 0) {
       // A fresh cluster: membership comes from the configuration file.
       snapshot = { ...snapshot, metadata: { ...snapshot.metadata, confState: initialConf } };
     }
     const storage = MemoryStorage.from(recovered.hardState, snapshot, recovered.entries);
-    return new RawNode({ ...cfg, storage });
+    return new RawNode({ ...cfg, storage, recoverIndex: recovered.recoverIndex ?? 0 });
   }
 
   hardState(): HardState {

@@ -15,11 +15,18 @@ export enum RecordKind {
   Identity = 1,
   HardState = 2,
   Snapshot = 3,
+  /** Format 1 only: entries lived in LevelDB. Read once, to migrate. */
   Entry = 4,
+  LogState = 5,
 }
 
-/** Bumped when the format changes incompatibly; checked on every start. */
-export const FORMAT_VERSION = 1;
+/**
+ * Bumped when the format changes incompatibly; checked on every start.
+ * 1: entries in LevelDB. 2: entries in segment files (wal/), LevelDB keeps
+ * identity, hard state, snapshot and the log state (high-water mark).
+ */
+export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION_ENTRIES_IN_LEVELDB = 1;
 
 const ENVELOPE_BYTES = 5;
 const ENTRY_HEADER_BYTES = 8 + 8 + 1 + 4;
@@ -30,6 +37,7 @@ const STRING_BYTES_MAX = 0xffff;
 export const KEY_IDENTITY: Uint8Array = Uint8Array.of(0x01);
 export const KEY_HARD_STATE: Uint8Array = Uint8Array.of(0x02);
 export const KEY_SNAPSHOT: Uint8Array = Uint8Array.of(0x03);
+export const KEY_LOG_STATE: Uint8Array = Uint8Array.of(0x04);
 
 /** Entry keys sort after every metadata key and among themselves in log order. */
 export const ENTRY_KEY_PREFIX = 0x10;
@@ -61,17 +69,24 @@ export function entryKeyIndex(key: Uint8Array): number | null {
  */
 export class CorruptRecordError extends Error {
   constructor(
+    /** The LevelDB directory or the segment file that holds the record. */
     readonly dbPath: string,
-    /** Which record, e.g. "raft log record at index 1234". */
+    /** Which record, e.g. "raft log record at byte offset 4096, index 1234". */
     readonly record: string,
     /** What is wrong with it. */
     readonly problem: string,
   ) {
-    super(
-      `corrupt ${record} in ${dbPath}: ${problem}; the node refuses to serve — restore this node from a peer`,
-    );
+    super(`corrupt ${record} in ${dbPath}: ${problem}; the node refuses to serve — ${repairAdvice(dbPath)}`);
     this.name = 'CorruptRecordError';
   }
+}
+
+/** What the operator does about a damaged record, by where it lives (docs/storage.md). */
+function repairAdvice(path: string): string {
+  if (path.endsWith('.wal')) {
+    return 'run `verdict node repair --config <file>` to move the damaged log aside; the node then rejoins from its peers (docs/storage.md)';
+  }
+  return 'restore this node from a peer: remove it from the cluster, then add it back with an empty data directory (docs/storage.md)';
 }
 
 /** Thrown by the reader on a malformed payload; turned into a CorruptRecordError. */
@@ -86,6 +101,7 @@ const RECORD_NAMES: Record<RecordKind, string> = {
   [RecordKind.HardState]: 'hard state record',
   [RecordKind.Snapshot]: 'snapshot record',
   [RecordKind.Entry]: 'raft log record',
+  [RecordKind.LogState]: 'log state record',
 };
 
 // ---- envelope -----------------------------------------------------------
@@ -206,13 +222,41 @@ export function decodeSnapshot(value: Uint8Array, dbPath: string): Snapshot {
   });
 }
 
+/**
+ * What LevelDB knows about the segment log, kept outside the log it
+ * describes so that a log cut short on disk is noticed.
+ */
+export interface LogState {
+  /** The high-water mark: the last index (and its term) synced and acknowledged. */
+  highWaterIndex: number;
+  highWaterTerm: number;
+  /** Segments with a lower seq belong to a log that a leader's snapshot replaced. */
+  firstSeq: number;
+}
+
+export function encodeLogState(s: LogState): Uint8Array {
+  const w = new Writer(24);
+  w.u64(s.highWaterIndex, 'high-water index');
+  w.u64(s.highWaterTerm, 'high-water term');
+  w.u64(s.firstSeq, 'first segment seq');
+  return seal(RecordKind.LogState, w.finish());
+}
+
+export function decodeLogState(value: Uint8Array, dbPath: string): LogState {
+  return decodeRecord(value, RecordKind.LogState, dbPath, RECORD_NAMES[RecordKind.LogState], (r) => {
+    const highWaterIndex = r.u64();
+    const highWaterTerm = r.u64();
+    return { highWaterIndex, highWaterTerm, firstSeq: r.u64() };
+  });
+}
+
 export interface IdentityRecord extends StorageIdentity {
   formatVersion: number;
 }
 
-export function encodeIdentity(id: StorageIdentity): Uint8Array {
+export function encodeIdentity(id: StorageIdentity, formatVersion = FORMAT_VERSION): Uint8Array {
   const w = new Writer(16 + (id.clusterId.length + id.nodeId.length) * 3);
-  w.u8(FORMAT_VERSION);
+  w.u8(formatVersion);
   w.string(id.clusterId);
   w.string(id.nodeId);
   return seal(RecordKind.Identity, w.finish());

@@ -33,6 +33,13 @@ export interface RecoveredState {
   snapshot: Snapshot;
   /** Contiguous entries after snapshot.metadata.index. */
   entries: Entry[];
+  /**
+   * 0 when the log holds everything this node acknowledged. Otherwise the
+   * disk lost synced entries: this is the high-water mark (the last index
+   * acknowledged), and the node starts recovering (src/raft/raft.ts,
+   * recoverIndex): no vote, no campaign until a leader caught it up past it.
+   */
+  recoverIndex: number;
 }
 
 /** Who owns a data directory: checked on every start before anything is written. */
@@ -42,8 +49,8 @@ export interface StorageIdentity {
 }
 
 /**
- * The durable side of a Raft node. The real version is LevelDB with synced
- * writes; the simulator's version loses whatever was not synced when it
+ * The durable side of a Raft node. The real version is a segment log for
+ * the entries and LevelDB for the rest, with synced writes (store.ts); the simulator's version loses whatever was not synced when it
  * crashes. `persist` calls back once the batch is on stable storage (or
  * failed: the node must then stop, it cannot know what reached the disk).
  */

@@ -6,7 +6,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { EntryType } from '../../src/raft/types.ts';
-import { LevelLogStore } from '../../src/storage/level.ts';
+import { DiskLogStore } from '../../src/storage/store.ts';
 import { Cluster, useProcessCleanup, waitFor } from './harness.ts';
 
 useProcessCleanup();
@@ -19,7 +19,7 @@ describe('a committed entry this node cannot apply', { timeout: 240_000 }, () =>
     const n = c.nodes[0];
     await n.kill('SIGKILL');
 
-    const { store, recovered } = await LevelLogStore.open(n.dataDir, { clusterId: c.clusterId, nodeId: n.id });
+    const { store, recovered } = await DiskLogStore.open(n.dataDir, { clusterId: c.clusterId, nodeId: n.id });
     const index = recovered.snapshot.metadata.index + recovered.entries.length + 1;
     const term = recovered.hardState.term;
     await new Promise<void>((resolve, reject) =>

@@ -19,6 +19,9 @@ export const faultArb: fc.Arbitrary<Fault> = fc.oneof(
   fc.record({ kind: fc.constant('delay' as const), at, extraMs: fc.integer({ min: 10, max: 400 }), durMs: dur }),
   fc.record({ kind: fc.constant('slow-disk' as const), at, node, extraMs: fc.integer({ min: 20, max: 800 }), durMs: dur }),
   fc.record({ kind: fc.constant('transfer' as const), at, to: node }),
+  // Disk faults land on one node per schedule (raft-world.ts).
+  fc.record({ kind: fc.constant('lose-tail' as const), at, node, records: fc.integer({ min: 1, max: 30 }), downMs: fc.integer({ min: 10, max: 3_000 }) }),
+  fc.record({ kind: fc.constant('corrupt' as const), at, node, downMs: fc.integer({ min: 10, max: 3_000 }) }),
 );
 
 export const scenarioArb: fc.Arbitrary<Scenario> = fc.record({

@@ -10,7 +10,7 @@ import { Rng } from '../../src/raft/rng.ts';
 import { emptyConfState, EMPTY, type ConfState, type Entry, type Message, type NodeId } from '../../src/raft/types.ts';
 import { EventQueue } from './event-queue.ts';
 import { RaftChecker } from './raft-checker.ts';
-import { SimDisk } from './sim-disk.ts';
+import { SimCorruptLogError, SimDisk } from './sim-disk.ts';
 import { SimNetwork } from './sim-network.ts';
 
 export const TICK_MS = 100;
@@ -25,7 +25,11 @@ export type Fault =
   | { kind: 'duplicate'; at: number; percent: number; durMs: number }
   | { kind: 'delay'; at: number; extraMs: number; durMs: number }
   | { kind: 'slow-disk'; at: number; node: number; extraMs: number; durMs: number }
-  | { kind: 'transfer'; at: number; to: number };
+  | { kind: 'transfer'; at: number; to: number }
+  /** Crash, then the disk loses its last `records` synced entries (the high-water mark stays). */
+  | { kind: 'lose-tail'; at: number; node: number; records: number; downMs: number }
+  /** Crash, then a record of the log is corrupted: the node refuses to start until repaired. */
+  | { kind: 'corrupt'; at: number; node: number; downMs: number };
 
 /**
  * Operator acts, run one after another by a simulated operator that retries
@@ -64,6 +68,9 @@ export interface SimResult {
   partitions: number;
   /** Membership changes that took effect (learner added, promoted, member removed). */
   confChanges: number;
+  /** Lost synced tails and corrupted records injected; starts refused for a corrupted record. */
+  diskFaults: number;
+  refusals: number;
 }
 
 /** A state machine that remembers the order of what it applied. */
@@ -115,6 +122,14 @@ export class RaftWorld {
   crashes = 0;
   partitions = 0;
   confChanges = 0;
+  /** Disk faults injected, and starts refused because of a corrupted record. */
+  diskFaults = 0;
+  refusals = 0;
+  /**
+   * The one node whose disk lies (the fault model: one node of three);
+   * every disk fault of a schedule lands on it.
+   */
+  private diskFaultNode: number | null = null;
 
   constructor(readonly sc: Scenario) {
     this.rng = new Rng(sc.seed);
@@ -182,6 +197,13 @@ export class RaftWorld {
 
   restart(n: SimNode): void {
     if (n.up || n.dead) return;
+    if (n.disk.corrupted) {
+      // The real node refuses to start (src/storage/segment-log.ts); the
+      // operator runs `verdict node repair` and starts it again, recovering.
+      expectRefusal(() => n.disk.recover());
+      this.refusals++;
+      n.disk.repair();
+    }
     this.start(n);
   }
 
@@ -215,6 +237,24 @@ export class RaftWorld {
         this.q.at(f.at, () => this.crash(node(f.node)));
         this.q.at(f.at + f.downMs, () => this.restart(node(f.node)));
         return;
+      case 'lose-tail':
+      case 'corrupt': {
+        // A recovering node withholds its vote until caught up. With a voter
+        // removed or lost for good beside it, that is two faulty nodes, and
+        // the cluster rightly waits for an operator: no liveness to check.
+        if ((this.sc.members?.length ?? 0) > 0) return;
+        this.diskFaultNode ??= f.node % this.nodes.length;
+        const n = this.nodes[this.diskFaultNode];
+        this.q.at(f.at, () => {
+          if (!n.up) return;
+          this.crash(n);
+          this.diskFaults++;
+          if (f.kind === 'lose-tail') n.disk.loseSyncedTail(f.records);
+          else n.disk.corrupt();
+        });
+        this.q.at(f.at + f.downMs, () => this.restart(n));
+        return;
+      }
       case 'partition':
         this.q.at(f.at, () => {
           this.partitions++;
@@ -315,7 +355,7 @@ export class RaftWorld {
       this.restart(n);
     }
     this.checkLiveness();
-    return { violations: this.violations, steps: this.q.steps, committed: this.checker.committed, crashes: this.crashes, partitions: this.partitions, confChanges: this.confChanges };
+    return { violations: this.violations, steps: this.q.steps, committed: this.checker.committed, crashes: this.crashes, partitions: this.partitions, confChanges: this.confChanges, diskFaults: this.diskFaults, refusals: this.refusals };
   }
 
   // ---- membership ------------------------------------------------------
@@ -435,4 +475,15 @@ export class RaftWorld {
       this.violation(`liveness: ${this.sc.livenessMs}ms after healing, the probe entry is not applied everywhere (${states})`);
     }
   }
+}
+
+/** A corrupted disk must refuse to start: anything else is a simulator bug. */
+function expectRefusal(recover: () => unknown): void {
+  try {
+    recover();
+  } catch (err) {
+    if (err instanceof SimCorruptLogError) return;
+    throw err;
+  }
+  throw new Error('sim: a corrupted disk recovered without refusing');
 }

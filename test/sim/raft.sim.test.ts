@@ -17,6 +17,8 @@ test(`raft safety and liveness hold on ${replay ? 'a replayed schedule' : `${see
   let violations = 0;
   let crashes = 0;
   let partitions = 0;
+  let diskFaults = 0;
+  let refusals = 0;
   const started = Date.now();
   const params: fc.Parameters<[import('./raft-world.ts').Scenario]> = replay
     ? { seed: Number(replay.split(':')[0]), path: replay.split(':').slice(1).join(':'), endOnFailure: true, numRuns: 1 }
@@ -28,6 +30,8 @@ test(`raft safety and liveness hold on ${replay ? 'a replayed schedule' : `${see
       steps += r.steps;
       crashes += r.crashes;
       partitions += r.partitions;
+      diskFaults += r.diskFaults;
+      refusals += r.refusals;
       if (r.violations.length > 0) {
         violations++;
         throw new Error(r.violations.join('\n'));
@@ -36,7 +40,7 @@ test(`raft safety and liveness hold on ${replay ? 'a replayed schedule' : `${see
     params,
   );
   const secs = (Date.now() - started) / 1000;
-  console.log(`sim: seeds=${runs} steps=${steps} violations=${violations} (crashes=${crashes} partitions=${partitions}, ${secs.toFixed(1)} s, ${Math.round((runs / secs) * 60)} seeds/min)`);
+  console.log(`sim: seeds=${runs} steps=${steps} violations=${violations} (crashes=${crashes} partitions=${partitions} diskFaults=${diskFaults} refusedStarts=${refusals}, ${secs.toFixed(1)} s, ${Math.round((runs / secs) * 60)} seeds/min)`);
   if (out.failed) {
     const cmd = `VERDICT_SIM_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run test/sim/raft.sim.test.ts`;
     console.error(`simulation failed; replay with:\n  ${cmd}\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`);

@@ -20,6 +20,8 @@ export interface FaultWorld {
   crash(id: string): void;
   restart(id: string): void;
   setSlowDisk(id: string, extraMs: number): void;
+  /** Crashes node `index` (or the node an earlier disk fault chose) and damages its disk. */
+  diskFault?(index: number, fault: { kind: 'lose-tail'; records: number } | { kind: 'corrupt' }): string | null;
   transferLeadership(to: string): void;
   log(line: () => string): void;
 }
@@ -116,6 +118,14 @@ export function scheduleFault(w: FaultWorld, f: SysFault, t0: number): void {
     }
     case 'transfer':
       w.q.at(at, () => w.transferLeadership(node(f.to)));
+      return;
+    case 'lose-tail':
+    case 'corrupt':
+      w.q.at(at, () => {
+        // Worlds without a Raft log (the 2PC/3PC baselines) have no such disk.
+        const id = w.diskFault?.(f.node, f.kind === 'lose-tail' ? { kind: 'lose-tail', records: f.records } : { kind: 'corrupt' });
+        if (id !== null && id !== undefined) later(f.downMs, () => w.restart(id));
+      });
       return;
   }
 }

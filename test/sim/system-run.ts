@@ -29,6 +29,8 @@ export function runShard(shard: number): ShardOutcome {
   const n = Math.floor(SEEDS / SHARDS) + (shard < SEEDS % SHARDS ? 1 : 0);
   let runs = 0;
   let crashes = 0;
+  let diskFaults = 0;
+  let refusals = 0;
   let partitions = 0;
   let violations = 0;
   let txns = 0;
@@ -45,6 +47,8 @@ export function runShard(shard: number): ShardOutcome {
       const r = w.run();
       runs++;
       crashes += r.crashes;
+      diskFaults += r.diskFaults;
+      refusals += r.refusals;
       partitions += r.partitions;
       txns += r.txns;
       committed += r.committed;
@@ -58,7 +62,7 @@ export function runShard(shard: number): ShardOutcome {
   );
   const cpu = process.cpuUsage(started);
   const secs = (cpu.user + cpu.system) / 1e6;
-  const line = `ac: seeds=${runs} crashes=${crashes} partitions=${partitions} violations=${violations} (shard ${shard + 1}/${SHARDS}: txns=${txns} committed=${committed} steps=${steps} ${secs.toFixed(1)} s CPU, ${Math.round((runs / secs) * 60)} seeds/min)`;
+  const line = `ac: seeds=${runs} crashes=${crashes} partitions=${partitions} violations=${violations} (shard ${shard + 1}/${SHARDS}: txns=${txns} committed=${committed} diskFaults=${diskFaults} refusedStarts=${refusals} steps=${steps} ${secs.toFixed(1)} s CPU, ${Math.round((runs / secs) * 60)} seeds/min)`;
   console.log(line);
   if (out.failed) {
     const cmd = `${MUTANT ? `VERDICT_AC_MUTANT=${MUTANT} ` : ''}VERDICT_AC_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run ${REPLAY_FILE}`;

@@ -57,7 +57,11 @@ export type SysFault =
   | { kind: 'duplicate'; at: number; percent: number; durMs: number }
   | { kind: 'delay'; at: number; extraMs: number; durMs: number }
   | { kind: 'slow-disk'; at: number; target: number; extraMs: number; durMs: number }
-  | { kind: 'transfer'; at: number; to: number };
+  | { kind: 'transfer'; at: number; to: number }
+  /** Crash a node, then its disk loses its last `records` synced entries (the high-water mark stays). */
+  | { kind: 'lose-tail'; at: number; node: number; records: number; downMs: number }
+  /** Crash a node, then a record of its log is corrupted: it refuses to start until repaired. */
+  | { kind: 'corrupt'; at: number; node: number; downMs: number };
 
 /** A deliberately broken protocol, for the checker's own tests; never set in the real simulation. */
 export type Mutant = EngineMutant | ParticipantMutant;
@@ -77,6 +81,8 @@ export interface FaultScenario {
 
 export interface SystemScenario extends FaultScenario {
   nodes: number;
+  /** A lost synced tail or a corrupted record, all on one node (absent: none). */
+  diskFaults?: SysFault[];
   snapshotEntries: number;
   /** Forgotten decisions the table remembers (default: production's). */
   tombstonesMax?: number;
@@ -102,4 +108,7 @@ export interface RunResult {
 
 export interface SystemResult extends RunResult {
   virtualMs: number;
+  /** Lost synced tails and corrupted records injected; starts refused for a corrupted record (then repaired). */
+  diskFaults: number;
+  refusals: number;
 }

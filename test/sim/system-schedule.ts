@@ -41,6 +41,16 @@ export const sysFaultArb: fc.Arbitrary<SysFault> = fc.oneof(
   fc.record({ kind: fc.constant('transfer' as const), at, to: fc.nat(4) }),
 );
 
+/**
+ * Disk faults on one node (system-world.ts): a field of their own, drawn
+ * after the others, so adding them left every earlier schedule of a seed as
+ * it was.
+ */
+export const diskFaultArb: fc.Arbitrary<SysFault> = fc.oneof(
+  fc.record({ kind: fc.constant('lose-tail' as const), at, node: fc.nat(4), records: fc.integer({ min: 1, max: 20 }), downMs: down }),
+  fc.record({ kind: fc.constant('corrupt' as const), at, node: fc.nat(4), downMs: down }),
+);
+
 export const crashPointArb: fc.Arbitrary<CrashPoint> = fc.record({
   point: fc.constantFrom(...CRASH_POINTS),
   target: fc.oneof(fc.constant('leader' as const), fc.nat(3)),
@@ -58,4 +68,5 @@ export const systemScenarioArb: fc.Arbitrary<SystemScenario> = fc.record({
   healAtMs: fc.constant(HEAL_AT_MS),
   livenessMs: fc.constant(LIVENESS_MS),
   snapshotEntries: fc.constantFrom(10, 1_000_000),
+  diskFaults: fc.oneof({ arbitrary: fc.constant<SysFault[]>([]), weight: 2 }, { arbitrary: fc.array(diskFaultArb, { minLength: 1, maxLength: 3 }), weight: 1 }),
 });

@@ -101,6 +101,9 @@ export class SystemWorld implements FaultWorld {
   healed = false;
   private registered = 0;
   crashes = 0;
+  diskFaults = 0;
+  refusals = 0;
+  private diskFaultNode: SysNode | null = null;
   partitions = 0;
   crashPointsFired = 0;
   /** Replays only: a line per protocol event, with virtual time. */
@@ -288,8 +291,32 @@ export class SystemWorld implements FaultWorld {
 
   private restartNode(n: SysNode): void {
     if (n.up) return;
+    if (n.disk.corrupted) {
+      // The real node refuses to start; the operator runs `verdict node repair`.
+      this.log(() => `${n.id} refuses to start: a record of its raft log is corrupt; repaired, it restarts recovering`);
+      this.refusals++;
+      n.disk.repair();
+    }
     this.log(() => `${n.id} restarts`);
     this.startNode(n);
+  }
+
+  /**
+   * One node per run has a lying disk (the fault model: one node of three);
+   * with a node lost for good beside it, two are faulty and the cluster
+   * rightly waits for an operator, so such runs get no disk faults.
+   */
+  diskFault(index: number, fault: { kind: 'lose-tail'; records: number } | { kind: 'corrupt' }): string | null {
+    if (this.sc.crashPoints.some((c) => c.forever === true)) return null;
+    this.diskFaultNode ??= this.nodes[index % this.nodes.length];
+    const n = this.diskFaultNode;
+    if (!n.up) return null;
+    this.crashNode(n);
+    this.diskFaults++;
+    this.log(() => `${n.id}'s disk ${fault.kind === 'lose-tail' ? `loses its last ${fault.records} synced entries` : 'corrupts a record'}`);
+    if (fault.kind === 'lose-tail') n.disk.loseSyncedTail(fault.records);
+    else n.disk.corrupt();
+    return n.id;
   }
 
   leader(): SysNode | null {
@@ -522,7 +549,7 @@ export class SystemWorld implements FaultWorld {
     }
     let committed = 0;
     for (const c of this.clients) if (this.checker.decisionOf(c.txnId) === 'commit') committed++;
-    return { violations: this.checker.violations, steps: this.q.steps, crashes: this.crashes, partitions: this.partitions, txns, committed, crashPointsFired: this.crashPointsFired, virtualMs: this.q.now };
+    return { violations: this.checker.violations, steps: this.q.steps, crashes: this.crashes, partitions: this.partitions, txns, committed, crashPointsFired: this.crashPointsFired, virtualMs: this.q.now, diskFaults: this.diskFaults, refusals: this.refusals };
   }
 
   private runPhases(): void {
@@ -534,7 +561,7 @@ export class SystemWorld implements FaultWorld {
       return;
     }
     const t0 = this.q.now;
-    for (const f of this.sc.faults) if (f.at < this.sc.healAtMs) scheduleFault(this, f, t0);
+    for (const f of [...this.sc.faults, ...(this.sc.diskFaults ?? [])]) if (f.at < this.sc.healAtMs) scheduleFault(this, f, t0);
     const env = this.clientEnv();
     // Which clients send their id again, from a generator of its own so that the schedules of earlier seeds stay as they were.
     // Only while every decision is remembered (unbounded tombstones): the sim's ids are untimed.

@@ -29,6 +29,7 @@ interface Recovered {
   hardState: HardState;
   snapshot: Snapshot;
   entries: Entry[];
+  recoverIndex?: number;
 }
 
 const ELECTION_TICKS = 10;
@@ -119,6 +120,20 @@ class Net {
     const st = n.raft.log.storage;
     const entries = st.lastIndex() >= st.firstIndex() ? st.entries(st.firstIndex(), st.lastIndex() + 1, Number.MAX_SAFE_INTEGER) : [];
     this.start(id, { hardState: { ...st.hardState }, snapshot: st.snapshot(), entries });
+  }
+
+  /**
+   * Crashes `id` and restarts it with its disk cut after `keepLast`: synced,
+   * acknowledged entries are gone. With `noticed`, the restart carries the
+   * high-water mark (what the real store finds), so the node starts recovering.
+   */
+  crashLosingTail(id: NodeId, keepLast: number, noticed: boolean): void {
+    const st = this.node(id).raft.log.storage;
+    const lastIndex = st.lastIndex();
+    const entries = st.entries(st.firstIndex(), keepLast + 1, Number.MAX_SAFE_INTEGER);
+    const hardState = { ...st.hardState, commit: Math.min(st.hardState.commit, keepLast) };
+    this.writing.delete(id);
+    this.start(id, { hardState, snapshot: st.snapshot(), entries, recoverIndex: noticed ? lastIndex : 0 });
   }
 
   node(id: NodeId): RawNode {
@@ -720,6 +735,75 @@ describe('raft core: elections with uneven logs and stale leaders', () => {
     expect(net.node('n1').raft.term).toBe(net.node('n2').raft.term);
     net.tick(['n2']);
     for (const id of net.ids) expect(net.appliedData(id)).toEqual(['kept']);
+  });
+});
+
+describe('raft core: recovering after the disk lost acknowledged entries (protocol-aware recovery)', () => {
+  /** n1 leads; n3 is cut off while c0..c2 commit on n1 and n2; then n2's disk loses them and n1 goes away. */
+  function lostTailScenario(noticed: boolean): { net: Net; committedLast: number } {
+    const net = new Net(['n1', 'n2', 'n3'], 40);
+    net.elect('n1');
+    net.stabilize();
+    const before = net.node('n2').raft.log.lastIndex();
+    net.isolate('n3');
+    for (let k = 0; k < 3; k++) net.propose('n1', `c${k}`);
+    net.stabilize();
+    expect(net.appliedData('n1')).toEqual(['c0', 'c1', 'c2']);
+    const committedLast = net.node('n1').raft.log.committed;
+    net.crashLosingTail('n2', before, noticed);
+    net.heal();
+    net.isolate('n1');
+    return { net, committedLast };
+  }
+
+  it('a recovering node refuses its vote to a candidate that lacks the entries it lost, so no leader can drop them', () => {
+    const { net } = lostTailScenario(true);
+    expect(net.node('n2').raft.recoverIndex).toBeGreaterThan(0);
+    net.node('n3').campaign();
+    net.stabilize();
+    expect(net.node('n3').raft.role).not.toBe(Role.Leader);
+    // Not with a real vote either (a transfer skips PreVote).
+    net.node('n3').step(message({ type: MT.TimeoutNow, from: 'n1', to: 'n3', term: net.node('n3').raft.term }));
+    net.stabilize();
+    expect(net.node('n3').raft.role).not.toBe(Role.Leader);
+  });
+
+  it('control: without the high-water mark the same node votes, and a leader without the committed entries is elected', () => {
+    const { net } = lostTailScenario(false);
+    // The net's State Machine Safety check catches the new leader's entries replacing c0 at its index.
+    expect(() => {
+      net.node('n3').campaign();
+      net.stabilize();
+    }).toThrow(/applied a different entry at/);
+    expect(net.node('n3').raft.role).toBe(Role.Leader);
+  });
+
+  it('a recovering node never campaigns, however long it hears no leader', () => {
+    const { net } = lostTailScenario(true);
+    const term = net.node('n2').raft.term;
+    net.tick(['n2'], ELECTION_TICKS * 5);
+    net.node('n2').campaign();
+    net.stabilize();
+    expect(net.node('n2').raft.role).toBe(Role.Follower);
+    expect(net.node('n2').raft.term).toBe(term);
+  });
+
+  it('the leader stops counting the lost acknowledgements at the first heartbeat, sends the missing entries, and the node votes again once caught up', () => {
+    const { net, committedLast } = lostTailScenario(true);
+    net.heal();
+    const leader = net.node('n1');
+    expect(leader.raft.progress.get('n2')!.match).toBe(committedLast);
+    net.tick(['n1']);
+    net.stabilize();
+    const n2 = net.node('n2').raft;
+    expect(n2.recoverIndex).toBe(0);
+    expect(n2.log.lastIndex()).toBe(leader.raft.log.lastIndex());
+    expect(net.appliedData('n2')).toEqual(['c0', 'c1', 'c2']);
+    // Whole again: it may lead (a transfer, so n3's leader lease does not ignore it).
+    net.isolate('n1');
+    net.node('n2').step(message({ type: MT.TimeoutNow, from: 'n1', to: 'n2', term: n2.term }));
+    net.stabilize();
+    expect(net.node('n2').raft.role).toBe(Role.Leader);
   });
 });
 

@@ -54,7 +54,7 @@ export const threePcScenarioArb: fc.Arbitrary<BaselineScenario> = fc.record({
  */
 export const verdictControlArb: fc.Arbitrary<SystemScenario> = fc.oneof(
   fc.tuple(systemScenarioArb, fc.constantFrom(...CRASH_POINTS)).map(([sc, point]): SystemScenario => ({ ...sc, crashPoints: [{ point, target: 'leader', downMs: 0, forever: true }, ...sc.crashPoints] })),
-  fc.tuple(systemScenarioArb, fc.array(networkFaultArb, { minLength: 1, maxLength: 10 })).map(([sc, faults]): SystemScenario => ({ ...sc, faults, crashPoints: [] })),
+  fc.tuple(systemScenarioArb, fc.array(networkFaultArb, { minLength: 1, maxLength: 10 })).map(([sc, faults]): SystemScenario => ({ ...sc, faults, crashPoints: [], diskFaults: [] })),
 );
 
 export interface BaselineSearch {
