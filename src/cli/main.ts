@@ -3,6 +3,7 @@
 //
 // User errors print one line and exit non-zero; stack traces are for bugs.
 
+import * as grpc from '@grpc/grpc-js';
 import { ConfigError, loadConfig } from '../node/config.ts';
 import { envName, OVERRIDABLE } from '../node/config-sources.ts';
 import { createLogger } from '../node/logger.ts';
@@ -10,11 +11,12 @@ import { startNode, StartupError } from '../node/node.ts';
 import { CorruptRecordError } from '../storage/codec.ts';
 import { StorageIdentityError } from '../storage/level.ts';
 import { RaftInvariantError } from '../raft/types.ts';
-import { clusterUp } from './cluster.ts';
+import { CLUSTER_STOP_MESSAGE, clusterUp, parseClusterUpArgs } from './cluster.ts';
 import { bool, flag, flagAll, UsageError } from './args.ts';
 import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
 import { getCommand, leaderCommand, LEADER_HELP, putCommand, statusCommand } from './status.ts';
-import { participantsCommand, TXN_HELP, txnCommand } from './txn.ts';
+import { participantsCommand, PARTICIPANTS_HELP, TXN_HELP, txnCommand } from './txn.ts';
+import { checkFlags } from './flags.ts';
 import { participantCommand, PARTICIPANT_HELP } from './participant.ts';
 import { PARTICIPANT_RESOLVE_HELP } from './participant-resolve.ts';
 import { memberCommand, MEMBER_HELP } from './member.ts';
@@ -27,8 +29,10 @@ const NODE_HELP = `  verdict node --config FILE [--set KEY=VALUE ...]
                                       overridden: VERDICT_<KEY> in the environment (VERDICT_TICK_MS, VERDICT_TLS_CERT),
                                       then --set key=value (tickMs=50, tls.cert=certs/n1.crt, peers.n4=HOST:PORT)
 `;
-const CLUSTER_HELP = `  verdict cluster up [--nodes N]      run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground;
-                                      metrics on http://127.0.0.1:9101/metrics (9102, ... for the others)
+const CLUSTER_HELP = `  verdict cluster up [--nodes N] [--base-port PORT] [--data DIR]
+                                      run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground on
+                                      127.0.0.1:PORT, PORT+1, ... (default 7001); metrics on PORT+2100 (9101, ...);
+                                      SIGINT, SIGTERM or SIGHUP stops every node; a node stops if the launcher dies
 `;
 const STATUS_HELP = `  verdict status [--json] [--endpoints HOST:PORT,...]
                                       show the leader and every node's role, term, commit and last index
@@ -40,7 +44,7 @@ const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key th
 const HELP = `verdict — a Raft-replicated commit coordinator
 
 usage:
-${NODE_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${TXN_HELP}
+${NODE_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}
 verdict COMMAND --help shows one command's usage.
 ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
 
@@ -54,7 +58,7 @@ const COMMAND_HELP: Record<string, string> = {
   put: PUT_GET_HELP + ENDPOINTS_NOTE,
   get: PUT_GET_HELP + ENDPOINTS_NOTE,
   participant: PARTICIPANT_HELP + PARTICIPANT_RESOLVE_HELP,
-  participants: TXN_HELP + ENDPOINTS_NOTE,
+  participants: PARTICIPANTS_HELP + ENDPOINTS_NOTE,
   txn: TXN_HELP + ENDPOINTS_NOTE,
 };
 
@@ -93,15 +97,36 @@ async function runNode(args: string[]): Promise<void> {
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGHUP', () => onSignal('SIGHUP'));
+  // Started by `verdict cluster up`: the IPC channel to the launcher is a
+  // lifeline. It closes when the launcher dies, however it dies (SIGKILL
+  // included), and then this node stops too rather than live on under pid 1
+  // holding its port. Unref'd: the channel alone does not keep us running.
+  if (process.send !== undefined) {
+    process.channel?.unref();
+    process.on('message', (m: unknown) => {
+      if (m === CLUSTER_STOP_MESSAGE) node.expectClusterStop();
+    });
+    process.on('disconnect', () => {
+      log.info({ ppid: process.ppid }, 'the launcher (verdict cluster up) is gone; stopping');
+      onSignal('launcher gone');
+    });
+  }
 }
 
 async function main(argv: string[]): Promise<void> {
+  // grpc-js prints its own errors to stderr (`No address added out of total 1
+  // resolved` before our "address in use" line); every one of them also
+  // reaches us as an error value, which we report in our words. GRPC_VERBOSITY
+  // still turns its logging back on for debugging.
+  if (process.env.GRPC_VERBOSITY === undefined) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
   const args = argv.slice();
   const cmd = args.shift();
   if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
     process.stdout.write(HELP);
     return;
   }
+  checkFlags([cmd, ...args]);
   if (bool(args, '--help') || bool(args, '-h')) {
     const help = COMMAND_HELP[cmd];
     if (help === undefined) throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
@@ -115,10 +140,8 @@ async function main(argv: string[]): Promise<void> {
       return runNode(args);
     case 'cluster': {
       const sub = args.shift();
-      if (sub !== 'up') throw new UsageError('usage: verdict cluster up [--nodes N]');
-      const n = Number(flag(args, '--nodes') ?? 3);
-      if (![1, 3, 5].includes(n)) throw new UsageError('--nodes must be 1, 3 or 5');
-      return clusterUp(n);
+      if (sub !== 'up') throw new UsageError('usage: verdict cluster up [--nodes N] [--base-port PORT] [--data DIR]');
+      return clusterUp(parseClusterUpArgs(args, flag));
     }
     case 'status':
       return statusCommand(args);

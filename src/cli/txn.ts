@@ -28,7 +28,13 @@ export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn
                                       an operator's act, recorded in the log with who ($USER@host by default),
                                       when and why: --abort decides an undecided transaction; --commit is refused
                                       unless every participant voted YES (AC2); a decision is never reversed
-  verdict participants [--json]       the registered participants, with the leader's last contact and in-doubt count
+  (each also takes --deadline-ms N: how long one request may take, retries included; default 10000)
+`;
+
+export const PARTICIPANTS_HELP = `  verdict participants [--json]       the registered participants: endpoint, whether the leader's stream to each
+                                      is open, and how many of its YES votes wait for a decision or an ACK
+  verdict participant remove ID [--operator WHO] [--json]
+                                      unregister a participant (admin); refused while it has transactions in doubt
   (each also takes --deadline-ms N: how long one request may take, retries included; default 10000)
 `;
 
