@@ -111,9 +111,10 @@ export async function clusterUp(o: ClusterUpOptions): Promise<void> {
     // The IPC channel is the node's lifeline: when it closes (we died), the node stops.
     const child = spawn(process.execPath, [BIN, 'node', '--config', file], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'], env });
     children.set(id, child);
-    // Prefix each node's log lines so three streams stay readable in one terminal
-    // (the pretty format leaves the node id out of the line for that reason).
-    createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => process.stderr.write(`[${id}] ${line}\n`));
+    // Log lines name their node themselves (`[n1 pid 4242]` in the pretty
+    // format, "node" in JSON); anything else a node prints (a refusal to
+    // start) gets the node id in front, so three streams stay readable.
+    createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => process.stderr.write(isLogLine(line) ? `${line}\n` : `[${id}] ${line}\n`));
     // 'close', not 'exit': the node's last log lines must be read before we go.
     child.on('close', (code, signal) => {
       children.delete(id);
@@ -140,4 +141,9 @@ export async function clusterUp(o: ClusterUpOptions): Promise<void> {
     }, STOP_WAIT_MS).unref();
   };
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => stop(sig));
+}
+
+/** A pino line: JSON, or the pretty format's `HH:MM:SS.mmm LEVEL` start. */
+export function isLogLine(line: string): boolean {
+  return line.startsWith('{"level"') || /^\d\d:\d\d:\d\d\.\d{3} /.test(line);
 }

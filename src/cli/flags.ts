@@ -11,7 +11,7 @@ const TLS = ['--ca', '--cert', '--key'];
 /** Commands that talk to a node's RaftNode service. */
 const NODE_CLIENT = ['--endpoints', '--timeout', ...TLS];
 /** Commands that go through the SDK (src/client). */
-const SDK_CLIENT = ['--endpoints', '--deadline-ms', ...TLS];
+const SDK_CLIENT = ['--endpoints', '--timeout', '--deadline-ms', ...TLS];
 
 /** `command` or `command subcommand` → its flags (besides --help). */
 export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {

@@ -12,7 +12,8 @@ import { CorruptRecordError } from '../storage/codec.ts';
 import { StorageIdentityError } from '../storage/level.ts';
 import { RaftInvariantError } from '../raft/types.ts';
 import { CLUSTER_STOP_MESSAGE, clusterUp, parseClusterUpArgs } from './cluster.ts';
-import { bool, flag, flagAll, UsageError } from './args.ts';
+import { bool, CommandError, flag, flagAll, UsageError } from './args.ts';
+import { parseTimeout, useTimeout } from './reach.ts';
 import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
 import { getCommand, leaderCommand, LEADER_HELP, putCommand, statusCommand } from './status.ts';
 import { participantsCommand, PARTICIPANTS_HELP, TXN_HELP, txnCommand } from './txn.ts';
@@ -134,7 +135,11 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   // Client commands connect with TLS when given a CA; node and participant read their own TLS settings.
-  if (!['node', 'participant', 'cluster'].includes(cmd)) useClientTls(tlsArgs(args));
+  const runsItself = ['node', 'cluster', 'certs'].includes(cmd) || (cmd === 'participant' && args[0] !== 'remove');
+  if (!runsItself) {
+    useClientTls(tlsArgs(args));
+    useTimeout(parseTimeout(flag(args, '--timeout')));
+  }
   switch (cmd) {
     case 'node':
       return runNode(args);
@@ -165,7 +170,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  const known = err instanceof UsageError || err instanceof ConfigError || err instanceof StartupError || err instanceof StorageIdentityError || err instanceof CorruptRecordError;
+  const known = err instanceof UsageError || err instanceof CommandError || err instanceof ConfigError || err instanceof StartupError || err instanceof StorageIdentityError || err instanceof CorruptRecordError;
   if (known) {
     process.stderr.write(`verdict: ${(err as Error).message}\n`);
     process.exit(err instanceof UsageError ? 64 : 1);

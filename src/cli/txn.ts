@@ -7,6 +7,7 @@ import { VerdictClient, type TransactionInfo } from '../client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../client/errors.ts';
 import type { OutcomeResult } from '../client/transaction.ts';
 import { bool, flag, UsageError } from './args.ts';
+import { requireReachable } from './reach.ts';
 import { endpoints } from './status.ts';
 import { clientCredentials } from './client-tls.ts';
 
@@ -239,9 +240,15 @@ async function withClient(args: string[], f: (client: VerdictClient, rest: strin
   const deadlineRaw = flag(args, '--deadline-ms');
   const deadlineMs = deadlineRaw === undefined ? undefined : Number(deadlineRaw);
   if (deadlineMs !== undefined && !(Number.isInteger(deadlineMs) && deadlineMs > 0)) throw new UsageError('--deadline-ms needs a positive integer');
-  const client = new VerdictClient({ endpoints: endpoints(args), deadlineMs, credentials: clientCredentials() });
+  const addrs = endpoints(args);
+  const client = new VerdictClient({ endpoints: addrs, deadlineMs, credentials: clientCredentials() });
   try {
-    await f(client, args);
+    // The SDK retries an unreachable cluster until its deadline (10 s); the
+    // reachability check beside it reports one within --timeout, naming every
+    // endpoint. It adds no round trip to the command: the two run together.
+    const work = f(client, args);
+    work.catch(() => {});
+    await Promise.race([work, requireReachable(addrs).then(() => work)]);
   } catch (err) {
     if (err instanceof OutcomeUnknownError) {
       process.stderr.write(`verdict: ${err.message}; run: verdict txn outcome ${err.txnId}\n`);
