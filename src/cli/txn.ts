@@ -67,9 +67,18 @@ export async function participantsCommand(args: string[]): Promise<void> {
     if (json) return print(JSON.stringify(ps, null, 2));
     if (ps.length === 0) return print('(no participants registered)');
     const now = Date.now();
+    // The leader's connection says whether a participant is reachable; the
+    // last contact alone made every idle participant look dead.
     table([
-      ['PARTICIPANT', 'ENDPOINT', 'REGISTERED', 'LAST SEEN', 'IN DOUBT'],
-      ...ps.map((p) => [p.participantId, p.endpoint, new Date(p.registeredAtMs).toISOString(), p.lastSeenMs ? `${age(Math.max(0, now - p.lastSeenMs))} ago` : 'not since the leader took over', String(p.inDoubt ?? 0)]),
+      ['PARTICIPANT', 'ENDPOINT', 'REGISTERED', 'CONNECTION', 'LAST CONTACT', 'IN DOUBT'],
+      ...ps.map((p) => [
+        p.participantId,
+        p.endpoint,
+        new Date(p.registeredAtMs).toISOString(),
+        p.connection || '?',
+        p.lastSeenMs ? `${age(Math.max(0, now - p.lastSeenMs))} ago` : 'none since the leader took over',
+        String(p.inDoubt ?? 0),
+      ]),
     ]);
   });
 }
@@ -210,7 +219,9 @@ async function show(client: VerdictClient, args: string[]): Promise<void> {
       print(`age          ${age(t.ageMs)}`);
       print('');
       const rows = [['PARTICIPANT', 'VOTE', 'ACKED', 'RETRIES']];
-      for (const p of t.participants) rows.push([p.participantId, p.vote || '-', p.acked ? 'yes' : 'no', String(p.retries)]);
+      // A presumed abort needs no ACK (R5): "no" there would read as a stuck participant.
+      const ackOf = (acked: boolean): string => (acked ? 'yes' : t.phase === 'aborted' ? 'not needed' : 'no');
+      for (const p of t.participants) rows.push([p.participantId, p.vote || '-', ackOf(p.acked), String(p.retries)]);
       table(rows);
     } else if (known) {
       print('participants (not tracked any more: every participant acknowledged the decision, or it was a presumed abort)');

@@ -408,6 +408,8 @@ export class CoordinatorEngine {
       const undecided = t.phase === 'begun' || t.phase === 'preparing' || t.phase === 'deciding';
       if (filter === 'in-doubt' && !(undecided && now - t.startedAtMs >= this.cfg.inDoubtAfterMs)) continue;
       if (filter === 'unacked' && !(t.phase === 'delivering' && [...t.members.values()].some((m) => !m.acked))) continue;
+      // A presumed abort is only remembered (for a retried Commit); nothing is in flight for it.
+      if (filter === 'in-flight' && t.phase === 'aborted') continue;
       if (!push(this.viewOf(t))) return out;
     }
     if (filter !== 'all') return out;
@@ -427,12 +429,15 @@ export class CoordinatorEngine {
     const resolutions = this.table.resolutions.get(txnId) ?? [];
     if (!d && heuristics.length === 0 && resolutions.length === 0) return null;
     const now = this.io.nowMs();
+    // A forgotten decision (a tombstone) has no decision time: its age is
+    // that of the oldest heuristic report or resolution on record instead.
+    const sinceAtMs = d && d.decidedAtMs > 0 ? d.decidedAtMs : Math.min(...heuristics.map((h) => h.atMs), ...resolutions.map((r) => r.atMs), now);
     return {
       txnId,
       phase: 'decided',
       outcome: d ? (d.outcome === 'commit' ? 'committed' : 'aborted') : 'unknown',
       reason: d?.reason ?? '',
-      ageMs: d && d.decidedAtMs > 0 ? now - d.decidedAtMs : 0,
+      ageMs: Math.max(0, now - sinceAtMs),
       decisionIndex: d?.index ?? 0,
       participants: (d?.participants ?? []).map((id) => ({ id, vote: null, acked: false, retries: 0 })),
       heuristics: [...heuristics],

@@ -94,6 +94,8 @@ export interface CoordinatorServiceDeps {
   table: DecisionTable;
   address: string;
   metrics?: Pick<NodeMetrics, 'observeCommit'>;
+  /** The leader's connection to a participant endpoint (ParticipantLink.connection); '' when unknown. */
+  connection?: (endpoint: string) => string;
   /** Non-null while the node shuts down: the error that Begin and Commit answer instead of taking new work. */
   refusal?: () => grpc.ServiceError | null;
 }
@@ -154,7 +156,12 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
         if (err) return cb(toServiceError(cfg, err));
         const activity = new Map(call.request.withActivity ? engine.participantActivity().map((a) => [a.id, a]) : []);
         const out: ListParticipantsResponse = {
-          participants: [...table.participants.values()].map((p) => ({ ...participantInfo(p), lastSeenMs: activity.get(p.id)?.lastSeenMs ?? 0, inDoubt: activity.get(p.id)?.inDoubt ?? 0 })),
+          participants: [...table.participants.values()].map((p) => ({
+            ...participantInfo(p),
+            lastSeenMs: activity.get(p.id)?.lastSeenMs ?? 0,
+            inDoubt: activity.get(p.id)?.inDoubt ?? 0,
+            connection: call.request.withActivity ? (deps.connection?.(p.endpoint) ?? '') : '',
+          })),
         };
         cb(null, out);
       });

@@ -232,7 +232,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   transport.register(server);
   server.addService(raftNodeService, { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>) });
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
-  const coordinator = coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal });
+  const coordinator = coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal, connection: (endpoint) => participants.connection(endpoint) });
   // CommitStream runs every streamed Commit through the unary Commit handler.
   const commitStreams = commitStreamHandler(coordinator.Commit);
   server.addService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler });

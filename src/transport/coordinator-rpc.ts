@@ -25,6 +25,8 @@ export interface ParticipantInfo {
   /** Filled (defaults 0) on the wire; optional so older fakes and servers still type. */
   lastSeenMs?: number;
   inDoubt?: number;
+  /** The leader's connection to it (with activity): connected, connecting, down, idle; '' when not asked. */
+  connection?: string;
 }
 export interface RegisterParticipantResponse {
   participant: ParticipantInfo | null;
