@@ -9,6 +9,7 @@ import { ParticipantStartupError, startParticipant, type ParticipantRuntime } fr
 import { flag, UsageError } from './args.ts';
 import { participantResolveCommand } from './participant-resolve.ts';
 import { tlsArgs } from './client-tls.ts';
+import { participantRemoveCommand } from './txn.ts';
 import type { TlsFiles } from '../transport/tls.ts';
 
 export const PARTICIPANT_USAGE =
@@ -95,6 +96,7 @@ function isHostPort(s: string): boolean {
 /** `verdict participant ...`: starts the participant and keeps it running until SIGINT/SIGTERM. */
 export async function participantCommand(argv: string[]): Promise<void> {
   if (argv[0] === 'resolve') return participantResolveCommand(argv.slice(1));
+  if (argv[0] === 'remove') return participantRemoveCommand(argv.slice(1));
   const a = parseParticipantArgs(argv);
   const logger = createLogger(a.logLevel);
   let p: Pick<ParticipantRuntime, 'stop'>;

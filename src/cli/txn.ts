@@ -1,7 +1,9 @@
-// `verdict txn ...` and `verdict participants`: the application SDK
-// (src/client) driven from a shell. Exit codes let scripts tell outcomes
-// apart: 0 committed (or a query answered), 2 aborted, 3 outcome unknown
-// (ask again with `verdict txn outcome ID`), 1 any other error, 64 usage.
+// `verdict txn ...`, `verdict participants` and `verdict participant remove`:
+// the application SDK (src/client) driven from a shell. Exit codes let
+// scripts tell outcomes apart: 0 committed (or a query answered), 2 aborted,
+// 3 outcome unknown (ask again with `verdict txn outcome ID`), 1 any other
+// error, 64 usage. One rule for every command about one transaction: an id
+// the cluster does not know (never seen, or forgotten) exits 1.
 import { hostname, userInfo } from 'node:os';
 import { VerdictClient, type TransactionInfo } from '../client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../client/errors.ts';
@@ -25,10 +27,13 @@ export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn
                                       outcome (HEURCOM, HEURRB, HEURMIX, HEURHAZ) or an operator's resolution
   verdict txn show ID [--json]        one transaction: outcome, phase, age, each participant's vote, ACK and
                                       retries, heuristic outcomes and operators' resolutions
-  verdict txn resolve ID --commit|--abort --reason TEXT [--operator WHO] [--json]
+  verdict txn resolve ID --commit|--abort --reason TEXT [--operator WHO] [--force-unknown] [--json]
                                       an operator's act, recorded in the log with who ($USER@host by default),
                                       when and why: --abort decides an undecided transaction; --commit is refused
-                                      unless every participant voted YES (AC2); a decision is never reversed
+                                      unless every participant voted YES (AC2); a decision is never reversed;
+                                      an id the cluster has no record of is refused unless --force-unknown
+  exit codes: 0 done (or answered), 1 error or a transaction id the cluster does not know (outcome, show,
+  resolve), 2 aborted (commit), 3 outcome unknown (commit: ask again with txn outcome), 64 usage
   (each also takes --deadline-ms N: how long one request may take, retries included; default 10000)
 `;
 
@@ -83,6 +88,18 @@ export async function participantsCommand(args: string[]): Promise<void> {
   });
 }
 
+/** `verdict participant remove ID`: unregister a participant (admin); the cluster refuses while it has transactions in doubt. */
+export async function participantRemoveCommand(args: string[]): Promise<void> {
+  return withClient(args, async (client, rest) => {
+    const json = bool(rest, '--json');
+    const operator = flag(rest, '--operator') ?? defaultOperator();
+    const id = oneId(rest, 'usage: verdict participant remove ID [--operator WHO] [--json]');
+    const removed = await client.removeParticipant(id, operator);
+    if (json) return print(JSON.stringify({ participantId: id, removed }, null, 2));
+    print(removed ? `removed participant ${id}` : `participant ${id} is not registered; nothing to remove`);
+  });
+}
+
 async function commit(client: VerdictClient, args: string[]): Promise<void> {
   const json = bool(args, '--json');
   const txnId = flag(args, '--txn');
@@ -113,6 +130,8 @@ async function outcome(client: VerdictClient, args: string[]): Promise<void> {
   const txnId = oneId(args, 'usage: verdict txn outcome ID');
   const r = await client.outcome(txnId);
   print(json ? JSON.stringify(r, null, 2) : describeOutcome(r));
+  // The rule for every command about one transaction: an id the cluster does not know exits 1.
+  if (r.outcome === 'UNKNOWN') process.exitCode = EXIT_ERROR;
 }
 
 async function list(client: VerdictClient, args: string[]): Promise<void> {
@@ -165,14 +184,15 @@ async function resolve(client: VerdictClient, args: string[]): Promise<void> {
   const json = bool(args, '--json');
   const commit = bool(args, '--commit');
   const abortIt = bool(args, '--abort');
+  const forceUnknown = bool(args, '--force-unknown');
   const reason = flag(args, '--reason');
   const operator = flag(args, '--operator') ?? defaultOperator();
-  const usage = 'usage: verdict txn resolve ID --commit|--abort --reason TEXT [--operator WHO]';
+  const usage = 'usage: verdict txn resolve ID --commit|--abort --reason TEXT [--operator WHO] [--force-unknown]';
   const txnId = oneId(args, usage);
   if (commit === abortIt) throw new UsageError(`give exactly one of --commit and --abort; ${usage}`);
   if (reason === undefined || reason.trim() === '') throw new UsageError(`--reason TEXT is required: it is recorded in the log with who asked and when; ${usage}`);
   if (operator.trim() === '') throw new UsageError('--operator must not be empty');
-  const r = await client.resolve(txnId, commit ? 'commit' : 'abort', reason, operator);
+  const r = await client.resolve(txnId, commit ? 'commit' : 'abort', reason, operator, { forceUnknown });
   if (json) return print(JSON.stringify(r, null, 2));
   print(`${describeOutcome(r.outcome)}`);
   print(r.decided ? `decided by ${r.operator}'s resolution (recorded in the log)` : `already decided so; ${r.operator}'s request is recorded in the log`);

@@ -538,7 +538,7 @@ export class CoordinatorEngine {
    * away. Against a decided T the same outcome is confirmed (and recorded);
    * the contrary one is refused: a decision is never reversed (R1).
    */
-  resolve(txnId: string, outcome: DecisionOutcome, act: Omit<OperatorAct, 'atMs'>, cb: (err: EngineError | null, r?: ResolveAnswer) => void): void {
+  resolve(txnId: string, outcome: DecisionOutcome, act: Omit<OperatorAct, 'atMs'> & { forceUnknown?: boolean }, cb: (err: EngineError | null, r?: ResolveAnswer) => void): void {
     try {
       this.requireLeader();
       validateTxnId(txnId);
@@ -555,6 +555,19 @@ export class CoordinatorEngine {
     const decided = this.table.lookup(txnId);
     if (decided && decided.outcome !== outcome) return cb(contrary(decided.outcome));
     const t = this.txns.get(txnId);
+    // A mistyped id would otherwise be decided and listed as an operator's
+    // act on a transaction nobody ran: an id with no trace here is refused
+    // unless the operator says it is meant (a transaction begun on an earlier
+    // leader leaves no trace on this one).
+    if (!decided && !t && !this.table.heuristics.has(txnId) && !this.table.resolutions.has(txnId) && act.forceUnknown !== true) {
+      return cb(
+        new EngineError(
+          'precondition',
+          `the cluster has no record of transaction ${txnId} (not in flight on this leader, no decision, no heuristic report): a mistyped id? See verdict txn list. ` +
+            `A transaction begun on an earlier leader leaves no record here, and its prepared participants ask the cluster themselves (presumed abort); to decide it anyway, add --force-unknown`,
+        ),
+      );
+    }
     if (!decided && outcome === 'commit' && t?.phase !== 'deciding') {
       const why = !t
         ? 'this leader did not prepare it, so it does not hold every participant\'s YES vote (a new leader never resumes another leader\'s prepare, R2)'
@@ -587,6 +600,32 @@ export class CoordinatorEngine {
     }
     if (t && !decided) this.abortInMemory(t, `aborted by operator ${act.operator}: ${act.reason}`, 'operator');
     propose();
+  }
+
+  /**
+   * `verdict participant remove`: unregisters a participant, logged like its
+   * registration. Refused while the participant has transactions in doubt
+   * (a YES vote waiting for a decision, or a decision it has not
+   * acknowledged, R5), listing them; removing an id that is not registered
+   * is a no-op (R7).
+   */
+  unregisterParticipant(id: string, operator: string, cb: (err: EngineError | null, removed?: boolean) => void): void {
+    if (!this.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
+    if (!this.table.participants.has(id)) return cb(null, false);
+    const pending = new Set<string>();
+    for (const t of this.txns.values()) {
+      const m = t.members.get(id);
+      if (m === undefined || t.phase === 'aborted') continue;
+      if (t.phase !== 'delivering' || !m.acked) pending.add(t.id);
+    }
+    for (const d of this.table.decisions.values()) if (d.participants.includes(id) && !this.txns.get(d.txnId)?.members.get(id)?.acked) pending.add(d.txnId);
+    if (pending.size > 0) return cb(inDoubtRefusal(id, [...pending]));
+    this.io.propose({ t: 'unregister', id, operator, atMs: this.io.nowMs() }, (err, r) => {
+      if (err || !r || r.t !== 'unregister') return cb(new EngineError('unavailable', `the removal could not be logged (${err?.message ?? 'no result'}); retry`));
+      if (r.refusedBy.length > 0) return cb(inDoubtRefusal(id, r.refusedBy));
+      this.lastSeen.delete(id);
+      cb(null, r.removed);
+    });
   }
 
   registerParticipant(id: string, endpoint: string, cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
@@ -817,4 +856,17 @@ const TXN_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 
 function validateTxnId(id: string): void {
   if (!TXN_ID.test(id)) throw new EngineError('invalid', `transaction id ${JSON.stringify(id)} must be 1–128 characters of letters, digits, "_", ".", ":" or "-"`);
+}
+
+/** Transactions listed in a refusal, at most; the count says how many more. */
+const LISTED_TXNS_MAX = 20;
+
+function inDoubtRefusal(participantId: string, txnIds: string[]): EngineError {
+  const shown = txnIds.slice(0, LISTED_TXNS_MAX).join(', ');
+  const more = txnIds.length > LISTED_TXNS_MAX ? ` and ${txnIds.length - LISTED_TXNS_MAX} more` : '';
+  return new EngineError(
+    'precondition',
+    `participant ${participantId} has ${txnIds.length} transaction(s) in doubt: ${shown}${more}. They must be decided and acknowledged by it first ` +
+      `(verdict txn show ID: an undecided one can be ended with verdict txn resolve ID --abort; a decided one needs the participant running to acknowledge it); then remove it`,
+  );
 }

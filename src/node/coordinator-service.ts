@@ -225,10 +225,22 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       if (reason === '') return cb(invalid('txn resolve needs a reason (--reason TEXT): it is recorded in the log with who asked and when'));
       if (reason.length > REASON_CHARS_MAX) return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
       const operator = operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>);
-      engine.resolve(r.txnId, outcome, { operator, reason }, (err, res) => {
+      engine.resolve(r.txnId, outcome, { operator, reason, forceUnknown: r.forceUnknown === true }, (err, res) => {
         if (err || !res) return cb(fail(err ?? new EngineError('unavailable', 'no answer')));
         const a = res.answer;
         cb(null, { outcome: { txnId: a.txnId, outcome: OUTCOME[a.outcome], reason: a.reason, decisionIndex: a.decisionIndex }, decided: res.decided, operator });
+      });
+    },
+    RemoveParticipant: (call, cb) => {
+      // An operator's act like txn resolve: with tls.adminNames, only an admin certificate may.
+      const refused = adminOnly(call, 'participant remove');
+      if (refused) return cb(refused);
+      const { clusterId, participantId } = call.request;
+      if (clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the request is for cluster "${clusterId}", this is cluster "${cfg.clusterId}"` });
+      if (!ID.test(participantId)) return cb(invalid(`participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
+      engine.unregisterParticipant(participantId, operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>), (err, removed) => {
+        if (err) return cb(fail(err));
+        cb(null, { removed: removed === true });
       });
     },
     ClusterStatus: (_call, cb) => {

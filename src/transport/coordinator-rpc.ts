@@ -116,6 +116,15 @@ export interface ResolveTransactionRequest {
   txnId: string;
   outcome: OutcomeName;
   reason: string;
+  /** Decide an id the cluster has no record of; optional so older callers still type (defaults false on the wire). */
+  forceUnknown?: boolean;
+}
+export interface RemoveParticipantRequest {
+  clusterId: string;
+  participantId: string;
+}
+export interface RemoveParticipantResponse {
+  removed: boolean;
 }
 export interface ResolveTransactionResponse {
   outcome: TxnOutcome | null;
@@ -168,9 +177,10 @@ export interface CoordinatorHandlers extends grpc.UntypedServiceImplementation {
   ClusterStatus: grpc.handleUnaryCall<ClusterStatusRequest, ClusterStatusResponse>;
   ReportHeuristic: grpc.handleUnaryCall<ReportHeuristicRequest, ReportHeuristicResponse>;
   ResolveTransaction: grpc.handleUnaryCall<ResolveTransactionRequest, ResolveTransactionResponse>;
+  RemoveParticipant: grpc.handleUnaryCall<RemoveParticipantRequest, RemoveParticipantResponse>;
 }
 
-export const COORDINATOR_METHODS = ['RegisterParticipant', 'ListParticipants', 'Begin', 'Commit', 'Abort', 'GetOutcome', 'ListTransactions', 'ClusterStatus', 'ReportHeuristic', 'ResolveTransaction'] as const;
+export const COORDINATOR_METHODS = ['RegisterParticipant', 'ListParticipants', 'Begin', 'Commit', 'Abort', 'GetOutcome', 'ListTransactions', 'ClusterStatus', 'ReportHeuristic', 'ResolveTransaction', 'RemoveParticipant'] as const;
 export type CoordinatorMethod = (typeof COORDINATOR_METHODS)[number];
 
 const def = coordinatorPackageDefinition['verdict.coordinator.Coordinator'];

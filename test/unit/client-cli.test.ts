@@ -86,6 +86,6 @@ describe('verdict txn', () => {
     expect(node.requests('ListTransactions')[0].inFlight).toBe(true);
     out.length = 0;
     await participantsCommand(['--json', '--endpoints', node.address]);
-    expect(JSON.parse(out.join(''))).toEqual([{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenMs: 0, inDoubt: 0 }]);
+    expect(JSON.parse(out.join(''))).toEqual([{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenMs: 0, inDoubt: 0, connection: '' }]);
   });
 });
