@@ -9,6 +9,7 @@ import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswe
 import type { DecisionOutcome, DecisionTable, HeuristicRecord, Resolution } from '../commit/state.ts';
 import {
   OPERATOR_KEY,
+  REASON_KEY,
   type ClusterStatusResponse,
   type CoordinatorHandlers,
   type HeuristicInfo,
@@ -87,6 +88,13 @@ function listFilter(r: ListTransactionsRequest): ListFilter {
 }
 const ENDPOINT = /^[A-Za-z0-9.[\]:-]+:\d{1,5}$/;
 
+/** A refusal with a machine-readable reason (REASON_KEY metadata) beside the text. */
+function refuse(code: grpc.status, reason: string, details: string): Partial<grpc.StatusObject> {
+  const metadata = new grpc.Metadata();
+  metadata.set(REASON_KEY, reason);
+  return { code, details, metadata };
+}
+
 export interface CoordinatorServiceDeps {
   cfg: NodeConfig;
   driver: Driver<unknown>;
@@ -135,9 +143,10 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
   return {
     RegisterParticipant: (call, cb) => {
       const { clusterId, participantId, endpoint } = call.request;
-      if (clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `participant belongs to cluster "${clusterId}", this is cluster "${cfg.clusterId}"` });
-      if (!ID.test(participantId)) return cb(invalid(`participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
-      if (!ENDPOINT.test(endpoint)) return cb(invalid(`endpoint ${JSON.stringify(endpoint)} must be host:port`));
+      // Each refusal names its reason in `verdict-reason` metadata: the participant tells a fixable setting from a passing outage by it.
+      if (clusterId !== cfg.clusterId) return cb(refuse(grpc.status.FAILED_PRECONDITION, 'wrong-cluster-id', `participant belongs to cluster "${clusterId}", this is cluster "${cfg.clusterId}"`));
+      if (!ID.test(participantId)) return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-participant-id', `participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
+      if (!ENDPOINT.test(endpoint)) return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-endpoint', `endpoint ${JSON.stringify(endpoint)} must be host:port`));
       const existing = table.participants.get(participantId);
       // Re-registration at the same endpoint is a no-op, so a restarted participant costs no log write.
       if (existing && existing.endpoint === endpoint) {

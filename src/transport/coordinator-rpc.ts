@@ -220,6 +220,9 @@ export const commitStreamMethod = (() => {
   return m as unknown as grpc.MethodDefinition<StreamedCommits, StreamedOutcomes>;
 })();
 
+/** Metadata key under which a node names, machine-readably, why it refused a request (e.g. `wrong-cluster-id`). */
+export const REASON_KEY = 'verdict-reason';
+
 /** Metadata keys by which a follower points at the leader. */
 export const LEADER_ID_KEY = 'verdict-leader';
 export const LEADER_ADDRESS_KEY = 'verdict-leader-address';
