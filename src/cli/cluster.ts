@@ -9,7 +9,7 @@
 // `npm start` that made it and holds its port for the next one.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -35,21 +35,26 @@ export interface ClusterUpOptions {
   basePort?: number;
   /** Where generated configs and the nodes' data go; `data/` of the checkout by default. */
   dataDir?: string;
+  /** A folder made by `verdict certs`: every node serves mutual TLS with DIR/ca.crt and DIR/<nodeId>.crt, admin ops-admin. */
+  tlsDir?: string;
 }
 
 export function localConfigs(o: ClusterUpOptions): string[] {
   const n = o.nodes;
   const basePort = o.basePort ?? DEFAULT_BASE_PORT;
-  if (n === 3 && basePort === DEFAULT_BASE_PORT && o.dataDir === undefined) return [1, 2, 3].map((i) => join(ROOT, 'cluster', `n${i}.json`));
-  const dir = join(resolve(o.dataDir ?? join(ROOT, 'data')), `cluster-${n}-${basePort}`);
+  if (n === 3 && basePort === DEFAULT_BASE_PORT && o.dataDir === undefined && o.tlsDir === undefined) return [1, 2, 3].map((i) => join(ROOT, 'cluster', `n${i}.json`));
+  const dir = join(resolve(o.dataDir ?? join(ROOT, 'data')), `cluster-${n}-${basePort}${o.tlsDir !== undefined ? '-tls' : ''}`);
+  const tlsDir = o.tlsDir === undefined ? undefined : resolve(o.tlsDir);
   mkdirSync(dir, { recursive: true });
   const peers: Record<string, string> = {};
   for (let i = 1; i <= n; i++) peers[`n${i}`] = `127.0.0.1:${basePort + i - 1}`;
   const files: string[] = [];
   for (let i = 1; i <= n; i++) {
     const file = join(dir, `n${i}.json`);
-    const clusterId = n === 3 && basePort === DEFAULT_BASE_PORT ? 'local' : `local-${n}`;
-    const cfg = { clusterId, nodeId: `n${i}`, listen: peers[`n${i}`], metricsListen: `127.0.0.1:${basePort + METRICS_OFFSET + i - 1}`, dataDir: `n${i}`, peers, tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10000, logLevel: 'info' };
+    // The cluster id goes into certificates (OU), so the TLS cluster keeps the name `verdict certs` uses by default.
+    const clusterId = (n === 3 && basePort === DEFAULT_BASE_PORT) || tlsDir !== undefined ? 'local' : `local-${n}`;
+    const tls = tlsDir === undefined ? {} : { tls: { ca: join(tlsDir, 'ca.crt'), cert: join(tlsDir, `n${i}.crt`), key: join(tlsDir, `n${i}.key`), adminNames: ['ops-admin'] } };
+    const cfg = { clusterId, nodeId: `n${i}`, listen: peers[`n${i}`], metricsListen: `127.0.0.1:${basePort + METRICS_OFFSET + i - 1}`, dataDir: `n${i}`, peers, tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10000, logLevel: 'info', ...tls };
     writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
     files.push(file);
   }
@@ -77,8 +82,13 @@ export function parseClusterUpArgs(args: string[], flag: (args: string[], name: 
   const basePort = baseText === undefined ? DEFAULT_BASE_PORT : Number(baseText);
   if (!Number.isInteger(basePort) || basePort < 1024 || basePort + n - 1 + METRICS_OFFSET > 65_535) throw new UsageError(`--base-port must be an integer from 1024 to ${65_535 - METRICS_OFFSET - n + 1}, not "${baseText}"`);
   const dataDir = flag(args, '--data');
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict cluster up [--nodes N] [--base-port PORT] [--data DIR]`);
-  return { nodes: n, basePort, ...(dataDir !== undefined ? { dataDir } : {}) };
+  const tlsDir = flag(args, '--tls');
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR]`);
+  if (tlsDir !== undefined) {
+    const missing = ['ca', ...Array.from({ length: n }, (_, i) => `n${i + 1}`)].map((f) => join(tlsDir, `${f}.crt`)).filter((f) => !existsSync(f));
+    if (missing.length > 0) throw new UsageError(`--tls ${tlsDir}: missing ${missing.join(', ')}; make them with: npx verdict certs --dir ${tlsDir} --nodes ${n}${basePort !== DEFAULT_BASE_PORT ? ` --base-port ${basePort}` : ''}`);
+  }
+  return { nodes: n, basePort, ...(dataDir !== undefined ? { dataDir } : {}), ...(tlsDir !== undefined ? { tlsDir } : {}) };
 }
 
 export async function clusterUp(o: ClusterUpOptions): Promise<void> {

@@ -16,7 +16,7 @@ const SDK_CLIENT = ['--endpoints', '--timeout', '--deadline-ms', ...TLS];
 /** `command` or `command subcommand` → its flags (besides --help). */
 export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   node: ['--config', '--set'],
-  'cluster up': ['--nodes', '--base-port', '--data'],
+  'cluster up': ['--nodes', '--base-port', '--data', '--tls'],
   status: ['--json', ...NODE_CLIENT],
   put: NODE_CLIENT,
   get: NODE_CLIENT,

@@ -18,6 +18,7 @@ import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
 import { getCommand, leaderCommand, LEADER_HELP, putCommand, statusCommand } from './status.ts';
 import { participantsCommand, PARTICIPANTS_HELP, TXN_HELP, txnCommand } from './txn.ts';
 import { checkFlags } from './flags.ts';
+import { certsCommand, CERTS_HELP } from './certs.ts';
 import { participantCommand, PARTICIPANT_HELP } from './participant.ts';
 import { PARTICIPANT_RESOLVE_HELP } from './participant-resolve.ts';
 import { memberCommand, MEMBER_HELP } from './member.ts';
@@ -30,10 +31,11 @@ const NODE_HELP = `  verdict node --config FILE [--set KEY=VALUE ...]
                                       overridden: VERDICT_<KEY> in the environment (VERDICT_TICK_MS, VERDICT_TLS_CERT),
                                       then --set key=value (tickMs=50, tls.cert=certs/n1.crt, peers.n4=HOST:PORT)
 `;
-const CLUSTER_HELP = `  verdict cluster up [--nodes N] [--base-port PORT] [--data DIR]
+const CLUSTER_HELP = `  verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR]
                                       run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground on
                                       127.0.0.1:PORT, PORT+1, ... (default 7001); metrics on PORT+2100 (9101, ...);
-                                      SIGINT, SIGTERM or SIGHUP stops every node; a node stops if the launcher dies
+                                      SIGINT, SIGTERM or SIGHUP stops every node; a node stops if the launcher dies;
+                                      --tls: mutual TLS with the certificates of verdict certs --dir CERTS-DIR
 `;
 const STATUS_HELP = `  verdict status [--json] [--endpoints HOST:PORT,...]
                                       show the leader and every node's role, term, commit and last index
@@ -45,7 +47,7 @@ const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key th
 const HELP = `verdict — a Raft-replicated commit coordinator
 
 usage:
-${NODE_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}
+${NODE_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${CERTS_HELP}
 verdict COMMAND --help shows one command's usage.
 ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
 
@@ -61,6 +63,7 @@ const COMMAND_HELP: Record<string, string> = {
   participant: PARTICIPANT_HELP + PARTICIPANT_RESOLVE_HELP + PARTICIPANTS_HELP + ENDPOINTS_NOTE,
   participants: PARTICIPANTS_HELP + ENDPOINTS_NOTE,
   txn: TXN_HELP + ENDPOINTS_NOTE,
+  certs: CERTS_HELP,
 };
 
 async function runNode(args: string[]): Promise<void> {
@@ -164,6 +167,8 @@ async function main(argv: string[]): Promise<void> {
       return leaderCommand(args);
     case 'member':
       return memberCommand(args);
+    case 'certs':
+      return certsCommand(args);
     default:
       throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
   }

@@ -27,6 +27,7 @@ import type { JournalStats } from './journal.ts';
 import { PostgresConfigError, type PostgresResource } from './postgres.ts';
 import { openPostgresParticipant, type PostgresParticipantOptions, type PostgresSetup } from './postgres-recovery.ts';
 import { HeuristicReporter } from './heuristic.ts';
+import { participantCertificateProblem } from './certificate-check.ts';
 import { classifyRegistrationError, registrationBackoffMs, TLS_REFUSALS_BEFORE_GIVING_UP } from './registration.ts';
 import { endExchanges, newGate, participantHandlers } from './serve.ts';
 
@@ -112,6 +113,8 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       throw err;
     }
     if (tls.leaf === null) throw new ParticipantStartupError('a participant with TLS serves it: give --cert and --key with --ca');
+    const problem = participantCertificateProblem(tls.leaf, o.tls.cert ?? '', o.participantId, o.advertise ?? o.listen);
+    if (problem !== null) throw new ParticipantStartupError(problem);
   }
   await mkdir(o.dataDir, { recursive: true });
   await checkIdentity(o.dataDir, o.clusterId, o.participantId);
