@@ -613,14 +613,16 @@ export class CoordinatorEngine {
     if (!this.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
     if (!this.table.participants.has(id)) return cb(null, false);
     const pending = new Set<string>();
+    const acked: string[] = [];
     for (const t of this.txns.values()) {
       const m = t.members.get(id);
       if (m === undefined || t.phase === 'aborted') continue;
       if (t.phase !== 'delivering' || !m.acked) pending.add(t.id);
+      else acked.push(t.id);
     }
     for (const d of this.table.decisions.values()) if (d.participants.includes(id) && !this.txns.get(d.txnId)?.members.get(id)?.acked) pending.add(d.txnId);
     if (pending.size > 0) return cb(inDoubtRefusal(id, [...pending]));
-    this.io.propose({ t: 'unregister', id, operator, atMs: this.io.nowMs() }, (err, r) => {
+    this.io.propose({ t: 'unregister', id, operator, atMs: this.io.nowMs(), acked }, (err, r) => {
       if (err || !r || r.t !== 'unregister') return cb(new EngineError('unavailable', `the removal could not be logged (${err?.message ?? 'no result'}); retry`));
       if (r.refusedBy.length > 0) return cb(inDoubtRefusal(id, r.refusedBy));
       this.lastSeen.delete(id);

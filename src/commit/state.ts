@@ -69,8 +69,10 @@ export interface HeuristicRecord extends OperatorAct {
 
 export type Command =
   | { t: 'register'; id: string; endpoint: string; atMs: number }
-  // `verdict participant remove`: the participant leaves the registry, unless a decision in the table still names it.
-  | { t: 'unregister'; id: string; operator: string; atMs: number }
+  // `verdict participant remove`: the participant leaves the registry, unless a
+  // decision in the table still names it and is not in `acked` (the decisions
+  // the leader saw it acknowledge; the table itself does not track ACKs).
+  | { t: 'unregister'; id: string; operator: string; atMs: number; acked: string[] }
   // `operator` is set when `verdict txn resolve` asked for this outcome.
   | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: string[]; atMs: number; operator?: OperatorAct }
   | { t: 'forget'; txnIds: string[] }
@@ -135,7 +137,8 @@ export class DecisionTable {
         // Checked again here, where every node sees the same table: a
         // decision that names the participant still has to reach it (R5), so
         // the registry keeps its endpoint until that decision is forgotten.
-        const refusedBy = [...this.decisions.values()].filter((d) => d.participants.includes(cmd.id)).map((d) => d.txnId);
+        const acked = new Set(cmd.acked);
+        const refusedBy = [...this.decisions.values()].filter((d) => d.participants.includes(cmd.id) && !acked.has(d.txnId)).map((d) => d.txnId);
         if (refusedBy.length > 0) return { t: 'unregister', id: cmd.id, removed: false, refusedBy };
         return { t: 'unregister', id: cmd.id, removed: this.participants.delete(cmd.id), refusedBy: [] };
       }

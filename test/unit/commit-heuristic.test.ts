@@ -273,7 +273,7 @@ describe('participant remove (replicated, refused while in doubt)', () => {
   test('removes an idle participant through the log; a second remove is a no-op (R7)', () => {
     const w = new World();
     const r = remove(w, 'b');
-    expect(w.proposals[0].cmd).toMatchObject({ t: 'unregister', id: 'b', operator: 'bob@ops' });
+    expect(w.proposals[0].cmd).toMatchObject({ t: 'unregister', id: 'b', operator: 'bob@ops', acked: [] });
     w.applyNext();
     expect(r).toEqual({ removed: true, err: null });
     expect(w.table.participants.has('b')).toBe(false);
@@ -281,14 +281,28 @@ describe('participant remove (replicated, refused while in doubt)', () => {
     expect(w.proposals).toHaveLength(0);
   });
 
+  test('a participant that acknowledged a COMMIT can go while another still owes its ACK; the one that owes it cannot (R5)', () => {
+    const w = new World();
+    w.prepared('t-c', ['a', 'b']);
+    w.vote('a', 'yes');
+    w.vote('b', 'yes');
+    w.applyNext(); // the COMMIT
+    for (const d of w.decisions.splice(0)) d.cb(d.to === 'a' ? null : new Error('b is down'));
+    expect(remove(w, 'b').err?.message).toMatch(/participant b has 1 transaction\(s\) in doubt: t-c/);
+    const r = remove(w, 'a');
+    expect(w.proposals[0].cmd).toMatchObject({ t: 'unregister', id: 'a', acked: ['t-c'] });
+    w.applyNext();
+    expect(r).toEqual({ removed: true, err: null });
+  });
+
   test('the table refuses, on every node alike, to unregister a participant a decision still names (R5)', () => {
     const t = new DecisionTable();
     t.apply({ t: 'register', id: 'a', endpoint: '127.0.0.1:1', atMs: 1 }, 1);
     t.apply({ t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: ['a'], atMs: 1 }, 2);
-    expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 2 }, 3)).toEqual({ t: 'unregister', id: 'a', removed: false, refusedBy: ['c'] });
+    expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 2, acked: [] }, 3)).toEqual({ t: 'unregister', id: 'a', removed: false, refusedBy: ['c'] });
     expect(t.participants.has('a')).toBe(true);
-    t.apply({ t: 'forget', txnIds: ['c'] }, 4);
-    expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 3 }, 5)).toMatchObject({ removed: true });
+    // The leader saw it acknowledge c: the decision no longer needs it.
+    expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 3, acked: ['c'] }, 5)).toMatchObject({ removed: true });
     expect(t.participants.has('a')).toBe(false);
   });
 });
