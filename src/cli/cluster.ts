@@ -23,6 +23,8 @@ const BIN = join(ROOT, 'bin', 'verdict.mjs');
 export const DEFAULT_BASE_PORT = 7001;
 /** Metrics ports sit this far above the node ports (7001 → 9101). */
 const METRICS_OFFSET = 2_100;
+/** How often the launcher checks that its parent (npm, a shell) is still there. */
+const PARENT_POLL_MS = 500;
 /** How long the launcher waits for its nodes to stop before it kills them. */
 const STOP_WAIT_MS = 10_000;
 
@@ -139,7 +141,7 @@ export async function clusterUp(o: ClusterUpOptions): Promise<void> {
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write(`verdict: ${signal}: stopping the cluster\n`);
+    process.stderr.write(`verdict: ${process.ppid !== parentPid ? 'the process that started us is gone' : signal}: stopping the cluster\n`);
     for (const c of children.values()) {
       // Tell the node the whole cluster stops (so a leader that cannot hand over is expected), then stop it.
       if (c.connected) c.send(CLUSTER_STOP_MESSAGE, () => {});
@@ -151,6 +153,13 @@ export async function clusterUp(o: ClusterUpOptions): Promise<void> {
     }, STOP_WAIT_MS).unref();
   };
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => stop(sig));
+  // `npm start` runs us under `sh -c`, and SIGTERM to npm ends that shell
+  // without passing the signal on: we are reparented. A launcher whose parent
+  // is gone stops the cluster, as if it had been told to.
+  const parentPid = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parentPid) stop('SIGHUP');
+  }, PARENT_POLL_MS).unref();
 }
 
 /** A pino line: JSON, or the pretty format's `HH:MM:SS.mmm LEVEL` start. */

@@ -49,8 +49,14 @@ export async function freeBase(): Promise<number> {
   throw new Error('no three consecutive free ports found');
 }
 
-export function launch(basePort: number, dataDir: string, extra: string[] = []): Launcher {
-  const child = spawn(process.execPath, [BIN, 'cluster', 'up', '--nodes', '3', '--base-port', String(basePort), '--data', dataDir, ...extra], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, VERDICT_LOG_FORMAT: 'pretty' } });
+/**
+ * Starts `verdict cluster up`; with `viaShell`, under `sh -c` as `npm start`
+ * runs it (the shell stays the launcher's parent and passes no signal on).
+ */
+export function launch(basePort: number, dataDir: string, extra: string[] = [], viaShell = false): Launcher {
+  const argv = [BIN, 'cluster', 'up', '--nodes', '3', '--base-port', String(basePort), '--data', dataDir, ...extra];
+  const [cmd, args] = viaShell ? ['sh', ['-c', `${[process.execPath, ...argv].map((a) => `'${a}'`).join(' ')}; exit $?`]] : [process.execPath, argv];
+  const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, VERDICT_LOG_FORMAT: 'pretty' } });
   let out = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d));

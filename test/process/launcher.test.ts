@@ -45,6 +45,16 @@ describe('verdict cluster up', () => {
     expect(pids.filter(alive)).toEqual([]);
   }, 180_000);
 
+  it('a launcher whose parent shell dies (SIGTERM to `npm start`: npm ends the shell, which passes nothing on) stops the cluster', async () => {
+    const l = launch(await freeBase(), tempDir(), [], true);
+    const pids = await nodesUp(l);
+    const launcher = await launcherPid(l.child.pid as number);
+    expect(alive(launcher)).toBe(true);
+    l.child.kill('SIGTERM');
+    await l.exited;
+    await allGone([...pids, launcher], 'the orphaned launcher and its nodes to stop');
+  }, 180_000);
+
   it('nodes whose launcher is killed outright (SIGKILL) stop by themselves and free their ports', async () => {
     const l = launch(await freeBase(), tempDir());
     const pids = await nodesUp(l);
@@ -55,3 +65,19 @@ describe('verdict cluster up', () => {
     expect(await portsInUse(ports)).toEqual([]);
   }, 180_000);
 });
+
+/** The pid of the launcher started by shell `shellPid` (its only child). */
+async function launcherPid(shellPid: number): Promise<number> {
+  const { readFileSync, readdirSync } = await import('node:fs');
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === shellPid) return Number(d);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  throw new Error(`no child of shell ${shellPid}`);
+}
