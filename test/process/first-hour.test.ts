@@ -77,6 +77,14 @@ describe('the first hour', { timeout: 180_000 }, () => {
   it('participant remove is refused while the participant has a transaction in doubt (listed), and unregisters an idle one through the log', async () => {
     const t = await (await client.begin({ timeoutMs: 5_000 })).enlist('shop', { set: { a: '1' } }).enlist('stuck', {}).commit();
     expect(t.outcome).toBe('COMMITTED');
+    // The leader's connection, not the last contact alone, says whether a participant is there.
+    const listed = await cli(['participants', '--json', ...ep()]);
+    const conn = Object.fromEntries((JSON.parse(listed.stdout) as { participantId: string; connection: string }[]).map((p) => [p.participantId, p.connection]));
+    expect(conn).toEqual({ shop: 'connected', stuck: 'connected' });
+    const help = await cli(['participants', '--help']);
+    expect(help.stdout).toMatch(/verdict participants \[--json\]/);
+    expect(help.stdout).toMatch(/verdict participant remove ID/);
+    expect(help.stdout).not.toMatch(/verdict txn commit/);
     const refused = await cli(['participant', 'remove', 'stuck', ...ep()]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(new RegExp(`FAILED_PRECONDITION: participant stuck has 1 transaction\\(s\\) in doubt: ${t.txnId}\\.`));

@@ -250,6 +250,26 @@ describe('commit engine: txn resolve (operator, AC2, R1)', () => {
   });
 });
 
+describe('listings an operator reads', () => {
+  test('a presumed abort (a NO vote) is remembered but not listed as in flight', () => {
+    const w = new World();
+    w.prepared('t-no', ['a', 'b']);
+    w.vote('a', 'no', 'insufficient funds');
+    expect(w.engine.view('t-no')?.phase).toBe('aborted');
+    expect(w.engine.list('in-flight', 10).map((v) => v.txnId)).toEqual([]);
+    expect(w.engine.list('all', 10).map((v) => [v.txnId, v.outcome])).toEqual([['t-no', 'aborted']]);
+  });
+
+  test('a heuristic record of a forgotten decision has an age counted from its report, not 0', () => {
+    const w = new World();
+    w.now = 500_000;
+    w.table.apply({ t: 'decide', txnId: 'old', outcome: 'commit', reason: '', participants: ['a'], atMs: 1 }, ++w.index);
+    w.table.apply({ t: 'forget', txnIds: ['old'] }, ++w.index);
+    w.table.apply({ ...report('old', 'a', 'commit'), atMs: w.now - 90_000 }, ++w.index);
+    expect(w.engine.list('heuristic', 10)[0]).toMatchObject({ txnId: 'old', ageMs: 90_000 });
+  });
+});
+
 describe('participant remove (replicated, refused while in doubt)', () => {
   const remove = (w: World, id: string): { removed: boolean | null; err: EngineError | null } => {
     const out: { removed: boolean | null; err: EngineError | null } = { removed: null, err: null };
