@@ -63,7 +63,8 @@ export async function requireReachable(addrs: readonly string[], deadlineMs = ti
           // Any answer but "could not connect" or silence proves a server is there.
           if (err.code !== grpcStatus.UNAVAILABLE && err.code !== grpcStatus.DEADLINE_EXCEEDED) return resolve();
           failures.set(addr, unreachableReason(err, deadlineMs));
-          if (--pending === 0) reject(new CommandError(unreachableMessage(failures, deadlineMs)));
+          // In the order given, not the order they failed in.
+          if (--pending === 0) reject(new CommandError(unreachableMessage(new Map(addrs.map((a) => [a, failures.get(a) ?? 'no answer'])), deadlineMs)));
         },
       ).finally(() => c.close());
     }

@@ -60,11 +60,13 @@ describe('the first hour', { timeout: 180_000 }, () => {
     const dead = `127.0.0.1:${a},127.0.0.1:${b}`;
     const st = await cli(['status', '--endpoints', dead, '--timeout', '2s']);
     expect(st.code).toBe(1);
-    expect(st.stderr).toMatch(new RegExp(`cannot reach the cluster: tried 127\\.0\\.0\\.1:${a} \\(connection refused\\), 127\\.0\\.0\\.1:${b} \\(connection refused\\)`));
+    expect(st.stderr).toMatch(/^verdict: cannot reach the cluster: tried /);
+    for (const port of [a, b]) expect(st.stderr).toContain(`127.0.0.1:${port} (connection refused)`);
     // The SDK alone would retry for --deadline-ms (60 s here, beyond this CLI's wait): the reachability check answers first.
     const list = await cli(['txn', 'list', '--endpoints', dead, '--deadline-ms', '600000']);
     expect(list.code).toBe(1);
-    expect(list.stderr).toMatch(/^verdict: cannot reach the cluster: tried .*\(connection refused\).*\(connection refused\)/);
+    expect(list.stderr).toMatch(/^verdict: cannot reach the cluster: tried /);
+    for (const port of [a, b]) expect(list.stderr).toContain(`127.0.0.1:${port} (connection refused)`);
   });
 
   it('refuses an unknown flag with the valid ones instead of ignoring it (status --jsn)', async () => {
