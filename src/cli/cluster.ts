@@ -28,6 +28,9 @@ const PARENT_POLL_MS = 500;
 /** How long the launcher waits for its nodes to stop before it kills them. */
 const STOP_WAIT_MS = 10_000;
 
+/** Set in the nodes' environment: they treat the IPC channel to their parent as a lifeline (main.ts). */
+export const LAUNCHER_ENV = 'VERDICT_LAUNCHED_BY_CLUSTER_UP';
+
 /** The message the launcher sends its nodes before SIGTERM: the whole cluster stops, so a leader need not hand over. */
 export const CLUSTER_STOP_MESSAGE = 'verdict:cluster-stop';
 
@@ -120,6 +123,7 @@ export async function clusterUp(o: ClusterUpOptions): Promise<void> {
     // a single node or for client commands (VERDICT_NODE_ID, VERDICT_TLS_CA, ...)
     // would turn three nodes into three copies of one, or half-configure TLS.
     for (const key of Object.keys(OVERRIDABLE)) delete env[envName(key)];
+    env[LAUNCHER_ENV] = '1';
     // The IPC channel is the node's lifeline: when it closes (we died), the node stops.
     const child = spawn(process.execPath, [BIN, 'node', '--config', file], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'], env });
     children.set(id, child);

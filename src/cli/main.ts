@@ -11,7 +11,7 @@ import { startNode, StartupError } from '../node/node.ts';
 import { CorruptRecordError } from '../storage/codec.ts';
 import { StorageIdentityError } from '../storage/level.ts';
 import { RaftInvariantError } from '../raft/types.ts';
-import { CLUSTER_STOP_MESSAGE, clusterUp, parseClusterUpArgs } from './cluster.ts';
+import { CLUSTER_STOP_MESSAGE, clusterUp, LAUNCHER_ENV, parseClusterUpArgs } from './cluster.ts';
 import { bool, CommandError, flag, flagAll, UsageError } from './args.ts';
 import { parseTimeout, useTimeout } from './reach.ts';
 import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
@@ -102,11 +102,12 @@ async function runNode(args: string[]): Promise<void> {
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGHUP', () => onSignal('SIGHUP'));
-  // Started by `verdict cluster up`: the IPC channel to the launcher is a
-  // lifeline. It closes when the launcher dies, however it dies (SIGKILL
+  // Started by `verdict cluster up` (which sets VERDICT_LAUNCHED_BY_CLUSTER_UP;
+  // another process manager's IPC channel means nothing here): the IPC
+  // channel to the launcher is a lifeline. It closes when the launcher dies, however it dies (SIGKILL
   // included), and then this node stops too rather than live on under pid 1
   // holding its port. Unref'd: the channel alone does not keep us running.
-  if (process.send !== undefined) {
+  if (process.send !== undefined && process.env[LAUNCHER_ENV] === '1') {
     process.channel?.unref();
     process.on('message', (m: unknown) => {
       if (m === CLUSTER_STOP_MESSAGE) node.expectClusterStop();
