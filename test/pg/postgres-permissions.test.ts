@@ -3,50 +3,19 @@
 // default for a database it does not own) is refused at start with a message
 // naming the missing grant; each of the page's three remedies (the grant, a
 // schema of its own, owning the database) lets the adapter create its tables.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresConfigError, PostgresResource } from '../../src/participant/postgres.ts';
-import { sql, startPostgres, withClient, type PgServer } from './harness.ts';
+import { sql, startPostgres, type PgServer } from './harness.ts';
+import { docBlock, psql as psqlOn } from './doc-sql.ts';
 
 let server: PgServer;
 const ROLE = 'verdict';
-
-/** The ```sql blocks of docs/postgres.md, so the page and this test cannot drift apart. */
-const DOC_SQL = [...readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'postgres.md'), 'utf8').matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]);
-const docBlock = (containing: string): string => {
-  const b = DOC_SQL.find((x) => x.includes(containing));
-  if (b === undefined) throw new Error(`docs/postgres.md has no sql block with ${containing}`);
-  return b;
-};
-
-/**
- * Runs a block as psql would: `\c DB [USER]` switches the connection (as the
- * superuser by default), every other statement runs on its own (CREATE
- * DATABASE may not share a transaction).
- */
-async function psql(block: string, db = 'postgres'): Promise<void> {
-  let url = server.url(db);
-  for (const part of block.split(/^(\\c [^\n]*)$/m)) {
-    const c = /^\\c (\S+)(?: (\S+))?$/.exec(part.trim());
-    if (c !== null) {
-      const u = new URL(server.url(c[1]));
-      if (c[2] !== undefined) u.username = c[2];
-      url = u.toString();
-      continue;
-    }
-    const statements = part.split(/;\s*(?:--[^\n]*)?\n/).map((x) => x.trim()).filter((x) => x !== '');
-    await withClient(url, async (client) => {
-      for (const st of statements) await client.query(st);
-    });
-  }
-}
 
 beforeAll(async () => {
   // A server of our own: the test creates a role and looks at its rights.
   server = await startPostgres({ private: true, databases: ['owned_by_postgres', 'with_schema'] });
   // The role and databases exactly as docs/postgres.md makes them.
-  await psql(docBlock('CREATE ROLE verdict'));
+  await psqlOn(server, docBlock('CREATE ROLE verdict'));
   await sql(server.url('postgres'), `CREATE DATABASE owned_by_verdict OWNER ${ROLE}`);
 });
 
@@ -68,7 +37,7 @@ const tables = async (db: string): Promise<string[]> =>
 
 describe('postgres participant: the rights docs/postgres.md lists', () => {
   it('the page\'s SQL runs as written: role, databases owned by it, the example tables; the adapter then starts with no grant', async () => {
-    await psql(docBlock('CREATE TABLE orders'));
+    await psqlOn(server, docBlock('CREATE TABLE orders'));
     expect(await sql(asRole('ledger'), 'SELECT id, balance_cents FROM accounts')).toEqual([{ id: 'acct-9', balance_cents: '10000' }]);
     for (const db of ['shop', 'ledger']) {
       const r = await open(db);
@@ -76,7 +45,7 @@ describe('postgres participant: the rights docs/postgres.md lists', () => {
       expect(await tables(db)).toEqual(['public.verdict_heuristics', 'public.verdict_markers']);
     }
     // The page's grants run too (harmless for an owner).
-    await psql(docBlock('GRANT CREATE ON SCHEMA public TO verdict'));
+    await psqlOn(server, docBlock('GRANT CREATE ON SCHEMA public TO verdict'));
   });
 
   it('refuses a role without CREATE on schema public, naming the grant and the tables; GRANT CREATE ON SCHEMA public fixes it', async () => {
