@@ -5,7 +5,8 @@
 // that fail one by one. Real processes on loopback ports of their own.
 import { describe, expect, it } from 'vitest';
 import { portsInUse } from '../../src/cli/cluster.ts';
-import { runCli, sleep, tempDir, useProcessCleanup } from './harness.ts';
+import { spawn } from 'node:child_process';
+import { BIN, ROOT, runCli, sleep, tempDir, useProcessCleanup, waitFor } from './harness.ts';
 import { alive, allGone, freeBase, launch, nodesUp, STOP_WAIT_MS, useLauncherCleanup } from './launcher-helpers.ts';
 
 useProcessCleanup();
@@ -36,14 +37,30 @@ describe('verdict cluster up', () => {
     expect(l.output()).not.toMatch(/WARN .*leadership transfer did not complete/);
   }, 180_000);
 
-  it('SIGHUP stops the cluster too', async () => {
+  it('the failure drill: kill -9 of the leader\'s pid from status, the launcher prints the restart command, and that command brings the node back; SIGHUP then stops the cluster', async () => {
     const l = launch(await freeBase(), tempDir());
     const pids = await nodesUp(l);
+    const ep = ['--endpoints', `127.0.0.1:${l.basePort}`];
+    const before = JSON.parse((await runCli(['status', '--json', ...ep], { timeoutMs: 60_000 })).stdout) as { leader: string; nodes: { id: string; pid: number }[] };
+    const victim = before.nodes.find((n) => n.id === before.leader);
+    expect(victim?.pid).toBeGreaterThan(0);
+    process.kill(victim?.pid as number, 'SIGKILL');
+    const restart = await waitFor('the launcher to print the restart command', 30_000, async () => new RegExp(`\\[${victim?.id}\\] exited \\(SIGKILL\\); the other nodes keep running\\. Restart it with: npx verdict node --config (\\S+)`).exec(l.output())?.[1]);
+    const again = spawn(process.execPath, [BIN, 'node', '--config', restart], { cwd: ROOT, stdio: 'ignore' });
+    try {
+      await waitFor(`${victim?.id} to be back in verdict status`, 90_000, async () => {
+        const r = await runCli(['status', '--json', ...ep], { timeoutMs: 60_000 });
+        const st = JSON.parse(r.stdout) as { nodes: { id: string; reachable: boolean; pid?: number }[] };
+        return st.nodes.find((n) => n.id === victim?.id && n.reachable && n.pid === again.pid) ? true : undefined;
+      });
+    } finally {
+      again.kill('SIGTERM');
+    }
     l.child.kill('SIGHUP');
     const exit = await Promise.race([l.exited, sleep(STOP_WAIT_MS).then(() => null)]);
     expect(exit, l.output().slice(-3_000)).toEqual({ code: 0, signal: null });
     expect(pids.filter(alive)).toEqual([]);
-  }, 180_000);
+  }, 300_000);
 
   it('a launcher whose parent shell dies (SIGTERM to `npm start`: npm ends the shell, which passes nothing on) stops the cluster', async () => {
     const l = launch(await freeBase(), tempDir(), [], true);
