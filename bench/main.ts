@@ -18,6 +18,7 @@ import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem, type as
 import { join } from 'node:path';
 import { runFailover, type FailoverRun } from './failover.ts';
 import { measureFloors, type Floors } from './floors.ts';
+import { measureCliStatus, type CliTiming } from './cli-status.ts';
 import type { CommitLoad, LoadResult, RawLoad } from './loadgen.ts';
 import { measurePgDirect, NO_PG_DIRECT, PG_CONCURRENCY, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloors } from './pg.ts';
 import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './procs.ts';
@@ -91,6 +92,9 @@ const round2 = (x: number): number => Math.round(x * 100) / 100;
 const ms = (us: number): string => `${(us / 1000).toFixed(2)} ms`;
 
 let stepNo = 0;
+/** `verdict status` from a cold process against the 3-node cluster (cli.status_ms); null until measured. */
+let cliStatus: CliTiming | null = null;
+const CLI_STATUS_RUNS = 5;
 let stepTotal = 0;
 function progress(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -147,6 +151,12 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
   const out: Scenario[] = [];
   try {
     await cluster.startParticipants(ids);
+    if (nodes === 3 && cliStatus === null) {
+      await cluster.waitForLeader();
+      progress(`${tag()} start cli.status_ms: verdict status, ${CLI_STATUS_RUNS} cold processes against 3 nodes`);
+      cliStatus = await measureCliStatus(cluster.endpoints, CLI_STATUS_RUNS);
+      progress(`${tag()} done  cli.status_ms: p50 ${cliStatus.p50_ms} ms (min ${cliStatus.min_ms}, max ${cliStatus.max_ms})`);
+    }
     if (withPg) await cluster.startParticipants([...PG_PARTICIPANTS], (id) => pgParticipantArgs(pg, id));
     for (const [i, step] of steps.entries()) {
       stepNo++;
@@ -198,6 +208,8 @@ function headline(r: Results): string {
     `floors: fsync 200 B p50 ${ms(f.fsync_200B.p50_us)} p99 ${ms(f.fsync_200B.p99_us)}; gRPC unary RTT p50 ${ms(f.grpc_unary_rtt.p50_us)}; bidi RTT p50 ${ms(f.grpc_bidi_rtt.p50_us)}; client-streams RTT p50 ${ms(f.grpc_client_streams_rtt.p50_us)}`,
   ];
   if (r.pg !== null) lines.push(`PostgreSQL: skipped (${r.pg.skipped})`);
+  const cli = r.cli?.status_ms;
+  if (cli) lines.push(`cli.status_ms (verdict status, cold process, 3 nodes): p50 ${cli.p50_ms} ms, min ${cli.min_ms}, max ${cli.max_ms} over ${cli.runs} runs`);
   for (const d of [f.pg_direct_1, f.pg_direct_16]) {
     if (d !== null) lines.push(`PostgreSQL direct PREPARE/COMMIT PREPARED, ${d.connections} connection(s) per database: ${d.tps} tx/s, p50 ${ms(d.p50_us)} p99 ${ms(d.p99_us)} p99.9 ${ms(d.p999_us)}`);
   }
@@ -308,6 +320,7 @@ async function main(): Promise<void> {
       scenarios,
       failover,
       ...summaryKeys(scenarios, floors),
+      cli: { status_ms: cliStatus },
     };
     const files = writeResults(results);
     const report = writeReport(results);

@@ -2,6 +2,7 @@
 // scenarios: ratios, peaks, the raw log, failover, and medians over floors.
 import type { FailoverRun } from './failover.ts';
 import type { Floors } from './floors.ts';
+import type { CliTiming } from './cli-status.ts';
 import { percentile, type LatencySummary } from './hist.ts';
 import type { PgDirectFloor } from './pg.ts';
 
@@ -93,6 +94,8 @@ export interface Results {
   peak_tps: Record<string, number | null>;
   raft: Record<string, number | null>;
   floor_ratios: Record<string, number | null>;
+  /** Command-line timings: `status_ms` is `verdict status` from a cold process against 3 nodes (null if not measured). Absent from older files. */
+  cli?: { status_ms: CliTiming | null };
 }
 
 export function commitId(nodes: number, participants: number, clients: number): string {

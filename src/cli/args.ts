@@ -2,6 +2,11 @@
 
 export class UsageError extends Error {}
 
+/** A refusal that is not a usage mistake (the cluster is unreachable, a request was refused): one line, exit 1. */
+export class CommandError extends Error {
+  override name = 'CommandError';
+}
+
 /** Removes `name VALUE` from args and returns VALUE. */
 export function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);

@@ -1,36 +1,118 @@
 // `verdict cluster up`: a local cluster in the foreground, one process per
-// node. Three nodes use the ready configs in cluster/; other sizes get
-// generated configs under data/. Ctrl-C stops every node cleanly.
+// node. Three nodes on the default ports use the ready configs in cluster/;
+// other sizes, ports or data folders get generated configs.
+//
+// The launcher owns its nodes: SIGTERM, SIGINT and SIGHUP are forwarded to
+// every node and the launcher waits until each has stopped; a node whose
+// launcher dies (even by SIGKILL) stops too, because it watches the IPC
+// channel to its parent (see runNode in main.ts). So no node outlives the
+// `npm start` that made it and holds its port for the next one.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { logFormat } from '../node/logger.ts';
 import { envName, OVERRIDABLE } from '../node/config-sources.ts';
+import { UsageError } from './args.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = join(ROOT, 'bin', 'verdict.mjs');
+export const DEFAULT_BASE_PORT = 7001;
+/** Metrics ports sit this far above the node ports (7001 → 9101). */
+const METRICS_OFFSET = 2_100;
+/** How often the launcher checks that its parent (npm, a shell) is still there. */
+const PARENT_POLL_MS = 500;
+/** How long the launcher waits for its nodes to stop before it kills them. */
+const STOP_WAIT_MS = 10_000;
 
-export function localConfigs(n: number): string[] {
-  if (n === 3) return [1, 2, 3].map((i) => join(ROOT, 'cluster', `n${i}.json`));
-  const dir = join(ROOT, 'data', `cluster-${n}`);
+/** Set in the nodes' environment: they treat the IPC channel to their parent as a lifeline (main.ts). */
+export const LAUNCHER_ENV = 'VERDICT_LAUNCHED_BY_CLUSTER_UP';
+
+/** The message the launcher sends its nodes before SIGTERM: the whole cluster stops, so a leader need not hand over. */
+export const CLUSTER_STOP_MESSAGE = 'verdict:cluster-stop';
+
+export interface ClusterUpOptions {
+  nodes: number;
+  /** The first node's port; node i listens on basePort + i - 1. */
+  basePort?: number;
+  /** Where generated configs and the nodes' data go; `data/` of the checkout by default. */
+  dataDir?: string;
+  /** A folder made by `verdict certs`: every node serves mutual TLS with DIR/ca.crt and DIR/<nodeId>.crt, admin ops-admin. */
+  tlsDir?: string;
+}
+
+export function localConfigs(o: ClusterUpOptions): string[] {
+  const n = o.nodes;
+  const basePort = o.basePort ?? DEFAULT_BASE_PORT;
+  if (n === 3 && basePort === DEFAULT_BASE_PORT && o.dataDir === undefined && o.tlsDir === undefined) return [1, 2, 3].map((i) => join(ROOT, 'cluster', `n${i}.json`));
+  const dir = join(resolve(o.dataDir ?? join(ROOT, 'data')), `cluster-${n}-${basePort}${o.tlsDir !== undefined ? '-tls' : ''}`);
+  const tlsDir = o.tlsDir === undefined ? undefined : resolve(o.tlsDir);
   mkdirSync(dir, { recursive: true });
   const peers: Record<string, string> = {};
-  for (let i = 1; i <= n; i++) peers[`n${i}`] = `127.0.0.1:${7000 + i}`;
+  for (let i = 1; i <= n; i++) peers[`n${i}`] = `127.0.0.1:${basePort + i - 1}`;
   const files: string[] = [];
   for (let i = 1; i <= n; i++) {
     const file = join(dir, `n${i}.json`);
-    const cfg = { clusterId: `local-${n}`, nodeId: `n${i}`, listen: peers[`n${i}`], metricsListen: `127.0.0.1:${9100 + i}`, dataDir: `n${i}`, peers, tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10000, logLevel: 'info' };
+    // The cluster id goes into certificates (OU), so the TLS cluster keeps the name `verdict certs` uses by default.
+    const clusterId = (n === 3 && basePort === DEFAULT_BASE_PORT) || tlsDir !== undefined ? 'local' : `local-${n}`;
+    const tls = tlsDir === undefined ? {} : { tls: { ca: join(tlsDir, 'ca.crt'), cert: join(tlsDir, `n${i}.crt`), key: join(tlsDir, `n${i}.key`), adminNames: ['ops-admin'] } };
+    const cfg = { clusterId, nodeId: `n${i}`, listen: peers[`n${i}`], metricsListen: `127.0.0.1:${basePort + METRICS_OFFSET + i - 1}`, dataDir: `n${i}`, peers, tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10000, logLevel: 'info', ...tls };
     writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
     files.push(file);
   }
   return files;
 }
 
-export async function clusterUp(n: number): Promise<void> {
-  const configs = localConfigs(n);
+/** The ports the cluster needs that something else already holds. */
+export async function portsInUse(ports: number[]): Promise<number[]> {
+  const busy: number[] = [];
+  for (const port of ports) {
+    const free = await new Promise<boolean>((res) => {
+      const s = createServer();
+      s.once('error', () => res(false));
+      s.listen({ host: '127.0.0.1', port, exclusive: true }, () => s.close(() => res(true)));
+    });
+    if (!free) busy.push(port);
+  }
+  return busy;
+}
+
+export function parseClusterUpArgs(args: string[], flag: (args: string[], name: string) => string | undefined): ClusterUpOptions {
+  const n = Number(flag(args, '--nodes') ?? 3);
+  if (![1, 3, 5].includes(n)) throw new UsageError('--nodes must be 1, 3 or 5');
+  const baseText = flag(args, '--base-port');
+  const basePort = baseText === undefined ? DEFAULT_BASE_PORT : Number(baseText);
+  if (!Number.isInteger(basePort) || basePort < 1024 || basePort + n - 1 + METRICS_OFFSET > 65_535) throw new UsageError(`--base-port must be an integer from 1024 to ${65_535 - METRICS_OFFSET - n + 1}, not "${baseText}"`);
+  const dataDir = flag(args, '--data');
+  const tlsDir = flag(args, '--tls');
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR]`);
+  if (tlsDir !== undefined) {
+    const missing = ['ca', ...Array.from({ length: n }, (_, i) => `n${i + 1}`)].map((f) => join(tlsDir, `${f}.crt`)).filter((f) => !existsSync(f));
+    if (missing.length > 0) throw new UsageError(`--tls ${tlsDir}: missing ${missing.join(', ')}; make them with: npx verdict certs --dir ${tlsDir} --nodes ${n}${basePort !== DEFAULT_BASE_PORT ? ` --base-port ${basePort}` : ''}`);
+  }
+  return { nodes: n, basePort, ...(dataDir !== undefined ? { dataDir } : {}), ...(tlsDir !== undefined ? { tlsDir } : {}) };
+}
+
+export async function clusterUp(o: ClusterUpOptions): Promise<void> {
+  const n = o.nodes;
+  const basePort = o.basePort ?? DEFAULT_BASE_PORT;
+  const nodePorts = Array.from({ length: n }, (_, i) => basePort + i);
+  const metricsPorts = nodePorts.map((p) => p + METRICS_OFFSET);
+  // A second `npm start` (or anything else on these ports) is told so once,
+  // before any node starts, instead of three nodes each failing on its own.
+  const busy = await portsInUse([...nodePorts, ...metricsPorts]);
+  if (busy.length > 0) {
+    process.stderr.write(
+      `verdict: cannot start the local cluster: 127.0.0.1 port${busy.length > 1 ? 's' : ''} ${busy.join(', ')} ${busy.length > 1 ? 'are' : 'is'} in use. ` +
+        `Another cluster may be running (try \`npx verdict status\`); stop it, or pick other ports with --base-port\n`,
+    );
+    process.exitCode = 1;
+    return;
+  }
+  const configs = localConfigs(o);
   const children = new Map<string, ChildProcess>();
   let stopping = false;
   for (const [i, file] of configs.entries()) {
@@ -41,30 +123,50 @@ export async function clusterUp(n: number): Promise<void> {
     // a single node or for client commands (VERDICT_NODE_ID, VERDICT_TLS_CA, ...)
     // would turn three nodes into three copies of one, or half-configure TLS.
     for (const key of Object.keys(OVERRIDABLE)) delete env[envName(key)];
-    const child = spawn(process.execPath, [BIN, 'node', '--config', file], { stdio: ['ignore', 'inherit', 'pipe'], env });
+    env[LAUNCHER_ENV] = '1';
+    // The IPC channel is the node's lifeline: when it closes (we died), the node stops.
+    const child = spawn(process.execPath, [BIN, 'node', '--config', file], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'], env });
     children.set(id, child);
-    // Prefix each node's log lines so three streams stay readable in one terminal.
-    createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => process.stderr.write(`[${id}] ${line}\n`));
+    // Log lines name their node themselves (`[n1 pid 4242]` in the pretty
+    // format, "node" in JSON); anything else a node prints (a refusal to
+    // start) gets the node id in front, so three streams stay readable.
+    createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => process.stderr.write(isLogLine(line) ? `${line}\n` : `[${id}] ${line}\n`));
     // 'close', not 'exit': the node's last log lines must be read before we go.
     child.on('close', (code, signal) => {
       children.delete(id);
-      if (!stopping) process.stderr.write(`[${id}] exited (${signal ?? `code ${code}`}); the other nodes keep running\n`);
+      if (!stopping) process.stderr.write(`[${id}] exited (${signal ?? `code ${code}`}); the other nodes keep running. Restart it with: npx verdict node --config ${file}\n`);
       if (children.size === 0) process.exit(stopping ? 0 : 1);
     });
   }
+  const pids = [...children].map(([id, c]) => `${id} pid ${c.pid}`).join(', ');
   process.stderr.write(
-    `verdict: local cluster of ${n} node(s) on 127.0.0.1:7001${n > 1 ? `-${7000 + n}` : ''}, metrics on http://127.0.0.1:9101/metrics${n > 1 ? ` (-${9100 + n})` : ''}; try \`npx verdict status\`; Ctrl-C stops it\n`,
+    `verdict: local cluster of ${n} node(s) on 127.0.0.1:${basePort}${n > 1 ? `-${basePort + n - 1}` : ''} (${pids}), metrics on http://127.0.0.1:${metricsPorts[0]}/metrics${n > 1 ? ` (-${metricsPorts[n - 1]})` : ''}; try \`npx verdict status\`; Ctrl-C stops it\n`,
   );
-  const stop = (): void => {
+  const stop = (signal: NodeJS.Signals): void => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write('verdict: stopping the cluster\n');
-    for (const c of children.values()) c.kill('SIGTERM');
-    // A node that does not stop within 10 s is killed.
+    process.stderr.write(`verdict: ${process.ppid !== parentPid ? 'the process that started us is gone' : signal}: stopping the cluster\n`);
+    for (const c of children.values()) {
+      // Tell the node the whole cluster stops (so a leader that cannot hand over is expected), then stop it.
+      if (c.connected) c.send(CLUSTER_STOP_MESSAGE, () => {});
+      c.kill('SIGTERM');
+    }
+    // A node that does not stop in time is killed; the launcher still waits for its 'close'.
     setTimeout(() => {
       for (const c of children.values()) c.kill('SIGKILL');
-    }, 10_000).unref();
+    }, STOP_WAIT_MS).unref();
   };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => stop(sig));
+  // `npm start` runs us under `sh -c`, and SIGTERM to npm ends that shell
+  // without passing the signal on: we are reparented. A launcher whose parent
+  // is gone stops the cluster, as if it had been told to.
+  const parentPid = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parentPid) stop('SIGHUP');
+  }, PARENT_POLL_MS).unref();
+}
+
+/** A pino line: JSON, or the pretty format's `HH:MM:SS.mmm LEVEL` start. */
+export function isLogLine(line: string): boolean {
+  return line.startsWith('{"level"') || /^\d\d:\d\d:\d\d\.\d{3} /.test(line);
 }

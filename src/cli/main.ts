@@ -6,7 +6,10 @@
 // Each command's module is imported when that command runs, not before:
 // `verdict status` loads the gRPC client and nothing of the node, LevelDB or
 // PostgreSQL, which keeps a client command's start-up short.
+import * as grpc from '@grpc/grpc-js';
 import { bool, flag, UsageError } from './args.ts';
+import { checkFlags } from './flags.ts';
+import { parseTimeout, useTimeout } from './reach.ts';
 import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
 
 const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
@@ -19,8 +22,11 @@ const NODE_HELP = `  verdict node --config FILE [--set KEY=VALUE ...] [--insecur
                                       without "tls" a node listens on loopback only; --insecure (insecure=true)
                                       serves plaintext elsewhere too, trusting everyone who can reach it
 `;
-const CLUSTER_HELP = `  verdict cluster up [--nodes N]      run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground;
-                                      metrics on http://127.0.0.1:9101/metrics (9102, ... for the others)
+const CLUSTER_HELP = `  verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR]
+                                      run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground on
+                                      127.0.0.1:PORT, PORT+1, ... (default 7001); metrics on PORT+2100 (9101, ...);
+                                      SIGINT, SIGTERM or SIGHUP stops every node; a node stops if the launcher dies;
+                                      --tls: mutual TLS with the certificates of verdict certs --dir CERTS-DIR
 `;
 const STATUS_HELP = `  verdict status [--json] [--endpoints HOST:PORT,...]
                                       show the leader and every node's role, term, commit and last index
@@ -32,18 +38,19 @@ const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key th
 
 /** The usage text, assembled from each command's module (loaded only for --help). */
 async function helpTexts(): Promise<{ all: string; byCommand: Record<string, string> }> {
-  const [{ LEADER_HELP }, { TXN_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }, { NODE_REPAIR_HELP }] = await Promise.all([
+  const [{ LEADER_HELP }, { TXN_HELP, PARTICIPANTS_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }, { NODE_REPAIR_HELP }, { CERTS_HELP }] = await Promise.all([
     import('./status.ts'),
     import('./txn.ts'),
     import('./participant.ts'),
     import('./participant-resolve.ts'),
     import('./member.ts'),
     import('./node-repair.ts'),
+    import('./certs.ts'),
   ]);
   const all = `verdict — a Raft-replicated commit coordinator
 
 usage:
-${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${TXN_HELP}
+${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${CERTS_HELP}
 verdict COMMAND --help shows one command's usage.
 ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
   /** `verdict COMMAND --help`: that command's usage. */
@@ -55,20 +62,27 @@ ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
     member: MEMBER_HELP + ENDPOINTS_NOTE,
     put: PUT_GET_HELP + ENDPOINTS_NOTE,
     get: PUT_GET_HELP + ENDPOINTS_NOTE,
-    participant: PARTICIPANT_HELP + PARTICIPANT_RESOLVE_HELP,
-    participants: TXN_HELP + ENDPOINTS_NOTE,
+    participant: PARTICIPANT_HELP + PARTICIPANT_RESOLVE_HELP + PARTICIPANTS_HELP + ENDPOINTS_NOTE,
+    participants: PARTICIPANTS_HELP + ENDPOINTS_NOTE,
     txn: TXN_HELP + ENDPOINTS_NOTE,
+    certs: CERTS_HELP,
   };
   return { all, byCommand };
 }
 
 async function main(argv: string[]): Promise<void> {
+  // grpc-js prints its own errors to stderr (`No address added out of total 1
+  // resolved` before our "address in use" line); every one of them also
+  // reaches us as an error value, which we report in our words. GRPC_VERBOSITY
+  // still turns its logging back on for debugging.
+  if (process.env.GRPC_VERBOSITY === undefined) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
   const args = argv.slice();
   const cmd = args.shift();
   if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
     process.stdout.write((await helpTexts()).all);
     return;
   }
+  checkFlags([cmd, ...args]);
   if (bool(args, '--help') || bool(args, '-h')) {
     const help = (await helpTexts()).byCommand[cmd];
     if (help === undefined) throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
@@ -76,17 +90,20 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   // Client commands connect with TLS when given a CA; node and participant read their own TLS settings.
-  if (!['node', 'participant', 'cluster'].includes(cmd)) useClientTls(tlsArgs(args));
+  const runsItself = ['node', 'cluster', 'certs'].includes(cmd) || (cmd === 'participant' && args[0] !== 'remove');
+  if (!runsItself) {
+    useClientTls(tlsArgs(args));
+    useTimeout(parseTimeout(flag(args, '--timeout')));
+  }
   switch (cmd) {
     case 'node':
       if (args[0] === 'repair') return (await import('./node-repair.ts')).nodeRepairCommand(args.slice(1));
       return (await import('./node-command.ts')).runNode(args);
     case 'cluster': {
       const sub = args.shift();
-      if (sub !== 'up') throw new UsageError('usage: verdict cluster up [--nodes N]');
-      const n = Number(flag(args, '--nodes') ?? 3);
-      if (![1, 3, 5].includes(n)) throw new UsageError('--nodes must be 1, 3 or 5');
-      return (await import('./cluster.ts')).clusterUp(n);
+      if (sub !== 'up') throw new UsageError('usage: verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR]');
+      const { clusterUp, parseClusterUpArgs } = await import('./cluster.ts');
+      return clusterUp(parseClusterUpArgs(args, flag));
     }
     case 'status':
       return (await import('./status.ts')).statusCommand(args);
@@ -104,12 +121,14 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./status.ts')).leaderCommand(args);
     case 'member':
       return (await import('./member.ts')).memberCommand(args);
+    case 'certs':
+      return (await import('./certs.ts')).certsCommand(args);
     default:
       throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
   }
 }
 
-const KNOWN_REFUSALS = new Set(['ConfigError', 'StartupError', 'StorageIdentityError', 'CorruptRecordError', 'ProtoMissingError']);
+const KNOWN_REFUSALS = new Set(['CommandError', 'ConfigError', 'StartupError', 'StorageIdentityError', 'CorruptRecordError', 'ProtoMissingError']);
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   // Refusals a person can act on are one line; their classes are told apart

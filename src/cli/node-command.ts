@@ -8,6 +8,7 @@ import { CorruptRecordError } from '../storage/codec.ts';
 import { StorageIdentityError } from '../storage/level.ts';
 import { RaftInvariantError } from '../raft/types.ts';
 import { bool, flag, flagAll, UsageError } from './args.ts';
+import { CLUSTER_STOP_MESSAGE, LAUNCHER_ENV } from './cluster.ts';
 
 export async function runNode(args: string[]): Promise<void> {
   const file = flag(args, '--config');
@@ -46,4 +47,20 @@ export async function runNode(args: string[]): Promise<void> {
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGHUP', () => onSignal('SIGHUP'));
+  // Started by `verdict cluster up` (which sets VERDICT_LAUNCHED_BY_CLUSTER_UP;
+  // another process manager's IPC channel means nothing here): the IPC
+  // channel to the launcher is a lifeline. It closes when the launcher dies, however it dies (SIGKILL
+  // included), and then this node stops too rather than live on under pid 1
+  // holding its port. Unref'd: the channel alone does not keep us running.
+  if (process.send !== undefined && process.env[LAUNCHER_ENV] === '1') {
+    process.channel?.unref();
+    process.on('message', (m: unknown) => {
+      if (m === CLUSTER_STOP_MESSAGE) node.expectClusterStop();
+    });
+    process.on('disconnect', () => {
+      log.info({ ppid: process.ppid }, 'the launcher (verdict cluster up) is gone; stopping');
+      onSignal('launcher gone');
+    });
+  }
 }

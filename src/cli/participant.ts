@@ -5,10 +5,11 @@
 import { createLogger } from '../node/logger.ts';
 import { JournalCorruptError } from '../participant/journal.ts';
 import { redact } from '../participant/postgres.ts';
-import { ParticipantStartupError, startParticipant, type ParticipantRuntime } from '../participant/runtime.ts';
+import { ParticipantStartupError, RegistrationRefusedError, startParticipant, type ParticipantRuntime } from '../participant/runtime.ts';
 import { bool, flag, UsageError } from './args.ts';
 import { participantResolveCommand } from './participant-resolve.ts';
 import { tlsArgs } from './client-tls.ts';
+import { participantRemoveCommand } from './txn.ts';
 import type { TlsFiles } from '../transport/tls.ts';
 
 export const PARTICIPANT_USAGE =
@@ -28,6 +29,8 @@ export const PARTICIPANT_HELP = `  verdict participant --id ID --listen HOST:POR
 `;
 
 const DEFAULT_ENDPOINTS = '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
+/** The cluster refused the registration for good (EX_CONFIG): a setting must change before a restart can help. */
+export const EXIT_REGISTRATION_REFUSED = 78;
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 export interface ParticipantArgs {
@@ -99,9 +102,10 @@ function isHostPort(s: string): boolean {
 /** `verdict participant ...`: starts the participant and keeps it running until SIGINT/SIGTERM. */
 export async function participantCommand(argv: string[]): Promise<void> {
   if (argv[0] === 'resolve') return participantResolveCommand(argv.slice(1));
+  if (argv[0] === 'remove') return participantRemoveCommand(argv.slice(1));
   const a = parseParticipantArgs(argv);
   const logger = createLogger(a.logLevel);
-  let p: Pick<ParticipantRuntime, 'stop'>;
+  let p: Pick<ParticipantRuntime, 'stop' | 'registered'>;
   try {
     const common = {
       clusterId: a.clusterId,
@@ -131,6 +135,14 @@ export async function participantCommand(argv: string[]): Promise<void> {
     logger.info({ signal }, 'stopping: new PREPAREs get NO, requests in flight finish first');
     void p.stop().then(() => process.exit(0));
   };
+  // A registration the cluster will never accept (wrong cluster id, refused
+  // certificate) ends the process with one line and a non-zero exit code.
+  p.registered.catch((err: unknown) => {
+    if (!(err instanceof RegistrationRefusedError)) return;
+    signals = 1;
+    process.stderr.write(`verdict: ${err.message}\n`);
+    void p.stop().then(() => process.exit(EXIT_REGISTRATION_REFUSED));
+  });
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
 }

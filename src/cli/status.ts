@@ -6,7 +6,8 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { RaftNodeClient } from '../transport/admin.ts';
 import type { NodeStatus } from '../transport/proto.ts';
-import { bool, flag, UsageError } from './args.ts';
+import { bool, CommandError, flag, UsageError } from './args.ts';
+import { clientTimeoutMs, unreachableMessage, unreachableReason } from './reach.ts';
 import { clientCredentials, clientUsesTls } from './client-tls.ts';
 import { explainConnectError } from '../transport/tls.ts';
 
@@ -27,6 +28,8 @@ export interface ClusterStatus {
     address: string;
     reachable: boolean;
     error?: string;
+    /** The node's process id (what `kill` takes); absent from a node that does not report it. */
+    pid?: number;
     role?: string;
     term?: number;
     leader?: string | null;
@@ -36,7 +39,7 @@ export interface ClusterStatus {
   }[];
 }
 
-export async function clusterStatus(addrs: string[], deadlineMs = 2_000): Promise<ClusterStatus> {
+export async function clusterStatus(addrs: string[], deadlineMs = clientTimeoutMs()): Promise<ClusterStatus> {
   const results = new Map<string, NodeStatus | Error>();
   /** Node ids by address, as the members report each other: names a node that does not answer. */
   const ids = new Map<string, string>();
@@ -57,52 +60,65 @@ export async function clusterStatus(addrs: string[], deadlineMs = 2_000): Promis
     }
   };
   await Promise.all(addrs.map(ask));
+  // One row per node: an address given by hand (localhost:7001) and the one
+  // the members report (127.0.0.1:7001) can reach the same node; keep the
+  // answer from the node's own address.
+  const answered = new Map<string, [string, NodeStatus]>();
+  for (const [address, r] of results) {
+    if (r instanceof Error) continue;
+    const seen = answered.get(r.nodeId);
+    if (seen === undefined || (seen[0] !== seen[1].address && address === r.address)) answered.set(r.nodeId, [address, r]);
+  }
   const nodes: ClusterStatus['nodes'] = [];
   let leader: string | null = null;
   let leaderTerm = -1;
   for (const [address, r] of results) {
     if (r instanceof Error) {
-      nodes.push({ id: ids.get(address) ?? null, address, reachable: false, error: unreachableReason(r as ServiceError, deadlineMs) });
+      const id = ids.get(address) ?? null;
+      if (id !== null && answered.has(id)) continue;
+      nodes.push({ id, address, reachable: false, error: unreachableReason(r as ServiceError, deadlineMs) });
       continue;
     }
+    if (answered.get(r.nodeId)?.[0] !== address) continue;
     if (r.role === 'leader' && r.term > leaderTerm) {
       leader = r.nodeId;
       leaderTerm = r.term;
     }
-    nodes.push({ id: r.nodeId, address, reachable: true, role: r.role, term: r.term, leader: r.leaderId || null, commitIndex: r.commitIndex, appliedIndex: r.appliedIndex, lastIndex: r.lastIndex });
+    nodes.push({ id: r.nodeId, address, reachable: true, ...(r.pid > 0 ? { pid: r.pid } : {}), role: r.role, term: r.term, leader: r.leaderId || null, commitIndex: r.commitIndex, appliedIndex: r.appliedIndex, lastIndex: r.lastIndex });
   }
   nodes.sort((a, b) => (a.id ?? a.address).localeCompare(b.id ?? b.address));
   return { leader, nodes };
 }
 
-function unreachableReason(err: ServiceError, deadlineMs: number): string {
-  if (err.code === grpcStatus.DEADLINE_EXCEEDED) return `no answer within ${deadlineMs} ms`;
-  const text = err.details ?? err.message;
-  if (/ECONNREFUSED/.test(text)) return 'connection refused';
-  return err.code === grpcStatus.UNAVAILABLE ? explainConnectError(text, clientUsesTls()) : text;
-}
-
 export async function statusCommand(args: string[]): Promise<void> {
   const json = bool(args, '--json');
-  const st = await clusterStatus(endpoints(args));
+  const addrs = endpoints(args);
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict status [--json] [--endpoints HOST:PORT,...] [--timeout 2s]`);
+  const timeoutMs = clientTimeoutMs();
+  const st = await clusterStatus(addrs, timeoutMs);
   if (json) {
     process.stdout.write(JSON.stringify(st, null, 2) + '\n');
   } else {
-    const rows = [['NODE', 'ADDRESS', 'ROLE', 'TERM', 'COMMIT', 'APPLIED', 'LAST']];
+    const rows = [['NODE', 'ADDRESS', 'PID', 'ROLE', 'TERM', 'COMMIT', 'APPLIED', 'LAST']];
     for (const n of st.nodes) {
-      if (!n.reachable) rows.push([n.id ?? '?', n.address, `unreachable (${n.error})`, '', '', '', '']);
-      else rows.push([n.id ?? '?', n.address, n.role ?? '', String(n.term), String(n.commitIndex), String(n.appliedIndex), String(n.lastIndex)]);
+      if (!n.reachable) rows.push([n.id ?? '?', n.address, '', `unreachable (${n.error})`, '', '', '', '']);
+      else rows.push([n.id ?? '?', n.address, n.pid === undefined ? '?' : String(n.pid), n.role ?? '', String(n.term), String(n.commitIndex), String(n.appliedIndex), String(n.lastIndex)]);
     }
     const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
     process.stdout.write(`leader: ${st.leader ?? 'none'}\n`);
     for (const r of rows) process.stdout.write(r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd() + '\n');
   }
-  if (!st.nodes.some((n) => n.reachable)) process.exitCode = 1;
+  if (!st.nodes.some((n) => n.reachable)) {
+    process.stderr.write(`verdict: ${unreachableMessage(new Map(st.nodes.map((n) => [n.address, n.error ?? 'no answer'])), timeoutMs)}\n`);
+    process.exitCode = 1;
+  }
 }
 
 /** Finds the leader among the endpoints (following redirects) and runs `f` on it. */
 export async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Promise<T>): Promise<T> {
   let last: Error | null = null;
+  /** Why each endpoint failed, as last seen: the refusal names them all when none answers. */
+  const failures = new Map<string, string>();
   const tried = new Set<string>();
   const queue = [...addrs];
   for (let round = 0; round < 3; round++) {
@@ -115,6 +131,7 @@ export async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Pro
         return await f(c);
       } catch (err) {
         last = err as Error;
+        failures.set(addr, unreachableReason(err as ServiceError, clientTimeoutMs()));
         const hint = (err as ServiceError).metadata?.get('verdict-leader-address')[0];
         if (typeof hint === 'string' && hint) queue.unshift(hint);
       } finally {
@@ -127,6 +144,8 @@ export async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Pro
     queue.push(...addrs);
   }
   const e = last as ServiceError | null;
+  const connectFailures = [...failures.values()].every((w) => w === 'connection refused' || /^no answer within/.test(w));
+  if (failures.size > 0 && connectFailures) throw new CommandError(unreachableMessage(failures, clientTimeoutMs()));
   const why = e?.code === grpcStatus.UNAVAILABLE ? explainConnectError(e.details, clientUsesTls()) : (e?.details ?? last?.message ?? 'no endpoints');
   throw new UsageError(`no node accepted the request: ${why}`);
 }

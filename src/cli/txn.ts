@@ -1,12 +1,15 @@
-// `verdict txn ...` and `verdict participants`: the application SDK
-// (src/client) driven from a shell. Exit codes let scripts tell outcomes
-// apart: 0 committed (or a query answered), 2 aborted, 3 outcome unknown
-// (ask again with `verdict txn outcome ID`), 1 any other error, 64 usage.
+// `verdict txn ...`, `verdict participants` and `verdict participant remove`:
+// the application SDK (src/client) driven from a shell. Exit codes let
+// scripts tell outcomes apart: 0 committed (or a query answered), 2 aborted,
+// 3 outcome unknown (ask again with `verdict txn outcome ID`), 1 any other
+// error, 64 usage. One rule for every command about one transaction: an id
+// the cluster does not know (never seen, or forgotten) exits 1.
 import { hostname, userInfo } from 'node:os';
 import { VerdictClient, type TransactionInfo } from '../client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../client/errors.ts';
 import type { OutcomeResult } from '../client/transaction.ts';
 import { bool, flag, UsageError } from './args.ts';
+import { requireReachable } from './reach.ts';
 import { endpoints } from './status.ts';
 import { clientCredentials } from './client-tls.ts';
 
@@ -24,11 +27,20 @@ export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn
                                       outcome (HEURCOM, HEURRB, HEURMIX, HEURHAZ) or an operator's resolution
   verdict txn show ID [--json]        one transaction: outcome, phase, age, each participant's vote, ACK and
                                       retries, heuristic outcomes and operators' resolutions
-  verdict txn resolve ID --commit|--abort --reason TEXT [--operator WHO] [--json]
+  verdict txn resolve ID --commit|--abort --reason TEXT [--operator WHO] [--force-unknown] [--json]
                                       an operator's act, recorded in the log with who ($USER@host by default),
                                       when and why: --abort decides an undecided transaction; --commit is refused
-                                      unless every participant voted YES (AC2); a decision is never reversed
-  verdict participants [--json]       the registered participants, with the leader's last contact and in-doubt count
+                                      unless every participant voted YES (AC2); a decision is never reversed;
+                                      an id the cluster has no record of is refused unless --force-unknown
+  exit codes: 0 done (or answered), 1 error or a transaction id the cluster does not know (outcome, show,
+  resolve), 2 aborted (commit), 3 outcome unknown (commit: ask again with txn outcome), 64 usage
+  (each also takes --deadline-ms N: how long one request may take, retries included; default 10000)
+`;
+
+export const PARTICIPANTS_HELP = `  verdict participants [--json]       the registered participants: endpoint, whether the leader's stream to each
+                                      is open, and how many of its YES votes wait for a decision or an ACK
+  verdict participant remove ID [--operator WHO] [--json]
+                                      unregister a participant (admin); refused while it has transactions in doubt
   (each also takes --deadline-ms N: how long one request may take, retries included; default 10000)
 `;
 
@@ -60,10 +72,31 @@ export async function participantsCommand(args: string[]): Promise<void> {
     if (json) return print(JSON.stringify(ps, null, 2));
     if (ps.length === 0) return print('(no participants registered)');
     const now = Date.now();
+    // The leader's connection says whether a participant is reachable; the
+    // last contact alone made every idle participant look dead.
     table([
-      ['PARTICIPANT', 'ENDPOINT', 'REGISTERED', 'LAST SEEN', 'IN DOUBT'],
-      ...ps.map((p) => [p.participantId, p.endpoint, new Date(p.registeredAtMs).toISOString(), p.lastSeenMs ? `${age(Math.max(0, now - p.lastSeenMs))} ago` : 'not since the leader took over', String(p.inDoubt ?? 0)]),
+      ['PARTICIPANT', 'ENDPOINT', 'REGISTERED', 'CONNECTION', 'LAST CONTACT', 'IN DOUBT'],
+      ...ps.map((p) => [
+        p.participantId,
+        p.endpoint,
+        new Date(p.registeredAtMs).toISOString(),
+        p.connection || '?',
+        p.lastSeenMs ? `${age(Math.max(0, now - p.lastSeenMs))} ago` : 'none since the leader took over',
+        String(p.inDoubt ?? 0),
+      ]),
     ]);
+  });
+}
+
+/** `verdict participant remove ID`: unregister a participant (admin); the cluster refuses while it has transactions in doubt. */
+export async function participantRemoveCommand(args: string[]): Promise<void> {
+  return withClient(args, async (client, rest) => {
+    const json = bool(rest, '--json');
+    const operator = flag(rest, '--operator') ?? defaultOperator();
+    const id = oneId(rest, 'usage: verdict participant remove ID [--operator WHO] [--json]');
+    const removed = await client.removeParticipant(id, operator);
+    if (json) return print(JSON.stringify({ participantId: id, removed }, null, 2));
+    print(removed ? `removed participant ${id}` : `participant ${id} is not registered; nothing to remove`);
   });
 }
 
@@ -97,6 +130,8 @@ async function outcome(client: VerdictClient, args: string[]): Promise<void> {
   const txnId = oneId(args, 'usage: verdict txn outcome ID');
   const r = await client.outcome(txnId);
   print(json ? JSON.stringify(r, null, 2) : describeOutcome(r));
+  // The rule for every command about one transaction: an id the cluster does not know exits 1.
+  if (r.outcome === 'UNKNOWN') process.exitCode = EXIT_ERROR;
 }
 
 async function list(client: VerdictClient, args: string[]): Promise<void> {
@@ -149,14 +184,15 @@ async function resolve(client: VerdictClient, args: string[]): Promise<void> {
   const json = bool(args, '--json');
   const commit = bool(args, '--commit');
   const abortIt = bool(args, '--abort');
+  const forceUnknown = bool(args, '--force-unknown');
   const reason = flag(args, '--reason');
   const operator = flag(args, '--operator') ?? defaultOperator();
-  const usage = 'usage: verdict txn resolve ID --commit|--abort --reason TEXT [--operator WHO]';
+  const usage = 'usage: verdict txn resolve ID --commit|--abort --reason TEXT [--operator WHO] [--force-unknown]';
   const txnId = oneId(args, usage);
   if (commit === abortIt) throw new UsageError(`give exactly one of --commit and --abort; ${usage}`);
   if (reason === undefined || reason.trim() === '') throw new UsageError(`--reason TEXT is required: it is recorded in the log with who asked and when; ${usage}`);
   if (operator.trim() === '') throw new UsageError('--operator must not be empty');
-  const r = await client.resolve(txnId, commit ? 'commit' : 'abort', reason, operator);
+  const r = await client.resolve(txnId, commit ? 'commit' : 'abort', reason, operator, { forceUnknown });
   if (json) return print(JSON.stringify(r, null, 2));
   print(`${describeOutcome(r.outcome)}`);
   print(r.decided ? `decided by ${r.operator}'s resolution (recorded in the log)` : `already decided so; ${r.operator}'s request is recorded in the log`);
@@ -203,7 +239,9 @@ async function show(client: VerdictClient, args: string[]): Promise<void> {
       print(`age          ${age(t.ageMs)}`);
       print('');
       const rows = [['PARTICIPANT', 'VOTE', 'ACKED', 'RETRIES']];
-      for (const p of t.participants) rows.push([p.participantId, p.vote || '-', p.acked ? 'yes' : 'no', String(p.retries)]);
+      // A presumed abort needs no ACK (R5): "no" there would read as a stuck participant.
+      const ackOf = (acked: boolean): string => (acked ? 'yes' : t.phase === 'aborted' ? 'not needed' : 'no');
+      for (const p of t.participants) rows.push([p.participantId, p.vote || '-', ackOf(p.acked), String(p.retries)]);
       table(rows);
     } else if (known) {
       print('participants (not tracked any more: every participant acknowledged the decision, or it was a presumed abort)');
@@ -233,9 +271,15 @@ async function withClient(args: string[], f: (client: VerdictClient, rest: strin
   const deadlineRaw = flag(args, '--deadline-ms');
   const deadlineMs = deadlineRaw === undefined ? undefined : Number(deadlineRaw);
   if (deadlineMs !== undefined && !(Number.isInteger(deadlineMs) && deadlineMs > 0)) throw new UsageError('--deadline-ms needs a positive integer');
-  const client = new VerdictClient({ endpoints: endpoints(args), deadlineMs, credentials: clientCredentials() });
+  const addrs = endpoints(args);
+  const client = new VerdictClient({ endpoints: addrs, deadlineMs, credentials: clientCredentials() });
   try {
-    await f(client, args);
+    // The SDK retries an unreachable cluster until its deadline (10 s); the
+    // reachability check beside it reports one within --timeout, naming every
+    // endpoint. It adds no round trip to the command: the two run together.
+    const work = f(client, args);
+    work.catch(() => {});
+    await Promise.race([work, requireReachable(addrs).then(() => work)]);
   } catch (err) {
     if (err instanceof OutcomeUnknownError) {
       process.stderr.write(`verdict: ${err.message}; run: verdict txn outcome ${err.txnId}\n`);

@@ -148,15 +148,28 @@ export class VerdictClient {
    * undecided transaction; COMMIT is refused unless every participant voted
    * YES (AC2); a decided transaction is never reversed (R1).
    */
-  async resolve(txnId: string, outcome: 'commit' | 'abort', reason: string, operator: string, call: CallOptions = {}): Promise<ResolveResult> {
+  async resolve(txnId: string, outcome: 'commit' | 'abort', reason: string, operator: string, call: CallOptions & { forceUnknown?: boolean } = {}): Promise<ResolveResult> {
     checkTxnId(txnId);
     const r = await this.connection.call(
       'ResolveTransaction',
-      { txnId, outcome: outcome === 'commit' ? 'OUTCOME_COMMITTED' : 'OUTCOME_ABORTED', reason },
+      // Without forceUnknown the cluster refuses an id it has no record of (a mistyped id).
+      { txnId, outcome: outcome === 'commit' ? 'OUTCOME_COMMITTED' : 'OUTCOME_ABORTED', reason, forceUnknown: call.forceUnknown === true },
       { ...call, metadata: { ...call.metadata, [OPERATOR_KEY]: operator } },
     );
     if (r.outcome === null) throw new VerdictError('INTERNAL', `resolving ${txnId}: the cluster answered without an outcome`);
     return { outcome: toOutcomeResult(txnId, r.outcome), decided: r.decided, operator: r.operator };
+  }
+
+  /**
+   * Unregisters a participant (an operator's act, like resolve). The cluster
+   * refuses while the participant has transactions in doubt and lists them;
+   * answers false when the id was not registered (R7).
+   */
+  async removeParticipant(participantId: string, operator: string, call: CallOptions = {}): Promise<boolean> {
+    checkId(participantId, 'participant id');
+    this.clusterId ??= (await this.status(call)).clusterId;
+    const r = await this.connection.call('RemoveParticipant', { clusterId: this.clusterId, participantId }, { ...call, metadata: { ...call.metadata, [OPERATOR_KEY]: operator } });
+    return r.removed;
   }
 
   async status(call: CallOptions = {}): Promise<ClusterStatusResponse> {

@@ -25,6 +25,7 @@ const CHECKS: { [K in Command['t']]: (c: Fields) => string | null } = {
     const op = c.operator as Fields | null;
     return op !== null && typeof op === 'object' && isString(op.operator) && isString(op.reason) && isTime(op.atMs) ? null : 'decide has a malformed operator act';
   },
+  unregister: (c) => (isString(c.id) && isString(c.operator) && isTime(c.atMs) && isStringList(c.acked) ? null : 'unregister needs id, operator, atMs and a list of acked txnIds'),
   forget: (c) => (isStringList(c.txnIds) ? null : 'forget needs a list of txnIds'),
   heuristic: (c) =>
     isString(c.txnId) && isString(c.participantId) && isOutcome(c.outcome) && isString(c.gid) && isString(c.operator) && isString(c.reason) && isTime(c.atMs)

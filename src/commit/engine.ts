@@ -537,12 +537,15 @@ export class CoordinatorEngine {
     const resolutions = this.table.resolutions.get(txnId) ?? [];
     if (!d && heuristics.length === 0 && resolutions.length === 0) return null;
     const now = this.io.nowMs();
+    // A forgotten decision (a tombstone) has no decision time: its age is
+    // that of the oldest heuristic report or resolution on record instead.
+    const sinceAtMs = d && d.decidedAtMs > 0 ? d.decidedAtMs : Math.min(...heuristics.map((h) => h.atMs), ...resolutions.map((r) => r.atMs), now);
     return {
       txnId,
       phase: 'decided',
       outcome: d ? (d.outcome === 'commit' ? 'committed' : 'aborted') : 'unknown',
       reason: d?.reason ?? '',
-      ageMs: d && d.decidedAtMs > 0 ? now - d.decidedAtMs : 0,
+      ageMs: Math.max(0, now - sinceAtMs),
       decisionIndex: d?.index ?? 0,
       participants: (d?.participants ?? []).map((id) => ({ id, vote: null, acked: false, retries: 0 })),
       heuristics: [...heuristics],
@@ -639,7 +642,7 @@ export class CoordinatorEngine {
    * away. Against a decided T the same outcome is confirmed (and recorded);
    * the contrary one is refused: a decision is never reversed (R1).
    */
-  resolve(txnId: string, outcome: DecisionOutcome, act: Omit<OperatorAct, 'atMs'>, cb: (err: EngineError | null, r?: ResolveAnswer) => void): void {
+  resolve(txnId: string, outcome: DecisionOutcome, act: Omit<OperatorAct, 'atMs'> & { forceUnknown?: boolean }, cb: (err: EngineError | null, r?: ResolveAnswer) => void): void {
     try {
       this.requireLeader();
       validateTxnId(txnId);
@@ -656,6 +659,19 @@ export class CoordinatorEngine {
     const decided = this.table.lookup(txnId);
     if (decided && decided.outcome !== outcome) return cb(contrary(decided.outcome));
     const t = this.txns.get(txnId);
+    // A mistyped id would otherwise be decided and listed as an operator's
+    // act on a transaction nobody ran: an id with no trace here is refused
+    // unless the operator says it is meant (a transaction begun on an earlier
+    // leader leaves no trace on this one).
+    if (!decided && !t && !this.table.heuristics.has(txnId) && !this.table.resolutions.has(txnId) && act.forceUnknown !== true) {
+      return cb(
+        new EngineError(
+          'precondition',
+          `the cluster has no record of transaction ${txnId} (not in flight on this leader, no decision, no heuristic report): a mistyped id? See verdict txn list. ` +
+            `A transaction begun on an earlier leader leaves no record here, and its prepared participants ask the cluster themselves (presumed abort); to decide it anyway, add --force-unknown`,
+        ),
+      );
+    }
     if (!decided && outcome === 'commit' && !(t?.phase === 'deciding' && t.proposing === 'commit')) {
       const why = !t
         ? 'this leader did not prepare it, so it does not hold every participant\'s YES vote (a new leader never resumes another leader\'s prepare, R2)'
@@ -698,6 +714,34 @@ export class CoordinatorEngine {
       t.reason = `aborted by operator ${act.operator}: ${act.reason}`;
     }
     propose();
+  }
+
+  /**
+   * `verdict participant remove`: unregisters a participant, logged like its
+   * registration. Refused while the participant has transactions in doubt
+   * (a YES vote waiting for a decision, or a decision it has not
+   * acknowledged, R5), listing them; removing an id that is not registered
+   * is a no-op (R7).
+   */
+  unregisterParticipant(id: string, operator: string, cb: (err: EngineError | null, removed?: boolean) => void): void {
+    if (!this.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
+    if (!this.table.participants.has(id)) return cb(null, false);
+    const pending = new Set<string>();
+    const acked: string[] = [];
+    for (const t of this.txns.values()) {
+      const m = t.members.get(id);
+      if (m === undefined) continue;
+      if (t.phase !== 'delivering' || !m.acked) pending.add(t.id);
+      else acked.push(t.id);
+    }
+    for (const d of this.table.decisions.values()) if (d.participants.includes(id) && !this.txns.get(d.txnId)?.members.get(id)?.acked) pending.add(d.txnId);
+    if (pending.size > 0) return cb(inDoubtRefusal(id, [...pending]));
+    this.io.propose({ t: 'unregister', id, operator, atMs: this.io.nowMs(), acked }, (err, r) => {
+      if (err || !r || r.t !== 'unregister') return cb(new EngineError('outcome-unknown', `the removal could not be logged (${err?.message ?? 'no result'}); retry`));
+      if (r.refusedBy.length > 0) return cb(inDoubtRefusal(id, r.refusedBy));
+      this.lastSeen.delete(id);
+      cb(null, r.removed);
+    });
   }
 
   registerParticipant(id: string, endpoint: string, cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
@@ -959,3 +1003,15 @@ function validateTxnId(id: string): void {
   if (problem !== null) throw new EngineError('invalid', problem);
 }
 
+/** Transactions listed in a refusal, at most; the count says how many more. */
+const LISTED_TXNS_MAX = 20;
+
+function inDoubtRefusal(participantId: string, txnIds: string[]): EngineError {
+  const shown = txnIds.slice(0, LISTED_TXNS_MAX).join(', ');
+  const more = txnIds.length > LISTED_TXNS_MAX ? ` and ${txnIds.length - LISTED_TXNS_MAX} more` : '';
+  return new EngineError(
+    'precondition',
+    `participant ${participantId} has ${txnIds.length} transaction(s) in doubt: ${shown}${more}. They must be decided and acknowledged by it first ` +
+      `(verdict txn show ID: an undecided one can be ended with verdict txn resolve ID --abort; a decided one needs the participant running to acknowledge it); then remove it`,
+  );
+}

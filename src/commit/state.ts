@@ -73,6 +73,10 @@ export interface HeuristicRecord extends OperatorAct {
 
 export type Command =
   | { t: 'register'; id: string; endpoint: string; atMs: number }
+  // `verdict participant remove`: the participant leaves the registry, unless a
+  // decision in the table still names it and is not in `acked` (the decisions
+  // the leader saw it acknowledge; the table itself does not track ACKs).
+  | { t: 'unregister'; id: string; operator: string; atMs: number; acked: string[] }
   // `operator` is set when `verdict txn resolve` asked for this outcome.
   | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: string[]; atMs: number; operator?: OperatorAct }
   | { t: 'forget'; txnIds: string[] }
@@ -80,6 +84,8 @@ export type Command =
 
 export type ApplyResult =
   | { t: 'register'; participant: ParticipantRecord }
+  // `refusedBy`: the decisions that still name the participant (it stays registered); empty when removed or absent.
+  | { t: 'unregister'; id: string; removed: boolean; refusedBy: string[] }
   | { t: 'decide'; decision: Decision; first: boolean; resolution: Resolution | null }
   | { t: 'forget'; forgotten: number }
   | { t: 'heuristic'; record: HeuristicRecord; first: boolean };
@@ -137,6 +143,15 @@ export class DecisionTable {
         const p: ParticipantRecord = { id: cmd.id, endpoint: cmd.endpoint, registeredAtMs: this.participants.get(cmd.id)?.registeredAtMs ?? cmd.atMs };
         this.participants.set(cmd.id, p);
         return { t: 'register', participant: p };
+      }
+      case 'unregister': {
+        // Checked again here, where every node sees the same table: a
+        // decision that names the participant still has to reach it (R5), so
+        // the registry keeps its endpoint until that decision is forgotten.
+        const acked = new Set(cmd.acked);
+        const refusedBy = [...this.decisions.values()].filter((d) => d.participants.includes(cmd.id) && !acked.has(d.txnId)).map((d) => d.txnId);
+        if (refusedBy.length > 0) return { t: 'unregister', id: cmd.id, removed: false, refusedBy };
+        return { t: 'unregister', id: cmd.id, removed: this.participants.delete(cmd.id), refusedBy: [] };
       }
       case 'decide': {
         let existing = this.lookup(cmd.txnId);

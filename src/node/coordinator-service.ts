@@ -13,6 +13,7 @@ import {
   OPERATOR_KEY,
   RECORDED_OUTCOME_KEY,
   STATUS_REASON_KEY,
+  REASON_KEY,
   type ClusterStatusResponse,
   type CoordinatorHandlers,
   type HeuristicInfo,
@@ -105,6 +106,13 @@ function listFilter(r: ListTransactionsRequest): ListFilter {
 }
 const ENDPOINT = /^[A-Za-z0-9.[\]:-]+:\d{1,5}$/;
 
+/** A refusal with a machine-readable reason (REASON_KEY metadata) beside the text. */
+function refuse(code: grpc.status, reason: string, details: string): Partial<grpc.StatusObject> {
+  const metadata = new grpc.Metadata();
+  metadata.set(REASON_KEY, reason);
+  return { code, details, metadata };
+}
+
 export interface CoordinatorServiceDeps {
   cfg: NodeConfig;
   driver: Driver<unknown>;
@@ -112,6 +120,8 @@ export interface CoordinatorServiceDeps {
   table: DecisionTable;
   address: string;
   metrics?: Pick<NodeMetrics, 'observeCommit'>;
+  /** The leader's connection to a participant endpoint (ParticipantLink.connection); '' when unknown. */
+  connection?: (endpoint: string) => string;
   /** Non-null while the node shuts down: the error that Begin and Commit answer instead of taking new work. */
   refusal?: () => grpc.ServiceError | null;
 }
@@ -151,9 +161,10 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
   return {
     RegisterParticipant: (call, cb) => {
       const { clusterId, participantId, endpoint } = call.request;
-      if (clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `participant belongs to cluster "${clusterId}", this is cluster "${cfg.clusterId}"` });
-      if (!ID.test(participantId)) return cb(invalid(`participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
-      if (!ENDPOINT.test(endpoint)) return cb(invalid(`endpoint ${JSON.stringify(endpoint)} must be host:port`));
+      // Each refusal names its reason in `verdict-reason` metadata: the participant tells a fixable setting from a passing outage by it.
+      if (clusterId !== cfg.clusterId) return cb(refuse(grpc.status.FAILED_PRECONDITION, 'wrong-cluster-id', `participant belongs to cluster "${clusterId}", this is cluster "${cfg.clusterId}"`));
+      if (!ID.test(participantId)) return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-participant-id', `participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
+      if (!ENDPOINT.test(endpoint)) return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-endpoint', `endpoint ${JSON.stringify(endpoint)} must be host:port`));
       // With TLS, a participant id belongs to the certificate named after it (src/transport/auth.ts); one
       // namespace with node ids, so that a participant's certificate is never taken for a node's.
       const refused = participantOnly(call, participantId, `registering participant "${participantId}"`);
@@ -177,7 +188,12 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
         if (err) return cb(toServiceError(cfg, err));
         const activity = new Map(call.request.withActivity ? engine.participantActivity().map((a) => [a.id, a]) : []);
         const out: ListParticipantsResponse = {
-          participants: [...table.participants.values()].map((p) => ({ ...participantInfo(p), lastSeenMs: activity.get(p.id)?.lastSeenMs ?? 0, inDoubt: activity.get(p.id)?.inDoubt ?? 0 })),
+          participants: [...table.participants.values()].map((p) => ({
+            ...participantInfo(p),
+            lastSeenMs: activity.get(p.id)?.lastSeenMs ?? 0,
+            inDoubt: activity.get(p.id)?.inDoubt ?? 0,
+            connection: call.request.withActivity ? (deps.connection?.(p.endpoint) ?? '') : '',
+          })),
         };
         cb(null, out);
       });
@@ -249,10 +265,22 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       if (reason === '') return cb(invalid('txn resolve needs a reason (--reason TEXT): it is recorded in the log with who asked and when'));
       if (reason.length > REASON_CHARS_MAX) return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
       const operator = operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>);
-      engine.resolve(r.txnId, outcome, { operator, reason }, (err, res) => {
+      engine.resolve(r.txnId, outcome, { operator, reason, forceUnknown: r.forceUnknown === true }, (err, res) => {
         if (err || !res) return cb(fail(err ?? new EngineError('outcome-unknown', 'no answer')));
         const a = res.answer;
         cb(null, { outcome: { txnId: a.txnId, outcome: OUTCOME[a.outcome], reason: a.reason, decisionIndex: a.decisionIndex }, decided: res.decided, operator });
+      });
+    },
+    RemoveParticipant: (call, cb) => {
+      // An operator's act like txn resolve: with tls.adminNames, only an admin certificate may.
+      const refused = adminOnly(call, 'participant remove');
+      if (refused) return cb(refused);
+      const { clusterId, participantId } = call.request;
+      if (clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the request is for cluster "${clusterId}", this is cluster "${cfg.clusterId}"` });
+      if (!ID.test(participantId)) return cb(invalid(`participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
+      engine.unregisterParticipant(participantId, operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>), (err, removed) => {
+        if (err) return cb(fail(err));
+        cb(null, { removed: removed === true });
       });
     },
     ClusterStatus: (_call, cb) => {

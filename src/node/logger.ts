@@ -33,7 +33,7 @@ const LEVELS: Record<number, [string, string]> = {
 const HIDDEN = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'node', 'participantId']);
 
 /**
- * A tiny pino destination for terminals: `12:00:01.234 INFO  [n1] message key=value …`.
+ * A tiny pino destination for terminals: `12:00:01.234 INFO  [n1 pid 4242] message key=value …`.
  * Identity fields (node, participant id) come first, so one transaction's
  * lines still read as a story; txnId and the rest follow as key=value.
  */
@@ -55,7 +55,9 @@ export function prettyDestination(write: (s: string) => void, color: boolean): D
 export function prettyLine(o: Record<string, unknown>, color = false): string {
   const [name, tint] = LEVELS[o.level as number] ?? [String(o.level).padEnd(5), ''];
   const time = typeof o.time === 'number' ? new Date(o.time).toISOString().slice(11, 23) : '';
-  const who = [o.node, o.participantId].filter((x) => typeof x === 'string' && x !== '').join('/');
+  // The pid is what `kill` needs: the failure drill starts from a log line.
+  const id = [o.node, o.participantId].filter((x) => typeof x === 'string' && x !== '').join('/');
+  const who = [id, typeof o.pid === 'number' ? `pid ${o.pid}` : ''].filter((x) => x !== '').join(' ');
   const fields: string[] = [];
   for (const [k, v] of Object.entries(o)) {
     if (HIDDEN.has(k) || v === undefined) continue;

@@ -75,6 +75,8 @@ export interface RunningNode {
   shutdown(): Promise<void>;
   /** Immediate: close everything (what a fatal storage error does). */
   stop(): Promise<void>;
+  /** The whole cluster is stopping (`verdict cluster up` said so): a leader's failed handover is expected, logged at info. */
+  expectClusterStop(): void;
 }
 
 /**
@@ -291,7 +293,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   server.addService(raftNode.definition, raftNode.implementation);
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
   const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, eng, cfg.inFlightMax);
-  const coordinator = withClientLimits(coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal }), {
+  const coordinator = withClientLimits(coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal, connection: (endpoint) => participants.connection(endpoint) }), {
     quota,
     refusals,
     nowMs: () => Date.now(),
@@ -356,15 +358,24 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     if (!d.isLeader()) return;
     const to = bestFollower();
     if (to === NONE) {
-      log.warn('no follower to transfer leadership to; stopping as leader (the others elect one after an election timeout)');
+      if (clusterStopping) log.info('the whole cluster is stopping; stopping as leader without a handover (expected)');
+      else log.warn('no follower to transfer leadership to; stopping as leader (the others elect one after an election timeout)');
       return;
     }
     handOffTo = to;
     log.info({ to, term: rawNode.raft.term }, 'transferring leadership before shutdown');
     const leader = await transferLeadership(cfg, d as Driver<unknown>, to, waitMs);
     if (leader !== '' && leader !== cfg.nodeId) log.info({ to: leader, term: rawNode.raft.term }, `transferred leadership to ${leader}`);
+    // When the launcher stops every node at once, the follower is stopping too: no handover is expected.
+    else if (clusterStopping) log.info({ to, waitedMs: waitMs }, 'leadership transfer did not complete: the whole cluster is stopping (expected)');
     else log.warn({ to, waitedMs: waitMs }, 'leadership transfer did not complete in time; stopping as leader (the others elect one after an election timeout)');
   }
+
+  /** Set by `verdict cluster up` when it stops every node: a leader that cannot hand over is then expected, not a problem. */
+  let clusterStopping = false;
+  const expectClusterStop = (): void => {
+    clusterStopping = true;
+  };
 
   let shuttingDownP: Promise<void> | null = null;
   function shutdown(): Promise<void> {
@@ -377,7 +388,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     return shuttingDownP;
   }
 
-  return { driver: d, machine, engine: eng, address, metricsAddress: metricsServer?.address ?? null, opsReady: opsReady.catch(() => {}), shutdown, stop };
+  return { driver: d, machine, engine: eng, address, metricsAddress: metricsServer?.address ?? null, opsReady: opsReady.catch(() => {}), shutdown, stop, expectClusterStop };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -5,7 +5,7 @@
 
 import type { DecisionRequest, PrepareRequest, VoteValue } from '../commit/engine.ts';
 import type { ParticipantRecord } from '../commit/state.ts';
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
 import { ParticipantExchange } from '../transport/participant-exchange.ts';
 
@@ -59,6 +59,28 @@ export class ParticipantLink {
   decide(to: ParticipantRecord, req: DecisionRequest, deadlineMs: number, cb: (err: Error | null) => void): void {
     const decision = { clusterId: this.clusterId, txnId: req.txnId, participantId: req.participantId, decision: req.outcome === 'commit' ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: req.reason } as const;
     this.client(to.endpoint).decide(decision, deadlineMs, (err) => cb(err));
+  }
+
+  /**
+   * The state of this node's connection to a participant, for operators:
+   * "connected", "connecting", "down" (failed, reconnecting with backoff) or
+   * "idle" (no channel, or one with nothing to carry). Idle is normal for a
+   * participant no transaction has used since this node became leader.
+   */
+  connection(endpoint: string): 'connected' | 'connecting' | 'down' | 'idle' {
+    const c = this.clients.get(endpoint);
+    if (c === undefined) return 'idle';
+    switch (c.client.channel.getChannel().getConnectivityState(false)) {
+      case grpc.connectivityState.READY:
+        return 'connected';
+      case grpc.connectivityState.CONNECTING:
+        return 'connecting';
+      case grpc.connectivityState.TRANSIENT_FAILURE:
+      case grpc.connectivityState.SHUTDOWN:
+        return 'down';
+      default:
+        return 'idle';
+    }
   }
 
   close(): void {

@@ -119,6 +119,7 @@ export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMa
         appliedIndex: s.applied,
         lastIndex: s.lastIndex,
         firstIndex: s.firstIndex,
+        pid: process.pid,
         // Only the leader tracks replication progress; any other node lists
         // the members it was configured with, so that `verdict status` finds
         // the whole cluster from any one address.

@@ -100,6 +100,38 @@ export async function deleteOldMarkers(pool: pg.Pool, o: { table: string; prefix
   return total;
 }
 
+/** SQLSTATE insufficient_privilege. */
+const INSUFFICIENT_PRIVILEGE = '42501';
+
+/**
+ * Why the adapter could not set itself up in PostgreSQL, in a person's
+ * words. PostgreSQL 15 stopped granting CREATE on schema public to every
+ * role, so a role made by the book meets "permission denied for schema
+ * public" at the adapter's first CREATE TABLE: the message names the grant
+ * that fixes it (or the tables to create in advance).
+ */
+export function describeSetupError(err: unknown, url: string, tables: readonly string[]): string {
+  const e = err as { code?: string; message?: string };
+  if (err instanceof pg.DatabaseError && e.code === INSUFFICIENT_PRIVILEGE) {
+    let user = 'the participant\'s role';
+    let db = 'the database';
+    try {
+      const u = new URL(url);
+      if (u.username !== '') user = decodeURIComponent(u.username);
+      if (u.pathname.length > 1) db = decodeURIComponent(u.pathname.slice(1));
+    } catch {
+      // The URL was checked when the pool was made; keep the generic words.
+    }
+    const schema = /schema "?([A-Za-z0-9_]+)"?/.exec(e.message ?? '')?.[1] ?? 'public';
+    const onSchema = /for schema/.test(e.message ?? '');
+    const grant = onSchema
+      ? `GRANT CREATE ON SCHEMA ${schema} TO ${user}; (run it in database ${db} as its owner or a superuser; PostgreSQL 15 no longer grants CREATE on schema public to every role)`
+      : `GRANT SELECT, INSERT, UPDATE, DELETE ON ${tables.join(', ')} TO ${user}; (run it in database ${db} as the tables' owner)`;
+    return `PostgreSQL at ${redact(url)} refused the adapter's set-up: ${e.message} (SQLSTATE ${INSUFFICIENT_PRIVILEGE}). The adapter keeps its own tables ${tables.join(' and ')} in the database and needs ${onSchema ? `the right to create them once: ${grant}` : `to read and write them: ${grant}`}; or create them in advance (see docs/postgres.md)`;
+  }
+  return `cannot use PostgreSQL at ${redact(url)}: ${describePgError(err)}`;
+}
+
 /** A PostgreSQL error as a vote reason: SQLSTATE and message (and detail); other errors as a lost connection or their message. */
 export function describePgError(err: unknown): string {
   if (err instanceof pg.DatabaseError) {

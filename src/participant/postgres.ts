@@ -63,9 +63,9 @@
 import pg from 'pg';
 import type { PoolClient, QueryResult } from 'pg';
 import { gidOf, gidPrefix, parseGid, type ParsedGid } from './postgres-gid.ts';
-import { PostgresConfigError, checkServer, deleteOldMarkers, describePgError, ensureMarkerTable, markerExists, redact, selectPrepared, sqlGid } from './postgres-sql.ts';
+import { PostgresConfigError, checkServer, deleteOldMarkers, describePgError, describeSetupError, ensureMarkerTable, markerExists, redact, selectPrepared, sqlGid } from './postgres-sql.ts';
 import { SILENT_LOG, withDefaults, type EngineLog, type Resource, type ResourceVote, type TxnId } from './types.ts';
-import { ensureHeuristicTable, heuristicActOf, markReported, unreportedActs, type HeuristicAct } from './heuristic.ts';
+import { HEURISTIC_TABLE, ensureHeuristicTable, heuristicActOf, markReported, unreportedActs, type HeuristicAct } from './heuristic.ts';
 
 export { PostgresConfigError, describePgError, redact } from './postgres-sql.ts';
 
@@ -242,7 +242,7 @@ export class PostgresResource implements Resource {
     } catch (err) {
       await r.endPools();
       if (err instanceof PostgresConfigError) throw err;
-      throw new PostgresConfigError(`cannot use PostgreSQL at ${redact(o.url)}: ${describePgError(err)}`);
+      throw new PostgresConfigError(describeSetupError(err, o.url, [r.table, HEURISTIC_TABLE]));
     }
     return r;
   }

@@ -18,7 +18,7 @@ import {
   participantService,
 } from '../transport/participant-rpc.ts';
 import { addHealth, addReflection, serveMetrics, MetricsListenError, type MetricsServer } from '../transport/ops.ts';
-import { channelCredentials, explainConnectError, loadTls, serverCredentials, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
+import { channelCredentials, loadTls, serverCredentials, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
 import { ClusterLink, toClusterOutcome } from './cluster-link.ts';
 import { ParticipantEngine, type EngineOptions } from './engine.ts';
 import { FileJournal } from './journal.ts';
@@ -30,6 +30,8 @@ import type { PostgresResource } from './postgres.ts';
 import type { PostgresParticipantOptions, PostgresSetup } from './postgres-recovery.ts';
 import type { HeuristicReporter } from './heuristic.ts';
 import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
+import { participantCertificateProblem } from './certificate-check.ts';
+import { classifyRegistrationError, registrationBackoffMs, TLS_REFUSALS_BEFORE_GIVING_UP } from './registration.ts';
 import { endExchanges, newGate, participantHandlers } from './serve.ts';
 import { NodeCallers } from './node-callers.ts';
 
@@ -43,8 +45,10 @@ export interface ParticipantOptions {
   endpointsOfCluster: string[];
   dataDir: string;
   logger: Logger;
-  /** Delay between registration attempts until one succeeds. */
+  /** Delay after the first failed registration attempt; it doubles on each failure up to registerRetryMaxMs. */
   registerRetryMs?: number;
+  /** The longest delay between registration attempts (default 10 s). */
+  registerRetryMaxMs?: number;
   compactAfterRecords?: number;
   /** host:port for Prometheus metrics (GET /metrics); none when absent. */
   metricsListen?: string;
@@ -74,7 +78,7 @@ export interface ParticipantRuntime<R = MemoryResource> {
   address: string;
   engine: ParticipantEngine;
   resource: R;
-  /** Resolves once the cluster has accepted the registration. */
+  /** Resolves once the cluster has accepted the registration; rejects with RegistrationRefusedError when it never will. */
   registered: Promise<void>;
   /** host:port of the metrics endpoint, when metricsListen was given. */
   metricsAddress: string | null;
@@ -86,6 +90,18 @@ export class ParticipantStartupError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'ParticipantStartupError';
+  }
+}
+
+/** The cluster refused the registration for a reason retrying cannot fix (see registration.ts). */
+export class RegistrationRefusedError extends Error {
+  constructor(
+    /** Machine-readable: `wrong-cluster-id`, `tls-refused`, ... */
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RegistrationRefusedError';
   }
 }
 
@@ -126,6 +142,8 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       throw err;
     }
     if (tls.leaf === null) throw new ParticipantStartupError('a participant with TLS serves it: give --cert and --key with --ca');
+    const problem = participantCertificateProblem(tls.leaf, o.tls.cert ?? '', o.participantId, o.advertise ?? o.listen);
+    if (problem !== null) throw new ParticipantStartupError(problem);
   } else {
     const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: '--ca, --cert and --key', insecureHow: '--insecure' });
     if (refusal !== null) throw new ParticipantStartupError(refusal);
@@ -235,11 +253,16 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   health.set('SERVING');
   log.info({ address, advertise, metrics: metricsServer ? `http://${metricsServer.address}/metrics` : undefined, inDoubt: engine.inDoubt().length, journal: journal.stats() }, 'participant started');
 
-  // Registration: retried until the cluster accepts it, one attempt at a time.
+  // Registration, one attempt at a time: what retrying can fix (a node down,
+  // no leader yet) is retried with capped exponential backoff and a log line;
+  // what it cannot (a wrong cluster id, a refused certificate) rejects
+  // `registered` with the reason, and the CLI stops with one line.
   let stopping = false;
   let attempts = 0;
-  const retryMs = o.registerRetryMs ?? 1_000;
-  const registered = new Promise<void>((resolve) => {
+  let tlsRefusals = 0;
+  const retryMs = o.registerRetryMs ?? 500;
+  const retryMaxMs = Math.max(retryMs, o.registerRetryMaxMs ?? 10_000);
+  const registered = new Promise<void>((resolve, reject) => {
     const attempt = (): void => {
       if (stopping) return;
       attempts += 1;
@@ -251,14 +274,24 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
         },
         (err: Error) => {
           if (stopping) return;
-          const why = (err as grpc.ServiceError).code === grpc.status.UNAVAILABLE ? explainConnectError(err.message, tls !== null) : err.message;
-          if (attempts === 1 || attempts % 10 === 0) log.warn({ attempts, err: why, retryMs }, 'registration with the cluster failed; retrying');
-          schedule(retryMs, attempt);
+          const f = classifyRegistrationError(err as grpc.ServiceError, tls !== null);
+          const fromTls = f.reason.startsWith('tls-');
+          tlsRefusals = fromTls ? tlsRefusals + 1 : 0;
+          if (f.permanent && (!fromTls || tlsRefusals >= TLS_REFUSALS_BEFORE_GIVING_UP)) {
+            log.error({ attempts, reason: f.reason, err: f.message }, 'the cluster refused the registration; retrying cannot fix this');
+            reject(new RegistrationRefusedError(f.reason, `the cluster refused to register participant ${o.participantId}: ${f.message}`));
+            return;
+          }
+          const waitMs = registrationBackoffMs(attempts, retryMs, retryMaxMs);
+          if (attempts <= 5 || attempts % 10 === 0) log.warn({ attempts, reason: f.reason, err: f.message, retryInMs: waitMs }, 'registration with the cluster failed; retrying');
+          schedule(waitMs, attempt);
         },
       );
     };
     attempt();
   });
+  // Callers that never await it (the CLI does) must not see an unhandled rejection.
+  registered.catch(() => {});
 
   // Heuristic acts done by hand while the cluster was unreachable are reported
   // once it is reachable and this participant is registered (R4).

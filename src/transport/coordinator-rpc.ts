@@ -25,6 +25,8 @@ export interface ParticipantInfo {
   /** Filled (defaults 0) on the wire; optional so older fakes and servers still type. */
   lastSeenMs?: number;
   inDoubt?: number;
+  /** The leader's connection to it (with activity): connected, connecting, down, idle; '' when not asked. */
+  connection?: string;
 }
 export interface RegisterParticipantResponse {
   participant: ParticipantInfo | null;
@@ -114,6 +116,15 @@ export interface ResolveTransactionRequest {
   txnId: string;
   outcome: OutcomeName;
   reason: string;
+  /** Decide an id the cluster has no record of; optional so older callers still type (defaults false on the wire). */
+  forceUnknown?: boolean;
+}
+export interface RemoveParticipantRequest {
+  clusterId: string;
+  participantId: string;
+}
+export interface RemoveParticipantResponse {
+  removed: boolean;
 }
 export interface ResolveTransactionResponse {
   outcome: TxnOutcome | null;
@@ -166,9 +177,10 @@ export interface CoordinatorHandlers extends grpc.UntypedServiceImplementation {
   ClusterStatus: grpc.handleUnaryCall<ClusterStatusRequest, ClusterStatusResponse>;
   ReportHeuristic: grpc.handleUnaryCall<ReportHeuristicRequest, ReportHeuristicResponse>;
   ResolveTransaction: grpc.handleUnaryCall<ResolveTransactionRequest, ResolveTransactionResponse>;
+  RemoveParticipant: grpc.handleUnaryCall<RemoveParticipantRequest, RemoveParticipantResponse>;
 }
 
-export const COORDINATOR_METHODS = ['RegisterParticipant', 'ListParticipants', 'Begin', 'Commit', 'Abort', 'GetOutcome', 'ListTransactions', 'ClusterStatus', 'ReportHeuristic', 'ResolveTransaction'] as const;
+export const COORDINATOR_METHODS = ['RegisterParticipant', 'ListParticipants', 'Begin', 'Commit', 'Abort', 'GetOutcome', 'ListTransactions', 'ClusterStatus', 'ReportHeuristic', 'ResolveTransaction', 'RemoveParticipant'] as const;
 export type CoordinatorMethod = (typeof COORDINATOR_METHODS)[number];
 
 const def = coordinatorPackageDefinition['verdict.coordinator.Coordinator'];
@@ -211,6 +223,9 @@ export const commitStreamMethod = (() => {
   assert(m !== undefined, 'Coordinator.CommitStream is defined');
   return m as unknown as grpc.MethodDefinition<StreamedCommits, StreamedOutcomes>;
 })();
+
+/** Metadata key under which a node names, machine-readably, why it refused a request (e.g. `wrong-cluster-id`). */
+export const REASON_KEY = 'verdict-reason';
 
 /** Metadata keys by which a follower points at the leader. */
 export const LEADER_ID_KEY = 'verdict-leader-id';

@@ -99,6 +99,8 @@ export interface NodeStatus {
   lastIndex: number;
   firstIndex: number;
   peers: PeerStatus[];
+  /** The node's process id; 0 from a node that does not report it. */
+  pid: number;
 }
 
 export interface PutRequest {

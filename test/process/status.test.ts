@@ -61,11 +61,13 @@ describe('verdict status', () => {
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe(`leader: ${leader.id}`);
-    expect(lines[1]).toMatch(/^NODE\s+ADDRESS\s+ROLE\s+TERM\s+COMMIT\s+APPLIED\s+LAST$/);
+    expect(lines[1]).toMatch(/^NODE\s+ADDRESS\s+PID\s+ROLE\s+TERM\s+COMMIT\s+APPLIED\s+LAST$/);
     for (const n of c.nodes) {
       const row = lines.find((l) => l.startsWith(`${n.id} `));
       expect(row, r.stdout).toBeDefined();
       expect(row).toContain(n.address);
+      // The pid `kill` needs for the failure drill.
+      expect(row).toMatch(new RegExp(`\\s${n.child?.pid}\\s`));
       expect(row).toMatch(n === leader ? /\sleader\s/ : /\sfollower\s/);
     }
   });

@@ -77,6 +77,25 @@ describe('verdict txn', () => {
     expect(out.join('')).toBe('');
   });
 
+  it('show of a presumed abort marks its participants\' ACK "not needed" (aborts need none, R5), not "no"', async () => {
+    const node = await cluster.node({
+      GetOutcome: (req) => ({ txnId: req.txnId, outcome: 'OUTCOME_ABORTED' as const, reason: 'ledger voted NO', decisionIndex: 0 }),
+      ListTransactions: () => ({
+        transactions: [{ txnId: 'a1', outcome: 'OUTCOME_ABORTED' as const, reason: 'ledger voted NO', phase: 'aborted', ageMs: 3_000, decisionIndex: 0, participants: [{ participantId: 'shop', vote: 'yes', acked: false, retries: 0 }] }],
+      }),
+    });
+    await txnCommand(['show', 'a1', '--endpoints', node.address]);
+    expect(out.join('')).toMatch(/^shop +yes +not needed +0$/m);
+    expect(process.exitCode).toBeUndefined();
+  });
+
+  it('outcome of an id the cluster does not know exits with EXIT_ERROR, like show', async () => {
+    const node = await cluster.node({ GetOutcome: (req) => ({ txnId: req.txnId, outcome: 'OUTCOME_UNKNOWN' as const, reason: '', decisionIndex: 0 }) });
+    await txnCommand(['outcome', 'nope', '--endpoints', node.address]);
+    expect(out.join('')).toBe('UNKNOWN nope: never heard of, or forgotten after every participant acknowledged it\n');
+    expect(process.exitCode).toBe(EXIT_ERROR);
+  });
+
   it('list prints a table of transactions with votes; participants prints JSON with --json', async () => {
     const node = await coordinator('OUTCOME_COMMITTED');
     await txnCommand(['list', '--in-flight', '--endpoints', node.address]);
@@ -86,6 +105,6 @@ describe('verdict txn', () => {
     expect(node.requests('ListTransactions')[0].inFlight).toBe(true);
     out.length = 0;
     await participantsCommand(['--json', '--endpoints', node.address]);
-    expect(JSON.parse(out.join(''))).toEqual([{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenMs: 0, inDoubt: 0 }]);
+    expect(JSON.parse(out.join(''))).toEqual([{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenMs: 0, inDoubt: 0, connection: '' }]);
   });
 });

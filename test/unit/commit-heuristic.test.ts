@@ -112,9 +112,9 @@ class World extends EngineWorld {
     return out;
   }
 
-  resolve(txnId: string, outcome: 'commit' | 'abort'): { res: ResolveAnswer | null; err: EngineError | null } {
+  resolve(txnId: string, outcome: 'commit' | 'abort', forceUnknown = false): { res: ResolveAnswer | null; err: EngineError | null } {
     const out: { res: ResolveAnswer | null; err: EngineError | null } = { res: null, err: null };
-    this.engine.resolve(txnId, outcome, { operator: 'bob@ops', reason: 'stuck for an hour' }, (err, res) => {
+    this.engine.resolve(txnId, outcome, { operator: 'bob@ops', reason: 'stuck for an hour', forceUnknown }, (err, res) => {
       out.err = err;
       out.res = res ?? null;
     });
@@ -210,8 +210,23 @@ describe('commit engine: txn resolve (operator, AC2, R1)', () => {
     expect(r.err?.message).toMatch(/AC2/);
     expect(r.err?.message).toMatch(/b: no vote yet/);
     expect(w.proposals).toHaveLength(0);
-    const unknown = w.resolve('never-begun', 'commit');
+    const unknown = w.resolve('never-begun', 'commit', true);
     expect(unknown.err?.message).toMatch(/did not prepare it/);
+  });
+
+  test('refuses to resolve an id the cluster has no record of (a mistyped id) unless forced, and logs nothing', () => {
+    const w = new World();
+    const typo = w.resolve('t-typo', 'abort');
+    expect(typo.err?.code).toBe('precondition');
+    expect(typo.err?.message).toMatch(/no record of transaction t-typo/);
+    expect(typo.err?.message).toMatch(/--force-unknown/);
+    expect(w.proposals).toHaveLength(0);
+    const forced = w.resolve('t-typo', 'abort', true);
+    expect(w.proposals).toHaveLength(1);
+    w.applyNext();
+    expect(forced.res).toMatchObject({ decided: true, answer: { outcome: 'aborted' } });
+    // Once decided, the id is known: a repeat needs no force.
+    expect(w.resolve('t-typo', 'abort').err).toBeNull();
   });
 
   test('R1: against a decided transaction the same outcome is confirmed and recorded; the contrary one is refused and points at the participant-side command', () => {
@@ -235,5 +250,82 @@ describe('commit engine: txn resolve (operator, AC2, R1)', () => {
     w.applyNext(); // the engine's own COMMIT
     w.applyNext(); // the operator's confirmation
     expect(r.res).toMatchObject({ decided: false, answer: { outcome: 'committed' } });
+  });
+});
+
+describe('listings an operator reads', () => {
+  test('a presumed abort (a NO vote) is remembered but not listed as in flight', () => {
+    const w = new World();
+    w.prepared('t-no', ['a', 'b']);
+    w.vote('a', 'no', 'insufficient funds');
+    expect(w.engine.view('t-no')?.phase).toBe('aborted');
+    expect(w.engine.list('in-flight', 10).map((v) => v.txnId)).toEqual([]);
+    expect(w.engine.list('all', 10).map((v) => [v.txnId, v.outcome])).toEqual([['t-no', 'aborted']]);
+  });
+
+  test('a heuristic record of a forgotten decision has an age counted from its report, not 0', () => {
+    const w = new World();
+    w.now = 500_000;
+    w.table.apply({ t: 'decide', txnId: 'old', outcome: 'commit', reason: '', participants: ['a'], atMs: 1 }, ++w.index);
+    w.table.apply({ t: 'forget', txnIds: ['old'] }, ++w.index);
+    w.table.apply({ ...report('old', 'a', 'commit'), atMs: w.now - 90_000 }, ++w.index);
+    expect(w.engine.list('heuristic', 10)[0]).toMatchObject({ txnId: 'old', ageMs: 90_000 });
+  });
+});
+
+describe('participant remove (replicated, refused while in doubt)', () => {
+  const remove = (w: World, id: string): { removed: boolean | null; err: EngineError | null } => {
+    const out: { removed: boolean | null; err: EngineError | null } = { removed: null, err: null };
+    w.engine.unregisterParticipant(id, 'bob@ops', (err, removed) => {
+      out.err = err;
+      out.removed = removed ?? null;
+    });
+    return out;
+  };
+
+  test('refuses to remove a participant with a YES vote waiting for a decision, listing the transaction, and logs nothing', () => {
+    const w = new World();
+    w.prepared('t-doubt', ['a', 'b']);
+    w.vote('a', 'yes');
+    const r = remove(w, 'a');
+    expect(r.err?.code).toBe('precondition');
+    expect(r.err?.message).toMatch(/participant a has 1 transaction\(s\) in doubt: t-doubt/);
+    expect(w.proposals).toHaveLength(0);
+  });
+
+  test('removes an idle participant through the log; a second remove is a no-op (R7)', () => {
+    const w = new World();
+    const r = remove(w, 'b');
+    expect(w.proposals[0].cmd).toMatchObject({ t: 'unregister', id: 'b', operator: 'bob@ops', acked: [] });
+    w.applyNext();
+    expect(r).toEqual({ removed: true, err: null });
+    expect(w.table.participants.has('b')).toBe(false);
+    expect(remove(w, 'b')).toEqual({ removed: false, err: null });
+    expect(w.proposals).toHaveLength(0);
+  });
+
+  test('a participant that acknowledged a COMMIT can go while another still owes its ACK; the one that owes it cannot (R5)', () => {
+    const w = new World();
+    w.prepared('t-c', ['a', 'b']);
+    w.vote('a', 'yes');
+    w.vote('b', 'yes');
+    w.applyNext(); // the COMMIT
+    for (const d of w.decisions.splice(0)) d.cb(d.to === 'a' ? null : new Error('b is down'));
+    expect(remove(w, 'b').err?.message).toMatch(/participant b has 1 transaction\(s\) in doubt: t-c/);
+    const r = remove(w, 'a');
+    expect(w.proposals[0].cmd).toMatchObject({ t: 'unregister', id: 'a', acked: ['t-c'] });
+    w.applyNext();
+    expect(r).toEqual({ removed: true, err: null });
+  });
+
+  test('the table refuses, on every node alike, to unregister a participant a decision still names (R5)', () => {
+    const t = new DecisionTable();
+    t.apply({ t: 'register', id: 'a', endpoint: '127.0.0.1:1', atMs: 1 }, 1);
+    t.apply({ t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: ['a'], atMs: 1 }, 2);
+    expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 2, acked: [] }, 3)).toEqual({ t: 'unregister', id: 'a', removed: false, refusedBy: ['c'] });
+    expect(t.participants.has('a')).toBe(true);
+    // The leader saw it acknowledge c: the decision no longer needs it.
+    expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 3, acked: ['c'] }, 5)).toMatchObject({ removed: true });
+    expect(t.participants.has('a')).toBe(false);
   });
 });

@@ -76,9 +76,9 @@ describe('log format', () => {
     expect(logFormat({ VERDICT_LOG_FORMAT: 'pretty' }, false)).toBe('pretty');
   });
 
-  test('a pretty line keeps the identity first and every field, txnId included', () => {
+  test('a pretty line keeps the identity first (with the pid, for kill) and every field, txnId included', () => {
     const line = prettyLine({ level: 30, time: Date.UTC(2026, 0, 1, 12, 0, 1, 234), pid: 7, node: 'n1', msg: 'participant voted NO', txnId: 't-1', participantId: 'shop', reason: 'insufficient funds' });
-    expect(line).toBe('12:00:01.234 INFO  [n1/shop] participant voted NO txnId=t-1 reason="insufficient funds"');
+    expect(line).toBe('12:00:01.234 INFO  [n1/shop pid 7] participant voted NO txnId=t-1 reason="insufficient funds"');
     expect(prettyLine({ level: 50, time: 0, msg: 'boom', err: { type: 'Error', message: 'disk full', stack: '...' } })).toBe('00:00:00.000 ERROR boom err="disk full"');
   });
 });

@@ -1,0 +1,132 @@
+// `verdict certs`: the certificates of a TLS cluster, made with the openssl
+// command line (node:crypto reads X.509 but cannot sign it). One local CA,
+// then a certificate for each node, participant, admin and client, with the
+// names and usages Verdict checks:
+//
+//   node         CN=<nodeId>, OU=<clusterId>, SAN = its address, serverAuth + clientAuth
+//   participant  CN=<id>, OU=<clusterId>, SAN = its address, serverAuth + clientAuth
+//                (the nodes call it, and it calls the nodes)
+//   admin/client CN=<name>, clientAuth (an admin's CN goes in tls.adminNames)
+//
+// An existing CA is reused and existing certificates are kept (--force
+// issues them again), so adding a participant later is one more run.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import { bool, CommandError, flag, flagAll, UsageError } from './args.ts';
+
+export const CERTS_HELP = `  verdict certs [--dir DIR] [--cluster-id ID] [--nodes N] [--base-port PORT]
+                [--participant ID=HOST:PORT ...] [--admin NAME ...] [--client NAME ...] [--days N] [--force]
+                                      make a local CA (DIR/ca.crt, ca.key; reused when present) and certificates for
+                                      nodes n1..nN at 127.0.0.1:PORT.. (default 3 at 7001), participants, admins
+                                      (clientAuth; their CN goes in tls.adminNames) and clients; with no
+                                      --participant/--admin/--client: shop=127.0.0.1:7101, ledger=127.0.0.1:7102,
+                                      admin ops-admin, client alice. DIR defaults to certs/; existing files are kept
+                                      unless --force. Needs the openssl command line tool
+`;
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+export interface CertsPlan {
+  dir: string;
+  clusterId: string;
+  days: number;
+  force: boolean;
+  nodes: { id: string; address: string }[];
+  participants: { id: string; address: string }[];
+  admins: string[];
+  clients: string[];
+}
+
+export function parseCertsArgs(argv: readonly string[]): CertsPlan {
+  const args = [...argv];
+  const dir = flag(args, '--dir') ?? 'certs';
+  const clusterId = flag(args, '--cluster-id') ?? 'local';
+  const n = Number(flag(args, '--nodes') ?? 3);
+  const basePort = Number(flag(args, '--base-port') ?? 7001);
+  const days = Number(flag(args, '--days') ?? 825);
+  const force = bool(args, '--force');
+  const participantSpecs = flagAll(args, '--participant');
+  const admins = flagAll(args, '--admin');
+  const clients = flagAll(args, '--client');
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; run verdict certs --help`);
+  if (!NAME.test(clusterId)) throw new UsageError(`--cluster-id "${clusterId}" must be 1-64 letters, digits, ".", "_" or "-"`);
+  if (!Number.isInteger(n) || n < 0 || n > 9) throw new UsageError('--nodes must be an integer from 0 to 9');
+  if (!Number.isInteger(basePort) || basePort < 1 || basePort + n > 65_536) throw new UsageError('--base-port must be a port number');
+  if (!Number.isInteger(days) || days < 1 || days > 3_650) throw new UsageError('--days must be an integer from 1 to 3650');
+  const participants = participantSpecs.map((spec) => {
+    const eq = spec.indexOf('=');
+    const id = spec.slice(0, eq);
+    const address = spec.slice(eq + 1);
+    if (eq < 0 || !NAME.test(id) || !/^.+:\d{1,5}$/.test(address)) throw new UsageError(`--participant "${spec}" must be ID=HOST:PORT, e.g. shop=127.0.0.1:7101 (the address the nodes dial)`);
+    return { id, address };
+  });
+  for (const name of [...admins, ...clients]) if (!NAME.test(name)) throw new UsageError(`certificate name "${name}" must be 1-64 letters, digits, ".", "_" or "-"`);
+  const none = participants.length === 0 && admins.length === 0 && clients.length === 0;
+  return {
+    dir,
+    clusterId,
+    days,
+    force,
+    nodes: Array.from({ length: n }, (_, i) => ({ id: `n${i + 1}`, address: `127.0.0.1:${basePort + i}` })),
+    participants: none ? [{ id: 'shop', address: '127.0.0.1:7101' }, { id: 'ledger', address: '127.0.0.1:7102' }] : participants,
+    admins: none ? ['ops-admin'] : admins,
+    clients: none ? ['alice'] : clients,
+  };
+}
+
+/** The subjectAltName for an address's host: an IP, or a DNS name (localhost also gets 127.0.0.1). */
+export function subjectAltName(address: string): string {
+  const host = address.slice(0, address.lastIndexOf(':')).replace(/^\[|\]$/g, '');
+  if (isIP(host) !== 0) return host === '127.0.0.1' ? 'IP:127.0.0.1,DNS:localhost' : `IP:${host}`;
+  return host === 'localhost' ? 'DNS:localhost,IP:127.0.0.1' : `DNS:${host}`;
+}
+
+export async function certsCommand(argv: string[]): Promise<void> {
+  const plan = parseCertsArgs(argv);
+  mkdirSync(plan.dir, { recursive: true });
+  const tmp = mkdtempSync(join(tmpdir(), 'verdict-certs-'));
+  try {
+    const caCert = join(plan.dir, 'ca.crt');
+    const caKey = join(plan.dir, 'ca.key');
+    if (existsSync(caCert) && existsSync(caKey)) say(`kept     ${caCert} (the existing CA signs the new certificates)`);
+    else {
+      openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', caKey, '-out', caCert, '-days', String(Math.max(plan.days, 3_650)), '-subj', `/CN=verdict ${plan.clusterId} CA`,
+        '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+      say(`made     ${caCert} (keep ${caKey} private: it can sign certificates the cluster trusts)`);
+    }
+    const issue = (file: string, subject: string, ext: string, what: string): void => {
+      const cert = join(plan.dir, `${file}.crt`);
+      const key = join(plan.dir, `${file}.key`);
+      if (!plan.force && existsSync(cert) && existsSync(key)) return say(`kept     ${cert} (--force issues it again)`);
+      const csr = join(tmp, `${file}.csr`);
+      const extFile = join(tmp, `${file}.ext`);
+      openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', subject]);
+      writeFileSync(extFile, `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n${ext}`);
+      openssl(['x509', '-req', '-in', csr, '-CA', caCert, '-CAkey', caKey, '-CAcreateserial', '-days', String(plan.days), '-out', cert, '-extfile', extFile]);
+      say(`made     ${cert} ${what}`);
+    };
+    for (const nd of plan.nodes) issue(nd.id, `/OU=${plan.clusterId}/CN=${nd.id}`, `extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltName(nd.address)}\n`, `(node ${nd.id} of ${plan.clusterId} at ${nd.address})`);
+    for (const p of plan.participants) issue(p.id, `/OU=${plan.clusterId}/CN=${p.id}`, `extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltName(p.address)}\n`, `(participant ${p.id} at ${p.address})`);
+    for (const a of plan.admins) issue(a, `/CN=${a}`, 'extendedKeyUsage=clientAuth\n', `(admin: put "${a}" in the nodes' tls.adminNames)`);
+    for (const c of plan.clients) issue(c, `/CN=${c}`, 'extendedKeyUsage=clientAuth\n', '(client)');
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+function say(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+function openssl(args: string[]): void {
+  try {
+    execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException & { stderr?: Buffer };
+    if (e.code === 'ENOENT') throw new CommandError('verdict certs needs the openssl command line tool (on Debian: apt-get install openssl)');
+    throw new CommandError(`openssl ${args[0]} failed: ${e.stderr?.toString().trim() ?? e.message}`);
+  }
+}

@@ -1,0 +1,97 @@
+// Which flags each command takes. main.ts checks a command line against this
+// table before it runs anything, so a typo (`status --jsn`) is refused with
+// the list of valid flags instead of being ignored. The commands themselves
+// still parse their own flags (args.ts); this table only has to name them.
+import { UsageError } from './args.ts';
+
+/** Flags that take no value; every other flag takes the next argument as its value. */
+const SWITCHES = new Set(['--json', '--commit', '--abort', '--force-unknown', '--in-flight', '--in-doubt', '--unacked', '--heuristic', '--help', '-h', '--force', '--insecure']);
+
+const TLS = ['--ca', '--cert', '--key'];
+/** Commands that talk to a node's RaftNode service. */
+const NODE_CLIENT = ['--endpoints', '--timeout', ...TLS];
+/** Commands that go through the SDK (src/client). */
+const SDK_CLIENT = ['--endpoints', '--timeout', '--deadline-ms', ...TLS];
+
+/** `command` or `command subcommand` → its flags (besides --help). */
+export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
+  node: ['--config', '--set', '--insecure'],
+  'node repair': ['--config', '--set'],
+  'cluster up': ['--nodes', '--base-port', '--data', '--tls'],
+  status: ['--json', ...NODE_CLIENT],
+  put: NODE_CLIENT,
+  get: NODE_CLIENT,
+  'leader transfer': ['--to', '--timeout-ms', '--json', ...NODE_CLIENT],
+  'member list': ['--json', ...NODE_CLIENT],
+  'member add': ['--timeout-ms', '--json', ...NODE_CLIENT],
+  'member remove': ['--json', ...NODE_CLIENT],
+  participant: ['--id', '--listen', '--data', '--cluster-id', '--endpoints', '--advertise', '--metrics-listen', '--log-level', '--resource', '--pg-url', '--pg-concurrency', '--insecure', ...TLS],
+  'participant resolve': ['--commit', '--abort', '--reason', '--id', '--cluster-id', '--resource', '--pg-url', '--operator', '--json'],
+  'participant remove': ['--json', '--operator', ...SDK_CLIENT],
+  participants: ['--json', ...SDK_CLIENT],
+  'txn commit': ['--participant', '--txn', '--timeout-ms', '--json', ...SDK_CLIENT],
+  'txn abort': ['--reason', '--json', ...SDK_CLIENT],
+  'txn outcome': ['--json', ...SDK_CLIENT],
+  'txn list': ['--in-flight', '--in-doubt', '--unacked', '--heuristic', '--limit', '--json', ...SDK_CLIENT],
+  'txn show': ['--json', ...SDK_CLIENT],
+  'txn resolve': ['--commit', '--abort', '--reason', '--operator', '--force-unknown', '--json', ...SDK_CLIENT],
+  certs: ['--dir', '--cluster-id', '--nodes', '--base-port', '--participant', '--admin', '--client', '--days', '--force'],
+};
+
+/** The key of COMMAND_FLAGS that argv names, or null for a command (or subcommand) this table does not know. */
+export function commandOf(argv: readonly string[]): string | null {
+  const [cmd, sub] = argv;
+  if (cmd === undefined) return null;
+  if (sub !== undefined && COMMAND_FLAGS[`${cmd} ${sub}`] !== undefined) return `${cmd} ${sub}`;
+  return COMMAND_FLAGS[cmd] !== undefined ? cmd : null;
+}
+
+/**
+ * Refuses a flag the command does not take, naming the valid ones (and the
+ * nearest, when one is close). Values are skipped: after a flag that takes a
+ * value, the next argument is that value, whatever it looks like.
+ */
+export function checkFlags(argv: readonly string[]): void {
+  const command = commandOf(argv);
+  if (command === null) return;
+  const valid = COMMAND_FLAGS[command];
+  const words = command.split(' ').length;
+  for (let i = words; i < argv.length; i++) {
+    const a = argv[i];
+    // A positional argument may start with one dash (a negative number); flags start with two.
+    if (!a.startsWith('--') || a === '--help') continue;
+    const name = a.includes('=') ? a.slice(0, a.indexOf('=')) : a;
+    if (!valid.includes(name)) {
+      const near = nearest(name, valid);
+      throw new UsageError(
+        `unknown flag "${name}" for verdict ${command}${near ? ` (did you mean ${near}?)` : ''}; valid flags: ${valid.length > 0 ? valid.join(', ') : '(none)'}, --help`,
+      );
+    }
+    if (a.includes('=')) throw new UsageError(`write ${name} VALUE, not ${a}`);
+    if (!SWITCHES.has(name)) i += 1;
+  }
+}
+
+/** The valid flag within edit distance 2 of `name`, if any. */
+function nearest(name: string, valid: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestD = 3;
+  for (const v of valid) {
+    const d = editDistance(name, v);
+    if (d < bestD) {
+      best = v;
+      bestD = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length];
+}

@@ -1,0 +1,100 @@
+// `verdict cluster up` (what `npm start` runs) owns its nodes: SIGTERM,
+// SIGINT or SIGHUP to the launcher stops every node before it exits, a
+// launcher killed outright (SIGKILL) takes its nodes with it, and a second
+// launcher on the same ports says so in one line instead of starting nodes
+// that fail one by one. Real processes on loopback ports of their own.
+import { describe, expect, it } from 'vitest';
+import { portsInUse } from '../../src/cli/cluster.ts';
+import { spawn } from 'node:child_process';
+import { BIN, ROOT, runCli, sleep, tempDir, useProcessCleanup, waitFor } from './harness.ts';
+import { alive, allGone, freeBase, launch, nodesUp, STOP_WAIT_MS, useLauncherCleanup } from './launcher-helpers.ts';
+
+useProcessCleanup();
+useLauncherCleanup();
+
+describe('verdict cluster up', () => {
+  it('forwards SIGTERM to its nodes and exits 0 once all stopped, logging the leader\'s lost handover at info; a second launcher on the same ports refuses in one line', async () => {
+    const l = launch(await freeBase(), tempDir());
+    const pids = await nodesUp(l);
+    expect(new Set(pids).size).toBe(3);
+    expect(pids).not.toContain(l.child.pid);
+    // Each node's pid is on its log lines (for kill) and in the banner.
+    for (const pid of pids) expect(l.output()).toContain(`pid ${pid}`);
+
+    const second = await runCli(['cluster', 'up', '--nodes', '3', '--base-port', String(l.basePort), '--data', tempDir()], { timeoutMs: 60_000 });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(new RegExp(`^verdict: cannot start the local cluster: 127\\.0\\.0\\.1 ports ${l.basePort}, ${l.basePort + 1}, ${l.basePort + 2}, .* are in use\\. Another cluster may be running`));
+    expect(second.stderr.trim().split('\n')).toHaveLength(1);
+
+    l.child.kill('SIGTERM');
+    const exit = await Promise.race([l.exited, sleep(STOP_WAIT_MS).then(() => null)]);
+    expect(exit, l.output().slice(-3_000)).toEqual({ code: 0, signal: null });
+    // The launcher waited for them: none is left when it is gone.
+    expect(pids.filter(alive)).toEqual([]);
+    expect(l.output()).toMatch(/verdict: SIGTERM: stopping the cluster/);
+    expect(l.output()).not.toMatch(/exited \(.*\); the other nodes keep running/);
+    // Stopping the whole cluster is expected: a leader that cannot hand over says so at info, not WARN.
+    expect(l.output()).not.toMatch(/WARN .*leadership transfer did not complete/);
+  }, 180_000);
+
+  it('the failure drill: kill -9 of the leader\'s pid from status, the launcher prints the restart command, and that command brings the node back; SIGHUP then stops the cluster', async () => {
+    const l = launch(await freeBase(), tempDir());
+    const pids = await nodesUp(l);
+    const ep = ['--endpoints', `127.0.0.1:${l.basePort}`];
+    const before = JSON.parse((await runCli(['status', '--json', ...ep], { timeoutMs: 60_000 })).stdout) as { leader: string; nodes: { id: string; pid: number }[] };
+    const victim = before.nodes.find((n) => n.id === before.leader);
+    expect(victim?.pid).toBeGreaterThan(0);
+    process.kill(victim?.pid as number, 'SIGKILL');
+    const restart = await waitFor('the launcher to print the restart command', 30_000, async () => new RegExp(`\\[${victim?.id}\\] exited \\(SIGKILL\\); the other nodes keep running\\. Restart it with: npx verdict node --config (\\S+)`).exec(l.output())?.[1]);
+    const again = spawn(process.execPath, [BIN, 'node', '--config', restart], { cwd: ROOT, stdio: 'ignore' });
+    try {
+      await waitFor(`${victim?.id} to be back in verdict status`, 90_000, async () => {
+        const r = await runCli(['status', '--json', ...ep], { timeoutMs: 60_000 });
+        const st = JSON.parse(r.stdout) as { nodes: { id: string; reachable: boolean; pid?: number }[] };
+        return st.nodes.find((n) => n.id === victim?.id && n.reachable && n.pid === again.pid) ? true : undefined;
+      });
+    } finally {
+      again.kill('SIGTERM');
+    }
+    l.child.kill('SIGHUP');
+    const exit = await Promise.race([l.exited, sleep(STOP_WAIT_MS).then(() => null)]);
+    expect(exit, l.output().slice(-3_000)).toEqual({ code: 0, signal: null });
+    expect(pids.filter(alive)).toEqual([]);
+  }, 300_000);
+
+  it('a launcher whose parent shell dies (SIGTERM to `npm start`: npm ends the shell, which passes nothing on) stops the cluster', async () => {
+    const l = launch(await freeBase(), tempDir(), [], true);
+    const pids = await nodesUp(l);
+    const launcher = await launcherPid(l.child.pid as number);
+    expect(alive(launcher)).toBe(true);
+    l.child.kill('SIGTERM');
+    await l.exited;
+    await allGone([...pids, launcher], 'the orphaned launcher and its nodes to stop');
+  }, 180_000);
+
+  it('nodes whose launcher is killed outright (SIGKILL) stop by themselves and free their ports', async () => {
+    const l = launch(await freeBase(), tempDir());
+    const pids = await nodesUp(l);
+    l.child.kill('SIGKILL');
+    await l.exited;
+    await allGone(pids, 'the orphaned nodes to stop');
+    const ports = [0, 1, 2].map((k) => l.basePort + k);
+    expect(await portsInUse(ports)).toEqual([]);
+  }, 180_000);
+});
+
+/** The pid of the launcher started by shell `shellPid` (its only child). */
+async function launcherPid(shellPid: number): Promise<number> {
+  const { readFileSync, readdirSync } = await import('node:fs');
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === shellPid) return Number(d);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  throw new Error(`no child of shell ${shellPid}`);
+}

@@ -1,0 +1,154 @@
+// The CLI's first-hour rules, without processes: unknown flags are refused
+// with the valid ones, --timeout parses, `verdict certs` plans and makes
+// certificates a participant accepts, the participant's own certificate check,
+// registration failures are told apart (permanent vs transient), and the
+// launcher's argument and log-line rules.
+import * as grpc from '@grpc/grpc-js';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { flag, UsageError } from '../../src/cli/args.ts';
+import { certsCommand, parseCertsArgs, subjectAltName } from '../../src/cli/certs.ts';
+import { isLogLine, parseClusterUpArgs } from '../../src/cli/cluster.ts';
+import { checkFlags, COMMAND_FLAGS } from '../../src/cli/flags.ts';
+import { parseTimeout, unreachableMessage } from '../../src/cli/reach.ts';
+import { participantCertificateProblem } from '../../src/participant/certificate-check.ts';
+import { classifyRegistrationError, registrationBackoffMs, REASON_KEY } from '../../src/participant/registration.ts';
+
+describe('unknown flags', () => {
+  it('refuses a flag the command does not take, listing the valid ones and the nearest (status --jsn)', () => {
+    expect(() => checkFlags(['status', '--jsn'])).toThrow(UsageError);
+    expect(() => checkFlags(['status', '--jsn'])).toThrow('unknown flag "--jsn" for verdict status (did you mean --json?); valid flags: --json, --endpoints, --timeout, --ca, --cert, --key, --help');
+  });
+
+  it('knows subcommands: txn list takes --in-doubt, txn commit does not', () => {
+    expect(() => checkFlags(['txn', 'list', '--in-doubt'])).not.toThrow();
+    expect(() => checkFlags(['txn', 'commit', '--in-doubt', '--participant', 'shop'])).toThrow(/unknown flag "--in-doubt" for verdict txn commit/);
+    expect(() => checkFlags(['participant', 'remove', 'shop', '--force-unknown'])).toThrow(/for verdict participant remove/);
+    expect(() => checkFlags(['txn', 'resolve', 'T1', '--abort', '--reason', 'x', '--force-unknown'])).not.toThrow();
+  });
+
+  it('skips flag values, whatever they look like, and accepts --help anywhere', () => {
+    expect(() => checkFlags(['txn', 'commit', '--participant', 'shop={"set":{"--x":"1"}}', '--txn', '--json'])).not.toThrow();
+    expect(() => checkFlags(['put', 'k', '-5'])).not.toThrow();
+    expect(() => checkFlags(['member', 'add', '--help'])).not.toThrow();
+    expect(() => checkFlags(['status', '--json=true'])).toThrow(/write --json VALUE/);
+  });
+
+  it('every command of the help has an entry, so none escapes the check', () => {
+    for (const c of ['node', 'cluster up', 'status', 'put', 'get', 'leader transfer', 'member list', 'member add', 'member remove', 'participant', 'participant resolve', 'participant remove', 'participants', 'txn commit', 'txn abort', 'txn outcome', 'txn list', 'txn show', 'txn resolve', 'certs']) {
+      expect(COMMAND_FLAGS[c], c).toBeDefined();
+    }
+  });
+});
+
+describe('--timeout and the unreachable message', () => {
+  it('parses 2s, 500ms and plain milliseconds; refuses nonsense', () => {
+    expect(parseTimeout(undefined)).toBe(2_000);
+    expect(parseTimeout('2s')).toBe(2_000);
+    expect(parseTimeout('500ms')).toBe(500);
+    expect(parseTimeout('750')).toBe(750);
+    expect(() => parseTimeout('soon')).toThrow(UsageError);
+    expect(() => parseTimeout('0')).toThrow(UsageError);
+  });
+
+  it('names every endpoint tried and why', () => {
+    const m = unreachableMessage(new Map([['127.0.0.1:7001', 'connection refused'], ['127.0.0.1:7002', 'no answer within 2000 ms']]), 2_000);
+    expect(m).toMatch(/^cannot reach the cluster: tried 127\.0\.0\.1:7001 \(connection refused\), 127\.0\.0\.1:7002 \(no answer within 2000 ms\)/);
+  });
+});
+
+describe('cluster up', () => {
+  it('takes --base-port and --data; refuses ports that do not fit', () => {
+    expect(parseClusterUpArgs(['--nodes', '3', '--base-port', '27001', '--data', '/tmp/x'], flag)).toEqual({ nodes: 3, basePort: 27001, dataDir: '/tmp/x' });
+    expect(() => parseClusterUpArgs(['--base-port', '65000'], flag)).toThrow(/--base-port must be an integer/);
+    expect(() => parseClusterUpArgs(['--tls', '/nonexistent-certs'], flag)).toThrow(/missing .*ca\.crt.*verdict certs --dir/);
+  });
+
+  it('passes a node\'s log lines through as they are (they name the node) and prefixes anything else', () => {
+    expect(isLogLine('12:00:01.234 INFO  [n1 pid 42] became leader term=2')).toBe(true);
+    expect(isLogLine('{"level":30,"time":1,"pid":42,"node":"n1","msg":"x"}')).toBe(true);
+    expect(isLogLine('verdict: cannot listen on 127.0.0.1:7001: the address is in use')).toBe(false);
+  });
+});
+
+describe('verdict certs', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-certs-unit-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  let out: string[];
+  beforeEach(() => {
+    out = [];
+    vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => out.push(String(s)) > 0);
+  });
+  afterEach(() => vi.restoreAllMocks());
+
+  it('plans the loopback cluster by default: n1-n3, participants shop and ledger, admin ops-admin, client alice', () => {
+    const p = parseCertsArgs([]);
+    expect(p.nodes).toEqual([{ id: 'n1', address: '127.0.0.1:7001' }, { id: 'n2', address: '127.0.0.1:7002' }, { id: 'n3', address: '127.0.0.1:7003' }]);
+    expect(p.participants.map((x) => x.id)).toEqual(['shop', 'ledger']);
+    expect([p.admins, p.clients, p.clusterId, p.dir]).toEqual([['ops-admin'], ['alice'], 'local', 'certs']);
+    expect(() => parseCertsArgs(['--participant', 'shop'])).toThrow(/ID=HOST:PORT/);
+    expect(subjectAltName('127.0.0.1:7101')).toBe('IP:127.0.0.1,DNS:localhost');
+    expect(subjectAltName('db1.example:7101')).toBe('DNS:db1.example');
+  });
+
+  it('makes certificates with the names and usages Verdict checks, and a participant accepts its own', async () => {
+    await certsCommand(['--dir', dir, '--nodes', '1', '--participant', 'shop=127.0.0.1:7101', '--admin', 'ops-admin', '--client', 'alice']);
+    const cert = (name: string): X509Certificate => new X509Certificate(readFileSync(join(dir, `${name}.crt`)));
+    const ca = cert('ca');
+    const n1 = cert('n1');
+    expect(n1.subject).toBe('OU=local\nCN=n1');
+    expect(n1.subjectAltName).toBe('IP Address:127.0.0.1, DNS:localhost');
+    expect(n1.verify(ca.publicKey)).toBe(true);
+    const shop = cert('shop');
+    expect(shop.subject).toBe('OU=local\nCN=shop');
+    expect(shop.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1', '1.3.6.1.5.5.7.3.2']);
+    expect(participantCertificateProblem(shop, 'shop.crt', 'shop', '127.0.0.1:7101')).toBeNull();
+    expect(cert('ops-admin').keyUsage).toEqual(['1.3.6.1.5.5.7.3.2']);
+    // A second run keeps what exists (the same CA signs anything new).
+    await certsCommand(['--dir', dir, '--nodes', '1', '--participant', 'shop=127.0.0.1:7101']);
+    expect(out.join('')).toMatch(/kept +.*ca\.crt/);
+    expect(cert('ca').fingerprint256).toBe(ca.fingerprint256);
+  });
+
+  it('the participant refuses a client-only certificate (unsuitable certificate purpose) and one without its address, with the fix', () => {
+    const alice = new X509Certificate(readFileSync(join(dir, 'alice.crt')));
+    expect(participantCertificateProblem(alice, 'alice.crt', 'shop', '127.0.0.1:7101')).toBe(
+      '--cert (alice.crt) lacks serverAuth in its extendedKeyUsage: the cluster\'s nodes call a participant as a TLS server and it calls them as a client, so every transaction would abort ("unsuitable certificate purpose"); ' +
+        'make one with: npx verdict certs --participant shop=127.0.0.1:7101 (serverAuth+clientAuth, subjectAltName for 127.0.0.1:7101)',
+    );
+    const shop = new X509Certificate(readFileSync(join(dir, 'shop.crt')));
+    expect(participantCertificateProblem(shop, 'shop.crt', 'shop', '10.0.0.9:7101')).toMatch(/does not name 10\.0\.0\.9 in its subjectAltName \(it names: IP Address:127\.0\.0\.1, DNS:localhost\)/);
+  });
+});
+
+describe('participant registration failures', () => {
+  const failure = (code: grpc.status, details: string, reason?: string): grpc.ServiceError => {
+    const metadata = new grpc.Metadata();
+    if (reason !== undefined) metadata.set(REASON_KEY, reason);
+    return Object.assign(new Error(details), { code, details, metadata });
+  };
+
+  it('a wrong cluster id is permanent, by code and reason, with the fix', () => {
+    const f = classifyRegistrationError(failure(grpc.status.FAILED_PRECONDITION, 'participant belongs to cluster "prod", this is cluster "local"', 'wrong-cluster-id'), false);
+    expect(f).toEqual({ permanent: true, reason: 'wrong-cluster-id', message: expect.stringMatching(/FAILED_PRECONDITION: .*this is cluster "local"; give the cluster's id with --cluster-id/) });
+  });
+
+  it('a node that is down or has no leader is transient', () => {
+    expect(classifyRegistrationError(failure(grpc.status.UNAVAILABLE, 'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7001'), false)).toMatchObject({ permanent: false, reason: 'node-down' });
+    expect(classifyRegistrationError(failure(grpc.status.UNAVAILABLE, 'not the leader: no leader yet'), false)).toMatchObject({ permanent: false });
+    expect(classifyRegistrationError(failure(grpc.status.DEADLINE_EXCEEDED, 'Deadline exceeded'), false)).toMatchObject({ permanent: false });
+  });
+
+  it('a refused certificate is permanent (tls-refused)', () => {
+    const f = classifyRegistrationError(failure(grpc.status.UNAVAILABLE, 'No connection established. Last error: Error: 40D8:error:0A000418:SSL routines:ssl3_read_bytes:tlsv1 alert unknown ca'), true);
+    expect(f).toMatchObject({ permanent: true, reason: 'tls-refused' });
+    expect(f.message).toMatch(/verdict certs/);
+  });
+
+  it('backoff doubles from the first delay and stops at the cap', () => {
+    expect([1, 2, 3, 4, 5, 6, 50].map((n) => registrationBackoffMs(n, 500, 10_000))).toEqual([500, 1_000, 2_000, 4_000, 8_000, 10_000, 10_000]);
+  });
+});
