@@ -64,8 +64,9 @@ import pg from 'pg';
 import type { PoolClient, QueryResult } from 'pg';
 import { gidOf, gidPrefix, parseGid, type ParsedGid } from './postgres-gid.ts';
 import { PostgresConfigError, checkServer, deleteOldMarkers, describePgError, ensureMarkerTable, markerExists, redact, selectPrepared, sqlGid } from './postgres-sql.ts';
-import { SILENT_LOG, withDefaults, type EngineLog, type Resource, type ResourceVote, type TxnId } from './types.ts';
+import { SILENT_LOG, withDefaults, type EngineLog, type ResourceVote, type TxnId } from './types.ts';
 import { ensureHeuristicTable, heuristicActOf, markReported, unreportedActs, type HeuristicAct } from './heuristic.ts';
+import type { PreparedGid, PreparedResource, PreparedStats } from './prepared-recovery.ts';
 
 export { PostgresConfigError, describePgError, redact } from './postgres-sql.ts';
 
@@ -127,22 +128,7 @@ export class HeuristicHazardError extends Error {
 /** What the application's work gets: queries on T's connection, inside T's transaction. */
 export type PgTxnClient = Pick<PoolClient, 'query'>;
 
-export interface PreparedGid {
-  gid: string;
-  /** The txn id the gid names, when it is readable; hashed gids are matched by the caller. */
-  parsed: ParsedGid;
-  preparedAtMs: number;
-  ageMs: number;
-}
-
-/** Values for metrics and alerts, as of the last scan of pg_prepared_xacts. */
-export interface PreparedStats {
-  count: number;
-  oldestAgeMs: number;
-  /** Older than stuckAfterMs. */
-  stuck: number;
-  scannedAtMs: number;
-}
+export type { PreparedGid, PreparedStats } from './prepared-recovery.ts';
 
 export interface PostgresCounts {
   open: number;
@@ -171,7 +157,9 @@ interface TxnEntry {
 
 type Options = Required<Omit<PostgresResourceOptions, 'log'>>;
 
-export class PostgresResource implements Resource {
+export class PostgresResource implements PreparedResource {
+  readonly kind = 'PostgreSQL';
+  readonly byHand = 'verdict participant resolve, or COMMIT PREPARED / ROLLBACK PREPARED';
   readonly prefix: string;
   private readonly o: Options;
   private readonly log: EngineLog;
@@ -256,6 +244,10 @@ export class PostgresResource implements Resource {
   txnIdOfGid(gid: string): TxnId | undefined {
     for (const txnId of this.txns.keys()) if (this.gid(txnId) === gid) return txnId;
     return undefined;
+  }
+
+  describeError(err: unknown): string {
+    return describePgError(err);
   }
 
   get stuckAfterMs(): number {
