@@ -263,7 +263,7 @@ export class PreparedMonitor {
           this.unknownReported.add(p.gid);
           log.error(
             { gid: p.gid, ageMs: p.ageMs },
-            `prepared transaction of this participant whose txn id is unknown (hashed name, not in the journal): it cannot be asked about; resolve it by hand (${resource.byHand}) after checking the cluster`,
+            `prepared transaction of this participant whose txn id is unknown (hashed gid, not in the journal): it cannot be asked about; resolve it by hand (${resource.byHand}) after checking the cluster`,
           );
         }
         if (stuck) report.stuck.push({ txnId: null, gid: p.gid, ageMs: p.ageMs, clusterAnswer: 'txn id unknown' });
@@ -374,7 +374,7 @@ export async function openPreparedParticipant<R extends PreparedResource>(o: {
     throw o.refuse(`cannot list the prepared transactions in ${resource.kind}: ${resource.describeError(err)}`);
   }
   for (const a of rec.adopted) o.log.warn({ txnId: a.txnId, gid: a.gid }, `prepared in ${resource.kind} but not in the journal: in doubt, asking the cluster`);
-  for (const u of rec.unknown) o.log.error({ gid: u.gid, ageMs: u.ageMs }, `prepared in ${resource.kind} with a hashed name the journal does not know: left alone; resolve it by hand`);
+  for (const u of rec.unknown) o.log.error({ gid: u.gid, ageMs: u.ageMs }, `prepared in ${resource.kind} with a hashed gid the journal does not know: left alone; resolve it by hand`);
   let monitor: PreparedMonitor | null = null;
   return {
     resource,

@@ -25,7 +25,10 @@ import { MemoryState } from './memory-state.ts';
 import { isParticipantRecord, type AskOutcome, type Journal, type ParticipantRecord, type Schedule } from './types.ts';
 import type { JournalStats } from './journal.ts';
 import { PostgresConfigError, type PostgresResource } from './postgres.ts';
-import { openPostgresParticipant, type PostgresParticipantOptions, type PostgresSetup } from './postgres-recovery.ts';
+import { openPostgresParticipant, type PostgresParticipantOptions } from './postgres-recovery.ts';
+import type { PreparedSetup } from './prepared-recovery.ts';
+import { MySqlConfigError, type MySqlResource } from './resources/mysql/resource.ts';
+import { openMySqlParticipant, type MySqlParticipantOptions } from './resources/mysql/participant.ts';
 import { HeuristicReporter } from './heuristic.ts';
 import { endExchanges, newGate, participantHandlers } from './serve.ts';
 
@@ -48,6 +51,8 @@ export interface ParticipantOptions {
   drainTimeoutMs?: number;
   /** The resource is PostgreSQL (src/participant/postgres.ts) when given; the journaled memory store otherwise. */
   postgres?: PostgresParticipantOptions;
+  /** The resource is MySQL/MariaDB with XA (src/participant/resources/mysql/) when given. */
+  mysql?: MySqlParticipantOptions;
   /**
    * TLS: serve mutual TLS (callers need a certificate signed by `ca`: the
    * cluster's nodes present theirs) and reach the cluster over TLS with this
@@ -83,8 +88,9 @@ export class ParticipantStartupError extends Error {
 const IDENTITY_FILE = 'participant.json';
 
 export async function startParticipant(o: ParticipantOptions & { postgres: PostgresParticipantOptions }): Promise<ParticipantRuntime<PostgresResource>>;
+export async function startParticipant(o: ParticipantOptions & { mysql: MySqlParticipantOptions }): Promise<ParticipantRuntime<MySqlResource>>;
 export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime>;
-export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime<MemoryResource | PostgresResource>> {
+export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime<MemoryResource | PostgresResource | MySqlResource>> {
   const log = o.logger.child({ participantId: o.participantId, clusterId: o.clusterId });
   if (o.clusterId === '' || o.participantId === '') throw new ParticipantStartupError('cluster id and participant id must not be empty');
   if (o.endpointsOfCluster.length === 0) throw new ParticipantStartupError('at least one cluster endpoint is needed');
@@ -101,14 +107,16 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   await mkdir(o.dataDir, { recursive: true });
   await checkIdentity(o.dataDir, o.clusterId, o.participantId);
 
-  let pg: PostgresSetup | null = null;
-  if (o.postgres !== undefined) {
-    try {
-      pg = await openPostgresParticipant({ ...o.postgres, clusterId: o.clusterId, participantId: o.participantId, dataDir: o.dataDir, log, compactAfterRecords: o.compactAfterRecords });
-    } catch (err) {
-      if (err instanceof PostgresConfigError) throw new ParticipantStartupError(err.message);
-      throw err;
-    }
+  // A database resource (PostgreSQL, MySQL) holds the prepared state itself; its journal holds no data.
+  if (o.postgres !== undefined && o.mysql !== undefined) throw new ParticipantStartupError('a participant has one resource: give postgres or mysql, not both');
+  let pg: PreparedSetup<PostgresResource | MySqlResource> | null = null;
+  const opened = { clusterId: o.clusterId, participantId: o.participantId, dataDir: o.dataDir, log, compactAfterRecords: o.compactAfterRecords };
+  try {
+    if (o.postgres !== undefined) pg = await openPostgresParticipant({ ...o.postgres, ...opened });
+    if (o.mysql !== undefined) pg = await openMySqlParticipant({ ...o.mysql, ...opened });
+  } catch (err) {
+    if (err instanceof PostgresConfigError || err instanceof MySqlConfigError) throw new ParticipantStartupError(err.message);
+    throw err;
   }
   const state = new MemoryState();
   const journal: Journal & { close(): Promise<void>; stats(): JournalStats } =
@@ -121,7 +129,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
           compactAfterRecords: o.compactAfterRecords,
           log,
         });
-  const resource: MemoryResource | PostgresResource = pg !== null ? pg.resource : MemoryResource.restore(state.data, state.preparedWrites());
+  const resource: MemoryResource | PostgresResource | MySqlResource = pg !== null ? pg.resource : MemoryResource.restore(state.data, state.preparedWrites());
   const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls) } : {}) });
   const timers = new Set<NodeJS.Timeout>();
   const schedule: Schedule = (delayMs, fn) => {
@@ -167,7 +175,8 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     port = await bind(server, o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure());
     if (o.metricsListen !== undefined) {
       const { participantMetrics } = await import('./metrics.ts');
-      metricsServer = await serveMetrics(o.metricsListen, participantMetrics(o.participantId, engine));
+      const db = pg;
+      metricsServer = await serveMetrics(o.metricsListen, participantMetrics(o.participantId, engine, Date.now, db !== null ? () => db.resource.preparedStats() : undefined));
     }
   } catch (err) {
     server.forceShutdown();
