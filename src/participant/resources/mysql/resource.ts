@@ -77,6 +77,8 @@ export interface MySqlResourceOptions {
   stuckAfterMs?: number;
   /** How long after this process's XA PREPARE a XAER_NOTA is taken for a branch not yet detached, and retried. */
   detachWaitMs?: number;
+  /** Fault injection for tests: runs between XA END and XA PREPARE with the session's connection id. */
+  afterXaEnd?: (txnId: TxnId, connectionId: number) => Promise<void>;
   log?: EngineLog;
 }
 
@@ -113,7 +115,7 @@ interface TxnEntry {
   preparedAtMs: number;
 }
 
-type Options = Required<Omit<MySqlResourceOptions, 'log'>>;
+type Options = Required<Omit<MySqlResourceOptions, 'log' | 'afterXaEnd'>> & Pick<MySqlResourceOptions, 'afterXaEnd'>;
 
 export class MySqlResource implements PreparedResource {
   readonly kind = 'MySQL';
@@ -158,6 +160,7 @@ export class MySqlResource implements PreparedResource {
       },
       { ...opts, log: undefined },
     ) as Options;
+    o.afterXaEnd = opts.afterXaEnd;
     if (!TABLE_PATTERN.test(o.markerTable)) throw new MySqlConfigError(`marker table name "${o.markerTable}" must match ${TABLE_PATTERN}`);
     const log = opts.log ?? SILENT_LOG;
     const control = mysql.createPool({ uri: o.url, connectionLimit: o.controlConnections, connectTimeout: o.connectTimeoutMs, supportBigNumbers: true });
@@ -320,6 +323,7 @@ export class MySqlResource implements PreparedResource {
       for (const stmt of parsed.sql ?? []) await conn.query(stmt);
       await conn.query(tables.markerInsert(this.table), [xidText(xid), txnId]);
       await conn.query(`XA END ${sqlXid(xid)}`);
+      await this.o.afterXaEnd?.(txnId, conn.threadId);
       await conn.query(`XA PREPARE ${sqlXid(xid)}`);
     } catch (err) {
       const reason = e.failure ?? describeMySqlError(err);

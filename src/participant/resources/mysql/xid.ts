@@ -6,7 +6,7 @@
 // An xid is (gtrid, bqual, formatID); XA allows 64 bytes each for gtrid and
 // bqual. Verdict's:
 //
-//   formatID  1448231508 (0x56524454, "VRDT"): Verdict's branches, whoever
+//   formatID  1448232020 (0x56524454, "VRDT"): Verdict's branches, whoever
 //             else uses XA on the server
 //   gtrid     <cluster id>:<txn id>     the global transaction, the same at
 //                                       every participant of T
@@ -26,7 +26,7 @@
 // '#' never comes out of the encoding, so readable and hashed parts never
 // collide. The text form (logs, the marker and heuristic tables, the resolve
 // command) is "gtrid,bqual": e.g. `local:T42,ledger`, which XA spells
-// `'local:T42','ledger',1448231508`.
+// `'local:T42','ledger',1448232020`.
 import { createHash } from 'node:crypto';
 import { encodePart, type ParsedGid } from '../../postgres-gid.ts';
 import { check, type TxnId } from '../../types.ts';
