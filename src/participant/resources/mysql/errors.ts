@@ -11,11 +11,17 @@ interface MySqlErrorShape {
   fatal?: boolean;
 }
 
-/** "MySQL error 1397 (ER_XAER_NOTA, SQLSTATE XAE04): XAER_NOTA: Unknown XID", or a lost connection with its code. */
+/**
+ * "MySQL error 1397 (ER_XAER_NOTA, SQLSTATE XAE04): XAER_NOTA: Unknown XID",
+ * or a lost connection with its code. The driver names errors by MySQL's
+ * table; MySQL and MariaDB numbers part ways from 3000 on, so the name is
+ * given below that only, and the number and message always.
+ */
 export function describeMySqlError(err: unknown): string {
   const e = (typeof err === 'object' && err !== null ? err : { message: String(err) }) as MySqlErrorShape;
   if (typeof e.errno === 'number' && e.sqlMessage !== undefined) {
-    return `MySQL error ${e.errno} (${e.code ?? '?'}, SQLSTATE ${e.sqlState ?? '?????'}): ${e.sqlMessage}`;
+    const name = e.errno < 3000 && e.code !== undefined ? `${e.code}, ` : '';
+    return `MySQL error ${e.errno} (${name}SQLSTATE ${e.sqlState ?? '?????'}): ${e.sqlMessage}`;
   }
   const message = e.message ?? String(err);
   if (e.fatal === true || (typeof e.code === 'string' && /^(PROTOCOL_|E[A-Z]+$)/.test(e.code))) return `lost connection to MySQL: ${e.code ?? 'fatal'}: ${message}`;

@@ -244,14 +244,14 @@ export class MySqlResource implements PreparedResource {
 
   abortUnprepared(txnId: TxnId, cb: (err: Error | null) => void): void {
     this.remember(txnId, 'aborted by the decision before PREPARE');
-    this.rollback(txnId).then(() => cb(null), (err: Error) => cb(err));
+    this.rollback(txnId, 'aborted by the decision before PREPARE').then(() => cb(null), (err: Error) => cb(err));
   }
 
   /** Rolls back T's open branch, if it has one. Prepared branches wait for the decision. */
-  rollback(txnId: TxnId): Promise<void> {
+  rollback(txnId: TxnId, why = 'rolled back by the application'): Promise<void> {
     return this.exclusive(txnId, async () => {
       const e = this.txns.get(txnId);
-      if (e !== undefined && e.phase === 'open') await this.endOpen(txnId, e, 'rolled back by the application');
+      if (e !== undefined && e.phase === 'open') await this.endOpen(txnId, e, why);
     });
   }
 
