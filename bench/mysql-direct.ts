@@ -16,7 +16,8 @@
 // run still prepared is rolled back and counted.
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import { encode, newHistogram, recordMs, summarize } from './hist.ts';
+import { DRAIN_MS, directChildMain, directResult } from './direct-child.ts';
+import { newHistogram, recordMs } from './hist.ts';
 import type { PgDirectResult } from './pg-direct.ts';
 import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
 
@@ -29,7 +30,6 @@ export interface MySqlDirectConfig {
   tag: string;
 }
 
-const DRAIN_MS = 30_000;
 /** Not Verdict's formatID, so the floor's branches never look like a participant's. */
 const FORMAT_ID = 7;
 
@@ -115,19 +115,7 @@ async function run(cfg: MySqlDirectConfig): Promise<PgDirectResult> {
     leftover++;
   }
   await Promise.all([...shops.map((c) => c.end().catch(() => {})), ...ledgers.map((c) => c.end().catch(() => {}))]);
-  return { connections: cfg.connections, measured_ms: cfg.measureMs, ok, errors, tps: Math.round((ok / cfg.measureMs) * 1000 * 10) / 10, latency: summarize(h), leftover_prepared: leftover, histogram: encode(h) };
+  return directResult(cfg, ok, errors, h, leftover);
 }
 
-async function main(): Promise<void> {
-  const cfg = JSON.parse(process.argv[2] ?? '') as MySqlDirectConfig;
-  process.stdin.on('end', () => process.exit(2)).resume();
-  const hardMs = cfg.warmupMs + cfg.measureMs + DRAIN_MS + 30_000;
-  setTimeout(() => {
-    process.stderr.write(`mysql-direct: hard deadline of ${hardMs} ms reached; exiting\n`);
-    process.exit(3);
-  }, hardMs).unref();
-  const r = await run(cfg);
-  process.stdout.write(JSON.stringify(r) + '\n', () => process.exit(0));
-}
-
-await main();
+await directChildMain('mysql-direct', run);

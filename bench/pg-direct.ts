@@ -17,7 +17,8 @@
 // what it prepared, and at the end every gid of this run still prepared is
 // rolled back and counted, so the floor never leaves pg_prepared_xacts behind.
 import pg from 'pg';
-import { encode, newHistogram, recordMs, summarize, type LatencySummary } from './hist.ts';
+import { DRAIN_MS, directChildMain, directResult } from './direct-child.ts';
+import { newHistogram, recordMs, type LatencySummary } from './hist.ts';
 import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
 
 export interface PgDirectConfig {
@@ -42,7 +43,6 @@ export interface PgDirectResult {
   histogram: string;
 }
 
-const DRAIN_MS = 30_000;
 const STATEMENT_TIMEOUT_MS = 20_000;
 
 async function connect(url: string): Promise<pg.Client> {
@@ -116,29 +116,7 @@ async function run(cfg: PgDirectConfig): Promise<PgDirectResult> {
     }
   }
   await Promise.all([...shops, ...ledgers].map((c) => c.end().catch(() => {})));
-  return {
-    connections: cfg.connections,
-    measured_ms: cfg.measureMs,
-    ok,
-    errors,
-    tps: Math.round((ok / cfg.measureMs) * 1000 * 10) / 10,
-    latency: summarize(h),
-    leftover_prepared: leftover,
-    histogram: encode(h),
-  };
+  return directResult(cfg, ok, errors, h, leftover);
 }
 
-async function main(): Promise<void> {
-  const cfg = JSON.parse(process.argv[2] ?? '') as PgDirectConfig;
-  // The orchestrator holds our stdin; when it goes away, so do we.
-  process.stdin.on('end', () => process.exit(2)).resume();
-  const hardMs = cfg.warmupMs + cfg.measureMs + DRAIN_MS + 30_000;
-  setTimeout(() => {
-    process.stderr.write(`pg-direct: hard deadline of ${hardMs} ms reached; exiting\n`);
-    process.exit(3);
-  }, hardMs).unref();
-  const r = await run(cfg);
-  process.stdout.write(JSON.stringify(r) + '\n', () => process.exit(0));
-}
-
-await main();
+await directChildMain('pg-direct', run);

@@ -49,6 +49,18 @@ export interface DbTxn<C> {
   preparedAtMs: number;
 }
 
+/** Defaults every database resource shares; each adds its own. */
+export const DB_DEFAULTS = {
+  /** Transactions open at once (connections of the work pool, or branches with a session each). */
+  concurrency: 8,
+  controlConnections: 2,
+  openTxnTimeoutMs: 60_000,
+  markerRetentionMs: 24 * 3_600_000,
+  endedMax: 10_000,
+  scanRowsMax: 10_000,
+  stuckAfterMs: 300_000,
+};
+
 export interface DbLimits {
   openTxnTimeoutMs: number;
   /** Transactions open or connecting at once; beyond it work() fails at once (back-pressure). */

@@ -97,16 +97,25 @@ export async function markReported(db: Db, gid: string, table = HEURISTIC_TABLE)
   await db.query(`UPDATE ${table} SET reported_at = statement_timestamp() WHERE gid = $1 AND reported_at IS NULL`, [gid]);
 }
 
-export interface PgResolveOptions {
+/** `verdict participant resolve`'s request, whatever the database. */
+export interface ResolveOptions {
   url: string;
   clusterId: string;
   participantId: string;
-  /** A txn id, or this participant's gid of it (`verdict:<cluster>:<participant>:<txn>`). */
+  /** A txn id, or this participant's name of it in the database (a gid, an xid). */
   target: string;
   outcome: Outcome;
   operator: string;
   reason: string;
+}
+
+export interface PgResolveOptions extends ResolveOptions {
   table?: string;
+}
+
+/** The columns of an act as every database stores them: gid, txn id, outcome, operator, reason, time (ms). */
+export function actRow(act: HeuristicAct): [string, string, Outcome, string, string, number] {
+  return [act.gid, act.txnId, act.outcome, act.operator, act.reason, act.atMs];
 }
 
 export interface ResolveResult {
@@ -200,14 +209,7 @@ export async function resolvePostgresByHand(o: PgResolveOptions): Promise<PgReso
       isPrepared: async (g) => (await client.query('SELECT 1 FROM pg_prepared_xacts WHERE gid = $1 AND database = current_database()', [g])).rowCount !== 0,
       actOf: (g) => heuristicActOf(client, g, table),
       record: async (act) => {
-        await client.query(`INSERT INTO ${table} (gid, txn_id, outcome, operator, reason, at) VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0)) ON CONFLICT (gid) DO NOTHING`, [
-          act.gid,
-          act.txnId,
-          act.outcome,
-          act.operator,
-          act.reason,
-          act.atMs,
-        ]);
+        await client.query(`INSERT INTO ${table} (gid, txn_id, outcome, operator, reason, at) VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0)) ON CONFLICT (gid) DO NOTHING`, actRow(act));
       },
       finish: async (g, outcome) => {
         await client.query(`${outcome === 'committed' ? 'COMMIT' : 'ROLLBACK'} PREPARED ${sqlGid(g)}`);

@@ -36,8 +36,7 @@
 // commit markers are deleted every markerCleanupIntervalMs.
 import type { ParticipantEngine } from './engine.ts';
 import { PostgresResource, PostgresConfigError, type PostgresResourceOptions } from './postgres.ts';
-import { openPreparedParticipant, PreparedMonitor, type PreparedMonitorOptions, type PreparedParticipantOptions, type PreparedSetup } from './prepared-recovery.ts';
-import type { EngineLog } from './types.ts';
+import { openDbParticipant, PreparedMonitor, type DbParticipantContext, type PreparedMonitorOptions, type PreparedParticipantOptions, type PreparedSetup } from './prepared-recovery.ts';
 
 export { isTxnRecord, reconcile, TxnJournalState as PgJournalState, type Reconciled, type ScanReport, type StuckAlert } from './prepared-recovery.ts';
 
@@ -58,17 +57,6 @@ export type PostgresSetup = PreparedSetup<PostgresResource>;
  * Opens the resource (refusing with the reason when PostgreSQL cannot do
  * two-phase commit), the journal, and reconciles them (see the table above).
  */
-export function openPostgresParticipant(
-  o: PostgresParticipantOptions & { clusterId: string; participantId: string; dataDir: string; log: EngineLog; compactAfterRecords?: number },
-): Promise<PostgresSetup> {
-  const { dataDir, compactAfterRecords, scanIntervalMs, orphanAfterMs, markerCleanupIntervalMs, ...resourceOptions } = o;
-  return openPreparedParticipant({
-    openResource: () => PostgresResource.open(resourceOptions),
-    journalFile: PG_JOURNAL_FILE,
-    dataDir,
-    log: o.log,
-    compactAfterRecords,
-    monitor: { scanIntervalMs, orphanAfterMs, markerCleanupIntervalMs },
-    refuse: (message) => new PostgresConfigError(message),
-  });
+export function openPostgresParticipant(o: PostgresParticipantOptions & DbParticipantContext): Promise<PostgresSetup> {
+  return openDbParticipant(o, { journalFile: PG_JOURNAL_FILE, open: (r) => PostgresResource.open(r), refuse: (message) => new PostgresConfigError(message) });
 }

@@ -70,7 +70,7 @@ import { gidOf, gidPrefix, parseGid } from './postgres-gid.ts';
 import { PostgresConfigError, checkServer, deleteOldMarkers, describePgError, ensureMarkerTable, markerExists, redact, selectPrepared, sqlGid } from './postgres-sql.ts';
 import { SILENT_LOG, withDefaults, type EngineLog, type TxnId } from './types.ts';
 import { ensureHeuristicTable, heuristicActOf, markReported, unreportedActs, type HeuristicAct } from './heuristic.ts';
-import { DbResource, type DbCounts, type DbTxn } from './db-resource.ts';
+import { DB_DEFAULTS, DbResource, type DbCounts, type DbTxn } from './db-resource.ts';
 import type { PreparedGid } from './prepared-recovery.ts';
 
 export { PostgresConfigError, describePgError, redact } from './postgres-sql.ts';
@@ -155,19 +155,13 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
   static async open(opts: PostgresResourceOptions): Promise<PostgresResource> {
     const o: Options = withDefaults(
       {
-        concurrency: 8,
-        controlConnections: 2,
+        ...DB_DEFAULTS,
         acquireTimeoutMs: 5_000,
-        openTxnTimeoutMs: 60_000,
         openTxnsMax: 0,
         isolation: 'read committed' as const,
         markerTable: 'verdict_markers',
-        markerRetentionMs: 24 * 3_600_000,
         markerCleanupBatch: 10_000,
-        endedMax: 10_000,
-        scanRowsMax: 10_000,
         markerLockTimeoutMs: 5_000,
-        stuckAfterMs: 300_000,
         controlLockTimeoutMs: 10_000,
       },
       { ...opts, log: undefined },

@@ -328,6 +328,36 @@ export interface PreparedParticipantOptions {
   markerCleanupIntervalMs?: number;
 }
 
+/** What the runtime passes every database participant besides the resource's own options. */
+export interface DbParticipantContext {
+  clusterId: string;
+  participantId: string;
+  dataDir: string;
+  log: EngineLog;
+  compactAfterRecords?: number;
+}
+
+/**
+ * openPreparedParticipant for one kind of database: splits the runtime's
+ * options into the resource's (with cluster, participant and log) and the
+ * monitor's, and opens them.
+ */
+export function openDbParticipant<R extends PreparedResource, O extends object>(
+  o: O & PreparedParticipantOptions & DbParticipantContext,
+  kind: { journalFile: string; open: (resourceOptions: O & { clusterId: string; participantId: string; log: EngineLog }) => Promise<R>; refuse: (message: string) => Error },
+): Promise<PreparedSetup<R>> {
+  const { dataDir, compactAfterRecords, scanIntervalMs, orphanAfterMs, markerCleanupIntervalMs, ...resourceOptions } = o;
+  return openPreparedParticipant({
+    openResource: () => kind.open(resourceOptions as unknown as O & { clusterId: string; participantId: string; log: EngineLog }),
+    journalFile: kind.journalFile,
+    dataDir,
+    log: o.log,
+    compactAfterRecords,
+    monitor: { scanIntervalMs, orphanAfterMs, markerCleanupIntervalMs },
+    refuse: kind.refuse,
+  });
+}
+
 export interface PreparedSetup<R extends PreparedResource = PreparedResource> {
   resource: R;
   journal: Journal & { close(): Promise<void>; stats(): JournalStats };

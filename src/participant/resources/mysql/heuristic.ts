@@ -5,22 +5,13 @@
 // ROLLBACK, so a crash in between leaves a recorded act whose branch is still
 // prepared, and running the command again finishes it.
 import mysql from 'mysql2/promise';
-import { checkText, HeuristicError, resolveByHand, type HeuristicStore, type ResolveResult } from '../../heuristic.ts';
-import type { Outcome } from '../../types.ts';
+import { checkText, HeuristicError, resolveByHand, type HeuristicStore, type ResolveOptions, type ResolveResult } from '../../heuristic.ts';
 import { describeMySqlError, redact } from './errors.ts';
 import * as tables from './tables.ts';
 import { parseXidText, sqlXid, xidOf, xidScope, xidText, type Xid } from './xid.ts';
 
-export interface MySqlResolveOptions {
-  url: string;
-  clusterId: string;
-  participantId: string;
-  /** A txn id, or this participant's xid of it in its text form `gtrid,bqual`. */
-  target: string;
-  outcome: Outcome;
-  operator: string;
-  reason: string;
-}
+/** target: a txn id, or this participant's xid of it in its text form `gtrid,bqual`. */
+export type MySqlResolveOptions = ResolveOptions;
 
 /** Works with the cluster down; the participant process reports the act when the cluster is back. */
 export async function resolveMySqlByHand(o: MySqlResolveOptions): Promise<ResolveResult> {

@@ -44,7 +44,7 @@
 // it was, and reported to the cluster. See xid.ts for the xid.
 import mysql from 'mysql2/promise';
 import type { Connection, Pool } from 'mysql2/promise';
-import { DbResource, type DbCounts, type DbTxn } from '../../db-resource.ts';
+import { DB_DEFAULTS, DbResource, type DbCounts, type DbTxn } from '../../db-resource.ts';
 import type { HeuristicAct } from '../../heuristic.ts';
 import type { PreparedGid } from '../../prepared-recovery.ts';
 import { withDefaults, SILENT_LOG, type EngineLog, type TxnId } from '../../types.ts';
@@ -123,19 +123,7 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
   /** Connects, checks the server (refusing an unsafe one with the reason), and creates the adapter's tables. */
   static async open(opts: MySqlResourceOptions): Promise<MySqlResource> {
     const o: Options = withDefaults(
-      {
-        concurrency: 8,
-        controlConnections: 2,
-        connectTimeoutMs: 10_000,
-        openTxnTimeoutMs: 60_000,
-        markerTable: tables.MARKER_TABLE,
-        markerRetentionMs: 24 * 3_600_000,
-        markerCleanupBatch: 1_000,
-        endedMax: 10_000,
-        scanRowsMax: 10_000,
-        stuckAfterMs: 300_000,
-        detachWaitMs: 3_000,
-      },
+      { ...DB_DEFAULTS, connectTimeoutMs: 10_000, markerTable: tables.MARKER_TABLE, markerCleanupBatch: 1_000, detachWaitMs: 3_000 },
       { ...opts, log: undefined },
     ) as Options;
     o.afterXaEnd = opts.afterXaEnd;

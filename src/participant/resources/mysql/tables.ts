@@ -5,7 +5,7 @@
 // InnoDB whatever the server's default, keyed by the xid's text form.
 import type { Pool, PoolConnection, Connection } from 'mysql2/promise';
 import type { HeuristicAct } from '../../heuristic.ts';
-import { HEURISTIC_TABLE } from '../../heuristic.ts';
+import { actRow, HEURISTIC_TABLE } from '../../heuristic.ts';
 import type { Outcome } from '../../types.ts';
 import type { XidScope } from './xid.ts';
 
@@ -134,12 +134,5 @@ export async function markReported(db: Db, gid: string): Promise<void> {
 
 /** Records an act, committed on its own (autocommit); a row already there is left as it is. */
 export async function recordAct(db: Db, act: HeuristicAct): Promise<void> {
-  await db.query(`INSERT IGNORE INTO ${HEURISTIC_TABLE} (gid, txn_id, outcome, operator, reason, at_ms) VALUES (?, ?, ?, ?, ?, ?)`, [
-    act.gid,
-    act.txnId,
-    act.outcome,
-    act.operator,
-    act.reason,
-    act.atMs,
-  ]);
+  await db.query(`INSERT IGNORE INTO ${HEURISTIC_TABLE} (gid, txn_id, outcome, operator, reason, at_ms) VALUES (?, ?, ?, ?, ?, ?)`, actRow(act));
 }
