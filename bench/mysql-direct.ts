@@ -16,8 +16,7 @@
 // run still prepared is rolled back and counted.
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import { DRAIN_MS, directChildMain, directResult } from './direct-child.ts';
-import { newHistogram, recordMs } from './hist.ts';
+import { closedLoop, directChildMain, directResult } from './direct-child.ts';
 import type { PgDirectResult } from './pg-direct.ts';
 import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
 
@@ -40,10 +39,6 @@ function errorCode(err: unknown): string {
 }
 
 async function run(cfg: MySqlDirectConfig): Promise<PgDirectResult> {
-  if (!(Number.isInteger(cfg.connections) && cfg.connections >= 1)) throw new Error(`connections must be a positive integer, not ${cfg.connections}`);
-  const h = newHistogram();
-  const errors: Record<string, number> = {};
-  let ok = 0;
   const shops = await Promise.all(
     Array.from({ length: cfg.connections }, async () => {
       const c = new pg.Client({ connectionString: cfg.shopUrl, connectionTimeoutMillis: 10_000, application_name: 'verdict-bench-mysql-direct' });
@@ -54,22 +49,19 @@ async function run(cfg: MySqlDirectConfig): Promise<PgDirectResult> {
   );
   const ledgers = await Promise.all(Array.from({ length: cfg.connections }, () => mysql.createConnection({ uri: cfg.ledgerUrl, connectTimeout: 10_000 })));
   for (const l of ledgers) l.on('error', () => {});
-  const start = performance.now();
-  const measureFrom = start + cfg.warmupMs;
-  const stopAt = measureFrom + cfg.measureMs;
   const prefix = `bench-mydirect-${cfg.tag}-`;
 
-  const worker = async (i: number): Promise<void> => {
-    const shop = shops[i];
-    const ledger = ledgers[i];
-    for (let seq = 0; performance.now() < stopAt; seq++) {
+  const { ok, errors, h } = await closedLoop(
+    cfg,
+    async (i, seq) => {
+      const shop = shops[i];
+      const ledger = ledgers[i];
       const id = `${cfg.tag}-m${i}-${seq}`;
       const account = accountOf(i, seq);
       const gShop = `${prefix}${i}-${seq}`;
       const x = `'${prefix}${i}-${seq}','ledger',${FORMAT_ID}`;
       let shopPrepared = false;
       let ledgerStarted = false;
-      const t0 = performance.now();
       try {
         await shop.query('BEGIN');
         await shop.query(shopStatement(id, account));
@@ -82,24 +74,17 @@ async function run(cfg: MySqlDirectConfig): Promise<PgDirectResult> {
         await ledger.query(`XA PREPARE ${x}`);
         await Promise.all([shop.query(`COMMIT PREPARED '${gShop}'`), ledger.query(`XA COMMIT ${x}`)]);
       } catch (err) {
-        if (performance.now() >= measureFrom) errors[errorCode(err)] = (errors[errorCode(err)] ?? 0) + 1;
         await shop.query('ROLLBACK').catch(() => {});
         if (shopPrepared) await shop.query(`ROLLBACK PREPARED '${gShop}'`).catch(() => {});
         if (ledgerStarted) {
           await ledger.query(`XA END ${x}`).catch(() => {});
           await ledger.query(`XA ROLLBACK ${x}`).catch(() => {});
         }
-        continue;
+        throw err;
       }
-      const t1 = performance.now();
-      if (t1 < measureFrom || t1 > stopAt) continue;
-      ok++;
-      recordMs(h, t1 - t0);
-    }
-  };
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all(shops.map((_, i) => worker(i))), new Promise<void>((r) => (timer = setTimeout(r, cfg.warmupMs + cfg.measureMs + DRAIN_MS)))]);
-  clearTimeout(timer);
+    },
+    errorCode,
+  );
 
   let leftover = 0;
   const r = await shops[0].query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, $1)', [prefix]);
