@@ -7,60 +7,32 @@
 // rules are the PostgreSQL path's (resolveByHand), so this file checks the
 // MySQL side of them: the act recorded before XA COMMIT, idempotence, no
 // reversal, refusals with the reason.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgPayload } from '../../src/participant/postgres.ts';
 import type { MySqlResource } from '../../src/participant/resources/mysql/resource.ts';
 import { xidOf, xidScope, xidText } from '../../src/participant/resources/mysql/xid.ts';
-import { startParticipant, type ParticipantRuntime } from '../../src/participant/runtime.ts';
-import { ParticipantClient } from '../../src/transport/participant-rpc.ts';
-import { waitFor } from '../pg/harness.ts';
-import { Cluster, runCli } from '../process/harness.ts';
+import { DEADLINE_MS, expectHeurmixOnceClusterUp, participantOfUnreachableCluster, type UnreachableClusterParticipant } from '../db-participant-fixture.ts';
+import { runCli } from '../process/harness.ts';
 import { mysqlQuery, startMariaDb, xaRecover, xaRollbackAll, type MariaDbServer } from './harness.ts';
 
-const DEADLINE_MS = 5_000;
 let server: MariaDbServer;
 let url: string;
-let cluster: Cluster;
-let rt: ParticipantRuntime<MySqlResource>;
-let participant: ParticipantClient;
-let dir: string;
+let h: UnreachableClusterParticipant<MySqlResource>;
 
 beforeAll(async () => {
   server = await startMariaDb({ databases: ['ledger'] });
   url = server.url('ledger');
   await mysqlQuery(url, 'CREATE TABLE IF NOT EXISTS entries (id VARCHAR(64) PRIMARY KEY, amount INT NOT NULL) ENGINE=InnoDB');
-  // The cluster's configuration exists, but its node is not running yet: the cluster is unreachable.
-  cluster = await Cluster.create({ nodes: 1 });
-  dir = await mkdtemp(join(tmpdir(), 'verdict-mysql-heuristic-'));
-  rt = await startParticipant({
-    clusterId: cluster.clusterId,
-    participantId: 'ledger',
-    listen: '127.0.0.1:0',
-    endpointsOfCluster: [cluster.nodes[0].address],
-    dataDir: dir,
-    logger: pino({ level: 'silent' }),
-    registerRetryMs: 100,
-    heuristicReportIntervalMs: 200,
-    engine: { inDoubtAfterMs: 200, sweepIntervalMs: 100, askBackoffMinMs: 50, askBackoffMaxMs: 300 },
-    mysql: { url, concurrency: 4 },
-  });
-  participant = new ParticipantClient(rt.address);
+  h = await participantOfUnreachableCluster('ledger', { mysql: { url, concurrency: 4 } });
 }, 120_000);
 
 afterAll(async () => {
-  participant?.close();
-  await rt?.stop();
-  await cluster?.destroy();
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  await h?.close();
   if (server === undefined) return;
   try {
-    expect((await xaRecover(url)).filter((x) => x.gtrid.startsWith(`${cluster.clusterId}:`))).toEqual([]);
+    expect((await xaRecover(url)).filter((x) => x.gtrid.startsWith(`${h?.cluster.clusterId}:`))).toEqual([]);
   } finally {
-    await xaRollbackAll(url, `${cluster?.clusterId ?? 'none'}:`);
+    await xaRollbackAll(url, `${h?.cluster.clusterId ?? 'none'}:`);
     await server.stop();
   }
 }, 60_000);
@@ -69,10 +41,10 @@ const amount = async (id: string): Promise<number | undefined> => (await mysqlQu
 
 describe('heuristic resolution at a MySQL participant (R4)', () => {
   it('refuses an xid too long for XA, an xid of another participant, and a transaction not prepared here, with the reason (exit 1)', async () => {
-    const base = ['participant', 'resolve', '--commit', '--reason', 'r', '--id', 'ledger', '--cluster-id', cluster.clusterId, '--resource', 'mysql', '--mysql-url', url];
-    const long = await runCli([...base, `${cluster.clusterId}:${'x'.repeat(80)},ledger`]);
+    const base = ['participant', 'resolve', '--commit', '--reason', 'r', '--id', 'ledger', '--cluster-id', h.cluster.clusterId, '--resource', 'mysql', '--mysql-url', url];
+    const long = await runCli([...base, `${h.cluster.clusterId}:${'x'.repeat(80)},ledger`]);
     expect([long.code, long.stderr]).toEqual([1, expect.stringMatching(/too long: XA allows 64 bytes each for gtrid and bqual/)]);
-    const other = await runCli([...base, `${cluster.clusterId}:T1,shop`]);
+    const other = await runCli([...base, `${h.cluster.clusterId}:T1,shop`]);
     expect([other.code, other.stderr]).toEqual([1, expect.stringMatching(/not one of this participant's/)]);
     const none = await runCli([...base, 'never-prepared']);
     expect([none.code, none.stderr]).toEqual([1, expect.stringMatching(/is not prepared in this database \(no .* in XA RECOVER\)/)]);
@@ -82,14 +54,14 @@ describe('heuristic resolution at a MySQL participant (R4)', () => {
 
   it('resolve --commit while the cluster is unreachable: recorded, then XA COMMIT; the cluster, back, records HEURMIX against its ABORT, and the participant ACKs', async () => {
     const T = 'heur-1';
-    const gid = xidText(xidOf(xidScope(cluster.clusterId, 'ledger'), T));
-    const vote = await participant.prepare(
-      { clusterId: cluster.clusterId, txnId: T, participantId: 'ledger', participants: ['shop', 'ledger'], payload: pgPayload(["INSERT INTO entries VALUES ('h1', 10)"]), timeoutMs: 0 },
+    const gid = xidText(xidOf(xidScope(h.cluster.clusterId, 'ledger'), T));
+    const vote = await h.participant.prepare(
+      { clusterId: h.cluster.clusterId, txnId: T, participantId: 'ledger', participants: ['shop', 'ledger'], payload: pgPayload(["INSERT INTO entries VALUES ('h1', 10)"]), timeoutMs: 0 },
       DEADLINE_MS,
     );
     expect(vote.vote).toBe('VOTE_YES');
 
-    const args = ['participant', 'resolve', T, '--reason', 'cluster down for hours; locks held on entries', '--operator', 'alice@db1', '--id', 'ledger', '--cluster-id', cluster.clusterId, '--resource', 'mysql', '--mysql-url', url];
+    const args = ['participant', 'resolve', T, '--reason', 'cluster down for hours; locks held on entries', '--operator', 'alice@db1', '--id', 'ledger', '--cluster-id', h.cluster.clusterId, '--resource', 'mysql', '--mysql-url', url];
     const done = await runCli([...args, '--commit']);
     expect(done.stderr).toBe('');
     expect(done.code).toBe(0);
@@ -105,16 +77,13 @@ describe('heuristic resolution at a MySQL participant (R4)', () => {
     expect(contrary.code).toBe(1);
     expect(contrary.stderr).toMatch(/already resolved by hand as committed/);
 
-    cluster.nodes[0].start();
-    await cluster.waitForLeader();
-    await waitFor('the heuristic act reported and acknowledged', async () => (await mysqlQuery<{ r: number | null }>(url, 'SELECT reported_at_ms AS r FROM verdict_heuristics WHERE gid = ?', [gid]))[0]?.r != null, 30_000);
-    const listed = await runCli(['txn', 'list', '--heuristic', '--json', '--endpoints', cluster.nodes[0].address]);
-    expect(listed.code).toBe(0);
-    const txns = JSON.parse(listed.stdout) as { txnId: string; outcome: string; heuristics: { participantId: string; kind: string; outcome: string; decision: string; operator: string; gid: string }[] }[];
-    const t = txns.find((x) => x.txnId === T);
-    expect(t?.outcome).toBe('ABORTED');
-    expect(t?.heuristics).toEqual([expect.objectContaining({ participantId: 'ledger', kind: 'HEURMIX', outcome: 'COMMITTED', decision: 'ABORTED', operator: 'alice@db1', gid })]);
-    await waitFor('the participant to settle T', () => rt.engine.stateOf(T) === 'aborted', 30_000);
+    await expectHeurmixOnceClusterUp({
+      h,
+      txnId: T,
+      participantId: 'ledger',
+      gid,
+      reported: async () => (await mysqlQuery<{ r: number | null }>(url, 'SELECT reported_at_ms AS r FROM verdict_heuristics WHERE gid = ?', [gid]))[0]?.r != null,
+    });
     expect(await amount('h1')).toBe(10);
   }, 120_000);
 });

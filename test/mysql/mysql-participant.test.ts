@@ -5,33 +5,29 @@
 // metrics, and the `verdict participant --resource mysql` process killed with
 // SIGKILL after its YES vote, then restarted.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pgPayload } from '../../src/participant/postgres.ts';
 import { MySqlResource } from '../../src/participant/resources/mysql/resource.ts';
 import type { MySqlParticipantOptions } from '../../src/participant/resources/mysql/participant.ts';
 import { xidOf, xidScope, xidText } from '../../src/participant/resources/mysql/xid.ts';
-import { startParticipant, type ParticipantRuntime } from '../../src/participant/runtime.ts';
+import type { ParticipantRuntime } from '../../src/participant/runtime.ts';
 import { ParticipantClient, type Decision, type Prepare } from '../../src/transport/participant-rpc.ts';
 import { freePorts } from '../free-ports.ts';
+import { DEADLINE_MS, Held, ROOT } from '../db-participant-fixture.ts';
 import { fakeCluster, type FakeCluster } from '../pg/fake-cluster.ts';
 import { waitFor } from '../pg/harness.ts';
 import { mysqlQuery, startMariaDb, xaRecover, xaRollbackAll, type MariaDbServer } from './harness.ts';
 
 const CLUSTER = `myrec${process.pid}`;
 const SCOPE = xidScope(CLUSTER, 'ledger');
-const DEADLINE_MS = 5_000;
-const ROOT = join(import.meta.dirname, '..', '..');
 let server: MariaDbServer;
 let url: string;
 let cluster: FakeCluster;
-const runtimes: ParticipantRuntime<MySqlResource>[] = [];
-const clients: ParticipantClient[] = [];
 const children: ChildProcess[] = [];
-const dirs: string[] = [];
+const held = new Held<MySqlResource>('verdict-mysql-participant-');
+const dataDir = (): Promise<string> => held.dataDir();
+const client = (address: string): ParticipantClient => held.client(address);
 
 beforeAll(async () => {
   server = await startMariaDb({ databases: ['ledger'] });
@@ -41,10 +37,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
   for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
-  await Promise.all(runtimes.splice(0).map((r) => r.stop()));
-  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+  await held.cleanup();
   cluster.outcomes.clear();
   cluster.questions.length = 0;
 });
@@ -60,33 +54,8 @@ afterAll(async () => {
   }
 }, 60_000);
 
-async function dataDir(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), 'verdict-mysql-participant-'));
-  dirs.push(d);
-  return d;
-}
-
-async function start(dir: string, over: Partial<MySqlParticipantOptions> = {}, metricsListen?: string): Promise<ParticipantRuntime<MySqlResource>> {
-  const r = await startParticipant({
-    clusterId: CLUSTER,
-    participantId: 'ledger',
-    listen: '127.0.0.1:0',
-    endpointsOfCluster: [cluster.address],
-    dataDir: dir,
-    logger: pino({ level: 'silent' }),
-    registerRetryMs: 50,
-    metricsListen,
-    engine: { askBackoffMinMs: 20, askBackoffMaxMs: 100 },
-    mysql: { url, concurrency: 4, ...over },
-  });
-  runtimes.push(r);
-  return r;
-}
-
-function client(address: string): ParticipantClient {
-  const c = new ParticipantClient(address);
-  clients.push(c);
-  return c;
+function start(dir: string, over: Partial<MySqlParticipantOptions> = {}, metricsListen?: string): Promise<ParticipantRuntime<MySqlResource>> {
+  return held.start({ clusterId: CLUSTER, participantId: 'ledger', endpoint: cluster.address, dataDir: dir, resource: { mysql: { url, concurrency: 4, ...over } }, metricsListen });
 }
 
 const ours = async (): Promise<string[]> => (await xaRecover(url)).filter((x) => x.gtrid.startsWith(`${CLUSTER}:`)).map((x) => `${x.gtrid},${x.bqual}`);
@@ -112,8 +81,7 @@ describe('mysql participant: recovery through the engine (R4)', () => {
     const dir = await dataDir();
     const p = await start(dir);
     expect((await client(p.address).prepare(prepareReq('T2', ["INSERT INTO entries VALUES ('m2', 2)"]), DEADLINE_MS)).vote).toBe('VOTE_YES');
-    await p.stop();
-    runtimes.splice(runtimes.indexOf(p), 1);
+    await held.stop(p);
     const again = await start(dir);
     await waitFor('three questions about T2', () => cluster.questions.filter((q) => q.txnId === 'T2').length >= 3);
     expect(again.engine.stateOf('T2')).toBe('prepared');
