@@ -13,6 +13,8 @@ import { waitFor } from './pg/harness.ts';
 import { Cluster, runCli } from './process/harness.ts';
 
 export const DEADLINE_MS = 5_000;
+/** A CLI process's bound: starting one takes seconds on a loaded two-core machine, so the bound is generous (and still a bound). */
+export const CLI = { timeoutMs: 90_000 };
 export const ROOT = join(import.meta.dirname, '..');
 
 /** Everything a test file starts, stopped and deleted by cleanup() (call it in afterEach). */
@@ -113,14 +115,14 @@ export async function expectHeurmixOnceClusterUp<R>(o: { h: UnreachableClusterPa
   const { cluster, rt } = o.h;
   cluster.nodes[0].start();
   await cluster.waitForLeader();
-  await waitFor('the heuristic act reported and acknowledged', o.reported, 30_000);
-  const listed = await runCli(['txn', 'list', '--heuristic', '--json', '--endpoints', cluster.nodes[0].address]);
+  await waitFor('the heuristic act reported and acknowledged', o.reported, 60_000);
+  const listed = await runCli(['txn', 'list', '--heuristic', '--json', '--endpoints', cluster.nodes[0].address], CLI);
   expect(listed.code).toBe(0);
   const txns = JSON.parse(listed.stdout) as { txnId: string; outcome: string; heuristics: { participantId: string; kind: string; outcome: string; decision: string; operator: string; gid: string }[] }[];
   const t = txns.find((x) => x.txnId === o.txnId);
   expect(t?.outcome).toBe('ABORTED');
   expect(t?.heuristics).toEqual([expect.objectContaining({ participantId: o.participantId, kind: 'HEURMIX', outcome: 'COMMITTED', decision: 'ABORTED', operator: 'alice@db1', gid: o.gid })]);
-  const shown = await runCli(['txn', 'show', o.txnId, '--endpoints', cluster.nodes[0].address]);
+  const shown = await runCli(['txn', 'show', o.txnId, '--endpoints', cluster.nodes[0].address], CLI);
   expect(shown.stdout).toMatch(/HEURMIX/);
-  await waitFor('the participant to settle T', () => rt.engine.stateOf(o.txnId) === 'aborted', 30_000);
+  await waitFor('the participant to settle T', () => rt.engine.stateOf(o.txnId) === 'aborted', 60_000);
 }

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgPayload } from '../../src/participant/postgres.ts';
 import type { MySqlResource } from '../../src/participant/resources/mysql/resource.ts';
 import { xidOf, xidScope, xidText } from '../../src/participant/resources/mysql/xid.ts';
-import { DEADLINE_MS, expectHeurmixOnceClusterUp, participantOfUnreachableCluster, type UnreachableClusterParticipant } from '../db-participant-fixture.ts';
+import { CLI, DEADLINE_MS, expectHeurmixOnceClusterUp, participantOfUnreachableCluster, type UnreachableClusterParticipant } from '../db-participant-fixture.ts';
 import { runCli } from '../process/harness.ts';
 import { mysqlQuery, startMariaDb, xaRecover, xaRollbackAll, type MariaDbServer } from './harness.ts';
 
@@ -42,15 +42,15 @@ const amount = async (id: string): Promise<number | undefined> => (await mysqlQu
 describe('heuristic resolution at a MySQL participant (R4)', () => {
   it('refuses an xid too long for XA, an xid of another participant, and a transaction not prepared here, with the reason (exit 1)', async () => {
     const base = ['participant', 'resolve', '--commit', '--reason', 'r', '--id', 'ledger', '--cluster-id', h.cluster.clusterId, '--resource', 'mysql', '--mysql-url', url];
-    const long = await runCli([...base, `${h.cluster.clusterId}:${'x'.repeat(80)},ledger`]);
+    const long = await runCli([...base, `${h.cluster.clusterId}:${'x'.repeat(80)},ledger`], CLI);
     expect([long.code, long.stderr]).toEqual([1, expect.stringMatching(/too long: XA allows 64 bytes each for gtrid and bqual/)]);
-    const other = await runCli([...base, `${h.cluster.clusterId}:T1,shop`]);
+    const other = await runCli([...base, `${h.cluster.clusterId}:T1,shop`], CLI);
     expect([other.code, other.stderr]).toEqual([1, expect.stringMatching(/not one of this participant's/)]);
-    const none = await runCli([...base, 'never-prepared']);
+    const none = await runCli([...base, 'never-prepared'], CLI);
     expect([none.code, none.stderr]).toEqual([1, expect.stringMatching(/is not prepared in this database \(no .* in XA RECOVER\)/)]);
-    const noUrl = await runCli(['participant', 'resolve', 'T', '--commit', '--reason', 'r', '--id', 'ledger', '--resource', 'mysql']);
+    const noUrl = await runCli(['participant', 'resolve', 'T', '--commit', '--reason', 'r', '--id', 'ledger', '--resource', 'mysql'], CLI);
     expect([noUrl.code, noUrl.stderr]).toEqual([64, expect.stringMatching(/--mysql-url mysql:\/\/USER:PASSWORD@HOST:PORT\/DATABASE is required/)]);
-  }, 60_000);
+  }, 400_000);
 
   it('resolve --commit while the cluster is unreachable: recorded, then XA COMMIT; the cluster, back, records HEURMIX against its ABORT, and the participant ACKs', async () => {
     const T = 'heur-1';
@@ -62,7 +62,7 @@ describe('heuristic resolution at a MySQL participant (R4)', () => {
     expect(vote.vote).toBe('VOTE_YES');
 
     const args = ['participant', 'resolve', T, '--reason', 'cluster down for hours; locks held on entries', '--operator', 'alice@db1', '--id', 'ledger', '--cluster-id', h.cluster.clusterId, '--resource', 'mysql', '--mysql-url', url];
-    const done = await runCli([...args, '--commit']);
+    const done = await runCli([...args, '--commit'], CLI);
     expect(done.stderr).toBe('');
     expect(done.code).toBe(0);
     expect(done.stdout).toMatch(/XA COMMIT .* done by alice@db1/);
@@ -71,9 +71,9 @@ describe('heuristic resolution at a MySQL participant (R4)', () => {
     expect(row).toMatchObject({ operator: 'alice@db1', outcome: 'committed', reason: 'cluster down for hours; locks held on entries', reported_at_ms: null });
 
     // Idempotent: the same act again (by txn id or by xid) is a no-op; the contrary one is refused.
-    const again = await runCli([...args.slice(0, 2), gid, ...args.slice(3), '--commit']);
+    const again = await runCli([...args.slice(0, 2), gid, ...args.slice(3), '--commit'], CLI);
     expect([again.code, again.stdout]).toEqual([0, expect.stringMatching(/already resolved by hand \(committed\) by alice@db1/)]);
-    const contrary = await runCli([...args, '--abort']);
+    const contrary = await runCli([...args, '--abort'], CLI);
     expect(contrary.code).toBe(1);
     expect(contrary.stderr).toMatch(/already resolved by hand as committed/);
 
@@ -85,5 +85,5 @@ describe('heuristic resolution at a MySQL participant (R4)', () => {
       reported: async () => (await mysqlQuery<{ r: number | null }>(url, 'SELECT reported_at_ms AS r FROM verdict_heuristics WHERE gid = ?', [gid]))[0]?.r != null,
     });
     expect(await amount('h1')).toBe(10);
-  }, 120_000);
+  }, 400_000);
 });

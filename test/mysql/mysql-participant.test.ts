@@ -21,6 +21,8 @@ import { mysqlQuery, startMariaDb, xaRecover, xaRollbackAll, type MariaDbServer 
 
 const CLUSTER = `myrec${process.pid}`;
 const SCOPE = xidScope(CLUSTER, 'ledger');
+/** A `verdict participant` process starting (or restarting) on a loaded two-core machine: generous, and still a bound. */
+const PROCESS_WAIT_MS = 90_000;
 let server: MariaDbServer;
 let url: string;
 let cluster: FakeCluster;
@@ -154,7 +156,7 @@ describe('verdict participant --resource mysql (the process)', () => {
     await waitFor(`the participant process to answer PREPARE (stderr: ${first.stderr()})`, async () => {
       vote = await c.prepare(prepareReq('T-kill', ["INSERT INTO entries VALUES ('kill', 7)"]), 1_000).catch(() => null);
       return vote !== null;
-    }, 30_000);
+    }, PROCESS_WAIT_MS);
     expect(vote).toMatchObject({ vote: 'VOTE_YES' });
     first.child.kill('SIGKILL');
     await first.exited;
@@ -162,11 +164,11 @@ describe('verdict participant --resource mysql (the process)', () => {
     expect(await ours()).toEqual([xidText(xidOf(SCOPE, 'T-kill'))]);
     cluster.outcomes.set('T-kill', 'OUTCOME_COMMITTED');
     const second = spawnParticipant(dir, port);
-    await waitFor(`the restarted participant to commit T-kill (stderr: ${second.stderr()})`, async () => (await amount('kill')) === 7, 30_000);
+    await waitFor(`the restarted participant to commit T-kill (stderr: ${second.stderr()})`, async () => (await amount('kill')) === 7, PROCESS_WAIT_MS);
     expect(await ours()).toEqual([]);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
-  }, 90_000);
+  }, 3 * PROCESS_WAIT_MS);
 
   it('refuses to start on a server that would lose a prepared branch, with the setting and the fix, exit 1', async () => {
     await mysqlQuery(url, 'SET GLOBAL innodb_flush_log_at_trx_commit = 0');
@@ -178,5 +180,5 @@ describe('verdict participant --resource mysql (the process)', () => {
     } finally {
       await mysqlQuery(url, 'SET GLOBAL innodb_flush_log_at_trx_commit = 1');
     }
-  }, 60_000);
+  }, 2 * PROCESS_WAIT_MS);
 });

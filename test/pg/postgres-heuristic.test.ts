@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gidOf, gidPrefix } from '../../src/participant/postgres-gid.ts';
 import { pgPayload, type PostgresResource } from '../../src/participant/postgres.ts';
-import { DEADLINE_MS, expectHeurmixOnceClusterUp, participantOfUnreachableCluster, type UnreachableClusterParticipant } from '../db-participant-fixture.ts';
+import { CLI, DEADLINE_MS, expectHeurmixOnceClusterUp, participantOfUnreachableCluster, type UnreachableClusterParticipant } from '../db-participant-fixture.ts';
 import { runCli } from '../process/harness.ts';
 import { preparedXacts, rollbackPrepared, sql, startPostgres, waitFor, type PgServer } from './harness.ts';
 
@@ -50,7 +50,7 @@ describe('heuristic resolution at a PostgreSQL participant (R4)', () => {
     expect((await preparedXacts(shop, gid)).map((x) => x.gid)).toEqual([gid]);
 
     const args = ['participant', 'resolve', T, '--reason', 'cluster down for hours; locks held on orders', '--operator', 'alice@db1', '--id', 'shop', '--cluster-id', h.cluster.clusterId, '--resource', 'postgres', '--pg-url', shop];
-    const done = await runCli([...args, '--commit']);
+    const done = await runCli([...args, '--commit'], CLI);
     expect(done.stderr).toBe('');
     expect(done.code).toBe(0);
     expect(done.stdout).toMatch(/COMMIT PREPARED .* done by alice@db1/);
@@ -60,9 +60,9 @@ describe('heuristic resolution at a PostgreSQL participant (R4)', () => {
     expect(row).toMatchObject({ operator: 'alice@db1', outcome: 'committed', reason: 'cluster down for hours; locks held on orders', reported_at: null });
 
     // Idempotent: the same act again is a no-op; the contrary one is refused.
-    const again = await runCli([...args, '--commit']);
+    const again = await runCli([...args, '--commit'], CLI);
     expect([again.code, again.stdout]).toEqual([0, expect.stringMatching(/already resolved by hand \(committed\) by alice@db1/)]);
-    const contrary = await runCli([...args, '--abort']);
+    const contrary = await runCli([...args, '--abort'], CLI);
     expect(contrary.code).toBe(1);
     expect(contrary.stderr).toMatch(/already resolved by hand as committed/);
 
@@ -75,7 +75,7 @@ describe('heuristic resolution at a PostgreSQL participant (R4)', () => {
       reported: async () => (await sql<{ r: boolean }>(shop, 'SELECT reported_at IS NOT NULL AS r FROM verdict_heuristics WHERE gid = $1', [gid]))[0]?.r === true,
     });
     expect(await orderAmount('h1')).toBe(10);
-  }, 120_000);
+  }, 400_000);
 
   it('an ABORT that arrives before PREPARE rolls back the open PostgreSQL transaction at once, not after the 60 s open timeout', async () => {
     const T = 'heur-open';
