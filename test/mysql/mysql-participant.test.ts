@@ -102,13 +102,13 @@ describe('mysql participant: recovery through the engine (R4)', () => {
       const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       return new Map([...text.matchAll(/^(verdict_participant_db_\w+)\{[^}]*\} (\S+)$/gm)].map((m) => [m[1], Number(m[2])]));
     };
-    await waitFor('the stuck branch in the metrics', async () => (await scrape()).get('verdict_participant_db_stuck_prepared') === 1, 10_000);
+    await waitFor('the stuck branch in the metrics', async () => (await scrape()).get('verdict_participant_db_stuck_prepared') === 1, 30_000);
     const m = await scrape();
     expect(m.get('verdict_participant_db_prepared')).toBe(1);
     expect(m.get('verdict_participant_db_oldest_prepared_age_seconds')).toBeGreaterThanOrEqual(0.2);
     expect(p.resource.preparedStats()).toMatchObject({ count: 1, stuck: 1 });
     await client(p.address).decide(decisionReq('T3', 'DECISION_COMMIT'), DEADLINE_MS);
-    await waitFor('the metrics to drop the committed branch', async () => (await scrape()).get('verdict_participant_db_prepared') === 0, 10_000);
+    await waitFor('the metrics to drop the committed branch', async () => (await scrape()).get('verdict_participant_db_prepared') === 0, 30_000);
     expect(await amount('m3')).toBe(3);
   });
 
