@@ -109,19 +109,19 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
 
   // A database resource (PostgreSQL, MySQL) holds the prepared state itself; its journal holds no data.
   if (o.postgres !== undefined && o.mysql !== undefined) throw new ParticipantStartupError('a participant has one resource: give postgres or mysql, not both');
-  let pg: PreparedSetup<PostgresResource | MySqlResource> | null = null;
+  let db: PreparedSetup<PostgresResource | MySqlResource> | null = null;
   const opened = { clusterId: o.clusterId, participantId: o.participantId, dataDir: o.dataDir, log, compactAfterRecords: o.compactAfterRecords };
   try {
-    if (o.postgres !== undefined) pg = await openPostgresParticipant({ ...o.postgres, ...opened });
-    if (o.mysql !== undefined) pg = await openMySqlParticipant({ ...o.mysql, ...opened });
+    if (o.postgres !== undefined) db = await openPostgresParticipant({ ...o.postgres, ...opened });
+    if (o.mysql !== undefined) db = await openMySqlParticipant({ ...o.mysql, ...opened });
   } catch (err) {
     if (err instanceof PostgresConfigError || err instanceof MySqlConfigError) throw new ParticipantStartupError(err.message);
     throw err;
   }
   const state = new MemoryState();
   const journal: Journal & { close(): Promise<void>; stats(): JournalStats } =
-    pg !== null
-      ? pg.journal
+    db !== null
+      ? db.journal
       : await FileJournal.open<ParticipantRecord>({
           path: join(o.dataDir, 'journal.log'),
           fold: state,
@@ -129,7 +129,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
           compactAfterRecords: o.compactAfterRecords,
           log,
         });
-  const resource: MemoryResource | PostgresResource | MySqlResource = pg !== null ? pg.resource : MemoryResource.restore(state.data, state.preparedWrites());
+  const resource: MemoryResource | PostgresResource | MySqlResource = db !== null ? db.resource : MemoryResource.restore(state.data, state.preparedWrites());
   const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls) } : {}) });
   const timers = new Set<NodeJS.Timeout>();
   const schedule: Schedule = (delayMs, fn) => {
@@ -159,7 +159,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     askOutcome,
     log,
   });
-  engine.recover(pg !== null ? pg.records : state.txnRecords());
+  engine.recover(db !== null ? db.records : state.txnRecords());
 
   const server = new grpc.Server({
     'grpc.max_receive_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
@@ -175,13 +175,13 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     port = await bind(server, o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure());
     if (o.metricsListen !== undefined) {
       const { participantMetrics } = await import('./metrics.ts');
-      const db = pg;
-      metricsServer = await serveMetrics(o.metricsListen, participantMetrics(o.participantId, engine, Date.now, db !== null ? () => db.resource.preparedStats() : undefined));
+      const dbSetup = db;
+      metricsServer = await serveMetrics(o.metricsListen, participantMetrics(o.participantId, engine, Date.now, dbSetup !== null ? () => dbSetup.resource.preparedStats() : undefined));
     }
   } catch (err) {
     server.forceShutdown();
     await journal.close();
-    await pg?.close();
+    await db?.close();
     link.close();
     if (err instanceof MetricsListenError) throw new ParticipantStartupError(`${err.message}; check --metrics-listen`);
     throw err;
@@ -189,7 +189,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   const address = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${port}`;
   const advertise = o.advertise ?? address;
   engine.start();
-  pg?.start(engine, askOutcome);
+  db?.start(engine, askOutcome);
   health.set('SERVING');
   log.info({ address, advertise, metrics: metricsServer ? `http://${metricsServer.address}/metrics` : undefined, inDoubt: engine.inDoubt().length, journal: journal.stats() }, 'participant started');
 
@@ -220,13 +220,13 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   // Heuristic acts done by hand while the cluster was unreachable are reported
   // once it is reachable and this participant is registered (R4).
   let reporter: HeuristicReporter | null = null;
-  if (pg !== null) {
-    const resourcePg = pg.resource;
+  if (db !== null) {
+    const resourceDb = db.resource;
     void registered.then(() => {
       if (stopping) return;
       reporter = new HeuristicReporter({
-        unreported: () => resourcePg.unreportedHeuristics(),
-        markReported: (act) => resourcePg.markHeuristicReported(act.gid),
+        unreported: () => resourceDb.unreportedHeuristics(),
+        markReported: (act) => resourceDb.markHeuristicReported(act.gid),
         report: (act) =>
           link.reportHeuristic({
             participantId: o.participantId,
@@ -264,7 +264,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       for (const t of timers) clearTimeout(t);
       timers.clear();
       await shutdownServer(server, 2_000);
-      await pg?.close();
+      await db?.close();
       link.close();
       await journal.close();
       await metricsServer?.close();
