@@ -122,6 +122,13 @@ export abstract class DbResource<C, Q> implements PreparedResource {
   protected abstract endConnections(): Promise<void>;
   /** How the command deciding a prepared transaction reads: 'COMMIT PREPARED', 'XA ROLLBACK'. */
   protected abstract decisionVerb(step: 'commit' | 'abort'): string;
+  /**
+   * How long T's connection stays T's after PREPARE, so the decision can use
+   * it (0: released at once). Past it the connection is released as prepared.
+   */
+  protected holdPreparedMs(): number {
+    return 0;
+  }
   /** "open PostgreSQL transaction", "open XA branch": what T's unprepared work is called. */
   protected abstract readonly openTxnNoun: string;
   /** The refusal when openTxnsMax transactions are open. */
@@ -281,10 +288,23 @@ export abstract class DbResource<C, Q> implements PreparedResource {
       await this.endOpen(txnId, e, reason);
       return reason;
     }
-    // Prepared: the transaction no longer belongs to the session, so the connection is released.
     e.phase = 'prepared';
     e.preparedAtMs = Date.now();
-    await this.release(e, null, true);
+    const holdMs = this.holdPreparedMs();
+    if (holdMs <= 0) {
+      // The prepared transaction no longer belongs to the session, so the connection is released.
+      await this.release(e, null, true);
+      return null;
+    }
+    // Kept for the decision, which usually comes within milliseconds; released (for MySQL: the
+    // branch detached from its session) if it does not come within holdMs.
+    e.openTimer = setTimeout(() => {
+      e.openTimer = null;
+      void this.exclusive(txnId, async () => {
+        if (this.txns.get(txnId) === e && e.phase === 'prepared') await this.release(e, e.failure !== null ? new Error(e.failure) : null, true);
+      });
+    }, holdMs);
+    e.openTimer.unref();
     return null;
   }
 
@@ -298,11 +318,16 @@ export abstract class DbResource<C, Q> implements PreparedResource {
     }
     const gid = this.gid(txnId);
     let done: boolean;
+    if (e !== undefined) this.clearOpenTimer(e);
     try {
       done = await this.decidePrepared(txnId, step, e);
     } catch (err) {
+      // A connection kept after PREPARE that failed here is not reused.
+      if (e !== undefined) await this.release(e, err as Error, true);
       throw new Error(`${this.decisionVerb(step)} ${gid} failed: ${this.describeError(err)}`);
     }
+    // A connection kept after PREPARE is free again once the decision is applied.
+    if (e !== undefined) await this.release(e, e.failure !== null ? new Error(e.failure) : null, false);
     if (!done && (await this.settleGone(txnId, gid, step))) {
       this.settled(txnId, step, e, false);
       return;

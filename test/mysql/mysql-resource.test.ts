@@ -45,7 +45,7 @@ const ours = async (): Promise<string[]> => (await xaRecover(url)).filter((x) =>
 const amount = async (id: string): Promise<number | undefined> => (await mysqlQuery<{ amount: number }>(url, 'SELECT amount FROM entries WHERE id = ?', [id]))[0]?.amount;
 
 describe('mysql resource: the unit of work under XA', () => {
-  it('runs work inside the XA branch, prepares it (listed by XA RECOVER, invisible to others), and commits from another connection', async () => {
+  it('runs work inside the XA branch, prepares it (listed by XA RECOVER, invisible to others), and commits it', async () => {
     const r = await open();
     await r.work('T1', async (c) => void (await c.query("INSERT INTO entries VALUES ('e1', 10)")));
     expect(await amount('e1')).toBeUndefined(); // not committed: another session does not see it
@@ -119,6 +119,33 @@ describe('mysql resource: the unit of work under XA', () => {
     const r = await open();
     expect((await r.prepareAsync('T7', new Uint8Array())).reason).toMatch(/no work for transaction T7 here: no open XA branch/);
     expect((await r.prepareAsync('T7b', new TextEncoder().encode('{"sql": 3}'))).reason).toMatch(/payload "sql" must be an array/);
+  });
+
+  it('decides on the session that prepared the branch, then reuses that session for the next branch', async () => {
+    const r = await open();
+    const connectionId = async (txnId: string): Promise<number> =>
+      r.work(txnId, async (c) => ((await c.query('SELECT CONNECTION_ID() AS id')) as unknown as [{ id: number }[]])[0][0].id);
+    const first = await connectionId('T11');
+    expect((await r.prepareAsync('T11', pgPayload(["INSERT INTO entries VALUES ('e11', 11)"]))).yes).toBe(true);
+    await r.commitAsync('T11');
+    expect(await connectionId('T12')).toBe(first);
+    await r.rollback('T12');
+    expect(await amount('e11')).toBe(11);
+  });
+
+  it('R4: a branch whose decision is late is detached from its session after holdPreparedMs, so any connection can decide it', async () => {
+    const r = await open({ holdPreparedMs: 200 });
+    expect((await r.prepareAsync('T13', pgPayload(["INSERT INTO entries VALUES ('e13', 13)"]))).yes).toBe(true);
+    const x = xidOf(SCOPE, 'T13');
+    // While the preparing session holds it, the server refuses it to every other session (the XA trap).
+    await expect(mysqlQuery(url, `XA COMMIT '${x.gtrid}','${x.bqual}',${x.formatId}`)).rejects.toMatchObject({ errno: 1397 });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // Detached: another session (an operator, a restarted participant) commits it.
+    await mysqlQuery(url, `XA COMMIT '${x.gtrid}','${x.bqual}',${x.formatId}`);
+    expect(await amount('e13')).toBe(13);
+    // The decision arriving afterwards is a redelivery: the marker says it committed.
+    await r.commitAsync('T13');
+    expect(r.counts()).toMatchObject({ redeliveriesAcked: 1, hazards: 0 });
   });
 
   it('refuses more open branches than its concurrency, at once (back-pressure)', async () => {

@@ -6,9 +6,12 @@
 // prepared, and running the command again finishes it.
 import mysql from 'mysql2/promise';
 import { checkText, HeuristicError, resolveByHand, type HeuristicStore, type ResolveOptions, type ResolveResult } from '../../heuristic.ts';
-import { describeMySqlError, redact } from './errors.ts';
+import { describeMySqlError, ER_XAER_NOTA, mysqlErrno, redact } from './errors.ts';
 import * as tables from './tables.ts';
 import { parseXidText, sqlXid, xidOf, xidScope, xidText, type Xid } from './xid.ts';
+
+/** Longer than a running participant holds a just-prepared branch's session (holdPreparedMs). */
+const ATTACHED_WAIT_MS = 10_000;
 
 /** target: a txn id, or this participant's xid of it in its text form `gtrid,bqual`. */
 export type MySqlResolveOptions = ResolveOptions;
@@ -51,7 +54,18 @@ export async function resolveMySqlByHand(o: MySqlResolveOptions): Promise<Resolv
       actOf: (g) => tables.actOf(conn, g),
       record: (act) => tables.recordAct(conn, act),
       finish: async (_g, outcome) => {
-        await conn.query(`${outcome === 'committed' ? 'XA COMMIT' : 'XA ROLLBACK'} ${sqlXid(xid)}`);
+        // A running participant holds the session of a branch it just prepared for up to
+        // holdPreparedMs (2 s), during which the server answers XAER_NOTA: wait that out.
+        const giveUpAtMs = Date.now() + ATTACHED_WAIT_MS;
+        for (;;) {
+          try {
+            await conn.query(`${outcome === 'committed' ? 'XA COMMIT' : 'XA ROLLBACK'} ${sqlXid(xid)}`);
+            return;
+          } catch (err) {
+            if (mysqlErrno(err) !== ER_XAER_NOTA || Date.now() > giveUpAtMs) throw err;
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        }
       },
       describeError: describeMySqlError,
     };

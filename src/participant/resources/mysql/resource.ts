@@ -2,28 +2,33 @@
 // database, committed with XA, the servers' two-phase commit.
 //
 //   work(T, fn)  the application's statements for T run inside T's XA branch:
-//                the first call opens a connection of T's own and runs
-//                XA START xid; the connection stays T's until PREPARE.
+//                the first call takes a session of T's own (an idle one, or a
+//                new connection) and runs XA START xid; the session stays
+//                T's until the decision.
 //   PREPARE      runs the payload's SQL (the {"sql": [...]} format of the
 //                PostgreSQL adapter), writes T's marker row, then XA END and
-//                XA PREPARE, and closes T's connection: the branch then
-//                belongs to no session (MySQL 5.7.7+, MariaDB 10.5.2+), so
-//                the decision can come from any connection, and a crash of
-//                this process leaves it prepared. With
-//                innodb_flush_log_at_trx_commit = 1 (and sync_binlog = 1
-//                when the binlog is on; server-check.ts refuses less) the
-//                server has the branch on disk before it answers, so it is
-//                durable by the time the resource votes YES (R4).
-//   COMMIT       XA COMMIT xid, on a control connection
-//   ABORT        XA ROLLBACK xid, or the branch's own rollback if T never got
-//                as far as PREPARE.
+//                XA PREPARE. With innodb_flush_log_at_trx_commit = 1 (and
+//                sync_binlog = 1 when the binlog is on; server-check.ts
+//                refuses less) the server has the branch on disk before it
+//                answers, so it is durable by the time the resource votes
+//                YES (R4). A crash of this process ends the session, which
+//                leaves the branch prepared (MySQL 5.7.7+, MariaDB 10.5.2+).
+//   COMMIT       XA COMMIT xid, on the session that prepared the branch when
+//                it is still held (then the session is free for the next
+//                branch), else on a control connection
+//   ABORT        XA ROLLBACK xid likewise, or the branch's own rollback if T
+//                never got as far as PREPARE.
 //
-// Why T's connection is closed rather than pooled: a server answers XA
-// COMMIT from another session with XAER_NOTA while the session that prepared
-// the branch is still open, and that session cannot start another branch
-// anyway. The server detaches the branch as it handles the disconnect, a
-// moment after the socket closes; a XAER_NOTA for a branch this process
-// prepared within detachWaitMs is therefore retried before it means "gone".
+// The session that prepared a branch is held for its decision only briefly
+// (holdPreparedMs, 2 s by default, and for at most `concurrency` branches):
+// a server answers XA COMMIT from another session with XAER_NOTA while the
+// preparing session is open, so a branch whose decision is late (the
+// cluster is slow or unreachable) has its session closed, which detaches it
+// and lets any connection decide it: the recovery scan, a restarted
+// participant, or an operator's `verdict participant resolve`. The server
+// detaches the branch a moment after the socket closes; a XAER_NOTA for a
+// branch this process prepared within detachWaitMs is therefore retried
+// before it means "gone".
 //
 // A failure during the work or at PREPARE (a constraint, a deadlock, a lost
 // connection between XA END and XA PREPARE) makes the vote NO with the
@@ -81,6 +86,12 @@ export interface MySqlResourceOptions {
   stuckAfterMs?: number;
   /** How long after this process's XA PREPARE a XAER_NOTA is taken for a branch not yet detached, and retried. */
   detachWaitMs?: number;
+  /**
+   * How long the session that prepared a branch is kept for its decision (XA
+   * COMMIT on the same session, then the connection is reused); past it the
+   * session is closed, which detaches the branch. 0: closed at once.
+   */
+  holdPreparedMs?: number;
   /** Fault injection for tests: runs between XA END and XA PREPARE with the session's connection id. */
   afterXaEnd?: (txnId: TxnId, connectionId: number) => Promise<void>;
   log?: EngineLog;
@@ -109,6 +120,10 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
   private readonly o: Options;
   private readonly control: Pool;
   private readonly table: string;
+  /** Sessions free for the next branch (after a decision on the session that prepared); bounded by concurrency. */
+  private readonly idle: Connection[] = [];
+  /** Sessions the server or the network closed: never reused. */
+  private readonly dead = new WeakSet<Connection>();
   /** When a scan first saw a branch whose marker it could not read; bounded by what one scan returns. */
   private readonly firstSeenAtMs = new Map<string, number>();
 
@@ -123,7 +138,7 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
   /** Connects, checks the server (refusing an unsafe one with the reason), and creates the adapter's tables. */
   static async open(opts: MySqlResourceOptions): Promise<MySqlResource> {
     const o: Options = withDefaults(
-      { ...DB_DEFAULTS, connectTimeoutMs: 10_000, markerTable: tables.MARKER_TABLE, markerCleanupBatch: 1_000, detachWaitMs: 3_000 },
+      { ...DB_DEFAULTS, connectTimeoutMs: 10_000, markerTable: tables.MARKER_TABLE, markerCleanupBatch: 1_000, detachWaitMs: 3_000, holdPreparedMs: 2_000 },
       { ...opts, log: undefined },
     ) as Options;
     o.afterXaEnd = opts.afterXaEnd;
@@ -171,13 +186,22 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
 
   // ---- MySQL's statements (the DbResource hooks) ----
 
-  /** T's own connection (see the file comment for why not a pooled one), and XA START. */
+  /** A session of T's own (an idle one, or a new one; see the file comment for why not a shared pool), and XA START. */
   protected async openConn(txnId: TxnId, e: DbTxn<Connection>): Promise<Connection> {
-    let conn: Connection;
-    try {
-      conn = await mysql.createConnection({ uri: this.o.url, connectTimeout: this.o.connectTimeoutMs });
-    } catch (err) {
-      throw new Error(`no MySQL connection for transaction ${txnId}: ${describeMySqlError(err)}`);
+    let conn: Connection | undefined;
+    while (conn === undefined && this.idle.length > 0) {
+      const c = this.idle.pop() as Connection;
+      if (!this.dead.has(c)) conn = c;
+    }
+    if (conn === undefined) {
+      try {
+        conn = await mysql.createConnection({ uri: this.o.url, connectTimeout: this.o.connectTimeoutMs });
+      } catch (err) {
+        throw new Error(`no MySQL connection for transaction ${txnId}: ${describeMySqlError(err)}`);
+      }
+      const c = conn;
+      // Always listening, so an idle session's end never goes unhandled; it is not reused then.
+      c.on('error', () => this.dead.add(c));
     }
     // A session lost while T holds it takes T's branch with it: remember why, so T votes NO with it.
     const onError = (err: Error): void => {
@@ -212,14 +236,39 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
     return null;
   }
 
-  /** Ends T's session (COM_QUIT, answered by the server closing the socket); a broken one is destroyed. Closing detaches a prepared branch. */
-  protected async releaseConn(conn: Connection, broken: Error | null): Promise<void> {
-    if (broken !== null) return void conn.destroy();
+  /**
+   * After a decision the session is free and kept for the next branch. A
+   * session still holding a prepared branch is ended (COM_QUIT, answered by
+   * the server closing the socket), which detaches the branch; a broken one
+   * is destroyed.
+   */
+  protected async releaseConn(conn: Connection, broken: Error | null, prepared: boolean): Promise<void> {
+    if (broken !== null || this.dead.has(conn)) return void conn.destroy();
+    if (!prepared && !this.closed && this.idle.length < this.o.concurrency) return void this.idle.push(conn);
     await conn.end().catch(() => conn.destroy());
+  }
+
+  /** The session is kept for the decision while fewer than `concurrency` are kept so. */
+  protected override holdPreparedMs(): number {
+    let held = 0;
+    for (const e of this.txns.values()) if (e.phase === 'prepared' && e.conn !== null) held += 1;
+    return held < this.o.concurrency ? this.o.holdPreparedMs : 0;
   }
 
   protected async decidePrepared(txnId: TxnId, step: 'commit' | 'abort', e: DbTxn<Connection> | undefined): Promise<boolean> {
     const verb = this.decisionVerb(step);
+    // The session that prepared the branch, still held: the decision goes there.
+    if (e?.conn != null && e.failure === null && !this.dead.has(e.conn)) {
+      try {
+        await e.conn.query(`${verb} ${sqlXid(this.xid(txnId))}`);
+        return true;
+      } catch (err) {
+        if (step === 'abort' && mysqlErrno(err) === ER_XA_RBROLLBACK) return true;
+        // Anything but a lost session is an answer; a lost session detaches the branch, decided below.
+        if (mysqlErrno(err) !== undefined) throw err;
+        e.failure ??= describeMySqlError(err);
+      }
+    }
     for (;;) {
       try {
         await this.control.query(`${verb} ${sqlXid(this.xid(txnId))}`);
@@ -263,6 +312,7 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
   }
 
   protected async endConnections(): Promise<void> {
+    for (const c of this.idle.splice(0)) c.destroy();
     await this.control.end().catch(() => {});
   }
 
