@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgPayload } from '../../src/participant/postgres.ts';
 import type { MySqlResource } from '../../src/participant/resources/mysql/resource.ts';
 import { xidOf, xidScope, xidText } from '../../src/participant/resources/mysql/xid.ts';
-import { CLI, DEADLINE_MS, expectHeurmixOnceClusterUp, participantOfUnreachableCluster, type UnreachableClusterParticipant } from '../db-participant-fixture.ts';
+import { CLI, DEADLINE_MS, expectHeurmixOnceClusterUp, expectResolveRepeatNoopContraryRefused, participantOfUnreachableCluster, type UnreachableClusterParticipant } from '../db-participant-fixture.ts';
 import { runCli } from '../process/harness.ts';
 import { mysqlQuery, startMariaDb, xaRecover, xaRollbackAll, type MariaDbServer } from './harness.ts';
 
@@ -71,11 +71,7 @@ describe('heuristic resolution at a MySQL participant (R4)', () => {
     expect(row).toMatchObject({ operator: 'alice@db1', outcome: 'committed', reason: 'cluster down for hours; locks held on entries', reported_at_ms: null });
 
     // Idempotent: the same act again (by txn id or by xid) is a no-op; the contrary one is refused.
-    const again = await runCli([...args.slice(0, 2), gid, ...args.slice(3), '--commit'], CLI);
-    expect([again.code, again.stdout]).toEqual([0, expect.stringMatching(/already resolved by hand \(committed\) by alice@db1/)]);
-    const contrary = await runCli([...args, '--abort'], CLI);
-    expect(contrary.code).toBe(1);
-    expect(contrary.stderr).toMatch(/already resolved by hand as committed/);
+    await expectResolveRepeatNoopContraryRefused([...args.slice(0, 2), gid, ...args.slice(3)], args);
 
     await expectHeurmixOnceClusterUp({
       h,

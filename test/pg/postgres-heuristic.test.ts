@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gidOf, gidPrefix } from '../../src/participant/postgres-gid.ts';
 import { pgPayload, type PostgresResource } from '../../src/participant/postgres.ts';
-import { CLI, DEADLINE_MS, expectHeurmixOnceClusterUp, participantOfUnreachableCluster, type UnreachableClusterParticipant } from '../db-participant-fixture.ts';
+import { CLI, DEADLINE_MS, expectHeurmixOnceClusterUp, expectResolveRepeatNoopContraryRefused, participantOfUnreachableCluster, type UnreachableClusterParticipant } from '../db-participant-fixture.ts';
 import { runCli } from '../process/harness.ts';
 import { preparedXacts, rollbackPrepared, sql, startPostgres, waitFor, type PgServer } from './harness.ts';
 
@@ -60,11 +60,7 @@ describe('heuristic resolution at a PostgreSQL participant (R4)', () => {
     expect(row).toMatchObject({ operator: 'alice@db1', outcome: 'committed', reason: 'cluster down for hours; locks held on orders', reported_at: null });
 
     // Idempotent: the same act again is a no-op; the contrary one is refused.
-    const again = await runCli([...args, '--commit'], CLI);
-    expect([again.code, again.stdout]).toEqual([0, expect.stringMatching(/already resolved by hand \(committed\) by alice@db1/)]);
-    const contrary = await runCli([...args, '--abort'], CLI);
-    expect(contrary.code).toBe(1);
-    expect(contrary.stderr).toMatch(/already resolved by hand as committed/);
+    await expectResolveRepeatNoopContraryRefused(args, args);
 
     // The cluster comes up, records HEURMIX against its ABORT, and the participant ACKs the ABORT.
     await expectHeurmixOnceClusterUp({
