@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import type { FsyncFloor, GrpcFloor } from './floor-child.ts';
 import type { LatencySummary } from './hist.ts';
-import type { PgDirectFloors } from './pg.ts';
+import type { PgDirectFloor, PgDirectFloors } from './pg.ts';
 import { runJsonChild, spawnChild, stopChild, waitFor } from './procs.ts';
 
 export interface MachineFloors {
@@ -17,7 +17,10 @@ export interface MachineFloors {
 }
 
 /** The machine's floors and PostgreSQL's direct two-phase commit (bench/pg.ts; null when PostgreSQL was skipped). */
-export interface Floors extends MachineFloors, PgDirectFloors {}
+export interface Floors extends MachineFloors, PgDirectFloors {
+  /** The shop/ledger transaction with the ledger on MariaDB, driven directly at 16 connections per database (bench/mysql.ts); absent in older results. */
+  mysql_direct_16?: PgDirectFloor | null;
+}
 
 export interface FloorTiming {
   measureMs: number;

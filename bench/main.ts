@@ -21,9 +21,10 @@ import { measureFloors, type Floors } from './floors.ts';
 import { measureCliStatus, type CliTiming } from './cli-status.ts';
 import type { CommitLoad, LoadResult, RawLoad } from './loadgen.ts';
 import { measurePgDirect, NO_PG_DIRECT, PG_CONCURRENCY, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloors } from './pg.ts';
+import { measureMySqlDirect, MYSQL_CONCURRENCY, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from './mysql.ts';
 import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './procs.ts';
 import { writeReport } from './report.ts';
-import { commitId, pgCommitId, rawId, summarizeFailover, summaryKeys, type Machine, type Results, type Scenario, type Settings } from './results.ts';
+import { commitId, mysqlCommitId, pgCommitId, rawId, summarizeFailover, summaryKeys, type Machine, type Results, type Scenario, type Settings } from './results.ts';
 
 const QUICK = process.argv.includes('--quick');
 const KEEP = process.argv.includes('--keep');
@@ -45,9 +46,10 @@ function settings(): Settings {
 type Step =
   | { kind: 'commit'; nodes: number; participants: number; clients: number }
   | { kind: 'pg'; nodes: number; clients: number }
+  | { kind: 'mysql'; nodes: number; clients: number }
   | { kind: 'raw'; nodes: number; inflight: number };
 
-function plan(s: Settings, withPg: boolean): Map<number, Step[]> {
+function plan(s: Settings, withPg: boolean, withMySql: boolean): Map<number, Step[]> {
   const out = new Map<number, Step[]>();
   for (const nodes of s.cluster_sizes) {
     const steps: Step[] = s.concurrency.map((clients) => ({ kind: 'commit', nodes, participants: 2, clients }));
@@ -59,6 +61,7 @@ function plan(s: Settings, withPg: boolean): Map<number, Step[]> {
       }
     }
     if (nodes === 3 && withPg) for (const clients of PG_CONCURRENCY) steps.push({ kind: 'pg', nodes, clients });
+    if (nodes === 3 && withMySql) for (const clients of MYSQL_CONCURRENCY) steps.push({ kind: 'mysql', nodes, clients });
     if (s.raw_sizes.includes(nodes)) for (const inflight of [1, 64]) steps.push({ kind: 'raw', nodes, inflight });
     out.set(nodes, steps);
   }
@@ -108,8 +111,8 @@ function toScenario(id: string, step: Step, s: Settings, r: LoadResult, leaderCh
     id,
     kind: step.kind === 'raw' ? 'raw' : 'commit',
     nodes: step.nodes,
-    participants: step.kind === 'commit' ? step.participants : step.kind === 'pg' ? PG_PARTICIPANTS.length : 0,
-    resource: step.kind === 'commit' ? 'memory' : step.kind === 'pg' ? 'postgres' : 'raw-log',
+    participants: step.kind === 'commit' ? step.participants : step.kind === 'pg' ? PG_PARTICIPANTS.length : step.kind === 'mysql' ? MYSQL_PARTICIPANTS.length : 0,
+    resource: step.kind === 'commit' ? 'memory' : step.kind === 'pg' ? 'postgres' : step.kind === 'mysql' ? 'postgres+mysql' : 'raw-log',
     clients: r.concurrency,
     warmup_ms: s.warmup_ms,
     measure_ms: r.measuredMs,
@@ -133,16 +136,18 @@ function toScenario(id: string, step: Step, s: Settings, r: LoadResult, leaderCh
 function stepId(nodes: number, step: Step): string {
   if (step.kind === 'commit') return commitId(nodes, step.participants, step.clients);
   if (step.kind === 'pg') return pgCommitId(nodes, step.clients);
+  if (step.kind === 'mysql') return mysqlCommitId(nodes, step.clients);
   return rawId(nodes, step.inflight);
 }
 
 function stepLabel(nodes: number, step: Step): string {
   if (step.kind === 'commit') return `${nodes} node(s), ${step.participants} memory participant(s), ${step.clients} client(s)`;
   if (step.kind === 'pg') return `${nodes} node(s), PostgreSQL participants ${PG_PARTICIPANTS.join(' and ')} (order row, balance debit), ${step.clients} client(s)`;
+  if (step.kind === 'mysql') return `${nodes} node(s), PostgreSQL participant shop (order row) and MariaDB participant myledger (balance debit, XA), ${step.clients} client(s)`;
   return `${nodes} node(s), raw log, ${step.inflight} Put(s) in flight`;
 }
 
-async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings, pg: BenchPg | null): Promise<Scenario[]> {
+async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings, pg: BenchPg | null, my: BenchMySql | null): Promise<Scenario[]> {
   const maxParticipants = Math.max(...steps.map((x) => (x.kind === 'commit' ? x.participants : 0)));
   const ids = Array.from({ length: maxParticipants }, (_, i) => `p${i + 1}`);
   const withPg = pg !== null && steps.some((x) => x.kind === 'pg');
@@ -158,6 +163,7 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
       progress(`${tag()} done  cli.status_ms: p50 ${cliStatus.p50_ms} ms (min ${cliStatus.min_ms}, max ${cliStatus.max_ms})`);
     }
     if (withPg) await cluster.startParticipants([...PG_PARTICIPANTS], (id) => pgParticipantArgs(pg, id));
+    if (my !== null && steps.some((x) => x.kind === 'mysql')) await cluster.startParticipants(['myledger'], () => mysqlParticipantArgs(my));
     for (const [i, step] of steps.entries()) {
       stepNo++;
       const id = stepId(nodes, step);
@@ -169,8 +175,8 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
       const cfg: CommitLoad | RawLoad =
         step.kind === 'commit'
           ? { mode: 'commit', workload: 'memory', endpoints: cluster.endpoints, participants: ids.slice(0, step.participants), clients: step.clients, warmupMs: s.warmup_ms, measureMs, keyPrefix: `s${i}`, txnTimeoutMs: 30_000 }
-          : step.kind === 'pg'
-            ? { mode: 'commit', workload: 'pg', endpoints: cluster.endpoints, participants: [...PG_PARTICIPANTS], clients: step.clients, warmupMs: s.warmup_ms, measureMs, keyPrefix: `${pg?.tag ?? 'r'}-s${i}`, txnTimeoutMs: 30_000 }
+          : step.kind === 'pg' || step.kind === 'mysql'
+            ? { mode: 'commit', workload: 'pg', endpoints: cluster.endpoints, participants: step.kind === 'pg' ? [...PG_PARTICIPANTS] : [...MYSQL_PARTICIPANTS], clients: step.clients, warmupMs: s.warmup_ms, measureMs, keyPrefix: `${pg?.tag ?? 'r'}-${step.kind}-s${i}`, txnTimeoutMs: 30_000 }
             : { mode: 'raw', leader: before.address, inflight: step.inflight, warmupMs: s.warmup_ms, measureMs, valueBytes: 100 };
       const r = await runJsonChild<LoadResult>(`load ${id}`, 'loadgen.ts', cfg, join(dir, `nodes${nodes}`, `load-${id}.log`), s.warmup_ms + measureMs + 90_000);
       const after = await cluster.waitForLeader();
@@ -217,6 +223,13 @@ function headline(r: Results): string {
     const x = r.scenarios.find((sc) => sc.id === pgCommitId(3, c));
     if (x) lines.push(`PostgreSQL through Verdict, 3 nodes, ${c} client(s): ${x.tps} tx/s, commit p50 ${ms(x.p50_us)} p99 ${ms(x.p99_us)} p99.9 ${ms(x.p999_us)}, begin+commit p50 ${ms(x.txn_p50_us ?? 0)}`);
   }
+  if (r.mysql != null) lines.push(`MySQL/MariaDB: skipped (${r.mysql.skipped})`);
+  const myDirect = f.mysql_direct_16;
+  if (myDirect != null) lines.push(`PostgreSQL + MariaDB direct (PREPARE TRANSACTION, XA PREPARE), ${myDirect.connections} connection(s) per database: ${myDirect.tps} tx/s, p50 ${ms(myDirect.p50_us)} p99 ${ms(myDirect.p99_us)}`);
+  for (const c of MYSQL_CONCURRENCY) {
+    const x = r.scenarios.find((sc) => sc.id === mysqlCommitId(3, c));
+    if (x) lines.push(`PostgreSQL + MariaDB through Verdict, 3 nodes, ${c} client(s): ${x.tps} tx/s, commit p50 ${ms(x.p50_us)} p99 ${ms(x.p99_us)}`);
+  }
   for (const n of r.settings.cluster_sizes) {
     const c1 = r.scenarios.find((s) => s.id === commitId(n, 2, 1));
     if (c1) lines.push(`commit, ${n} node(s), 2 memory participants, 1 client: p50 ${ms(c1.p50_us)} p99 ${ms(c1.p99_us)} p99.9 ${ms(c1.p999_us)}; peak ${r.peak_tps[`nodes${n}_memory2`]} tx/s`);
@@ -238,11 +251,12 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'verdict-bench-'));
   let interrupted = false;
   let pg: BenchPg | null = null;
+  let my: BenchMySql | null = null;
   const onSignal = (sig: string): void => {
     if (interrupted) return;
     interrupted = true;
     progress(`bench: ${sig}; stopping ${liveChildren()} child process(es)${pg && !pg.server.external ? ' and PostgreSQL' : ''}`);
-    void Promise.all([stopAll(2_000), pg?.server.stop()]).finally(() => {
+    void Promise.all([stopAll(2_000), pg?.server.stop(), my?.server.stop()]).finally(() => {
       if (!KEEP) rmSync(dir, { recursive: true, force: true });
       process.exit(130);
     });
@@ -264,8 +278,15 @@ async function main(): Promise<void> {
       pg = started;
       progress(`bench: PostgreSQL ${pg.server.external ? 'at VERDICT_PG_URL' : 'of our own'} ready`);
     }
-    const steps = plan(s, pg !== null);
-    stepTotal = 1 + (pg !== null ? PG_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
+    const startedMy = await startBenchMySql(pg);
+    const mySkipped = 'skipped' in startedMy ? startedMy.skipped : null;
+    if ('skipped' in startedMy) progress(`bench: MySQL/MariaDB skipped: ${startedMy.skipped}`);
+    else {
+      my = startedMy;
+      progress(`bench: MariaDB ${my.server.external ? 'at VERDICT_MYSQL_URL' : 'of our own'} ready`);
+    }
+    const steps = plan(s, pg !== null, my !== null);
+    stepTotal = 1 + (pg !== null ? PG_CONCURRENCY.length : 0) + (my !== null ? MYSQL_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
     progress(`verdict bench (${s.mode}): ${stepTotal} steps on ${m.cpu} x${m.cores}; work dir ${dir}`);
 
     stepNo++;
@@ -284,13 +305,28 @@ async function main(): Promise<void> {
         progress(`${tag()} done  floor pg_direct_${connections}: ${d.tps} tx/s, p50 ${ms(d.p50_us)}, p99 ${ms(d.p99_us)}, p99.9 ${ms(d.p999_us)}${errs ? ` (${errs} errors)` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
       }
     }
-    const floors: Floors = { ...machineFloors, ...pgDirect };
+    let mysqlDirect16: Floors['mysql_direct_16'] = null;
+    if (pg !== null && my !== null) {
+      for (const connections of MYSQL_CONCURRENCY) {
+        stepNo++;
+        progress(`${tag()} start floor mysql_direct_${connections}: PREPARE TRANSACTION in shop (PostgreSQL), XA PREPARE in ledger (MariaDB), both committed from one process, ${connections} connection(s) per database`);
+        const t0 = Date.now();
+        const d = await measureMySqlDirect(pg, my, dir, connections, { warmupMs: s.warmup_ms, measureMs: s.measure_ms });
+        mysqlDirect16 = d;
+        progress(`${tag()} done  floor mysql_direct_${connections}: ${d.tps} tx/s, p50 ${ms(d.p50_us)}, p99 ${ms(d.p99_us)} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+      }
+    }
+    const floors: Floors = { ...machineFloors, ...pgDirect, mysql_direct_16: mysqlDirect16 };
 
     const scenarios: Scenario[] = [];
-    for (const [nodes, list] of steps) scenarios.push(...(await runCluster(dir, nodes, list, s, pg)));
+    for (const [nodes, list] of steps) scenarios.push(...(await runCluster(dir, nodes, list, s, pg, my)));
     if (pg !== null) {
       await pg.server.stop();
       pg = null;
+    }
+    if (my !== null) {
+      await my.server.stop();
+      my = null;
     }
 
     const runs: FailoverRun[] = [];
@@ -317,6 +353,7 @@ async function main(): Promise<void> {
       settings: s,
       floors,
       pg: pgSkipped === null ? null : { skipped: pgSkipped },
+      mysql: mySkipped === null ? null : { skipped: mySkipped },
       scenarios,
       failover,
       ...summaryKeys(scenarios, floors),
@@ -330,6 +367,7 @@ async function main(): Promise<void> {
   } finally {
     await stopAll();
     await pg?.server.stop();
+    await my?.server.stop();
     if (ok && !KEEP) rmSync(dir, { recursive: true, force: true });
     else progress(`bench: kept ${dir} (node, participant and load generator logs)`);
   }

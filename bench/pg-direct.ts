@@ -17,7 +17,8 @@
 // what it prepared, and at the end every gid of this run still prepared is
 // rolled back and counted, so the floor never leaves pg_prepared_xacts behind.
 import pg from 'pg';
-import { encode, newHistogram, recordMs, summarize, type LatencySummary } from './hist.ts';
+import { closedLoop, directChildMain, directResult } from './direct-child.ts';
+import type { LatencySummary } from './hist.ts';
 import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
 
 export interface PgDirectConfig {
@@ -42,7 +43,6 @@ export interface PgDirectResult {
   histogram: string;
 }
 
-const DRAIN_MS = 30_000;
 const STATEMENT_TIMEOUT_MS = 20_000;
 
 async function connect(url: string): Promise<pg.Client> {
@@ -59,27 +59,20 @@ function errorCode(err: unknown): string {
 }
 
 async function run(cfg: PgDirectConfig): Promise<PgDirectResult> {
-  if (!(Number.isInteger(cfg.connections) && cfg.connections >= 1)) throw new Error(`connections must be a positive integer, not ${cfg.connections}`);
-  const h = newHistogram();
-  const errors: Record<string, number> = {};
-  let ok = 0;
   const shops = await Promise.all(Array.from({ length: cfg.connections }, () => connect(cfg.shopUrl)));
   const ledgers = await Promise.all(Array.from({ length: cfg.connections }, () => connect(cfg.ledgerUrl)));
-  const start = performance.now();
-  const measureFrom = start + cfg.warmupMs;
-  const stopAt = measureFrom + cfg.measureMs;
   const gidPrefix = `bench-direct-${cfg.tag}-`;
 
-  const worker = async (i: number): Promise<void> => {
-    const shop = shops[i];
-    const ledger = ledgers[i];
-    for (let seq = 0; performance.now() < stopAt; seq++) {
+  const { ok, errors, h } = await closedLoop(
+    cfg,
+    async (i, seq) => {
+      const shop = shops[i];
+      const ledger = ledgers[i];
       const id = `${cfg.tag}-d${i}-${seq}`;
       const account = accountOf(i, seq);
       const gShop = `${gidPrefix}${i}-${seq}-shop`;
       const gLedger = `${gidPrefix}${i}-${seq}-ledger`;
       const prepared: [pg.Client, string][] = [];
-      const t0 = performance.now();
       try {
         await shop.query('BEGIN');
         await shop.query(shopStatement(id, account));
@@ -91,21 +84,14 @@ async function run(cfg: PgDirectConfig): Promise<PgDirectResult> {
         prepared.push([ledger, gLedger]);
         await Promise.all([shop.query(`COMMIT PREPARED '${gShop}'`), ledger.query(`COMMIT PREPARED '${gLedger}'`)]);
       } catch (err) {
-        if (performance.now() >= measureFrom) errors[errorCode(err)] = (errors[errorCode(err)] ?? 0) + 1;
         // Undo what this transaction left: an open transaction, or a prepared one (ignored if already gone).
         for (const c of [shop, ledger]) await c.query('ROLLBACK').catch(() => {});
         for (const [c, gid] of prepared) await c.query(`ROLLBACK PREPARED '${gid}'`).catch(() => {});
-        continue;
+        throw err;
       }
-      const t1 = performance.now();
-      if (t1 < measureFrom || t1 > stopAt) continue;
-      ok++;
-      recordMs(h, t1 - t0);
-    }
-  };
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all(shops.map((_, i) => worker(i))), new Promise<void>((r) => (timer = setTimeout(r, cfg.warmupMs + cfg.measureMs + DRAIN_MS)))]);
-  clearTimeout(timer);
+    },
+    errorCode,
+  );
 
   let leftover = 0;
   for (const conn of [shops[0], ledgers[0]]) {
@@ -116,29 +102,7 @@ async function run(cfg: PgDirectConfig): Promise<PgDirectResult> {
     }
   }
   await Promise.all([...shops, ...ledgers].map((c) => c.end().catch(() => {})));
-  return {
-    connections: cfg.connections,
-    measured_ms: cfg.measureMs,
-    ok,
-    errors,
-    tps: Math.round((ok / cfg.measureMs) * 1000 * 10) / 10,
-    latency: summarize(h),
-    leftover_prepared: leftover,
-    histogram: encode(h),
-  };
+  return directResult(cfg, ok, errors, h, leftover);
 }
 
-async function main(): Promise<void> {
-  const cfg = JSON.parse(process.argv[2] ?? '') as PgDirectConfig;
-  // The orchestrator holds our stdin; when it goes away, so do we.
-  process.stdin.on('end', () => process.exit(2)).resume();
-  const hardMs = cfg.warmupMs + cfg.measureMs + DRAIN_MS + 30_000;
-  setTimeout(() => {
-    process.stderr.write(`pg-direct: hard deadline of ${hardMs} ms reached; exiting\n`);
-    process.exit(3);
-  }, hardMs).unref();
-  const r = await run(cfg);
-  process.stdout.write(JSON.stringify(r) + '\n', () => process.exit(0));
-}
-
-await main();
+await directChildMain('pg-direct', run);

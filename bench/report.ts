@@ -167,6 +167,8 @@ export function markdown(r: Results, source: string): string {
   out.push(h('failover: client-visible gap (no successful commit)', fo.client_gap_ms_per_run.map((g) => num(g, ' ms')).join(', ')));
   out.push(h('decided transactions rolled back (`failover.decided_rolled_back`, must be 0)', String(fo.decided_rolled_back)));
   out.push(h('PostgreSQL through Verdict ÷ direct (`ratios.pg_through_verdict_over_direct`)', r.ratios.pg_through_verdict_over_direct === null ? `– (${r.pg?.skipped ?? 'not measured'})` : `${r.ratios.pg_through_verdict_over_direct}×`));
+  const myRatio = r.ratios.mysql_through_verdict_over_direct ?? null;
+  out.push(h('PostgreSQL + MariaDB (XA) through Verdict ÷ direct, 16 clients (`ratios.mysql_through_verdict_over_direct`)', myRatio === null ? `– (${r.mysql?.skipped ?? 'not measured'})` : `${myRatio}×`));
   out.push('');
 
   out.push('## Floors (same run)', '');
@@ -175,6 +177,9 @@ export function markdown(r: Results, source: string): string {
     floorRow('gRPC unary round trip, 100 B, two processes', f.grpc_unary_rtt),
     floorRow('gRPC bidi stream round trip (ping-pong on one stream)', f.grpc_bidi_rtt),
     floorRow("gRPC client streams round trip (out on one, back on the peer's: Raft's transport)", f.grpc_client_streams_rtt),
+    ...(f.mysql_direct_16 != null
+      ? [floorRow(`shop/ledger with the ledger on MariaDB: PREPARE TRANSACTION + XA PREPARE, both committed from one process, 16 connections per database (\`floors.mysql_direct_16\`, ${f.mysql_direct_16.tps} tx/s)`, f.mysql_direct_16)]
+      : []),
     ...[f.pg_direct_1 ?? null, f.pg_direct_16 ?? null].map((d, i) =>
       d !== null
         ? floorRow(`PostgreSQL shop/ledger transaction, PREPARE TRANSACTION + COMMIT PREPARED driven directly, ${d.connections} connection${d.connections > 1 ? 's' : ''} per database (\`floors.pg_direct_${d.connections}\`, ${d.tps} tx/s)`, d)

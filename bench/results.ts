@@ -27,8 +27,8 @@ export interface Scenario extends Omit<LatencySummary, 'count'> {
   nodes: number;
   /** Participants per transaction (commit) or 0 (raw). */
   participants: number;
-  /** postgres: the shop/ledger transaction of bench/pg-workload.ts, participants shop and ledger. */
-  resource: 'memory' | 'postgres' | 'raw-log';
+  /** postgres: the shop/ledger transaction of bench/pg-workload.ts, participants shop and ledger; postgres+mysql: the same with the ledger on MariaDB. */
+  resource: 'memory' | 'postgres' | 'postgres+mysql' | 'raw-log';
   /** Concurrent clients (commit) or Puts in flight (raw). */
   clients: number;
   warmup_ms: number;
@@ -88,6 +88,8 @@ export interface Results {
   floors: Floors;
   /** Why the PostgreSQL part was not measured; null when it was. */
   pg: { skipped: string } | null;
+  /** Why the MySQL/MariaDB part was not measured; null when it was (absent in older results). */
+  mysql?: { skipped: string } | null;
   scenarios: Scenario[];
   failover: FailoverSummary;
   ratios: Record<string, number | null>;
@@ -105,6 +107,11 @@ export function commitId(nodes: number, participants: number, clients: number): 
 /** The shop/ledger transaction through Verdict, PostgreSQL participants shop and ledger. */
 export function pgCommitId(nodes: number, clients: number): string {
   return `commit.nodes${nodes}.pg2.c${clients}`;
+}
+
+/** The shop/ledger transaction through Verdict, shop on PostgreSQL and the ledger on MariaDB (bench/mysql.ts). */
+export function mysqlCommitId(nodes: number, clients: number): string {
+  return `commit.nodes${nodes}.pgmysql.c${clients}`;
 }
 
 export function rawId(nodes: number, inflight: number): string {
@@ -154,11 +161,15 @@ export function summaryKeys(scenarios: Scenario[], floors: Floors): Pick<Results
     latency_p50_5_over_1: ratio(p50(commitId(5, 2, 1)), p50(commitId(1, 2, 1))),
     latency_p50_16p_over_1p: ratio(p50(commitId(3, 16, 1)), p50(commitId(3, 1, 1))),
     pg_through_verdict_over_direct: pgThroughVerdictOverDirect(by.get(pgCommitId(3, 16))?.tps, floors.pg_direct_16),
+    mysql_through_verdict_over_direct: pgThroughVerdictOverDirect(by.get(mysqlCommitId(3, 16))?.tps, floors.mysql_direct_16),
   };
   const peak_tps: Record<string, number | null> = { nodes1_memory2: peak(1), nodes3_memory2: peak(3), nodes5_memory2: peak(5) };
   const pg16 = by.get(pgCommitId(3, 16));
   if (pg16 !== undefined) peak_tps.nodes3_pg2_c16 = pg16.tps;
   if (floors.pg_direct_16 !== null) peak_tps.pg_direct_16 = floors.pg_direct_16.tps;
+  const my16 = by.get(mysqlCommitId(3, 16));
+  if (my16 !== undefined) peak_tps.nodes3_pgmysql_c16 = my16.tps;
+  if (floors.mysql_direct_16 != null) peak_tps.mysql_direct_16 = floors.mysql_direct_16.tps;
   const raft: Record<string, number | null> = {
     seq_p50_us: p50(rawId(3, 1)) ?? null,
     seq_p99_us: by.get(rawId(3, 1))?.p99_us ?? null,

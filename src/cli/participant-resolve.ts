@@ -4,19 +4,22 @@
 // gid, recorded first in the adapter's verdict_heuristics table with who,
 // when and why (src/participant/heuristic.ts). The participant process
 // reports the act to the cluster once it is reachable.
-import { HeuristicError, resolvePostgresByHand } from '../participant/heuristic.ts';
+import { HeuristicError, resolvePostgresByHand, type ResolveResult } from '../participant/heuristic.ts';
+import { resolveMySqlByHand } from '../participant/resources/mysql/heuristic.ts';
 import { bool, flag, UsageError } from './args.ts';
 import { defaultOperator } from './txn.ts';
 
-export const PARTICIPANT_RESOLVE_HELP = `  verdict participant resolve TXN-OR-GID --commit|--abort --reason TEXT --id ID --resource postgres --pg-url URL
+export const PARTICIPANT_RESOLVE_HELP = `  verdict participant resolve TXN-OR-GID --commit|--abort --reason TEXT --id ID
+                    (--resource postgres --pg-url URL | --resource mysql --mysql-url URL)
                     [--cluster-id ID] [--operator WHO] [--json]
                                       the operator's heuristic act when the cluster is unreachable: COMMIT PREPARED or
                                       ROLLBACK PREPARED of one stuck gid, recorded in verdict_heuristics with who
                                       ($USER@host by default), when and why; the participant reports it to the cluster,
-                                      which records HEURCOM/HEURRB, or HEURMIX if it decided otherwise
+                                      which records HEURCOM/HEURRB, or HEURMIX if it decided otherwise.
+                                      MySQL/MariaDB: XA COMMIT / XA ROLLBACK of the branch (TXN or xid gtrid,bqual)
 `;
 
-const USAGE = 'usage: verdict participant resolve TXN-OR-GID --commit|--abort --reason TEXT --id ID --resource postgres --pg-url URL [--cluster-id ID] [--operator WHO]';
+const USAGE = 'usage: verdict participant resolve TXN-OR-GID --commit|--abort --reason TEXT --id ID (--resource postgres --pg-url URL | --resource mysql --mysql-url URL) [--cluster-id ID] [--operator WHO]';
 
 /** Exit 0 when done (or already done by an earlier run), 1 when refused, with the reason on one line. */
 export async function participantResolveCommand(argv: string[]): Promise<void> {
@@ -30,18 +33,21 @@ export async function participantResolveCommand(argv: string[]): Promise<void> {
   const clusterId = flag(args, '--cluster-id') ?? 'local';
   const resource = flag(args, '--resource') ?? 'memory';
   const pgUrl = flag(args, '--pg-url');
+  const mysqlUrl = flag(args, '--mysql-url');
   const [target, ...extra] = args;
   if (target === undefined || target.startsWith('--') || extra.length > 0) throw new UsageError(USAGE);
   if (commit === abortIt) throw new UsageError(`give exactly one of --commit and --abort; ${USAGE}`);
   if (reason === undefined || reason.trim() === '') throw new UsageError(`--reason TEXT is required: it is recorded with the act and reported to the cluster; ${USAGE}`);
   if (id === undefined) throw new UsageError(`--id names the participant whose gid this is; ${USAGE}`);
-  if (resource !== 'postgres') {
-    throw new UsageError(`heuristic resolution is built for --resource postgres only: a memory participant holds no locks outside its own process, so restart it and let it ask the cluster; ${USAGE}`);
+  if (resource !== 'postgres' && resource !== 'mysql') {
+    throw new UsageError(`heuristic resolution is built for --resource postgres and mysql: a memory participant holds no locks outside its own process, so restart it and let it ask the cluster; ${USAGE}`);
   }
-  if (pgUrl === undefined || !/^postgres(ql)?:\/\//.test(pgUrl)) throw new UsageError(`--pg-url postgres://USER@HOST:PORT/DATABASE is required; ${USAGE}`);
-  let r: Awaited<ReturnType<typeof resolvePostgresByHand>>;
+  if (resource === 'postgres' && (pgUrl === undefined || !/^postgres(ql)?:\/\//.test(pgUrl))) throw new UsageError(`--pg-url postgres://USER@HOST:PORT/DATABASE is required; ${USAGE}`);
+  if (resource === 'mysql' && (mysqlUrl === undefined || !/^mysql:\/\//.test(mysqlUrl))) throw new UsageError(`--mysql-url mysql://USER:PASSWORD@HOST:PORT/DATABASE is required; ${USAGE}`);
+  let r: ResolveResult;
   try {
-    r = await resolvePostgresByHand({ url: pgUrl, clusterId, participantId: id, target, outcome: commit ? 'committed' : 'aborted', operator, reason });
+    const act = { clusterId, participantId: id, target, outcome: commit ? ('committed' as const) : ('aborted' as const), operator, reason };
+    r = resource === 'mysql' ? await resolveMySqlByHand({ ...act, url: mysqlUrl as string }) : await resolvePostgresByHand({ ...act, url: pgUrl as string });
   } catch (err) {
     if (err instanceof HeuristicError) {
       process.stderr.write(`verdict: ${err.message}\n`);
@@ -51,7 +57,7 @@ export async function participantResolveCommand(argv: string[]): Promise<void> {
     throw err;
   }
   if (json) return void process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
-  const what = r.act.outcome === 'committed' ? 'COMMIT PREPARED' : 'ROLLBACK PREPARED';
+  const what = resource === 'mysql' ? (r.act.outcome === 'committed' ? 'XA COMMIT' : 'XA ROLLBACK') : r.act.outcome === 'committed' ? 'COMMIT PREPARED' : 'ROLLBACK PREPARED';
   process.stdout.write(
     r.performed
       ? `${what} ${r.act.gid}: done by ${r.act.operator} (heuristic ${r.act.outcome === 'committed' ? 'COMMIT' : 'ABORT'} of transaction ${r.act.txnId}), recorded; the participant reports it to the cluster when it is reachable\n`

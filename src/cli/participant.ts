@@ -1,5 +1,5 @@
 // `verdict participant`: run one participant process with the memory
-// resource (or, with --resource postgres, a PostgreSQL database), its journal in --data, registered with the cluster at
+// resource (or, with --resource postgres or mysql, a PostgreSQL or MySQL/MariaDB database), its journal in --data, registered with the cluster at
 // --endpoints. Ctrl-C (SIGINT) or SIGTERM stops it cleanly: new PREPAREs are
 // answered NO, requests in flight finish, then it exits 0.
 import { createLogger } from '../node/logger.ts';
@@ -13,16 +13,19 @@ import { participantRemoveCommand } from './txn.ts';
 import type { TlsFiles } from '../transport/tls.ts';
 
 export const PARTICIPANT_USAGE =
-  'usage: verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id local] [--endpoints HOST:PORT,...] [--advertise HOST:PORT] [--metrics-listen HOST:PORT] [--resource memory|postgres] [--pg-url postgres://...] [--pg-concurrency N] [--log-level info] [--ca FILE --cert FILE --key FILE | --insecure]';
+  'usage: verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id local] [--endpoints HOST:PORT,...] [--advertise HOST:PORT] [--metrics-listen HOST:PORT] [--resource memory|postgres|mysql] [--pg-url postgres://...] [--pg-concurrency N] [--mysql-url mysql://...] [--mysql-concurrency N] [--log-level info] [--ca FILE --cert FILE --key FILE | --insecure]';
 
 export const PARTICIPANT_HELP = `  verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id ID] [--endpoints HOST:PORT,...]
                     [--advertise HOST:PORT] [--metrics-listen HOST:PORT] [--log-level LEVEL]
-                    [--resource memory|postgres] [--pg-url postgres://USER@HOST:PORT/DB] [--pg-concurrency N]
+                    [--resource memory|postgres|mysql] [--pg-url postgres://USER@HOST:PORT/DB] [--pg-concurrency N]
+                    [--mysql-url mysql://USER:PASSWORD@HOST:PORT/DB] [--mysql-concurrency N]
                     [--ca FILE --cert FILE --key FILE | --insecure]
                                       run a participant with the journaled memory resource; it registers itself.
                                       --metrics-listen serves Prometheus metrics at http://HOST:PORT/metrics
                                       --resource postgres commits in the database at --pg-url with PREPARE TRANSACTION
                                       (--pg-concurrency transactions open at once, default 8)
+                                      --resource mysql commits in the MySQL/MariaDB database at --mysql-url with XA
+                                      (--mysql-concurrency branches open at once, default 8; see docs/mysql.md)
                                       --ca/--cert/--key (or VERDICT_TLS_CA/CERT/KEY): serve mutual TLS and reach the
                                       cluster over TLS; needed when the cluster's nodes use TLS. Without TLS it
                                       listens on loopback only; --insecure serves plaintext elsewhere too
@@ -42,10 +45,13 @@ export interface ParticipantArgs {
   advertise: string | undefined;
   metricsListen: string | undefined;
   logLevel: string;
-  resource: 'memory' | 'postgres';
+  resource: 'memory' | 'postgres' | 'mysql';
   /** Set exactly when resource is postgres. */
   pgUrl: string | undefined;
   pgConcurrency: number;
+  /** Set exactly when resource is mysql. */
+  mysqlUrl: string | undefined;
+  mysqlConcurrency: number;
   /** TLS files, from --ca/--cert/--key or VERDICT_TLS_*; null: plaintext. */
   tls: TlsFiles | null;
   /** --insecure: without TLS, serve plaintext beyond loopback anyway. */
@@ -66,6 +72,8 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
   const resource = flag(args, '--resource') ?? 'memory';
   const pgUrl = flag(args, '--pg-url');
   const pgConcurrencyText = flag(args, '--pg-concurrency');
+  const mysqlUrl = flag(args, '--mysql-url');
+  const mysqlConcurrencyText = flag(args, '--mysql-concurrency');
   const tls = tlsArgs(args, env);
   const insecure = bool(args, '--insecure');
   if (tls !== null && (tls.cert === undefined || tls.key === undefined)) throw new UsageError('--ca needs --cert and --key too: a participant with TLS serves it with its own certificate (or set VERDICT_TLS_CERT and VERDICT_TLS_KEY)');
@@ -85,13 +93,18 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
   }
   if (!LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LEVELS.join(', ')}`);
   if (metricsListen !== undefined && metricsListen === listen) throw new UsageError(`--metrics-listen and --listen are both ${listen}: give the metrics endpoint a port of its own`);
-  if (resource !== 'memory' && resource !== 'postgres') throw new UsageError(`--resource must be memory or postgres, not "${resource}"`);
+  if (resource !== 'memory' && resource !== 'postgres' && resource !== 'mysql') throw new UsageError(`--resource must be memory, postgres or mysql, not "${resource}"`);
   if (resource === 'postgres' && pgUrl === undefined) throw new UsageError('--resource postgres needs --pg-url postgres://USER@HOST:PORT/DATABASE');
-  if (resource === 'memory' && (pgUrl !== undefined || pgConcurrencyText !== undefined)) throw new UsageError('--pg-url and --pg-concurrency go with --resource postgres');
+  if (resource !== 'postgres' && (pgUrl !== undefined || pgConcurrencyText !== undefined)) throw new UsageError('--pg-url and --pg-concurrency go with --resource postgres');
+  if (resource === 'mysql' && mysqlUrl === undefined) throw new UsageError('--resource mysql needs --mysql-url mysql://USER:PASSWORD@HOST:PORT/DATABASE');
+  if (resource !== 'mysql' && (mysqlUrl !== undefined || mysqlConcurrencyText !== undefined)) throw new UsageError('--mysql-url and --mysql-concurrency go with --resource mysql');
+  if (mysqlUrl !== undefined && !/^mysql:\/\/[^/]+\/[^/?#]+/.test(mysqlUrl)) throw new UsageError(`--mysql-url "${redact(mysqlUrl)}" must be mysql://USER:PASSWORD@HOST:PORT/DATABASE (with the database)`);
+  const mysqlConcurrency = Number(mysqlConcurrencyText ?? '8');
+  if (!Number.isInteger(mysqlConcurrency) || mysqlConcurrency < 1 || mysqlConcurrency > 1_000) throw new UsageError(`--mysql-concurrency must be an integer from 1 to 1000, not "${mysqlConcurrencyText}"`);
   if (pgUrl !== undefined && !/^postgres(ql)?:\/\//.test(pgUrl)) throw new UsageError(`--pg-url "${redact(pgUrl)}" must start with postgres:// or postgresql://`);
   const pgConcurrency = Number(pgConcurrencyText ?? '8');
   if (!Number.isInteger(pgConcurrency) || pgConcurrency < 1 || pgConcurrency > 1_000) throw new UsageError(`--pg-concurrency must be an integer from 1 to 1000, not "${pgConcurrencyText}"`);
-  return { id, listen, data, clusterId, endpoints, advertise, metricsListen, logLevel, resource, pgUrl, pgConcurrency, tls, insecure };
+  return { id, listen, data, clusterId, endpoints, advertise, metricsListen, logLevel, resource, pgUrl, pgConcurrency, mysqlUrl, mysqlConcurrency, tls, insecure };
 }
 
 function isHostPort(s: string): boolean {
@@ -119,7 +132,12 @@ export async function participantCommand(argv: string[]): Promise<void> {
       insecure: a.insecure,
       logger,
     };
-    p = a.pgUrl !== undefined ? await startParticipant({ ...common, postgres: { url: a.pgUrl, concurrency: a.pgConcurrency } }) : await startParticipant(common);
+    p =
+      a.pgUrl !== undefined
+        ? await startParticipant({ ...common, postgres: { url: a.pgUrl, concurrency: a.pgConcurrency } })
+        : a.mysqlUrl !== undefined
+          ? await startParticipant({ ...common, mysql: { url: a.mysqlUrl, concurrency: a.mysqlConcurrency } })
+          : await startParticipant(common);
   } catch (err) {
     // Refusals (another participant's data dir, a corrupt journal, an address in use) are one line, not a stack.
     if (err instanceof ParticipantStartupError || err instanceof JournalCorruptError || (err instanceof Error && 'code' in err)) {

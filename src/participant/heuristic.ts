@@ -7,6 +7,10 @@
 // decision and records HEURCOM / HEURRB / HEURMIX / HEURHAZ against the
 // transaction for `verdict txn list --heuristic`.
 //
+// The act's record lives in the database itself (one home per resource kind:
+// PostgreSQL below, MySQL in resources/mysql/heuristic.ts); the order and the
+// rules are shared (resolveByHand).
+//
 // PostgreSQL: a row in the adapter's own table (`verdict_heuristics`), keyed
 // by gid. The row is written (and committed) *before* COMMIT PREPARED /
 // ROLLBACK PREPARED: PostgreSQL cannot run either inside a transaction
@@ -93,22 +97,81 @@ export async function markReported(db: Db, gid: string, table = HEURISTIC_TABLE)
   await db.query(`UPDATE ${table} SET reported_at = statement_timestamp() WHERE gid = $1 AND reported_at IS NULL`, [gid]);
 }
 
-export interface PgResolveOptions {
+/** `verdict participant resolve`'s request, whatever the database. */
+export interface ResolveOptions {
   url: string;
   clusterId: string;
   participantId: string;
-  /** A txn id, or this participant's gid of it (`verdict:<cluster>:<participant>:<txn>`). */
+  /** A txn id, or this participant's name of it in the database (a gid, an xid). */
   target: string;
   outcome: Outcome;
   operator: string;
   reason: string;
+}
+
+export interface PgResolveOptions extends ResolveOptions {
   table?: string;
 }
 
-export interface PgResolveResult {
+/** The columns of an act as every database stores them: gid, txn id, outcome, operator, reason, time (ms). */
+export function actRow(act: HeuristicAct): [string, string, Outcome, string, string, number] {
+  return [act.gid, act.txnId, act.outcome, act.operator, act.reason, act.atMs];
+}
+
+export interface ResolveResult {
   act: HeuristicAct;
   /** False when an earlier run had already done it (the command is idempotent). */
   performed: boolean;
+}
+
+export type PgResolveResult = ResolveResult;
+
+/**
+ * What the resolve command needs of one database, whatever its kind: each
+ * call is one short statement on a connection of its own session.
+ */
+export interface HeuristicStore {
+  /** 'pg_prepared_xacts', 'XA RECOVER': where "prepared" is looked up, for messages. */
+  readonly preparedList: string;
+  /** The command that finishes the transaction, for messages: 'COMMIT PREPARED', 'XA ROLLBACK'. */
+  command(outcome: Outcome): string;
+  isPrepared(gid: string): Promise<boolean>;
+  actOf(gid: string): Promise<HeuristicAct | null>;
+  /** Records the act (committed on its own); a row already there for gid is left as it is. */
+  record(act: HeuristicAct): Promise<void>;
+  /** COMMIT or ROLLBACK of the prepared transaction gid. */
+  finish(gid: string, outcome: Outcome): Promise<void>;
+  describeError(err: unknown): string;
+}
+
+/**
+ * The operator's act on one prepared transaction, the same for every
+ * database: refuse to reverse an earlier act, answer a repeated one with the
+ * first record, refuse when nothing is prepared, else record, then act (see
+ * the file comment for why this order).
+ */
+export async function resolveByHand(store: HeuristicStore, o: { txnId: TxnId; gid: string; outcome: Outcome; operator: string; reason: string }): Promise<ResolveResult> {
+  checkText(o.operator, o.reason);
+  const { txnId, gid } = o;
+  const prepared = await store.isPrepared(gid);
+  const earlier = await store.actOf(gid);
+  if (earlier !== null && earlier.outcome !== o.outcome) {
+    throw new HeuristicError(`transaction ${txnId} (gid ${gid}) was already resolved by hand as ${earlier.outcome} by ${earlier.operator} at ${new Date(earlier.atMs).toISOString()}; an act is not reversed`);
+  }
+  if (!prepared) {
+    if (earlier !== null) return { act: earlier, performed: false };
+    throw new HeuristicError(
+      `transaction ${txnId} is not prepared in this database (no ${gid} in ${store.preparedList}): it was already committed or rolled back (by its decision, or by hand without Verdict), or never prepared here; nothing was done`,
+    );
+  }
+  const act: HeuristicAct = earlier ?? { txnId, gid, outcome: o.outcome, operator: o.operator, reason: o.reason, atMs: Date.now(), reportedAtMs: null };
+  if (earlier === null) await store.record(act);
+  try {
+    await store.finish(gid, o.outcome);
+  } catch (err) {
+    throw new HeuristicError(`the act is recorded but ${store.command(o.outcome)} ${gid} failed: ${store.describeError(err)}; run the command again`);
+  }
+  return { act, performed: true };
 }
 
 /**
@@ -140,35 +203,20 @@ export async function resolvePostgresByHand(o: PgResolveOptions): Promise<PgReso
   }
   try {
     await ensureHeuristicTable(client, table);
-    const prepared = (await client.query('SELECT 1 FROM pg_prepared_xacts WHERE gid = $1 AND database = current_database()', [gid])).rowCount !== 0;
-    const earlier = await heuristicActOf(client, gid, table);
-    if (earlier !== null && earlier.outcome !== o.outcome) {
-      throw new HeuristicError(`transaction ${txnId} (gid ${gid}) was already resolved by hand as ${earlier.outcome} by ${earlier.operator} at ${new Date(earlier.atMs).toISOString()}; an act is not reversed`);
-    }
-    if (!prepared) {
-      if (earlier !== null) return { act: earlier, performed: false };
-      throw new HeuristicError(
-        `transaction ${txnId} is not prepared in this database (no gid ${gid} in pg_prepared_xacts): it was already committed or rolled back (by its decision, or by hand without Verdict), or never prepared here; nothing was done`,
-      );
-    }
-    // Recorded first, committed on its own: see the file comment for why this order.
-    const act: HeuristicAct = earlier ?? { txnId, gid, outcome: o.outcome, operator: o.operator, reason: o.reason, atMs: Date.now(), reportedAtMs: null };
-    if (earlier === null) {
-      await client.query(`INSERT INTO ${table} (gid, txn_id, outcome, operator, reason, at) VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0)) ON CONFLICT (gid) DO NOTHING`, [
-        gid,
-        txnId,
-        o.outcome,
-        o.operator,
-        o.reason,
-        act.atMs,
-      ]);
-    }
-    try {
-      await client.query(`${o.outcome === 'committed' ? 'COMMIT' : 'ROLLBACK'} PREPARED ${sqlGid(gid)}`);
-    } catch (err) {
-      throw new HeuristicError(`the act is recorded but ${o.outcome === 'committed' ? 'COMMIT' : 'ROLLBACK'} PREPARED ${gid} failed: ${describePgError(err)}; run the command again`);
-    }
-    return { act, performed: true };
+    const store: HeuristicStore = {
+      preparedList: 'pg_prepared_xacts',
+      command: (outcome) => (outcome === 'committed' ? 'COMMIT PREPARED' : 'ROLLBACK PREPARED'),
+      isPrepared: async (g) => (await client.query('SELECT 1 FROM pg_prepared_xacts WHERE gid = $1 AND database = current_database()', [g])).rowCount !== 0,
+      actOf: (g) => heuristicActOf(client, g, table),
+      record: async (act) => {
+        await client.query(`INSERT INTO ${table} (gid, txn_id, outcome, operator, reason, at) VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0)) ON CONFLICT (gid) DO NOTHING`, actRow(act));
+      },
+      finish: async (g, outcome) => {
+        await client.query(`${outcome === 'committed' ? 'COMMIT' : 'ROLLBACK'} PREPARED ${sqlGid(g)}`);
+      },
+      describeError: describePgError,
+    };
+    return await resolveByHand(store, { txnId, gid, outcome: o.outcome, operator: o.operator, reason: o.reason });
   } finally {
     await client.end().catch(() => {});
   }

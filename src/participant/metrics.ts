@@ -5,9 +5,15 @@
 
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ParticipantEngine } from './engine.ts';
+import type { PreparedStats } from './prepared-recovery.ts';
 
-/** `refusedCalls`: PREPAREs, DECISIONs and Exchange streams refused because the caller is not a node of the cluster (TLS). */
-export function participantMetrics(participantId: string, engine: ParticipantEngine, nowMs: () => number = Date.now, refusedCalls: () => number = () => 0): Registry {
+/**
+ * `refusedCalls`: PREPAREs, DECISIONs and Exchange streams refused because the caller is not a node of the cluster (TLS).
+ * dbPrepared: for a database resource, what its last scan of the database's
+ * own prepared list (pg_prepared_xacts, XA RECOVER) found, which includes
+ * branches the engine does not hold (adopted, orphaned, another process's).
+ */
+export function participantMetrics(participantId: string, engine: ParticipantEngine, nowMs: () => number = Date.now, refusedCalls: () => number = () => 0, dbPrepared?: () => PreparedStats): Registry {
   const r = new Registry();
   r.setDefaultLabels({ participant: participantId });
   collectDefaultMetrics({ register: r, prefix: 'verdict_participant_' });
@@ -57,5 +63,17 @@ export function participantMetrics(participantId: string, engine: ParticipantEng
       this.inc(refusedCalls());
     },
   });
+  if (dbPrepared !== undefined) {
+    new Gauge({ name: 'verdict_participant_db_prepared', help: 'Prepared transactions of this participant in its database, as of the last recovery scan.', registers: [r], collect() { this.set(dbPrepared().count); } });
+    new Gauge({
+      name: 'verdict_participant_db_oldest_prepared_age_seconds',
+      help: 'Age of the oldest prepared transaction of this participant in its database (0 when none), as of the last recovery scan.',
+      registers: [r],
+      collect() {
+        this.set(dbPrepared().oldestAgeMs / 1_000);
+      },
+    });
+    new Gauge({ name: 'verdict_participant_db_stuck_prepared', help: 'Prepared transactions in the database older than the alert threshold (stuckAfterMs).', registers: [r], collect() { this.set(dbPrepared().stuck); } });
+  }
   return r;
 }

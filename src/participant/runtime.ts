@@ -27,7 +27,10 @@ import { MemoryState } from './memory-state.ts';
 import { isParticipantRecord, type AskOutcome, type Journal, type ParticipantRecord, type Schedule } from './types.ts';
 import type { JournalStats } from './journal.ts';
 import type { PostgresResource } from './postgres.ts';
-import type { PostgresParticipantOptions, PostgresSetup } from './postgres-recovery.ts';
+import type { PostgresParticipantOptions } from './postgres-recovery.ts';
+import type { PreparedSetup } from './prepared-recovery.ts';
+import type { MySqlResource } from './resources/mysql/resource.ts';
+import type { MySqlParticipantOptions } from './resources/mysql/participant.ts';
 import type { HeuristicReporter } from './heuristic.ts';
 import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
 import { participantCertificateProblem } from './certificate-check.ts';
@@ -56,6 +59,8 @@ export interface ParticipantOptions {
   drainTimeoutMs?: number;
   /** The resource is PostgreSQL (src/participant/postgres.ts) when given; the journaled memory store otherwise. */
   postgres?: PostgresParticipantOptions;
+  /** The resource is MySQL/MariaDB with XA (src/participant/resources/mysql/) when given. */
+  mysql?: MySqlParticipantOptions;
   /**
    * TLS: serve mutual TLS (callers need a certificate signed by `ca`: the
    * cluster's nodes present theirs) and reach the cluster over TLS with this
@@ -128,8 +133,9 @@ async function loadPostgresKit(): Promise<PostgresKit> {
 }
 
 export async function startParticipant(o: ParticipantOptions & { postgres: PostgresParticipantOptions }): Promise<ParticipantRuntime<PostgresResource>>;
+export async function startParticipant(o: ParticipantOptions & { mysql: MySqlParticipantOptions }): Promise<ParticipantRuntime<MySqlResource>>;
 export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime>;
-export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime<MemoryResource | PostgresResource>> {
+export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime<MemoryResource | PostgresResource | MySqlResource>> {
   const log = o.logger.child({ participantId: o.participantId, clusterId: o.clusterId });
   if (o.clusterId === '' || o.participantId === '') throw new ParticipantStartupError('cluster id and participant id must not be empty');
   if (o.endpointsOfCluster.length === 0) throw new ParticipantStartupError('at least one cluster endpoint is needed');
@@ -157,22 +163,24 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   }
   await checkIdentity(o.dataDir, o.clusterId, o.participantId);
 
-  let pg: PostgresSetup | null = null;
-  // Loaded only for a PostgreSQL participant: a memory participant needs no `pg`.
+  // A database resource (PostgreSQL, MySQL) holds the prepared state itself; its journal holds no data.
+  if (o.postgres !== undefined && o.mysql !== undefined) throw new ParticipantStartupError('a participant has one resource: give postgres or mysql, not both');
+  let db: PreparedSetup<PostgresResource | MySqlResource> | null = null;
+  const opened = { clusterId: o.clusterId, participantId: o.participantId, dataDir: o.dataDir, log, compactAfterRecords: o.compactAfterRecords };
+  // Loaded only for a database participant: a memory participant needs neither `pg` nor `mysql2`.
   const pgKit = o.postgres !== undefined ? await loadPostgresKit() : null;
-  if (o.postgres !== undefined && pgKit !== null) {
-    const { openPostgresParticipant, PostgresConfigError } = pgKit;
-    try {
-      pg = await openPostgresParticipant({ ...o.postgres, clusterId: o.clusterId, participantId: o.participantId, dataDir: o.dataDir, log, compactAfterRecords: o.compactAfterRecords });
-    } catch (err) {
-      if (err instanceof PostgresConfigError) throw new ParticipantStartupError(err.message);
-      throw err;
-    }
+  const myKit = o.mysql !== undefined ? await import('./resources/mysql/kit.ts') : null;
+  try {
+    if (o.postgres !== undefined && pgKit !== null) db = await pgKit.openPostgresParticipant({ ...o.postgres, ...opened });
+    if (o.mysql !== undefined && myKit !== null) db = await myKit.openMySqlParticipant({ ...o.mysql, ...opened });
+  } catch (err) {
+    if ((pgKit !== null && err instanceof pgKit.PostgresConfigError) || (myKit !== null && err instanceof myKit.MySqlConfigError)) throw new ParticipantStartupError((err as Error).message);
+    throw err;
   }
   const state = new MemoryState();
   const journal: Journal & { close(): Promise<void>; stats(): JournalStats } =
-    pg !== null
-      ? pg.journal
+    db !== null
+      ? db.journal
       : await FileJournal.open<ParticipantRecord>({
           path: join(o.dataDir, 'journal.log'),
           fold: state,
@@ -180,7 +188,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
           compactAfterRecords: o.compactAfterRecords,
           log,
         });
-  const resource: MemoryResource | PostgresResource = pg !== null ? pg.resource : MemoryResource.restore(state.data, state.preparedWrites());
+  const resource: MemoryResource | PostgresResource | MySqlResource = db !== null ? db.resource : MemoryResource.restore(state.data, state.preparedWrites());
   // With TLS the servers at the endpoints must hold certificates of this cluster (OU).
   const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
   const timers = new Set<NodeJS.Timeout>();
@@ -211,7 +219,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     askOutcome,
     log,
   });
-  engine.recover(pg !== null ? pg.records : state.txnRecords());
+  engine.recover(db !== null ? db.records : state.txnRecords());
 
   const server = new grpc.Server({
     'grpc.max_receive_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
@@ -235,12 +243,13 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     port = await bind(server, o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure());
     if (o.metricsListen !== undefined) {
       const { participantMetrics } = await import('./metrics.ts');
-      metricsServer = await serveMetrics(o.metricsListen, participantMetrics(o.participantId, engine, Date.now, () => callers?.refused ?? 0));
+      const dbSetup = db;
+      metricsServer = await serveMetrics(o.metricsListen, participantMetrics(o.participantId, engine, Date.now, () => callers?.refused ?? 0, dbSetup !== null ? () => dbSetup.resource.preparedStats() : undefined));
     }
   } catch (err) {
     server.forceShutdown();
     await journal.close();
-    await pg?.close();
+    await db?.close();
     link.close();
     if (err instanceof MetricsListenError) throw new ParticipantStartupError(`${err.message}; check --metrics-listen`);
     throw err;
@@ -249,7 +258,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   if (tls === null && o.insecure === true) log.warn({ listen: o.listen, insecure: true }, insecureWarning(o.listen));
   const advertise = o.advertise ?? address;
   engine.start();
-  pg?.start(engine, askOutcome);
+  db?.start(engine, askOutcome);
   health.set('SERVING');
   log.info({ address, advertise, metrics: metricsServer ? `http://${metricsServer.address}/metrics` : undefined, inDoubt: engine.inDoubt().length, journal: journal.stats() }, 'participant started');
 
@@ -296,14 +305,15 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   // Heuristic acts done by hand while the cluster was unreachable are reported
   // once it is reachable and this participant is registered (R4).
   let reporter: HeuristicReporter | null = null;
-  if (pg !== null && pgKit !== null) {
-    const resourcePg = pg.resource;
-    const { HeuristicReporter } = pgKit;
+  const kit = pgKit ?? myKit;
+  if (db !== null && kit !== null) {
+    const resourceDb = db.resource;
+    const { HeuristicReporter } = kit;
     void registered.then(() => {
       if (stopping) return;
       reporter = new HeuristicReporter({
-        unreported: () => resourcePg.unreportedHeuristics(),
-        markReported: (act) => resourcePg.markHeuristicReported(act.gid),
+        unreported: () => resourceDb.unreportedHeuristics(),
+        markReported: (act) => resourceDb.markHeuristicReported(act.gid),
         report: (act) =>
           link.reportHeuristic({
             participantId: o.participantId,
@@ -341,7 +351,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       for (const t of timers) clearTimeout(t);
       timers.clear();
       await shutdownServer(server, 2_000);
-      await pg?.close();
+      await db?.close();
       link.close();
       await journal.close();
       await metricsServer?.close();

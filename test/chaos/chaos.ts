@@ -2,13 +2,15 @@
 // link goes through a fault-injecting proxy (proxy.ts), two participant
 // processes (`verdict participant --resource postgres`) on the databases
 // `shop` and `ledger` of a real PostgreSQL (test/pg/harness.ts, which honours
-// VERDICT_PG_URL), concurrent clients (workload.ts), a seeded nemesis
+// VERDICT_PG_URL), a third (`--resource mysql`) on the database `books` of a
+// real MariaDB (test/mysql/harness.ts, VERDICT_MYSQL_URL), concurrent clients (workload.ts), a seeded nemesis
 // (nemesis.ts), and at the end a reconciliation of the data against the
 // clients' answers and the cluster's decisions (reconcile.ts).
 import { join } from 'node:path';
 import { VerdictClient } from '../../src/client/client.ts';
 import { Cluster, freePorts, NodeProc, printLogTails, waitFor } from '../process/harness.ts';
 import { startPostgres } from '../pg/harness.ts';
+import { startMariaDb } from '../mysql/harness.ts';
 import { Nemesis, type FaultCounts } from './nemesis.ts';
 import { LinkTable } from './proxy.ts';
 import { reconcile, type Violation } from './reconcile.ts';
@@ -60,38 +62,40 @@ const REGISTER_WAIT_MS = 60_000;
 /** After healing, a new transaction must commit within this long (AC4, liveness). */
 const HEALED_COMMIT_WAIT_MS = 60_000;
 const OUTCOMES_WAIT_MS = 60_000;
-/** The PostgreSQL adapter resolves an orphaned prepared transaction on a 30 s scan once it is 60 s old: leave room for one. */
+/** The database adapters resolve an orphaned prepared transaction on a 30 s scan once it is 60 s old: leave room for one. */
 const PREPARED_WAIT_MS = 100_000;
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   const log = o.log ?? ((line: string) => console.log(line));
-  const pgServer = await startPostgres({ databases: ['shop', 'ledger'] });
+  const [pgServer, myServer] = await Promise.all([startPostgres({ databases: ['shop', 'ledger'] }), startMariaDb({ databases: ['books'] })]);
   const shopUrl = pgServer.url('shop');
   const ledgerUrl = pgServer.url('ledger');
+  const booksUrl = myServer.url('books');
   const links = new LinkTable();
   const participants: ParticipantProc[] = [];
   let client: VerdictClient | null = null;
   let workload: Workload | null = null;
   let ok = false;
   try {
-    await createTables(shopUrl, ledgerUrl);
+    await createTables(shopUrl, ledgerUrl, booksUrl);
     const c = await Cluster.start({ nodes: 3, dialPeer: links.dialPeer });
     await c.waitForLeader();
     const endpoints = c.nodes.map((n) => n.address);
-    const ports = await freePorts(2);
-    for (const [i, id] of ['shop', 'ledger'].entries()) {
+    const ports = await freePorts(3);
+    for (const [i, id] of ['shop', 'ledger', 'books'].entries()) {
       const address = `127.0.0.1:${ports[i]}`;
       const dataDir = join(c.dir, `participant-${id}`);
-      const argv = ['participant', '--id', id, '--listen', address, '--data', dataDir, '--cluster-id', c.clusterId, '--endpoints', endpoints.join(','), '--resource', 'postgres', '--pg-url', pgServer.url(id)];
+      const resource = id === 'books' ? ['--resource', 'mysql', '--mysql-url', booksUrl] : ['--resource', 'postgres', '--pg-url', pgServer.url(id)];
+      const argv = ['participant', '--id', id, '--listen', address, '--data', dataDir, '--cluster-id', c.clusterId, '--endpoints', endpoints.join(','), ...resource];
       const p = new ParticipantProc(id, address, dataDir, join(c.dir, `${id}.log`), argv);
       p.start();
       participants.push(p);
     }
     client = new VerdictClient({ endpoints, deadlineMs: 10_000 });
     const cl = client;
-    await waitFor('participants shop and ledger registered', REGISTER_WAIT_MS, async () => {
+    await waitFor('participants shop, ledger and books registered', REGISTER_WAIT_MS, async () => {
       const ids = (await cl.participants()).map((p) => p.participantId);
-      return ids.includes('shop') && ids.includes('ledger') ? true : undefined;
+      return ids.includes('shop') && ids.includes('ledger') && ids.includes('books') ? true : undefined;
     });
 
     const tag = `x${(o.seed >>> 0).toString(36)}${Date.now().toString(36)}`;
@@ -112,7 +116,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     }
     await workload.stop();
 
-    const r = await reconcile({ client, txns: workload.txns, tag, clusterId: c.clusterId, shopUrl, ledgerUrl, outcomesWaitMs: OUTCOMES_WAIT_MS, preparedWaitMs: PREPARED_WAIT_MS });
+    const r = await reconcile({ client, txns: workload.txns, tag, clusterId: c.clusterId, shopUrl, ledgerUrl, booksUrl, outcomesWaitMs: OUTCOMES_WAIT_MS, preparedWaitMs: PREPARED_WAIT_MS });
     violations.push(...r.violations);
     const txns = workload.txns.filter((t) => t.answer !== 'not-sent');
     const count = (a: string): number => txns.filter((t) => t.answer === a).length;
@@ -152,6 +156,6 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     if (!ok) printLogTails(participants);
     await Promise.all(participants.map((p) => p.kill('SIGKILL')));
     await links.close();
-    await pgServer.stop();
+    await Promise.all([pgServer.stop(), myServer.stop()]);
   }
 }

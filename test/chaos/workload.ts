@@ -1,5 +1,7 @@
 // The chaos workload: concurrent clients, each transaction inserting an order
-// row in `shop` and a debit row in `ledger` under one Verdict transaction,
+// row in `shop` and a debit row in `ledger` (two PostgreSQL databases) and a
+// posting row in `books` (a MariaDB database, the XA participant) under one
+// Verdict transaction,
 // with the participants' own SQL payloads ({"sql": [...]}, see
 // src/participant/postgres.ts). About one in ten debits is negative, which
 // the ledger's CHECK constraint refuses at PREPARE: that participant votes
@@ -10,9 +12,11 @@ import type { VerdictClient } from '../../src/client/client.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import { sleep } from '../process/harness.ts';
 import { withClient } from '../pg/harness.ts';
+import { mysqlQuery } from '../mysql/harness.ts';
 
 export const ORDERS = 'chaos_orders';
 export const DEBITS = 'chaos_debits';
+export const POSTINGS = 'chaos_postings';
 
 /** What the client was told. 'not-sent': Begin failed, so no Commit ever left the client. */
 export type ClientAnswer = 'committed' | 'aborted' | 'unknown' | 'not-sent';
@@ -27,8 +31,9 @@ export interface TxnRecord {
   detail: string;
 }
 
-/** Creates the tables in the shop and ledger databases (idempotent: a shared server may already have them). */
-export async function createTables(shopUrl: string, ledgerUrl: string): Promise<void> {
+/** Creates the tables in the shop, ledger and books databases (idempotent: a shared server may already have them). */
+export async function createTables(shopUrl: string, ledgerUrl: string, booksUrl: string): Promise<void> {
+  await mysqlQuery(booksUrl, `CREATE TABLE IF NOT EXISTS ${POSTINGS} (txn_id VARCHAR(100) PRIMARY KEY, amount INT NOT NULL) ENGINE=InnoDB`);
   await withClient(shopUrl, (c) => c.query(`CREATE TABLE IF NOT EXISTS ${ORDERS} (txn_id text PRIMARY KEY, sku text NOT NULL, qty int NOT NULL)`));
   await withClient(ledgerUrl, (c) => c.query(`CREATE TABLE IF NOT EXISTS ${DEBITS} (txn_id text PRIMARY KEY, amount int NOT NULL CHECK (amount > 0))`));
 }
@@ -75,7 +80,9 @@ export class Workload {
       try {
         const tx = await this.o.client.begin({ txnId: id, timeoutMs: this.o.txnTimeoutMs });
         tx.enlist('shop', { sql: [`INSERT INTO ${ORDERS} (txn_id, sku, qty) VALUES ('${id}', 'sku-${rng.int(100)}', ${1 + rng.int(5)})`] });
-        tx.enlist('ledger', { sql: [`INSERT INTO ${DEBITS} (txn_id, amount) VALUES ('${id}', ${intent === 'no' ? -5 : 1 + rng.int(100)})`] });
+        const amount = intent === 'no' ? -5 : 1 + rng.int(100);
+        tx.enlist('ledger', { sql: [`INSERT INTO ${DEBITS} (txn_id, amount) VALUES ('${id}', ${amount})`] });
+        tx.enlist('books', { sql: [`INSERT INTO ${POSTINGS} (txn_id, amount) VALUES ('${id}', ${amount})`] });
         rec.answer = 'unknown';
         const r = await tx.commit();
         rec.answer = r.outcome === 'COMMITTED' ? 'committed' : 'aborted';

@@ -7,58 +7,31 @@
 // the participant's report as HEURMIX, which `verdict txn list --heuristic`
 // shows. Also: an ABORT that reaches a postgres participant before PREPARE
 // rolls back the open PostgreSQL transaction at once.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gidOf, gidPrefix } from '../../src/participant/postgres-gid.ts';
 import { pgPayload, type PostgresResource } from '../../src/participant/postgres.ts';
-import { startParticipant, type ParticipantRuntime } from '../../src/participant/runtime.ts';
-import { ParticipantClient } from '../../src/transport/participant-rpc.ts';
-import { Cluster, runCli } from '../process/harness.ts';
+import { CLI, DEADLINE_MS, expectHeurmixOnceClusterUp, expectResolveRepeatNoopContraryRefused, participantOfUnreachableCluster, type UnreachableClusterParticipant } from '../db-participant-fixture.ts';
+import { runCli } from '../process/harness.ts';
 import { preparedXacts, rollbackPrepared, sql, startPostgres, waitFor, type PgServer } from './harness.ts';
 
-const DEADLINE_MS = 5_000;
 let server: PgServer;
 let shop: string;
-let cluster: Cluster;
-let rt: ParticipantRuntime<PostgresResource>;
-let participant: ParticipantClient;
-let dir: string;
+let h: UnreachableClusterParticipant<PostgresResource>;
 
 beforeAll(async () => {
   server = await startPostgres();
   shop = server.url('shop');
   await sql(shop, 'CREATE TABLE IF NOT EXISTS orders (id text PRIMARY KEY, amount int NOT NULL)');
-  // The cluster's configuration exists, but its node is not running yet: the cluster is unreachable.
-  cluster = await Cluster.create({ nodes: 1 });
-  dir = await mkdtemp(join(tmpdir(), 'verdict-pg-heuristic-'));
-  rt = await startParticipant({
-    clusterId: cluster.clusterId,
-    participantId: 'shop',
-    listen: '127.0.0.1:0',
-    endpointsOfCluster: [cluster.nodes[0].address],
-    dataDir: dir,
-    logger: pino({ level: 'silent' }),
-    registerRetryMs: 100,
-    heuristicReportIntervalMs: 200,
-    engine: { inDoubtAfterMs: 200, sweepIntervalMs: 100, askBackoffMinMs: 50, askBackoffMaxMs: 300 },
-    postgres: { url: shop, concurrency: 4 },
-  });
-  participant = new ParticipantClient(rt.address);
+  h = await participantOfUnreachableCluster('shop', { postgres: { url: shop, concurrency: 4 } });
 }, 120_000);
 
 afterAll(async () => {
-  participant?.close();
-  await rt?.stop();
-  await cluster?.destroy();
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  await h?.close();
   if (server === undefined) return;
   try {
-    expect(await preparedXacts(shop, `verdict:${cluster.clusterId}:`)).toEqual([]);
+    expect(await preparedXacts(shop, `verdict:${h?.cluster.clusterId}:`)).toEqual([]);
   } finally {
-    await rollbackPrepared(server, ['shop'], `verdict:${cluster?.clusterId ?? 'none'}:`);
+    await rollbackPrepared(server, ['shop'], `verdict:${h?.cluster.clusterId ?? 'none'}:`);
     await server.stop();
   }
 });
@@ -68,16 +41,16 @@ const orderAmount = async (id: string): Promise<number | undefined> => (await sq
 describe('heuristic resolution at a PostgreSQL participant (R4)', () => {
   it('resolve --commit while the cluster is unreachable commits the gid and records who/when/why; the cluster, back, records HEURMIX against its ABORT', async () => {
     const T = 'heur-1';
-    const gid = gidOf(gidPrefix(cluster.clusterId, 'shop'), T);
-    const vote = await participant.prepare(
-      { clusterId: cluster.clusterId, txnId: T, participantId: 'shop', participants: ['shop', 'ledger'], payload: pgPayload(["INSERT INTO orders VALUES ('h1', 10)"]), timeoutMs: 0 },
+    const gid = gidOf(gidPrefix(h.cluster.clusterId, 'shop'), T);
+    const vote = await h.participant.prepare(
+      { clusterId: h.cluster.clusterId, txnId: T, participantId: 'shop', participants: ['shop', 'ledger'], payload: pgPayload(["INSERT INTO orders VALUES ('h1', 10)"]), timeoutMs: 0 },
       DEADLINE_MS,
     );
     expect(vote.vote).toBe('VOTE_YES');
     expect((await preparedXacts(shop, gid)).map((x) => x.gid)).toEqual([gid]);
 
-    const args = ['participant', 'resolve', T, '--reason', 'cluster down for hours; locks held on orders', '--operator', 'alice@db1', '--id', 'shop', '--cluster-id', cluster.clusterId, '--resource', 'postgres', '--pg-url', shop];
-    const done = await runCli([...args, '--commit']);
+    const args = ['participant', 'resolve', T, '--reason', 'cluster down for hours; locks held on orders', '--operator', 'alice@db1', '--id', 'shop', '--cluster-id', h.cluster.clusterId, '--resource', 'postgres', '--pg-url', shop];
+    const done = await runCli([...args, '--commit'], CLI);
     expect(done.stderr).toBe('');
     expect(done.code).toBe(0);
     expect(done.stdout).toMatch(/COMMIT PREPARED .* done by alice@db1/);
@@ -87,43 +60,31 @@ describe('heuristic resolution at a PostgreSQL participant (R4)', () => {
     expect(row).toMatchObject({ operator: 'alice@db1', outcome: 'committed', reason: 'cluster down for hours; locks held on orders', reported_at: null });
 
     // Idempotent: the same act again is a no-op; the contrary one is refused.
-    const again = await runCli([...args, '--commit']);
-    expect([again.code, again.stdout]).toEqual([0, expect.stringMatching(/already resolved by hand \(committed\) by alice@db1/)]);
-    const contrary = await runCli([...args, '--abort']);
-    expect(contrary.code).toBe(1);
-    expect(contrary.stderr).toMatch(/already resolved by hand as committed/);
+    await expectResolveRepeatNoopContraryRefused(args, args);
 
-    // The cluster comes up. It never decided T, so the report (or the participant's own
-    // question) makes it log ABORT first (R3); the heuristic COMMIT is then HEURMIX.
-    cluster.nodes[0].start();
-    await cluster.waitForLeader();
-    await waitFor('the heuristic act reported and acknowledged', async () => (await sql<{ r: boolean }>(shop, 'SELECT reported_at IS NOT NULL AS r FROM verdict_heuristics WHERE gid = $1', [gid]))[0]?.r === true, 30_000);
-    const listed = await runCli(['txn', 'list', '--heuristic', '--json', '--endpoints', cluster.nodes[0].address]);
-    expect(listed.code).toBe(0);
-    const txns = JSON.parse(listed.stdout) as { txnId: string; outcome: string; heuristics: { participantId: string; kind: string; outcome: string; decision: string; operator: string; gid: string }[] }[];
-    const t = txns.find((x) => x.txnId === T);
-    expect(t?.outcome).toBe('ABORTED');
-    expect(t?.heuristics).toEqual([expect.objectContaining({ participantId: 'shop', kind: 'HEURMIX', outcome: 'COMMITTED', decision: 'ABORTED', operator: 'alice@db1', gid })]);
-    const shown = await runCli(['txn', 'show', T, '--endpoints', cluster.nodes[0].address]);
-    expect(shown.stdout).toMatch(/HEURMIX/);
-
-    // The participant learns ABORT and acknowledges it (the act is on record) instead of refusing it forever.
-    await waitFor('the participant to settle T', () => rt.engine.stateOf(T) === 'aborted', 30_000);
+    // The cluster comes up, records HEURMIX against its ABORT, and the participant ACKs the ABORT.
+    await expectHeurmixOnceClusterUp({
+      h,
+      txnId: T,
+      participantId: 'shop',
+      gid,
+      reported: async () => (await sql<{ r: boolean }>(shop, 'SELECT reported_at IS NOT NULL AS r FROM verdict_heuristics WHERE gid = $1', [gid]))[0]?.r === true,
+    });
     expect(await orderAmount('h1')).toBe(10);
-  }, 120_000);
+  }, 400_000);
 
   it('an ABORT that arrives before PREPARE rolls back the open PostgreSQL transaction at once, not after the 60 s open timeout', async () => {
     const T = 'heur-open';
-    await rt.resource.work(T, async (c) => {
+    await h.rt.resource.work(T, async (c) => {
       await c.query("INSERT INTO orders VALUES ('o-open', 1)");
     });
     const idleInTxn = async (): Promise<number> =>
       Number((await sql<{ n: string }>(shop, "SELECT count(*) AS n FROM pg_stat_activity WHERE state = 'idle in transaction' AND application_name = 'verdict-shop'"))[0]?.n);
     expect(await idleInTxn()).toBe(1);
-    const ack = await participant.decide({ clusterId: cluster.clusterId, txnId: T, participantId: 'shop', decision: 'DECISION_ABORT', reason: 'vote no elsewhere' }, DEADLINE_MS);
+    const ack = await h.participant.decide({ clusterId: h.cluster.clusterId, txnId: T, participantId: 'shop', decision: 'DECISION_ABORT', reason: 'vote no elsewhere' }, DEADLINE_MS);
     expect(ack.txnId).toBe(T);
     await waitFor('the open transaction rolled back', async () => (await idleInTxn()) === 0, 5_000);
-    await expect(rt.resource.work(T, async () => {})).rejects.toThrow(/has ended here/);
+    await expect(h.rt.resource.work(T, async () => {})).rejects.toThrow(/has ended here/);
     // The row lock is gone: another transaction can write the same key.
     await sql(shop, "INSERT INTO orders VALUES ('o-open', 2)");
     expect(await orderAmount('o-open')).toBe(2);

@@ -120,7 +120,7 @@ describe('verdict participant flags', () => {
   it('refuses incomplete or mismatched postgres flags with one line', () => {
     expect(() => parseParticipantArgs([...base, '--resource', 'postgres'], {})).toThrow('--resource postgres needs --pg-url postgres://USER@HOST:PORT/DATABASE');
     expect(() => parseParticipantArgs([...base, '--pg-url', 'postgres://h/db'], {})).toThrow('--pg-url and --pg-concurrency go with --resource postgres');
-    expect(() => parseParticipantArgs([...base, '--resource', 'oracle'], {})).toThrow('--resource must be memory or postgres, not "oracle"');
+    expect(() => parseParticipantArgs([...base, '--resource', 'oracle'], {})).toThrow('--resource must be memory, postgres or mysql, not "oracle"');
     expect(() => parseParticipantArgs([...base, '--resource', 'postgres', '--pg-url', 'postgres://h/db', '--pg-concurrency', '0'], {})).toThrow(/--pg-concurrency must be an integer from 1 to 1000/);
     expect(() => parseParticipantArgs([...base, '--resource', 'postgres', '--pg-url', 'mysql://u:pw@h/db'], {})).toThrow('--pg-url "mysql://u:***@h/db" must start with postgres:// or postgresql://');
   });

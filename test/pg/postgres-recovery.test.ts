@@ -5,33 +5,26 @@
 // databases' prepared transactions left alone, the stuck-prepared alert, and
 // the `verdict participant --resource postgres` process end to end.
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { gidOf, gidPrefix } from '../../src/participant/postgres-gid.ts';
 import { PostgresMonitor, openPostgresParticipant } from '../../src/participant/postgres-recovery.ts';
 import { PostgresResource, pgPayload } from '../../src/participant/postgres.ts';
-import { startParticipant, type ParticipantRuntime } from '../../src/participant/runtime.ts';
+import type { ParticipantRuntime } from '../../src/participant/runtime.ts';
 import type { AskOutcome, ClusterOutcome } from '../../src/participant/types.ts';
 import { ParticipantClient, type Decision, type Prepare } from '../../src/transport/participant-rpc.ts';
+import { DEADLINE_MS, Held, ROOT } from '../db-participant-fixture.ts';
 import { fakeCluster, type FakeCluster } from './fake-cluster.ts';
 import { freePort, prepareByHand, preparedXacts, rollbackPrepared, sql, startPostgres, uniqueClusterId, waitFor, type PgServer } from './harness.ts';
 import { MemoryLog } from './log.ts';
 
 const CLUSTER = uniqueClusterId('rec');
 const PREFIX = gidPrefix(CLUSTER, 'shop');
-const DEADLINE_MS = 5_000;
-const ROOT = join(import.meta.dirname, '..', '..');
 let server: PgServer;
 let shop: string;
 let ledger: string;
 let cluster: FakeCluster;
-const runtimes: ParticipantRuntime<PostgresResource>[] = [];
 const resources: PostgresResource[] = [];
-const clients: ParticipantClient[] = [];
-const dirs: string[] = [];
 
 beforeAll(async () => {
   server = await startPostgres();
@@ -43,10 +36,8 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  await Promise.all(runtimes.splice(0).map((r) => r.stop()));
+  await held.cleanup();
   for (const r of resources.splice(0)) await r.close();
-  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
   cluster.outcomes.clear();
   cluster.questions.length = 0;
 });
@@ -64,37 +55,13 @@ afterAll(async () => {
   }
 });
 
-async function dataDir(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), 'verdict-pg-participant-'));
-  dirs.push(d);
-  return d;
-}
+const held = new Held<PostgresResource>('verdict-pg-participant-');
+const dataDir = (): Promise<string> => held.dataDir();
+const client = (address: string): ParticipantClient => held.client(address);
+const stop = (r: ParticipantRuntime<PostgresResource>): Promise<void> => held.stop(r);
 
-async function start(dir: string, pgOver: { scanIntervalMs?: number; orphanAfterMs?: number; stuckAfterMs?: number } = {}): Promise<ParticipantRuntime<PostgresResource>> {
-  const r = await startParticipant({
-    clusterId: CLUSTER,
-    participantId: 'shop',
-    listen: '127.0.0.1:0',
-    endpointsOfCluster: [cluster.address],
-    dataDir: dir,
-    logger: pino({ level: 'silent' }),
-    registerRetryMs: 50,
-    engine: { askBackoffMinMs: 20, askBackoffMaxMs: 100 },
-    postgres: { url: shop, concurrency: 4, ...pgOver },
-  });
-  runtimes.push(r);
-  return r;
-}
-
-async function stop(r: ParticipantRuntime<PostgresResource>): Promise<void> {
-  runtimes.splice(runtimes.indexOf(r), 1);
-  await r.stop();
-}
-
-function client(address: string): ParticipantClient {
-  const c = new ParticipantClient(address);
-  clients.push(c);
-  return c;
+function start(dir: string, pgOver: { scanIntervalMs?: number; orphanAfterMs?: number; stuckAfterMs?: number } = {}): Promise<ParticipantRuntime<PostgresResource>> {
+  return held.start({ clusterId: CLUSTER, participantId: 'shop', endpoint: cluster.address, dataDir: dir, resource: { postgres: { url: shop, concurrency: 4, ...pgOver } } });
 }
 
 async function bareResource(participantId = 'shop', over: { stuckAfterMs?: number } = {}): Promise<PostgresResource> {
