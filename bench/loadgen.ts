@@ -3,7 +3,9 @@
 // warm-up and then a measured window, and prints one JSON line with an HDR
 // histogram of latency in microseconds and the counts.
 //
-//   commit  each client: begin → enlist every participant → commit. With the
+//   commit  one VerdictClient for the process (as an application holds one),
+//           `clients` concurrent workers on it, each in a loop:
+//           begin → enlist every participant → commit. With the
 //           memory workload the payload sets a key of the client's own, so
 //           clients never conflict on a lock; with the pg workload the
 //           participants are PostgreSQL's shop and ledger and the payloads are
@@ -90,10 +92,10 @@ async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
   const errors: Record<string, number> = {};
   let ok = 0;
   let aborted = 0;
-  // One client object per worker; grpc-js shares the connection to each node between them.
-  const clients = Array.from({ length: cfg.clients }, () => new VerdictClient({ endpoints: cfg.endpoints }));
+  // One client for the whole process, as an application holds it: every worker's transactions share its
+  // CommitStream to the leader, so the commits of one event-loop turn travel in one message (item 1 of issue 14).
+  const client = new VerdictClient({ endpoints: cfg.endpoints });
   const worker = async (i: number): Promise<void> => {
-    const client = clients[i];
     const key = `${cfg.keyPrefix}-w${i}`;
     for (let seq = 0; performance.now() < w.stopAt; seq++) {
       const t0 = performance.now();
@@ -126,9 +128,9 @@ async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
     }
   };
   try {
-    await drain(Promise.all(clients.map((_, i) => worker(i))));
+    await drain(Promise.all(Array.from({ length: cfg.clients }, (_, i) => worker(i))));
   } finally {
-    for (const c of clients) c.close();
+    client.close();
   }
   return result('commit', cfg.clients, cfg.measureMs, ok, aborted, errors, commitH, txnH);
 }
@@ -185,6 +187,25 @@ async function drain(p: Promise<unknown>): Promise<void> {
   clearTimeout(timer);
 }
 
+/** "window open" then "window closed", each at most once and in that order, whichever caller comes first. */
+function windowMarks(write: (line: string) => void = (line) => process.stdout.write(line)): { open(): void; close(): void } {
+  let state: 'before' | 'open' | 'closed' = 'before';
+  const open = (): void => {
+    if (state !== 'before') return;
+    state = 'open';
+    write('window open\n');
+  };
+  return {
+    open,
+    close: () => {
+      if (state === 'closed') return;
+      open();
+      state = 'closed';
+      write('window closed\n');
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const cfg = JSON.parse(process.argv[2] ?? '') as CommitLoad | RawLoad;
   // The orchestrator holds our stdin; when it goes away, so do we.
@@ -197,9 +218,16 @@ async function main(): Promise<void> {
   const start = performance.now();
   const w = { measureFrom: start + cfg.warmupMs, stopAt: start + cfg.warmupMs + cfg.measureMs };
   // Progress lines for an orchestrator that samples something over exactly the measured window (bench/cpu-per-txn.ts).
-  setTimeout(() => process.stdout.write('window open\n'), cfg.warmupMs).unref();
-  setTimeout(() => process.stdout.write('window closed\n'), cfg.warmupMs + cfg.measureMs).unref();
+  // Each is printed once, from its timer, and at the latest before the result line: the workers may all
+  // see the window end and the result be written before the "closed" timer gets its turn, and an orchestrator
+  // waiting for the line must never miss it.
+  const marks = windowMarks();
+  const openTimer = setTimeout(marks.open, cfg.warmupMs);
+  const closeTimer = setTimeout(marks.close, cfg.warmupMs + cfg.measureMs);
   const r = cfg.mode === 'commit' ? await commitLoad(cfg, w) : await rawLoad(cfg, w);
+  clearTimeout(openTimer);
+  clearTimeout(closeTimer);
+  marks.close();
   process.stdout.write(JSON.stringify(r) + '\n', () => process.exit(0));
 }
 
