@@ -15,8 +15,10 @@
 //           the transaction is begun by its Commit (client.transaction(): one
 //           round trip, so `commit` includes beginning it); `beginRoundTrip`
 //           uses a separate Begin call first (client.begin()).
-//   raw     each of `inflight` workers: one Put of a 100-byte value through
-//           the leader's RaftNodeClient, acknowledged once committed.
+//   raw     each of `inflight` workers: one Put of a 100-byte value at a
+//           time, acknowledged once committed: on the leader's
+//           RaftNode.PutStream (all workers share one stream), or, with
+//           system etcd, etcd's KV.Put (the anchor, bench/etcd.ts).
 //
 // Only operations that finish inside the measured window count. The clients
 // are closed-loop (a new request when the last one is answered), so the
@@ -26,6 +28,7 @@
 import { VerdictClient } from '../src/client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../src/client/errors.ts';
 import { RaftNodeClient } from '../src/transport/admin.ts';
+import { EtcdKv } from './etcd.ts';
 import { encode, newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
 import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
 
@@ -47,6 +50,8 @@ export interface CommitLoad {
 
 export interface RawLoad {
   mode: 'raw';
+  /** verdict (default): Puts on the leader's RaftNode.PutStream; etcd: etcd's KV.Put (bench/etcd.ts), the anchor. */
+  system?: 'verdict' | 'etcd';
   leader: string;
   inflight: number;
   warmupMs: number;
@@ -139,14 +144,14 @@ async function rawLoad(cfg: RawLoad, w: Window): Promise<LoadResult> {
   const h = newHistogram();
   const errors: Record<string, number> = {};
   let ok = 0;
-  const client = new RaftNodeClient(cfg.leader);
   const value = Buffer.alloc(cfg.valueBytes, 0x61);
+  const client = cfg.system === 'etcd' ? etcdPut(cfg.leader) : verdictPut(cfg.leader);
   const worker = async (i: number): Promise<void> => {
     for (let seq = 0; performance.now() < w.stopAt; seq++) {
       const t0 = performance.now();
       try {
         // A bounded key space: the state machine holds at most 256 keys per worker.
-        await client.put({ key: `raw-${i}-${seq % 256}`, value }, 5_000);
+        await client.put(`raw-${i}-${seq % 256}`, value);
       } catch (err) {
         if (performance.now() >= w.measureFrom) errors[errorCode(err)] = (errors[errorCode(err)] ?? 0) + 1;
         continue;
@@ -163,6 +168,23 @@ async function rawLoad(cfg: RawLoad, w: Window): Promise<LoadResult> {
     client.close();
   }
   return result('raw', cfg.inflight, cfg.measureMs, ok, 0, errors, h, null);
+}
+
+interface RawPut {
+  put(key: string, value: Uint8Array): Promise<unknown>;
+  close(): void;
+}
+
+/** Verdict's raw log: every worker's Puts on one PutStream to the leader, the Puts of one turn in one message. */
+function verdictPut(leader: string): RawPut {
+  const c = new RaftNodeClient(leader);
+  return { put: (key, value) => c.putStreamed({ key, value }, 5_000), close: () => c.close() };
+}
+
+/** The etcd anchor: etcd's own unary KV.Put on one gRPC channel, as its clients send them. */
+function etcdPut(leader: string): RawPut {
+  const c = new EtcdKv(leader);
+  return { put: (key, value) => c.put(key, value, 5_000), close: () => c.close() };
 }
 
 function result(mode: 'commit' | 'raw', concurrency: number, measuredMs: number, ok: number, aborted: number, errors: Record<string, number>, h: Histogram, txnH: Histogram | null): LoadResult {

@@ -42,7 +42,7 @@ async function run(leader: NodeProc, inFlight: number, level: number): Promise<v
     while (performance.now() < stopAt) {
       const t0 = performance.now();
       try {
-        await client.put({ key: `b${level}-${w}-${seq++}`, value }, 5_000);
+        await client.putStreamed({ key: `b${level}-${w}-${seq++}`, value }, 5_000);
       } catch {
         errors++;
         continue;
