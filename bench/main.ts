@@ -9,7 +9,9 @@
 // commit at 1 and 16 connections among them), then per cluster size the
 // concurrency sweep, the participants sweep (3 nodes), the shop/ledger
 // transaction through PostgreSQL participants (3 nodes) and the raw replicated
-// log, then the failover runs, each on a fresh cluster. One progress line per
+// log, then etcd 3.4 as an anchor for the raw log (bench/etcd-anchor.ts,
+// installed from Debian when missing), then the failover runs, each on a
+// fresh cluster. Every measured window follows a warm-up (20 s in a full run). One progress line per
 // scenario started and finished. Every load is bounded in time and count,
 // every child process is stopped at the end, on Ctrl-C and on failure.
 import { execFileSync } from 'node:child_process';
@@ -22,7 +24,8 @@ import type { CommitLoad, LoadResult, RawLoad } from './loadgen.ts';
 import { measurePgDirect, NO_PG_DIRECT, PG_CONCURRENCY, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloors } from './pg.ts';
 import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './procs.ts';
 import { writeReport } from './report.ts';
-import { commitId, pgCommitId, rawId, summarizeFailover, summaryKeys, type Machine, type Results, type Scenario, type Settings } from './results.ts';
+import { measureEtcdAnchor } from './etcd-anchor.ts';
+import { commitId, etcdAnchorFields, etcdRatios, pgCommitId, rawId, summarizeFailover, summaryKeys, type Machine, type Results, type Scenario, type Settings } from './results.ts';
 
 const QUICK = process.argv.includes('--quick');
 const KEEP = process.argv.includes('--keep');
@@ -219,6 +222,7 @@ function headline(r: Results): string {
   lines.push(`ratios: ${JSON.stringify(r.ratios)}`);
   lines.push(`peak_tps: ${JSON.stringify(r.peak_tps)}`);
   lines.push(`raft: ${JSON.stringify(r.raft)}`);
+  lines.push(`anchors: ${JSON.stringify(r.anchors)}`);
   lines.push(`floor_ratios: ${JSON.stringify(r.floor_ratios)}`);
   lines.push(
     `failover: in_doubt_p99_ms ${fo.in_doubt_p99_ms} (p50 ${fo.in_doubt_p50_ms}, max ${fo.in_doubt_max_ms}, ${fo.in_doubt_pairs} pairs), cluster window ${JSON.stringify(fo.cluster_in_doubt_window_ms_per_run)} ms, ` +
@@ -260,7 +264,7 @@ async function main(): Promise<void> {
       progress(`bench: PostgreSQL ${pg.server.external ? 'at VERDICT_PG_URL' : 'of our own'} ready`);
     }
     const steps = plan(s, pg !== null);
-    stepTotal = 1 + (pg !== null ? PG_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
+    stepTotal = 2 + (pg !== null ? PG_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
     progress(`verdict bench (${s.mode}): ${stepTotal} steps on ${m.cpu} x${m.cores}; work dir ${dir}`);
 
     stepNo++;
@@ -288,6 +292,16 @@ async function main(): Promise<void> {
       pg = null;
     }
 
+    stepNo++;
+    progress(`${tag()} start anchor etcd: etcd 3.4, 3 members on loopback, 100-byte KV.Put to the leader, 1 and 64 in flight`);
+    const tEtcd = Date.now();
+    const etcd = await measureEtcdAnchor(join(dir, 'anchor'), { warmupMs: s.warmup_ms, measureMs: s.raw_measure_ms, log: progress });
+    progress(
+      'skipped' in etcd
+        ? `${tag()} done  anchor etcd: skipped (${etcd.skipped})`
+        : `${tag()} done  anchor etcd ${etcd.version}: 1 in flight p50 ${ms(etcd.seq_p50_us)}; 64 in flight ${etcd.inflight64_tps} puts/s [${((Date.now() - tEtcd) / 1000).toFixed(1)} s]`,
+    );
+
     const runs: FailoverRun[] = [];
     for (let i = 1; i <= s.failover_runs; i++) {
       stepNo++;
@@ -302,6 +316,7 @@ async function main(): Promise<void> {
     }
 
     const failover = summarizeFailover(runs, FAILOVER_METHOD);
+    const keys = summaryKeys(scenarios, floors);
     const finishedAt = new Date();
     const results: Results = {
       schema: 1,
@@ -314,7 +329,9 @@ async function main(): Promise<void> {
       pg: pgSkipped === null ? null : { skipped: pgSkipped },
       scenarios,
       failover,
-      ...summaryKeys(scenarios, floors),
+      ...keys,
+      ratios: { ...keys.ratios, ...etcdRatios(keys.raft, etcd) },
+      anchors: { etcd: etcdAnchorFields(etcd) },
     };
     const files = writeResults(results);
     const report = writeReport(results);

@@ -1,7 +1,7 @@
 // The shape of bench/results/*.json, and the summary keys computed from the
 // scenarios: ratios, peaks, the raw log, failover, and medians over floors.
 import type { FailoverRun } from './failover.ts';
-import type { EtcdAnchorResult } from './etcd-anchor.ts';
+import type { EtcdAnchor, EtcdAnchorResult } from './etcd-anchor.ts';
 import type { Floors } from './floors.ts';
 import { percentile, type LatencySummary } from './hist.ts';
 import type { PgDirectFloor } from './pg.ts';
@@ -94,6 +94,15 @@ export interface Results {
   peak_tps: Record<string, number | null>;
   raft: Record<string, number | null>;
   floor_ratios: Record<string, number | null>;
+  /** Other systems measured in the same run on the same machine; absent in results files older than the anchor. */
+  anchors?: { etcd: EtcdAnchorFields };
+}
+
+/** The etcd anchor as the results file holds it: the figures (null when skipped) and why it was skipped (null when measured). */
+export type EtcdAnchorFields = (EtcdAnchor & { skipped: null }) | { seq_p50_us: null; inflight64_tps: null; skipped: string };
+
+export function etcdAnchorFields(e: EtcdAnchorResult): EtcdAnchorFields {
+  return 'skipped' in e ? { seq_p50_us: null, inflight64_tps: null, skipped: e.skipped } : { ...e, skipped: null };
 }
 
 export function commitId(nodes: number, participants: number, clients: number): string {
