@@ -31,6 +31,7 @@ import { RaftNodeClient } from '../src/transport/admin.ts';
 import { EtcdKv } from './etcd.ts';
 import { encode, newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
 import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
+import { windowMarks } from './window-marks.ts';
 
 export interface CommitLoad {
   mode: 'commit';
@@ -207,25 +208,6 @@ async function drain(p: Promise<unknown>): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, DRAIN_MS)))]);
   clearTimeout(timer);
-}
-
-/** "window open" then "window closed", each at most once and in that order, whichever caller comes first. */
-function windowMarks(write: (line: string) => void = (line) => process.stdout.write(line)): { open(): void; close(): void } {
-  let state: 'before' | 'open' | 'closed' = 'before';
-  const open = (): void => {
-    if (state !== 'before') return;
-    state = 'open';
-    write('window open\n');
-  };
-  return {
-    open,
-    close: () => {
-      if (state === 'closed') return;
-      open();
-      state = 'closed';
-      write('window closed\n');
-    },
-  };
 }
 
 async function main(): Promise<void> {
