@@ -295,7 +295,10 @@ async function main(): Promise<void> {
     stepNo++;
     progress(`${tag()} start anchor etcd: etcd 3.4, 3 members on loopback, 100-byte KV.Put to the leader, 1 and 64 in flight`);
     const tEtcd = Date.now();
-    const etcd = await measureEtcdAnchor(join(dir, 'anchor'), { warmupMs: s.warmup_ms, measureMs: s.raw_measure_ms, log: progress });
+    // An anchor that fails to start is reported as skipped, with why; it never costs the run of Verdict's own figures.
+    const etcd = await measureEtcdAnchor(join(dir, 'anchor'), { warmupMs: s.warmup_ms, measureMs: s.raw_measure_ms, log: progress }).catch((err: unknown) => ({
+      skipped: `etcd failed: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]} (logs in ${join(dir, 'anchor', 'etcd')})`,
+    }));
     progress(
       'skipped' in etcd
         ? `${tag()} done  anchor etcd: skipped (${etcd.skipped})`
