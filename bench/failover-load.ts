@@ -175,10 +175,11 @@ async function main(): Promise<void> {
 
   // The load: closed-loop clients, one transaction at a time each, every one logged.
   const stopAt = wallMs() + cfg.runMs;
-  const clients = Array.from({ length: cfg.clients }, () => new VerdictClient({ endpoints: cfg.endpoints }));
+  // One client for the process, as an application holds it: every worker's commits share its stream to the leader.
+  const client = new VerdictClient({ endpoints: cfg.endpoints });
   process.stdout.write(`started ${Date.now()}\n`);
   await Promise.all(
-    clients.map(async (client, w) => {
+    Array.from({ length: cfg.clients }, async (_, w) => {
       for (let seq = 0; wallMs() < stopAt; seq++) {
         const e: TxnEntry = { id: `${cfg.tag}-${w}-${seq}`, b: wallMs(), a: 0, o: '', l: '' };
         entries.push(e);
@@ -205,7 +206,7 @@ async function main(): Promise<void> {
       }
     }),
   );
-  for (const c of clients) c.close();
+  client.close();
   if (watching === null) throw new Error('the orchestrator never announced the kill');
   const watchResult = await watching;
 

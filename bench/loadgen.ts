@@ -3,7 +3,9 @@
 // warm-up and then a measured window, and prints one JSON line with an HDR
 // histogram of latency in microseconds and the counts.
 //
-//   commit  each client: begin → enlist every participant → commit. With the
+//   commit  one VerdictClient for the process (as an application holds one),
+//           `clients` concurrent workers on it, each in a loop:
+//           begin → enlist every participant → commit. With the
 //           memory workload the payload sets a key of the client's own, so
 //           clients never conflict on a lock; with the pg workload the
 //           participants are PostgreSQL's shop and ledger and the payloads are
@@ -13,8 +15,10 @@
 //           the transaction is begun by its Commit (client.transaction(): one
 //           round trip, so `commit` includes beginning it); `beginRoundTrip`
 //           uses a separate Begin call first (client.begin()).
-//   raw     each of `inflight` workers: one Put of a 100-byte value through
-//           the leader's RaftNodeClient, acknowledged once committed.
+//   raw     each of `inflight` workers: one Put of a 100-byte value at a
+//           time, acknowledged once committed: on the leader's
+//           RaftNode.PutStream (all workers share one stream), or, with
+//           system etcd, etcd's KV.Put (the anchor, bench/etcd.ts).
 //
 // Only operations that finish inside the measured window count. The clients
 // are closed-loop (a new request when the last one is answered), so the
@@ -24,8 +28,10 @@
 import { VerdictClient } from '../src/client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../src/client/errors.ts';
 import { RaftNodeClient } from '../src/transport/admin.ts';
+import { EtcdKv } from './etcd.ts';
 import { encode, newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
 import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
+import { windowMarks } from './window-marks.ts';
 
 export interface CommitLoad {
   mode: 'commit';
@@ -45,6 +51,8 @@ export interface CommitLoad {
 
 export interface RawLoad {
   mode: 'raw';
+  /** verdict (default): Puts on the leader's RaftNode.PutStream; etcd: etcd's KV.Put (bench/etcd.ts), the anchor. */
+  system?: 'verdict' | 'etcd';
   leader: string;
   inflight: number;
   warmupMs: number;
@@ -90,10 +98,10 @@ async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
   const errors: Record<string, number> = {};
   let ok = 0;
   let aborted = 0;
-  // One client object per worker; grpc-js shares the connection to each node between them.
-  const clients = Array.from({ length: cfg.clients }, () => new VerdictClient({ endpoints: cfg.endpoints }));
+  // One client for the whole process, as an application holds it: every worker's transactions share its
+  // CommitStream to the leader, so the commits of one event-loop turn travel in one message (item 1 of issue 14).
+  const client = new VerdictClient({ endpoints: cfg.endpoints });
   const worker = async (i: number): Promise<void> => {
-    const client = clients[i];
     const key = `${cfg.keyPrefix}-w${i}`;
     for (let seq = 0; performance.now() < w.stopAt; seq++) {
       const t0 = performance.now();
@@ -126,9 +134,9 @@ async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
     }
   };
   try {
-    await drain(Promise.all(clients.map((_, i) => worker(i))));
+    await drain(Promise.all(Array.from({ length: cfg.clients }, (_, i) => worker(i))));
   } finally {
-    for (const c of clients) c.close();
+    client.close();
   }
   return result('commit', cfg.clients, cfg.measureMs, ok, aborted, errors, commitH, txnH);
 }
@@ -137,14 +145,14 @@ async function rawLoad(cfg: RawLoad, w: Window): Promise<LoadResult> {
   const h = newHistogram();
   const errors: Record<string, number> = {};
   let ok = 0;
-  const client = new RaftNodeClient(cfg.leader);
   const value = Buffer.alloc(cfg.valueBytes, 0x61);
+  const client = cfg.system === 'etcd' ? etcdPut(cfg.leader) : verdictPut(cfg.leader);
   const worker = async (i: number): Promise<void> => {
     for (let seq = 0; performance.now() < w.stopAt; seq++) {
       const t0 = performance.now();
       try {
         // A bounded key space: the state machine holds at most 256 keys per worker.
-        await client.put({ key: `raw-${i}-${seq % 256}`, value }, 5_000);
+        await client.put(`raw-${i}-${seq % 256}`, value);
       } catch (err) {
         if (performance.now() >= w.measureFrom) errors[errorCode(err)] = (errors[errorCode(err)] ?? 0) + 1;
         continue;
@@ -161,6 +169,23 @@ async function rawLoad(cfg: RawLoad, w: Window): Promise<LoadResult> {
     client.close();
   }
   return result('raw', cfg.inflight, cfg.measureMs, ok, 0, errors, h, null);
+}
+
+interface RawPut {
+  put(key: string, value: Uint8Array): Promise<unknown>;
+  close(): void;
+}
+
+/** Verdict's raw log: every worker's Puts on one PutStream to the leader, the Puts of one turn in one message. */
+function verdictPut(leader: string): RawPut {
+  const c = new RaftNodeClient(leader);
+  return { put: (key, value) => c.putStreamed({ key, value }, 5_000), close: () => c.close() };
+}
+
+/** The etcd anchor: etcd's own unary KV.Put on one gRPC channel, as its clients send them. */
+function etcdPut(leader: string): RawPut {
+  const c = new EtcdKv(leader);
+  return { put: (key, value) => c.put(key, value, 5_000), close: () => c.close() };
 }
 
 function result(mode: 'commit' | 'raw', concurrency: number, measuredMs: number, ok: number, aborted: number, errors: Record<string, number>, h: Histogram, txnH: Histogram | null): LoadResult {
@@ -197,9 +222,16 @@ async function main(): Promise<void> {
   const start = performance.now();
   const w = { measureFrom: start + cfg.warmupMs, stopAt: start + cfg.warmupMs + cfg.measureMs };
   // Progress lines for an orchestrator that samples something over exactly the measured window (bench/cpu-per-txn.ts).
-  setTimeout(() => process.stdout.write('window open\n'), cfg.warmupMs).unref();
-  setTimeout(() => process.stdout.write('window closed\n'), cfg.warmupMs + cfg.measureMs).unref();
+  // Each is printed once, from its timer, and at the latest before the result line: the workers may all
+  // see the window end and the result be written before the "closed" timer gets its turn, and an orchestrator
+  // waiting for the line must never miss it.
+  const marks = windowMarks();
+  const openTimer = setTimeout(marks.open, cfg.warmupMs);
+  const closeTimer = setTimeout(marks.close, cfg.warmupMs + cfg.measureMs);
   const r = cfg.mode === 'commit' ? await commitLoad(cfg, w) : await rawLoad(cfg, w);
+  clearTimeout(openTimer);
+  clearTimeout(closeTimer);
+  marks.close();
   process.stdout.write(JSON.stringify(r) + '\n', () => process.exit(0));
 }
 

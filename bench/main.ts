@@ -9,7 +9,9 @@
 // commit at 1 and 16 connections among them), then per cluster size the
 // concurrency sweep, the participants sweep (3 nodes), the shop/ledger
 // transaction through PostgreSQL participants (3 nodes) and the raw replicated
-// log, then the failover runs, each on a fresh cluster. One progress line per
+// log, then etcd 3.4 as an anchor for the raw log (bench/etcd-anchor.ts,
+// installed from Debian when missing), then the failover runs, each on a
+// fresh cluster. Every measured window follows a warm-up (20 s in a full run). One progress line per
 // scenario started and finished. Every load is bounded in time and count,
 // every child process is stopped at the end, on Ctrl-C and on failure.
 import { execFileSync } from 'node:child_process';
@@ -24,7 +26,8 @@ import { measurePgDirect, NO_PG_DIRECT, PG_CONCURRENCY, PG_PARTICIPANTS, pgParti
 import { measureMySqlDirect, MYSQL_CONCURRENCY, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from './mysql.ts';
 import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './procs.ts';
 import { writeReport } from './report.ts';
-import { commitId, mysqlCommitId, pgCommitId, rawId, summarizeFailover, summaryKeys, type Machine, type Results, type Scenario, type Settings } from './results.ts';
+import { measureEtcdAnchor } from './etcd-anchor.ts';
+import { commitId, etcdAnchorFields, etcdRatios, mysqlCommitId, pgCommitId, rawId, summarizeFailover, summaryKeys, type Machine, type Results, type Scenario, type Settings } from './results.ts';
 
 const QUICK = process.argv.includes('--quick');
 const KEEP = process.argv.includes('--keep');
@@ -36,11 +39,18 @@ const FAILOVER_METHOD =
   'and unanswered at it has a final outcome from client.outcome() or its own commit(), polled every 50 ms. The kill is aimed: it fires once at least ' +
   'half of the 16 clients have had a commit() outstanding for 0.4 of the recent median commit latency (aimMs), so that participants are likely prepared; a run whose kill finds none prepared adds no pairs. The client gap is the longest time between two successful commits among the gaps that end after the kill. Rolled back = an answer that changed when re-read after the run, or a participant journal contradicting it.';
 
+/**
+ * Warm-up before every measured window of a full run. Node's JIT needs it: a
+ * profile of the commit path counted 812 optimisations in the first 17 s, and
+ * the 3-node p50 measured 8–10 ms after 2 s of load but 6.1 ms after 25 s.
+ */
+const WARMUP_FULL_MS = 20_000;
+
 function settings(): Settings {
   const base = { cluster_sizes: [1, 3, 5], node_timing: NODE_TIMING, payload: 'memory resource: {"set":{"<run>-w<client>":"<seq>"}} per participant (one key per client: no lock conflicts)' };
   return QUICK
     ? { ...base, mode: 'quick', warmup_ms: 1_000, measure_ms: 2_500, raw_measure_ms: 2_500, concurrency: [1, 16], participant_sweep: [1, 4], participant_sweep_clients: [1], raw_sizes: [3], failover_runs: 1 }
-    : { ...base, mode: 'full', warmup_ms: 3_000, measure_ms: 12_000, raw_measure_ms: 10_000, concurrency: [1, 4, 16, 64, 256], participant_sweep: [1, 2, 4, 8, 16], participant_sweep_clients: [1, 16], raw_sizes: [1, 3, 5], failover_runs: 4 };
+    : { ...base, mode: 'full', warmup_ms: WARMUP_FULL_MS, measure_ms: 12_000, raw_measure_ms: 10_000, concurrency: [1, 4, 16, 64, 256], participant_sweep: [1, 2, 4, 8, 16], participant_sweep_clients: [1, 16], raw_sizes: [1, 3, 5], failover_runs: 4 };
 }
 
 type Step =
@@ -237,6 +247,7 @@ function headline(r: Results): string {
   lines.push(`ratios: ${JSON.stringify(r.ratios)}`);
   lines.push(`peak_tps: ${JSON.stringify(r.peak_tps)}`);
   lines.push(`raft: ${JSON.stringify(r.raft)}`);
+  lines.push(`anchors: ${JSON.stringify(r.anchors)}`);
   lines.push(`floor_ratios: ${JSON.stringify(r.floor_ratios)}`);
   lines.push(
     `failover: in_doubt_p99_ms ${fo.in_doubt_p99_ms} (p50 ${fo.in_doubt_p50_ms}, max ${fo.in_doubt_max_ms}, ${fo.in_doubt_pairs} pairs), cluster window ${JSON.stringify(fo.cluster_in_doubt_window_ms_per_run)} ms, ` +
@@ -286,7 +297,7 @@ async function main(): Promise<void> {
       progress(`bench: MariaDB ${my.server.external ? 'at VERDICT_MYSQL_URL' : 'of our own'} ready`);
     }
     const steps = plan(s, pg !== null, my !== null);
-    stepTotal = 1 + (pg !== null ? PG_CONCURRENCY.length : 0) + (my !== null ? MYSQL_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
+    stepTotal = 2 + (pg !== null ? PG_CONCURRENCY.length : 0) + (my !== null ? MYSQL_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
     progress(`verdict bench (${s.mode}): ${stepTotal} steps on ${m.cpu} x${m.cores}; work dir ${dir}`);
 
     stepNo++;
@@ -329,6 +340,19 @@ async function main(): Promise<void> {
       my = null;
     }
 
+    stepNo++;
+    progress(`${tag()} start anchor etcd: etcd 3.4, 3 members on loopback, 100-byte KV.Put to the leader, 1 and 64 in flight`);
+    const tEtcd = Date.now();
+    // An anchor that fails to start is reported as skipped, with why; it never costs the run of Verdict's own figures.
+    const etcd = await measureEtcdAnchor(join(dir, 'anchor'), { warmupMs: s.warmup_ms, measureMs: s.raw_measure_ms, log: progress }).catch((err: unknown) => ({
+      skipped: `etcd failed: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]} (logs in ${join(dir, 'anchor', 'etcd')})`,
+    }));
+    progress(
+      'skipped' in etcd
+        ? `${tag()} done  anchor etcd: skipped (${etcd.skipped})`
+        : `${tag()} done  anchor etcd ${etcd.version}: 1 in flight p50 ${ms(etcd.seq_p50_us)}; 64 in flight ${etcd.inflight64_tps} puts/s [${((Date.now() - tEtcd) / 1000).toFixed(1)} s]`,
+    );
+
     const runs: FailoverRun[] = [];
     for (let i = 1; i <= s.failover_runs; i++) {
       stepNo++;
@@ -343,6 +367,7 @@ async function main(): Promise<void> {
     }
 
     const failover = summarizeFailover(runs, FAILOVER_METHOD);
+    const keys = summaryKeys(scenarios, floors);
     const finishedAt = new Date();
     const results: Results = {
       schema: 1,
@@ -356,7 +381,9 @@ async function main(): Promise<void> {
       mysql: mySkipped === null ? null : { skipped: mySkipped },
       scenarios,
       failover,
-      ...summaryKeys(scenarios, floors),
+      ...keys,
+      ratios: { ...keys.ratios, ...etcdRatios(keys.raft, etcd) },
+      anchors: { etcd: etcdAnchorFields(etcd) },
       cli: { status_ms: cliStatus },
     };
     const files = writeResults(results);

@@ -54,11 +54,16 @@ const live = new Set<Child>();
 
 /** Spawns `node args...` in the repository root, its output into logFile, and registers it. */
 export function spawnChild(label: string, args: string[], logFile: string, pipes: { stdin?: boolean; stdout?: boolean } = {}): Child {
+  return spawnProgram(label, process.execPath, args, logFile, pipes);
+}
+
+/** Spawns `program args...` (another system's server, e.g. etcd) the same way: registered, output into logFile. */
+export function spawnProgram(label: string, program: string, args: string[], logFile: string, pipes: { stdin?: boolean; stdout?: boolean } = {}): Child {
   mkdirSync(dirname(logFile), { recursive: true });
   const fd = openSync(logFile, 'a');
   let proc: ChildProcess;
   try {
-    proc = spawn(process.execPath, args, { cwd: ROOT, stdio: [pipes.stdin ? 'pipe' : 'ignore', pipes.stdout ? 'pipe' : fd, fd] });
+    proc = spawn(program, args, { cwd: ROOT, stdio: [pipes.stdin ? 'pipe' : 'ignore', pipes.stdout ? 'pipe' : fd, fd] });
   } finally {
     closeSync(fd);
   }

@@ -132,6 +132,28 @@ function pgSection(r: Results): string[] {
   return out;
 }
 
+/** Verdict's raw log (3 nodes) beside etcd 3.4 (3 members), both measured in this run. */
+export function etcdSection(r: Results): string[] {
+  const e = r.anchors?.etcd;
+  const out = ['### Anchor: etcd 3.4 on the same machine, in the same run', ''];
+  if (e === undefined) return [...out, 'Not measured (a results file from before the anchor).', ''];
+  if (e.skipped !== null) return [...out, `Skipped: ${e.skipped}.`, ''];
+  out.push(`etcd ${e.version}, ${e.members} members on loopback, data on the same disk, fsync as shipped; 100-byte \`KV.Put\`s to the leader over etcd's own gRPC API, the same load generator, warm-up and window as the raw log above.`, '');
+  out.push(
+    table(
+      ['', 'Verdict raw log, 3 nodes', 'etcd, 3 members', 'Verdict ÷ etcd'],
+      [
+        ['1 in flight, p50 ms (`raft.seq_p50_us`, `anchors.etcd.seq_p50_us`)', msOf(r.raft.seq_p50_us), msOf(e.seq_p50_us), `${num(r.ratios.raft_seq_p50_over_etcd, '×')} (\`ratios.raft_seq_p50_over_etcd\`)`],
+        ['1 in flight, p99 ms', msOf(r.raft.seq_p99_us), msOf(e.seq_p99_us), ''],
+        ['64 in flight, puts/s (`raft.inflight64_tps`, `anchors.etcd.inflight64_tps`)', num(r.raft.inflight64_tps), num(e.inflight64_tps), `${num(r.ratios.raft_inflight64_over_etcd, '×')} (\`ratios.raft_inflight64_over_etcd\`)`],
+        ['64 in flight, p50 ms', msOf(r.raft.inflight64_p50_us), msOf(e.inflight64_p50_us), ''],
+      ],
+    ),
+    '',
+  );
+  return out;
+}
+
 export function markdown(r: Results, source: string): string {
   const sc = (id: string): Scenario | undefined => r.scenarios.find((s) => s.id === id);
   const c = (n: number, p: number, k: number): Scenario | undefined => sc(`commit.nodes${n}.memory${p}.c${k}`);
@@ -163,6 +185,8 @@ export function markdown(r: Results, source: string): string {
   out.push(h('peak throughput, 3 nodes, 2 memory participants (`peak_tps.nodes3_memory2`)', num(r.peak_tps.nodes3_memory2, ' tx/s')));
   out.push(h('raw replicated log, 100-byte Put one at a time, p50 (`raft.seq_p50_us`)', `${msOf(r.raft.seq_p50_us)} ms`));
   out.push(h('raw replicated log, 64 Puts in flight (`raft.inflight64_tps`)', num(r.raft.inflight64_tps, ' puts/s')));
+  out.push(h('raw log ÷ etcd 3.4, sequential p50 (`ratios.raft_seq_p50_over_etcd`, lower is better)', num(r.ratios.raft_seq_p50_over_etcd, '×')));
+  out.push(h('raw log ÷ etcd 3.4, 64 in flight throughput (`ratios.raft_inflight64_over_etcd`, higher is better)', num(r.ratios.raft_inflight64_over_etcd, '×')));
   out.push(h('failover: participants in doubt after the leader is killed, p99 (`failover.in_doubt_p99_ms`)', `${num(fo.in_doubt_p99_ms, ' ms')} (max ${num(fo.in_doubt_max_ms, ' ms')}, ${fo.in_doubt_pairs} transaction-participant pairs over ${fo.runs.length} run${fo.runs.length > 1 ? 's' : ''})`));
   out.push(h('failover: client-visible gap (no successful commit)', fo.client_gap_ms_per_run.map((g) => num(g, ' ms')).join(', ')));
   out.push(h('decided transactions rolled back (`failover.decided_rolled_back`, must be 0)', String(fo.decided_rolled_back)));
@@ -207,8 +231,9 @@ export function markdown(r: Results, source: string): string {
   out.push(...pgSection(r));
 
   out.push('## Raw replicated log', '');
-  out.push('Puts of 100-byte values through the leader (`RaftNodeClient.put`), each acknowledged once committed (a quorum synced it), one at a time and 64 in flight:', '');
+  out.push('Puts of 100-byte values through the leader (`RaftNode.PutStream`, every Put of one load generator on one stream), each acknowledged once committed (a quorum synced it), one at a time and 64 in flight:', '');
   out.push(table(['nodes', 'in flight', 'puts/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'errors'], r.scenarios.filter((s) => s.kind === 'raw').map((s) => [s.nodes, s.clients, s.tps, msOf(s.p50_us), msOf(s.p99_us), msOf(s.p999_us), msOf(s.max_us), Object.values(s.errors).reduce((a, b) => a + b, 0)])), '');
+  out.push(...etcdSection(r));
 
   out.push('## Failover', '');
   out.push('![failover timeline](failover.svg)', '');
@@ -235,7 +260,7 @@ export function markdown(r: Results, source: string): string {
   out.push('## How it was measured', '');
   out.push([
     `- Clusters of ${r.settings.cluster_sizes.join(', ')} node processes on 127.0.0.1 with the timing of \`cluster/n1.json\` (tick ${r.settings.node_timing.tickMs} ms, election ${r.settings.node_timing.electionTicks} ticks, heartbeat ${r.settings.node_timing.heartbeatTicks} tick), log level warn. Memory participants are \`verdict participant\` processes (journal fsynced before every YES vote and every decision).`,
-    `- Load generators (\`bench/loadgen.ts\`) are child processes with N closed-loop clients (one \`VerdictClient\` each): begin, enlist every participant with ${r.settings.payload}, commit. Warm-up ${r.settings.warmup_ms} ms, then ${r.settings.measure_ms} ms measured (raw log: ${r.settings.raw_measure_ms} ms); only transactions that finish in the window count. Latency is \`tx.commit()\` (PREPARE, votes, the decision through Raft, the answer), recorded in an HDR histogram (hdr-histogram-js, µs, 3 significant digits); throughput is committed transactions per second.`,
+    `- Load generators (\`bench/loadgen.ts\`) are child processes with N closed-loop clients (sharing one \`VerdictClient\`, as an application would): begin, enlist every participant with ${r.settings.payload}, commit. Warm-up ${r.settings.warmup_ms} ms, then ${r.settings.measure_ms} ms measured (raw log: ${r.settings.raw_measure_ms} ms); only transactions that finish in the window count. Latency is \`tx.commit()\` (PREPARE, votes, the decision through Raft, the answer), recorded in an HDR histogram (hdr-histogram-js, µs, 3 significant digits); throughput is committed transactions per second.`,
     '- Closed-loop clients wait for each answer before the next request, so high-percentile latency is that of a saturated system at that concurrency; there is no coordinated-omission correction.',
     `- Concurrency sweep ${r.settings.concurrency.join(', ')} clients at every cluster size; participants sweep ${r.settings.participant_sweep.join(', ')} at 3 nodes with ${r.settings.participant_sweep_clients.join(' and ')} client(s); raw log at ${r.settings.raw_sizes.join(', ')} node(s); ${r.settings.failover_runs} failover run(s), each on a fresh cluster.`,
     '- The full results, with every HDR histogram, are in `bench/results/latest.json` and a dated copy beside it.',

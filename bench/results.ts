@@ -1,6 +1,7 @@
 // The shape of bench/results/*.json, and the summary keys computed from the
 // scenarios: ratios, peaks, the raw log, failover, and medians over floors.
 import type { FailoverRun } from './failover.ts';
+import type { EtcdAnchor, EtcdAnchorResult } from './etcd-anchor.ts';
 import type { Floors } from './floors.ts';
 import type { CliTiming } from './cli-status.ts';
 import { percentile, type LatencySummary } from './hist.ts';
@@ -98,6 +99,15 @@ export interface Results {
   floor_ratios: Record<string, number | null>;
   /** Command-line timings: `status_ms` is `verdict status` from a cold process against 3 nodes (null if not measured). Absent from older files. */
   cli?: { status_ms: CliTiming | null };
+  /** Other systems measured in the same run on the same machine; absent in results files older than the anchor. */
+  anchors?: { etcd: EtcdAnchorFields };
+}
+
+/** The etcd anchor as the results file holds it: the figures (null when skipped) and why it was skipped (null when measured). */
+export type EtcdAnchorFields = (EtcdAnchor & { skipped: null }) | { seq_p50_us: null; inflight64_tps: null; skipped: string };
+
+export function etcdAnchorFields(e: EtcdAnchorResult): EtcdAnchorFields {
+  return 'skipped' in e ? { seq_p50_us: null, inflight64_tps: null, skipped: e.skipped } : { ...e, skipped: null };
 }
 
 export function commitId(nodes: number, participants: number, clients: number): string {
@@ -140,6 +150,19 @@ export function summarizeFailover(runs: FailoverRun[], method: string): Failover
     election_ms_per_run: runs.map((r) => r.electionMs),
     still_in_doubt: runs.reduce((s, r) => s + r.inDoubt.stillInDoubt, 0),
     decided_rolled_back: runs.reduce((s, r) => s + r.decidedRolledBack, 0),
+  };
+}
+
+/**
+ * Verdict's raw log against the etcd anchor: sequential p50 latency over
+ * etcd's (lower is better) and 64-in-flight throughput over etcd's (higher is
+ * better); null when either side was not measured.
+ */
+export function etcdRatios(raft: Record<string, number | null | undefined>, etcd: EtcdAnchorResult | null): Record<'raft_seq_p50_over_etcd' | 'raft_inflight64_over_etcd', number | null> {
+  const e = etcd === null || 'skipped' in etcd ? null : etcd;
+  return {
+    raft_seq_p50_over_etcd: ratio(raft.seq_p50_us ?? undefined, e?.seq_p50_us),
+    raft_inflight64_over_etcd: ratio(raft.inflight64_tps ?? undefined, e?.inflight64_tps),
   };
 }
 

@@ -49,6 +49,7 @@ import { loadNodeTls } from './node-tls.ts';
 import { OPEN_POLICY, setAuthPolicy } from '../transport/auth.ts';
 import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
 import { membershipApi } from './membership-service.ts';
+import { putStreamHandler } from './put-stream.ts';
 import { raftNodeApi, shuttingDown, transferLeadership, transferWaitMs, withTimeout } from './raft-node-service.ts';
 
 const WAITERS_MAX = 16_384;
@@ -289,7 +290,13 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     requestBytesMax: cfg.requestBytesMax,
     onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
   };
-  const raftNode = guardService(raftNodeService, withFieldChecks({ ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>, (id) => machine.table.participants.has(id)) }, RAFT_NODE_CHECKS, refusals), edge);
+  const raftNodeChecked = withFieldChecks({ ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>, (id) => machine.table.participants.has(id)) }, RAFT_NODE_CHECKS, refusals);
+  // PutStream runs every streamed Put through the checked unary Put handler.
+  const putStreams = putStreamHandler(raftNodeChecked.Put, {
+    unreadMax: cfg.streamUnreadMax,
+    onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `put stream cut off: ${details}`),
+  });
+  const raftNode = guardService(raftNodeService, { ...raftNodeChecked, PutStream: putStreams.handler }, edge);
   server.addService(raftNode.definition, raftNode.implementation);
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
   const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, eng, cfg.inFlightMax);
@@ -333,6 +340,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       await transport.close();
       // Clients' commit streams would otherwise hold the server for its whole grace period.
       commitStreams.endAll();
+      putStreams.endAll();
       await shutdownServer(server, SERVER_SHUTDOWN_GRACE_MS);
       // Waits for every batch already handed to LevelDB to be synced.
       await store.close();

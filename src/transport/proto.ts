@@ -114,6 +114,30 @@ export interface PutResponse {
   leaderAddress: string;
 }
 
+export interface StreamedPut {
+  id: number;
+  /** Null when the client sent none (the wire makes every message field optional). */
+  put: PutRequest | null;
+}
+
+export interface StreamedPuts {
+  puts: StreamedPut[];
+}
+
+export interface StreamedPutAnswer {
+  id: number;
+  response: PutResponse | null;
+  code: number;
+  details: string;
+  leaderAddress: string;
+  leaderId: string;
+  statusReason: string;
+}
+
+export interface StreamedPutAnswers {
+  answers: StreamedPutAnswer[];
+}
+
 export interface GetRequest {
   key: string;
   linearizable: boolean;
@@ -168,6 +192,7 @@ export interface Members {
 export interface RaftNodeHandlers extends grpc.UntypedServiceImplementation {
   Status: grpc.handleUnaryCall<StatusRequest, NodeStatus>;
   Put: grpc.handleUnaryCall<PutRequest, PutResponse>;
+  PutStream: grpc.handleBidiStreamingCall<StreamedPuts, StreamedPutAnswers>;
   Get: grpc.handleUnaryCall<GetRequest, GetResponse>;
   TransferLeader: grpc.handleUnaryCall<TransferLeaderRequest, TransferLeaderResponse>;
   AddMember: grpc.handleUnaryCall<AddMemberRequest, Members>;
@@ -194,6 +219,7 @@ export const raftService = service('verdict.raft.Raft', ['Stream']) as unknown a
 export const raftNodeService = service('verdict.raft.RaftNode', [
   'Status',
   'Put',
+  'PutStream',
   'Get',
   'TransferLeader',
   'AddMember',
@@ -202,6 +228,7 @@ export const raftNodeService = service('verdict.raft.RaftNode', [
 ]) as unknown as grpc.ServiceDefinition<RaftNodeHandlers>;
 
 export const streamMethod = raftService.Stream as grpc.MethodDefinition<WireBatch, WireStreamAck>;
+export const putStreamMethod = raftNodeService.PutStream as grpc.MethodDefinition<StreamedPuts, StreamedPutAnswers>;
 
 // ---- Codec: Message <-> WireMessage, asserting on both sides ----
 

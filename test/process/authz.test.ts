@@ -89,12 +89,22 @@ describe('mutual TLS binds roles to identities', () => {
     // Put and Get are an admin's: alice and a participant are refused, ops-admin writes.
     const put = await c.putOnLeader('k', 'v');
     expect(put.index).toBeGreaterThan(0);
+    const adminApi = new RaftNodeClient(leader.address, creds(admin));
+    try {
+      expect((await adminApi.putStreamed({ key: 'k-streamed', value: Buffer.from('v') }, 20_000)).index).toBeGreaterThan(put.index);
+    } finally {
+      adminApi.close();
+    }
     for (const who of [alice, shopCert]) {
       const api = new RaftNodeClient(leader.address, creds(who));
       try {
         const p = await refusal(api.put({ key: 'k', value: Buffer.from('forged') }));
         expect(p.code).toBe(grpc.status.PERMISSION_DENIED);
         expect(p.details).toMatch(/^put needs an admin certificate: client certificate CN=(alice|shop) is not in the node's tls\.adminNames/);
+        // The streamed Put is refused for the whole stream, with the same reason.
+        const ps = await refusal(api.putStreamed({ key: 'k', value: Buffer.from('forged') }));
+        expect(ps.code).toBe(grpc.status.PERMISSION_DENIED);
+        expect(ps.details).toMatch(/^put needs an admin certificate: client certificate CN=(alice|shop) is not in the node's tls\.adminNames/);
         const g = await refusal(api.get({ key: 'k', linearizable: true }));
         expect(g.code).toBe(grpc.status.PERMISSION_DENIED);
         expect(g.details).toMatch(/^get needs an admin certificate/);

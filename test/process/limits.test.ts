@@ -14,9 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
 import { startParticipant, type ParticipantRuntime } from '../../src/participant/runtime.ts';
 import { commitStreamMethod, coordinatorService } from '../../src/transport/coordinator-rpc.ts';
+import { RaftNodeClient } from '../../src/transport/admin.ts';
 import { raftNodeService } from '../../src/transport/proto.ts';
 import { Cluster, freePorts, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
-import { rawClient, rawUnary } from './raw-rpc.ts';
+import { rawBidi, rawClient, rawUnary } from './raw-rpc.ts';
 
 useProcessCleanup();
 
@@ -100,6 +101,22 @@ describe('limits at the edge of a running node', () => {
     const log = readFileSync(leader.logFile, 'utf8');
     expect(log).toMatch(/\(100000 characters\) is longer than 128 characters/);
     expect(log).not.toContain('y'.repeat(200));
+  });
+
+  it('refuses on PutStream what the unary Put refuses, per Put, and ends a stream carrying an undecodable message with INVALID_ARGUMENT', async () => {
+    const api = new RaftNodeClient(leader.address);
+    try {
+      const long = `x${'y'.repeat(99_999)}`;
+      const [refused, ok] = await Promise.allSettled([api.putStreamed({ key: long, value: Buffer.from('v') }, CALL_DEADLINE_MS), api.putStreamed({ key: 'streamed-ok', value: Buffer.from('v') }, CALL_DEADLINE_MS)]);
+      expect(refused).toMatchObject({ status: 'rejected', reason: { code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/key "xy{63}"… \(100000 characters\) is longer than 1024 characters/) } });
+      // The refusal of one Put leaves the stream, and the Put beside it in the same message, alone.
+      expect(ok.status === 'fulfilled' && ok.value.index > 0, JSON.stringify(ok)).toBe(true);
+    } finally {
+      api.close();
+    }
+    const r = await rawBidi(raw, raftNodeService.PutStream.path, [Buffer.from([0xff, 0xff, 0xff, 0xff])], CALL_DEADLINE_MS);
+    expect(r.code, r.details).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(r.details).toMatch(/^PutStream request is not a valid protobuf message/);
   });
 
   it('refuses participant endpoints that cannot be dialled at registration', async () => {

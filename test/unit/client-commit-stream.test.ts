@@ -34,6 +34,26 @@ describe('commit stream', () => {
     for (const q of leader.requests('Commit')) expect(q.begin).toBe(true);
   });
 
+  it('shares one stream per endpoint: N concurrent transactions of one client send their commits of one turn in one message, and get their outcomes back batched', async () => {
+    const leader = await cluster.node({ Commit: byTxn }, { commitStream: true });
+    const c = client([leader.address]);
+    // Warm the connection so the burst below is one turn's worth of commits, not split by the connect.
+    await c.transaction({ txnId: 'warm-0' }).enlist('p').commit();
+    const n = 50;
+    const ids = Array.from({ length: n }, (_, i) => `burst-${i}`);
+    const results = await Promise.all(ids.map((id) => c.transaction({ txnId: id }).enlist('p').commit()));
+    expect(results.map((r) => r.txnId)).toEqual(ids);
+    expect(leader.commitStreams.opened).toBe(1);
+    // The warm-up commit, then the whole burst in one message.
+    expect(leader.commitStreams.commitsPerMessage).toEqual([1, n]);
+    // The fake answers in the same turn, so the burst's outcomes come back in one message too.
+    expect(leader.commitStreams.outcomesPerMessage).toEqual([1, n]);
+    // A second burst on the same client: still the same stream.
+    await Promise.all(Array.from({ length: 10 }, (_, i) => c.transaction({ txnId: `again-${i}` }).enlist('p').commit()));
+    expect(leader.commitStreams.opened).toBe(1);
+    expect(leader.commitStreams.commitsPerMessage.slice(2)).toEqual([10]);
+  });
+
   it('R2: a streamed redirect from a follower keeps begin; a streamed refusal surfaces as the unary one would', async () => {
     const leader = await cluster.node({ Commit: byTxn }, { commitStream: true });
     const follower = await cluster.node(followerOf(leader.address), { commitStream: true });

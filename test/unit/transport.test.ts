@@ -12,6 +12,7 @@ import {
   type Message,
   type NodeId,
 } from '../../src/raft/types.ts';
+import { putStreamHandler } from '../../src/node/put-stream.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import { GrpcTransport, SERVER_OPTIONS, type GrpcTransportOptions } from '../../src/transport/grpc.ts';
 import {
@@ -21,6 +22,8 @@ import {
   type NodeStatus,
   type Members,
   type RaftNodeHandlers,
+  type StreamedPutAnswers,
+  type StreamedPuts,
   type WireBatch,
   type WireStreamAck,
 } from '../../src/transport/proto.ts';
@@ -424,12 +427,14 @@ describe('RaftNode admin API', () => {
     };
     const store = new Map<string, Uint8Array>();
     const members: Members['members'] = [{ nodeId: 'n1', address: '127.0.0.1:7001', voter: true, matchIndex: 10, state: 'replicate' }];
+    const put: RaftNodeHandlers['Put'] = (call, cb) => {
+      store.set(call.request.key, call.request.value);
+      cb(null, { index: 12, leaderId: 'n1', leaderAddress: '127.0.0.1:7001' });
+    };
     const handlers: RaftNodeHandlers = {
       Status: (_call, cb) => cb(null, status),
-      Put: (call, cb) => {
-        store.set(call.request.key, call.request.value);
-        cb(null, { index: 12, leaderId: 'n1', leaderAddress: '127.0.0.1:7001' });
-      },
+      Put: put,
+      PutStream: putStreamHandler(put).handler,
       Get: (call, cb) => {
         const value = store.get(call.request.key);
         if (!call.request.linearizable) {
@@ -474,6 +479,79 @@ describe('RaftNode admin API', () => {
       expect(added.members[1]).toStrictEqual({ nodeId: 'n4', address: '127.0.0.1:7004', voter: true, matchIndex: 0, state: '' });
       expect((await client.listMembers()).members.map((m) => m.nodeId)).toEqual(['n1', 'n4']);
       await expect(client.removeMember({ nodeId: 'n1' })).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: 'n1 is the last voter' });
+      expect(await client.putStreamed({ key: 'k2', value: new Uint8Array([4]) })).toStrictEqual({ index: 12, leaderId: 'n1', leaderAddress: '127.0.0.1:7001' });
+      expect([...(store.get('k2') ?? [])]).toEqual([4]);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe('RaftNode.PutStream', () => {
+  /** A node whose Put answers by key: `i-<n>` commits at index n, `follower-*` is refused as a follower would refuse it, `hang-*` never commits. */
+  async function putServer(o: { pendingMax?: number } = {}): Promise<{ client: RaftNodeClient; messages: number[]; unary: () => number }> {
+    let unaryPuts = 0;
+    const put: RaftNodeHandlers['Put'] = (call, cb) => {
+      const { key } = call.request;
+      if (key.startsWith('hang-')) return;
+      if (key.startsWith('follower-')) {
+        const md = new grpc.Metadata();
+        md.set('verdict-reason', 'NOT_LEADER');
+        md.set('verdict-leader-address', '127.0.0.1:7002');
+        return cb({ code: grpc.status.UNAVAILABLE, details: 'not the leader: the leader is n2', metadata: md });
+      }
+      cb(null, { index: Number(key.slice(2)), leaderId: 'n1', leaderAddress: '' });
+    };
+    const streams = putStreamHandler(put, o);
+    const messages: number[] = [];
+    const server = new grpc.Server();
+    server.addService(raftNodeService, {
+      Put: (call: Parameters<RaftNodeHandlers['Put']>[0], cb: Parameters<RaftNodeHandlers['Put']>[1]) => {
+        unaryPuts++;
+        put(call, cb);
+      },
+      PutStream: (call: grpc.ServerDuplexStream<StreamedPuts, StreamedPutAnswers>) => {
+        call.on('data', (m: StreamedPuts) => messages.push(m.puts.length));
+        streams.handler(call);
+      },
+    });
+    servers.add(server);
+    const port = await bind(server, 0);
+    const client = new RaftNodeClient(`127.0.0.1:${port}`);
+    return { client, messages, unary: () => unaryPuts };
+  }
+
+  it('concurrent Puts of one turn travel in one message on one stream, each answered with its own index, no unary call', async () => {
+    const { client, messages, unary } = await putServer();
+    try {
+      const answers = await Promise.all(Array.from({ length: 64 }, (_, i) => client.putStreamed({ key: `i-${i + 1}`, value: new Uint8Array(100) })));
+      expect(answers.map((a) => a.index)).toEqual(Array.from({ length: 64 }, (_, i) => i + 1));
+      expect(messages).toEqual([64]);
+      expect(unary()).toBe(0);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('refuses a streamed Put with the status and leader hint the unary Put carries', async () => {
+    const { client } = await putServer();
+    try {
+      const err = await client.putStreamed({ key: 'follower-1', value: new Uint8Array() }).catch((e: grpc.ServiceError) => e);
+      expect(err).toMatchObject({ code: grpc.status.UNAVAILABLE, details: 'not the leader: the leader is n2' });
+      expect((err as grpc.ServiceError).metadata.get('verdict-reason')).toEqual(['NOT_LEADER']);
+      expect((err as grpc.ServiceError).metadata.get('verdict-leader-address')).toEqual(['127.0.0.1:7002']);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('refuses Puts beyond the per-stream bound with RESOURCE_EXHAUSTED and keeps serving the stream', async () => {
+    const { client } = await putServer({ pendingMax: 3 });
+    try {
+      const waiting = Array.from({ length: 3 }, (_, i) => client.putStreamed({ key: `hang-${i}`, value: new Uint8Array() }, 60_000).catch(() => 'cancelled'));
+      await expect(client.putStreamed({ key: 'i-9', value: new Uint8Array() })).rejects.toMatchObject({ code: grpc.status.RESOURCE_EXHAUSTED, details: expect.stringMatching(/3 puts on this stream wait.*limit 3/) });
+      client.close();
+      expect(await Promise.all(waiting)).toEqual(['cancelled', 'cancelled', 'cancelled']);
     } finally {
       client.close();
     }

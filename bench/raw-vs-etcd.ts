@@ -1,0 +1,59 @@
+// `npx tsx bench/raw-vs-etcd.ts [--warmup-ms 20000] [--measure-ms 10000]`
+//
+// Verdict's raw replicated log beside etcd 3.4, in one run, on this machine:
+// a 3-node Verdict cluster, then a 3-member etcd cluster, each measured with
+// bench/loadgen.ts (100-byte Puts to the leader, 1 and 64 in flight). The
+// part of `npm run bench` that gives anchors.etcd.* and the two
+// raft-over-etcd ratios, for checking those alone. Prints one JSON line.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { measureEtcdAnchor } from './etcd-anchor.ts';
+import type { LoadResult, RawLoad } from './loadgen.ts';
+import { BenchCluster, killAllNow, runJsonChild, stopAll } from './procs.ts';
+import { etcdRatios } from './results.ts';
+
+function flag(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} needs a positive integer, not ${process.argv[i + 1] ?? '(nothing)'}`);
+  return v;
+}
+
+const WARMUP_MS = flag('warmup-ms', 20_000);
+const MEASURE_MS = flag('measure-ms', 10_000);
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-raw-etcd-'));
+  process.on('exit', killAllNow);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void stopAll().then(() => process.exit(130)));
+  const loadStart = loadavg()[0];
+  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  try {
+    const cluster = await BenchCluster.start(join(dir, 'verdict'), 3, 'raw');
+    const raft: Record<string, number> = {};
+    try {
+      for (const inflight of [1, 64]) {
+        const leader = await cluster.waitForLeader();
+        const cfg: RawLoad = { mode: 'raw', leader: leader.address, inflight, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, valueBytes: 100 };
+        const r = await runJsonChild<LoadResult>(`load raw inflight${inflight}`, 'loadgen.ts', cfg, join(dir, 'verdict', `load-${inflight}.log`), WARMUP_MS + MEASURE_MS + 90_000);
+        log(`verdict raw log, 3 nodes, ${inflight} in flight: ${r.tps} puts/s, p50 ${(r.latency.p50_us / 1000).toFixed(2)} ms, p99 ${(r.latency.p99_us / 1000).toFixed(2)} ms, errors ${JSON.stringify(r.errors)}`);
+        if (inflight === 1) raft.seq_p50_us = r.latency.p50_us;
+        else raft.inflight64_tps = r.tps;
+      }
+    } finally {
+      await cluster.destroy();
+    }
+    const etcd = await measureEtcdAnchor(dir, { warmupMs: WARMUP_MS, measureMs: MEASURE_MS, log });
+    if ('skipped' in etcd) log(`etcd anchor skipped: ${etcd.skipped}`);
+    else log(`etcd ${etcd.version}, 3 members: 1 in flight p50 ${(etcd.seq_p50_us / 1000).toFixed(2)} ms (${etcd.seq_tps} puts/s); 64 in flight ${etcd.inflight64_tps} puts/s, p50 ${(etcd.inflight64_p50_us / 1000).toFixed(2)} ms; errors ${JSON.stringify(etcd.errors)}`);
+    const out = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS, loadAvgStart: loadStart, loadAvgEnd: loadavg()[0], raft, anchors: { etcd }, ratios: etcdRatios(raft, etcd) };
+    process.stdout.write(JSON.stringify(out) + '\n');
+  } finally {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
