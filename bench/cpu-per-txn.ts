@@ -106,12 +106,28 @@ async function main(): Promise<void> {
       rows.push({ process: s.label, kind: s.kind, cpuMs: used, msPerTxn: round(used / load.ok), sysMsPerTxn: round(sys / load.ok) });
     }
     const total = [...perKind.values()].reduce((a, b) => a + b, 0);
-    process.stderr.write(`${NODES} nodes, ${PARTICIPANTS} memory participants, ${CLIENTS} clients, ${MEASURE_MS} ms measured: ${load.ok} committed, ${load.aborted} aborted, errors ${JSON.stringify(load.errors)}, ${load.tps} tx/s, commit p50 ${(load.latency.p50_us / 1000).toFixed(2)} ms\n`);
+    process.stderr.write(
+      `${NODES} nodes, ${PARTICIPANTS} memory participants, ${CLIENTS} clients, ${MEASURE_MS} ms measured: ${load.ok} committed, ${load.aborted} aborted, errors ${JSON.stringify(load.errors)}, ${load.tps} tx/s, commit p50 ${(load.latency.p50_us / 1000).toFixed(2)} ms\n`,
+    );
     for (const r of rows) process.stderr.write(`  ${r.process.padEnd(8)} ${r.kind.padEnd(12)} ${r.msPerTxn.toFixed(3)} ms CPU / txn (${r.sysMsPerTxn.toFixed(3)} of it in the kernel)\n`);
     for (const [k, v] of perKind) process.stderr.write(`  ${'total'.padEnd(8)} ${k.padEnd(12)} ${(v / load.ok).toFixed(3)} ms CPU / txn\n`);
     process.stderr.write(`  all processes: ${(total / load.ok).toFixed(3)} ms CPU / committed txn (${txns} finished)\n`);
     const byKind = Object.fromEntries([...perKind].map(([k, v]) => [k, round(v / load.ok)]));
-    process.stdout.write(JSON.stringify({ nodes: NODES, participants: PARTICIPANTS, clients: CLIENTS, measureMs: MEASURE_MS, committed: load.ok, aborted: load.aborted, tps: load.tps, p50Ms: load.latency.p50_us / 1000, cpuMsPerTxn: round(total / load.ok), byKind, rows }) + '\n');
+    process.stdout.write(
+      JSON.stringify({
+        nodes: NODES,
+        participants: PARTICIPANTS,
+        clients: CLIENTS,
+        measureMs: MEASURE_MS,
+        committed: load.ok,
+        aborted: load.aborted,
+        tps: load.tps,
+        p50Ms: load.latency.p50_us / 1000,
+        cpuMsPerTxn: round(total / load.ok),
+        byKind,
+        rows,
+      }) + '\n',
+    );
   } finally {
     await cluster.destroy();
     rmSync(dir, { recursive: true, force: true });

@@ -150,17 +150,22 @@ export class EtcdCluster {
 
   /** The client address of the member that leads, once one does. */
   async leader(timeoutMs = 10_000): Promise<string> {
-    return waitFor('an etcd leader', timeoutMs, async () => {
-      for (const m of this.members) {
-        try {
-          const s = await status(m.client, 1_000);
-          if (s.leader !== '0' && s.header !== null && s.header.memberId === s.leader) return m.client;
-        } catch {
-          // Not up yet.
+    return waitFor(
+      'an etcd leader',
+      timeoutMs,
+      async () => {
+        for (const m of this.members) {
+          try {
+            const s = await status(m.client, 1_000);
+            if (s.leader !== '0' && s.header !== null && s.header.memberId === s.leader) return m.client;
+          } catch {
+            // Not up yet.
+          }
         }
-      }
-      return undefined;
-    }, 200);
+        return undefined;
+      },
+      200,
+    );
   }
 
   async destroy(): Promise<void> {

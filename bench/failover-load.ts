@@ -92,9 +92,11 @@ const AIM_FRACTION = 0.4;
 
 async function pool<T>(items: readonly T[], n: number, f: (x: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (next < items.length) await f(items[next++]);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (next < items.length) await f(items[next++]);
+    }),
+  );
 }
 
 async function main(): Promise<void> {

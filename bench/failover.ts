@@ -133,7 +133,10 @@ export async function runFailover(dir: string, tag: string, o: FailoverOptions):
     const kill = await (killed as Promise<{ atMs: number; leader: string; electionMs: number }>);
     await settled(cluster);
     await cluster.stopParticipants();
-    const entries = readFileSync(txnLog, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as TxnEntry);
+    const entries = readFileSync(txnLog, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as TxnEntry);
     const journals = new Map<string, ParticipantRecord[]>();
     for (const id of ids) journals.set(id, await readJournal(join(cluster.participantDir(id), 'journal.log')));
     return analyse(load, kill, entries, journals);
@@ -146,10 +149,15 @@ export async function runFailover(dir: string, tag: string, o: FailoverOptions):
 async function settled(cluster: BenchCluster): Promise<void> {
   const client = new VerdictClient({ endpoints: cluster.endpoints, deadlineMs: 2_000 });
   try {
-    await waitFor('every decision delivered to the participants', 20_000, async () => {
-      const open = await client.transactions({ inFlight: true, limit: 1_000 });
-      return open.every((t) => t.phase === 'aborted') ? true : undefined;
-    }, 100);
+    await waitFor(
+      'every decision delivered to the participants',
+      20_000,
+      async () => {
+        const open = await client.transactions({ inFlight: true, limit: 1_000 });
+        return open.every((t) => t.phase === 'aborted') ? true : undefined;
+      },
+      100,
+    );
   } finally {
     client.close();
   }
@@ -201,7 +209,10 @@ function analyse(load: FailoverLoadResult, kill: { atMs: number; leader: string;
   // The client's view: commits over time, and the gap around the kill.
   // Answers the old leader sent just before dying may arrive just after the kill, so the gap is
   // the longest one ending after the kill, not simply the one straddling it.
-  const commits = entries.filter((e) => e.o === 'C').map((e) => e.a).sort((a, b) => a - b);
+  const commits = entries
+    .filter((e) => e.o === 'C')
+    .map((e) => e.a)
+    .sort((a, b) => a - b);
   let clientGapMs: number | null = null;
   let longestGapMs = 0;
   for (let i = 1; i < commits.length; i++) {
@@ -209,7 +220,10 @@ function analyse(load: FailoverLoadResult, kill: { atMs: number; leader: string;
     longestGapMs = Math.max(longestGapMs, gap);
     if (commits[i] > k) clientGapMs = Math.max(clientGapMs ?? 0, gap);
   }
-  const firstNew = entries.filter((e) => e.o === 'C' && e.b > k).map((e) => e.a).sort((a, b) => a - b)[0];
+  const firstNew = entries
+    .filter((e) => e.o === 'C' && e.b > k)
+    .map((e) => e.a)
+    .sort((a, b) => a - b)[0];
 
   const first = Math.min(...entries.map((e) => e.b));
   const last = Math.max(...entries.map((e) => e.a));

@@ -118,10 +118,13 @@ async function measure(warmupMs: number, measureMs: number, once: () => Promise<
 async function grpcFloor(cfg: Extract<FloorConfig, { mode: 'grpc' }>): Promise<GrpcFloor> {
   const msg = Buffer.alloc(cfg.bytes, 0x63);
   const client = new grpc.Client(cfg.address, grpc.credentials.createInsecure());
-  const unary = await measure(cfg.warmupMs, cfg.measureMs, () =>
-    new Promise<void>((res, rej) => {
-      client.makeUnaryRequest<Buffer, Buffer>(ECHO.Unary.path, ident, ident, msg, { deadline: Date.now() + 5_000 }, (err) => (err ? rej(err) : res()));
-    }),
+  const unary = await measure(
+    cfg.warmupMs,
+    cfg.measureMs,
+    () =>
+      new Promise<void>((res, rej) => {
+        client.makeUnaryRequest<Buffer, Buffer>(ECHO.Unary.path, ident, ident, msg, { deadline: Date.now() + 5_000 }, (err) => (err ? rej(err) : res()));
+      }),
   );
 
   // One waiter at a time: each round trip sends one message and waits for its echo.
@@ -131,30 +134,42 @@ async function grpcFloor(cfg: Extract<FloorConfig, { mode: 'grpc' }>): Promise<G
     waiter = null;
     w?.();
   };
-  const roundTrip = (send: () => void) => () => new Promise<void>((res) => {
-    waiter = res;
-    send();
-  });
+  const roundTrip = (send: () => void) => () =>
+    new Promise<void>((res) => {
+      waiter = res;
+      send();
+    });
 
   const bidiCall = client.makeBidiStreamRequest<Buffer, Buffer>(ECHO.Bidi.path, ident, ident);
   bidiCall.on('data', arrived);
   bidiCall.on('error', () => {});
-  const bidi = await measure(cfg.warmupMs, cfg.measureMs, roundTrip(() => bidiCall.write(msg)));
+  const bidi = await measure(
+    cfg.warmupMs,
+    cfg.measureMs,
+    roundTrip(() => bidiCall.write(msg)),
+  );
   bidiCall.end();
 
   // Our own server for the echo's client stream back to us.
   const sinkServer = new grpc.Server();
-  sinkServer.addService({ Sink: ECHO.Sink }, {
-    Sink: (call: grpc.ServerReadableStream<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-      call.on('data', arrived);
-      call.on('end', () => cb(null, Buffer.alloc(0)));
+  sinkServer.addService(
+    { Sink: ECHO.Sink },
+    {
+      Sink: (call: grpc.ServerReadableStream<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        call.on('data', arrived);
+        call.on('end', () => cb(null, Buffer.alloc(0)));
+      },
     },
-  });
+  );
   const port = await bind(sinkServer);
   const md = new grpc.Metadata();
   md.set(REPLY_TO, `127.0.0.1:${port}`);
   const relay = client.makeClientStreamRequest<Buffer, Buffer>(ECHO.Relay.path, ident, ident, md, () => {});
-  const streams = await measure(cfg.warmupMs, cfg.measureMs, roundTrip(() => relay.write(msg)));
+  const streams = await measure(
+    cfg.warmupMs,
+    cfg.measureMs,
+    roundTrip(() => relay.write(msg)),
+  );
   relay.end();
   sinkServer.forceShutdown();
   client.close();

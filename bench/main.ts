@@ -34,7 +34,7 @@ const KEEP = process.argv.includes('--keep');
 
 const FAILOVER_METHOD =
   'in doubt = from the SIGKILL of the leader until a participant journals the decision of a transaction it had prepared ' +
-  '(begun on the killed leader, prepared before the kill): read back from the participants\' journals (prepared/decided records carry wall-clock atMs), ' +
+  "(begun on the killed leader, prepared before the kill): read back from the participants' journals (prepared/decided records carry wall-clock atMs), " +
   'p50/p99/max over (transaction, participant) pairs. The cluster view (cluster_in_doubt_window_ms) is kill → every transaction begun before the kill ' +
   'and unanswered at it has a final outcome from client.outcome() or its own commit(), polled every 50 ms. The kill is aimed: it fires once at least ' +
   'half of the 16 clients have had a commit() outstanding for 0.4 of the recent median commit latency (aimMs), so that participants are likely prepared; a run whose kill finds none prepared adds no pairs. The client gap is the longest time between two successful commits among the gaps that end after the kill. Rolled back = an answer that changed when re-read after the run, or a participant journal contradicting it.';
@@ -49,8 +49,30 @@ const WARMUP_FULL_MS = 20_000;
 function settings(): Settings {
   const base = { cluster_sizes: [1, 3, 5], node_timing: NODE_TIMING, payload: 'memory resource: {"set":{"<run>-w<client>":"<seq>"}} per participant (one key per client: no lock conflicts)' };
   return QUICK
-    ? { ...base, mode: 'quick', warmup_ms: 1_000, measure_ms: 2_500, raw_measure_ms: 2_500, concurrency: [1, 16], participant_sweep: [1, 4], participant_sweep_clients: [1], raw_sizes: [3], failover_runs: 1 }
-    : { ...base, mode: 'full', warmup_ms: WARMUP_FULL_MS, measure_ms: 12_000, raw_measure_ms: 10_000, concurrency: [1, 4, 16, 64, 256], participant_sweep: [1, 2, 4, 8, 16], participant_sweep_clients: [1, 16], raw_sizes: [1, 3, 5], failover_runs: 4 };
+    ? {
+        ...base,
+        mode: 'quick',
+        warmup_ms: 1_000,
+        measure_ms: 2_500,
+        raw_measure_ms: 2_500,
+        concurrency: [1, 16],
+        participant_sweep: [1, 4],
+        participant_sweep_clients: [1],
+        raw_sizes: [3],
+        failover_runs: 1,
+      }
+    : {
+        ...base,
+        mode: 'full',
+        warmup_ms: WARMUP_FULL_MS,
+        measure_ms: 12_000,
+        raw_measure_ms: 10_000,
+        concurrency: [1, 4, 16, 64, 256],
+        participant_sweep: [1, 2, 4, 8, 16],
+        participant_sweep_clients: [1, 16],
+        raw_sizes: [1, 3, 5],
+        failover_runs: 4,
+      };
 }
 
 type Step =
@@ -184,9 +206,29 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
       const measureMs = step.kind === 'raw' ? s.raw_measure_ms : s.measure_ms;
       const cfg: CommitLoad | RawLoad =
         step.kind === 'commit'
-          ? { mode: 'commit', workload: 'memory', endpoints: cluster.endpoints, participants: ids.slice(0, step.participants), clients: step.clients, warmupMs: s.warmup_ms, measureMs, keyPrefix: `s${i}`, txnTimeoutMs: 30_000 }
+          ? {
+              mode: 'commit',
+              workload: 'memory',
+              endpoints: cluster.endpoints,
+              participants: ids.slice(0, step.participants),
+              clients: step.clients,
+              warmupMs: s.warmup_ms,
+              measureMs,
+              keyPrefix: `s${i}`,
+              txnTimeoutMs: 30_000,
+            }
           : step.kind === 'pg' || step.kind === 'mysql'
-            ? { mode: 'commit', workload: 'pg', endpoints: cluster.endpoints, participants: step.kind === 'pg' ? [...PG_PARTICIPANTS] : [...MYSQL_PARTICIPANTS], clients: step.clients, warmupMs: s.warmup_ms, measureMs, keyPrefix: `${pg?.tag ?? 'r'}-${step.kind}-s${i}`, txnTimeoutMs: 30_000 }
+            ? {
+                mode: 'commit',
+                workload: 'pg',
+                endpoints: cluster.endpoints,
+                participants: step.kind === 'pg' ? [...PG_PARTICIPANTS] : [...MYSQL_PARTICIPANTS],
+                clients: step.clients,
+                warmupMs: s.warmup_ms,
+                measureMs,
+                keyPrefix: `${pg?.tag ?? 'r'}-${step.kind}-s${i}`,
+                txnTimeoutMs: 30_000,
+              }
             : { mode: 'raw', leader: before.address, inflight: step.inflight, warmupMs: s.warmup_ms, measureMs, valueBytes: 100 };
       const r = await runJsonChild<LoadResult>(`load ${id}`, 'loadgen.ts', cfg, join(dir, `nodes${nodes}`, `load-${id}.log`), s.warmup_ms + measureMs + 90_000);
       const after = await cluster.waitForLeader();
@@ -194,7 +236,9 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
       out.push(sc);
       const errs = Object.values(r.errors).reduce((a, b) => a + b, 0);
       const notes = [errs ? `${errs} errors` : '', r.aborted ? `${r.aborted} aborted` : '', sc.leader_changes ? `${sc.leader_changes} leader change(s)` : ''].filter(Boolean).join(', ');
-      progress(`${tag()} done  ${id}: ${sc.tps} ${step.kind === 'raw' ? 'puts' : 'tx'}/s, p50 ${ms(sc.p50_us)}, p99 ${ms(sc.p99_us)}, p99.9 ${ms(sc.p999_us)}${notes ? ` (${notes})` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+      progress(
+        `${tag()} done  ${id}: ${sc.tps} ${step.kind === 'raw' ? 'puts' : 'tx'}/s, p50 ${ms(sc.p50_us)}, p99 ${ms(sc.p99_us)}, p99.9 ${ms(sc.p999_us)}${notes ? ` (${notes})` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`,
+      );
     }
   } finally {
     await cluster.destroy();
@@ -231,11 +275,17 @@ function headline(r: Results): string {
   }
   for (const c of PG_CONCURRENCY) {
     const x = r.scenarios.find((sc) => sc.id === pgCommitId(3, c));
-    if (x) lines.push(`PostgreSQL through Verdict, 3 nodes, ${c} client(s): ${x.tps} tx/s, commit p50 ${ms(x.p50_us)} p99 ${ms(x.p99_us)} p99.9 ${ms(x.p999_us)}, begin+commit p50 ${ms(x.txn_p50_us ?? 0)}`);
+    if (x)
+      lines.push(
+        `PostgreSQL through Verdict, 3 nodes, ${c} client(s): ${x.tps} tx/s, commit p50 ${ms(x.p50_us)} p99 ${ms(x.p99_us)} p99.9 ${ms(x.p999_us)}, begin+commit p50 ${ms(x.txn_p50_us ?? 0)}`,
+      );
   }
   if (r.mysql != null) lines.push(`MySQL/MariaDB: skipped (${r.mysql.skipped})`);
   const myDirect = f.mysql_direct_16;
-  if (myDirect != null) lines.push(`PostgreSQL + MariaDB direct (PREPARE TRANSACTION, XA PREPARE), ${myDirect.connections} connection(s) per database: ${myDirect.tps} tx/s, p50 ${ms(myDirect.p50_us)} p99 ${ms(myDirect.p99_us)}`);
+  if (myDirect != null)
+    lines.push(
+      `PostgreSQL + MariaDB direct (PREPARE TRANSACTION, XA PREPARE), ${myDirect.connections} connection(s) per database: ${myDirect.tps} tx/s, p50 ${ms(myDirect.p50_us)} p99 ${ms(myDirect.p99_us)}`,
+    );
   for (const c of MYSQL_CONCURRENCY) {
     const x = r.scenarios.find((sc) => sc.id === mysqlCommitId(3, c));
     if (x) lines.push(`PostgreSQL + MariaDB through Verdict, 3 nodes, ${c} client(s): ${x.tps} tx/s, commit p50 ${ms(x.p50_us)} p99 ${ms(x.p99_us)}`);
@@ -303,7 +353,9 @@ async function main(): Promise<void> {
     stepNo++;
     progress(`${tag()} start floors: fsync of 200 B, gRPC round trips between two processes`);
     const machineFloors = await measureFloors(dir, { measureMs: QUICK ? 1_500 : 5_000, fsyncSamplesMax: QUICK ? 2_000 : 20_000 });
-    progress(`${tag()} done  floors: fsync p50 ${ms(machineFloors.fsync_200B.p50_us)}, gRPC unary p50 ${ms(machineFloors.grpc_unary_rtt.p50_us)}, bidi p50 ${ms(machineFloors.grpc_bidi_rtt.p50_us)}, client streams p50 ${ms(machineFloors.grpc_client_streams_rtt.p50_us)}`);
+    progress(
+      `${tag()} done  floors: fsync p50 ${ms(machineFloors.fsync_200B.p50_us)}, gRPC unary p50 ${ms(machineFloors.grpc_unary_rtt.p50_us)}, bidi p50 ${ms(machineFloors.grpc_bidi_rtt.p50_us)}, client streams p50 ${ms(machineFloors.grpc_client_streams_rtt.p50_us)}`,
+    );
     const pgDirect: PgDirectFloors = { ...NO_PG_DIRECT };
     if (pg !== null) {
       for (const connections of PG_CONCURRENCY) {
@@ -313,14 +365,18 @@ async function main(): Promise<void> {
         const d = await measurePgDirect(pg, dir, connections, { warmupMs: s.warmup_ms, measureMs: s.measure_ms });
         pgDirect[`pg_direct_${connections}`] = d;
         const errs = Object.values(d.errors).reduce((a, b) => a + b, 0);
-        progress(`${tag()} done  floor pg_direct_${connections}: ${d.tps} tx/s, p50 ${ms(d.p50_us)}, p99 ${ms(d.p99_us)}, p99.9 ${ms(d.p999_us)}${errs ? ` (${errs} errors)` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+        progress(
+          `${tag()} done  floor pg_direct_${connections}: ${d.tps} tx/s, p50 ${ms(d.p50_us)}, p99 ${ms(d.p99_us)}, p99.9 ${ms(d.p999_us)}${errs ? ` (${errs} errors)` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`,
+        );
       }
     }
     let mysqlDirect16: Floors['mysql_direct_16'] = null;
     if (pg !== null && my !== null) {
       for (const connections of MYSQL_CONCURRENCY) {
         stepNo++;
-        progress(`${tag()} start floor mysql_direct_${connections}: PREPARE TRANSACTION in shop (PostgreSQL), XA PREPARE in ledger (MariaDB), both committed from one process, ${connections} connection(s) per database`);
+        progress(
+          `${tag()} start floor mysql_direct_${connections}: PREPARE TRANSACTION in shop (PostgreSQL), XA PREPARE in ledger (MariaDB), both committed from one process, ${connections} connection(s) per database`,
+        );
         const t0 = Date.now();
         const d = await measureMySqlDirect(pg, my, dir, connections, { warmupMs: s.warmup_ms, measureMs: s.measure_ms });
         mysqlDirect16 = d;
@@ -358,7 +414,13 @@ async function main(): Promise<void> {
       stepNo++;
       progress(`${tag()} start failover run ${i}/${s.failover_runs}: 3 nodes, 2 memory participants, 16 clients, SIGKILL of the leader`);
       const t0 = Date.now();
-      const r = await runFailover(join(dir, `failover${i}`), `f${i}`, { clients: 16, participants: 2, warmupMs: QUICK ? 1_000 : 2_000, beforeKillMs: QUICK ? 1_500 : 3_000, afterKillMs: QUICK ? 5_000 : 8_000 });
+      const r = await runFailover(join(dir, `failover${i}`), `f${i}`, {
+        clients: 16,
+        participants: 2,
+        warmupMs: QUICK ? 1_000 : 2_000,
+        beforeKillMs: QUICK ? 1_500 : 3_000,
+        afterKillMs: QUICK ? 5_000 : 8_000,
+      });
       runs.push(r);
       progress(
         `${tag()} done  failover run ${i}: killed ${r.killedLeader}; election ${r.electionMs} ms; in doubt at participants ${r.inDoubt.pairs} pair(s), window ${r.inDoubt.windowMs ?? '-'} ms; ` +

@@ -39,7 +39,8 @@ export async function startBenchMySql(pg: BenchPg | null): Promise<BenchMySql | 
   if (pg === null) return { skipped: 'the shop side of the transaction is PostgreSQL, which is skipped' };
   const external = process.env.VERDICT_MYSQL_URL ?? '';
   const bin = join(process.env.VERDICT_MYSQL_BIN ?? '/usr/sbin', 'mariadbd');
-  if (external === '' && !existsSync(bin)) return { skipped: `no MariaDB server binary at ${bin} and VERDICT_MYSQL_URL is not set: install mariadb-server, or set VERDICT_MYSQL_BIN or VERDICT_MYSQL_URL` };
+  if (external === '' && !existsSync(bin))
+    return { skipped: `no MariaDB server binary at ${bin} and VERDICT_MYSQL_URL is not set: install mariadb-server, or set VERDICT_MYSQL_BIN or VERDICT_MYSQL_URL` };
   const server = await startMariaDb({ databases: ['ledger'] });
   try {
     const ledgerUrl = server.url('ledger');

@@ -74,7 +74,10 @@ export async function startBenchPg(): Promise<BenchPg | { skipped: string }> {
   const server = await startPostgres({ maxPreparedTransactions: MAX_PREPARED_TRANSACTIONS, databases: [...PG_PARTICIPANTS] });
   try {
     const urls = { shop: server.url('shop'), ledger: server.url('ledger') };
-    for (const [db, ddl] of [['shop', SHOP_SCHEMA], ['ledger', LEDGER_SCHEMA]] as const) {
+    for (const [db, ddl] of [
+      ['shop', SHOP_SCHEMA],
+      ['ledger', LEDGER_SCHEMA],
+    ] as const) {
       await withClient(urls[db], async (c) => {
         const mpt = Number((await c.query<{ mpt: string }>("SELECT current_setting('max_prepared_transactions') AS mpt")).rows[0]?.mpt);
         if (mpt < PG_PARTICIPANT_CONCURRENCY * 2) {

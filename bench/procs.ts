@@ -115,14 +115,7 @@ export function logTail(file: string, lines = 15): string {
  * JSON object on the last line of its stdout. Lines before it go to onLine
  * (a child may announce progress that way). Bounded by timeoutMs.
  */
-export async function runJsonChild<T>(
-  label: string,
-  script: string,
-  config: object,
-  logFile: string,
-  timeoutMs: number,
-  hooks: { onLine?: (line: string, child: Child) => void } = {},
-): Promise<T> {
+export async function runJsonChild<T>(label: string, script: string, config: object, logFile: string, timeoutMs: number, hooks: { onLine?: (line: string, child: Child) => void } = {}): Promise<T> {
   const child = spawnChild(label, ['--import', 'tsx', join(ROOT, 'bench', script), JSON.stringify(config)], logFile, { stdin: true, stdout: true });
   let out = '';
   let pending = '';
@@ -148,7 +141,6 @@ export async function runJsonChild<T>(
   }
   return JSON.parse(last) as T;
 }
-
 
 /** Thrown by a probe when waiting longer cannot help. */
 export class FatalError extends Error {}
@@ -236,7 +228,16 @@ export class BenchCluster {
   async statuses(): Promise<Map<BenchNode, NodeStatus | null>> {
     const out = new Map<BenchNode, NodeStatus | null>();
     const up = this.nodes.filter((n) => n.child !== null);
-    await Promise.all(up.map(async (n) => out.set(n, await this.api(n).status(1_000).catch(() => null))));
+    await Promise.all(
+      up.map(async (n) =>
+        out.set(
+          n,
+          await this.api(n)
+            .status(1_000)
+            .catch(() => null),
+        ),
+      ),
+    );
     return out;
   }
 
@@ -248,7 +249,8 @@ export class BenchCluster {
       async () => {
         // A node that died on its own will not elect anyone: say why at once instead of at the deadline.
         const dead = this.nodes.find((n) => n.child !== null && !isRunning(n.child));
-        if (dead?.child) throw new FatalError(`node ${dead.id} exited (${dead.child.proc.signalCode ?? `code ${dead.child.proc.exitCode}`}); its log ${dead.child.logFile}:\n${logTail(dead.child.logFile)}`);
+        if (dead?.child)
+          throw new FatalError(`node ${dead.id} exited (${dead.child.proc.signalCode ?? `code ${dead.child.proc.exitCode}`}); its log ${dead.child.logFile}:\n${logTail(dead.child.logFile)}`);
         const st = [...(await this.statuses())];
         const leaders = st.filter(([, s]) => s?.role === 'leader') as [BenchNode, NodeStatus][];
         if (leaders.length === 0) return undefined;
@@ -290,11 +292,16 @@ export class BenchCluster {
     }
     const client = new VerdictClient({ endpoints: this.endpoints, clusterId: this.clusterId });
     try {
-      await waitFor(`participants ${ids.join(', ')} registered`, 60_000, async () => {
-        for (const [id, c] of this.participants) if (!isRunning(c)) throw new FatalError(`participant ${id} exited; its log ${c.logFile}:\n${logTail(c.logFile)}`);
-        const known = new Set((await client.participants({}, { deadlineMs: 2_000 })).map((p) => p.participantId));
-        return ids.every((id) => known.has(id)) ? true : undefined;
-      }, 200);
+      await waitFor(
+        `participants ${ids.join(', ')} registered`,
+        60_000,
+        async () => {
+          for (const [id, c] of this.participants) if (!isRunning(c)) throw new FatalError(`participant ${id} exited; its log ${c.logFile}:\n${logTail(c.logFile)}`);
+          const known = new Set((await client.participants({}, { deadlineMs: 2_000 })).map((p) => p.participantId));
+          return ids.every((id) => known.has(id)) ? true : undefined;
+        },
+        200,
+      );
     } finally {
       client.close();
     }

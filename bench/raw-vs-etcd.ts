@@ -38,7 +38,9 @@ async function main(): Promise<void> {
         const leader = await cluster.waitForLeader();
         const cfg: RawLoad = { mode: 'raw', leader: leader.address, inflight, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, valueBytes: 100 };
         const r = await runJsonChild<LoadResult>(`load raw inflight${inflight}`, 'loadgen.ts', cfg, join(dir, 'verdict', `load-${inflight}.log`), WARMUP_MS + MEASURE_MS + 90_000);
-        log(`verdict raw log, 3 nodes, ${inflight} in flight: ${r.tps} puts/s, p50 ${(r.latency.p50_us / 1000).toFixed(2)} ms, p99 ${(r.latency.p99_us / 1000).toFixed(2)} ms, errors ${JSON.stringify(r.errors)}`);
+        log(
+          `verdict raw log, 3 nodes, ${inflight} in flight: ${r.tps} puts/s, p50 ${(r.latency.p50_us / 1000).toFixed(2)} ms, p99 ${(r.latency.p99_us / 1000).toFixed(2)} ms, errors ${JSON.stringify(r.errors)}`,
+        );
         if (inflight === 1) raft.seq_p50_us = r.latency.p50_us;
         else raft.inflight64_tps = r.tps;
       }
@@ -47,7 +49,10 @@ async function main(): Promise<void> {
     }
     const etcd = await measureEtcdAnchor(dir, { warmupMs: WARMUP_MS, measureMs: MEASURE_MS, log });
     if ('skipped' in etcd) log(`etcd anchor skipped: ${etcd.skipped}`);
-    else log(`etcd ${etcd.version}, 3 members: 1 in flight p50 ${(etcd.seq_p50_us / 1000).toFixed(2)} ms (${etcd.seq_tps} puts/s); 64 in flight ${etcd.inflight64_tps} puts/s, p50 ${(etcd.inflight64_p50_us / 1000).toFixed(2)} ms; errors ${JSON.stringify(etcd.errors)}`);
+    else
+      log(
+        `etcd ${etcd.version}, 3 members: 1 in flight p50 ${(etcd.seq_p50_us / 1000).toFixed(2)} ms (${etcd.seq_tps} puts/s); 64 in flight ${etcd.inflight64_tps} puts/s, p50 ${(etcd.inflight64_p50_us / 1000).toFixed(2)} ms; errors ${JSON.stringify(etcd.errors)}`,
+      );
     const out = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS, loadAvgStart: loadStart, loadAvgEnd: loadavg()[0], raft, anchors: { etcd }, ratios: etcdRatios(raft, etcd) };
     process.stdout.write(JSON.stringify(out) + '\n');
   } finally {

@@ -26,4 +26,3 @@ export function windowMarks(write: (line: string) => void = (line) => process.st
     },
   };
 }
-

@@ -38,7 +38,14 @@ export class Held<R> {
   }
 
   /** A participant runtime with the database resource given, against a (fake) cluster at endpoint, with quick retries. */
-  async start(o: { clusterId: string; participantId: string; endpoint: string; dataDir: string; resource: Pick<ParticipantOptions, 'postgres' | 'mysql'>; metricsListen?: string }): Promise<ParticipantRuntime<R>> {
+  async start(o: {
+    clusterId: string;
+    participantId: string;
+    endpoint: string;
+    dataDir: string;
+    resource: Pick<ParticipantOptions, 'postgres' | 'mysql'>;
+    metricsListen?: string;
+  }): Promise<ParticipantRuntime<R>> {
     const r = (await startParticipant({
       clusterId: o.clusterId,
       participantId: o.participantId,
@@ -127,7 +134,11 @@ export async function expectHeurmixOnceClusterUp<R>(o: { h: UnreachableClusterPa
   await waitFor('the heuristic act reported and acknowledged', o.reported, 60_000);
   const listed = await runCli(['txn', 'list', '--heuristic', '--json', '--endpoints', cluster.nodes[0].address], CLI);
   expect(listed.code).toBe(0);
-  const txns = JSON.parse(listed.stdout) as { txnId: string; outcome: string; heuristics: { participantId: string; kind: string; outcome: string; decision: string; operator: string; gid: string }[] }[];
+  const txns = JSON.parse(listed.stdout) as {
+    txnId: string;
+    outcome: string;
+    heuristics: { participantId: string; kind: string; outcome: string; decision: string; operator: string; gid: string }[];
+  }[];
   const t = txns.find((x) => x.txnId === o.txnId);
   expect(t?.outcome).toBe('ABORTED');
   expect(t?.heuristics).toEqual([expect.objectContaining({ participantId: o.participantId, kind: 'HEURMIX', outcome: 'COMMITTED', decision: 'ABORTED', operator: 'alice@db1', gid: o.gid })]);

@@ -30,8 +30,27 @@ export class TestCa {
   /** A self-signed CA in `dir` (which must exist). */
   static create(dir: string, name: string): TestCa {
     const ca = new TestCa(dir, name);
-    openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', ca.key, '-out', ca.cert, '-days', '1', '-subj', `/CN=${name}`,
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+    openssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      ca.key,
+      '-out',
+      ca.cert,
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ]);
     return ca;
   }
 

@@ -71,7 +71,12 @@ export function parseCertsArgs(argv: readonly string[]): CertsPlan {
     days,
     force,
     nodes: Array.from({ length: n }, (_, i) => ({ id: `n${i + 1}`, address: `127.0.0.1:${basePort + i}` })),
-    participants: none ? [{ id: 'shop', address: '127.0.0.1:7101' }, { id: 'ledger', address: '127.0.0.1:7102' }] : participants,
+    participants: none
+      ? [
+          { id: 'shop', address: '127.0.0.1:7101' },
+          { id: 'ledger', address: '127.0.0.1:7102' },
+        ]
+      : participants,
     admins: none ? ['ops-admin'] : admins,
     clients: none ? ['alice'] : clients,
   };
@@ -93,8 +98,27 @@ export async function certsCommand(argv: string[]): Promise<void> {
     const caKey = join(plan.dir, 'ca.key');
     if (existsSync(caCert) && existsSync(caKey)) say(`kept     ${caCert} (the existing CA signs the new certificates)`);
     else {
-      openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', caKey, '-out', caCert, '-days', String(Math.max(plan.days, 3_650)), '-subj', `/CN=verdict ${plan.clusterId} CA`,
-        '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+      openssl([
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        caKey,
+        '-out',
+        caCert,
+        '-days',
+        String(Math.max(plan.days, 3_650)),
+        '-subj',
+        `/CN=verdict ${plan.clusterId} CA`,
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-addext',
+        'keyUsage=critical,keyCertSign,cRLSign',
+      ]);
       say(`made     ${caCert} (keep ${caKey} private: it can sign certificates the cluster trusts)`);
     }
     const issue = (file: string, subject: string, ext: string, what: string): void => {
@@ -108,8 +132,15 @@ export async function certsCommand(argv: string[]): Promise<void> {
       openssl(['x509', '-req', '-in', csr, '-CA', caCert, '-CAkey', caKey, '-CAcreateserial', '-days', String(plan.days), '-out', cert, '-extfile', extFile]);
       say(`made     ${cert} ${what}`);
     };
-    for (const nd of plan.nodes) issue(nd.id, `/OU=${plan.clusterId}/CN=${nd.id}`, `extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltName(nd.address)}\n`, `(node ${nd.id} of ${plan.clusterId} at ${nd.address})`);
-    for (const p of plan.participants) issue(p.id, `/OU=${plan.clusterId}/CN=${p.id}`, `extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltName(p.address)}\n`, `(participant ${p.id} at ${p.address})`);
+    for (const nd of plan.nodes)
+      issue(
+        nd.id,
+        `/OU=${plan.clusterId}/CN=${nd.id}`,
+        `extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltName(nd.address)}\n`,
+        `(node ${nd.id} of ${plan.clusterId} at ${nd.address})`,
+      );
+    for (const p of plan.participants)
+      issue(p.id, `/OU=${plan.clusterId}/CN=${p.id}`, `extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltName(p.address)}\n`, `(participant ${p.id} at ${p.address})`);
     for (const a of plan.admins) issue(a, `/CN=${a}`, 'extendedKeyUsage=clientAuth\n', `(admin: put "${a}" in the nodes' tls.adminNames)`);
     for (const c of plan.clients) issue(c, `/CN=${c}`, 'extendedKeyUsage=clientAuth\n', '(client)');
   } finally {

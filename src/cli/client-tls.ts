@@ -16,7 +16,7 @@ export function tlsArgs(args: string[], env: Readonly<Record<string, string | un
   const cert = flag(args, '--cert') ?? nonEmpty(env.VERDICT_TLS_CERT);
   const key = flag(args, '--key') ?? nonEmpty(env.VERDICT_TLS_KEY);
   if (ca === undefined) {
-    if (cert !== undefined || key !== undefined) throw new UsageError('--cert and --key need --ca FILE (or VERDICT_TLS_CA): the CA that signed the nodes\' certificates');
+    if (cert !== undefined || key !== undefined) throw new UsageError("--cert and --key need --ca FILE (or VERDICT_TLS_CA): the CA that signed the nodes' certificates");
     return null;
   }
   return { ca, cert, key };

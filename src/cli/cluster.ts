@@ -59,7 +59,20 @@ export function localConfigs(o: ClusterUpOptions): string[] {
     // The cluster id goes into certificates (OU), so the TLS cluster keeps the name `verdict certs` uses by default.
     const clusterId = (n === 3 && basePort === DEFAULT_BASE_PORT) || tlsDir !== undefined ? 'local' : `local-${n}`;
     const tls = tlsDir === undefined ? {} : { tls: { ca: join(tlsDir, 'ca.crt'), cert: join(tlsDir, `n${i}.crt`), key: join(tlsDir, `n${i}.key`), adminNames: ['ops-admin'] } };
-    const cfg = { clusterId, nodeId: `n${i}`, listen: peers[`n${i}`], metricsListen: `127.0.0.1:${basePort + METRICS_OFFSET + i - 1}`, dataDir: `n${i}`, peers, tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10000, logLevel: 'info', ...tls };
+    const cfg = {
+      clusterId,
+      nodeId: `n${i}`,
+      listen: peers[`n${i}`],
+      metricsListen: `127.0.0.1:${basePort + METRICS_OFFSET + i - 1}`,
+      dataDir: `n${i}`,
+      peers,
+      tickMs: 100,
+      electionTicks: 10,
+      heartbeatTicks: 1,
+      snapshotEntries: 10000,
+      logLevel: 'info',
+      ...tls,
+    };
     writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
     files.push(file);
   }
@@ -85,13 +98,17 @@ export function parseClusterUpArgs(args: string[], flag: (args: string[], name: 
   if (![1, 3, 5].includes(n)) throw new UsageError('--nodes must be 1, 3 or 5');
   const baseText = flag(args, '--base-port');
   const basePort = baseText === undefined ? DEFAULT_BASE_PORT : Number(baseText);
-  if (!Number.isInteger(basePort) || basePort < 1024 || basePort + n - 1 + METRICS_OFFSET > 65_535) throw new UsageError(`--base-port must be an integer from 1024 to ${65_535 - METRICS_OFFSET - n + 1}, not "${baseText}"`);
+  if (!Number.isInteger(basePort) || basePort < 1024 || basePort + n - 1 + METRICS_OFFSET > 65_535)
+    throw new UsageError(`--base-port must be an integer from 1024 to ${65_535 - METRICS_OFFSET - n + 1}, not "${baseText}"`);
   const dataDir = flag(args, '--data');
   const tlsDir = flag(args, '--tls');
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR]`);
   if (tlsDir !== undefined) {
     const missing = ['ca', ...Array.from({ length: n }, (_, i) => `n${i + 1}`)].map((f) => join(tlsDir, `${f}.crt`)).filter((f) => !existsSync(f));
-    if (missing.length > 0) throw new UsageError(`--tls ${tlsDir}: missing ${missing.join(', ')}; make them with: npx verdict certs --dir ${tlsDir} --nodes ${n}${basePort !== DEFAULT_BASE_PORT ? ` --base-port ${basePort}` : ''}`);
+    if (missing.length > 0)
+      throw new UsageError(
+        `--tls ${tlsDir}: missing ${missing.join(', ')}; make them with: npx verdict certs --dir ${tlsDir} --nodes ${n}${basePort !== DEFAULT_BASE_PORT ? ` --base-port ${basePort}` : ''}`,
+      );
   }
   return { nodes: n, basePort, ...(dataDir !== undefined ? { dataDir } : {}), ...(tlsDir !== undefined ? { tlsDir } : {}) };
 }

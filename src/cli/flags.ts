@@ -25,7 +25,23 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'member list': ['--json', ...NODE_CLIENT],
   'member add': ['--timeout-ms', '--json', ...NODE_CLIENT],
   'member remove': ['--json', ...NODE_CLIENT],
-  participant: ['--id', '--listen', '--data', '--cluster-id', '--endpoints', '--advertise', '--metrics-listen', '--log-level', '--resource', '--pg-url', '--pg-concurrency', '--mysql-url', '--mysql-concurrency', '--insecure', ...TLS],
+  participant: [
+    '--id',
+    '--listen',
+    '--data',
+    '--cluster-id',
+    '--endpoints',
+    '--advertise',
+    '--metrics-listen',
+    '--log-level',
+    '--resource',
+    '--pg-url',
+    '--pg-concurrency',
+    '--mysql-url',
+    '--mysql-concurrency',
+    '--insecure',
+    ...TLS,
+  ],
   'participant resolve': ['--commit', '--abort', '--reason', '--id', '--cluster-id', '--resource', '--pg-url', '--mysql-url', '--operator', '--json'],
   'participant remove': ['--json', '--operator', ...SDK_CLIENT],
   participants: ['--json', ...SDK_CLIENT],
@@ -63,9 +79,7 @@ export function checkFlags(argv: readonly string[]): void {
     const name = a.includes('=') ? a.slice(0, a.indexOf('=')) : a;
     if (!valid.includes(name)) {
       const near = nearest(name, valid);
-      throw new UsageError(
-        `unknown flag "${name}" for verdict ${command}${near ? ` (did you mean ${near}?)` : ''}; valid flags: ${valid.length > 0 ? valid.join(', ') : '(none)'}, --help`,
-      );
+      throw new UsageError(`unknown flag "${name}" for verdict ${command}${near ? ` (did you mean ${near}?)` : ''}; valid flags: ${valid.length > 0 ? valid.join(', ') : '(none)'}, --help`);
     }
     if (a.includes('=')) throw new UsageError(`write ${name} VALUE, not ${a}`);
     if (!SWITCHES.has(name)) i += 1;

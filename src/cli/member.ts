@@ -49,7 +49,13 @@ function print(m: Members, json: boolean): void {
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   process.stdout.write(`leader: ${m.leaderId || 'none'} (term ${m.term})\n`);
-  for (const r of rows) process.stdout.write(r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd() + '\n');
+  for (const r of rows)
+    process.stdout.write(
+      r
+        .map((c, i) => c.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd() + '\n',
+    );
 }
 
 export async function memberCommand(args: string[]): Promise<void> {

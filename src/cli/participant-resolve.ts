@@ -19,7 +19,8 @@ export const PARTICIPANT_RESOLVE_HELP = `  verdict participant resolve TXN-OR-GI
                                       MySQL/MariaDB: XA COMMIT / XA ROLLBACK of the branch (TXN or xid gtrid,bqual)
 `;
 
-const USAGE = 'usage: verdict participant resolve TXN-OR-GID --commit|--abort --reason TEXT --id ID (--resource postgres --pg-url URL | --resource mysql --mysql-url URL) [--cluster-id ID] [--operator WHO]';
+const USAGE =
+  'usage: verdict participant resolve TXN-OR-GID --commit|--abort --reason TEXT --id ID (--resource postgres --pg-url URL | --resource mysql --mysql-url URL) [--cluster-id ID] [--operator WHO]';
 
 /** Exit 0 when done (or already done by an earlier run), 1 when refused, with the reason on one line. */
 export async function participantResolveCommand(argv: string[]): Promise<void> {
@@ -40,7 +41,9 @@ export async function participantResolveCommand(argv: string[]): Promise<void> {
   if (reason === undefined || reason.trim() === '') throw new UsageError(`--reason TEXT is required: it is recorded with the act and reported to the cluster; ${USAGE}`);
   if (id === undefined) throw new UsageError(`--id names the participant whose gid this is; ${USAGE}`);
   if (resource !== 'postgres' && resource !== 'mysql') {
-    throw new UsageError(`heuristic resolution is built for --resource postgres and mysql: a memory participant holds no locks outside its own process, so restart it and let it ask the cluster; ${USAGE}`);
+    throw new UsageError(
+      `heuristic resolution is built for --resource postgres and mysql: a memory participant holds no locks outside its own process, so restart it and let it ask the cluster; ${USAGE}`,
+    );
   }
   if (resource === 'postgres' && (pgUrl === undefined || !/^postgres(ql)?:\/\//.test(pgUrl))) throw new UsageError(`--pg-url postgres://USER@HOST:PORT/DATABASE is required; ${USAGE}`);
   if (resource === 'mysql' && (mysqlUrl === undefined || !/^mysql:\/\//.test(mysqlUrl))) throw new UsageError(`--mysql-url mysql://USER:PASSWORD@HOST:PORT/DATABASE is required; ${USAGE}`);

@@ -76,17 +76,25 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
   const mysqlConcurrencyText = flag(args, '--mysql-concurrency');
   const tls = tlsArgs(args, env);
   const insecure = bool(args, '--insecure');
-  if (tls !== null && (tls.cert === undefined || tls.key === undefined)) throw new UsageError('--ca needs --cert and --key too: a participant with TLS serves it with its own certificate (or set VERDICT_TLS_CERT and VERDICT_TLS_KEY)');
+  if (tls !== null && (tls.cert === undefined || tls.key === undefined))
+    throw new UsageError('--ca needs --cert and --key too: a participant with TLS serves it with its own certificate (or set VERDICT_TLS_CERT and VERDICT_TLS_KEY)');
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; ${PARTICIPANT_USAGE}`);
   if (id === undefined || listen === undefined || data === undefined) {
     throw new UsageError(`verdict participant needs --id, --listen and --data; ${PARTICIPANT_USAGE}`);
   }
   if (!/^[A-Za-z0-9._-]{1,64}$/.test(id)) throw new UsageError(`--id "${id}" must be 1-64 letters, digits, '.', '_' or '-'`);
   if (clusterId === '') throw new UsageError('--cluster-id must not be empty');
-  for (const [name, v] of [['--listen', listen], ['--advertise', advertise], ['--metrics-listen', metricsListen]] as const) {
+  for (const [name, v] of [
+    ['--listen', listen],
+    ['--advertise', advertise],
+    ['--metrics-listen', metricsListen],
+  ] as const) {
     if (v !== undefined && !isHostPort(v)) throw new UsageError(`${name} "${v}" is not HOST:PORT (e.g. 127.0.0.1:7101)`);
   }
-  const endpoints = endpointsText.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const endpoints = endpointsText
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   const badEndpoint = endpoints.find((e) => !isHostPort(e));
   if (endpoints.length === 0 || badEndpoint !== undefined) {
     throw new UsageError(`--endpoints must be HOST:PORT,...; "${badEndpoint ?? endpointsText}" is not`);
@@ -98,9 +106,11 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
   if (resource !== 'postgres' && (pgUrl !== undefined || pgConcurrencyText !== undefined)) throw new UsageError('--pg-url and --pg-concurrency go with --resource postgres');
   if (resource === 'mysql' && mysqlUrl === undefined) throw new UsageError('--resource mysql needs --mysql-url mysql://USER:PASSWORD@HOST:PORT/DATABASE');
   if (resource !== 'mysql' && (mysqlUrl !== undefined || mysqlConcurrencyText !== undefined)) throw new UsageError('--mysql-url and --mysql-concurrency go with --resource mysql');
-  if (mysqlUrl !== undefined && !/^mysql:\/\/[^/]+\/[^/?#]+/.test(mysqlUrl)) throw new UsageError(`--mysql-url "${redact(mysqlUrl)}" must be mysql://USER:PASSWORD@HOST:PORT/DATABASE (with the database)`);
+  if (mysqlUrl !== undefined && !/^mysql:\/\/[^/]+\/[^/?#]+/.test(mysqlUrl))
+    throw new UsageError(`--mysql-url "${redact(mysqlUrl)}" must be mysql://USER:PASSWORD@HOST:PORT/DATABASE (with the database)`);
   const mysqlConcurrency = Number(mysqlConcurrencyText ?? '8');
-  if (!Number.isInteger(mysqlConcurrency) || mysqlConcurrency < 1 || mysqlConcurrency > 1_000) throw new UsageError(`--mysql-concurrency must be an integer from 1 to 1000, not "${mysqlConcurrencyText}"`);
+  if (!Number.isInteger(mysqlConcurrency) || mysqlConcurrency < 1 || mysqlConcurrency > 1_000)
+    throw new UsageError(`--mysql-concurrency must be an integer from 1 to 1000, not "${mysqlConcurrencyText}"`);
   if (pgUrl !== undefined && !/^postgres(ql)?:\/\//.test(pgUrl)) throw new UsageError(`--pg-url "${redact(pgUrl)}" must start with postgres:// or postgresql://`);
   const pgConcurrency = Number(pgConcurrencyText ?? '8');
   if (!Number.isInteger(pgConcurrency) || pgConcurrency < 1 || pgConcurrency > 1_000) throw new UsageError(`--pg-concurrency must be an integer from 1 to 1000, not "${pgConcurrencyText}"`);

@@ -57,16 +57,18 @@ export async function requireReachable(addrs: readonly string[], deadlineMs = ti
     let pending = addrs.length;
     for (const addr of addrs) {
       const c = new RaftNodeClient(addr, clientCredentials());
-      c.status(deadlineMs).then(
-        () => resolve(),
-        (err: ServiceError) => {
-          // Any answer but "could not connect" or silence proves a server is there.
-          if (err.code !== grpcStatus.UNAVAILABLE && err.code !== grpcStatus.DEADLINE_EXCEEDED) return resolve();
-          failures.set(addr, unreachableReason(err, deadlineMs));
-          // In the order given, not the order they failed in.
-          if (--pending === 0) reject(new CommandError(unreachableMessage(new Map(addrs.map((a) => [a, failures.get(a) ?? 'no answer'])), deadlineMs)));
-        },
-      ).finally(() => c.close());
+      c.status(deadlineMs)
+        .then(
+          () => resolve(),
+          (err: ServiceError) => {
+            // Any answer but "could not connect" or silence proves a server is there.
+            if (err.code !== grpcStatus.UNAVAILABLE && err.code !== grpcStatus.DEADLINE_EXCEEDED) return resolve();
+            failures.set(addr, unreachableReason(err, deadlineMs));
+            // In the order given, not the order they failed in.
+            if (--pending === 0) reject(new CommandError(unreachableMessage(new Map(addrs.map((a) => [a, failures.get(a) ?? 'no answer'])), deadlineMs)));
+          },
+        )
+        .finally(() => c.close());
     }
   });
 }

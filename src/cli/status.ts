@@ -16,7 +16,10 @@ const DEFAULT_ENDPOINTS = ['127.0.0.1:7001', '127.0.0.1:7002', '127.0.0.1:7003']
 export function endpoints(args: string[]): string[] {
   const raw = flag(args, '--endpoints') ?? process.env.VERDICT_ENDPOINTS;
   if (!raw) return DEFAULT_ENDPOINTS;
-  const list = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (list.length === 0) throw new UsageError('--endpoints needs at least one host:port');
   return list;
 }
@@ -84,7 +87,18 @@ export async function clusterStatus(addrs: string[], deadlineMs = clientTimeoutM
       leader = r.nodeId;
       leaderTerm = r.term;
     }
-    nodes.push({ id: r.nodeId, address, reachable: true, ...(r.pid > 0 ? { pid: r.pid } : {}), role: r.role, term: r.term, leader: r.leaderId || null, commitIndex: r.commitIndex, appliedIndex: r.appliedIndex, lastIndex: r.lastIndex });
+    nodes.push({
+      id: r.nodeId,
+      address,
+      reachable: true,
+      ...(r.pid > 0 ? { pid: r.pid } : {}),
+      role: r.role,
+      term: r.term,
+      leader: r.leaderId || null,
+      commitIndex: r.commitIndex,
+      appliedIndex: r.appliedIndex,
+      lastIndex: r.lastIndex,
+    });
   }
   nodes.sort((a, b) => (a.id ?? a.address).localeCompare(b.id ?? b.address));
   return { leader, nodes };
@@ -106,7 +120,13 @@ export async function statusCommand(args: string[]): Promise<void> {
     }
     const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
     process.stdout.write(`leader: ${st.leader ?? 'none'}\n`);
-    for (const r of rows) process.stdout.write(r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd() + '\n');
+    for (const r of rows)
+      process.stdout.write(
+        r
+          .map((c, i) => c.padEnd(widths[i]))
+          .join('  ')
+          .trimEnd() + '\n',
+      );
   }
   if (!st.nodes.some((n) => n.reachable)) {
     process.stderr.write(`verdict: ${unreachableMessage(new Map(st.nodes.map((n) => [n.address, n.error ?? 'no answer'])), timeoutMs)}\n`);
@@ -186,7 +206,10 @@ export async function leaderCommand(args: string[]): Promise<void> {
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"`);
   const st = await clusterStatus(addrs);
   if (!st.nodes.some((n) => n.id === to)) {
-    const known = st.nodes.map((n) => n.id).filter(Boolean).join(', ');
+    const known = st.nodes
+      .map((n) => n.id)
+      .filter(Boolean)
+      .join(', ');
     throw new UsageError(`no node "${to}" in the cluster${known ? ` (nodes: ${known})` : ''}`);
   }
   const leader = st.nodes.find((n) => n.id === st.leader);

@@ -146,7 +146,9 @@ async function list(client: VerdictClient, args: string[]): Promise<void> {
   const txns = await client.transactions({ ...filters, limit });
   if (json) return print(JSON.stringify(txns, null, 2));
   if (txns.length === 0) {
-    const what = { inFlight: 'in flight', inDoubt: 'in doubt', unacked: 'waiting for an ACK', heuristic: 'with a heuristic outcome or an operator resolution' }[chosen[0]?.[0] ?? ''] as string | undefined;
+    const what = { inFlight: 'in flight', inDoubt: 'in doubt', unacked: 'waiting for an ACK', heuristic: 'with a heuristic outcome or an operator resolution' }[chosen[0]?.[0] ?? ''] as
+      | string
+      | undefined;
     return print(what ? `(no transactions ${what})` : '(no transactions)');
   }
   const rows = [['TXN', 'OUTCOME', 'PHASE', 'AGE', 'DECISION', 'PARTICIPANTS', 'HEURISTIC', 'REASON']];
@@ -341,7 +343,13 @@ function age(ms: number): string {
 
 function table(rows: string[][]): void {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  for (const r of rows) print(r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd());
+  for (const r of rows)
+    print(
+      r
+        .map((c, i) => c.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd(),
+    );
 }
 
 function print(line: string): void {

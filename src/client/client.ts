@@ -130,7 +130,14 @@ export class VerdictClient {
   async transactions(options: TransactionFilter = {}, call: CallOptions = {}): Promise<TransactionInfo[]> {
     const r = await this.connection.call(
       'ListTransactions',
-      { inFlight: options.inFlight ?? false, limit: options.limit ?? 0, inDoubt: options.inDoubt ?? false, unacked: options.unacked ?? false, heuristic: options.heuristic ?? false, txnId: options.txnId ?? '' },
+      {
+        inFlight: options.inFlight ?? false,
+        limit: options.limit ?? 0,
+        inDoubt: options.inDoubt ?? false,
+        unacked: options.unacked ?? false,
+        heuristic: options.heuristic ?? false,
+        txnId: options.txnId ?? '',
+      },
       call,
     );
     // A listing is for reading, not deciding: an unset outcome is shown as UNKNOWN rather than failing the whole list.

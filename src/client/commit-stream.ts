@@ -17,7 +17,19 @@
 // The stream machine itself is RequestStream (src/transport/request-stream.ts),
 // shared with the leader's Participant.Exchange.
 import * as grpc from '@grpc/grpc-js';
-import { commitStreamMethod, coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, RECORDED_OUTCOME_KEY, STATUS_REASON_KEY, type CommitRequest, type StreamedOutcome, type StreamedOutcomes, type StreamedCommits, type TxnOutcome } from '../transport/coordinator-rpc.ts';
+import {
+  commitStreamMethod,
+  coordinatorService,
+  LEADER_ADDRESS_KEY,
+  LEADER_ID_KEY,
+  RECORDED_OUTCOME_KEY,
+  STATUS_REASON_KEY,
+  type CommitRequest,
+  type StreamedOutcome,
+  type StreamedOutcomes,
+  type StreamedCommits,
+  type TxnOutcome,
+} from '../transport/coordinator-rpc.ts';
 import { RequestStream, serviceError } from '../transport/request-stream.ts';
 import { unaryCall } from '../transport/unary.ts';
 

@@ -15,15 +15,7 @@ import * as grpc from '@grpc/grpc-js';
 import { unaryCall } from '../transport/unary.ts';
 import { CommitStream } from './commit-stream.ts';
 import { explainConnectError } from '../transport/tls.ts';
-import {
-  coordinatorService,
-  LEADER_ADDRESS_KEY,
-  LEADER_ID_KEY,
-  RECORDED_OUTCOME_KEY,
-  STATUS_REASON_KEY,
-  type CoordinatorHandlers,
-  type CoordinatorMethod,
-} from '../transport/coordinator-rpc.ts';
+import { coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, RECORDED_OUTCOME_KEY, STATUS_REASON_KEY, type CoordinatorHandlers, type CoordinatorMethod } from '../transport/coordinator-rpc.ts';
 import { RetriesExhaustedError, statusName, VerdictError, invalidArgument, type RefusalDetails, type StatusName } from './errors.ts';
 
 export type RequestOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer Q, infer _R> ? Q : never;
@@ -226,7 +218,6 @@ export class CoordinatorConnection {
       throw err.message === 'empty response' ? new VerdictError('INTERNAL', `empty ${method} response`, address) : err;
     });
   }
-
 }
 
 /**

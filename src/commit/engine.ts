@@ -366,7 +366,10 @@ export class CoordinatorEngine {
       .slice(0, 3)
       .map((t) => t.id);
     const held = `${undecided.length} undecided (begun ${p.begun}, preparing ${p.preparing}, deciding ${p.deciding}), ${p.delivering} delivering`;
-    throw new EngineError('exhausted', `the leader holds ${held}: limit inFlightMax=${this.cfg.inFlightMax} undecided (${this.cfg.inFlightMax * TXNS_PER_IN_FLIGHT} in all); oldest undecided: ${oldest.join(', ') || 'none'}; commit or abort them, or retry later`);
+    throw new EngineError(
+      'exhausted',
+      `the leader holds ${held}: limit inFlightMax=${this.cfg.inFlightMax} undecided (${this.cfg.inFlightMax * TXNS_PER_IN_FLIGHT} in all); oldest undecided: ${oldest.join(', ') || 'none'}; commit or abort them, or retry later`,
+    );
   }
 
   /** True while txnId is begun, preparing or deciding on this leader (what counts toward inFlightMax). */
@@ -574,7 +577,7 @@ export class CoordinatorEngine {
     for (const t of this.txns.values()) {
       for (const m of t.members.values()) {
         // Prepared there and not yet told (or not yet acknowledged) the outcome.
-        const waiting = t.phase === 'delivering' ? !m.acked && (m.vote !== 'no') : m.vote === 'yes';
+        const waiting = t.phase === 'delivering' ? !m.acked && m.vote !== 'no' : m.vote === 'yes';
         if (waiting) inDoubt.set(m.record.id, (inDoubt.get(m.record.id) ?? 0) + 1);
       }
     }
@@ -612,7 +615,12 @@ export class CoordinatorEngine {
         if (err || !res || res.t !== 'heuristic') return cb(new EngineError('outcome-unknown', `the heuristic report could not be logged (${err?.message ?? 'no result'}); retry`));
         cb(null, res.record);
       });
-    this.decideFirst(r.txnId, `participant ${r.participantId} was resolved by hand (heuristic ${r.outcome.toUpperCase()} by ${r.operator}: ${r.reason}); no decision was logged, so the transaction is aborted`, 'heuristic_report', (err) => (err ? cb(err) : record()));
+    this.decideFirst(
+      r.txnId,
+      `participant ${r.participantId} was resolved by hand (heuristic ${r.outcome.toUpperCase()} by ${r.operator}: ${r.reason}); no decision was logged, so the transaction is aborted`,
+      'heuristic_report',
+      (err) => (err ? cb(err) : record()),
+    );
   }
 
   /**
@@ -674,11 +682,16 @@ export class CoordinatorEngine {
     }
     if (!decided && outcome === 'commit' && !(t?.phase === 'deciding' && t.proposing === 'commit')) {
       const why = !t
-        ? 'this leader did not prepare it, so it does not hold every participant\'s YES vote (a new leader never resumes another leader\'s prepare, R2)'
+        ? "this leader did not prepare it, so it does not hold every participant's YES vote (a new leader never resumes another leader's prepare, R2)"
         : t.phase === 'deciding'
           ? `it is being aborted (${t.reason})`
           : `not every participant voted YES (${[...t.members.values()].map((m) => `${m.record.id}: ${m.vote ?? 'no vote yet'}`).join(', ') || 'no PREPARE sent yet'})`;
-      return cb(new EngineError('precondition', `COMMIT of undecided transaction ${txnId} refused: ${why}. AC2 — COMMIT only if every participant voted YES — is never traded away; use --abort, or wait for the transaction to be decided`));
+      return cb(
+        new EngineError(
+          'precondition',
+          `COMMIT of undecided transaction ${txnId} refused: ${why}. AC2 — COMMIT only if every participant voted YES — is never traded away; use --abort, or wait for the transaction to be decided`,
+        ),
+      );
     }
     const propose = (): void => {
       const members = t ? decisionParticipants(t, outcome) : [];
@@ -819,7 +832,10 @@ export class CoordinatorEngine {
       // tick; only this leader, of the term that collected every YES, may (R2),
       // and a duplicate Decide is a no-op (R1). ABORT likewise.
       if (t.phase === 'deciding') t.reproposeAtMs = this.io.nowMs() + this.cfg.retryMinMs;
-      const e = new EngineError('outcome-unknown', `the ${outcome === 'commit' ? 'COMMIT' : 'ABORT'} decision could not be confirmed (${err.message}); query the outcome or retry Commit with the same id`);
+      const e = new EngineError(
+        'outcome-unknown',
+        `the ${outcome === 'commit' ? 'COMMIT' : 'ABORT'} decision could not be confirmed (${err.message}); query the outcome or retry Commit with the same id`,
+      );
       for (const w of t.waiters.splice(0)) w(e);
     });
   }
@@ -847,7 +863,8 @@ export class CoordinatorEngine {
     t.outcome = 'abort';
     const a = this.answerFor(t);
     for (const w of t.waiters.splice(0)) w(null, a);
-    for (const m of t.members.values()) if (m.vote !== 'no') this.io.sendDecision(m.record, { txnId: t.id, participantId: m.record.id, outcome: 'abort', reason: t.reason }, this.cfg.rpcDeadlineMs, () => {});
+    for (const m of t.members.values())
+      if (m.vote !== 'no') this.io.sendDecision(m.record, { txnId: t.id, participantId: m.record.id, outcome: 'abort', reason: t.reason }, this.cfg.rpcDeadlineMs, () => {});
   }
 
   /** ABORT for a transaction this leader is not working on, logged before anyone hears it; `participants` get it until they acknowledge. */

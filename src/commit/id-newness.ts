@@ -36,13 +36,19 @@ export function beginRefusal(table: DecisionTable, txnId: string, nowMs: number,
   const idAtMs = txnIdTimeMs(txnId);
   if (idAtMs === null) {
     if (rules.untimedIds === 'trust') return null;
-    return { code: 'invalid', message: `transaction id ${txnId} carries no creation time, and this cluster begins only ids it can prove new: end the id with a UUIDv7 (the SDK's generated ids are UUIDv7s)` };
+    return {
+      code: 'invalid',
+      message: `transaction id ${txnId} carries no creation time, and this cluster begins only ids it can prove new: end the id with a UUIDv7 (the SDK's generated ids are UUIDv7s)`,
+    };
   }
   const future = futureIdRefusal(txnId, nowMs, rules.clockSkewMaxMs);
   if (future) return future;
   const horizon = table.horizonAtMs;
   if (horizon !== null && idAtMs <= horizon) {
-    return { code: 'precondition', message: `transaction id ${txnId} was created at ${iso(idAtMs)}, at or before the retention horizon ${iso(horizon)}: a decision for it may have been forgotten, so it cannot be proved new; use a new id` };
+    return {
+      code: 'precondition',
+      message: `transaction id ${txnId} was created at ${iso(idAtMs)}, at or before the retention horizon ${iso(horizon)}: a decision for it may have been forgotten, so it cannot be proved new; use a new id`,
+    };
   }
   return null;
 }

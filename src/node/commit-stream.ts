@@ -3,7 +3,17 @@
 // check, refusal while shutting down, validation, R2, R7, metrics); the
 // answers of one event-loop turn go back in one StreamedOutcomes message.
 import * as grpc from '@grpc/grpc-js';
-import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, RECORDED_OUTCOME_KEY, STATUS_REASON_KEY, type CommitRequest, type StreamedCommits, type StreamedOutcome, type StreamedOutcomes, type TxnOutcome } from '../transport/coordinator-rpc.ts';
+import {
+  LEADER_ADDRESS_KEY,
+  LEADER_ID_KEY,
+  RECORDED_OUTCOME_KEY,
+  STATUS_REASON_KEY,
+  type CommitRequest,
+  type StreamedCommits,
+  type StreamedOutcome,
+  type StreamedOutcomes,
+  type TxnOutcome,
+} from '../transport/coordinator-rpc.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
 
 /** Commits answered on one stream at a time at most; beyond this one is refused with RESOURCE_EXHAUSTED. */
@@ -36,7 +46,8 @@ function serve(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, call: gr
     batch: (outcomes: StreamedOutcome[]) => ({ outcomes }),
     handle: ({ id, commit: request }, waiting, answer) => {
       if (request === null) return answer(failure(id, { code: grpc.status.INVALID_ARGUMENT, details: `streamed commit ${id} carries no CommitRequest` }));
-      if (waiting > COMMIT_STREAM_PENDING_MAX) return answer(failure(id, { code: grpc.status.RESOURCE_EXHAUSTED, details: `${waiting - 1} commits on this stream wait for their outcome; retry later` }));
+      if (waiting > COMMIT_STREAM_PENDING_MAX)
+        return answer(failure(id, { code: grpc.status.RESOURCE_EXHAUSTED, details: `${waiting - 1} commits on this stream wait for their outcome; retry later` }));
       // What the unary handler sees: this request, and the stream's metadata, peer and credentials.
       const unaryCall = Object.assign(Object.create(call) as grpc.ServerUnaryCall<CommitRequest, TxnOutcome>, { request });
       commit(unaryCall, (err, outcome) => {

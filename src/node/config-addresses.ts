@@ -53,7 +53,8 @@ export function checkAddresses(nodeId: string, listen: string, metricsListen: st
     const l = split(listen);
     const o = split(own);
     const matches = l.host === '*' ? l.port === o.port : l.host === o.host && l.port === o.port;
-    if (!matches) return `{listen} ${JSON.stringify(listen)} differs from this node's own entry {peers.${nodeId}} ${JSON.stringify(own)}: the others and clients reach this node there; make them the same address (or listen on 0.0.0.0 with the same port)`;
+    if (!matches)
+      return `{listen} ${JSON.stringify(listen)} differs from this node's own entry {peers.${nodeId}} ${JSON.stringify(own)}: the others and clients reach this node there; make them the same address (or listen on 0.0.0.0 with the same port)`;
   }
   if (metricsListen !== null) {
     const m = split(metricsListen);

@@ -50,7 +50,10 @@ export type Source = { kind: 'file' } | { kind: 'env'; name: string } | { kind: 
 
 /** The environment variable for a key path: tls.adminNames → VERDICT_TLS_ADMIN_NAMES. */
 export function envName(path: string): string {
-  return `VERDICT_${path.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/\./g, '_').toUpperCase()}`;
+  return `VERDICT_${path
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/\./g, '_')
+    .toUpperCase()}`;
 }
 
 /** " (from VERDICT_X)" / " (from --set x=...)" / "" for the file, to follow a key's name in a message. */
@@ -125,12 +128,19 @@ function convert(path: string, text: string, source: Source): unknown {
     case 'bool':
       return text === 'true' ? true : text === 'false' ? false : text;
     case 'list':
-      return text.split(',').map((x) => x.trim()).filter((x) => x !== '');
+      return text
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
     case 'map': {
       const out: Record<string, string> = {};
-      for (const item of text.split(',').map((x) => x.trim()).filter((x) => x !== '')) {
+      for (const item of text
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '')) {
         const eq = item.indexOf('=');
-        if (eq <= 0) throw new OverrideError(`"${path}"${describeSource(source)}: ${JSON.stringify(item)} is not ID=HOST:PORT; expected a comma-separated list such as n1=127.0.0.1:7001,n2=127.0.0.1:7002`);
+        if (eq <= 0)
+          throw new OverrideError(`"${path}"${describeSource(source)}: ${JSON.stringify(item)} is not ID=HOST:PORT; expected a comma-separated list such as n1=127.0.0.1:7001,n2=127.0.0.1:7002`);
         out[item.slice(0, eq)] = item.slice(eq + 1);
       }
       return out;

@@ -122,7 +122,27 @@ export function loadConfig(file: string | undefined, overrides: ConfigOverrides 
   return parseConfig(raw, file, overrides);
 }
 
-const KNOWN = ['clusterId', 'nodeId', 'listen', 'metricsListen', 'dataDir', 'peers', 'peerDial', 'tickMs', 'electionTicks', 'heartbeatTicks', 'snapshotEntries', 'logLevel', 'tls', 'join', 'insecure', 'requestBytesMax', 'inFlightMax', 'clientInFlightMax', 'streamUnreadMax'];
+const KNOWN = [
+  'clusterId',
+  'nodeId',
+  'listen',
+  'metricsListen',
+  'dataDir',
+  'peers',
+  'peerDial',
+  'tickMs',
+  'electionTicks',
+  'heartbeatTicks',
+  'snapshotEntries',
+  'logLevel',
+  'tls',
+  'join',
+  'insecure',
+  'requestBytesMax',
+  'inFlightMax',
+  'clientInFlightMax',
+  'streamUnreadMax',
+];
 const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
 const ADMIN_NAMES_MAX = 256;
 
@@ -200,9 +220,11 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const peerDial = new Map<string, string>();
   const pd = o.peerDial;
   if (pd !== undefined) {
-    if (typeof pd !== 'object' || pd === null || Array.isArray(pd)) throw new ConfigError(file, `${label('peerDial')} must be an object of peer id → "host:port" (where this node connects to reach that peer)`);
+    if (typeof pd !== 'object' || pd === null || Array.isArray(pd))
+      throw new ConfigError(file, `${label('peerDial')} must be an object of peer id → "host:port" (where this node connects to reach that peer)`);
     for (const [id, addr] of Object.entries(pd as Record<string, unknown>)) {
-      if (!peers.has(id) || id === nodeId) throw new ConfigError(file, `${label(`peerDial.${id}`)}: "${id}" is not another voter in "peers" (${[...peers.keys()].filter((x) => x !== nodeId).join(', ')})`);
+      if (!peers.has(id) || id === nodeId)
+        throw new ConfigError(file, `${label(`peerDial.${id}`)}: "${id}" is not another voter in "peers" (${[...peers.keys()].filter((x) => x !== nodeId).join(', ')})`);
       if (typeof addr !== 'string' || !parseAddress(addr)) throw new ConfigError(file, `${label(`peerDial.${id}`)} is ${JSON.stringify(addr)}: expected host:port`);
       peerDial.set(id, addr);
     }
@@ -223,9 +245,11 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const join = o.join === 'true' ? true : o.join === 'false' ? false : (o.join ?? false);
   if (typeof join !== 'boolean') throw new ConfigError(file, `${label('join')} is ${JSON.stringify(join)}: expected true (a new node joining a running cluster) or false`);
   const insecure = o.insecure === 'true' ? true : o.insecure === 'false' ? false : (o.insecure ?? false);
-  if (typeof insecure !== 'boolean') throw new ConfigError(file, `${label('insecure')} is ${JSON.stringify(insecure)}: expected true (serve plaintext beyond loopback, trusting everyone who can reach the port) or false`);
+  if (typeof insecure !== 'boolean')
+    throw new ConfigError(file, `${label('insecure')} is ${JSON.stringify(insecure)}: expected true (serve plaintext beyond loopback, trusting everyone who can reach the port) or false`);
   const logLevel = o.logLevel ?? 'info';
-  if (typeof logLevel !== 'string' || !(LEVELS as readonly string[]).includes(logLevel)) throw new ConfigError(file, `${label('logLevel')} is ${JSON.stringify(logLevel)}: expected one of ${LEVELS.join(', ')}`);
+  if (typeof logLevel !== 'string' || !(LEVELS as readonly string[]).includes(logLevel))
+    throw new ConfigError(file, `${label('logLevel')} is ${JSON.stringify(logLevel)}: expected one of ${LEVELS.join(', ')}`);
 
   let tls: NodeTlsConfig | null = null;
   if (o.tls !== undefined) {
@@ -234,21 +258,47 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     const to = t as Record<string, unknown>;
     for (const k of Object.keys(to)) if (!TLS_KNOWN.includes(k)) throw new ConfigError(file, `unknown key "tls.${k}" (known keys: ${TLS_KNOWN.map((x) => `tls.${x}`).join(', ')})`);
     const path = (k: 'ca' | 'cert' | 'key', form: string): string => absolute(`tls.${k}`, strIn(to, `tls.${k}`, k, /\S/, form));
-    const ca = path('ca', 'the path of the cluster CA\'s certificate (PEM)');
+    const ca = path('ca', "the path of the cluster CA's certificate (PEM)");
     const cert = path('cert', `the path of this node's certificate (PEM), with CN=${nodeId} and OU=${clusterId}`);
     const key = path('key', "the path of this node's private key (PEM)");
     let adminNames: string[] | null = null;
     if (to.adminNames !== undefined) {
       const a = to.adminNames;
       const form = `a list of client certificate common names (CN), e.g. ["ops-admin"], at most ${ADMIN_NAMES_MAX}`;
-      if (!Array.isArray(a) || a.length > ADMIN_NAMES_MAX || a.some((x) => typeof x !== 'string' || x.trim() === '')) throw new ConfigError(file, `${label('tls.adminNames')} is ${JSON.stringify(a)}: expected ${form}`);
+      if (!Array.isArray(a) || a.length > ADMIN_NAMES_MAX || a.some((x) => typeof x !== 'string' || x.trim() === ''))
+        throw new ConfigError(file, `${label('tls.adminNames')} is ${JSON.stringify(a)}: expected ${form}`);
       adminNames = a as string[];
     }
     tls = { ca, cert, key, adminNames };
   }
 
   const addressProblem = checkAddresses(nodeId, listen, metricsListen, peers);
-  if (addressProblem !== null) throw new ConfigError(file, addressProblem.replace(/\{(peers\.[^}]+|listen|metricsListen)\}/g, (_, k: string) => label(k)));
+  if (addressProblem !== null)
+    throw new ConfigError(
+      file,
+      addressProblem.replace(/\{(peers\.[^}]+|listen|metricsListen)\}/g, (_, k: string) => label(k)),
+    );
 
-  return { file, clusterId, nodeId, listen, metricsListen, dataDir, peers, peerDial, tickMs, electionTicks, heartbeatTicks, snapshotEntries, logLevel: logLevel as NodeConfig['logLevel'], tls, join, insecure, requestBytesMax, inFlightMax, clientInFlightMax, streamUnreadMax };
+  return {
+    file,
+    clusterId,
+    nodeId,
+    listen,
+    metricsListen,
+    dataDir,
+    peers,
+    peerDial,
+    tickMs,
+    electionTicks,
+    heartbeatTicks,
+    snapshotEntries,
+    logLevel: logLevel as NodeConfig['logLevel'],
+    tls,
+    join,
+    insecure,
+    requestBytesMax,
+    inFlightMax,
+    clientInFlightMax,
+    streamUnreadMax,
+  };
 }

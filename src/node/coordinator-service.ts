@@ -66,7 +66,6 @@ const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const OPERATOR_CHARS_MAX = 128;
 const REASON_CHARS_MAX = 1_000;
 
-
 /** Who performs an operator's act: the `verdict-operator` metadata the CLI sets ($USER@hostname or --operator). */
 export function operatorOf(call: grpc.ServerUnaryCall<unknown, unknown>): string {
   const v = call.metadata.get(OPERATOR_KEY)[0];
@@ -132,8 +131,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
   const { cfg, driver, engine, table, metrics } = deps;
   const refusal = deps.refusal ?? (() => null);
 
-  const fail = (err: EngineError): grpc.ServiceError =>
-    err.code === 'not-leader' ? notLeader(cfg, driver.leader()) : engineStatus(err);
+  const fail = (err: EngineError): grpc.ServiceError => (err.code === 'not-leader' ? notLeader(cfg, driver.leader()) : engineStatus(err));
 
   const invalid = (what: string): Partial<grpc.StatusObject> => ({ code: grpc.status.INVALID_ARGUMENT, details: what });
 
@@ -144,7 +142,13 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
 
   const leaderOnly = (): EngineError | null => (engine.isLeader() ? null : new EngineError('not-leader', 'not the leader'));
 
-  const participantInfo = (p: { id: string; endpoint: string; registeredAtMs: number }): ParticipantInfo => ({ participantId: p.id, endpoint: p.endpoint, registeredAtMs: p.registeredAtMs, lastSeenMs: 0, inDoubt: 0 });
+  const participantInfo = (p: { id: string; endpoint: string; registeredAtMs: number }): ParticipantInfo => ({
+    participantId: p.id,
+    endpoint: p.endpoint,
+    registeredAtMs: p.registeredAtMs,
+    lastSeenMs: 0,
+    inDoubt: 0,
+  });
 
   const txnInfo = (t: TxnView): TxnInfo => ({
     txnId: t.txnId,
@@ -163,7 +167,8 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       const { clusterId, participantId, endpoint } = call.request;
       // Each refusal names its reason in `verdict-reason` metadata: the participant tells a fixable setting from a passing outage by it.
       if (clusterId !== cfg.clusterId) return cb(refuse(grpc.status.FAILED_PRECONDITION, 'wrong-cluster-id', `participant belongs to cluster "${clusterId}", this is cluster "${cfg.clusterId}"`));
-      if (!ID.test(participantId)) return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-participant-id', `participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
+      if (!ID.test(participantId))
+        return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-participant-id', `participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
       if (!ENDPOINT.test(endpoint)) return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-endpoint', `endpoint ${JSON.stringify(endpoint)} must be host:port`));
       // With TLS, a participant id belongs to the certificate named after it (src/transport/auth.ts); one
       // namespace with node ids, so that a participant's certificate is never taken for a node's.
@@ -184,19 +189,23 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
     ListParticipants: (call, cb) => {
       const notLeaderErr = call.request.withActivity ? leaderOnly() : null;
       if (notLeaderErr) return cb(fail(notLeaderErr));
-      withTimeout<number>('list participants', (done) => driver.read(done), (err) => {
-        if (err) return cb(toServiceError(cfg, err));
-        const activity = new Map(call.request.withActivity ? engine.participantActivity().map((a) => [a.id, a]) : []);
-        const out: ListParticipantsResponse = {
-          participants: [...table.participants.values()].map((p) => ({
-            ...participantInfo(p),
-            lastSeenMs: activity.get(p.id)?.lastSeenMs ?? 0,
-            inDoubt: activity.get(p.id)?.inDoubt ?? 0,
-            connection: call.request.withActivity ? (deps.connection?.(p.endpoint) ?? '') : '',
-          })),
-        };
-        cb(null, out);
-      });
+      withTimeout<number>(
+        'list participants',
+        (done) => driver.read(done),
+        (err) => {
+          if (err) return cb(toServiceError(cfg, err));
+          const activity = new Map(call.request.withActivity ? engine.participantActivity().map((a) => [a.id, a]) : []);
+          const out: ListParticipantsResponse = {
+            participants: [...table.participants.values()].map((p) => ({
+              ...participantInfo(p),
+              lastSeenMs: activity.get(p.id)?.lastSeenMs ?? 0,
+              inDoubt: activity.get(p.id)?.inDoubt ?? 0,
+              connection: call.request.withActivity ? (deps.connection?.(p.endpoint) ?? '') : '',
+            })),
+          };
+          cb(null, out);
+        },
+      );
     },
     Begin: (call, cb) => {
       const refused = refusal();
@@ -248,10 +257,10 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandler
       if (refused) return cb(refused);
       const outcome = decisionOf(r.outcome);
       if (outcome === null) return cb(invalid('a heuristic report needs outcome OUTCOME_COMMITTED or OUTCOME_ABORTED'));
-      if (r.operator.length > OPERATOR_CHARS_MAX || r.reason.length > REASON_CHARS_MAX) return cb(invalid(`operator and reason are limited to ${OPERATOR_CHARS_MAX} and ${REASON_CHARS_MAX} characters`));
-      engine.reportHeuristic(
-        { txnId: r.txnId, participantId: r.participantId, outcome, gid: r.gid.slice(0, 200), operator: r.operator, reason: r.reason, atMs: r.atMs },
-        (err, h) => (err || !h ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { heuristic: heuristicInfo(h) })),
+      if (r.operator.length > OPERATOR_CHARS_MAX || r.reason.length > REASON_CHARS_MAX)
+        return cb(invalid(`operator and reason are limited to ${OPERATOR_CHARS_MAX} and ${REASON_CHARS_MAX} characters`));
+      engine.reportHeuristic({ txnId: r.txnId, participantId: r.participantId, outcome, gid: r.gid.slice(0, 200), operator: r.operator, reason: r.reason, atMs: r.atMs }, (err, h) =>
+        err || !h ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { heuristic: heuristicInfo(h) }),
       );
     },
     ResolveTransaction: (call, cb) => {

@@ -55,7 +55,11 @@ function firstProblem(checks: [Check, string, unknown][]): string | null {
 /** Problems of each Coordinator request's fields, by method (the others carry no strings). */
 type RequestOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer Req, unknown> ? Req : never;
 const REQUEST_CHECKS: { [M in CoordinatorMethod]?: (r: RequestOf<M>) => string | null } = {
-  RegisterParticipant: (r) => firstProblem([[id, 'cluster_id', r.clusterId], [id, 'participant_id', r.participantId]]) ?? endpointProblem(r.endpoint ?? ''),
+  RegisterParticipant: (r) =>
+    firstProblem([
+      [id, 'cluster_id', r.clusterId],
+      [id, 'participant_id', r.participantId],
+    ]) ?? endpointProblem(r.endpoint ?? ''),
   Begin: (r) => txnId('txn_id', r.txnId),
   Commit: (r) => {
     const p = txnId('txn_id', r.txnId);
@@ -66,8 +70,16 @@ const REQUEST_CHECKS: { [M in CoordinatorMethod]?: (r: RequestOf<M>) => string |
     }
     return null;
   },
-  Abort: (r) => firstProblem([[txnId, 'txn_id', r.txnId], [text, 'reason', r.reason]]),
-  GetOutcome: (r) => firstProblem([[txnId, 'txn_id', r.txnId], [optionalId, 'participant_id', r.participantId]]),
+  Abort: (r) =>
+    firstProblem([
+      [txnId, 'txn_id', r.txnId],
+      [text, 'reason', r.reason],
+    ]),
+  GetOutcome: (r) =>
+    firstProblem([
+      [txnId, 'txn_id', r.txnId],
+      [optionalId, 'participant_id', r.participantId],
+    ]),
   ListTransactions: (r) => optionalTxnId('txn_id', r.txnId ?? ''),
   ReportHeuristic: (r) =>
     firstProblem([
@@ -78,7 +90,11 @@ const REQUEST_CHECKS: { [M in CoordinatorMethod]?: (r: RequestOf<M>) => string |
       [text, 'operator', r.operator],
       [text, 'reason', r.reason],
     ]),
-  ResolveTransaction: (r) => firstProblem([[txnId, 'txn_id', r.txnId], [text, 'reason', r.reason]]),
+  ResolveTransaction: (r) =>
+    firstProblem([
+      [txnId, 'txn_id', r.txnId],
+      [text, 'reason', r.reason],
+    ]),
 };
 
 /** Longest key of the foundation's key/value state machine (Put, Get). */
@@ -186,7 +202,9 @@ type Handler = (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnary
 export function withClientLimits(h: CoordinatorHandlers, d: EdgeDeps): CoordinatorHandlers {
   const refuse = (method: string, call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>, cls: RefusalClass, details: string): void => {
     d.refusals.refuse(cls, { method, peer: call.getPeer() }, details);
-    cb(cls === 'client_limit' ? Object.assign(new Error(`RESOURCE_EXHAUSTED: ${details}`), { code: grpc.status.RESOURCE_EXHAUSTED, details, metadata: new grpc.Metadata() }) : invalidArgument(details));
+    cb(
+      cls === 'client_limit' ? Object.assign(new Error(`RESOURCE_EXHAUSTED: ${details}`), { code: grpc.status.RESOURCE_EXHAUSTED, details, metadata: new grpc.Metadata() }) : invalidArgument(details),
+    );
   };
   const out: Record<string, Handler> = {};
   for (const [method, handler] of Object.entries(h) as [string, Handler][]) {

@@ -17,7 +17,10 @@ export function logFormat(env: NodeJS.ProcessEnv = process.env, isTTY = process.
 export function createLogger(level: string, bindings: Record<string, string> = {}, format: LogFormat = logFormat()): Logger {
   const opts = { level, base: { pid: process.pid, ...bindings } };
   if (format === 'json') return pino(opts, pino.destination(2));
-  return pino(opts, prettyDestination((s) => process.stderr.write(s), process.stderr.isTTY === true && !process.env.NO_COLOR));
+  return pino(
+    opts,
+    prettyDestination((s) => process.stderr.write(s), process.stderr.isTTY === true && !process.env.NO_COLOR),
+  );
 }
 
 const LEVELS: Record<number, [string, string]> = {

@@ -58,7 +58,11 @@ export function membersOf(cfg: NodeConfig, d: Driver<unknown>): Members {
 }
 
 /** `isParticipant`: whether an id is a registered participant's (node and participant ids are one namespace, docs/security.md). */
-export function membershipApi(cfg: NodeConfig, d: Driver<unknown>, isParticipant: (id: string) => boolean = () => false): { AddMember: Handler<AddMemberRequest>; RemoveMember: Handler<RemoveMemberRequest>; ListMembers: Handler<ListMembersRequest> } {
+export function membershipApi(
+  cfg: NodeConfig,
+  d: Driver<unknown>,
+  isParticipant: (id: string) => boolean = () => false,
+): { AddMember: Handler<AddMemberRequest>; RemoveMember: Handler<RemoveMemberRequest>; ListMembers: Handler<ListMembersRequest> } {
   /** Every member's address after `id` joins at `address` (or leaves, when address is null). */
   const contextFor = (cs: ConfState, id: string, address: string | null): Uint8Array => {
     const addrs = new Map<string, string>();
@@ -106,7 +110,8 @@ export function membershipApi(cfg: NodeConfig, d: Driver<unknown>, isParticipant
       if (typeof id !== 'string' || !ID.test(id)) return cb(fail(grpc.status.INVALID_ARGUMENT, `node id ${JSON.stringify(id)} is invalid: expected letters, digits, ".", "_" or "-" (at most 64)`));
       if (typeof address !== 'string' || !parseAddress(address)) return cb(fail(grpc.status.INVALID_ARGUMENT, `address ${JSON.stringify(address)} is invalid: expected host:port of the new node`));
       if (!d.isLeader()) return cb(notLeader(cfg, d.leader()));
-      if (isParticipant(id)) return cb(fail(grpc.status.FAILED_PRECONDITION, `"${id}" is a registered participant's id; a node needs an id of its own, or that participant's certificate would pass for this node's`));
+      if (isParticipant(id))
+        return cb(fail(grpc.status.FAILED_PRECONDITION, `"${id}" is a registered participant's id; a node needs an id of its own, or that participant's certificate would pass for this node's`));
       const cs = d.node.confState();
       const current = cfg.peers.get(id);
       const member = cs.voters.includes(id) || cs.learners.includes(id);

@@ -55,7 +55,14 @@ export class NodeMetrics {
         this.inc({ role: 'participant' }, permissionDenials.participant);
       },
     });
-    new Gauge({ name: 'verdict_raft_term', help: 'Current Raft term.', registers: [r], collect() { fromStatus(this, (s) => s.hardState.term); } });
+    new Gauge({
+      name: 'verdict_raft_term',
+      help: 'Current Raft term.',
+      registers: [r],
+      collect() {
+        fromStatus(this, (s) => s.hardState.term);
+      },
+    });
     new Gauge({
       name: 'verdict_raft_role',
       help: 'Raft role of this node: 1 for the current role, 0 for the others.',
@@ -66,9 +73,30 @@ export class NodeMetrics {
         if (role !== undefined) for (const x of ROLES) this.set({ role: x }, x === role ? 1 : 0);
       },
     });
-    new Gauge({ name: 'verdict_raft_commit_index', help: 'Highest log index known to be committed.', registers: [r], collect() { fromStatus(this, (s) => s.hardState.commit); } });
-    new Gauge({ name: 'verdict_raft_applied_index', help: 'Highest log index applied to the decision table.', registers: [r], collect() { fromStatus(this, (s) => s.applied); } });
-    new Gauge({ name: 'verdict_raft_last_index', help: 'Index of the last entry in the local log.', registers: [r], collect() { fromStatus(this, (s) => s.lastIndex); } });
+    new Gauge({
+      name: 'verdict_raft_commit_index',
+      help: 'Highest log index known to be committed.',
+      registers: [r],
+      collect() {
+        fromStatus(this, (s) => s.hardState.commit);
+      },
+    });
+    new Gauge({
+      name: 'verdict_raft_applied_index',
+      help: 'Highest log index applied to the decision table.',
+      registers: [r],
+      collect() {
+        fromStatus(this, (s) => s.applied);
+      },
+    });
+    new Gauge({
+      name: 'verdict_raft_last_index',
+      help: 'Index of the last entry in the local log.',
+      registers: [r],
+      collect() {
+        fromStatus(this, (s) => s.lastIndex);
+      },
+    });
 
     new Counter({
       name: 'verdict_raft_messages_refused_total',
@@ -98,8 +126,22 @@ export class NodeMetrics {
     });
 
     const eng = src.engine;
-    new Counter({ name: 'verdict_transactions_begun_total', help: 'Transactions begun on this node while it led.', registers: [r], collect() { mirror(this, eng()?.counters().begun ?? 0); } });
-    new Counter({ name: 'verdict_transactions_committed_total', help: 'COMMIT decisions applied while this node led.', registers: [r], collect() { mirror(this, eng()?.counters().committed ?? 0); } });
+    new Counter({
+      name: 'verdict_transactions_begun_total',
+      help: 'Transactions begun on this node while it led.',
+      registers: [r],
+      collect() {
+        mirror(this, eng()?.counters().begun ?? 0);
+      },
+    });
+    new Counter({
+      name: 'verdict_transactions_committed_total',
+      help: 'COMMIT decisions applied while this node led.',
+      registers: [r],
+      collect() {
+        mirror(this, eng()?.counters().committed ?? 0);
+      },
+    });
     new Counter({
       name: 'verdict_transactions_aborted_total',
       help: 'Transactions aborted while this node led, by reason class.',
@@ -118,11 +160,39 @@ export class NodeMetrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [r],
     });
-    new Gauge({ name: 'verdict_transactions_in_flight', help: 'Transactions this leader has begun and not decided yet.', registers: [r], collect() { const p = eng()?.phases();
-        this.set(p ? p.begun + p.preparing + p.deciding : 0); } });
-    new Gauge({ name: 'verdict_decisions_unacked', help: 'Decided transactions whose DECISION some participant has not acknowledged yet (leader only).', registers: [r], collect() { this.set(eng()?.phases().delivering ?? 0); } });
-    new Gauge({ name: 'verdict_decisions_unforgotten', help: 'Decisions in the replicated table not yet forgotten (COMMITs wait for every ACK, R5).', registers: [r], collect() { this.set(src.table()?.decisions.size ?? 0); } });
-    new Gauge({ name: 'verdict_participants_registered', help: 'Participants in the replicated registry.', registers: [r], collect() { this.set(src.table()?.participants.size ?? 0); } });
+    new Gauge({
+      name: 'verdict_transactions_in_flight',
+      help: 'Transactions this leader has begun and not decided yet.',
+      registers: [r],
+      collect() {
+        const p = eng()?.phases();
+        this.set(p ? p.begun + p.preparing + p.deciding : 0);
+      },
+    });
+    new Gauge({
+      name: 'verdict_decisions_unacked',
+      help: 'Decided transactions whose DECISION some participant has not acknowledged yet (leader only).',
+      registers: [r],
+      collect() {
+        this.set(eng()?.phases().delivering ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'verdict_decisions_unforgotten',
+      help: 'Decisions in the replicated table not yet forgotten (COMMITs wait for every ACK, R5).',
+      registers: [r],
+      collect() {
+        this.set(src.table()?.decisions.size ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'verdict_participants_registered',
+      help: 'Participants in the replicated registry.',
+      registers: [r],
+      collect() {
+        this.set(src.table()?.participants.size ?? 0);
+      },
+    });
     new Counter({
       name: 'verdict_heuristic_outcomes_total',
       help: 'Heuristic outcomes reported by participants and recorded in the decision table, by kind (HEURCOM, HEURRB: consistent with the decision; HEURMIX: contrary to it; HEURHAZ: no decision to compare with).',
@@ -147,7 +217,14 @@ export class NodeMetrics {
         for (const c of REFUSAL_CLASSES) this.inc({ reason: c }, counts?.get(c) ?? 0);
       },
     });
-    new Counter({ name: 'verdict_decision_delivery_retries_total', help: 'DECISION deliveries that failed and were rescheduled with backoff.', registers: [r], collect() { mirror(this, eng()?.counters().decisionRetries ?? 0); } });
+    new Counter({
+      name: 'verdict_decision_delivery_retries_total',
+      help: 'DECISION deliveries that failed and were rescheduled with backoff.',
+      registers: [r],
+      collect() {
+        mirror(this, eng()?.counters().decisionRetries ?? 0);
+      },
+    });
   }
 
   /** One persisted batch: its latency, and (for a Ready, not a local snapshot) its entry count. */

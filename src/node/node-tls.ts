@@ -48,7 +48,10 @@ export function loadNodeTls(cfg: NodeConfig): NodeTls | null {
   // Peers and clients dial the address in `peers` and check it against the certificate.
   const host = parseAddress(cfg.peers.get(cfg.nodeId) ?? cfg.listen)?.host;
   if (host !== undefined && !certificateNamesHost(leaf, host)) {
-    throw new ConfigError(cfg.file, `"tls.cert" (${t.cert}) does not name ${host} in its subjectAltName (it has ${leaf.subjectAltName ?? 'none'}); peers and clients dial this node at ${host} and would refuse it; add subjectAltName=${/^[\d.]+$|:/.test(host) ? 'IP' : 'DNS'}:${host}`);
+    throw new ConfigError(
+      cfg.file,
+      `"tls.cert" (${t.cert}) does not name ${host} in its subjectAltName (it has ${leaf.subjectAltName ?? 'none'}); peers and clients dial this node at ${host} and would refuse it; add subjectAltName=${/^[\d.]+$|:/.test(host) ? 'IP' : 'DNS'}:${host}`,
+    );
   }
   const peerCreds = new Map<string, grpc.ChannelCredentials>();
   return {

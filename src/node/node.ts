@@ -111,7 +111,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   } else if (cfg.insecure) {
     log.info({ insecure: true }, '"insecure" has no effect: this node serves mutual TLS');
   }
-  if (tls !== null && tls.auth.tls?.adminNames.length === 0) log.warn('tls.adminNames is not set: admin operations (leader transfer, membership, txn resolve, put/get) are refused to every certificate');
+  if (tls !== null && tls.auth.tls?.adminNames.length === 0)
+    log.warn('tls.adminNames is not set: admin operations (leader transfer, membership, txn resolve, put/get) are refused to every certificate');
   setAuthPolicy(tls?.auth ?? OPEN_POLICY);
   const server = new grpc.Server(SERVER_OPTIONS);
   const port = await bind(server, cfg.listen, tls?.server ?? grpc.ServerCredentials.createInsecure());
@@ -203,7 +204,10 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     onFatal: (err) => {
       if (err instanceof UnappliableEntryError) {
         // Damage to this node's own log (peers' entries are checked on arrival): one line, no stack, a distinct exit code.
-        log.fatal({ index: err.index, why: err.why }, `${err.message}; this node's log is damaged, so it stops rather than diverge from the others. Replace it as a node whose disk is gone (docs/hardening-raft.md)`);
+        log.fatal(
+          { index: err.index, why: err.why },
+          `${err.message}; this node's log is damaged, so it stops rather than diverge from the others. Replace it as a node whose disk is gone (docs/hardening-raft.md)`,
+        );
         void stop().finally(() => process.exit(3));
         return;
       }
@@ -253,30 +257,45 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const refusals = new Refusals(log);
   const participants = new ParticipantLink(cfg.clusterId, tls?.participants);
   const proposals = new ProposalBatcher(d);
-  engine = new CoordinatorEngine(machine.table, {
-    nowMs: () => Date.now(),
-    random: () => Math.random(),
-    propose: (cmd, cb) =>
-      withTimeout<ApplyResult | null>(
-        `proposal ${cmd.t}`,
-        (done) => proposals.add(encodeCommand(cmd), (err, r) => done(err, r?.result)),
-        (err, r) => (err ? cb(err) : r ? cb(null, r) : cb(new Error('no result'))),
-      ),
-    sendPrepare: (to, req, deadlineMs, cb) =>
-      participants.prepare(to, req, deadlineMs, (err, vote) => {
-        if (err) log.info({ txnId: req.txnId, participantId: to.id, endpoint: to.endpoint, err: err.message }, 'PREPARE got no vote; the transaction aborts');
-        else if (vote?.vote === 'no') log.info({ txnId: req.txnId, participantId: to.id, reason: vote.reason }, 'participant voted NO');
-        cb(err, vote);
-      }),
-    sendDecision: (to, req, deadlineMs, cb) =>
-      participants.decide(to, req, deadlineMs, (err) => {
-        // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
-        if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
-        cb(err);
-      }),
-  }, { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax });
+  engine = new CoordinatorEngine(
+    machine.table,
+    {
+      nowMs: () => Date.now(),
+      random: () => Math.random(),
+      propose: (cmd, cb) =>
+        withTimeout<ApplyResult | null>(
+          `proposal ${cmd.t}`,
+          (done) => proposals.add(encodeCommand(cmd), (err, r) => done(err, r?.result)),
+          (err, r) => (err ? cb(err) : r ? cb(null, r) : cb(new Error('no result'))),
+        ),
+      sendPrepare: (to, req, deadlineMs, cb) =>
+        participants.prepare(to, req, deadlineMs, (err, vote) => {
+          if (err) log.info({ txnId: req.txnId, participantId: to.id, endpoint: to.endpoint, err: err.message }, 'PREPARE got no vote; the transaction aborts');
+          else if (vote?.vote === 'no') log.info({ txnId: req.txnId, participantId: to.id, reason: vote.reason }, 'participant voted NO');
+          cb(err, vote);
+        }),
+      sendDecision: (to, req, deadlineMs, cb) =>
+        participants.decide(to, req, deadlineMs, (err) => {
+          // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
+          if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
+          cb(err);
+        }),
+    },
+    { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax },
+  );
   const eng = engine;
-  log.info({ cluster: cfg.clusterId, address, dataDir: cfg.dataDir, term: recovered.hardState.term, commit: recovered.hardState.commit, snapshot: recovered.snapshot.metadata.index, entries: recovered.entries.length }, 'node recovered its log');
+  log.info(
+    {
+      cluster: cfg.clusterId,
+      address,
+      dataDir: cfg.dataDir,
+      term: recovered.hardState.term,
+      commit: recovered.hardState.commit,
+      snapshot: recovered.snapshot.metadata.index,
+      entries: recovered.entries.length,
+    },
+    'node recovered its log',
+  );
 
   // Set while shutting down: new work is refused, pointing at whoever leads (or is taking over).
   let draining = false;
@@ -290,7 +309,11 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     requestBytesMax: cfg.requestBytesMax,
     onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
   };
-  const raftNodeChecked = withFieldChecks({ ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>, (id) => machine.table.participants.has(id)) }, RAFT_NODE_CHECKS, refusals);
+  const raftNodeChecked = withFieldChecks(
+    { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>, (id) => machine.table.participants.has(id)) },
+    RAFT_NODE_CHECKS,
+    refusals,
+  );
   // PutStream runs every streamed Put through the checked unary Put handler.
   const putStreams = putStreamHandler(raftNodeChecked.Put, {
     unreadMax: cfg.streamUnreadMax,
@@ -300,11 +323,14 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   server.addService(raftNode.definition, raftNode.implementation);
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
   const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, eng, cfg.inFlightMax);
-  const coordinator = withClientLimits(coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal, connection: (endpoint) => participants.connection(endpoint) }), {
-    quota,
-    refusals,
-    nowMs: () => Date.now(),
-  });
+  const coordinator = withClientLimits(
+    coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal, connection: (endpoint) => participants.connection(endpoint) }),
+    {
+      quota,
+      refusals,
+      nowMs: () => Date.now(),
+    },
+  );
   // CommitStream runs every streamed Commit through the unary Commit handler.
   const commitStreams = commitStreamHandler(coordinator.Commit, {
     unreadMax: cfg.streamUnreadMax,
@@ -325,7 +351,14 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     addReflection(server, [raftPackageDefinition, coordinatorPackageDefinition]);
     // prom-client is loaded by the node command only, not by every CLI command, and after start-up.
     const { NodeMetrics } = await import('./metrics.ts');
-    metrics = new NodeMetrics({ nodeId: cfg.nodeId, driver: () => d as Driver<unknown>, engine: () => eng, table: () => machine.table, refusals: () => transport.refusals.totals(), requestRefusals: () => refusals });
+    metrics = new NodeMetrics({
+      nodeId: cfg.nodeId,
+      driver: () => d as Driver<unknown>,
+      engine: () => eng,
+      table: () => machine.table,
+      refusals: () => transport.refusals.totals(),
+      requestRefusals: () => refusals,
+    });
     if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics` }, 'serving Prometheus metrics');
   })();
   opsReady.catch((err: unknown) => log.error({ err }, 'reflection or metrics failed to start; the node runs without them'));
@@ -430,7 +463,6 @@ class ProposalBatcher {
   }
 }
 
-
 function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCredentials): Promise<number> {
   return new Promise((resolve, reject) => {
     server.bindAsync(listen, credentials, (err, port) => {
@@ -447,4 +479,3 @@ function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCrede
     });
   });
 }
-

@@ -57,7 +57,13 @@ export class ParticipantLink {
   }
 
   decide(to: ParticipantRecord, req: DecisionRequest, deadlineMs: number, cb: (err: Error | null) => void): void {
-    const decision = { clusterId: this.clusterId, txnId: req.txnId, participantId: req.participantId, decision: req.outcome === 'commit' ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: req.reason } as const;
+    const decision = {
+      clusterId: this.clusterId,
+      txnId: req.txnId,
+      participantId: req.participantId,
+      decision: req.outcome === 'commit' ? 'DECISION_COMMIT' : 'DECISION_ABORT',
+      reason: req.reason,
+    } as const;
     this.client(to.endpoint).decide(decision, deadlineMs, (err) => cb(err));
   }
 

@@ -51,7 +51,8 @@ export function putStreamHandler(put: grpc.handleUnaryCall<PutRequest, PutRespon
       batch: (answers: StreamedPutAnswer[]) => ({ answers }),
       handle: ({ id, put: request }, waiting, answer) => {
         if (request === null) return answer(failure(id, { code: grpc.status.INVALID_ARGUMENT, details: `streamed put ${id} carries no PutRequest` }));
-        if (waiting > pendingMax) return answer(failure(id, { code: grpc.status.RESOURCE_EXHAUSTED, details: `${waiting - 1} puts on this stream wait for their entry to commit (limit ${pendingMax}); retry later` }));
+        if (waiting > pendingMax)
+          return answer(failure(id, { code: grpc.status.RESOURCE_EXHAUSTED, details: `${waiting - 1} puts on this stream wait for their entry to commit (limit ${pendingMax}); retry later` }));
         // What the unary handler sees: this request, and the stream's metadata, peer and credentials.
         const unaryCall = Object.assign(Object.create(call) as grpc.ServerUnaryCall<PutRequest, PutResponse>, { request });
         put(unaryCall, (err, response) => {

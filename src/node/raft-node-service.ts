@@ -152,7 +152,11 @@ export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMa
         cb(null, { found: v !== undefined, value: v ?? new Uint8Array(), appliedIndex: d.applied, leaderId: d.leader(), leaderAddress: cfg.peers.get(d.leader()) ?? '' });
       };
       if (!linearizable) return answer();
-      withTimeout<number>(`read ${key}`, (done) => d.read(done), (err) => (err ? cb(toServiceError(cfg, err)) : answer()));
+      withTimeout<number>(
+        `read ${key}`,
+        (done) => d.read(done),
+        (err) => (err ? cb(toServiceError(cfg, err)) : answer()),
+      );
     },
     TransferLeader: (call: grpc.ServerUnaryCall<TransferLeaderRequest, TransferLeaderResponse>, cb: grpc.sendUnaryData<TransferLeaderResponse>) => {
       const refused = adminOnly(call, 'leader transfer');

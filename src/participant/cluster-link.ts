@@ -81,9 +81,7 @@ export class ClusterLink {
   }
 
   register(participantId: string, endpoint: string): Promise<ParticipantInfo | null> {
-    return this.call<RegisterParticipantRequest, RegisterParticipantResponse>('RegisterParticipant', { clusterId: this.o.clusterId, participantId, endpoint }).then(
-      (r) => r.participant,
-    );
+    return this.call<RegisterParticipantRequest, RegisterParticipantResponse>('RegisterParticipant', { clusterId: this.o.clusterId, participantId, endpoint }).then((r) => r.participant);
   }
 
   /** What the cluster says about txnId, asked as participantId (an in-doubt participant). */
@@ -182,5 +180,4 @@ export class ClusterLink {
   private unary<Req, Res>(address: string, name: LinkMethod, req: Req): Promise<Res> {
     return unaryCall(this.client(address), coordinatorParticipantService[name] as grpc.MethodDefinition<Req, Res>, req, this.o.deadlineMs);
   }
-
 }

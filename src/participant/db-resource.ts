@@ -205,7 +205,10 @@ export abstract class DbResource<C, Q> implements PreparedResource {
    */
   abortUnprepared(txnId: TxnId, cb: (err: Error | null) => void): void {
     this.remember(txnId, 'aborted by the decision before PREPARE');
-    this.rollback(txnId, 'aborted by the decision before PREPARE').then(() => cb(null), (err: Error) => cb(err));
+    this.rollback(txnId, 'aborted by the decision before PREPARE').then(
+      () => cb(null),
+      (err: Error) => cb(err),
+    );
   }
 
   /** Rolls back T's open transaction, if it has one (the application gave up on T). Prepared transactions wait for the decision. */
@@ -233,11 +236,17 @@ export abstract class DbResource<C, Q> implements PreparedResource {
   }
 
   commit(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.exclusive(txnId, () => this.finish(txnId, 'commit')).then(() => cb(null), (err: Error) => cb(err));
+    this.exclusive(txnId, () => this.finish(txnId, 'commit')).then(
+      () => cb(null),
+      (err: Error) => cb(err),
+    );
   }
 
   abort(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.exclusive(txnId, () => this.finish(txnId, 'abort')).then(() => cb(null), (err: Error) => cb(err));
+    this.exclusive(txnId, () => this.finish(txnId, 'abort')).then(
+      () => cb(null),
+      (err: Error) => cb(err),
+    );
   }
 
   /** Promise forms, for the recovery scan and for tests. */
@@ -394,9 +403,7 @@ export abstract class DbResource<C, Q> implements PreparedResource {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const rollbacks = [...this.txns]
-      .filter(([, e]) => e.phase === 'open')
-      .map(([txnId, e]) => this.exclusive(txnId, () => this.endOpen(txnId, e, 'participant is shutting down')));
+    const rollbacks = [...this.txns].filter(([, e]) => e.phase === 'open').map(([txnId, e]) => this.exclusive(txnId, () => this.endOpen(txnId, e, 'participant is shutting down')));
     // Work still running (a statement waiting on a lock, say) gets a grace period, then its connection is cut.
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled(rollbacks), new Promise((resolve) => (timer = setTimeout(resolve, this.limits.closeGraceMs)))]);

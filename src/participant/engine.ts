@@ -145,18 +145,21 @@ export class ParticipantEngine {
 
   constructor(o: EngineOptions) {
     check(o.clusterId !== '' && o.participantId !== '', 'engine has a cluster id and a participant id');
-    this.o = withDefaults({
-      preparedMax: 10_000,
-      decidedMax: 100_000,
-      decidedRetentionMs: 3_600_000,
-      inDoubtAfterMs: 2_000,
-      sweepIntervalMs: 500,
-      askBackoffMinMs: 100,
-      askBackoffMaxMs: 10_000,
-      asksInFlightMax: 64,
-      txnOpsMax: 16,
-      forgetAborts: false,
-    }, o);
+    this.o = withDefaults(
+      {
+        preparedMax: 10_000,
+        decidedMax: 100_000,
+        decidedRetentionMs: 3_600_000,
+        inDoubtAfterMs: 2_000,
+        sweepIntervalMs: 500,
+        askBackoffMinMs: 100,
+        askBackoffMaxMs: 10_000,
+        asksInFlightMax: 64,
+        txnOpsMax: 16,
+        forgetAborts: false,
+      },
+      o,
+    );
     check(this.o.preparedMax > 0 && this.o.txnOpsMax > 0, 'bounds are positive');
     this.log = o.log ?? SILENT_LOG;
     this.mutant = o.mutant ?? null;
@@ -280,8 +283,7 @@ export class ParticipantEngine {
 
   private doPrepare(req: Prepare, answer: (vote: Vote) => void): void {
     const { txnId } = req;
-    const vote = (yes: boolean, reason = ''): void =>
-      answer({ txnId, participantId: this.o.participantId, vote: yes ? 'VOTE_YES' : 'VOTE_NO', reason });
+    const vote = (yes: boolean, reason = ''): void => answer({ txnId, participantId: this.o.participantId, vote: yes ? 'VOTE_YES' : 'VOTE_NO', reason });
     // R7: a repeated PREPARE gets the answer the first one got.
     const decided = this.decided.get(txnId);
     if (decided !== undefined) return decided.outcome === 'committed' ? vote(true) : vote(false, 'already aborted');
@@ -307,7 +309,10 @@ export class ParticipantEngine {
         if (this.mutant === 'vote-before-sync') {
           this.prepared.set(txnId, { preparedAtMs, askAtMs: preparedAtMs + Math.max(this.o.inDoubtAfterMs, req.timeoutMs) });
           vote(true);
-          this.o.journal.append(record, once('journal.append', () => (this.preparing -= 1)));
+          this.o.journal.append(
+            record,
+            once('journal.append', () => (this.preparing -= 1)),
+          );
           return;
         }
         this.o.journal.append(
@@ -317,7 +322,10 @@ export class ParticipantEngine {
             if (jerr !== null) {
               // Not durable, so not prepared: release what the resource holds and vote NO.
               this.log.error({ txnId, err: jerr.message }, 'vote NO: the prepared record could not be made durable');
-              this.o.resource.abort(txnId, once('resource.abort', () => {}));
+              this.o.resource.abort(
+                txnId,
+                once('resource.abort', () => {}),
+              );
               return vote(false, `journal write failed: ${jerr.message}`);
             }
             // R4: the prepared record is synced; only now may the vote be YES.

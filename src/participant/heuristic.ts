@@ -80,7 +80,15 @@ interface Row {
   reported_at: Date | null;
 }
 
-const toAct = (r: Row): HeuristicAct => ({ txnId: r.txn_id, gid: r.gid, outcome: r.outcome, operator: r.operator, reason: r.reason, atMs: r.at.getTime(), reportedAtMs: r.reported_at?.getTime() ?? null });
+const toAct = (r: Row): HeuristicAct => ({
+  txnId: r.txn_id,
+  gid: r.gid,
+  outcome: r.outcome,
+  operator: r.operator,
+  reason: r.reason,
+  atMs: r.at.getTime(),
+  reportedAtMs: r.reported_at?.getTime() ?? null,
+});
 
 export async function heuristicActOf(db: Db, gid: string, table = HEURISTIC_TABLE): Promise<HeuristicAct | null> {
   const r = await db.query<Row>(`SELECT * FROM ${table} WHERE gid = $1`, [gid]);
@@ -156,7 +164,9 @@ export async function resolveByHand(store: HeuristicStore, o: { txnId: TxnId; gi
   const prepared = await store.isPrepared(gid);
   const earlier = await store.actOf(gid);
   if (earlier !== null && earlier.outcome !== o.outcome) {
-    throw new HeuristicError(`transaction ${txnId} (gid ${gid}) was already resolved by hand as ${earlier.outcome} by ${earlier.operator} at ${new Date(earlier.atMs).toISOString()}; an act is not reversed`);
+    throw new HeuristicError(
+      `transaction ${txnId} (gid ${gid}) was already resolved by hand as ${earlier.outcome} by ${earlier.operator} at ${new Date(earlier.atMs).toISOString()}; an act is not reversed`,
+    );
   }
   if (!prepared) {
     if (earlier !== null) return { act: earlier, performed: false };
@@ -187,7 +197,8 @@ export async function resolvePostgresByHand(o: PgResolveOptions): Promise<PgReso
   let txnId: TxnId;
   if (o.target.startsWith('verdict:')) {
     const parsed = parseGid(prefix, o.target);
-    if (parsed.kind === 'foreign') throw new HeuristicError(`gid ${o.target} is not a gid of participant "${o.participantId}" of cluster "${o.clusterId}" (its gids start with ${prefix}); check --id and --cluster-id`);
+    if (parsed.kind === 'foreign')
+      throw new HeuristicError(`gid ${o.target} is not a gid of participant "${o.participantId}" of cluster "${o.clusterId}" (its gids start with ${prefix}); check --id and --cluster-id`);
     if (parsed.kind === 'hashed') throw new HeuristicError(`gid ${o.target} is hashed and does not name its transaction; give the transaction id instead`);
     gid = o.target;
     txnId = parsed.txnId;
@@ -224,7 +235,8 @@ export async function resolvePostgresByHand(o: PgResolveOptions): Promise<PgReso
 
 export function checkText(operator: string, reason: string): void {
   if (operator.trim() === '' || operator.length > OPERATOR_CHARS_MAX) throw new HeuristicError(`the operator must be 1–${OPERATOR_CHARS_MAX} characters`);
-  if (reason.trim() === '' || reason.length > REASON_CHARS_MAX) throw new HeuristicError(`the reason must be 1–${REASON_CHARS_MAX} characters: it is recorded with the act and reported to the cluster`);
+  if (reason.trim() === '' || reason.length > REASON_CHARS_MAX)
+    throw new HeuristicError(`the reason must be 1–${REASON_CHARS_MAX} characters: it is recorded with the act and reported to the cluster`);
 }
 
 /**

@@ -171,7 +171,11 @@ export class FileJournal<R> {
   private startPump(): void {
     this.pumping = this.pump()
       // A callback that throws is a bug: crash loudly rather than lose it in a rejected promise.
-      .catch((err: unknown) => process.nextTick(() => { throw err; }))
+      .catch((err: unknown) =>
+        process.nextTick(() => {
+          throw err;
+        }),
+      )
       .finally(() => {
         this.pumping = null;
         if (this.queue.length > 0 && this.failed === null && !this.closed) this.kick();
@@ -223,7 +227,11 @@ export class FileJournal<R> {
     try {
       const t = await open(tmp, 'w');
       try {
-        for (const frame of framesOf(records.map((r) => JSON.stringify(r)), this.o.batchBytesMax)) await writeAll(t, frame);
+        for (const frame of framesOf(
+          records.map((r) => JSON.stringify(r)),
+          this.o.batchBytesMax,
+        ))
+          await writeAll(t, frame);
         await t.sync();
       } finally {
         await t.close();

@@ -17,8 +17,22 @@ export function participantMetrics(participantId: string, engine: ParticipantEng
   const r = new Registry();
   r.setDefaultLabels({ participant: participantId });
   collectDefaultMetrics({ register: r, prefix: 'verdict_participant_' });
-  new Gauge({ name: 'verdict_participant_prepared', help: 'Transactions durably prepared here and waiting for the DECISION.', registers: [r], collect() { this.set(engine.counts().prepared); } });
-  new Gauge({ name: 'verdict_participant_preparing', help: 'PREPAREs between the resource\'s yes and the journal\'s sync.', registers: [r], collect() { this.set(engine.counts().preparing); } });
+  new Gauge({
+    name: 'verdict_participant_prepared',
+    help: 'Transactions durably prepared here and waiting for the DECISION.',
+    registers: [r],
+    collect() {
+      this.set(engine.counts().prepared);
+    },
+  });
+  new Gauge({
+    name: 'verdict_participant_preparing',
+    help: "PREPAREs between the resource's yes and the journal's sync.",
+    registers: [r],
+    collect() {
+      this.set(engine.counts().preparing);
+    },
+  });
   new Gauge({
     name: 'verdict_participant_oldest_prepared_age_seconds',
     help: 'Age of the oldest prepared transaction (0 when none): how long its locks have been held.',
@@ -29,7 +43,14 @@ export function participantMetrics(participantId: string, engine: ParticipantEng
       this.set(oldest === Infinity ? 0 : Math.max(0, (nowMs() - oldest) / 1_000));
     },
   });
-  new Gauge({ name: 'verdict_participant_resolving', help: 'Prepared transactions whose outcome is being asked of the cluster (in doubt).', registers: [r], collect() { this.set(engine.counts().resolving); } });
+  new Gauge({
+    name: 'verdict_participant_resolving',
+    help: 'Prepared transactions whose outcome is being asked of the cluster (in doubt).',
+    registers: [r],
+    collect() {
+      this.set(engine.counts().resolving);
+    },
+  });
   new Counter({
     name: 'verdict_participant_votes_total',
     help: 'VOTEs given, by vote.',
@@ -64,7 +85,14 @@ export function participantMetrics(participantId: string, engine: ParticipantEng
     },
   });
   if (dbPrepared !== undefined) {
-    new Gauge({ name: 'verdict_participant_db_prepared', help: 'Prepared transactions of this participant in its database, as of the last recovery scan.', registers: [r], collect() { this.set(dbPrepared().count); } });
+    new Gauge({
+      name: 'verdict_participant_db_prepared',
+      help: 'Prepared transactions of this participant in its database, as of the last recovery scan.',
+      registers: [r],
+      collect() {
+        this.set(dbPrepared().count);
+      },
+    });
     new Gauge({
       name: 'verdict_participant_db_oldest_prepared_age_seconds',
       help: 'Age of the oldest prepared transaction of this participant in its database (0 when none), as of the last recovery scan.',
@@ -73,7 +101,14 @@ export function participantMetrics(participantId: string, engine: ParticipantEng
         this.set(dbPrepared().oldestAgeMs / 1_000);
       },
     });
-    new Gauge({ name: 'verdict_participant_db_stuck_prepared', help: 'Prepared transactions in the database older than the alert threshold (stuckAfterMs).', registers: [r], collect() { this.set(dbPrepared().stuck); } });
+    new Gauge({
+      name: 'verdict_participant_db_stuck_prepared',
+      help: 'Prepared transactions in the database older than the alert threshold (stuckAfterMs).',
+      registers: [r],
+      collect() {
+        this.set(dbPrepared().stuck);
+      },
+    });
   }
   return r;
 }

@@ -52,9 +52,9 @@ export class NodeCallers {
       try {
         const ids = await this.o.fetchMembers();
         this.members = new Set(ids.slice(0, MEMBERS_MAX));
-        this.o.log.debug({ members: [...this.members] }, 'learned the cluster\'s node ids');
+        this.o.log.debug({ members: [...this.members] }, "learned the cluster's node ids");
       } catch (err) {
-        this.o.log.warn({ err: (err as Error).message }, 'could not learn the cluster\'s node ids; callers not already known are refused until it answers');
+        this.o.log.warn({ err: (err as Error).message }, "could not learn the cluster's node ids; callers not already known are refused until it answers");
       } finally {
         this.fetching = null;
       }

@@ -113,7 +113,7 @@ const INSUFFICIENT_PRIVILEGE = '42501';
 export function describeSetupError(err: unknown, url: string, tables: readonly string[]): string {
   const e = err as { code?: string; message?: string };
   if (err instanceof pg.DatabaseError && e.code === INSUFFICIENT_PRIVILEGE) {
-    let user = 'the participant\'s role';
+    let user = "the participant's role";
     let db = 'the database';
     try {
       const u = new URL(url);

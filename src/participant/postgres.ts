@@ -67,7 +67,7 @@
 import pg from 'pg';
 import type { PoolClient, QueryResult } from 'pg';
 import { gidOf, gidPrefix, parseGid } from './postgres-gid.ts';
-import { PostgresConfigError, checkServer, deleteOldMarkers, describePgError, describeSetupError, ensureMarkerTable, markerExists, redact, selectPrepared, sqlGid } from './postgres-sql.ts';
+import { PostgresConfigError, checkServer, deleteOldMarkers, describePgError, describeSetupError, ensureMarkerTable, markerExists, selectPrepared, sqlGid } from './postgres-sql.ts';
 import { SILENT_LOG, withDefaults, type EngineLog, type TxnId } from './types.ts';
 import { HEURISTIC_TABLE, ensureHeuristicTable, heuristicActOf, markReported, unreportedActs, type HeuristicAct } from './heuristic.ts';
 import { DB_DEFAULTS, DbResource, type DbCounts, type DbTxn } from './db-resource.ts';
@@ -136,7 +136,17 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
   private readonly table: string;
 
   private constructor(o: Options, log: EngineLog) {
-    super({ openTxnTimeoutMs: o.openTxnTimeoutMs, openTxnsMax: o.openTxnsMax, endedMax: o.endedMax, markerRetentionMs: o.markerRetentionMs, stuckAfterMs: o.stuckAfterMs, closeGraceMs: o.acquireTimeoutMs }, log);
+    super(
+      {
+        openTxnTimeoutMs: o.openTxnTimeoutMs,
+        openTxnsMax: o.openTxnsMax,
+        endedMax: o.endedMax,
+        markerRetentionMs: o.markerRetentionMs,
+        stuckAfterMs: o.stuckAfterMs,
+        closeGraceMs: o.acquireTimeoutMs,
+      },
+      log,
+    );
     this.o = o;
     this.prefix = gidPrefix(o.clusterId, o.participantId);
     this.table = this.o.markerTable;

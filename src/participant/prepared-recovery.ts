@@ -236,8 +236,16 @@ export class PreparedMonitor {
       };
       tick();
     };
-    loop(() => this.scan(), this.o.scanIntervalMs, (t) => (this.scanTimer = t));
-    loop(() => this.cleanup(), this.o.markerCleanupIntervalMs, (t) => (this.cleanupTimer = t));
+    loop(
+      () => this.scan(),
+      this.o.scanIntervalMs,
+      (t) => (this.scanTimer = t),
+    );
+    loop(
+      () => this.cleanup(),
+      this.o.markerCleanupIntervalMs,
+      (t) => (this.cleanupTimer = t),
+    );
   }
 
   async stop(): Promise<void> {
@@ -290,9 +298,9 @@ export class PreparedMonitor {
       try {
         await (answer === 'committed' ? resource.commitAsync(txnId) : resource.abortAsync(txnId));
         report.orphansResolved.push({ txnId, outcome: answer });
-        log.info({ txnId, gid: p.gid, outcome: answer }, 'prepared transaction the engine did not hold resolved with the cluster\'s answer');
+        log.info({ txnId, gid: p.gid, outcome: answer }, "prepared transaction the engine did not hold resolved with the cluster's answer");
       } catch (err) {
-        log.error({ txnId, gid: p.gid, outcome: answer, err: (err as Error).message }, 'could not apply the cluster\'s answer to a prepared transaction');
+        log.error({ txnId, gid: p.gid, outcome: answer, err: (err as Error).message }, "could not apply the cluster's answer to a prepared transaction");
       }
     }
     if (nudge) engine.resolveInDoubt();

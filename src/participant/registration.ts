@@ -31,9 +31,9 @@ const FIXES: Record<string, string> = {
   'wrong-cluster-id': 'give the cluster\'s id with --cluster-id (the nodes\' "clusterId")',
   'invalid-participant-id': 'pick an --id of 1-64 letters, digits, ".", "_" or "-"',
   'invalid-endpoint': 'give --advertise HOST:PORT, the address the cluster can reach this participant at',
-  'tls-refused': 'make the participant certificate with `verdict certs` (signed by the cluster\'s CA, serverAuth+clientAuth, subjectAltName for its address)',
+  'tls-refused': "make the participant certificate with `verdict certs` (signed by the cluster's CA, serverAuth+clientAuth, subjectAltName for its address)",
   'tls-mismatch': 'give --ca/--cert/--key to a participant of a TLS cluster, and none to one of a plaintext cluster',
-  'tls-untrusted-server': 'give --ca the CA file that signed the nodes\' certificates',
+  'tls-untrusted-server': "give --ca the CA file that signed the nodes' certificates",
   'permission-denied': 'use a certificate the cluster accepts',
 };
 
@@ -43,7 +43,12 @@ export function classifyRegistrationError(err: Partial<grpc.ServiceError> & Erro
   const named = err.metadata?.get(REASON_KEY)[0];
   const details = err.details || err.message;
   if (PERMANENT_CODES.has(code)) {
-    const reason = typeof named === 'string' && named !== '' ? named : code === grpc.status.PERMISSION_DENIED || code === grpc.status.UNAUTHENTICATED ? 'permission-denied' : (grpc.status[code] ?? String(code)).toLowerCase().replace(/_/g, '-');
+    const reason =
+      typeof named === 'string' && named !== ''
+        ? named
+        : code === grpc.status.PERMISSION_DENIED || code === grpc.status.UNAUTHENTICATED
+          ? 'permission-denied'
+          : (grpc.status[code] ?? String(code)).toLowerCase().replace(/_/g, '-');
     return { permanent: true, reason, message: withFix(`${grpc.status[code] ?? code}: ${details}`, reason) };
   }
   if (code === grpc.status.UNAVAILABLE) {

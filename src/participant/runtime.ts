@@ -12,11 +12,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { shutdownServer } from '../transport/server.ts';
 import type { Logger } from 'pino';
-import {
-  PARTICIPANT_MESSAGE_BYTES_MAX,
-  participantPackageDefinition,
-  participantService,
-} from '../transport/participant-rpc.ts';
+import { PARTICIPANT_MESSAGE_BYTES_MAX, participantPackageDefinition, participantService } from '../transport/participant-rpc.ts';
 import { addHealth, addReflection, serveMetrics, MetricsListenError, type MetricsServer } from '../transport/ops.ts';
 import { channelCredentials, loadTls, serverCredentials, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
 import { ClusterLink, toClusterOutcome } from './cluster-link.ts';
@@ -244,7 +240,10 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     if (o.metricsListen !== undefined) {
       const { participantMetrics } = await import('./metrics.ts');
       const dbSetup = db;
-      metricsServer = await serveMetrics(o.metricsListen, participantMetrics(o.participantId, engine, Date.now, () => callers?.refused ?? 0, dbSetup !== null ? () => dbSetup.resource.preparedStats() : undefined));
+      metricsServer = await serveMetrics(
+        o.metricsListen,
+        participantMetrics(o.participantId, engine, Date.now, () => callers?.refused ?? 0, dbSetup !== null ? () => dbSetup.resource.preparedStats() : undefined),
+      );
     }
   } catch (err) {
     server.forceShutdown();
@@ -399,4 +398,3 @@ function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCrede
     });
   });
 }
-

@@ -43,7 +43,10 @@ type Done<T> = (err: ParticipantError | null, res?: T) => void;
 function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: Prepare, cb: Done<Vote>): void {
   const bad =
     badTxnId(req.txnId) ??
-    badFields([['cluster_id', req.clusterId, ID_CHARS_MAX], ['participant_id', req.participantId, ID_CHARS_MAX]]) ??
+    badFields([
+      ['cluster_id', req.clusterId, ID_CHARS_MAX],
+      ['participant_id', req.participantId, ID_CHARS_MAX],
+    ]) ??
     (req.participants.length > PARTICIPANTS_MAX ? `${req.participants.length} participants exceed the limit of ${PARTICIPANTS_MAX}` : null) ??
     badFields(req.participants.map((p) => ['participants[]', p, ID_CHARS_MAX] as const)) ??
     (req.payload.byteLength > PAYLOAD_BYTES_MAX ? `payload is larger than ${PAYLOAD_BYTES_MAX} bytes` : null);
@@ -61,7 +64,13 @@ function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: P
 }
 
 function serveDecide(engine: ParticipantEngine, gate: Gate, req: Decision, cb: Done<Ack>): void {
-  const bad = badTxnId(req.txnId) ?? badFields([['cluster_id', req.clusterId, ID_CHARS_MAX], ['participant_id', req.participantId, ID_CHARS_MAX], ['reason', req.reason, REASON_CHARS_MAX]]);
+  const bad =
+    badTxnId(req.txnId) ??
+    badFields([
+      ['cluster_id', req.clusterId, ID_CHARS_MAX],
+      ['participant_id', req.participantId, ID_CHARS_MAX],
+      ['reason', req.reason, REASON_CHARS_MAX],
+    ]);
   if (bad !== null) return cb(new ParticipantError('INVALID_ARGUMENT', bad));
   gate.inFlight++;
   engine.decide(req, (err, ack) => {
@@ -88,7 +97,13 @@ export function participantHandlers(
       else cb(null, res);
     };
   /** Runs `go` for a node of the cluster; anyone else gets PERMISSION_DENIED with the reason, and a log line. */
-  const fromNode = (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>, what: string, txnId: string | undefined, refuse: (err: ParticipantError) => void, go: () => void): void => {
+  const fromNode = (
+    call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>,
+    what: string,
+    txnId: string | undefined,
+    refuse: (err: ParticipantError) => void,
+    go: () => void,
+  ): void => {
     if (callers === null) return go();
     callers(call, (refusal) => {
       if (refusal === null) return go();

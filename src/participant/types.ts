@@ -147,10 +147,7 @@ export function isParticipantRecord(v: unknown): v is ParticipantRecord {
     case 'aborted':
       return typeof r.txnId === 'string' && r.txnId !== '' && Number.isFinite(r.atMs);
     case 'data':
-      return (
-        Array.isArray(r.entries) &&
-        r.entries.every((e) => Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && typeof e[1] === 'string')
-      );
+      return Array.isArray(r.entries) && r.entries.every((e) => Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && typeof e[1] === 'string');
     default:
       return false;
   }

@@ -16,22 +16,7 @@ import { Progress, ProgressState } from './progress.ts';
 import { JointConfig, VoteResult } from './quorum.ts';
 import { ReadOnly } from './read-only.ts';
 import type { Random } from './rng.ts';
-import {
-  assert,
-  EMPTY,
-  entryBytes,
-  EntryType,
-  message,
-  MessageType as MT,
-  NONE,
-  Role,
-  type ConfState,
-  type Entry,
-  type Message,
-  type NodeId,
-  type ReadState,
-  type Snapshot,
-} from './types.ts';
+import { assert, EMPTY, entryBytes, EntryType, message, MessageType as MT, NONE, Role, type ConfState, type Entry, type Message, type NodeId, type ReadState, type Snapshot } from './types.ts';
 
 export interface RaftConfig {
   id: NodeId;
@@ -521,10 +506,7 @@ export class Raft {
         return;
       case MT.Vote:
       case MT.PreVote: {
-        const canVote =
-          this.vote === m.from ||
-          (this.vote === NONE && this.lead === NONE) ||
-          (m.type === MT.PreVote && m.term > this.term);
+        const canVote = this.vote === m.from || (this.vote === NONE && this.lead === NONE) || (m.type === MT.PreVote && m.term > this.term);
         const respType = m.type === MT.Vote ? MT.VoteResp : MT.PreVoteResp;
         // A recovering node's log is not evidence of what it acknowledged.
         if (canVote && this.recoverIndex === 0 && this.log.isUpToDate(m.index, m.logTerm)) {

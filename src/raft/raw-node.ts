@@ -263,7 +263,15 @@ export class RawNode {
     return snap;
   }
 
-  status(): { id: NodeId; hardState: HardState; softState: SoftState; applied: number; lastIndex: number; firstIndex: number; progress: { id: NodeId; match: number; next: number; state: string; learner: boolean }[] } {
+  status(): {
+    id: NodeId;
+    hardState: HardState;
+    softState: SoftState;
+    applied: number;
+    lastIndex: number;
+    firstIndex: number;
+    progress: { id: NodeId; match: number; next: number; state: string; learner: boolean }[];
+  } {
     const r = this.raft;
     const progress = r.role === Role.Leader ? [...r.progress.values()].map((p) => ({ id: p.id, match: p.match, next: p.next, state: p.state, learner: p.isLearner })) : [];
     return { id: r.id, hardState: this.hardState(), softState: this.softState(), applied: r.log.applied, lastIndex: r.log.lastIndex(), firstIndex: r.log.firstIndex(), progress };

@@ -135,13 +135,7 @@ function open(value: Uint8Array, kind: RecordKind, dbPath: string, record: strin
 }
 
 /** Opens the envelope and parses the payload, turning any parse failure into a CorruptRecordError. */
-function decodeRecord<T>(
-  value: Uint8Array,
-  kind: RecordKind,
-  dbPath: string,
-  record: string,
-  parse: (r: Reader) => T,
-): T {
+function decodeRecord<T>(value: Uint8Array, kind: RecordKind, dbPath: string, record: string, parse: (r: Reader) => T): T {
   const payload = open(value, kind, dbPath, record);
   try {
     const reader = new Reader(payload);

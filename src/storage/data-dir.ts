@@ -187,12 +187,16 @@ async function checkLevelDbs(path: string): Promise<void> {
       throw new DataDirError(path, `cannot read the LevelDB file ${current}: ${explain(err)}`);
     }
     const manifest = text.trim();
-    if (!/^MANIFEST-\d+$/.test(manifest)) throw new DataDirError(path, `the LevelDB file ${current} is damaged (it does not name a MANIFEST); restore the data directory from a backup, or remove ${db} to rejoin the cluster empty`);
+    if (!/^MANIFEST-\d+$/.test(manifest))
+      throw new DataDirError(path, `the LevelDB file ${current} is damaged (it does not name a MANIFEST); restore the data directory from a backup, or remove ${db} to rejoin the cluster empty`);
     try {
       await stat(join(db, manifest));
     } catch (err) {
       const cause = codeOf(err) === 'ENOENT' ? 'is missing' : `cannot be read (${explain(err)})`;
-      throw new DataDirError(path, `the LevelDB manifest ${join(db, manifest)} named by ${current} ${cause}; the database cannot be opened: restore the data directory from a backup, or remove ${db} to rejoin the cluster empty`);
+      throw new DataDirError(
+        path,
+        `the LevelDB manifest ${join(db, manifest)} named by ${current} ${cause}; the database cannot be opened: restore the data directory from a backup, or remove ${db} to rejoin the cluster empty`,
+      );
     }
   }
 }

@@ -145,7 +145,12 @@ export function scanRecords(buf: Buffer, firstIndex: number): ScannedSegment {
       // whole records still follow it.
       const next = findValidRecord(buf, at + 1, index);
       if (next) {
-        return done({ kind: 'invalid', offset: at, index, detail: `record length ${bodyLen} runs past the end of the file, but a whole record of index ${next.index} follows at byte offset ${next.offset}` });
+        return done({
+          kind: 'invalid',
+          offset: at,
+          index,
+          detail: `record length ${bodyLen} runs past the end of the file, but a whole record of index ${next.index} follows at byte offset ${next.offset}`,
+        });
       }
       return done({ kind: 'incomplete', offset: at, index, detail: `the record needs ${RECORD_FRAME_BYTES + bodyLen} bytes, the file has ${left} left` });
     }

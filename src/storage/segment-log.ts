@@ -17,15 +17,7 @@ import { mkdir, open, readdir, readFile, rm, writeFile, type FileHandle } from '
 import { join } from 'node:path';
 import { assert, type Entry } from '../raft/types.ts';
 import { CorruptRecordError } from './codec.ts';
-import {
-  checkSegmentHeader,
-  encodeRecords,
-  encodeSegmentHeader,
-  parseSegmentFileName,
-  scanRecords,
-  SEGMENT_HEADER_BYTES,
-  segmentFileName,
-} from './segment-format.ts';
+import { checkSegmentHeader, encodeRecords, encodeSegmentHeader, parseSegmentFileName, scanRecords, SEGMENT_HEADER_BYTES, segmentFileName } from './segment-format.ts';
 
 /** Segments roll over once they reach this size (a batch is never split). */
 export const SEGMENT_BYTES_DEFAULT = 64 << 20;
@@ -94,7 +86,11 @@ export class SegmentLog {
     const entries: Entry[] = [];
     let expected = segments.length > 0 ? segments[0].firstIndex : o.snapIndex + 1;
     if (expected > o.snapIndex + 1) {
-      throw new CorruptRecordError(segments[0].path, 'raft log segment', `the log starts at index ${expected} but the snapshot ends at ${o.snapIndex}: entries ${o.snapIndex + 1}..${expected - 1} are missing`);
+      throw new CorruptRecordError(
+        segments[0].path,
+        'raft log segment',
+        `the log starts at index ${expected} but the snapshot ends at ${o.snapIndex}: entries ${o.snapIndex + 1}..${expected - 1} are missing`,
+      );
     }
     for (let i = 0; i < segments.length; i++) {
       const s = segments[i];

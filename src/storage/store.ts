@@ -294,10 +294,7 @@ export class DiskLogStore implements LogStore {
       const hs = batch.hardState;
       const prev = b.hardState;
       assert(hs.term >= prev.term, `hard state term goes back from ${prev.term} to ${hs.term}`);
-      assert(
-        hs.term > prev.term || prev.vote === NONE || hs.vote === prev.vote,
-        `vote in term ${hs.term} changes from ${prev.vote} to ${hs.vote}`,
-      );
+      assert(hs.term > prev.term || prev.vote === NONE || hs.vote === prev.vote, `vote in term ${hs.term} changes from ${prev.vote} to ${hs.vote}`);
       assert(hs.commit >= prev.commit, `commit goes back from ${prev.commit} to ${hs.commit}`);
       assert(hs.commit <= b.lastIndex, `commit ${hs.commit} is beyond the last index ${b.lastIndex}`);
       plan.meta.push({ type: 'put', key: KEY_HARD_STATE, value: encodeHardState(hs) });
@@ -340,14 +337,7 @@ function checkEntries(entries: readonly Entry[]): void {
  * and moves the identity to format 2. A crash before that write leaves
  * format 1 intact and the migration starts over.
  */
-async function migrateFormat1(
-  db: Db,
-  dbPath: string,
-  walPath: string,
-  identity: StorageIdentity,
-  snapshot: RecoveredState['snapshot'],
-  opts: DiskLogStoreOptions,
-): Promise<LogState> {
+async function migrateFormat1(db: Db, dbPath: string, walPath: string, identity: StorageIdentity, snapshot: RecoveredState['snapshot'], opts: DiskLogStoreOptions): Promise<LogState> {
   const { entries, keys } = await readFormat1Entries(db, dbPath, snapshot);
   await rm(walPath, { recursive: true, force: true });
   const snapIndex = snapshot.metadata.index;

@@ -81,5 +81,4 @@ export class RaftNodeClient {
   private unary<Req, Res>(name: 'Status' | 'Put' | 'Get' | 'TransferLeader' | 'AddMember' | 'RemoveMember' | 'ListMembers', req: Req, deadlineMs: number): Promise<Res> {
     return unaryCall(this.client, raftNodeService[name] as grpc.MethodDefinition<Req, Res>, req, deadlineMs);
   }
-
 }

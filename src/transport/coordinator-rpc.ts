@@ -180,7 +180,19 @@ export interface CoordinatorHandlers extends grpc.UntypedServiceImplementation {
   RemoveParticipant: grpc.handleUnaryCall<RemoveParticipantRequest, RemoveParticipantResponse>;
 }
 
-export const COORDINATOR_METHODS = ['RegisterParticipant', 'ListParticipants', 'Begin', 'Commit', 'Abort', 'GetOutcome', 'ListTransactions', 'ClusterStatus', 'ReportHeuristic', 'ResolveTransaction', 'RemoveParticipant'] as const;
+export const COORDINATOR_METHODS = [
+  'RegisterParticipant',
+  'ListParticipants',
+  'Begin',
+  'Commit',
+  'Abort',
+  'GetOutcome',
+  'ListTransactions',
+  'ClusterStatus',
+  'ReportHeuristic',
+  'ResolveTransaction',
+  'RemoveParticipant',
+] as const;
 export type CoordinatorMethod = (typeof COORDINATOR_METHODS)[number];
 
 const def = coordinatorPackageDefinition['verdict.coordinator.Coordinator'];

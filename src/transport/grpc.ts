@@ -241,10 +241,7 @@ export class GrpcTransport implements Transport {
     this.unreachable.add(peer);
   }
 
-  private handleStream(
-    call: grpc.ServerReadableStream<InboundFrame, WireStreamAck>,
-    callback: grpc.sendUnaryData<WireStreamAck>,
-  ): void {
+  private handleStream(call: grpc.ServerReadableStream<InboundFrame, WireStreamAck>, callback: grpc.sendUnaryData<WireStreamAck>): void {
     let done = false;
     const finish: Finish = (status) => {
       if (done) return;

@@ -114,11 +114,7 @@ function loadService(name: string, methods: readonly string[]): protoLoader.Serv
 }
 
 // The cast narrows proto-loader's `object` message types to the shapes above.
-export const participantService = loadService('verdict.participant.Participant', [
-  'Prepare',
-  'Decide',
-  'Exchange',
-]) as unknown as grpc.ServiceDefinition<ParticipantHandlers>;
+export const participantService = loadService('verdict.participant.Participant', ['Prepare', 'Decide', 'Exchange']) as unknown as grpc.ServiceDefinition<ParticipantHandlers>;
 
 /** Large enough for any payload a participant accepts, small enough to bound memory per call. */
 export const PARTICIPANT_MESSAGE_BYTES_MAX = 4 * 1024 * 1024;
@@ -164,5 +160,4 @@ export class ParticipantClient {
   private unary<Req, Res>(name: 'Prepare' | 'Decide', req: Req, deadlineMs: number): Promise<Res> {
     return unaryCall(this.client, participantService[name] as grpc.MethodDefinition<Req, Res>, req, deadlineMs);
   }
-
 }

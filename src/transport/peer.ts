@@ -71,10 +71,7 @@ export class PeerLink {
       // down once it hears the peer is unreachable.
       if (!this.overflowReported) {
         this.overflowReported = true;
-        this.log.warn(
-          { queued: this.queue.length, queueBytes: this.queueBytes },
-          'peer queue full; dropping messages',
-        );
+        this.log.warn({ queued: this.queue.length, queueBytes: this.queueBytes }, 'peer queue full; dropping messages');
         this.o.reportUnreachable(this.o.peerId);
       }
       return;
@@ -128,11 +125,8 @@ export class PeerLink {
   }
 
   private openStream(): grpc.ClientWritableStream<WireBatch> {
-    const call = this.client.makeClientStreamRequest<WireBatch, WireStreamAck>(
-      streamMethod.path,
-      streamMethod.requestSerialize,
-      streamMethod.responseDeserialize,
-      (err) => this.onStreamEnd(call, err),
+    const call = this.client.makeClientStreamRequest<WireBatch, WireStreamAck>(streamMethod.path, streamMethod.requestSerialize, streamMethod.responseDeserialize, (err) =>
+      this.onStreamEnd(call, err),
     );
     // A write racing the end of the call may be reported here too; the status
     // callback above is the one place that handles the end.

@@ -5,18 +5,7 @@
 import { protoFile } from './proto-file.ts';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import {
-  EMPTY,
-  EntryType,
-  LOCAL_MESSAGES,
-  MessageType,
-  assert,
-  entryBytes,
-  type ConfState,
-  type Entry,
-  type Message,
-  type Snapshot,
-} from '../raft/types.ts';
+import { EMPTY, EntryType, LOCAL_MESSAGES, MessageType, assert, entryBytes, type ConfState, type Entry, type Message, type Snapshot } from '../raft/types.ts';
 
 export const PROTO_PATH = protoFile('raft.proto');
 

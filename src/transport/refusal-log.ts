@@ -45,7 +45,11 @@ export class RefusalLog {
       return;
     }
     if (now - this.windowStartAtMs >= this.intervalMs) {
-      if (this.windowSuppressed > 0) this.log.warn({ suppressed: this.windowSuppressed }, `${this.windowSuppressed} more refusals of Raft input were not logged (at most ${REFUSAL_LINES_MAX} lines per ${this.intervalMs} ms); see verdict_raft_messages_refused_total`);
+      if (this.windowSuppressed > 0)
+        this.log.warn(
+          { suppressed: this.windowSuppressed },
+          `${this.windowSuppressed} more refusals of Raft input were not logged (at most ${REFUSAL_LINES_MAX} lines per ${this.intervalMs} ms); see verdict_raft_messages_refused_total`,
+        );
       this.windowStartAtMs = now;
       this.windowLines = 0;
       this.windowSuppressed = 0;

@@ -162,14 +162,15 @@ export function explainConnectError(details: string, tls: boolean): string {
     .replace(/[0-9A-F]{8,}:error:[0-9A-F]+:SSL routines:[a-z0-9_]+:([^:]+):.*$/s, '$1')
     .trim();
   const why = ((): string | null => {
-    if (/alert certificate required/.test(text)) return 'the server requires a client certificate (mutual TLS): give a certificate and key signed by the cluster\'s CA';
+    if (/alert certificate required/.test(text)) return "the server requires a client certificate (mutual TLS): give a certificate and key signed by the cluster's CA";
     if (/alert (unknown ca|bad certificate|certificate unknown|decrypt error)/.test(text)) return 'the server refused our certificate: it is not signed by the CA the server trusts';
     if (/alert certificate expired/.test(text)) return 'the server refused our certificate: it has expired';
     if (/self[- ]signed certificate|unable to verify the first certificate|unable to get (local )?issuer certificate|certificate signature failure/.test(text)) {
-      return 'the server\'s certificate is not signed by our CA: check the CA file';
+      return "the server's certificate is not signed by our CA: check the CA file";
     }
-    if (/certificate has expired/.test(text)) return 'the server\'s certificate has expired';
-    if (/Hostname\/IP does not match|ERR_TLS_CERT_ALTNAME_INVALID|does not match certificate's altnames/i.test(text)) return 'the server\'s certificate does not name the address we dialled (subjectAltName)';
+    if (/certificate has expired/.test(text)) return "the server's certificate has expired";
+    if (/Hostname\/IP does not match|ERR_TLS_CERT_ALTNAME_INVALID|does not match certificate's altnames/i.test(text))
+      return "the server's certificate does not name the address we dialled (subjectAltName)";
     if (/wrong version number|packet length too long|http request/i.test(text)) return 'the server does not speak TLS: TLS is configured here but not there';
     if (/^Failed to connect$/.test(text)) {
       return tls
@@ -189,8 +190,10 @@ function readPem(path: string, name: string, label: 'CERTIFICATE' | 'PRIVATE KEY
     throw new TlsSetupError(`${name}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); expected a PEM file`);
   }
   const re = label === 'PRIVATE KEY' ? /-----BEGIN (RSA |EC |ENCRYPTED )?PRIVATE KEY-----/ : /-----BEGIN CERTIFICATE-----/;
-  if (!re.test(data.toString('latin1'))) throw new TlsSetupError(`${name}: ${path} holds no PEM ${label === 'PRIVATE KEY' ? 'private key' : 'certificate'} (expected a "-----BEGIN ${label}-----" block)`);
-  if (/ENCRYPTED PRIVATE KEY|Proc-Type: 4,ENCRYPTED/.test(data.toString('latin1'))) throw new TlsSetupError(`${name}: ${path} is encrypted; give an unencrypted key (openssl pkey -in ${path} -out new.key)`);
+  if (!re.test(data.toString('latin1')))
+    throw new TlsSetupError(`${name}: ${path} holds no PEM ${label === 'PRIVATE KEY' ? 'private key' : 'certificate'} (expected a "-----BEGIN ${label}-----" block)`);
+  if (/ENCRYPTED PRIVATE KEY|Proc-Type: 4,ENCRYPTED/.test(data.toString('latin1')))
+    throw new TlsSetupError(`${name}: ${path} is encrypted; give an unencrypted key (openssl pkey -in ${path} -out new.key)`);
   return data;
 }
 

@@ -191,4 +191,3 @@ export class Refusals {
     this.log.warn({ ...fields, refusal: c, ...(notLogged > 0 ? { refusalsNotLogged: notLogged } : {}) }, details);
   }
 }
-

@@ -16,11 +16,18 @@ if (!Number.isInteger(durationMs) || durationMs < 1_000) throw new Error(`VERDIC
 if (!Number.isInteger(seed) || seed < 0) throw new Error(`VERDICT_CHAOS_SEED must be a non-negative integer, not "${process.env.VERDICT_CHAOS_SEED}"`);
 
 describe('chaos on real processes', () => {
-  it(`keeps every transaction all-or-nothing through kills, stops and partitions (seed ${seed}, ${durationMs} ms of faults)`, async () => {
-    const r = await runChaos({ durationMs, seed });
-    // A run that injected nothing or committed nothing proves nothing.
-    expect(r.faults, 'faults injected').toBeGreaterThan(0);
-    expect(r.committed, 'transactions committed').toBeGreaterThan(0);
-    expect(r.violations.map((v) => `${v.txnId}: ${v.what}`), r.summary).toEqual([]);
-  }, durationMs + 420_000);
+  it(
+    `keeps every transaction all-or-nothing through kills, stops and partitions (seed ${seed}, ${durationMs} ms of faults)`,
+    async () => {
+      const r = await runChaos({ durationMs, seed });
+      // A run that injected nothing or committed nothing proves nothing.
+      expect(r.faults, 'faults injected').toBeGreaterThan(0);
+      expect(r.committed, 'transactions committed').toBeGreaterThan(0);
+      expect(
+        r.violations.map((v) => `${v.txnId}: ${v.what}`),
+        r.summary,
+      ).toEqual([]);
+    },
+    durationMs + 420_000,
+  );
 });

@@ -140,7 +140,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const reasons = new Map<string, number>();
     for (const t of txns) {
       if (t.answer !== 'aborted' && t.answer !== 'unknown') continue;
-      const key = `${t.answer}: ${t.detail.replace(new RegExp(tag + '[\\w-]*', 'g'), 'T').replace(/\d+/g, '#').slice(0, 140)}`;
+      const key = `${t.answer}: ${t.detail
+        .replace(new RegExp(tag + '[\\w-]*', 'g'), 'T')
+        .replace(/\d+/g, '#')
+        .slice(0, 140)}`;
       reasons.set(key, (reasons.get(key) ?? 0) + 1);
     }
     for (const [why, n] of [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 6)) log(`chaos: ${n} × ${why}`);

@@ -93,12 +93,28 @@ describe('LinkTable', () => {
     const t = new LinkTable();
     const target = await echo();
     try {
-      for (const [from, to] of [['a', 'b'], ['b', 'a'], ['a', 'c'], ['c', 'a']]) await t.dialPeer(from, to, target);
+      for (const [from, to] of [
+        ['a', 'b'],
+        ['b', 'a'],
+        ['a', 'c'],
+        ['c', 'a'],
+      ])
+        await t.dialPeer(from, to, target);
       t.cutOneWay(['a'], ['b', 'c'], 'blackhole');
-      expect(t.all().map((p) => `${p.from}>${p.to}:${p.current}`).sort()).toEqual(['a>b:blackhole', 'a>c:blackhole', 'b>a:pass', 'c>a:pass']);
+      expect(
+        t
+          .all()
+          .map((p) => `${p.from}>${p.to}:${p.current}`)
+          .sort(),
+      ).toEqual(['a>b:blackhole', 'a>c:blackhole', 'b>a:pass', 'c>a:pass']);
       t.healAll();
       t.cut(['a'], ['b']);
-      expect(t.all().map((p) => `${p.from}>${p.to}:${p.current}`).sort()).toEqual(['a>b:blackhole', 'a>c:pass', 'b>a:blackhole', 'c>a:pass']);
+      expect(
+        t
+          .all()
+          .map((p) => `${p.from}>${p.to}:${p.current}`)
+          .sort(),
+      ).toEqual(['a>b:blackhole', 'a>c:pass', 'b>a:blackhole', 'c>a:pass']);
       await expect(t.dialPeer('a', 'b', target)).rejects.toThrow(/already has a proxy/);
     } finally {
       await t.close();

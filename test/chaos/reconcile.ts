@@ -128,8 +128,10 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
     if (inShop !== inLedger || inShop !== inBooks) violations.push({ txnId: t.id, what: `not all-or-nothing (AC1): ${where}` });
     const inData = inShop || inLedger || inBooks;
     if (t.answer === 'committed' && !inAll) violations.push({ txnId: t.id, what: `the client was told COMMITTED but ${where}` });
-    if ((t.answer === 'aborted' || t.answer === 'not-sent') && inData) violations.push({ txnId: t.id, what: `the client was told ${t.answer === 'aborted' ? 'ABORTED' : 'nothing (Begin failed, Commit never sent)'} but ${where}` });
-    if (t.intent === 'no' && (inData || t.answer === 'committed' || outcomes.get(t.id) === 'COMMITTED')) violations.push({ txnId: t.id, what: `committed although the ledger must vote NO (AC2); client: ${t.answer}, cluster: ${outcomes.get(t.id)}` });
+    if ((t.answer === 'aborted' || t.answer === 'not-sent') && inData)
+      violations.push({ txnId: t.id, what: `the client was told ${t.answer === 'aborted' ? 'ABORTED' : 'nothing (Begin failed, Commit never sent)'} but ${where}` });
+    if (t.intent === 'no' && (inData || t.answer === 'committed' || outcomes.get(t.id) === 'COMMITTED'))
+      violations.push({ txnId: t.id, what: `committed although the ledger must vote NO (AC2); client: ${t.answer}, cluster: ${outcomes.get(t.id)}` });
     const decided = outcomes.get(t.id);
     if (decided === 'COMMITTED' && !inAll) violations.push({ txnId: t.id, what: `the cluster decided COMMITTED but ${where}` });
     if (decided === 'ABORTED' && inData) violations.push({ txnId: t.id, what: `the cluster decided ABORTED but ${where}` });

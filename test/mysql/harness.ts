@@ -70,7 +70,9 @@ export async function startMariaDb(opts: StartOptions = {}): Promise<MariaDbServ
 async function startOwn(databases: string[], extraArgs: string[]): Promise<MariaDbServer> {
   const mariadbd = join(BIN, 'mariadbd');
   if (!existsSync(mariadbd) || !existsSync(INSTALL_DB)) {
-    throw new Error(`MariaDB server binaries (${mariadbd}, ${INSTALL_DB}) not found: install mariadb-server (apt-get install mariadb-server; .ci/run does it), set VERDICT_MYSQL_BIN, or set VERDICT_MYSQL_URL to a server`);
+    throw new Error(
+      `MariaDB server binaries (${mariadbd}, ${INSTALL_DB}) not found: install mariadb-server (apt-get install mariadb-server; .ci/run does it), set VERDICT_MYSQL_BIN, or set VERDICT_MYSQL_URL to a server`,
+    );
   }
   const asRoot = process.getuid?.() === 0;
   const owner = asRoot ? mysqlUser() : null;

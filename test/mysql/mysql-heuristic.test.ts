@@ -11,7 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgPayload } from '../../src/participant/postgres.ts';
 import type { MySqlResource } from '../../src/participant/resources/mysql/resource.ts';
 import { xidOf, xidScope, xidText } from '../../src/participant/resources/mysql/xid.ts';
-import { CLI, DEADLINE_MS, expectHeurmixOnceClusterUp, expectResolveRepeatNoopContraryRefused, participantOfUnreachableCluster, type UnreachableClusterParticipant } from '../db-participant-fixture.ts';
+import {
+  CLI,
+  DEADLINE_MS,
+  expectHeurmixOnceClusterUp,
+  expectResolveRepeatNoopContraryRefused,
+  participantOfUnreachableCluster,
+  type UnreachableClusterParticipant,
+} from '../db-participant-fixture.ts';
 import { runCli } from '../process/harness.ts';
 import { mysqlQuery, startMariaDb, xaRecover, xaRollbackAll, type MariaDbServer } from './harness.ts';
 
@@ -61,7 +68,23 @@ describe('heuristic resolution at a MySQL participant (R4)', () => {
     );
     expect(vote.vote).toBe('VOTE_YES');
 
-    const args = ['participant', 'resolve', T, '--reason', 'cluster down for hours; locks held on entries', '--operator', 'alice@db1', '--id', 'ledger', '--cluster-id', h.cluster.clusterId, '--resource', 'mysql', '--mysql-url', url];
+    const args = [
+      'participant',
+      'resolve',
+      T,
+      '--reason',
+      'cluster down for hours; locks held on entries',
+      '--operator',
+      'alice@db1',
+      '--id',
+      'ledger',
+      '--cluster-id',
+      h.cluster.clusterId,
+      '--resource',
+      'mysql',
+      '--mysql-url',
+      url,
+    ];
     const done = await runCli([...args, '--commit'], CLI);
     expect(done.stderr).toBe('');
     expect(done.code).toBe(0);

@@ -62,7 +62,14 @@ function start(dir: string, over: Partial<MySqlParticipantOptions> = {}, metrics
 
 const ours = async (): Promise<string[]> => (await xaRecover(url)).filter((x) => x.gtrid.startsWith(`${CLUSTER}:`)).map((x) => `${x.gtrid},${x.bqual}`);
 const amount = async (id: string): Promise<number | undefined> => (await mysqlQuery<{ amount: number }>(url, 'SELECT amount FROM entries WHERE id = ?', [id]))[0]?.amount;
-const prepareReq = (txnId: string, statements: string[]): Prepare => ({ clusterId: CLUSTER, txnId, participantId: 'ledger', participants: ['shop', 'ledger'], payload: pgPayload(statements), timeoutMs: 0 });
+const prepareReq = (txnId: string, statements: string[]): Prepare => ({
+  clusterId: CLUSTER,
+  txnId,
+  participantId: 'ledger',
+  participants: ['shop', 'ledger'],
+  payload: pgPayload(statements),
+  timeoutMs: 0,
+});
 const decisionReq = (txnId: string, decision: Decision['decision']): Decision => ({ clusterId: CLUSTER, txnId, participantId: 'ledger', decision, reason: '' });
 
 describe('mysql participant: recovery through the engine (R4)', () => {
@@ -137,8 +144,29 @@ describe('verdict participant --resource mysql (the process)', () => {
   const spawnParticipant = (dir: string, port: number, extra: string[] = []): { child: ChildProcess; stderr: () => string; exited: Promise<number | null> } => {
     const child = spawn(
       process.execPath,
-      [join(ROOT, 'bin', 'verdict.mjs'), 'participant', '--id', 'ledger', '--cluster-id', CLUSTER, '--listen', `127.0.0.1:${port}`, '--data', dir,
-        '--endpoints', cluster.address, '--resource', 'mysql', '--mysql-url', url, '--mysql-concurrency', '2', '--log-level', 'warn', ...extra],
+      [
+        join(ROOT, 'bin', 'verdict.mjs'),
+        'participant',
+        '--id',
+        'ledger',
+        '--cluster-id',
+        CLUSTER,
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--data',
+        dir,
+        '--endpoints',
+        cluster.address,
+        '--resource',
+        'mysql',
+        '--mysql-url',
+        url,
+        '--mysql-concurrency',
+        '2',
+        '--log-level',
+        'warn',
+        ...extra,
+      ],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     children.push(child);
@@ -147,38 +175,50 @@ describe('verdict participant --resource mysql (the process)', () => {
     return { child, stderr: () => stderr, exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
   };
 
-  it('R4: killed with SIGKILL after voting YES, restarted, it finds the branch, asks the cluster and commits', async () => {
-    const dir = await dataDir();
-    const [port] = await freePorts(1);
-    const first = spawnParticipant(dir, port);
-    const c = client(`127.0.0.1:${port}`);
-    let vote: Awaited<ReturnType<ParticipantClient['prepare']>> | null = null;
-    await waitFor(`the participant process to answer PREPARE (stderr: ${first.stderr()})`, async () => {
-      vote = await c.prepare(prepareReq('T-kill', ["INSERT INTO entries VALUES ('kill', 7)"]), 1_000).catch(() => null);
-      return vote !== null;
-    }, PROCESS_WAIT_MS);
-    expect(vote).toMatchObject({ vote: 'VOTE_YES' });
-    first.child.kill('SIGKILL');
-    await first.exited;
-    c.close();
-    expect(await ours()).toEqual([xidText(xidOf(SCOPE, 'T-kill'))]);
-    cluster.outcomes.set('T-kill', 'OUTCOME_COMMITTED');
-    const second = spawnParticipant(dir, port);
-    await waitFor(`the restarted participant to commit T-kill (stderr: ${second.stderr()})`, async () => (await amount('kill')) === 7, PROCESS_WAIT_MS);
-    expect(await ours()).toEqual([]);
-    second.child.kill('SIGTERM');
-    expect(await second.exited).toBe(0);
-  }, 3 * PROCESS_WAIT_MS);
-
-  it('refuses to start on a server that would lose a prepared branch, with the setting and the fix, exit 1', async () => {
-    await mysqlQuery(url, 'SET GLOBAL innodb_flush_log_at_trx_commit = 0');
-    try {
+  it(
+    'R4: killed with SIGKILL after voting YES, restarted, it finds the branch, asks the cluster and commits',
+    async () => {
+      const dir = await dataDir();
       const [port] = await freePorts(1);
-      const p = spawnParticipant(await dataDir(), port);
-      expect(await p.exited).toBe(1);
-      expect(p.stderr()).toMatch(/^verdict: FAILED_PRECONDITION: .*innodb_flush_log_at_trx_commit = 0: an acknowledged XA PREPARE may be lost in a crash.*set innodb_flush_log_at_trx_commit = 1\n$/);
-    } finally {
-      await mysqlQuery(url, 'SET GLOBAL innodb_flush_log_at_trx_commit = 1');
-    }
-  }, 2 * PROCESS_WAIT_MS);
+      const first = spawnParticipant(dir, port);
+      const c = client(`127.0.0.1:${port}`);
+      let vote: Awaited<ReturnType<ParticipantClient['prepare']>> | null = null;
+      await waitFor(
+        `the participant process to answer PREPARE (stderr: ${first.stderr()})`,
+        async () => {
+          vote = await c.prepare(prepareReq('T-kill', ["INSERT INTO entries VALUES ('kill', 7)"]), 1_000).catch(() => null);
+          return vote !== null;
+        },
+        PROCESS_WAIT_MS,
+      );
+      expect(vote).toMatchObject({ vote: 'VOTE_YES' });
+      first.child.kill('SIGKILL');
+      await first.exited;
+      c.close();
+      expect(await ours()).toEqual([xidText(xidOf(SCOPE, 'T-kill'))]);
+      cluster.outcomes.set('T-kill', 'OUTCOME_COMMITTED');
+      const second = spawnParticipant(dir, port);
+      await waitFor(`the restarted participant to commit T-kill (stderr: ${second.stderr()})`, async () => (await amount('kill')) === 7, PROCESS_WAIT_MS);
+      expect(await ours()).toEqual([]);
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+    },
+    3 * PROCESS_WAIT_MS,
+  );
+
+  it(
+    'refuses to start on a server that would lose a prepared branch, with the setting and the fix, exit 1',
+    async () => {
+      await mysqlQuery(url, 'SET GLOBAL innodb_flush_log_at_trx_commit = 0');
+      try {
+        const [port] = await freePorts(1);
+        const p = spawnParticipant(await dataDir(), port);
+        expect(await p.exited).toBe(1);
+        expect(p.stderr()).toMatch(/^verdict: FAILED_PRECONDITION: .*innodb_flush_log_at_trx_commit = 0: an acknowledged XA PREPARE may be lost in a crash.*set innodb_flush_log_at_trx_commit = 1\n$/);
+      } finally {
+        await mysqlQuery(url, 'SET GLOBAL innodb_flush_log_at_trx_commit = 1');
+      }
+    },
+    2 * PROCESS_WAIT_MS,
+  );
 });

@@ -91,7 +91,7 @@ describe('mysql resource: the unit of work under XA', () => {
     expect(r.counts().open).toBe(0);
   });
 
-  it('votes NO with the server\'s own error number and message (a CHECK constraint), holding nothing afterwards', async () => {
+  it("votes NO with the server's own error number and message (a CHECK constraint), holding nothing afterwards", async () => {
     const r = await open();
     const vote = await r.prepareAsync('T5', pgPayload(["INSERT INTO entries VALUES ('e5', -1)"]));
     expect(vote.yes).toBe(false);
@@ -123,8 +123,7 @@ describe('mysql resource: the unit of work under XA', () => {
 
   it('decides on the session that prepared the branch, then reuses that session for the next branch', async () => {
     const r = await open();
-    const connectionId = async (txnId: string): Promise<number> =>
-      r.work(txnId, async (c) => ((await c.query('SELECT CONNECTION_ID() AS id')) as unknown as [{ id: number }[]])[0][0].id);
+    const connectionId = async (txnId: string): Promise<number> => r.work(txnId, async (c) => ((await c.query('SELECT CONNECTION_ID() AS id')) as unknown as [{ id: number }[]])[0][0].id);
     const first = await connectionId('T11');
     expect((await r.prepareAsync('T11', pgPayload(["INSERT INTO entries VALUES ('e11', 11)"]))).yes).toBe(true);
     await r.commitAsync('T11');
@@ -160,7 +159,9 @@ describe('mysql resource: the server check at start (bad input)', () => {
   it('refuses a server without XA for the tables it would write (default_storage_engine = MyISAM), naming the fix', async () => {
     await mysqlQuery(url, "SET GLOBAL default_storage_engine = 'MyISAM'");
     try {
-      await expect(open()).rejects.toThrow(/^FAILED_PRECONDITION: 10\.11\.\S+ at mysql:\/\/root@127\.0\.0\.1:\d+\/ledger cannot hold prepared XA branches safely: default_storage_engine = MyISAM, which has no XA support/);
+      await expect(open()).rejects.toThrow(
+        /^FAILED_PRECONDITION: 10\.11\.\S+ at mysql:\/\/root@127\.0\.0\.1:\d+\/ledger cannot hold prepared XA branches safely: default_storage_engine = MyISAM, which has no XA support/,
+      );
     } finally {
       await mysqlQuery(url, "SET GLOBAL default_storage_engine = 'InnoDB'");
     }
@@ -175,7 +176,7 @@ describe('mysql resource: the server check at start (bad input)', () => {
     }
   });
 
-  it('refuses a server it cannot reach or log in to, with the server\'s error', async () => {
+  it("refuses a server it cannot reach or log in to, with the server's error", async () => {
     const wrong = url.replace('root@', 'nobody:wrong@');
     await expect(open({ url: wrong })).rejects.toThrow(/cannot check the MySQL server at mysql:\/\/nobody:\*\*\*@.*MySQL error 1045 \(ER_ACCESS_DENIED_ERROR, SQLSTATE 28000\)/);
   });

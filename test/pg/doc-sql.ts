@@ -27,10 +27,12 @@ export async function psql(server: PgServer, block: string, db = 'postgres'): Pr
       url = u.toString();
       continue;
     }
-    const statements = part.split(/;\s*(?:--[^\n]*)?\n/).map((x) => x.trim()).filter((x) => x !== '');
+    const statements = part
+      .split(/;\s*(?:--[^\n]*)?\n/)
+      .map((x) => x.trim())
+      .filter((x) => x !== '');
     await withClient(url, async (client) => {
       for (const st of statements) await client.query(st);
     });
   }
 }
-

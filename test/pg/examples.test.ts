@@ -48,33 +48,41 @@ describe('examples/shop-ledger on two PostgreSQL databases', () => {
     await pgServer?.stop();
   });
 
-  it('sdk.mjs: the payable order commits in both databases, the unpayable one in neither', async () => {
-    const r = await runExample(process.execPath, [join('examples', 'shop-ledger', 'sdk.mjs')], env);
-    expect(r.out).toMatch(/^COMMITTED \S+: order \S+ placed, acct-9 (\d+) -> \d+ cents/m);
-    expect(r.out).toMatch(/^ABORTED \S+: order \S+ not placed, .*ledger/m);
-    expect(r.code, r.out).toBe(0);
-    expect(await preparedXacts(env.SHOP_URL!)).toEqual([]);
-    expect(await preparedXacts(env.LEDGER_URL!)).toEqual([]);
-  }, RUN_MS);
+  it(
+    'sdk.mjs: the payable order commits in both databases, the unpayable one in neither',
+    async () => {
+      const r = await runExample(process.execPath, [join('examples', 'shop-ledger', 'sdk.mjs')], env);
+      expect(r.out).toMatch(/^COMMITTED \S+: order \S+ placed, acct-9 (\d+) -> \d+ cents/m);
+      expect(r.out).toMatch(/^ABORTED \S+: order \S+ not placed, .*ledger/m);
+      expect(r.code, r.out).toBe(0);
+      expect(await preparedXacts(env.SHOP_URL!)).toEqual([]);
+      expect(await preparedXacts(env.LEDGER_URL!)).toEqual([]);
+    },
+    RUN_MS,
+  );
 
-  it('cli.sh: the same two orders through the verdict command, exit codes 0 then 2', async () => {
-    const [shopPort, ledgerPort] = await freePorts(2);
-    const ordersBefore = Number((await sql<{ n: string }>(env.SHOP_URL!, 'SELECT count(*) AS n FROM orders'))[0]!.n);
-    const balanceBefore = Number((await sql<{ b: string }>(env.LEDGER_URL!, "SELECT balance_cents AS b FROM accounts WHERE id = 'acct-9'"))[0]!.b);
-    const r = await runExample('bash', [join('examples', 'shop-ledger', 'cli.sh')], { ...env, SHOP_LISTEN: `127.0.0.1:${shopPort}`, LEDGER_LISTEN: `127.0.0.1:${ledgerPort}` });
-    expect(r.out).toMatch(/^COMMITTED /m);
-    expect(r.out).toMatch(/^ABORTED /m);
-    expect(r.code, r.out).toBe(0);
-    // Exactly one more order, and exactly one debit of 250 cents (the decision reaches the participants at once; allow the apply a moment).
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const orders = Number((await sql<{ n: string }>(env.SHOP_URL!, 'SELECT count(*) AS n FROM orders'))[0]!.n);
-      const balance = Number((await sql<{ b: string }>(env.LEDGER_URL!, "SELECT balance_cents AS b FROM accounts WHERE id = 'acct-9'"))[0]!.b);
-      if ((orders === ordersBefore + 1 && balance === balanceBefore - 250) || Date.now() > deadline) {
-        expect({ orders, balance }).toEqual({ orders: ordersBefore + 1, balance: balanceBefore - 250 });
-        break;
+  it(
+    'cli.sh: the same two orders through the verdict command, exit codes 0 then 2',
+    async () => {
+      const [shopPort, ledgerPort] = await freePorts(2);
+      const ordersBefore = Number((await sql<{ n: string }>(env.SHOP_URL!, 'SELECT count(*) AS n FROM orders'))[0]!.n);
+      const balanceBefore = Number((await sql<{ b: string }>(env.LEDGER_URL!, "SELECT balance_cents AS b FROM accounts WHERE id = 'acct-9'"))[0]!.b);
+      const r = await runExample('bash', [join('examples', 'shop-ledger', 'cli.sh')], { ...env, SHOP_LISTEN: `127.0.0.1:${shopPort}`, LEDGER_LISTEN: `127.0.0.1:${ledgerPort}` });
+      expect(r.out).toMatch(/^COMMITTED /m);
+      expect(r.out).toMatch(/^ABORTED /m);
+      expect(r.code, r.out).toBe(0);
+      // Exactly one more order, and exactly one debit of 250 cents (the decision reaches the participants at once; allow the apply a moment).
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const orders = Number((await sql<{ n: string }>(env.SHOP_URL!, 'SELECT count(*) AS n FROM orders'))[0]!.n);
+        const balance = Number((await sql<{ b: string }>(env.LEDGER_URL!, "SELECT balance_cents AS b FROM accounts WHERE id = 'acct-9'"))[0]!.b);
+        if ((orders === ordersBefore + 1 && balance === balanceBefore - 250) || Date.now() > deadline) {
+          expect({ orders, balance }).toEqual({ orders: ordersBefore + 1, balance: balanceBefore - 250 });
+          break;
+        }
+        await new Promise((res) => setTimeout(res, 200));
       }
-      await new Promise((res) => setTimeout(res, 200));
-    }
-  }, RUN_MS);
+    },
+    RUN_MS,
+  );
 });

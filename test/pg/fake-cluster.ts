@@ -25,9 +25,7 @@ export async function fakeCluster(): Promise<FakeCluster> {
     },
   };
   server.addService(coordinatorParticipantService, impl);
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
-  );
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
   fake.address = `127.0.0.1:${port}`;
   return fake;
 }

@@ -62,7 +62,9 @@ export async function startPostgres(opts: StartOptions = {}): Promise<PgServer> 
 async function startOwn(maxPrepared: number | null, databases: string[]): Promise<PgServer> {
   for (const bin of ['initdb', 'postgres']) {
     if (!existsSync(join(PG_BIN, bin))) {
-      throw new Error(`PostgreSQL server binary ${join(PG_BIN, bin)} not found: install postgresql-15 (apt-get install postgresql-15; .ci/run does it), set VERDICT_PG_BIN, or set VERDICT_PG_URL to a server`);
+      throw new Error(
+        `PostgreSQL server binary ${join(PG_BIN, bin)} not found: install postgresql-15 (apt-get install postgresql-15; .ci/run does it), set VERDICT_PG_BIN, or set VERDICT_PG_URL to a server`,
+      );
     }
   }
   const asRoot = process.getuid?.() === 0;

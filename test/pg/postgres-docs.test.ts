@@ -39,19 +39,50 @@ const asVerdict = (db: string): string => {
 };
 
 describe('docs/postgres.md, in order', () => {
-  it('two PostgreSQL participants of their own commit the page\'s first transaction and abort its second on the CHECK constraint', async () => {
+  it("two PostgreSQL participants of their own commit the page's first transaction and abort its second on the CHECK constraint", async () => {
     const c = await Cluster.start({ nodes: 1 });
     const { node } = await c.waitForLeader({ timeoutMs: WAIT_MS });
     const data = tempDir('verdict-pg-docs-');
     const [shopPort, ledgerPort] = await freePorts(2);
-    for (const [id, db, port] of [['shop-pg', 'shop', shopPort], ['ledger-pg', 'ledger', ledgerPort]] as const) {
+    for (const [id, db, port] of [
+      ['shop-pg', 'shop', shopPort],
+      ['ledger-pg', 'ledger', ledgerPort],
+    ] as const) {
       children.push(
-        spawn(process.execPath, [BIN, 'participant', '--id', id, '--listen', `127.0.0.1:${port}`, '--data', join(data, id), '--cluster-id', c.clusterId, '--endpoints', node.address, '--resource', 'postgres', '--pg-url', asVerdict(db)], { cwd: ROOT, stdio: 'ignore' }),
+        spawn(
+          process.execPath,
+          [
+            BIN,
+            'participant',
+            '--id',
+            id,
+            '--listen',
+            `127.0.0.1:${port}`,
+            '--data',
+            join(data, id),
+            '--cluster-id',
+            c.clusterId,
+            '--endpoints',
+            node.address,
+            '--resource',
+            'postgres',
+            '--pg-url',
+            asVerdict(db),
+          ],
+          { cwd: ROOT, stdio: 'ignore' },
+        ),
       );
     }
     const client = new VerdictClient({ endpoints: [node.address] });
     try {
-      await waitFor('shop-pg and ledger-pg to register', WAIT_MS, async () => ((await client.participants()).map((p) => p.participantId).sort().join(',') === 'ledger-pg,shop-pg' ? true : undefined));
+      await waitFor('shop-pg and ledger-pg to register', WAIT_MS, async () =>
+        (await client.participants())
+          .map((p) => p.participantId)
+          .sort()
+          .join(',') === 'ledger-pg,shop-pg'
+          ? true
+          : undefined,
+      );
     } finally {
       client.close();
     }

@@ -10,7 +10,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gidOf, gidPrefix } from '../../src/participant/postgres-gid.ts';
 import { pgPayload, type PostgresResource } from '../../src/participant/postgres.ts';
-import { CLI, DEADLINE_MS, expectHeurmixOnceClusterUp, expectResolveRepeatNoopContraryRefused, participantOfUnreachableCluster, type UnreachableClusterParticipant } from '../db-participant-fixture.ts';
+import {
+  CLI,
+  DEADLINE_MS,
+  expectHeurmixOnceClusterUp,
+  expectResolveRepeatNoopContraryRefused,
+  participantOfUnreachableCluster,
+  type UnreachableClusterParticipant,
+} from '../db-participant-fixture.ts';
 import { runCli } from '../process/harness.ts';
 import { preparedXacts, rollbackPrepared, sql, startPostgres, waitFor, type PgServer } from './harness.ts';
 
@@ -49,7 +56,23 @@ describe('heuristic resolution at a PostgreSQL participant (R4)', () => {
     expect(vote.vote).toBe('VOTE_YES');
     expect((await preparedXacts(shop, gid)).map((x) => x.gid)).toEqual([gid]);
 
-    const args = ['participant', 'resolve', T, '--reason', 'cluster down for hours; locks held on orders', '--operator', 'alice@db1', '--id', 'shop', '--cluster-id', h.cluster.clusterId, '--resource', 'postgres', '--pg-url', shop];
+    const args = [
+      'participant',
+      'resolve',
+      T,
+      '--reason',
+      'cluster down for hours; locks held on orders',
+      '--operator',
+      'alice@db1',
+      '--id',
+      'shop',
+      '--cluster-id',
+      h.cluster.clusterId,
+      '--resource',
+      'postgres',
+      '--pg-url',
+      shop,
+    ];
     const done = await runCli([...args, '--commit'], CLI);
     expect(done.stderr).toBe('');
     expect(done.code).toBe(0);

@@ -36,7 +36,7 @@ const tables = async (db: string): Promise<string[]> =>
   (await sql<{ t: string }>(server.url(db), "SELECT schemaname || '.' || tablename AS t FROM pg_tables WHERE tablename LIKE 'verdict\\_%' ORDER BY 1")).map((r) => r.t);
 
 describe('postgres participant: the rights docs/postgres.md lists', () => {
-  it('the page\'s SQL runs as written: role, databases owned by it, the example tables; the adapter then starts with no grant', async () => {
+  it("the page's SQL runs as written: role, databases owned by it, the example tables; the adapter then starts with no grant", async () => {
     await psqlOn(server, docBlock('CREATE TABLE orders'));
     expect(await sql(asRole('ledger'), 'SELECT id, balance_cents FROM accounts')).toEqual([{ id: 'acct-9', balance_cents: '10000' }]);
     for (const db of ['shop', 'ledger']) {

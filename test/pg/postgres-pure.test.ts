@@ -43,7 +43,7 @@ describe('gid format', () => {
     );
   });
 
-  it('property: distinct (cluster, participant, txn) get distinct gids, and one participant never claims another\'s gid', () => {
+  it("property: distinct (cluster, participant, txn) get distinct gids, and one participant never claims another's gid", () => {
     fc.assert(
       fc.property(fc.tuple(id, id, txnId), fc.tuple(id, id, txnId), ([c1, p1, t1], [c2, p2, t2]) => {
         const a = gidOf(gidPrefix(c1, p1), t1);
@@ -66,7 +66,7 @@ describe('reconcile: the journal and pg_prepared_xacts', () => {
   const found = (gid: string, atMs = 5): PreparedGid => ({ gid, parsed: parseGid(prefix, gid), preparedAtMs: atMs, ageMs: 0 });
   const prepared = (t: string): TxnRecord => ({ kind: 'prepared', txnId: t, atMs: 1, payloadB64: '', participants: ['shop'] });
 
-  it('keeps the journal\'s prepared transactions in doubt whether or not PostgreSQL still holds them', () => {
+  it("keeps the journal's prepared transactions in doubt whether or not PostgreSQL still holds them", () => {
     const journal = [prepared('A'), prepared('B')];
     const r = reconcile(journal, [found(g('A'))], g);
     expect(r.records).toEqual(journal);
@@ -76,7 +76,10 @@ describe('reconcile: the journal and pg_prepared_xacts', () => {
   it('adopts a gid prepared in PostgreSQL but not in the journal (or decided in it) as in doubt', () => {
     const journal: TxnRecord[] = [{ kind: 'aborted', txnId: 'D', atMs: 1 }];
     const r = reconcile(journal, [found(g('X'), 42), found(g('D'), 43)], g);
-    expect(r.adopted).toEqual([{ txnId: 'X', gid: g('X') }, { txnId: 'D', gid: g('D') }]);
+    expect(r.adopted).toEqual([
+      { txnId: 'X', gid: g('X') },
+      { txnId: 'D', gid: g('D') },
+    ]);
     expect(r.records.slice(1)).toEqual([
       { kind: 'prepared', txnId: 'X', atMs: 42, payloadB64: '', participants: [] },
       { kind: 'prepared', txnId: 'D', atMs: 43, payloadB64: '', participants: [] },

@@ -71,7 +71,12 @@ async function bareResource(participantId = 'shop', over: { stuckAfterMs?: numbe
 }
 
 const prepareReq = (txnId: string, statements: string[]): Prepare => ({
-  clusterId: CLUSTER, txnId, participantId: 'shop', participants: ['shop', 'ledger'], payload: pgPayload(statements), timeoutMs: 0,
+  clusterId: CLUSTER,
+  txnId,
+  participantId: 'shop',
+  participants: ['shop', 'ledger'],
+  payload: pgPayload(statements),
+  timeoutMs: 0,
 });
 const decisionReq = (txnId: string, decision: Decision['decision']): Decision => ({ clusterId: CLUSTER, txnId, participantId: 'shop', decision, reason: '' });
 const orderAmount = async (id: string): Promise<number | undefined> => (await sql<{ amount: number }>(shop, 'SELECT amount FROM orders WHERE id = $1', [id]))[0]?.amount;
@@ -89,7 +94,7 @@ describe('postgres participant: recovery through the engine (R4)', () => {
 
     cluster.outcomes.set('T1', 'OUTCOME_COMMITTED');
     const second = await start(dir);
-    await waitFor('T1 to be committed from the cluster\'s answer', () => second.engine.stateOf('T1') === 'committed');
+    await waitFor("T1 to be committed from the cluster's answer", () => second.engine.stateOf('T1') === 'committed');
     expect(await orderAmount('o1')).toBe(10);
     expect(await preparedXacts(shop, PREFIX)).toEqual([]);
     expect(cluster.questions[0]).toEqual({ txnId: 'T1', participantId: 'shop' });
@@ -110,14 +115,14 @@ describe('postgres participant: recovery through the engine (R4)', () => {
     expect(await preparedXacts(shop, PREFIX)).toEqual([]);
   });
 
-  it('a gid prepared in PostgreSQL but missing from the journal (crash before the journal\'s sync) is in doubt too, and ABORT is applied', async () => {
+  it("a gid prepared in PostgreSQL but missing from the journal (crash before the journal's sync) is in doubt too, and ABORT is applied", async () => {
     const r = await bareResource();
     await r.work('T2', async (c) => void (await c.query("INSERT INTO orders VALUES ('o2', 20)")));
     expect((await r.prepareAsync('T2', new Uint8Array())).yes).toBe(true);
     await r.close();
     cluster.outcomes.set('T2', 'OUTCOME_ABORTED');
     const p = await start(await dataDir());
-    await waitFor('T2 to be aborted from the cluster\'s answer', () => p.engine.stateOf('T2') === 'aborted');
+    await waitFor("T2 to be aborted from the cluster's answer", () => p.engine.stateOf('T2') === 'aborted');
     expect(await orderAmount('o2')).toBeUndefined();
     expect(await preparedXacts(shop, PREFIX)).toEqual([]);
     expect(cluster.questions.map((q) => q.txnId)).toContain('T2');
@@ -150,7 +155,7 @@ describe('postgres participant: recovery through the engine (R4)', () => {
     expect(await orderAmount('o5')).toBe(5);
   });
 
-  it('leaves other participants\' gids, foreign gids and its own prefix in another database alone', async () => {
+  it("leaves other participants' gids, foreign gids and its own prefix in another database alone", async () => {
     const otherGid = gidOf(gidPrefix(CLUSTER, 'shop2'), 'X1');
     // Starts with this participant's prefix but is no gid it would make.
     const lookalikeGid = `${PREFIX}not:ours`;
@@ -168,12 +173,14 @@ describe('postgres participant: recovery through the engine (R4)', () => {
       expect(cluster.questions).toEqual([]);
       expect(p.resource.preparedStats().count).toBe(0);
       const all = await sql<{ gid: string; database: string }>(shop, 'SELECT gid, database FROM pg_prepared_xacts ORDER BY gid');
-      expect(all).toEqual(expect.arrayContaining([
-        { gid: otherGid, database: 'shop' },
-        { gid: lookalikeGid, database: 'shop' },
-        { gid: foreignGid, database: 'shop' },
-        { gid: ledgerGid, database: 'ledger' },
-      ]));
+      expect(all).toEqual(
+        expect.arrayContaining([
+          { gid: otherGid, database: 'shop' },
+          { gid: lookalikeGid, database: 'shop' },
+          { gid: foreignGid, database: 'shop' },
+          { gid: ledgerGid, database: 'ledger' },
+        ]),
+      );
     } finally {
       await sql(shop, `ROLLBACK PREPARED '${otherGid}'`);
       await sql(shop, `ROLLBACK PREPARED '${lookalikeGid}'`);
@@ -184,12 +191,14 @@ describe('postgres participant: recovery through the engine (R4)', () => {
 });
 
 describe('postgres participant: the monitor (orphans, stuck alerts, metrics values)', () => {
-  const askFrom = (answers: Record<string, ClusterOutcome>, asked: string[]): AskOutcome => (txnId, cb) => {
-    asked.push(txnId);
-    setImmediate(() => cb(null, answers[txnId] ?? 'in-progress'));
-  };
+  const askFrom =
+    (answers: Record<string, ClusterOutcome>, asked: string[]): AskOutcome =>
+    (txnId, cb) => {
+      asked.push(txnId);
+      setImmediate(() => cb(null, answers[txnId] ?? 'in-progress'));
+    };
 
-  it('resolves a prepared gid the engine does not hold (an orphan) with the cluster\'s answer', async () => {
+  it("resolves a prepared gid the engine does not hold (an orphan) with the cluster's answer", async () => {
     const r = await bareResource();
     await r.work('T-orphan', async (c) => void (await c.query("INSERT INTO orders VALUES ('orphan', 7)")));
     await r.prepareAsync('T-orphan', new Uint8Array());
@@ -208,7 +217,7 @@ describe('postgres participant: the monitor (orphans, stuck alerts, metrics valu
     expect(await preparedXacts(shop, PREFIX)).toEqual([]);
   });
 
-  it('fires the stuck-prepared alert with txn id, gid, age and the cluster\'s answer, and exposes count and oldest age', async () => {
+  it("fires the stuck-prepared alert with txn id, gid, age and the cluster's answer, and exposes count and oldest age", async () => {
     const r = await bareResource('shop', { stuckAfterMs: 300 });
     await r.work('T-stuck', async (c) => void (await c.query("INSERT INTO orders VALUES ('stuck', 1)")));
     await r.prepareAsync('T-stuck', new Uint8Array());
@@ -270,8 +279,28 @@ describe('verdict participant --resource postgres (the process)', () => {
     const port = await freePort();
     const child = spawn(
       process.execPath,
-      [join(ROOT, 'bin', 'verdict.mjs'), 'participant', '--id', 'shop', '--cluster-id', CLUSTER, '--listen', `127.0.0.1:${port}`, '--data', dir,
-        '--endpoints', cluster.address, '--resource', 'postgres', '--pg-url', shop, '--pg-concurrency', '2', '--log-level', 'warn'],
+      [
+        join(ROOT, 'bin', 'verdict.mjs'),
+        'participant',
+        '--id',
+        'shop',
+        '--cluster-id',
+        CLUSTER,
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--data',
+        dir,
+        '--endpoints',
+        cluster.address,
+        '--resource',
+        'postgres',
+        '--pg-url',
+        shop,
+        '--pg-concurrency',
+        '2',
+        '--log-level',
+        'warn',
+      ],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let stderr = '';
@@ -280,10 +309,14 @@ describe('verdict participant --resource postgres (the process)', () => {
     try {
       const c = client(`127.0.0.1:${port}`);
       let vote: Awaited<ReturnType<ParticipantClient['prepare']>> | null = null;
-      await waitFor(`the participant process to answer PREPARE (stderr: ${stderr})`, async () => {
-        vote = await c.prepare(prepareReq('T-cli', ["INSERT INTO orders VALUES ('cli', 3)"]), 1_000).catch(() => null);
-        return vote !== null;
-      }, 20_000);
+      await waitFor(
+        `the participant process to answer PREPARE (stderr: ${stderr})`,
+        async () => {
+          vote = await c.prepare(prepareReq('T-cli', ["INSERT INTO orders VALUES ('cli', 3)"]), 1_000).catch(() => null);
+          return vote !== null;
+        },
+        20_000,
+      );
       expect(vote).toMatchObject({ vote: 'VOTE_YES' });
       expect(await c.decide(decisionReq('T-cli', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({ txnId: 'T-cli', participantId: 'shop' });
       expect(await orderAmount('cli')).toBe(3);

@@ -151,7 +151,7 @@ describe('postgres resource: NO votes carry the PostgreSQL error', () => {
     expect(await sql(url, 'SELECT name FROM doctors WHERE on_call ORDER BY name')).toEqual([{ name: 'ben' }]);
   });
 
-  it('votes NO when T\'s connection is lost during the work (the backend is terminated), and the pool recovers', async () => {
+  it("votes NO when T's connection is lost during the work (the backend is terminated), and the pool recovers", async () => {
     const r = await open({ concurrency: 1 });
     let pid = 0;
     await r.work('T-lost', async (c) => {
@@ -238,7 +238,10 @@ describe('postgres resource: redelivered decisions and heuristic hazards (R7, R4
     await r.prepareAsync('H-rb', NONE);
     // An operator's heuristic ROLLBACK PREPARED by hand.
     await sql(url, `ROLLBACK PREPARED '${r.gid('H-rb')}'`);
-    const err = await r.commitAsync('H-rb').then(() => null, (e: unknown) => e);
+    const err = await r.commitAsync('H-rb').then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(HeuristicHazardError);
     expect((err as HeuristicHazardError).kind).toBe('HEURRB');
     expect((err as Error).message).toBe(
@@ -252,7 +255,10 @@ describe('postgres resource: redelivered decisions and heuristic hazards (R7, R4
     await r.work('H-com', insert('olga', 1));
     await r.prepareAsync('H-com', NONE);
     await sql(url, `COMMIT PREPARED '${r.gid('H-com')}'`);
-    const err = await r.abortAsync('H-com').then(() => null, (e: unknown) => e);
+    const err = await r.abortAsync('H-com').then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(HeuristicHazardError);
     expect((err as HeuristicHazardError).kind).toBe('HEURCOM');
     expect((err as Error).message).toMatch(/ABORT refused: it is not prepared in PostgreSQL and its commit marker is there, so it committed here/);
@@ -262,7 +268,11 @@ describe('postgres resource: redelivered decisions and heuristic hazards (R7, R4
   it('cleans up markers older than the retention, and only its own', async () => {
     const r = await open({ markerRetentionMs: 60_000 });
     const other = await open({ participantId: 'shop2', markerRetentionMs: 60_000 });
-    for (const [res, txnId, id] of [[r, 'M-old', 'pat'], [r, 'M-new', 'quinn'], [other, 'M-other', 'rita']] as const) {
+    for (const [res, txnId, id] of [
+      [r, 'M-old', 'pat'],
+      [r, 'M-new', 'quinn'],
+      [other, 'M-other', 'rita'],
+    ] as const) {
       await res.work(txnId, insert(id, 1));
       await res.prepareAsync(txnId, NONE);
       await res.commitAsync(txnId);

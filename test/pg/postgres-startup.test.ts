@@ -41,13 +41,19 @@ describe('postgres participant: refuses max_prepared_transactions = 0', () => {
   it('PostgreSQL itself answers PREPARE TRANSACTION with SQLSTATE 55000 "prepared transactions are disabled" (the text the refusal quotes)', async () => {
     const err = await withClient(url, async (c) => {
       await c.query('BEGIN');
-      return c.query("PREPARE TRANSACTION 'probe'").then(() => null, (e: unknown) => e);
+      return c.query("PREPARE TRANSACTION 'probe'").then(
+        () => null,
+        (e: unknown) => e,
+      );
     });
     expect(err).toMatchObject({ code: '55000', message: 'prepared transactions are disabled' });
   });
 
   it('PostgresResource.open refuses with the reason and the fix', async () => {
-    const err = await PostgresResource.open({ clusterId: 'c', participantId: 'shop', url, concurrency: 12 }).then(() => null, (e: unknown) => e);
+    const err = await PostgresResource.open({ clusterId: 'c', participantId: 'shop', url, concurrency: 12 }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(PostgresConfigError);
     expect((err as Error).message).toBe(refusal(12));
   });
@@ -74,8 +80,26 @@ describe('postgres participant: refuses max_prepared_transactions = 0', () => {
     dirs.push(dir);
     const child = spawn(
       process.execPath,
-      [join(ROOT, 'bin', 'verdict.mjs'), 'participant', '--id', 'shop', '--cluster-id', 'c', '--listen', '127.0.0.1:0', '--data', dir,
-        '--endpoints', '127.0.0.1:1', '--resource', 'postgres', '--pg-url', url, '--pg-concurrency', '3'],
+      [
+        join(ROOT, 'bin', 'verdict.mjs'),
+        'participant',
+        '--id',
+        'shop',
+        '--cluster-id',
+        'c',
+        '--listen',
+        '127.0.0.1:0',
+        '--data',
+        dir,
+        '--endpoints',
+        '127.0.0.1:1',
+        '--resource',
+        'postgres',
+        '--pg-url',
+        url,
+        '--pg-concurrency',
+        '3',
+      ],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let stderr = '';
@@ -86,7 +110,10 @@ describe('postgres participant: refuses max_prepared_transactions = 0', () => {
   });
 
   it('refuses a PostgreSQL it cannot reach, saying where it tried', async () => {
-    const err = await PostgresResource.open({ clusterId: 'c', participantId: 'shop', url: 'postgres://verdict:secret@127.0.0.1:1/shop', acquireTimeoutMs: 2_000 }).then(() => null, (e: unknown) => e);
+    const err = await PostgresResource.open({ clusterId: 'c', participantId: 'shop', url: 'postgres://verdict:secret@127.0.0.1:1/shop', acquireTimeoutMs: 2_000 }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(PostgresConfigError);
     expect((err as Error).message).toMatch(/^FAILED_PRECONDITION: cannot use PostgreSQL at postgres:\/\/verdict:\*\*\*@127\.0\.0\.1:1\/shop: lost connection to PostgreSQL: connect ECONNREFUSED/);
   });

@@ -142,7 +142,9 @@ describe('mutual TLS binds roles to identities', () => {
       // Registration: only shop's certificate (CN=shop, OU=cluster) may register shop.
       const hijack = await refusal(linkAs(mallory).register('shop', `127.0.0.1:${malloryPort}`));
       expect(hijack.code).toBe(grpc.status.PERMISSION_DENIED);
-      expect(hijack.details).toBe(`registering participant "shop" is for participant "shop" only, whose certificate has CN=shop, OU=${clusterId}; the caller presented client certificate CN=mallory, OU=${clusterId}`);
+      expect(hijack.details).toBe(
+        `registering participant "shop" is for participant "shop" only, whose certificate has CN=shop, OU=${clusterId}; the caller presented client certificate CN=mallory, OU=${clusterId}`,
+      );
       const otherCluster = await refusal(linkAs(shopOfOther).register('shop', `127.0.0.1:${malloryPort}`));
       expect(otherCluster.code).toBe(grpc.status.PERMISSION_DENIED);
       expect(otherCluster.details).toMatch(/the caller presented client certificate CN=shop, OU=other-cluster$/);
@@ -176,7 +178,9 @@ describe('mutual TLS binds roles to identities', () => {
       expect((await linkAs(shopCert).outcome(txn.txnId, 'shop')).outcome).toBe('OUTCOME_COMMITTED');
 
       // A forged heuristic report for shop (HEURMIX on a committed transaction) is refused.
-      const heur = await refusal(linkAs(mallory).reportHeuristic({ participantId: 'shop', txnId: txn.txnId, outcome: 'OUTCOME_ABORTED', gid: 'g', operator: 'mallory', reason: 'forged', atMs: Date.now() }));
+      const heur = await refusal(
+        linkAs(mallory).reportHeuristic({ participantId: 'shop', txnId: txn.txnId, outcome: 'OUTCOME_ABORTED', gid: 'g', operator: 'mallory', reason: 'forged', atMs: Date.now() }),
+      );
       expect(heur.code).toBe(grpc.status.PERMISSION_DENIED);
       expect(heur.details).toMatch(/^reporting a heuristic outcome for participant "shop" is for participant "shop" only/);
       const view = (await client.transactions({ txnId: txn.txnId }))[0];
@@ -264,7 +268,10 @@ describe('without TLS: plaintext only on loopback unless insecure', () => {
     const c = await Cluster.start({ nodes: 1, configExtra: () => ({ insecure: true }), metrics: true });
     const [n1] = c.nodes;
     const { status: before } = await c.waitForLeader({ timeoutMs: WAIT_MS });
-    const warnings = (): number => readFileSync(n1.logFile, 'utf8').split('\n').filter((l) => l.includes('"insecure":true') && l.includes('insecure: serving plaintext on 127.0.0.1')).length;
+    const warnings = (): number =>
+      readFileSync(n1.logFile, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"insecure":true') && l.includes('insecure: serving plaintext on 127.0.0.1')).length;
     expect(warnings()).toBe(1);
 
     // A heartbeat from "n9" with a higher term would depose the leader if delivered.
@@ -297,9 +304,20 @@ describe('without TLS: plaintext only on loopback unless insecure', () => {
     const [port, nowhere] = await freePorts(2);
     const data = join(dir, 'p2');
     for (let start = 1; start <= 2; start++) {
-      const p = await startParticipant({ clusterId: 'c1', participantId: 'p2', listen: `127.0.0.1:${port}`, endpointsOfCluster: [`127.0.0.1:${nowhere}`], dataDir: data, logger, insecure: true, registerRetryMs: 60_000 });
+      const p = await startParticipant({
+        clusterId: 'c1',
+        participantId: 'p2',
+        listen: `127.0.0.1:${port}`,
+        endpointsOfCluster: [`127.0.0.1:${nowhere}`],
+        dataDir: data,
+        logger,
+        insecure: true,
+        registerRetryMs: 60_000,
+      });
       await p.stop();
-      const warned = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level === 40 && l.msg.startsWith(`insecure: serving plaintext on 127.0.0.1:${port} without TLS`));
+      const warned = lines
+        .map((l) => JSON.parse(l) as { level: number; msg: string })
+        .filter((l) => l.level === 40 && l.msg.startsWith(`insecure: serving plaintext on 127.0.0.1:${port} without TLS`));
       expect(warned).toHaveLength(start);
     }
   });

@@ -97,15 +97,27 @@ describe('verdict node refuses bad input with one line and leaves the data alone
   });
 
   it('refuses two peers naming one address two ways (127.0.0.1 and localhost)', async () => {
-    await configCase('same-peer-twice.json', { ...valid, peers: { n1: valid.listen, n2: '127.0.0.1:7102', n3: 'localhost:7102' } }, { what: /"peers\.n3" "localhost:7102" and "peers\.n2" "127\.0\.0\.1:7102" name the same address/, fix: /give each node its own host:port/ });
+    await configCase(
+      'same-peer-twice.json',
+      { ...valid, peers: { n1: valid.listen, n2: '127.0.0.1:7102', n3: 'localhost:7102' } },
+      { what: /"peers\.n3" "localhost:7102" and "peers\.n2" "127\.0\.0\.1:7102" name the same address/, fix: /give each node its own host:port/ },
+    );
   });
 
-  it('refuses a listen address that differs from the node\'s own peers entry', async () => {
-    await configCase('listen-not-own-entry.json', { ...valid, peers: { n1: '127.0.0.1:7101' } }, { what: new RegExp(`"listen" "127\\.0\\.0\\.1:${port}" differs from this node's own entry "peers\\.n1" "127\\.0\\.0\\.1:7101"`), fix: /make them the same address/ });
+  it("refuses a listen address that differs from the node's own peers entry", async () => {
+    await configCase(
+      'listen-not-own-entry.json',
+      { ...valid, peers: { n1: '127.0.0.1:7101' } },
+      { what: new RegExp(`"listen" "127\\.0\\.0\\.1:${port}" differs from this node's own entry "peers\\.n1" "127\\.0\\.0\\.1:7101"`), fix: /make them the same address/ },
+    );
   });
 
-  it('refuses a metrics endpoint on a peer\'s port', async () => {
-    await configCase('metrics-on-peer.json', { ...valid, peers: { n1: valid.listen, n2: '127.0.0.1:7102' }, metricsListen: 'localhost:7102' }, { what: /"metricsListen" "localhost:7102" is the gRPC address of "peers\.n2" "127\.0\.0\.1:7102"/, fix: /give the metrics endpoint a port of its own/ });
+  it("refuses a metrics endpoint on a peer's port", async () => {
+    await configCase(
+      'metrics-on-peer.json',
+      { ...valid, peers: { n1: valid.listen, n2: '127.0.0.1:7102' }, metricsListen: 'localhost:7102' },
+      { what: /"metricsListen" "localhost:7102" is the gRPC address of "peers\.n2" "127\.0\.0\.1:7102"/, fix: /give the metrics endpoint a port of its own/ },
+    );
   });
 
   it('an unknown key', async () => {
@@ -114,9 +126,14 @@ describe('verdict node refuses bad input with one line and leaves the data alone
 
   it('a bad value from the environment or a --set flag names its source', async () => {
     const file = write('valid.json', valid);
-    const fromEnv = await expectRefusal(file, { what: /"tickMs" \(from environment variable VERDICT_TICK_MS\) is "fast"/, fix: /expected an integer from 1 to 60000/ }, [dir], { env: { VERDICT_TICK_MS: 'fast' } });
+    const fromEnv = await expectRefusal(file, { what: /"tickMs" \(from environment variable VERDICT_TICK_MS\) is "fast"/, fix: /expected an integer from 1 to 60000/ }, [dir], {
+      env: { VERDICT_TICK_MS: 'fast' },
+    });
     expect(fromEnv).toContain(file);
-    await expectRefusal(file, { what: /"electionTicks" \(from --set electionTicks=1\) is 1/, fix: /expected an integer from 2 to 10000/ }, [dir], { args: ['--set', 'electionTicks=1'], env: { VERDICT_ELECTION_TICKS: '20' } });
+    await expectRefusal(file, { what: /"electionTicks" \(from --set electionTicks=1\) is 1/, fix: /expected an integer from 2 to 10000/ }, [dir], {
+      args: ['--set', 'electionTicks=1'],
+      env: { VERDICT_ELECTION_TICKS: '20' },
+    });
     await expectRefusal(file, { what: /--set tickMS=5: unknown key "tickMS"/, fix: /keys: .*tickMs/ }, [dir], { args: ['--set', 'tickMS=5'] });
     expect(fingerprint(join(dir, 'never-created'))).toBe('(missing)');
   });
@@ -126,7 +143,11 @@ describe('verdict node refuses bad input with one line and leaves the data alone
     try {
       const ca = TestCa.create(certs, 'ca');
       const n2 = ca.issue('n2', { ou: 'c1' });
-      await configCase('tls-wrong-node.json', { ...valid, tls: { ca: ca.cert, ...n2 } }, { what: /"tls\.cert" \(.*n2\.crt\): this node's certificate names node "n2" of cluster "c1"/, fix: /issue it with -subj "\/OU=c1\/CN=n1"/ });
+      await configCase(
+        'tls-wrong-node.json',
+        { ...valid, tls: { ca: ca.cert, ...n2 } },
+        { what: /"tls\.cert" \(.*n2\.crt\): this node's certificate names node "n2" of cluster "c1"/, fix: /issue it with -subj "\/OU=c1\/CN=n1"/ },
+      );
     } finally {
       rmSync(certs, { recursive: true, force: true });
     }
@@ -159,13 +180,19 @@ describe('verdict node refuses bad input with one line and leaves the data alone
     it('belongs to another cluster id', async () => {
       const cfg = owner();
       const file = write('other-cluster.json', { ...cfg, clusterId: 'someone-else', dataDir });
-      await expectRefusal(file, { what: new RegExp(`belongs to node "n1" of cluster "${cfg.clusterId}", but the config says node "n1" of cluster "someone-else"`), fix: /point the config at another data directory/ }, [dataDir]);
+      await expectRefusal(
+        file,
+        { what: new RegExp(`belongs to node "n1" of cluster "${cfg.clusterId}", but the config says node "n1" of cluster "someone-else"`), fix: /point the config at another data directory/ },
+        [dataDir],
+      );
     });
 
     it('belongs to another node id', async () => {
       const cfg = owner();
       const file = write('other-node.json', { ...cfg, nodeId: 'n9', peers: { n9: cfg.listen }, dataDir });
-      await expectRefusal(file, { what: new RegExp(`belongs to node "n1" of cluster "${cfg.clusterId}", but the config says node "n9"`), fix: /point the config at another data directory/ }, [dataDir]);
+      await expectRefusal(file, { what: new RegExp(`belongs to node "n1" of cluster "${cfg.clusterId}", but the config says node "n9"`), fix: /point the config at another data directory/ }, [
+        dataDir,
+      ]);
     });
 
     describe('and a listen address that cannot be bound', () => {

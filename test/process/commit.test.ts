@@ -55,9 +55,15 @@ describe('commit coordinator on real processes', () => {
       expect((await client.participants()).map((p) => p.participantId).sort()).toEqual(['ledger', 'shop']);
 
       // 1. Plain commit and a NO vote.
-      const ok = await (await client.begin({ timeoutMs: TXN_TIMEOUT_MS })).enlist('shop', { set: { a: '1' } }).enlist('ledger', { set: { a: '1' } }).commit();
+      const ok = await (await client.begin({ timeoutMs: TXN_TIMEOUT_MS }))
+        .enlist('shop', { set: { a: '1' } })
+        .enlist('ledger', { set: { a: '1' } })
+        .commit();
       expect(ok.outcome).toBe('COMMITTED');
-      const no = await (await client.begin({ timeoutMs: TXN_TIMEOUT_MS })).enlist('shop', { set: { b: '1' } }).enlist('ledger', { fail: 'insufficient funds' }).commit();
+      const no = await (await client.begin({ timeoutMs: TXN_TIMEOUT_MS }))
+        .enlist('shop', { set: { b: '1' } })
+        .enlist('ledger', { fail: 'insufficient funds' })
+        .commit();
       expect(no.outcome).toBe('ABORTED');
       expect(no.reason).toContain('insufficient funds');
       expect((await client.outcome(ok.txnId)).outcome).toBe('COMMITTED');
@@ -74,7 +80,10 @@ describe('commit coordinator on real processes', () => {
           try {
             const tx = await client.begin({ timeoutMs: TXN_TIMEOUT_MS });
             txnId = tx.txnId;
-            const r = await tx.enlist('shop', { set: { [key]: txnId } }).enlist('ledger', { set: { [key]: txnId } }).commit();
+            const r = await tx
+              .enlist('shop', { set: { [key]: txnId } })
+              .enlist('ledger', { set: { [key]: txnId } })
+              .commit();
             results.set(key, r.outcome === 'COMMITTED' ? txnId : `aborted:${txnId}`);
           } catch (err) {
             // Begin failed (no leader for a moment): nothing was prepared.
@@ -125,4 +134,3 @@ describe('commit coordinator on real processes', () => {
     }
   }, 180_000);
 });
-

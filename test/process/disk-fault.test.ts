@@ -151,8 +151,17 @@ describe('disk faults on real processes', () => {
 
       leader.start();
       await c.waitForLeader({ timeoutMs: ELECTION_WAIT_MS });
-      await waitFor('the damaged node caught up', VERDICT_WAIT_MS, async () => (/caught this node up past its high-water mark/.test(sinceLastStart(damaged)) ? true : undefined), () => damaged.logTail(5));
-      const final = await outcomesVia(c.nodes.map((n) => n.address), ids, 10_000);
+      await waitFor(
+        'the damaged node caught up',
+        VERDICT_WAIT_MS,
+        async () => (/caught this node up past its high-water mark/.test(sinceLastStart(damaged)) ? true : undefined),
+        () => damaged.logTail(5),
+      );
+      const final = await outcomesVia(
+        c.nodes.map((n) => n.address),
+        ids,
+        10_000,
+      );
       for (const id of ids) expect(final.get(id), id).toBe('COMMITTED');
       console.log(`disk-fault: ${cut} records cut below the high-water mark; ${seen.size} answers while two nodes were up, all COMMITTED`);
     } finally {
@@ -179,9 +188,16 @@ describe('disk faults on real processes', () => {
       // LevelDB renames its files on every open (a log becomes a table), so
       // the kinds to damage are gathered as they appear, until none is new.
       const done = new Set<string>();
-      const damageable = (): string[] =>
-        listFiles(d.dataDir).filter((f) => !f.endsWith('LOCK') && !f.startsWith('wal.damaged') && !f.includes('.cut-') && statSync(join(d.dataDir, f)).size > 0);
-      for (let kind = damageable().map(kindOf).find((k) => !done.has(k)); kind !== undefined; kind = damageable().map(kindOf).find((k) => !done.has(k))) {
+      const damageable = (): string[] => listFiles(d.dataDir).filter((f) => !f.endsWith('LOCK') && !f.startsWith('wal.damaged') && !f.includes('.cut-') && statSync(join(d.dataDir, f)).size > 0);
+      for (
+        let kind = damageable()
+          .map(kindOf)
+          .find((k) => !done.has(k));
+        kind !== undefined;
+        kind = damageable()
+          .map(kindOf)
+          .find((k) => !done.has(k))
+      ) {
         done.add(kind);
         for (const fault of ['flip', 'cut'] as const) {
           const file = damageable().find((f) => kindOf(f) === kind);

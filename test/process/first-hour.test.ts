@@ -43,7 +43,7 @@ const ep = (): string[] => ['--endpoints', c.nodes[0].address];
 const cli = (args: string[]) => runCli(args, { timeoutMs: CLI_WAIT_MS });
 
 describe('the first hour', { timeout: 180_000 }, () => {
-  it('status shows each node\'s pid, and one row per node when an address is given by another name (localhost)', async () => {
+  it("status shows each node's pid, and one row per node when an address is given by another name (localhost)", async () => {
     const node = c.nodes[0];
     const port = node.address.slice(node.address.lastIndexOf(':') + 1);
     const r = await cli(['status', '--json', '--endpoints', `localhost:${port}`]);
@@ -77,7 +77,10 @@ describe('the first hour', { timeout: 180_000 }, () => {
   });
 
   it('participant remove is refused while the participant has a transaction in doubt (listed), and unregisters an idle one through the log', async () => {
-    const t = await (await client.begin({ timeoutMs: 5_000 })).enlist('shop', { set: { a: '1' } }).enlist('stuck', {}).commit();
+    const t = await (await client.begin({ timeoutMs: 5_000 }))
+      .enlist('shop', { set: { a: '1' } })
+      .enlist('stuck', {})
+      .commit();
     expect(t.outcome).toBe('COMMITTED');
     // The leader's connection, not the last contact alone, says whether a participant is there.
     const listed = await cli(['participants', '--json', ...ep()]);
@@ -100,10 +103,13 @@ describe('the first hour', { timeout: 180_000 }, () => {
     const again = await cli(['participant', 'remove', 'shop', '--json', ...ep()]);
     expect([again.code, JSON.parse(again.stdout)]).toEqual([0, { participantId: 'shop', removed: false }]);
     // A transaction naming a removed participant is refused, as for any unknown participant.
-    const after = await (await client.begin({ timeoutMs: 5_000 })).enlist('shop', { set: { b: '1' } }).commit().then(
-      () => null,
-      (e: unknown) => e as Error,
-    );
+    const after = await (await client.begin({ timeoutMs: 5_000 }))
+      .enlist('shop', { set: { b: '1' } })
+      .commit()
+      .then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
     expect(after?.message).toMatch(/participant shop is not registered/);
   });
 
@@ -129,7 +135,9 @@ describe('the first hour', { timeout: 180_000 }, () => {
   it('a participant with a wrong --cluster-id stops with one line and exit 78; one that cannot reach the cluster retries with growing backoff', async () => {
     const [p1, p2, dead] = await freePorts(3);
     const dir = tempDir();
-    const wrong = await runCli(['participant', '--id', 'lost', '--listen', `127.0.0.1:${p1}`, '--data', join(dir, 'lost'), '--cluster-id', 'not-this-one', ...ep(), '--log-level', 'silent'], { timeoutMs: CLI_WAIT_MS });
+    const wrong = await runCli(['participant', '--id', 'lost', '--listen', `127.0.0.1:${p1}`, '--data', join(dir, 'lost'), '--cluster-id', 'not-this-one', ...ep(), '--log-level', 'silent'], {
+      timeoutMs: CLI_WAIT_MS,
+    });
     expect(wrong.code).toBe(EXIT_REGISTRATION_REFUSED);
     expect(wrong.stderr).toBe(
       `verdict: the cluster refused to register participant lost: FAILED_PRECONDITION: participant belongs to cluster "not-this-one", this is cluster "${c.clusterId}"; give the cluster's id with --cluster-id (the nodes' "clusterId")\n`,
@@ -143,11 +151,23 @@ describe('the first hour', { timeout: 180_000 }, () => {
     let err = '';
     child.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
     try {
-      const waits = await waitFor('three registration retries with their backoff', CLI_WAIT_MS, async () => {
-        const ws = err.split('\n').filter((l) => l.includes('registration with the cluster failed; retrying')).map((l) => (JSON.parse(l) as { retryInMs: number; reason: string }));
-        return ws.length >= 3 ? ws : undefined;
-      }, () => err.slice(-2_000));
-      expect(waits.slice(0, 3).map((w) => [w.retryInMs, w.reason])).toEqual([[500, 'node-down'], [1_000, 'node-down'], [2_000, 'node-down']]);
+      const waits = await waitFor(
+        'three registration retries with their backoff',
+        CLI_WAIT_MS,
+        async () => {
+          const ws = err
+            .split('\n')
+            .filter((l) => l.includes('registration with the cluster failed; retrying'))
+            .map((l) => JSON.parse(l) as { retryInMs: number; reason: string });
+          return ws.length >= 3 ? ws : undefined;
+        },
+        () => err.slice(-2_000),
+      );
+      expect(waits.slice(0, 3).map((w) => [w.retryInMs, w.reason])).toEqual([
+        [500, 'node-down'],
+        [1_000, 'node-down'],
+        [2_000, 'node-down'],
+      ]);
       expect(child.exitCode).toBeNull();
     } finally {
       child.kill('SIGKILL');

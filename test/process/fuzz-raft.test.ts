@@ -62,7 +62,10 @@ async function outcomesOnEveryNode(c: Cluster, expected: Map<string, string>): P
 
 async function commitOne(v: VerdictClient, key: string): Promise<{ txnId: string; outcome: string }> {
   const tx = await v.begin({ timeoutMs: 5_000 });
-  const r = await tx.enlist('shop', { set: { [key]: '1' } }).enlist('ledger', { set: { [key]: '1' } }).commit();
+  const r = await tx
+    .enlist('shop', { set: { [key]: '1' } })
+    .enlist('ledger', { set: { [key]: '1' } })
+    .commit();
   return { txnId: r.txnId, outcome: r.outcome };
 }
 
@@ -90,7 +93,10 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
       const s = await waitFor(`${n.id}'s metrics`, WAIT_MS, () => scrape(n.metricsAddress as string).catch(() => undefined));
       const refused = s.samples.filter((x) => x.name === 'verdict_raft_messages_refused_total');
       expect(refused.length, `${n.id} exports a refusal count per reason`).toBeGreaterThan(0);
-      expect(refused.filter((x) => x.value !== 0), `${n.id} refused nothing of real traffic`).toEqual([]);
+      expect(
+        refused.filter((x) => x.value !== 0),
+        `${n.id} refused nothing of real traffic`,
+      ).toEqual([]);
     }
     const termsBefore = new Map<NodeProc, number>();
     for (const n of c.nodes) termsBefore.set(n, (await n.status()).term);
@@ -120,7 +126,9 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
         codes.set(key, (codes.get(key) ?? 0) + 1);
         if (!(f.kind === 'truncated' && r.code === grpc.status.OK)) refusable++;
         // Never UNKNOWN or INTERNAL: a refusal always says what was wrong (or the batch was taken apart message by message).
-        expect([grpc.status.OK, grpc.status.INVALID_ARGUMENT, grpc.status.FAILED_PRECONDITION, grpc.status.PERMISSION_DENIED], `${f.kind} ${f.what}: ${grpc.status[r.code]} ${r.details}`).toContain(r.code);
+        expect([grpc.status.OK, grpc.status.INVALID_ARGUMENT, grpc.status.FAILED_PRECONDITION, grpc.status.PERMISSION_DENIED], `${f.kind} ${f.what}: ${grpc.status[r.code]} ${r.details}`).toContain(
+          r.code,
+        );
       }
       expect(n.running, `${n.id} survived`).toBe(true);
       mustRefuse.set(n, refusable);

@@ -89,14 +89,45 @@ class Gen {
     const o: Record<string, unknown> = {};
     for (const f of fields) {
       const kind = this.int(6);
-      o[f] = kind === 0 ? this.num() : kind === 1 ? this.bytes(this.int(512)) : kind === 2 ? [this.str(), this.str()] : kind === 3 ? { participantId: this.str(), payload: this.bytes(this.int(64)) } : this.str();
+      o[f] =
+        kind === 0
+          ? this.num()
+          : kind === 1
+            ? this.bytes(this.int(512))
+            : kind === 2
+              ? [this.str(), this.str()]
+              : kind === 3
+                ? { participantId: this.str(), payload: this.bytes(this.int(64)) }
+                : this.str();
     }
     return o;
   }
 }
 
 /** Field names worth setting per method (protobufjs ignores the rest when encoding). */
-const FIELDS = ['txnId', 'clusterId', 'participantId', 'endpoint', 'reason', 'operator', 'gid', 'outcome', 'timeoutMs', 'atMs', 'participants', 'payload', 'decision', 'limit', 'inFlight', 'begin', 'commit', 'commits', 'requests', 'prepare', 'id'];
+const FIELDS = [
+  'txnId',
+  'clusterId',
+  'participantId',
+  'endpoint',
+  'reason',
+  'operator',
+  'gid',
+  'outcome',
+  'timeoutMs',
+  'atMs',
+  'participants',
+  'payload',
+  'decision',
+  'limit',
+  'inFlight',
+  'begin',
+  'commit',
+  'commits',
+  'requests',
+  'prepare',
+  'id',
+];
 
 /** One body for `m`: random bytes, a truncated or mistyped valid encoding, a message of random field values, or (rarely) an oversized one. */
 function body(g: Gen, m: Method, others: readonly Method[]): Buffer {
@@ -154,12 +185,21 @@ describe('fuzzing the Coordinator and Participant services of a running system',
     participantLog = join(dir, 'shop.log');
     const fd = openSync(participantLog, 'a');
     try {
-      participant = spawn(process.execPath, [BIN, 'participant', '--id', 'shop', '--listen', participantAddress, '--data', join(dir, 'shop'), '--cluster-id', c.clusterId, '--endpoints', c.nodes.map((n) => n.address).join(',')], { cwd: ROOT, stdio: ['ignore', fd, fd] });
+      participant = spawn(
+        process.execPath,
+        [BIN, 'participant', '--id', 'shop', '--listen', participantAddress, '--data', join(dir, 'shop'), '--cluster-id', c.clusterId, '--endpoints', c.nodes.map((n) => n.address).join(',')],
+        { cwd: ROOT, stdio: ['ignore', fd, fd] },
+      );
     } finally {
       closeSync(fd);
     }
     client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), deadlineMs: 30_000 });
-    await waitFor('the participant to register', SETTLE_MS, async () => ((await client.participants().catch(() => [])).some((p) => p.participantId === 'shop') ? true : undefined), () => readFileSync(participantLog, 'utf8').slice(-2000));
+    await waitFor(
+      'the participant to register',
+      SETTLE_MS,
+      async () => ((await client.participants().catch(() => [])).some((p) => p.participantId === 'shop') ? true : undefined),
+      () => readFileSync(participantLog, 'utf8').slice(-2000),
+    );
   });
 
   afterAll(async () => {
@@ -231,10 +271,16 @@ describe('fuzzing the Coordinator and Participant services of a running system',
     } finally {
       for (const cl of clients.values()) cl.close();
     }
-    const summary = [...codes].sort().map(([k, v]) => `${k}: ${v}`).join('\n');
+    const summary = [...codes]
+      .sort()
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\n');
     expect(bad, `seed ${SEED}; answers by method and code:\n${summary}`).toEqual([]);
     // The fuzzing reached the checks: most bodies were refused as invalid.
-    expect([...codes].filter(([k]) => k.endsWith('INVALID_ARGUMENT')).reduce((n, [, v]) => n + v, 0), summary).toBeGreaterThan((COORDINATOR_CALLS + PARTICIPANT_CALLS) / 4);
+    expect(
+      [...codes].filter(([k]) => k.endsWith('INVALID_ARGUMENT')).reduce((n, [, v]) => n + v, 0),
+      summary,
+    ).toBeGreaterThan((COORDINATOR_CALLS + PARTICIPANT_CALLS) / 4);
 
     // Every process is alive and serving.
     for (const n of c.nodes) expect(n.running, `${n.id} exited: ${n.logTail(20)}`).toBe(true);

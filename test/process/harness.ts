@@ -60,7 +60,6 @@ export async function waitFor<T>(what: string, timeoutMs: number, probe: () => P
   }
 }
 
-
 /** A temp dir that cleanup() deletes (or keeps, when the test failed). */
 export function tempDir(prefix = 'verdict-proc-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -362,7 +361,9 @@ export class Cluster {
       o.timeoutMs ?? ELECTION_WAIT_MS,
       async () => {
         const st = await this.statuses();
-        last = [...st].map(([n, s]) => (s instanceof Error ? `${n.id}: ${(s as grpc.ServiceError).details ?? s.message}` : `${n.id}: ${s.role} term ${s.term} leader ${s.leaderId || '-'} commit ${s.commitIndex}`)).join('; ');
+        last = [...st]
+          .map(([n, s]) => (s instanceof Error ? `${n.id}: ${(s as grpc.ServiceError).details ?? s.message}` : `${n.id}: ${s.role} term ${s.term} leader ${s.leaderId || '-'} commit ${s.commitIndex}`))
+          .join('; ');
         const leaders = [...st].filter(([, s]) => !(s instanceof Error) && s.role === 'leader') as [NodeProc, NodeStatus][];
         if (leaders.length === 0) return undefined;
         leaders.sort((a, b) => b[1].term - a[1].term);

@@ -69,24 +69,33 @@ export function launch(basePort: number, dataDir: string, extra: string[] = [], 
 /** Waits for a leader and returns the pid of every node, from `verdict status`'s pid column (NodeStatus.pid). */
 export async function nodesUp(l: Launcher, credentials?: grpc.ChannelCredentials): Promise<number[]> {
   const addrs = [0, 1, 2].map((k) => `127.0.0.1:${l.basePort + k}`);
-  return waitFor('the three nodes of the launcher to elect a leader', ELECTION_WAIT_MS, async () => {
-    const sts = await Promise.all(
-      addrs.map(async (a) => {
-        const c = new RaftNodeClient(a, credentials);
-        try {
-          return await c.status(1_000);
-        } finally {
-          c.close();
-        }
-      }),
-    );
-    if (!sts.some((s) => s.role === 'leader')) return undefined;
-    for (const s of sts) nodePids.add(s.pid);
-    return sts.map((s) => s.pid);
-  }, () => l.output().slice(-2_000));
+  return waitFor(
+    'the three nodes of the launcher to elect a leader',
+    ELECTION_WAIT_MS,
+    async () => {
+      const sts = await Promise.all(
+        addrs.map(async (a) => {
+          const c = new RaftNodeClient(a, credentials);
+          try {
+            return await c.status(1_000);
+          } finally {
+            c.close();
+          }
+        }),
+      );
+      if (!sts.some((s) => s.role === 'leader')) return undefined;
+      for (const s of sts) nodePids.add(s.pid);
+      return sts.map((s) => s.pid);
+    },
+    () => l.output().slice(-2_000),
+  );
 }
 
 export async function allGone(pids: number[], what: string): Promise<void> {
-  await waitFor(what, STOP_WAIT_MS, async () => (pids.every((p) => !alive(p)) ? true : undefined), () => `still running: ${pids.filter(alive).join(', ')}`);
+  await waitFor(
+    what,
+    STOP_WAIT_MS,
+    async () => (pids.every((p) => !alive(p)) ? true : undefined),
+    () => `still running: ${pids.filter(alive).join(', ')}`,
+  );
 }
-

@@ -13,7 +13,7 @@ useProcessCleanup();
 useLauncherCleanup();
 
 describe('verdict cluster up', () => {
-  it('forwards SIGTERM to its nodes and exits 0 once all stopped, logging the leader\'s lost handover at info; a second launcher on the same ports refuses in one line', async () => {
+  it("forwards SIGTERM to its nodes and exits 0 once all stopped, logging the leader's lost handover at info; a second launcher on the same ports refuses in one line", async () => {
     const l = launch(await freeBase(), tempDir());
     const pids = await nodesUp(l);
     expect(new Set(pids).size).toBe(3);
@@ -23,7 +23,9 @@ describe('verdict cluster up', () => {
 
     const second = await runCli(['cluster', 'up', '--nodes', '3', '--base-port', String(l.basePort), '--data', tempDir()], { timeoutMs: 60_000 });
     expect(second.code).toBe(1);
-    expect(second.stderr).toMatch(new RegExp(`^verdict: cannot start the local cluster: 127\\.0\\.0\\.1 ports ${l.basePort}, ${l.basePort + 1}, ${l.basePort + 2}, .* are in use\\. Another cluster may be running`));
+    expect(second.stderr).toMatch(
+      new RegExp(`^verdict: cannot start the local cluster: 127\\.0\\.0\\.1 ports ${l.basePort}, ${l.basePort + 1}, ${l.basePort + 2}, .* are in use\\. Another cluster may be running`),
+    );
     expect(second.stderr.trim().split('\n')).toHaveLength(1);
 
     l.child.kill('SIGTERM');
@@ -37,7 +39,7 @@ describe('verdict cluster up', () => {
     expect(l.output()).not.toMatch(/WARN .*leadership transfer did not complete/);
   }, 180_000);
 
-  it('the failure drill: kill -9 of the leader\'s pid from status, the launcher prints the restart command, and that command brings the node back; SIGHUP then stops the cluster', async () => {
+  it("the failure drill: kill -9 of the leader's pid from status, the launcher prints the restart command, and that command brings the node back; SIGHUP then stops the cluster", async () => {
     const l = launch(await freeBase(), tempDir());
     const pids = await nodesUp(l);
     const ep = ['--endpoints', `127.0.0.1:${l.basePort}`];
@@ -45,7 +47,11 @@ describe('verdict cluster up', () => {
     const victim = before.nodes.find((n) => n.id === before.leader);
     expect(victim?.pid).toBeGreaterThan(0);
     process.kill(victim?.pid as number, 'SIGKILL');
-    const restart = await waitFor('the launcher to print the restart command', 30_000, async () => new RegExp(`\\[${victim?.id}\\] exited \\(SIGKILL\\); the other nodes keep running\\. Restart it with: npx verdict node --config (\\S+)`).exec(l.output())?.[1]);
+    const restart = await waitFor(
+      'the launcher to print the restart command',
+      30_000,
+      async () => new RegExp(`\\[${victim?.id}\\] exited \\(SIGKILL\\); the other nodes keep running\\. Restart it with: npx verdict node --config (\\S+)`).exec(l.output())?.[1],
+    );
     const again = spawn(process.execPath, [BIN, 'node', '--config', restart], { cwd: ROOT, stdio: 'ignore' });
     try {
       await waitFor(`${victim?.id} to be back in verdict status`, 90_000, async () => {

@@ -64,7 +64,12 @@ describe('limits at the edge of a running node', () => {
     const r = await rawUnary(raw, raftNodeService.Put.path, body, CALL_DEADLINE_MS);
     expect(r.code, r.details).toBe(grpc.status.INVALID_ARGUMENT);
     expect(r.details).toMatch(/Put request of 2097\d{4} bytes exceeds the limit of 1048576 bytes \(requestBytesMax\)/);
-    const small = await rawUnary(raw, raftNodeService.Put.path, (raftNodeService.Put as grpc.MethodDefinition<unknown, unknown>).requestSerialize({ key: 'small', value: Buffer.from('v') }), CALL_DEADLINE_MS);
+    const small = await rawUnary(
+      raw,
+      raftNodeService.Put.path,
+      (raftNodeService.Put as grpc.MethodDefinition<unknown, unknown>).requestSerialize({ key: 'small', value: Buffer.from('v') }),
+      CALL_DEADLINE_MS,
+    );
     expect(small.code, small.details).toBe(grpc.status.OK);
   });
 
@@ -107,8 +112,14 @@ describe('limits at the edge of a running node', () => {
     const api = new RaftNodeClient(leader.address);
     try {
       const long = `x${'y'.repeat(99_999)}`;
-      const [refused, ok] = await Promise.allSettled([api.putStreamed({ key: long, value: Buffer.from('v') }, CALL_DEADLINE_MS), api.putStreamed({ key: 'streamed-ok', value: Buffer.from('v') }, CALL_DEADLINE_MS)]);
-      expect(refused).toMatchObject({ status: 'rejected', reason: { code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/key "xy{63}"… \(100000 characters\) is longer than 1024 characters/) } });
+      const [refused, ok] = await Promise.allSettled([
+        api.putStreamed({ key: long, value: Buffer.from('v') }, CALL_DEADLINE_MS),
+        api.putStreamed({ key: 'streamed-ok', value: Buffer.from('v') }, CALL_DEADLINE_MS),
+      ]);
+      expect(refused).toMatchObject({
+        status: 'rejected',
+        reason: { code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/key "xy{63}"… \(100000 characters\) is longer than 1024 characters/) },
+      });
       // The refusal of one Put leaves the stream, and the Put beside it in the same message, alone.
       expect(ok.status === 'fulfilled' && ok.value.index > 0, JSON.stringify(ok)).toBe(true);
     } finally {
@@ -137,7 +148,9 @@ describe('limits at the edge of a running node', () => {
     }
     const refused = await rawUnary(raw, coordinatorService.Begin.path, ser('Begin', { txnId: 'hog-more', timeoutMs: 60_000 }), CALL_DEADLINE_MS);
     expect(refused.code, refused.details).toBe(grpc.status.RESOURCE_EXHAUSTED);
-    expect(refused.details).toMatch(new RegExp(`holds ${CLIENT_IN_FLIGHT_MAX} undecided transactions \\(limit clientInFlightMax=${CLIENT_IN_FLIGHT_MAX}\\); oldest: "hog-0" \\(\\d+ s\\), "hog-1" \\(\\d+ s\\), "hog-2"`));
+    expect(refused.details).toMatch(
+      new RegExp(`holds ${CLIENT_IN_FLIGHT_MAX} undecided transactions \\(limit clientInFlightMax=${CLIENT_IN_FLIGHT_MAX}\\); oldest: "hog-0" \\(\\d+ s\\), "hog-1" \\(\\d+ s\\), "hog-2"`),
+    );
     // A retry of a transaction the client holds is the same transaction (R7), not a new one.
     expect((await rawUnary(raw, coordinatorService.Begin.path, ser('Begin', { txnId: 'hog-0', timeoutMs: 60_000 }), CALL_DEADLINE_MS)).code).toBe(grpc.status.OK);
     // Another client (another connection) is not locked out.
@@ -156,7 +169,9 @@ describe('limits at the edge of a running node', () => {
     const reader = rawClient(leader.address);
     try {
       // A client that reads: batches below the bound, each read before the next, all answered.
-      const reading = reader.makeBidiStreamRequest(commitStreamMethod.path, commitStreamMethod.requestSerialize, commitStreamMethod.responseDeserialize, new grpc.Metadata(), { deadline: Date.now() + 60_000 });
+      const reading = reader.makeBidiStreamRequest(commitStreamMethod.path, commitStreamMethod.requestSerialize, commitStreamMethod.responseDeserialize, new grpc.Metadata(), {
+        deadline: Date.now() + 60_000,
+      });
       reading.on('error', () => {});
       let got = 0;
       let wake: () => void = () => {};
@@ -173,13 +188,20 @@ describe('limits at the edge of a running node', () => {
       expect(got).toBe(1_000);
 
       // A client that never reads: its answers pile up on the node, which cuts the stream.
-      const call = reader.makeBidiStreamRequest(commitStreamMethod.path, commitStreamMethod.requestSerialize, commitStreamMethod.responseDeserialize, new grpc.Metadata(), { deadline: Date.now() + 120_000 });
+      const call = reader.makeBidiStreamRequest(commitStreamMethod.path, commitStreamMethod.requestSerialize, commitStreamMethod.responseDeserialize, new grpc.Metadata(), {
+        deadline: Date.now() + 120_000,
+      });
       const status = new Promise<grpc.StatusObject>((res) => call.on('status', res));
       call.on('error', () => {});
       const perBatch = 500;
       for (let b = 0; b < 40; b++) call.write({ commits: Array.from({ length: perBatch }, (_, i) => commit(b * perBatch + i + 1)) });
       const cutOff = new RegExp(`commit stream cut off: the client has not read \\d+ answers on this stream \\(limit ${STREAM_UNREAD_MAX}\\)`);
-      await waitFor('the commit stream to be cut off', 60_000, async () => (cutOff.test(readFileSync(leader.logFile, 'utf8')) ? true : undefined), () => leader.logTail(5));
+      await waitFor(
+        'the commit stream to be cut off',
+        60_000,
+        async () => (cutOff.test(readFileSync(leader.logFile, 'utf8')) ? true : undefined),
+        () => leader.logTail(5),
+      );
       let answers = 0;
       call.on('data', () => answers++);
       const st = await status;

@@ -14,14 +14,25 @@ useProcessCleanup();
 const CLI_MS = 90_000;
 
 async function member(c: Cluster, args: string[]): Promise<Members> {
-  const endpoints = c.nodes.filter((n) => n.running).map((n) => n.address).join(',');
+  const endpoints = c.nodes
+    .filter((n) => n.running)
+    .map((n) => n.address)
+    .join(',');
   const r = await runCli(['member', ...args, '--json', '--endpoints', endpoints], { timeoutMs: CLI_MS });
   expect(r.code, `verdict member ${args.join(' ')}: ${r.stderr}`).toBe(0);
   return JSON.parse(r.stdout) as Members;
 }
 
-const voters = (m: Members): string[] => m.members.filter((x) => x.voter).map((x) => x.nodeId).sort();
-const learners = (m: Members): string[] => m.members.filter((x) => !x.voter).map((x) => x.nodeId).sort();
+const voters = (m: Members): string[] =>
+  m.members
+    .filter((x) => x.voter)
+    .map((x) => x.nodeId)
+    .sort();
+const learners = (m: Members): string[] =>
+  m.members
+    .filter((x) => !x.voter)
+    .map((x) => x.nodeId)
+    .sort();
 
 /** Every key written so far, read on `n` linearizably, has its value. */
 async function expectAllData(n: NodeProc, written: Map<string, string>): Promise<void> {

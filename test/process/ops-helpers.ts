@@ -51,7 +51,10 @@ export async function scrape(address: string): Promise<{ text: string; samples: 
 /** The value of one sample; throws (naming what exists) when it is absent. */
 export function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
   const s = samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v));
-  if (!s) throw new Error(`no sample ${name}${JSON.stringify(labels)}; verdict_ names present: ${[...new Set(samples.map((x) => x.name).filter((n) => n.startsWith('verdict_') && !n.includes('process') && !n.includes('nodejs')))].join(', ')}`);
+  if (!s)
+    throw new Error(
+      `no sample ${name}${JSON.stringify(labels)}; verdict_ names present: ${[...new Set(samples.map((x) => x.name).filter((n) => n.startsWith('verdict_') && !n.includes('process') && !n.includes('nodejs')))].join(', ')}`,
+    );
   return s.value;
 }
 
@@ -79,10 +82,8 @@ export async function healthCheck(address: string, service = ''): Promise<string
   try {
     await ready(c);
     return await new Promise<string>((resolve, reject) => {
-      (c.check as (req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void) => void)(
-        { service },
-        { deadline: Date.now() + 5_000 },
-        (err, res) => (err ? reject(err) : resolve(res?.status ?? '')),
+      (c.check as (req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void) => void)({ service }, { deadline: Date.now() + 5_000 }, (err, res) =>
+        err ? reject(err) : resolve(res?.status ?? ''),
       );
     });
   } finally {

@@ -53,7 +53,14 @@ describe('leadership', { timeout: 180_000 }, () => {
     const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), deadlineMs: 20_000 });
     stops.push(() => client.close());
     const commit = async (key: string): Promise<string> =>
-      (await (await client.begin({ timeoutMs: 5_000 })).enlist('shop', { set: { [key]: '1' } }).enlist('ledger', { set: { [key]: '1' } }).commit()).outcome;
+      (
+        await (
+          await client.begin({ timeoutMs: 5_000 })
+        )
+          .enlist('shop', { set: { [key]: '1' } })
+          .enlist('ledger', { set: { [key]: '1' } })
+          .commit()
+      ).outcome;
     expect(await commit('before')).toBe('COMMITTED');
 
     const startedAt = Date.now();

@@ -62,7 +62,7 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
 
     const { node: leader } = await c.waitForLeader();
     // Delivery to `stuck` fails and is retried with backoff (100 ms at first).
-    const scrapes = await waitFor('a retried DECISION to show in the leader\'s metrics', 30_000, async () => {
+    const scrapes = await waitFor("a retried DECISION to show in the leader's metrics", 30_000, async () => {
       const s = await scrape(leader.metricsAddress as string);
       return value(s.samples, 'verdict_decision_delivery_retries_total') >= 1 ? s : undefined;
     });
@@ -95,7 +95,9 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
     const f = (await scrape(follower.metricsAddress as string)).samples;
     expect(value(f, 'verdict_raft_role', { role: 'follower', node: follower.id })).toBe(1);
     expect(value(f, 'verdict_transactions_committed_total')).toBe(0);
-    await waitFor(`${follower.id} to apply up to ${commitIndex}`, 10_000, async () => (value((await scrape(follower.metricsAddress as string)).samples, 'verdict_raft_applied_index') >= commitIndex ? true : undefined));
+    await waitFor(`${follower.id} to apply up to ${commitIndex}`, 10_000, async () =>
+      value((await scrape(follower.metricsAddress as string)).samples, 'verdict_raft_applied_index') >= commitIndex ? true : undefined,
+    );
 
     // A participant's own metrics.
     const shop = parts.runtimes.get('shop');
@@ -141,10 +143,7 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
     });
     expect(shown).toMatchObject({ txnId: r.txnId, outcome: 'COMMITTED', phase: 'delivering' });
     expect(shown.participants).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ participantId: 'shop', vote: 'yes', acked: true }),
-        expect.objectContaining({ participantId: 'stuck', vote: 'yes', acked: false }),
-      ]),
+      expect.arrayContaining([expect.objectContaining({ participantId: 'shop', vote: 'yes', acked: true }), expect.objectContaining({ participantId: 'stuck', vote: 'yes', acked: false })]),
     );
 
     const text = await runCli(['txn', 'show', r.txnId, ...endpointsFlag()], { timeoutMs: 30_000 });
@@ -167,13 +166,32 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
     const fd = openSync(logFile, 'a');
     const child = spawn(
       process.execPath,
-      [BIN, 'participant', '--id', 'proc', '--listen', `127.0.0.1:${port}`, '--metrics-listen', `127.0.0.1:${metricsPort}`, '--data', join(dir, 'data'), '--cluster-id', c.clusterId, ...endpointsFlag()],
+      [
+        BIN,
+        'participant',
+        '--id',
+        'proc',
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--metrics-listen',
+        `127.0.0.1:${metricsPort}`,
+        '--data',
+        join(dir, 'data'),
+        '--cluster-id',
+        c.clusterId,
+        ...endpointsFlag(),
+      ],
       { cwd: ROOT, stdio: ['ignore', fd, fd], env: { ...process.env, VERDICT_LOG_FORMAT: 'json' } },
     );
     closeSync(fd);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
-      await waitFor('the participant process to register', 45_000, async () => ((await client.participants()).some((p) => p.participantId === 'proc') ? true : undefined), () => readFileSync(logFile, 'utf8'));
+      await waitFor(
+        'the participant process to register',
+        45_000,
+        async () => ((await client.participants()).some((p) => p.participantId === 'proc') ? true : undefined),
+        () => readFileSync(logFile, 'utf8'),
+      );
       expect(await healthCheck(`127.0.0.1:${port}`)).toBe('SERVING');
       const m = (await scrape(`127.0.0.1:${metricsPort}`)).samples;
       expect(value(m, 'verdict_participant_prepared', { participant: 'proc' })).toBe(0);
@@ -188,7 +206,10 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
       const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 10_000))]);
       expect(code, readFileSync(logFile, 'utf8')).toBe(0);
       const log = readFileSync(logFile, 'utf8');
-      const lines = log.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const lines = log
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines.find((l) => l.msg === 'participant stopped')).toMatchObject({ participantId: 'proc', prepared: 0 });
       // Lines about a transaction name it and the participant.
       for (const l of lines) if ('txnId' in l) expect(l).toMatchObject({ participantId: 'proc' });

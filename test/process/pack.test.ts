@@ -127,7 +127,16 @@ describe('a stranger installs the packed package', () => {
 
   it('ships dist/, proto/ and the binary, and no TypeScript source', () => {
     const pkg = join(app, 'node_modules', 'verdict');
-    for (const f of ['dist/client/index.js', 'dist/client/index.d.ts', 'dist/participant/index.js', 'dist/cli/main.js', 'proto/coordinator.proto', 'proto/participant.proto', 'proto/raft.proto', 'bin/verdict.mjs']) {
+    for (const f of [
+      'dist/client/index.js',
+      'dist/client/index.d.ts',
+      'dist/participant/index.js',
+      'dist/cli/main.js',
+      'proto/coordinator.proto',
+      'proto/participant.proto',
+      'proto/raft.proto',
+      'bin/verdict.mjs',
+    ]) {
       expect(existsSync(join(pkg, f)), f).toBe(true);
     }
     expect(existsSync(join(pkg, 'src'))).toBe(false);
@@ -143,10 +152,12 @@ describe('a stranger installs the packed package', () => {
     expect(staticPackages(join(dist, 'participant', 'postgres-index.js')).has('pg')).toBe(true);
   });
 
-  it('type-checks a TypeScript file that imports verdict/client and verdict/participant', async () => {
-    writeFileSync(
-      join(app, 'src', 'shop.ts'),
-      `import { VerdictClient, OutcomeUnknownError, type CommitResult } from 'verdict/client';
+  it(
+    'type-checks a TypeScript file that imports verdict/client and verdict/participant',
+    async () => {
+      writeFileSync(
+        join(app, 'src', 'shop.ts'),
+        `import { VerdictClient, OutcomeUnknownError, type CommitResult } from 'verdict/client';
 import { startParticipant, type ParticipantRuntime } from 'verdict/participant';
 import { pino } from 'pino';
 
@@ -168,26 +179,30 @@ export async function shop(endpoints: string[], dataDir: string): Promise<Commit
 // @ts-expect-error timeoutMs is a number
 new VerdictClient({ endpoints: [] }).transaction({ timeoutMs: 'soon' });
 `,
-    );
-    const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
-    const r = await run(process.execPath, [tsc, '-p', join(app, 'tsconfig.json')], { cwd: app });
-    expect(r.stdout + r.stderr).toBe('');
-    expect(r.code).toBe(0);
-  }, STEP_MS);
+      );
+      const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
+      const r = await run(process.execPath, [tsc, '-p', join(app, 'tsconfig.json')], { cwd: app });
+      expect(r.stdout + r.stderr).toBe('');
+      expect(r.code).toBe(0);
+    },
+    STEP_MS,
+  );
 
-  it('runs a transaction from the new project against the cluster its verdict binary started', async () => {
-    // `verdict status` from any directory finds its proto/ and the cluster.
-    const deadline = Date.now() + STEP_MS / 2;
-    let status: Run;
-    for (;;) {
-      status = await run(bin, ['status', '--json', '--endpoints', endpoints.join(',')], { cwd: elsewhere });
-      if (status.code === 0 && (JSON.parse(status.stdout) as { leader: string | null }).leader !== null) break;
-      if (Date.now() > deadline) throw new Error(`no leader: ${status.stdout}${status.stderr}`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    writeFileSync(
-      join(app, 'commit.mjs'),
-      `import { VerdictClient } from 'verdict/client';
+  it(
+    'runs a transaction from the new project against the cluster its verdict binary started',
+    async () => {
+      // `verdict status` from any directory finds its proto/ and the cluster.
+      const deadline = Date.now() + STEP_MS / 2;
+      let status: Run;
+      for (;;) {
+        status = await run(bin, ['status', '--json', '--endpoints', endpoints.join(',')], { cwd: elsewhere });
+        if (status.code === 0 && (JSON.parse(status.stdout) as { leader: string | null }).leader !== null) break;
+        if (Date.now() > deadline) throw new Error(`no leader: ${status.stdout}${status.stderr}`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      writeFileSync(
+        join(app, 'commit.mjs'),
+        `import { VerdictClient } from 'verdict/client';
 import { startParticipant } from 'verdict/participant';
 import { pino } from 'pino';
 const endpoints = process.argv[2].split(',');
@@ -206,22 +221,28 @@ console.log(JSON.stringify({ ok: ok.outcome, no: no.outcome, reason: no.reason, 
 client.close();
 for (const p of started) await p.stop();
 `,
-    );
-    const r = ok(await run(process.execPath, ['commit.mjs', endpoints.join(',')], { cwd: app }), 'the transaction script');
-    const got = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, string>;
-    expect(got).toMatchObject({ ok: 'COMMITTED', no: 'ABORTED', again: 'COMMITTED', shop: '4' });
-    expect(got.reason).toMatch(/insufficient funds/);
-  }, STEP_MS);
+      );
+      const r = ok(await run(process.execPath, ['commit.mjs', endpoints.join(',')], { cwd: app }), 'the transaction script');
+      const got = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, string>;
+      expect(got).toMatchObject({ ok: 'COMMITTED', no: 'ABORTED', again: 'COMMITTED', shop: '4' });
+      expect(got.reason).toMatch(/insufficient funds/);
+    },
+    STEP_MS,
+  );
 
-  it('verdict/client works from a CommonJS project (require) and an ES module (import)', async () => {
-    writeFileSync(join(app, 'cjs', 'package.json'), '{ "type": "commonjs" }\n');
-    writeFileSync(join(app, 'cjs', 'index.js'), "const { VerdictClient } = require('verdict/client');\nconsole.log(typeof VerdictClient);\n");
-    writeFileSync(join(app, 'esm.mjs'), "import { VerdictClient } from 'verdict/client';\nconsole.log(typeof VerdictClient);\n");
-    for (const file of [join(app, 'cjs', 'index.js'), join(app, 'esm.mjs')]) {
-      const r = ok(await run(process.execPath, ['--no-warnings', file], { cwd: app }), file);
-      expect(r.stdout.trim()).toBe('function');
-    }
-  }, STEP_MS);
+  it(
+    'verdict/client works from a CommonJS project (require) and an ES module (import)',
+    async () => {
+      writeFileSync(join(app, 'cjs', 'package.json'), '{ "type": "commonjs" }\n');
+      writeFileSync(join(app, 'cjs', 'index.js'), "const { VerdictClient } = require('verdict/client');\nconsole.log(typeof VerdictClient);\n");
+      writeFileSync(join(app, 'esm.mjs'), "import { VerdictClient } from 'verdict/client';\nconsole.log(typeof VerdictClient);\n");
+      for (const file of [join(app, 'cjs', 'index.js'), join(app, 'esm.mjs')]) {
+        const r = ok(await run(process.execPath, ['--no-warnings', file], { cwd: app }), file);
+        expect(r.stdout.trim()).toBe('function');
+      }
+    },
+    STEP_MS,
+  );
 
   it('refuses require() on a Node that cannot load ES modules with a message saying what to write instead', () => {
     const requireEsm = createRequire(import.meta.url)(join(ROOT, 'cjs', 'require-esm.cjs')) as (load: () => unknown, entry: string, example: string) => unknown;
@@ -247,16 +268,20 @@ for (const p of started) await p.stop();
     ).toThrow(other);
   });
 
-  it('refuses to run without proto/, naming the path it looked for', async () => {
-    const proto = join(app, 'node_modules', 'verdict', 'proto');
-    renameSync(proto, `${proto}.gone`);
-    try {
-      const r = await run(bin, ['status', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
-      expect(r.code).toBe(1);
-      expect(r.stderr).toContain(`not found at ${join(proto, '')}`);
-      expect(r.stderr).not.toMatch(/\n\s+at /);
-    } finally {
-      renameSync(`${proto}.gone`, proto);
-    }
-  }, STEP_MS);
+  it(
+    'refuses to run without proto/, naming the path it looked for',
+    async () => {
+      const proto = join(app, 'node_modules', 'verdict', 'proto');
+      renameSync(proto, `${proto}.gone`);
+      try {
+        const r = await run(bin, ['status', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
+        expect(r.code).toBe(1);
+        expect(r.stderr).toContain(`not found at ${join(proto, '')}`);
+        expect(r.stderr).not.toMatch(/\n\s+at /);
+      } finally {
+        renameSync(`${proto}.gone`, proto);
+      }
+    },
+    STEP_MS,
+  );
 });

@@ -84,9 +84,7 @@ async function fakeNode(): Promise<FakeNode> {
     },
   };
   server.addService(coordinatorParticipantService, impl);
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
-  );
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
   servers.push(server);
   node.address = `127.0.0.1:${port}`;
   return node;
@@ -126,14 +124,25 @@ function client(address: string): ParticipantClient {
 }
 
 const prepareReq = (txnId: string, set: Record<string, string>, over: Partial<Prepare> = {}): Prepare => ({
-  clusterId: CLUSTER, txnId, participantId: 'p1', participants: ['p1'], payload: memoryPayload(set), timeoutMs: 0, ...over,
+  clusterId: CLUSTER,
+  txnId,
+  participantId: 'p1',
+  participants: ['p1'],
+  payload: memoryPayload(set),
+  timeoutMs: 0,
+  ...over,
 });
 const decisionReq = (txnId: string, decision: Decision['decision'], over: Partial<Decision> = {}): Decision => ({
-  clusterId: CLUSTER, txnId, participantId: 'p1', decision, reason: '', ...over,
+  clusterId: CLUSTER,
+  txnId,
+  participantId: 'p1',
+  decision,
+  reason: '',
+  ...over,
 });
 
 describe('participant runtime against a fake cluster', () => {
-  it('registers with the cluster, retrying UNAVAILABLE and following a follower\'s redirect to the leader', async () => {
+  it("registers with the cluster, retrying UNAVAILABLE and following a follower's redirect to the leader", async () => {
     const leader = await fakeNode();
     const follower = await fakeNode();
     follower.registerScript = [{ code: grpc.status.UNAVAILABLE, details: 'not the leader', leader: leader.address }];
@@ -158,19 +167,21 @@ describe('participant runtime against a fake cluster', () => {
     expect(r.resource.get('greeting')).toBe('hello');
 
     await expect(c.decide(decisionReq('T9', 'DECISION_COMMIT'), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/never prepared/) });
-    await expect(c.prepare(prepareReq('T4', {}, { clusterId: 'beta' }), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/cluster id mismatch/) });
+    await expect(c.prepare(prepareReq('T4', {}, { clusterId: 'beta' }), DEADLINE_MS)).rejects.toMatchObject({
+      code: grpc.status.FAILED_PRECONDITION,
+      details: expect.stringMatching(/cluster id mismatch/),
+    });
     await expect(c.prepare(prepareReq('', {}), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: 'txn_id is empty' });
     await expect(c.decide(decisionReq('T5', 'DECISION_UNSPECIFIED'), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
   });
 
-  it('R7: the leader\'s Exchange stream carries PREPAREs and DECISIONs in batches, answered by id with the unary calls\' answers and status codes', async () => {
+  it("R7: the leader's Exchange stream carries PREPAREs and DECISIONs in batches, answered by id with the unary calls' answers and status codes", async () => {
     const cluster = await fakeNode();
     const r = await start(await dataDir(), [cluster.address]);
     const c = client(r.address);
     const x = new ParticipantExchange(c.channel, r.address);
     exchanges.push(x);
-    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> =>
-      new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
+    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
     // Sent in one turn, so in one batch: a YES, a NO on the lock it takes, and a refusal.
     const [yes, no, bad] = await Promise.allSettled([
       call<Vote>((cb) => x.prepare(prepareReq('X1', { k: 'v1' }), DEADLINE_MS, cb)),
@@ -182,9 +193,15 @@ describe('participant runtime against a fake cluster', () => {
     expect(bad).toMatchObject({ status: 'rejected', reason: { code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/cluster id mismatch/) } });
     // The same DECISION twice is acknowledged twice (R7) and applied once.
     const acks = await Promise.all([1, 2].map(() => call<Ack>((cb) => x.decide(decisionReq('X1', 'DECISION_COMMIT'), DEADLINE_MS, cb))));
-    expect(acks).toEqual([{ txnId: 'X1', participantId: 'p1' }, { txnId: 'X1', participantId: 'p1' }]);
+    expect(acks).toEqual([
+      { txnId: 'X1', participantId: 'p1' },
+      { txnId: 'X1', participantId: 'p1' },
+    ]);
     expect(r.resource.get('k')).toBe('v1');
-    await expect(call<Ack>((cb) => x.decide(decisionReq('X9', 'DECISION_COMMIT'), DEADLINE_MS, cb))).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/never prepared/) });
+    await expect(call<Ack>((cb) => x.decide(decisionReq('X9', 'DECISION_COMMIT'), DEADLINE_MS, cb))).rejects.toMatchObject({
+      code: grpc.status.FAILED_PRECONDITION,
+      details: expect.stringMatching(/never prepared/),
+    });
   });
 
   it('the Exchange falls back to unary calls for a participant that does not serve it, and fails requests when the participant is gone', async () => {
@@ -192,8 +209,7 @@ describe('participant runtime against a fake cluster', () => {
     const c = client(old.address);
     const x = new ParticipantExchange(c.channel, old.address);
     exchanges.push(x);
-    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> =>
-      new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
+    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
     expect(await call<Vote>((cb) => x.prepare(prepareReq('U1', {}), DEADLINE_MS, cb))).toMatchObject({ txnId: 'U1', vote: 'VOTE_YES' });
     // That participant never acknowledges: its unary Decide's UNAVAILABLE comes through as is.
     await expect(call<Ack>((cb) => x.decide(decisionReq('U1', 'DECISION_COMMIT'), DEADLINE_MS, cb))).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
@@ -221,7 +237,7 @@ describe('participant runtime against a fake cluster', () => {
     expect(second.engine.inDoubt().map((t) => t.txnId)).toEqual(['T1']);
     // Still locked while in doubt: nothing was decided alone.
     expect(second.resource.lockedBy('balance')).toBe('T1');
-    await waitFor('T1 to be committed from the cluster\'s answer', () => second.resource.get('balance') === '90');
+    await waitFor("T1 to be committed from the cluster's answer", () => second.resource.get('balance') === '90');
     // The COMMITTED record reaches the journal just after the resource applies it.
     await waitFor('T1 to leave the in-doubt list', () => second.engine.inDoubt().length === 0);
     expect(cluster.questions.length).toBe(4);

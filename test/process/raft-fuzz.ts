@@ -129,10 +129,31 @@ function forgedMessage(rng: Rng, t: Target): { batch: WireBatch; wrong: string }
     ['membership change that does not decode', () => batchOf(lead, [appendAt(lead, [{ type: EntryType.ConfChange, data: bytes(rng, 16) }])])],
     ['entries on a heartbeat', () => batchOf(lead, [base(lead, MT.Heartbeat, { entries: good.entries })])],
     ['snapshot without metadata', () => batchOf(lead, [base(lead, MT.Snap, { snapshot: { metadata: null, data: new Uint8Array(0) } })])],
-    ['snapshot without voters', () => batchOf(lead, [base(lead, MT.Snap, { snapshot: { metadata: { index: t.lastIndex + 100, term: t.term, confState: { voters: [], learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) } })])],
-    ['snapshot with garbage data', () => batchOf(lead, [base(lead, MT.Snap, { snapshot: { metadata: { index: t.lastIndex + 100, term: t.term, confState: { voters: [t.nodeId, t.leaderId, t.memberId], learners: [], votersOutgoing: [] } }, data: bytes(rng, 64) } })])],
+    [
+      'snapshot without voters',
+      () =>
+        batchOf(lead, [
+          base(lead, MT.Snap, { snapshot: { metadata: { index: t.lastIndex + 100, term: t.term, confState: { voters: [], learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) } }),
+        ]),
+    ],
+    [
+      'snapshot with garbage data',
+      () =>
+        batchOf(lead, [
+          base(lead, MT.Snap, {
+            snapshot: { metadata: { index: t.lastIndex + 100, term: t.term, confState: { voters: [t.nodeId, t.leaderId, t.memberId], learners: [], votersOutgoing: [] } }, data: bytes(rng, 64) },
+          }),
+        ]),
+    ],
     ['context of 64 kB', () => batchOf(t, [base(t, MT.HeartbeatResp, { context: new Uint8Array(64 * 1024) })])],
-    ['too many messages', () => batchOf(t, Array.from({ length: 9_000 }, () => base(t, MT.HeartbeatResp, { term: 0 })))],
+    [
+      'too many messages',
+      () =>
+        batchOf(
+          t,
+          Array.from({ length: 9_000 }, () => base(t, MT.HeartbeatResp, { term: 0 })),
+        ),
+    ],
   ];
   const [wrong, make] = pick[rng.int(pick.length)];
   return { batch: make(), wrong };
@@ -156,11 +177,25 @@ export function fuzzCases(seed: number, count: number, t: Target): FuzzCase[] {
       out.push({ kind, what: 'random bytes', frame: Buffer.from(bytes(rng, 1 + rng.int(512))) });
     } else if (kind === 'truncated') {
       const { batch, wrong } = forgedMessage(rng, t);
-      const whole = rng.chance(0.5) ? encodeBatch(batchOf({ ...t, memberId: t.leaderId }, [appendAt({ ...t, memberId: t.leaderId }, [{ data: encodeCommand({ t: 'forget', txnIds: ['x'] }) }])])) : encodeBatch(batch);
+      const whole = rng.chance(0.5)
+        ? encodeBatch(batchOf({ ...t, memberId: t.leaderId }, [appendAt({ ...t, memberId: t.leaderId }, [{ data: encodeCommand({ t: 'forget', txnIds: ['x'] }) }])]))
+        : encodeBatch(batch);
       out.push({ kind, what: `truncated (${wrong})`, frame: whole.subarray(0, 1 + rng.int(Math.max(1, whole.byteLength - 1))) });
     } else if (kind === 'mistyped') {
       // Other messages of the same package, sent where a Batch is expected: the field numbers mean something else.
-      const status = { clusterId: t.clusterId, nodeId: t.memberId, address: t.nodeId, role: 'leader', term: t.term, leaderId: t.leaderId, commitIndex: 1, appliedIndex: 1, lastIndex: 1, firstIndex: 1, peers: [] };
+      const status = {
+        clusterId: t.clusterId,
+        nodeId: t.memberId,
+        address: t.nodeId,
+        role: 'leader',
+        term: t.term,
+        leaderId: t.leaderId,
+        commitIndex: 1,
+        appliedIndex: 1,
+        lastIndex: 1,
+        firstIndex: 1,
+        peers: [],
+      };
       const frames = [raftNodeService.Status.responseSerialize(status), raftNodeService.Put.requestSerialize({ key: 'k', value: bytes(rng, 32) })];
       out.push({ kind, what: 'another message type', frame: frames[rng.int(frames.length)] });
     } else {

@@ -26,7 +26,24 @@ describe('the TLS recipe of docs/tls.md', () => {
     const base = await freeBase();
     const [shopPort, ledgerPort, badPort] = await freePorts(3);
     const certs = tempDir('verdict-recipe-certs-');
-    const made = await runCli(['certs', '--dir', certs, '--base-port', String(base), '--participant', `shop=127.0.0.1:${shopPort}`, '--participant', `ledger=127.0.0.1:${ledgerPort}`, '--admin', 'ops-admin', '--client', 'alice'], { timeoutMs: WAIT_MS });
+    const made = await runCli(
+      [
+        'certs',
+        '--dir',
+        certs,
+        '--base-port',
+        String(base),
+        '--participant',
+        `shop=127.0.0.1:${shopPort}`,
+        '--participant',
+        `ledger=127.0.0.1:${ledgerPort}`,
+        '--admin',
+        'ops-admin',
+        '--client',
+        'alice',
+      ],
+      { timeoutMs: WAIT_MS },
+    );
     expect(made.code, made.stderr).toBe(0);
     const ca = join(certs, 'ca.crt');
     const tls = (name: string): string[] => ['--ca', ca, '--cert', join(certs, `${name}.crt`), '--key', join(certs, `${name}.key`)];
@@ -36,14 +53,21 @@ describe('the TLS recipe of docs/tls.md', () => {
     await nodesUp(l, tlsCredentials({ ca, cert: join(certs, 'alice.crt'), key: join(certs, 'alice.key') }));
 
     const data = tempDir('verdict-recipe-data-');
-    for (const [id, port] of [['shop', shopPort], ['ledger', ledgerPort]] as const) {
-      participants.push(spawn(process.execPath, [BIN, 'participant', '--id', id, '--listen', `127.0.0.1:${port}`, '--data', join(data, id), '--endpoints', endpoints, ...tls(id)], { cwd: ROOT, stdio: 'ignore' }));
+    for (const [id, port] of [
+      ['shop', shopPort],
+      ['ledger', ledgerPort],
+    ] as const) {
+      participants.push(
+        spawn(process.execPath, [BIN, 'participant', '--id', id, '--listen', `127.0.0.1:${port}`, '--data', join(data, id), '--endpoints', endpoints, ...tls(id)], { cwd: ROOT, stdio: 'ignore' }),
+      );
     }
 
     // alice's certificate is client-only: as a participant's it is refused before anything starts.
     const bad = await runCli(['participant', '--id', 'bad', '--listen', `127.0.0.1:${badPort}`, '--data', join(data, 'bad'), '--endpoints', endpoints, ...tls('alice')], { timeoutMs: WAIT_MS });
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/^verdict: --cert \(.*alice\.crt\) lacks serverAuth in its extendedKeyUsage: .*"unsuitable certificate purpose"\); make one with: npx verdict certs --participant bad=127\.0\.0\.1:\d+/);
+    expect(bad.stderr).toMatch(
+      /^verdict: --cert \(.*alice\.crt\) lacks serverAuth in its extendedKeyUsage: .*"unsuitable certificate purpose"\); make one with: npx verdict certs --participant bad=127\.0\.0\.1:\d+/,
+    );
 
     const asAlice = ['--endpoints', endpoints, ...tls('alice')];
     await waitFor('both participants to register over TLS', WAIT_MS, async () => {

@@ -81,8 +81,12 @@ describe('mutual TLS between nodes, clients and participants', () => {
       n3Api.close();
     }
     // Both sides say why in their logs.
-    await waitFor(`the leader ${leader.id} to log why it cannot reach n3`, WAIT_MS, async () => (/"peer":"n3".*"details":"the server's certificate is not signed by our CA/.test(readFileSync(leader.logFile, 'utf8')) ? true : undefined));
-    await waitFor('n3 to log that its peers refuse it', WAIT_MS, async () => (/the server closed the TLS handshake: it refused our certificate/.test(readFileSync(n3.logFile, 'utf8')) ? true : undefined));
+    await waitFor(`the leader ${leader.id} to log why it cannot reach n3`, WAIT_MS, async () =>
+      /"peer":"n3".*"details":"the server's certificate is not signed by our CA/.test(readFileSync(leader.logFile, 'utf8')) ? true : undefined,
+    );
+    await waitFor('n3 to log that its peers refuse it', WAIT_MS, async () =>
+      /the server closed the TLS handshake: it refused our certificate/.test(readFileSync(n3.logFile, 'utf8')) ? true : undefined,
+    );
 
     // 2. n3 with a certificate of the cluster CA joins and catches up.
     await n3.kill('SIGKILL');
@@ -105,10 +109,14 @@ describe('mutual TLS between nodes, clients and participants', () => {
     const logFd = openSync(join(pdir, 'shop.log'), 'a');
     try {
       children.push(
-        spawn(process.execPath, [BIN, 'participant', '--id', 'shop', '--listen', `127.0.0.1:${pPort}`, '--data', join(pdir, 'shop'), '--cluster-id', clusterId, '--endpoints', endpoints.join(','), ...tlsFlags(shopCert)], {
-          cwd: ROOT,
-          stdio: ['ignore', logFd, logFd],
-        }),
+        spawn(
+          process.execPath,
+          [BIN, 'participant', '--id', 'shop', '--listen', `127.0.0.1:${pPort}`, '--data', join(pdir, 'shop'), '--cluster-id', clusterId, '--endpoints', endpoints.join(','), ...tlsFlags(shopCert)],
+          {
+            cwd: ROOT,
+            stdio: ['ignore', logFd, logFd],
+          },
+        ),
       );
     } finally {
       closeSync(logFd);
@@ -126,14 +134,25 @@ describe('mutual TLS between nodes, clients and participants', () => {
     inProcess.push(ledger);
     const client = new VerdictClient({ endpoints, deadlineMs: 20_000, credentials: creds(alice) });
     try {
-      await waitFor('both participants to register over TLS', WAIT_MS, async () => ((await client.participants()).length === 2 ? true : undefined), () => readFileSync(join(pdir, 'shop.log'), 'utf8').slice(-2_000));
+      await waitFor(
+        'both participants to register over TLS',
+        WAIT_MS,
+        async () => ((await client.participants()).length === 2 ? true : undefined),
+        () => readFileSync(join(pdir, 'shop.log'), 'utf8').slice(-2_000),
+      );
       for (let i = 0; i < 5; i++) {
-        const r = await (await client.begin({ timeoutMs: 5_000 })).enlist('shop', { set: { [`a${i}`]: '1' } }).enlist('ledger', { set: { [`a${i}`]: '2' } }).commit();
+        const r = await (await client.begin({ timeoutMs: 5_000 }))
+          .enlist('shop', { set: { [`a${i}`]: '1' } })
+          .enlist('ledger', { set: { [`a${i}`]: '2' } })
+          .commit();
         expect(r.outcome).toBe('COMMITTED');
       }
       // The DECISION reaches the participant after the client's answer, over TLS too.
       await waitFor('the ledger to apply the last commit', WAIT_MS, async () => (ledger.resource.get('a4') === '2' ? true : undefined));
-      const no = await (await client.begin({ timeoutMs: 5_000 })).enlist('shop', { set: { b: '1' } }).enlist('ledger', { fail: 'no funds' }).commit();
+      const no = await (await client.begin({ timeoutMs: 5_000 }))
+        .enlist('shop', { set: { b: '1' } })
+        .enlist('ledger', { fail: 'no funds' })
+        .commit();
       expect(no.outcome).toBe('ABORTED');
     } finally {
       client.close();

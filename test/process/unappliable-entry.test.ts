@@ -24,7 +24,14 @@ describe('a committed entry this node cannot apply', { timeout: 240_000 }, () =>
     const term = recovered.hardState.term;
     await new Promise<void>((resolve, reject) =>
       store.persist(
-        { hardState: { ...recovered.hardState, commit: index }, entries: [{ term, index, type: EntryType.Normal, data: new Uint8Array([127, 0x7b, 0x7d]) }], snapshot: null, localSnapshot: null, compactTo: 0, sync: true },
+        {
+          hardState: { ...recovered.hardState, commit: index },
+          entries: [{ term, index, type: EntryType.Normal, data: new Uint8Array([127, 0x7b, 0x7d]) }],
+          snapshot: null,
+          localSnapshot: null,
+          compactTo: 0,
+          sync: true,
+        },
         (err) => (err ? reject(err) : resolve()),
       ),
     );

@@ -48,57 +48,69 @@ function findAndPrint(protocol: Protocol) {
   return f;
 }
 
-test.skipIf(REPLAY_PROTOCOL === '3pc')('2PC blocks: with its coordinator lost after every participant voted YES, they stay in doubt past the AC4 bound', () => {
-  const f = findAndPrint('2pc');
-  const txn = txnOf(f.violation) ?? '';
-  const members = f.result.members.get(txn) ?? [];
-  // The blocking the theorem says no 2PC can avoid: several participants, every one voted YES…
-  expect(members.length).toBeGreaterThanOrEqual(2);
-  for (const p of members) expect(f.result.votes.get(txn)?.get(p), `${p}'s vote on ${txn}`).toBe('yes');
-  // …they asked each other (cooperative termination) and nobody knew…
-  expect(f.result.timeline.entries.some((e) => e.txnId === txn && /hears from its peers/.test(e.text))).toBe(true);
-  // …and the coordinator is down for good, not merely slow.
-  expect(f.scenario.crashPoints.some((c) => c.forever === true)).toBe(true);
-  expect(f.violation).toMatch(/still in doubt/);
-  expect(f.violation).toMatch(/c1 has been down since/);
-}, 120_000);
+test.skipIf(REPLAY_PROTOCOL === '3pc')(
+  '2PC blocks: with its coordinator lost after every participant voted YES, they stay in doubt past the AC4 bound',
+  () => {
+    const f = findAndPrint('2pc');
+    const txn = txnOf(f.violation) ?? '';
+    const members = f.result.members.get(txn) ?? [];
+    // The blocking the theorem says no 2PC can avoid: several participants, every one voted YES…
+    expect(members.length).toBeGreaterThanOrEqual(2);
+    for (const p of members) expect(f.result.votes.get(txn)?.get(p), `${p}'s vote on ${txn}`).toBe('yes');
+    // …they asked each other (cooperative termination) and nobody knew…
+    expect(f.result.timeline.entries.some((e) => e.txnId === txn && /hears from its peers/.test(e.text))).toBe(true);
+    // …and the coordinator is down for good, not merely slow.
+    expect(f.scenario.crashPoints.some((c) => c.forever === true)).toBe(true);
+    expect(f.violation).toMatch(/still in doubt/);
+    expect(f.violation).toMatch(/c1 has been down since/);
+  },
+  120_000,
+);
 
-test.skipIf(REPLAY_PROTOCOL === '2pc')('3PC loses atomicity: a partition during PreCommit, then one side commits and the other aborts (AC1)', () => {
-  const f = findAndPrint('3pc');
-  // A network fault, and no crash, did it.
-  expect(f.scenario.faults.length).toBeGreaterThan(0);
-  expect(f.result.crashes).toBe(0);
-  expect(f.result.timeline.entries.some((e) => e.text.startsWith('network: links cut'))).toBe(true);
-  // One participant committed, another aborted, each by 3PC's own rules.
-  const texts = f.result.timeline.entries.map((e) => e.text);
-  expect(texts.some((t) => / COMMITS: /.test(t))).toBe(true);
-  expect(texts.some((t) => / ABORTS: timed out uncertain/.test(t))).toBe(true);
-}, 120_000);
+test.skipIf(REPLAY_PROTOCOL === '2pc')(
+  '3PC loses atomicity: a partition during PreCommit, then one side commits and the other aborts (AC1)',
+  () => {
+    const f = findAndPrint('3pc');
+    // A network fault, and no crash, did it.
+    expect(f.scenario.faults.length).toBeGreaterThan(0);
+    expect(f.result.crashes).toBe(0);
+    expect(f.result.timeline.entries.some((e) => e.text.startsWith('network: links cut'))).toBe(true);
+    // One participant committed, another aborted, each by 3PC's own rules.
+    const texts = f.result.timeline.entries.map((e) => e.text);
+    expect(texts.some((t) => / COMMITS: /.test(t))).toBe(true);
+    expect(texts.some((t) => / ABORTS: timed out uncertain/.test(t))).toBe(true);
+  },
+  120_000,
+);
 
 // The control: Verdict under the same fault classes — the leader lost for
 // good at each protocol step (3 or 5 nodes: a minority), and network faults
 // only — decides everything and agrees. The 40,000-schedule soak of
 // system.sim.test.ts covers the network faults far more widely; this is the
 // short, like-for-like run.
-test.skipIf(REPLAY !== undefined)(`control: Verdict under the same fault classes shows neither counterexample (${CONTROL_SEEDS} schedules)`, () => {
-  let runs = 0;
-  let lost = 0;
-  let committed = 0;
-  const bad: string[] = [];
-  const out = fc.check(
-    fc.property(verdictControlArb, (sc) => {
-      runs++;
-      const r = new SystemWorld(sc).run();
-      lost += r.crashPointsFired > 0 && sc.crashPoints.some((c) => c.forever) ? 1 : 0;
-      committed += r.committed;
-      if (r.violations.length > 0) bad.push(`${r.violations.join('\n  ')}\n  schedule: ${JSON.stringify(sc)}`);
-      return r.violations.length === 0;
-    }),
-    { seed: BASE_SEED + 2, numRuns: CONTROL_SEEDS },
-  );
-  console.log(`baseline control: Verdict, ${runs} schedules, leader lost for good in ${lost}, ${committed} transactions committed, violations=${bad.length}`);
-  for (const b of bad.slice(0, 3)) console.error(`baseline control: ${b}`);
-  expect(out.failed, 'Verdict violated atomic commit under a baseline fault class (see above)').toBe(false);
-  // A control in which the leader is never lost tests nothing.
-  expect(lost).toBeGreaterThan(runs / 5);
-}, 300_000);
+test.skipIf(REPLAY !== undefined)(
+  `control: Verdict under the same fault classes shows neither counterexample (${CONTROL_SEEDS} schedules)`,
+  () => {
+    let runs = 0;
+    let lost = 0;
+    let committed = 0;
+    const bad: string[] = [];
+    const out = fc.check(
+      fc.property(verdictControlArb, (sc) => {
+        runs++;
+        const r = new SystemWorld(sc).run();
+        lost += r.crashPointsFired > 0 && sc.crashPoints.some((c) => c.forever) ? 1 : 0;
+        committed += r.committed;
+        if (r.violations.length > 0) bad.push(`${r.violations.join('\n  ')}\n  schedule: ${JSON.stringify(sc)}`);
+        return r.violations.length === 0;
+      }),
+      { seed: BASE_SEED + 2, numRuns: CONTROL_SEEDS },
+    );
+    console.log(`baseline control: Verdict, ${runs} schedules, leader lost for good in ${lost}, ${committed} transactions committed, violations=${bad.length}`);
+    for (const b of bad.slice(0, 3)) console.error(`baseline control: ${b}`);
+    expect(out.failed, 'Verdict violated atomic commit under a baseline fault class (see above)').toBe(false);
+    // A control in which the leader is never lost tests nothing.
+    expect(lost).toBeGreaterThan(runs / 5);
+  },
+  300_000,
+);

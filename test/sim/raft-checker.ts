@@ -64,7 +64,8 @@ export class RaftChecker {
         if (!seen) this.entryAt.set(key, { data, prevTerm });
         else {
           if (seen.data !== data) this.violation(`log matching: two different entries at index ${e.index} term ${e.term}`);
-          if (seen.prevTerm !== null && prevTerm !== null && seen.prevTerm !== prevTerm) this.violation(`log matching: entry ${key} follows term ${prevTerm} on ${id} but term ${seen.prevTerm} elsewhere`);
+          if (seen.prevTerm !== null && prevTerm !== null && seen.prevTerm !== prevTerm)
+            this.violation(`log matching: entry ${key} follows term ${prevTerm} on ${id} but term ${seen.prevTerm} elsewhere`);
         }
         prevTerm = e.term;
       }

@@ -40,10 +40,7 @@ export type Fault =
  *   then it is removed and a new node with an empty disk is added.
  * Removals keep at least two voters.
  */
-export type MemberOp =
-  | { kind: 'add'; at: number }
-  | { kind: 'remove'; at: number; node: number; leader: boolean }
-  | { kind: 'replace'; at: number; node: number };
+export type MemberOp = { kind: 'add'; at: number } | { kind: 'remove'; at: number; node: number; leader: boolean } | { kind: 'replace'; at: number; node: number };
 
 export interface Scenario {
   seed: number;
@@ -272,7 +269,7 @@ export class RaftWorld {
           const l = this.leader();
           if (!l) return;
           this.partitions++;
-          for (const b of this.nodes) if (b !== l) (this.net.block(l.id, b.id), this.net.block(b.id, l.id));
+          for (const b of this.nodes) if (b !== l) this.net.block(l.id, b.id), this.net.block(b.id, l.id);
         });
         this.q.at(f.at + f.durMs, () => this.net.openAll());
         return;
@@ -330,7 +327,8 @@ export class RaftWorld {
     d.read((err) => {
       if (err || n.driver !== d) return;
       const seen = n.sm.applied.length > 0 ? n.sm.applied[n.sm.applied.length - 1].index : 0;
-      if (d.applied < mustSee) this.violation(`linearizable read: ${n.id} answered a read at applied ${d.applied} (state machine at ${seen}) but write ${mustSee} was acknowledged before the read began`);
+      if (d.applied < mustSee)
+        this.violation(`linearizable read: ${n.id} answered a read at applied ${d.applied} (state machine at ${seen}) but write ${mustSee} was acknowledged before the read began`);
     });
   }
 
@@ -355,7 +353,16 @@ export class RaftWorld {
       this.restart(n);
     }
     this.checkLiveness();
-    return { violations: this.violations, steps: this.q.steps, committed: this.checker.committed, crashes: this.crashes, partitions: this.partitions, confChanges: this.confChanges, diskFaults: this.diskFaults, refusals: this.refusals };
+    return {
+      violations: this.violations,
+      steps: this.q.steps,
+      committed: this.checker.committed,
+      crashes: this.crashes,
+      partitions: this.partitions,
+      confChanges: this.confChanges,
+      diskFaults: this.diskFaults,
+      refusals: this.refusals,
+    };
   }
 
   // ---- membership ------------------------------------------------------

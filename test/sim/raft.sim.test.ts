@@ -40,10 +40,14 @@ test(`raft safety and liveness hold on ${replay ? 'a replayed schedule' : `${see
     params,
   );
   const secs = (Date.now() - started) / 1000;
-  console.log(`sim: seeds=${runs} steps=${steps} violations=${violations} (crashes=${crashes} partitions=${partitions} diskFaults=${diskFaults} refusedStarts=${refusals}, ${secs.toFixed(1)} s, ${Math.round((runs / secs) * 60)} seeds/min)`);
+  console.log(
+    `sim: seeds=${runs} steps=${steps} violations=${violations} (crashes=${crashes} partitions=${partitions} diskFaults=${diskFaults} refusedStarts=${refusals}, ${secs.toFixed(1)} s, ${Math.round((runs / secs) * 60)} seeds/min)`,
+  );
   if (out.failed) {
     const cmd = `VERDICT_SIM_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run test/sim/raft.sim.test.ts`;
-    console.error(`simulation failed; replay with:\n  ${cmd}\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`);
+    console.error(
+      `simulation failed; replay with:\n  ${cmd}\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`,
+    );
   }
   expect(out.failed, 'a simulated schedule violated Raft safety or liveness (see the replay command above)').toBe(false);
 }, 1_200_000);
@@ -79,7 +83,9 @@ test(`raft safety and liveness hold with membership changes on ${memberReplay ? 
   console.log(`sim membership: seeds=${runs} violations=${violations} (membership changes applied on nodes: ${confChanges}, ${secs.toFixed(1)} s)`);
   if (out.failed) {
     const cmd = `VERDICT_SIM_MEMBER_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run test/sim/raft.sim.test.ts -t membership`;
-    console.error(`simulation failed; replay with:\n  ${cmd}\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`);
+    console.error(
+      `simulation failed; replay with:\n  ${cmd}\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`,
+    );
   }
   // The schedules must really change the membership, or this proves nothing.
   expect(confChanges).toBeGreaterThan(runs);
@@ -93,7 +99,10 @@ test('the checker catches a disk that acknowledges writes before they are durabl
   const crashHeavy = fc.record({
     seed: fc.integer({ min: 0, max: 0x7fffffff }),
     nodes: fc.constant(3),
-    faults: fc.array(faultArb.filter((f) => f.kind === 'crash'), { minLength: 6, maxLength: 14 }),
+    faults: fc.array(
+      faultArb.filter((f) => f.kind === 'crash'),
+      { minLength: 6, maxLength: 14 },
+    ),
     healAtMs: fc.constant(12_000),
     livenessMs: fc.constant(15_000),
     snapshotEntries: fc.constant(1_000_000),

@@ -114,7 +114,8 @@ export class SystemChecker {
     mine.push(outcome);
     byP.set(participant, mine);
     for (const [q, theirs] of byP) {
-      if (q !== participant && theirs.length > 0 && theirs[theirs.length - 1] !== outcome) this.violation(`AC1 agreement: ${participant} decided ${txnId} ${outcome}, ${q} decided it ${theirs[theirs.length - 1]}`);
+      if (q !== participant && theirs.length > 0 && theirs[theirs.length - 1] !== outcome)
+        this.violation(`AC1 agreement: ${participant} decided ${txnId} ${outcome}, ${q} decided it ${theirs[theirs.length - 1]}`);
     }
     // R4: a participant learns its decision from the cluster, which answers from the log.
     const log = this.logDecision.get(txnId);
@@ -130,7 +131,9 @@ export class SystemChecker {
     this.refusals.add(key);
     const yes = this.yesVoted.get(participant)?.has(txnId) === true;
     const rule = local === 'none' ? (yes ? 'R4' : 'AC2 validity') : 'AC1 agreement';
-    this.violation(`${rule}: ${participant} refused ${decision} for ${txnId}: it is ${local === 'none' ? (yes ? 'unknown there although it voted YES' : 'unknown there, it never voted YES') : local} there`);
+    this.violation(
+      `${rule}: ${participant} refused ${decision} for ${txnId}: it is ${local === 'none' ? (yes ? 'unknown there although it voted YES' : 'unknown there, it never voted YES') : local} there`,
+    );
   }
 
   /** R4 across a crash: every transaction it voted YES on is still prepared (or decided) after recovery. */
@@ -138,7 +141,8 @@ export class SystemChecker {
     for (const txnId of this.yesVoted.get(participant) ?? []) {
       // A participant may drop an aborted transaction (EngineOptions.forgetAborts).
       const aborted = this.applied.get(txnId)?.get(participant)?.at(-1) === 'aborted';
-      if (stateOf(txnId) === undefined && !aborted) this.violation(`R4: ${participant} voted YES on ${txnId} but after a crash its journal knows nothing of it (the prepared state was not durable before the vote)`);
+      if (stateOf(txnId) === undefined && !aborted)
+        this.violation(`R4: ${participant} voted YES on ${txnId} but after a crash its journal knows nothing of it (the prepared state was not durable before the vote)`);
     }
   }
 
@@ -189,7 +193,8 @@ export class SystemChecker {
       if (!o.faultFree || !o.began(t.txnId)) continue;
       const votes = this.votes.get(t.txnId);
       const allYes = t.participants.every((p) => votes?.get(p)?.has('yes') === true && !votes.get(p)?.has('no'));
-      if (allYes && !committed) this.violation(`AC3 non-triviality: no faults and every participant of ${t.txnId} voted YES, but it ${log ? 'was decided ABORT' : 'has no COMMIT'} (client: ${answer ?? 'no answer'})`);
+      if (allYes && !committed)
+        this.violation(`AC3 non-triviality: no faults and every participant of ${t.txnId} voted YES, but it ${log ? 'was decided ABORT' : 'has no COMMIT'} (client: ${answer ?? 'no answer'})`);
     }
   }
 }

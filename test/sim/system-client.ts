@@ -73,23 +73,30 @@ export class SimClient {
   }
 
   private begin(): void {
-    this.env.call<number>(this.id, ALWAYS, this.hint, BEGIN_DEADLINE_MS, (c) => {
-      try {
-        c.ok(c.engine.begin(this.txnId, this.plan.timeoutMs).deadlineMs);
-      } catch (err) {
-        if (!(err instanceof EngineError)) throw err;
-        c.fail(err);
-      }
-    }, (err) => {
-      if (!err) {
-        this.began = true;
-        return this.commit();
-      }
-      // An earlier Begin whose answer was lost began it, and it is decided since (the deadline): that is its answer.
-      if (err.code === 'exists') return this.answer(err.recorded);
-      if (!RETRYABLE.has(err.code)) return this.refuse('Begin', err);
-      this.retry(err, () => this.begin());
-    });
+    this.env.call<number>(
+      this.id,
+      ALWAYS,
+      this.hint,
+      BEGIN_DEADLINE_MS,
+      (c) => {
+        try {
+          c.ok(c.engine.begin(this.txnId, this.plan.timeoutMs).deadlineMs);
+        } catch (err) {
+          if (!(err instanceof EngineError)) throw err;
+          c.fail(err);
+        }
+      },
+      (err) => {
+        if (!err) {
+          this.began = true;
+          return this.commit();
+        }
+        // An earlier Begin whose answer was lost began it, and it is decided since (the deadline): that is its answer.
+        if (err.code === 'exists') return this.answer(err.recorded);
+        if (!RETRYABLE.has(err.code)) return this.refuse('Begin', err);
+        this.retry(err, () => this.begin());
+      },
+    );
   }
 
   private commit(): void {
@@ -100,22 +107,29 @@ export class SimClient {
       payload: pid === this.noVoter ? memoryPayload({}, 'told to vote NO') : memoryPayload({ [keyOf(this.txnId)]: valueOf(this.txnId, pid) }),
     }));
     const begin = this.beginWithCommit ? { timeoutMs: this.plan.timeoutMs } : undefined;
-    this.env.call<OutcomeAnswer>(this.id, ALWAYS, this.hint, this.plan.timeoutMs + COMMIT_GRACE_MS, (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a)), begin), (err, a) => {
-      if (this.done) return;
-      // Only a not-leader answer proves the attempt did nothing; after anything else the retries must not begin (R2).
-      if (begin !== undefined && err?.code !== 'not-leader') {
-        this.beginWithCommit = false;
-        // For AC3 (a fault-free run must commit): from here on the cluster may have begun it.
-        this.began = true;
-      }
-      this.env.log(() => `${this.id} Commit(${this.txnId}) at ${at}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
-      if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) return this.answer(a.outcome);
-      if (err?.code === 'exists') return this.answer(err.recorded);
-      // A new leader serves Commit only after applying an entry of its term (Driver
-      // onLeadership), so a registered participant is never refused as unknown.
-      if (err && !RETRYABLE.has(err.code)) return this.refuse('Commit', err);
-      this.retry(err, () => this.commit());
-    });
+    this.env.call<OutcomeAnswer>(
+      this.id,
+      ALWAYS,
+      this.hint,
+      this.plan.timeoutMs + COMMIT_GRACE_MS,
+      (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a)), begin),
+      (err, a) => {
+        if (this.done) return;
+        // Only a not-leader answer proves the attempt did nothing; after anything else the retries must not begin (R2).
+        if (begin !== undefined && err?.code !== 'not-leader') {
+          this.beginWithCommit = false;
+          // For AC3 (a fault-free run must commit): from here on the cluster may have begun it.
+          this.began = true;
+        }
+        this.env.log(() => `${this.id} Commit(${this.txnId}) at ${at}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
+        if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) return this.answer(a.outcome);
+        if (err?.code === 'exists') return this.answer(err.recorded);
+        // A new leader serves Commit only after applying an entry of its term (Driver
+        // onLeadership), so a registered participant is never refused as unknown.
+        if (err && !RETRYABLE.has(err.code)) return this.refuse('Commit', err);
+        this.retry(err, () => this.commit());
+      },
+    );
   }
 
   private answer(outcome: Outcome | undefined): void {
@@ -135,23 +149,30 @@ export class SimClient {
       payload: pid === this.noVoter ? memoryPayload({}, 'told to vote NO') : memoryPayload({ [keyOf(this.txnId)]: valueOf(this.txnId, pid) }),
     }));
     const timeoutMs = this.plan.timeoutMs;
-    this.env.call<OutcomeAnswer>(this.id, ALWAYS, this.hint, timeoutMs + COMMIT_GRACE_MS, (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a)), begin ? { timeoutMs } : undefined), (err, a) => {
-      this.env.log(() => `${this.id} sends ${this.txnId} again${begin ? ' (begin)' : ''}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
-      if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) {
-        this.resending = false;
-        return this.env.answered(this.txnId, a.outcome);
-      }
-      if (err?.code === 'exists') {
-        this.resending = false;
-        return this.env.refusedAsDecided(this.txnId, err.recorded);
-      }
-      if (err && !RETRYABLE.has(err.code)) {
-        this.resending = false;
-        return this.env.refused(this.txnId, 'Commit (sent again)', err);
-      }
-      // As the SDK: begin only while no attempt may have reached a leader (R2).
-      this.retry(err, () => this.resend(begin && err?.code === 'not-leader'));
-    });
+    this.env.call<OutcomeAnswer>(
+      this.id,
+      ALWAYS,
+      this.hint,
+      timeoutMs + COMMIT_GRACE_MS,
+      (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a)), begin ? { timeoutMs } : undefined),
+      (err, a) => {
+        this.env.log(() => `${this.id} sends ${this.txnId} again${begin ? ' (begin)' : ''}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
+        if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) {
+          this.resending = false;
+          return this.env.answered(this.txnId, a.outcome);
+        }
+        if (err?.code === 'exists') {
+          this.resending = false;
+          return this.env.refusedAsDecided(this.txnId, err.recorded);
+        }
+        if (err && !RETRYABLE.has(err.code)) {
+          this.resending = false;
+          return this.env.refused(this.txnId, 'Commit (sent again)', err);
+        }
+        // As the SDK: begin only while no attempt may have reached a leader (R2).
+        this.retry(err, () => this.resend(begin && err?.code === 'not-leader'));
+      },
+    );
   }
 
   private refuse(call: string, err: RpcError): void {

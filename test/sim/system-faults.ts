@@ -45,9 +45,9 @@ export function scheduleFault(w: FaultWorld, f: SysFault, t0: number): void {
   const cut = (pairs: [string, string][], durMs: number): void => {
     if (pairs.length === 0) return;
     w.partitions++;
-    for (const [a, b] of pairs) (w.net.block(a, b), w.net.block(b, a));
+    for (const [a, b] of pairs) w.net.block(a, b), w.net.block(b, a);
     later(durMs, () => {
-      for (const [a, b] of pairs) (w.net.unblock(a, b), w.net.unblock(b, a));
+      for (const [a, b] of pairs) w.net.unblock(a, b), w.net.unblock(b, a);
     });
   };
   w.q.at(at, () => w.log(() => `fault ${JSON.stringify(f)}`));
@@ -82,11 +82,20 @@ export function scheduleFault(w: FaultWorld, f: SysFault, t0: number): void {
       // From the other nodes only: clients and participants still reach it.
       w.q.at(at, () => {
         const l = w.leaderId();
-        if (l) cut(nodes.filter((b) => b !== l).map((b) => [l, b]), f.durMs);
+        if (l)
+          cut(
+            nodes.filter((b) => b !== l).map((b) => [l, b]),
+            f.durMs,
+          );
       });
       return;
     case 'isolate-participant':
-      w.q.at(at, () => cut(nodes.map((n) => [part(f.participant), n]), f.durMs));
+      w.q.at(at, () =>
+        cut(
+          nodes.map((n) => [part(f.participant), n]),
+          f.durMs,
+        ),
+      );
       return;
     case 'one-way': {
       const a = endpoint(f.from);
@@ -103,17 +112,33 @@ export function scheduleFault(w: FaultWorld, f: SysFault, t0: number): void {
       return;
     }
     case 'loss':
-      during(() => (w.net.lossPercent = f.percent), () => (w.net.lossPercent = 0), f.durMs);
+      during(
+        () => (w.net.lossPercent = f.percent),
+        () => (w.net.lossPercent = 0),
+        f.durMs,
+      );
       return;
     case 'duplicate':
-      during(() => (w.net.dupPercent = f.percent), () => (w.net.dupPercent = 0), f.durMs);
+      during(
+        () => (w.net.dupPercent = f.percent),
+        () => (w.net.dupPercent = 0),
+        f.durMs,
+      );
       return;
     case 'delay':
-      during(() => (w.net.extraDelayMs = f.extraMs), () => (w.net.extraDelayMs = 0), f.durMs);
+      during(
+        () => (w.net.extraDelayMs = f.extraMs),
+        () => (w.net.extraDelayMs = 0),
+        f.durMs,
+      );
       return;
     case 'slow-disk': {
       const id = endpoint(f.target);
-      during(() => w.setSlowDisk(id, f.extraMs), () => w.setSlowDisk(id, 0), f.durMs);
+      during(
+        () => w.setSlowDisk(id, f.extraMs),
+        () => w.setSlowDisk(id, 0),
+        f.durMs,
+      );
       return;
     }
     case 'transfer':

@@ -9,10 +9,14 @@ import { BASE_SEED, REPLAY, runShard, SEEDS } from './system-run.ts';
 import { crashPointArb, systemScenarioArb } from './system-schedule.ts';
 import { SystemWorld, type Mutant, type SystemScenario } from './system-world.ts';
 
-test.skipIf(REPLAY !== undefined)(`AC1–AC4, R1, R4 and Raft safety hold on shard 2 of ${SEEDS} simulated fault schedules`, () => {
-  const { failed } = runShard(1);
-  expect(failed, 'a simulated schedule violated atomic commit (see the replay command above)').toBe(false);
-}, 1_800_000);
+test.skipIf(REPLAY !== undefined)(
+  `AC1–AC4, R1, R4 and Raft safety hold on shard 2 of ${SEEDS} simulated fault schedules`,
+  () => {
+    const { failed } = runShard(1);
+    expect(failed, 'a simulated schedule violated atomic commit (see the replay command above)').toBe(false);
+  },
+  1_800_000,
+);
 
 /**
  * (a) needs a participant to ask a new leader about T in the moment between
@@ -59,7 +63,13 @@ interface Tooth {
 }
 
 const TEETH: Tooth[] = [
-  { mutant: 'presume-abort-unlogged', what: '(a) an in-doubt YES participant answered ABORTED without a log write', expect: /^t=\d+ms: AC1 agreement/, arb: fc.oneof(slowParticipant, leaderCrashOnCommitPath), seedsMax: 3_000 },
+  {
+    mutant: 'presume-abort-unlogged',
+    what: '(a) an in-doubt YES participant answered ABORTED without a log write',
+    expect: /^t=\d+ms: AC1 agreement/,
+    arb: fc.oneof(slowParticipant, leaderCrashOnCommitPath),
+    seedsMax: 3_000,
+  },
   { mutant: 'commit-on-majority', what: '(b) COMMIT on a majority of YES votes', expect: /^t=\d+ms: AC2 validity/, arb: systemScenarioArb, seedsMax: 500 },
   { mutant: 'vote-before-sync', what: '(c) YES sent before the prepared state is synced', expect: /^t=\d+ms: R4: .* voted YES/, arb: systemScenarioArb, seedsMax: 2_000 },
   // Participants deciding differently (not a participant refusing a re-decided ABORT, which a run without tombstones shows without the mutant).
@@ -76,51 +86,59 @@ const TEETH: Tooth[] = [
 ];
 
 for (const [i, tooth] of TEETH.entries()) {
-  test.skipIf(REPLAY !== undefined)(`the checker catches mutant ${tooth.what}`, () => {
-    let tried = 0;
-    let caught: string | null = null;
-    let other: string | null = null;
-    const out = fc.check(
-      fc.property(tooth.arb, (sc) => {
-        tried++;
-        const v = new SystemWorld({ ...sc, mutant: tooth.mutant }).run().violations;
-        caught = v.find((x) => tooth.expect.test(x)) ?? null;
-        if (!caught && v.length > 0) other ??= v[0];
-        return caught === null;
-      }),
-      { seed: BASE_SEED + 100 + i, numRuns: tooth.seedsMax, endOnFailure: true },
-    );
-    console.log(`ac teeth: ${tooth.mutant} ${out.failed ? `caught after ${tried} schedules` : `NOT caught in ${tried} schedules`}: ${caught ?? other ?? 'no violation at all'}`);
-    expect(out.failed, `mutant ${tooth.mutant} went unnoticed for ${tooth.seedsMax} schedules`).toBe(true);
-  }, 600_000);
+  test.skipIf(REPLAY !== undefined)(
+    `the checker catches mutant ${tooth.what}`,
+    () => {
+      let tried = 0;
+      let caught: string | null = null;
+      let other: string | null = null;
+      const out = fc.check(
+        fc.property(tooth.arb, (sc) => {
+          tried++;
+          const v = new SystemWorld({ ...sc, mutant: tooth.mutant }).run().violations;
+          caught = v.find((x) => tooth.expect.test(x)) ?? null;
+          if (!caught && v.length > 0) other ??= v[0];
+          return caught === null;
+        }),
+        { seed: BASE_SEED + 100 + i, numRuns: tooth.seedsMax, endOnFailure: true },
+      );
+      console.log(`ac teeth: ${tooth.mutant} ${out.failed ? `caught after ${tried} schedules` : `NOT caught in ${tried} schedules`}: ${caught ?? other ?? 'no violation at all'}`);
+      expect(out.failed, `mutant ${tooth.mutant} went unnoticed for ${tooth.seedsMax} schedules`).toBe(true);
+    },
+    600_000,
+  );
 }
 
 // The same focused schedules without the mutant: a checker that fires on a
 // correct protocol proves nothing either.
-test.skipIf(REPLAY !== undefined)('the focused schedules of the teeth pass without their mutant', () => {
-  let bad: string | null = null;
-  let runs = 0;
-  fc.assert(
-    fc.property(fc.oneof(slowParticipant, leaderCrashOnCommitPath), (sc) => {
-      runs++;
-      const v = new SystemWorld(sc).run().violations;
-      bad = v[0] ?? null;
-      return v.length === 0;
-    }),
-    { seed: BASE_SEED + 200, numRuns: 400 },
-  );
-  const atomic = /^t=\d+ms: (AC1|R4)/;
-  fc.assert(
-    fc.property(noTombstones, (sc) => {
-      runs++;
-      // Without tombstones a retried Commit can re-decide a forgotten transaction (R1, a
-      // client answer, and the re-decided ABORT delivered to participants that committed,
-      // which refuse it): that is what tombstones are for. Participants must still agree.
-      const v = new SystemWorld(sc).run().violations.filter((x) => atomic.test(x) && !/refused ABORT for \S+: it is committed there/.test(x));
-      bad = v[0] ?? null;
-      return v.length === 0;
-    }),
-    { seed: BASE_SEED + 201, numRuns: 300 },
-  );
-  console.log(`ac teeth control: ${runs} focused schedules without a mutant, ${bad ?? 'no violation'}`);
-}, 600_000);
+test.skipIf(REPLAY !== undefined)(
+  'the focused schedules of the teeth pass without their mutant',
+  () => {
+    let bad: string | null = null;
+    let runs = 0;
+    fc.assert(
+      fc.property(fc.oneof(slowParticipant, leaderCrashOnCommitPath), (sc) => {
+        runs++;
+        const v = new SystemWorld(sc).run().violations;
+        bad = v[0] ?? null;
+        return v.length === 0;
+      }),
+      { seed: BASE_SEED + 200, numRuns: 400 },
+    );
+    const atomic = /^t=\d+ms: (AC1|R4)/;
+    fc.assert(
+      fc.property(noTombstones, (sc) => {
+        runs++;
+        // Without tombstones a retried Commit can re-decide a forgotten transaction (R1, a
+        // client answer, and the re-decided ABORT delivered to participants that committed,
+        // which refuse it): that is what tombstones are for. Participants must still agree.
+        const v = new SystemWorld(sc).run().violations.filter((x) => atomic.test(x) && !/refused ABORT for \S+: it is committed there/.test(x));
+        bad = v[0] ?? null;
+        return v.length === 0;
+      }),
+      { seed: BASE_SEED + 201, numRuns: 300 },
+    );
+    console.log(`ac teeth control: ${runs} focused schedules without a mutant, ${bad ?? 'no violation'}`);
+  },
+  600_000,
+);

@@ -124,7 +124,16 @@ export class SystemWorld implements FaultWorld {
       this.startNode(n);
     }
     for (let idx = 0; idx < sc.participants; idx++) {
-      const p: SysParticipant = { id: `p${idx + 1}`, journal: new SimJournal(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, engine: null, resource: null, hint: this.rng.int(sc.nodes), registered: false };
+      const p: SysParticipant = {
+        id: `p${idx + 1}`,
+        journal: new SimJournal(this.q, new Rng(this.rng.u32())),
+        up: false,
+        inc: DEAD,
+        engine: null,
+        resource: null,
+        hint: this.rng.int(sc.nodes),
+        registered: false,
+      };
       this.parts.push(p);
       this.startParticipant(p);
     }
@@ -191,17 +200,22 @@ export class SystemWorld implements FaultWorld {
           if (!inc.alive) return;
           const p = this.participant(to.id);
           this.log(() => `${n.id} sends PREPARE for ${req.txnId} to ${p.id}`);
-          this.rpc.call<Vote>(n.id, inc, p.id, deadlineMs, (reply) =>
-            this.atParticipant(p, reply, (pp, eng, r) =>
-              eng.prepare({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs }, (err, vote) => {
-                if (err || !vote) return r(participantError(err));
-                // Votes are recorded as they are sent (AC2).
-                this.checker.voteSent(pp.id, req.txnId, vote.vote === 'VOTE_YES' ? 'yes' : 'no');
-                this.log(() => `${pp.id} votes ${vote.vote} on ${req.txnId}`);
-                if (vote.vote === 'VOTE_YES') this.point('some-prepared', req.txnId, { participant: pp.id });
-                r(null, vote);
-              }),
-            ),
+          this.rpc.call<Vote>(
+            n.id,
+            inc,
+            p.id,
+            deadlineMs,
+            (reply) =>
+              this.atParticipant(p, reply, (pp, eng, r) =>
+                eng.prepare({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs }, (err, vote) => {
+                  if (err || !vote) return r(participantError(err));
+                  // Votes are recorded as they are sent (AC2).
+                  this.checker.voteSent(pp.id, req.txnId, vote.vote === 'VOTE_YES' ? 'yes' : 'no');
+                  this.log(() => `${pp.id} votes ${vote.vote} on ${req.txnId}`);
+                  if (vote.vote === 'VOTE_YES') this.point('some-prepared', req.txnId, { participant: pp.id });
+                  r(null, vote);
+                }),
+              ),
             (err, vote) => {
               if (err || !vote) return cb(new Error(err?.message ?? 'no vote'));
               if (vote.vote === 'VOTE_YES') {
@@ -217,14 +231,19 @@ export class SystemWorld implements FaultWorld {
           const p = this.participant(to.id);
           const commit = req.outcome === 'commit';
           this.log(() => `${n.id} sends DECISION ${req.outcome} for ${req.txnId} to ${p.id}`);
-          this.rpc.call<Ack>(n.id, inc, p.id, deadlineMs, (reply) =>
-            this.atParticipant(p, reply, (pp, eng, r) =>
-              eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, decision: commit ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: req.reason }, (err, ack) => {
-                if (err || !ack) return r(participantError(err));
-                if (commit) this.point('some-decided', req.txnId, { participant: pp.id });
-                r(null, ack);
-              }),
-            ),
+          this.rpc.call<Ack>(
+            n.id,
+            inc,
+            p.id,
+            deadlineMs,
+            (reply) =>
+              this.atParticipant(p, reply, (pp, eng, r) =>
+                eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, decision: commit ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: req.reason }, (err, ack) => {
+                  if (err || !ack) return r(participantError(err));
+                  if (commit) this.point('some-decided', req.txnId, { participant: pp.id });
+                  r(null, ack);
+                }),
+              ),
             (err) => {
               if (err) return cb(new Error(err.message));
               if (commit) {
@@ -386,48 +405,71 @@ export class SystemWorld implements FaultWorld {
   /** GetOutcome with the participant id, to the node it believes leads; redirects followed like the ClusterLink. */
   private askOutcome(p: SysParticipant, inc: Inc, txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
     const at = this.nodes[p.hint].id;
-    this.callCoordinator<OutcomeAnswer>(p.id, inc, p.hint, ASK_DEADLINE_MS, (c) => c.engine.outcome(txnId, p.id, (err, a) => (err || !a ? c.fail(err) : c.ok(a))), (err, a) => {
-      this.log(() => `${p.id} asks ${at} about ${txnId}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
-      if (err || !a) {
-        p.hint = redirect(p.hint, err, this.nodeIds);
-        return cb(new Error(err?.message ?? 'no answer'), 'unknown');
-      }
-      cb(null, a.outcome);
-    });
+    this.callCoordinator<OutcomeAnswer>(
+      p.id,
+      inc,
+      p.hint,
+      ASK_DEADLINE_MS,
+      (c) => c.engine.outcome(txnId, p.id, (err, a) => (err || !a ? c.fail(err) : c.ok(a))),
+      (err, a) => {
+        this.log(() => `${p.id} asks ${at} about ${txnId}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
+        if (err || !a) {
+          p.hint = redirect(p.hint, err, this.nodeIds);
+          return cb(new Error(err?.message ?? 'no answer'), 'unknown');
+        }
+        cb(null, a.outcome);
+      },
+    );
   }
 
   private register(p: SysParticipant): void {
     if (p.registered) return;
     const endpoint = `${p.id}:1`;
-    this.callCoordinator<true>(p.id, p.inc, p.hint, REGISTER_DEADLINE_MS, (c) => {
-      // Re-registration at the same endpoint is answered without a log write, as the service does.
-      if (c.table.participants.get(p.id)?.endpoint === endpoint) return c.ok(true);
-      c.engine.registerParticipant(p.id, endpoint, (err) => (err ? c.fail(err) : c.ok(true)));
-    }, (err) => {
-      if (!err) {
-        if (!p.registered) this.registered++;
-        p.registered = true;
-        return;
-      }
-      p.hint = redirect(p.hint, err, this.nodeIds);
-      this.q.after(100, () => this.register(p));
-    });
+    this.callCoordinator<true>(
+      p.id,
+      p.inc,
+      p.hint,
+      REGISTER_DEADLINE_MS,
+      (c) => {
+        // Re-registration at the same endpoint is answered without a log write, as the service does.
+        if (c.table.participants.get(p.id)?.endpoint === endpoint) return c.ok(true);
+        c.engine.registerParticipant(p.id, endpoint, (err) => (err ? c.fail(err) : c.ok(true)));
+      },
+      (err) => {
+        if (!err) {
+          if (!p.registered) this.registered++;
+          p.registered = true;
+          return;
+        }
+        p.hint = redirect(p.hint, err, this.nodeIds);
+        this.q.after(100, () => this.register(p));
+      },
+    );
   }
 
   /** A Coordinator RPC to node `node`, served by its engine while the node is up (the gRPC service's role). */
   private readonly callCoordinator: CallCoordinator = (from, caller, node, deadlineMs, serve, cb) => {
     const n = this.nodes[node];
-    this.rpc.call(from, caller, n.id, deadlineMs, (reply) => {
-      if (!n.up || !n.engine || !n.sm || !n.driver) return;
-      const inc = n.inc;
-      const leader = n.driver.leader();
-      serve({
-        engine: n.engine,
-        table: n.sm.table,
-        ok: (v) => inc.alive && reply(null, v),
-        fail: (err) => inc.alive && reply(err ? { code: err.code, message: err.message, leader: err.code === 'not-leader' ? leader : undefined, recorded: err.recorded } : { code: 'outcome-unknown', message: 'no answer' }),
-      });
-    }, cb);
+    this.rpc.call(
+      from,
+      caller,
+      n.id,
+      deadlineMs,
+      (reply) => {
+        if (!n.up || !n.engine || !n.sm || !n.driver) return;
+        const inc = n.inc;
+        const leader = n.driver.leader();
+        serve({
+          engine: n.engine,
+          table: n.sm.table,
+          ok: (v) => inc.alive && reply(null, v),
+          fail: (err) =>
+            inc.alive &&
+            reply(err ? { code: err.code, message: err.message, leader: err.code === 'not-leader' ? leader : undefined, recorded: err.recorded } : { code: 'outcome-unknown', message: 'no answer' }),
+        });
+      },
+      cb,
+    );
   };
 
   private clientEnv(): ClientEnv {
@@ -549,7 +591,18 @@ export class SystemWorld implements FaultWorld {
     }
     let committed = 0;
     for (const c of this.clients) if (this.checker.decisionOf(c.txnId) === 'commit') committed++;
-    return { violations: this.checker.violations, steps: this.q.steps, crashes: this.crashes, partitions: this.partitions, txns, committed, crashPointsFired: this.crashPointsFired, virtualMs: this.q.now, diskFaults: this.diskFaults, refusals: this.refusals };
+    return {
+      violations: this.checker.violations,
+      steps: this.q.steps,
+      crashes: this.crashes,
+      partitions: this.partitions,
+      txns,
+      committed,
+      crashPointsFired: this.crashPointsFired,
+      virtualMs: this.q.now,
+      diskFaults: this.diskFaults,
+      refusals: this.refusals,
+    };
   }
 
   private runPhases(): void {

@@ -37,34 +37,38 @@ function pointScenario(point: (typeof CRASH_POINTS)[number], target: 'leader' | 
   };
 }
 
-test.skipIf(REPLAY !== undefined)('AC1–AC4 hold when the leader or a participant crashes at each step of the protocol (crash points)', () => {
-  const failures: string[] = [];
-  const missed: string[] = [];
-  let runs = 0;
-  let fired = 0;
-  for (const point of CRASH_POINTS) {
-    for (const target of TARGETS) {
-      let firedHere = 0;
-      for (let k = 0; k < POINT_SEEDS; k++) {
-        const id = `${point}:${target}:${k}`;
-        if (ONE_POINT && ONE_POINT !== id) continue;
-        const w = new SystemWorld(pointScenario(point, target, k));
-        if (ONE_POINT) w.trace = (line) => console.log(line);
-        const r = w.run();
-        runs++;
-        firedHere += r.crashPointsFired;
-        if (r.violations.length > 0) failures.push(`${id}: ${r.violations.join('\n    ')}\n  replay: VERDICT_AC_POINT='${id}' npx vitest run test/sim/system.sim.test.ts -t 'crash points'`);
+test.skipIf(REPLAY !== undefined)(
+  'AC1–AC4 hold when the leader or a participant crashes at each step of the protocol (crash points)',
+  () => {
+    const failures: string[] = [];
+    const missed: string[] = [];
+    let runs = 0;
+    let fired = 0;
+    for (const point of CRASH_POINTS) {
+      for (const target of TARGETS) {
+        let firedHere = 0;
+        for (let k = 0; k < POINT_SEEDS; k++) {
+          const id = `${point}:${target}:${k}`;
+          if (ONE_POINT && ONE_POINT !== id) continue;
+          const w = new SystemWorld(pointScenario(point, target, k));
+          if (ONE_POINT) w.trace = (line) => console.log(line);
+          const r = w.run();
+          runs++;
+          firedHere += r.crashPointsFired;
+          if (r.violations.length > 0) failures.push(`${id}: ${r.violations.join('\n    ')}\n  replay: VERDICT_AC_POINT='${id}' npx vitest run test/sim/system.sim.test.ts -t 'crash points'`);
+        }
+        fired += firedHere;
+        if (firedHere === 0 && !ONE_POINT) missed.push(`${point}:${target}`);
       }
-      fired += firedHere;
-      if (firedHere === 0 && !ONE_POINT) missed.push(`${point}:${target}`);
     }
-  }
-  console.log(`ac crash points: ${CRASH_POINTS.length} points × ${TARGETS.length} targets × ${POINT_SEEDS} seeds = ${runs} runs, ${fired} crashes fired, violations=${failures.length}`);
-  for (const f of failures.slice(0, 5)) console.error(f);
-  // A crash point that never fires tests nothing.
-  expect(missed, 'crash points that never fired').toEqual([]);
-  expect(failures.length, 'a crash point broke atomic commit (see above)').toBe(0);
-}, 600_000);
+    console.log(`ac crash points: ${CRASH_POINTS.length} points × ${TARGETS.length} targets × ${POINT_SEEDS} seeds = ${runs} runs, ${fired} crashes fired, violations=${failures.length}`);
+    for (const f of failures.slice(0, 5)) console.error(f);
+    // A crash point that never fires tests nothing.
+    expect(missed, 'crash points that never fired').toEqual([]);
+    expect(failures.length, 'a crash point broke atomic commit (see above)').toBe(0);
+  },
+  600_000,
+);
 
 // Found by this simulation: Raft drops a proposal while leadership is moving
 // (or under back-pressure), and the engine left a transaction whose COMMIT was

@@ -12,7 +12,25 @@ const machineFloors = { fsync_200B: lat(1_000), grpc_unary_rtt: lat(200), grpc_b
 
 function scenario(id: string, resource: Scenario['resource'], tps: number): Scenario {
   const { count: _count, ...l } = lat(10_000);
-  return { id, kind: 'commit', nodes: 3, participants: 2, resource, clients: 16, warmup_ms: 1, measure_ms: 1, tps, ok: 1, aborted: 0, errors: {}, ...l, txn_p50_us: null, txn_p99_us: null, leader_changes: 0, histogram: '' };
+  return {
+    id,
+    kind: 'commit',
+    nodes: 3,
+    participants: 2,
+    resource,
+    clients: 16,
+    warmup_ms: 1,
+    measure_ms: 1,
+    tps,
+    ok: 1,
+    aborted: 0,
+    errors: {},
+    ...l,
+    txn_p50_us: null,
+    txn_p99_us: null,
+    leader_changes: 0,
+    histogram: '',
+  };
 }
 
 const direct = (tps: number): PgDirectFloor => ({ ...lat(2_000), connections: 16, tps, ok: 10, errors: {}, measure_ms: 1_000, leftover_prepared: 0, histogram: '' });
@@ -41,12 +59,38 @@ describe('bench summary keys with MySQL/MariaDB', () => {
         finished_at: '2026-11-30T00:10:00Z',
         elapsed_s: 600,
         machine: { cpu: 'x', cores: 2, memoryGiB: 4, os: 'linux', node: 'v20', disk: 'ext4', commit: 'abc', load_avg_start: 0, load_avg_end: 0 },
-        settings: { mode: 'quick', warmup_ms: 1, measure_ms: 1, raw_measure_ms: 1, cluster_sizes: [3], concurrency: [16], participant_sweep: [2], participant_sweep_clients: [1], raw_sizes: [3], failover_runs: 1, node_timing: { tickMs: 1, electionTicks: 1, heartbeatTicks: 1, snapshotEntries: 1 }, payload: '' },
+        settings: {
+          mode: 'quick',
+          warmup_ms: 1,
+          measure_ms: 1,
+          raw_measure_ms: 1,
+          cluster_sizes: [3],
+          concurrency: [16],
+          participant_sweep: [2],
+          participant_sweep_clients: [1],
+          raw_sizes: [3],
+          failover_runs: 1,
+          node_timing: { tickMs: 1, electionTicks: 1, heartbeatTicks: 1, snapshotEntries: 1 },
+          payload: '',
+        },
         floors,
         pg: null,
         mysql,
         scenarios,
-        failover: { method: '', runs: [], in_doubt_pairs: 0, in_doubt_p50_ms: null, in_doubt_p99_ms: null, in_doubt_max_ms: null, in_doubt_window_ms_per_run: [], cluster_in_doubt_window_ms_per_run: [], client_gap_ms_per_run: [], election_ms_per_run: [], still_in_doubt: 0, decided_rolled_back: 0 },
+        failover: {
+          method: '',
+          runs: [],
+          in_doubt_pairs: 0,
+          in_doubt_p50_ms: null,
+          in_doubt_p99_ms: null,
+          in_doubt_max_ms: null,
+          in_doubt_window_ms_per_run: [],
+          cluster_in_doubt_window_ms_per_run: [],
+          client_gap_ms_per_run: [],
+          election_ms_per_run: [],
+          still_in_doubt: 0,
+          decided_rolled_back: 0,
+        },
         ...summaryKeys(scenarios, mysql === null ? floors : { ...floors, mysql_direct_16: null }),
       }) as Results;
     expect(markdown(results(null), 'latest.json')).toMatch(/\(`ratios\.mysql_through_verdict_over_direct`\): \*\*0\.75×\*\*/);

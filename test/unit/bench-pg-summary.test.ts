@@ -12,7 +12,25 @@ const lat = (p50: number): LatencySummary => ({ count: 100, p50_us: p50, p90_us:
 
 function scenario(id: string, resource: Scenario['resource'], clients: number, tps: number): Scenario {
   const { count: _count, ...l } = lat(10_000);
-  return { id, kind: 'commit', nodes: 3, participants: 2, resource, clients, warmup_ms: 1, measure_ms: 1, tps, ok: 1, aborted: 0, errors: {}, ...l, txn_p50_us: 12_000, txn_p99_us: 30_000, leader_changes: 0, histogram: '' };
+  return {
+    id,
+    kind: 'commit',
+    nodes: 3,
+    participants: 2,
+    resource,
+    clients,
+    warmup_ms: 1,
+    measure_ms: 1,
+    tps,
+    ok: 1,
+    aborted: 0,
+    errors: {},
+    ...l,
+    txn_p50_us: 12_000,
+    txn_p99_us: 30_000,
+    leader_changes: 0,
+    histogram: '',
+  };
 }
 
 function direct(connections: number, tps: number): PgDirectFloor {
@@ -65,11 +83,37 @@ describe('bench report with PostgreSQL', () => {
       finished_at: '2026-01-01T00:01:00.000Z',
       elapsed_s: 60,
       machine: { cpu: 'cpu', cores: 2, memoryGiB: 4, os: 'Linux', node: 'v20', disk: 'ext4', commit: 'abc', load_avg_start: 0, load_avg_end: 0 },
-      settings: { mode: 'quick', warmup_ms: 1, measure_ms: 1, raw_measure_ms: 1, cluster_sizes: [3], concurrency: [1, 16], participant_sweep: [1], participant_sweep_clients: [1], raw_sizes: [], failover_runs: 0, node_timing: { tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10_000 }, payload: 'p' },
+      settings: {
+        mode: 'quick',
+        warmup_ms: 1,
+        measure_ms: 1,
+        raw_measure_ms: 1,
+        cluster_sizes: [3],
+        concurrency: [1, 16],
+        participant_sweep: [1],
+        participant_sweep_clients: [1],
+        raw_sizes: [],
+        failover_runs: 0,
+        node_timing: { tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10_000 },
+        payload: 'p',
+      },
       floors,
       pg: pg ? null : { skipped: 'no PostgreSQL here' },
       scenarios,
-      failover: { method: 'm', runs: [], in_doubt_pairs: 0, in_doubt_p50_ms: null, in_doubt_p99_ms: null, in_doubt_max_ms: null, in_doubt_window_ms_per_run: [], cluster_in_doubt_window_ms_per_run: [], client_gap_ms_per_run: [], election_ms_per_run: [], still_in_doubt: 0, decided_rolled_back: 0 },
+      failover: {
+        method: 'm',
+        runs: [],
+        in_doubt_pairs: 0,
+        in_doubt_p50_ms: null,
+        in_doubt_p99_ms: null,
+        in_doubt_max_ms: null,
+        in_doubt_window_ms_per_run: [],
+        cluster_in_doubt_window_ms_per_run: [],
+        client_gap_ms_per_run: [],
+        election_ms_per_run: [],
+        still_in_doubt: 0,
+        decided_rolled_back: 0,
+      },
       ...summaryKeys(scenarios, floors),
     };
   };

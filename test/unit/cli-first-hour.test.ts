@@ -38,7 +38,28 @@ describe('unknown flags', () => {
   });
 
   it('every command of the help has an entry, so none escapes the check', () => {
-    for (const c of ['node', 'cluster up', 'status', 'put', 'get', 'leader transfer', 'member list', 'member add', 'member remove', 'participant', 'participant resolve', 'participant remove', 'participants', 'txn commit', 'txn abort', 'txn outcome', 'txn list', 'txn show', 'txn resolve', 'certs']) {
+    for (const c of [
+      'node',
+      'cluster up',
+      'status',
+      'put',
+      'get',
+      'leader transfer',
+      'member list',
+      'member add',
+      'member remove',
+      'participant',
+      'participant resolve',
+      'participant remove',
+      'participants',
+      'txn commit',
+      'txn abort',
+      'txn outcome',
+      'txn list',
+      'txn show',
+      'txn resolve',
+      'certs',
+    ]) {
       expect(COMMAND_FLAGS[c], c).toBeDefined();
     }
   });
@@ -55,7 +76,13 @@ describe('--timeout and the unreachable message', () => {
   });
 
   it('names every endpoint tried and why', () => {
-    const m = unreachableMessage(new Map([['127.0.0.1:7001', 'connection refused'], ['127.0.0.1:7002', 'no answer within 2000 ms']]), 2_000);
+    const m = unreachableMessage(
+      new Map([
+        ['127.0.0.1:7001', 'connection refused'],
+        ['127.0.0.1:7002', 'no answer within 2000 ms'],
+      ]),
+      2_000,
+    );
     expect(m).toMatch(/^cannot reach the cluster: tried 127\.0\.0\.1:7001 \(connection refused\), 127\.0\.0\.1:7002 \(no answer within 2000 ms\)/);
   });
 });
@@ -67,7 +94,7 @@ describe('cluster up', () => {
     expect(() => parseClusterUpArgs(['--tls', '/nonexistent-certs'], flag)).toThrow(/missing .*ca\.crt.*verdict certs --dir/);
   });
 
-  it('passes a node\'s log lines through as they are (they name the node) and prefixes anything else', () => {
+  it("passes a node's log lines through as they are (they name the node) and prefixes anything else", () => {
     expect(isLogLine('12:00:01.234 INFO  [n1 pid 42] became leader term=2')).toBe(true);
     expect(isLogLine('{"level":30,"time":1,"pid":42,"node":"n1","msg":"x"}')).toBe(true);
     expect(isLogLine('verdict: cannot listen on 127.0.0.1:7001: the address is in use')).toBe(false);
@@ -86,7 +113,11 @@ describe('verdict certs', () => {
 
   it('plans the loopback cluster by default: n1-n3, participants shop and ledger, admin ops-admin, client alice', () => {
     const p = parseCertsArgs([]);
-    expect(p.nodes).toEqual([{ id: 'n1', address: '127.0.0.1:7001' }, { id: 'n2', address: '127.0.0.1:7002' }, { id: 'n3', address: '127.0.0.1:7003' }]);
+    expect(p.nodes).toEqual([
+      { id: 'n1', address: '127.0.0.1:7001' },
+      { id: 'n2', address: '127.0.0.1:7002' },
+      { id: 'n3', address: '127.0.0.1:7003' },
+    ]);
     expect(p.participants.map((x) => x.id)).toEqual(['shop', 'ledger']);
     expect([p.admins, p.clients, p.clusterId, p.dir]).toEqual([['ops-admin'], ['alice'], 'local', 'certs']);
     expect(() => parseCertsArgs(['--participant', 'shop'])).toThrow(/ID=HOST:PORT/);
@@ -137,13 +168,19 @@ describe('participant registration failures', () => {
   });
 
   it('a node that is down or has no leader is transient', () => {
-    expect(classifyRegistrationError(failure(grpc.status.UNAVAILABLE, 'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7001'), false)).toMatchObject({ permanent: false, reason: 'node-down' });
+    expect(classifyRegistrationError(failure(grpc.status.UNAVAILABLE, 'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7001'), false)).toMatchObject({
+      permanent: false,
+      reason: 'node-down',
+    });
     expect(classifyRegistrationError(failure(grpc.status.UNAVAILABLE, 'not the leader: no leader yet'), false)).toMatchObject({ permanent: false });
     expect(classifyRegistrationError(failure(grpc.status.DEADLINE_EXCEEDED, 'Deadline exceeded'), false)).toMatchObject({ permanent: false });
   });
 
   it('a refused certificate is permanent (tls-refused)', () => {
-    const f = classifyRegistrationError(failure(grpc.status.UNAVAILABLE, 'No connection established. Last error: Error: 40D8:error:0A000418:SSL routines:ssl3_read_bytes:tlsv1 alert unknown ca'), true);
+    const f = classifyRegistrationError(
+      failure(grpc.status.UNAVAILABLE, 'No connection established. Last error: Error: 40D8:error:0A000418:SSL routines:ssl3_read_bytes:tlsv1 alert unknown ca'),
+      true,
+    );
     expect(f).toMatchObject({ permanent: true, reason: 'tls-refused' });
     expect(f.message).toMatch(/verdict certs/);
   });

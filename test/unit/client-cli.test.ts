@@ -31,7 +31,17 @@ async function coordinator(commitOutcome: 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED
     GetOutcome: () => fail(grpc.status.UNAVAILABLE, 'no leader'),
     ListParticipants: () => ({ participants: [{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0 }] }),
     ListTransactions: () => ({
-      transactions: [{ txnId: 't1', outcome: 'OUTCOME_IN_PROGRESS' as const, reason: '', phase: 'preparing', ageMs: 1_500, decisionIndex: 0, participants: [{ participantId: 'shop', vote: 'yes', acked: false, retries: 0 }] }]
+      transactions: [
+        {
+          txnId: 't1',
+          outcome: 'OUTCOME_IN_PROGRESS' as const,
+          reason: '',
+          phase: 'preparing',
+          ageMs: 1_500,
+          decisionIndex: 0,
+          participants: [{ participantId: 'shop', vote: 'yes', acked: false, retries: 0 }],
+        },
+      ],
     }),
   });
 }
@@ -44,7 +54,10 @@ describe('verdict txn', () => {
     expect(process.exitCode).toBeUndefined();
     const q = node.requests('Commit')[0];
     expect(q.txnId).toBe('o-1');
-    expect(q.participants.map((p) => [p.participantId, Buffer.from(p.payload).toString()])).toEqual([['shop', '{"sku":"A"}'], ['ledger', '']]);
+    expect(q.participants.map((p) => [p.participantId, Buffer.from(p.payload).toString()])).toEqual([
+      ['shop', '{"sku":"A"}'],
+      ['ledger', ''],
+    ]);
     expect(node.requests('Begin')[0].timeoutMs).toBe(800);
   });
 
@@ -81,7 +94,17 @@ describe('verdict txn', () => {
     const node = await cluster.node({
       GetOutcome: (req) => ({ txnId: req.txnId, outcome: 'OUTCOME_ABORTED' as const, reason: 'ledger voted NO', decisionIndex: 0 }),
       ListTransactions: () => ({
-        transactions: [{ txnId: 'a1', outcome: 'OUTCOME_ABORTED' as const, reason: 'ledger voted NO', phase: 'aborted', ageMs: 3_000, decisionIndex: 0, participants: [{ participantId: 'shop', vote: 'yes', acked: false, retries: 0 }] }],
+        transactions: [
+          {
+            txnId: 'a1',
+            outcome: 'OUTCOME_ABORTED' as const,
+            reason: 'ledger voted NO',
+            phase: 'aborted',
+            ageMs: 3_000,
+            decisionIndex: 0,
+            participants: [{ participantId: 'shop', vote: 'yes', acked: false, retries: 0 }],
+          },
+        ],
       }),
     });
     await txnCommand(['show', 'a1', '--endpoints', node.address]);

@@ -21,7 +21,12 @@ afterEach(() => {
   cluster.close();
 });
 
-const byTxn = (req: CommitRequest) => ({ txnId: req.txnId, outcome: req.txnId.endsWith('7') ? ('OUTCOME_ABORTED' as const) : ('OUTCOME_COMMITTED' as const), reason: `for ${req.txnId}`, decisionIndex: 3 });
+const byTxn = (req: CommitRequest) => ({
+  txnId: req.txnId,
+  outcome: req.txnId.endsWith('7') ? ('OUTCOME_ABORTED' as const) : ('OUTCOME_COMMITTED' as const),
+  reason: `for ${req.txnId}`,
+  decisionIndex: 3,
+});
 
 describe('commit stream', () => {
   it('R7: concurrent commits share the stream and each gets the outcome of its own transaction', async () => {
@@ -30,7 +35,12 @@ describe('commit stream', () => {
     const ids = Array.from({ length: 24 }, (_, i) => `t-${i}`);
     const results = await Promise.all(ids.map((id) => c.transaction({ txnId: id }).enlist('p').commit()));
     expect(results.map((r) => [r.txnId, r.outcome, r.reason])).toEqual(ids.map((id) => [id, id.endsWith('7') ? 'ABORTED' : 'COMMITTED', `for ${id}`]));
-    expect(leader.requests('Commit').map((q) => q.txnId).sort()).toEqual([...ids].sort());
+    expect(
+      leader
+        .requests('Commit')
+        .map((q) => q.txnId)
+        .sort(),
+    ).toEqual([...ids].sort());
     for (const q of leader.requests('Commit')) expect(q.begin).toBe(true);
   });
 
@@ -49,7 +59,14 @@ describe('commit stream', () => {
     // The fake answers in the same turn, so the burst's outcomes come back in one message too.
     expect(leader.commitStreams.outcomesPerMessage).toEqual([1, n]);
     // A second burst on the same client: still the same stream.
-    await Promise.all(Array.from({ length: 10 }, (_, i) => c.transaction({ txnId: `again-${i}` }).enlist('p').commit()));
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        c
+          .transaction({ txnId: `again-${i}` })
+          .enlist('p')
+          .commit(),
+      ),
+    );
     expect(leader.commitStreams.opened).toBe(1);
     expect(leader.commitStreams.commitsPerMessage.slice(2)).toEqual([10]);
   });

@@ -22,7 +22,7 @@ afterEach(() => {
 });
 
 describe('CoordinatorConnection', () => {
-  it('follows a follower\'s leader-address hint to the leader and remembers the leader for the next call', async () => {
+  it("follows a follower's leader-address hint to the leader and remembers the leader for the next call", async () => {
     const leader = await cluster.node({ ClusterStatus: () => STATUS_OK });
     const follower = await cluster.node(followerOf(leader.address));
     const c = connect([follower.address]);
@@ -66,7 +66,7 @@ describe('CoordinatorConnection', () => {
     expect(b.count('ClusterStatus')).toBe(2);
   });
 
-  it('surfaces INVALID_ARGUMENT at once as a VerdictError with the server\'s reason, without retrying', async () => {
+  it("surfaces INVALID_ARGUMENT at once as a VerdictError with the server's reason, without retrying", async () => {
     const reason = 'participant "ghost" is not registered';
     const a = await cluster.node({ Commit: () => fail(grpc.status.INVALID_ARGUMENT, reason) });
     const b = await cluster.node({ Commit: () => fail(grpc.status.UNAVAILABLE, 'must not be asked') });

@@ -53,7 +53,10 @@ describe.each([{ commitStream: true }, { commitStream: false }])('SDK status rea
 
   it('a refusal whose text says "not the leader" without NOT_LEADER metadata is no redirect: message text is never matched', async () => {
     const leader = await cluster.node({ Commit: committed }, opts);
-    const liar = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n1' }), Commit: () => fail(grpc.status.UNAVAILABLE, `not the leader: the leader is n9 at ${leader.address}`) }, opts);
+    const liar = await cluster.node(
+      { Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n1' }), Commit: () => fail(grpc.status.UNAVAILABLE, `not the leader: the leader is n9 at ${leader.address}`) },
+      opts,
+    );
     const other = await cluster.node({ Commit: committed }, opts);
     const r = await client([liar.address, other.address]).transaction({ txnId: 'order-3' }).enlist('p').commit();
     expect(r.outcome).toBe('COMMITTED');
@@ -65,7 +68,11 @@ describe.each([{ commitStream: true }, { commitStream: false }])('SDK status rea
   it('ALREADY_DECIDED surfaces at once as ALREADY_EXISTS with the recorded outcome, and is not retried', async () => {
     const a = await cluster.node({ Begin: () => alreadyDecided('ABORTED'), Commit: () => alreadyDecided('ABORTED') }, opts);
     const b = await cluster.node({ Commit: committed }, opts);
-    const err = await client([a.address, b.address]).transaction({ txnId: 'order-4' }).enlist('p').commit().catch((e: unknown) => e);
+    const err = await client([a.address, b.address])
+      .transaction({ txnId: 'order-4' })
+      .enlist('p')
+      .commit()
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(VerdictError);
     expect(err).toMatchObject({ code: 'ALREADY_EXISTS', details: { statusReason: 'ALREADY_DECIDED', recordedOutcome: 'ABORTED' } });
     expect(b.count('Commit') + b.count('Begin')).toBe(0);

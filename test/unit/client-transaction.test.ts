@@ -41,11 +41,14 @@ describe('VerdictClient commit', () => {
     const sent = [...a.requests('Commit'), ...b.requests('Commit')];
     expect(sent).toHaveLength(2);
     expect(sent.map((q) => q.txnId)).toEqual([tx.txnId, tx.txnId]);
-    expect(sent.map((q) => q.participants.map((p) => p.participantId))).toEqual([['shop', 'ledger'], ['shop', 'ledger']]);
+    expect(sent.map((q) => q.participants.map((p) => p.participantId))).toEqual([
+      ['shop', 'ledger'],
+      ['shop', 'ledger'],
+    ]);
     expect(a.requests('Begin')[0].txnId).toBe(tx.txnId);
   });
 
-  it('R2: transaction() begins with its first Commit (no Begin call); a follower\'s redirect keeps begin, a resend after a silent leader drops it', async () => {
+  it("R2: transaction() begins with its first Commit (no Begin call); a follower's redirect keeps begin, a resend after a silent leader drops it", async () => {
     // Nodes of this version (they serve CommitStream, and with it CommitRequest.begin).
     const leader = await cluster.node({ Commit: () => HANG }, { commitStream: true });
     const follower = await cluster.node(followerOf(leader.address), { commitStream: true });
@@ -118,7 +121,10 @@ describe('VerdictClient commit', () => {
     const a = await cluster.node({ Begin: begin, Commit: () => fail(grpc.status.INVALID_ARGUMENT, 'participant "ghost" is not registered') });
     const b = await cluster.node({ Commit: decided('OUTCOME_COMMITTED') });
     const tx = await client([a.address, b.address]).begin();
-    const err = await tx.enlist('ghost').commit().catch((e: unknown) => e);
+    const err = await tx
+      .enlist('ghost')
+      .commit()
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(VerdictError);
     expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', reason: 'participant "ghost" is not registered' });
     expect(a.count('Commit')).toBe(1);
@@ -171,7 +177,10 @@ describe('VerdictClient payloads and queries', () => {
   it('sends a JSON object as JSON text, a string as UTF-8, bytes as they are, and nothing as empty bytes', async () => {
     const a = await cluster.node({ Begin: begin, Commit: decided('OUTCOME_COMMITTED') });
     const tx = await client([a.address]).begin({ timeoutMs: 500 });
-    tx.enlist('json', { sku: 'A-1', qty: 2 }).enlist('text', 'héllo').enlist('bytes', new Uint8Array([0, 255, 7])).enlist('none');
+    tx.enlist('json', { sku: 'A-1', qty: 2 })
+      .enlist('text', 'héllo')
+      .enlist('bytes', new Uint8Array([0, 255, 7]))
+      .enlist('none');
     await tx.commit();
     const sent = a.requests('Commit')[0].participants;
     const byId = new Map(sent.map((p) => [p.participantId, Buffer.from(p.payload)]));

@@ -13,10 +13,14 @@ class World extends EngineWorld {
 
   commit(txnId: string, parts: string[]): { answer: OutcomeAnswer | null; err: EngineError | null } {
     const out: { answer: OutcomeAnswer | null; err: EngineError | null } = { answer: null, err: null };
-    this.engine.commit(txnId, parts.map((participantId) => ({ participantId, payload: new Uint8Array([1]) })), (err, a) => {
-      out.err = err;
-      out.answer = a ?? null;
-    });
+    this.engine.commit(
+      txnId,
+      parts.map((participantId) => ({ participantId, payload: new Uint8Array([1]) })),
+      (err, a) => {
+        out.err = err;
+        out.answer = a ?? null;
+      },
+    );
     return out;
   }
 }

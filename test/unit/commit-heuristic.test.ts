@@ -100,7 +100,11 @@ class World extends EngineWorld {
 
   prepared(txnId: string, parts: string[]): void {
     this.engine.begin(txnId, 0);
-    this.engine.commit(txnId, parts.map((participantId) => ({ participantId, payload: new Uint8Array() })), () => {});
+    this.engine.commit(
+      txnId,
+      parts.map((participantId) => ({ participantId, payload: new Uint8Array() })),
+      () => {},
+    );
   }
 
   report(txnId: string, participantId: string, outcome: 'commit' | 'abort'): { rec: HeuristicRecord | null; err: EngineError | null } {
@@ -198,7 +202,12 @@ describe('commit engine: txn resolve (operator, AC2, R1)', () => {
     w.applyNext();
     expect(r.res).toMatchObject({ decided: true, answer: { outcome: 'aborted' } });
     expect(w.table.resolutions.get('t1')?.[0]).toMatchObject({ operator: 'bob@ops', decided: true, outcome: 'abort' });
-    expect(w.decisions.filter((d) => d.req.outcome === 'abort').map((d) => d.to).sort()).toContain('a');
+    expect(
+      w.decisions
+        .filter((d) => d.req.outcome === 'abort')
+        .map((d) => d.to)
+        .sort(),
+    ).toContain('a');
   });
 
   test('AC2: --commit of an undecided transaction without every YES is refused, with the reason, and logs nothing', () => {
@@ -254,12 +263,16 @@ describe('commit engine: txn resolve (operator, AC2, R1)', () => {
 });
 
 describe('listings an operator reads', () => {
-  test('a presumed abort (a NO vote) is remembered but not listed as in flight', () => {
+  test('an ABORT after a NO vote is logged first, then delivered like a COMMIT', () => {
     const w = new World();
     w.prepared('t-no', ['a', 'b']);
     w.vote('a', 'no', 'insufficient funds');
-    expect(w.engine.view('t-no')?.phase).toBe('aborted');
-    expect(w.engine.list('in-flight', 10).map((v) => v.txnId)).toEqual([]);
+    // The ABORT is proposed, not yet applied: still being decided.
+    expect(w.engine.view('t-no')?.phase).toBe('deciding');
+    w.applyNext();
+    expect(w.engine.view('t-no')?.outcome).toBe('aborted');
+    // Delivered like a COMMIT: in flight until the participants that may be prepared acknowledge it.
+    expect(w.engine.list('in-flight', 10).map((v) => [v.txnId, v.phase])).toEqual([['t-no', 'delivering']]);
     expect(w.engine.list('all', 10).map((v) => [v.txnId, v.outcome])).toEqual([['t-no', 'aborted']]);
   });
 

@@ -109,7 +109,9 @@ describe('configuration errors name the key, its source and the expected form', 
   it('a tls block missing its key, or with an unknown key', () => {
     expect(refusal(() => parseConfig({ ...base, tls: { ca: 'a', cert: 'b' } }, FILE))).toMatch(/missing "tls\.key": expected the path of this node's private key/);
     expect(refusal(() => parseConfig({ ...base, tls: { ca: 'a', cert: 'b', key: 'c', requireClientCert: false } }, FILE))).toMatch(/unknown key "tls\.requireClientCert"/);
-    expect(refusal(() => parseConfig({ ...base, tls: { ca: 'a', cert: 'b', key: 'c', adminNames: 'alice' } }, FILE))).toMatch(/"tls\.adminNames" is "alice": expected a list of client certificate common names/);
+    expect(refusal(() => parseConfig({ ...base, tls: { ca: 'a', cert: 'b', key: 'c', adminNames: 'alice' } }, FILE))).toMatch(
+      /"tls\.adminNames" is "alice": expected a list of client certificate common names/,
+    );
     // Only part of a tls block from the environment: the missing part is named.
     expect(refusal(() => parseConfig(base, FILE, { env: { VERDICT_TLS_CA: '/ca.crt' } }))).toMatch(/missing "tls\.cert"/);
   });

@@ -12,9 +12,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const RULES = ['R1', 'R2', 'R3', 'R4', 'R5', 'R6', 'R7'];
 
 /** Pages other branches are writing; a link to one is accepted while it is absent, and checked like any other once it exists. */
-const PAGES_IN_FLIGHT = new Set(
-  ['getting-started', 'postgres', 'tls', 'cli', 'security', 'storage', 'limits', 'hardening-raft', 'protocol-outcomes', 'mysql'].map((p) => `docs/${p}.md`),
-);
+const PAGES_IN_FLIGHT = new Set(['getting-started', 'postgres', 'tls', 'cli', 'security', 'storage', 'limits', 'hardening-raft', 'protocol-outcomes', 'mysql'].map((p) => `docs/${p}.md`));
 
 function indexRows(): Map<string, string> {
   const text = readFileSync(join(ROOT, 'docs', 'correctness.md'), 'utf8');

@@ -37,8 +37,7 @@ export class EngineWorld {
       nowMs: () => this.now,
       random: () => 0.5,
       propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
-      sendPrepare: (to, req, _deadline, cb) =>
-        this.prepares.push({ to: to.id, req, answer: (v, reason = '') => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason })) }),
+      sendPrepare: (to, req, _deadline, cb) => this.prepares.push({ to: to.id, req, answer: (v, reason = '') => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason })) }),
       sendDecision: (to, req, _deadline, cb) => this.decisions.push({ to: to.id, req, cb }),
     };
     this.engine = new CoordinatorEngine(this.table, io, config);

@@ -39,18 +39,22 @@ describe('config addresses that cannot all be right', () => {
   const peers = (o: Record<string, string>): Map<string, string> => new Map(Object.entries(o));
 
   test('refuses one address named two ways', () => {
-    expect(checkAddresses('n1', '127.0.0.1:7001', null, peers({ n1: '127.0.0.1:7001', n2: 'localhost:7001' }))).toMatch(/\{peers\.n2\} "localhost:7001" and \{peers\.n1\} "127\.0\.0\.1:7001" name the same address/);
+    expect(checkAddresses('n1', '127.0.0.1:7001', null, peers({ n1: '127.0.0.1:7001', n2: 'localhost:7001' }))).toMatch(
+      /\{peers\.n2\} "localhost:7001" and \{peers\.n1\} "127\.0\.0\.1:7001" name the same address/,
+    );
     expect(checkAddresses('n1', '127.0.0.1:7001', null, peers({ n1: '127.0.0.1:7001', n2: '127.000.000.001:7001' }))).toMatch(/name the same address/);
   });
 
-  test('refuses a listen address other than the node\'s own entry, but allows the wildcard on the same port', () => {
+  test("refuses a listen address other than the node's own entry, but allows the wildcard on the same port", () => {
     expect(checkAddresses('n1', '127.0.0.1:7009', null, peers({ n1: '127.0.0.1:7001' }))).toMatch(/\{listen\} "127\.0\.0\.1:7009" differs from this node's own entry \{peers\.n1\}/);
     expect(checkAddresses('n1', '0.0.0.0:7001', null, peers({ n1: '10.1.2.3:7001' }))).toBeNull();
     expect(checkAddresses('n1', 'localhost:7001', null, peers({ n1: '127.0.0.1:7001' }))).toBeNull();
   });
 
-  test('refuses metrics on a peer\'s gRPC address', () => {
-    expect(checkAddresses('n1', '127.0.0.1:7001', '127.0.0.1:7002', peers({ n1: '127.0.0.1:7001', n2: '127.0.0.1:7002' }))).toMatch(/\{metricsListen\} "127\.0\.0\.1:7002" is the gRPC address of \{peers\.n2\}/);
+  test("refuses metrics on a peer's gRPC address", () => {
+    expect(checkAddresses('n1', '127.0.0.1:7001', '127.0.0.1:7002', peers({ n1: '127.0.0.1:7001', n2: '127.0.0.1:7002' }))).toMatch(
+      /\{metricsListen\} "127\.0\.0\.1:7002" is the gRPC address of \{peers\.n2\}/,
+    );
     expect(checkAddresses('n1', '127.0.0.1:7001', '0.0.0.0:7002', peers({ n1: '127.0.0.1:7001', n2: '127.0.0.1:7002' }))).toMatch(/is the gRPC address of \{peers\.n2\}/);
     expect(checkAddresses('n1', '127.0.0.1:7001', '127.0.0.1:9101', peers({ n1: '127.0.0.1:7001', n2: '127.0.0.1:7002' }))).toBeNull();
   });
@@ -60,7 +64,10 @@ describe('undecided transactions per client', () => {
   test('refuses past the bound naming the limit and the oldest ids; a decided transaction frees its place at once; a retry is not new', () => {
     const undecided = new Set<string>();
     const q = new ClientQuota({ clientInFlightMax: 2 }, { isUndecided: (t) => undecided.has(t) }, 100);
-    for (const [t, at] of [['a', 1_000], ['b', 2_000]] as const) {
+    for (const [t, at] of [
+      ['a', 1_000],
+      ['b', 2_000],
+    ] as const) {
       expect(q.refusal('alice', t, at)).toBeNull();
       q.add('alice', t, at);
       undecided.add(t);
@@ -75,7 +82,7 @@ describe('undecided transactions per client', () => {
 });
 
 describe('who a client is', () => {
-  test('the CN of its verified TLS certificate, else the connection\'s peer address', () => {
+  test("the CN of its verified TLS certificate, else the connection's peer address", () => {
     const call = (cert: { subject: Record<string, string> } | undefined, peer: string) => ({ getAuthContext: () => (cert ? { sslPeerCertificate: cert as never } : null), getPeer: () => peer });
     expect(clientOf(call({ subject: { CN: 'shop-api', OU: 'c1' } }, '127.0.0.1:5000'))).toBe('CN=shop-api');
     expect(clientOf(call({ subject: { CN: 'shop-api', OU: 'c1' } }, '127.0.0.1:5001'))).toBe('CN=shop-api');

@@ -31,7 +31,9 @@ describe('plaintext listen policy', () => {
     expect(parseConfig({ ...N1_CONFIG, insecure: true }, '/x/n1.json').insecure).toBe(true);
     expect(parseConfig(N1_CONFIG, '/x/n1.json', { env: { VERDICT_INSECURE: 'true' } }).insecure).toBe(true);
     expect(parseConfig({ ...N1_CONFIG, insecure: true }, '/x/n1.json', { sets: ['insecure=false'] }).insecure).toBe(false);
-    expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, insecure: 'yes' }, '/x/n1.json'))).toMatch(/"insecure" is "yes": expected true \(serve plaintext beyond loopback, trusting everyone who can reach the port\) or false/);
+    expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, insecure: 'yes' }, '/x/n1.json'))).toMatch(
+      /"insecure" is "yes": expected true \(serve plaintext beyond loopback, trusting everyone who can reach the port\) or false/,
+    );
   });
 
   it('a participant takes --insecure', () => {

@@ -14,8 +14,14 @@ describe('verdict participant --resource mysql flags', () => {
   it('refuses incomplete or mismatched mysql flags with one line, the password hidden', () => {
     expect(() => parseParticipantArgs([...base, '--resource', 'mysql'], {})).toThrow('--resource mysql needs --mysql-url mysql://USER:PASSWORD@HOST:PORT/DATABASE');
     expect(() => parseParticipantArgs([...base, '--mysql-url', 'mysql://h/db'], {})).toThrow('--mysql-url and --mysql-concurrency go with --resource mysql');
-    expect(() => parseParticipantArgs([...base, '--resource', 'mysql', '--mysql-url', 'mysql://h/db', '--pg-url', 'postgres://h/db'], {})).toThrow('--pg-url and --pg-concurrency go with --resource postgres');
-    expect(() => parseParticipantArgs([...base, '--resource', 'mysql', '--mysql-url', 'mysql://u:secret@h:3306/'], {})).toThrow('--mysql-url "mysql://u:***@h:3306/" must be mysql://USER:PASSWORD@HOST:PORT/DATABASE (with the database)');
-    expect(() => parseParticipantArgs([...base, '--resource', 'mysql', '--mysql-url', 'mysql://h/db', '--mysql-concurrency', '0'], {})).toThrow(/--mysql-concurrency must be an integer from 1 to 1000/);
+    expect(() => parseParticipantArgs([...base, '--resource', 'mysql', '--mysql-url', 'mysql://h/db', '--pg-url', 'postgres://h/db'], {})).toThrow(
+      '--pg-url and --pg-concurrency go with --resource postgres',
+    );
+    expect(() => parseParticipantArgs([...base, '--resource', 'mysql', '--mysql-url', 'mysql://u:secret@h:3306/'], {})).toThrow(
+      '--mysql-url "mysql://u:***@h:3306/" must be mysql://USER:PASSWORD@HOST:PORT/DATABASE (with the database)',
+    );
+    expect(() => parseParticipantArgs([...base, '--resource', 'mysql', '--mysql-url', 'mysql://h/db', '--mysql-concurrency', '0'], {})).toThrow(
+      /--mysql-concurrency must be an integer from 1 to 1000/,
+    );
   });
 });

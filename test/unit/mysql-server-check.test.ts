@@ -22,7 +22,9 @@ function facts(over: Partial<ServerFacts> & { vars?: Record<string, string> } = 
 describe('MySQL server check', () => {
   it('accepts a durable MariaDB 10.11 and a durable MySQL 8 with XA_RECOVER_ADMIN', () => {
     expect(assessServer(facts()).refusals).toEqual([]);
-    expect(assessServer(facts({ version: '8.0.36', vars: { log_bin: 'ON', sync_binlog: '1' }, grants: ['GRANT USAGE ON *.* TO `app`@`%`', 'GRANT XA_RECOVER_ADMIN ON *.* TO `app`@`%`'] })).refusals).toEqual([]);
+    expect(
+      assessServer(facts({ version: '8.0.36', vars: { log_bin: 'ON', sync_binlog: '1' }, grants: ['GRANT USAGE ON *.* TO `app`@`%`', 'GRANT XA_RECOVER_ADMIN ON *.* TO `app`@`%`'] })).refusals,
+    ).toEqual([]);
   });
 
   it('refuses versions that roll a prepared branch back when its session ends (MySQL < 5.7.7, MariaDB < 10.5.2)', () => {
@@ -34,7 +36,9 @@ describe('MySQL server check', () => {
 
   it('refuses a server without XA: no XA engine, a default engine without XA, innodb_support_xa = OFF', () => {
     expect(assessServer(facts({ engines: [MYISAM], vars: { default_storage_engine: 'MyISAM' } })).refusals.join()).toMatch(/no storage engine with XA support/);
-    expect(assessServer(facts({ vars: { default_storage_engine: 'MyISAM' } })).refusals.join()).toMatch(/default_storage_engine = MyISAM, which has no XA support.*set default_storage_engine = InnoDB/);
+    expect(assessServer(facts({ vars: { default_storage_engine: 'MyISAM' } })).refusals.join()).toMatch(
+      /default_storage_engine = MyISAM, which has no XA support.*set default_storage_engine = InnoDB/,
+    );
     expect(assessServer(facts({ version: '5.7.9', vars: { innodb_support_xa: 'OFF' } })).refusals.join()).toMatch(/innodb_support_xa = OFF/);
   });
 
@@ -45,10 +49,15 @@ describe('MySQL server check', () => {
     expect(assessServer(facts({ vars: { log_bin: 'OFF', sync_binlog: '0' } })).refusals).toEqual([]);
   });
 
-  it('refuses a MySQL 8 user without XA_RECOVER_ADMIN, and any user whose XA RECOVER fails, with the server\'s error', () => {
+  it("refuses a MySQL 8 user without XA_RECOVER_ADMIN, and any user whose XA RECOVER fails, with the server's error", () => {
     const noAdmin = assessServer(facts({ version: '8.0.36', grants: ['GRANT USAGE ON *.* TO `app`@`%`', 'GRANT ALL PRIVILEGES ON `shop`.* TO `app`@`%`'] }));
     expect(noAdmin.refusals.join()).toMatch(/lacks the XA_RECOVER_ADMIN privilege.*GRANT XA_RECOVER_ADMIN ON \*\.\* TO <user>/);
-    const failed = assessServer(facts({ version: '8.0.36', xaRecoverError: 'MySQL error 1227 (ER_SPECIFIC_ACCESS_DENIED_ERROR, SQLSTATE 42000): Access denied; you need (at least one of) the XA_RECOVER_ADMIN privilege(s) for this operation' }));
+    const failed = assessServer(
+      facts({
+        version: '8.0.36',
+        xaRecoverError: 'MySQL error 1227 (ER_SPECIFIC_ACCESS_DENIED_ERROR, SQLSTATE 42000): Access denied; you need (at least one of) the XA_RECOVER_ADMIN privilege(s) for this operation',
+      }),
+    );
     expect(failed.refusals.join()).toMatch(/XA RECOVER fails for this user \(MySQL error 1227 .*\).*GRANT XA_RECOVER_ADMIN/);
   });
 

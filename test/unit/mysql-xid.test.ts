@@ -15,18 +15,23 @@ describe('MySQL XA xid', () => {
 
   it('stays within 64 bytes for gtrid and bqual, in the safe alphabet, and parses back to its txn id when readable (any ids)', () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1, maxLength: 300, unit: 'binary' }), fc.string({ minLength: 1, maxLength: 120 }), fc.string({ minLength: 1, maxLength: 120 }), (txnId, clusterId, participantId) => {
-        const scope = xidScope(clusterId, participantId);
-        const x = xidOf(scope, txnId);
-        expect(Buffer.byteLength(x.gtrid)).toBeLessThanOrEqual(XA_PART_BYTES_MAX);
-        expect(Buffer.byteLength(x.bqual)).toBeLessThanOrEqual(XA_PART_BYTES_MAX);
-        expect(isSafeXid(x)).toBe(true);
-        expect(`${x.gtrid}${x.bqual}`).not.toMatch(/['"\\,]/);
-        expect(sqlXid(x)).toBe(`'${x.gtrid}','${x.bqual}',${XA_FORMAT_ID}`);
-        const parsed = parseXid(scope, x);
-        if (parsed.kind === 'readable') expect(parsed.txnId).toBe(txnId);
-        else expect(parsed.kind).toBe('hashed');
-      }),
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 300, unit: 'binary' }),
+        fc.string({ minLength: 1, maxLength: 120 }),
+        fc.string({ minLength: 1, maxLength: 120 }),
+        (txnId, clusterId, participantId) => {
+          const scope = xidScope(clusterId, participantId);
+          const x = xidOf(scope, txnId);
+          expect(Buffer.byteLength(x.gtrid)).toBeLessThanOrEqual(XA_PART_BYTES_MAX);
+          expect(Buffer.byteLength(x.bqual)).toBeLessThanOrEqual(XA_PART_BYTES_MAX);
+          expect(isSafeXid(x)).toBe(true);
+          expect(`${x.gtrid}${x.bqual}`).not.toMatch(/['"\\,]/);
+          expect(sqlXid(x)).toBe(`'${x.gtrid}','${x.bqual}',${XA_FORMAT_ID}`);
+          const parsed = parseXid(scope, x);
+          if (parsed.kind === 'readable') expect(parsed.txnId).toBe(txnId);
+          else expect(parsed.kind).toBe('hashed');
+        },
+      ),
       { numRuns: 300 },
     );
   });

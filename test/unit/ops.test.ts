@@ -14,7 +14,11 @@ class World extends EngineWorld {
 
   start(txnId: string): void {
     this.engine.begin(txnId, 500);
-    this.engine.commit(txnId, ['a', 'b'].map((participantId) => ({ participantId, payload: new Uint8Array([1]) })), () => {});
+    this.engine.commit(
+      txnId,
+      ['a', 'b'].map((participantId) => ({ participantId, payload: new Uint8Array([1]) })),
+      () => {},
+    );
   }
 }
 
@@ -77,7 +81,16 @@ describe('log format', () => {
   });
 
   test('a pretty line keeps the identity first (with the pid, for kill) and every field, txnId included', () => {
-    const line = prettyLine({ level: 30, time: Date.UTC(2026, 0, 1, 12, 0, 1, 234), pid: 7, node: 'n1', msg: 'participant voted NO', txnId: 't-1', participantId: 'shop', reason: 'insufficient funds' });
+    const line = prettyLine({
+      level: 30,
+      time: Date.UTC(2026, 0, 1, 12, 0, 1, 234),
+      pid: 7,
+      node: 'n1',
+      msg: 'participant voted NO',
+      txnId: 't-1',
+      participantId: 'shop',
+      reason: 'insufficient funds',
+    });
     expect(line).toBe('12:00:01.234 INFO  [n1/shop pid 7] participant voted NO txnId=t-1 reason="insufficient funds"');
     expect(prettyLine({ level: 50, time: 0, msg: 'boom', err: { type: 'Error', message: 'disk full', stack: '...' } })).toBe('00:00:00.000 ERROR boom err="disk full"');
   });

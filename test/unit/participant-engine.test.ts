@@ -3,15 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ParticipantEngine, type EngineOptions } from '../../src/participant/engine.ts';
-import {
-  fromBase64,
-  type ClusterOutcome,
-  type Journal,
-  type ParticipantError,
-  type Resource,
-  type ResourceVote,
-  type TxnRecord,
-} from '../../src/participant/types.ts';
+import { fromBase64, type ClusterOutcome, type Journal, type ParticipantError, type Resource, type ResourceVote, type TxnRecord } from '../../src/participant/types.ts';
 import type { Ack, Decision, Prepare, Vote } from '../../src/transport/participant-rpc.ts';
 
 const CLUSTER = 'alpha';
@@ -202,7 +194,7 @@ describe('participant engine: PREPARE → VOTE', () => {
     expect(prepare(engine, prepareReq('T2')).get()?.value).toMatchObject({ vote: 'VOTE_NO', reason: 'already aborted' });
   });
 
-  it('votes NO with the resource\'s reason when it refuses, and journals nothing', () => {
+  it("votes NO with the resource's reason when it refuses, and journals nothing", () => {
     const { engine, resource, journal } = world();
     resource.replies.set('T1', { yes: false, reason: 'key k is locked by prepared transaction T0' });
     expect(prepare(engine, prepareReq('T1')).get()?.value).toMatchObject({ vote: 'VOTE_NO', reason: 'key k is locked by prepared transaction T0' });
@@ -253,8 +245,13 @@ describe('participant engine: PREPARE → VOTE', () => {
 
   it('refuses requests before start() and after stop() with UNAVAILABLE', () => {
     const e = new ParticipantEngine({
-      clusterId: CLUSTER, participantId: ME, resource: new FakeResource(), journal: new FakeJournal(),
-      clock: { nowMs: () => 0 }, schedule: () => () => {}, askOutcome: () => {},
+      clusterId: CLUSTER,
+      participantId: ME,
+      resource: new FakeResource(),
+      journal: new FakeJournal(),
+      clock: { nowMs: () => 0 },
+      schedule: () => () => {},
+      askOutcome: () => {},
     });
     expect(prepare(e, prepareReq('T1')).get()?.err?.code).toBe('UNAVAILABLE');
     e.start();
@@ -444,7 +441,7 @@ describe('participant engine: properties', () => {
         const truth = new Map<string, 'committed' | 'aborted'>();
         let up = false;
         const { engine, resource, journal, time } = world({ inDoubtAfterMs: 2_000, sweepIntervalMs: 500 }, undefined, (c) => {
-          c.answer = (txn) => (!up ? new Error('UNAVAILABLE') : truth.get(txn) ?? 'in-progress');
+          c.answer = (txn) => (!up ? new Error('UNAVAILABLE') : (truth.get(txn) ?? 'in-progress'));
         });
         for (const o of ops) {
           if (o.t === 'prepare') {

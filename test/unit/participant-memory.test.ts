@@ -23,7 +23,10 @@ const abort = (r: MemoryResource, t: string): void => r.abort(t, (err) => expect
 describe('memory resource: payload', () => {
   it('parses {"set": {...}} into writes; "set" may be empty or absent', () => {
     const p = parsePayload(memoryPayload({ a: '1', b: 'two' }));
-    expect(p.ok && [...p.writes]).toEqual([['a', '1'], ['b', 'two']]);
+    expect(p.ok && [...p.writes]).toEqual([
+      ['a', '1'],
+      ['b', 'two'],
+    ]);
     expect(parsePayload(enc('{}'))).toEqual({ ok: true, writes: new Map() });
   });
 
@@ -97,19 +100,11 @@ describe('memory resource: locks', () => {
 
 describe('memory resource: rebuilt from the journal', () => {
   const rec = (kind: 'prepared' | 'committed' | 'aborted', txnId: string, set?: Record<string, string>): ParticipantRecord =>
-    kind === 'prepared'
-      ? { kind, txnId, atMs: 0, payloadB64: toBase64(memoryPayload(set ?? {})), participants: ['p1'] }
-      : { kind, txnId, atMs: 0 };
+    kind === 'prepared' ? { kind, txnId, atMs: 0, payloadB64: toBase64(memoryPayload(set ?? {})), participants: ['p1'] } : { kind, txnId, atMs: 0 };
 
-  it('has the committed writes and the prepared transactions\' locks', () => {
+  it("has the committed writes and the prepared transactions' locks", () => {
     const s = new MemoryState();
-    for (const r of [
-      rec('prepared', 'T1', { a: '1' }),
-      rec('committed', 'T1'),
-      rec('prepared', 'T2', { b: '2' }),
-      rec('aborted', 'T2'),
-      rec('prepared', 'T3', { a: '3', c: '3' }),
-    ]) s.add(r);
+    for (const r of [rec('prepared', 'T1', { a: '1' }), rec('committed', 'T1'), rec('prepared', 'T2', { b: '2' }), rec('aborted', 'T2'), rec('prepared', 'T3', { a: '3', c: '3' })]) s.add(r);
     const r = MemoryResource.restore(s.data, s.preparedWrites());
     expect([r.get('a'), r.get('b'), r.get('c')]).toEqual(['1', undefined, undefined]);
     expect(r.lockedBy('a')).toBe('T3');

@@ -8,20 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ProposalDroppedError } from '../../src/raft/raft.ts';
 import { RawNode, type RawNodeConfig, type Ready } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
-import {
-  EntryType,
-  MessageType as MT,
-  Role,
-  emptySnapshot,
-  entryBytes,
-  message,
-  type Entry,
-  type HardState,
-  type Message,
-  type NodeId,
-  type ReadState,
-  type Snapshot,
-} from '../../src/raft/types.ts';
+import { EntryType, MessageType as MT, Role, emptySnapshot, entryBytes, message, type Entry, type HardState, type Message, type NodeId, type ReadState, type Snapshot } from '../../src/raft/types.ts';
 
 type Overrides = Partial<Omit<RawNodeConfig, 'id' | 'random' | 'storage'>>;
 
@@ -91,11 +78,11 @@ class Net {
   }
 
   private start(id: NodeId, rec: Recovered): void {
-    const node = RawNode.restart(
-      { id, electionTicks: ELECTION_TICKS, heartbeatTicks: 1, random: this.rng.asRandom(), ...this.overrides },
-      rec,
-      { voters: [...this.ids], learners: [], votersOutgoing: [] },
-    );
+    const node = RawNode.restart({ id, electionTicks: ELECTION_TICKS, heartbeatTicks: 1, random: this.rng.asRandom(), ...this.overrides }, rec, {
+      voters: [...this.ids],
+      learners: [],
+      votersOutgoing: [],
+    });
     this.nodes.set(id, node);
     this.durable.set(id, { ...rec.hardState });
     // The state machine restarts from the snapshot; entries after it are applied again.
@@ -169,7 +156,11 @@ class Net {
     }
     if (n.raft.role !== Role.Leader) expect(rd.messagesNow, `${id} is ${n.raft.role}: nothing may leave early`).toEqual([]);
     // Nothing is handed out for applying before it is durable here (log.ts invariant).
-    for (const e of rd.committedEntries) expect(rd.entries.some((x) => x.index === e.index), `${id} applies unsynced entry ${e.index}`).toBe(false);
+    for (const e of rd.committedEntries)
+      expect(
+        rd.entries.some((x) => x.index === e.index),
+        `${id} applies unsynced entry ${e.index}`,
+      ).toBe(false);
     for (const m of rd.messagesNow) {
       // An acknowledgement or a vote promises durable state: never early.
       expect([MT.AppResp, MT.VoteResp, MT.PreVoteResp].includes(m.type) && !m.reject && m.index > 0).toBe(false);
@@ -308,7 +299,10 @@ class Net {
   }
 
   appliedData(id: NodeId): string[] {
-    return this.applied.get(id)!.filter((e) => e.data.byteLength > 0).map((e) => dec(e.data));
+    return this.applied
+      .get(id)!
+      .filter((e) => e.data.byteLength > 0)
+      .map((e) => dec(e.data));
   }
 
   sentSince(mark: number, pred: (m: Message) => boolean): Message[] {
@@ -435,7 +429,7 @@ describe('raft core: R6 persistence before counting and sending', () => {
     expect(n1.ready().committedEntries.map((e) => e.index)).toContain(index);
   });
 
-  it('R6: a Ready that changes term or vote sends nothing early, even a new leader\'s appends', () => {
+  it("R6: a Ready that changes term or vote sends nothing early, even a new leader's appends", () => {
     // Votes arrive before the candidate's Ready is taken (a driver bug could do
     // that): the new leader's appends share a Ready with its new term and vote.
     const net = new Net(['n1', 'n2', 'n3'], 4, { preVote: false });
@@ -456,7 +450,12 @@ describe('raft core: R6 persistence before counting and sending', () => {
     const n1 = net.node('n1');
     n1.propose([enc('next')]);
     const early = n1.takeMessagesNow();
-    expect(early.filter((m) => m.type === MT.App && m.entries.some((e) => dec(e.data) === 'next')).map((m) => m.to).sort()).toEqual(['n2', 'n3']);
+    expect(
+      early
+        .filter((m) => m.type === MT.App && m.entries.some((e) => dec(e.data) === 'next'))
+        .map((m) => m.to)
+        .sort(),
+    ).toEqual(['n2', 'n3']);
     // A follower with a write in flight keeps its acknowledgement.
     net.deliver((m) => m.to === 'n2');
     net.node('n2').step(message({ type: MT.App, from: 'n1', to: 'n2', term: n1.raft.term, index: early[0].index, logTerm: early[0].logTerm, entries: early[0].entries, commit: 0 }));
@@ -466,7 +465,12 @@ describe('raft core: R6 persistence before counting and sending', () => {
     const cand = new Net(['n1', 'n2', 'n3'], 27, { preVote: false });
     cand.node('n1').campaign();
     expect(cand.node('n1').takeMessagesNow()).toEqual([]);
-    expect(cand.node('n1').ready().messages.filter((m) => m.type === MT.Vote)).toHaveLength(2);
+    expect(
+      cand
+        .node('n1')
+        .ready()
+        .messages.filter((m) => m.type === MT.Vote),
+    ).toHaveLength(2);
   });
 
   it('R6: votes, vote grants and follower acknowledgements go in messages, never messagesNow', () => {
@@ -482,9 +486,15 @@ describe('raft core: R6 persistence before counting and sending', () => {
       }
     }
     expect([...kinds].sort()).toEqual([MT.App]);
-    const followerAcks = net.readys.get('n2')!.flatMap((rd) => rd.messages).filter((m) => m.type === MT.AppResp);
+    const followerAcks = net.readys
+      .get('n2')!
+      .flatMap((rd) => rd.messages)
+      .filter((m) => m.type === MT.AppResp);
     expect(followerAcks.length).toBeGreaterThan(0);
-    const grants = net.readys.get('n2')!.flatMap((rd) => rd.messages).filter((m) => m.type === MT.VoteResp && !m.reject);
+    const grants = net.readys
+      .get('n2')!
+      .flatMap((rd) => rd.messages)
+      .filter((m) => m.type === MT.VoteResp && !m.reject);
     expect(grants).toHaveLength(1);
   });
 });
@@ -495,11 +505,16 @@ describe('raft core: commitment', () => {
   it('an old-term entry replicated on every node by a new leader commits only with a current-term entry (§5.4.2)', () => {
     // n1 led term 2, wrote entry 2 only locally, and restarts.
     const hs: HardState = { term: 2, vote: 'n1', commit: 1 };
-    const net = new Net(['n1', 'n2', 'n3'], 6, { appendBytesMax: 1 }, {
-      n1: { hardState: hs, snapshot: emptySnapshot(), entries: logOf([1, 2]) },
-      n2: { hardState: hs, snapshot: emptySnapshot(), entries: logOf([1]) },
-      n3: { hardState: hs, snapshot: emptySnapshot(), entries: logOf([1]) },
-    });
+    const net = new Net(
+      ['n1', 'n2', 'n3'],
+      6,
+      { appendBytesMax: 1 },
+      {
+        n1: { hardState: hs, snapshot: emptySnapshot(), entries: logOf([1, 2]) },
+        n2: { hardState: hs, snapshot: emptySnapshot(), entries: logOf([1]) },
+        n3: { hardState: hs, snapshot: emptySnapshot(), entries: logOf([1]) },
+      },
+    );
     // appendBytesMax = 1: one entry per append, so entry 2 can travel without
     // entry 3. Entry 3 is dropped once the receiver holds entry 2 (the probes
     // before that must be rejected for the leader to back up).
@@ -519,7 +534,11 @@ describe('raft core: commitment', () => {
     net.tick(['n1']);
     for (const id of net.ids) {
       expect(net.node(id).raft.log.committed).toBe(3);
-      expect(net.applied.get(id)!.map((e) => [e.index, e.term])).toEqual([[1, 1], [2, 2], [3, 3]]);
+      expect(net.applied.get(id)!.map((e) => [e.index, e.term])).toEqual([
+        [1, 1],
+        [2, 2],
+        [3, 3],
+      ]);
     }
   });
 
@@ -569,11 +588,16 @@ describe('raft core: fast backtracking', () => {
     const leaderLog = [1, ...run(3, 10), ...run(5, 10)]; // 21 entries
     const staleLog = [1, ...run(2, 10), ...run(4, 20)]; // 31 entries, 30 divergent
     const hs: HardState = { term: 5, vote: '', commit: 1 };
-    const net = new Net(['n1', 'n2', 'n3'], 9, {}, {
-      n1: { hardState: hs, snapshot: emptySnapshot(), entries: logOf(leaderLog) },
-      n2: { hardState: hs, snapshot: emptySnapshot(), entries: logOf(staleLog) },
-      n3: { hardState: hs, snapshot: emptySnapshot(), entries: logOf(leaderLog) },
-    });
+    const net = new Net(
+      ['n1', 'n2', 'n3'],
+      9,
+      {},
+      {
+        n1: { hardState: hs, snapshot: emptySnapshot(), entries: logOf(leaderLog) },
+        n2: { hardState: hs, snapshot: emptySnapshot(), entries: logOf(staleLog) },
+        n3: { hardState: hs, snapshot: emptySnapshot(), entries: logOf(leaderLog) },
+      },
+    );
     const mark = net.sent.length;
     // First n2 hears only heartbeats: its divergent entries must not commit,
     // though the leader commits up to 22 with n3.
@@ -648,7 +672,7 @@ describe('raft core: flow control', () => {
 // ---- PreVote and CheckQuorum ----------------------------------------------------------
 
 describe('raft core: PreVote and CheckQuorum', () => {
-  it('a partitioned node that rejoins does not bump the cluster\'s term (PreVote)', () => {
+  it("a partitioned node that rejoins does not bump the cluster's term (PreVote)", () => {
     const net = new Net(['n1', 'n2', 'n3'], 12);
     net.elect('n1');
     const term = net.node('n1').raft.term;
@@ -1112,7 +1136,7 @@ describe('raft core: randomized schedules (safety on every step, liveness after 
       appendBytesMax: choose.chance(0.5) ? 1 : 1 << 20,
     };
     const net = new Net(ids, seed, overrides);
-    const pick = <T,>(xs: T[]): T => xs[choose.int(xs.length)];
+    const pick = <T>(xs: T[]): T => xs[choose.int(xs.length)];
     const minReadIndex = new Map<string, number>();
     /** index -> term of a committed entry, and the highest term in the cluster when it was seen committed. */
     const committedTerms = new Map<number, { term: number; seenAt: number }>();

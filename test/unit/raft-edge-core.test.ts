@@ -43,7 +43,8 @@ class StrictStore implements LogStore {
     }
     if (b.hardState) {
       const h = b.hardState;
-      if (h.term < this.hs.term || h.commit < this.hs.commit || h.commit > this.snapIndex + this.entries.length) throw new Error(`store: hard state ${JSON.stringify(h)} after ${JSON.stringify(this.hs)}`);
+      if (h.term < this.hs.term || h.commit < this.hs.commit || h.commit > this.snapIndex + this.entries.length)
+        throw new Error(`store: hard state ${JSON.stringify(h)} after ${JSON.stringify(this.hs)}`);
       this.hs = h;
     }
     if (b.localSnapshot) this.snapIndex = Math.max(this.snapIndex, b.localSnapshot.metadata.index);
@@ -52,7 +53,11 @@ class StrictStore implements LogStore {
 }
 
 function node(): { d: Driver<unknown>; raw: RawNode; sent: Message[] } {
-  const raw = RawNode.restart({ id: SELF, random: () => 0, electionTicks: 4, heartbeatTicks: 1 }, { hardState: { term: 0, vote: '', commit: 0 }, snapshot: { metadata: { index: 0, term: 0, confState: { voters: [], learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) }, entries: [] }, { voters: VOTERS, learners: [], votersOutgoing: [] });
+  const raw = RawNode.restart(
+    { id: SELF, random: () => 0, electionTicks: 4, heartbeatTicks: 1 },
+    { hardState: { term: 0, vote: '', commit: 0 }, snapshot: { metadata: { index: 0, term: 0, confState: { voters: [], learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) }, entries: [] },
+    { voters: VOTERS, learners: [], votersOutgoing: [] },
+  );
   const sent: Message[] = [];
   const d = new Driver<unknown>({
     node: raw,
@@ -91,9 +96,27 @@ const step = fc.record({
   tick: fc.boolean(),
   /** Win an election first (a pre-vote and a vote granted by n1), so that the leader's paths are reached too. */
   elect: fc.nat({ max: 7 }).map((n) => n === 0),
-  type: fc.constantFrom(MT.App, MT.AppResp, MT.Vote, MT.VoteResp, MT.PreVote, MT.PreVoteResp, MT.Snap, MT.Heartbeat, MT.HeartbeatResp, MT.TransferLeader, MT.TimeoutNow, MT.ReadIndex, MT.ReadIndexResp),
+  type: fc.constantFrom(
+    MT.App,
+    MT.AppResp,
+    MT.Vote,
+    MT.VoteResp,
+    MT.PreVote,
+    MT.PreVoteResp,
+    MT.Snap,
+    MT.Heartbeat,
+    MT.HeartbeatResp,
+    MT.TransferLeader,
+    MT.TimeoutNow,
+    MT.ReadIndex,
+    MT.ReadIndexResp,
+  ),
   from: fc.constantFrom('n1', 'n3'),
-  term: fc.oneof(near(0, 1), near(-1, 2), fc.nat({ max: 20 }).map((n) => n - 100)),
+  term: fc.oneof(
+    near(0, 1),
+    near(-1, 2),
+    fc.nat({ max: 20 }).map((n) => n - 100),
+  ),
   logTerm: near(0, 2),
   index: near(-4, 4),
   commit: near(-4, 6),

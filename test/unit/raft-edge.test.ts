@@ -47,7 +47,12 @@ function good(type: MT, fields: Partial<Message> = {}): Message {
         { term: 4, index: 11, type: EntryType.Normal, data: cmd(decide) },
         { term: 5, index: 12, type: EntryType.Normal, data: new Uint8Array(0) },
         { term: 5, index: 13, type: EntryType.Normal, data: encodePut('k', new Uint8Array([1, 2])) },
-        { term: 5, index: 14, type: EntryType.ConfChange, data: encodeConfChange({ type: ConfChangeType.AddLearner, nodeId: 'n4', base: { voters: ['n1', 'n2', 'n3'], learners: [], votersOutgoing: [] }, context: new Uint8Array(0) }) },
+        {
+          term: 5,
+          index: 14,
+          type: EntryType.ConfChange,
+          data: encodeConfChange({ type: ConfChangeType.AddLearner, nodeId: 'n4', base: { voters: ['n1', 'n2', 'n3'], learners: [], votersOutgoing: [] }, context: new Uint8Array(0) }),
+        },
       ],
     });
   }
@@ -103,7 +108,11 @@ describe('Raft edge: every field, every reason', () => {
 
   it('destination: a batch or a message for another node', () => {
     expectRefused(checkEnvelope({ ...batch(good(MT.Heartbeat)), to: 'n3' }, view), 'destination', 'to', /node id mismatch/);
-    expectRefused(refusalOf(good(MT.Heartbeat), (w) => (w.to = 'n3')), 'destination', 'to');
+    expectRefused(
+      refusalOf(good(MT.Heartbeat), (w) => (w.to = 'n3')),
+      'destination',
+      'to',
+    );
   });
 
   it('sender: missing, too long, this node itself, not a member, or not the batch sender', () => {
@@ -116,8 +125,18 @@ describe('Raft edge: every field, every reason', () => {
     // The reported attack: a heartbeat from an id outside the configuration.
     const intruder = { ...batch(good(MT.Heartbeat, { from: 'n9', term: Number.MAX_SAFE_INTEGER })), from: 'n9' };
     expectRefused(checkEnvelope(intruder, view), 'sender', 'from', /"n9" is not a member of the current configuration \(n1, n2, n3\)/);
-    expectRefused(refusalOf(good(MT.Heartbeat), (w) => (w.from = 'n3')), 'sender', 'from', /Heartbeat from "n3" in a batch from "n1"/);
-    expectRefused(refusalOf(good(MT.ReadIndex), (w) => (w.from = 'n9')), 'sender', 'from', /relayed for "n9"/);
+    expectRefused(
+      refusalOf(good(MT.Heartbeat), (w) => (w.from = 'n3')),
+      'sender',
+      'from',
+      /Heartbeat from "n3" in a batch from "n1"/,
+    );
+    expectRefused(
+      refusalOf(good(MT.ReadIndex), (w) => (w.from = 'n9')),
+      'sender',
+      'from',
+      /relayed for "n9"/,
+    );
   });
 
   it('batch_size: more messages than a sender ever batches', () => {
@@ -126,19 +145,41 @@ describe('Raft edge: every field, every reason', () => {
   });
 
   it('type: unknown, local, a proposal, or not a number', () => {
-    expectRefused(refusalOf(good(MT.Heartbeat), (w) => (w.type = 99)), 'type', 'type');
-    for (const t of [MT.Hup, MT.Beat, MT.Unreachable, MT.SnapStatus, MT.CheckQuorum, MT.Prop]) expectRefused(refusalOf(good(MT.Heartbeat), (w) => (w.type = t)), 'type', 'type');
-    expectRefused(refusalOf(good(MT.Heartbeat), (w) => ((w as unknown as { type: string }).type = 'MSG_APP')), 'type', 'type');
+    expectRefused(
+      refusalOf(good(MT.Heartbeat), (w) => (w.type = 99)),
+      'type',
+      'type',
+    );
+    for (const t of [MT.Hup, MT.Beat, MT.Unreachable, MT.SnapStatus, MT.CheckQuorum, MT.Prop])
+      expectRefused(
+        refusalOf(good(MT.Heartbeat), (w) => (w.type = t)),
+        'type',
+        'type',
+      );
+    expectRefused(
+      refusalOf(good(MT.Heartbeat), (w) => ((w as unknown as { type: string }).type = 'MSG_APP')),
+      'type',
+      'type',
+    );
   });
 
   it('number: every numeric field must be an unsigned safe integer within the bound', () => {
     for (const f of ['term', 'logTerm', 'index', 'commit', 'rejectHint'] as const) {
       for (const bad of [-1, 1.5, Number.NaN, 2 ** 53, 2 ** 64, WIRE_NUMBER_MAX + 1]) {
-        expectRefused(refusalOf(good(MT.Heartbeat), (w) => (w[f] = bad)), 'number', f);
+        expectRefused(
+          refusalOf(good(MT.Heartbeat), (w) => (w[f] = bad)),
+          'number',
+          f,
+        );
       }
     }
     // The reported attack, from a member this time: term 2^53 - 1 cannot be counted up from.
-    expectRefused(refusalOf(good(MT.Heartbeat), (w) => (w.term = Number.MAX_SAFE_INTEGER)), 'number', 'term', /beyond/);
+    expectRefused(
+      refusalOf(good(MT.Heartbeat), (w) => (w.term = Number.MAX_SAFE_INTEGER)),
+      'number',
+      'term',
+      /beyond/,
+    );
   });
 
   it('number: a term of 0 (how the core marks a local message), except on a forwarded read, which never has one', () => {
@@ -163,15 +204,42 @@ describe('Raft edge: every field, every reason', () => {
     const many = Array.from({ length: DEFAULT_EDGE_LIMITS.entriesPerMessageMax + 1 }, (_, i) => ({ ...e0, index: 11 + i, data: new Uint8Array(0) }));
     expectRefused(refusalOf(good(MT.App, { entries: many })), 'entries', 'entries');
     expectRefused(refusalOf(good(MT.App, { index: 9 })), 'entries', 'entries[0].index', /does not follow the append's index 9/);
-    expectRefused(refusalOf(app, (w) => (w.entries[2].index = 14)), 'entries', 'entries[2].index');
-    expectRefused(refusalOf(app, (w) => (w.entries[1].term = 3)), 'entries', 'entries[1].term', /goes back/);
-    expectRefused(refusalOf(app, (w) => (w.entries[0].term = 3)), 'entries', 'entries[0].term', /goes back from 4/);
-    expectRefused(refusalOf(app, (w) => (w.entries[3].term = 6)), 'entries', 'entries[3].term', /beyond the leader's term/);
-    expectRefused(refusalOf(app, (w) => (w.entries[0].index = 2 ** 60)), 'entries', 'entries[0].index');
+    expectRefused(
+      refusalOf(app, (w) => (w.entries[2].index = 14)),
+      'entries',
+      'entries[2].index',
+    );
+    expectRefused(
+      refusalOf(app, (w) => (w.entries[1].term = 3)),
+      'entries',
+      'entries[1].term',
+      /goes back/,
+    );
+    expectRefused(
+      refusalOf(app, (w) => (w.entries[0].term = 3)),
+      'entries',
+      'entries[0].term',
+      /goes back from 4/,
+    );
+    expectRefused(
+      refusalOf(app, (w) => (w.entries[3].term = 6)),
+      'entries',
+      'entries[3].term',
+      /beyond the leader's term/,
+    );
+    expectRefused(
+      refusalOf(app, (w) => (w.entries[0].index = 2 ** 60)),
+      'entries',
+      'entries[0].index',
+    );
   });
 
   it('entry_type: an entry type this version does not know', () => {
-    expectRefused(refusalOf(good(MT.App), (w) => (w.entries[1].type = 7)), 'entry_type', 'entries[1].type');
+    expectRefused(
+      refusalOf(good(MT.App), (w) => (w.entries[1].type = 7)),
+      'entry_type',
+      'entries[1].type',
+    );
   });
 
   it('entry_data: a payload the state machine could not apply (the reported tag 127), whichever way it is wrong', () => {
@@ -184,7 +252,12 @@ describe('Raft edge: every field, every reason', () => {
     expectRefused(withData(new Uint8Array([0x01, 0x00])), 'entry_data', 'entries[0].data', /shorter than its 3-byte header/);
     expectRefused(withData(new Uint8Array([0x01, 0xff, 0xff, 0x61])), 'entry_data', 'entries[0].data', /runs past/);
     expectRefused(withData(new Uint8Array([0x7b]), EntryType.ConfChange), 'entry_data', 'entries[0].data', /membership change does not decode/);
-    const badAddresses = encodeConfChange({ type: ConfChangeType.AddLearner, nodeId: 'n4', base: { voters: ['n1', 'n2', 'n3'], learners: [], votersOutgoing: [] }, context: Buffer.from('{"addresses":{"n4":""}}') });
+    const badAddresses = encodeConfChange({
+      type: ConfChangeType.AddLearner,
+      nodeId: 'n4',
+      base: { voters: ['n1', 'n2', 'n3'], learners: [], votersOutgoing: [] },
+      context: Buffer.from('{"addresses":{"n4":""}}'),
+    });
     expectRefused(withData(badAddresses, EntryType.ConfChange), 'entry_data', 'entries[0].data', /without an id or an address/);
     const small: RaftEdgeView = view;
     const b = batch(good(MT.App));
@@ -197,22 +270,95 @@ describe('Raft edge: every field, every reason', () => {
 
   it('snapshot: a Snap without one (the reported attack), or with missing or ill-formed metadata, configuration or data', () => {
     expectRefused(refusalOf(good(MT.Snap, { snapshot: null })), 'snapshot', 'snapshot', /Snap without a snapshot/);
-    expectRefused(refusalOf(good(MT.Heartbeat), (w) => (w.snapshot = toWire(good(MT.Snap)).snapshot)), 'snapshot', 'snapshot', /Heartbeat carries a snapshot/);
+    expectRefused(
+      refusalOf(good(MT.Heartbeat), (w) => (w.snapshot = toWire(good(MT.Snap)).snapshot)),
+      'snapshot',
+      'snapshot',
+      /Heartbeat carries a snapshot/,
+    );
     const snap = (f: (s: NonNullable<WireMessage['snapshot']>) => void): Refusal | null => refusalOf(good(MT.Snap), (w) => f(w.snapshot!));
-    expectRefused(snap((s) => (s.metadata = null)), 'snapshot', 'snapshot.metadata', /missing/);
-    expectRefused(snap((s) => (s.metadata!.index = 0)), 'snapshot', 'snapshot.metadata', /empty snapshot/);
-    expectRefused(snap((s) => (s.metadata!.term = 2 ** 60)), 'snapshot', 'snapshot.metadata.term');
-    expectRefused(snap((s) => (s.metadata!.term = TERM + 1)), 'snapshot', 'snapshot.metadata.term', /beyond the leader's term/);
-    expectRefused(snap((s) => (s.metadata!.confState = null)), 'snapshot', 'snapshot.metadata.confState', /missing/);
-    expectRefused(snap((s) => (s.metadata!.confState!.voters = [])), 'snapshot', 'snapshot.metadata.confState.voters', /empty/);
-    expectRefused(snap((s) => (s.metadata!.confState!.voters = ['n1', 'n1'])), 'snapshot', 'snapshot.metadata.confState.voters', /twice/);
-    expectRefused(snap((s) => (s.metadata!.confState!.learners = ['n1'])), 'snapshot', 'snapshot.metadata.confState.learners', /both a voter and a learner/);
-    expectRefused(snap((s) => (s.metadata!.confState!.votersOutgoing = [''])), 'snapshot', 'snapshot.metadata.confState.votersOutgoing[0]');
-    expectRefused(snap((s) => (s.data = new Uint8Array([0x7b]))), 'snapshot', 'snapshot.data', /snapshot data does not restore/);
-    expectRefused(snap((s) => (s.data = Buffer.from('{"kv":[]}'))), 'snapshot', 'snapshot.data', /snapshot data does not restore/);
-    expectRefused(snap((s) => (s.data = Buffer.from('{"kv":[1],"table":{"p":[],"d":[],"t":[]}}'))), 'snapshot', 'snapshot.data', /snapshot data does not restore/);
-    expectRefused(snap((s) => (s.data = Buffer.from('{"kv":[],"table":{"p":[null],"d":[],"t":[]}}'))), 'snapshot', 'snapshot.data', /snapshot data does not restore/);
-    expectRefused(snap((s) => (s.data = Buffer.from('{"kv":[],"table":{"p":[],"d":[],"t":[]},"members":[["n1",5]]}'))), 'snapshot', 'snapshot.data', /without an id or an address/);
+    expectRefused(
+      snap((s) => (s.metadata = null)),
+      'snapshot',
+      'snapshot.metadata',
+      /missing/,
+    );
+    expectRefused(
+      snap((s) => (s.metadata!.index = 0)),
+      'snapshot',
+      'snapshot.metadata',
+      /empty snapshot/,
+    );
+    expectRefused(
+      snap((s) => (s.metadata!.term = 2 ** 60)),
+      'snapshot',
+      'snapshot.metadata.term',
+    );
+    expectRefused(
+      snap((s) => (s.metadata!.term = TERM + 1)),
+      'snapshot',
+      'snapshot.metadata.term',
+      /beyond the leader's term/,
+    );
+    expectRefused(
+      snap((s) => (s.metadata!.confState = null)),
+      'snapshot',
+      'snapshot.metadata.confState',
+      /missing/,
+    );
+    expectRefused(
+      snap((s) => (s.metadata!.confState!.voters = [])),
+      'snapshot',
+      'snapshot.metadata.confState.voters',
+      /empty/,
+    );
+    expectRefused(
+      snap((s) => (s.metadata!.confState!.voters = ['n1', 'n1'])),
+      'snapshot',
+      'snapshot.metadata.confState.voters',
+      /twice/,
+    );
+    expectRefused(
+      snap((s) => (s.metadata!.confState!.learners = ['n1'])),
+      'snapshot',
+      'snapshot.metadata.confState.learners',
+      /both a voter and a learner/,
+    );
+    expectRefused(
+      snap((s) => (s.metadata!.confState!.votersOutgoing = [''])),
+      'snapshot',
+      'snapshot.metadata.confState.votersOutgoing[0]',
+    );
+    expectRefused(
+      snap((s) => (s.data = new Uint8Array([0x7b]))),
+      'snapshot',
+      'snapshot.data',
+      /snapshot data does not restore/,
+    );
+    expectRefused(
+      snap((s) => (s.data = Buffer.from('{"kv":[]}'))),
+      'snapshot',
+      'snapshot.data',
+      /snapshot data does not restore/,
+    );
+    expectRefused(
+      snap((s) => (s.data = Buffer.from('{"kv":[1],"table":{"p":[],"d":[],"t":[]}}'))),
+      'snapshot',
+      'snapshot.data',
+      /snapshot data does not restore/,
+    );
+    expectRefused(
+      snap((s) => (s.data = Buffer.from('{"kv":[],"table":{"p":[null],"d":[],"t":[]}}'))),
+      'snapshot',
+      'snapshot.data',
+      /snapshot data does not restore/,
+    );
+    expectRefused(
+      snap((s) => (s.data = Buffer.from('{"kv":[],"table":{"p":[],"d":[],"t":[]},"members":[["n1",5]]}'))),
+      'snapshot',
+      'snapshot.data',
+      /without an id or an address/,
+    );
   });
 
   it('every reason of the metric is produced by a test above, or by the transport (undecodable: fuzz-raft) and the core (state: raft-input)', () => {
@@ -223,7 +369,7 @@ describe('Raft edge: every field, every reason', () => {
 
 describe('Raft edge: what passes is safe to step and to send on', () => {
   const edgeNumbers = fc.oneof(fc.constantFrom(0, 1, TERM, TERM + TERM_AHEAD_MAX, WIRE_NUMBER_MAX, WIRE_NUMBER_MAX + 1, 2 ** 53, -1, 0.5), fc.nat());
-  it('no accepted message makes this node\'s own encoder refuse a number, even after 2^32 - 1 more elections or entries', () => {
+  it("no accepted message makes this node's own encoder refuse a number, even after 2^32 - 1 more elections or entries", () => {
     fc.assert(
       fc.property(fc.constantFrom(...SENT_TYPES), edgeNumbers, edgeNumbers, edgeNumbers, edgeNumbers, edgeNumbers, (type, term, logTerm, index, commit, rejectHint) => {
         const w = toWire(good(type, type === MT.App ? { entries: [] } : {}));

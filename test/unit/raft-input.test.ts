@@ -24,7 +24,11 @@ import { SimDisk } from '../sim/sim-disk.ts';
 const VOTERS = ['n1', 'n2', 'n3'];
 
 function node(id: string): RawNode {
-  const storage = MemoryStorage.from({ term: 0, vote: '', commit: 0 }, { metadata: { index: 0, term: 0, confState: { voters: VOTERS, learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) }, []);
+  const storage = MemoryStorage.from(
+    { term: 0, vote: '', commit: 0 },
+    { metadata: { index: 0, term: 0, confState: { voters: VOTERS, learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) },
+    [],
+  );
   return new RawNode({ id, storage, random: () => 0 });
 }
 
@@ -39,7 +43,7 @@ function leader(): RawNode {
 }
 
 describe('the core refuses what the log shows to be impossible, before it changes anything', () => {
-  it('state: a leader refuses an acknowledgement of an index past its own log, and keeps the follower\'s progress', () => {
+  it("state: a leader refuses an acknowledgement of an index past its own log, and keeps the follower's progress", () => {
     const n = leader();
     const last = n.raft.log.lastIndex();
     const match = n.raft.progress.get('n2')!.match;
@@ -72,7 +76,17 @@ describe('messages a follower relays for another node leave through the transpor
     const quiet = pino({ level: 'silent' });
     // n1 leads: it receives what n2 relays.
     const received: Message[] = [];
-    const n1 = new GrpcTransport({ clusterId: 'c1', selfId: 'n1', peers: new Map([['n2', '127.0.0.1:1'], ['n3', '127.0.0.1:1']]), onMessages: (ms) => received.push(...ms), onUnreachable: () => {}, logger: quiet });
+    const n1 = new GrpcTransport({
+      clusterId: 'c1',
+      selfId: 'n1',
+      peers: new Map([
+        ['n2', '127.0.0.1:1'],
+        ['n3', '127.0.0.1:1'],
+      ]),
+      onMessages: (ms) => received.push(...ms),
+      onUnreachable: () => {},
+      logger: quiet,
+    });
     const server = new grpc.Server(SERVER_OPTIONS);
     n1.register(server);
     servers.push(server);
@@ -109,7 +123,16 @@ describe('a committed entry this node cannot apply', () => {
     const raw = RawNode.restart({ id: 'a', random: new Rng(1).asRandom(), electionTicks: 10, heartbeatTicks: 1 }, recovered ?? disk.recover(), { voters: ['a'], learners: [], votersOutgoing: [] });
     const sm = new NodeStateMachine();
     const fatal: Error[] = [];
-    const d = new Driver<unknown>({ node: raw, store: disk, transport: { send: () => {} }, sm, snapshotEntries: 1_000_000, snapshotKeepEntries: 10, waitersMax: 100, onFatal: (err) => void fatal.push(err) });
+    const d = new Driver<unknown>({
+      node: raw,
+      store: disk,
+      transport: { send: () => {} },
+      sm,
+      snapshotEntries: 1_000_000,
+      snapshotKeepEntries: 10,
+      waitersMax: 100,
+      onFatal: (err) => void fatal.push(err),
+    });
     const tick = (): void => {
       d.tick();
       q.after(10, tick);
@@ -127,7 +150,10 @@ describe('a committed entry this node cannot apply', () => {
     // The leader's own proposals do not pass the edge: this is how a damaged local log looks to the apply loop.
     const bad = new Uint8Array([127, 1, 2, 3]);
     const answers: string[] = [];
-    first.d.proposeBatch([encodePut('before', new Uint8Array([1])), bad, encodePut('after', new Uint8Array([2]))], [0, 1, 2].map((i) => (err) => void answers.push(`${i}:${err ? 'error' : 'ok'}`)));
+    first.d.proposeBatch(
+      [encodePut('before', new Uint8Array([1])), bad, encodePut('after', new Uint8Array([2]))],
+      [0, 1, 2].map((i) => (err) => void answers.push(`${i}:${err ? 'error' : 'ok'}`)),
+    );
     expect(() => q.runUntil(q.now + 1_000, () => first.fatal.length > 0)).not.toThrow();
     expect(first.fatal).toHaveLength(1);
     const err = first.fatal[0] as UnappliableEntryError;
@@ -147,7 +173,9 @@ describe('a committed entry this node cannot apply', () => {
   it('names the index of a malformed command and of a membership change that does not decode the same way', () => {
     const sm = new NodeStateMachine();
     expect(() => sm.apply({ term: 1, index: 7, type: 0, data: encodeCommand({ t: 'forget', txnIds: 'x' } as never) })).toThrow(/log entry 7 cannot be applied: forget needs a list of txnIds/);
-    expect(() => sm.applyConfChange({ type: 0, nodeId: 'n4', base: { voters: [], learners: [], votersOutgoing: [] }, context: Buffer.from('{') }, { term: 1, index: 9, type: 1, data: new Uint8Array(0) })).toThrow(UnappliableEntryError);
+    expect(() =>
+      sm.applyConfChange({ type: 0, nodeId: 'n4', base: { voters: [], learners: [], votersOutgoing: [] }, context: Buffer.from('{') }, { term: 1, index: 9, type: 1, data: new Uint8Array(0) }),
+    ).toThrow(UnappliableEntryError);
   });
 });
 
@@ -159,7 +187,11 @@ describe('who may send this node Raft traffic', () => {
     data: encodeConfChange({ type, nodeId, base: { voters: VOTERS, learners: [], votersOutgoing: [] }, context: new Uint8Array(0) }),
   });
   const withLog = (voters: string[], entries: ReturnType<typeof change>[]): RawNode =>
-    new RawNode({ id: 'n2', storage: MemoryStorage.from({ term: 1, vote: '', commit: 0 }, { metadata: { index: 0, term: 0, confState: { voters, learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) }, entries), random: () => 0 });
+    new RawNode({
+      id: 'n2',
+      storage: MemoryStorage.from({ term: 1, vote: '', commit: 0 }, { metadata: { index: 0, term: 0, confState: { voters, learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) }, entries),
+      random: () => 0,
+    });
 
   it('the configuration in effect, plus a node added by a change still unapplied in the log (it may lead before this node applies it); not one being removed', () => {
     const n = withLog(VOTERS, [change(ConfChangeType.AddLearner, 'n4', 1), change(ConfChangeType.Remove, 'n3', 2)]);

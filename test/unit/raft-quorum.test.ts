@@ -87,7 +87,13 @@ describe('quorum: committed index', () => {
   it('a value acked by a minority only is never committed (spot check)', () => {
     const jc = new JointConfig(['a', 'b', 'c'], ['c', 'd', 'e']);
     // a, b, c hold 9: majority of incoming, but only c of outgoing.
-    const acked = new Map([['a', 9], ['b', 9], ['c', 9], ['d', 2], ['e', 1]]);
+    const acked = new Map([
+      ['a', 9],
+      ['b', 9],
+      ['c', 9],
+      ['d', 2],
+      ['e', 1],
+    ]);
     expect(jc.committed((id) => acked.get(id))).toBe(2);
   });
 
@@ -125,7 +131,12 @@ describe('quorum: vote result', () => {
 
   it('a joint election is lost when the outgoing half is lost even if the incoming half wins', () => {
     const jc = new JointConfig(['a', 'b', 'c'], ['d', 'e', 'f']);
-    const votes = new Map([['a', true], ['b', true], ['d', false], ['e', false]]);
+    const votes = new Map([
+      ['a', true],
+      ['b', true],
+      ['d', false],
+      ['e', false],
+    ]);
     expect(jc.vote(votes)).toBe(VoteResult.Lost);
   });
 });
@@ -143,40 +154,35 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 describe('progress: Inflights against an array model', () => {
   it('count, bytes and full agree with the model after every operation', () => {
     fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 80 }),
-        fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 400 })),
-        fc.array(opArb, { maxLength: 600 }),
-        (countMax, bytesMax, ops) => {
-          const inf = new Inflights(countMax, bytesMax);
-          let model: { index: number; size: number }[] = [];
-          let last = 0;
-          const modelBytes = () => model.reduce((s, m) => s + m.size, 0);
-          const modelFull = () => model.length >= countMax || (bytesMax > 0 && modelBytes() >= bytesMax);
-          for (const op of ops) {
-            if (op.kind === 'add') {
-              const index = last + op.gap;
-              if (modelFull()) {
-                expect(() => inf.add(index, op.size)).toThrow(RaftInvariantError);
-              } else {
-                inf.add(index, op.size);
-                model.push({ index, size: op.size });
-                last = index;
-              }
-            } else if (op.kind === 'free') {
-              const upTo = last - op.back;
-              inf.freeLE(upTo);
-              model = model.filter((m) => m.index > upTo);
+      fc.property(fc.integer({ min: 1, max: 80 }), fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 400 })), fc.array(opArb, { maxLength: 600 }), (countMax, bytesMax, ops) => {
+        const inf = new Inflights(countMax, bytesMax);
+        let model: { index: number; size: number }[] = [];
+        let last = 0;
+        const modelBytes = () => model.reduce((s, m) => s + m.size, 0);
+        const modelFull = () => model.length >= countMax || (bytesMax > 0 && modelBytes() >= bytesMax);
+        for (const op of ops) {
+          if (op.kind === 'add') {
+            const index = last + op.gap;
+            if (modelFull()) {
+              expect(() => inf.add(index, op.size)).toThrow(RaftInvariantError);
             } else {
-              inf.reset();
-              model = [];
+              inf.add(index, op.size);
+              model.push({ index, size: op.size });
+              last = index;
             }
-            expect(inf.count()).toBe(model.length);
-            expect(inf.bytesInFlight()).toBe(modelBytes());
-            expect(inf.full()).toBe(modelFull());
+          } else if (op.kind === 'free') {
+            const upTo = last - op.back;
+            inf.freeLE(upTo);
+            model = model.filter((m) => m.index > upTo);
+          } else {
+            inf.reset();
+            model = [];
           }
-        },
-      ),
+          expect(inf.count()).toBe(model.length);
+          expect(inf.bytesInFlight()).toBe(modelBytes());
+          expect(inf.full()).toBe(modelFull());
+        }
+      }),
       { numRuns: 500 },
     );
   });

@@ -4,15 +4,7 @@ import { join } from 'node:path';
 import { Level as ClassicLevel } from 'level';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  EntryType,
-  NONE,
-  RaftInvariantError,
-  emptySnapshot,
-  type Entry,
-  type HardState,
-  type Snapshot,
-} from '../../src/raft/types.ts';
+import { EntryType, NONE, RaftInvariantError, emptySnapshot, type Entry, type HardState, type Snapshot } from '../../src/raft/types.ts';
 import {
   CorruptRecordError,
   encodeEntry,
@@ -112,9 +104,7 @@ async function entryKeysOnDisk(dir: string): Promise<number[]> {
 }
 
 async function dump(dir: string): Promise<Array<[string, string]>> {
-  return withRawDb(dir, async (db) =>
-    (await db.iterator().all()).map(([k, v]): [string, string] => [Buffer.from(k).toString('hex'), Buffer.from(v).toString('hex')]),
-  );
+  return withRawDb(dir, async (db) => (await db.iterator().all()).map(([k, v]): [string, string] => [Buffer.from(k).toString('hex'), Buffer.from(v).toString('hex')]));
 }
 
 describe('DiskLogStore: round trips', () => {
@@ -169,7 +159,11 @@ describe('DiskLogStore: round trips', () => {
     // Reach under the store to make one segment write fail, then let the disk recover.
     const wal = (store as unknown as { wal: { handle: { close(): Promise<void> }; openLast(): Promise<void> } }).wal;
     await wal.handle.close();
-    const outcome = (p: Promise<void>): Promise<unknown> => p.then(() => 'synced', (err: unknown) => err);
+    const outcome = (p: Promise<void>): Promise<unknown> =>
+      p.then(
+        () => 'synced',
+        (err: unknown) => err,
+      );
     const failed = outcome(persist(store, { entries: ents(3, 3, 1) }));
     const queued = outcome(persist(store, { entries: ents(4, 4, 1) }));
     expect(await failed).toBeInstanceOf(Error);
@@ -296,10 +290,7 @@ interface Model {
 
 const stepArb = fc.record({
   snapshot: fc.option(fc.nat(), { freq: 6 }),
-  entries: fc.option(
-    fc.record({ startSeed: fc.nat(), count: fc.integer({ min: 1, max: 6 }), newTerm: fc.boolean(), data: fc.uint8Array({ maxLength: 12 }) }),
-    { freq: 2 },
-  ),
+  entries: fc.option(fc.record({ startSeed: fc.nat(), count: fc.integer({ min: 1, max: 6 }), newTerm: fc.boolean(), data: fc.uint8Array({ maxLength: 12 }) }), { freq: 2 }),
   hardState: fc.option(fc.record({ voteSeed: fc.nat(), commitSeed: fc.nat() }), { freq: 2 }),
   localSnapshot: fc.option(fc.nat(), { freq: 4 }),
   compactSeed: fc.option(fc.nat(), { freq: 3 }),
@@ -446,7 +437,11 @@ describe('DiskLogStore: damaged LevelDB records are refused with the path and th
 
   it('a corrupted hard state record', async () => {
     const dir = await storeWithLog();
-    await tamper(dir, KEY_HARD_STATE, flip((v) => v.length - 1));
+    await tamper(
+      dir,
+      KEY_HARD_STATE,
+      flip((v) => v.length - 1),
+    );
     const err = await DiskLogStore.open(dir, ID).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CorruptRecordError);
     expect((err as Error).message).toMatch(new RegExp(`corrupt hard state record in ${escape(join(dir, 'raft'))}: checksum mismatch`));
@@ -470,7 +465,11 @@ describe('DiskLogStore: damaged LevelDB records are refused with the path and th
     await persist(store, { entries: ents(1, 4, 1) });
     await persist(store, { localSnapshot: snap(2, 1) });
     await closeStore(store);
-    await tamper(dir, KEY_SNAPSHOT, flip(() => 9));
+    await tamper(
+      dir,
+      KEY_SNAPSHOT,
+      flip(() => 9),
+    );
     await expect(DiskLogStore.open(dir, ID)).rejects.toThrow(/corrupt snapshot record .*checksum mismatch/);
   });
 

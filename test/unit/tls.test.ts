@@ -50,7 +50,9 @@ describe('loading certificate files', () => {
 
   it('refuses a key of another certificate, a certificate of another CA, a missing file, a non-PEM file', () => {
     expect(tlsError(() => loadTls({ ca: ca.cert, cert: n1.cert, key: n2.key }, names))).toMatch(/"tls\.key" \(.*n2\.key\) is not the private key of "tls\.cert"/);
-    expect(tlsError(() => loadTls({ ca: ca.cert, cert: rogueN2.cert, key: rogueN2.key }, names))).toMatch(/"tls\.cert" \(.*rogue-n2\.crt, issued by "CN=rogue-ca"\) is not signed by the CA in "tls\.ca"/);
+    expect(tlsError(() => loadTls({ ca: ca.cert, cert: rogueN2.cert, key: rogueN2.key }, names))).toMatch(
+      /"tls\.cert" \(.*rogue-n2\.crt, issued by "CN=rogue-ca"\) is not signed by the CA in "tls\.ca"/,
+    );
     expect(tlsError(() => loadTls({ ca: join(dir, 'nope.crt') }, names))).toMatch(/"tls\.ca": cannot read .*nope\.crt \(ENOENT\); expected a PEM file/);
     const junk = join(dir, 'junk.crt');
     writeFileSync(junk, 'hello');
@@ -63,7 +65,9 @@ describe('loading certificate files', () => {
       parseConfig({ clusterId: 'c1', nodeId, listen, dataDir: 'd', peers: { [nodeId]: listen }, tls: { ca: ca.cert, ...files } }, '/x/n.json');
     expect(loadNodeTls(cfg('n1'))).not.toBeNull();
     const err = (f: () => unknown): string => refusalOf(ConfigError, f);
-    expect(err(() => loadNodeTls(cfg('n2')))).toMatch(/"tls\.cert" .*this node's certificate names node "n1" of cluster "c1" .*expected node "n2" of cluster "c1".*; issue it with -subj "\/OU=c1\/CN=n2"/);
+    expect(err(() => loadNodeTls(cfg('n2')))).toMatch(
+      /"tls\.cert" .*this node's certificate names node "n1" of cluster "c1" .*expected node "n2" of cluster "c1".*; issue it with -subj "\/OU=c1\/CN=n2"/,
+    );
     expect(err(() => loadNodeTls(cfg('n1', '10.1.2.3:7001')))).toMatch(/does not name 10\.1\.2\.3 in its subjectAltName .*add subjectAltName=IP:10\.1\.2\.3/);
     expect(err(() => loadNodeTls(cfg('n1', '127.0.0.1:7001', { cert: n1.cert, key: n3.key })))).toMatch(/is not the private key/);
   });
@@ -112,7 +116,9 @@ describe('participant check: a participant id belongs to the certificate named a
 
   it('refuses another name, another cluster, an admin, and no certificate, naming the caller', () => {
     const details = (subject: Record<string, string> | undefined): string | undefined => checkParticipant(call(subject), p, 'shop', 'registering participant "shop"')?.details;
-    expect(details({ CN: 'mallory', OU: 'c1' })).toBe('registering participant "shop" is for participant "shop" only, whose certificate has CN=shop, OU=c1; the caller presented client certificate CN=mallory, OU=c1');
+    expect(details({ CN: 'mallory', OU: 'c1' })).toBe(
+      'registering participant "shop" is for participant "shop" only, whose certificate has CN=shop, OU=c1; the caller presented client certificate CN=mallory, OU=c1',
+    );
     expect(details({ CN: 'shop', OU: 'c2' })).toMatch(/the caller presented client certificate CN=shop, OU=c2$/);
     expect(details({ CN: 'shop' })).toMatch(/CN=shop, OU=-$/);
     expect(details({ CN: 'ops-admin' })).toMatch(/is for participant "shop" only/);
@@ -161,7 +167,10 @@ describe('a participant recognises the nodes of its cluster (NodeCallers)', () =
   });
 
   it('asks the cluster again for an unknown name (a node added since), at most once per refreshMinMs', async () => {
-    const s = setup([['n1', 'n2', 'n3'], ['n1', 'n2', 'n3', 'n4']]);
+    const s = setup([
+      ['n1', 'n2', 'n3'],
+      ['n1', 'n2', 'n3', 'n4'],
+    ]);
     await s.callers.refresh();
     // Within refreshMinMs of the last fetch: refused without asking.
     expect(await verdictOf(s.callers, { CN: 'n4', OU: 'c1' })).toMatch(/names no node/);
@@ -182,7 +191,9 @@ describe('connection errors explained', () => {
       "the server requires a client certificate (mutual TLS): give a certificate and key signed by the cluster's CA (tlsv13 alert certificate required)",
     );
     expect(explainConnectError(grpcText('Error: self-signed certificate in certificate chain'), true)).toMatch(/^the server's certificate is not signed by our CA/);
-    expect(explainConnectError('14 UNAVAILABLE: No connection established. Last error: Failed to connect (2026-11-30T05:35:19.666Z)', true)).toMatch(/^the server closed the TLS handshake: it refused our certificate/);
+    expect(explainConnectError('14 UNAVAILABLE: No connection established. Last error: Failed to connect (2026-11-30T05:35:19.666Z)', true)).toMatch(
+      /^the server closed the TLS handshake: it refused our certificate/,
+    );
     expect(explainConnectError(grpcText('Failed to connect'), false)).toMatch(/it may require TLS/);
     expect(explainConnectError(grpcText('Error: 80AC4EAC017F0000:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/x.c:350:'), true)).toMatch(/^the server does not speak TLS/);
     expect(explainConnectError('something else', true)).toBe('something else');

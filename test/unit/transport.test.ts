@@ -3,15 +3,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { pino, type Logger } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  EntryType,
-  LOCAL_MESSAGES,
-  MessageType,
-  RaftInvariantError,
-  message,
-  type Message,
-  type NodeId,
-} from '../../src/raft/types.ts';
+import { EntryType, LOCAL_MESSAGES, MessageType, RaftInvariantError, message, type Message, type NodeId } from '../../src/raft/types.ts';
 import { putStreamHandler } from '../../src/node/put-stream.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import { GrpcTransport, SERVER_OPTIONS, type GrpcTransportOptions } from '../../src/transport/grpc.ts';
@@ -62,11 +54,7 @@ function captureLogger(logs: LogLine[]): Logger {
 }
 
 function bind(server: grpc.Server, port: number): Promise<number> {
-  return new Promise((resolve, reject) =>
-    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) =>
-      err !== null ? reject(err) : resolve(bound),
-    ),
-  );
+  return new Promise((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => (err !== null ? reject(err) : resolve(bound))));
 }
 
 async function serve(n: Node, port: number): Promise<void> {
@@ -83,11 +71,7 @@ function stop(n: Node): void {
   n.server = null;
 }
 
-async function startNode(
-  id: NodeId,
-  extra: Partial<GrpcTransportOptions> = {},
-  { listen = true }: { listen?: boolean } = {},
-): Promise<Node> {
+async function startNode(id: NodeId, extra: Partial<GrpcTransportOptions> = {}, { listen = true }: { listen?: boolean } = {}): Promise<Node> {
   const logs: LogLine[] = [];
   const received: Message[] = [];
   const batches: number[] = [];
@@ -141,9 +125,7 @@ function bytes(n: number, seed: number): Uint8Array {
  * one a message the receiving edge accepts (src/transport/raft-edge.ts).
  */
 function everyWireMessage(from: NodeId, to: NodeId): Message[] {
-  const wireTypes = Object.values(MessageType).filter(
-    (t): t is MessageType => typeof t === 'number' && !LOCAL_MESSAGES.has(t) && t !== MessageType.Prop,
-  );
+  const wireTypes = Object.values(MessageType).filter((t): t is MessageType => typeof t === 'number' && !LOCAL_MESSAGES.has(t) && t !== MessageType.Prop);
   return wireTypes.map((type, i) =>
     message({
       type,
@@ -380,12 +362,7 @@ describe('GrpcTransport', () => {
     const client = new grpc.Client(`127.0.0.1:${b.port}`, grpc.credentials.createInsecure());
     try {
       for (let i = 0; i < 3; i++) {
-        const call = client.makeClientStreamRequest<WireBatch, WireStreamAck>(
-          streamMethod.path,
-          streamMethod.requestSerialize,
-          streamMethod.responseDeserialize,
-          () => {},
-        );
+        const call = client.makeClientStreamRequest<WireBatch, WireStreamAck>(streamMethod.path, streamMethod.requestSerialize, streamMethod.responseDeserialize, () => {});
         call.write({ clusterId: 'c1', from: 'n1', to: 'n2', messages: [toWire(message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term: 1 }))] });
         await waitFor(() => b.received.length === i + 1 && b.transport.inboundCount() === 1, 'an open inbound stream');
         call.cancel();
@@ -549,7 +526,10 @@ describe('RaftNode.PutStream', () => {
     const { client } = await putServer({ pendingMax: 3 });
     try {
       const waiting = Array.from({ length: 3 }, (_, i) => client.putStreamed({ key: `hang-${i}`, value: new Uint8Array() }, 60_000).catch(() => 'cancelled'));
-      await expect(client.putStreamed({ key: 'i-9', value: new Uint8Array() })).rejects.toMatchObject({ code: grpc.status.RESOURCE_EXHAUSTED, details: expect.stringMatching(/3 puts on this stream wait.*limit 3/) });
+      await expect(client.putStreamed({ key: 'i-9', value: new Uint8Array() })).rejects.toMatchObject({
+        code: grpc.status.RESOURCE_EXHAUSTED,
+        details: expect.stringMatching(/3 puts on this stream wait.*limit 3/),
+      });
       client.close();
       expect(await Promise.all(waiting)).toEqual(['cancelled', 'cancelled', 'cancelled']);
     } finally {

@@ -53,7 +53,9 @@ export const threePcScenarioArb: fc.Arbitrary<BaselineScenario> = fc.record({
  * faults), and network faults only.
  */
 export const verdictControlArb: fc.Arbitrary<SystemScenario> = fc.oneof(
-  fc.tuple(systemScenarioArb, fc.constantFrom(...CRASH_POINTS)).map(([sc, point]): SystemScenario => ({ ...sc, crashPoints: [{ point, target: 'leader', downMs: 0, forever: true }, ...sc.crashPoints] })),
+  fc
+    .tuple(systemScenarioArb, fc.constantFrom(...CRASH_POINTS))
+    .map(([sc, point]): SystemScenario => ({ ...sc, crashPoints: [{ point, target: 'leader', downMs: 0, forever: true }, ...sc.crashPoints] })),
   fc.tuple(systemScenarioArb, fc.array(networkFaultArb, { minLength: 1, maxLength: 10 })).map(([sc, faults]): SystemScenario => ({ ...sc, faults, crashPoints: [], diskFaults: [] })),
 );
 
@@ -74,7 +76,14 @@ export interface BaselineSearch {
 
 export const SEARCHES: Record<Protocol, Omit<BaselineSearch, 'seed' | 'seedsMax'>> = {
   // With one participant there is nobody to run cooperative termination with; the theorem is about several.
-  '2pc': { protocol: '2pc', target: /^t=\d+ms: AC4 termination/, lost: 'AC4 lost', allowed: (v, r) => /^t=\d+ms: AC4 termination/.test(v) && r.coordinatorLost, accept: (v, r) => (r.members.get(txnOf(v) ?? '')?.length ?? 0) >= 2, arb: twoPcScenarioArb },
+  '2pc': {
+    protocol: '2pc',
+    target: /^t=\d+ms: AC4 termination/,
+    lost: 'AC4 lost',
+    allowed: (v, r) => /^t=\d+ms: AC4 termination/.test(v) && r.coordinatorLost,
+    accept: (v, r) => (r.members.get(txnOf(v) ?? '')?.length ?? 0) >= 2,
+    arb: twoPcScenarioArb,
+  },
   // A coordinator that committed while its only participant aborted is reported as R4 and atomicity: 3PC's, not the model's.
   '3pc': { protocol: '3pc', target: /^t=\d+ms: AC1 agreement/, lost: 'AC1 lost', allowed: (v) => /^t=\d+ms: (AC1 agreement|R4|atomicity)/.test(v), accept: () => true, arb: threePcScenarioArb },
 };

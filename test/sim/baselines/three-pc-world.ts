@@ -72,27 +72,41 @@ export class ThreePcWorld extends BaselineWorld {
           break;
         case 'pre-commit':
           this.timeline.once(a.txnId, `${COORDINATOR} has every YES: sends PreCommit`);
-          this.rpc.call<boolean>(COORDINATOR, ALWAYS, a.to, THREE_PC_CONFIG.ackTimeoutMs, (reply) => {
-            const p = this.part(a.to);
-            const before = p.model.stateOf(a.txnId);
-            const ack = p.model.preCommit(a.txnId, this.q.now);
-            if (before === 'uncertain' && ack) this.timeline.add(a.txnId, `${p.id} gets PreCommit: precommitted, ACKs`);
-            else if (!ack) this.timeline.add(a.txnId, `${p.id} gets PreCommit but has ${before ?? 'never voted'}: no ACK`);
-            reply(null, ack);
-          }, (err, ack) => {
-            if (!err && ack) this.exec(this.coord.onPreCommitAck(a.txnId, a.to));
-          });
+          this.rpc.call<boolean>(
+            COORDINATOR,
+            ALWAYS,
+            a.to,
+            THREE_PC_CONFIG.ackTimeoutMs,
+            (reply) => {
+              const p = this.part(a.to);
+              const before = p.model.stateOf(a.txnId);
+              const ack = p.model.preCommit(a.txnId, this.q.now);
+              if (before === 'uncertain' && ack) this.timeline.add(a.txnId, `${p.id} gets PreCommit: precommitted, ACKs`);
+              else if (!ack) this.timeline.add(a.txnId, `${p.id} gets PreCommit but has ${before ?? 'never voted'}: no ACK`);
+              reply(null, ack);
+            },
+            (err, ack) => {
+              if (!err && ack) this.exec(this.coord.onPreCommitAck(a.txnId, a.to));
+            },
+          );
           break;
         case 'do-commit':
         case 'abort': {
           const outcome: Outcome = a.t === 'do-commit' ? 'committed' : 'aborted';
           this.timeline.once(a.txnId, `${COORDINATOR} sends ${a.t === 'do-commit' ? 'DoCommit' : 'Abort'}`);
-          this.rpc.call<true>(COORDINATOR, ALWAYS, a.to, RPC_DEADLINE_MS, (reply) => {
-            const p = this.part(a.to);
-            const d = p.model.onDecision(a.txnId, outcome);
-            if (d) this.apply(p, d);
-            reply(null, true);
-          }, () => {});
+          this.rpc.call<true>(
+            COORDINATOR,
+            ALWAYS,
+            a.to,
+            RPC_DEADLINE_MS,
+            (reply) => {
+              const p = this.part(a.to);
+              const d = p.model.onDecision(a.txnId, outcome);
+              if (d) this.apply(p, d);
+              reply(null, true);
+            },
+            () => {},
+          );
           break;
         }
         case 'decided':
@@ -106,23 +120,30 @@ export class ThreePcWorld extends BaselineWorld {
   private canCommit(txnId: string, p: Part, timeoutMs: number): void {
     const no = this.noVoters.get(txnId) === p.id;
     const payload = no ? memoryPayload({}, 'told to vote NO') : memoryPayload({ [keyOf(txnId)]: valueOf(txnId, p.id) });
-    this.rpc.call<'yes' | 'no'>(COORDINATOR, ALWAYS, p.id, timeoutMs, (reply) => {
-      // A repeated CanCommit gets the vote the first one got.
-      if (p.model.stateOf(txnId) !== undefined) return reply(null, p.model.vote(txnId, true, this.q.now));
-      p.resource.prepare(txnId, payload, (err, rv) => {
-        if (err || !rv.yes) {
-          const vote = p.model.vote(txnId, false, this.q.now);
-          this.voted(p.id, txnId, vote, err?.message ?? rv.reason);
-          return reply(null, vote);
-        }
-        const record: TxnRecord = { kind: 'prepared', txnId, atMs: this.q.now, payloadB64: '', participants: this.members.get(txnId) ?? [] };
-        p.journal.append(record, () => {
-          const vote = p.model.vote(txnId, true, this.q.now);
-          this.voted(p.id, txnId, vote, 'prepared state synced; uncertain now');
-          reply(null, vote);
+    this.rpc.call<'yes' | 'no'>(
+      COORDINATOR,
+      ALWAYS,
+      p.id,
+      timeoutMs,
+      (reply) => {
+        // A repeated CanCommit gets the vote the first one got.
+        if (p.model.stateOf(txnId) !== undefined) return reply(null, p.model.vote(txnId, true, this.q.now));
+        p.resource.prepare(txnId, payload, (err, rv) => {
+          if (err || !rv.yes) {
+            const vote = p.model.vote(txnId, false, this.q.now);
+            this.voted(p.id, txnId, vote, err?.message ?? rv.reason);
+            return reply(null, vote);
+          }
+          const record: TxnRecord = { kind: 'prepared', txnId, atMs: this.q.now, payloadB64: '', participants: this.members.get(txnId) ?? [] };
+          p.journal.append(record, () => {
+            const vote = p.model.vote(txnId, true, this.q.now);
+            this.voted(p.id, txnId, vote, 'prepared state synced; uncertain now');
+            reply(null, vote);
+          });
         });
-      });
-    }, (err, vote) => this.exec(this.coord.onVote(txnId, p.id, err ? null : (vote ?? null), this.q.now)));
+      },
+      (err, vote) => this.exec(this.coord.onVote(txnId, p.id, err ? null : (vote ?? null), this.q.now)),
+    );
   }
 
   /** A participant's decision, from the coordinator or from its own timeout, applied to its data. */

@@ -218,13 +218,20 @@ export class TwoPcWorld extends BaselineWorld {
     let final: ClusterOutcome = 'unknown';
     let left = peers.length;
     for (const q of peers) {
-      this.rpc.call<ClusterOutcome>(p.id, inc, q, RPC_DEADLINE_MS, (reply) => this.peerAnswer(this.part(q), txnId, reply), (err, o) => {
-        heard.push(`${q}: ${err ? 'no answer' : o === 'unknown' ? 'in doubt too' : o}`);
-        if (!err && (o === 'committed' || o === 'aborted')) final = o;
-        if (--left > 0) return;
-        this.timeline.once(txnId, `${p.id} hears from its peers about ${txnId}: ${heard.sort().join(', ')}`);
-        cb(null, final);
-      });
+      this.rpc.call<ClusterOutcome>(
+        p.id,
+        inc,
+        q,
+        RPC_DEADLINE_MS,
+        (reply) => this.peerAnswer(this.part(q), txnId, reply),
+        (err, o) => {
+          heard.push(`${q}: ${err ? 'no answer' : o === 'unknown' ? 'in doubt too' : o}`);
+          if (!err && (o === 'committed' || o === 'aborted')) final = o;
+          if (--left > 0) return;
+          this.timeline.once(txnId, `${p.id} hears from its peers about ${txnId}: ${heard.sort().join(', ')}`);
+          cb(null, final);
+        },
+      );
     }
   }
 

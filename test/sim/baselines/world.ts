@@ -250,7 +250,19 @@ export abstract class BaselineWorld implements FaultWorld {
     for (const t of this.members.keys()) if (this.checker.decisionOf(t) === 'commit') committed++;
     // The AC4 line closes the story of the transaction it names.
     for (const v of this.checker.violations) if (v.includes('AC4')) this.timeline.add(txnOf(v), v.replace(/^t=\d+ms: /, ''));
-    return { violations: this.checker.violations, timeline: this.timeline, steps: this.q.steps, crashes: this.crashes, partitions: this.partitions, txns: this.sc.txns.length, committed, crashPointsFired: this.crashPointsFired, votes: this.votes, members: this.members, coordinatorLost: this.coordinatorLost };
+    return {
+      violations: this.checker.violations,
+      timeline: this.timeline,
+      steps: this.q.steps,
+      crashes: this.crashes,
+      partitions: this.partitions,
+      txns: this.sc.txns.length,
+      committed,
+      crashPointsFired: this.crashPointsFired,
+      votes: this.votes,
+      members: this.members,
+      coordinatorLost: this.coordinatorLost,
+    };
   }
 
   private runPhases(): void {

@@ -128,7 +128,17 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
   private readonly firstSeenAtMs = new Map<string, number>();
 
   private constructor(o: Options, log: EngineLog, control: Pool) {
-    super({ openTxnTimeoutMs: o.openTxnTimeoutMs, openTxnsMax: o.concurrency, endedMax: o.endedMax, markerRetentionMs: o.markerRetentionMs, stuckAfterMs: o.stuckAfterMs, closeGraceMs: o.connectTimeoutMs }, log);
+    super(
+      {
+        openTxnTimeoutMs: o.openTxnTimeoutMs,
+        openTxnsMax: o.concurrency,
+        endedMax: o.endedMax,
+        markerRetentionMs: o.markerRetentionMs,
+        stuckAfterMs: o.stuckAfterMs,
+        closeGraceMs: o.connectTimeoutMs,
+      },
+      log,
+    );
     this.o = o;
     this.control = control;
     this.table = o.markerTable;
@@ -346,7 +356,11 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
       if (parsed.kind === 'foreign') continue; // not a branch of this participant: not ours to touch
       ours.push({ gid: xidText(xid), parsed });
     }
-    const times = await tables.preparedTimes(this.control, this.table, ours.map((p) => p.gid));
+    const times = await tables.preparedTimes(
+      this.control,
+      this.table,
+      ours.map((p) => p.gid),
+    );
     const now = Date.now();
     const seen = new Set<string>();
     const out: PreparedGid[] = ours.map((p) => {

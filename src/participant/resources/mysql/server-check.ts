@@ -52,9 +52,7 @@ export const CHECKED_VARIABLES = ['innodb_flush_log_at_trx_commit', 'log_bin', '
 /** Asks the server for the facts assessServer() needs: a few short statements on one control connection. */
 export async function gatherFacts(pool: Pool): Promise<ServerFacts> {
   const [vrows] = (await pool.query('SELECT VERSION() AS v')) as unknown as [{ v: string }[]];
-  const [rows] = (await pool.query(`SHOW GLOBAL VARIABLES WHERE Variable_name IN (${CHECKED_VARIABLES.map((v) => `'${v}'`).join(', ')})`)) as unknown as [
-    { Variable_name: string; Value: string }[],
-  ];
+  const [rows] = (await pool.query(`SHOW GLOBAL VARIABLES WHERE Variable_name IN (${CHECKED_VARIABLES.map((v) => `'${v}'`).join(', ')})`)) as unknown as [{ Variable_name: string; Value: string }[]];
   const variables: Record<string, string> = {};
   for (const r of rows) variables[r.Variable_name.toLowerCase()] = String(r.Value);
   const [erows] = (await pool.query('SELECT ENGINE AS engine, SUPPORT AS support, XA AS xa FROM information_schema.ENGINES')) as unknown as [{ engine: string; support: string; xa: string | null }[]];
@@ -87,8 +85,7 @@ export function parseVersion(version: string): ServerVersion | null {
   return { flavor: /mariadb/i.test(version) ? 'MariaDB' : 'MySQL', major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]) };
 }
 
-const atLeast = (v: ServerVersion, major: number, minor: number, patch: number): boolean =>
-  v.major !== major ? v.major > major : v.minor !== minor ? v.minor > minor : v.patch >= patch;
+const atLeast = (v: ServerVersion, major: number, minor: number, patch: number): boolean => (v.major !== major ? v.major > major : v.minor !== minor ? v.minor > minor : v.patch >= patch);
 
 /** Pure: the reasons to refuse this server (empty: safe) and the warnings. */
 export function assessServer(f: ServerFacts): Assessment {
@@ -98,7 +95,9 @@ export function assessServer(f: ServerFacts): Assessment {
   if (v === null) {
     refusals.push(`the server's version "${f.version}" is not MAJOR.MINOR.PATCH; cannot tell whether its prepared XA branches survive a disconnect`);
   } else if (v.flavor === 'MariaDB' && !atLeast(v, 10, 5, 2)) {
-    refusals.push(`MariaDB ${f.version} rolls a prepared XA branch back when its session ends (MDEV-742, fixed in 10.5.2), so a crash of this participant would decide alone; upgrade to MariaDB 10.5.2 or later`);
+    refusals.push(
+      `MariaDB ${f.version} rolls a prepared XA branch back when its session ends (MDEV-742, fixed in 10.5.2), so a crash of this participant would decide alone; upgrade to MariaDB 10.5.2 or later`,
+    );
   } else if (v.flavor === 'MySQL' && !atLeast(v, 5, 7, 7)) {
     refusals.push(`MySQL ${f.version} rolls a prepared XA branch back when its session ends (fixed in 5.7.7), so a crash of this participant would decide alone; upgrade to MySQL 5.7.7 or later`);
   }

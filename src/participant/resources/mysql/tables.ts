@@ -59,11 +59,9 @@ export async function preparedTimes(pool: Pool, markerTable: string, xids: strin
   const c = await pool.getConnection();
   try {
     await c.query('SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED');
-    const rows = await rowsOf<{ xid: string; age_us: number | string }>(
-      c,
-      `SELECT xid, TIMESTAMPDIFF(MICROSECOND, prepared_at, UTC_TIMESTAMP(6)) AS age_us FROM ${markerTable} WHERE xid IN (?)`,
-      [xids],
-    );
+    const rows = await rowsOf<{ xid: string; age_us: number | string }>(c, `SELECT xid, TIMESTAMPDIFF(MICROSECOND, prepared_at, UTC_TIMESTAMP(6)) AS age_us FROM ${markerTable} WHERE xid IN (?)`, [
+      xids,
+    ]);
     const now = Date.now();
     for (const r of rows) out.set(r.xid, now - Math.max(0, Number(r.age_us)) / 1_000);
   } finally {
@@ -77,11 +75,14 @@ export async function deleteOldMarkers(db: Db, o: { table: string; scope: XidSco
   let total = 0;
   const suffix = `,${o.scope.bqual}`;
   for (let i = 0; i < 100; i++) {
-    const n = await affected(
-      db,
-      `DELETE FROM ${o.table} WHERE LEFT(xid, ?) = ? AND RIGHT(xid, ?) = ? AND COALESCE(committed_at, prepared_at) < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND LIMIT ?`,
-      [o.scope.gtridPrefix.length, o.scope.gtridPrefix, suffix.length, suffix, Math.floor(o.retentionMs * 1_000), o.batch],
-    );
+    const n = await affected(db, `DELETE FROM ${o.table} WHERE LEFT(xid, ?) = ? AND RIGHT(xid, ?) = ? AND COALESCE(committed_at, prepared_at) < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND LIMIT ?`, [
+      o.scope.gtridPrefix.length,
+      o.scope.gtridPrefix,
+      suffix.length,
+      suffix,
+      Math.floor(o.retentionMs * 1_000),
+      o.batch,
+    ]);
     total += n;
     if (n < o.batch) break;
   }
@@ -120,11 +121,13 @@ export async function actOf(db: Db, gid: string): Promise<HeuristicAct | null> {
 /** Acts of this participant the cluster has not acknowledged, oldest first, at most rowsMax. */
 export async function unreportedActs(db: Db, scope: XidScope, rowsMax: number): Promise<HeuristicAct[]> {
   const suffix = `,${scope.bqual}`;
-  const rows = await rowsOf<ActRow>(
-    db,
-    `SELECT ${ACT_COLUMNS} FROM ${HEURISTIC_TABLE} WHERE LEFT(gid, ?) = ? AND RIGHT(gid, ?) = ? AND reported_at_ms IS NULL ORDER BY at_ms LIMIT ?`,
-    [scope.gtridPrefix.length, scope.gtridPrefix, suffix.length, suffix, rowsMax],
-  );
+  const rows = await rowsOf<ActRow>(db, `SELECT ${ACT_COLUMNS} FROM ${HEURISTIC_TABLE} WHERE LEFT(gid, ?) = ? AND RIGHT(gid, ?) = ? AND reported_at_ms IS NULL ORDER BY at_ms LIMIT ?`, [
+    scope.gtridPrefix.length,
+    scope.gtridPrefix,
+    suffix.length,
+    suffix,
+    rowsMax,
+  ]);
   return rows.map(toAct);
 }
 
