@@ -9,7 +9,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { bool, flag, UsageError } from './args.ts';
 import { checkFlags } from './flags.ts';
-import { parseTimeout, useTimeout } from './reach.ts';
 import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
 
 const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
@@ -93,6 +92,8 @@ async function main(argv: string[]): Promise<void> {
   const runsItself = ['node', 'cluster', 'certs'].includes(cmd) || (cmd === 'participant' && args[0] !== 'remove');
   if (!runsItself) {
     useClientTls(tlsArgs(args));
+    // Loaded here, not at the top: it loads the wire definitions, whose absence (a broken install) is reported below as one line.
+    const { parseTimeout, useTimeout } = await import('./reach.ts');
     useTimeout(parseTimeout(flag(args, '--timeout')));
   }
   switch (cmd) {

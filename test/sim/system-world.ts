@@ -637,7 +637,7 @@ export class SystemWorld implements FaultWorld {
       return;
     }
     this.checker.final({
-      faultFree: this.sc.faults.length === 0 && this.sc.crashPoints.length === 0 && this.sc.mutant === undefined,
+      faultFree: this.sc.faults.length === 0 && (this.sc.diskFaults ?? []).length === 0 && this.sc.crashPoints.length === 0 && this.sc.mutant === undefined,
       valueAt: (pid, key) => this.participant(pid).resource?.get(key),
       began: (txnId) => this.clientByTxn.get(txnId)?.began === true,
       // With a bounded tombstone list a forgotten decision may be gone for good (the horizon of timed ids is a unit test's).
