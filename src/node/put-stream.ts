@@ -16,6 +16,7 @@ import { adminOnly } from '../transport/auth.ts';
 import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, STATUS_REASON_KEY } from '../transport/coordinator-rpc.ts';
 import type { PutRequest, PutResponse, StreamedPutAnswer, StreamedPutAnswers, StreamedPuts } from '../transport/proto.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
+import type { CommitStreamOptions } from './commit-stream.ts';
 
 /** Puts waiting for their entry to commit on one stream at most; beyond this one is refused with RESOURCE_EXHAUSTED. */
 export const PUT_STREAM_PENDING_MAX = 4_096;
@@ -26,11 +27,8 @@ export interface PutStreams {
   endAll(): void;
 }
 
-export interface PutStreamOptions {
-  /** Answers a stream may hold unread by its client before it is cut off (config key streamUnreadMax). */
-  unreadMax?: number;
-  /** Told when a stream is cut off because its client does not read its answers. */
-  onCutOff?: (peer: string, details: string) => void;
+/** The commit stream's options (unread bound, cut-off hook), plus a bound on waiting Puts. */
+export interface PutStreamOptions extends CommitStreamOptions {
   /** Puts waiting on one stream at most; default PUT_STREAM_PENDING_MAX. */
   pendingMax?: number;
 }
