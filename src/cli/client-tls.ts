@@ -1,9 +1,10 @@
 // TLS for the CLI's client commands (status, txn, leader, put, get, ...):
 // `--ca FILE [--cert FILE --key FILE]`, or VERDICT_TLS_CA, VERDICT_TLS_CERT
 // and VERDICT_TLS_KEY (flags win). Without a CA the CLI speaks plaintext.
-// main.ts reads the flags once; each command asks clientCredentials().
-import * as grpc from '@grpc/grpc-js';
-import { loadTls, TlsSetupError, type TlsFiles } from '../transport/tls.ts';
+// main.ts reads the flags once; `verdict status` dials with clientTls()
+// (node:http2), the other commands with clientCredentials() (grpc-js, in
+// client-credentials.ts): the same files, checked once, and the same checks.
+import { loadTls, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
 import { flag, UsageError } from './args.ts';
 
 export const TLS_FLAGS_HELP = `TLS (a cluster with TLS requires it): --ca FILE --cert FILE --key FILE, the cluster's CA and a client
@@ -23,26 +24,25 @@ export function tlsArgs(args: string[], env: Readonly<Record<string, string | un
 }
 
 /** Reads and checks the files; every problem is one UsageError line. */
-export function loadClientTls(files: TlsFiles): grpc.ChannelCredentials {
+export function loadClientTls(files: TlsFiles): TlsMaterial {
   try {
-    const m = loadTls(files, (k) => `--${k}`);
-    return grpc.credentials.createSsl(m.ca, m.key, m.cert);
+    return loadTls(files, (k) => `--${k}`);
   } catch (err) {
     if (err instanceof TlsSetupError) throw new UsageError(err.message);
     throw err;
   }
 }
 
-let current: grpc.ChannelCredentials | null = null;
+let current: TlsMaterial | null = null;
 
 /** Called once by main.ts for client commands. */
 export function useClientTls(files: TlsFiles | null): void {
   current = files === null ? null : loadClientTls(files);
 }
 
-/** The credentials every client command connects with. */
-export function clientCredentials(): grpc.ChannelCredentials {
-  return current ?? grpc.credentials.createInsecure();
+/** The CA and client certificate every client command connects with; null: plaintext. */
+export function clientTls(): TlsMaterial | null {
+  return current;
 }
 
 export function clientUsesTls(): boolean {

@@ -4,9 +4,9 @@
 // User errors print one line and exit non-zero; stack traces are for bugs.
 
 // Each command's module is imported when that command runs, not before:
-// `verdict status` loads the gRPC client and nothing of the node, LevelDB or
-// PostgreSQL, which keeps a client command's start-up short.
-import * as grpc from '@grpc/grpc-js';
+// `verdict status` loads neither grpc-js nor the .proto files (it calls
+// Status over node:http2), nor anything of the node, LevelDB or PostgreSQL,
+// which keeps a client command's start-up short.
 import { bool, flag, UsageError } from './args.ts';
 import { checkFlags } from './flags.ts';
 import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
@@ -38,7 +38,7 @@ const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key th
 /** The usage text, assembled from each command's module (loaded only for --help). */
 async function helpTexts(): Promise<{ all: string; byCommand: Record<string, string> }> {
   const [{ LEADER_HELP }, { TXN_HELP, PARTICIPANTS_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }, { NODE_REPAIR_HELP }, { CERTS_HELP }] = await Promise.all([
-    import('./status.ts'),
+    import('./leader-calls.ts'),
     import('./txn.ts'),
     import('./participant.ts'),
     import('./participant-resolve.ts'),
@@ -72,9 +72,12 @@ ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
 async function main(argv: string[]): Promise<void> {
   // grpc-js prints its own errors to stderr (`No address added out of total 1
   // resolved` before our "address in use" line); every one of them also
-  // reaches us as an error value, which we report in our words. GRPC_VERBOSITY
-  // still turns its logging back on for debugging.
-  if (process.env.GRPC_VERBOSITY === undefined) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
+  // reaches us as an error value, which we report in our words. grpc-js reads
+  // this setting when it is first loaded, which for every command is after
+  // this line (no module imported above loads it), and the processes that
+  // `verdict cluster up` starts inherit it. GRPC_VERBOSITY (or
+  // GRPC_NODE_VERBOSITY) set by the user turns its logging back on for debugging.
+  if (process.env.GRPC_VERBOSITY === undefined && process.env.GRPC_NODE_VERBOSITY === undefined) process.env.GRPC_VERBOSITY = 'NONE';
   const args = argv.slice();
   const cmd = args.shift();
   if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
@@ -109,9 +112,9 @@ async function main(argv: string[]): Promise<void> {
     case 'status':
       return (await import('./status.ts')).statusCommand(args);
     case 'put':
-      return (await import('./status.ts')).putCommand(args);
+      return (await import('./leader-calls.ts')).putCommand(args);
     case 'get':
-      return (await import('./status.ts')).getCommand(args);
+      return (await import('./leader-calls.ts')).getCommand(args);
     case 'participant':
       return (await import('./participant.ts')).participantCommand(args);
     case 'participants':
@@ -119,7 +122,7 @@ async function main(argv: string[]): Promise<void> {
     case 'txn':
       return (await import('./txn.ts')).txnCommand(args);
     case 'leader':
-      return (await import('./status.ts')).leaderCommand(args);
+      return (await import('./leader-calls.ts')).leaderCommand(args);
     case 'member':
       return (await import('./member.ts')).memberCommand(args);
     case 'certs':

@@ -6,7 +6,8 @@ import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { RaftNodeClient } from '../transport/admin.ts';
 import type { Members } from '../transport/proto.ts';
 import { bool, flag, UsageError } from './args.ts';
-import { endpoints, onLeader } from './status.ts';
+import { onLeader } from './leader-calls.ts';
+import { endpoints } from './status.ts';
 
 export const MEMBER_HELP = `  verdict member list [--json] [--endpoints ...]
                                       the voters and learners, their addresses and replication progress

@@ -1,11 +1,14 @@
 // How long a client command waits for the cluster to answer at all
 // (`--timeout`, default 2 s), and the check that an unreachable cluster is
-// reported within it, naming every endpoint tried and why each failed.
-import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
-import { RaftNodeClient } from '../transport/admin.ts';
+// reported within it, naming every endpoint tried and why each failed; and
+// the one way the CLI asks a node for its status: RaftNode.Status over
+// node:http2 (src/transport/h2-unary.ts), without loading grpc-js.
+import { Code, unaryH2, type CallError } from '../transport/h2-unary.ts';
+import type { NodeStatus } from '../transport/proto.ts';
+import { decodeNodeStatus, StatusWireError } from '../transport/status-wire.ts';
 import { explainConnectError } from '../transport/tls.ts';
 import { CommandError, UsageError } from './args.ts';
-import { clientCredentials, clientUsesTls } from './client-tls.ts';
+import { clientTls, clientUsesTls } from './client-tls.ts';
 
 export const DEFAULT_TIMEOUT_MS = 2_000;
 const TIMEOUT_MS_MAX = 600_000;
@@ -31,12 +34,27 @@ export function clientTimeoutMs(): number {
   return timeoutMs;
 }
 
-/** Why one endpoint did not answer, in a person's words. */
-export function unreachableReason(err: ServiceError, deadlineMs: number): string {
-  if (err.code === grpcStatus.DEADLINE_EXCEEDED) return `no answer within ${deadlineMs} ms`;
+const STATUS_PATH = '/verdict.raft.RaftNode/Status';
+/** StatusRequest has no fields: its encoding is empty. */
+const STATUS_REQUEST = new Uint8Array(0);
+
+/** RaftNode.Status of the node at `address`, with the client TLS; rejects with a CallError. */
+export async function nodeStatus(address: string, deadlineMs = timeoutMs): Promise<NodeStatus> {
+  const bytes = await unaryH2(address, STATUS_PATH, STATUS_REQUEST, clientTls(), deadlineMs);
+  try {
+    return decodeNodeStatus(bytes);
+  } catch (err) {
+    if (err instanceof StatusWireError) throw Object.assign(err, { code: Code.INTERNAL, details: `the answer is not a node status: ${err.message}` });
+    throw err;
+  }
+}
+
+/** Why one endpoint did not answer, in a person's words; `err` is a CallError or a grpc-js ServiceError. */
+export function unreachableReason(err: Pick<CallError, 'code' | 'details' | 'message'>, deadlineMs: number): string {
+  if (err.code === Code.DEADLINE_EXCEEDED) return `no answer within ${deadlineMs} ms`;
   const text = err.details ?? err.message;
   if (/ECONNREFUSED/.test(text)) return 'connection refused';
-  return err.code === grpcStatus.UNAVAILABLE ? explainConnectError(text, clientUsesTls()) : text;
+  return err.code === Code.UNAVAILABLE ? explainConnectError(text, clientUsesTls()) : text;
 }
 
 /** The one-line refusal when no endpoint answered: every endpoint, with its reason. */
@@ -56,19 +74,16 @@ export async function requireReachable(addrs: readonly string[], deadlineMs = ti
   await new Promise<void>((resolve, reject) => {
     let pending = addrs.length;
     for (const addr of addrs) {
-      const c = new RaftNodeClient(addr, clientCredentials());
-      c.status(deadlineMs)
-        .then(
-          () => resolve(),
-          (err: ServiceError) => {
-            // Any answer but "could not connect" or silence proves a server is there.
-            if (err.code !== grpcStatus.UNAVAILABLE && err.code !== grpcStatus.DEADLINE_EXCEEDED) return resolve();
-            failures.set(addr, unreachableReason(err, deadlineMs));
-            // In the order given, not the order they failed in.
-            if (--pending === 0) reject(new CommandError(unreachableMessage(new Map(addrs.map((a) => [a, failures.get(a) ?? 'no answer'])), deadlineMs)));
-          },
-        )
-        .finally(() => c.close());
+      nodeStatus(addr, deadlineMs).then(
+        () => resolve(),
+        (err: CallError) => {
+          // Any answer but "could not connect" or silence proves a server is there.
+          if (err.code !== Code.UNAVAILABLE && err.code !== Code.DEADLINE_EXCEEDED) return resolve();
+          failures.set(addr, unreachableReason(err, deadlineMs));
+          // In the order given, not the order they failed in.
+          if (--pending === 0) reject(new CommandError(unreachableMessage(new Map(addrs.map((a) => [a, failures.get(a) ?? 'no answer'])), deadlineMs)));
+        },
+      );
     }
   });
 }

@@ -1,15 +1,13 @@
-// `verdict status`, `verdict leader transfer`, `verdict put`, `verdict get`:
-// small clients of the node API (service RaftNode). Status asks every
-// endpoint it knows, and every peer the leader reports, so one address is
-// enough to see the cluster.
+// `verdict status`: asks every endpoint it knows, and every peer the
+// members report, so one address is enough to see the cluster. It calls
+// RaftNode.Status over node:http2 (reach.ts) and loads nothing of grpc-js,
+// which keeps a cold `verdict status` short; the commands that need grpc-js
+// (put, get, leader transfer) are in leader-calls.ts.
 
-import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
-import { RaftNodeClient } from '../transport/admin.ts';
+import type { CallError } from '../transport/h2-unary.ts';
 import type { NodeStatus } from '../transport/proto.ts';
-import { bool, CommandError, flag, UsageError } from './args.ts';
-import { clientTimeoutMs, unreachableMessage, unreachableReason } from './reach.ts';
-import { clientCredentials, clientUsesTls } from './client-tls.ts';
-import { explainConnectError } from '../transport/tls.ts';
+import { bool, flag, UsageError } from './args.ts';
+import { clientTimeoutMs, nodeStatus, unreachableMessage, unreachableReason } from './reach.ts';
 
 const DEFAULT_ENDPOINTS = ['127.0.0.1:7001', '127.0.0.1:7002', '127.0.0.1:7003'];
 
@@ -48,18 +46,15 @@ export async function clusterStatus(addrs: string[], deadlineMs = clientTimeoutM
   const ids = new Map<string, string>();
   const ask = async (addr: string): Promise<void> => {
     if (results.has(addr)) return;
-    const c = new RaftNodeClient(addr, clientCredentials());
     results.set(addr, new Error('pending'));
     try {
-      const s = await c.status(deadlineMs);
+      const s = await nodeStatus(addr, deadlineMs);
       results.set(addr, s);
       // Learn the other members from whoever answers.
       for (const p of s.peers) if (p.address) ids.set(p.address, p.nodeId);
       await Promise.all(s.peers.map((p) => (p.address ? ask(p.address) : undefined)));
     } catch (err) {
       results.set(addr, err as Error);
-    } finally {
-      c.close();
     }
   };
   await Promise.all(addrs.map(ask));
@@ -79,7 +74,7 @@ export async function clusterStatus(addrs: string[], deadlineMs = clientTimeoutM
     if (r instanceof Error) {
       const id = ids.get(address) ?? null;
       if (id !== null && answered.has(id)) continue;
-      nodes.push({ id, address, reachable: false, error: unreachableReason(r as ServiceError, deadlineMs) });
+      nodes.push({ id, address, reachable: false, error: unreachableReason(r as CallError, deadlineMs) });
       continue;
     }
     if (answered.get(r.nodeId)?.[0] !== address) continue;
@@ -131,110 +126,5 @@ export async function statusCommand(args: string[]): Promise<void> {
   if (!st.nodes.some((n) => n.reachable)) {
     process.stderr.write(`verdict: ${unreachableMessage(new Map(st.nodes.map((n) => [n.address, n.error ?? 'no answer'])), timeoutMs)}\n`);
     process.exitCode = 1;
-  }
-}
-
-/** Finds the leader among the endpoints (following redirects) and runs `f` on it. */
-export async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Promise<T>): Promise<T> {
-  let last: Error | null = null;
-  /** Why each endpoint failed, as last seen: the refusal names them all when none answers. */
-  const failures = new Map<string, string>();
-  const tried = new Set<string>();
-  const queue = [...addrs];
-  for (let round = 0; round < 3; round++) {
-    while (queue.length > 0) {
-      const addr = queue.shift() as string;
-      if (tried.has(addr)) continue;
-      tried.add(addr);
-      const c = new RaftNodeClient(addr, clientCredentials());
-      try {
-        return await f(c);
-      } catch (err) {
-        last = err as Error;
-        failures.set(addr, unreachableReason(err as ServiceError, clientTimeoutMs()));
-        const hint = (err as ServiceError).metadata?.get('verdict-leader-address')[0];
-        if (typeof hint === 'string' && hint) queue.unshift(hint);
-      } finally {
-        c.close();
-      }
-    }
-    // No leader yet (an election is running): wait a little and try everyone again.
-    await new Promise((r) => setTimeout(r, 500));
-    tried.clear();
-    queue.push(...addrs);
-  }
-  const e = last as ServiceError | null;
-  const connectFailures = [...failures.values()].every((w) => w === 'connection refused' || /^no answer within/.test(w));
-  if (failures.size > 0 && connectFailures) throw new CommandError(unreachableMessage(failures, clientTimeoutMs()));
-  const why = e?.code === grpcStatus.UNAVAILABLE ? explainConnectError(e.details, clientUsesTls()) : (e?.details ?? last?.message ?? 'no endpoints');
-  throw new UsageError(`no node accepted the request: ${why}`);
-}
-
-export async function putCommand(args: string[]): Promise<void> {
-  const addrs = endpoints(args);
-  const [key, value] = args;
-  if (key === undefined || value === undefined) throw new UsageError('usage: verdict put KEY VALUE');
-  const r = await onLeader(addrs, (c) => c.put({ key, value: Buffer.from(value) }));
-  process.stdout.write(`ok: index ${r.index} (leader ${r.leaderId})\n`);
-}
-
-export async function getCommand(args: string[]): Promise<void> {
-  const addrs = endpoints(args);
-  const [key] = args;
-  if (key === undefined) throw new UsageError('usage: verdict get KEY');
-  const r = await onLeader(addrs, (c) => c.get({ key, linearizable: true }));
-  if (!r.found) {
-    process.stdout.write(`(not found)\n`);
-    process.exitCode = 1;
-  } else process.stdout.write(Buffer.from(r.value).toString() + '\n');
-}
-
-export const LEADER_HELP = `  verdict leader transfer --to NODE [--timeout-ms N] [--json] [--endpoints ...]
-                                      hand leadership to NODE (e.g. before maintenance on the leader); waits until NODE leads
-`;
-
-export async function leaderCommand(args: string[]): Promise<void> {
-  const sub = args.shift();
-  if (sub !== 'transfer') throw new UsageError('usage: verdict leader transfer --to NODE [--timeout-ms N] [--json]');
-  const addrs = endpoints(args);
-  const to = flag(args, '--to');
-  const json = bool(args, '--json');
-  const timeoutRaw = flag(args, '--timeout-ms');
-  const timeoutMs = timeoutRaw === undefined ? 0 : Number(timeoutRaw);
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new UsageError('--timeout-ms needs a non-negative integer');
-  if (to === undefined) throw new UsageError('verdict leader transfer needs --to NODE');
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"`);
-  const st = await clusterStatus(addrs);
-  if (!st.nodes.some((n) => n.id === to)) {
-    const known = st.nodes
-      .map((n) => n.id)
-      .filter(Boolean)
-      .join(', ');
-    throw new UsageError(`no node "${to}" in the cluster${known ? ` (nodes: ${known})` : ''}`);
-  }
-  const leader = st.nodes.find((n) => n.id === st.leader);
-  let target = leader?.address ?? addrs[0];
-  // The leader may change under us; follow its hint a couple of times.
-  for (let hop = 0; ; hop++) {
-    const c = new RaftNodeClient(target, clientCredentials());
-    try {
-      // The server waits up to timeoutMs (or two election timeouts); give it room to answer.
-      const r = await c.transferLeader({ to, timeoutMs }, (timeoutMs || 10_000) + 5_000);
-      process.stdout.write(json ? JSON.stringify(r, null, 2) + '\n' : `leader: ${r.leaderId} (term ${r.term})\n`);
-      return;
-    } catch (err) {
-      const e = err as ServiceError;
-      const hint = e.metadata?.get('verdict-leader-address')[0];
-      if (e.code === grpcStatus.UNAVAILABLE && typeof hint === 'string' && hint && hint !== target && hop < 3) {
-        target = hint;
-        continue;
-      }
-      const why = e.code === grpcStatus.UNAVAILABLE ? explainConnectError(e.details || e.message, clientUsesTls()) : e.details || e.message;
-      process.stderr.write(`verdict: leader transfer to ${to} failed: ${grpcStatus[e.code] ?? e.code}: ${why}\n`);
-      process.exitCode = 1;
-      return;
-    } finally {
-      c.close();
-    }
   }
 }

@@ -11,7 +11,7 @@ import type { OutcomeResult } from '../client/transaction.ts';
 import { bool, flag, UsageError } from './args.ts';
 import { requireReachable } from './reach.ts';
 import { endpoints } from './status.ts';
-import { clientCredentials } from './client-tls.ts';
+import { clientCredentials } from './client-credentials.ts';
 
 export const EXIT_ERROR = 1;
 export const EXIT_ABORTED = 2;

@@ -4,17 +4,8 @@
 // naming rules: CN=<node id>, OU=<cluster id>).
 import type * as grpc from '@grpc/grpc-js';
 import type { AuthPolicy } from '../transport/auth.ts';
-import {
-  certificateNamesHost,
-  channelCredentials,
-  loadTls,
-  nodeCertificateProblem,
-  peerCertificate,
-  serverCredentials,
-  TlsSetupError,
-  type AuthenticatedCall,
-  type TlsMaterial,
-} from '../transport/tls.ts';
+import { certificateNamesHost, loadTls, nodeCertificateProblem, peerCertificate, TlsSetupError, type AuthenticatedCall, type TlsMaterial } from '../transport/tls.ts';
+import { channelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
 import { ConfigError, parseAddress, type NodeConfig } from './config.ts';
 
 export interface NodeTls {

@@ -1,6 +1,6 @@
 // TLS for every Verdict connection: loading and checking certificate files,
-// gRPC credentials, the identity a certificate carries, and error messages
-// a person can act on when a handshake fails.
+// the identity a certificate carries, and error messages a person can act on
+// when a handshake fails (grpc-js credentials from them: tls-credentials.ts).
 //
 // TLS in Verdict is always mutual: a server (node or participant) asks every
 // caller for a certificate signed by its CA and refuses the connection
@@ -19,9 +19,8 @@
 // docs/security.md.
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import type { PeerCertificate } from 'node:tls';
 import { isIP } from 'node:net';
-import * as grpc from '@grpc/grpc-js';
 
 /** Paths of the PEM files; cert and key go together (a client may have neither). */
 export interface TlsFiles {
@@ -110,32 +109,6 @@ export function clusterCertificateProblem(subject: string | Record<string, strin
 export function certificateNamesHost(leaf: X509Certificate, host: string): boolean {
   const h = host.startsWith('[') ? host.slice(1, -1) : host;
   return isIP(h) !== 0 ? leaf.checkIP(h) !== undefined : leaf.checkHost(h) !== undefined;
-}
-
-/** Server side: TLS that requires a client certificate signed by the CA. */
-export function serverCredentials(m: TlsMaterial): grpc.ServerCredentials {
-  if (m.cert === null || m.key === null) throw new TlsSetupError('a TLS server needs a certificate and a key');
-  return grpc.ServerCredentials.createSsl(m.ca, [{ cert_chain: m.cert, private_key: m.key }], true);
-}
-
-/**
- * Client side: checks the server's certificate against the CA and the
- * dialled host, presents our certificate if we have one. With `node`, the
- * server must also be that node of that cluster (CN and OU), or, without
- * `node.nodeId`, of that cluster (OU: what a participant knows of the nodes
- * it dials).
- */
-export function channelCredentials(m: TlsMaterial, node?: { clusterId: string; nodeId?: string }): grpc.ChannelCredentials {
-  const verify: grpc.VerifyOptions = {};
-  if (node !== undefined) {
-    verify.checkServerIdentity = (host: string, cert: PeerCertificate): Error | undefined => {
-      const hostErr = checkServerIdentity(host, cert);
-      if (hostErr !== undefined) return hostErr;
-      const problem = node.nodeId === undefined ? clusterCertificateProblem(cert.subject, node.clusterId) : nodeCertificateProblem(cert.subject, node.clusterId, node.nodeId);
-      return problem === null ? undefined : new Error(`peer at ${host} refused: its ${problem}`);
-    };
-  }
-  return grpc.credentials.createSsl(m.ca, m.key, m.cert, verify);
 }
 
 /** What a server call tells about its caller (grpc-js does not export its AuthContext type). */

@@ -1,0 +1,150 @@
+// The protobuf decoding of NodeStatus (proto/raft.proto), by hand, for the
+// CLI's fast status path (src/transport/h2-unary.ts): loading protobufjs and
+// proto-loader to read one small message costs a cold `verdict status` more
+// than the call itself. It yields exactly what proto-loader yields under
+// LOAD_OPTIONS (camelCase, numbers, every field present), which
+// test/unit/status-wire.test.ts checks against proto-loader's own decoder.
+//
+// The bytes come from the network: every length, wire type and number is
+// checked, and a bad one is a StatusWireError naming the field, never an
+// exception from deeper down. Unknown fields are skipped, as protobuf
+// requires, so a newer node's status still reads.
+import type { NodeStatus, PeerStatus } from './proto.ts';
+
+/** The wire does not hold a NodeStatus: the reason names the field. */
+export class StatusWireError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StatusWireError';
+  }
+}
+
+const VARINT = 0;
+const FIXED64 = 1;
+const LENGTH = 2;
+const FIXED32 = 5;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+class Reader {
+  pos = 0;
+  constructor(
+    private readonly buf: Uint8Array,
+    private readonly what: string,
+  ) {}
+
+  get done(): boolean {
+    return this.pos >= this.buf.length;
+  }
+
+  fail(why: string): never {
+    throw new StatusWireError(`${this.what}: ${why} at byte ${this.pos}`);
+  }
+
+  /** A varint as a JS number; refuses more than 10 bytes and values past 2^53 (no count or index gets there). */
+  varint(field: string): number {
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.buf.length) this.fail(`${field} ends inside a varint`);
+      const b = this.buf[this.pos++];
+      value += (b & 0x7f) * scale;
+      scale *= 128;
+      if ((b & 0x80) === 0) {
+        if (!Number.isSafeInteger(value)) this.fail(`${field} is ${value}, beyond 2^53`);
+        return value;
+      }
+    }
+    return this.fail(`${field} is a varint longer than 10 bytes`);
+  }
+
+  bytes(field: string): Uint8Array {
+    const n = this.varint(`${field} length`);
+    if (n > this.buf.length - this.pos) this.fail(`${field} claims ${n} bytes, ${this.buf.length - this.pos} remain`);
+    const out = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return out;
+  }
+
+  string(field: string): string {
+    const b = this.bytes(field);
+    try {
+      return utf8.decode(b);
+    } catch {
+      return this.fail(`${field} is not UTF-8`);
+    }
+  }
+
+  skip(wireType: number, field: number): void {
+    if (wireType === VARINT) this.varint(`field ${field}`);
+    else if (wireType === LENGTH) this.bytes(`field ${field}`);
+    else if (wireType === FIXED64 || wireType === FIXED32) {
+      const n = wireType === FIXED64 ? 8 : 4;
+      if (n > this.buf.length - this.pos) this.fail(`field ${field} ends early`);
+      this.pos += n;
+    } else this.fail(`field ${field} has wire type ${wireType}, which this decoder does not know`);
+  }
+
+  /** Calls `field(number, wireType)` for each field; `field` reads the value or returns false to skip it. */
+  fields(field: (n: number, wireType: number) => boolean): void {
+    while (!this.done) {
+      const tag = this.varint('tag');
+      const n = Math.floor(tag / 8);
+      const wireType = tag % 8;
+      if (n === 0) this.fail('field number 0');
+      if (!field(n, wireType)) this.skip(wireType, n);
+    }
+  }
+
+  expect(wireType: number, want: number, name: string): void {
+    if (wireType !== want) this.fail(`${name} has wire type ${wireType}, expected ${want}`);
+  }
+}
+
+const UINT32_MAX = 0xffff_ffff;
+
+function decodePeer(buf: Uint8Array, i: number): PeerStatus {
+  const p: PeerStatus = { nodeId: '', address: '', matchIndex: 0, nextIndex: 0, state: '' };
+  const r = new Reader(buf, `NodeStatus.peers[${i}]`);
+  r.fields((n, wt) => {
+    const str = (name: string): string => (r.expect(wt, LENGTH, name), r.string(name));
+    const num = (name: string): number => (r.expect(wt, VARINT, name), r.varint(name));
+    if (n === 1) p.nodeId = str('node_id');
+    else if (n === 2) p.address = str('address');
+    else if (n === 3) p.matchIndex = num('match_index');
+    else if (n === 4) p.nextIndex = num('next_index');
+    else if (n === 5) p.state = str('state');
+    else return false;
+    return true;
+  });
+  return p;
+}
+
+/** A NodeStatus message's bytes, decoded and checked. */
+export function decodeNodeStatus(buf: Uint8Array): NodeStatus {
+  const s: NodeStatus = { clusterId: '', nodeId: '', address: '', role: '', term: 0, leaderId: '', commitIndex: 0, appliedIndex: 0, lastIndex: 0, firstIndex: 0, peers: [], pid: 0 };
+  const r = new Reader(buf, 'NodeStatus');
+  r.fields((n, wt) => {
+    const str = (name: string): string => (r.expect(wt, LENGTH, name), r.string(name));
+    const num = (name: string): number => (r.expect(wt, VARINT, name), r.varint(name));
+    if (n === 1) s.clusterId = str('cluster_id');
+    else if (n === 2) s.nodeId = str('node_id');
+    else if (n === 3) s.address = str('address');
+    else if (n === 4) s.role = str('role');
+    else if (n === 5) s.term = num('term');
+    else if (n === 6) s.leaderId = str('leader_id');
+    else if (n === 7) s.commitIndex = num('commit_index');
+    else if (n === 8) s.appliedIndex = num('applied_index');
+    else if (n === 9) s.lastIndex = num('last_index');
+    else if (n === 10) s.firstIndex = num('first_index');
+    else if (n === 11) {
+      r.expect(wt, LENGTH, 'peers');
+      s.peers.push(decodePeer(r.bytes('peers'), s.peers.length));
+    } else if (n === 12) {
+      s.pid = num('pid');
+      if (s.pid > UINT32_MAX) r.fail(`pid is ${s.pid}, beyond uint32`);
+    } else return false;
+    return true;
+  });
+  return s;
+}

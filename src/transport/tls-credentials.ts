@@ -1,0 +1,32 @@
+// TLS as grpc-js credentials, built from the checked files of tls.ts: kept
+// apart from it so that a process that dials without grpc-js (the CLI's
+// `verdict status`, over node:http2) does not load grpc-js for the checks.
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import * as grpc from '@grpc/grpc-js';
+import { clusterCertificateProblem, nodeCertificateProblem, TlsSetupError, type TlsMaterial } from './tls.ts';
+
+/** Server side: TLS that requires a client certificate signed by the CA. */
+export function serverCredentials(m: TlsMaterial): grpc.ServerCredentials {
+  if (m.cert === null || m.key === null) throw new TlsSetupError('a TLS server needs a certificate and a key');
+  return grpc.ServerCredentials.createSsl(m.ca, [{ cert_chain: m.cert, private_key: m.key }], true);
+}
+
+/**
+ * Client side: checks the server's certificate against the CA and the
+ * dialled host, presents our certificate if we have one. With `node`, the
+ * server must also be that node of that cluster (CN and OU), or, without
+ * `node.nodeId`, of that cluster (OU: what a participant knows of the nodes
+ * it dials).
+ */
+export function channelCredentials(m: TlsMaterial, node?: { clusterId: string; nodeId?: string }): grpc.ChannelCredentials {
+  const verify: grpc.VerifyOptions = {};
+  if (node !== undefined) {
+    verify.checkServerIdentity = (host: string, cert: PeerCertificate): Error | undefined => {
+      const hostErr = checkServerIdentity(host, cert);
+      if (hostErr !== undefined) return hostErr;
+      const problem = node.nodeId === undefined ? clusterCertificateProblem(cert.subject, node.clusterId) : nodeCertificateProblem(cert.subject, node.clusterId, node.nodeId);
+      return problem === null ? undefined : new Error(`peer at ${host} refused: its ${problem}`);
+    };
+  }
+  return grpc.credentials.createSsl(m.ca, m.key, m.cert, verify);
+}
