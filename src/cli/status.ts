@@ -40,6 +40,22 @@ export interface ClusterStatus {
   }[];
 }
 
+/** The row of a node that answered `s` when asked at `address`. */
+export function nodeRow(address: string, s: NodeStatus): ClusterStatus['nodes'][number] {
+  return {
+    id: s.nodeId,
+    address,
+    reachable: true,
+    ...(s.pid > 0 ? { pid: s.pid } : {}),
+    role: s.role,
+    term: s.term,
+    leader: s.leaderId || null,
+    commitIndex: s.commitIndex,
+    appliedIndex: s.appliedIndex,
+    lastIndex: s.lastIndex,
+  };
+}
+
 export async function clusterStatus(addrs: string[], deadlineMs = clientTimeoutMs()): Promise<ClusterStatus> {
   const results = new Map<string, NodeStatus | Error>();
   /** Node ids by address, as the members report each other: names a node that does not answer. */
@@ -82,18 +98,7 @@ export async function clusterStatus(addrs: string[], deadlineMs = clientTimeoutM
       leader = r.nodeId;
       leaderTerm = r.term;
     }
-    nodes.push({
-      id: r.nodeId,
-      address,
-      reachable: true,
-      ...(r.pid > 0 ? { pid: r.pid } : {}),
-      role: r.role,
-      term: r.term,
-      leader: r.leaderId || null,
-      commitIndex: r.commitIndex,
-      appliedIndex: r.appliedIndex,
-      lastIndex: r.lastIndex,
-    });
+    nodes.push(nodeRow(address, r));
   }
   nodes.sort((a, b) => (a.id ?? a.address).localeCompare(b.id ?? b.address));
   return { leader, nodes };

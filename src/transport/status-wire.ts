@@ -99,6 +99,18 @@ class Reader {
   expect(wireType: number, want: number, name: string): void {
     if (wireType !== want) this.fail(`${name} has wire type ${wireType}, expected ${want}`);
   }
+
+  /** A string field's value, refused when the field came with another wire type. */
+  stringField(wireType: number, name: string): string {
+    this.expect(wireType, LENGTH, name);
+    return this.string(name);
+  }
+
+  /** A uint64/uint32 field's value, refused when the field came with another wire type. */
+  varintField(wireType: number, name: string): number {
+    this.expect(wireType, VARINT, name);
+    return this.varint(name);
+  }
 }
 
 const UINT32_MAX = 0xffff_ffff;
@@ -107,13 +119,11 @@ function decodePeer(buf: Uint8Array, i: number): PeerStatus {
   const p: PeerStatus = { nodeId: '', address: '', matchIndex: 0, nextIndex: 0, state: '' };
   const r = new Reader(buf, `NodeStatus.peers[${i}]`);
   r.fields((n, wt) => {
-    const str = (name: string): string => (r.expect(wt, LENGTH, name), r.string(name));
-    const num = (name: string): number => (r.expect(wt, VARINT, name), r.varint(name));
-    if (n === 1) p.nodeId = str('node_id');
-    else if (n === 2) p.address = str('address');
-    else if (n === 3) p.matchIndex = num('match_index');
-    else if (n === 4) p.nextIndex = num('next_index');
-    else if (n === 5) p.state = str('state');
+    if (n === 1) p.nodeId = r.stringField(wt, 'node_id');
+    else if (n === 2) p.address = r.stringField(wt, 'address');
+    else if (n === 3) p.matchIndex = r.varintField(wt, 'match_index');
+    else if (n === 4) p.nextIndex = r.varintField(wt, 'next_index');
+    else if (n === 5) p.state = r.stringField(wt, 'state');
     else return false;
     return true;
   });
@@ -125,23 +135,21 @@ export function decodeNodeStatus(buf: Uint8Array): NodeStatus {
   const s: NodeStatus = { clusterId: '', nodeId: '', address: '', role: '', term: 0, leaderId: '', commitIndex: 0, appliedIndex: 0, lastIndex: 0, firstIndex: 0, peers: [], pid: 0 };
   const r = new Reader(buf, 'NodeStatus');
   r.fields((n, wt) => {
-    const str = (name: string): string => (r.expect(wt, LENGTH, name), r.string(name));
-    const num = (name: string): number => (r.expect(wt, VARINT, name), r.varint(name));
-    if (n === 1) s.clusterId = str('cluster_id');
-    else if (n === 2) s.nodeId = str('node_id');
-    else if (n === 3) s.address = str('address');
-    else if (n === 4) s.role = str('role');
-    else if (n === 5) s.term = num('term');
-    else if (n === 6) s.leaderId = str('leader_id');
-    else if (n === 7) s.commitIndex = num('commit_index');
-    else if (n === 8) s.appliedIndex = num('applied_index');
-    else if (n === 9) s.lastIndex = num('last_index');
-    else if (n === 10) s.firstIndex = num('first_index');
+    if (n === 1) s.clusterId = r.stringField(wt, 'cluster_id');
+    else if (n === 2) s.nodeId = r.stringField(wt, 'node_id');
+    else if (n === 3) s.address = r.stringField(wt, 'address');
+    else if (n === 4) s.role = r.stringField(wt, 'role');
+    else if (n === 5) s.term = r.varintField(wt, 'term');
+    else if (n === 6) s.leaderId = r.stringField(wt, 'leader_id');
+    else if (n === 7) s.commitIndex = r.varintField(wt, 'commit_index');
+    else if (n === 8) s.appliedIndex = r.varintField(wt, 'applied_index');
+    else if (n === 9) s.lastIndex = r.varintField(wt, 'last_index');
+    else if (n === 10) s.firstIndex = r.varintField(wt, 'first_index');
     else if (n === 11) {
       r.expect(wt, LENGTH, 'peers');
       s.peers.push(decodePeer(r.bytes('peers'), s.peers.length));
     } else if (n === 12) {
-      s.pid = num('pid');
+      s.pid = r.varintField(wt, 'pid');
       if (s.pid > UINT32_MAX) r.fail(`pid is ${s.pid}, beyond uint32`);
     } else return false;
     return true;

@@ -8,6 +8,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tlsCredentials } from '../../src/client/tls.ts';
+import { nodeRow, type ClusterStatus } from '../../src/cli/status.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import type { NodeStatus } from '../../src/transport/proto.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
@@ -16,34 +17,6 @@ import { Cluster, freePorts, runCli, uniqueClusterId, useProcessCleanup } from '
 useProcessCleanup();
 
 const CLI_WAIT_MS = 60_000;
-
-interface StatusRow {
-  id: string | null;
-  address: string;
-  reachable: boolean;
-  error?: string;
-  pid?: number;
-  role?: string;
-  term?: number;
-  leader?: string | null;
-  commitIndex?: number;
-  appliedIndex?: number;
-  lastIndex?: number;
-}
-
-/** The row `verdict status --json` must show for a node that answered `s` through grpc-js. */
-const rowOf = (s: NodeStatus): StatusRow => ({
-  id: s.nodeId,
-  address: s.address,
-  reachable: true,
-  ...(s.pid > 0 ? { pid: s.pid } : {}),
-  role: s.role,
-  term: s.term,
-  leader: s.leaderId || null,
-  commitIndex: s.commitIndex,
-  appliedIndex: s.appliedIndex,
-  lastIndex: s.lastIndex,
-});
 
 /**
  * Asks every node through grpc-js and runs `verdict status --json` from one
@@ -58,8 +31,8 @@ async function compareWithGrpcJs(c: Cluster, cliArgs: string[], grpcClient: (add
     expect(r.code, r.stderr).toBe(0);
     const after = await Promise.all(c.nodes.map((n) => askGrpcJs(grpcClient(n.address))));
     last = r.stdout;
-    const st = JSON.parse(r.stdout) as { leader: string | null; nodes: StatusRow[] };
-    const expected = before.map(rowOf).sort((a, b) => (a.id as string).localeCompare(b.id as string));
+    const st = JSON.parse(r.stdout) as ClusterStatus;
+    const expected = before.map((s) => nodeRow(s.address, s)).sort((a, b) => (a.id as string).localeCompare(b.id as string));
     if (JSON.stringify(before) !== JSON.stringify(after)) continue;
     expect(st.nodes).toEqual(expected);
     expect(st.leader).toBe(before.find((s) => s.role === 'leader')?.nodeId ?? null);
