@@ -191,7 +191,7 @@ new VerdictClient({ endpoints: [] }).transaction({ timeoutMs: 'soon' });
   it(
     'runs a transaction from the new project against the cluster its verdict binary started',
     async () => {
-      // `verdict status` from any directory finds its proto/ and the cluster.
+      // `verdict status` from any directory finds the cluster.
       const deadline = Date.now() + STEP_MS / 2;
       let status: Run;
       for (;;) {
@@ -274,10 +274,14 @@ for (const p of started) await p.stop();
       const proto = join(app, 'node_modules', 'verdict', 'proto');
       renameSync(proto, `${proto}.gone`);
       try {
-        const r = await run(bin, ['status', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
+        const r = await run(bin, ['get', 'k', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
         expect(r.code).toBe(1);
         expect(r.stderr).toContain(`not found at ${join(proto, '')}`);
         expect(r.stderr).not.toMatch(/\n\s+at /);
+        // `verdict status` reads no .proto file (it decodes Status by hand): it still answers.
+        const st = await run(bin, ['status', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
+        expect(st.code, st.stderr).toBe(0);
+        expect(st.stdout).toMatch(/^leader: n\d/);
       } finally {
         renameSync(`${proto}.gone`, proto);
       }
