@@ -98,38 +98,14 @@ export async function certsCommand(argv: string[]): Promise<void> {
     const caKey = join(plan.dir, 'ca.key');
     if (existsSync(caCert) && existsSync(caKey)) say(`kept     ${caCert} (the existing CA signs the new certificates)`);
     else {
-      openssl([
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-keyout',
-        caKey,
-        '-out',
-        caCert,
-        '-days',
-        String(Math.max(plan.days, 3_650)),
-        '-subj',
-        `/CN=verdict ${plan.clusterId} CA`,
-        '-addext',
-        'basicConstraints=critical,CA:TRUE',
-        '-addext',
-        'keyUsage=critical,keyCertSign,cRLSign',
-      ]);
+      makeCa(caCert, caKey, `/CN=verdict ${plan.clusterId} CA`, Math.max(plan.days, 3_650));
       say(`made     ${caCert} (keep ${caKey} private: it can sign certificates the cluster trusts)`);
     }
     const issue = (file: string, subject: string, ext: string, what: string): void => {
       const cert = join(plan.dir, `${file}.crt`);
       const key = join(plan.dir, `${file}.key`);
       if (!plan.force && existsSync(cert) && existsSync(key)) return say(`kept     ${cert} (--force issues it again)`);
-      const csr = join(tmp, `${file}.csr`);
-      const extFile = join(tmp, `${file}.ext`);
-      openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', subject]);
-      writeFileSync(extFile, `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n${ext}`);
-      openssl(['x509', '-req', '-in', csr, '-CA', caCert, '-CAkey', caKey, '-CAcreateserial', '-days', String(plan.days), '-out', cert, '-extfile', extFile]);
+      issueCert({ caCert, caKey, cert, key, subject, ext, days: plan.days, tmpDir: tmp, file });
       say(`made     ${cert} ${what}`);
     };
     for (const nd of plan.nodes)
@@ -146,6 +122,58 @@ export async function certsCommand(argv: string[]): Promise<void> {
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+/** A self-signed CA (P-256) at caCert/caKey, with subject `subject` (`/CN=...`). */
+export function makeCa(caCert: string, caKey: string, subject: string, days: number): void {
+  openssl([
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    caKey,
+    '-out',
+    caCert,
+    '-days',
+    String(days),
+    '-subj',
+    subject,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+}
+
+export interface CertRequest {
+  caCert: string;
+  caKey: string;
+  /** Where the certificate and its (unencrypted, P-256) key are written. */
+  cert: string;
+  key: string;
+  /** `/OU=.../CN=...` */
+  subject: string;
+  /** Extension lines after basicConstraints and keyUsage: extendedKeyUsage, subjectAltName. */
+  ext: string;
+  days: number;
+  /** A directory for the request and extension files, and their base name in it. */
+  tmpDir: string;
+  file: string;
+}
+
+/** A leaf certificate signed by the CA (the CA's serial file, next to it, is created or advanced). */
+export function issueCert(r: CertRequest): void {
+  const csr = join(r.tmpDir, `${r.file}.csr`);
+  const extFile = join(r.tmpDir, `${r.file}.ext`);
+  openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', r.key, '-out', csr, '-subj', r.subject]);
+  writeFileSync(extFile, `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n${r.ext}`);
+  openssl(['x509', '-req', '-in', csr, '-CA', r.caCert, '-CAkey', r.caKey, '-CAcreateserial', '-days', String(r.days), '-out', r.cert, '-extfile', extFile]);
+  rmSync(csr, { force: true });
+  rmSync(extFile, { force: true });
 }
 
 function say(line: string): void {
