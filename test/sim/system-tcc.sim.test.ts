@@ -14,7 +14,7 @@ import type { TccMutant } from './system-tcc.ts';
 import { SystemWorld } from './system-world.ts';
 
 /** VERDICT_TCC_SEEDS overrides (a soak: VERDICT_TCC_SEEDS=50000). */
-const SEEDS = Number(process.env.VERDICT_TCC_SEEDS ?? 3_000);
+const SEEDS = Number(process.env.VERDICT_TCC_SEEDS ?? 6_000);
 const tccArb = systemScenarioArb.map((sc) => ({ ...sc, tcc: true }));
 
 test(`AC1–AC4 and the TCC barrier and TTL hold on ${REPLAY ? 'a replayed schedule' : `${SEEDS} simulated fault schedules with TCC participants`}`, () => {
@@ -30,7 +30,8 @@ interface Tooth {
 }
 
 const TEETH: Tooth[] = [
-  { mutant: 'tcc-no-barrier', what: 'no barrier: handlers run whatever is on record', expect: /TCC (hanging Try|barrier)/, seedsMax: 3_000 },
+  { mutant: 'tcc-no-barrier', what: 'no barrier: a Confirm or Cancel redelivered after a crash runs again', expect: /TCC barrier: .*applied twice/, seedsMax: 3_000 },
+  { mutant: 'tcc-no-barrier', what: 'no barrier: a Try that arrives after its Cancel reserves (hanging Try)', expect: /TCC hanging Try/, seedsMax: 3_000 },
   { mutant: 'tcc-cancel-on-timer', what: 'an expired reserve cancelled on a bare timer, without asking the cluster', expect: /(AC1 agreement|R4: \S+ aborted)/, seedsMax: 3_000 },
 ];
 
