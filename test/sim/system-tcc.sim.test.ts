@@ -14,7 +14,7 @@ import type { TccMutant } from './system-tcc.ts';
 import { SystemWorld } from './system-world.ts';
 
 /** VERDICT_TCC_SEEDS overrides (a soak: VERDICT_TCC_SEEDS=50000). */
-const SEEDS = Number(process.env.VERDICT_TCC_SEEDS ?? 6_000);
+const SEEDS = Number(process.env.VERDICT_TCC_SEEDS ?? 20_000);
 const tccArb = systemScenarioArb.map((sc) => ({ ...sc, tcc: true }));
 
 test(`AC1–AC4 and the TCC barrier and TTL hold on ${REPLAY ? 'a replayed schedule' : `${SEEDS} simulated fault schedules with TCC participants`}`, () => {
