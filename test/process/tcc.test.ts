@@ -16,6 +16,7 @@ import { TccRefusal, type TccBranch } from '../../src/participant/tcc/barrier.ts
 import type { TccMemoryHandlers } from '../../src/participant/tcc/memory.ts';
 import type { TccResource } from '../../src/participant/tcc/setup.ts';
 import { BIN, Cluster, runCli, useProcessCleanup, waitFor } from './harness.ts';
+import { scrape, value } from './ops-helpers.ts';
 
 useProcessCleanup();
 
@@ -61,7 +62,7 @@ const handlers: TccMemoryHandlers<Seats> = {
   decode: (t) => JSON.parse(t) as Seats,
 };
 
-async function participant(c: Cluster, id: string, extra: { tcc?: { memory: TccMemoryHandlers<unknown> } } = {}): Promise<ParticipantRuntime<unknown>> {
+async function participant(c: Cluster, id: string, extra: { tcc?: { memory: TccMemoryHandlers<unknown> }; metricsListen?: string } = {}): Promise<ParticipantRuntime<unknown>> {
   const r = await startParticipant({
     clusterId: c.clusterId,
     participantId: id,
@@ -110,7 +111,7 @@ describe('TCC on a real cluster', () => {
   it('a reserve whose TTL runs out while the leader waits for another vote asks the cluster to decide ABORT, and is cancelled on that answer', async () => {
     const c = await Cluster.start({ nodes: 1 });
     const { node } = await c.waitForLeader();
-    const seats = await participant(c, 'seats', { tcc: { memory: handlers as TccMemoryHandlers<unknown> } });
+    const seats = await participant(c, 'seats', { tcc: { memory: handlers as TccMemoryHandlers<unknown> }, metricsListen: '127.0.0.1:0' });
     // A participant process that registers, then is frozen (SIGSTOP): the leader waits for its vote (up to its RPC deadline, 10 s).
     const frozen = spawn(
       process.execPath,
@@ -144,7 +145,8 @@ describe('TCC on a real cluster', () => {
       () => out.slice(-2_000),
     );
     frozen.kill('SIGSTOP');
-    client ??= new VerdictClient({ endpoints: [node.address] });
+    client?.close();
+    client = new VerdictClient({ endpoints: [node.address] });
     control.ttlMs = 1_000;
     try {
       const r = await client
@@ -157,6 +159,12 @@ describe('TCC on a real cluster', () => {
       await waitFor('the reserve cancelled', WAIT_MS, async () => (seatsOf(seats).cancels === 1 ? true : undefined));
       expect(seatsOf(seats)).toMatchObject({ free: 10, held: {}, sold: 0 });
       expect((seats.resource as TccResource).tccCounts()).toMatchObject({ held: 0, cancelled: 1 });
+      // The metrics say so too: one reserve expired, none held.
+      const { samples } = await scrape(seats.metricsAddress ?? '');
+      expect(value(samples, 'verdict_participant_tcc_reserves_expired_total')).toBe(1);
+      expect(value(samples, 'verdict_participant_tcc_reserves_held')).toBe(0);
+      expect(value(samples, 'verdict_participant_tcc_empty_rollbacks_total')).toBe(0);
+      expect(value(samples, 'verdict_participant_tcc_hanging_tries_refused_total')).toBe(0);
     } finally {
       control.ttlMs = undefined;
     }
