@@ -168,7 +168,7 @@ describe('TCC memory resource: durability', () => {
     const full = replayTcc('seats', handlers, journal.records);
     expect(full.state).toEqual(resource.state);
     expect(full.branchState('C')).toBe('empty-cancelled');
-    expect([...full.branches].filter(([, b]) => b.state === 'tried').map(([id, b]) => [id, b.expiresAtMs])).toEqual([['B', 5_000]]);
+    expect([...full.held].map(([id, b]) => [id, b.expiresAtMs])).toEqual([['B', 5_000]]);
     // A compaction's snapshot replays to the same.
     const again = replayTcc('seats', handlers, full.snapshot());
     expect(again.state).toEqual(full.state);

@@ -84,8 +84,10 @@ export const SETTLED_KEPT_MAX = 100_000;
 /** The state and the barrier as the records make them: the journal's fold, and the live copy the resource works on. */
 export class TccMemoryState<S> {
   state: S;
-  /** Held reserves (tried) and recently settled branches, in the order they were last written. */
-  readonly branches = new Map<TxnId, Branch>();
+  /** Held reserves: tried, neither confirmed nor cancelled. Invariant: disjoint from `settled`. */
+  readonly held = new Map<TxnId, Branch>();
+  /** Recently settled branches, oldest first; bounded by settledKeptMax. */
+  readonly settled = new Map<TxnId, Branch>();
 
   constructor(
     private readonly participantId: string,
@@ -98,11 +100,11 @@ export class TccMemoryState<S> {
   }
 
   branchState(txnId: TxnId): BranchState | undefined {
-    return this.branches.get(txnId)?.state;
+    return (this.held.get(txnId) ?? this.settled.get(txnId))?.state;
   }
 
   payloadOf(txnId: TxnId): Uint8Array {
-    return fromBase64(this.branches.get(txnId)?.payloadB64 ?? '');
+    return fromBase64((this.held.get(txnId) ?? this.settled.get(txnId))?.payloadB64 ?? '');
   }
 
   /** Runs the handler that moves txnId to `next` on the state; throws what the handler throws. */
@@ -116,18 +118,18 @@ export class TccMemoryState<S> {
 
   /** Records a branch's new state (its handler, if any, has run). */
   note(txnId: TxnId, state: BranchState, atMs: number, payloadB64?: string, expiresAtMs?: number | null): void {
-    const prev = this.branches.get(txnId);
-    this.branches.delete(txnId);
-    this.branches.set(txnId, { state, atMs, payloadB64: payloadB64 ?? prev?.payloadB64 ?? '', expiresAtMs: expiresAtMs ?? prev?.expiresAtMs ?? null });
-    if (state === 'tried') return;
-    let settled = 0;
-    for (const b of this.branches.values()) if (b.state !== 'tried') settled += 1;
-    if (settled <= this.settledKeptMax) return;
-    for (const [id, b] of this.branches) {
-      if (settled <= this.settledKeptMax) break;
-      if (b.state === 'tried') continue;
-      this.branches.delete(id);
-      settled -= 1;
+    const prev = this.held.get(txnId) ?? this.settled.get(txnId);
+    this.held.delete(txnId);
+    this.settled.delete(txnId);
+    const b: Branch = { state, atMs, payloadB64: payloadB64 ?? prev?.payloadB64 ?? '', expiresAtMs: expiresAtMs ?? prev?.expiresAtMs ?? null };
+    if (state === 'tried') {
+      this.held.set(txnId, b);
+      return;
+    }
+    this.settled.set(txnId, b);
+    for (const id of this.settled.keys()) {
+      if (this.settled.size <= this.settledKeptMax) break;
+      this.settled.delete(id);
     }
   }
 
@@ -160,7 +162,7 @@ export class TccMemoryState<S> {
 
   snapshot(): TccRecord[] {
     const out: TccRecord[] = [{ kind: 'tcc-state', state: this.handlers.encode(this.state) }];
-    for (const [txnId, b] of this.branches) out.push({ kind: 'tcc-branch', txnId, ...b });
+    for (const [txnId, b] of [...this.settled, ...this.held]) out.push({ kind: 'tcc-branch', txnId, ...b });
     return out;
   }
 }
@@ -257,14 +259,12 @@ export class MemoryTccResource<S> implements Resource, TccReserves {
 
   heldReserves(): HeldReserve[] {
     const out: HeldReserve[] = [];
-    for (const [txnId, b] of this.o.live.branches) if (b.state === 'tried') out.push({ txnId, expiresAtMs: b.expiresAtMs });
+    for (const [txnId, b] of this.o.live.held) out.push({ txnId, expiresAtMs: b.expiresAtMs });
     return out;
   }
 
   tccCounts(): TccCounts {
-    let held = 0;
-    for (const b of this.o.live.branches.values()) if (b.state === 'tried') held += 1;
-    return { ...this.counts, held };
+    return { ...this.counts, held: this.o.live.held.size };
   }
 
   private settle(txnId: TxnId, op: 'confirm' | 'cancel', cb: (err: Error | null) => void): void {

@@ -199,7 +199,7 @@ export class PostgresTccResource implements Resource, TccReserves {
             const why = describePgError(err);
             if (op === 'try') return `Try failed: ${why}`;
             this.log.error({ txnId, err: why }, `TCC: ${op === 'confirm' ? 'Confirm' : 'Cancel'} handler failed; the decision stays unacknowledged and is retried`);
-            throw new Error(`${op === 'confirm' ? 'Confirm' : 'Cancel'} handler failed for ${txnId}: ${why}`);
+            throw new HandlerFailure(`${op === 'confirm' ? 'Confirm' : 'Cancel'} handler failed for ${txnId}: ${why}`);
           }
           tx.end();
           if (op === 'try') {
@@ -228,8 +228,11 @@ export class PostgresTccResource implements Resource, TccReserves {
         this.noted(txnId, v.next, expiresAtMs);
         return null;
       } catch (err) {
-        broken = err as Error;
-        await client.query('ROLLBACK').catch(() => {});
+        // A handler's failure was rolled back and leaves the connection sound; anything else may not have.
+        if (!(err instanceof HandlerFailure)) {
+          broken = err as Error;
+          await client.query('ROLLBACK').catch(() => {});
+        }
         throw err;
       } finally {
         client.release(broken);
@@ -267,6 +270,9 @@ export class PostgresTccResource implements Resource, TccReserves {
     }
   }
 }
+
+/** A Confirm or Cancel handler threw; its local transaction is rolled back already. */
+class HandlerFailure extends Error {}
 
 /** The client a handler gets: queries on the barrier's connection, refused once the handler has returned. */
 function guardedClient(client: PoolClient): { client: PgTxnClient; end: () => void } {
