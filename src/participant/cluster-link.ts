@@ -1,6 +1,7 @@
-// The participant's link to the Verdict cluster: the two Coordinator calls a
+// The participant's link to the Verdict cluster: the Coordinator calls a
 // participant makes, RegisterParticipant and GetOutcome (with participant_id,
-// so a leader that has decided nothing logs ABORT before answering, R3).
+// so a leader that has decided nothing logs ABORT before answering, R3), and
+// Abort, which a TCC participant whose reserve expired asks (tcc/expiry.ts).
 //
 // A minimal gRPC client of its own on the shared wire definitions
 // (src/transport/coordinator-rpc.ts), so the participant SDK does not depend
@@ -11,6 +12,7 @@ import * as grpc from '@grpc/grpc-js';
 import { unaryCall } from '../transport/unary.ts';
 import {
   coordinatorService,
+  type AbortRequest,
   LEADER_ADDRESS_KEY,
   type OutcomeName as OutcomeValue,
   type ParticipantInfo,
@@ -40,9 +42,10 @@ export const coordinatorParticipantService = {
   RegisterParticipant: coordinatorService.RegisterParticipant,
   GetOutcome: coordinatorService.GetOutcome,
   ReportHeuristic: coordinatorService.ReportHeuristic,
+  Abort: coordinatorService.Abort,
 } as unknown as grpc.ServiceDefinition<CoordinatorParticipantHandlers>;
 
-type LinkMethod = 'RegisterParticipant' | 'GetOutcome' | 'ReportHeuristic';
+type LinkMethod = 'RegisterParticipant' | 'GetOutcome' | 'ReportHeuristic' | 'Abort';
 
 export function toClusterOutcome(o: OutcomeValue): ClusterOutcome {
   switch (o) {
@@ -88,6 +91,14 @@ export class ClusterLink {
   outcome(txnId: string, participantId: string): Promise<TxnOutcome> {
     return this.call<OutcomeRequest, TxnOutcome>('GetOutcome', { txnId, participantId }).then((r) => {
       if (r.txnId !== '' && r.txnId !== txnId) throw new Error(`cluster answered about ${r.txnId} when asked about ${txnId}`);
+      return r;
+    });
+  }
+
+  /** Asks the cluster to decide ABORT unless T is decided (or being decided); answers what the log says. */
+  abort(txnId: string, reason: string): Promise<TxnOutcome> {
+    return this.call<AbortRequest, TxnOutcome>('Abort', { txnId, reason }).then((r) => {
+      if (r.txnId !== '' && r.txnId !== txnId) throw new Error(`cluster answered about ${r.txnId} when asked to abort ${txnId}`);
       return r;
     });
   }

@@ -6,6 +6,7 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ParticipantEngine } from './engine.ts';
 import type { PreparedStats } from './prepared-recovery.ts';
+import type { TccCounts } from './tcc/barrier.ts';
 
 /**
  * `refusedCalls`: PREPAREs, DECISIONs and Exchange streams refused because the caller is not a node of the cluster (TLS).
@@ -13,7 +14,14 @@ import type { PreparedStats } from './prepared-recovery.ts';
  * own prepared list (pg_prepared_xacts, XA RECOVER) found, which includes
  * branches the engine does not hold (adopted, orphaned, another process's).
  */
-export function participantMetrics(participantId: string, engine: ParticipantEngine, nowMs: () => number = Date.now, refusedCalls: () => number = () => 0, dbPrepared?: () => PreparedStats): Registry {
+export function participantMetrics(
+  participantId: string,
+  engine: ParticipantEngine,
+  nowMs: () => number = Date.now,
+  refusedCalls: () => number = () => 0,
+  dbPrepared?: () => PreparedStats,
+  tcc?: () => TccCounts & { expired: number },
+): Registry {
   const r = new Registry();
   r.setDefaultLabels({ participant: participantId });
   collectDefaultMetrics({ register: r, prefix: 'verdict_participant_' });
@@ -110,5 +118,35 @@ export function participantMetrics(participantId: string, engine: ParticipantEng
       },
     });
   }
+  if (tcc !== undefined) tccMetrics(r, tcc);
   return r;
+}
+
+/** A TCC participant's reserves: held now, expired, empty rollbacks, refused hanging Trys, handler failures. */
+function tccMetrics(r: Registry, tcc: () => TccCounts & { expired: number }): void {
+  new Gauge({
+    name: 'verdict_participant_tcc_reserves_held',
+    help: 'TCC reserves held now: tried, neither confirmed nor cancelled.',
+    registers: [r],
+    collect() {
+      this.set(tcc().held);
+    },
+  });
+  const counters: [keyof TccCounts | 'expired', string, string][] = [
+    ['expired', 'verdict_participant_tcc_reserves_expired_total', 'TCC reserves whose TTL ran out before a decision reached this participant (each then asked the cluster).'],
+    ['emptyRollbacks', 'verdict_participant_tcc_empty_rollbacks_total', 'Cancels that found no Try on record (empty rollbacks), recorded so that a late Try is refused.'],
+    ['hangingRefused', 'verdict_participant_tcc_hanging_tries_refused_total', 'Trys refused because their Cancel came first (hanging Trys); each voted NO.'],
+    ['handlerFailures', 'verdict_participant_tcc_handler_failures_total', 'TCC handler calls that threw: a Try votes NO, a Confirm or Cancel is retried.'],
+  ];
+  for (const [key, name, help] of counters) {
+    new Counter({
+      name,
+      help,
+      registers: [r],
+      collect() {
+        this.reset();
+        this.inc(tcc()[key]);
+      },
+    });
+  }
 }

@@ -6,3 +6,4 @@
 export { PostgresResource, PostgresConfigError, HeuristicHazardError, pgPayload, parsePgPayload, PG_PAYLOAD_STATEMENTS_MAX, type PostgresResourceOptions, type PgTxnClient } from './postgres.ts';
 export type { PostgresParticipantOptions } from './postgres-recovery.ts';
 export { resolvePostgresByHand, HeuristicError, type HeuristicAct, type PgResolveOptions, type PgResolveResult } from './heuristic.ts';
+export { PostgresTccResource, TCC_BARRIER_TABLE, type TccPgHandlers } from './tcc/postgres.ts';

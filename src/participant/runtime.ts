@@ -29,6 +29,8 @@ import type { PreparedSetup } from './prepared-recovery.ts';
 import type { MySqlResource } from './resources/mysql/resource.ts';
 import type { MySqlParticipantOptions } from './resources/mysql/participant.ts';
 import type { HeuristicReporter } from './heuristic.ts';
+import type { TccParticipantOptions, TccResource, TccSetup } from './tcc/setup.ts';
+import type { AskAbort } from './tcc/expiry.ts';
 import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
 import { participantCertificateProblem } from './certificate-check.ts';
 import { classifyRegistrationError, registrationBackoffMs, TLS_REFUSALS_BEFORE_GIVING_UP } from './registration.ts';
@@ -58,6 +60,8 @@ export interface ParticipantOptions {
   postgres?: PostgresParticipantOptions;
   /** The resource is MySQL/MariaDB with XA (src/participant/resources/mysql/) when given. */
   mysql?: MySqlParticipantOptions;
+  /** The resource is TCC (src/participant/tcc/): Try / Confirm / Cancel handlers over memory or PostgreSQL. */
+  tcc?: TccParticipantOptions;
   /**
    * TLS: serve mutual TLS (callers need a certificate signed by `ca`: the
    * cluster's nodes present theirs) and reach the cluster over TLS with this
@@ -131,8 +135,9 @@ async function loadPostgresKit(): Promise<PostgresKit> {
 
 export async function startParticipant(o: ParticipantOptions & { postgres: PostgresParticipantOptions }): Promise<ParticipantRuntime<PostgresResource>>;
 export async function startParticipant(o: ParticipantOptions & { mysql: MySqlParticipantOptions }): Promise<ParticipantRuntime<MySqlResource>>;
+export async function startParticipant(o: ParticipantOptions & { tcc: TccParticipantOptions }): Promise<ParticipantRuntime<TccResource>>;
 export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime>;
-export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime<MemoryResource | PostgresResource | MySqlResource>> {
+export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime<MemoryResource | PostgresResource | MySqlResource | TccResource>> {
   const log = o.logger.child({ participantId: o.participantId, clusterId: o.clusterId });
   if (o.clusterId === '' || o.participantId === '') throw new ParticipantStartupError('cluster id and participant id must not be empty');
   if (o.endpointsOfCluster.length === 0) throw new ParticipantStartupError('at least one cluster endpoint is needed');
@@ -161,7 +166,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   await checkIdentity(o.dataDir, o.clusterId, o.participantId);
 
   // A database resource (PostgreSQL, MySQL) holds the prepared state itself; its journal holds no data.
-  if (o.postgres !== undefined && o.mysql !== undefined) throw new ParticipantStartupError('a participant has one resource: give postgres or mysql, not both');
+  if ([o.postgres, o.mysql, o.tcc].filter((r) => r !== undefined).length > 1) throw new ParticipantStartupError('a participant has one resource: give one of postgres, mysql and tcc');
   let db: PreparedSetup<PostgresResource | MySqlResource> | null = null;
   const opened = { clusterId: o.clusterId, participantId: o.participantId, dataDir: o.dataDir, log, compactAfterRecords: o.compactAfterRecords };
   // Loaded only for a database participant: a memory participant needs neither `pg` nor `mysql2`.
@@ -174,18 +179,31 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     if ((pgKit !== null && err instanceof pgKit.PostgresConfigError) || (myKit !== null && err instanceof myKit.MySqlConfigError)) throw new ParticipantStartupError((err as Error).message);
     throw err;
   }
+  let tcc: TccSetup | null = null;
+  if (o.tcc !== undefined) {
+    try {
+      tcc = await (await import('./tcc/setup.ts')).openTccParticipant({ ...o.tcc, ...opened });
+    } catch (err) {
+      // The PostgreSQL half's refusal (PostgresConfigError), loaded on demand like the resource itself.
+      if ((err as Error).name === 'PostgresConfigError') throw new ParticipantStartupError((err as Error).message);
+      throw err;
+    }
+  }
   const state = new MemoryState();
   const journal: Journal & { close(): Promise<void>; stats(): JournalStats } =
-    db !== null
-      ? db.journal
-      : await FileJournal.open<ParticipantRecord>({
-          path: join(o.dataDir, 'journal.log'),
-          fold: state,
-          isRecord: isParticipantRecord,
-          compactAfterRecords: o.compactAfterRecords,
-          log,
-        });
-  const resource: MemoryResource | PostgresResource | MySqlResource = db !== null ? db.resource : MemoryResource.restore(state.data, state.preparedWrites());
+    tcc !== null
+      ? tcc.journal
+      : db !== null
+        ? db.journal
+        : await FileJournal.open<ParticipantRecord>({
+            path: join(o.dataDir, 'journal.log'),
+            fold: state,
+            isRecord: isParticipantRecord,
+            compactAfterRecords: o.compactAfterRecords,
+            log,
+          });
+  const resource: MemoryResource | PostgresResource | MySqlResource | TccResource =
+    tcc !== null ? tcc.resource : db !== null ? db.resource : MemoryResource.restore(state.data, state.preparedWrites());
   // With TLS the servers at the endpoints must hold certificates of this cluster (OU).
   const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
   const timers = new Set<NodeJS.Timeout>();
@@ -205,6 +223,11 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       (r) => cb(null, toClusterOutcome(r.outcome)),
       (err: Error) => cb(err, 'unknown'),
     );
+  const askAbort: AskAbort = (txnId, reason, cb) =>
+    link.abort(txnId, reason).then(
+      (r) => cb(null, toClusterOutcome(r.outcome)),
+      (err: Error) => cb(err, 'unknown'),
+    );
   const engine = new ParticipantEngine({
     ...o.engine,
     clusterId: o.clusterId,
@@ -216,7 +239,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     askOutcome,
     log,
   });
-  engine.recover(db !== null ? db.records : state.txnRecords());
+  engine.recover(tcc !== null ? tcc.records : db !== null ? db.records : state.txnRecords());
 
   const server = new grpc.Server({
     'grpc.max_receive_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
@@ -243,13 +266,14 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       const dbSetup = db;
       metricsServer = await serveMetrics(
         o.metricsListen,
-        participantMetrics(o.participantId, engine, Date.now, () => callers?.refused ?? 0, dbSetup !== null ? () => dbSetup.resource.preparedStats() : undefined),
+        participantMetrics(o.participantId, engine, Date.now, () => callers?.refused ?? 0, dbSetup !== null ? () => dbSetup.resource.preparedStats() : undefined, tcc?.counts),
       );
     }
   } catch (err) {
     server.forceShutdown();
     await journal.close();
     await db?.close();
+    await tcc?.close();
     link.close();
     if (err instanceof MetricsListenError) throw new ParticipantStartupError(`${err.message}; check --metrics-listen`);
     throw err;
@@ -259,6 +283,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   const advertise = o.advertise ?? address;
   engine.start();
   db?.start(engine, askOutcome);
+  tcc?.start(engine, askAbort, schedule);
   health.set('SERVING');
   log.info({ address, advertise, metrics: metricsServer ? `http://${metricsServer.address}/metrics` : undefined, inDoubt: engine.inDoubt().length, journal: journal.stats() }, 'participant started');
 
@@ -352,6 +377,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       timers.clear();
       await shutdownServer(server, 2_000);
       await db?.close();
+      await tcc?.close();
       link.close();
       await journal.close();
       await metricsServer?.close();

@@ -86,3 +86,40 @@ describe('examples/shop-ledger on two PostgreSQL databases', () => {
     RUN_MS,
   );
 });
+
+describe('examples/seat-payment: a TCC seat reservation and a PostgreSQL payment', () => {
+  useProcessCleanup();
+  let pgServer: PgServer;
+  let cluster: Cluster;
+
+  beforeAll(async () => {
+    pgServer = await startPostgres({ databases: ['theatre', 'bank'] });
+    cluster = await Cluster.start({ nodes: 3, logLevel: 'warn' });
+    await cluster.waitForLeader();
+  }, RUN_MS);
+  afterAll(async () => {
+    await pgServer?.stop();
+  });
+
+  it(
+    'sdk.mjs: the payable booking sells the seats and debits the account; the unpayable one and the oversized one change neither',
+    async () => {
+      const env = {
+        SEATS_URL: pgServer.url('theatre'),
+        BANK_URL: pgServer.url('bank'),
+        VERDICT_ENDPOINTS: cluster.nodes.map((n) => n.address).join(','),
+        VERDICT_CLUSTER_ID: cluster.clusterId,
+        EXAMPLE_DATA: tempDir('verdict-example-tcc-'),
+      };
+      const r = await runExample(process.execPath, [join('examples', 'seat-payment', 'sdk.mjs')], env);
+      expect(r.out).toMatch(/^COMMITTED \S+: 2 seats, free 100 -> 98, sold 0 -> 2, acct-7 100000 -> 95000 cents/m);
+      expect(r.out).toMatch(/^ABORTED \S+: 2 seats, free 98 -> 98, sold 2 -> 2, .*bank-pg/m);
+      expect(r.out).toMatch(/^ABORTED \S+: 500 seats, .*not 500 free seats/m);
+      expect(r.out).toMatch(/seats-tcc: reserves held 0, tried [12], confirmed 1, /);
+      expect(r.code, r.out).toBe(0);
+      expect(await sql(env.SEATS_URL, "SELECT free, held, sold FROM shows WHERE id = 'show-1'")).toEqual([{ free: 98, held: 0, sold: 2 }]);
+      expect(await preparedXacts(env.BANK_URL)).toEqual([]);
+    },
+    RUN_MS,
+  );
+});

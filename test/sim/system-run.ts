@@ -24,9 +24,20 @@ export interface ShardOutcome {
   line: string;
 }
 
+/** Another family of schedules run the same way (the TCC shard, system-tcc.sim.test.ts): its generator, count, first seed and file. */
+export interface ShardFamily {
+  arb: fc.Arbitrary<SystemScenario>;
+  seeds: number;
+  baseSeed: number;
+  replayFile: string;
+  label: string;
+}
+
 /** Runs shard `shard` of SEEDS schedules (or the replay), prints the `ac:` line and, on failure, how to replay it. */
-export function runShard(shard: number): ShardOutcome {
-  const n = Math.floor(SEEDS / SHARDS) + (shard < SEEDS % SHARDS ? 1 : 0);
+export function runShard(shard: number, family?: ShardFamily): ShardOutcome {
+  const shards = family === undefined ? SHARDS : 1;
+  const seeds = family?.seeds ?? SEEDS;
+  const n = Math.floor(seeds / shards) + (shard < seeds % shards ? 1 : 0);
   let runs = 0;
   let crashes = 0;
   let diskFaults = 0;
@@ -39,9 +50,9 @@ export function runShard(shard: number): ShardOutcome {
   const started = process.cpuUsage();
   const params: fc.Parameters<[SystemScenario]> = REPLAY
     ? { seed: Number(REPLAY.split(':')[0]), path: REPLAY.split(':').slice(1).join(':'), endOnFailure: true, numRuns: 1 }
-    : { seed: BASE_SEED + shard, numRuns: n, endOnFailure: false };
+    : { seed: (family?.baseSeed ?? BASE_SEED) + shard, numRuns: n, endOnFailure: false };
   const out = fc.check(
-    fc.property(systemScenarioArb, (sc) => {
+    fc.property(family?.arb ?? systemScenarioArb, (sc) => {
       const w = new SystemWorld(MUTANT ? { ...sc, mutant: MUTANT } : sc);
       if (REPLAY && TRACE) w.trace = (line) => console.log(line);
       const r = w.run();
@@ -62,10 +73,10 @@ export function runShard(shard: number): ShardOutcome {
   );
   const cpu = process.cpuUsage(started);
   const secs = (cpu.user + cpu.system) / 1e6;
-  const line = `ac: seeds=${runs} crashes=${crashes} partitions=${partitions} violations=${violations} (shard ${shard + 1}/${SHARDS}: txns=${txns} committed=${committed} diskFaults=${diskFaults} refusedStarts=${refusals} steps=${steps} ${secs.toFixed(1)} s CPU, ${Math.round((runs / secs) * 60)} seeds/min)`;
+  const line = `${family?.label ?? 'ac'}: seeds=${runs} crashes=${crashes} partitions=${partitions} violations=${violations} (shard ${shard + 1}/${shards}: txns=${txns} committed=${committed} diskFaults=${diskFaults} refusedStarts=${refusals} steps=${steps} ${secs.toFixed(1)} s CPU, ${Math.round((runs / secs) * 60)} seeds/min)`;
   console.log(line);
   if (out.failed) {
-    const cmd = `${MUTANT ? `VERDICT_AC_MUTANT=${MUTANT} ` : ''}VERDICT_AC_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run ${REPLAY_FILE}`;
+    const cmd = `${MUTANT ? `VERDICT_AC_MUTANT=${MUTANT} ` : ''}VERDICT_AC_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run ${family?.replayFile ?? REPLAY_FILE}`;
     console.error(
       `whole-system simulation failed; replay with:\n  ${cmd}\n(add VERDICT_AC_TRACE=1 to print every protocol event)\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`,
     );

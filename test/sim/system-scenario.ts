@@ -4,6 +4,7 @@
 
 import type { EngineMutant } from '../../src/commit/engine.ts';
 import type { ParticipantMutant } from '../../src/participant/engine.ts';
+import type { TccMutant } from './system-tcc.ts';
 
 export const CRASH_POINTS = ['prepare-send', 'some-prepared', 'commit-proposed', 'commit-applied', 'some-decided', 'before-forget', 'after-forget'] as const;
 export type CrashPointName = (typeof CRASH_POINTS)[number];
@@ -64,7 +65,7 @@ export type SysFault =
   | { kind: 'corrupt'; at: number; node: number; downMs: number };
 
 /** A deliberately broken protocol, for the checker's own tests; never set in the real simulation. */
-export type Mutant = EngineMutant | ParticipantMutant;
+export type Mutant = EngineMutant | ParticipantMutant | TccMutant;
 
 /** What a Verdict run and a baseline run (test/sim/baselines) are both given. */
 export interface FaultScenario {
@@ -92,6 +93,8 @@ export interface SystemScenario extends FaultScenario {
    * whether COMMIT and ABORT are delivered until acknowledged.
    */
   participantsWait?: boolean;
+  /** Every other participant is a TCC one (test/sim/system-tcc.ts). */
+  tcc?: boolean;
   mutant?: Mutant;
 }
 

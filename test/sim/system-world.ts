@@ -30,8 +30,9 @@ import { SimDisk } from './sim-disk.ts';
 import { SimNetwork } from './sim-network.ts';
 import { SystemChecker } from './system-checker.ts';
 import { scheduleFault, type FaultWorld } from './system-faults.ts';
-import { crashSimParticipant, SimJournal, startSimParticipant, type SimParticipant } from './system-participant.ts';
+import { crashSimParticipant, SimJournal, startSimParticipant, type ParticipantWiring, type SimParticipant } from './system-participant.ts';
 import { SimClient, type ClientEnv } from './system-client.ts';
+import { checkTcc, crashSimTcc, newSimTcc, startSimTccParticipant, type SimTcc, type TccMutant } from './system-tcc.ts';
 import { DEAD, redirect, SimRpc, type CallCoordinator, type Inc, type Reply, type RpcError } from './system-rpc.ts';
 import { CRASH_POINTS, type CrashPoint, type CrashPointName, type Mutant, type SystemResult, type SystemScenario, type TxnPlan } from './system-scenario.ts';
 
@@ -81,6 +82,8 @@ interface SysParticipant extends SimParticipant {
   /** The node it believes leads (the ClusterLink's redirect-following). */
   hint: number;
   registered: boolean;
+  /** A TCC participant (SystemScenario.tcc): its TCC journal and resource (test/sim/system-tcc.ts). */
+  tcc?: SimTcc;
 }
 
 export class SystemWorld implements FaultWorld {
@@ -134,6 +137,8 @@ export class SystemWorld implements FaultWorld {
         hint: this.rng.int(sc.nodes),
         registered: false,
       };
+      // TCC runs: every other participant is a TCC one, so transactions mix TCC and memory participants.
+      if (sc.tcc === true && idx % 2 === 0) p.tcc = newSimTcc(this.q, this.rng);
       this.parts.push(p);
       this.startParticipant(p);
     }
@@ -366,7 +371,7 @@ export class SystemWorld implements FaultWorld {
   }
 
   private startParticipant(p: SysParticipant): void {
-    startSimParticipant(p, {
+    const wiring: ParticipantWiring = {
       clusterId: CLUSTER,
       q: this.q,
       checker: this.checker,
@@ -386,6 +391,14 @@ export class SystemWorld implements FaultWorld {
       // protocol allows it): answers must not rest on participants' memory.
       forgetAborts: this.sc.participantsWait !== true && this.parts.indexOf(p) % 2 === 1,
       inDoubtAfterMs: this.sc.participantsWait === true ? Number.MAX_SAFE_INTEGER : undefined,
+    };
+    if (p.tcc === undefined) return startSimParticipant(p, wiring);
+    startSimTccParticipant(p, p.tcc, {
+      ...wiring,
+      // The first TCC participant forgets aborts too, so that late Trys meet the barrier rather than the engine's memory.
+      forgetAborts: this.sc.participantsWait !== true && this.parts.indexOf(p) % 4 === 0,
+      askAbort: (inc, txnId, reason, cb) => this.askAbort(p, inc, txnId, reason, cb),
+      tccMutant: tccMutant(this.sc.mutant),
     });
   }
 
@@ -394,6 +407,7 @@ export class SystemWorld implements FaultWorld {
     this.log(() => `${p.id} crashes`);
     this.crashes++;
     crashSimParticipant(p);
+    if (p.tcc !== undefined) crashSimTcc(p.tcc);
   }
 
   private restartParticipant(p: SysParticipant): void {
@@ -413,6 +427,26 @@ export class SystemWorld implements FaultWorld {
       (c) => c.engine.outcome(txnId, p.id, (err, a) => (err || !a ? c.fail(err) : c.ok(a))),
       (err, a) => {
         this.log(() => `${p.id} asks ${at} about ${txnId}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
+        if (err || !a) {
+          p.hint = redirect(p.hint, err, this.nodeIds);
+          return cb(new Error(err?.message ?? 'no answer'), 'unknown');
+        }
+        cb(null, a.outcome);
+      },
+    );
+  }
+
+  /** Coordinator.Abort, as an expired TCC reserve asks it (src/participant/tcc/expiry.ts); redirects followed like askOutcome. */
+  private askAbort(p: SysParticipant, inc: Inc, txnId: string, reason: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
+    const at = this.nodes[p.hint].id;
+    this.callCoordinator<OutcomeAnswer>(
+      p.id,
+      inc,
+      p.hint,
+      ASK_DEADLINE_MS,
+      (c) => c.engine.abort(txnId, reason, (err, a) => (err || !a ? c.fail(err) : c.ok(a))),
+      (err, a) => {
+        this.log(() => `${p.id} asks ${at} to abort ${txnId} (reserve expired): ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
         if (err || !a) {
           p.hint = redirect(p.hint, err, this.nodeIds);
           return cb(new Error(err?.message ?? 'no answer'), 'unknown');
@@ -559,7 +593,11 @@ export class SystemWorld implements FaultWorld {
   setSlowDisk(id: string, extraMs: number): void {
     const n = this.nodes.find((x) => x.id === id);
     if (n) n.disk.slowMs = extraMs;
-    else this.participant(id).journal.slowMs = extraMs;
+    else {
+      const p = this.participant(id);
+      p.journal.slowMs = extraMs;
+      if (p.tcc !== undefined) p.tcc.journal.slowMs = extraMs;
+    }
   }
 
   transferLeadership(to: string): void {
@@ -576,6 +614,7 @@ export class SystemWorld implements FaultWorld {
     }
     for (const p of this.parts) {
       p.journal.slowMs = 0;
+      if (p.tcc !== undefined) p.tcc.journal.slowMs = 0;
       this.restartParticipant(p);
     }
   }
@@ -638,7 +677,10 @@ export class SystemWorld implements FaultWorld {
     }
     this.checker.final({
       faultFree: this.sc.faults.length === 0 && (this.sc.diskFaults ?? []).length === 0 && this.sc.crashPoints.length === 0 && this.sc.mutant === undefined,
-      valueAt: (pid, key) => this.participant(pid).resource?.get(key),
+      valueAt: (pid, key) => {
+        const p = this.participant(pid);
+        return p.tcc !== undefined ? p.tcc.resource?.state.data.get(key) : p.resource?.get(key);
+      },
       began: (txnId) => this.clientByTxn.get(txnId)?.began === true,
       // With a bounded tombstone list a forgotten decision may be gone for good (the horizon of timed ids is a unit test's).
       outcomeNow: (txnId) => {
@@ -646,6 +688,8 @@ export class SystemWorld implements FaultWorld {
         return d ? (d.outcome === 'commit' ? 'committed' : 'aborted') : this.sc.tombstonesMax === undefined ? null : undefined;
       },
     });
+    const tcc = this.parts.flatMap((p) => (p.tcc !== undefined ? [{ id: p.id, tcc: p.tcc }] : []));
+    if (tcc.length > 0) checkTcc(this.checker, tcc, t0 + this.sc.healAtMs);
   }
 
   /** null when nothing is in doubt, every decision is acknowledged and forgotten and every client answered; else what is pending. */
@@ -677,6 +721,10 @@ function participantError(err: ParticipantError | null): RpcError {
 
 function engineMutant(m: Mutant | undefined): EngineMutant | undefined {
   return m === 'presume-abort-unlogged' || m === 'commit-on-majority' || m === 'forget-before-acks' || m === 'abort-unlogged' ? m : undefined;
+}
+
+function tccMutant(m: Mutant | undefined): TccMutant | undefined {
+  return m === 'tcc-no-barrier' || m === 'tcc-cancel-on-timer' ? m : undefined;
 }
 
 function participantMutant(m: Mutant | undefined): ParticipantMutant | undefined {
