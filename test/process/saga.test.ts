@@ -1,0 +1,142 @@
+// Sagas end to end on real processes: three node processes on loopback, two
+// step services (flight and hotel) serving SagaStep over gRPC with their
+// inboxes in synced journal files, and the SDK starting sagas and waiting for
+// their ends — including while the leader is killed with SIGKILL mid-saga.
+// Afterwards every saga is all done or all compensated, and every effect was
+// applied once.
+
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { VerdictClient } from '../../src/client/client.ts';
+import { VerdictError } from '../../src/client/errors.ts';
+import type { InboxRecord } from '../../src/saga/inbox.ts';
+import { startStepService, type StepService } from '../../src/saga/step-service.ts';
+import { Cluster, freePorts, useProcessCleanup } from './harness.ts';
+
+useProcessCleanup();
+
+const services: StepService[] = [];
+afterAll(async () => {
+  for (const s of services) await s.stop();
+});
+
+/** Effects as applied, per step service: "action:<saga>:<step>" or "compensate:<saga>:<step>", counted. */
+const applied = new Map<string, number>();
+
+async function startBooking(c: Cluster): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-saga-steps-'));
+  const ports = await freePorts(2);
+  for (const [i, id] of ['flight', 'hotel'].entries()) {
+    const s = await startStepService({
+      clusterId: c.clusterId,
+      serviceId: id,
+      listen: `127.0.0.1:${ports[i]}`,
+      endpointsOfCluster: c.nodes.map((n) => n.address),
+      dataDir: join(dir, id),
+      logger: pino({ level: 'silent' }),
+      registerRetryMs: 200,
+      handlers: {
+        book: {
+          // "full" is a business refusal: nothing is booked.
+          action: (req) => {
+            // Load sagas' first attempts fail transiently, so that the kill below lands mid-saga.
+            if (req.sagaId.startsWith('load-') && req.attempt < 2) throw new Error('not yet');
+            return req.input === 'full' ? { status: 'failed', reason: `${id} is full` } : { status: 'done', output: `${id}-${req.sagaId}`, effect: `book ${req.sagaId}` };
+          },
+          compensate: (req) => ({ status: 'done', output: '', effect: `cancel ${req.sagaId}` }),
+        },
+      },
+      apply: (r: InboxRecord) => {
+        const k = `${id}:${r.kind}:${r.sagaId}:${r.step}`;
+        applied.set(k, (applied.get(k) ?? 0) + 1);
+      },
+    });
+    services.push(s);
+  }
+  await Promise.all(services.map((s) => s.registered));
+}
+
+describe('sagas on real processes', () => {
+  it('finishes, compensates, refuses bad input, and survives kill -9 of the leader mid-saga', async () => {
+    const c = await Cluster.start({ nodes: 3 });
+    await c.waitForLeader();
+    await startBooking(c);
+    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address) });
+    try {
+      // 1. A saga that finishes, with outputs later steps could read.
+      const ok = await (
+        await client.saga({
+          id: 'trip-1',
+          steps: [
+            { service: 'flight', name: 'book' },
+            { service: 'hotel', name: 'book' },
+          ],
+          pivot: 1,
+        })
+      ).result();
+      expect(ok.end).toBe('finished');
+      expect(ok.status.outputs).toEqual(['flight-trip-1', 'hotel-trip-1']);
+
+      // 2. The hotel refuses: the flight is compensated.
+      const full = await (
+        await client.saga({
+          id: 'trip-2',
+          steps: [
+            { service: 'flight', name: 'book' },
+            { service: 'hotel', name: 'book', input: 'full' },
+          ],
+        })
+      ).result();
+      expect(full.end).toBe('compensated');
+      expect(full.status.steps).toEqual(['compensated', 'failed']);
+      expect(full.status.timeline.map((e) => e.what)).toEqual(['started', 'sent', 'done', 'sent', 'failed', 'sent', 'compensated', 'compensated']);
+
+      // 3. Bad input: a clear error naming the saga and the step; nothing started.
+      await expect(client.saga({ id: 'trip-x', steps: [{ service: 'train', name: 'book' }] })).rejects.toThrow(/FAILED_PRECONDITION: saga trip-x step 0: step service train is not registered/);
+      await expect(client.saga({ id: 'trip-y', steps: [] })).rejects.toThrow(/INVALID_ARGUMENT: saga trip-y has no steps/);
+      await expect(client.sagaStatus('trip-x')).rejects.toBeInstanceOf(VerdictError);
+      await expect(client.sagas.resolve('trip-1', 0, 'done', 'by hand')).rejects.toThrow(/FAILED_PRECONDITION: saga trip-1 step 0 is not stuck on its action/);
+
+      // 4. Many sagas while the leader is killed.
+      const ids = Array.from({ length: 30 }, (_, i) => `load-${i}`);
+      let ended = 0;
+      const handles = ids.map((id, i) =>
+        client
+          .saga({
+            id,
+            steps: [
+              { service: 'flight', name: 'book' },
+              { service: 'hotel', name: 'book', input: i % 5 === 0 ? 'full' : '' },
+              { service: 'flight', name: 'book' },
+            ],
+            pivot: 1,
+          })
+          .then((h) => h.result())
+          .then((e) => (ended++, e)),
+      );
+      const { node: leader } = await c.waitForLeader();
+      await leader.kill('SIGKILL');
+      const endedBeforeKill = ended;
+      const ends = await Promise.all(handles);
+      expect(endedBeforeKill, 'the kill did not land mid-saga').toBeLessThan(ids.length);
+      for (const [i, e] of ends.entries()) expect(e.end, ids[i]).toBe(i % 5 === 0 ? 'compensated' : 'finished');
+      // Exactly once: every effect of every saga applied once at its step service.
+      for (const [k, n] of applied) expect(n, k).toBe(1);
+      for (const [i, id] of ids.entries()) {
+        if (i % 5 === 0) {
+          expect(applied.get(`flight:action:${id}:0`)).toBe(1);
+          expect(applied.get(`flight:compensate:${id}:0`)).toBe(1);
+          expect(applied.has(`hotel:action:${id}:1`)).toBe(false);
+        } else for (const k of [`flight:action:${id}:0`, `hotel:action:${id}:1`, `flight:action:${id}:2`]) expect(applied.get(k), k).toBe(1);
+      }
+      // Nothing stuck after healing.
+      expect(await client.sagas.list(true)).toEqual([]);
+    } finally {
+      client.close();
+      await c.destroy();
+    }
+  }, 240_000);
+});
