@@ -14,7 +14,7 @@ import { VerdictClient } from '../../src/client/client.ts';
 import { VerdictError } from '../../src/client/errors.ts';
 import type { InboxRecord } from '../../src/saga/inbox.ts';
 import { startStepService, type StepService } from '../../src/saga/step-service.ts';
-import { Cluster, freePorts, useProcessCleanup } from './harness.ts';
+import { Cluster, freePorts, runCli, useProcessCleanup } from './harness.ts';
 
 useProcessCleanup();
 
@@ -134,6 +134,29 @@ describe('sagas on real processes', () => {
       }
       // Nothing stuck after healing.
       expect(await client.sagas.list(true)).toEqual([]);
+
+      // 5. The CLI: a demo start, a timeline, the stuck list, a refused resolve.
+      const eps = [
+        '--endpoints',
+        c.nodes
+          .filter((n) => n !== leader)
+          .map((n) => n.address)
+          .join(','),
+      ];
+      const started = await runCli(['saga', 'start', '--id', 'cli-1', '--step', 'flight:book', '--step', 'hotel:book=full', ...eps], { timeoutMs: 60_000 });
+      expect(started.stdout.trim(), started.stderr).toBe('COMPENSATED cli-1');
+      expect(started.code).toBe(2);
+      const shown = await runCli(['saga', 'show', 'trip-2', ...eps]);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(shown.stdout).toMatch(/saga trip-2: COMPENSATED/);
+      expect(shown.stdout).toMatch(/failed step 1 action: hotel is full/);
+      const stuck = await runCli(['saga', 'list', '--stuck', ...eps]);
+      expect(stuck.stdout.trim()).toBe('(no saga is stuck)');
+      const refused = await runCli(['saga', 'resolve', 'trip-2', '--step', '0', '--compensated', '--reason', 'by hand', ...eps]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/saga trip-2 step 0 is not stuck on its compensate .*nothing was changed/);
+      const typo = await runCli(['saga', 'list', '--stuk', ...eps]);
+      expect(typo.stderr).toMatch(/unknown flag "--stuk" for verdict saga list \(did you mean --stuck\?\)/);
     } finally {
       client.close();
       await c.destroy();
