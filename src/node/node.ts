@@ -133,6 +133,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const machine = new NodeStateMachine();
   // Null until the operator-side libraries are loaded (see the top of this file).
   let metrics: NodeMetrics | null = null;
+  let sagaMetrics: import('./saga-metrics.ts').SagaMetrics | null = null;
   let metricsServer: MetricsServer | null = null;
   if (cfg.metricsListen !== null) {
     try {
@@ -304,6 +305,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     leader: () => d.leader(),
     log,
     credentials: tls?.participants,
+    observeStep: (seconds, kind, answered) => sagaMetrics?.observeStep(seconds, kind, answered),
   });
   sagas = sagaSide;
   log.info(
@@ -384,6 +386,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       refusals: () => transport.refusals.totals(),
       requestRefusals: () => refusals,
     });
+    const { SagaMetrics } = await import('./saga-metrics.ts');
+    sagaMetrics = new SagaMetrics(metrics.registry, { engine: () => sagaSide.engine, table: () => machine.table.sagas });
     if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics` }, 'serving Prometheus metrics');
   })();
   opsReady.catch((err: unknown) => log.error({ err }, 'reflection or metrics failed to start; the node runs without them'));

@@ -42,6 +42,8 @@ export interface SagaWiringOptions {
   log: Logger;
   credentials?: grpc.ChannelCredentials;
   engine?: Partial<SagaEngineConfig>;
+  /** Each step call's latency, as it ends (src/node/saga-metrics.ts). */
+  observeStep?: (seconds: number, kind: 'action' | 'compensate', answered: boolean) => void;
 }
 
 export function sagaWiring(o: SagaWiringOptions): SagaWiring {
@@ -70,16 +72,20 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       random: () => Math.random(),
       propose: o.propose,
       callStep: (to, req, deadlineMs, cb) => {
+        const sentAt = process.hrtime.bigint();
+        const took = (): number => Number(process.hrtime.bigint() - sentAt) / 1e9;
         const call = { clusterId: o.cfg.clusterId, sagaId: req.sagaId, step: req.step, key: req.key, name: req.name, input: req.input, outputs: req.outputs.map((x) => x ?? ''), attempt: req.attempt };
         channel(to.endpoint)
           .call(req.kind, call, deadlineMs)
           .then(
             (r) => {
+              o.observeStep?.(took(), req.kind, true);
               // Wire enums are translated here; anything else is garbage, which the engine retries.
               const status = r.status === 'STEP_DONE' ? 'done' : r.status === 'STEP_FAILED' ? 'failed' : (String(r.status) as StepAnswer['status']);
               cb(null, { status, output: r.output, reason: r.reason });
             },
             (err: grpc.ServiceError) => {
+              o.observeStep?.(took(), req.kind, false);
               o.log.debug({ sagaId: req.sagaId, step: req.step, kind: req.kind, service: to.id, attempt: req.attempt, err: err.details ?? err.message }, 'saga step call failed; retrying later');
               cb(new Error(`step service ${to.id}: ${err.details ?? err.message}`));
             },

@@ -61,7 +61,7 @@ async function startBooking(c: Cluster): Promise<void> {
 
 describe('sagas on real processes', () => {
   it('finishes, compensates, refuses bad input, and survives kill -9 of the leader mid-saga', async () => {
-    const c = await Cluster.start({ nodes: 3 });
+    const c = await Cluster.start({ nodes: 3, metrics: true });
     await c.waitForLeader();
     await startBooking(c);
     const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address) });
@@ -155,6 +155,16 @@ describe('sagas on real processes', () => {
       const refused = await runCli(['saga', 'resolve', 'trip-2', '--step', '0', '--compensated', '--reason', 'by hand', ...eps]);
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(/saga trip-2 step 0 is not stuck on its compensate .*nothing was changed/);
+      // Metrics on the new leader: sagas by state, step attempts and their latency.
+      const { node: now } = await c.waitForLeader();
+      const text = await (await fetch(`http://${now.metricsAddress}/metrics`)).text();
+      const sample = (re: RegExp): number => Number(re.exec(text)?.[1] ?? Number.NaN);
+      expect(sample(/^verdict_sagas\{state="finished"[^}]*\} (\d+)$/m)).toBe(25);
+      expect(sample(/^verdict_sagas\{state="compensated"[^}]*\} (\d+)$/m)).toBe(8);
+      expect(sample(/^verdict_sagas_stuck\{[^}]*\} (\d+)$/m)).toBe(0);
+      expect(text).toMatch(/^verdict_saga_stuck_total\{[^}]*\} 0$/m);
+      expect(sample(/^verdict_saga_step_attempts_total\{[^}]*\} (\d+)$/m)).toBeGreaterThan(0);
+      expect(text).toMatch(/^verdict_saga_step_duration_seconds_count\{[^}]*kind="action"[^}]*result="answered"[^}]*\} \d+$/m);
       const typo = await runCli(['saga', 'list', '--stuk', ...eps]);
       expect(typo.stderr).toMatch(/unknown flag "--stuk" for verdict saga list \(did you mean --stuck\?\)/);
     } finally {
