@@ -153,7 +153,7 @@ function counterpartKey(req: StepRequest): string {
 }
 
 /** What a stored record answers: an empty compensation is DONE (nothing was left to undo), a refused action FAILED. */
-export function answerOf(r: InboxRecord): StepAnswer {
+export function answerOf(r: Pick<InboxRecord, 'status' | 'output' | 'reason'>): StepAnswer {
   if (r.status === 'done' || r.status === 'empty') return { status: 'done', output: r.output, reason: r.reason };
   return { status: 'failed', output: '', reason: r.reason };
 }

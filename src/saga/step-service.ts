@@ -19,10 +19,17 @@ import { guardService } from '../transport/validate.ts';
 import { sagaStepService, type SagaStepHandlers, type StepCall, type StepResult } from '../transport/saga-rpc.ts';
 import type { StepRequest } from './engine.ts';
 import { SagaInbox, type InboxRecord, type StepHandler } from './inbox.ts';
+import type { StepAnswer } from './engine.ts';
+import type { PgStepHandler } from './postgres-inbox.ts';
 import { STEPS_MAX, stepKey, type StepKind } from './state.ts';
 
 export interface StepHandlers {
   [name: string]: { action: StepHandler; compensate: StepHandler };
+}
+
+/** PostgreSQL step handlers: each runs inside the inbox's local transaction (src/saga/postgres-inbox.ts). */
+export interface PgStepHandlers {
+  [name: string]: { action: PgStepHandler; compensate: PgStepHandler };
 }
 
 export interface StepServiceOptions {
@@ -32,7 +39,10 @@ export interface StepServiceOptions {
   listen: string;
   endpointsOfCluster: string[];
   dataDir: string;
-  handlers: StepHandlers;
+  /** Memory step handlers, with the inbox in a synced journal file under dataDir. */
+  handlers?: StepHandlers;
+  /** PostgreSQL: the inbox is a table in this database, written in each step's own transaction. */
+  postgres?: { url: string; handlers: PgStepHandlers; poolMax?: number };
   /** Applies an effect to the service's state (on each new record and on recovery, in journal order). */
   apply?: (r: InboxRecord) => void;
   logger: Logger;
@@ -41,7 +51,8 @@ export interface StepServiceOptions {
 
 export interface StepService {
   address: string;
-  inbox: SagaInbox;
+  /** The memory inbox (absent with postgres). */
+  inbox: SagaInbox | null;
   registered: Promise<void>;
   stop(): Promise<void>;
 }
@@ -66,9 +77,7 @@ const isInboxRecord = (v: unknown): v is InboxRecord => {
 export async function startStepService(o: StepServiceOptions): Promise<StepService> {
   const log = o.logger.child({ stepService: o.serviceId });
   mkdirSync(o.dataDir, { recursive: true });
-  const fold = new InboxFold();
-  const journal = await FileJournal.open<InboxRecord>({ path: join(o.dataDir, 'saga-inbox.journal'), fold, isRecord: isInboxRecord });
-  const inbox = SagaInbox.recover(fold.snapshot(), journal, o.apply);
+  const backend = o.postgres ? await pgBackend(o.postgres) : await memoryBackend(o);
 
   const serve =
     (kind: StepKind): grpc.handleUnaryCall<StepCall, StepResult> =>
@@ -79,10 +88,10 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
       if (r.step >= STEPS_MAX) return bad(`saga ${r.sagaId}: step ${r.step} is beyond the limit of ${STEPS_MAX} steps`);
       // The key is the saga's, the step's and the kind's: one rule, checked here.
       if (r.key !== stepKey(r.sagaId, r.step, kind)) return bad(`saga ${r.sagaId} step ${r.step}: key ${JSON.stringify(r.key.slice(0, 80))} is not ${stepKey(r.sagaId, r.step, kind)}`);
-      const h = o.handlers[r.name];
-      if (!h) return cb({ code: grpc.status.UNIMPLEMENTED, details: `saga ${r.sagaId} step ${r.step}: step service ${o.serviceId} has no handler named ${JSON.stringify(r.name.slice(0, 80))}` });
+      if (!backend.has(r.name))
+        return cb({ code: grpc.status.UNIMPLEMENTED, details: `saga ${r.sagaId} step ${r.step}: step service ${o.serviceId} has no handler named ${JSON.stringify(r.name.slice(0, 80))}` });
       const req: StepRequest = { sagaId: r.sagaId, step: r.step, kind, key: r.key, name: r.name, input: r.input, outputs: r.outputs, attempt: r.attempt };
-      inbox.handle(req, kind === 'action' ? h.action : h.compensate, (err, a) => {
+      backend.handle(req, (err, a) => {
         if (err || !a) {
           log.info({ sagaId: r.sagaId, step: r.step, kind, err: err?.message }, 'saga step failed; the orchestrator retries it');
           return cb({ code: grpc.status.UNAVAILABLE, details: `saga ${r.sagaId} step ${r.step} ${kind}: ${err?.message ?? 'no answer'}` });
@@ -95,7 +104,7 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
     Compensate: serve('compensate'),
     End: (call, cb) => {
       if (call.request.clusterId !== o.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the call is for cluster "${call.request.clusterId}"` });
-      inbox.end(call.request.sagaId, (err) => (err ? cb({ code: grpc.status.UNAVAILABLE, details: err.message }) : cb(null, {})));
+      backend.end(call.request.sagaId, (err) => (err ? cb({ code: grpc.status.UNAVAILABLE, details: err.message }) : cb(null, {})));
     },
   };
   const server = new grpc.Server();
@@ -125,14 +134,62 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
   });
   return {
     address,
-    inbox,
+    inbox: backend.inbox,
     registered,
     stop: async () => {
       stopping = true;
       if (timer) clearTimeout(timer);
       link.close();
       await new Promise<void>((r) => server.tryShutdown(() => r()));
-      await journal.close();
+      await backend.close();
     },
+  };
+}
+
+/** Where a step service keeps its inbox and runs its handlers. */
+interface Backend {
+  inbox: SagaInbox | null;
+  has(name: string): boolean;
+  handle(req: StepRequest, cb: (err: Error | null, a?: StepAnswer) => void): void;
+  end(sagaId: string, cb: (err: Error | null) => void): void;
+  close(): Promise<void>;
+}
+
+async function memoryBackend(o: StepServiceOptions): Promise<Backend> {
+  const handlers = o.handlers ?? {};
+  const fold = new InboxFold();
+  const journal = await FileJournal.open<InboxRecord>({ path: join(o.dataDir, 'saga-inbox.journal'), fold, isRecord: isInboxRecord });
+  const inbox = SagaInbox.recover(fold.snapshot(), journal, o.apply);
+  return {
+    inbox,
+    has: (name) => Object.hasOwn(handlers, name),
+    handle: (req, cb) => inbox.handle(req, req.kind === 'action' ? handlers[req.name].action : handlers[req.name].compensate, cb),
+    end: (sagaId, cb) => inbox.end(sagaId, cb),
+    close: () => journal.close(),
+  };
+}
+
+async function pgBackend(o: NonNullable<StepServiceOptions['postgres']>): Promise<Backend> {
+  // Loaded only for a PostgreSQL step service: the memory one never loads pg.
+  const [{ default: pg }, { PgSagaInbox }] = await Promise.all([import('pg'), import('./postgres-inbox.ts')]);
+  const pool = new pg.Pool({ connectionString: o.url, max: o.poolMax ?? 8 });
+  pool.on('error', () => {});
+  const inbox = await PgSagaInbox.open(pool);
+  return {
+    inbox: null,
+    has: (name) => Object.hasOwn(o.handlers, name),
+    handle: (req, cb) => {
+      const h = o.handlers[req.name];
+      inbox.handle(req, req.kind === 'action' ? h.action : h.compensate).then(
+        (a) => cb(null, a),
+        (err: Error) => cb(err),
+      );
+    },
+    end: (sagaId, cb) =>
+      void inbox.end(sagaId).then(
+        () => cb(null),
+        (err: Error) => cb(err),
+      ),
+    close: () => pool.end(),
   };
 }
