@@ -75,15 +75,29 @@ export class SagaInbox {
 
   /** Rebuilds the inbox from the records a journal kept, in order. */
   static recover(records: readonly InboxRecord[], journal: InboxJournal, applyEffect?: (r: InboxRecord) => void): SagaInbox {
-    const inbox = new SagaInbox(journal, applyEffect);
+    return new SagaInbox(journal, applyEffect).replay(records);
+  }
+
+  /** Loads the records a journal kept, in order, applying their effects again; returns this inbox. */
+  replay(records: readonly InboxRecord[]): this {
     for (const r of records) {
-      if (r.t === 'end') inbox.drop(r.sagaId);
+      if (r.t === 'end') this.drop(r.sagaId);
       else {
-        inbox.records.set(r.key, r);
-        if (r.effect !== '') applyEffect?.(r);
+        this.records.set(r.key, r);
+        if (r.effect !== '') this.applyEffect(r);
       }
     }
-    return inbox;
+    return this;
+  }
+
+  /** No hanging action: an action is refused once its step's compensation is recorded. */
+  protected actionRefused(compensation: InboxRecord | undefined): boolean {
+    return compensation !== undefined;
+  }
+
+  /** A compensation whose action never ran here, or answered FAILED, is recorded empty and runs nothing. */
+  protected compensationEmpty(action: InboxRecord | undefined): boolean {
+    return action === undefined || action.status !== 'done';
   }
 
   /** The stored record for a key, if any. */
@@ -107,9 +121,9 @@ export class SagaInbox {
     const base = { t: 'step' as const, sagaId: req.sagaId, step: req.step, kind: req.kind, key: req.key, output: '', reason: '', effect: '' };
     let rec: InboxRecord;
     const other = this.records.get(counterpartKey(req));
-    if (req.kind === 'action' && other) {
+    if (req.kind === 'action' && this.actionRefused(other)) {
       rec = { ...base, status: 'refused', reason: `step ${req.step} of saga ${req.sagaId} was compensated before its action arrived; the action is refused` };
-    } else if (req.kind === 'compensate' && (!other || other.status !== 'done')) {
+    } else if (req.kind === 'compensate' && this.compensationEmpty(other)) {
       rec = { ...base, status: 'empty', reason: other ? `the action answered ${other.status.toUpperCase()}: nothing to compensate` : 'the action never ran here: an empty compensation is recorded' };
     } else {
       let d: ReturnType<StepHandler>;

@@ -28,6 +28,15 @@ const erringAfterPivot: fc.Arbitrary<SagaScenario> = sagaScenarioArb.map((sc) =>
   })),
 }));
 
+/** Pre-pivot actions that error until the orchestrator abandons them: their compensations find no action. */
+const abandoned: fc.Arbitrary<SagaScenario> = sagaScenarioArb.map((sc) => ({ ...sc, sagas: sc.sagas.map((s) => ({ ...s, pivot: null, steps: s.steps.map((st) => ({ ...st, errors: 4 })) })) }));
+
+/** The same, with duplicated and delayed messages: an old action request can arrive after its compensation. */
+const abandonedDuplicated: fc.Arbitrary<SagaScenario> = abandoned.map((sc) => ({
+  ...sc,
+  faults: [...sc.faults, { kind: 'duplicate' as const, at: 0, percent: 50, durMs: sc.healAtMs }, { kind: 'delay' as const, at: 0, extraMs: 400, durMs: sc.healAtMs }],
+}));
+
 interface Tooth {
   mutant: SagaMutant;
   what: string;
@@ -39,6 +48,8 @@ interface Tooth {
 const TEETH: Tooth[] = [
   { mutant: 'saga-new-key-on-retry', what: 'a retried call carries a new key', expect: /exactly once: .* ran \d+ times/, arb: sagaScenarioArb, seedsMax: 2_000 },
   { mutant: 'saga-compensate-after-pivot', what: 'a step after the pivot is compensated', expect: /after the pivot/, arb: erringAfterPivot, seedsMax: 500 },
+  { mutant: 'inbox-no-empty-compensation', what: 'a compensation runs though its action never ran', expect: /compensated though its action never ran/, arb: abandoned, seedsMax: 500 },
+  { mutant: 'inbox-hanging-action', what: 'an action runs after its compensation was recorded', expect: /ran after its compensation was recorded/, arb: abandonedDuplicated, seedsMax: 2_000 },
   { mutant: 'saga-start-unlogged', what: 'a start answered and step 0 called without its log write', expect: /log has no record/, arb: sagaScenarioArb, seedsMax: 200 },
 ];
 

@@ -18,7 +18,9 @@
 //   clients          the end a client saw is the end the log keeps
 //
 // Mutants are injected here, from test code: a new key on a retried call, a
-// table that compensates after the pivot, a start answered without its log write.
+// table that compensates after the pivot, a start answered without its log
+// write, an inbox without empty compensations, an inbox that lets an action
+// run after its compensation.
 
 import fc from 'fast-check';
 import type { ApplyResult, Command } from '../../src/commit/state.ts';
@@ -32,7 +34,7 @@ import { SimJournal } from './system-participant.ts';
 import { DEAD, redirect, RETRYABLE, type Inc, type RpcError } from './system-rpc.ts';
 import { SystemWorld, type NodeHooks, type SystemScenario, type WorldExtension } from './system-world.ts';
 
-export type SagaMutant = 'saga-new-key-on-retry' | 'saga-compensate-after-pivot' | 'saga-start-unlogged';
+export type SagaMutant = 'saga-new-key-on-retry' | 'saga-compensate-after-pivot' | 'saga-start-unlogged' | 'inbox-no-empty-compensation' | 'inbox-hanging-action';
 
 export interface SagaStepPlan {
   /** Step service: a participant index, modulo their number. */
@@ -72,6 +74,20 @@ const POLL_MS = 200;
 class CompensateAfterPivotTable extends SagaTable {
   override compensatable(): boolean {
     return true;
+  }
+}
+
+/** The inbox with its empty-compensation rule broken: a compensation runs its effect whether or not the action ran. */
+class NoEmptyCompensationInbox extends SagaInbox {
+  protected override compensationEmpty(): boolean {
+    return false;
+  }
+}
+
+/** The inbox with its no-hanging-action rule broken: an action runs even after its compensation was recorded. */
+class HangingActionInbox extends SagaInbox {
+  protected override actionRefused(): boolean {
+    return false;
   }
 }
 
@@ -250,12 +266,15 @@ export class SagaExtension implements WorldExtension {
     const inc: Inc = { alive: true };
     s.inc = inc;
     s.errorsGiven = new Map();
-    s.inbox = SagaInbox.recover(s.journal.durable, {
-      append: (r, cb) => {
+    const journal = {
+      append: (r: InboxRecord, cb: (err: Error | null) => void): void => {
         if (!inc.alive) return;
         s.journal.append({ ...r, seq: ++this.seq }, cb);
       },
-    });
+    };
+    const m = this.sc.sagaMutant;
+    const Inbox = m === 'inbox-no-empty-compensation' ? NoEmptyCompensationInbox : m === 'inbox-hanging-action' ? HangingActionInbox : SagaInbox;
+    s.inbox = new Inbox(journal).replay(s.journal.durable);
   }
 
   participantCrashed(id: string): void {
