@@ -306,6 +306,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     log,
     credentials: tls?.participants,
     observeStep: (seconds, kind, answered) => sagaMetrics?.observeStep(seconds, kind, answered),
+    engine: { stuckAfterAttempts: cfg.sagaStuckAfterAttempts, actionAttemptsMax: cfg.sagaActionAttemptsMax },
   });
   sagas = sagaSide;
   log.info(

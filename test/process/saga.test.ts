@@ -14,7 +14,7 @@ import { VerdictClient } from '../../src/client/client.ts';
 import { VerdictError } from '../../src/client/errors.ts';
 import type { InboxRecord } from '../../src/saga/inbox.ts';
 import { startStepService, type StepService } from '../../src/saga/step-service.ts';
-import { Cluster, freePorts, runCli, useProcessCleanup } from './harness.ts';
+import { Cluster, freePorts, runCli, useProcessCleanup, waitFor } from './harness.ts';
 
 useProcessCleanup();
 
@@ -60,6 +60,71 @@ async function startBooking(c: Cluster): Promise<void> {
 }
 
 describe('sagas on real processes', () => {
+  it('a compensation that keeps failing is flagged stuck, retried by an operator, and resolved by hand, each act in the log', async () => {
+    const c = await Cluster.start({ nodes: 3, configExtra: () => ({ sagaStuckAfterAttempts: 3 }) });
+    await c.waitForLeader();
+    const ports = await freePorts(1);
+    const dir = mkdtempSync(join(tmpdir(), 'verdict-saga-stuck-'));
+    const bank = await startStepService({
+      clusterId: c.clusterId,
+      serviceId: 'bank',
+      listen: `127.0.0.1:${ports[0]}`,
+      endpointsOfCluster: c.nodes.map((n) => n.address),
+      dataDir: join(dir, 'bank'),
+      logger: pino({ level: 'silent' }),
+      registerRetryMs: 200,
+      handlers: {
+        // The refund's own system is down: it errors on every attempt.
+        debitNoRefund: {
+          action: () => ({ status: 'done', output: 'debited', effect: 'debit' }),
+          compensate: () => {
+            throw new Error('refund system unreachable');
+          },
+        },
+        ship: { action: () => ({ status: 'failed', reason: 'out of stock' }), compensate: () => ({ status: 'done', output: '', effect: '' }) },
+      },
+    });
+    services.push(bank);
+    await bank.registered;
+    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address) });
+    const eps = ['--endpoints', c.nodes.map((n) => n.address).join(',')];
+    try {
+      await client.saga({
+        id: 'order-1',
+        steps: [
+          { service: 'bank', name: 'debitNoRefund' },
+          { service: 'bank', name: 'ship' },
+        ],
+      });
+      const stuck = await waitFor('order-1 to be flagged stuck', 60_000, async () => (await client.sagas.list(true)).find((s) => s.id === 'order-1'));
+      expect(stuck.state).toBe('compensating');
+      expect(stuck.stuck).toMatchObject({ step: 0, kind: 'compensate', attempts: 3 });
+      expect(stuck.stuck?.lastError).toMatch(/refund system unreachable/);
+      const listed = await runCli(['saga', 'list', '--stuck', ...eps]);
+      expect(listed.stdout).toMatch(/order-1\s+compensating\s+compensating,failed\s+step 0 compensate, 3 attempts: .*refund system unreachable/);
+      // Resolving the wrong step, or the wrong kind, is refused and changes nothing.
+      const wrong = await runCli(['saga', 'resolve', 'order-1', '--step', '0', '--done', '--reason', 'x', ...eps]);
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toMatch(/saga order-1 step 0 is not stuck on its action \(the saga is stuck on step 0 compensate\); nothing was changed/);
+      // An operator's retry: recorded, attempts counted afresh, and (the refund still failing) stuck again.
+      const retried = await runCli(['saga', 'retry', 'order-1', '--reason', 'refund system back?', '--operator', 'alice', ...eps]);
+      expect(retried.code, retried.stderr).toBe(0);
+      await waitFor('order-1 to be stuck again', 60_000, async () => ((await client.sagas.list(true)).some((s) => s.id === 'order-1') ? true : undefined));
+      const resolved = await runCli(['saga', 'resolve', 'order-1', '--step', '0', '--compensated', '--reason', 'refunded by hand, ticket 42', '--operator', 'bob', ...eps]);
+      expect(resolved.code, resolved.stderr).toBe(0);
+      const end = await (await client.sagas.status('order-1', 10_000)).state;
+      expect(end).toBe('compensated');
+      const shown = await runCli(['saga', 'show', 'order-1', ...eps]);
+      expect(shown.stdout).toMatch(/retry step 0 compensate by alice: refund system back\?/);
+      expect(shown.stdout).toMatch(/resolved compensated step 0 compensate by bob: refunded by hand, ticket 42/);
+      expect(shown.stdout).toMatch(/saga order-1: COMPENSATED/);
+      expect(await client.sagas.list(true)).toEqual([]);
+    } finally {
+      client.close();
+      await c.destroy();
+    }
+  }, 180_000);
+
   it('finishes, compensates, refuses bad input, and survives kill -9 of the leader mid-saga', async () => {
     const c = await Cluster.start({ nodes: 3, metrics: true });
     await c.waitForLeader();
