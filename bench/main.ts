@@ -27,6 +27,7 @@ import { measureMySqlDirect, MYSQL_CONCURRENCY, MYSQL_PARTICIPANTS, mysqlPartici
 import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './procs.ts';
 import { writeReport } from './report.ts';
 import { measureEtcdAnchor } from './etcd-anchor.ts';
+import { measureSagas } from './saga.ts';
 import { commitId, etcdAnchorFields, etcdRatios, mysqlCommitId, pgCommitId, rawId, summarizeFailover, summaryKeys, type Machine, type Results, type Scenario, type Settings } from './results.ts';
 
 const QUICK = process.argv.includes('--quick');
@@ -428,6 +429,11 @@ async function main(): Promise<void> {
       );
     }
 
+    // Sagas (bench/saga.ts): three steps on three nodes at 1 and 16 clients, and the direct calls as the floor.
+    progress(`${tag()} start sagas: 3 nodes, 3 steps, 1 and 16 clients, direct calls as the floor`);
+    const saga = await measureSagas(join(dir, 'saga'), QUICK ? 5_000 : 20_000);
+    progress(`${tag()} done  sagas: ${saga.tps_3steps_c16} sagas/s at 16 clients; p50 ${saga.p50_ms_c1} ms at 1 client; direct calls p50 ${saga.direct_p50_ms} ms`);
+
     const failover = summarizeFailover(runs, FAILOVER_METHOD);
     const keys = summaryKeys(scenarios, floors);
     const finishedAt = new Date();
@@ -444,7 +450,8 @@ async function main(): Promise<void> {
       scenarios,
       failover,
       ...keys,
-      ratios: { ...keys.ratios, ...etcdRatios(keys.raft, etcd) },
+      ratios: { ...keys.ratios, ...etcdRatios(keys.raft, etcd), saga_over_direct_p50: saga.direct_p50_ms > 0 ? round2(saga.p50_ms_c1 / saga.direct_p50_ms) : null },
+      saga,
       anchors: { etcd: etcdAnchorFields(etcd) },
       cli: { status_ms: cliStatus },
     };

@@ -397,6 +397,27 @@ export function markdown(r: Results, source: string): string {
     ].join('\n'),
     '',
   );
+  // Sagas (bench/saga.ts), when measured.
+  if (r.saga) {
+    const g = r.saga;
+    out.push(
+      '',
+      '## Sagas: three steps on three nodes',
+      '',
+      'Three step services with memory inboxes; each saga logs its start and one transition per step. The floor is the same three step calls made directly in sequence.',
+      '',
+      table(
+        ['measure', 'value'],
+        [
+          ['sagas/s at 16 clients (`saga.tps_3steps_c16`)', String(g.tps_3steps_c16)],
+          ['p50 at 1 client (`saga.p50_ms_c1`)', `${g.p50_ms_c1} ms`],
+          ['p99 at 1 client', `${g.p99_ms_c1} ms`],
+          ['direct calls in sequence, p50', `${g.direct_p50_ms} ms`],
+          ['saga over direct, p50 (`ratios.saga_over_direct_p50`)', String(r.ratios.saga_over_direct_p50 ?? '-')],
+        ],
+      ),
+    );
+  }
   return out.join('\n');
 }
 

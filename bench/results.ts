@@ -99,6 +99,8 @@ export interface Results {
   floor_ratios: Record<string, number | null>;
   /** Command-line timings: `status_ms` is `verdict status` from a cold process against 3 nodes (null if not measured). Absent from older files. */
   cli?: { status_ms: CliTiming | null };
+  /** Sagas on three nodes, three steps (bench/saga.ts); absent in older results files. */
+  saga?: import('./saga.ts').SagaFigures | null;
   /** Other systems measured in the same run on the same machine; absent in results files older than the anchor. */
   anchors?: { etcd: EtcdAnchorFields };
 }

@@ -5,7 +5,23 @@
 import { UsageError } from './args.ts';
 
 /** Flags that take no value; every other flag takes the next argument as its value. */
-const SWITCHES = new Set(['--json', '--commit', '--abort', '--force-unknown', '--in-flight', '--in-doubt', '--unacked', '--heuristic', '--help', '-h', '--force', '--insecure']);
+const SWITCHES = new Set([
+  '--json',
+  '--commit',
+  '--abort',
+  '--force-unknown',
+  '--in-flight',
+  '--in-doubt',
+  '--unacked',
+  '--heuristic',
+  '--help',
+  '-h',
+  '--force',
+  '--insecure',
+  '--stuck',
+  '--done',
+  '--compensated',
+]);
 
 const TLS = ['--ca', '--cert', '--key'];
 /** Commands that talk to a node's RaftNode service. */
@@ -51,6 +67,12 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'txn list': ['--in-flight', '--in-doubt', '--unacked', '--heuristic', '--limit', '--json', ...SDK_CLIENT],
   'txn show': ['--json', ...SDK_CLIENT],
   'txn resolve': ['--commit', '--abort', '--reason', '--operator', '--force-unknown', '--json', ...SDK_CLIENT],
+  // Sagas (src/cli/saga.ts).
+  'saga start': ['--step', '--pivot', '--id', '--json', '--operator', ...SDK_CLIENT],
+  'saga list': ['--stuck', '--limit', '--json', '--operator', ...SDK_CLIENT],
+  'saga show': ['--json', '--operator', ...SDK_CLIENT],
+  'saga retry': ['--reason', '--operator', '--json', ...SDK_CLIENT],
+  'saga resolve': ['--step', '--done', '--compensated', '--reason', '--operator', '--json', ...SDK_CLIENT],
   certs: ['--dir', '--cluster-id', '--nodes', '--base-port', '--participant', '--admin', '--client', '--days', '--force'],
 };
 

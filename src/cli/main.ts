@@ -37,19 +37,21 @@ const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key th
 
 /** The usage text, assembled from each command's module (loaded only for --help). */
 async function helpTexts(): Promise<{ all: string; byCommand: Record<string, string> }> {
-  const [{ LEADER_HELP }, { TXN_HELP, PARTICIPANTS_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }, { NODE_REPAIR_HELP }, { CERTS_HELP }] = await Promise.all([
-    import('./leader-calls.ts'),
-    import('./txn.ts'),
-    import('./participant.ts'),
-    import('./participant-resolve.ts'),
-    import('./member.ts'),
-    import('./node-repair.ts'),
-    import('./certs.ts'),
-  ]);
+  const [{ LEADER_HELP }, { TXN_HELP, PARTICIPANTS_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }, { NODE_REPAIR_HELP }, { CERTS_HELP }, { SAGA_HELP }] =
+    await Promise.all([
+      import('./leader-calls.ts'),
+      import('./txn.ts'),
+      import('./participant.ts'),
+      import('./participant-resolve.ts'),
+      import('./member.ts'),
+      import('./node-repair.ts'),
+      import('./certs.ts'),
+      import('./saga.ts'),
+    ]);
   const all = `verdict — a Raft-replicated commit coordinator
 
 usage:
-${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${CERTS_HELP}
+${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${SAGA_HELP}${CERTS_HELP}
 verdict COMMAND --help shows one command's usage.
 ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
   /** `verdict COMMAND --help`: that command's usage. */
@@ -64,6 +66,7 @@ ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
     participant: PARTICIPANT_HELP + PARTICIPANT_RESOLVE_HELP + PARTICIPANTS_HELP + ENDPOINTS_NOTE,
     participants: PARTICIPANTS_HELP + ENDPOINTS_NOTE,
     txn: TXN_HELP + ENDPOINTS_NOTE,
+    saga: SAGA_HELP + ENDPOINTS_NOTE,
     certs: CERTS_HELP,
   };
   return { all, byCommand };
@@ -127,6 +130,8 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./member.ts')).memberCommand(args);
     case 'certs':
       return (await import('./certs.ts')).certsCommand(args);
+    case 'saga':
+      return (await import('./saga.ts')).sagaCommand(args);
     default:
       throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
   }

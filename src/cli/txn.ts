@@ -341,7 +341,7 @@ function age(ms: number): string {
   return `${Math.floor(ms / 3_600_000)}h`;
 }
 
-function table(rows: string[][]): void {
+export function table(rows: string[][]): void {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   for (const r of rows)
     print(
@@ -352,6 +352,6 @@ function table(rows: string[][]): void {
     );
 }
 
-function print(line: string): void {
+export function print(line: string): void {
   process.stdout.write(line + '\n');
 }

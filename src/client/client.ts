@@ -7,6 +7,7 @@ import { newTxnId } from '../commit/txn-id.ts';
 import { OPERATOR_KEY, type ClusterStatusResponse, type HeuristicInfo, type OutcomeName, type ParticipantInfo, type ParticipantState, type ResolutionInfo } from '../transport/coordinator-rpc.ts';
 import { CoordinatorConnection, type CallOptions, type ConnectionOptions } from './connection.ts';
 import { VerdictError } from './errors.ts';
+import { SagaCaller, type SagaHandle, type SagaSpec, type SagaStatus } from './saga.ts';
 import { checkId, checkTxnId, shortOutcome, toOutcomeResult, Transaction, type Outcome, type OutcomeResult } from './transaction.ts';
 
 export interface VerdictClientOptions extends ConnectionOptions {
@@ -71,9 +72,28 @@ export class VerdictClient {
   readonly connection: CoordinatorConnection;
   private clusterId: string | undefined;
 
+  private readonly endpoints: string[];
+  private sagaCaller: SagaCaller | null = null;
+
   constructor(options: VerdictClientOptions) {
     this.connection = new CoordinatorConnection(options.endpoints, options);
     this.clusterId = options.clusterId;
+    this.endpoints = [...options.endpoints];
+  }
+
+  /** The Sagas service's caller (src/client/saga.ts), made on first use. */
+  get sagas(): SagaCaller {
+    this.sagaCaller ??= new SagaCaller(this.endpoints);
+    return this.sagaCaller;
+  }
+
+  /** Starts a saga (docs/sagas.md); `await (await client.saga(spec)).result()` waits for its end. */
+  saga(spec: SagaSpec): Promise<SagaHandle> {
+    return this.sagas.start(spec);
+  }
+
+  sagaStatus(id: string): Promise<SagaStatus> {
+    return this.sagas.status(id);
   }
 
   async begin(options: BeginOptions = {}, call: CallOptions = {}): Promise<Transaction> {
@@ -185,5 +205,6 @@ export class VerdictClient {
 
   close(): void {
     this.connection.close();
+    this.sagaCaller?.close();
   }
 }

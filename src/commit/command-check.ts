@@ -5,6 +5,7 @@
 // Either way DecisionTable.apply only ever sees well-formed commands, so it
 // needs no checks of its own.
 
+import { STEPS_MAX } from '../saga/state.ts';
 import { decodeCommand, isCommand, type Command } from './state.ts';
 
 type Fields = Record<string, unknown>;
@@ -12,6 +13,16 @@ const isString = (v: unknown): v is string => typeof v === 'string';
 const isTime = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 const isOutcome = (v: unknown): boolean => v === 'commit' || v === 'abort';
 const isStringList = (v: unknown): boolean => Array.isArray(v) && v.every(isString);
+const isStepIndex = (v: unknown): boolean => Number.isInteger(v) && (v as number) >= 0 && (v as number) < STEPS_MAX;
+const isStepKind = (v: unknown): boolean => v === 'action' || v === 'compensate';
+const isOperatorAct = (v: unknown): boolean => {
+  const op = v as Fields | null;
+  return op !== null && typeof op === 'object' && isString(op.operator) && isString(op.reason) && isTime(op.atMs);
+};
+const isStepDef = (v: unknown): boolean => {
+  const s = v as Fields | null;
+  return s !== null && typeof s === 'object' && isString(s.service) && isString(s.name) && isString(s.input);
+};
 
 /**
  * One check per command kind. Keyed by Command['t'], so a new kind of command
@@ -22,8 +33,7 @@ const CHECKS: { [K in Command['t']]: (c: Fields) => string | null } = {
   decide: (c) => {
     if (!isString(c.txnId) || !isOutcome(c.outcome) || !isString(c.reason) || !isStringList(c.participants) || !isTime(c.atMs)) return 'decide needs txnId, outcome, reason, participants and atMs';
     if (c.operator === undefined) return null;
-    const op = c.operator as Fields | null;
-    return op !== null && typeof op === 'object' && isString(op.operator) && isString(op.reason) && isTime(op.atMs) ? null : 'decide has a malformed operator act';
+    return isOperatorAct(c.operator) ? null : 'decide has a malformed operator act';
   },
   unregister: (c) => (isString(c.id) && isString(c.operator) && isTime(c.atMs) && isStringList(c.acked) ? null : 'unregister needs id, operator, atMs and a list of acked txnIds'),
   forget: (c) => (isStringList(c.txnIds) ? null : 'forget needs a list of txnIds'),
@@ -31,6 +41,30 @@ const CHECKS: { [K in Command['t']]: (c: Fields) => string | null } = {
     isString(c.txnId) && isString(c.participantId) && isOutcome(c.outcome) && isString(c.gid) && isString(c.operator) && isString(c.reason) && isTime(c.atMs)
       ? null
       : 'heuristic needs txnId, participantId, outcome, gid, operator, reason and atMs',
+  // Sagas (src/saga/state.ts): the form here; what a saga's state allows is checked where it is applied.
+  'saga.start': (c) =>
+    isString(c.sagaId) && Array.isArray(c.steps) && c.steps.length <= STEPS_MAX && c.steps.every(isStepDef) && (c.pivot === null || isStepIndex(c.pivot)) && isTime(c.atMs)
+      ? null
+      : 'saga.start needs sagaId, at most 64 steps of service, name and input, pivot (a step index or null) and atMs',
+  'saga.result': (c) => {
+    if (
+      !isString(c.sagaId) ||
+      !isStepIndex(c.step) ||
+      !isStepKind(c.kind) ||
+      !['done', 'failed', 'abandoned'].includes(c.outcome as string) ||
+      !isString(c.output) ||
+      !isString(c.reason) ||
+      !isTime(c.atMs)
+    )
+      return 'saga.result needs sagaId, step, kind, outcome (done, failed or abandoned), output, reason and atMs';
+    return c.operator === undefined || isOperatorAct(c.operator) ? null : 'saga.result has a malformed operator act';
+  },
+  'saga.stuck': (c) =>
+    isString(c.sagaId) && isStepIndex(c.step) && isStepKind(c.kind) && Number.isInteger(c.attempts) && (c.attempts as number) >= 0 && isString(c.lastError) && isTime(c.atMs)
+      ? null
+      : 'saga.stuck needs sagaId, step, kind, attempts, lastError and atMs',
+  'saga.retry': (c) => (isString(c.sagaId) && isString(c.operator) && isString(c.reason) && isTime(c.atMs) ? null : 'saga.retry needs sagaId, operator, reason and atMs'),
+  'saga.ended': (c) => (isStringList(c.sagaIds) ? null : 'saga.ended needs a list of sagaIds'),
 };
 
 /** The command in `data`, or why it is not one the decision table applies. Decodes once. */

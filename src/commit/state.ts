@@ -8,6 +8,7 @@
 // newest creation time of a timed transaction id (src/commit/txn-id.ts) whose
 // decision has left the table for good, below which no id can be proved new.
 
+import { isSagaCommand, SagaTable, type SagaApplyResult, type SagaCommand } from '../saga/state.ts';
 import { txnIdTimeMs } from './txn-id.ts';
 
 export type DecisionOutcome = 'commit' | 'abort';
@@ -80,7 +81,9 @@ export type Command =
   // `operator` is set when `verdict txn resolve` asked for this outcome.
   | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: string[]; atMs: number; operator?: OperatorAct }
   | { t: 'forget'; txnIds: string[] }
-  | { t: 'heuristic'; txnId: string; participantId: string; outcome: DecisionOutcome; gid: string; operator: string; reason: string; atMs: number };
+  | { t: 'heuristic'; txnId: string; participantId: string; outcome: DecisionOutcome; gid: string; operator: string; reason: string; atMs: number }
+  // Sagas ride the same log (src/saga/state.ts).
+  | SagaCommand;
 
 export type ApplyResult =
   | { t: 'register'; participant: ParticipantRecord }
@@ -88,7 +91,8 @@ export type ApplyResult =
   | { t: 'unregister'; id: string; removed: boolean; refusedBy: string[] }
   | { t: 'decide'; decision: Decision; first: boolean; resolution: Resolution | null }
   | { t: 'forget'; forgotten: number }
-  | { t: 'heuristic'; record: HeuristicRecord; first: boolean };
+  | { t: 'heuristic'; record: HeuristicRecord; first: boolean }
+  | SagaApplyResult;
 
 /** Compares what a participant did by hand with the cluster's decision. Pure. */
 export function heuristicKind(done: DecisionOutcome, decision: DecisionOutcome | null): HeuristicKind {
@@ -131,6 +135,8 @@ export class DecisionTable {
    * begin one (an answered outcome never changes). Only grows.
    */
   horizonAtMs: number | null = null;
+  /** Saga records (src/saga/state.ts), applied from the same log and kept in the same snapshots. */
+  readonly sagas = new SagaTable();
 
   constructor(
     private readonly tombstonesMax = TOMBSTONES_MAX,
@@ -138,6 +144,7 @@ export class DecisionTable {
   ) {}
 
   apply(cmd: Command, index: number): ApplyResult {
+    if (isSagaCommand(cmd)) return this.sagas.apply(cmd, index);
     switch (cmd.t) {
       case 'register': {
         const p: ParticipantRecord = { id: cmd.id, endpoint: cmd.endpoint, registeredAtMs: this.participants.get(cmd.id)?.registeredAtMs ?? cmd.atMs };
@@ -258,12 +265,20 @@ export class DecisionTable {
   }
 
   toJSON(): unknown {
-    return { p: [...this.participants.values()], d: [...this.decisions.values()], t: [...this.tombstones], h: [...this.heuristics], r: [...this.resolutions], hz: this.horizonAtMs };
+    return {
+      p: [...this.participants.values()],
+      d: [...this.decisions.values()],
+      t: [...this.tombstones],
+      h: [...this.heuristics],
+      r: [...this.resolutions],
+      hz: this.horizonAtMs,
+      sg: this.sagas.toJSON(),
+    };
   }
 
   restoreFrom(json: unknown): void {
     // h and r are absent from snapshots written before heuristic records existed, hz before the retention horizon.
-    const o = json as { p: ParticipantRecord[]; d: Decision[]; t: [string, Tombstone][]; h?: [string, HeuristicRecord[]][]; r?: [string, Resolution[]][]; hz?: number | null };
+    const o = json as { p: ParticipantRecord[]; d: Decision[]; t: [string, Tombstone][]; h?: [string, HeuristicRecord[]][]; r?: [string, Resolution[]][]; hz?: number | null; sg?: unknown };
     this.participants.clear();
     this.decisions.clear();
     this.tombstones.clear();
@@ -275,6 +290,8 @@ export class DecisionTable {
     for (const [k, v] of o.h ?? []) this.heuristics.set(k, v);
     for (const [k, v] of o.r ?? []) this.resolutions.set(k, v);
     this.horizonAtMs = typeof o.hz === 'number' ? o.hz : null;
+    // sg is absent from snapshots written before sagas existed.
+    this.sagas.restoreFrom(o.sg);
   }
 }
 

@@ -37,6 +37,8 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   inFlightMax: 'int',
   clientInFlightMax: 'int',
   streamUnreadMax: 'int',
+  sagaStuckAfterAttempts: 'int',
+  sagaActionAttemptsMax: 'int',
   'tls.ca': 'string',
   'tls.cert': 'string',
   'tls.key': 'string',

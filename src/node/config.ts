@@ -61,6 +61,10 @@ export interface NodeConfig {
   clientInFlightMax: number;
   /** Answers a commit stream may hold unread by its client before it is cut off. */
   streamUnreadMax: number;
+  /** Sagas (docs/sagas.md): a call retried this many times flags its saga stuck; it keeps retrying. */
+  sagaStuckAfterAttempts: number;
+  /** Sagas: an action at or before the pivot that errored this many times is abandoned and compensated. */
+  sagaActionAttemptsMax: number;
 }
 
 export interface NodeTlsConfig {
@@ -142,6 +146,8 @@ const KNOWN = [
   'inFlightMax',
   'clientInFlightMax',
   'streamUnreadMax',
+  'sagaStuckAfterAttempts',
+  'sagaActionAttemptsMax',
 ];
 const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
 const ADMIN_NAMES_MAX = 256;
@@ -240,6 +246,8 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const inFlightMax = int('inFlightMax', 10_000, 1, 1_000_000);
   const clientInFlightMax = int('clientInFlightMax', 1_000, 1, 1_000_000);
   const streamUnreadMax = int('streamUnreadMax', ANSWER_STREAM_UNREAD_MAX, 16, 1_000_000);
+  const sagaStuckAfterAttempts = int('sagaStuckAfterAttempts', 10, 1, 1_000_000);
+  const sagaActionAttemptsMax = int('sagaActionAttemptsMax', 5, 1, 1_000_000);
   if (clientInFlightMax > inFlightMax) throw new ConfigError(file, `${label('clientInFlightMax')} (${clientInFlightMax}) must not exceed ${label('inFlightMax')} (${inFlightMax})`);
   // From the environment or --set the value arrives as text.
   const join = o.join === 'true' ? true : o.join === 'false' ? false : (o.join ?? false);
@@ -300,5 +308,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     inFlightMax,
     clientInFlightMax,
     streamUnreadMax,
+    sagaStuckAfterAttempts,
+    sagaActionAttemptsMax,
   };
 }

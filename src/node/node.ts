@@ -51,6 +51,8 @@ import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts
 import { membershipApi } from './membership-service.ts';
 import { putStreamHandler } from './put-stream.ts';
 import { raftNodeApi, shuttingDown, transferLeadership, transferWaitMs, withTimeout } from './raft-node-service.ts';
+import { sagaWiring, type SagaWiring } from './saga-service.ts';
+import { sagaPackageDefinition, sagasService } from '../transport/saga-rpc.ts';
 
 const WAITERS_MAX = 16_384;
 /** Calls still open after this long at shutdown (a health Watch, say) are cut. */
@@ -126,9 +128,12 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   let driver: Driver<ApplyResult | null> | null = null;
   // The engine is created below, once the driver exists; applied results reach it from then on.
   let engine: CoordinatorEngine | null = null;
+  // Sagas (src/node/saga-service.ts): created beside the engine, fed the same leadership and applied results.
+  let sagas: SagaWiring | null = null;
   const machine = new NodeStateMachine();
   // Null until the operator-side libraries are loaded (see the top of this file).
   let metrics: NodeMetrics | null = null;
+  let sagaMetrics: import('./saga-metrics.ts').SagaMetrics | null = null;
   let metricsServer: MetricsServer | null = null;
   if (cfg.metricsListen !== null) {
     try {
@@ -221,7 +226,10 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     },
     // The engine starts leading only once this node applied an entry of its
     // term: before that its decision table and registry may lag.
-    onLeadership: (term) => engine?.setLeadership(term),
+    onLeadership: (term) => {
+      engine?.setLeadership(term);
+      sagas?.setLeadership(term);
+    },
     onMembership: (cs) => refreshMembers(cs),
     onCaughtUp: (lastIndex) => log.warn({ lastIndex, highWater: recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
     onApplied: (entry, result) => {
@@ -231,7 +239,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
         const dec = result.decision;
         log.debug({ txnId: dec.txnId, outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined }, 'decision applied');
       }
-      engine?.onApplied(result);
+      if (result.t === 'saga') sagas?.onApplied(result);
+      else engine?.onApplied(result);
     },
   });
   driver = d;
@@ -284,6 +293,22 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax },
   );
   const eng = engine;
+  const sagaSide = sagaWiring({
+    cfg,
+    table: machine.table,
+    propose: (cmd, cb) =>
+      withTimeout<ApplyResult | null>(
+        `proposal ${cmd.t}`,
+        (done) => proposals.add(encodeCommand(cmd), (err, r) => done(err, r?.result)),
+        (err, r) => (err ? cb(err) : r && r.t === 'saga' ? cb(null, r) : cb(new Error('no result'))),
+      ),
+    leader: () => d.leader(),
+    log,
+    credentials: tls?.participants,
+    observeStep: (seconds, kind, answered) => sagaMetrics?.observeStep(seconds, kind, answered),
+    engine: { stuckAfterAttempts: cfg.sagaStuckAfterAttempts, actionAttemptsMax: cfg.sagaActionAttemptsMax },
+  });
+  sagas = sagaSide;
   log.info(
     {
       cluster: cfg.clusterId,
@@ -338,17 +363,20 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   });
   const coordinatorEdge = guardService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler }, edge);
   server.addService(coordinatorEdge.definition, coordinatorEdge.implementation);
+  const sagasEdge = guardService(sagasService, sagaSide.handlers, edge);
+  server.addService(sagasEdge.definition, sagasEdge.implementation);
 
   const ticker = setInterval(() => {
     d.tick();
     eng.tick();
+    sagaSide.tick();
   }, cfg.tickMs);
 
   health.set('SERVING');
   const opsReady = (async () => {
     await new Promise((r) => setImmediate(r));
     if (stopping) return;
-    addReflection(server, [raftPackageDefinition, coordinatorPackageDefinition]);
+    addReflection(server, [raftPackageDefinition, coordinatorPackageDefinition, sagaPackageDefinition]);
     // prom-client is loaded by the node command only, not by every CLI command, and after start-up.
     const { NodeMetrics } = await import('./metrics.ts');
     metrics = new NodeMetrics({
@@ -359,6 +387,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       refusals: () => transport.refusals.totals(),
       requestRefusals: () => refusals,
     });
+    const { SagaMetrics } = await import('./saga-metrics.ts');
+    sagaMetrics = new SagaMetrics(metrics.registry, { engine: () => sagaSide.engine, table: () => machine.table.sagas });
     if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics` }, 'serving Prometheus metrics');
   })();
   opsReady.catch((err: unknown) => log.error({ err }, 'reflection or metrics failed to start; the node runs without them'));
@@ -368,6 +398,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       health.set('NOT_SERVING');
       clearInterval(ticker);
       eng.setLeadership(0);
+      sagaSide.close();
       d.stop();
       participants.close();
       await transport.close();

@@ -68,6 +68,30 @@ class SimMachine extends NodeStateMachine {
   }
 }
 
+/**
+ * More that rides the same nodes and participant processes (sagas:
+ * test/sim/system-saga.ts). Absent in the commit-only runs, which therefore
+ * draw exactly the schedules they drew before it existed.
+ */
+export interface WorldExtension {
+  /** A node incarnation started; the hooks are called where its commit engine is. */
+  nodeStarted(node: { id: NodeId; index: number }, inc: Inc, sm: NodeStateMachine, propose: (cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void) => void): NodeHooks;
+  participantStarted(id: string): void;
+  participantCrashed(id: string): void;
+  /** Load starts at t0. */
+  start(t0: number): void;
+  /** null when the extension's work is done; else what is pending. */
+  quiet(): string | null;
+  /** Checks at the end of a run that became quiet. */
+  final(): void;
+}
+
+export interface NodeHooks {
+  setLeadership(term: number): void;
+  onApplied(result: ApplyResult): void;
+  tick(): void;
+}
+
 interface SysNode {
   id: NodeId;
   disk: SimDisk;
@@ -95,7 +119,8 @@ export class SystemWorld implements FaultWorld {
   readonly checker: SystemChecker;
   private readonly raft: RaftChecker;
   readonly net: SimNetwork;
-  private readonly rpc: SimRpc;
+  readonly rpc: SimRpc;
+  private readonly ext: WorldExtension | null;
   private readonly conf: ConfState;
   private readonly clientByTxn = new Map<string, SimClient>();
   private readonly armed: (CrashPoint & { fired: boolean })[];
@@ -112,11 +137,15 @@ export class SystemWorld implements FaultWorld {
   /** Replays only: a line per protocol event, with virtual time. */
   trace: ((line: string) => void) | null = null;
 
-  constructor(readonly sc: SystemScenario) {
+  constructor(
+    readonly sc: SystemScenario,
+    extend?: (w: SystemWorld) => WorldExtension,
+  ) {
     this.rng = new Rng(sc.seed);
     this.net = new SimNetwork(this.q, this.rng);
     this.rpc = new SimRpc(this.q, this.net);
     this.checker = new SystemChecker(() => this.q.now);
+    this.ext = extend?.(this) ?? null;
     this.raft = new RaftChecker((what) => this.checker.violation(`raft ${what}`));
     this.armed = sc.crashPoints.map((c) => ({ ...c, fired: false }));
     const ids = Array.from({ length: sc.nodes }, (_, i) => `n${i + 1}`);
@@ -174,6 +203,7 @@ export class SystemWorld implements FaultWorld {
       },
       onLeadership: (term) => {
         if (inc.alive) engine.setLeadership(term);
+        if (inc.alive) hooks?.setLeadership(term);
       },
       onApplied: (e, result) => {
         if (!inc.alive) return;
@@ -187,6 +217,7 @@ export class SystemWorld implements FaultWorld {
           }
         }
         engine.onApplied(result);
+        hooks?.onApplied(result);
         if (result.t === 'forget' && engine.isLeader()) {
           const cmd = decodeCommand(e.data);
           if (cmd.t === 'forget') for (const id of cmd.txnIds) if (inc.alive) this.point('after-forget', id, { node: n });
@@ -262,6 +293,7 @@ export class SystemWorld implements FaultWorld {
       },
       { ...ENGINE_CONFIG, mutant: engineMutant(this.sc.mutant) },
     );
+    const hooks = this.ext?.nodeStarted({ id: n.id, index: this.nodes.indexOf(n) }, inc, sm, (cmd, cb) => this.propose(n, inc, driver, cmd, cb)) ?? null;
     n.driver = driver;
     n.sm = sm;
     n.engine = engine;
@@ -271,6 +303,8 @@ export class SystemWorld implements FaultWorld {
       driver.tick();
       if (!inc.alive) return;
       engine.tick();
+      if (!inc.alive) return;
+      hooks?.tick();
       this.q.after(TICK_MS, tick);
     };
     this.q.after(this.rng.int(TICK_MS), tick);
@@ -290,7 +324,10 @@ export class SystemWorld implements FaultWorld {
     const finish = (err: Error | null, r?: ApplyResult | null): void => {
       if (finished || !inc.alive) return;
       finished = true;
-      if (err) this.log(() => `${n.id} proposal ${cmd.t} ${cmd.t === 'forget' ? cmd.txnIds.join(',') : 'txnId' in cmd ? cmd.txnId : cmd.id} failed: ${err.message}`);
+      if (err)
+        this.log(
+          () => `${n.id} proposal ${cmd.t} ${cmd.t === 'forget' ? cmd.txnIds.join(',') : 'txnId' in cmd ? cmd.txnId : 'sagaId' in cmd ? cmd.sagaId : 'id' in cmd ? cmd.id : ''} failed: ${err.message}`,
+        );
       if (err) cb(err);
       else if (r) cb(null, r);
       else cb(new Error('no result'));
@@ -392,7 +429,11 @@ export class SystemWorld implements FaultWorld {
       forgetAborts: this.sc.participantsWait !== true && this.parts.indexOf(p) % 2 === 1,
       inDoubtAfterMs: this.sc.participantsWait === true ? Number.MAX_SAFE_INTEGER : undefined,
     };
-    if (p.tcc === undefined) return startSimParticipant(p, wiring);
+    if (p.tcc === undefined) {
+      startSimParticipant(p, wiring);
+      this.ext?.participantStarted(p.id);
+      return;
+    }
     startSimTccParticipant(p, p.tcc, {
       ...wiring,
       // The first TCC participant forgets aborts too, so that late Trys meet the barrier rather than the engine's memory.
@@ -400,6 +441,7 @@ export class SystemWorld implements FaultWorld {
       askAbort: (inc, txnId, reason, cb) => this.askAbort(p, inc, txnId, reason, cb),
       tccMutant: tccMutant(this.sc.mutant),
     });
+    this.ext?.participantStarted(p.id);
   }
 
   private crashParticipant(p: SysParticipant): void {
@@ -408,6 +450,7 @@ export class SystemWorld implements FaultWorld {
     this.crashes++;
     crashSimParticipant(p);
     if (p.tcc !== undefined) crashSimTcc(p.tcc);
+    this.ext?.participantCrashed(p.id);
   }
 
   private restartParticipant(p: SysParticipant): void {
@@ -482,7 +525,7 @@ export class SystemWorld implements FaultWorld {
   }
 
   /** A Coordinator RPC to node `node`, served by its engine while the node is up (the gRPC service's role). */
-  private readonly callCoordinator: CallCoordinator = (from, caller, node, deadlineMs, serve, cb) => {
+  readonly callCoordinator: CallCoordinator = (from, caller, node, deadlineMs, serve, cb) => {
     const n = this.nodes[node];
     this.rpc.call(
       from,
@@ -668,6 +711,7 @@ export class SystemWorld implements FaultWorld {
       this.checker.plan({ txnId: c.txnId, participants: c.participants, noVoter: c.noVoter });
       this.q.at(t0 + plan.atMs, () => c.start());
     }
+    this.ext?.start(t0);
     this.q.runUntil(t0 + this.sc.healAtMs);
     this.heal();
     // AC4: once healed, the world must become quiet within livenessMs.
@@ -675,6 +719,7 @@ export class SystemWorld implements FaultWorld {
       this.checker.violation(`AC4 termination: ${this.sc.livenessMs} ms after healing the world is not quiet: ${this.quiet()}`);
       return;
     }
+    this.ext?.final();
     this.checker.final({
       faultFree: this.sc.faults.length === 0 && (this.sc.diskFaults ?? []).length === 0 && this.sc.crashPoints.length === 0 && this.sc.mutant === undefined,
       valueAt: (pid, key) => {
@@ -711,6 +756,8 @@ export class SystemWorld implements FaultWorld {
       const open = [...(l.sm?.table.decisions.values() ?? [])].map((d) => `${d.txnId}:${d.outcome}`);
       if (open.length > 0) pending.push(`decisions not acknowledged and forgotten on leader ${l.id}: ${open.join(' ')}`);
     }
+    const more = this.ext?.quiet() ?? null;
+    if (more !== null) pending.push(more);
     return pending.length === 0 ? null : pending.join('; ');
   }
 }

@@ -247,8 +247,8 @@ describe('Raft edge: every field, every reason', () => {
     expectRefused(withData(new Uint8Array([127, 1, 2])), 'entry_data', 'entries[0].data', /entry 11: unknown command tag 127/);
     expectRefused(withData(new Uint8Array([0x02, 0x7b])), 'entry_data', 'entries[0].data', /does not decode/);
     expectRefused(withData(cmd({ t: 'explode' })), 'entry_data', 'entries[0].data', /unknown command kind "explode"/);
-    expectRefused(withData(cmd({ t: 'forget', txnIds: 'all' })), 'entry_data', 'entries[0].data', /forget needs a list/);
-    expectRefused(withData(cmd({ ...decide, outcome: 'maybe' })), 'entry_data', 'entries[0].data', /decide needs/);
+    expectRefused(withData(cmd({ t: 'forget', txnIds: 'all' } as Record<string, unknown>)), 'entry_data', 'entries[0].data', /forget needs a list/);
+    expectRefused(withData(cmd({ ...decide, outcome: 'maybe' } as Record<string, unknown>)), 'entry_data', 'entries[0].data', /decide needs/);
     expectRefused(withData(new Uint8Array([0x01, 0x00])), 'entry_data', 'entries[0].data', /shorter than its 3-byte header/);
     expectRefused(withData(new Uint8Array([0x01, 0xff, 0xff, 0x61])), 'entry_data', 'entries[0].data', /runs past/);
     expectRefused(withData(new Uint8Array([0x7b]), EntryType.ConfChange), 'entry_data', 'entries[0].data', /membership change does not decode/);
@@ -402,7 +402,7 @@ describe('command check (the commit layer decides what a command is)', () => {
     expect(commandProblem(cmd([] as unknown as Command))).toMatch(/not an object/);
     expect(commandProblem(Buffer.from([0x02, ...Buffer.from('null')]))).toMatch(/not an object/);
     expect(commandProblem(cmd({ id: 'x' }))).toMatch(/unknown command kind/);
-    expect(commandProblem(cmd({ ...decide, operator: 'ops' }))).toMatch(/malformed operator act/);
+    expect(commandProblem(cmd({ ...decide, operator: 'ops' } as Record<string, unknown>))).toMatch(/malformed operator act/);
   });
 });
 

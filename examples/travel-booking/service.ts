@@ -1,0 +1,100 @@
+// The travel-booking example's step services, one per process:
+//
+//   npx tsx examples/travel-booking/service.ts flight|hotel|payment|email
+//
+// with VERDICT_CLUSTER (the cluster id), VERDICT_ENDPOINTS (node addresses,
+// comma-separated), LISTEN (host:port), DATA (a directory), and for flight and
+// hotel PG_URL (a PostgreSQL database). The saga (examples/travel-booking/trip.ts):
+//
+//   0 flight.reserve  a seat, marked pending for the saga (a semantic lock)
+//   1 hotel.reserve   a room, marked pending likewise
+//   2 payment.charge  the pivot: a card declined compensates 1 and 0
+//   3 flight.confirm  after the pivot: retried until done, never compensated
+//   4 hotel.confirm
+//   5 email.send      the confirmation
+//
+// Each reservation's compensation clears its mark; each confirmation turns
+// the mark into a booking. Other writers see a pending seat or room as taken.
+
+import { pino } from 'pino';
+import { startStepService, type PgStepHandlers, type StepHandlers } from '../../src/saga/step-service.ts';
+import { clearPending, markPending } from '../../src/saga/semantic-lock.ts';
+
+const which = process.argv[2] ?? '';
+const env = (name: string): string => {
+  const v = process.env[name];
+  if (!v) throw new Error(`set ${name}`);
+  return v;
+};
+
+/** Seats and rooms: a row each, free when saga_pending and booked_by are both null. */
+const SCHEMA = (table: string): string => `
+CREATE TABLE IF NOT EXISTS ${table} (id text PRIMARY KEY, saga_pending text, booked_by text);
+INSERT INTO ${table} (id) SELECT '${table}-' || g FROM generate_series(1, 200) g ON CONFLICT DO NOTHING;`;
+
+function booking(table: 'seats' | 'rooms'): PgStepHandlers {
+  return {
+    reserve: {
+      action: async (tx, req) => {
+        await tx.query(SCHEMA(table));
+        // The first free one, skipping rows other transactions hold right now.
+        const free = await tx.query<{ id: string }>(`SELECT id FROM ${table} WHERE saga_pending IS NULL AND booked_by IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`);
+        const id = free.rows[0]?.id;
+        if (!id || !(await markPending(tx, table, 'id', id, req.sagaId))) return { status: 'failed', reason: `no ${table} left` };
+        return { status: 'done', output: id };
+      },
+      compensate: async (tx, req) => {
+        await tx.query(`UPDATE ${table} SET saga_pending = NULL WHERE saga_pending = $1`, [req.sagaId]);
+        return { status: 'done', output: '' };
+      },
+    },
+    confirm: {
+      action: async (tx, req) => {
+        const held = await tx.query<{ id: string }>(`SELECT id FROM ${table} WHERE saga_pending = $1`, [req.sagaId]);
+        for (const { id } of held.rows) {
+          await tx.query(`UPDATE ${table} SET booked_by = $2 WHERE id = $1`, [id, req.sagaId]);
+          await clearPending(tx, table, 'id', id, req.sagaId);
+        }
+        return { status: 'done', output: held.rows.map((r) => r.id).join(',') };
+      },
+      // After the pivot: never called.
+      compensate: async () => ({ status: 'done', output: '' }),
+    },
+  };
+}
+
+const memory: Record<string, StepHandlers> = {
+  payment: {
+    charge: {
+      action: (req) => (req.input === 'decline' ? { status: 'failed', reason: 'card declined' } : { status: 'done', output: `charged ${req.sagaId}`, effect: `charge ${req.sagaId}` }),
+      compensate: (req) => ({ status: 'done', output: '', effect: `refund ${req.sagaId}` }),
+    },
+  },
+  email: {
+    send: {
+      action: (req) => ({ status: 'done', output: `mailed ${req.sagaId}`, effect: `mail ${req.sagaId}` }),
+      compensate: () => ({ status: 'done', output: '', effect: '' }),
+    },
+  },
+};
+
+const common = {
+  clusterId: env('VERDICT_CLUSTER'),
+  serviceId: which,
+  listen: env('LISTEN'),
+  endpointsOfCluster: env('VERDICT_ENDPOINTS').split(','),
+  dataDir: env('DATA'),
+  logger: pino({ level: process.env.LOG_LEVEL ?? 'warn' }),
+  registerRetryMs: 200,
+};
+
+const service =
+  which === 'flight' || which === 'hotel'
+    ? await startStepService({ ...common, postgres: { url: env('PG_URL'), handlers: booking(which === 'flight' ? 'seats' : 'rooms') } })
+    : which in memory
+      ? await startStepService({ ...common, handlers: memory[which] })
+      : null;
+if (!service) throw new Error('usage: service.ts flight|hotel|payment|email');
+await service.registered;
+console.log(`${which} ready at ${service.address}`);
+process.on('SIGTERM', () => void service.stop().then(() => process.exit(0)));

@@ -1,0 +1,28 @@
+// Books trips with the SDK: `npx tsx examples/travel-booking/trip.ts [N] [decline]`
+// with VERDICT_ENDPOINTS set; the step services of service.ts must be running.
+// Prints each saga's end: FINISHED (seat and room booked, card charged,
+// email sent) or COMPENSATED (the card was declined: seat and room released).
+
+import { VerdictClient } from '../../src/client/client.ts';
+
+export const TRIP_STEPS = (decline: boolean) => [
+  { service: 'flight', name: 'reserve' },
+  { service: 'hotel', name: 'reserve' },
+  { service: 'payment', name: 'charge', input: decline ? 'decline' : '' },
+  { service: 'flight', name: 'confirm' },
+  { service: 'hotel', name: 'confirm' },
+  { service: 'email', name: 'send' },
+];
+export const TRIP_PIVOT = 2;
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const n = Number(process.argv[2] ?? 1);
+  const decline = process.argv[3] === 'decline';
+  const client = new VerdictClient({ endpoints: (process.env.VERDICT_ENDPOINTS ?? '127.0.0.1:7001').split(',') });
+  for (let i = 0; i < n; i++) {
+    const saga = await client.saga({ steps: TRIP_STEPS(decline), pivot: TRIP_PIVOT });
+    const { end, status } = await saga.result();
+    console.log(`${end.toUpperCase()} ${saga.id}: ${status.outputs.filter((o) => o !== '').join(' ')}`);
+  }
+  client.close();
+}

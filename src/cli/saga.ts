@@ -1,0 +1,140 @@
+// `verdict saga ...`: sagas on the decision log from a shell (docs/sagas.md).
+// Exit codes: 0 done (a saga FINISHED, or a query answered), 2 a saga
+// COMPENSATED (start), 1 any other error, 64 usage.
+
+import { SagaCaller, type SagaStatus } from '../client/saga.ts';
+import { VerdictError } from '../client/errors.ts';
+import { bool, flag, flagAll, UsageError } from './args.ts';
+import { clientCredentials } from './client-tls.ts';
+import { requireReachable } from './reach.ts';
+import { endpoints } from './status.ts';
+import { defaultOperator, EXIT_ABORTED, EXIT_ERROR, print, table } from './txn.ts';
+
+export const SAGA_HELP = `  verdict saga start --step SERVICE:NAME[=INPUT] ... [--pivot K] [--id ID] [--json]
+                                      start a saga (a demo: steps run at registered step services) and wait
+                                      for its end; exit 0 FINISHED, 2 COMPENSATED
+  verdict saga list [--stuck] [--limit N] [--json]
+                                      the sagas the cluster keeps; --stuck: those retrying a call past the
+                                      stuck threshold, with the call, its attempts and its last error
+  verdict saga show ID [--json]       one saga: its state, each step's state and output, and its timeline
+  verdict saga retry ID [--reason TEXT] [--operator WHO] [--json]
+                                      make a stuck saga's call again now (admin; recorded with who and why)
+  verdict saga resolve ID --step K --done|--compensated --reason TEXT [--operator WHO] [--json]
+                                      say a stuck step's action (--done) or compensation (--compensated) was
+                                      done by hand (admin); recorded in the log with who, when and why;
+                                      refused for a step that is not stuck
+`;
+
+export async function sagaCommand(args: string[]): Promise<void> {
+  const sub = args.shift();
+  const run: Record<string, (c: SagaCaller, rest: string[]) => Promise<void>> = { start, list, show, retry, resolve };
+  const f = sub === undefined ? undefined : run[sub];
+  if (!f) throw new UsageError('usage: verdict saga start|list|show|retry|resolve ...; run verdict saga --help');
+  const addrs = endpoints(args);
+  const operator = flag(args, '--operator') ?? defaultOperator();
+  const caller = new SagaCaller(addrs, clientCredentials(), operator);
+  try {
+    const work = f(caller, args);
+    work.catch(() => {});
+    await Promise.race([work, requireReachable(addrs).then(() => work)]);
+  } catch (err) {
+    if (!(err instanceof VerdictError)) throw err;
+    process.stderr.write(`verdict: ${err.message}\n`);
+    process.exitCode = EXIT_ERROR;
+  } finally {
+    caller.close();
+  }
+}
+
+function idOf(rest: string[]): string {
+  const id = rest.shift();
+  if (id === undefined || id.startsWith('--')) throw new UsageError('name the saga: verdict saga show|retry|resolve ID');
+  return id;
+}
+
+function noMore(rest: string[]): void {
+  if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+}
+
+function stepIndex(v: string | undefined, what: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new UsageError(`${what} needs a step index (0, 1, ...), not ${JSON.stringify(v)}`);
+  return n;
+}
+
+async function start(c: SagaCaller, rest: string[]): Promise<void> {
+  const json = bool(rest, '--json');
+  const id = flag(rest, '--id');
+  const pivot = stepIndex(flag(rest, '--pivot'), '--pivot');
+  const steps = flagAll(rest, '--step').map((s) => {
+    const m = /^([^:=]+):([^=]+)(?:=(.*))?$/s.exec(s);
+    if (!m) throw new UsageError(`--step ${JSON.stringify(s)}: write SERVICE:NAME or SERVICE:NAME=INPUT`);
+    return { service: m[1], name: m[2], input: m[3] ?? '' };
+  });
+  noMore(rest);
+  if (steps.length === 0) throw new UsageError('a saga needs at least one --step SERVICE:NAME');
+  const h = await c.start({ id, steps, pivot });
+  const { end, status } = await h.result();
+  if (json) print(JSON.stringify(status, null, 2));
+  else print(`${end.toUpperCase()} ${h.id}`);
+  if (end === 'compensated') process.exitCode = EXIT_ABORTED;
+}
+
+async function list(c: SagaCaller, rest: string[]): Promise<void> {
+  const json = bool(rest, '--json');
+  const stuck = bool(rest, '--stuck');
+  const limitRaw = flag(rest, '--limit');
+  const limit = limitRaw === undefined ? 1_000 : Number(limitRaw);
+  if (!Number.isInteger(limit) || limit <= 0) throw new UsageError('--limit needs a positive integer');
+  noMore(rest);
+  const sagas = await c.list(stuck, limit);
+  if (json) return print(JSON.stringify(sagas, null, 2));
+  if (sagas.length === 0) return print(stuck ? '(no saga is stuck)' : '(no sagas)');
+  table([['SAGA', 'STATE', 'STEPS', 'STUCK'], ...sagas.map((s) => [s.id, s.state, s.steps.join(','), stuckText(s)])]);
+}
+
+function stuckText(s: SagaStatus): string {
+  return s.stuck ? `step ${s.stuck.step} ${s.stuck.kind}, ${s.stuck.attempts} attempts: ${s.stuck.lastError}` : '';
+}
+
+async function show(c: SagaCaller, rest: string[]): Promise<void> {
+  const id = idOf(rest);
+  const json = bool(rest, '--json');
+  noMore(rest);
+  const s = await c.status(id);
+  if (json) return print(JSON.stringify(s, null, 2));
+  print(`saga ${s.id}: ${s.state.toUpperCase()}${s.pivot === null ? '' : ` (pivot: step ${s.pivot})`}`);
+  if (s.stuck) print(`stuck: ${stuckText(s)}`);
+  table([['STEP', 'STATE', 'OUTPUT'], ...s.steps.map((st, k) => [String(k), st, s.outputs[k] ?? ''])]);
+  print('timeline:');
+  for (const e of s.timeline) {
+    const what = e.step === null ? e.what : `${e.what} step ${e.step} ${e.kind}`;
+    const by = e.operator ? ` by ${e.operator}` : '';
+    print(`  ${new Date(e.atMs).toISOString()}  #${e.index}  ${what}${by}${e.detail ? `: ${e.detail}` : ''}`);
+  }
+}
+
+async function retry(c: SagaCaller, rest: string[]): Promise<void> {
+  const id = idOf(rest);
+  const json = bool(rest, '--json');
+  const reason = flag(rest, '--reason') ?? '';
+  noMore(rest);
+  const s = await c.retry(id, reason);
+  print(json ? JSON.stringify(s, null, 2) : `retrying ${s.id}: ${s.state}`);
+}
+
+async function resolve(c: SagaCaller, rest: string[]): Promise<void> {
+  const id = idOf(rest);
+  const json = bool(rest, '--json');
+  const step = stepIndex(flag(rest, '--step'), '--step');
+  const done = bool(rest, '--done');
+  const compensated = bool(rest, '--compensated');
+  const reason = flag(rest, '--reason');
+  noMore(rest);
+  if (step === undefined) throw new UsageError('saga resolve needs --step K');
+  if (done === compensated) throw new UsageError('saga resolve needs exactly one of --done or --compensated');
+  if (reason === undefined || reason.trim() === '') throw new UsageError('saga resolve needs --reason TEXT: it is recorded in the log with who asked and when');
+  const s = await c.resolve(id, step, done ? 'done' : 'compensated', reason);
+  print(json ? JSON.stringify(s, null, 2) : `resolved ${s.id} step ${step}: ${s.state}`);
+}

@@ -1,0 +1,419 @@
+// The saga orchestrator: the leader's side of sagas on the Raft log.
+//
+//   Start(S) → log saga.start (step 0 running) → call step 0's action
+//     DONE    → log saga.result done (step 1 running) → call step 1 …
+//     FAILED  → (at or before the pivot) log it; compensations run highest first
+//     error   → retry with capped exponential backoff and jitter; an action at
+//               or before the pivot is abandoned (and compensated) after
+//               actionAttemptsMax; compensations and post-pivot actions retry
+//               forever, and are flagged stuck after stuckAfterAttempts
+//   finished or compensated → tell every step service the saga ended (so their
+//   inboxes may drop its keys) until each acknowledges → log saga.ended, batched
+//
+// Persist before send: every call goes out for a step that the applied table
+// says is running or compensating (currentCall), never from this engine's
+// memory alone; so a new leader finds every call there is to make, and a call
+// is made again only with the same key (stepKey), which the step service's
+// inbox answers from what it stored.
+//
+// Pure: time, randomness and I/O come in through SagaEngineIO, with
+// callbacks, so the whole-system simulator runs this code on a seeded
+// schedule. Only the leader's engine is active; a node that loses leadership
+// drops its in-memory state and the next leader resumes from the table.
+
+import type { ParticipantRecord } from '../commit/state.ts';
+import { currentCall, isTerminal, sagaDefProblem, stepKey, type SagaApplyResult, type SagaCommand, type SagaRecord, type SagaStepDef, type SagaTable, type StepKind } from './state.ts';
+
+export interface StepRequest {
+  sagaId: string;
+  step: number;
+  kind: StepKind;
+  /** Stable across retries, redeliveries and leaders: one key per effect. */
+  key: string;
+  name: string;
+  input: string;
+  /** Outputs of the steps before this one (null for a step that did not answer DONE). */
+  outputs: (string | null)[];
+  attempt: number;
+}
+
+/** A step service's answer; anything else (an error, garbage) is transient and retried. */
+export interface StepAnswer {
+  status: 'done' | 'failed';
+  output: string;
+  reason: string;
+}
+
+export interface SagaEngineIO {
+  nowMs(): number;
+  random(): number;
+  propose(cmd: SagaCommand, cb: (err: Error | null, result?: SagaApplyResult) => void): void;
+  callStep(to: ParticipantRecord, req: StepRequest, deadlineMs: number, cb: (err: Error | null, answer?: StepAnswer) => void): void;
+  /** Tells a step service that a saga ended: it may drop the saga's keys. */
+  endSaga(to: ParticipantRecord, sagaId: string, deadlineMs: number, cb: (err: Error | null) => void): void;
+}
+
+export interface SagaEngineConfig {
+  retryMinMs: number;
+  retryMaxMs: number;
+  rpcDeadlineMs: number;
+  /** An action at or before the pivot that errored this many times is abandoned and compensated. */
+  actionAttemptsMax: number;
+  /** A call retried this many times flags its saga stuck (it keeps retrying). */
+  stuckAfterAttempts: number;
+  /** Sagas running at once on this leader. */
+  runningMax: number;
+  /** saga.ended waits at most this long, or until endedBatchMax are pending. */
+  endedDelayMs: number;
+  endedBatchMax: number;
+}
+
+export const defaultSagaEngineConfig: SagaEngineConfig = {
+  retryMinMs: 100,
+  retryMaxMs: 10_000,
+  rpcDeadlineMs: 10_000,
+  actionAttemptsMax: 5,
+  stuckAfterAttempts: 10,
+  runningMax: 10_000,
+  endedDelayMs: 200,
+  endedBatchMax: 512,
+};
+
+export type SagaErrorCode = 'not-leader' | 'invalid' | 'precondition' | 'not-found' | 'exhausted' | 'outcome-unknown';
+
+export class SagaError extends Error {
+  constructor(
+    readonly code: SagaErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SagaError';
+  }
+}
+
+export type SagaCallback = (err: SagaError | null, saga?: SagaRecord) => void;
+
+/** The leader's working state for one saga: the call in flight and its retries. Volatile; the table holds the truth. */
+interface Run {
+  id: string;
+  /** The call this run is making, as the table named it when the run last looked. */
+  step: number;
+  kind: StepKind;
+  attempts: number;
+  nextAtMs: number;
+  inFlight: boolean;
+  /** A result is being logged: no new call until it is applied or fails. */
+  proposing: boolean;
+  lastError: string;
+  stuckLogged: boolean;
+}
+
+/** End notices owed to step services for one finished or compensated saga. */
+interface Ending {
+  id: string;
+  pending: Set<string>;
+  inFlight: Set<string>;
+  attempts: number;
+  nextAtMs: number;
+}
+
+/** Monotonic counts of what this engine did while it led; for metrics. */
+export interface SagaCounters {
+  started: number;
+  stepAttempts: number;
+  stepErrors: number;
+  stuck: number;
+  /** Sum and count of step call latencies, for an average (histograms are the node's business). */
+  stepLatencyMsSum: number;
+  stepLatencyCount: number;
+}
+
+export class SagaEngine {
+  private readonly cfg: SagaEngineConfig;
+  private leaderTerm = 0;
+  private readonly runs = new Map<string, Run>();
+  private readonly endings = new Map<string, Ending>();
+  private endedQueue: string[] = [];
+  private endedSinceMs = 0;
+  private endedInFlight = false;
+  private readonly stats: SagaCounters = { started: 0, stepAttempts: 0, stepErrors: 0, stuck: 0, stepLatencyMsSum: 0, stepLatencyCount: 0 };
+
+  constructor(
+    private readonly table: SagaTable,
+    /** The registry of participants and step services (DecisionTable.participants). */
+    private readonly services: ReadonlyMap<string, ParticipantRecord>,
+    private readonly io: SagaEngineIO,
+    cfg: Partial<SagaEngineConfig> = {},
+  ) {
+    this.cfg = { ...defaultSagaEngineConfig, ...cfg };
+  }
+
+  isLeader(): boolean {
+    return this.leaderTerm > 0;
+  }
+
+  counters(): SagaCounters {
+    return { ...this.stats };
+  }
+
+  /** Called when this node becomes leader of `term` (once it applied an entry of its term), or stops leading (0). */
+  setLeadership(term: number): void {
+    if (term === this.leaderTerm) return;
+    const was = this.leaderTerm;
+    this.leaderTerm = term;
+    if (was > 0) {
+      this.runs.clear();
+      this.endings.clear();
+      this.endedQueue = [];
+      this.endedInFlight = false;
+    }
+    // Resume every saga from the log: the call each waits on, or the end notices still owed.
+    if (term > 0) for (const s of this.table.sagas.values()) this.follow(s);
+  }
+
+  // ---- client and operator API -------------------------------------------
+
+  /** Starts a saga (or answers a repeated start with the saga as it is, R7) once saga.start is applied. */
+  start(sagaId: string, steps: SagaStepDef[], pivot: number | null, cb: SagaCallback): void {
+    if (!this.isLeader()) return cb(new SagaError('not-leader', 'not the leader'));
+    const existing = this.table.sagas.get(sagaId);
+    if (existing) {
+      if (JSON.stringify(existing.steps) !== JSON.stringify(steps) || existing.pivot !== pivot)
+        return cb(new SagaError('precondition', `saga ${sagaId} already exists with other steps; use a new id`));
+      return cb(null, existing);
+    }
+    const problem = sagaDefProblem(sagaId, steps, pivot);
+    if (problem !== null) return cb(new SagaError('invalid', problem));
+    for (const [k, s] of steps.entries())
+      if (!this.services.has(s.service)) return cb(new SagaError('precondition', `saga ${sagaId} step ${k}: step service ${s.service} is not registered with this cluster`));
+    if (this.runs.size >= this.cfg.runningMax) return cb(new SagaError('exhausted', `the leader runs ${this.runs.size} sagas (limit runningMax=${this.cfg.runningMax}); retry later`));
+    this.io.propose({ t: 'saga.start', sagaId, steps, pivot, atMs: this.io.nowMs() }, (err, r) => {
+      if (err || !r) return cb(new SagaError('outcome-unknown', `the start of saga ${sagaId} could not be confirmed (${err?.message ?? 'no result'}); start it again with the same id`));
+      if (r.problem !== null && !r.saga) return cb(new SagaError('invalid', r.problem));
+      if (r.changed) this.stats.started++;
+      cb(null, r.saga ?? undefined);
+    });
+  }
+
+  /** `verdict saga retry`: a stuck saga's call is made again now, attempts counted afresh; recorded with who and why. */
+  retry(sagaId: string, operator: string, reason: string, cb: SagaCallback): void {
+    if (!this.isLeader()) return cb(new SagaError('not-leader', 'not the leader'));
+    const s = this.table.sagas.get(sagaId);
+    if (!s) return cb(new SagaError('not-found', `no saga ${sagaId}`));
+    if (!s.stuck) return cb(new SagaError('precondition', `saga ${sagaId} is not stuck (${s.state}); nothing to retry`));
+    this.io.propose({ t: 'saga.retry', sagaId, operator, reason, atMs: this.io.nowMs() }, (err, r) => {
+      if (err || !r) return cb(new SagaError('outcome-unknown', `the retry of saga ${sagaId} could not be logged (${err?.message ?? 'no result'}); retry`));
+      if (!r.changed) return cb(new SagaError('precondition', r.problem ?? `saga ${sagaId} is not stuck`));
+      const run = this.runs.get(sagaId);
+      if (run) {
+        run.attempts = 0;
+        run.stuckLogged = false;
+        run.nextAtMs = 0;
+        this.poke(run);
+      }
+      cb(null, r.saga ?? undefined);
+    });
+  }
+
+  /**
+   * `verdict saga resolve ID --step K --done|--compensated`: the operator
+   * says the stuck call's effect happened by hand. Logged with who, when, why;
+   * refused unless the saga is stuck on exactly that call.
+   */
+  resolve(sagaId: string, step: number, as: 'done' | 'compensated', operator: string, reason: string, cb: SagaCallback): void {
+    if (!this.isLeader()) return cb(new SagaError('not-leader', 'not the leader'));
+    const s = this.table.sagas.get(sagaId);
+    if (!s) return cb(new SagaError('not-found', `no saga ${sagaId}`));
+    const kind: StepKind = as === 'done' ? 'action' : 'compensate';
+    if (!s.stuck || s.stuck.step !== step || s.stuck.kind !== kind)
+      return cb(
+        new SagaError(
+          'precondition',
+          `saga ${sagaId} step ${step} is not stuck on its ${kind}${s.stuck ? ` (the saga is stuck on step ${s.stuck.step} ${s.stuck.kind})` : ` (the saga is ${s.state}, not stuck)`}; nothing was changed`,
+        ),
+      );
+    const atMs = this.io.nowMs();
+    this.io.propose({ t: 'saga.result', sagaId, step, kind, outcome: 'done', output: '', reason, atMs, operator: { operator, reason, atMs } }, (err, r) => {
+      if (err || !r) return cb(new SagaError('outcome-unknown', `the resolution of saga ${sagaId} could not be logged (${err?.message ?? 'no result'}); retry`));
+      if (!r.changed) return cb(new SagaError('precondition', r.problem ?? `saga ${sagaId} was not changed`));
+      cb(null, r.saga ?? undefined);
+    });
+  }
+
+  // ---- the protocol ------------------------------------------------------
+
+  /** Every node calls this for every applied command; only the leader acts on it. */
+  onApplied(result: SagaApplyResult): void {
+    if (!this.isLeader()) return;
+    if (result.op === 'saga.ended') {
+      this.endedInFlight = false;
+      return;
+    }
+    const s = result.saga ?? this.table.sagas.get(result.sagaId);
+    if (s) this.follow(s);
+  }
+
+  /** Brings this leader's working state in line with the saga's applied record. */
+  private follow(s: SagaRecord): void {
+    const call = currentCall(s);
+    if (!call) {
+      this.runs.delete(s.id);
+      if (isTerminal(s.state) && !s.ended && !this.endings.has(s.id)) this.beginEnding(s);
+      return;
+    }
+    let run = this.runs.get(s.id);
+    if (!run || run.step !== call.step || run.kind !== call.kind) {
+      // A new call: the old one's attempts and errors are not this one's.
+      run = { id: s.id, step: call.step, kind: call.kind, attempts: 0, nextAtMs: 0, inFlight: false, proposing: false, lastError: '', stuckLogged: s.stuck !== null };
+      this.runs.set(s.id, run);
+    } else {
+      run.proposing = false;
+      if (s.stuck === null && run.stuckLogged) run.stuckLogged = false;
+    }
+    this.poke(run);
+  }
+
+  /** Sends the run's call if nothing holds it back (in flight, a result being logged, backoff). */
+  private poke(run: Run): void {
+    if (run.inFlight || run.proposing || this.io.nowMs() < run.nextAtMs) return;
+    const s = this.table.sagas.get(run.id);
+    const call = s ? currentCall(s) : null;
+    // Persist before send: only the call the applied table names goes out.
+    if (!s || !call || call.step !== run.step || call.kind !== run.kind) return;
+    const def = s.steps[run.step];
+    const to = this.services.get(def.service);
+    run.attempts++;
+    this.stats.stepAttempts++;
+    if (!to) return this.failed(run, s, `step service ${def.service} is not registered`);
+    run.inFlight = true;
+    const req: StepRequest = {
+      sagaId: s.id,
+      step: run.step,
+      kind: run.kind,
+      key: stepKey(s.id, run.step, run.kind),
+      name: def.name,
+      input: def.input,
+      outputs: s.outputs.slice(0, run.step),
+      attempt: run.attempts,
+    };
+    const sentAtMs = this.io.nowMs();
+    this.io.callStep(to, req, this.cfg.rpcDeadlineMs, (err, answer) => {
+      run.inFlight = false;
+      if (this.runs.get(run.id) !== run) return;
+      this.stats.stepLatencyMsSum += this.io.nowMs() - sentAtMs;
+      this.stats.stepLatencyCount++;
+      const bad = err ? err.message : answerProblem(answer);
+      if (bad !== null) return this.failed(run, s, bad);
+      const a = answer as StepAnswer;
+      if (a.status === 'done') return this.log(run, 'done', a.output, '');
+      // FAILED: a refusal. Only an action at or before the pivot may fail; anything else is retried.
+      if (run.kind === 'action' && this.table.compensatable(s, run.step)) return this.log(run, 'failed', '', a.reason);
+      this.failed(run, s, `${run.kind === 'action' ? 'step after the pivot' : 'compensation'} answered FAILED (${a.reason || 'no reason'}); it is retried until done`);
+    });
+  }
+
+  /** A transient failure: retry later; an action before the pivot is abandoned at its bound; stuck is flagged once. */
+  private failed(run: Run, s: SagaRecord, why: string): void {
+    this.stats.stepErrors++;
+    run.lastError = why;
+    const base = Math.min(this.cfg.retryMaxMs, this.cfg.retryMinMs * 2 ** Math.min(run.attempts - 1, 20));
+    run.nextAtMs = this.io.nowMs() + base / 2 + this.io.random() * (base / 2);
+    if (run.kind === 'action' && this.table.compensatable(s, run.step) && run.attempts >= this.cfg.actionAttemptsMax)
+      return this.log(run, 'abandoned', '', `gave up after ${run.attempts} attempts: ${why}`);
+    if (run.attempts >= this.cfg.stuckAfterAttempts && !run.stuckLogged && s.stuck === null) {
+      run.stuckLogged = true;
+      this.stats.stuck++;
+      this.io.propose({ t: 'saga.stuck', sagaId: run.id, step: run.step, kind: run.kind, attempts: run.attempts, lastError: why, atMs: this.io.nowMs() }, (err) => {
+        if (err && this.runs.get(run.id) === run) run.stuckLogged = false;
+      });
+    }
+  }
+
+  private log(run: Run, outcome: 'done' | 'failed' | 'abandoned', output: string, reason: string): void {
+    run.proposing = true;
+    this.io.propose({ t: 'saga.result', sagaId: run.id, step: run.step, kind: run.kind, outcome, output, reason, atMs: this.io.nowMs() }, (err) => {
+      // Success is handled in onApplied, where every node sees it.
+      if (!err || this.runs.get(run.id) !== run) return;
+      // Not logged (or not known to be): make the call again later; the step service answers it from its inbox.
+      run.proposing = false;
+      run.nextAtMs = this.io.nowMs() + this.cfg.retryMinMs;
+    });
+  }
+
+  // ---- the end of a saga ---------------------------------------------------
+
+  private beginEnding(s: SagaRecord): void {
+    const services = new Set(s.steps.map((d) => d.service));
+    const e: Ending = { id: s.id, pending: services, inFlight: new Set(), attempts: 0, nextAtMs: 0 };
+    this.endings.set(s.id, e);
+    this.sendEnds(e);
+  }
+
+  private sendEnds(e: Ending): void {
+    if (this.io.nowMs() < e.nextAtMs) return;
+    for (const id of e.pending) {
+      if (e.inFlight.has(id)) continue;
+      const to = this.services.get(id);
+      if (!to) {
+        // A step service removed from the registry keeps nothing we can reach.
+        e.pending.delete(id);
+        continue;
+      }
+      e.inFlight.add(id);
+      this.io.endSaga(to, e.id, this.cfg.rpcDeadlineMs, (err) => {
+        e.inFlight.delete(id);
+        if (this.endings.get(e.id) !== e) return;
+        if (err) {
+          e.attempts++;
+          const base = Math.min(this.cfg.retryMaxMs, this.cfg.retryMinMs * 2 ** Math.min(e.attempts - 1, 20));
+          e.nextAtMs = this.io.nowMs() + base / 2 + this.io.random() * (base / 2);
+          return;
+        }
+        e.pending.delete(id);
+        this.maybeEnded(e);
+      });
+    }
+    this.maybeEnded(e);
+  }
+
+  private maybeEnded(e: Ending): void {
+    if (e.pending.size > 0 || this.endings.get(e.id) !== e) return;
+    this.endings.delete(e.id);
+    if (this.endedQueue.length === 0) this.endedSinceMs = this.io.nowMs();
+    this.endedQueue.push(e.id);
+    if (this.endedQueue.length >= this.cfg.endedBatchMax) this.flushEnded();
+  }
+
+  private flushEnded(): void {
+    if (this.endedQueue.length === 0 || this.endedInFlight) return;
+    const batch = this.endedQueue.splice(0, this.cfg.endedBatchMax);
+    this.endedInFlight = true;
+    this.io.propose({ t: 'saga.ended', sagaIds: batch }, (err) => {
+      if (!err) return;
+      this.endedInFlight = false;
+      if (this.isLeader()) this.endedQueue.unshift(...batch);
+    });
+  }
+
+  /** Retries, end notices and ended batching; call every few tens of ms. */
+  tick(): void {
+    if (!this.isLeader()) return;
+    const now = this.io.nowMs();
+    for (const run of this.runs.values()) if (!run.inFlight && !run.proposing && now >= run.nextAtMs) this.poke(run);
+    for (const e of this.endings.values()) if (now >= e.nextAtMs) this.sendEnds(e);
+    if (this.endedQueue.length > 0 && now - this.endedSinceMs >= this.cfg.endedDelayMs) this.flushEnded();
+  }
+
+  /** Running sagas on this leader, by the call they wait on; for `saga list` and metrics. */
+  running(): { id: string; step: number; kind: StepKind; attempts: number; lastError: string }[] {
+    return [...this.runs.values()].map((r) => ({ id: r.id, step: r.step, kind: r.kind, attempts: r.attempts, lastError: r.lastError }));
+  }
+}
+
+/** Why a step service's answer is not one (garbage is a transient error, never a FAILED), or null. */
+export function answerProblem(a: StepAnswer | undefined): string | null {
+  if (a === undefined || a === null || typeof a !== 'object') return 'the step service gave no answer';
+  if (a.status !== 'done' && a.status !== 'failed') return `the step service answered an unknown status ${JSON.stringify(String(a.status)).slice(0, 40)}`;
+  if (typeof a.output !== 'string' || typeof a.reason !== 'string') return 'the step service answered without output or reason';
+  return null;
+}
