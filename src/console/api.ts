@@ -9,7 +9,9 @@
 // leader knows transactions in flight; every node knows applied decisions).
 // Actions (resolve, leader transfer) go through the node's admin rule: open
 // without TLS, as for the CLI; with TLS they need an admin certificate,
-// which plain HTTP cannot carry, so the console refuses them and says so.
+// presented by the browser to the HTTPS console (consoleListen, ./server.ts).
+// Plain HTTP (the metrics listener) carries none, so there they are refused
+// with the reason.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readFileSync } from 'node:fs';
@@ -20,15 +22,18 @@ import { txnIdProblem } from '../commit/txn-id.ts';
 import type { NodeConfig } from '../node/config.ts';
 import type { Driver } from '../node/driver.ts';
 import { transferLeadership, transferWaitMs } from '../node/raft-node-service.ts';
-import { adminNameOnly } from '../transport/auth.ts';
+import { adminNameOnly, adminNameRefusal } from '../transport/auth.ts';
 import { quote } from '../transport/validate.ts';
 import type { PeerHealth } from './peer-health.ts';
+import { clientCertificateName, isTlsRequest } from './server.ts';
 import type { LeaderHistory, TxnTimeline } from './timeline.ts';
 
 export interface ConsoleDeps {
   cfg: NodeConfig;
-  /** Whether the node serves mutual TLS: then console actions are refused (see the top of this file). */
+  /** Whether the node serves mutual TLS: then an action needs an admin certificate, over HTTPS (see the top of this file). */
   tls: boolean;
+  /** host:port of the HTTPS console, when there is one; named in the refusals on plain HTTP. */
+  httpsConsole: () => string | null;
   /** Null until the node has recovered its log. */
   state: () => { driver: Driver<unknown>; engine: CoordinatorEngine; table: DecisionTable } | null;
   timeline: TxnTimeline;
@@ -98,7 +103,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     return new HttpError(409, `${what} runs on the leader, and node ${cfg.nodeId} is not the leader: ${where}`, { leaderId: leader });
   };
 
-  function cluster(): unknown {
+  function cluster(req: IncomingMessage): unknown {
     const { driver, engine, table } = ready();
     const s = driver.node.status();
     const progress = new Map(s.progress.map((p) => [p.id, p]));
@@ -150,25 +155,33 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       leaderChanges: deps.leaders.list(),
       transactions: { inFlight: phases.begun + phases.preparing + phases.deciding, unacked: phases.delivering, decisions: table.decisions.size },
       participants: table.participants.size,
-      actions: actionsAllowed(),
+      actions: actionsAllowed(req),
       nowMs: Date.now(),
     };
   }
 
-  function actionsAllowed(): { allowed: boolean; why: string } {
-    return deps.tls
-      ? {
-          allowed: false,
-          why: 'this node serves mutual TLS, and the console is plain HTTP, which carries no client certificate to prove an admin: use `verdict txn resolve` or `verdict leader transfer` with an admin certificate',
-        }
-      : { allowed: true, why: 'without TLS every caller that can reach the node may act, as with the CLI' };
+  /** Why this page is plain HTTP on a TLS node and cannot act; null when it is not. */
+  function plainOnTls(req: IncomingMessage): string | null {
+    if (!deps.tls || isTlsRequest(req)) return null;
+    const https = deps.httpsConsole();
+    return `this node serves mutual TLS, and this page is plain HTTP, which carries no client certificate to prove an admin: ${https !== null ? `open the HTTPS console at https://${https}/ with an admin certificate in your browser` : 'set "consoleListen" for an HTTPS console (docs/console.md)'}, or use \`verdict txn resolve\` / \`verdict leader transfer\` with an admin certificate`;
   }
 
-  /** The admin rule of the CLI's operator acts (src/transport/auth.ts), for a caller that presents no certificate. */
-  function requireAdmin(what: string): void {
-    const refused = adminNameOnly(undefined, what);
+  function actionsAllowed(req: IncomingMessage): { allowed: boolean; why: string } {
+    if (!deps.tls) return { allowed: true, why: 'without TLS every caller that can reach the node may act, as with the CLI' };
+    const plain = plainOnTls(req);
+    if (plain !== null) return { allowed: false, why: plain };
+    const cn = clientCertificateName(req);
+    const refused = adminNameRefusal(cn, 'an action');
+    return refused === null ? { allowed: true, why: `your certificate CN=${cn} is an admin (tls.adminNames)` } : { allowed: false, why: refused };
+  }
+
+  /** The admin rule of the CLI's operator acts (src/transport/auth.ts), for the browser's certificate (none on plain HTTP). */
+  function requireAdmin(req: IncomingMessage, what: string): void {
+    const refused = adminNameOnly(clientCertificateName(req), what);
     if (refused === null) return;
-    throw new HttpError(403, deps.tls ? `${refused}. The console cannot carry one: ${actionsAllowed().why}` : refused);
+    const plain = plainOnTls(req);
+    throw new HttpError(403, plain !== null ? `${refused}. The page cannot present one: ${plain}` : refused);
   }
 
   function txnJson(v: TxnView): unknown {
@@ -224,7 +237,10 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       const more = engine.isLeader() ? '' : ` (node ${cfg.nodeId} is not the leader; the leader may know it while it is in flight)`;
       throw new HttpError(404, `no transaction ${quote(id)} is known to node ${cfg.nodeId}: it never began, or it was forgotten after every ACK and left this node's timeline ring${more}`);
     }
-    return { nodeId: cfg.nodeId, leader: engine.isLeader(), transaction: v === null ? null : txnJson(v), timeline: t?.events ?? [], timelineDropped: t?.dropped ?? 0 };
+    const events = t?.events ?? [];
+    // Begin is recorded with the first PREPARE; a transaction begun and not committed yet shows it from its age.
+    if (v !== null && v.phase === 'begun' && events[0]?.kind !== 'begin') events.unshift({ atMs: Date.now() - Math.max(0, v.ageMs), kind: 'begin', participantId: '', detail: '', index: 0 });
+    return { nodeId: cfg.nodeId, leader: engine.isLeader(), transaction: v === null ? null : txnJson(v), timeline: events, timelineDropped: t?.dropped ?? 0 };
   }
 
   function participants(): unknown {
@@ -249,7 +265,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
 
   async function resolve(id: string, body: Record<string, unknown>, req: IncomingMessage): Promise<unknown> {
     const { driver, engine } = ready();
-    requireAdmin('txn resolve');
+    requireAdmin(req, 'txn resolve');
     const problem = txnIdProblem(id);
     if (problem !== null) throw new HttpError(400, `transaction id ${quote(id)}: ${problem}`);
     const outcome: DecisionOutcome | null = body.outcome === 'commit' ? 'commit' : body.outcome === 'abort' ? 'abort' : null;
@@ -258,7 +274,9 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     if (reason === '') throw new HttpError(400, 'a resolve needs a reason: it is recorded in the log with who asked and when');
     if (reason.length > REASON_CHARS_MAX) throw new HttpError(400, `the reason is limited to ${REASON_CHARS_MAX} characters`);
     const named = typeof body.operator === 'string' ? body.operator.trim().slice(0, OPERATOR_CHARS_MAX - 40) : '';
-    const operator = `${named || 'console user'} via console of ${cfg.nodeId} from ${req.socket.remoteAddress ?? '?'}`.slice(0, OPERATOR_CHARS_MAX);
+    const cn = clientCertificateName(req);
+    const who = cn !== undefined ? `CN=${cn}${named ? ` (${named})` : ''}` : named || 'console user';
+    const operator = `${who} via console of ${cfg.nodeId} from ${req.socket.remoteAddress ?? '?'}`.slice(0, OPERATOR_CHARS_MAX);
     if (!engine.isLeader()) throw notLeader(driver, 'txn resolve');
     const r = await new Promise<{ decided: boolean; outcome: string; decisionIndex: number; reason: string }>((ok, fail) =>
       engine.resolve(id, outcome, { operator, reason, forceUnknown: false }, (err, res) => {
@@ -269,9 +287,9 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     return { txnId: id, operator, ...r };
   }
 
-  async function transfer(body: Record<string, unknown>): Promise<unknown> {
+  async function transfer(body: Record<string, unknown>, req: IncomingMessage): Promise<unknown> {
     const { driver } = ready();
-    requireAdmin('leader transfer');
+    requireAdmin(req, 'leader transfer');
     const to = typeof body.to === 'string' ? body.to : '';
     if (!cfg.peers.has(to)) throw new HttpError(400, `"to" must name a voter of cluster ${cfg.clusterId} (${[...cfg.peers.keys()].join(', ')}), not ${quote(to)}`);
     if (!driver.isLeader()) throw notLeader(driver, 'leader transfer');
@@ -292,14 +310,14 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     const path = url.pathname;
     const method = req.method ?? 'GET';
     const get = method === 'GET' || method === 'HEAD';
-    if (path === '/api/cluster' && get) return send(res, 200, cluster());
+    if (path === '/api/cluster' && get) return send(res, 200, cluster(req));
     if (path === '/api/transactions' && get) return send(res, 200, transactions(url.searchParams));
     if (path === '/api/participants' && get) return send(res, 200, participants());
     const one = /^\/api\/transactions\/([^/]+)$/.exec(path);
     if (one && get) return send(res, 200, transaction(decodeSegment(one[1]!)));
     const act = /^\/api\/transactions\/([^/]+)\/resolve$/.exec(path);
     if (act && method === 'POST') return send(res, 200, await resolve(decodeSegment(act[1]!), await jsonBody(req), req));
-    if (path === '/api/leader/transfer' && method === 'POST') return send(res, 200, await transfer(await jsonBody(req)));
+    if (path === '/api/leader/transfer' && method === 'POST') return send(res, 200, await transfer(await jsonBody(req), req));
     if (act || path === '/api/leader/transfer') throw new HttpError(405, `${path} takes POST with a JSON body`);
     if (path.startsWith('/api/')) throw new HttpError(404, `no console API at ${quote(path)}: see docs/console.md for the routes`);
     throw new HttpError(404, `${quote(path)} is not a console path`);

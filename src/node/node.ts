@@ -53,6 +53,7 @@ import { putStreamHandler } from './put-stream.ts';
 import { raftNodeApi, shuttingDown, transferLeadership, transferWaitMs, withTimeout } from './raft-node-service.ts';
 import { consoleHandler, type ConsoleDeps } from '../console/api.ts';
 import { PeerHealth } from '../console/peer-health.ts';
+import { ConsoleListenError, serveConsole, type ConsoleServer } from '../console/server.ts';
 import { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
 
 const WAITERS_MAX = 16_384;
@@ -134,25 +135,45 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   // Null until the operator-side libraries are loaded (see the top of this file).
   let metrics: NodeMetrics | null = null;
   let metricsServer: MetricsServer | null = null;
-  // The web console (src/console/) shares the metrics listener; what it shows of transactions and leaders is kept in memory, bounded.
+  // The web console (src/console/) is served on the metrics listener and on consoleListen (HTTPS with TLS);
+  // what it shows of transactions and leaders is kept in memory, bounded.
   const timeline = new TxnTimeline();
   const leaders = new LeaderHistory();
   let consoleState: ReturnType<ConsoleDeps['state']> = null;
   let peerHealth: PeerHealth | null = null;
-  if (cfg.metricsListen !== null) {
+  let consoleServer: ConsoleServer | null = null;
+  if (cfg.metricsListen !== null || cfg.consoleListen !== null) {
     peerHealth = new PeerHealth(
       cfg.nodeId,
       () => cfg.peers,
       (id) => tls?.peer(id),
     );
-    const page = consoleHandler({ cfg, tls: tls !== null, state: () => consoleState, timeline, leaders, health: peerHealth, connection: (endpoint) => participants?.connection(endpoint) ?? '' });
+    const page = consoleHandler({
+      cfg,
+      tls: tls !== null,
+      httpsConsole: () => (tls !== null ? (consoleServer?.address ?? null) : null),
+      state: () => consoleState,
+      timeline,
+      leaders,
+      health: peerHealth,
+      connection: (endpoint) => participants?.connection(endpoint) ?? '',
+    });
     try {
       // Bound now, like "listen", so a bad address is refused before the data directory is touched.
-      metricsServer = await serveMetrics(cfg.metricsListen, () => metrics?.registry ?? null, page);
+      if (cfg.metricsListen !== null) metricsServer = await serveMetrics(cfg.metricsListen, () => metrics?.registry ?? null, page);
+      if (cfg.consoleListen !== null) {
+        if (tls === null) {
+          const refusal = plaintextRefusal({ listen: cfg.consoleListen, insecure: cfg.insecure, tlsHow: '"tls" in the config', insecureHow: '"insecure": true (or --insecure)' });
+          if (refusal !== null) throw new StartupError(refusal.replace(/^refusing to serve plaintext/, 'refusing to serve the console in plaintext'));
+        }
+        consoleServer = await serveConsole(cfg.consoleListen, page, cfg.tls);
+      }
     } catch (err) {
       server.forceShutdown();
       peerHealth.close();
+      await metricsServer?.close();
       if (err instanceof MetricsListenError) throw new StartupError(`${err.message}; check "metricsListen"`);
+      if (err instanceof ConsoleListenError) throw new StartupError(err.message);
       throw err;
     }
   }
@@ -166,6 +187,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     server.forceShutdown();
     peerHealth?.close();
     await metricsServer?.close();
+    await consoleServer?.close();
     if (err instanceof DataDirError) throw new StartupError(err.message);
     throw explainOpenError(cfg.dataDir, err);
   }
@@ -402,7 +424,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       refusals: () => transport.refusals.totals(),
       requestRefusals: () => refusals,
     });
-    if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics` }, 'serving Prometheus metrics');
+    if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics`, console: `http://${metricsServer.address}/` }, 'serving Prometheus metrics and the web console');
+    if (consoleServer) log.info({ console: `${tls !== null ? 'https' : 'http'}://${consoleServer.address}/` }, 'serving the web console');
   })();
   opsReady.catch((err: unknown) => log.error({ err }, 'reflection or metrics failed to start; the node runs without them'));
 
@@ -422,6 +445,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       // Waits for every batch already handed to LevelDB to be synced.
       await store.close();
       await metricsServer?.close();
+      await consoleServer?.close();
       log.info('node stopped');
     })();
     return stopping;

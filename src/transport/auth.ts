@@ -87,8 +87,14 @@ export function adminOnly(call: AuthenticatedCall, what?: string): grpc.ServiceE
 
 /** The node's admin check with the installed policy for a caller known by its certificate's CN (the web console); a PERMISSION_DENIED reason, or null. */
 export function adminNameOnly(cn: string | undefined, what = 'this operation'): string | null {
-  const why = adminRefusal(cn, installed, what);
+  const why = adminNameRefusal(cn, what);
   if (why !== null) permissionDenials.admin++;
+  return why;
+}
+
+/** adminNameOnly without counting a denial: what a page shows before anyone acts. */
+export function adminNameRefusal(cn: string | undefined, what = 'this operation'): string | null {
+  const why = adminRefusal(cn, installed, what);
   return why === null ? null : `PERMISSION_DENIED: ${why}`;
 }
 

@@ -3,18 +3,20 @@
 // The pages render the live state, a committed transaction's timeline shows
 // its PREPAREs, VOTEs, decision (with its log index) and ACKs, a follower's
 // cluster page shows the new leader within seconds of a SIGKILL of the old
-// one, and bad input gets a clear message. A one-node TLS cluster shows a
-// resolve refused on screen: plain HTTP carries no admin certificate.
+// one, and bad input gets a clear message. A one-node TLS cluster serves the
+// console over HTTPS with client certificates in the browser: a non-admin's
+// resolve is refused on screen, an admin's goes through, and plain HTTP
+// refuses actions and says why.
 // Screenshots land in docs/img/ (the README shows two of them).
 
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tlsCredentials } from '../../src/client/tls.ts';
 import { VerdictClient } from '../../src/client/client.ts';
 import { certDir, TestCa } from '../tls-certs.ts';
-import { Cluster, ROOT, uniqueClusterId, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
+import { Cluster, freePorts, ROOT, uniqueClusterId, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
 import { startParticipants, type Participants } from './ops-helpers.ts';
 
 useProcessCleanup();
@@ -148,30 +150,86 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     await watch.close();
   });
 
-  it('with TLS, refuses a resolve on screen and says why', async () => {
+  it('with TLS: HTTPS with client certificates; a non-admin certificate is refused on screen, an admin resolves; plain HTTP refuses and says why', async () => {
     const dir = certDir();
     const clusterId = uniqueClusterId();
     const ca = TestCa.create(dir, 'console-ca');
     const admin = ca.issue('ops-admin');
+    const alice = ca.issue('alice');
+    const [consolePort] = await freePorts(1);
+    const consoleListen = `127.0.0.1:${consolePort}`;
+    const adminCreds = tlsCredentials({ ca: ca.cert, cert: admin.cert, key: admin.key });
     const t = await Cluster.start({
       nodes: 1,
       metrics: true,
       clusterId,
-      configExtra: (id) => ({ tls: { ca: ca.cert, ...ca.issue(id, { ou: clusterId }), adminNames: ['ops-admin'] } }),
-      clientCredentials: tlsCredentials({ ca: ca.cert, cert: admin.cert, key: admin.key }),
+      configExtra: (id) => ({ consoleListen, tls: { ca: ca.cert, ...ca.issue(id, { ou: clusterId }), adminNames: ['ops-admin'] } }),
+      clientCredentials: adminCreds,
     });
     const { node } = await t.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
-    const page = await open(node, 'cluster');
-    await page.locator('[data-field=role]').filter({ hasText: 'leader' }).waitFor({ timeout: SHOWS_MS });
-    await page.getByText('Actions: refused').waitFor({ timeout: SHOWS_MS });
-    await page.goto(consoleUrl(node, 'txn/stuck-tls-1'));
-    await page.getByLabel('Reason (recorded in the log)').fill('try');
-    await page.getByRole('button', { name: 'Resolve' }).click();
-    await page
-      .getByRole('alert')
-      .filter({ hasText: /Refused: PERMISSION_DENIED: txn resolve needs an admin certificate: a caller without a verified client certificate/ })
-      .waitFor({ timeout: SHOWS_MS });
-    await page.screenshot({ path: join(SHOTS, 'console-refused.png'), fullPage: true });
-    await page.close();
+    const tlsClient = new VerdictClient({ endpoints: [node.address], deadlineMs: 20_000, credentials: adminCreds });
+    try {
+      const stuck = await tlsClient.begin({ timeoutMs: 120_000 });
+      const https = `https://${consoleListen}`;
+      const as = async (who: { cert: string; key: string }): Promise<Page> => {
+        const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, ignoreHTTPSErrors: true, clientCertificates: [{ origin: https, certPath: who.cert, keyPath: who.key }] });
+        return ctx.newPage();
+      };
+
+      // alice: reads work, the resolve is refused on screen with the reason.
+      const page = await as(alice);
+      await page.goto(`${https}/#cluster`);
+      await page.locator('[data-field=role]').filter({ hasText: 'leader' }).waitFor({ timeout: SHOWS_MS });
+      await page.getByText('Actions: refused').filter({ hasText: 'CN=alice is not in' }).waitFor({ timeout: SHOWS_MS });
+      await page.goto(`${https}/#txn/${stuck.txnId}`);
+      await page.locator('[data-field=phase]').filter({ hasText: 'begun' }).waitFor({ timeout: SHOWS_MS });
+      await page.getByLabel('Reason (recorded in the log)').fill('try');
+      await page.getByRole('button', { name: 'Resolve' }).click();
+      await page
+        .getByRole('alert')
+        .filter({ hasText: "Refused: PERMISSION_DENIED: txn resolve needs an admin certificate: client certificate CN=alice is not in the node's tls.adminNames" })
+        .waitFor({ timeout: SHOWS_MS });
+      await page.screenshot({ path: join(SHOTS, 'console-refused.png'), fullPage: true });
+      await page.context().close();
+
+      // Plain HTTP on the metrics listener of a TLS node: reads, and every action refused, naming the HTTPS console.
+      const plain = await browser.newPage();
+      await plain.goto(consoleUrl(node, `txn/${stuck.txnId}`));
+      await plain.getByLabel('Reason (recorded in the log)').fill('try');
+      await plain.getByRole('button', { name: 'Resolve' }).click();
+      await plain
+        .getByRole('alert')
+        .filter({ hasText: `a caller without a verified client certificate` })
+        .filter({ hasText: `open the HTTPS console at ${https}/` })
+        .waitFor({ timeout: SHOWS_MS });
+      await plain.close();
+
+      // ops-admin: the same resolve goes through, recorded under the certificate's name.
+      const adm = await as(admin);
+      await adm.goto(`${https}/#txn/${stuck.txnId}`);
+      await adm.getByLabel('Reason (recorded in the log)').fill('client gone');
+      await adm.getByRole('button', { name: 'Resolve' }).click();
+      await adm
+        .getByRole('status')
+        .filter({ hasText: /Decided: aborted at log index \d+, by CN=ops-admin via console of n1/ })
+        .waitFor({ timeout: SHOWS_MS });
+      expect((await tlsClient.outcome(stuck.txnId)).outcome).toBe('ABORTED');
+      await adm.context().close();
+
+      // No client certificate at all: the TLS handshake is refused, as on the gRPC port.
+      const bare = await browser.newContext({ ignoreHTTPSErrors: true });
+      const refused = await bare
+        .newPage()
+        .then((p) => p.goto(`${https}/api/cluster`))
+        .then(
+          () => 'answered',
+          (err: Error) => err.message,
+        );
+      expect(refused).not.toBe('answered');
+      await bare.close();
+    } finally {
+      tlsClient.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
