@@ -125,7 +125,7 @@ describe('a stranger installs the packed package', () => {
     for (const c of running) c.kill('SIGKILL');
   });
 
-  it('ships dist/, proto/ and the binary, and no TypeScript source', () => {
+  it('ships dist/, proto/, the console and the binary, and no TypeScript source', () => {
     const pkg = join(app, 'node_modules', 'verdict');
     for (const f of [
       'dist/client/index.js',
@@ -136,6 +136,11 @@ describe('a stranger installs the packed package', () => {
       'proto/participant.proto',
       'proto/raft.proto',
       'bin/verdict.mjs',
+      // The web console's page, served by every node (src/console/api.ts finds it two levels above dist/console/).
+      'dist/console/api.js',
+      'console/index.html',
+      'console/app.js',
+      'console/style.css',
     ]) {
       expect(existsSync(join(pkg, f)), f).toBe(true);
     }
