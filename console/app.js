@@ -93,7 +93,12 @@ function setStatus(text, error = false) {
 // ---- pages ----------------------------------------------------------------
 
 const pages = {
-  async cluster(view) {
+  async cluster(view, state) {
+    if (!state.data) {
+      state.data = el('div');
+      state.msg = el('div');
+      view.replaceChildren(el('h2', { text: 'Cluster' }), state.msg, state.data);
+    }
     const c = await api('/api/cluster');
     document.getElementById('whoami').textContent = `node ${c.nodeId} · cluster ${c.clusterId}`;
     const summary = el(
@@ -116,7 +121,7 @@ const pages = {
       const health = h === null ? el('span', { class: 'muted', text: 'not probed yet' }) : h.up ? el('span', { class: 'up', text: 'up' }) : el('span', { class: 'down', text: `down: ${h.error}` });
       const role = m.leader ? 'leader' : h?.up ? h.role : '—';
       const act =
-        isLeader && !m.self && c.actions.allowed ? el('button', { type: 'button', onclick: () => transfer(view, m.id), 'aria-label': `Transfer leadership to ${m.id}`, text: 'make leader' }) : '';
+        isLeader && !m.self && c.actions.allowed ? el('button', { type: 'button', onclick: () => transfer(state.msg, m.id), 'aria-label': `Transfer leadership to ${m.id}`, text: 'make leader' }) : '';
       return [
         el('span', { 'data-node': m.id, text: m.self ? `${m.id} (this node)` : m.id }),
         m.address,
@@ -130,8 +135,7 @@ const pages = {
       ];
     });
     const changes = [...c.leaderChanges].reverse().map((x) => [time(x.atMs), String(x.term), x.leaderId || 'election']);
-    view.replaceChildren(
-      el('h2', { text: 'Cluster' }),
+    state.data.replaceChildren(
       summary,
       el('p', { class: c.actions.allowed ? 'muted' : 'note', text: `Actions: ${c.actions.allowed ? 'allowed' : 'refused'} — ${c.actions.why}.` }),
       table(
@@ -299,13 +303,13 @@ const pages = {
   },
 };
 
-async function transfer(view, to) {
-  setStatus(`asking the leader to hand over to ${to}…`);
+async function transfer(msg, to) {
+  msg.replaceChildren(message('ok', `Asking the leader to hand over to ${to}…`));
   try {
     const r = await api('/api/leader/transfer', { to });
-    setStatus(`${r.leaderId} leads now (term ${r.term})`);
+    msg.replaceChildren(message('ok', `${r.leaderId} leads now (term ${r.term}).`));
   } catch (err) {
-    view.prepend(message('error', `Leader transfer refused: ${err.message}`));
+    msg.replaceChildren(message('error', `Leader transfer refused: ${err.message}`));
   }
 }
 

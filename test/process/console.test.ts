@@ -137,14 +137,28 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     expect((await client.outcome(open1.txnId)).outcome).toBe('ABORTED');
     await page.close();
 
+    // Leadership moved from the leader's page ("make leader", reached with the keyboard).
+    const heir = c.nodes.find((n) => n !== leader)!;
+    const lp = await open(leader, 'cluster');
+    const button = lp.getByRole('button', { name: `Transfer leadership to ${heir.id}` });
+    await button.focus();
+    await button.press('Enter');
+    await lp
+      .getByRole('status')
+      .filter({ hasText: `${heir.id} leads now` })
+      .waitFor({ timeout: SHOWS_MS });
+    await lp.close();
+    const { node: current } = await c.waitForLeader({ notId: leader.id });
+    expect(current.id).toBe(heir.id);
+
     // A follower's cluster page while the leader is SIGKILLed: the new leader within seconds, the old one shown down.
-    const follower = c.nodes.find((n) => n !== leader)!;
+    const follower = c.nodes.find((n) => n !== current)!;
     const watch = await open(follower, 'cluster');
-    await watch.locator('[data-field=leader]').filter({ hasText: leader.id }).waitFor({ timeout: SHOWS_MS });
-    await leader.kill('SIGKILL');
-    const { node: next } = await c.waitForLeader({ notId: leader.id });
+    await watch.locator('[data-field=leader]').filter({ hasText: current.id }).waitFor({ timeout: SHOWS_MS });
+    await current.kill('SIGKILL');
+    const { node: next } = await c.waitForLeader({ notId: current.id });
     await watch.locator('[data-field=leader]').filter({ hasText: next.id }).waitFor({ timeout: SHOWS_MS });
-    await watch.getByRole('row').filter({ hasText: leader.id }).locator('.down').waitFor({ timeout: SHOWS_MS });
+    await watch.getByRole('row').filter({ hasText: current.id }).locator('.down').waitFor({ timeout: SHOWS_MS });
     const changes = await watch.locator('table').filter({ hasText: 'Leaders node' }).locator('tbody tr').allInnerTexts();
     expect(changes[0]).toMatch(new RegExp(`\\b${next.id}$`));
     await watch.close();
