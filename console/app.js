@@ -52,6 +52,9 @@ function age(ms) {
   return m < 120 ? `${m} min` : `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
+/** A forgotten decision keeps no time (its age reads 0): shown as unknown rather than as new. */
+const ageOf = (t) => (t.phase === 'decided' && t.ageMs === 0 ? '—' : age(t.ageMs));
+
 function table(caption, headers, rows, empty) {
   if (rows.length === 0) return el('p', { class: 'muted', text: empty });
   return el(
@@ -184,7 +187,7 @@ const pages = {
       el('a', { href: `#txn/${encodeURIComponent(t.txnId)}`, text: t.txnId }),
       t.phase,
       t.outcome,
-      age(t.ageMs),
+      ageOf(t),
       t.participants.map((p) => `${p.id}${p.vote ? ` ${p.vote}` : ''}${t.phase === 'delivering' ? (p.acked ? ' acked' : ' unacked') : ''}`).join(', '),
       t.decisionIndex > 0 ? String(t.decisionIndex) : '—',
       [...t.heuristics.map((h) => h.kind), ...t.resolutions.map((x) => `resolved by ${x.operator}`)].join('; '),
@@ -271,7 +274,7 @@ const pages = {
             ['outcome', t.outcome],
             ['phase', t.phase],
             ['decision index', t.decisionIndex || '—'],
-            ['age', age(t.ageMs)],
+            ['age', ageOf(t)],
           ].map(([k, v]) => el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k)),
         )
       : el('p', { class: 'note', text: 'No longer in the decision table (forgotten after every ACK); the timeline below is what this node kept.' });
