@@ -85,7 +85,7 @@ describe('a stranger installs the packed package', () => {
     // Stage what `npm pack` needs to build and pack, with the checkout's node_modules.
     const stage = join(dir, 'stage');
     mkdirSync(stage);
-    for (const f of ['package.json', 'README.md', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'cjs', 'proto', 'cluster', 'scripts', 'src', 'docs', 'examples']) {
+    for (const f of ['package.json', 'README.md', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'cjs', 'proto', 'cluster', 'console', 'scripts', 'src', 'docs', 'examples']) {
       if (existsSync(join(ROOT, f))) cpSync(join(ROOT, f), join(stage, f), { recursive: true });
     }
     symlinkSync(join(ROOT, 'node_modules'), join(stage, 'node_modules'));
