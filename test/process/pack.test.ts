@@ -80,6 +80,7 @@ describe('a stranger installs the packed package', () => {
   const nodes: ReturnType<typeof spawn>[] = [];
   let bin = '';
   let endpoints: string[] = [];
+  let consoleAddress = '';
 
   beforeAll(async () => {
     // Stage what `npm pack` needs to build and pack, with the checkout's node_modules.
@@ -108,12 +109,15 @@ describe('a stranger installs the packed package', () => {
     bin = join(app, 'node_modules', '.bin', 'verdict');
 
     // A three-node cluster from the installed binary, run from an unrelated directory.
-    const ports = await freePorts(3);
-    endpoints = ports.map((p) => `127.0.0.1:${p}`);
+    const ports = await freePorts(4);
+    endpoints = ports.slice(0, 3).map((p) => `127.0.0.1:${p}`);
+    consoleAddress = `127.0.0.1:${ports[3]}`;
     const peers = Object.fromEntries(endpoints.map((e, i) => [`n${i + 1}`, e]));
     for (const [i, e] of endpoints.entries()) {
       const config = join(dir, `n${i + 1}.json`);
-      writeFileSync(config, JSON.stringify({ clusterId: 'pack', nodeId: `n${i + 1}`, listen: e, dataDir: `data-n${i + 1}`, peers, logLevel: 'warn' }));
+      // n1 serves metrics and the web console, whose page ships outside dist/.
+      const metrics = i === 0 ? { metricsListen: consoleAddress } : {};
+      writeFileSync(config, JSON.stringify({ clusterId: 'pack', nodeId: `n${i + 1}`, listen: e, dataDir: `data-n${i + 1}`, peers, logLevel: 'warn', ...metrics }));
       const child = spawn(bin, ['node', '--config', config], { cwd: elsewhere, stdio: ['ignore', 'ignore', 'pipe'] });
       child.stderr.setEncoding('utf8').on('data', () => {});
       running.add(child);
@@ -231,6 +235,13 @@ for (const p of started) await p.stop();
       const got = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, string>;
       expect(got).toMatchObject({ ok: 'COMMITTED', no: 'ABORTED', again: 'COMMITTED', shop: '4' });
       expect(got.reason).toMatch(/insufficient funds/);
+      // The installed node serves the console's page and its API.
+      const page = await fetch(`http://${consoleAddress}/`);
+      expect([page.status, await page.text()]).toEqual([200, expect.stringContaining('<title>Verdict console</title>')]);
+      expect((await fetch(`http://${consoleAddress}/console/app.js`)).status).toBe(200);
+      const cluster = (await (await fetch(`http://${consoleAddress}/api/cluster`)).json()) as { nodeId: string; leaderId: string };
+      expect(cluster.nodeId).toBe('n1');
+      expect(cluster.leaderId).toMatch(/^n[123]$/);
     },
     STEP_MS,
   );
