@@ -23,6 +23,8 @@ const BIN = join(ROOT, 'bin', 'verdict.mjs');
 export const DEFAULT_BASE_PORT = 7001;
 /** Metrics ports sit this far above the node ports (7001 → 9101). */
 const METRICS_OFFSET = 2_100;
+/** With --tls, the HTTPS web console's ports sit this far above the node ports (7001 → 9201). */
+const CONSOLE_OFFSET = 2_200;
 /** How often the launcher checks that its parent (npm, a shell) is still there. */
 const PARENT_POLL_MS = 500;
 /** How long the launcher waits for its nodes to stop before it kills them. */
@@ -64,6 +66,8 @@ export function localConfigs(o: ClusterUpOptions): string[] {
       nodeId: `n${i}`,
       listen: peers[`n${i}`],
       metricsListen: `127.0.0.1:${basePort + METRICS_OFFSET + i - 1}`,
+      // With TLS, actions from the web console need the browser's admin certificate, over HTTPS (docs/console.md).
+      ...(tlsDir !== undefined ? { consoleListen: `127.0.0.1:${basePort + CONSOLE_OFFSET + i - 1}` } : {}),
       dataDir: `n${i}`,
       peers,
       tickMs: 100,
@@ -98,8 +102,8 @@ export function parseClusterUpArgs(args: string[], flag: (args: string[], name: 
   if (![1, 3, 5].includes(n)) throw new UsageError('--nodes must be 1, 3 or 5');
   const baseText = flag(args, '--base-port');
   const basePort = baseText === undefined ? DEFAULT_BASE_PORT : Number(baseText);
-  if (!Number.isInteger(basePort) || basePort < 1024 || basePort + n - 1 + METRICS_OFFSET > 65_535)
-    throw new UsageError(`--base-port must be an integer from 1024 to ${65_535 - METRICS_OFFSET - n + 1}, not "${baseText}"`);
+  if (!Number.isInteger(basePort) || basePort < 1024 || basePort + n - 1 + CONSOLE_OFFSET > 65_535)
+    throw new UsageError(`--base-port must be an integer from 1024 to ${65_535 - CONSOLE_OFFSET - n + 1}, not "${baseText}"`);
   const dataDir = flag(args, '--data');
   const tlsDir = flag(args, '--tls');
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR]`);
@@ -118,6 +122,7 @@ export async function clusterUp(o: ClusterUpOptions): Promise<void> {
   const basePort = o.basePort ?? DEFAULT_BASE_PORT;
   const nodePorts = Array.from({ length: n }, (_, i) => basePort + i);
   const metricsPorts = nodePorts.map((p) => p + METRICS_OFFSET);
+  if (o.tlsDir !== undefined) metricsPorts.push(...nodePorts.map((p) => p + CONSOLE_OFFSET));
   // A second `npm start` (or anything else on these ports) is told so once,
   // before any node starts, instead of three nodes each failing on its own.
   const busy = await portsInUse([...nodePorts, ...metricsPorts]);

@@ -5,7 +5,7 @@
 import { SagaCaller, type SagaStatus } from '../client/saga.ts';
 import { VerdictError } from '../client/errors.ts';
 import { bool, flag, flagAll, UsageError } from './args.ts';
-import { clientCredentials } from './client-tls.ts';
+import { clientCredentials } from './client-credentials.ts';
 import { requireReachable } from './reach.ts';
 import { endpoints } from './status.ts';
 import { defaultOperator, EXIT_ABORTED, EXIT_ERROR, print, table } from './txn.ts';

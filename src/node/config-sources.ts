@@ -23,6 +23,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   nodeId: 'string',
   listen: 'string',
   metricsListen: 'string',
+  consoleListen: 'string',
   dataDir: 'string',
   peers: 'map',
   peerDial: 'map',

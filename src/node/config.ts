@@ -19,6 +19,8 @@ export interface NodeConfig {
   listen: string;
   /** host:port of the Prometheus HTTP endpoint (GET /metrics); null: none. */
   metricsListen: string | null;
+  /** host:port of the web console (src/console/): HTTPS with mutual TLS when `tls` is set, plain HTTP otherwise; null: none of its own (it is also on metricsListen). */
+  consoleListen: string | null;
   /** Absolute path of the data directory (resolved against the config file's folder). */
   dataDir: string;
   /**
@@ -131,6 +133,7 @@ const KNOWN = [
   'nodeId',
   'listen',
   'metricsListen',
+  'consoleListen',
   'dataDir',
   'peers',
   'peerDial',
@@ -203,6 +206,16 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     metricsListen = str('metricsListen', ADDRESS, 'host:port for the Prometheus endpoint, e.g. "127.0.0.1:9101"');
     if (!parseAddress(metricsListen)) throw new ConfigError(file, `${label('metricsListen')} is ${JSON.stringify(metricsListen)}: the port must be 1–65535`);
     if (metricsListen === listen) throw new ConfigError(file, `${label('metricsListen')} and ${label('listen')} are both ${listen}: give the metrics endpoint a port of its own`);
+  }
+  let consoleListen: string | null = null;
+  if (o.consoleListen !== undefined) {
+    consoleListen = str('consoleListen', ADDRESS, 'host:port for the web console, e.g. "127.0.0.1:9201"');
+    if (!parseAddress(consoleListen)) throw new ConfigError(file, `${label('consoleListen')} is ${JSON.stringify(consoleListen)}: the port must be 1–65535`);
+    if (consoleListen === listen || consoleListen === metricsListen)
+      throw new ConfigError(
+        file,
+        `${label('consoleListen')} is ${consoleListen}, the address of ${consoleListen === listen ? label('listen') : label('metricsListen')}: give the console a port of its own`,
+      );
   }
   const dataDir = absolute('dataDir', str('dataDir', /\S/, 'a directory path'));
 
@@ -293,6 +306,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     nodeId,
     listen,
     metricsListen,
+    consoleListen,
     dataDir,
     peers,
     peerDial,

@@ -34,7 +34,7 @@ import { coordinatorPackageDefinition, coordinatorService } from '../transport/c
 import { addHealth, addReflection, MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
 import type { LogStore } from '../storage/types.ts';
 import { CoordinatorEngine } from '../commit/engine.ts';
-import { encodeCommand, type ApplyResult } from '../commit/state.ts';
+import { decodeCommand, encodeCommand, type ApplyResult } from '../commit/state.ts';
 import type { NodeConfig } from './config.ts';
 import { Driver, UnappliableEntryError, type ProposeCallback } from './driver.ts';
 import { entryProblem, NodeStateMachine, snapshotProblem } from './machine.ts';
@@ -53,6 +53,10 @@ import { putStreamHandler } from './put-stream.ts';
 import { raftNodeApi, shuttingDown, transferLeadership, transferWaitMs, withTimeout } from './raft-node-service.ts';
 import { sagaWiring, type SagaWiring } from './saga-service.ts';
 import { sagaPackageDefinition, sagasService } from '../transport/saga-rpc.ts';
+import { consoleHandler, type ConsoleDeps } from '../console/api.ts';
+import { PeerHealth } from '../console/peer-health.ts';
+import { ConsoleListenError, serveConsole, type ConsoleServer } from '../console/server.ts';
+import { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
 
 const WAITERS_MAX = 16_384;
 /** Calls still open after this long at shutdown (a health Watch, say) are cut. */
@@ -126,6 +130,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const health = addHealth(server, ['verdict.coordinator.Coordinator', 'verdict.raft.RaftNode']);
 
   let driver: Driver<ApplyResult | null> | null = null;
+  let participants: ParticipantLink | null = null;
   // The engine is created below, once the driver exists; applied results reach it from then on.
   let engine: CoordinatorEngine | null = null;
   // Sagas (src/node/saga-service.ts): created beside the engine, fed the same leadership and applied results.
@@ -135,13 +140,45 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   let metrics: NodeMetrics | null = null;
   let sagaMetrics: import('./saga-metrics.ts').SagaMetrics | null = null;
   let metricsServer: MetricsServer | null = null;
-  if (cfg.metricsListen !== null) {
+  // The web console (src/console/) is served on the metrics listener and on consoleListen (HTTPS with TLS);
+  // what it shows of transactions and leaders is kept in memory, bounded.
+  const timeline = new TxnTimeline();
+  const leaders = new LeaderHistory();
+  let consoleState: ReturnType<ConsoleDeps['state']> = null;
+  let peerHealth: PeerHealth | null = null;
+  let consoleServer: ConsoleServer | null = null;
+  if (cfg.metricsListen !== null || cfg.consoleListen !== null) {
+    peerHealth = new PeerHealth(
+      cfg.nodeId,
+      () => cfg.peers,
+      (id) => tls?.peer(id),
+    );
+    const page = consoleHandler({
+      cfg,
+      tls: tls !== null,
+      httpsConsole: () => (tls !== null ? (consoleServer?.address ?? null) : null),
+      state: () => consoleState,
+      timeline,
+      leaders,
+      health: peerHealth,
+      connection: (endpoint) => participants?.connection(endpoint) ?? '',
+    });
     try {
       // Bound now, like "listen", so a bad address is refused before the data directory is touched.
-      metricsServer = await serveMetrics(cfg.metricsListen, () => metrics?.registry ?? null);
+      if (cfg.metricsListen !== null) metricsServer = await serveMetrics(cfg.metricsListen, () => metrics?.registry ?? null, page);
+      if (cfg.consoleListen !== null) {
+        if (tls === null) {
+          const refusal = plaintextRefusal({ listen: cfg.consoleListen, insecure: cfg.insecure, tlsHow: '"tls" in the config', insecureHow: '"insecure": true (or --insecure)' });
+          if (refusal !== null) throw new StartupError(refusal.replace(/^refusing to serve plaintext/, 'refusing to serve the console in plaintext'));
+        }
+        consoleServer = await serveConsole(cfg.consoleListen, page, cfg.tls);
+      }
     } catch (err) {
       server.forceShutdown();
+      peerHealth.close();
+      await metricsServer?.close();
       if (err instanceof MetricsListenError) throw new StartupError(`${err.message}; check "metricsListen"`);
+      if (err instanceof ConsoleListenError) throw new StartupError(err.message);
       throw err;
     }
   }
@@ -153,7 +190,9 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     opened = await DiskLogStore.open(cfg.dataDir, { clusterId: cfg.clusterId, nodeId: cfg.nodeId });
   } catch (err) {
     server.forceShutdown();
+    peerHealth?.close();
     await metricsServer?.close();
+    await consoleServer?.close();
     if (err instanceof DataDirError) throw new StartupError(err.message);
     throw explainOpenError(cfg.dataDir, err);
   }
@@ -222,6 +261,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     onRefused: (m, why) => transport.refusals.refuse(m.from, { reason: 'state', field: MessageType[m.type] ?? String(m.type), detail: why }),
     onPersisted: (rd) => {
       if (!rd.softState) return;
+      leaders.note(Date.now(), rawNode.raft.term, rd.softState.leader);
       log.info({ term: rawNode.raft.term, role: rd.softState.role, leader: rd.softState.leader || null }, 'raft role changed');
     },
     // The engine starts leading only once this node applied an entry of its
@@ -234,6 +274,14 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     onCaughtUp: (lastIndex) => log.warn({ lastIndex, highWater: recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
     onApplied: (entry, result) => {
       if (!result) return;
+      if (result.t === 'decide') {
+        const dec = result.decision;
+        const detail = `${dec.outcome.toUpperCase()}${result.first ? '' : ' again (a no-op: the first decision stands, R1)'}${dec.reason ? `: ${dec.reason}` : ''}`;
+        timeline.record(dec.txnId, { atMs: Date.now(), kind: 'decided', index: entry.index, detail });
+      } else if (result.t === 'forget') {
+        const cmd = decodeCommand(entry.data);
+        if (cmd.t === 'forget') for (const id of cmd.txnIds) if (timeline.has(id)) timeline.record(id, { atMs: Date.now(), kind: 'forget', index: entry.index });
+      }
       // The level check first: the log line's fields would be built for every decision even with debug off.
       if (result.t === 'decide' && result.first && debugOn) {
         const dec = result.decision;
@@ -264,31 +312,47 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   }
   refreshMembers(null);
   const refusals = new Refusals(log);
-  const participants = new ParticipantLink(cfg.clusterId, tls?.participants);
+  const link = new ParticipantLink(cfg.clusterId, tls?.participants);
+  participants = link;
   const proposals = new ProposalBatcher(d);
   engine = new CoordinatorEngine(
     machine.table,
     {
       nowMs: () => Date.now(),
       random: () => Math.random(),
-      propose: (cmd, cb) =>
+      propose: (cmd, cb) => {
+        if (cmd.t === 'decide') timeline.record(cmd.txnId, { atMs: Date.now(), kind: 'proposed', detail: cmd.outcome.toUpperCase() });
         withTimeout<ApplyResult | null>(
           `proposal ${cmd.t}`,
           (done) => proposals.add(encodeCommand(cmd), (err, r) => done(err, r?.result)),
           (err, r) => (err ? cb(err) : r ? cb(null, r) : cb(new Error('no result'))),
-        ),
-      sendPrepare: (to, req, deadlineMs, cb) =>
-        participants.prepare(to, req, deadlineMs, (err, vote) => {
+        );
+      },
+      sendPrepare: (to, req, deadlineMs, cb) => {
+        const now = Date.now();
+        if (!timeline.has(req.txnId)) timeline.record(req.txnId, { atMs: now - (engine?.view(req.txnId)?.ageMs ?? 0), kind: 'begin' });
+        timeline.record(req.txnId, { atMs: now, kind: 'prepare', participantId: to.id });
+        link.prepare(to, req, deadlineMs, (err, vote) => {
+          timeline.record(req.txnId, {
+            atMs: Date.now(),
+            kind: 'vote',
+            participantId: to.id,
+            detail: err ? `no vote: ${err.message}` : vote ? `${vote.vote.toUpperCase()}${vote.reason ? `: ${vote.reason}` : ''}` : 'no answer',
+          });
           if (err) log.info({ txnId: req.txnId, participantId: to.id, endpoint: to.endpoint, err: err.message }, 'PREPARE got no vote; the transaction aborts');
           else if (vote?.vote === 'no') log.info({ txnId: req.txnId, participantId: to.id, reason: vote.reason }, 'participant voted NO');
           cb(err, vote);
-        }),
-      sendDecision: (to, req, deadlineMs, cb) =>
-        participants.decide(to, req, deadlineMs, (err) => {
+        });
+      },
+      sendDecision: (to, req, deadlineMs, cb) => {
+        timeline.record(req.txnId, { atMs: Date.now(), kind: 'decision-sent', participantId: to.id, detail: req.outcome.toUpperCase() });
+        link.decide(to, req, deadlineMs, (err) => {
+          timeline.record(req.txnId, { atMs: Date.now(), kind: err ? 'no-ack' : 'ack', participantId: to.id, detail: err ? err.message : '' });
           // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
           if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
           cb(err);
-        }),
+        });
+      },
     },
     { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax },
   );
@@ -309,6 +373,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     engine: { stuckAfterAttempts: cfg.sagaStuckAfterAttempts, actionAttemptsMax: cfg.sagaActionAttemptsMax },
   });
   sagas = sagaSide;
+  consoleState = { driver: d as Driver<unknown>, engine: eng, table: machine.table };
   log.info(
     {
       cluster: cfg.clusterId,
@@ -349,7 +414,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
   const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, eng, cfg.inFlightMax);
   const coordinator = withClientLimits(
-    coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal, connection: (endpoint) => participants.connection(endpoint) }),
+    coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal, connection: (endpoint) => link.connection(endpoint) }),
     {
       quota,
       refusals,
@@ -389,7 +454,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     });
     const { SagaMetrics } = await import('./saga-metrics.ts');
     sagaMetrics = new SagaMetrics(metrics.registry, { engine: () => sagaSide.engine, table: () => machine.table.sagas });
-    if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics` }, 'serving Prometheus metrics');
+    if (metricsServer) log.info({ metrics: `http://${metricsServer.address}/metrics`, console: `http://${metricsServer.address}/` }, 'serving Prometheus metrics and the web console');
+    if (consoleServer) log.info({ console: `${tls !== null ? 'https' : 'http'}://${consoleServer.address}/` }, 'serving the web console');
   })();
   opsReady.catch((err: unknown) => log.error({ err }, 'reflection or metrics failed to start; the node runs without them'));
 
@@ -400,7 +466,8 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       eng.setLeadership(0);
       sagaSide.close();
       d.stop();
-      participants.close();
+      link.close();
+      peerHealth?.close();
       await transport.close();
       // Clients' commit streams would otherwise hold the server for its whole grace period.
       commitStreams.endAll();
@@ -409,6 +476,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       // Waits for every batch already handed to LevelDB to be synced.
       await store.close();
       await metricsServer?.close();
+      await consoleServer?.close();
       log.info('node stopped');
     })();
     return stopping;

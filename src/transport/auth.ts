@@ -50,13 +50,18 @@ export function permissionDenied(details: string): grpc.ServiceError {
 
 /** PERMISSION_DENIED with a reason, or null when the caller may run admin operations. */
 export function checkAdmin(call: AuthenticatedCall, policy: AuthPolicy, what = 'this operation'): grpc.ServiceError | null {
+  const why = adminRefusal(subjectField(peerCertificate(call)?.subject, 'CN'), policy, what);
+  return why === null ? null : permissionDenied(why);
+}
+
+/** Why a caller whose verified certificate has CN `cn` (undefined: none) may not run admin operations, or null when it may. */
+function adminRefusal(cn: string | undefined, policy: AuthPolicy, what: string): string | null {
   if (policy.tls === null) return null;
   const names = policy.tls.adminNames;
-  const cn = subjectField(peerCertificate(call)?.subject, 'CN');
   if (cn !== undefined && names.includes(cn)) return null;
-  if (names.length === 0) return permissionDenied(`${what} needs an admin certificate, and this node has none: set tls.adminNames to the CNs of the operators' client certificates`);
+  if (names.length === 0) return `${what} needs an admin certificate, and this node has none: set tls.adminNames to the CNs of the operators' client certificates`;
   const who = cn === undefined ? 'a caller without a verified client certificate' : `client certificate CN=${cn}`;
-  return permissionDenied(`${what} needs an admin certificate: ${who} is not in the node's tls.adminNames; use a certificate whose CN is one of them`);
+  return `${what} needs an admin certificate: ${who} is not in the node's tls.adminNames; use a certificate whose CN is one of them`;
 }
 
 /** PERMISSION_DENIED with a reason, or null when the caller is participant `participantId` of the cluster. */
@@ -78,6 +83,19 @@ export function adminOnly(call: AuthenticatedCall, what?: string): grpc.ServiceE
   const refused = checkAdmin(call, installed, what);
   if (refused !== null) permissionDenials.admin++;
   return refused;
+}
+
+/** The node's admin check with the installed policy for a caller known by its certificate's CN (the web console); a PERMISSION_DENIED reason, or null. */
+export function adminNameOnly(cn: string | undefined, what = 'this operation'): string | null {
+  const why = adminNameRefusal(cn, what);
+  if (why !== null) permissionDenials.admin++;
+  return why;
+}
+
+/** adminNameOnly without counting a denial: what a page shows before anyone acts. */
+export function adminNameRefusal(cn: string | undefined, what = 'this operation'): string | null {
+  const why = adminRefusal(cn, installed, what);
+  return why === null ? null : `PERMISSION_DENIED: ${why}`;
 }
 
 /** The node's participant check with the installed policy; see checkParticipant. */

@@ -13,7 +13,7 @@
 // and the packages are loaded on the first call, which is then handed to them.
 
 import { createRequire } from 'node:module';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
@@ -148,12 +148,18 @@ export class MetricsListenError extends Error {
  * may be a function: until it returns a registry (the process is still
  * starting) a scrape gets 503.
  */
-export function serveMetrics(listen: string, registry: Registry | (() => Registry | null)): Promise<MetricsServer> {
+export function serveMetrics(
+  listen: string,
+  registry: Registry | (() => Registry | null),
+  /** Answers other paths first (a node's web console, src/console/api.ts): true when it took the request. */
+  also?: (req: IncomingMessage, res: ServerResponse) => boolean,
+): Promise<MetricsServer> {
   const cut = listen.lastIndexOf(':');
   const host = listen.slice(0, cut).replace(/^\[(.*)\]$/, '$1');
   const port = Number(listen.slice(cut + 1));
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
+    if (path !== '/metrics' && also?.(req, res) === true) return;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD' }).end();
       return;

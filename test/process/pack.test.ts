@@ -80,12 +80,13 @@ describe('a stranger installs the packed package', () => {
   const nodes: ReturnType<typeof spawn>[] = [];
   let bin = '';
   let endpoints: string[] = [];
+  let consoleAddress = '';
 
   beforeAll(async () => {
     // Stage what `npm pack` needs to build and pack, with the checkout's node_modules.
     const stage = join(dir, 'stage');
     mkdirSync(stage);
-    for (const f of ['package.json', 'README.md', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'cjs', 'proto', 'cluster', 'scripts', 'src', 'docs', 'examples']) {
+    for (const f of ['package.json', 'README.md', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'cjs', 'proto', 'cluster', 'console', 'scripts', 'src', 'docs', 'examples']) {
       if (existsSync(join(ROOT, f))) cpSync(join(ROOT, f), join(stage, f), { recursive: true });
     }
     symlinkSync(join(ROOT, 'node_modules'), join(stage, 'node_modules'));
@@ -108,12 +109,15 @@ describe('a stranger installs the packed package', () => {
     bin = join(app, 'node_modules', '.bin', 'verdict');
 
     // A three-node cluster from the installed binary, run from an unrelated directory.
-    const ports = await freePorts(3);
-    endpoints = ports.map((p) => `127.0.0.1:${p}`);
+    const ports = await freePorts(4);
+    endpoints = ports.slice(0, 3).map((p) => `127.0.0.1:${p}`);
+    consoleAddress = `127.0.0.1:${ports[3]}`;
     const peers = Object.fromEntries(endpoints.map((e, i) => [`n${i + 1}`, e]));
     for (const [i, e] of endpoints.entries()) {
       const config = join(dir, `n${i + 1}.json`);
-      writeFileSync(config, JSON.stringify({ clusterId: 'pack', nodeId: `n${i + 1}`, listen: e, dataDir: `data-n${i + 1}`, peers, logLevel: 'warn' }));
+      // n1 serves metrics and the web console, whose page ships outside dist/.
+      const metrics = i === 0 ? { metricsListen: consoleAddress } : {};
+      writeFileSync(config, JSON.stringify({ clusterId: 'pack', nodeId: `n${i + 1}`, listen: e, dataDir: `data-n${i + 1}`, peers, logLevel: 'warn', ...metrics }));
       const child = spawn(bin, ['node', '--config', config], { cwd: elsewhere, stdio: ['ignore', 'ignore', 'pipe'] });
       child.stderr.setEncoding('utf8').on('data', () => {});
       running.add(child);
@@ -125,7 +129,7 @@ describe('a stranger installs the packed package', () => {
     for (const c of running) c.kill('SIGKILL');
   });
 
-  it('ships dist/, proto/ and the binary, and no TypeScript source', () => {
+  it('ships dist/, proto/, the console and the binary, and no TypeScript source', () => {
     const pkg = join(app, 'node_modules', 'verdict');
     for (const f of [
       'dist/client/index.js',
@@ -136,6 +140,11 @@ describe('a stranger installs the packed package', () => {
       'proto/participant.proto',
       'proto/raft.proto',
       'bin/verdict.mjs',
+      // The web console's page, served by every node (src/console/api.ts finds it two levels above dist/console/).
+      'dist/console/api.js',
+      'console/index.html',
+      'console/app.js',
+      'console/style.css',
     ]) {
       expect(existsSync(join(pkg, f)), f).toBe(true);
     }
@@ -226,6 +235,13 @@ for (const p of started) await p.stop();
       const got = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, string>;
       expect(got).toMatchObject({ ok: 'COMMITTED', no: 'ABORTED', again: 'COMMITTED', shop: '4' });
       expect(got.reason).toMatch(/insufficient funds/);
+      // The installed node serves the console's page and its API.
+      const page = await fetch(`http://${consoleAddress}/`);
+      expect([page.status, await page.text()]).toEqual([200, expect.stringContaining('<title>Verdict console</title>')]);
+      expect((await fetch(`http://${consoleAddress}/console/app.js`)).status).toBe(200);
+      const cluster = (await (await fetch(`http://${consoleAddress}/api/cluster`)).json()) as { nodeId: string; leaderId: string };
+      expect(cluster.nodeId).toBe('n1');
+      expect(cluster.leaderId).toMatch(/^n[123]$/);
     },
     STEP_MS,
   );

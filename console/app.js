@@ -1,0 +1,354 @@
+// Verdict's web console: plain ES module, no framework, no build step. Pages
+// are chosen by the URL's hash (#cluster, #transactions, #participants,
+// #txn/<id>); the data comes from the node's JSON API (docs/console.md) and
+// is polled every second. Every value is written with textContent, never as
+// HTML, so nothing a participant or a client sent can run in the page.
+
+const POLL_MS = 1000;
+const main = document.getElementById('main');
+const statusLine = document.getElementById('status');
+let timer = null;
+let generation = 0;
+
+/** An element with attributes and children (strings become text nodes). */
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'text') e.textContent = String(v);
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+class ApiError extends Error {}
+
+/** GET or POST to the API; throws ApiError with the server's one-line reason, or why the node could not be reached. */
+async function api(path, body) {
+  let res;
+  try {
+    res = await fetch(path, body === undefined ? { cache: 'no-store' } : { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  } catch (err) {
+    throw new ApiError(`this node does not answer (${err.message}); it may be down`);
+  }
+  let data = null;
+  try {
+    data = await res.json();
+  } catch {
+    throw new ApiError(`the node answered ${res.status} without JSON`);
+  }
+  if (!res.ok) throw new ApiError(data?.error ?? `the node answered ${res.status}`);
+  return data;
+}
+
+const time = (ms) => (ms > 0 ? new Date(ms).toLocaleTimeString([], { hour12: false }) + '.' + String(ms % 1000).padStart(3, '0') : '—');
+function age(ms) {
+  if (ms < 1000) return `${ms} ms`;
+  const s = Math.floor(ms / 1000);
+  if (s < 120) return `${s} s`;
+  const m = Math.floor(s / 60);
+  return m < 120 ? `${m} min` : `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
+/** A forgotten decision keeps no time (its age reads 0): shown as unknown rather than as new. */
+const ageOf = (t) => (t.phase === 'decided' && t.ageMs === 0 ? '—' : age(t.ageMs));
+
+function table(caption, headers, rows, empty) {
+  if (rows.length === 0) return el('p', { class: 'muted', text: empty });
+  return el(
+    'table',
+    {},
+    el('caption', { text: caption }),
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        headers.map((h) => el('th', { scope: 'col', text: h })),
+      ),
+    ),
+    el(
+      'tbody',
+      {},
+      rows.map((r) =>
+        el(
+          'tr',
+          {},
+          r.map((c) => el('td', {}, c)),
+        ),
+      ),
+    ),
+  );
+}
+
+function message(kind, text) {
+  return el('div', { class: `message ${kind}`, role: kind === 'error' ? 'alert' : 'status', text });
+}
+
+function setStatus(text, error = false) {
+  statusLine.textContent = text;
+  statusLine.className = error ? 'error' : '';
+}
+
+// ---- pages ----------------------------------------------------------------
+
+const pages = {
+  async cluster(view, state) {
+    if (!state.data) {
+      state.data = el('div');
+      state.msg = el('div');
+      view.replaceChildren(el('h2', { text: 'Cluster' }), state.msg, state.data);
+    }
+    const c = await api('/api/cluster');
+    document.getElementById('whoami').textContent = `node ${c.nodeId} · cluster ${c.clusterId}`;
+    const summary = el(
+      'ul',
+      { class: 'summary', 'aria-label': 'This node' },
+      [
+        ['role', c.role],
+        ['leader', c.leaderId || 'none known'],
+        ['term', c.term],
+        ['commit index', c.commitIndex],
+        ['applied index', c.appliedIndex],
+        ['in flight', c.transactions.inFlight],
+        ['unacked', c.transactions.unacked],
+        ['participants', c.participants],
+      ].map(([k, v]) => el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k)),
+    );
+    const isLeader = c.role === 'leader';
+    const rows = c.members.map((m) => {
+      const h = m.health;
+      const health = h === null ? el('span', { class: 'muted', text: 'not probed yet' }) : h.up ? el('span', { class: 'up', text: 'up' }) : el('span', { class: 'down', text: `down: ${h.error}` });
+      const role = m.leader ? 'leader' : h?.up ? h.role : '—';
+      const act =
+        isLeader && !m.self && c.actions.allowed ? el('button', { type: 'button', onclick: () => transfer(state.msg, m.id), 'aria-label': `Transfer leadership to ${m.id}`, text: 'make leader' }) : '';
+      return [
+        el('span', { 'data-node': m.id, text: m.self ? `${m.id} (this node)` : m.id }),
+        m.address,
+        role,
+        h?.up ? h.term : '—',
+        h?.up ? h.commitIndex : '—',
+        h?.up ? h.appliedIndex : '—',
+        m.lag === null ? '—' : String(m.lag),
+        health,
+        act,
+      ];
+    });
+    const changes = [...c.leaderChanges].reverse().map((x) => [time(x.atMs), String(x.term), x.leaderId || 'election']);
+    state.data.replaceChildren(
+      summary,
+      el('p', { class: c.actions.allowed ? 'muted' : 'note', text: `Actions: ${c.actions.allowed ? 'allowed' : 'refused'} — ${c.actions.why}.` }),
+      table(
+        `Members as seen from ${c.nodeId}; replication lag is known to the leader only`,
+        ['node', 'address', 'role', 'term', 'commit', 'applied', 'lag (entries)', 'health', ''],
+        rows,
+        'no members',
+      ),
+      el('h2', { text: 'Leader changes' }),
+      table(`Leaders node ${c.nodeId} has seen, newest first`, ['at', 'term', 'leader'], changes, 'none seen yet'),
+    );
+  },
+
+  async transactions(view, state) {
+    state.filter ??= 'in-flight';
+    if (!state.form) {
+      const select = el(
+        'select',
+        { id: 'txn-filter', name: 'filter' },
+        ['in-flight', 'in-doubt', 'unacked', 'heuristic', 'all'].map((f) => el('option', { value: f, selected: f === state.filter, text: f })),
+      );
+      select.addEventListener('change', () => {
+        state.filter = select.value;
+        refresh();
+      });
+      const input = el('input', { id: 'txn-search', name: 'id', type: 'search', autocomplete: 'off', spellcheck: 'false' });
+      state.form = el(
+        'form',
+        {
+          role: 'search',
+          onsubmit: (e) => {
+            e.preventDefault();
+            const id = input.value.trim();
+            if (id !== '') location.hash = `#txn/${encodeURIComponent(id)}`;
+          },
+        },
+        el('label', { for: 'txn-filter' }, 'Show', select),
+        el('label', { for: 'txn-search' }, 'Find a transaction by id', input),
+        el('button', { type: 'submit', text: 'Find' }),
+      );
+      state.body = el('div');
+      view.replaceChildren(el('h2', { text: 'Transactions' }), state.form, state.body);
+    }
+    const r = await api(`/api/transactions?filter=${encodeURIComponent(state.filter)}&limit=200`);
+    const rows = r.transactions.map((t) => [
+      el('a', { href: `#txn/${encodeURIComponent(t.txnId)}`, text: t.txnId }),
+      t.phase,
+      t.outcome,
+      ageOf(t),
+      t.participants.map((p) => `${p.id}${p.vote ? ` ${p.vote}` : ''}${t.phase === 'delivering' ? (p.acked ? ' acked' : ' unacked') : ''}`).join(', '),
+      t.decisionIndex > 0 ? String(t.decisionIndex) : '—',
+      [...t.heuristics.map((h) => h.kind), ...t.resolutions.map((x) => `resolved by ${x.operator}`)].join('; '),
+    ]);
+    state.body.replaceChildren(
+      r.note ? el('p', { class: 'note', text: r.note }) : '',
+      table(
+        `${r.filter} transactions on ${r.nodeId}, oldest first`,
+        ['id', 'phase', 'outcome', 'age', 'participants', 'decision index', 'heuristics / resolutions'],
+        rows,
+        `no ${r.filter} transactions`,
+      ),
+    );
+  },
+
+  async participants(view) {
+    const r = await api('/api/participants');
+    const rows = r.participants.map((p) => [
+      p.id,
+      p.endpoint,
+      p.lastSeenMs > 0 ? `${time(p.lastSeenMs)} (${age(Date.now() - p.lastSeenMs)} ago)` : '—',
+      String(p.inDoubt),
+      p.connection || '—',
+      p.kind,
+      time(p.registeredAtMs),
+    ]);
+    view.replaceChildren(
+      el('h2', { text: 'Participants' }),
+      r.note ? el('p', { class: 'note', text: r.note }) : '',
+      table(`Registered participants, as node ${r.nodeId} sees them`, ['id', 'address', 'last seen', 'in doubt', 'connection', 'resource kind', 'registered'], rows, 'no participant is registered'),
+    );
+  },
+
+  async txn(view, state, id) {
+    if (!state.body) {
+      state.body = el('div');
+      state.msg = el('div');
+      const reason = el('textarea', { id: 'resolve-reason', name: 'reason', rows: 2, required: true });
+      const operator = el('input', { id: 'resolve-operator', name: 'operator', autocomplete: 'name' });
+      const outcome = (v) => el('label', {}, el('input', { type: 'radio', name: 'outcome', value: v, checked: v === 'abort' }), v.toUpperCase());
+      const form = el(
+        'form',
+        {
+          'aria-label': 'Resolve this transaction',
+          novalidate: true,
+          onsubmit: async (e) => {
+            e.preventDefault();
+            const chosen = form.querySelector('input[name=outcome]:checked')?.value;
+            try {
+              const r = await api(`/api/transactions/${encodeURIComponent(id)}/resolve`, { outcome: chosen, reason: reason.value, operator: operator.value });
+              state.msg.replaceChildren(message('ok', `${r.decided ? 'Decided' : 'Already decided so; recorded'}: ${r.outcome} at log index ${r.decisionIndex}, by ${r.operator}`));
+            } catch (err) {
+              state.msg.replaceChildren(message('error', `Refused: ${err.message}`));
+            }
+          },
+        },
+        el('fieldset', {}, el('legend', { text: 'Outcome' }), outcome('abort'), outcome('commit')),
+        el('label', { for: 'resolve-reason' }, 'Reason (recorded in the log)', reason),
+        el('label', { for: 'resolve-operator' }, 'Your name (optional)', operator),
+        el('button', { type: 'submit', text: 'Resolve' }),
+      );
+      view.replaceChildren(
+        el('h2', {}, 'Transaction ', el('code', { text: id })),
+        el('p', {}, el('a', { href: '#transactions', text: '← all transactions' })),
+        state.body,
+        el('h2', { text: 'Resolve' }),
+        form,
+        state.msg,
+      );
+    }
+    let r;
+    try {
+      r = await api(`/api/transactions/${encodeURIComponent(id)}`);
+    } catch (err) {
+      state.body.replaceChildren(message('error', err.message));
+      return;
+    }
+    const t = r.transaction;
+    const facts = t
+      ? el(
+          'ul',
+          { class: 'summary', 'aria-label': 'Transaction' },
+          [
+            ['outcome', t.outcome],
+            ['phase', t.phase],
+            ['decision index', t.decisionIndex || '—'],
+            ['age', ageOf(t)],
+          ].map(([k, v]) => el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k)),
+        )
+      : el('p', { class: 'note', text: 'No longer in the decision table (forgotten after every ACK); the timeline below is what this node kept.' });
+    const events = r.timeline.map((e) => [time(e.atMs), e.kind, e.participantId || '—', e.detail || '—', e.index > 0 ? String(e.index) : '—']);
+    state.body.replaceChildren(
+      facts,
+      t && t.reason ? el('p', { text: `Reason: ${t.reason}` }) : '',
+      !r.leader ? el('p', { class: 'note', text: 'This node is not the leader: it saw only the decision and the forget; PREPARE, VOTE and ACK are on the leader.' }) : '',
+      el('h2', { text: 'Timeline' }),
+      table(`Events node ${r.nodeId} recorded, in order`, ['at', 'event', 'participant', 'detail', 'log index'], events, 'this node kept no events for it'),
+      r.timelineDropped > 0 ? el('p', { class: 'muted', text: `${r.timelineDropped} later events were not kept.` }) : '',
+      t && t.resolutions.length > 0
+        ? table(
+            'Operators’ resolutions',
+            ['outcome', 'operator', 'reason', 'at'],
+            t.resolutions.map((x) => [x.outcome, x.operator, x.reason, time(x.atMs)]),
+            '',
+          )
+        : '',
+      t && t.heuristics.length > 0
+        ? table(
+            'Heuristic records',
+            ['participant', 'kind', 'outcome', 'operator', 'reason'],
+            t.heuristics.map((h) => [h.participantId, h.kind, h.outcome, h.operator, h.reason]),
+            '',
+          )
+        : '',
+    );
+  },
+};
+
+async function transfer(msg, to) {
+  msg.replaceChildren(message('ok', `Asking the leader to hand over to ${to}…`));
+  try {
+    const r = await api('/api/leader/transfer', { to });
+    msg.replaceChildren(message('ok', `${r.leaderId} leads now (term ${r.term}).`));
+  } catch (err) {
+    msg.replaceChildren(message('error', `Leader transfer refused: ${err.message}`));
+  }
+}
+
+// ---- routing and polling ----------------------------------------------------
+
+let current = null;
+
+function route() {
+  const hash = decodeURIComponent(location.hash.slice(1)) || 'cluster';
+  const [name, ...rest] = hash.split('/');
+  const page = name === 'txn' ? 'txn' : pages[name] ? name : 'cluster';
+  for (const a of document.querySelectorAll('nav a')) {
+    if (a.dataset.page === (page === 'txn' ? 'transactions' : page)) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  const view = el('section', { 'aria-live': 'off' });
+  main.replaceChildren(view);
+  current = { page, view, state: {}, arg: rest.join('/') };
+  generation++;
+  refresh();
+}
+
+async function refresh() {
+  clearTimeout(timer);
+  const mine = generation;
+  const c = current;
+  try {
+    await pages[c.page](c.view, c.state, c.arg);
+    if (mine === generation) setStatus(`live · updated ${time(Date.now())}`);
+  } catch (err) {
+    if (mine !== generation) return;
+    setStatus(err instanceof ApiError ? err.message : `the page failed: ${err.message}`, true);
+    if (c.view.childElementCount === 0) c.view.replaceChildren(message('error', err instanceof ApiError ? err.message : String(err)));
+  }
+  if (mine === generation) timer = setTimeout(refresh, POLL_MS);
+}
+
+window.addEventListener('hashchange', route);
+route();

@@ -1,0 +1,390 @@
+// The web console's JSON API and its static page, served by every node on
+// its HTTP listener (metricsListen) beside /metrics. docs/console.md lists
+// the routes; the page (console/ at the package root) uses nothing else, so
+// curl can do what the page does.
+//
+// Every request is hostile input: the path, the query and the body are
+// checked here and a bad one gets a JSON error naming what is wrong, never
+// a stack trace. Reads are answered by any node from what it knows (the
+// leader knows transactions in flight; every node knows applied decisions).
+// Actions (resolve, leader transfer) go through the node's admin rule: open
+// without TLS, as for the CLI; with TLS they need an admin certificate,
+// presented by the browser to the HTTPS console (consoleListen, ./server.ts).
+// Plain HTTP (the metrics listener) carries none, so there they are refused
+// with the reason.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { EngineError, type CoordinatorEngine, type ListFilter, type TxnView } from '../commit/engine.ts';
+import type { DecisionOutcome, DecisionTable } from '../commit/state.ts';
+import { txnIdProblem } from '../commit/txn-id.ts';
+import type { NodeConfig } from '../node/config.ts';
+import type { Driver } from '../node/driver.ts';
+import { transferLeadership, transferWaitMs } from '../node/raft-node-service.ts';
+import { adminNameOnly, adminNameRefusal } from '../transport/auth.ts';
+import { quote } from '../transport/validate.ts';
+import type { PeerHealth } from './peer-health.ts';
+import { clientCertificateName, isTlsRequest } from './server.ts';
+import type { LeaderHistory, TxnTimeline } from './timeline.ts';
+
+export interface ConsoleDeps {
+  cfg: NodeConfig;
+  /** Whether the node serves mutual TLS: then an action needs an admin certificate, over HTTPS (see the top of this file). */
+  tls: boolean;
+  /** host:port of the HTTPS console, when there is one; named in the refusals on plain HTTP. */
+  httpsConsole: () => string | null;
+  /** Null until the node has recovered its log. */
+  state: () => { driver: Driver<unknown>; engine: CoordinatorEngine; table: DecisionTable } | null;
+  timeline: TxnTimeline;
+  leaders: LeaderHistory;
+  health: PeerHealth;
+  /** The leader's connection to a participant endpoint; '' when unknown. */
+  connection?: (endpoint: string) => string;
+}
+
+const FILTERS: readonly ListFilter[] = ['in-flight', 'in-doubt', 'unacked', 'heuristic', 'all'];
+const LIMIT_DEFAULT = 200;
+const LIMIT_MAX = 1_000;
+const BODY_BYTES_MAX = 8 * 1024;
+const REASON_CHARS_MAX = 1_000;
+const OPERATOR_CHARS_MAX = 128;
+
+/** The page's files: console/ two levels above this module (src/console/ or dist/console/). */
+const ASSETS: Record<string, { file: string; type: string }> = {
+  '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
+  '/console/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
+  '/console/style.css': { file: 'style.css', type: 'text/css; charset=utf-8' },
+};
+const assetCache = new Map<string, Buffer>();
+
+function asset(name: string): Buffer | null {
+  let b = assetCache.get(name);
+  if (b === undefined) {
+    try {
+      b = readFileSync(fileURLToPath(new URL(`../../console/${name}`, import.meta.url)));
+    } catch {
+      return null;
+    }
+    assetCache.set(name, b);
+  }
+  return b;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }).end(`${JSON.stringify(body)}\n`);
+}
+
+/**
+ * The console's request handler: true when it answered the request (a
+ * console path), false to let the caller answer (/metrics).
+ */
+export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const { cfg } = deps;
+  const ready = (): NonNullable<ReturnType<ConsoleDeps['state']>> => {
+    const s = deps.state();
+    if (s === null) throw new HttpError(503, `node ${cfg.nodeId} is starting: its log is not recovered yet; retry in a moment`);
+    return s;
+  };
+
+  const notLeader = (d: Driver<unknown>, what: string): HttpError => {
+    const leader = d.leader();
+    const where = leader !== '' && leader !== cfg.nodeId ? `the leader is ${leader} at ${cfg.peers.get(leader) ?? '?'}; open its console` : 'no leader is known yet; retry shortly';
+    return new HttpError(409, `${what} runs on the leader, and node ${cfg.nodeId} is not the leader: ${where}`, { leaderId: leader });
+  };
+
+  function cluster(req: IncomingMessage): unknown {
+    const { driver, engine, table } = ready();
+    const s = driver.node.status();
+    const progress = new Map(s.progress.map((p) => [p.id, p]));
+    const leaderId = s.softState.leader;
+    deps.leaders.note(Date.now(), s.hardState.term, leaderId);
+    const health = new Map(deps.health.list().map((h) => [h.id, h]));
+    const members = [...cfg.peers].map(([id, address]) => {
+      const p = progress.get(id);
+      const h = health.get(id);
+      return {
+        id,
+        address,
+        self: id === cfg.nodeId,
+        leader: id === leaderId,
+        // Only the leader tracks each follower's match index; lag is how far behind its log is.
+        matchIndex: p?.match ?? null,
+        lag: p !== undefined && id !== cfg.nodeId ? Math.max(0, s.lastIndex - p.match) : null,
+        replication: p?.state ?? null,
+        learner: p?.learner ?? false,
+        health:
+          id === cfg.nodeId
+            ? { up: true, role: s.softState.role, term: s.hardState.term, commitIndex: s.hardState.commit, appliedIndex: s.applied, lastIndex: s.lastIndex, error: '', checkedAtMs: Date.now() }
+            : h === undefined
+              ? null
+              : {
+                  up: h.up,
+                  role: h.role,
+                  term: h.term,
+                  commitIndex: h.commitIndex,
+                  appliedIndex: h.appliedIndex,
+                  lastIndex: h.lastIndex,
+                  error: h.error,
+                  checkedAtMs: h.checkedAtMs,
+                  lastUpAtMs: h.lastUpAtMs,
+                },
+      };
+    });
+    const phases = engine.phases();
+    return {
+      clusterId: cfg.clusterId,
+      nodeId: cfg.nodeId,
+      role: s.softState.role,
+      term: s.hardState.term,
+      leaderId,
+      commitIndex: s.hardState.commit,
+      appliedIndex: s.applied,
+      lastIndex: s.lastIndex,
+      members,
+      leaderChanges: deps.leaders.list(),
+      transactions: { inFlight: phases.begun + phases.preparing + phases.deciding, unacked: phases.delivering, decisions: table.decisions.size },
+      participants: table.participants.size,
+      actions: actionsAllowed(req),
+      nowMs: Date.now(),
+    };
+  }
+
+  /** Why this page is plain HTTP on a TLS node and cannot act; null when it is not. */
+  function plainOnTls(req: IncomingMessage): string | null {
+    if (!deps.tls || isTlsRequest(req)) return null;
+    const https = deps.httpsConsole();
+    return `this node serves mutual TLS, and this page is plain HTTP, which carries no client certificate to prove an admin: ${https !== null ? `open the HTTPS console at https://${https}/ with an admin certificate in your browser` : 'set "consoleListen" for an HTTPS console (docs/console.md)'}, or use \`verdict txn resolve\` / \`verdict leader transfer\` with an admin certificate`;
+  }
+
+  function actionsAllowed(req: IncomingMessage): { allowed: boolean; why: string } {
+    if (!deps.tls) return { allowed: true, why: 'without TLS every caller that can reach the node may act, as with the CLI' };
+    const plain = plainOnTls(req);
+    if (plain !== null) return { allowed: false, why: plain };
+    const cn = clientCertificateName(req);
+    const refused = adminNameRefusal(cn, 'an action');
+    return refused === null ? { allowed: true, why: `your certificate CN=${cn} is an admin (tls.adminNames)` } : { allowed: false, why: refused };
+  }
+
+  /** The admin rule of the CLI's operator acts (src/transport/auth.ts), for the browser's certificate (none on plain HTTP). */
+  function requireAdmin(req: IncomingMessage, what: string): void {
+    const refused = adminNameOnly(clientCertificateName(req), what);
+    if (refused === null) return;
+    const plain = plainOnTls(req);
+    throw new HttpError(403, plain !== null ? `${refused}. The page cannot present one: ${plain}` : refused);
+  }
+
+  function txnJson(v: TxnView): unknown {
+    return {
+      txnId: v.txnId,
+      phase: v.phase,
+      outcome: v.outcome,
+      reason: v.reason,
+      ageMs: Math.max(0, v.ageMs),
+      decisionIndex: v.decisionIndex,
+      participants: v.participants,
+      heuristics: v.heuristics,
+      resolutions: v.resolutions,
+    };
+  }
+
+  function transactions(q: URLSearchParams): unknown {
+    const { driver, engine } = ready();
+    const filterText = q.get('filter') ?? 'in-flight';
+    const filter = FILTERS.find((f) => f === filterText);
+    if (filter === undefined) throw new HttpError(400, `filter ${quote(filterText)} is not one of ${FILTERS.join(', ')}`);
+    const limitText = q.get('limit') ?? String(LIMIT_DEFAULT);
+    if (!/^\d{1,5}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > LIMIT_MAX) throw new HttpError(400, `limit ${quote(limitText)} must be a whole number from 1 to ${LIMIT_MAX}`);
+    const id = q.get('id');
+    let views: TxnView[];
+    if (id !== null && id !== '') {
+      const problem = txnIdProblem(id);
+      if (problem !== null) throw new HttpError(400, `transaction id ${quote(id)}: ${problem}`);
+      const v = engine.view(id);
+      views = v === null ? [] : [v];
+    } else views = engine.list(filter, Number(limitText));
+    // Oldest first: the one stuck longest is what an operator looks at first.
+    views.sort((a, b) => b.ageMs - a.ageMs);
+    return {
+      nodeId: cfg.nodeId,
+      leader: engine.isLeader(),
+      leaderId: driver.leader(),
+      filter,
+      note: engine.isLeader()
+        ? ''
+        : `node ${cfg.nodeId} is not the leader: transactions in flight are known to the leader${driver.leader() ? ` (${driver.leader()} at ${cfg.peers.get(driver.leader()) ?? '?'})` : ''}; this list shows decisions applied here`,
+      transactions: views.map(txnJson),
+    };
+  }
+
+  function transaction(id: string): unknown {
+    const { engine } = ready();
+    const problem = txnIdProblem(id);
+    if (problem !== null) throw new HttpError(400, `transaction id ${quote(id)}: ${problem}`);
+    const v = engine.view(id);
+    const t = deps.timeline.get(id);
+    if (v === null && t === null) {
+      const more = engine.isLeader() ? '' : ` (node ${cfg.nodeId} is not the leader; the leader may know it while it is in flight)`;
+      throw new HttpError(404, `no transaction ${quote(id)} is known to node ${cfg.nodeId}: it never began, or it was forgotten after every ACK and left this node's timeline ring${more}`);
+    }
+    const events = t?.events ?? [];
+    // Begin is recorded with the first PREPARE; a transaction begun and not committed yet shows it from its age.
+    if (v !== null && v.phase === 'begun' && events[0]?.kind !== 'begin') events.unshift({ atMs: Date.now() - Math.max(0, v.ageMs), kind: 'begin', participantId: '', detail: '', index: 0 });
+    return { nodeId: cfg.nodeId, leader: engine.isLeader(), transaction: v === null ? null : txnJson(v), timeline: events, timelineDropped: t?.dropped ?? 0 };
+  }
+
+  function participants(): unknown {
+    const { engine, table } = ready();
+    const activity = new Map(engine.participantActivity().map((a) => [a.id, a]));
+    return {
+      nodeId: cfg.nodeId,
+      leader: engine.isLeader(),
+      note: engine.isLeader() ? '' : `node ${cfg.nodeId} is not the leader: last seen and in-doubt counts are known to the leader only`,
+      participants: [...table.participants.values()].map((p) => ({
+        id: p.id,
+        endpoint: p.endpoint,
+        registeredAtMs: p.registeredAtMs,
+        lastSeenMs: activity.get(p.id)?.lastSeenMs ?? 0,
+        inDoubt: activity.get(p.id)?.inDoubt ?? 0,
+        connection: engine.isLeader() ? (deps.connection?.(p.endpoint) ?? '') : '',
+        // The cluster is not told a participant's resource kind at registration.
+        kind: 'not reported',
+      })),
+    };
+  }
+
+  async function resolve(id: string, body: Record<string, unknown>, req: IncomingMessage): Promise<unknown> {
+    const { driver, engine } = ready();
+    requireAdmin(req, 'txn resolve');
+    const problem = txnIdProblem(id);
+    if (problem !== null) throw new HttpError(400, `transaction id ${quote(id)}: ${problem}`);
+    const outcome: DecisionOutcome | null = body.outcome === 'commit' ? 'commit' : body.outcome === 'abort' ? 'abort' : null;
+    if (outcome === null) throw new HttpError(400, 'outcome must be "commit" or "abort"');
+    const reason = typeof body.reason === 'string' ? body.reason.trim() : '';
+    if (reason === '') throw new HttpError(400, 'a resolve needs a reason: it is recorded in the log with who asked and when');
+    if (reason.length > REASON_CHARS_MAX) throw new HttpError(400, `the reason is limited to ${REASON_CHARS_MAX} characters`);
+    const named = typeof body.operator === 'string' ? body.operator.trim().slice(0, OPERATOR_CHARS_MAX - 40) : '';
+    const cn = clientCertificateName(req);
+    const who = cn !== undefined ? `CN=${cn}${named ? ` (${named})` : ''}` : named || 'console user';
+    const operator = `${who} via console of ${cfg.nodeId} from ${req.socket.remoteAddress ?? '?'}`.slice(0, OPERATOR_CHARS_MAX);
+    if (!engine.isLeader()) throw notLeader(driver, 'txn resolve');
+    const r = await new Promise<{ decided: boolean; outcome: string; decisionIndex: number; reason: string }>((ok, fail) =>
+      engine.resolve(id, outcome, { operator, reason, forceUnknown: false }, (err, res) => {
+        if (err || !res) return fail(engineHttpError(err ?? new EngineError('outcome-unknown', 'no answer'), driver));
+        ok({ decided: res.decided, outcome: res.answer.outcome, decisionIndex: res.answer.decisionIndex, reason: res.answer.reason });
+      }),
+    );
+    return { txnId: id, operator, ...r };
+  }
+
+  async function transfer(body: Record<string, unknown>, req: IncomingMessage): Promise<unknown> {
+    const { driver } = ready();
+    requireAdmin(req, 'leader transfer');
+    const to = typeof body.to === 'string' ? body.to : '';
+    if (!cfg.peers.has(to)) throw new HttpError(400, `"to" must name a voter of cluster ${cfg.clusterId} (${[...cfg.peers.keys()].join(', ')}), not ${quote(to)}`);
+    if (!driver.isLeader()) throw notLeader(driver, 'leader transfer');
+    if (to === cfg.nodeId) return { leaderId: to, term: driver.node.raft.term };
+    const waitMs = transferWaitMs(cfg);
+    const leader = await transferLeadership(cfg, driver, to, waitMs);
+    if (leader !== to) throw new HttpError(504, `leadership did not move to ${to} within ${waitMs} ms (${leader ? `${leader} leads` : 'no leader is known'}); is ${to} running and caught up?`);
+    return { leaderId: to, term: driver.node.raft.term };
+  }
+
+  function engineHttpError(err: EngineError, d: Driver<unknown>): HttpError {
+    if (err.code === 'not-leader') return notLeader(d, 'this act');
+    const status = err.code === 'invalid' ? 400 : err.code === 'exhausted' ? 503 : err.code === 'outcome-unknown' ? 504 : 409;
+    return new HttpError(status, err.message);
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const path = url.pathname;
+    const method = req.method ?? 'GET';
+    const get = method === 'GET' || method === 'HEAD';
+    if (path === '/api/cluster' && get) return send(res, 200, cluster(req));
+    if (path === '/api/transactions' && get) return send(res, 200, transactions(url.searchParams));
+    if (path === '/api/participants' && get) return send(res, 200, participants());
+    const one = /^\/api\/transactions\/([^/]+)$/.exec(path);
+    if (one && get) return send(res, 200, transaction(decodeSegment(one[1]!)));
+    const act = /^\/api\/transactions\/([^/]+)\/resolve$/.exec(path);
+    if (act && method === 'POST') return send(res, 200, await resolve(decodeSegment(act[1]!), await jsonBody(req), req));
+    if (path === '/api/leader/transfer' && method === 'POST') return send(res, 200, await transfer(await jsonBody(req), req));
+    if (act || path === '/api/leader/transfer') throw new HttpError(405, `${path} takes POST with a JSON body`);
+    if (path.startsWith('/api/')) throw new HttpError(404, `no console API at ${quote(path)}: see docs/console.md for the routes`);
+    throw new HttpError(404, `${quote(path)} is not a console path`);
+  }
+
+  return (req, res) => {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://console.invalid');
+    } catch {
+      send(res, 400, { error: 'the request URL cannot be parsed' });
+      return true;
+    }
+    const page = ASSETS[url.pathname];
+    if (page !== undefined) {
+      const b = asset(page.file);
+      if (b === null) res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`the console's ${page.file} is missing from this install (console/ ships with the package); reinstall verdict\n`);
+      else res.writeHead(200, { 'Content-Type': page.type, 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' }).end(req.method === 'HEAD' ? undefined : b);
+      return true;
+    }
+    if (!url.pathname.startsWith('/api/')) return false;
+    route(req, res, url).catch((err: unknown) => {
+      if (res.headersSent) return;
+      if (err instanceof HttpError) send(res, err.status, { error: err.message, ...err.extra });
+      else send(res, 500, { error: `the console failed to answer: ${err instanceof Error ? err.message : String(err)}` });
+    });
+    return true;
+  };
+}
+
+function decodeSegment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw new HttpError(400, `the path segment ${quote(s)} is not valid percent-encoding`);
+  }
+}
+
+/** The request's JSON object body, bounded; a clear 4xx for anything else. */
+function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  return new Promise((ok, fail) => {
+    const type = req.headers['content-type'] ?? '';
+    if (!/^application\/json\b/i.test(type)) {
+      req.resume();
+      return fail(new HttpError(415, 'send the body as application/json'));
+    }
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    req.on('data', (c: Buffer) => {
+      bytes += c.length;
+      if (bytes > BODY_BYTES_MAX) {
+        fail(new HttpError(413, `the body exceeds ${BODY_BYTES_MAX} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('error', () => fail(new HttpError(400, 'the request body could not be read')));
+    req.on('end', () => {
+      let v: unknown;
+      try {
+        v = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        return fail(new HttpError(400, 'the body is not valid JSON'));
+      }
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) return fail(new HttpError(400, 'the body must be a JSON object'));
+      ok(v as Record<string, unknown>);
+    });
+  });
+}

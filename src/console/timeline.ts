@@ -1,0 +1,95 @@
+// What the web console shows of a transaction's life and of the cluster's
+// leaders: kept in this node's memory only, never in the replicated state.
+//
+// Each node records what it sees itself: the leader sees begin, every
+// PREPARE and VOTE, the decision it proposed, every DECISION it sent and
+// every ACK; every node sees the decision applied (with its log index) and
+// the Forget. A node that became leader later knows only the applied part of
+// older transactions. Both records are bounded rings: the oldest transaction
+// (or leader change) makes room for the newest, so memory does not grow with
+// traffic. Pure: the caller passes the time.
+
+export type TimelineKind = 'begin' | 'prepare' | 'vote' | 'proposed' | 'decided' | 'decision-sent' | 'ack' | 'no-ack' | 'forget';
+
+export interface TimelineEvent {
+  atMs: number;
+  kind: TimelineKind;
+  /** The participant the event concerns (PREPARE, VOTE, DECISION, ACK); '' otherwise. */
+  participantId: string;
+  /** A vote's value and reason, an outcome, an error: short text. */
+  detail: string;
+  /** The log index of an applied decision; 0 otherwise. */
+  index: number;
+}
+
+/** Transactions whose timelines are kept (the most recently begun or touched). */
+export const TIMELINE_TXNS_MAX = 2_000;
+/** Events kept per transaction; later ones are counted, not kept (a participant down for an hour retries its DECISION many times). */
+export const TIMELINE_EVENTS_MAX = 64;
+const DETAIL_CHARS_MAX = 200;
+
+export class TxnTimeline {
+  private readonly txns = new Map<string, { events: TimelineEvent[]; dropped: number }>();
+
+  constructor(
+    private readonly txnsMax = TIMELINE_TXNS_MAX,
+    private readonly eventsMax = TIMELINE_EVENTS_MAX,
+  ) {}
+
+  record(txnId: string, e: Omit<TimelineEvent, 'participantId' | 'detail' | 'index'> & Partial<TimelineEvent>): void {
+    let t = this.txns.get(txnId);
+    if (t === undefined) {
+      // The ring: the transaction recorded first leaves first.
+      if (this.txns.size >= this.txnsMax) this.txns.delete(this.txns.keys().next().value as string);
+      t = { events: [], dropped: 0 };
+      this.txns.set(txnId, t);
+    }
+    if (t.events.length >= this.eventsMax) {
+      t.dropped++;
+      return;
+    }
+    t.events.push({ atMs: e.atMs, kind: e.kind, participantId: e.participantId ?? '', detail: (e.detail ?? '').slice(0, DETAIL_CHARS_MAX), index: e.index ?? 0 });
+  }
+
+  /** The events of `txnId` in the order they happened here, and how many were not kept; null when none is kept. */
+  get(txnId: string): { events: TimelineEvent[]; dropped: number } | null {
+    const t = this.txns.get(txnId);
+    return t === undefined ? null : { events: [...t.events], dropped: t.dropped };
+  }
+
+  has(txnId: string): boolean {
+    return this.txns.has(txnId);
+  }
+
+  get size(): number {
+    return this.txns.size;
+  }
+}
+
+export interface LeaderChange {
+  atMs: number;
+  term: number;
+  /** '' when no leader is known (an election is running). */
+  leaderId: string;
+}
+
+export const LEADER_CHANGES_MAX = 100;
+
+/** The leaders this node has seen, newest last; a ring of LEADER_CHANGES_MAX. */
+export class LeaderHistory {
+  private readonly changes: LeaderChange[] = [];
+
+  constructor(private readonly max = LEADER_CHANGES_MAX) {}
+
+  /** Notes the leader this node now sees; a repeat of the last one is not a change. */
+  note(atMs: number, term: number, leaderId: string): void {
+    const last = this.changes.at(-1);
+    if (last !== undefined && last.term === term && last.leaderId === leaderId) return;
+    if (this.changes.length >= this.max) this.changes.shift();
+    this.changes.push({ atMs, term, leaderId });
+  }
+
+  list(): LeaderChange[] {
+    return [...this.changes];
+  }
+}
