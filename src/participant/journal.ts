@@ -15,10 +15,20 @@
 // on open with a warning. Any other bad frame is corruption: open refuses
 // with the file and the byte offset, and never serves a wrong record.
 //
-// Compaction: after compactAfterRecords appends, the fold's snapshot is
+// Compaction, by size or by time: once the frames appended since the last
+// compaction hold compactAfterBytes (or as many bytes as the last snapshot,
+// whichever is larger, so the cost of rewriting the live state is spread over
+// at least as many appended bytes), or compactAfterRecords records, or once
+// compactAfterMs have passed with anything appended, the fold's snapshot is
 // written to a temp file, synced, renamed over the journal, and the
 // directory synced, so the journal is at every instant either the old file
 // or the complete new one.
+//
+// Deferred records (options.deferred, a participant's DECISION records) do
+// not start a sync of their own: they wait up to deferredSyncMs for another
+// append to share its frame and its fdatasync, the next PREPARE's at low load.
+// Their callbacks still run only once they are synced, so nothing that
+// depends on them (the ACK) leaves before they are durable.
 import { open, readFile, rm, rename, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -40,6 +50,14 @@ export interface FileJournalOptions<R> {
   /** Validates a record read back from disk (assert on both sides of the boundary). */
   isRecord: (v: unknown) => v is R;
   compactAfterRecords?: number;
+  /** Compact once the frames appended since the last compaction hold this many bytes (or the last snapshot's size, if larger). */
+  compactAfterBytes?: number;
+  /** Compact once this long has passed since the last compaction (or the open) and something was appended. */
+  compactAfterMs?: number;
+  /** Records that may wait for a later append's sync instead of starting their own. */
+  deferred?: (record: R) => boolean;
+  /** The longest a deferred record waits for company before it is synced alone. */
+  deferredSyncMs?: number;
   /** A group commit is cut at this size; the rest waits for the next frame. */
   batchBytesMax?: number;
   /** Appends waiting for the disk; beyond it append fails at once (back-pressure). */
@@ -61,6 +79,8 @@ export class JournalCorruptError extends Error {
 interface Pending<R> {
   record: R;
   json: string;
+  bytes: number;
+  deferred: boolean;
   cb: (err: Error | null) => void;
 }
 
@@ -78,22 +98,41 @@ export class FileJournal<R> {
   private readonly queue: Pending<R>[] = [];
   private pumping: Promise<void> | null = null;
   private kickScheduled = false;
+  private deferredTimer: NodeJS.Timeout | null = null;
   private failed: Error | null = null;
   private closed = false;
   private appendedSinceCompaction = 0;
+  private bytesSinceCompaction = 0;
+  private snapshotBytes = 0;
+  private lastCompactionAtMs = Date.now();
   private readonly s: JournalStats;
 
-  private constructor(o: Required<FileJournalOptions<R>>, fh: FileHandle, recordsInFile: number) {
+  private constructor(o: Required<FileJournalOptions<R>>, fh: FileHandle, recordsInFile: number, fileBytes: number) {
     this.o = o;
     this.fh = fh;
     this.s = { recordsInFile, frames: 0, syncs: 0, compactions: 0 };
+    // What the file holds at open counts as appended: a large journal left by a crash is compacted soon.
     this.appendedSinceCompaction = recordsInFile;
+    this.bytesSinceCompaction = fileBytes;
   }
 
   /** Replays the journal into o.fold (truncating a torn tail), then opens it for appending. */
   static async open<R>(opts: FileJournalOptions<R>): Promise<FileJournal<R>> {
-    const o: Required<FileJournalOptions<R>> = withDefaults({ compactAfterRecords: 10_000, batchBytesMax: 1024 * 1024, queueRecordsMax: 10_000, log: SILENT_LOG }, opts);
-    if (!(o.compactAfterRecords > 0 && o.batchBytesMax > 0 && o.queueRecordsMax > 0)) throw new Error('journal bounds must be positive');
+    const o: Required<FileJournalOptions<R>> = withDefaults(
+      {
+        compactAfterRecords: 1_000_000,
+        compactAfterBytes: 64 * 1024 * 1024,
+        compactAfterMs: 10 * 60_000,
+        deferred: () => false,
+        deferredSyncMs: 2,
+        batchBytesMax: 1024 * 1024,
+        queueRecordsMax: 10_000,
+        log: SILENT_LOG,
+      },
+      opts,
+    );
+    if (!(o.compactAfterRecords > 0 && o.compactAfterBytes > 0 && o.compactAfterMs > 0 && o.batchBytesMax > 0 && o.queueRecordsMax > 0)) throw new Error('journal bounds must be positive');
+    if (!(o.deferredSyncMs >= 0 && o.deferredSyncMs <= 1_000)) throw new Error('journal deferredSyncMs must be 0 to 1000');
     // A temp file is left only by a crash during compaction, before its rename: the journal itself is intact.
     await rm(tempPath(o.path), { force: true });
     let buf: Buffer | null = null;
@@ -103,9 +142,11 @@ export class FileJournal<R> {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
     let records = 0;
+    let fileBytes = 0;
     if (buf !== null) {
       const { validBytes, count } = replay(buf, o);
       records = count;
+      fileBytes = validBytes;
       if (validBytes < buf.byteLength) {
         o.log.warn({ path: o.path, offsetBytes: validBytes, droppedBytes: buf.byteLength - validBytes }, 'journal: torn tail from a crash truncated');
         const t = await open(o.path, 'r+');
@@ -120,7 +161,7 @@ export class FileJournal<R> {
     const fh = await open(o.path, 'a');
     // A new file's name must be durable before any record in it is acknowledged.
     if (buf === null) await syncDir(dirname(o.path));
-    return new FileJournal(o, fh, records);
+    return new FileJournal(o, fh, records, fileBytes);
   }
 
   /** cb(null) once the record is synced; cb(err) if it may not be. After a failure every append fails. */
@@ -137,12 +178,15 @@ export class FileJournal<R> {
       return;
     }
     const json = JSON.stringify(record);
-    if (Buffer.byteLength(json) + HEADER_BYTES + 2 > FRAME_BYTES_MAX) {
-      process.nextTick(cb, new Error(`journal record of ${Buffer.byteLength(json)} bytes is larger than a frame (${FRAME_BYTES_MAX})`));
+    const bytes = Buffer.byteLength(json);
+    if (bytes + HEADER_BYTES + 2 > FRAME_BYTES_MAX) {
+      process.nextTick(cb, new Error(`journal record of ${bytes} bytes is larger than a frame (${FRAME_BYTES_MAX})`));
       return;
     }
-    this.queue.push({ record, json, cb });
-    this.kick();
+    const deferred = this.o.deferred(record);
+    this.queue.push({ record, json, bytes, deferred, cb });
+    if (deferred) this.kickDeferred();
+    else this.kick();
   }
 
   stats(): JournalStats {
@@ -153,6 +197,10 @@ export class FileJournal<R> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.deferredTimer !== null) {
+      clearTimeout(this.deferredTimer);
+      this.deferredTimer = null;
+    }
     if (this.pumping === null) this.startPump();
     while (this.pumping !== null) await this.pumping;
     await this.fh.close();
@@ -160,12 +208,25 @@ export class FileJournal<R> {
 
   /** The first append of a quiet journal waits one turn, so appends arriving together share a frame and a sync. */
   private kick(): void {
+    if (this.deferredTimer !== null) {
+      clearTimeout(this.deferredTimer);
+      this.deferredTimer = null;
+    }
     if (this.pumping !== null || this.kickScheduled) return;
     this.kickScheduled = true;
     setImmediate(() => {
       this.kickScheduled = false;
       if (this.pumping === null && !this.closed) this.startPump();
     });
+  }
+
+  /** A deferred record on a quiet journal waits deferredSyncMs for an append to share a sync with; a running pump takes it in its next frame anyway. */
+  private kickDeferred(): void {
+    if (this.pumping !== null || this.kickScheduled || this.deferredTimer !== null) return;
+    this.deferredTimer = setTimeout(() => {
+      this.deferredTimer = null;
+      this.kick();
+    }, this.o.deferredSyncMs);
   }
 
   private startPump(): void {
@@ -178,15 +239,18 @@ export class FileJournal<R> {
       )
       .finally(() => {
         this.pumping = null;
-        if (this.queue.length > 0 && this.failed === null && !this.closed) this.kick();
+        if (this.queue.length === 0 || this.failed !== null || this.closed) return;
+        if (this.queue.some((p) => !p.deferred)) this.kick();
+        else this.kickDeferred();
       });
   }
 
   private async pump(): Promise<void> {
     while (this.queue.length > 0 && this.failed === null) {
       const batch = this.takeBatch();
+      const frame = encodeFrame(batch.map((p) => p.json));
       try {
-        await writeAll(this.fh, encodeFrame(batch.map((p) => p.json)));
+        await writeAll(this.fh, frame);
         await this.fh.datasync();
       } catch (err) {
         this.fail(err as Error, batch);
@@ -196,17 +260,24 @@ export class FileJournal<R> {
       this.s.syncs += 1;
       this.s.recordsInFile += batch.length;
       this.appendedSinceCompaction += batch.length;
+      this.bytesSinceCompaction += frame.byteLength;
       for (const p of batch) this.o.fold.add(p.record);
       for (const p of batch) p.cb(null);
-      if (this.appendedSinceCompaction >= this.o.compactAfterRecords) await this.compact();
+      if (this.compactionDue()) await this.compact();
     }
+  }
+
+  private compactionDue(): boolean {
+    if (this.appendedSinceCompaction >= this.o.compactAfterRecords) return true;
+    if (this.bytesSinceCompaction >= Math.max(this.o.compactAfterBytes, this.snapshotBytes)) return true;
+    return this.appendedSinceCompaction > 0 && Date.now() - this.lastCompactionAtMs >= this.o.compactAfterMs;
   }
 
   private takeBatch(): Pending<R>[] {
     let bytes = 0;
     let n = 0;
     while (n < this.queue.length) {
-      const b = Buffer.byteLength(this.queue[n].json) + 1;
+      const b = this.queue[n].bytes + 1;
       if (n > 0 && bytes + b > this.o.batchBytesMax) break;
       bytes += b;
       n += 1;
@@ -224,22 +295,27 @@ export class FileJournal<R> {
   private async compact(): Promise<void> {
     const records = this.o.fold.snapshot();
     const tmp = tempPath(this.o.path);
+    let written = 0;
     try {
       const t = await open(tmp, 'w');
       try {
         for (const frame of framesOf(
           records.map((r) => JSON.stringify(r)),
           this.o.batchBytesMax,
-        ))
+        )) {
           await writeAll(t, frame);
+          written += frame.byteLength;
+        }
         await t.sync();
       } finally {
         await t.close();
       }
     } catch (err) {
-      // The journal itself is untouched; try again after another compactAfterRecords appends.
+      // The journal itself is untouched; try again when compaction is next due.
       this.o.log.warn({ path: this.o.path, err: (err as Error).message }, 'journal compaction failed; continuing on the uncompacted journal');
       this.appendedSinceCompaction = 0;
+      this.bytesSinceCompaction = 0;
+      this.lastCompactionAtMs = Date.now();
       await rm(tmp, { force: true }).catch(() => {});
       return;
     }
@@ -255,6 +331,9 @@ export class FileJournal<R> {
     this.s.compactions += 1;
     this.s.recordsInFile = records.length;
     this.appendedSinceCompaction = 0;
+    this.bytesSinceCompaction = 0;
+    this.snapshotBytes = written;
+    this.lastCompactionAtMs = Date.now();
     this.o.log.info({ path: this.o.path, records: records.length }, 'journal compacted');
   }
 }

@@ -5,6 +5,12 @@
 // snapshot() when it compacts; on start the runtime rebuilds the memory
 // resource and the engine from it. Pure.
 //
+// The fold parses a prepared payload only when it has not been handed the
+// writes already: the memory resource parsed every payload it voted YES on
+// and hands its writes over (offerWrites), so in a running participant a
+// committed record applies them without decoding the payload again. Replay on
+// open parses, since nothing was handed over.
+//
 // Because it folds only records that are durable, a snapshot never contains
 // an effect the journal had not yet recorded, whatever the engine and the
 // resource hold in memory at that moment.
@@ -15,6 +21,8 @@ import { check, fromBase64, type DataRecord, type Outcome, type ParticipantRecor
 export const SNAPSHOT_DECIDED_MAX = 10_000;
 /** Key/value pairs per data record of a snapshot, so no single record grows without bound. */
 export const DATA_RECORD_ENTRIES_MAX = 1_000;
+/** Writes handed over and not yet folded; the oldest are dropped past it (they are parsed again when needed). */
+export const OFFERED_WRITES_MAX = 20_000;
 
 export class MemoryState {
   readonly data = new Map<string, string>();
@@ -22,10 +30,22 @@ export class MemoryState {
   /** Decision order (Map insertion order); bounded by decidedMax. Invariant: disjoint from `prepared`. */
   readonly decided = new Map<TxnId, { outcome: Outcome; atMs: number }>();
   private readonly decidedMax: number;
+  /** txnId → the writes its payload parses to, as the resource parsed them at PREPARE. */
+  private readonly offered = new Map<TxnId, Writes>();
 
   constructor(decidedMax = SNAPSHOT_DECIDED_MAX) {
     check(decidedMax >= 0, 'decidedMax >= 0');
     this.decidedMax = decidedMax;
+  }
+
+  /** The writes `txnId`'s payload parses to, from the resource that parsed it; spares the fold a parse. */
+  offerWrites(txnId: TxnId, writes: Writes): void {
+    this.offered.delete(txnId);
+    this.offered.set(txnId, writes);
+    for (const id of this.offered.keys()) {
+      if (this.offered.size <= OFFERED_WRITES_MAX) break;
+      this.offered.delete(id);
+    }
   }
 
   add(r: ParticipantRecord): void {
@@ -41,12 +61,8 @@ export class MemoryState {
       case 'committed':
       case 'aborted': {
         const p = this.prepared.get(r.txnId);
-        if (p !== undefined && r.kind === 'committed') {
-          const parsed = parsePayload(fromBase64(p.payloadB64));
-          // The resource voted YES on this payload, so it parsed then; it must parse now.
-          check(parsed.ok, `journal: committed ${r.txnId} has a payload that parses`);
-          if (parsed.ok) for (const [k, v] of parsed.writes) this.data.set(k, v);
-        }
+        if (p !== undefined && r.kind === 'committed') for (const [k, v] of this.writesOf(p)) this.data.set(k, v);
+        this.offered.delete(r.txnId);
         // A decided record with no prepared one before it is a snapshot's memory of a decided id.
         this.prepared.delete(r.txnId);
         this.decided.delete(r.txnId);
@@ -87,11 +103,16 @@ export class MemoryState {
   /** The prepared transactions' writes, for MemoryResource.restore. */
   preparedWrites(): Map<TxnId, Writes> {
     const out = new Map<TxnId, Writes>();
-    for (const [txnId, p] of this.prepared) {
-      const parsed = parsePayload(fromBase64(p.payloadB64));
-      check(parsed.ok, `journal: prepared ${txnId} has a payload that parses`);
-      if (parsed.ok) out.set(txnId, parsed.writes);
-    }
+    for (const [txnId, p] of this.prepared) out.set(txnId, this.writesOf(p));
     return out;
+  }
+
+  private writesOf(p: PreparedRecord): Writes {
+    const offered = this.offered.get(p.txnId);
+    if (offered !== undefined) return offered;
+    const parsed = parsePayload(fromBase64(p.payloadB64));
+    // The resource voted YES on this payload, so it parsed then; it must parse now.
+    check(parsed.ok, `journal: prepared ${p.txnId} has a payload that parses`);
+    return parsed.ok ? parsed.writes : new Map();
   }
 }

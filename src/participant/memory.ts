@@ -74,10 +74,16 @@ export class MemoryResource implements Resource {
   /** key → the prepared transaction holding it. Invariant: every lock belongs to a txn in `prepared` and to one of its writes. */
   private readonly locks = new Map<string, TxnId>();
   private readonly prepared = new Map<TxnId, Writes>();
+  /** Told the writes of every payload this resource votes YES on (MemoryState.offerWrites), so the journal's fold need not parse it again. */
+  private readonly onPrepared: ((txnId: TxnId, writes: Writes) => void) | null;
+
+  constructor(onPrepared?: (txnId: TxnId, writes: Writes) => void) {
+    this.onPrepared = onPrepared ?? null;
+  }
 
   /** A store holding `data` and the prepared transactions' writes (and so their locks), as the journal left them. */
-  static restore(data: ReadonlyMap<string, string>, prepared: ReadonlyMap<TxnId, Writes>): MemoryResource {
-    const r = new MemoryResource();
+  static restore(data: ReadonlyMap<string, string>, prepared: ReadonlyMap<TxnId, Writes>, onPrepared?: (txnId: TxnId, writes: Writes) => void): MemoryResource {
+    const r = new MemoryResource(onPrepared);
     for (const [k, v] of data) r.data.set(k, v);
     for (const [txnId, writes] of prepared) {
       const conflict = r.conflict(txnId, writes);
@@ -95,6 +101,7 @@ export class MemoryResource implements Resource {
     const conflict = this.conflict(txnId, parsed.writes);
     if (conflict !== null) return cb(null, { yes: false, reason: conflict });
     this.lock(txnId, parsed.writes);
+    this.onPrepared?.(txnId, parsed.writes);
     cb(null, { yes: true, reason: '' });
   }
 

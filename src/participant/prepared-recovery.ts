@@ -47,6 +47,7 @@ import { FileJournal, type JournalFold, type JournalStats } from './journal.ts';
 import type { ParsedGid } from './postgres-gid.ts';
 import {
   isParticipantRecord,
+  isDecisionRecord,
   withDefaults,
   type AskOutcome,
   type ClusterOutcome,
@@ -398,7 +399,14 @@ export async function openPreparedParticipant<R extends PreparedResource>(o: {
   let journal: FileJournal<TxnRecord>;
   const state = new TxnJournalState();
   try {
-    journal = await FileJournal.open<TxnRecord>({ path: join(o.dataDir, o.journalFile), fold: state, isRecord: isTxnRecord, compactAfterRecords: o.compactAfterRecords, log: o.log });
+    journal = await FileJournal.open<TxnRecord>({
+      path: join(o.dataDir, o.journalFile),
+      fold: state,
+      isRecord: isTxnRecord,
+      compactAfterRecords: o.compactAfterRecords,
+      deferred: isDecisionRecord,
+      log: o.log,
+    });
   } catch (err) {
     await resource.close();
     throw err;

@@ -21,7 +21,7 @@ import { ParticipantEngine, type EngineOptions } from './engine.ts';
 import { FileJournal } from './journal.ts';
 import { MemoryResource } from './memory.ts';
 import { MemoryState } from './memory-state.ts';
-import { isParticipantRecord, type AskOutcome, type Journal, type ParticipantRecord, type Schedule } from './types.ts';
+import { isDecisionRecord, isParticipantRecord, type AskOutcome, type Journal, type ParticipantRecord, type Schedule } from './types.ts';
 import type { JournalStats } from './journal.ts';
 import type { PostgresResource } from './postgres.ts';
 import type { PostgresParticipantOptions } from './postgres-recovery.ts';
@@ -200,10 +200,15 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
             fold: state,
             isRecord: isParticipantRecord,
             compactAfterRecords: o.compactAfterRecords,
+            deferred: isDecisionRecord,
             log,
           });
   const resource: MemoryResource | PostgresResource | MySqlResource | TccResource =
-    tcc !== null ? tcc.resource : db !== null ? db.resource : MemoryResource.restore(state.data, state.preparedWrites());
+    tcc !== null
+      ? tcc.resource
+      : db !== null
+        ? db.resource
+        : MemoryResource.restore(state.data, state.preparedWrites(), (txnId, writes) => state.offerWrites(txnId, writes));
   // With TLS the servers at the endpoints must hold certificates of this cluster (OU).
   const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
   const timers = new Set<NodeJS.Timeout>();

@@ -128,6 +128,11 @@ export function withDefaults<D extends object, O extends object>(defaults: D, gi
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
+/** A DECISION record (committed / aborted): the journal may let it wait for the next PREPARE's sync (FileJournal's deferred). */
+export function isDecisionRecord(r: { kind: string }): boolean {
+  return r.kind === 'committed' || r.kind === 'aborted';
+}
+
 /** Asserts a record read back from disk has the shape it was written with. */
 export function isParticipantRecord(v: unknown): v is ParticipantRecord {
   if (typeof v !== 'object' || v === null) return false;

@@ -69,6 +69,9 @@ export class ProposalDroppedError extends Error {
   }
 }
 
+/** A follower that lost its leader's stream pre-votes within this many ticks plus one (see leaderLost). */
+export const LEADER_LOST_JITTER_TICKS = 3;
+
 /** Marks the votes of a leadership transfer: they bypass the leader lease. */
 const CAMPAIGN_TRANSFER = new Uint8Array([0x54]);
 /** Marks a recovering follower's refusal: its disk lost entries it had acknowledged. */
@@ -410,6 +413,22 @@ export class Raft {
       this.electionElapsed = 0;
       this.step(message({ type: MT.Hup, from: this.id }));
     }
+  }
+
+  /**
+   * The transport reports that the stream to our leader broke: a leader
+   * process that died resets its sockets at once, long before an election
+   * timeout passes in silence. This node gives up its leader lease (it will
+   * now grant pre-votes) and starts a pre-vote within LEADER_LOST_JITTER_TICKS
+   * + 1 ticks, at a random point so that followers that lost the leader
+   * together do not split the vote. A live leader whose stream merely broke
+   * stays safe: the followers that still hear it are in lease and refuse the
+   * pre-vote (PreVote, CheckQuorum), and its next heartbeat resets the timer.
+   */
+  private leaderLost(): void {
+    // Without both, nothing would keep a live leader safe from this node's early campaign.
+    if (!this.promotable() || !this.cfg.preVote || !this.cfg.checkQuorum) return;
+    this.electionElapsed = Math.max(this.electionElapsed, this.cfg.electionTicks, this.randomizedElectionTicks - 1 - this.cfg.random(LEADER_LOST_JITTER_TICKS));
   }
 
   private tickHeartbeat(): void {
@@ -805,6 +824,9 @@ export class Raft {
         return;
       case MT.TimeoutNow:
         this.hup(true);
+        return;
+      case MT.Unreachable:
+        if (m.from === this.lead) this.leaderLost();
         return;
       case MT.ReadIndex:
         if (this.lead === NONE) {

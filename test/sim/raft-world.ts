@@ -185,11 +185,25 @@ export class RaftWorld {
 
   crash(n: SimNode): void {
     if (!n.up) return;
+    this.connectionsBroke(n);
     this.crashes++;
     n.up = false;
     n.driver?.stop();
     n.driver = null;
     n.disk.crash();
+  }
+
+  /**
+   * A crashed process's sockets are reset by its kernel at once: every live
+   * peer that can reach it sees its stream to it break, a millisecond later
+   * (no randomness drawn, so every earlier schedule of a seed stays as it was).
+   */
+  private connectionsBroke(dead: SimNode): void {
+    for (const peer of this.nodes) {
+      const d = peer.driver;
+      if (peer === dead || d === null || this.net.isBlocked(dead.id, peer.id)) continue;
+      this.q.after(1, () => peer.driver === d && d.reportUnreachable(dead.id));
+    }
   }
 
   restart(n: SimNode): void {

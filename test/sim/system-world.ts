@@ -340,6 +340,7 @@ export class SystemWorld implements FaultWorld {
   private crashNode(n: SysNode): void {
     if (!n.up) return;
     this.log(() => `${n.id} crashes`);
+    this.connectionsBroke(n);
     this.crashes++;
     n.up = false;
     n.inc.alive = false;
@@ -348,6 +349,19 @@ export class SystemWorld implements FaultWorld {
     n.driver = null;
     n.sm = null;
     n.engine = null;
+  }
+
+  /**
+   * A crashed process's sockets are reset by its kernel at once: every live
+   * node that can reach it sees its stream to it break a millisecond later
+   * (no randomness drawn, so every earlier schedule of a seed stays as it was).
+   */
+  private connectionsBroke(dead: SysNode): void {
+    for (const peer of this.nodes) {
+      const d = peer.driver;
+      if (peer === dead || d === null || this.net.isBlocked(dead.id, peer.id)) continue;
+      this.q.after(1, () => peer.driver === d && d.reportUnreachable(dead.id));
+    }
   }
 
   private restartNode(n: SysNode): void {

@@ -148,6 +148,73 @@ describe('participant journal', () => {
     expect(b.state.prepared.size).toBe(67);
   });
 
+  it('compaction by size: once the frames appended since the last one hold compactAfterBytes, the state is preserved', async () => {
+    const path = await tempFile();
+    const open = (): Promise<FileJournal<ParticipantRecord>> =>
+      FileJournal.open<ParticipantRecord>({ path, fold: new MemoryState(), isRecord: isParticipantRecord, compactAfterBytes: 4_096 }).then((j) => (journals.push(j), j));
+    const a = await open();
+    const stateA = (a as unknown as { o: { fold: MemoryState } }).o.fold;
+    await fill(a, 200);
+    expect(a.stats().compactions).toBeGreaterThan(0);
+    const before = summary(stateA);
+    await closeJournal(a);
+    const b = await open();
+    expect(summary((b as unknown as { o: { fold: MemoryState } }).o.fold)).toEqual(before);
+  });
+
+  it('compaction by time: a journal appended to after compactAfterMs is compacted; below every bound it is not', async () => {
+    const path = await tempFile();
+    const j = await FileJournal.open<ParticipantRecord>({ path, fold: new MemoryState(), isRecord: isParticipantRecord, compactAfterMs: 1_000 });
+    journals.push(j);
+    await append(j, prepared(0));
+    await append(j, prepared(1));
+    expect(j.stats().compactions).toBe(0);
+    await new Promise((r) => setTimeout(r, 1_100));
+    await append(j, committed(0));
+    // Compaction runs after the append is reported; close waits for it.
+    await j.close();
+    expect(j.stats().compactions).toBe(1);
+  });
+
+  it("a deferred record (a DECISION) shares the next append's frame and fdatasync, and is reported only once synced", async () => {
+    const j = await FileJournal.open<ParticipantRecord>({
+      path: await tempFile(),
+      fold: new MemoryState(),
+      isRecord: isParticipantRecord,
+      deferred: (r) => r.kind === 'committed' || r.kind === 'aborted',
+      deferredSyncMs: 1_000,
+    });
+    journals.push(j);
+    await append(j, prepared(0));
+    expect(j.stats()).toMatchObject({ frames: 1, syncs: 1 });
+    let decided = false;
+    const decision = append(j, committed(0)).then(() => (decided = true));
+    await new Promise((r) => setTimeout(r, 50));
+    // Waiting for company: nothing written, nothing reported.
+    expect(decided).toBe(false);
+    expect(j.stats()).toMatchObject({ frames: 1, syncs: 1, recordsInFile: 1 });
+    await append(j, prepared(1));
+    await decision;
+    expect(j.stats()).toMatchObject({ frames: 2, syncs: 2, recordsInFile: 3 });
+  });
+
+  it('a deferred record with no company is synced alone after deferredSyncMs', async () => {
+    const j = await FileJournal.open<ParticipantRecord>({ path: await tempFile(), fold: new MemoryState(), isRecord: isParticipantRecord, deferred: () => true, deferredSyncMs: 5 });
+    journals.push(j);
+    await append(j, prepared(0));
+    expect(j.stats()).toMatchObject({ frames: 1, syncs: 1, recordsInFile: 1 });
+  });
+
+  it('close writes a deferred record still waiting for company', async () => {
+    const path = await tempFile();
+    const j = await FileJournal.open<ParticipantRecord>({ path, fold: new MemoryState(), isRecord: isParticipantRecord, deferred: () => true, deferredSyncMs: 1_000 });
+    const done = append(j, prepared(0));
+    await j.close();
+    await done;
+    const b = await openJournal(path);
+    expect([...b.state.prepared.keys()]).toEqual(['T0']);
+  });
+
   it('after a failed write every later append fails too, until a restart', async () => {
     const { journal } = await openJournal(await tempFile());
     await append(journal, prepared(0));

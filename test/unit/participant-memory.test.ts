@@ -113,6 +113,21 @@ describe('memory resource: rebuilt from the journal', () => {
     expect(r.get('a')).toBe('3');
   });
 
+  it('the fold applies the writes the resource handed over at PREPARE, without parsing the payload again', () => {
+    const s = new MemoryState();
+    const r = MemoryResource.restore(s.data, s.preparedWrites(), (txnId, writes) => s.offerWrites(txnId, writes));
+    const payload = memoryPayload({ a: '1' });
+    expect(prepare(r, 'T1', payload)).toEqual({ yes: true, reason: '' });
+    // The journal's copy of the payload is not read while the handed-over writes are there.
+    s.add({ kind: 'prepared', txnId: 'T1', atMs: 0, payloadB64: toBase64(memoryPayload({ other: 'x' })), participants: ['p1'] });
+    s.add(rec('committed', 'T1'));
+    expect([...s.data]).toEqual([['a', '1']]);
+    // Without a hand-over (replay on open) the payload is parsed.
+    s.add(rec('prepared', 'T2', { b: '2' }));
+    s.add(rec('committed', 'T2'));
+    expect(s.data.get('b')).toBe('2');
+  });
+
   it('a snapshot replayed into an empty state gives the same state', () => {
     const s = new MemoryState(2);
     for (let i = 0; i < 2_500; i++) {

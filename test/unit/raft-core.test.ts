@@ -5,7 +5,7 @@
 // leader against the other leaders of its term.
 
 import { describe, expect, it } from 'vitest';
-import { ProposalDroppedError } from '../../src/raft/raft.ts';
+import { LEADER_LOST_JITTER_TICKS, ProposalDroppedError } from '../../src/raft/raft.ts';
 import { RawNode, type RawNodeConfig, type Ready } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import { EntryType, MessageType as MT, Role, emptySnapshot, entryBytes, message, type Entry, type HardState, type Message, type NodeId, type ReadState, type Snapshot } from '../../src/raft/types.ts';
@@ -718,6 +718,54 @@ describe('raft core: PreVote and CheckQuorum', () => {
     expect(leaders).toHaveLength(1);
     expect(['n2', 'n3']).toContain(leaders[0]);
     expect(net.node(leaders[0]).raft.term).toBeGreaterThan(old);
+  });
+});
+
+describe("raft core: a broken stream to the leader (the transport's Unreachable)", () => {
+  /** n1 leads, every follower just heard its heartbeat; then n1 dies. */
+  function leaderDied(seed: number): Net {
+    const net = new Net(['n1', 'n2', 'n3'], seed);
+    net.elect('n1');
+    net.tick(net.ids, 2 * ELECTION_TICKS);
+    net.isolate('n1');
+    return net;
+  }
+
+  it('followers told that the stream to their dead leader broke elect a new one within a few ticks, not an election timeout', () => {
+    const net = leaderDied(40);
+    const term = net.node('n2').raft.term;
+    for (const id of ['n2', 'n3']) net.node(id).reportUnreachable('n1');
+    net.tick(['n2', 'n3'], LEADER_LOST_JITTER_TICKS + 2);
+    const leaders = net.leaders().filter((id) => id !== 'n1');
+    expect(leaders).toHaveLength(1);
+    expect(net.node(leaders[0]).raft.term).toBe(term + 1);
+  });
+
+  it('without the report the same few ticks elect nobody (the check above can fail)', () => {
+    const net = leaderDied(40);
+    net.tick(['n2', 'n3'], LEADER_LOST_JITTER_TICKS + 2);
+    expect(net.leaders().filter((id) => id !== 'n1')).toEqual([]);
+  });
+
+  it('a report about a node that is not the leader changes nothing', () => {
+    const net = leaderDied(41);
+    for (const id of ['n2', 'n3']) net.node(id).reportUnreachable(id === 'n2' ? 'n3' : 'n2');
+    net.tick(['n2', 'n3'], LEADER_LOST_JITTER_TICKS + 2);
+    expect(net.leaders().filter((id) => id !== 'n1')).toEqual([]);
+  });
+
+  it('a live leader is not disrupted when one follower loses its stream: the other follower is in lease and refuses the pre-vote', () => {
+    const net = new Net(['n1', 'n2', 'n3'], 42);
+    net.elect('n1');
+    net.tick(net.ids, 2 * ELECTION_TICKS);
+    const term = net.node('n1').raft.term;
+    net.node('n2').reportUnreachable('n1');
+    // Only n2 ticks, so no heartbeat resets it: it campaigns, and is refused.
+    net.tick(['n2'], LEADER_LOST_JITTER_TICKS + 2);
+    expect(net.node('n2').raft.role).toBe(Role.PreCandidate);
+    net.tick(net.ids, 2 * ELECTION_TICKS);
+    expect(net.leaders()).toEqual(['n1']);
+    for (const id of net.ids) expect(net.node(id).raft.term).toBe(term);
   });
 });
 
