@@ -204,11 +204,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
             log,
           });
   const resource: MemoryResource | PostgresResource | MySqlResource | TccResource =
-    tcc !== null
-      ? tcc.resource
-      : db !== null
-        ? db.resource
-        : MemoryResource.restore(state.data, state.preparedWrites(), (txnId, writes) => state.offerWrites(txnId, writes));
+    tcc !== null ? tcc.resource : db !== null ? db.resource : MemoryResource.restore(state.data, state.preparedWrites(), (txnId, writes) => state.offerWrites(txnId, writes));
   // With TLS the servers at the endpoints must hold certificates of this cluster (OU).
   const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
   const timers = new Set<NodeJS.Timeout>();
