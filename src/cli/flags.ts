@@ -5,7 +5,7 @@
 import { UsageError } from './args.ts';
 
 /** Flags that take no value; every other flag takes the next argument as its value. */
-const SWITCHES = new Set(['--json', '--commit', '--abort', '--force-unknown', '--in-flight', '--in-doubt', '--unacked', '--heuristic', '--help', '-h', '--force', '--insecure']);
+const SWITCHES = new Set(['--inbox', '--json', '--commit', '--abort', '--force-unknown', '--in-flight', '--in-doubt', '--unacked', '--heuristic', '--help', '-h', '--force', '--insecure']);
 
 const TLS = ['--ca', '--cert', '--key'];
 /** Commands that talk to a node's RaftNode service. */
@@ -51,6 +51,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'txn list': ['--in-flight', '--in-doubt', '--unacked', '--heuristic', '--limit', '--json', ...SDK_CLIENT],
   'txn show': ['--json', ...SDK_CLIENT],
   'txn resolve': ['--commit', '--abort', '--reason', '--operator', '--force-unknown', '--json', ...SDK_CLIENT],
+  'outbox init': ['--pg-url', '--inbox'],
   certs: ['--dir', '--cluster-id', '--nodes', '--base-port', '--participant', '--admin', '--client', '--days', '--force'],
 };
 

@@ -37,19 +37,21 @@ const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key th
 
 /** The usage text, assembled from each command's module (loaded only for --help). */
 async function helpTexts(): Promise<{ all: string; byCommand: Record<string, string> }> {
-  const [{ LEADER_HELP }, { TXN_HELP, PARTICIPANTS_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }, { NODE_REPAIR_HELP }, { CERTS_HELP }] = await Promise.all([
-    import('./status.ts'),
-    import('./txn.ts'),
-    import('./participant.ts'),
-    import('./participant-resolve.ts'),
-    import('./member.ts'),
-    import('./node-repair.ts'),
-    import('./certs.ts'),
-  ]);
+  const [{ LEADER_HELP }, { TXN_HELP, PARTICIPANTS_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }, { NODE_REPAIR_HELP }, { CERTS_HELP }, { OUTBOX_HELP }] =
+    await Promise.all([
+      import('./status.ts'),
+      import('./txn.ts'),
+      import('./participant.ts'),
+      import('./participant-resolve.ts'),
+      import('./member.ts'),
+      import('./node-repair.ts'),
+      import('./certs.ts'),
+      import('./outbox.ts'),
+    ]);
   const all = `verdict — a Raft-replicated commit coordinator
 
 usage:
-${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${CERTS_HELP}
+${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${OUTBOX_HELP}${CERTS_HELP}
 verdict COMMAND --help shows one command's usage.
 ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
   /** `verdict COMMAND --help`: that command's usage. */
@@ -65,6 +67,7 @@ ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
     participants: PARTICIPANTS_HELP + ENDPOINTS_NOTE,
     txn: TXN_HELP + ENDPOINTS_NOTE,
     certs: CERTS_HELP,
+    outbox: OUTBOX_HELP,
   };
   return { all, byCommand };
 }
@@ -89,7 +92,7 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   // Client commands connect with TLS when given a CA; node and participant read their own TLS settings.
-  const runsItself = ['node', 'cluster', 'certs'].includes(cmd) || (cmd === 'participant' && args[0] !== 'remove');
+  const runsItself = ['node', 'cluster', 'certs', 'outbox'].includes(cmd) || (cmd === 'participant' && args[0] !== 'remove');
   if (!runsItself) {
     useClientTls(tlsArgs(args));
     // Loaded here, not at the top: it loads the wire definitions, whose absence (a broken install) is reported below as one line.
@@ -124,6 +127,8 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./member.ts')).memberCommand(args);
     case 'certs':
       return (await import('./certs.ts')).certsCommand(args);
+    case 'outbox':
+      return (await import('./outbox.ts')).outboxCommand(args);
     default:
       throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
   }

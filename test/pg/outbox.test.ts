@@ -4,6 +4,8 @@
 // confirmation and the mark) and the inbox (exactly-once effect, stale
 // epochs, the retention rule). The sink here records what it is given
 // in-process; the relay's contract with it is the Sink interface.
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueue } from '../../src/outbox/enqueue.ts';
@@ -19,7 +21,7 @@ let shop: string;
 let consumer: string;
 
 beforeAll(async () => {
-  server = await startPostgres({ databases: ['shop', 'consumer', 'empty'], maxPreparedTransactions: null, private: true });
+  server = await startPostgres({ databases: ['shop', 'consumer', 'empty', 'cli'], maxPreparedTransactions: null, private: true });
   shop = server.url('shop');
   consumer = server.url('consumer');
 }, 60_000);
@@ -232,4 +234,21 @@ describe('inbox', () => {
       await c.end();
     }
   });
+});
+
+describe('verdict outbox init', () => {
+  const verdict = (args: string[]) => spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'bin', 'verdict.mjs'), ...args], { encoding: 'utf8', timeout: 60_000 });
+
+  it('creates the tables once, then says they are present; --inbox creates the inbox tables; a bad URL is one line', () => {
+    const first = verdict(['outbox', 'init', '--pg-url', server.url('cli')]);
+    expect(first.stdout, first.stderr).toBe('outbox tables created (schema version 1)\n');
+    expect(verdict(['outbox', 'init', '--pg-url', server.url('cli')]).stdout).toBe('outbox tables already present (schema version 1)\n');
+    expect(verdict(['outbox', 'init', '--pg-url', server.url('cli'), '--inbox']).stdout).toBe('inbox tables created (schema version 1)\n');
+    const bad = verdict(['outbox', 'init', '--pg-url', 'postgres://postgres@127.0.0.1:1/x']);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toMatch(/^verdict: cannot connect to PostgreSQL at --pg-url: .*\n$/);
+    const typo = verdict(['outbox', 'init', '--pg-ur', 'x']);
+    expect(typo.status).toBe(64);
+    expect(typo.stderr).toMatch(/unknown flag "--pg-ur" for verdict outbox init \(did you mean --pg-url\?\)/);
+  }, 120_000);
 });
