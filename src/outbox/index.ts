@@ -4,6 +4,7 @@ export { enqueue, outbox, type OutboxEvent } from './enqueue.ts';
 export { Inbox, InboxConfigError, RELAY_RETRY_HORIZON_MS, type InboxOptions, type InboxResult } from './inbox.ts';
 export { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.ts';
 export { decodeMessage, encodeMessage, MessageError, type OutboxMessage } from './message.ts';
-export { PollingRelay, type Fence, type PollingRelayOptions, type RoundReport } from './polling-relay.ts';
+export { CdcRefusal, CdcRelay, checkCdcServer, ensureSlot, slots, type CdcRelayOptions, type SlotInfo } from './cdc-relay.ts';
+export { PollingRelay, publishInOrder, type Fence, type PendingEvent, type PollingRelayOptions, type RoundReport } from './polling-relay.ts';
 export { initSchema, OutboxSchemaError, OUTBOX_SCHEMA_VERSION, type Queryable } from './schema.ts';
 export type { Sink } from './sink.ts';

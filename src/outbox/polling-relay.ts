@@ -50,6 +50,59 @@ interface Row {
   part: number;
 }
 
+export interface PendingEvent {
+  /** The caller's handle on the event (its row id). */
+  key: string;
+  partition: number;
+  /** epoch is filled in from the partition's lease. */
+  message: OutboxMessage;
+}
+
+/**
+ * Publishes events given in commit order: per aggregate one in flight, in the
+ * order given, stopping that aggregate at its first failure or when its
+ * partition's lease is no longer valid; different aggregates in parallel.
+ * Returns the keys the sink confirmed.
+ */
+export async function publishInOrder(
+  events: PendingEvent[],
+  o: { sink: Sink; fence: Fence; concurrency: number; publishTimeoutMs: number; onError?: (err: unknown) => void },
+  owned: ReadonlyMap<number, number>,
+): Promise<{ done: string[]; failed: number }> {
+  const chains = new Map<string, PendingEvent[]>();
+  for (const e of events) {
+    const c = chains.get(e.message.aggregate) ?? [];
+    c.push(e);
+    chains.set(e.message.aggregate, c);
+  }
+  const done: string[] = [];
+  let failed = 0;
+  const queue = [...chains.values()];
+  const worker = async (): Promise<void> => {
+    for (let chain = queue.shift(); chain !== undefined; chain = queue.shift()) {
+      for (const [i, e] of chain.entries()) {
+        const epoch = owned.get(e.partition);
+        // The lease ended (or moved): stop this aggregate before publishing again.
+        if (epoch === undefined || !o.fence.valid(e.partition, epoch)) {
+          failed += chain.length - i;
+          break;
+        }
+        try {
+          await o.sink.publish({ ...e.message, epoch }, o.publishTimeoutMs);
+          done.push(e.key);
+        } catch (err) {
+          // One in flight per aggregate: the rest of this chain waits for the next round.
+          failed += chain.length - i;
+          o.onError?.(err);
+          break;
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(o.concurrency, queue.length) }, worker));
+  return { done, failed };
+}
+
 /** The partition of an aggregate: PostgreSQL's hashtext, the same for every relay of one database. */
 export const PARTITION_SQL = `mod(hashtext(aggregate) & 2147483647, $1::int)`;
 
@@ -81,35 +134,8 @@ export class PollingRelay {
       throw explainMissingTable(err, 'outbox');
     }
     // Per aggregate, ids ascend with seq (./schema.ts); the rows read are a prefix of each aggregate's unpublished events.
-    const chains = new Map<string, Row[]>();
-    for (const r of rows) {
-      const c = chains.get(r.aggregate) ?? [];
-      c.push(r);
-      chains.set(r.aggregate, c);
-    }
-    const done: string[] = [];
-    let failed = 0;
-    const queue = [...chains.values()];
-    const worker = async (): Promise<void> => {
-      for (let chain = queue.shift(); chain !== undefined; chain = queue.shift()) {
-        for (const r of chain) {
-          const epoch = owned.get(r.part);
-          // The lease ended (or moved): stop this aggregate before publishing again.
-          if (epoch === undefined || !this.o.fence.valid(r.part, epoch)) break;
-          const m: OutboxMessage = { id: r.event_id, aggregate: r.aggregate, seq: Number(r.seq), type: r.type, epoch, payload: r.payload };
-          try {
-            await this.o.sink.publish(m, this.publishTimeoutMs);
-            done.push(r.id);
-          } catch (err) {
-            // One in flight per aggregate: the rest of this chain waits for the next round.
-            failed += chain.length - chain.indexOf(r);
-            this.o.onError?.(err);
-            break;
-          }
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.concurrency, queue.length) }, worker));
+    const events = rows.map((r) => ({ key: r.id, partition: r.part, message: { id: r.event_id, aggregate: r.aggregate, seq: Number(r.seq), type: r.type, epoch: 0, payload: r.payload } }));
+    const { done, failed } = await publishInOrder(events, { ...this.o, concurrency: this.concurrency, publishTimeoutMs: this.publishTimeoutMs }, owned);
     if (done.length > 0) await this.o.db.query('UPDATE verdict_outbox SET published_at = clock_timestamp() WHERE id = ANY($1::bigint[])', [done]);
     return { read: rows.length, published: done.length, failed };
   }
