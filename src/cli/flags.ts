@@ -52,6 +52,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'txn show': ['--json', ...SDK_CLIENT],
   'txn resolve': ['--commit', '--abort', '--reason', '--operator', '--force-unknown', '--json', ...SDK_CLIENT],
   'outbox init': ['--pg-url', '--inbox'],
+  'outbox slots': ['--pg-url', '--warn-bytes', '--json'],
   certs: ['--dir', '--cluster-id', '--nodes', '--base-port', '--participant', '--admin', '--client', '--days', '--force'],
 };
 

@@ -5,6 +5,8 @@
 // broker confirmed, retained WAL growing while nothing is confirmed, and a
 // slot that belongs to another program refused.
 import { randomBytes } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CdcRelay, checkCdcServer, ensureSlot, parseOutboxInsert, slots } from '../../src/outbox/cdc-relay.ts';
@@ -111,6 +113,21 @@ describe('CDC relay', () => {
     for (let i = 0; i < 5; i++) await relay.round();
     for (let a = 0; a < 5; a++) expect(sink.got.filter((m) => m.aggregate === `cart-${a}`).map((m) => m.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
   });
+
+  it('verdict outbox slots lists every slot; the lag alert fires when the relay is stopped while writes continue', async () => {
+    const verdict = (args: string[]) => spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'bin', 'verdict.mjs'), ...args], { encoding: 'utf8', timeout: 60_000 });
+    // The relay of the tests above is stopped; writes continue.
+    for (let i = 0; i < 30; i++) await write('late-1', { pad: randomBytes(1_000).toString('hex') });
+    const ok = verdict(['outbox', 'slots', '--pg-url', url, '--json']);
+    expect(ok.status, ok.stderr).toBe(0);
+    const listed = JSON.parse(ok.stdout) as { slot: string; active: boolean; walStatus: string; retainedBytes: number }[];
+    const mine = listed.find((s) => s.slot === 'verdict_outbox_test');
+    expect(mine).toMatchObject({ active: false, walStatus: 'reserved' });
+    const alert = verdict(['outbox', 'slots', '--pg-url', url, '--warn-bytes', String(30 * 1_000)]);
+    expect(alert.status).toBe(1);
+    expect(alert.stdout).toMatch(/^slot\tplugin\tactive\twal_status\tretained_bytes\n/);
+    expect(alert.stderr).toMatch(/WARN slot verdict_outbox_test retains \d+ bytes of WAL, above --warn-bytes 30000 and nobody reads it/);
+  }, 120_000);
 
   it('refuses a slot that belongs to another program', async () => {
     await db.query(`SELECT pg_create_logical_replication_slot('someone_else', 'pgoutput')`);
