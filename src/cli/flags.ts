@@ -21,6 +21,7 @@ const SWITCHES = new Set([
   '--stuck',
   '--done',
   '--compensated',
+  '--inbox',
 ]);
 
 const TLS = ['--ca', '--cert', '--key'];
@@ -73,6 +74,8 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'saga show': ['--json', '--operator', ...SDK_CLIENT],
   'saga retry': ['--reason', '--operator', '--json', ...SDK_CLIENT],
   'saga resolve': ['--step', '--done', '--compensated', '--reason', '--operator', '--json', ...SDK_CLIENT],
+  'outbox init': ['--pg-url', '--inbox'],
+  'outbox slots': ['--pg-url', '--warn-bytes', '--json'],
   certs: ['--dir', '--cluster-id', '--nodes', '--base-port', '--participant', '--admin', '--client', '--days', '--force'],
 };
 

@@ -37,7 +37,7 @@ const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key th
 
 /** The usage text, assembled from each command's module (loaded only for --help). */
 async function helpTexts(): Promise<{ all: string; byCommand: Record<string, string> }> {
-  const [{ LEADER_HELP }, { TXN_HELP, PARTICIPANTS_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }, { NODE_REPAIR_HELP }, { CERTS_HELP }, { SAGA_HELP }] =
+  const [{ LEADER_HELP }, { TXN_HELP, PARTICIPANTS_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }, { NODE_REPAIR_HELP }, { CERTS_HELP }, { SAGA_HELP }, { OUTBOX_HELP }] =
     await Promise.all([
       import('./leader-calls.ts'),
       import('./txn.ts'),
@@ -47,11 +47,12 @@ async function helpTexts(): Promise<{ all: string; byCommand: Record<string, str
       import('./node-repair.ts'),
       import('./certs.ts'),
       import('./saga.ts'),
+      import('./outbox.ts'),
     ]);
   const all = `verdict — a Raft-replicated commit coordinator
 
 usage:
-${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${SAGA_HELP}${CERTS_HELP}
+${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${SAGA_HELP}${OUTBOX_HELP}${CERTS_HELP}
 verdict COMMAND --help shows one command's usage.
 ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
   /** `verdict COMMAND --help`: that command's usage. */
@@ -68,6 +69,7 @@ ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
     txn: TXN_HELP + ENDPOINTS_NOTE,
     saga: SAGA_HELP + ENDPOINTS_NOTE,
     certs: CERTS_HELP,
+    outbox: OUTBOX_HELP,
   };
   return { all, byCommand };
 }
@@ -95,7 +97,7 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   // Client commands connect with TLS when given a CA; node and participant read their own TLS settings.
-  const runsItself = ['node', 'cluster', 'certs'].includes(cmd) || (cmd === 'participant' && args[0] !== 'remove');
+  const runsItself = ['node', 'cluster', 'certs', 'outbox'].includes(cmd) || (cmd === 'participant' && args[0] !== 'remove');
   if (!runsItself) {
     useClientTls(tlsArgs(args));
     // Loaded here, not at the top: it loads the wire definitions, whose absence (a broken install) is reported below as one line.
@@ -132,6 +134,8 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./certs.ts')).certsCommand(args);
     case 'saga':
       return (await import('./saga.ts')).sagaCommand(args);
+    case 'outbox':
+      return (await import('./outbox.ts')).outboxCommand(args);
     default:
       throw new UsageError(`unknown command "${cmd}"; run verdict --help`);
   }

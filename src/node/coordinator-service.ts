@@ -15,7 +15,7 @@ import {
   STATUS_REASON_KEY,
   REASON_KEY,
   type ClusterStatusResponse,
-  type CoordinatorHandlers,
+  type CoordinatorCoreHandlers,
   type HeuristicInfo,
   type ListParticipantsResponse,
   type ListTransactionsRequest,
@@ -127,7 +127,8 @@ export interface CoordinatorServiceDeps {
 
 const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { committed: 'committed', aborted: 'aborted', 'in-progress': 'in_progress', unknown: 'unknown' };
 
-export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorHandlers {
+/** Every Coordinator RPC but the lease ones (src/node/lease-service.ts). */
+export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHandlers {
   const { cfg, driver, engine, table, metrics } = deps;
   const refusal = deps.refusal ?? (() => null);
 

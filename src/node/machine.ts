@@ -5,6 +5,7 @@
 
 import { checkedCommand, commandProblem } from '../commit/command-check.ts';
 import { DecisionTable, isCommand, type ApplyResult } from '../commit/state.ts';
+import { checkedLeaseCommand, isLeaseCommand, LeaseTable } from '../lease/state.ts';
 import { decodeConfChange, type ConfChange } from '../raft/confchange.ts';
 import { EntryType, type Entry } from '../raft/types.ts';
 import { UnappliableEntryError, type StateMachine } from './driver.ts';
@@ -47,6 +48,8 @@ export function entryProblem(type: EntryType, data: Uint8Array): string | null {
   // A leader's empty entry carries no command.
   if (data.byteLength === 0) return null;
   if (data[0] === TAG_PUT) return putProblem(data);
+  // Leases (src/lease/state.ts): their own tag and checks.
+  if (isLeaseCommand(data)) return checkedLeaseCommand(data).problem;
   return commandProblem(data);
 }
 
@@ -97,6 +100,8 @@ export function decodeMemberContext(data: Uint8Array): Map<string, string> {
 export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   readonly kv = new Map<string, Uint8Array>();
   readonly table = new DecisionTable();
+  /** Leases with an epoch (src/lease/state.ts); a lease command applies to null, its result is `leases.last`. */
+  readonly leases = new LeaseTable();
   /** Members' addresses as of the last applied membership change; empty until the first one (the config file's peers hold until then). */
   readonly members = new Map<string, string>();
 
@@ -121,6 +126,12 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
       if (cmd === null) throw new UnappliableEntryError(e.index, problem);
       return this.table.apply(cmd, e.index);
     }
+    if (isLeaseCommand(e.data)) {
+      const { cmd, problem } = checkedLeaseCommand(e.data);
+      if (cmd === null) throw new UnappliableEntryError(e.index, problem);
+      this.leases.apply(cmd, e.index);
+      return null;
+    }
     if (e.data[0] === TAG_PUT) {
       const problem = putProblem(e.data);
       if (problem !== null) throw new UnappliableEntryError(e.index, problem);
@@ -134,16 +145,17 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   snapshot(): Uint8Array {
     const kv: [string, string][] = [];
     for (const [k, v] of this.kv) kv.push([k, Buffer.from(v).toString('base64')]);
-    return Buffer.from(JSON.stringify({ kv, table: this.table.toJSON(), members: [...this.members] }));
+    return Buffer.from(JSON.stringify({ kv, table: this.table.toJSON(), members: [...this.members], leases: this.leases.toJSON() }));
   }
 
   restore(data: Uint8Array): void {
-    const o = JSON.parse(Buffer.from(data).toString()) as { kv: [string, string][]; table: unknown; members?: [string, string][] };
+    const o = JSON.parse(Buffer.from(data).toString()) as { kv: [string, string][]; table: unknown; members?: [string, string][]; leases?: unknown };
     if (o === null || typeof o !== 'object' || !Array.isArray(o.kv) || (o.members !== undefined && !Array.isArray(o.members))) throw new Error('not a snapshot of this state machine');
     this.members.clear();
     for (const [id, a] of o.members ?? []) this.members.set(id, a);
     this.kv.clear();
     for (const [k, v] of o.kv) this.kv.set(k, Buffer.from(v, 'base64'));
     this.table.restoreFrom(o.table);
+    this.leases.restoreFrom(o.leases);
   }
 }

@@ -40,6 +40,7 @@ import { Driver, UnappliableEntryError, type ProposeCallback } from './driver.ts
 import { entryProblem, NodeStateMachine, snapshotProblem } from './machine.ts';
 import { raftMembers } from './members.ts';
 import { coordinatorApi } from './coordinator-service.ts';
+import { leaseApi } from './lease-service.ts';
 import { commitStreamHandler } from './commit-stream.ts';
 import { ClientQuota, RAFT_NODE_CHECKS, Refusals, withClientLimits, withFieldChecks } from './limits.ts';
 import { guardService, type EdgeOptions } from '../transport/validate.ts';
@@ -414,7 +415,19 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
   const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, eng, cfg.inFlightMax);
   const coordinator = withClientLimits(
-    coordinatorApi({ cfg, driver: d as Driver<unknown>, engine: eng, table: machine.table, address, metrics: { observeCommit }, refusal, connection: (endpoint) => link.connection(endpoint) }),
+    {
+      ...coordinatorApi({
+        cfg,
+        driver: d as Driver<unknown>,
+        engine: eng,
+        table: machine.table,
+        address,
+        metrics: { observeCommit },
+        refusal,
+        connection: (endpoint) => link.connection(endpoint),
+      }),
+      ...leaseApi({ cfg, driver: d as Driver<unknown>, leases: machine.leases, nowMs: () => Date.now() }),
+    },
     {
       quota,
       refusals,

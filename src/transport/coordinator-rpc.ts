@@ -166,7 +166,8 @@ export interface ClusterStatusResponse {
   decided: number;
 }
 
-export interface CoordinatorHandlers extends grpc.UntypedServiceImplementation {
+/** Every Coordinator RPC but the lease ones (src/node/coordinator-service.ts). */
+export interface CoordinatorCoreHandlers extends grpc.UntypedServiceImplementation {
   RegisterParticipant: grpc.handleUnaryCall<RegisterParticipantRequest, RegisterParticipantResponse>;
   ListParticipants: grpc.handleUnaryCall<ListParticipantsRequest, ListParticipantsResponse>;
   Begin: grpc.handleUnaryCall<BeginRequest, BeginResponse>;
@@ -178,6 +179,34 @@ export interface CoordinatorHandlers extends grpc.UntypedServiceImplementation {
   ReportHeuristic: grpc.handleUnaryCall<ReportHeuristicRequest, ReportHeuristicResponse>;
   ResolveTransaction: grpc.handleUnaryCall<ResolveTransactionRequest, ResolveTransactionResponse>;
   RemoveParticipant: grpc.handleUnaryCall<RemoveParticipantRequest, RemoveParticipantResponse>;
+}
+
+export interface CoordinatorHandlers extends CoordinatorCoreHandlers {
+  AcquireLease: grpc.handleUnaryCall<LeaseRequest, LeaseResponse>;
+  RenewLease: grpc.handleUnaryCall<LeaseRequest, LeaseResponse>;
+  ReleaseLease: grpc.handleUnaryCall<LeaseRequest, LeaseResponse>;
+}
+
+/** The lease RPCs (handlers: src/node/lease-service.ts). */
+export const LEASE_METHODS = ['AcquireLease', 'RenewLease', 'ReleaseLease'] as const;
+export type LeaseMethod = (typeof LEASE_METHODS)[number];
+export interface LeaseInfo {
+  name: string;
+  holder: string;
+  epoch: number;
+  expiresAtMs: number;
+}
+export interface LeaseRequest {
+  name: string;
+  holder: string;
+  epoch: number;
+  ttlMs: number;
+}
+export interface LeaseResponse {
+  granted: boolean;
+  reason: string;
+  lease: LeaseInfo | null;
+  clockMs: number;
 }
 
 export const COORDINATOR_METHODS = [
@@ -192,6 +221,7 @@ export const COORDINATOR_METHODS = [
   'ReportHeuristic',
   'ResolveTransaction',
   'RemoveParticipant',
+  ...LEASE_METHODS,
 ] as const;
 export type CoordinatorMethod = (typeof COORDINATOR_METHODS)[number];
 

@@ -40,6 +40,8 @@ export interface StartOptions {
   databases?: string[];
   /** Start our own server even when VERDICT_PG_URL is set. */
   private?: boolean;
+  /** More server settings (`name=value`, each passed as -c), e.g. wal_level=logical for the outbox's CDC relay; implies a private server. */
+  settings?: string[];
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -47,7 +49,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export async function startPostgres(opts: StartOptions = {}): Promise<PgServer> {
   const databases = opts.databases ?? ['shop', 'ledger'];
   const external = process.env.VERDICT_PG_URL;
-  if (external !== undefined && external !== '' && opts.private !== true) {
+  if (external !== undefined && external !== '' && opts.private !== true && opts.settings === undefined) {
     const url = (db: string): string => {
       const u = new URL(external);
       u.pathname = `/${db}`;
@@ -56,10 +58,10 @@ export async function startPostgres(opts: StartOptions = {}): Promise<PgServer> 
     await createDatabases(external, databases);
     return { url, external: true, log: () => '', stop: async () => {} };
   }
-  return startOwn(opts.maxPreparedTransactions === undefined ? 64 : opts.maxPreparedTransactions, databases);
+  return startOwn(opts.maxPreparedTransactions === undefined ? 64 : opts.maxPreparedTransactions, databases, opts.settings ?? []);
 }
 
-async function startOwn(maxPrepared: number | null, databases: string[]): Promise<PgServer> {
+async function startOwn(maxPrepared: number | null, databases: string[], extra: string[]): Promise<PgServer> {
   for (const bin of ['initdb', 'postgres']) {
     if (!existsSync(join(PG_BIN, bin))) {
       throw new Error(
@@ -94,6 +96,7 @@ async function startOwn(maxPrepared: number | null, databases: string[]): Promis
     const port = await freePort();
     const settings = ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=on', '-c', 'max_connections=100'];
     if (maxPrepared !== null) settings.push('-c', `max_prepared_transactions=${maxPrepared}`);
+    for (const kv of extra) settings.push('-c', kv);
     const [file, args] = cmd('postgres', ['-D', data, '-p', String(port), '-k', sock, ...settings]);
     const c = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = c;

@@ -1,0 +1,59 @@
+// `verdict outbox init --pg-url URL [--inbox]`: creates the outbox tables (or,
+// with --inbox, the inbox's) in that database; idempotent and versioned
+// (docs/outbox.md).
+import pg from 'pg';
+import { bool, CommandError, flag, UsageError } from './args.ts';
+
+export const OUTBOX_HELP = `  verdict outbox init --pg-url URL [--inbox]
+                                      create the transactional outbox tables in that PostgreSQL database (or, with
+                                      --inbox, the consumer's inbox tables); idempotent, see docs/outbox.md
+  verdict outbox slots --pg-url URL [--warn-bytes N] [--json]
+                                      every replication slot with active, wal_status and the WAL it retains; with
+                                      --warn-bytes, a WARN line per slot above N bytes and exit code 1
+`;
+
+export async function outboxCommand(args: string[]): Promise<void> {
+  const sub = args.shift();
+  if (sub !== 'init' && sub !== 'slots') throw new UsageError(`usage:\n${OUTBOX_HELP}`);
+  const url = flag(args, '--pg-url');
+  const inbox = bool(args, '--inbox');
+  const json = bool(args, '--json');
+  const warnText = flag(args, '--warn-bytes');
+  const warnBytes = warnText === undefined ? null : Number(warnText);
+  if (warnBytes !== null && !(Number.isSafeInteger(warnBytes) && warnBytes >= 0)) throw new UsageError(`--warn-bytes must be a whole number of bytes, not ${JSON.stringify(warnText)}`);
+  if (url === undefined) throw new UsageError(`verdict outbox ${sub} needs --pg-url postgres://USER@HOST:PORT/DB`);
+  if (args.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args[0])}`);
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  try {
+    await c.connect();
+  } catch (err) {
+    throw new CommandError(`cannot connect to PostgreSQL at --pg-url: ${(err as Error).message}`);
+  }
+  if (sub === 'slots') {
+    try {
+      const { slots } = await import('../outbox/cdc-relay.ts');
+      const all = await slots(c);
+      if (json) process.stdout.write(`${JSON.stringify(all)}\n`);
+      else {
+        process.stdout.write('slot\tplugin\tactive\twal_status\tretained_bytes\n');
+        for (const s of all) process.stdout.write(`${s.slot}\t${s.plugin ?? 'physical'}\t${s.active ? `yes (pid ${s.activePid})` : 'no'}\t${s.walStatus ?? '-'}\t${s.retainedBytes}\n`);
+      }
+      const over = warnBytes === null ? [] : all.filter((s) => s.retainedBytes > warnBytes);
+      for (const s of over) process.stderr.write(`WARN slot ${s.slot} retains ${s.retainedBytes} bytes of WAL, above --warn-bytes ${warnBytes}${s.active ? '' : ' and nobody reads it'}\n`);
+      if (over.length > 0) process.exitCode = 1;
+      return;
+    } finally {
+      await c.end().catch(() => {});
+    }
+  }
+  const { initSchema } = await import('../outbox/schema.ts');
+  try {
+    const which = inbox ? 'inbox' : 'outbox';
+    const r = await initSchema(c, which);
+    process.stdout.write(`${which} tables ${r.created ? 'created' : 'already present'} (schema version ${r.version})\n`);
+  } catch (err) {
+    throw new CommandError(`outbox init failed: ${(err as Error).message}`);
+  } finally {
+    await c.end().catch(() => {});
+  }
+}

@@ -1,0 +1,60 @@
+// Coordinator.AcquireLease / RenewLease / ReleaseLease: every request is a
+// lease command proposed through the log with the leader's clock, and the
+// answer is what the lease table said when it applied (src/lease/state.ts),
+// never this leader's memory. A follower redirects like every other write.
+// Each request is idempotent (R7): the holder asking again for a lease it
+// holds gets the same epoch, extended.
+
+import type * as grpc from '@grpc/grpc-js';
+import { encodeLeaseCommand, LEASE_HOLDER, LEASE_NAME, LEASE_TTL_MAX_MS, LEASE_TTL_MIN_MS, type LeaseCommand, type LeaseTable } from '../lease/state.ts';
+import type { CoordinatorHandlers, LeaseMethod, LeaseRequest, LeaseResponse } from '../transport/coordinator-rpc.ts';
+import { invalidArgument } from '../transport/validate.ts';
+import type { NodeConfig } from './config.ts';
+import type { Driver } from './driver.ts';
+import { toServiceError, withTimeout } from './raft-node-service.ts';
+
+export interface LeaseServiceDeps {
+  cfg: NodeConfig;
+  driver: Driver<unknown>;
+  leases: LeaseTable;
+  nowMs: () => number;
+}
+
+/** Why a lease request is malformed, or null. */
+export function leaseRequestProblem(r: LeaseRequest, kind: LeaseCommand['t']): string | null {
+  if (!LEASE_NAME.test(r.name)) return `lease name ${JSON.stringify(r.name.slice(0, 64))} must be 1–128 letters, digits, "_", ".", ":", "/" or "-"`;
+  if (!LEASE_HOLDER.test(r.holder)) return `lease holder ${JSON.stringify(r.holder.slice(0, 64))} must be 1–128 letters, digits, "_", ".", ":", "@" or "-"`;
+  if (kind !== 'lease.acquire' && !(Number.isSafeInteger(r.epoch) && r.epoch >= 1)) return 'renewing or releasing a lease needs the epoch it was granted (1 or more)';
+  if (kind !== 'lease.release' && !(r.ttlMs >= LEASE_TTL_MIN_MS && r.ttlMs <= LEASE_TTL_MAX_MS)) return `ttl_ms must be ${LEASE_TTL_MIN_MS}–${LEASE_TTL_MAX_MS}`;
+  return null;
+}
+
+export function leaseApi(deps: LeaseServiceDeps): Pick<CoordinatorHandlers, LeaseMethod> {
+  const { cfg, driver, leases } = deps;
+  const handle =
+    (kind: LeaseCommand['t']): grpc.handleUnaryCall<LeaseRequest, LeaseResponse> =>
+    (call, cb) => {
+      const r = call.request;
+      const problem = leaseRequestProblem(r, kind);
+      if (problem !== null) return cb(invalidArgument(problem));
+      const atMs = deps.nowMs();
+      const cmd: LeaseCommand =
+        kind === 'lease.acquire'
+          ? { t: kind, name: r.name, holder: r.holder, ttlMs: r.ttlMs, atMs }
+          : kind === 'lease.renew'
+            ? { t: kind, name: r.name, holder: r.holder, epoch: r.epoch, ttlMs: r.ttlMs, atMs }
+            : { t: kind, name: r.name, holder: r.holder, epoch: r.epoch, atMs };
+      withTimeout<number>(
+        kind,
+        (done) => driver.propose(encodeLeaseCommand(cmd), (err, applied) => done(err, applied?.index)),
+        (err, index) => {
+          if (err) return cb(toServiceError(cfg, err));
+          // The proposer's callback fires right after its entry applied, so `last` is that entry's result.
+          const res = leases.last;
+          if (res === null || res.index !== index) return cb(toServiceError(cfg, new Error(`${kind}: the result of index ${index} is gone; retry`)));
+          cb(null, { granted: res.granted, reason: res.reason, lease: res.lease, clockMs: res.clockMs });
+        },
+      );
+    };
+  return { AcquireLease: handle('lease.acquire'), RenewLease: handle('lease.renew'), ReleaseLease: handle('lease.release') };
+}

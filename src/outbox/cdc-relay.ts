@@ -1,0 +1,145 @@
+// The CDC relay: reads committed outbox inserts from a PostgreSQL logical
+// replication slot (the test_decoding plugin), in commit order, and confirms
+// the slot's position only after the broker confirmed every event up to it.
+//
+// It peeks (pg_logical_slot_peek_changes, which moves nothing), publishes,
+// and then advances the slot (pg_replication_slot_advance) to the end of the
+// last transaction whose events were all confirmed. A crash anywhere before
+// the advance republishes from the old position with the same message ids.
+// Peeking and advancing by SQL, rather than streaming over a replication
+// connection, keeps "confirmed only after the broker confirmed" in one place
+// that is easy to read; it costs a round trip per batch.
+//
+// A slot nobody reads keeps WAL until the disk is full (one such slot kept
+// 412 GB until PostgreSQL stopped with "No space left on device"). The relay
+// refuses a server with max_slot_wal_keep_size = -1 (unbounded) unless told
+// otherwise, and reports every slot's retained WAL (slots()).
+import { explainMissingTable, type Queryable } from './schema.ts';
+import { publishInOrder, type Fence, type PendingEvent } from './polling-relay.ts';
+import type { Sink } from './sink.ts';
+
+export class CdcRefusal extends Error {
+  override name = 'CdcRefusal';
+}
+
+export interface SlotInfo {
+  slot: string;
+  plugin: string | null;
+  active: boolean;
+  activePid: number | null;
+  walStatus: string | null;
+  retainedBytes: number;
+}
+
+export async function slots(db: Queryable): Promise<SlotInfo[]> {
+  const r = await db.query<{ slot_name: string; plugin: string | null; active: boolean; active_pid: number | null; wal_status: string | null; retained: string | null }>(
+    `SELECT slot_name, plugin, active, active_pid, wal_status, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::text AS retained FROM pg_replication_slots ORDER BY slot_name`,
+  );
+  return r.rows.map((s) => ({ slot: s.slot_name, plugin: s.plugin, active: s.active, activePid: s.active_pid, walStatus: s.wal_status, retainedBytes: Number(s.retained ?? 0) }));
+}
+
+/** Refuses a server the CDC relay cannot use safely, saying why and what to set. */
+export async function checkCdcServer(db: Queryable, allowUnboundedSlot: boolean): Promise<void> {
+  const level = (await db.query<{ wal_level: string }>('SHOW wal_level')).rows[0].wal_level;
+  if (level !== 'logical') throw new CdcRefusal(`PostgreSQL has wal_level = ${level}; the CDC relay needs wal_level = logical (a server restart), or use the polling relay`);
+  const keep = (await db.query<{ max_slot_wal_keep_size: string }>('SHOW max_slot_wal_keep_size')).rows[0].max_slot_wal_keep_size;
+  if (keep === '-1' && !allowUnboundedSlot)
+    throw new CdcRefusal(
+      'PostgreSQL has max_slot_wal_keep_size = -1: a replication slot whose reader stops keeps WAL without bound until the disk is full and PostgreSQL stops ' +
+        '(one such slot kept 412 GB until "No space left on device"). Set max_slot_wal_keep_size (e.g. 10GB), or pass --allow-unbounded-slot to accept that risk',
+    );
+}
+
+/** Creates the slot (test_decoding) if missing; refuses one with another plugin or held by another program. */
+export async function ensureSlot(db: Queryable, slot: string): Promise<void> {
+  const s = (await slots(db)).find((x) => x.slot === slot);
+  if (s === undefined) {
+    await db.query(`SELECT pg_create_logical_replication_slot($1, 'test_decoding')`, [slot]);
+    return;
+  }
+  if (s.plugin !== 'test_decoding') throw new CdcRefusal(`replication slot ${slot} uses plugin ${s.plugin ?? '(physical)'}, not test_decoding: it belongs to another program; choose another --slot`);
+  if (s.active) throw new CdcRefusal(`replication slot ${slot} is in use by PostgreSQL process ${s.activePid}: another program reads it; stop it or choose another --slot`);
+}
+
+const COLUMN = /(\w+)\[[^\]]+\]:('(?:[^']|'')*'|\S+)/g;
+
+/** The columns of a test_decoding INSERT line into verdict_outbox, or null for any other line. */
+export function parseOutboxInsert(line: string): Record<string, string | null> | null {
+  const head = 'table public.verdict_outbox: INSERT: ';
+  if (!line.startsWith(head)) return null;
+  const out: Record<string, string | null> = {};
+  for (const m of line.slice(head.length).matchAll(COLUMN)) {
+    const v = m[2];
+    out[m[1]] = v === 'null' ? null : v.startsWith("'") ? v.slice(1, -1).replaceAll("''", "'") : v;
+  }
+  return out;
+}
+
+export interface CdcRelayOptions {
+  db: Queryable;
+  sink: Sink;
+  /** The relay's single lease (partition 0): one CDC relay reads a slot at a time. */
+  fence: Fence;
+  slot: string;
+  changesMax?: number;
+  concurrency?: number;
+  publishTimeoutMs?: number;
+  onError?: (err: unknown) => void;
+}
+
+export class CdcRelay {
+  constructor(private readonly o: CdcRelayOptions) {}
+
+  /** One batch: peek, publish in commit order, advance the slot past what was confirmed. */
+  async round(): Promise<{ read: number; published: number; failed: number; advancedTo: string | null }> {
+    const owned = this.o.fence.owned();
+    if (!owned.has(0)) return { read: 0, published: 0, failed: 0, advancedTo: null };
+    let changes: { lsn: string; data: string }[];
+    try {
+      changes = (await this.o.db.query<{ lsn: string; data: string }>(`SELECT lsn::text AS lsn, data FROM pg_logical_slot_peek_changes($1, NULL, $2)`, [this.o.slot, this.o.changesMax ?? 1_000])).rows;
+    } catch (err) {
+      const e = err as { message?: string };
+      if (/is active for PID/.test(e.message ?? '')) throw new CdcRefusal(`replication slot ${this.o.slot}: ${e.message}; another program reads it`);
+      throw explainMissingTable(err, 'outbox');
+    }
+    // Only whole transactions: events are taken up to the last COMMIT seen.
+    const events: PendingEvent[] = [];
+    const commitOf: string[] = [];
+    let pending: PendingEvent[] = [];
+    let lastCommit: string | null = null;
+    for (const c of changes) {
+      if (c.data.startsWith('BEGIN')) pending = [];
+      else if (c.data.startsWith('COMMIT')) {
+        for (const e of pending) {
+          events.push(e);
+          commitOf.push(c.lsn);
+        }
+        pending = [];
+        lastCommit = c.lsn;
+      } else {
+        const row = parseOutboxInsert(c.data);
+        if (row === null) continue;
+        let payload: unknown;
+        try {
+          payload = JSON.parse(row.payload ?? 'null');
+        } catch {
+          throw new CdcRefusal(`outbox row ${row.id} at ${c.lsn} has a payload the relay cannot read back as JSON`);
+        }
+        pending.push({
+          key: String(events.length + pending.length),
+          partition: 0,
+          message: { id: row.event_id ?? '', aggregate: row.aggregate ?? '', seq: Number(row.seq), type: row.type ?? '', epoch: 0, payload },
+        });
+      }
+    }
+    const { done, failed } = await publishInOrder(events, { ...this.o, concurrency: this.o.concurrency ?? 32, publishTimeoutMs: this.o.publishTimeoutMs ?? 5_000 }, owned);
+    // Advance only past a prefix of transactions whose every event was confirmed.
+    const confirmed = new Set(done);
+    let upTo = failed === 0 ? lastCommit : null;
+    if (failed > 0) {
+      for (let i = 0; i < events.length && confirmed.has(events[i].key); i++) if (i + 1 === events.length || commitOf[i + 1] !== commitOf[i]) upTo = commitOf[i];
+    }
+    if (upTo !== null) await this.o.db.query('SELECT pg_replication_slot_advance($1, $2::pg_lsn)', [this.o.slot, upTo]);
+    return { read: events.length, published: done.length, failed, advancedTo: upTo };
+  }
+}
