@@ -134,17 +134,20 @@ export class LeaseKeeper implements Fence {
         else this.member = null;
       }
       let others = 0;
-      for (let slot = 0; slot < slots; slot++) {
-        if (this.member?.slot === slot) continue;
-        const sentAtMs = this.nowMs();
-        // Acquire while this relay has no slot (the lowest free one); otherwise a renew that cannot match reads the slot without changing it.
-        const r = this.member === null ? await call('AcquireLease', slot, 0) : await call('RenewLease', slot, 1);
-        if (r.granted && r.lease !== null && r.lease.holder === this.o.holder && this.member === null) {
-          this.member = { slot, held: { epoch: r.lease.epoch, validUntilMs: sentAtMs + this.ttlMs - this.guardMs } };
-          continue;
-        }
+      const seen = (r: { lease: { holder: string; expiresAtMs: number } | null; clockMs: number }): void => {
         if (r.lease !== null && r.lease.holder !== '' && r.lease.holder !== this.o.holder && r.lease.expiresAtMs > r.clockMs) others++;
+      };
+      let slot = 0;
+      // Without a slot: acquire the lowest free one, in order.
+      for (; this.member === null && slot < slots; slot++) {
+        const sentAtMs = this.nowMs();
+        const r = await call('AcquireLease', slot, 0);
+        if (r.granted && r.lease !== null && r.lease.holder === this.o.holder) this.member = { slot, held: { epoch: r.lease.epoch, validUntilMs: sentAtMs + this.ttlMs - this.guardMs } };
+        else seen(r);
       }
+      // The rest are read, in parallel, with a renew that cannot match (it changes nothing).
+      const rest = Array.from({ length: slots }, (_, s) => s).filter((s) => s >= slot && s !== this.member?.slot);
+      for (const r of await Promise.all(rest.map((s) => call('RenewLease', s, 1)))) seen(r);
       return this.member === null ? null : others + 1;
     } catch {
       return null;
