@@ -21,6 +21,8 @@ export const EPOCH_HEADER = 'Verdict-Epoch';
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const SUBJECT = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,7}$/;
 const CONNECT_TIMEOUT_MS = 3_000;
+const ACK_PENDING_MAX = 256;
+const FETCH_MAX = 64;
 
 export class NatsSinkError extends Error {
   override name = 'NatsSinkError';
@@ -132,12 +134,15 @@ export interface InboxConsumer {
 }
 
 /**
- * A durable JetStream consumer feeding Inbox.handle, one message in flight
- * (max_ack_pending 1), so the stream's order, which per aggregate is commit
- * order, is the order of effects. A message is acknowledged after the inbox's
+ * A durable JetStream consumer feeding Inbox.handle one message at a time, in
+ * delivery order, so the stream's order, which per aggregate is commit order,
+ * is the order of effects. A message is acknowledged after the inbox's
  * transaction committed; an effect that fails is retried in place (bounded
- * back-off) before the next message, never skipped. A message that is not an
- * outbox message is terminated (never redelivered) and counted as refused.
+ * back-off) before the next message, never skipped. Up to ACK_PENDING_MAX
+ * messages are fetched ahead: one the broker redelivers out of order (its ack
+ * was lost) was applied already, and the inbox answers it as a duplicate. A
+ * message that is not an outbox message is terminated (never redelivered) and
+ * counted as refused.
  */
 export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> {
   checkTarget(o);
@@ -147,10 +152,16 @@ export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> 
   try {
     await jsm.consumers.info(o.stream, o.durable);
   } catch {
-    await jsm.consumers.add(o.stream, { durable_name: o.durable, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, max_ack_pending: 1, ack_wait: ackWaitMs * 1_000_000 });
+    await jsm.consumers.add(o.stream, {
+      durable_name: o.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      max_ack_pending: ACK_PENDING_MAX,
+      ack_wait: ackWaitMs * 1_000_000,
+    });
   }
   const consumer = await nc.jetstream().consumers.get(o.stream, o.durable);
-  const messages = await consumer.consume({ max_messages: 1 });
+  const messages = await consumer.consume({ max_messages: FETCH_MAX });
   const counts = { applied: 0, duplicate: 0, 'stale-epoch': 0, refused: 0, failed: 0 };
   let stopping = false;
   let db: pg.Client | null = null;

@@ -168,17 +168,19 @@ async function consumer(stream: string, durable: string): Promise<InboxConsumer>
 }
 
 /** Every committed event of the tag's aggregates applied once, in seq order per aggregate; nothing rolled back. */
-async function expectExactlyOnceInOrder(tag: string, rolledBack: string[], timeoutMs = 60_000): Promise<number> {
+async function expectExactlyOnceInOrder(tag: string, rolledBack: string[], timeoutMs = 60_000, diag: () => Promise<unknown> = async () => null): Promise<number> {
   const committed = await sql<{ event_id: string; aggregate: string; seq: string }>(pgServer.url('shop'), `SELECT event_id, aggregate, seq FROM verdict_outbox WHERE aggregate LIKE $1`, [`${tag}-%`]);
   let applied: { event_id: string; aggregate: string; seq: string }[] = [];
+  let last = '';
   await waitFor(
     `all ${committed.length} committed events of ${tag} applied`,
     timeoutMs,
     async () => {
       applied = await sql(pgServer.url('consumer'), 'SELECT event_id, aggregate, seq FROM effects WHERE aggregate LIKE $1 ORDER BY n', [`${tag}-%`]);
+      if (applied.length < committed.length) last = JSON.stringify(await diag());
       return applied.length >= committed.length ? true : undefined;
     },
-    () => `${applied.length} applied`,
+    () => `${applied.length} applied; ${last}`,
   );
   // Exactly once: as many effects as committed events, each id once, and only committed ids.
   expect(applied.length).toBe(committed.length);
@@ -221,7 +223,7 @@ describe('verdict outbox relay (process)', () => {
     await sleep(2_000);
     await writers.stop();
     expect(writers.written).toBeGreaterThan(50);
-    const n = await expectExactlyOnceInOrder('faults', writers.rolledBack, 90_000);
+    const n = await expectExactlyOnceInOrder('faults', writers.rolledBack, 90_000, async () => ({ relay: await a.metrics(), inbox: inbox.counts }));
     expect(writers.rolledBack.length).toBeGreaterThan(0);
     // The late event besides the writers'; a COMMIT cut by the restart may have committed without the writer knowing.
     expect(n).toBeGreaterThanOrEqual(writers.written + 1);
