@@ -3,14 +3,15 @@
 // window is dropped by the broker itself (the PubAck says `duplicate`), and
 // resolves only on the PubAck, which JetStream sends once the message is
 // stored. The partition's lease epoch rides in a header as well as in the
-// body. The consumer side (consumeToInbox) feeds the stream to Inbox.handle
-// one message at a time, acknowledging only after the inbox's transaction
-// committed, so the effect happens exactly once and in stream order.
+// body. The consumer side (consumeToInbox) feeds the stream to Inbox.handle,
+// different aggregates in parallel and each aggregate's messages one at a
+// time in stream order, acknowledging only after the inbox's transaction
+// committed, so each effect happens exactly once and in its aggregate's order.
 //
 // The connection is made lazily and remade after a failure: a broker that is
 // down at the relay's start, or restarted under it, fails publishes (the rows
 // stay unpublished) until it is back.
-import { AckPolicy, DeliverPolicy, connect, headers, type JetStreamManager, type NatsConnection } from 'nats';
+import { AckPolicy, DeliverPolicy, connect, headers, type JetStreamManager, type JsMsg, type NatsConnection } from 'nats';
 import type { Inbox, InboxResult } from './inbox.ts';
 import { decodeMessage, encodeMessage, MessageError, type OutboxMessage } from './message.ts';
 import pg from 'pg';
@@ -118,9 +119,11 @@ export interface ConsumeOptions extends NatsTarget {
   /** The durable consumer's name (one per consuming service). */
   durable: string;
   inbox: Inbox;
-  /** The consumer's database (holds the inbox tables); one connection, remade after a failure. */
+  /** The consumer's database (holds the inbox tables); one connection per aggregate in progress, remade after a failure. */
   pgUrl: string;
   effect: (tx: Queryable, m: OutboxMessage) => Promise<void>;
+  /** Aggregates applied at once, each on its own PostgreSQL connection (default 16). */
+  concurrency?: number;
   /** How long a message may stay unacknowledged before the broker redelivers it (default 30 s). */
   ackWaitMs?: number;
   onResult?: (m: OutboxMessage, r: InboxResult) => void;
@@ -133,20 +136,32 @@ export interface InboxConsumer {
   stop(): Promise<void>;
 }
 
+interface Delivery {
+  jm: JsMsg;
+  m: OutboxMessage;
+}
+
 /**
- * A durable JetStream consumer feeding Inbox.handle one message at a time, in
- * delivery order, so the stream's order, which per aggregate is commit order,
- * is the order of effects. A message is acknowledged after the inbox's
- * transaction committed; an effect that fails is retried in place (bounded
- * back-off) before the next message, never skipped. Up to ACK_PENDING_MAX
- * messages are fetched ahead: one the broker redelivers out of order (its ack
- * was lost) was applied already, and the inbox answers it as a duplicate. A
- * message that is not an outbox message is terminated (never redelivered) and
- * counted as refused.
+ * A durable JetStream consumer feeding Inbox.handle. Messages are read in
+ * stream order and queued per aggregate; each aggregate has at most one
+ * message in progress, taken in the order its messages arrived, so the
+ * stream's order, which per aggregate is commit order, is the order of its
+ * effects. Up to `concurrency` aggregates are applied at once, each on its own
+ * connection. A message is acknowledged after the inbox's transaction
+ * committed; an effect that fails is retried in place (bounded back-off)
+ * before the aggregate's next message, never skipped, while other aggregates
+ * go on. Up to ACK_PENDING_MAX messages are outstanding: one the broker
+ * redelivers (its ack was lost, or it waited longer than ackWaitMs) queues
+ * behind the original and the inbox answers it as a duplicate. A message
+ * that is not an outbox message is terminated (never redelivered) and counted
+ * as refused.
  */
 export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> {
   checkTarget(o);
   if (!NAME.test(o.durable)) throw new NatsSinkError(`consumer name ${JSON.stringify(o.durable)} must be 1–64 letters, digits, _ or -`);
+  const concurrency = o.concurrency ?? 16;
+  if (!(Number.isInteger(concurrency) && concurrency >= 1 && concurrency <= ACK_PENDING_MAX))
+    throw new NatsSinkError(`consumer concurrency ${concurrency} must be an integer from 1 to ${ACK_PENDING_MAX}`);
   const { nc, jsm } = await open(o, `verdict-inbox-${o.durable}`);
   const ackWaitMs = o.ackWaitMs ?? 30_000;
   try {
@@ -164,9 +179,61 @@ export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> 
   const messages = await consumer.consume({ max_messages: FETCH_MAX });
   const counts = { applied: 0, duplicate: 0, 'stale-epoch': 0, refused: 0, failed: 0 };
   let stopping = false;
-  let db: pg.Client | null = null;
+  // Per aggregate, the messages not yet applied, the first one in progress.
+  const queues = new Map<string, Delivery[]>();
+  const running = new Set<Promise<void>>();
+  const idle: pg.Client[] = [];
+  const waiting: (() => void)[] = [];
+  let slots = concurrency;
+  const acquire = async (): Promise<void> => {
+    if (slots > 0) slots--;
+    else await new Promise<void>((r) => waiting.push(r));
+  };
+  const release = (): void => {
+    const next = waiting.shift();
+    if (next !== undefined) next();
+    else slots++;
+  };
+
+  // Applies one aggregate's queue, front to back, on one connection.
+  const drain = async (aggregate: string, queue: Delivery[]): Promise<void> => {
+    await acquire();
+    let db = idle.pop() ?? null;
+    try {
+      while (queue.length > 0 && !stopping) {
+        const { jm, m } = queue[0];
+        for (let attempt = 0; ; attempt++) {
+          try {
+            db ??= await connectPg(o.pgUrl);
+            const r = await o.inbox.handle(db, m, (tx) => o.effect(tx, m));
+            counts[r]++;
+            o.onResult?.(m, r);
+            jm.ack();
+            break;
+          } catch (err) {
+            counts.failed++;
+            o.onError?.(err);
+            await db?.end().catch(() => {});
+            db = null;
+            // Stopping: leave it unacknowledged; the broker redelivers it to the next run.
+            if (stopping) return;
+            for (const d of queue) d.jm.working();
+            await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** Math.min(attempt, 6))));
+          }
+        }
+        queue.shift();
+      }
+    } finally {
+      // Nothing awaits between the last shift and here: no message joins a queue being dropped.
+      queues.delete(aggregate);
+      if (db !== null) idle.push(db);
+      release();
+    }
+  };
+
   const loop = (async () => {
     for await (const jm of messages) {
+      if (stopping) return;
       let m: OutboxMessage;
       try {
         m = decodeMessage(jm.data);
@@ -176,26 +243,15 @@ export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> 
         jm.term();
         continue;
       }
-      for (let attempt = 0; ; attempt++) {
-        try {
-          db ??= await connectPg(o.pgUrl);
-          const r = await o.inbox.handle(db, m, (tx) => o.effect(tx, m));
-          counts[r]++;
-          o.onResult?.(m, r);
-          jm.ack();
-          break;
-        } catch (err) {
-          counts.failed++;
-          o.onError?.(err);
-          await db?.end().catch(() => {});
-          db = null;
-          // Stopping: leave it unacknowledged; the broker redelivers it to the next run.
-          if (stopping) return;
-          jm.working();
-          await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** Math.min(attempt, 6))));
-        }
+      const queue = queues.get(m.aggregate);
+      if (queue !== undefined) {
+        queue.push({ jm, m });
+        continue;
       }
-      if (stopping) return;
+      const fresh = [{ jm, m }];
+      queues.set(m.aggregate, fresh);
+      const p = drain(m.aggregate, fresh).finally(() => running.delete(p));
+      running.add(p);
     }
   })();
   return {
@@ -204,7 +260,8 @@ export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> 
       stopping = true;
       messages.stop();
       await loop.catch(() => {});
-      await db?.end().catch(() => {});
+      await Promise.all([...running]);
+      await Promise.all(idle.splice(0).map((c) => c.end().catch(() => {})));
       await nc.close().catch(() => {});
     },
   };

@@ -93,6 +93,90 @@ describe('outbox over NATS JetStream', () => {
     }
   }, 60_000);
 
+  it('the consumer applies different aggregates in parallel, each in stream order, retrying a failed effect in place; a stale epoch is dropped', async () => {
+    const target = { url: nats.url, stream: 'PAR', subject: 'par.events' };
+    const sink = new NatsSink(target);
+    const msg = (aggregate: string, seq: number, epoch = 1) => ({ id: `par-${aggregate}-${seq}-${epoch}`, aggregate, seq, type: 't', epoch, payload: { seq } });
+    try {
+      // Stream order: all of slow's events first, then fast's, then a retry case, then an epoch change.
+      for (let seq = 1; seq <= 3; seq++) await sink.publish(msg('slow', seq), 5_000);
+      for (let seq = 1; seq <= 5; seq++) await sink.publish(msg('fast', seq), 5_000);
+      for (let seq = 1; seq <= 3; seq++) await sink.publish(msg('flaky', seq), 5_000);
+      await sink.publish(msg('fenced', 1, 2), 5_000);
+      await sink.publish(msg('fenced', 2, 1), 5_000);
+      await sink.publish(msg('fenced', 3, 2), 5_000);
+
+      const order = new Map<string, number[]>();
+      let inFlight = 0;
+      let maxInFlight = 0;
+      let fastDone!: () => void;
+      const fastApplied = new Promise<void>((r) => (fastDone = r));
+      let slowStarted!: () => void;
+      const slowRunning = new Promise<void>((r) => (slowStarted = r));
+      let flakyFailures = 0;
+      const consumer = await consumeToInbox({
+        ...target,
+        durable: 'par',
+        concurrency: 4,
+        inbox: new Inbox({ retentionMs: 3 * 24 * 3600_000 }),
+        pgUrl: server.url('consumer'),
+        effect: async (tx, m) => {
+          inFlight++;
+          maxInFlight = Math.max(maxInFlight, inFlight);
+          try {
+            // slow's first effect waits for every fast one, and fast's first starts only once slow's is running:
+            // the two overlap, and a consumer applying one message at a time never gets past slow's first.
+            if (m.aggregate === 'slow' && m.seq === 1) {
+              slowStarted();
+              await fastApplied;
+            }
+            if (m.aggregate === 'fast' && m.seq === 1) await slowRunning;
+            if (m.aggregate === 'flaky' && m.seq === 2 && flakyFailures < 2) {
+              flakyFailures++;
+              throw new Error('flaky effect');
+            }
+            await tx.query('INSERT INTO effects VALUES ($1, $2, $3)', [m.aggregate, m.seq, m.seq]);
+          } finally {
+            inFlight--;
+          }
+        },
+        onResult: (m, r) => {
+          if (r !== 'applied') return;
+          order.set(m.aggregate, [...(order.get(m.aggregate) ?? []), m.seq]);
+          if (m.aggregate === 'fast' && m.seq === 5) fastDone();
+        },
+      });
+      try {
+        await waitFor('13 effects and 1 stale message', () => consumer.counts.applied === 13 && consumer.counts['stale-epoch'] === 1, 30_000);
+      } finally {
+        await consumer.stop();
+      }
+      expect(maxInFlight).toBeGreaterThan(1);
+      expect(order.get('fast')).toEqual([1, 2, 3, 4, 5]);
+      expect(order.get('slow')).toEqual([1, 2, 3]);
+      expect(order.get('flaky')).toEqual([1, 2, 3]);
+      expect(order.get('fenced')).toEqual([1, 3]);
+      expect(flakyFailures).toBe(2);
+      expect(consumer.counts.failed).toBe(2);
+      expect(consumer.counts.duplicate).toBe(0);
+      const rows = await sql<{ n: string }>(server.url('consumer'), "SELECT count(*) AS n FROM effects WHERE aggregate IN ('slow', 'fast', 'flaky', 'fenced')");
+      expect(Number(rows[0].n)).toBe(13);
+      // Every message was acknowledged: nothing is left for the durable consumer.
+      const nc = await connect({ servers: `127.0.0.1:${nats.port}` });
+      const info = await (await nc.jetstreamManager()).consumers.info('PAR', 'par');
+      await nc.close();
+      expect(info.num_ack_pending + info.num_pending).toBe(0);
+    } finally {
+      await sink.close();
+    }
+  }, 60_000);
+
+  it('refuses a consumer concurrency outside 1..256', async () => {
+    const o = { url: nats.url, stream: 'PAR', subject: 'par.events', durable: 'bad', inbox: new Inbox({ retentionMs: 3 * 24 * 3600_000 }), pgUrl: server.url('consumer'), effect: async () => {} };
+    await expect(consumeToInbox({ ...o, concurrency: 0 })).rejects.toThrow(/concurrency 0 must be an integer from 1 to 256/);
+    await expect(consumeToInbox({ ...o, concurrency: 1.5 })).rejects.toThrow(/concurrency 1.5/);
+  });
+
   it('a broker that is down: the publish fails, nothing is marked, the lag grows; the rows go once it is back', async () => {
     const sink = new NatsSink({ url: nats.url, stream: 'DOWN', subject: 'down.events' });
     const db = new pg.Client({ connectionString: server.url('shop') });
