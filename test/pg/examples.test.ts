@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster, freePorts, ROOT, tempDir, useProcessCleanup } from '../process/harness.ts';
+import { startNats, type NatsServer } from '../nats-harness.ts';
 import { preparedXacts, sql, startPostgres, type PgServer } from './harness.ts';
 
 const RUN_MS = 180_000;
@@ -119,6 +120,40 @@ describe('examples/seat-payment: a TCC seat reservation and a PostgreSQL payment
       expect(r.code, r.out).toBe(0);
       expect(await sql(env.SEATS_URL, "SELECT free, held, sold FROM shows WHERE id = 'show-1'")).toEqual([{ free: 98, held: 0, sold: 2 }]);
       expect(await preparedXacts(env.BANK_URL)).toEqual([]);
+    },
+    RUN_MS,
+  );
+});
+
+describe('examples/outbox-orders: the outbox, the relay as a process, NATS JetStream and the inbox', () => {
+  useProcessCleanup();
+  let pgServer: PgServer;
+  let nats: NatsServer;
+  let cluster: Cluster;
+
+  beforeAll(async () => {
+    [pgServer, nats] = await Promise.all([startPostgres({ databases: ['shop', 'stock'], maxPreparedTransactions: null }), startNats()]);
+    cluster = await Cluster.start({ nodes: 3, logLevel: 'warn' });
+    await cluster.waitForLeader();
+  }, RUN_MS);
+  afterAll(async () => {
+    await Promise.all([pgServer?.stop(), nats?.stop()]);
+  });
+
+  it(
+    'run.sh: the 20 committed orders take effect once in stock, the rolled-back one never',
+    async () => {
+      const env = {
+        SHOP_URL: pgServer.url('shop'),
+        STOCK_URL: pgServer.url('stock'),
+        NATS_URL: nats.url,
+        VERDICT_ENDPOINTS: cluster.nodes.map((n) => n.address).join(','),
+      };
+      const r = await runExample('bash', [join('examples', 'outbox-orders', 'run.sh')], env);
+      expect(r.out).toMatch(/^orders placed 20 \(\+1 rolled back\); applied 20; stock 1000 -> 980; rolled-back order applied: false$/m);
+      expect(r.code, r.out).toBe(0);
+      expect(await sql(env.STOCK_URL, "SELECT available FROM stock WHERE sku = 'book'")).toEqual([{ available: 980 }]);
+      expect(await sql(env.STOCK_URL, 'SELECT count(*)::int AS n FROM verdict_inbox')).toEqual([{ n: 20 }]);
     },
     RUN_MS,
   );
