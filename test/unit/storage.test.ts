@@ -625,5 +625,5 @@ describe('DiskLogStore: SIGKILL while writing', () => {
       expect(e.data).toEqual(crashPayload(e.index));
     });
     expect(recovered.hardState.commit).toBeLessThanOrEqual(entries.length);
-  }, 30_000);
+  }, 60_000);
 });
