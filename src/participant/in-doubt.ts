@@ -27,9 +27,13 @@ export interface InDoubtOptions {
 }
 
 /** Retry interval of an urgent question while it fails (no leader yet, a follower's redirect to the dead one). */
-export const URGENT_ASK_INTERVAL_MS = 50;
-/** Urgent retries before the capped exponential backoff takes over (3 s of them). */
-export const URGENT_ASKS_MAX = 60;
+export const URGENT_ASK_INTERVAL_MS = 100;
+/**
+ * Urgent retries before the capped exponential backoff takes over (15 s of
+ * them): an election on a loaded machine can take seconds, and a backoff
+ * that has doubled to several seconds by then would add as much again.
+ */
+export const URGENT_ASKS_MAX = 150;
 
 /** queued: waits for an ask slot; asking: a question in flight; waiting: backing off; applying: outcome learned. */
 interface Resolver {
