@@ -119,7 +119,7 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
   const registered = new Promise<void>((resolve) => {
     const attempt = (): void => {
       if (stopping) return;
-      link.register(o.serviceId, address).then(
+      link.register(o.serviceId, address, o.postgres ? 'saga-postgres' : 'saga-memory').then(
         () => {
           log.info({ address }, 'step service registered with the cluster');
           resolve();
