@@ -28,7 +28,7 @@ import { channelCredentials, serverCredentials } from '../transport/tls-credenti
 import { guardService } from '../transport/validate.ts';
 import { sagaStepService, type SagaStepHandlers, type StepCall, type StepResult } from '../transport/saga-rpc.ts';
 import type { StepRequest } from './engine.ts';
-import { SagaInbox, type InboxRecord, type StepHandler } from './inbox.ts';
+import { ENDED_MAX, SagaInbox, type InboxRecord, type StepHandler } from './inbox.ts';
 import type { StepAnswer } from './engine.ts';
 import type { PgStepHandler } from './postgres-inbox.ts';
 import { STEPS_MAX, stepKey, type StepKind } from './state.ts';
@@ -100,15 +100,29 @@ export interface StepService {
   stop(): Promise<void>;
 }
 
-/** The journal keeps every step record of a saga not yet ended, and each end (which later refusals rest on). */
+/**
+ * What a compaction keeps: every step record of a saga not yet ended, and the
+ * newest ENDED_MAX ends (later refusals rest on them; the inbox remembers no
+ * more). Per saga, so an end costs its own records and not the whole journal's.
+ */
 class InboxFold {
-  private records: InboxRecord[] = [];
+  private readonly live = new Map<string, InboxRecord[]>();
+  private readonly ends = new Map<string, InboxRecord>();
   add(r: InboxRecord): void {
-    if (r.t === 'end') this.records = this.records.filter((x) => x.sagaId !== r.sagaId);
-    this.records.push(r);
+    if (r.t === 'end') {
+      this.live.delete(r.sagaId);
+      this.ends.delete(r.sagaId);
+      this.ends.set(r.sagaId, r);
+      while (this.ends.size > ENDED_MAX) this.ends.delete(this.ends.keys().next().value as string);
+      return;
+    }
+    const list = this.live.get(r.sagaId);
+    if (list) list.push(r);
+    else this.live.set(r.sagaId, [r]);
   }
   snapshot(): InboxRecord[] {
-    return [...this.records];
+    // Ends first: a saga ended and started again under the same id is refused by the inbox anyway.
+    return [...this.ends.values(), ...[...this.live.values()].flat()];
   }
 }
 
