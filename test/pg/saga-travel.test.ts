@@ -58,7 +58,7 @@ describe('travel booking: sagas across processes on PostgreSQL', () => {
     // the hotel would be abandoned and compensated; here an action outlasts the outage, so a
     // trip whose card is not declined must finish.
     const c = await Cluster.start({ nodes: 3, logLevel: 'warn', configExtra: () => ({ sagaActionAttemptsMax: 40 }) });
-    await c.waitForLeader();
+    await c.waitForLeader({ timeoutMs: 120_000 });
     const ports = await freePorts(4);
     const dir = tempDir('verdict-travel-');
     const envOf = (name: string, i: number): Record<string, string> => ({

@@ -53,7 +53,7 @@ describe('sagas on a TLS cluster', () => {
       },
       clientCredentials: creds(admin),
     });
-    await c.waitForLeader();
+    await c.waitForLeader({ timeoutMs: 120_000 });
     const endpoints = c.nodes.map((n) => n.address);
     const dir = tempDir('verdict-saga-tls-');
     const ports = await freePorts(3);
