@@ -757,9 +757,10 @@ export class CoordinatorEngine {
     });
   }
 
-  registerParticipant(id: string, endpoint: string, cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
+  /** `kind`: the resource kind, already checked against RESOURCE_KIND by the caller (the edge). */
+  registerParticipant(id: string, endpoint: string, kind: string, cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
     if (!this.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
-    this.io.propose({ t: 'register', id, endpoint, atMs: this.io.nowMs() }, (err, r) => {
+    this.io.propose({ t: 'register', id, endpoint, kind, atMs: this.io.nowMs() }, (err, r) => {
       if (err || !r || r.t !== 'register') return cb(new EngineError('outcome-unknown', `registration not committed: ${err?.message ?? 'no result'}; retry`));
       this.heardFrom(id);
       cb(null, r.participant);

@@ -17,7 +17,13 @@ export interface ParticipantRecord {
   id: string;
   endpoint: string;
   registeredAtMs: number;
+  /** What it keeps its data in, as it said at registration (RESOURCE_KIND); "unknown" when it did not say, or registered before kinds existed. */
+  resourceKind: string;
 }
+
+/** A resource kind as a participant names it: a short lower-case word (memory, postgres, mysql, tcc-postgres, saga-memory, ...). */
+export const RESOURCE_KIND = /^[a-z][a-z0-9-]{0,31}$/;
+export const RESOURCE_KIND_UNKNOWN = 'unknown';
 
 export interface Decision {
   txnId: string;
@@ -73,7 +79,8 @@ export interface HeuristicRecord extends OperatorAct {
 }
 
 export type Command =
-  | { t: 'register'; id: string; endpoint: string; atMs: number }
+  // `kind` is absent from registrations logged before resource kinds existed.
+  | { t: 'register'; id: string; endpoint: string; atMs: number; kind?: string }
   // `verdict participant remove`: the participant leaves the registry, unless a
   // decision in the table still names it and is not in `acked` (the decisions
   // the leader saw it acknowledge; the table itself does not track ACKs).
@@ -147,7 +154,12 @@ export class DecisionTable {
     if (isSagaCommand(cmd)) return this.sagas.apply(cmd, index);
     switch (cmd.t) {
       case 'register': {
-        const p: ParticipantRecord = { id: cmd.id, endpoint: cmd.endpoint, registeredAtMs: this.participants.get(cmd.id)?.registeredAtMs ?? cmd.atMs };
+        const p: ParticipantRecord = {
+          id: cmd.id,
+          endpoint: cmd.endpoint,
+          registeredAtMs: this.participants.get(cmd.id)?.registeredAtMs ?? cmd.atMs,
+          resourceKind: cmd.kind ?? RESOURCE_KIND_UNKNOWN,
+        };
         this.participants.set(cmd.id, p);
         return { t: 'register', participant: p };
       }
@@ -284,7 +296,8 @@ export class DecisionTable {
     this.tombstones.clear();
     this.heuristics.clear();
     this.resolutions.clear();
-    for (const p of o.p) this.participants.set(p.id, p);
+    // resourceKind is absent from snapshots written before resource kinds existed.
+    for (const p of o.p) this.participants.set(p.id, { ...p, resourceKind: typeof p.resourceKind === 'string' ? p.resourceKind : RESOURCE_KIND_UNKNOWN });
     for (const d of o.d) this.decisions.set(d.txnId, d);
     for (const [k, v] of o.t) this.tombstones.set(k, v);
     for (const [k, v] of o.h ?? []) this.heuristics.set(k, v);

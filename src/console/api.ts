@@ -257,8 +257,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
         lastSeenMs: activity.get(p.id)?.lastSeenMs ?? 0,
         inDoubt: activity.get(p.id)?.inDoubt ?? 0,
         connection: engine.isLeader() ? (deps.connection?.(p.endpoint) ?? '') : '',
-        // The cluster is not told a participant's resource kind at registration.
-        kind: 'not reported',
+        kind: p.resourceKind,
       })),
     };
   }

@@ -8,7 +8,7 @@
 
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswer, type TxnView } from '../commit/engine.ts';
-import type { DecisionOutcome, DecisionTable, HeuristicRecord, Resolution } from '../commit/state.ts';
+import { RESOURCE_KIND, RESOURCE_KIND_UNKNOWN, type DecisionOutcome, type DecisionTable, type HeuristicRecord, type Resolution } from '../commit/state.ts';
 import {
   OPERATOR_KEY,
   RECORDED_OUTCOME_KEY,
@@ -143,12 +143,13 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
 
   const leaderOnly = (): EngineError | null => (engine.isLeader() ? null : new EngineError('not-leader', 'not the leader'));
 
-  const participantInfo = (p: { id: string; endpoint: string; registeredAtMs: number }): ParticipantInfo => ({
+  const participantInfo = (p: { id: string; endpoint: string; registeredAtMs: number; resourceKind: string }): ParticipantInfo => ({
     participantId: p.id,
     endpoint: p.endpoint,
     registeredAtMs: p.registeredAtMs,
     lastSeenMs: 0,
     inDoubt: 0,
+    resourceKind: p.resourceKind,
   });
 
   const txnInfo = (t: TxnView): TxnInfo => ({
@@ -166,23 +167,35 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
   return {
     RegisterParticipant: (call, cb) => {
       const { clusterId, participantId, endpoint } = call.request;
+      // Older participants send no kind: it reads as "unknown".
+      const kind = call.request.resourceKind || RESOURCE_KIND_UNKNOWN;
       // Each refusal names its reason in `verdict-reason` metadata: the participant tells a fixable setting from a passing outage by it.
       if (clusterId !== cfg.clusterId) return cb(refuse(grpc.status.FAILED_PRECONDITION, 'wrong-cluster-id', `participant belongs to cluster "${clusterId}", this is cluster "${cfg.clusterId}"`));
       if (!ID.test(participantId))
         return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-participant-id', `participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
       if (!ENDPOINT.test(endpoint)) return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-endpoint', `endpoint ${JSON.stringify(endpoint)} must be host:port`));
+      if (!RESOURCE_KIND.test(kind))
+        return cb(
+          refuse(
+            grpc.status.INVALID_ARGUMENT,
+            'invalid-resource-kind',
+            `participant ${participantId}: resource kind ${JSON.stringify(kind.slice(0, 40))} must be 1–32 of a-z, 0-9 and "-", starting with a letter`,
+          ),
+        );
       // With TLS, a participant id belongs to the certificate named after it (src/transport/auth.ts); one
       // namespace with node ids, so that a participant's certificate is never taken for a node's.
       const refused = participantOnly(call, participantId, `registering participant "${participantId}"`);
       if (refused) return cb(refused);
       if (cfg.peers.has(participantId)) return cb(invalid(`participant id "${participantId}" is the id of a node of cluster "${cfg.clusterId}"; node and participant ids must differ`));
       const existing = table.participants.get(participantId);
-      // Re-registration at the same endpoint is a no-op, so a restarted participant costs no log write.
-      if (existing && existing.endpoint === endpoint) {
+      // Re-registration at the same endpoint (and kind) is a no-op, so a restarted participant costs no log write.
+      if (existing && existing.endpoint === endpoint && existing.resourceKind === kind) {
         engine.heardFrom(participantId);
         return cb(null, { participant: participantInfo(existing) });
       }
-      engine.registerParticipant(participantId, endpoint, (err, p) => (err || !p ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { participant: participantInfo(p) })));
+      engine.registerParticipant(participantId, endpoint, kind, (err, p) =>
+        err || !p ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { participant: participantInfo(p) }),
+      );
     },
     // Linearizable (ReadIndex): a registration acknowledged by the leader is
     // listed by whichever node answers, even one that has not applied it yet.

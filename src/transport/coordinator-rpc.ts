@@ -17,6 +17,8 @@ export interface RegisterParticipantRequest {
   clusterId: string;
   participantId: string;
   endpoint: string;
+  /** Empty (or absent) reads as "unknown"; see RESOURCE_KIND in src/commit/state.ts. */
+  resourceKind?: string;
 }
 export interface ParticipantInfo {
   participantId: string;
@@ -27,6 +29,7 @@ export interface ParticipantInfo {
   inDoubt?: number;
   /** The leader's connection to it (with activity): connected, connecting, down, idle; '' when not asked. */
   connection?: string;
+  resourceKind?: string;
 }
 export interface RegisterParticipantResponse {
   participant: ParticipantInfo | null;

@@ -560,8 +560,8 @@ export class SystemWorld implements FaultWorld {
       REGISTER_DEADLINE_MS,
       (c) => {
         // Re-registration at the same endpoint is answered without a log write, as the service does.
-        if (c.table.participants.get(p.id)?.endpoint === endpoint) return c.ok(true);
-        c.engine.registerParticipant(p.id, endpoint, (err) => (err ? c.fail(err) : c.ok(true)));
+        if (c.table.participants.get(p.id)?.endpoint === endpoint && c.table.participants.get(p.id)?.resourceKind === 'memory') return c.ok(true);
+        c.engine.registerParticipant(p.id, endpoint, 'memory', (err) => (err ? c.fail(err) : c.ok(true)));
       },
       (err) => {
         if (!err) {
