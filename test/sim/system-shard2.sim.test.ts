@@ -83,6 +83,10 @@ const TEETH: Tooth[] = [
     arb: systemScenarioArb,
     seedsMax: 3_000,
   },
+  // Issue 14: a decoder of the decision batch entry (src/commit/decision-batch.ts) that loses the
+  // last Decide of every entry on every node: the nodes agree with each other, so only the end-to-end
+  // checks can see it (a decision that never applies leaves its participants in doubt).
+  { mutant: 'batch-drops-last', what: '(f) a decision batch decoder that drops the last Decide of an entry', expect: /^t=\d+ms: AC4 termination: /, arb: systemScenarioArb, seedsMax: 500 },
 ];
 
 for (const [i, tooth] of TEETH.entries()) {
