@@ -136,67 +136,92 @@ export function isDecisionBatch(data: Uint8Array): boolean {
 /** A malformed batch, caught in decodeDecisionBatch and turned into its problem; never escapes this module. */
 class Malformed extends Error {}
 
+/**
+ * A cursor over one entry's bytes that refuses to read past the end. One
+ * class and no closures, and an error's words are put together only when it
+ * is thrown: this runs for every entry at a follower's edge and at apply.
+ * `what` names the field, `r` its record (-1: the header).
+ */
+class Reader {
+  pos = 0;
+  constructor(readonly buf: Buffer) {}
+
+  need(n: number, what: string, r: number): void {
+    if (this.pos + n > this.buf.byteLength) throw new Malformed(`${r < 0 ? what : `record ${r}'s ${what}`} (${n} bytes) runs past the entry's ${this.buf.byteLength} bytes`);
+  }
+
+  u8(what: string, r: number): number {
+    this.need(1, what, r);
+    return this.buf[this.pos++];
+  }
+
+  u16(what: string, r: number): number {
+    this.need(2, what, r);
+    const v = (this.buf[this.pos] << 8) | this.buf[this.pos + 1];
+    this.pos += 2;
+    return v;
+  }
+
+  str(what: string, r: number): string {
+    const n = this.u16(what, r);
+    this.need(n, what, r);
+    const start = this.pos;
+    this.pos += n;
+    // Ids are short ASCII: built by hand, which is cheaper than a UTF-8 decode call for a few dozen bytes.
+    if (n <= 64) {
+      let s = '';
+      for (let i = start; i < start + n; i++) {
+        const b = this.buf[i];
+        if (b >= 0x80) return this.buf.toString('utf8', start, start + n);
+        s += String.fromCharCode(b);
+      }
+      return s;
+    }
+    return this.buf.toString('utf8', start, start + n);
+  }
+
+  list(what: string, r: number): string[] {
+    const n = this.u16(what, r);
+    if (n > LIST_MAX) throw new Malformed(`record ${r} has ${n} ${what}, over the limit of ${LIST_MAX}`);
+    // Each takes at least its 2-byte length: a count the bytes cannot hold is refused before anything is allocated.
+    this.need(2 * n, `${n} ${what}`, r);
+    const out = new Array<string>(n);
+    for (let i = 0; i < n; i++) out[i] = this.str(what, r);
+    return out;
+  }
+}
+
 export type BatchDecoded = { cmds: BatchCommand[]; problem: null } | { cmds: null; problem: string };
 
 /** The commands of a batch entry, or why the bytes are not one. Never throws on any input. */
 export function decodeDecisionBatch(data: Uint8Array, mutant?: BatchMutant): BatchDecoded {
-  const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  let pos = 0;
-  const need = (n: number, what: string): void => {
-    if (pos + n > buf.byteLength) throw new Malformed(`${what} runs past the entry's ${buf.byteLength} bytes`);
-  };
-  const u8 = (what: string): number => {
-    need(1, what);
-    return buf[pos++];
-  };
-  const u16 = (what: string): number => {
-    need(2, what);
-    const v = buf.readUInt16BE(pos);
-    pos += 2;
-    return v;
-  };
-  const str = (what: string): string => {
-    const n = u16(`the length of ${what}`);
-    need(n, `${what} of ${n} bytes`);
-    const s = buf.toString('utf8', pos, pos + n);
-    pos += n;
-    return s;
-  };
-  const list = (what: string): string[] => {
-    const n = u16(`the count of ${what}`);
-    if (n > LIST_MAX) throw new Malformed(`${n} ${what} exceed the limit of ${LIST_MAX}`);
-    // Each takes at least its 2-byte length: a count the bytes cannot hold is refused before anything is allocated.
-    need(2 * n, `${n} ${what}`);
-    const out = new Array<string>(n);
-    for (let i = 0; i < n; i++) out[i] = str(`${what} ${i}`);
-    return out;
-  };
+  const rd = new Reader(Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength));
   try {
-    if (u8('the tag') !== TAG_DECISION_BATCH) throw new Malformed(`tag ${buf[0]} is not a decision batch`);
-    const version = u8('the version');
+    if (rd.u8('the tag', -1) !== TAG_DECISION_BATCH) throw new Malformed(`tag ${rd.buf[0]} is not a decision batch`);
+    const version = rd.u8('the version', -1);
     if (version !== VERSION) throw new Malformed(`unknown version ${version}`);
-    const count = u16('the record count');
+    const count = rd.u16('the record count', -1);
     if (count === 0 || count > BATCH_RECORDS_MAX) throw new Malformed(`${count} records (1–${BATCH_RECORDS_MAX} allowed)`);
-    const cmds: BatchCommand[] = [];
+    const cmds: BatchCommand[] = new Array(count);
     for (let r = 0; r < count; r++) {
-      const kind = u8(`record ${r}`);
+      const kind = rd.u8('kind', r);
       if (kind === KIND_DECIDE) {
-        const o = u8(`record ${r}'s outcome`);
+        const o = rd.u8('outcome', r);
         if (o !== OUTCOME_COMMIT && o !== OUTCOME_ABORT) throw new Malformed(`record ${r} has outcome ${o} (0 commit, 1 abort)`);
-        need(8, `record ${r}'s time`);
-        const atMs = buf.readDoubleBE(pos);
-        pos += 8;
+        rd.need(8, 'time', r);
+        const atMs = rd.buf.readDoubleBE(rd.pos);
+        rd.pos += 8;
         if (!Number.isFinite(atMs) || atMs < 0) throw new Malformed(`record ${r} has time ${atMs}`);
-        const txnId = str(`record ${r}'s txnId`);
+        const txnId = rd.str('txnId', r);
         if (txnId === '') throw new Malformed(`record ${r} has an empty txnId`);
-        const reason = str(`record ${r}'s reason`);
-        const participants = list(`participants of record ${r}`);
-        cmds.push({ t: 'decide', txnId, outcome: o === OUTCOME_COMMIT ? 'commit' : 'abort', reason, participants, atMs });
+        const reason = rd.str('reason', r);
+        const participants = rd.list('participants', r);
+        cmds[r] = { t: 'decide', txnId, outcome: o === OUTCOME_COMMIT ? 'commit' : 'abort', reason, participants, atMs };
       } else if (kind === KIND_FORGET) {
-        cmds.push({ t: 'forget', txnIds: list(`txnIds of record ${r}`) });
+        cmds[r] = { t: 'forget', txnIds: rd.list('txnIds', r) };
       } else throw new Malformed(`record ${r} has unknown kind ${kind}`);
     }
-    if (pos !== buf.byteLength) throw new Malformed(`${buf.byteLength - pos} bytes after the last record`);
+    if (rd.pos !== rd.buf.byteLength) throw new Malformed(`${rd.buf.byteLength - rd.pos} bytes after the last record`);
     if (mutant === 'batch-drops-last') {
       for (let i = cmds.length - 1; i >= 0; i--) {
         if (cmds[i].t !== 'decide') continue;

@@ -74,7 +74,7 @@ describe('decision batch encoding', () => {
     expect(decodeDecisionBatch(new Uint8Array([TAG_DECISION_BATCH, 1, 0xff, 0xff])).problem).toBe(`decision batch: 65535 records (1–${BATCH_RECORDS_MAX} allowed)`);
     expect(decodeDecisionBatch(new Uint8Array([TAG_DECISION_BATCH, 1, 0, 1, 9])).problem).toBe('decision batch: record 0 has unknown kind 9');
     // A forget that claims 4,000 ids in 2 bytes is refused before anything is allocated for them.
-    expect(decodeDecisionBatch(new Uint8Array([TAG_DECISION_BATCH, 1, 0, 1, 2, 0x0f, 0xa0, 0, 0])).problem).toBe("decision batch: 4000 txnIds of record 0 runs past the entry's 9 bytes");
+    expect(decodeDecisionBatch(new Uint8Array([TAG_DECISION_BATCH, 1, 0, 1, 2, 0x0f, 0xa0, 0, 0])).problem).toBe("decision batch: record 0's 4000 txnIds (8000 bytes) runs past the entry's 9 bytes");
     const d = Buffer.from(encodeDecisionBatch([{ t: 'decide', txnId: 't', outcome: 'commit', reason: '', participants: [], atMs: 1 }]));
     d[5] = 7;
     expect(decodeDecisionBatch(d).problem).toBe('decision batch: record 0 has outcome 7 (0 commit, 1 abort)');
