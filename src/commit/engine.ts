@@ -822,6 +822,10 @@ export class CoordinatorEngine {
     t.reproposeAtMs = 0;
     const outcome = t.proposing ?? 'abort';
     const participants = decisionParticipants(t, outcome);
+    // Forgets waiting for their batch ride this decision's log entry instead
+    // of taking one of their own (proposals of one turn share a batch entry,
+    // src/node/proposal-batcher.ts); docs/protocol.md says why that is safe.
+    this.flushForgets();
     this.io.propose({ t: 'decide', txnId: t.id, outcome, reason: outcome === 'commit' ? '' : t.reason, participants, atMs: this.io.nowMs() }, (err) => {
       // Success is handled where every node sees it: onApplied. A proposal
       // that failed leaves the outcome to the log (the entry may still
@@ -882,6 +886,10 @@ export class CoordinatorEngine {
   /** Every node calls this for every applied command; only the leader acts on it. */
   onApplied(result: ApplyResult): void {
     if (!this.isLeader()) return;
+    if (result.t === 'batch') {
+      for (const r of result.results) this.onApplied(r);
+      return;
+    }
     if (result.t === 'decide') {
       const d = result.decision;
       const t = this.txns.get(d.txnId);

@@ -9,6 +9,7 @@
 // decision has left the table for good, below which no id can be proved new.
 
 import { isSagaCommand, SagaTable, type SagaApplyResult, type SagaCommand } from '../saga/state.ts';
+import type { BatchApplyResult } from './decision-batch.ts';
 import { txnIdTimeMs } from './txn-id.ts';
 
 export type DecisionOutcome = 'commit' | 'abort';
@@ -97,9 +98,12 @@ export type ApplyResult =
   // `refusedBy`: the decisions that still name the participant (it stays registered); empty when removed or absent.
   | { t: 'unregister'; id: string; removed: boolean; refusedBy: string[] }
   | { t: 'decide'; decision: Decision; first: boolean; resolution: Resolution | null }
-  | { t: 'forget'; forgotten: number }
+  // `txnIds`: the command's ids, for observers (the console's timeline, the simulator's crash points).
+  | { t: 'forget'; forgotten: number; txnIds: readonly string[] }
   | { t: 'heuristic'; record: HeuristicRecord; first: boolean }
-  | SagaApplyResult;
+  | SagaApplyResult
+  // A decision batch entry (./decision-batch.ts): one result per record.
+  | BatchApplyResult;
 
 /** Compares what a participant did by hand with the cluster's decision. Pure. */
 export function heuristicKind(done: DecisionOutcome, decision: DecisionOutcome | null): HeuristicKind {
@@ -226,7 +230,7 @@ export class DecisionTable {
           this.bury(id, { outcome: d.outcome, reason: d.reason, index: d.index });
           n++;
         }
-        return { t: 'forget', forgotten: n };
+        return { t: 'forget', forgotten: n, txnIds: cmd.txnIds };
       }
     }
   }

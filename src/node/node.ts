@@ -34,9 +34,11 @@ import { coordinatorPackageDefinition, coordinatorService } from '../transport/c
 import { addHealth, addReflection, MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
 import type { LogStore } from '../storage/types.ts';
 import { CoordinatorEngine } from '../commit/engine.ts';
-import { decodeCommand, encodeCommand, type ApplyResult } from '../commit/state.ts';
+import { eachResult } from '../commit/decision-batch.ts';
+import type { ApplyResult } from '../commit/state.ts';
 import type { NodeConfig } from './config.ts';
-import { Driver, UnappliableEntryError, type ProposeCallback } from './driver.ts';
+import { Driver, UnappliableEntryError } from './driver.ts';
+import { ProposalBatcher } from './proposal-batcher.ts';
 import { entryProblem, NodeStateMachine, snapshotProblem } from './machine.ts';
 import { raftMembers } from './members.ts';
 import { coordinatorApi } from './coordinator-service.ts';
@@ -273,23 +275,24 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     },
     onMembership: (cs) => refreshMembers(cs),
     onCaughtUp: (lastIndex) => log.warn({ lastIndex, highWater: recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
-    onApplied: (entry, result) => {
-      if (!result) return;
-      if (result.t === 'decide') {
-        const dec = result.decision;
-        const detail = `${dec.outcome.toUpperCase()}${result.first ? '' : ' again (a no-op: the first decision stands, R1)'}${dec.reason ? `: ${dec.reason}` : ''}`;
-        timeline.record(dec.txnId, { atMs: Date.now(), kind: 'decided', index: entry.index, detail });
-      } else if (result.t === 'forget') {
-        const cmd = decodeCommand(entry.data);
-        if (cmd.t === 'forget') for (const id of cmd.txnIds) if (timeline.has(id)) timeline.record(id, { atMs: Date.now(), kind: 'forget', index: entry.index });
+    onApplied: (entry, applied) => {
+      // A decision batch entry holds many commands: each result is observed as its own entry's would be.
+      for (const result of eachResult(applied)) {
+        if (result.t === 'decide') {
+          const dec = result.decision;
+          const detail = `${dec.outcome.toUpperCase()}${result.first ? '' : ' again (a no-op: the first decision stands, R1)'}${dec.reason ? `: ${dec.reason}` : ''}`;
+          timeline.record(dec.txnId, { atMs: Date.now(), kind: 'decided', index: entry.index, detail });
+        } else if (result.t === 'forget') {
+          for (const id of result.txnIds) if (timeline.has(id)) timeline.record(id, { atMs: Date.now(), kind: 'forget', index: entry.index });
+        }
+        // The level check first: the log line's fields would be built for every decision even with debug off.
+        if (result.t === 'decide' && result.first && debugOn) {
+          const dec = result.decision;
+          log.debug({ txnId: dec.txnId, outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined }, 'decision applied');
+        }
+        if (result.t === 'saga') sagas?.onApplied(result);
+        else engine?.onApplied(result);
       }
-      // The level check first: the log line's fields would be built for every decision even with debug off.
-      if (result.t === 'decide' && result.first && debugOn) {
-        const dec = result.decision;
-        log.debug({ txnId: dec.txnId, outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined }, 'decision applied');
-      }
-      if (result.t === 'saga') sagas?.onApplied(result);
-      else engine?.onApplied(result);
     },
   });
   driver = d;
@@ -315,7 +318,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const refusals = new Refusals(log);
   const link = new ParticipantLink(cfg.clusterId, tls?.participants);
   participants = link;
-  const proposals = new ProposalBatcher(d);
+  const proposals = new ProposalBatcher((datas, cbs) => d.proposeBatch(datas, cbs), setImmediate);
   engine = new CoordinatorEngine(
     machine.table,
     {
@@ -325,7 +328,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
         if (cmd.t === 'decide') timeline.record(cmd.txnId, { atMs: Date.now(), kind: 'proposed', detail: cmd.outcome.toUpperCase() });
         withTimeout<ApplyResult | null>(
           `proposal ${cmd.t}`,
-          (done) => proposals.add(encodeCommand(cmd), (err, r) => done(err, r?.result)),
+          (done) => proposals.add(cmd, (err, r) => done(err, r?.result)),
           (err, r) => (err ? cb(err) : r ? cb(null, r) : cb(new Error('no result'))),
         );
       },
@@ -364,7 +367,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     propose: (cmd, cb) =>
       withTimeout<ApplyResult | null>(
         `proposal ${cmd.t}`,
-        (done) => proposals.add(encodeCommand(cmd), (err, r) => done(err, r?.result)),
+        (done) => proposals.add(cmd, (err, r) => done(err, r?.result)),
         (err, r) => (err ? cb(err) : r && r.t === 'saga' ? cb(null, r) : cb(new Error('no result'))),
       ),
     leader: () => d.leader(),
@@ -545,35 +548,6 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/**
- * Group commit of the engine's proposals: the commands proposed during one
- * event-loop turn (the COMMITs of every transaction whose last vote arrived
- * in one batch, say) go to Raft as consecutive entries of one proposal, so
- * they share one append message per follower and one synced write.
- */
-class ProposalBatcher {
-  private datas: Uint8Array[] = [];
-  private cbs: ProposeCallback<ApplyResult | null>[] = [];
-  private scheduled = false;
-
-  constructor(private readonly d: Driver<ApplyResult | null>) {}
-
-  add(data: Uint8Array, cb: ProposeCallback<ApplyResult | null>): void {
-    this.datas.push(data);
-    this.cbs.push(cb);
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      const datas = this.datas;
-      const cbs = this.cbs;
-      this.datas = [];
-      this.cbs = [];
-      this.d.proposeBatch(datas, cbs);
-    });
-  }
-}
 
 function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCredentials): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -227,6 +227,30 @@ describe('participant runtime against a fake cluster', () => {
     expect(r.resource.get('f')).toBeUndefined();
   }, 40_000);
 
+  it('R4: one Exchange batch carries a DECISION beside the next PREPARE; the ACK and the VOTE come back, and both records are in the journal after a restart', async () => {
+    const cluster = await fakeNode();
+    const dir = await dataDir();
+    const r = await start(dir, [cluster.address]);
+    const x = new ParticipantExchange(client(r.address).channel, r.address);
+    exchanges.push(x);
+    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
+    expect((await call<Vote>((cb) => x.prepare(prepareReq('Y1', { a: '1' }), DEADLINE_MS, cb))).vote).toBe('VOTE_YES');
+    // Sent in one turn, so in one batch message: the DECISION for Y1 rides the PREPARE of Y2.
+    const [ack, vote] = await Promise.all([
+      call<Ack>((cb) => x.decide(decisionReq('Y1', 'DECISION_COMMIT'), DEADLINE_MS, cb)),
+      call<Vote>((cb) => x.prepare(prepareReq('Y2', { b: '2' }), DEADLINE_MS, cb)),
+    ]);
+    expect(ack).toEqual({ txnId: 'Y1', participantId: 'p1' });
+    expect(vote).toMatchObject({ txnId: 'Y2', vote: 'VOTE_YES' });
+    expect(r.resource.get('a')).toBe('1');
+    x.close();
+    await stop(r);
+    const again = await start(dir, [cluster.address]);
+    expect(again.engine.stateOf('Y1')).toBe('committed');
+    expect(again.resource.get('a')).toBe('1');
+    expect(again.engine.inDoubt().map((t) => t.txnId)).toEqual(['Y2']);
+  });
+
   it('the Exchange falls back to unary calls for a participant that does not serve it, and fails requests when the participant is gone', async () => {
     const old = await startUnackingParticipant();
     const c = client(old.address);

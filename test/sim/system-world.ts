@@ -15,9 +15,11 @@
 // driver wrappers below.
 
 import { CoordinatorEngine, type EngineConfig, type EngineMutant, type OutcomeAnswer } from '../../src/commit/engine.ts';
-import { DecisionTable, decodeCommand, encodeCommand, type ApplyResult, type Command } from '../../src/commit/state.ts';
+import { eachResult } from '../../src/commit/decision-batch.ts';
+import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
 import { Driver } from '../../src/node/driver.ts';
 import { NodeStateMachine } from '../../src/node/machine.ts';
+import { ProposalBatcher } from '../../src/node/proposal-batcher.ts';
 import type { ParticipantEngine, ParticipantMutant } from '../../src/participant/engine.ts';
 import { ParticipantError, type ClusterOutcome } from '../../src/participant/types.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
@@ -62,8 +64,8 @@ const ENGINE_CONFIG: Partial<EngineConfig> = {
 /** The node state machine, with the decision table's tombstone bound set by the scenario. */
 class SimMachine extends NodeStateMachine {
   override readonly table: DecisionTable;
-  constructor(tombstonesMax: number | undefined) {
-    super();
+  constructor(tombstonesMax: number | undefined, mutant: Mutant | undefined) {
+    super(mutant === 'batch-drops-last' ? mutant : undefined);
     this.table = tombstonesMax === undefined ? new DecisionTable() : new DecisionTable(tombstonesMax);
   }
 }
@@ -190,7 +192,7 @@ export class SystemWorld implements FaultWorld {
       n.disk.recover(),
       this.conf,
     );
-    const sm = new SimMachine(this.sc.tombstonesMax);
+    const sm = new SimMachine(this.sc.tombstonesMax, this.sc.mutant);
     const random = new Rng(this.rng.u32());
     this.raft.restarted(n.id);
     // A crashed incarnation may still be inside a driver callback: its writes and sends go nowhere.
@@ -212,31 +214,36 @@ export class SystemWorld implements FaultWorld {
         if (inc.alive) engine.setLeadership(term);
         if (inc.alive) hooks?.setLeadership(term);
       },
-      onApplied: (e, result) => {
+      onApplied: (e, applied) => {
         if (!inc.alive) return;
         this.raft.onApplied(n.id, e.index, e.term, Buffer.from(e.data).toString());
-        if (!result) return;
-        if (result.t === 'decide') {
-          this.checker.decisionApplied(n.id, result.decision, result.first);
-          if (result.first && result.decision.outcome === 'commit' && engine.isLeader()) {
-            this.point('commit-applied', result.decision.txnId, { node: n });
-            if (!inc.alive) return;
+        // A decision batch entry: each record is observed as its own entry's would be.
+        for (const result of eachResult(applied)) {
+          if (result.t === 'decide') {
+            this.checker.decisionApplied(n.id, result.decision, result.first);
+            if (result.first && result.decision.outcome === 'commit' && engine.isLeader()) {
+              this.point('commit-applied', result.decision.txnId, { node: n });
+              if (!inc.alive) return;
+            }
           }
-        }
-        engine.onApplied(result);
-        hooks?.onApplied(result);
-        if (result.t === 'forget' && engine.isLeader()) {
-          const cmd = decodeCommand(e.data);
-          if (cmd.t === 'forget') for (const id of cmd.txnIds) if (inc.alive) this.point('after-forget', id, { node: n });
+          engine.onApplied(result);
+          hooks?.onApplied(result);
+          if (result.t === 'forget' && engine.isLeader()) for (const id of result.txnIds) if (inc.alive) this.point('after-forget', id, { node: n });
+          if (!inc.alive) return;
         }
       },
     });
+    // The node's group commit (src/node/proposal-batcher.ts): the proposals of one instant share a batch entry.
+    const proposals = new ProposalBatcher(
+      (datas, cbs) => driver.proposeBatch(datas, cbs),
+      (fn) => this.q.after(0, fn),
+    );
     const engine = new CoordinatorEngine(
       sm.table,
       {
         nowMs: () => this.q.now,
         random: () => random.float(),
-        propose: (cmd, cb) => this.propose(n, inc, driver, cmd, cb),
+        propose: (cmd, cb) => this.propose(n, inc, proposals, cmd, cb),
         sendPrepare: (to, req, deadlineMs, cb) => {
           if (!inc.alive) return;
           this.point('prepare-send', req.txnId, { node: n });
@@ -304,7 +311,7 @@ export class SystemWorld implements FaultWorld {
       },
       { ...ENGINE_CONFIG, mutant: engineMutant(this.sc.mutant) },
     );
-    const hooks = this.ext?.nodeStarted({ id: n.id, index: this.nodes.indexOf(n) }, inc, sm, (cmd, cb) => this.propose(n, inc, driver, cmd, cb)) ?? null;
+    const hooks = this.ext?.nodeStarted({ id: n.id, index: this.nodes.indexOf(n) }, inc, sm, (cmd, cb) => this.propose(n, inc, proposals, cmd, cb)) ?? null;
     n.driver = driver;
     n.sm = sm;
     n.engine = engine;
@@ -321,8 +328,8 @@ export class SystemWorld implements FaultWorld {
     this.q.after(this.rng.int(TICK_MS), tick);
   }
 
-  /** EngineIO.propose as node.ts builds it: through the driver, with a timeout. */
-  private propose(n: SysNode, inc: Inc, driver: Driver<ApplyResult | null>, cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void): void {
+  /** EngineIO.propose as node.ts builds it: through the batcher and the driver, with a timeout. */
+  private propose(n: SysNode, inc: Inc, proposals: ProposalBatcher, cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void): void {
     if (!inc.alive) return;
     this.log(() => `${n.id} proposes ${JSON.stringify(cmd)}`);
     if (cmd.t === 'forget') {
@@ -344,7 +351,7 @@ export class SystemWorld implements FaultWorld {
       else cb(new Error('no result'));
     };
     this.q.after(PROPOSE_TIMEOUT_MS, () => finish(new Error(`proposal ${cmd.t} did not complete within ${PROPOSE_TIMEOUT_MS} ms`)));
-    driver.propose(encodeCommand(cmd), (err, r) => finish(err, r?.result));
+    proposals.add(cmd, (err, r) => finish(err, r?.result));
     if (cmd.t === 'decide' && cmd.outcome === 'commit') this.point('commit-proposed', cmd.txnId, { node: n });
   }
 
