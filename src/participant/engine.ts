@@ -12,11 +12,11 @@
 // It waits for the DECISION, and when none comes (or after a restart) it asks
 // the cluster until it learns a final outcome, however long that takes.
 import type { Ack, Decision, Prepare, Vote } from '../transport/participant-rpc.ts';
+import { assert } from '../util/assert.ts';
 import { InDoubtResolver } from './in-doubt.ts';
 import {
   ParticipantError,
   SILENT_LOG,
-  check,
   toBase64,
   withDefaults,
   type AskOutcome,
@@ -120,7 +120,7 @@ const OUTCOME_OF: Record<Decision['decision'], Outcome | null> = {
 function once<A extends unknown[]>(what: string, fn: (...args: A) => void): (...args: A) => void {
   let called = false;
   return (...args: A) => {
-    check(!called, `${what} calls back once`);
+    assert(!called, `${what} calls back once`);
     called = true;
     fn(...args);
   };
@@ -144,7 +144,7 @@ export class ParticipantEngine {
   private readonly stats = { votesYes: 0, votesNo: 0, committed: 0, aborted: 0, protocolViolations: 0 };
 
   constructor(o: EngineOptions) {
-    check(o.clusterId !== '' && o.participantId !== '', 'engine has a cluster id and a participant id');
+    assert(o.clusterId !== '' && o.participantId !== '', 'engine has a cluster id and a participant id');
     this.o = withDefaults(
       {
         preparedMax: 10_000,
@@ -160,7 +160,7 @@ export class ParticipantEngine {
       },
       o,
     );
-    check(this.o.preparedMax > 0 && this.o.txnOpsMax > 0, 'bounds are positive');
+    assert(this.o.preparedMax > 0 && this.o.txnOpsMax > 0, 'bounds are positive');
     this.log = o.log ?? SILENT_LOG;
     this.mutant = o.mutant ?? null;
     this.inDoubtResolver = new InDoubtResolver({
@@ -189,7 +189,7 @@ export class ParticipantEngine {
    * the cluster about it at once.
    */
   recover(records: readonly TxnRecord[]): void {
-    check(this.phase === 'new' && this.prepared.size === 0 && this.decided.size === 0, 'recover() runs once, before start()');
+    assert(this.phase === 'new' && this.prepared.size === 0 && this.decided.size === 0, 'recover() runs once, before start()');
     const now = this.o.clock.nowMs();
     for (const r of records) {
       if (r.kind === 'prepared') {
@@ -208,7 +208,7 @@ export class ParticipantEngine {
   }
 
   start(): void {
-    check(this.phase === 'new', 'start() runs once');
+    assert(this.phase === 'new', 'start() runs once');
     this.phase = 'running';
     this.sweep();
   }
@@ -466,7 +466,7 @@ export class ParticipantEngine {
     op(
       once('operation done', () => {
         const waiting = this.busy.get(txnId);
-        check(waiting !== undefined, `${txnId} is busy while its operation runs`);
+        assert(waiting !== undefined, `${txnId} is busy while its operation runs`);
         const next = waiting.shift();
         if (next === undefined) this.busy.delete(txnId);
         else this.run(txnId, next);

@@ -4,7 +4,8 @@
 // a final outcome, and hand that outcome to the engine to apply. Never guess:
 // an error, IN_PROGRESS or UNKNOWN means "ask again later", with capped
 // exponential backoff, forever. Pure, like the engine that owns it.
-import { check, type AskOutcome, type ClusterOutcome, type EngineLog, type Outcome, type Schedule, type TxnId } from './types.ts';
+import { assert } from '../util/assert.ts';
+import { type AskOutcome, type ClusterOutcome, type EngineLog, type Outcome, type Schedule, type TxnId } from './types.ts';
 
 export interface InDoubtOptions {
   askOutcome: AskOutcome;
@@ -38,8 +39,8 @@ export class InDoubtResolver {
   questions = 0;
 
   constructor(o: InDoubtOptions) {
-    check(0 < o.askBackoffMinMs && o.askBackoffMinMs <= o.askBackoffMaxMs, '0 < askBackoffMinMs <= askBackoffMaxMs');
-    check(o.asksInFlightMax > 0, 'asksInFlightMax > 0');
+    assert(0 < o.askBackoffMinMs && o.askBackoffMinMs <= o.askBackoffMaxMs, '0 < askBackoffMinMs <= askBackoffMaxMs');
+    assert(o.asksInFlightMax > 0, 'asksInFlightMax > 0');
     this.o = o;
   }
 
@@ -84,7 +85,7 @@ export class InDoubtResolver {
       this.questions += 1;
       let answered = false;
       this.o.askOutcome(txnId, (err, outcome) => {
-        check(!answered, 'askOutcome calls back once');
+        assert(!answered, 'askOutcome calls back once');
         answered = true;
         this.inFlight -= 1;
         this.onAnswer(txnId, r, err, outcome);

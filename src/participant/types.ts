@@ -107,18 +107,6 @@ export interface EngineLog {
 
 export const SILENT_LOG: EngineLog = { info: () => {}, warn: () => {}, error: () => {} };
 
-/** Thrown when an invariant of the participant is broken: a bug, never a user error. */
-export class ParticipantInvariantError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ParticipantInvariantError';
-  }
-}
-
-export function check(cond: boolean, what: string): asserts cond {
-  if (!cond) throw new ParticipantInvariantError(`invariant broken: ${what}`);
-}
-
 /** defaults overridden by the options that are set; an option given as undefined keeps its default. */
 export function withDefaults<D extends object, O extends object>(defaults: D, given: O): D & O {
   const out = { ...defaults } as Record<string, unknown>;
