@@ -21,26 +21,16 @@
 // finds in the table. It never resumes another leader's prepare (R2): a
 // Commit for a transaction it did not begin is answered by logging ABORT.
 
-import type { ApplyResult, Command, Decision, DecisionOutcome, DecisionTable, HeuristicRecord, OperatorAct, ParticipantRecord, Resolution } from './state.ts';
+import type { ClusterOutcome, Decide, DecisionOutcome, Prepare, Vote } from '../domain/protocol.ts';
+import type { ApplyResult, Command, Decision, DecisionTable, HeuristicRecord, OperatorAct, ParticipantRecord, Resolution } from './state.ts';
 import { beginRefusal, forgottenReason, futureIdRefusal } from './id-newness.ts';
-import { txnIdProblem } from './txn-id.ts';
+import { txnIdProblem } from '../domain/txn-id.ts';
 
-export type VoteValue = 'yes' | 'no';
+/** PREPARE as the engine asks it; the link adds the cluster id. */
+export type PrepareRequest = Omit<Prepare, 'clusterId'>;
 
-export interface PrepareRequest {
-  txnId: string;
-  participantId: string;
-  participants: string[];
-  payload: Uint8Array;
-  timeoutMs: number;
-}
-
-export interface DecisionRequest {
-  txnId: string;
-  participantId: string;
-  outcome: DecisionOutcome;
-  reason: string;
-}
+/** DECISION as the engine sends it; the link adds the cluster id. */
+export type DecisionRequest = Omit<Decide, 'clusterId'>;
 
 export interface EngineIO {
   nowMs(): number;
@@ -48,7 +38,7 @@ export interface EngineIO {
   random(): number;
   /** Proposes a command through Raft; the callback gets the applied result or an error. */
   propose(cmd: Command, cb: (err: Error | null, result?: ApplyResult) => void): void;
-  sendPrepare(to: ParticipantRecord, req: PrepareRequest, deadlineMs: number, cb: (err: Error | null, vote?: { vote: VoteValue; reason: string }) => void): void;
+  sendPrepare(to: ParticipantRecord, req: PrepareRequest, deadlineMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void;
   sendDecision(to: ParticipantRecord, req: DecisionRequest, deadlineMs: number, cb: (err: Error | null) => void): void;
 }
 
@@ -112,7 +102,7 @@ export const defaultEngineConfig: EngineConfig = {
 /** The engine's map holds at most this many transactions per inFlightMax (aborted ones remembered, decided ones awaiting ACKs). */
 const TXNS_PER_IN_FLIGHT = 4;
 
-export type ClientOutcome = 'committed' | 'aborted' | 'in-progress' | 'unknown';
+export type ClientOutcome = ClusterOutcome;
 
 export interface OutcomeAnswer {
   txnId: string;
@@ -150,7 +140,7 @@ export type Phase = 'begun' | 'preparing' | 'deciding' | 'delivering';
 interface Member {
   record: ParticipantRecord;
   payload: Uint8Array;
-  vote: VoteValue | null;
+  vote: Vote | null;
   voteReason: string;
   acked: boolean;
   retries: number;
@@ -184,7 +174,7 @@ export interface TxnView {
   reason: string;
   ageMs: number;
   decisionIndex: number;
-  participants: { id: string; vote: VoteValue | null; acked: boolean; retries: number }[];
+  participants: { id: string; vote: Vote | null; acked: boolean; retries: number }[];
   heuristics: HeuristicRecord[];
   resolutions: Resolution[];
 }

@@ -8,7 +8,8 @@
 
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswer, type TxnView } from '../commit/engine.ts';
-import type { DecisionOutcome, DecisionTable, HeuristicRecord, Resolution } from '../commit/state.ts';
+import type { DecisionOutcome } from '../domain/protocol.ts';
+import type { DecisionTable, HeuristicRecord, Resolution } from '../commit/state.ts';
 import {
   OPERATOR_KEY,
   RECORDED_OUTCOME_KEY,

@@ -4,16 +4,12 @@
 // Schedule stand in for time. Everything is callback style so a deterministic
 // simulator can decide when each callback fires.
 
-export type TxnId = string;
+import type { ClusterOutcome, Outcome } from '../domain/protocol.ts';
+import type { TxnId } from '../domain/txn-id.ts';
 
-/** A final outcome, as this participant applies it. */
-export type Outcome = 'committed' | 'aborted';
-
-/**
- * What the cluster answers about a transaction. Only 'committed' and
- * 'aborted' are final; the others mean "ask again later".
- */
-export type ClusterOutcome = Outcome | 'in-progress' | 'unknown';
+// The protocol's vocabulary is the domain's (src/domain); re-exported for the participant package.
+export type { ClusterOutcome, Outcome } from '../domain/protocol.ts';
+export type { TxnId } from '../domain/txn-id.ts';
 
 /** Journal records of the transaction state machine: (none) → prepared → committed | aborted. */
 export interface PreparedRecord {

@@ -23,7 +23,7 @@ import { ParticipantError, type ClusterOutcome } from '../../src/participant/typ
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { ConfState, Message, NodeId } from '../../src/raft/types.ts';
-import type { Ack, Vote } from '../../src/transport/participant-rpc.ts';
+import type { Ack, VoteAnswer as Vote } from '../../src/domain/protocol.ts';
 import { EventQueue } from './event-queue.ts';
 import { RaftChecker } from './raft-checker.ts';
 import { SimDisk } from './sim-disk.ts';
@@ -246,19 +246,19 @@ export class SystemWorld implements FaultWorld {
                 eng.prepare({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs }, (err, vote) => {
                   if (err || !vote) return r(participantError(err));
                   // Votes are recorded as they are sent (AC2).
-                  this.checker.voteSent(pp.id, req.txnId, vote.vote === 'VOTE_YES' ? 'yes' : 'no');
-                  this.log(() => `${pp.id} votes ${vote.vote} on ${req.txnId}`);
-                  if (vote.vote === 'VOTE_YES') this.point('some-prepared', req.txnId, { participant: pp.id });
+                  this.checker.voteSent(pp.id, req.txnId, vote.vote);
+                  this.log(() => `${pp.id} votes ${vote.vote.toUpperCase()} on ${req.txnId}`);
+                  if (vote.vote === 'yes') this.point('some-prepared', req.txnId, { participant: pp.id });
                   r(null, vote);
                 }),
               ),
             (err, vote) => {
               if (err || !vote) return cb(new Error(err?.message ?? 'no vote'));
-              if (vote.vote === 'VOTE_YES') {
+              if (vote.vote === 'yes') {
                 this.point('some-prepared', req.txnId, { node: n });
                 if (!inc.alive) return;
               }
-              cb(null, { vote: vote.vote === 'VOTE_YES' ? 'yes' : 'no', reason: vote.reason });
+              cb(null, { vote: vote.vote, reason: vote.reason });
             },
           );
         },
@@ -274,7 +274,7 @@ export class SystemWorld implements FaultWorld {
             deadlineMs,
             (reply) =>
               this.atParticipant(p, reply, (pp, eng, r) =>
-                eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, decision: commit ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: req.reason }, (err, ack) => {
+                eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, outcome: req.outcome, reason: req.reason }, (err, ack) => {
                   if (err || !ack) return r(participantError(err));
                   if (commit) this.point('some-decided', req.txnId, { participant: pp.id });
                   r(null, ack);

@@ -24,7 +24,7 @@
 //
 // Pure: time, timers and the question come in as arguments.
 import { assert } from '../../util/assert.ts';
-import type { Decision } from '../../transport/participant-rpc.ts';
+import { decisionOfOutcome, type Decide } from '../../domain/protocol.ts';
 import { SILENT_LOG, type Clock, type ClusterOutcome, type EngineLog, type Outcome, type Resource, type Schedule, type TxnId, withDefaults } from '../types.ts';
 import type { TccReserves } from './barrier.ts';
 
@@ -34,7 +34,7 @@ export type AskAbort = (txnId: TxnId, reason: string, cb: (err: Error | null, ou
 /** What the watcher needs of the engine: whether T is prepared there, and the DECISION entry. */
 export interface WatchedEngine {
   stateOf(txnId: TxnId): 'prepared' | Outcome | undefined;
-  decide(req: Decision, cb: (err: Error | null) => void): void;
+  decide(req: Decide, cb: (err: Error | null) => void): void;
 }
 
 export interface ReserveWatcherOptions {
@@ -160,7 +160,7 @@ export class ReserveWatcher {
           clusterId: this.o.clusterId,
           participantId: this.o.participantId,
           txnId,
-          decision: outcome === 'committed' ? 'DECISION_COMMIT' : 'DECISION_ABORT',
+          outcome: decisionOfOutcome(outcome),
           reason: 'answer to an expired TCC reserve',
         },
         cb,
