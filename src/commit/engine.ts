@@ -38,8 +38,8 @@ export interface EngineIO {
   random(): number;
   /** Proposes a command through Raft; the callback gets the applied result or an error. */
   propose(cmd: Command, cb: (err: Error | null, result?: ApplyResult) => void): void;
-  sendPrepare(to: ParticipantRecord, req: PrepareRequest, deadlineMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void;
-  sendDecision(to: ParticipantRecord, req: DecisionRequest, deadlineMs: number, cb: (err: Error | null) => void): void;
+  sendPrepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void;
+  sendDecision(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void;
 }
 
 export interface EngineConfig {
@@ -154,7 +154,8 @@ interface Txn {
   /** The term of the leader that began it: only it may commit it (R2). */
   term: number;
   startedAtMs: number;
-  deadlineMs: number;
+  /** When the transaction times out and is aborted (an instant, this leader's clock). */
+  deadlineAtMs: number;
   members: Map<string, Member>;
   waiters: OutcomeCallback[];
   outcome: DecisionOutcome | null;
@@ -301,13 +302,13 @@ export class CoordinatorEngine {
 
   // ---- client API --------------------------------------------------------
 
-  begin(txnId: string, timeoutMs: number): { deadlineMs: number } {
+  begin(txnId: string, timeoutMs: number): { deadlineAtMs: number } {
     this.requireLeader();
     validateTxnId(txnId);
     const now = this.io.nowMs();
     const existing = this.txns.get(txnId);
     // R7: a repeated Begin of an undecided transaction answers as the first did.
-    if (existing && (existing.outcome === null || this.cfg.mutant === 'abort-unlogged')) return { deadlineMs: existing.deadlineMs };
+    if (existing && (existing.outcome === null || this.cfg.mutant === 'abort-unlogged')) return { deadlineAtMs: existing.deadlineAtMs };
     this.refuseUnlessNew(txnId);
     if (this.txns.size >= this.cfg.inFlightMax) this.checkRoom();
     const t = timeoutMs > 0 ? timeoutMs : this.cfg.defaultTimeoutMs;
@@ -318,14 +319,14 @@ export class CoordinatorEngine {
       phase: 'begun',
       term: this.leaderTerm,
       startedAtMs: now,
-      deadlineMs: now + t,
+      deadlineAtMs: now + t,
       members: new Map(),
       waiters: [],
       outcome: null,
       reason: '',
       decisionIndex: 0,
     });
-    return { deadlineMs: now + t };
+    return { deadlineAtMs: now + t };
   }
 
   /** Begin's id check (src/commit/id-newness.ts): a decided id, or one that cannot be proved new, is never begun again. */
@@ -773,7 +774,7 @@ export class CoordinatorEngine {
 
   private prepare(t: Txn): void {
     const ids = [...t.members.keys()];
-    const remainingMs = Math.max(1, t.deadlineMs - this.io.nowMs());
+    const remainingMs = Math.max(1, t.deadlineAtMs - this.io.nowMs());
     for (const m of t.members.values()) {
       const req: PrepareRequest = { txnId: t.id, participantId: m.record.id, participants: ids, payload: m.payload, timeoutMs: remainingMs };
       m.inFlight = true;
@@ -899,7 +900,7 @@ export class CoordinatorEngine {
         const record = this.table.participants.get(id);
         if (record) members.set(id, { record, payload: new Uint8Array(), vote: null, voteReason: '', acked: false, retries: 0, nextRetryAtMs: 0, inFlight: false });
       }
-      t = { id: d.txnId, phase: 'delivering', term: this.leaderTerm, startedAtMs: d.decidedAtMs, deadlineMs: 0, members, waiters: [], outcome: d.outcome, reason: d.reason, decisionIndex: d.index };
+      t = { id: d.txnId, phase: 'delivering', term: this.leaderTerm, startedAtMs: d.decidedAtMs, deadlineAtMs: 0, members, waiters: [], outcome: d.outcome, reason: d.reason, decisionIndex: d.index };
       this.txns.set(d.txnId, t);
     }
     for (const id of d.participants) {
@@ -971,7 +972,7 @@ export class CoordinatorEngine {
       switch (t.phase) {
         case 'begun':
         case 'preparing':
-          if (now >= t.deadlineMs) this.decideAbort(t, `the transaction timed out after ${t.deadlineMs - t.startedAtMs} ms`, 'timeout');
+          if (now >= t.deadlineAtMs) this.decideAbort(t, `the transaction timed out after ${t.deadlineAtMs - t.startedAtMs} ms`, 'timeout');
           break;
         case 'delivering':
           for (const m of t.members.values()) if (!m.acked && !m.inFlight && now >= m.nextRetryAtMs) this.sendDecision(t, m);

@@ -48,8 +48,8 @@ export class ParticipantLink {
     return c.exchange;
   }
 
-  prepare(to: ParticipantRecord, req: PrepareRequest, deadlineMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void {
-    this.client(to.endpoint).prepare(prepareToWire({ clusterId: this.clusterId, ...req }), deadlineMs, (err, w) => {
+  prepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void {
+    this.client(to.endpoint).prepare(prepareToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err, w) => {
       if (err !== null || w === undefined) return cb(err ?? new Error(`participant ${to.id} answered PREPARE without a vote`));
       const v = voteFromWire(w);
       if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
@@ -57,8 +57,8 @@ export class ParticipantLink {
     });
   }
 
-  decide(to: ParticipantRecord, req: DecisionRequest, deadlineMs: number, cb: (err: Error | null) => void): void {
-    this.client(to.endpoint).decide(decisionToWire({ clusterId: this.clusterId, ...req }), deadlineMs, (err) => cb(err));
+  decide(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void {
+    this.client(to.endpoint).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err));
   }
 
   /**

@@ -230,7 +230,7 @@ export class SystemWorld implements FaultWorld {
         nowMs: () => this.q.now,
         random: () => random.float(),
         propose: (cmd, cb) => this.propose(n, inc, driver, cmd, cb),
-        sendPrepare: (to, req, deadlineMs, cb) => {
+        sendPrepare: (to, req, timeoutMs, cb) => {
           if (!inc.alive) return;
           this.point('prepare-send', req.txnId, { node: n });
           if (!inc.alive) return;
@@ -240,7 +240,7 @@ export class SystemWorld implements FaultWorld {
             n.id,
             inc,
             p.id,
-            deadlineMs,
+            timeoutMs,
             (reply) =>
               this.atParticipant(p, reply, (pp, eng, r) =>
                 eng.prepare({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs }, (err, vote) => {
@@ -262,7 +262,7 @@ export class SystemWorld implements FaultWorld {
             },
           );
         },
-        sendDecision: (to, req, deadlineMs, cb) => {
+        sendDecision: (to, req, timeoutMs, cb) => {
           if (!inc.alive) return;
           const p = this.participant(to.id);
           const commit = req.outcome === 'commit';
@@ -271,7 +271,7 @@ export class SystemWorld implements FaultWorld {
             n.id,
             inc,
             p.id,
-            deadlineMs,
+            timeoutMs,
             (reply) =>
               this.atParticipant(p, reply, (pp, eng, r) =>
                 eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, outcome: req.outcome, reason: req.reason }, (err, ack) => {
