@@ -4,7 +4,7 @@
 // finds the leader and retries idempotent requests (R7).
 import { randomBytes } from 'node:crypto';
 import type * as grpc from '@grpc/grpc-js';
-import { newTxnId } from '../commit/txn-id.ts';
+import { newTxnId } from '../domain/txn-id.ts';
 import { OPERATOR_KEY, type ClusterStatusResponse, type HeuristicInfo, type OutcomeName, type ParticipantInfo, type ParticipantState, type ResolutionInfo } from '../transport/coordinator-rpc.ts';
 import { CoordinatorConnection, type CallOptions, type ConnectionOptions } from './connection.ts';
 import { VerdictError } from './errors.ts';

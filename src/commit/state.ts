@@ -5,14 +5,13 @@
 //
 // R1 lives here: the first Decide(T) applied wins; a later one is a no-op
 // that returns the decision already made. So does the retention horizon: the
-// newest creation time of a timed transaction id (src/commit/txn-id.ts) whose
+// newest creation time of a timed transaction id (src/domain/txn-id.ts) whose
 // decision has left the table for good, below which no id can be proved new.
 
+import type { DecisionOutcome } from '../domain/protocol.ts';
 import { isSagaCommand, SagaTable, type SagaApplyResult, type SagaCommand } from '../saga/state.ts';
 import type { BatchApplyResult } from './decision-batch.ts';
-import { txnIdTimeMs } from './txn-id.ts';
-
-export type DecisionOutcome = 'commit' | 'abort';
+import { txnIdTimeMs } from '../domain/txn-id.ts';
 
 export interface ParticipantRecord {
   id: string;
@@ -239,7 +238,7 @@ export class DecisionTable {
    * True when `txnId` is a timed id at or before the retention horizon with
    * no decision in the table: it may have been decided and forgotten, so the
    * table can no longer tell what its outcome was. (An untimed id's history
-   * cannot be bounded this way; see src/commit/txn-id.ts.)
+   * cannot be bounded this way; see src/domain/txn-id.ts.)
    */
   beyondHorizon(txnId: string): boolean {
     if (this.horizonAtMs === null || this.lookup(txnId)) return false;

@@ -49,7 +49,7 @@ import { guardService, type EdgeOptions } from '../transport/validate.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { ParticipantLink } from './participant-link.ts';
 import { loadNodeTls } from './node-tls.ts';
-import { OPEN_POLICY, setAuthPolicy } from '../transport/auth.ts';
+import { Access, OPEN_POLICY } from '../transport/auth.ts';
 import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
 import { membershipApi } from './membership-service.ts';
 import { putStreamHandler } from './put-stream.ts';
@@ -122,7 +122,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   }
   if (tls !== null && tls.auth.tls?.adminNames.length === 0)
     log.warn('tls.adminNames is not set: admin operations (leader transfer, membership, txn resolve, put/get) are refused to every certificate');
-  setAuthPolicy(tls?.auth ?? OPEN_POLICY);
+  const access = new Access(tls?.auth ?? OPEN_POLICY);
   const server = new grpc.Server(SERVER_OPTIONS);
   const port = await bind(server, cfg.listen, tls?.server ?? grpc.ServerCredentials.createInsecure());
   const host = cfg.listen.slice(0, cfg.listen.lastIndexOf(':'));
@@ -159,6 +159,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     const page = consoleHandler({
       cfg,
       tls: tls !== null,
+      access,
       httpsConsole: () => (tls !== null ? (consoleServer?.address ?? null) : null),
       state: () => consoleState,
       timeline,
@@ -332,11 +333,11 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
           (err, r) => (err ? cb(err) : r ? cb(null, r) : cb(new Error('no result'))),
         );
       },
-      sendPrepare: (to, req, deadlineMs, cb) => {
+      sendPrepare: (to, req, timeoutMs, cb) => {
         const now = Date.now();
         if (!timeline.has(req.txnId)) timeline.record(req.txnId, { atMs: now - (engine?.view(req.txnId)?.ageMs ?? 0), kind: 'begin' });
         timeline.record(req.txnId, { atMs: now, kind: 'prepare', participantId: to.id });
-        link.prepare(to, req, deadlineMs, (err, vote) => {
+        link.prepare(to, req, timeoutMs, (err, vote) => {
           timeline.record(req.txnId, {
             atMs: Date.now(),
             kind: 'vote',
@@ -348,9 +349,9 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
           cb(err, vote);
         });
       },
-      sendDecision: (to, req, deadlineMs, cb) => {
+      sendDecision: (to, req, timeoutMs, cb) => {
         timeline.record(req.txnId, { atMs: Date.now(), kind: 'decision-sent', participantId: to.id, detail: req.outcome.toUpperCase() });
-        link.decide(to, req, deadlineMs, (err) => {
+        link.decide(to, req, timeoutMs, (err) => {
           timeline.record(req.txnId, { atMs: Date.now(), kind: err ? 'no-ack' : 'ack', participantId: to.id, detail: err ? err.message : '' });
           // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
           if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
@@ -363,6 +364,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const eng = engine;
   const sagaSide = sagaWiring({
     cfg,
+    access,
     table: machine.table,
     propose: (cmd, cb) =>
       withTimeout<ApplyResult | null>(
@@ -404,13 +406,14 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
   };
   const raftNodeChecked = withFieldChecks(
-    { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>, (id) => machine.table.participants.has(id)) },
+    { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address, access), ...membershipApi(cfg, d as Driver<unknown>, access, (id) => machine.table.participants.has(id)) },
     RAFT_NODE_CHECKS,
     refusals,
   );
   // PutStream runs every streamed Put through the checked unary Put handler.
   const putStreams = putStreamHandler(raftNodeChecked.Put, {
     unreadMax: cfg.streamUnreadMax,
+    access,
     onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `put stream cut off: ${details}`),
   });
   const raftNode = guardService(raftNodeService, { ...raftNodeChecked, PutStream: putStreams.handler }, edge);
@@ -425,6 +428,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
         engine: eng,
         table: machine.table,
         address,
+        access,
         metrics: { observeCommit },
         refusal,
         connection: (endpoint) => link.connection(endpoint),
@@ -467,6 +471,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       table: () => machine.table,
       refusals: () => transport.refusals.totals(),
       requestRefusals: () => refusals,
+      access,
     });
     const { SagaMetrics } = await import('./saga-metrics.ts');
     sagaMetrics = new SagaMetrics(metrics.registry, { engine: () => sagaSide.engine, table: () => machine.table.sagas });

@@ -10,7 +10,8 @@
 // URGENT_ASK_INTERVAL_MS for URGENT_ASKS_MAX tries before the backoff takes
 // over: a new leader is usually elected within a few hundred milliseconds,
 // and the question should reach it then, not at the next doubling.
-import { check, type AskOutcome, type ClusterOutcome, type EngineLog, type Outcome, type Schedule, type TxnId } from './types.ts';
+import { assert } from '../util/assert.ts';
+import { type AskOutcome, type ClusterOutcome, type EngineLog, type Outcome, type Schedule, type TxnId } from './types.ts';
 
 export interface InDoubtOptions {
   askOutcome: AskOutcome;
@@ -57,8 +58,8 @@ export class InDoubtResolver {
   questions = 0;
 
   constructor(o: InDoubtOptions) {
-    check(0 < o.askBackoffMinMs && o.askBackoffMinMs <= o.askBackoffMaxMs, '0 < askBackoffMinMs <= askBackoffMaxMs');
-    check(o.asksInFlightMax > 0, 'asksInFlightMax > 0');
+    assert(0 < o.askBackoffMinMs && o.askBackoffMinMs <= o.askBackoffMaxMs, '0 < askBackoffMinMs <= askBackoffMaxMs');
+    assert(o.asksInFlightMax > 0, 'asksInFlightMax > 0');
     this.o = o;
   }
 
@@ -117,7 +118,7 @@ export class InDoubtResolver {
       this.questions += 1;
       let answered = false;
       this.o.askOutcome(txnId, (err, outcome) => {
-        check(!answered, 'askOutcome calls back once');
+        assert(!answered, 'askOutcome calls back once');
         answered = true;
         this.inFlight -= 1;
         this.onAnswer(txnId, r, err, outcome);

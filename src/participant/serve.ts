@@ -16,14 +16,15 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { Ack, AnswerBatch, Decision, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, Prepare, Vote } from '../transport/participant-rpc.ts';
+import { decisionFromWire, voteToWire } from '../transport/participant-wire.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
 import type { ParticipantEngine } from './engine.ts';
 import { PAYLOAD_BYTES_MAX } from './memory.ts';
 import { ParticipantError } from './types.ts';
 import type { CallerCheck } from './node-callers.ts';
+import { TXN_ID_CHARS_MAX, txnIdProblem } from '../domain/txn-id.ts';
 import { ID_CHARS_MAX, quote, REASON_CHARS_MAX } from '../transport/validate.ts';
 
-const TXN_ID_CHARS_MAX = 256;
 /** More participants than a coordinator ever enlists (its participantsMax is 64). */
 const PARTICIPANTS_MAX = 1_024;
 /** Past this many ids remembered on one Exchange stream, the settled ones are dropped (an engine holds at most preparedMax prepared). */
@@ -55,13 +56,13 @@ function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: P
   if (bad !== null) return cb(new ParticipantError('INVALID_ARGUMENT', bad));
   if (gate.draining && engine.stateOf(req.txnId) === undefined) {
     log.info({ txnId: req.txnId }, 'vote NO: shutting down');
-    return cb(null, { txnId: req.txnId, participantId: req.participantId, vote: 'VOTE_NO', reason: 'participant is shutting down' });
+    return cb(null, voteToWire({ txnId: req.txnId, participantId: req.participantId, vote: 'no', reason: 'participant is shutting down' }));
   }
   gate.inFlight++;
   engine.prepare(req, (err, vote) => {
     gate.inFlight--;
-    if (err !== null) cb(err);
-    else cb(null, vote);
+    if (err !== null || vote === undefined) cb(err);
+    else cb(null, voteToWire(vote));
   });
 }
 
@@ -74,8 +75,10 @@ function serveDecide(engine: ParticipantEngine, gate: Gate, req: Decision, cb: D
       ['reason', req.reason, REASON_CHARS_MAX],
     ]);
   if (bad !== null) return cb(new ParticipantError('INVALID_ARGUMENT', bad));
+  const decision = decisionFromWire(req);
+  if (decision === null) return cb(new ParticipantError('INVALID_ARGUMENT', `decision for ${req.txnId} is neither COMMIT nor ABORT`));
   gate.inFlight++;
-  engine.decide(req, (err, ack) => {
+  engine.decide(decision, (err, ack) => {
     gate.inFlight--;
     if (err !== null) cb(err);
     else cb(null, ack);
@@ -185,8 +188,9 @@ function badFields(fields: readonly (readonly [string, string, number])[]): stri
   return null;
 }
 
+/** The cluster's transaction id rule (src/domain/txn-id.ts): a correct node never sends another id. */
 function badTxnId(txnId: string): string | null {
   if (txnId === '') return 'txn_id is empty';
-  if (txnId.length > TXN_ID_CHARS_MAX) return `txn_id is longer than ${TXN_ID_CHARS_MAX} characters`;
-  return null;
+  const problem = txnIdProblem(txnId);
+  return problem === null ? null : `txn_id: ${problem}`;
 }

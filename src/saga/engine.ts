@@ -60,9 +60,9 @@ export interface SagaEngineIO {
   nowMs(): number;
   random(): number;
   propose(cmd: SagaCommand, cb: (err: Error | null, result?: SagaApplyResult) => void): void;
-  callStep(to: ParticipantRecord, req: StepRequest, deadlineMs: number, cb: (err: Error | null, answer?: StepAnswer) => void): void;
+  callStep(to: ParticipantRecord, req: StepRequest, timeoutMs: number, cb: (err: Error | null, answer?: StepAnswer) => void): void;
   /** Tells a step service that a saga ended: it may drop the saga's keys. */
-  endSaga(to: ParticipantRecord, sagaId: string, deadlineMs: number, cb: (err: Error | null) => void): void;
+  endSaga(to: ParticipantRecord, sagaId: string, timeoutMs: number, cb: (err: Error | null) => void): void;
 }
 
 export interface SagaEngineConfig {

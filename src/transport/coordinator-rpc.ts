@@ -1,9 +1,9 @@
 // proto/coordinator.proto, loaded once, with hand-written narrow wire shapes
 // (camelCase fields, uint64 as number, enums as their names).
+import { assert } from '../util/assert.ts';
 import { protoFile } from './proto-file.ts';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { assert } from '../raft/types.ts';
 
 export const COORDINATOR_PROTO_PATH = protoFile('coordinator.proto');
 

@@ -25,7 +25,7 @@ import { ParticipantError, type ClusterOutcome } from '../../src/participant/typ
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { ConfState, Message, NodeId } from '../../src/raft/types.ts';
-import type { Ack, Vote } from '../../src/transport/participant-rpc.ts';
+import type { Ack, VoteAnswer as Vote } from '../../src/domain/protocol.ts';
 import { EventQueue } from './event-queue.ts';
 import { RaftChecker } from './raft-checker.ts';
 import { SimDisk } from './sim-disk.ts';
@@ -244,7 +244,7 @@ export class SystemWorld implements FaultWorld {
         nowMs: () => this.q.now,
         random: () => random.float(),
         propose: (cmd, cb) => this.propose(n, inc, proposals, cmd, cb),
-        sendPrepare: (to, req, deadlineMs, cb) => {
+        sendPrepare: (to, req, timeoutMs, cb) => {
           if (!inc.alive) return;
           this.point('prepare-send', req.txnId, { node: n });
           if (!inc.alive) return;
@@ -254,15 +254,15 @@ export class SystemWorld implements FaultWorld {
             n.id,
             inc,
             p.id,
-            deadlineMs,
+            timeoutMs,
             (reply) =>
               this.atParticipant(p, reply, (pp, eng, r) =>
                 eng.prepare({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs }, (err, vote) => {
                   if (err || !vote) return r(participantError(err));
                   // Votes are recorded as they are sent (AC2).
-                  this.checker.voteSent(pp.id, req.txnId, vote.vote === 'VOTE_YES' ? 'yes' : 'no');
-                  this.log(() => `${pp.id} votes ${vote.vote} on ${req.txnId}`);
-                  if (vote.vote === 'VOTE_YES') {
+                  this.checker.voteSent(pp.id, req.txnId, vote.vote);
+                  this.log(() => `${pp.id} votes ${vote.vote.toUpperCase()} on ${req.txnId}`);
+                  if (vote.vote === 'yes') {
                     this.noteYes(pp, n, inc, req.txnId);
                     this.point('some-prepared', req.txnId, { participant: pp.id });
                   }
@@ -271,15 +271,15 @@ export class SystemWorld implements FaultWorld {
               ),
             (err, vote) => {
               if (err || !vote) return cb(new Error(err?.message ?? 'no vote'));
-              if (vote.vote === 'VOTE_YES') {
+              if (vote.vote === 'yes') {
                 this.point('some-prepared', req.txnId, { node: n });
                 if (!inc.alive) return;
               }
-              cb(null, { vote: vote.vote === 'VOTE_YES' ? 'yes' : 'no', reason: vote.reason });
+              cb(null, { vote: vote.vote, reason: vote.reason });
             },
           );
         },
-        sendDecision: (to, req, deadlineMs, cb) => {
+        sendDecision: (to, req, timeoutMs, cb) => {
           if (!inc.alive) return;
           const p = this.participant(to.id);
           const commit = req.outcome === 'commit';
@@ -288,11 +288,11 @@ export class SystemWorld implements FaultWorld {
             n.id,
             inc,
             p.id,
-            deadlineMs,
+            timeoutMs,
             (reply) =>
               this.atParticipant(p, reply, (pp, eng, r) => {
                 pp.votedYes?.get(n.id)?.delete(req.txnId);
-                eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, decision: commit ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: req.reason }, (err, ack) => {
+                eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, outcome: req.outcome, reason: req.reason }, (err, ack) => {
                   if (err || !ack) return r(participantError(err));
                   if (commit) this.point('some-decided', req.txnId, { participant: pp.id });
                   r(null, ack);

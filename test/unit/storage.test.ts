@@ -1,10 +1,11 @@
+import { InvariantError } from '../../src/util/assert.ts';
 import { mkdtemp, mkdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level as ClassicLevel } from 'level';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EntryType, NONE, RaftInvariantError, emptySnapshot, type Entry, type HardState, type Snapshot } from '../../src/raft/types.ts';
+import { EntryType, NONE, emptySnapshot, type Entry, type HardState, type Snapshot } from '../../src/raft/types.ts';
 import {
   CorruptRecordError,
   encodeEntry,
@@ -269,7 +270,7 @@ describe('DiskLogStore: truncation, snapshots, compaction', () => {
     await persist(store, { entries: ents(1, 10, 1), hardState: { term: 1, vote: 'n1', commit: 5 } });
     await persist(store, { localSnapshot: snap(3, 1) });
     const before = (await reopen(store, dir)).store;
-    expect(() => before.persist(batchOf(bad), () => {})).toThrow(RaftInvariantError);
+    expect(() => before.persist(batchOf(bad), () => {})).toThrow(InvariantError);
     expect(() => before.persist(batchOf(bad), () => {})).toThrow(why);
     const { recovered } = await reopen(before, dir);
     expect(recovered.entries).toEqual(ents(4, 10, 1));
