@@ -36,7 +36,6 @@ function booking(table: 'seats' | 'rooms'): PgStepHandlers {
   return {
     reserve: {
       action: async (tx, req) => {
-        await tx.query(SCHEMA(table));
         // The first free one, skipping rows other transactions hold right now.
         const free = await tx.query<{ id: string }>(`SELECT id FROM ${table} WHERE saga_pending IS NULL AND booked_by IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`);
         const id = free.rows[0]?.id;
@@ -88,9 +87,28 @@ const common = {
   registerRetryMs: 200,
 };
 
+/**
+ * The table exists before the first step arrives. Made inside an action, it
+ * would be rolled back with every action that answers FAILED (the inbox rolls
+ * a refusal back to before the handler), and a database whose every
+ * reservation was refused or abandoned would have no table at all.
+ */
+async function createSchema(url: string, table: 'seats' | 'rooms'): Promise<void> {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(SCHEMA(table));
+  } finally {
+    await c.end();
+  }
+}
+
+const table = which === 'flight' ? 'seats' : 'rooms';
+if (which === 'flight' || which === 'hotel') await createSchema(env('PG_URL'), table);
 const service =
   which === 'flight' || which === 'hotel'
-    ? await startStepService({ ...common, postgres: { url: env('PG_URL'), handlers: booking(which === 'flight' ? 'seats' : 'rooms') } })
+    ? await startStepService({ ...common, postgres: { url: env('PG_URL'), handlers: booking(table) } })
     : which in memory
       ? await startStepService({ ...common, handlers: memory[which] })
       : null;

@@ -1,12 +1,13 @@
 // `verdict node`: one node in the foreground, from a config file with
 // VERDICT_* and --set overrides, until SIGTERM or Ctrl-C.
+import { InvariantError } from '../util/assert.ts';
 import { loadConfig } from '../node/config.ts';
 import { envName, OVERRIDABLE } from '../node/config-sources.ts';
 import { createLogger } from '../node/logger.ts';
 import { startNode, StartupError } from '../node/node.ts';
 import { CorruptRecordError } from '../storage/codec.ts';
 import { StorageIdentityError } from '../storage/level.ts';
-import { RaftInvariantError } from '../raft/types.ts';
+
 import { bool, flag, flagAll, UsageError } from './args.ts';
 import { CLUSTER_STOP_MESSAGE, LAUNCHER_ENV } from './cluster.ts';
 
@@ -27,7 +28,7 @@ export async function runNode(args: string[]): Promise<void> {
   } catch (err) {
     // Refusals (data dir of another node, corrupt log, locked dir, address in use) are one line.
     if (err instanceof StorageIdentityError || err instanceof CorruptRecordError || err instanceof StartupError) throw err;
-    if (err instanceof Error && !(err instanceof RaftInvariantError)) throw new StartupError(err.message);
+    if (err instanceof Error && !(err instanceof InvariantError)) throw new StartupError(err.message);
     throw err;
   }
   let signals = 0;

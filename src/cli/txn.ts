@@ -75,9 +75,10 @@ export async function participantsCommand(args: string[]): Promise<void> {
     // The leader's connection says whether a participant is reachable; the
     // last contact alone made every idle participant look dead.
     table([
-      ['PARTICIPANT', 'ENDPOINT', 'REGISTERED', 'CONNECTION', 'LAST CONTACT', 'IN DOUBT'],
+      ['PARTICIPANT', 'KIND', 'ENDPOINT', 'REGISTERED', 'CONNECTION', 'LAST CONTACT', 'IN DOUBT'],
       ...ps.map((p) => [
         p.participantId,
+        p.resourceKind || 'unknown',
         p.endpoint,
         new Date(p.registeredAtMs).toISOString(),
         p.connection || '?',

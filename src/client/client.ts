@@ -3,7 +3,8 @@
 // participants use. All calls go through one CoordinatorConnection, which
 // finds the leader and retries idempotent requests (R7).
 import { randomBytes } from 'node:crypto';
-import { newTxnId } from '../commit/txn-id.ts';
+import type * as grpc from '@grpc/grpc-js';
+import { newTxnId } from '../domain/txn-id.ts';
 import { OPERATOR_KEY, type ClusterStatusResponse, type HeuristicInfo, type OutcomeName, type ParticipantInfo, type ParticipantState, type ResolutionInfo } from '../transport/coordinator-rpc.ts';
 import { CoordinatorConnection, type CallOptions, type ConnectionOptions } from './connection.ts';
 import { VerdictError } from './errors.ts';
@@ -73,17 +74,19 @@ export class VerdictClient {
   private clusterId: string | undefined;
 
   private readonly endpoints: string[];
+  private readonly credentials: grpc.ChannelCredentials | undefined;
   private sagaCaller: SagaCaller | null = null;
 
   constructor(options: VerdictClientOptions) {
     this.connection = new CoordinatorConnection(options.endpoints, options);
     this.clusterId = options.clusterId;
     this.endpoints = [...options.endpoints];
+    this.credentials = options.credentials;
   }
 
-  /** The Sagas service's caller (src/client/saga.ts), made on first use. */
+  /** The Sagas service's caller (src/client/saga.ts), made on first use; over TLS when the client is. */
   get sagas(): SagaCaller {
-    this.sagaCaller ??= new SagaCaller(this.endpoints);
+    this.sagaCaller ??= new SagaCaller(this.endpoints, this.credentials);
     return this.sagaCaller;
   }
 

@@ -43,6 +43,7 @@ export interface SagaStatus {
 const CALL_MS = 10_000;
 const LOOK_MS = 30_000;
 const WAIT_SLICE_MS = 20_000;
+const REDIRECTS_WITHOUT_PAUSE_MAX = 3;
 
 export class SagaCaller {
   private readonly clients = new Map<string, SagasClient>();
@@ -70,6 +71,7 @@ export class SagaCaller {
     const until = Date.now() + LOOK_MS + callMs;
     let leader: string | null = null;
     let backoffMs = 50;
+    let hops = 0;
     for (;;) {
       const endpoint: string = leader ?? this.endpoints[this.at % this.endpoints.length];
       const md = new grpc.Metadata();
@@ -84,6 +86,9 @@ export class SagaCaller {
         if (!retry || Date.now() > until) throw new VerdictError(statusName(err.code), err.details ?? err.message, endpoint);
         const hint = err.metadata?.get(LEADER_ADDRESS_KEY)[0];
         leader = typeof hint === 'string' && hint !== '' && hint !== endpoint ? hint : null;
+        // A follower that names the leader costs no pause: the next attempt goes there at once
+        // (a few times in a row at most, so that nodes with stale views cannot make it spin).
+        if (leader && hops++ < REDIRECTS_WITHOUT_PAUSE_MAX) continue;
         if (!leader) this.at++;
         await new Promise((r) => setTimeout(r, backoffMs));
         backoffMs = Math.min(1_000, backoffMs * 2);

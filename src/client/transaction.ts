@@ -11,7 +11,7 @@
 // arrives at all we throw OutcomeUnknownError instead of guessing.
 import type { CoordinatorConnection, CallOptions } from './connection.ts';
 import type { Enlistment, OutcomeName, TxnOutcome } from '../transport/coordinator-rpc.ts';
-import { txnIdProblem } from '../commit/txn-id.ts';
+import { txnIdProblem } from '../domain/txn-id.ts';
 import { invalidArgument, OutcomeUnknownError, RetriesExhaustedError, VerdictError, type StatusName } from './errors.ts';
 
 export type FinalOutcome = 'COMMITTED' | 'ABORTED';
@@ -177,7 +177,7 @@ export function encodePayload(payload: Payload | undefined): Uint8Array {
   return new TextEncoder().encode(text);
 }
 
-/** The cluster's transaction id rule (src/commit/txn-id.ts), checked before any RPC. */
+/** The cluster's transaction id rule (src/domain/txn-id.ts), checked before any RPC. */
 export function checkTxnId(id: string): void {
   const problem = txnIdProblem(id);
   if (problem !== null) throw invalidArgument(problem);

@@ -6,7 +6,7 @@
 // needs no checks of its own.
 
 import { STEPS_MAX } from '../saga/state.ts';
-import { decodeCommand, isCommand, type Command } from './state.ts';
+import { decodeCommand, isCommand, RESOURCE_KIND, type Command } from './state.ts';
 
 type Fields = Record<string, unknown>;
 const isString = (v: unknown): v is string => typeof v === 'string';
@@ -29,7 +29,10 @@ const isStepDef = (v: unknown): boolean => {
  * does not compile until it says here what a well-formed one looks like.
  */
 const CHECKS: { [K in Command['t']]: (c: Fields) => string | null } = {
-  register: (c) => (isString(c.id) && isString(c.endpoint) && isTime(c.atMs) ? null : 'register needs id, endpoint and atMs'),
+  register: (c) =>
+    isString(c.id) && isString(c.endpoint) && isTime(c.atMs) && (c.kind === undefined || (isString(c.kind) && RESOURCE_KIND.test(c.kind)))
+      ? null
+      : 'register needs id, endpoint, atMs and, when present, a resource kind of [a-z0-9-]',
   decide: (c) => {
     if (!isString(c.txnId) || !isOutcome(c.outcome) || !isString(c.reason) || !isStringList(c.participants) || !isTime(c.atMs)) return 'decide needs txnId, outcome, reason, participants and atMs';
     if (c.operator === undefined) return null;

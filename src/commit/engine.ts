@@ -21,26 +21,16 @@
 // finds in the table. It never resumes another leader's prepare (R2): a
 // Commit for a transaction it did not begin is answered by logging ABORT.
 
-import type { ApplyResult, Command, Decision, DecisionOutcome, DecisionTable, HeuristicRecord, OperatorAct, ParticipantRecord, Resolution } from './state.ts';
+import type { ClusterOutcome, Decide, DecisionOutcome, Prepare, Vote } from '../domain/protocol.ts';
+import type { ApplyResult, Command, Decision, DecisionTable, HeuristicRecord, OperatorAct, ParticipantRecord, Resolution } from './state.ts';
 import { beginRefusal, forgottenReason, futureIdRefusal } from './id-newness.ts';
-import { txnIdProblem } from './txn-id.ts';
+import { txnIdProblem } from '../domain/txn-id.ts';
 
-export type VoteValue = 'yes' | 'no';
+/** PREPARE as the engine asks it; the link adds the cluster id. */
+export type PrepareRequest = Omit<Prepare, 'clusterId'>;
 
-export interface PrepareRequest {
-  txnId: string;
-  participantId: string;
-  participants: string[];
-  payload: Uint8Array;
-  timeoutMs: number;
-}
-
-export interface DecisionRequest {
-  txnId: string;
-  participantId: string;
-  outcome: DecisionOutcome;
-  reason: string;
-}
+/** DECISION as the engine sends it; the link adds the cluster id. */
+export type DecisionRequest = Omit<Decide, 'clusterId'>;
 
 export interface EngineIO {
   nowMs(): number;
@@ -48,8 +38,8 @@ export interface EngineIO {
   random(): number;
   /** Proposes a command through Raft; the callback gets the applied result or an error. */
   propose(cmd: Command, cb: (err: Error | null, result?: ApplyResult) => void): void;
-  sendPrepare(to: ParticipantRecord, req: PrepareRequest, deadlineMs: number, cb: (err: Error | null, vote?: { vote: VoteValue; reason: string }) => void): void;
-  sendDecision(to: ParticipantRecord, req: DecisionRequest, deadlineMs: number, cb: (err: Error | null) => void): void;
+  sendPrepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void;
+  sendDecision(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void;
 }
 
 export interface EngineConfig {
@@ -112,7 +102,7 @@ export const defaultEngineConfig: EngineConfig = {
 /** The engine's map holds at most this many transactions per inFlightMax (aborted ones remembered, decided ones awaiting ACKs). */
 const TXNS_PER_IN_FLIGHT = 4;
 
-export type ClientOutcome = 'committed' | 'aborted' | 'in-progress' | 'unknown';
+export type ClientOutcome = ClusterOutcome;
 
 export interface OutcomeAnswer {
   txnId: string;
@@ -150,7 +140,7 @@ export type Phase = 'begun' | 'preparing' | 'deciding' | 'delivering';
 interface Member {
   record: ParticipantRecord;
   payload: Uint8Array;
-  vote: VoteValue | null;
+  vote: Vote | null;
   voteReason: string;
   acked: boolean;
   retries: number;
@@ -164,7 +154,8 @@ interface Txn {
   /** The term of the leader that began it: only it may commit it (R2). */
   term: number;
   startedAtMs: number;
-  deadlineMs: number;
+  /** When the transaction times out and is aborted (an instant, this leader's clock). */
+  deadlineAtMs: number;
   members: Map<string, Member>;
   waiters: OutcomeCallback[];
   outcome: DecisionOutcome | null;
@@ -184,7 +175,7 @@ export interface TxnView {
   reason: string;
   ageMs: number;
   decisionIndex: number;
-  participants: { id: string; vote: VoteValue | null; acked: boolean; retries: number }[];
+  participants: { id: string; vote: Vote | null; acked: boolean; retries: number }[];
   heuristics: HeuristicRecord[];
   resolutions: Resolution[];
 }
@@ -311,13 +302,13 @@ export class CoordinatorEngine {
 
   // ---- client API --------------------------------------------------------
 
-  begin(txnId: string, timeoutMs: number): { deadlineMs: number } {
+  begin(txnId: string, timeoutMs: number): { deadlineAtMs: number } {
     this.requireLeader();
     validateTxnId(txnId);
     const now = this.io.nowMs();
     const existing = this.txns.get(txnId);
     // R7: a repeated Begin of an undecided transaction answers as the first did.
-    if (existing && (existing.outcome === null || this.cfg.mutant === 'abort-unlogged')) return { deadlineMs: existing.deadlineMs };
+    if (existing && (existing.outcome === null || this.cfg.mutant === 'abort-unlogged')) return { deadlineAtMs: existing.deadlineAtMs };
     this.refuseUnlessNew(txnId);
     if (this.txns.size >= this.cfg.inFlightMax) this.checkRoom();
     const t = timeoutMs > 0 ? timeoutMs : this.cfg.defaultTimeoutMs;
@@ -328,14 +319,14 @@ export class CoordinatorEngine {
       phase: 'begun',
       term: this.leaderTerm,
       startedAtMs: now,
-      deadlineMs: now + t,
+      deadlineAtMs: now + t,
       members: new Map(),
       waiters: [],
       outcome: null,
       reason: '',
       decisionIndex: 0,
     });
-    return { deadlineMs: now + t };
+    return { deadlineAtMs: now + t };
   }
 
   /** Begin's id check (src/commit/id-newness.ts): a decided id, or one that cannot be proved new, is never begun again. */
@@ -757,9 +748,10 @@ export class CoordinatorEngine {
     });
   }
 
-  registerParticipant(id: string, endpoint: string, cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
+  /** `kind`: the resource kind, already checked against RESOURCE_KIND by the caller (the edge). */
+  registerParticipant(id: string, endpoint: string, kind: string, cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
     if (!this.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
-    this.io.propose({ t: 'register', id, endpoint, atMs: this.io.nowMs() }, (err, r) => {
+    this.io.propose({ t: 'register', id, endpoint, kind, atMs: this.io.nowMs() }, (err, r) => {
       if (err || !r || r.t !== 'register') return cb(new EngineError('outcome-unknown', `registration not committed: ${err?.message ?? 'no result'}; retry`));
       this.heardFrom(id);
       cb(null, r.participant);
@@ -783,7 +775,7 @@ export class CoordinatorEngine {
 
   private prepare(t: Txn): void {
     const ids = [...t.members.keys()];
-    const remainingMs = Math.max(1, t.deadlineMs - this.io.nowMs());
+    const remainingMs = Math.max(1, t.deadlineAtMs - this.io.nowMs());
     for (const m of t.members.values()) {
       const req: PrepareRequest = { txnId: t.id, participantId: m.record.id, participants: ids, payload: m.payload, timeoutMs: remainingMs };
       m.inFlight = true;
@@ -821,6 +813,10 @@ export class CoordinatorEngine {
     t.reproposeAtMs = 0;
     const outcome = t.proposing ?? 'abort';
     const participants = decisionParticipants(t, outcome);
+    // Forgets waiting for their batch ride this decision's log entry instead
+    // of taking one of their own (proposals of one turn share a batch entry,
+    // src/node/proposal-batcher.ts); docs/protocol.md says why that is safe.
+    this.flushForgets();
     this.io.propose({ t: 'decide', txnId: t.id, outcome, reason: outcome === 'commit' ? '' : t.reason, participants, atMs: this.io.nowMs() }, (err) => {
       // Success is handled where every node sees it: onApplied. A proposal
       // that failed leaves the outcome to the log (the entry may still
@@ -881,6 +877,10 @@ export class CoordinatorEngine {
   /** Every node calls this for every applied command; only the leader acts on it. */
   onApplied(result: ApplyResult): void {
     if (!this.isLeader()) return;
+    if (result.t === 'batch') {
+      for (const r of result.results) this.onApplied(r);
+      return;
+    }
     if (result.t === 'decide') {
       const d = result.decision;
       const t = this.txns.get(d.txnId);
@@ -909,7 +909,7 @@ export class CoordinatorEngine {
         const record = this.table.participants.get(id);
         if (record) members.set(id, { record, payload: new Uint8Array(), vote: null, voteReason: '', acked: false, retries: 0, nextRetryAtMs: 0, inFlight: false });
       }
-      t = { id: d.txnId, phase: 'delivering', term: this.leaderTerm, startedAtMs: d.decidedAtMs, deadlineMs: 0, members, waiters: [], outcome: d.outcome, reason: d.reason, decisionIndex: d.index };
+      t = { id: d.txnId, phase: 'delivering', term: this.leaderTerm, startedAtMs: d.decidedAtMs, deadlineAtMs: 0, members, waiters: [], outcome: d.outcome, reason: d.reason, decisionIndex: d.index };
       this.txns.set(d.txnId, t);
     }
     for (const id of d.participants) {
@@ -981,7 +981,7 @@ export class CoordinatorEngine {
       switch (t.phase) {
         case 'begun':
         case 'preparing':
-          if (now >= t.deadlineMs) this.decideAbort(t, `the transaction timed out after ${t.deadlineMs - t.startedAtMs} ms`, 'timeout');
+          if (now >= t.deadlineAtMs) this.decideAbort(t, `the transaction timed out after ${t.deadlineAtMs - t.startedAtMs} ms`, 'timeout');
           break;
         case 'delivering':
           for (const m of t.members.values()) if (!m.acked && !m.inFlight && now >= m.nextRetryAtMs) this.sendDecision(t, m);

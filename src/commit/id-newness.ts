@@ -6,7 +6,7 @@
 // clock comes in as an argument.
 
 import type { DecisionTable } from './state.ts';
-import { txnIdTimeMs } from './txn-id.ts';
+import { txnIdTimeMs } from '../domain/txn-id.ts';
 
 export interface IdRefusal {
   code: 'exists' | 'precondition' | 'invalid';

@@ -5,19 +5,25 @@
 //
 // R1 lives here: the first Decide(T) applied wins; a later one is a no-op
 // that returns the decision already made. So does the retention horizon: the
-// newest creation time of a timed transaction id (src/commit/txn-id.ts) whose
+// newest creation time of a timed transaction id (src/domain/txn-id.ts) whose
 // decision has left the table for good, below which no id can be proved new.
 
+import type { DecisionOutcome } from '../domain/protocol.ts';
 import { isSagaCommand, SagaTable, type SagaApplyResult, type SagaCommand } from '../saga/state.ts';
-import { txnIdTimeMs } from './txn-id.ts';
-
-export type DecisionOutcome = 'commit' | 'abort';
+import type { BatchApplyResult } from './decision-batch.ts';
+import { txnIdTimeMs } from '../domain/txn-id.ts';
 
 export interface ParticipantRecord {
   id: string;
   endpoint: string;
   registeredAtMs: number;
+  /** What it keeps its data in, as it said at registration (RESOURCE_KIND); "unknown" when it did not say, or registered before kinds existed. */
+  resourceKind: string;
 }
+
+/** A resource kind as a participant names it: a short lower-case word (memory, postgres, mysql, tcc-postgres, saga-memory, ...). */
+export const RESOURCE_KIND = /^[a-z][a-z0-9-]{0,31}$/;
+export const RESOURCE_KIND_UNKNOWN = 'unknown';
 
 export interface Decision {
   txnId: string;
@@ -73,7 +79,8 @@ export interface HeuristicRecord extends OperatorAct {
 }
 
 export type Command =
-  | { t: 'register'; id: string; endpoint: string; atMs: number }
+  // `kind` is absent from registrations logged before resource kinds existed.
+  | { t: 'register'; id: string; endpoint: string; atMs: number; kind?: string }
   // `verdict participant remove`: the participant leaves the registry, unless a
   // decision in the table still names it and is not in `acked` (the decisions
   // the leader saw it acknowledge; the table itself does not track ACKs).
@@ -90,9 +97,12 @@ export type ApplyResult =
   // `refusedBy`: the decisions that still name the participant (it stays registered); empty when removed or absent.
   | { t: 'unregister'; id: string; removed: boolean; refusedBy: string[] }
   | { t: 'decide'; decision: Decision; first: boolean; resolution: Resolution | null }
-  | { t: 'forget'; forgotten: number }
+  // `txnIds`: the command's ids, for observers (the console's timeline, the simulator's crash points).
+  | { t: 'forget'; forgotten: number; txnIds: readonly string[] }
   | { t: 'heuristic'; record: HeuristicRecord; first: boolean }
-  | SagaApplyResult;
+  | SagaApplyResult
+  // A decision batch entry (./decision-batch.ts): one result per record.
+  | BatchApplyResult;
 
 /** Compares what a participant did by hand with the cluster's decision. Pure. */
 export function heuristicKind(done: DecisionOutcome, decision: DecisionOutcome | null): HeuristicKind {
@@ -147,7 +157,12 @@ export class DecisionTable {
     if (isSagaCommand(cmd)) return this.sagas.apply(cmd, index);
     switch (cmd.t) {
       case 'register': {
-        const p: ParticipantRecord = { id: cmd.id, endpoint: cmd.endpoint, registeredAtMs: this.participants.get(cmd.id)?.registeredAtMs ?? cmd.atMs };
+        const p: ParticipantRecord = {
+          id: cmd.id,
+          endpoint: cmd.endpoint,
+          registeredAtMs: this.participants.get(cmd.id)?.registeredAtMs ?? cmd.atMs,
+          resourceKind: cmd.kind ?? RESOURCE_KIND_UNKNOWN,
+        };
         this.participants.set(cmd.id, p);
         return { t: 'register', participant: p };
       }
@@ -214,7 +229,7 @@ export class DecisionTable {
           this.bury(id, { outcome: d.outcome, reason: d.reason, index: d.index });
           n++;
         }
-        return { t: 'forget', forgotten: n };
+        return { t: 'forget', forgotten: n, txnIds: cmd.txnIds };
       }
     }
   }
@@ -223,7 +238,7 @@ export class DecisionTable {
    * True when `txnId` is a timed id at or before the retention horizon with
    * no decision in the table: it may have been decided and forgotten, so the
    * table can no longer tell what its outcome was. (An untimed id's history
-   * cannot be bounded this way; see src/commit/txn-id.ts.)
+   * cannot be bounded this way; see src/domain/txn-id.ts.)
    */
   beyondHorizon(txnId: string): boolean {
     if (this.horizonAtMs === null || this.lookup(txnId)) return false;
@@ -284,7 +299,8 @@ export class DecisionTable {
     this.tombstones.clear();
     this.heuristics.clear();
     this.resolutions.clear();
-    for (const p of o.p) this.participants.set(p.id, p);
+    // resourceKind is absent from snapshots written before resource kinds existed.
+    for (const p of o.p) this.participants.set(p.id, { ...p, resourceKind: typeof p.resourceKind === 'string' ? p.resourceKind : RESOURCE_KIND_UNKNOWN });
     for (const d of o.d) this.decisions.set(d.txnId, d);
     for (const [k, v] of o.t) this.tombstones.set(k, v);
     for (const [k, v] of o.h ?? []) this.heuristics.set(k, v);

@@ -17,12 +17,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { EngineError, type CoordinatorEngine, type ListFilter, type TxnView } from '../commit/engine.ts';
-import type { DecisionOutcome, DecisionTable } from '../commit/state.ts';
-import { txnIdProblem } from '../commit/txn-id.ts';
+import type { DecisionOutcome } from '../domain/protocol.ts';
+import type { DecisionTable } from '../commit/state.ts';
+import { txnIdProblem } from '../domain/txn-id.ts';
 import type { NodeConfig } from '../node/config.ts';
 import type { Driver } from '../node/driver.ts';
 import { transferLeadership, transferWaitMs } from '../node/raft-node-service.ts';
-import { adminNameOnly, adminNameRefusal } from '../transport/auth.ts';
+import type { Access } from '../transport/auth.ts';
 import { quote } from '../transport/validate.ts';
 import type { PeerHealth } from './peer-health.ts';
 import { clientCertificateName, isTlsRequest } from './server.ts';
@@ -32,6 +33,8 @@ export interface ConsoleDeps {
   cfg: NodeConfig;
   /** Whether the node serves mutual TLS: then an action needs an admin certificate, over HTTPS (see the top of this file). */
   tls: boolean;
+  /** Who may act (src/transport/auth.ts). */
+  access: Access;
   /** host:port of the HTTPS console, when there is one; named in the refusals on plain HTTP. */
   httpsConsole: () => string | null;
   /** Null until the node has recovered its log. */
@@ -172,13 +175,13 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     const plain = plainOnTls(req);
     if (plain !== null) return { allowed: false, why: plain };
     const cn = clientCertificateName(req);
-    const refused = adminNameRefusal(cn, 'an action');
+    const refused = deps.access.adminNameRefusal(cn, 'an action');
     return refused === null ? { allowed: true, why: `your certificate CN=${cn} is an admin (tls.adminNames)` } : { allowed: false, why: refused };
   }
 
   /** The admin rule of the CLI's operator acts (src/transport/auth.ts), for the browser's certificate (none on plain HTTP). */
   function requireAdmin(req: IncomingMessage, what: string): void {
-    const refused = adminNameOnly(clientCertificateName(req), what);
+    const refused = deps.access.adminNameOnly(clientCertificateName(req), what);
     if (refused === null) return;
     const plain = plainOnTls(req);
     throw new HttpError(403, plain !== null ? `${refused}. The page cannot present one: ${plain}` : refused);
@@ -257,8 +260,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
         lastSeenMs: activity.get(p.id)?.lastSeenMs ?? 0,
         inDoubt: activity.get(p.id)?.inDoubt ?? 0,
         connection: engine.isLeader() ? (deps.connection?.(p.endpoint) ?? '') : '',
-        // The cluster is not told a participant's resource kind at registration.
-        kind: 'not reported',
+        kind: p.resourceKind,
       })),
     };
   }

@@ -8,7 +8,8 @@
 
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswer, type TxnView } from '../commit/engine.ts';
-import type { DecisionOutcome, DecisionTable, HeuristicRecord, Resolution } from '../commit/state.ts';
+import type { DecisionOutcome } from '../domain/protocol.ts';
+import { RESOURCE_KIND, RESOURCE_KIND_UNKNOWN, type DecisionTable, type HeuristicRecord, type Resolution } from '../commit/state.ts';
 import {
   OPERATOR_KEY,
   RECORDED_OUTCOME_KEY,
@@ -27,7 +28,7 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import type { NodeConfig } from './config.ts';
-import { adminOnly, participantOnly } from '../transport/auth.ts';
+import type { Access } from '../transport/auth.ts';
 import type { Driver } from './driver.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { notLeader, toServiceError, withTimeout } from './raft-node-service.ts';
@@ -118,6 +119,8 @@ export interface CoordinatorServiceDeps {
   engine: CoordinatorEngine;
   table: DecisionTable;
   address: string;
+  /** Who may do what (src/transport/auth.ts). */
+  access: Access;
   metrics?: Pick<NodeMetrics, 'observeCommit'>;
   /** The leader's connection to a participant endpoint (ParticipantLink.connection); '' when unknown. */
   connection?: (endpoint: string) => string;
@@ -129,7 +132,7 @@ const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { committed: 'com
 
 /** Every Coordinator RPC but the lease ones (src/node/lease-service.ts). */
 export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHandlers {
-  const { cfg, driver, engine, table, metrics } = deps;
+  const { cfg, driver, engine, table, metrics, access } = deps;
   const refusal = deps.refusal ?? (() => null);
 
   const fail = (err: EngineError): grpc.ServiceError => (err.code === 'not-leader' ? notLeader(cfg, driver.leader()) : engineStatus(err));
@@ -143,12 +146,13 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
 
   const leaderOnly = (): EngineError | null => (engine.isLeader() ? null : new EngineError('not-leader', 'not the leader'));
 
-  const participantInfo = (p: { id: string; endpoint: string; registeredAtMs: number }): ParticipantInfo => ({
+  const participantInfo = (p: { id: string; endpoint: string; registeredAtMs: number; resourceKind: string }): ParticipantInfo => ({
     participantId: p.id,
     endpoint: p.endpoint,
     registeredAtMs: p.registeredAtMs,
     lastSeenMs: 0,
     inDoubt: 0,
+    resourceKind: p.resourceKind,
   });
 
   const txnInfo = (t: TxnView): TxnInfo => ({
@@ -166,23 +170,35 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
   return {
     RegisterParticipant: (call, cb) => {
       const { clusterId, participantId, endpoint } = call.request;
+      // Older participants send no kind: it reads as "unknown".
+      const kind = call.request.resourceKind || RESOURCE_KIND_UNKNOWN;
       // Each refusal names its reason in `verdict-reason` metadata: the participant tells a fixable setting from a passing outage by it.
       if (clusterId !== cfg.clusterId) return cb(refuse(grpc.status.FAILED_PRECONDITION, 'wrong-cluster-id', `participant belongs to cluster "${clusterId}", this is cluster "${cfg.clusterId}"`));
       if (!ID.test(participantId))
         return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-participant-id', `participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
       if (!ENDPOINT.test(endpoint)) return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-endpoint', `endpoint ${JSON.stringify(endpoint)} must be host:port`));
+      if (!RESOURCE_KIND.test(kind))
+        return cb(
+          refuse(
+            grpc.status.INVALID_ARGUMENT,
+            'invalid-resource-kind',
+            `participant ${participantId}: resource kind ${JSON.stringify(kind.slice(0, 40))} must be 1–32 of a-z, 0-9 and "-", starting with a letter`,
+          ),
+        );
       // With TLS, a participant id belongs to the certificate named after it (src/transport/auth.ts); one
       // namespace with node ids, so that a participant's certificate is never taken for a node's.
-      const refused = participantOnly(call, participantId, `registering participant "${participantId}"`);
+      const refused = access.participantOnly(call, participantId, `registering participant "${participantId}"`);
       if (refused) return cb(refused);
       if (cfg.peers.has(participantId)) return cb(invalid(`participant id "${participantId}" is the id of a node of cluster "${cfg.clusterId}"; node and participant ids must differ`));
       const existing = table.participants.get(participantId);
-      // Re-registration at the same endpoint is a no-op, so a restarted participant costs no log write.
-      if (existing && existing.endpoint === endpoint) {
+      // Re-registration at the same endpoint (and kind) is a no-op, so a restarted participant costs no log write.
+      if (existing && existing.endpoint === endpoint && existing.resourceKind === kind) {
         engine.heardFrom(participantId);
         return cb(null, { participant: participantInfo(existing) });
       }
-      engine.registerParticipant(participantId, endpoint, (err, p) => (err || !p ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { participant: participantInfo(p) })));
+      engine.registerParticipant(participantId, endpoint, kind, (err, p) =>
+        err || !p ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { participant: participantInfo(p) }),
+      );
     },
     // Linearizable (ReadIndex): a registration acknowledged by the leader is
     // listed by whichever node answers, even one that has not applied it yet.
@@ -212,8 +228,8 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       const refused = refusal();
       if (refused) return cb(refused);
       try {
-        const { deadlineMs } = engine.begin(call.request.txnId, call.request.timeoutMs);
-        cb(null, { txnId: call.request.txnId, deadlineMs, leaderId: cfg.nodeId });
+        const { deadlineAtMs } = engine.begin(call.request.txnId, call.request.timeoutMs);
+        cb(null, { txnId: call.request.txnId, deadlineMs: deadlineAtMs, leaderId: cfg.nodeId });
       } catch (err) {
         if (err instanceof EngineError) return cb(fail(err));
         throw err;
@@ -238,7 +254,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     GetOutcome: (call, cb) => {
       // Asked as a participant, the question may make the leader log ABORT (R3): only that participant may ask so.
       const p = call.request.participantId;
-      const refused = p === '' ? null : participantOnly(call, p, `asking about a transaction as participant "${p.slice(0, 64)}"`);
+      const refused = p === '' ? null : access.participantOnly(call, p, `asking about a transaction as participant "${p.slice(0, 64)}"`);
       if (refused) return cb(refused);
       engine.outcome(call.request.txnId, p, outcomeReply(cb));
     },
@@ -254,7 +270,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     ReportHeuristic: (call, cb) => {
       const r = call.request;
       if (r.clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `participant belongs to cluster "${r.clusterId}", this is cluster "${cfg.clusterId}"` });
-      const refused = participantOnly(call, r.participantId, `reporting a heuristic outcome for participant "${r.participantId.slice(0, 64)}"`);
+      const refused = access.participantOnly(call, r.participantId, `reporting a heuristic outcome for participant "${r.participantId.slice(0, 64)}"`);
       if (refused) return cb(refused);
       const outcome = decisionOf(r.outcome);
       if (outcome === null) return cb(invalid('a heuristic report needs outcome OUTCOME_COMMITTED or OUTCOME_ABORTED'));
@@ -266,7 +282,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     },
     ResolveTransaction: (call, cb) => {
       // An operator's act: with tls.adminNames, only an admin certificate may (src/transport/auth.ts).
-      const refused = adminOnly(call, 'txn resolve');
+      const refused = access.adminOnly(call, 'txn resolve');
       if (refused) return cb(refused);
       const r = call.request;
       const outcome = decisionOf(r.outcome);
@@ -283,7 +299,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     },
     RemoveParticipant: (call, cb) => {
       // An operator's act like txn resolve: with tls.adminNames, only an admin certificate may.
-      const refused = adminOnly(call, 'participant remove');
+      const refused = access.adminOnly(call, 'participant remove');
       if (refused) return cb(refused);
       const { clusterId, participantId } = call.request;
       if (clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the request is for cluster "${clusterId}", this is cluster "${cfg.clusterId}"` });

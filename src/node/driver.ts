@@ -9,10 +9,11 @@
 // Callbacks, not promises: a simulated disk completes a write when the
 // simulator says so, which keeps every run a pure function of its seed.
 
+import { assert } from '../util/assert.ts';
 import { ConfChangeRefusedError, decodeConfChange, type ConfChange } from '../raft/confchange.ts';
 import { RawNode, type Ready } from '../raft/raw-node.ts';
 import { ProposalDroppedError } from '../raft/raft.ts';
-import { assert, EntryType, Role, type ConfState, type Entry, type Message, type NodeId, type Snapshot } from '../raft/types.ts';
+import { EntryType, Role, type ConfState, type Entry, type Message, type NodeId, type Snapshot } from '../raft/types.ts';
 import type { LogStore, PersistBatch } from '../storage/types.ts';
 import type { Transport } from '../transport/types.ts';
 

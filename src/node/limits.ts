@@ -18,6 +18,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { CoordinatorHandlers, CoordinatorMethod } from '../transport/coordinator-rpc.ts';
 import { peerCertificate, subjectField, type AuthenticatedCall } from '../transport/tls.ts';
+import { TXN_ID_CHARS_MAX, TXN_ID_PATTERN } from '../domain/txn-id.ts';
 import { checkString, endpointProblem, ID_CHARS_MAX, invalidArgument, quote, REASON_CHARS_MAX, Refusals, type RefusalClass } from '../transport/validate.ts';
 
 export { REFUSAL_CLASSES, Refusals, type RefusalClass } from '../transport/validate.ts';
@@ -33,14 +34,13 @@ export interface UndecidedSource {
 }
 
 const ID_FORM = 'letters, digits, ".", "_", ":" or "-"';
-const TXN = /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/;
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
 type Check = (field: string, v: unknown) => string | null;
-const txnId: Check = (f, v) => checkString(f, v, { maxChars: ID_CHARS_MAX, pattern: TXN, form: ID_FORM });
+const txnId: Check = (f, v) => checkString(f, v, { maxChars: TXN_ID_CHARS_MAX, pattern: TXN_ID_PATTERN, form: ID_FORM });
 const id: Check = (f, v) => checkString(f, v, { maxChars: ID_CHARS_MAX, pattern: ID, form: 'letters, digits, ".", "_" or "-"' });
 const optionalId: Check = (f, v) => checkString(f, v, { maxChars: ID_CHARS_MAX, pattern: ID, form: 'letters, digits, ".", "_" or "-"', optional: true });
-const optionalTxnId: Check = (f, v) => checkString(f, v, { maxChars: ID_CHARS_MAX, pattern: TXN, form: ID_FORM, optional: true });
+const optionalTxnId: Check = (f, v) => checkString(f, v, { maxChars: TXN_ID_CHARS_MAX, pattern: TXN_ID_PATTERN, form: ID_FORM, optional: true });
 const text: Check = (f, v) => checkString(f, v, { maxChars: REASON_CHARS_MAX, optional: true });
 
 /** The first problem among the fields of a request, or null. */

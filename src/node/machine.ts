@@ -4,6 +4,7 @@
 // says which one it is for.
 
 import { checkedCommand, commandProblem } from '../commit/command-check.ts';
+import { decodeDecisionBatch, isDecisionBatch, type BatchMutant } from '../commit/decision-batch.ts';
 import { DecisionTable, isCommand, type ApplyResult } from '../commit/state.ts';
 import { checkedLeaseCommand, isLeaseCommand, LeaseTable } from '../lease/state.ts';
 import { decodeConfChange, type ConfChange } from '../raft/confchange.ts';
@@ -50,6 +51,8 @@ export function entryProblem(type: EntryType, data: Uint8Array): string | null {
   if (data[0] === TAG_PUT) return putProblem(data);
   // Leases (src/lease/state.ts): their own tag and checks.
   if (isLeaseCommand(data)) return checkedLeaseCommand(data).problem;
+  // The Decides and Forgets of one proposal batch (src/commit/decision-batch.ts).
+  if (isDecisionBatch(data)) return decodeDecisionBatch(data).problem;
   return commandProblem(data);
 }
 
@@ -105,6 +108,9 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   /** Members' addresses as of the last applied membership change; empty until the first one (the config file's peers hold until then). */
   readonly members = new Map<string, string>();
 
+  /** `batchMutant`: test only, a broken batch decoder for the simulator's checker (test/sim); never set in production. */
+  constructor(private readonly batchMutant?: BatchMutant) {}
+
   applyConfChange(cc: ConfChange, e: Entry): void {
     let addresses: Map<string, string>;
     try {
@@ -125,6 +131,14 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
       const { cmd, problem } = checkedCommand(e.data);
       if (cmd === null) throw new UnappliableEntryError(e.index, problem);
       return this.table.apply(cmd, e.index);
+    }
+    if (isDecisionBatch(e.data)) {
+      const { cmds, problem } = decodeDecisionBatch(e.data, this.batchMutant);
+      if (cmds === null) throw new UnappliableEntryError(e.index, problem);
+      // Every record of the entry is applied at the entry's index, in order.
+      const results: ApplyResult[] = new Array(cmds.length);
+      for (let i = 0; i < cmds.length; i++) results[i] = this.table.apply(cmds[i], e.index);
+      return { t: 'batch', results };
     }
     if (isLeaseCommand(e.data)) {
       const { cmd, problem } = checkedLeaseCommand(e.data);

@@ -11,13 +11,13 @@
 //
 // Both are idempotent (R7): adding an existing voter at the same address or
 // removing a non-member succeeds without a change. Every call passes the one
-// admin check, adminOnly (src/transport/auth.ts).
+// admin check, Access.adminOnly (src/transport/auth.ts).
 
 import * as grpc from '@grpc/grpc-js';
 import { ConfChangeRefusedError, ConfChangeType } from '../raft/confchange.ts';
 import { ProposalDroppedError } from '../raft/raft.ts';
 import type { ConfState } from '../raft/types.ts';
-import { adminOnly } from '../transport/auth.ts';
+import type { Access } from '../transport/auth.ts';
 import type { AddMemberRequest, ListMembersRequest, Members, RemoveMemberRequest } from '../transport/proto.ts';
 import { parseAddress, type NodeConfig } from './config.ts';
 import { NotLeaderError, type Driver } from './driver.ts';
@@ -61,6 +61,7 @@ export function membersOf(cfg: NodeConfig, d: Driver<unknown>): Members {
 export function membershipApi(
   cfg: NodeConfig,
   d: Driver<unknown>,
+  access: Access,
   isParticipant: (id: string) => boolean = () => false,
 ): { AddMember: Handler<AddMemberRequest>; RemoveMember: Handler<RemoveMemberRequest>; ListMembers: Handler<ListMembersRequest> } {
   /** Every member's address after `id` joins at `address` (or leaves, when address is null). */
@@ -98,13 +99,13 @@ export function membershipApi(
 
   return {
     ListMembers: (call, cb) => {
-      const refused = adminOnly(call, 'listing members');
+      const refused = access.adminOnly(call, 'listing members');
       if (refused) return cb(refused);
       cb(null, membersOf(cfg, d));
     },
 
     AddMember: (call, cb) => {
-      const refused = adminOnly(call, 'adding a member');
+      const refused = access.adminOnly(call, 'adding a member');
       if (refused) return cb(refused);
       const { nodeId: id, address } = call.request;
       if (typeof id !== 'string' || !ID.test(id)) return cb(fail(grpc.status.INVALID_ARGUMENT, `node id ${JSON.stringify(id)} is invalid: expected letters, digits, ".", "_" or "-" (at most 64)`));
@@ -151,7 +152,7 @@ export function membershipApi(
     },
 
     RemoveMember: (call, cb) => {
-      const refused = adminOnly(call, 'removing a member');
+      const refused = access.adminOnly(call, 'removing a member');
       if (refused) return cb(refused);
       const { nodeId: id } = call.request;
       if (typeof id !== 'string' || !ID.test(id)) return cb(fail(grpc.status.INVALID_ARGUMENT, `node id ${JSON.stringify(id)} is invalid`));

@@ -9,7 +9,7 @@ import { HEURISTIC_KINDS, type DecisionTable, type HeuristicKind } from '../comm
 import { Role } from '../raft/types.ts';
 import type { PersistBatch } from '../storage/types.ts';
 import type { Driver } from './driver.ts';
-import { permissionDenials } from '../transport/auth.ts';
+import type { Access } from '../transport/auth.ts';
 import { REFUSAL_CLASSES, type Refusals } from './limits.ts';
 
 const ROLES = [Role.Leader, Role.Follower, Role.Candidate, Role.PreCandidate] as const;
@@ -33,6 +33,8 @@ export class NodeMetrics {
     refusals?: () => ReadonlyMap<string, number>;
     /** Refused client-facing requests, by class (./limits.ts). */
     requestRefusals?: () => Refusals | null;
+    /** Calls refused PERMISSION_DENIED, by role. */
+    access?: Access;
   }) {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
@@ -51,8 +53,8 @@ export class NodeMetrics {
       registers: [r],
       collect() {
         this.reset();
-        this.inc({ role: 'admin' }, permissionDenials.admin);
-        this.inc({ role: 'participant' }, permissionDenials.participant);
+        this.inc({ role: 'admin' }, src.access?.denials.admin ?? 0);
+        this.inc({ role: 'participant' }, src.access?.denials.participant ?? 0);
       },
     });
     new Gauge({

@@ -34,9 +34,11 @@ import { coordinatorPackageDefinition, coordinatorService } from '../transport/c
 import { addHealth, addReflection, MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
 import type { LogStore } from '../storage/types.ts';
 import { CoordinatorEngine } from '../commit/engine.ts';
-import { decodeCommand, encodeCommand, type ApplyResult } from '../commit/state.ts';
+import { eachResult } from '../commit/decision-batch.ts';
+import type { ApplyResult } from '../commit/state.ts';
 import type { NodeConfig } from './config.ts';
-import { Driver, UnappliableEntryError, type ProposeCallback } from './driver.ts';
+import { Driver, UnappliableEntryError } from './driver.ts';
+import { ProposalBatcher } from './proposal-batcher.ts';
 import { entryProblem, NodeStateMachine, snapshotProblem } from './machine.ts';
 import { raftMembers } from './members.ts';
 import { coordinatorApi } from './coordinator-service.ts';
@@ -47,7 +49,7 @@ import { guardService, type EdgeOptions } from '../transport/validate.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { ParticipantLink } from './participant-link.ts';
 import { loadNodeTls } from './node-tls.ts';
-import { OPEN_POLICY, setAuthPolicy } from '../transport/auth.ts';
+import { Access, OPEN_POLICY } from '../transport/auth.ts';
 import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
 import { membershipApi } from './membership-service.ts';
 import { putStreamHandler } from './put-stream.ts';
@@ -120,7 +122,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   }
   if (tls !== null && tls.auth.tls?.adminNames.length === 0)
     log.warn('tls.adminNames is not set: admin operations (leader transfer, membership, txn resolve, put/get) are refused to every certificate');
-  setAuthPolicy(tls?.auth ?? OPEN_POLICY);
+  const access = new Access(tls?.auth ?? OPEN_POLICY);
   const server = new grpc.Server(SERVER_OPTIONS);
   const port = await bind(server, cfg.listen, tls?.server ?? grpc.ServerCredentials.createInsecure());
   const host = cfg.listen.slice(0, cfg.listen.lastIndexOf(':'));
@@ -157,6 +159,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     const page = consoleHandler({
       cfg,
       tls: tls !== null,
+      access,
       httpsConsole: () => (tls !== null ? (consoleServer?.address ?? null) : null),
       state: () => consoleState,
       timeline,
@@ -273,23 +276,24 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     },
     onMembership: (cs) => refreshMembers(cs),
     onCaughtUp: (lastIndex) => log.warn({ lastIndex, highWater: recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
-    onApplied: (entry, result) => {
-      if (!result) return;
-      if (result.t === 'decide') {
-        const dec = result.decision;
-        const detail = `${dec.outcome.toUpperCase()}${result.first ? '' : ' again (a no-op: the first decision stands, R1)'}${dec.reason ? `: ${dec.reason}` : ''}`;
-        timeline.record(dec.txnId, { atMs: Date.now(), kind: 'decided', index: entry.index, detail });
-      } else if (result.t === 'forget') {
-        const cmd = decodeCommand(entry.data);
-        if (cmd.t === 'forget') for (const id of cmd.txnIds) if (timeline.has(id)) timeline.record(id, { atMs: Date.now(), kind: 'forget', index: entry.index });
+    onApplied: (entry, applied) => {
+      // A decision batch entry holds many commands: each result is observed as its own entry's would be.
+      for (const result of eachResult(applied)) {
+        if (result.t === 'decide') {
+          const dec = result.decision;
+          const detail = `${dec.outcome.toUpperCase()}${result.first ? '' : ' again (a no-op: the first decision stands, R1)'}${dec.reason ? `: ${dec.reason}` : ''}`;
+          timeline.record(dec.txnId, { atMs: Date.now(), kind: 'decided', index: entry.index, detail });
+        } else if (result.t === 'forget') {
+          for (const id of result.txnIds) if (timeline.has(id)) timeline.record(id, { atMs: Date.now(), kind: 'forget', index: entry.index });
+        }
+        // The level check first: the log line's fields would be built for every decision even with debug off.
+        if (result.t === 'decide' && result.first && debugOn) {
+          const dec = result.decision;
+          log.debug({ txnId: dec.txnId, outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined }, 'decision applied');
+        }
+        if (result.t === 'saga') sagas?.onApplied(result);
+        else engine?.onApplied(result);
       }
-      // The level check first: the log line's fields would be built for every decision even with debug off.
-      if (result.t === 'decide' && result.first && debugOn) {
-        const dec = result.decision;
-        log.debug({ txnId: dec.txnId, outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined }, 'decision applied');
-      }
-      if (result.t === 'saga') sagas?.onApplied(result);
-      else engine?.onApplied(result);
     },
   });
   driver = d;
@@ -315,7 +319,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const refusals = new Refusals(log);
   const link = new ParticipantLink(cfg.clusterId, tls?.participants);
   participants = link;
-  const proposals = new ProposalBatcher(d);
+  const proposals = new ProposalBatcher((datas, cbs) => d.proposeBatch(datas, cbs), setImmediate);
   engine = new CoordinatorEngine(
     machine.table,
     {
@@ -325,15 +329,15 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
         if (cmd.t === 'decide') timeline.record(cmd.txnId, { atMs: Date.now(), kind: 'proposed', detail: cmd.outcome.toUpperCase() });
         withTimeout<ApplyResult | null>(
           `proposal ${cmd.t}`,
-          (done) => proposals.add(encodeCommand(cmd), (err, r) => done(err, r?.result)),
+          (done) => proposals.add(cmd, (err, r) => done(err, r?.result)),
           (err, r) => (err ? cb(err) : r ? cb(null, r) : cb(new Error('no result'))),
         );
       },
-      sendPrepare: (to, req, deadlineMs, cb) => {
+      sendPrepare: (to, req, timeoutMs, cb) => {
         const now = Date.now();
         if (!timeline.has(req.txnId)) timeline.record(req.txnId, { atMs: now - (engine?.view(req.txnId)?.ageMs ?? 0), kind: 'begin' });
         timeline.record(req.txnId, { atMs: now, kind: 'prepare', participantId: to.id });
-        link.prepare(to, req, deadlineMs, (err, vote) => {
+        link.prepare(to, req, timeoutMs, (err, vote) => {
           timeline.record(req.txnId, {
             atMs: Date.now(),
             kind: 'vote',
@@ -345,9 +349,9 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
           cb(err, vote);
         });
       },
-      sendDecision: (to, req, deadlineMs, cb) => {
+      sendDecision: (to, req, timeoutMs, cb) => {
         timeline.record(req.txnId, { atMs: Date.now(), kind: 'decision-sent', participantId: to.id, detail: req.outcome.toUpperCase() });
-        link.decide(to, req, deadlineMs, (err) => {
+        link.decide(to, req, timeoutMs, (err) => {
           timeline.record(req.txnId, { atMs: Date.now(), kind: err ? 'no-ack' : 'ack', participantId: to.id, detail: err ? err.message : '' });
           // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
           if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
@@ -360,11 +364,12 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const eng = engine;
   const sagaSide = sagaWiring({
     cfg,
+    access,
     table: machine.table,
     propose: (cmd, cb) =>
       withTimeout<ApplyResult | null>(
         `proposal ${cmd.t}`,
-        (done) => proposals.add(encodeCommand(cmd), (err, r) => done(err, r?.result)),
+        (done) => proposals.add(cmd, (err, r) => done(err, r?.result)),
         (err, r) => (err ? cb(err) : r && r.t === 'saga' ? cb(null, r) : cb(new Error('no result'))),
       ),
     leader: () => d.leader(),
@@ -401,13 +406,14 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
   };
   const raftNodeChecked = withFieldChecks(
-    { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address), ...membershipApi(cfg, d as Driver<unknown>, (id) => machine.table.participants.has(id)) },
+    { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address, access), ...membershipApi(cfg, d as Driver<unknown>, access, (id) => machine.table.participants.has(id)) },
     RAFT_NODE_CHECKS,
     refusals,
   );
   // PutStream runs every streamed Put through the checked unary Put handler.
   const putStreams = putStreamHandler(raftNodeChecked.Put, {
     unreadMax: cfg.streamUnreadMax,
+    access,
     onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `put stream cut off: ${details}`),
   });
   const raftNode = guardService(raftNodeService, { ...raftNodeChecked, PutStream: putStreams.handler }, edge);
@@ -422,6 +428,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
         engine: eng,
         table: machine.table,
         address,
+        access,
         metrics: { observeCommit },
         refusal,
         connection: (endpoint) => link.connection(endpoint),
@@ -464,6 +471,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       table: () => machine.table,
       refusals: () => transport.refusals.totals(),
       requestRefusals: () => refusals,
+      access,
     });
     const { SagaMetrics } = await import('./saga-metrics.ts');
     sagaMetrics = new SagaMetrics(metrics.registry, { engine: () => sagaSide.engine, table: () => machine.table.sagas });
@@ -545,35 +553,6 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/**
- * Group commit of the engine's proposals: the commands proposed during one
- * event-loop turn (the COMMITs of every transaction whose last vote arrived
- * in one batch, say) go to Raft as consecutive entries of one proposal, so
- * they share one append message per follower and one synced write.
- */
-class ProposalBatcher {
-  private datas: Uint8Array[] = [];
-  private cbs: ProposeCallback<ApplyResult | null>[] = [];
-  private scheduled = false;
-
-  constructor(private readonly d: Driver<ApplyResult | null>) {}
-
-  add(data: Uint8Array, cb: ProposeCallback<ApplyResult | null>): void {
-    this.datas.push(data);
-    this.cbs.push(cb);
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      const datas = this.datas;
-      const cbs = this.cbs;
-      this.datas = [];
-      this.cbs = [];
-      this.d.proposeBatch(datas, cbs);
-    });
-  }
-}
 
 function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCredentials): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -3,10 +3,12 @@
 // stream that batches the requests (unary calls for a participant without
 // it). This is where the engine's pure EngineIO meets the network.
 
-import type { DecisionRequest, PrepareRequest, VoteValue } from '../commit/engine.ts';
+import type { DecisionRequest, PrepareRequest } from '../commit/engine.ts';
+import type { Vote } from '../domain/protocol.ts';
 import type { ParticipantRecord } from '../commit/state.ts';
 import * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
+import { decisionToWire, prepareToWire, voteFromWire } from '../transport/participant-wire.ts';
 import { ParticipantExchange } from '../transport/participant-exchange.ts';
 
 /** Channels kept open; beyond this the least recently used is closed. */
@@ -46,25 +48,17 @@ export class ParticipantLink {
     return c.exchange;
   }
 
-  prepare(to: ParticipantRecord, req: PrepareRequest, deadlineMs: number, cb: (err: Error | null, vote?: { vote: VoteValue; reason: string }) => void): void {
-    const prepare = { clusterId: this.clusterId, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs };
-    this.client(to.endpoint).prepare(prepare, deadlineMs, (err, v) => {
-      if (err !== null || v === undefined) return cb(err ?? new Error(`participant ${to.id} answered PREPARE without a vote`));
-      if (v.vote === 'VOTE_YES') cb(null, { vote: 'yes', reason: v.reason });
-      else if (v.vote === 'VOTE_NO') cb(null, { vote: 'no', reason: v.reason });
-      else cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(v.vote)}`));
+  prepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void {
+    this.client(to.endpoint).prepare(prepareToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err, w) => {
+      if (err !== null || w === undefined) return cb(err ?? new Error(`participant ${to.id} answered PREPARE without a vote`));
+      const v = voteFromWire(w);
+      if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
+      cb(null, { vote: v.vote, reason: v.reason });
     });
   }
 
-  decide(to: ParticipantRecord, req: DecisionRequest, deadlineMs: number, cb: (err: Error | null) => void): void {
-    const decision = {
-      clusterId: this.clusterId,
-      txnId: req.txnId,
-      participantId: req.participantId,
-      decision: req.outcome === 'commit' ? 'DECISION_COMMIT' : 'DECISION_ABORT',
-      reason: req.reason,
-    } as const;
-    this.client(to.endpoint).decide(decision, deadlineMs, (err) => cb(err));
+  decide(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void {
+    this.client(to.endpoint).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err));
   }
 
   /**

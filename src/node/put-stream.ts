@@ -12,7 +12,7 @@
 // not an admin is refused once, for the whole stream, before anything it
 // sent is looked at.
 import * as grpc from '@grpc/grpc-js';
-import { adminOnly } from '../transport/auth.ts';
+import { Access } from '../transport/auth.ts';
 import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, STATUS_REASON_KEY } from '../transport/coordinator-rpc.ts';
 import type { PutRequest, PutResponse, StreamedPutAnswer, StreamedPutAnswers, StreamedPuts } from '../transport/proto.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
@@ -31,13 +31,16 @@ export interface PutStreams {
 export interface PutStreamOptions extends CommitStreamOptions {
   /** Puts waiting on one stream at most; default PUT_STREAM_PENDING_MAX. */
   pendingMax?: number;
+  /** Who may put (src/transport/auth.ts); default: everyone (no TLS). */
+  access?: Access;
 }
 
 export function putStreamHandler(put: grpc.handleUnaryCall<PutRequest, PutResponse>, o: PutStreamOptions = {}): PutStreams {
   const open = new Set<() => void>();
   const pendingMax = o.pendingMax ?? PUT_STREAM_PENDING_MAX;
+  const access = o.access ?? new Access();
   const handler: grpc.handleBidiStreamingCall<StreamedPuts, StreamedPutAnswers> = (call) => {
-    const refused = adminOnly(call, 'put');
+    const refused = access.adminOnly(call, 'put');
     if (refused !== null) {
       call.emit('error', { code: refused.code, details: refused.details });
       return;

@@ -8,7 +8,7 @@ import type { GetRequest, GetResponse, NodeStatus, PutRequest, PutResponse, Raft
 import type { NodeConfig } from './config.ts';
 import { NotLeaderError, OverloadedError, type Driver } from './driver.ts';
 import { encodePut, type NodeStateMachine } from './machine.ts';
-import { adminOnly } from '../transport/auth.ts';
+import type { Access } from '../transport/auth.ts';
 import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, STATUS_REASON_KEY, type StatusReason } from '../transport/coordinator-rpc.ts';
 
 /** How long a client request may wait for its entry to commit. */
@@ -104,7 +104,7 @@ export function withTimeout<T>(what: string, start: (done: (err: Error | null, v
   });
 }
 
-export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMachine, address: string): RaftNodeHandlers {
+export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMachine, address: string, access: Access): RaftNodeHandlers {
   return {
     Status: (_call: grpc.ServerUnaryCall<unknown, NodeStatus>, cb: grpc.sendUnaryData<NodeStatus>) => {
       const s = d.node.status();
@@ -130,7 +130,7 @@ export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMa
       });
     },
     Put: (call: grpc.ServerUnaryCall<PutRequest, PutResponse>, cb: grpc.sendUnaryData<PutResponse>) => {
-      const refused = adminOnly(call, 'put');
+      const refused = access.adminOnly(call, 'put');
       if (refused) return cb(refused);
       const { key, value } = call.request;
       if (typeof key !== 'string' || key === '') return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'key must be a non-empty string' });
@@ -144,7 +144,7 @@ export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMa
       );
     },
     Get: (call: grpc.ServerUnaryCall<GetRequest, GetResponse>, cb: grpc.sendUnaryData<GetResponse>) => {
-      const refused = adminOnly(call, 'get');
+      const refused = access.adminOnly(call, 'get');
       if (refused) return cb(refused);
       const { key, linearizable } = call.request;
       const answer = (): void => {
@@ -159,7 +159,7 @@ export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMa
       );
     },
     TransferLeader: (call: grpc.ServerUnaryCall<TransferLeaderRequest, TransferLeaderResponse>, cb: grpc.sendUnaryData<TransferLeaderResponse>) => {
-      const refused = adminOnly(call, 'leader transfer');
+      const refused = access.adminOnly(call, 'leader transfer');
       if (refused) return cb(refused);
       const { to, timeoutMs } = call.request;
       if (!cfg.peers.has(to)) return cb({ code: grpc.status.INVALID_ARGUMENT, details: `"${to}" is not a voter of cluster ${cfg.clusterId}; voters: ${[...cfg.peers.keys()].join(', ')}` });

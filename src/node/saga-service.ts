@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { DecisionTable } from '../commit/state.ts';
 import { SagaEngine, SagaError, type SagaEngineConfig, type StepAnswer } from '../saga/engine.ts';
 import { isTerminal, type SagaApplyResult, type SagaCommand, type SagaRecord, type SagaStepDef } from '../saga/state.ts';
-import { adminOnly } from '../transport/auth.ts';
+import type { Access } from '../transport/auth.ts';
 import { SagaStepClient, type SagaInfo, type SagasHandlers } from '../transport/saga-rpc.ts';
 import { operatorOf } from './coordinator-service.ts';
 import type { NodeConfig } from './config.ts';
@@ -40,6 +40,8 @@ export interface SagaWiringOptions {
   /** Who this node believes leads, for redirects. */
   leader(): string;
   log: Logger;
+  /** Who may do what (src/transport/auth.ts). */
+  access: Access;
   credentials?: grpc.ChannelCredentials;
   engine?: Partial<SagaEngineConfig>;
   /** Each step call's latency, as it ends (src/node/saga-metrics.ts). */
@@ -71,12 +73,12 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       nowMs: () => Date.now(),
       random: () => Math.random(),
       propose: o.propose,
-      callStep: (to, req, deadlineMs, cb) => {
+      callStep: (to, req, timeoutMs, cb) => {
         const sentAt = process.hrtime.bigint();
         const took = (): number => Number(process.hrtime.bigint() - sentAt) / 1e9;
         const call = { clusterId: o.cfg.clusterId, sagaId: req.sagaId, step: req.step, key: req.key, name: req.name, input: req.input, outputs: req.outputs.map((x) => x ?? ''), attempt: req.attempt };
         channel(to.endpoint)
-          .call(req.kind, call, deadlineMs)
+          .call(req.kind, call, timeoutMs)
           .then(
             (r) => {
               o.observeStep?.(took(), req.kind, true);
@@ -91,9 +93,9 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
             },
           );
       },
-      endSaga: (to, sagaId, deadlineMs, cb) => {
+      endSaga: (to, sagaId, timeoutMs, cb) => {
         channel(to.endpoint)
-          .end({ clusterId: o.cfg.clusterId, sagaId }, deadlineMs)
+          .end({ clusterId: o.cfg.clusterId, sagaId }, timeoutMs)
           .then(
             () => cb(null),
             (err: grpc.ServiceError) => cb(new Error(err.details ?? err.message)),
@@ -163,14 +165,14 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       cb(null, { sagas: out });
     },
     RetrySaga: (call, cb) => {
-      const refused = adminOnly(call, 'saga retry');
+      const refused = o.access.adminOnly(call, 'saga retry');
       if (refused) return cb(refused);
       const reason = call.request.reason.trim();
       if (reason.length > REASON_CHARS_MAX) return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
       engine.retry(call.request.sagaId, operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>), reason, answer(cb));
     },
     ResolveSaga: (call, cb) => {
-      const refused = adminOnly(call, 'saga resolve');
+      const refused = o.access.adminOnly(call, 'saga resolve');
       if (refused) return cb(refused);
       const r = call.request;
       const reason = r.reason.trim();

@@ -83,8 +83,9 @@ export class ClusterLink {
     this.o = withDefaults({ deadlineMs: 3_000, credentials: grpc.credentials.createInsecure() }, { ...o, endpoints: [...o.endpoints] });
   }
 
-  register(participantId: string, endpoint: string): Promise<ParticipantInfo | null> {
-    return this.call<RegisterParticipantRequest, RegisterParticipantResponse>('RegisterParticipant', { clusterId: this.o.clusterId, participantId, endpoint }).then((r) => r.participant);
+  /** `resourceKind`: what the participant keeps its data in (memory, postgres, ...); omitted, the cluster records "unknown". */
+  register(participantId: string, endpoint: string, resourceKind = ''): Promise<ParticipantInfo | null> {
+    return this.call<RegisterParticipantRequest, RegisterParticipantResponse>('RegisterParticipant', { clusterId: this.o.clusterId, participantId, endpoint, resourceKind }).then((r) => r.participant);
   }
 
   /** What the cluster says about txnId, asked as participantId (an in-doubt participant). */

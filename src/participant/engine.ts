@@ -11,12 +11,12 @@
 // prepared record synced, and from then on the engine never decides alone.
 // It waits for the DECISION, and when none comes (or after a restart) it asks
 // the cluster until it learns a final outcome, however long that takes.
-import type { Ack, Decision, Prepare, Vote } from '../transport/participant-rpc.ts';
+import { outcomeOfDecision, type Ack, type Decide, type Prepare, type VoteAnswer } from '../domain/protocol.ts';
+import { assert } from '../util/assert.ts';
 import { InDoubtResolver } from './in-doubt.ts';
 import {
   ParticipantError,
   SILENT_LOG,
-  check,
   toBase64,
   withDefaults,
   type AskOutcome,
@@ -74,7 +74,7 @@ export interface EngineOptions {
 /** vote-before-sync: vote YES before the prepared record is durable (breaks R4); a crash then loses a YES. */
 export type ParticipantMutant = 'vote-before-sync';
 
-export type PrepareCallback = (err: ParticipantError | null, vote?: Vote) => void;
+export type PrepareCallback = (err: ParticipantError | null, vote?: VoteAnswer) => void;
 export type DecideCallback = (err: ParticipantError | null, ack?: Ack) => void;
 
 export interface InDoubtTxn {
@@ -110,17 +110,11 @@ interface DecidedTxn {
 
 type Op = (done: () => void) => void;
 
-const OUTCOME_OF: Record<Decision['decision'], Outcome | null> = {
-  DECISION_COMMIT: 'committed',
-  DECISION_ABORT: 'aborted',
-  DECISION_UNSPECIFIED: null,
-};
-
 /** Wraps a callback handed to a collaborator and asserts the collaborator calls it exactly once. */
 function once<A extends unknown[]>(what: string, fn: (...args: A) => void): (...args: A) => void {
   let called = false;
   return (...args: A) => {
-    check(!called, `${what} calls back once`);
+    assert(!called, `${what} calls back once`);
     called = true;
     fn(...args);
   };
@@ -144,7 +138,7 @@ export class ParticipantEngine {
   private readonly stats = { votesYes: 0, votesNo: 0, committed: 0, aborted: 0, protocolViolations: 0 };
 
   constructor(o: EngineOptions) {
-    check(o.clusterId !== '' && o.participantId !== '', 'engine has a cluster id and a participant id');
+    assert(o.clusterId !== '' && o.participantId !== '', 'engine has a cluster id and a participant id');
     this.o = withDefaults(
       {
         preparedMax: 10_000,
@@ -160,7 +154,7 @@ export class ParticipantEngine {
       },
       o,
     );
-    check(this.o.preparedMax > 0 && this.o.txnOpsMax > 0, 'bounds are positive');
+    assert(this.o.preparedMax > 0 && this.o.txnOpsMax > 0, 'bounds are positive');
     this.log = o.log ?? SILENT_LOG;
     this.mutant = o.mutant ?? null;
     this.inDoubtResolver = new InDoubtResolver({
@@ -189,7 +183,7 @@ export class ParticipantEngine {
    * the cluster about it at once.
    */
   recover(records: readonly TxnRecord[]): void {
-    check(this.phase === 'new' && this.prepared.size === 0 && this.decided.size === 0, 'recover() runs once, before start()');
+    assert(this.phase === 'new' && this.prepared.size === 0 && this.decided.size === 0, 'recover() runs once, before start()');
     const now = this.o.clock.nowMs();
     for (const r of records) {
       if (r.kind === 'prepared') {
@@ -208,7 +202,7 @@ export class ParticipantEngine {
   }
 
   start(): void {
-    check(this.phase === 'new', 'start() runs once');
+    assert(this.phase === 'new', 'start() runs once');
     this.phase = 'running';
     this.sweep();
   }
@@ -228,7 +222,7 @@ export class ParticipantEngine {
     const txnId = req.txnId;
     const queued = this.exclusive(txnId, (done) =>
       this.doPrepare(req, (vote) => {
-        if (vote.vote === 'VOTE_YES') this.stats.votesYes += 1;
+        if (vote.vote === 'yes') this.stats.votesYes += 1;
         else this.stats.votesNo += 1;
         done();
         cb(null, vote);
@@ -237,11 +231,10 @@ export class ParticipantEngine {
     if (!queued) cb(this.tooBusy(txnId));
   }
 
-  decide(req: Decision, cb: DecideCallback): void {
+  decide(req: Decide, cb: DecideCallback): void {
     const refusal = this.refuse(req.clusterId, req.participantId, req.txnId);
     if (refusal !== null) return cb(refusal);
-    const outcome = OUTCOME_OF[req.decision];
-    if (outcome === null) return cb(new ParticipantError('INVALID_ARGUMENT', `decision for ${req.txnId} is neither COMMIT nor ABORT`));
+    const outcome = outcomeOfDecision(req.outcome);
     const queued = this.exclusive(req.txnId, (done) =>
       this.applyDecision(req.txnId, outcome, 'coordinator', (err) => {
         done();
@@ -250,6 +243,19 @@ export class ParticipantEngine {
       }),
     );
     if (!queued) cb(this.tooBusy(req.txnId));
+  }
+
+  /**
+   * The leader that sent these PREPAREs is gone (its stream broke): ask the
+   * cluster about each that is still prepared now, and keep asking at a short
+   * interval while no leader answers (src/participant/in-doubt.ts), instead
+   * of waiting inDoubtAfterMs for a DECISION that the dead leader will not
+   * send. A new leader answers from its log, logging ABORT for a transaction
+   * it finds undecided (R3).
+   */
+  askNow(txnIds: Iterable<TxnId>): void {
+    if (this.phase !== 'running') return;
+    for (const txnId of txnIds) if (this.prepared.has(txnId)) this.inDoubtResolver.resolve(txnId, true);
   }
 
   /** Asks the cluster now about every prepared transaction not already being asked about. */
@@ -281,9 +287,9 @@ export class ParticipantEngine {
 
   // ---- PREPARE → VOTE ----
 
-  private doPrepare(req: Prepare, answer: (vote: Vote) => void): void {
+  private doPrepare(req: Prepare, answer: (vote: VoteAnswer) => void): void {
     const { txnId } = req;
-    const vote = (yes: boolean, reason = ''): void => answer({ txnId, participantId: this.o.participantId, vote: yes ? 'VOTE_YES' : 'VOTE_NO', reason });
+    const vote = (yes: boolean, reason = ''): void => answer({ txnId, participantId: this.o.participantId, vote: yes ? 'yes' : 'no', reason });
     // R7: a repeated PREPARE gets the answer the first one got.
     const decided = this.decided.get(txnId);
     if (decided !== undefined) return decided.outcome === 'committed' ? vote(true) : vote(false, 'already aborted');
@@ -466,7 +472,7 @@ export class ParticipantEngine {
     op(
       once('operation done', () => {
         const waiting = this.busy.get(txnId);
-        check(waiting !== undefined, `${txnId} is busy while its operation runs`);
+        assert(waiting !== undefined, `${txnId} is busy while its operation runs`);
         const next = waiting.shift();
         if (next === undefined) this.busy.delete(txnId);
         else this.run(txnId, next);

@@ -14,8 +14,9 @@
 // Because it folds only records that are durable, a snapshot never contains
 // an effect the journal had not yet recorded, whatever the engine and the
 // resource hold in memory at that moment.
+import { assert } from '../util/assert.ts';
 import { parsePayload, type Writes } from './memory.ts';
-import { check, fromBase64, type DataRecord, type Outcome, type ParticipantRecord, type PreparedRecord, type TxnId, type TxnRecord } from './types.ts';
+import { fromBase64, type DataRecord, type Outcome, type ParticipantRecord, type PreparedRecord, type TxnId, type TxnRecord } from './types.ts';
 
 /** Decided ids a snapshot keeps, so duplicates of recent PREPAREs still get NO after a restart. */
 export const SNAPSHOT_DECIDED_MAX = 10_000;
@@ -34,7 +35,7 @@ export class MemoryState {
   private readonly offered = new Map<TxnId, Writes>();
 
   constructor(decidedMax = SNAPSHOT_DECIDED_MAX) {
-    check(decidedMax >= 0, 'decidedMax >= 0');
+    assert(decidedMax >= 0, 'decidedMax >= 0');
     this.decidedMax = decidedMax;
   }
 
@@ -112,7 +113,7 @@ export class MemoryState {
     if (offered !== undefined) return offered;
     const parsed = parsePayload(fromBase64(p.payloadB64));
     // The resource voted YES on this payload, so it parsed then; it must parse now.
-    check(parsed.ok, `journal: prepared ${p.txnId} has a payload that parses`);
+    assert(parsed.ok, `journal: prepared ${p.txnId} has a payload that parses`);
     return parsed.ok ? parsed.writes : new Map();
   }
 }

@@ -14,7 +14,8 @@
 // PREPARE locks every key it writes. A key locked by another prepared
 // transaction makes PREPARE vote NO (no waiting, so no deadlock). COMMIT
 // applies the writes and releases the locks; ABORT releases them.
-import { check, type Resource, type ResourceVote, type TxnId } from './types.ts';
+import { assert } from '../util/assert.ts';
+import { type Resource, type ResourceVote, type TxnId } from './types.ts';
 
 export const PAYLOAD_BYTES_MAX = 1024 * 1024;
 export const KEYS_PER_TXN_MAX = 1_000;
@@ -88,7 +89,7 @@ export class MemoryResource implements Resource {
     for (const [txnId, writes] of prepared) {
       const conflict = r.conflict(txnId, writes);
       // Two prepared transactions holding the same key would mean the journal disagrees with the rules above.
-      check(conflict === null, `journal: prepared ${txnId} holds keys no other prepared transaction holds (${conflict ?? ''})`);
+      assert(conflict === null, `journal: prepared ${txnId} holds keys no other prepared transaction holds (${conflict ?? ''})`);
       r.lock(txnId, writes);
     }
     return r;
@@ -149,7 +150,7 @@ export class MemoryResource implements Resource {
 
   private release(txnId: TxnId, writes: Writes): void {
     for (const k of writes.keys()) {
-      check(this.locks.get(k) === txnId, `lock on ${k} belongs to ${txnId}`);
+      assert(this.locks.get(k) === txnId, `lock on ${k} belongs to ${txnId}`);
       this.locks.delete(k);
     }
     this.prepared.delete(txnId);

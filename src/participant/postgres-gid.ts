@@ -25,8 +25,9 @@
 // journal), which is what recovery does.
 //
 // Examples: verdict:local:shop:T42, verdict:local:shop:order%2F17.
+import { assert } from '../util/assert.ts';
 import { createHash } from 'node:crypto';
-import { check, type TxnId } from './types.ts';
+import { type TxnId } from './types.ts';
 
 /** PostgreSQL's GIDSIZE (200) less the terminating NUL. */
 export const GID_BYTES_MAX = 199;
@@ -56,7 +57,7 @@ function sha256Hex(s: string): string {
 
 /** The part of every gid of (clusterId, participantId), ending in ':'. */
 export function gidPrefix(clusterId: string, participantId: string): string {
-  check(clusterId !== '' && participantId !== '', 'a gid prefix names a cluster and a participant');
+  assert(clusterId !== '' && participantId !== '', 'a gid prefix names a cluster and a participant');
   const readable = `${GID_SCHEME}${encodePart(clusterId)}:${encodePart(participantId)}:`;
   if (readable.length <= PREFIX_BYTES_MAX) return readable;
   return `${GID_SCHEME}#${sha256Hex(`${clusterId}\0${participantId}`).slice(0, 32)}:`;
@@ -64,11 +65,11 @@ export function gidPrefix(clusterId: string, participantId: string): string {
 
 /** The gid of txnId at this participant, given gidPrefix(clusterId, participantId). */
 export function gidOf(prefix: string, txnId: TxnId): string {
-  check(txnId !== '', 'a gid names a transaction');
+  assert(txnId !== '', 'a gid names a transaction');
   const readable = prefix + encodePart(txnId);
   const gid = readable.length <= GID_BYTES_MAX ? readable : `${prefix}#${sha256Hex(txnId).slice(0, 40)}`;
   // Assert on the way out: the gid is ASCII (so characters are bytes), within PostgreSQL's limit and safe in SQL.
-  check(gid.length <= GID_BYTES_MAX && GID_PATTERN.test(gid), `gid ${gid} fits PostgreSQL and the safe alphabet`);
+  assert(gid.length <= GID_BYTES_MAX && GID_PATTERN.test(gid), `gid ${gid} fits PostgreSQL and the safe alphabet`);
   return gid;
 }
 

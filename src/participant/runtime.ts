@@ -301,7 +301,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     const attempt = (): void => {
       if (stopping) return;
       attempts += 1;
-      link.register(o.participantId, advertise).then(
+      link.register(o.participantId, advertise, resourceKindOf(o)).then(
         () => {
           log.info({ endpoint: advertise, attempts }, 'registered with the cluster');
           void callers?.refresh();
@@ -425,4 +425,12 @@ function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCrede
       reject(new ParticipantStartupError(`cannot listen on ${listen}: ${why}`));
     });
   });
+}
+
+/** The resource kind the participant registers with (shown by `verdict participants` and the console). */
+export function resourceKindOf(o: Pick<ParticipantOptions, 'postgres' | 'mysql' | 'tcc'>): string {
+  if (o.postgres) return 'postgres';
+  if (o.mysql) return 'mysql';
+  if (o.tcc) return o.tcc.postgres ? 'tcc-postgres' : 'tcc-memory';
+  return 'memory';
 }

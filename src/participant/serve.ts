@@ -16,16 +16,19 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { Ack, AnswerBatch, Decision, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, Prepare, Vote } from '../transport/participant-rpc.ts';
+import { decisionFromWire, voteToWire } from '../transport/participant-wire.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
 import type { ParticipantEngine } from './engine.ts';
 import { PAYLOAD_BYTES_MAX } from './memory.ts';
 import { ParticipantError } from './types.ts';
 import type { CallerCheck } from './node-callers.ts';
+import { TXN_ID_CHARS_MAX, txnIdProblem } from '../domain/txn-id.ts';
 import { ID_CHARS_MAX, quote, REASON_CHARS_MAX } from '../transport/validate.ts';
 
-const TXN_ID_CHARS_MAX = 256;
 /** More participants than a coordinator ever enlists (its participantsMax is 64). */
 const PARTICIPANTS_MAX = 1_024;
+/** Past this many ids remembered on one Exchange stream, the settled ones are dropped (an engine holds at most preparedMax prepared). */
+const VOTED_YES_TRACKED_MAX = 10_000;
 
 export interface Gate {
   draining: boolean;
@@ -53,13 +56,13 @@ function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: P
   if (bad !== null) return cb(new ParticipantError('INVALID_ARGUMENT', bad));
   if (gate.draining && engine.stateOf(req.txnId) === undefined) {
     log.info({ txnId: req.txnId }, 'vote NO: shutting down');
-    return cb(null, { txnId: req.txnId, participantId: req.participantId, vote: 'VOTE_NO', reason: 'participant is shutting down' });
+    return cb(null, voteToWire({ txnId: req.txnId, participantId: req.participantId, vote: 'no', reason: 'participant is shutting down' }));
   }
   gate.inFlight++;
   engine.prepare(req, (err, vote) => {
     gate.inFlight--;
-    if (err !== null) cb(err);
-    else cb(null, vote);
+    if (err !== null || vote === undefined) cb(err);
+    else cb(null, voteToWire(vote));
   });
 }
 
@@ -72,8 +75,10 @@ function serveDecide(engine: ParticipantEngine, gate: Gate, req: Decision, cb: D
       ['reason', req.reason, REASON_CHARS_MAX],
     ]);
   if (bad !== null) return cb(new ParticipantError('INVALID_ARGUMENT', bad));
+  const decision = decisionFromWire(req);
+  if (decision === null) return cb(new ParticipantError('INVALID_ARGUMENT', `decision for ${req.txnId} is neither COMMIT nor ABORT`));
   gate.inFlight++;
-  engine.decide(req, (err, ack) => {
+  engine.decide(decision, (err, ack) => {
     gate.inFlight--;
     if (err !== null) cb(err);
     else cb(null, ack);
@@ -129,18 +134,45 @@ export function participantHandlers(
  * One leader's stream: every request of a batch is handed to the engine at
  * once, and the answers of one event-loop turn go back in one batch, each
  * under its request's id, in the order they complete.
+ *
+ * The stream remembers the transactions it voted YES for and has not seen
+ * decided on it. When it breaks (a killed leader's sockets are reset at once)
+ * those are asked about at once (engine.askNow), and so is any whose YES
+ * comes after the break: the leader that would have sent their DECISION is
+ * gone, and waiting inDoubtAfterMs for it is what made failover slow.
  */
 function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call: grpc.ServerDuplexStream<ExchangeBatch, AnswerBatch>): void {
   const fail = (id: number, err: ParticipantError): ExchangeAnswer => ({ id, error: { code: grpc.status[err.code], details: err.message } });
+  const votedYes = new Set<string>();
+  let broken = false;
+  const noteYes = (txnId: string): void => {
+    if (broken) return engine.askNow([txnId]);
+    votedYes.add(txnId);
+    // Decisions that came another way (a unary call, the in-doubt resolver) leave ids behind: drop the settled ones.
+    if (votedYes.size > VOTED_YES_TRACKED_MAX) for (const t of votedYes) if (engine.stateOf(t) !== 'prepared') votedYes.delete(t);
+  };
   serveAnswerStream(call, gate.exchanges, {
     onCutOff: (peer, details) => log.warn({ peer }, `Exchange stream cut off: ${details}`),
+    onBroken: () => {
+      broken = true;
+      if (votedYes.size > 0) log.info({ peer: call.getPeer(), inDoubt: votedYes.size }, "the leader's Exchange stream broke; asking the cluster now about the transactions it prepared here");
+      engine.askNow(votedYes);
+      votedYes.clear();
+    },
     requests: (batch) => batch.requests,
     batch: (answers: ExchangeAnswer[]) => ({ answers }),
     handle: (r, _waiting, answer) => {
       const id = r.id;
-      if (r.prepare) servePrepare(engine, gate, log, r.prepare, (err, vote) => answer(err !== null ? fail(id, err) : { id, vote }));
-      else if (r.decision) serveDecide(engine, gate, r.decision, (err, ack) => answer(err !== null ? fail(id, err) : { id, ack }));
-      else answer(fail(id, new ParticipantError('INVALID_ARGUMENT', `request ${id} carries neither a PREPARE nor a DECISION`)));
+      if (r.prepare) {
+        const txnId = r.prepare.txnId;
+        servePrepare(engine, gate, log, r.prepare, (err, vote) => {
+          if (err === null && vote?.vote === 'VOTE_YES') noteYes(txnId);
+          answer(err !== null ? fail(id, err) : { id, vote });
+        });
+      } else if (r.decision) {
+        votedYes.delete(r.decision.txnId);
+        serveDecide(engine, gate, r.decision, (err, ack) => answer(err !== null ? fail(id, err) : { id, ack }));
+      } else answer(fail(id, new ParticipantError('INVALID_ARGUMENT', `request ${id} carries neither a PREPARE nor a DECISION`)));
     },
   });
 }
@@ -156,8 +188,9 @@ function badFields(fields: readonly (readonly [string, string, number])[]): stri
   return null;
 }
 
+/** The cluster's transaction id rule (src/domain/txn-id.ts): a correct node never sends another id. */
 function badTxnId(txnId: string): string | null {
   if (txnId === '') return 'txn_id is empty';
-  if (txnId.length > TXN_ID_CHARS_MAX) return `txn_id is longer than ${TXN_ID_CHARS_MAX} characters`;
-  return null;
+  const problem = txnIdProblem(txnId);
+  return problem === null ? null : `txn_id: ${problem}`;
 }

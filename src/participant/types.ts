@@ -4,16 +4,12 @@
 // Schedule stand in for time. Everything is callback style so a deterministic
 // simulator can decide when each callback fires.
 
-export type TxnId = string;
+import type { ClusterOutcome, Outcome } from '../domain/protocol.ts';
+import type { TxnId } from '../domain/txn-id.ts';
 
-/** A final outcome, as this participant applies it. */
-export type Outcome = 'committed' | 'aborted';
-
-/**
- * What the cluster answers about a transaction. Only 'committed' and
- * 'aborted' are final; the others mean "ask again later".
- */
-export type ClusterOutcome = Outcome | 'in-progress' | 'unknown';
+// The protocol's vocabulary is the domain's (src/domain); re-exported for the participant package.
+export type { ClusterOutcome, Outcome } from '../domain/protocol.ts';
+export type { TxnId } from '../domain/txn-id.ts';
 
 /** Journal records of the transaction state machine: (none) → prepared → committed | aborted. */
 export interface PreparedRecord {
@@ -106,18 +102,6 @@ export interface EngineLog {
 }
 
 export const SILENT_LOG: EngineLog = { info: () => {}, warn: () => {}, error: () => {} };
-
-/** Thrown when an invariant of the participant is broken: a bug, never a user error. */
-export class ParticipantInvariantError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ParticipantInvariantError';
-  }
-}
-
-export function check(cond: boolean, what: string): asserts cond {
-  if (!cond) throw new ParticipantInvariantError(`invariant broken: ${what}`);
-}
 
 /** defaults overridden by the options that are set; an option given as undefined keeps its default. */
 export function withDefaults<D extends object, O extends object>(defaults: D, given: O): D & O {

@@ -15,7 +15,8 @@
 // changes are applied in the same order everywhere. `context` is opaque to
 // the core (the node layer puts the members' addresses there).
 
-import { assert, type ConfState, type NodeId } from './types.ts';
+import { assert } from '../util/assert.ts';
+import { type ConfState, type NodeId } from './types.ts';
 
 export enum ConfChangeType {
   AddLearner = 0,

@@ -7,7 +7,8 @@
 //             applied <= stableLastIndex() (nothing is applied before it is durable here).
 
 import { MemoryStorage } from './memory-storage.ts';
-import { assert, entryBytes, type Entry, type Snapshot } from './types.ts';
+import { assert } from '../util/assert.ts';
+import { entryBytes, type Entry, type Snapshot } from './types.ts';
 
 export class RaftLog {
   committed: number;

@@ -3,7 +3,8 @@
 // survives a crash. Everything after the last snapshot stays in memory: a
 // commit coordinator compacts often, so the tail is short.
 
-import { assert, emptyConfState, type ConfState, type Entry, type HardState, type Snapshot, EntryType, EMPTY, entryBytes } from './types.ts';
+import { assert } from '../util/assert.ts';
+import { emptyConfState, type ConfState, type Entry, type HardState, type Snapshot, EntryType, EMPTY, entryBytes } from './types.ts';
 
 export class MemoryStorage {
   hardState: HardState = { term: 0, vote: '', commit: 0 };

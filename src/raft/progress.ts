@@ -3,7 +3,8 @@
 // Invariants (asserted): 0 <= match < next; in Replicate state the in-flight
 // window holds only indexes in (match, next).
 
-import { assert, type NodeId } from './types.ts';
+import { assert } from '../util/assert.ts';
+import { type NodeId } from './types.ts';
 
 export enum ProgressState {
   /** Unknown match: send one append per heartbeat interval and wait. */

@@ -16,7 +16,8 @@ import { Progress, ProgressState } from './progress.ts';
 import { JointConfig, VoteResult } from './quorum.ts';
 import { ReadOnly } from './read-only.ts';
 import type { Random } from './rng.ts';
-import { assert, EMPTY, entryBytes, EntryType, message, MessageType as MT, NONE, Role, type ConfState, type Entry, type Message, type NodeId, type ReadState, type Snapshot } from './types.ts';
+import { assert } from '../util/assert.ts';
+import { EMPTY, entryBytes, EntryType, message, MessageType as MT, NONE, Role, type ConfState, type Entry, type Message, type NodeId, type ReadState, type Snapshot } from './types.ts';
 
 export interface RaftConfig {
   id: NodeId;

@@ -14,8 +14,8 @@
 import type { ConfChange } from './confchange.ts';
 import { MemoryStorage } from './memory-storage.ts';
 import { Raft, defaultRaftConfig, type RaftConfig, type RaftTuning } from './raft.ts';
+import { assert } from '../util/assert.ts';
 import {
-  assert,
   EntryType,
   isEmptySnapshot,
   LOCAL_MESSAGES,

@@ -154,14 +154,3 @@ export function entryBytes(e: Entry): number {
   // 24 bytes is a fair estimate of the framing around the payload.
   return e.data.byteLength + 24;
 }
-
-export class RaftInvariantError extends Error {
-  constructor(what: string) {
-    super(`raft invariant violated: ${what}`);
-    this.name = 'RaftInvariantError';
-  }
-}
-
-export function assert(cond: unknown, what: string): asserts cond {
-  if (!cond) throw new RaftInvariantError(what);
-}

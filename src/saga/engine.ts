@@ -22,7 +22,19 @@
 // drops its in-memory state and the next leader resumes from the table.
 
 import type { ParticipantRecord } from '../commit/state.ts';
-import { currentCall, isTerminal, sagaDefProblem, stepKey, type SagaApplyResult, type SagaCommand, type SagaRecord, type SagaStepDef, type SagaTable, type StepKind } from './state.ts';
+import {
+  currentCall,
+  isTerminal,
+  sagaDefProblem,
+  STEP_TEXT_BYTES_MAX,
+  stepKey,
+  type SagaApplyResult,
+  type SagaCommand,
+  type SagaRecord,
+  type SagaStepDef,
+  type SagaTable,
+  type StepKind,
+} from './state.ts';
 
 export interface StepRequest {
   sagaId: string;
@@ -48,9 +60,9 @@ export interface SagaEngineIO {
   nowMs(): number;
   random(): number;
   propose(cmd: SagaCommand, cb: (err: Error | null, result?: SagaApplyResult) => void): void;
-  callStep(to: ParticipantRecord, req: StepRequest, deadlineMs: number, cb: (err: Error | null, answer?: StepAnswer) => void): void;
+  callStep(to: ParticipantRecord, req: StepRequest, timeoutMs: number, cb: (err: Error | null, answer?: StepAnswer) => void): void;
   /** Tells a step service that a saga ended: it may drop the saga's keys. */
-  endSaga(to: ParticipantRecord, sagaId: string, deadlineMs: number, cb: (err: Error | null) => void): void;
+  endSaga(to: ParticipantRecord, sagaId: string, timeoutMs: number, cb: (err: Error | null) => void): void;
 }
 
 export interface SagaEngineConfig {
@@ -415,5 +427,11 @@ export function answerProblem(a: StepAnswer | undefined): string | null {
   if (a === undefined || a === null || typeof a !== 'object') return 'the step service gave no answer';
   if (a.status !== 'done' && a.status !== 'failed') return `the step service answered an unknown status ${JSON.stringify(String(a.status)).slice(0, 40)}`;
   if (typeof a.output !== 'string' || typeof a.reason !== 'string') return 'the step service answered without output or reason';
+  // The output is logged and handed to every later step: bounded as an input is.
+  for (const [what, text] of [
+    ['output', a.output],
+    ['reason', a.reason],
+  ] as const)
+    if (Buffer.byteLength(text) > STEP_TEXT_BYTES_MAX) return `the step service answered an ${what} of ${Buffer.byteLength(text)} bytes (limit ${STEP_TEXT_BYTES_MAX})`;
   return null;
 }

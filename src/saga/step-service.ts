@@ -8,17 +8,27 @@
 // effect (a string the service's `apply` turns into its state change, run
 // when the record is written and again on recovery), or FAILED. Throwing is a
 // transient error: nothing is recorded and the orchestrator retries.
+//
+// With TLS (`tls`, the same files and checks as a participant's) it serves
+// mutual TLS, takes calls only from the nodes of its cluster, and registers
+// over TLS; a TLS cluster calls every step service over TLS. Without TLS it
+// serves plaintext on loopback only, unless told `insecure`.
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
+import { participantCertificateProblem } from '../participant/certificate-check.ts';
 import { ClusterLink } from '../participant/cluster-link.ts';
 import { FileJournal } from '../participant/journal.ts';
+import { NodeCallers } from '../participant/node-callers.ts';
+import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
+import { loadTls, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
+import { channelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
 import { guardService } from '../transport/validate.ts';
 import { sagaStepService, type SagaStepHandlers, type StepCall, type StepResult } from '../transport/saga-rpc.ts';
 import type { StepRequest } from './engine.ts';
-import { SagaInbox, type InboxRecord, type StepHandler } from './inbox.ts';
+import { ENDED_MAX, SagaInbox, type InboxRecord, type StepHandler } from './inbox.ts';
 import type { StepAnswer } from './engine.ts';
 import type { PgStepHandler } from './postgres-inbox.ts';
 import { STEPS_MAX, stepKey, type StepKind } from './state.ts';
@@ -47,6 +57,39 @@ export interface StepServiceOptions {
   apply?: (r: InboxRecord) => void;
   logger: Logger;
   registerRetryMs?: number;
+  /**
+   * Mutual TLS, as a participant's (docs/tls.md): the certificate (CN = the
+   * service id, OU = the cluster id, serverAuth and clientAuth, naming the
+   * listen address) serves the nodes' calls and presents this service to them.
+   */
+  tls?: TlsFiles;
+  /** Without TLS, serve plaintext beyond loopback anyway (src/transport/listen-policy.ts); false by default. */
+  insecure?: boolean;
+}
+
+/** A step service that cannot start as configured (its TLS files, a plaintext address beyond loopback); the message says why. */
+export class StepServiceStartupError extends Error {
+  override name = 'StepServiceStartupError';
+}
+
+/** The step service's TLS material, checked as a participant's; null without TLS (refused beyond loopback unless insecure). */
+function stepServiceTls(o: StepServiceOptions): TlsMaterial | null {
+  if (o.tls === undefined) {
+    const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: 'tls (ca, cert and key)', insecureHow: 'insecure: true' });
+    if (refusal !== null) throw new StepServiceStartupError(`step service ${o.serviceId}: ${refusal}`);
+    return null;
+  }
+  let tls: TlsMaterial;
+  try {
+    tls = loadTls(o.tls, (k) => `tls.${k}`);
+  } catch (err) {
+    if (err instanceof TlsSetupError) throw new StepServiceStartupError(`step service ${o.serviceId}: ${err.message}`);
+    throw err;
+  }
+  if (tls.leaf === null) throw new StepServiceStartupError(`step service ${o.serviceId}: with TLS it serves the nodes' calls: give tls.cert and tls.key with tls.ca`);
+  const problem = participantCertificateProblem(tls.leaf, o.tls.cert ?? '', o.serviceId, o.listen);
+  if (problem !== null) throw new StepServiceStartupError(`step service ${o.serviceId}: ${problem}`);
+  return tls;
 }
 
 export interface StepService {
@@ -57,15 +100,29 @@ export interface StepService {
   stop(): Promise<void>;
 }
 
-/** The journal keeps every step record of a saga not yet ended, and each end (which later refusals rest on). */
+/**
+ * What a compaction keeps: every step record of a saga not yet ended, and the
+ * newest ENDED_MAX ends (later refusals rest on them; the inbox remembers no
+ * more). Per saga, so an end costs its own records and not the whole journal's.
+ */
 class InboxFold {
-  private records: InboxRecord[] = [];
+  private readonly live = new Map<string, InboxRecord[]>();
+  private readonly ends = new Map<string, InboxRecord>();
   add(r: InboxRecord): void {
-    if (r.t === 'end') this.records = this.records.filter((x) => x.sagaId !== r.sagaId);
-    this.records.push(r);
+    if (r.t === 'end') {
+      this.live.delete(r.sagaId);
+      this.ends.delete(r.sagaId);
+      this.ends.set(r.sagaId, r);
+      while (this.ends.size > ENDED_MAX) this.ends.delete(this.ends.keys().next().value as string);
+      return;
+    }
+    const list = this.live.get(r.sagaId);
+    if (list) list.push(r);
+    else this.live.set(r.sagaId, [r]);
   }
   snapshot(): InboxRecord[] {
-    return [...this.records];
+    // Ends first: a saga ended and started again under the same id is refused by the inbox anyway.
+    return [...this.ends.values(), ...[...this.live.values()].flat()];
   }
 }
 
@@ -76,7 +133,20 @@ const isInboxRecord = (v: unknown): v is InboxRecord => {
 
 export async function startStepService(o: StepServiceOptions): Promise<StepService> {
   const log = o.logger.child({ stepService: o.serviceId });
+  const tls = stepServiceTls(o);
   mkdirSync(o.dataDir, { recursive: true });
+  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
+  // With TLS, only the nodes of this cluster may ask for a step's effect.
+  const callers = tls === null ? null : new NodeCallers({ clusterId: o.clusterId, fetchMembers: () => link.members(), nowMs: () => Date.now(), log });
+  const fromNode = <Req, Res>(what: string, handler: grpc.handleUnaryCall<Req, Res>): grpc.handleUnaryCall<Req, Res> =>
+    callers === null
+      ? handler
+      : (call, cb) =>
+          callers.check(call, (refusal) => {
+            if (refusal === null) return handler(call, cb);
+            log.warn({ peer: call.getPeer() }, `${what} refused: ${refusal}`);
+            cb({ code: grpc.status.PERMISSION_DENIED, details: `step service ${o.serviceId} takes ${what} only from a node of its cluster: ${refusal}` });
+          });
   const backend = o.postgres ? await pgBackend(o.postgres) : await memoryBackend(o);
 
   const serve =
@@ -100,28 +170,30 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
       });
     };
   const handlers: SagaStepHandlers = {
-    Execute: serve('action'),
-    Compensate: serve('compensate'),
-    End: (call, cb) => {
+    Execute: fromNode('Execute', serve('action')),
+    Compensate: fromNode('Compensate', serve('compensate')),
+    End: fromNode('End', (call, cb) => {
       if (call.request.clusterId !== o.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the call is for cluster "${call.request.clusterId}"` });
       backend.end(call.request.sagaId, (err) => (err ? cb({ code: grpc.status.UNAVAILABLE, details: err.message }) : cb(null, {})));
-    },
+    }),
   };
   const server = new grpc.Server();
   const guarded = guardService(sagaStepService, handlers, { requestBytesMax: 4 * 1024 * 1024, onRefused: (method, details) => log.warn({ method, details }, 'request refused') });
   server.addService(guarded.definition, guarded.implementation);
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync(o.listen, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
   const address = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${port}`;
-
-  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster });
+  if (tls === null && o.insecure === true) log.warn({ listen: o.listen, insecure: true }, insecureWarning(o.listen));
   let stopping = false;
   let timer: NodeJS.Timeout | null = null;
   const registered = new Promise<void>((resolve) => {
     const attempt = (): void => {
       if (stopping) return;
-      link.register(o.serviceId, address).then(
+      link.register(o.serviceId, address, o.postgres ? 'saga-postgres' : 'saga-memory').then(
         () => {
           log.info({ address }, 'step service registered with the cluster');
+          void callers?.refresh();
           resolve();
         },
         (err: Error) => {

@@ -13,9 +13,10 @@
 //  - corruption: any other unreadable record or header. Nothing is cut: the
 //    node refuses to start with the file, the byte offset and the index.
 
+import { assert } from '../util/assert.ts';
 import { mkdir, open, readdir, readFile, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { assert, type Entry } from '../raft/types.ts';
+import { type Entry } from '../raft/types.ts';
 import { CorruptRecordError } from './codec.ts';
 import { checkSegmentHeader, encodeRecords, encodeSegmentHeader, parseSegmentFileName, scanRecords, SEGMENT_HEADER_BYTES, segmentFileName } from './segment-format.ts';
 

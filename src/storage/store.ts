@@ -11,9 +11,10 @@
 // the disk lost synced entries: the node starts recovering instead of
 // answering with a log shorter than one it acknowledged (docs/storage.md).
 
+import { assert } from '../util/assert.ts';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { assert, NONE, type Entry, type HardState } from '../raft/types.ts';
+import { NONE, type Entry, type HardState } from '../raft/types.ts';
 import {
   CorruptRecordError,
   encodeHardState,

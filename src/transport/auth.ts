@@ -1,9 +1,9 @@
-// Who may do what on a node: one policy, installed at start-up, and two
-// checks that every handler with a role calls.
+// Who may do what on a node: one policy, passed in at start-up as an
+// Access, and two checks that every handler with a role calls.
 //
-// - adminOnly(call, what): operator acts (leader transfer, membership
+// - access.adminOnly(call, what): operator acts (leader transfer, membership
 //   changes, operator resolution of a transaction, raw Put/Get).
-// - participantOnly(call, participantId, what): acts that speak for one
+// - access.participantOnly(call, participantId, what): acts that speak for one
 //   participant (registering it, reporting a heuristic for it, asking about
 //   a transaction as it, which may make the leader log ABORT under R3).
 //
@@ -29,13 +29,6 @@ export interface AuthPolicy {
 }
 
 export const OPEN_POLICY: AuthPolicy = { tls: null };
-
-let installed: AuthPolicy = OPEN_POLICY;
-
-/** The node process installs its policy once, at start-up, before serving. */
-export function setAuthPolicy(p: AuthPolicy): void {
-  installed = p;
-}
 
 /** The CN and OU of the caller's verified certificate, as a message shows them. */
 export function callerName(call: AuthenticatedCall): string {
@@ -75,32 +68,40 @@ export function checkParticipant(call: AuthenticatedCall, policy: AuthPolicy, pa
   return permissionDenied(`${what} is for participant "${id}" only, whose certificate has CN=${id}, OU=${clusterId}; the caller presented ${callerName(call)}`);
 }
 
-/** Calls refused by the checks below, by the role they lacked (the node's verdict_permission_denied_total). */
-export const permissionDenials = { admin: 0, participant: 0 };
+/**
+ * One node's access rules: its policy, passed in at start-up (no module
+ * state, so two nodes in one process keep their own), and the calls it
+ * refused, by the role the caller lacked (verdict_permission_denied_total).
+ */
+export class Access {
+  readonly denials = { admin: 0, participant: 0 };
 
-/** The node's admin check with the installed policy; see checkAdmin. */
-export function adminOnly(call: AuthenticatedCall, what?: string): grpc.ServiceError | null {
-  const refused = checkAdmin(call, installed, what);
-  if (refused !== null) permissionDenials.admin++;
-  return refused;
-}
+  constructor(readonly policy: AuthPolicy = OPEN_POLICY) {}
 
-/** The node's admin check with the installed policy for a caller known by its certificate's CN (the web console); a PERMISSION_DENIED reason, or null. */
-export function adminNameOnly(cn: string | undefined, what = 'this operation'): string | null {
-  const why = adminNameRefusal(cn, what);
-  if (why !== null) permissionDenials.admin++;
-  return why;
-}
+  /** The admin check; see checkAdmin. */
+  adminOnly(call: AuthenticatedCall, what?: string): grpc.ServiceError | null {
+    const refused = checkAdmin(call, this.policy, what);
+    if (refused !== null) this.denials.admin++;
+    return refused;
+  }
 
-/** adminNameOnly without counting a denial: what a page shows before anyone acts. */
-export function adminNameRefusal(cn: string | undefined, what = 'this operation'): string | null {
-  const why = adminRefusal(cn, installed, what);
-  return why === null ? null : `PERMISSION_DENIED: ${why}`;
-}
+  /** The admin check for a caller known by its certificate's CN (the web console); a PERMISSION_DENIED reason, or null. */
+  adminNameOnly(cn: string | undefined, what = 'this operation'): string | null {
+    const why = this.adminNameRefusal(cn, what);
+    if (why !== null) this.denials.admin++;
+    return why;
+  }
 
-/** The node's participant check with the installed policy; see checkParticipant. */
-export function participantOnly(call: AuthenticatedCall, participantId: string, what: string): grpc.ServiceError | null {
-  const refused = checkParticipant(call, installed, participantId, what);
-  if (refused !== null) permissionDenials.participant++;
-  return refused;
+  /** adminNameOnly without counting a denial: what a page shows before anyone acts. */
+  adminNameRefusal(cn: string | undefined, what = 'this operation'): string | null {
+    const why = adminRefusal(cn, this.policy, what);
+    return why === null ? null : `PERMISSION_DENIED: ${why}`;
+  }
+
+  /** The participant check; see checkParticipant. */
+  participantOnly(call: AuthenticatedCall, participantId: string, what: string): grpc.ServiceError | null {
+    const refused = checkParticipant(call, this.policy, participantId, what);
+    if (refused !== null) this.denials.participant++;
+    return refused;
+  }
 }

@@ -1,9 +1,9 @@
 // proto/coordinator.proto, loaded once, with hand-written narrow wire shapes
 // (camelCase fields, uint64 as number, enums as their names).
+import { assert } from '../util/assert.ts';
 import { protoFile } from './proto-file.ts';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { assert } from '../raft/types.ts';
 
 export const COORDINATOR_PROTO_PATH = protoFile('coordinator.proto');
 
@@ -17,6 +17,8 @@ export interface RegisterParticipantRequest {
   clusterId: string;
   participantId: string;
   endpoint: string;
+  /** Empty (or absent) reads as "unknown"; see RESOURCE_KIND in src/commit/state.ts. */
+  resourceKind?: string;
 }
 export interface ParticipantInfo {
   participantId: string;
@@ -27,6 +29,7 @@ export interface ParticipantInfo {
   inDoubt?: number;
   /** The leader's connection to it (with activity): connected, connecting, down, idle; '' when not asked. */
   connection?: string;
+  resourceKind?: string;
 }
 export interface RegisterParticipantResponse {
   participant: ParticipantInfo | null;

@@ -1,9 +1,10 @@
 // Node-to-node Raft transport over gRPC: one long-lived client stream per
 // peer for outbound traffic (see peer.ts), and the `verdict.raft.Raft`
 // service for inbound traffic, served by the node beside its other services.
+import { assert } from '../util/assert.ts';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { LOCAL_MESSAGES, MessageType, NONE, assert, type EntryType, type Message, type NodeId } from '../raft/types.ts';
+import { LOCAL_MESSAGES, MessageType, NONE, type EntryType, type Message, type NodeId } from '../raft/types.ts';
 import { PeerLink } from './peer.ts';
 import { fromWire, raftService, streamMethod, type RaftHandlers, type WireBatch, type WireStreamAck } from './proto.ts';
 import { checkEnvelope, checkMessage, clip, DEFAULT_EDGE_LIMITS, RELAYED_TYPES, type RaftEdgeLimits, type RaftEdgeView, type Refusal } from './raft-edge.ts';

@@ -21,8 +21,9 @@
 //
 // The stream machine itself is RequestStream (./request-stream.ts), shared
 // with the SDK's Coordinator.CommitStream.
+import { assert } from '../util/assert.ts';
 import * as grpc from '@grpc/grpc-js';
-import { assert } from '../raft/types.ts';
+
 import { RequestStream, serviceError, type Answer } from './request-stream.ts';
 import { unaryCall } from './unary.ts';
 import { participantService, type Ack, type AnswerBatch, type Decision, type ExchangeAnswer, type ExchangeBatch, type ExchangeRequest, type Prepare, type Vote } from './participant-rpc.ts';

@@ -4,9 +4,10 @@
 // States: no stream (idle) → stream open → stream ended → backoff → (next
 // flush) stream open … A stream is opened lazily, only when there is
 // something to send, so a silent peer costs nothing.
+import { assert } from '../util/assert.ts';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { assert, type Message, type NodeId } from '../raft/types.ts';
+import { type Message, type NodeId } from '../raft/types.ts';
 import { messageBytes, streamMethod, toWire, type WireBatch, type WireStreamAck } from './proto.ts';
 import { explainConnectError } from './tls.ts';
 

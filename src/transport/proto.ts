@@ -2,10 +2,11 @@
 // produces under LOAD_OPTIONS and the codec between them and the Raft types.
 // The wire interfaces are written by hand and kept narrow: they describe only
 // what this project reads and writes, so no `any` from the loader leaks out.
+import { assert } from '../util/assert.ts';
 import { protoFile } from './proto-file.ts';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { EMPTY, EntryType, LOCAL_MESSAGES, MessageType, assert, entryBytes, type ConfState, type Entry, type Message, type Snapshot } from '../raft/types.ts';
+import { EMPTY, EntryType, LOCAL_MESSAGES, MessageType, entryBytes, type ConfState, type Entry, type Message, type Snapshot } from '../raft/types.ts';
 
 export const PROTO_PATH = protoFile('raft.proto');
 
@@ -295,7 +296,7 @@ export function toWire(m: Message): WireMessage {
 }
 
 /**
- * Throws RaftInvariantError on a message no correct peer would send; inbound
+ * Throws InvariantError on a message no correct peer would send; inbound
  * messages are checked by src/transport/raft-edge.ts first, so that is this
  * node's own bug, never a peer's input.
  */

@@ -7,10 +7,13 @@
 // console over HTTPS with client certificates in the browser: a non-admin's
 // resolve is refused on screen, an admin's goes through, and plain HTTP
 // refuses actions and says why.
-// Screenshots land in docs/img/ (the README shows two of them).
+// Screenshots land in a temporary folder, or where VERDICT_SCREENSHOTS says
+// (VERDICT_SCREENSHOTS=docs/img refreshes the ones the README shows), so a
+// test run leaves the working tree as it was.
 
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tlsCredentials } from '../../src/client/tls.ts';
@@ -22,7 +25,8 @@ import { startParticipants, type Participants } from './ops-helpers.ts';
 useProcessCleanup();
 
 const CHROMIUM = process.env.VERDICT_CHROMIUM ?? '/usr/bin/chromium';
-const SHOTS = join(ROOT, 'docs', 'img');
+const SHOTS_TO = process.env.VERDICT_SCREENSHOTS;
+const SHOTS = SHOTS_TO ? resolve(ROOT, SHOTS_TO) : mkdtempSync(join(tmpdir(), 'verdict-console-shots-'));
 /** A loaded two-core machine: generous bounds for a page to show a state. */
 const SHOWS_MS = 30_000;
 const FIRST_LEADER_WAIT_MS = 60_000;
@@ -46,6 +50,7 @@ afterAll(async () => {
   client?.close();
   await parts?.stop();
   await browser?.close();
+  if (!SHOTS_TO) rmSync(SHOTS, { recursive: true, force: true });
 });
 
 const consoleUrl = (n: NodeProc, hash: string): string => `http://${n.metricsAddress}/#${hash}`;
@@ -124,6 +129,13 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     await page.goto(consoleUrl(leader, 'participants'));
     for (const [id, p] of parts.runtimes) await page.getByRole('row').filter({ hasText: id }).filter({ hasText: p.address }).waitFor({ timeout: SHOWS_MS });
     expect(await page.getByRole('row').filter({ hasText: 'shop' }).textContent()).toMatch(/ago/);
+    // Each participant's resource kind, as it said when it registered.
+    expect(await page.getByRole('row').filter({ hasText: 'ledger' }).textContent()).toMatch(/memory/);
+    const api = (await page.evaluate(async () => (await fetch('/api/participants')).json())) as { participants: { id: string; kind: string }[] };
+    expect(api.participants.map((p) => [p.id, p.kind]).sort()).toEqual([
+      ['ledger', 'memory'],
+      ['shop', 'memory'],
+    ]);
 
     // Resolving the in-flight transaction by hand from the page: ABORT, recorded with the reason.
     await page.goto(consoleUrl(leader, `txn/${open1.txnId}`));

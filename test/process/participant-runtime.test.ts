@@ -204,6 +204,53 @@ describe('participant runtime against a fake cluster', () => {
     });
   });
 
+  it("failover: when the leader's Exchange stream breaks, the transactions it prepared are asked about at once, not after inDoubtAfterMs", async () => {
+    const cluster = await fakeNode();
+    // The new leader's answer, once it is there: UNAVAILABLE while electing, then ABORT (R3: it holds no decision).
+    cluster.outcomeScript = [{ code: grpc.status.UNAVAILABLE, details: 'electing' }, 'OUTCOME_ABORTED'];
+    const r = await start(await dataDir(), [cluster.address], { engine: { inDoubtAfterMs: 120_000, askBackoffMinMs: 20, askBackoffMaxMs: 100 } });
+    const x = new ParticipantExchange(client(r.address).channel, r.address);
+    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
+    expect(await call<Vote>((cb) => x.prepare(prepareReq('F1', { f: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
+    expect(await call<Vote>((cb) => x.prepare(prepareReq('F2', { g: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
+    await call<Ack>((cb) => x.decide(decisionReq('F2', 'DECISION_COMMIT'), DEADLINE_MS, cb));
+    await sleep(200);
+    expect(cluster.questions).toEqual([]);
+    // The leader goes away without ending its stream (as a killed process does).
+    x.close();
+    await waitFor('F1 aborted', () => r.engine.stateOf('F1') === 'aborted', 20_000);
+    // Only the undecided one was asked about, with this participant's id (R3), and more than once (the first answer was UNAVAILABLE).
+    expect(new Set(cluster.questions.map((q) => `${q.txnId}/${q.participantId}`))).toEqual(new Set(['F1/p1']));
+    expect(cluster.questions.length).toBeGreaterThanOrEqual(2);
+    expect(r.engine.stateOf('F2')).toBe('committed');
+    expect(r.resource.get('g')).toBe('1');
+    expect(r.resource.get('f')).toBeUndefined();
+  }, 40_000);
+
+  it('R4: one Exchange batch carries a DECISION beside the next PREPARE; the ACK and the VOTE come back, and both records are in the journal after a restart', async () => {
+    const cluster = await fakeNode();
+    const dir = await dataDir();
+    const r = await start(dir, [cluster.address]);
+    const x = new ParticipantExchange(client(r.address).channel, r.address);
+    exchanges.push(x);
+    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
+    expect((await call<Vote>((cb) => x.prepare(prepareReq('Y1', { a: '1' }), DEADLINE_MS, cb))).vote).toBe('VOTE_YES');
+    // Sent in one turn, so in one batch message: the DECISION for Y1 rides the PREPARE of Y2.
+    const [ack, vote] = await Promise.all([
+      call<Ack>((cb) => x.decide(decisionReq('Y1', 'DECISION_COMMIT'), DEADLINE_MS, cb)),
+      call<Vote>((cb) => x.prepare(prepareReq('Y2', { b: '2' }), DEADLINE_MS, cb)),
+    ]);
+    expect(ack).toEqual({ txnId: 'Y1', participantId: 'p1' });
+    expect(vote).toMatchObject({ txnId: 'Y2', vote: 'VOTE_YES' });
+    expect(r.resource.get('a')).toBe('1');
+    x.close();
+    await stop(r);
+    const again = await start(dir, [cluster.address]);
+    expect(again.engine.stateOf('Y1')).toBe('committed');
+    expect(again.resource.get('a')).toBe('1');
+    expect(again.engine.inDoubt().map((t) => t.txnId)).toEqual(['Y2']);
+  });
+
   it('the Exchange falls back to unary calls for a participant that does not serve it, and fails requests when the participant is gone', async () => {
     const old = await startUnackingParticipant();
     const c = client(old.address);

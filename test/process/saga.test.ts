@@ -18,6 +18,9 @@ import { Cluster, freePorts, runCli, useProcessCleanup, waitFor } from './harnes
 
 useProcessCleanup();
 
+/** A CLI process on a loaded two-core machine: a generous bound (each waits for its answer, not for time). */
+const CLI_WAIT = { timeoutMs: 60_000 };
+
 const services: StepService[] = [];
 afterAll(async () => {
   for (const s of services) await s.stop();
@@ -62,7 +65,7 @@ async function startBooking(c: Cluster): Promise<void> {
 describe('sagas on real processes', () => {
   it('a compensation that keeps failing is flagged stuck, retried by an operator, and resolved by hand, each act in the log', async () => {
     const c = await Cluster.start({ nodes: 3, configExtra: () => ({ sagaStuckAfterAttempts: 3 }) });
-    await c.waitForLeader();
+    await c.waitForLeader({ timeoutMs: 120_000 });
     const ports = await freePorts(1);
     const dir = mkdtempSync(join(tmpdir(), 'verdict-saga-stuck-'));
     const bank = await startStepService({
@@ -100,21 +103,21 @@ describe('sagas on real processes', () => {
       expect(stuck.state).toBe('compensating');
       expect(stuck.stuck).toMatchObject({ step: 0, kind: 'compensate', attempts: 3 });
       expect(stuck.stuck?.lastError).toMatch(/refund system unreachable/);
-      const listed = await runCli(['saga', 'list', '--stuck', ...eps]);
+      const listed = await runCli(['saga', 'list', '--stuck', ...eps], CLI_WAIT);
       expect(listed.stdout).toMatch(/order-1\s+compensating\s+compensating,failed\s+step 0 compensate, 3 attempts: .*refund system unreachable/);
       // Resolving the wrong step, or the wrong kind, is refused and changes nothing.
-      const wrong = await runCli(['saga', 'resolve', 'order-1', '--step', '0', '--done', '--reason', 'x', ...eps]);
+      const wrong = await runCli(['saga', 'resolve', 'order-1', '--step', '0', '--done', '--reason', 'x', ...eps], CLI_WAIT);
       expect(wrong.code).toBe(1);
       expect(wrong.stderr).toMatch(/saga order-1 step 0 is not stuck on its action \(the saga is stuck on step 0 compensate\); nothing was changed/);
       // An operator's retry: recorded, attempts counted afresh, and (the refund still failing) stuck again.
-      const retried = await runCli(['saga', 'retry', 'order-1', '--reason', 'refund system back?', '--operator', 'alice', ...eps]);
+      const retried = await runCli(['saga', 'retry', 'order-1', '--reason', 'refund system back?', '--operator', 'alice', ...eps], CLI_WAIT);
       expect(retried.code, retried.stderr).toBe(0);
       await waitFor('order-1 to be stuck again', 60_000, async () => ((await client.sagas.list(true)).some((s) => s.id === 'order-1') ? true : undefined));
-      const resolved = await runCli(['saga', 'resolve', 'order-1', '--step', '0', '--compensated', '--reason', 'refunded by hand, ticket 42', '--operator', 'bob', ...eps]);
+      const resolved = await runCli(['saga', 'resolve', 'order-1', '--step', '0', '--compensated', '--reason', 'refunded by hand, ticket 42', '--operator', 'bob', ...eps], CLI_WAIT);
       expect(resolved.code, resolved.stderr).toBe(0);
       const end = await (await client.sagas.status('order-1', 10_000)).state;
       expect(end).toBe('compensated');
-      const shown = await runCli(['saga', 'show', 'order-1', ...eps]);
+      const shown = await runCli(['saga', 'show', 'order-1', ...eps], CLI_WAIT);
       expect(shown.stdout).toMatch(/retry step 0 compensate by alice: refund system back\?/);
       expect(shown.stdout).toMatch(/resolved compensated step 0 compensate by bob: refunded by hand, ticket 42/);
       expect(shown.stdout).toMatch(/saga order-1: COMPENSATED/);
@@ -127,7 +130,7 @@ describe('sagas on real processes', () => {
 
   it('finishes, compensates, refuses bad input, and survives kill -9 of the leader mid-saga', async () => {
     const c = await Cluster.start({ nodes: 3, metrics: true });
-    await c.waitForLeader();
+    await c.waitForLeader({ timeoutMs: 120_000 });
     await startBooking(c);
     const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address) });
     try {
@@ -182,7 +185,7 @@ describe('sagas on real processes', () => {
           .then((h) => h.result())
           .then((e) => (ended++, e)),
       );
-      const { node: leader } = await c.waitForLeader();
+      const { node: leader } = await c.waitForLeader({ timeoutMs: 120_000 });
       await leader.kill('SIGKILL');
       const endedBeforeKill = ended;
       const ends = await Promise.all(handles);
@@ -211,17 +214,17 @@ describe('sagas on real processes', () => {
       const started = await runCli(['saga', 'start', '--id', 'cli-1', '--step', 'flight:book', '--step', 'hotel:book=full', ...eps], { timeoutMs: 60_000 });
       expect(started.stdout.trim(), started.stderr).toBe('COMPENSATED cli-1');
       expect(started.code).toBe(2);
-      const shown = await runCli(['saga', 'show', 'trip-2', ...eps]);
+      const shown = await runCli(['saga', 'show', 'trip-2', ...eps], CLI_WAIT);
       expect(shown.code, shown.stderr).toBe(0);
       expect(shown.stdout).toMatch(/saga trip-2: COMPENSATED/);
       expect(shown.stdout).toMatch(/failed step 1 action: hotel is full/);
-      const stuck = await runCli(['saga', 'list', '--stuck', ...eps]);
+      const stuck = await runCli(['saga', 'list', '--stuck', ...eps], CLI_WAIT);
       expect(stuck.stdout.trim()).toBe('(no saga is stuck)');
-      const refused = await runCli(['saga', 'resolve', 'trip-2', '--step', '0', '--compensated', '--reason', 'by hand', ...eps]);
+      const refused = await runCli(['saga', 'resolve', 'trip-2', '--step', '0', '--compensated', '--reason', 'by hand', ...eps], CLI_WAIT);
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(/saga trip-2 step 0 is not stuck on its compensate .*nothing was changed/);
       // Metrics on the new leader: sagas by state, step attempts and their latency.
-      const { node: now } = await c.waitForLeader();
+      const { node: now } = await c.waitForLeader({ timeoutMs: 120_000 });
       const text = await (await fetch(`http://${now.metricsAddress}/metrics`)).text();
       const sample = (re: RegExp): number => Number(re.exec(text)?.[1] ?? Number.NaN);
       expect(sample(/^verdict_sagas\{state="finished"[^}]*\} (\d+)$/m)).toBe(25);
@@ -230,7 +233,7 @@ describe('sagas on real processes', () => {
       expect(text).toMatch(/^verdict_saga_stuck_total\{[^}]*\} 0$/m);
       expect(sample(/^verdict_saga_step_attempts_total\{[^}]*\} (\d+)$/m)).toBeGreaterThan(0);
       expect(text).toMatch(/^verdict_saga_step_duration_seconds_count\{[^}]*kind="action"[^}]*result="answered"[^}]*\} \d+$/m);
-      const typo = await runCli(['saga', 'list', '--stuk', ...eps]);
+      const typo = await runCli(['saga', 'list', '--stuk', ...eps], CLI_WAIT);
       expect(typo.stderr).toMatch(/unknown flag "--stuk" for verdict saga list \(did you mean --stuck\?\)/);
     } finally {
       client.close();

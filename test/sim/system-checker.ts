@@ -19,7 +19,8 @@
 //
 // Every violation carries the virtual time at which it was seen.
 
-import type { Decision, DecisionOutcome } from '../../src/commit/state.ts';
+import type { DecisionOutcome } from '../../src/domain/protocol.ts';
+import type { Decision } from '../../src/commit/state.ts';
 import type { Outcome } from '../../src/participant/types.ts';
 
 export interface PlannedTxn {

@@ -80,7 +80,7 @@ export class SimClient {
       BEGIN_DEADLINE_MS,
       (c) => {
         try {
-          c.ok(c.engine.begin(this.txnId, this.plan.timeoutMs).deadlineMs);
+          c.ok(c.engine.begin(this.txnId, this.plan.timeoutMs).deadlineAtMs);
         } catch (err) {
           if (!(err instanceof EngineError)) throw err;
           c.fail(err);

@@ -2,6 +2,7 @@
 // generates (transactions, faults, crash points, an optional mutant) and the
 // result a run hands back. See system-world.ts for what each piece does.
 
+import type { BatchMutant } from '../../src/commit/decision-batch.ts';
 import type { EngineMutant } from '../../src/commit/engine.ts';
 import type { ParticipantMutant } from '../../src/participant/engine.ts';
 import type { TccMutant } from './system-tcc.ts';
@@ -65,7 +66,7 @@ export type SysFault =
   | { kind: 'corrupt'; at: number; node: number; downMs: number };
 
 /** A deliberately broken protocol, for the checker's own tests; never set in the real simulation. */
-export type Mutant = EngineMutant | ParticipantMutant | TccMutant;
+export type Mutant = EngineMutant | ParticipantMutant | TccMutant | BatchMutant;
 
 /** What a Verdict run and a baseline run (test/sim/baselines) are both given. */
 export interface FaultScenario {

@@ -15,15 +15,17 @@
 // driver wrappers below.
 
 import { CoordinatorEngine, type EngineConfig, type EngineMutant, type OutcomeAnswer } from '../../src/commit/engine.ts';
-import { DecisionTable, decodeCommand, encodeCommand, type ApplyResult, type Command } from '../../src/commit/state.ts';
+import { eachResult } from '../../src/commit/decision-batch.ts';
+import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
 import { Driver } from '../../src/node/driver.ts';
 import { NodeStateMachine } from '../../src/node/machine.ts';
+import { ProposalBatcher } from '../../src/node/proposal-batcher.ts';
 import type { ParticipantEngine, ParticipantMutant } from '../../src/participant/engine.ts';
 import { ParticipantError, type ClusterOutcome } from '../../src/participant/types.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { ConfState, Message, NodeId } from '../../src/raft/types.ts';
-import type { Ack, Vote } from '../../src/transport/participant-rpc.ts';
+import type { Ack, VoteAnswer as Vote } from '../../src/domain/protocol.ts';
 import { EventQueue } from './event-queue.ts';
 import { RaftChecker } from './raft-checker.ts';
 import { SimDisk } from './sim-disk.ts';
@@ -62,8 +64,8 @@ const ENGINE_CONFIG: Partial<EngineConfig> = {
 /** The node state machine, with the decision table's tombstone bound set by the scenario. */
 class SimMachine extends NodeStateMachine {
   override readonly table: DecisionTable;
-  constructor(tombstonesMax: number | undefined) {
-    super();
+  constructor(tombstonesMax: number | undefined, mutant: Mutant | undefined) {
+    super(mutant === 'batch-drops-last' ? mutant : undefined);
     this.table = tombstonesMax === undefined ? new DecisionTable() : new DecisionTable(tombstonesMax);
   }
 }
@@ -108,6 +110,13 @@ interface SysParticipant extends SimParticipant {
   registered: boolean;
   /** A TCC participant (SystemScenario.tcc): its TCC journal and resource (test/sim/system-tcc.ts). */
   tcc?: SimTcc;
+  /**
+   * Per node: the transactions this incarnation voted YES for at that node's
+   * request and has not seen decided by it, as the Exchange stream of
+   * src/participant/serve.ts remembers them. When the node crashes, its
+   * stream breaks and they are asked about at once (engine.askNow).
+   */
+  votedYes?: Map<string, Set<string>>;
 }
 
 export class SystemWorld implements FaultWorld {
@@ -183,7 +192,7 @@ export class SystemWorld implements FaultWorld {
       n.disk.recover(),
       this.conf,
     );
-    const sm = new SimMachine(this.sc.tombstonesMax);
+    const sm = new SimMachine(this.sc.tombstonesMax, this.sc.mutant);
     const random = new Rng(this.rng.u32());
     this.raft.restarted(n.id);
     // A crashed incarnation may still be inside a driver callback: its writes and sends go nowhere.
@@ -205,32 +214,37 @@ export class SystemWorld implements FaultWorld {
         if (inc.alive) engine.setLeadership(term);
         if (inc.alive) hooks?.setLeadership(term);
       },
-      onApplied: (e, result) => {
+      onApplied: (e, applied) => {
         if (!inc.alive) return;
         this.raft.onApplied(n.id, e.index, e.term, Buffer.from(e.data).toString());
-        if (!result) return;
-        if (result.t === 'decide') {
-          this.checker.decisionApplied(n.id, result.decision, result.first);
-          if (result.first && result.decision.outcome === 'commit' && engine.isLeader()) {
-            this.point('commit-applied', result.decision.txnId, { node: n });
-            if (!inc.alive) return;
+        // A decision batch entry: each record is observed as its own entry's would be.
+        for (const result of eachResult(applied)) {
+          if (result.t === 'decide') {
+            this.checker.decisionApplied(n.id, result.decision, result.first);
+            if (result.first && result.decision.outcome === 'commit' && engine.isLeader()) {
+              this.point('commit-applied', result.decision.txnId, { node: n });
+              if (!inc.alive) return;
+            }
           }
-        }
-        engine.onApplied(result);
-        hooks?.onApplied(result);
-        if (result.t === 'forget' && engine.isLeader()) {
-          const cmd = decodeCommand(e.data);
-          if (cmd.t === 'forget') for (const id of cmd.txnIds) if (inc.alive) this.point('after-forget', id, { node: n });
+          engine.onApplied(result);
+          hooks?.onApplied(result);
+          if (result.t === 'forget' && engine.isLeader()) for (const id of result.txnIds) if (inc.alive) this.point('after-forget', id, { node: n });
+          if (!inc.alive) return;
         }
       },
     });
+    // The node's group commit (src/node/proposal-batcher.ts): the proposals of one instant share a batch entry.
+    const proposals = new ProposalBatcher(
+      (datas, cbs) => driver.proposeBatch(datas, cbs),
+      (fn) => this.q.after(0, fn),
+    );
     const engine = new CoordinatorEngine(
       sm.table,
       {
         nowMs: () => this.q.now,
         random: () => random.float(),
-        propose: (cmd, cb) => this.propose(n, inc, driver, cmd, cb),
-        sendPrepare: (to, req, deadlineMs, cb) => {
+        propose: (cmd, cb) => this.propose(n, inc, proposals, cmd, cb),
+        sendPrepare: (to, req, timeoutMs, cb) => {
           if (!inc.alive) return;
           this.point('prepare-send', req.txnId, { node: n });
           if (!inc.alive) return;
@@ -240,29 +254,32 @@ export class SystemWorld implements FaultWorld {
             n.id,
             inc,
             p.id,
-            deadlineMs,
+            timeoutMs,
             (reply) =>
               this.atParticipant(p, reply, (pp, eng, r) =>
                 eng.prepare({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs }, (err, vote) => {
                   if (err || !vote) return r(participantError(err));
                   // Votes are recorded as they are sent (AC2).
-                  this.checker.voteSent(pp.id, req.txnId, vote.vote === 'VOTE_YES' ? 'yes' : 'no');
-                  this.log(() => `${pp.id} votes ${vote.vote} on ${req.txnId}`);
-                  if (vote.vote === 'VOTE_YES') this.point('some-prepared', req.txnId, { participant: pp.id });
+                  this.checker.voteSent(pp.id, req.txnId, vote.vote);
+                  this.log(() => `${pp.id} votes ${vote.vote.toUpperCase()} on ${req.txnId}`);
+                  if (vote.vote === 'yes') {
+                    this.noteYes(pp, n, inc, req.txnId);
+                    this.point('some-prepared', req.txnId, { participant: pp.id });
+                  }
                   r(null, vote);
                 }),
               ),
             (err, vote) => {
               if (err || !vote) return cb(new Error(err?.message ?? 'no vote'));
-              if (vote.vote === 'VOTE_YES') {
+              if (vote.vote === 'yes') {
                 this.point('some-prepared', req.txnId, { node: n });
                 if (!inc.alive) return;
               }
-              cb(null, { vote: vote.vote === 'VOTE_YES' ? 'yes' : 'no', reason: vote.reason });
+              cb(null, { vote: vote.vote, reason: vote.reason });
             },
           );
         },
-        sendDecision: (to, req, deadlineMs, cb) => {
+        sendDecision: (to, req, timeoutMs, cb) => {
           if (!inc.alive) return;
           const p = this.participant(to.id);
           const commit = req.outcome === 'commit';
@@ -271,15 +288,16 @@ export class SystemWorld implements FaultWorld {
             n.id,
             inc,
             p.id,
-            deadlineMs,
+            timeoutMs,
             (reply) =>
-              this.atParticipant(p, reply, (pp, eng, r) =>
-                eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, decision: commit ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: req.reason }, (err, ack) => {
+              this.atParticipant(p, reply, (pp, eng, r) => {
+                pp.votedYes?.get(n.id)?.delete(req.txnId);
+                eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, outcome: req.outcome, reason: req.reason }, (err, ack) => {
                   if (err || !ack) return r(participantError(err));
                   if (commit) this.point('some-decided', req.txnId, { participant: pp.id });
                   r(null, ack);
-                }),
-              ),
+                });
+              }),
             (err) => {
               if (err) return cb(new Error(err.message));
               if (commit) {
@@ -293,7 +311,7 @@ export class SystemWorld implements FaultWorld {
       },
       { ...ENGINE_CONFIG, mutant: engineMutant(this.sc.mutant) },
     );
-    const hooks = this.ext?.nodeStarted({ id: n.id, index: this.nodes.indexOf(n) }, inc, sm, (cmd, cb) => this.propose(n, inc, driver, cmd, cb)) ?? null;
+    const hooks = this.ext?.nodeStarted({ id: n.id, index: this.nodes.indexOf(n) }, inc, sm, (cmd, cb) => this.propose(n, inc, proposals, cmd, cb)) ?? null;
     n.driver = driver;
     n.sm = sm;
     n.engine = engine;
@@ -310,8 +328,8 @@ export class SystemWorld implements FaultWorld {
     this.q.after(this.rng.int(TICK_MS), tick);
   }
 
-  /** EngineIO.propose as node.ts builds it: through the driver, with a timeout. */
-  private propose(n: SysNode, inc: Inc, driver: Driver<ApplyResult | null>, cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void): void {
+  /** EngineIO.propose as node.ts builds it: through the batcher and the driver, with a timeout. */
+  private propose(n: SysNode, inc: Inc, proposals: ProposalBatcher, cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void): void {
     if (!inc.alive) return;
     this.log(() => `${n.id} proposes ${JSON.stringify(cmd)}`);
     if (cmd.t === 'forget') {
@@ -333,7 +351,7 @@ export class SystemWorld implements FaultWorld {
       else cb(new Error('no result'));
     };
     this.q.after(PROPOSE_TIMEOUT_MS, () => finish(new Error(`proposal ${cmd.t} did not complete within ${PROPOSE_TIMEOUT_MS} ms`)));
-    driver.propose(encodeCommand(cmd), (err, r) => finish(err, r?.result));
+    proposals.add(cmd, (err, r) => finish(err, r?.result));
     if (cmd.t === 'decide' && cmd.outcome === 'commit') this.point('commit-proposed', cmd.txnId, { node: n });
   }
 
@@ -362,6 +380,31 @@ export class SystemWorld implements FaultWorld {
       if (peer === dead || d === null || this.net.isBlocked(dead.id, peer.id)) continue;
       this.q.after(1, () => peer.driver === d && d.reportUnreachable(dead.id));
     }
+    // Participants see the dead node's Exchange stream break too, and ask about what it prepared there.
+    for (const p of this.parts) {
+      const ids = p.votedYes?.get(dead.id);
+      if (!p.up || ids === undefined || this.net.isBlocked(dead.id, p.id)) continue;
+      p.votedYes?.delete(dead.id);
+      const inc = p.inc;
+      this.q.after(1, () => {
+        if (!inc.alive || !p.engine) return;
+        this.log(() => `${p.id} sees ${dead.id}'s stream break; asks about ${ids.size} transaction(s) at once`);
+        p.engine.askNow(ids);
+      });
+    }
+  }
+
+  /** A YES at node n's request (src/participant/serve.ts: noteYes); given after n died, it is asked about at once. */
+  private noteYes(p: SysParticipant, n: SysNode, nodeInc: { alive: boolean }, txnId: string): void {
+    if (!nodeInc.alive) {
+      const inc = p.inc;
+      this.q.after(1, () => inc.alive && p.engine?.askNow([txnId]));
+      return;
+    }
+    p.votedYes ??= new Map();
+    let ids = p.votedYes.get(n.id);
+    if (ids === undefined) p.votedYes.set(n.id, (ids = new Set()));
+    ids.add(txnId);
   }
 
   private restartNode(n: SysNode): void {
@@ -462,6 +505,7 @@ export class SystemWorld implements FaultWorld {
     if (!p.up) return;
     this.log(() => `${p.id} crashes`);
     this.crashes++;
+    p.votedYes = undefined;
     crashSimParticipant(p);
     if (p.tcc !== undefined) crashSimTcc(p.tcc);
     this.ext?.participantCrashed(p.id);
@@ -523,8 +567,8 @@ export class SystemWorld implements FaultWorld {
       REGISTER_DEADLINE_MS,
       (c) => {
         // Re-registration at the same endpoint is answered without a log write, as the service does.
-        if (c.table.participants.get(p.id)?.endpoint === endpoint) return c.ok(true);
-        c.engine.registerParticipant(p.id, endpoint, (err) => (err ? c.fail(err) : c.ok(true)));
+        if (c.table.participants.get(p.id)?.endpoint === endpoint && c.table.participants.get(p.id)?.resourceKind === 'memory') return c.ok(true);
+        c.engine.registerParticipant(p.id, endpoint, 'memory', (err) => (err ? c.fail(err) : c.ok(true)));
       },
       (err) => {
         if (!err) {

@@ -210,7 +210,7 @@ describe('VerdictClient payloads and queries', () => {
       RegisterParticipant: (req) => ({ participant: { participantId: req.participantId, endpoint: req.endpoint, registeredAtMs: 1_000 } }),
     });
     const p = await client([a.address]).registerParticipant('shop', '127.0.0.1:9001');
-    expect(p).toEqual({ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 1_000, lastSeenMs: 0, inDoubt: 0, connection: '' });
+    expect(p).toEqual({ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 1_000, lastSeenMs: 0, inDoubt: 0, connection: '', resourceKind: '' });
     expect(a.requests('RegisterParticipant')[0].clusterId).toBe('prod-eu');
   });
 });

@@ -1,11 +1,11 @@
 // Answers never change, past the tables' memory: the transaction id rule,
-// timed ids and the retention horizon (src/commit/txn-id.ts,
+// timed ids and the retention horizon (src/domain/txn-id.ts,
 // src/commit/state.ts, CoordinatorEngine.begin).
 
 import { describe, expect, test } from 'vitest';
 import { EngineError, type OutcomeAnswer } from '../../src/commit/engine.ts';
 import { DecisionTable } from '../../src/commit/state.ts';
-import { newTxnId, txnIdProblem, txnIdTimeMs } from '../../src/commit/txn-id.ts';
+import { newTxnId, txnIdProblem, txnIdTimeMs } from '../../src/domain/txn-id.ts';
 import { EngineWorld } from './engine-fixture.ts';
 
 const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);

@@ -2,7 +2,8 @@
 // are applied to a real DecisionTable when the test says so, participants
 // vote and acknowledge DECISIONs when the test says so.
 
-import { CoordinatorEngine, type DecisionRequest, type EngineConfig, type EngineIO, type PrepareRequest, type VoteValue } from '../../src/commit/engine.ts';
+import { CoordinatorEngine, type DecisionRequest, type EngineConfig, type EngineIO, type PrepareRequest } from '../../src/commit/engine.ts';
+import type { Vote } from '../../src/domain/protocol.ts';
 import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
 
 export interface PendingProposal {
@@ -13,7 +14,7 @@ export interface PendingProposal {
 export interface PendingPrepare {
   to: string;
   req: PrepareRequest;
-  answer: (vote: VoteValue | Error, reason?: string) => void;
+  answer: (vote: Vote | Error, reason?: string) => void;
 }
 
 export interface PendingDecision {
@@ -61,7 +62,7 @@ export class EngineWorld {
   }
 
   /** Participant `to` answers its oldest pending PREPARE. */
-  vote(to: string, v: VoteValue | Error, reason?: string): void {
+  vote(to: string, v: Vote | Error, reason?: string): void {
     const i = this.prepares.findIndex((p) => p.to === to);
     if (i < 0) throw new Error(`no PREPARE pending for ${to}`);
     this.prepares.splice(i, 1)[0].answer(v, reason);

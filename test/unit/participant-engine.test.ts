@@ -3,8 +3,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ParticipantEngine, type EngineOptions } from '../../src/participant/engine.ts';
+import { URGENT_ASK_INTERVAL_MS, URGENT_ASKS_MAX } from '../../src/participant/in-doubt.ts';
 import { fromBase64, type ClusterOutcome, type Journal, type ParticipantError, type Resource, type ResourceVote, type TxnRecord } from '../../src/participant/types.ts';
-import type { Ack, Decision, Prepare, Vote } from '../../src/transport/participant-rpc.ts';
+import type { Ack, Decide as Decision, Prepare, VoteAnswer as Vote } from '../../src/domain/protocol.ts';
 
 const CLUSTER = 'alpha';
 const ME = 'p1';
@@ -131,7 +132,7 @@ function prepareReq(txnId: string, over: Partial<Prepare> = {}): Prepare {
 }
 
 function decision(txnId: string, d: 'COMMIT' | 'ABORT', over: Partial<Decision> = {}): Decision {
-  return { clusterId: CLUSTER, txnId, participantId: ME, decision: d === 'COMMIT' ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: '', ...over };
+  return { clusterId: CLUSTER, txnId, participantId: ME, outcome: d === 'COMMIT' ? 'commit' : 'abort', reason: '', ...over };
 }
 
 type Answer<T> = { err: ParticipantError | null; value?: T } | undefined;
@@ -159,7 +160,7 @@ describe('participant engine: PREPARE → VOTE', () => {
     expect(v.get()).toBeUndefined();
     expect(engine.stateOf('T1')).toBeUndefined();
     journal.release();
-    expect(v.get()).toEqual({ err: null, value: { txnId: 'T1', participantId: ME, vote: 'VOTE_YES', reason: '' } });
+    expect(v.get()).toEqual({ err: null, value: { txnId: 'T1', participantId: ME, vote: 'yes', reason: '' } });
     expect(engine.stateOf('T1')).toBe('prepared');
     const rec = journal.synced[0];
     expect(rec.kind === 'prepared' && new TextDecoder().decode(fromBase64(rec.payloadB64))).toBe('{"set":{"k":"T1"}}');
@@ -167,8 +168,8 @@ describe('participant engine: PREPARE → VOTE', () => {
 
   it('R7: a repeated PREPARE gets YES again without preparing or journaling twice', () => {
     const { engine, resource, journal } = world();
-    expect(prepare(engine, prepareReq('T1')).get()?.value?.vote).toBe('VOTE_YES');
-    expect(prepare(engine, prepareReq('T1')).get()?.value?.vote).toBe('VOTE_YES');
+    expect(prepare(engine, prepareReq('T1')).get()?.value?.vote).toBe('yes');
+    expect(prepare(engine, prepareReq('T1')).get()?.value?.vote).toBe('yes');
     expect(resource.calls).toEqual(['prepare T1']);
     expect(journal.kinds()).toEqual(['prepared T1']);
   });
@@ -180,7 +181,7 @@ describe('participant engine: PREPARE → VOTE', () => {
     const b = prepare(engine, prepareReq('T1'));
     expect([a.get(), b.get()]).toEqual([undefined, undefined]);
     journal.release();
-    expect([a.get()?.value?.vote, b.get()?.value?.vote]).toEqual(['VOTE_YES', 'VOTE_YES']);
+    expect([a.get()?.value?.vote, b.get()?.value?.vote]).toEqual(['yes', 'yes']);
     expect(resource.calls).toEqual(['prepare T1']);
   });
 
@@ -190,16 +191,16 @@ describe('participant engine: PREPARE → VOTE', () => {
     decide(engine, decision('T1', 'COMMIT'));
     prepare(engine, prepareReq('T2'));
     decide(engine, decision('T2', 'ABORT'));
-    expect(prepare(engine, prepareReq('T1')).get()?.value?.vote).toBe('VOTE_YES');
-    expect(prepare(engine, prepareReq('T2')).get()?.value).toMatchObject({ vote: 'VOTE_NO', reason: 'already aborted' });
+    expect(prepare(engine, prepareReq('T1')).get()?.value?.vote).toBe('yes');
+    expect(prepare(engine, prepareReq('T2')).get()?.value).toMatchObject({ vote: 'no', reason: 'already aborted' });
   });
 
   it("votes NO with the resource's reason when it refuses, and journals nothing", () => {
     const { engine, resource, journal } = world();
     resource.replies.set('T1', { yes: false, reason: 'key k is locked by prepared transaction T0' });
-    expect(prepare(engine, prepareReq('T1')).get()?.value).toMatchObject({ vote: 'VOTE_NO', reason: 'key k is locked by prepared transaction T0' });
+    expect(prepare(engine, prepareReq('T1')).get()?.value).toMatchObject({ vote: 'no', reason: 'key k is locked by prepared transaction T0' });
     resource.replies.set('T2', new Error('disk on fire'));
-    expect(prepare(engine, prepareReq('T2')).get()?.value).toMatchObject({ vote: 'VOTE_NO', reason: 'resource failed to prepare: disk on fire' });
+    expect(prepare(engine, prepareReq('T2')).get()?.value).toMatchObject({ vote: 'no', reason: 'resource failed to prepare: disk on fire' });
     expect(journal.synced).toEqual([]);
     expect(engine.counts()).toMatchObject({ prepared: 0, preparing: 0, votesNo: 2 });
   });
@@ -207,7 +208,7 @@ describe('participant engine: PREPARE → VOTE', () => {
   it('R4: votes NO when the journal fails, journals nothing as prepared and releases the resource', () => {
     const { engine, resource, journal, logs } = world();
     journal.fail = new Error('EIO');
-    expect(prepare(engine, prepareReq('T1')).get()?.value).toMatchObject({ vote: 'VOTE_NO', reason: 'journal write failed: EIO' });
+    expect(prepare(engine, prepareReq('T1')).get()?.value).toMatchObject({ vote: 'no', reason: 'journal write failed: EIO' });
     expect(journal.synced).toEqual([]);
     expect(resource.calls).toEqual(['prepare T1', 'abort T1']);
     expect(engine.stateOf('T1')).toBeUndefined();
@@ -227,11 +228,11 @@ describe('participant engine: PREPARE → VOTE', () => {
     prepare(engine, prepareReq('T1'));
     journal.hold = true;
     prepare(engine, prepareReq('T2')); // preparing: counts toward the bound
-    expect(prepare(engine, prepareReq('T3')).get()?.value).toMatchObject({ vote: 'VOTE_NO', reason: 'too many prepared transactions' });
+    expect(prepare(engine, prepareReq('T3')).get()?.value).toMatchObject({ vote: 'no', reason: 'too many prepared transactions' });
     journal.release();
     journal.hold = false;
     decide(engine, decision('T1', 'COMMIT'));
-    expect(prepare(engine, prepareReq('T3')).get()?.value?.vote).toBe('VOTE_YES');
+    expect(prepare(engine, prepareReq('T3')).get()?.value?.vote).toBe('yes');
   });
 
   it('bounds: requests queued behind one another for one transaction are limited', () => {
@@ -315,7 +316,7 @@ describe('participant engine: DECISION → ACK', () => {
   it('R3: ABORT for an unknown transaction is ACKed (presumed abort), and a PREPARE arriving after it votes NO', () => {
     const { engine, resource, journal } = world();
     expect(decide(engine, decision('T1', 'ABORT')).get()?.err).toBeNull();
-    expect(prepare(engine, prepareReq('T1')).get()?.value).toMatchObject({ vote: 'VOTE_NO', reason: 'already aborted' });
+    expect(prepare(engine, prepareReq('T1')).get()?.value).toMatchObject({ vote: 'no', reason: 'already aborted' });
     expect(resource.calls).toEqual([]);
     expect(journal.synced).toEqual([]);
   });
@@ -396,6 +397,43 @@ describe('participant engine: in doubt (R4: never decides alone)', () => {
     expect(engine.stateOf('T2')).toBe('aborted');
   });
 
+  it("askNow (the leader's stream broke): asks at once, retries every URGENT_ASK_INTERVAL_MS while no leader answers, then backs off; never decides alone", () => {
+    const { engine, time, cluster, resource } = world({ inDoubtAfterMs: 10_000, sweepIntervalMs: 1_000 });
+    cluster.script = [new Error('UNAVAILABLE: no leader')];
+    prepare(engine, prepareReq('T1'));
+    prepare(engine, prepareReq('T2'));
+    engine.decide(decision('T2', 'COMMIT'), () => {});
+    time.advance(100);
+    expect(cluster.asks).toEqual([]);
+    // T2 is decided already, and T9 was never prepared here: only T1 is asked about.
+    engine.askNow(['T1', 'T2', 'T9']);
+    expect(cluster.asks).toEqual([{ txnId: 'T1', atMs: 100 }]);
+    time.advance(URGENT_ASK_INTERVAL_MS * URGENT_ASKS_MAX);
+    const times = cluster.asks.map((a) => a.atMs);
+    expect(times).toHaveLength(URGENT_ASKS_MAX + 1);
+    expect(times.every((t, i) => t === 100 + i * URGENT_ASK_INTERVAL_MS)).toBe(true);
+    // Then the capped exponential backoff, from askBackoffMinMs.
+    time.advance(100 + 200);
+    expect(cluster.asks.map((a) => a.atMs).slice(-2)).toEqual([100 + URGENT_ASKS_MAX * URGENT_ASK_INTERVAL_MS + 100, 100 + URGENT_ASKS_MAX * URGENT_ASK_INTERVAL_MS + 300]);
+    expect(resource.calls).toEqual(['prepare T1', 'prepare T2', 'commit T2']);
+    expect(engine.stateOf('T1')).toBe('prepared');
+    cluster.script = ['aborted'];
+    time.advance(1_000);
+    expect(engine.stateOf('T1')).toBe('aborted');
+  });
+
+  it('askNow cuts short a backoff wait already under way (a new leader is asked at once)', () => {
+    const { engine, time, cluster } = world({}, [prepared('T1')], (c) => (c.script = [new Error('no leader'), new Error('no leader'), new Error('no leader'), 'committed']));
+    time.advance(150);
+    // Asked at 0 and 100; the next backoff waits until 300.
+    expect(cluster.asks.map((a) => a.atMs)).toEqual([0, 100]);
+    engine.askNow(['T1']);
+    expect(cluster.asks.map((a) => a.atMs)).toEqual([0, 100, 150]);
+    time.advance(URGENT_ASK_INTERVAL_MS);
+    expect(cluster.asks.map((a) => a.atMs)).toEqual([0, 100, 150, 150 + URGENT_ASK_INTERVAL_MS]);
+    expect(engine.stateOf('T1')).toBe('committed');
+  });
+
   it('a DECISION that arrives while the engine is asking ends the questions', () => {
     const { engine, time, cluster, resource } = world({}, [prepared('T1')], (c) => (c.holdAnswers = true));
     expect(decide(engine, decision('T1', 'COMMIT')).get()?.err).toBeNull();
@@ -448,7 +486,7 @@ describe('participant engine: properties', () => {
             const txn = `T${o.txn}`;
             resource.replies.set(txn, o.no ? { yes: false, reason: 'no' } : { yes: true, reason: '' });
             engine.prepare(prepareReq(txn), (_err, vote) => {
-              if (vote?.vote === 'VOTE_YES') expect(journal.synced.some((r) => r.kind === 'prepared' && r.txnId === txn)).toBe(true);
+              if (vote?.vote === 'yes') expect(journal.synced.some((r) => r.kind === 'prepared' && r.txnId === txn)).toBe(true);
             });
           } else if (o.t === 'decide') {
             const txn = `T${o.txn}`;

@@ -1,11 +1,11 @@
 // Quorum arithmetic and the flow-control window, each checked against a
 // brute-force reference that is too slow for the core but obviously right.
 
+import { InvariantError } from '../../src/util/assert.ts';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Inflights } from '../../src/raft/progress.ts';
 import { JointConfig, VoteResult, majorityCommitted, majorityVote } from '../../src/raft/quorum.ts';
-import { RaftInvariantError } from '../../src/raft/types.ts';
 
 const POOL = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
 
@@ -164,7 +164,7 @@ describe('progress: Inflights against an array model', () => {
           if (op.kind === 'add') {
             const index = last + op.gap;
             if (modelFull()) {
-              expect(() => inf.add(index, op.size)).toThrow(RaftInvariantError);
+              expect(() => inf.add(index, op.size)).toThrow(InvariantError);
             } else {
               inf.add(index, op.size);
               model.push({ index, size: op.size });
@@ -190,7 +190,7 @@ describe('progress: Inflights against an array model', () => {
   it('rejects an index that does not increase', () => {
     const inf = new Inflights(4, 0);
     inf.add(5, 1);
-    expect(() => inf.add(5, 1)).toThrow(RaftInvariantError);
+    expect(() => inf.add(5, 1)).toThrow(InvariantError);
     inf.freeLE(5);
     // Once everything is freed the window starts afresh.
     inf.add(3, 1);

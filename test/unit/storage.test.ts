@@ -1,10 +1,11 @@
+import { InvariantError } from '../../src/util/assert.ts';
 import { mkdtemp, mkdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level as ClassicLevel } from 'level';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EntryType, NONE, RaftInvariantError, emptySnapshot, type Entry, type HardState, type Snapshot } from '../../src/raft/types.ts';
+import { EntryType, NONE, emptySnapshot, type Entry, type HardState, type Snapshot } from '../../src/raft/types.ts';
 import {
   CorruptRecordError,
   encodeEntry,
@@ -21,7 +22,7 @@ import {
 } from '../../src/storage/codec.ts';
 import { scanRecords } from '../../src/storage/segment-format.ts';
 import { StorageIdentityError } from '../../src/storage/level.ts';
-import { DiskLogStore } from '../../src/storage/store.ts';
+import { DiskLogStore, type OpenReport } from '../../src/storage/store.ts';
 import type { PersistBatch, RecoveredState, StorageIdentity } from '../../src/storage/types.ts';
 import { applyBatch as simApplyBatch } from '../sim/sim-disk.ts';
 import { CRASH_IDENTITY, CRASH_TERM, crashPayload } from './fixtures/storage-payload.ts';
@@ -44,7 +45,7 @@ async function tempDir(): Promise<string> {
   return join(d, 'node');
 }
 
-async function openStore(dir: string, id: StorageIdentity = ID): Promise<{ store: DiskLogStore; recovered: RecoveredState }> {
+async function openStore(dir: string, id: StorageIdentity = ID): Promise<{ store: DiskLogStore; recovered: RecoveredState; report: OpenReport }> {
   const r = await DiskLogStore.open(dir, id);
   open.push(r.store);
   return r;
@@ -56,7 +57,7 @@ async function closeStore(store: DiskLogStore): Promise<void> {
   await store.close();
 }
 
-async function reopen(store: DiskLogStore, dir: string): Promise<{ store: DiskLogStore; recovered: RecoveredState }> {
+async function reopen(store: DiskLogStore, dir: string): Promise<{ store: DiskLogStore; recovered: RecoveredState; report: OpenReport }> {
   await closeStore(store);
   return openStore(dir);
 }
@@ -269,7 +270,7 @@ describe('DiskLogStore: truncation, snapshots, compaction', () => {
     await persist(store, { entries: ents(1, 10, 1), hardState: { term: 1, vote: 'n1', commit: 5 } });
     await persist(store, { localSnapshot: snap(3, 1) });
     const before = (await reopen(store, dir)).store;
-    expect(() => before.persist(batchOf(bad), () => {})).toThrow(RaftInvariantError);
+    expect(() => before.persist(batchOf(bad), () => {})).toThrow(InvariantError);
     expect(() => before.persist(batchOf(bad), () => {})).toThrow(why);
     const { recovered } = await reopen(before, dir);
     expect(recovered.entries).toEqual(ents(4, 10, 1));
@@ -579,8 +580,12 @@ describe('DiskLogStore: SIGKILL while writing', () => {
     expect(reported.length, errOut).toBeGreaterThan(0);
     const syncedLast = Math.max(...reported);
 
-    const { recovered } = await openStore(dir, CRASH_IDENTITY);
+    const { recovered, report } = await openStore(dir, CRASH_IDENTITY);
     const { entries } = recovered;
+    // The mark is written (synced) before onSynced, so it covers every batch
+    // the node could have acknowledged, and never claims more than the log holds.
+    expect(report.highWater.index).toBeGreaterThanOrEqual(syncedLast);
+    expect(report.highWater.index).toBeLessThanOrEqual(entries.length);
     expect(recovered.snapshot.metadata.index).toBe(0);
     expect(entries.length).toBeGreaterThanOrEqual(syncedLast);
     entries.forEach((e, i) => {
@@ -589,5 +594,5 @@ describe('DiskLogStore: SIGKILL while writing', () => {
       expect(e.data).toEqual(crashPayload(e.index));
     });
     expect(recovered.hardState.commit).toBeLessThanOrEqual(entries.length);
-  }, 30_000);
+  }, 60_000);
 });

@@ -9,7 +9,7 @@ import { barrierStep, TccRefusal, type BarrierOp, type TccBranch } from '../../s
 import { ReserveWatcher, type AskAbort } from '../../src/participant/tcc/expiry.ts';
 import { MemoryTccResource, replayTcc, type TccMemoryHandlers, type TccRecord } from '../../src/participant/tcc/memory.ts';
 import type { ClusterOutcome, TxnRecord } from '../../src/participant/types.ts';
-import type { Decision } from '../../src/transport/participant-rpc.ts';
+import type { Decide, DecisionOutcome } from '../../src/domain/protocol.ts';
 
 /** Seats: `free` and, per transaction, the seats it holds; payload = the number of seats as text. */
 interface Seats {
@@ -222,7 +222,7 @@ function engineWith(resource: MemoryTccResource<Seats>, timers: Timers, ask: (cb
 }
 
 const prepareReq = (txnId: string, k = 2) => ({ clusterId: 'c', participantId: 'seats', txnId, participants: ['seats', 'pay'], payload: seats(k), timeoutMs: 60_000 });
-const decision = (txnId: string, d: Decision['decision']): Decision => ({ clusterId: 'c', participantId: 'seats', txnId, decision: d, reason: '' });
+const decision = (txnId: string, d: DecisionOutcome): Decide => ({ clusterId: 'c', participantId: 'seats', txnId, outcome: d, reason: '' });
 
 describe('TCC under the participant engine', () => {
   it('an ABORT before the PREPARE is an empty rollback; the late PREPARE is refused (hanging Try) and votes NO, even once the engine forgot the ABORT', () => {
@@ -230,12 +230,12 @@ describe('TCC under the participant engine', () => {
     const { resource } = seatResource();
     const engine = engineWith(resource, timers, (cb) => cb(null, 'in-progress'), true);
     let acked = false;
-    engine.decide(decision('T', 'DECISION_ABORT'), (err) => (acked = err === null));
+    engine.decide(decision('T', 'abort'), (err) => (acked = err === null));
     expect(acked).toBe(true);
     expect(resource.branchState('T')).toBe('empty-cancelled');
     let vote = '';
     engine.prepare(prepareReq('T'), (_e, v) => (vote = `${v?.vote} ${v?.reason}`));
-    expect(vote).toMatch(/^VOTE_NO .*hanging Try/);
+    expect(vote).toMatch(/^no .*hanging Try/);
     expect(resource.state.free).toBe(10);
     expect(resource.tccCounts()).toMatchObject({ emptyRollbacks: 1, hangingRefused: 1, held: 0 });
   });
@@ -246,8 +246,8 @@ describe('TCC under the participant engine', () => {
     const { resource } = seatResource();
     const engine = engineWith(resource, timers, (cb) => cb(null, 'in-progress'));
     engine.prepare(prepareReq('T'), () => {});
-    engine.decide(decision('T', 'DECISION_COMMIT'), () => {});
-    engine.decide(decision('T', 'DECISION_COMMIT'), () => {});
+    engine.decide(decision('T', 'commit'), () => {});
+    engine.decide(decision('T', 'commit'), () => {});
     resource.commit('T', () => {}); // a redelivery that reaches the resource (the engine forgot, or restarted)
     expect(calls.confirm).toBe(1);
     expect(resource.state).toMatchObject({ free: 8, sold: 2 });

@@ -1,9 +1,10 @@
 // The gRPC transport against real servers on loopback. Every wait is bounded
 // (waitFor), and every server and transport is closed after each test.
+import { InvariantError } from '../../src/util/assert.ts';
 import * as grpc from '@grpc/grpc-js';
 import { pino, type Logger } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EntryType, LOCAL_MESSAGES, MessageType, RaftInvariantError, message, type Message, type NodeId } from '../../src/raft/types.ts';
+import { EntryType, LOCAL_MESSAGES, MessageType, message, type Message, type NodeId } from '../../src/raft/types.ts';
 import { putStreamHandler } from '../../src/node/put-stream.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import { GrpcTransport, SERVER_OPTIONS, type GrpcTransportOptions } from '../../src/transport/grpc.ts';
@@ -193,7 +194,7 @@ describe('GrpcTransport', () => {
     const a = await startNode('n1', {}, { listen: false });
     a.transport.updatePeers(new Map([['n2', '127.0.0.1:1']]));
     for (const type of LOCAL_MESSAGES) {
-      expect(() => a.transport.send([message({ type, from: 'n1', to: 'n2' })])).toThrow(RaftInvariantError);
+      expect(() => a.transport.send([message({ type, from: 'n1', to: 'n2' })])).toThrow(InvariantError);
     }
     expect(a.transport.pendingCount('n2')).toBe(0);
   });

@@ -23,8 +23,9 @@
 // nobody else would ever release it.
 //
 // Pure: time, timers and the question come in as arguments.
-import type { Decision } from '../../transport/participant-rpc.ts';
-import { check, SILENT_LOG, type Clock, type ClusterOutcome, type EngineLog, type Outcome, type Resource, type Schedule, type TxnId, withDefaults } from '../types.ts';
+import { assert } from '../../util/assert.ts';
+import { decisionOfOutcome, type Decide } from '../../domain/protocol.ts';
+import { SILENT_LOG, type Clock, type ClusterOutcome, type EngineLog, type Outcome, type Resource, type Schedule, type TxnId, withDefaults } from '../types.ts';
 import type { TccReserves } from './barrier.ts';
 
 /** Asks the cluster to decide ABORT if T is undecided; answers the outcome the log holds. */
@@ -33,7 +34,7 @@ export type AskAbort = (txnId: TxnId, reason: string, cb: (err: Error | null, ou
 /** What the watcher needs of the engine: whether T is prepared there, and the DECISION entry. */
 export interface WatchedEngine {
   stateOf(txnId: TxnId): 'prepared' | Outcome | undefined;
-  decide(req: Decision, cb: (err: Error | null) => void): void;
+  decide(req: Decide, cb: (err: Error | null) => void): void;
 }
 
 export interface ReserveWatcherOptions {
@@ -78,7 +79,7 @@ export class ReserveWatcher {
 
   constructor(o: ReserveWatcherOptions) {
     this.o = withDefaults({ sweepIntervalMs: 500, askBackoffMinMs: 100, askBackoffMaxMs: 10_000, asksInFlightMax: 16, orphanAfterMs: 60_000 }, o);
-    check(0 < this.o.askBackoffMinMs && this.o.askBackoffMinMs <= this.o.askBackoffMaxMs && this.o.asksInFlightMax > 0, 'reserve watcher bounds are positive');
+    assert(0 < this.o.askBackoffMinMs && this.o.askBackoffMinMs <= this.o.askBackoffMaxMs && this.o.asksInFlightMax > 0, 'reserve watcher bounds are positive');
     this.log = o.log ?? SILENT_LOG;
   }
 
@@ -138,7 +139,7 @@ export class ReserveWatcher {
     this.questions += 1;
     let answered = false;
     this.o.askAbort(txnId, `the TCC reserve of participant ${this.o.participantId} expired`, (err, outcome) => {
-      check(!answered, 'askAbort calls back once');
+      assert(!answered, 'askAbort calls back once');
       answered = true;
       this.inFlight -= 1;
       if (this.stopped) return;
@@ -159,7 +160,7 @@ export class ReserveWatcher {
           clusterId: this.o.clusterId,
           participantId: this.o.participantId,
           txnId,
-          decision: outcome === 'committed' ? 'DECISION_COMMIT' : 'DECISION_ABORT',
+          outcome: decisionOfOutcome(outcome),
           reason: 'answer to an expired TCC reserve',
         },
         cb,

@@ -13,7 +13,8 @@
 // that a late Try still finds its Cancel (settledKeptMax).
 //
 // Pure apart from the journal it is given: tests and the simulator run it.
-import { check, fromBase64, toBase64, type EngineLog, type Resource, type ResourceVote, type TxnId, SILENT_LOG, type Clock } from '../types.ts';
+import { assert } from '../../util/assert.ts';
+import { fromBase64, toBase64, type EngineLog, type Resource, type ResourceVote, type TxnId, SILENT_LOG, type Clock } from '../types.ts';
 import { barrierStep, ttlProblem, zeroCounts, type BranchState, type HeldReserve, type TccBranch, type TccCounts, type TccReserves, type TccTryResult } from './barrier.ts';
 
 /** The handlers of a memory TCC participant, over the application state S. */
@@ -145,13 +146,13 @@ export class TccMemoryState<S> {
       case 'tcc': {
         const op = r.state === 'tried' ? 'try' : r.state === 'confirmed' ? 'confirm' : 'cancel';
         const v = this.barrier(r.txnId, this.branchState(r.txnId), op);
-        check(v.kind === 'run' || v.kind === 'record', `TCC journal: ${r.state} of ${r.txnId} follows ${this.branchState(r.txnId) ?? 'nothing'}`);
+        assert(v.kind === 'run' || v.kind === 'record', `TCC journal: ${r.state} of ${r.txnId} follows ${this.branchState(r.txnId) ?? 'nothing'}`);
         const payload = r.state === 'tried' ? fromBase64(r.payloadB64 ?? '') : this.payloadOf(r.txnId);
         if (v.kind === 'run') {
           try {
             this.run(r.txnId, r.state, payload);
           } catch (err) {
-            check(false, `TCC journal: replaying ${r.state} of ${r.txnId} threw (${(err as Error).message}): the handlers are not deterministic`);
+            assert(false, `TCC journal: replaying ${r.state} of ${r.txnId} threw (${(err as Error).message}): the handlers are not deterministic`);
           }
         }
         this.note(r.txnId, r.state, r.atMs, r.payloadB64, r.expiresAtMs);

@@ -23,7 +23,7 @@
 // PURE: time comes in as an argument; every input returns the actions the
 // caller carries out.
 
-import type { DecisionOutcome } from '../../../src/commit/state.ts';
+import type { DecisionOutcome } from '../../../src/domain/protocol.ts';
 import type { Outcome } from '../../../src/participant/types.ts';
 
 export interface ThreePcConfig {

@@ -17,7 +17,7 @@ import type { ParticipantEngine } from '../../../src/participant/engine.ts';
 import { memoryPayload } from '../../../src/participant/memory.ts';
 import type { ClusterOutcome, Outcome } from '../../../src/participant/types.ts';
 import { Rng } from '../../../src/raft/rng.ts';
-import type { Ack, Vote } from '../../../src/transport/participant-rpc.ts';
+import type { Ack, VoteAnswer as Vote } from '../../../src/domain/protocol.ts';
 import { keyOf, valueOf } from '../system-checker.ts';
 import { crashSimParticipant, SimJournal, startSimParticipant, type SimParticipant } from '../system-participant.ts';
 import { DEAD, type Inc, type Reply, type RpcError } from '../system-rpc.ts';
@@ -120,7 +120,7 @@ export class TwoPcWorld extends BaselineWorld {
       (eng, r) =>
         eng.prepare({ clusterId: CLUSTER, txnId: a.txnId, participantId: p.id, participants: a.participants, payload, timeoutMs: a.timeoutMs }, (err, vote) => {
           if (err || !vote) return r({ code: err?.code ?? 'UNAVAILABLE', message: err?.message ?? 'no vote' });
-          const yes = vote.vote === 'VOTE_YES';
+          const yes = vote.vote === 'yes';
           this.voted(p.id, a.txnId, yes ? 'yes' : 'no', yes ? 'prepared state synced' : vote.reason);
           if (yes) this.point('some-prepared', a.txnId, { participant: p.id });
           r(null, vote);
@@ -128,7 +128,7 @@ export class TwoPcWorld extends BaselineWorld {
       (err, vote) => {
         if (!this.coord) return;
         if (err || !vote) return this.exec(this.coord.onVote(a.txnId, p.id, null), inc);
-        const yes = vote.vote === 'VOTE_YES';
+        const yes = vote.vote === 'yes';
         if (yes) this.point('some-prepared', a.txnId, { coordinator: true });
         if (inc.alive && this.coord) this.exec(this.coord.onVote(a.txnId, p.id, yes ? 'yes' : 'no'), inc);
       },
@@ -143,7 +143,7 @@ export class TwoPcWorld extends BaselineWorld {
       p,
       inc,
       (eng, r) =>
-        eng.decide({ clusterId: CLUSTER, txnId, participantId: p.id, decision: commit ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: '' }, (err, ack) => {
+        eng.decide({ clusterId: CLUSTER, txnId, participantId: p.id, outcome, reason: '' }, (err, ack) => {
           if (err || !ack) return r({ code: err?.code ?? 'UNAVAILABLE', message: err?.message ?? 'no ack' });
           if (commit) this.point('some-decided', txnId, { participant: p.id });
           r(null, ack);
@@ -244,7 +244,7 @@ export class TwoPcWorld extends BaselineWorld {
     // Prepared, or a PREPARE on its way to a YES: it may not decide alone.
     if (state === 'prepared' || q.engine.counts().preparing > 0) return reply(null, 'unknown');
     this.timeline.once(txnId, `${q.id} never voted on ${txnId}: aborts it (a later PREPARE gets NO)`);
-    q.engine.decide({ clusterId: CLUSTER, txnId, participantId: q.id, decision: 'DECISION_ABORT', reason: 'cooperative termination: never voted' }, (err) => {
+    q.engine.decide({ clusterId: CLUSTER, txnId, participantId: q.id, outcome: 'abort', reason: 'cooperative termination: never voted' }, (err) => {
       if (!inc.alive) return;
       if (err) reply({ code: err.code, message: err.message } satisfies RpcError);
       else reply(null, 'aborted');

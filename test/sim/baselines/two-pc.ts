@@ -21,7 +21,7 @@
 // that voted YES asks the coordinator and waits, however long, which is where
 // the blocking lives: while the coordinator is down nobody can answer.
 
-import type { DecisionOutcome } from '../../../src/commit/state.ts';
+import type { DecisionOutcome } from '../../../src/domain/protocol.ts';
 import type { Outcome } from '../../../src/participant/types.ts';
 
 export type TwoPcAction =

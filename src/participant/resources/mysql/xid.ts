@@ -27,9 +27,10 @@
 // collide. The text form (logs, the marker and heuristic tables, the resolve
 // command) is "gtrid,bqual": e.g. `local:T42,ledger`, which XA spells
 // `'local:T42','ledger',1448232020`.
+import { assert } from '../../../util/assert.ts';
 import { createHash } from 'node:crypto';
 import { encodePart, type ParsedGid } from '../../postgres-gid.ts';
-import { check, type TxnId } from '../../types.ts';
+import { type TxnId } from '../../types.ts';
 
 export const XA_FORMAT_ID = 0x56524454;
 /** XA's limit for gtrid and for bqual (MAXGTRIDSIZE, MAXBQUALSIZE). */
@@ -53,7 +54,7 @@ export interface XidScope {
 const sha256Hex = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 
 export function xidScope(clusterId: string, participantId: string): XidScope {
-  check(clusterId !== '' && participantId !== '', 'an xid names a cluster and a participant');
+  assert(clusterId !== '' && participantId !== '', 'an xid names a cluster and a participant');
   const cluster = encodePart(clusterId);
   const bqual = encodePart(participantId);
   return {
@@ -63,12 +64,12 @@ export function xidScope(clusterId: string, participantId: string): XidScope {
 }
 
 export function xidOf(scope: XidScope, txnId: TxnId): Xid {
-  check(txnId !== '', 'an xid names a transaction');
+  assert(txnId !== '', 'an xid names a transaction');
   const readable = encodePart(txnId);
   const txnPart = scope.gtridPrefix.length + readable.length <= XA_PART_BYTES_MAX ? readable : `#${sha256Hex(txnId).slice(0, 32)}`;
   const xid = { gtrid: scope.gtridPrefix + txnPart, bqual: scope.bqual, formatId: XA_FORMAT_ID };
   // Assert on the way out: ASCII (characters are bytes), within XA's limits, and safe in SQL.
-  check(isSafeXid(xid), `xid ${xidText(xid)} fits XA and the safe alphabet`);
+  assert(isSafeXid(xid), `xid ${xidText(xid)} fits XA and the safe alphabet`);
   return xid;
 }
 

@@ -12,15 +12,19 @@
 //
 // Pure: generating an id takes the time and the random bytes as arguments.
 
+/** A transaction id: the client's name for one transaction, fixed at begin (R7). */
+export type TxnId = string;
+
 export const TXN_ID_CHARS_MAX = 128;
 
-const TXN_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+/** The form of every transaction id: the edges of the cluster and of a participant check it with this. */
+export const TXN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 const UUID_V7_TAIL = /(?:^|[:._-])([0-9a-fA-F]{8})-([0-9a-fA-F]{4})-7[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$/;
 
 /** Why `id` is not a transaction id, or null when it is one. Never echoes more than a bounded prefix of the input. */
 export function txnIdProblem(id: unknown): string | null {
   if (typeof id !== 'string') return 'a transaction id must be a string';
-  if (TXN_ID.test(id)) return null;
+  if (TXN_ID_PATTERN.test(id)) return null;
   const shown = id.length > 40 ? `${JSON.stringify(id.slice(0, 40))}… (${id.length} characters)` : JSON.stringify(id);
   return `transaction id ${shown} must be 1–${TXN_ID_CHARS_MAX} characters of letters, digits, "_", ".", ":" or "-", starting with a letter or a digit`;
 }

@@ -1,0 +1,243 @@
+// The decision batch: one log entry that carries the Decides and Forgets of
+// one proposal batch in a compact binary form (docs/storage.md has the byte
+// layout). It replaces, on the hot path, one JSON entry per command: one
+// entry per batch instead of one per transaction, and no JSON.stringify on
+// the leader nor JSON.parse at each follower's edge and at every apply.
+//
+// Entries written before it (the JSON commands of ./state.ts, tag 0x02) are
+// still applied as they were, so a node upgraded on an existing data
+// directory replays its log; snapshots do not change.
+//
+// Every byte is checked on the way in: this decoder runs at a follower's edge
+// (src/node/machine.ts entryProblem) on what a peer sent, and on the node's own
+// log at apply. Each length is bounded, nothing is read past the end, trailing
+// bytes are refused, and what comes out is a command DecisionTable.apply takes
+// without further checks.
+
+import type { ApplyResult, Command } from './state.ts';
+
+export const TAG_DECISION_BATCH = 0x04;
+/** The layout version after the tag; a node refuses versions it does not know. */
+const VERSION = 1;
+/** Records in one batch entry, at most. */
+export const BATCH_RECORDS_MAX = 4_096;
+/** Encoded bytes of one batch entry, at most (the batcher starts a new entry beyond it). */
+export const BATCH_BYTES_MAX = 1 << 20;
+/** Participants of one decision, and txnIds of one forget, at most. */
+const LIST_MAX = 4_096;
+/** Strings are length-prefixed with a u16. */
+const STRING_BYTES_MAX = 0xffff;
+
+const KIND_DECIDE = 1;
+const KIND_FORGET = 2;
+const OUTCOME_COMMIT = 0;
+const OUTCOME_ABORT = 1;
+
+export type BatchCommand = Extract<Command, { t: 'decide' } | { t: 'forget' }>;
+
+/** The result of applying a batch entry: one result per record, in order. */
+export interface BatchApplyResult {
+  t: 'batch';
+  results: ApplyResult[];
+}
+
+/**
+ * Broken decoders the whole-system simulator must catch (test/sim): never set in production.
+ *   batch-drops-last  the last Decide of every batch is lost when it is applied
+ */
+export type BatchMutant = 'batch-drops-last';
+
+const fitsU16 = (s: string): boolean => s.length <= STRING_BYTES_MAX / 3 || Buffer.byteLength(s, 'utf8') <= STRING_BYTES_MAX;
+
+/**
+ * Whether `cmd` can ride a batch entry: a Decide without an operator's act
+ * (those are rare and keep the JSON form) or a Forget, whose strings and
+ * lists fit the layout's bounds. Anything else goes as its own JSON entry.
+ */
+export function batchable(cmd: Command): cmd is BatchCommand {
+  if (cmd.t === 'decide') {
+    return (
+      cmd.operator === undefined &&
+      cmd.txnId !== '' &&
+      fitsU16(cmd.txnId) &&
+      fitsU16(cmd.reason) &&
+      cmd.participants.length <= LIST_MAX &&
+      cmd.participants.every(fitsU16) &&
+      Number.isFinite(cmd.atMs) &&
+      cmd.atMs >= 0
+    );
+  }
+  if (cmd.t === 'forget') return cmd.txnIds.length <= LIST_MAX && cmd.txnIds.every(fitsU16);
+  return false;
+}
+
+/** An upper bound of a batchable command's encoded bytes, for cutting batches without encoding twice. */
+export function recordBytesBound(cmd: BatchCommand): number {
+  if (cmd.t === 'forget') return 3 + cmd.txnIds.reduce((n, id) => n + 2 + 3 * id.length, 0);
+  return 14 + 3 * cmd.txnId.length + 3 * cmd.reason.length + cmd.participants.reduce((n, p) => n + 2 + 3 * p.length, 0);
+}
+
+/**
+ * [tag 0x04][version u8][count u16] then `count` records, big-endian:
+ *   decide: [1][outcome u8: 0 commit, 1 abort][atMs f64][txnId][reason][n u16][participant]×n
+ *   forget: [2][n u16][txnId]×n
+ * where a string is [byte length u16][UTF-8].
+ */
+export function encodeDecisionBatch(cmds: readonly BatchCommand[]): Uint8Array {
+  if (cmds.length === 0 || cmds.length > BATCH_RECORDS_MAX) throw new RangeError(`a decision batch holds 1–${BATCH_RECORDS_MAX} records, not ${cmds.length}`);
+  let size = 4;
+  for (const c of cmds) {
+    if (c.t === 'decide') {
+      size += 1 + 1 + 8 + 2 + Buffer.byteLength(c.txnId, 'utf8') + 2 + Buffer.byteLength(c.reason, 'utf8') + 2;
+      for (const p of c.participants) size += 2 + Buffer.byteLength(p, 'utf8');
+    } else {
+      size += 1 + 2;
+      for (const id of c.txnIds) size += 2 + Buffer.byteLength(id, 'utf8');
+    }
+  }
+  const out = Buffer.allocUnsafe(size);
+  let pos = 0;
+  const str = (s: string): void => {
+    const n = out.write(s, pos + 2, 'utf8');
+    if (n > STRING_BYTES_MAX) throw new RangeError(`a string of ${n} bytes does not fit a decision batch`);
+    out.writeUInt16BE(n, pos);
+    pos += 2 + n;
+  };
+  out[pos++] = TAG_DECISION_BATCH;
+  out[pos++] = VERSION;
+  out.writeUInt16BE(cmds.length, pos);
+  pos += 2;
+  for (const c of cmds) {
+    if (c.t === 'decide') {
+      out[pos++] = KIND_DECIDE;
+      out[pos++] = c.outcome === 'commit' ? OUTCOME_COMMIT : OUTCOME_ABORT;
+      out.writeDoubleBE(c.atMs, pos);
+      pos += 8;
+      str(c.txnId);
+      str(c.reason);
+      out.writeUInt16BE(c.participants.length, pos);
+      pos += 2;
+      for (const p of c.participants) str(p);
+    } else {
+      out[pos++] = KIND_FORGET;
+      out.writeUInt16BE(c.txnIds.length, pos);
+      pos += 2;
+      for (const id of c.txnIds) str(id);
+    }
+  }
+  if (pos !== size) throw new Error(`decision batch encoder: wrote ${pos} of ${size} bytes`);
+  return out;
+}
+
+export function isDecisionBatch(data: Uint8Array): boolean {
+  return data.byteLength > 0 && data[0] === TAG_DECISION_BATCH;
+}
+
+/** A malformed batch, caught in decodeDecisionBatch and turned into its problem; never escapes this module. */
+class Malformed extends Error {}
+
+/**
+ * A cursor over one entry's bytes that refuses to read past the end. One
+ * class and no closures, and an error's words are put together only when it
+ * is thrown: this runs for every entry at a follower's edge and at apply.
+ * `what` names the field, `r` its record (-1: the header).
+ */
+class Reader {
+  pos = 0;
+  constructor(readonly buf: Buffer) {}
+
+  need(n: number, what: string, r: number): void {
+    if (this.pos + n > this.buf.byteLength) throw new Malformed(`${r < 0 ? what : `record ${r}'s ${what}`} (${n} bytes) runs past the entry's ${this.buf.byteLength} bytes`);
+  }
+
+  u8(what: string, r: number): number {
+    this.need(1, what, r);
+    return this.buf[this.pos++];
+  }
+
+  u16(what: string, r: number): number {
+    this.need(2, what, r);
+    const v = (this.buf[this.pos] << 8) | this.buf[this.pos + 1];
+    this.pos += 2;
+    return v;
+  }
+
+  str(what: string, r: number): string {
+    const n = this.u16(what, r);
+    this.need(n, what, r);
+    const start = this.pos;
+    this.pos += n;
+    // Ids are short ASCII: built by hand, which is cheaper than a UTF-8 decode call for a few dozen bytes.
+    if (n <= 64) {
+      let s = '';
+      for (let i = start; i < start + n; i++) {
+        const b = this.buf[i];
+        if (b >= 0x80) return this.buf.toString('utf8', start, start + n);
+        s += String.fromCharCode(b);
+      }
+      return s;
+    }
+    return this.buf.toString('utf8', start, start + n);
+  }
+
+  list(what: string, r: number): string[] {
+    const n = this.u16(what, r);
+    if (n > LIST_MAX) throw new Malformed(`record ${r} has ${n} ${what}, over the limit of ${LIST_MAX}`);
+    // Each takes at least its 2-byte length: a count the bytes cannot hold is refused before anything is allocated.
+    this.need(2 * n, `${n} ${what}`, r);
+    const out = new Array<string>(n);
+    for (let i = 0; i < n; i++) out[i] = this.str(what, r);
+    return out;
+  }
+}
+
+export type BatchDecoded = { cmds: BatchCommand[]; problem: null } | { cmds: null; problem: string };
+
+/** The commands of a batch entry, or why the bytes are not one. Never throws on any input. */
+export function decodeDecisionBatch(data: Uint8Array, mutant?: BatchMutant): BatchDecoded {
+  const rd = new Reader(Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+  try {
+    if (rd.u8('the tag', -1) !== TAG_DECISION_BATCH) throw new Malformed(`tag ${rd.buf[0]} is not a decision batch`);
+    const version = rd.u8('the version', -1);
+    if (version !== VERSION) throw new Malformed(`unknown version ${version}`);
+    const count = rd.u16('the record count', -1);
+    if (count === 0 || count > BATCH_RECORDS_MAX) throw new Malformed(`${count} records (1–${BATCH_RECORDS_MAX} allowed)`);
+    const cmds: BatchCommand[] = new Array(count);
+    for (let r = 0; r < count; r++) {
+      const kind = rd.u8('kind', r);
+      if (kind === KIND_DECIDE) {
+        const o = rd.u8('outcome', r);
+        if (o !== OUTCOME_COMMIT && o !== OUTCOME_ABORT) throw new Malformed(`record ${r} has outcome ${o} (0 commit, 1 abort)`);
+        rd.need(8, 'time', r);
+        const atMs = rd.buf.readDoubleBE(rd.pos);
+        rd.pos += 8;
+        if (!Number.isFinite(atMs) || atMs < 0) throw new Malformed(`record ${r} has time ${atMs}`);
+        const txnId = rd.str('txnId', r);
+        if (txnId === '') throw new Malformed(`record ${r} has an empty txnId`);
+        const reason = rd.str('reason', r);
+        const participants = rd.list('participants', r);
+        cmds[r] = { t: 'decide', txnId, outcome: o === OUTCOME_COMMIT ? 'commit' : 'abort', reason, participants, atMs };
+      } else if (kind === KIND_FORGET) {
+        cmds[r] = { t: 'forget', txnIds: rd.list('txnIds', r) };
+      } else throw new Malformed(`record ${r} has unknown kind ${kind}`);
+    }
+    if (rd.pos !== rd.buf.byteLength) throw new Malformed(`${rd.buf.byteLength - rd.pos} bytes after the last record`);
+    if (mutant === 'batch-drops-last') {
+      for (let i = cmds.length - 1; i >= 0; i--) {
+        if (cmds[i].t !== 'decide') continue;
+        cmds.splice(i, 1);
+        break;
+      }
+    }
+    return { cmds, problem: null };
+  } catch (err) {
+    if (!(err instanceof Malformed)) throw err;
+    return { cmds: null, problem: `decision batch: ${err.message}` };
+  }
+}
+
+/** The results of one applied entry, one per command: a batch's records, or the single result of any other entry. */
+export function eachResult(result: ApplyResult | null): readonly ApplyResult[] {
+  if (result === null) return [];
+  return result.t === 'batch' ? result.results : [result];
+}

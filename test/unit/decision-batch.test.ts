@@ -1,0 +1,219 @@
+// The decision batch entry (src/commit/decision-batch.ts) and the batcher that
+// builds it (src/node/proposal-batcher.ts): what one proposal batch writes to
+// the log, how a node decodes it at the edge and at apply, and that entries
+// written before it (one JSON command each) still apply.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { BATCH_RECORDS_MAX, batchable, decodeDecisionBatch, encodeDecisionBatch, TAG_DECISION_BATCH, type BatchCommand } from '../../src/commit/decision-batch.ts';
+import { encodeCommand, type ApplyResult, type Command } from '../../src/commit/state.ts';
+import type { ProposeCallback } from '../../src/node/driver.ts';
+import { entryProblem, NodeStateMachine } from '../../src/node/machine.ts';
+import { ProposalBatcher } from '../../src/node/proposal-batcher.ts';
+import { EntryType, type Entry } from '../../src/raft/types.ts';
+
+const id = fc.string({ minLength: 1, maxLength: 40, unit: 'grapheme' });
+const decide: fc.Arbitrary<BatchCommand> = fc.record({
+  t: fc.constant('decide' as const),
+  txnId: id,
+  outcome: fc.constantFrom('commit' as const, 'abort' as const),
+  reason: fc.string({ maxLength: 200, unit: 'grapheme' }),
+  participants: fc.array(id, { maxLength: 8 }),
+  atMs: fc.double({ min: 0, max: 4e12, noNaN: true }),
+});
+const forget: fc.Arbitrary<BatchCommand> = fc.record({ t: fc.constant('forget' as const), txnIds: fc.array(id, { maxLength: 8 }) });
+const batch = fc.array(fc.oneof(decide, forget), { minLength: 1, maxLength: 30 });
+
+const entry = (index: number, data: Uint8Array): Entry => ({ term: 1, index, type: EntryType.Normal, data });
+
+describe('decision batch encoding', () => {
+  it('property: encode then decode gives back the same commands, and the edge accepts the entry', () => {
+    fc.assert(
+      fc.property(batch, (cmds) => {
+        const data = encodeDecisionBatch(cmds);
+        expect(data[0]).toBe(TAG_DECISION_BATCH);
+        expect(decodeDecisionBatch(data)).toEqual({ cmds, problem: null });
+        expect(entryProblem(EntryType.Normal, data)).toBeNull();
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('property: any bytes after the tag decode to commands or to a one-line problem, never a throw', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (tail) => {
+        const data = new Uint8Array([TAG_DECISION_BATCH, ...tail]);
+        const r = decodeDecisionBatch(data);
+        if (r.cmds === null) expect(r.problem).toMatch(/^decision batch: [^\n]+$/);
+        expect(entryProblem(EntryType.Normal, data)).toBe(r.problem);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('property: a valid batch cut short, with a byte flipped or with bytes after it, is refused or decodes to well-formed commands, never a throw', () => {
+    fc.assert(
+      fc.property(batch, fc.nat(), fc.integer({ min: 1, max: 255 }), (cmds, at, flip) => {
+        const data = Buffer.from(encodeDecisionBatch(cmds));
+        const cut = data.subarray(0, at % data.byteLength);
+        expect(decodeDecisionBatch(cut).problem).toMatch(/^decision batch: /);
+        expect(decodeDecisionBatch(Buffer.concat([data, Buffer.from([0])])).problem).toMatch(/1 bytes after the last record/);
+        const flipped = Buffer.from(data);
+        flipped[at % data.byteLength] ^= flip;
+        const r = decodeDecisionBatch(flipped);
+        if (r.cmds !== null) for (const c of r.cmds) expect(c.t === 'forget' ? Array.isArray(c.txnIds) : c.txnId !== '' && Number.isFinite(c.atMs)).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('refuses what the layout does not allow, naming it', () => {
+    const one = encodeDecisionBatch([{ t: 'forget', txnIds: ['a'] }]);
+    const withVersion = (v: number): Uint8Array => Uint8Array.from(one, (b, i) => (i === 1 ? v : b));
+    expect(decodeDecisionBatch(withVersion(2)).problem).toBe('decision batch: unknown version 2');
+    expect(decodeDecisionBatch(new Uint8Array([TAG_DECISION_BATCH, 1, 0, 0])).problem).toBe(`decision batch: 0 records (1–${BATCH_RECORDS_MAX} allowed)`);
+    expect(decodeDecisionBatch(new Uint8Array([TAG_DECISION_BATCH, 1, 0xff, 0xff])).problem).toBe(`decision batch: 65535 records (1–${BATCH_RECORDS_MAX} allowed)`);
+    expect(decodeDecisionBatch(new Uint8Array([TAG_DECISION_BATCH, 1, 0, 1, 9])).problem).toBe('decision batch: record 0 has unknown kind 9');
+    // A forget that claims 4,000 ids in 2 bytes is refused before anything is allocated for them.
+    expect(decodeDecisionBatch(new Uint8Array([TAG_DECISION_BATCH, 1, 0, 1, 2, 0x0f, 0xa0, 0, 0])).problem).toBe("decision batch: record 0's 4000 txnIds (8000 bytes) runs past the entry's 9 bytes");
+    const d = Buffer.from(encodeDecisionBatch([{ t: 'decide', txnId: 't', outcome: 'commit', reason: '', participants: [], atMs: 1 }]));
+    d[5] = 7;
+    expect(decodeDecisionBatch(d).problem).toBe('decision batch: record 0 has outcome 7 (0 commit, 1 abort)');
+    d[5] = 0;
+    d.writeDoubleBE(Number.NaN, 6);
+    expect(decodeDecisionBatch(d).problem).toBe('decision batch: record 0 has time NaN');
+    expect(() => new NodeStateMachine().apply(entry(9, withVersion(3)))).toThrow(/log entry 9 cannot be applied: decision batch: unknown version 3/);
+  });
+
+  it('a Decide with an operator act, or of another command kind, is not batchable and keeps its JSON entry', () => {
+    const op = { operator: 'ann', reason: 'stuck', atMs: 5 };
+    expect(batchable({ t: 'decide', txnId: 't', outcome: 'abort', reason: 'r', participants: [], atMs: 1, operator: op })).toBe(false);
+    expect(batchable({ t: 'register', id: 'p', endpoint: '127.0.0.1:1', atMs: 1 })).toBe(false);
+    expect(batchable({ t: 'decide', txnId: 't', outcome: 'abort', reason: 'x'.repeat(70_000), participants: [], atMs: 1 })).toBe(false);
+    expect(batchable({ t: 'forget', txnIds: ['a'] })).toBe(true);
+  });
+});
+
+describe('applying batch entries beside the JSON entries written before them', () => {
+  const cmds: Command[] = [
+    { t: 'register', id: 'p1', endpoint: '127.0.0.1:1', atMs: 1 },
+    { t: 'decide', txnId: 'a', outcome: 'commit', reason: '', participants: ['p1'], atMs: 2 },
+    { t: 'decide', txnId: 'b', outcome: 'abort', reason: 'voted NO', participants: ['p1'], atMs: 3 },
+    { t: 'decide', txnId: 'a', outcome: 'abort', reason: 'late', participants: ['p1'], atMs: 4 },
+    { t: 'forget', txnIds: ['a'] },
+    { t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: ['p1'], atMs: 5 },
+  ];
+
+  it('one JSON entry per command (a log written before batches) and one batch entry give the same table, and R1 holds inside a batch', () => {
+    const old = new NodeStateMachine();
+    cmds.forEach((c, i) => old.apply(entry(i + 1, encodeCommand(c))));
+    const now = new NodeStateMachine();
+    now.apply(entry(1, encodeCommand(cmds[0])));
+    const r = now.apply(entry(2, encodeDecisionBatch(cmds.slice(1) as BatchCommand[])));
+    expect(r?.t).toBe('batch');
+    const results = r?.t === 'batch' ? r.results : [];
+    expect(results.map((x) => x.t)).toEqual(['decide', 'decide', 'decide', 'forget', 'decide']);
+    // R1: the later ABORT of a, in the same entry, is a no-op that returns the COMMIT.
+    expect(results[2]).toMatchObject({ t: 'decide', first: false, decision: { txnId: 'a', outcome: 'commit' } });
+    expect(results[3]).toEqual({ t: 'forget', forgotten: 1, txnIds: ['a'] });
+    const view = (m: NodeStateMachine) => ({
+      decisions: [...m.table.decisions.values()].map(({ index: _, ...d }) => d),
+      tombstones: [...m.table.tombstones].map(([k, t]) => [k, t.outcome]),
+    });
+    expect(view(now)).toEqual(view(old));
+    expect(now.table.lookup('a')?.outcome).toBe('commit');
+  });
+
+  it('a snapshot taken after batch entries restores into a node that then applies old JSON entries', () => {
+    const a = new NodeStateMachine();
+    a.apply(entry(1, encodeCommand(cmds[0])));
+    a.apply(entry(2, encodeDecisionBatch(cmds.slice(1, 3) as BatchCommand[])));
+    const b = new NodeStateMachine();
+    b.restore(a.snapshot());
+    b.apply(entry(3, encodeCommand({ t: 'forget', txnIds: ['a', 'b'] })));
+    expect(b.table.decisions.size).toBe(0);
+    expect(b.table.lookup('a')?.outcome).toBe('commit');
+    expect(b.table.lookup('b')?.outcome).toBe('abort');
+  });
+});
+
+describe('ProposalBatcher', () => {
+  function harness(): {
+    batcher: ProposalBatcher;
+    proposed: Uint8Array[][];
+    flush: () => void;
+    answer: (i: number, result: ApplyResult | null) => void;
+    cbsOf: ProposeCallback<ApplyResult | null>[][];
+  } {
+    const proposed: Uint8Array[][] = [];
+    const cbsOf: ProposeCallback<ApplyResult | null>[][] = [];
+    let pending: (() => void) | null = null;
+    const batcher = new ProposalBatcher(
+      (datas, cbs) => {
+        proposed.push(datas);
+        cbsOf.push(cbs);
+      },
+      (fn) => {
+        pending = fn;
+      },
+    );
+    return {
+      batcher,
+      proposed,
+      cbsOf,
+      flush: () => {
+        const f = pending;
+        pending = null;
+        f?.();
+      },
+      answer: (i, result) => cbsOf[cbsOf.length - 1][i](null, { index: 10 + i, result }),
+    };
+  }
+
+  it('one turn: consecutive Decides and Forgets share one batch entry, other commands keep their place, each caller gets its own result', () => {
+    const h = harness();
+    const got: unknown[] = [];
+    const cb = (tag: string) => (err: Error | null, r?: { index: number; result: ApplyResult | null }) => got.push([tag, err?.message ?? r?.index, r?.result?.t]);
+    h.batcher.add({ t: 'decide', txnId: 'a', outcome: 'commit', reason: '', participants: ['p'], atMs: 1 }, cb('a'));
+    h.batcher.add({ t: 'forget', txnIds: ['z'] }, cb('z'));
+    h.batcher.add({ t: 'register', id: 'p2', endpoint: 'e', atMs: 1 }, cb('reg'));
+    h.batcher.add({ t: 'decide', txnId: 'b', outcome: 'abort', reason: 'r', participants: [], atMs: 1 }, cb('b'));
+    expect(h.proposed).toEqual([]);
+    h.flush();
+    expect(h.proposed.length).toBe(1);
+    const datas = h.proposed[0];
+    expect(datas.map((d) => d[0])).toEqual([TAG_DECISION_BATCH, 0x02, TAG_DECISION_BATCH]);
+    expect(decodeDecisionBatch(datas[0]).cmds?.map((c) => c.t)).toEqual(['decide', 'forget']);
+    const sm = new NodeStateMachine();
+    datas.forEach((d, i) => h.answer(i, sm.apply(entry(10 + i, d))));
+    expect(got).toEqual([
+      ['a', 10, 'decide'],
+      ['z', 10, 'forget'],
+      ['reg', 11, 'register'],
+      ['b', 12, 'decide'],
+    ]);
+  });
+
+  it('a failed batch entry fails every command in it; a result missing for a record fails that command alone', () => {
+    const h = harness();
+    const errs: string[] = [];
+    for (const t of ['a', 'b']) h.batcher.add({ t: 'decide', txnId: t, outcome: 'commit', reason: '', participants: [], atMs: 1 }, (err) => errs.push(err?.message ?? 'ok'));
+    h.flush();
+    h.cbsOf[0][0](new Error('not the leader'));
+    expect(errs).toEqual(['not the leader', 'not the leader']);
+    errs.length = 0;
+    for (const t of ['c', 'd']) h.batcher.add({ t: 'decide', txnId: t, outcome: 'commit', reason: '', participants: [], atMs: 1 }, (err) => errs.push(err?.message ?? 'ok'));
+    h.flush();
+    // What the simulator's batch-drops-last mutant does: the entry applies one record too few.
+    const sm = new NodeStateMachine('batch-drops-last');
+    h.answer(0, sm.apply(entry(10, h.proposed[1][0])));
+    expect(errs).toEqual(['ok', 'entry 10 applied without a result for record 1; retry idempotently']);
+    expect(sm.table.lookup('d')).toBeNull();
+  });
+
+  it(`cuts a batch at ${BATCH_RECORDS_MAX} records`, () => {
+    const h = harness();
+    for (let i = 0; i <= BATCH_RECORDS_MAX; i++) h.batcher.add({ t: 'forget', txnIds: [`t${i}`] }, () => {});
+    h.flush();
+    expect(h.proposed[0].map((d) => decodeDecisionBatch(d).cmds?.length)).toEqual([BATCH_RECORDS_MAX, 1]);
+  });
+});
