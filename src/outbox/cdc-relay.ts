@@ -1,6 +1,8 @@
 // The CDC relay: reads committed outbox inserts from a PostgreSQL logical
 // replication slot (the test_decoding plugin), in commit order, and confirms
 // the slot's position only after the broker confirmed every event up to it.
+// Confirmed rows get `published_at` too, so the table can be pruned the same
+// way under either relay.
 //
 // It peeks (pg_logical_slot_peek_changes, which moves nothing), publishes,
 // and then advances the slot (pg_replication_slot_advance) to the end of the
@@ -105,12 +107,16 @@ export class CdcRelay {
     // Only whole transactions: events are taken up to the last COMMIT seen.
     const events: PendingEvent[] = [];
     const commitOf: string[] = [];
+    // The outbox row id of each event (a PendingEvent's key is its index in `events`).
+    const rowIds: string[] = [];
     let pending: PendingEvent[] = [];
+    const rowIdOf = new Map<PendingEvent, string>();
     let lastCommit: string | null = null;
     for (const c of changes) {
       if (c.data.startsWith('BEGIN')) pending = [];
       else if (c.data.startsWith('COMMIT')) {
         for (const e of pending) {
+          rowIds.push(rowIdOf.get(e) ?? '');
           events.push(e);
           commitOf.push(c.lsn);
         }
@@ -125,11 +131,14 @@ export class CdcRelay {
         } catch {
           throw new CdcRefusal(`outbox row ${row.id} at ${c.lsn} has a payload the relay cannot read back as JSON`);
         }
-        pending.push({
+        const e: PendingEvent = {
           key: String(events.length + pending.length),
           partition: 0,
           message: { id: row.event_id ?? '', aggregate: row.aggregate ?? '', seq: Number(row.seq), type: row.type ?? '', epoch: 0, payload },
-        });
+        };
+        if (!/^\d{1,19}$/.test(row.id ?? '')) throw new CdcRefusal(`an outbox insert at ${c.lsn} has no readable row id: ${JSON.stringify(row.id)}`);
+        rowIdOf.set(e, row.id ?? '');
+        pending.push(e);
       }
     }
     const { done, failed } = await publishInOrder(events, { ...this.o, concurrency: this.o.concurrency ?? 32, publishTimeoutMs: this.o.publishTimeoutMs ?? 5_000 }, owned);
@@ -139,6 +148,11 @@ export class CdcRelay {
     if (failed > 0) {
       for (let i = 0; i < events.length && confirmed.has(events[i].key); i++) if (i + 1 === events.length || commitOf[i + 1] !== commitOf[i]) upTo = commitOf[i];
     }
+    // Mark the confirmed rows published, before the slot moves: a crash between the two republishes them
+    // (same message ids) and marks them again; the other order could leave confirmed rows unmarked for ever,
+    // and only marked rows may be pruned.
+    const marked = done.map((k) => rowIds[Number(k)]);
+    if (marked.length > 0) await this.o.db.query('UPDATE verdict_outbox SET published_at = clock_timestamp() WHERE id = ANY($1::bigint[]) AND published_at IS NULL', [marked]);
     if (upTo !== null) await this.o.db.query('SELECT pg_replication_slot_advance($1, $2::pg_lsn)', [this.o.slot, upTo]);
     return { read: events.length, published: done.length, failed, advancedTo: upTo };
   }

@@ -91,6 +91,15 @@ describe('CDC relay', () => {
     expect(sink.got.map((m) => m.aggregate)).not.toContain('order-9');
     expect(sink.got.every((m) => m.epoch === 4)).toBe(true);
     expect(sink.got).toHaveLength(3);
+    // Every confirmed row is marked published (prunable); the late one too.
+    const marks = await db.query<{ aggregate: string; published: boolean }>(
+      "SELECT aggregate, published_at IS NOT NULL AS published FROM verdict_outbox WHERE aggregate LIKE 'order-%' ORDER BY aggregate",
+    );
+    expect(marks.rows).toEqual([
+      { aggregate: 'order-1', published: true },
+      { aggregate: 'order-2', published: true },
+      { aggregate: 'order-3', published: true },
+    ]);
     // The slot moved past everything: nothing is read again.
     expect((await relay.round()).read).toBe(0);
     for (let i = 0; i < 4; i++) await write('acct-1', { i });
@@ -106,12 +115,17 @@ describe('CDC relay', () => {
     for (let i = 0; i < 50; i++) await write(`cart-${i % 5}`, { pad: randomBytes(1_000).toString('hex') });
     const r = await relay.round();
     expect(r.advancedTo).toBeNull();
+    const unmarked = async (): Promise<number> => Number((await db.query("SELECT count(*) AS n FROM verdict_outbox WHERE aggregate LIKE 'cart-%' AND published_at IS NULL")).rows[0].n);
+    // Nothing confirmed, nothing marked.
+    expect(await unmarked()).toBe(50);
     const after = (await slots(db)).find((s) => s.slot === 'verdict_outbox_test');
     expect(after?.retainedBytes).toBeGreaterThan(before + 50 * 1_000);
     expect(after?.walStatus).toBe('reserved');
     sink.down = false;
     for (let i = 0; i < 5; i++) await relay.round();
     for (let a = 0; a < 5; a++) expect(sink.got.filter((m) => m.aggregate === `cart-${a}`).map((m) => m.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // Confirmed, so marked published: prunable like the polling relay's rows.
+    expect(await unmarked()).toBe(0);
   });
 
   it('verdict outbox slots lists every slot; the lag alert fires when the relay is stopped while writes continue', async () => {
