@@ -149,6 +149,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     registeredAtMs: p.registeredAtMs,
     lastSeenMs: 0,
     inDoubt: 0,
+    connection: '',
   });
 
   const txnInfo = (t: TxnView): TxnInfo => ({

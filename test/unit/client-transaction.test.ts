@@ -207,7 +207,7 @@ describe('VerdictClient payloads and queries', () => {
   it('registers a participant under the cluster id learnt from ClusterStatus', async () => {
     const a = await cluster.node({
       ClusterStatus: () => ({ clusterId: 'prod-eu', nodeId: 'n1', leaderId: 'n1', leaderAddress: '', term: 3, commitIndex: 1, appliedIndex: 1, participants: 0, inFlight: 0, decided: 0 }),
-      RegisterParticipant: (req) => ({ participant: { participantId: req.participantId, endpoint: req.endpoint, registeredAtMs: 1_000 } }),
+      RegisterParticipant: (req) => ({ participant: { participantId: req.participantId, endpoint: req.endpoint, registeredAtMs: 1_000, lastSeenMs: 0, inDoubt: 0, connection: '' } }),
     });
     const p = await client([a.address]).registerParticipant('shop', '127.0.0.1:9001');
     expect(p).toEqual({ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 1_000, lastSeenMs: 0, inDoubt: 0, connection: '' });

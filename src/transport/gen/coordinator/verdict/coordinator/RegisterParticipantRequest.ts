@@ -1,0 +1,14 @@
+// Original file: proto/coordinator.proto
+
+
+export interface RegisterParticipantRequest {
+  'clusterId'?: (string);
+  'participantId'?: (string);
+  'endpoint'?: (string);
+}
+
+export interface RegisterParticipantRequest__Output {
+  'clusterId': (string);
+  'participantId': (string);
+  'endpoint': (string);
+}
