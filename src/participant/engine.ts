@@ -300,13 +300,13 @@ export class ParticipantEngine {
         }
         const preparedAtMs = this.o.clock.nowMs();
         const record: PreparedRecord = { kind: 'prepared', txnId, atMs: preparedAtMs, payloadB64: toBase64(req.payload), participants: [...req.participants] };
-        this.prepareDurably(req, record, vote);
+        this.prepareDurably(record, vote);
       }),
     );
   }
 
   /** R4: the prepared record is synced before the vote is YES; not durable, not prepared, and the vote is NO. */
-  protected prepareDurably(req: Prepare, record: PreparedRecord, vote: (yes: boolean, reason?: string) => void): void {
+  protected prepareDurably(record: PreparedRecord, vote: (yes: boolean, reason?: string) => void): void {
     const { txnId, atMs: preparedAtMs } = record;
     this.o.journal.append(
       record,

@@ -7,7 +7,7 @@
 // each one caught).
 import { CoordinatorEngine, type EngineConfig, type EngineIO, type Member, type OutcomeCallback, type Txn } from '../../src/commit/engine.ts';
 import type { DecisionTable } from '../../src/commit/state.ts';
-import { ParticipantEngine, type EngineOptions } from '../../src/participant/engine.ts';
+import { ParticipantEngine, type EngineOptions, type PrepareCallback } from '../../src/participant/engine.ts';
 import type { PreparedRecord } from '../../src/participant/types.ts';
 import type { Prepare } from '../../src/transport/participant-rpc.ts';
 
@@ -83,9 +83,20 @@ export function coordinatorEngine(table: DecisionTable, io: EngineIO, cfg: Parti
 }
 
 class VoteBeforeSyncEngine extends ParticipantEngine {
-  protected override prepareDurably(req: Prepare, record: PreparedRecord, vote: (yes: boolean, reason?: string) => void): void {
+  /** Each PREPARE's timeout, by transaction, for when the YES is sent. */
+  private readonly timeoutsMs = new Map<string, number>();
+
+  override prepare(req: Prepare, cb: PrepareCallback): void {
+    // The first PREPARE's, as the engine acts on the first (a repeated one is answered from its state).
+    if (!this.timeoutsMs.has(req.txnId)) this.timeoutsMs.set(req.txnId, req.timeoutMs);
+    super.prepare(req, cb);
+  }
+
+  protected override prepareDurably(record: PreparedRecord, vote: (yes: boolean, reason?: string) => void): void {
     const preparedAtMs = record.atMs;
-    this.prepared.set(record.txnId, { preparedAtMs, askAtMs: preparedAtMs + Math.max(this.o.inDoubtAfterMs, req.timeoutMs) });
+    const timeoutMs = this.timeoutsMs.get(record.txnId) ?? 0;
+    this.timeoutsMs.delete(record.txnId);
+    this.prepared.set(record.txnId, { preparedAtMs, askAtMs: preparedAtMs + Math.max(this.o.inDoubtAfterMs, timeoutMs) });
     vote(true);
     this.o.journal.append(record, () => (this.preparing -= 1));
   }
