@@ -27,6 +27,7 @@ import { measureMySqlDirect, MYSQL_CONCURRENCY, MYSQL_PARTICIPANTS, mysqlPartici
 import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './procs.ts';
 import { writeReport } from './report.ts';
 import { measureEtcdAnchor } from './etcd-anchor.ts';
+import { measureOutbox } from './outbox.ts';
 import { measureSagas } from './saga.ts';
 import { commitId, etcdAnchorFields, etcdRatios, mysqlCommitId, pgCommitId, rawId, summarizeFailover, summaryKeys, type Machine, type Results, type Scenario, type Settings } from './results.ts';
 
@@ -434,6 +435,17 @@ async function main(): Promise<void> {
     const saga = await measureSagas(join(dir, 'saga'), QUICK ? 5_000 : 20_000);
     progress(`${tag()} done  sagas: ${saga.tps_3steps_c16} sagas/s at 16 clients; p50 ${saga.p50_ms_c1} ms at 1 client; direct calls p50 ${saga.direct_p50_ms} ms`);
 
+    // Outbox (bench/outbox.ts): polling and CDC relays at 16 writers through NATS JetStream to the inbox, the broker's publish floor beside them.
+    progress(`${tag()} start outbox: polling and CDC relays, 16 writers, NATS JetStream, raw publish floor`);
+    let outbox: Awaited<ReturnType<typeof measureOutbox>> | null = null;
+    try {
+      outbox = await measureOutbox(QUICK ? 5_000 : 20_000);
+      progress(`${tag()} done  outbox: polling ${outbox.polling_eps} events/s (e2e p99 ${outbox.e2e_p99_ms} ms), cdc ${outbox.cdc_eps} events/s; raw publish floor ${outbox.floor_publish_eps}/s`);
+    } catch (err) {
+      // No nats-server or PostgreSQL here: the rest of the run stands.
+      progress(`${tag()} skipped outbox: ${(err as Error).message.split('\n')[0]}`);
+    }
+
     const failover = summarizeFailover(runs, FAILOVER_METHOD);
     const keys = summaryKeys(scenarios, floors);
     const finishedAt = new Date();
@@ -452,6 +464,7 @@ async function main(): Promise<void> {
       ...keys,
       ratios: { ...keys.ratios, ...etcdRatios(keys.raft, etcd), saga_over_direct_p50: saga.direct_p50_ms > 0 ? round2(saga.p50_ms_c1 / saga.direct_p50_ms) : null },
       saga,
+      outbox,
       anchors: { etcd: etcdAnchorFields(etcd) },
       cli: { status_ms: cliStatus },
     };

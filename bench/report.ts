@@ -418,6 +418,26 @@ export function markdown(r: Results, source: string): string {
       ),
     );
   }
+  // Outbox (bench/outbox.ts), when measured.
+  if (r.outbox) {
+    const o = r.outbox;
+    out.push(
+      '',
+      '## Outbox: relay to NATS JetStream to the inbox',
+      '',
+      `${o.writers} writers, each transaction one event; latency is from the writer's COMMIT to the consumer's inbox transaction committing the effect. The floor is raw JetStream publishes waiting for the PubAck, ${o.writers} in flight, in the same run.`,
+      '',
+      table(
+        ['measure', 'polling', 'CDC'],
+        [
+          ['events/s (`outbox.polling_eps`, `outbox.cdc_eps`)', String(o.polling_eps), String(o.cdc_eps)],
+          ['commit → effect p50', `${o.e2e_p50_ms} ms`, `${o.cdc_e2e_p50_ms} ms`],
+          ['commit → effect p99 (`outbox.e2e_p99_ms`, polling)', `${o.e2e_p99_ms} ms`, `${o.cdc_e2e_p99_ms} ms`],
+          ['broker floor: publish + ack/s, p50', `${o.floor_publish_eps}/s, ${o.floor_publish_p50_ms} ms`, ''],
+        ],
+      ),
+    );
+  }
   return out.join('\n');
 }
 

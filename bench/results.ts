@@ -101,6 +101,8 @@ export interface Results {
   cli?: { status_ms: CliTiming | null };
   /** Sagas on three nodes, three steps (bench/saga.ts); absent in older results files. */
   saga?: import('./saga.ts').SagaFigures | null;
+  /** Outbox relays through NATS JetStream to the inbox (bench/outbox.ts); absent in older results files, null when skipped. */
+  outbox?: import('./outbox.ts').OutboxFigures | null;
   /** Other systems measured in the same run on the same machine; absent in results files older than the anchor. */
   anchors?: { etcd: EtcdAnchorFields };
 }

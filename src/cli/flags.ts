@@ -22,6 +22,7 @@ const SWITCHES = new Set([
   '--done',
   '--compensated',
   '--inbox',
+  '--allow-unbounded-slot',
 ]);
 
 const TLS = ['--ca', '--cert', '--key'];
@@ -76,6 +77,26 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'saga resolve': ['--step', '--done', '--compensated', '--reason', '--operator', '--json', ...SDK_CLIENT],
   'outbox init': ['--pg-url', '--inbox'],
   'outbox slots': ['--pg-url', '--warn-bytes', '--json'],
+  'outbox relay': [
+    '--pg-url',
+    '--sink',
+    '--stream',
+    '--subject',
+    '--mode',
+    '--slot',
+    '--allow-unbounded-slot',
+    '--partitions',
+    '--holder',
+    '--lease-ttl-ms',
+    '--metrics-listen',
+    '--warn-lag-ms',
+    '--warn-bytes',
+    '--idle-ms',
+    '--batch',
+    '--log-level',
+    '--endpoints',
+    ...TLS,
+  ],
   certs: ['--dir', '--cluster-id', '--nodes', '--base-port', '--participant', '--admin', '--client', '--days', '--force'],
 };
 

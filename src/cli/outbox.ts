@@ -4,16 +4,27 @@
 import pg from 'pg';
 import { bool, CommandError, flag, UsageError } from './args.ts';
 
+const OUTBOX_RELAY_HELP = `  verdict outbox relay --pg-url URL --sink nats://HOST:PORT [--stream NAME] [--subject SUBJECT]
+                    [--mode polling|cdc] [--slot NAME] [--allow-unbounded-slot] [--partitions N]
+                    [--holder ID] [--lease-ttl-ms MS] [--metrics-listen HOST:PORT] [--warn-lag-ms MS]
+                    [--warn-bytes N] [--idle-ms MS] [--batch N] [--log-level LEVEL]
+                    [--endpoints HOST:PORT,...] [--ca FILE --cert FILE --key FILE]
+                                      publish the outbox to NATS JetStream until SIGTERM; partitions are leased
+                                      from the cluster at --endpoints and split fairly among running relays;
+                                      --metrics-listen serves the lag and counts at http://HOST:PORT/metrics
+`;
+
 export const OUTBOX_HELP = `  verdict outbox init --pg-url URL [--inbox]
                                       create the transactional outbox tables in that PostgreSQL database (or, with
                                       --inbox, the consumer's inbox tables); idempotent, see docs/outbox.md
   verdict outbox slots --pg-url URL [--warn-bytes N] [--json]
                                       every replication slot with active, wal_status and the WAL it retains; with
                                       --warn-bytes, a WARN line per slot above N bytes and exit code 1
-`;
+${OUTBOX_RELAY_HELP}`;
 
 export async function outboxCommand(args: string[]): Promise<void> {
   const sub = args.shift();
+  if (sub === 'relay') return (await import('./outbox-relay.ts')).outboxRelayCommand(args);
   if (sub !== 'init' && sub !== 'slots') throw new UsageError(`usage:\n${OUTBOX_HELP}`);
   const url = flag(args, '--pg-url');
   const inbox = bool(args, '--inbox');

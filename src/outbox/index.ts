@@ -8,3 +8,4 @@ export { CdcRefusal, CdcRelay, checkCdcServer, ensureSlot, slots, type CdcRelayO
 export { PollingRelay, publishInOrder, type Fence, type PendingEvent, type PollingRelayOptions, type RoundReport } from './polling-relay.ts';
 export { initSchema, OutboxSchemaError, OUTBOX_SCHEMA_VERSION, type Queryable } from './schema.ts';
 export type { Sink } from './sink.ts';
+export { consumeToInbox, EPOCH_HEADER, NatsSink, NatsSinkError, type ConsumeOptions, type InboxConsumer, type NatsTarget } from './nats-sink.ts';

@@ -32,6 +32,8 @@ export interface PgServer {
   /** The server's log so far (ours only), for failure messages. */
   log(): string;
   stop(): Promise<void>;
+  /** Ours only: a fast shutdown, `downMs` of nothing, and the same server back on the same port and data. */
+  restart?(downMs?: number): Promise<void>;
 }
 
 export interface StartOptions {
@@ -98,15 +100,34 @@ async function startOwn(maxPrepared: number | null, databases: string[], extra: 
     if (maxPrepared !== null) settings.push('-c', `max_prepared_transactions=${maxPrepared}`);
     for (const kv of extra) settings.push('-c', kv);
     const [file, args] = cmd('postgres', ['-D', data, '-p', String(port), '-k', sock, ...settings]);
-    const c = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    child = c;
-    const keep = (b: Buffer): void => {
-      output = (output + b.toString()).slice(-LOG_CHARS_MAX);
-    };
-    c.stdout?.on('data', keep);
-    c.stderr?.on('data', keep);
+    const url = (db: string): string => `postgres://postgres@127.0.0.1:${port}/${db}`;
     let exited = false;
-    c.on('exit', () => (exited = true));
+    let c!: ChildProcess;
+    const launch = async (): Promise<void> => {
+      c = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      child = c;
+      exited = false;
+      const keep = (b: Buffer): void => {
+        output = (output + b.toString()).slice(-LOG_CHARS_MAX);
+      };
+      c.stdout?.on('data', keep);
+      c.stderr?.on('data', keep);
+      c.on('exit', () => (exited = true));
+      const deadline = Date.now() + START_TIMEOUT_MS;
+      for (;;) {
+        if (exited) throw new Error(`postgres exited during start-up:\n${output}`);
+        if (Date.now() > deadline) throw new Error(`postgres did not accept connections within ${START_TIMEOUT_MS} ms:\n${output}`);
+        const probe = new pg.Client({ connectionString: url('postgres'), connectionTimeoutMillis: 1_000 });
+        try {
+          await probe.connect();
+          await probe.end();
+          break;
+        } catch {
+          await probe.end().catch(() => {});
+          await sleep(100);
+        }
+      }
+    };
     // A test process that dies without stop() still takes its server down (not on SIGKILL).
     exitHook = (): void => {
       const pid = postmasterPid(data);
@@ -119,46 +140,42 @@ async function startOwn(maxPrepared: number | null, databases: string[], extra: 
       }
     };
     process.on('exit', exitHook);
-    const url = (db: string): string => `postgres://postgres@127.0.0.1:${port}/${db}`;
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    for (;;) {
-      if (exited) throw new Error(`postgres exited during start-up:\n${output}`);
-      if (Date.now() > deadline) throw new Error(`postgres did not accept connections within ${START_TIMEOUT_MS} ms:\n${output}`);
-      const probe = new pg.Client({ connectionString: url('postgres'), connectionTimeoutMillis: 1_000 });
-      try {
-        await probe.connect();
-        await probe.end();
-        break;
-      } catch {
-        await probe.end().catch(() => {});
-        await sleep(100);
-      }
-    }
+    await launch();
     await createDatabases(url('postgres'), databases);
     let stopped: Promise<void> | null = null;
+    const halt = async (): Promise<void> => {
+      const pid = postmasterPid(data) ?? c.pid ?? null;
+      // SIGINT: fast shutdown (sessions are cut, prepared transactions are kept on disk, which we delete anyway).
+      if (pid !== null && !exited) {
+        process.kill(pid, 'SIGINT');
+        const by = Date.now() + STOP_TIMEOUT_MS;
+        while (!exited && Date.now() < by) await sleep(50);
+        if (!exited) {
+          process.kill(pid, 'SIGQUIT');
+          const by2 = Date.now() + 5_000;
+          while (!exited && Date.now() < by2) await sleep(50);
+        }
+        if (!exited) c.kill('SIGKILL');
+      }
+    };
     const stop = (): Promise<void> =>
       (stopped ??= (async () => {
-        const pid = postmasterPid(data) ?? c.pid ?? null;
-        // SIGINT: fast shutdown (sessions are cut, prepared transactions are kept on disk, which we delete anyway).
-        if (pid !== null && !exited) {
-          process.kill(pid, 'SIGINT');
-          const by = Date.now() + STOP_TIMEOUT_MS;
-          while (!exited && Date.now() < by) await sleep(50);
-          if (!exited) {
-            process.kill(pid, 'SIGQUIT');
-            const by2 = Date.now() + 5_000;
-            while (!exited && Date.now() < by2) await sleep(50);
-          }
-          if (!exited) c.kill('SIGKILL');
-        }
+        await halt();
         await cleanup();
       })());
-    return { url, external: false, log: () => output, stop };
+    const restart = async (downMs = 0): Promise<void> => {
+      await halt();
+      await sleep(downMs);
+      await launch();
+    };
+    return { url, external: false, log: () => output, stop, restart };
   } catch (err) {
-    if (child !== null && child.exitCode === null) {
+    // Assigned inside launch(), which TypeScript's narrowing does not follow.
+    const running = child as ChildProcess | null;
+    if (running !== null && running.exitCode === null) {
       const pid = postmasterPid(data);
       if (pid !== null) process.kill(pid, 'SIGQUIT');
-      child.kill('SIGKILL');
+      running.kill('SIGKILL');
     }
     await cleanup();
     throw err;

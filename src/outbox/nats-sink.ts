@@ -1,0 +1,224 @@
+// The outbox's broker: NATS JetStream. The sink publishes each event with its
+// message id as Nats-Msg-Id, so a republish inside the stream's duplicate
+// window is dropped by the broker itself (the PubAck says `duplicate`), and
+// resolves only on the PubAck, which JetStream sends once the message is
+// stored. The partition's lease epoch rides in a header as well as in the
+// body. The consumer side (consumeToInbox) feeds the stream to Inbox.handle
+// one message at a time, acknowledging only after the inbox's transaction
+// committed, so the effect happens exactly once and in stream order.
+//
+// The connection is made lazily and remade after a failure: a broker that is
+// down at the relay's start, or restarted under it, fails publishes (the rows
+// stay unpublished) until it is back.
+import { AckPolicy, DeliverPolicy, connect, headers, type JetStreamManager, type NatsConnection } from 'nats';
+import type { Inbox, InboxResult } from './inbox.ts';
+import { decodeMessage, encodeMessage, MessageError, type OutboxMessage } from './message.ts';
+import pg from 'pg';
+import type { Queryable } from './schema.ts';
+import type { Sink } from './sink.ts';
+
+export const EPOCH_HEADER = 'Verdict-Epoch';
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const SUBJECT = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,7}$/;
+const CONNECT_TIMEOUT_MS = 3_000;
+const ACK_PENDING_MAX = 256;
+const FETCH_MAX = 64;
+
+export class NatsSinkError extends Error {
+  override name = 'NatsSinkError';
+}
+
+export interface NatsTarget {
+  /** nats://HOST:PORT */
+  url: string;
+  /** The JetStream stream, created when missing. */
+  stream: string;
+  /** The subject events are published on (the stream's only subject when it is created here). */
+  subject: string;
+  /** The stream's duplicate window when it is created here (default 2 minutes). */
+  duplicateWindowMs?: number;
+}
+
+/** The host:port of a nats:// URL, or a NatsSinkError naming the flag's problem. */
+export function natsServer(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new NatsSinkError(`sink ${JSON.stringify(url)} is not a URL; write nats://HOST:PORT`);
+  }
+  if (u.protocol !== 'nats:' || u.hostname === '' || u.port === '') throw new NatsSinkError(`sink ${JSON.stringify(url)}: only nats://HOST:PORT (NATS JetStream) is supported`);
+  return `${u.hostname}:${u.port}`;
+}
+
+export function checkTarget(t: NatsTarget): void {
+  natsServer(t.url);
+  if (!NAME.test(t.stream)) throw new NatsSinkError(`stream name ${JSON.stringify(t.stream)} must be 1–64 letters, digits, _ or -`);
+  if (!SUBJECT.test(t.subject)) throw new NatsSinkError(`subject ${JSON.stringify(t.subject)} must be dot-separated tokens of letters, digits, _ or - (no wildcards)`);
+}
+
+/** Connects (bounded) and makes sure the stream exists. */
+async function open(t: NatsTarget, name: string): Promise<{ nc: NatsConnection; jsm: JetStreamManager }> {
+  const nc = await connect({ servers: natsServer(t.url), name, timeout: CONNECT_TIMEOUT_MS, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  try {
+    const jsm = await nc.jetstreamManager({ timeout: CONNECT_TIMEOUT_MS });
+    try {
+      await jsm.streams.info(t.stream);
+    } catch (err) {
+      if (!/stream not found/i.test((err as Error).message)) throw err;
+      await jsm.streams.add({ name: t.stream, subjects: [t.subject], duplicate_window: (t.duplicateWindowMs ?? 120_000) * 1_000_000 });
+    }
+    return { nc, jsm };
+  } catch (err) {
+    await nc.close().catch(() => {});
+    throw err;
+  }
+}
+
+export class NatsSink implements Sink {
+  private conn: Promise<NatsConnection> | null = null;
+
+  constructor(private readonly t: NatsTarget) {
+    checkTarget(t);
+  }
+
+  private connection(): Promise<NatsConnection> {
+    this.conn ??= open(this.t, 'verdict-outbox-relay').then(
+      (c) => c.nc,
+      (err: unknown) => {
+        this.conn = null;
+        throw new NatsSinkError(`cannot reach NATS at ${this.t.url}: ${(err as Error).message}`);
+      },
+    );
+    return this.conn;
+  }
+
+  async publish(m: OutboxMessage, timeoutMs: number): Promise<{ duplicate: boolean }> {
+    const nc = await this.connection();
+    const h = headers();
+    h.set(EPOCH_HEADER, String(m.epoch));
+    try {
+      const ack = await nc.jetstream({ timeout: timeoutMs }).publish(this.t.subject, encodeMessage(m), { msgID: m.id, headers: h, timeout: timeoutMs });
+      if (ack.stream !== this.t.stream) throw new NatsSinkError(`subject ${this.t.subject} is stored by stream ${ack.stream}, not ${this.t.stream}`);
+      return { duplicate: ack.duplicate };
+    } catch (err) {
+      if (nc.isClosed()) this.conn = null;
+      throw err instanceof NatsSinkError ? err : new NatsSinkError(`NATS did not confirm event ${m.id}: ${(err as Error).message}`);
+    }
+  }
+
+  async close(): Promise<void> {
+    const c = this.conn;
+    this.conn = null;
+    if (c !== null) await (await c.catch(() => null))?.close();
+  }
+}
+
+export interface ConsumeOptions extends NatsTarget {
+  /** The durable consumer's name (one per consuming service). */
+  durable: string;
+  inbox: Inbox;
+  /** The consumer's database (holds the inbox tables); one connection, remade after a failure. */
+  pgUrl: string;
+  effect: (tx: Queryable, m: OutboxMessage) => Promise<void>;
+  /** How long a message may stay unacknowledged before the broker redelivers it (default 30 s). */
+  ackWaitMs?: number;
+  onResult?: (m: OutboxMessage, r: InboxResult) => void;
+  onError?: (err: unknown) => void;
+}
+
+export interface InboxConsumer {
+  /** Counts so far. */
+  readonly counts: Record<InboxResult | 'refused' | 'failed', number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A durable JetStream consumer feeding Inbox.handle one message at a time, in
+ * delivery order, so the stream's order, which per aggregate is commit order,
+ * is the order of effects. A message is acknowledged after the inbox's
+ * transaction committed; an effect that fails is retried in place (bounded
+ * back-off) before the next message, never skipped. Up to ACK_PENDING_MAX
+ * messages are fetched ahead: one the broker redelivers out of order (its ack
+ * was lost) was applied already, and the inbox answers it as a duplicate. A
+ * message that is not an outbox message is terminated (never redelivered) and
+ * counted as refused.
+ */
+export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> {
+  checkTarget(o);
+  if (!NAME.test(o.durable)) throw new NatsSinkError(`consumer name ${JSON.stringify(o.durable)} must be 1–64 letters, digits, _ or -`);
+  const { nc, jsm } = await open(o, `verdict-inbox-${o.durable}`);
+  const ackWaitMs = o.ackWaitMs ?? 30_000;
+  try {
+    await jsm.consumers.info(o.stream, o.durable);
+  } catch {
+    await jsm.consumers.add(o.stream, {
+      durable_name: o.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      max_ack_pending: ACK_PENDING_MAX,
+      ack_wait: ackWaitMs * 1_000_000,
+    });
+  }
+  const consumer = await nc.jetstream().consumers.get(o.stream, o.durable);
+  const messages = await consumer.consume({ max_messages: FETCH_MAX });
+  const counts = { applied: 0, duplicate: 0, 'stale-epoch': 0, refused: 0, failed: 0 };
+  let stopping = false;
+  let db: pg.Client | null = null;
+  const loop = (async () => {
+    for await (const jm of messages) {
+      let m: OutboxMessage;
+      try {
+        m = decodeMessage(jm.data);
+      } catch (err) {
+        counts.refused++;
+        o.onError?.(err instanceof MessageError ? err : new MessageError(String(err)));
+        jm.term();
+        continue;
+      }
+      for (let attempt = 0; ; attempt++) {
+        try {
+          db ??= await connectPg(o.pgUrl);
+          const r = await o.inbox.handle(db, m, (tx) => o.effect(tx, m));
+          counts[r]++;
+          o.onResult?.(m, r);
+          jm.ack();
+          break;
+        } catch (err) {
+          counts.failed++;
+          o.onError?.(err);
+          await db?.end().catch(() => {});
+          db = null;
+          // Stopping: leave it unacknowledged; the broker redelivers it to the next run.
+          if (stopping) return;
+          jm.working();
+          await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** Math.min(attempt, 6))));
+        }
+      }
+      if (stopping) return;
+    }
+  })();
+  return {
+    counts,
+    async stop() {
+      stopping = true;
+      messages.stop();
+      await loop.catch(() => {});
+      await db?.end().catch(() => {});
+      await nc.close().catch(() => {});
+    },
+  };
+}
+
+async function connectPg(url: string): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  // A connection cut under us (a database restart) surfaces on the next query; this keeps it from crashing the process.
+  c.on('error', () => {});
+  try {
+    await c.connect();
+  } catch (err) {
+    await c.end().catch(() => {});
+    throw err;
+  }
+  return c;
+}

@@ -1,0 +1,255 @@
+// The relay as a long-running process (`verdict outbox relay`): a lease loop
+// that keeps this relay's partitions (./lease-keeper.ts), a publish loop that
+// runs polling or CDC rounds, and a lag loop that measures how far behind the
+// outbox is, exports it as Prometheus metrics and logs a warning above a
+// threshold. The lag loop measures the whole outbox (every partition), so any
+// running relay reports a backlog another relay left behind.
+//
+// Every failure is retried with a bounded back-off: PostgreSQL down (the
+// connection is remade), the broker down (the rows stay unpublished and the
+// lag grows), the cluster unreachable (the leases lapse locally and publishing
+// stops until they are renewed). stop() finishes the round under way, gives
+// the leases back and closes everything.
+import type { Logger } from 'pino';
+import pg from 'pg';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { CdcRelay, checkCdcServer, ensureSlot, slots } from './cdc-relay.ts';
+import type { LeaseKeeper } from './lease-keeper.ts';
+import { PollingRelay } from './polling-relay.ts';
+import { explainMissingTable, type Queryable } from './schema.ts';
+import type { Sink } from './sink.ts';
+
+export interface RelayRunOptions {
+  pgUrl: string;
+  sink: Sink;
+  keeper: LeaseKeeper;
+  mode: 'polling' | 'cdc';
+  partitions: number;
+  /** CDC: the replication slot. */
+  slot: string;
+  allowUnboundedSlot: boolean;
+  /** Pause between rounds that found nothing. */
+  idleMs: number;
+  batchMax: number;
+  publishTimeoutMs: number;
+  /** Polling: warn when the oldest unpublished event is older than this. */
+  warnLagMs: number;
+  /** CDC: warn when the slot retains more WAL than this. */
+  warnBytes: number;
+  lagEveryMs: number;
+  log: Logger;
+}
+
+export class RelayStartError extends Error {
+  override name = 'RelayStartError';
+}
+
+const BACKOFF_MAX_MS = 5_000;
+const WARN_REPEAT_MS = 30_000;
+
+/** One PostgreSQL connection, made on first use and remade after any error. */
+class Db implements Queryable {
+  private c: pg.Client | null = null;
+  constructor(private readonly url: string) {}
+
+  async query<R extends Record<string, unknown> = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }> {
+    if (this.c === null) {
+      const c = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 5_000 });
+      c.on('error', () => {});
+      try {
+        await c.connect();
+      } catch (err) {
+        await c.end().catch(() => {});
+        throw err;
+      }
+      this.c = c;
+    }
+    try {
+      return await this.c.query<R>(text, values);
+    } catch (err) {
+      // A connection cut by a restart shows up here; a fresh one is cheap next to a wrong guess.
+      if ((err as { code?: string }).code === undefined || /^(08|57)/.test((err as { code: string }).code)) await this.close();
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    const c = this.c;
+    this.c = null;
+    await c?.end().catch(() => {});
+  }
+}
+
+export interface RelayMetrics {
+  registry: Registry;
+  published: Counter;
+  sinkErrors: Counter;
+  dbErrors: Counter;
+  unpublished: Gauge;
+  oldestAgeSeconds: Gauge;
+  retainedBytes: Gauge;
+  lagAlert: Gauge;
+  partitionsHeld: Gauge;
+  relays: Gauge;
+}
+
+function relayMetrics(): RelayMetrics {
+  const registry = new Registry();
+  const counter = (name: string, help: string) => new Counter({ name, help, registers: [registry] });
+  const gauge = (name: string, help: string) => new Gauge({ name, help, registers: [registry] });
+  return {
+    registry,
+    published: counter('verdict_outbox_published_total', 'Events the broker confirmed and the relay marked published (CDC: confirmed before the slot advanced).'),
+    sinkErrors: counter('verdict_outbox_sink_errors_total', 'Publishes the broker did not confirm (down, timed out, refused); those events are retried.'),
+    dbErrors: counter('verdict_outbox_db_errors_total', 'Rounds that failed on PostgreSQL (down, restarted, a missing table).'),
+    unpublished: gauge('verdict_outbox_unpublished_rows', 'Polling: committed events not yet confirmed by the broker, in every partition.'),
+    oldestAgeSeconds: gauge('verdict_outbox_oldest_unpublished_age_seconds', 'Polling: age of the oldest unpublished event (0 when none).'),
+    retainedBytes: gauge('verdict_outbox_slot_retained_bytes', 'CDC: WAL the replication slot keeps (pg_current_wal_lsn() - restart_lsn); alert on it.'),
+    lagAlert: gauge('verdict_outbox_lag_alert', '1 while the lag is above the warning threshold (--warn-lag-ms, or --warn-bytes for CDC).'),
+    partitionsHeld: gauge('verdict_outbox_partitions_held', 'Partitions whose lease this relay holds now.'),
+    relays: gauge('verdict_outbox_relays', 'Relays of this outbox alive at the last lease refresh (this one included).'),
+  };
+}
+
+export class RelayRunner {
+  readonly metrics = relayMetrics();
+  private readonly db: Db;
+  private readonly lagDb: Db;
+  private stopping = false;
+  private loops: Promise<void>[] = [];
+  private readonly wakers = new Set<() => void>();
+  private lastWarnAtMs = 0;
+
+  constructor(private readonly o: RelayRunOptions) {
+    this.db = new Db(o.pgUrl);
+    this.lagDb = new Db(o.pgUrl);
+  }
+
+  /** Checks what can be checked before publishing: the tables (and for CDC the server and the slot). Refusals are RelayStartErrors. */
+  async check(): Promise<void> {
+    try {
+      await this.db.query('SELECT 1 FROM verdict_outbox LIMIT 0');
+      if (this.o.mode === 'cdc') {
+        await checkCdcServer(this.db, this.o.allowUnboundedSlot);
+        await ensureSlot(this.db, this.o.slot);
+      }
+    } catch (err) {
+      const e = explainMissingTable(err, 'outbox') as Error;
+      throw new RelayStartError(e.message);
+    }
+  }
+
+  start(): void {
+    this.loops = [this.leaseLoop(), this.lagLoop(), this.publishLoop()];
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const w of this.wakers) w();
+    await Promise.all(this.loops);
+    await this.o.keeper.releaseAll();
+    await Promise.all([this.o.sink.close().catch(() => {}), this.db.close(), this.lagDb.close()]);
+  }
+
+  private async pause(ms: number): Promise<void> {
+    if (this.stopping) return;
+    await new Promise<void>((r) => {
+      const wake = (): void => {
+        clearTimeout(t);
+        this.wakers.delete(wake);
+        r();
+      };
+      const t = setTimeout(wake, ms);
+      this.wakers.add(wake);
+    });
+  }
+
+  private async leaseLoop(): Promise<void> {
+    while (!this.stopping) {
+      await this.o.keeper.refresh();
+      this.metrics.partitionsHeld.set(this.o.keeper.owned().size);
+      this.metrics.relays.set(this.o.keeper.relays);
+      // Its own timer, so a long publish round never delays a renewal.
+      await this.pause(this.o.keeper.refreshEveryMs);
+    }
+  }
+
+  private async publishLoop(): Promise<void> {
+    const onError = (err: unknown): void => {
+      this.metrics.sinkErrors.inc();
+      this.rateLimitedWarn({ err: (err as Error).message }, 'the broker did not confirm a publish; the event stays unpublished and is retried');
+    };
+    const common = { db: this.db, sink: this.o.sink, fence: this.o.keeper, concurrency: 32, publishTimeoutMs: this.o.publishTimeoutMs, onError };
+    const round =
+      this.o.mode === 'polling'
+        ? (
+            (r) => async () =>
+              r.round()
+          )(new PollingRelay({ ...common, partitions: this.o.partitions, batchMax: this.o.batchMax }))
+        : (
+            (r) => async () =>
+              r.round()
+          )(new CdcRelay({ ...common, slot: this.o.slot, changesMax: this.o.batchMax }));
+    let failures = 0;
+    while (!this.stopping) {
+      try {
+        const r = await round();
+        failures = 0;
+        this.metrics.published.inc(r.published);
+        if (r.published > 0) this.o.log.debug({ published: r.published, failed: r.failed }, 'round');
+        // Something was left (a full batch, or failures): go again soon; idle otherwise.
+        if (r.read === 0 || r.failed > 0) await this.pause(r.failed > 0 ? Math.min(BACKOFF_MAX_MS, this.o.idleMs * 10) : this.o.idleMs);
+      } catch (err) {
+        failures++;
+        this.metrics.dbErrors.inc();
+        this.rateLimitedWarn({ err: (explainMissingTable(err, 'outbox') as Error).message }, 'relay round failed on PostgreSQL; retrying');
+        await this.pause(Math.min(BACKOFF_MAX_MS, 100 * 2 ** Math.min(failures, 6)));
+      }
+    }
+  }
+
+  private async lagLoop(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        await this.sampleLag();
+      } catch (err) {
+        this.rateLimitedWarn({ err: (err as Error).message }, 'cannot measure the outbox lag');
+      }
+      await this.pause(this.o.lagEveryMs);
+    }
+  }
+
+  /** Measures the lag once, sets the metrics, and warns above the threshold. */
+  async sampleLag(): Promise<void> {
+    const m = this.metrics;
+    let over: Record<string, number> | null = null;
+    if (this.o.mode === 'polling') {
+      const r = await this.lagDb.query<{ n: string; age: number | null }>(
+        `SELECT count(*) AS n, (extract(epoch FROM clock_timestamp() - min(created_at)) * 1000)::float8 AS age FROM verdict_outbox WHERE published_at IS NULL`,
+      );
+      const unpublished = Number(r.rows[0].n);
+      const oldestAgeMs = r.rows[0].age ?? 0;
+      m.unpublished.set(unpublished);
+      m.oldestAgeSeconds.set(oldestAgeMs / 1_000);
+      if (oldestAgeMs > this.o.warnLagMs) over = { unpublished, oldestAgeMs: Math.round(oldestAgeMs), warnLagMs: this.o.warnLagMs };
+    } else {
+      const s = (await slots(this.lagDb)).find((x) => x.slot === this.o.slot);
+      const retainedBytes = s?.retainedBytes ?? 0;
+      m.retainedBytes.set(retainedBytes);
+      if (retainedBytes > this.o.warnBytes) over = { retainedBytes, warnBytes: this.o.warnBytes };
+    }
+    const was = (await m.lagAlert.get()).values[0]?.value === 1;
+    m.lagAlert.set(over === null ? 0 : 1);
+    if (over !== null && (!was || Date.now() - this.lastWarnAtMs > WARN_REPEAT_MS)) {
+      this.lastWarnAtMs = Date.now();
+      this.o.log.warn({ lag: over, mode: this.o.mode }, 'outbox lag above the warning threshold: events wait to be published');
+    } else if (over === null && was) this.o.log.info('outbox lag back below the warning threshold');
+  }
+
+  private warnedAtMs = 0;
+  private rateLimitedWarn(fields: Record<string, unknown>, msg: string): void {
+    if (Date.now() - this.warnedAtMs < 5_000) return;
+    this.warnedAtMs = Date.now();
+    this.o.log.warn(fields, msg);
+  }
+}
