@@ -246,6 +246,19 @@ export class ParticipantEngine {
     if (!queued) cb(this.tooBusy(req.txnId));
   }
 
+  /**
+   * The leader that sent these PREPAREs is gone (its stream broke): ask the
+   * cluster about each that is still prepared now, and keep asking at a short
+   * interval while no leader answers (src/participant/in-doubt.ts), instead
+   * of waiting inDoubtAfterMs for a DECISION that the dead leader will not
+   * send. A new leader answers from its log, logging ABORT for a transaction
+   * it finds undecided (R3).
+   */
+  askNow(txnIds: Iterable<TxnId>): void {
+    if (this.phase !== 'running') return;
+    for (const txnId of txnIds) if (this.prepared.has(txnId)) this.inDoubtResolver.resolve(txnId, true);
+  }
+
   /** Asks the cluster now about every prepared transaction not already being asked about. */
   resolveInDoubt(): void {
     if (this.phase !== 'running') return;

@@ -4,6 +4,12 @@
 // a final outcome, and hand that outcome to the engine to apply. Never guess:
 // an error, IN_PROGRESS or UNKNOWN means "ask again later", with capped
 // exponential backoff, forever. Pure, like the engine that owns it.
+//
+// An urgent question (the leader that sent the PREPARE is gone: its stream
+// broke) is asked at once and, while it fails, again every
+// URGENT_ASK_INTERVAL_MS for URGENT_ASKS_MAX tries before the backoff takes
+// over: a new leader is usually elected within a few hundred milliseconds,
+// and the question should reach it then, not at the next doubling.
 import { check, type AskOutcome, type ClusterOutcome, type EngineLog, type Outcome, type Schedule, type TxnId } from './types.ts';
 
 export interface InDoubtOptions {
@@ -20,10 +26,23 @@ export interface InDoubtOptions {
   apply: (txnId: TxnId, outcome: Outcome, cb: (err: Error | null) => void) => void;
 }
 
+/** Retry interval of an urgent question while it fails (no leader yet, a follower's redirect to the dead one). */
+export const URGENT_ASK_INTERVAL_MS = 100;
+/**
+ * Urgent retries before the capped exponential backoff takes over (15 s of
+ * them): an election on a loaded machine can take seconds, and a backoff
+ * that has doubled to several seconds by then would add as much again.
+ */
+export const URGENT_ASKS_MAX = 150;
+
 /** queued: waits for an ask slot; asking: a question in flight; waiting: backing off; applying: outcome learned. */
 interface Resolver {
   state: 'queued' | 'asking' | 'waiting' | 'applying';
   attempts: number;
+  /** Retries left at URGENT_ASK_INTERVAL_MS before the backoff. */
+  urgentLeft: number;
+  /** Backoff delays taken so far: the next one is askBackoffMinMs * 2^backoffs (capped). */
+  backoffs: number;
   cancel: (() => void) | null;
 }
 
@@ -47,10 +66,24 @@ export class InDoubtResolver {
     return this.resolvers.size;
   }
 
-  /** Starts asking about T, unless already asking. */
-  resolve(txnId: TxnId): void {
-    if (this.stopped || this.resolvers.has(txnId)) return;
-    this.resolvers.set(txnId, { state: 'queued', attempts: 0, cancel: null });
+  /**
+   * Starts asking about T, unless already asking. `urgent`: ask now even if
+   * a retry is waiting, and retry at URGENT_ASK_INTERVAL_MS for a while.
+   */
+  resolve(txnId: TxnId, urgent = false): void {
+    if (this.stopped) return;
+    const urgentLeft = urgent ? URGENT_ASKS_MAX : 0;
+    const r = this.resolvers.get(txnId);
+    if (r !== undefined) {
+      if (!urgent) return;
+      r.urgentLeft = urgentLeft;
+      if (r.state !== 'waiting') return;
+      r.cancel?.();
+      r.cancel = null;
+      r.state = 'queued';
+    } else {
+      this.resolvers.set(txnId, { state: 'queued', attempts: 0, urgentLeft, backoffs: 0, cancel: null });
+    }
     this.queue.push(txnId);
     this.pump();
   }
@@ -109,8 +142,15 @@ export class InDoubtResolver {
   private retryLater(txnId: TxnId, r: Resolver, why: string): void {
     if (this.stopped) return;
     r.attempts += 1;
-    // Capped exponential backoff; the cap keeps an in-doubt participant asking at a steady rate forever.
-    const delayMs = Math.min(this.o.askBackoffMaxMs, this.o.askBackoffMinMs * 2 ** Math.min(r.attempts - 1, 30));
+    let delayMs: number;
+    if (r.urgentLeft > 0) {
+      r.urgentLeft -= 1;
+      delayMs = URGENT_ASK_INTERVAL_MS;
+    } else {
+      // Capped exponential backoff; the cap keeps an in-doubt participant asking at a steady rate forever.
+      delayMs = Math.min(this.o.askBackoffMaxMs, this.o.askBackoffMinMs * 2 ** Math.min(r.backoffs, 30));
+      r.backoffs += 1;
+    }
     if (r.attempts === 1 || r.attempts % 10 === 0) this.o.log.warn({ txnId, attempts: r.attempts, delayMs, why }, 'in doubt: outcome not known yet; asking again');
     r.state = 'waiting';
     r.cancel = this.o.schedule(delayMs, () => {

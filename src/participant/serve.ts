@@ -26,6 +26,8 @@ import { ID_CHARS_MAX, quote, REASON_CHARS_MAX } from '../transport/validate.ts'
 const TXN_ID_CHARS_MAX = 256;
 /** More participants than a coordinator ever enlists (its participantsMax is 64). */
 const PARTICIPANTS_MAX = 1_024;
+/** Past this many ids remembered on one Exchange stream, the settled ones are dropped (an engine holds at most preparedMax prepared). */
+const VOTED_YES_TRACKED_MAX = 10_000;
 
 export interface Gate {
   draining: boolean;
@@ -129,18 +131,45 @@ export function participantHandlers(
  * One leader's stream: every request of a batch is handed to the engine at
  * once, and the answers of one event-loop turn go back in one batch, each
  * under its request's id, in the order they complete.
+ *
+ * The stream remembers the transactions it voted YES for and has not seen
+ * decided on it. When it breaks (a killed leader's sockets are reset at once)
+ * those are asked about at once (engine.askNow), and so is any whose YES
+ * comes after the break: the leader that would have sent their DECISION is
+ * gone, and waiting inDoubtAfterMs for it is what made failover slow.
  */
 function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call: grpc.ServerDuplexStream<ExchangeBatch, AnswerBatch>): void {
   const fail = (id: number, err: ParticipantError): ExchangeAnswer => ({ id, error: { code: grpc.status[err.code], details: err.message } });
+  const votedYes = new Set<string>();
+  let broken = false;
+  const noteYes = (txnId: string): void => {
+    if (broken) return engine.askNow([txnId]);
+    votedYes.add(txnId);
+    // Decisions that came another way (a unary call, the in-doubt resolver) leave ids behind: drop the settled ones.
+    if (votedYes.size > VOTED_YES_TRACKED_MAX) for (const t of votedYes) if (engine.stateOf(t) !== 'prepared') votedYes.delete(t);
+  };
   serveAnswerStream(call, gate.exchanges, {
     onCutOff: (peer, details) => log.warn({ peer }, `Exchange stream cut off: ${details}`),
+    onBroken: () => {
+      broken = true;
+      if (votedYes.size > 0) log.info({ peer: call.getPeer(), inDoubt: votedYes.size }, "the leader's Exchange stream broke; asking the cluster now about the transactions it prepared here");
+      engine.askNow(votedYes);
+      votedYes.clear();
+    },
     requests: (batch) => batch.requests,
     batch: (answers: ExchangeAnswer[]) => ({ answers }),
     handle: (r, _waiting, answer) => {
       const id = r.id;
-      if (r.prepare) servePrepare(engine, gate, log, r.prepare, (err, vote) => answer(err !== null ? fail(id, err) : { id, vote }));
-      else if (r.decision) serveDecide(engine, gate, r.decision, (err, ack) => answer(err !== null ? fail(id, err) : { id, ack }));
-      else answer(fail(id, new ParticipantError('INVALID_ARGUMENT', `request ${id} carries neither a PREPARE nor a DECISION`)));
+      if (r.prepare) {
+        const txnId = r.prepare.txnId;
+        servePrepare(engine, gate, log, r.prepare, (err, vote) => {
+          if (err === null && vote?.vote === 'VOTE_YES') noteYes(txnId);
+          answer(err !== null ? fail(id, err) : { id, vote });
+        });
+      } else if (r.decision) {
+        votedYes.delete(r.decision.txnId);
+        serveDecide(engine, gate, r.decision, (err, ack) => answer(err !== null ? fail(id, err) : { id, ack }));
+      } else answer(fail(id, new ParticipantError('INVALID_ARGUMENT', `request ${id} carries neither a PREPARE nor a DECISION`)));
     },
   });
 }

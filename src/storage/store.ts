@@ -3,13 +3,19 @@
 // (`${dir}/raft`: identity, hard state, snapshot, log state).
 //
 // One PersistBatch is, in order: the segment write and its fdatasync, then
-// one atomic LevelDB write (synced when the batch must be) that carries the
-// hard state and the new high-water mark. The mark is written only after the
-// entries it names are synced, so it never claims more than the log held;
-// and onSynced fires only after both, so every acknowledgement the node sends
-// (R6) is covered by the mark. On start, a log shorter than the mark means
-// the disk lost synced entries: the node starts recovering instead of
-// answering with a log shorter than one it acknowledged (docs/storage.md).
+// one atomic LevelDB write that carries the hard state and the new
+// high-water mark. That LevelDB write is synced only when it carries
+// something the node must not forget in a power cut: a new term or vote
+// (R6) or a snapshot. Otherwise it is written without a sync, so a batch of
+// entries costs one fdatasync, and a write of its own syncs the mark at most
+// MARK_SYNC_EVERY_MS later. The mark is written only after the entries it names are synced,
+// so it never claims more than the log held; and onSynced fires only after
+// both writes, so every acknowledgement the node sends is in the mark once
+// the process is gone (an unsynced LevelDB write is in the kernel's page
+// cache: a crash of the process keeps it, a power cut may lose the last
+// second of it). On start, a log shorter than the mark means the disk lost
+// synced entries: the node starts recovering instead of answering with a log
+// shorter than one it acknowledged (docs/storage.md).
 
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -37,6 +43,14 @@ import type { LogStore, PersistBatch, RecoveredState, StorageIdentity } from './
  * loudly rather than buffer without bound.
  */
 export const PERSIST_QUEUE_MAX = 1024;
+
+/**
+ * The longest a raised high-water mark stays written without a sync before
+ * a synced write of its own follows. It bounds what a power cut can take from
+ * the mark (the acknowledgements of the last second at most) while a batch of
+ * entries costs one fdatasync.
+ */
+export const MARK_SYNC_EVERY_MS = 1000;
 
 export interface DiskLogStoreOptions {
   /** Segment size before a roll-over (tests use small ones). */
@@ -82,7 +96,8 @@ interface WritePlan {
   /** The mark after the entries, or null when unchanged. */
   highWater: { index: number; term: number } | null;
   compactTo: number;
-  sync: boolean;
+  /** The LevelDB write carries a new term or vote, or a local snapshot: it is synced whatever the mark. */
+  metaSync: boolean;
 }
 
 export class DiskLogStore implements LogStore {
@@ -95,6 +110,10 @@ export class DiskLogStore implements LogStore {
   /** Set by the first failed write: later batches are not written, or the log could get a hole. */
   private failure: Error | null = null;
   private closed = false;
+  /** Set while a mark written without a sync waits for the write that syncs it. */
+  private markSyncTimer: NodeJS.Timeout | null = null;
+  /** The last mark written without a sync, until a synced LevelDB write covers it. */
+  private unsyncedMark: { index: number; term: number } | null = null;
 
   private constructor(
     private readonly db: Db,
@@ -204,6 +223,8 @@ export class DiskLogStore implements LogStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.markSyncTimer !== null) clearTimeout(this.markSyncTimer);
+    this.markSyncTimer = null;
     await this.tail;
     await this.wal.close();
     await this.db.close();
@@ -216,15 +237,49 @@ export class DiskLogStore implements LogStore {
       const seq = await this.wal.restartAt(p.restartAfterSnapshot + 1);
       this.firstSeq = seq;
       assert(p.snapshotOp !== null && p.highWater !== null, 'store: a snapshot restart without its record');
-      await this.db.batch([p.snapshotOp, this.logStateOp(p.highWater)], { sync: true });
+      await this.levelWrite([p.snapshotOp, this.logStateOp(p.highWater)], true);
       await this.wal.dropBefore(seq);
     }
-    if (p.lowerHighWater) await this.db.batch([this.logStateOp(p.lowerHighWater)], { sync: true });
+    if (p.lowerHighWater) await this.levelWrite([this.logStateOp(p.lowerHighWater)], true);
     await this.wal.append(p.entries);
     const ops = [...p.meta];
-    if (p.highWater && p.entries.length > 0) ops.push(this.logStateOp(p.highWater));
-    if (ops.length > 0) await this.db.batch(ops, { sync: p.sync });
+    const mark = p.highWater && p.entries.length > 0 ? p.highWater : null;
+    if (mark) ops.push(this.logStateOp(mark));
+    if (ops.length > 0) await this.levelWrite(ops, p.metaSync);
+    // The entries are synced already; the mark rode without a sync.
+    if (mark && !p.metaSync) this.scheduleMarkSync(mark);
     if (p.compactTo > 0) await this.wal.compact(p.compactTo);
+  }
+
+  /**
+   * Syncs LevelDB's log (and with it the mark written without a sync) within
+   * MARK_SYNC_EVERY_MS, in the write chain so it never reorders with a batch.
+   * The mark re-written is the one already written, never a planned one.
+   */
+  private scheduleMarkSync(mark: { index: number; term: number }): void {
+    this.unsyncedMark = mark;
+    if (this.markSyncTimer !== null) return;
+    this.markSyncTimer = setTimeout(() => {
+      this.markSyncTimer = null;
+      if (this.closed) return;
+      this.tail = this.tail
+        .then(async () => {
+          const hw = this.unsyncedMark;
+          this.unsyncedMark = null;
+          if (this.failure || hw === null) return;
+          await this.levelWrite([this.logStateOp(hw)], true);
+        })
+        .catch((err: unknown) => {
+          this.failure ??= toError(err);
+        });
+    }, MARK_SYNC_EVERY_MS);
+    this.markSyncTimer.unref();
+  }
+
+  /** One LevelDB write; a synced one makes every earlier unsynced one durable, the mark included. */
+  private async levelWrite(ops: Op[], sync: boolean): Promise<void> {
+    await this.db.batch(ops, { sync });
+    if (sync) this.unsyncedMark = null;
   }
 
   private logStateOp(hw: { index: number; term: number }): Op {
@@ -239,7 +294,7 @@ export class DiskLogStore implements LogStore {
    */
   private plan(batch: PersistBatch): WritePlan {
     const b: LogBounds = { ...this.bounds, hardState: { ...this.bounds.hardState }, highWater: { ...this.bounds.highWater } };
-    const plan: WritePlan = { restartAfterSnapshot: null, lowerHighWater: null, entries: batch.entries, snapshotOp: null, meta: [], highWater: null, compactTo: batch.compactTo, sync: batch.sync };
+    const plan: WritePlan = { restartAfterSnapshot: null, lowerHighWater: null, entries: batch.entries, snapshotOp: null, meta: [], highWater: null, compactTo: batch.compactTo, metaSync: false };
 
     if (batch.snapshot) {
       // A leader's snapshot replaces the whole log: entries after it may
@@ -298,6 +353,8 @@ export class DiskLogStore implements LogStore {
       assert(hs.commit >= prev.commit, `commit goes back from ${prev.commit} to ${hs.commit}`);
       assert(hs.commit <= b.lastIndex, `commit ${hs.commit} is beyond the last index ${b.lastIndex}`);
       plan.meta.push({ type: 'put', key: KEY_HARD_STATE, value: encodeHardState(hs) });
+      // R6: a term or vote is synced before anything that depends on it is sent; a commit index is not needed for safety.
+      if (hs.term !== prev.term || hs.vote !== prev.vote) plan.metaSync = true;
       b.hardState = { term: hs.term, vote: hs.vote, commit: hs.commit };
     }
 
@@ -307,6 +364,8 @@ export class DiskLogStore implements LogStore {
       assert(snapIndex >= b.snapIndex, `local snapshot index ${snapIndex} is behind the stored snapshot ${b.snapIndex}`);
       assert(snapIndex <= b.lastIndex, `local snapshot index ${snapIndex} is beyond the last index ${b.lastIndex}`);
       plan.meta.push({ type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(batch.localSnapshot) });
+      // Compaction deletes segments this snapshot covers: it must be durable first.
+      plan.metaSync = true;
       b.snapIndex = snapIndex;
       b.snapTerm = batch.localSnapshot.metadata.term;
     }

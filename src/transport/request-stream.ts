@@ -226,6 +226,8 @@ export interface AnswerStreamSpec<Batch, Req, Ans, Answers> {
   unreadMax?: number;
   /** Told when the stream is cut off because the client does not read, with the reason sent to it. */
   onCutOff?: (peer: string, details: string) => void;
+  /** Told once when the client goes away without ending its side (its process died, its connection broke, it cancelled). */
+  onBroken?: () => void;
 }
 
 /**
@@ -315,8 +317,17 @@ export function serveAnswerStream<Batch, Req, Ans, Answers>(call: grpc.ServerDup
     inputEnded = true;
     schedule();
   });
-  call.on('cancelled', close);
-  call.on('error', close);
+  // A client that cancels (or dies) may first look like one that ended its
+  // side, and the answers may all be out already: told even when closed.
+  let brokenTold = false;
+  const broken = (): void => {
+    close();
+    if (brokenTold) return;
+    brokenTold = true;
+    spec.onBroken?.();
+  };
+  call.on('cancelled', broken);
+  call.on('error', broken);
 }
 
 /**

@@ -204,6 +204,29 @@ describe('participant runtime against a fake cluster', () => {
     });
   });
 
+  it("failover: when the leader's Exchange stream breaks, the transactions it prepared are asked about at once, not after inDoubtAfterMs", async () => {
+    const cluster = await fakeNode();
+    // The new leader's answer, once it is there: UNAVAILABLE while electing, then ABORT (R3: it holds no decision).
+    cluster.outcomeScript = [{ code: grpc.status.UNAVAILABLE, details: 'electing' }, 'OUTCOME_ABORTED'];
+    const r = await start(await dataDir(), [cluster.address], { engine: { inDoubtAfterMs: 120_000, askBackoffMinMs: 20, askBackoffMaxMs: 100 } });
+    const x = new ParticipantExchange(client(r.address).channel, r.address);
+    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
+    expect(await call<Vote>((cb) => x.prepare(prepareReq('F1', { f: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
+    expect(await call<Vote>((cb) => x.prepare(prepareReq('F2', { g: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
+    await call<Ack>((cb) => x.decide(decisionReq('F2', 'DECISION_COMMIT'), DEADLINE_MS, cb));
+    await sleep(200);
+    expect(cluster.questions).toEqual([]);
+    // The leader goes away without ending its stream (as a killed process does).
+    x.close();
+    await waitFor('F1 aborted', () => r.engine.stateOf('F1') === 'aborted', 20_000);
+    // Only the undecided one was asked about, with this participant's id (R3), and more than once (the first answer was UNAVAILABLE).
+    expect(new Set(cluster.questions.map((q) => `${q.txnId}/${q.participantId}`))).toEqual(new Set(['F1/p1']));
+    expect(cluster.questions.length).toBeGreaterThanOrEqual(2);
+    expect(r.engine.stateOf('F2')).toBe('committed');
+    expect(r.resource.get('g')).toBe('1');
+    expect(r.resource.get('f')).toBeUndefined();
+  }, 40_000);
+
   it('the Exchange falls back to unary calls for a participant that does not serve it, and fails requests when the participant is gone', async () => {
     const old = await startUnackingParticipant();
     const c = client(old.address);

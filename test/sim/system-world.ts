@@ -109,6 +109,13 @@ interface SysParticipant extends SimParticipant {
   registered: boolean;
   /** A TCC participant (SystemScenario.tcc): its TCC journal and resource (test/sim/system-tcc.ts). */
   tcc?: SimTcc;
+  /**
+   * Per node: the transactions this incarnation voted YES for at that node's
+   * request and has not seen decided by it, as the Exchange stream of
+   * src/participant/serve.ts remembers them. When the node crashes, its
+   * stream breaks and they are asked about at once (engine.askNow).
+   */
+  votedYes?: Map<string, Set<string>>;
 }
 
 export class SystemWorld implements FaultWorld {
@@ -249,7 +256,10 @@ export class SystemWorld implements FaultWorld {
                   // Votes are recorded as they are sent (AC2).
                   this.checker.voteSent(pp.id, req.txnId, vote.vote === 'VOTE_YES' ? 'yes' : 'no');
                   this.log(() => `${pp.id} votes ${vote.vote} on ${req.txnId}`);
-                  if (vote.vote === 'VOTE_YES') this.point('some-prepared', req.txnId, { participant: pp.id });
+                  if (vote.vote === 'VOTE_YES') {
+                    this.noteYes(pp, n, inc, req.txnId);
+                    this.point('some-prepared', req.txnId, { participant: pp.id });
+                  }
                   r(null, vote);
                 }),
               ),
@@ -274,13 +284,14 @@ export class SystemWorld implements FaultWorld {
             p.id,
             deadlineMs,
             (reply) =>
-              this.atParticipant(p, reply, (pp, eng, r) =>
+              this.atParticipant(p, reply, (pp, eng, r) => {
+                pp.votedYes?.get(n.id)?.delete(req.txnId);
                 eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, decision: commit ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: req.reason }, (err, ack) => {
                   if (err || !ack) return r(participantError(err));
                   if (commit) this.point('some-decided', req.txnId, { participant: pp.id });
                   r(null, ack);
-                }),
-              ),
+                });
+              }),
             (err) => {
               if (err) return cb(new Error(err.message));
               if (commit) {
@@ -364,6 +375,31 @@ export class SystemWorld implements FaultWorld {
       if (peer === dead || d === null || this.net.isBlocked(dead.id, peer.id)) continue;
       this.q.after(1, () => peer.driver === d && d.reportUnreachable(dead.id));
     }
+    // Participants see the dead node's Exchange stream break too, and ask about what it prepared there.
+    for (const p of this.parts) {
+      const ids = p.votedYes?.get(dead.id);
+      if (!p.up || ids === undefined || this.net.isBlocked(dead.id, p.id)) continue;
+      p.votedYes?.delete(dead.id);
+      const inc = p.inc;
+      this.q.after(1, () => {
+        if (!inc.alive || !p.engine) return;
+        this.log(() => `${p.id} sees ${dead.id}'s stream break; asks about ${ids.size} transaction(s) at once`);
+        p.engine.askNow(ids);
+      });
+    }
+  }
+
+  /** A YES at node n's request (src/participant/serve.ts: noteYes); given after n died, it is asked about at once. */
+  private noteYes(p: SysParticipant, n: SysNode, nodeInc: { alive: boolean }, txnId: string): void {
+    if (!nodeInc.alive) {
+      const inc = p.inc;
+      this.q.after(1, () => inc.alive && p.engine?.askNow([txnId]));
+      return;
+    }
+    p.votedYes ??= new Map();
+    let ids = p.votedYes.get(n.id);
+    if (ids === undefined) p.votedYes.set(n.id, (ids = new Set()));
+    ids.add(txnId);
   }
 
   private restartNode(n: SysNode): void {
@@ -464,6 +500,7 @@ export class SystemWorld implements FaultWorld {
     if (!p.up) return;
     this.log(() => `${p.id} crashes`);
     this.crashes++;
+    p.votedYes = undefined;
     crashSimParticipant(p);
     if (p.tcc !== undefined) crashSimTcc(p.tcc);
     this.ext?.participantCrashed(p.id);

@@ -3,6 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ParticipantEngine, type EngineOptions } from '../../src/participant/engine.ts';
+import { URGENT_ASK_INTERVAL_MS, URGENT_ASKS_MAX } from '../../src/participant/in-doubt.ts';
 import { fromBase64, type ClusterOutcome, type Journal, type ParticipantError, type Resource, type ResourceVote, type TxnRecord } from '../../src/participant/types.ts';
 import type { Ack, Decision, Prepare, Vote } from '../../src/transport/participant-rpc.ts';
 
@@ -394,6 +395,43 @@ describe('participant engine: in doubt (R4: never decides alone)', () => {
     time.advance(5_000);
     expect(cluster.asks.map((a) => a.txnId)).toEqual(['T1', 'T2']);
     expect(engine.stateOf('T2')).toBe('aborted');
+  });
+
+  it("askNow (the leader's stream broke): asks at once, retries every URGENT_ASK_INTERVAL_MS while no leader answers, then backs off; never decides alone", () => {
+    const { engine, time, cluster, resource } = world({ inDoubtAfterMs: 10_000, sweepIntervalMs: 1_000 });
+    cluster.script = [new Error('UNAVAILABLE: no leader')];
+    prepare(engine, prepareReq('T1'));
+    prepare(engine, prepareReq('T2'));
+    engine.decide(decision('T2', 'COMMIT'), () => {});
+    time.advance(100);
+    expect(cluster.asks).toEqual([]);
+    // T2 is decided already, and T9 was never prepared here: only T1 is asked about.
+    engine.askNow(['T1', 'T2', 'T9']);
+    expect(cluster.asks).toEqual([{ txnId: 'T1', atMs: 100 }]);
+    time.advance(URGENT_ASK_INTERVAL_MS * URGENT_ASKS_MAX);
+    const times = cluster.asks.map((a) => a.atMs);
+    expect(times).toHaveLength(URGENT_ASKS_MAX + 1);
+    expect(times.every((t, i) => t === 100 + i * URGENT_ASK_INTERVAL_MS)).toBe(true);
+    // Then the capped exponential backoff, from askBackoffMinMs.
+    time.advance(100 + 200);
+    expect(cluster.asks.map((a) => a.atMs).slice(-2)).toEqual([100 + URGENT_ASKS_MAX * URGENT_ASK_INTERVAL_MS + 100, 100 + URGENT_ASKS_MAX * URGENT_ASK_INTERVAL_MS + 300]);
+    expect(resource.calls).toEqual(['prepare T1', 'prepare T2', 'commit T2']);
+    expect(engine.stateOf('T1')).toBe('prepared');
+    cluster.script = ['aborted'];
+    time.advance(1_000);
+    expect(engine.stateOf('T1')).toBe('aborted');
+  });
+
+  it('askNow cuts short a backoff wait already under way (a new leader is asked at once)', () => {
+    const { engine, time, cluster } = world({}, [prepared('T1')], (c) => (c.script = [new Error('no leader'), new Error('no leader'), new Error('no leader'), 'committed']));
+    time.advance(150);
+    // Asked at 0 and 100; the next backoff waits until 300.
+    expect(cluster.asks.map((a) => a.atMs)).toEqual([0, 100]);
+    engine.askNow(['T1']);
+    expect(cluster.asks.map((a) => a.atMs)).toEqual([0, 100, 150]);
+    time.advance(URGENT_ASK_INTERVAL_MS);
+    expect(cluster.asks.map((a) => a.atMs)).toEqual([0, 100, 150, 150 + URGENT_ASK_INTERVAL_MS]);
+    expect(engine.stateOf('T1')).toBe('committed');
   });
 
   it('a DECISION that arrives while the engine is asking ends the questions', () => {

@@ -244,5 +244,5 @@ describe('participant journal', () => {
     }
     // And nothing that was never written: odd transactions never commit.
     for (const [txnId, d] of state.decided) expect(Number(txnId.slice(1)) % 2 === 0 && d.outcome === 'committed').toBe(true);
-  }, 30_000);
+  }, 60_000);
 });

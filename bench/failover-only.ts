@@ -1,0 +1,51 @@
+// `npx tsx bench/failover-only.ts [--runs N (3)] [--quick]`
+//
+// The failover part of `npm run bench` alone (bench/failover.ts), with the
+// full run's timings unless --quick: a fresh three-node cluster with two
+// memory participants and 16 clients per run, the leader SIGKILLed in the
+// middle. Prints one line per run and then the summary the full run writes
+// under `failover` in bench/results/latest.json (one JSON line). Writes no
+// result file. Everything is stopped at the end.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runFailover, type FailoverRun } from './failover.ts';
+import { killAllNow, stopAll } from './procs.ts';
+import { summarizeFailover } from './results.ts';
+
+function runsFlag(): number {
+  const i = process.argv.indexOf('--runs');
+  if (i < 0) return 3;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isInteger(v) || v <= 0 || v > 20) throw new Error(`--runs needs an integer 1..20, not ${process.argv[i + 1] ?? '(nothing)'}`);
+  return v;
+}
+
+const quick = process.argv.includes('--quick');
+const runs = runsFlag();
+process.on('exit', killAllNow);
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void stopAll().then(() => process.exit(130)));
+
+const dir = mkdtempSync(join(tmpdir(), 'verdict-failover-'));
+const results: FailoverRun[] = [];
+try {
+  for (let i = 1; i <= runs; i++) {
+    const r = await runFailover(join(dir, `failover${i}`), `f${i}`, {
+      clients: 16,
+      participants: 2,
+      warmupMs: quick ? 1_000 : 2_000,
+      beforeKillMs: quick ? 1_500 : 3_000,
+      afterKillMs: quick ? 5_000 : 8_000,
+    });
+    results.push(r);
+    console.log(
+      `run ${i}: killed ${r.killedLeader}; election ${r.electionMs} ms; in doubt ${r.inDoubt.pairs} pair(s), p99 ${r.inDoubt.p99Ms ?? '-'} ms, window ${r.inDoubt.windowMs ?? '-'} ms; ` +
+        `cluster view ${r.cluster.windowMs === null ? '-' : Math.round(r.cluster.windowMs)} ms; client gap ${r.clientGapMs ?? '-'} ms; still in doubt ${r.inDoubt.stillInDoubt}; rolled back ${r.decidedRolledBack}`,
+    );
+  }
+  const { runs: _runs, ...summary } = summarizeFailover(results, 'bench/failover-only.ts');
+  console.log(JSON.stringify(summary));
+} finally {
+  await stopAll();
+  rmSync(dir, { recursive: true, force: true });
+}
