@@ -7,8 +7,14 @@ export class CommandError extends Error {
   override name = 'CommandError';
 }
 
-/** Removes `name VALUE` from args and returns VALUE. */
+/** Removes `name VALUE` from args and returns VALUE; a flag that takes one value refuses to be given twice. */
 export function flag(args: string[], name: string): string | undefined {
+  const v = take(args, name);
+  if (v !== undefined && args.includes(name)) throw new UsageError(`${name} given more than once; it takes one value`);
+  return v;
+}
+
+function take(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
   if (i < 0) return undefined;
   const v = args[i + 1];
@@ -28,6 +34,6 @@ export function bool(args: string[], name: string): boolean {
 /** Removes every `name VALUE` from args (a repeatable flag) and returns the values in order. */
 export function flagAll(args: string[], name: string): string[] {
   const out: string[] = [];
-  for (let v = flag(args, name); v !== undefined; v = flag(args, name)) out.push(v);
+  for (let v = take(args, name); v !== undefined; v = take(args, name)) out.push(v);
   return out;
 }

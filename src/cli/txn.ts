@@ -8,7 +8,7 @@ import { hostname, userInfo } from 'node:os';
 import { VerdictClient, type TransactionInfo } from '../client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../client/errors.ts';
 import type { OutcomeResult } from '../client/transaction.ts';
-import { bool, flag, UsageError } from './args.ts';
+import { bool, flag, flagAll, UsageError } from './args.ts';
 import { requireReachable } from './reach.ts';
 import { endpoints } from './status.ts';
 import { clientCredentials } from './client-credentials.ts';
@@ -107,7 +107,7 @@ async function commit(client: VerdictClient, args: string[]): Promise<void> {
   const timeoutRaw = flag(args, '--timeout-ms');
   const timeoutMs = timeoutRaw === undefined ? undefined : Number(timeoutRaw);
   if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError('--timeout-ms needs a positive integer');
-  const enlistments = flags(args, '--participant').map(parseParticipant);
+  const enlistments = flagAll(args, '--participant').map(parseParticipant);
   noMore(args);
   if (enlistments.length === 0) throw new UsageError('verdict txn commit needs at least one --participant ID[=JSON]');
   const tx = await client.begin({ txnId, timeoutMs });
@@ -316,13 +316,6 @@ function describeOutcome(r: OutcomeResult): string {
   const reason = r.reason ? ` (${r.reason})` : '';
   if (r.outcome === 'UNKNOWN') return `UNKNOWN ${r.txnId}: never heard of, or forgotten after every participant acknowledged it`;
   return `${r.outcome} ${r.txnId}${index}${reason}`;
-}
-
-/** Every value of a repeatable flag, removed from args. */
-function flags(args: string[], name: string): string[] {
-  const values: string[] = [];
-  for (let v = flag(args, name); v !== undefined; v = flag(args, name)) values.push(v);
-  return values;
 }
 
 function oneId(args: string[], usage: string): string {

@@ -135,11 +135,12 @@ export class VerdictClient {
     return toOutcomeResult(txnId, await this.connection.call('Abort', { txnId, reason }, call));
   }
 
-  async registerParticipant(participantId: string, endpoint: string, call: CallOptions = {}): Promise<ParticipantInfo> {
+  /** Registers a participant; `resourceKind` (e.g. "postgres"; 1–32 of a-z, 0-9 and "-") is shown by `verdict participants` and the console, "" reads as "unknown". */
+  async registerParticipant(participantId: string, endpoint: string, call: CallOptions = {}, resourceKind = ''): Promise<ParticipantInfo> {
     checkId(participantId, 'participant id');
     checkId(endpoint, 'participant endpoint');
     this.clusterId ??= (await this.status(call)).clusterId;
-    const r = await this.connection.call('RegisterParticipant', { clusterId: this.clusterId, participantId, endpoint }, call);
+    const r = await this.connection.call('RegisterParticipant', { clusterId: this.clusterId, participantId, endpoint, resourceKind }, call);
     if (r.participant === null) throw new VerdictError('INTERNAL', `registering ${participantId}: the cluster answered without the participant`);
     return r.participant;
   }

@@ -9,17 +9,15 @@
 // retry and redirect logic (and R2's rule about `begin` on a retry) is the
 // same for both. A broken stream fails the Commits whose answers it owed
 // with UNAVAILABLE: their fate is unknown, exactly as for a unary call cut
-// off mid-way. A node that answers UNIMPLEMENTED (an older build) gets
-// unary Commits from then on; such a node also ignores CommitRequest.begin,
-// so a Commit that must begin the transaction is preceded there by a Begin
-// call (otherwise the old node would abort it as not begun, R2).
+// off mid-way. Every node serves CommitStream: one that answers
+// UNIMPLEMENTED is not a Verdict node of this version, and its Commits fail
+// with UNIMPLEMENTED, a refusal.
 //
 // The stream machine itself is RequestStream (src/transport/request-stream.ts),
 // shared with the leader's Participant.Exchange.
 import * as grpc from '@grpc/grpc-js';
 import {
   commitStreamMethod,
-  coordinatorService,
   LEADER_ADDRESS_KEY,
   LEADER_ID_KEY,
   RECORDED_OUTCOME_KEY,
@@ -31,7 +29,6 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import { RequestStream, serviceError } from '../transport/request-stream.ts';
-import { unaryCall } from '../transport/unary.ts';
 
 /** Commits waiting for an answer on one stream; beyond this one fails at once with RESOURCE_EXHAUSTED (retried elsewhere). */
 export const COMMIT_STREAM_PENDING_MAX = 16_384;
@@ -40,10 +37,7 @@ const SWEEP_MS = 25;
 export class CommitStream {
   private readonly stream: RequestStream<CommitRequest, TxnOutcome, StreamedCommits, StreamedOutcomes, StreamedOutcome>;
 
-  constructor(
-    private readonly client: grpc.Client,
-    address: string,
-  ) {
+  constructor(client: grpc.Client, address: string) {
     this.stream = new RequestStream<CommitRequest, TxnOutcome, StreamedCommits, StreamedOutcomes, StreamedOutcome>(client, {
       method: commitStreamMethod,
       batch: (requests) => ({ commits: requests.map(({ id, req }) => ({ id, commit: req })) }),
@@ -58,8 +52,10 @@ export class CommitStream {
         if (a.recordedOutcome !== '') md.set(RECORDED_OUTCOME_KEY, a.recordedOutcome);
         return { error: serviceError(a.code === 0 ? grpc.status.INTERNAL : a.code, a.code === 0 ? 'the node answered a streamed Commit without an outcome' : a.details, md) };
       },
-      unary: (request, deadlineMs) => this.unary(request, deadlineMs),
-      ended: (st) => serviceError(grpc.status.UNAVAILABLE, `the commit stream to ${address} ended: ${st.code === grpc.status.OK ? 'closed by the node' : st.details}`),
+      ended: (st) =>
+        st.code === grpc.status.UNIMPLEMENTED
+          ? serviceError(grpc.status.UNIMPLEMENTED, `${address} does not serve Coordinator.CommitStream (${st.details}): not a Verdict node of this version`)
+          : serviceError(grpc.status.UNAVAILABLE, `the commit stream to ${address} ended: ${st.code === grpc.status.OK ? 'closed by the node' : st.details}`),
       pendingMax: COMMIT_STREAM_PENDING_MAX,
       sweepMs: SWEEP_MS,
       texts: {
@@ -79,14 +75,5 @@ export class CommitStream {
 
   close(): void {
     this.stream.close();
-  }
-
-  private async unary(request: CommitRequest, deadlineMs: number): Promise<TxnOutcome> {
-    if (request.begin === true) {
-      const startedAt = Date.now();
-      await unaryCall(this.client, coordinatorService.Begin, { txnId: request.txnId, timeoutMs: request.timeoutMs ?? 0 }, deadlineMs);
-      deadlineMs = Math.max(1, deadlineMs - (Date.now() - startedAt));
-    }
-    return unaryCall(this.client, coordinatorService.Commit, request, deadlineMs);
   }
 }

@@ -96,7 +96,7 @@ export class Transaction {
     if (this.enlisted.size === 0) throw invalidArgument(`transaction ${this.txnId} has no participants; enlist at least one before commit`);
     this.state = 'committing';
     const participants: Enlistment[] = [...this.enlisted].map(([participantId, payload]) => ({ participantId, payload }));
-    const plain = { txnId: this.txnId, participants };
+    const plain = { txnId: this.txnId, participants, begin: false, timeoutMs: 0 };
     const begin = this.beginWithCommit;
     // From now on the cluster may have begun it: never again with begin (R2).
     this.beginWithCommit = false;

@@ -41,12 +41,6 @@ export interface BatchApplyResult {
   results: ApplyResult[];
 }
 
-/**
- * Broken decoders the whole-system simulator must catch (test/sim): never set in production.
- *   batch-drops-last  the last Decide of every batch is lost when it is applied
- */
-export type BatchMutant = 'batch-drops-last';
-
 const fitsU16 = (s: string): boolean => s.length <= STRING_BYTES_MAX / 3 || Buffer.byteLength(s, 'utf8') <= STRING_BYTES_MAX;
 
 /**
@@ -194,7 +188,7 @@ class Reader {
 export type BatchDecoded = { cmds: BatchCommand[]; problem: null } | { cmds: null; problem: string };
 
 /** The commands of a batch entry, or why the bytes are not one. Never throws on any input. */
-export function decodeDecisionBatch(data: Uint8Array, mutant?: BatchMutant): BatchDecoded {
+export function decodeDecisionBatch(data: Uint8Array): BatchDecoded {
   const rd = new Reader(Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength));
   try {
     if (rd.u8('the tag', -1) !== TAG_DECISION_BATCH) throw new Malformed(`tag ${rd.buf[0]} is not a decision batch`);
@@ -222,13 +216,6 @@ export function decodeDecisionBatch(data: Uint8Array, mutant?: BatchMutant): Bat
       } else throw new Malformed(`record ${r} has unknown kind ${kind}`);
     }
     if (rd.pos !== rd.buf.byteLength) throw new Malformed(`${rd.buf.byteLength - rd.pos} bytes after the last record`);
-    if (mutant === 'batch-drops-last') {
-      for (let i = cmds.length - 1; i >= 0; i--) {
-        if (cmds[i].t !== 'decide') continue;
-        cmds.splice(i, 1);
-        break;
-      }
-    }
     return { cmds, problem: null };
   } catch (err) {
     if (!(err instanceof Malformed)) throw err;

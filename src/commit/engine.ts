@@ -67,21 +67,7 @@ export interface EngineConfig {
   rpcDeadlineMs: number;
   /** An undecided transaction older than this is listed as in doubt (`verdict txn list --in-doubt`). */
   inDoubtAfterMs: number;
-  /** Test only: a deliberately broken protocol for the simulator's checker self-test (test/sim). Never set in production. */
-  mutant?: EngineMutant;
 }
-
-/**
- * Broken variants the whole-system simulator must catch:
- *   presume-abort-unlogged  answer an in-doubt participant ABORTED without logging it (breaks R3)
- *   commit-on-majority      propose COMMIT on a majority of YES votes (breaks R2, AC2)
- *   forget-before-acks      forget a decision once any participant acknowledged it (breaks R5)
- *   abort-unlogged          answer a NO vote or a timeout ABORTED from memory and send ABORT
- *                           once (the presumed abort before answers were logged): after a
- *                           leader change the id can be begun again and COMMIT what a client
- *                           was told ABORTED
- */
-export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged';
 
 export const defaultEngineConfig: EngineConfig = {
   defaultTimeoutMs: 30_000,
@@ -137,7 +123,7 @@ export class EngineError extends Error {
 
 export type Phase = 'begun' | 'preparing' | 'deciding' | 'delivering';
 
-interface Member {
+export interface Member {
   record: ParticipantRecord;
   payload: Uint8Array;
   vote: Vote | null;
@@ -148,7 +134,7 @@ interface Member {
   inFlight: boolean;
 }
 
-interface Txn {
+export interface Txn {
   id: string;
   phase: Phase;
   /** The term of the leader that began it: only it may commit it (R2). */
@@ -226,15 +212,15 @@ export interface EngineCounters {
 }
 
 export class CoordinatorEngine {
-  private readonly cfg: EngineConfig;
-  private readonly stats: EngineCounters = {
+  protected readonly cfg: EngineConfig;
+  protected readonly stats: EngineCounters = {
     begun: 0,
     committed: 0,
     aborted: { vote_no: 0, timeout: 0, unreachable: 0, client: 0, leader_change: 0, presumed_abort_query: 0, operator: 0, heuristic_report: 0 },
     decisionRetries: 0,
   };
   private leaderTerm = 0;
-  private readonly txns = new Map<string, Txn>();
+  protected readonly txns = new Map<string, Txn>();
   /** Forget(T) waiting to be proposed, batched off the critical path (R5). */
   private forgetQueue: string[] = [];
   private forgetSinceMs = 0;
@@ -244,7 +230,7 @@ export class CoordinatorEngine {
 
   constructor(
     private readonly table: DecisionTable,
-    private readonly io: EngineIO,
+    protected readonly io: EngineIO,
     cfg: Partial<EngineConfig> = {},
   ) {
     this.cfg = { ...defaultEngineConfig, ...cfg };
@@ -308,7 +294,7 @@ export class CoordinatorEngine {
     const now = this.io.nowMs();
     const existing = this.txns.get(txnId);
     // R7: a repeated Begin of an undecided transaction answers as the first did.
-    if (existing && (existing.outcome === null || this.cfg.mutant === 'abort-unlogged')) return { deadlineAtMs: existing.deadlineAtMs };
+    if (existing && existing.outcome === null) return { deadlineAtMs: existing.deadlineAtMs };
     this.refuseUnlessNew(txnId);
     if (this.txns.size >= this.cfg.inFlightMax) this.checkRoom();
     const t = timeoutMs > 0 ? timeoutMs : this.cfg.defaultTimeoutMs;
@@ -477,7 +463,11 @@ export class CoordinatorEngine {
     const decided = this.table.lookup(txnId);
     if (decided) return cb(null, answerOf(decided));
     if (!this.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
-    if (this.cfg.mutant === 'presume-abort-unlogged' && participantId !== '') return cb(null, { txnId, outcome: 'aborted', reason: 'mutant: presumed abort, not logged', decisionIndex: 0 });
+    this.answerUndecided(txnId, participantId, cb);
+  }
+
+  /** outcome() on the leader for a transaction with no decision applied. */
+  protected answerUndecided(txnId: string, participantId: string, cb: OutcomeCallback): void {
     const t = this.txns.get(txnId);
     if (t) return cb(null, this.answerFor(t));
     if (participantId === '') return cb(null, { txnId, outcome: 'unknown', reason: 'no decision is recorded for this transaction', decisionIndex: 0 });
@@ -786,23 +776,19 @@ export class CoordinatorEngine {
         this.heardFrom(m.record.id);
         m.vote = vote.vote;
         m.voteReason = vote.reason;
-        if (this.cfg.mutant === 'commit-on-majority') return this.majorityMutant(t);
-        if (vote.vote === 'no') return this.decideAbort(t, `participant ${m.record.id} voted NO: ${vote.reason || 'no reason given'}`, 'vote_no');
-        if ([...t.members.values()].every((x) => x.vote === 'yes')) this.proposeCommit(t);
+        this.countVote(t, m);
       });
     }
   }
 
-  /** The commit-on-majority mutant: COMMIT once more than half voted YES, ABORT once that is impossible. */
-  private majorityMutant(t: Txn): void {
-    const votes = [...t.members.values()];
-    const yes = votes.filter((x) => x.vote === 'yes').length;
-    if (yes * 2 > votes.length) return this.proposeCommit(t);
-    if (votes.every((x) => x.vote !== null)) this.decideAbort(t, 'mutant: no majority of YES votes', 'vote_no');
+  /** AC2: one NO aborts; COMMIT only once every participant voted YES. */
+  protected countVote(t: Txn, m: Member): void {
+    if (m.vote === 'no') return this.decideAbort(t, `participant ${m.record.id} voted NO: ${m.voteReason || 'no reason given'}`, 'vote_no');
+    if ([...t.members.values()].every((x) => x.vote === 'yes')) this.proposeCommit(t);
   }
 
   /** R2: only the leader of the term that sent PREPARE, holding every YES, proposes COMMIT. */
-  private proposeCommit(t: Txn): void {
+  protected proposeCommit(t: Txn): void {
     if (t.term !== this.leaderTerm) return this.decideAbort(t, 'leadership changed during prepare', 'leader_change');
     t.phase = 'deciding';
     t.proposing = 'commit';
@@ -843,24 +829,18 @@ export class CoordinatorEngine {
    * in onApplied): an answer that lived only in this leader's memory would be
    * gone after a leader change, and the id could be begun and committed again.
    */
-  private decideAbort(t: Txn, reason: string, why: AbortClass): void {
+  protected decideAbort(t: Txn, reason: string, why: AbortClass): void {
     if (t.phase !== 'begun' && t.phase !== 'preparing') return;
     this.stats.aborted[why]++;
     t.reason = reason;
-    if (this.cfg.mutant === 'abort-unlogged') return this.abortUnloggedMutant(t);
+    this.proposeAbort(t);
+  }
+
+  /** R1, R3: ABORT goes through the log like COMMIT. */
+  protected proposeAbort(t: Txn): void {
     t.phase = 'deciding';
     t.proposing = 'abort';
     this.proposeDecision(t);
-  }
-
-  /** The abort-unlogged mutant: ABORTED from this leader's memory, which a leader change wipes; ABORT sent once. */
-  private abortUnloggedMutant(t: Txn): void {
-    t.phase = 'deciding';
-    t.outcome = 'abort';
-    const a = this.answerFor(t);
-    for (const w of t.waiters.splice(0)) w(null, a);
-    for (const m of t.members.values())
-      if (m.vote !== 'no') this.io.sendDecision(m.record, { txnId: t.id, participantId: m.record.id, outcome: 'abort', reason: t.reason }, this.cfg.rpcDeadlineMs, () => {});
   }
 
   /** ABORT for a transaction this leader is not working on, logged before anyone hears it; `participants` get it until they acknowledge. */
@@ -951,14 +931,17 @@ export class CoordinatorEngine {
 
   private maybeDone(t: Txn): void {
     if (t.phase !== 'delivering') return;
-    if (this.cfg.mutant === 'forget-before-acks') {
-      if (![...t.members.values()].some((m) => m.acked) && t.members.size > 0) return;
-    } else for (const m of t.members.values()) if (!m.acked) return;
-    // Every participant acknowledged: the decision may be forgotten (R5).
+    if (!this.mayForget(t)) return;
     this.txns.delete(t.id);
     if (this.forgetQueue.length === 0) this.forgetSinceMs = this.io.nowMs();
     this.forgetQueue.push(t.id);
     if (this.forgetQueue.length >= this.cfg.forgetBatchMax) this.flushForgets();
+  }
+
+  /** R5: a decision is forgotten only once every participant acknowledged it. */
+  protected mayForget(t: Txn): boolean {
+    for (const m of t.members.values()) if (!m.acked) return false;
+    return true;
   }
 
   private flushForgets(): void {
@@ -995,7 +978,7 @@ export class CoordinatorEngine {
     if (this.forgetQueue.length > 0 && now - this.forgetSinceMs >= this.cfg.forgetDelayMs) this.flushForgets();
   }
 
-  private answerFor(t: Txn): OutcomeAnswer {
+  protected answerFor(t: Txn): OutcomeAnswer {
     if (t.outcome === null) return { txnId: t.id, outcome: 'in-progress', reason: t.phase, decisionIndex: 0 };
     return { txnId: t.id, outcome: t.outcome === 'commit' ? 'committed' : 'aborted', reason: t.reason, decisionIndex: t.decisionIndex };
   }

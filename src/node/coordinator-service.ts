@@ -153,6 +153,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     lastSeenMs: 0,
     inDoubt: 0,
     resourceKind: p.resourceKind,
+    connection: '',
   });
 
   const txnInfo = (t: TxnView): TxnInfo => ({

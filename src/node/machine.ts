@@ -4,7 +4,7 @@
 // says which one it is for.
 
 import { checkedCommand, commandProblem } from '../commit/command-check.ts';
-import { decodeDecisionBatch, isDecisionBatch, type BatchMutant } from '../commit/decision-batch.ts';
+import { decodeDecisionBatch, isDecisionBatch, type BatchDecoded } from '../commit/decision-batch.ts';
 import { DecisionTable, isCommand, type ApplyResult } from '../commit/state.ts';
 import { checkedLeaseCommand, isLeaseCommand, LeaseTable } from '../lease/state.ts';
 import { decodeConfChange, type ConfChange } from '../raft/confchange.ts';
@@ -108,8 +108,8 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   /** Members' addresses as of the last applied membership change; empty until the first one (the config file's peers hold until then). */
   readonly members = new Map<string, string>();
 
-  /** `batchMutant`: test only, a broken batch decoder for the simulator's checker (test/sim); never set in production. */
-  constructor(private readonly batchMutant?: BatchMutant) {}
+  /** `decodeBatch`: how a decision batch entry is read (the simulator injects a broken one to watch its checker catch it). */
+  constructor(private readonly decodeBatch: (data: Uint8Array) => BatchDecoded = decodeDecisionBatch) {}
 
   applyConfChange(cc: ConfChange, e: Entry): void {
     let addresses: Map<string, string>;
@@ -133,7 +133,7 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
       return this.table.apply(cmd, e.index);
     }
     if (isDecisionBatch(e.data)) {
-      const { cmds, problem } = decodeDecisionBatch(e.data, this.batchMutant);
+      const { cmds, problem } = this.decodeBatch(e.data);
       if (cmds === null) throw new UnappliableEntryError(e.index, problem);
       // Every record of the entry is applied at the entry's index, in order.
       const results: ApplyResult[] = new Array(cmds.length);

@@ -27,6 +27,7 @@ import {
   type Resource,
   type Schedule,
   type TxnId,
+  type PreparedRecord,
   type TxnRecord,
 } from './types.ts';
 
@@ -67,12 +68,7 @@ export interface EngineOptions {
   asksInFlightMax?: number;
   /** Requests queued behind one another for the same transaction. */
   txnOpsMax?: number;
-  /** Test only: a deliberately broken protocol for the simulator's checker self-test (test/sim). Never set in production. */
-  mutant?: ParticipantMutant;
 }
-
-/** vote-before-sync: vote YES before the prepared record is durable (breaks R4); a crash then loses a YES. */
-export type ParticipantMutant = 'vote-before-sync';
 
 export type PrepareCallback = (err: ParticipantError | null, vote?: VoteAnswer) => void;
 export type DecideCallback = (err: ParticipantError | null, ack?: Ack) => void;
@@ -121,15 +117,14 @@ function once<A extends unknown[]>(what: string, fn: (...args: A) => void): (...
 }
 
 export class ParticipantEngine {
-  private readonly o: Required<Omit<EngineOptions, 'log' | 'mutant'>>;
-  private readonly mutant: ParticipantMutant | null;
+  protected readonly o: Required<Omit<EngineOptions, 'log'>>;
   private readonly log: EngineLog;
   /** Durably prepared and not yet decided. Invariant: disjoint from `decided`. */
-  private readonly prepared = new Map<TxnId, PreparedTxn>();
+  protected readonly prepared = new Map<TxnId, PreparedTxn>();
   /** Decided here, in decision order (Map insertion order), bounded by decidedMax and decidedRetentionMs. */
   private readonly decided = new Map<TxnId, DecidedTxn>();
   /** Prepares between the resource's yes and the journal's sync; they count toward preparedMax. */
-  private preparing = 0;
+  protected preparing = 0;
   /** Per-transaction serial queue: present while an operation on T runs; holds the ones waiting. */
   private readonly busy = new Map<TxnId, Op[]>();
   private readonly inDoubtResolver: InDoubtResolver;
@@ -156,7 +151,6 @@ export class ParticipantEngine {
     );
     assert(this.o.preparedMax > 0 && this.o.txnOpsMax > 0, 'bounds are positive');
     this.log = o.log ?? SILENT_LOG;
-    this.mutant = o.mutant ?? null;
     this.inDoubtResolver = new InDoubtResolver({
       askOutcome: this.o.askOutcome,
       schedule: this.o.schedule,
@@ -311,34 +305,31 @@ export class ParticipantEngine {
           return vote(false, reason);
         }
         const preparedAtMs = this.o.clock.nowMs();
-        const record: TxnRecord = { kind: 'prepared', txnId, atMs: preparedAtMs, payloadB64: toBase64(req.payload), participants: [...req.participants] };
-        if (this.mutant === 'vote-before-sync') {
-          this.prepared.set(txnId, { preparedAtMs, askAtMs: preparedAtMs + Math.max(this.o.inDoubtAfterMs, req.timeoutMs) });
-          vote(true);
-          this.o.journal.append(
-            record,
-            once('journal.append', () => (this.preparing -= 1)),
+        const record: PreparedRecord = { kind: 'prepared', txnId, atMs: preparedAtMs, payloadB64: toBase64(req.payload), participants: [...req.participants] };
+        this.prepareDurably(record, vote);
+      }),
+    );
+  }
+
+  /** R4: the prepared record is synced before the vote is YES; not durable, not prepared, and the vote is NO. */
+  protected prepareDurably(record: PreparedRecord, vote: (yes: boolean, reason?: string) => void): void {
+    const { txnId, atMs: preparedAtMs } = record;
+    this.o.journal.append(
+      record,
+      once('journal.append', (jerr) => {
+        this.preparing -= 1;
+        if (jerr !== null) {
+          // Not durable, so not prepared: release what the resource holds and vote NO.
+          this.log.error({ txnId, err: jerr.message }, 'vote NO: the prepared record could not be made durable');
+          this.o.resource.abort(
+            txnId,
+            once('resource.abort', () => {}),
           );
-          return;
+          return vote(false, `journal write failed: ${jerr.message}`);
         }
-        this.o.journal.append(
-          record,
-          once('journal.append', (jerr) => {
-            this.preparing -= 1;
-            if (jerr !== null) {
-              // Not durable, so not prepared: release what the resource holds and vote NO.
-              this.log.error({ txnId, err: jerr.message }, 'vote NO: the prepared record could not be made durable');
-              this.o.resource.abort(
-                txnId,
-                once('resource.abort', () => {}),
-              );
-              return vote(false, `journal write failed: ${jerr.message}`);
-            }
-            // R4: the prepared record is synced; only now may the vote be YES.
-            this.prepared.set(txnId, { preparedAtMs, askAtMs: preparedAtMs + this.o.inDoubtAfterMs });
-            vote(true);
-          }),
-        );
+        // R4: the prepared record is synced; only now may the vote be YES.
+        this.prepared.set(txnId, { preparedAtMs, askAtMs: preparedAtMs + this.o.inDoubtAfterMs });
+        vote(true);
       }),
     );
   }

@@ -1,217 +1,97 @@
-// proto/coordinator.proto, loaded once, with hand-written narrow wire shapes
-// (camelCase fields, uint64 as number, enums as their names).
-import { assert } from '../util/assert.ts';
+// proto/coordinator.proto, loaded once, with its wire shapes generated under
+// the same options (camelCase fields, uint64 as number, enums as their names).
 import { protoFile } from './proto-file.ts';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import type { RegisterParticipantRequest__Output as GenRegisterParticipantRequest } from './gen/coordinator/verdict/coordinator/RegisterParticipantRequest.ts';
+import type { ParticipantInfo__Output as GenParticipantInfo } from './gen/coordinator/verdict/coordinator/ParticipantInfo.ts';
+import type { RegisterParticipantResponse__Output as GenRegisterParticipantResponse } from './gen/coordinator/verdict/coordinator/RegisterParticipantResponse.ts';
+import type { ListParticipantsRequest__Output as GenListParticipantsRequest } from './gen/coordinator/verdict/coordinator/ListParticipantsRequest.ts';
+import type { ListParticipantsResponse__Output as GenListParticipantsResponse } from './gen/coordinator/verdict/coordinator/ListParticipantsResponse.ts';
+import type { BeginRequest__Output as GenBeginRequest } from './gen/coordinator/verdict/coordinator/BeginRequest.ts';
+import type { BeginResponse__Output as GenBeginResponse } from './gen/coordinator/verdict/coordinator/BeginResponse.ts';
+import type { Enlistment__Output as GenEnlistment } from './gen/coordinator/verdict/coordinator/Enlistment.ts';
+import type { CommitRequest__Output as GenCommitRequest } from './gen/coordinator/verdict/coordinator/CommitRequest.ts';
+import type { AbortRequest__Output as GenAbortRequest } from './gen/coordinator/verdict/coordinator/AbortRequest.ts';
+import type { OutcomeRequest__Output as GenOutcomeRequest } from './gen/coordinator/verdict/coordinator/OutcomeRequest.ts';
+import type { TxnOutcome__Output as GenTxnOutcome } from './gen/coordinator/verdict/coordinator/TxnOutcome.ts';
+import type { ListTransactionsRequest__Output as GenListTransactionsRequest } from './gen/coordinator/verdict/coordinator/ListTransactionsRequest.ts';
+import type { HeuristicInfo__Output as GenHeuristicInfo } from './gen/coordinator/verdict/coordinator/HeuristicInfo.ts';
+import type { ResolutionInfo__Output as GenResolutionInfo } from './gen/coordinator/verdict/coordinator/ResolutionInfo.ts';
+import type { ReportHeuristicRequest__Output as GenReportHeuristicRequest } from './gen/coordinator/verdict/coordinator/ReportHeuristicRequest.ts';
+import type { ReportHeuristicResponse__Output as GenReportHeuristicResponse } from './gen/coordinator/verdict/coordinator/ReportHeuristicResponse.ts';
+import type { ResolveTransactionRequest__Output as GenResolveTransactionRequest } from './gen/coordinator/verdict/coordinator/ResolveTransactionRequest.ts';
+import type { RemoveParticipantRequest__Output as GenRemoveParticipantRequest } from './gen/coordinator/verdict/coordinator/RemoveParticipantRequest.ts';
+import type { RemoveParticipantResponse__Output as GenRemoveParticipantResponse } from './gen/coordinator/verdict/coordinator/RemoveParticipantResponse.ts';
+import type { ResolveTransactionResponse__Output as GenResolveTransactionResponse } from './gen/coordinator/verdict/coordinator/ResolveTransactionResponse.ts';
+import type { ParticipantState__Output as GenParticipantState } from './gen/coordinator/verdict/coordinator/ParticipantState.ts';
+import type { TxnInfo__Output as GenTxnInfo } from './gen/coordinator/verdict/coordinator/TxnInfo.ts';
+import type { ListTransactionsResponse__Output as GenListTransactionsResponse } from './gen/coordinator/verdict/coordinator/ListTransactionsResponse.ts';
+import type { ClusterStatusRequest__Output as GenClusterStatusRequest } from './gen/coordinator/verdict/coordinator/ClusterStatusRequest.ts';
+import type { ClusterStatusResponse__Output as GenClusterStatusResponse } from './gen/coordinator/verdict/coordinator/ClusterStatusResponse.ts';
+import type { LeaseRequest__Output as GenLeaseRequest } from './gen/coordinator/verdict/coordinator/LeaseRequest.ts';
+import type { LeaseResponse__Output as GenLeaseResponse } from './gen/coordinator/verdict/coordinator/LeaseResponse.ts';
+import type { StreamedCommit__Output as GenStreamedCommit } from './gen/coordinator/verdict/coordinator/StreamedCommit.ts';
+import type { StreamedOutcome__Output as GenStreamedOutcome } from './gen/coordinator/verdict/coordinator/StreamedOutcome.ts';
+import type { StreamedCommits__Output as GenStreamedCommits } from './gen/coordinator/verdict/coordinator/StreamedCommits.ts';
+import type { StreamedOutcomes__Output as GenStreamedOutcomes } from './gen/coordinator/verdict/coordinator/StreamedOutcomes.ts';
+import type { Lease__Output as GenLease } from './gen/coordinator/verdict/coordinator/Lease.ts';
+import type { Outcome__Output } from './gen/coordinator/verdict/coordinator/Outcome.ts';
+import type { CoordinatorDefinition, CoordinatorHandlers as GenCoordinatorHandlers } from './gen/coordinator/verdict/coordinator/Coordinator.ts';
+import type { Wire, WireHandlers } from './wire.ts';
+import { assert } from '../util/assert.ts';
 
 export const COORDINATOR_PROTO_PATH = protoFile('coordinator.proto');
 
-const LOAD_OPTIONS: protoLoader.Options = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
+export const COORDINATOR_LOAD_OPTIONS: protoLoader.Options = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
 
-export const coordinatorPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(COORDINATOR_PROTO_PATH, LOAD_OPTIONS);
+export const coordinatorPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(COORDINATOR_PROTO_PATH, COORDINATOR_LOAD_OPTIONS);
 
-export type OutcomeName = 'OUTCOME_UNSPECIFIED' | 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED' | 'OUTCOME_IN_PROGRESS' | 'OUTCOME_UNKNOWN';
+// ---- Wire shapes: the generated types (src/transport/gen/coordinator/) ----
 
-export interface RegisterParticipantRequest {
-  clusterId: string;
-  participantId: string;
-  endpoint: string;
-  /** Empty (or absent) reads as "unknown"; see RESOURCE_KIND in src/commit/state.ts. */
-  resourceKind?: string;
-}
-export interface ParticipantInfo {
-  participantId: string;
-  endpoint: string;
-  registeredAtMs: number;
-  /** Filled (defaults 0) on the wire; optional so older fakes and servers still type. */
-  lastSeenMs?: number;
-  inDoubt?: number;
-  /** The leader's connection to it (with activity): connected, connecting, down, idle; '' when not asked. */
-  connection?: string;
-  resourceKind?: string;
-}
-export interface RegisterParticipantResponse {
-  participant: ParticipantInfo | null;
-}
-export interface ListParticipantsRequest {
-  withActivity?: boolean;
-}
-export interface ListParticipantsResponse {
-  participants: ParticipantInfo[];
-}
-export interface BeginRequest {
-  txnId: string;
-  timeoutMs: number;
-}
-export interface BeginResponse {
-  txnId: string;
-  deadlineMs: number;
-  leaderId: string;
-}
-export interface Enlistment {
-  participantId: string;
-  payload: Uint8Array;
-}
-export interface CommitRequest {
-  txnId: string;
-  participants: Enlistment[];
-  /** Begin and commit in one call (first attempt only; see proto/coordinator.proto). */
-  begin?: boolean;
-  /** With begin: the transaction's timeout, 0 for the cluster's default. */
-  timeoutMs?: number;
-}
-export interface AbortRequest {
-  txnId: string;
-  reason: string;
-}
-export interface OutcomeRequest {
-  txnId: string;
-  participantId: string;
-}
-export interface TxnOutcome {
-  txnId: string;
-  outcome: OutcomeName;
-  reason: string;
-  decisionIndex: number;
-}
-export interface ListTransactionsRequest {
-  inFlight: boolean;
-  limit: number;
-  inDoubt?: boolean;
-  unacked?: boolean;
-  heuristic?: boolean;
-  txnId?: string;
-}
-export interface HeuristicInfo {
-  participantId: string;
-  outcome: OutcomeName;
-  kind: string;
-  operator: string;
-  reason: string;
-  atMs: number;
-  gid: string;
-  decision: OutcomeName;
-  index: number;
-}
-export interface ResolutionInfo {
-  outcome: OutcomeName;
-  operator: string;
-  reason: string;
-  atMs: number;
-  decided: boolean;
-  index: number;
-}
-export interface ReportHeuristicRequest {
-  clusterId: string;
-  participantId: string;
-  txnId: string;
-  outcome: OutcomeName;
-  gid: string;
-  operator: string;
-  reason: string;
-  atMs: number;
-}
-export interface ReportHeuristicResponse {
-  heuristic: HeuristicInfo | null;
-}
-export interface ResolveTransactionRequest {
-  txnId: string;
-  outcome: OutcomeName;
-  reason: string;
-  /** Decide an id the cluster has no record of; optional so older callers still type (defaults false on the wire). */
-  forceUnknown?: boolean;
-}
-export interface RemoveParticipantRequest {
-  clusterId: string;
-  participantId: string;
-}
-export interface RemoveParticipantResponse {
-  removed: boolean;
-}
-export interface ResolveTransactionResponse {
-  outcome: TxnOutcome | null;
-  decided: boolean;
-  operator: string;
-}
-export interface ParticipantState {
-  participantId: string;
-  vote: string;
-  acked: boolean;
-  retries: number;
-}
-export interface TxnInfo {
-  txnId: string;
-  outcome: OutcomeName;
-  reason: string;
-  phase: string;
-  participants: ParticipantState[];
-  ageMs: number;
-  decisionIndex: number;
-  /** Filled (defaults []) on the wire; optional so older fakes and servers still type. */
-  heuristics?: HeuristicInfo[];
-  resolutions?: ResolutionInfo[];
-}
-export interface ListTransactionsResponse {
-  transactions: TxnInfo[];
-}
-export type ClusterStatusRequest = Record<string, never>;
-export interface ClusterStatusResponse {
-  clusterId: string;
-  nodeId: string;
-  leaderId: string;
-  leaderAddress: string;
-  term: number;
-  commitIndex: number;
-  appliedIndex: number;
-  participants: number;
-  inFlight: number;
-  decided: number;
-}
+export type OutcomeName = Outcome__Output;
+export type RegisterParticipantRequest = Wire<GenRegisterParticipantRequest>;
+export type ParticipantInfo = Wire<GenParticipantInfo>;
+export type RegisterParticipantResponse = Wire<GenRegisterParticipantResponse>;
+export type ListParticipantsRequest = Wire<GenListParticipantsRequest>;
+export type ListParticipantsResponse = Wire<GenListParticipantsResponse>;
+export type BeginRequest = Wire<GenBeginRequest>;
+export type BeginResponse = Wire<GenBeginResponse>;
+export type Enlistment = Wire<GenEnlistment>;
+export type CommitRequest = Wire<GenCommitRequest>;
+export type AbortRequest = Wire<GenAbortRequest>;
+export type OutcomeRequest = Wire<GenOutcomeRequest>;
+export type TxnOutcome = Wire<GenTxnOutcome>;
+export type ListTransactionsRequest = Wire<GenListTransactionsRequest>;
+export type HeuristicInfo = Wire<GenHeuristicInfo>;
+export type ResolutionInfo = Wire<GenResolutionInfo>;
+export type ReportHeuristicRequest = Wire<GenReportHeuristicRequest>;
+export type ReportHeuristicResponse = Wire<GenReportHeuristicResponse>;
+export type ResolveTransactionRequest = Wire<GenResolveTransactionRequest>;
+export type RemoveParticipantRequest = Wire<GenRemoveParticipantRequest>;
+export type RemoveParticipantResponse = Wire<GenRemoveParticipantResponse>;
+export type ResolveTransactionResponse = Wire<GenResolveTransactionResponse>;
+export type ParticipantState = Wire<GenParticipantState>;
+export type TxnInfo = Wire<GenTxnInfo>;
+export type ListTransactionsResponse = Wire<GenListTransactionsResponse>;
+export type ClusterStatusRequest = Wire<GenClusterStatusRequest>;
+export type ClusterStatusResponse = Wire<GenClusterStatusResponse>;
+export type LeaseRequest = Wire<GenLeaseRequest>;
+export type LeaseResponse = Wire<GenLeaseResponse>;
+export type StreamedCommit = Wire<GenStreamedCommit>;
+export type StreamedOutcome = Wire<GenStreamedOutcome>;
+export type StreamedCommits = Wire<GenStreamedCommits>;
+export type StreamedOutcomes = Wire<GenStreamedOutcomes>;
+export type LeaseInfo = Wire<GenLease>;
 
-/** Every Coordinator RPC but the lease ones (src/node/coordinator-service.ts). */
-export interface CoordinatorCoreHandlers extends grpc.UntypedServiceImplementation {
-  RegisterParticipant: grpc.handleUnaryCall<RegisterParticipantRequest, RegisterParticipantResponse>;
-  ListParticipants: grpc.handleUnaryCall<ListParticipantsRequest, ListParticipantsResponse>;
-  Begin: grpc.handleUnaryCall<BeginRequest, BeginResponse>;
-  Commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>;
-  Abort: grpc.handleUnaryCall<AbortRequest, TxnOutcome>;
-  GetOutcome: grpc.handleUnaryCall<OutcomeRequest, TxnOutcome>;
-  ListTransactions: grpc.handleUnaryCall<ListTransactionsRequest, ListTransactionsResponse>;
-  ClusterStatus: grpc.handleUnaryCall<ClusterStatusRequest, ClusterStatusResponse>;
-  ReportHeuristic: grpc.handleUnaryCall<ReportHeuristicRequest, ReportHeuristicResponse>;
-  ResolveTransaction: grpc.handleUnaryCall<ResolveTransactionRequest, ResolveTransactionResponse>;
-  RemoveParticipant: grpc.handleUnaryCall<RemoveParticipantRequest, RemoveParticipantResponse>;
-}
-
-export interface CoordinatorHandlers extends CoordinatorCoreHandlers {
-  AcquireLease: grpc.handleUnaryCall<LeaseRequest, LeaseResponse>;
-  RenewLease: grpc.handleUnaryCall<LeaseRequest, LeaseResponse>;
-  ReleaseLease: grpc.handleUnaryCall<LeaseRequest, LeaseResponse>;
-}
+/** Every Coordinator RPC but CommitStream, whose messages are the unary calls the SDK retries. */
+export type CoordinatorHandlers = WireHandlers<GenCoordinatorHandlers, CoordinatorDefinition, 'CommitStream'>;
+/** Every Coordinator RPC but CommitStream and the lease ones (src/node/coordinator-service.ts). */
+export type CoordinatorCoreHandlers = WireHandlers<GenCoordinatorHandlers, CoordinatorDefinition, 'CommitStream' | LeaseMethod>;
 
 /** The lease RPCs (handlers: src/node/lease-service.ts). */
 export const LEASE_METHODS = ['AcquireLease', 'RenewLease', 'ReleaseLease'] as const;
 export type LeaseMethod = (typeof LEASE_METHODS)[number];
-export interface LeaseInfo {
-  name: string;
-  holder: string;
-  epoch: number;
-  expiresAtMs: number;
-}
-export interface LeaseRequest {
-  name: string;
-  holder: string;
-  epoch: number;
-  ttlMs: number;
-}
-export interface LeaseResponse {
-  granted: boolean;
-  reason: string;
-  lease: LeaseInfo | null;
-  clockMs: number;
-}
-
 export const COORDINATOR_METHODS = [
   'RegisterParticipant',
   'ListParticipants',
@@ -233,34 +113,6 @@ assert(def !== undefined && !('format' in def), `verdict.coordinator.Coordinator
 for (const m of COORDINATOR_METHODS) assert((def as protoLoader.ServiceDefinition)[m] !== undefined, `Coordinator.${m} is defined`);
 
 export const coordinatorService = def as unknown as grpc.ServiceDefinition<CoordinatorHandlers>;
-
-/** One Commit on Coordinator.CommitStream. */
-export interface StreamedCommit {
-  id: number;
-  commit: CommitRequest | null;
-}
-
-/** Its answer: `outcome` when code is 0, else the status the unary Commit would have failed with. */
-export interface StreamedOutcome {
-  id: number;
-  outcome: TxnOutcome | null;
-  code: number;
-  details: string;
-  leaderAddress: string;
-  leaderId: string;
-  /** STATUS_REASON_KEY's value on a refusal, '' when none. */
-  statusReason: string;
-  /** RECORDED_OUTCOME_KEY's value on an ALREADY_DECIDED refusal, '' otherwise. */
-  recordedOutcome: string;
-}
-
-export interface StreamedCommits {
-  commits: StreamedCommit[];
-}
-
-export interface StreamedOutcomes {
-  outcomes: StreamedOutcome[];
-}
 
 /** Coordinator.CommitStream (kept out of CoordinatorHandlers, whose methods are the unary calls the SDK retries). */
 export const commitStreamMethod = (() => {

@@ -15,7 +15,7 @@
 // DECISIONs with backoff (R5) and turn a failed PREPARE into an abort (R3),
 // and every request is idempotent at the participant (R7).
 //
-// A participant without Exchange (an older build, a test double) ends the
+// A participant without Exchange (the protocol makes it optional) ends the
 // stream with UNIMPLEMENTED: its requests in flight and every later one then
 // go as unary calls on the same channel.
 //

@@ -3,12 +3,25 @@
 // participant serves, and the client the coordinator's leader calls it with.
 //
 // Enums travel as their names ('VOTE_YES', 'DECISION_COMMIT') so that logs
-// and code read like the protocol. The interfaces are written by hand and kept
-// narrow; PARTICIPANT_LOAD_OPTIONS is what makes them true.
+// and code read like the protocol. The wire types are generated from the
+// proto under PARTICIPANT_LOAD_OPTIONS (scripts/gen-proto.mjs).
 import { protoFile } from './proto-file.ts';
 import * as grpc from '@grpc/grpc-js';
 import { unaryCall } from './unary.ts';
 import * as protoLoader from '@grpc/proto-loader';
+import type { Prepare__Output as GenPrepare } from './gen/participant/verdict/participant/Prepare.ts';
+import type { Vote__Output as GenVote } from './gen/participant/verdict/participant/Vote.ts';
+import type { Decision__Output as GenDecision } from './gen/participant/verdict/participant/Decision.ts';
+import type { Ack__Output as GenAck } from './gen/participant/verdict/participant/Ack.ts';
+import type { ExchangeRequest__Output as GenExchangeRequest } from './gen/participant/verdict/participant/ExchangeRequest.ts';
+import type { ExchangeError__Output as GenExchangeError } from './gen/participant/verdict/participant/ExchangeError.ts';
+import type { ExchangeAnswer__Output as GenExchangeAnswer } from './gen/participant/verdict/participant/ExchangeAnswer.ts';
+import type { ExchangeBatch__Output as GenExchangeBatch } from './gen/participant/verdict/participant/ExchangeBatch.ts';
+import type { AnswerBatch__Output as GenAnswerBatch } from './gen/participant/verdict/participant/AnswerBatch.ts';
+import type { VoteValue__Output } from './gen/participant/verdict/participant/VoteValue.ts';
+import type { DecisionValue__Output } from './gen/participant/verdict/participant/DecisionValue.ts';
+import type { ParticipantDefinition, ParticipantHandlers as GenParticipantHandlers } from './gen/participant/verdict/participant/Participant.ts';
+import type { Wire, WireHandlers } from './wire.ts';
 
 export const PARTICIPANT_PROTO_PATH = protoFile('participant.proto');
 
@@ -23,84 +36,24 @@ export const PARTICIPANT_LOAD_OPTIONS: protoLoader.Options = {
 
 export const participantPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(PARTICIPANT_PROTO_PATH, PARTICIPANT_LOAD_OPTIONS);
 
-export type VoteValue = 'VOTE_UNSPECIFIED' | 'VOTE_YES' | 'VOTE_NO';
-export type DecisionValue = 'DECISION_UNSPECIFIED' | 'DECISION_COMMIT' | 'DECISION_ABORT';
-
-/** PREPARE: do everything but commit, make the prepared state durable, vote. */
-export interface Prepare {
-  clusterId: string;
-  txnId: string;
-  participantId: string;
-  /** Every participant of the transaction, for the participant's records. */
-  participants: string[];
-  /** The application's work for this participant, opaque to the coordinator. */
-  payload: Uint8Array;
-  /** The transaction's remaining deadline budget. */
-  timeoutMs: number;
-}
-
-/** VOTE: YES means prepared and durable; from then on the participant waits for the DECISION. */
-export interface Vote {
-  txnId: string;
-  participantId: string;
-  vote: VoteValue;
-  /** Why NO, or empty. */
-  reason: string;
-}
-
-/** DECISION: the outcome read from the coordinator's applied log. */
-export interface Decision {
-  clusterId: string;
-  txnId: string;
-  participantId: string;
-  decision: DecisionValue;
-  reason: string;
-}
-
-/** ACK: the decision is applied and durable at the participant. */
-export interface Ack {
-  txnId: string;
-  participantId: string;
-}
-
-/** One PREPARE or DECISION on the Exchange stream; exactly one of prepare / decision is set. */
-export interface ExchangeRequest {
-  id: number;
-  prepare?: Prepare | null;
-  decision?: Decision | null;
-}
-
-/** The gRPC status a unary call would have failed with. */
-export interface ExchangeError {
-  code: number;
-  details: string;
-}
-
-/** The answer to one ExchangeRequest, by id; exactly one of vote / ack / error is set. */
-export interface ExchangeAnswer {
-  id: number;
-  vote?: Vote | null;
-  ack?: Ack | null;
-  error?: ExchangeError | null;
-}
-
-export interface ExchangeBatch {
-  requests: ExchangeRequest[];
-}
-
-export interface AnswerBatch {
-  answers: ExchangeAnswer[];
-}
+export type VoteValue = VoteValue__Output;
+export type DecisionValue = DecisionValue__Output;
+export type Prepare = Wire<GenPrepare>;
+export type Vote = Wire<GenVote>;
+export type Decision = Wire<GenDecision>;
+export type Ack = Wire<GenAck>;
+export type ExchangeRequest = Wire<GenExchangeRequest>;
+export type ExchangeError = Wire<GenExchangeError>;
+export type ExchangeAnswer = Wire<GenExchangeAnswer>;
+export type ExchangeBatch = Wire<GenExchangeBatch>;
+export type AnswerBatch = Wire<GenAnswerBatch>;
 
 /**
  * What a participant implements to serve `verdict.participant.Participant`.
  * Exchange may be left out (a test double): grpc-js then answers it
  * UNIMPLEMENTED and the leader falls back to the unary calls.
  */
-export interface ParticipantHandlers extends grpc.UntypedServiceImplementation {
-  Prepare: grpc.handleUnaryCall<Prepare, Vote>;
-  Decide: grpc.handleUnaryCall<Decision, Ack>;
-}
+export type ParticipantHandlers = WireHandlers<GenParticipantHandlers, ParticipantDefinition, 'Exchange'>;
 
 function loadService(name: string, methods: readonly string[]): protoLoader.ServiceDefinition {
   const def = participantPackageDefinition[name];
@@ -113,7 +66,7 @@ function loadService(name: string, methods: readonly string[]): protoLoader.Serv
   return svc;
 }
 
-// The cast narrows proto-loader's `object` message types to the shapes above.
+// The cast narrows proto-loader's `object` message types to the generated shapes.
 export const participantService = loadService('verdict.participant.Participant', ['Prepare', 'Decide', 'Exchange']) as unknown as grpc.ServiceDefinition<ParticipantHandlers>;
 
 /** Large enough for any payload a participant accepts, small enough to bound memory per call. */

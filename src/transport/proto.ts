@@ -1,11 +1,38 @@
 // proto/raft.proto, loaded once, with the wire shapes that @grpc/proto-loader
 // produces under LOAD_OPTIONS and the codec between them and the Raft types.
-// The wire interfaces are written by hand and kept narrow: they describe only
-// what this project reads and writes, so no `any` from the loader leaks out.
-import { assert } from '../util/assert.ts';
+// The wire types are generated from the proto with the same options
+// (scripts/gen-proto.mjs, checked by test/unit/gen-proto.test.ts).
 import { protoFile } from './proto-file.ts';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import type { Entry__Output as GenEntry } from './gen/raft/verdict/raft/Entry.ts';
+import type { ConfState__Output as GenConfState } from './gen/raft/verdict/raft/ConfState.ts';
+import type { Snapshot__Output as GenSnapshot } from './gen/raft/verdict/raft/Snapshot.ts';
+import type { Message__Output as GenMessage } from './gen/raft/verdict/raft/Message.ts';
+import type { Batch__Output as GenBatch } from './gen/raft/verdict/raft/Batch.ts';
+import type { StreamAck__Output as GenStreamAck } from './gen/raft/verdict/raft/StreamAck.ts';
+import type { StatusRequest__Output as GenStatusRequest } from './gen/raft/verdict/raft/StatusRequest.ts';
+import type { PeerStatus__Output as GenPeerStatus } from './gen/raft/verdict/raft/PeerStatus.ts';
+import type { NodeStatus__Output as GenNodeStatus } from './gen/raft/verdict/raft/NodeStatus.ts';
+import type { PutRequest__Output as GenPutRequest } from './gen/raft/verdict/raft/PutRequest.ts';
+import type { PutResponse__Output as GenPutResponse } from './gen/raft/verdict/raft/PutResponse.ts';
+import type { StreamedPut__Output as GenStreamedPut } from './gen/raft/verdict/raft/StreamedPut.ts';
+import type { StreamedPuts__Output as GenStreamedPuts } from './gen/raft/verdict/raft/StreamedPuts.ts';
+import type { StreamedPutAnswer__Output as GenStreamedPutAnswer } from './gen/raft/verdict/raft/StreamedPutAnswer.ts';
+import type { StreamedPutAnswers__Output as GenStreamedPutAnswers } from './gen/raft/verdict/raft/StreamedPutAnswers.ts';
+import type { GetRequest__Output as GenGetRequest } from './gen/raft/verdict/raft/GetRequest.ts';
+import type { GetResponse__Output as GenGetResponse } from './gen/raft/verdict/raft/GetResponse.ts';
+import type { TransferLeaderRequest__Output as GenTransferLeaderRequest } from './gen/raft/verdict/raft/TransferLeaderRequest.ts';
+import type { TransferLeaderResponse__Output as GenTransferLeaderResponse } from './gen/raft/verdict/raft/TransferLeaderResponse.ts';
+import type { Member__Output as GenMember } from './gen/raft/verdict/raft/Member.ts';
+import type { AddMemberRequest__Output as GenAddMemberRequest } from './gen/raft/verdict/raft/AddMemberRequest.ts';
+import type { RemoveMemberRequest__Output as GenRemoveMemberRequest } from './gen/raft/verdict/raft/RemoveMemberRequest.ts';
+import type { ListMembersRequest__Output as GenListMembersRequest } from './gen/raft/verdict/raft/ListMembersRequest.ts';
+import type { Members__Output as GenMembers } from './gen/raft/verdict/raft/Members.ts';
+import type { RaftDefinition, RaftHandlers as GenRaftHandlers } from './gen/raft/verdict/raft/Raft.ts';
+import type { RaftNodeDefinition, RaftNodeHandlers as GenRaftNodeHandlers } from './gen/raft/verdict/raft/RaftNode.ts';
+import type { Wire, WireHandlers } from './wire.ts';
+import { assert } from '../util/assert.ts';
 import { EMPTY, EntryType, LOCAL_MESSAGES, MessageType, entryBytes, type ConfState, type Entry, type Message, type Snapshot } from '../raft/types.ts';
 
 export const PROTO_PATH = protoFile('raft.proto');
@@ -21,178 +48,36 @@ export const LOAD_OPTIONS: protoLoader.Options = {
 
 export const packageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(PROTO_PATH, LOAD_OPTIONS);
 
-// ---- Wire shapes (camelCase, as proto-loader maps the snake_case fields) ----
+// ---- Wire shapes: the generated types (src/transport/gen/raft/), camelCase as proto-loader maps the snake_case fields ----
 
-export interface WireEntry {
-  term: number;
-  index: number;
-  type: number;
-  data: Uint8Array;
-}
-
-export interface WireConfState {
-  voters: string[];
-  learners: string[];
-  votersOutgoing: string[];
-}
-
-export interface WireSnapshot {
-  metadata: { index: number; term: number; confState: WireConfState | null } | null;
-  data: Uint8Array;
-}
-
-export interface WireMessage {
-  type: number;
-  from: string;
-  to: string;
-  term: number;
-  logTerm: number;
-  index: number;
-  entries: WireEntry[];
-  commit: number;
-  reject: boolean;
-  rejectHint: number;
-  context: Uint8Array;
-  snapshot: WireSnapshot | null;
-}
-
-export interface WireBatch {
-  clusterId: string;
-  from: string;
-  to: string;
-  messages: WireMessage[];
-}
-
-export type WireStreamAck = Record<string, never>;
-
-// ---- Admin / status API (service RaftNode) ----
-
-export type StatusRequest = Record<string, never>;
-
-export interface PeerStatus {
-  nodeId: string;
-  address: string;
-  matchIndex: number;
-  nextIndex: number;
-  state: string;
-}
-
-export interface NodeStatus {
-  clusterId: string;
-  nodeId: string;
-  address: string;
-  role: string;
-  term: number;
-  leaderId: string;
-  commitIndex: number;
-  appliedIndex: number;
-  lastIndex: number;
-  firstIndex: number;
-  peers: PeerStatus[];
-  /** The node's process id; 0 from a node that does not report it. */
-  pid: number;
-}
-
-export interface PutRequest {
-  key: string;
-  value: Uint8Array;
-}
-
-export interface PutResponse {
-  index: number;
-  leaderId: string;
-  leaderAddress: string;
-}
-
-export interface StreamedPut {
-  id: number;
-  /** Null when the client sent none (the wire makes every message field optional). */
-  put: PutRequest | null;
-}
-
-export interface StreamedPuts {
-  puts: StreamedPut[];
-}
-
-export interface StreamedPutAnswer {
-  id: number;
-  response: PutResponse | null;
-  code: number;
-  details: string;
-  leaderAddress: string;
-  leaderId: string;
-  statusReason: string;
-}
-
-export interface StreamedPutAnswers {
-  answers: StreamedPutAnswer[];
-}
-
-export interface GetRequest {
-  key: string;
-  linearizable: boolean;
-}
-
-export interface GetResponse {
-  found: boolean;
-  value: Uint8Array;
-  appliedIndex: number;
-  leaderId: string;
-  leaderAddress: string;
-}
-
-export interface TransferLeaderRequest {
-  to: string;
-  timeoutMs: number;
-}
-
-export interface TransferLeaderResponse {
-  leaderId: string;
-  term: number;
-}
-
-export interface Member {
-  nodeId: string;
-  address: string;
-  voter: boolean;
-  matchIndex: number;
-  state: string;
-}
-
-export interface AddMemberRequest {
-  nodeId: string;
-  address: string;
-  timeoutMs: number;
-}
-
-export interface RemoveMemberRequest {
-  nodeId: string;
-}
-
-export type ListMembersRequest = Record<string, never>;
-
-export interface Members {
-  members: Member[];
-  leaderId: string;
-  term: number;
-  confIndex: number;
-}
+export type WireEntry = Wire<GenEntry>;
+export type WireConfState = Wire<GenConfState>;
+export type WireSnapshot = Wire<GenSnapshot>;
+export type WireMessage = Wire<GenMessage>;
+export type WireBatch = Wire<GenBatch>;
+export type WireStreamAck = Wire<GenStreamAck>;
+export type StatusRequest = Wire<GenStatusRequest>;
+export type PeerStatus = Wire<GenPeerStatus>;
+export type NodeStatus = Wire<GenNodeStatus>;
+export type PutRequest = Wire<GenPutRequest>;
+export type PutResponse = Wire<GenPutResponse>;
+export type StreamedPut = Wire<GenStreamedPut>;
+export type StreamedPuts = Wire<GenStreamedPuts>;
+export type StreamedPutAnswer = Wire<GenStreamedPutAnswer>;
+export type StreamedPutAnswers = Wire<GenStreamedPutAnswers>;
+export type GetRequest = Wire<GenGetRequest>;
+export type GetResponse = Wire<GenGetResponse>;
+export type TransferLeaderRequest = Wire<GenTransferLeaderRequest>;
+export type TransferLeaderResponse = Wire<GenTransferLeaderResponse>;
+export type Member = Wire<GenMember>;
+export type AddMemberRequest = Wire<GenAddMemberRequest>;
+export type RemoveMemberRequest = Wire<GenRemoveMemberRequest>;
+export type ListMembersRequest = Wire<GenListMembersRequest>;
+export type Members = Wire<GenMembers>;
 
 /** What a node implements to serve `verdict.raft.RaftNode`. */
-export interface RaftNodeHandlers extends grpc.UntypedServiceImplementation {
-  Status: grpc.handleUnaryCall<StatusRequest, NodeStatus>;
-  Put: grpc.handleUnaryCall<PutRequest, PutResponse>;
-  PutStream: grpc.handleBidiStreamingCall<StreamedPuts, StreamedPutAnswers>;
-  Get: grpc.handleUnaryCall<GetRequest, GetResponse>;
-  TransferLeader: grpc.handleUnaryCall<TransferLeaderRequest, TransferLeaderResponse>;
-  AddMember: grpc.handleUnaryCall<AddMemberRequest, Members>;
-  RemoveMember: grpc.handleUnaryCall<RemoveMemberRequest, Members>;
-  ListMembers: grpc.handleUnaryCall<ListMembersRequest, Members>;
-}
-
-export interface RaftHandlers extends grpc.UntypedServiceImplementation {
-  Stream: grpc.handleClientStreamingCall<WireBatch, WireStreamAck>;
-}
+export type RaftNodeHandlers = WireHandlers<GenRaftNodeHandlers, RaftNodeDefinition>;
+export type RaftHandlers = WireHandlers<GenRaftHandlers, RaftDefinition>;
 
 function service(name: string, methods: readonly string[]): protoLoader.ServiceDefinition {
   const def = packageDefinition[name];

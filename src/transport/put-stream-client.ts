@@ -5,19 +5,18 @@
 // and verdict-reason in the metadata). A stream that breaks fails the Puts
 // whose answers it owed with UNAVAILABLE (their fate is unknown, as for a
 // unary call cut off mid-way), unless the node refused the whole stream
-// (PERMISSION_DENIED, UNAUTHENTICATED: nothing on it was acted on); a node without the method (UNIMPLEMENTED)
-// gets unary Puts from then on. The machine is RequestStream.
+// (PERMISSION_DENIED, UNAUTHENTICATED: nothing on it was acted on, nor on
+// a node without the method, UNIMPLEMENTED). The machine is RequestStream.
 import * as grpc from '@grpc/grpc-js';
 import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, STATUS_REASON_KEY } from './coordinator-rpc.ts';
-import { putStreamMethod, raftNodeService, type PutRequest, type PutResponse, type StreamedPutAnswer, type StreamedPutAnswers, type StreamedPuts } from './proto.ts';
+import { putStreamMethod, type PutRequest, type PutResponse, type StreamedPutAnswer, type StreamedPutAnswers, type StreamedPuts } from './proto.ts';
 import { RequestStream, serviceError } from './request-stream.ts';
-import { unaryCall } from './unary.ts';
 
 /** Puts waiting for an answer on one stream; beyond this one fails at once with RESOURCE_EXHAUSTED. Matches the node's bound. */
 export const PUT_STREAM_CLIENT_PENDING_MAX = 4_096;
 const SWEEP_MS = 25;
 /** Codes with which the node refuses a whole stream at its start, before acting on anything sent on it. */
-const STREAM_REFUSALS: ReadonlySet<grpc.status> = new Set([grpc.status.PERMISSION_DENIED, grpc.status.UNAUTHENTICATED]);
+const STREAM_REFUSALS: ReadonlySet<grpc.status> = new Set([grpc.status.PERMISSION_DENIED, grpc.status.UNAUTHENTICATED, grpc.status.UNIMPLEMENTED]);
 
 export class PutStreamClient {
   private readonly stream: RequestStream<PutRequest, PutResponse, StreamedPuts, StreamedPutAnswers, StreamedPutAnswer>;
@@ -36,7 +35,6 @@ export class PutStreamClient {
         if (a.statusReason !== '') md.set(STATUS_REASON_KEY, a.statusReason);
         return { error: serviceError(a.code === 0 ? grpc.status.INTERNAL : a.code, a.code === 0 ? 'the node answered a streamed Put without a response' : a.details, md) };
       },
-      unary: (request, deadlineMs) => unaryCall(client, raftNodeService.Put as grpc.MethodDefinition<PutRequest, PutResponse>, request, deadlineMs),
       // A stream refused as a whole (the caller is not an admin) did nothing: say so with the node's own status and reason.
       ended: (st) =>
         STREAM_REFUSALS.has(st.code)

@@ -11,8 +11,10 @@
 // - Requests of one event-loop turn share a batch message (setImmediate),
 //   written on a stream opened on first use.
 // - Answers come by number, in any order.
-// - The stream ends with UNIMPLEMENTED (a server without the stream method):
-//   what waits, and every later request, goes as unary calls for good.
+// - The stream ends with UNIMPLEMENTED (a server without the stream method)
+//   and the spec has `unary` (the participant's Exchange, which the protocol
+//   makes optional): what waits, and every later request, goes as unary
+//   calls for good. Without `unary` it ends like any other stream.
 // - The stream ends otherwise: requests written but unanswered fail with
 //   spec.ended (their fate is unknown, as for a unary call cut off mid-way);
 //   requests not written yet go out on the next stream.
@@ -41,9 +43,9 @@ export interface RequestStreamSpec<Req, Res, Batch, Answers, Ans> {
   answerId(a: Ans): number;
   /** What an answer to `req` means for its caller. */
   settle(a: Ans, req: Req): { value: Res } | { error: grpc.ServiceError };
-  /** The same request as a unary call (the server has no stream method). */
-  unary(req: Req, deadlineMs: number): Promise<Res>;
-  /** The failure of requests written on a stream that ended without answering them (never UNIMPLEMENTED). */
+  /** The same request as a unary call, for a server without the stream method; absent where every server has it. */
+  unary?(req: Req, deadlineMs: number): Promise<Res>;
+  /** The failure of requests written on a stream that ended without answering them (never UNIMPLEMENTED when `unary` is set). */
   ended(st: grpc.StatusObject): grpc.ServiceError;
   /** Requests waiting for an answer at once; beyond this one fails at once with RESOURCE_EXHAUSTED. */
   pendingMax: number;
@@ -165,7 +167,7 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
   private onEnd(call: grpc.ClientDuplexStream<Batch, Answers>, st: grpc.StatusObject): void {
     if (call !== this.call) return;
     this.call = null;
-    if (st.code === grpc.status.UNIMPLEMENTED) {
+    if (st.code === grpc.status.UNIMPLEMENTED && this.spec.unary !== undefined) {
       // A server without the stream method: the same requests, as unary calls, from now on.
       this.unaryOnly = true;
       this.stopSweep();
@@ -189,7 +191,8 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
   }
 
   private sendUnary(req: Req, deadlineMs: number, cb: Answer<Res>): void {
-    this.spec.unary(req, deadlineMs).then(
+    // unaryOnly is set only when the spec has unary.
+    this.spec.unary!(req, deadlineMs).then(
       (r) => cb(null, r),
       (err: grpc.ServiceError) => cb(err),
     );

@@ -1,118 +1,53 @@
 // proto/saga.proto, loaded once: the wire shapes of a saga step call and of
 // the Sagas service every node serves, the service definitions, and the small
 // clients the leader (SagaStep) and the SDK and CLI (Sagas) call them with.
-// Enums travel as their names; the interfaces are written by hand and kept narrow.
+// Enums travel as their names; the wire types are generated from the proto
+// under SAGA_LOAD_OPTIONS (scripts/gen-proto.mjs).
 
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import type { StepCall__Output as GenStepCall } from './gen/saga/verdict/saga/StepCall.ts';
+import type { StepResult__Output as GenStepResult } from './gen/saga/verdict/saga/StepResult.ts';
+import type { SagaEnd__Output as GenSagaEnd } from './gen/saga/verdict/saga/SagaEnd.ts';
+import type { StepDef__Output as GenStepDef } from './gen/saga/verdict/saga/StepDef.ts';
+import type { StartSagaRequest__Output as GenStartSagaRequest } from './gen/saga/verdict/saga/StartSagaRequest.ts';
+import type { SagaStatusRequest__Output as GenSagaStatusRequest } from './gen/saga/verdict/saga/SagaStatusRequest.ts';
+import type { TimelineEntry__Output as GenTimelineEntry } from './gen/saga/verdict/saga/TimelineEntry.ts';
+import type { SagaInfo__Output as GenSagaInfo } from './gen/saga/verdict/saga/SagaInfo.ts';
+import type { ListSagasRequest__Output as GenListSagasRequest } from './gen/saga/verdict/saga/ListSagasRequest.ts';
+import type { ListSagasResponse__Output as GenListSagasResponse } from './gen/saga/verdict/saga/ListSagasResponse.ts';
+import type { RetrySagaRequest__Output as GenRetrySagaRequest } from './gen/saga/verdict/saga/RetrySagaRequest.ts';
+import type { ResolveSagaRequest__Output as GenResolveSagaRequest } from './gen/saga/verdict/saga/ResolveSagaRequest.ts';
+import type { StepStatus__Output } from './gen/saga/verdict/saga/StepStatus.ts';
+import type { SagaStepDefinition, SagaStepHandlers as GenSagaStepHandlers } from './gen/saga/verdict/saga/SagaStep.ts';
+import type { SagasDefinition, SagasHandlers as GenSagasHandlers } from './gen/saga/verdict/saga/Sagas.ts';
+import type { Wire, WireHandlers } from './wire.ts';
 import { protoFile } from './proto-file.ts';
 import { unaryCall } from './unary.ts';
 
 export const SAGA_PROTO_PATH = protoFile('saga.proto');
 
-export const sagaPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(SAGA_PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true });
+/** Numbers as JS numbers, enums as their names, every field present. */
+export const SAGA_LOAD_OPTIONS: protoLoader.Options = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
 
-export type StepStatusName = 'STEP_STATUS_UNSPECIFIED' | 'STEP_DONE' | 'STEP_FAILED';
+export const sagaPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(SAGA_PROTO_PATH, SAGA_LOAD_OPTIONS);
 
-export interface StepCall {
-  clusterId: string;
-  sagaId: string;
-  step: number;
-  key: string;
-  name: string;
-  input: string;
-  outputs: string[];
-  attempt: number;
-}
+export type StepStatusName = StepStatus__Output;
+export type StepCall = Wire<GenStepCall>;
+export type StepResult = Wire<GenStepResult>;
+export type SagaEnd = Wire<GenSagaEnd>;
+export type StepDefMsg = Wire<GenStepDef>;
+export type StartSagaRequest = Wire<GenStartSagaRequest>;
+export type SagaStatusRequest = Wire<GenSagaStatusRequest>;
+export type TimelineEntryMsg = Wire<GenTimelineEntry>;
+export type SagaInfo = Wire<GenSagaInfo>;
+export type ListSagasRequest = Wire<GenListSagasRequest>;
+export type ListSagasResponse = Wire<GenListSagasResponse>;
+export type RetrySagaRequest = Wire<GenRetrySagaRequest>;
+export type ResolveSagaRequest = Wire<GenResolveSagaRequest>;
 
-export interface StepResult {
-  status: StepStatusName;
-  output: string;
-  reason: string;
-}
-
-export interface SagaEnd {
-  clusterId: string;
-  sagaId: string;
-}
-
-export interface StepDefMsg {
-  service: string;
-  name: string;
-  input: string;
-}
-
-export interface StartSagaRequest {
-  sagaId: string;
-  steps: StepDefMsg[];
-  pivotPlusOne: number;
-}
-
-export interface SagaStatusRequest {
-  sagaId: string;
-  waitMs: number;
-}
-
-export interface TimelineEntryMsg {
-  atMs: number;
-  index: number;
-  what: string;
-  step: number;
-  kind: string;
-  detail: string;
-  operator: string;
-}
-
-export interface SagaInfo {
-  sagaId: string;
-  state: string;
-  stepStatus: string[];
-  outputs: string[];
-  pivotPlusOne: number;
-  stuck: boolean;
-  stuckStep: number;
-  stuckKind: string;
-  stuckAttempts: number;
-  stuckError: string;
-  timeline: TimelineEntryMsg[];
-  startedAtMs: number;
-  steps: StepDefMsg[];
-}
-
-export interface ListSagasRequest {
-  stuckOnly: boolean;
-  limit: number;
-}
-
-export interface ListSagasResponse {
-  sagas: SagaInfo[];
-}
-
-export interface RetrySagaRequest {
-  sagaId: string;
-  reason: string;
-}
-
-export interface ResolveSagaRequest {
-  sagaId: string;
-  step: number;
-  done: boolean;
-  reason: string;
-}
-
-export interface SagaStepHandlers extends grpc.UntypedServiceImplementation {
-  Execute: grpc.handleUnaryCall<StepCall, StepResult>;
-  Compensate: grpc.handleUnaryCall<StepCall, StepResult>;
-  End: grpc.handleUnaryCall<SagaEnd, Record<string, never>>;
-}
-
-export interface SagasHandlers extends grpc.UntypedServiceImplementation {
-  StartSaga: grpc.handleUnaryCall<StartSagaRequest, SagaInfo>;
-  SagaStatus: grpc.handleUnaryCall<SagaStatusRequest, SagaInfo>;
-  ListSagas: grpc.handleUnaryCall<ListSagasRequest, ListSagasResponse>;
-  RetrySaga: grpc.handleUnaryCall<RetrySagaRequest, SagaInfo>;
-  ResolveSaga: grpc.handleUnaryCall<ResolveSagaRequest, SagaInfo>;
-}
+export type SagaStepHandlers = WireHandlers<GenSagaStepHandlers, SagaStepDefinition>;
+export type SagasHandlers = WireHandlers<GenSagasHandlers, SagasDefinition>;
 
 function loadService(name: string, methods: readonly string[]): protoLoader.ServiceDefinition {
   const def = sagaPackageDefinition[name];

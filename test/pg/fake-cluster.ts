@@ -17,7 +17,10 @@ export async function fakeCluster(): Promise<FakeCluster> {
   const server = new grpc.Server();
   const fake: FakeCluster = { address: '', outcomes: new Map(), questions: [], close: () => server.forceShutdown() };
   const impl: CoordinatorParticipantHandlers = {
-    RegisterParticipant: (call, cb) => cb(null, { participant: { participantId: call.request.participantId, endpoint: call.request.endpoint, registeredAtMs: Date.now() } }),
+    RegisterParticipant: (call, cb) =>
+      cb(null, {
+        participant: { participantId: call.request.participantId, endpoint: call.request.endpoint, registeredAtMs: Date.now(), lastSeenMs: 0, inDoubt: 0, connection: '', resourceKind: '' },
+      }),
     GetOutcome: (call, cb) => {
       fake.questions.push(call.request);
       const outcome = fake.outcomes.get(call.request.txnId) ?? 'OUTCOME_IN_PROGRESS';

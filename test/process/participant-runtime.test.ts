@@ -73,7 +73,9 @@ async function fakeNode(): Promise<FakeNode> {
       node.registrations.push(call.request);
       const a = next(node.registerScript);
       if (a !== 'ok') return fail(cb, a);
-      cb(null, { participant: { participantId: call.request.participantId, endpoint: call.request.endpoint, registeredAtMs: Date.now() } });
+      cb(null, {
+        participant: { participantId: call.request.participantId, endpoint: call.request.endpoint, registeredAtMs: Date.now(), lastSeenMs: 0, inDoubt: 0, connection: '', resourceKind: '' },
+      });
     },
     GetOutcome: (call, cb) => {
       node.questions.push(call.request);

@@ -6,7 +6,8 @@
 // crashes. startSimParticipant wires the production ParticipantEngine over
 // them, as src/participant/runtime.ts does, for every world that runs it.
 
-import { ParticipantEngine, type ParticipantMutant } from '../../src/participant/engine.ts';
+import type { ParticipantEngine } from '../../src/participant/engine.ts';
+import { participantEngine, type ParticipantMutant } from './protocol-mutants.ts';
 import { MemoryResource } from '../../src/participant/memory.ts';
 import { MemoryState } from '../../src/participant/memory-state.ts';
 import type { Rng } from '../../src/raft/rng.ts';
@@ -123,30 +124,32 @@ export function startSimParticipant(p: SimParticipant, w: ParticipantWiring): vo
   const state = new MemoryState();
   for (const r of p.journal.durable) state.add(r);
   const resource = MemoryResource.restore(state.data, state.preparedWrites());
-  const engine = new ParticipantEngine({
-    clusterId: w.clusterId,
-    participantId: p.id,
-    resource: new RecordingResource(resource, (txnId, outcome) => {
-      if (!inc.alive) return;
-      w.applied(txnId, outcome);
-      w.checker.participantApplied(p.id, txnId, outcome);
-    }),
-    journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb) },
-    clock: { nowMs: () => w.q.now },
-    schedule: (delayMs, fn) => {
-      let cancelled = false;
-      w.q.after(delayMs, () => !cancelled && inc.alive && fn());
-      return () => (cancelled = true);
+  const engine = participantEngine(
+    {
+      clusterId: w.clusterId,
+      participantId: p.id,
+      resource: new RecordingResource(resource, (txnId, outcome) => {
+        if (!inc.alive) return;
+        w.applied(txnId, outcome);
+        w.checker.participantApplied(p.id, txnId, outcome);
+      }),
+      journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb) },
+      clock: { nowMs: () => w.q.now },
+      schedule: (delayMs, fn) => {
+        let cancelled = false;
+        w.q.after(delayMs, () => !cancelled && inc.alive && fn());
+        return () => (cancelled = true);
+      },
+      askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
+      log: w.log?.(inc),
+      inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000,
+      sweepIntervalMs: 500,
+      askBackoffMinMs: 100,
+      askBackoffMaxMs: 1_000,
+      forgetAborts: w.forgetAborts,
     },
-    askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
-    log: w.log?.(inc),
-    inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000,
-    sweepIntervalMs: 500,
-    askBackoffMinMs: 100,
-    askBackoffMaxMs: 1_000,
-    mutant: w.mutant,
-    forgetAborts: w.forgetAborts,
-  });
+    w.mutant,
+  );
   engine.recover(state.txnRecords());
   engine.start();
   p.engine = engine;

@@ -2,9 +2,7 @@
 // generates (transactions, faults, crash points, an optional mutant) and the
 // result a run hands back. See system-world.ts for what each piece does.
 
-import type { BatchMutant } from '../../src/commit/decision-batch.ts';
-import type { EngineMutant } from '../../src/commit/engine.ts';
-import type { ParticipantMutant } from '../../src/participant/engine.ts';
+import type { BatchMutant, EngineMutant, ParticipantMutant } from './protocol-mutants.ts';
 import type { TccMutant } from './system-tcc.ts';
 
 export const CRASH_POINTS = ['prepare-send', 'some-prepared', 'commit-proposed', 'commit-applied', 'some-decided', 'before-forget', 'after-forget'] as const;

@@ -14,13 +14,14 @@
 // exact step of the protocol, synchronously, from hooks in the EngineIO and
 // driver wrappers below.
 
-import { CoordinatorEngine, type EngineConfig, type EngineMutant, type OutcomeAnswer } from '../../src/commit/engine.ts';
+import type { CoordinatorEngine, EngineConfig, OutcomeAnswer } from '../../src/commit/engine.ts';
 import { eachResult } from '../../src/commit/decision-batch.ts';
 import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
 import { Driver } from '../../src/node/driver.ts';
 import { NodeStateMachine } from '../../src/node/machine.ts';
 import { ProposalBatcher } from '../../src/node/proposal-batcher.ts';
-import type { ParticipantEngine, ParticipantMutant } from '../../src/participant/engine.ts';
+import type { ParticipantEngine } from '../../src/participant/engine.ts';
+import { batchDecoder, coordinatorEngine, ENGINE_MUTANTS, PARTICIPANT_MUTANTS, type EngineMutant, type ParticipantMutant } from './protocol-mutants.ts';
 import { ParticipantError, type ClusterOutcome } from '../../src/participant/types.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
@@ -65,7 +66,7 @@ const ENGINE_CONFIG: Partial<EngineConfig> = {
 class SimMachine extends NodeStateMachine {
   override readonly table: DecisionTable;
   constructor(tombstonesMax: number | undefined, mutant: Mutant | undefined) {
-    super(mutant === 'batch-drops-last' ? mutant : undefined);
+    super(mutant === 'batch-drops-last' ? batchDecoder(mutant) : undefined);
     this.table = tombstonesMax === undefined ? new DecisionTable() : new DecisionTable(tombstonesMax);
   }
 }
@@ -238,7 +239,7 @@ export class SystemWorld implements FaultWorld {
       (datas, cbs) => driver.proposeBatch(datas, cbs),
       (fn) => this.q.after(0, fn),
     );
-    const engine = new CoordinatorEngine(
+    const engine = coordinatorEngine(
       sm.table,
       {
         nowMs: () => this.q.now,
@@ -309,7 +310,8 @@ export class SystemWorld implements FaultWorld {
           );
         },
       },
-      { ...ENGINE_CONFIG, mutant: engineMutant(this.sc.mutant) },
+      ENGINE_CONFIG,
+      engineMutant(this.sc.mutant),
     );
     const hooks = this.ext?.nodeStarted({ id: n.id, index: this.nodes.indexOf(n) }, inc, sm, (cmd, cb) => this.propose(n, inc, proposals, cmd, cb)) ?? null;
     n.driver = driver;
@@ -825,7 +827,7 @@ function participantError(err: ParticipantError | null): RpcError {
 }
 
 function engineMutant(m: Mutant | undefined): EngineMutant | undefined {
-  return m === 'presume-abort-unlogged' || m === 'commit-on-majority' || m === 'forget-before-acks' || m === 'abort-unlogged' ? m : undefined;
+  return ENGINE_MUTANTS.find((x) => x === m);
 }
 
 function tccMutant(m: Mutant | undefined): TccMutant | undefined {
@@ -833,5 +835,5 @@ function tccMutant(m: Mutant | undefined): TccMutant | undefined {
 }
 
 function participantMutant(m: Mutant | undefined): ParticipantMutant | undefined {
-  return m === 'vote-before-sync' ? m : undefined;
+  return PARTICIPANT_MUTANTS.find((x) => x === m);
 }

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { flag, UsageError } from '../../src/cli/args.ts';
+import { flag, flagAll, UsageError } from '../../src/cli/args.ts';
 import { certsCommand, parseCertsArgs, subjectAltName } from '../../src/cli/certs.ts';
 import { isLogLine, parseClusterUpArgs } from '../../src/cli/cluster.ts';
 import { checkFlags, COMMAND_FLAGS } from '../../src/cli/flags.ts';
@@ -62,6 +62,16 @@ describe('unknown flags', () => {
     ]) {
       expect(COMMAND_FLAGS[c], c).toBeDefined();
     }
+  });
+});
+
+describe('a flag given twice', () => {
+  it('a one-value flag is refused when given twice (saga start --pivot 0 --pivot 1: a saga has one pivot); a repeatable one keeps every value in order', () => {
+    expect(() => flag(['--pivot', '0', '--pivot', '1'], '--pivot')).toThrow(new UsageError('--pivot given more than once; it takes one value'));
+    const args = ['--step', 'a:x', '--json', '--step', 'b:y'];
+    expect(flagAll(args, '--step')).toEqual(['a:x', 'b:y']);
+    expect(args).toEqual(['--json']);
+    expect(flag(['--pivot', '2'], '--pivot')).toBe('2');
   });
 });
 

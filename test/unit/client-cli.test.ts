@@ -29,7 +29,7 @@ async function coordinator(commitOutcome: 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED
     Begin: (req) => ({ txnId: req.txnId, deadlineMs: 0, leaderId: 'n1' }),
     Commit: (req) => ({ txnId: req.txnId, outcome: commitOutcome, reason: commitOutcome === 'OUTCOME_ABORTED' ? 'ledger voted NO' : '', decisionIndex: 12 }),
     GetOutcome: () => fail(grpc.status.UNAVAILABLE, 'no leader'),
-    ListParticipants: () => ({ participants: [{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, resourceKind: 'postgres' }] }),
+    ListParticipants: () => ({ participants: [{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenMs: 0, inDoubt: 0, connection: '', resourceKind: 'postgres' }] }),
     ListTransactions: () => ({
       transactions: [
         {
@@ -40,6 +40,8 @@ async function coordinator(commitOutcome: 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED
           ageMs: 1_500,
           decisionIndex: 0,
           participants: [{ participantId: 'shop', vote: 'yes', acked: false, retries: 0 }],
+          heuristics: [],
+          resolutions: [],
         },
       ],
     }),
@@ -103,6 +105,8 @@ describe('verdict txn', () => {
             ageMs: 3_000,
             decisionIndex: 0,
             participants: [{ participantId: 'shop', vote: 'yes', acked: false, retries: 0 }],
+            heuristics: [],
+            resolutions: [],
           },
         ],
       }),

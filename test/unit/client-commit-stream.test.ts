@@ -30,7 +30,7 @@ const byTxn = (req: CommitRequest) => ({
 
 describe('commit stream', () => {
   it('R7: concurrent commits share the stream and each gets the outcome of its own transaction', async () => {
-    const leader = await cluster.node({ Commit: byTxn }, { commitStream: true });
+    const leader = await cluster.node({ Commit: byTxn });
     const c = client([leader.address]);
     const ids = Array.from({ length: 24 }, (_, i) => `t-${i}`);
     const results = await Promise.all(ids.map((id) => c.transaction({ txnId: id }).enlist('p').commit()));
@@ -45,7 +45,7 @@ describe('commit stream', () => {
   });
 
   it('shares one stream per endpoint: N concurrent transactions of one client send their commits of one turn in one message, and get their outcomes back batched', async () => {
-    const leader = await cluster.node({ Commit: byTxn }, { commitStream: true });
+    const leader = await cluster.node({ Commit: byTxn });
     const c = client([leader.address]);
     // Warm the connection so the burst below is one turn's worth of commits, not split by the connect.
     await c.transaction({ txnId: 'warm-0' }).enlist('p').commit();
@@ -72,22 +72,22 @@ describe('commit stream', () => {
   });
 
   it('R2: a streamed redirect from a follower keeps begin; a streamed refusal surfaces as the unary one would', async () => {
-    const leader = await cluster.node({ Commit: byTxn }, { commitStream: true });
-    const follower = await cluster.node(followerOf(leader.address), { commitStream: true });
+    const leader = await cluster.node({ Commit: byTxn });
+    const follower = await cluster.node(followerOf(leader.address));
     const c = client([follower.address]);
     const r = await c.transaction({ txnId: 'order-1' }).enlist('p').commit();
     expect(r.outcome).toBe('COMMITTED');
     expect(follower.requests('Commit')[0]).toMatchObject({ txnId: 'order-1', begin: true });
     expect(leader.requests('Commit')[0]).toMatchObject({ txnId: 'order-1', begin: true });
 
-    const refusing = await cluster.node({ Commit: () => fail(grpc.status.FAILED_PRECONDITION, 'participant p is not registered') }, { commitStream: true });
+    const refusing = await cluster.node({ Commit: () => fail(grpc.status.FAILED_PRECONDITION, 'participant p is not registered') });
     const c2 = client([refusing.address]);
     await expect(c2.transaction().enlist('p').commit()).rejects.toMatchObject({ code: 'FAILED_PRECONDITION', message: expect.stringMatching(/not registered/) });
   });
 
   it('R2: a streamed Commit left unanswered past its attempt deadline is resent elsewhere without begin', async () => {
-    const silent = await cluster.node({ Commit: () => HANG }, { commitStream: true });
-    const next = await cluster.node({ Commit: byTxn }, { commitStream: true });
+    const silent = await cluster.node({ Commit: () => HANG });
+    const next = await cluster.node({ Commit: byTxn });
     const c = client([silent.address, next.address], 200);
     const r = await c.transaction({ txnId: 'order-2' }).enlist('p').commit();
     expect(r.outcome).toBe('COMMITTED');

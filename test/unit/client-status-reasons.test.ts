@@ -26,25 +26,19 @@ afterEach(() => {
 
 const committed = (req: CommitRequest) => ({ txnId: req.txnId, outcome: 'OUTCOME_COMMITTED' as const, reason: '', decisionIndex: 9 });
 
-describe.each([{ commitStream: true }, { commitStream: false }])('SDK status reasons (commit stream: $commitStream)', (opts) => {
+describe('SDK status reasons', () => {
   it('NO_LEADER did nothing: the next attempt still begins the transaction (R2)', async () => {
-    const electing = await cluster.node({ Begin: noLeader, Commit: noLeader }, opts);
-    const leader = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n2' }), Commit: committed }, opts);
+    const electing = await cluster.node({ Begin: noLeader, Commit: noLeader });
+    const leader = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n2' }), Commit: committed });
     const r = await client([electing.address, leader.address]).transaction({ txnId: 'order-1' }).enlist('p').commit();
     expect(r.outcome).toBe('COMMITTED');
-    if (opts.commitStream) {
-      expect(electing.requests('Commit')[0]).toMatchObject({ txnId: 'order-1', begin: true });
-      expect(leader.requests('Commit')[0]).toMatchObject({ txnId: 'order-1', begin: true });
-    } else {
-      // The older node's path: Begin then a unary Commit; NO_LEADER on Begin left nothing begun, so the next node is asked to begin it.
-      expect(electing.count('Begin')).toBe(1);
-      expect(leader.requests('Begin').map((q) => q.txnId)).toEqual(['order-1']);
-    }
+    expect(electing.requests('Commit')[0]).toMatchObject({ txnId: 'order-1', begin: true });
+    expect(leader.requests('Commit')[0]).toMatchObject({ txnId: 'order-1', begin: true });
   });
 
   it('UNKNOWN_OUTCOME may have taken effect: the Commit is retried elsewhere with the same id and without begin (R2, R7)', async () => {
-    const gone = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n1' }), Commit: unknownOutcome }, opts);
-    const next = await cluster.node({ Commit: committed }, opts);
+    const gone = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n1' }), Commit: unknownOutcome });
+    const next = await cluster.node({ Commit: committed });
     const r = await client([gone.address, next.address]).transaction({ txnId: 'order-2' }).enlist('p').commit();
     expect(r.outcome).toBe('COMMITTED');
     expect(gone.count('Commit')).toBe(1);
@@ -52,12 +46,12 @@ describe.each([{ commitStream: true }, { commitStream: false }])('SDK status rea
   });
 
   it('a refusal whose text says "not the leader" without NOT_LEADER metadata is no redirect: message text is never matched', async () => {
-    const leader = await cluster.node({ Commit: committed }, opts);
-    const liar = await cluster.node(
-      { Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n1' }), Commit: () => fail(grpc.status.UNAVAILABLE, `not the leader: the leader is n9 at ${leader.address}`) },
-      opts,
-    );
-    const other = await cluster.node({ Commit: committed }, opts);
+    const leader = await cluster.node({ Commit: committed });
+    const liar = await cluster.node({
+      Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n1' }),
+      Commit: () => fail(grpc.status.UNAVAILABLE, `not the leader: the leader is n9 at ${leader.address}`),
+    });
+    const other = await cluster.node({ Commit: committed });
     const r = await client([liar.address, other.address]).transaction({ txnId: 'order-3' }).enlist('p').commit();
     expect(r.outcome).toBe('COMMITTED');
     // Not followed to the address in the text, and, since the attempt may have reached a leader, resent without begin.
@@ -66,8 +60,8 @@ describe.each([{ commitStream: true }, { commitStream: false }])('SDK status rea
   });
 
   it('ALREADY_DECIDED surfaces at once as ALREADY_EXISTS with the recorded outcome, and is not retried', async () => {
-    const a = await cluster.node({ Begin: () => alreadyDecided('ABORTED'), Commit: () => alreadyDecided('ABORTED') }, opts);
-    const b = await cluster.node({ Commit: committed }, opts);
+    const a = await cluster.node({ Begin: () => alreadyDecided('ABORTED'), Commit: () => alreadyDecided('ABORTED') });
+    const b = await cluster.node({ Commit: committed });
     const err = await client([a.address, b.address])
       .transaction({ txnId: 'order-4' })
       .enlist('p')

@@ -50,9 +50,9 @@ describe('VerdictClient commit', () => {
 
   it("R2: transaction() begins with its first Commit (no Begin call); a follower's redirect keeps begin, a resend after a silent leader drops it", async () => {
     // Nodes of this version (they serve CommitStream, and with it CommitRequest.begin).
-    const leader = await cluster.node({ Commit: () => HANG }, { commitStream: true });
-    const follower = await cluster.node(followerOf(leader.address), { commitStream: true });
-    const next = await cluster.node({ Commit: decided('OUTCOME_ABORTED', 'not begun on this leader') }, { commitStream: true });
+    const leader = await cluster.node({ Commit: () => HANG });
+    const follower = await cluster.node(followerOf(leader.address));
+    const next = await cluster.node({ Commit: decided('OUTCOME_ABORTED', 'not begun on this leader') });
     const c = client([follower.address, next.address], { attemptDeadlineMs: 200 });
     const tx = c.transaction({ txnId: 'order-21' });
     const r = await tx.enlist('ledger').commit();
@@ -66,19 +66,6 @@ describe('VerdictClient commit', () => {
     const unsent = c.transaction();
     expect((await unsent.abort('changed my mind')).outcome).toBe('ABORTED');
     expect(next.count('Abort') + leader.count('Abort')).toBe(0);
-  });
-
-  it('R2: against an older node (no CommitStream, so no CommitRequest.begin) transaction() sends Begin before its unary Commit', async () => {
-    const old = await cluster.node({ Begin: begin, Commit: decided('OUTCOME_COMMITTED') });
-    const c = client([old.address]);
-    const r = await c.transaction({ txnId: 'order-31', timeoutMs: 500 }).enlist('ledger').commit();
-    expect(r.outcome).toBe('COMMITTED');
-    expect(old.requests('Begin')).toEqual([{ txnId: 'order-31', timeoutMs: 500 }]);
-    expect(old.requests('Commit')[0]).toMatchObject({ txnId: 'order-31' });
-    // A transaction begun with begin() is not begun twice.
-    const tx = await c.begin({ txnId: 'order-32' });
-    await tx.enlist('ledger').commit();
-    expect(old.requests('Begin').map((q) => q.txnId)).toEqual(['order-31', 'order-32']);
   });
 
   it('R7: a Commit whose leader goes silent (DEADLINE_EXCEEDED) is resent to the next node with the same txnId', async () => {
@@ -207,7 +194,7 @@ describe('VerdictClient payloads and queries', () => {
   it('registers a participant under the cluster id learnt from ClusterStatus', async () => {
     const a = await cluster.node({
       ClusterStatus: () => ({ clusterId: 'prod-eu', nodeId: 'n1', leaderId: 'n1', leaderAddress: '', term: 3, commitIndex: 1, appliedIndex: 1, participants: 0, inFlight: 0, decided: 0 }),
-      RegisterParticipant: (req) => ({ participant: { participantId: req.participantId, endpoint: req.endpoint, registeredAtMs: 1_000 } }),
+      RegisterParticipant: (req) => ({ participant: { participantId: req.participantId, endpoint: req.endpoint, registeredAtMs: 1_000, lastSeenMs: 0, inDoubt: 0, connection: '', resourceKind: '' } }),
     });
     const p = await client([a.address]).registerParticipant('shop', '127.0.0.1:9001');
     expect(p).toEqual({ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 1_000, lastSeenMs: 0, inDoubt: 0, connection: '', resourceKind: '' });

@@ -2,6 +2,7 @@
 // builds it (src/node/proposal-batcher.ts): what one proposal batch writes to
 // the log, how a node decodes it at the edge and at apply, and that entries
 // written before it (one JSON command each) still apply.
+import { batchDecoder } from '../sim/protocol-mutants.ts';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BATCH_RECORDS_MAX, batchable, decodeDecisionBatch, encodeDecisionBatch, TAG_DECISION_BATCH, type BatchCommand } from '../../src/commit/decision-batch.ts';
@@ -204,7 +205,7 @@ describe('ProposalBatcher', () => {
     for (const t of ['c', 'd']) h.batcher.add({ t: 'decide', txnId: t, outcome: 'commit', reason: '', participants: [], atMs: 1 }, (err) => errs.push(err?.message ?? 'ok'));
     h.flush();
     // What the simulator's batch-drops-last mutant does: the entry applies one record too few.
-    const sm = new NodeStateMachine('batch-drops-last');
+    const sm = new NodeStateMachine(batchDecoder('batch-drops-last'));
     h.answer(0, sm.apply(entry(10, h.proposed[1][0])));
     expect(errs).toEqual(['ok', 'entry 10 applied without a result for record 1; retry idempotently']);
     expect(sm.table.lookup('d')).toBeNull();

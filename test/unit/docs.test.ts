@@ -40,7 +40,7 @@ describe('docs/correctness.md rule index', () => {
         const code = readFileSync(join(ROOT, file!), 'utf8');
         for (const [, fn] of fns!.matchAll(/`([A-Za-z_]+)\(\)`/g)) {
           // A definition: `name(`, `name<`, or `function name(`, at the start of a (method) line.
-          expect(new RegExp(`^\\s*(?:export )?(?:async )?(?:private |static )*(?:function )?${fn}\\s*[(<]`, 'm').test(code), `${rule}: ${file} defines no ${fn}()`).toBe(true);
+          expect(new RegExp(`^\\s*(?:export )?(?:async )?(?:private |protected |static )*(?:function )?${fn}\\s*[(<]`, 'm').test(code), `${rule}: ${file} defines no ${fn}()`).toBe(true);
         }
       }
       const tests = [...proved.matchAll(/`(test\/[^`]+\.test\.ts)`/g)].map((m) => m[1]!);

@@ -1,0 +1,16 @@
+// Original file: proto/coordinator.proto
+
+
+export interface ParticipantState {
+  'participantId'?: (string);
+  'vote'?: (string);
+  'acked'?: (boolean);
+  'retries'?: (number);
+}
+
+export interface ParticipantState__Output {
+  'participantId': (string);
+  'vote': (string);
+  'acked': (boolean);
+  'retries': (number);
+}

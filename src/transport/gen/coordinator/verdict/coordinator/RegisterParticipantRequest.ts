@@ -1,0 +1,16 @@
+// Original file: proto/coordinator.proto
+
+
+export interface RegisterParticipantRequest {
+  'clusterId'?: (string);
+  'participantId'?: (string);
+  'endpoint'?: (string);
+  'resourceKind'?: (string);
+}
+
+export interface RegisterParticipantRequest__Output {
+  'clusterId': (string);
+  'participantId': (string);
+  'endpoint': (string);
+  'resourceKind': (string);
+}

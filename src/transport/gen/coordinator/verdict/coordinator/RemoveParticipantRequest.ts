@@ -1,0 +1,12 @@
+// Original file: proto/coordinator.proto
+
+
+export interface RemoveParticipantRequest {
+  'clusterId'?: (string);
+  'participantId'?: (string);
+}
+
+export interface RemoveParticipantRequest__Output {
+  'clusterId': (string);
+  'participantId': (string);
+}

@@ -1,0 +1,10 @@
+// Original file: proto/coordinator.proto
+
+
+export interface RemoveParticipantResponse {
+  'removed'?: (boolean);
+}
+
+export interface RemoveParticipantResponse__Output {
+  'removed': (boolean);
+}

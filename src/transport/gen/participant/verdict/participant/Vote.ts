@@ -1,0 +1,17 @@
+// Original file: proto/participant.proto
+
+import type { VoteValue as _verdict_participant_VoteValue, VoteValue__Output as _verdict_participant_VoteValue__Output } from '../../verdict/participant/VoteValue.ts';
+
+export interface Vote {
+  'txnId'?: (string);
+  'participantId'?: (string);
+  'vote'?: (_verdict_participant_VoteValue);
+  'reason'?: (string);
+}
+
+export interface Vote__Output {
+  'txnId': (string);
+  'participantId': (string);
+  'vote': (_verdict_participant_VoteValue__Output);
+  'reason': (string);
+}

@@ -1,0 +1,8 @@
+// Original file: proto/raft.proto
+
+
+export interface ListMembersRequest {
+}
+
+export interface ListMembersRequest__Output {
+}

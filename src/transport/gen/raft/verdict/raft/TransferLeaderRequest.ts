@@ -1,0 +1,13 @@
+// Original file: proto/raft.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+export interface TransferLeaderRequest {
+  'to'?: (string);
+  'timeoutMs'?: (number | string | Long);
+}
+
+export interface TransferLeaderRequest__Output {
+  'to': (string);
+  'timeoutMs': (number);
+}

@@ -1,0 +1,13 @@
+// Original file: proto/raft.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+export interface TransferLeaderResponse {
+  'leaderId'?: (string);
+  'term'?: (number | string | Long);
+}
+
+export interface TransferLeaderResponse__Output {
+  'leaderId': (string);
+  'term': (number);
+}

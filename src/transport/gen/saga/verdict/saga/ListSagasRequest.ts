@@ -1,0 +1,12 @@
+// Original file: proto/saga.proto
+
+
+export interface ListSagasRequest {
+  'stuckOnly'?: (boolean);
+  'limit'?: (number);
+}
+
+export interface ListSagasRequest__Output {
+  'stuckOnly': (boolean);
+  'limit': (number);
+}

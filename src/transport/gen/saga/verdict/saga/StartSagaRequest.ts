@@ -1,0 +1,15 @@
+// Original file: proto/saga.proto
+
+import type { StepDef as _verdict_saga_StepDef, StepDef__Output as _verdict_saga_StepDef__Output } from '../../verdict/saga/StepDef.ts';
+
+export interface StartSagaRequest {
+  'sagaId'?: (string);
+  'steps'?: (_verdict_saga_StepDef)[];
+  'pivotPlusOne'?: (number);
+}
+
+export interface StartSagaRequest__Output {
+  'sagaId': (string);
+  'steps': (_verdict_saga_StepDef__Output)[];
+  'pivotPlusOne': (number);
+}

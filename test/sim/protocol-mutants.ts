@@ -1,0 +1,123 @@
+// Broken protocols for the whole-system checker's self-test: each one a
+// subclass of the production engine that overrides one rule at the engine's
+// named extension points (countVote, proposeAbort, mayForget,
+// answerUndecided, prepareDurably). They live here, in test code, so nothing
+// test-only ships; the simulator builds one in place of the production engine
+// when a scenario names a mutant (test/sim/system-shard2.sim.test.ts shows
+// each one caught).
+import { decodeDecisionBatch, type BatchDecoded } from '../../src/commit/decision-batch.ts';
+import { CoordinatorEngine, type EngineConfig, type EngineIO, type Member, type OutcomeCallback, type Txn } from '../../src/commit/engine.ts';
+import type { DecisionTable } from '../../src/commit/state.ts';
+import { ParticipantEngine, type EngineOptions, type PrepareCallback } from '../../src/participant/engine.ts';
+import type { PreparedRecord } from '../../src/participant/types.ts';
+import type { Prepare } from '../../src/transport/participant-rpc.ts';
+
+/**
+ * Broken coordinators the whole-system simulator must catch:
+ *   presume-abort-unlogged  answer an in-doubt participant ABORTED without logging it (breaks R3)
+ *   commit-on-majority      propose COMMIT on a majority of YES votes (breaks R2, AC2)
+ *   forget-before-acks      forget a decision once any participant acknowledged it (breaks R5)
+ *   abort-unlogged          answer a NO vote or a timeout ABORTED from memory and send ABORT
+ *                           once (the presumed abort before answers were logged): after a
+ *                           leader change the id can be begun again and COMMIT what a client
+ *                           was told ABORTED
+ */
+export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged';
+
+/** vote-before-sync: vote YES before the prepared record is durable (breaks R4); a crash then loses a YES. */
+export type ParticipantMutant = 'vote-before-sync';
+
+/** batch-drops-last: a decision batch decoder that loses the last Decide of every entry it reads. */
+export type BatchMutant = 'batch-drops-last';
+
+/** The state machine's batch decoder for a batch mutant (handed to NodeStateMachine). */
+export function batchDecoder(_m: BatchMutant): (data: Uint8Array) => BatchDecoded {
+  return (data) => {
+    const d = decodeDecisionBatch(data);
+    if (d.cmds === null) return d;
+    let i = d.cmds.length - 1;
+    while (i >= 0 && d.cmds[i].t !== 'decide') i--;
+    return i < 0 ? d : { cmds: d.cmds.filter((_, k) => k !== i), problem: null };
+  };
+}
+
+export const ENGINE_MUTANTS: readonly EngineMutant[] = ['presume-abort-unlogged', 'commit-on-majority', 'forget-before-acks', 'abort-unlogged'];
+export const PARTICIPANT_MUTANTS: readonly ParticipantMutant[] = ['vote-before-sync'];
+
+class MutantCoordinatorEngine extends CoordinatorEngine {
+  constructor(
+    table: DecisionTable,
+    io: EngineIO,
+    cfg: Partial<EngineConfig>,
+    private readonly mutant: EngineMutant,
+  ) {
+    super(table, io, cfg);
+  }
+
+  override begin(txnId: string, timeoutMs: number): { deadlineAtMs: number } {
+    // abort-unlogged: a transaction told ABORTED from memory answers a repeated Begin on this leader as the first did.
+    const t = this.txns.get(txnId);
+    if (this.mutant === 'abort-unlogged' && t !== undefined && t.outcome !== null && this.isLeader()) return { deadlineAtMs: t.deadlineAtMs };
+    return super.begin(txnId, timeoutMs);
+  }
+
+  protected override answerUndecided(txnId: string, participantId: string, cb: OutcomeCallback): void {
+    if (this.mutant === 'presume-abort-unlogged' && participantId !== '') return cb(null, { txnId, outcome: 'aborted', reason: 'mutant: presumed abort, not logged', decisionIndex: 0 });
+    super.answerUndecided(txnId, participantId, cb);
+  }
+
+  protected override countVote(t: Txn, m: Member): void {
+    if (this.mutant !== 'commit-on-majority') return super.countVote(t, m);
+    // COMMIT once more than half voted YES, ABORT once that is impossible.
+    const votes = [...t.members.values()];
+    const yes = votes.filter((x) => x.vote === 'yes').length;
+    if (yes * 2 > votes.length) return this.proposeCommit(t);
+    if (votes.every((x) => x.vote !== null)) this.decideAbort(t, 'mutant: no majority of YES votes', 'vote_no');
+  }
+
+  protected override proposeAbort(t: Txn): void {
+    if (this.mutant !== 'abort-unlogged') return super.proposeAbort(t);
+    // ABORTED from this leader's memory, which a leader change wipes; ABORT sent once.
+    t.phase = 'deciding';
+    t.outcome = 'abort';
+    const a = this.answerFor(t);
+    for (const w of t.waiters.splice(0)) w(null, a);
+    for (const m of t.members.values())
+      if (m.vote !== 'no') this.io.sendDecision(m.record, { txnId: t.id, participantId: m.record.id, outcome: 'abort', reason: t.reason }, this.cfg.rpcDeadlineMs, () => {});
+  }
+
+  protected override mayForget(t: Txn): boolean {
+    if (this.mutant !== 'forget-before-acks') return super.mayForget(t);
+    return [...t.members.values()].some((m) => m.acked) || t.members.size === 0;
+  }
+}
+
+/** The production coordinator engine, or the named broken one. */
+export function coordinatorEngine(table: DecisionTable, io: EngineIO, cfg: Partial<EngineConfig>, mutant: EngineMutant | undefined): CoordinatorEngine {
+  return mutant === undefined ? new CoordinatorEngine(table, io, cfg) : new MutantCoordinatorEngine(table, io, cfg, mutant);
+}
+
+class VoteBeforeSyncEngine extends ParticipantEngine {
+  /** Each PREPARE's timeout, by transaction, for when the YES is sent. */
+  private readonly timeoutsMs = new Map<string, number>();
+
+  override prepare(req: Prepare, cb: PrepareCallback): void {
+    // The first PREPARE's, as the engine acts on the first (a repeated one is answered from its state).
+    if (!this.timeoutsMs.has(req.txnId)) this.timeoutsMs.set(req.txnId, req.timeoutMs);
+    super.prepare(req, cb);
+  }
+
+  protected override prepareDurably(record: PreparedRecord, vote: (yes: boolean, reason?: string) => void): void {
+    const preparedAtMs = record.atMs;
+    const timeoutMs = this.timeoutsMs.get(record.txnId) ?? 0;
+    this.timeoutsMs.delete(record.txnId);
+    this.prepared.set(record.txnId, { preparedAtMs, askAtMs: preparedAtMs + Math.max(this.o.inDoubtAfterMs, timeoutMs) });
+    vote(true);
+    this.o.journal.append(record, () => (this.preparing -= 1));
+  }
+}
+
+/** The production participant engine, or the named broken one. */
+export function participantEngine(o: EngineOptions, mutant: ParticipantMutant | undefined): ParticipantEngine {
+  return mutant === 'vote-before-sync' ? new VoteBeforeSyncEngine(o) : new ParticipantEngine(o);
+}
