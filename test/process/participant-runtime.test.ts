@@ -153,7 +153,7 @@ describe('participant runtime against a fake cluster', () => {
     await r.registered;
     expect(follower.registrations.length).toBeGreaterThanOrEqual(1);
     expect(leader.registrations).toHaveLength(2);
-    expect(leader.registrations[1]).toEqual({ clusterId: CLUSTER, participantId: 'p1', endpoint: r.address });
+    expect(leader.registrations[1]).toEqual({ clusterId: CLUSTER, participantId: 'p1', endpoint: r.address, resourceKind: 'memory' });
   });
 
   it('serves Prepare and Decide over gRPC: YES, NO on a lock, ACK, and status codes with reasons', async () => {
