@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runFailover, type FailoverRun } from './failover.ts';
+import { failoverPlan, runFailover, type FailoverRun } from './failover.ts';
 import { killAllNow, stopAll } from './procs.ts';
 import { summarizeFailover } from './results.ts';
 
@@ -30,13 +30,7 @@ const dir = mkdtempSync(join(tmpdir(), 'verdict-failover-'));
 const results: FailoverRun[] = [];
 try {
   for (let i = 1; i <= runs; i++) {
-    const r = await runFailover(join(dir, `failover${i}`), `f${i}`, {
-      clients: 16,
-      participants: 2,
-      warmupMs: quick ? 1_000 : 2_000,
-      beforeKillMs: quick ? 1_500 : 3_000,
-      afterKillMs: quick ? 5_000 : 8_000,
-    });
+    const r = await runFailover(join(dir, `failover${i}`), `f${i}`, failoverPlan(quick));
     results.push(r);
     console.log(
       `run ${i}: killed ${r.killedLeader}; election ${r.electionMs} ms; in doubt ${r.inDoubt.pairs} pair(s), p99 ${r.inDoubt.p99Ms ?? '-'} ms, window ${r.inDoubt.windowMs ?? '-'} ms; ` +

@@ -38,6 +38,11 @@ export interface FailoverOptions {
   afterKillMs: number;
 }
 
+/** The failover run of the benchmark (the full run and bench/failover-only.ts alike): 3 nodes, 2 memory participants, 16 clients. */
+export function failoverPlan(quick: boolean): FailoverOptions {
+  return { clients: 16, participants: 2, warmupMs: quick ? 1_000 : 2_000, beforeKillMs: quick ? 1_500 : 3_000, afterKillMs: quick ? 5_000 : 8_000 };
+}
+
 export interface Timeline {
   bucketMs: number;
   /** Start of the first bucket, relative to the kill. */

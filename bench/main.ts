@@ -18,7 +18,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:os';
 import { join } from 'node:path';
-import { runFailover, type FailoverRun } from './failover.ts';
+import { failoverPlan, runFailover, type FailoverRun } from './failover.ts';
 import { measureFloors, type Floors } from './floors.ts';
 import { measureCliStatus, type CliTiming } from './cli-status.ts';
 import type { CommitLoad, LoadResult, RawLoad } from './loadgen.ts';
@@ -416,13 +416,7 @@ async function main(): Promise<void> {
       stepNo++;
       progress(`${tag()} start failover run ${i}/${s.failover_runs}: 3 nodes, 2 memory participants, 16 clients, SIGKILL of the leader`);
       const t0 = Date.now();
-      const r = await runFailover(join(dir, `failover${i}`), `f${i}`, {
-        clients: 16,
-        participants: 2,
-        warmupMs: QUICK ? 1_000 : 2_000,
-        beforeKillMs: QUICK ? 1_500 : 3_000,
-        afterKillMs: QUICK ? 5_000 : 8_000,
-      });
+      const r = await runFailover(join(dir, `failover${i}`), `f${i}`, failoverPlan(QUICK));
       runs.push(r);
       progress(
         `${tag()} done  failover run ${i}: killed ${r.killedLeader}; election ${r.electionMs} ms; in doubt at participants ${r.inDoubt.pairs} pair(s), window ${r.inDoubt.windowMs ?? '-'} ms; ` +

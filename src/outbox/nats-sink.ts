@@ -16,6 +16,7 @@ import type { Inbox, InboxResult } from './inbox.ts';
 import { decodeMessage, encodeMessage, MessageError, type OutboxMessage } from './message.ts';
 import pg from 'pg';
 import type { Queryable } from './schema.ts';
+import { connectPg } from './pg-connect.ts';
 import type { Sink } from './sink.ts';
 
 export const EPOCH_HEADER = 'Verdict-Epoch';
@@ -265,17 +266,4 @@ export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> 
       await nc.close().catch(() => {});
     },
   };
-}
-
-async function connectPg(url: string): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
-  // A connection cut under us (a database restart) surfaces on the next query; this keeps it from crashing the process.
-  c.on('error', () => {});
-  try {
-    await c.connect();
-  } catch (err) {
-    await c.end().catch(() => {});
-    throw err;
-  }
-  return c;
 }

@@ -18,6 +18,7 @@ import type { LeaseKeeper } from './lease-keeper.ts';
 import { PollingRelay } from './polling-relay.ts';
 import { explainMissingTable, type Queryable } from './schema.ts';
 import type { Sink } from './sink.ts';
+import { connectPg } from './pg-connect.ts';
 
 export interface RelayRunOptions {
   pgUrl: string;
@@ -53,17 +54,7 @@ class Db implements Queryable {
   constructor(private readonly url: string) {}
 
   async query<R extends Record<string, unknown> = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }> {
-    if (this.c === null) {
-      const c = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 5_000 });
-      c.on('error', () => {});
-      try {
-        await c.connect();
-      } catch (err) {
-        await c.end().catch(() => {});
-        throw err;
-      }
-      this.c = c;
-    }
+    if (this.c === null) this.c = await connectPg(this.url);
     try {
       return await this.c.query<R>(text, values);
     } catch (err) {
