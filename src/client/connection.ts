@@ -29,12 +29,25 @@ export interface BackoffOptions {
   multiplier: number;
 }
 
-export interface ConnectionOptions {
-  credentials?: grpc.ChannelCredentials;
-  /** Default bound on one call, every retry and pause included. */
+/**
+ * How long a call may take. Durations, not instants: a call started now
+ * ends by now + callTimeoutMs. The old names `deadlineMs` and
+ * `attemptDeadlineMs` are still read, deprecated, for one release
+ * (docs/operations.md); a new name given beside its old one wins.
+ */
+export interface CallBounds {
+  /** Bound on one call, every retry and pause included. */
+  callTimeoutMs?: number;
+  /** Bound on one attempt at one node, so a silent node leaves time for the others. */
+  attemptTimeoutMs?: number;
+  /** @deprecated Use `callTimeoutMs` (the same duration); read until the next release. */
   deadlineMs?: number;
-  /** Default bound on one attempt at one node, so a silent node leaves time for the others. */
+  /** @deprecated Use `attemptTimeoutMs` (the same duration); read until the next release. */
   attemptDeadlineMs?: number;
+}
+
+export interface ConnectionOptions extends CallBounds {
+  credentials?: grpc.ChannelCredentials;
   /** Leader hints followed per round; bounds ping-pong between nodes with stale views. */
   maxRedirects?: number;
   backoff?: Partial<BackoffOptions>;
@@ -42,15 +55,13 @@ export interface ConnectionOptions {
   random?: () => number;
 }
 
-export interface CallOptions {
-  deadlineMs?: number;
-  attemptDeadlineMs?: number;
+export interface CallOptions extends CallBounds {
   /** gRPC metadata sent with every attempt (e.g. `verdict-operator` for an operator's act). */
   metadata?: Record<string, string>;
 }
 
-export const DEFAULT_DEADLINE_MS = 10_000;
-export const DEFAULT_ATTEMPT_DEADLINE_MS = 5_000;
+export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+export const DEFAULT_ATTEMPT_TIMEOUT_MS = 5_000;
 export const DEFAULT_MAX_REDIRECTS = 3;
 export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 50, maxMs: 1_000, multiplier: 2 };
 /** Hints can add addresses; a bound keeps a misbehaving server from growing the list forever. */
@@ -65,8 +76,8 @@ export class CoordinatorConnection {
   /** Per node, the stream that carries Commits (src/client/commit-stream.ts). */
   private readonly commitStreams = new Map<string, CommitStream>();
   private readonly credentials: grpc.ChannelCredentials;
-  private readonly deadlineMs: number;
-  private readonly attemptDeadlineMs: number;
+  private readonly callTimeoutMs: number;
+  private readonly attemptTimeoutMs: number;
   private readonly maxRedirects: number;
   private readonly backoff: BackoffOptions;
   private readonly random: () => number;
@@ -79,8 +90,9 @@ export class CoordinatorConnection {
     for (const a of addresses) if (!isAddress(a)) throw invalidArgument(`"${a}" is not a host:port address`);
     this.addresses = [...new Set(addresses)].slice(0, ADDRESSES_MAX);
     this.credentials = options.credentials ?? grpc.credentials.createInsecure();
-    this.deadlineMs = positive(options.deadlineMs ?? DEFAULT_DEADLINE_MS, 'deadlineMs');
-    this.attemptDeadlineMs = positive(options.attemptDeadlineMs ?? DEFAULT_ATTEMPT_DEADLINE_MS, 'attemptDeadlineMs');
+    const bounds = callBounds(options);
+    this.callTimeoutMs = positive(bounds.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, 'callTimeoutMs');
+    this.attemptTimeoutMs = positive(bounds.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS, 'attemptTimeoutMs');
     this.maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
     this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
     this.random = options.random ?? Math.random;
@@ -92,8 +104,8 @@ export class CoordinatorConnection {
   }
 
   /** The bounds a call gets when it names none. */
-  get defaults(): Required<Omit<CallOptions, 'metadata'>> {
-    return { deadlineMs: this.deadlineMs, attemptDeadlineMs: this.attemptDeadlineMs };
+  get defaults(): { callTimeoutMs: number; attemptTimeoutMs: number } {
+    return { callTimeoutMs: this.callTimeoutMs, attemptTimeoutMs: this.attemptTimeoutMs };
   }
 
   get knownAddresses(): readonly string[] {
@@ -102,7 +114,7 @@ export class CoordinatorConnection {
 
   /**
    * Sends one Coordinator RPC, following redirects and retrying UNAVAILABLE
-   * and DEADLINE_EXCEEDED on other nodes until `deadlineMs`. Any other error
+   * and DEADLINE_EXCEEDED on other nodes for `callTimeoutMs`. Any other error
    * is the cluster's answer and surfaces at once as a VerdictError; running
    * out of time is a RetriesExhaustedError.
    *
@@ -113,8 +125,9 @@ export class CoordinatorConnection {
    */
   async call<M extends CoordinatorMethod>(method: M, request: RequestOf<M>, options: CallOptions = {}, retryRequest?: RequestOf<M>): Promise<ResponseOf<M>> {
     let req = request;
-    const deadlineAt = Date.now() + (options.deadlineMs ?? this.deadlineMs);
-    const attemptMs = options.attemptDeadlineMs ?? this.attemptDeadlineMs;
+    const bounds = callBounds(options);
+    const deadlineAtMs = Date.now() + (bounds.callTimeoutMs ?? this.callTimeoutMs);
+    const attemptMs = bounds.attemptTimeoutMs ?? this.attemptTimeoutMs;
     let last: string | undefined;
     let lastCode: StatusName = 'UNAVAILABLE';
     for (let round = 0; ; round++) {
@@ -123,7 +136,7 @@ export class CoordinatorConnection {
       let next: string | undefined = this.leader ?? this.addresses[0];
       while (next !== undefined) {
         this.checkOpen();
-        const remainingMs = deadlineAt - Date.now();
+        const remainingMs = deadlineAtMs - Date.now();
         if (remainingMs <= 0) break;
         const address: string = next;
         tried.add(address);
@@ -154,7 +167,7 @@ export class CoordinatorConnection {
           }
         }
       }
-      const remainingMs = deadlineAt - Date.now();
+      const remainingMs = deadlineAtMs - Date.now();
       if (remainingMs <= 0) {
         throw new RetriesExhaustedError(lastCode, `no node answered ${method} in time; last: ${last ?? 'no node was tried'}`);
       }
@@ -198,7 +211,7 @@ export class CoordinatorConnection {
     return c;
   }
 
-  private attempt<M extends CoordinatorMethod>(address: string, method: M, request: RequestOf<M>, deadlineMs: number, metadata?: Record<string, string>): Promise<ResponseOf<M>> {
+  private attempt<M extends CoordinatorMethod>(address: string, method: M, request: RequestOf<M>, timeoutMs: number, metadata?: Record<string, string>): Promise<ResponseOf<M>> {
     if (method === 'Commit' && metadata === undefined) {
       // The hot path: one message on the node's commit stream rather than a unary call; same answers, same errors.
       let s = this.commitStreams.get(address);
@@ -206,7 +219,7 @@ export class CoordinatorConnection {
         s = new CommitStream(this.client(address), address);
         this.commitStreams.set(address, s);
       }
-      return s.commit(request as RequestOf<'Commit'>, deadlineMs) as Promise<ResponseOf<M>>;
+      return s.commit(request as RequestOf<'Commit'>, timeoutMs) as Promise<ResponseOf<M>>;
     }
     const def = coordinatorService[method] as grpc.MethodDefinition<RequestOf<M>, ResponseOf<M>>;
     let md: grpc.Metadata | undefined;
@@ -214,7 +227,7 @@ export class CoordinatorConnection {
       md = new grpc.Metadata();
       for (const [k, v] of Object.entries(metadata)) md.set(k, v);
     }
-    return unaryCall(this.client(address), def, request, deadlineMs, md).catch((err: Error) => {
+    return unaryCall(this.client(address), def, request, timeoutMs, md).catch((err: Error) => {
       throw err.message === 'empty response' ? new VerdictError('INTERNAL', `empty ${method} response`, address) : err;
     });
   }
@@ -267,6 +280,16 @@ function describe(err: grpc.ServiceError, tls: boolean): string {
 
 function isAddress(a: string): boolean {
   return /^\S+:\d{1,5}$/.test(a);
+}
+
+/** The bounds under their current names, read from the deprecated ones where only those are given. */
+export function callBounds(o: CallBounds): { callTimeoutMs?: number; attemptTimeoutMs?: number } {
+  const out: { callTimeoutMs?: number; attemptTimeoutMs?: number } = {};
+  const callMs = o.callTimeoutMs ?? o.deadlineMs;
+  const attemptMs = o.attemptTimeoutMs ?? o.attemptDeadlineMs;
+  if (callMs !== undefined) out.callTimeoutMs = callMs;
+  if (attemptMs !== undefined) out.attemptTimeoutMs = attemptMs;
+  return out;
 }
 
 function positive(ms: number, name: string): number {
