@@ -12,6 +12,7 @@
 // attempts certainly did nothing is read from verdict-reason, never from
 // message text (docs/protocol-outcomes.md).
 import * as grpc from '@grpc/grpc-js';
+import { isAddress, LeaderFinder } from '../transport/leader-finder.ts';
 import { unaryCall } from '../transport/unary.ts';
 import { CommitStream } from './commit-stream.ts';
 import { explainConnectError } from '../transport/tls.ts';
@@ -64,43 +65,37 @@ export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 export const DEFAULT_ATTEMPT_TIMEOUT_MS = 5_000;
 export const DEFAULT_MAX_REDIRECTS = 3;
 export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 50, maxMs: 1_000, multiplier: 2 };
-/** Hints can add addresses; a bound keeps a misbehaving server from growing the list forever. */
-export const ADDRESSES_MAX = 64;
 
 /** Codes after which another node may still answer: the request was not refused. */
 const RETRYABLE: ReadonlySet<StatusName> = new Set<StatusName>(['UNAVAILABLE', 'DEADLINE_EXCEEDED']);
 
 export class CoordinatorConnection {
-  private readonly addresses: string[];
+  private readonly finder: LeaderFinder;
   private readonly clients = new Map<string, grpc.Client>();
   /** Per node, the stream that carries Commits (src/client/commit-stream.ts). */
   private readonly commitStreams = new Map<string, CommitStream>();
   private readonly credentials: grpc.ChannelCredentials;
   private readonly callTimeoutMs: number;
   private readonly attemptTimeoutMs: number;
-  private readonly maxRedirects: number;
   private readonly backoff: BackoffOptions;
   private readonly random: () => number;
-  /** The node that last answered (normally the leader); tried first. */
-  private leader: string | undefined;
   private closed = false;
 
   constructor(addresses: readonly string[], options: ConnectionOptions = {}) {
     if (addresses.length === 0) throw invalidArgument('a connection needs at least one node address (host:port)');
     for (const a of addresses) if (!isAddress(a)) throw invalidArgument(`"${a}" is not a host:port address`);
-    this.addresses = [...new Set(addresses)].slice(0, ADDRESSES_MAX);
+    this.finder = new LeaderFinder(addresses, { redirectsMax: options.maxRedirects ?? DEFAULT_MAX_REDIRECTS });
     this.credentials = options.credentials ?? grpc.credentials.createInsecure();
     const bounds = callBounds(options);
     this.callTimeoutMs = positive(bounds.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, 'callTimeoutMs');
     this.attemptTimeoutMs = positive(bounds.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS, 'attemptTimeoutMs');
-    this.maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
     this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
     this.random = options.random ?? Math.random;
   }
 
   /** The node the next call goes to first, if one is known. */
   get leaderAddress(): string | undefined {
-    return this.leader;
+    return this.finder.leader;
   }
 
   /** The bounds a call gets when it names none. */
@@ -109,7 +104,7 @@ export class CoordinatorConnection {
   }
 
   get knownAddresses(): readonly string[] {
-    return this.addresses;
+    return this.finder.addresses;
   }
 
   /**
@@ -130,20 +125,16 @@ export class CoordinatorConnection {
     const attemptMs = bounds.attemptTimeoutMs ?? this.attemptTimeoutMs;
     let last: string | undefined;
     let lastCode: StatusName = 'UNAVAILABLE';
-    for (let round = 0; ; round++) {
-      const tried = new Set<string>();
-      let redirects = 0;
-      let next: string | undefined = this.leader ?? this.addresses[0];
-      while (next !== undefined) {
+    const search = this.finder.search();
+    for (;;) {
+      for (let address = search.next(); address !== undefined; address = search.next()) {
         this.checkOpen();
         const remainingMs = deadlineAtMs - Date.now();
         if (remainingMs <= 0) break;
-        const address: string = next;
-        tried.add(address);
         const clipped = remainingMs < attemptMs;
         try {
           const response = await this.attempt(address, method, req, clipped ? remainingMs : attemptMs, options.metadata);
-          this.leader = address;
+          search.answered(address);
           return response;
         } catch (err) {
           if (err instanceof VerdictError) throw err;
@@ -151,27 +142,21 @@ export class CoordinatorConnection {
           const code = statusName(e.code);
           if (!RETRYABLE.has(code)) throw new VerdictError(code, e.details || e.message, address, refusalDetails(e));
           if (retryRequest !== undefined && !neverActedOn(e)) req = retryRequest;
+          const why = `${code} ${describe(e, this.credentials._isSecure())}`;
           // An attempt cut short by the call's own deadline says nothing about the node; keep the earlier, telling error.
           if (!(clipped && code === 'DEADLINE_EXCEEDED' && last !== undefined)) {
-            last = `${address}: ${code} ${describe(e, this.credentials._isSecure())}`;
+            last = `${address}: ${why}`;
             lastCode = code;
           }
-          if (this.leader === address) this.leader = undefined;
-          const hint = leaderHint(e);
-          if (hint !== undefined && hint !== address && redirects < this.maxRedirects && this.learn(hint)) {
-            redirects++;
-            this.leader = hint;
-            next = hint;
-          } else {
-            next = this.addresses.find((a) => !tried.has(a));
-          }
+          search.failed(address, why, leaderHint(e));
         }
       }
       const remainingMs = deadlineAtMs - Date.now();
       if (remainingMs <= 0) {
         throw new RetriesExhaustedError(lastCode, `no node answered ${method} in time; last: ${last ?? 'no node was tried'}`);
       }
-      await sleep(Math.min(remainingMs, this.pauseMs(round)));
+      await sleep(Math.min(remainingMs, this.pauseMs(search.round - 1)));
+      search.nextRound();
     }
   }
 
@@ -181,14 +166,6 @@ export class CoordinatorConnection {
     this.commitStreams.clear();
     for (const c of this.clients.values()) c.close();
     this.clients.clear();
-  }
-
-  /** Adds a hinted leader address to the list; false if it cannot be used. */
-  private learn(address: string): boolean {
-    if (this.addresses.includes(address)) return true;
-    if (!isAddress(address) || this.addresses.length >= ADDRESSES_MAX) return false;
-    this.addresses.push(address);
-    return true;
   }
 
   private pauseMs(round: number): number {
@@ -276,10 +253,6 @@ function metadataText(err: grpc.ServiceError, key: string): string | undefined {
 function describe(err: grpc.ServiceError, tls: boolean): string {
   const text = err.details || err.message;
   return /ECONNREFUSED/.test(text) ? '(connection refused)' : explainConnectError(text, tls);
-}
-
-function isAddress(a: string): boolean {
-  return /^\S+:\d{1,5}$/.test(a);
 }
 
 /** The bounds under their current names, read from the deprecated ones where only those are given. */
