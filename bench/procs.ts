@@ -297,7 +297,7 @@ export class BenchCluster {
         60_000,
         async () => {
           for (const [id, c] of this.participants) if (!isRunning(c)) throw new FatalError(`participant ${id} exited; its log ${c.logFile}:\n${logTail(c.logFile)}`);
-          const known = new Set((await client.participants({}, { deadlineMs: 2_000 })).map((p) => p.participantId));
+          const known = new Set((await client.participants({}, { callTimeoutMs: 2_000 })).map((p) => p.participantId));
           return ids.every((id) => known.has(id)) ? true : undefined;
         },
         200,

@@ -150,7 +150,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     participantId: p.id,
     endpoint: p.endpoint,
     registeredAtMs: p.registeredAtMs,
-    lastSeenMs: 0,
+    lastSeenAtMs: 0,
     inDoubt: 0,
     resourceKind: p.resourceKind,
     connection: '',
@@ -216,7 +216,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
           const out: ListParticipantsResponse = {
             participants: [...table.participants.values()].map((p) => ({
               ...participantInfo(p),
-              lastSeenMs: activity.get(p.id)?.lastSeenMs ?? 0,
+              lastSeenAtMs: activity.get(p.id)?.lastSeenMs ?? 0,
               inDoubt: activity.get(p.id)?.inDoubt ?? 0,
               connection: call.request.withActivity ? (deps.connection?.(p.endpoint) ?? '') : '',
             })),
@@ -230,7 +230,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       if (refused) return cb(refused);
       try {
         const { deadlineAtMs } = engine.begin(call.request.txnId, call.request.timeoutMs);
-        cb(null, { txnId: call.request.txnId, deadlineMs: deadlineAtMs, leaderId: cfg.nodeId });
+        cb(null, { txnId: call.request.txnId, deadlineAtMs, leaderId: cfg.nodeId });
       } catch (err) {
         if (err instanceof EngineError) return cb(fail(err));
         throw err;

@@ -52,7 +52,7 @@ export function leaseApi(deps: LeaseServiceDeps): Pick<CoordinatorHandlers, Leas
           // The proposer's callback fires right after its entry applied, so `last` is that entry's result.
           const res = leases.last;
           if (res === null || res.index !== index) return cb(toServiceError(cfg, new Error(`${kind}: the result of index ${index} is gone; retry`)));
-          cb(null, { granted: res.granted, reason: res.reason, lease: res.lease, clockMs: res.clockMs });
+          cb(null, { granted: res.granted, reason: res.reason, lease: res.lease, clockAtMs: res.clockMs });
         },
       );
     };

@@ -22,7 +22,7 @@ import type { PoolClient } from 'pg';
 import { describePgError, describeSetupError, PostgresConfigError } from '../postgres-sql.ts';
 import type { PgTxnClient } from '../postgres.ts';
 import { SILENT_LOG, withDefaults, type Clock, type EngineLog, type Resource, type ResourceVote, type TxnId } from '../types.ts';
-import { barrierStep, ttlProblem, zeroCounts, type BarrierOp, type BranchState, type HeldReserve, type TccBranch, type TccCounts, type TccReserves, type TccTryResult } from './barrier.ts';
+import { barrierStep, TccResourceBase, ttlProblem, type BarrierOp, type BranchState, type TccBranch, type TccTryResult } from './barrier.ts';
 
 export const TCC_BARRIER_TABLE = 'verdict_tcc_barrier';
 
@@ -55,15 +55,15 @@ interface Held {
   expiresAtMs: number | null;
 }
 
-export class PostgresTccResource implements Resource, TccReserves {
+export class PostgresTccResource extends TccResourceBase implements Resource {
   private readonly o: Required<Omit<PostgresTccOptions, 'log'>>;
   private readonly log: EngineLog;
   private readonly pool: pg.Pool;
   private readonly held = new Map<TxnId, Held>();
   private readonly locks = new Map<TxnId, Promise<void>>();
-  private readonly counts = zeroCounts();
 
   private constructor(o: Required<Omit<PostgresTccOptions, 'log'>>, log: EngineLog) {
+    super();
     this.o = o;
     this.log = log;
     this.pool = new pg.Pool({
@@ -107,24 +107,8 @@ export class PostgresTccResource implements Resource, TccReserves {
     );
   }
 
-  commit(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.settle(txnId, 'confirm', cb);
-  }
-
-  abort(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.settle(txnId, 'cancel', cb);
-  }
-
-  abortUnprepared(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.settle(txnId, 'cancel', cb);
-  }
-
-  heldReserves(): HeldReserve[] {
-    return [...this.held].map(([txnId, h]) => ({ txnId, expiresAtMs: h.expiresAtMs }));
-  }
-
-  tccCounts(): TccCounts {
-    return { ...this.counts, held: this.held.size };
+  protected heldBranches(): ReadonlyMap<TxnId, { expiresAtMs: number | null }> {
+    return this.held;
   }
 
   /** The barrier state of a branch of this participant (for tests and tools). */
@@ -151,7 +135,7 @@ export class PostgresTccResource implements Resource, TccReserves {
     await this.pool.end();
   }
 
-  private settle(txnId: TxnId, op: 'confirm' | 'cancel', cb: (err: Error | null) => void): void {
+  protected settle(txnId: TxnId, op: 'confirm' | 'cancel', cb: (err: Error | null) => void): void {
     this.step(txnId, op, null).then(
       (refusal) => cb(refusal === null ? null : new Error(refusal)),
       (err: unknown) => cb(err instanceof Error ? err : new Error(String(err))),
