@@ -466,9 +466,35 @@ export class Raft {
    * later than an ordinary election timeout would be.
    */
   private leaderLostDelayTicks(): number {
-    const rivals = [...this.config.ids()].filter((id) => id !== this.lostLeader).sort();
-    const rank = Math.max(0, rivals.indexOf(this.id));
+    const rank = Math.max(0, this.rankOf(this.id));
     return Math.min(this.cfg.electionTicks, 1 + rank * LEADER_LOST_RANK_TICKS + this.cfg.random(LEADER_LOST_JITTER_TICKS));
+  }
+
+  /** Our place in the order of campaigns after the loss of lostLeader (0 goes first). */
+  private rankOf(id: NodeId): number {
+    return [...this.config.ids()]
+      .filter((x) => x !== this.lostLeader)
+      .sort()
+      .indexOf(id);
+  }
+
+  /**
+   * Two survivors of a leader loss that pre-vote at once would each grant
+   * the other's pre-vote (neither hears a leader), both become candidates
+   * and split the vote. So while this node pre-votes after a leader loss it
+   * refuses the pre-vote of a rival that comes after it in the order, unless
+   * the rival's log is more up to date than ours (then ours could not win,
+   * and we grant and step back). Refusing a pre-vote only ever delays an
+   * election, and only for the few quick campaigns (LEADER_LOST_CAMPAIGNS_MAX).
+   */
+  private yieldsNoPreVote(m: Message): boolean {
+    if (this.role !== Role.PreCandidate || this.lostLeader === NONE) return false;
+    const mine = this.rankOf(this.id);
+    const theirs = this.rankOf(m.from);
+    if (mine < 0 || theirs < 0 || mine > theirs) return false;
+    const lastTerm = this.log.lastTerm();
+    const theirsNewer = m.logTerm > lastTerm || (m.logTerm === lastTerm && m.index > this.log.lastIndex());
+    return !theirsNewer;
   }
 
   private quickTimeout(): void {
@@ -596,6 +622,10 @@ export class Raft {
         return;
       case MT.Vote:
       case MT.PreVote: {
+        if (m.type === MT.PreVote && this.yieldsNoPreVote(m)) {
+          this.send(message({ type: MT.PreVoteResp, to: m.from, term: this.term, reject: true }));
+          return;
+        }
         const canVote = this.vote === m.from || (this.vote === NONE && this.lead === NONE) || (m.type === MT.PreVote && m.term > this.term);
         const respType = m.type === MT.Vote ? MT.VoteResp : MT.PreVoteResp;
         // A recovering node's log is not evidence of what it acknowledged.
@@ -604,6 +634,10 @@ export class Raft {
           if (m.type === MT.Vote) {
             this.electionElapsed = 0;
             this.vote = m.from;
+          } else if (this.role === Role.PreCandidate && this.lostLeader !== NONE) {
+            // We just helped a rival after the same leader loss: step back
+            // rather than compete with it for the other votes (a split).
+            this.becomeFollower(this.term, NONE);
           }
         } else {
           this.send(message({ type: respType, to: m.from, term: this.term, reject: true }));

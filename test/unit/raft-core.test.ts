@@ -788,20 +788,33 @@ describe("raft core: a broken stream to the leader (the transport's Unreachable)
     for (const id of rest) expect(net.node(id).raft.term).toBe(term + 1);
   });
 
-  it('a split vote after a leader loss (both campaigned at once) is retried at the ranked delay, not after a full election timeout', () => {
+  it('two survivors that pre-vote at the same moment do not split: the first in the order refuses the other, which grants and steps back', () => {
     const net = leaderDied(44);
     const term = net.node('n2').raft.term;
     for (const id of ['n2', 'n3']) net.node(id).reportUnreachable('n1');
-    // Both pass the pre-vote and vote for themselves in term + 1: a split.
     net.node('n2').campaign();
     net.node('n3').campaign();
     net.stabilize();
-    expect(net.leaders().filter((id) => id !== 'n1')).toEqual([]);
-    expect(net.node('n2').raft.term).toBe(term + 1);
-    // An ordinary timeout would need at least ELECTION_TICKS more ticks.
-    net.tick(['n2', 'n3'], LEADER_LOST_JITTER_TICKS + 1);
     expect(net.leaders().filter((id) => id !== 'n1')).toEqual(['n2']);
-    expect(net.node('n2').raft.term).toBe(term + 2);
+    for (const id of ['n2', 'n3']) expect(net.node(id).raft.term).toBe(term + 1);
+    expect(net.sent.some((m) => m.from === 'n2' && m.to === 'n3' && m.type === MT.PreVoteResp && m.reject)).toBe(true);
+  });
+
+  it('the first in the order yields when its log is behind: the rival with the newer log wins', () => {
+    const net = leaderDied(47);
+    net.heal();
+    // n2 misses an entry that n1 and n3 hold; then n1 dies.
+    net.cut.add('n1->n2');
+    net.propose('n1', 'only-n1-n3');
+    net.stabilize();
+    net.isolate('n1');
+    const term = net.node('n3').raft.term;
+    for (const id of ['n2', 'n3']) net.node(id).reportUnreachable('n1');
+    net.node('n2').campaign();
+    net.node('n3').campaign();
+    net.stabilize();
+    expect(net.leaders().filter((id) => id !== 'n1')).toEqual(['n3']);
+    expect(net.node('n3').raft.term).toBe(term + 1);
   });
 
   it('quick campaigns are bounded: a follower cut off from everyone falls back to the randomized election timeout', () => {
