@@ -45,6 +45,11 @@ export const PERSIST_QUEUE_MAX = 1024;
 export interface DiskLogStoreOptions {
   /** Segment size before a roll-over (tests use small ones). */
   segmentBytes?: number;
+  /**
+   * Write the mark after the segment's fdatasync instead of beside it (the
+   * order before the two-field mark): for bench/store-sync.ts's A/B only.
+   */
+  markAfterSegment?: boolean;
 }
 
 /** What the open found that an operator should hear about (the node logs it). */
@@ -144,6 +149,7 @@ export class DiskLogStore implements LogStore {
     bounds: LogBounds,
     firstSeq: number,
     markedIndex: number,
+    private readonly markBesideSegment: boolean,
   ) {
     this.bounds = bounds;
     this.firstSeq = firstSeq;
@@ -209,7 +215,7 @@ export class DiskLogStore implements LogStore {
         // What was read back is synced (SegmentLog.open syncs the last segment), so the next mark may claim it.
         acked: recoverIndex > 0 ? { index: recoverIndex, term: recoverIndex === ls.highWaterIndex ? ls.highWaterTerm : 0 } : { index: lastIndex, term: lastTerm },
       };
-      const store = new DiskLogStore(db, wal, dbPath, bounds, ls.firstSeq, ls.highWaterIndex);
+      const store = new DiskLogStore(db, wal, dbPath, bounds, ls.firstSeq, ls.highWaterIndex, opts.markAfterSegment !== true);
       const report: OpenReport = { truncated, migratedFrom, highWater: { index: ls.highWaterIndex, term: ls.highWaterTerm }, mayHoldIndex: ls.mayHoldIndex, lastIndex };
       return { store, recovered: { hardState, snapshot: meta.snapshot, entries, recoverIndex }, report };
     } catch (err) {
@@ -348,7 +354,7 @@ export class DiskLogStore implements LogStore {
       snapshotOp: null,
       meta: [],
       mark: null,
-      parallel: batch.snapshot === null && batch.localSnapshot === null,
+      parallel: this.markBesideSegment && batch.snapshot === null && batch.localSnapshot === null,
       storedCommit: null,
       compactTo: batch.compactTo,
       sync: batch.sync,
