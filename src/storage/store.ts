@@ -42,6 +42,13 @@ import type { LogStore, PersistBatch, RecoveredState, StorageIdentity } from './
  */
 export const PERSIST_QUEUE_MAX = 1024;
 
+/**
+ * How long the store stays idle before it writes the confirmation. Under
+ * load the next batch's mark comes sooner and makes it unnecessary; a
+ * confirmation written at once would hold up that mark behind its own sync.
+ */
+export const CONFIRM_DELAY_MS = 10;
+
 export interface DiskLogStoreOptions {
   /** Segment size before a roll-over (tests use small ones). */
   segmentBytes?: number;
@@ -137,6 +144,8 @@ export class DiskLogStore implements LogStore {
   private markedIndex: number;
   /** The commit index in the last hard state record issued to LevelDB. */
   private storedCommit: number;
+  /** The pending confirmation (see confirm()); cleared by the next batch. */
+  private confirmTimer: ReturnType<typeof setTimeout> | null = null;
   /** Set by the first failed write: later batches are not written, or the log could get a hole. */
   private failure: Error | null = null;
   private closed = false;
@@ -231,6 +240,7 @@ export class DiskLogStore implements LogStore {
     const plan = this.plan(batch);
     this.inFlight += 1;
     this.queued += 1;
+    this.cancelConfirm();
     const write = this.tail.then(async () => {
       this.queued -= 1;
       if (this.failure) throw this.failure;
@@ -261,6 +271,8 @@ export class DiskLogStore implements LogStore {
     if (this.closed) return;
     this.closed = true;
     await this.tail;
+    // A clean stop leaves the mark covering everything synced.
+    if (this.cancelConfirm()) this.confirm();
     await this.levelTail;
     await this.wal.close();
     await this.db.close();
@@ -292,13 +304,28 @@ export class DiskLogStore implements LogStore {
       if (ops.length > 0) await this.levelWrite(ops, sync);
     }
     if (p.compactTo > 0) await this.wal.compact(p.compactTo);
-    if (this.queued === 0) this.confirm();
+    if (this.queued === 0 && !this.closed) {
+      this.confirmTimer = setTimeout(() => {
+        this.confirmTimer = null;
+        this.confirm();
+      }, CONFIRM_DELAY_MS);
+      this.confirmTimer.unref();
+    } else if (this.queued === 0) this.confirm();
+  }
+
+  /** Drops the pending confirmation; true when there was one. */
+  private cancelConfirm(): boolean {
+    if (this.confirmTimer === null) return false;
+    clearTimeout(this.confirmTimer);
+    this.confirmTimer = null;
+    return true;
   }
 
   /**
-   * The store is idle and the last mark's "acknowledged through" lags the
-   * synced log by one batch: a synced write moves it up, off the critical
-   * path (the batch was acknowledged already). Without it a disk that later
+   * The store has been idle for CONFIRM_DELAY_MS (or is closing) and the
+   * last mark's "acknowledged through" lags the synced log by one batch: a
+   * synced write moves it up, off the critical path (the batch was
+   * acknowledged already). Without it a disk that later
    * lost that batch would look like an ordinary crash. It also stores the
    * commit index a batch with entries held back (see plan()).
    */
