@@ -16,6 +16,7 @@
 
 import { Rng } from '../../src/raft/rng.ts';
 import { emptySnapshot, type Entry, type HardState, type Snapshot } from '../../src/raft/types.ts';
+import { CONFIRM_DELAY_MS } from '../../src/storage/store.ts';
 import type { LogStore, PersistBatch, RecoveredState } from '../../src/storage/types.ts';
 import type { EventQueue } from './event-queue.ts';
 
@@ -114,6 +115,8 @@ export class SimDisk implements LogStore {
   private inFlight: Pending[] = [];
   private epoch = 0;
   private lastDoneAt = 0;
+  /** Batches accepted so far: a pending confirmation is dropped when another arrives. */
+  private persists = 0;
   /** The durable two-field mark. */
   private mark: SimMark = { acked: 0, mayHold: 0 };
   /** A record of the durable log is damaged: recover() refuses until repair(). */
@@ -135,6 +138,7 @@ export class SimDisk implements LogStore {
 
   persist(batch: PersistBatch, onSynced: (err: Error | null) => void): void {
     const epoch = this.epoch;
+    this.persists++;
     this.inFlight.push(batch);
     // FIFO like a real log device: a write never completes before an earlier one.
     const doneAt = Math.max(this.q.now + 1 + this.rng.int(4) + (batch.sync ? this.slowMs : 0), this.lastDoneAt);
@@ -154,7 +158,11 @@ export class SimDisk implements LogStore {
       }
       this.writes++;
       if (!this.lies) onSynced(null);
-      if (this.inFlight.length === 0 && !this.lies) this.confirm(epoch);
+      if (this.inFlight.length === 0 && !this.lies) {
+        // The real store waits CONFIRM_DELAY_MS of idleness; a batch in between makes it unnecessary.
+        const persists = this.persists;
+        this.q.after(CONFIRM_DELAY_MS, () => epoch === this.epoch && persists === this.persists && this.confirm(epoch));
+      }
     });
   }
 
