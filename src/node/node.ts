@@ -29,8 +29,8 @@ import { Rng } from '../raft/rng.ts';
 import { DiskLogStore, type OpenReport } from '../storage/store.ts';
 import { checkDataDir, DataDirError, explainOpenError } from '../storage/data-dir.ts';
 import { GrpcTransport, SERVER_OPTIONS } from '../transport/grpc.ts';
-import { packageDefinition as raftPackageDefinition, raftNodeService } from '../transport/proto.ts';
-import { coordinatorPackageDefinition, coordinatorService } from '../transport/coordinator-rpc.ts';
+import { packageDefinition as raftPackageDefinition } from '../transport/proto.ts';
+import { coordinatorPackageDefinition } from '../transport/coordinator-rpc.ts';
 import { addHealth, addReflection, MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
 import type { LogStore } from '../storage/types.ts';
 import { CoordinatorEngine } from '../commit/engine.ts';
@@ -41,21 +41,16 @@ import { NodeCore } from './core.ts';
 import { watchCore, watchedLinks, type WatchOptions } from './core-observer.ts';
 import { entryProblem, NodeStateMachine, snapshotProblem } from './machine.ts';
 import { raftMembers } from './members.ts';
-import { coordinatorApi } from './coordinator-service.ts';
-import { leaseApi } from './lease-service.ts';
-import { commitStreamHandler } from './commit-stream.ts';
-import { ClientQuota, RAFT_NODE_CHECKS, Refusals, withClientLimits, withFieldChecks } from './limits.ts';
-import { guardService, type EdgeOptions } from '../transport/validate.ts';
-import type { CommitAnswer, NodeMetrics } from './metrics.ts';
+import { Refusals } from './limits.ts';
+import type { NodeMetrics } from './metrics.ts';
 import { ParticipantLink } from './participant-link.ts';
 import { loadNodeTls } from './node-tls.ts';
 import { Access, OPEN_POLICY } from '../transport/auth.ts';
 import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
-import { membershipApi } from './membership-service.ts';
-import { putStreamHandler } from './put-stream.ts';
-import { raftNodeApi, REQUEST_TIMEOUT_MS, shuttingDown, transferLeadership, transferWaitMs } from './raft-node-service.ts';
+import { REQUEST_TIMEOUT_MS, shuttingDown, transferLeadership, transferWaitMs } from './raft-node-service.ts';
 import { sagaWiring } from './saga-service.ts';
-import { sagaPackageDefinition, sagasService } from '../transport/saga-rpc.ts';
+import { addNodeServices } from './node-services.ts';
+import { sagaPackageDefinition } from '../transport/saga-rpc.ts';
 import { consoleHandler, type ConsoleDeps } from '../console/api.ts';
 import { PeerHealth } from '../console/peer-health.ts';
 import { ConsoleListenError, serveConsole, type ConsoleServer } from '../console/server.ts';
@@ -327,58 +322,17 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const refusal = (): grpc.ServiceError | null => (draining ? shuttingDown(members, d.isLeader() ? handOffTo : d.leader()) : null);
 
   transport.register(server);
-  // The client-facing services check every request at the edge (docs/limits.md):
-  // its size and encoding (src/transport/validate.ts), its fields and the client's share (./limits.ts).
-  const edge: EdgeOptions = {
-    requestBytesMax: cfg.requestBytesMax,
-    onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
-  };
-  const raftNodeChecked = withFieldChecks(
-    { ...raftNodeApi(cfg, members, d as Driver<unknown>, machine, address, access), ...membershipApi(cfg, members, d as Driver<unknown>, access, (id) => machine.table.participants.has(id)) },
-    RAFT_NODE_CHECKS,
-    refusals,
-  );
-  // PutStream runs every streamed Put through the checked unary Put handler.
-  const putStreams = putStreamHandler(raftNodeChecked.Put, {
-    unreadMax: cfg.streamUnreadMax,
+  const streams = addNodeServices(server, {
+    cfg,
+    core: c,
+    address,
     access,
-    onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `put stream cut off: ${details}`),
+    refusals,
+    sagas: sagaSide,
+    refusal,
+    connection: (endpoint) => link.connection(endpoint),
+    observeCommit: (seconds, answer) => metrics?.observeCommit(seconds, answer),
   });
-  const raftNode = guardService(raftNodeService, { ...raftNodeChecked, PutStream: putStreams.handler }, edge);
-  server.addService(raftNode.definition, raftNode.implementation);
-  const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
-  const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, eng, cfg.inFlightMax);
-  const coordinator = withClientLimits(
-    {
-      ...coordinatorApi({
-        cfg,
-        members,
-        driver: d as Driver<unknown>,
-        engine: eng,
-        table: machine.table,
-        address,
-        access,
-        metrics: { observeCommit },
-        refusal,
-        connection: (endpoint) => link.connection(endpoint),
-      }),
-      ...leaseApi({ members, driver: d as Driver<unknown>, leases: machine.leases, nowMs: () => Date.now() }),
-    },
-    {
-      quota,
-      refusals,
-      nowMs: () => Date.now(),
-    },
-  );
-  // CommitStream runs every streamed Commit through the unary Commit handler.
-  const commitStreams = commitStreamHandler(coordinator.Commit, {
-    unreadMax: cfg.streamUnreadMax,
-    onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `commit stream cut off: ${details}`),
-  });
-  const coordinatorEdge = guardService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler }, edge);
-  server.addService(coordinatorEdge.definition, coordinatorEdge.implementation);
-  const sagasEdge = guardService(sagasService, sagaSide.handlers, edge);
-  server.addService(sagasEdge.definition, sagasEdge.implementation);
 
   const ticker = setInterval(() => c.tick(), cfg.tickMs);
 
@@ -416,8 +370,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       peerHealth?.close();
       await transport.close();
       // Clients' commit streams would otherwise hold the server for its whole grace period.
-      commitStreams.endAll();
-      putStreams.endAll();
+      streams.endAll();
       await shutdownServer(server, SERVER_SHUTDOWN_GRACE_MS);
       // Waits for every batch already handed to LevelDB to be synced.
       await store.close();
