@@ -203,6 +203,17 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
     return gidOf(this.prefix, txnId);
   }
 
+  /**
+   * Whether T's PREPARE TRANSACTION alone is its durable prepared state: true
+   * when T's gid spells T's id, so recovery finds T in pg_prepared_xacts
+   * without the journal. A hashed gid (a long txn id) names T only through
+   * the journal, whose prepared record is then synced before the vote.
+   */
+  durableAtPrepare(txnId: TxnId): boolean {
+    const parsed = parseGid(this.prefix, this.gid(txnId));
+    return parsed.kind === 'readable' && parsed.txnId === txnId;
+  }
+
   describeError(err: unknown): string {
     return describePgError(err);
   }

@@ -404,7 +404,8 @@ export async function openPreparedParticipant<R extends PreparedResource>(o: {
       fold: state,
       isRecord: isTxnRecord,
       compactAfterRecords: o.compactAfterRecords,
-      deferred: isDecisionRecord,
+      // A prepared record the database already holds durably under a readable gid waits for company too.
+      deferred: (r) => isDecisionRecord(r) || (r.kind === 'prepared' && resource.durableAtPrepare?.(r.txnId) === true),
       log: o.log,
     });
   } catch (err) {

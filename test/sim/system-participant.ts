@@ -35,11 +35,12 @@ export class SimJournal<R = TxnRecord> {
     private readonly rng: Rng,
   ) {}
 
-  append(record: R, cb: (err: Error | null) => void): void {
+  /** `deferred`: the record waits for company before its sync (FileJournal's deferred records), so it reaches the disk up to 10 ms later. */
+  append(record: R, cb: (err: Error | null) => void, deferred = false): void {
     const epoch = this.epoch;
     this.inFlight.push(record);
     // FIFO like a log file: an append never completes before an earlier one.
-    const doneAt = Math.max(this.q.now + 1 + this.rng.int(3) + this.slowMs, this.lastDoneAt);
+    const doneAt = Math.max(this.q.now + 1 + this.rng.int(3) + this.slowMs + (deferred ? this.rng.int(11) : 0), this.lastDoneAt);
     this.lastDoneAt = doneAt;
     this.q.at(doneAt, () => {
       if (epoch !== this.epoch) return;
