@@ -2,7 +2,8 @@
 //
 //   (none) ──PREPARE, resource yes, journal synced──▶ prepared ──DECISION──▶ committed | aborted
 //
-// (journal synced, or the resource's own prepare durable: durableAtPrepare)
+// ("journal synced" is the resource's own durable prepare instead when the
+// resource says it finds T again without the journal: durableAtPrepare.)
 //
 // PURE: no disk, sockets, timers, Date.now() or Math.random(). Time comes
 // from the Clock, delays from the Schedule, I/O through the Resource, the
