@@ -27,15 +27,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CommitLoad, LoadResult } from './loadgen.ts';
 import { measurePgDirect, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg } from './pg.ts';
-import { BenchCluster, killAllNow, runJsonChild, stopAll, type Child } from './procs.ts';
-
-function flag(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} needs a positive integer, not ${process.argv[i + 1] ?? '(nothing)'}`);
-  return v;
-}
+import { BenchCluster, intFlag as flag, killAllNow, runJsonChild, stopAll, type Child } from './procs.ts';
 
 const NODES = flag('nodes', 3);
 const PARTICIPANTS = flag('participants', 2);

@@ -18,14 +18,7 @@ import { startParticipant } from '../src/participant/runtime.ts';
 import { ParticipantClient } from '../src/transport/participant-rpc.ts';
 import { fakeCluster } from '../test/pg/fake-cluster.ts';
 import { sql, startPostgres } from '../test/pg/harness.ts';
-
-function flag(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} needs a positive integer, not ${process.argv[i + 1] ?? '(nothing)'}`);
-  return v;
-}
+import { intFlag as flag } from './procs.ts';
 
 const CLIENTS = flag('clients', 16);
 const MEASURE_MS = flag('measure-ms', 8_000);

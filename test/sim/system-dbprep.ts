@@ -26,7 +26,7 @@ import type { ParsedGid } from '../../src/participant/postgres-gid.ts';
 import { isTxnRecord, reconcile, TxnJournalState, type PreparedGid } from '../../src/participant/prepared-recovery.ts';
 import { isDecisionRecord, type Outcome, type Resource, type ResourceVote, type TxnId, type TxnRecord } from '../../src/participant/types.ts';
 import { participantEngine } from './protocol-mutants.ts';
-import type { ParticipantWiring, SimParticipant } from './system-participant.ts';
+import { simEngineOptions, type ParticipantWiring, type SimParticipant } from './system-participant.ts';
 import type { Inc } from './system-rpc.ts';
 
 export type DbMutant = 'db-no-adopt' | 'db-hashed-unsynced';
@@ -134,28 +134,7 @@ export function startSimDbParticipant(p: SimParticipant, db: SimDatabase, w: Par
   });
   // As openPreparedParticipant sets FileJournal's deferred: decisions, and prepared records the database holds.
   const deferred = (r: TxnRecord): boolean => isDecisionRecord(r) || (r.kind === 'prepared' && resource.durableAtPrepare?.(r.txnId) === true);
-  const engine: ParticipantEngine = participantEngine(
-    {
-      clusterId: w.clusterId,
-      participantId: p.id,
-      resource,
-      journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb, deferred(r)) },
-      clock: { nowMs: () => w.q.now },
-      schedule: (delayMs, fn) => {
-        let cancelled = false;
-        w.q.after(delayMs, () => !cancelled && inc.alive && fn());
-        return () => (cancelled = true);
-      },
-      askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
-      log: w.log?.(inc),
-      inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000,
-      sweepIntervalMs: 500,
-      askBackoffMinMs: 100,
-      askBackoffMaxMs: 1_000,
-      forgetAborts: w.forgetAborts,
-    },
-    w.mutant,
-  );
+  const engine: ParticipantEngine = participantEngine({ ...simEngineOptions(p, w, inc), resource, journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb, deferred(r)) } }, w.mutant);
   engine.recover(records);
   engine.start();
   p.engine = engine;
