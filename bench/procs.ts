@@ -38,6 +38,15 @@ function profileFlags(name: string): string[] {
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** `--name N` of a bench script's command line: a positive integer, or fallback when absent; anything else refused. */
+export function intFlag(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} needs a positive integer, not ${process.argv[i + 1] ?? '(nothing)'}`);
+  return v;
+}
+
 export interface Exit {
   code: number | null;
   signal: NodeJS.Signals | null;

@@ -13,16 +13,8 @@ import { join } from 'node:path';
 import { measureEtcdAnchor } from './etcd-anchor.ts';
 import type { FsyncFloor } from './floor-child.ts';
 import type { LoadResult, RawLoad } from './loadgen.ts';
-import { BenchCluster, killAllNow, runJsonChild, stopAll } from './procs.ts';
+import { BenchCluster, intFlag as flag, killAllNow, runJsonChild, stopAll } from './procs.ts';
 import { etcdRatios } from './results.ts';
-
-function flag(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} needs a positive integer, not ${process.argv[i + 1] ?? '(nothing)'}`);
-  return v;
-}
 
 const WARMUP_MS = flag('warmup-ms', 20_000);
 const MEASURE_MS = flag('measure-ms', 10_000);

@@ -35,6 +35,7 @@ import { SystemChecker } from './system-checker.ts';
 import { scheduleFault, type FaultWorld } from './system-faults.ts';
 import { crashSimParticipant, SimJournal, startSimParticipant, type ParticipantWiring, type SimParticipant } from './system-participant.ts';
 import { SimClient, type ClientEnv } from './system-client.ts';
+import { DB_MUTANTS, SimDatabase, startSimDbParticipant, type DbMutant } from './system-dbprep.ts';
 import { checkTcc, crashSimTcc, newSimTcc, startSimTccParticipant, type SimTcc, type TccMutant } from './system-tcc.ts';
 import { DEAD, redirect, SimRpc, type CallCoordinator, type Inc, type Reply, type RpcError } from './system-rpc.ts';
 import { CRASH_POINTS, type CrashPoint, type CrashPointName, type Mutant, type SystemResult, type SystemScenario, type TxnPlan } from './system-scenario.ts';
@@ -112,6 +113,8 @@ interface SysParticipant extends SimParticipant {
   registered: boolean;
   /** A TCC participant (SystemScenario.tcc): its TCC journal and resource (test/sim/system-tcc.ts). */
   tcc?: SimTcc;
+  /** A participant over a database (SystemScenario.dbPrepare): outlives its crashes (test/sim/system-dbprep.ts). */
+  db?: SimDatabase;
   /**
    * Per node: the transactions this incarnation voted YES for at that node's
    * request and has not seen decided by it, as the Exchange stream of
@@ -182,6 +185,7 @@ export class SystemWorld implements FaultWorld {
       };
       // TCC runs: every other participant is a TCC one, so transactions mix TCC and memory participants.
       if (sc.tcc === true && idx % 2 === 0) p.tcc = newSimTcc(this.q, this.rng);
+      if (sc.dbPrepare === true && idx % 2 === 0) p.db = new SimDatabase();
       this.parts.push(p);
       this.startParticipant(p);
     }
@@ -483,6 +487,11 @@ export class SystemWorld implements FaultWorld {
       forgetAborts: this.sc.participantsWait !== true && this.parts.indexOf(p) % 2 === 1,
       inDoubtAfterMs: this.sc.participantsWait === true ? Number.MAX_SAFE_INTEGER : undefined,
     };
+    if (p.db !== undefined) {
+      startSimDbParticipant(p, p.db, { ...wiring, dbMutant: dbMutant(this.sc.mutant) });
+      this.ext?.participantStarted(p.id);
+      return;
+    }
     if (p.tcc === undefined) {
       startSimParticipant(p, wiring);
       this.ext?.participantStarted(p.id);
@@ -831,6 +840,10 @@ function engineMutant(m: Mutant | undefined): EngineMutant | undefined {
 
 function tccMutant(m: Mutant | undefined): TccMutant | undefined {
   return m === 'tcc-no-barrier' || m === 'tcc-cancel-on-timer' ? m : undefined;
+}
+
+function dbMutant(m: Mutant | undefined): DbMutant | undefined {
+  return DB_MUTANTS.find((x) => x === m);
 }
 
 function participantMutant(m: Mutant | undefined): ParticipantMutant | undefined {

@@ -19,7 +19,7 @@
 // the other). Settled rows are deleted after the retention (24 h by default).
 import pg from 'pg';
 import type { PoolClient } from 'pg';
-import { describePgError, describeSetupError, PostgresConfigError } from '../postgres-sql.ts';
+import { describePgError, PostgresConfigError, setUpOrRefuse } from '../postgres-sql.ts';
 import type { PgTxnClient } from '../postgres.ts';
 import { SILENT_LOG, withDefaults, type Clock, type EngineLog, type Resource, type ResourceVote, type TxnId } from '../types.ts';
 import { barrierStep, TccResourceBase, ttlProblem, type BarrierOp, type BranchState, type TccBranch, type TccTryResult } from './barrier.ts';
@@ -83,7 +83,7 @@ export class PostgresTccResource extends TccResourceBase implements Resource {
       { ...opts, log: undefined },
     ) as Required<Omit<PostgresTccOptions, 'log'>>;
     const r = new PostgresTccResource(o, opts.log ?? SILENT_LOG);
-    try {
+    await setUpOrRefuse({ url: o.url, tables: [TCC_BARRIER_TABLE], close: () => r.pool.end() }, async () => {
       if (!(Number.isInteger(o.concurrency) && o.concurrency >= 1)) throw new PostgresConfigError(`TCC concurrency must be a positive integer, not ${o.concurrency}`);
       await ensureBarrierTable(r.pool);
       const rows = await r.pool.query<{ txn_id: string; expires_at_ms: string | null }>(`SELECT txn_id, expires_at_ms FROM ${TCC_BARRIER_TABLE} WHERE branch = $1 AND state = 'tried' LIMIT $2`, [
@@ -92,11 +92,7 @@ export class PostgresTccResource extends TccResourceBase implements Resource {
       ]);
       if (rows.rows.length > o.heldMax) throw new PostgresConfigError(`more than ${o.heldMax} TCC reserves are held in ${TCC_BARRIER_TABLE} for ${o.participantId}; raise heldMax`);
       for (const row of rows.rows) r.held.set(row.txn_id, { expiresAtMs: row.expires_at_ms === null ? null : Number(row.expires_at_ms) });
-    } catch (err) {
-      await r.pool.end();
-      if (err instanceof PostgresConfigError) throw err;
-      throw new PostgresConfigError(describeSetupError(err, o.url, [TCC_BARRIER_TABLE]));
-    }
+    });
     return r;
   }
 
