@@ -5,8 +5,8 @@
 // only wires real time, disk and network to it, plus what operators use:
 // gRPC health and reflection, optional Prometheus metrics, and a graceful
 // stop (new PREPAREs get NO, requests in flight finish first).
-import { readFile, writeFile, rename } from 'node:fs/promises';
 import { checkDataDir, DataDirError } from '../storage/data-dir.ts';
+import { claimDir, StorageIdentityError } from '../storage/dir-identity.ts';
 import { guardService, Refusals } from '../transport/validate.ts';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -111,8 +111,6 @@ export class RegistrationRefusedError extends Error {
   }
 }
 
-const IDENTITY_FILE = 'participant.json';
-
 type PostgresKit = typeof import('./postgres-kit.ts');
 
 /**
@@ -163,7 +161,13 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     if (err instanceof DataDirError) throw new ParticipantStartupError(err.message);
     throw err;
   }
-  await checkIdentity(o.dataDir, o.clusterId, o.participantId);
+  try {
+    // R7: the directory belongs to one (cluster id, participant id); another owner is refused before anything is opened.
+    await claimDir(o.dataDir, { clusterId: o.clusterId, role: 'participant', id: o.participantId }, 'use another --data directory');
+  } catch (err) {
+    if (err instanceof StorageIdentityError) throw new ParticipantStartupError(err.message);
+    throw err;
+  }
 
   // A database resource (PostgreSQL, MySQL) holds the prepared state itself; its journal holds no data.
   if ([o.postgres, o.mysql, o.tcc].filter((r) => r !== undefined).length > 1) throw new ParticipantStartupError('a participant has one resource: give one of postgres, mysql and tcc');
@@ -386,34 +390,6 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     })());
 
   return { address, engine, resource, registered, metricsAddress: metricsServer?.address ?? null, stop };
-}
-
-/** R7: a data directory belongs to one (cluster id, participant id); another identity is refused before anything is touched. */
-async function checkIdentity(dataDir: string, clusterId: string, participantId: string): Promise<void> {
-  const path = join(dataDir, IDENTITY_FILE);
-  let text: string | null = null;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  if (text === null) {
-    const tmp = `${path}.tmp`;
-    await writeFile(tmp, `${JSON.stringify({ clusterId, participantId })}\n`, { flush: true });
-    await rename(tmp, path);
-    return;
-  }
-  let id: { clusterId?: unknown; participantId?: unknown };
-  try {
-    id = JSON.parse(text) as typeof id;
-  } catch {
-    throw new ParticipantStartupError(`${path} is not valid JSON; it names the participant this data directory belongs to`);
-  }
-  if (id.clusterId !== clusterId || id.participantId !== participantId) {
-    throw new ParticipantStartupError(
-      `data directory ${dataDir} belongs to participant "${String(id.participantId)}" of cluster "${String(id.clusterId)}", not "${participantId}" of "${clusterId}"; use another --data directory`,
-    );
-  }
 }
 
 function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCredentials): Promise<number> {
