@@ -8,6 +8,7 @@
 // on the application SDK. It finds the
 // leader itself: a follower answers UNAVAILABLE with the leader's address in
 // the `verdict-leader-address` metadata, and the link follows it.
+import type { ClusterQuestions } from './compose.ts';
 import * as grpc from '@grpc/grpc-js';
 import { unaryCall } from '../transport/unary.ts';
 import {
@@ -102,6 +103,22 @@ export class ClusterLink {
       if (r.txnId !== '' && r.txnId !== txnId) throw new Error(`cluster answered about ${r.txnId} when asked to abort ${txnId}`);
       return r;
     });
+  }
+
+  /** The two questions as the callbacks the engine and the reserve watcher take (src/participant/compose.ts). */
+  questions(participantId: string): ClusterQuestions {
+    return {
+      askOutcome: (txnId, cb) =>
+        this.outcome(txnId, participantId).then(
+          (r) => cb(null, toClusterOutcome(r.outcome)),
+          (err: Error) => cb(err, 'unknown'),
+        ),
+      askAbort: (txnId, reason, cb) =>
+        this.abort(txnId, reason).then(
+          (r) => cb(null, toClusterOutcome(r.outcome)),
+          (err: Error) => cb(err, 'unknown'),
+        ),
+    };
   }
 
   /** Reports an operator's heuristic act (R4); answers the cluster's comparison (HEURCOM, HEURRB, HEURMIX, HEURHAZ). */

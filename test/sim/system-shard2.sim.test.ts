@@ -87,6 +87,17 @@ const TEETH: Tooth[] = [
   // last Decide of every entry on every node: the nodes agree with each other, so only the end-to-end
   // checks can see it (a decision that never applies leaves its participants in doubt).
   { mutant: 'batch-drops-last', what: '(f) a decision batch decoder that drops the last Decide of an entry', expect: /^t=\d+ms: AC4 termination: /, arb: systemScenarioArb, seedsMax: 500 },
+  // Issue 13: the SDK's begin rule (src/client/retry-policy.ts), which the simulator's clients run, re-sending begin on a
+  // retry after an attempt that may have reached a leader. The engine refuses to begin a decided id, so it shows once the
+  // decision is forgotten (no tombstones): the id is begun afresh, and participants that applied the first decision disagree
+  // with those that apply the second.
+  {
+    mutant: 'begin-on-retry',
+    what: '(g) a Commit retried with begin after an attempt of unknown fate',
+    expect: /^t=\d+ms: AC1 agreement: (?!\S+ refused)/,
+    arb: noTombstones,
+    seedsMax: 1_000,
+  },
 ];
 
 for (const [i, tooth] of TEETH.entries()) {

@@ -21,7 +21,7 @@ import { Driver } from '../../src/node/driver.ts';
 import { NodeStateMachine } from '../../src/node/machine.ts';
 import { ProposalBatcher } from '../../src/node/proposal-batcher.ts';
 import type { ParticipantEngine } from '../../src/participant/engine.ts';
-import { batchDecoder, coordinatorEngine, ENGINE_MUTANTS, PARTICIPANT_MUTANTS, type EngineMutant, type ParticipantMutant } from './protocol-mutants.ts';
+import { batchDecoder, beginRule, coordinatorEngine, ENGINE_MUTANTS, PARTICIPANT_MUTANTS, type EngineMutant, type ParticipantMutant } from './protocol-mutants.ts';
 import { ParticipantError, type ClusterOutcome } from '../../src/participant/types.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
@@ -619,6 +619,7 @@ export class SystemWorld implements FaultWorld {
       refusedAsDecided: (txnId, recorded) => this.checker.clientRefusedAsDecided(txnId, recorded),
       refused: (txnId, call, err) => this.checker.violation(`client: ${call}(${txnId}) refused: ${err.code}: ${err.message}`),
       log: (line) => this.log(line),
+      beginRule: beginRule(this.sc.mutant === 'begin-on-retry' ? this.sc.mutant : undefined),
     };
   }
 
