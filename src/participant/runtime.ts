@@ -1,8 +1,9 @@
 // The real participant process: the journal on disk, the memory resource and
 // the engine rebuilt from it, `verdict.participant.Participant` served over
 // gRPC, registration with the cluster, and the in-doubt recovery loop asking
-// Coordinator.GetOutcome. The engine holds every protocol decision; this file
-// only wires real time, disk and network to it, plus what operators use:
+// Coordinator.GetOutcome. The engine holds every protocol decision, and
+// compose.ts wires it to the resource (as the simulator does); this file
+// gives that real time, disk and network, plus what operators use:
 // gRPC health and reflection, optional Prometheus metrics, and a graceful
 // stop (new PREPAREs get NO, requests in flight finish first).
 import { checkDataDir, DataDirError } from '../storage/data-dir.ts';
