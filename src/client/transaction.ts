@@ -9,7 +9,7 @@
 // reaches a second leader after the first one vanished is the same
 // transaction, and the cluster answers with the same outcome. When no answer
 // arrives at all we throw OutcomeUnknownError instead of guessing.
-import type { CoordinatorConnection, CallOptions } from './connection.ts';
+import { callBounds, type CoordinatorConnection, type CallOptions } from './connection.ts';
 import type { CommitRequest, Enlistment, OutcomeName, TxnOutcome } from '../transport/coordinator-rpc.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
 import { invalidArgument, OutcomeUnknownError, RetriesExhaustedError, VerdictError } from './errors.ts';
@@ -49,14 +49,19 @@ export class Transaction {
     readonly txnId: string,
     /** The transaction's timeout asked at begin; 0 for the cluster's default. */
     readonly timeoutMs: number,
-    /** The cluster's deadline for the transaction, as Begin reported it; 0 when it was not begun with Begin. */
-    readonly deadlineMs: number,
+    /** When the cluster aborts the transaction if it is still undecided (its clock, ms since the epoch), as Begin reported it; 0 when it was not begun with Begin. */
+    readonly deadlineAtMs: number,
     /** The leader that answered Begin; '' when it was not begun with Begin. */
     readonly leaderId: string,
     /** False for a transaction not begun on the cluster yet (VerdictClient.transaction()). */
     begun = true,
   ) {
     this.beginRule = new BeginRule(begun);
+  }
+
+  /** @deprecated The same instant as `deadlineAtMs`; kept until the next release. */
+  get deadlineMs(): number {
+    return this.deadlineAtMs;
   }
 
   get participantIds(): string[] {
@@ -88,7 +93,7 @@ export class Transaction {
       this.beginRule.begins ? { txnId: this.txnId, participants, begin: true, timeoutMs: this.timeoutMs } : { txnId: this.txnId, participants, begin: false, timeoutMs: 0 };
     let answer: TxnOutcome;
     try {
-      answer = await this.connection.call('Commit', request(), { ...this.commitBounds(), ...options }, (failure) => {
+      answer = await this.connection.call('Commit', request(), { ...this.commitBounds(), ...callBounds(options), metadata: options.metadata }, (failure) => {
         this.beginRule.attempted(failure);
         return request();
       });
@@ -126,7 +131,7 @@ export class Transaction {
     if (this.timeoutMs === 0) return {};
     const d = this.connection.defaults;
     const needMs = this.timeoutMs + COMMIT_GRACE_MS;
-    return { attemptDeadlineMs: Math.max(d.attemptDeadlineMs, needMs), deadlineMs: Math.max(d.deadlineMs, needMs) };
+    return { attemptTimeoutMs: Math.max(d.attemptTimeoutMs, needMs), callTimeoutMs: Math.max(d.callTimeoutMs, needMs) };
   }
 }
 

@@ -10,14 +10,16 @@
 // the `verdict-leader-address` metadata, and the link follows it.
 import type { ClusterQuestions } from './compose.ts';
 import * as grpc from '@grpc/grpc-js';
+import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../transport/leader-finder.ts';
 import { unaryCall } from '../transport/unary.ts';
 import {
   coordinatorService,
   type AbortRequest,
-  LEADER_ADDRESS_KEY,
   type OutcomeName as OutcomeValue,
   type ParticipantInfo,
   type OutcomeRequest,
+  type OutcomesRequest,
+  type OutcomesResponse,
   type RegisterParticipantRequest,
   type RegisterParticipantResponse,
   type ReportHeuristicRequest,
@@ -25,7 +27,7 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import { raftNodeService, type NodeStatus, type StatusRequest } from '../transport/proto.ts';
-import { withDefaults, type ClusterOutcome } from './types.ts';
+import { withDefaults, type AskedOutcome, type AskOutcome, type AskOutcomes, type ClusterOutcome } from './types.ts';
 
 export type { OutcomeValue };
 
@@ -42,11 +44,12 @@ export interface CoordinatorParticipantHandlers extends grpc.UntypedServiceImple
 export const coordinatorParticipantService = {
   RegisterParticipant: coordinatorService.RegisterParticipant,
   GetOutcome: coordinatorService.GetOutcome,
+  GetOutcomes: coordinatorService.GetOutcomes,
   ReportHeuristic: coordinatorService.ReportHeuristic,
   Abort: coordinatorService.Abort,
 } as unknown as grpc.ServiceDefinition<CoordinatorParticipantHandlers>;
 
-type LinkMethod = 'RegisterParticipant' | 'GetOutcome' | 'ReportHeuristic' | 'Abort';
+type LinkMethod = 'RegisterParticipant' | 'GetOutcome' | 'GetOutcomes' | 'ReportHeuristic' | 'Abort';
 
 export function toClusterOutcome(o: OutcomeValue): ClusterOutcome {
   switch (o) {
@@ -74,14 +77,15 @@ const EXTRA_CHANNELS_MAX = 8;
 export class ClusterLink {
   private readonly o: Required<ClusterLinkOptions>;
   private readonly clients = new Map<string, grpc.Client>();
-  /** The last address that answered as leader, or that a follower named. Tried first. */
-  private leaderHint: string | null = null;
+  /** The configured endpoints, and the last address that answered as leader or that a follower named (tried first). */
+  private readonly finder: LeaderFinder;
   private next = 0;
   private closed = false;
 
   constructor(o: ClusterLinkOptions) {
     if (o.endpoints.length === 0) throw new Error('the cluster link needs at least one endpoint');
     this.o = withDefaults({ deadlineMs: 3_000, credentials: grpc.credentials.createInsecure() }, { ...o, endpoints: [...o.endpoints] });
+    this.finder = new LeaderFinder(this.o.endpoints, { redirectsMax: 2, addressesMax: this.o.endpoints.length + EXTRA_CHANNELS_MAX });
   }
 
   /** `resourceKind`: what the participant keeps its data in (memory, postgres, ...); omitted, the cluster records "unknown". */
@@ -97,6 +101,22 @@ export class ClusterLink {
     });
   }
 
+  /**
+   * What the cluster says about each of txnIds (GetOutcomes), asked as an
+   * in-doubt participant: one answer per id, in order, an outcome or the
+   * error that id alone got. Rejects when the whole call failed (a follower
+   * with no leader, or a cluster too old to know GetOutcomes: UNIMPLEMENTED).
+   */
+  async outcomes(txnIds: string[], participantId: string): Promise<(TxnOutcome | Error)[]> {
+    const r = await this.call<OutcomesRequest, OutcomesResponse>('GetOutcomes', { txnIds, participantId });
+    if (r.answers.length !== txnIds.length) throw new Error(`cluster answered ${r.answers.length} of ${txnIds.length} outcome questions`);
+    return r.answers.map((a, i) => {
+      if (a.code !== 0 || a.outcome === null) return new Error(`${a.code} ${a.details || 'no outcome'}`);
+      if (a.outcome.txnId !== '' && a.outcome.txnId !== txnIds[i]) return new Error(`cluster answered about ${a.outcome.txnId} when asked about ${txnIds[i]}`);
+      return a.outcome;
+    });
+  }
+
   /** Asks the cluster to decide ABORT unless T is decided (or being decided); answers what the log says. */
   abort(txnId: string, reason: string): Promise<TxnOutcome> {
     return this.call<AbortRequest, TxnOutcome>('Abort', { txnId, reason }).then((r) => {
@@ -106,13 +126,38 @@ export class ClusterLink {
   }
 
   /** The two questions as the callbacks the engine and the reserve watcher take (src/participant/compose.ts). */
-  questions(participantId: string): ClusterQuestions {
+  questions(participantId: string, onUnimplemented: () => void = () => {}): ClusterQuestions {
+    const askOutcome: AskOutcome = (txnId, cb) =>
+      this.outcome(txnId, participantId).then(
+        (r) => cb(null, toClusterOutcome(r.outcome)),
+        (err: Error) => cb(err, 'unknown'),
+      );
+    // One question per round for all in-doubt transactions (GetOutcomes); a cluster that does not know it yet is asked one by one.
+    let batchedAsks = true;
+    const askOutcomes: AskOutcomes = (txnIds, cb) => {
+      const single = (): void => {
+        const answers = new Map<string, AskedOutcome>();
+        let left = txnIds.length;
+        for (const txnId of txnIds)
+          askOutcome(txnId, (err, outcome) => {
+            answers.set(txnId, { err, outcome });
+            if (--left === 0) cb(null, answers);
+          });
+      };
+      if (!batchedAsks) return single();
+      this.outcomes(txnIds, participantId).then(
+        (rs) => cb(null, new Map(rs.map((r, i) => [txnIds[i], r instanceof Error ? { err: r, outcome: 'unknown' } : { err: null, outcome: toClusterOutcome(r.outcome) }]))),
+        (err: Error & { code?: number }) => {
+          if (err.code !== grpc.status.UNIMPLEMENTED) return cb(err, new Map());
+          batchedAsks = false;
+          onUnimplemented();
+          single();
+        },
+      );
+    };
     return {
-      askOutcome: (txnId, cb) =>
-        this.outcome(txnId, participantId).then(
-          (r) => cb(null, toClusterOutcome(r.outcome)),
-          (err: Error) => cb(err, 'unknown'),
-        ),
+      askOutcome,
+      askOutcomes,
       askAbort: (txnId, reason, cb) =>
         this.abort(txnId, reason).then(
           (r) => cb(null, toClusterOutcome(r.outcome)),
@@ -157,36 +202,32 @@ export class ClusterLink {
   }
 
   /**
-   * One attempt: the leader hint first, then every endpoint once, following
-   * redirects; a bounded number of tries. Rejects with the last error; the
-   * caller decides when to try again.
+   * One attempt: the known leader first, then every endpoint once, following
+   * up to two redirects (src/transport/leader-finder.ts). Rejects with the
+   * last error; the caller decides when to try again.
    */
   private async call<Req, Res>(name: LinkMethod, req: Req): Promise<Res> {
-    const triesMax = this.o.endpoints.length + 2;
-    let lastErr: Error = new Error('no endpoint tried');
-    let redirect: string | null = null;
-    for (let i = 0; i < triesMax; i++) {
-      if (this.closed) throw new Error('cluster link is closed');
-      const address: string = redirect ?? (i === 0 && this.leaderHint !== null ? this.leaderHint : this.o.endpoints[this.next++ % this.o.endpoints.length]);
-      redirect = null;
-      try {
-        const res = await this.unary<Req, Res>(address, name, req);
-        this.leaderHint = address;
-        return res;
-      } catch (err) {
-        lastErr = err as Error;
-        const e = err as Partial<grpc.ServiceError>;
-        const named = e.metadata?.get(LEADER_ADDRESS_KEY)[0];
-        if (e.code === grpc.status.UNAVAILABLE && typeof named === 'string' && named !== '' && named !== address) {
-          this.leaderHint = redirect = named;
-        } else if (this.leaderHint === address) {
-          this.leaderHint = null;
-        }
-        // Anything but "unreachable" or "not the leader" is the cluster's answer: retrying elsewhere would not change it.
-        if (e.code !== undefined && e.code !== grpc.status.UNAVAILABLE && e.code !== grpc.status.DEADLINE_EXCEEDED) throw err;
-      }
+    try {
+      return await callLeader(
+        this.finder,
+        (address) => {
+          if (this.closed) throw new Error('cluster link is closed');
+          return this.unary<Req, Res>(address, name, req);
+        },
+        {
+          // Anything but "unreachable" or "not the leader" is the cluster's answer: retrying elsewhere would not change it.
+          retryable: (err) => {
+            const e = err as Partial<grpc.ServiceError>;
+            if (e.code !== grpc.status.UNAVAILABLE && e.code !== grpc.status.DEADLINE_EXCEEDED) return null;
+            return { why: e.details || (e.message ?? ''), hint: e.code === grpc.status.UNAVAILABLE ? namedLeader(err) : undefined };
+          },
+          roundsMax: 1,
+          pauseMs: () => 0,
+        },
+      );
+    } catch (err) {
+      throw err instanceof NoLeaderError && err.last instanceof Error ? err.last : err;
     }
-    throw lastErr;
   }
 
   private client(address: string): grpc.Client {

@@ -61,6 +61,18 @@ export interface Resource {
    * engine ACKs the ABORT whatever happens (nothing was promised for T).
    */
   abortUnprepared?(txnId: TxnId, cb: (err: Error | null) => void): void;
+  /**
+   * Optional: true when the resource's own prepare of T is durable by the
+   * time it answers yes, and is found again after a crash by T's id alone,
+   * with no help from the journal (PostgreSQL flushes PREPARE TRANSACTION to
+   * its WAL and lists T in pg_prepared_xacts under a gid that spells T's id).
+   * The engine then votes YES without waiting for the journal's sync: R4 is
+   * kept by the resource, and the prepared record is journaled unsynced.
+   * A resource answering true also answers a COMMIT for a T it no longer
+   * holds prepared from what it committed (the PostgreSQL commit marker),
+   * since after a crash the journal may not know T at all.
+   */
+  durableAtPrepare?(txnId: TxnId): boolean;
 }
 
 /** Append-only and durable: when cb fires with null the record survives a crash. */
@@ -77,6 +89,17 @@ export type Schedule = (delayMs: number, fn: () => void) => () => void;
 
 /** Asks the cluster for T's outcome as a participant in doubt (R3: the leader logs ABORT if nothing is decided). */
 export type AskOutcome = (txnId: TxnId, cb: (err: Error | null, outcome: ClusterOutcome) => void) => void;
+/** One answer of a batched question: the outcome of one id, or why it is not known (asked again later). */
+export interface AskedOutcome {
+  err: Error | null;
+  outcome: ClusterOutcome;
+}
+/**
+ * Many outcome questions in one (Coordinator.GetOutcomes): `err` when the
+ * whole question failed (no leader yet), else one answer per asked id (an id
+ * missing from the map is asked again later).
+ */
+export type AskOutcomes = (txnIds: TxnId[], cb: (err: Error | null, answers: Map<TxnId, AskedOutcome>) => void) => void;
 
 /** Error codes the runtime maps one to one onto gRPC status codes. */
 export type ParticipantErrorCode = 'INVALID_ARGUMENT' | 'FAILED_PRECONDITION' | 'UNAVAILABLE' | 'RESOURCE_EXHAUSTED' | 'PERMISSION_DENIED';

@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { LOCAL_MESSAGES, MessageType, NONE, type EntryType, type Message, type NodeId } from '../raft/types.ts';
 import { PeerLink } from './peer.ts';
-import { fromWire, raftService, streamMethod, type RaftHandlers, type WireBatch, type WireStreamAck } from './proto.ts';
+import { fromWire, raftService, streamMethod, WireDecodeError, type RaftHandlers, type WireBatch, type WireStreamAck } from './proto.ts';
 import { checkEnvelope, checkMessage, clip, DEFAULT_EDGE_LIMITS, RELAYED_TYPES, type RaftEdgeLimits, type RaftEdgeView, type Refusal } from './raft-edge.ts';
 import { RefusalLog } from './refusal-log.ts';
 import type { InboundHandler, Transport, UnreachableHandler } from './types.ts';
@@ -283,16 +283,26 @@ export class GrpcTransport implements Transport {
       const messages = this.admit(frame, view);
       if (messages.length > 0) this.o.onMessages(messages);
     });
-    call.on('end', () => finish(null));
+    // A peer's stream that ends or fails means the peer (maybe our leader) went away: a SIGKILLed
+    // process resets its sockets at once, and this side may notice before our own stream to it breaks.
+    const lost = (): void => {
+      if (authorized !== null && this.closePromise === null) this.reportUnreachable(authorized);
+    };
+    call.on('end', () => {
+      lost();
+      finish(null);
+    });
     // A failed read of the stream: nothing more will come; the status callback may still reach the sender.
     call.on('error', (err) => {
       this.log.debug({ peer: call.getPeer(), err: err.message }, 'inbound Raft stream failed');
+      lost();
       finish({ code: grpc.status.CANCELLED, details: 'stream failed' });
     });
     // The client went away (cancelled, connection lost): nobody will read a
     // status, but the stream must leave `inbound` or the set would grow with
     // every reconnect. grpc-js also emits 'end' today; this does not rely on it.
     call.on('cancelled', () => {
+      if (!done) lost();
       done = true;
       this.inbound.delete(finish);
     });
@@ -320,7 +330,11 @@ export class GrpcTransport implements Transport {
         r = checkMessage(w, b, view, this.o.edgeLimits ?? DEFAULT_EDGE_LIMITS);
         if (r === null) out.push(fromWire(w));
       } catch (err) {
-        r = { reason: 'undecodable', field: '', detail: `message not decodable: ${(err as Error).message}` };
+        // A WireDecodeError names the field; anything else thrown while decoding a peer's bytes is refused the same way, never fatal.
+        r =
+          err instanceof WireDecodeError
+            ? { reason: 'undecodable', field: err.field, detail: `message not decodable: ${err.message}` }
+            : { reason: 'undecodable', field: '', detail: `message not decodable: ${(err as Error).message}` };
       }
       if (r !== null) this.refusals.refuse(b.from, { ...r, field: `messages[${i}]${r.field ? `.${r.field}` : ''}` }, { type: MessageType[w?.type] ?? clip(w?.type) });
     }

@@ -9,7 +9,7 @@
 // process, over these and the world's clock and network.
 
 import { composeParticipant, type ComposedParticipant, type ParticipantParts } from '../../src/participant/compose.ts';
-import type { ParticipantEngine } from '../../src/participant/engine.ts';
+import type { EngineOptions, ParticipantEngine } from '../../src/participant/engine.ts';
 import type { TccReserves } from '../../src/participant/tcc/barrier.ts';
 import type { AskAbort } from '../../src/participant/tcc/expiry.ts';
 import { participantEngine, type ParticipantMutant } from './protocol-mutants.ts';
@@ -40,11 +40,12 @@ export class SimJournal<R = TxnRecord> {
     private readonly rng: Rng,
   ) {}
 
-  append(record: R, cb: (err: Error | null) => void): void {
+  /** `deferred`: the record waits for company before its sync (FileJournal's deferred records), so it reaches the disk up to 10 ms later. */
+  append(record: R, cb: (err: Error | null) => void, deferred = false): void {
     const epoch = this.epoch;
     this.inFlight.push(record);
     // FIFO like a log file: an append never completes before an earlier one.
-    const doneAt = Math.max(this.q.now + 1 + this.rng.int(3) + this.slowMs, this.lastDoneAt);
+    const doneAt = Math.max(this.q.now + 1 + this.rng.int(3) + this.slowMs + (deferred ? this.rng.int(11) : 0), this.lastDoneAt);
     this.lastDoneAt = doneAt;
     this.q.at(doneAt, () => {
       if (epoch !== this.epoch) return;
@@ -121,6 +122,23 @@ export interface ParticipantWiring {
   forgetAborts?: boolean;
   /** How long a prepared transaction waits for its DECISION before the participant asks (default 1 s). */
   inDoubtAfterMs?: number;
+}
+
+/** What every simulated participant's engine gets from the world, for incarnation `inc`: ids, time, the cluster, the usual timings. */
+export function simEngineOptions(p: SimParticipant, w: ParticipantWiring, inc: Inc): Omit<EngineOptions, 'resource' | 'journal'> {
+  return {
+    clusterId: w.clusterId,
+    participantId: p.id,
+    clock: { nowMs: () => w.q.now },
+    schedule: simSchedule(w.q, inc),
+    askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
+    log: w.log?.(inc),
+    inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000,
+    sweepIntervalMs: 500,
+    askBackoffMinMs: 100,
+    askBackoffMaxMs: 1_000,
+    forgetAborts: w.forgetAborts,
+  };
 }
 
 /**

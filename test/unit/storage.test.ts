@@ -27,6 +27,7 @@ import type { PersistBatch, RecoveredState, StorageIdentity } from '../../src/st
 import { applyBatch as simApplyBatch } from '../sim/sim-disk.ts';
 import { CRASH_IDENTITY, CRASH_TERM, crashPayload } from './fixtures/storage-payload.ts';
 import { killWhileWriting } from './fixtures/kill-writer.ts';
+import { BATCH_ENTRIES as WRITER_BATCH_ENTRIES } from './fixtures/storage-writer-batch.ts';
 import { segmentFiles, walIndexes } from './fixtures/wal-files.ts';
 
 const ID: StorageIdentity = { clusterId: 'alpha', nodeId: 'n1' };
@@ -582,10 +583,15 @@ describe('DiskLogStore: SIGKILL while writing', () => {
 
     const { recovered, report } = await openStore(dir, CRASH_IDENTITY);
     const { entries } = recovered;
-    // The mark is written (synced) before onSynced, so it covers every batch
-    // the node could have acknowledged, and never claims more than the log holds.
-    expect(report.highWater.index).toBeGreaterThanOrEqual(syncedLast);
+    // The mark is written (synced) beside each batch's segment sync, before
+    // onSynced: "may hold up to" covers every batch the node could have
+    // acknowledged, "acknowledged through" every batch before the last one
+    // (the next mark or the idle confirmation covers that), and neither
+    // claims more than the log holds, so the crash is an ordinary one.
+    expect(report.mayHoldIndex).toBeGreaterThanOrEqual(syncedLast);
+    expect(report.highWater.index).toBeGreaterThanOrEqual(syncedLast - WRITER_BATCH_ENTRIES);
     expect(report.highWater.index).toBeLessThanOrEqual(entries.length);
+    expect(recovered.recoverIndex).toBe(0);
     expect(recovered.snapshot.metadata.index).toBe(0);
     expect(entries.length).toBeGreaterThanOrEqual(syncedLast);
     entries.forEach((e, i) => {
