@@ -18,8 +18,6 @@ import {
   type OutcomeName as OutcomeValue,
   type ParticipantInfo,
   type OutcomeRequest,
-  type OutcomesRequest,
-  type OutcomesResponse,
   type RegisterParticipantRequest,
   type RegisterParticipantResponse,
   type ReportHeuristicRequest,
@@ -27,7 +25,7 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import { raftNodeService, type NodeStatus, type StatusRequest } from '../transport/proto.ts';
-import { withDefaults, type AskedOutcome, type AskOutcome, type AskOutcomes, type ClusterOutcome } from './types.ts';
+import { withDefaults, type AskOutcome, type ClusterOutcome } from './types.ts';
 
 export type { OutcomeValue };
 
@@ -44,12 +42,11 @@ export interface CoordinatorParticipantHandlers extends grpc.UntypedServiceImple
 export const coordinatorParticipantService = {
   RegisterParticipant: coordinatorService.RegisterParticipant,
   GetOutcome: coordinatorService.GetOutcome,
-  GetOutcomes: coordinatorService.GetOutcomes,
   ReportHeuristic: coordinatorService.ReportHeuristic,
   Abort: coordinatorService.Abort,
 } as unknown as grpc.ServiceDefinition<CoordinatorParticipantHandlers>;
 
-type LinkMethod = 'RegisterParticipant' | 'GetOutcome' | 'GetOutcomes' | 'ReportHeuristic' | 'Abort';
+type LinkMethod = 'RegisterParticipant' | 'GetOutcome' | 'ReportHeuristic' | 'Abort';
 
 export function toClusterOutcome(o: OutcomeValue): ClusterOutcome {
   switch (o) {
@@ -101,22 +98,6 @@ export class ClusterLink {
     });
   }
 
-  /**
-   * What the cluster says about each of txnIds (GetOutcomes), asked as an
-   * in-doubt participant: one answer per id, in order, an outcome or the
-   * error that id alone got. Rejects when the whole call failed (a follower
-   * with no leader, or a cluster too old to know GetOutcomes: UNIMPLEMENTED).
-   */
-  async outcomes(txnIds: string[], participantId: string): Promise<(TxnOutcome | Error)[]> {
-    const r = await this.call<OutcomesRequest, OutcomesResponse>('GetOutcomes', { txnIds, participantId });
-    if (r.answers.length !== txnIds.length) throw new Error(`cluster answered ${r.answers.length} of ${txnIds.length} outcome questions`);
-    return r.answers.map((a, i) => {
-      if (a.code !== 0 || a.outcome === null) return new Error(`${a.code} ${a.details || 'no outcome'}`);
-      if (a.outcome.txnId !== '' && a.outcome.txnId !== txnIds[i]) return new Error(`cluster answered about ${a.outcome.txnId} when asked about ${txnIds[i]}`);
-      return a.outcome;
-    });
-  }
-
   /** Asks the cluster to decide ABORT unless T is decided (or being decided); answers what the log says. */
   abort(txnId: string, reason: string): Promise<TxnOutcome> {
     return this.call<AbortRequest, TxnOutcome>('Abort', { txnId, reason }).then((r) => {
@@ -126,38 +107,14 @@ export class ClusterLink {
   }
 
   /** The two questions as the callbacks the engine and the reserve watcher take (src/participant/compose.ts). */
-  questions(participantId: string, onUnimplemented: () => void = () => {}): ClusterQuestions {
+  questions(participantId: string): ClusterQuestions {
     const askOutcome: AskOutcome = (txnId, cb) =>
       this.outcome(txnId, participantId).then(
         (r) => cb(null, toClusterOutcome(r.outcome)),
         (err: Error) => cb(err, 'unknown'),
       );
-    // One question per round for all in-doubt transactions (GetOutcomes); a cluster that does not know it yet is asked one by one.
-    let batchedAsks = true;
-    const askOutcomes: AskOutcomes = (txnIds, cb) => {
-      const single = (): void => {
-        const answers = new Map<string, AskedOutcome>();
-        let left = txnIds.length;
-        for (const txnId of txnIds)
-          askOutcome(txnId, (err, outcome) => {
-            answers.set(txnId, { err, outcome });
-            if (--left === 0) cb(null, answers);
-          });
-      };
-      if (!batchedAsks) return single();
-      this.outcomes(txnIds, participantId).then(
-        (rs) => cb(null, new Map(rs.map((r, i) => [txnIds[i], r instanceof Error ? { err: r, outcome: 'unknown' } : { err: null, outcome: toClusterOutcome(r.outcome) }]))),
-        (err: Error & { code?: number }) => {
-          if (err.code !== grpc.status.UNIMPLEMENTED) return cb(err, new Map());
-          batchedAsks = false;
-          onUnimplemented();
-          single();
-        },
-      );
-    };
     return {
       askOutcome,
-      askOutcomes,
       askAbort: (txnId, reason, cb) =>
         this.abort(txnId, reason).then(
           (r) => cb(null, toClusterOutcome(r.outcome)),

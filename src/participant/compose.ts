@@ -9,10 +9,10 @@
 import type { TccReserves } from './tcc/barrier.ts';
 import { ReserveWatcher, type AskAbort, type ReserveWatcherOptions } from './tcc/expiry.ts';
 import { ParticipantEngine, type EngineOptions } from './engine.ts';
-import type { AskOutcome, AskOutcomes, Clock, EngineLog, Journal, Resource, Schedule, TxnRecord } from './types.ts';
+import type { AskOutcome, Clock, EngineLog, Journal, Resource, Schedule, TxnRecord } from './types.ts';
 
 /** The engine's bounds and timings (inDoubtAfterMs, askBackoffMinMs, ...), everything but its wiring. */
-export type EngineTuning = Partial<Omit<EngineOptions, 'clusterId' | 'participantId' | 'resource' | 'journal' | 'clock' | 'schedule' | 'askOutcome' | 'askOutcomes' | 'log'>>;
+export type EngineTuning = Partial<Omit<EngineOptions, 'clusterId' | 'participantId' | 'resource' | 'journal' | 'clock' | 'schedule' | 'askOutcome' | 'log'>>;
 
 /** The reserve watcher's timings, everything but its wiring. */
 export type WatcherTuning = Partial<Pick<ReserveWatcherOptions, 'sweepIntervalMs' | 'askBackoffMinMs' | 'askBackoffMaxMs' | 'asksInFlightMax' | 'orphanAfterMs'>>;
@@ -20,8 +20,6 @@ export type WatcherTuning = Partial<Pick<ReserveWatcherOptions, 'sweepIntervalMs
 /** How the participant asks the cluster (R3, R4): the outcome of T, and for an expired TCC reserve, ABORT unless decided. */
 export interface ClusterQuestions {
   askOutcome: AskOutcome;
-  /** Many outcomes in one question (GetOutcomes); without it the engine asks one by one. */
-  askOutcomes?: AskOutcomes;
   askAbort: AskAbort;
 }
 
@@ -63,7 +61,6 @@ export function composeParticipant(p: ParticipantParts): ComposedParticipant {
     clock: p.clock,
     schedule: p.schedule,
     askOutcome: p.cluster.askOutcome,
-    ...(p.cluster.askOutcomes ? { askOutcomes: p.cluster.askOutcomes } : {}),
     log: p.log,
   };
   const engine = p.newEngine ? p.newEngine(options) : new ParticipantEngine(options);

@@ -24,7 +24,6 @@ import {
   toBase64,
   withDefaults,
   type AskOutcome,
-  type AskOutcomes,
   type Clock,
   type EngineLog,
   type Journal,
@@ -44,8 +43,6 @@ export interface EngineOptions {
   clock: Clock;
   schedule: Schedule;
   askOutcome: AskOutcome;
-  /** Batched questions (Coordinator.GetOutcomes); absent, each in-doubt transaction is asked about on its own. */
-  askOutcomes?: AskOutcomes;
   log?: EngineLog;
   /** Prepared (and preparing) transactions held at once; beyond it PREPARE gets NO. */
   preparedMax?: number;
@@ -124,7 +121,7 @@ function once<A extends unknown[]>(what: string, fn: (...args: A) => void): (...
 }
 
 export class ParticipantEngine {
-  protected readonly o: Required<Omit<EngineOptions, 'log' | 'askOutcomes'>> & Pick<EngineOptions, 'askOutcomes'>;
+  protected readonly o: Required<Omit<EngineOptions, 'log'>>;
   private readonly log: EngineLog;
   /** Durably prepared and not yet decided. Invariant: disjoint from `decided`. */
   protected readonly prepared = new Map<TxnId, PreparedTxn>();
@@ -160,7 +157,6 @@ export class ParticipantEngine {
     this.log = o.log ?? SILENT_LOG;
     this.inDoubtResolver = new InDoubtResolver({
       askOutcome: this.o.askOutcome,
-      ...(this.o.askOutcomes ? { askOutcomes: this.o.askOutcomes } : {}),
       schedule: this.o.schedule,
       log: this.log,
       askBackoffMinMs: this.o.askBackoffMinMs,

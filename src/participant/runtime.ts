@@ -148,7 +148,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   // With TLS the servers at the endpoints must hold certificates of this cluster (OU).
   const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
   const timers = realTimers();
-  const cluster = link.questions(o.participantId, () => log.warn('the cluster does not answer GetOutcomes (an older version): asking about in-doubt transactions one by one'));
+  const cluster = link.questions(o.participantId);
   const parts = composeParticipant({
     clusterId: o.clusterId,
     participantId: o.participantId,

@@ -1,3 +1,4 @@
+import { withRawDb } from './fixtures/raw-level.ts';
 // The Raft log's segment files on a real disk: what is written reads back,
 // a torn (unsynced) tail is cut, damage anywhere else stops the node with the
 // file, the byte offset and the index, and a log cut below the high-water
@@ -341,7 +342,7 @@ describe('segment log: a header-only last segment left by a crash while rolling 
 describe('segment log: the two-field mark (acknowledged through, may hold up to), written beside the segment sync', () => {
   /** What LevelDB says about the log, as the store wrote it. */
   async function markOf(dir: string): Promise<LogState> {
-    return withLevel(dir, async (db) => {
+    return withRawDb(dir, async (db) => {
       const v = await db.get(KEY_LOG_STATE);
       if (v === undefined) throw new Error('no log state record');
       return decodeLogState(v, 'raft');
@@ -351,17 +352,7 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
   /** Puts a log state record in place of the store's: the state a crash between the two syncs leaves. */
   async function setMark(dir: string, ackedThrough: number, mayHoldUpTo: number): Promise<void> {
     const firstSeq = (await markOf(dir)).firstSeq;
-    await withLevel(dir, (db) => db.put(KEY_LOG_STATE, encodeLogState({ highWaterIndex: ackedThrough, highWaterTerm: 1, firstSeq, mayHoldIndex: mayHoldUpTo })));
-  }
-
-  async function withLevel<T>(dir: string, fn: (db: ClassicLevel<Uint8Array, Uint8Array>) => Promise<T>): Promise<T> {
-    const db = new ClassicLevel<Uint8Array, Uint8Array>(join(dir, 'raft'), { keyEncoding: 'view', valueEncoding: 'view' });
-    await db.open({ createIfMissing: false });
-    try {
-      return await fn(db);
-    } finally {
-      await db.close();
-    }
+    await withRawDb(dir, (db) => db.put(KEY_LOG_STATE, encodeLogState({ highWaterIndex: ackedThrough, highWaterTerm: 1, firstSeq, mayHoldIndex: mayHoldUpTo })));
   }
 
   /** Half of record `index` at the end of the last segment: a segment write whose sync never finished. */
@@ -483,7 +474,7 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
     await closeAll();
     // What the batch's own LevelDB write holds when its segment sync is lost: the commit is held back to 20.
     await setMark(dir, 20, 25);
-    await withLevel(dir, (db) => db.put(KEY_HARD_STATE, encodeHardState({ term: 1, vote: 'n1', commit: 20 })));
+    await withRawDb(dir, (db) => db.put(KEY_HARD_STATE, encodeHardState({ term: 1, vote: 'n1', commit: 20 })));
     await cutAfter(dir, 20);
     const { recovered } = await openStore(dir);
     expect(recovered.recoverIndex).toBe(0);

@@ -1,3 +1,4 @@
+import { withRawDb } from './fixtures/raw-level.ts';
 import { InvariantError } from '../../src/util/assert.ts';
 import { mkdtemp, mkdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -87,17 +88,6 @@ function snap(index: number, term: number): Snapshot {
     metadata: { index, term, confState: { voters: ['n1', 'n2', 'n3'], learners: ['n4'], votersOutgoing: [] } },
     data: Uint8Array.from([0, 255, 1, 254, index & 0xff]),
   };
-}
-
-/** Every key and value in the raw LevelDB, for before/after comparisons and for tampering. */
-async function withRawDb<T>(dir: string, fn: (db: ClassicLevel<Uint8Array, Uint8Array>) => Promise<T>): Promise<T> {
-  const db = new ClassicLevel<Uint8Array, Uint8Array>(join(dir, 'raft'), { keyEncoding: 'view', valueEncoding: 'view' });
-  await db.open({ createIfMissing: false });
-  try {
-    return await fn(db);
-  } finally {
-    await db.close();
-  }
 }
 
 /** The index of every record in the segment files, in file order. */
