@@ -9,6 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { OPERATOR_KEY } from '../transport/coordinator-rpc.ts';
 import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../transport/leader-finder.ts';
 import { SagasClient, type SagaInfo } from '../transport/saga-rpc.ts';
+import { sleep } from '../util/sleep.ts';
 import { statusName, VerdictError } from './errors.ts';
 
 export interface SagaStepSpec {
@@ -148,7 +149,7 @@ export class SagaHandle {
       } catch (err) {
         // A node that has not applied the start yet answers NOT_FOUND: ask again.
         if (!(err instanceof VerdictError && err.code === 'NOT_FOUND')) throw err;
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
       if (s && (s.state === 'finished' || s.state === 'compensated')) return { end: s.state, status: s };
     }

@@ -16,9 +16,10 @@ import { afterAll, afterEach, beforeEach, type TestContext } from 'vitest';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../../src/transport/leader-finder.ts';
 import type { NodeStatus, PutResponse } from '../../src/transport/proto.ts';
+import { sleep } from '../../src/util/sleep.ts';
 import { freePorts } from '../free-ports.ts';
 
-export { freePorts };
+export { freePorts, sleep };
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = join(ROOT, 'bin', 'verdict.mjs');
@@ -29,8 +30,6 @@ export const ELECTION_WAIT_MS = 45_000;
 const POLL_MS = 100;
 const STATUS_DEADLINE_MS = 1_000;
 const LOG_TAIL_LINES = 40;
-
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Whether `p` settles within `ms`; the timer does not outlive the race. */
 async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
