@@ -20,8 +20,10 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const BIN = join(ROOT, 'bin', 'verdict.mjs');
 
 /**
- * VERDICT_BENCH_CPU_PROF=DIR: node and participant processes run with
- * `--cpu-prof` and write their profiles (DIR/<cluster>-<process>-<stamp>/, one
+ * VERDICT_BENCH_CPU_PROF=DIR: node and participant processes, and the
+ * bench's own children (load generators, direct floors), run with
+ * `--cpu-prof` and write their profiles (DIR/<cluster>-<process>-<stamp>/ or
+ * DIR/<script>-<pid>-<stamp>/, one
  * .cpuprofile per thread, the largest is the main thread's; open them in Chrome
  * DevTools or speedscope) when they stop; nodes are then stopped with
  * SIGTERM instead of SIGKILL so the profile gets written. For finding what is
@@ -125,7 +127,10 @@ export function logTail(file: string, lines = 15): string {
  * (a child may announce progress that way). Bounded by timeoutMs.
  */
 export async function runJsonChild<T>(label: string, script: string, config: object, logFile: string, timeoutMs: number, hooks: { onLine?: (line: string, child: Child) => void } = {}): Promise<T> {
-  const child = spawnChild(label, ['--import', 'tsx', join(ROOT, 'bench', script), JSON.stringify(config)], logFile, { stdin: true, stdout: true });
+  const child = spawnChild(label, [...profileFlags(`${script.replace(/\.ts$/, '')}-${process.pid}`), '--import', 'tsx', join(ROOT, 'bench', script), JSON.stringify(config)], logFile, {
+    stdin: true,
+    stdout: true,
+  });
   let out = '';
   let pending = '';
   child.proc.stdout?.setEncoding('utf8').on('data', (d: string) => {

@@ -309,7 +309,9 @@ export class ParticipantEngine {
           return vote(false, reason);
         }
         const preparedAtMs = this.o.clock.nowMs();
-        const record: PreparedRecord = { kind: 'prepared', txnId, atMs: preparedAtMs, payloadB64: toBase64(req.payload), participants: [...req.participants] };
+        // A resource whose own prepare is durable holds T's work itself: its journal needs only T's id.
+        const held = this.o.resource.durableAtPrepare?.(txnId) === true;
+        const record: PreparedRecord = { kind: 'prepared', txnId, atMs: preparedAtMs, payloadB64: held ? '' : toBase64(req.payload), participants: held ? [] : [...req.participants] };
         this.prepareDurably(record, vote);
       }),
     );
