@@ -12,22 +12,27 @@ import { clientUsesTls } from './client-tls.ts';
 import { clientTimeoutMs, unreachableMessage, unreachableReason } from './reach.ts';
 import { clusterStatus, endpoints } from './status.ts';
 
+/** `f` on a client of the node at an address, closed after. */
+function onNode<T>(f: (c: RaftNodeClient) => Promise<T>): (address: string) => Promise<T> {
+  return async (address) => {
+    const c = new RaftNodeClient(address, clientCredentials());
+    try {
+      return await f(c);
+    } finally {
+      c.close();
+    }
+  };
+}
+
 /** Finds the leader among the endpoints (src/transport/leader-finder.ts) and runs `f` on it; three rounds, half a second apart (an election may be running). */
 export async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Promise<T>): Promise<T> {
   const finder = new LeaderFinder(addrs, { redirectsMax: addrs.length + 2 });
   try {
-    return await callLeader(
-      finder,
-      async (addr) => {
-        const c = new RaftNodeClient(addr, clientCredentials());
-        try {
-          return await f(c);
-        } finally {
-          c.close();
-        }
-      },
-      { retryable: (err) => ({ why: unreachableReason(err as ServiceError, clientTimeoutMs()), hint: namedLeader(err) }), roundsMax: 3, pauseMs: () => 500 },
-    );
+    return await callLeader(finder, onNode(f), {
+      retryable: (err) => ({ why: unreachableReason(err as ServiceError, clientTimeoutMs()), hint: namedLeader(err) }),
+      roundsMax: 3,
+      pauseMs: () => 500,
+    });
   } catch (err) {
     if (!(err instanceof NoLeaderError)) throw err;
     const failures = err.failures;
@@ -82,28 +87,28 @@ export async function leaderCommand(args: string[]): Promise<void> {
     throw new UsageError(`no node "${to}" in the cluster${known ? ` (nodes: ${known})` : ''}`);
   }
   const leader = st.nodes.find((n) => n.id === st.leader);
-  let target = leader?.address ?? addrs[0];
-  // The leader may change under us; follow its hint a couple of times.
-  for (let hop = 0; ; hop++) {
-    const c = new RaftNodeClient(target, clientCredentials());
-    try {
-      // The server waits up to timeoutMs (or two election timeouts); give it room to answer.
-      const r = await c.transferLeader({ to, timeoutMs }, (timeoutMs || 10_000) + 5_000);
-      process.stdout.write(json ? JSON.stringify(r, null, 2) + '\n' : `leader: ${r.leaderId} (term ${r.term})\n`);
-      return;
-    } catch (err) {
-      const e = err as ServiceError;
-      const hint = namedLeader(e);
-      if (e.code === grpcStatus.UNAVAILABLE && hint !== undefined && hint !== target && hop < 3) {
-        target = hint;
-        continue;
-      }
-      const why = e.code === grpcStatus.UNAVAILABLE ? explainConnectError(e.details || e.message, clientUsesTls()) : e.details || e.message;
-      process.stderr.write(`verdict: leader transfer to ${to} failed: ${grpcStatus[e.code] ?? e.code}: ${why}\n`);
-      process.exitCode = 1;
-      return;
-    } finally {
-      c.close();
-    }
+  // The leader first. It may change under us: a follower's hint is followed
+  // (three times at most); any other refusal is the answer.
+  const finder = new LeaderFinder(leader?.address ? [leader.address, ...addrs] : addrs, { redirectsMax: 3 });
+  try {
+    // The server waits up to timeoutMs (or two election timeouts); give it room to answer.
+    const r = await callLeader(
+      finder,
+      onNode((c) => c.transferLeader({ to, timeoutMs }, (timeoutMs || 10_000) + 5_000)),
+      {
+        retryable: (err) => {
+          const hint = namedLeader(err);
+          return (err as ServiceError).code === grpcStatus.UNAVAILABLE && hint !== undefined ? { why: `not the leader (names ${hint})`, hint } : null;
+        },
+        roundsMax: 1,
+        pauseMs: () => 0,
+      },
+    );
+    process.stdout.write(json ? JSON.stringify(r, null, 2) + '\n' : `leader: ${r.leaderId} (term ${r.term})\n`);
+  } catch (err) {
+    const e = (err instanceof NoLeaderError ? err.last : err) as ServiceError;
+    const why = e.code === grpcStatus.UNAVAILABLE ? explainConnectError(e.details || e.message, clientUsesTls()) : e.details || e.message;
+    process.stderr.write(`verdict: leader transfer to ${to} failed: ${grpcStatus[e.code] ?? e.code}: ${why}\n`);
+    process.exitCode = 1;
   }
 }

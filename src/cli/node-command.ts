@@ -6,7 +6,7 @@ import { envName, OVERRIDABLE } from '../node/config-sources.ts';
 import { createLogger } from '../node/logger.ts';
 import { startNode, StartupError } from '../node/node.ts';
 import { CorruptRecordError } from '../storage/codec.ts';
-import { StorageIdentityError } from '../storage/level.ts';
+import { StorageIdentityError } from '../storage/dir-identity.ts';
 
 import { bool, flag, flagAll, UsageError } from './args.ts';
 import { CLUSTER_STOP_MESSAGE, LAUNCHER_ENV } from './cluster.ts';

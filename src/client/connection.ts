@@ -18,17 +18,12 @@ import { CommitStream } from './commit-stream.ts';
 import { explainConnectError } from '../transport/tls.ts';
 import { coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, RECORDED_OUTCOME_KEY, STATUS_REASON_KEY, type CoordinatorHandlers, type CoordinatorMethod } from '../transport/coordinator-rpc.ts';
 import { RetriesExhaustedError, statusName, VerdictError, invalidArgument, type RefusalDetails, type StatusName } from './errors.ts';
+import { classifyFailure, DEFAULT_BACKOFF, pauseMs, retryable, type AttemptFailure, type BackoffOptions } from './retry-policy.ts';
+
+export type { BackoffOptions };
 
 export type RequestOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer Q, infer _R> ? Q : never;
 export type ResponseOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer _Q, infer R> ? R : never;
-
-export interface BackoffOptions {
-  /** The pause after the first full round of failures. */
-  initialMs: number;
-  /** The longest pause between rounds. */
-  maxMs: number;
-  multiplier: number;
-}
 
 /**
  * How long a call may take. Durations, not instants: a call started now
@@ -64,10 +59,6 @@ export interface CallOptions extends CallBounds {
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 export const DEFAULT_ATTEMPT_TIMEOUT_MS = 5_000;
 export const DEFAULT_MAX_REDIRECTS = 3;
-export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 50, maxMs: 1_000, multiplier: 2 };
-
-/** Codes after which another node may still answer: the request was not refused. */
-const RETRYABLE: ReadonlySet<StatusName> = new Set<StatusName>(['UNAVAILABLE', 'DEADLINE_EXCEEDED']);
 
 export class CoordinatorConnection {
   private readonly finder: LeaderFinder;
@@ -113,12 +104,12 @@ export class CoordinatorConnection {
    * is the cluster's answer and surfaces at once as a VerdictError; running
    * out of time is a RetriesExhaustedError.
    *
-   * `retryRequest`, when given, replaces `request` for every attempt after
-   * one that may have reached a node and been acted on (anything but a
-   * redirect or a connection that was never made): a Commit that also
-   * begins the transaction is retried as a plain Commit (R2).
+   * `nextRequest`, when given, hears every failed attempt that is retried
+   * (as src/client/retry-policy.ts classifies it) and gives the request for
+   * the next one: a Commit that also begins the transaction is retried as a
+   * plain Commit once an attempt may have been acted on (R2).
    */
-  async call<M extends CoordinatorMethod>(method: M, request: RequestOf<M>, options: CallOptions = {}, retryRequest?: RequestOf<M>): Promise<ResponseOf<M>> {
+  async call<M extends CoordinatorMethod>(method: M, request: RequestOf<M>, options: CallOptions = {}, nextRequest?: (failure: AttemptFailure) => RequestOf<M>): Promise<ResponseOf<M>> {
     let req = request;
     const bounds = callBounds(options);
     const deadlineAtMs = Date.now() + (bounds.callTimeoutMs ?? this.callTimeoutMs);
@@ -140,8 +131,9 @@ export class CoordinatorConnection {
           if (err instanceof VerdictError) throw err;
           const e = err as grpc.ServiceError;
           const code = statusName(e.code);
-          if (!RETRYABLE.has(code)) throw new VerdictError(code, e.details || e.message, address, refusalDetails(e));
-          if (retryRequest !== undefined && !neverActedOn(e)) req = retryRequest;
+          const failure = classifyFailure({ code, reason: metadataText(e, STATUS_REASON_KEY), neverConnected: neverConnected(e) });
+          if (!retryable(failure)) throw new VerdictError(code, e.details || e.message, address, refusalDetails(e));
+          if (nextRequest !== undefined) req = nextRequest(failure);
           const why = `${code} ${describe(e, this.credentials._isSecure())}`;
           // An attempt cut short by the call's own deadline says nothing about the node; keep the earlier, telling error.
           if (!(clipped && code === 'DEADLINE_EXCEEDED' && last !== undefined)) {
@@ -155,7 +147,7 @@ export class CoordinatorConnection {
       if (remainingMs <= 0) {
         throw new RetriesExhaustedError(lastCode, `no node answered ${method} in time; last: ${last ?? 'no node was tried'}`);
       }
-      await sleep(Math.min(remainingMs, this.pauseMs(search.round - 1)));
+      await sleep(Math.min(remainingMs, pauseMs(search.round - 1, this.backoff, this.random())));
       search.nextRound();
     }
   }
@@ -166,13 +158,6 @@ export class CoordinatorConnection {
     this.commitStreams.clear();
     for (const c of this.clients.values()) c.close();
     this.clients.clear();
-  }
-
-  private pauseMs(round: number): number {
-    const { initialMs, maxMs, multiplier } = this.backoff;
-    const capMs = Math.min(maxMs, initialMs * multiplier ** round);
-    // "Equal jitter": at least half the pause, so a round never spins.
-    return capMs / 2 + this.random() * (capMs / 2);
   }
 
   private checkOpen(): void {
@@ -211,18 +196,13 @@ export class CoordinatorConnection {
 }
 
 /**
- * True when the failed attempt certainly did nothing: the node said so
- * (NOT_LEADER: a follower, or a leader refusing new work while it shuts
- * down; NO_LEADER: nobody leads yet), or the connection was never made
- * (grpc-js's own status, which carries no metadata). Anything else —
- * UNKNOWN_OUTCOME, a deadline, a stream cut mid-way — may have reached a
- * leader, so a Commit is retried without begin (R2).
+ * True when grpc-js failed to connect at all (its own status, which carries
+ * no metadata): the request never left. A node's NOT_LEADER or NO_LEADER
+ * also says it did nothing; anything else (UNKNOWN_OUTCOME, a deadline, a
+ * stream cut mid-way) may have reached a leader (src/client/retry-policy.ts).
  */
-export function neverActedOn(err: grpc.ServiceError): boolean {
-  if (err.code !== grpc.status.UNAVAILABLE) return false;
-  const reason = metadataText(err, STATUS_REASON_KEY);
-  if (reason === 'NOT_LEADER' || reason === 'NO_LEADER') return true;
-  return reason === undefined && /ECONNREFUSED|No connection established/.test(err.details ?? '');
+function neverConnected(err: grpc.ServiceError): boolean {
+  return /ECONNREFUSED|No connection established/.test(err.details ?? '');
 }
 
 /** The leader a NOT_LEADER refusal names. */

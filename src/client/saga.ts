@@ -1,13 +1,15 @@
 // Sagas from the application: start one, wait for its end, ask its status
-// (docs/sagas.md). Calls go to the Sagas service of whichever node leads:
-// a follower's UNAVAILABLE names the leader's address, which is tried next.
+// (docs/sagas.md). Calls go to the Sagas service of whichever node leads,
+// found by the one leader finder (src/transport/leader-finder.ts).
 // A start is retried with the same saga id (R7): the cluster answers a
 // repeated start with the saga as it is.
 
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { LEADER_ADDRESS_KEY, OPERATOR_KEY } from '../transport/coordinator-rpc.ts';
+import { OPERATOR_KEY } from '../transport/coordinator-rpc.ts';
+import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../transport/leader-finder.ts';
 import { SagasClient, type SagaInfo } from '../transport/saga-rpc.ts';
+import { sleep } from '../util/sleep.ts';
 import { statusName, VerdictError } from './errors.ts';
 
 export interface SagaStepSpec {
@@ -43,18 +45,22 @@ export interface SagaStatus {
 const CALL_MS = 10_000;
 const LOOK_MS = 30_000;
 const WAIT_SLICE_MS = 20_000;
-const REDIRECTS_WITHOUT_PAUSE_MAX = 3;
+/** Leader hints followed per round without a pause, so that nodes with stale views cannot make a call spin. */
+const REDIRECTS_MAX = 3;
+/** Rounds over the endpoints, a backstop behind LOOK_MS (the pauses grow to a second). */
+const ROUNDS_MAX = 100;
 
 export class SagaCaller {
   private readonly clients = new Map<string, SagasClient>();
-  private at = 0;
+  private readonly finder: LeaderFinder;
 
   constructor(
-    private readonly endpoints: string[],
+    endpoints: string[],
     private readonly credentials?: grpc.ChannelCredentials,
     private readonly operator?: string,
   ) {
     if (endpoints.length === 0) throw new VerdictError('INVALID_ARGUMENT', 'sagas need at least one node endpoint');
+    this.finder = new LeaderFinder(endpoints, { redirectsMax: REDIRECTS_MAX });
   }
 
   private client(endpoint: string): SagasClient {
@@ -66,33 +72,34 @@ export class SagaCaller {
     return c;
   }
 
-  /** One call to the leader, following redirects and retrying what may be retried until LOOK_MS has passed. */
+  /** One call to the leader (src/transport/leader-finder.ts), retrying what may be retried until LOOK_MS has passed. */
   async call<Req, Res>(method: 'StartSaga' | 'SagaStatus' | 'ListSagas' | 'RetrySaga' | 'ResolveSaga', req: Req, callMs = CALL_MS): Promise<Res> {
-    const giveUpAtMs = Date.now() + LOOK_MS + callMs;
-    let leader: string | null = null;
-    let backoffMs = 50;
-    let hops = 0;
-    for (;;) {
-      const endpoint: string = leader ?? this.endpoints[this.at % this.endpoints.length];
-      const md = new grpc.Metadata();
-      if (this.operator) md.set(OPERATOR_KEY, this.operator);
-      try {
-        const r = await this.client(endpoint).call<Req, Res>(method, req, callMs, md);
-        if (leader) this.at = Math.max(0, this.endpoints.indexOf(leader));
-        return r;
-      } catch (e) {
-        const err = e as grpc.ServiceError;
-        const retry = err.code === grpc.status.UNAVAILABLE || (err.code === grpc.status.DEADLINE_EXCEEDED && method !== 'ResolveSaga' && method !== 'RetrySaga');
-        if (!retry || Date.now() > giveUpAtMs) throw new VerdictError(statusName(err.code), err.details ?? err.message, endpoint);
-        const hint = err.metadata?.get(LEADER_ADDRESS_KEY)[0];
-        leader = typeof hint === 'string' && hint !== '' && hint !== endpoint ? hint : null;
-        // A follower that names the leader costs no pause: the next attempt goes there at once
-        // (a few times in a row at most, so that nodes with stale views cannot make it spin).
-        if (leader && hops++ < REDIRECTS_WITHOUT_PAUSE_MAX) continue;
-        if (!leader) this.at++;
-        await new Promise((r) => setTimeout(r, backoffMs));
-        backoffMs = Math.min(1_000, backoffMs * 2);
-      }
+    // An operator's retry or resolution that timed out may have been acted on: its answer is the timeout, not a second try.
+    const retriesDeadline = method !== 'ResolveSaga' && method !== 'RetrySaga';
+    let endpoint = '';
+    try {
+      return await callLeader(
+        this.finder,
+        (address) => {
+          endpoint = address;
+          const md = new grpc.Metadata();
+          if (this.operator) md.set(OPERATOR_KEY, this.operator);
+          return this.client(address).call<Req, Res>(method, req, callMs, md);
+        },
+        {
+          retryable: (err) => {
+            const e = err as grpc.ServiceError;
+            if (e.code !== grpc.status.UNAVAILABLE && !(e.code === grpc.status.DEADLINE_EXCEEDED && retriesDeadline)) return null;
+            return { why: e.details || e.message, hint: namedLeader(err) };
+          },
+          roundsMax: ROUNDS_MAX,
+          pauseMs: (round) => Math.min(1_000, 50 * 2 ** (round - 1)),
+          giveUpAtMs: Date.now() + LOOK_MS + callMs,
+        },
+      );
+    } catch (err) {
+      const e = (err instanceof NoLeaderError ? err.last : err) as Partial<grpc.ServiceError> | null;
+      throw new VerdictError(statusName(e?.code ?? grpc.status.UNKNOWN), e?.details ?? e?.message ?? String(err), endpoint);
     }
   }
 
@@ -142,7 +149,7 @@ export class SagaHandle {
       } catch (err) {
         // A node that has not applied the start yet answers NOT_FOUND: ask again.
         if (!(err instanceof VerdictError && err.code === 'NOT_FOUND')) throw err;
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
       if (s && (s.state === 'finished' || s.state === 'compensated')) return { end: s.state, status: s };
     }

@@ -10,9 +10,10 @@
 // transaction, and the cluster answers with the same outcome. When no answer
 // arrives at all we throw OutcomeUnknownError instead of guessing.
 import { callBounds, type CoordinatorConnection, type CallOptions } from './connection.ts';
-import type { Enlistment, OutcomeName, TxnOutcome } from '../transport/coordinator-rpc.ts';
+import type { CommitRequest, Enlistment, OutcomeName, TxnOutcome } from '../transport/coordinator-rpc.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
-import { invalidArgument, OutcomeUnknownError, RetriesExhaustedError, VerdictError, type StatusName } from './errors.ts';
+import { invalidArgument, OutcomeUnknownError, RetriesExhaustedError, VerdictError } from './errors.ts';
+import { BeginRule, classifyFailure } from './retry-policy.ts';
 
 export type FinalOutcome = 'COMMITTED' | 'ABORTED';
 export type Outcome = FinalOutcome | 'IN_PROGRESS' | 'UNKNOWN';
@@ -35,26 +36,13 @@ export type Payload = Uint8Array | string | object;
 /** Room left for the decision's replication after the participants' prepare timeout. */
 export const COMMIT_GRACE_MS = 2_000;
 
-/** Codes by which the cluster refused the request itself: nothing was decided because of it. */
-const REFUSALS: ReadonlySet<StatusName> = new Set<StatusName>([
-  'INVALID_ARGUMENT',
-  'FAILED_PRECONDITION',
-  'RESOURCE_EXHAUSTED',
-  'NOT_FOUND',
-  'ALREADY_EXISTS',
-  'PERMISSION_DENIED',
-  'UNAUTHENTICATED',
-  'OUT_OF_RANGE',
-  'UNIMPLEMENTED',
-]);
-
 export class Transaction {
   /** Enlistments in the order they were made; participant ids are unique. */
   private readonly enlisted = new Map<string, Uint8Array>();
   private state: 'open' | 'committing' | 'aborted' = 'open';
   private result: CommitResult | undefined;
-  /** Whether the next Commit must begin the transaction too: not begun, and no attempt that may have begun it. */
-  private beginWithCommit: boolean;
+  /** Whether the next Commit must begin the transaction too (R2; src/client/retry-policy.ts). */
+  private readonly beginRule: BeginRule;
 
   constructor(
     private readonly connection: CoordinatorConnection,
@@ -68,7 +56,7 @@ export class Transaction {
     /** False for a transaction not begun on the cluster yet (VerdictClient.transaction()). */
     begun = true,
   ) {
-    this.beginWithCommit = !begun;
+    this.beginRule = new BeginRule(begun);
   }
 
   /** @deprecated The same instant as `deadlineAtMs`; kept until the next release. */
@@ -101,24 +89,25 @@ export class Transaction {
     if (this.enlisted.size === 0) throw invalidArgument(`transaction ${this.txnId} has no participants; enlist at least one before commit`);
     this.state = 'committing';
     const participants: Enlistment[] = [...this.enlisted].map(([participantId, payload]) => ({ participantId, payload }));
-    const plain = { txnId: this.txnId, participants, begin: false, timeoutMs: 0 };
-    const begin = this.beginWithCommit;
-    // From now on the cluster may have begun it: never again with begin (R2).
-    this.beginWithCommit = false;
+    const request = (): CommitRequest =>
+      this.beginRule.begins ? { txnId: this.txnId, participants, begin: true, timeoutMs: this.timeoutMs } : { txnId: this.txnId, participants, begin: false, timeoutMs: 0 };
     let answer: TxnOutcome;
     try {
-      answer = begin
-        ? await this.connection.call('Commit', { ...plain, begin: true, timeoutMs: this.timeoutMs }, { ...this.commitBounds(), ...callBounds(options), metadata: options.metadata }, plain)
-        : await this.connection.call('Commit', plain, { ...this.commitBounds(), ...callBounds(options), metadata: options.metadata });
+      answer = await this.connection.call('Commit', request(), { ...this.commitBounds(), ...callBounds(options), metadata: options.metadata }, (failure) => {
+        this.beginRule.attempted(failure);
+        return request();
+      });
     } catch (err) {
-      if (err instanceof VerdictError && REFUSALS.has(err.code) && !(err instanceof RetriesExhaustedError)) {
-        // Refused: nothing was prepared, so the next attempt may begin it again.
-        this.beginWithCommit = begin;
-        throw err;
-      }
-      // Exhausted retries, INTERNAL, CANCELLED, ...: the request may have been applied.
-      throw new OutcomeUnknownError(this.txnId, err instanceof Error ? err.message : String(err));
+      // Each retried attempt was recorded above; exhausted retries leave the outcome unknown.
+      if (err instanceof RetriesExhaustedError || !(err instanceof VerdictError)) throw new OutcomeUnknownError(this.txnId, err instanceof Error ? err.message : String(err));
+      const failure = classifyFailure({ code: err.code, reason: err.details.statusReason });
+      this.beginRule.attempted(failure);
+      // Refused: nothing was prepared, so the next attempt may begin it, if no earlier one may have.
+      if (failure === 'refused') throw err;
+      // INTERNAL, CANCELLED, ...: the request may have been applied.
+      throw new OutcomeUnknownError(this.txnId, err.message);
     }
+    this.beginRule.attempted('answered');
     const r = toOutcomeResult(this.txnId, answer);
     if (r.outcome !== 'COMMITTED' && r.outcome !== 'ABORTED') {
       throw new OutcomeUnknownError(this.txnId, `the cluster answered ${r.outcome}${r.reason ? `: ${r.reason}` : ''}`);
@@ -129,7 +118,7 @@ export class Transaction {
 
   /** Asks the cluster to abort; the answer is the outcome, COMMITTED if the abort came too late. */
   async abort(reason = '', options: CallOptions = {}): Promise<OutcomeResult> {
-    const unsent = this.beginWithCommit && this.state === 'open';
+    const unsent = this.beginRule.begins && this.state === 'open';
     this.state = 'aborted';
     // Never sent, so never begun: the cluster knows nothing to abort (presumed abort, R3).
     if (unsent) return { txnId: this.txnId, outcome: 'ABORTED', reason: reason || 'aborted by the application before commit', decisionIndex: 0 };

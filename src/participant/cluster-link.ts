@@ -8,6 +8,7 @@
 // on the application SDK. It finds the
 // leader itself: a follower answers UNAVAILABLE with the leader's address in
 // the `verdict-leader-address` metadata, and the link follows it.
+import type { ClusterQuestions } from './compose.ts';
 import * as grpc from '@grpc/grpc-js';
 import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../transport/leader-finder.ts';
 import { unaryCall } from '../transport/unary.ts';
@@ -26,7 +27,7 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import { raftNodeService, type NodeStatus, type StatusRequest } from '../transport/proto.ts';
-import { withDefaults, type ClusterOutcome } from './types.ts';
+import { withDefaults, type AskOutcome, type AskOutcomes, type ClusterOutcome } from './types.ts';
 
 export type { OutcomeValue };
 
@@ -103,8 +104,8 @@ export class ClusterLink {
   /**
    * What the cluster says about each of txnIds (GetOutcomes), asked as an
    * in-doubt participant: one answer per id, in order, an outcome or the
-   * error that id alone got. Rejects when the whole call failed (a follower
-   * with no leader, or a cluster too old to know GetOutcomes: UNIMPLEMENTED).
+   * error that id alone got. Rejects when the whole call failed (no leader
+   * within the call's time, for example); the in-doubt sweep asks again.
    */
   async outcomes(txnIds: string[], participantId: string): Promise<(TxnOutcome | Error)[]> {
     const r = await this.call<OutcomesRequest, OutcomesResponse>('GetOutcomes', { txnIds, participantId });
@@ -122,6 +123,30 @@ export class ClusterLink {
       if (r.txnId !== '' && r.txnId !== txnId) throw new Error(`cluster answered about ${r.txnId} when asked to abort ${txnId}`);
       return r;
     });
+  }
+
+  /** The two questions as the callbacks the engine and the reserve watcher take (src/participant/compose.ts). */
+  questions(participantId: string): ClusterQuestions {
+    const askOutcome: AskOutcome = (txnId, cb) =>
+      this.outcome(txnId, participantId).then(
+        (r) => cb(null, toClusterOutcome(r.outcome)),
+        (err: Error) => cb(err, 'unknown'),
+      );
+    // One question per round for all in-doubt transactions (GetOutcomes).
+    const askOutcomes: AskOutcomes = (txnIds, cb) =>
+      this.outcomes(txnIds, participantId).then(
+        (rs) => cb(null, new Map(rs.map((r, i) => [txnIds[i], r instanceof Error ? { err: r, outcome: 'unknown' } : { err: null, outcome: toClusterOutcome(r.outcome) }]))),
+        (err: Error) => cb(err, new Map()),
+      );
+    return {
+      askOutcome,
+      askOutcomes,
+      askAbort: (txnId, reason, cb) =>
+        this.abort(txnId, reason).then(
+          (r) => cb(null, toClusterOutcome(r.outcome)),
+          (err: Error) => cb(err, 'unknown'),
+        ),
+    };
   }
 
   /** Reports an operator's heuristic act (R4); answers the cluster's comparison (HEURCOM, HEURRB, HEURMIX, HEURHAZ). */

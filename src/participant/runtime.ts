@@ -1,12 +1,13 @@
 // The real participant process: the journal on disk, the memory resource and
 // the engine rebuilt from it, `verdict.participant.Participant` served over
 // gRPC, registration with the cluster, and the in-doubt recovery loop asking
-// Coordinator.GetOutcome. The engine holds every protocol decision; this file
-// only wires real time, disk and network to it, plus what operators use:
+// Coordinator.GetOutcome. The engine holds every protocol decision, and
+// compose.ts wires it to the resource (as the simulator does); this file
+// gives that real time, disk and network, plus what operators use:
 // gRPC health and reflection, optional Prometheus metrics, and a graceful
 // stop (new PREPAREs get NO, requests in flight finish first).
-import { readFile, writeFile, rename } from 'node:fs/promises';
 import { checkDataDir, DataDirError } from '../storage/data-dir.ts';
+import { claimDir, StorageIdentityError } from '../storage/dir-identity.ts';
 import { guardService, Refusals } from '../transport/validate.ts';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -16,12 +17,13 @@ import { PARTICIPANT_MESSAGE_BYTES_MAX, participantPackageDefinition, participan
 import { addHealth, addReflection, serveMetrics, MetricsListenError, type MetricsServer } from '../transport/ops.ts';
 import { loadTls, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
 import { channelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
-import { ClusterLink, toClusterOutcome } from './cluster-link.ts';
-import { ParticipantEngine, type EngineOptions } from './engine.ts';
+import { ClusterLink } from './cluster-link.ts';
+import { composeParticipant, type EngineTuning } from './compose.ts';
+import type { ParticipantEngine } from './engine.ts';
 import { FileJournal } from './journal.ts';
 import { MemoryResource } from './memory.ts';
 import { MemoryState } from './memory-state.ts';
-import { isDecisionRecord, isParticipantRecord, type AskedOutcome, type AskOutcome, type AskOutcomes, type Journal, type ParticipantRecord, type Schedule } from './types.ts';
+import { isDecisionRecord, isParticipantRecord, type Journal, type ParticipantRecord, type Schedule, type TxnRecord } from './types.ts';
 import type { JournalStats } from './journal.ts';
 import type { PostgresResource } from './postgres.ts';
 import type { PostgresParticipantOptions } from './postgres-recovery.ts';
@@ -30,7 +32,6 @@ import type { MySqlResource } from './resources/mysql/resource.ts';
 import type { MySqlParticipantOptions } from './resources/mysql/participant.ts';
 import type { HeuristicReporter } from './heuristic.ts';
 import type { TccParticipantOptions, TccResource, TccSetup } from './tcc/setup.ts';
-import type { AskAbort } from './tcc/expiry.ts';
 import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
 import { participantCertificateProblem } from './certificate-check.ts';
 import { classifyRegistrationError, registrationBackoffMs, TLS_REFUSALS_BEFORE_GIVING_UP } from './registration.ts';
@@ -76,7 +77,7 @@ export interface ParticipantOptions {
   /** How often acts done by hand (`verdict participant resolve`) not yet acknowledged by the cluster are reported again. */
   heuristicReportIntervalMs?: number;
   /** Engine bounds and timings (inDoubtAfterMs, askBackoffMinMs, ...). */
-  engine?: Partial<Omit<EngineOptions, 'clusterId' | 'participantId' | 'resource' | 'journal' | 'clock' | 'schedule' | 'askOutcome' | 'log'>>;
+  engine?: EngineTuning;
 }
 
 export interface ParticipantRuntime<R = MemoryResource> {
@@ -111,8 +112,6 @@ export class RegistrationRefusedError extends Error {
   }
 }
 
-const IDENTITY_FILE = 'participant.json';
-
 type PostgresKit = typeof import('./postgres-kit.ts');
 
 /**
@@ -141,37 +140,145 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   const log = o.logger.child({ participantId: o.participantId, clusterId: o.clusterId });
   if (o.clusterId === '' || o.participantId === '') throw new ParticipantStartupError('cluster id and participant id must not be empty');
   if (o.endpointsOfCluster.length === 0) throw new ParticipantStartupError('at least one cluster endpoint is needed');
-  let tls: TlsMaterial | null = null;
-  if (o.tls !== undefined) {
-    try {
-      tls = loadTls(o.tls, (k) => `--${k}`);
-    } catch (err) {
-      if (err instanceof TlsSetupError) throw new ParticipantStartupError(err.message);
-      throw err;
-    }
-    if (tls.leaf === null) throw new ParticipantStartupError('a participant with TLS serves it: give --cert and --key with --ca');
-    const problem = participantCertificateProblem(tls.leaf, o.tls.cert ?? '', o.participantId, o.advertise ?? o.listen);
-    if (problem !== null) throw new ParticipantStartupError(problem);
-  } else {
-    const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: '--ca, --cert and --key', insecureHow: '--insecure' });
-    if (refusal !== null) throw new ParticipantStartupError(refusal);
-  }
+  const tls = loadParticipantTls(o);
+  await claimDataDirectory(o);
+  const opened = await openResource(o, log);
+  const { resource, journal, db, tcc } = opened;
+
+  // With TLS the servers at the endpoints must hold certificates of this cluster (OU).
+  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
+  const timers = realTimers();
+  const cluster = link.questions(o.participantId);
+  const parts = composeParticipant({
+    clusterId: o.clusterId,
+    participantId: o.participantId,
+    resource,
+    journal,
+    records: opened.records,
+    clock: { nowMs: () => Date.now() },
+    schedule: timers.schedule,
+    cluster,
+    log,
+    engine: o.engine,
+    ...(tcc !== null ? { tcc: { reserves: tcc.resource } } : {}),
+  });
+  const { engine } = parts;
+
+  const served = serveParticipant(o, engine, tls, link, log);
+  let metricsServer: MetricsServer | null = null;
+  let port: number;
   try {
-    // The same check as a node's (src/storage/data-dir.ts): one line naming the path and the cause.
-    await checkDataDir(o.dataDir);
+    port = await bind(served.server, o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure());
+    if (o.metricsListen !== undefined) {
+      const { participantMetrics } = await import('./metrics.ts');
+      metricsServer = await serveMetrics(
+        o.metricsListen,
+        participantMetrics(o.participantId, engine, Date.now, () => served.callers?.refused ?? 0, db !== null ? () => db.resource.preparedStats() : undefined, tcc?.counts),
+      );
+    }
   } catch (err) {
-    if (err instanceof DataDirError) throw new ParticipantStartupError(err.message);
+    served.server.forceShutdown();
+    await opened.close();
+    link.close();
+    if (err instanceof MetricsListenError) throw new ParticipantStartupError(`${err.message}; check --metrics-listen`);
     throw err;
   }
-  await checkIdentity(o.dataDir, o.clusterId, o.participantId);
+  const address = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${port}`;
+  if (tls === null && o.insecure === true) log.warn({ listen: o.listen, insecure: true }, insecureWarning(o.listen));
+  const advertise = o.advertise ?? address;
+  parts.start();
+  db?.start(engine, cluster.askOutcome);
+  if (tcc !== null && parts.watcher !== null) tcc.start(parts.watcher);
+  served.health.set('SERVING');
+  log.info({ address, advertise, metrics: metricsServer ? `http://${metricsServer.address}/metrics` : undefined, inDoubt: engine.inDoubt().length, journal: journal.stats() }, 'participant started');
 
-  // A database resource (PostgreSQL, MySQL) holds the prepared state itself; its journal holds no data.
+  const registration = register(o, link, advertise, tls !== null, timers.schedule, log);
+  registration.registered.then(
+    () => void served.callers?.refresh(),
+    () => {},
+  );
+  const reporter = reportHeuristics(o, opened, link, registration, log);
+
+  let stopped: Promise<void> | null = null;
+  const stop = (): Promise<void> =>
+    (stopped ??= (async () => {
+      registration.stop();
+      // Drain: new PREPAREs are answered NO, PREPAREs and DECISIONs already
+      // in flight finish (their journal records land), then everything stops.
+      // Transactions left prepared stay in the journal and are resolved with
+      // the cluster after the next start (R4).
+      const { gate } = served;
+      gate.draining = true;
+      served.health.set('NOT_SERVING');
+      const drainBy = Date.now() + (o.drainTimeoutMs ?? 5_000);
+      while ((gate.inFlight > 0 || engine.counts().preparing > 0) && Date.now() < drainBy) await new Promise((r) => setTimeout(r, 10));
+      if (gate.inFlight > 0) log.warn({ inFlight: gate.inFlight }, 'stopping with requests still in flight');
+      // The leaders' Exchange streams end now, so the server below need not wait out its grace for them.
+      endExchanges(gate);
+      parts.stop();
+      await reporter.stop();
+      timers.clearAll();
+      await shutdownServer(served.server, 2_000);
+      await opened.close();
+      link.close();
+      await metricsServer?.close();
+      log.info({ prepared: engine.counts().prepared }, 'participant stopped');
+    })());
+
+  return { address, engine, resource, registered: registration.registered, metricsAddress: metricsServer?.address ?? null, stop };
+}
+
+/** TLS material for serving and for reaching the cluster, or null for plaintext (refused beyond loopback without --insecure). */
+function loadParticipantTls(o: ParticipantOptions): TlsMaterial | null {
+  if (o.tls === undefined) {
+    const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: '--ca, --cert and --key', insecureHow: '--insecure' });
+    if (refusal !== null) throw new ParticipantStartupError(refusal);
+    return null;
+  }
+  let tls: TlsMaterial;
+  try {
+    tls = loadTls(o.tls, (k) => `--${k}`);
+  } catch (err) {
+    if (err instanceof TlsSetupError) throw new ParticipantStartupError(err.message);
+    throw err;
+  }
+  if (tls.leaf === null) throw new ParticipantStartupError('a participant with TLS serves it: give --cert and --key with --ca');
+  const problem = participantCertificateProblem(tls.leaf, o.tls.cert ?? '', o.participantId, o.advertise ?? o.listen);
+  if (problem !== null) throw new ParticipantStartupError(problem);
+  return tls;
+}
+
+/** The data directory is usable (the node's check, src/storage/data-dir.ts) and belongs to this participant (R7). */
+async function claimDataDirectory(o: ParticipantOptions): Promise<void> {
+  try {
+    await checkDataDir(o.dataDir);
+    await claimDir(o.dataDir, { clusterId: o.clusterId, role: 'participant', id: o.participantId }, 'use another --data directory');
+  } catch (err) {
+    if (err instanceof DataDirError || err instanceof StorageIdentityError) throw new ParticipantStartupError(err.message);
+    throw err;
+  }
+}
+
+interface OpenedResource {
+  resource: MemoryResource | PostgresResource | MySqlResource | TccResource;
+  journal: Journal & { close(): Promise<void>; stats(): JournalStats };
+  records: readonly TxnRecord[];
+  /** A database resource (PostgreSQL, MySQL), which holds the prepared state itself; its journal holds no data. */
+  db: PreparedSetup<PostgresResource | MySqlResource> | null;
+  tcc: TccSetup | null;
+  /** The loaded database kit, for its heuristic reporter. */
+  kit: { HeuristicReporter: typeof HeuristicReporter } | null;
+  close(): Promise<void>;
+}
+
+/** Opens the one resource the options name (memory by default), with its journal and the records recovery replays. */
+async function openResource(o: ParticipantOptions, log: Logger): Promise<OpenedResource> {
   if ([o.postgres, o.mysql, o.tcc].filter((r) => r !== undefined).length > 1) throw new ParticipantStartupError('a participant has one resource: give one of postgres, mysql and tcc');
-  let db: PreparedSetup<PostgresResource | MySqlResource> | null = null;
   const opened = { clusterId: o.clusterId, participantId: o.participantId, dataDir: o.dataDir, log, compactAfterRecords: o.compactAfterRecords };
   // Loaded only for a database participant: a memory participant needs neither `pg` nor `mysql2`.
   const pgKit = o.postgres !== undefined ? await loadPostgresKit() : null;
   const myKit = o.mysql !== undefined ? await import('./resources/mysql/kit.ts') : null;
+  let db: PreparedSetup<PostgresResource | MySqlResource> | null = null;
   try {
     if (o.postgres !== undefined && pgKit !== null) db = await pgKit.openPostgresParticipant({ ...o.postgres, ...opened });
     if (o.mysql !== undefined && myKit !== null) db = await myKit.openMySqlParticipant({ ...o.mysql, ...opened });
@@ -189,83 +296,53 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       throw err;
     }
   }
+  const kit = pgKit ?? myKit;
+  const closeSetups = async (): Promise<void> => {
+    await db?.close();
+    await tcc?.close();
+  };
+  const setup = tcc ?? db;
+  if (setup !== null) {
+    const journal = setup.journal;
+    return { resource: setup.resource, journal, records: setup.records, db, tcc, kit, close: async () => (await closeSetups(), await journal.close()) };
+  }
   const state = new MemoryState();
-  const journal: Journal & { close(): Promise<void>; stats(): JournalStats } =
-    tcc !== null
-      ? tcc.journal
-      : db !== null
-        ? db.journal
-        : await FileJournal.open<ParticipantRecord>({
-            path: join(o.dataDir, 'journal.log'),
-            fold: state,
-            isRecord: isParticipantRecord,
-            compactAfterRecords: o.compactAfterRecords,
-            deferred: isDecisionRecord,
-            log,
-          });
-  const resource: MemoryResource | PostgresResource | MySqlResource | TccResource =
-    tcc !== null ? tcc.resource : db !== null ? db.resource : MemoryResource.restore(state.data, state.preparedWrites(), (txnId, writes) => state.offerWrites(txnId, writes));
-  // With TLS the servers at the endpoints must hold certificates of this cluster (OU).
-  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
-  const timers = new Set<NodeJS.Timeout>();
-  const schedule: Schedule = (delayMs, fn) => {
-    const t = setTimeout(() => {
-      timers.delete(t);
-      fn();
-    }, delayMs);
-    timers.add(t);
-    return () => {
-      clearTimeout(t);
-      timers.delete(t);
-    };
-  };
-  const askOutcome: AskOutcome = (txnId, cb) =>
-    link.outcome(txnId, o.participantId).then(
-      (r) => cb(null, toClusterOutcome(r.outcome)),
-      (err: Error) => cb(err, 'unknown'),
-    );
-  // One question per round for all in-doubt transactions (GetOutcomes); a cluster that does not know it yet is asked one by one.
-  let batchedAsks = true;
-  const askOutcomes: AskOutcomes = (txnIds, cb) => {
-    const single = (): void => {
-      const answers = new Map<string, AskedOutcome>();
-      let left = txnIds.length;
-      for (const txnId of txnIds)
-        askOutcome(txnId, (err, outcome) => {
-          answers.set(txnId, { err, outcome });
-          if (--left === 0) cb(null, answers);
-        });
-    };
-    if (!batchedAsks) return single();
-    link.outcomes(txnIds, o.participantId).then(
-      (rs) => cb(null, new Map(rs.map((r, i) => [txnIds[i], r instanceof Error ? { err: r, outcome: 'unknown' } : { err: null, outcome: toClusterOutcome(r.outcome) }]))),
-      (err: Error & { code?: number }) => {
-        if (err.code !== grpc.status.UNIMPLEMENTED) return cb(err, new Map());
-        batchedAsks = false;
-        log.warn('the cluster does not answer GetOutcomes (an older version): asking about in-doubt transactions one by one');
-        single();
-      },
-    );
-  };
-  const askAbort: AskAbort = (txnId, reason, cb) =>
-    link.abort(txnId, reason).then(
-      (r) => cb(null, toClusterOutcome(r.outcome)),
-      (err: Error) => cb(err, 'unknown'),
-    );
-  const engine = new ParticipantEngine({
-    ...o.engine,
-    clusterId: o.clusterId,
-    participantId: o.participantId,
-    resource,
-    journal,
-    clock: { nowMs: () => Date.now() },
-    schedule,
-    askOutcome,
-    askOutcomes,
+  const journal = await FileJournal.open<ParticipantRecord>({
+    path: join(o.dataDir, 'journal.log'),
+    fold: state,
+    isRecord: isParticipantRecord,
+    compactAfterRecords: o.compactAfterRecords,
+    deferred: isDecisionRecord,
     log,
   });
-  engine.recover(tcc !== null ? tcc.records : db !== null ? db.records : state.txnRecords());
+  const resource = MemoryResource.restore(state.data, state.preparedWrites(), (txnId, writes) => state.offerWrites(txnId, writes));
+  return { resource, journal, records: state.txnRecords(), db, tcc, kit, close: () => journal.close() };
+}
 
+/** setTimeout as the engine's Schedule, every pending timer cleared at stop. */
+function realTimers(): { schedule: Schedule; clearAll(): void } {
+  const timers = new Set<NodeJS.Timeout>();
+  return {
+    schedule: (delayMs, fn) => {
+      const t = setTimeout(() => {
+        timers.delete(t);
+        fn();
+      }, delayMs);
+      timers.add(t);
+      return () => {
+        clearTimeout(t);
+        timers.delete(t);
+      };
+    },
+    clearAll() {
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+    },
+  };
+}
+
+/** `verdict.participant.Participant` served from the engine, with health, reflection and the edge's refusals. */
+function serveParticipant(o: ParticipantOptions, engine: ParticipantEngine, tls: TlsMaterial | null, link: ClusterLink, log: Logger) {
   const server = new grpc.Server({
     'grpc.max_receive_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
     'grpc.max_send_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
@@ -282,40 +359,16 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   server.addService(guarded.definition, guarded.implementation);
   const health = addHealth(server, ['verdict.participant.Participant']);
   addReflection(server, [participantPackageDefinition]);
-  let port: number;
-  let metricsServer: MetricsServer | null = null;
-  try {
-    port = await bind(server, o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure());
-    if (o.metricsListen !== undefined) {
-      const { participantMetrics } = await import('./metrics.ts');
-      const dbSetup = db;
-      metricsServer = await serveMetrics(
-        o.metricsListen,
-        participantMetrics(o.participantId, engine, Date.now, () => callers?.refused ?? 0, dbSetup !== null ? () => dbSetup.resource.preparedStats() : undefined, tcc?.counts),
-      );
-    }
-  } catch (err) {
-    server.forceShutdown();
-    await journal.close();
-    await db?.close();
-    await tcc?.close();
-    link.close();
-    if (err instanceof MetricsListenError) throw new ParticipantStartupError(`${err.message}; check --metrics-listen`);
-    throw err;
-  }
-  const address = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${port}`;
-  if (tls === null && o.insecure === true) log.warn({ listen: o.listen, insecure: true }, insecureWarning(o.listen));
-  const advertise = o.advertise ?? address;
-  engine.start();
-  db?.start(engine, askOutcome);
-  tcc?.start(engine, askAbort, schedule);
-  health.set('SERVING');
-  log.info({ address, advertise, metrics: metricsServer ? `http://${metricsServer.address}/metrics` : undefined, inDoubt: engine.inDoubt().length, journal: journal.stats() }, 'participant started');
+  return { server, gate, callers, health };
+}
 
-  // Registration, one attempt at a time: what retrying can fix (a node down,
-  // no leader yet) is retried with capped exponential backoff and a log line;
-  // what it cannot (a wrong cluster id, a refused certificate) rejects
-  // `registered` with the reason, and the CLI stops with one line.
+/**
+ * Registration, one attempt at a time: what retrying can fix (a node down,
+ * no leader yet) is retried with capped exponential backoff and a log line;
+ * what it cannot (a wrong cluster id, a refused certificate) rejects
+ * `registered` with the reason, and the CLI stops with one line.
+ */
+function register(o: ParticipantOptions, link: ClusterLink, advertise: string, withTls: boolean, schedule: Schedule, log: Logger): { registered: Promise<void>; stopping(): boolean; stop(): void } {
   let stopping = false;
   let attempts = 0;
   let tlsRefusals = 0;
@@ -328,12 +381,11 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       link.register(o.participantId, advertise, resourceKindOf(o)).then(
         () => {
           log.info({ endpoint: advertise, attempts }, 'registered with the cluster');
-          void callers?.refresh();
           resolve();
         },
         (err: Error) => {
           if (stopping) return;
-          const f = classifyRegistrationError(err as grpc.ServiceError, tls !== null);
+          const f = classifyRegistrationError(err as grpc.ServiceError, withTls);
           const fromTls = f.reason.startsWith('tls-');
           tlsRefusals = fromTls ? tlsRefusals + 1 : 0;
           if (f.permanent && (!fromTls || tlsRefusals >= TLS_REFUSALS_BEFORE_GIVING_UP)) {
@@ -351,17 +403,28 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   });
   // Callers that never await it (the CLI does) must not see an unhandled rejection.
   registered.catch(() => {});
+  return {
+    registered,
+    stopping: () => stopping,
+    stop: () => {
+      stopping = true;
+    },
+  };
+}
 
-  // Heuristic acts done by hand while the cluster was unreachable are reported
-  // once it is reachable and this participant is registered (R4).
+/**
+ * Heuristic acts done by hand on a database participant while the cluster was
+ * unreachable are reported once it is reachable and this participant is
+ * registered (R4).
+ */
+function reportHeuristics(o: ParticipantOptions, opened: OpenedResource, link: ClusterLink, registration: ReturnType<typeof register>, log: Logger): { stop(): Promise<void> } {
   let reporter: HeuristicReporter | null = null;
-  const kit = pgKit ?? myKit;
+  const { db, kit } = opened;
   if (db !== null && kit !== null) {
     const resourceDb = db.resource;
-    const { HeuristicReporter } = kit;
-    void registered.then(() => {
-      if (stopping) return;
-      reporter = new HeuristicReporter({
+    void registration.registered.then(() => {
+      if (registration.stopping()) return;
+      reporter = new kit.HeuristicReporter({
         unreported: () => resourceDb.unreportedHeuristics(),
         markReported: (act) => resourceDb.markHeuristicReported(act.gid),
         report: (act) =>
@@ -380,64 +443,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       reporter.start();
     });
   }
-
-  let stopped: Promise<void> | null = null;
-  const stop = (): Promise<void> =>
-    (stopped ??= (async () => {
-      stopping = true;
-      // Drain: new PREPAREs are answered NO, PREPAREs and DECISIONs already
-      // in flight finish (their journal records land), then everything stops.
-      // Transactions left prepared stay in the journal and are resolved with
-      // the cluster after the next start (R4).
-      gate.draining = true;
-      health.set('NOT_SERVING');
-      const drainBy = Date.now() + (o.drainTimeoutMs ?? 5_000);
-      while ((gate.inFlight > 0 || engine.counts().preparing > 0) && Date.now() < drainBy) await new Promise((r) => setTimeout(r, 10));
-      if (gate.inFlight > 0) log.warn({ inFlight: gate.inFlight }, 'stopping with requests still in flight');
-      // The leaders' Exchange streams end now, so the server below need not wait out its grace for them.
-      endExchanges(gate);
-      engine.stop();
-      await reporter?.stop();
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
-      await shutdownServer(server, 2_000);
-      await db?.close();
-      await tcc?.close();
-      link.close();
-      await journal.close();
-      await metricsServer?.close();
-      log.info({ prepared: engine.counts().prepared }, 'participant stopped');
-    })());
-
-  return { address, engine, resource, registered, metricsAddress: metricsServer?.address ?? null, stop };
-}
-
-/** R7: a data directory belongs to one (cluster id, participant id); another identity is refused before anything is touched. */
-async function checkIdentity(dataDir: string, clusterId: string, participantId: string): Promise<void> {
-  const path = join(dataDir, IDENTITY_FILE);
-  let text: string | null = null;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  if (text === null) {
-    const tmp = `${path}.tmp`;
-    await writeFile(tmp, `${JSON.stringify({ clusterId, participantId })}\n`, { flush: true });
-    await rename(tmp, path);
-    return;
-  }
-  let id: { clusterId?: unknown; participantId?: unknown };
-  try {
-    id = JSON.parse(text) as typeof id;
-  } catch {
-    throw new ParticipantStartupError(`${path} is not valid JSON; it names the participant this data directory belongs to`);
-  }
-  if (id.clusterId !== clusterId || id.participantId !== participantId) {
-    throw new ParticipantStartupError(
-      `data directory ${dataDir} belongs to participant "${String(id.participantId)}" of cluster "${String(id.clusterId)}", not "${participantId}" of "${clusterId}"; use another --data directory`,
-    );
-  }
+  return { stop: async () => await reporter?.stop() };
 }
 
 function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCredentials): Promise<number> {

@@ -4,7 +4,7 @@
 // metadata is one atomic LevelDB write. Format 1 kept the log entries here
 // too; they are read once, to migrate (src/storage/store.ts).
 
-import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Level as ClassicLevel } from 'level';
 import { emptySnapshot, NONE, type Entry, type HardState, type Snapshot } from '../raft/types.ts';
@@ -28,16 +28,9 @@ import {
   KEY_SNAPSHOT,
   type LogState,
 } from './codec.ts';
-import { syncDir } from './segment-log.ts';
-import type { StorageIdentity } from './types.ts';
+import { IDENTITY_FILE, ownerMismatch, readDirIdentity, removeDirIdentity, sameOwner, StorageIdentityError, writeDirIdentity, type DirOwner } from './dir-identity.ts';
 
-/** The data directory belongs to someone else; nothing was written. */
-export class StorageIdentityError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'StorageIdentityError';
-  }
-}
+import type { StorageIdentity } from './types.ts';
 
 export type Db = ClassicLevel<Uint8Array, Uint8Array>;
 export type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
@@ -97,51 +90,40 @@ async function readdirOrNull(path: string): Promise<string[] | null> {
 }
 
 /**
- * identity.json beside raft/ repeats the identity that LevelDB holds, so that
- * a data directory of another node or cluster is refused without opening
- * LevelDB. LevelDB's record stays authoritative: without the file (a crash
- * before it was first written) the check falls to checkIdentity.
+ * identity.json beside raft/ (src/storage/dir-identity.ts) repeats the
+ * identity that LevelDB holds, so that a data directory of another node,
+ * participant or cluster is refused without opening LevelDB. LevelDB's record
+ * stays authoritative: without the file (a crash before it was first
+ * written), or with a damaged one, the check falls to checkIdentity, and the
+ * file is written again once LevelDB accepted the identity.
  */
-const IDENTITY_FILE = 'identity.json';
+function nodeOwner(id: StorageIdentity): DirOwner {
+  return { clusterId: id.clusterId, role: 'node', id: id.nodeId };
+}
 
-function identityMismatch(dir: string, dbPath: string, have: StorageIdentity, want: StorageIdentity): StorageIdentityError {
-  return new StorageIdentityError(
-    `${dir} belongs to node "${have.nodeId}" of cluster "${have.clusterId}", but the config says node "${want.nodeId}" of cluster "${want.clusterId}"; point the config at another data directory, or delete ${dbPath} and ${join(dir, 'wal')} if this node is meant to rejoin the cluster empty`,
-  );
+function identityMismatch(dir: string, dbPath: string, have: DirOwner, want: StorageIdentity): StorageIdentityError {
+  const fix =
+    have.role === 'node'
+      ? `point the config at another data directory, or delete ${dbPath} and ${join(dir, 'wal')} if this node is meant to rejoin the cluster empty`
+      : 'point the config at another data directory';
+  return ownerMismatch(dir, have, nodeOwner(want), fix);
 }
 
 async function checkIdentityFile(dir: string, dbPath: string, want: StorageIdentity): Promise<void> {
-  const file = join(dir, IDENTITY_FILE);
+  const read = await readDirIdentity(dir);
+  // A participant's directory is never taken over, even one without raft/ inside.
+  if (read.state === 'found' && read.owner.role !== 'node') throw identityMismatch(dir, dbPath, read.owner, want);
   if ((await readdirOrNull(dbPath)) === null) {
     // raft/ was deleted so that the node rejoins empty: the identity goes with it.
-    await rm(file, { force: true });
+    await removeDirIdentity(dir);
     return;
   }
-  let have: Partial<StorageIdentity>;
-  try {
-    have = JSON.parse(await readFile(file, 'utf8')) as Partial<StorageIdentity>;
-  } catch {
-    return;
-  }
-  if (typeof have.clusterId !== 'string' || typeof have.nodeId !== 'string') return;
-  if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId) throw identityMismatch(dir, dbPath, have as StorageIdentity, want);
+  if (read.state === 'found' && !sameOwner(read.owner, nodeOwner(want))) throw identityMismatch(dir, dbPath, read.owner, want);
 }
 
 /** Written once LevelDB accepted the identity: atomically, and only when missing or different. */
 export async function writeIdentityFile(dir: string, id: StorageIdentity): Promise<void> {
-  const file = join(dir, IDENTITY_FILE);
-  const text = JSON.stringify({ clusterId: id.clusterId, nodeId: id.nodeId }) + '\n';
-  if ((await readFile(file, 'utf8').catch(() => null)) === text) return;
-  const tmp = `${file}.tmp`;
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(text);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, file);
-  await syncDir(dir);
+  await writeDirIdentity(dir, nodeOwner(id));
 }
 
 /**
@@ -167,7 +149,7 @@ export async function checkIdentity(db: Db, dir: string, dbPath: string, want: S
       `${dbPath} was written in storage format ${have.formatVersion} but this build reads formats ${FORMAT_VERSION_ENTRIES_IN_LEVELDB} and ${FORMAT_VERSION}; run a matching Verdict version, or delete ${dbPath} and ${join(dir, 'wal')} if this node is meant to rejoin the cluster empty`,
     );
   }
-  if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId) throw identityMismatch(dir, dbPath, have, want);
+  if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId) throw identityMismatch(dir, dbPath, nodeOwner(have), want);
   return have.formatVersion;
 }
 

@@ -14,10 +14,12 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeEach, type TestContext } from 'vitest';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
+import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../../src/transport/leader-finder.ts';
 import type { NodeStatus, PutResponse } from '../../src/transport/proto.ts';
+import { sleep } from '../../src/util/sleep.ts';
 import { freePorts } from '../free-ports.ts';
 
-export { freePorts };
+export { freePorts, sleep };
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = join(ROOT, 'bin', 'verdict.mjs');
@@ -28,8 +30,6 @@ export const ELECTION_WAIT_MS = 45_000;
 const POLL_MS = 100;
 const STATUS_DEADLINE_MS = 1_000;
 const LOG_TAIL_LINES = 40;
-
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Whether `p` settles within `ms`; the timer does not outlive the race. */
 async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
@@ -381,46 +381,45 @@ export class Cluster {
   }
 
   /**
-   * Puts through the leader, following `verdict-leader-address` redirects and
-   * retrying on other nodes while an election runs. Resolves only once the
-   * entry is committed (acknowledged by the leader).
+   * Puts through the leader, found by the one leader finder
+   * (src/transport/leader-finder.ts): the last leader first, then the running
+   * nodes, following `verdict-leader-address` redirects and trying again while
+   * an election runs. Resolves only once the entry is committed (acknowledged
+   * by the leader).
    */
   async putOnLeader(key: string, value: Uint8Array | string, timeoutMs = ELECTION_WAIT_MS): Promise<PutResponse> {
     const v = typeof value === 'string' ? Buffer.from(value) : value;
     const deadline = Date.now() + timeoutMs;
-    let lastErr: unknown = null;
-    let attempt = 0;
-    for (;;) {
-      const target = this.pickTarget(attempt++);
-      if (target) {
-        try {
-          const r = await target.api().put({ key, value: v }, Math.max(500, Math.min(5_000, deadline - Date.now())));
-          this.leaderHint = target;
-          if (r.index > this.maxAckIndex) this.maxAckIndex = r.index;
-          return r;
-        } catch (err) {
-          lastErr = err;
-          const hint = (err as grpc.ServiceError).metadata?.get('verdict-leader-address')[0];
-          const next = typeof hint === 'string' && hint ? this.nodes.find((n) => n.address === hint && n.running) : undefined;
-          if (next && next !== target) {
-            this.leaderHint = next;
-            continue;
-          }
-          this.leaderHint = null;
-        }
-      }
-      if (Date.now() >= deadline) {
-        const e = lastErr as grpc.ServiceError | null;
-        throw new Error(`put ${key} was not acknowledged within ${timeoutMs} ms: ${e?.details ?? e?.message ?? 'no running node'}`);
-      }
-      await sleep(POLL_MS);
+    const first = this.leaderHint?.running ? [this.leaderHint] : [];
+    const finder = new LeaderFinder(
+      [...first, ...this.running(), ...this.nodes].map((n) => n.address),
+      { redirectsMax: this.nodes.length + 2 },
+    );
+    try {
+      const { node, r } = await callLeader(
+        finder,
+        async (address) => {
+          const node = this.nodes.find((n) => n.address === address);
+          if (!node?.running) throw new Error(`${address} is not running`);
+          return { node, r: await node.api().put({ key, value: v }, Math.max(500, Math.min(5_000, deadline - Date.now()))) };
+        },
+        // Every failure is worth another try until the deadline: the cluster may be electing, or the node restarting.
+        {
+          retryable: (err) => ({ why: (err as grpc.ServiceError).details || (err as Error).message, hint: namedLeader(err) }),
+          roundsMax: Math.ceil(timeoutMs / POLL_MS) + 1,
+          pauseMs: () => POLL_MS,
+          giveUpAtMs: deadline,
+        },
+      );
+      this.leaderHint = node;
+      if (r.index > this.maxAckIndex) this.maxAckIndex = r.index;
+      return r;
+    } catch (err) {
+      if (!(err instanceof NoLeaderError)) throw err;
+      this.leaderHint = null;
+      const e = err.last as grpc.ServiceError | null;
+      throw new Error(`put ${key} was not acknowledged within ${timeoutMs} ms: ${e?.details || e?.message || 'no running node'}`);
     }
-  }
-
-  private pickTarget(attempt: number): NodeProc | undefined {
-    if (this.leaderHint?.running) return this.leaderHint;
-    const up = this.running();
-    return up.length === 0 ? undefined : up[attempt % up.length];
   }
 
   /** Runs `f(i)` for i in [0, count) with at most `inFlight` at once; rejects on the first failure. */

@@ -1,10 +1,11 @@
 // Broken protocols for the whole-system checker's self-test: each one a
 // subclass of the production engine that overrides one rule at the engine's
 // named extension points (countVote, proposeAbort, mayForget,
-// answerUndecided, prepareDurably, and the node core's route). They live here, in test code, so nothing
+// answerUndecided, prepareDurably, and the node core's route), or of the SDK's begin rule (keepsBegin). They live here, in test code, so nothing
 // test-only ships; the simulator builds one in place of the production engine
 // when a scenario names a mutant (test/sim/system-shard2.sim.test.ts shows
 // each one caught).
+import { BeginRule, type AttemptFailure } from '../../src/client/retry-policy.ts';
 import { decodeDecisionBatch, type BatchDecoded } from '../../src/commit/decision-batch.ts';
 import { CoordinatorEngine, type EngineConfig, type EngineIO, type Member, type OutcomeCallback, type Txn } from '../../src/commit/engine.ts';
 import type { ApplyResult, DecisionTable } from '../../src/commit/state.ts';
@@ -28,6 +29,25 @@ export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'fo
 
 /** vote-before-sync: vote YES before the prepared record is durable (breaks R4); a crash then loses a YES. */
 export type ParticipantMutant = 'vote-before-sync';
+
+/**
+ * begin-on-retry: the SDK's begin rule broken (src/client/retry-policy.ts): a
+ * Commit that began its transaction is retried with begin even after an
+ * attempt that may have reached a leader, so a new leader prepares afresh
+ * what an earlier one began (breaks R2).
+ */
+export type ClientMutant = 'begin-on-retry';
+
+class BeginOnRetry extends BeginRule {
+  protected override keepsBegin(result: 'answered' | AttemptFailure): boolean {
+    return result !== 'answered';
+  }
+}
+
+/** The SDK's begin rule for the simulator's clients, or the named broken one. */
+export function beginRule(mutant: ClientMutant | undefined): (begun: boolean) => BeginRule {
+  return mutant === 'begin-on-retry' ? (begun) => new BeginOnRetry(begun) : (begun) => new BeginRule(begun);
+}
 
 /** batch-drops-last: a decision batch decoder that loses the last Decide of every entry it reads. */
 export type BatchMutant = 'batch-drops-last';

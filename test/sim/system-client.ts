@@ -1,23 +1,25 @@
 // A client of the whole-system simulation, with the SDK's semantics
 // (src/client): Begin, then Commit with the same txnId — or, as the SDK's
-// transaction() does, a Commit that begins (only until an attempt may have
-// reached a leader; a not-leader answer is the one that certainly did
-// nothing, R2) — each retried on
-// UNAVAILABLE or a deadline at the node a redirect names (or the next one),
-// and Commit asked again after an undecided answer, until the cluster says
-// COMMITTED or ABORTED (R7). Like an application that must know, it never
+// transaction() does, a Commit that begins — each retried at the node a
+// redirect names (or the next one), and Commit asked again after an
+// undecided answer, until the cluster says COMMITTED or ABORTED (R7). What
+// is retried and whether a Commit still carries begin (R2) is the SDK's own
+// rule (src/client/retry-policy.ts), fed the failures as the gRPC service
+// would answer them (failedAttempt); a mutant of the rule is injected here
+// (test/sim/protocol-mutants.ts). Like an application that must know, it never
 // gives up; the world checks after healing that every client got its answer.
 // Some clients, once answered, send the same id again as a new transaction
 // (an application that reuses ids): the cluster must refuse it as already
 // decided, with the outcome it answered, or answer that same outcome.
 
+import { BeginRule, classifyFailure, retryable, type AttemptFailure } from '../../src/client/retry-policy.ts';
 import { EngineError, type OutcomeAnswer } from '../../src/commit/engine.ts';
 import { memoryPayload } from '../../src/participant/memory.ts';
 import type { Outcome } from '../../src/participant/types.ts';
 import type { Rng } from '../../src/raft/rng.ts';
 import type { EventQueue } from './event-queue.ts';
 import { keyOf, valueOf } from './system-checker.ts';
-import { ALWAYS, redirect, RETRYABLE, type CallCoordinator, type RpcError } from './system-rpc.ts';
+import { ALWAYS, failedAttempt, redirect, type CallCoordinator, type RpcError } from './system-rpc.ts';
 import type { TxnPlan } from './system-scenario.ts';
 
 const BEGIN_DEADLINE_MS = 1_000;
@@ -35,6 +37,13 @@ export interface ClientEnv {
   /** The cluster refused a request of a correct client: nothing in this simulation should. */
   refused(txnId: string, call: string, err: RpcError): void;
   log(line: () => string): void;
+  /** The SDK's begin rule (src/client/retry-policy.ts), or a mutant of it. */
+  beginRule(begun: boolean): BeginRule;
+}
+
+/** What an attempt's reply says, as the SDK classifies it. */
+function attemptResult(err: RpcError | null): 'answered' | AttemptFailure {
+  return err === null ? 'answered' : classifyFailure(failedAttempt(err));
 }
 
 export class SimClient {
@@ -43,8 +52,10 @@ export class SimClient {
   /** Sending the id again after the answer, until the cluster refuses or answers it. */
   resending = false;
 
-  /** Commits refused by a leader whose participant registry lagged its log (a known issue; retried). */
+  /** The node it believes leads. */
   private hint: number;
+  /** Whether the next Commit carries begin (R2). */
+  private readonly rule: BeginRule;
 
   constructor(
     private readonly env: ClientEnv,
@@ -55,11 +66,12 @@ export class SimClient {
     /** The participant told to vote NO, if any. */
     readonly noVoter: string | null,
     /** Begin with the Commit (CommitRequest.begin) rather than with a Begin call. */
-    private beginWithCommit = false,
+    private readonly beginWithCommit = false,
     /** When, after its answer, it sends its id again; null: never. */
     private readonly resendAfterMs: number | null = null,
   ) {
     this.hint = env.rng.int(env.nodeIds.length);
+    this.rule = env.beginRule(!beginWithCommit);
   }
 
   start(): void {
@@ -93,7 +105,7 @@ export class SimClient {
         }
         // An earlier Begin whose answer was lost began it, and it is decided since (the deadline): that is its answer.
         if (err.code === 'exists') return this.answer(err.recorded);
-        if (!RETRYABLE.has(err.code)) return this.refuse('Begin', err);
+        if (!retryable(classifyFailure(failedAttempt(err)))) return this.refuse('Begin', err);
         this.retry(err, () => this.begin());
       },
     );
@@ -106,7 +118,7 @@ export class SimClient {
       participantId: pid,
       payload: pid === this.noVoter ? memoryPayload({}, 'told to vote NO') : memoryPayload({ [keyOf(this.txnId)]: valueOf(this.txnId, pid) }),
     }));
-    const begin = this.beginWithCommit ? { timeoutMs: this.plan.timeoutMs } : undefined;
+    const begin = this.rule.begins ? { timeoutMs: this.plan.timeoutMs } : undefined;
     this.env.call<OutcomeAnswer>(
       this.id,
       ALWAYS,
@@ -115,18 +127,16 @@ export class SimClient {
       (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a)), begin),
       (err, a) => {
         if (this.done) return;
-        // Only a not-leader answer proves the attempt did nothing; after anything else the retries must not begin (R2).
-        if (begin !== undefined && err?.code !== 'not-leader') {
-          this.beginWithCommit = false;
-          // For AC3 (a fault-free run must commit): from here on the cluster may have begun it.
-          this.began = true;
-        }
+        const result = attemptResult(err);
+        this.rule.attempted(result);
+        // For AC3 (a fault-free run must commit): unless the attempt certainly did nothing, the cluster may have begun it.
+        if (begin !== undefined && result !== 'not-acted-on') this.began = true;
         this.env.log(() => `${this.id} Commit(${this.txnId}) at ${at}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
         if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) return this.answer(a.outcome);
         if (err?.code === 'exists') return this.answer(err.recorded);
         // A new leader serves Commit only after applying an entry of its term (Driver
         // onLeadership), so a registered participant is never refused as unknown.
-        if (err && !RETRYABLE.has(err.code)) return this.refuse('Commit', err);
+        if (err && result !== 'answered' && !retryable(result)) return this.refuse('Commit', err);
         this.retry(err, () => this.commit());
       },
     );
@@ -138,12 +148,13 @@ export class SimClient {
     this.env.answered(this.txnId, outcome);
     if (this.resendAfterMs !== null) {
       this.resending = true;
-      this.env.q.after(this.resendAfterMs, () => this.resend(true));
+      this.env.q.after(this.resendAfterMs, () => this.resend(this.env.beginRule(false)));
     }
   }
 
-  /** The same id and enlistment as a new transaction (a Commit that begins, as the SDK's first attempt). */
-  private resend(begin: boolean): void {
+  /** The same id and enlistment as a new transaction (a Commit that begins, as the SDK's first attempt), under its own begin rule. */
+  private resend(rule: BeginRule): void {
+    const begin = rule.begins;
     const enlist = this.participants.map((pid) => ({
       participantId: pid,
       payload: pid === this.noVoter ? memoryPayload({}, 'told to vote NO') : memoryPayload({ [keyOf(this.txnId)]: valueOf(this.txnId, pid) }),
@@ -157,6 +168,8 @@ export class SimClient {
       (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a)), begin ? { timeoutMs } : undefined),
       (err, a) => {
         this.env.log(() => `${this.id} sends ${this.txnId} again${begin ? ' (begin)' : ''}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
+        const result = attemptResult(err);
+        rule.attempted(result);
         if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) {
           this.resending = false;
           return this.env.answered(this.txnId, a.outcome);
@@ -165,12 +178,11 @@ export class SimClient {
           this.resending = false;
           return this.env.refusedAsDecided(this.txnId, err.recorded);
         }
-        if (err && !RETRYABLE.has(err.code)) {
+        if (err && result !== 'answered' && !retryable(result)) {
           this.resending = false;
           return this.env.refused(this.txnId, 'Commit (sent again)', err);
         }
-        // As the SDK: begin only while no attempt may have reached a leader (R2).
-        this.retry(err, () => this.resend(begin && err?.code === 'not-leader'));
+        this.retry(err, () => this.resend(rule));
       },
     );
   }

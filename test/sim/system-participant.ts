@@ -3,15 +3,20 @@
 // the appends still in flight, except a random prefix the disk may already
 // have written), and a resource wrapper that reports every decision the
 // participant applies to its data, so the checker sees decisions across
-// crashes. startSimParticipant wires the production ParticipantEngine over
-// them, as src/participant/runtime.ts does, for every world that runs it.
+// crashes. Every simulated participant, memory or TCC
+// (test/sim/system-tcc.ts), is composed by the production wiring
+// (src/participant/compose.ts), as src/participant/runtime.ts composes the
+// process, over these and the world's clock and network.
 
+import { composeParticipant, type ComposedParticipant, type ParticipantParts } from '../../src/participant/compose.ts';
 import type { EngineOptions, ParticipantEngine } from '../../src/participant/engine.ts';
+import type { TccReserves } from '../../src/participant/tcc/barrier.ts';
+import type { AskAbort } from '../../src/participant/tcc/expiry.ts';
 import { participantEngine, type ParticipantMutant } from './protocol-mutants.ts';
 import { MemoryResource } from '../../src/participant/memory.ts';
 import { MemoryState } from '../../src/participant/memory-state.ts';
 import type { Rng } from '../../src/raft/rng.ts';
-import type { ClusterOutcome, EngineLog, Journal, Outcome, Resource, ResourceVote, TxnId, TxnRecord } from '../../src/participant/types.ts';
+import type { ClusterOutcome, EngineLog, Journal, Outcome, Resource, ResourceVote, Schedule, TxnId, TxnRecord } from '../../src/participant/types.ts';
 import type { EventQueue } from './event-queue.ts';
 import type { SystemChecker } from './system-checker.ts';
 import type { Inc } from './system-rpc.ts';
@@ -63,12 +68,17 @@ export class SimJournal<R = TxnRecord> {
 const journalShape: (j: SimJournal) => Journal = (j) => j;
 void journalShape;
 
-/** The memory resource, reporting each commit or abort of a prepared transaction as it is applied. */
+/** A resource reporting each commit or abort of a prepared transaction as it is applied. */
 export class RecordingResource implements Resource {
+  /** Forwarded when the inner resource has it (TCC's Cancel of an unprepared Try). */
+  readonly abortUnprepared?: (txnId: TxnId, cb: (err: Error | null) => void) => void;
+
   constructor(
-    readonly inner: MemoryResource,
+    readonly inner: Resource,
     private readonly onApply: (txnId: TxnId, outcome: Outcome) => void,
-  ) {}
+  ) {
+    if (inner.abortUnprepared !== undefined) this.abortUnprepared = (txnId, cb) => inner.abortUnprepared?.(txnId, cb);
+  }
 
   prepare(txnId: TxnId, payload: Uint8Array, cb: (err: Error | null, vote: ResourceVote) => void): void {
     this.inner.prepare(txnId, payload, cb);
@@ -120,11 +130,7 @@ export function simEngineOptions(p: SimParticipant, w: ParticipantWiring, inc: I
     clusterId: w.clusterId,
     participantId: p.id,
     clock: { nowMs: () => w.q.now },
-    schedule: (delayMs, fn) => {
-      let cancelled = false;
-      w.q.after(delayMs, () => !cancelled && inc.alive && fn());
-      return () => (cancelled = true);
-    },
+    schedule: simSchedule(w.q, inc),
     askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
     log: w.log?.(inc),
     inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000,
@@ -141,29 +147,61 @@ export function simEngineOptions(p: SimParticipant, w: ParticipantWiring, inc: I
  * production engine, which then runs on the world's clock.
  */
 export function startSimParticipant(p: SimParticipant, w: ParticipantWiring): void {
-  const inc: Inc = { alive: true };
-  p.inc = inc;
   const state = new MemoryState();
   for (const r of p.journal.durable) state.add(r);
   const resource = MemoryResource.restore(state.data, state.preparedWrites());
-  const engine = participantEngine(
-    {
-      ...simEngineOptions(p, w, inc),
-      resource: new RecordingResource(resource, (txnId, outcome) => {
-        if (!inc.alive) return;
-        w.applied(txnId, outcome);
-        w.checker.participantApplied(p.id, txnId, outcome);
-      }),
-      journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb) },
-    },
-    w.mutant,
-  );
-  engine.recover(state.txnRecords());
-  engine.start();
-  p.engine = engine;
   p.resource = resource;
+  startIncarnation(p, { alive: true }, w, { resource, records: state.txnRecords(), newEngine: (o) => participantEngine(o, w.mutant) });
+}
+
+/**
+ * Incarnation `inc` of a simulated participant, composed as the process is
+ * (src/participant/compose.ts): `resource` wrapped to report what it applies,
+ * the journal, virtual time and the world's questions to the cluster, all
+ * dead once the incarnation crashes.
+ */
+export function startIncarnation(
+  p: SimParticipant,
+  inc: Inc,
+  w: ParticipantWiring,
+  o: { resource: Resource; records: readonly TxnRecord[]; newEngine?: ParticipantParts['newEngine']; tcc?: { reserves: TccReserves; askAbort: AskAbort } },
+): ComposedParticipant {
+  p.inc = inc;
+  const parts = composeParticipant({
+    clusterId: w.clusterId,
+    participantId: p.id,
+    resource: new RecordingResource(o.resource, (txnId, outcome) => {
+      if (!inc.alive) return;
+      w.applied(txnId, outcome);
+      w.checker.participantApplied(p.id, txnId, outcome);
+    }),
+    journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb) },
+    records: o.records,
+    clock: { nowMs: () => w.q.now },
+    schedule: simSchedule(w.q, inc),
+    cluster: {
+      askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
+      askAbort: o.tcc?.askAbort ?? ((_txnId, _reason, cb) => cb(new Error('only a TCC participant asks to abort'), 'unknown')),
+    },
+    log: w.log?.(inc),
+    engine: { inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000, sweepIntervalMs: 500, askBackoffMinMs: 100, askBackoffMaxMs: 1_000, forgetAborts: w.forgetAborts },
+    newEngine: o.newEngine,
+    tcc: o.tcc === undefined ? undefined : { reserves: o.tcc.reserves, watcher: { sweepIntervalMs: 200, askBackoffMinMs: 100, askBackoffMaxMs: 1_000 } },
+  });
+  parts.start();
+  p.engine = parts.engine;
   p.up = true;
-  w.checker.participantRecovered(p.id, (txnId) => engine.stateOf(txnId));
+  w.checker.participantRecovered(p.id, (txnId) => parts.engine.stateOf(txnId));
+  return parts;
+}
+
+/** The engine's Schedule on virtual time: a timer of a crashed incarnation never fires. */
+export function simSchedule(q: EventQueue, inc: Inc): Schedule {
+  return (delayMs, fn) => {
+    let cancelled = false;
+    q.after(delayMs, () => !cancelled && inc.alive && fn());
+    return () => (cancelled = true);
+  };
 }
 
 /** Power loss at `p`: the incarnation ends and the journal keeps only what its disk had written. */

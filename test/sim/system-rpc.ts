@@ -3,6 +3,7 @@
 // duplicated, reordered or delayed), the caller hears the first reply or a
 // deadline error, once — and never after its own crash.
 
+import type { FailedAttempt } from '../../src/client/retry-policy.ts';
 import type { CoordinatorEngine, EngineError } from '../../src/commit/engine.ts';
 import type { DecisionTable } from '../../src/commit/state.ts';
 import type { NodeId } from '../../src/raft/types.ts';
@@ -62,6 +63,28 @@ export interface CoordinatorCall<T> {
 
 /** A Coordinator RPC to a node by index, served by its engine if the node is up. */
 export type CallCoordinator = <T>(from: string, caller: Inc, node: number, deadlineMs: number, serve: (c: CoordinatorCall<T>) => void, cb: Reply<T>) => void;
+
+/**
+ * A simulated failure as the gRPC Coordinator service answers it
+ * (src/node/coordinator-service.ts: not-leader is UNAVAILABLE/NOT_LEADER,
+ * outcome-unknown DEADLINE_EXCEEDED/UNKNOWN_OUTCOME, ...), for the SDK's
+ * retry rule (src/client/retry-policy.ts). A node that is down never
+ * answers: the caller's deadline.
+ */
+export function failedAttempt(err: RpcError): FailedAttempt {
+  return STATUS_OF[err.code] ?? { code: 'UNKNOWN' };
+}
+
+const STATUS_OF: Readonly<Record<string, FailedAttempt>> = {
+  'not-leader': { code: 'UNAVAILABLE', reason: 'NOT_LEADER' },
+  'outcome-unknown': { code: 'DEADLINE_EXCEEDED', reason: 'UNKNOWN_OUTCOME' },
+  deadline: { code: 'DEADLINE_EXCEEDED' },
+  UNAVAILABLE: { code: 'UNAVAILABLE' },
+  exists: { code: 'ALREADY_EXISTS', reason: 'ALREADY_DECIDED' },
+  invalid: { code: 'INVALID_ARGUMENT' },
+  precondition: { code: 'FAILED_PRECONDITION' },
+  exhausted: { code: 'RESOURCE_EXHAUSTED' },
+};
 
 /** Codes the SDK retries (UNAVAILABLE: NOT_LEADER, NO_LEADER; DEADLINE_EXCEEDED: UNKNOWN_OUTCOME), as the engine and this simulator name them. */
 export const RETRYABLE: ReadonlySet<string> = new Set(['not-leader', 'outcome-unknown', 'deadline', 'UNAVAILABLE']);

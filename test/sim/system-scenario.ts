@@ -2,7 +2,7 @@
 // generates (transactions, faults, crash points, an optional mutant) and the
 // result a run hands back. See system-world.ts for what each piece does.
 
-import type { BatchMutant, CoreMutant, EngineMutant, ParticipantMutant } from './protocol-mutants.ts';
+import type { BatchMutant, ClientMutant, CoreMutant, EngineMutant, ParticipantMutant } from './protocol-mutants.ts';
 import type { TccMutant } from './system-tcc.ts';
 import type { DbMutant } from './system-dbprep.ts';
 
@@ -65,7 +65,7 @@ export type SysFault =
   | { kind: 'corrupt'; at: number; node: number; downMs: number };
 
 /** A deliberately broken protocol, for the checker's own tests; never set in the real simulation. */
-export type Mutant = EngineMutant | ParticipantMutant | TccMutant | BatchMutant | CoreMutant | DbMutant;
+export type Mutant = EngineMutant | ParticipantMutant | TccMutant | BatchMutant | ClientMutant | CoreMutant | DbMutant;
 
 /** What a Verdict run and a baseline run (test/sim/baselines) are both given. */
 export interface FaultScenario {

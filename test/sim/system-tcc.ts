@@ -16,16 +16,15 @@
 // Mutants for the checker's self-test are injected here, never in src/: a
 // barrier rule that always runs the handler, and a watcher whose question
 // answers ABORT without asking the cluster (a bare timer).
-import { ParticipantEngine } from '../../src/participant/engine.ts';
 import { parsePayload } from '../../src/participant/memory.ts';
 import { barrierStep, TccRefusal, type BarrierOp, type BarrierVerdict, type BranchState, type TccBranch } from '../../src/participant/tcc/barrier.ts';
-import { ReserveWatcher, type AskAbort } from '../../src/participant/tcc/expiry.ts';
+import type { AskAbort } from '../../src/participant/tcc/expiry.ts';
 import { MemoryTccResource, replayTcc, type TccMemoryHandlers, type TccRecord } from '../../src/participant/tcc/memory.ts';
-import type { ClusterOutcome, Outcome, Resource, ResourceVote, TxnId } from '../../src/participant/types.ts';
+import type { ClusterOutcome, TxnId } from '../../src/participant/types.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { EventQueue } from './event-queue.ts';
 import type { SystemChecker } from './system-checker.ts';
-import { SimJournal, simEngineOptions, type ParticipantWiring, type SimParticipant } from './system-participant.ts';
+import { SimJournal, startIncarnation, type ParticipantWiring, type SimParticipant } from './system-participant.ts';
 import type { Inc } from './system-rpc.ts';
 
 export type TccMutant = 'tcc-no-barrier' | 'tcc-cancel-on-timer';
@@ -96,71 +95,22 @@ export function newSimTcc(q: EventQueue, rng: Rng): SimTcc {
   return { journal: new SimJournal<TccRecord>(q, new Rng(rng.u32())), ttlMs: 500 + rng.int(2_500), resource: null };
 }
 
-/** The TCC resource, reporting each Confirm or Cancel of a reserve as it is asked for (as RecordingResource does). */
-class RecordingTcc implements Resource {
-  constructor(
-    readonly inner: MemoryTccResource<SimTccState>,
-    private readonly onApply: (txnId: TxnId, outcome: Outcome) => void,
-  ) {}
-  prepare(txnId: TxnId, payload: Uint8Array, cb: (err: Error | null, vote: ResourceVote) => void): void {
-    this.inner.prepare(txnId, payload, cb);
-  }
-  commit(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.onApply(txnId, 'committed');
-    this.inner.commit(txnId, cb);
-  }
-  abort(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.onApply(txnId, 'aborted');
-    this.inner.abort(txnId, cb);
-  }
-  abortUnprepared(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.inner.abortUnprepared(txnId, cb);
-  }
-}
-
-/** startSimParticipant for a TCC participant: the engine, the TCC resource rebuilt from its journal, and the watcher. */
+/** startSimParticipant for a TCC participant: the TCC resource rebuilt from its journal, composed with the engine and the watcher. */
 export function startSimTccParticipant(p: SimParticipant, tcc: SimTcc, w: TccWiring): void {
-  const inc: Inc = { alive: true };
-  p.inc = inc;
-  const base = simEngineOptions(p, w, inc);
-  const { clock, schedule } = base;
   const handlers = simTccHandlers(tcc.ttlMs);
   const barrier = w.tccMutant === 'tcc-no-barrier' ? noBarrier : barrierStep;
+  const inc: Inc = { alive: true };
   const resource = new MemoryTccResource({
     participantId: p.id,
     handlers,
     live: replayTcc(p.id, handlers, tcc.journal.durable, barrier),
     journal: { append: (r, cb) => inc.alive && tcc.journal.append(r, cb) },
-    clock,
+    clock: { nowMs: () => w.q.now },
     barrier,
   });
-  const recording = new RecordingTcc(resource, (txnId, outcome) => {
-    if (!inc.alive) return;
-    w.applied(txnId, outcome);
-    w.checker.participantApplied(p.id, txnId, outcome);
-  });
-  const engine = new ParticipantEngine({ ...base, resource: recording, journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb) } });
-  engine.recover(p.journal.durable);
-  engine.start();
   const askAbort: AskAbort = w.tccMutant === 'tcc-cancel-on-timer' ? (_txnId, _reason, cb) => cb(null, 'aborted') : (txnId, reason, cb) => w.askAbort(inc, txnId, reason, cb);
-  const watcher = new ReserveWatcher({
-    clusterId: w.clusterId,
-    participantId: p.id,
-    reserves: resource,
-    resource: recording,
-    engine,
-    askAbort,
-    clock,
-    schedule,
-    sweepIntervalMs: 200,
-    askBackoffMinMs: 100,
-    askBackoffMaxMs: 1_000,
-  });
-  watcher.start();
-  p.engine = engine;
+  startIncarnation(p, inc, w, { resource, records: p.journal.durable, tcc: { reserves: resource, askAbort } });
   tcc.resource = resource;
-  p.up = true;
-  w.checker.participantRecovered(p.id, (txnId) => engine.stateOf(txnId));
 }
 
 export function crashSimTcc(tcc: SimTcc): void {

@@ -21,7 +21,18 @@ import type { Driver } from '../../src/node/driver.ts';
 import { NodeStateMachine } from '../../src/node/machine.ts';
 import type { NodeCore, NodeCoreObserver, ParticipantLinks } from '../../src/node/core.ts';
 import type { ParticipantEngine } from '../../src/participant/engine.ts';
-import { batchDecoder, coordinatorEngine, CORE_MUTANTS, ENGINE_MUTANTS, nodeCore, PARTICIPANT_MUTANTS, type CoreMutant, type EngineMutant, type ParticipantMutant } from './protocol-mutants.ts';
+import {
+  batchDecoder,
+  beginRule,
+  coordinatorEngine,
+  CORE_MUTANTS,
+  ENGINE_MUTANTS,
+  nodeCore,
+  PARTICIPANT_MUTANTS,
+  type CoreMutant,
+  type EngineMutant,
+  type ParticipantMutant,
+} from './protocol-mutants.ts';
 import { ParticipantError, type ClusterOutcome } from '../../src/participant/types.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
@@ -623,6 +634,7 @@ export class SystemWorld implements FaultWorld {
       refusedAsDecided: (txnId, recorded) => this.checker.clientRefusedAsDecided(txnId, recorded),
       refused: (txnId, call, err) => this.checker.violation(`client: ${call}(${txnId}) refused: ${err.code}: ${err.message}`),
       log: (line) => this.log(line),
+      beginRule: beginRule(this.sc.mutant === 'begin-on-retry' ? this.sc.mutant : undefined),
     };
   }
 

@@ -22,7 +22,7 @@ import {
   KEY_SNAPSHOT,
 } from '../../src/storage/codec.ts';
 import { scanRecords } from '../../src/storage/segment-format.ts';
-import { StorageIdentityError } from '../../src/storage/level.ts';
+import { StorageIdentityError } from '../../src/storage/dir-identity.ts';
 import { DiskLogStore, type OpenReport } from '../../src/storage/store.ts';
 import type { PersistBatch, RecoveredState, StorageIdentity } from '../../src/storage/types.ts';
 import { applyBatch as simApplyBatch } from '../sim/sim-disk.ts';

@@ -2,17 +2,16 @@
 // resource (memory: handlers over a journaled state; postgres: handlers over
 // SQL with the barrier table), the engine's own journal (transaction records
 // only, `journal-tcc.log`), and the reserve watcher started beside the
-// engine. The PostgreSQL half is imported only when asked for, so a memory
+// engine (src/participant/compose.ts builds it). The PostgreSQL half is imported only when asked for, so a memory
 // TCC participant never loads `pg`.
 import { join } from 'node:path';
 import { FileJournal } from '../journal.ts';
 import { isTxnRecord, TxnJournalState } from '../prepared-recovery.ts';
-import type { AskAbort, WatchedEngine } from './expiry.ts';
-import { ReserveWatcher } from './expiry.ts';
+import type { ReserveWatcher } from './expiry.ts';
 import { isTccRecord, MemoryTccResource, replayTcc, TccMemoryState, type TccMemoryHandlers, type TccRecord } from './memory.ts';
 import type { PostgresTccResource, TccPgHandlers } from './postgres.ts';
 import type { TccCounts, TccReserves } from './barrier.ts';
-import type { EngineLog, Resource, Schedule, TxnRecord } from '../types.ts';
+import type { EngineLog, Resource, TxnRecord } from '../types.ts';
 
 export const TCC_ENGINE_JOURNAL_FILE = 'journal-tcc.log';
 export const TCC_MEMORY_JOURNAL_FILE = 'tcc-barrier.log';
@@ -31,8 +30,8 @@ export interface TccSetup {
   resource: TccResource;
   journal: FileJournal<TxnRecord>;
   records: TxnRecord[];
-  /** Starts the reserve watcher (and the barrier clean-up) once the engine runs. */
-  start(engine: WatchedEngine, askAbort: AskAbort, schedule: Schedule): void;
+  /** Once the engine and the reserve watcher run: counts the watcher's expiries, and starts the barrier clean-up. */
+  start(watcher: ReserveWatcher): void;
   counts(): TccCounts & { expired: number };
   close(): Promise<void>;
 }
@@ -84,19 +83,8 @@ export async function openTccParticipant(o: TccParticipantOptions & { clusterId:
     resource,
     journal,
     records: state.txnRecords(),
-    start(engine, askAbort, schedule) {
-      watcher = new ReserveWatcher({
-        clusterId: o.clusterId,
-        participantId: o.participantId,
-        reserves: resource,
-        resource,
-        engine,
-        askAbort,
-        clock: { nowMs: () => Date.now() },
-        schedule,
-        log: o.log,
-      });
-      watcher.start();
+    start(w) {
+      watcher = w;
       if ('cleanup' in resource) {
         const pgResource = resource;
         const everyMs = o.postgres?.cleanupIntervalMs ?? 3_600_000;
@@ -113,7 +101,6 @@ export async function openTccParticipant(o: TccParticipantOptions & { clusterId:
     },
     counts: () => ({ ...resource.tccCounts(), expired: watcher?.expired ?? 0 }),
     async close() {
-      watcher?.stop();
       if (cleanupTimer !== null) clearTimeout(cleanupTimer);
       await barrierJournal?.close();
       if ('close' in resource) await resource.close();
