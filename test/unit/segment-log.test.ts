@@ -8,7 +8,6 @@ import { appendFile, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { Level as ClassicLevel } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EntryType, type Entry, type Snapshot } from '../../src/raft/types.ts';
 import { CorruptRecordError, decodeLogState, encodeHardState, encodeLogState, KEY_HARD_STATE, KEY_LOG_STATE, type LogState } from '../../src/storage/codec.ts';
