@@ -3,8 +3,8 @@
 // The second sync per batch, measured at the store: one follower-sized batch
 // (one 100-byte entry and its hard state) persisted at a time, as a node does
 // at one request in flight, through src/storage/store.ts with the mark
-// written beside the segment's fdatasync (the two-field mark) and after it
-// (the order before), and a bare 200-byte append + fdatasync (the floor).
+// written beside the segment's fdatasync (`markBesideSegment`, off by
+// default) and after it (the default), and a bare 200-byte append + fdatasync (the floor).
 // The three alternate in short rounds in one process on the same disk, so a
 // loaded machine affects them alike. Prints one JSON line: p50/p99 per
 // persist in microseconds, the per-round p50s, and the load average.
@@ -36,8 +36,8 @@ async function main(): Promise<void> {
   const hists: Record<Variant, Histogram> = { beside: newHistogram(), after: newHistogram(), fsync: newHistogram() };
   const rounds: Record<Variant, number[]> = { beside: [], after: [], fsync: [] };
   try {
-    const beside = (await DiskLogStore.open(join(dir, 'beside'), ID)).store;
-    const after = (await DiskLogStore.open(join(dir, 'after'), ID, { markAfterSegment: true })).store;
+    const beside = (await DiskLogStore.open(join(dir, 'beside'), ID, { markBesideSegment: true })).store;
+    const after = (await DiskLogStore.open(join(dir, 'after'), ID)).store;
     const next: Record<'beside' | 'after', number> = { beside: 1, after: 1 };
     const fd = openSync(join(dir, 'floor.dat'), 'a');
     const payload = Buffer.alloc(200, 0x62);

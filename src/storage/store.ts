@@ -2,17 +2,18 @@
 // (`${dir}/wal`, src/storage/segment-log.ts), everything else in LevelDB
 // (`${dir}/raft`: identity, hard state, snapshot, log state).
 //
-// One PersistBatch with entries is the segment write and its fdatasync and,
-// beside it (in parallel), one synced LevelDB write that carries the hard
-// state and the two-field mark: "acknowledged through" (where the log ended
-// before this batch: synced, so possibly acknowledged) and "may hold up to"
-// (where it ends after). onSynced fires once both are synced (R6). Once the
-// store is idle, a synced confirmation moves "acknowledged through" up to
-// the last batch, off the critical path; under load the next batch's mark
-// does that. On start, a log shorter than "acknowledged through" means the
-// disk lost synced entries: the node starts recovering instead of answering
-// with a log shorter than one it acknowledged. A log that ends between the
-// two fields is an ordinary crash (docs/storage.md).
+// One PersistBatch with entries is the segment write and its fdatasync,
+// then one synced LevelDB write that carries the hard state and the
+// two-field mark: "acknowledged through" and "may hold up to", both at the
+// batch's end. onSynced fires once both are synced (R6), so every batch a
+// node acknowledged is under its mark. On start, a log shorter than
+// "acknowledged through" means the disk lost synced entries: the node starts
+// recovering instead of answering with a log shorter than one it
+// acknowledged. A log that ends between the two fields is an ordinary crash.
+// With `markBesideSegment` the LevelDB write runs beside the segment's sync
+// instead, "acknowledged through" names only what earlier batches synced,
+// and a confirmation moves it up once the store is idle; not the default,
+// because it leaves the last batch unguarded until then (docs/storage.md).
 
 import { assert } from '../util/assert.ts';
 import { rm } from 'node:fs/promises';
@@ -53,10 +54,14 @@ export interface DiskLogStoreOptions {
   /** Segment size before a roll-over (tests use small ones). */
   segmentBytes?: number;
   /**
-   * Write the mark after the segment's fdatasync instead of beside it (the
-   * order before the two-field mark): for bench/store-sync.ts's A/B only.
+   * Write the mark beside the segment's fdatasync instead of after it: one
+   * sync less on the critical path, but a disk that loses exactly the last
+   * acknowledged batch goes unnoticed until the idle confirmation lands
+   * (docs/storage.md, "the order of one batch"). Off by default: a node
+   * never trades that detection for latency; bench/store-sync.ts's A/B
+   * measures what it would save.
    */
-  markAfterSegment?: boolean;
+  markBesideSegment?: boolean;
 }
 
 /** What the open found that an operator should hear about (the node logs it). */
@@ -224,7 +229,7 @@ export class DiskLogStore implements LogStore {
         // What was read back is synced (SegmentLog.open syncs the last segment), so the next mark may claim it.
         acked: recoverIndex > 0 ? { index: recoverIndex, term: recoverIndex === ls.highWaterIndex ? ls.highWaterTerm : 0 } : { index: lastIndex, term: lastTerm },
       };
-      const store = new DiskLogStore(db, wal, dbPath, bounds, ls.firstSeq, ls.highWaterIndex, opts.markAfterSegment !== true);
+      const store = new DiskLogStore(db, wal, dbPath, bounds, ls.firstSeq, ls.highWaterIndex, opts.markBesideSegment === true);
       const report: OpenReport = { truncated, migratedFrom, highWater: { index: ls.highWaterIndex, term: ls.highWaterTerm }, mayHoldIndex: ls.mayHoldIndex, lastIndex };
       return { store, recovered: { hardState, snapshot: meta.snapshot, entries, recoverIndex }, report };
     } catch (err) {

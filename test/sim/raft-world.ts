@@ -135,7 +135,8 @@ export class RaftWorld {
     const ids = Array.from({ length: sc.nodes }, (_, i) => `n${i + 1}`);
     this.conf = { voters: ids, learners: [], votersOutgoing: [] };
     for (const id of ids) {
-      const node: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32()), sc.lyingDisks === true), driver: null, sm: new LogMachine(), up: false, joined: false, dead: false };
+      // The Raft shard keeps the store's other order (markBesideSegment) under its faults; the system shards run the default.
+      const node: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32()), sc.lyingDisks === true, true), driver: null, sm: new LogMachine(), up: false, joined: false, dead: false };
       this.nodes.push(node);
       this.start(node);
     }

@@ -10,9 +10,11 @@
 // way the node restarts recovering (src/raft/raft.ts, recoverIndex).
 //
 // The mark has the real store's two fields: "acknowledged through" and "may
-// hold up to", written beside a batch's entries, so a crash may land a
-// batch's mark (and its hard state) without its entries; and an idle store's
-// confirmation, an internal write in the same FIFO that a crash may lose.
+// hold up to". By default (as in the real store) it is written after a
+// batch's entries and covers them. With `markBesideSegment` it is written
+// beside them, so a crash may land a batch's mark (and its hard state)
+// without its entries, and an idle store's confirmation, an internal write
+// in the same FIFO that a crash may lose, moves it up later.
 
 import { Rng } from '../../src/raft/rng.ts';
 import { emptySnapshot, type Entry, type HardState, type Snapshot } from '../../src/raft/types.ts';
@@ -64,8 +66,8 @@ interface SimMark {
   mayHold: number;
 }
 
-/** Whether the store writes a batch's LevelDB half beside its entries (src/storage/store.ts, plan()). */
-function parallel(b: PersistBatch): boolean {
+/** Whether a store with markBesideSegment writes a batch's LevelDB half beside its entries (src/storage/store.ts, plan()). */
+function besideable(b: PersistBatch): boolean {
   return b.snapshot === null && b.localSnapshot === null && b.entries.length > 0;
 }
 
@@ -75,7 +77,7 @@ function syncedBefore(d: Durable, b: PersistBatch): number {
 }
 
 /** The mark after batch `b` lands on `d` (its entries and its LevelDB write): the rules of src/storage/store.ts. */
-function markAfter(m: SimMark, d: Durable, b: PersistBatch): SimMark {
+function markAfter(m: SimMark, d: Durable, b: PersistBatch, parallel: boolean): SimMark {
   let acked = m.acked;
   let last = lastIndexOf(d);
   if (b.snapshot) {
@@ -87,15 +89,15 @@ function markAfter(m: SimMark, d: Durable, b: PersistBatch): SimMark {
   const first = b.entries[0].index;
   if (first <= last && first <= acked) acked = first - 1;
   const newLast = b.entries[b.entries.length - 1].index;
-  const synced = parallel(b) ? Math.min(last, first - 1) : newLast;
+  const synced = parallel ? Math.min(last, first - 1) : newLast;
   if (synced >= acked) acked = synced;
   return { acked, mayHold: newLast };
 }
 
 /** The hard state a batch with entries stores beside them: its commit held back to what was synced before. */
-function storedHardState(d: Durable, b: PersistBatch): HardState | null {
+function storedHardState(d: Durable, b: PersistBatch, parallel: boolean): HardState | null {
   if (!b.hardState) return null;
-  return parallel(b) ? { ...b.hardState, commit: Math.min(b.hardState.commit, syncedBefore(d, b)) } : { ...b.hardState };
+  return parallel ? { ...b.hardState, commit: Math.min(b.hardState.commit, syncedBefore(d, b)) } : { ...b.hardState };
 }
 
 /** The idle store's confirmation: not a batch of the node's, so it has no callback. */
@@ -134,7 +136,13 @@ export class SimDisk implements LogStore {
     private readonly q: EventQueue,
     private readonly rng: Rng,
     private readonly lies = false,
+    /** The store's `markBesideSegment` (off by default, as in the real store). */
+    private readonly markBesideSegment = false,
   ) {}
+
+  private parallel(b: PersistBatch): boolean {
+    return this.markBesideSegment && besideable(b);
+  }
 
   persist(batch: PersistBatch, onSynced: (err: Error | null) => void): void {
     const epoch = this.epoch;
@@ -186,7 +194,7 @@ export class SimDisk implements LogStore {
     for (let i = 0; i < survive; i++) this.makeDurable(pending[i]);
     // The first write lost may have had its LevelDB half land without its entries.
     const lost = pending[survive];
-    if (lost && !(CONFIRM in lost) && parallel(lost) && this.rng.int(2) === 0) this.landMarkOnly(lost);
+    if (lost && !(CONFIRM in lost) && this.parallel(lost) && this.rng.int(2) === 0) this.landMarkOnly(lost);
     this.volatile = [];
     this.inFlight = [];
     this.current = { hardState: { ...this.durable.hardState }, snapshot: this.durable.snapshot, entries: this.durable.entries.slice() };
@@ -202,8 +210,8 @@ export class SimDisk implements LogStore {
       if (p[CONFIRM].commit > d.hardState.commit && p[CONFIRM].commit <= lastIndexOf(d)) d.hardState = { ...d.hardState, commit: p[CONFIRM].commit };
       return;
     }
-    const hs = storedHardState(d, p);
-    this.mark = markAfter(this.mark, d, p);
+    const hs = storedHardState(d, p, this.parallel(p));
+    this.mark = markAfter(this.mark, d, p, this.parallel(p));
     applyBatch(d, p);
     if (hs) d.hardState = hs;
   }
@@ -211,8 +219,8 @@ export class SimDisk implements LogStore {
   /** A crash between the two syncs of a batch: its mark and hard state landed, its entries did not. */
   private landMarkOnly(b: PersistBatch): void {
     const d = this.durable;
-    const hs = storedHardState(d, b);
-    this.mark = markAfter(this.mark, d, b);
+    const hs = storedHardState(d, b, this.parallel(b));
+    this.mark = markAfter(this.mark, d, b, this.parallel(b));
     if (hs) d.hardState = hs;
   }
 

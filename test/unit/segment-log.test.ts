@@ -8,7 +8,6 @@ import { appendFile, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { Level as ClassicLevel } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EntryType, type Entry, type Snapshot } from '../../src/raft/types.ts';
 import { CorruptRecordError, decodeLogState, encodeHardState, encodeLogState, KEY_HARD_STATE, KEY_LOG_STATE, type LogState } from '../../src/storage/codec.ts';
@@ -20,6 +19,8 @@ import { segmentFiles, walIndexes } from './fixtures/wal-files.ts';
 const ID: StorageIdentity = { clusterId: 'alpha', nodeId: 'n1' };
 /** Small segments, so a few dozen entries span several files. */
 const SMALL: DiskLogStoreOptions = { segmentBytes: 512 };
+/** The store's other order: the mark written beside the segment's sync (not the default). */
+const BESIDE: DiskLogStoreOptions = { ...SMALL, markBesideSegment: true };
 
 const dirs: string[] = [];
 const stores: DiskLogStore[] = [];
@@ -376,7 +377,7 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
     const dir = await writtenLog(20);
     expect(await markOf(dir)).toMatchObject({ highWaterIndex: 20, mayHoldIndex: 20 });
     await cutAfter(dir, 17);
-    const { recovered } = await openStore(dir);
+    const { recovered } = await openStore(dir, BESIDE);
     expect(recovered.recoverIndex).toBe(20);
   });
 
@@ -384,7 +385,7 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
     const dir = await writtenLog(20);
     await setMark(dir, 20, 25);
     await tornRecord(dir, 21);
-    const { recovered, report } = await openStore(dir);
+    const { recovered, report } = await openStore(dir, BESIDE);
     expect(recovered.recoverIndex).toBe(0);
     expect(recovered.entries).toEqual(ents(1, 20, 1));
     expect(report.truncated).toHaveLength(1);
@@ -394,7 +395,7 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
   it('the segment sync landed and the mark did not: the log may run past "may hold up to", and nothing is lost or cut', async () => {
     const dir = await writtenLog(20);
     await setMark(dir, 10, 15);
-    let { store, recovered } = await openStore(dir);
+    let { store, recovered } = await openStore(dir, BESIDE);
     expect(recovered.recoverIndex).toBe(0);
     expect(recovered.entries).toEqual(ents(1, 20, 1));
     // The next batch's mark covers what was read back.
@@ -402,7 +403,7 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
     await closeAll();
     expect(await markOf(dir)).toMatchObject({ highWaterIndex: 25, mayHoldIndex: 25 });
     await cutAfter(dir, 22);
-    ({ store, recovered } = await openStore(dir));
+    ({ store, recovered } = await openStore(dir, BESIDE));
     expect(recovered.recoverIndex).toBe(25);
   });
 
@@ -410,13 +411,13 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
     const dir = await writtenLog(20);
     await setMark(dir, 15, 20);
     await cutAfter(dir, 16);
-    let { recovered } = await openStore(dir);
+    let { recovered } = await openStore(dir, BESIDE);
     expect(recovered.recoverIndex).toBe(0);
     expect(recovered.entries.at(-1)?.index).toBe(16);
     await closeAll();
     await setMark(dir, 15, 20);
     await cutAfter(dir, 12);
-    ({ recovered } = await openStore(dir));
+    ({ recovered } = await openStore(dir, BESIDE));
     expect(recovered.recoverIndex).toBe(15);
   });
 
@@ -426,7 +427,7 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
     const [last] = (await segmentFiles(join(dir, 'wal'))).slice(-1);
     const victim = (await recordsOf(last)).at(-1)!;
     await truncate(last, victim.offset + 5);
-    const { recovered, report } = await openStore(dir);
+    const { recovered, report } = await openStore(dir, BESIDE);
     expect(recovered.recoverIndex).toBe(20);
     expect(report.truncated[0]).toMatchObject({ index: 20, belowHighWater: true });
   });
@@ -438,7 +439,7 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
       // A crash with the mark ahead of the log: the batch after `last` never synced.
       await setMark(dir, last, last + 5);
       await tornRecord(dir, last + 1);
-      const { store, recovered } = await openStore(dir);
+      const { store, recovered } = await openStore(dir, BESIDE);
       expect(recovered.recoverIndex, `round ${round}`).toBe(0);
       expect(recovered.entries, `round ${round}`).toEqual(ents(1, last, 1));
       await persist(store, { entries: ents(last + 1, last + 3, 1), hardState: { term: 1, vote: 'n1', commit: last } });
@@ -447,36 +448,36 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
       await closeAll();
     }
     await cutAfter(dir, last - 2);
-    const { recovered } = await openStore(dir);
+    const { recovered } = await openStore(dir, BESIDE);
     expect(recovered.recoverIndex).toBe(last);
   });
 
   it("after a leader's snapshot and the entries that follow it, a loss below the mark is noticed", async () => {
     const dir = await writtenLog(20);
-    const { store } = await openStore(dir);
+    const { store } = await openStore(dir, BESIDE);
     await persist(store, { snapshot: snap(30, 2), entries: ents(31, 36, 2), hardState: { term: 2, vote: 'n2', commit: 30 } });
     await closeAll();
     expect(await markOf(dir)).toMatchObject({ highWaterIndex: 36, mayHoldIndex: 36 });
     await cutAfter(dir, 33);
-    const { recovered } = await openStore(dir);
+    const { recovered } = await openStore(dir, BESIDE);
     expect(recovered.snapshot.metadata.index).toBe(30);
     expect(recovered.recoverIndex).toBe(36);
   });
 
   it('a commit index stored beside entries is stored in full once idle; one no higher than "acknowledged through" with the log between the fields is an ordinary crash', async () => {
     const dir = await writtenLog(20);
-    const { store } = await openStore(dir);
+    const { store } = await openStore(dir, BESIDE);
     // One batch: entries 21..25 with a commit index that covers 23 of them (a follower's Ready).
     await persist(store, { entries: ents(21, 25, 1), hardState: { term: 1, vote: 'n1', commit: 23 } });
     await closeAll();
-    const { recovered: whole } = await openStore(dir);
+    const { recovered: whole } = await openStore(dir, BESIDE);
     expect(whole.hardState.commit).toBe(23);
     await closeAll();
     // What the batch's own LevelDB write holds when its segment sync is lost: the commit is held back to 20.
     await setMark(dir, 20, 25);
     await withRawDb(dir, (db) => db.put(KEY_HARD_STATE, encodeHardState({ term: 1, vote: 'n1', commit: 20 })));
     await cutAfter(dir, 20);
-    const { recovered } = await openStore(dir);
+    const { recovered } = await openStore(dir, BESIDE);
     expect(recovered.recoverIndex).toBe(0);
     expect(recovered.hardState.commit).toBe(20);
   });
