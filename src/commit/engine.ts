@@ -25,6 +25,8 @@ import type { ClusterOutcome, Decide, DecisionOutcome, Prepare, Vote } from '../
 import type { ApplyResult, Command, Decision, DecisionTable, HeuristicRecord, OperatorAct, ParticipantRecord, Resolution } from './state.ts';
 import { beginRefusal, forgottenReason, futureIdRefusal } from './id-newness.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
+import type { TxnStatus } from '../participant/types.ts';
+import { ParallelCommit, type ParallelState } from './parallel-commit.ts';
 
 /** PREPARE as the engine asks it; the link adds the cluster id. */
 export type PrepareRequest = Omit<Prepare, 'clusterId'>;
@@ -40,6 +42,8 @@ export interface EngineIO {
   propose(cmd: Command, cb: (err: Error | null, result?: ApplyResult) => void): void;
   sendPrepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void;
   sendDecision(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void;
+  /** The status question of parallel commit's recovery (src/commit/parallel-commit.ts). */
+  sendStatus(to: ParticipantRecord, txnId: string, timeoutMs: number, cb: (err: Error | null, status?: TxnStatus) => void): void;
 }
 
 export interface EngineConfig {
@@ -67,6 +71,8 @@ export interface EngineConfig {
   rpcDeadlineMs: number;
   /** An undecided transaction older than this is listed as in doubt (`verdict txn list --in-doubt`). */
   inDoubtAfterMs: number;
+  /** Parallel commit for transactions that do not choose (docs/protocol.md, "Parallel commit"). */
+  parallelCommit: boolean;
 }
 
 export const defaultEngineConfig: EngineConfig = {
@@ -83,6 +89,7 @@ export const defaultEngineConfig: EngineConfig = {
   untimedIds: 'trust',
   rpcDeadlineMs: 10_000,
   inDoubtAfterMs: 2_000,
+  parallelCommit: false,
 };
 
 /** The engine's map holds at most this many transactions per inFlightMax (aborted ones remembered, decided ones awaiting ACKs). */
@@ -151,6 +158,8 @@ export interface Txn {
   proposing?: DecisionOutcome;
   /** While deciding: when to propose again after the proposal failed; 0 while one is in flight. */
   reproposeAtMs?: number;
+  /** Set when T commits in parallel (src/commit/parallel-commit.ts). */
+  parallel?: ParallelState;
 }
 
 export interface TxnView {
@@ -198,8 +207,8 @@ export interface ResolveAnswer {
  * Why a transaction aborted, as a small closed set (metrics labels must not
  * carry free text): the class is named where the abort is decided.
  */
-export type AbortClass = 'vote_no' | 'timeout' | 'unreachable' | 'client' | 'leader_change' | 'presumed_abort_query' | 'operator' | 'heuristic_report';
-export const ABORT_CLASSES: readonly AbortClass[] = ['vote_no', 'timeout', 'unreachable', 'client', 'leader_change', 'presumed_abort_query', 'operator', 'heuristic_report'];
+export type AbortClass = 'vote_no' | 'timeout' | 'unreachable' | 'client' | 'leader_change' | 'presumed_abort_query' | 'operator' | 'heuristic_report' | 'staging_recovery';
+export const ABORT_CLASSES: readonly AbortClass[] = ['vote_no', 'timeout', 'unreachable', 'client', 'leader_change', 'presumed_abort_query', 'operator', 'heuristic_report', 'staging_recovery'];
 
 /** Monotonic counts of what this node's engine did while it led; read-only, for metrics. */
 export interface EngineCounters {
@@ -216,7 +225,7 @@ export class CoordinatorEngine {
   protected readonly stats: EngineCounters = {
     begun: 0,
     committed: 0,
-    aborted: { vote_no: 0, timeout: 0, unreachable: 0, client: 0, leader_change: 0, presumed_abort_query: 0, operator: 0, heuristic_report: 0 },
+    aborted: { vote_no: 0, timeout: 0, unreachable: 0, client: 0, leader_change: 0, presumed_abort_query: 0, operator: 0, heuristic_report: 0, staging_recovery: 0 },
     decisionRetries: 0,
   };
   private leaderTerm = 0;
@@ -227,6 +236,8 @@ export class CoordinatorEngine {
   private forgetInFlight = false;
   /** When each registered participant was last heard from (an answer, a question, a report); bounded by the registry. */
   private readonly lastSeen = new Map<string, number>();
+  /** Parallel commit: the STAGING record, the implicit COMMITTED, and recovery of staged transactions. */
+  protected readonly pc: ParallelCommit;
 
   constructor(
     private readonly table: DecisionTable,
@@ -234,6 +245,18 @@ export class CoordinatorEngine {
     cfg: Partial<EngineConfig> = {},
   ) {
     this.cfg = { ...defaultEngineConfig, ...cfg };
+    this.pc = this.parallelCommit({
+      io,
+      table,
+      cfg: this.cfg,
+      proposeCommit: (t) => this.proposeCommit(t),
+      countRecoveryAbort: () => this.stats.aborted.staging_recovery++,
+    });
+  }
+
+  /** The parallel-commit halves; a test mutant swaps them. */
+  protected parallelCommit(host: ConstructorParameters<typeof ParallelCommit>[0]): ParallelCommit {
+    return new ParallelCommit(host);
   }
 
   isLeader(): boolean {
@@ -271,6 +294,8 @@ export class CoordinatorEngine {
       // Re-drive every decision still in the table: its participants may not
       // have heard it, or their ACKs died with the previous leader (R5).
       for (const d of this.table.decisions.values()) this.deliver(d);
+      // A STAGING record with no decision: its stager is gone; recover it.
+      for (const id of this.table.staged.keys()) this.pc.start(id);
     }
   }
 
@@ -278,6 +303,7 @@ export class CoordinatorEngine {
     const err = new EngineError('outcome-unknown', 'leadership changed while the transaction was in flight; retry Commit with the same id on the new leader, or query its outcome');
     for (const t of this.txns.values()) for (const w of t.waiters.splice(0)) w(err);
     this.txns.clear();
+    this.pc.drop(err);
     this.forgetQueue = [];
     this.forgetInFlight = false;
   }
@@ -296,6 +322,7 @@ export class CoordinatorEngine {
     // R7: a repeated Begin of an undecided transaction answers as the first did.
     if (existing && existing.outcome === null) return { deadlineAtMs: existing.deadlineAtMs };
     this.refuseUnlessNew(txnId);
+    if (this.pc.isStaged(txnId)) throw new EngineError('outcome-unknown', `transaction ${txnId} was staged by an earlier leader (parallel commit) and is being recovered; query its outcome`);
     if (this.txns.size >= this.cfg.inFlightMax) this.checkRoom();
     const t = timeoutMs > 0 ? timeoutMs : this.cfg.defaultTimeoutMs;
     if (t > this.cfg.maxTimeoutMs) throw new EngineError('invalid', `timeout ${t} ms exceeds the limit of ${this.cfg.maxTimeoutMs} ms`);
@@ -373,7 +400,7 @@ export class CoordinatorEngine {
    * only, so a retry that reaches a leader which did not begin T still finds
    * no T and aborts it (R2).
    */
-  commit(txnId: string, enlist: { participantId: string; payload: Uint8Array }[], cb: OutcomeCallback, begin?: { timeoutMs: number }): void {
+  commit(txnId: string, enlist: { participantId: string; payload: Uint8Array }[], cb: OutcomeCallback, begin?: { timeoutMs: number; parallelCommit?: boolean }): void {
     if (!this.accept(txnId, cb)) return;
     const decided = this.table.lookup(txnId);
     // A Commit that begins is a new transaction (the SDK sends begin on a first attempt only): a decided id is refused, not answered.
@@ -388,6 +415,8 @@ export class CoordinatorEngine {
       this.deliverToEnlisted(decided, enlist);
       return cb(null, answerOf(decided));
     }
+    // Staged by an earlier leader: only recovery decides it (never a presumed ABORT).
+    if (!this.txns.has(txnId) && this.pc.isStaged(txnId)) return this.pc.wait(txnId, cb);
     if (begin !== undefined && !this.txns.has(txnId)) {
       try {
         this.begin(txnId, begin.timeoutMs);
@@ -404,6 +433,8 @@ export class CoordinatorEngine {
       return this.logAbort(txnId, 'the transaction was not begun on the current leader (leader change?); it is aborted', 'leader_change', cb, named);
     }
     if (t.outcome !== null) return cb(null, this.answerFor(t));
+    const implicit = this.pc.implicitAnswer(t);
+    if (implicit) return cb(null, implicit);
     if (t.phase !== 'begun') {
       t.waiters.push(cb);
       return;
@@ -417,6 +448,7 @@ export class CoordinatorEngine {
     t.waiters.push(cb);
     t.phase = 'preparing';
     this.prepare(t);
+    if (begin?.parallelCommit ?? this.cfg.parallelCommit) this.pc.stage(t);
   }
 
   /**
@@ -443,6 +475,7 @@ export class CoordinatorEngine {
     const why = reason || 'aborted by the application';
     if (!t) {
       if (this.table.beyondHorizon(txnId)) return cb(this.forgotten(txnId));
+      if (this.pc.isStaged(txnId)) return this.pc.wait(txnId, cb);
       return this.logAbort(txnId, why, 'client', cb);
     }
     if (t.phase === 'delivering') return cb(null, this.answerFor(t));
@@ -469,7 +502,14 @@ export class CoordinatorEngine {
   /** outcome() on the leader for a transaction with no decision applied. */
   protected answerUndecided(txnId: string, participantId: string, cb: OutcomeCallback): void {
     const t = this.txns.get(txnId);
-    if (t) return cb(null, this.answerFor(t));
+    // A client may hear an implicit COMMITTED again; a participant learns its decision from the log only (R4).
+    if (t) return cb(null, (participantId === '' ? this.pc.implicitAnswer(t) : null) ?? this.answerFor(t));
+    if (this.pc.isStaged(txnId)) {
+      // A prepared participant waits for recovery's decision; a client hears that one is coming.
+      if (participantId !== '') return this.pc.wait(txnId, cb);
+      this.pc.start(txnId);
+      return cb(null, { txnId, outcome: 'in-progress', reason: 'staged (parallel commit); a new leader is recovering it', decisionIndex: 0 });
+    }
     if (participantId === '') return cb(null, { txnId, outcome: 'unknown', reason: 'no decision is recorded for this transaction', decisionIndex: 0 });
     // A participant in doubt on a forgotten decision cannot be answered from the log: ABORT could contradict it. Its operator decides (R4).
     if (this.table.beyondHorizon(txnId)) return cb(null, { txnId, outcome: 'unknown', reason: forgottenReason(this.table, txnId), decisionIndex: 0 });
@@ -619,6 +659,7 @@ export class CoordinatorEngine {
       this.decideAbort(t, reason, why);
       return;
     }
+    if (this.pc.isStaged(txnId)) return this.pc.wait(txnId, (err) => cb(err));
     this.logAbort(txnId, reason, why, (err) => cb(err));
   }
 
@@ -648,6 +689,10 @@ export class CoordinatorEngine {
     const decided = this.table.lookup(txnId);
     if (decided && decided.outcome !== outcome) return cb(contrary(decided.outcome));
     const t = this.txns.get(txnId);
+    // Staged by an earlier leader: recovery decides it (an operator's ABORT
+    // could contradict an implicit COMMITTED); the act is then recorded
+    // against that decision, or refused.
+    if (!decided && !t && this.pc.isStaged(txnId)) return this.pc.wait(txnId, (err) => (err ? cb(err) : this.resolve(txnId, outcome, act, cb)));
     // A mistyped id would otherwise be decided and listed as an operator's
     // act on a transaction nobody ran: an id with no trace here is refused
     // unless the operator says it is meant (a transaction begun on an earlier
@@ -784,7 +829,8 @@ export class CoordinatorEngine {
   /** AC2: one NO aborts; COMMIT only once every participant voted YES. */
   protected countVote(t: Txn, m: Member): void {
     if (m.vote === 'no') return this.decideAbort(t, `participant ${m.record.id} voted NO: ${m.voteReason || 'no reason given'}`, 'vote_no');
-    if ([...t.members.values()].every((x) => x.vote === 'yes')) this.proposeCommit(t);
+    // Parallel commit answers COMMITTED here when its STAGING record is applied, then logs COMMIT.
+    if ([...t.members.values()].every((x) => x.vote === 'yes') && !this.pc.allYes(t)) this.proposeCommit(t);
   }
 
   /** R2: only the leader of the term that sent PREPARE, holding every YES, proposes COMMIT. */
@@ -873,10 +919,13 @@ export class CoordinatorEngine {
         for (const w of t.waiters.splice(0)) w(null, a);
       }
       if (result.first && d.outcome === 'commit') this.stats.committed++;
+      if (result.first) this.pc.decided(d);
       // A later Decide may have added participants to a live decision (deliverToEnlisted).
       if (result.first || this.table.decisions.has(d.txnId)) this.deliver(d);
     } else if (result.t === 'forget') {
       this.forgetInFlight = false;
+    } else if (result.t === 'stage' && !this.txns.has(result.txnId)) {
+      this.pc.onApplied(result);
     }
   }
 
@@ -976,6 +1025,7 @@ export class CoordinatorEngine {
       }
     }
     if (this.forgetQueue.length > 0 && now - this.forgetSinceMs >= this.cfg.forgetDelayMs) this.flushForgets();
+    this.pc.tick();
   }
 
   protected answerFor(t: Txn): OutcomeAnswer {

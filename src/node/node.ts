@@ -358,8 +358,15 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
           cb(err);
         });
       },
+      sendStatus: (to, txnId, timeoutMs, cb) => {
+        link.status(to, txnId, timeoutMs, (err, status) => {
+          timeline.record(txnId, { atMs: Date.now(), kind: 'status', participantId: to.id, detail: err ? `no answer: ${err.message}` : (status ?? '') });
+          if (err) log.info({ txnId, participantId: to.id, err: err.message }, 'recovery: the status question got no answer; asking again later');
+          cb(err, status);
+        });
+      },
     },
-    { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax },
+    { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax, parallelCommit: cfg.parallelCommit },
   );
   const eng = engine;
   const sagaSide = sagaWiring({

@@ -8,7 +8,8 @@
 import { decodeDecisionBatch, type BatchDecoded } from '../../src/commit/decision-batch.ts';
 import { CoordinatorEngine, type EngineConfig, type EngineIO, type Member, type OutcomeCallback, type Txn } from '../../src/commit/engine.ts';
 import type { DecisionTable } from '../../src/commit/state.ts';
-import { ParticipantEngine, type EngineOptions, type PrepareCallback } from '../../src/participant/engine.ts';
+import { ParticipantEngine, type EngineOptions, type PrepareCallback, type StatusCallback } from '../../src/participant/engine.ts';
+import { ParallelCommit, type ParallelHost } from '../../src/commit/parallel-commit.ts';
 import type { PreparedRecord } from '../../src/participant/types.ts';
 import type { Prepare } from '../../src/transport/participant-rpc.ts';
 
@@ -22,10 +23,17 @@ import type { Prepare } from '../../src/transport/participant-rpc.ts';
  *                           leader change the id can be begun again and COMMIT what a client
  *                           was told ABORTED
  */
-export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged';
+export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged' | 'committed-before-staging';
 
-/** vote-before-sync: vote YES before the prepared record is durable (breaks R4); a crash then loses a YES. */
-export type ParticipantMutant = 'vote-before-sync';
+/**
+ * Broken participants:
+ *   vote-before-sync   vote YES before the prepared record is durable (breaks R4); a crash then loses a YES
+ *   refuse-undurably   parallel commit's status question: answer "refused" without recording the
+ *                      refusal, so a delayed PREPARE still prepares (recovery without the durable refusal)
+ *   forget-yes         parallel commit's status question: answer "refused" for a transaction it holds
+ *                      prepared (a participant that forgets its YES)
+ */
+export type ParticipantMutant = 'vote-before-sync' | 'refuse-undurably' | 'forget-yes';
 
 /** batch-drops-last: a decision batch decoder that loses the last Decide of every entry it reads. */
 export type BatchMutant = 'batch-drops-last';
@@ -41,8 +49,15 @@ export function batchDecoder(_m: BatchMutant): (data: Uint8Array) => BatchDecode
   };
 }
 
-export const ENGINE_MUTANTS: readonly EngineMutant[] = ['presume-abort-unlogged', 'commit-on-majority', 'forget-before-acks', 'abort-unlogged'];
-export const PARTICIPANT_MUTANTS: readonly ParticipantMutant[] = ['vote-before-sync'];
+export const ENGINE_MUTANTS: readonly EngineMutant[] = ['presume-abort-unlogged', 'commit-on-majority', 'forget-before-acks', 'abort-unlogged', 'committed-before-staging'];
+export const PARTICIPANT_MUTANTS: readonly ParticipantMutant[] = ['vote-before-sync', 'refuse-undurably', 'forget-yes'];
+
+/** committed-before-staging: the stager treats a STAGING record still in flight as applied. */
+class EarlyStager extends ParallelCommit {
+  protected override stagingCommitted(t: Txn): boolean {
+    return t.parallel !== undefined && t.parallel.staged !== 'failed';
+  }
+}
 
 class MutantCoordinatorEngine extends CoordinatorEngine {
   constructor(
@@ -52,6 +67,11 @@ class MutantCoordinatorEngine extends CoordinatorEngine {
     private readonly mutant: EngineMutant,
   ) {
     super(table, io, cfg);
+  }
+
+  protected override parallelCommit(host: ParallelHost): ParallelCommit {
+    // Called from the base constructor, before this.mutant is set: the choice rides the config.
+    return (host.cfg as EngineConfig & { mutant?: EngineMutant }).mutant === 'committed-before-staging' ? new EarlyStager(host) : super.parallelCommit(host);
   }
 
   override begin(txnId: string, timeoutMs: number): { deadlineAtMs: number } {
@@ -94,7 +114,7 @@ class MutantCoordinatorEngine extends CoordinatorEngine {
 
 /** The production coordinator engine, or the named broken one. */
 export function coordinatorEngine(table: DecisionTable, io: EngineIO, cfg: Partial<EngineConfig>, mutant: EngineMutant | undefined): CoordinatorEngine {
-  return mutant === undefined ? new CoordinatorEngine(table, io, cfg) : new MutantCoordinatorEngine(table, io, cfg, mutant);
+  return mutant === undefined ? new CoordinatorEngine(table, io, cfg) : new MutantCoordinatorEngine(table, io, { ...cfg, mutant } as Partial<EngineConfig>, mutant);
 }
 
 class VoteBeforeSyncEngine extends ParticipantEngine {
@@ -117,7 +137,25 @@ class VoteBeforeSyncEngine extends ParticipantEngine {
   }
 }
 
+class StatusMutantEngine extends ParticipantEngine {
+  constructor(
+    o: EngineOptions,
+    private readonly mutant: 'refuse-undurably' | 'forget-yes',
+  ) {
+    super(o);
+  }
+
+  protected override statusOf(txnId: string, cb: StatusCallback): void {
+    const s = this.stateOf(txnId);
+    if (this.mutant === 'forget-yes' && s === 'prepared') return cb(null, 'refused');
+    if (this.mutant === 'refuse-undurably' && s === undefined) return cb(null, 'refused');
+    super.statusOf(txnId, cb);
+  }
+}
+
 /** The production participant engine, or the named broken one. */
 export function participantEngine(o: EngineOptions, mutant: ParticipantMutant | undefined): ParticipantEngine {
-  return mutant === 'vote-before-sync' ? new VoteBeforeSyncEngine(o) : new ParticipantEngine(o);
+  if (mutant === 'vote-before-sync') return new VoteBeforeSyncEngine(o);
+  if (mutant === 'refuse-undurably' || mutant === 'forget-yes') return new StatusMutantEngine(o, mutant);
+  return new ParticipantEngine(o);
 }

@@ -22,7 +22,7 @@ import { NodeStateMachine } from '../../src/node/machine.ts';
 import { ProposalBatcher } from '../../src/node/proposal-batcher.ts';
 import type { ParticipantEngine } from '../../src/participant/engine.ts';
 import { batchDecoder, coordinatorEngine, ENGINE_MUTANTS, PARTICIPANT_MUTANTS, type EngineMutant, type ParticipantMutant } from './protocol-mutants.ts';
-import { ParticipantError, type ClusterOutcome } from '../../src/participant/types.ts';
+import { ParticipantError, type ClusterOutcome, type TxnStatus } from '../../src/participant/types.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { ConfState, Message, NodeId } from '../../src/raft/types.ts';
@@ -155,6 +155,7 @@ export class SystemWorld implements FaultWorld {
     this.net = new SimNetwork(this.q, this.rng);
     this.rpc = new SimRpc(this.q, this.net);
     this.checker = new SystemChecker(() => this.q.now);
+    this.checker.parallelCommit = sc.parallelCommit !== undefined;
     this.ext = extend?.(this) ?? null;
     this.raft = new RaftChecker((what) => this.checker.violation(`raft ${what}`));
     this.armed = sc.crashPoints.map((c) => ({ ...c, fired: false }));
@@ -280,6 +281,26 @@ export class SystemWorld implements FaultWorld {
             },
           );
         },
+        sendStatus: (to, txnId, timeoutMs, cb) => {
+          if (!inc.alive) return;
+          const p = this.participant(to.id);
+          this.log(() => `${n.id} asks ${p.id} the status of ${txnId} (recovery)`);
+          this.rpc.call<TxnStatus>(
+            n.id,
+            inc,
+            p.id,
+            timeoutMs,
+            (reply) =>
+              this.atParticipant(p, reply, (pp, eng, r) =>
+                eng.status({ clusterId: CLUSTER, txnId, participantId: pp.id }, (err, status) => {
+                  if (err || !status) return r(participantError(err));
+                  this.log(() => `${pp.id} answers ${status} for ${txnId}`);
+                  r(null, status);
+                }),
+              ),
+            (err, status) => (err || !status ? cb(new Error(err?.message ?? 'no status')) : cb(null, status)),
+          );
+        },
         sendDecision: (to, req, timeoutMs, cb) => {
           if (!inc.alive) return;
           const p = this.participant(to.id);
@@ -310,7 +331,7 @@ export class SystemWorld implements FaultWorld {
           );
         },
       },
-      ENGINE_CONFIG,
+      { ...ENGINE_CONFIG, parallelCommit: this.sc.parallelCommit === 'all' || (this.sc.parallelCommit === 'mixed' && this.nodes.indexOf(n) % 2 === 0) },
       engineMutant(this.sc.mutant),
     );
     const hooks = this.ext?.nodeStarted({ id: n.id, index: this.nodes.indexOf(n) }, inc, sm, (cmd, cb) => this.propose(n, inc, proposals, cmd, cb)) ?? null;
