@@ -67,6 +67,8 @@ export class Transaction {
     readonly leaderId: string,
     /** False for a transaction not begun on the cluster yet (VerdictClient.transaction()). */
     begun = true,
+    /** BeginOptions.parallelCommit: undefined for the cluster's default. */
+    readonly parallelCommit?: boolean,
   ) {
     this.beginWithCommit = !begun;
   }
@@ -96,7 +98,8 @@ export class Transaction {
     if (this.enlisted.size === 0) throw invalidArgument(`transaction ${this.txnId} has no participants; enlist at least one before commit`);
     this.state = 'committing';
     const participants: Enlistment[] = [...this.enlisted].map(([participantId, payload]) => ({ participantId, payload }));
-    const plain = { txnId: this.txnId, participants, begin: false, timeoutMs: 0 };
+    const commitMode = this.parallelCommit === undefined ? 'COMMIT_MODE_DEFAULT' : this.parallelCommit ? 'COMMIT_MODE_PARALLEL' : 'COMMIT_MODE_CLASSIC';
+    const plain = { txnId: this.txnId, participants, begin: false, timeoutMs: 0, commitMode } as const;
     const begin = this.beginWithCommit;
     // From now on the cluster may have begun it: never again with begin (R2).
     this.beginWithCommit = false;

@@ -400,7 +400,7 @@ export class CoordinatorEngine {
    * only, so a retry that reaches a leader which did not begin T still finds
    * no T and aborts it (R2).
    */
-  commit(txnId: string, enlist: { participantId: string; payload: Uint8Array }[], cb: OutcomeCallback, begin?: { timeoutMs: number; parallelCommit?: boolean }): void {
+  commit(txnId: string, enlist: { participantId: string; payload: Uint8Array }[], cb: OutcomeCallback, begin?: { timeoutMs: number }, parallelCommit?: boolean): void {
     if (!this.accept(txnId, cb)) return;
     const decided = this.table.lookup(txnId);
     // A Commit that begins is a new transaction (the SDK sends begin on a first attempt only): a decided id is refused, not answered.
@@ -448,7 +448,7 @@ export class CoordinatorEngine {
     t.waiters.push(cb);
     t.phase = 'preparing';
     this.prepare(t);
-    if (begin?.parallelCommit ?? this.cfg.parallelCommit) this.pc.stage(t);
+    if (parallelCommit ?? this.cfg.parallelCommit) this.pc.stage(t);
   }
 
   /**

@@ -49,7 +49,7 @@ export interface ParallelHost {
 /** A status question per participant and recovery at once, at most, in flight while recovering. */
 export const RECOVERIES_MAX = 10_000;
 
-interface Recovery {
+export interface Recovery {
   staging: Staging;
   answers: Map<string, TxnStatus>;
   inFlight: Set<string>;
@@ -158,16 +158,29 @@ export class ParallelCommit {
       io.sendStatus(record, r.staging.txnId, cfg.rpcDeadlineMs, (err, status) => {
         r.inFlight.delete(id);
         if (this.recoveries.get(r.staging.txnId) !== r) return;
-        if (err || status === undefined) {
-          r.retries++;
-          const base = Math.min(cfg.retryMaxMs, cfg.retryMinMs * 2 ** Math.min(r.retries - 1, 20));
-          r.nextAtMs = io.nowMs() + base / 2 + io.random() * (base / 2);
-          return;
-        }
+        if (err || status === undefined) return this.unanswered(r, id);
         r.answers.set(id, status);
         this.maybeDecide(r);
       });
     }
+  }
+
+  /**
+   * No answer from participant `id`: ask again later, however long it takes.
+   * Silence is not a refusal: the participant may hold a YES that completed
+   * an implicit COMMITTED. (A test mutant takes silence for a refusal.)
+   */
+  protected unanswered(r: Recovery, _id: string): void {
+    const { io, cfg } = this.host;
+    r.retries++;
+    const base = Math.min(cfg.retryMaxMs, cfg.retryMinMs * 2 ** Math.min(r.retries - 1, 20));
+    r.nextAtMs = io.nowMs() + base / 2 + io.random() * (base / 2);
+  }
+
+  /** Records an answer and decides if it can: for test mutants that bypass the question. */
+  protected answered(r: Recovery, id: string, status: TxnStatus): void {
+    r.answers.set(id, status);
+    this.maybeDecide(r);
   }
 
   /** The implicit rule, applied: COMMIT iff every participant is prepared or committed; ABORT once one refused. */

@@ -9,7 +9,7 @@ import { decodeDecisionBatch, type BatchDecoded } from '../../src/commit/decisio
 import { CoordinatorEngine, type EngineConfig, type EngineIO, type Member, type OutcomeCallback, type Txn } from '../../src/commit/engine.ts';
 import type { DecisionTable } from '../../src/commit/state.ts';
 import { ParticipantEngine, type EngineOptions, type PrepareCallback, type StatusCallback } from '../../src/participant/engine.ts';
-import { ParallelCommit, type ParallelHost } from '../../src/commit/parallel-commit.ts';
+import { ParallelCommit, type ParallelHost, type Recovery } from '../../src/commit/parallel-commit.ts';
 import type { PreparedRecord } from '../../src/participant/types.ts';
 import type { Prepare } from '../../src/transport/participant-rpc.ts';
 
@@ -23,17 +23,15 @@ import type { Prepare } from '../../src/transport/participant-rpc.ts';
  *                           leader change the id can be begun again and COMMIT what a client
  *                           was told ABORTED
  */
-export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged' | 'committed-before-staging';
+export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged' | 'committed-before-staging' | 'recover-without-refusal';
 
 /**
  * Broken participants:
  *   vote-before-sync   vote YES before the prepared record is durable (breaks R4); a crash then loses a YES
- *   refuse-undurably   parallel commit's status question: answer "refused" without recording the
- *                      refusal, so a delayed PREPARE still prepares (recovery without the durable refusal)
  *   forget-yes         parallel commit's status question: answer "refused" for a transaction it holds
  *                      prepared (a participant that forgets its YES)
  */
-export type ParticipantMutant = 'vote-before-sync' | 'refuse-undurably' | 'forget-yes';
+export type ParticipantMutant = 'vote-before-sync' | 'forget-yes';
 
 /** batch-drops-last: a decision batch decoder that loses the last Decide of every entry it reads. */
 export type BatchMutant = 'batch-drops-last';
@@ -49,13 +47,20 @@ export function batchDecoder(_m: BatchMutant): (data: Uint8Array) => BatchDecode
   };
 }
 
-export const ENGINE_MUTANTS: readonly EngineMutant[] = ['presume-abort-unlogged', 'commit-on-majority', 'forget-before-acks', 'abort-unlogged', 'committed-before-staging'];
-export const PARTICIPANT_MUTANTS: readonly ParticipantMutant[] = ['vote-before-sync', 'refuse-undurably', 'forget-yes'];
+export const ENGINE_MUTANTS: readonly EngineMutant[] = ['presume-abort-unlogged', 'commit-on-majority', 'forget-before-acks', 'abort-unlogged', 'committed-before-staging', 'recover-without-refusal'];
+export const PARTICIPANT_MUTANTS: readonly ParticipantMutant[] = ['vote-before-sync', 'forget-yes'];
 
 /** committed-before-staging: the stager treats a STAGING record still in flight as applied. */
 class EarlyStager extends ParallelCommit {
   protected override stagingCommitted(t: Txn): boolean {
     return t.parallel !== undefined && t.parallel.staged !== 'failed';
+  }
+}
+
+/** recover-without-refusal: silence counts as a refusal. */
+class HastyRecovery extends ParallelCommit {
+  protected override unanswered(r: Recovery, id: string): void {
+    this.answered(r, id, 'refused');
   }
 }
 
@@ -71,7 +76,10 @@ class MutantCoordinatorEngine extends CoordinatorEngine {
 
   protected override parallelCommit(host: ParallelHost): ParallelCommit {
     // Called from the base constructor, before this.mutant is set: the choice rides the config.
-    return (host.cfg as EngineConfig & { mutant?: EngineMutant }).mutant === 'committed-before-staging' ? new EarlyStager(host) : super.parallelCommit(host);
+    const m = (host.cfg as EngineConfig & { mutant?: EngineMutant }).mutant;
+    if (m === 'committed-before-staging') return new EarlyStager(host);
+    if (m === 'recover-without-refusal') return new HastyRecovery(host);
+    return super.parallelCommit(host);
   }
 
   override begin(txnId: string, timeoutMs: number): { deadlineAtMs: number } {
@@ -137,18 +145,10 @@ class VoteBeforeSyncEngine extends ParticipantEngine {
   }
 }
 
-class StatusMutantEngine extends ParticipantEngine {
-  constructor(
-    o: EngineOptions,
-    private readonly mutant: 'refuse-undurably' | 'forget-yes',
-  ) {
-    super(o);
-  }
-
+/** forget-yes: the status question finds no YES where there is one. */
+class ForgetYesEngine extends ParticipantEngine {
   protected override statusOf(txnId: string, cb: StatusCallback): void {
-    const s = this.stateOf(txnId);
-    if (this.mutant === 'forget-yes' && s === 'prepared') return cb(null, 'refused');
-    if (this.mutant === 'refuse-undurably' && s === undefined) return cb(null, 'refused');
+    if (this.stateOf(txnId) === 'prepared') return cb(null, 'refused');
     super.statusOf(txnId, cb);
   }
 }
@@ -156,6 +156,6 @@ class StatusMutantEngine extends ParticipantEngine {
 /** The production participant engine, or the named broken one. */
 export function participantEngine(o: EngineOptions, mutant: ParticipantMutant | undefined): ParticipantEngine {
   if (mutant === 'vote-before-sync') return new VoteBeforeSyncEngine(o);
-  if (mutant === 'refuse-undurably' || mutant === 'forget-yes') return new StatusMutantEngine(o, mutant);
+  if (mutant === 'forget-yes') return new ForgetYesEngine(o);
   return new ParticipantEngine(o);
 }

@@ -60,7 +60,13 @@ const TEETH: Tooth[] = [
     arb: leaderCrashAfterYes,
     seedsMax: 5_000,
   },
-  { mutant: 'refuse-undurably', what: 'recovery without the durable refusal', expect: /(AC1 agreement|client: t\d+|R4: )/, arb: leaderCrashAfterYes, seedsMax: 5_000 },
+  {
+    mutant: 'recover-without-refusal',
+    what: 'recovery that logs ABORT without a durable refusal',
+    expect: /(AC1 agreement|client: t\d+|R4: )/,
+    arb: leaderCrashAfterYes,
+    seedsMax: 5_000,
+  },
   { mutant: 'forget-yes', what: 'a participant that forgets its YES', expect: /(AC1 agreement|client: t\d+|R4: )/, arb: leaderCrashAfterYes, seedsMax: 5_000 },
 ];
 

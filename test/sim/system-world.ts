@@ -295,6 +295,8 @@ export class SystemWorld implements FaultWorld {
                 eng.status({ clusterId: CLUSTER, txnId, participantId: pp.id }, (err, status) => {
                   if (err || !status) return r(participantError(err));
                   this.log(() => `${pp.id} answers ${status} for ${txnId}`);
+                  // "prepared" is a YES vote: the participant holds T durably prepared (AC2 counts it).
+                  if (status === 'prepared') this.checker.voteSent(pp.id, txnId, 'yes');
                   r(null, status);
                 }),
               ),
