@@ -838,6 +838,9 @@ export class SystemWorld implements FaultWorld {
     else {
       const open = [...(l.sm?.table.decisions.values() ?? [])].map((d) => `${d.txnId}:${d.outcome}`);
       if (open.length > 0) pending.push(`decisions not acknowledged and forgotten on leader ${l.id}: ${open.join(' ')}`);
+      // Parallel commit: a STAGING record with no decision is a transaction still undecided.
+      const staged = [...(l.sm?.table.staged.keys() ?? [])];
+      if (staged.length > 0) pending.push(`staged and undecided on leader ${l.id}: ${staged.join(' ')}`);
     }
     const more = this.ext?.quiet() ?? null;
     if (more !== null) pending.push(more);
