@@ -47,6 +47,8 @@ export interface CommitLoad {
   txnTimeoutMs: number;
   /** A Begin call before Commit (two round trips) instead of beginning with the Commit. */
   beginRoundTrip?: boolean;
+  /** Parallel commit per transaction (docs/protocol.md, "Parallel commit"); absent: the cluster's default (classic). */
+  parallelCommit?: boolean;
 }
 
 export interface RawLoad {
@@ -108,7 +110,10 @@ async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
       let t1 = t0;
       let outcome: string;
       try {
-        const tx = cfg.beginRoundTrip === true ? await client.begin({ timeoutMs: cfg.txnTimeoutMs }) : client.transaction({ timeoutMs: cfg.txnTimeoutMs });
+        const tx =
+          cfg.beginRoundTrip === true
+            ? await client.begin({ timeoutMs: cfg.txnTimeoutMs, parallelCommit: cfg.parallelCommit })
+            : client.transaction({ timeoutMs: cfg.txnTimeoutMs, parallelCommit: cfg.parallelCommit });
         if (cfg.workload === 'pg') {
           const account = accountOf(i, seq);
           tx.enlist(cfg.participants[0], { sql: [shopStatement(`${key}-${seq}`, account)] });
