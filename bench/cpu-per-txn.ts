@@ -1,4 +1,4 @@
-// `npx tsx bench/cpu-per-txn.ts [--nodes N] [--participants N] [--clients N] [--measure-ms MS] [--warmup-ms MS (20000)]`
+// `npx tsx bench/cpu-per-txn.ts [--nodes N] [--participants N] [--clients N] [--measure-ms MS] [--warmup-ms MS (20000)] [--pg]`
 //
 // CPU time per committed transaction, per process, for the memory-participant
 // commit load of bench/loadgen.ts. On a machine with few cores the throughput
@@ -14,19 +14,20 @@
 // it closes, and prints CPU ms per committed transaction for the leader, the
 // followers, the participants and the load generator, then one JSON line.
 // Linux only (/proc). Everything is stopped at the end.
+//
+// --pg: the PostgreSQL path instead (bench/pg.ts): a PostgreSQL of our own,
+// the shop and ledger participants, the shop/ledger transaction; first the
+// direct floor (PREPARE TRANSACTION + COMMIT PREPARED with no coordinator)
+// at as many connections per database as there are clients, in the same run,
+// so the ratio through Verdict over direct is printed beside the CPU figures
+// (PostgreSQL's own backends are not sampled). The load average is printed
+// with each figure: the machine may be shared.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CommitLoad, LoadResult } from './loadgen.ts';
-import { BenchCluster, killAllNow, runJsonChild, stopAll, type Child } from './procs.ts';
-
-function flag(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} needs a positive integer, not ${process.argv[i + 1] ?? '(nothing)'}`);
-  return v;
-}
+import { measurePgDirect, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg } from './pg.ts';
+import { BenchCluster, intFlag as flag, killAllNow, runJsonChild, stopAll, type Child } from './procs.ts';
 
 const NODES = flag('nodes', 3);
 const PARTICIPANTS = flag('participants', 2);
@@ -34,6 +35,7 @@ const CLIENTS = flag('clients', 16);
 // V8 keeps optimising the commit path for many seconds; a shorter warm-up measures partly cold code.
 const WARMUP_MS = flag('warmup-ms', 20_000);
 const MEASURE_MS = flag('measure-ms', 10_000);
+const PG = process.argv.includes('--pg');
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ; 100 on every Linux build that matters). */
 const USER_HZ = 100;
@@ -59,20 +61,42 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'verdict-cpu-'));
   process.on('exit', killAllNow);
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void stopAll().then(() => process.exit(130)));
+  let pg: BenchPg | null = null;
+  try {
+    if (PG) {
+      const started = await startBenchPg();
+      if ('skipped' in started) throw new Error(`--pg: ${started.skipped}`);
+      pg = started;
+    }
+    await measure(dir, pg);
+  } finally {
+    await pg?.server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function measure(dir: string, pg: BenchPg | null): Promise<void> {
+  let direct: { tps: number; loadAvg: number } | null = null;
+  if (pg !== null) {
+    const d = await measurePgDirect(pg, dir, CLIENTS, { warmupMs: Math.min(WARMUP_MS, 10_000), measureMs: MEASURE_MS });
+    direct = { tps: d.tps, loadAvg: loadavg()[0] };
+    process.stderr.write(`PostgreSQL direct, ${CLIENTS} connection(s) per database: ${d.tps} tx/s, p50 ${(d.p50_us / 1000).toFixed(2)} ms (load average ${direct.loadAvg.toFixed(2)})\n`);
+  }
   const cluster = await BenchCluster.start(join(dir, 'cluster'), NODES, 'cpu');
   try {
-    const ids = Array.from({ length: PARTICIPANTS }, (_, i) => `p${i + 1}`);
-    await cluster.startParticipants(ids);
+    const ids = pg !== null ? [...PG_PARTICIPANTS] : Array.from({ length: PARTICIPANTS }, (_, i) => `p${i + 1}`);
+    const bench = pg;
+    await cluster.startParticipants(ids, bench !== null ? (id) => pgParticipantArgs(bench, id) : undefined);
     const leader = await cluster.waitForLeader();
     const cfg: CommitLoad = {
       mode: 'commit',
       endpoints: cluster.endpoints,
       participants: ids,
-      workload: 'memory',
+      workload: pg !== null ? 'pg' : 'memory',
       clients: CLIENTS,
       warmupMs: WARMUP_MS,
       measureMs: MEASURE_MS,
-      keyPrefix: `cpu-${Date.now().toString(36)}`,
+      keyPrefix: `${pg?.tag ?? 'cpu'}-${Date.now().toString(36)}`,
       txnTimeoutMs: 5_000,
     };
     const sampled: Sampled[] = [];
@@ -106,9 +130,11 @@ async function main(): Promise<void> {
       rows.push({ process: s.label, kind: s.kind, cpuMs: used, msPerTxn: round(used / load.ok), sysMsPerTxn: round(sys / load.ok) });
     }
     const total = [...perKind.values()].reduce((a, b) => a + b, 0);
+    const loadAvg = loadavg()[0];
     process.stderr.write(
-      `${NODES} nodes, ${PARTICIPANTS} memory participants, ${CLIENTS} clients, ${MEASURE_MS} ms measured: ${load.ok} committed, ${load.aborted} aborted, errors ${JSON.stringify(load.errors)}, ${load.tps} tx/s, commit p50 ${(load.latency.p50_us / 1000).toFixed(2)} ms\n`,
+      `${NODES} nodes, ${ids.length} ${pg !== null ? 'PostgreSQL' : 'memory'} participants, ${CLIENTS} clients, ${MEASURE_MS} ms measured: ${load.ok} committed, ${load.aborted} aborted, errors ${JSON.stringify(load.errors)}, ${load.tps} tx/s, commit p50 ${(load.latency.p50_us / 1000).toFixed(2)} ms (load average ${loadAvg.toFixed(2)})\n`,
     );
+    if (direct !== null) process.stderr.write(`  through Verdict / direct: ${(load.tps / direct.tps).toFixed(2)}\n`);
     for (const r of rows) process.stderr.write(`  ${r.process.padEnd(8)} ${r.kind.padEnd(12)} ${r.msPerTxn.toFixed(3)} ms CPU / txn (${r.sysMsPerTxn.toFixed(3)} of it in the kernel)\n`);
     for (const [k, v] of perKind) process.stderr.write(`  ${'total'.padEnd(8)} ${k.padEnd(12)} ${(v / load.ok).toFixed(3)} ms CPU / txn\n`);
     process.stderr.write(`  all processes: ${(total / load.ok).toFixed(3)} ms CPU / committed txn (${txns} finished)\n`);
@@ -116,7 +142,11 @@ async function main(): Promise<void> {
     process.stdout.write(
       JSON.stringify({
         nodes: NODES,
-        participants: PARTICIPANTS,
+        participants: ids.length,
+        workload: pg !== null ? 'pg' : 'memory',
+        loadAvg: round(loadAvg),
+        directTps: direct?.tps ?? null,
+        overDirect: direct !== null ? round(load.tps / direct.tps) : null,
         clients: CLIENTS,
         measureMs: MEASURE_MS,
         committed: load.ok,
@@ -130,7 +160,6 @@ async function main(): Promise<void> {
     );
   } finally {
     await cluster.destroy();
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 

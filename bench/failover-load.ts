@@ -111,7 +111,7 @@ async function main(): Promise<void> {
   const latency = newHistogram();
   let kill: { atMs: number; leader: string } | null = null;
   let watching: Promise<FailoverLoadResult['watch']> | null = null;
-  const watcher = new VerdictClient({ endpoints: cfg.endpoints, deadlineMs: 2_000, attemptDeadlineMs: 1_000 });
+  const watcher = new VerdictClient({ endpoints: cfg.endpoints, callTimeoutMs: 2_000, attemptTimeoutMs: 1_000 });
 
   /** Clients with a commit() sent and not yet answered → when it was sent (performance.now()). */
   const committing = new Map<number, number>();
@@ -214,7 +214,7 @@ async function main(): Promise<void> {
 
   // Decided transactions rolled back? Read every outcome again, now that the cluster has settled.
   const rollback = { checked: 0, committedThenNot: 0, abortedThenCommitted: 0, abortedNowUnknown: 0 };
-  const checker = new VerdictClient({ endpoints: cfg.endpoints, deadlineMs: 10_000 });
+  const checker = new VerdictClient({ endpoints: cfg.endpoints, callTimeoutMs: 10_000 });
   await pool(entries, CHECK_CONCURRENCY, async (e) => {
     if (e.o === 'E') return;
     let r = await checker.outcome(e.id);

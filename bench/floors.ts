@@ -14,6 +14,16 @@ export interface MachineFloors {
   grpc_bidi_rtt: LatencySummary;
   /** A message out on one client stream and back on the peer's: how Raft's transport talks. */
   grpc_client_streams_rtt: LatencySummary;
+  /** The fsync floor of three processes at once on the one disk, as three nodes' logs are (absent in older results). */
+  fsync_200B_x3?: ConcurrentFsyncFloor;
+}
+
+/** Three processes each appending 200 bytes + fdatasync at once: each one's latency, in process order. */
+export interface ConcurrentFsyncFloor {
+  p50_us_each: number[];
+  p99_us_each: number[];
+  /** The median of the three p50s: the figure beside the one-process fsync_200B. */
+  p50_us: number;
 }
 
 /** The machine's floors and PostgreSQL's direct two-phase commit (bench/pg.ts; null when PostgreSQL was skipped). */
@@ -47,9 +57,27 @@ export async function measureFloors(dir: string, t: FloorTiming): Promise<Machin
       join(dir, 'floors.log'),
       4 * t.measureMs + 30_000,
     );
-    return { fsync_200B: fsync.fsync, grpc_unary_rtt: g.unary, grpc_bidi_rtt: g.bidi, grpc_client_streams_rtt: g.streams };
+    const x3 = await concurrentFsync(dir, t);
+    return { fsync_200B: fsync.fsync, grpc_unary_rtt: g.unary, grpc_bidi_rtt: g.bidi, grpc_client_streams_rtt: g.streams, fsync_200B_x3: x3 };
   } finally {
     echo.proc.stdin?.end();
     await stopChild(echo, 'SIGTERM', 3_000);
   }
+}
+
+/** Three fsync children started together: what a 3-node cluster's appends cost each other on one disk. */
+async function concurrentFsync(dir: string, t: FloorTiming): Promise<ConcurrentFsyncFloor> {
+  const each = await Promise.all(
+    [1, 2, 3].map((k) =>
+      runJsonChild<FsyncFloor>(
+        `fsync floor ${k} of 3`,
+        'floor-child.ts',
+        { mode: 'fsync', file: join(dir, `fsync-floor-${k}.dat`), bytes: 200, samplesMax: t.fsyncSamplesMax, measureMs: t.measureMs },
+        join(dir, `floors-x3-${k}.log`),
+        t.measureMs + 30_000,
+      ),
+    ),
+  );
+  const p50s = each.map((r) => r.fsync.p50_us);
+  return { p50_us_each: p50s, p99_us_each: each.map((r) => r.fsync.p99_us), p50_us: [...p50s].sort((a, b) => a - b)[1] };
 }

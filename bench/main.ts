@@ -364,7 +364,7 @@ async function main(): Promise<void> {
     progress(`${tag()} start floors: fsync of 200 B, gRPC round trips between two processes`);
     const machineFloors = await measureFloors(dir, { measureMs: QUICK ? 1_500 : 5_000, fsyncSamplesMax: QUICK ? 2_000 : 20_000 });
     progress(
-      `${tag()} done  floors: fsync p50 ${ms(machineFloors.fsync_200B.p50_us)}, gRPC unary p50 ${ms(machineFloors.grpc_unary_rtt.p50_us)}, bidi p50 ${ms(machineFloors.grpc_bidi_rtt.p50_us)}, client streams p50 ${ms(machineFloors.grpc_client_streams_rtt.p50_us)}`,
+      `${tag()} done  floors: fsync p50 ${ms(machineFloors.fsync_200B.p50_us)} (three processes at once: ${ms(machineFloors.fsync_200B_x3?.p50_us ?? 0)}), gRPC unary p50 ${ms(machineFloors.grpc_unary_rtt.p50_us)}, bidi p50 ${ms(machineFloors.grpc_bidi_rtt.p50_us)}, client streams p50 ${ms(machineFloors.grpc_client_streams_rtt.p50_us)}`,
     );
     const pgDirect: PgDirectFloors = { ...NO_PG_DIRECT };
     if (pg !== null) {

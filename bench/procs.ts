@@ -37,6 +37,15 @@ function profileFlags(name: string): string[] {
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** `--name N` of a bench script's command line: a positive integer, or fallback when absent; anything else refused. */
+export function intFlag(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} needs a positive integer, not ${process.argv[i + 1] ?? '(nothing)'}`);
+  return v;
+}
+
 export interface Exit {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -297,7 +306,7 @@ export class BenchCluster {
         60_000,
         async () => {
           for (const [id, c] of this.participants) if (!isRunning(c)) throw new FatalError(`participant ${id} exited; its log ${c.logFile}:\n${logTail(c.logFile)}`);
-          const known = new Set((await client.participants({}, { deadlineMs: 2_000 })).map((p) => p.participantId));
+          const known = new Set((await client.participants({}, { callTimeoutMs: 2_000 })).map((p) => p.participantId));
           return ids.every((id) => known.has(id)) ? true : undefined;
         },
         200,

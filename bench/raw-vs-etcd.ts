@@ -4,22 +4,17 @@
 // a 3-node Verdict cluster, then a 3-member etcd cluster, each measured with
 // bench/loadgen.ts (100-byte Puts to the leader, 1 and 64 in flight). The
 // part of `npm run bench` that gives anchors.etcd.* and the two
-// raft-over-etcd ratios, for checking those alone. Prints one JSON line.
+// raft-over-etcd ratios, for checking those alone, with the fsync floor of
+// the same run (a 200-byte append and fdatasync on the same disk). Prints
+// one JSON line.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { measureEtcdAnchor } from './etcd-anchor.ts';
+import type { FsyncFloor } from './floor-child.ts';
 import type { LoadResult, RawLoad } from './loadgen.ts';
-import { BenchCluster, killAllNow, runJsonChild, stopAll } from './procs.ts';
+import { BenchCluster, intFlag as flag, killAllNow, runJsonChild, stopAll } from './procs.ts';
 import { etcdRatios } from './results.ts';
-
-function flag(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} needs a positive integer, not ${process.argv[i + 1] ?? '(nothing)'}`);
-  return v;
-}
 
 const WARMUP_MS = flag('warmup-ms', 20_000);
 const MEASURE_MS = flag('measure-ms', 10_000);
@@ -31,6 +26,14 @@ async function main(): Promise<void> {
   const loadStart = loadavg()[0];
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   try {
+    const fsync = await runJsonChild<FsyncFloor>(
+      'fsync floor',
+      'floor-child.ts',
+      { mode: 'fsync', file: join(dir, 'fsync-floor.dat'), bytes: 200, samplesMax: 2_000, measureMs: 5_000 },
+      join(dir, 'floors.log'),
+      35_000,
+    );
+    log(`fsync of 200 B: p50 ${(fsync.fsync.p50_us / 1000).toFixed(2)} ms, p99 ${(fsync.fsync.p99_us / 1000).toFixed(2)} ms`);
     const cluster = await BenchCluster.start(join(dir, 'verdict'), 3, 'raw');
     const raft: Record<string, number> = {};
     try {
@@ -53,7 +56,7 @@ async function main(): Promise<void> {
       log(
         `etcd ${etcd.version}, 3 members: 1 in flight p50 ${(etcd.seq_p50_us / 1000).toFixed(2)} ms (${etcd.seq_tps} puts/s); 64 in flight ${etcd.inflight64_tps} puts/s, p50 ${(etcd.inflight64_p50_us / 1000).toFixed(2)} ms; errors ${JSON.stringify(etcd.errors)}`,
       );
-    const out = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS, loadAvgStart: loadStart, loadAvgEnd: loadavg()[0], raft, anchors: { etcd }, ratios: etcdRatios(raft, etcd) };
+    const out = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS, loadAvgStart: loadStart, loadAvgEnd: loadavg()[0], fsync_200B: fsync.fsync, raft, anchors: { etcd }, ratios: etcdRatios(raft, etcd) };
     process.stdout.write(JSON.stringify(out) + '\n');
   } finally {
     await stopAll();

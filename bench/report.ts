@@ -262,6 +262,17 @@ export function markdown(r: Results, source: string): string {
       ['floor', 'p50 ms', 'p99 ms', 'p99.9 ms', 'samples'],
       [
         floorRow('append 200 B + fdatasync (`fs.writeSync` + `fs.fdatasyncSync`)', f.fsync_200B),
+        ...(f.fsync_200B_x3 != null
+          ? [
+              [
+                `the same in three processes at once, one disk (\`floors.fsync_200B_x3\`: median p50; each ${f.fsync_200B_x3.p50_us_each.map(msOf).join(' / ')} ms; p99 each ${f.fsync_200B_x3.p99_us_each.map(msOf).join(' / ')} ms)`,
+                msOf(f.fsync_200B_x3.p50_us),
+                '–',
+                '–',
+                '–',
+              ],
+            ]
+          : []),
         floorRow('gRPC unary round trip, 100 B, two processes', f.grpc_unary_rtt),
         floorRow('gRPC bidi stream round trip (ping-pong on one stream)', f.grpc_bidi_rtt),
         floorRow("gRPC client streams round trip (out on one, back on the peer's: Raft's transport)", f.grpc_client_streams_rtt),

@@ -222,6 +222,12 @@ export function summaryKeys(scenarios: Scenario[], floors: Floors): Pick<Results
     floor_ratios[`nodes${n}_commit_p50_over_grpc_unary_p50`] = ratio(c, unary);
   }
   floor_ratios.raft_seq_p50_over_fsync_p50 = ratio(p50(rawId(3, 1)), fsync);
+  // Three nodes' logs share one disk: their fsyncs at once are the 3-node floor, one process's the 1-node floor.
+  const fsyncX3 = floors.fsync_200B_x3?.p50_us;
+  if (fsyncX3 !== undefined) {
+    floor_ratios.fsync_x3_p50_over_fsync_p50 = ratio(fsyncX3, fsync);
+    floor_ratios.raft_seq_p50_over_fsync_x3_p50 = ratio(p50(rawId(3, 1)), fsyncX3);
+  }
   floor_ratios.raft_seq_p50_over_grpc_streams_p50 = ratio(p50(rawId(3, 1)), streams);
   return { ratios, peak_tps, raft, floor_ratios };
 }

@@ -4,6 +4,7 @@
 
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { RaftNodeClient } from '../transport/admin.ts';
+import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../transport/leader-finder.ts';
 import { explainConnectError } from '../transport/tls.ts';
 import { bool, CommandError, flag, UsageError } from './args.ts';
 import { clientCredentials } from './client-credentials.ts';
@@ -11,40 +12,31 @@ import { clientUsesTls } from './client-tls.ts';
 import { clientTimeoutMs, unreachableMessage, unreachableReason } from './reach.ts';
 import { clusterStatus, endpoints } from './status.ts';
 
-/** Finds the leader among the endpoints (following redirects) and runs `f` on it. */
+/** Finds the leader among the endpoints (src/transport/leader-finder.ts) and runs `f` on it; three rounds, half a second apart (an election may be running). */
 export async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Promise<T>): Promise<T> {
-  let last: Error | null = null;
-  /** Why each endpoint failed, as last seen: the refusal names them all when none answers. */
-  const failures = new Map<string, string>();
-  const tried = new Set<string>();
-  const queue = [...addrs];
-  for (let round = 0; round < 3; round++) {
-    while (queue.length > 0) {
-      const addr = queue.shift() as string;
-      if (tried.has(addr)) continue;
-      tried.add(addr);
-      const c = new RaftNodeClient(addr, clientCredentials());
-      try {
-        return await f(c);
-      } catch (err) {
-        last = err as Error;
-        failures.set(addr, unreachableReason(err as ServiceError, clientTimeoutMs()));
-        const hint = (err as ServiceError).metadata?.get('verdict-leader-address')[0];
-        if (typeof hint === 'string' && hint) queue.unshift(hint);
-      } finally {
-        c.close();
-      }
-    }
-    // No leader yet (an election is running): wait a little and try everyone again.
-    await new Promise((r) => setTimeout(r, 500));
-    tried.clear();
-    queue.push(...addrs);
+  const finder = new LeaderFinder(addrs, { redirectsMax: addrs.length + 2 });
+  try {
+    return await callLeader(
+      finder,
+      async (addr) => {
+        const c = new RaftNodeClient(addr, clientCredentials());
+        try {
+          return await f(c);
+        } finally {
+          c.close();
+        }
+      },
+      { retryable: (err) => ({ why: unreachableReason(err as ServiceError, clientTimeoutMs()), hint: namedLeader(err) }), roundsMax: 3, pauseMs: () => 500 },
+    );
+  } catch (err) {
+    if (!(err instanceof NoLeaderError)) throw err;
+    const failures = err.failures;
+    const connectFailures = [...failures.values()].every((w) => w === 'connection refused' || /^no answer within/.test(w));
+    if (failures.size > 0 && connectFailures) throw new CommandError(unreachableMessage(failures, clientTimeoutMs()));
+    const e = err.last as ServiceError | null;
+    const why = e?.code === grpcStatus.UNAVAILABLE ? explainConnectError(e.details, clientUsesTls()) : (e?.details ?? e?.message ?? 'no endpoints');
+    throw new UsageError(`no node accepted the request: ${why}`);
   }
-  const e = last as ServiceError | null;
-  const connectFailures = [...failures.values()].every((w) => w === 'connection refused' || /^no answer within/.test(w));
-  if (failures.size > 0 && connectFailures) throw new CommandError(unreachableMessage(failures, clientTimeoutMs()));
-  const why = e?.code === grpcStatus.UNAVAILABLE ? explainConnectError(e.details, clientUsesTls()) : (e?.details ?? last?.message ?? 'no endpoints');
-  throw new UsageError(`no node accepted the request: ${why}`);
 }
 
 export async function putCommand(args: string[]): Promise<void> {
@@ -101,8 +93,8 @@ export async function leaderCommand(args: string[]): Promise<void> {
       return;
     } catch (err) {
       const e = err as ServiceError;
-      const hint = e.metadata?.get('verdict-leader-address')[0];
-      if (e.code === grpcStatus.UNAVAILABLE && typeof hint === 'string' && hint && hint !== target && hop < 3) {
+      const hint = namedLeader(e);
+      if (e.code === grpcStatus.UNAVAILABLE && hint !== undefined && hint !== target && hop < 3) {
         target = hint;
         continue;
       }

@@ -62,7 +62,7 @@ export async function outboxRelayCommand(args: string[]): Promise<void> {
   const credentials = material === null ? grpc.credentials.createInsecure() : grpc.credentials.createSsl(material.ca, material.key, material.cert);
 
   const log = createLogger(logLevel, { relay: holder });
-  const conn = new CoordinatorConnection(addrs, { credentials, deadlineMs: 10_000 });
+  const conn = new CoordinatorConnection(addrs, { credentials, callTimeoutMs: 10_000 });
   // CDC reads one slot, so one relay publishes it at a time: one lease, the others stand by.
   const keeper = new LeaseKeeper({
     conn,

@@ -22,16 +22,16 @@ export function parseTimeout(raw: string | undefined): number {
   return Math.round(ms);
 }
 
-let timeoutMs = DEFAULT_TIMEOUT_MS;
+let commandTimeoutMs = DEFAULT_TIMEOUT_MS;
 
 /** Called once by main.ts for client commands. */
 export function useTimeout(ms: number): void {
-  timeoutMs = ms;
+  commandTimeoutMs = ms;
 }
 
 /** How long a client command waits for a first answer from the cluster. */
 export function clientTimeoutMs(): number {
-  return timeoutMs;
+  return commandTimeoutMs;
 }
 
 const STATUS_PATH = '/verdict.raft.RaftNode/Status';
@@ -39,8 +39,8 @@ const STATUS_PATH = '/verdict.raft.RaftNode/Status';
 const STATUS_REQUEST = new Uint8Array(0);
 
 /** RaftNode.Status of the node at `address`, with the client TLS; rejects with a CallError. */
-export async function nodeStatus(address: string, deadlineMs = timeoutMs): Promise<NodeStatus> {
-  const bytes = await unaryH2(address, STATUS_PATH, STATUS_REQUEST, clientTls(), deadlineMs);
+export async function nodeStatus(address: string, timeoutMs = commandTimeoutMs): Promise<NodeStatus> {
+  const bytes = await unaryH2(address, STATUS_PATH, STATUS_REQUEST, clientTls(), timeoutMs);
   try {
     return decodeNodeStatus(bytes);
   } catch (err) {
@@ -50,17 +50,17 @@ export async function nodeStatus(address: string, deadlineMs = timeoutMs): Promi
 }
 
 /** Why one endpoint did not answer, in a person's words; `err` is a CallError or a grpc-js ServiceError. */
-export function unreachableReason(err: Pick<CallError, 'code' | 'details' | 'message'>, deadlineMs: number): string {
-  if (err.code === Code.DEADLINE_EXCEEDED) return `no answer within ${deadlineMs} ms`;
+export function unreachableReason(err: Pick<CallError, 'code' | 'details' | 'message'>, timeoutMs: number): string {
+  if (err.code === Code.DEADLINE_EXCEEDED) return `no answer within ${timeoutMs} ms`;
   const text = err.details ?? err.message;
   if (/ECONNREFUSED/.test(text)) return 'connection refused';
   return err.code === Code.UNAVAILABLE ? explainConnectError(text, clientUsesTls()) : text;
 }
 
 /** The one-line refusal when no endpoint answered: every endpoint, with its reason. */
-export function unreachableMessage(failures: ReadonlyMap<string, string>, deadlineMs: number): string {
+export function unreachableMessage(failures: ReadonlyMap<string, string>, timeoutMs: number): string {
   const list = [...failures].map(([addr, why]) => `${addr} (${why})`).join(', ');
-  return `cannot reach the cluster: tried ${list}, waiting up to ${deadlineMs} ms (--timeout). Is the cluster running (npm start)? Give its addresses with --endpoints or $VERDICT_ENDPOINTS`;
+  return `cannot reach the cluster: tried ${list}, waiting up to ${timeoutMs} ms (--timeout). Is the cluster running (npm start)? Give its addresses with --endpoints or $VERDICT_ENDPOINTS`;
 }
 
 /**
@@ -69,19 +69,19 @@ export function unreachableMessage(failures: ReadonlyMap<string, string>, deadli
  * refused connection fails at once, so a cluster that is down is reported
  * in milliseconds, not after the SDK's retry deadline.
  */
-export async function requireReachable(addrs: readonly string[], deadlineMs = timeoutMs): Promise<void> {
+export async function requireReachable(addrs: readonly string[], timeoutMs = commandTimeoutMs): Promise<void> {
   const failures = new Map<string, string>();
   await new Promise<void>((resolve, reject) => {
     let pending = addrs.length;
     for (const addr of addrs) {
-      nodeStatus(addr, deadlineMs).then(
+      nodeStatus(addr, timeoutMs).then(
         () => resolve(),
         (err: CallError) => {
           // Any answer but "could not connect" or silence proves a server is there.
           if (err.code !== Code.UNAVAILABLE && err.code !== Code.DEADLINE_EXCEEDED) return resolve();
-          failures.set(addr, unreachableReason(err, deadlineMs));
+          failures.set(addr, unreachableReason(err, timeoutMs));
           // In the order given, not the order they failed in.
-          if (--pending === 0) reject(new CommandError(unreachableMessage(new Map(addrs.map((a) => [a, failures.get(a) ?? 'no answer'])), deadlineMs)));
+          if (--pending === 0) reject(new CommandError(unreachableMessage(new Map(addrs.map((a) => [a, failures.get(a) ?? 'no answer'])), timeoutMs)));
         },
       );
     }

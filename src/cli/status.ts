@@ -56,7 +56,7 @@ export function nodeRow(address: string, s: NodeStatus): ClusterStatus['nodes'][
   };
 }
 
-export async function clusterStatus(addrs: string[], deadlineMs = clientTimeoutMs()): Promise<ClusterStatus> {
+export async function clusterStatus(addrs: string[], timeoutMs = clientTimeoutMs()): Promise<ClusterStatus> {
   const results = new Map<string, NodeStatus | Error>();
   /** Node ids by address, as the members report each other: names a node that does not answer. */
   const ids = new Map<string, string>();
@@ -64,7 +64,7 @@ export async function clusterStatus(addrs: string[], deadlineMs = clientTimeoutM
     if (results.has(addr)) return;
     results.set(addr, new Error('pending'));
     try {
-      const s = await nodeStatus(addr, deadlineMs);
+      const s = await nodeStatus(addr, timeoutMs);
       results.set(addr, s);
       // Learn the other members from whoever answers.
       for (const p of s.peers) if (p.address) ids.set(p.address, p.nodeId);
@@ -90,7 +90,7 @@ export async function clusterStatus(addrs: string[], deadlineMs = clientTimeoutM
     if (r instanceof Error) {
       const id = ids.get(address) ?? null;
       if (id !== null && answered.has(id)) continue;
-      nodes.push({ id, address, reachable: false, error: unreachableReason(r as CallError, deadlineMs) });
+      nodes.push({ id, address, reachable: false, error: unreachableReason(r as CallError, timeoutMs) });
       continue;
     }
     if (answered.get(r.nodeId)?.[0] !== address) continue;

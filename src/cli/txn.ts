@@ -34,14 +34,14 @@ export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn
                                       an id the cluster has no record of is refused unless --force-unknown
   exit codes: 0 done (or answered), 1 error or a transaction id the cluster does not know (outcome, show,
   resolve), 2 aborted (commit), 3 outcome unknown (commit: ask again with txn outcome), 64 usage
-  (each also takes --deadline-ms N: how long one request may take, retries included; default 10000)
+  (each also takes --call-timeout-ms N: how long one request may take, retries included; default 10000)
 `;
 
 export const PARTICIPANTS_HELP = `  verdict participants [--json]       the registered participants: endpoint, whether the leader's stream to each
                                       is open, and how many of its YES votes wait for a decision or an ACK
   verdict participant remove ID [--operator WHO] [--json]
                                       unregister a participant (admin); refused while it has transactions in doubt
-  (each also takes --deadline-ms N: how long one request may take, retries included; default 10000)
+  (each also takes --call-timeout-ms N: how long one request may take, retries included; default 10000)
 `;
 
 export async function txnCommand(args: string[]): Promise<void> {
@@ -71,7 +71,7 @@ export async function participantsCommand(args: string[]): Promise<void> {
     const ps = await client.participants({ withActivity: true });
     if (json) return print(JSON.stringify(ps, null, 2));
     if (ps.length === 0) return print('(no participants registered)');
-    const now = Date.now();
+    const nowMs = Date.now();
     // The leader's connection says whether a participant is reachable; the
     // last contact alone made every idle participant look dead.
     table([
@@ -82,7 +82,7 @@ export async function participantsCommand(args: string[]): Promise<void> {
         p.endpoint,
         new Date(p.registeredAtMs).toISOString(),
         p.connection || '?',
-        p.lastSeenMs ? `${age(Math.max(0, now - p.lastSeenMs))} ago` : 'none since the leader took over',
+        p.lastSeenAtMs ? `${age(Math.max(0, nowMs - p.lastSeenAtMs))} ago` : 'none since the leader took over',
         String(p.inDoubt ?? 0),
       ]),
     ]);
@@ -271,13 +271,11 @@ async function show(client: VerdictClient, args: string[]): Promise<void> {
 
 /** Runs one subcommand with a client, turning the SDK's errors into one line and an exit code. */
 async function withClient(args: string[], f: (client: VerdictClient, rest: string[]) => Promise<void>): Promise<void> {
-  const deadlineRaw = flag(args, '--deadline-ms');
-  const deadlineMs = deadlineRaw === undefined ? undefined : Number(deadlineRaw);
-  if (deadlineMs !== undefined && !(Number.isInteger(deadlineMs) && deadlineMs > 0)) throw new UsageError('--deadline-ms needs a positive integer');
+  const callTimeoutMs = callTimeoutFlag(args);
   const addrs = endpoints(args);
-  const client = new VerdictClient({ endpoints: addrs, deadlineMs, credentials: clientCredentials() });
+  const client = new VerdictClient({ endpoints: addrs, callTimeoutMs, credentials: clientCredentials() });
   try {
-    // The SDK retries an unreachable cluster until its deadline (10 s); the
+    // The SDK retries an unreachable cluster for --call-timeout-ms (10 s); the
     // reachability check beside it reports one within --timeout, naming every
     // endpoint. It adds no round trip to the command: the two run together.
     const work = f(client, args);
@@ -294,6 +292,17 @@ async function withClient(args: string[], f: (client: VerdictClient, rest: strin
   } finally {
     client.close();
   }
+}
+
+/** `--call-timeout-ms N`, or its deprecated name `--deadline-ms N` (read until the next release). */
+function callTimeoutFlag(args: string[]): number | undefined {
+  const current = flag(args, '--call-timeout-ms');
+  const deprecated = flag(args, '--deadline-ms');
+  const raw = current ?? deprecated;
+  if (raw === undefined) return undefined;
+  const ms = Number(raw);
+  if (!(Number.isInteger(ms) && ms > 0)) throw new UsageError(`${current !== undefined ? '--call-timeout-ms' : '--deadline-ms'} needs a positive integer (milliseconds)`);
+  return ms;
 }
 
 /** `ID` or `ID=JSON`; the JSON text is checked here and sent as written. */

@@ -113,7 +113,7 @@ export class VerdictClient {
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
     const r = await this.connection.call('Begin', { txnId, timeoutMs }, call);
     if (r.txnId !== '' && r.txnId !== txnId) throw new VerdictError('INTERNAL', `began ${txnId}, the cluster answered ${r.txnId}`);
-    return new Transaction(this.connection, txnId, timeoutMs, r.deadlineMs, r.leaderId, true, options.parallelCommit);
+    return new Transaction(this.connection, txnId, timeoutMs, r.deadlineAtMs, r.leaderId, true, options.parallelCommit);
   }
 
   /**

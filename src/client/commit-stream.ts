@@ -67,9 +67,9 @@ export class CommitStream {
     });
   }
 
-  commit(request: CommitRequest, deadlineMs: number): Promise<TxnOutcome> {
+  commit(request: CommitRequest, timeoutMs: number): Promise<TxnOutcome> {
     return new Promise((resolve, reject) => {
-      this.stream.send(request, deadlineMs, (err, outcome) => (err !== null ? reject(err) : resolve(outcome as TxnOutcome)));
+      this.stream.send(request, timeoutMs, (err, outcome) => (err !== null ? reject(err) : resolve(outcome as TxnOutcome)));
     });
   }
 

@@ -12,6 +12,7 @@
 // attempts certainly did nothing is read from verdict-reason, never from
 // message text (docs/protocol-outcomes.md).
 import * as grpc from '@grpc/grpc-js';
+import { isAddress, LeaderFinder } from '../transport/leader-finder.ts';
 import { unaryCall } from '../transport/unary.ts';
 import { CommitStream } from './commit-stream.ts';
 import { explainConnectError } from '../transport/tls.ts';
@@ -29,12 +30,25 @@ export interface BackoffOptions {
   multiplier: number;
 }
 
-export interface ConnectionOptions {
-  credentials?: grpc.ChannelCredentials;
-  /** Default bound on one call, every retry and pause included. */
+/**
+ * How long a call may take. Durations, not instants: a call started now
+ * ends by now + callTimeoutMs. The old names `deadlineMs` and
+ * `attemptDeadlineMs` are still read, deprecated, for one release
+ * (docs/operations.md); a new name given beside its old one wins.
+ */
+export interface CallBounds {
+  /** Bound on one call, every retry and pause included. */
+  callTimeoutMs?: number;
+  /** Bound on one attempt at one node, so a silent node leaves time for the others. */
+  attemptTimeoutMs?: number;
+  /** @deprecated Use `callTimeoutMs` (the same duration); read until the next release. */
   deadlineMs?: number;
-  /** Default bound on one attempt at one node, so a silent node leaves time for the others. */
+  /** @deprecated Use `attemptTimeoutMs` (the same duration); read until the next release. */
   attemptDeadlineMs?: number;
+}
+
+export interface ConnectionOptions extends CallBounds {
+  credentials?: grpc.ChannelCredentials;
   /** Leader hints followed per round; bounds ping-pong between nodes with stale views. */
   maxRedirects?: number;
   backoff?: Partial<BackoffOptions>;
@@ -42,67 +56,60 @@ export interface ConnectionOptions {
   random?: () => number;
 }
 
-export interface CallOptions {
-  deadlineMs?: number;
-  attemptDeadlineMs?: number;
+export interface CallOptions extends CallBounds {
   /** gRPC metadata sent with every attempt (e.g. `verdict-operator` for an operator's act). */
   metadata?: Record<string, string>;
 }
 
-export const DEFAULT_DEADLINE_MS = 10_000;
-export const DEFAULT_ATTEMPT_DEADLINE_MS = 5_000;
+export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+export const DEFAULT_ATTEMPT_TIMEOUT_MS = 5_000;
 export const DEFAULT_MAX_REDIRECTS = 3;
 export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 50, maxMs: 1_000, multiplier: 2 };
-/** Hints can add addresses; a bound keeps a misbehaving server from growing the list forever. */
-export const ADDRESSES_MAX = 64;
 
 /** Codes after which another node may still answer: the request was not refused. */
 const RETRYABLE: ReadonlySet<StatusName> = new Set<StatusName>(['UNAVAILABLE', 'DEADLINE_EXCEEDED']);
 
 export class CoordinatorConnection {
-  private readonly addresses: string[];
+  private readonly finder: LeaderFinder;
   private readonly clients = new Map<string, grpc.Client>();
   /** Per node, the stream that carries Commits (src/client/commit-stream.ts). */
   private readonly commitStreams = new Map<string, CommitStream>();
   private readonly credentials: grpc.ChannelCredentials;
-  private readonly deadlineMs: number;
-  private readonly attemptDeadlineMs: number;
-  private readonly maxRedirects: number;
+  private readonly callTimeoutMs: number;
+  private readonly attemptTimeoutMs: number;
   private readonly backoff: BackoffOptions;
   private readonly random: () => number;
-  /** The node that last answered (normally the leader); tried first. */
-  private leader: string | undefined;
   private closed = false;
 
   constructor(addresses: readonly string[], options: ConnectionOptions = {}) {
     if (addresses.length === 0) throw invalidArgument('a connection needs at least one node address (host:port)');
     for (const a of addresses) if (!isAddress(a)) throw invalidArgument(`"${a}" is not a host:port address`);
-    this.addresses = [...new Set(addresses)].slice(0, ADDRESSES_MAX);
+    this.finder = new LeaderFinder(addresses, { redirectsMax: options.maxRedirects ?? DEFAULT_MAX_REDIRECTS });
     this.credentials = options.credentials ?? grpc.credentials.createInsecure();
-    this.deadlineMs = positive(options.deadlineMs ?? DEFAULT_DEADLINE_MS, 'deadlineMs');
-    this.attemptDeadlineMs = positive(options.attemptDeadlineMs ?? DEFAULT_ATTEMPT_DEADLINE_MS, 'attemptDeadlineMs');
-    this.maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+    const bounds = callBounds(options);
+    this.callTimeoutMs = positive(bounds.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, 'callTimeoutMs');
+    this.attemptTimeoutMs = positive(bounds.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS, 'attemptTimeoutMs');
     this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
     this.random = options.random ?? Math.random;
   }
 
   /** The node the next call goes to first, if one is known. */
   get leaderAddress(): string | undefined {
-    return this.leader;
+    return this.finder.leader;
   }
 
   /** The bounds a call gets when it names none. */
-  get defaults(): Required<Omit<CallOptions, 'metadata'>> {
-    return { deadlineMs: this.deadlineMs, attemptDeadlineMs: this.attemptDeadlineMs };
+  get defaults(): { callTimeoutMs: number; attemptTimeoutMs: number } {
+    return { callTimeoutMs: this.callTimeoutMs, attemptTimeoutMs: this.attemptTimeoutMs };
   }
 
   get knownAddresses(): readonly string[] {
-    return this.addresses;
+    return this.finder.addresses;
   }
 
   /**
    * Sends one Coordinator RPC, following redirects and retrying UNAVAILABLE
-   * and DEADLINE_EXCEEDED on other nodes until `deadlineMs`. Any other error
+   * and DEADLINE_EXCEEDED on other nodes for `callTimeoutMs`. Any other error
    * is the cluster's answer and surfaces at once as a VerdictError; running
    * out of time is a RetriesExhaustedError.
    *
@@ -113,24 +120,21 @@ export class CoordinatorConnection {
    */
   async call<M extends CoordinatorMethod>(method: M, request: RequestOf<M>, options: CallOptions = {}, retryRequest?: RequestOf<M>): Promise<ResponseOf<M>> {
     let req = request;
-    const deadlineAt = Date.now() + (options.deadlineMs ?? this.deadlineMs);
-    const attemptMs = options.attemptDeadlineMs ?? this.attemptDeadlineMs;
+    const bounds = callBounds(options);
+    const deadlineAtMs = Date.now() + (bounds.callTimeoutMs ?? this.callTimeoutMs);
+    const attemptMs = bounds.attemptTimeoutMs ?? this.attemptTimeoutMs;
     let last: string | undefined;
     let lastCode: StatusName = 'UNAVAILABLE';
-    for (let round = 0; ; round++) {
-      const tried = new Set<string>();
-      let redirects = 0;
-      let next: string | undefined = this.leader ?? this.addresses[0];
-      while (next !== undefined) {
+    const search = this.finder.search();
+    for (;;) {
+      for (let address = search.next(); address !== undefined; address = search.next()) {
         this.checkOpen();
-        const remainingMs = deadlineAt - Date.now();
+        const remainingMs = deadlineAtMs - Date.now();
         if (remainingMs <= 0) break;
-        const address: string = next;
-        tried.add(address);
         const clipped = remainingMs < attemptMs;
         try {
           const response = await this.attempt(address, method, req, clipped ? remainingMs : attemptMs, options.metadata);
-          this.leader = address;
+          search.answered(address);
           return response;
         } catch (err) {
           if (err instanceof VerdictError) throw err;
@@ -138,27 +142,21 @@ export class CoordinatorConnection {
           const code = statusName(e.code);
           if (!RETRYABLE.has(code)) throw new VerdictError(code, e.details || e.message, address, refusalDetails(e));
           if (retryRequest !== undefined && !neverActedOn(e)) req = retryRequest;
+          const why = `${code} ${describe(e, this.credentials._isSecure())}`;
           // An attempt cut short by the call's own deadline says nothing about the node; keep the earlier, telling error.
           if (!(clipped && code === 'DEADLINE_EXCEEDED' && last !== undefined)) {
-            last = `${address}: ${code} ${describe(e, this.credentials._isSecure())}`;
+            last = `${address}: ${why}`;
             lastCode = code;
           }
-          if (this.leader === address) this.leader = undefined;
-          const hint = leaderHint(e);
-          if (hint !== undefined && hint !== address && redirects < this.maxRedirects && this.learn(hint)) {
-            redirects++;
-            this.leader = hint;
-            next = hint;
-          } else {
-            next = this.addresses.find((a) => !tried.has(a));
-          }
+          search.failed(address, why, leaderHint(e));
         }
       }
-      const remainingMs = deadlineAt - Date.now();
+      const remainingMs = deadlineAtMs - Date.now();
       if (remainingMs <= 0) {
         throw new RetriesExhaustedError(lastCode, `no node answered ${method} in time; last: ${last ?? 'no node was tried'}`);
       }
-      await sleep(Math.min(remainingMs, this.pauseMs(round)));
+      await sleep(Math.min(remainingMs, this.pauseMs(search.round - 1)));
+      search.nextRound();
     }
   }
 
@@ -168,14 +166,6 @@ export class CoordinatorConnection {
     this.commitStreams.clear();
     for (const c of this.clients.values()) c.close();
     this.clients.clear();
-  }
-
-  /** Adds a hinted leader address to the list; false if it cannot be used. */
-  private learn(address: string): boolean {
-    if (this.addresses.includes(address)) return true;
-    if (!isAddress(address) || this.addresses.length >= ADDRESSES_MAX) return false;
-    this.addresses.push(address);
-    return true;
   }
 
   private pauseMs(round: number): number {
@@ -198,7 +188,7 @@ export class CoordinatorConnection {
     return c;
   }
 
-  private attempt<M extends CoordinatorMethod>(address: string, method: M, request: RequestOf<M>, deadlineMs: number, metadata?: Record<string, string>): Promise<ResponseOf<M>> {
+  private attempt<M extends CoordinatorMethod>(address: string, method: M, request: RequestOf<M>, timeoutMs: number, metadata?: Record<string, string>): Promise<ResponseOf<M>> {
     if (method === 'Commit' && metadata === undefined) {
       // The hot path: one message on the node's commit stream rather than a unary call; same answers, same errors.
       let s = this.commitStreams.get(address);
@@ -206,7 +196,7 @@ export class CoordinatorConnection {
         s = new CommitStream(this.client(address), address);
         this.commitStreams.set(address, s);
       }
-      return s.commit(request as RequestOf<'Commit'>, deadlineMs) as Promise<ResponseOf<M>>;
+      return s.commit(request as RequestOf<'Commit'>, timeoutMs) as Promise<ResponseOf<M>>;
     }
     const def = coordinatorService[method] as grpc.MethodDefinition<RequestOf<M>, ResponseOf<M>>;
     let md: grpc.Metadata | undefined;
@@ -214,7 +204,7 @@ export class CoordinatorConnection {
       md = new grpc.Metadata();
       for (const [k, v] of Object.entries(metadata)) md.set(k, v);
     }
-    return unaryCall(this.client(address), def, request, deadlineMs, md).catch((err: Error) => {
+    return unaryCall(this.client(address), def, request, timeoutMs, md).catch((err: Error) => {
       throw err.message === 'empty response' ? new VerdictError('INTERNAL', `empty ${method} response`, address) : err;
     });
   }
@@ -265,8 +255,14 @@ function describe(err: grpc.ServiceError, tls: boolean): string {
   return /ECONNREFUSED/.test(text) ? '(connection refused)' : explainConnectError(text, tls);
 }
 
-function isAddress(a: string): boolean {
-  return /^\S+:\d{1,5}$/.test(a);
+/** The bounds under their current names, read from the deprecated ones where only those are given. */
+export function callBounds(o: CallBounds): { callTimeoutMs?: number; attemptTimeoutMs?: number } {
+  const out: { callTimeoutMs?: number; attemptTimeoutMs?: number } = {};
+  const callMs = o.callTimeoutMs ?? o.deadlineMs;
+  const attemptMs = o.attemptTimeoutMs ?? o.attemptDeadlineMs;
+  if (callMs !== undefined) out.callTimeoutMs = callMs;
+  if (attemptMs !== undefined) out.attemptTimeoutMs = attemptMs;
+  return out;
 }
 
 function positive(ms: number, name: string): number {

@@ -68,7 +68,7 @@ export class SagaCaller {
 
   /** One call to the leader, following redirects and retrying what may be retried until LOOK_MS has passed. */
   async call<Req, Res>(method: 'StartSaga' | 'SagaStatus' | 'ListSagas' | 'RetrySaga' | 'ResolveSaga', req: Req, callMs = CALL_MS): Promise<Res> {
-    const until = Date.now() + LOOK_MS + callMs;
+    const giveUpAtMs = Date.now() + LOOK_MS + callMs;
     let leader: string | null = null;
     let backoffMs = 50;
     let hops = 0;
@@ -83,7 +83,7 @@ export class SagaCaller {
       } catch (e) {
         const err = e as grpc.ServiceError;
         const retry = err.code === grpc.status.UNAVAILABLE || (err.code === grpc.status.DEADLINE_EXCEEDED && method !== 'ResolveSaga' && method !== 'RetrySaga');
-        if (!retry || Date.now() > until) throw new VerdictError(statusName(err.code), err.details ?? err.message, endpoint);
+        if (!retry || Date.now() > giveUpAtMs) throw new VerdictError(statusName(err.code), err.details ?? err.message, endpoint);
         const hint = err.metadata?.get(LEADER_ADDRESS_KEY)[0];
         leader = typeof hint === 'string' && hint !== '' && hint !== endpoint ? hint : null;
         // A follower that names the leader costs no pause: the next attempt goes there at once

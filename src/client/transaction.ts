@@ -9,7 +9,7 @@
 // reaches a second leader after the first one vanished is the same
 // transaction, and the cluster answers with the same outcome. When no answer
 // arrives at all we throw OutcomeUnknownError instead of guessing.
-import type { CoordinatorConnection, CallOptions } from './connection.ts';
+import { callBounds, type CoordinatorConnection, type CallOptions } from './connection.ts';
 import type { Enlistment, OutcomeName, TxnOutcome } from '../transport/coordinator-rpc.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
 import { invalidArgument, OutcomeUnknownError, RetriesExhaustedError, VerdictError, type StatusName } from './errors.ts';
@@ -61,8 +61,8 @@ export class Transaction {
     readonly txnId: string,
     /** The transaction's timeout asked at begin; 0 for the cluster's default. */
     readonly timeoutMs: number,
-    /** The cluster's deadline for the transaction, as Begin reported it; 0 when it was not begun with Begin. */
-    readonly deadlineMs: number,
+    /** When the cluster aborts the transaction if it is still undecided (its clock, ms since the epoch), as Begin reported it; 0 when it was not begun with Begin. */
+    readonly deadlineAtMs: number,
     /** The leader that answered Begin; '' when it was not begun with Begin. */
     readonly leaderId: string,
     /** False for a transaction not begun on the cluster yet (VerdictClient.transaction()). */
@@ -71,6 +71,11 @@ export class Transaction {
     readonly parallelCommit?: boolean,
   ) {
     this.beginWithCommit = !begun;
+  }
+
+  /** @deprecated The same instant as `deadlineAtMs`; kept until the next release. */
+  get deadlineMs(): number {
+    return this.deadlineAtMs;
   }
 
   get participantIds(): string[] {
@@ -106,8 +111,8 @@ export class Transaction {
     let answer: TxnOutcome;
     try {
       answer = begin
-        ? await this.connection.call('Commit', { ...plain, begin: true, timeoutMs: this.timeoutMs }, { ...this.commitBounds(), ...options }, plain)
-        : await this.connection.call('Commit', plain, { ...this.commitBounds(), ...options });
+        ? await this.connection.call('Commit', { ...plain, begin: true, timeoutMs: this.timeoutMs }, { ...this.commitBounds(), ...callBounds(options), metadata: options.metadata }, plain)
+        : await this.connection.call('Commit', plain, { ...this.commitBounds(), ...callBounds(options), metadata: options.metadata });
     } catch (err) {
       if (err instanceof VerdictError && REFUSALS.has(err.code) && !(err instanceof RetriesExhaustedError)) {
         // Refused: nothing was prepared, so the next attempt may begin it again.
@@ -140,7 +145,7 @@ export class Transaction {
     if (this.timeoutMs === 0) return {};
     const d = this.connection.defaults;
     const needMs = this.timeoutMs + COMMIT_GRACE_MS;
-    return { attemptDeadlineMs: Math.max(d.attemptDeadlineMs, needMs), deadlineMs: Math.max(d.deadlineMs, needMs) };
+    return { attemptTimeoutMs: Math.max(d.attemptTimeoutMs, needMs), callTimeoutMs: Math.max(d.callTimeoutMs, needMs) };
   }
 }
 

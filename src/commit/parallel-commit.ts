@@ -20,10 +20,16 @@
 //             operator) waits for recovery instead of logging a presumed
 //             ABORT, which could contradict an implicit COMMITTED.
 //
+// The stager changes a transaction only through the protocol's asserted
+// transitions (./commit-protocol.ts: stage, commitImplicitly, proposeCommit);
+// recovery never touches a Txn at all, it proposes Decide entries and
+// asserts the implicit rule before each one.
+//
 // Pure, like the engine: time, randomness and I/O come in through EngineIO.
 
+import { assert } from '../util/assert.ts';
 import type { ApplyResult, Decision, DecisionTable, Staging } from './state.ts';
-import { EngineError, type EngineConfig, type EngineIO, type OutcomeAnswer, type OutcomeCallback, type Txn } from './engine.ts';
+import { answerOf, EngineError, type EngineConfig, type EngineIO, type OutcomeAnswer, type OutcomeCallback, type Txn } from './engine-types.ts';
 import type { TxnStatus } from '../participant/types.ts';
 
 /** What a transaction of this leader carries when it commits in parallel. */
@@ -40,7 +46,11 @@ export interface ParallelHost {
   readonly io: EngineIO;
   readonly table: DecisionTable;
   readonly cfg: EngineConfig;
-  /** Proposes the explicit COMMIT (the engine's R2 path). */
+  /** Whether the protocol still tracks t (it drops everything when leadership is lost). */
+  tracks(t: Txn): boolean;
+  /** preparing → deciding COMMIT, the client answered COMMITTED at once (the protocol's asserted transition). */
+  commitImplicitly(t: Txn): void;
+  /** preparing → deciding COMMIT the classic way: through the log before anyone hears it (R2). */
   proposeCommit(t: Txn): void;
   /** Counts an ABORT recovery decided first, for the engine's counters. */
   countRecoveryAbort(): void;
@@ -67,13 +77,15 @@ export class ParallelCommit {
 
   // ---- the stager ----------------------------------------------------------
 
-  /** Replicates T's STAGING record; PREPAREs are already on their way. */
+  /** Replicates T's STAGING record; PREPAREs are already on their way (the protocol asserted the transition). */
   stage(t: Txn): void {
     const p: ParallelState = { staged: 'pending', index: 0, implicit: false };
     t.parallel = p;
     const cmd = { t: 'stage' as const, txnId: t.id, participants: [...t.members.keys()], atMs: this.host.io.nowMs() };
     this.host.io.propose(cmd, (err, r) => {
-      if (t.parallel !== p) return;
+      // Dropped with this leader's term, or decided and forgotten: nothing to do.
+      if (t.parallel !== p || !this.host.tracks(t)) return;
+      assert(p.staged === 'pending', `${t.id}: the STAGING proposal is answered once`);
       if (err || !r || r.t !== 'stage' || r.staging === null) {
         // Not known to be in the log: T commits the classic way (its COMMIT
         // goes through the log before anyone hears it), which is safe whether
@@ -84,7 +96,8 @@ export class ParallelCommit {
         p.staged = 'applied';
         p.index = r.staging.index;
       }
-      if (t.phase === 'preparing' && allYes(t)) this.allYes(t);
+      // Every YES came while the record was in flight: answer now, or commit the classic way.
+      if (t.phase === 'preparing' && t.outcome === null && allYes(t) && !this.allYes(t)) this.host.proposeCommit(t);
     });
   }
 
@@ -101,10 +114,7 @@ export class ParallelCommit {
     // remembered for much longer than any deadline (docs/protocol.md), so a
     // YES counted here was not given after a recovery refused it.
     if (this.host.io.nowMs() >= t.deadlineAtMs) return false;
-    p.implicit = true;
-    const answer = this.implicitAnswer(t) as OutcomeAnswer;
-    for (const w of t.waiters.splice(0)) w(null, answer);
-    this.host.proposeCommit(t);
+    this.host.commitImplicitly(t);
     return true;
   }
 
@@ -189,6 +199,9 @@ export class ParallelCommit {
     const never = [...r.answers].find(([, s]) => s === 'refused' || s === 'aborted');
     const all = r.staging.participants.every((p) => r.answers.get(p) === 'prepared' || r.answers.get(p) === 'committed');
     if (!never && !all) return;
+    const { table } = this.host;
+    // Only an undecided staged T is recovered (decided() ends a recovery; tick skips the rest).
+    assert(table.staged.get(r.staging.txnId) === r.staging && table.lookup(r.staging.txnId) === null, `${r.staging.txnId}: recovery decides a staged, undecided transaction`);
     const outcome = never ? 'abort' : 'commit';
     const reason = never ? `recovered by a new leader: participant ${never[0]} had not prepared and refused it durably (${never[1]})` : '';
     this.propose(r, outcome, reason);
@@ -214,7 +227,7 @@ export class ParallelCommit {
     const r = this.recoveries.get(d.txnId);
     if (!r) return;
     this.recoveries.delete(d.txnId);
-    const a: OutcomeAnswer = { txnId: d.txnId, outcome: d.outcome === 'commit' ? 'committed' : 'aborted', reason: d.reason, decisionIndex: d.index };
+    const a = answerOf(d);
     for (const w of r.waiters.splice(0)) w(null, a);
   }
 

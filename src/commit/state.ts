@@ -12,6 +12,7 @@ import type { DecisionOutcome } from '../domain/protocol.ts';
 import { isSagaCommand, SagaTable, type SagaApplyResult, type SagaCommand } from '../saga/state.ts';
 import type { BatchApplyResult } from './decision-batch.ts';
 import { txnIdTimeMs } from '../domain/txn-id.ts';
+import { assert } from '../util/assert.ts';
 
 export interface ParticipantRecord {
   id: string;
@@ -178,7 +179,13 @@ export class DecisionTable {
     private readonly incidentsMax = INCIDENTS_MAX,
   ) {}
 
+  /**
+   * Applies one committed command. Commands were checked where they entered
+   * the node (entryProblem, ./command-check.ts); what is asserted here is
+   * the table's own bookkeeping.
+   */
   apply(cmd: Command, index: number): ApplyResult {
+    assert(Number.isSafeInteger(index) && index >= 0, `a command is applied at a log index, not ${index}`);
     if (isSagaCommand(cmd)) return this.sagas.apply(cmd, index);
     switch (cmd.t) {
       case 'register': {
@@ -208,6 +215,7 @@ export class DecisionTable {
           // forgotten decision lives again, so it is delivered to them too (R5). The outcome never changes.
           const added = cmd.participants.filter((p) => !existing?.participants.includes(p));
           if (added.length > 0) {
+            assert(existing.outcome === cmd.outcome, `${cmd.txnId}: participants join only a decision of the same outcome (R1)`);
             const live: Decision = { ...existing, participants: [...existing.participants, ...added], decidedAtMs: existing.decidedAtMs || cmd.atMs };
             this.tombstones.delete(cmd.txnId);
             this.decisions.set(cmd.txnId, live);
@@ -219,6 +227,9 @@ export class DecisionTable {
           const resolution = cmd.operator && existing.outcome === cmd.outcome ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: false, index }) : null;
           return { t: 'decide', decision: existing, first: false, resolution };
         }
+        // R1: the first Decide(T) finds T nowhere in the table, live or forgotten.
+        assert(!this.decisions.has(cmd.txnId) && !this.tombstones.has(cmd.txnId), `${cmd.txnId}: a first decision is not already in the table`);
+        assert(cmd.outcome === 'commit' || cmd.outcome === 'abort', `${cmd.txnId}: a decided outcome is COMMIT or ABORT (checked at the edge)`);
         const d: Decision = { txnId: cmd.txnId, outcome: cmd.outcome, reason: cmd.reason, participants: cmd.participants, index, decidedAtMs: cmd.atMs };
         this.decisions.set(cmd.txnId, d);
         this.staged.delete(cmd.txnId);
@@ -307,6 +318,8 @@ export class DecisionTable {
   }
 
   private bury(txnId: string, t: Tombstone): void {
+    // A decision is live or forgotten, never both.
+    assert(!this.decisions.has(txnId), `${txnId}: only a decision that left the table is buried`);
     this.tombstones.set(txnId, t);
     while (this.tombstones.size > this.tombstonesMax) {
       const oldest = this.tombstones.keys().next().value as string;
@@ -314,6 +327,7 @@ export class DecisionTable {
       const idAtMs = txnIdTimeMs(oldest);
       if (idAtMs !== null && (this.horizonAtMs === null || idAtMs > this.horizonAtMs)) this.horizonAtMs = idAtMs;
     }
+    assert(this.tombstones.size <= this.tombstonesMax, `tombstones stay within ${this.tombstonesMax}`);
   }
 
   toJSON(): unknown {

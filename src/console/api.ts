@@ -22,6 +22,7 @@ import type { DecisionTable } from '../commit/state.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
 import type { NodeConfig } from '../node/config.ts';
 import type { Driver } from '../node/driver.ts';
+import type { Membership } from '../node/membership.ts';
 import { transferLeadership, transferWaitMs } from '../node/raft-node-service.ts';
 import type { Access } from '../transport/auth.ts';
 import { quote } from '../transport/validate.ts';
@@ -38,7 +39,7 @@ export interface ConsoleDeps {
   /** host:port of the HTTPS console, when there is one; named in the refusals on plain HTTP. */
   httpsConsole: () => string | null;
   /** Null until the node has recovered its log. */
-  state: () => { driver: Driver<unknown>; engine: CoordinatorEngine; table: DecisionTable } | null;
+  state: () => { driver: Driver<unknown>; engine: CoordinatorEngine; table: DecisionTable; members: Membership } | null;
   timeline: TxnTimeline;
   leaders: LeaderHistory;
   health: PeerHealth;
@@ -94,6 +95,8 @@ function send(res: ServerResponse, status: number, body: unknown): void {
  */
 export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
   const { cfg } = deps;
+  /** The members as the node knows them (src/node/membership.ts); the config's peers until the node is up. */
+  const peers = (): ReadonlyMap<string, string> => deps.state()?.members.peers() ?? cfg.peers;
   const ready = (): NonNullable<ReturnType<ConsoleDeps['state']>> => {
     const s = deps.state();
     if (s === null) throw new HttpError(503, `node ${cfg.nodeId} is starting: its log is not recovered yet; retry in a moment`);
@@ -102,7 +105,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
 
   const notLeader = (d: Driver<unknown>, what: string): HttpError => {
     const leader = d.leader();
-    const where = leader !== '' && leader !== cfg.nodeId ? `the leader is ${leader} at ${cfg.peers.get(leader) ?? '?'}; open its console` : 'no leader is known yet; retry shortly';
+    const where = leader !== '' && leader !== cfg.nodeId ? `the leader is ${leader} at ${peers().get(leader) ?? '?'}; open its console` : 'no leader is known yet; retry shortly';
     return new HttpError(409, `${what} runs on the leader, and node ${cfg.nodeId} is not the leader: ${where}`, { leaderId: leader });
   };
 
@@ -113,7 +116,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     const leaderId = s.softState.leader;
     deps.leaders.note(Date.now(), s.hardState.term, leaderId);
     const health = new Map(deps.health.list().map((h) => [h.id, h]));
-    const members = [...cfg.peers].map(([id, address]) => {
+    const members = [...peers()].map(([id, address]) => {
       const p = progress.get(id);
       const h = health.get(id);
       return {
@@ -225,7 +228,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       filter,
       note: engine.isLeader()
         ? ''
-        : `node ${cfg.nodeId} is not the leader: transactions in flight are known to the leader${driver.leader() ? ` (${driver.leader()} at ${cfg.peers.get(driver.leader()) ?? '?'})` : ''}; this list shows decisions applied here`,
+        : `node ${cfg.nodeId} is not the leader: transactions in flight are known to the leader${driver.leader() ? ` (${driver.leader()} at ${peers().get(driver.leader()) ?? '?'})` : ''}; this list shows decisions applied here`,
       transactions: views.map(txnJson),
     };
   }
@@ -293,7 +296,8 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     const { driver } = ready();
     requireAdmin(req, 'leader transfer');
     const to = typeof body.to === 'string' ? body.to : '';
-    if (!cfg.peers.has(to)) throw new HttpError(400, `"to" must name a voter of cluster ${cfg.clusterId} (${[...cfg.peers.keys()].join(', ')}), not ${quote(to)}`);
+    const known = peers();
+    if (!known.has(to)) throw new HttpError(400, `"to" must name a voter of cluster ${cfg.clusterId} (${[...known.keys()].join(', ')}), not ${quote(to)}`);
     if (!driver.isLeader()) throw notLeader(driver, 'leader transfer');
     if (to === cfg.nodeId) return { leaderId: to, term: driver.node.raft.term };
     const waitMs = transferWaitMs(cfg);

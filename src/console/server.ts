@@ -6,13 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { TLSSocket } from 'node:tls';
+import { listenHttp, type HttpListener } from '../transport/ops.ts';
 
-export interface ConsoleServer {
-  address: string;
-  close(): Promise<void>;
-}
+export type ConsoleServer = HttpListener;
 
 export class ConsoleListenError extends Error {}
 
@@ -29,9 +26,6 @@ export function isTlsRequest(req: IncomingMessage): boolean {
 }
 
 export function serveConsole(listen: string, handle: (req: IncomingMessage, res: ServerResponse) => boolean, tls: { ca: string; cert: string; key: string } | null): Promise<ConsoleServer> {
-  const cut = listen.lastIndexOf(':');
-  const host = listen.slice(0, cut).replace(/^\[(.*)\]$/, '$1');
-  const port = Number(listen.slice(cut + 1));
   const answer = (req: IncomingMessage, res: ServerResponse): void => {
     if (handle(req, res)) return;
     res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found: the console is at /\n');
@@ -44,22 +38,5 @@ export function serveConsole(listen: string, handle: (req: IncomingMessage, res:
           { ca: readFileSync(tls.ca), cert: readFileSync(tls.cert), key: readFileSync(tls.key), requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.2' },
           answer,
         );
-  server.keepAliveTimeout = 5_000;
-  return new Promise((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) => {
-      const why = err.code === 'EADDRINUSE' ? 'the address is in use; pick another port' : err.code === 'EADDRNOTAVAIL' ? `${host} is not an address of this machine` : err.message;
-      reject(new ConsoleListenError(`cannot listen on ${listen} for the console: ${why}; check "consoleListen"`));
-    });
-    server.listen(port, host, () => {
-      const a = server.address() as AddressInfo;
-      resolve({
-        address: `${listen.slice(0, cut)}:${a.port}`,
-        close: () =>
-          new Promise<void>((res) => {
-            server.close(() => res());
-            server.closeAllConnections();
-          }),
-      });
-    });
-  });
+  return listenHttp(server, listen, (why) => new ConsoleListenError(`cannot listen on ${listen} for the console: ${why}; check "consoleListen"`));
 }

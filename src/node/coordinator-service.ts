@@ -28,6 +28,7 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import type { NodeConfig } from './config.ts';
+import type { Membership } from './membership.ts';
 import type { Access } from '../transport/auth.ts';
 import type { Driver } from './driver.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
@@ -115,6 +116,8 @@ function refuse(code: grpc.status, reason: string, details: string): Partial<grp
 
 export interface CoordinatorServiceDeps {
   cfg: NodeConfig;
+  /** The cluster's members as this node knows them (src/node/membership.ts). */
+  members: Membership;
   driver: Driver<unknown>;
   engine: CoordinatorEngine;
   table: DecisionTable;
@@ -132,10 +135,10 @@ const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { committed: 'com
 
 /** Every Coordinator RPC but the lease ones (src/node/lease-service.ts). */
 export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHandlers {
-  const { cfg, driver, engine, table, metrics, access } = deps;
+  const { cfg, members, driver, engine, table, metrics, access } = deps;
   const refusal = deps.refusal ?? (() => null);
 
-  const fail = (err: EngineError): grpc.ServiceError => (err.code === 'not-leader' ? notLeader(cfg, driver.leader()) : engineStatus(err));
+  const fail = (err: EngineError): grpc.ServiceError => (err.code === 'not-leader' ? notLeader(members, driver.leader()) : engineStatus(err));
 
   const invalid = (what: string): Partial<grpc.StatusObject> => ({ code: grpc.status.INVALID_ARGUMENT, details: what });
 
@@ -150,7 +153,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     participantId: p.id,
     endpoint: p.endpoint,
     registeredAtMs: p.registeredAtMs,
-    lastSeenMs: 0,
+    lastSeenAtMs: 0,
     inDoubt: 0,
     resourceKind: p.resourceKind,
     connection: '',
@@ -190,7 +193,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       // namespace with node ids, so that a participant's certificate is never taken for a node's.
       const refused = access.participantOnly(call, participantId, `registering participant "${participantId}"`);
       if (refused) return cb(refused);
-      if (cfg.peers.has(participantId)) return cb(invalid(`participant id "${participantId}" is the id of a node of cluster "${cfg.clusterId}"; node and participant ids must differ`));
+      if (members.has(participantId)) return cb(invalid(`participant id "${participantId}" is the id of a node of cluster "${cfg.clusterId}"; node and participant ids must differ`));
       const existing = table.participants.get(participantId);
       // Re-registration at the same endpoint (and kind) is a no-op, so a restarted participant costs no log write.
       if (existing && existing.endpoint === endpoint && existing.resourceKind === kind) {
@@ -211,12 +214,12 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
         'list participants',
         (done) => driver.read(done),
         (err) => {
-          if (err) return cb(toServiceError(cfg, err));
+          if (err) return cb(toServiceError(members, err));
           const activity = new Map(call.request.withActivity ? engine.participantActivity().map((a) => [a.id, a]) : []);
           const out: ListParticipantsResponse = {
             participants: [...table.participants.values()].map((p) => ({
               ...participantInfo(p),
-              lastSeenMs: activity.get(p.id)?.lastSeenMs ?? 0,
+              lastSeenAtMs: activity.get(p.id)?.lastSeenMs ?? 0,
               inDoubt: activity.get(p.id)?.inDoubt ?? 0,
               connection: call.request.withActivity ? (deps.connection?.(p.endpoint) ?? '') : '',
             })),
@@ -230,7 +233,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       if (refused) return cb(refused);
       try {
         const { deadlineAtMs } = engine.begin(call.request.txnId, call.request.timeoutMs);
-        cb(null, { txnId: call.request.txnId, deadlineMs: deadlineAtMs, leaderId: cfg.nodeId });
+        cb(null, { txnId: call.request.txnId, deadlineAtMs, leaderId: cfg.nodeId });
       } catch (err) {
         if (err instanceof EngineError) return cb(fail(err));
         throw err;
@@ -318,7 +321,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
         clusterId: cfg.clusterId,
         nodeId: cfg.nodeId,
         leaderId: leader,
-        leaderAddress: cfg.peers.get(leader) ?? '',
+        leaderAddress: members.get(leader) ?? '',
         term: s.hardState.term,
         commitIndex: s.hardState.commit,
         appliedIndex: s.applied,

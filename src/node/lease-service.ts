@@ -9,12 +9,13 @@ import type * as grpc from '@grpc/grpc-js';
 import { encodeLeaseCommand, LEASE_HOLDER, LEASE_NAME, LEASE_TTL_MAX_MS, LEASE_TTL_MIN_MS, type LeaseCommand, type LeaseTable } from '../lease/state.ts';
 import type { CoordinatorHandlers, LeaseMethod, LeaseRequest, LeaseResponse } from '../transport/coordinator-rpc.ts';
 import { invalidArgument } from '../transport/validate.ts';
-import type { NodeConfig } from './config.ts';
+import type { Membership } from './membership.ts';
 import type { Driver } from './driver.ts';
 import { toServiceError, withTimeout } from './raft-node-service.ts';
 
 export interface LeaseServiceDeps {
-  cfg: NodeConfig;
+  /** The cluster's members as this node knows them (src/node/membership.ts), for redirects. */
+  members: Membership;
   driver: Driver<unknown>;
   leases: LeaseTable;
   nowMs: () => number;
@@ -30,7 +31,7 @@ export function leaseRequestProblem(r: LeaseRequest, kind: LeaseCommand['t']): s
 }
 
 export function leaseApi(deps: LeaseServiceDeps): Pick<CoordinatorHandlers, LeaseMethod> {
-  const { cfg, driver, leases } = deps;
+  const { members, driver, leases } = deps;
   const handle =
     (kind: LeaseCommand['t']): grpc.handleUnaryCall<LeaseRequest, LeaseResponse> =>
     (call, cb) => {
@@ -48,11 +49,11 @@ export function leaseApi(deps: LeaseServiceDeps): Pick<CoordinatorHandlers, Leas
         kind,
         (done) => driver.propose(encodeLeaseCommand(cmd), (err, applied) => done(err, applied?.index)),
         (err, index) => {
-          if (err) return cb(toServiceError(cfg, err));
+          if (err) return cb(toServiceError(members, err));
           // The proposer's callback fires right after its entry applied, so `last` is that entry's result.
           const res = leases.last;
-          if (res === null || res.index !== index) return cb(toServiceError(cfg, new Error(`${kind}: the result of index ${index} is gone; retry`)));
-          cb(null, { granted: res.granted, reason: res.reason, lease: res.lease, clockMs: res.clockMs });
+          if (res === null || res.index !== index) return cb(toServiceError(members, new Error(`${kind}: the result of index ${index} is gone; retry`)));
+          cb(null, { granted: res.granted, reason: res.reason, lease: res.lease, clockAtMs: res.clockMs });
         },
       );
     };

@@ -20,6 +20,7 @@ import type { ConfState } from '../raft/types.ts';
 import type { Access } from '../transport/auth.ts';
 import type { AddMemberRequest, ListMembersRequest, Members, RemoveMemberRequest } from '../transport/proto.ts';
 import { parseAddress, type NodeConfig } from './config.ts';
+import type { Membership } from './membership.ts';
 import { NotLeaderError, type Driver } from './driver.ts';
 import { encodeMemberContext } from './machine.ts';
 import { notLeader, toServiceError, transferLeadership, transferWaitMs } from './raft-node-service.ts';
@@ -42,12 +43,12 @@ function fail(code: grpc.status, details: string): grpc.ServiceError {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-export function membersOf(cfg: NodeConfig, d: Driver<unknown>): Members {
+export function membersOf(members: Membership, d: Driver<unknown>): Members {
   const cs = d.node.confState();
   const progress = new Map(d.node.status().progress.map((p) => [p.id, p]));
   const row = (id: string, voter: boolean): Members['members'][number] => {
     const p = progress.get(id);
-    return { nodeId: id, address: cfg.peers.get(id) ?? '', voter, matchIndex: p?.match ?? 0, state: p?.state ?? '' };
+    return { nodeId: id, address: members.get(id) ?? '', voter, matchIndex: p?.match ?? 0, state: p?.state ?? '' };
   };
   return {
     members: [...cs.voters.map((id) => row(id, true)), ...cs.learners.map((id) => row(id, false))],
@@ -60,6 +61,7 @@ export function membersOf(cfg: NodeConfig, d: Driver<unknown>): Members {
 /** `isParticipant`: whether an id is a registered participant's (node and participant ids are one namespace, docs/security.md). */
 export function membershipApi(
   cfg: NodeConfig,
+  members: Membership,
   d: Driver<unknown>,
   access: Access,
   isParticipant: (id: string) => boolean = () => false,
@@ -68,7 +70,7 @@ export function membershipApi(
   const contextFor = (cs: ConfState, id: string, address: string | null): Uint8Array => {
     const addrs = new Map<string, string>();
     for (const m of [...cs.voters, ...cs.learners]) {
-      const a = cfg.peers.get(m);
+      const a = members.get(m);
       if (a !== undefined && m !== id) addrs.set(m, a);
     }
     if (address !== null) addrs.set(id, address);
@@ -93,7 +95,7 @@ export function membershipApi(
   const answer = (cb: grpc.sendUnaryData<Members>, err: unknown): void => {
     if (typeof err === 'object' && err !== null && failures.has(err)) return cb(err as grpc.ServiceError);
     if (err instanceof ConfChangeRefusedError) return cb(fail(grpc.status.FAILED_PRECONDITION, err.message));
-    if (err instanceof Error) return cb(toServiceError(cfg, err));
+    if (err instanceof Error) return cb(toServiceError(members, err));
     cb(fail(grpc.status.INTERNAL, String(err)));
   };
 
@@ -101,7 +103,7 @@ export function membershipApi(
     ListMembers: (call, cb) => {
       const refused = access.adminOnly(call, 'listing members');
       if (refused) return cb(refused);
-      cb(null, membersOf(cfg, d));
+      cb(null, membersOf(members, d));
     },
 
     AddMember: (call, cb) => {
@@ -110,21 +112,21 @@ export function membershipApi(
       const { nodeId: id, address } = call.request;
       if (typeof id !== 'string' || !ID.test(id)) return cb(fail(grpc.status.INVALID_ARGUMENT, `node id ${JSON.stringify(id)} is invalid: expected letters, digits, ".", "_" or "-" (at most 64)`));
       if (typeof address !== 'string' || !parseAddress(address)) return cb(fail(grpc.status.INVALID_ARGUMENT, `address ${JSON.stringify(address)} is invalid: expected host:port of the new node`));
-      if (!d.isLeader()) return cb(notLeader(cfg, d.leader()));
+      if (!d.isLeader()) return cb(notLeader(members, d.leader()));
       if (isParticipant(id))
         return cb(fail(grpc.status.FAILED_PRECONDITION, `"${id}" is a registered participant's id; a node needs an id of its own, or that participant's certificate would pass for this node's`));
       const cs = d.node.confState();
-      const current = cfg.peers.get(id);
+      const current = members.get(id);
       const member = cs.voters.includes(id) || cs.learners.includes(id);
       if (member && current !== undefined && current !== address) {
         return cb(fail(grpc.status.FAILED_PRECONDITION, `${id} is already a member at ${current}, not ${address}; remove it first (verdict member remove ${id}) to move it`));
       }
-      for (const [other, a] of cfg.peers) {
+      for (const [other, a] of members.peers()) {
         if (a === address && other !== id && (cs.voters.includes(other) || cs.learners.includes(other))) {
           return cb(fail(grpc.status.FAILED_PRECONDITION, `address ${address} belongs to member ${other}; give ${id} an address of its own`));
         }
       }
-      if (cs.voters.includes(id)) return cb(null, membersOf(cfg, d));
+      if (cs.voters.includes(id)) return cb(null, membersOf(members, d));
       const waitMs = call.request.timeoutMs > 0 ? Math.min(call.request.timeoutMs, CATCH_UP_MAX_MS) : CATCH_UP_DEFAULT_MS;
       const deadline = Date.now() + waitMs;
       void (async () => {
@@ -146,7 +148,7 @@ export function membershipApi(
         }
         await change(ConfChangeType.AddVoter, id, address, deadline);
       })().then(
-        () => cb(null, membersOf(cfg, d)),
+        () => cb(null, membersOf(members, d)),
         (err: unknown) => answer(cb, err),
       );
     },
@@ -156,9 +158,9 @@ export function membershipApi(
       if (refused) return cb(refused);
       const { nodeId: id } = call.request;
       if (typeof id !== 'string' || !ID.test(id)) return cb(fail(grpc.status.INVALID_ARGUMENT, `node id ${JSON.stringify(id)} is invalid`));
-      if (!d.isLeader()) return cb(notLeader(cfg, d.leader()));
+      if (!d.isLeader()) return cb(notLeader(members, d.leader()));
       const cs = d.node.confState();
-      if (!cs.voters.includes(id) && !cs.learners.includes(id)) return cb(null, membersOf(cfg, d));
+      if (!cs.voters.includes(id) && !cs.learners.includes(id)) return cb(null, membersOf(members, d));
       if (cs.voters.length === 1 && cs.voters[0] === id) {
         return cb(fail(grpc.status.FAILED_PRECONDITION, `${id} is the last voter; a cluster cannot remove its last voter (add another member first)`));
       }
@@ -170,13 +172,13 @@ export function membershipApi(
         if (to === undefined) return cb(fail(grpc.status.FAILED_PRECONDITION, `${id} leads and no other voter can take over`));
         const waitMs = transferWaitMs(cfg);
         void transferLeadership(cfg, d, to, waitMs).then((leader) => {
-          if (leader && leader !== cfg.nodeId) return cb(notLeader(cfg, leader));
+          if (leader && leader !== cfg.nodeId) return cb(notLeader(members, leader));
           cb(fail(grpc.status.UNAVAILABLE, `${id} leads and could not hand leadership to ${to} within ${waitMs} ms; retry`));
         });
         return;
       }
       change(ConfChangeType.Remove, id, null, Date.now() + transferWaitMs(cfg) * 5).then(
-        () => cb(null, membersOf(cfg, d)),
+        () => cb(null, membersOf(members, d)),
         (err: unknown) => answer(cb, err),
       );
     },

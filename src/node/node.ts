@@ -23,39 +23,34 @@ import { shutdownServer } from '../transport/server.ts';
 import { randomInt } from 'node:crypto';
 import { format } from 'node:util';
 import type { Logger } from 'pino';
-import { emptyConfState, MessageType, NONE, type ConfState } from '../raft/types.ts';
+import { emptyConfState, MessageType, NONE } from '../raft/types.ts';
 import { RawNode } from '../raft/raw-node.ts';
 import { Rng } from '../raft/rng.ts';
 import { DiskLogStore, type OpenReport } from '../storage/store.ts';
 import { checkDataDir, DataDirError, explainOpenError } from '../storage/data-dir.ts';
 import { GrpcTransport, SERVER_OPTIONS } from '../transport/grpc.ts';
-import { packageDefinition as raftPackageDefinition, raftNodeService } from '../transport/proto.ts';
-import { coordinatorPackageDefinition, coordinatorService } from '../transport/coordinator-rpc.ts';
+import { packageDefinition as raftPackageDefinition } from '../transport/proto.ts';
+import { coordinatorPackageDefinition } from '../transport/coordinator-rpc.ts';
 import { addHealth, addReflection, MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
 import type { LogStore } from '../storage/types.ts';
 import { CoordinatorEngine } from '../commit/engine.ts';
-import { eachResult } from '../commit/decision-batch.ts';
 import type { ApplyResult } from '../commit/state.ts';
 import type { NodeConfig } from './config.ts';
-import { Driver, UnappliableEntryError } from './driver.ts';
-import { ProposalBatcher } from './proposal-batcher.ts';
+import { UnappliableEntryError, type Driver } from './driver.ts';
+import { NodeCore } from './core.ts';
+import { watchCore, watchedLinks, type WatchOptions } from './core-observer.ts';
 import { entryProblem, NodeStateMachine, snapshotProblem } from './machine.ts';
 import { raftMembers } from './members.ts';
-import { coordinatorApi } from './coordinator-service.ts';
-import { leaseApi } from './lease-service.ts';
-import { commitStreamHandler } from './commit-stream.ts';
-import { ClientQuota, RAFT_NODE_CHECKS, Refusals, withClientLimits, withFieldChecks } from './limits.ts';
-import { guardService, type EdgeOptions } from '../transport/validate.ts';
-import type { CommitAnswer, NodeMetrics } from './metrics.ts';
+import { Refusals } from './limits.ts';
+import type { NodeMetrics } from './metrics.ts';
 import { ParticipantLink } from './participant-link.ts';
 import { loadNodeTls } from './node-tls.ts';
 import { Access, OPEN_POLICY } from '../transport/auth.ts';
 import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
-import { membershipApi } from './membership-service.ts';
-import { putStreamHandler } from './put-stream.ts';
-import { raftNodeApi, shuttingDown, transferLeadership, transferWaitMs, withTimeout } from './raft-node-service.ts';
-import { sagaWiring, type SagaWiring } from './saga-service.ts';
-import { sagaPackageDefinition, sagasService } from '../transport/saga-rpc.ts';
+import { REQUEST_TIMEOUT_MS, shuttingDown, transferLeadership, transferWaitMs } from './raft-node-service.ts';
+import { sagaWiring } from './saga-service.ts';
+import { addNodeServices } from './node-services.ts';
+import { sagaPackageDefinition } from '../transport/saga-rpc.ts';
 import { consoleHandler, type ConsoleDeps } from '../console/api.ts';
 import { PeerHealth } from '../console/peer-health.ts';
 import { ConsoleListenError, serveConsole, type ConsoleServer } from '../console/server.ts';
@@ -132,12 +127,9 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   // NOT_SERVING until the log is recovered and every service is in place.
   const health = addHealth(server, ['verdict.coordinator.Coordinator', 'verdict.raft.RaftNode']);
 
-  let driver: Driver<ApplyResult | null> | null = null;
+  // The node's core is created once the log is recovered (below); until then nothing reaches it.
+  let core: NodeCore | null = null;
   let participants: ParticipantLink | null = null;
-  // The engine is created below, once the driver exists; applied results reach it from then on.
-  let engine: CoordinatorEngine | null = null;
-  // Sagas (src/node/saga-service.ts): created beside the engine, fed the same leadership and applied results.
-  let sagas: SagaWiring | null = null;
   const machine = new NodeStateMachine();
   // Null until the operator-side libraries are loaded (see the top of this file).
   let metrics: NodeMetrics | null = null;
@@ -153,7 +145,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   if (cfg.metricsListen !== null || cfg.consoleListen !== null) {
     peerHealth = new PeerHealth(
       cfg.nodeId,
-      () => cfg.peers,
+      () => core?.membership.peers() ?? cfg.peers,
       (id) => tls?.peer(id),
     );
     const page = consoleHandler({
@@ -221,19 +213,17 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     // A joining node starts with no membership: it never campaigns and learns the cluster from the leader.
     cfg.join ? emptyConfState() : { voters: [...cfg.peers.keys()], learners: [], votersOutgoing: [] },
   );
-  // The config file's peers: the seed membership, until a membership change is applied.
-  const seedPeers = new Map(cfg.peers);
-  /** Who may send us Raft traffic (src/node/members.ts). */
-  const members = raftMembers(rawNode, () => new Set(seedPeers.keys()));
+  // Raft traffic goes where peerDial says (a proxy, a tunnel); everything else names the members' addresses.
+  const dialed = (peers: ReadonlyMap<string, string>): Map<string, string> => new Map([...peers].map(([id, a]) => [id, cfg.peerDial.get(id) ?? a]));
   const transport = new GrpcTransport({
     clusterId: cfg.clusterId,
     selfId: cfg.nodeId,
-    // Raft traffic goes where peerDial says (a proxy, a tunnel); everything else names the addresses in peers.
-    peers: new Map([...cfg.peers].map(([id, addr]) => [id, cfg.peerDial.get(id) ?? addr])),
-    onMessages: (msgs) => driver?.receive(msgs),
-    onUnreachable: (peer) => driver?.reportUnreachable(peer),
-    // The edge (src/transport/raft-edge.ts) checks every inbound message against these before the core sees it.
-    members,
+    peers: dialed(cfg.peers),
+    onMessages: (msgs) => core?.driver.receive(msgs),
+    onUnreachable: (peer) => core?.driver.reportUnreachable(peer),
+    // The edge (src/transport/raft-edge.ts) checks every inbound message against these before the core sees it:
+    // who may send us Raft traffic (src/node/members.ts); the config file's peers until a configuration is known.
+    members: raftMembers(rawNode, () => new Set(cfg.peers.keys())),
     term: () => rawNode.raft.term,
     entryProblem,
     snapshotProblem,
@@ -241,152 +231,78 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     ...(tls ? { credentialsFor: tls.peer, authorizePeer: tls.authorizePeer } : {}),
   });
   let stopping: Promise<void> | null = null;
-  const d = new Driver<ApplyResult | null>({
-    node: rawNode,
-    store: timedStore,
-    transport,
-    sm: machine,
-    snapshotEntries: cfg.snapshotEntries,
-    snapshotKeepEntries: Math.min(1000, cfg.snapshotEntries),
-    waitersMax: WAITERS_MAX,
-    onFatal: (err) => {
-      if (err instanceof UnappliableEntryError) {
-        // Damage to this node's own log (peers' entries are checked on arrival): one line, no stack, a distinct exit code.
-        log.fatal(
-          { index: err.index, why: err.why },
-          `${err.message}; this node's log is damaged, so it stops rather than diverge from the others. Replace it as a node whose disk is gone (docs/hardening-raft.md)`,
-        );
-        void stop().finally(() => process.exit(3));
-        return;
-      }
-      log.fatal({ err }, 'storage write failed; the node stops because it cannot know what reached the disk');
-      void stop().finally(() => process.exit(2));
-    },
-    onRefused: (m, why) => transport.refusals.refuse(m.from, { reason: 'state', field: MessageType[m.type] ?? String(m.type), detail: why }),
-    onPersisted: (rd) => {
-      if (!rd.softState) return;
-      leaders.note(Date.now(), rawNode.raft.term, rd.softState.leader);
-      log.info({ term: rawNode.raft.term, role: rd.softState.role, leader: rd.softState.leader || null }, 'raft role changed');
-    },
-    // The engine starts leading only once this node applied an entry of its
-    // term: before that its decision table and registry may lag.
-    onLeadership: (term) => {
-      engine?.setLeadership(term);
-      sagas?.setLeadership(term);
-    },
-    onMembership: (cs) => refreshMembers(cs),
-    onCaughtUp: (lastIndex) => log.warn({ lastIndex, highWater: recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
-    onApplied: (entry, applied) => {
-      // A decision batch entry holds many commands: each result is observed as its own entry's would be.
-      for (const result of eachResult(applied)) {
-        if (result.t === 'decide') {
-          const dec = result.decision;
-          const detail = `${dec.outcome.toUpperCase()}${result.first ? '' : ' again (a no-op: the first decision stands, R1)'}${dec.reason ? `: ${dec.reason}` : ''}`;
-          timeline.record(dec.txnId, { atMs: Date.now(), kind: 'decided', index: entry.index, detail });
-        } else if (result.t === 'forget') {
-          for (const id of result.txnIds) if (timeline.has(id)) timeline.record(id, { atMs: Date.now(), kind: 'forget', index: entry.index });
-        }
-        // The level check first: the log line's fields would be built for every decision even with debug off.
-        if (result.t === 'decide' && result.first && debugOn) {
-          const dec = result.decision;
-          log.debug({ txnId: dec.txnId, outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined }, 'decision applied');
-        }
-        if (result.t === 'saga') sagas?.onApplied(result);
-        else engine?.onApplied(result);
-      }
-    },
-  });
-  driver = d;
-  const debugOn = log.isLevelEnabled('debug');
-  /**
-   * Keeps cfg.peers (what the node API and clients are told) and the
-   * transport's links equal to the replicated membership: the addresses of
-   * the last applied change (kept in snapshots by the state machine), or the
-   * config file's peers before any change.
-   */
-  function refreshMembers(cs: ConfState | null): void {
-    const known = machine.members.size > 0 ? machine.members : seedPeers;
-    cfg.peers.clear();
-    for (const [id, a] of known) cfg.peers.set(id, a);
-    if (!cfg.peers.has(cfg.nodeId)) cfg.peers.set(cfg.nodeId, seedPeers.get(cfg.nodeId) ?? address);
-    transport.updatePeers(new Map([...cfg.peers].map(([id, a]) => [id, cfg.peerDial.get(id) ?? a])));
-    if (cs === null) return;
-    log.info({ voters: cs.voters, learners: cs.learners }, 'membership changed');
-    const member = cs.voters.includes(cfg.nodeId) || cs.learners.includes(cfg.nodeId);
-    if (!member && (cs.voters.length > 0 || cs.learners.length > 0)) log.warn('this node was removed from the cluster; it takes no part any more and can be stopped');
-  }
-  refreshMembers(null);
-  const refusals = new Refusals(log);
   const link = new ParticipantLink(cfg.clusterId, tls?.participants);
   participants = link;
-  const proposals = new ProposalBatcher((datas, cbs) => d.proposeBatch(datas, cbs), setImmediate);
-  engine = new CoordinatorEngine(
-    machine.table,
-    {
+  const watch: WatchOptions = { log, timeline, leaders, term: () => rawNode.raft.term, nowMs: () => Date.now() };
+  // The node's core (src/node/core.ts), the same one the simulator runs, on the real clock, disk, network and links.
+  const c = new NodeCore({
+    id: cfg.nodeId,
+    node: rawNode,
+    machine,
+    io: {
       nowMs: () => Date.now(),
       random: () => Math.random(),
-      propose: (cmd, cb) => {
-        if (cmd.t === 'decide') timeline.record(cmd.txnId, { atMs: Date.now(), kind: 'proposed', detail: cmd.outcome.toUpperCase() });
-        withTimeout<ApplyResult | null>(
-          `proposal ${cmd.t}`,
-          (done) => proposals.add(cmd, (err, r) => done(err, r?.result)),
-          (err, r) => (err ? cb(err) : r ? cb(null, r) : cb(new Error('no result'))),
-        );
+      endOfTurn: (fn) => setImmediate(fn),
+      after: (ms, fn) => {
+        const timer = setTimeout(fn, ms);
+        return () => clearTimeout(timer);
       },
-      sendPrepare: (to, req, timeoutMs, cb) => {
-        const now = Date.now();
-        if (!timeline.has(req.txnId)) timeline.record(req.txnId, { atMs: now - (engine?.view(req.txnId)?.ageMs ?? 0), kind: 'begin' });
-        timeline.record(req.txnId, { atMs: now, kind: 'prepare', participantId: to.id });
-        link.prepare(to, req, timeoutMs, (err, vote) => {
-          timeline.record(req.txnId, {
-            atMs: Date.now(),
-            kind: 'vote',
-            participantId: to.id,
-            detail: err ? `no vote: ${err.message}` : vote ? `${vote.vote.toUpperCase()}${vote.reason ? `: ${vote.reason}` : ''}` : 'no answer',
-          });
-          if (err) log.info({ txnId: req.txnId, participantId: to.id, endpoint: to.endpoint, err: err.message }, 'PREPARE got no vote; the transaction aborts');
-          else if (vote?.vote === 'no') log.info({ txnId: req.txnId, participantId: to.id, reason: vote.reason }, 'participant voted NO');
-          cb(err, vote);
-        });
+      store: timedStore,
+      transport,
+      links: watchedLinks(link, watch, (txnId) => core?.engine.view(txnId)?.ageMs ?? 0),
+    },
+    seedPeers: cfg.peers,
+    selfAddress: address,
+    driver: { snapshotEntries: cfg.snapshotEntries, snapshotKeepEntries: Math.min(1000, cfg.snapshotEntries), waitersMax: WAITERS_MAX },
+    engine: { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax, parallelCommit: cfg.parallelCommit },
+    proposeTimeoutMs: REQUEST_TIMEOUT_MS,
+    observe: {
+      ...watchCore(watch),
+      onFatal: (err) => {
+        if (err instanceof UnappliableEntryError) {
+          // Damage to this node's own log (peers' entries are checked on arrival): one line, no stack, a distinct exit code.
+          log.fatal(
+            { index: err.index, why: err.why },
+            `${err.message}; this node's log is damaged, so it stops rather than diverge from the others. Replace it as a node whose disk is gone (docs/hardening-raft.md)`,
+          );
+          void stop().finally(() => process.exit(3));
+          return;
+        }
+        log.fatal({ err }, 'storage write failed; the node stops because it cannot know what reached the disk');
+        void stop().finally(() => process.exit(2));
       },
-      sendDecision: (to, req, timeoutMs, cb) => {
-        timeline.record(req.txnId, { atMs: Date.now(), kind: 'decision-sent', participantId: to.id, detail: req.outcome.toUpperCase() });
-        link.decide(to, req, timeoutMs, (err) => {
-          timeline.record(req.txnId, { atMs: Date.now(), kind: err ? 'no-ack' : 'ack', participantId: to.id, detail: err ? err.message : '' });
-          // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
-          if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
-          cb(err);
-        });
-      },
-      sendStatus: (to, txnId, timeoutMs, cb) => {
-        link.status(to, txnId, timeoutMs, (err, status) => {
-          timeline.record(txnId, { atMs: Date.now(), kind: 'status', participantId: to.id, detail: err ? `no answer: ${err.message}` : (status ?? '') });
-          if (err) log.info({ txnId, participantId: to.id, err: err.message }, 'recovery: the status question got no answer; asking again later');
-          cb(err, status);
-        });
+      onRefused: (m, why) => transport.refusals.refuse(m.from, { reason: 'state', field: MessageType[m.type] ?? String(m.type), detail: why }),
+      onCaughtUp: (lastIndex) => log.warn({ lastIndex, highWater: recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
+      // The transport's links follow the members the node knows (src/node/membership.ts).
+      onMembership: (members, cs) => {
+        transport.updatePeers(dialed(members.peers()));
+        if (cs === null) return;
+        log.info({ voters: cs.voters, learners: cs.learners }, 'membership changed');
+        const member = cs.voters.includes(cfg.nodeId) || cs.learners.includes(cfg.nodeId);
+        if (!member && (cs.voters.length > 0 || cs.learners.length > 0)) log.warn('this node was removed from the cluster; it takes no part any more and can be stopped');
       },
     },
-    { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax, parallelCommit: cfg.parallelCommit },
-  );
-  const eng = engine;
+  });
+  core = c;
+  const d = c.driver;
+  const eng = c.engine;
+  const members = c.membership;
+  const refusals = new Refusals(log);
   const sagaSide = sagaWiring({
     cfg,
+    members,
     access,
     table: machine.table,
-    propose: (cmd, cb) =>
-      withTimeout<ApplyResult | null>(
-        `proposal ${cmd.t}`,
-        (done) => proposals.add(cmd, (err, r) => done(err, r?.result)),
-        (err, r) => (err ? cb(err) : r && r.t === 'saga' ? cb(null, r) : cb(new Error('no result'))),
-      ),
+    propose: (cmd, cb) => c.propose(cmd, (err, r) => (err ? cb(err) : r && r.t === 'saga' ? cb(null, r) : cb(new Error('no result')))),
     leader: () => d.leader(),
     log,
     credentials: tls?.participants,
     observeStep: (seconds, kind, answered) => sagaMetrics?.observeStep(seconds, kind, answered),
     engine: { stuckAfterAttempts: cfg.sagaStuckAfterAttempts, actionAttemptsMax: cfg.sagaActionAttemptsMax },
   });
-  sagas = sagaSide;
-  consoleState = { driver: d as Driver<unknown>, engine: eng, table: machine.table };
+  // Sagas (src/node/saga-service.ts) ride the same core: its leadership, applied results and ticks.
+  c.attach(sagaSide);
+  consoleState = { driver: d as Driver<unknown>, engine: eng, table: machine.table, members };
   log.info(
     {
       cluster: cfg.clusterId,
@@ -403,66 +319,22 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   // Set while shutting down: new work is refused, pointing at whoever leads (or is taking over).
   let draining = false;
   let handOffTo = '';
-  const refusal = (): grpc.ServiceError | null => (draining ? shuttingDown(cfg, d.isLeader() ? handOffTo : d.leader()) : null);
+  const refusal = (): grpc.ServiceError | null => (draining ? shuttingDown(members, d.isLeader() ? handOffTo : d.leader()) : null);
 
   transport.register(server);
-  // The client-facing services check every request at the edge (docs/limits.md):
-  // its size and encoding (src/transport/validate.ts), its fields and the client's share (./limits.ts).
-  const edge: EdgeOptions = {
-    requestBytesMax: cfg.requestBytesMax,
-    onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
-  };
-  const raftNodeChecked = withFieldChecks(
-    { ...raftNodeApi(cfg, d as Driver<unknown>, machine, address, access), ...membershipApi(cfg, d as Driver<unknown>, access, (id) => machine.table.participants.has(id)) },
-    RAFT_NODE_CHECKS,
-    refusals,
-  );
-  // PutStream runs every streamed Put through the checked unary Put handler.
-  const putStreams = putStreamHandler(raftNodeChecked.Put, {
-    unreadMax: cfg.streamUnreadMax,
+  const streams = addNodeServices(server, {
+    cfg,
+    core: c,
+    address,
     access,
-    onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `put stream cut off: ${details}`),
+    refusals,
+    sagas: sagaSide,
+    refusal,
+    connection: (endpoint) => link.connection(endpoint),
+    observeCommit: (seconds, answer) => metrics?.observeCommit(seconds, answer),
   });
-  const raftNode = guardService(raftNodeService, { ...raftNodeChecked, PutStream: putStreams.handler }, edge);
-  server.addService(raftNode.definition, raftNode.implementation);
-  const observeCommit = (seconds: number, answer: CommitAnswer): void => metrics?.observeCommit(seconds, answer);
-  const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, eng, cfg.inFlightMax);
-  const coordinator = withClientLimits(
-    {
-      ...coordinatorApi({
-        cfg,
-        driver: d as Driver<unknown>,
-        engine: eng,
-        table: machine.table,
-        address,
-        access,
-        metrics: { observeCommit },
-        refusal,
-        connection: (endpoint) => link.connection(endpoint),
-      }),
-      ...leaseApi({ cfg, driver: d as Driver<unknown>, leases: machine.leases, nowMs: () => Date.now() }),
-    },
-    {
-      quota,
-      refusals,
-      nowMs: () => Date.now(),
-    },
-  );
-  // CommitStream runs every streamed Commit through the unary Commit handler.
-  const commitStreams = commitStreamHandler(coordinator.Commit, {
-    unreadMax: cfg.streamUnreadMax,
-    onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `commit stream cut off: ${details}`),
-  });
-  const coordinatorEdge = guardService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler }, edge);
-  server.addService(coordinatorEdge.definition, coordinatorEdge.implementation);
-  const sagasEdge = guardService(sagasService, sagaSide.handlers, edge);
-  server.addService(sagasEdge.definition, sagasEdge.implementation);
 
-  const ticker = setInterval(() => {
-    d.tick();
-    eng.tick();
-    sagaSide.tick();
-  }, cfg.tickMs);
+  const ticker = setInterval(() => c.tick(), cfg.tickMs);
 
   health.set('SERVING');
   const opsReady = (async () => {
@@ -493,13 +365,12 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       clearInterval(ticker);
       eng.setLeadership(0);
       sagaSide.close();
-      d.stop();
+      c.stop();
       link.close();
       peerHealth?.close();
       await transport.close();
       // Clients' commit streams would otherwise hold the server for its whole grace period.
-      commitStreams.endAll();
-      putStreams.endAll();
+      streams.endAll();
       await shutdownServer(server, SERVER_SHUTDOWN_GRACE_MS);
       // Waits for every batch already handed to LevelDB to be synced.
       await store.close();
@@ -512,7 +383,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 
   /** The follower to hand leadership to: caught up (replicating), with the highest match index. */
   function bestFollower(): string {
-    const others = d.node.status().progress.filter((p) => p.id !== cfg.nodeId && !p.learner && cfg.peers.has(p.id));
+    const others = d.node.status().progress.filter((p) => p.id !== cfg.nodeId && !p.learner && members.has(p.id));
     others.sort((a, b) => Number(b.state === 'replicate') - Number(a.state === 'replicate') || b.match - a.match);
     return others[0]?.id ?? NONE;
   }
@@ -550,7 +421,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
     shuttingDownP ??= (async () => {
       draining = true;
       health.set('NOT_SERVING');
-      if (d.isLeader() && cfg.peers.size > 1) await handOff();
+      if (d.isLeader() && members.size > 1) await handOff();
       await stop();
     })();
     return shuttingDownP;

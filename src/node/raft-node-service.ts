@@ -8,6 +8,7 @@ import type { GetRequest, GetResponse, NodeStatus, PutRequest, PutResponse, Raft
 import type { NodeConfig } from './config.ts';
 import { NotLeaderError, OverloadedError, type Driver } from './driver.ts';
 import { encodePut, type NodeStateMachine } from './machine.ts';
+import type { Membership } from './membership.ts';
 import type { Access } from '../transport/auth.ts';
 import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, STATUS_REASON_KEY, type StatusReason } from '../transport/coordinator-rpc.ts';
 
@@ -21,10 +22,10 @@ export const REQUEST_TIMEOUT_MS = 10_000;
  * on; `verdict-reason` tells them apart. The request certainly did nothing,
  * so a client may resend it as it was (a Commit with begin included).
  */
-export function notLeader(cfg: NodeConfig, leader: string): grpc.ServiceError {
-  const other = leader !== '' && leader !== cfg.nodeId;
-  const where = other ? `the leader is ${leader} at ${cfg.peers.get(leader) ?? '?'}` : 'no leader is known yet; retry shortly';
-  return redirect(`not the leader: ${where}`, other ? leader : '', cfg);
+export function notLeader(members: Membership, leader: string): grpc.ServiceError {
+  const other = leader !== '' && leader !== members.selfId;
+  const where = other ? `the leader is ${leader} at ${members.get(leader) ?? '?'}` : 'no leader is known yet; retry shortly';
+  return redirect(`not the leader: ${where}`, other ? leader : '', members);
 }
 
 /**
@@ -32,19 +33,19 @@ export function notLeader(cfg: NodeConfig, leader: string): grpc.ServiceError {
  * UNAVAILABLE with the leader's address, so clients move on at once.
  * `leader` is the node that leads (or is taking over); '' when not known yet.
  */
-export function shuttingDown(cfg: NodeConfig, leader: string): grpc.ServiceError {
-  const other = leader !== '' && leader !== cfg.nodeId;
-  const where = other ? `the leader is ${leader} at ${cfg.peers.get(leader) ?? '?'}` : 'leadership is moving to another node; retry shortly';
-  return redirect(`node ${cfg.nodeId} is shutting down: ${where}`, other ? leader : '', cfg);
+export function shuttingDown(members: Membership, leader: string): grpc.ServiceError {
+  const other = leader !== '' && leader !== members.selfId;
+  const where = other ? `the leader is ${leader} at ${members.get(leader) ?? '?'}` : 'leadership is moving to another node; retry shortly';
+  return redirect(`node ${members.selfId} is shutting down: ${where}`, other ? leader : '', members);
 }
 
-function redirect(details: string, leader: string, cfg: NodeConfig): grpc.ServiceError {
+function redirect(details: string, leader: string, members: Membership): grpc.ServiceError {
   const md = new grpc.Metadata();
   const reason: StatusReason = leader !== '' ? 'NOT_LEADER' : 'NO_LEADER';
   md.set(STATUS_REASON_KEY, reason);
   if (leader !== '') {
     md.set(LEADER_ID_KEY, leader);
-    md.set(LEADER_ADDRESS_KEY, cfg.peers.get(leader) ?? '');
+    md.set(LEADER_ADDRESS_KEY, members.get(leader) ?? '');
   }
   return Object.assign(new Error(details), { code: grpc.status.UNAVAILABLE, details, metadata: md });
 }
@@ -83,8 +84,8 @@ export function transferLeadership(cfg: NodeConfig, d: Driver<unknown>, to: stri
   });
 }
 
-export function toServiceError(cfg: NodeConfig, err: Error): grpc.ServiceError {
-  if (err instanceof NotLeaderError) return notLeader(cfg, err.leader);
+export function toServiceError(members: Membership, err: Error): grpc.ServiceError {
+  if (err instanceof NotLeaderError) return notLeader(members, err.leader);
   const code = err instanceof OverloadedError ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.UNAVAILABLE;
   return Object.assign(new Error(err.message), { code, details: err.message, metadata: new grpc.Metadata() });
 }
@@ -104,7 +105,7 @@ export function withTimeout<T>(what: string, start: (done: (err: Error | null, v
   });
 }
 
-export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMachine, address: string, access: Access): RaftNodeHandlers {
+export function raftNodeApi(cfg: NodeConfig, members: Membership, d: Driver<unknown>, sm: NodeStateMachine, address: string, access: Access): RaftNodeHandlers {
   return {
     Status: (_call: grpc.ServerUnaryCall<unknown, NodeStatus>, cb: grpc.sendUnaryData<NodeStatus>) => {
       const s = d.node.status();
@@ -125,8 +126,8 @@ export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMa
         // the whole cluster from any one address.
         peers:
           s.progress.length > 0
-            ? s.progress.map((p) => ({ nodeId: p.id, address: cfg.peers.get(p.id) ?? '', matchIndex: p.match, nextIndex: p.next, state: p.state }))
-            : [...cfg.peers].map(([id, addr]) => ({ nodeId: id, address: addr, matchIndex: 0, nextIndex: 0, state: 'unknown' })),
+            ? s.progress.map((p) => ({ nodeId: p.id, address: members.get(p.id) ?? '', matchIndex: p.match, nextIndex: p.next, state: p.state }))
+            : [...members.peers()].map(([id, addr]) => ({ nodeId: id, address: addr, matchIndex: 0, nextIndex: 0, state: 'unknown' })),
       });
     },
     Put: (call: grpc.ServerUnaryCall<PutRequest, PutResponse>, cb: grpc.sendUnaryData<PutResponse>) => {
@@ -138,7 +139,7 @@ export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMa
         `put ${key}`,
         (done) => d.propose(encodePut(key, value ?? new Uint8Array()), (err, r) => done(err, r?.index)),
         (err, index) => {
-          if (err) return cb(toServiceError(cfg, err));
+          if (err) return cb(toServiceError(members, err));
           cb(null, { index: index ?? 0, leaderId: cfg.nodeId, leaderAddress: address });
         },
       );
@@ -149,24 +150,24 @@ export function raftNodeApi(cfg: NodeConfig, d: Driver<unknown>, sm: NodeStateMa
       const { key, linearizable } = call.request;
       const answer = (): void => {
         const v = sm.kv.get(key);
-        cb(null, { found: v !== undefined, value: v ?? new Uint8Array(), appliedIndex: d.applied, leaderId: d.leader(), leaderAddress: cfg.peers.get(d.leader()) ?? '' });
+        cb(null, { found: v !== undefined, value: v ?? new Uint8Array(), appliedIndex: d.applied, leaderId: d.leader(), leaderAddress: members.get(d.leader()) ?? '' });
       };
       if (!linearizable) return answer();
       withTimeout<number>(
         `read ${key}`,
         (done) => d.read(done),
-        (err) => (err ? cb(toServiceError(cfg, err)) : answer()),
+        (err) => (err ? cb(toServiceError(members, err)) : answer()),
       );
     },
     TransferLeader: (call: grpc.ServerUnaryCall<TransferLeaderRequest, TransferLeaderResponse>, cb: grpc.sendUnaryData<TransferLeaderResponse>) => {
       const refused = access.adminOnly(call, 'leader transfer');
       if (refused) return cb(refused);
       const { to, timeoutMs } = call.request;
-      if (!cfg.peers.has(to)) return cb({ code: grpc.status.INVALID_ARGUMENT, details: `"${to}" is not a voter of cluster ${cfg.clusterId}; voters: ${[...cfg.peers.keys()].join(', ')}` });
+      if (!members.has(to)) return cb({ code: grpc.status.INVALID_ARGUMENT, details: `"${to}" is not a voter of cluster ${cfg.clusterId}; voters: ${members.ids().join(', ')}` });
       if (!d.isLeader()) {
         // Already done (a retried request), or not ours to do: point at the leader.
         if (d.leader() === to) return cb(null, { leaderId: to, term: d.node.raft.term });
-        return cb(notLeader(cfg, d.leader()));
+        return cb(notLeader(members, d.leader()));
       }
       if (to === cfg.nodeId) return cb(null, { leaderId: to, term: d.node.raft.term });
       const waitMs = timeoutMs > 0 ? Math.min(timeoutMs, 60_000) : transferWaitMs(cfg);

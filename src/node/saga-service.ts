@@ -13,6 +13,7 @@ import type { Access } from '../transport/auth.ts';
 import { SagaStepClient, type SagaInfo, type SagasHandlers } from '../transport/saga-rpc.ts';
 import { operatorOf } from './coordinator-service.ts';
 import type { NodeConfig } from './config.ts';
+import type { Membership } from './membership.ts';
 import { notLeader } from './raft-node-service.ts';
 
 /** Step service channels kept open; beyond this the least recently used is closed. */
@@ -34,6 +35,8 @@ export interface SagaWiring {
 
 export interface SagaWiringOptions {
   cfg: NodeConfig;
+  /** The cluster's members as this node knows them (src/node/membership.ts), for redirects. */
+  members: Membership;
   table: DecisionTable;
   /** The node's batched proposals (group commit across sagas and commits). */
   propose(cmd: SagaCommand, cb: (err: Error | null, r?: SagaApplyResult) => void): void;
@@ -110,7 +113,7 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
   let waiting = 0;
 
   const fail = (err: SagaError): grpc.ServiceError => {
-    if (err.code === 'not-leader') return notLeader(o.cfg, o.leader());
+    if (err.code === 'not-leader') return notLeader(o.members, o.leader());
     const code = {
       invalid: grpc.status.INVALID_ARGUMENT,
       precondition: grpc.status.FAILED_PRECONDITION,

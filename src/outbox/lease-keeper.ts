@@ -124,7 +124,7 @@ export class LeaseKeeper implements Fence {
   /** Holds (or renews) one member slot and counts the live ones; null when the cluster did not answer. */
   private async refreshMembers(slots: number): Promise<number | null> {
     const call = (rpc: 'AcquireLease' | 'RenewLease', slot: number, epoch: number) =>
-      this.o.conn.call(rpc, { name: `${this.o.prefix}/m${slot}`, holder: this.o.holder, epoch, ttlMs: this.ttlMs }, { deadlineMs: this.guardMs });
+      this.o.conn.call(rpc, { name: `${this.o.prefix}/m${slot}`, holder: this.o.holder, epoch, ttlMs: this.ttlMs }, { callTimeoutMs: this.guardMs });
     try {
       const m = this.member;
       if (m !== null) {
@@ -134,8 +134,8 @@ export class LeaseKeeper implements Fence {
         else this.member = null;
       }
       let others = 0;
-      const seen = (r: { lease: { holder: string; expiresAtMs: number } | null; clockMs: number }): void => {
-        if (r.lease !== null && r.lease.holder !== '' && r.lease.holder !== this.o.holder && r.lease.expiresAtMs > r.clockMs) others++;
+      const seen = (r: { lease: { holder: string; expiresAtMs: number } | null; clockAtMs: number }): void => {
+        if (r.lease !== null && r.lease.holder !== '' && r.lease.holder !== this.o.holder && r.lease.expiresAtMs > r.clockAtMs) others++;
       };
       let slot = 0;
       // Without a slot: acquire the lowest free one, in order.
@@ -159,7 +159,7 @@ export class LeaseKeeper implements Fence {
     if (h === undefined) return;
     this.held.delete(p);
     this.o.onChange?.(p, null, `released: ${why}`);
-    await this.o.conn.call('ReleaseLease', { name: `${this.o.prefix}/p${p}`, holder: this.o.holder, epoch: h.epoch, ttlMs: 0 }, { deadlineMs: 2_000 }).catch(() => null);
+    await this.o.conn.call('ReleaseLease', { name: `${this.o.prefix}/p${p}`, holder: this.o.holder, epoch: h.epoch, ttlMs: 0 }, { callTimeoutMs: 2_000 }).catch(() => null);
   }
 
   private async refreshOne(p: number): Promise<void> {
@@ -169,8 +169,8 @@ export class LeaseKeeper implements Fence {
     const sentAtMs = this.nowMs();
     try {
       const r = live
-        ? await this.o.conn.call('RenewLease', { name, holder: this.o.holder, epoch: h.epoch, ttlMs: this.ttlMs }, { deadlineMs: this.guardMs })
-        : await this.o.conn.call('AcquireLease', { name, holder: this.o.holder, epoch: 0, ttlMs: this.ttlMs }, { deadlineMs: this.guardMs });
+        ? await this.o.conn.call('RenewLease', { name, holder: this.o.holder, epoch: h.epoch, ttlMs: this.ttlMs }, { callTimeoutMs: this.guardMs })
+        : await this.o.conn.call('AcquireLease', { name, holder: this.o.holder, epoch: 0, ttlMs: this.ttlMs }, { callTimeoutMs: this.guardMs });
       if (r.granted && r.lease !== null) {
         if (h?.epoch !== r.lease.epoch) this.o.onChange?.(p, r.lease.epoch, 'granted');
         this.held.set(p, { epoch: r.lease.epoch, validUntilMs: sentAtMs + this.ttlMs - this.guardMs });
@@ -197,7 +197,7 @@ export class LeaseKeeper implements Fence {
     await Promise.all(
       held.map(([p, h]) =>
         this.o.conn
-          .call('ReleaseLease', { name: p === -1 ? `${this.o.prefix}/m${m?.slot}` : `${this.o.prefix}/p${p}`, holder: this.o.holder, epoch: h.epoch, ttlMs: 0 }, { deadlineMs: 2_000 })
+          .call('ReleaseLease', { name: p === -1 ? `${this.o.prefix}/m${m?.slot}` : `${this.o.prefix}/p${p}`, holder: this.o.holder, epoch: h.epoch, ttlMs: 0 }, { callTimeoutMs: 2_000 })
           .catch(() => null),
       ),
     );

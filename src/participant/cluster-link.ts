@@ -9,11 +9,11 @@
 // leader itself: a follower answers UNAVAILABLE with the leader's address in
 // the `verdict-leader-address` metadata, and the link follows it.
 import * as grpc from '@grpc/grpc-js';
+import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../transport/leader-finder.ts';
 import { unaryCall } from '../transport/unary.ts';
 import {
   coordinatorService,
   type AbortRequest,
-  LEADER_ADDRESS_KEY,
   type OutcomeName as OutcomeValue,
   type ParticipantInfo,
   type OutcomeRequest,
@@ -73,14 +73,15 @@ const EXTRA_CHANNELS_MAX = 8;
 export class ClusterLink {
   private readonly o: Required<ClusterLinkOptions>;
   private readonly clients = new Map<string, grpc.Client>();
-  /** The last address that answered as leader, or that a follower named. Tried first. */
-  private leaderHint: string | null = null;
+  /** The configured endpoints, and the last address that answered as leader or that a follower named (tried first). */
+  private readonly finder: LeaderFinder;
   private next = 0;
   private closed = false;
 
   constructor(o: ClusterLinkOptions) {
     if (o.endpoints.length === 0) throw new Error('the cluster link needs at least one endpoint');
     this.o = withDefaults({ deadlineMs: 3_000, credentials: grpc.credentials.createInsecure() }, { ...o, endpoints: [...o.endpoints] });
+    this.finder = new LeaderFinder(this.o.endpoints, { redirectsMax: 2, addressesMax: this.o.endpoints.length + EXTRA_CHANNELS_MAX });
   }
 
   /** `resourceKind`: what the participant keeps its data in (memory, postgres, ...); omitted, the cluster records "unknown". */
@@ -140,36 +141,32 @@ export class ClusterLink {
   }
 
   /**
-   * One attempt: the leader hint first, then every endpoint once, following
-   * redirects; a bounded number of tries. Rejects with the last error; the
-   * caller decides when to try again.
+   * One attempt: the known leader first, then every endpoint once, following
+   * up to two redirects (src/transport/leader-finder.ts). Rejects with the
+   * last error; the caller decides when to try again.
    */
   private async call<Req, Res>(name: LinkMethod, req: Req): Promise<Res> {
-    const triesMax = this.o.endpoints.length + 2;
-    let lastErr: Error = new Error('no endpoint tried');
-    let redirect: string | null = null;
-    for (let i = 0; i < triesMax; i++) {
-      if (this.closed) throw new Error('cluster link is closed');
-      const address: string = redirect ?? (i === 0 && this.leaderHint !== null ? this.leaderHint : this.o.endpoints[this.next++ % this.o.endpoints.length]);
-      redirect = null;
-      try {
-        const res = await this.unary<Req, Res>(address, name, req);
-        this.leaderHint = address;
-        return res;
-      } catch (err) {
-        lastErr = err as Error;
-        const e = err as Partial<grpc.ServiceError>;
-        const named = e.metadata?.get(LEADER_ADDRESS_KEY)[0];
-        if (e.code === grpc.status.UNAVAILABLE && typeof named === 'string' && named !== '' && named !== address) {
-          this.leaderHint = redirect = named;
-        } else if (this.leaderHint === address) {
-          this.leaderHint = null;
-        }
-        // Anything but "unreachable" or "not the leader" is the cluster's answer: retrying elsewhere would not change it.
-        if (e.code !== undefined && e.code !== grpc.status.UNAVAILABLE && e.code !== grpc.status.DEADLINE_EXCEEDED) throw err;
-      }
+    try {
+      return await callLeader(
+        this.finder,
+        (address) => {
+          if (this.closed) throw new Error('cluster link is closed');
+          return this.unary<Req, Res>(address, name, req);
+        },
+        {
+          // Anything but "unreachable" or "not the leader" is the cluster's answer: retrying elsewhere would not change it.
+          retryable: (err) => {
+            const e = err as Partial<grpc.ServiceError>;
+            if (e.code !== grpc.status.UNAVAILABLE && e.code !== grpc.status.DEADLINE_EXCEEDED) return null;
+            return { why: e.details || (e.message ?? ''), hint: e.code === grpc.status.UNAVAILABLE ? namedLeader(err) : undefined };
+          },
+          roundsMax: 1,
+          pauseMs: () => 0,
+        },
+      );
+    } catch (err) {
+      throw err instanceof NoLeaderError && err.last instanceof Error ? err.last : err;
     }
-    throw lastErr;
   }
 
   private client(address: string): grpc.Client {

@@ -2,13 +2,17 @@
 //
 //   (none) ──PREPARE, resource yes, journal synced──▶ prepared ──DECISION──▶ committed | aborted
 //
+// ("journal synced" is the resource's own durable prepare instead when the
+// resource says it finds T again without the journal: durableAtPrepare.)
+//
 // PURE: no disk, sockets, timers, Date.now() or Math.random(). Time comes
 // from the Clock, delays from the Schedule, I/O through the Resource, the
 // Journal and askOutcome, all callback style, so a deterministic simulator
 // can drive the production engine step by step.
 //
 // R4 lives here: a YES vote is given only after the journal reports the
-// prepared record synced, and from then on the engine never decides alone.
+// prepared record synced (or the resource says its own prepare is durable and
+// findable without the journal), and from then on the engine never decides alone.
 // It waits for the DECISION, and when none comes (or after a restart) it asks
 // the cluster until it learns a final outcome, however long that takes.
 import { outcomeOfDecision, type Ack, type Decide, type Prepare, type VoteAnswer } from '../domain/protocol.ts';
@@ -377,9 +381,27 @@ export class ParticipantEngine {
     );
   }
 
-  /** R4: the prepared record is synced before the vote is YES; not durable, not prepared, and the vote is NO. */
+  /**
+   * R4: the prepared record is synced before the vote is YES; not durable, not
+   * prepared, and the vote is NO. A resource whose own prepare is durable and
+   * found again by T's id after a crash (Resource.durableAtPrepare) already
+   * kept R4: the record is then journaled without waiting for its sync.
+   */
   protected prepareDurably(record: PreparedRecord, vote: (yes: boolean, reason?: string) => void): void {
     const { txnId, atMs: preparedAtMs } = record;
+    if (this.o.resource.durableAtPrepare?.(txnId) === true) {
+      this.preparing -= 1;
+      this.prepared.set(txnId, { preparedAtMs, askAtMs: preparedAtMs + this.o.inDoubtAfterMs });
+      vote(true);
+      this.o.journal.append(
+        record,
+        once('journal.append', (jerr) => {
+          // Recovery finds T in the resource, so a lost record costs nothing but this line.
+          if (jerr !== null) this.log.warn({ txnId, err: jerr.message }, 'could not journal the prepared record; the resource holds the prepared state');
+        }),
+      );
+      return;
+    }
     this.o.journal.append(
       record,
       once('journal.append', (jerr) => {
@@ -410,6 +432,7 @@ export class ParticipantEngine {
       return cb(this.violation(txnId, outcome, `it is already ${known.outcome} here`));
     }
     if (!this.prepared.has(txnId)) {
+      if (outcome === 'committed' && this.o.resource.durableAtPrepare?.(txnId) === true) return this.commitUnknown(txnId, source, cb);
       if (outcome === 'committed') return cb(this.violation(txnId, outcome, 'this participant never prepared it'));
       // Presumed abort: nothing prepared, so nothing to journal. Remembering the
       // id makes a PREPARE that arrives late get NO; work the resource holds
@@ -433,23 +456,46 @@ export class ParticipantEngine {
           this.log.error({ txnId, source, err: err.message }, `resource failed to ${step} a prepared transaction`);
           return cb(new ParticipantError('UNAVAILABLE', `resource failed to ${step} ${txnId}: ${err.message}`));
         }
-        this.o.journal.append(
-          { kind: outcome, txnId, atMs: this.o.clock.nowMs() },
-          once('journal.append', (jerr) => {
-            if (jerr !== null) {
-              // The resource applied it but the journal does not say so: after a
-              // restart T is in doubt again and the (idempotent) decision is re-applied.
-              this.log.error({ txnId, source, err: jerr.message }, `journal failed to record ${outcome}`);
-              return cb(new ParticipantError('UNAVAILABLE', `journal write failed for ${txnId}: ${jerr.message}`));
-            }
-            this.prepared.delete(txnId);
-            this.rememberDecided(txnId, outcome);
-            this.inDoubtResolver.finish(txnId);
-            this.stats[outcome] += 1;
-            if (source === 'cluster') this.log.info({ txnId, outcome }, 'in-doubt transaction resolved by the cluster');
-            cb(null);
-          }),
-        );
+        this.journalDecided(txnId, outcome, source, cb);
+      }),
+    );
+  }
+
+  /**
+   * COMMIT for T, which the engine does not hold prepared, at a resource whose
+   * prepare needs no journal: after a crash between the resource's commit and
+   * the sync of its record the journal may know nothing of T, so the resource
+   * answers from what it committed. Anything else is a COMMIT for a T never
+   * prepared here, refused as before.
+   */
+  private commitUnknown(txnId: TxnId, source: 'coordinator' | 'cluster', cb: (err: ParticipantError | null) => void): void {
+    this.o.resource.commit(
+      txnId,
+      once('resource.commit', (err) => {
+        if (err !== null) return cb(this.violation(txnId, 'committed', `this participant does not hold it prepared, and the resource says: ${err.message}`));
+        this.log.info({ txnId, source }, 'COMMIT for a transaction the journal did not know: the resource committed it already; ACK');
+        this.journalDecided(txnId, 'committed', source, cb);
+      }),
+    );
+  }
+
+  /** A decision the resource applied is journaled, then remembered; cb once it is durable. */
+  private journalDecided(txnId: TxnId, outcome: Outcome, source: 'coordinator' | 'cluster', cb: (err: ParticipantError | null) => void): void {
+    this.o.journal.append(
+      { kind: outcome, txnId, atMs: this.o.clock.nowMs() },
+      once('journal.append', (jerr) => {
+        if (jerr !== null) {
+          // The resource applied it but the journal does not say so: after a
+          // restart T is in doubt again and the (idempotent) decision is re-applied.
+          this.log.error({ txnId, source, err: jerr.message }, `journal failed to record ${outcome}`);
+          return cb(new ParticipantError('UNAVAILABLE', `journal write failed for ${txnId}: ${jerr.message}`));
+        }
+        this.prepared.delete(txnId);
+        this.rememberDecided(txnId, outcome);
+        this.inDoubtResolver.finish(txnId);
+        this.stats[outcome] += 1;
+        if (source === 'cluster') this.log.info({ txnId, outcome }, 'in-doubt transaction resolved by the cluster');
+        cb(null);
       }),
     );
   }

@@ -110,6 +110,22 @@ const INSUFFICIENT_PRIVILEGE = '42501';
  * public" at the adapter's first CREATE TABLE: the message names the grant
  * that fixes it (or the tables to create in advance).
  */
+/**
+ * Runs a PostgreSQL adapter's set-up (checks, tables, first reads): on
+ * failure it closes what the adapter opened and refuses with a
+ * PostgresConfigError, the adapter's own refusal as it is and anything else
+ * with the fix (describeSetupError). One path for every adapter.
+ */
+export async function setUpOrRefuse(o: { url: string; tables: readonly string[]; close: () => Promise<void> }, setUp: () => Promise<void>): Promise<void> {
+  try {
+    await setUp();
+  } catch (err) {
+    await o.close();
+    if (err instanceof PostgresConfigError) throw err;
+    throw new PostgresConfigError(describeSetupError(err, o.url, o.tables));
+  }
+}
+
 export function describeSetupError(err: unknown, url: string, tables: readonly string[]): string {
   const e = err as { code?: string; message?: string };
   if (err instanceof pg.DatabaseError && e.code === INSUFFICIENT_PRIVILEGE) {

@@ -10,7 +10,10 @@
 //                prepared transaction survives its session, so no connection
 //                is held across the prepared state. PostgreSQL flushes the
 //                PREPARE record to its WAL before it answers, so by the time
-//                the resource votes YES the prepared state is durable (R4).
+//                the resource votes YES the prepared state is durable (R4),
+//                and for a readable gid the engine does not wait for its
+//                journal's sync (durableAtPrepare; docs/postgres.md, "What is
+//                durable where").
 //   COMMIT       COMMIT PREPARED 'gid'
 //   ABORT        ROLLBACK PREPARED 'gid', or a plain ROLLBACK if T never got
 //                as far as PREPARE.
@@ -67,7 +70,7 @@
 import pg from 'pg';
 import type { PoolClient, QueryResult } from 'pg';
 import { gidOf, gidPrefix, parseGid } from './postgres-gid.ts';
-import { PostgresConfigError, checkServer, deleteOldMarkers, describePgError, describeSetupError, ensureMarkerTable, markerExists, selectPrepared, sqlGid } from './postgres-sql.ts';
+import { PostgresConfigError, checkServer, deleteOldMarkers, describePgError, ensureMarkerTable, markerExists, selectPrepared, setUpOrRefuse, sqlGid } from './postgres-sql.ts';
 import { SILENT_LOG, withDefaults, type EngineLog, type TxnId } from './types.ts';
 import { HEURISTIC_TABLE, ensureHeuristicTable, heuristicActOf, markReported, unreportedActs, type HeuristicAct } from './heuristic.ts';
 import { DB_DEFAULTS, DbResource, type DbCounts, type DbTxn } from './db-resource.ts';
@@ -178,29 +181,32 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
     ) as Options;
     if (o.openTxnsMax === 0) o.openTxnsMax = o.concurrency * 16;
     const r = new PostgresResource(o, opts.log ?? SILENT_LOG);
-    if (!(r.o.concurrency >= 1 && r.o.controlConnections >= 1 && Number.isInteger(r.o.concurrency))) {
-      await r.endConnections();
-      throw new PostgresConfigError(`PostgreSQL concurrency must be a positive integer, not ${r.o.concurrency}`);
-    }
-    if (!MARKER_TABLE_PATTERN.test(r.table)) {
-      await r.endConnections();
-      throw new PostgresConfigError(`marker table name "${r.table}" must be a lower-case SQL identifier`);
-    }
-    try {
+    await setUpOrRefuse({ url: o.url, tables: [r.table, HEURISTIC_TABLE], close: () => r.endConnections() }, async () => {
+      if (!(r.o.concurrency >= 1 && r.o.controlConnections >= 1 && Number.isInteger(r.o.concurrency))) {
+        throw new PostgresConfigError(`PostgreSQL concurrency must be a positive integer, not ${r.o.concurrency}`);
+      }
+      if (!MARKER_TABLE_PATTERN.test(r.table)) throw new PostgresConfigError(`marker table name "${r.table}" must be a lower-case SQL identifier`);
       await checkServer(r.control, { url: o.url, concurrency: r.o.concurrency, log: r.log });
       await ensureMarkerTable(r.control, r.table);
       await ensureHeuristicTable(r.control);
-    } catch (err) {
-      await r.endConnections();
-      if (err instanceof PostgresConfigError) throw err;
-      throw new PostgresConfigError(describeSetupError(err, o.url, [r.table, HEURISTIC_TABLE]));
-    }
+    });
     return r;
   }
 
   /** The gid of txnId at this participant. */
   gid(txnId: TxnId): string {
     return gidOf(this.prefix, txnId);
+  }
+
+  /**
+   * Whether T's PREPARE TRANSACTION alone is its durable prepared state: true
+   * when T's gid spells T's id, so recovery finds T in pg_prepared_xacts
+   * without the journal. A hashed gid (a long txn id) names T only through
+   * the journal, whose prepared record is then synced before the vote.
+   */
+  durableAtPrepare(txnId: TxnId): boolean {
+    const parsed = parseGid(this.prefix, this.gid(txnId));
+    return parsed.kind === 'readable' && parsed.txnId === txnId;
   }
 
   describeError(err: unknown): string {

@@ -10,11 +10,13 @@
 //
 // Two records of "prepared" exist. The database's list (pg_prepared_xacts,
 // XA RECOVER) is the durable prepared state itself (the database flushes its
-// prepare before the resource says yes, R4). The engine's journal is kept as
-// it is for every resource: it lists the transactions this participant voted
-// YES on (the prepared record is synced before the vote) and those it
-// decided, which is what the engine needs for duplicate PREPAREs and
-// redelivered decisions (R7). It holds no data.
+// prepare before the resource says yes, R4). The engine's journal lists the
+// transactions this participant voted YES on and those it decided, which is
+// what the engine needs for duplicate PREPAREs and redelivered decisions (R7),
+// and the only link from a hashed gid to its txn id. It holds no data. Its
+// prepared record is synced before the vote unless the resource says the
+// database alone finds T again (Resource.durableAtPrepare: PostgreSQL, for
+// readable gids); then it waits for the next sync like a decision record.
 //
 // On start, reconcile() merges them before engine.recover():
 //
@@ -26,8 +28,9 @@
 //                                             commit marker (idempotent)
 //   in the database only                      in doubt too (adopted): a crash
 //                                             between the database's prepare and
-//                                             the journal's sync; the engine asks
-//                                             the cluster like for any other
+//                                             the journal's sync (before or, for a
+//                                             readable gid, after the vote); the
+//                                             engine asks the cluster like for any other
 //   a hashed gid known to neither             left alone and reported: its txn id
 //                                             cannot be asked about, and a
 //                                             participant never decides alone (R4)
@@ -405,7 +408,8 @@ export async function openPreparedParticipant<R extends PreparedResource>(o: {
       fold: state,
       isRecord: isTxnRecord,
       compactAfterRecords: o.compactAfterRecords,
-      deferred: isDecisionRecord,
+      // A prepared record the database already holds durably under a readable gid waits for company too.
+      deferred: (r) => isDecisionRecord(r) || (r.kind === 'prepared' && resource.durableAtPrepare?.(r.txnId) === true),
       log: o.log,
     });
   } catch (err) {

@@ -79,6 +79,18 @@ export interface Resource {
    * engine ACKs the ABORT whatever happens (nothing was promised for T).
    */
   abortUnprepared?(txnId: TxnId, cb: (err: Error | null) => void): void;
+  /**
+   * Optional: true when the resource's own prepare of T is durable by the
+   * time it answers yes, and is found again after a crash by T's id alone,
+   * with no help from the journal (PostgreSQL flushes PREPARE TRANSACTION to
+   * its WAL and lists T in pg_prepared_xacts under a gid that spells T's id).
+   * The engine then votes YES without waiting for the journal's sync: R4 is
+   * kept by the resource, and the prepared record is journaled unsynced.
+   * A resource answering true also answers a COMMIT for a T it no longer
+   * holds prepared from what it committed (the PostgreSQL commit marker),
+   * since after a crash the journal may not know T at all.
+   */
+  durableAtPrepare?(txnId: TxnId): boolean;
 }
 
 /** Append-only and durable: when cb fires with null the record survives a crash. */

@@ -7,6 +7,7 @@
 // (AC1). Numbers are big-endian; strings are UTF-8 with a u16 length; byte
 // strings carry a u32 length. No JSON: entries hold arbitrary binary data.
 
+import { assert } from '../util/assert.ts';
 import { crc32 } from 'node:zlib';
 import { EntryType, type ConfState, type Entry, type HardState, type Snapshot } from '../raft/types.ts';
 import type { StorageIdentity } from './types.ts';
@@ -218,21 +219,30 @@ export function decodeSnapshot(value: Uint8Array, dbPath: string): Snapshot {
 
 /**
  * What LevelDB knows about the segment log, kept outside the log it
- * describes so that a log cut short on disk is noticed.
+ * describes so that a log cut short on disk is noticed. The mark has two
+ * fields because it is written in parallel with the segment's fdatasync:
+ * `highWater…` is what was synced before the batch it goes with (so it may
+ * have been acknowledged), `mayHoldIndex` where that batch ends. A log end
+ * below the first is lost acknowledged records; one between the two is an
+ * ordinary crash (docs/storage.md).
  */
 export interface LogState {
-  /** The high-water mark: the last index (and its term) synced and acknowledged. */
+  /** Acknowledged through: the last index (and its term) synced before this record was written. */
   highWaterIndex: number;
   highWaterTerm: number;
   /** Segments with a lower seq belong to a log that a leader's snapshot replaced. */
   firstSeq: number;
+  /** May hold up to: where the log ends once the batch written beside this record is synced (>= highWaterIndex). */
+  mayHoldIndex: number;
 }
 
 export function encodeLogState(s: LogState): Uint8Array {
-  const w = new Writer(24);
+  assert(s.mayHoldIndex >= s.highWaterIndex, `log state: may-hold ${s.mayHoldIndex} is below acknowledged-through ${s.highWaterIndex}`);
+  const w = new Writer(32);
   w.u64(s.highWaterIndex, 'high-water index');
   w.u64(s.highWaterTerm, 'high-water term');
   w.u64(s.firstSeq, 'first segment seq');
+  w.u64(s.mayHoldIndex, 'may-hold index');
   return seal(RecordKind.LogState, w.finish());
 }
 
@@ -240,7 +250,11 @@ export function decodeLogState(value: Uint8Array, dbPath: string): LogState {
   return decodeRecord(value, RecordKind.LogState, dbPath, RECORD_NAMES[RecordKind.LogState], (r) => {
     const highWaterIndex = r.u64();
     const highWaterTerm = r.u64();
-    return { highWaterIndex, highWaterTerm, firstSeq: r.u64() };
+    const firstSeq = r.u64();
+    // Written before the two-field mark: the mark was synced after the entries it names.
+    const mayHoldIndex = r.left() > 0 ? r.u64() : highWaterIndex;
+    if (mayHoldIndex < highWaterIndex) throw new MalformedPayload(`may-hold index ${mayHoldIndex} is below the acknowledged-through index ${highWaterIndex}`);
+    return { highWaterIndex, highWaterTerm, firstSeq, mayHoldIndex };
   });
 }
 
@@ -383,6 +397,11 @@ class Reader {
     const out: string[] = [];
     for (let i = 0; i < count; i++) out.push(this.string());
     return out;
+  }
+
+  /** Bytes not read yet. */
+  left(): number {
+    return this.buf.byteLength - this.at;
   }
 
   end(): void {

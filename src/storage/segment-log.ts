@@ -150,7 +150,12 @@ export class SegmentLog {
     assert(snapCovered >= o.snapIndex + 1 || segments.length === 0, 'segment log: entries before the snapshot were returned');
     const log = new SegmentLog(dir, segments, o.segmentBytes ?? SEGMENT_BYTES_DEFAULT);
     if (segments.length === 0) await log.createSegment(Math.max(1, o.firstSeq), o.snapIndex + 1);
-    else await log.openLast();
+    else {
+      await log.openLast();
+      // What was read back may sit only in the page cache (a process crash
+      // before its fdatasync): synced now, so the next mark may claim it.
+      await log.handle?.datasync();
+    }
     // The snapshot may end past the log (a lost tail); the next entry then follows the snapshot.
     if (log.lastIndex() < o.snapIndex) await log.restartAt(o.snapIndex + 1);
     return { log, entries };

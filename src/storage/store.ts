@@ -2,14 +2,17 @@
 // (`${dir}/wal`, src/storage/segment-log.ts), everything else in LevelDB
 // (`${dir}/raft`: identity, hard state, snapshot, log state).
 //
-// One PersistBatch is, in order: the segment write and its fdatasync, then
-// one atomic LevelDB write (synced when the batch must be) that carries the
-// hard state and the new high-water mark. The mark is written only after the
-// entries it names are synced, so it never claims more than the log held;
-// and onSynced fires only after both, so every acknowledgement the node sends
-// (R6) is covered by the mark. On start, a log shorter than the mark means
-// the disk lost synced entries: the node starts recovering instead of
-// answering with a log shorter than one it acknowledged (docs/storage.md).
+// One PersistBatch with entries is the segment write and its fdatasync and,
+// beside it (in parallel), one synced LevelDB write that carries the hard
+// state and the two-field mark: "acknowledged through" (where the log ended
+// before this batch: synced, so possibly acknowledged) and "may hold up to"
+// (where it ends after). onSynced fires once both are synced (R6). Once the
+// store is idle, a synced confirmation moves "acknowledged through" up to
+// the last batch, off the critical path; under load the next batch's mark
+// does that. On start, a log shorter than "acknowledged through" means the
+// disk lost synced entries: the node starts recovering instead of answering
+// with a log shorter than one it acknowledged. A log that ends between the
+// two fields is an ordinary crash (docs/storage.md).
 
 import { assert } from '../util/assert.ts';
 import { rm } from 'node:fs/promises';
@@ -39,9 +42,21 @@ import type { LogStore, PersistBatch, RecoveredState, StorageIdentity } from './
  */
 export const PERSIST_QUEUE_MAX = 1024;
 
+/**
+ * How long the store stays idle before it writes the confirmation. Under
+ * load the next batch's mark comes sooner and makes it unnecessary; a
+ * confirmation written at once would hold up that mark behind its own sync.
+ */
+export const CONFIRM_DELAY_MS = 10;
+
 export interface DiskLogStoreOptions {
   /** Segment size before a roll-over (tests use small ones). */
   segmentBytes?: number;
+  /**
+   * Write the mark after the segment's fdatasync instead of beside it (the
+   * order before the two-field mark): for bench/store-sync.ts's A/B only.
+   */
+  markAfterSegment?: boolean;
 }
 
 /** What the open found that an operator should hear about (the node logs it). */
@@ -50,9 +65,23 @@ export interface OpenReport {
   truncated: TruncatedTail[];
   /** The storage format that was migrated from, if any. */
   migratedFrom: number | null;
+  /** Acknowledged through, as found. */
   highWater: { index: number; term: number };
+  /** May hold up to, as found. */
+  mayHoldIndex: number;
   /** The log's last index as found. */
   lastIndex: number;
+}
+
+interface Mark {
+  index: number;
+  term: number;
+}
+
+/** The two-field log state record's content (src/storage/codec.ts, LogState). */
+interface TwoFieldMark {
+  acked: Mark;
+  mayHoldIndex: number;
 }
 
 /**
@@ -66,22 +95,36 @@ interface LogBounds {
   lastIndex: number;
   lastTerm: number;
   hardState: HardState;
-  highWater: { index: number; term: number };
+  /**
+   * "Acknowledged through" as the last planned mark says it. Above lastIndex
+   * while recovering: what the disk lost and the leader still owes.
+   */
+  acked: Mark;
 }
 
 /** The writes of one batch, planned in order by plan(). */
 interface WritePlan {
   /** A leader's snapshot: the log restarts after it. */
   restartAfterSnapshot: number | null;
-  /** Lowered before a truncation below the mark (a new leader replaced uncommitted entries). */
-  lowerHighWater: { index: number; term: number } | null;
+  /** The mark written with the snapshot record, before the entries. */
+  restartMark: TwoFieldMark | null;
+  /** Lowered (synced) before a truncation below "acknowledged through" (a new leader replaced uncommitted entries). */
+  lowerMark: Mark | null;
   entries: Entry[];
   /** The leader's snapshot record, written with the restart. */
   snapshotOp: Op | null;
-  /** Hard state and local snapshot, written after the entries. */
+  /** Hard state and local snapshot. */
   meta: Op[];
-  /** The mark after the entries, or null when unchanged. */
-  highWater: { index: number; term: number } | null;
+  /** The mark that goes with the entries, or null when the batch has none. */
+  mark: TwoFieldMark | null;
+  /**
+   * The LevelDB write goes beside the segment's fdatasync. Not for a batch
+   * with a snapshot: a snapshot record must never get ahead of the log it
+   * ends (see write()).
+   */
+  parallel: boolean;
+  /** The commit index the hard state record of this batch stores (null: no hard state). */
+  storedCommit: number | null;
   compactTo: number;
   sync: boolean;
 }
@@ -93,6 +136,16 @@ export class DiskLogStore implements LogStore {
   /** The last accepted write; each batch starts after it, so writes never reorder. */
   private tail: Promise<void> = Promise.resolve();
   private inFlight = 0;
+  /** Batches accepted whose write has not started: the store is idle when none are. */
+  private queued = 0;
+  /** The last LevelDB write; LevelDB writes go in the order they were issued. */
+  private levelTail: Promise<void> = Promise.resolve();
+  /** "Acknowledged through" in the last mark issued to LevelDB. */
+  private markedIndex: number;
+  /** The commit index in the last hard state record issued to LevelDB. */
+  private storedCommit: number;
+  /** The pending confirmation (see confirm()); cleared by the next batch. */
+  private confirmTimer: ReturnType<typeof setTimeout> | null = null;
   /** Set by the first failed write: later batches are not written, or the log could get a hole. */
   private failure: Error | null = null;
   private closed = false;
@@ -104,9 +157,13 @@ export class DiskLogStore implements LogStore {
     readonly dbPath: string,
     bounds: LogBounds,
     firstSeq: number,
+    markedIndex: number,
+    private readonly markBesideSegment: boolean,
   ) {
     this.bounds = bounds;
     this.firstSeq = firstSeq;
+    this.markedIndex = markedIndex;
+    this.storedCommit = bounds.hardState.commit;
   }
 
   /**
@@ -131,7 +188,7 @@ export class DiskLogStore implements LogStore {
         migratedFrom = format;
       }
       const snapIndex = meta.snapshot.metadata.index;
-      const ls: LogState = logState ?? { highWaterIndex: snapIndex, highWaterTerm: meta.snapshot.metadata.term, firstSeq: 1 };
+      const ls: LogState = logState ?? { highWaterIndex: snapIndex, highWaterTerm: meta.snapshot.metadata.term, firstSeq: 1, mayHoldIndex: snapIndex };
       const truncated: TruncatedTail[] = [];
       const opened = await SegmentLog.open(walPath, {
         snapIndex,
@@ -149,7 +206,11 @@ export class DiskLogStore implements LogStore {
         // Checked like the rest of the log: a record that passed its checksum may still not fit.
         throw new CorruptRecordError(walPath, `raft log record at index ${entries[0].index}`, `term ${entries[0].term} is lower than the snapshot's term ${meta.snapshot.metadata.term}`);
       }
-      // Synced entries are missing when the log ends below what this node acknowledged.
+      // Synced entries are missing when the log ends below what this node
+      // acknowledged: "acknowledged through", or a commit index (a stored
+      // commit never passes what was synced before it was written). A log
+      // that ends between "acknowledged through" and "may hold up to" lost
+      // only a batch that was never synced, so never acknowledged.
       const acknowledged = Math.max(ls.highWaterIndex, meta.hardState.commit);
       const recoverIndex = acknowledged > lastIndex ? acknowledged : 0;
       const hardState = { ...meta.hardState, commit: Math.min(meta.hardState.commit, lastIndex) };
@@ -160,10 +221,11 @@ export class DiskLogStore implements LogStore {
         lastIndex,
         lastTerm,
         hardState,
-        highWater: { index: Math.max(ls.highWaterIndex, lastIndex), term: ls.highWaterIndex >= lastIndex ? ls.highWaterTerm : lastTerm },
+        // What was read back is synced (SegmentLog.open syncs the last segment), so the next mark may claim it.
+        acked: recoverIndex > 0 ? { index: recoverIndex, term: recoverIndex === ls.highWaterIndex ? ls.highWaterTerm : 0 } : { index: lastIndex, term: lastTerm },
       };
-      const store = new DiskLogStore(db, wal, dbPath, bounds, ls.firstSeq);
-      const report: OpenReport = { truncated, migratedFrom, highWater: { index: ls.highWaterIndex, term: ls.highWaterTerm }, lastIndex };
+      const store = new DiskLogStore(db, wal, dbPath, bounds, ls.firstSeq, ls.highWaterIndex, opts.markAfterSegment !== true);
+      const report: OpenReport = { truncated, migratedFrom, highWater: { index: ls.highWaterIndex, term: ls.highWaterTerm }, mayHoldIndex: ls.mayHoldIndex, lastIndex };
       return { store, recovered: { hardState, snapshot: meta.snapshot, entries, recoverIndex }, report };
     } catch (err) {
       await wal?.close();
@@ -177,7 +239,10 @@ export class DiskLogStore implements LogStore {
     assert(this.inFlight < PERSIST_QUEUE_MAX, `more than ${PERSIST_QUEUE_MAX} persist batches waiting for sync`);
     const plan = this.plan(batch);
     this.inFlight += 1;
+    this.queued += 1;
+    this.cancelConfirm();
     const write = this.tail.then(async () => {
+      this.queued -= 1;
       if (this.failure) throw this.failure;
       await this.write(plan);
     });
@@ -206,6 +271,9 @@ export class DiskLogStore implements LogStore {
     if (this.closed) return;
     this.closed = true;
     await this.tail;
+    // A clean stop leaves the mark covering everything synced.
+    if (this.cancelConfirm()) this.confirm();
+    await this.levelTail;
     await this.wal.close();
     await this.db.close();
   }
@@ -216,20 +284,85 @@ export class DiskLogStore implements LogStore {
       // before it the old log is whole, after it the old segments are garbage.
       const seq = await this.wal.restartAt(p.restartAfterSnapshot + 1);
       this.firstSeq = seq;
-      assert(p.snapshotOp !== null && p.highWater !== null, 'store: a snapshot restart without its record');
-      await this.db.batch([p.snapshotOp, this.logStateOp(p.highWater)], { sync: true });
+      assert(p.snapshotOp !== null && p.restartMark !== null, 'store: a snapshot restart without its record');
+      await this.levelWrite([p.snapshotOp, this.logStateOp(p.restartMark)], true);
       await this.wal.dropBefore(seq);
     }
-    if (p.lowerHighWater) await this.db.batch([this.logStateOp(p.lowerHighWater)], { sync: true });
-    await this.wal.append(p.entries);
+    if (p.lowerMark) await this.levelWrite([this.logStateOp({ acked: p.lowerMark, mayHoldIndex: p.lowerMark.index })], true);
     const ops = [...p.meta];
-    if (p.highWater && p.entries.length > 0) ops.push(this.logStateOp(p.highWater));
-    if (ops.length > 0) await this.db.batch(ops, { sync: p.sync });
+    if (p.mark) ops.push(this.logStateOp(p.mark));
+    if (p.storedCommit !== null) this.storedCommit = p.storedCommit;
+    // Every mark with entries is synced: onSynced must find it on disk.
+    const sync = p.sync || p.mark !== null;
+    if (p.parallel && ops.length > 0) {
+      // "Acknowledged through" names only what earlier batches synced, and
+      // "may hold up to" bounds a crash in between: either write may land
+      // first (docs/storage.md, the two-field mark).
+      await Promise.all([this.wal.append(p.entries), this.levelWrite(ops, sync)]);
+    } else {
+      await this.wal.append(p.entries);
+      if (ops.length > 0) await this.levelWrite(ops, sync);
+    }
     if (p.compactTo > 0) await this.wal.compact(p.compactTo);
+    if (this.queued === 0 && !this.closed) {
+      this.confirmTimer = setTimeout(() => {
+        this.confirmTimer = null;
+        this.confirm();
+      }, CONFIRM_DELAY_MS);
+      this.confirmTimer.unref();
+    } else if (this.queued === 0) this.confirm();
   }
 
-  private logStateOp(hw: { index: number; term: number }): Op {
-    return { type: 'put', key: KEY_LOG_STATE, value: encodeLogState({ highWaterIndex: hw.index, highWaterTerm: hw.term, firstSeq: this.firstSeq }) };
+  /** Drops the pending confirmation; true when there was one. */
+  private cancelConfirm(): boolean {
+    if (this.confirmTimer === null) return false;
+    clearTimeout(this.confirmTimer);
+    this.confirmTimer = null;
+    return true;
+  }
+
+  /**
+   * The store has been idle for CONFIRM_DELAY_MS (or is closing) and the
+   * last mark's "acknowledged through" lags the synced log by one batch: a
+   * synced write moves it up, off the critical path (the batch was
+   * acknowledged already). Without it a disk that later
+   * lost that batch would look like an ordinary crash. It also stores the
+   * commit index a batch with entries held back (see plan()).
+   */
+  private confirm(): void {
+    const b = this.bounds;
+    if (this.failure) return;
+    const ops: Op[] = [];
+    if (this.markedIndex < b.lastIndex) {
+      b.acked = { index: b.lastIndex, term: b.lastTerm };
+      ops.push(this.logStateOp({ acked: b.acked, mayHoldIndex: b.lastIndex }));
+    }
+    if (this.storedCommit < b.hardState.commit) {
+      ops.push({ type: 'put', key: KEY_HARD_STATE, value: encodeHardState(b.hardState) });
+      this.storedCommit = b.hardState.commit;
+    }
+    if (ops.length > 0) void this.levelWrite(ops, true).catch(() => {});
+  }
+
+  /** One LevelDB write, after every earlier one; a failure stops later batches. */
+  private levelWrite(ops: Op[], sync: boolean): Promise<void> {
+    const w = this.levelTail.then(() => this.db.batch(ops, { sync }));
+    this.levelTail = w.then(
+      () => {},
+      (err: unknown) => {
+        this.failure ??= toError(err);
+      },
+    );
+    return w;
+  }
+
+  private logStateOp(m: TwoFieldMark): Op {
+    this.markedIndex = m.acked.index;
+    return {
+      type: 'put',
+      key: KEY_LOG_STATE,
+      value: encodeLogState({ highWaterIndex: m.acked.index, highWaterTerm: m.acked.term, firstSeq: this.firstSeq, mayHoldIndex: Math.max(m.mayHoldIndex, m.acked.index) }),
+    };
   }
 
   /**
@@ -239,8 +372,23 @@ export class DiskLogStore implements LogStore {
    * caller: it throws before anything is queued.
    */
   private plan(batch: PersistBatch): WritePlan {
-    const b: LogBounds = { ...this.bounds, hardState: { ...this.bounds.hardState }, highWater: { ...this.bounds.highWater } };
-    const plan: WritePlan = { restartAfterSnapshot: null, lowerHighWater: null, entries: batch.entries, snapshotOp: null, meta: [], highWater: null, compactTo: batch.compactTo, sync: batch.sync };
+    const b: LogBounds = { ...this.bounds, hardState: { ...this.bounds.hardState }, acked: { ...this.bounds.acked } };
+    const plan: WritePlan = {
+      restartAfterSnapshot: null,
+      restartMark: null,
+      lowerMark: null,
+      entries: batch.entries,
+      snapshotOp: null,
+      meta: [],
+      mark: null,
+      parallel: this.markBesideSegment && batch.snapshot === null && batch.localSnapshot === null,
+      storedCommit: null,
+      compactTo: batch.compactTo,
+      sync: batch.sync,
+    };
+    const lastOf = batch.entries.at(-1);
+    /** Where the log ends, synced, before this batch's entries (null without entries). */
+    let syncedBefore: number | null = null;
 
     if (batch.snapshot) {
       // A leader's snapshot replaces the whole log: entries after it may
@@ -255,40 +403,42 @@ export class DiskLogStore implements LogStore {
       // it conflicts with the leader, so it was never committed and the mark
       // moves to the snapshot. Unless the disk already lost acknowledged
       // entries (the mark is above the log): that debt stays until paid.
-      const owed = b.highWater.index > b.lastIndex;
+      const owed = b.acked.index > b.lastIndex;
       b.snapIndex = snapIndex;
       b.snapTerm = batch.snapshot.metadata.term;
       b.lastIndex = snapIndex;
       b.lastTerm = b.snapTerm;
-      if (!owed || snapIndex >= b.highWater.index) b.highWater = { index: snapIndex, term: b.snapTerm };
-      plan.highWater = { ...b.highWater };
+      if (!owed || snapIndex >= b.acked.index) b.acked = { index: snapIndex, term: b.snapTerm };
+      plan.restartMark = { acked: { ...b.acked }, mayHoldIndex: Math.max(snapIndex, lastOf?.index ?? 0) };
     }
 
-    if (batch.entries.length > 0) {
+    if (lastOf) {
       checkEntries(batch.entries);
       const first = batch.entries[0].index;
-      const last = batch.entries[batch.entries.length - 1];
       assert(first > b.snapIndex, `entry ${first} is at or below the snapshot index ${b.snapIndex}`);
       assert(first <= b.lastIndex + 1, `entry ${first} leaves a gap after the last index ${b.lastIndex}`);
       // Committed entries are never replaced: doing so would break state machine safety.
       assert(first > b.hardState.commit, `entry ${first} would overwrite committed entries (commit ${b.hardState.commit})`);
-      if (first <= b.lastIndex && first <= b.highWater.index) {
+      // The segment log may lag this plan by queued batches; a mark's term
+      // is for the operator's log line only (recovery compares indexes).
+      const termAt = (i: number): number => (i === b.lastIndex ? b.lastTerm : i === b.snapIndex ? b.snapTerm : (this.wal.termAt(i) ?? 0));
+      if (first <= b.lastIndex && first <= b.acked.index) {
         // A leader replaces entries this node acknowledged. They were not
         // committed (a leader holds every committed entry), so the mark may go
         // back; it does so durably before the cut, so a crash in between
         // never looks like lost records.
-        const at = first - 1;
-        // The segment log may lag this plan by queued batches; the mark's term
-        // is for the operator's log line only (recovery compares indexes).
-        const term = at === b.snapIndex ? b.snapTerm : (this.wal.termAt(at) ?? 0);
-        b.highWater = { index: at, term };
-        plan.lowerHighWater = { ...b.highWater };
+        b.acked = { index: first - 1, term: termAt(first - 1) };
+        plan.lowerMark = { ...b.acked };
       }
-      b.lastIndex = last.index;
-      b.lastTerm = last.term;
-      // While recovering the mark stays above the log: it still names what is owed.
-      if (last.index >= b.highWater.index) b.highWater = { index: last.index, term: last.term };
-      plan.highWater = { ...b.highWater };
+      // What is synced before these entries: every earlier batch, up to where these start.
+      const before = Math.min(b.lastIndex, first - 1);
+      syncedBefore = before;
+      const synced: Mark = plan.parallel ? { index: before, term: termAt(before) } : { index: lastOf.index, term: lastOf.term };
+      // While recovering "acknowledged through" stays above the log: it still names what is owed.
+      if (synced.index >= b.acked.index) b.acked = synced;
+      b.lastIndex = lastOf.index;
+      b.lastTerm = lastOf.term;
+      plan.mark = { acked: { ...b.acked }, mayHoldIndex: lastOf.index };
     }
 
     if (batch.hardState) {
@@ -298,7 +448,12 @@ export class DiskLogStore implements LogStore {
       assert(hs.term > prev.term || prev.vote === NONE || hs.vote === prev.vote, `vote in term ${hs.term} changes from ${prev.vote} to ${hs.vote}`);
       assert(hs.commit >= prev.commit, `commit goes back from ${prev.commit} to ${hs.commit}`);
       assert(hs.commit <= b.lastIndex, `commit ${hs.commit} is beyond the last index ${b.lastIndex}`);
-      plan.meta.push({ type: 'put', key: KEY_HARD_STATE, value: encodeHardState(hs) });
+      // A commit index stored beside entries being synced names only what was
+      // synced before them: on start, a log below a stored commit is lost
+      // records, never a crash in the middle of a batch.
+      const stored = plan.parallel && syncedBefore !== null ? { ...hs, commit: Math.min(hs.commit, syncedBefore) } : hs;
+      plan.meta.push({ type: 'put', key: KEY_HARD_STATE, value: encodeHardState(stored) });
+      plan.storedCommit = stored.commit;
       b.hardState = { term: hs.term, vote: hs.vote, commit: hs.commit };
     }
 
@@ -349,7 +504,8 @@ async function migrateFormat1(db: Db, dbPath: string, walPath: string, identity:
     await log.close();
   }
   const last = entries.at(-1);
-  const logState: LogState = { highWaterIndex: last?.index ?? snapIndex, highWaterTerm: last?.term ?? snapshot.metadata.term, firstSeq: 1 };
+  const end = last?.index ?? snapIndex;
+  const logState: LogState = { highWaterIndex: end, highWaterTerm: last?.term ?? snapshot.metadata.term, firstSeq: 1, mayHoldIndex: end };
   const ops: Op[] = keys.map((key) => ({ type: 'del', key }));
   ops.push({ type: 'put', key: KEY_LOG_STATE, value: encodeLogState(logState) });
   ops.push({ type: 'put', key: KEY_IDENTITY, value: encodeIdentity(identity) });

@@ -20,7 +20,7 @@ import {
   type TransferLeaderResponse,
 } from './proto.ts';
 
-export const ADMIN_DEADLINE_MS = 5_000;
+export const ADMIN_TIMEOUT_MS = 5_000;
 
 export class RaftNodeClient {
   private readonly client: grpc.Client;
@@ -33,12 +33,12 @@ export class RaftNodeClient {
     this.client = new grpc.Client(address, credentials);
   }
 
-  status(deadlineMs = ADMIN_DEADLINE_MS): Promise<NodeStatus> {
-    return this.unary<StatusRequest, NodeStatus>('Status', {}, deadlineMs);
+  status(timeoutMs = ADMIN_TIMEOUT_MS): Promise<NodeStatus> {
+    return this.unary<StatusRequest, NodeStatus>('Status', {}, timeoutMs);
   }
 
-  put(req: PutRequest, deadlineMs = ADMIN_DEADLINE_MS): Promise<PutResponse> {
-    return this.unary<PutRequest, PutResponse>('Put', req, deadlineMs);
+  put(req: PutRequest, timeoutMs = ADMIN_TIMEOUT_MS): Promise<PutResponse> {
+    return this.unary<PutRequest, PutResponse>('Put', req, timeoutMs);
   }
 
   /**
@@ -46,31 +46,31 @@ export class RaftNodeClient {
    * of one event-loop turn share a message, so many concurrent Puts cost one
    * stream rather than one unary call each. Same answers, same errors.
    */
-  putStreamed(req: PutRequest, deadlineMs = ADMIN_DEADLINE_MS): Promise<PutResponse> {
+  putStreamed(req: PutRequest, timeoutMs = ADMIN_TIMEOUT_MS): Promise<PutResponse> {
     this.puts ??= new PutStreamClient(this.client, this.address);
-    return this.puts.put(req, deadlineMs);
+    return this.puts.put(req, timeoutMs);
   }
 
-  get(req: GetRequest, deadlineMs = ADMIN_DEADLINE_MS): Promise<GetResponse> {
-    return this.unary<GetRequest, GetResponse>('Get', req, deadlineMs);
+  get(req: GetRequest, timeoutMs = ADMIN_TIMEOUT_MS): Promise<GetResponse> {
+    return this.unary<GetRequest, GetResponse>('Get', req, timeoutMs);
   }
 
   /** Asks the leader to hand leadership to `req.to`; resolves once `to` leads. */
-  transferLeader(req: TransferLeaderRequest, deadlineMs = ADMIN_DEADLINE_MS): Promise<TransferLeaderResponse> {
-    return this.unary<TransferLeaderRequest, TransferLeaderResponse>('TransferLeader', req, deadlineMs);
+  transferLeader(req: TransferLeaderRequest, timeoutMs = ADMIN_TIMEOUT_MS): Promise<TransferLeaderResponse> {
+    return this.unary<TransferLeaderRequest, TransferLeaderResponse>('TransferLeader', req, timeoutMs);
   }
 
   /** Adds a member (learner, then voter once caught up); served by the leader. */
-  addMember(req: AddMemberRequest, deadlineMs = ADMIN_DEADLINE_MS): Promise<Members> {
-    return this.unary<AddMemberRequest, Members>('AddMember', req, deadlineMs);
+  addMember(req: AddMemberRequest, timeoutMs = ADMIN_TIMEOUT_MS): Promise<Members> {
+    return this.unary<AddMemberRequest, Members>('AddMember', req, timeoutMs);
   }
 
-  removeMember(req: RemoveMemberRequest, deadlineMs = ADMIN_DEADLINE_MS): Promise<Members> {
-    return this.unary<RemoveMemberRequest, Members>('RemoveMember', req, deadlineMs);
+  removeMember(req: RemoveMemberRequest, timeoutMs = ADMIN_TIMEOUT_MS): Promise<Members> {
+    return this.unary<RemoveMemberRequest, Members>('RemoveMember', req, timeoutMs);
   }
 
-  listMembers(deadlineMs = ADMIN_DEADLINE_MS): Promise<Members> {
-    return this.unary<ListMembersRequest, Members>('ListMembers', {}, deadlineMs);
+  listMembers(timeoutMs = ADMIN_TIMEOUT_MS): Promise<Members> {
+    return this.unary<ListMembersRequest, Members>('ListMembers', {}, timeoutMs);
   }
 
   close(): void {
@@ -78,7 +78,7 @@ export class RaftNodeClient {
     this.client.close();
   }
 
-  private unary<Req, Res>(name: 'Status' | 'Put' | 'Get' | 'TransferLeader' | 'AddMember' | 'RemoveMember' | 'ListMembers', req: Req, deadlineMs: number): Promise<Res> {
-    return unaryCall(this.client, raftNodeService[name] as grpc.MethodDefinition<Req, Res>, req, deadlineMs);
+  private unary<Req, Res>(name: 'Status' | 'Put' | 'Get' | 'TransferLeader' | 'AddMember' | 'RemoveMember' | 'ListMembers', req: Req, timeoutMs: number): Promise<Res> {
+    return unaryCall(this.client, raftNodeService[name] as grpc.MethodDefinition<Req, Res>, req, timeoutMs);
   }
 }

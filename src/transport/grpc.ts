@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { LOCAL_MESSAGES, MessageType, NONE, type EntryType, type Message, type NodeId } from '../raft/types.ts';
 import { PeerLink } from './peer.ts';
-import { fromWire, raftService, streamMethod, type RaftHandlers, type WireBatch, type WireStreamAck } from './proto.ts';
+import { fromWire, raftService, streamMethod, WireDecodeError, type RaftHandlers, type WireBatch, type WireStreamAck } from './proto.ts';
 import { checkEnvelope, checkMessage, clip, DEFAULT_EDGE_LIMITS, RELAYED_TYPES, type RaftEdgeLimits, type RaftEdgeView, type Refusal } from './raft-edge.ts';
 import { RefusalLog } from './refusal-log.ts';
 import type { InboundHandler, Transport, UnreachableHandler } from './types.ts';
@@ -320,7 +320,11 @@ export class GrpcTransport implements Transport {
         r = checkMessage(w, b, view, this.o.edgeLimits ?? DEFAULT_EDGE_LIMITS);
         if (r === null) out.push(fromWire(w));
       } catch (err) {
-        r = { reason: 'undecodable', field: '', detail: `message not decodable: ${(err as Error).message}` };
+        // A WireDecodeError names the field; anything else thrown while decoding a peer's bytes is refused the same way, never fatal.
+        r =
+          err instanceof WireDecodeError
+            ? { reason: 'undecodable', field: err.field, detail: `message not decodable: ${err.message}` }
+            : { reason: 'undecodable', field: '', detail: `message not decodable: ${(err as Error).message}` };
       }
       if (r !== null) this.refusals.refuse(b.from, { ...r, field: `messages[${i}]${r.field ? `.${r.field}` : ''}` }, { type: MessageType[w?.type] ?? clip(w?.type) });
     }

@@ -63,9 +63,9 @@ function grpcMessage(raw: string | string[] | undefined): string {
 /**
  * Calls `path` (e.g. /verdict.raft.RaftNode/Status) on `address` with the
  * encoded request; resolves with the encoded response. Settles within
- * `deadlineMs`: the connection, the TLS handshake and the answer all count.
+ * `timeoutMs`: the connection, the TLS handshake and the answer all count.
  */
-export function unaryH2(address: string, path: string, request: Uint8Array, tls: H2Tls | null, deadlineMs: number): Promise<Uint8Array> {
+export function unaryH2(address: string, path: string, request: Uint8Array, tls: H2Tls | null, timeoutMs: number): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const origin = authority(address, tls !== null);
     if (origin === null) return reject(callError(Code.UNAVAILABLE, `"${address}" is not a host:port address`));
@@ -79,7 +79,7 @@ export function unaryH2(address: string, path: string, request: Uint8Array, tls:
       if (err !== null) reject(err);
       else resolve(body as Uint8Array);
     };
-    const timer = setTimeout(() => finish(callError(Code.DEADLINE_EXCEEDED, `no answer within ${deadlineMs} ms`)), deadlineMs);
+    const timer = setTimeout(() => finish(callError(Code.DEADLINE_EXCEEDED, `no answer within ${timeoutMs} ms`)), timeoutMs);
     // The Node error's text (ECONNREFUSED, a TLS alert, a certificate check) is what explainConnectError reads.
     // A stream cancelled by its session's failure carries that failure as its cause.
     const failConnect = (err: Error): void => {
@@ -95,7 +95,7 @@ export function unaryH2(address: string, path: string, request: Uint8Array, tls:
     let headers: IncomingHttpHeaders | null = null;
     const closedEarly = (): void => finish(callError(Code.UNAVAILABLE, headers === null ? 'Failed to connect' : 'the connection closed before the answer was complete'));
     session.on('close', closedEarly);
-    const timeoutUnit = `${Math.max(1, Math.ceil(deadlineMs))}m`;
+    const timeoutUnit = `${Math.max(1, Math.ceil(timeoutMs))}m`;
     const stream = session.request({
       [constants.HTTP2_HEADER_METHOD]: 'POST',
       [constants.HTTP2_HEADER_PATH]: path,

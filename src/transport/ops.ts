@@ -126,10 +126,49 @@ export function addReflection(server: grpc.Server, packages: readonly protoLoade
   for (const v of ['v1', 'v1alpha']) addDelegated(server, protoLoader.loadSync(join(REFLECTION_PROTO_DIR, v, 'reflection.proto'), REFLECTION_LOAD), load);
 }
 
-export interface MetricsServer {
+/** An HTTP(S) listener of this process: metrics, or a node's console. */
+export interface HttpListener {
   /** host:port actually bound (the real port when listen asked for 0). */
   address: string;
   close(): Promise<void>;
+}
+
+export type MetricsServer = HttpListener;
+
+/**
+ * Binds `server` to `listen` (host:port, an IPv6 host in brackets). A bind
+ * that fails rejects with `refuse(why)`, `why` in words a person can act on;
+ * idle keep-alive connections never hold up close().
+ */
+export function listenHttp(server: Server, listen: string, refuse: (why: string) => Error): Promise<HttpListener> {
+  const cut = listen.lastIndexOf(':');
+  const host = listen.slice(0, cut).replace(/^\[(.*)\]$/, '$1');
+  const port = Number(listen.slice(cut + 1));
+  server.keepAliveTimeout = 5_000;
+  return new Promise((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const why =
+        err.code === 'EADDRINUSE'
+          ? 'the address is in use; pick another port'
+          : err.code === 'EADDRNOTAVAIL'
+            ? `${host} is not an address of this machine`
+            : err.code === 'EACCES'
+              ? 'permission denied; pick a port above 1023'
+              : err.message;
+      reject(refuse(why));
+    });
+    server.listen(port, host, () => {
+      const a = server.address() as AddressInfo;
+      resolve({
+        address: `${listen.slice(0, cut)}:${a.port}`,
+        close: () =>
+          new Promise<void>((res) => {
+            server.close(() => res());
+            server.closeAllConnections();
+          }),
+      });
+    });
+  });
 }
 
 /** Why an HTTP listen failed, in words a person can act on (the caller names the setting). */
@@ -154,9 +193,6 @@ export function serveMetrics(
   /** Answers other paths first (a node's web console, src/console/api.ts): true when it took the request. */
   also?: (req: IncomingMessage, res: ServerResponse) => boolean,
 ): Promise<MetricsServer> {
-  const cut = listen.lastIndexOf(':');
-  const host = listen.slice(0, cut).replace(/^\[(.*)\]$/, '$1');
-  const port = Number(listen.slice(cut + 1));
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/metrics' && also?.(req, res) === true) return;
@@ -178,30 +214,5 @@ export function serveMetrics(
       (err: unknown) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`metrics collection failed: ${err instanceof Error ? err.message : String(err)}\n`),
     );
   });
-  // A scraper's idle keep-alive connection must not hold up a shutdown.
-  server.keepAliveTimeout = 5_000;
-  return new Promise((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) => {
-      const why =
-        err.code === 'EADDRINUSE'
-          ? 'the address is in use; pick another port'
-          : err.code === 'EADDRNOTAVAIL'
-            ? `${host} is not an address of this machine`
-            : err.code === 'EACCES'
-              ? 'permission denied; pick a port above 1023'
-              : err.message;
-      reject(new MetricsListenError(listen, why));
-    });
-    server.listen(port, host, () => {
-      const a = server.address() as AddressInfo;
-      resolve({
-        address: `${listen.slice(0, cut)}:${a.port}`,
-        close: () =>
-          new Promise<void>((res) => {
-            server.close(() => res());
-            server.closeAllConnections();
-          }),
-      });
-    });
-  });
+  return listenHttp(server, listen, (why) => new MetricsListenError(listen, why));
 }

@@ -51,10 +51,10 @@ export class ParticipantExchange {
         if (!res) return { error: serviceError(grpc.status.INTERNAL, `participant ${endpoint} answered request ${a.id} without a ${req.prepare ? 'vote' : 'ack'}`) };
         return { value: res };
       },
-      unary: (req, deadlineMs) => {
-        if (req.prepare) return unaryCall(client, participantService.Prepare, req.prepare, deadlineMs);
+      unary: (req, timeoutMs) => {
+        if (req.prepare) return unaryCall(client, participantService.Prepare, req.prepare, timeoutMs);
         assert(req.decision, 'exchange request without a body');
-        return unaryCall(client, participantService.Decide, req.decision, deadlineMs);
+        return unaryCall(client, participantService.Decide, req.decision, timeoutMs);
       },
       ended: (st) => serviceError(st.code === grpc.status.OK ? grpc.status.UNAVAILABLE : st.code, st.code === grpc.status.OK ? `participant ${endpoint} ended the stream` : st.details),
       pendingMax: EXCHANGE_PENDING_MAX,
@@ -69,12 +69,12 @@ export class ParticipantExchange {
     });
   }
 
-  prepare(req: Prepare, deadlineMs: number, cb: Answer<Vote>): void {
-    this.stream.send({ id: 0, prepare: req }, deadlineMs, cb as Answer<Vote | Ack>);
+  prepare(req: Prepare, timeoutMs: number, cb: Answer<Vote>): void {
+    this.stream.send({ id: 0, prepare: req }, timeoutMs, cb as Answer<Vote | Ack>);
   }
 
-  decide(req: Decision, deadlineMs: number, cb: Answer<Ack>): void {
-    this.stream.send({ id: 0, decision: req }, deadlineMs, cb as Answer<Vote | Ack>);
+  decide(req: Decision, timeoutMs: number, cb: Answer<Ack>): void {
+    this.stream.send({ id: 0, decision: req }, timeoutMs, cb as Answer<Vote | Ack>);
   }
 
   /** Ends the stream; requests still waiting fail with CANCELLED. */

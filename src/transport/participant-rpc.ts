@@ -103,23 +103,23 @@ export class ParticipantClient {
     return this.client;
   }
 
-  prepare(req: Prepare, deadlineMs: number): Promise<Vote> {
-    return this.unary<Prepare, Vote>('Prepare', req, deadlineMs);
+  prepare(req: Prepare, timeoutMs: number): Promise<Vote> {
+    return this.unary<Prepare, Vote>('Prepare', req, timeoutMs);
   }
 
-  decide(req: Decision, deadlineMs: number): Promise<Ack> {
-    return this.unary<Decision, Ack>('Decide', req, deadlineMs);
+  decide(req: Decision, timeoutMs: number): Promise<Ack> {
+    return this.unary<Decision, Ack>('Decide', req, timeoutMs);
   }
 
-  status(req: StatusRequest, deadlineMs: number): Promise<StatusAnswer> {
-    return this.unary<StatusRequest, StatusAnswer>('Status', req, deadlineMs);
+  status(req: StatusRequest, timeoutMs: number): Promise<StatusAnswer> {
+    return this.unary<StatusRequest, StatusAnswer>('Status', req, timeoutMs);
   }
 
   close(): void {
     this.client.close();
   }
 
-  private unary<Req, Res>(name: 'Prepare' | 'Decide' | 'Status', req: Req, deadlineMs: number): Promise<Res> {
-    return unaryCall(this.client, participantService[name] as grpc.MethodDefinition<Req, Res>, req, deadlineMs);
+  private unary<Req, Res>(name: 'Prepare' | 'Decide' | 'Status', req: Req, timeoutMs: number): Promise<Res> {
+    return unaryCall(this.client, participantService[name] as grpc.MethodDefinition<Req, Res>, req, timeoutMs);
   }
 }

@@ -105,21 +105,67 @@ export const raftNodeService = service('verdict.raft.RaftNode', [
 export const streamMethod = raftService.Stream as grpc.MethodDefinition<WireBatch, WireStreamAck>;
 export const putStreamMethod = raftNodeService.PutStream as grpc.MethodDefinition<StreamedPuts, StreamedPutAnswers>;
 
-// ---- Codec: Message <-> WireMessage, asserting on both sides ----
+// ---- Codec: Message <-> WireMessage ----
+//
+// Outbound, the message is this node's own: a value that cannot be encoded is
+// this node's bug, and an assertion stops it. Inbound, the message is a
+// peer's (or anyone's who reached the port): a value that cannot be decoded
+// is refused with a WireDecodeError naming the field, and the stream drops
+// that message and goes on (src/transport/grpc.ts). The receiving edge
+// (src/transport/raft-edge.ts) checks every field before decoding, so a
+// refusal here is a second line, never an assertion on someone else's input.
 
+/** A peer's message that cannot be decoded; `field` is the path at fault ("entries[0].type"). */
+export class WireDecodeError extends Error {
+  constructor(
+    readonly field: string,
+    detail: string,
+  ) {
+    super(`${field} ${detail}`);
+    this.name = 'WireDecodeError';
+  }
+}
+
+/** Our own number, about to be sent: uint64 on the wire, number in memory, so anything past 2^53 would silently round. */
 function safeUint(n: number, what: string): number {
-  // uint64 on the wire, number in memory: anything past 2^53 would silently round.
   assert(Number.isSafeInteger(n) && n >= 0, `${what} is a safe unsigned integer (got ${n})`);
   return n;
 }
 
-/** A private copy: a decoded Buffer is a view into the whole received frame. */
+/** A peer's number: the same rule, as a refusal. */
+function wireUint(n: unknown, field: string): number {
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new WireDecodeError(field, `is not an unsigned safe integer (${shown(n)})`);
+  return n;
+}
+
+/** A peer's bytes, as a private copy: a decoded Buffer is a view into the whole received frame. */
+function wireBytes(b: unknown, field: string): Uint8Array {
+  if (!(b instanceof Uint8Array)) throw new WireDecodeError(field, 'is not bytes');
+  return ownBytes(b);
+}
+
+function wireId(v: unknown, field: string): string {
+  if (typeof v !== 'string') throw new WireDecodeError(field, 'is not a node id');
+  return v;
+}
+
+function wireIds(v: unknown, field: string): string[] {
+  if (!Array.isArray(v)) throw new WireDecodeError(field, 'is not a list of node ids');
+  return v.map((id, i) => wireId(id, `${field}[${i}]`));
+}
+
+/** A value echoed into a refusal, cut short: it came from the network. */
+function shown(v: unknown): string {
+  const s = typeof v === 'string' ? JSON.stringify(v) : String(v);
+  return s.length <= 40 ? s : `${s.slice(0, 40)}…`;
+}
+
 function ownBytes(b: Uint8Array): Uint8Array {
   return b.byteLength === 0 ? EMPTY : new Uint8Array(b);
 }
 
-function isWireType(t: number): t is MessageType {
-  return Number.isInteger(t) && t in MessageType && !LOCAL_MESSAGES.has(t);
+function isWireType(t: unknown): t is MessageType {
+  return typeof t === 'number' && Number.isInteger(t) && t in MessageType && !LOCAL_MESSAGES.has(t);
 }
 
 function entryToWire(e: Entry): WireEntry {
@@ -127,19 +173,21 @@ function entryToWire(e: Entry): WireEntry {
   return { term: safeUint(e.term, 'entry.term'), index: safeUint(e.index, 'entry.index'), type: e.type, data: e.data };
 }
 
-function entryFromWire(w: WireEntry): Entry {
-  assert(Number.isInteger(w.type) && w.type in EntryType, `entry type ${w.type} is known`);
+function entryFromWire(w: WireEntry, field: string): Entry {
+  if (w === null || typeof w !== 'object') throw new WireDecodeError(field, 'is not an entry');
+  if (typeof w.type !== 'number' || !Number.isInteger(w.type) || !(w.type in EntryType)) throw new WireDecodeError(`${field}.type`, `is not an entry type this version knows (${shown(w.type)})`);
   return {
-    term: safeUint(w.term, 'entry.term'),
-    index: safeUint(w.index, 'entry.index'),
+    term: wireUint(w.term, `${field}.term`),
+    index: wireUint(w.index, `${field}.index`),
     type: w.type as EntryType,
-    data: ownBytes(w.data),
+    data: wireBytes(w.data, `${field}.data`),
   };
 }
 
-function confStateFromWire(w: WireConfState | null): ConfState {
-  if (w === null) return { voters: [], learners: [], votersOutgoing: [] };
-  return { voters: [...w.voters], learners: [...w.learners], votersOutgoing: [...w.votersOutgoing] };
+function confStateFromWire(w: WireConfState | null | undefined): ConfState {
+  if (w === null || w === undefined) return { voters: [], learners: [], votersOutgoing: [] };
+  const f = 'snapshot.metadata.confState';
+  return { voters: wireIds(w.voters, `${f}.voters`), learners: wireIds(w.learners, `${f}.learners`), votersOutgoing: wireIds(w.votersOutgoing, `${f}.votersOutgoing`) };
 }
 
 function snapshotToWire(s: Snapshot): WireSnapshot {
@@ -151,14 +199,15 @@ function snapshotToWire(s: Snapshot): WireSnapshot {
 }
 
 function snapshotFromWire(w: WireSnapshot): Snapshot {
+  if (typeof w !== 'object') throw new WireDecodeError('snapshot', 'is not a snapshot');
   const md = w.metadata;
   return {
     metadata: {
-      index: safeUint(md?.index ?? 0, 'snapshot.index'),
-      term: safeUint(md?.term ?? 0, 'snapshot.term'),
-      confState: confStateFromWire(md?.confState ?? null),
+      index: wireUint(md?.index ?? 0, 'snapshot.metadata.index'),
+      term: wireUint(md?.term ?? 0, 'snapshot.metadata.term'),
+      confState: confStateFromWire(md?.confState),
     },
-    data: ownBytes(w.data),
+    data: wireBytes(w.data, 'snapshot.data'),
   };
 }
 
@@ -181,25 +230,28 @@ export function toWire(m: Message): WireMessage {
 }
 
 /**
- * Throws InvariantError on a message no correct peer would send; inbound
- * messages are checked by src/transport/raft-edge.ts first, so that is this
- * node's own bug, never a peer's input.
+ * A peer's message, decoded. Throws WireDecodeError (one line, naming the
+ * field) on a message no correct peer would send; never an assertion, since
+ * the input is someone else's.
  */
 export function fromWire(w: WireMessage): Message {
-  assert(isWireType(w.type), `received message type ${w.type} is a wire type`);
+  if (w === null || typeof w !== 'object') throw new WireDecodeError('message', 'is not a message');
+  if (!isWireType(w.type)) throw new WireDecodeError('type', `is not a message type a node sends (${shown(w.type)})`);
+  if (!Array.isArray(w.entries)) throw new WireDecodeError('entries', 'is not a list');
+  if (typeof w.reject !== 'boolean') throw new WireDecodeError('reject', 'is not a boolean');
   return {
     type: w.type,
-    from: w.from,
-    to: w.to,
-    term: safeUint(w.term, 'term'),
-    logTerm: safeUint(w.logTerm, 'logTerm'),
-    index: safeUint(w.index, 'index'),
-    entries: w.entries.map(entryFromWire),
-    commit: safeUint(w.commit, 'commit'),
+    from: wireId(w.from, 'from'),
+    to: wireId(w.to, 'to'),
+    term: wireUint(w.term, 'term'),
+    logTerm: wireUint(w.logTerm, 'logTerm'),
+    index: wireUint(w.index, 'index'),
+    entries: w.entries.map((e, i) => entryFromWire(e, `entries[${i}]`)),
+    commit: wireUint(w.commit, 'commit'),
     reject: w.reject,
-    rejectHint: safeUint(w.rejectHint, 'rejectHint'),
-    context: ownBytes(w.context),
-    snapshot: w.snapshot === null ? null : snapshotFromWire(w.snapshot),
+    rejectHint: wireUint(w.rejectHint, 'rejectHint'),
+    context: wireBytes(w.context, 'context'),
+    snapshot: w.snapshot === null || w.snapshot === undefined ? null : snapshotFromWire(w.snapshot),
   };
 }
 

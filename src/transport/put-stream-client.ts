@@ -51,9 +51,9 @@ export class PutStreamClient {
     });
   }
 
-  put(request: PutRequest, deadlineMs: number): Promise<PutResponse> {
+  put(request: PutRequest, timeoutMs: number): Promise<PutResponse> {
     return new Promise((resolve, reject) => {
-      this.stream.send(request, deadlineMs, (err, res) => (err !== null ? reject(err) : resolve(res as PutResponse)));
+      this.stream.send(request, timeoutMs, (err, res) => (err !== null ? reject(err) : resolve(res as PutResponse)));
     });
   }
 

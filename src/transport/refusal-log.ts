@@ -38,19 +38,19 @@ export class RefusalLog {
     this.counts.set(r.reason, (this.counts.get(r.reason) ?? 0) + 1);
     const sender = clip(from);
     const key = `${r.reason}\u0000${sender}`;
-    const now = this.nowMs();
+    const nowMs = this.nowMs();
     const seen = this.lastLoggedAtMs.get(key);
-    if (seen !== undefined && now - seen.atMs < this.intervalMs) {
+    if (seen !== undefined && nowMs - seen.atMs < this.intervalMs) {
       seen.suppressed++;
       return;
     }
-    if (now - this.windowStartAtMs >= this.intervalMs) {
+    if (nowMs - this.windowStartAtMs >= this.intervalMs) {
       if (this.windowSuppressed > 0)
         this.log.warn(
           { suppressed: this.windowSuppressed },
           `${this.windowSuppressed} more refusals of Raft input were not logged (at most ${REFUSAL_LINES_MAX} lines per ${this.intervalMs} ms); see verdict_raft_messages_refused_total`,
         );
-      this.windowStartAtMs = now;
+      this.windowStartAtMs = nowMs;
       this.windowLines = 0;
       this.windowSuppressed = 0;
     }
@@ -60,7 +60,7 @@ export class RefusalLog {
     }
     this.windowLines++;
     if (this.lastLoggedAtMs.size >= KEYS_MAX) this.lastLoggedAtMs.clear();
-    this.lastLoggedAtMs.set(key, { atMs: now, suppressed: 0 });
+    this.lastLoggedAtMs.set(key, { atMs: nowMs, suppressed: 0 });
     this.log.warn(
       { from: sender, reason: r.reason, field: r.field, detail: r.detail, ...(seen && seen.suppressed > 0 ? { suppressed: seen.suppressed } : {}), ...extra },
       `refused Raft input from "${sender}": ${r.field ? `${r.field}: ` : ''}${r.detail}`,

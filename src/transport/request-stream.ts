@@ -44,7 +44,7 @@ export interface RequestStreamSpec<Req, Res, Batch, Answers, Ans> {
   /** What an answer to `req` means for its caller. */
   settle(a: Ans, req: Req): { value: Res } | { error: grpc.ServiceError };
   /** The same request as a unary call, for a server without the stream method; absent where every server has it. */
-  unary?(req: Req, deadlineMs: number): Promise<Res>;
+  unary?(req: Req, timeoutMs: number): Promise<Res>;
   /** The failure of requests written on a stream that ended without answering them (never UNIMPLEMENTED when `unary` is set). */
   ended(st: grpc.StatusObject): grpc.ServiceError;
   /** Requests waiting for an answer at once; beyond this one fails at once with RESOURCE_EXHAUSTED. */
@@ -88,12 +88,12 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
     private readonly spec: RequestStreamSpec<Req, Res, Batch, Answers, Ans>,
   ) {}
 
-  send(req: Req, deadlineMs: number, cb: Answer<Res>): void {
+  send(req: Req, timeoutMs: number, cb: Answer<Res>): void {
     if (this.closed) return cb(serviceError(grpc.status.CANCELLED, this.spec.texts.closed));
-    if (this.unaryOnly) return this.sendUnary(req, deadlineMs, cb);
+    if (this.unaryOnly) return this.sendUnary(req, timeoutMs, cb);
     if (this.pending.size >= this.spec.pendingMax) return cb(serviceError(grpc.status.RESOURCE_EXHAUSTED, this.spec.texts.busy(this.pending.size)));
     const id = this.nextId++;
-    this.pending.set(id, { req, deadlineAtMs: Date.now() + deadlineMs, cb });
+    this.pending.set(id, { req, deadlineAtMs: Date.now() + timeoutMs, cb });
     this.outbox.push(id);
     if (this.sweepTimer === null) {
       this.sweepTimer = setInterval(() => this.sweep(), this.spec.sweepMs);
@@ -174,8 +174,8 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
       this.outbox = [];
       const waiting = [...this.pending.values()];
       this.pending.clear();
-      const now = Date.now();
-      for (const p of waiting) this.sendUnary(p.req, Math.max(1, p.deadlineAtMs - now), p.cb);
+      const nowMs = Date.now();
+      for (const p of waiting) this.sendUnary(p.req, Math.max(1, p.deadlineAtMs - nowMs), p.cb);
       return;
     }
     // Answers that did not come will not come on a new stream: fail them as a broken unary call would.
@@ -190,9 +190,9 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
     if (this.outbox.length > 0) this.scheduleFlush();
   }
 
-  private sendUnary(req: Req, deadlineMs: number, cb: Answer<Res>): void {
+  private sendUnary(req: Req, timeoutMs: number, cb: Answer<Res>): void {
     // unaryOnly is set only when the spec has unary.
-    this.spec.unary!(req, deadlineMs).then(
+    this.spec.unary!(req, timeoutMs).then(
       (r) => cb(null, r),
       (err: grpc.ServiceError) => cb(err),
     );
@@ -200,9 +200,9 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
 
   /** Fails every request past its deadline with DEADLINE_EXCEEDED; stops when nothing waits. */
   private sweep(): void {
-    const now = Date.now();
+    const nowMs = Date.now();
     for (const [id, p] of this.pending) {
-      if (now < p.deadlineAtMs) continue;
+      if (nowMs < p.deadlineAtMs) continue;
       this.pending.delete(id);
       p.cb(serviceError(grpc.status.DEADLINE_EXCEEDED, this.spec.texts.late(p.req)));
     }

@@ -71,13 +71,13 @@ export class SagaStepClient {
     this.client = new grpc.Client(endpoint, credentials, { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2_000 });
   }
 
-  call(kind: 'action' | 'compensate', req: StepCall, deadlineMs: number): Promise<StepResult> {
+  call(kind: 'action' | 'compensate', req: StepCall, timeoutMs: number): Promise<StepResult> {
     const m = sagaStepService[kind === 'action' ? 'Execute' : 'Compensate'] as grpc.MethodDefinition<StepCall, StepResult>;
-    return unaryCall(this.client, m, req, deadlineMs);
+    return unaryCall(this.client, m, req, timeoutMs);
   }
 
-  end(req: SagaEnd, deadlineMs: number): Promise<unknown> {
-    return unaryCall(this.client, sagaStepService.End as grpc.MethodDefinition<SagaEnd, unknown>, req, deadlineMs);
+  end(req: SagaEnd, timeoutMs: number): Promise<unknown> {
+    return unaryCall(this.client, sagaStepService.End as grpc.MethodDefinition<SagaEnd, unknown>, req, timeoutMs);
   }
 
   close(): void {
@@ -96,8 +96,8 @@ export class SagasClient {
     this.client = new grpc.Client(endpoint, credentials);
   }
 
-  call<Req, Res>(method: keyof SagasHandlers & string, req: Req, deadlineMs: number, metadata?: grpc.Metadata): Promise<Res> {
-    return unaryCall(this.client, sagasService[method] as unknown as grpc.MethodDefinition<Req, Res>, req, deadlineMs, metadata);
+  call<Req, Res>(method: keyof SagasHandlers & string, req: Req, timeoutMs: number, metadata?: grpc.Metadata): Promise<Res> {
+    return unaryCall(this.client, sagasService[method] as unknown as grpc.MethodDefinition<Req, Res>, req, timeoutMs, metadata);
   }
 
   close(): void {

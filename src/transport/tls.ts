@@ -69,8 +69,8 @@ export function loadTls(files: TlsFiles, name: (k: 'ca' | 'cert' | 'key') => str
     throw new TlsSetupError(`${name('key')} (${files.key}) is not a usable private key (${(err as Error).message}); expected an unencrypted PEM key`);
   }
   if (!leaf.checkPrivateKey(privateKey)) throw new TlsSetupError(`${name('key')} (${files.key}) is not the private key of ${name('cert')} (${files.cert})`);
-  const now = Date.now();
-  if (Date.parse(leaf.validTo) < now) throw new TlsSetupError(`${name('cert')} (${files.cert}) expired on ${leaf.validTo}; issue a new certificate`);
+  const nowMs = Date.now();
+  if (Date.parse(leaf.validTo) < nowMs) throw new TlsSetupError(`${name('cert')} (${files.cert}) expired on ${leaf.validTo}; issue a new certificate`);
   // With an intermediate in the chain the CA signed the intermediate, not the leaf; the handshake checks that case.
   if (chain.length === 1 && !caCerts.some((c) => leaf.checkIssued(c) && leaf.verify(c.publicKey))) {
     throw new TlsSetupError(`${name('cert')} (${files.cert}, issued by "${oneLine(leaf.issuer)}") is not signed by the CA in ${name('ca')} (${files.ca}); whoever it connects to would refuse it`);

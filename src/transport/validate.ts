@@ -174,11 +174,11 @@ export class Refusals {
   refuse(c: RefusalClass, fields: Record<string, unknown>, details: string): void {
     this.count(c);
     if (this.log === null) return;
-    const now = this.nowMs();
+    const nowMs = this.nowMs();
     let w = this.windows.get(c);
-    if (w === undefined) this.windows.set(c, (w = { startAtMs: now, lines: 0, suppressed: 0 }));
-    if (now - w.startAtMs >= 1_000) {
-      w.startAtMs = now;
+    if (w === undefined) this.windows.set(c, (w = { startAtMs: nowMs, lines: 0, suppressed: 0 }));
+    if (nowMs - w.startAtMs >= 1_000) {
+      w.startAtMs = nowMs;
       w.lines = 0;
     }
     if (w.lines >= REFUSAL_LOG_LINES_PER_SECOND) {

@@ -91,7 +91,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       p.start();
       participants.push(p);
     }
-    client = new VerdictClient({ endpoints, deadlineMs: 10_000 });
+    client = new VerdictClient({ endpoints, callTimeoutMs: 10_000 });
     const cl = client;
     await waitFor('participants shop, ledger and books registered', REGISTER_WAIT_MS, async () => {
       const ids = (await cl.participants()).map((p) => p.participantId);

@@ -66,10 +66,10 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
     let last = '';
     while (Date.now() < deadline) {
       try {
-        let r = await o.client.outcome(t.id, { deadlineMs: 5_000 });
+        let r = await o.client.outcome(t.id, { callTimeoutMs: 5_000 });
         // A client's question decides nothing; Abort does, and answers what the log then holds (COMMITTED if it was too late).
         if (r.outcome === 'UNKNOWN') {
-          r = await o.client.abort(t.id, 'chaos reconcile: the client never learnt the outcome', { deadlineMs: 5_000 });
+          r = await o.client.abort(t.id, 'chaos reconcile: the client never learnt the outcome', { callTimeoutMs: 5_000 });
           forcedAborts++;
         }
         if (r.outcome === 'COMMITTED' || r.outcome === 'ABORTED') {

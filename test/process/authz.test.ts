@@ -128,7 +128,7 @@ describe('mutual TLS binds roles to identities', () => {
     });
     inProcess.push(shop);
     await shop.registered;
-    const client = new VerdictClient({ endpoints, deadlineMs: 20_000, credentials: creds(alice) });
+    const client = new VerdictClient({ endpoints, callTimeoutMs: 20_000, credentials: creds(alice) });
     const links: ClusterLink[] = [];
     const linkAs = (who: CertFiles): ClusterLink => {
       const l = new ClusterLink({ clusterId, endpoints, credentials: creds(who), deadlineMs: 5_000 });

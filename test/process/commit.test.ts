@@ -50,7 +50,7 @@ describe('commit coordinator on real processes', () => {
     const c = await Cluster.start({ nodes: 3 });
     await c.waitForLeader();
     const parts = await startParticipants(c, ['shop', 'ledger']);
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), deadlineMs: 20_000 });
+    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
     try {
       expect((await client.participants()).map((p) => p.participantId).sort()).toEqual(['ledger', 'shop']);
 

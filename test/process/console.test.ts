@@ -43,7 +43,7 @@ beforeAll(async () => {
   c = await Cluster.start({ nodes: 3, metrics: true });
   await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
   parts = await startParticipants(c, ['shop', 'ledger']);
-  client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), deadlineMs: 20_000 });
+  client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
 }, 180_000);
 
 afterAll(async () => {
@@ -193,7 +193,7 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       clientCredentials: adminCreds,
     });
     const { node } = await t.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
-    const tlsClient = new VerdictClient({ endpoints: [node.address], deadlineMs: 20_000, credentials: adminCreds });
+    const tlsClient = new VerdictClient({ endpoints: [node.address], callTimeoutMs: 20_000, credentials: adminCreds });
     try {
       const stuck = await tlsClient.begin({ timeoutMs: 120_000 });
       const https = `https://${consoleListen}`;

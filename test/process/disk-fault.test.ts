@@ -96,8 +96,8 @@ function sinceLastStart(n: NodeProc): string {
 }
 
 /** Outcomes as one node answers them: from its own decision table, or through its redirect to the leader. */
-async function outcomesVia(endpoints: string[], ids: string[], deadlineMs: number): Promise<Map<string, string | Error>> {
-  const client = new VerdictClient({ endpoints, deadlineMs });
+async function outcomesVia(endpoints: string[], ids: string[], callTimeoutMs: number): Promise<Map<string, string | Error>> {
+  const client = new VerdictClient({ endpoints, callTimeoutMs });
   try {
     const out = new Map<string, string | Error>();
     for (const id of ids) {
@@ -118,7 +118,7 @@ describe('disk faults on real processes', () => {
     const c = await Cluster.start({ nodes: 3 });
     const { node: leader } = await c.waitForLeader();
     await startShop(c);
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), deadlineMs: 20_000 });
+    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
     try {
       const [damaged, lagging] = c.nodes.filter((n) => n !== leader);
       // The lagging node misses the next commits: they live on the leader and the damaged node only.
@@ -173,7 +173,7 @@ describe('disk faults on real processes', () => {
     const c = await Cluster.start({ nodes: 3 });
     const { node: leader } = await c.waitForLeader();
     await startShop(c);
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), deadlineMs: 20_000 });
+    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
     const results: string[] = [];
     try {
       const ids = await commitSome(client, TXNS, 'sweep');

@@ -29,7 +29,7 @@ beforeAll(async () => {
   await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
   parts = await startParticipants(c, ['shop']);
   stuck = await startUnackingParticipant();
-  client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), deadlineMs: 20_000 });
+  client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
   await client.registerParticipant('stuck', stuck.address);
 }, 120_000);
 
@@ -62,8 +62,8 @@ describe('the first hour', { timeout: 180_000 }, () => {
     expect(st.code).toBe(1);
     expect(st.stderr).toMatch(/^verdict: cannot reach the cluster: tried /);
     for (const port of [a, b]) expect(st.stderr).toContain(`127.0.0.1:${port} (connection refused)`);
-    // The SDK alone would retry for --deadline-ms (60 s here, beyond this CLI's wait): the reachability check answers first.
-    const list = await cli(['txn', 'list', '--endpoints', dead, '--deadline-ms', '600000']);
+    // The SDK alone would retry for --call-timeout-ms (60 s here, beyond this CLI's wait): the reachability check answers first.
+    const list = await cli(['txn', 'list', '--endpoints', dead, '--call-timeout-ms', '600000']);
     expect(list.code).toBe(1);
     expect(list.stderr).toMatch(/^verdict: cannot reach the cluster: tried /);
     for (const port of [a, b]) expect(list.stderr).toContain(`127.0.0.1:${port} (connection refused)`);

@@ -193,7 +193,7 @@ describe('fuzzing the Coordinator and Participant services of a running system',
     } finally {
       closeSync(fd);
     }
-    client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), deadlineMs: 30_000 });
+    client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
     await waitFor(
       'the participant to register',
       SETTLE_MS,

@@ -49,7 +49,7 @@ describe('limits at the edge of a running node', () => {
       registerRetryMs: 200,
     });
     await participant.registered;
-    client = new VerdictClient({ endpoints: [leader.address], deadlineMs: CALL_DEADLINE_MS });
+    client = new VerdictClient({ endpoints: [leader.address], callTimeoutMs: CALL_DEADLINE_MS });
     raw = rawClient(leader.address);
   });
 

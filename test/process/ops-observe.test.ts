@@ -34,7 +34,7 @@ beforeAll(async () => {
   await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
   parts = await startParticipants(c, ['shop', 'ledger'], { metrics: true });
   stuck = await startUnackingParticipant();
-  client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), deadlineMs: 20_000 });
+  client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
   await client.registerParticipant('stuck', stuck.address);
 }, 120_000);
 

@@ -74,7 +74,7 @@ async function fakeNode(): Promise<FakeNode> {
       const a = next(node.registerScript);
       if (a !== 'ok') return fail(cb, a);
       cb(null, {
-        participant: { participantId: call.request.participantId, endpoint: call.request.endpoint, registeredAtMs: Date.now(), lastSeenMs: 0, inDoubt: 0, connection: '', resourceKind: '' },
+        participant: { participantId: call.request.participantId, endpoint: call.request.endpoint, registeredAtMs: Date.now(), lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '' },
       });
     },
     GetOutcome: (call, cb) => {

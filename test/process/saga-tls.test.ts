@@ -94,7 +94,7 @@ describe('sagas on a TLS cluster', () => {
     }
     await Promise.all(services.map((s) => s.registered));
 
-    const client = new VerdictClient({ endpoints, deadlineMs: 20_000, credentials: creds(ca.issue('alice')) });
+    const client = new VerdictClient({ endpoints, callTimeoutMs: 20_000, credentials: creds(ca.issue('alice')) });
     try {
       const trip = [
         { service: 'flight', name: 'book' },

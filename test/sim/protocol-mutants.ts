@@ -1,13 +1,15 @@
 // Broken protocols for the whole-system checker's self-test: each one a
 // subclass of the production engine that overrides one rule at the engine's
 // named extension points (countVote, proposeAbort, mayForget,
-// answerUndecided, prepareDurably). They live here, in test code, so nothing
+// answerUndecided, prepareDurably, and the node core's route). They live here, in test code, so nothing
 // test-only ships; the simulator builds one in place of the production engine
 // when a scenario names a mutant (test/sim/system-shard2.sim.test.ts shows
 // each one caught).
 import { decodeDecisionBatch, type BatchDecoded } from '../../src/commit/decision-batch.ts';
 import { CoordinatorEngine, type EngineConfig, type EngineIO, type Member, type OutcomeCallback, type Txn } from '../../src/commit/engine.ts';
-import type { DecisionTable } from '../../src/commit/state.ts';
+import type { ApplyResult, DecisionTable } from '../../src/commit/state.ts';
+import { NodeCore, type NodeCoreOptions } from '../../src/node/core.ts';
+import type { Entry } from '../../src/raft/types.ts';
 import { ParticipantEngine, type EngineOptions, type PrepareCallback, type StatusCallback } from '../../src/participant/engine.ts';
 import { ParallelCommit, type ParallelHost, type Recovery } from '../../src/commit/parallel-commit.ts';
 import type { PreparedRecord } from '../../src/participant/types.ts';
@@ -45,6 +47,30 @@ export function batchDecoder(_m: BatchMutant): (data: Uint8Array) => BatchDecode
     while (i >= 0 && d.cmds[i].t !== 'decide') i--;
     return i < 0 ? d : { cmds: d.cmds.filter((_, k) => k !== i), problem: null };
   };
+}
+
+/**
+ * route-first-of-entry: the node core (src/node/core.ts) hands the engines only the first
+ * result of each applied entry, as a wiring written before decision batches would: the other
+ * Decides and Forgets of a batch entry apply everywhere but never reach the commit engine.
+ */
+export type CoreMutant = 'route-first-of-entry';
+
+export const CORE_MUTANTS: readonly CoreMutant[] = ['route-first-of-entry'];
+
+class RouteFirstOfEntryCore extends NodeCore {
+  private lastIndex = 0;
+
+  protected override route(entry: Entry, result: ApplyResult): void {
+    if (entry.index === this.lastIndex) return;
+    this.lastIndex = entry.index;
+    super.route(entry, result);
+  }
+}
+
+/** The production node core, or the named broken one. */
+export function nodeCore(o: NodeCoreOptions, mutant: CoreMutant | undefined): NodeCore {
+  return mutant === undefined ? new NodeCore(o) : new RouteFirstOfEntryCore(o);
 }
 
 export const ENGINE_MUTANTS: readonly EngineMutant[] = ['presume-abort-unlogged', 'commit-on-majority', 'forget-before-acks', 'abort-unlogged', 'committed-before-staging', 'recover-without-refusal'];

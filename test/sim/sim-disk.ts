@@ -8,9 +8,15 @@
 // hard state, snapshot and high-water mark stay) and a lost synced tail
 // (synced entries vanish; the high-water mark, kept apart, does not). Either
 // way the node restarts recovering (src/raft/raft.ts, recoverIndex).
+//
+// The mark has the real store's two fields: "acknowledged through" and "may
+// hold up to", written beside a batch's entries, so a crash may land a
+// batch's mark (and its hard state) without its entries; and an idle store's
+// confirmation, an internal write in the same FIFO that a crash may lose.
 
 import { Rng } from '../../src/raft/rng.ts';
 import { emptySnapshot, type Entry, type HardState, type Snapshot } from '../../src/raft/types.ts';
+import { CONFIRM_DELAY_MS } from '../../src/storage/store.ts';
 import type { LogStore, PersistBatch, RecoveredState } from '../../src/storage/types.ts';
 import type { EventQueue } from './event-queue.ts';
 
@@ -51,23 +57,50 @@ function lastIndexOf(d: Durable): number {
   return d.snapshot.metadata.index + d.entries.length;
 }
 
-/** The high-water mark after batch `b` lands on `d`: the rules of src/storage/store.ts. */
-function highWaterAfter(highWater: number, d: Durable, b: PersistBatch): number {
-  let hw = highWater;
+interface SimMark {
+  /** Acknowledged through. */
+  acked: number;
+  /** May hold up to. */
+  mayHold: number;
+}
+
+/** Whether the store writes a batch's LevelDB half beside its entries (src/storage/store.ts, plan()). */
+function parallel(b: PersistBatch): boolean {
+  return b.snapshot === null && b.localSnapshot === null && b.entries.length > 0;
+}
+
+/** Where the durable log ends, synced, before batch `b`'s entries. */
+function syncedBefore(d: Durable, b: PersistBatch): number {
+  return Math.min(lastIndexOf(d), b.entries[0].index - 1);
+}
+
+/** The mark after batch `b` lands on `d` (its entries and its LevelDB write): the rules of src/storage/store.ts. */
+function markAfter(m: SimMark, d: Durable, b: PersistBatch): SimMark {
+  let acked = m.acked;
   let last = lastIndexOf(d);
   if (b.snapshot) {
     const snapIndex = b.snapshot.metadata.index;
-    if (hw <= last || snapIndex >= hw) hw = snapIndex;
+    if (acked <= last || snapIndex >= acked) acked = snapIndex;
     last = snapIndex;
   }
-  if (b.entries.length > 0) {
-    const first = b.entries[0].index;
-    if (first <= last && first <= hw) hw = first - 1;
-    const newLast = b.entries[b.entries.length - 1].index;
-    if (newLast >= hw) hw = newLast;
-  }
-  return hw;
+  if (b.entries.length === 0) return { acked, mayHold: Math.max(m.mayHold, acked) };
+  const first = b.entries[0].index;
+  if (first <= last && first <= acked) acked = first - 1;
+  const newLast = b.entries[b.entries.length - 1].index;
+  const synced = parallel(b) ? Math.min(last, first - 1) : newLast;
+  if (synced >= acked) acked = synced;
+  return { acked, mayHold: newLast };
 }
+
+/** The hard state a batch with entries stores beside them: its commit held back to what was synced before. */
+function storedHardState(d: Durable, b: PersistBatch): HardState | null {
+  if (!b.hardState) return null;
+  return parallel(b) ? { ...b.hardState, commit: Math.min(b.hardState.commit, syncedBefore(d, b)) } : { ...b.hardState };
+}
+
+/** The idle store's confirmation: not a batch of the node's, so it has no callback. */
+const CONFIRM = Symbol('confirm');
+type Pending = PersistBatch | { [CONFIRM]: HardState };
 
 /** The node refused to start: a record of its log fails its checksum. */
 export class SimCorruptLogError extends Error {}
@@ -78,12 +111,14 @@ export class SimDisk implements LogStore {
   /** What the node has written: durable plus the completed unsynced writes. */
   private current: Durable = { hardState: { term: 0, vote: '', commit: 0 }, snapshot: emptySnapshot(), entries: [] };
   /** Completed writes without sync since the last synced one: a crash may lose them. */
-  private volatile: PersistBatch[] = [];
-  private inFlight: PersistBatch[] = [];
+  private volatile: Pending[] = [];
+  private inFlight: Pending[] = [];
   private epoch = 0;
   private lastDoneAt = 0;
-  /** The durable high-water mark: the last index synced and acknowledged. */
-  private highWater = 0;
+  /** Batches accepted so far: a pending confirmation is dropped when another arrives. */
+  private persists = 0;
+  /** The durable two-field mark. */
+  private mark: SimMark = { acked: 0, mayHold: 0 };
   /** A record of the durable log is damaged: recover() refuses until repair(). */
   corrupted = false;
   /** Extra latency while a slow-disk fault is on. */
@@ -103,6 +138,7 @@ export class SimDisk implements LogStore {
 
   persist(batch: PersistBatch, onSynced: (err: Error | null) => void): void {
     const epoch = this.epoch;
+    this.persists++;
     this.inFlight.push(batch);
     // FIFO like a real log device: a write never completes before an earlier one.
     const doneAt = Math.max(this.q.now + 1 + this.rng.int(4) + (batch.sync ? this.slowMs : 0), this.lastDoneAt);
@@ -122,6 +158,24 @@ export class SimDisk implements LogStore {
       }
       this.writes++;
       if (!this.lies) onSynced(null);
+      if (this.inFlight.length === 0 && !this.lies) {
+        // The real store waits CONFIRM_DELAY_MS of idleness; a batch in between makes it unnecessary.
+        const persists = this.persists;
+        this.q.after(CONFIRM_DELAY_MS, () => epoch === this.epoch && persists === this.persists && this.confirm(epoch));
+      }
+    });
+  }
+
+  /** The store is idle: "acknowledged through" catches up with the synced log, and the full commit index is stored. */
+  private confirm(epoch: number): void {
+    const c: Pending = { [CONFIRM]: { ...this.current.hardState } };
+    this.inFlight.push(c);
+    const doneAt = Math.max(this.q.now + 1, this.lastDoneAt);
+    this.lastDoneAt = doneAt;
+    this.q.at(doneAt, () => {
+      if (epoch !== this.epoch) return;
+      this.inFlight.shift();
+      this.makeDurable(c);
     });
   }
 
@@ -130,6 +184,9 @@ export class SimDisk implements LogStore {
     const pending = this.volatile.concat(this.inFlight);
     const survive = this.lies ? 0 : this.rng.int(pending.length + 1);
     for (let i = 0; i < survive; i++) this.makeDurable(pending[i]);
+    // The first write lost may have had its LevelDB half land without its entries.
+    const lost = pending[survive];
+    if (lost && !(CONFIRM in lost) && parallel(lost) && this.rng.int(2) === 0) this.landMarkOnly(lost);
     this.volatile = [];
     this.inFlight = [];
     this.current = { hardState: { ...this.durable.hardState }, snapshot: this.durable.snapshot, entries: this.durable.entries.slice() };
@@ -137,9 +194,26 @@ export class SimDisk implements LogStore {
     this.lastDoneAt = 0;
   }
 
-  private makeDurable(b: PersistBatch): void {
-    this.highWater = highWaterAfter(this.highWater, this.durable, b);
-    applyBatch(this.durable, b);
+  private makeDurable(p: Pending): void {
+    const d = this.durable;
+    if (CONFIRM in p) {
+      // While recovering (the mark above the log) the debt stays, as in the real store.
+      if (this.mark.acked <= lastIndexOf(d)) this.mark = { acked: lastIndexOf(d), mayHold: lastIndexOf(d) };
+      if (p[CONFIRM].commit > d.hardState.commit && p[CONFIRM].commit <= lastIndexOf(d)) d.hardState = { ...d.hardState, commit: p[CONFIRM].commit };
+      return;
+    }
+    const hs = storedHardState(d, p);
+    this.mark = markAfter(this.mark, d, p);
+    applyBatch(d, p);
+    if (hs) d.hardState = hs;
+  }
+
+  /** A crash between the two syncs of a batch: its mark and hard state landed, its entries did not. */
+  private landMarkOnly(b: PersistBatch): void {
+    const d = this.durable;
+    const hs = storedHardState(d, b);
+    this.mark = markAfter(this.mark, d, b);
+    if (hs) d.hardState = hs;
   }
 
   /** While the node is down: the last `records` synced entries vanish; the high-water mark stays. */
@@ -175,7 +249,7 @@ export class SimDisk implements LogStore {
     if (this.corrupted) throw new SimCorruptLogError('a raft log record fails its checksum');
     const d = this.durable;
     const last = lastIndexOf(d);
-    const acknowledged = Math.max(this.highWater, d.hardState.commit);
+    const acknowledged = Math.max(this.mark.acked, d.hardState.commit);
     return {
       hardState: { ...d.hardState, commit: Math.min(d.hardState.commit, last) },
       snapshot: d.snapshot,

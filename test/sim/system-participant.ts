@@ -6,7 +6,7 @@
 // crashes. startSimParticipant wires the production ParticipantEngine over
 // them, as src/participant/runtime.ts does, for every world that runs it.
 
-import type { ParticipantEngine } from '../../src/participant/engine.ts';
+import type { EngineOptions, ParticipantEngine } from '../../src/participant/engine.ts';
 import { participantEngine, type ParticipantMutant } from './protocol-mutants.ts';
 import { MemoryResource } from '../../src/participant/memory.ts';
 import { MemoryState } from '../../src/participant/memory-state.ts';
@@ -35,11 +35,12 @@ export class SimJournal<R = TxnRecord> {
     private readonly rng: Rng,
   ) {}
 
-  append(record: R, cb: (err: Error | null) => void): void {
+  /** `deferred`: the record waits for company before its sync (FileJournal's deferred records), so it reaches the disk up to 10 ms later. */
+  append(record: R, cb: (err: Error | null) => void, deferred = false): void {
     const epoch = this.epoch;
     this.inFlight.push(record);
     // FIFO like a log file: an append never completes before an earlier one.
-    const doneAt = Math.max(this.q.now + 1 + this.rng.int(3) + this.slowMs, this.lastDoneAt);
+    const doneAt = Math.max(this.q.now + 1 + this.rng.int(3) + this.slowMs + (deferred ? this.rng.int(11) : 0), this.lastDoneAt);
     this.lastDoneAt = doneAt;
     this.q.at(doneAt, () => {
       if (epoch !== this.epoch) return;
@@ -113,6 +114,27 @@ export interface ParticipantWiring {
   inDoubtAfterMs?: number;
 }
 
+/** What every simulated participant's engine gets from the world, for incarnation `inc`: ids, time, the cluster, the usual timings. */
+export function simEngineOptions(p: SimParticipant, w: ParticipantWiring, inc: Inc): Omit<EngineOptions, 'resource' | 'journal'> {
+  return {
+    clusterId: w.clusterId,
+    participantId: p.id,
+    clock: { nowMs: () => w.q.now },
+    schedule: (delayMs, fn) => {
+      let cancelled = false;
+      w.q.after(delayMs, () => !cancelled && inc.alive && fn());
+      return () => (cancelled = true);
+    },
+    askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
+    log: w.log?.(inc),
+    inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000,
+    sweepIntervalMs: 500,
+    askBackoffMinMs: 100,
+    askBackoffMaxMs: 1_000,
+    forgetAborts: w.forgetAborts,
+  };
+}
+
 /**
  * Starts a new incarnation of `p`: recovery replays what its journal made
  * durable, as the runtime does with its file, into a MemoryResource and the
@@ -126,27 +148,13 @@ export function startSimParticipant(p: SimParticipant, w: ParticipantWiring): vo
   const resource = MemoryResource.restore(state.data, state.preparedWrites());
   const engine = participantEngine(
     {
-      clusterId: w.clusterId,
-      participantId: p.id,
+      ...simEngineOptions(p, w, inc),
       resource: new RecordingResource(resource, (txnId, outcome) => {
         if (!inc.alive) return;
         w.applied(txnId, outcome);
         w.checker.participantApplied(p.id, txnId, outcome);
       }),
       journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb) },
-      clock: { nowMs: () => w.q.now },
-      schedule: (delayMs, fn) => {
-        let cancelled = false;
-        w.q.after(delayMs, () => !cancelled && inc.alive && fn());
-        return () => (cancelled = true);
-      },
-      askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
-      log: w.log?.(inc),
-      inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000,
-      sweepIntervalMs: 500,
-      askBackoffMinMs: 100,
-      askBackoffMaxMs: 1_000,
-      forgetAborts: w.forgetAborts,
     },
     w.mutant,
   );

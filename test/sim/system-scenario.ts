@@ -2,8 +2,9 @@
 // generates (transactions, faults, crash points, an optional mutant) and the
 // result a run hands back. See system-world.ts for what each piece does.
 
-import type { BatchMutant, EngineMutant, ParticipantMutant } from './protocol-mutants.ts';
+import type { BatchMutant, CoreMutant, EngineMutant, ParticipantMutant } from './protocol-mutants.ts';
 import type { TccMutant } from './system-tcc.ts';
+import type { DbMutant } from './system-dbprep.ts';
 
 export const CRASH_POINTS = ['prepare-send', 'some-prepared', 'commit-proposed', 'commit-applied', 'some-decided', 'before-forget', 'after-forget'] as const;
 export type CrashPointName = (typeof CRASH_POINTS)[number];
@@ -64,7 +65,7 @@ export type SysFault =
   | { kind: 'corrupt'; at: number; node: number; downMs: number };
 
 /** A deliberately broken protocol, for the checker's own tests; never set in the real simulation. */
-export type Mutant = EngineMutant | ParticipantMutant | TccMutant | BatchMutant;
+export type Mutant = EngineMutant | ParticipantMutant | TccMutant | BatchMutant | CoreMutant | DbMutant;
 
 /** What a Verdict run and a baseline run (test/sim/baselines) are both given. */
 export interface FaultScenario {
@@ -100,6 +101,8 @@ export interface SystemScenario extends FaultScenario {
    * parallel and the classic path. Absent: classic only.
    */
   parallelCommit?: 'all' | 'mixed';
+  /** Every other participant keeps its prepared state in a database and votes without syncing its journal (test/sim/system-dbprep.ts). */
+  dbPrepare?: boolean;
   mutant?: Mutant;
 }
 

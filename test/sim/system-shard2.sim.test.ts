@@ -87,6 +87,10 @@ const TEETH: Tooth[] = [
   // last Decide of every entry on every node: the nodes agree with each other, so only the end-to-end
   // checks can see it (a decision that never applies leaves its participants in doubt).
   { mutant: 'batch-drops-last', what: '(f) a decision batch decoder that drops the last Decide of an entry', expect: /^t=\d+ms: AC4 termination: /, arb: systemScenarioArb, seedsMax: 500 },
+  // Issue 13: the node core (src/node/core.ts), shared by the node and this simulator, routes only the
+  // first result of each applied entry: the other Decides and Forgets of a decision batch apply on every
+  // node but never reach the commit engine, so their decisions are never delivered, acknowledged or forgotten.
+  { mutant: 'route-first-of-entry', what: '(g) a node core that routes only the first result of each applied entry', expect: /^t=\d+ms: AC4 termination: /, arb: systemScenarioArb, seedsMax: 500 },
 ];
 
 for (const [i, tooth] of TEETH.entries()) {

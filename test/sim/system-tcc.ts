@@ -25,7 +25,7 @@ import type { ClusterOutcome, Outcome, Resource, ResourceVote, TxnId } from '../
 import { Rng } from '../../src/raft/rng.ts';
 import type { EventQueue } from './event-queue.ts';
 import type { SystemChecker } from './system-checker.ts';
-import { SimJournal, type ParticipantWiring, type SimParticipant } from './system-participant.ts';
+import { SimJournal, simEngineOptions, type ParticipantWiring, type SimParticipant } from './system-participant.ts';
 import type { Inc } from './system-rpc.ts';
 
 export type TccMutant = 'tcc-no-barrier' | 'tcc-cancel-on-timer';
@@ -122,12 +122,8 @@ class RecordingTcc implements Resource {
 export function startSimTccParticipant(p: SimParticipant, tcc: SimTcc, w: TccWiring): void {
   const inc: Inc = { alive: true };
   p.inc = inc;
-  const clock = { nowMs: () => w.q.now };
-  const schedule = (delayMs: number, fn: () => void): (() => void) => {
-    let cancelled = false;
-    w.q.after(delayMs, () => !cancelled && inc.alive && fn());
-    return () => (cancelled = true);
-  };
+  const base = simEngineOptions(p, w, inc);
+  const { clock, schedule } = base;
   const handlers = simTccHandlers(tcc.ttlMs);
   const barrier = w.tccMutant === 'tcc-no-barrier' ? noBarrier : barrierStep;
   const resource = new MemoryTccResource({
@@ -143,21 +139,7 @@ export function startSimTccParticipant(p: SimParticipant, tcc: SimTcc, w: TccWir
     w.applied(txnId, outcome);
     w.checker.participantApplied(p.id, txnId, outcome);
   });
-  const engine = new ParticipantEngine({
-    clusterId: w.clusterId,
-    participantId: p.id,
-    resource: recording,
-    journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb) },
-    clock,
-    schedule,
-    askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
-    log: w.log?.(inc),
-    inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000,
-    sweepIntervalMs: 500,
-    askBackoffMinMs: 100,
-    askBackoffMaxMs: 1_000,
-    forgetAborts: w.forgetAborts,
-  });
+  const engine = new ParticipantEngine({ ...base, resource: recording, journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb) } });
   engine.recover(p.journal.durable);
   engine.start();
   const askAbort: AskAbort = w.tccMutant === 'tcc-cancel-on-timer' ? (_txnId, _reason, cb) => cb(null, 'aborted') : (txnId, reason, cb) => w.askAbort(inc, txnId, reason, cb);

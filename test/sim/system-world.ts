@@ -1,6 +1,7 @@
 // The whole-system simulator: Verdict as the article promises it, on one
-// virtual clock. N Raft nodes, each the production Driver + NodeStateMachine
-// + CoordinatorEngine wired as src/node/node.ts wires them; P participants,
+// virtual clock. N Raft nodes, each the production node core
+// (src/node/core.ts: driver, state machine, proposal batcher, coordinator
+// engine, membership), the very wiring src/node/node.ts runs; P participants,
 // each the production ParticipantEngine + MemoryResource over a simulated
 // journal; and clients that Begin and Commit with the SDK's semantics (retry
 // with the same txnId, R7). Every message between them crosses the simulated
@@ -11,17 +12,16 @@
 // everything restarts and heals, and the world must become quiet — nothing in
 // doubt, every decision acknowledged and forgotten, every client answered —
 // within livenessMs (AC4). Crash points crash a node or a participant at an
-// exact step of the protocol, synchronously, from hooks in the EngineIO and
-// driver wrappers below.
+// exact step of the protocol, synchronously, from the core's observer and the
+// participant links below.
 
 import type { CoordinatorEngine, EngineConfig, OutcomeAnswer } from '../../src/commit/engine.ts';
-import { eachResult } from '../../src/commit/decision-batch.ts';
 import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
-import { Driver } from '../../src/node/driver.ts';
+import type { Driver } from '../../src/node/driver.ts';
 import { NodeStateMachine } from '../../src/node/machine.ts';
-import { ProposalBatcher } from '../../src/node/proposal-batcher.ts';
+import type { NodeCore, NodeCoreObserver, ParticipantLinks } from '../../src/node/core.ts';
 import type { ParticipantEngine } from '../../src/participant/engine.ts';
-import { batchDecoder, coordinatorEngine, ENGINE_MUTANTS, PARTICIPANT_MUTANTS, type EngineMutant, type ParticipantMutant } from './protocol-mutants.ts';
+import { batchDecoder, coordinatorEngine, CORE_MUTANTS, ENGINE_MUTANTS, nodeCore, PARTICIPANT_MUTANTS, type CoreMutant, type EngineMutant, type ParticipantMutant } from './protocol-mutants.ts';
 import { ParticipantError, type ClusterOutcome, type TxnStatus } from '../../src/participant/types.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
@@ -35,6 +35,7 @@ import { SystemChecker } from './system-checker.ts';
 import { scheduleFault, type FaultWorld } from './system-faults.ts';
 import { crashSimParticipant, SimJournal, startSimParticipant, type ParticipantWiring, type SimParticipant } from './system-participant.ts';
 import { SimClient, type ClientEnv } from './system-client.ts';
+import { DB_MUTANTS, SimDatabase, startSimDbParticipant, type DbMutant } from './system-dbprep.ts';
 import { checkTcc, crashSimTcc, newSimTcc, startSimTccParticipant, type SimTcc, type TccMutant } from './system-tcc.ts';
 import { DEAD, redirect, SimRpc, type CallCoordinator, type Inc, type Reply, type RpcError } from './system-rpc.ts';
 import { CRASH_POINTS, type CrashPoint, type CrashPointName, type Mutant, type SystemResult, type SystemScenario, type TxnPlan } from './system-scenario.ts';
@@ -100,6 +101,7 @@ interface SysNode {
   disk: SimDisk;
   up: boolean;
   inc: Inc;
+  core: NodeCore | null;
   driver: Driver<ApplyResult | null> | null;
   sm: SimMachine | null;
   engine: CoordinatorEngine | null;
@@ -111,6 +113,8 @@ interface SysParticipant extends SimParticipant {
   registered: boolean;
   /** A TCC participant (SystemScenario.tcc): its TCC journal and resource (test/sim/system-tcc.ts). */
   tcc?: SimTcc;
+  /** A participant over a database (SystemScenario.dbPrepare): outlives its crashes (test/sim/system-dbprep.ts). */
+  db?: SimDatabase;
   /**
    * Per node: the transactions this incarnation voted YES for at that node's
    * request and has not seen decided by it, as the Exchange stream of
@@ -132,6 +136,8 @@ export class SystemWorld implements FaultWorld {
   readonly rpc: SimRpc;
   private readonly ext: WorldExtension | null;
   private readonly conf: ConfState;
+  /** Every node's "address" is its id: the simulated network routes by id. */
+  private readonly seedPeers: ReadonlyMap<NodeId, string>;
   private readonly clientByTxn = new Map<string, SimClient>();
   private readonly armed: (CrashPoint & { fired: boolean })[];
   /** Nodes a `forever` crash point took down: they stay down through healing. */
@@ -161,8 +167,9 @@ export class SystemWorld implements FaultWorld {
     this.armed = sc.crashPoints.map((c) => ({ ...c, fired: false }));
     const ids = Array.from({ length: sc.nodes }, (_, i) => `n${i + 1}`);
     this.conf = { voters: ids, learners: [], votersOutgoing: [] };
+    this.seedPeers = new Map(ids.map((id) => [id, id]));
     for (const id of ids) {
-      const n: SysNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, driver: null, sm: null, engine: null };
+      const n: SysNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, core: null, driver: null, sm: null, engine: null };
       this.nodes.push(n);
       this.startNode(n);
     }
@@ -179,12 +186,13 @@ export class SystemWorld implements FaultWorld {
       };
       // TCC runs: every other participant is a TCC one, so transactions mix TCC and memory participants.
       if (sc.tcc === true && idx % 2 === 0) p.tcc = newSimTcc(this.q, this.rng);
+      if (sc.dbPrepare === true && idx % 2 === 0) p.db = new SimDatabase();
       this.parts.push(p);
       this.startParticipant(p);
     }
   }
 
-  // ---- nodes: the production wiring of src/node/node.ts --------------------
+  // ---- nodes: the production core of src/node/core.ts -----------------------
 
   private startNode(n: SysNode): void {
     const inc: Inc = { alive: true };
@@ -197,187 +205,177 @@ export class SystemWorld implements FaultWorld {
     const sm = new SimMachine(this.sc.tombstonesMax, this.sc.mutant);
     const random = new Rng(this.rng.u32());
     this.raft.restarted(n.id);
-    // A crashed incarnation may still be inside a driver callback: its writes and sends go nowhere.
-    const driver: Driver<ApplyResult | null> = new Driver<ApplyResult | null>({
-      node: rawNode,
-      store: { persist: (b, cb) => inc.alive && n.disk.persist(b, cb) },
-      transport: { send: (msgs) => inc.alive && this.sendRaft(n.id, msgs) },
-      sm,
-      snapshotEntries: this.sc.snapshotEntries,
-      snapshotKeepEntries: 5,
-      waitersMax: 1000,
-      onFatal: (err) => this.checker.violation(`${n.id} fatal: ${err.message}`),
-      onPersisted: (rd) => {
-        if (!inc.alive) return;
-        this.raft.onReady(n.id, rawNode, n.disk, rd);
-        if (rd.softState) this.log(() => `${n.id} is ${rd.softState?.role} in term ${rawNode.raft.term}`);
-      },
-      onLeadership: (term) => {
-        if (inc.alive) engine.setLeadership(term);
-        if (inc.alive) hooks?.setLeadership(term);
-      },
-      onApplied: (e, applied) => {
-        if (!inc.alive) return;
-        this.raft.onApplied(n.id, e.index, e.term, Buffer.from(e.data).toString());
-        // A decision batch entry: each record is observed as its own entry's would be.
-        for (const result of eachResult(applied)) {
-          if (result.t === 'decide') {
-            this.checker.decisionApplied(n.id, result.decision, result.first);
-            if (result.first && result.decision.outcome === 'commit' && engine.isLeader()) {
-              this.point('commit-applied', result.decision.txnId, { node: n });
-              if (!inc.alive) return;
-            }
-          }
-          engine.onApplied(result);
-          hooks?.onApplied(result);
-          if (result.t === 'forget' && engine.isLeader()) for (const id of result.txnIds) if (inc.alive) this.point('after-forget', id, { node: n });
-          if (!inc.alive) return;
-        }
-      },
-    });
-    // The node's group commit (src/node/proposal-batcher.ts): the proposals of one instant share a batch entry.
-    const proposals = new ProposalBatcher(
-      (datas, cbs) => driver.proposeBatch(datas, cbs),
-      (fn) => this.q.after(0, fn),
-    );
-    const engine = coordinatorEngine(
-      sm.table,
+    // The production composition (src/node/core.ts) on the simulated clock, disk, network and links.
+    // A crashed incarnation may still be inside a core callback: its writes and sends go nowhere.
+    const core: NodeCore = nodeCore(
       {
-        nowMs: () => this.q.now,
-        random: () => random.float(),
-        propose: (cmd, cb) => this.propose(n, inc, proposals, cmd, cb),
-        sendPrepare: (to, req, timeoutMs, cb) => {
-          if (!inc.alive) return;
-          this.point('prepare-send', req.txnId, { node: n });
-          if (!inc.alive) return;
-          const p = this.participant(to.id);
-          this.log(() => `${n.id} sends PREPARE for ${req.txnId} to ${p.id}`);
-          this.rpc.call<Vote>(
-            n.id,
-            inc,
-            p.id,
-            timeoutMs,
-            (reply) =>
-              this.atParticipant(p, reply, (pp, eng, r) =>
-                eng.prepare({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs }, (err, vote) => {
-                  if (err || !vote) return r(participantError(err));
-                  // Votes are recorded as they are sent (AC2).
-                  this.checker.voteSent(pp.id, req.txnId, vote.vote);
-                  this.log(() => `${pp.id} votes ${vote.vote.toUpperCase()} on ${req.txnId}`);
-                  if (vote.vote === 'yes') {
-                    this.noteYes(pp, n, inc, req.txnId);
-                    this.point('some-prepared', req.txnId, { participant: pp.id });
-                  }
-                  r(null, vote);
-                }),
-              ),
-            (err, vote) => {
-              if (err || !vote) return cb(new Error(err?.message ?? 'no vote'));
-              if (vote.vote === 'yes') {
-                this.point('some-prepared', req.txnId, { node: n });
-                if (!inc.alive) return;
-              }
-              cb(null, { vote: vote.vote, reason: vote.reason });
-            },
-          );
+        id: n.id,
+        node: rawNode,
+        machine: sm,
+        io: {
+          nowMs: () => this.q.now,
+          random: () => random.float(),
+          endOfTurn: (fn) => this.q.after(0, fn),
+          // Not cancelled: a finished proposal's timer runs as a no-op, as it always has in the simulator.
+          after: (ms, fn) => {
+            this.q.after(ms, fn);
+            return () => {};
+          },
+          store: { persist: (b, cb) => inc.alive && n.disk.persist(b, cb) },
+          transport: { send: (msgs) => inc.alive && this.sendRaft(n.id, msgs) },
+          links: this.links(n, inc),
         },
-        sendStatus: (to, txnId, timeoutMs, cb) => {
-          if (!inc.alive) return;
-          const p = this.participant(to.id);
-          this.log(() => `${n.id} asks ${p.id} the status of ${txnId} (recovery)`);
-          this.rpc.call<TxnStatus>(
-            n.id,
-            inc,
-            p.id,
-            timeoutMs,
-            (reply) =>
-              this.atParticipant(p, reply, (pp, eng, r) =>
-                eng.status({ clusterId: CLUSTER, txnId, participantId: pp.id }, (err, status) => {
-                  if (err || !status) return r(participantError(err));
-                  this.log(() => `${pp.id} answers ${status} for ${txnId}`);
-                  // "prepared" is a YES vote: the participant holds T durably prepared (AC2 counts it).
-                  if (status === 'prepared') this.checker.voteSent(pp.id, txnId, 'yes');
-                  r(null, status);
-                }),
-              ),
-            (err, status) => (err || !status ? cb(new Error(err?.message ?? 'no status')) : cb(null, status)),
-          );
-        },
-        sendDecision: (to, req, timeoutMs, cb) => {
-          if (!inc.alive) return;
-          const p = this.participant(to.id);
-          const commit = req.outcome === 'commit';
-          this.log(() => `${n.id} sends DECISION ${req.outcome} for ${req.txnId} to ${p.id}`);
-          this.rpc.call<Ack>(
-            n.id,
-            inc,
-            p.id,
-            timeoutMs,
-            (reply) =>
-              this.atParticipant(p, reply, (pp, eng, r) => {
-                pp.votedYes?.get(n.id)?.delete(req.txnId);
-                eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, outcome: req.outcome, reason: req.reason }, (err, ack) => {
-                  if (err || !ack) return r(participantError(err));
-                  if (commit) this.point('some-decided', req.txnId, { participant: pp.id });
-                  r(null, ack);
-                });
-              }),
-            (err) => {
-              if (err) return cb(new Error(err.message));
-              if (commit) {
-                this.point('some-decided', req.txnId, { node: n });
-                if (!inc.alive) return;
-              }
-              cb(null);
-            },
-          );
-        },
+        seedPeers: this.seedPeers,
+        selfAddress: n.id,
+        driver: { snapshotEntries: this.sc.snapshotEntries, snapshotKeepEntries: 5, waitersMax: 1000 },
+        engine: { ...ENGINE_CONFIG, parallelCommit: this.sc.parallelCommit === 'all' || (this.sc.parallelCommit === 'mixed' && this.nodes.indexOf(n) % 2 === 0) },
+        proposeTimeoutMs: PROPOSE_TIMEOUT_MS,
+        newEngine: (table, io, cfg) => coordinatorEngine(table, io, cfg, engineMutant(this.sc.mutant)),
+        observe: this.observer(n, inc, rawNode, () => core),
       },
-      { ...ENGINE_CONFIG, parallelCommit: this.sc.parallelCommit === 'all' || (this.sc.parallelCommit === 'mixed' && this.nodes.indexOf(n) % 2 === 0) },
-      engineMutant(this.sc.mutant),
+      coreMutant(this.sc.mutant),
     );
-    const hooks = this.ext?.nodeStarted({ id: n.id, index: this.nodes.indexOf(n) }, inc, sm, (cmd, cb) => this.propose(n, inc, proposals, cmd, cb)) ?? null;
-    n.driver = driver;
+    const hooks = this.ext?.nodeStarted({ id: n.id, index: this.nodes.indexOf(n) }, inc, sm, (cmd, cb) => core.propose(cmd, cb)) ?? null;
+    if (hooks !== null) core.attach(hooks);
+    n.core = core;
+    n.driver = core.driver;
     n.sm = sm;
-    n.engine = engine;
+    n.engine = core.engine;
     n.up = true;
     const tick = (): void => {
       if (!inc.alive) return;
-      driver.tick();
+      core.tick();
       if (!inc.alive) return;
-      engine.tick();
-      if (!inc.alive) return;
-      hooks?.tick();
       this.q.after(TICK_MS, tick);
     };
     this.q.after(this.rng.int(TICK_MS), tick);
   }
 
-  /** EngineIO.propose as node.ts builds it: through the batcher and the driver, with a timeout. */
-  private propose(n: SysNode, inc: Inc, proposals: ProposalBatcher, cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void): void {
-    if (!inc.alive) return;
-    this.log(() => `${n.id} proposes ${JSON.stringify(cmd)}`);
-    if (cmd.t === 'forget') {
-      for (const id of cmd.txnIds) {
-        this.point('before-forget', id, { node: n });
-        if (!inc.alive) return;
-      }
-    }
-    let finished = false;
-    const finish = (err: Error | null, r?: ApplyResult | null): void => {
-      if (finished || !inc.alive) return;
-      finished = true;
-      if (err)
+  /** What the simulator watches in a node's core: Raft safety, decisions applied, the crash points of the commit path. */
+  private observer(n: SysNode, inc: Inc, rawNode: RawNode, core: () => NodeCore): NodeCoreObserver {
+    return {
+      onFatal: (err) => this.checker.violation(`${n.id} fatal: ${err.message}`),
+      onPersisted: (rd) => {
+        this.raft.onReady(n.id, rawNode, n.disk, rd);
+        if (rd.softState) this.log(() => `${n.id} is ${rd.softState?.role} in term ${rawNode.raft.term}`);
+      },
+      onEntryApplied: (e) => this.raft.onApplied(n.id, e.index, e.term, Buffer.from(e.data).toString()),
+      onResult: (_e, result) => {
+        if (result.t !== 'decide') return;
+        this.checker.decisionApplied(n.id, result.decision, result.first);
+        if (result.first && result.decision.outcome === 'commit' && core().engine.isLeader()) this.point('commit-applied', result.decision.txnId, { node: n });
+      },
+      onRouted: (_e, result) => {
+        if (result.t === 'forget' && core().engine.isLeader()) for (const id of result.txnIds) if (inc.alive) this.point('after-forget', id, { node: n });
+      },
+      onProposing: (cmd) => {
+        this.log(() => `${n.id} proposes ${JSON.stringify(cmd)}`);
+        if (cmd.t !== 'forget') return;
+        for (const id of cmd.txnIds) {
+          this.point('before-forget', id, { node: n });
+          if (!inc.alive) return;
+        }
+      },
+      onProposed: (cmd) => {
+        if (cmd.t === 'decide' && cmd.outcome === 'commit') this.point('commit-proposed', cmd.txnId, { node: n });
+      },
+      onProposalFailed: (cmd, err) =>
         this.log(
           () => `${n.id} proposal ${cmd.t} ${cmd.t === 'forget' ? cmd.txnIds.join(',') : 'txnId' in cmd ? cmd.txnId : 'sagaId' in cmd ? cmd.sagaId : 'id' in cmd ? cmd.id : ''} failed: ${err.message}`,
-        );
-      if (err) cb(err);
-      else if (r) cb(null, r);
-      else cb(new Error('no result'));
+        ),
     };
-    this.q.after(PROPOSE_TIMEOUT_MS, () => finish(new Error(`proposal ${cmd.t} did not complete within ${PROPOSE_TIMEOUT_MS} ms`)));
-    proposals.add(cmd, (err, r) => finish(err, r?.result));
-    if (cmd.t === 'decide' && cmd.outcome === 'commit') this.point('commit-proposed', cmd.txnId, { node: n });
+  }
+
+  /** PREPARE, DECISION and the status question from node n to participants over the simulated network, with the crash points of the commit path. */
+  private links(n: SysNode, inc: Inc): ParticipantLinks {
+    return {
+      sendPrepare: (to, req, timeoutMs, cb) => {
+        if (!inc.alive) return;
+        this.point('prepare-send', req.txnId, { node: n });
+        if (!inc.alive) return;
+        const p = this.participant(to.id);
+        this.log(() => `${n.id} sends PREPARE for ${req.txnId} to ${p.id}`);
+        this.rpc.call<Vote>(
+          n.id,
+          inc,
+          p.id,
+          timeoutMs,
+          (reply) =>
+            this.atParticipant(p, reply, (pp, eng, r) =>
+              eng.prepare({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs }, (err, vote) => {
+                if (err || !vote) return r(participantError(err));
+                // Votes are recorded as they are sent (AC2).
+                this.checker.voteSent(pp.id, req.txnId, vote.vote);
+                this.log(() => `${pp.id} votes ${vote.vote.toUpperCase()} on ${req.txnId}`);
+                if (vote.vote === 'yes') {
+                  this.noteYes(pp, n, inc, req.txnId);
+                  this.point('some-prepared', req.txnId, { participant: pp.id });
+                }
+                r(null, vote);
+              }),
+            ),
+          (err, vote) => {
+            if (err || !vote) return cb(new Error(err?.message ?? 'no vote'));
+            if (vote.vote === 'yes') {
+              this.point('some-prepared', req.txnId, { node: n });
+              if (!inc.alive) return;
+            }
+            cb(null, { vote: vote.vote, reason: vote.reason });
+          },
+        );
+      },
+      sendStatus: (to, txnId, timeoutMs, cb) => {
+        if (!inc.alive) return;
+        const p = this.participant(to.id);
+        this.log(() => `${n.id} asks ${p.id} the status of ${txnId} (recovery)`);
+        this.rpc.call<TxnStatus>(
+          n.id,
+          inc,
+          p.id,
+          timeoutMs,
+          (reply) =>
+            this.atParticipant(p, reply, (pp, eng, r) =>
+              eng.status({ clusterId: CLUSTER, txnId, participantId: pp.id }, (err, status) => {
+                if (err || !status) return r(participantError(err));
+                this.log(() => `${pp.id} answers ${status} for ${txnId}`);
+                // "prepared" is a YES vote: the participant holds T durably prepared (AC2 counts it).
+                if (status === 'prepared') this.checker.voteSent(pp.id, txnId, 'yes');
+                r(null, status);
+              }),
+            ),
+          (err, status) => (err || !status ? cb(new Error(err?.message ?? 'no status')) : cb(null, status)),
+        );
+      },
+      sendDecision: (to, req, timeoutMs, cb) => {
+        if (!inc.alive) return;
+        const p = this.participant(to.id);
+        const commit = req.outcome === 'commit';
+        this.log(() => `${n.id} sends DECISION ${req.outcome} for ${req.txnId} to ${p.id}`);
+        this.rpc.call<Ack>(
+          n.id,
+          inc,
+          p.id,
+          timeoutMs,
+          (reply) =>
+            this.atParticipant(p, reply, (pp, eng, r) => {
+              pp.votedYes?.get(n.id)?.delete(req.txnId);
+              eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, outcome: req.outcome, reason: req.reason }, (err, ack) => {
+                if (err || !ack) return r(participantError(err));
+                if (commit) this.point('some-decided', req.txnId, { participant: pp.id });
+                r(null, ack);
+              });
+            }),
+          (err) => {
+            if (err) return cb(new Error(err.message));
+            if (commit) {
+              this.point('some-decided', req.txnId, { node: n });
+              if (!inc.alive) return;
+            }
+            cb(null);
+          },
+        );
+      },
+    };
   }
 
   private crashNode(n: SysNode): void {
@@ -387,8 +385,9 @@ export class SystemWorld implements FaultWorld {
     this.crashes++;
     n.up = false;
     n.inc.alive = false;
-    n.driver?.stop();
+    n.core?.crash();
     n.disk.crash();
+    n.core = null;
     n.driver = null;
     n.sm = null;
     n.engine = null;
@@ -511,6 +510,11 @@ export class SystemWorld implements FaultWorld {
       forgetAborts: this.sc.participantsWait !== true && this.parts.indexOf(p) % 2 === 1,
       inDoubtAfterMs: this.sc.participantsWait === true ? Number.MAX_SAFE_INTEGER : undefined,
     };
+    if (p.db !== undefined) {
+      startSimDbParticipant(p, p.db, { ...wiring, dbMutant: dbMutant(this.sc.mutant) });
+      this.ext?.participantStarted(p.id);
+      return;
+    }
     if (p.tcc === undefined) {
       startSimParticipant(p, wiring);
       this.ext?.participantStarted(p.id);
@@ -852,12 +856,20 @@ function participantError(err: ParticipantError | null): RpcError {
   return { code: err?.code ?? 'UNAVAILABLE', message: err?.message ?? 'no vote' };
 }
 
+function coreMutant(m: Mutant | undefined): CoreMutant | undefined {
+  return CORE_MUTANTS.find((x) => x === m);
+}
+
 function engineMutant(m: Mutant | undefined): EngineMutant | undefined {
   return ENGINE_MUTANTS.find((x) => x === m);
 }
 
 function tccMutant(m: Mutant | undefined): TccMutant | undefined {
   return m === 'tcc-no-barrier' || m === 'tcc-cancel-on-timer' ? m : undefined;
+}
+
+function dbMutant(m: Mutant | undefined): DbMutant | undefined {
+  return DB_MUTANTS.find((x) => x === m);
 }
 
 function participantMutant(m: Mutant | undefined): ParticipantMutant | undefined {

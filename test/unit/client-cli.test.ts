@@ -26,10 +26,10 @@ afterEach(() => {
 
 async function coordinator(commitOutcome: 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED'): Promise<FakeNode> {
   return cluster.node({
-    Begin: (req) => ({ txnId: req.txnId, deadlineMs: 0, leaderId: 'n1' }),
+    Begin: (req) => ({ txnId: req.txnId, deadlineAtMs: 0, leaderId: 'n1' }),
     Commit: (req) => ({ txnId: req.txnId, outcome: commitOutcome, reason: commitOutcome === 'OUTCOME_ABORTED' ? 'ledger voted NO' : '', decisionIndex: 12 }),
     GetOutcome: () => fail(grpc.status.UNAVAILABLE, 'no leader'),
-    ListParticipants: () => ({ participants: [{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenMs: 0, inDoubt: 0, connection: '', resourceKind: 'postgres' }] }),
+    ListParticipants: () => ({ participants: [{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: 'postgres' }] }),
     ListTransactions: () => ({
       transactions: [
         {
@@ -85,8 +85,8 @@ describe('verdict txn', () => {
   });
 
   it('commit with no answer exits with EXIT_OUTCOME_UNKNOWN and tells how to ask later', async () => {
-    const node = await cluster.node({ Begin: (req) => ({ txnId: req.txnId, deadlineMs: 0, leaderId: 'n1' }), Commit: () => fail(grpc.status.UNAVAILABLE, 'no leader') });
-    await txnCommand(['commit', '--participant', 'p', '--txn', 'o-3', '--endpoints', node.address, '--deadline-ms', '200']);
+    const node = await cluster.node({ Begin: (req) => ({ txnId: req.txnId, deadlineAtMs: 0, leaderId: 'n1' }), Commit: () => fail(grpc.status.UNAVAILABLE, 'no leader') });
+    await txnCommand(['commit', '--participant', 'p', '--txn', 'o-3', '--endpoints', node.address, '--call-timeout-ms', '200']);
     expect(process.exitCode).toBe(EXIT_OUTCOME_UNKNOWN);
     expect(err.join('')).toMatch(/run: verdict txn outcome o-3\n$/);
     expect(out.join('')).toBe('');
@@ -132,7 +132,7 @@ describe('verdict txn', () => {
     expect(node.requests('ListTransactions')[0].inFlight).toBe(true);
     out.length = 0;
     await participantsCommand(['--json', '--endpoints', node.address]);
-    expect(JSON.parse(out.join(''))).toEqual([{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenMs: 0, inDoubt: 0, connection: '', resourceKind: 'postgres' }]);
+    expect(JSON.parse(out.join(''))).toEqual([{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: 'postgres' }]);
     out.length = 0;
     await participantsCommand(['--endpoints', node.address]);
     const table = out.join('').trimEnd().split('\n');

@@ -10,8 +10,8 @@ import { FakeCluster, HANG, fail, followerOf } from './fixtures/client-fake-coor
 const cluster = new FakeCluster();
 const clients: VerdictClient[] = [];
 
-function client(endpoints: string[], attemptDeadlineMs = 3_000): VerdictClient {
-  const c = new VerdictClient({ endpoints, backoff: { initialMs: 10, maxMs: 40 }, deadlineMs: 3_000, attemptDeadlineMs });
+function client(endpoints: string[], attemptTimeoutMs = 3_000): VerdictClient {
+  const c = new VerdictClient({ endpoints, backoff: { initialMs: 10, maxMs: 40 }, callTimeoutMs: 3_000, attemptTimeoutMs });
   clients.push(c);
   return c;
 }

@@ -2,13 +2,13 @@
 // discovery, redirects, failover and which errors surface at once.
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CoordinatorConnection, type ConnectionOptions } from '../../src/client/connection.ts';
+import { callBounds, CoordinatorConnection, type ConnectionOptions } from '../../src/client/connection.ts';
 import { RetriesExhaustedError, VerdictError } from '../../src/client/errors.ts';
 import { FakeCluster, HANG, STATUS_OK, fail, followerOf } from './fixtures/client-fake-coordinator.ts';
 
 const cluster = new FakeCluster();
 const connections: CoordinatorConnection[] = [];
-const FAST = { backoff: { initialMs: 10, maxMs: 40 }, deadlineMs: 3_000 };
+const FAST = { backoff: { initialMs: 10, maxMs: 40 }, callTimeoutMs: 3_000 };
 
 function connect(addresses: string[], options: ConnectionOptions = FAST): CoordinatorConnection {
   const c = new CoordinatorConnection(addresses, options);
@@ -48,7 +48,7 @@ describe('CoordinatorConnection', () => {
   it('moves on from a node that does not answer within the attempt deadline (DEADLINE_EXCEEDED)', async () => {
     const silent = await cluster.node({ ClusterStatus: () => HANG });
     const live = await cluster.node({ ClusterStatus: () => STATUS_OK });
-    const c = connect([silent.address, live.address], { ...FAST, attemptDeadlineMs: 200 });
+    const c = connect([silent.address, live.address], { ...FAST, attemptTimeoutMs: 200 });
     const t0 = Date.now();
     await c.call('ClusterStatus', {});
     expect(Date.now() - t0).toBeLessThan(2_000);
@@ -93,7 +93,7 @@ describe('CoordinatorConnection', () => {
 
   it('gives up with RetriesExhaustedError at the deadline when every node stays UNAVAILABLE', async () => {
     const a = await cluster.node({ ClusterStatus: () => fail(grpc.status.UNAVAILABLE, 'no leader') });
-    const c = connect([a.address], { ...FAST, deadlineMs: 300 });
+    const c = connect([a.address], { ...FAST, callTimeoutMs: 300 });
     const t0 = Date.now();
     const err = await c.call('ClusterStatus', {}).catch((e: unknown) => e);
     const elapsedMs = Date.now() - t0;
@@ -110,11 +110,19 @@ describe('CoordinatorConnection', () => {
     const y = await cluster.node(followerOf(x.address));
     yAddress = y.address;
     // One round fits in the deadline (the first pause is longer than it).
-    const c = connect([x.address], { backoff: { initialMs: 1_000, maxMs: 1_000 }, deadlineMs: 300, maxRedirects: 3 });
+    const c = connect([x.address], { backoff: { initialMs: 1_000, maxMs: 1_000 }, callTimeoutMs: 300, maxRedirects: 3 });
     await expect(c.call('ClusterStatus', {})).rejects.toBeInstanceOf(RetriesExhaustedError);
     // x, then 3 hints followed (y, x, y), then no untried address is left.
     expect(x.count('ClusterStatus')).toBe(2);
     expect(y.count('ClusterStatus')).toBe(2);
+  });
+
+  it('reads the names before 0.2 (deadlineMs, attemptDeadlineMs) as deprecated aliases; a new name beside its old one wins', () => {
+    expect(connect(['127.0.0.1:1'], { deadlineMs: 1_234, attemptDeadlineMs: 567 }).defaults).toEqual({ callTimeoutMs: 1_234, attemptTimeoutMs: 567 });
+    expect(connect(['127.0.0.1:1'], { deadlineMs: 1_234, callTimeoutMs: 4_321 }).defaults).toEqual({ callTimeoutMs: 4_321, attemptTimeoutMs: 5_000 });
+    expect(callBounds({ deadlineMs: 300 })).toEqual({ callTimeoutMs: 300 });
+    expect(callBounds({})).toEqual({});
+    expect(() => connect(['127.0.0.1:1'], { deadlineMs: -1 })).toThrow(/callTimeoutMs must be a positive number/);
   });
 
   it('refuses an empty or malformed address list before any RPC', () => {

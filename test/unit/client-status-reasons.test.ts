@@ -14,7 +14,7 @@ const cluster = new FakeCluster();
 const clients: VerdictClient[] = [];
 
 function client(endpoints: string[]): VerdictClient {
-  const c = new VerdictClient({ endpoints, backoff: { initialMs: 10, maxMs: 40 }, deadlineMs: 3_000, attemptDeadlineMs: 1_000 });
+  const c = new VerdictClient({ endpoints, backoff: { initialMs: 10, maxMs: 40 }, callTimeoutMs: 3_000, attemptTimeoutMs: 1_000 });
   clients.push(c);
   return c;
 }
@@ -29,7 +29,7 @@ const committed = (req: CommitRequest) => ({ txnId: req.txnId, outcome: 'OUTCOME
 describe('SDK status reasons', () => {
   it('NO_LEADER did nothing: the next attempt still begins the transaction (R2)', async () => {
     const electing = await cluster.node({ Begin: noLeader, Commit: noLeader });
-    const leader = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n2' }), Commit: committed });
+    const leader = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineAtMs: 0, leaderId: 'n2' }), Commit: committed });
     const r = await client([electing.address, leader.address]).transaction({ txnId: 'order-1' }).enlist('p').commit();
     expect(r.outcome).toBe('COMMITTED');
     expect(electing.requests('Commit')[0]).toMatchObject({ txnId: 'order-1', begin: true });
@@ -37,7 +37,7 @@ describe('SDK status reasons', () => {
   });
 
   it('UNKNOWN_OUTCOME may have taken effect: the Commit is retried elsewhere with the same id and without begin (R2, R7)', async () => {
-    const gone = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n1' }), Commit: unknownOutcome });
+    const gone = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineAtMs: 0, leaderId: 'n1' }), Commit: unknownOutcome });
     const next = await cluster.node({ Commit: committed });
     const r = await client([gone.address, next.address]).transaction({ txnId: 'order-2' }).enlist('p').commit();
     expect(r.outcome).toBe('COMMITTED');
@@ -48,7 +48,7 @@ describe('SDK status reasons', () => {
   it('a refusal whose text says "not the leader" without NOT_LEADER metadata is no redirect: message text is never matched', async () => {
     const leader = await cluster.node({ Commit: committed });
     const liar = await cluster.node({
-      Begin: (r) => ({ txnId: r.txnId, deadlineMs: 0, leaderId: 'n1' }),
+      Begin: (r) => ({ txnId: r.txnId, deadlineAtMs: 0, leaderId: 'n1' }),
       Commit: () => fail(grpc.status.UNAVAILABLE, `not the leader: the leader is n9 at ${leader.address}`),
     });
     const other = await cluster.node({ Commit: committed });

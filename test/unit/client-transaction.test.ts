@@ -11,9 +11,9 @@ import { FakeCluster, HANG, fail, followerOf, type Script } from './fixtures/cli
 
 const cluster = new FakeCluster();
 const clients: VerdictClient[] = [];
-const FAST = { backoff: { initialMs: 10, maxMs: 40 }, deadlineMs: 3_000 };
+const FAST = { backoff: { initialMs: 10, maxMs: 40 }, callTimeoutMs: 3_000 };
 
-function client(endpoints: string[], extra: Partial<typeof FAST> & { attemptDeadlineMs?: number } = {}): VerdictClient {
+function client(endpoints: string[], extra: Partial<typeof FAST> & { attemptTimeoutMs?: number } = {}): VerdictClient {
   const c = new VerdictClient({ endpoints, ...FAST, ...extra });
   clients.push(c);
   return c;
@@ -24,12 +24,20 @@ afterEach(() => {
   cluster.close();
 });
 
-const begin: Script['Begin'] = (req) => ({ txnId: req.txnId, deadlineMs: 0, leaderId: 'n1' });
+const begin: Script['Begin'] = (req) => ({ txnId: req.txnId, deadlineAtMs: 0, leaderId: 'n1' });
 const decided =
   (outcome: 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED', reason = '', decisionIndex = 7) =>
   (req: CommitRequest): ResponseOf<'Commit'> => ({ txnId: req.txnId, outcome, reason, decisionIndex });
 
 describe('VerdictClient commit', () => {
+  it("begin() carries the cluster's abort instant as deadlineAtMs (the deprecated deadlineMs reads the same)", async () => {
+    const a = await cluster.node({ Begin: (req) => ({ txnId: req.txnId, deadlineAtMs: 1_764_000_000_000, leaderId: 'n1' }) });
+    const tx = await client([a.address]).begin({ timeoutMs: 2_000 });
+    expect(tx.deadlineAtMs).toBe(1_764_000_000_000);
+    expect(tx.deadlineMs).toBe(1_764_000_000_000);
+    expect(a.requests('Begin')[0].timeoutMs).toBe(2_000);
+  });
+
   it('R7: a Commit failed with UNAVAILABLE by the leader is retried on another node with the same txnId, and its outcome returned', async () => {
     const a = await cluster.node({ Begin: begin, Commit: () => fail(grpc.status.UNAVAILABLE, 'leader stepping down') });
     const b = await cluster.node({ Commit: decided('OUTCOME_COMMITTED', '', 42) });
@@ -53,7 +61,7 @@ describe('VerdictClient commit', () => {
     const leader = await cluster.node({ Commit: () => HANG });
     const follower = await cluster.node(followerOf(leader.address));
     const next = await cluster.node({ Commit: decided('OUTCOME_ABORTED', 'not begun on this leader') });
-    const c = client([follower.address, next.address], { attemptDeadlineMs: 200 });
+    const c = client([follower.address, next.address], { attemptTimeoutMs: 200 });
     const tx = c.transaction({ txnId: 'order-21' });
     const r = await tx.enlist('ledger').commit();
     expect(r.outcome).toBe('ABORTED');
@@ -71,7 +79,7 @@ describe('VerdictClient commit', () => {
   it('R7: a Commit whose leader goes silent (DEADLINE_EXCEEDED) is resent to the next node with the same txnId', async () => {
     const a = await cluster.node({ Begin: begin, Commit: () => HANG });
     const b = await cluster.node({ Commit: decided('OUTCOME_ABORTED', 'ledger voted NO') });
-    const c = client([a.address, b.address], { attemptDeadlineMs: 200 });
+    const c = client([a.address, b.address], { attemptTimeoutMs: 200 });
     const tx = await c.begin({ txnId: 'order-17' });
     const r = await tx.enlist('ledger').commit();
     expect(r).toMatchObject({ txnId: 'order-17', outcome: 'ABORTED', reason: 'ledger voted NO' });
@@ -87,7 +95,7 @@ describe('VerdictClient commit', () => {
     const tx = await c.begin({ txnId: 'pay-9' });
     tx.enlist('bank');
     const t0 = Date.now();
-    const err = await tx.commit({ deadlineMs: 400 }).catch((e: unknown) => e);
+    const err = await tx.commit({ callTimeoutMs: 400 }).catch((e: unknown) => e);
     expect(Date.now() - t0).toBeLessThan(2_500);
     expect(err).toBeInstanceOf(OutcomeUnknownError);
     expect((err as OutcomeUnknownError).txnId).toBe('pay-9');
@@ -194,10 +202,12 @@ describe('VerdictClient payloads and queries', () => {
   it('registers a participant under the cluster id learnt from ClusterStatus', async () => {
     const a = await cluster.node({
       ClusterStatus: () => ({ clusterId: 'prod-eu', nodeId: 'n1', leaderId: 'n1', leaderAddress: '', term: 3, commitIndex: 1, appliedIndex: 1, participants: 0, inFlight: 0, decided: 0 }),
-      RegisterParticipant: (req) => ({ participant: { participantId: req.participantId, endpoint: req.endpoint, registeredAtMs: 1_000, lastSeenMs: 0, inDoubt: 0, connection: '', resourceKind: '' } }),
+      RegisterParticipant: (req) => ({
+        participant: { participantId: req.participantId, endpoint: req.endpoint, registeredAtMs: 1_000, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '' },
+      }),
     });
     const p = await client([a.address]).registerParticipant('shop', '127.0.0.1:9001');
-    expect(p).toEqual({ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 1_000, lastSeenMs: 0, inDoubt: 0, connection: '', resourceKind: '' });
+    expect(p).toEqual({ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 1_000, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '' });
     expect(a.requests('RegisterParticipant')[0].clusterId).toBe('prod-eu');
   });
 });

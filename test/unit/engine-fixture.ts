@@ -48,7 +48,7 @@ export class EngineWorld {
       propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
       sendPrepare: (to, req, _deadline, cb) => this.prepares.push({ to: to.id, req, answer: (v, reason = '') => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason })) }),
       sendDecision: (to, req, _deadline, cb) => this.decisions.push({ to: to.id, req, cb }),
-      sendStatus: (to, txnId, _deadline, cb) => this.statuses.push({ to: to.id, txnId, cb }),
+      sendStatus: (to, txnId, _timeoutMs, cb) => this.statuses.push({ to: to.id, txnId, cb }),
     };
     this.engine = new CoordinatorEngine(this.table, io, config);
     for (const id of participants) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0 }, ++this.index);

@@ -95,3 +95,28 @@ describe('log format', () => {
     expect(prettyLine({ level: 50, time: 0, msg: 'boom', err: { type: 'Error', message: 'disk full', stack: '...' } })).toBe('00:00:00.000 ERROR boom err="disk full"');
   });
 });
+
+describe('HTTP listeners (metrics and console share one listen path)', () => {
+  test('a port in use is refused in words, naming the setting, for metrics and for the console alike; a free one binds and closes', async () => {
+    const { Registry } = await import('prom-client');
+    const { serveMetrics, MetricsListenError } = await import('../../src/transport/ops.ts');
+    const { serveConsole, ConsoleListenError } = await import('../../src/console/server.ts');
+    const metrics = await serveMetrics('127.0.0.1:0', new Registry());
+    try {
+      expect(metrics.address).toMatch(/^127\.0\.0\.1:\d+$/);
+      const busy = metrics.address;
+      const m = await serveMetrics(busy, new Registry()).catch((e: unknown) => e);
+      expect(m).toBeInstanceOf(MetricsListenError);
+      expect((m as Error).message).toBe(`cannot listen on ${busy} for metrics: the address is in use; pick another port`);
+      const c = await serveConsole(busy, () => false, null).catch((e: unknown) => e);
+      expect(c).toBeInstanceOf(ConsoleListenError);
+      expect((c as Error).message).toBe(`cannot listen on ${busy} for the console: the address is in use; pick another port; check "consoleListen"`);
+      const page = await serveConsole('127.0.0.1:0', () => false, null);
+      const res = await fetch(`http://${page.address}/nothing`);
+      expect([res.status, await res.text()]).toEqual([404, 'not found: the console is at /\n']);
+      await page.close();
+    } finally {
+      await metrics.close();
+    }
+  });
+});

@@ -578,3 +578,86 @@ describe('participant engine: the status question of parallel commit', () => {
     expect(code).toBe('FAILED_PRECONDITION');
   });
 });
+
+/** A resource whose own prepare is durable and found again by T's id (the PostgreSQL resource, readable gids): ids starting with "L" stand for long ones (hashed gids). */
+class DbLikeResource extends FakeResource {
+  /** What committed here (the commit markers). */
+  readonly committed = new Set<string>();
+  override commit(txnId: string, cb: (err: Error | null) => void): void {
+    this.calls.push(`commit ${txnId}`);
+    this.committed.add(txnId);
+    cb(null);
+  }
+  durableAtPrepare(txnId: string): boolean {
+    return !txnId.startsWith('L');
+  }
+}
+
+describe('participant engine: a resource durable at prepare (R4 kept by the database)', () => {
+  function dbWorld(recovered?: TxnRecord[], resource = new DbLikeResource()) {
+    const w = world({ resource }, recovered);
+    return { ...w, resource };
+  }
+
+  it('R4: votes YES as soon as the resource prepared, without waiting for the journal; the prepared record is still journaled', () => {
+    const { engine, journal } = dbWorld();
+    journal.hold = true;
+    const v = prepare(engine, prepareReq('T1'));
+    expect(v.get()?.value?.vote).toBe('yes');
+    expect(engine.stateOf('T1')).toBe('prepared');
+    expect(journal.held.map((h) => `${h.record.kind} ${h.record.txnId}`)).toEqual(['prepared T1']);
+    // A DECISION still waits for its record's sync before the ACK.
+    const a = decide(engine, decision('T1', 'COMMIT'));
+    expect(a.get()).toBeUndefined();
+    journal.release();
+    expect(a.get()?.err).toBeNull();
+    expect(journal.kinds()).toEqual(['prepared T1', 'committed T1']);
+  });
+
+  it('R4: a transaction the resource cannot name by its id alone (hashed gid) still waits for the journal before YES', () => {
+    const { engine, journal } = dbWorld();
+    journal.hold = true;
+    const v = prepare(engine, prepareReq('L1'));
+    expect(v.get()).toBeUndefined();
+    journal.release();
+    expect(v.get()?.value?.vote).toBe('yes');
+  });
+
+  it("a journal that fails after a YES given on the resource's durability keeps the transaction prepared", () => {
+    const { engine, journal, logs } = dbWorld();
+    journal.fail = new Error('disk full');
+    expect(prepare(engine, prepareReq('T1')).get()?.value?.vote).toBe('yes');
+    expect(engine.stateOf('T1')).toBe('prepared');
+    expect(logs).toContain('warn could not journal the prepared record; the resource holds the prepared state');
+  });
+
+  it('a COMMIT redelivered after a crash that lost both records is answered from what the resource committed: ACK, not a violation', () => {
+    // Before the crash: prepared and committed in the resource, neither record synced.
+    const resource = new DbLikeResource();
+    resource.committed.add('T1');
+    const { engine, journal } = dbWorld([], resource);
+    const a = decide(engine, decision('T1', 'COMMIT'));
+    expect(a.get()).toEqual({ err: null, value: { txnId: 'T1', participantId: ME } });
+    expect(resource.calls).toEqual(['commit T1']);
+    expect(journal.kinds()).toEqual(['committed T1']);
+    expect(engine.counts().protocolViolations).toBe(0);
+    expect(engine.stateOf('T1')).toBe('committed');
+  });
+
+  it('a COMMIT for a transaction the resource never committed nor prepared is refused as before (the resource says why)', () => {
+    const resource = new DbLikeResource();
+    resource.commit = (txnId, cb) => {
+      resource.calls.push(`commit ${txnId}`);
+      cb(new Error('HEURRB hazard: not prepared and no commit marker'));
+    };
+    const { engine } = dbWorld([], resource);
+    const a = decide(engine, decision('T1', 'COMMIT'));
+    expect(a.get()?.err?.code).toBe('FAILED_PRECONDITION');
+    expect(a.get()?.err?.message).toMatch(/refused: .*HEURRB hazard/);
+    expect(engine.counts().protocolViolations).toBe(1);
+    // For a hashed id the journal's synced record is the only way T is known: never asked of the resource.
+    const b = decide(engine, decision('L1', 'COMMIT'));
+    expect(b.get()?.err?.code).toBe('FAILED_PRECONDITION');
+    expect(resource.calls).toEqual(['commit T1']);
+  });
+});

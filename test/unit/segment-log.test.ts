@@ -1,3 +1,4 @@
+import { withRawDb } from './fixtures/raw-level.ts';
 // The Raft log's segment files on a real disk: what is written reads back,
 // a torn (unsynced) tail is cut, damage anywhere else stops the node with the
 // file, the byte offset and the index, and a log cut below the high-water
@@ -6,9 +7,11 @@
 import { appendFile, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { Level as ClassicLevel } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EntryType, type Entry, type Snapshot } from '../../src/raft/types.ts';
-import { CorruptRecordError } from '../../src/storage/codec.ts';
+import { CorruptRecordError, decodeLogState, encodeHardState, encodeLogState, KEY_HARD_STATE, KEY_LOG_STATE, type LogState } from '../../src/storage/codec.ts';
 import { encodeRecords, encodeSegmentHeader, scanRecords, segmentFileName } from '../../src/storage/segment-format.ts';
 import { DiskLogStore, type DiskLogStoreOptions } from '../../src/storage/store.ts';
 import type { PersistBatch, StorageIdentity } from '../../src/storage/types.ts';
@@ -335,3 +338,169 @@ describe('segment log: a header-only last segment left by a crash while rolling 
     await expect(readFile(path)).rejects.toThrow(/ENOENT/);
   });
 });
+
+describe('segment log: the two-field mark (acknowledged through, may hold up to), written beside the segment sync', () => {
+  /** What LevelDB says about the log, as the store wrote it. */
+  async function markOf(dir: string): Promise<LogState> {
+    return withRawDb(dir, async (db) => {
+      const v = await db.get(KEY_LOG_STATE);
+      if (v === undefined) throw new Error('no log state record');
+      return decodeLogState(v, 'raft');
+    });
+  }
+
+  /** Puts a log state record in place of the store's: the state a crash between the two syncs leaves. */
+  async function setMark(dir: string, ackedThrough: number, mayHoldUpTo: number): Promise<void> {
+    const firstSeq = (await markOf(dir)).firstSeq;
+    await withRawDb(dir, (db) => db.put(KEY_LOG_STATE, encodeLogState({ highWaterIndex: ackedThrough, highWaterTerm: 1, firstSeq, mayHoldIndex: mayHoldUpTo })));
+  }
+
+  /** Half of record `index` at the end of the last segment: a segment write whose sync never finished. */
+  async function tornRecord(dir: string, index: number): Promise<void> {
+    const [last] = (await segmentFiles(join(dir, 'wal'))).slice(-1);
+    const { buf } = encodeRecords(ents(index, index, 1));
+    await appendFile(last, buf.subarray(0, buf.byteLength - 7));
+  }
+
+  async function cutAfter(dir: string, index: number): Promise<void> {
+    const files = await segmentFiles(join(dir, 'wal'));
+    for (const f of files.reverse()) {
+      const recs = await recordsOf(f);
+      const at = recs.find((r) => r.index === index + 1);
+      if (at) return truncate(f, at.offset);
+    }
+    throw new Error(`no record ${index + 1} to cut at`);
+  }
+
+  it('once the store is idle, the mark acknowledges the last batch (the confirmation): losing it is noticed', async () => {
+    const dir = await writtenLog(20);
+    expect(await markOf(dir)).toMatchObject({ highWaterIndex: 20, mayHoldIndex: 20 });
+    await cutAfter(dir, 17);
+    const { recovered } = await openStore(dir);
+    expect(recovered.recoverIndex).toBe(20);
+  });
+
+  it('the mark landed and the segment sync did not: a log end between the two fields, even with a torn record, is an ordinary crash', async () => {
+    const dir = await writtenLog(20);
+    await setMark(dir, 20, 25);
+    await tornRecord(dir, 21);
+    const { recovered, report } = await openStore(dir);
+    expect(recovered.recoverIndex).toBe(0);
+    expect(recovered.entries).toEqual(ents(1, 20, 1));
+    expect(report.truncated).toHaveLength(1);
+    expect(report.truncated[0]).toMatchObject({ index: 21, belowHighWater: false, savedAs: null });
+  });
+
+  it('the segment sync landed and the mark did not: the log may run past "may hold up to", and nothing is lost or cut', async () => {
+    const dir = await writtenLog(20);
+    await setMark(dir, 10, 15);
+    let { store, recovered } = await openStore(dir);
+    expect(recovered.recoverIndex).toBe(0);
+    expect(recovered.entries).toEqual(ents(1, 20, 1));
+    // The next batch's mark covers what was read back.
+    await persist(store, { entries: ents(21, 25, 1) });
+    await closeAll();
+    expect(await markOf(dir)).toMatchObject({ highWaterIndex: 25, mayHoldIndex: 25 });
+    await cutAfter(dir, 22);
+    ({ store, recovered } = await openStore(dir));
+    expect(recovered.recoverIndex).toBe(25);
+  });
+
+  it('a log end below "acknowledged through" is lost acknowledged records; one at or above it is not', async () => {
+    const dir = await writtenLog(20);
+    await setMark(dir, 15, 20);
+    await cutAfter(dir, 16);
+    let { recovered } = await openStore(dir);
+    expect(recovered.recoverIndex).toBe(0);
+    expect(recovered.entries.at(-1)?.index).toBe(16);
+    await closeAll();
+    await setMark(dir, 15, 20);
+    await cutAfter(dir, 12);
+    ({ recovered } = await openStore(dir));
+    expect(recovered.recoverIndex).toBe(15);
+  });
+
+  it('a torn record at or below "acknowledged through" is lost records (its bytes are saved), not a torn tail', async () => {
+    const dir = await writtenLog(20);
+    await setMark(dir, 20, 20);
+    const [last] = (await segmentFiles(join(dir, 'wal'))).slice(-1);
+    const victim = (await recordsOf(last)).at(-1)!;
+    await truncate(last, victim.offset + 5);
+    const { recovered, report } = await openStore(dir);
+    expect(recovered.recoverIndex).toBe(20);
+    expect(report.truncated[0]).toMatchObject({ index: 20, belowHighWater: true });
+  });
+
+  it('repeated crashes between the two syncs never start the node recovering, and a loss after them still does', async () => {
+    const dir = await writtenLog(20);
+    let last = 20;
+    for (let round = 0; round < 4; round++) {
+      // A crash with the mark ahead of the log: the batch after `last` never synced.
+      await setMark(dir, last, last + 5);
+      await tornRecord(dir, last + 1);
+      const { store, recovered } = await openStore(dir);
+      expect(recovered.recoverIndex, `round ${round}`).toBe(0);
+      expect(recovered.entries, `round ${round}`).toEqual(ents(1, last, 1));
+      await persist(store, { entries: ents(last + 1, last + 3, 1), hardState: { term: 1, vote: 'n1', commit: last } });
+      await persist(store, { entries: ents(last + 4, last + 6, 1) });
+      last += 6;
+      await closeAll();
+    }
+    await cutAfter(dir, last - 2);
+    const { recovered } = await openStore(dir);
+    expect(recovered.recoverIndex).toBe(last);
+  });
+
+  it("after a leader's snapshot and the entries that follow it, a loss below the mark is noticed", async () => {
+    const dir = await writtenLog(20);
+    const { store } = await openStore(dir);
+    await persist(store, { snapshot: snap(30, 2), entries: ents(31, 36, 2), hardState: { term: 2, vote: 'n2', commit: 30 } });
+    await closeAll();
+    expect(await markOf(dir)).toMatchObject({ highWaterIndex: 36, mayHoldIndex: 36 });
+    await cutAfter(dir, 33);
+    const { recovered } = await openStore(dir);
+    expect(recovered.snapshot.metadata.index).toBe(30);
+    expect(recovered.recoverIndex).toBe(36);
+  });
+
+  it('a commit index stored beside entries is stored in full once idle; one no higher than "acknowledged through" with the log between the fields is an ordinary crash', async () => {
+    const dir = await writtenLog(20);
+    const { store } = await openStore(dir);
+    // One batch: entries 21..25 with a commit index that covers 23 of them (a follower's Ready).
+    await persist(store, { entries: ents(21, 25, 1), hardState: { term: 1, vote: 'n1', commit: 23 } });
+    await closeAll();
+    const { recovered: whole } = await openStore(dir);
+    expect(whole.hardState.commit).toBe(23);
+    await closeAll();
+    // What the batch's own LevelDB write holds when its segment sync is lost: the commit is held back to 20.
+    await setMark(dir, 20, 25);
+    await withRawDb(dir, (db) => db.put(KEY_HARD_STATE, encodeHardState({ term: 1, vote: 'n1', commit: 20 })));
+    await cutAfter(dir, 20);
+    const { recovered } = await openStore(dir);
+    expect(recovered.recoverIndex).toBe(0);
+    expect(recovered.hardState.commit).toBe(20);
+  });
+
+  it('a log state record written before the two-field mark (24 bytes) reads with "may hold up to" equal to the mark', async () => {
+    const dir = await writtenLog(20);
+    const firstSeq = (await markOf(dir)).firstSeq;
+    const payload = Buffer.alloc(24);
+    payload.writeBigUInt64BE(20n, 0);
+    payload.writeBigUInt64BE(1n, 8);
+    payload.writeBigUInt64BE(BigInt(firstSeq), 16);
+    const full = encodeLogState({ highWaterIndex: 20, highWaterTerm: 1, firstSeq, mayHoldIndex: 20 });
+    // The envelope of the new record, re-sealed around the old 24-byte payload.
+    const old = Buffer.concat([Buffer.from(full.subarray(0, 5)), payload]);
+    old.writeUInt32BE(crc32(payload), 0);
+    expect(decodeLogState(old, 'raft')).toEqual({ highWaterIndex: 20, highWaterTerm: 1, firstSeq, mayHoldIndex: 20 });
+    expect(() => decodeLogState(encodeLogStateUnchecked(20, 1, firstSeq, 19), 'raft')).toThrow(/may-hold index 19 is below the acknowledged-through index 20/);
+  });
+});
+
+/** A log state record with any fields, checksummed, bypassing the encoder's own assertion. */
+function encodeLogStateUnchecked(hw: number, term: number, firstSeq: number, mayHold: number): Uint8Array {
+  const sealed = Buffer.from(encodeLogState({ highWaterIndex: hw, highWaterTerm: term, firstSeq, mayHoldIndex: hw }));
+  sealed.writeBigUInt64BE(BigInt(mayHold), 5 + 24);
+  sealed.writeUInt32BE(crc32(sealed.subarray(5)), 0);
+  return sealed;
+}

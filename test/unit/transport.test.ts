@@ -9,15 +9,18 @@ import { putStreamHandler } from '../../src/node/put-stream.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import { GrpcTransport, SERVER_OPTIONS, type GrpcTransportOptions } from '../../src/transport/grpc.ts';
 import {
+  fromWire,
   raftNodeService,
   streamMethod,
   toWire,
+  WireDecodeError,
   type NodeStatus,
   type Members,
   type RaftNodeHandlers,
   type StreamedPutAnswers,
   type StreamedPuts,
   type WireBatch,
+  type WireMessage,
   type WireStreamAck,
 } from '../../src/transport/proto.ts';
 import { WIRE_NUMBER_MAX } from '../../src/transport/raft-edge.ts';
@@ -356,6 +359,70 @@ describe('GrpcTransport', () => {
     a.transport.updatePeers(new Map([['n3', `127.0.0.1:${deadPort}`]]));
     for (let i = 0; i < 100; i++) a.transport.send([{ ...app(i, 100 * 1024), to: 'n3' }]);
     expect(a.transport.pendingCount('n3')).toBe(10);
+  });
+
+  it("decodes a peer's malformed message into a one-line refusal naming the field, never an assertion", () => {
+    const good = toWire(message({ type: MessageType.App, from: 'n1', to: 'n2', term: 3, logTerm: 2, index: 4, entries: [{ term: 3, index: 5, type: EntryType.Normal, data: new Uint8Array([1]) }] }));
+    expect(fromWire(good).entries).toHaveLength(1);
+    const bad: [string, WireMessage][] = [
+      ['type', { ...good, type: MessageType.Hup }],
+      ['type', { ...good, type: 999 }],
+      ['term', { ...good, term: 2 ** 60 }],
+      ['commit', { ...good, commit: -1 }],
+      ['entries[0].type', { ...good, entries: [{ ...good.entries[0], type: 99 }] }],
+      ['entries[0].index', { ...good, entries: [{ ...good.entries[0], index: 1.5 }] }],
+      ['entries[0].data', { ...good, entries: [{ ...good.entries[0], data: 'text' as unknown as Uint8Array }] }],
+      ['context', { ...good, context: undefined as unknown as Uint8Array }],
+      ['from', { ...good, from: 7 as unknown as string }],
+      [
+        'snapshot.metadata.confState.voters[0]',
+        { ...good, snapshot: { metadata: { index: 1, term: 1, confState: { voters: [null as unknown as string], learners: [], votersOutgoing: [] } }, data: new Uint8Array() } },
+      ],
+    ];
+    for (const [field, w] of bad) {
+      let thrown: unknown = null;
+      try {
+        fromWire(w);
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown, field).toBeInstanceOf(WireDecodeError);
+      expect(thrown, field).not.toBeInstanceOf(InvariantError);
+      expect((thrown as WireDecodeError).field).toBe(field);
+      expect((thrown as Error).message).toMatch(new RegExp(`^${field.replace(/[[\].]/g, '\\$&')} `));
+      expect((thrown as Error).message).not.toContain('\n');
+    }
+  });
+
+  it('drops malformed messages of a live stream with a counted refusal and keeps serving it and the node', async () => {
+    const b = await startNode('n2', { members: () => new Set(['n1']) });
+    const client = new grpc.Client(`127.0.0.1:${b.port}`, grpc.credentials.createInsecure());
+    try {
+      const call = client.makeClientStreamRequest<WireBatch, WireStreamAck>(streamMethod.path, streamMethod.requestSerialize, streamMethod.responseDeserialize, () => {});
+      const beat = (term: number): WireMessage => toWire(message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term }));
+      const app = toWire(message({ type: MessageType.App, from: 'n1', to: 'n2', term: 1, entries: [{ term: 1, index: 1, type: EntryType.Normal, data: new Uint8Array([1]) }] }));
+      const malformed: WireMessage[] = [
+        { ...beat(1), term: 2 ** 60 },
+        { ...app, entries: [{ ...app.entries[0], type: 99 }] },
+        { ...beat(1), type: MessageType.Hup },
+      ];
+      call.write({ clusterId: 'c1', from: 'n1', to: 'n2', messages: [...malformed, beat(1)] });
+      await waitFor(() => b.received.length === 1, 'the one well-formed message of the batch');
+      const refused = (): number => [...b.transport.refusals.totals().values()].reduce((x, y) => x + y, 0);
+      expect(refused()).toBe(malformed.length);
+      // The same stream goes on, and so does the node.
+      call.write({ clusterId: 'c1', from: 'n1', to: 'n2', messages: [beat(2)] });
+      await waitFor(() => b.received.length === 2, 'the next batch on the same stream');
+      expect(b.received.map((m) => [m.type, m.term])).toEqual([
+        [MessageType.Heartbeat, 1],
+        [MessageType.Heartbeat, 2],
+      ]);
+      expect(b.transport.inboundCount()).toBe(1);
+      expect(b.logs.filter((l) => l.level === 40 && l.from === 'n1').length).toBeGreaterThan(0);
+      call.end();
+    } finally {
+      client.close();
+    }
   });
 
   it('forgets inbound streams that the sender cancels', async () => {

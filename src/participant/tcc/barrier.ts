@@ -119,3 +119,40 @@ export interface TccReserves {
   heldReserves(): Iterable<HeldReserve>;
   tccCounts(): TccCounts;
 }
+
+/**
+ * What every TCC resource does the same way, whatever keeps its barrier (a
+ * journal file, a PostgreSQL table): COMMIT runs Confirm and ABORT Cancel,
+ * through the resource's own `settle`; an ABORT before PREPARE is a Cancel
+ * with no Try, recorded so that a late Try is refused; the counts and the
+ * held reserves are read from the resource's own records.
+ */
+export abstract class TccResourceBase implements TccReserves {
+  protected readonly counts = zeroCounts();
+
+  /** Runs Confirm or Cancel for txnId through the barrier, durably, then calls cb. */
+  protected abstract settle(txnId: TxnId, op: 'confirm' | 'cancel', cb: (err: Error | null) => void): void;
+
+  /** The branches tried and not yet settled, each with when its TTL runs out (null: none). */
+  protected abstract heldBranches(): ReadonlyMap<TxnId, { expiresAtMs: number | null }>;
+
+  commit(txnId: TxnId, cb: (err: Error | null) => void): void {
+    this.settle(txnId, 'confirm', cb);
+  }
+
+  abort(txnId: TxnId, cb: (err: Error | null) => void): void {
+    this.settle(txnId, 'cancel', cb);
+  }
+
+  abortUnprepared(txnId: TxnId, cb: (err: Error | null) => void): void {
+    this.settle(txnId, 'cancel', cb);
+  }
+
+  heldReserves(): HeldReserve[] {
+    return [...this.heldBranches()].map(([txnId, h]) => ({ txnId, expiresAtMs: h.expiresAtMs }));
+  }
+
+  tccCounts(): TccCounts {
+    return { ...this.counts, held: this.heldBranches().size };
+  }
+}

@@ -15,7 +15,7 @@
 // Pure apart from the journal it is given: tests and the simulator run it.
 import { assert } from '../../util/assert.ts';
 import { fromBase64, toBase64, type EngineLog, type Resource, type ResourceVote, type TxnId, SILENT_LOG, type Clock } from '../types.ts';
-import { barrierStep, ttlProblem, zeroCounts, type BranchState, type HeldReserve, type TccBranch, type TccCounts, type TccReserves, type TccTryResult } from './barrier.ts';
+import { barrierStep, TccResourceBase, ttlProblem, type BranchState, type TccBranch, type TccTryResult } from './barrier.ts';
 
 /** The handlers of a memory TCC participant, over the application state S. */
 export interface TccMemoryHandlers<S> {
@@ -183,15 +183,15 @@ export interface MemoryTccOptions<S> {
 export type BarrierRule = typeof barrierStep;
 
 /** A TCC participant's Resource: PREPARE runs Try, COMMIT Confirm, ABORT Cancel, each through the barrier. */
-export class MemoryTccResource<S> implements Resource, TccReserves {
+export class MemoryTccResource<S> extends TccResourceBase implements Resource {
   private readonly o: MemoryTccOptions<S>;
   private readonly log: EngineLog;
-  private readonly counts = zeroCounts();
   /** After a failed journal write the live state may hold an effect that is not durable: refuse everything until a restart. */
   private failed: Error | null = null;
   private readonly barrier: BarrierRule;
 
   constructor(o: MemoryTccOptions<S>) {
+    super();
     this.o = o;
     this.barrier = o.barrier ?? barrierStep;
     this.log = o.log ?? SILENT_LOG;
@@ -245,30 +245,11 @@ export class MemoryTccResource<S> implements Resource, TccReserves {
     });
   }
 
-  commit(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.settle(txnId, 'confirm', cb);
+  protected heldBranches(): ReadonlyMap<TxnId, { expiresAtMs: number | null }> {
+    return this.o.live.held;
   }
 
-  abort(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.settle(txnId, 'cancel', cb);
-  }
-
-  /** ABORT before PREPARE: a Cancel with no Try, recorded so that a late Try is refused. */
-  abortUnprepared(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.settle(txnId, 'cancel', cb);
-  }
-
-  heldReserves(): HeldReserve[] {
-    const out: HeldReserve[] = [];
-    for (const [txnId, b] of this.o.live.held) out.push({ txnId, expiresAtMs: b.expiresAtMs });
-    return out;
-  }
-
-  tccCounts(): TccCounts {
-    return { ...this.counts, held: this.o.live.held.size };
-  }
-
-  private settle(txnId: TxnId, op: 'confirm' | 'cancel', cb: (err: Error | null) => void): void {
+  protected settle(txnId: TxnId, op: 'confirm' | 'cancel', cb: (err: Error | null) => void): void {
     if (this.failed !== null) return cb(new Error(`the TCC journal failed (${this.failed.message}); restart the participant`));
     const v = this.barrier(txnId, this.o.live.branchState(txnId), op);
     if (v.kind === 'done') return cb(null);

@@ -19,10 +19,10 @@
 // the other). Settled rows are deleted after the retention (24 h by default).
 import pg from 'pg';
 import type { PoolClient } from 'pg';
-import { describePgError, describeSetupError, PostgresConfigError } from '../postgres-sql.ts';
+import { describePgError, PostgresConfigError, setUpOrRefuse } from '../postgres-sql.ts';
 import type { PgTxnClient } from '../postgres.ts';
 import { SILENT_LOG, withDefaults, type Clock, type EngineLog, type Resource, type ResourceVote, type TxnId } from '../types.ts';
-import { barrierStep, ttlProblem, zeroCounts, type BarrierOp, type BranchState, type HeldReserve, type TccBranch, type TccCounts, type TccReserves, type TccTryResult } from './barrier.ts';
+import { barrierStep, TccResourceBase, ttlProblem, type BarrierOp, type BranchState, type TccBranch, type TccTryResult } from './barrier.ts';
 
 export const TCC_BARRIER_TABLE = 'verdict_tcc_barrier';
 
@@ -55,15 +55,15 @@ interface Held {
   expiresAtMs: number | null;
 }
 
-export class PostgresTccResource implements Resource, TccReserves {
+export class PostgresTccResource extends TccResourceBase implements Resource {
   private readonly o: Required<Omit<PostgresTccOptions, 'log'>>;
   private readonly log: EngineLog;
   private readonly pool: pg.Pool;
   private readonly held = new Map<TxnId, Held>();
   private readonly locks = new Map<TxnId, Promise<void>>();
-  private readonly counts = zeroCounts();
 
   private constructor(o: Required<Omit<PostgresTccOptions, 'log'>>, log: EngineLog) {
+    super();
     this.o = o;
     this.log = log;
     this.pool = new pg.Pool({
@@ -83,7 +83,7 @@ export class PostgresTccResource implements Resource, TccReserves {
       { ...opts, log: undefined },
     ) as Required<Omit<PostgresTccOptions, 'log'>>;
     const r = new PostgresTccResource(o, opts.log ?? SILENT_LOG);
-    try {
+    await setUpOrRefuse({ url: o.url, tables: [TCC_BARRIER_TABLE], close: () => r.pool.end() }, async () => {
       if (!(Number.isInteger(o.concurrency) && o.concurrency >= 1)) throw new PostgresConfigError(`TCC concurrency must be a positive integer, not ${o.concurrency}`);
       await ensureBarrierTable(r.pool);
       const rows = await r.pool.query<{ txn_id: string; expires_at_ms: string | null }>(`SELECT txn_id, expires_at_ms FROM ${TCC_BARRIER_TABLE} WHERE branch = $1 AND state = 'tried' LIMIT $2`, [
@@ -92,11 +92,7 @@ export class PostgresTccResource implements Resource, TccReserves {
       ]);
       if (rows.rows.length > o.heldMax) throw new PostgresConfigError(`more than ${o.heldMax} TCC reserves are held in ${TCC_BARRIER_TABLE} for ${o.participantId}; raise heldMax`);
       for (const row of rows.rows) r.held.set(row.txn_id, { expiresAtMs: row.expires_at_ms === null ? null : Number(row.expires_at_ms) });
-    } catch (err) {
-      await r.pool.end();
-      if (err instanceof PostgresConfigError) throw err;
-      throw new PostgresConfigError(describeSetupError(err, o.url, [TCC_BARRIER_TABLE]));
-    }
+    });
     return r;
   }
 
@@ -107,24 +103,8 @@ export class PostgresTccResource implements Resource, TccReserves {
     );
   }
 
-  commit(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.settle(txnId, 'confirm', cb);
-  }
-
-  abort(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.settle(txnId, 'cancel', cb);
-  }
-
-  abortUnprepared(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.settle(txnId, 'cancel', cb);
-  }
-
-  heldReserves(): HeldReserve[] {
-    return [...this.held].map(([txnId, h]) => ({ txnId, expiresAtMs: h.expiresAtMs }));
-  }
-
-  tccCounts(): TccCounts {
-    return { ...this.counts, held: this.held.size };
+  protected heldBranches(): ReadonlyMap<TxnId, { expiresAtMs: number | null }> {
+    return this.held;
   }
 
   /** The barrier state of a branch of this participant (for tests and tools). */
@@ -151,7 +131,7 @@ export class PostgresTccResource implements Resource, TccReserves {
     await this.pool.end();
   }
 
-  private settle(txnId: TxnId, op: 'confirm' | 'cancel', cb: (err: Error | null) => void): void {
+  protected settle(txnId: TxnId, op: 'confirm' | 'cancel', cb: (err: Error | null) => void): void {
     this.step(txnId, op, null).then(
       (refusal) => cb(refusal === null ? null : new Error(refusal)),
       (err: unknown) => cb(err instanceof Error ? err : new Error(String(err))),

@@ -4,12 +4,12 @@ import type { Long } from '@grpc/proto-loader';
 
 export interface BeginResponse {
   'txnId'?: (string);
-  'deadlineMs'?: (number | string | Long);
+  'deadlineAtMs'?: (number | string | Long);
   'leaderId'?: (string);
 }
 
 export interface BeginResponse__Output {
   'txnId': (string);
-  'deadlineMs': (number);
+  'deadlineAtMs': (number);
   'leaderId': (string);
 }

@@ -7,12 +7,12 @@ export interface LeaseResponse {
   'granted'?: (boolean);
   'reason'?: (string);
   'lease'?: (_verdict_coordinator_Lease | null);
-  'clockMs'?: (number | string | Long);
+  'clockAtMs'?: (number | string | Long);
 }
 
 export interface LeaseResponse__Output {
   'granted': (boolean);
   'reason': (string);
   'lease': (_verdict_coordinator_Lease__Output | null);
-  'clockMs': (number);
+  'clockAtMs': (number);
 }

@@ -6,7 +6,7 @@ export interface ParticipantInfo {
   'participantId'?: (string);
   'endpoint'?: (string);
   'registeredAtMs'?: (number | string | Long);
-  'lastSeenMs'?: (number | string | Long);
+  'lastSeenAtMs'?: (number | string | Long);
   'inDoubt'?: (number);
   'connection'?: (string);
   'resourceKind'?: (string);
@@ -16,7 +16,7 @@ export interface ParticipantInfo__Output {
   'participantId': (string);
   'endpoint': (string);
   'registeredAtMs': (number);
-  'lastSeenMs': (number);
+  'lastSeenAtMs': (number);
   'inDoubt': (number);
   'connection': (string);
   'resourceKind': (string);

@@ -1,0 +1,112 @@
+// Read views of the coordinator engine: `verdict txn list/show`, the
+// console, the metrics. Pure functions of the leader's state (its in-memory
+// transactions, the decision table, when each participant was last heard
+// from) and the time of the read: nothing here changes anything.
+
+import type { DecisionTable } from './state.ts';
+import { isUndecidedPhase, txnAnswer, type ListFilter, type ParticipantActivity, type Phase, type Txn, type TxnView } from './engine-types.ts';
+
+/** What a read sees: the engine's state at one instant. */
+export interface ViewState {
+  txns: ReadonlyMap<string, Txn>;
+  table: DecisionTable;
+  lastSeen: ReadonlyMap<string, number>;
+  nowMs: number;
+  /** An undecided transaction older than this is listed as in doubt. */
+  inDoubtAfterMs: number;
+}
+
+/**
+ * How many of the leader's transactions are in each phase: begun,
+ * preparing and deciding are undecided; delivering ones (COMMIT or ABORT)
+ * wait for ACKs (R5).
+ */
+export function phaseCounts(txns: ReadonlyMap<string, Txn>): Record<Phase, number> {
+  const n: Record<Phase, number> = { begun: 0, preparing: 0, deciding: 0, delivering: 0 };
+  for (const t of txns.values()) n[t.phase]++;
+  return n;
+}
+
+/**
+ * The transactions this leader knows, by filter: 'in-flight' those it is
+ * working on (undecided, or decided and not acknowledged by all),
+ * 'in-doubt' the undecided ones older than inDoubtAfterMs, 'unacked' the
+ * decided ones some participant has not acknowledged, 'heuristic' every
+ * transaction with a heuristic record or an operator's resolution (kept
+ * after Forget), 'all' the in-flight ones and the decisions still in the
+ * table.
+ */
+export function listTxns(s: ViewState, filter: ListFilter, limit: number): TxnView[] {
+  const out: TxnView[] = [];
+  const push = (v: TxnView | null): boolean => {
+    if (v && out.length < limit) out.push(v);
+    return out.length < limit;
+  };
+  if (filter === 'heuristic') {
+    const ids = new Set([...s.table.heuristics.keys(), ...s.table.resolutions.keys()]);
+    for (const id of ids) if (!push(viewTxn(s, id))) break;
+    return out;
+  }
+  for (const t of s.txns.values()) {
+    if (filter === 'in-doubt' && !(isUndecidedPhase(t.phase) && s.nowMs - t.startedAtMs >= s.inDoubtAfterMs)) continue;
+    if (filter === 'unacked' && !(t.phase === 'delivering' && [...t.members.values()].some((m) => !m.acked))) continue;
+    if (!push(viewOfTxn(s, t))) return out;
+  }
+  if (filter !== 'all') return out;
+  for (const d of s.table.decisions.values()) {
+    if (s.txns.has(d.txnId)) continue;
+    if (!push(viewTxn(s, d.txnId))) break;
+  }
+  return out;
+}
+
+/** One transaction as this leader knows it, or null if it knows nothing of it. */
+export function viewTxn(s: ViewState, txnId: string): TxnView | null {
+  const t = s.txns.get(txnId);
+  if (t) return viewOfTxn(s, t);
+  const d = s.table.lookup(txnId);
+  const heuristics = s.table.heuristics.get(txnId) ?? [];
+  const resolutions = s.table.resolutions.get(txnId) ?? [];
+  if (!d && heuristics.length === 0 && resolutions.length === 0) return null;
+  // A forgotten decision (a tombstone) has no decision time: its age is
+  // that of the oldest heuristic report or resolution on record instead.
+  const sinceAtMs = d && d.decidedAtMs > 0 ? d.decidedAtMs : Math.min(...heuristics.map((h) => h.atMs), ...resolutions.map((r) => r.atMs), s.nowMs);
+  return {
+    txnId,
+    phase: 'decided',
+    outcome: d ? (d.outcome === 'commit' ? 'committed' : 'aborted') : 'unknown',
+    reason: d?.reason ?? '',
+    ageMs: Math.max(0, s.nowMs - sinceAtMs),
+    decisionIndex: d?.index ?? 0,
+    participants: (d?.participants ?? []).map((id) => ({ id, vote: null, acked: false, retries: 0 })),
+    heuristics: [...heuristics],
+    resolutions: [...resolutions],
+  };
+}
+
+function viewOfTxn(s: ViewState, t: Txn): TxnView {
+  return {
+    txnId: t.id,
+    phase: t.phase,
+    outcome: txnAnswer(t).outcome,
+    reason: t.reason,
+    ageMs: s.nowMs - t.startedAtMs,
+    decisionIndex: t.decisionIndex,
+    participants: [...t.members.values()].map((m) => ({ id: m.record.id, vote: m.vote, acked: m.acked, retries: m.retries })),
+    heuristics: [...(s.table.heuristics.get(t.id) ?? [])],
+    resolutions: [...(s.table.resolutions.get(t.id) ?? [])],
+  };
+}
+
+/** Every registered participant as this leader sees it: last heard from, and its YES votes still waiting for a decision or an ACK. */
+export function participantActivity(s: Pick<ViewState, 'txns' | 'table' | 'lastSeen'>): ParticipantActivity[] {
+  const inDoubt = new Map<string, number>();
+  for (const t of s.txns.values()) {
+    for (const m of t.members.values()) {
+      // Prepared there and not yet told (or not yet acknowledged) the outcome.
+      const waiting = t.phase === 'delivering' ? !m.acked && m.vote !== 'no' : m.vote === 'yes';
+      if (waiting) inDoubt.set(m.record.id, (inDoubt.get(m.record.id) ?? 0) + 1);
+    }
+  }
+  return [...s.table.participants.keys()].map((id) => ({ id, lastSeenMs: s.lastSeen.get(id) ?? 0, inDoubt: inDoubt.get(id) ?? 0 }));
+}

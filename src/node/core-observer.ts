@@ -1,0 +1,90 @@
+// What the node process watches in its core (src/node/core.ts): the web
+// console's transaction timeline and leader history (src/console/timeline.ts)
+// and the log lines an operator follows a transaction by. Watching only: none
+// of it changes what the core does. The simulator watches the same core with
+// its own checker instead (test/sim/system-world.ts).
+
+import type { Logger } from 'pino';
+import type { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
+import type { NodeCoreObserver, ParticipantLinks } from './core.ts';
+import type { ParticipantLink } from './participant-link.ts';
+
+export interface WatchOptions {
+  log: Logger;
+  timeline: TxnTimeline;
+  leaders: LeaderHistory;
+  /** The node's current Raft term. */
+  term: () => number;
+  nowMs: () => number;
+}
+
+/** Role changes, proposals and applied decisions, into the timeline and the log. */
+export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted' | 'onResult' | 'onProposing'> {
+  const { log, timeline } = o;
+  const debugOn = log.isLevelEnabled('debug');
+  return {
+    onPersisted: (rd) => {
+      if (!rd.softState) return;
+      o.leaders.note(o.nowMs(), o.term(), rd.softState.leader);
+      log.info({ term: o.term(), role: rd.softState.role, leader: rd.softState.leader || null }, 'raft role changed');
+    },
+    onProposing: (cmd) => {
+      if (cmd.t === 'decide') timeline.record(cmd.txnId, { atMs: o.nowMs(), kind: 'proposed', detail: cmd.outcome.toUpperCase() });
+    },
+    onResult: (entry, result) => {
+      if (result.t === 'decide') {
+        const dec = result.decision;
+        const detail = `${dec.outcome.toUpperCase()}${result.first ? '' : ' again (a no-op: the first decision stands, R1)'}${dec.reason ? `: ${dec.reason}` : ''}`;
+        timeline.record(dec.txnId, { atMs: o.nowMs(), kind: 'decided', index: entry.index, detail });
+        // The level check first: the log line's fields would be built for every decision even with debug off.
+        if (result.first && debugOn) log.debug({ txnId: dec.txnId, outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined }, 'decision applied');
+      } else if (result.t === 'forget') {
+        for (const id of result.txnIds) if (timeline.has(id)) timeline.record(id, { atMs: o.nowMs(), kind: 'forget', index: entry.index });
+      }
+    },
+  };
+}
+
+/**
+ * The gRPC participant links, with each PREPARE, vote, DECISION, ACK and
+ * status question (parallel commit's recovery)
+ * written to the timeline and the log. `ageMs`: how long ago the engine
+ * began a transaction (for the timeline's first event).
+ */
+export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txnId: string) => number): ParticipantLinks {
+  const { log, timeline } = o;
+  return {
+    sendPrepare: (to, req, timeoutMs, cb) => {
+      const now = o.nowMs();
+      if (!timeline.has(req.txnId)) timeline.record(req.txnId, { atMs: now - ageMs(req.txnId), kind: 'begin' });
+      timeline.record(req.txnId, { atMs: now, kind: 'prepare', participantId: to.id });
+      link.prepare(to, req, timeoutMs, (err, vote) => {
+        timeline.record(req.txnId, {
+          atMs: o.nowMs(),
+          kind: 'vote',
+          participantId: to.id,
+          detail: err ? `no vote: ${err.message}` : vote ? `${vote.vote.toUpperCase()}${vote.reason ? `: ${vote.reason}` : ''}` : 'no answer',
+        });
+        if (err) log.info({ txnId: req.txnId, participantId: to.id, endpoint: to.endpoint, err: err.message }, 'PREPARE got no vote; the transaction aborts');
+        else if (vote?.vote === 'no') log.info({ txnId: req.txnId, participantId: to.id, reason: vote.reason }, 'participant voted NO');
+        cb(err, vote);
+      });
+    },
+    sendDecision: (to, req, timeoutMs, cb) => {
+      timeline.record(req.txnId, { atMs: o.nowMs(), kind: 'decision-sent', participantId: to.id, detail: req.outcome.toUpperCase() });
+      link.decide(to, req, timeoutMs, (err) => {
+        timeline.record(req.txnId, { atMs: o.nowMs(), kind: err ? 'no-ack' : 'ack', participantId: to.id, detail: err ? err.message : '' });
+        // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
+        if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
+        cb(err);
+      });
+    },
+    sendStatus: (to, txnId, timeoutMs, cb) => {
+      link.status(to, txnId, timeoutMs, (err, status) => {
+        timeline.record(txnId, { atMs: o.nowMs(), kind: 'status', participantId: to.id, detail: err ? `no answer: ${err.message}` : (status ?? '') });
+        if (err) log.info({ txnId, participantId: to.id, err: err.message }, 'recovery: the status question got no answer; asking again later');
+        cb(err, status);
+      });
+    },
+  };
+}

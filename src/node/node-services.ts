@@ -1,0 +1,104 @@
+// The node's gRPC services on top of its core (src/node/core.ts): RaftNode
+// (status, put/get, leader transfer, membership), Coordinator (with the
+// lease calls) and Sagas. Every client-facing call is checked at the edge
+// first (docs/limits.md): its size and encoding (src/transport/validate.ts),
+// its fields and the client's share (./limits.ts).
+
+import type * as grpc from '@grpc/grpc-js';
+import type { Access } from '../transport/auth.ts';
+import { coordinatorService } from '../transport/coordinator-rpc.ts';
+import { raftNodeService } from '../transport/proto.ts';
+import { sagasService } from '../transport/saga-rpc.ts';
+import { guardService, type EdgeOptions } from '../transport/validate.ts';
+import { commitStreamHandler } from './commit-stream.ts';
+import type { NodeConfig } from './config.ts';
+import { coordinatorApi } from './coordinator-service.ts';
+import type { NodeCore } from './core.ts';
+import type { Driver } from './driver.ts';
+import { leaseApi } from './lease-service.ts';
+import { ClientQuota, RAFT_NODE_CHECKS, type Refusals, withClientLimits, withFieldChecks } from './limits.ts';
+import { membershipApi } from './membership-service.ts';
+import type { CommitAnswer } from './metrics.ts';
+import { putStreamHandler } from './put-stream.ts';
+import { raftNodeApi } from './raft-node-service.ts';
+import type { SagaWiring } from './saga-service.ts';
+
+export interface NodeServicesOptions {
+  cfg: NodeConfig;
+  core: NodeCore;
+  /** host:port this node serves on. */
+  address: string;
+  /** Who may do what (src/transport/auth.ts). */
+  access: Access;
+  refusals: Refusals;
+  sagas: SagaWiring;
+  /** Non-null while the node shuts down: what Begin and Commit answer instead of taking new work. */
+  refusal: () => grpc.ServiceError | null;
+  /** The leader's connection to a participant endpoint; '' when unknown. */
+  connection: (endpoint: string) => string;
+  observeCommit: (seconds: number, answer: CommitAnswer) => void;
+}
+
+/** Adds the services to `server`; endAll() ends the clients' open Commit and Put streams (at shutdown). */
+export function addNodeServices(server: grpc.Server, o: NodeServicesOptions): { endAll(): void } {
+  const { cfg, address, access, refusals } = o;
+  const d = o.core.driver as Driver<unknown>;
+  const engine = o.core.engine;
+  const machine = o.core.machine;
+  const members = o.core.membership;
+  const edge: EdgeOptions = {
+    requestBytesMax: cfg.requestBytesMax,
+    onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
+  };
+  const raftNodeChecked = withFieldChecks(
+    { ...raftNodeApi(cfg, members, d, machine, address, access), ...membershipApi(cfg, members, d, access, (id) => machine.table.participants.has(id)) },
+    RAFT_NODE_CHECKS,
+    refusals,
+  );
+  // PutStream runs every streamed Put through the checked unary Put handler.
+  const putStreams = putStreamHandler(raftNodeChecked.Put, {
+    unreadMax: cfg.streamUnreadMax,
+    access,
+    onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `put stream cut off: ${details}`),
+  });
+  const raftNode = guardService(raftNodeService, { ...raftNodeChecked, PutStream: putStreams.handler }, edge);
+  server.addService(raftNode.definition, raftNode.implementation);
+  const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, engine, cfg.inFlightMax);
+  const coordinator = withClientLimits(
+    {
+      ...coordinatorApi({
+        cfg,
+        members,
+        driver: d,
+        engine,
+        table: machine.table,
+        address,
+        access,
+        metrics: { observeCommit: o.observeCommit },
+        refusal: o.refusal,
+        connection: o.connection,
+      }),
+      ...leaseApi({ members, driver: d, leases: machine.leases, nowMs: () => Date.now() }),
+    },
+    {
+      quota,
+      refusals,
+      nowMs: () => Date.now(),
+    },
+  );
+  // CommitStream runs every streamed Commit through the unary Commit handler.
+  const commitStreams = commitStreamHandler(coordinator.Commit, {
+    unreadMax: cfg.streamUnreadMax,
+    onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `commit stream cut off: ${details}`),
+  });
+  const coordinatorEdge = guardService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler }, edge);
+  server.addService(coordinatorEdge.definition, coordinatorEdge.implementation);
+  const sagasEdge = guardService(sagasService, o.sagas.handlers, edge);
+  server.addService(sagasEdge.definition, sagasEdge.implementation);
+  return {
+    endAll: () => {
+      commitStreams.endAll();
+      putStreams.endAll();
+    },
+  };
+}
