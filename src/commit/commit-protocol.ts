@@ -496,7 +496,17 @@ export class CommitProtocol {
     const answer = this.pc.implicitAnswer(t);
     assert(answer !== null, `${t.id}: an implied COMMITTED has an answer`);
     for (const w of t.waiters.splice(0)) w(null, answer);
+    // A test's crash between the last YES and the explicit COMMIT (off unless the node's environment sets it).
+    if (this.io.faultPoint?.('before-explicit-commit', t.id) === 'halt') return this.haltBeforeExplicitCommit(t);
     this.proposeCommit(t);
+  }
+
+  /** preparing → deciding COMMIT with nothing proposed: the process dies at the test's fault point; a new leader recovers T. */
+  private haltBeforeExplicitCommit(t: Txn): void {
+    assert(t.phase === 'preparing' && t.parallel?.implicit === true, `${t.id}: halted only after an implied COMMITTED`);
+    t.phase = 'deciding';
+    t.proposing = 'commit';
+    t.reproposeAtMs = 0;
   }
 
   /** R2: only the leader of the term that sent PREPARE, holding every YES, proposes COMMIT. */

@@ -26,7 +26,16 @@ export interface EngineIO {
   sendDecision(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void;
   /** The status question of parallel commit's recovery (./parallel-commit.ts). */
   sendStatus(to: ParticipantRecord, txnId: string, timeoutMs: number, cb: (err: Error | null, status?: TxnStatus) => void): void;
+  /**
+   * A test's fault point, absent in production: the node wires it only from
+   * its environment (src/node/fault-point.ts), never from a request.
+   * 'halt': the process is about to die here; go no further.
+   */
+  faultPoint?(point: FaultPoint, txnId: string): 'go-on' | 'halt';
 }
+
+/** Where a test may stop the leader: after the implied COMMITTED is answered, before the explicit COMMIT is proposed. */
+export type FaultPoint = 'before-explicit-commit';
 
 export interface EngineConfig {
   defaultTimeoutMs: number;

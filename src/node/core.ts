@@ -52,6 +52,8 @@ export interface NodeCoreIO {
   store: LogStore;
   transport: Transport;
   links: ParticipantLinks;
+  /** A test's fault point (src/node/fault-point.ts); absent in production. */
+  faultPoint?: EngineIO['faultPoint'];
 }
 
 /** Watchers of what the core does; none of them changes it. */
@@ -147,6 +149,7 @@ export class NodeCore {
       sendPrepare: o.io.links.sendPrepare,
       sendDecision: o.io.links.sendDecision,
       sendStatus: o.io.links.sendStatus,
+      faultPoint: o.io.faultPoint,
     };
     this.engine = (o.newEngine ?? ((table, eio, cfg) => new CoordinatorEngine(table, eio, cfg)))(o.machine.table, io, o.engine);
     // A snapshot restored by the driver may already hold a membership change.

@@ -55,6 +55,7 @@ import { consoleHandler, type ConsoleDeps } from '../console/api.ts';
 import { PeerHealth } from '../console/peer-health.ts';
 import { ConsoleListenError, serveConsole, type ConsoleServer } from '../console/server.ts';
 import { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
+import { faultPointFromEnv } from './fault-point.ts';
 
 const WAITERS_MAX = 16_384;
 /** Calls still open after this long at shutdown (a health Watch, say) are cut. */
@@ -107,6 +108,13 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   // grpc-js prints its errors on stderr by itself; they also reach us as
   // call or bind failures, which say more. Keep them in the node's log.
   grpc.setLogger({ error: (...args: unknown[]) => log.debug({ component: 'grpc' }, format(...args)) });
+  // Unset in production; a test arms it from the environment only (src/node/fault-point.ts). Refused before anything is bound.
+  let faultPoint: ReturnType<typeof faultPointFromEnv>;
+  try {
+    faultPoint = faultPointFromEnv(process.env, log);
+  } catch (err) {
+    throw new StartupError((err as Error).message);
+  }
   // TLS files are checked first (a ConfigError naming the key), before anything is bound.
   const tls = loadNodeTls(cfg);
   if (tls === null) {
@@ -250,6 +258,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
       store: timedStore,
       transport,
       links: watchedLinks(link, watch, (txnId) => core?.engine.view(txnId)?.ageMs ?? 0),
+      ...(faultPoint ? { faultPoint } : {}),
     },
     seedPeers: cfg.peers,
     selfAddress: address,
