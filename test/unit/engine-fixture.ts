@@ -39,6 +39,8 @@ export class EngineWorld {
   readonly decisions: PendingDecision[] = [];
   readonly statuses: PendingStatus[] = [];
   readonly engine: CoordinatorEngine;
+  /** A test's fault point (src/node/fault-point.ts); none by default. */
+  faultPoint: EngineIO['faultPoint'] = undefined;
 
   /** A leader's engine with `participants` registered in its table. */
   constructor(participants: readonly string[], config: Partial<EngineConfig>) {
@@ -49,6 +51,7 @@ export class EngineWorld {
       sendPrepare: (to, req, _deadline, cb) => this.prepares.push({ to: to.id, req, answer: (v, reason = '') => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason })) }),
       sendDecision: (to, req, _deadline, cb) => this.decisions.push({ to: to.id, req, cb }),
       sendStatus: (to, txnId, _timeoutMs, cb) => this.statuses.push({ to: to.id, txnId, cb }),
+      faultPoint: (point, txnId) => this.faultPoint?.(point, txnId) ?? 'go-on',
     };
     this.engine = new CoordinatorEngine(this.table, io, config);
     for (const id of participants) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0 }, ++this.index);

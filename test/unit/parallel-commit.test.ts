@@ -2,7 +2,10 @@
 // fake world: when the client hears COMMITTED, and how a new leader decides a
 // staged transaction it finds undecided.
 import { describe, expect, it } from 'vitest';
-import type { OutcomeAnswer } from '../../src/commit/engine.ts';
+import { pino } from 'pino';
+import { CoordinatorEngine, type EngineIO, type OutcomeAnswer } from '../../src/commit/engine.ts';
+import { FAULT_POINT_ENV, faultPointFromEnv } from '../../src/node/fault-point.ts';
+import { InvariantError } from '../../src/util/assert.ts';
 import { decodeDecisionBatch, encodeDecisionBatch } from '../../src/commit/decision-batch.ts';
 import { EngineWorld } from './engine-fixture.ts';
 
@@ -139,5 +142,67 @@ describe('the STAGING record in the decision batch entry', () => {
     const empty = encodeDecisionBatch([{ t: 'stage', txnId: 'x', participants: [], atMs: 0 }]);
     empty[14] = 0; // the txn id's length byte: an empty id
     expect(decodeDecisionBatch(empty).problem).not.toBeNull();
+  });
+});
+
+describe('parallel commit: the stager after a failed STAGING proposal, the asserts, the test fault point', () => {
+  it('R2: every YES in while the STAGING proposal fails: COMMIT the classic way at once, answered from the log', () => {
+    const w = new EngineWorld(['a', 'b'], cfg);
+    const c = commit(w, 'T1', ['a', 'b']);
+    w.vote('a', 'yes');
+    w.vote('b', 'yes');
+    const stage = w.proposals.shift();
+    stage?.cb(new Error('no quorum'));
+    expect(c.answer()).toBeUndefined();
+    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide commit']);
+    w.applyAll();
+    expect(c.answer()?.outcome).toBe('committed');
+  });
+
+  it('an ABORT after an implied COMMITTED is an InvariantError, never a proposal', () => {
+    class Broken extends CoordinatorEngine {
+      abortNow(id: string): void {
+        const t = this.txns.get(id);
+        if (t) this.proposeAbort(t);
+      }
+    }
+    const w = new EngineWorld(['a'], cfg);
+    const engine = new Broken(w.table, (w.engine as unknown as { io: EngineIO }).io, cfg);
+    engine.setLeadership(1);
+    let answer = '';
+    engine.commit('T1', enlist(['a']), (_e, a) => (answer = a?.outcome ?? ''), { timeoutMs: 5_000 });
+    w.vote('a', 'yes');
+    w.applyNext();
+    expect(answer).toBe('committed');
+    expect(() => engine.abortNow('T1')).toThrow(InvariantError);
+  });
+
+  it("the test fault point 'halt': COMMITTED is answered, no COMMIT is proposed; a new leader recovers T to COMMIT", () => {
+    const w = new EngineWorld(['a', 'b'], cfg);
+    w.faultPoint = () => 'halt';
+    const c = commit(w, 'T1', ['a', 'b']);
+    w.vote('a', 'yes');
+    w.vote('b', 'yes');
+    w.applyNext();
+    expect(c.answer()?.outcome).toBe('committed');
+    expect(w.proposals).toEqual([]);
+    expect(w.engine.phases().deciding).toBe(1);
+    // The next leader finds the STAGING record undecided and asks.
+    w.engine.setLeadership(0);
+    w.engine.setLeadership(2);
+    expect(w.statuses.map((s) => s.to).sort()).toEqual(['a', 'b']);
+    for (const s of w.statuses.splice(0)) s.cb(null, 'prepared');
+    w.applyAll();
+    expect(w.table.lookup('T1')?.outcome).toBe('commit');
+  });
+});
+
+describe('the test fault point comes from the environment only', () => {
+  const log = pino({ level: 'silent' });
+  it('unset: no fault point at all; an unknown value is refused with its name', () => {
+    expect(faultPointFromEnv({}, log)).toBeUndefined();
+    expect(faultPointFromEnv({ [FAULT_POINT_ENV]: '' }, log)).toBeUndefined();
+    expect(() => faultPointFromEnv({ [FAULT_POINT_ENV]: 'crash-anywhere' }, log)).toThrow(/VERDICT_TEST_FAULT_POINT="crash-anywhere" is not a fault point/);
+    expect(typeof faultPointFromEnv({ [FAULT_POINT_ENV]: 'crash-before-explicit-commit' }, log)).toBe('function');
   });
 });
