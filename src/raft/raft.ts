@@ -649,8 +649,14 @@ export class Raft {
 
   private handleAppendResponse(m: Message, pr: Progress): void {
     pr.recentActive = true;
-    if (m.reject && isLostEntries(m.context) && m.rejectHint < pr.match) {
-      pr.lostEntriesAfter(m.rejectHint);
+    // The follower lacks entries this leader counts as matched: it says so
+    // (recovering), or it refuses the probe sent at its match itself, which
+    // only a disk that lost synced writes without noticing can cause (a stale
+    // duplicate of an old refusal only costs one extra append). Probing again
+    // at the same match would loop for ever: back off below what it lacks.
+    const lostAfter = this.lostAfter(m, pr);
+    if (lostAfter !== null) {
+      pr.lostEntriesAfter(lostAfter);
       this.sendAppend(m.from);
       return;
     }
@@ -688,6 +694,14 @@ export class Raft {
     if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) {
       this.send(message({ type: MT.TimeoutNow, to: m.from }));
     }
+  }
+
+  /** Where a refusing follower's log may end when it lacks entries counted in `pr.match`; null if it does not. */
+  private lostAfter(m: Message, pr: Progress): number | null {
+    if (!m.reject) return null;
+    if (isLostEntries(m.context)) return m.rejectHint < pr.match ? m.rejectHint : null;
+    const refusedMatch = pr.state === ProgressState.Probe && m.index === pr.next - 1 && m.index > 0 && m.index <= pr.match;
+    return refusedMatch ? Math.max(0, Math.min(m.rejectHint, m.index - 1)) : null;
   }
 
   private handleHeartbeatResponse(m: Message, pr: Progress): void {

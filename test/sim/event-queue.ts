@@ -7,11 +7,21 @@ interface Ev {
   run: () => void;
 }
 
+/** A run that passed its budget of events (EventQueue.budget). */
+export class SimBudgetError extends Error {}
+
 export class EventQueue {
   private heap: Ev[] = [];
   private seq = 0;
   now = 0;
   steps = 0;
+  /**
+   * Events one run may take: a run that passes it is stuck in a storm of
+   * messages or a loop that never lets virtual time end, which would
+   * otherwise take the whole test process down with it; it fails as a
+   * violation of its own, with its seed, instead. Runs take a few thousand.
+   */
+  budget = 2_000_000;
 
   at(timeMs: number, run: () => void): void {
     this.push({ at: Math.max(timeMs, this.now), seq: this.seq++, run });
@@ -26,7 +36,7 @@ export class EventQueue {
     while (this.heap.length > 0 && this.heap[0].at <= untilMs) {
       const ev = this.pop();
       this.now = ev.at;
-      this.steps++;
+      if (++this.steps > this.budget) throw new SimBudgetError(`livelock: the run took more than ${this.budget} events (at t=${this.now}ms, ${this.heap.length} pending): a message storm or a loop`);
       ev.run();
       if (stop()) return;
     }

@@ -850,6 +850,27 @@ describe('raft core: recovering after the disk lost acknowledged entries (protoc
     expect(net.node('n3').raft.role).toBe(Role.Leader);
   });
 
+  it('a follower that lost acknowledged entries without noticing is sent them again, and the leader does not loop on its refusals', () => {
+    // The disk's blind spot (docs/storage.md): the mark did not see the loss,
+    // so n2 restarts with no recovering flag, below what n1 counts as its match.
+    const net = new Net(['n1', 'n2', 'n3'], 41);
+    net.elect('n1');
+    net.stabilize();
+    const before = net.node('n2').raft.log.lastIndex();
+    for (let k = 0; k < 3; k++) net.propose('n1', `c${k}`);
+    net.stabilize();
+    const matched = net.node('n1').raft.progress.get('n2')?.match ?? 0;
+    expect(matched).toBeGreaterThan(before);
+    net.crashLosingTail('n2', before, false);
+    expect(net.node('n2').raft.recoverIndex).toBe(0);
+    // The broken stream puts n2's progress in Probe at its old match: n2 refuses that probe.
+    net.node('n1').reportUnreachable('n2');
+    net.propose('n1', 'c3');
+    net.stabilize(); // a leader that re-sent the same probe for each refusal would never settle
+    expect(net.node('n2').raft.log.lastIndex()).toBe(net.node('n1').raft.log.lastIndex());
+    expect(net.appliedData('n2').slice(-4)).toEqual(['c0', 'c1', 'c2', 'c3']);
+  });
+
   it('a recovering node never campaigns, however long it hears no leader', () => {
     const { net } = lostTailScenario(true);
     const term = net.node('n2').raft.term;
