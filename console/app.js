@@ -208,7 +208,7 @@ const pages = {
     const rows = r.participants.map((p) => [
       p.id,
       p.endpoint,
-      p.lastSeenMs > 0 ? `${time(p.lastSeenMs)} (${age(Date.now() - p.lastSeenMs)} ago)` : '—',
+      p.lastSeenAtMs > 0 ? `${time(p.lastSeenAtMs)} (${age(Date.now() - p.lastSeenAtMs)} ago)` : '—',
       String(p.inDoubt),
       p.connection || '—',
       p.kind,

@@ -184,7 +184,7 @@ export interface HeuristicReport {
 export interface ParticipantActivity {
   id: string;
   /** 0: not heard from since this node became leader. */
-  lastSeenMs: number;
+  lastSeenAtMs: number;
   inDoubt: number;
 }
 

@@ -108,5 +108,5 @@ export function participantActivity(s: Pick<ViewState, 'txns' | 'table' | 'lastS
       if (waiting) inDoubt.set(m.record.id, (inDoubt.get(m.record.id) ?? 0) + 1);
     }
   }
-  return [...s.table.participants.keys()].map((id) => ({ id, lastSeenMs: s.lastSeen.get(id) ?? 0, inDoubt: inDoubt.get(id) ?? 0 }));
+  return [...s.table.participants.keys()].map((id) => ({ id, lastSeenAtMs: s.lastSeen.get(id) ?? 0, inDoubt: inDoubt.get(id) ?? 0 }));
 }

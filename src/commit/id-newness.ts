@@ -6,7 +6,7 @@
 // clock comes in as an argument.
 
 import type { DecisionTable } from './state.ts';
-import { txnIdTimeMs } from '../domain/txn-id.ts';
+import { txnIdAtMs } from '../domain/txn-id.ts';
 
 export interface IdRefusal {
   code: 'exists' | 'precondition' | 'invalid';
@@ -33,7 +33,7 @@ export function beginRefusal(table: DecisionTable, txnId: string, nowMs: number,
       message: `transaction ${txnId} is already decided ${recorded.toUpperCase()} (log index ${d.index}); an answered outcome never changes, so the id cannot be used for another transaction: use a new id`,
     };
   }
-  const idAtMs = txnIdTimeMs(txnId);
+  const idAtMs = txnIdAtMs(txnId);
   if (idAtMs === null) {
     if (rules.untimedIds === 'trust') return null;
     return {
@@ -55,7 +55,7 @@ export function beginRefusal(table: DecisionTable, txnId: string, nowMs: number,
 
 /** A timed id created more than clockSkewMaxMs after `nowMs` is refused wherever it could be decided. */
 export function futureIdRefusal(txnId: string, nowMs: number, clockSkewMaxMs: number): IdRefusal | null {
-  const idAtMs = txnIdTimeMs(txnId);
+  const idAtMs = txnIdAtMs(txnId);
   if (idAtMs === null || idAtMs <= nowMs + clockSkewMaxMs) return null;
   return { code: 'invalid', message: `transaction id ${txnId} was created at ${iso(idAtMs)}, more than ${clockSkewMaxMs} ms after this leader's clock (${iso(nowMs)}); check the client's clock` };
 }

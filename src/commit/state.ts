@@ -11,7 +11,7 @@
 import type { DecisionOutcome } from '../domain/protocol.ts';
 import { isSagaCommand, SagaTable, type SagaApplyResult, type SagaCommand } from '../saga/state.ts';
 import type { BatchApplyResult } from './decision-batch.ts';
-import { txnIdTimeMs } from '../domain/txn-id.ts';
+import { txnIdAtMs } from '../domain/txn-id.ts';
 import { assert } from '../util/assert.ts';
 
 export interface ParticipantRecord {
@@ -290,7 +290,7 @@ export class DecisionTable {
    */
   beyondHorizon(txnId: string): boolean {
     if (this.horizonAtMs === null || this.lookup(txnId)) return false;
-    const idAtMs = txnIdTimeMs(txnId);
+    const idAtMs = txnIdAtMs(txnId);
     return idAtMs !== null && idAtMs <= this.horizonAtMs;
   }
 
@@ -324,7 +324,7 @@ export class DecisionTable {
     while (this.tombstones.size > this.tombstonesMax) {
       const oldest = this.tombstones.keys().next().value as string;
       this.tombstones.delete(oldest);
-      const idAtMs = txnIdTimeMs(oldest);
+      const idAtMs = txnIdAtMs(oldest);
       if (idAtMs !== null && (this.horizonAtMs === null || idAtMs > this.horizonAtMs)) this.horizonAtMs = idAtMs;
     }
     assert(this.tombstones.size <= this.tombstonesMax, `tombstones stay within ${this.tombstonesMax}`);

@@ -30,7 +30,7 @@ export function txnIdProblem(id: unknown): string | null {
 }
 
 /** The creation time a timed id carries (Unix ms), or null for an untimed id. Assumes a valid id. */
-export function txnIdTimeMs(id: string): number | null {
+export function txnIdAtMs(id: string): number | null {
   const m = UUID_V7_TAIL.exec(id);
   if (m === null) return null;
   return parseInt(m[1] + m[2], 16);

@@ -6,7 +6,7 @@
 //
 // Pure and deterministic like the decision table: time comes inside the
 // command (the leader's clock when it proposed it). The table's own clock
-// only moves forward (clockMs = the largest atMs applied so far), so a new
+// only moves forward (clockAtMs = the largest atMs applied so far), so a new
 // leader whose clock is behind the old one's never shortens a lease: it
 // lengthens it, which is the safe side. A leader whose clock is ahead ends
 // leases early in the cluster's view; the holder allows for that by stopping
@@ -15,7 +15,7 @@
 //
 // Invariants (checked by test/unit/lease-state.test.ts):
 //   a lease's epoch never decreases, and a new holder always gets a larger one;
-//   at any clockMs at most one holder has expiresAtMs > clockMs.
+//   at any clockAtMs at most one holder has expiresAtMs > clockAtMs.
 
 export const LEASES_MAX = 10_000;
 export const LEASE_TTL_MIN_MS = 500;
@@ -45,7 +45,7 @@ export interface LeaseResult {
   reason: string;
   lease: Lease;
   /** The table's clock when the command applied. */
-  clockMs: number;
+  clockAtMs: number;
 }
 
 type Fields = Record<string, unknown>;
@@ -96,20 +96,20 @@ export function checkedLeaseCommand(data: Uint8Array): { cmd: LeaseCommand; prob
 export class LeaseTable {
   readonly leases = new Map<string, Lease>();
   /** The cluster's lease clock: the largest atMs applied. Only grows. */
-  clockMs = 0;
+  clockAtMs = 0;
   /** The result of the last lease command applied, for the proposer's callback (it fires right after the apply). */
   last: LeaseResult | null = null;
 
   constructor(private readonly leasesMax = LEASES_MAX) {}
 
   apply(cmd: LeaseCommand, index: number): LeaseResult {
-    this.clockMs = Math.max(this.clockMs, cmd.atMs);
-    const now = this.clockMs;
+    this.clockAtMs = Math.max(this.clockAtMs, cmd.atMs);
+    const now = this.clockAtMs;
     const cur = this.leases.get(cmd.name) ?? { name: cmd.name, holder: '', epoch: 0, expiresAtMs: 0 };
     const live = cur.holder !== '' && cur.expiresAtMs > now;
     const answer = (granted: boolean, reason: string, lease: Lease): LeaseResult => {
       if (granted) this.leases.set(cmd.name, lease);
-      this.last = { index, granted, reason, lease: { ...lease }, clockMs: now };
+      this.last = { index, granted, reason, lease: { ...lease }, clockAtMs: now };
       return this.last;
     };
     switch (cmd.t) {
@@ -139,12 +139,12 @@ export class LeaseTable {
   }
 
   toJSON(): unknown {
-    return { l: [...this.leases.values()], c: this.clockMs };
+    return { l: [...this.leases.values()], c: this.clockAtMs };
   }
 
   restoreFrom(json: unknown): void {
     this.leases.clear();
-    this.clockMs = 0;
+    this.clockAtMs = 0;
     this.last = null;
     // Absent from snapshots written before leases existed.
     if (json === undefined || json === null) return;
@@ -155,7 +155,7 @@ export class LeaseTable {
         throw new Error('a lease in the snapshot is malformed');
       this.leases.set(l.name, { name: l.name, holder: l.holder, epoch: l.epoch, expiresAtMs: l.expiresAtMs });
     }
-    this.clockMs = o.c as number;
+    this.clockAtMs = o.c as number;
   }
 }
 

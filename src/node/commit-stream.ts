@@ -60,19 +60,22 @@ function serve(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, call: gr
 }
 
 function failure(id: number, err: Partial<grpc.StatusObject> | grpc.ServiceError): StreamedOutcome {
+  return { id, outcome: null, ...failedCall(err), recordedOutcome: metadataHint(err.metadata, RECORDED_OUTCOME_KEY) };
+}
+
+/** A streamed call's failure as its answer carries it (CommitStream, PutStream): the code, the details and the leader hints a unary call would carry in metadata. */
+export function failedCall(err: Partial<grpc.StatusObject> | grpc.ServiceError): { code: number; details: string; leaderAddress: string; leaderId: string; statusReason: string } {
   const md = err.metadata;
-  const hint = (key: string): string => {
-    const v = md?.get(key)[0];
-    return typeof v === 'string' ? v : '';
-  };
   return {
-    id,
-    outcome: null,
     code: err.code ?? grpc.status.UNKNOWN,
     details: err.details ?? '',
-    leaderAddress: hint(LEADER_ADDRESS_KEY),
-    leaderId: hint(LEADER_ID_KEY),
-    statusReason: hint(STATUS_REASON_KEY),
-    recordedOutcome: hint(RECORDED_OUTCOME_KEY),
+    leaderAddress: metadataHint(md, LEADER_ADDRESS_KEY),
+    leaderId: metadataHint(md, LEADER_ID_KEY),
+    statusReason: metadataHint(md, STATUS_REASON_KEY),
   };
+}
+
+function metadataHint(md: grpc.Metadata | undefined, key: string): string {
+  const v = md?.get(key)[0];
+  return typeof v === 'string' ? v : '';
 }

@@ -32,7 +32,8 @@ import type { Membership } from './membership.ts';
 import type { Access } from '../transport/auth.ts';
 import type { Driver } from './driver.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
-import { notLeader, toServiceError, withTimeout } from './raft-node-service.ts';
+import { notLeader, toServiceError } from './raft-node-service.ts';
+import type { BoundedLog } from './core.ts';
 
 const OUTCOME: Record<OutcomeAnswer['outcome'], OutcomeName> = {
   committed: 'OUTCOME_COMMITTED',
@@ -119,6 +120,8 @@ export interface CoordinatorServiceDeps {
   /** The cluster's members as this node knows them (src/node/membership.ts). */
   members: Membership;
   driver: Driver<unknown>;
+  /** Linearizable reads, bounded in time (src/node/core.ts). */
+  core: BoundedLog;
   engine: CoordinatorEngine;
   table: DecisionTable;
   address: string;
@@ -135,7 +138,7 @@ const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { committed: 'com
 
 /** Every Coordinator RPC but the lease ones (src/node/lease-service.ts). */
 export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHandlers {
-  const { cfg, members, driver, engine, table, metrics, access } = deps;
+  const { cfg, members, driver, core, engine, table, metrics, access } = deps;
   const refusal = deps.refusal ?? (() => null);
 
   const fail = (err: EngineError): grpc.ServiceError => (err.code === 'not-leader' ? notLeader(members, driver.leader()) : engineStatus(err));
@@ -174,7 +177,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
   return {
     RegisterParticipant: (call, cb) => {
       const { clusterId, participantId, endpoint } = call.request;
-      // Older participants send no kind: it reads as "unknown".
+      // The kind is optional in the protocol (a participant of one's own may leave it out): empty reads as "unknown".
       const kind = call.request.resourceKind || RESOURCE_KIND_UNKNOWN;
       // Each refusal names its reason in `verdict-reason` metadata: the participant tells a fixable setting from a passing outage by it.
       if (clusterId !== cfg.clusterId) return cb(refuse(grpc.status.FAILED_PRECONDITION, 'wrong-cluster-id', `participant belongs to cluster "${clusterId}", this is cluster "${cfg.clusterId}"`));
@@ -210,23 +213,19 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     ListParticipants: (call, cb) => {
       const notLeaderErr = call.request.withActivity ? leaderOnly() : null;
       if (notLeaderErr) return cb(fail(notLeaderErr));
-      withTimeout<number>(
-        'list participants',
-        (done) => driver.read(done),
-        (err) => {
-          if (err) return cb(toServiceError(members, err));
-          const activity = new Map(call.request.withActivity ? engine.participantActivity().map((a) => [a.id, a]) : []);
-          const out: ListParticipantsResponse = {
-            participants: [...table.participants.values()].map((p) => ({
-              ...participantInfo(p),
-              lastSeenAtMs: activity.get(p.id)?.lastSeenMs ?? 0,
-              inDoubt: activity.get(p.id)?.inDoubt ?? 0,
-              connection: call.request.withActivity ? (deps.connection?.(p.endpoint) ?? '') : '',
-            })),
-          };
-          cb(null, out);
-        },
-      );
+      core.read('list participants', (err) => {
+        if (err) return cb(toServiceError(members, err));
+        const activity = new Map(call.request.withActivity ? engine.participantActivity().map((a) => [a.id, a]) : []);
+        const out: ListParticipantsResponse = {
+          participants: [...table.participants.values()].map((p) => ({
+            ...participantInfo(p),
+            lastSeenAtMs: activity.get(p.id)?.lastSeenAtMs ?? 0,
+            inDoubt: activity.get(p.id)?.inDoubt ?? 0,
+            connection: call.request.withActivity ? (deps.connection?.(p.endpoint) ?? '') : '',
+          })),
+        };
+        cb(null, out);
+      });
     },
     Begin: (call, cb) => {
       const refused = refusal();

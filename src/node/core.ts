@@ -85,6 +85,9 @@ export interface CoreExtension {
   tick(): void;
 }
 
+/** Entries and reads outside the engines (the node's API, leases), bounded like the engines' proposals. */
+export type BoundedLog = Pick<NodeCore, 'proposeEntry' | 'read'>;
+
 export type EngineFactory = (table: DecisionTable, io: EngineIO, cfg: Partial<EngineConfig>) => CoordinatorEngine;
 
 export interface NodeCoreOptions {
@@ -171,20 +174,48 @@ export class NodeCore {
     if (this.stopped) return;
     this.observe.onProposing?.(cmd);
     if (this.stopped) return;
+    this.bounded<ApplyResult | null>(
+      `proposal ${cmd.t}`,
+      (done) => this.proposals.add(cmd, (err, r) => done(err, r?.result)),
+      (err, r) => {
+        if (this.stopped) return;
+        if (err) {
+          this.observe.onProposalFailed?.(cmd, err);
+          cb(err);
+        } else if (r) cb(null, r);
+        else cb(new Error(`proposal ${cmd.t} applied without a result`));
+      },
+    );
+    this.observe.onProposed?.(cmd);
+  }
+
+  /**
+   * Proposes one entry's bytes (a put, a lease command) straight to the
+   * driver, outside the batcher, with the same timeout as propose(); `cb`
+   * gets the entry's index right after it applied here, so the caller can
+   * read what the state machine made of it before anything else applies.
+   * Unlike propose(), a node that stops answers "node is stopping".
+   */
+  proposeEntry(what: string, data: Uint8Array, cb: (err: Error | null, index?: number) => void): void {
+    this.bounded<number>(what, (done) => this.driver.propose(data, (err, r) => done(err, r?.index)), cb);
+  }
+
+  /** A linearizable read (ReadIndex, Driver.read), with the same timeout as propose(). */
+  read(what: string, cb: (err: Error | null) => void): void {
+    this.bounded<undefined>(what, (done) => this.driver.read((err) => done(err)), cb);
+  }
+
+  /** Runs `start`; `cb` hears its answer, or a timeout after proposeTimeoutMs, once. */
+  private bounded<T>(what: string, start: (done: (err: Error | null, v?: T) => void) => void, cb: (err: Error | null, v?: T) => void): void {
     let finished = false;
-    const finish = (err: Error | null, r?: ApplyResult | null): void => {
-      if (finished || this.stopped) return;
+    const finish = (err: Error | null, v?: T): void => {
+      if (finished) return;
       finished = true;
       cancel();
-      if (err) {
-        this.observe.onProposalFailed?.(cmd, err);
-        cb(err);
-      } else if (r) cb(null, r);
-      else cb(new Error(`proposal ${cmd.t} applied without a result`));
+      cb(err, v);
     };
-    const cancel = this.io.after(this.proposeTimeoutMs, () => finish(new Error(`proposal ${cmd.t} did not complete within ${this.proposeTimeoutMs} ms (no quorum?); retry`)));
-    this.proposals.add(cmd, (err, r) => finish(err, r?.result));
-    this.observe.onProposed?.(cmd);
+    const cancel = this.io.after(this.proposeTimeoutMs, () => finish(new Error(`${what} did not complete within ${this.proposeTimeoutMs} ms (no quorum?); retry`)));
+    start(finish);
   }
 
   /** One tick of the clock: Raft, then the commit engine, then the extension. */

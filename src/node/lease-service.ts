@@ -10,13 +10,14 @@ import { encodeLeaseCommand, LEASE_HOLDER, LEASE_NAME, LEASE_TTL_MAX_MS, LEASE_T
 import type { CoordinatorHandlers, LeaseMethod, LeaseRequest, LeaseResponse } from '../transport/coordinator-rpc.ts';
 import { invalidArgument } from '../transport/validate.ts';
 import type { Membership } from './membership.ts';
-import type { Driver } from './driver.ts';
-import { toServiceError, withTimeout } from './raft-node-service.ts';
+import type { BoundedLog } from './core.ts';
+import { toServiceError } from './raft-node-service.ts';
 
 export interface LeaseServiceDeps {
   /** The cluster's members as this node knows them (src/node/membership.ts), for redirects. */
   members: Membership;
-  driver: Driver<unknown>;
+  /** Proposes each lease command, bounded in time (src/node/core.ts). */
+  core: BoundedLog;
   leases: LeaseTable;
   nowMs: () => number;
 }
@@ -31,7 +32,7 @@ export function leaseRequestProblem(r: LeaseRequest, kind: LeaseCommand['t']): s
 }
 
 export function leaseApi(deps: LeaseServiceDeps): Pick<CoordinatorHandlers, LeaseMethod> {
-  const { members, driver, leases } = deps;
+  const { members, core, leases } = deps;
   const handle =
     (kind: LeaseCommand['t']): grpc.handleUnaryCall<LeaseRequest, LeaseResponse> =>
     (call, cb) => {
@@ -45,17 +46,13 @@ export function leaseApi(deps: LeaseServiceDeps): Pick<CoordinatorHandlers, Leas
           : kind === 'lease.renew'
             ? { t: kind, name: r.name, holder: r.holder, epoch: r.epoch, ttlMs: r.ttlMs, atMs }
             : { t: kind, name: r.name, holder: r.holder, epoch: r.epoch, atMs };
-      withTimeout<number>(
-        kind,
-        (done) => driver.propose(encodeLeaseCommand(cmd), (err, applied) => done(err, applied?.index)),
-        (err, index) => {
-          if (err) return cb(toServiceError(members, err));
-          // The proposer's callback fires right after its entry applied, so `last` is that entry's result.
-          const res = leases.last;
-          if (res === null || res.index !== index) return cb(toServiceError(members, new Error(`${kind}: the result of index ${index} is gone; retry`)));
-          cb(null, { granted: res.granted, reason: res.reason, lease: res.lease, clockAtMs: res.clockMs });
-        },
-      );
+      core.proposeEntry(kind, encodeLeaseCommand(cmd), (err, index) => {
+        if (err) return cb(toServiceError(members, err));
+        // The proposer's callback fires right after its entry applied, so `last` is that entry's result.
+        const res = leases.last;
+        if (res === null || res.index !== index) return cb(toServiceError(members, new Error(`${kind}: the result of index ${index} is gone; retry`)));
+        cb(null, { granted: res.granted, reason: res.reason, lease: res.lease, clockAtMs: res.clockAtMs });
+      });
     };
   return { AcquireLease: handle('lease.acquire'), RenewLease: handle('lease.renew'), ReleaseLease: handle('lease.release') };
 }

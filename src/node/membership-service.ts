@@ -18,6 +18,7 @@ import { ConfChangeRefusedError, ConfChangeType } from '../raft/confchange.ts';
 import { ProposalDroppedError } from '../raft/raft.ts';
 import type { ConfState } from '../raft/types.ts';
 import type { Access } from '../transport/auth.ts';
+import { sleep } from '../util/sleep.ts';
 import type { AddMemberRequest, ListMembersRequest, Members, RemoveMemberRequest } from '../transport/proto.ts';
 import { parseAddress, type NodeConfig } from './config.ts';
 import type { Membership } from './membership.ts';
@@ -40,8 +41,6 @@ function fail(code: grpc.status, details: string): grpc.ServiceError {
   failures.add(e);
   return e;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export function membersOf(members: Membership, d: Driver<unknown>): Members {
   const cs = d.node.confState();

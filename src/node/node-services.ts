@@ -51,7 +51,7 @@ export function addNodeServices(server: grpc.Server, o: NodeServicesOptions): { 
     onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
   };
   const raftNodeChecked = withFieldChecks(
-    { ...raftNodeApi(cfg, members, d, machine, address, access), ...membershipApi(cfg, members, d, access, (id) => machine.table.participants.has(id)) },
+    { ...raftNodeApi(cfg, o.core, members, d, machine, address, access), ...membershipApi(cfg, members, d, access, (id) => machine.table.participants.has(id)) },
     RAFT_NODE_CHECKS,
     refusals,
   );
@@ -70,6 +70,7 @@ export function addNodeServices(server: grpc.Server, o: NodeServicesOptions): { 
         cfg,
         members,
         driver: d,
+        core: o.core,
         engine,
         table: machine.table,
         address,
@@ -78,7 +79,7 @@ export function addNodeServices(server: grpc.Server, o: NodeServicesOptions): { 
         refusal: o.refusal,
         connection: o.connection,
       }),
-      ...leaseApi({ members, driver: d, leases: machine.leases, nowMs: () => Date.now() }),
+      ...leaseApi({ members, core: o.core, leases: machine.leases, nowMs: () => Date.now() }),
     },
     {
       quota,

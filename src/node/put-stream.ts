@@ -13,10 +13,9 @@
 // sent is looked at.
 import * as grpc from '@grpc/grpc-js';
 import { Access } from '../transport/auth.ts';
-import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, STATUS_REASON_KEY } from '../transport/coordinator-rpc.ts';
 import type { PutRequest, PutResponse, StreamedPutAnswer, StreamedPutAnswers, StreamedPuts } from '../transport/proto.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
-import type { CommitStreamOptions } from './commit-stream.ts';
+import { failedCall, type CommitStreamOptions } from './commit-stream.ts';
 
 /** Puts waiting for their entry to commit on one stream at most; beyond this one is refused with RESOURCE_EXHAUSTED. */
 export const PUT_STREAM_PENDING_MAX = 4_096;
@@ -68,18 +67,5 @@ export function putStreamHandler(put: grpc.handleUnaryCall<PutRequest, PutRespon
 }
 
 function failure(id: number, err: Partial<grpc.StatusObject> | grpc.ServiceError): StreamedPutAnswer {
-  const md = err.metadata;
-  const hint = (key: string): string => {
-    const v = md?.get(key)[0];
-    return typeof v === 'string' ? v : '';
-  };
-  return {
-    id,
-    response: null,
-    code: err.code ?? grpc.status.UNKNOWN,
-    details: err.details ?? '',
-    leaderAddress: hint(LEADER_ADDRESS_KEY),
-    leaderId: hint(LEADER_ID_KEY),
-    statusReason: hint(STATUS_REASON_KEY),
-  };
+  return { id, response: null, ...failedCall(err) };
 }

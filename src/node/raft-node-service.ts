@@ -10,9 +10,10 @@ import { NotLeaderError, OverloadedError, type Driver } from './driver.ts';
 import { encodePut, type NodeStateMachine } from './machine.ts';
 import type { Membership } from './membership.ts';
 import type { Access } from '../transport/auth.ts';
+import type { BoundedLog } from './core.ts';
 import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, STATUS_REASON_KEY, type StatusReason } from '../transport/coordinator-rpc.ts';
 
-/** How long a client request may wait for its entry to commit. */
+/** How long a client request (or the engine's proposal) may wait for its entry to apply; NodeCore keeps the time. */
 export const REQUEST_TIMEOUT_MS = 10_000;
 
 /**
@@ -90,22 +91,7 @@ export function toServiceError(members: Membership, err: Error): grpc.ServiceErr
   return Object.assign(new Error(err.message), { code, details: err.message, metadata: new grpc.Metadata() });
 }
 
-export function withTimeout<T>(what: string, start: (done: (err: Error | null, v?: T) => void) => void, cb: (err: Error | null, v?: T) => void): void {
-  let finished = false;
-  const timer = setTimeout(() => {
-    if (finished) return;
-    finished = true;
-    cb(new Error(`${what} did not complete within ${REQUEST_TIMEOUT_MS} ms (no quorum?); retry`));
-  }, REQUEST_TIMEOUT_MS);
-  start((err, v) => {
-    if (finished) return;
-    finished = true;
-    clearTimeout(timer);
-    cb(err, v);
-  });
-}
-
-export function raftNodeApi(cfg: NodeConfig, members: Membership, d: Driver<unknown>, sm: NodeStateMachine, address: string, access: Access): RaftNodeHandlers {
+export function raftNodeApi(cfg: NodeConfig, core: BoundedLog, members: Membership, d: Driver<unknown>, sm: NodeStateMachine, address: string, access: Access): RaftNodeHandlers {
   return {
     Status: (_call: grpc.ServerUnaryCall<unknown, NodeStatus>, cb: grpc.sendUnaryData<NodeStatus>) => {
       const s = d.node.status();
@@ -135,14 +121,10 @@ export function raftNodeApi(cfg: NodeConfig, members: Membership, d: Driver<unkn
       if (refused) return cb(refused);
       const { key, value } = call.request;
       if (typeof key !== 'string' || key === '') return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'key must be a non-empty string' });
-      withTimeout<number>(
-        `put ${key}`,
-        (done) => d.propose(encodePut(key, value ?? new Uint8Array()), (err, r) => done(err, r?.index)),
-        (err, index) => {
-          if (err) return cb(toServiceError(members, err));
-          cb(null, { index: index ?? 0, leaderId: cfg.nodeId, leaderAddress: address });
-        },
-      );
+      core.proposeEntry(`put ${key}`, encodePut(key, value ?? new Uint8Array()), (err, index) => {
+        if (err) return cb(toServiceError(members, err));
+        cb(null, { index: index ?? 0, leaderId: cfg.nodeId, leaderAddress: address });
+      });
     },
     Get: (call: grpc.ServerUnaryCall<GetRequest, GetResponse>, cb: grpc.sendUnaryData<GetResponse>) => {
       const refused = access.adminOnly(call, 'get');
@@ -153,11 +135,7 @@ export function raftNodeApi(cfg: NodeConfig, members: Membership, d: Driver<unkn
         cb(null, { found: v !== undefined, value: v ?? new Uint8Array(), appliedIndex: d.applied, leaderId: d.leader(), leaderAddress: members.get(d.leader()) ?? '' });
       };
       if (!linearizable) return answer();
-      withTimeout<number>(
-        `read ${key}`,
-        (done) => d.read(done),
-        (err) => (err ? cb(toServiceError(members, err)) : answer()),
-      );
+      core.read(`read ${key}`, (err) => (err ? cb(toServiceError(members, err)) : answer()));
     },
     TransferLeader: (call: grpc.ServerUnaryCall<TransferLeaderRequest, TransferLeaderResponse>, cb: grpc.sendUnaryData<TransferLeaderResponse>) => {
       const refused = access.adminOnly(call, 'leader transfer');

@@ -60,7 +60,8 @@ export const MEMBER_SLOTS_MAX = 64;
 
 interface Held {
   epoch: number;
-  validUntilMs: number;
+  /** When this relay stops trusting the lease: its request's send time plus the TTL, less the guard. */
+  lapsesAtMs: number;
 }
 
 export class LeaseKeeper implements Fence {
@@ -88,13 +89,13 @@ export class LeaseKeeper implements Fence {
   owned(): ReadonlyMap<number, number> {
     const now = this.nowMs();
     const out = new Map<number, number>();
-    for (const [p, h] of this.held) if (now < h.validUntilMs) out.set(p, h.epoch);
+    for (const [p, h] of this.held) if (now < h.lapsesAtMs) out.set(p, h.epoch);
     return out;
   }
 
   valid(partition: number, epoch: number): boolean {
     const h = this.held.get(partition);
-    return h !== undefined && h.epoch === epoch && this.nowMs() < h.validUntilMs;
+    return h !== undefined && h.epoch === epoch && this.nowMs() < h.lapsesAtMs;
   }
 
   /** One pass: renew what is held, try to acquire the rest (up to the fair share with `balance`). Errors reaching the cluster leave leases to lapse locally. */
@@ -130,7 +131,7 @@ export class LeaseKeeper implements Fence {
       if (m !== null) {
         const sentAtMs = this.nowMs();
         const r = await call('RenewLease', m.slot, m.held.epoch);
-        if (r.granted) m.held.validUntilMs = sentAtMs + this.ttlMs - this.guardMs;
+        if (r.granted) m.held.lapsesAtMs = sentAtMs + this.ttlMs - this.guardMs;
         else this.member = null;
       }
       let others = 0;
@@ -142,7 +143,7 @@ export class LeaseKeeper implements Fence {
       for (; this.member === null && slot < slots; slot++) {
         const sentAtMs = this.nowMs();
         const r = await call('AcquireLease', slot, 0);
-        if (r.granted && r.lease !== null && r.lease.holder === this.o.holder) this.member = { slot, held: { epoch: r.lease.epoch, validUntilMs: sentAtMs + this.ttlMs - this.guardMs } };
+        if (r.granted && r.lease !== null && r.lease.holder === this.o.holder) this.member = { slot, held: { epoch: r.lease.epoch, lapsesAtMs: sentAtMs + this.ttlMs - this.guardMs } };
         else seen(r);
       }
       // The rest are read, in parallel, with a renew that cannot match (it changes nothing).
@@ -165,7 +166,7 @@ export class LeaseKeeper implements Fence {
   private async refreshOne(p: number): Promise<void> {
     const name = `${this.o.prefix}/p${p}`;
     const h = this.held.get(p);
-    const live = h !== undefined && this.nowMs() < h.validUntilMs;
+    const live = h !== undefined && this.nowMs() < h.lapsesAtMs;
     const sentAtMs = this.nowMs();
     try {
       const r = live
@@ -173,14 +174,14 @@ export class LeaseKeeper implements Fence {
         : await this.o.conn.call('AcquireLease', { name, holder: this.o.holder, epoch: 0, ttlMs: this.ttlMs }, { callTimeoutMs: this.guardMs });
       if (r.granted && r.lease !== null) {
         if (h?.epoch !== r.lease.epoch) this.o.onChange?.(p, r.lease.epoch, 'granted');
-        this.held.set(p, { epoch: r.lease.epoch, validUntilMs: sentAtMs + this.ttlMs - this.guardMs });
+        this.held.set(p, { epoch: r.lease.epoch, lapsesAtMs: sentAtMs + this.ttlMs - this.guardMs });
       } else if (h !== undefined) {
         this.held.delete(p);
         this.o.onChange?.(p, null, r.reason);
       }
     } catch (err) {
-      // Not answered: the lease lapses locally at validUntilMs; nothing else to do.
-      if (h !== undefined && this.nowMs() >= h.validUntilMs) {
+      // Not answered: the lease lapses locally at lapsesAtMs; nothing else to do.
+      if (h !== undefined && this.nowMs() >= h.lapsesAtMs) {
         this.held.delete(p);
         this.o.onChange?.(p, null, `lease not renewed in time: ${(err as Error).message}`);
       }

@@ -1,6 +1,6 @@
 // proto/coordinator.proto, loaded once, with its wire shapes generated under
 // the same options (camelCase fields, uint64 as number, enums as their names).
-import { protoFile } from './proto-file.ts';
+import { protoFile, protoService } from './proto-file.ts';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type { RegisterParticipantRequest__Output as GenRegisterParticipantRequest } from './gen/coordinator/verdict/coordinator/RegisterParticipantRequest.ts';
@@ -39,7 +39,6 @@ import type { Lease__Output as GenLease } from './gen/coordinator/verdict/coordi
 import type { Outcome__Output } from './gen/coordinator/verdict/coordinator/Outcome.ts';
 import type { CoordinatorDefinition, CoordinatorHandlers as GenCoordinatorHandlers } from './gen/coordinator/verdict/coordinator/Coordinator.ts';
 import type { Wire, WireHandlers } from './wire.ts';
-import { assert } from '../util/assert.ts';
 
 export const COORDINATOR_PROTO_PATH = protoFile('coordinator.proto');
 
@@ -108,18 +107,15 @@ export const COORDINATOR_METHODS = [
 ] as const;
 export type CoordinatorMethod = (typeof COORDINATOR_METHODS)[number];
 
-const def = coordinatorPackageDefinition['verdict.coordinator.Coordinator'];
-assert(def !== undefined && !('format' in def), `verdict.coordinator.Coordinator is a service in ${COORDINATOR_PROTO_PATH}`);
-for (const m of COORDINATOR_METHODS) assert((def as protoLoader.ServiceDefinition)[m] !== undefined, `Coordinator.${m} is defined`);
+const def = protoService<CoordinatorHandlers & { CommitStream: unknown }>(coordinatorPackageDefinition, COORDINATOR_PROTO_PATH, 'verdict.coordinator.Coordinator', [
+  ...COORDINATOR_METHODS,
+  'CommitStream',
+]);
 
 export const coordinatorService = def as unknown as grpc.ServiceDefinition<CoordinatorHandlers>;
 
 /** Coordinator.CommitStream (kept out of CoordinatorHandlers, whose methods are the unary calls the SDK retries). */
-export const commitStreamMethod = (() => {
-  const m = (def as protoLoader.ServiceDefinition)['CommitStream'];
-  assert(m !== undefined, 'Coordinator.CommitStream is defined');
-  return m as unknown as grpc.MethodDefinition<StreamedCommits, StreamedOutcomes>;
-})();
+export const commitStreamMethod = def.CommitStream as unknown as grpc.MethodDefinition<StreamedCommits, StreamedOutcomes>;
 
 /** Metadata key under which a node names, machine-readably, why it refused a request (e.g. `wrong-cluster-id`). */
 export const REASON_KEY = 'verdict-reason';

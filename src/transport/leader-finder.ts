@@ -18,6 +18,7 @@
 // the request once an attempt may have been acted on.
 
 import { LEADER_ADDRESS_KEY } from './coordinator-rpc.ts';
+import { sleep } from '../util/sleep.ts';
 
 /** Hints can add addresses; a bound keeps a misbehaving server from growing the list forever. */
 export const LEARNED_ADDRESSES_MAX = 64;
@@ -179,7 +180,7 @@ export interface LeaderCallPolicy {
 /** Runs `attempt` on the leader: follows hints, skips failed addresses, pauses between rounds, and gives up within the policy's bounds. */
 export async function callLeader<T>(finder: LeaderFinder, attempt: (address: string) => Promise<T>, policy: LeaderCallPolicy): Promise<T> {
   const nowMs = policy.nowMs ?? Date.now;
-  const sleep = policy.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const pause = policy.sleep ?? sleep;
   const search = finder.search();
   let last: unknown = null;
   for (;;) {
@@ -199,7 +200,7 @@ export async function callLeader<T>(finder: LeaderFinder, attempt: (address: str
     if (search.round >= policy.roundsMax) throw new NoLeaderError(search.failures, last, search.describe());
     let pauseMs = policy.pauseMs(search.round);
     if (policy.giveUpAtMs !== undefined) pauseMs = Math.min(pauseMs, Math.max(0, policy.giveUpAtMs - nowMs()));
-    await sleep(pauseMs);
+    await pause(pauseMs);
     search.nextRound();
   }
 }

@@ -5,7 +5,7 @@
 // Enums travel as their names ('VOTE_YES', 'DECISION_COMMIT') so that logs
 // and code read like the protocol. The wire types are generated from the
 // proto under PARTICIPANT_LOAD_OPTIONS (scripts/gen-proto.mjs).
-import { protoFile } from './proto-file.ts';
+import { protoFile, protoService } from './proto-file.ts';
 import * as grpc from '@grpc/grpc-js';
 import { unaryCall } from './unary.ts';
 import * as protoLoader from '@grpc/proto-loader';
@@ -60,19 +60,12 @@ export type StatusAnswer = Wire<GenStatusAnswer>;
  */
 export type ParticipantHandlers = WireHandlers<GenParticipantHandlers, ParticipantDefinition, 'Exchange' | 'Status'>;
 
-function loadService(name: string, methods: readonly string[]): protoLoader.ServiceDefinition {
-  const def = participantPackageDefinition[name];
-  // Message and enum definitions carry a `format`; services are plain maps of methods.
-  if (def === undefined || 'format' in def) throw new Error(`${name} is not a service in ${PARTICIPANT_PROTO_PATH}`);
-  const svc = def as protoLoader.ServiceDefinition;
-  for (const m of methods) {
-    if (svc[m] === undefined) throw new Error(`${name}.${m} is not defined in ${PARTICIPANT_PROTO_PATH}`);
-  }
-  return svc;
-}
-
-// The cast narrows proto-loader's `object` message types to the generated shapes.
-export const participantService = loadService('verdict.participant.Participant', ['Prepare', 'Decide', 'Exchange', 'Status']) as unknown as grpc.ServiceDefinition<ParticipantHandlers>;
+export const participantService = protoService<ParticipantHandlers>(participantPackageDefinition, PARTICIPANT_PROTO_PATH, 'verdict.participant.Participant', [
+  'Prepare',
+  'Decide',
+  'Exchange',
+  'Status',
+]);
 
 /** Large enough for any payload a participant accepts, small enough to bound memory per call. */
 export const PARTICIPANT_MESSAGE_BYTES_MAX = 4 * 1024 * 1024;

@@ -2,7 +2,7 @@
 // produces under LOAD_OPTIONS and the codec between them and the Raft types.
 // The wire types are generated from the proto with the same options
 // (scripts/gen-proto.mjs, checked by test/unit/gen-proto.test.ts).
-import { protoFile } from './proto-file.ts';
+import { protoFile, protoService } from './proto-file.ts';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type { Entry__Output as GenEntry } from './gen/raft/verdict/raft/Entry.ts';
@@ -79,19 +79,8 @@ export type Members = Wire<GenMembers>;
 export type RaftNodeHandlers = WireHandlers<GenRaftNodeHandlers, RaftNodeDefinition>;
 export type RaftHandlers = WireHandlers<GenRaftHandlers, RaftDefinition>;
 
-function service(name: string, methods: readonly string[]): protoLoader.ServiceDefinition {
-  const def = packageDefinition[name];
-  // Message and enum definitions carry a `format`; services are plain maps of methods.
-  assert(def !== undefined && !('format' in def), `${name} is a service in ${PROTO_PATH}`);
-  const svc = def as protoLoader.ServiceDefinition;
-  for (const m of methods) assert(svc[m] !== undefined, `${name}.${m} is defined in ${PROTO_PATH}`);
-  return svc;
-}
-
-// The casts narrow proto-loader's `object` message types to the wire shapes
-// above; LOAD_OPTIONS is what makes those shapes true.
-export const raftService = service('verdict.raft.Raft', ['Stream']) as unknown as grpc.ServiceDefinition<RaftHandlers>;
-export const raftNodeService = service('verdict.raft.RaftNode', [
+export const raftService = protoService<RaftHandlers>(packageDefinition, PROTO_PATH, 'verdict.raft.Raft', ['Stream']);
+export const raftNodeService = protoService<RaftNodeHandlers>(packageDefinition, PROTO_PATH, 'verdict.raft.RaftNode', [
   'Status',
   'Put',
   'PutStream',
@@ -100,7 +89,7 @@ export const raftNodeService = service('verdict.raft.RaftNode', [
   'AddMember',
   'RemoveMember',
   'ListMembers',
-]) as unknown as grpc.ServiceDefinition<RaftNodeHandlers>;
+]);
 
 export const streamMethod = raftService.Stream as grpc.MethodDefinition<WireBatch, WireStreamAck>;
 export const putStreamMethod = raftNodeService.PutStream as grpc.MethodDefinition<StreamedPuts, StreamedPutAnswers>;

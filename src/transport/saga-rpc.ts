@@ -22,7 +22,7 @@ import type { StepStatus__Output } from './gen/saga/verdict/saga/StepStatus.ts';
 import type { SagaStepDefinition, SagaStepHandlers as GenSagaStepHandlers } from './gen/saga/verdict/saga/SagaStep.ts';
 import type { SagasDefinition, SagasHandlers as GenSagasHandlers } from './gen/saga/verdict/saga/Sagas.ts';
 import type { Wire, WireHandlers } from './wire.ts';
-import { protoFile } from './proto-file.ts';
+import { protoFile, protoService } from './proto-file.ts';
 import { unaryCall } from './unary.ts';
 
 export const SAGA_PROTO_PATH = protoFile('saga.proto');
@@ -49,16 +49,8 @@ export type ResolveSagaRequest = Wire<GenResolveSagaRequest>;
 export type SagaStepHandlers = WireHandlers<GenSagaStepHandlers, SagaStepDefinition>;
 export type SagasHandlers = WireHandlers<GenSagasHandlers, SagasDefinition>;
 
-function loadService(name: string, methods: readonly string[]): protoLoader.ServiceDefinition {
-  const def = sagaPackageDefinition[name];
-  if (def === undefined || 'format' in def) throw new Error(`${name} is not a service in ${SAGA_PROTO_PATH}`);
-  const svc = def as protoLoader.ServiceDefinition;
-  for (const m of methods) if (svc[m] === undefined) throw new Error(`${name}.${m} is not defined in ${SAGA_PROTO_PATH}`);
-  return svc;
-}
-
-export const sagaStepService = loadService('verdict.saga.SagaStep', ['Execute', 'Compensate', 'End']) as unknown as grpc.ServiceDefinition<SagaStepHandlers>;
-export const sagasService = loadService('verdict.saga.Sagas', ['StartSaga', 'SagaStatus', 'ListSagas', 'RetrySaga', 'ResolveSaga']) as unknown as grpc.ServiceDefinition<SagasHandlers>;
+export const sagaStepService = protoService<SagaStepHandlers>(sagaPackageDefinition, SAGA_PROTO_PATH, 'verdict.saga.SagaStep', ['Execute', 'Compensate', 'End']);
+export const sagasService = protoService<SagasHandlers>(sagaPackageDefinition, SAGA_PROTO_PATH, 'verdict.saga.Sagas', ['StartSaga', 'SagaStatus', 'ListSagas', 'RetrySaga', 'ResolveSaga']);
 
 /** The leader's client for one step service endpoint: one channel, reused. */
 export class SagaStepClient {

@@ -184,7 +184,7 @@ describe('commit engine: heuristic reports (R4, R3)', () => {
     w.now += 500;
     expect(w.engine.list('in-doubt', 10).map((v) => v.txnId)).toEqual(['first', 'second']);
     const act = new Map(w.engine.participantActivity().map((p) => [p.id, p]));
-    expect(act.get('b')).toEqual({ id: 'b', lastSeenMs: 1_500, inDoubt: 1 });
+    expect(act.get('b')).toEqual({ id: 'b', lastSeenAtMs: 1_500, inDoubt: 1 });
     expect(act.get('a')?.inDoubt).toBe(0);
     w.vote('a', 'yes');
     w.applyNext(); // COMMIT of second (its YES came first)

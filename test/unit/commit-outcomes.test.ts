@@ -5,7 +5,7 @@
 import { describe, expect, test } from 'vitest';
 import { EngineError, type OutcomeAnswer } from '../../src/commit/engine.ts';
 import { DecisionTable } from '../../src/commit/state.ts';
-import { newTxnId, txnIdProblem, txnIdTimeMs } from '../../src/domain/txn-id.ts';
+import { newTxnId, txnIdProblem, txnIdAtMs } from '../../src/domain/txn-id.ts';
 import { EngineWorld } from './engine-fixture.ts';
 
 const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
@@ -40,14 +40,14 @@ describe('the transaction id rule', () => {
     const id = newTxnId(T0, bytes(0xff));
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(txnIdProblem(id)).toBeNull();
-    expect(txnIdTimeMs(id)).toBe(T0);
-    expect(txnIdTimeMs(`orders:${id}`)).toBe(T0);
-    expect(txnIdTimeMs(`orders-${id}`)).toBe(T0);
+    expect(txnIdAtMs(id)).toBe(T0);
+    expect(txnIdAtMs(`orders:${id}`)).toBe(T0);
+    expect(txnIdAtMs(`orders-${id}`)).toBe(T0);
     expect(newTxnId(T0, bytes(1))).not.toBe(newTxnId(T0, bytes(2)));
     // Untimed: no UUIDv7 at the end, a UUIDv4, or one glued to other characters.
-    expect(txnIdTimeMs('t1')).toBeNull();
-    expect(txnIdTimeMs('0b5c5a7e-1f2d-4c3b-9a8e-7d6c5b4a3f21')).toBeNull();
-    expect(txnIdTimeMs(`x${id}`)).toBeNull();
+    expect(txnIdAtMs('t1')).toBeNull();
+    expect(txnIdAtMs('0b5c5a7e-1f2d-4c3b-9a8e-7d6c5b4a3f21')).toBeNull();
+    expect(txnIdAtMs(`x${id}`)).toBeNull();
   });
 });
 

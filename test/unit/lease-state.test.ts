@@ -51,7 +51,7 @@ describe('lease table', () => {
     // A leader whose clock reads 2 s earlier: the table still reads 10 000.
     const b = t.apply(acquire('relay-b', 8_000), 2);
     expect(b.granted).toBe(false);
-    expect(b.clockMs).toBe(10_000);
+    expect(b.clockAtMs).toBe(10_000);
   });
 
   it('bounds the number of leases', () => {
@@ -87,7 +87,7 @@ describe('lease table', () => {
           // A grant to a holder other than the last live one comes with a new epoch.
           if (r.granted && c.kind === 'acquire' && l.holder !== lastHolder) expect(l.epoch).toBeGreaterThan(lastEpoch);
           lastEpoch = l.epoch;
-          lastHolder = l.expiresAtMs > t.clockMs ? l.holder : '';
+          lastHolder = l.expiresAtMs > t.clockAtMs ? l.holder : '';
         }
       }),
     );
@@ -126,7 +126,7 @@ describe('lease entries at the edge and in snapshots', () => {
     const r = machine();
     r.restore(snap);
     expect(r.leases.get('outbox/p0')).toMatchObject({ holder: 'relay-a', epoch: 1, expiresAtMs: 6_000 });
-    expect(r.leases.clockMs).toBe(5_000);
+    expect(r.leases.clockAtMs).toBe(5_000);
     const old = JSON.parse(Buffer.from(snap).toString());
     delete old.leases;
     expect(snapshotProblem(Buffer.from(JSON.stringify(old)))).toBeNull();

@@ -1,12 +1,13 @@
 // The node core (src/node/core.ts): the composition the node process and the
 // simulator share. One node on the simulated clock and disk: its leadership
 // reaches the engines, a proposal is answered with its applied result, a
-// proposal the log cannot take in time times out, stop() lets pending
+// proposal the log cannot take in time times out (an engine's, or an entry
+// or a read from the node's API: one timeout for all), stop() lets pending
 // callers hear it and crash() lets nobody hear anything.
 import { describe, expect, it } from 'vitest';
 import type { ApplyResult } from '../../src/commit/state.ts';
 import { NodeCore, type CoreExtension } from '../../src/node/core.ts';
-import { NodeStateMachine } from '../../src/node/machine.ts';
+import { encodePut, NodeStateMachine } from '../../src/node/machine.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { LogStore } from '../../src/storage/types.ts';
@@ -107,6 +108,36 @@ describe('the node core', () => {
     s.q.runUntil(s.q.now + 5_000, () => heard.length > 0);
     expect(heard).toHaveLength(1);
     expect(heard[0]).toMatch(/proposal register did not complete within 3000 ms/);
+  });
+
+  it('bounds an entry proposed outside the engines and a linearizable read by the same timeout', () => {
+    let hang = false;
+    const s = oneNode((disk) => ({ persist: (b, cb) => (hang ? undefined : disk.persist(b, cb)) }));
+    leads(s);
+    // While the disk syncs, a put applies and a read is answered.
+    const heard: string[] = [];
+    s.core.proposeEntry('put k', encodePut('k', new Uint8Array([1])), (err, index) => heard.push(err?.message ?? `put at ${index}`));
+    s.q.runUntil(s.q.now + 1_000, () => heard.length > 0);
+    s.core.read('read k', (err) => heard.push(err?.message ?? 'read'));
+    s.q.runUntil(s.q.now + 1_000, () => heard.length > 1);
+    expect(heard).toEqual([`put at ${s.core.driver.applied}`, 'read']);
+    expect(s.core.machine.kv.get('k')).toEqual(new Uint8Array([1]));
+    // Once the disk never syncs again, the put can never apply: it times out.
+    hang = true;
+    heard.length = 0;
+    s.core.proposeEntry('put k2', encodePut('k2', new Uint8Array([2])), (err, index) => heard.push(err?.message ?? `put at ${index}`));
+    s.q.runUntil(s.q.now + 5_000, () => heard.length > 0);
+    expect(heard).toEqual(['put k2 did not complete within 3000 ms (no quorum?); retry']);
+  });
+
+  it('an entry proposed outside the engines hears "node is stopping" from a stopped node at once', () => {
+    const s = oneNode();
+    leads(s);
+    s.core.stop();
+    const heard: string[] = [];
+    s.core.proposeEntry('put k', encodePut('k', new Uint8Array([1])), (err) => heard.push(err?.message ?? 'ok'));
+    s.core.read('read k', (err) => heard.push(err?.message ?? 'ok'));
+    expect(heard).toEqual(['node is stopping', 'node is stopping']);
   });
 
   it('stop(): a proposal still pending hears "node stopped"; crash(): it hears nothing', () => {

@@ -1,0 +1,145 @@
+// What an operator sees of a node over HTTP: the Prometheus metrics and the
+// web console (src/console/), both on `metricsListen`, the console also on
+// `consoleListen` (HTTPS with TLS). The listeners are bound at start, like
+// `listen`, so a bad address is refused before the data directory is
+// touched; the console shows the node once its core exists (show()), and the
+// metrics registry (prom-client, loaded by the node command only) comes after
+// the node is up and ticking (loadMetrics()): until then a scrape answers 503.
+//
+// What the console shows of transactions and leaders is kept in memory,
+// bounded (src/console/timeline.ts), and fed by the core's watchers
+// (src/node/core-observer.ts).
+
+import type { Logger } from 'pino';
+import { consoleHandler, type ConsoleDeps } from '../console/api.ts';
+import { PeerHealth } from '../console/peer-health.ts';
+import { ConsoleListenError, serveConsole, type ConsoleServer } from '../console/server.ts';
+import { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
+import type { Access } from '../transport/auth.ts';
+import { plaintextRefusal } from '../transport/listen-policy.ts';
+import { MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
+import type { NodeConfig } from './config.ts';
+import type { NodeCore } from './core.ts';
+import type { Driver } from './driver.ts';
+import type { Refusals } from './limits.ts';
+import type { NodeMetrics } from './metrics.ts';
+import type { NodeTls } from './node-tls.ts';
+import type { ParticipantLink } from './participant-link.ts';
+import type { SagaMetrics } from './saga-metrics.ts';
+import type { SagaWiring } from './saga-service.ts';
+import { StartupError } from './startup-error.ts';
+
+/** Where the metrics read from, once the node runs. */
+export interface MetricSources {
+  core: NodeCore;
+  sagas: SagaWiring;
+  /** Raft messages refused at the transport's edge, by reason (src/transport/refusal-log.ts). */
+  raftRefusals: () => ReadonlyMap<string, number>;
+  /** Client-facing requests refused at the edge (./limits.ts). */
+  requestRefusals: Refusals;
+  /** Calls refused PERMISSION_DENIED, by role. */
+  access: Access;
+}
+
+export class OperatorPages {
+  readonly timeline = new TxnTimeline();
+  readonly leaders = new LeaderHistory();
+  /** Null until loadMetrics(). */
+  metrics: NodeMetrics | null = null;
+  sagaMetrics: SagaMetrics | null = null;
+  private core: NodeCore | null = null;
+  private link: ParticipantLink | null = null;
+  private readonly peerHealth: PeerHealth | null;
+  private metricsServer: MetricsServer | null = null;
+  private consoleServer: ConsoleServer | null = null;
+
+  private constructor(
+    private readonly cfg: NodeConfig,
+    private readonly tls: NodeTls | null,
+    private readonly log: Logger,
+  ) {
+    const wanted = cfg.metricsListen !== null || cfg.consoleListen !== null;
+    this.peerHealth = wanted
+      ? new PeerHealth(
+          cfg.nodeId,
+          () => this.core?.membership.peers() ?? cfg.peers,
+          (id) => tls?.peer(id),
+        )
+      : null;
+  }
+
+  /** Binds metricsListen and consoleListen (when set); on a refusal, whatever was bound is closed again. */
+  static async serve(cfg: NodeConfig, tls: NodeTls | null, access: Access, log: Logger): Promise<OperatorPages> {
+    const pages = new OperatorPages(cfg, tls, log);
+    if (pages.peerHealth === null) return pages;
+    const page = consoleHandler({
+      cfg,
+      tls: tls !== null,
+      access,
+      httpsConsole: () => (tls !== null ? (pages.consoleServer?.address ?? null) : null),
+      state: () => pages.state(),
+      timeline: pages.timeline,
+      leaders: pages.leaders,
+      health: pages.peerHealth,
+      connection: (endpoint) => pages.link?.connection(endpoint) ?? '',
+    });
+    try {
+      if (cfg.metricsListen !== null) pages.metricsServer = await serveMetrics(cfg.metricsListen, () => pages.metrics?.registry ?? null, page);
+      if (cfg.consoleListen !== null) {
+        if (tls === null) {
+          const refusal = plaintextRefusal({ listen: cfg.consoleListen, insecure: cfg.insecure, tlsHow: '"tls" in the config', insecureHow: '"insecure": true (or --insecure)' });
+          if (refusal !== null) throw new StartupError(refusal.replace(/^refusing to serve plaintext/, 'refusing to serve the console in plaintext'));
+        }
+        pages.consoleServer = await serveConsole(cfg.consoleListen, page, cfg.tls);
+      }
+    } catch (err) {
+      await pages.close();
+      if (err instanceof MetricsListenError) throw new StartupError(`${err.message}; check "metricsListen"`);
+      if (err instanceof ConsoleListenError) throw new StartupError(err.message);
+      throw err;
+    }
+    return pages;
+  }
+
+  get metricsAddress(): string | null {
+    return this.metricsServer?.address ?? null;
+  }
+
+  /** From now on the console shows this core, and the leader's connections through `link`. */
+  show(core: NodeCore, link: ParticipantLink): void {
+    this.core = core;
+    this.link = link;
+  }
+
+  /** Loads prom-client and the node's metrics (after start-up: see the top of this file). */
+  async loadMetrics(src: MetricSources): Promise<void> {
+    const { core } = src;
+    const { NodeMetrics } = await import('./metrics.ts');
+    this.metrics = new NodeMetrics({
+      nodeId: this.cfg.nodeId,
+      driver: () => core.driver as Driver<unknown>,
+      engine: () => core.engine,
+      table: () => core.machine.table,
+      refusals: src.raftRefusals,
+      requestRefusals: () => src.requestRefusals,
+      access: src.access,
+    });
+    const { SagaMetrics } = await import('./saga-metrics.ts');
+    this.sagaMetrics = new SagaMetrics(this.metrics.registry, { engine: () => src.sagas.engine, table: () => core.machine.table.sagas });
+    const m = this.metricsServer;
+    if (m) this.log.info({ metrics: `http://${m.address}/metrics`, console: `http://${m.address}/` }, 'serving Prometheus metrics and the web console');
+    const c = this.consoleServer;
+    if (c) this.log.info({ console: `${this.tls !== null ? 'https' : 'http'}://${c.address}/` }, 'serving the web console');
+  }
+
+  async close(): Promise<void> {
+    this.peerHealth?.close();
+    await this.metricsServer?.close();
+    await this.consoleServer?.close();
+  }
+
+  private state(): ReturnType<ConsoleDeps['state']> {
+    const c = this.core;
+    return c === null ? null : { driver: c.driver as Driver<unknown>, engine: c.engine, table: c.machine.table, members: c.membership };
+  }
+}

@@ -1,0 +1,2 @@
+/** Resolves after `ms` on the real clock (process code only: the pure layers take time as an argument). */
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
