@@ -1,15 +1,18 @@
-// `npx tsx bench/failover-only.ts [--runs N (3)] [--quick]`
+// `npx tsx bench/failover-only.ts [--runs N (3)] [--quick] [--timeline]`
 //
 // The failover part of `npm run bench` alone (bench/failover.ts), with the
 // full run's timings unless --quick: a fresh three-node cluster with two
 // memory participants and 16 clients per run, the leader SIGKILLed in the
 // middle. Prints one line per run and then the summary the full run writes
 // under `failover` in bench/results/latest.json (one JSON line). Writes no
-// result file. Everything is stopped at the end.
+// result file. Everything is stopped at the end. --timeline: nodes and
+// participants log at info, and each run prints where its in-doubt window
+// went (bench/failover-timeline.ts) with the load average at its start.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { failoverPlan, runFailover, type FailoverRun } from './failover.ts';
+import { formatTimeline } from './failover-timeline.ts';
 import { killAllNow, stopAll } from './procs.ts';
 import { summarizeFailover } from './results.ts';
 
@@ -22,6 +25,7 @@ function runsFlag(): number {
 }
 
 const quick = process.argv.includes('--quick');
+const timeline = process.argv.includes('--timeline');
 const runs = runsFlag();
 process.on('exit', killAllNow);
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void stopAll().then(() => process.exit(130)));
@@ -30,12 +34,14 @@ const dir = mkdtempSync(join(tmpdir(), 'verdict-failover-'));
 const results: FailoverRun[] = [];
 try {
   for (let i = 1; i <= runs; i++) {
-    const r = await runFailover(join(dir, `failover${i}`), `f${i}`, failoverPlan(quick));
+    const load = loadavg()[0].toFixed(1);
+    const r = await runFailover(join(dir, `failover${i}`), `f${i}`, { ...failoverPlan(quick), ...(timeline ? { logLevel: 'info' } : {}) });
     results.push(r);
     console.log(
-      `run ${i}: killed ${r.killedLeader}; election ${r.electionMs} ms; in doubt ${r.inDoubt.pairs} pair(s), p99 ${r.inDoubt.p99Ms ?? '-'} ms, window ${r.inDoubt.windowMs ?? '-'} ms; ` +
+      `run ${i} (load ${load}): killed ${r.killedLeader}; election ${r.electionMs} ms; in doubt ${r.inDoubt.pairs} pair(s), p99 ${r.inDoubt.p99Ms ?? '-'} ms, window ${r.inDoubt.windowMs ?? '-'} ms; ` +
         `cluster view ${r.cluster.windowMs === null ? '-' : Math.round(r.cluster.windowMs)} ms; client gap ${r.clientGapMs ?? '-'} ms; still in doubt ${r.inDoubt.stillInDoubt}; rolled back ${r.decidedRolledBack}`,
     );
+    if (r.events) console.log(formatTimeline(r.events));
   }
   const { runs: _runs, ...summary } = summarizeFailover(results, 'bench/failover-only.ts');
   console.log(JSON.stringify(summary));

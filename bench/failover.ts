@@ -28,6 +28,7 @@ import { FileJournal } from '../src/participant/journal.ts';
 import { isParticipantRecord, type ParticipantRecord } from '../src/participant/types.ts';
 import type { FailoverLoad, FailoverLoadResult, TxnEntry } from './failover-load.ts';
 import { percentile } from './hist.ts';
+import { failoverTimeline, type TimelineEvent } from './failover-timeline.ts';
 import { BenchCluster, runJsonChild, sleep, waitFor, type Child } from './procs.ts';
 
 export interface FailoverOptions {
@@ -36,6 +37,8 @@ export interface FailoverOptions {
   warmupMs: number;
   beforeKillMs: number;
   afterKillMs: number;
+  /** 'info' for a timeline of the run from the nodes' and participants' logs (FailoverRun.events); default 'warn'. */
+  logLevel?: string;
 }
 
 /** The failover run of the benchmark (the full run and bench/failover-only.ts alike): 3 nodes, 2 memory participants, 16 clients. */
@@ -82,13 +85,15 @@ export interface FailoverRun {
   rollback: FailoverLoadResult['rollback'] & { participantMismatches: number };
   decidedRolledBack: number;
   timeline: Timeline;
+  /** With logLevel 'info': where the in-doubt window went (bench/failover-timeline.ts). */
+  events?: TimelineEvent[];
 }
 
 const BUCKET_MS = 100;
 const LEADER_POLL_MS = 20;
 
 export async function runFailover(dir: string, tag: string, o: FailoverOptions): Promise<FailoverRun> {
-  const cluster = await BenchCluster.start(dir, 3, tag);
+  const cluster = await BenchCluster.start(dir, 3, tag, o.logLevel);
   try {
     const ids = Array.from({ length: o.participants }, (_, i) => `p${i + 1}`);
     await cluster.startParticipants(ids);
@@ -144,7 +149,12 @@ export async function runFailover(dir: string, tag: string, o: FailoverOptions):
       .map((l) => JSON.parse(l) as TxnEntry);
     const journals = new Map<string, ParticipantRecord[]>();
     for (const id of ids) journals.set(id, await readJournal(join(cluster.participantDir(id), 'journal.log')));
-    return analyse(load, kill, entries, journals);
+    const byParticipant = new Map<string, number[]>();
+    const run = analyse(load, kill, entries, journals, byParticipant);
+    if (o.logLevel !== 'info') return run;
+    const nodeLogs = new Map(cluster.nodes.map((n) => [n.id, join(dir, `${n.id}.log`)]));
+    const participantLogs = new Map(ids.map((id) => [id, join(dir, `participant-${id}.log`)]));
+    return { ...run, events: failoverTimeline({ killAtMs: kill.atMs, killed: kill.leader, nodeLogs, participantLogs, decidedRelMs: byParticipant }) };
   } finally {
     await cluster.destroy();
   }
@@ -175,7 +185,14 @@ async function readJournal(path: string): Promise<ParticipantRecord[]> {
   return records;
 }
 
-function analyse(load: FailoverLoadResult, kill: { atMs: number; leader: string; electionMs: number }, entries: TxnEntry[], journals: Map<string, ParticipantRecord[]>): FailoverRun {
+/** `byParticipant` receives each participant's in-doubt delays (for the timeline). */
+function analyse(
+  load: FailoverLoadResult,
+  kill: { atMs: number; leader: string; electionMs: number },
+  entries: TxnEntry[],
+  journals: Map<string, ParticipantRecord[]>,
+  byParticipant: Map<string, number[]>,
+): FailoverRun {
   const k = kill.atMs;
   const byId = new Map(entries.map((e) => [e.id, e]));
 
@@ -184,7 +201,9 @@ function analyse(load: FailoverLoadResult, kill: { atMs: number; leader: string;
   const inDoubtTxns = new Set<string>();
   let stillInDoubt = 0;
   let participantMismatches = 0;
-  for (const records of journals.values()) {
+  for (const [pid, records] of journals) {
+    const mine: number[] = [];
+    byParticipant.set(pid, mine);
     const preparedAt = new Map<string, number>();
     const decided = new Map<string, { kind: 'committed' | 'aborted'; atMs: number }>();
     for (const r of records) {
@@ -198,6 +217,7 @@ function analyse(load: FailoverLoadResult, kill: { atMs: number; leader: string;
       const prep = preparedAt.get(id);
       if (e.l === kill.leader && d.atMs > k && (prep === undefined || prep <= k)) {
         delays.push(d.atMs - k);
+        mine.push(d.atMs - k);
         inDoubtTxns.add(id);
       }
     }

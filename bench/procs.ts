@@ -6,6 +6,7 @@
 // exit by themselves when their stdin closes, i.e. when the orchestrator is
 // gone. Everything listens on 127.0.0.1 only.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,8 +21,10 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const BIN = join(ROOT, 'bin', 'verdict.mjs');
 
 /**
- * VERDICT_BENCH_CPU_PROF=DIR: node and participant processes run with
- * `--cpu-prof` and write their profiles (DIR/<cluster>-<process>-<stamp>/, one
+ * VERDICT_BENCH_CPU_PROF=DIR: node and participant processes, and the
+ * bench's own children (load generators, direct floors), run with
+ * `--cpu-prof` and write their profiles (DIR/<cluster>-<process>-<stamp>/ or
+ * DIR/<script>-<pid>-<stamp>/, one
  * .cpuprofile per thread, the largest is the main thread's; open them in Chrome
  * DevTools or speedscope) when they stop; nodes are then stopped with
  * SIGTERM instead of SIGKILL so the profile gets written. For finding what is
@@ -125,7 +128,10 @@ export function logTail(file: string, lines = 15): string {
  * (a child may announce progress that way). Bounded by timeoutMs.
  */
 export async function runJsonChild<T>(label: string, script: string, config: object, logFile: string, timeoutMs: number, hooks: { onLine?: (line: string, child: Child) => void } = {}): Promise<T> {
-  const child = spawnChild(label, ['--import', 'tsx', join(ROOT, 'bench', script), JSON.stringify(config)], logFile, { stdin: true, stdout: true });
+  const child = spawnChild(label, [...profileFlags(`${script.replace(/\.ts$/, '')}-${process.pid}`), '--import', 'tsx', join(ROOT, 'bench', script), JSON.stringify(config)], logFile, {
+    stdin: true,
+    stdout: true,
+  });
   let out = '';
   let pending = '';
   child.proc.stdout?.setEncoding('utf8').on('data', (d: string) => {
@@ -171,6 +177,9 @@ export async function waitFor<T>(what: string, timeoutMs: number, probe: () => P
   }
 }
 
+/** How long BenchCluster.waitForLeader waits by default (see there). */
+export const LEADER_WAIT_MS = 180_000;
+
 /** Node timing as shipped in cluster/n1.json, so the figures are what a user of the local cluster gets. */
 export const NODE_TIMING = { tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10_000 };
 
@@ -196,9 +205,11 @@ export class BenchCluster {
     readonly dir: string,
     readonly clusterId: string,
     readonly nodes: BenchNode[],
+    readonly logLevel: string,
   ) {}
 
-  static async start(dir: string, size: number, tag: string): Promise<BenchCluster> {
+  /** `logLevel`: of the nodes and participants ('info' for a failover timeline from their logs; 'warn' keeps measured runs quiet). */
+  static async start(dir: string, size: number, tag: string, logLevel = 'warn'): Promise<BenchCluster> {
     mkdirSync(dir, { recursive: true });
     const clusterId = `bench-${tag}-${process.pid}`;
     const ports = await freePorts(size);
@@ -206,12 +217,12 @@ export class BenchCluster {
     ports.forEach((p, i) => (peers[`n${i + 1}`] = `127.0.0.1:${p}`));
     const nodes: BenchNode[] = [];
     for (const [id, address] of Object.entries(peers)) {
-      const cfg = { clusterId, nodeId: id, listen: address, dataDir: `data-${id}`, peers, ...NODE_TIMING, logLevel: 'warn' };
+      const cfg = { clusterId, nodeId: id, listen: address, dataDir: `data-${id}`, peers, ...NODE_TIMING, logLevel };
       const configFile = join(dir, `${id}.json`);
       writeFileSync(configFile, JSON.stringify(cfg, null, 2) + '\n');
       nodes.push({ id, address, configFile, child: null });
     }
-    const c = new BenchCluster(dir, clusterId, nodes);
+    const c = new BenchCluster(dir, clusterId, nodes, logLevel);
     for (const n of nodes) c.startNode(n);
     await c.waitForLeader();
     return c;
@@ -250,17 +261,27 @@ export class BenchCluster {
     return out;
   }
 
-  /** A leader every answering node agrees on (same term, same leader id); optionally not `notId`. */
+  /**
+   * A leader every answering node agrees on (same term, same leader id);
+   * optionally not `notId`. The default wait is generous: on a shared
+   * machine at a load of 30 and more, three node processes starting cold
+   * (JIT, LevelDB, gRPC) may take well over 30 s to elect a first leader.
+   * At the deadline the error says what each node last reported and the
+   * load average, so a slow machine is told apart from a broken cluster.
+   */
   async waitForLeader(o: { notId?: string; minTerm?: number; timeoutMs?: number; pollMs?: number } = {}): Promise<Leader> {
+    let seen = 'no node answered yet';
+    const timeoutMs = o.timeoutMs ?? LEADER_WAIT_MS;
     return waitFor(
       `a leader of ${this.clusterId}${o.notId ? ` other than ${o.notId}` : ''}`,
-      o.timeoutMs ?? 30_000,
+      timeoutMs,
       async () => {
         // A node that died on its own will not elect anyone: say why at once instead of at the deadline.
         const dead = this.nodes.find((n) => n.child !== null && !isRunning(n.child));
         if (dead?.child)
           throw new FatalError(`node ${dead.id} exited (${dead.child.proc.signalCode ?? `code ${dead.child.proc.exitCode}`}); its log ${dead.child.logFile}:\n${logTail(dead.child.logFile)}`);
         const st = [...(await this.statuses())];
+        seen = st.map(([n, x]) => (x === null ? `${n.id} not answering` : `${n.id} ${x.role} term ${x.term} leader ${x.leaderId || '-'}`)).join('; ');
         const leaders = st.filter(([, s]) => s?.role === 'leader') as [BenchNode, NodeStatus][];
         if (leaders.length === 0) return undefined;
         leaders.sort((a, b) => b[1].term - a[1].term);
@@ -270,7 +291,13 @@ export class BenchCluster {
         return { id: node.id, address: node.address, term: s.term };
       },
       o.pollMs ?? 100,
-    );
+    ).catch((err: Error) => {
+      if (err instanceof FatalError) throw err;
+      const load = loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ');
+      throw new Error(`${err.message} (last seen: ${seen}; load average ${load}; logs in ${this.dir})`);
+    });
   }
 
   /** SIGKILL of one node; resolves once the process is gone. */
@@ -296,7 +323,7 @@ export class BenchCluster {
     const ports = await freePorts(ids.length);
     for (const [i, id] of ids.entries()) {
       const args = [...profileFlags(`${this.clusterId}-participant-${id}`), BIN, 'participant', '--id', id, '--listen', `127.0.0.1:${ports[i]}`, '--data', this.participantDir(id)];
-      args.push('--cluster-id', this.clusterId, '--endpoints', this.endpoints.join(','), '--log-level', 'warn', ...extraArgs(id));
+      args.push('--cluster-id', this.clusterId, '--endpoints', this.endpoints.join(','), '--log-level', this.logLevel, ...extraArgs(id));
       this.participants.set(id, spawnChild(`participant ${id}`, args, join(this.dir, `participant-${id}.log`)));
     }
     const client = new VerdictClient({ endpoints: this.endpoints, clusterId: this.clusterId });

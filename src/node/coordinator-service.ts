@@ -11,6 +11,7 @@ import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswe
 import type { DecisionOutcome } from '../domain/protocol.ts';
 import { RESOURCE_KIND, RESOURCE_KIND_UNKNOWN, type DecisionTable, type HeuristicRecord, type Resolution } from '../commit/state.ts';
 import {
+  type OutcomesResponse,
   OPERATOR_KEY,
   RECORDED_OUTCOME_KEY,
   STATUS_REASON_KEY,
@@ -261,6 +262,27 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       const refused = p === '' ? null : access.participantOnly(call, p, `asking about a transaction as participant "${p.slice(0, 64)}"`);
       if (refused) return cb(refused);
       engine.outcome(call.request.txnId, p, outcomeReply(cb));
+    },
+    GetOutcomes: (call, cb) => {
+      // The batched question of a participant in doubt (src/participant/in-doubt.ts): each id as GetOutcome would answer it (R3).
+      const { txnIds, participantId: p } = call.request;
+      const refused = access.participantOnly(call, p, `asking about transactions as participant "${p.slice(0, 64)}"`);
+      if (refused) return cb(refused);
+      const notLeaderErr = leaderOnly();
+      if (notLeaderErr) return cb(fail(notLeaderErr));
+      const answers: OutcomesResponse['answers'] = new Array(txnIds.length);
+      let left = txnIds.length;
+      txnIds.forEach((txnId, i) =>
+        engine.outcome(txnId, p, (err, a) => {
+          if (err || !a) {
+            const st = fail(err ?? new EngineError('outcome-unknown', 'no answer'));
+            answers[i] = { outcome: null, code: st.code, details: st.details };
+          } else {
+            answers[i] = { outcome: { txnId: a.txnId, outcome: OUTCOME[a.outcome], reason: a.reason, decisionIndex: a.decisionIndex }, code: 0, details: '' };
+          }
+          if (--left === 0) cb(null, { answers });
+        }),
+      );
     },
     ListTransactions: (call, cb) => {
       const notLeaderErr = leaderOnly();

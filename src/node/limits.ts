@@ -36,6 +36,9 @@ export interface UndecidedSource {
 const ID_FORM = 'letters, digits, ".", "_", ":" or "-"';
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
+/** Transaction ids one GetOutcomes call may ask about (the participant's in-doubt resolver asks at most this many per question). */
+export const OUTCOMES_ASKED_MAX = 1_024;
+
 type Check = (field: string, v: unknown) => string | null;
 const txnId: Check = (f, v) => checkString(f, v, { maxChars: TXN_ID_CHARS_MAX, pattern: TXN_ID_PATTERN, form: ID_FORM });
 const id: Check = (f, v) => checkString(f, v, { maxChars: ID_CHARS_MAX, pattern: ID, form: 'letters, digits, ".", "_" or "-"' });
@@ -80,6 +83,17 @@ const REQUEST_CHECKS: { [M in CoordinatorMethod]?: (r: RequestOf<M>) => string |
       [txnId, 'txn_id', r.txnId],
       [optionalId, 'participant_id', r.participantId],
     ]),
+  GetOutcomes: (r) => {
+    const p = id('participant_id', r.participantId);
+    if (p !== null) return p;
+    const n = r.txnIds?.length ?? 0;
+    if (n === 0 || n > OUTCOMES_ASKED_MAX) return `txn_ids holds ${n} ids; ask about 1 to ${OUTCOMES_ASKED_MAX} per call`;
+    for (const [i, t] of (r.txnIds ?? []).entries()) {
+      const q = txnId(`txn_ids[${i}]`, t);
+      if (q !== null) return q;
+    }
+    return null;
+  },
   ListTransactions: (r) => optionalTxnId('txn_id', r.txnId ?? ''),
   ReportHeuristic: (r) =>
     firstProblem([

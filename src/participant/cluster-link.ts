@@ -17,6 +17,8 @@ import {
   type OutcomeName as OutcomeValue,
   type ParticipantInfo,
   type OutcomeRequest,
+  type OutcomesRequest,
+  type OutcomesResponse,
   type RegisterParticipantRequest,
   type RegisterParticipantResponse,
   type ReportHeuristicRequest,
@@ -41,11 +43,12 @@ export interface CoordinatorParticipantHandlers extends grpc.UntypedServiceImple
 export const coordinatorParticipantService = {
   RegisterParticipant: coordinatorService.RegisterParticipant,
   GetOutcome: coordinatorService.GetOutcome,
+  GetOutcomes: coordinatorService.GetOutcomes,
   ReportHeuristic: coordinatorService.ReportHeuristic,
   Abort: coordinatorService.Abort,
 } as unknown as grpc.ServiceDefinition<CoordinatorParticipantHandlers>;
 
-type LinkMethod = 'RegisterParticipant' | 'GetOutcome' | 'ReportHeuristic' | 'Abort';
+type LinkMethod = 'RegisterParticipant' | 'GetOutcome' | 'GetOutcomes' | 'ReportHeuristic' | 'Abort';
 
 export function toClusterOutcome(o: OutcomeValue): ClusterOutcome {
   switch (o) {
@@ -94,6 +97,22 @@ export class ClusterLink {
     return this.call<OutcomeRequest, TxnOutcome>('GetOutcome', { txnId, participantId }).then((r) => {
       if (r.txnId !== '' && r.txnId !== txnId) throw new Error(`cluster answered about ${r.txnId} when asked about ${txnId}`);
       return r;
+    });
+  }
+
+  /**
+   * What the cluster says about each of txnIds (GetOutcomes), asked as an
+   * in-doubt participant: one answer per id, in order, an outcome or the
+   * error that id alone got. Rejects when the whole call failed (a follower
+   * with no leader, or a cluster too old to know GetOutcomes: UNIMPLEMENTED).
+   */
+  async outcomes(txnIds: string[], participantId: string): Promise<(TxnOutcome | Error)[]> {
+    const r = await this.call<OutcomesRequest, OutcomesResponse>('GetOutcomes', { txnIds, participantId });
+    if (r.answers.length !== txnIds.length) throw new Error(`cluster answered ${r.answers.length} of ${txnIds.length} outcome questions`);
+    return r.answers.map((a, i) => {
+      if (a.code !== 0 || a.outcome === null) return new Error(`${a.code} ${a.details || 'no outcome'}`);
+      if (a.outcome.txnId !== '' && a.outcome.txnId !== txnIds[i]) return new Error(`cluster answered about ${a.outcome.txnId} when asked about ${txnIds[i]}`);
+      return a.outcome;
     });
   }
 

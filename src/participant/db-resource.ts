@@ -105,8 +105,13 @@ export abstract class DbResource<C, Q> implements PreparedResource {
 
   // ---- What each database supplies ----
 
-  /** A connection with T's transaction begun, error listeners attached (e.detach undoes them); throws with the reason. */
-  protected abstract openConn(txnId: TxnId, e: DbTxn<C>): Promise<C>;
+  /**
+   * A connection with T's transaction begun, error listeners attached (e.detach
+   * undoes them); throws with the reason. forPrepare: T is opened by its
+   * PREPARE (the payload's SQL, no work()), so the resource may send its
+   * BEGIN with prepareConn's first statement instead of on its own.
+   */
+  protected abstract openConn(txnId: TxnId, e: DbTxn<C>, forPrepare: boolean): Promise<C>;
   /** Runs the payload's statements, writes the marker and prepares; throws why not. */
   protected abstract prepareConn(txnId: TxnId, conn: C, sql: readonly string[]): Promise<void>;
   /** Rolls back T's unprepared transaction on conn, best effort; returns the error that makes conn unusable, if any. */
@@ -279,7 +284,7 @@ export abstract class DbResource<C, Q> implements PreparedResource {
         return `no work for transaction ${txnId} here: no ${this.openTxnNoun} is bound to it (its work failed or expired, or this participant restarted) and the payload has no SQL`;
       }
       try {
-        e = await this.begin(txnId);
+        e = await this.begin(txnId, true);
       } catch (err) {
         return this.describeError(err);
       }
@@ -418,7 +423,7 @@ export abstract class DbResource<C, Q> implements PreparedResource {
   // ---- Plumbing ----
 
   /** Opens T's transaction on a connection of its own. Bounded: at most openTxnsMax transactions open or connecting. */
-  private async begin(txnId: TxnId): Promise<DbTxn<C>> {
+  private async begin(txnId: TxnId, forPrepare = false): Promise<DbTxn<C>> {
     if (this.closed) throw new Error(`the ${this.kind} resource is closed`);
     let open = 0;
     for (const x of this.txns.values()) if (x.phase !== 'prepared') open += 1;
@@ -426,7 +431,7 @@ export abstract class DbResource<C, Q> implements PreparedResource {
     const e: DbTxn<C> = { phase: 'open', conn: null, failure: null, active: false, openTimer: null, detach: null, preparedAtMs: 0 };
     this.connecting += 1;
     try {
-      e.conn = await this.openConn(txnId, e);
+      e.conn = await this.openConn(txnId, e, forPrepare);
     } finally {
       this.connecting -= 1;
     }

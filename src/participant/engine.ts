@@ -24,6 +24,7 @@ import {
   toBase64,
   withDefaults,
   type AskOutcome,
+  type AskOutcomes,
   type Clock,
   type EngineLog,
   type Journal,
@@ -44,6 +45,8 @@ export interface EngineOptions {
   clock: Clock;
   schedule: Schedule;
   askOutcome: AskOutcome;
+  /** Batched questions (Coordinator.GetOutcomes); absent, each in-doubt transaction is asked about on its own. */
+  askOutcomes?: AskOutcomes;
   log?: EngineLog;
   /** Prepared (and preparing) transactions held at once; beyond it PREPARE gets NO. */
   preparedMax?: number;
@@ -130,7 +133,7 @@ function once<A extends unknown[]>(what: string, fn: (...args: A) => void): (...
 }
 
 export class ParticipantEngine {
-  protected readonly o: Required<Omit<EngineOptions, 'log'>>;
+  protected readonly o: Required<Omit<EngineOptions, 'log' | 'askOutcomes'>> & Pick<EngineOptions, 'askOutcomes'>;
   private readonly log: EngineLog;
   /** Durably prepared and not yet decided. Invariant: disjoint from `decided`. */
   protected readonly prepared = new Map<TxnId, PreparedTxn>();
@@ -166,6 +169,7 @@ export class ParticipantEngine {
     this.log = o.log ?? SILENT_LOG;
     this.inDoubtResolver = new InDoubtResolver({
       askOutcome: this.o.askOutcome,
+      ...(this.o.askOutcomes ? { askOutcomes: this.o.askOutcomes } : {}),
       schedule: this.o.schedule,
       log: this.log,
       askBackoffMinMs: this.o.askBackoffMinMs,
@@ -375,7 +379,9 @@ export class ParticipantEngine {
           return vote(false, reason);
         }
         const preparedAtMs = this.o.clock.nowMs();
-        const record: PreparedRecord = { kind: 'prepared', txnId, atMs: preparedAtMs, payloadB64: toBase64(req.payload), participants: [...req.participants] };
+        // A resource whose own prepare is durable holds T's work itself: its journal needs only T's id.
+        const held = this.o.resource.durableAtPrepare?.(txnId) === true;
+        const record: PreparedRecord = { kind: 'prepared', txnId, atMs: preparedAtMs, payloadB64: held ? '' : toBase64(req.payload), participants: held ? [] : [...req.participants] };
         this.prepareDurably(record, vote);
       }),
     );

@@ -10,11 +10,20 @@
 // URGENT_ASK_INTERVAL_MS for URGENT_ASKS_MAX tries before the backoff takes
 // over: a new leader is usually elected within a few hundred milliseconds,
 // and the question should reach it then, not at the next doubling.
+//
+// With askOutcomes (Coordinator.GetOutcomes) the questions due at the same
+// moment go out as one: a participant with thousands of transactions in
+// doubt after a leader dies asks one question per round, not thousands
+// (up to askBatchMax ids each, asksInFlightMax questions at once).
 import { assert } from '../util/assert.ts';
-import { type AskOutcome, type ClusterOutcome, type EngineLog, type Outcome, type Schedule, type TxnId } from './types.ts';
+import { type AskOutcome, type AskOutcomes, type ClusterOutcome, type EngineLog, type Outcome, type Schedule, type TxnId } from './types.ts';
 
 export interface InDoubtOptions {
   askOutcome: AskOutcome;
+  /** Batched questions; absent, each transaction is asked about on its own. */
+  askOutcomes?: AskOutcomes;
+  /** Ids per batched question. */
+  askBatchMax?: number;
   schedule: Schedule;
   log: EngineLog;
   askBackoffMinMs: number;
@@ -36,6 +45,9 @@ export const URGENT_ASK_INTERVAL_MS = 100;
  */
 export const URGENT_ASKS_MAX = 150;
 
+/** Ids per batched question by default (the cluster takes up to 1,024: src/node/limits.ts). */
+export const ASK_BATCH_MAX = 512;
+
 /** queued: waits for an ask slot; asking: a question in flight; waiting: backing off; applying: outcome learned. */
 interface Resolver {
   state: 'queued' | 'asking' | 'waiting' | 'applying';
@@ -55,6 +67,8 @@ export class InDoubtResolver {
   private readonly queue: TxnId[] = [];
   private inFlight = 0;
   private stopped = false;
+  /** A pump on the next turn, so retries that fall due together leave as one batched question. */
+  private pumpSoon: (() => void) | null = null;
   questions = 0;
 
   constructor(o: InDoubtOptions) {
@@ -85,8 +99,7 @@ export class InDoubtResolver {
     } else {
       this.resolvers.set(txnId, { state: 'queued', attempts: 0, urgentLeft, backoffs: 0, cancel: null });
     }
-    this.queue.push(txnId);
-    this.pump();
+    this.requeue(txnId);
   }
 
   /** T is settled (by a DECISION or by our own apply): stop asking. A late answer is ignored. */
@@ -99,13 +112,16 @@ export class InDoubtResolver {
 
   stop(): void {
     this.stopped = true;
+    this.pumpSoon?.();
+    this.pumpSoon = null;
     for (const r of this.resolvers.values()) r.cancel?.();
     this.resolvers.clear();
     this.queue.length = 0;
   }
 
-  private pump(): void {
-    while (!this.stopped && this.inFlight < this.o.asksInFlightMax && this.queue.length > 0) {
+  /** The next queued transaction still to be asked about, or null; marks it asking. */
+  private takeQueued(): [TxnId, Resolver] | null {
+    while (this.queue.length > 0) {
       const txnId = this.queue.shift() as TxnId;
       const r = this.resolvers.get(txnId);
       if (r === undefined || r.state !== 'queued') continue;
@@ -114,6 +130,17 @@ export class InDoubtResolver {
         continue;
       }
       r.state = 'asking';
+      return [txnId, r];
+    }
+    return null;
+  }
+
+  private pump(): void {
+    if (this.o.askOutcomes !== undefined) return this.pumpBatched(this.o.askOutcomes);
+    while (!this.stopped && this.inFlight < this.o.asksInFlightMax && this.queue.length > 0) {
+      const next = this.takeQueued();
+      if (next === null) return;
+      const [txnId, r] = next;
       this.inFlight += 1;
       this.questions += 1;
       let answered = false;
@@ -125,6 +152,47 @@ export class InDoubtResolver {
         this.pump();
       });
     }
+  }
+
+  private pumpBatched(askOutcomes: AskOutcomes): void {
+    const batchMax = this.o.askBatchMax ?? ASK_BATCH_MAX;
+    while (!this.stopped && this.inFlight < this.o.asksInFlightMax && this.queue.length > 0) {
+      const asked: [TxnId, Resolver][] = [];
+      while (asked.length < batchMax) {
+        const next = this.takeQueued();
+        if (next === null) break;
+        asked.push(next);
+      }
+      if (asked.length === 0) return;
+      this.inFlight += 1;
+      this.questions += 1;
+      let answered = false;
+      askOutcomes(
+        asked.map(([id]) => id),
+        (err, answers) => {
+          assert(!answered, 'askOutcomes calls back once');
+          answered = true;
+          this.inFlight -= 1;
+          for (const [txnId, r] of asked) {
+            const a = err === null ? answers.get(txnId) : undefined;
+            if (a !== undefined) this.onAnswer(txnId, r, a.err, a.outcome);
+            else this.onAnswer(txnId, r, err ?? new Error(`the cluster's answer left out ${txnId}`), 'unknown');
+          }
+          this.pump();
+        },
+      );
+    }
+  }
+
+  /** Queues T; with batched questions the pump waits for the others due now (a broken stream's whole list, retries that fall due together). */
+  private requeue(txnId: TxnId): void {
+    this.queue.push(txnId);
+    if (this.o.askOutcomes === undefined) return this.pump();
+    if (this.pumpSoon !== null) return;
+    this.pumpSoon = this.o.schedule(0, () => {
+      this.pumpSoon = null;
+      this.pump();
+    });
   }
 
   private onAnswer(txnId: TxnId, r: Resolver, err: Error | null, outcome: ClusterOutcome): void {
@@ -158,8 +226,7 @@ export class InDoubtResolver {
       r.cancel = null;
       if (this.resolvers.get(txnId) !== r || this.stopped) return;
       r.state = 'queued';
-      this.queue.push(txnId);
-      this.pump();
+      this.requeue(txnId);
     });
   }
 }

@@ -29,6 +29,12 @@
 // append to share its frame and its fdatasync, the next PREPARE's at low load.
 // Their callbacks still run only once they are synced, so nothing that
 // depends on them (the ACK) leaves before they are durable.
+//
+// Lazy records (options.lazy: a prepared record whose prepared state the
+// database already holds durably, which nothing waits for) never start a
+// sync: they ride in the next frame, usually their own DECISION's, and are
+// synced alone only after lazySyncMs with no other append. Their callbacks
+// too run once they are synced.
 import { open, readFile, rm, rename, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -58,6 +64,10 @@ export interface FileJournalOptions<R> {
   deferred?: (record: R) => boolean;
   /** The longest a deferred record waits for company before it is synced alone. */
   deferredSyncMs?: number;
+  /** Records nobody waits for: they never start a sync of their own before lazySyncMs. */
+  lazy?: (record: R) => boolean;
+  /** The longest a lazy record waits for another append before it is synced alone. */
+  lazySyncMs?: number;
   /** A group commit is cut at this size; the rest waits for the next frame. */
   batchBytesMax?: number;
   /** Appends waiting for the disk; beyond it append fails at once (back-pressure). */
@@ -80,7 +90,8 @@ interface Pending<R> {
   record: R;
   json: string;
   bytes: number;
-  deferred: boolean;
+  /** How long the record may wait for company before it starts a sync: not at all, deferredSyncMs, or lazySyncMs. */
+  wait: 'now' | 'deferred' | 'lazy';
   cb: (err: Error | null) => void;
 }
 
@@ -99,6 +110,7 @@ export class FileJournal<R> {
   private pumping: Promise<void> | null = null;
   private kickScheduled = false;
   private deferredTimer: NodeJS.Timeout | null = null;
+  private lazyTimer: NodeJS.Timeout | null = null;
   private failed: Error | null = null;
   private closed = false;
   private appendedSinceCompaction = 0;
@@ -125,6 +137,8 @@ export class FileJournal<R> {
         compactAfterMs: 10 * 60_000,
         deferred: () => false,
         deferredSyncMs: 2,
+        lazy: () => false,
+        lazySyncMs: 1_000,
         batchBytesMax: 1024 * 1024,
         queueRecordsMax: 10_000,
         log: SILENT_LOG,
@@ -133,6 +147,7 @@ export class FileJournal<R> {
     );
     if (!(o.compactAfterRecords > 0 && o.compactAfterBytes > 0 && o.compactAfterMs > 0 && o.batchBytesMax > 0 && o.queueRecordsMax > 0)) throw new Error('journal bounds must be positive');
     if (!(o.deferredSyncMs >= 0 && o.deferredSyncMs <= 1_000)) throw new Error('journal deferredSyncMs must be 0 to 1000');
+    if (!(o.lazySyncMs >= o.deferredSyncMs && o.lazySyncMs <= 60_000)) throw new Error('journal lazySyncMs must be from deferredSyncMs to 60000');
     // A temp file is left only by a crash during compaction, before its rename: the journal itself is intact.
     await rm(tempPath(o.path), { force: true });
     let buf: Buffer | null = null;
@@ -183,10 +198,9 @@ export class FileJournal<R> {
       process.nextTick(cb, new Error(`journal record of ${bytes} bytes is larger than a frame (${FRAME_BYTES_MAX})`));
       return;
     }
-    const deferred = this.o.deferred(record);
-    this.queue.push({ record, json, bytes, deferred, cb });
-    if (deferred) this.kickDeferred();
-    else this.kick();
+    const wait = this.o.deferred(record) ? 'deferred' : this.o.lazy(record) ? 'lazy' : 'now';
+    this.queue.push({ record, json, bytes, wait, cb });
+    this.kickFor(wait);
   }
 
   stats(): JournalStats {
@@ -197,10 +211,7 @@ export class FileJournal<R> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.deferredTimer !== null) {
-      clearTimeout(this.deferredTimer);
-      this.deferredTimer = null;
-    }
+    this.clearTimers();
     if (this.pumping === null) this.startPump();
     while (this.pumping !== null) await this.pumping;
     await this.fh.close();
@@ -208,10 +219,7 @@ export class FileJournal<R> {
 
   /** The first append of a quiet journal waits one turn, so appends arriving together share a frame and a sync. */
   private kick(): void {
-    if (this.deferredTimer !== null) {
-      clearTimeout(this.deferredTimer);
-      this.deferredTimer = null;
-    }
+    this.clearTimers();
     if (this.pumping !== null || this.kickScheduled) return;
     this.kickScheduled = true;
     setImmediate(() => {
@@ -220,13 +228,32 @@ export class FileJournal<R> {
     });
   }
 
-  /** A deferred record on a quiet journal waits deferredSyncMs for an append to share a sync with; a running pump takes it in its next frame anyway. */
-  private kickDeferred(): void {
+  /**
+   * A deferred (or lazy) record on a quiet journal waits deferredSyncMs (or
+   * lazySyncMs) for an append to share a sync with; a running pump takes it
+   * in its next frame anyway. A deferred record cuts a lazy one's wait short.
+   */
+  private kickFor(wait: Pending<R>['wait']): void {
+    if (wait === 'now') return this.kick();
     if (this.pumping !== null || this.kickScheduled || this.deferredTimer !== null) return;
+    if (wait === 'lazy') {
+      this.lazyTimer ??= setTimeout(() => {
+        this.lazyTimer = null;
+        this.kick();
+      }, this.o.lazySyncMs);
+      return;
+    }
     this.deferredTimer = setTimeout(() => {
       this.deferredTimer = null;
       this.kick();
     }, this.o.deferredSyncMs);
+  }
+
+  private clearTimers(): void {
+    if (this.deferredTimer !== null) clearTimeout(this.deferredTimer);
+    if (this.lazyTimer !== null) clearTimeout(this.lazyTimer);
+    this.deferredTimer = null;
+    this.lazyTimer = null;
   }
 
   private startPump(): void {
@@ -240,8 +267,8 @@ export class FileJournal<R> {
       .finally(() => {
         this.pumping = null;
         if (this.queue.length === 0 || this.failed !== null || this.closed) return;
-        if (this.queue.some((p) => !p.deferred)) this.kick();
-        else this.kickDeferred();
+        // The most urgent record left decides how soon the next frame is written.
+        this.kickFor(this.queue.some((p) => p.wait === 'now') ? 'now' : this.queue.some((p) => p.wait === 'deferred') ? 'deferred' : 'lazy');
       });
   }
 

@@ -5,8 +5,10 @@
 //                PostgreSQL transaction bound to T: the first call BEGINs on
 //                a connection of the work pool, and the connection stays
 //                checked out (and the transaction open) until PREPARE.
-//   PREPARE      runs the payload's SQL (below), writes T's marker row, then
-//                PREPARE TRANSACTION 'gid' and returns the connection: a
+//   PREPARE      runs the payload's SQL (below) in one round trip (with T's
+//                BEGIN when T was not opened by work()), writes T's marker
+//                row and PREPARE TRANSACTION 'gid' in a second, and returns
+//                the connection: a
 //                prepared transaction survives its session, so no connection
 //                is held across the prepared state. PostgreSQL flushes the
 //                PREPARE record to its WAL before it answers, so by the time
@@ -63,10 +65,13 @@
 //                           application in-process. {"sql": []} prepares an
 //                           intentionally empty transaction.
 //
-// Two pools: the work pool (size `concurrency`) holds open transactions; the
-// control pool (a couple of connections) runs decisions, scans and marker
-// upkeep, so a COMMIT PREPARED never waits behind open transactions that may
-// themselves be waiting for the locks it would release.
+// Three pools: the work pool (size `concurrency`) holds open transactions;
+// the decision pool (as large by default) runs COMMIT / ROLLBACK PREPARED, so
+// a COMMIT PREPARED never waits behind open transactions that may themselves
+// be waiting for the locks it would release, and decisions arriving together
+// run together (PostgreSQL flushes their commit records with one WAL flush)
+// instead of queueing for a couple of connections; the control pool (a couple
+// of connections) runs scans, markers and upkeep.
 import pg from 'pg';
 import type { PoolClient, QueryResult } from 'pg';
 import { gidOf, gidPrefix, parseGid } from './postgres-gid.ts';
@@ -92,7 +97,9 @@ export interface PostgresResourceOptions {
   url: string;
   /** Transactions open at once: the work pool's size. PostgreSQL's max_prepared_transactions should be at least this. */
   concurrency?: number;
-  /** Connections for decisions, scans and markers, apart from the work pool. */
+  /** Connections for COMMIT / ROLLBACK PREPARED, apart from the work pool; 0 (the default): as many as concurrency. */
+  decisionConnections?: number;
+  /** Connections for scans, markers and upkeep, apart from the work and decision pools. */
   controlConnections?: number;
   /** Waiting longer than this for a free connection fails the work (or votes NO). */
   acquireTimeoutMs?: number;
@@ -116,7 +123,7 @@ export interface PostgresResourceOptions {
   markerLockTimeoutMs?: number;
   /** A prepared transaction older than this counts as stuck (alerts, metrics). */
   stuckAfterMs?: number;
-  /** lock_timeout of the control connections (decisions, scans, marker upkeep and the start-up DDL). */
+  /** lock_timeout of the decision and control connections (decisions, scans, marker upkeep and the start-up DDL). */
   controlLockTimeoutMs?: number;
   log?: EngineLog;
 }
@@ -135,7 +142,10 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
   readonly prefix: string;
   private readonly o: Options;
   private readonly work_: pg.Pool;
+  private readonly decide: pg.Pool;
   private readonly control: pg.Pool;
+  /** Work-pool connections checked out for a PREPARE whose BEGIN has not been sent yet (prepareConn sends it). */
+  private readonly unbegun = new WeakSet<PoolClient>();
   private readonly table: string;
 
   private constructor(o: Options, log: EngineLog) {
@@ -156,9 +166,10 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
     const base = { connectionString: o.url, connectionTimeoutMillis: this.o.acquireTimeoutMs, application_name: `verdict-${o.participantId}`.slice(0, 63) };
     this.work_ = new pg.Pool({ ...base, max: this.o.concurrency, idleTimeoutMillis: 30_000 });
     // Decisions, scans and upkeep never wait long for a lock: they are retried instead.
+    this.decide = new pg.Pool({ ...base, max: this.o.decisionConnections, idleTimeoutMillis: 30_000, lock_timeout: this.o.controlLockTimeoutMs });
     this.control = new pg.Pool({ ...base, max: this.o.controlConnections, idleTimeoutMillis: 30_000, lock_timeout: this.o.controlLockTimeoutMs });
     // An idle connection that dies (server restart) is reported here; without a listener it would crash the process.
-    for (const pool of [this.work_, this.control]) pool.on('error', (err) => this.log.warn({ err: err.message }, 'PostgreSQL connection lost while idle'));
+    for (const pool of [this.work_, this.decide, this.control]) pool.on('error', (err) => this.log.warn({ err: err.message }, 'PostgreSQL connection lost while idle'));
   }
 
   /**
@@ -171,6 +182,7 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
         ...DB_DEFAULTS,
         acquireTimeoutMs: 5_000,
         openTxnsMax: 0,
+        decisionConnections: 0,
         isolation: 'read committed' as const,
         markerTable: 'verdict_markers',
         markerCleanupBatch: 10_000,
@@ -180,10 +192,14 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
       { ...opts, log: undefined },
     ) as Options;
     if (o.openTxnsMax === 0) o.openTxnsMax = o.concurrency * 16;
+    if (o.decisionConnections === 0) o.decisionConnections = o.concurrency;
     const r = new PostgresResource(o, opts.log ?? SILENT_LOG);
     await setUpOrRefuse({ url: o.url, tables: [r.table, HEURISTIC_TABLE], close: () => r.endConnections() }, async () => {
       if (!(r.o.concurrency >= 1 && r.o.controlConnections >= 1 && Number.isInteger(r.o.concurrency))) {
         throw new PostgresConfigError(`PostgreSQL concurrency must be a positive integer, not ${r.o.concurrency}`);
+      }
+      if (!(Number.isInteger(r.o.decisionConnections) && r.o.decisionConnections >= 1)) {
+        throw new PostgresConfigError(`PostgreSQL decision connections must be a positive integer, not ${r.o.decisionConnections}`);
       }
       if (!MARKER_TABLE_PATTERN.test(r.table)) throw new PostgresConfigError(`marker table name "${r.table}" must be a lower-case SQL identifier`);
       await checkServer(r.control, { url: o.url, concurrency: r.o.concurrency, log: r.log });
@@ -215,8 +231,8 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
 
   // ---- PostgreSQL's statements (the DbResource hooks) ----
 
-  /** Checks out a connection of the work pool and BEGINs T. */
-  protected async openConn(txnId: TxnId, e: DbTxn<PoolClient>): Promise<PoolClient> {
+  /** Checks out a connection of the work pool and BEGINs T (for a PREPARE, with its first statement: prepareConn). */
+  protected async openConn(txnId: TxnId, e: DbTxn<PoolClient>, forPrepare: boolean): Promise<PoolClient> {
     let client: PoolClient;
     try {
       client = await this.work_.connect();
@@ -230,8 +246,13 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
     };
     client.on('error', onError);
     e.detach = () => client.removeListener('error', onError);
+    if (forPrepare) {
+      // One round trip fewer: prepareConn sends BEGIN in front of the payload's statements.
+      this.unbegun.add(client);
+      return client;
+    }
     try {
-      await client.query(this.o.isolation === 'read committed' ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${this.o.isolation.toUpperCase()}`);
+      await client.query(this.beginSql());
     } catch (err) {
       client.removeListener('error', onError);
       client.release(err as Error);
@@ -240,16 +261,30 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
     return client;
   }
 
+  private beginSql(): string {
+    return this.o.isolation === 'read committed' ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${this.o.isolation.toUpperCase()}`;
+  }
+
   protected async prepareConn(txnId: TxnId, client: PoolClient, sql: readonly string[]): Promise<void> {
     const gid = this.gid(txnId);
-    for (const stmt of sql) await client.query(stmt);
-    // The application may have ended T itself (COMMIT inside work): preparing then would prepare nothing.
-    const status = client.getTransactionStatus();
-    if (status === 'I') throw new Error(`transaction ${txnId}'s PostgreSQL transaction was ended by its own work (COMMIT or ROLLBACK)`);
+    // T's BEGIN, when openConn left it to us, goes with the first statement we send.
+    let begin = this.unbegun.delete(client) ? `${this.beginSql()};\n` : '';
+    if (sql.length > 0) {
+      // The payload's statements in one round trip (a simple query of several statements, run in order;
+      // the first that fails stops the rest and fails T). "\n;\n" ends a statement even after a -- comment.
+      await client.query(begin + sql.join('\n;\n'));
+      begin = '';
+      // The application may have ended T itself (COMMIT inside work): preparing then would prepare nothing.
+      const status = client.getTransactionStatus();
+      if (status === 'I') throw new Error(`transaction ${txnId}'s PostgreSQL transaction was ended by its own work (COMMIT or ROLLBACK)`);
+    } else if (begin === '' && client.getTransactionStatus() === 'I') {
+      throw new Error(`transaction ${txnId}'s PostgreSQL transaction was ended by its own work (COMMIT or ROLLBACK)`);
+    }
     // One round trip: the marker row and PREPARE TRANSACTION. lock_timeout bounds a clash with another
     // prepared transaction holding the same gid's marker (two processes with one participant id).
     const r = (await client.query(
-      `SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.o.markerLockTimeoutMs))}; ` +
+      begin +
+        `SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.o.markerLockTimeoutMs))}; ` +
         `INSERT INTO ${this.table} (gid, txn_id, prepared_at) VALUES (${sqlGid(gid)}, ${pg.escapeLiteral(txnId)}, statement_timestamp()); ` +
         `PREPARE TRANSACTION ${sqlGid(gid)}`,
     )) as unknown as QueryResult | QueryResult[];
@@ -270,12 +305,13 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
 
   /** A prepared transaction survives its session, so the connection goes back to the pool. */
   protected async releaseConn(client: PoolClient, broken: Error | null): Promise<void> {
+    this.unbegun.delete(client);
     client.release(broken ?? undefined);
   }
 
   protected async decidePrepared(txnId: TxnId, step: 'commit' | 'abort'): Promise<boolean> {
     try {
-      await this.control.query(`${this.decisionVerb(step)} ${sqlGid(this.gid(txnId))}`);
+      await this.decide.query(`${this.decisionVerb(step)} ${sqlGid(this.gid(txnId))}`);
       return true;
     } catch (err) {
       if ((err as { code?: string }).code === UNDEFINED_OBJECT) return false;
@@ -308,7 +344,7 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
   }
 
   protected async endConnections(): Promise<void> {
-    await Promise.all([this.work_.end(), this.control.end()]);
+    await Promise.all([this.work_.end(), this.decide.end(), this.control.end()]);
   }
 
   /** Heuristic acts of this participant not yet acknowledged by the cluster (for the reporter). */

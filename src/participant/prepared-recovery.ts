@@ -16,7 +16,8 @@
 // and the only link from a hashed gid to its txn id. It holds no data. Its
 // prepared record is synced before the vote unless the resource says the
 // database alone finds T again (Resource.durableAtPrepare: PostgreSQL, for
-// readable gids); then it waits for the next sync like a decision record.
+// readable gids); then it starts no sync of its own and rides in the next
+// frame, usually its decision's (a lazy record, journal.ts).
 //
 // On start, reconcile() merges them before engine.recover():
 //
@@ -408,8 +409,10 @@ export async function openPreparedParticipant<R extends PreparedResource>(o: {
       fold: state,
       isRecord: isTxnRecord,
       compactAfterRecords: o.compactAfterRecords,
-      // A prepared record the database already holds durably under a readable gid waits for company too.
-      deferred: (r) => isDecisionRecord(r) || (r.kind === 'prepared' && resource.durableAtPrepare?.(r.txnId) === true),
+      deferred: isDecisionRecord,
+      // A prepared record the database already holds durably under a readable gid has no one waiting
+      // for it: it rides in the next frame, usually its DECISION's, instead of a sync of its own.
+      lazy: (r) => r.kind === 'prepared' && resource.durableAtPrepare?.(r.txnId) === true,
       log: o.log,
     });
   } catch (err) {

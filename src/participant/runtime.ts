@@ -21,7 +21,7 @@ import { ParticipantEngine, type EngineOptions } from './engine.ts';
 import { FileJournal } from './journal.ts';
 import { MemoryResource } from './memory.ts';
 import { MemoryState } from './memory-state.ts';
-import { isDecisionRecord, isParticipantRecord, type AskOutcome, type Journal, type ParticipantRecord, type Schedule } from './types.ts';
+import { isDecisionRecord, isParticipantRecord, type AskedOutcome, type AskOutcome, type AskOutcomes, type Journal, type ParticipantRecord, type Schedule } from './types.ts';
 import type { JournalStats } from './journal.ts';
 import type { PostgresResource } from './postgres.ts';
 import type { PostgresParticipantOptions } from './postgres-recovery.ts';
@@ -224,6 +224,29 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       (r) => cb(null, toClusterOutcome(r.outcome)),
       (err: Error) => cb(err, 'unknown'),
     );
+  // One question per round for all in-doubt transactions (GetOutcomes); a cluster that does not know it yet is asked one by one.
+  let batchedAsks = true;
+  const askOutcomes: AskOutcomes = (txnIds, cb) => {
+    const single = (): void => {
+      const answers = new Map<string, AskedOutcome>();
+      let left = txnIds.length;
+      for (const txnId of txnIds)
+        askOutcome(txnId, (err, outcome) => {
+          answers.set(txnId, { err, outcome });
+          if (--left === 0) cb(null, answers);
+        });
+    };
+    if (!batchedAsks) return single();
+    link.outcomes(txnIds, o.participantId).then(
+      (rs) => cb(null, new Map(rs.map((r, i) => [txnIds[i], r instanceof Error ? { err: r, outcome: 'unknown' } : { err: null, outcome: toClusterOutcome(r.outcome) }]))),
+      (err: Error & { code?: number }) => {
+        if (err.code !== grpc.status.UNIMPLEMENTED) return cb(err, new Map());
+        batchedAsks = false;
+        log.warn('the cluster does not answer GetOutcomes (an older version): asking about in-doubt transactions one by one');
+        single();
+      },
+    );
+  };
   const askAbort: AskAbort = (txnId, reason, cb) =>
     link.abort(txnId, reason).then(
       (r) => cb(null, toClusterOutcome(r.outcome)),
@@ -238,6 +261,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     clock: { nowMs: () => Date.now() },
     schedule,
     askOutcome,
+    askOutcomes,
     log,
   });
   engine.recover(tcc !== null ? tcc.records : db !== null ? db.records : state.txnRecords());

@@ -107,6 +107,17 @@ export type Schedule = (delayMs: number, fn: () => void) => () => void;
 
 /** Asks the cluster for T's outcome as a participant in doubt (R3: the leader logs ABORT if nothing is decided). */
 export type AskOutcome = (txnId: TxnId, cb: (err: Error | null, outcome: ClusterOutcome) => void) => void;
+/** One answer of a batched question: the outcome of one id, or why it is not known (asked again later). */
+export interface AskedOutcome {
+  err: Error | null;
+  outcome: ClusterOutcome;
+}
+/**
+ * Many outcome questions in one (Coordinator.GetOutcomes): `err` when the
+ * whole question failed (no leader yet), else one answer per asked id (an id
+ * missing from the map is asked again later).
+ */
+export type AskOutcomes = (txnIds: TxnId[], cb: (err: Error | null, answers: Map<TxnId, AskedOutcome>) => void) => void;
 
 /** Error codes the runtime maps one to one onto gRPC status codes. */
 export type ParticipantErrorCode = 'INVALID_ARGUMENT' | 'FAILED_PRECONDITION' | 'UNAVAILABLE' | 'RESOURCE_EXHAUSTED' | 'PERMISSION_DENIED';

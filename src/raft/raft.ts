@@ -70,8 +70,18 @@ export class ProposalDroppedError extends Error {
   }
 }
 
-/** A follower that lost its leader's stream pre-votes within this many ticks plus one (see leaderLost). */
-export const LEADER_LOST_JITTER_TICKS = 3;
+/**
+ * After a leader loss (see leaderLost) the voters that remain campaign in
+ * turn, by id: the first 1 to LEADER_LOST_JITTER_TICKS ticks after the
+ * report, the next LEADER_LOST_RANK_TICKS later, and so on. Two followers
+ * that saw the same broken stream in the same tick therefore do not both
+ * become candidates and split the vote (each voting for itself), which cost
+ * a whole randomized election timeout (1–2 s) before.
+ */
+export const LEADER_LOST_JITTER_TICKS = 2;
+export const LEADER_LOST_RANK_TICKS = 3;
+/** Quick campaigns (at the ranked delay) after a leader loss before the ordinary randomized timeout takes over again. */
+export const LEADER_LOST_CAMPAIGNS_MAX = 3;
 
 /** Marks the votes of a leadership transfer: they bypass the leader lease. */
 const CAMPAIGN_TRANSFER = new Uint8Array([0x54]);
@@ -123,6 +133,14 @@ export class Raft {
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
   private randomizedElectionTicks = 0;
+  /**
+   * The leader whose stream broke, while this node campaigns quickly to
+   * replace it (NONE otherwise); cleared as soon as any leader is heard.
+   * Invariant: lostLeader === NONE ⇒ quickCampaignsLeft === 0.
+   */
+  private lostLeader: NodeId = NONE;
+  /** Campaigns left at the ranked delay of leaderLostDelayTicks. */
+  private quickCampaignsLeft = 0;
 
   private stepRole: StepFn;
   private tickRole: () => void;
@@ -357,6 +375,9 @@ export class Raft {
     this.tickRole = this.tickElection;
     this.lead = lead;
     this.role = Role.Follower;
+    if (lead !== NONE) this.endLeaderLoss();
+    // A campaign after a leader loss that lost (or met a higher term): the next one comes at the ranked delay, not a full timeout.
+    else if (this.quickCampaignsLeft > 0) this.quickTimeout();
   }
 
   private becomePreCandidate(): void {
@@ -386,6 +407,7 @@ export class Raft {
     this.tickRole = this.tickHeartbeat;
     this.lead = this.id;
     this.role = Role.Leader;
+    this.endLeaderLoss();
     const self = this.progress.get(this.id);
     if (self) self.becomeReplicate();
     if (self) self.match = this.log.stableLastIndex();
@@ -429,7 +451,70 @@ export class Raft {
   private leaderLost(): void {
     // Without both, nothing would keep a live leader safe from this node's early campaign.
     if (!this.promotable() || !this.cfg.preVote || !this.cfg.checkQuorum) return;
-    this.electionElapsed = Math.max(this.electionElapsed, this.cfg.electionTicks, this.randomizedElectionTicks - 1 - this.cfg.random(LEADER_LOST_JITTER_TICKS));
+    // The transport repeats the report while it fails to reconnect: the countdown already runs.
+    if (this.lostLeader === this.lead) return;
+    this.lostLeader = this.lead;
+    this.quickCampaignsLeft = LEADER_LOST_CAMPAIGNS_MAX;
+    this.electionElapsed = Math.max(this.electionElapsed, this.cfg.electionTicks);
+    this.quickTimeout();
+  }
+
+  /**
+   * Ticks from now until this node's campaign after a leader loss: its rank
+   * among the remaining voters (by id) picks its turn, and a little jitter
+   * keeps nodes with different views of the membership apart too. Never
+   * later than an ordinary election timeout would be.
+   */
+  private leaderLostDelayTicks(): number {
+    const rank = Math.max(0, this.rankOf(this.id));
+    return Math.min(this.cfg.electionTicks, 1 + rank * LEADER_LOST_RANK_TICKS + this.cfg.random(LEADER_LOST_JITTER_TICKS));
+  }
+
+  /** Our place in the order of campaigns after the loss of lostLeader (0 goes first). */
+  private rankOf(id: NodeId): number {
+    return [...this.config.ids()]
+      .filter((x) => x !== this.lostLeader)
+      .sort()
+      .indexOf(id);
+  }
+
+  /**
+   * Two survivors of a leader loss that pre-vote at once would each grant
+   * the other's pre-vote (neither hears a leader), both become candidates
+   * and split the vote. So while this node pre-votes after a leader loss it
+   * refuses the pre-vote of a rival that comes after it in the order, unless
+   * the rival's log is more up to date than ours (then ours could not win,
+   * and we grant and step back). Refusing a pre-vote only ever delays an
+   * election, and only for the few quick campaigns (LEADER_LOST_CAMPAIGNS_MAX).
+   */
+  private yieldsNoPreVote(m: Message): boolean {
+    if (this.role !== Role.PreCandidate || this.lostLeader === NONE) return false;
+    const mine = this.rankOf(this.id);
+    const theirs = this.rankOf(m.from);
+    if (mine < 0 || theirs < 0 || mine > theirs) return false;
+    const lastTerm = this.log.lastTerm();
+    const theirsNewer = m.logTerm > lastTerm || (m.logTerm === lastTerm && m.index > this.log.lastIndex());
+    return !theirsNewer;
+  }
+
+  private quickTimeout(): void {
+    assert(this.lostLeader !== NONE, 'raft: a quick timeout only after a leader loss');
+    this.randomizedElectionTicks = this.electionElapsed + this.leaderLostDelayTicks();
+  }
+
+  /** A leader is known again (heard, or this node): back to the ordinary randomized timeout. */
+  private endLeaderLoss(): void {
+    if (this.lostLeader === NONE) return;
+    this.lostLeader = NONE;
+    this.quickCampaignsLeft = 0;
+    this.randomizedElectionTicks = this.cfg.electionTicks + this.cfg.random(this.cfg.electionTicks);
+  }
+
+  /** A message from the current leader: the election timer starts over. */
+  private heardFromLeader(from: NodeId): void {
+    this.electionElapsed = 0;
+    this.lead = from;
+    this.endLeaderLoss();
   }
 
   private tickHeartbeat(): void {
@@ -465,6 +550,17 @@ export class Raft {
     } else {
       this.becomeCandidate();
       term = this.term;
+    }
+    // After a leader loss, a campaign that neither wins nor loses (a peer
+    // that has not noticed the loss yet ignores our pre-vote; a split vote)
+    // is retried at the ranked delay, a few times, before the ordinary
+    // timeout. The pre-vote round is what counts as one campaign.
+    if (this.quickCampaignsLeft > 0) {
+      if (kind === MT.PreVote) this.quickCampaignsLeft -= 1;
+      this.quickTimeout();
+    } else if (this.lostLeader !== NONE) {
+      // The quick campaigns are spent (a partition, not a dead leader?): the ordinary randomized timeout again.
+      this.endLeaderLoss();
     }
     // Our own vote: for a real vote it is in the hard state persisted with
     // this Ready, before the requests below leave the node (R6).
@@ -526,6 +622,10 @@ export class Raft {
         return;
       case MT.Vote:
       case MT.PreVote: {
+        if (m.type === MT.PreVote && this.yieldsNoPreVote(m)) {
+          this.send(message({ type: MT.PreVoteResp, to: m.from, term: this.term, reject: true }));
+          return;
+        }
         const canVote = this.vote === m.from || (this.vote === NONE && this.lead === NONE) || (m.type === MT.PreVote && m.term > this.term);
         const respType = m.type === MT.Vote ? MT.VoteResp : MT.PreVoteResp;
         // A recovering node's log is not evidence of what it acknowledged.
@@ -534,6 +634,10 @@ export class Raft {
           if (m.type === MT.Vote) {
             this.electionElapsed = 0;
             this.vote = m.from;
+          } else if (this.role === Role.PreCandidate && this.lostLeader !== NONE) {
+            // We just helped a rival after the same leader loss: step back
+            // rather than compete with it for the other votes (a split).
+            this.becomeFollower(this.term, NONE);
           }
         } else {
           this.send(message({ type: respType, to: m.from, term: this.term, reject: true }));
@@ -817,18 +921,15 @@ export class Raft {
         // Clients are redirected to the leader by the driver; the core does not forward.
         throw new ProposalDroppedError(this.lead === NONE ? 'no leader' : `not the leader (leader is ${this.lead})`);
       case MT.App:
-        this.electionElapsed = 0;
-        this.lead = m.from;
+        this.heardFromLeader(m.from);
         this.handleAppendEntries(m);
         return;
       case MT.Heartbeat:
-        this.electionElapsed = 0;
-        this.lead = m.from;
+        this.heardFromLeader(m.from);
         this.handleHeartbeat(m);
         return;
       case MT.Snap:
-        this.electionElapsed = 0;
-        this.lead = m.from;
+        this.heardFromLeader(m.from);
         this.handleSnapshot(m);
         return;
       case MT.TransferLeader:

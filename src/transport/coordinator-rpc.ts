@@ -14,6 +14,9 @@ import type { Enlistment__Output as GenEnlistment } from './gen/coordinator/verd
 import type { CommitRequest__Output as GenCommitRequest } from './gen/coordinator/verdict/coordinator/CommitRequest.ts';
 import type { AbortRequest__Output as GenAbortRequest } from './gen/coordinator/verdict/coordinator/AbortRequest.ts';
 import type { OutcomeRequest__Output as GenOutcomeRequest } from './gen/coordinator/verdict/coordinator/OutcomeRequest.ts';
+import type { OutcomesRequest__Output as GenOutcomesRequest } from './gen/coordinator/verdict/coordinator/OutcomesRequest.ts';
+import type { OutcomesResponse__Output as GenOutcomesResponse } from './gen/coordinator/verdict/coordinator/OutcomesResponse.ts';
+import type { OutcomeAnswer__Output as GenOutcomeAnswer } from './gen/coordinator/verdict/coordinator/OutcomeAnswer.ts';
 import type { TxnOutcome__Output as GenTxnOutcome } from './gen/coordinator/verdict/coordinator/TxnOutcome.ts';
 import type { ListTransactionsRequest__Output as GenListTransactionsRequest } from './gen/coordinator/verdict/coordinator/ListTransactionsRequest.ts';
 import type { HeuristicInfo__Output as GenHeuristicInfo } from './gen/coordinator/verdict/coordinator/HeuristicInfo.ts';
@@ -61,6 +64,9 @@ export type CommitRequest = Wire<GenCommitRequest>;
 export type AbortRequest = Wire<GenAbortRequest>;
 export type OutcomeRequest = Wire<GenOutcomeRequest>;
 export type TxnOutcome = Wire<GenTxnOutcome>;
+export type OutcomesRequest = Wire<GenOutcomesRequest>;
+export type OutcomesResponse = Wire<GenOutcomesResponse>;
+export type OutcomeAnswer = Wire<GenOutcomeAnswer>;
 export type ListTransactionsRequest = Wire<GenListTransactionsRequest>;
 export type HeuristicInfo = Wire<GenHeuristicInfo>;
 export type ResolutionInfo = Wire<GenResolutionInfo>;
@@ -98,6 +104,7 @@ export const COORDINATOR_METHODS = [
   'Commit',
   'Abort',
   'GetOutcome',
+  'GetOutcomes',
   'ListTransactions',
   'ClusterStatus',
   'ReportHeuristic',

@@ -283,16 +283,26 @@ export class GrpcTransport implements Transport {
       const messages = this.admit(frame, view);
       if (messages.length > 0) this.o.onMessages(messages);
     });
-    call.on('end', () => finish(null));
+    // A peer's stream that ends or fails means the peer (maybe our leader) went away: a SIGKILLed
+    // process resets its sockets at once, and this side may notice before our own stream to it breaks.
+    const lost = (): void => {
+      if (authorized !== null && this.closePromise === null) this.reportUnreachable(authorized);
+    };
+    call.on('end', () => {
+      lost();
+      finish(null);
+    });
     // A failed read of the stream: nothing more will come; the status callback may still reach the sender.
     call.on('error', (err) => {
       this.log.debug({ peer: call.getPeer(), err: err.message }, 'inbound Raft stream failed');
+      lost();
       finish({ code: grpc.status.CANCELLED, details: 'stream failed' });
     });
     // The client went away (cancelled, connection lost): nobody will read a
     // status, but the stream must leave `inbound` or the set would grow with
     // every reconnect. grpc-js also emits 'end' today; this does not rely on it.
     call.on('cancelled', () => {
+      if (!done) lost();
       done = true;
       this.inbound.delete(finish);
     });

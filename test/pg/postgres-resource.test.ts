@@ -3,6 +3,7 @@
 // votes carrying PostgreSQL's SQLSTATE, connections released at PREPARE,
 // idempotent decisions through the commit marker and the heuristic hazards
 // it exposes (R4, R7). Every row is checked from another session.
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HeuristicHazardError, PostgresResource, pgPayload, type PostgresResourceOptions, type PgTxnClient } from '../../src/participant/postgres.ts';
 import { preparedXacts, rollbackPrepared, sql, startPostgres, uniqueClusterId, type PgServer } from './harness.ts';
@@ -188,6 +189,71 @@ describe('postgres resource: NO votes carry the PostgreSQL error', () => {
     await r.work('T-kept', async (c) => void (kept = c));
     expect(() => (kept as unknown as PgTxnClient).query('SELECT 1')).toThrow(/used after work\(\) returned/);
     await r.rollback('T-kept');
+  });
+});
+
+describe('postgres resource: round trips and connections on the hot path', () => {
+  /** Every query the driver sends while fn runs (one round trip each), with the backend that ran it. */
+  async function queriesDuring(fn: () => Promise<void>): Promise<{ text: string; pid: number }[]> {
+    const sent: { text: string; pid: number }[] = [];
+    const query = pg.Client.prototype.query as (...a: unknown[]) => unknown;
+    pg.Client.prototype.query = function (this: pg.Client & { processID: number }, ...a: unknown[]) {
+      sent.push({ text: typeof a[0] === 'string' ? a[0] : String((a[0] as { text?: string }).text), pid: this.processID });
+      return query.apply(this, a);
+    } as typeof pg.Client.prototype.query;
+    try {
+      await fn();
+    } finally {
+      pg.Client.prototype.query = query as typeof pg.Client.prototype.query;
+    }
+    return sent;
+  }
+
+  it('a PREPARE with a payload takes two round trips (BEGIN with its SQL, then the marker with PREPARE TRANSACTION), an empty one one, COMMIT PREPARED one', async () => {
+    const r = await open();
+    // A statement ending in a -- comment still ends where the next begins.
+    const payload = pgPayload(["INSERT INTO accounts VALUES ('rt-1', 5) -- the order", "UPDATE accounts SET balance = balance + 1 WHERE id = 'rt-1'"]);
+    const sent = await queriesDuring(async () => {
+      expect(await r.prepareAsync('T-rt', payload)).toEqual({ yes: true, reason: '' });
+      await r.commitAsync('T-rt');
+    });
+    expect(sent.map((q) => q.text.split(/\s/)[0])).toEqual(['BEGIN;', 'SET', 'COMMIT']);
+    expect(sent[0].text).toMatch(/^BEGIN;\nINSERT INTO accounts .* -- the order\n;\nUPDATE accounts /s);
+    expect(sent[1].text).toMatch(/^SET LOCAL lock_timeout = \d+; INSERT INTO verdict_markers .*; PREPARE TRANSACTION 'verdict:/s);
+    expect(await balanceOf('rt-1')).toBe(6);
+    // An intentionally empty transaction: BEGIN goes with the marker and PREPARE TRANSACTION, one round trip.
+    const empty = await queriesDuring(async () => {
+      expect((await r.prepareAsync('T-rt-empty', pgPayload([]))).yes).toBe(true);
+    });
+    expect(empty.map((q) => q.text.split(/\s/)[0])).toEqual(['BEGIN;']);
+    expect(await preparedXacts(url, r.prefix)).toEqual([{ gid: r.gid('T-rt-empty'), database: 'shop' }]);
+    await r.commitAsync('T-rt-empty');
+  });
+
+  it('a payload whose second statement fails votes NO with the error, and nothing of T stays (the first statement is rolled back)', async () => {
+    const r = await open();
+    const vote = await r.prepareAsync('T-rt-no', pgPayload(["INSERT INTO accounts VALUES ('rt-2', 5)", "UPDATE accounts SET balance = -1 WHERE id = 'rt-2'"]));
+    expect(vote.yes).toBe(false);
+    expect(vote.reason).toMatch(/SQLSTATE 23514/);
+    expect(await balanceOf('rt-2')).toBeUndefined();
+    expect(await preparedXacts(url, r.prefix)).toEqual([]);
+    // The connection went back in a usable state: the next transaction on it commits.
+    expect((await r.prepareAsync('T-rt-next', pgPayload(["INSERT INTO accounts VALUES ('rt-3', 1)"]))).yes).toBe(true);
+    await r.commitAsync('T-rt-next');
+    expect(await balanceOf('rt-3')).toBe(1);
+  });
+
+  it('decisions arriving together run on connections of their own, not queued behind the two control connections', async () => {
+    const r = await open({ concurrency: 8 });
+    const ids = Array.from({ length: 8 }, (_, i) => `T-par-${i}`);
+    for (const id of ids) expect((await r.prepareAsync(id, pgPayload([`INSERT INTO accounts VALUES ('${id}', 1)`]))).yes).toBe(true);
+    const sent = await queriesDuring(async () => {
+      await Promise.all(ids.map((id) => r.commitAsync(id)));
+    });
+    const backends = new Set(sent.filter((q) => q.text.startsWith('COMMIT PREPARED')).map((q) => q.pid));
+    expect(sent.filter((q) => q.text.startsWith('COMMIT PREPARED'))).toHaveLength(8);
+    expect(backends.size).toBeGreaterThan(2);
+    for (const id of ids) expect(await balanceOf(id)).toBe(1);
   });
 });
 

@@ -205,6 +205,35 @@ describe('participant journal', () => {
     expect(j.stats()).toMatchObject({ frames: 1, syncs: 1, recordsInFile: 1 });
   });
 
+  it("a lazy record (a prepared record the database holds) starts no sync: it rides in its deferred DECISION's frame, one fdatasync for both", async () => {
+    const j = await FileJournal.open<ParticipantRecord>({
+      path: await tempFile(),
+      fold: new MemoryState(),
+      isRecord: isParticipantRecord,
+      deferred: (r) => r.kind === 'committed',
+      deferredSyncMs: 5,
+      lazy: (r) => r.kind === 'prepared',
+      lazySyncMs: 60_000,
+    });
+    journals.push(j);
+    let preparedSynced = false;
+    const prep = append(j, prepared(0)).then(() => (preparedSynced = true));
+    await new Promise((r) => setTimeout(r, 100));
+    // Far longer than deferredSyncMs: a lazy record alone waits for company.
+    expect(preparedSynced).toBe(false);
+    expect(j.stats()).toMatchObject({ frames: 0, syncs: 0 });
+    await append(j, committed(0));
+    await prep;
+    expect(j.stats()).toMatchObject({ frames: 1, syncs: 1, recordsInFile: 2 });
+  });
+
+  it('a lazy record with no company is synced alone after lazySyncMs', async () => {
+    const j = await FileJournal.open<ParticipantRecord>({ path: await tempFile(), fold: new MemoryState(), isRecord: isParticipantRecord, lazy: () => true, lazySyncMs: 20 });
+    journals.push(j);
+    await append(j, prepared(0));
+    expect(j.stats()).toMatchObject({ frames: 1, syncs: 1, recordsInFile: 1 });
+  });
+
   it('close writes a deferred record still waiting for company', async () => {
     const path = await tempFile();
     const j = await FileJournal.open<ParticipantRecord>({ path, fold: new MemoryState(), isRecord: isParticipantRecord, deferred: () => true, deferredSyncMs: 1_000 });

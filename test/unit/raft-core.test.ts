@@ -5,7 +5,7 @@
 // leader against the other leaders of its term.
 
 import { describe, expect, it } from 'vitest';
-import { LEADER_LOST_JITTER_TICKS, ProposalDroppedError } from '../../src/raft/raft.ts';
+import { LEADER_LOST_CAMPAIGNS_MAX, LEADER_LOST_JITTER_TICKS, LEADER_LOST_RANK_TICKS, ProposalDroppedError } from '../../src/raft/raft.ts';
 import { RawNode, type RawNodeConfig, type Ready } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import { EntryType, MessageType as MT, Role, emptySnapshot, entryBytes, message, type Entry, type HardState, type Message, type NodeId, type ReadState, type Snapshot } from '../../src/raft/types.ts';
@@ -752,6 +752,103 @@ describe("raft core: a broken stream to the leader (the transport's Unreachable)
     for (const id of ['n2', 'n3']) net.node(id).reportUnreachable(id === 'n2' ? 'n3' : 'n2');
     net.tick(['n2', 'n3'], LEADER_LOST_JITTER_TICKS + 2);
     expect(net.leaders().filter((id) => id !== 'n1')).toEqual([]);
+  });
+
+  it('followers that lose the leader in the same tick never split the vote: the first by id campaigns, one term later there is one leader (200 seeds)', () => {
+    for (let seed = 100; seed < 300; seed++) {
+      const net = leaderDied(seed);
+      const term = net.node('n2').raft.term;
+      for (const id of ['n2', 'n3']) net.node(id).reportUnreachable('n1');
+      net.tick(['n2', 'n3'], LEADER_LOST_JITTER_TICKS + 1);
+      expect(
+        net.leaders().filter((id) => id !== 'n1'),
+        `seed ${seed}`,
+      ).toEqual(['n2']);
+      for (const id of ['n2', 'n3']) expect(net.node(id).raft.term, `seed ${seed}`).toBe(term + 1);
+    }
+  });
+
+  it('5 nodes: the survivors campaign in turn, 1 + rank × LEADER_LOST_RANK_TICKS ticks after the report, and elect the first in one term', () => {
+    const net = new Net(['n1', 'n2', 'n3', 'n4', 'n5'], 43);
+    net.elect('n3');
+    net.tick(net.ids, 2 * ELECTION_TICKS);
+    net.isolate('n3');
+    const term = net.node('n1').raft.term;
+    const rest = ['n1', 'n2', 'n4', 'n5'];
+    for (const id of rest) net.node(id).reportUnreachable('n3');
+    let ticks = 0;
+    while (net.leaders().filter((id) => id !== 'n3').length === 0 && ticks < ELECTION_TICKS) {
+      net.tick(rest);
+      ticks++;
+      // Only n1 (rank 0) may have campaigned before rank 1's turn.
+      if (ticks < 1 + LEADER_LOST_RANK_TICKS) for (const id of ['n2', 'n4', 'n5']) expect(net.node(id).raft.role).toBe(Role.Follower);
+    }
+    expect(ticks).toBeLessThanOrEqual(LEADER_LOST_JITTER_TICKS);
+    expect(net.leaders().filter((id) => id !== 'n3')).toEqual(['n1']);
+    for (const id of rest) expect(net.node(id).raft.term).toBe(term + 1);
+  });
+
+  it('two survivors that pre-vote at the same moment do not split: the first in the order refuses the other, which grants and steps back', () => {
+    const net = leaderDied(44);
+    const term = net.node('n2').raft.term;
+    for (const id of ['n2', 'n3']) net.node(id).reportUnreachable('n1');
+    net.node('n2').campaign();
+    net.node('n3').campaign();
+    net.stabilize();
+    expect(net.leaders().filter((id) => id !== 'n1')).toEqual(['n2']);
+    for (const id of ['n2', 'n3']) expect(net.node(id).raft.term).toBe(term + 1);
+    expect(net.sent.some((m) => m.from === 'n2' && m.to === 'n3' && m.type === MT.PreVoteResp && m.reject)).toBe(true);
+  });
+
+  it('the first in the order yields when its log is behind: the rival with the newer log wins', () => {
+    const net = leaderDied(47);
+    net.heal();
+    // n2 misses an entry that n1 and n3 hold; then n1 dies.
+    net.cut.add('n1->n2');
+    net.propose('n1', 'only-n1-n3');
+    net.stabilize();
+    net.isolate('n1');
+    const term = net.node('n3').raft.term;
+    for (const id of ['n2', 'n3']) net.node(id).reportUnreachable('n1');
+    net.node('n2').campaign();
+    net.node('n3').campaign();
+    net.stabilize();
+    expect(net.leaders().filter((id) => id !== 'n1')).toEqual(['n3']);
+    expect(net.node('n3').raft.term).toBe(term + 1);
+  });
+
+  it('quick campaigns are bounded: a follower cut off from everyone falls back to the randomized election timeout', () => {
+    const net = leaderDied(45);
+    net.isolate('n2');
+    net.node('n2').reportUnreachable('n1');
+    net.tick(['n2'], 8 * ELECTION_TICKS);
+    const preVotes = net.sent.filter((m) => m.from === 'n2' && m.type === MT.PreVote && m.to === 'n3').length;
+    // 8 election timeouts allow at most 8 ordinary campaigns, plus the quick ones.
+    expect(preVotes).toBeLessThanOrEqual(8 + LEADER_LOST_CAMPAIGNS_MAX);
+    expect(preVotes).toBeGreaterThanOrEqual(LEADER_LOST_CAMPAIGNS_MAX);
+    // Pre-votes that nobody answers never raise the term.
+    expect(net.node('n2').raft.term).toBe(net.node('n3').raft.term);
+  });
+
+  it('a follower whose stream to a live leader broke (a blip, reported again and again) does not depose it: the other follower still hears the leader and ignores the pre-votes', () => {
+    const net = new Net(['n1', 'n2', 'n3'], 46);
+    net.elect('n1');
+    net.tick(net.ids, 2 * ELECTION_TICKS);
+    const term = net.node('n1').raft.term;
+    // n2 and n1 cannot reach each other; n1 and n3 can. The transport repeats its report every tick.
+    net.cut.add('n1->n2');
+    net.cut.add('n2->n1');
+    for (let t = 0; t < 6 * ELECTION_TICKS; t++) {
+      net.node('n2').reportUnreachable('n1');
+      net.tick(net.ids);
+    }
+    expect(net.leaders()).toEqual(['n1']);
+    for (const id of net.ids) expect(net.node(id).raft.term).toBe(term);
+    // n2 did campaign (the check above can fail only because it tried).
+    expect(net.sent.some((m) => m.from === 'n2' && m.type === MT.PreVote)).toBe(true);
+    net.heal();
+    net.tick(net.ids, 2);
+    expect(net.node('n2').raft.lead).toBe('n1');
   });
 
   it('a live leader is not disrupted when one follower loses its stream: the other follower is in lease and refuses the pre-vote', () => {

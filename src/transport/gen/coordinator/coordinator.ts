@@ -17,7 +17,10 @@ import type { ListParticipantsRequest as _verdict_coordinator_ListParticipantsRe
 import type { ListParticipantsResponse as _verdict_coordinator_ListParticipantsResponse, ListParticipantsResponse__Output as _verdict_coordinator_ListParticipantsResponse__Output } from './verdict/coordinator/ListParticipantsResponse.ts';
 import type { ListTransactionsRequest as _verdict_coordinator_ListTransactionsRequest, ListTransactionsRequest__Output as _verdict_coordinator_ListTransactionsRequest__Output } from './verdict/coordinator/ListTransactionsRequest.ts';
 import type { ListTransactionsResponse as _verdict_coordinator_ListTransactionsResponse, ListTransactionsResponse__Output as _verdict_coordinator_ListTransactionsResponse__Output } from './verdict/coordinator/ListTransactionsResponse.ts';
+import type { OutcomeAnswer as _verdict_coordinator_OutcomeAnswer, OutcomeAnswer__Output as _verdict_coordinator_OutcomeAnswer__Output } from './verdict/coordinator/OutcomeAnswer.ts';
 import type { OutcomeRequest as _verdict_coordinator_OutcomeRequest, OutcomeRequest__Output as _verdict_coordinator_OutcomeRequest__Output } from './verdict/coordinator/OutcomeRequest.ts';
+import type { OutcomesRequest as _verdict_coordinator_OutcomesRequest, OutcomesRequest__Output as _verdict_coordinator_OutcomesRequest__Output } from './verdict/coordinator/OutcomesRequest.ts';
+import type { OutcomesResponse as _verdict_coordinator_OutcomesResponse, OutcomesResponse__Output as _verdict_coordinator_OutcomesResponse__Output } from './verdict/coordinator/OutcomesResponse.ts';
 import type { ParticipantInfo as _verdict_coordinator_ParticipantInfo, ParticipantInfo__Output as _verdict_coordinator_ParticipantInfo__Output } from './verdict/coordinator/ParticipantInfo.ts';
 import type { ParticipantState as _verdict_coordinator_ParticipantState, ParticipantState__Output as _verdict_coordinator_ParticipantState__Output } from './verdict/coordinator/ParticipantState.ts';
 import type { RegisterParticipantRequest as _verdict_coordinator_RegisterParticipantRequest, RegisterParticipantRequest__Output as _verdict_coordinator_RegisterParticipantRequest__Output } from './verdict/coordinator/RegisterParticipantRequest.ts';
@@ -61,7 +64,10 @@ export interface ProtoGrpcType {
       ListTransactionsRequest: MessageTypeDefinition<_verdict_coordinator_ListTransactionsRequest, _verdict_coordinator_ListTransactionsRequest__Output>
       ListTransactionsResponse: MessageTypeDefinition<_verdict_coordinator_ListTransactionsResponse, _verdict_coordinator_ListTransactionsResponse__Output>
       Outcome: EnumTypeDefinition
+      OutcomeAnswer: MessageTypeDefinition<_verdict_coordinator_OutcomeAnswer, _verdict_coordinator_OutcomeAnswer__Output>
       OutcomeRequest: MessageTypeDefinition<_verdict_coordinator_OutcomeRequest, _verdict_coordinator_OutcomeRequest__Output>
+      OutcomesRequest: MessageTypeDefinition<_verdict_coordinator_OutcomesRequest, _verdict_coordinator_OutcomesRequest__Output>
+      OutcomesResponse: MessageTypeDefinition<_verdict_coordinator_OutcomesResponse, _verdict_coordinator_OutcomesResponse__Output>
       ParticipantInfo: MessageTypeDefinition<_verdict_coordinator_ParticipantInfo, _verdict_coordinator_ParticipantInfo__Output>
       ParticipantState: MessageTypeDefinition<_verdict_coordinator_ParticipantState, _verdict_coordinator_ParticipantState__Output>
       RegisterParticipantRequest: MessageTypeDefinition<_verdict_coordinator_RegisterParticipantRequest, _verdict_coordinator_RegisterParticipantRequest__Output>

@@ -15,6 +15,8 @@ import type { ListParticipantsResponse as _verdict_coordinator_ListParticipantsR
 import type { ListTransactionsRequest as _verdict_coordinator_ListTransactionsRequest, ListTransactionsRequest__Output as _verdict_coordinator_ListTransactionsRequest__Output } from '../../verdict/coordinator/ListTransactionsRequest.ts';
 import type { ListTransactionsResponse as _verdict_coordinator_ListTransactionsResponse, ListTransactionsResponse__Output as _verdict_coordinator_ListTransactionsResponse__Output } from '../../verdict/coordinator/ListTransactionsResponse.ts';
 import type { OutcomeRequest as _verdict_coordinator_OutcomeRequest, OutcomeRequest__Output as _verdict_coordinator_OutcomeRequest__Output } from '../../verdict/coordinator/OutcomeRequest.ts';
+import type { OutcomesRequest as _verdict_coordinator_OutcomesRequest, OutcomesRequest__Output as _verdict_coordinator_OutcomesRequest__Output } from '../../verdict/coordinator/OutcomesRequest.ts';
+import type { OutcomesResponse as _verdict_coordinator_OutcomesResponse, OutcomesResponse__Output as _verdict_coordinator_OutcomesResponse__Output } from '../../verdict/coordinator/OutcomesResponse.ts';
 import type { RegisterParticipantRequest as _verdict_coordinator_RegisterParticipantRequest, RegisterParticipantRequest__Output as _verdict_coordinator_RegisterParticipantRequest__Output } from '../../verdict/coordinator/RegisterParticipantRequest.ts';
 import type { RegisterParticipantResponse as _verdict_coordinator_RegisterParticipantResponse, RegisterParticipantResponse__Output as _verdict_coordinator_RegisterParticipantResponse__Output } from '../../verdict/coordinator/RegisterParticipantResponse.ts';
 import type { RemoveParticipantRequest as _verdict_coordinator_RemoveParticipantRequest, RemoveParticipantRequest__Output as _verdict_coordinator_RemoveParticipantRequest__Output } from '../../verdict/coordinator/RemoveParticipantRequest.ts';
@@ -86,6 +88,15 @@ export interface CoordinatorClient extends grpc.Client {
   getOutcome(argument: _verdict_coordinator_OutcomeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_coordinator_TxnOutcome__Output>): grpc.ClientUnaryCall;
   getOutcome(argument: _verdict_coordinator_OutcomeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_coordinator_TxnOutcome__Output>): grpc.ClientUnaryCall;
   getOutcome(argument: _verdict_coordinator_OutcomeRequest, callback: grpc.requestCallback<_verdict_coordinator_TxnOutcome__Output>): grpc.ClientUnaryCall;
+  
+  GetOutcomes(argument: _verdict_coordinator_OutcomesRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_coordinator_OutcomesResponse__Output>): grpc.ClientUnaryCall;
+  GetOutcomes(argument: _verdict_coordinator_OutcomesRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_coordinator_OutcomesResponse__Output>): grpc.ClientUnaryCall;
+  GetOutcomes(argument: _verdict_coordinator_OutcomesRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_coordinator_OutcomesResponse__Output>): grpc.ClientUnaryCall;
+  GetOutcomes(argument: _verdict_coordinator_OutcomesRequest, callback: grpc.requestCallback<_verdict_coordinator_OutcomesResponse__Output>): grpc.ClientUnaryCall;
+  getOutcomes(argument: _verdict_coordinator_OutcomesRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_coordinator_OutcomesResponse__Output>): grpc.ClientUnaryCall;
+  getOutcomes(argument: _verdict_coordinator_OutcomesRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_coordinator_OutcomesResponse__Output>): grpc.ClientUnaryCall;
+  getOutcomes(argument: _verdict_coordinator_OutcomesRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_coordinator_OutcomesResponse__Output>): grpc.ClientUnaryCall;
+  getOutcomes(argument: _verdict_coordinator_OutcomesRequest, callback: grpc.requestCallback<_verdict_coordinator_OutcomesResponse__Output>): grpc.ClientUnaryCall;
   
   ListParticipants(argument: _verdict_coordinator_ListParticipantsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_coordinator_ListParticipantsResponse__Output>): grpc.ClientUnaryCall;
   ListParticipants(argument: _verdict_coordinator_ListParticipantsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_coordinator_ListParticipantsResponse__Output>): grpc.ClientUnaryCall;
@@ -176,6 +187,8 @@ export interface CoordinatorHandlers extends grpc.UntypedServiceImplementation {
   
   GetOutcome: grpc.handleUnaryCall<_verdict_coordinator_OutcomeRequest__Output, _verdict_coordinator_TxnOutcome>;
   
+  GetOutcomes: grpc.handleUnaryCall<_verdict_coordinator_OutcomesRequest__Output, _verdict_coordinator_OutcomesResponse>;
+  
   ListParticipants: grpc.handleUnaryCall<_verdict_coordinator_ListParticipantsRequest__Output, _verdict_coordinator_ListParticipantsResponse>;
   
   ListTransactions: grpc.handleUnaryCall<_verdict_coordinator_ListTransactionsRequest__Output, _verdict_coordinator_ListTransactionsResponse>;
@@ -202,6 +215,7 @@ export interface CoordinatorDefinition extends grpc.ServiceDefinition {
   Commit: MethodDefinition<_verdict_coordinator_CommitRequest, _verdict_coordinator_TxnOutcome, _verdict_coordinator_CommitRequest__Output, _verdict_coordinator_TxnOutcome__Output>
   CommitStream: MethodDefinition<_verdict_coordinator_StreamedCommits, _verdict_coordinator_StreamedOutcomes, _verdict_coordinator_StreamedCommits__Output, _verdict_coordinator_StreamedOutcomes__Output>
   GetOutcome: MethodDefinition<_verdict_coordinator_OutcomeRequest, _verdict_coordinator_TxnOutcome, _verdict_coordinator_OutcomeRequest__Output, _verdict_coordinator_TxnOutcome__Output>
+  GetOutcomes: MethodDefinition<_verdict_coordinator_OutcomesRequest, _verdict_coordinator_OutcomesResponse, _verdict_coordinator_OutcomesRequest__Output, _verdict_coordinator_OutcomesResponse__Output>
   ListParticipants: MethodDefinition<_verdict_coordinator_ListParticipantsRequest, _verdict_coordinator_ListParticipantsResponse, _verdict_coordinator_ListParticipantsRequest__Output, _verdict_coordinator_ListParticipantsResponse__Output>
   ListTransactions: MethodDefinition<_verdict_coordinator_ListTransactionsRequest, _verdict_coordinator_ListTransactionsResponse, _verdict_coordinator_ListTransactionsRequest__Output, _verdict_coordinator_ListTransactionsResponse__Output>
   RegisterParticipant: MethodDefinition<_verdict_coordinator_RegisterParticipantRequest, _verdict_coordinator_RegisterParticipantResponse, _verdict_coordinator_RegisterParticipantRequest__Output, _verdict_coordinator_RegisterParticipantResponse__Output>

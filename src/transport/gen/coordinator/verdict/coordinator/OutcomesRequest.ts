@@ -1,0 +1,12 @@
+// Original file: proto/coordinator.proto
+
+
+export interface OutcomesRequest {
+  'txnIds'?: (string)[];
+  'participantId'?: (string);
+}
+
+export interface OutcomesRequest__Output {
+  'txnIds': (string)[];
+  'participantId': (string);
+}
