@@ -6,8 +6,14 @@
 //   commit  one VerdictClient for the process (as an application holds one),
 //           `clients` concurrent workers on it, each in a loop:
 //           begin → enlist every participant → commit. With the
-//           memory workload the payload sets a key of the client's own, so
-//           clients never conflict on a lock; with the pg workload the
+//           memory workload the payload sets one of the client's own keys,
+//           so clients never conflict on a lock, taken in rotation
+//           (KEYS_PER_CLIENT), so a transaction never meets the key of the
+//           one just answered: with parallel commit the client hears
+//           COMMITTED one Raft round before the participants hear COMMIT
+//           and release their locks (docs/protocol.md, "Parallel commit"),
+//           and a memory participant votes NO on a locked key. With the pg
+//           workload the
 //           participants are PostgreSQL's shop and ledger and the payloads are
 //           the statements of bench/pg-workload.ts (an order row, a debit).
 //           `commit` is the tx.commit() call (PREPARE, votes, the decision
@@ -47,6 +53,8 @@ export interface CommitLoad {
   txnTimeoutMs: number;
   /** A Begin call before Commit (two round trips) instead of beginning with the Commit. */
   beginRoundTrip?: boolean;
+  /** Parallel commit per transaction (docs/protocol.md, "Parallel commit"); absent: the cluster's default (classic). */
+  parallelCommit?: boolean;
 }
 
 export interface RawLoad {
@@ -75,6 +83,13 @@ export interface LoadResult {
   txn: LatencySummary | null;
   histogram: string;
 }
+
+/**
+ * Keys each client of the memory workload writes in turn: a key comes back
+ * after this many of the client's transactions, long after the decision of
+ * the one that last wrote it reached the participants.
+ */
+const KEYS_PER_CLIENT = 64;
 
 /** Bound on the wait for the last requests after the window closes. */
 const DRAIN_MS = 35_000;
@@ -108,13 +123,16 @@ async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
       let t1 = t0;
       let outcome: string;
       try {
-        const tx = cfg.beginRoundTrip === true ? await client.begin({ timeoutMs: cfg.txnTimeoutMs }) : client.transaction({ timeoutMs: cfg.txnTimeoutMs });
+        const tx =
+          cfg.beginRoundTrip === true
+            ? await client.begin({ timeoutMs: cfg.txnTimeoutMs, parallelCommit: cfg.parallelCommit })
+            : client.transaction({ timeoutMs: cfg.txnTimeoutMs, parallelCommit: cfg.parallelCommit });
         if (cfg.workload === 'pg') {
           const account = accountOf(i, seq);
           tx.enlist(cfg.participants[0], { sql: [shopStatement(`${key}-${seq}`, account)] });
           tx.enlist(cfg.participants[1], { sql: [ledgerStatement(account)] });
         } else {
-          for (const p of cfg.participants) tx.enlist(p, { set: { [key]: String(seq) } });
+          for (const p of cfg.participants) tx.enlist(p, { set: { [`${key}-${seq % KEYS_PER_CLIENT}`]: String(seq) } });
         }
         t1 = performance.now();
         outcome = (await tx.commit()).outcome;

@@ -49,7 +49,12 @@ const FAILOVER_METHOD =
 const WARMUP_FULL_MS = 20_000;
 
 function settings(): Settings {
-  const base = { cluster_sizes: [1, 3, 5], node_timing: NODE_TIMING, payload: 'memory resource: {"set":{"<run>-w<client>":"<seq>"}} per participant (one key per client: no lock conflicts)' };
+  const base = {
+    cluster_sizes: [1, 3, 5],
+    node_timing: NODE_TIMING,
+    payload:
+      'memory resource: {"set":{"<run>-w<client>-<seq mod 64>":"<seq>"}} per participant (64 keys per client in turn: no lock conflicts, not even with the transaction just answered under parallel commit)',
+  };
   return QUICK
     ? {
         ...base,
@@ -77,9 +82,10 @@ function settings(): Settings {
       };
 }
 
+// `parallel`: the transactions commit in parallel (docs/protocol.md, "Parallel commit"); absent: classic.
 type Step =
-  | { kind: 'commit'; nodes: number; participants: number; clients: number }
-  | { kind: 'pg'; nodes: number; clients: number }
+  | { kind: 'commit'; nodes: number; participants: number; clients: number; parallel?: boolean }
+  | { kind: 'pg'; nodes: number; clients: number; parallel?: boolean }
   | { kind: 'mysql'; nodes: number; clients: number }
   | { kind: 'raw'; nodes: number; inflight: number };
 
@@ -95,6 +101,10 @@ function plan(s: Settings, withPg: boolean, withMySql: boolean): Map<number, Ste
       }
     }
     if (nodes === 3 && withPg) for (const clients of PG_CONCURRENCY) steps.push({ kind: 'pg', nodes, clients });
+    // Parallel commit on 3 nodes against classic 2PC on 1 (ratios.latency_p50_3_parallel_over_1, pg_latency_p50_3_parallel_over_1).
+    if (nodes === 3) steps.push({ kind: 'commit', nodes, participants: 2, clients: 1, parallel: true });
+    if (nodes === 3 && withPg) steps.push({ kind: 'pg', nodes, clients: 1, parallel: true });
+    if (nodes === 1 && withPg) steps.push({ kind: 'pg', nodes, clients: 1 });
     if (nodes === 3 && withMySql) for (const clients of MYSQL_CONCURRENCY) steps.push({ kind: 'mysql', nodes, clients });
     if (s.raw_sizes.includes(nodes)) for (const inflight of [1, 64]) steps.push({ kind: 'raw', nodes, inflight });
     out.set(nodes, steps);
@@ -168,15 +178,16 @@ function toScenario(id: string, step: Step, s: Settings, r: LoadResult, leaderCh
 }
 
 function stepId(nodes: number, step: Step): string {
-  if (step.kind === 'commit') return commitId(nodes, step.participants, step.clients);
-  if (step.kind === 'pg') return pgCommitId(nodes, step.clients);
+  if (step.kind === 'commit') return commitId(nodes, step.participants, step.clients, step.parallel);
+  if (step.kind === 'pg') return pgCommitId(nodes, step.clients, step.parallel);
   if (step.kind === 'mysql') return mysqlCommitId(nodes, step.clients);
   return rawId(nodes, step.inflight);
 }
 
 function stepLabel(nodes: number, step: Step): string {
-  if (step.kind === 'commit') return `${nodes} node(s), ${step.participants} memory participant(s), ${step.clients} client(s)`;
-  if (step.kind === 'pg') return `${nodes} node(s), PostgreSQL participants ${PG_PARTICIPANTS.join(' and ')} (order row, balance debit), ${step.clients} client(s)`;
+  const how = 'parallel' in step && step.parallel === true ? ', parallel commit' : '';
+  if (step.kind === 'commit') return `${nodes} node(s), ${step.participants} memory participant(s), ${step.clients} client(s)${how}`;
+  if (step.kind === 'pg') return `${nodes} node(s), PostgreSQL participants ${PG_PARTICIPANTS.join(' and ')} (order row, balance debit), ${step.clients} client(s)${how}`;
   if (step.kind === 'mysql') return `${nodes} node(s), PostgreSQL participant shop (order row) and MariaDB participant myledger (balance debit, XA), ${step.clients} client(s)`;
   return `${nodes} node(s), raw log, ${step.inflight} Put(s) in flight`;
 }
@@ -218,6 +229,7 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
               measureMs,
               keyPrefix: `s${i}`,
               txnTimeoutMs: 30_000,
+              parallelCommit: step.parallel,
             }
           : step.kind === 'pg' || step.kind === 'mysql'
             ? {
@@ -230,6 +242,7 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
                 measureMs,
                 keyPrefix: `${pg?.tag ?? 'r'}-${step.kind}-s${i}`,
                 txnTimeoutMs: 30_000,
+                parallelCommit: step.kind === 'pg' ? step.parallel : undefined,
               }
             : { mode: 'raw', leader: before.address, inflight: step.inflight, warmupMs: s.warmup_ms, measureMs, valueBytes: 100 };
       const r = await runJsonChild<LoadResult>(`load ${id}`, 'loadgen.ts', cfg, join(dir, `nodes${nodes}`, `load-${id}.log`), s.warmup_ms + measureMs + 90_000);

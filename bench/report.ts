@@ -223,6 +223,12 @@ export function markdown(r: Results, source: string): string {
   }
   out.push(h('3 nodes ÷ 1 node, commit p50 (`ratios.latency_p50_3_over_1`)', num(r.ratios.latency_p50_3_over_1, '×')));
   out.push(
+    h(
+      '3 nodes parallel commit ÷ 1 node classic, commit p50 (`ratios.latency_p50_3_parallel_over_1`; PostgreSQL: `pg_latency_p50_3_parallel_over_1`)',
+      `${num(r.ratios.latency_p50_3_parallel_over_1, '×')}; PostgreSQL ${num(r.ratios.pg_latency_p50_3_parallel_over_1, '×')}`,
+    ),
+  );
+  out.push(
     h('16 participants ÷ 1, 3 nodes, commit p50 (`ratios.latency_p50_16p_over_1p`)', r.ratios.latency_p50_16p_over_1p === null ? '– (not in a quick run)' : `${r.ratios.latency_p50_16p_over_1p}×`),
   );
   out.push(h('peak throughput, 3 nodes, 2 memory participants (`peak_tps.nodes3_memory2`)', num(r.peak_tps.nodes3_memory2, ' tx/s')));

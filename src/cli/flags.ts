@@ -23,6 +23,7 @@ const SWITCHES = new Set([
   '--compensated',
   '--inbox',
   '--allow-unbounded-slot',
+  '--parallel-commit',
 ]);
 
 const TLS = ['--ca', '--cert', '--key'];
@@ -33,7 +34,7 @@ const SDK_CLIENT = ['--endpoints', '--timeout', '--call-timeout-ms', '--deadline
 
 /** `command` or `command subcommand` → its flags (besides --help). */
 export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
-  node: ['--config', '--set', '--insecure'],
+  node: ['--config', '--set', '--insecure', '--parallel-commit'],
   'node repair': ['--config', '--set'],
   'cluster up': ['--nodes', '--base-port', '--data', '--tls'],
   status: ['--json', ...NODE_CLIENT],

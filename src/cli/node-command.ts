@@ -16,7 +16,9 @@ export async function runNode(args: string[]): Promise<void> {
   const sets = flagAll(args, '--set');
   // --insecure is `insecure: true` (plaintext beyond loopback), given last so it wins.
   if (bool(args, '--insecure')) sets.push('insecure=true');
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...] [--insecure]`);
+  // --parallel-commit is `parallelCommit: true`: parallel commit for transactions that do not choose (docs/protocol.md).
+  if (bool(args, '--parallel-commit')) sets.push('parallelCommit=true');
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...] [--insecure] [--parallel-commit]`);
   // Without a file, the environment and --set must give every required key.
   const fromEnv = Object.keys(OVERRIDABLE).some((k) => process.env[envName(k)] !== undefined);
   if (file === undefined && sets.length === 0 && !fromEnv) throw new UsageError('verdict node needs --config FILE (or every key from VERDICT_* variables and --set KEY=VALUE)');

@@ -22,6 +22,13 @@ export interface BeginOptions {
   /** The participants' prepare timeout; 0 or absent: the cluster's default. */
   timeoutMs?: number;
   /**
+   * Parallel commit (docs/protocol.md, "Parallel commit"): true, the leader
+   * answers COMMITTED after one round of durable writes (every YES in, its
+   * STAGING record committed) and logs COMMIT afterwards; false, classic
+   * two-phase commit; absent, the cluster's default (node config parallelCommit).
+   */
+  parallelCommit?: boolean;
+  /**
    * The transaction id (R7): 1–128 of [A-Za-z0-9_.:-]. Absent: a new UUIDv7,
    * which carries its creation time so the cluster can prove it new
    * (docs/protocol-outcomes.md). Reuse it only to retry the same transaction:
@@ -106,7 +113,7 @@ export class VerdictClient {
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
     const r = await this.connection.call('Begin', { txnId, timeoutMs }, call);
     if (r.txnId !== '' && r.txnId !== txnId) throw new VerdictError('INTERNAL', `began ${txnId}, the cluster answered ${r.txnId}`);
-    return new Transaction(this.connection, txnId, timeoutMs, r.deadlineAtMs, r.leaderId);
+    return new Transaction(this.connection, txnId, timeoutMs, r.deadlineAtMs, r.leaderId, true, options.parallelCommit);
   }
 
   /**
@@ -119,7 +126,7 @@ export class VerdictClient {
     checkTxnId(txnId);
     const timeoutMs = options.timeoutMs ?? 0;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
-    return new Transaction(this.connection, txnId, timeoutMs, 0, '', false);
+    return new Transaction(this.connection, txnId, timeoutMs, 0, '', false, options.parallelCommit);
   }
 
   /** What the cluster's applied state says about txnId (R1); asking never decides anything. */

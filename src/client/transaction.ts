@@ -55,6 +55,8 @@ export class Transaction {
     readonly leaderId: string,
     /** False for a transaction not begun on the cluster yet (VerdictClient.transaction()). */
     begun = true,
+    /** BeginOptions.parallelCommit: undefined for the cluster's default. */
+    readonly parallelCommit?: boolean,
   ) {
     this.beginRule = new BeginRule(begun);
   }
@@ -89,8 +91,9 @@ export class Transaction {
     if (this.enlisted.size === 0) throw invalidArgument(`transaction ${this.txnId} has no participants; enlist at least one before commit`);
     this.state = 'committing';
     const participants: Enlistment[] = [...this.enlisted].map(([participantId, payload]) => ({ participantId, payload }));
+    const commitMode = this.parallelCommit === undefined ? 'COMMIT_MODE_DEFAULT' : this.parallelCommit ? 'COMMIT_MODE_PARALLEL' : 'COMMIT_MODE_CLASSIC';
     const request = (): CommitRequest =>
-      this.beginRule.begins ? { txnId: this.txnId, participants, begin: true, timeoutMs: this.timeoutMs } : { txnId: this.txnId, participants, begin: false, timeoutMs: 0 };
+      this.beginRule.begins ? { txnId: this.txnId, participants, begin: true, timeoutMs: this.timeoutMs, commitMode } : { txnId: this.txnId, participants, begin: false, timeoutMs: 0, commitMode };
     let answer: TxnOutcome;
     try {
       answer = await this.connection.call('Commit', request(), { ...this.commitBounds(), ...callBounds(options), metadata: options.metadata }, (failure) => {

@@ -40,6 +40,7 @@ const CHECKS: { [K in Command['t']]: (c: Fields) => string | null } = {
   },
   unregister: (c) => (isString(c.id) && isString(c.operator) && isTime(c.atMs) && isStringList(c.acked) ? null : 'unregister needs id, operator, atMs and a list of acked txnIds'),
   forget: (c) => (isStringList(c.txnIds) ? null : 'forget needs a list of txnIds'),
+  stage: (c) => (isString(c.txnId) && c.txnId !== '' && isStringList(c.participants) && isTime(c.atMs) ? null : 'stage needs txnId, participants and atMs'),
   heuristic: (c) =>
     isString(c.txnId) && isString(c.participantId) && isOutcome(c.outcome) && isString(c.gid) && isString(c.operator) && isString(c.reason) && isTime(c.atMs)
       ? null

@@ -56,6 +56,7 @@ import {
   validateTxnId,
 } from './engine-types.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
+import { ParallelCommit, type ParallelHost } from './parallel-commit.ts';
 
 /**
  * What operator actions (./operator-actions.ts) may see and do on the
@@ -83,6 +84,10 @@ export interface ProtocolPort {
   /** The operator's ABORT could not be logged: tick proposes ABORT again. */
   reproposeLater(t: Txn): void;
   countAbort(why: AbortClass): void;
+  /** True while T has a STAGING record and no decision (parallel commit): only recovery may decide it. */
+  isStaged(txnId: string): boolean;
+  /** Recovers a staged T (./parallel-commit.ts) and calls back with what the log then says. */
+  awaitRecovery(txnId: string, cb: OutcomeCallback): void;
 }
 
 export class CommitProtocol {
@@ -90,7 +95,7 @@ export class CommitProtocol {
   protected readonly stats: EngineCounters = {
     begun: 0,
     committed: 0,
-    aborted: { vote_no: 0, timeout: 0, unreachable: 0, client: 0, leader_change: 0, presumed_abort_query: 0, operator: 0, heuristic_report: 0 },
+    aborted: { vote_no: 0, timeout: 0, unreachable: 0, client: 0, leader_change: 0, presumed_abort_query: 0, operator: 0, heuristic_report: 0, staging_recovery: 0 },
     decisionRetries: 0,
   };
   private leaderTerm = 0;
@@ -104,6 +109,8 @@ export class CommitProtocol {
 
   /** The door operator actions use (./operator-actions.ts). */
   protected readonly port: ProtocolPort;
+  /** Parallel commit: the STAGING record, the implicit COMMITTED, and recovery of staged transactions. */
+  protected readonly pc: ParallelCommit;
 
   constructor(
     protected readonly table: DecisionTable,
@@ -126,7 +133,23 @@ export class CommitProtocol {
       operatorTakesOver: (t, reason) => this.operatorTakesOver(t, reason),
       reproposeLater: (t) => this.reproposeLater(t),
       countAbort: (why) => this.stats.aborted[why]++,
+      isStaged: (id) => this.pc.isStaged(id),
+      awaitRecovery: (id, cb) => this.pc.wait(id, cb),
     };
+    this.pc = this.parallelCommit({
+      io,
+      table,
+      cfg: this.cfg,
+      tracks: (t) => this.txns.get(t.id) === t,
+      commitImplicitly: (t) => this.commitImplicitly(t),
+      proposeCommit: (t) => this.proposeCommit(t),
+      countRecoveryAbort: () => this.stats.aborted.staging_recovery++,
+    });
+  }
+
+  /** The parallel-commit halves; a test mutant swaps them (test/sim/protocol-mutants.ts). */
+  protected parallelCommit(host: ParallelHost): ParallelCommit {
+    return new ParallelCommit(host);
   }
 
   isLeader(): boolean {
@@ -156,6 +179,8 @@ export class CommitProtocol {
       // Re-drive every decision still in the table: its participants may not
       // have heard it, or their ACKs died with the previous leader (R5).
       for (const d of this.table.decisions.values()) this.deliver(d);
+      // A STAGING record with no decision: its stager is gone; recover it.
+      for (const id of this.table.staged.keys()) this.pc.start(id);
     }
   }
 
@@ -163,6 +188,7 @@ export class CommitProtocol {
     const err = new EngineError('outcome-unknown', 'leadership changed while the transaction was in flight; retry Commit with the same id on the new leader, or query its outcome');
     for (const t of this.txns.values()) for (const w of t.waiters.splice(0)) w(err);
     this.txns.clear();
+    this.pc.drop(err);
     this.forgetQueue = [];
     this.forgetInFlight = false;
   }
@@ -181,6 +207,7 @@ export class CommitProtocol {
     // R7: a repeated Begin of an undecided transaction answers as the first did.
     if (existing && existing.outcome === null) return { deadlineAtMs: existing.deadlineAtMs };
     this.refuseUnlessNew(txnId);
+    if (this.pc.isStaged(txnId)) throw new EngineError('outcome-unknown', `transaction ${txnId} was staged by an earlier leader (parallel commit) and is being recovered; query its outcome`);
     if (this.txns.size >= this.cfg.inFlightMax) this.checkRoom();
     const t = timeoutMs > 0 ? timeoutMs : this.cfg.defaultTimeoutMs;
     if (t > this.cfg.maxTimeoutMs) throw new EngineError('invalid', `timeout ${t} ms exceeds the limit of ${this.cfg.maxTimeoutMs} ms`);
@@ -259,7 +286,7 @@ export class CommitProtocol {
    * only, so a retry that reaches a leader which did not begin T still finds
    * no T and aborts it (R2).
    */
-  commit(txnId: string, enlist: { participantId: string; payload: Uint8Array }[], cb: OutcomeCallback, begin?: { timeoutMs: number }): void {
+  commit(txnId: string, enlist: { participantId: string; payload: Uint8Array }[], cb: OutcomeCallback, begin?: { timeoutMs: number }, parallelCommit?: boolean): void {
     if (!this.accept(txnId, cb)) return;
     const decided = this.table.lookup(txnId);
     // A Commit that begins is a new transaction (the SDK sends begin on a first attempt only): a decided id is refused, not answered.
@@ -274,6 +301,8 @@ export class CommitProtocol {
       this.deliverToEnlisted(decided, enlist);
       return cb(null, answerOf(decided));
     }
+    // Staged by an earlier leader: only recovery decides it (never a presumed ABORT).
+    if (!this.txns.has(txnId) && this.pc.isStaged(txnId)) return this.pc.wait(txnId, cb);
     if (begin !== undefined && !this.txns.has(txnId)) {
       try {
         this.begin(txnId, begin.timeoutMs);
@@ -290,6 +319,8 @@ export class CommitProtocol {
       return this.logAbort(txnId, 'the transaction was not begun on the current leader (leader change?); it is aborted', 'leader_change', cb, named);
     }
     if (t.outcome !== null) return cb(null, this.answerFor(t));
+    const implicit = this.pc.implicitAnswer(t);
+    if (implicit) return cb(null, implicit);
     if (t.phase !== 'begun') {
       t.waiters.push(cb);
       return;
@@ -298,6 +329,7 @@ export class CommitProtocol {
     if (err) return cb(err);
     t.waiters.push(cb);
     this.startPrepare(t, enlist);
+    if (parallelCommit ?? this.cfg.parallelCommit) this.stage(t);
   }
 
   /** begun → preparing: enlists the (validated) participants and sends PREPARE to each. */
@@ -313,6 +345,15 @@ export class CommitProtocol {
     assert(t.members.size === enlist.length, `${t.id}: enlisted participants were checked distinct`);
     t.phase = 'preparing';
     this.prepare(t);
+  }
+
+  /** preparing, PREPAREs sent → STAGING proposed beside them (parallel commit, ./parallel-commit.ts). */
+  private stage(t: Txn): void {
+    assert(t.phase === 'preparing' && t.outcome === null, `${t.id}: STAGING is proposed from phase preparing, not ${t.phase}`);
+    assert(t.parallel === undefined, `${t.id}: STAGING is proposed once`);
+    assert(t.term === this.leaderTerm, `${t.id}: STAGING by the term that sent PREPARE (${t.term}), not ${this.leaderTerm}`);
+    assert(t.members.size > 0, `${t.id}: a STAGING record names the enlisted participants`);
+    this.pc.stage(t);
   }
 
   /**
@@ -339,6 +380,7 @@ export class CommitProtocol {
     const why = reason || 'aborted by the application';
     if (!t) {
       if (this.table.beyondHorizon(txnId)) return cb(this.forgotten(txnId));
+      if (this.pc.isStaged(txnId)) return this.pc.wait(txnId, cb);
       return this.logAbort(txnId, why, 'client', cb);
     }
     if (t.phase === 'delivering') return cb(null, this.answerFor(t));
@@ -365,7 +407,14 @@ export class CommitProtocol {
   /** outcome() on the leader for a transaction with no decision applied. */
   protected answerUndecided(txnId: string, participantId: string, cb: OutcomeCallback): void {
     const t = this.txns.get(txnId);
-    if (t) return cb(null, this.answerFor(t));
+    // A client may hear an implicit COMMITTED again; a participant learns its decision from the log only (R4).
+    if (t) return cb(null, (participantId === '' ? this.pc.implicitAnswer(t) : null) ?? this.answerFor(t));
+    if (this.pc.isStaged(txnId)) {
+      // A prepared participant waits for recovery's decision; a client hears that one is coming.
+      if (participantId !== '') return this.pc.wait(txnId, cb);
+      this.pc.start(txnId);
+      return cb(null, { txnId, outcome: 'in-progress', reason: 'staged (parallel commit); a new leader is recovering it', decisionIndex: 0 });
+    }
     if (participantId === '') return cb(null, { txnId, outcome: 'unknown', reason: 'no decision is recorded for this transaction', decisionIndex: 0 });
     // A participant in doubt on a forgotten decision cannot be answered from the log: ABORT could contradict it. Its operator decides (R4).
     if (this.table.beyondHorizon(txnId)) return cb(null, { txnId, outcome: 'unknown', reason: forgottenReason(this.table, txnId), decisionIndex: 0 });
@@ -423,7 +472,41 @@ export class CommitProtocol {
   /** AC2: one NO aborts; COMMIT only once every participant voted YES. */
   protected countVote(t: Txn, m: Member): void {
     if (m.vote === 'no') return this.decideAbort(t, `participant ${m.record.id} voted NO: ${m.voteReason || 'no reason given'}`, 'vote_no');
-    if ([...t.members.values()].every((x) => x.vote === 'yes')) this.proposeCommit(t);
+    // Parallel commit answers COMMITTED here when its STAGING record is applied, then logs COMMIT.
+    if ([...t.members.values()].every((x) => x.vote === 'yes') && !this.pc.allYes(t)) this.proposeCommit(t);
+  }
+
+  /**
+   * preparing → deciding COMMIT with the client answered at once (parallel
+   * commit): every participant holds a durable YES and T's STAGING record is
+   * applied, so T is committed whatever happens to this leader (a new one
+   * recovers it to COMMIT). The explicit COMMIT follows, off the critical path.
+   */
+  private commitImplicitly(t: Txn): void {
+    const p = t.parallel;
+    assert(this.txns.get(t.id) === t, `${t.id}: COMMITTED is implied for a transaction this leader tracks`);
+    assert(t.phase === 'preparing' && t.outcome === null, `${t.id}: COMMITTED is implied from phase preparing, not ${t.phase}`);
+    assert(p !== undefined && p.staged !== 'failed' && !p.implicit, `${t.id}: COMMITTED is implied once, for a STAGING record not known to have failed`);
+    assert(t.term === this.leaderTerm, `${t.id}: COMMITTED is implied only by the term that staged it and collected the votes (R2)`);
+    assert(
+      [...t.members.values()].every((m) => m.vote === 'yes'),
+      `${t.id}: COMMITTED is implied only with every YES (AC2)`,
+    );
+    p.implicit = true;
+    const answer = this.pc.implicitAnswer(t);
+    assert(answer !== null, `${t.id}: an implied COMMITTED has an answer`);
+    for (const w of t.waiters.splice(0)) w(null, answer);
+    // A test's crash between the last YES and the explicit COMMIT (off unless the node's environment sets it).
+    if (this.io.faultPoint?.('before-explicit-commit', t.id) === 'halt') return this.haltBeforeExplicitCommit(t);
+    this.proposeCommit(t);
+  }
+
+  /** preparing → deciding COMMIT with nothing proposed: the process dies at the test's fault point; a new leader recovers T. */
+  private haltBeforeExplicitCommit(t: Txn): void {
+    assert(t.phase === 'preparing' && t.parallel?.implicit === true, `${t.id}: halted only after an implied COMMITTED`);
+    t.phase = 'deciding';
+    t.proposing = 'commit';
+    t.reproposeAtMs = 0;
   }
 
   /** R2: only the leader of the term that sent PREPARE, holding every YES, proposes COMMIT. */
@@ -484,6 +567,7 @@ export class CommitProtocol {
   protected proposeAbort(t: Txn): void {
     assert(t.phase === 'begun' || t.phase === 'preparing', `${t.id}: ABORT is proposed from phase begun or preparing, not ${t.phase}`);
     assert(t.outcome === null, `${t.id}: ABORT is proposed for an undecided transaction`);
+    assert(!t.parallel?.implicit, `${t.id}: ABORT is never proposed after an implied COMMITTED`);
     t.phase = 'deciding';
     t.proposing = 'abort';
     this.proposeDecision(t);
@@ -521,10 +605,13 @@ export class CommitProtocol {
         for (const w of t.waiters.splice(0)) w(null, a);
       }
       if (result.first && d.outcome === 'commit') this.stats.committed++;
+      if (result.first) this.pc.decided(d);
       // A later Decide may have added participants to a live decision (deliverToEnlisted).
       if (result.first || this.table.decisions.has(d.txnId)) this.deliver(d);
     } else if (result.t === 'forget') {
       this.forgetInFlight = false;
+    } else if (result.t === 'stage' && !this.txns.has(result.txnId)) {
+      this.pc.onApplied(result);
     }
   }
 
@@ -634,6 +721,7 @@ export class CommitProtocol {
       }
     }
     if (this.forgetQueue.length > 0 && now - this.forgetSinceMs >= this.cfg.forgetDelayMs) this.flushForgets();
+    this.pc.tick();
   }
 
   protected answerFor(t: Txn): OutcomeAnswer {

@@ -30,10 +30,11 @@ const STRING_BYTES_MAX = 0xffff;
 
 const KIND_DECIDE = 1;
 const KIND_FORGET = 2;
+const KIND_STAGE = 3;
 const OUTCOME_COMMIT = 0;
 const OUTCOME_ABORT = 1;
 
-export type BatchCommand = Extract<Command, { t: 'decide' } | { t: 'forget' }>;
+export type BatchCommand = Extract<Command, { t: 'decide' } | { t: 'forget' } | { t: 'stage' }>;
 
 /** The result of applying a batch entry: one result per record, in order. */
 export interface BatchApplyResult {
@@ -62,12 +63,16 @@ export function batchable(cmd: Command): cmd is BatchCommand {
     );
   }
   if (cmd.t === 'forget') return cmd.txnIds.length <= LIST_MAX && cmd.txnIds.every(fitsU16);
+  if (cmd.t === 'stage') {
+    return cmd.txnId !== '' && fitsU16(cmd.txnId) && cmd.participants.length <= LIST_MAX && cmd.participants.every(fitsU16) && Number.isFinite(cmd.atMs) && cmd.atMs >= 0;
+  }
   return false;
 }
 
 /** An upper bound of a batchable command's encoded bytes, for cutting batches without encoding twice. */
 export function recordBytesBound(cmd: BatchCommand): number {
   if (cmd.t === 'forget') return 3 + cmd.txnIds.reduce((n, id) => n + 2 + 3 * id.length, 0);
+  if (cmd.t === 'stage') return 13 + 3 * cmd.txnId.length + cmd.participants.reduce((n, p) => n + 2 + 3 * p.length, 0);
   return 14 + 3 * cmd.txnId.length + 3 * cmd.reason.length + cmd.participants.reduce((n, p) => n + 2 + 3 * p.length, 0);
 }
 
@@ -75,6 +80,7 @@ export function recordBytesBound(cmd: BatchCommand): number {
  * [tag 0x04][version u8][count u16] then `count` records, big-endian:
  *   decide: [1][outcome u8: 0 commit, 1 abort][atMs f64][txnId][reason][n u16][participant]×n
  *   forget: [2][n u16][txnId]×n
+ *   stage:  [3][atMs f64][txnId][n u16][participant]×n   (parallel commit's STAGING record)
  * where a string is [byte length u16][UTF-8].
  */
 export function encodeDecisionBatch(cmds: readonly BatchCommand[]): Uint8Array {
@@ -83,6 +89,9 @@ export function encodeDecisionBatch(cmds: readonly BatchCommand[]): Uint8Array {
   for (const c of cmds) {
     if (c.t === 'decide') {
       size += 1 + 1 + 8 + 2 + Buffer.byteLength(c.txnId, 'utf8') + 2 + Buffer.byteLength(c.reason, 'utf8') + 2;
+      for (const p of c.participants) size += 2 + Buffer.byteLength(p, 'utf8');
+    } else if (c.t === 'stage') {
+      size += 1 + 8 + 2 + Buffer.byteLength(c.txnId, 'utf8') + 2;
       for (const p of c.participants) size += 2 + Buffer.byteLength(p, 'utf8');
     } else {
       size += 1 + 2;
@@ -109,6 +118,14 @@ export function encodeDecisionBatch(cmds: readonly BatchCommand[]): Uint8Array {
       pos += 8;
       str(c.txnId);
       str(c.reason);
+      out.writeUInt16BE(c.participants.length, pos);
+      pos += 2;
+      for (const p of c.participants) str(p);
+    } else if (c.t === 'stage') {
+      out[pos++] = KIND_STAGE;
+      out.writeDoubleBE(c.atMs, pos);
+      pos += 8;
+      str(c.txnId);
       out.writeUInt16BE(c.participants.length, pos);
       pos += 2;
       for (const p of c.participants) str(p);
@@ -211,6 +228,14 @@ export function decodeDecisionBatch(data: Uint8Array): BatchDecoded {
         const reason = rd.str('reason', r);
         const participants = rd.list('participants', r);
         cmds[r] = { t: 'decide', txnId, outcome: o === OUTCOME_COMMIT ? 'commit' : 'abort', reason, participants, atMs };
+      } else if (kind === KIND_STAGE) {
+        rd.need(8, 'time', r);
+        const atMs = rd.buf.readDoubleBE(rd.pos);
+        rd.pos += 8;
+        if (!Number.isFinite(atMs) || atMs < 0) throw new Malformed(`record ${r} has time ${atMs}`);
+        const txnId = rd.str('txnId', r);
+        if (txnId === '') throw new Malformed(`record ${r} has an empty txnId`);
+        cmds[r] = { t: 'stage', txnId, participants: rd.list('participants', r), atMs };
       } else if (kind === KIND_FORGET) {
         cmds[r] = { t: 'forget', txnIds: rd.list('txnIds', r) };
       } else throw new Malformed(`record ${r} has unknown kind ${kind}`);

@@ -7,6 +7,8 @@
 import type { ClusterOutcome, Decide, DecisionOutcome, Prepare, Vote } from '../domain/protocol.ts';
 import type { ApplyResult, Command, Decision, HeuristicRecord, ParticipantRecord, Resolution } from './state.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
+import type { TxnStatus } from '../participant/types.ts';
+import type { ParallelState } from './parallel-commit.ts';
 
 /** PREPARE as the engine asks it; the link adds the cluster id. */
 export type PrepareRequest = Omit<Prepare, 'clusterId'>;
@@ -22,7 +24,18 @@ export interface EngineIO {
   propose(cmd: Command, cb: (err: Error | null, result?: ApplyResult) => void): void;
   sendPrepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void;
   sendDecision(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void;
+  /** The status question of parallel commit's recovery (./parallel-commit.ts). */
+  sendStatus(to: ParticipantRecord, txnId: string, timeoutMs: number, cb: (err: Error | null, status?: TxnStatus) => void): void;
+  /**
+   * A test's fault point, absent in production: the node wires it only from
+   * its environment (src/node/fault-point.ts), never from a request.
+   * 'halt': the process is about to die here; go no further.
+   */
+  faultPoint?(point: FaultPoint, txnId: string): 'go-on' | 'halt';
 }
+
+/** Where a test may stop the leader: after the implied COMMITTED is answered, before the explicit COMMIT is proposed. */
+export type FaultPoint = 'before-explicit-commit';
 
 export interface EngineConfig {
   defaultTimeoutMs: number;
@@ -49,6 +62,8 @@ export interface EngineConfig {
   rpcDeadlineMs: number;
   /** An undecided transaction older than this is listed as in doubt (`verdict txn list --in-doubt`). */
   inDoubtAfterMs: number;
+  /** Parallel commit for transactions that do not choose (docs/protocol.md, "Parallel commit"). */
+  parallelCommit: boolean;
 }
 
 export const defaultEngineConfig: EngineConfig = {
@@ -65,6 +80,7 @@ export const defaultEngineConfig: EngineConfig = {
   untimedIds: 'trust',
   rpcDeadlineMs: 10_000,
   inDoubtAfterMs: 2_000,
+  parallelCommit: false,
 };
 
 /** The engine's map holds at most this many transactions per inFlightMax (aborted ones remembered, decided ones awaiting ACKs). */
@@ -133,6 +149,8 @@ export interface Txn {
   proposing?: DecisionOutcome;
   /** While deciding: when to propose again after the proposal failed; 0 while one is in flight. */
   reproposeAtMs?: number;
+  /** Set when T commits in parallel (./parallel-commit.ts). */
+  parallel?: ParallelState;
 }
 
 export interface TxnView {
@@ -180,8 +198,8 @@ export interface ResolveAnswer {
  * Why a transaction aborted, as a small closed set (metrics labels must not
  * carry free text): the class is named where the abort is decided.
  */
-export type AbortClass = 'vote_no' | 'timeout' | 'unreachable' | 'client' | 'leader_change' | 'presumed_abort_query' | 'operator' | 'heuristic_report';
-export const ABORT_CLASSES: readonly AbortClass[] = ['vote_no', 'timeout', 'unreachable', 'client', 'leader_change', 'presumed_abort_query', 'operator', 'heuristic_report'];
+export type AbortClass = 'vote_no' | 'timeout' | 'unreachable' | 'client' | 'leader_change' | 'presumed_abort_query' | 'operator' | 'heuristic_report' | 'staging_recovery';
+export const ABORT_CLASSES: readonly AbortClass[] = ['vote_no', 'timeout', 'unreachable', 'client', 'leader_change', 'presumed_abort_query', 'operator', 'heuristic_report', 'staging_recovery'];
 
 /** Monotonic counts of what this node's engine did while it led; read-only, for metrics. */
 export interface EngineCounters {

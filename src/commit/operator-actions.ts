@@ -59,6 +59,8 @@ function decideFirst(p: ProtocolPort, txnId: string, reason: string, why: AbortC
     p.decideAbort(t, reason, why);
     return;
   }
+  // Staged by an earlier leader (parallel commit): recovery decides it; a presumed ABORT could contradict an implied COMMITTED.
+  if (p.isStaged(txnId)) return p.awaitRecovery(txnId, (err) => cb(err));
   p.logAbort(txnId, reason, why, (err) => cb(err));
 }
 
@@ -94,6 +96,10 @@ export function resolve(
   const decided = p.table.lookup(txnId);
   if (decided && decided.outcome !== outcome) return cb(contrary(decided.outcome));
   const t = p.txn(txnId);
+  // Staged by an earlier leader: recovery decides it (an operator's ABORT
+  // could contradict an implied COMMITTED); the act is then recorded
+  // against that decision, or refused.
+  if (!decided && !t && p.isStaged(txnId)) return p.awaitRecovery(txnId, (err) => (err ? cb(err) : resolve(p, txnId, outcome, act, cb)));
   // A mistyped id would otherwise be decided and listed as an operator's
   // act on a transaction nobody ran: an id with no trace here is refused
   // unless the operator says it is meant (a transaction begun on an earlier

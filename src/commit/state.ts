@@ -79,6 +79,21 @@ export interface HeuristicRecord extends OperatorAct {
   index: number;
 }
 
+/**
+ * A STAGING record (parallel commit, docs/protocol.md): the leader that
+ * began T replicates it in parallel with PREPARE. T is committed once it is
+ * applied and every participant it names holds a durable YES; until a
+ * decision is applied, a new leader decides T by recovery, never by a plain
+ * presumed abort (src/commit/parallel-commit.ts).
+ */
+export interface Staging {
+  txnId: string;
+  participants: string[];
+  /** The log index where it was applied. */
+  index: number;
+  atMs: number;
+}
+
 export type Command =
   // `kind` is absent from registrations logged before resource kinds existed.
   | { t: 'register'; id: string; endpoint: string; atMs: number; kind?: string }
@@ -89,6 +104,8 @@ export type Command =
   // `operator` is set when `verdict txn resolve` asked for this outcome.
   | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: string[]; atMs: number; operator?: OperatorAct }
   | { t: 'forget'; txnIds: string[] }
+  // Parallel commit: T's participants, replicated in parallel with PREPARE.
+  | { t: 'stage'; txnId: string; participants: string[]; atMs: number }
   | { t: 'heuristic'; txnId: string; participantId: string; outcome: DecisionOutcome; gid: string; operator: string; reason: string; atMs: number }
   // Sagas ride the same log (src/saga/state.ts).
   | SagaCommand;
@@ -100,6 +117,8 @@ export type ApplyResult =
   | { t: 'decide'; decision: Decision; first: boolean; resolution: Resolution | null }
   // `txnIds`: the command's ids, for observers (the console's timeline, the simulator's crash points).
   | { t: 'forget'; forgotten: number; txnIds: readonly string[] }
+  // `staging` null: T was decided first (the record is a no-op and `decision` says how).
+  | { t: 'stage'; txnId: string; staging: Staging | null; decision: Decision | null }
   | { t: 'heuristic'; record: HeuristicRecord; first: boolean }
   | SagaApplyResult
   // A decision batch entry (./decision-batch.ts): one result per record.
@@ -146,6 +165,12 @@ export class DecisionTable {
    * begin one (an answered outcome never changes). Only grows.
    */
   horizonAtMs: number | null = null;
+  /**
+   * STAGING records with no decision yet (parallel commit). A record leaves
+   * when T's first Decide is applied; bounded by what leaders stage, which
+   * each bounds by inFlightMax.
+   */
+  readonly staged = new Map<string, Staging>();
   /** Saga records (src/saga/state.ts), applied from the same log and kept in the same snapshots. */
   readonly sagas = new SagaTable();
 
@@ -207,8 +232,20 @@ export class DecisionTable {
         assert(cmd.outcome === 'commit' || cmd.outcome === 'abort', `${cmd.txnId}: a decided outcome is COMMIT or ABORT (checked at the edge)`);
         const d: Decision = { txnId: cmd.txnId, outcome: cmd.outcome, reason: cmd.reason, participants: cmd.participants, index, decidedAtMs: cmd.atMs };
         this.decisions.set(cmd.txnId, d);
+        this.staged.delete(cmd.txnId);
         const resolution = cmd.operator ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: true, index }) : null;
         return { t: 'decide', decision: d, first: true, resolution };
+      }
+      case 'stage': {
+        // A decided T stays decided (R1): the record changes nothing. A repeated one keeps the first.
+        const decision = this.lookup(cmd.txnId);
+        if (decision) return { t: 'stage', txnId: cmd.txnId, staging: null, decision };
+        let staging = this.staged.get(cmd.txnId);
+        if (!staging) {
+          staging = { txnId: cmd.txnId, participants: [...cmd.participants], index, atMs: cmd.atMs };
+          this.staged.set(cmd.txnId, staging);
+        }
+        return { t: 'stage', txnId: cmd.txnId, staging, decision: null };
       }
       case 'heuristic': {
         const list = this.heuristics.get(cmd.txnId) ?? [];
@@ -302,17 +339,30 @@ export class DecisionTable {
       r: [...this.resolutions],
       hz: this.horizonAtMs,
       sg: this.sagas.toJSON(),
+      st: [...this.staged.values()],
     };
   }
 
   restoreFrom(json: unknown): void {
     // h and r are absent from snapshots written before heuristic records existed, hz before the retention horizon.
-    const o = json as { p: ParticipantRecord[]; d: Decision[]; t: [string, Tombstone][]; h?: [string, HeuristicRecord[]][]; r?: [string, Resolution[]][]; hz?: number | null; sg?: unknown };
+    const o = json as {
+      p: ParticipantRecord[];
+      d: Decision[];
+      t: [string, Tombstone][];
+      h?: [string, HeuristicRecord[]][];
+      r?: [string, Resolution[]][];
+      hz?: number | null;
+      sg?: unknown;
+      st?: Staging[];
+    };
     this.participants.clear();
     this.decisions.clear();
     this.tombstones.clear();
     this.heuristics.clear();
     this.resolutions.clear();
+    this.staged.clear();
+    // st is absent from snapshots written before parallel commit.
+    for (const st of o.st ?? []) this.staged.set(st.txnId, st);
     // resourceKind is absent from snapshots written before resource kinds existed.
     for (const p of o.p) this.participants.set(p.id, { ...p, resourceKind: typeof p.resourceKind === 'string' ? p.resourceKind : RESOURCE_KIND_UNKNOWN });
     for (const d of o.d) this.decisions.set(d.txnId, d);

@@ -9,7 +9,7 @@
 // (or leader change) makes room for the newest, so memory does not grow with
 // traffic. Pure: the caller passes the time.
 
-export type TimelineKind = 'begin' | 'prepare' | 'vote' | 'proposed' | 'decided' | 'decision-sent' | 'ack' | 'no-ack' | 'forget';
+export type TimelineKind = 'begin' | 'prepare' | 'vote' | 'proposed' | 'decided' | 'decision-sent' | 'ack' | 'no-ack' | 'forget' | 'status';
 
 export interface TimelineEvent {
   atMs: number;

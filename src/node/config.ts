@@ -67,6 +67,8 @@ export interface NodeConfig {
   sagaStuckAfterAttempts: number;
   /** Sagas: an action at or before the pivot that errored this many times is abandoned and compensated. */
   sagaActionAttemptsMax: number;
+  /** Parallel commit for transactions that do not choose (docs/protocol.md, "Parallel commit"). */
+  parallelCommit: boolean;
 }
 
 export interface NodeTlsConfig {
@@ -151,6 +153,7 @@ const KNOWN = [
   'streamUnreadMax',
   'sagaStuckAfterAttempts',
   'sagaActionAttemptsMax',
+  'parallelCommit',
 ];
 const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
 const ADMIN_NAMES_MAX = 256;
@@ -265,6 +268,9 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   // From the environment or --set the value arrives as text.
   const join = o.join === 'true' ? true : o.join === 'false' ? false : (o.join ?? false);
   if (typeof join !== 'boolean') throw new ConfigError(file, `${label('join')} is ${JSON.stringify(join)}: expected true (a new node joining a running cluster) or false`);
+  const parallelCommit = o.parallelCommit === 'true' ? true : o.parallelCommit === 'false' ? false : (o.parallelCommit ?? false);
+  if (typeof parallelCommit !== 'boolean')
+    throw new ConfigError(file, `${label('parallelCommit')} is ${JSON.stringify(parallelCommit)}: expected true (parallel commit by default) or false (classic)`);
   const insecure = o.insecure === 'true' ? true : o.insecure === 'false' ? false : (o.insecure ?? false);
   if (typeof insecure !== 'boolean')
     throw new ConfigError(file, `${label('insecure')} is ${JSON.stringify(insecure)}: expected true (serve plaintext beyond loopback, trusting everyone who can reach the port) or false`);
@@ -320,6 +326,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     insecure,
     requestBytesMax,
     inFlightMax,
+    parallelCommit,
     clientInFlightMax,
     streamUnreadMax,
     sagaStuckAfterAttempts,

@@ -252,6 +252,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
           reply(err, a);
         },
         call.request.begin === true ? { timeoutMs: call.request.timeoutMs ?? 0 } : undefined,
+        call.request.commitMode === 'COMMIT_MODE_PARALLEL' ? true : call.request.commitMode === 'COMMIT_MODE_CLASSIC' ? false : undefined,
       );
     },
     Abort: (call, cb) => engine.abort(call.request.txnId, call.request.reason, outcomeReply(cb)),

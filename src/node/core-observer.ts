@@ -46,7 +46,8 @@ export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted'
 }
 
 /**
- * The gRPC participant links, with each PREPARE, vote, DECISION and ACK
+ * The gRPC participant links, with each PREPARE, vote, DECISION, ACK and
+ * status question (parallel commit's recovery)
  * written to the timeline and the log. `ageMs`: how long ago the engine
  * began a transaction (for the timeline's first event).
  */
@@ -76,6 +77,13 @@ export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txn
         // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
         if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
         cb(err);
+      });
+    },
+    sendStatus: (to, txnId, timeoutMs, cb) => {
+      link.status(to, txnId, timeoutMs, (err, status) => {
+        timeline.record(txnId, { atMs: o.nowMs(), kind: 'status', participantId: to.id, detail: err ? `no answer: ${err.message}` : (status ?? '') });
+        if (err) log.info({ txnId, participantId: to.id, err: err.message }, 'recovery: the status question got no answer; asking again later');
+        cb(err, status);
       });
     },
   };

@@ -37,8 +37,8 @@ import type { NodeStateMachine } from './machine.ts';
 import { Membership } from './membership.ts';
 import { ProposalBatcher } from './proposal-batcher.ts';
 
-/** PREPARE and DECISION to a participant: gRPC in the node, the simulated network in the simulator. */
-export type ParticipantLinks = Pick<EngineIO, 'sendPrepare' | 'sendDecision'>;
+/** PREPARE, DECISION and the status question to a participant: gRPC in the node, the simulated network in the simulator. */
+export type ParticipantLinks = Pick<EngineIO, 'sendPrepare' | 'sendDecision' | 'sendStatus'>;
 
 /** What the core needs from the world. */
 export interface NodeCoreIO {
@@ -52,6 +52,8 @@ export interface NodeCoreIO {
   store: LogStore;
   transport: Transport;
   links: ParticipantLinks;
+  /** A test's fault point (src/node/fault-point.ts); absent in production. */
+  faultPoint?: EngineIO['faultPoint'];
 }
 
 /** Watchers of what the core does; none of them changes it. */
@@ -149,6 +151,8 @@ export class NodeCore {
       propose: (cmd, cb) => this.propose(cmd, cb),
       sendPrepare: o.io.links.sendPrepare,
       sendDecision: o.io.links.sendDecision,
+      sendStatus: o.io.links.sendStatus,
+      faultPoint: o.io.faultPoint,
     };
     this.engine = (o.newEngine ?? ((table, eio, cfg) => new CoordinatorEngine(table, eio, cfg)))(o.machine.table, io, o.engine);
     // A snapshot restored by the driver may already hold a membership change.

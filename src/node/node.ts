@@ -57,6 +57,8 @@ import { ParticipantLink } from './participant-link.ts';
 import { REQUEST_TIMEOUT_MS } from './raft-node-service.ts';
 import { sagaWiring } from './saga-service.ts';
 import { StartupError } from './startup-error.ts';
+import { faultPointFromEnv } from './fault-point.ts';
+import type { EngineIO } from '../commit/engine.ts';
 
 export { StartupError } from './startup-error.ts';
 
@@ -83,13 +85,14 @@ export interface RunningNode {
 
 export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNode> {
   keepGrpcLogs(log);
+  const faultPoint = testFaultPoint(log);
   const tls = transportSecurity(cfg, log);
   const server = new grpc.Server(SERVER_OPTIONS);
   const address = await listen(server, cfg, tls, log);
   const open = new OpenParts();
   open.add(() => shutdownServer(server, SERVER_SHUTDOWN_GRACE_MS));
   try {
-    return await compose(cfg, log, tls, server, address, open);
+    return await compose(cfg, log, tls, server, address, open, faultPoint);
   } catch (err) {
     // The listeners are freed again; the data directory, if it was opened, is closed as it was.
     await open.closeAll();
@@ -98,7 +101,7 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 }
 
 /** Everything on the bound server, in order; each part opened is added to `open`. */
-async function compose(cfg: NodeConfig, log: Logger, tls: NodeTls | null, server: grpc.Server, address: string, open: OpenParts): Promise<RunningNode> {
+async function compose(cfg: NodeConfig, log: Logger, tls: NodeTls | null, server: grpc.Server, address: string, open: OpenParts, faultPoint: EngineIO['faultPoint']): Promise<RunningNode> {
   const access = new Access(tls?.auth ?? OPEN_POLICY);
   // NOT_SERVING until the log is recovered and every service is in place.
   const health = addHealth(server, ['verdict.coordinator.Coordinator', 'verdict.raft.RaftNode']);
@@ -135,11 +138,12 @@ async function compose(cfg: NodeConfig, log: Logger, tls: NodeTls | null, server
       timed(store, (seconds, batch) => pages.metrics?.observePersist(seconds, batch)),
       transport,
       watchedLinks(link, watch, (txnId) => core?.engine.view(txnId)?.ageMs ?? 0),
+      faultPoint,
     ),
     seedPeers: cfg.peers,
     selfAddress: address,
     driver: { snapshotEntries: cfg.snapshotEntries, snapshotKeepEntries: Math.min(1000, cfg.snapshotEntries), waitersMax: WAITERS_MAX },
-    engine: { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax },
+    engine: { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax, parallelCommit: cfg.parallelCommit },
     proposeTimeoutMs: REQUEST_TIMEOUT_MS,
     observe: {
       ...watchCore(watch),
@@ -222,6 +226,15 @@ async function compose(cfg: NodeConfig, log: Logger, tls: NodeTls | null, server
     stop,
     expectClusterStop: () => handover.expectClusterStop(),
   };
+}
+
+/** A test's fault point from the environment (src/node/fault-point.ts); unset in production, refused before anything is bound when unknown. */
+function testFaultPoint(log: Logger): EngineIO['faultPoint'] {
+  try {
+    return faultPointFromEnv(process.env, log);
+  } catch (err) {
+    throw new StartupError((err as Error).message);
+  }
 }
 
 /** grpc-js prints its errors on stderr by itself; they also reach us as call or bind failures, which say more. Keep them in the node's log. */
@@ -360,7 +373,7 @@ function raftTransport(cfg: NodeConfig, rawNode: RawNode, tls: NodeTls | null, l
 }
 
 /** The real world for the core: the wall clock, Math.random, setImmediate and setTimeout, the disk, the network and the links. */
-function processIO(store: LogStore, transport: GrpcTransport, links: ParticipantLinks): NodeCoreIO {
+function processIO(store: LogStore, transport: GrpcTransport, links: ParticipantLinks, faultPoint: EngineIO['faultPoint']): NodeCoreIO {
   return {
     nowMs: () => Date.now(),
     random: () => Math.random(),
@@ -372,6 +385,7 @@ function processIO(store: LogStore, transport: GrpcTransport, links: Participant
     store,
     transport,
     links,
+    ...(faultPoint ? { faultPoint } : {}),
   };
 }
 

@@ -8,7 +8,8 @@ import type { Vote } from '../domain/protocol.ts';
 import type { ParticipantRecord } from '../commit/state.ts';
 import * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
-import { decisionToWire, prepareToWire, voteFromWire } from '../transport/participant-wire.ts';
+import { decisionToWire, prepareToWire, statusFromWire, voteFromWire } from '../transport/participant-wire.ts';
+import type { TxnStatus } from '../participant/types.ts';
 import { ParticipantExchange } from '../transport/participant-exchange.ts';
 
 /** Channels kept open; beyond this the least recently used is closed. */
@@ -29,12 +30,16 @@ export class ParticipantLink {
   ) {}
 
   private client(endpoint: string): ParticipantExchange {
+    return this.channel(endpoint).exchange;
+  }
+
+  private channel(endpoint: string): Channel {
     let c = this.clients.get(endpoint);
     if (c) {
       // Move to the back: Map order is our LRU order.
       this.clients.delete(endpoint);
       this.clients.set(endpoint, c);
-      return c.exchange;
+      return c;
     }
     const client = new ParticipantClient(endpoint, this.credentials);
     c = { client, exchange: new ParticipantExchange(client.channel, endpoint) };
@@ -45,7 +50,7 @@ export class ParticipantLink {
       oc.exchange.close();
       oc.client.close();
     }
-    return c.exchange;
+    return c;
   }
 
   prepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void {
@@ -59,6 +64,20 @@ export class ParticipantLink {
 
   decide(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void {
     this.client(to.endpoint).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err));
+  }
+
+  /** The status question of parallel commit's recovery: a unary call, rare (only after a leader change). */
+  status(to: ParticipantRecord, txnId: string, timeoutMs: number, cb: (err: Error | null, status?: TxnStatus) => void): void {
+    this.channel(to.endpoint)
+      .client.status({ clusterId: this.clusterId, txnId, participantId: to.id }, timeoutMs)
+      .then(
+        (w) => {
+          const s = statusFromWire(w);
+          if (s === null) return cb(new Error(`participant ${to.id} answered an invalid status ${JSON.stringify(w.status)}`));
+          cb(null, s);
+        },
+        (err: Error) => cb(err),
+      );
   }
 
   /**

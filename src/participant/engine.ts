@@ -34,6 +34,7 @@ import {
   type TxnId,
   type PreparedRecord,
   type TxnRecord,
+  type TxnStatus,
 } from './types.ts';
 
 export interface EngineOptions {
@@ -79,6 +80,14 @@ export interface EngineOptions {
 
 export type PrepareCallback = (err: ParticipantError | null, vote?: VoteAnswer) => void;
 export type DecideCallback = (err: ParticipantError | null, ack?: Ack) => void;
+export type StatusCallback = (err: ParticipantError | null, status?: TxnStatus) => void;
+
+/** The status question about T (parallel commit's recovery): from a node of the cluster, addressed like PREPARE (R7). */
+export interface StatusQuestion {
+  clusterId: string;
+  txnId: TxnId;
+  participantId: string;
+}
 
 export interface InDoubtTxn {
   txnId: TxnId;
@@ -193,6 +202,11 @@ export class ParticipantEngine {
         // decided id was forgotten. It is in doubt like any other; the cluster will say ABORT.
         this.decided.delete(r.txnId);
         this.prepared.set(r.txnId, { preparedAtMs: r.atMs, askAtMs: now });
+      } else if (r.kind === 'refused') {
+        // A durable refusal is kept whatever forgetAborts says: it is a promise never to prepare T.
+        this.prepared.delete(r.txnId);
+        this.decided.delete(r.txnId);
+        this.decided.set(r.txnId, { outcome: 'aborted', atMs: r.atMs });
       } else {
         this.prepared.delete(r.txnId);
         this.decided.delete(r.txnId);
@@ -245,6 +259,58 @@ export class ParticipantEngine {
       }),
     );
     if (!queued) cb(this.tooBusy(req.txnId));
+  }
+
+  /**
+   * The status question of parallel commit's recovery (docs/protocol.md,
+   * "Parallel commit"): prepared (a durable YES), committed, aborted, or —
+   * when T is neither prepared nor decided here, never prepared or voted NO —
+   * a durable refusal: the record that this participant will never prepare
+   * T is synced before the answer leaves, so a PREPARE still on its way from
+   * an earlier leader gets NO and cannot complete a set of YES votes that
+   * recovery has already counted as incomplete. Serialized with PREPARE and
+   * DECISION of T, so a PREPARE in progress finishes first.
+   */
+  status(req: StatusQuestion, cb: StatusCallback): void {
+    const refusal = this.refuse(req.clusterId, req.participantId, req.txnId);
+    if (refusal !== null) return cb(refusal);
+    const txnId = req.txnId;
+    const queued = this.exclusive(txnId, (done) =>
+      this.statusOf(txnId, (err, status) => {
+        done();
+        cb(err, status);
+      }),
+    );
+    if (!queued) cb(this.tooBusy(txnId));
+  }
+
+  /** Runs inside exclusive(txnId). */
+  protected statusOf(txnId: TxnId, cb: StatusCallback): void {
+    if (this.prepared.has(txnId)) return cb(null, 'prepared');
+    const decided = this.decided.get(txnId);
+    if (decided !== undefined) return cb(null, decided.outcome);
+    this.o.journal.append(
+      { kind: 'refused', txnId, atMs: this.o.clock.nowMs() },
+      once('journal.append', (jerr) => {
+        if (jerr !== null) {
+          this.log.error({ txnId, err: jerr.message }, 'the refusal could not be made durable; the status question is not answered');
+          return cb(new ParticipantError('UNAVAILABLE', `journal write failed for the refusal of ${txnId}: ${jerr.message}`));
+        }
+        // Remembered whatever forgetAborts says: the promise is what makes recovery's ABORT safe.
+        this.decided.delete(txnId);
+        this.decided.set(txnId, { outcome: 'aborted', atMs: this.o.clock.nowMs() });
+        this.pruneDecided();
+        this.log.info({ txnId }, 'status question: not prepared here; refused any later PREPARE durably');
+        // Work held for T before PREPARE (an open database transaction) will never be prepared now.
+        this.o.resource.abortUnprepared?.(
+          txnId,
+          once('resource.abortUnprepared', (err) => {
+            if (err !== null) this.log.warn({ txnId, err: err.message }, 'could not release the work held for a refused transaction; its own timeout will');
+          }),
+        );
+        cb(null, 'refused');
+      }),
+    );
   }
 
   /**

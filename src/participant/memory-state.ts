@@ -16,7 +16,7 @@
 // resource hold in memory at that moment.
 import { assert } from '../util/assert.ts';
 import { parsePayload, type Writes } from './memory.ts';
-import { fromBase64, type DataRecord, type Outcome, type ParticipantRecord, type PreparedRecord, type TxnId, type TxnRecord } from './types.ts';
+import { fromBase64, type DataRecord, type ParticipantRecord, type Settled, type PreparedRecord, type TxnId, type TxnRecord } from './types.ts';
 
 /** Decided ids a snapshot keeps, so duplicates of recent PREPAREs still get NO after a restart. */
 export const SNAPSHOT_DECIDED_MAX = 10_000;
@@ -29,7 +29,7 @@ export class MemoryState {
   readonly data = new Map<string, string>();
   readonly prepared = new Map<TxnId, PreparedRecord>();
   /** Decision order (Map insertion order); bounded by decidedMax. Invariant: disjoint from `prepared`. */
-  readonly decided = new Map<TxnId, { outcome: Outcome; atMs: number }>();
+  readonly decided = new Map<TxnId, { outcome: Settled; atMs: number }>();
   private readonly decidedMax: number;
   /** txnId → the writes its payload parses to, as the resource parsed them at PREPARE. */
   private readonly offered = new Map<TxnId, Writes>();
@@ -60,7 +60,8 @@ export class MemoryState {
         this.prepared.set(r.txnId, r);
         return;
       case 'committed':
-      case 'aborted': {
+      case 'aborted':
+      case 'refused': {
         const p = this.prepared.get(r.txnId);
         if (p !== undefined && r.kind === 'committed') for (const [k, v] of this.writesOf(p)) this.data.set(k, v);
         this.offered.delete(r.txnId);

@@ -61,6 +61,7 @@ import {
   type PreparedRecord,
   type Resource,
   type TxnId,
+  type Settled,
   type TxnRecord,
 } from './types.ts';
 
@@ -114,7 +115,7 @@ export function isTxnRecord(v: unknown): v is TxnRecord {
 export class TxnJournalState implements JournalFold<TxnRecord> {
   readonly prepared = new Map<TxnId, PreparedRecord>();
   /** Decision order (Map insertion order); bounded. Invariant: disjoint from `prepared`. */
-  readonly decided = new Map<TxnId, { outcome: Outcome; atMs: number }>();
+  readonly decided = new Map<TxnId, { outcome: Settled; atMs: number }>();
 
   add(r: TxnRecord): void {
     if (r.kind === 'prepared') {

@@ -15,8 +15,8 @@
 // on the unary calls and at the opening of an Exchange stream.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { Ack, AnswerBatch, Decision, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, Prepare, Vote } from '../transport/participant-rpc.ts';
-import { decisionFromWire, voteToWire } from '../transport/participant-wire.ts';
+import type { Ack, AnswerBatch, Decision, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, Prepare, StatusAnswer, StatusRequest, Vote } from '../transport/participant-rpc.ts';
+import { decisionFromWire, statusToWire, voteToWire } from '../transport/participant-wire.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
 import type { ParticipantEngine } from './engine.ts';
 import { PAYLOAD_BYTES_MAX } from './memory.ts';
@@ -85,6 +85,23 @@ function serveDecide(engine: ParticipantEngine, gate: Gate, req: Decision, cb: D
   });
 }
 
+/** The status question of parallel commit's recovery: validated like a DECISION, answered after any refusal is durable. */
+function serveStatus(engine: ParticipantEngine, gate: Gate, req: StatusRequest, cb: Done<StatusAnswer>): void {
+  const bad =
+    badTxnId(req.txnId) ??
+    badFields([
+      ['cluster_id', req.clusterId, ID_CHARS_MAX],
+      ['participant_id', req.participantId, ID_CHARS_MAX],
+    ]);
+  if (bad !== null) return cb(new ParticipantError('INVALID_ARGUMENT', bad));
+  gate.inFlight++;
+  engine.status({ clusterId: req.clusterId, txnId: req.txnId, participantId: req.participantId }, (err, status) => {
+    gate.inFlight--;
+    if (err !== null || status === undefined) cb(err);
+    else cb(null, statusToWire(req.txnId, req.participantId, status));
+  });
+}
+
 /**
  * gRPC handlers: check the caller (with TLS: `callers`; null without),
  * validate, hand to the engine, map its errors to status codes with reasons.
@@ -94,7 +111,7 @@ export function participantHandlers(
   gate: Gate,
   log: Logger,
   callers: CallerCheck | null = null,
-): ParticipantHandlers & { Exchange: grpc.handleBidiStreamingCall<ExchangeBatch, AnswerBatch> } {
+): ParticipantHandlers & { Exchange: grpc.handleBidiStreamingCall<ExchangeBatch, AnswerBatch>; Status: grpc.handleUnaryCall<StatusRequest, StatusAnswer> } {
   const unary =
     <T>(cb: grpc.sendUnaryData<T>): Done<T> =>
     (err, res) => {
@@ -119,6 +136,7 @@ export function participantHandlers(
   return {
     Prepare: (call, cb) => fromNode(call, 'PREPARE', call.request.txnId, unary(cb), () => servePrepare(engine, gate, log, call.request, unary(cb))),
     Decide: (call, cb) => fromNode(call, 'DECISION', call.request.txnId, unary(cb), () => serveDecide(engine, gate, call.request, unary(cb))),
+    Status: (call, cb) => fromNode(call, 'status question', call.request.txnId, unary(cb), () => serveStatus(engine, gate, call.request, unary(cb))),
     Exchange: (call) =>
       fromNode(
         call,

@@ -27,7 +27,25 @@ export interface DecidedRecord {
   atMs: number;
 }
 
-export type TxnRecord = PreparedRecord | DecidedRecord;
+/**
+ * A durable refusal (parallel commit's recovery, docs/protocol.md): this
+ * participant answered a status question "not prepared" and promised never
+ * to prepare T afterwards, so a delayed PREPARE gets NO. Synced before the
+ * answer leaves, like a prepared record (never deferred).
+ */
+export interface RefusedRecord {
+  kind: 'refused';
+  txnId: TxnId;
+  atMs: number;
+}
+
+export type TxnRecord = PreparedRecord | DecidedRecord | RefusedRecord;
+
+/** What a participant remembers of a decided or refused transaction. */
+export type Settled = Outcome | 'refused';
+
+/** The answer to the status question about T (parallel commit's recovery): YES-equivalent (prepared, committed) or never (aborted, refused). */
+export type TxnStatus = 'prepared' | 'committed' | 'aborted' | 'refused';
 
 /** A compaction snapshot's chunk of committed key/value data (memory resource). */
 export interface DataRecord {
@@ -157,6 +175,7 @@ export function isParticipantRecord(v: unknown): v is ParticipantRecord {
       );
     case 'committed':
     case 'aborted':
+    case 'refused':
       return typeof r.txnId === 'string' && r.txnId !== '' && Number.isFinite(r.atMs);
     case 'data':
       return Array.isArray(r.entries) && r.entries.every((e) => Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && typeof e[1] === 'string');

@@ -18,6 +18,8 @@ import type { ExchangeError__Output as GenExchangeError } from './gen/participan
 import type { ExchangeAnswer__Output as GenExchangeAnswer } from './gen/participant/verdict/participant/ExchangeAnswer.ts';
 import type { ExchangeBatch__Output as GenExchangeBatch } from './gen/participant/verdict/participant/ExchangeBatch.ts';
 import type { AnswerBatch__Output as GenAnswerBatch } from './gen/participant/verdict/participant/AnswerBatch.ts';
+import type { StatusRequest__Output as GenStatusRequest } from './gen/participant/verdict/participant/StatusRequest.ts';
+import type { StatusAnswer__Output as GenStatusAnswer } from './gen/participant/verdict/participant/StatusAnswer.ts';
 import type { VoteValue__Output } from './gen/participant/verdict/participant/VoteValue.ts';
 import type { DecisionValue__Output } from './gen/participant/verdict/participant/DecisionValue.ts';
 import type { ParticipantDefinition, ParticipantHandlers as GenParticipantHandlers } from './gen/participant/verdict/participant/Participant.ts';
@@ -47,15 +49,23 @@ export type ExchangeError = Wire<GenExchangeError>;
 export type ExchangeAnswer = Wire<GenExchangeAnswer>;
 export type ExchangeBatch = Wire<GenExchangeBatch>;
 export type AnswerBatch = Wire<GenAnswerBatch>;
+export type StatusRequest = Wire<GenStatusRequest>;
+export type StatusAnswer = Wire<GenStatusAnswer>;
 
 /**
  * What a participant implements to serve `verdict.participant.Participant`.
  * Exchange may be left out (a test double): grpc-js then answers it
- * UNIMPLEMENTED and the leader falls back to the unary calls.
+ * UNIMPLEMENTED and the leader falls back to the unary calls. Status may be
+ * left out by a participant never enlisted in a parallel commit.
  */
-export type ParticipantHandlers = WireHandlers<GenParticipantHandlers, ParticipantDefinition, 'Exchange'>;
+export type ParticipantHandlers = WireHandlers<GenParticipantHandlers, ParticipantDefinition, 'Exchange' | 'Status'>;
 
-export const participantService = protoService<ParticipantHandlers>(participantPackageDefinition, PARTICIPANT_PROTO_PATH, 'verdict.participant.Participant', ['Prepare', 'Decide', 'Exchange']);
+export const participantService = protoService<ParticipantHandlers>(participantPackageDefinition, PARTICIPANT_PROTO_PATH, 'verdict.participant.Participant', [
+  'Prepare',
+  'Decide',
+  'Exchange',
+  'Status',
+]);
 
 /** Large enough for any payload a participant accepts, small enough to bound memory per call. */
 export const PARTICIPANT_MESSAGE_BYTES_MAX = 4 * 1024 * 1024;
@@ -94,11 +104,15 @@ export class ParticipantClient {
     return this.unary<Decision, Ack>('Decide', req, timeoutMs);
   }
 
+  status(req: StatusRequest, timeoutMs: number): Promise<StatusAnswer> {
+    return this.unary<StatusRequest, StatusAnswer>('Status', req, timeoutMs);
+  }
+
   close(): void {
     this.client.close();
   }
 
-  private unary<Req, Res>(name: 'Prepare' | 'Decide', req: Req, timeoutMs: number): Promise<Res> {
+  private unary<Req, Res>(name: 'Prepare' | 'Decide' | 'Status', req: Req, timeoutMs: number): Promise<Res> {
     return unaryCall(this.client, participantService[name] as grpc.MethodDefinition<Req, Res>, req, timeoutMs);
   }
 }

@@ -3,7 +3,8 @@
 // 'VOTE_YES' or 'DECISION_COMMIT' is read or written.
 
 import type { Decide, Prepare, VoteAnswer } from '../domain/protocol.ts';
-import type { Decision as WireDecision, Prepare as WirePrepare, Vote as WireVote } from './participant-rpc.ts';
+import type { TxnStatus } from '../participant/types.ts';
+import type { Decision as WireDecision, Prepare as WirePrepare, StatusAnswer as WireStatusAnswer, Vote as WireVote } from './participant-rpc.ts';
 
 export function prepareToWire(p: Prepare): WirePrepare {
   return { clusterId: p.clusterId, txnId: p.txnId, participantId: p.participantId, participants: p.participants, payload: p.payload, timeoutMs: p.timeoutMs };
@@ -27,4 +28,21 @@ export function decisionToWire(d: Decide): WireDecision {
 export function decisionFromWire(w: WireDecision): Decide | null {
   if (w.decision !== 'DECISION_COMMIT' && w.decision !== 'DECISION_ABORT') return null;
   return { clusterId: w.clusterId, txnId: w.txnId, participantId: w.participantId, outcome: w.decision === 'DECISION_COMMIT' ? 'commit' : 'abort', reason: w.reason };
+}
+
+const STATUS_TO_WIRE = {
+  prepared: 'TXN_STATUS_PREPARED',
+  committed: 'TXN_STATUS_COMMITTED',
+  aborted: 'TXN_STATUS_ABORTED',
+  refused: 'TXN_STATUS_REFUSED',
+} as const satisfies Record<TxnStatus, WireStatusAnswer['status']>;
+
+export function statusToWire(txnId: string, participantId: string, status: TxnStatus): WireStatusAnswer {
+  return { txnId, participantId, status: STATUS_TO_WIRE[status] };
+}
+
+/** The status a participant answered, or null when it named none of the four. */
+export function statusFromWire(w: WireStatusAnswer): TxnStatus | null {
+  for (const [k, v] of Object.entries(STATUS_TO_WIRE)) if (w.status === v) return k as TxnStatus;
+  return null;
 }

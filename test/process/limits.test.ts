@@ -165,7 +165,10 @@ describe('limits at the edge of a running node', () => {
 
   it('cuts off a commit stream whose client never reads with RESOURCE_EXHAUSTED, and serves one that reads', async () => {
     // Every Commit naming a malformed participant id is answered at once, at the edge: answers come as fast as requests.
-    const commit = (id: number) => ({ id, commit: { txnId: 'unread', participants: [{ participantId: '!bad', payload: Buffer.alloc(0) }], begin: false, timeoutMs: 0 } });
+    const commit = (id: number) => ({
+      id,
+      commit: { txnId: 'unread', participants: [{ participantId: '!bad', payload: Buffer.alloc(0) }], begin: false, timeoutMs: 0, commitMode: 'COMMIT_MODE_DEFAULT' as const },
+    });
     const reader = rawClient(leader.address);
     try {
       // A client that reads: batches below the bound, each read before the next, all answered.

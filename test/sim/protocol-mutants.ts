@@ -11,7 +11,8 @@ import { CoordinatorEngine, type EngineConfig, type EngineIO, type Member, type 
 import type { ApplyResult, DecisionTable } from '../../src/commit/state.ts';
 import { NodeCore, type NodeCoreOptions } from '../../src/node/core.ts';
 import type { Entry } from '../../src/raft/types.ts';
-import { ParticipantEngine, type EngineOptions, type PrepareCallback } from '../../src/participant/engine.ts';
+import { ParticipantEngine, type EngineOptions, type PrepareCallback, type StatusCallback } from '../../src/participant/engine.ts';
+import { ParallelCommit, type ParallelHost, type Recovery } from '../../src/commit/parallel-commit.ts';
 import type { PreparedRecord } from '../../src/participant/types.ts';
 import type { Prepare } from '../../src/transport/participant-rpc.ts';
 
@@ -25,10 +26,15 @@ import type { Prepare } from '../../src/transport/participant-rpc.ts';
  *                           leader change the id can be begun again and COMMIT what a client
  *                           was told ABORTED
  */
-export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged';
+export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged' | 'committed-before-staging' | 'recover-without-refusal';
 
-/** vote-before-sync: vote YES before the prepared record is durable (breaks R4); a crash then loses a YES. */
-export type ParticipantMutant = 'vote-before-sync';
+/**
+ * Broken participants:
+ *   vote-before-sync   vote YES before the prepared record is durable (breaks R4); a crash then loses a YES
+ *   forget-yes         parallel commit's status question: answer "refused" for a transaction it holds
+ *                      prepared (a participant that forgets its YES)
+ */
+export type ParticipantMutant = 'vote-before-sync' | 'forget-yes';
 
 /**
  * begin-on-retry: the SDK's begin rule broken (src/client/retry-policy.ts): a
@@ -87,8 +93,22 @@ export function nodeCore(o: NodeCoreOptions, mutant: CoreMutant | undefined): No
   return mutant === undefined ? new NodeCore(o) : new RouteFirstOfEntryCore(o);
 }
 
-export const ENGINE_MUTANTS: readonly EngineMutant[] = ['presume-abort-unlogged', 'commit-on-majority', 'forget-before-acks', 'abort-unlogged'];
-export const PARTICIPANT_MUTANTS: readonly ParticipantMutant[] = ['vote-before-sync'];
+export const ENGINE_MUTANTS: readonly EngineMutant[] = ['presume-abort-unlogged', 'commit-on-majority', 'forget-before-acks', 'abort-unlogged', 'committed-before-staging', 'recover-without-refusal'];
+export const PARTICIPANT_MUTANTS: readonly ParticipantMutant[] = ['vote-before-sync', 'forget-yes'];
+
+/** committed-before-staging: the stager treats a STAGING record still in flight as applied. */
+class EarlyStager extends ParallelCommit {
+  protected override stagingCommitted(t: Txn): boolean {
+    return t.parallel !== undefined && t.parallel.staged !== 'failed';
+  }
+}
+
+/** recover-without-refusal: silence counts as a refusal. */
+class HastyRecovery extends ParallelCommit {
+  protected override unanswered(r: Recovery, id: string): void {
+    this.answered(r, id, 'refused');
+  }
+}
 
 class MutantCoordinatorEngine extends CoordinatorEngine {
   constructor(
@@ -98,6 +118,14 @@ class MutantCoordinatorEngine extends CoordinatorEngine {
     private readonly mutant: EngineMutant,
   ) {
     super(table, io, cfg);
+  }
+
+  protected override parallelCommit(host: ParallelHost): ParallelCommit {
+    // Called from the base constructor, before this.mutant is set: the choice rides the config.
+    const m = (host.cfg as EngineConfig & { mutant?: EngineMutant }).mutant;
+    if (m === 'committed-before-staging') return new EarlyStager(host);
+    if (m === 'recover-without-refusal') return new HastyRecovery(host);
+    return super.parallelCommit(host);
   }
 
   override begin(txnId: string, timeoutMs: number): { deadlineAtMs: number } {
@@ -140,7 +168,7 @@ class MutantCoordinatorEngine extends CoordinatorEngine {
 
 /** The production coordinator engine, or the named broken one. */
 export function coordinatorEngine(table: DecisionTable, io: EngineIO, cfg: Partial<EngineConfig>, mutant: EngineMutant | undefined): CoordinatorEngine {
-  return mutant === undefined ? new CoordinatorEngine(table, io, cfg) : new MutantCoordinatorEngine(table, io, cfg, mutant);
+  return mutant === undefined ? new CoordinatorEngine(table, io, cfg) : new MutantCoordinatorEngine(table, io, { ...cfg, mutant } as Partial<EngineConfig>, mutant);
 }
 
 class VoteBeforeSyncEngine extends ParticipantEngine {
@@ -163,7 +191,17 @@ class VoteBeforeSyncEngine extends ParticipantEngine {
   }
 }
 
+/** forget-yes: the status question finds no YES where there is one. */
+class ForgetYesEngine extends ParticipantEngine {
+  protected override statusOf(txnId: string, cb: StatusCallback): void {
+    if (this.stateOf(txnId) === 'prepared') return cb(null, 'refused');
+    super.statusOf(txnId, cb);
+  }
+}
+
 /** The production participant engine, or the named broken one. */
 export function participantEngine(o: EngineOptions, mutant: ParticipantMutant | undefined): ParticipantEngine {
-  return mutant === 'vote-before-sync' ? new VoteBeforeSyncEngine(o) : new ParticipantEngine(o);
+  if (mutant === 'vote-before-sync') return new VoteBeforeSyncEngine(o);
+  if (mutant === 'forget-yes') return new ForgetYesEngine(o);
+  return new ParticipantEngine(o);
 }

@@ -34,6 +34,8 @@ export const VIOLATIONS_MAX = 20;
 
 export class SystemChecker {
   readonly violations: string[] = [];
+  /** The run uses parallel commit: a COMMITTED answer may come before the log's COMMIT (see clientAnswered). */
+  parallelCommit = false;
   private readonly planned = new Map<string, PlannedTxn>();
   /** txn → participant → the votes it sent. */
   private readonly votes = new Map<string, Map<string, Set<'yes' | 'no'>>>();
@@ -91,6 +93,7 @@ export class SystemChecker {
       return;
     }
     this.logDecision.set(d.txnId, { outcome: d.outcome, index: d.index });
+    if (d.outcome === 'abort' && this.clientAnswer.get(d.txnId) === 'committed') this.violation(`client: ${d.txnId} was answered COMMITTED, the log decided ABORT at index ${d.index}`);
     if (d.outcome !== 'commit') return;
     const plan = this.planned.get(d.txnId);
     if (!plan) return this.violation(`AC2 validity: COMMIT of ${d.txnId}, which no client began`);
@@ -152,6 +155,9 @@ export class SystemChecker {
     if (told !== undefined && told !== outcome) this.violation(`client: ${txnId} was answered ${told.toUpperCase()}, later ${outcome.toUpperCase()}`);
     if (told === undefined) this.clientAnswer.set(txnId, outcome);
     const log = this.logDecision.get(txnId);
+    // Parallel commit answers COMMITTED before the explicit decision is applied: then the log must
+    // never decide ABORT (decisionApplied), and must decide COMMIT by the end (final).
+    if (outcome === 'committed' && log === undefined && this.parallelCommit) return;
     if (outcome === 'committed' && log?.outcome !== 'commit') this.violation(`client: ${txnId} answered COMMITTED but the log ${log ? `decided ABORT at index ${log.index}` : 'has no decision'}`);
     if (outcome === 'aborted' && log?.outcome === 'commit') this.violation(`client: ${txnId} answered ABORTED but the log decided COMMIT at index ${log.index}`);
   }
@@ -190,6 +196,7 @@ export class SystemChecker {
         if (!committed && v !== undefined) this.violation(`atomicity: ${t.txnId} did not commit but ${p} holds its write`);
       }
       const answer = this.clientAnswer.get(t.txnId);
+      if (!committed && answer === 'committed') this.violation(`client: ${t.txnId} was answered COMMITTED, the log ${log ? 'decided ABORT' : 'has no decision'}`);
       if (committed && answer === 'aborted') this.violation(`client: ${t.txnId} answered ABORTED, the log decided COMMIT`);
       if (!o.faultFree || !o.began(t.txnId)) continue;
       const votes = this.votes.get(t.txnId);

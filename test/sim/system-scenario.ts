@@ -95,6 +95,12 @@ export interface SystemScenario extends FaultScenario {
   participantsWait?: boolean;
   /** Every other participant is a TCC one (test/sim/system-tcc.ts). */
   tcc?: boolean;
+  /**
+   * Parallel commit (src/commit/parallel-commit.ts): 'all' on every node;
+   * 'mixed' on every other node, so a leader change moves between the
+   * parallel and the classic path. Absent: classic only.
+   */
+  parallelCommit?: 'all' | 'mixed';
   /** Every other participant keeps its prepared state in a database and votes without syncing its journal (test/sim/system-dbprep.ts). */
   dbPrepare?: boolean;
   mutant?: Mutant;

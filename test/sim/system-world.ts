@@ -33,7 +33,7 @@ import {
   type EngineMutant,
   type ParticipantMutant,
 } from './protocol-mutants.ts';
-import { ParticipantError, type ClusterOutcome } from '../../src/participant/types.ts';
+import { ParticipantError, type ClusterOutcome, type TxnStatus } from '../../src/participant/types.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { ConfState, Message, NodeId } from '../../src/raft/types.ts';
@@ -172,6 +172,7 @@ export class SystemWorld implements FaultWorld {
     this.net = new SimNetwork(this.q, this.rng);
     this.rpc = new SimRpc(this.q, this.net);
     this.checker = new SystemChecker(() => this.q.now);
+    this.checker.parallelCommit = sc.parallelCommit !== undefined;
     this.ext = extend?.(this) ?? null;
     this.raft = new RaftChecker((what) => this.checker.violation(`raft ${what}`));
     this.armed = sc.crashPoints.map((c) => ({ ...c, fired: false }));
@@ -238,7 +239,7 @@ export class SystemWorld implements FaultWorld {
         seedPeers: this.seedPeers,
         selfAddress: n.id,
         driver: { snapshotEntries: this.sc.snapshotEntries, snapshotKeepEntries: 5, waitersMax: 1000 },
-        engine: ENGINE_CONFIG,
+        engine: { ...ENGINE_CONFIG, parallelCommit: this.sc.parallelCommit === 'all' || (this.sc.parallelCommit === 'mixed' && this.nodes.indexOf(n) % 2 === 0) },
         proposeTimeoutMs: PROPOSE_TIMEOUT_MS,
         newEngine: (table, io, cfg) => coordinatorEngine(table, io, cfg, engineMutant(this.sc.mutant)),
         observe: this.observer(n, inc, rawNode, () => core),
@@ -296,7 +297,7 @@ export class SystemWorld implements FaultWorld {
     };
   }
 
-  /** PREPARE and DECISION from node n to participants over the simulated network, with the crash points of the commit path. */
+  /** PREPARE, DECISION and the status question from node n to participants over the simulated network, with the crash points of the commit path. */
   private links(n: SysNode, inc: Inc): ParticipantLinks {
     return {
       sendPrepare: (to, req, timeoutMs, cb) => {
@@ -332,6 +333,28 @@ export class SystemWorld implements FaultWorld {
             }
             cb(null, { vote: vote.vote, reason: vote.reason });
           },
+        );
+      },
+      sendStatus: (to, txnId, timeoutMs, cb) => {
+        if (!inc.alive) return;
+        const p = this.participant(to.id);
+        this.log(() => `${n.id} asks ${p.id} the status of ${txnId} (recovery)`);
+        this.rpc.call<TxnStatus>(
+          n.id,
+          inc,
+          p.id,
+          timeoutMs,
+          (reply) =>
+            this.atParticipant(p, reply, (pp, eng, r) =>
+              eng.status({ clusterId: CLUSTER, txnId, participantId: pp.id }, (err, status) => {
+                if (err || !status) return r(participantError(err));
+                this.log(() => `${pp.id} answers ${status} for ${txnId}`);
+                // "prepared" is a YES vote: the participant holds T durably prepared (AC2 counts it).
+                if (status === 'prepared') this.checker.voteSent(pp.id, txnId, 'yes');
+                r(null, status);
+              }),
+            ),
+          (err, status) => (err || !status ? cb(new Error(err?.message ?? 'no status')) : cb(null, status)),
         );
       },
       sendDecision: (to, req, timeoutMs, cb) => {
@@ -831,6 +854,9 @@ export class SystemWorld implements FaultWorld {
     else {
       const open = [...(l.sm?.table.decisions.values() ?? [])].map((d) => `${d.txnId}:${d.outcome}`);
       if (open.length > 0) pending.push(`decisions not acknowledged and forgotten on leader ${l.id}: ${open.join(' ')}`);
+      // Parallel commit: a STAGING record with no decision is a transaction still undecided.
+      const staged = [...(l.sm?.table.staged.keys() ?? [])];
+      if (staged.length > 0) pending.push(`staged and undecided on leader ${l.id}: ${staged.join(' ')}`);
     }
     const more = this.ext?.quiet() ?? null;
     if (more !== null) pending.push(more);

@@ -71,7 +71,7 @@ describe('CoordinatorConnection', () => {
     const a = await cluster.node({ Commit: () => fail(grpc.status.INVALID_ARGUMENT, reason) });
     const b = await cluster.node({ Commit: () => fail(grpc.status.UNAVAILABLE, 'must not be asked') });
     const c = connect([a.address, b.address]);
-    const err = await c.call('Commit', { txnId: 't1', participants: [], begin: false, timeoutMs: 0 }).catch((e: unknown) => e);
+    const err = await c.call('Commit', { txnId: 't1', participants: [], begin: false, timeoutMs: 0, commitMode: 'COMMIT_MODE_DEFAULT' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(VerdictError);
     expect(err).not.toBeInstanceOf(RetriesExhaustedError);
     expect((err as VerdictError).code).toBe('INVALID_ARGUMENT');

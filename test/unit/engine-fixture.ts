@@ -5,6 +5,7 @@
 import { CoordinatorEngine, type DecisionRequest, type EngineConfig, type EngineIO, type PrepareRequest } from '../../src/commit/engine.ts';
 import type { Vote } from '../../src/domain/protocol.ts';
 import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
+import type { TxnStatus } from '../../src/participant/types.ts';
 
 export interface PendingProposal {
   cmd: Command;
@@ -23,6 +24,12 @@ export interface PendingDecision {
   cb: (err: Error | null) => void;
 }
 
+export interface PendingStatus {
+  to: string;
+  txnId: string;
+  cb: (err: Error | null, status?: TxnStatus) => void;
+}
+
 export class EngineWorld {
   now = 1_000;
   index = 0;
@@ -30,7 +37,10 @@ export class EngineWorld {
   readonly proposals: PendingProposal[] = [];
   readonly prepares: PendingPrepare[] = [];
   readonly decisions: PendingDecision[] = [];
+  readonly statuses: PendingStatus[] = [];
   readonly engine: CoordinatorEngine;
+  /** A test's fault point (src/node/fault-point.ts); none by default. */
+  faultPoint: EngineIO['faultPoint'] = undefined;
 
   /** A leader's engine with `participants` registered in its table. */
   constructor(participants: readonly string[], config: Partial<EngineConfig>) {
@@ -40,6 +50,8 @@ export class EngineWorld {
       propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
       sendPrepare: (to, req, _deadline, cb) => this.prepares.push({ to: to.id, req, answer: (v, reason = '') => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason })) }),
       sendDecision: (to, req, _deadline, cb) => this.decisions.push({ to: to.id, req, cb }),
+      sendStatus: (to, txnId, _timeoutMs, cb) => this.statuses.push({ to: to.id, txnId, cb }),
+      faultPoint: (point, txnId) => this.faultPoint?.(point, txnId) ?? 'go-on',
     };
     this.engine = new CoordinatorEngine(this.table, io, config);
     for (const id of participants) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0 }, ++this.index);

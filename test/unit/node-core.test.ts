@@ -43,7 +43,7 @@ function oneNode(store?: (disk: SimDisk) => LogStore): Setup {
       },
       store: store?.(disk) ?? disk,
       transport: { send: () => {} },
-      links: { sendPrepare: () => {}, sendDecision: () => {} },
+      links: { sendPrepare: () => {}, sendDecision: () => {}, sendStatus: () => {} },
     },
     seedPeers: new Map([['n1', 'n1:1']]),
     selfAddress: 'n1:1',

@@ -51,7 +51,7 @@ describe('commit engine counters (read by the metrics)', () => {
     const c = w.engine.counters();
     expect(c.begun).toBe(5);
     expect(c.committed).toBe(1);
-    expect(c.aborted).toEqual({ vote_no: 1, unreachable: 1, timeout: 1, client: 1, leader_change: 1, presumed_abort_query: 1, operator: 0, heuristic_report: 0 });
+    expect(c.aborted).toEqual({ vote_no: 1, unreachable: 1, timeout: 1, client: 1, leader_change: 1, presumed_abort_query: 1, operator: 0, heuristic_report: 0, staging_recovery: 0 });
     expect(c.decisionRetries).toBe(1);
     // Logged ABORTs wait for their acknowledgements like the COMMIT ('cancelled' sent no PREPARE: nobody to tell).
     expect(w.engine.phases()).toMatchObject({ begun: 0, preparing: 0, deciding: 0, delivering: 6 });

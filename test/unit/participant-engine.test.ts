@@ -516,6 +516,69 @@ describe('participant engine: properties', () => {
   });
 });
 
+describe('participant engine: the status question of parallel commit', () => {
+  const question = (engine: ParticipantEngine, txnId: string): { get: () => Answer<string> } => {
+    let a: Answer<string>;
+    engine.status({ clusterId: CLUSTER, txnId, participantId: ME }, (err, value) => (a = { err, value }));
+    return { get: () => a };
+  };
+
+  it('R4: a prepared transaction answers PREPARED (its YES), a decided one its outcome, with nothing journaled', () => {
+    const { engine, journal } = world();
+    prepare(engine, prepareReq('T1'));
+    prepare(engine, prepareReq('T2'));
+    decide(engine, decision('T2', 'COMMIT'));
+    expect(question(engine, 'T1').get()).toEqual({ err: null, value: 'prepared' });
+    expect(question(engine, 'T2').get()).toEqual({ err: null, value: 'committed' });
+    expect(journal.kinds()).toEqual(['prepared T1', 'prepared T2', 'committed T2']);
+  });
+
+  it('R4: not prepared here, the refusal is synced before the answer, and a later PREPARE gets NO, also after a restart', () => {
+    const { engine, journal, resource } = world();
+    journal.hold = true;
+    const a = question(engine, 'T1');
+    expect(journal.held.map((h) => `${h.record.kind} ${h.record.txnId}`)).toEqual(['refused T1']);
+    expect(a.get()).toBeUndefined();
+    journal.release();
+    expect(a.get()).toEqual({ err: null, value: 'refused' });
+    journal.hold = false;
+    expect(prepare(engine, prepareReq('T1')).get()?.value).toMatchObject({ vote: 'no', reason: 'already aborted' });
+    expect(resource.calls).not.toContain('prepare T1');
+    // A new incarnation from the same journal still refuses (forgetAborts does not drop a refusal).
+    const again = world({ forgetAborts: true }, journal.synced);
+    expect(prepare(again.engine, prepareReq('T1')).get()?.value).toMatchObject({ vote: 'no', reason: 'already aborted' });
+    expect(question(again.engine, 'T1').get()).toEqual({ err: null, value: 'aborted' });
+  });
+
+  it('R4: a refusal that cannot be made durable is not an answer', () => {
+    const { engine, journal } = world();
+    journal.fail = new Error('disk full');
+    expect(question(engine, 'T1').get()?.err?.code).toBe('UNAVAILABLE');
+    journal.fail = null;
+    expect(prepare(engine, prepareReq('T1')).get()?.value?.vote).toBe('yes');
+  });
+
+  it('R4: a question that arrives while PREPARE waits for its sync is answered after it, PREPARED', () => {
+    const { engine, journal } = world();
+    journal.hold = true;
+    const v = prepare(engine, prepareReq('T1'));
+    const a = question(engine, 'T1');
+    expect(a.get()).toBeUndefined();
+    journal.release();
+    expect(v.get()?.value?.vote).toBe('yes');
+    expect(a.get()).toEqual({ err: null, value: 'prepared' });
+  });
+
+  it('R7: the question is refused for another cluster or another participant', () => {
+    const { engine } = world();
+    let code = '';
+    engine.status({ clusterId: 'other', txnId: 'T1', participantId: ME }, (err) => (code = err?.code ?? ''));
+    expect(code).toBe('FAILED_PRECONDITION');
+    engine.status({ clusterId: CLUSTER, txnId: 'T1', participantId: 'p9' }, (err) => (code = err?.code ?? ''));
+    expect(code).toBe('FAILED_PRECONDITION');
+  });
+});
+
 /** A resource whose own prepare is durable and found again by T's id (the PostgreSQL resource, readable gids): ids starting with "L" stand for long ones (hashed gids). */
 class DbLikeResource extends FakeResource {
   /** What committed here (the commit markers). */

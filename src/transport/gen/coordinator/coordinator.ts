@@ -51,6 +51,7 @@ export interface ProtoGrpcType {
       BeginResponse: MessageTypeDefinition<_verdict_coordinator_BeginResponse, _verdict_coordinator_BeginResponse__Output>
       ClusterStatusRequest: MessageTypeDefinition<_verdict_coordinator_ClusterStatusRequest, _verdict_coordinator_ClusterStatusRequest__Output>
       ClusterStatusResponse: MessageTypeDefinition<_verdict_coordinator_ClusterStatusResponse, _verdict_coordinator_ClusterStatusResponse__Output>
+      CommitMode: EnumTypeDefinition
       CommitRequest: MessageTypeDefinition<_verdict_coordinator_CommitRequest, _verdict_coordinator_CommitRequest__Output>
       Coordinator: SubtypeConstructor<typeof grpc.Client, _verdict_coordinator_CoordinatorClient> & { service: _verdict_coordinator_CoordinatorDefinition }
       Enlistment: MessageTypeDefinition<_verdict_coordinator_Enlistment, _verdict_coordinator_Enlistment__Output>

@@ -10,6 +10,8 @@ import type { ExchangeError as _verdict_participant_ExchangeError, ExchangeError
 import type { ExchangeRequest as _verdict_participant_ExchangeRequest, ExchangeRequest__Output as _verdict_participant_ExchangeRequest__Output } from './verdict/participant/ExchangeRequest.ts';
 import type { ParticipantClient as _verdict_participant_ParticipantClient, ParticipantDefinition as _verdict_participant_ParticipantDefinition } from './verdict/participant/Participant.ts';
 import type { Prepare as _verdict_participant_Prepare, Prepare__Output as _verdict_participant_Prepare__Output } from './verdict/participant/Prepare.ts';
+import type { StatusAnswer as _verdict_participant_StatusAnswer, StatusAnswer__Output as _verdict_participant_StatusAnswer__Output } from './verdict/participant/StatusAnswer.ts';
+import type { StatusRequest as _verdict_participant_StatusRequest, StatusRequest__Output as _verdict_participant_StatusRequest__Output } from './verdict/participant/StatusRequest.ts';
 import type { Vote as _verdict_participant_Vote, Vote__Output as _verdict_participant_Vote__Output } from './verdict/participant/Vote.ts';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
@@ -29,6 +31,9 @@ export interface ProtoGrpcType {
       ExchangeRequest: MessageTypeDefinition<_verdict_participant_ExchangeRequest, _verdict_participant_ExchangeRequest__Output>
       Participant: SubtypeConstructor<typeof grpc.Client, _verdict_participant_ParticipantClient> & { service: _verdict_participant_ParticipantDefinition }
       Prepare: MessageTypeDefinition<_verdict_participant_Prepare, _verdict_participant_Prepare__Output>
+      StatusAnswer: MessageTypeDefinition<_verdict_participant_StatusAnswer, _verdict_participant_StatusAnswer__Output>
+      StatusRequest: MessageTypeDefinition<_verdict_participant_StatusRequest, _verdict_participant_StatusRequest__Output>
+      TxnStatusValue: EnumTypeDefinition
       Vote: MessageTypeDefinition<_verdict_participant_Vote, _verdict_participant_Vote__Output>
       VoteValue: EnumTypeDefinition
     }

@@ -7,6 +7,8 @@ import type { AnswerBatch as _verdict_participant_AnswerBatch, AnswerBatch__Outp
 import type { Decision as _verdict_participant_Decision, Decision__Output as _verdict_participant_Decision__Output } from '../../verdict/participant/Decision.ts';
 import type { ExchangeBatch as _verdict_participant_ExchangeBatch, ExchangeBatch__Output as _verdict_participant_ExchangeBatch__Output } from '../../verdict/participant/ExchangeBatch.ts';
 import type { Prepare as _verdict_participant_Prepare, Prepare__Output as _verdict_participant_Prepare__Output } from '../../verdict/participant/Prepare.ts';
+import type { StatusAnswer as _verdict_participant_StatusAnswer, StatusAnswer__Output as _verdict_participant_StatusAnswer__Output } from '../../verdict/participant/StatusAnswer.ts';
+import type { StatusRequest as _verdict_participant_StatusRequest, StatusRequest__Output as _verdict_participant_StatusRequest__Output } from '../../verdict/participant/StatusRequest.ts';
 import type { Vote as _verdict_participant_Vote, Vote__Output as _verdict_participant_Vote__Output } from '../../verdict/participant/Vote.ts';
 
 export interface ParticipantClient extends grpc.Client {
@@ -33,6 +35,15 @@ export interface ParticipantClient extends grpc.Client {
   prepare(argument: _verdict_participant_Prepare, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_participant_Vote__Output>): grpc.ClientUnaryCall;
   prepare(argument: _verdict_participant_Prepare, callback: grpc.requestCallback<_verdict_participant_Vote__Output>): grpc.ClientUnaryCall;
   
+  Status(argument: _verdict_participant_StatusRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_participant_StatusAnswer__Output>): grpc.ClientUnaryCall;
+  Status(argument: _verdict_participant_StatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_participant_StatusAnswer__Output>): grpc.ClientUnaryCall;
+  Status(argument: _verdict_participant_StatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_participant_StatusAnswer__Output>): grpc.ClientUnaryCall;
+  Status(argument: _verdict_participant_StatusRequest, callback: grpc.requestCallback<_verdict_participant_StatusAnswer__Output>): grpc.ClientUnaryCall;
+  status(argument: _verdict_participant_StatusRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_participant_StatusAnswer__Output>): grpc.ClientUnaryCall;
+  status(argument: _verdict_participant_StatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_participant_StatusAnswer__Output>): grpc.ClientUnaryCall;
+  status(argument: _verdict_participant_StatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_participant_StatusAnswer__Output>): grpc.ClientUnaryCall;
+  status(argument: _verdict_participant_StatusRequest, callback: grpc.requestCallback<_verdict_participant_StatusAnswer__Output>): grpc.ClientUnaryCall;
+  
 }
 
 export interface ParticipantHandlers extends grpc.UntypedServiceImplementation {
@@ -42,10 +53,13 @@ export interface ParticipantHandlers extends grpc.UntypedServiceImplementation {
   
   Prepare: grpc.handleUnaryCall<_verdict_participant_Prepare__Output, _verdict_participant_Vote>;
   
+  Status: grpc.handleUnaryCall<_verdict_participant_StatusRequest__Output, _verdict_participant_StatusAnswer>;
+  
 }
 
 export interface ParticipantDefinition extends grpc.ServiceDefinition {
   Decide: MethodDefinition<_verdict_participant_Decision, _verdict_participant_Ack, _verdict_participant_Decision__Output, _verdict_participant_Ack__Output>
   Exchange: MethodDefinition<_verdict_participant_ExchangeBatch, _verdict_participant_AnswerBatch, _verdict_participant_ExchangeBatch__Output, _verdict_participant_AnswerBatch__Output>
   Prepare: MethodDefinition<_verdict_participant_Prepare, _verdict_participant_Vote, _verdict_participant_Prepare__Output, _verdict_participant_Vote__Output>
+  Status: MethodDefinition<_verdict_participant_StatusRequest, _verdict_participant_StatusAnswer, _verdict_participant_StatusRequest__Output, _verdict_participant_StatusAnswer__Output>
 }

@@ -1,0 +1,208 @@
+// Parallel commit (src/commit/parallel-commit.ts) on the coordinator engine's
+// fake world: when the client hears COMMITTED, and how a new leader decides a
+// staged transaction it finds undecided.
+import { describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { CoordinatorEngine, type EngineIO, type OutcomeAnswer } from '../../src/commit/engine.ts';
+import { FAULT_POINT_ENV, faultPointFromEnv } from '../../src/node/fault-point.ts';
+import { InvariantError } from '../../src/util/assert.ts';
+import { decodeDecisionBatch, encodeDecisionBatch } from '../../src/commit/decision-batch.ts';
+import { EngineWorld } from './engine-fixture.ts';
+
+const cfg = { parallelCommit: true, defaultTimeoutMs: 5_000 };
+const enlist = (ids: string[]) => ids.map((participantId) => ({ participantId, payload: new Uint8Array() }));
+
+function commit(w: EngineWorld, txnId: string, ids: string[], parallelCommit?: boolean): { answer: () => OutcomeAnswer | undefined; err: () => string } {
+  let a: OutcomeAnswer | undefined;
+  let e = '';
+  w.engine.commit(txnId, enlist(ids), (err, ans) => ((a = ans), (e = err?.code ?? '')), { timeoutMs: 5_000 }, parallelCommit);
+  return { answer: () => a, err: () => e };
+}
+
+/** A new leader (term 2) whose table holds T's STAGING record and no decision. */
+function staged(ids: string[], txnId = 'T1'): EngineWorld {
+  const w = new EngineWorld(ids, cfg);
+  w.engine.setLeadership(0);
+  w.table.apply({ t: 'stage', txnId, participants: ids, atMs: 1_000 }, ++w.index);
+  w.engine.setLeadership(2);
+  return w;
+}
+
+describe('parallel commit: the stager', () => {
+  it('R2: COMMITTED once every YES is in and the STAGING record is applied, then COMMIT is logged', () => {
+    const w = new EngineWorld(['a', 'b'], cfg);
+    const c = commit(w, 'T1', ['a', 'b']);
+    expect(w.proposals.map((p) => p.cmd.t)).toEqual(['stage']);
+    w.vote('a', 'yes');
+    w.vote('b', 'yes');
+    // Every YES, but the STAGING record is not applied: no answer, no decision yet.
+    expect(c.answer()).toBeUndefined();
+    expect(w.proposals.map((p) => p.cmd.t)).toEqual(['stage']);
+    const r = w.applyNext();
+    expect(r.t === 'stage' && r.staging?.index).toBe(w.index);
+    expect(c.answer()).toEqual({ txnId: 'T1', outcome: 'committed', reason: '', decisionIndex: w.index });
+    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide commit']);
+    // A client asking now hears COMMITTED; a participant hears it only from the log (R4).
+    let client: OutcomeAnswer | undefined;
+    let participant: OutcomeAnswer | undefined;
+    w.engine.outcome('T1', '', (_e, a) => (client = a));
+    w.engine.outcome('T1', 'a', (_e, a) => (participant = a));
+    expect(client?.outcome).toBe('committed');
+    expect(participant?.outcome).toBe('in-progress');
+    w.applyAll();
+    expect(w.table.lookup('T1')?.outcome).toBe('commit');
+    expect(w.table.staged.has('T1')).toBe(false);
+  });
+
+  it('R2: a NO vote aborts through the log, as in the classic path, and nobody heard COMMITTED', () => {
+    const w = new EngineWorld(['a', 'b'], cfg);
+    const c = commit(w, 'T1', ['a', 'b']);
+    w.applyNext();
+    w.vote('a', 'yes');
+    w.vote('b', 'no', 'full');
+    expect(c.answer()).toBeUndefined();
+    w.applyAll();
+    expect(c.answer()?.outcome).toBe('aborted');
+  });
+
+  it('R2: a STAGING proposal that fails falls back to the classic path: COMMITTED only from the applied COMMIT', () => {
+    const w = new EngineWorld(['a'], cfg);
+    const c = commit(w, 'T1', ['a']);
+    w.proposals.shift()?.cb(new Error('dropped'));
+    w.vote('a', 'yes');
+    expect(c.answer()).toBeUndefined();
+    expect(w.proposals.map((p) => p.cmd.t)).toEqual(['decide']);
+    w.applyAll();
+    expect(c.answer()?.outcome).toBe('committed');
+  });
+
+  it('R2: classic per transaction on a parallel cluster writes no STAGING record', () => {
+    const w = new EngineWorld(['a'], cfg);
+    commit(w, 'T1', ['a'], false);
+    expect(w.proposals).toEqual([]);
+    w.vote('a', 'yes');
+    expect(w.proposals.map((p) => p.cmd.t)).toEqual(['decide']);
+  });
+});
+
+describe('parallel commit: recovery by a new leader', () => {
+  it('R3: a prepared participant asking about a staged transaction waits for recovery, which commits when every participant is prepared', () => {
+    const w = staged(['a', 'b']);
+    expect(w.statuses.map((s) => `${s.to} ${s.txnId}`)).toEqual(['a T1', 'b T1']);
+    let asked: OutcomeAnswer | undefined;
+    w.engine.outcome('T1', 'a', (_e, a) => (asked = a));
+    // No presumed ABORT is proposed while recovery runs.
+    expect(w.proposals).toEqual([]);
+    for (const s of w.statuses.splice(0)) s.cb(null, s.to === 'a' ? 'prepared' : 'committed');
+    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `${p.cmd.outcome} ${p.cmd.participants.join(',')}` : p.cmd.t))).toEqual(['commit a,b']);
+    w.applyAll();
+    expect(asked?.outcome).toBe('committed');
+    expect(w.decisions.map((d) => `${d.to} ${d.req.outcome}`).sort()).toEqual(['a commit', 'b commit']);
+  });
+
+  it('R3: silence is not a refusal; ABORT is logged only after a participant refused durably', () => {
+    const w = staged(['a', 'b']);
+    let client: OutcomeAnswer | undefined;
+    w.engine.commit('T1', enlist(['a', 'b']), (_e, a) => (client = a));
+    const [sa, sb] = w.statuses.splice(0);
+    sa.cb(null, 'prepared');
+    sb.cb(new Error('unreachable'));
+    expect(w.proposals).toEqual([]);
+    w.now += 60_000;
+    w.engine.tick();
+    expect(w.statuses.map((s) => s.to)).toEqual(['b']);
+    w.statuses.shift()?.cb(null, 'refused');
+    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? p.cmd.outcome : p.cmd.t))).toEqual(['abort']);
+    w.applyAll();
+    expect(client?.outcome).toBe('aborted');
+    expect(w.engine.counters().aborted.staging_recovery).toBe(1);
+  });
+
+  it('R3: Begin of a staged id is refused, an operator abort waits for recovery and is refused if it committed', () => {
+    const w = staged(['a']);
+    expect(() => w.engine.begin('T1', 1_000)).toThrow(/staged/);
+    let err = '';
+    w.engine.resolve('T1', 'abort', { operator: 'ops', reason: 'stuck' }, (e) => (err = e?.message ?? 'none'));
+    w.statuses.shift()?.cb(null, 'prepared');
+    w.applyAll();
+    expect(err).toMatch(/decided COMMIT/);
+  });
+});
+
+describe('the STAGING record in the decision batch entry', () => {
+  it('round-trips beside Decides and Forgets, and a truncated one is refused with a reason', () => {
+    const cmds = [
+      { t: 'stage' as const, txnId: 'T1', participants: ['a', 'b'], atMs: 12.5 },
+      { t: 'decide' as const, txnId: 'T0', outcome: 'commit' as const, reason: '', participants: ['a'], atMs: 3 },
+      { t: 'forget' as const, txnIds: ['T9'] },
+    ];
+    const bytes = encodeDecisionBatch(cmds);
+    expect(decodeDecisionBatch(bytes)).toEqual({ cmds, problem: null });
+    expect(decodeDecisionBatch(bytes.subarray(0, 10)).problem).toMatch(/record 0's time|runs past/);
+    const empty = encodeDecisionBatch([{ t: 'stage', txnId: 'x', participants: [], atMs: 0 }]);
+    empty[14] = 0; // the txn id's length byte: an empty id
+    expect(decodeDecisionBatch(empty).problem).not.toBeNull();
+  });
+});
+
+describe('parallel commit: the stager after a failed STAGING proposal, the asserts, the test fault point', () => {
+  it('R2: every YES in while the STAGING proposal fails: COMMIT the classic way at once, answered from the log', () => {
+    const w = new EngineWorld(['a', 'b'], cfg);
+    const c = commit(w, 'T1', ['a', 'b']);
+    w.vote('a', 'yes');
+    w.vote('b', 'yes');
+    const stage = w.proposals.shift();
+    stage?.cb(new Error('no quorum'));
+    expect(c.answer()).toBeUndefined();
+    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide commit']);
+    w.applyAll();
+    expect(c.answer()?.outcome).toBe('committed');
+  });
+
+  it('an ABORT after an implied COMMITTED is an InvariantError, never a proposal', () => {
+    class Broken extends CoordinatorEngine {
+      abortNow(id: string): void {
+        const t = this.txns.get(id);
+        if (t) this.proposeAbort(t);
+      }
+    }
+    const w = new EngineWorld(['a'], cfg);
+    const engine = new Broken(w.table, (w.engine as unknown as { io: EngineIO }).io, cfg);
+    engine.setLeadership(1);
+    let answer = '';
+    engine.commit('T1', enlist(['a']), (_e, a) => (answer = a?.outcome ?? ''), { timeoutMs: 5_000 });
+    w.vote('a', 'yes');
+    w.applyNext();
+    expect(answer).toBe('committed');
+    expect(() => engine.abortNow('T1')).toThrow(InvariantError);
+  });
+
+  it("the test fault point 'halt': COMMITTED is answered, no COMMIT is proposed; a new leader recovers T to COMMIT", () => {
+    const w = new EngineWorld(['a', 'b'], cfg);
+    w.faultPoint = () => 'halt';
+    const c = commit(w, 'T1', ['a', 'b']);
+    w.vote('a', 'yes');
+    w.vote('b', 'yes');
+    w.applyNext();
+    expect(c.answer()?.outcome).toBe('committed');
+    expect(w.proposals).toEqual([]);
+    expect(w.engine.phases().deciding).toBe(1);
+    // The next leader finds the STAGING record undecided and asks.
+    w.engine.setLeadership(0);
+    w.engine.setLeadership(2);
+    expect(w.statuses.map((s) => s.to).sort()).toEqual(['a', 'b']);
+    for (const s of w.statuses.splice(0)) s.cb(null, 'prepared');
+    w.applyAll();
+    expect(w.table.lookup('T1')?.outcome).toBe('commit');
+  });
+});
+
+describe('the test fault point comes from the environment only', () => {
+  const log = pino({ level: 'silent' });
+  it('unset: no fault point at all; an unknown value is refused with its name', () => {
+    expect(faultPointFromEnv({}, log)).toBeUndefined();
+    expect(faultPointFromEnv({ [FAULT_POINT_ENV]: '' }, log)).toBeUndefined();
+    expect(() => faultPointFromEnv({ [FAULT_POINT_ENV]: 'crash-anywhere' }, log)).toThrow(/VERDICT_TEST_FAULT_POINT="crash-anywhere" is not a fault point/);
+    expect(typeof faultPointFromEnv({ [FAULT_POINT_ENV]: 'crash-before-explicit-commit' }, log)).toBe('function');
+  });
+});
