@@ -303,11 +303,10 @@ async function openLog(cfg: NodeConfig, address: string, log: Logger): Promise<{
 }
 
 /**
- * What the disk looked like on start, in the node's log: torn tails cut,
- * a migration, and — loudest — a log shorter than the node acknowledged.
+ * What the disk looked like on start, in the node's log: torn tails cut
+ * and — loudest — a log shorter than the node acknowledged.
  */
 function logStorageReport(log: Logger, report: OpenReport, recoverIndex: number): void {
-  if (report.migratedFrom !== null) log.info({ from: report.migratedFrom }, 'storage migrated to the segment log format');
   for (const t of report.truncated) {
     const fields = { file: t.file, offset: t.offset, index: t.index, detail: t.detail, savedAs: t.savedAs ?? undefined };
     if (t.belowHighWater) log.error(fields, 'raft log cut short below the high-water mark: records this node synced and acknowledged are gone');

@@ -9,28 +9,27 @@
 
 import { assert } from '../util/assert.ts';
 import { crc32 } from 'node:zlib';
-import { EntryType, type ConfState, type Entry, type HardState, type Snapshot } from '../raft/types.ts';
+import type { ConfState, HardState, Snapshot } from '../raft/types.ts';
 import type { StorageIdentity } from './types.ts';
 
 export enum RecordKind {
   Identity = 1,
   HardState = 2,
   Snapshot = 3,
-  /** Format 1 only: entries lived in LevelDB. Read once, to migrate. */
-  Entry = 4,
+  // 4 was the raft log record of format 1 (entries in LevelDB); never reused.
   LogState = 5,
 }
 
 /**
- * Bumped when the format changes incompatibly; checked on every start.
- * 1: entries in LevelDB. 2: entries in segment files (wal/), LevelDB keeps
- * identity, hard state, snapshot and the log state (high-water mark).
+ * Bumped when the format changes incompatibly; checked on every start, and
+ * a directory of any other version is refused. 2: entries in segment files
+ * (wal/), LevelDB keeps identity, hard state, snapshot and the log state
+ * (high-water mark). Format 1 of earlier development builds kept the
+ * entries in LevelDB too; it is not read.
  */
 export const FORMAT_VERSION = 2;
-export const FORMAT_VERSION_ENTRIES_IN_LEVELDB = 1;
 
 const ENVELOPE_BYTES = 5;
-const ENTRY_HEADER_BYTES = 8 + 8 + 1 + 4;
 const STRING_BYTES_MAX = 0xffff;
 
 // ---- keys ---------------------------------------------------------------
@@ -39,27 +38,6 @@ export const KEY_IDENTITY: Uint8Array = Uint8Array.of(0x01);
 export const KEY_HARD_STATE: Uint8Array = Uint8Array.of(0x02);
 export const KEY_SNAPSHOT: Uint8Array = Uint8Array.of(0x03);
 export const KEY_LOG_STATE: Uint8Array = Uint8Array.of(0x04);
-
-/** Entry keys sort after every metadata key and among themselves in log order. */
-export const ENTRY_KEY_PREFIX = 0x10;
-const ENTRY_KEY_BYTES = 9;
-/** The smallest key after every entry key: an iterator bound. */
-export const ENTRY_KEY_END: Uint8Array = Uint8Array.of(ENTRY_KEY_PREFIX + 1);
-
-export function entryKey(index: number): Uint8Array {
-  checkU64(index, 'entry index');
-  const key = new Uint8Array(ENTRY_KEY_BYTES);
-  key[0] = ENTRY_KEY_PREFIX;
-  new DataView(key.buffer).setBigUint64(1, BigInt(index));
-  return key;
-}
-
-/** The log index named by an entry key, or null when the key is not an entry key. */
-export function entryKeyIndex(key: Uint8Array): number | null {
-  if (key.byteLength !== ENTRY_KEY_BYTES || key[0] !== ENTRY_KEY_PREFIX) return null;
-  const index = new DataView(key.buffer, key.byteOffset, key.byteLength).getBigUint64(1);
-  return index <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(index) : null;
-}
 
 // ---- errors -------------------------------------------------------------
 
@@ -93,15 +71,10 @@ function repairAdvice(path: string): string {
 /** Thrown by the reader on a malformed payload; turned into a CorruptRecordError. */
 class MalformedPayload extends Error {}
 
-export function entryRecordName(index: number): string {
-  return `raft log record at index ${index}`;
-}
-
 const RECORD_NAMES: Record<RecordKind, string> = {
   [RecordKind.Identity]: 'identity record',
   [RecordKind.HardState]: 'hard state record',
   [RecordKind.Snapshot]: 'snapshot record',
-  [RecordKind.Entry]: 'raft log record',
   [RecordKind.LogState]: 'log state record',
 };
 
@@ -154,31 +127,6 @@ function hex32(n: number): string {
 }
 
 // ---- records ------------------------------------------------------------
-
-export function encodeEntry(e: Entry): Uint8Array {
-  const w = new Writer(ENTRY_HEADER_BYTES + e.data.byteLength);
-  w.u64(e.term, 'entry term');
-  w.u64(e.index, 'entry index');
-  w.u8(e.type);
-  w.bytes(e.data);
-  return seal(RecordKind.Entry, w.finish());
-}
-
-/** Decodes the entry stored under key `keyIndex`; the record must name that same index. */
-export function decodeEntry(value: Uint8Array, keyIndex: number, dbPath: string): Entry {
-  const record = entryRecordName(keyIndex);
-  const entry = decodeRecord(value, RecordKind.Entry, dbPath, record, (r): Entry => {
-    const term = r.u64();
-    const index = r.u64();
-    const type = r.u8();
-    if (type !== EntryType.Normal && type !== EntryType.ConfChange) throw new MalformedPayload(`unknown entry type ${type}`);
-    return { term, index, type, data: r.bytes() };
-  });
-  if (entry.index !== keyIndex) {
-    throw new CorruptRecordError(dbPath, record, `record holds index ${entry.index}, stored under the key of index ${keyIndex}`);
-  }
-  return entry;
-}
 
 export function encodeHardState(hs: HardState): Uint8Array {
   const w = new Writer(8 + 8 + 2 + hs.vote.length * 3);

@@ -1,27 +1,20 @@
 // LevelDB (classic-level) side of the Raft storage: the data directory's
 // identity, the hard state, the snapshot and the log state (the high-water
 // mark of the segment log, src/storage/segment-log.ts). One PersistBatch's
-// metadata is one atomic LevelDB write. Format 1 kept the log entries here
-// too; they are read once, to migrate (src/storage/store.ts).
+// metadata is one atomic LevelDB write.
 
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Level as ClassicLevel } from 'level';
-import { emptySnapshot, NONE, type Entry, type HardState, type Snapshot } from '../raft/types.ts';
+import { emptySnapshot, NONE, type HardState, type Snapshot } from '../raft/types.ts';
 import {
   CorruptRecordError,
-  decodeEntry,
   decodeHardState,
   decodeIdentity,
   decodeLogState,
   decodeSnapshot,
   encodeIdentity,
-  ENTRY_KEY_END,
-  entryKey,
-  entryKeyIndex,
-  entryRecordName,
   FORMAT_VERSION,
-  FORMAT_VERSION_ENTRIES_IN_LEVELDB,
   KEY_HARD_STATE,
   KEY_IDENTITY,
   KEY_LOG_STATE,
@@ -127,10 +120,10 @@ export async function writeIdentityFile(dir: string, id: StorageIdentity): Promi
 }
 
 /**
- * Writes the identity on first open; afterwards it must match before
- * anything is written. Returns the storage format the directory holds.
+ * Writes the identity on first open; afterwards it must match, in this
+ * build's storage format, before anything is written.
  */
-export async function checkIdentity(db: Db, dir: string, dbPath: string, want: StorageIdentity): Promise<number> {
+export async function checkIdentity(db: Db, dir: string, dbPath: string, want: StorageIdentity): Promise<void> {
   const stored = await levelGet(db, dbPath, KEY_IDENTITY);
   if (stored === undefined) {
     // A crash during the very first open can leave an empty database behind: adopt it.
@@ -141,22 +134,21 @@ export async function checkIdentity(db: Db, dir: string, dbPath: string, want: S
       );
     }
     await db.put(KEY_IDENTITY, encodeIdentity(want), { sync: true });
-    return FORMAT_VERSION;
+    return;
   }
   const have = decodeIdentity(stored, dbPath);
-  if (have.formatVersion !== FORMAT_VERSION && have.formatVersion !== FORMAT_VERSION_ENTRIES_IN_LEVELDB) {
+  if (have.formatVersion !== FORMAT_VERSION) {
     throw new StorageIdentityError(
-      `${dbPath} was written in storage format ${have.formatVersion} but this build reads formats ${FORMAT_VERSION_ENTRIES_IN_LEVELDB} and ${FORMAT_VERSION}; run a matching Verdict version, or delete ${dbPath} and ${join(dir, 'wal')} if this node is meant to rejoin the cluster empty`,
+      `${dbPath} was written in storage format ${have.formatVersion} but this build reads format ${FORMAT_VERSION} only; run a matching Verdict version, or delete ${dbPath} and ${join(dir, 'wal')} if this node is meant to rejoin the cluster empty`,
     );
   }
   if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId) throw identityMismatch(dir, dbPath, nodeOwner(have), want);
-  return have.formatVersion;
 }
 
 export interface Metadata {
   hardState: HardState;
   snapshot: Snapshot;
-  /** Null before the first entry was written (and in format 1). */
+  /** Null before the first entry was written. */
   logState: LogState | null;
 }
 
@@ -168,35 +160,6 @@ export async function readMetadata(db: Db, dbPath: string): Promise<Metadata> {
   const lsValue = await levelGet(db, dbPath, KEY_LOG_STATE);
   const logState = lsValue === undefined ? null : decodeLogState(lsValue, dbPath);
   return { hardState, snapshot, logState };
-}
-
-/**
- * Format 1: the entries after the snapshot, as LevelDB holds them, checked
- * to fit together (any doubt is a CorruptRecordError), and the keys to
- * delete once they are migrated.
- */
-export async function readFormat1Entries(db: Db, dbPath: string, snapshot: Snapshot): Promise<{ entries: Entry[]; keys: Uint8Array[] }> {
-  const snapIndex = snapshot.metadata.index;
-  const snapTerm = snapshot.metadata.term;
-  const entries: Entry[] = [];
-  const keys: Uint8Array[] = [];
-  let prev: Entry | null = null;
-  for await (const [key, value] of db.iterator({ gte: entryKey(0), lt: ENTRY_KEY_END })) {
-    const index = entryKeyIndex(key);
-    if (index === null) {
-      throw new CorruptRecordError(dbPath, 'raft log', `unreadable entry key ${Buffer.from(key).toString('hex')}`);
-    }
-    keys.push(key);
-    const e = decodeEntry(value, index, dbPath);
-    const corrupt = (problem: string): CorruptRecordError => new CorruptRecordError(dbPath, entryRecordName(index), problem);
-    if (prev === null && index > snapIndex + 1) throw corrupt(`gap in the log: the snapshot ends at ${snapIndex}, the first entry is ${index}`);
-    if (prev !== null && index !== prev.index + 1) throw corrupt(`gap in the log: expected index ${prev.index + 1}, found ${index}`);
-    if (prev !== null && e.term < prev.term) throw corrupt(`term ${e.term} is lower than term ${prev.term} before it`);
-    if (index === snapIndex && e.term !== snapTerm) throw corrupt(`term ${e.term} differs from the snapshot's term ${snapTerm} at the same index`);
-    if (index > snapIndex) entries.push(e);
-    prev = e;
-  }
-  return { entries, keys };
 }
 
 /**

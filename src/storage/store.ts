@@ -16,23 +16,10 @@
 // because it leaves the last batch unguarded until then (docs/storage.md).
 
 import { assert } from '../util/assert.ts';
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NONE, type Entry, type HardState } from '../raft/types.ts';
-import {
-  CorruptRecordError,
-  encodeHardState,
-  encodeIdentity,
-  encodeLogState,
-  encodeSnapshot,
-  FORMAT_VERSION_ENTRIES_IN_LEVELDB,
-  KEY_HARD_STATE,
-  KEY_IDENTITY,
-  KEY_LOG_STATE,
-  KEY_SNAPSHOT,
-  type LogState,
-} from './codec.ts';
-import { checkIdentity, openLevel, readFormat1Entries, readMetadata, writeIdentityFile, type Db, type Op } from './level.ts';
+import { CorruptRecordError, encodeHardState, encodeLogState, encodeSnapshot, KEY_HARD_STATE, KEY_LOG_STATE, KEY_SNAPSHOT, type LogState } from './codec.ts';
+import { checkIdentity, openLevel, readMetadata, writeIdentityFile, type Db, type Op } from './level.ts';
 import { SegmentLog, type TruncatedTail } from './segment-log.ts';
 import type { LogStore, PersistBatch, RecoveredState, StorageIdentity } from './types.ts';
 
@@ -68,8 +55,6 @@ export interface DiskLogStoreOptions {
 export interface OpenReport {
   /** Torn tails that were cut (and lost synced records that were cut, with where their bytes went). */
   truncated: TruncatedTail[];
-  /** The storage format that was migrated from, if any. */
-  migratedFrom: number | null;
   /** Acknowledged through, as found. */
   highWater: { index: number; term: number };
   /** May hold up to, as found. */
@@ -175,7 +160,8 @@ export class DiskLogStore implements LogStore {
    * Opens (or creates) the store in `dir`. Refuses, before writing anything,
    * a directory that belongs to another node, another cluster or another
    * program; refuses a damaged record with a CorruptRecordError naming the
-   * file, the byte offset and the index; migrates format 1.
+   * file, the byte offset and the index; refuses a directory in another
+   * storage format (earlier development builds) with a StorageIdentityError.
    */
   static async open(dir: string, identity: StorageIdentity, opts: DiskLogStoreOptions = {}): Promise<{ store: DiskLogStore; recovered: RecoveredState; report: OpenReport }> {
     assert(identity.clusterId !== '' && identity.nodeId !== '', 'storage identity needs a cluster id and a node id');
@@ -184,14 +170,9 @@ export class DiskLogStore implements LogStore {
     const db = await openLevel(dir, dbPath, walPath, identity);
     let wal: SegmentLog | null = null;
     try {
-      const format = await checkIdentity(db, dir, dbPath, identity);
+      await checkIdentity(db, dir, dbPath, identity);
       const meta = await readMetadata(db, dbPath);
-      let logState = meta.logState;
-      let migratedFrom: number | null = null;
-      if (format === FORMAT_VERSION_ENTRIES_IN_LEVELDB) {
-        logState = await migrateFormat1(db, dbPath, walPath, identity, meta.snapshot, opts);
-        migratedFrom = format;
-      }
+      const logState = meta.logState;
       const snapIndex = meta.snapshot.metadata.index;
       const ls: LogState = logState ?? { highWaterIndex: snapIndex, highWaterTerm: meta.snapshot.metadata.term, firstSeq: 1, mayHoldIndex: snapIndex };
       const truncated: TruncatedTail[] = [];
@@ -230,7 +211,7 @@ export class DiskLogStore implements LogStore {
         acked: recoverIndex > 0 ? { index: recoverIndex, term: recoverIndex === ls.highWaterIndex ? ls.highWaterTerm : 0 } : { index: lastIndex, term: lastTerm },
       };
       const store = new DiskLogStore(db, wal, dbPath, bounds, ls.firstSeq, ls.highWaterIndex, opts.markBesideSegment === true);
-      const report: OpenReport = { truncated, migratedFrom, highWater: { index: ls.highWaterIndex, term: ls.highWaterTerm }, mayHoldIndex: ls.mayHoldIndex, lastIndex };
+      const report: OpenReport = { truncated, highWater: { index: ls.highWaterIndex, term: ls.highWaterTerm }, mayHoldIndex: ls.mayHoldIndex, lastIndex };
       return { store, recovered: { hardState, snapshot: meta.snapshot, entries, recoverIndex }, report };
     } catch (err) {
       await wal?.close();
@@ -490,32 +471,6 @@ function checkEntries(entries: readonly Entry[]): void {
     assert(e.index === prev.index + 1, `entries not contiguous: ${prev.index} then ${e.index}`);
     assert(e.term >= prev.term, `entry terms go back: ${prev.term} at ${prev.index}, ${e.term} at ${e.index}`);
   }
-}
-
-/**
- * Format 1 kept the entries in LevelDB. They are written to a fresh segment
- * log (synced), then one LevelDB write deletes them, records the log state
- * and moves the identity to format 2. A crash before that write leaves
- * format 1 intact and the migration starts over.
- */
-async function migrateFormat1(db: Db, dbPath: string, walPath: string, identity: StorageIdentity, snapshot: RecoveredState['snapshot'], opts: DiskLogStoreOptions): Promise<LogState> {
-  const { entries, keys } = await readFormat1Entries(db, dbPath, snapshot);
-  await rm(walPath, { recursive: true, force: true });
-  const snapIndex = snapshot.metadata.index;
-  const { log } = await SegmentLog.open(walPath, { snapIndex, firstSeq: 1, highWaterIndex: 0, segmentBytes: opts.segmentBytes });
-  try {
-    await log.append(entries);
-  } finally {
-    await log.close();
-  }
-  const last = entries.at(-1);
-  const end = last?.index ?? snapIndex;
-  const logState: LogState = { highWaterIndex: end, highWaterTerm: last?.term ?? snapshot.metadata.term, firstSeq: 1, mayHoldIndex: end };
-  const ops: Op[] = keys.map((key) => ({ type: 'del', key }));
-  ops.push({ type: 'put', key: KEY_LOG_STATE, value: encodeLogState(logState) });
-  ops.push({ type: 'put', key: KEY_IDENTITY, value: encodeIdentity(identity) });
-  await db.batch(ops, { sync: true });
-  return logState;
 }
 
 function toError(err: unknown): Error {

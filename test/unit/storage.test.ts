@@ -7,20 +7,7 @@ import { Level as ClassicLevel } from 'level';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EntryType, NONE, emptySnapshot, type Entry, type HardState, type Snapshot } from '../../src/raft/types.ts';
-import {
-  CorruptRecordError,
-  encodeEntry,
-  encodeHardState,
-  encodeIdentity,
-  encodeSnapshot,
-  ENTRY_KEY_END,
-  entryKey,
-  FORMAT_VERSION_ENTRIES_IN_LEVELDB,
-  KEY_HARD_STATE,
-  KEY_IDENTITY,
-  KEY_LOG_STATE,
-  KEY_SNAPSHOT,
-} from '../../src/storage/codec.ts';
+import { CorruptRecordError, encodeHardState, encodeIdentity, encodeSnapshot, FORMAT_VERSION, KEY_HARD_STATE, KEY_IDENTITY, KEY_LOG_STATE, KEY_SNAPSHOT } from '../../src/storage/codec.ts';
 import { scanRecords } from '../../src/storage/segment-format.ts';
 import { StorageIdentityError } from '../../src/storage/dir-identity.ts';
 import { DiskLogStore, type OpenReport } from '../../src/storage/store.ts';
@@ -484,27 +471,34 @@ describe('DiskLogStore: damaged LevelDB records are refused with the path and th
   });
 });
 
-describe('DiskLogStore: format 1 data directories (entries in LevelDB) are migrated', () => {
-  it('the entries, hard state and snapshot of a format 1 directory read back the same after migration, and LevelDB no longer holds entries', async () => {
-    const dir = await tempDir();
-    await mkdir(dir, { recursive: true });
-    const db = new ClassicLevel<Uint8Array, Uint8Array>(join(dir, 'raft'), { keyEncoding: 'view', valueEncoding: 'view' });
-    await db.open();
-    const entries = [...ents(3, 6, 1), ...ents(7, 9, 2)];
-    await db.batch([
-      { type: 'put', key: KEY_IDENTITY, value: encodeIdentity(ID, FORMAT_VERSION_ENTRIES_IN_LEVELDB) },
-      { type: 'put', key: KEY_HARD_STATE, value: encodeHardState({ term: 2, vote: 'n2', commit: 8 }) },
-      { type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(snap(3, 1)) },
-      ...entries.map((e) => ({ type: 'put' as const, key: entryKey(e.index), value: encodeEntry(e) })),
-    ]);
-    await db.close();
-    const { store, recovered } = await openStore(dir);
-    expect(recovered).toEqual({ hardState: { term: 2, vote: 'n2', commit: 8 }, snapshot: snap(3, 1), entries: entries.slice(1), recoverIndex: 0 });
-    await persist(store, { entries: ents(10, 10, 2) });
-    await closeStore(store);
-    expect(await withRawDb(dir, async (raw) => (await raw.keys({ gte: entryKey(0), lt: ENTRY_KEY_END }).all()).length)).toBe(0);
-    expect((await openStore(dir)).recovered.entries.at(-1)?.index).toBe(10);
-  });
+describe('DiskLogStore: a data directory in another storage format is refused', () => {
+  it.each([1, FORMAT_VERSION + 1])(
+    'format %i (an earlier development build, or a later one) is refused in one line naming the path, both formats and what to do, and nothing is written',
+    async (format) => {
+      const dir = await tempDir();
+      await mkdir(dir, { recursive: true });
+      const db = new ClassicLevel<Uint8Array, Uint8Array>(join(dir, 'raft'), { keyEncoding: 'view', valueEncoding: 'view' });
+      await db.open();
+      // Format 1 kept the raft entries in LevelDB too, under keys 0x10 + u64 index; one such key stands for them.
+      await db.batch([
+        { type: 'put', key: KEY_IDENTITY, value: encodeIdentity(ID, format) },
+        { type: 'put', key: KEY_HARD_STATE, value: encodeHardState({ term: 2, vote: 'n2', commit: 8 }) },
+        { type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(snap(3, 1)) },
+        { type: 'put', key: Uint8Array.of(0x10, 0, 0, 0, 0, 0, 0, 0, 4), value: Uint8Array.of(1, 2, 3) },
+      ]);
+      await db.close();
+      const before = await dump(dir);
+
+      const err = await DiskLogStore.open(dir, ID).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StorageIdentityError);
+      const msg = (err as Error).message;
+      expect(msg).not.toContain('\n');
+      expect(msg).toContain(`${join(dir, 'raft')} was written in storage format ${format} but this build reads format ${FORMAT_VERSION} only`);
+      expect(msg).toContain(`delete ${join(dir, 'raft')} and ${join(dir, 'wal')} if this node is meant to rejoin the cluster empty`);
+      expect(await dump(dir)).toEqual(before);
+      await expect(readFile(join(dir, 'identity.json'), 'utf8')).rejects.toThrow(/ENOENT/);
+    },
+  );
 });
 
 function escape(s: string): string {
