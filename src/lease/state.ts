@@ -146,8 +146,7 @@ export class LeaseTable {
     this.leases.clear();
     this.clockAtMs = 0;
     this.last = null;
-    // Absent from snapshots written before leases existed.
-    if (json === undefined || json === null) return;
+    if (json === undefined || json === null) throw new Error('the snapshot has no lease table');
     const o = json as { l?: unknown; c?: unknown };
     if (!Array.isArray(o.l) || !isTime(o.c)) throw new Error('lease table in the snapshot is malformed');
     for (const l of o.l as Lease[]) {

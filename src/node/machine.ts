@@ -163,7 +163,7 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   }
 
   restore(data: Uint8Array): void {
-    const o = JSON.parse(Buffer.from(data).toString()) as { kv: [string, string][]; table: unknown; members?: [string, string][]; leases?: unknown };
+    const o = JSON.parse(Buffer.from(data).toString()) as { kv: [string, string][]; table: unknown; members?: [string, string][]; leases: unknown };
     if (o === null || typeof o !== 'object' || !Array.isArray(o.kv) || (o.members !== undefined && !Array.isArray(o.members))) throw new Error('not a snapshot of this state machine');
     this.members.clear();
     for (const [id, a] of o.members ?? []) this.members.set(id, a);
