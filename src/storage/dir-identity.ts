@@ -6,9 +6,7 @@
 //   a node         {"clusterId":"…","nodeId":"…"}
 //   a participant  {"clusterId":"…","participantId":"…"}
 //
-// Participants of earlier versions wrote participant.json instead; it is
-// read when identity.json is absent and moved to identity.json once the
-// participant has claimed the directory. The file is read as hostile input:
+// The file is read as hostile input:
 // bounded in size, a JSON object with a non-empty cluster id and exactly one
 // of the two ids, or it is "damaged" and the caller decides (a participant
 // refuses to start; a node, whose LevelDB holds the authoritative copy,
@@ -19,8 +17,6 @@ import { join } from 'node:path';
 import { syncDir } from './segment-log.ts';
 
 export const IDENTITY_FILE = 'identity.json';
-/** Where participants of earlier versions kept their identity; still read, then moved. */
-export const LEGACY_PARTICIPANT_FILE = 'participant.json';
 /** An identity file is a line of JSON; anything much longer is not one. */
 const IDENTITY_BYTES_MAX = 4_096;
 
@@ -44,23 +40,20 @@ export class StorageIdentityError extends Error {
 
 export type DirIdentityRead = { state: 'none' } | { state: 'damaged'; file: string; problem: string } | { state: 'found'; file: string; owner: DirOwner };
 
-/** The identity the directory holds: identity.json, else an earlier participant's participant.json. */
+/** The identity the directory's identity.json holds. */
 export async function readDirIdentity(dir: string): Promise<DirIdentityRead> {
-  for (const name of [IDENTITY_FILE, LEGACY_PARTICIPANT_FILE]) {
-    const file = join(dir, name);
-    const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return null;
-      throw new StorageIdentityError(`${file} cannot be read (${err.code ?? err.message}); it names the owner of data directory ${dir}`);
-    });
-    if (text === null) continue;
-    const parsed = parseIdentity(text, name === LEGACY_PARTICIPANT_FILE ? 'participant' : null);
-    return typeof parsed === 'string' ? { state: 'damaged', file, problem: parsed } : { state: 'found', file, owner: parsed };
-  }
-  return { state: 'none' };
+  const file = join(dir, IDENTITY_FILE);
+  const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return null;
+    throw new StorageIdentityError(`${file} cannot be read (${err.code ?? err.message}); it names the owner of data directory ${dir}`);
+  });
+  if (text === null) return { state: 'none' };
+  const parsed = parseIdentity(text);
+  return typeof parsed === 'string' ? { state: 'damaged', file, problem: parsed } : { state: 'found', file, owner: parsed };
 }
 
-/** The owner the text names, or what is wrong with it. `only` restricts the role (the legacy file is a participant's). */
-export function parseIdentity(text: string, only: DirRole | null = null): DirOwner | string {
+/** The owner the text names, or what is wrong with it. */
+function parseIdentity(text: string): DirOwner | string {
   if (text.length > IDENTITY_BYTES_MAX) return `it is ${text.length} bytes long, more than ${IDENTITY_BYTES_MAX}`;
   let v: unknown;
   try {
@@ -71,8 +64,8 @@ export function parseIdentity(text: string, only: DirRole | null = null): DirOwn
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'it is not a JSON object';
   const o = v as Record<string, unknown>;
   if (!nonEmpty(o.clusterId)) return 'it has no clusterId';
-  const node = nonEmpty(o.nodeId) && only !== 'participant';
-  const participant = nonEmpty(o.participantId) && only !== 'node';
+  const node = nonEmpty(o.nodeId);
+  const participant = nonEmpty(o.participantId);
   if (node === participant) return 'it names neither a nodeId nor a participantId, or both';
   return node ? { clusterId: o.clusterId as string, role: 'node', id: o.nodeId as string } : { clusterId: o.clusterId as string, role: 'participant', id: o.participantId as string };
 }
@@ -94,35 +87,26 @@ export function ownerMismatch(dir: string, have: DirOwner, want: DirOwner, fix: 
   return new StorageIdentityError(`data directory ${dir} belongs to ${describeOwner(have)}, but the config says ${describeOwner(want)}; ${fix}`);
 }
 
-/** The file's bytes for an owner: the same as the version that wrote them first, so older builds still read them. */
+/** The file's bytes for an owner: one line of JSON. */
 export function identityText(o: DirOwner): string {
   return `${JSON.stringify(o.role === 'node' ? { clusterId: o.clusterId, nodeId: o.id } : { clusterId: o.clusterId, participantId: o.id })}\n`;
 }
 
-/** Writes identity.json atomically and durably (only when missing or different), and drops the legacy file. */
+/** Writes identity.json atomically and durably (only when missing or different). */
 export async function writeDirIdentity(dir: string, owner: DirOwner): Promise<void> {
   const file = join(dir, IDENTITY_FILE);
   const text = identityText(owner);
-  let changed = false;
-  if ((await readFile(file, 'utf8').catch(() => null)) !== text) {
-    const tmp = `${file}.tmp`;
-    const fh = await open(tmp, 'w');
-    try {
-      await fh.writeFile(text);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, file);
-    changed = true;
-  }
+  if ((await readFile(file, 'utf8').catch(() => null)) === text) return;
+  const tmp = `${file}.tmp`;
+  const fh = await open(tmp, 'w');
   try {
-    await rm(join(dir, LEGACY_PARTICIPANT_FILE));
-    changed = true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    await fh.writeFile(text);
+    await fh.sync();
+  } finally {
+    await fh.close();
   }
-  if (changed) await syncDir(dir);
+  await rename(tmp, file);
+  await syncDir(dir);
 }
 
 /** Forgets the directory's owner (a node whose raft/ was deleted, to rejoin empty). */

@@ -6,7 +6,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { claimDir, IDENTITY_FILE, LEGACY_PARTICIPANT_FILE, parseIdentity, readDirIdentity, StorageIdentityError, type DirOwner } from '../../src/storage/dir-identity.ts';
+import { claimDir, IDENTITY_FILE, readDirIdentity, StorageIdentityError, type DirOwner } from '../../src/storage/dir-identity.ts';
 import { DiskLogStore } from '../../src/storage/store.ts';
 
 const P1: DirOwner = { clusterId: 'alpha', role: 'participant', id: 'p1' };
@@ -56,14 +56,10 @@ describe('R7: a data directory names its one owner in identity.json', () => {
     expect(await readFile(join(dir, IDENTITY_FILE), 'utf8')).toBe(before);
   });
 
-  it("an earlier version's participant.json is still read, then moved to identity.json", async () => {
+  it('only identity.json names the owner: a participant.json of an earlier development build is not read', async () => {
     const dir = await tempDir();
-    await writeFile(join(dir, LEGACY_PARTICIPANT_FILE), '{"clusterId":"alpha","participantId":"p1"}\n');
-    expect(await readDirIdentity(dir)).toEqual({ state: 'found', file: join(dir, LEGACY_PARTICIPANT_FILE), owner: P1 });
-    await expect(refusal(claimDir(dir, { ...P1, id: 'p2' }, FIX))).resolves.toMatch(/belongs to participant "p1" of cluster "alpha", but the config says participant "p2"/);
-    await claimDir(dir, P1, FIX);
-    expect((await readdir(dir)).sort()).toEqual([IDENTITY_FILE]);
-    expect(await readDirIdentity(dir)).toEqual({ state: 'found', file: join(dir, IDENTITY_FILE), owner: P1 });
+    await writeFile(join(dir, 'participant.json'), '{"clusterId":"alpha","participantId":"p1"}\n');
+    expect(await readDirIdentity(dir)).toEqual({ state: 'none' });
   });
 
   it.each([
@@ -81,11 +77,6 @@ describe('R7: a data directory names its one owner in identity.json', () => {
     expect(msg).toContain(join(dir, IDENTITY_FILE));
     expect(msg).toContain(FIX);
     expect(await readFile(join(dir, IDENTITY_FILE), 'utf8')).toBe(text);
-  });
-
-  it("the legacy file names a participant only: a nodeId in it is damage, not a node's claim", () => {
-    expect(parseIdentity('{"clusterId":"alpha","nodeId":"n1"}', 'participant')).toMatch(/neither/);
-    expect(parseIdentity('{"clusterId":"alpha","nodeId":"n1"}')).toEqual({ clusterId: 'alpha', role: 'node', id: 'n1' });
   });
 });
 
