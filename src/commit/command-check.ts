@@ -4,8 +4,14 @@
 // own log stops naming the index instead of applying it (src/node/machine.ts).
 // Either way DecisionTable.apply only ever sees well-formed commands, so it
 // needs no checks of its own.
+//
+// A Decide, Forget or Stage that fits a decision batch rides one
+// (./decision-batch.ts); as a JSON entry of its own it is refused like any
+// malformed entry. Only those the batch cannot carry (an operator's
+// Decide, a list or string past the batch's bounds) are JSON entries.
 
 import { STEPS_MAX } from '../saga/state.ts';
+import { batchable, TAG_DECISION_BATCH } from './decision-batch.ts';
 import { decodeCommand, isCommand, RESOURCE_KIND, type Command } from './state.ts';
 
 type Fields = Record<string, unknown>;
@@ -85,7 +91,9 @@ export function checkedCommand(data: Uint8Array): { cmd: Command; problem: null 
   const t = (c as Fields).t;
   if (typeof t !== 'string' || !Object.hasOwn(CHECKS, t)) return no(`unknown command kind ${String(JSON.stringify(t)).slice(0, 40)}`);
   const problem = CHECKS[t as Command['t']](c as Fields);
-  return problem === null ? { cmd: c as Command, problem: null } : no(problem);
+  if (problem !== null) return no(problem);
+  if (batchable(c as Command)) return no(`a ${t} that fits a decision batch rides one (tag 0x${TAG_DECISION_BATCH.toString(16).padStart(2, '0')}), not a JSON entry of its own`);
+  return { cmd: c as Command, problem: null };
 }
 
 /** Why `data` is not a command the decision table applies, or null when it is. */

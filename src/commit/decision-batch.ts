@@ -4,9 +4,9 @@
 // entry per batch instead of one per transaction, and no JSON.stringify on
 // the leader nor JSON.parse at each follower's edge and at every apply.
 //
-// Entries written before it (the JSON commands of ./state.ts, tag 0x02) are
-// still applied as they were, so a node upgraded on an existing data
-// directory replays its log; snapshots do not change.
+// A command that fits a batch is only ever read from one: as a JSON entry of
+// its own (the JSON commands of ./state.ts, tag 0x02) it is refused
+// (./command-check.ts).
 //
 // Every byte is checked on the way in: this decoder runs at a follower's edge
 // (src/node/machine.ts entryProblem) on what a peer sent, and on the node's own

@@ -5,6 +5,7 @@
 // field, so a node that delivers any of it to its core has a hole.
 
 import * as grpc from '@grpc/grpc-js';
+import { encodeDecisionBatch } from '../../src/commit/decision-batch.ts';
 import { encodeCommand } from '../../src/commit/state.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import { EntryType, MessageType as MT } from '../../src/raft/types.ts';
@@ -101,7 +102,7 @@ function bytes(rng: Rng, n: number): Uint8Array {
 
 /** One forged message: a plausible one with one field (or two) made wrong. */
 function forgedMessage(rng: Rng, t: Target): { batch: WireBatch; wrong: string } {
-  const good = appendAt({ ...t, memberId: t.leaderId }, [{ data: encodeCommand({ t: 'forget', txnIds: [] }) }]);
+  const good = appendAt({ ...t, memberId: t.leaderId }, [{ data: encodeDecisionBatch([{ t: 'forget', txnIds: [] }]) }]);
   const lead = { ...t, memberId: t.leaderId };
   const pick: [string, () => WireBatch][] = [
     ['term 2^64-1', () => batchOf(t, [base(t, MT.Vote, { term: U64_MAX as unknown as number })])],
@@ -178,7 +179,7 @@ export function fuzzCases(seed: number, count: number, t: Target): FuzzCase[] {
     } else if (kind === 'truncated') {
       const { batch, wrong } = forgedMessage(rng, t);
       const whole = rng.chance(0.5)
-        ? encodeBatch(batchOf({ ...t, memberId: t.leaderId }, [appendAt({ ...t, memberId: t.leaderId }, [{ data: encodeCommand({ t: 'forget', txnIds: ['x'] }) }])]))
+        ? encodeBatch(batchOf({ ...t, memberId: t.leaderId }, [appendAt({ ...t, memberId: t.leaderId }, [{ data: encodeDecisionBatch([{ t: 'forget', txnIds: ['x'] }]) }])]))
         : encodeBatch(batch);
       out.push({ kind, what: `truncated (${wrong})`, frame: whole.subarray(0, 1 + rng.int(Math.max(1, whole.byteLength - 1))) });
     } else if (kind === 'mistyped') {

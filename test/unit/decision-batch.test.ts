@@ -1,7 +1,7 @@
 // The decision batch entry (src/commit/decision-batch.ts) and the batcher that
 // builds it (src/node/proposal-batcher.ts): what one proposal batch writes to
-// the log, how a node decodes it at the edge and at apply, and that entries
-// written before it (one JSON command each) still apply.
+// the log, how a node decodes it at the edge and at apply, and that a command
+// that fits a batch is refused as a JSON entry of its own.
 import { batchDecoder } from '../sim/protocol-mutants.ts';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -94,7 +94,7 @@ describe('decision batch encoding', () => {
   });
 });
 
-describe('applying batch entries beside the JSON entries written before them', () => {
+describe('applying batch entries; a command that fits one is refused as a JSON entry', () => {
   const cmds: Command[] = [
     { t: 'register', id: 'p1', endpoint: '127.0.0.1:1', atMs: 1 },
     { t: 'decide', txnId: 'a', outcome: 'commit', reason: '', participants: ['p1'], atMs: 2 },
@@ -104,9 +104,9 @@ describe('applying batch entries beside the JSON entries written before them', (
     { t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: ['p1'], atMs: 5 },
   ];
 
-  it('one JSON entry per command (a log written before batches) and one batch entry give the same table, and R1 holds inside a batch', () => {
-    const old = new NodeStateMachine();
-    cmds.forEach((c, i) => old.apply(entry(i + 1, encodeCommand(c))));
+  it('one batch entry gives the table that applying its commands one by one gives, and R1 holds inside a batch', () => {
+    const oneByOne = new NodeStateMachine();
+    cmds.forEach((c, i) => oneByOne.table.apply(c, i + 1));
     const now = new NodeStateMachine();
     now.apply(entry(1, encodeCommand(cmds[0])));
     const r = now.apply(entry(2, encodeDecisionBatch(cmds.slice(1) as BatchCommand[])));
@@ -120,20 +120,26 @@ describe('applying batch entries beside the JSON entries written before them', (
       decisions: [...m.table.decisions.values()].map(({ index: _, ...d }) => d),
       tombstones: [...m.table.tombstones].map(([k, t]) => [k, t.outcome]),
     });
-    expect(view(now)).toEqual(view(old));
+    expect(view(now)).toEqual(view(oneByOne));
     expect(now.table.lookup('a')?.outcome).toBe('commit');
   });
 
-  it('a snapshot taken after batch entries restores into a node that then applies old JSON entries', () => {
-    const a = new NodeStateMachine();
-    a.apply(entry(1, encodeCommand(cmds[0])));
-    a.apply(entry(2, encodeDecisionBatch(cmds.slice(1, 3) as BatchCommand[])));
-    const b = new NodeStateMachine();
-    b.restore(a.snapshot());
-    b.apply(entry(3, encodeCommand({ t: 'forget', txnIds: ['a', 'b'] })));
-    expect(b.table.decisions.size).toBe(0);
-    expect(b.table.lookup('a')?.outcome).toBe('commit');
-    expect(b.table.lookup('b')?.outcome).toBe('abort');
+  it('a Decide or Forget that fits a batch, as a JSON entry of its own, is refused at the edge and stops apply naming the index; the table is untouched', () => {
+    const m = new NodeStateMachine();
+    m.apply(entry(1, encodeCommand(cmds[0])));
+    m.apply(entry(2, encodeDecisionBatch(cmds.slice(1, 3) as BatchCommand[])));
+    for (const c of [cmds[3], cmds[4]]) {
+      const data = encodeCommand(c);
+      expect(entryProblem(EntryType.Normal, data)).toBe(`a ${c.t} that fits a decision batch rides one (tag 0x04), not a JSON entry of its own`);
+      expect(() => m.apply(entry(3, data))).toThrow(new RegExp(`^log entry 3 cannot be applied: a ${c.t} that fits a decision batch`));
+    }
+    expect(m.table.lookup('a')?.outcome).toBe('commit');
+    expect(m.table.decisions.has('a')).toBe(true);
+    // An operator's Decide does not fit a batch: it is a JSON entry, and applies.
+    const resolve: Command = { t: 'decide', txnId: 'd', outcome: 'abort', reason: 'resolved', participants: [], atMs: 6, operator: { operator: 'ops', reason: 'stuck', atMs: 6 } };
+    expect(entryProblem(EntryType.Normal, encodeCommand(resolve))).toBeNull();
+    m.apply(entry(3, encodeCommand(resolve)));
+    expect(m.table.lookup('d')?.outcome).toBe('abort');
   });
 });
 

@@ -6,6 +6,7 @@
 // in the state machine when committed entries are applied.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { encodeDecisionBatch } from '../../src/commit/decision-batch.ts';
 import { encodeCommand } from '../../src/commit/state.ts';
 import { Driver } from '../../src/node/driver.ts';
 import { encodePut, entryProblem, NodeStateMachine, snapshotProblem } from '../../src/node/machine.ts';
@@ -84,7 +85,12 @@ function node(): { d: Driver<unknown>; raw: RawNode; sent: Message[] } {
   return { d, raw, sent };
 }
 
-const payloads = [new Uint8Array(0), encodePut('k', new Uint8Array([1])), encodeCommand({ t: 'forget', txnIds: ['a'] }), encodeCommand({ t: 'register', id: 'p', endpoint: '127.0.0.1:1', atMs: 1 })];
+const payloads = [
+  new Uint8Array(0),
+  encodePut('k', new Uint8Array([1])),
+  encodeDecisionBatch([{ t: 'forget', txnIds: ['a'] }]),
+  encodeCommand({ t: 'register', id: 'p', endpoint: '127.0.0.1:1', atMs: 1 }),
+];
 
 function snapshot(index: number, term: number): Snapshot {
   return { metadata: { index, term, confState: { voters: VOTERS, learners: [], votersOutgoing: [] } }, data: new NodeStateMachine().snapshot() };

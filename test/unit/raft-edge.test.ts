@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { commandProblem } from '../../src/commit/command-check.ts';
+import { encodeDecisionBatch, type BatchCommand } from '../../src/commit/decision-batch.ts';
 import { encodeCommand, type Command } from '../../src/commit/state.ts';
 import { encodeConfChange, ConfChangeType } from '../../src/raft/confchange.ts';
 import { encodePut, entryProblem, NodeStateMachine, snapshotProblem } from '../../src/node/machine.ts';
@@ -27,7 +28,7 @@ import { REFUSAL_LINES_MAX, RefusalLog } from '../../src/transport/refusal-log.t
 const TERM = 5;
 const view: RaftEdgeView = { clusterId: 'c1', selfId: 'n2', members: new Set(['n1', 'n2', 'n3']), term: TERM, entryProblem, snapshotProblem };
 
-const decide: Command = { t: 'decide', txnId: 't1', outcome: 'commit', reason: '', participants: ['shop', 'ledger'], atMs: 1 };
+const decide: BatchCommand = { t: 'decide', txnId: 't1', outcome: 'commit', reason: '', participants: ['shop', 'ledger'], atMs: 1 };
 const cmd = (c: Command | Record<string, unknown>): Uint8Array => encodeCommand(c as Command);
 const snapshotData = (): Uint8Array => new NodeStateMachine().snapshot();
 
@@ -44,7 +45,7 @@ function good(type: MT, fields: Partial<Message> = {}): Message {
       logTerm: 4,
       commit: 10,
       entries: [
-        { term: 4, index: 11, type: EntryType.Normal, data: cmd(decide) },
+        { term: 4, index: 11, type: EntryType.Normal, data: encodeDecisionBatch([decide]) },
         { term: 5, index: 12, type: EntryType.Normal, data: new Uint8Array(0) },
         { term: 5, index: 13, type: EntryType.Normal, data: encodePut('k', new Uint8Array([1, 2])) },
         {
@@ -354,7 +355,7 @@ describe('Raft edge: every field, every reason', () => {
       /snapshot data does not restore/,
     );
     expectRefused(
-      snap((s) => (s.data = Buffer.from('{"kv":[],"table":{"p":[],"d":[],"t":[]},"members":[["n1",5]]}'))),
+      snap((s) => (s.data = Buffer.from('{"kv":[],"table":{"p":[],"d":[],"t":[]},"members":[["n1",5]],"leases":{"l":[],"c":0}}'))),
       'snapshot',
       'snapshot.data',
       /without an id or an address/,
@@ -386,15 +387,23 @@ describe('Raft edge: what passes is safe to step and to send on', () => {
 });
 
 describe('command check (the commit layer decides what a command is)', () => {
-  it('accepts every command kind the engine proposes', () => {
+  it('accepts every command kind the engine proposes as a JSON entry', () => {
     const all: Command[] = [
       { t: 'register', id: 'shop', endpoint: '127.0.0.1:1', atMs: 1 },
-      decide,
       { ...decide, operator: { operator: 'ops', reason: 'stuck', atMs: 2 } },
-      { t: 'forget', txnIds: ['t1'] },
+      { t: 'forget', txnIds: Array.from({ length: 4_097 }, (_, i) => `t${i}`) },
       { t: 'heuristic', txnId: 't1', participantId: 'shop', outcome: 'abort', gid: 'g', operator: 'ops', reason: 'r', atMs: 3 },
     ];
     for (const c of all) expect(commandProblem(encodeCommand(c)), c.t).toBeNull();
+  });
+
+  it('refuses, as a JSON entry of its own, a Decide, Forget or Stage that fits a decision batch; the batch entry carrying it passes', () => {
+    const fits: BatchCommand[] = [decide, { t: 'forget', txnIds: ['t1'] }, { t: 'stage', txnId: 't2', participants: ['shop'], atMs: 4 }];
+    for (const c of fits) {
+      expect(commandProblem(encodeCommand(c)), c.t).toBe(`a ${c.t} that fits a decision batch rides one (tag 0x04), not a JSON entry of its own`);
+      expect(entryProblem(EntryType.Normal, encodeCommand(c)), c.t).toMatch(/fits a decision batch/);
+      expect(entryProblem(EntryType.Normal, encodeDecisionBatch([c])), c.t).toBeNull();
+    }
   });
 
   it('refuses an empty payload, an array, null, a missing kind and a malformed operator act', () => {
