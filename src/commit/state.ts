@@ -344,33 +344,35 @@ export class DecisionTable {
   }
 
   restoreFrom(json: unknown): void {
-    // h and r are absent from snapshots written before heuristic records existed, hz before the retention horizon.
+    if (json === null || typeof json !== 'object') throw new Error('the snapshot has no decision table');
     const o = json as {
       p: ParticipantRecord[];
       d: Decision[];
       t: [string, Tombstone][];
-      h?: [string, HeuristicRecord[]][];
-      r?: [string, Resolution[]][];
-      hz?: number | null;
-      sg?: unknown;
-      st?: Staging[];
+      h: [string, HeuristicRecord[]][];
+      r: [string, Resolution[]][];
+      hz: number | null;
+      sg: unknown;
+      st: Staging[];
     };
+    for (const k of ['p', 'd', 't', 'h', 'r', 'st'] as const) {
+      if (!Array.isArray(o[k])) throw new Error(`decision table in the snapshot is malformed: ${k} is not a list`);
+    }
+    if (o.hz !== null && typeof o.hz !== 'number') throw new Error('decision table in the snapshot is malformed: hz is neither a time nor null');
+    if (!o.p.every((p) => p !== null && typeof p === 'object' && typeof p.resourceKind === 'string')) throw new Error('a participant in the snapshot is malformed: no resource kind');
     this.participants.clear();
     this.decisions.clear();
     this.tombstones.clear();
     this.heuristics.clear();
     this.resolutions.clear();
     this.staged.clear();
-    // st is absent from snapshots written before parallel commit.
-    for (const st of o.st ?? []) this.staged.set(st.txnId, st);
-    // resourceKind is absent from snapshots written before resource kinds existed.
-    for (const p of o.p) this.participants.set(p.id, { ...p, resourceKind: typeof p.resourceKind === 'string' ? p.resourceKind : RESOURCE_KIND_UNKNOWN });
+    for (const st of o.st) this.staged.set(st.txnId, st);
+    for (const p of o.p) this.participants.set(p.id, { ...p });
     for (const d of o.d) this.decisions.set(d.txnId, d);
     for (const [k, v] of o.t) this.tombstones.set(k, v);
-    for (const [k, v] of o.h ?? []) this.heuristics.set(k, v);
-    for (const [k, v] of o.r ?? []) this.resolutions.set(k, v);
-    this.horizonAtMs = typeof o.hz === 'number' ? o.hz : null;
-    // sg is absent from snapshots written before sagas existed.
+    for (const [k, v] of o.h) this.heuristics.set(k, v);
+    for (const [k, v] of o.r) this.resolutions.set(k, v);
+    this.horizonAtMs = o.hz;
     this.sagas.restoreFrom(o.sg);
   }
 }

@@ -163,10 +163,10 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   }
 
   restore(data: Uint8Array): void {
-    const o = JSON.parse(Buffer.from(data).toString()) as { kv: [string, string][]; table: unknown; members?: [string, string][]; leases: unknown };
-    if (o === null || typeof o !== 'object' || !Array.isArray(o.kv) || (o.members !== undefined && !Array.isArray(o.members))) throw new Error('not a snapshot of this state machine');
+    const o = JSON.parse(Buffer.from(data).toString()) as { kv: [string, string][]; table: unknown; members: [string, string][]; leases: unknown };
+    if (o === null || typeof o !== 'object' || !Array.isArray(o.kv) || !Array.isArray(o.members)) throw new Error('not a snapshot of this state machine');
     this.members.clear();
-    for (const [id, a] of o.members ?? []) this.members.set(id, a);
+    for (const [id, a] of o.members) this.members.set(id, a);
     this.kv.clear();
     for (const [k, v] of o.kv) this.kv.set(k, Buffer.from(v, 'base64'));
     this.table.restoreFrom(o.table);

@@ -300,7 +300,6 @@ export class SagaTable {
 
   restoreFrom(json: unknown): void {
     this.sagas.clear();
-    if (json === undefined) return;
     if (!Array.isArray(json)) throw new Error('saga table in the snapshot is not a list');
     for (const s of json as SagaRecord[]) {
       if (s === null || typeof s !== 'object' || typeof s.id !== 'string' || !Array.isArray(s.steps) || !Array.isArray(s.status)) throw new Error('a saga record in the snapshot is malformed');

@@ -68,10 +68,9 @@ describe('decision table: heuristic records (R4)', () => {
     expect(copy.heuristics.get('c')?.[0]).toMatchObject({ kind: 'HEURMIX', participantId: 'a', decision: 'commit' });
     expect(copy.resolutions.get('c')?.[0]).toMatchObject({ operator: 'bob', outcome: 'commit', decided: false });
     expect(copy.lookup('c')?.outcome).toBe('commit');
-    // A snapshot written before heuristic records existed still restores.
+    // A snapshot without the heuristic records (an earlier development build's) is malformed.
     const old = new DecisionTable();
-    old.restoreFrom({ p: [], d: [], t: [] });
-    expect(old.heuristics.size).toBe(0);
+    expect(() => old.restoreFrom({ p: [], d: [], t: [] })).toThrow(/^decision table in the snapshot is malformed: h is not a list$/);
   });
 
   test('an operator annotation is recorded when it decides, and when it confirms the same decision; never against a contrary one (R1)', () => {

@@ -355,7 +355,7 @@ describe('Raft edge: every field, every reason', () => {
       /snapshot data does not restore/,
     );
     expectRefused(
-      snap((s) => (s.data = Buffer.from('{"kv":[],"table":{"p":[],"d":[],"t":[]},"members":[["n1",5]],"leases":{"l":[],"c":0}}'))),
+      snap((s) => (s.data = Buffer.from('{"kv":[],"table":{"p":[],"d":[],"t":[],"h":[],"r":[],"hz":null,"sg":[],"st":[]},"members":[["n1",5]],"leases":{"l":[],"c":0}}'))),
       'snapshot',
       'snapshot.data',
       /without an id or an address/,

@@ -25,7 +25,7 @@ describe('resource kind of a participant', () => {
     expect(t.participants.get('old')?.resourceKind).toBe('unknown');
   });
 
-  it('a snapshot keeps the kind; a snapshot written before kinds existed restores them as "unknown"', () => {
+  it('a snapshot keeps the kind; a participant without one in a snapshot is malformed', () => {
     const t = new DecisionTable();
     t.apply({ t: 'register', id: 'shop', endpoint: '127.0.0.1:1', atMs: 5, kind: 'tcc-postgres' }, 1);
     const copy = new DecisionTable();
@@ -34,9 +34,7 @@ describe('resource kind of a participant', () => {
 
     const old = JSON.parse(JSON.stringify(t.toJSON())) as { p: Record<string, unknown>[] };
     for (const p of old.p) delete p.resourceKind;
-    const fromOld = new DecisionTable();
-    fromOld.restoreFrom(old);
-    expect(fromOld.participants.get('shop')).toEqual({ id: 'shop', endpoint: '127.0.0.1:1', registeredAtMs: 5, resourceKind: 'unknown' });
+    expect(() => new DecisionTable().restoreFrom(old)).toThrow(/^a participant in the snapshot is malformed: no resource kind$/);
   });
 
   it('the command check refuses a log entry whose kind is not a short lower-case word', () => {
