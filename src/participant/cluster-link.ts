@@ -27,7 +27,7 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import { raftNodeService, type NodeStatus, type StatusRequest } from '../transport/proto.ts';
-import { withDefaults, type AskOutcome, type AskOutcomes, type ClusterOutcome } from './types.ts';
+import { withDefaults, type AskedOutcome, type AskOutcome, type AskOutcomes, type ClusterOutcome } from './types.ts';
 
 export type { OutcomeValue };
 
@@ -105,7 +105,7 @@ export class ClusterLink {
    * What the cluster says about each of txnIds (GetOutcomes), asked as an
    * in-doubt participant: one answer per id, in order, an outcome or the
    * error that id alone got. Rejects when the whole call failed (no leader
-   * within the call's time, for example); the in-doubt sweep asks again.
+   * within the call's time, or UNIMPLEMENTED from a coordinator without it).
    */
   async outcomes(txnIds: string[], participantId: string): Promise<(TxnOutcome | Error)[]> {
     const r = await this.call<OutcomesRequest, OutcomesResponse>('GetOutcomes', { txnIds, participantId });
@@ -132,12 +132,30 @@ export class ClusterLink {
         (r) => cb(null, toClusterOutcome(r.outcome)),
         (err: Error) => cb(err, 'unknown'),
       );
-    // One question per round for all in-doubt transactions (GetOutcomes).
-    const askOutcomes: AskOutcomes = (txnIds, cb) =>
+    // One question per round for all in-doubt transactions (GetOutcomes). A
+    // coordinator that does not serve it (a minimal one: the tests' doubles)
+    // answers UNIMPLEMENTED, and is asked one by one from then on.
+    let batched = true;
+    const askOutcomes: AskOutcomes = (txnIds, cb) => {
+      const oneByOne = (): void => {
+        const answers = new Map<string, AskedOutcome>();
+        let left = txnIds.length;
+        for (const txnId of txnIds)
+          askOutcome(txnId, (err, outcome) => {
+            answers.set(txnId, { err, outcome });
+            if (--left === 0) cb(null, answers);
+          });
+      };
+      if (!batched) return oneByOne();
       this.outcomes(txnIds, participantId).then(
         (rs) => cb(null, new Map(rs.map((r, i) => [txnIds[i], r instanceof Error ? { err: r, outcome: 'unknown' } : { err: null, outcome: toClusterOutcome(r.outcome) }]))),
-        (err: Error) => cb(err, new Map()),
+        (err: Error & { code?: number }) => {
+          if (err.code !== grpc.status.UNIMPLEMENTED) return cb(err, new Map());
+          batched = false;
+          oneByOne();
+        },
       );
+    };
     return {
       askOutcome,
       askOutcomes,
