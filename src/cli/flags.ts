@@ -29,8 +29,8 @@ const SWITCHES = new Set([
 const TLS = ['--ca', '--cert', '--key'];
 /** Commands that talk to a node's RaftNode service. */
 const NODE_CLIENT = ['--endpoints', '--timeout', ...TLS];
-/** Commands that go through the SDK (src/client); --deadline-ms is the deprecated name of --call-timeout-ms. */
-const SDK_CLIENT = ['--endpoints', '--timeout', '--call-timeout-ms', '--deadline-ms', ...TLS];
+/** Commands that go through the SDK (src/client). */
+const SDK_CLIENT = ['--endpoints', '--timeout', '--call-timeout-ms', ...TLS];
 
 /** `command` or `command subcommand` → its flags (besides --help). */
 export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {

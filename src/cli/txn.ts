@@ -294,14 +294,12 @@ async function withClient(args: string[], f: (client: VerdictClient, rest: strin
   }
 }
 
-/** `--call-timeout-ms N`, or its deprecated name `--deadline-ms N` (read until the next release). */
+/** `--call-timeout-ms N`. */
 function callTimeoutFlag(args: string[]): number | undefined {
-  const current = flag(args, '--call-timeout-ms');
-  const deprecated = flag(args, '--deadline-ms');
-  const raw = current ?? deprecated;
+  const raw = flag(args, '--call-timeout-ms');
   if (raw === undefined) return undefined;
   const ms = Number(raw);
-  if (!(Number.isInteger(ms) && ms > 0)) throw new UsageError(`${current !== undefined ? '--call-timeout-ms' : '--deadline-ms'} needs a positive integer (milliseconds)`);
+  if (!(Number.isInteger(ms) && ms > 0)) throw new UsageError('--call-timeout-ms needs a positive integer (milliseconds)');
   return ms;
 }
 

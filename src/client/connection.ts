@@ -27,19 +27,13 @@ export type ResponseOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] ext
 
 /**
  * How long a call may take. Durations, not instants: a call started now
- * ends by now + callTimeoutMs. The old names `deadlineMs` and
- * `attemptDeadlineMs` are still read, deprecated, for one release
- * (docs/operations.md); a new name given beside its old one wins.
+ * ends by now + callTimeoutMs.
  */
 export interface CallBounds {
   /** Bound on one call, every retry and pause included. */
   callTimeoutMs?: number;
   /** Bound on one attempt at one node, so a silent node leaves time for the others. */
   attemptTimeoutMs?: number;
-  /** @deprecated Use `callTimeoutMs` (the same duration); read until the next release. */
-  deadlineMs?: number;
-  /** @deprecated Use `attemptTimeoutMs` (the same duration); read until the next release. */
-  attemptDeadlineMs?: number;
 }
 
 export interface ConnectionOptions extends CallBounds {
@@ -235,11 +229,11 @@ function describe(err: grpc.ServiceError, tls: boolean): string {
   return /ECONNREFUSED/.test(text) ? '(connection refused)' : explainConnectError(text, tls);
 }
 
-/** The bounds under their current names, read from the deprecated ones where only those are given. */
+/** The bounds that are set, and only those. */
 export function callBounds(o: CallBounds): { callTimeoutMs?: number; attemptTimeoutMs?: number } {
   const out: { callTimeoutMs?: number; attemptTimeoutMs?: number } = {};
-  const callMs = o.callTimeoutMs ?? o.deadlineMs;
-  const attemptMs = o.attemptTimeoutMs ?? o.attemptDeadlineMs;
+  const callMs = o.callTimeoutMs;
+  const attemptMs = o.attemptTimeoutMs;
   if (callMs !== undefined) out.callTimeoutMs = callMs;
   if (attemptMs !== undefined) out.attemptTimeoutMs = attemptMs;
   return out;

@@ -61,11 +61,6 @@ export class Transaction {
     this.beginRule = new BeginRule(begun);
   }
 
-  /** @deprecated The same instant as `deadlineAtMs`; kept until the next release. */
-  get deadlineMs(): number {
-    return this.deadlineAtMs;
-  }
-
   get participantIds(): string[] {
     return [...this.enlisted.keys()];
   }

@@ -261,8 +261,6 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
         endpoint: p.endpoint,
         registeredAtMs: p.registeredAtMs,
         lastSeenAtMs: activity.get(p.id)?.lastSeenAtMs ?? 0,
-        // Deprecated: the same instant under its name before 0.2, kept until the next release (docs/operations.md).
-        lastSeenMs: activity.get(p.id)?.lastSeenAtMs ?? 0,
         inDoubt: activity.get(p.id)?.inDoubt ?? 0,
         connection: engine.isLeader() ? (deps.connection?.(p.endpoint) ?? '') : '',
         kind: p.resourceKind,

@@ -79,7 +79,7 @@ describe('verdict txn', () => {
 
   it('outcome with no node answering prints one line and exits with EXIT_ERROR, no stack trace', async () => {
     const node = await coordinator('OUTCOME_COMMITTED');
-    await txnCommand(['outcome', 't9', '--endpoints', node.address, '--deadline-ms', '200']);
+    await txnCommand(['outcome', 't9', '--endpoints', node.address, '--call-timeout-ms', '200']);
     expect(process.exitCode).toBe(EXIT_ERROR);
     expect(err.join('')).toMatch(/^verdict: UNAVAILABLE: no node answered GetOutcome in time; last: .* no leader\n$/);
   });

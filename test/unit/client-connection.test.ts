@@ -117,12 +117,12 @@ describe('CoordinatorConnection', () => {
     expect(y.count('ClusterStatus')).toBe(2);
   });
 
-  it('reads the names before 0.2 (deadlineMs, attemptDeadlineMs) as deprecated aliases; a new name beside its old one wins', () => {
-    expect(connect(['127.0.0.1:1'], { deadlineMs: 1_234, attemptDeadlineMs: 567 }).defaults).toEqual({ callTimeoutMs: 1_234, attemptTimeoutMs: 567 });
-    expect(connect(['127.0.0.1:1'], { deadlineMs: 1_234, callTimeoutMs: 4_321 }).defaults).toEqual({ callTimeoutMs: 4_321, attemptTimeoutMs: 5_000 });
-    expect(callBounds({ deadlineMs: 300 })).toEqual({ callTimeoutMs: 300 });
+  it('takes callTimeoutMs and attemptTimeoutMs, defaulting the one not given', () => {
+    expect(connect(['127.0.0.1:1'], { callTimeoutMs: 1_234, attemptTimeoutMs: 567 }).defaults).toEqual({ callTimeoutMs: 1_234, attemptTimeoutMs: 567 });
+    expect(connect(['127.0.0.1:1'], { callTimeoutMs: 4_321 }).defaults).toEqual({ callTimeoutMs: 4_321, attemptTimeoutMs: 5_000 });
+    expect(callBounds({ callTimeoutMs: 300 })).toEqual({ callTimeoutMs: 300 });
     expect(callBounds({})).toEqual({});
-    expect(() => connect(['127.0.0.1:1'], { deadlineMs: -1 })).toThrow(/callTimeoutMs must be a positive number/);
+    expect(() => connect(['127.0.0.1:1'], { callTimeoutMs: -1 })).toThrow(/callTimeoutMs must be a positive number/);
   });
 
   it('refuses an empty or malformed address list before any RPC', () => {

@@ -30,11 +30,10 @@ const decided =
   (req: CommitRequest): ResponseOf<'Commit'> => ({ txnId: req.txnId, outcome, reason, decisionIndex });
 
 describe('VerdictClient commit', () => {
-  it("begin() carries the cluster's abort instant as deadlineAtMs (the deprecated deadlineMs reads the same)", async () => {
+  it("begin() carries the cluster's abort instant as deadlineAtMs", async () => {
     const a = await cluster.node({ Begin: (req) => ({ txnId: req.txnId, deadlineAtMs: 1_764_000_000_000, leaderId: 'n1' }) });
     const tx = await client([a.address]).begin({ timeoutMs: 2_000 });
     expect(tx.deadlineAtMs).toBe(1_764_000_000_000);
-    expect(tx.deadlineMs).toBe(1_764_000_000_000);
     expect(a.requests('Begin')[0].timeoutMs).toBe(2_000);
   });
 
