@@ -36,9 +36,7 @@ const isStepDef = (v: unknown): boolean => {
  */
 const CHECKS: { [K in Command['t']]: (c: Fields) => string | null } = {
   register: (c) =>
-    isString(c.id) && isString(c.endpoint) && isTime(c.atMs) && (c.kind === undefined || (isString(c.kind) && RESOURCE_KIND.test(c.kind)))
-      ? null
-      : 'register needs id, endpoint, atMs and, when present, a resource kind of [a-z0-9-]',
+    isString(c.id) && isString(c.endpoint) && isTime(c.atMs) && isString(c.kind) && RESOURCE_KIND.test(c.kind) ? null : 'register needs id, endpoint, atMs and a resource kind of [a-z0-9-]',
   decide: (c) => {
     if (!isString(c.txnId) || !isOutcome(c.outcome) || !isString(c.reason) || !isStringList(c.participants) || !isTime(c.atMs)) return 'decide needs txnId, outcome, reason, participants and atMs';
     if (c.operator === undefined) return null;

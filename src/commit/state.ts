@@ -18,7 +18,7 @@ export interface ParticipantRecord {
   id: string;
   endpoint: string;
   registeredAtMs: number;
-  /** What it keeps its data in, as it said at registration (RESOURCE_KIND); "unknown" when it did not say, or registered before kinds existed. */
+  /** What it keeps its data in, as it said at registration (RESOURCE_KIND); "unknown" when it did not say. */
   resourceKind: string;
 }
 
@@ -96,7 +96,7 @@ export interface Staging {
 
 export type Command =
   // `kind` is absent from registrations logged before resource kinds existed.
-  | { t: 'register'; id: string; endpoint: string; atMs: number; kind?: string }
+  | { t: 'register'; id: string; endpoint: string; atMs: number; kind: string }
   // `verdict participant remove`: the participant leaves the registry, unless a
   // decision in the table still names it and is not in `acked` (the decisions
   // the leader saw it acknowledge; the table itself does not track ACKs).
@@ -193,7 +193,7 @@ export class DecisionTable {
           id: cmd.id,
           endpoint: cmd.endpoint,
           registeredAtMs: this.participants.get(cmd.id)?.registeredAtMs ?? cmd.atMs,
-          resourceKind: cmd.kind ?? RESOURCE_KIND_UNKNOWN,
+          resourceKind: cmd.kind,
         };
         this.participants.set(cmd.id, p);
         return { t: 'register', participant: p };

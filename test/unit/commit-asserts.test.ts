@@ -29,7 +29,7 @@ class BrokenEngine extends CoordinatorEngine {
 
 function brokenWorld(): { engine: BrokenEngine; table: DecisionTable } {
   const table = new DecisionTable();
-  table.apply({ t: 'register', id: 'a', endpoint: '127.0.0.1:1', atMs: 0 }, 1);
+  table.apply({ t: 'register', id: 'a', endpoint: '127.0.0.1:1', atMs: 0, kind: 'memory' }, 1);
   const io: EngineIO = { nowMs: () => 1_000, random: () => 0.5, propose: () => {}, sendPrepare: () => {}, sendDecision: () => {}, sendStatus: () => {} };
   const engine = new BrokenEngine(table, io, {});
   engine.setLeadership(1);

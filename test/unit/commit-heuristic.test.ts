@@ -332,7 +332,7 @@ describe('participant remove (replicated, refused while in doubt)', () => {
 
   test('the table refuses, on every node alike, to unregister a participant a decision still names (R5)', () => {
     const t = new DecisionTable();
-    t.apply({ t: 'register', id: 'a', endpoint: '127.0.0.1:1', atMs: 1 }, 1);
+    t.apply({ t: 'register', id: 'a', endpoint: '127.0.0.1:1', atMs: 1, kind: 'memory' }, 1);
     t.apply({ t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: ['a'], atMs: 1 }, 2);
     expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 2, acked: [] }, 3)).toEqual({ t: 'unregister', id: 'a', removed: false, refusedBy: ['c'] });
     expect(t.participants.has('a')).toBe(true);

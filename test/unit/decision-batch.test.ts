@@ -88,7 +88,7 @@ describe('decision batch encoding', () => {
   it('a Decide with an operator act, or of another command kind, is not batchable and keeps its JSON entry', () => {
     const op = { operator: 'ann', reason: 'stuck', atMs: 5 };
     expect(batchable({ t: 'decide', txnId: 't', outcome: 'abort', reason: 'r', participants: [], atMs: 1, operator: op })).toBe(false);
-    expect(batchable({ t: 'register', id: 'p', endpoint: '127.0.0.1:1', atMs: 1 })).toBe(false);
+    expect(batchable({ t: 'register', id: 'p', endpoint: '127.0.0.1:1', atMs: 1, kind: 'memory' })).toBe(false);
     expect(batchable({ t: 'decide', txnId: 't', outcome: 'abort', reason: 'x'.repeat(70_000), participants: [], atMs: 1 })).toBe(false);
     expect(batchable({ t: 'forget', txnIds: ['a'] })).toBe(true);
   });
@@ -96,7 +96,7 @@ describe('decision batch encoding', () => {
 
 describe('applying batch entries; a command that fits one is refused as a JSON entry', () => {
   const cmds: Command[] = [
-    { t: 'register', id: 'p1', endpoint: '127.0.0.1:1', atMs: 1 },
+    { t: 'register', id: 'p1', endpoint: '127.0.0.1:1', atMs: 1, kind: 'memory' },
     { t: 'decide', txnId: 'a', outcome: 'commit', reason: '', participants: ['p1'], atMs: 2 },
     { t: 'decide', txnId: 'b', outcome: 'abort', reason: 'voted NO', participants: ['p1'], atMs: 3 },
     { t: 'decide', txnId: 'a', outcome: 'abort', reason: 'late', participants: ['p1'], atMs: 4 },
@@ -182,7 +182,7 @@ describe('ProposalBatcher', () => {
     const cb = (tag: string) => (err: Error | null, r?: { index: number; result: ApplyResult | null }) => got.push([tag, err?.message ?? r?.index, r?.result?.t]);
     h.batcher.add({ t: 'decide', txnId: 'a', outcome: 'commit', reason: '', participants: ['p'], atMs: 1 }, cb('a'));
     h.batcher.add({ t: 'forget', txnIds: ['z'] }, cb('z'));
-    h.batcher.add({ t: 'register', id: 'p2', endpoint: 'e', atMs: 1 }, cb('reg'));
+    h.batcher.add({ t: 'register', id: 'p2', endpoint: 'e', atMs: 1, kind: 'memory' }, cb('reg'));
     h.batcher.add({ t: 'decide', txnId: 'b', outcome: 'abort', reason: 'r', participants: [], atMs: 1 }, cb('b'));
     expect(h.proposed).toEqual([]);
     h.flush();

@@ -54,7 +54,7 @@ export class EngineWorld {
       faultPoint: (point, txnId) => this.faultPoint?.(point, txnId) ?? 'go-on',
     };
     this.engine = new CoordinatorEngine(this.table, io, config);
-    for (const id of participants) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0 }, ++this.index);
+    for (const id of participants) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0, kind: 'memory' }, ++this.index);
     this.engine.setLeadership(1);
   }
 

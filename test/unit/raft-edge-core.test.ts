@@ -89,7 +89,7 @@ const payloads = [
   new Uint8Array(0),
   encodePut('k', new Uint8Array([1])),
   encodeDecisionBatch([{ t: 'forget', txnIds: ['a'] }]),
-  encodeCommand({ t: 'register', id: 'p', endpoint: '127.0.0.1:1', atMs: 1 }),
+  encodeCommand({ t: 'register', id: 'p', endpoint: '127.0.0.1:1', atMs: 1, kind: 'memory' }),
 ];
 
 function snapshot(index: number, term: number): Snapshot {

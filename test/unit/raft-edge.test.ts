@@ -389,7 +389,7 @@ describe('Raft edge: what passes is safe to step and to send on', () => {
 describe('command check (the commit layer decides what a command is)', () => {
   it('accepts every command kind the engine proposes as a JSON entry', () => {
     const all: Command[] = [
-      { t: 'register', id: 'shop', endpoint: '127.0.0.1:1', atMs: 1 },
+      { t: 'register', id: 'shop', endpoint: '127.0.0.1:1', atMs: 1, kind: 'memory' },
       { ...decide, operator: { operator: 'ops', reason: 'stuck', atMs: 2 } },
       { t: 'forget', txnIds: Array.from({ length: 4_097 }, (_, i) => `t${i}`) },
       { t: 'heuristic', txnId: 't1', participantId: 'shop', outcome: 'abort', gid: 'g', operator: 'ops', reason: 'r', atMs: 3 },

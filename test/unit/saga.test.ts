@@ -143,7 +143,7 @@ class SagaWorld {
   engine: SagaEngine;
 
   constructor(cfg: Partial<SagaEngineConfig> = {}) {
-    for (const id of ['svc0', 'svc1']) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:${id.length}`, atMs: 0 }, ++this.index);
+    for (const id of ['svc0', 'svc1']) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:${id.length}`, atMs: 0, kind: 'memory' }, ++this.index);
     this.engine = this.newEngine(cfg);
     this.engine.setLeadership(1);
   }
