@@ -204,6 +204,17 @@ class Reader {
 
 export type BatchDecoded = { cmds: BatchCommand[]; problem: null } | { cmds: null; problem: string };
 
+/** The time and transaction id that open a Decide or Stage record. */
+function timeAndTxn(rd: Reader, r: number): { atMs: number; txnId: string } {
+  rd.need(8, 'time', r);
+  const atMs = rd.buf.readDoubleBE(rd.pos);
+  rd.pos += 8;
+  if (!Number.isFinite(atMs) || atMs < 0) throw new Malformed(`record ${r} has time ${atMs}`);
+  const txnId = rd.str('txnId', r);
+  if (txnId === '') throw new Malformed(`record ${r} has an empty txnId`);
+  return { atMs, txnId };
+}
+
 /** The commands of a batch entry, or why the bytes are not one. Never throws on any input. */
 export function decodeDecisionBatch(data: Uint8Array): BatchDecoded {
   const rd = new Reader(Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength));
@@ -219,22 +230,12 @@ export function decodeDecisionBatch(data: Uint8Array): BatchDecoded {
       if (kind === KIND_DECIDE) {
         const o = rd.u8('outcome', r);
         if (o !== OUTCOME_COMMIT && o !== OUTCOME_ABORT) throw new Malformed(`record ${r} has outcome ${o} (0 commit, 1 abort)`);
-        rd.need(8, 'time', r);
-        const atMs = rd.buf.readDoubleBE(rd.pos);
-        rd.pos += 8;
-        if (!Number.isFinite(atMs) || atMs < 0) throw new Malformed(`record ${r} has time ${atMs}`);
-        const txnId = rd.str('txnId', r);
-        if (txnId === '') throw new Malformed(`record ${r} has an empty txnId`);
+        const { atMs, txnId } = timeAndTxn(rd, r);
         const reason = rd.str('reason', r);
         const participants = rd.list('participants', r);
         cmds[r] = { t: 'decide', txnId, outcome: o === OUTCOME_COMMIT ? 'commit' : 'abort', reason, participants, atMs };
       } else if (kind === KIND_STAGE) {
-        rd.need(8, 'time', r);
-        const atMs = rd.buf.readDoubleBE(rd.pos);
-        rd.pos += 8;
-        if (!Number.isFinite(atMs) || atMs < 0) throw new Malformed(`record ${r} has time ${atMs}`);
-        const txnId = rd.str('txnId', r);
-        if (txnId === '') throw new Malformed(`record ${r} has an empty txnId`);
+        const { atMs, txnId } = timeAndTxn(rd, r);
         cmds[r] = { t: 'stage', txnId, participants: rd.list('participants', r), atMs };
       } else if (kind === KIND_FORGET) {
         cmds[r] = { t: 'forget', txnIds: rd.list('txnIds', r) };

@@ -8,11 +8,10 @@
 // teeth are two mutants (recovery that ignores the database; hashed names not
 // synced), which it must catch. Prints `dbprep: seeds=N ...`; a failure prints
 // the seed and the command that replays it.
-import fc from 'fast-check';
 import { expect, test } from 'vitest';
 import { Rng } from '../../src/raft/rng.ts';
 import type { DbMutant } from './system-dbprep.ts';
-import { BASE_SEED, REPLAY, runShard } from './system-run.ts';
+import { BASE_SEED, huntMutant, REPLAY, runShard } from './system-run.ts';
 import { HEAL_AT_MS, LIVENESS_MS, systemScenarioArb } from './system-schedule.ts';
 import { CRASH_POINTS, SystemWorld, type SystemScenario } from './system-world.ts';
 
@@ -80,19 +79,7 @@ for (const [i, tooth] of TEETH.entries()) {
   test.skipIf(REPLAY !== undefined)(
     `R4: the checker catches database mutant: ${tooth.what}; the failing seed replays`,
     () => {
-      let tried = 0;
-      let caught: string | null = null;
-      let other: string | null = null;
-      const out = fc.check(
-        fc.property(dbArb, (sc) => {
-          tried++;
-          const v = new SystemWorld({ ...sc, mutant: tooth.mutant }).run().violations;
-          caught = v.find((x) => tooth.expect.test(x)) ?? null;
-          if (!caught && v.length > 0) other ??= v[0];
-          return caught === null;
-        }),
-        { seed: BASE_SEED + 2_100 + i, numRuns: tooth.seedsMax, endOnFailure: true },
-      );
+      const { out, tried, caught, other } = huntMutant(dbArb, tooth.mutant, tooth.expect, BASE_SEED + 2_100 + i, tooth.seedsMax);
       console.log(`dbprep teeth: ${tooth.mutant} ${out.failed ? `caught after ${tried} schedules` : `NOT caught in ${tried} schedules`}: ${caught ?? other ?? 'no violation at all'}`);
       expect(out.failed, `mutant ${tooth.mutant} went unnoticed for ${tooth.seedsMax} schedules`).toBe(true);
       const sc = out.counterexample?.[0];

@@ -83,3 +83,33 @@ export function runShard(shard: number, family?: ShardFamily): ShardOutcome {
   }
   return { failed: out.failed, line };
 }
+
+/** What hunting a mutant found: whether the checker failed, after how many schedules, the violation it matched (or any other), and fast-check's result. */
+export interface MutantHunt {
+  out: fc.RunDetails<[SystemScenario]>;
+  tried: number;
+  caught: string | null;
+  other: string | null;
+}
+
+/**
+ * Runs schedules from `arb` with `mutant` injected until the checker reports
+ * a violation matching `expect` (fast-check stops at the first, without
+ * shrinking), at most `seedsMax` of them, from `seed`.
+ */
+export function huntMutant(arb: fc.Arbitrary<SystemScenario>, mutant: Mutant, expect: RegExp, seed: number, seedsMax: number): MutantHunt {
+  let tried = 0;
+  let caught: string | null = null;
+  let other: string | null = null;
+  const out = fc.check(
+    fc.property(arb, (sc) => {
+      tried++;
+      const v = new SystemWorld({ ...sc, mutant }).run().violations;
+      caught = v.find((x) => expect.test(x)) ?? null;
+      if (!caught && v.length > 0) other ??= v[0];
+      return caught === null;
+    }),
+    { seed, numRuns: seedsMax, endOnFailure: true },
+  );
+  return { out, tried, caught, other };
+}

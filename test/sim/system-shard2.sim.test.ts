@@ -5,7 +5,7 @@
 
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import { BASE_SEED, REPLAY, runShard, SEEDS } from './system-run.ts';
+import { BASE_SEED, huntMutant, REPLAY, runShard, SEEDS } from './system-run.ts';
 import { crashPointArb, systemScenarioArb } from './system-schedule.ts';
 import { SystemWorld, type Mutant, type SystemScenario } from './system-world.ts';
 
@@ -108,19 +108,7 @@ for (const [i, tooth] of TEETH.entries()) {
   test.skipIf(REPLAY !== undefined)(
     `the checker catches mutant ${tooth.what}`,
     () => {
-      let tried = 0;
-      let caught: string | null = null;
-      let other: string | null = null;
-      const out = fc.check(
-        fc.property(tooth.arb, (sc) => {
-          tried++;
-          const v = new SystemWorld({ ...sc, mutant: tooth.mutant }).run().violations;
-          caught = v.find((x) => tooth.expect.test(x)) ?? null;
-          if (!caught && v.length > 0) other ??= v[0];
-          return caught === null;
-        }),
-        { seed: BASE_SEED + 100 + i, numRuns: tooth.seedsMax, endOnFailure: true },
-      );
+      const { out, tried, caught, other } = huntMutant(tooth.arb, tooth.mutant, tooth.expect, BASE_SEED + 100 + i, tooth.seedsMax);
       console.log(`ac teeth: ${tooth.mutant} ${out.failed ? `caught after ${tried} schedules` : `NOT caught in ${tried} schedules`}: ${caught ?? other ?? 'no violation at all'}`);
       expect(out.failed, `mutant ${tooth.mutant} went unnoticed for ${tooth.seedsMax} schedules`).toBe(true);
     },

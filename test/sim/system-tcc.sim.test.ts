@@ -6,9 +6,8 @@
 // two TCC mutants (no barrier; cancel on a bare timer), injected from
 // test/sim/system-tcc.ts, which it must catch. Prints `tcc: seeds=N ...`; a
 // failure prints the seed and the command that replays it.
-import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import { BASE_SEED, REPLAY, runShard } from './system-run.ts';
+import { BASE_SEED, huntMutant, REPLAY, runShard } from './system-run.ts';
 import { systemScenarioArb } from './system-schedule.ts';
 import type { TccMutant } from './system-tcc.ts';
 import { SystemWorld } from './system-world.ts';
@@ -41,19 +40,7 @@ for (const [i, tooth] of TEETH.entries()) {
   test.skipIf(REPLAY !== undefined)(
     `the checker catches TCC mutant: ${tooth.what}; the failing seed replays`,
     () => {
-      let tried = 0;
-      let caught: string | null = null;
-      let other: string | null = null;
-      const out = fc.check(
-        fc.property(tccArb, (sc) => {
-          tried++;
-          const v = new SystemWorld({ ...sc, mutant: tooth.mutant }).run().violations;
-          caught = v.find((x) => tooth.expect.test(x)) ?? null;
-          if (!caught && v.length > 0) other ??= v[0];
-          return caught === null;
-        }),
-        { seed: BASE_SEED + 1_100 + i, numRuns: tooth.seedsMax, endOnFailure: true },
-      );
+      const { out, tried, caught, other } = huntMutant(tccArb, tooth.mutant, tooth.expect, BASE_SEED + 1_100 + i, tooth.seedsMax);
       console.log(`tcc teeth: ${tooth.mutant} ${out.failed ? `caught after ${tried} schedules` : `NOT caught in ${tried} schedules`}: ${caught ?? other ?? 'no violation at all'}`);
       expect(out.failed, `mutant ${tooth.mutant} went unnoticed for ${tooth.seedsMax} schedules`).toBe(true);
       // The counterexample replays: the same scenario gives the same violation again.
