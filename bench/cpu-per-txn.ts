@@ -22,12 +22,13 @@
 // so the ratio through Verdict over direct is printed beside the CPU figures
 // (PostgreSQL's own backends are not sampled). The load average is printed
 // with each figure: the machine may be shared.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CommitLoad, LoadResult } from './loadgen.ts';
 import { measurePgDirect, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg } from './pg.ts';
-import { BenchCluster, intFlag as flag, killAllNow, runJsonChild, stopAll, type Child } from './procs.ts';
+import { childProc, CpuWindow, type CpuProc } from './cpu-sample.ts';
+import { BenchCluster, intFlag as flag, killAllNow, runJsonChild, stopAll } from './procs.ts';
 
 const NODES = flag('nodes', 3);
 const PARTICIPANTS = flag('participants', 2);
@@ -36,26 +37,6 @@ const CLIENTS = flag('clients', 16);
 const WARMUP_MS = flag('warmup-ms', 20_000);
 const MEASURE_MS = flag('measure-ms', 10_000);
 const PG = process.argv.includes('--pg');
-
-/** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ; 100 on every Linux build that matters). */
-const USER_HZ = 100;
-const ZERO = { user: 0, sys: 0 };
-
-/** utime and stime of a live process, in ms. */
-function cpuMs(pid: number): { user: number; sys: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // The command name (field 2) may hold spaces; fields after the closing parenthesis are plain.
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { user: (Number(rest[11]) * 1000) / USER_HZ, sys: (Number(rest[12]) * 1000) / USER_HZ };
-}
-
-interface Sampled {
-  kind: string;
-  label: string;
-  child: Child;
-  start: { user: number; sys: number };
-  end: { user: number; sys: number };
-}
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'verdict-cpu-'));
@@ -99,46 +80,25 @@ async function measure(dir: string, pg: BenchPg | null): Promise<void> {
       keyPrefix: `${pg?.tag ?? 'cpu'}-${Date.now().toString(36)}`,
       txnTimeoutMs: 5_000,
     };
-    const sampled: Sampled[] = [];
-    for (const n of cluster.nodes) if (n.child) sampled.push({ kind: n.id === leader.id ? 'leader' : 'follower', label: n.id, child: n.child, start: ZERO, end: ZERO });
-    for (const [id, c] of cluster.participants) sampled.push({ kind: 'participant', label: id, child: c, start: ZERO, end: ZERO });
-    let opened = false;
-    let closed = false;
-    const load = await runJsonChild<LoadResult>('load', 'loadgen.ts', cfg, join(dir, 'loadgen.log'), WARMUP_MS + MEASURE_MS + 60_000, {
-      onLine: (line, child) => {
-        if (line === 'window open') {
-          if (!sampled.some((s) => s.child === child)) sampled.push({ kind: 'loadgen', label: 'loadgen', child, start: ZERO, end: ZERO });
-          for (const s of sampled) s.start = cpuMs(s.child.proc.pid ?? 0);
-          opened = true;
-        } else if (line === 'window closed' && opened) {
-          for (const s of sampled) s.end = cpuMs(s.child.proc.pid ?? 0);
-          closed = true;
-        }
-      },
-    });
-    if (!closed) throw new Error('the load generator never reported its measured window');
+    const procs: CpuProc[] = [];
+    for (const n of cluster.nodes) procs.push(...childProc(n.id === leader.id ? 'leader' : 'follower', n.id, n.child));
+    for (const [id, c] of cluster.participants) procs.push(...childProc('participant', id, c));
+    const window = new CpuWindow(() => procs);
+    const load = await runJsonChild<LoadResult>('load', 'loadgen.ts', cfg, join(dir, 'loadgen.log'), WARMUP_MS + MEASURE_MS + 60_000, { onLine: window.onLine });
+    const cpu = window.figures(load.ok);
+    if (load.ok === 0) throw new Error(`no transaction committed in the window: ${JSON.stringify(load.errors)}`);
+    if (cpu === null) throw new Error('the load generator never reported its measured window');
     const leaderNow = await cluster.waitForLeader();
     if (leaderNow.id !== leader.id) throw new Error(`the leader changed during the run (${leader.id} → ${leaderNow.id}); the split by role is meaningless, run again`);
     const txns = load.ok + load.aborted;
-    if (load.ok === 0) throw new Error(`no transaction committed in the window: ${JSON.stringify(load.errors)}`);
-    const perKind = new Map<string, number>();
-    const rows: { process: string; kind: string; cpuMs: number; msPerTxn: number; sysMsPerTxn: number }[] = [];
-    for (const s of sampled) {
-      const sys = s.end.sys - s.start.sys;
-      const used = s.end.user - s.start.user + sys;
-      perKind.set(s.kind, (perKind.get(s.kind) ?? 0) + used);
-      rows.push({ process: s.label, kind: s.kind, cpuMs: used, msPerTxn: round(used / load.ok), sysMsPerTxn: round(sys / load.ok) });
-    }
-    const total = [...perKind.values()].reduce((a, b) => a + b, 0);
     const loadAvg = loadavg()[0];
     process.stderr.write(
       `${NODES} nodes, ${ids.length} ${pg !== null ? 'PostgreSQL' : 'memory'} participants, ${CLIENTS} clients, ${MEASURE_MS} ms measured: ${load.ok} committed, ${load.aborted} aborted, errors ${JSON.stringify(load.errors)}, ${load.tps} tx/s, commit p50 ${(load.latency.p50_us / 1000).toFixed(2)} ms (load average ${loadAvg.toFixed(2)})\n`,
     );
     if (direct !== null) process.stderr.write(`  through Verdict / direct: ${(load.tps / direct.tps).toFixed(2)}\n`);
-    for (const r of rows) process.stderr.write(`  ${r.process.padEnd(8)} ${r.kind.padEnd(12)} ${r.msPerTxn.toFixed(3)} ms CPU / txn (${r.sysMsPerTxn.toFixed(3)} of it in the kernel)\n`);
-    for (const [k, v] of perKind) process.stderr.write(`  ${'total'.padEnd(8)} ${k.padEnd(12)} ${(v / load.ok).toFixed(3)} ms CPU / txn\n`);
-    process.stderr.write(`  all processes: ${(total / load.ok).toFixed(3)} ms CPU / committed txn (${txns} finished)\n`);
-    const byKind = Object.fromEntries([...perKind].map(([k, v]) => [k, round(v / load.ok)]));
+    for (const r of cpu.by_process) process.stderr.write(`  ${r.label.padEnd(8)} ${r.kind.padEnd(12)} ${r.ms_per_txn.toFixed(3)} ms CPU / txn (${r.sys_ms_per_txn.toFixed(3)} of it in the kernel)\n`);
+    for (const [k, v] of Object.entries(cpu.by_kind)) process.stderr.write(`  ${'total'.padEnd(8)} ${k.padEnd(12)} ${v.toFixed(3)} ms CPU / txn\n`);
+    process.stderr.write(`  all processes: ${cpu.ms_per_txn.toFixed(3)} ms CPU / committed txn (${txns} finished); ceiling on ${cpu.cores} cores ${cpu.ceiling_tps} tx/s\n`);
     process.stdout.write(
       JSON.stringify({
         nodes: NODES,
@@ -153,9 +113,10 @@ async function measure(dir: string, pg: BenchPg | null): Promise<void> {
         aborted: load.aborted,
         tps: load.tps,
         p50Ms: load.latency.p50_us / 1000,
-        cpuMsPerTxn: round(total / load.ok),
-        byKind,
-        rows,
+        cpuMsPerTxn: cpu.ms_per_txn,
+        byKind: cpu.by_kind,
+        rows: cpu.by_process,
+        ceilingTps: cpu.ceiling_tps,
       }) + '\n',
     );
   } finally {

@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { EtcdCluster, ensureEtcd } from './etcd.ts';
 import type { LoadResult, RawLoad } from './loadgen.ts';
+import { childProc, CpuWindow } from './cpu-sample.ts';
 import { runJsonChild } from './procs.ts';
 
 export interface EtcdAnchor {
@@ -15,6 +16,9 @@ export interface EtcdAnchor {
   inflight64_tps: number;
   inflight64_p50_us: number;
   inflight64_p99_us: number;
+  /** CPU of the three members and the load generator per acknowledged Put (bench/cpu-sample.ts), beside Verdict's raw log's; null if not sampled. */
+  seq_cpu_ms_per_put: number | null;
+  inflight64_cpu_ms_per_put: number | null;
   /** Failed Puts in the two windows, by code. */
   errors: Record<string, number>;
 }
@@ -27,10 +31,16 @@ export async function measureEtcdAnchor(dir: string, o: { warmupMs: number; meas
   const cluster = await EtcdCluster.start(bin, join(dir, 'etcd'));
   try {
     const runs: LoadResult[] = [];
+    const cpu: (number | null)[] = [];
     for (const inflight of [1, 64]) {
       const leader = await cluster.leader();
       const cfg: RawLoad = { mode: 'raw', system: 'etcd', leader, inflight, warmupMs: o.warmupMs, measureMs: o.measureMs, valueBytes: 100 };
-      runs.push(await runJsonChild<LoadResult>(`load etcd inflight${inflight}`, 'loadgen.ts', cfg, join(dir, 'etcd', `load-inflight${inflight}.log`), o.warmupMs + o.measureMs + 90_000));
+      const window = new CpuWindow(() => cluster.members.flatMap((m) => childProc('etcd', m.name, m.child)));
+      const r = await runJsonChild<LoadResult>(`load etcd inflight${inflight}`, 'loadgen.ts', cfg, join(dir, 'etcd', `load-inflight${inflight}.log`), o.warmupMs + o.measureMs + 90_000, {
+        onLine: window.onLine,
+      });
+      runs.push(r);
+      cpu.push(window.figures(r.ok)?.ms_per_txn ?? null);
     }
     const [seq, many] = runs;
     const errors: Record<string, number> = {};
@@ -44,6 +54,8 @@ export async function measureEtcdAnchor(dir: string, o: { warmupMs: number; meas
       inflight64_tps: many.tps,
       inflight64_p50_us: many.latency.p50_us,
       inflight64_p99_us: many.latency.p99_us,
+      seq_cpu_ms_per_put: cpu[0],
+      inflight64_cpu_ms_per_put: cpu[1],
       errors,
     };
   } finally {

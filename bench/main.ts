@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { failoverPlan, runFailover, type FailoverRun } from './failover.ts';
 import { measureFloors, type Floors } from './floors.ts';
 import { measureCliStatus, type CliTiming } from './cli-status.ts';
+import { childProc, CpuWindow, databaseProcs, type CpuFigures } from './cpu-sample.ts';
 import type { CommitLoad, LoadResult, RawLoad } from './loadgen.ts';
 import { measurePgDirect, NO_PG_DIRECT, PG_CONCURRENCY, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloors } from './pg.ts';
 import { measureMySqlDirect, MYSQL_CONCURRENCY, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from './mysql.ts';
@@ -29,7 +30,21 @@ import { writeReport } from './report.ts';
 import { measureEtcdAnchor } from './etcd-anchor.ts';
 import { measureOutbox } from './outbox.ts';
 import { measureSagas } from './saga.ts';
-import { commitId, etcdAnchorFields, etcdRatios, mysqlCommitId, pgCommitId, rawId, summarizeFailover, summaryKeys, type Machine, type Results, type Scenario, type Settings } from './results.ts';
+import {
+  commitId,
+  cpuBounds,
+  etcdAnchorFields,
+  etcdRatios,
+  mysqlCommitId,
+  pgCommitId,
+  rawId,
+  summarizeFailover,
+  summaryKeys,
+  type Machine,
+  type Results,
+  type Scenario,
+  type Settings,
+} from './results.ts';
 
 const QUICK = process.argv.includes('--quick');
 const KEEP = process.argv.includes('--keep');
@@ -150,7 +165,7 @@ function tag(): string {
   return `[${String(stepNo).padStart(2)}/${stepTotal}]`;
 }
 
-function toScenario(id: string, step: Step, s: Settings, r: LoadResult, leaderChanges: number): Scenario {
+function toScenario(id: string, step: Step, s: Settings, r: LoadResult, leaderChanges: number, cpu: CpuFigures | null): Scenario {
   return {
     id,
     kind: step.kind === 'raw' ? 'raw' : 'commit',
@@ -173,6 +188,7 @@ function toScenario(id: string, step: Step, s: Settings, r: LoadResult, leaderCh
     txn_p50_us: r.txn?.p50_us ?? null,
     txn_p99_us: r.txn?.p99_us ?? null,
     leader_changes: leaderChanges,
+    cpu,
     histogram: r.histogram,
   };
 }
@@ -245,14 +261,21 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
                 parallelCommit: step.kind === 'pg' ? step.parallel : undefined,
               }
             : { mode: 'raw', leader: before.address, inflight: step.inflight, warmupMs: s.warmup_ms, measureMs, valueBytes: 100 };
-      const r = await runJsonChild<LoadResult>(`load ${id}`, 'loadgen.ts', cfg, join(dir, `nodes${nodes}`, `load-${id}.log`), s.warmup_ms + measureMs + 90_000);
+      // CPU of every process the step's transactions touch, over the measured window (bench/cpu-sample.ts).
+      const stepParticipants = cfg.mode === 'commit' ? cfg.participants : [];
+      const cpuWindow = new CpuWindow(() => [
+        ...cluster.nodes.flatMap((n) => childProc(n.id === before.id ? 'leader' : 'follower', n.id, n.child)),
+        ...stepParticipants.flatMap((p) => childProc('participant', p, cluster.participants.get(p))),
+        ...(step.kind === 'pg' || step.kind === 'mysql' ? databaseProcs() : []),
+      ]);
+      const r = await runJsonChild<LoadResult>(`load ${id}`, 'loadgen.ts', cfg, join(dir, `nodes${nodes}`, `load-${id}.log`), s.warmup_ms + measureMs + 90_000, { onLine: cpuWindow.onLine });
       const after = await cluster.waitForLeader();
-      const sc = toScenario(id, step, s, r, after.term - before.term);
+      const sc = toScenario(id, step, s, r, after.term - before.term, cpuWindow.figures(r.ok));
       out.push(sc);
       const errs = Object.values(r.errors).reduce((a, b) => a + b, 0);
       const notes = [errs ? `${errs} errors` : '', r.aborted ? `${r.aborted} aborted` : '', sc.leader_changes ? `${sc.leader_changes} leader change(s)` : ''].filter(Boolean).join(', ');
       progress(
-        `${tag()} done  ${id}: ${sc.tps} ${step.kind === 'raw' ? 'puts' : 'tx'}/s, p50 ${ms(sc.p50_us)}, p99 ${ms(sc.p99_us)}, p99.9 ${ms(sc.p999_us)}${notes ? ` (${notes})` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`,
+        `${tag()} done  ${id}: ${sc.tps} ${step.kind === 'raw' ? 'puts' : 'tx'}/s, p50 ${ms(sc.p50_us)}, p99 ${ms(sc.p99_us)}, p99.9 ${ms(sc.p999_us)}${sc.cpu ? `, CPU ${sc.cpu.ms_per_txn} ms/${step.kind === 'raw' ? 'put' : 'tx'} (ceiling ${sc.cpu.ceiling_tps}/s)` : ''}${notes ? ` (${notes})` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`,
       );
     }
   } finally {
@@ -314,6 +337,7 @@ function headline(r: Results): string {
   lines.push(`raft: ${JSON.stringify(r.raft)}`);
   lines.push(`anchors: ${JSON.stringify(r.anchors)}`);
   lines.push(`floor_ratios: ${JSON.stringify(r.floor_ratios)}`);
+  lines.push(`bounds: ${JSON.stringify(r.bounds ?? {})}`);
   lines.push(
     `failover: in_doubt_p99_ms ${fo.in_doubt_p99_ms} (p50 ${fo.in_doubt_p50_ms}, max ${fo.in_doubt_max_ms}, ${fo.in_doubt_pairs} pairs), cluster window ${JSON.stringify(fo.cluster_in_doubt_window_ms_per_run)} ms, ` +
       `client gap ${JSON.stringify(fo.client_gap_ms_per_run)} ms, election ${JSON.stringify(fo.election_ms_per_run)} ms, still in doubt ${fo.still_in_doubt}, decided_rolled_back ${fo.decided_rolled_back}`,
@@ -469,6 +493,7 @@ async function main(): Promise<void> {
       scenarios,
       failover,
       ...keys,
+      bounds: cpuBounds(scenarios, floors, 'skipped' in etcd ? null : etcd.seq_p50_us),
       ratios: { ...keys.ratios, ...etcdRatios(keys.raft, etcd), saga_over_direct_p50: saga.direct_p50_ms > 0 ? round2(saga.p50_ms_c1 / saga.direct_p50_ms) : null },
       saga,
       outbox,

@@ -256,6 +256,8 @@ export function markdown(r: Results, source: string): string {
   );
   out.push('');
 
+  out.push(...boundsSection(r));
+
   out.push('## Floors (same run)', '');
   out.push(
     table(
@@ -325,9 +327,10 @@ export function markdown(r: Results, source: string): string {
         msOf(s.txn_p50_us),
         [s.aborted ? `${s.aborted} aborted` : '', errs].filter(Boolean).join('; ') || '0',
         s.leader_changes,
+        num(s.cpu?.ms_per_txn),
       ];
     });
-  const head = ['nodes', 'participants', 'clients', 'tx/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'begin+commit p50 ms', 'aborts / errors', 'leader changes'];
+  const head = ['nodes', 'participants', 'clients', 'tx/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'begin+commit p50 ms', 'aborts / errors', 'leader changes', 'CPU ms / tx'];
   out.push(table(head, commitRows(r.scenarios.filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.participants === 2).sort((a, b) => a.nodes - b.nodes || a.clients - b.clients))), '');
 
   out.push('## Participants per transaction (3 nodes)', '');
@@ -456,6 +459,87 @@ export function markdown(r: Results, source: string): string {
     );
   }
   return out.join('\n');
+}
+
+/**
+ * Every target of the performance and parallel-commit work beside what
+ * bounds it in the same run: the floors, and the CPU per transaction summed
+ * over every process (bench/cpu-sample.ts, results.bounds).
+ */
+export function boundsSection(r: Results): string[] {
+  const b = r.bounds ?? {};
+  const e = r.anchors?.etcd;
+  const etcdCpu = e && e.skipped === null ? e : null;
+  const cores = r.machine.cores;
+  const met = (v: number | null | undefined, ok: (x: number) => boolean): string => (v === null || v === undefined ? '–' : ok(v) ? 'yes' : 'no');
+  const x = (v: number | null | undefined): string => num(v, '×');
+  const cpuMs = (v: number | null | undefined): string => num(v, ' ms');
+  const rows: (string | number)[][] = [
+    [
+      '`ratios.latency_p50_3_over_1`',
+      x(r.ratios.latency_p50_3_over_1),
+      '≤ 1.15',
+      met(r.ratios.latency_p50_3_over_1, (v) => v <= 1.15),
+      `the disk and the network alone (two syncs per batch contending with the other nodes', one round trip): ${x(b.latency_p50_3_over_1_disk_network_floor)}; CPU per transaction at 1 client: 1 node ${cpuMs(b.nodes1_memory2_c1_cpu_ms_per_txn)}, 3 nodes ${cpuMs(b.nodes3_memory2_c1_cpu_ms_per_txn)}, every process on ${cores} cores`,
+    ],
+    [
+      '`peak_tps.nodes3_memory2`',
+      num(r.peak_tps.nodes3_memory2, ' tx/s'),
+      '≥ 6,000',
+      met(r.peak_tps.nodes3_memory2, (v) => v >= 6_000),
+      `CPU ceiling ${num(b.nodes3_memory2_cpu_ceiling_tps, ' tx/s')}: ${cpuMs(b.nodes3_memory2_peak_cpu_ms_per_txn)} of CPU per transaction at the peak (${num(b.nodes3_memory2_peak_clients)} clients), the ${cores} cores ${b.nodes3_memory2_peak_busy == null ? '–' : `${Math.round(b.nodes3_memory2_peak_busy * 100)} %`} busy`,
+    ],
+    [
+      '`ratios.raft_seq_p50_over_etcd`',
+      x(r.ratios.raft_seq_p50_over_etcd),
+      '≤ 1.0',
+      met(r.ratios.raft_seq_p50_over_etcd, (v) => v <= 1),
+      `two syncs per batch (segment, then mark; etcd syncs once): ${msOf(b.raft_seq_two_syncs_us)} ms; CPU per Put, 1 in flight: Verdict ${cpuMs(b.raft_seq_cpu_ms_per_put)}, etcd ${cpuMs(etcdCpu?.seq_cpu_ms_per_put)}`,
+    ],
+    [
+      '`ratios.raft_inflight64_over_etcd`',
+      x(r.ratios.raft_inflight64_over_etcd),
+      '≥ 1.5',
+      met(r.ratios.raft_inflight64_over_etcd, (v) => v >= 1.5),
+      `CPU per Put, 64 in flight: Verdict ${cpuMs(b.raft_inflight64_cpu_ms_per_put)}, etcd ${cpuMs(etcdCpu?.inflight64_cpu_ms_per_put)}`,
+    ],
+    [
+      '`ratios.pg_through_verdict_over_direct`',
+      x(r.ratios.pg_through_verdict_over_direct),
+      '≥ 0.7',
+      met(r.ratios.pg_through_verdict_over_direct, (v) => v >= 0.7),
+      `CPU ceiling through Verdict at 16 clients ${num(b.pg_c16_cpu_ceiling_tps, ' tx/s')} = ${x(b.pg_c16_cpu_ceiling_over_direct)} the direct floor's throughput (${cpuMs(b.pg_c16_cpu_ms_per_txn)} per transaction, of it PostgreSQL's own processes ${cpuMs(b.pg_c16_database_cpu_ms_per_txn)})`,
+    ],
+    [
+      '`failover.in_doubt_p99_ms`',
+      num(r.failover.in_doubt_p99_ms, ' ms'),
+      '≤ 1,000, 0 rolled back',
+      met(r.failover.in_doubt_p99_ms, (v) => v <= 1_000 && r.failover.decided_rolled_back === 0),
+      `election after the kill, per run: ${r.failover.election_ms_per_run.map((v) => `${v} ms`).join(', ') || '–'}; rolled back ${r.failover.decided_rolled_back}`,
+    ],
+    [
+      '`ratios.latency_p50_16p_over_1p`',
+      x(r.ratios.latency_p50_16p_over_1p),
+      '≤ 1.5',
+      met(r.ratios.latency_p50_16p_over_1p, (v) => v <= 1.5),
+      `CPU floor ${x(b.latency_p50_16p_over_1p_cpu_floor)}: with 16 participants a transaction costs ${cpuMs(b.participants16_c1_cpu_ms_per_txn)} of CPU (participants ${cpuMs(b.participants16_c1_participant_cpu_ms_per_txn)}), with 1 ${cpuMs(b.participants1_c1_cpu_ms_per_txn)}; one client's transactions cannot follow each other faster than that ÷ ${cores} cores`,
+    ],
+    [
+      '`ratios.latency_p50_3_parallel_over_1`',
+      x(r.ratios.latency_p50_3_parallel_over_1),
+      '≤ 1.0',
+      met(r.ratios.latency_p50_3_parallel_over_1, (v) => v <= 1),
+      `CPU per transaction at 1 client: 3 nodes parallel ${cpuMs(b.nodes3_memory2_c1_parallel_cpu_ms_per_txn)}, 1 node classic ${cpuMs(b.nodes1_memory2_c1_cpu_ms_per_txn)}`,
+    ],
+  ];
+  return [
+    '## Targets and what bounds them (same run)',
+    '',
+    `CPU is summed over every process a transaction touches (nodes, participants, the load generator, and for PostgreSQL its server processes), over the measured window (\`bench/cpu-sample.ts\`); a CPU ceiling is ${cores} cores × 1000 ÷ CPU ms per transaction: no run on this machine commits faster with that much CPU per transaction. The figures are in \`bounds\` of the results file.`,
+    '',
+    table(['target', 'this run', 'target', 'met', 'what bounds it, measured in this run'], rows),
+    '',
+  ];
 }
 
 /** Writes bench/REPORT.md and the charts; returns the files written. */

@@ -4,6 +4,7 @@ import type { FailoverRun } from './failover.ts';
 import type { EtcdAnchor, EtcdAnchorResult } from './etcd-anchor.ts';
 import type { Floors } from './floors.ts';
 import type { CliTiming } from './cli-status.ts';
+import type { CpuFigures } from './cpu-sample.ts';
 import { percentile, type LatencySummary } from './hist.ts';
 import type { PgDirectFloor } from './pg.ts';
 
@@ -44,6 +45,8 @@ export interface Scenario extends Omit<LatencySummary, 'count'> {
   txn_p99_us: number | null;
   /** Raft terms that passed during the scenario (0: one leader throughout). */
   leader_changes: number;
+  /** CPU of every process the scenario touches, over its measured window (bench/cpu-sample.ts); null when not sampled, absent in older files. */
+  cpu?: CpuFigures | null;
   /** HDR histogram of the latency, compressed base64 (hdr-histogram-js). */
   histogram: string;
 }
@@ -97,6 +100,8 @@ export interface Results {
   peak_tps: Record<string, number | null>;
   raft: Record<string, number | null>;
   floor_ratios: Record<string, number | null>;
+  /** What bounds each target in this run: CPU per transaction and the ceilings it implies (cpuBounds); absent in older files. */
+  bounds?: Record<string, number | null>;
   /** Command-line timings: `status_ms` is `verdict status` from a cold process against 3 nodes (null if not measured). Absent from older files. */
   cli?: { status_ms: CliTiming | null };
   /** Sagas on three nodes, three steps (bench/saga.ts); absent in older results files. */
@@ -230,4 +235,64 @@ export function summaryKeys(scenarios: Scenario[], floors: Floors): Pick<Results
   }
   floor_ratios.raft_seq_p50_over_grpc_streams_p50 = ratio(p50(rawId(3, 1)), streams);
   return { ratios, peak_tps, raft, floor_ratios };
+}
+
+/**
+ * What bounds the targets on this machine, from the same run: the CPU each
+ * scenario cost per transaction (bench/cpu-sample.ts) and what follows.
+ *
+ * - A throughput ceiling: every process shares the machine's cores, so no
+ *   run commits more than cores × 1000 / (CPU ms per transaction) a second.
+ * - A cycle floor for one closed-loop client: its transactions cannot follow
+ *   each other faster than (CPU ms per transaction) / cores.
+ * - The 3-node latency with the disk and the network alone added to the
+ *   1-node one: two syncs per batch (the segment, then its mark) contending
+ *   with the other nodes' (three processes' fsyncs at once, floors) and one
+ *   round trip to the followers.
+ */
+export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: number | null): Record<string, number | null> {
+  const by = new Map(scenarios.map((s) => [s.id, s]));
+  const cpu = (id: string): number | null => by.get(id)?.cpu?.ms_per_txn ?? null;
+  const out: Record<string, number | null> = {};
+  const peak = scenarios
+    .filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.nodes === 3 && s.participants === 2 && s.id.endsWith('.parallel') === false)
+    .sort((a, b) => b.tps - a.tps)[0];
+  if (peak?.cpu) {
+    out.nodes3_memory2_peak_clients = peak.clients;
+    out.nodes3_memory2_peak_cpu_ms_per_txn = peak.cpu.ms_per_txn;
+    out.nodes3_memory2_peak_busy = peak.cpu.busy;
+    out.nodes3_memory2_cpu_ceiling_tps = peak.cpu.ceiling_tps;
+  }
+  const c1 = cpu(commitId(1, 2, 1));
+  const c3 = cpu(commitId(3, 2, 1));
+  out.nodes1_memory2_c1_cpu_ms_per_txn = c1;
+  out.nodes3_memory2_c1_cpu_ms_per_txn = c3;
+  const p1 = by.get(commitId(1, 2, 1))?.p50_us;
+  const x3 = floors.fsync_200B_x3?.p50_us;
+  if (p1 !== undefined && x3 !== undefined) {
+    const extra = 2 * Math.max(0, x3 - floors.fsync_200B.p50_us) + floors.grpc_client_streams_rtt.p50_us;
+    out.latency_p50_3_over_1_disk_network_floor = ratio(p1 + extra, p1);
+  }
+  const pg = by.get(pgCommitId(3, 16));
+  if (pg?.cpu) {
+    out.pg_c16_cpu_ms_per_txn = pg.cpu.ms_per_txn;
+    out.pg_c16_database_cpu_ms_per_txn = pg.cpu.by_kind.database ?? null;
+    out.pg_c16_cpu_ceiling_tps = pg.cpu.ceiling_tps;
+    out.pg_c16_busy = pg.cpu.busy;
+    if (floors.pg_direct_16) out.pg_c16_cpu_ceiling_over_direct = ratio(pg.cpu.ceiling_tps, floors.pg_direct_16.tps);
+  }
+  const one = by.get(commitId(3, 1, 1));
+  const sixteen = by.get(commitId(3, 16, 1));
+  out.participants1_c1_cpu_ms_per_txn = one?.cpu?.ms_per_txn ?? null;
+  out.participants16_c1_cpu_ms_per_txn = sixteen?.cpu?.ms_per_txn ?? null;
+  out.participants16_c1_participant_cpu_ms_per_txn = sixteen?.cpu?.by_kind.participant ?? null;
+  if (one && sixteen?.cpu) out.latency_p50_16p_over_1p_cpu_floor = ratio((sixteen.cpu.ms_per_txn / sixteen.cpu.cores) * 1000, one.p50_us);
+  const raw1 = by.get(rawId(3, 1));
+  out.raft_seq_cpu_ms_per_put = raw1?.cpu?.ms_per_txn ?? null;
+  out.raft_inflight64_cpu_ms_per_put = by.get(rawId(3, 64))?.cpu?.ms_per_txn ?? null;
+  // The raw log syncs twice per batch (the segment, then its mark: docs/storage.md), etcd once.
+  if (etcdSeqP50Us !== null && x3 !== undefined) out.raft_seq_two_syncs_us = Math.round(2 * x3);
+  const par = by.get(commitId(3, 2, 1, true));
+  out.nodes3_memory2_c1_parallel_cpu_ms_per_txn = par?.cpu?.ms_per_txn ?? null;
+  return out;
 }

@@ -6,7 +6,19 @@ import type { EtcdAnchor } from '../../bench/etcd-anchor.ts';
 import { etcdSection } from '../../bench/report.ts';
 import { etcdAnchorFields, etcdRatios, type Results } from '../../bench/results.ts';
 
-const etcd: EtcdAnchor = { version: '3.4.23', members: 3, seq_p50_us: 2_000, seq_p99_us: 6_000, seq_tps: 450, inflight64_tps: 4_000, inflight64_p50_us: 15_000, inflight64_p99_us: 40_000, errors: {} };
+const etcd: EtcdAnchor = {
+  version: '3.4.23',
+  members: 3,
+  seq_p50_us: 2_000,
+  seq_p99_us: 6_000,
+  seq_tps: 450,
+  inflight64_tps: 4_000,
+  inflight64_p50_us: 15_000,
+  inflight64_p99_us: 40_000,
+  seq_cpu_ms_per_put: 0.9,
+  inflight64_cpu_ms_per_put: 0.3,
+  errors: {},
+};
 const raft = { seq_p50_us: 3_000, seq_p99_us: 9_000, inflight64_tps: 6_000, inflight64_p50_us: 10_000 };
 
 describe('bench etcd anchor', () => {

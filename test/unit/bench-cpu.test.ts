@@ -1,0 +1,143 @@
+// CPU per transaction in the benchmark: the window sampler (bench/cpu-sample.ts),
+// the bounds computed from it (bench/results.ts cpuBounds) and the report's
+// targets table (bench/report.ts boundsSection).
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { CpuWindow, cpuMsOf, type CpuFigures } from '../../bench/cpu-sample.ts';
+import type { LatencySummary } from '../../bench/hist.ts';
+import type { Child } from '../../bench/procs.ts';
+import { boundsSection } from '../../bench/report.ts';
+import { commitId, cpuBounds, pgCommitId, rawId, type Results, type Scenario } from '../../bench/results.ts';
+
+const lat = (p50: number): LatencySummary => ({ count: 100, p50_us: p50, p90_us: p50 * 2, p99_us: p50 * 3, p999_us: p50 * 4, max_us: p50 * 5, mean_us: p50 });
+
+function cpu(msPerTxn: number, byKind: CpuFigures['by_kind'] = {}): CpuFigures {
+  return { ms_per_txn: msPerTxn, sys_ms_per_txn: 0, by_kind: byKind, by_process: [], cores: 2, ceiling_tps: Math.round(2_000 / msPerTxn), busy: 0.9 };
+}
+
+function scenario(id: string, o: Partial<Scenario> & { p50: number }): Scenario {
+  const { count: _count, ...l } = lat(o.p50);
+  return {
+    id,
+    kind: id.startsWith('raw') ? 'raw' : 'commit',
+    nodes: 3,
+    participants: 2,
+    resource: 'memory',
+    clients: 1,
+    warmup_ms: 1,
+    measure_ms: 1,
+    tps: 100,
+    ok: 1,
+    aborted: 0,
+    errors: {},
+    ...l,
+    txn_p50_us: null,
+    txn_p99_us: null,
+    leader_changes: 0,
+    histogram: '',
+    ...o,
+  };
+}
+
+const floors = {
+  fsync_200B: lat(300),
+  fsync_200B_x3: { p50_us: 400, p50_us_each: [400, 400, 400], p99_us_each: [900, 900, 900] },
+  grpc_unary_rtt: lat(200),
+  grpc_bidi_rtt: lat(50),
+  grpc_client_streams_rtt: lat(60),
+};
+
+describe('CpuWindow', () => {
+  it('samples a busy process over exactly the window the marks bound, per committed transaction', async () => {
+    // A real child that spins until it is killed: its CPU must show up between the marks.
+    const proc = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+    try {
+      const pid = proc.pid ?? 0;
+      expect(cpuMsOf(pid)).not.toBeNull();
+      const child = { label: 'spinner', proc, exited: new Promise(() => {}), logFile: '' } as unknown as Child;
+      const w = new CpuWindow(() => []);
+      expect(w.figures(10)).toBeNull(); // never opened
+      w.onLine('window open', child);
+      await new Promise((r) => setTimeout(r, 500));
+      w.onLine('window closed', child);
+      expect(w.figures(0)).toBeNull(); // nothing committed: no per-transaction figure
+      const f = w.figures(10);
+      expect(f).not.toBeNull();
+      // The spinner had up to 500 ms of one core inside the window: at least 50 ms even on a loaded machine, over 10 "transactions".
+      expect(f?.by_kind.loadgen ?? 0).toBeGreaterThan(5);
+      expect(f?.busy ?? 0).toBeGreaterThan(0);
+      expect(f?.ms_per_txn).toBe(f?.by_kind.loadgen);
+      expect(f?.by_process.map((p) => p.label)).toEqual(['loadgen']);
+      expect(f?.ceiling_tps).toBe(Math.round(((f?.cores ?? 0) * 1000) / (f?.ms_per_txn ?? 1)));
+    } finally {
+      proc.kill('SIGKILL');
+    }
+  });
+
+  it('ignores a close before any open and a second open', () => {
+    const w = new CpuWindow(() => [{ kind: 'leader', label: 'self', pid: process.pid }]);
+    const child = { label: 'x', proc: { pid: process.ppid } } as unknown as Child;
+    w.onLine('window closed', child);
+    expect(w.figures(1)).toBeNull();
+    w.onLine('window open', child);
+    w.onLine('window open', child);
+    w.onLine('window closed', child);
+    expect(w.figures(1)?.by_process.map((p) => p.kind)).toEqual(['leader', 'loadgen']);
+  });
+});
+
+describe('cpuBounds', () => {
+  const scenarios = [
+    scenario(commitId(1, 2, 1), { nodes: 1, p50: 3_000, cpu: cpu(2) }),
+    scenario(commitId(3, 2, 1), { p50: 5_000, cpu: cpu(4) }),
+    scenario(commitId(3, 2, 64), { p50: 20_000, clients: 64, tps: 2_000, cpu: cpu(0.8) }),
+    scenario(commitId(3, 2, 1, true), { p50: 4_000, cpu: cpu(4.5) }),
+    scenario(commitId(3, 1, 1), { participants: 1, p50: 4_000, cpu: cpu(3) }),
+    scenario(commitId(3, 16, 1), { participants: 16, p50: 20_000, cpu: cpu(24, { participant: 16 }) }),
+    scenario(pgCommitId(3, 16), { resource: 'postgres', clients: 16, tps: 400, cpu: cpu(4, { database: 1.5 }), p50: 30_000 }),
+    scenario(rawId(3, 1), { p50: 3_000, participants: 0, resource: 'raw-log', cpu: cpu(1.1) }),
+  ];
+  const b = cpuBounds(scenarios, { ...floors, pg_direct_16: { ...lat(10_000), connections: 16, tps: 1_000, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' } }, 2_500);
+
+  it('takes the throughput ceiling from the peak scenario, not from the parallel one', () => {
+    expect(b.nodes3_memory2_peak_clients).toBe(64);
+    expect(b.nodes3_memory2_peak_cpu_ms_per_txn).toBe(0.8);
+    expect(b.nodes3_memory2_cpu_ceiling_tps).toBe(2_500);
+  });
+
+  it('adds two contended syncs and one round trip to the 1-node latency for the disk-and-network floor', () => {
+    // (3000 + 2 × (400 − 300) + 60) / 3000
+    expect(b.latency_p50_3_over_1_disk_network_floor).toBe(1.09);
+    expect(b.raft_seq_two_syncs_us).toBe(800);
+  });
+
+  it('bounds the 16-participant latency by its CPU over the cores', () => {
+    // 24 ms of CPU on 2 cores = 12 ms per transaction at least, over the 1-participant p50 of 4 ms.
+    expect(b.latency_p50_16p_over_1p_cpu_floor).toBe(3);
+    expect(b.participants16_c1_participant_cpu_ms_per_txn).toBe(16);
+  });
+
+  it('relates the PostgreSQL ceiling to the direct floor', () => {
+    expect(b.pg_c16_cpu_ceiling_tps).toBe(500);
+    expect(b.pg_c16_cpu_ceiling_over_direct).toBe(0.5);
+    expect(b.pg_c16_database_cpu_ms_per_txn).toBe(1.5);
+  });
+
+  it('puts every target beside its bound in the report', () => {
+    const r = {
+      machine: { cores: 2 },
+      ratios: { latency_p50_3_over_1: 1.67, raft_seq_p50_over_etcd: 1.2, latency_p50_3_parallel_over_1: 0.95 },
+      peak_tps: { nodes3_memory2: 2_000 },
+      failover: { in_doubt_p99_ms: 800, decided_rolled_back: 0, election_ms_per_run: [300, 400] },
+      bounds: b,
+      anchors: { etcd: { skipped: null, seq_cpu_ms_per_put: 0.7, inflight64_cpu_ms_per_put: 0.2 } },
+    } as unknown as Results;
+    const text = boundsSection(r).join('\n');
+    expect(text).toContain('| `ratios.latency_p50_3_over_1` | 1.67× | ≤ 1.15 | no | the disk and the network alone');
+    expect(text).toContain('1.09×');
+    expect(text).toContain('CPU ceiling 2500 tx/s');
+    expect(text).toContain('| `failover.in_doubt_p99_ms` | 800 ms | ≤ 1,000, 0 rolled back | yes |');
+    expect(text).toContain('| `ratios.latency_p50_3_parallel_over_1` | 0.95× | ≤ 1.0 | yes |');
+    expect(text).toContain('Verdict 1.1 ms, etcd 0.7 ms');
+  });
+});
