@@ -91,18 +91,25 @@ describe('cpuBounds', () => {
     scenario(commitId(1, 2, 1), { nodes: 1, p50: 3_000, cpu: cpu(2) }),
     scenario(commitId(3, 2, 1), { p50: 5_000, cpu: cpu(4) }),
     scenario(commitId(3, 2, 64), { p50: 20_000, clients: 64, tps: 2_000, cpu: cpu(0.8) }),
+    scenario(commitId(3, 2, 256), { p50: 90_000, clients: 256, tps: 1_900, cpu: cpu(0.5) }),
     scenario(commitId(3, 2, 1, true), { p50: 4_000, cpu: cpu(4.5) }),
     scenario(commitId(3, 1, 1), { participants: 1, p50: 4_000, cpu: cpu(3) }),
     scenario(commitId(3, 16, 1), { participants: 16, p50: 20_000, cpu: cpu(24, { participant: 16 }) }),
     scenario(pgCommitId(3, 16), { resource: 'postgres', clients: 16, tps: 400, cpu: cpu(4, { database: 1.5 }), p50: 30_000 }),
     scenario(rawId(3, 1), { p50: 3_000, participants: 0, resource: 'raw-log', cpu: cpu(1.1) }),
   ];
-  const b = cpuBounds(scenarios, { ...floors, pg_direct_16: { ...lat(10_000), connections: 16, tps: 1_000, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' } }, 2_500);
+  const b = cpuBounds(
+    scenarios,
+    { ...floors, pg_direct_1: null, pg_direct_16: { ...lat(10_000), connections: 16, tps: 1_000, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' } },
+    2_500,
+  );
 
-  it('takes the throughput ceiling from the peak scenario, not from the parallel one', () => {
+  it('takes the throughput ceiling from the leanest classic 3-node scenario, and names the peak beside it', () => {
     expect(b.nodes3_memory2_peak_clients).toBe(64);
     expect(b.nodes3_memory2_peak_cpu_ms_per_txn).toBe(0.8);
-    expect(b.nodes3_memory2_cpu_ceiling_tps).toBe(2_500);
+    expect(b.nodes3_memory2_leanest_clients).toBe(256);
+    expect(b.nodes3_memory2_leanest_cpu_ms_per_txn).toBe(0.5);
+    expect(b.nodes3_memory2_cpu_ceiling_tps).toBe(4_000);
   });
 
   it('adds two contended syncs and one round trip to the 1-node latency for the disk-and-network floor', () => {
@@ -135,7 +142,7 @@ describe('cpuBounds', () => {
     const text = boundsSection(r).join('\n');
     expect(text).toContain('| `ratios.latency_p50_3_over_1` | 1.67× | ≤ 1.15 | no | the disk and the network alone');
     expect(text).toContain('1.09×');
-    expect(text).toContain('CPU ceiling 2500 tx/s');
+    expect(text).toContain('CPU ceiling 4000 tx/s: no concurrency cost less than 0.5 ms');
     expect(text).toContain('| `failover.in_doubt_p99_ms` | 800 ms | ≤ 1,000, 0 rolled back | yes |');
     expect(text).toContain('| `ratios.latency_p50_3_parallel_over_1` | 0.95× | ≤ 1.0 | yes |');
     expect(text).toContain('Verdict 1.1 ms, etcd 0.7 ms');
