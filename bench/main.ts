@@ -104,27 +104,51 @@ type Step =
   | { kind: 'mysql'; nodes: number; clients: number }
   | { kind: 'raw'; nodes: number; inflight: number };
 
+/**
+ * The steps of each cluster, in the order they run. Participant processes
+ * are started only for the steps that use them and stopped after the last
+ * (see runCluster), so the order groups them: every step with at most the
+ * two base memory participants first (the concurrency sweep, one
+ * participant, parallel commit, the raw log), then PostgreSQL, then MariaDB,
+ * then the participant sweep beyond two. The 1-node and 3-node headline
+ * scenarios thus run beside the same processes, not beside 16 idle ones.
+ */
 function plan(s: Settings, withPg: boolean, withMySql: boolean): Map<number, Step[]> {
   const out = new Map<number, Step[]>();
   for (const nodes of s.cluster_sizes) {
     const steps: Step[] = s.concurrency.map((clients) => ({ kind: 'commit', nodes, participants: 2, clients }));
+    const sweep: Step[] = [];
     if (nodes === 3) {
-      for (const clients of s.participant_sweep_clients) {
-        for (const participants of s.participant_sweep) {
-          if (!steps.some((x) => x.kind === 'commit' && x.participants === participants && x.clients === clients)) steps.push({ kind: 'commit', nodes, participants, clients });
+      for (const participants of s.participant_sweep) {
+        for (const clients of s.participant_sweep_clients) {
+          if (steps.some((x) => x.kind === 'commit' && x.participants === participants && x.clients === clients)) continue;
+          (participants <= BASE_PARTICIPANTS ? steps : sweep).push({ kind: 'commit', nodes, participants, clients });
         }
       }
+      // Parallel commit on 3 nodes against classic 2PC on 1 (ratios.latency_p50_3_parallel_over_1, pg_latency_p50_3_parallel_over_1).
+      steps.push({ kind: 'commit', nodes, participants: 2, clients: 1, parallel: true });
     }
-    if (nodes === 3 && withPg) for (const clients of PG_CONCURRENCY) steps.push({ kind: 'pg', nodes, clients });
-    // Parallel commit on 3 nodes against classic 2PC on 1 (ratios.latency_p50_3_parallel_over_1, pg_latency_p50_3_parallel_over_1).
-    if (nodes === 3) steps.push({ kind: 'commit', nodes, participants: 2, clients: 1, parallel: true });
-    if (nodes === 3 && withPg) steps.push({ kind: 'pg', nodes, clients: 1, parallel: true });
+    if (s.raw_sizes.includes(nodes)) for (const inflight of [1, 64]) steps.push({ kind: 'raw', nodes, inflight });
+    if (nodes === 3 && withPg) {
+      for (const clients of PG_CONCURRENCY) steps.push({ kind: 'pg', nodes, clients });
+      steps.push({ kind: 'pg', nodes, clients: 1, parallel: true });
+    }
     if (nodes === 1 && withPg) steps.push({ kind: 'pg', nodes, clients: 1 });
     if (nodes === 3 && withMySql) for (const clients of MYSQL_CONCURRENCY) steps.push({ kind: 'mysql', nodes, clients });
-    if (s.raw_sizes.includes(nodes)) for (const inflight of [1, 64]) steps.push({ kind: 'raw', nodes, inflight });
-    out.set(nodes, steps);
+    out.set(nodes, [...steps, ...sweep]);
   }
   return out;
+}
+
+/** Memory participants every cluster runs throughout (p1, p2): most steps use them. */
+const BASE_PARTICIPANTS = 2;
+
+/** The participant processes a step needs besides the base ones. */
+function participantsOf(step: Step): string[] {
+  if (step.kind === 'commit') return Array.from({ length: step.participants }, (_, i) => `p${i + 1}`);
+  if (step.kind === 'pg') return [...PG_PARTICIPANTS];
+  if (step.kind === 'mysql') return [...MYSQL_PARTICIPANTS];
+  return [];
 }
 
 function machine(dir: string): Machine {
@@ -209,27 +233,37 @@ function stepLabel(nodes: number, step: Step): string {
 }
 
 async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings, pg: BenchPg | null, my: BenchMySql | null): Promise<Scenario[]> {
-  const maxParticipants = Math.max(...steps.map((x) => (x.kind === 'commit' ? x.participants : 0)));
-  const ids = Array.from({ length: maxParticipants }, (_, i) => `p${i + 1}`);
-  const withPg = pg !== null && steps.some((x) => x.kind === 'pg');
-  progress(`        starting a ${nodes}-node cluster and ${ids.length} memory participant processes${withPg ? ` and ${PG_PARTICIPANTS.length} PostgreSQL participant processes` : ''}`);
+  const base = Array.from({ length: BASE_PARTICIPANTS }, (_, i) => `p${i + 1}`);
+  progress(`        starting a ${nodes}-node cluster and ${base.length} memory participant processes (the others start with the first step that needs them)`);
   const cluster = await BenchCluster.start(join(dir, `nodes${nodes}`), nodes, `n${nodes}`);
   const out: Scenario[] = [];
+  /** Starts what `step` needs and stops what no later step needs, so idle processes do not share the cores with a measured window. */
+  const participantsFor = async (at: number): Promise<void> => {
+    const needed = new Set([...base, ...participantsOf(steps[at])]);
+    const later = new Set(steps.slice(at).flatMap(participantsOf));
+    for (const id of [...cluster.participants.keys()]) if (!needed.has(id) && !later.has(id) && !base.includes(id)) await cluster.stopParticipant(id);
+    const missing = [...needed].filter((id) => !cluster.participants.has(id));
+    const argsOf = (id: string): string[] => {
+      if (id === 'myledger' && my !== null) return mysqlParticipantArgs(my);
+      if ((PG_PARTICIPANTS as readonly string[]).includes(id) && pg !== null) return pgParticipantArgs(pg, id);
+      return [];
+    };
+    if (missing.length > 0) await cluster.startParticipants(missing, argsOf);
+  };
   try {
-    await cluster.startParticipants(ids);
+    await cluster.startParticipants(base);
     if (nodes === 3 && cliStatus === null) {
       await cluster.waitForLeader();
       progress(`${tag()} start cli.status_ms: verdict status, ${CLI_STATUS_RUNS} cold processes against 3 nodes`);
       cliStatus = await measureCliStatus(cluster.endpoints, CLI_STATUS_RUNS);
       progress(`${tag()} done  cli.status_ms: p50 ${cliStatus.p50_ms} ms (min ${cliStatus.min_ms}, max ${cliStatus.max_ms})`);
     }
-    if (withPg) await cluster.startParticipants([...PG_PARTICIPANTS], (id) => pgParticipantArgs(pg, id));
-    if (my !== null && steps.some((x) => x.kind === 'mysql')) await cluster.startParticipants(['myledger'], () => mysqlParticipantArgs(my));
     for (const [i, step] of steps.entries()) {
       stepNo++;
       const id = stepId(nodes, step);
       const label = stepLabel(nodes, step);
       progress(`${tag()} start ${id}: ${label}`);
+      await participantsFor(i);
       const t0 = Date.now();
       const before = await cluster.waitForLeader();
       const measureMs = step.kind === 'raw' ? s.raw_measure_ms : s.measure_ms;
@@ -239,7 +273,7 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
               mode: 'commit',
               workload: 'memory',
               endpoints: cluster.endpoints,
-              participants: ids.slice(0, step.participants),
+              participants: participantsOf(step),
               clients: step.clients,
               warmupMs: s.warmup_ms,
               measureMs,

@@ -343,6 +343,14 @@ export class BenchCluster {
     }
   }
 
+  /** Stops one participant cleanly (SIGTERM); it stays registered. */
+  async stopParticipant(id: string): Promise<void> {
+    const c = this.participants.get(id);
+    if (c === undefined) return;
+    this.participants.delete(id);
+    await stopChild(c, 'SIGTERM', 5_000);
+  }
+
   /** Stops the participants cleanly (SIGTERM: the journal is closed), so their journals can be read. */
   async stopParticipants(): Promise<void> {
     await Promise.all([...this.participants.values()].map((c) => stopChild(c, 'SIGTERM', 5_000)));
