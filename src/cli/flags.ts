@@ -54,6 +54,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
     '--metrics-listen',
     '--log-level',
     '--resource',
+    '--lock-wait-ms',
     '--pg-url',
     '--pg-concurrency',
     '--mysql-url',

@@ -13,15 +13,17 @@ import { participantRemoveCommand } from './txn.ts';
 import type { TlsFiles } from '../transport/tls.ts';
 
 export const PARTICIPANT_USAGE =
-  'usage: verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id local] [--endpoints HOST:PORT,...] [--advertise HOST:PORT] [--metrics-listen HOST:PORT] [--resource memory|postgres|mysql] [--pg-url postgres://...] [--pg-concurrency N] [--mysql-url mysql://...] [--mysql-concurrency N] [--log-level info] [--ca FILE --cert FILE --key FILE | --insecure]';
+  'usage: verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id local] [--endpoints HOST:PORT,...] [--advertise HOST:PORT] [--metrics-listen HOST:PORT] [--resource memory|postgres|mysql] [--lock-wait-ms MS] [--pg-url postgres://...] [--pg-concurrency N] [--mysql-url mysql://...] [--mysql-concurrency N] [--log-level info] [--ca FILE --cert FILE --key FILE | --insecure]';
 
 export const PARTICIPANT_HELP = `  verdict participant --id ID --listen HOST:PORT --data DIR [--cluster-id ID] [--endpoints HOST:PORT,...]
                     [--advertise HOST:PORT] [--metrics-listen HOST:PORT] [--log-level LEVEL]
-                    [--resource memory|postgres|mysql] [--pg-url postgres://USER@HOST:PORT/DB] [--pg-concurrency N]
+                    [--resource memory|postgres|mysql] [--lock-wait-ms MS] [--pg-url postgres://USER@HOST:PORT/DB] [--pg-concurrency N]
                     [--mysql-url mysql://USER:PASSWORD@HOST:PORT/DB] [--mysql-concurrency N]
                     [--ca FILE --cert FILE --key FILE | --insecure]
                                       run a participant with the journaled memory resource; it registers itself.
                                       --metrics-listen serves Prometheus metrics at http://HOST:PORT/metrics
+                                      --lock-wait-ms: a memory PREPARE that finds a key locked waits this long for
+                                      the holder's decision before it votes NO (default 1000; 0: NO at once)
                                       --resource postgres commits in the database at --pg-url with PREPARE TRANSACTION
                                       (--pg-concurrency transactions open at once, default 8)
                                       --resource mysql commits in the MySQL/MariaDB database at --mysql-url with XA
@@ -46,6 +48,8 @@ export interface ParticipantArgs {
   metricsListen: string | undefined;
   logLevel: string;
   resource: 'memory' | 'postgres' | 'mysql';
+  /** --lock-wait-ms (memory only); undefined: the runtime's default. */
+  lockWaitMs: number | undefined;
   /** Set exactly when resource is postgres. */
   pgUrl: string | undefined;
   pgConcurrency: number;
@@ -74,6 +78,7 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
   const pgConcurrencyText = flag(args, '--pg-concurrency');
   const mysqlUrl = flag(args, '--mysql-url');
   const mysqlConcurrencyText = flag(args, '--mysql-concurrency');
+  const lockWaitText = flag(args, '--lock-wait-ms');
   const tls = tlsArgs(args, env);
   const insecure = bool(args, '--insecure');
   if (tls !== null && (tls.cert === undefined || tls.key === undefined))
@@ -112,9 +117,13 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
   if (!Number.isInteger(mysqlConcurrency) || mysqlConcurrency < 1 || mysqlConcurrency > 1_000)
     throw new UsageError(`--mysql-concurrency must be an integer from 1 to 1000, not "${mysqlConcurrencyText}"`);
   if (pgUrl !== undefined && !/^postgres(ql)?:\/\//.test(pgUrl)) throw new UsageError(`--pg-url "${redact(pgUrl)}" must start with postgres:// or postgresql://`);
+  if (resource !== 'memory' && lockWaitText !== undefined) throw new UsageError('--lock-wait-ms goes with --resource memory (a database waits on its own locks)');
+  const lockWaitMs = lockWaitText === undefined ? undefined : Number(lockWaitText);
+  if (lockWaitMs !== undefined && (!Number.isInteger(lockWaitMs) || lockWaitMs < 0 || lockWaitMs > 60_000))
+    throw new UsageError(`--lock-wait-ms must be an integer from 0 to 60000, not "${lockWaitText}"`);
   const pgConcurrency = Number(pgConcurrencyText ?? '8');
   if (!Number.isInteger(pgConcurrency) || pgConcurrency < 1 || pgConcurrency > 1_000) throw new UsageError(`--pg-concurrency must be an integer from 1 to 1000, not "${pgConcurrencyText}"`);
-  return { id, listen, data, clusterId, endpoints, advertise, metricsListen, logLevel, resource, pgUrl, pgConcurrency, mysqlUrl, mysqlConcurrency, tls, insecure };
+  return { id, listen, data, clusterId, endpoints, advertise, metricsListen, logLevel, resource, lockWaitMs, pgUrl, pgConcurrency, mysqlUrl, mysqlConcurrency, tls, insecure };
 }
 
 function isHostPort(s: string): boolean {
@@ -147,7 +156,7 @@ export async function participantCommand(argv: string[]): Promise<void> {
         ? await startParticipant({ ...common, postgres: { url: a.pgUrl, concurrency: a.pgConcurrency } })
         : a.mysqlUrl !== undefined
           ? await startParticipant({ ...common, mysql: { url: a.mysqlUrl, concurrency: a.mysqlConcurrency } })
-          : await startParticipant(common);
+          : await startParticipant({ ...common, ...(a.lockWaitMs !== undefined ? { lockWaitMs: a.lockWaitMs } : {}) });
   } catch (err) {
     // Refusals (another participant's data dir, a corrupt journal, an address in use) are one line, not a stack.
     if (err instanceof ParticipantStartupError || err instanceof JournalCorruptError || (err instanceof Error && 'code' in err)) {

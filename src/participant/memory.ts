@@ -12,10 +12,17 @@
 //         nothing. Handy for demonstrating an abort.
 //
 // PREPARE locks every key it writes. A key locked by another prepared
-// transaction makes PREPARE vote NO (no waiting, so no deadlock). COMMIT
-// applies the writes and releases the locks; ABORT releases them.
+// transaction makes PREPARE vote NO, at once by default; with a lock wait
+// (waitForLocks, which the participant process turns on) PREPARE first waits
+// up to that long for the holder's decision, the way a database waits on a
+// row lock. A waiting PREPARE holds no key, and its wait is bounded, so two
+// transactions waiting on each other across participants both vote NO when
+// their waits end instead of deadlocking. The wait is what lets a client
+// that heard COMMITTED write the same key again at once: under parallel
+// commit the participants hear COMMIT one log round after the client does.
+// COMMIT applies the writes and releases the locks; ABORT releases them.
 import { assert } from '../util/assert.ts';
-import { type Resource, type ResourceVote, type TxnId } from './types.ts';
+import { type Resource, type ResourceVote, type Schedule, type TxnId } from './types.ts';
 
 export const PAYLOAD_BYTES_MAX = 1024 * 1024;
 export const KEYS_PER_TXN_MAX = 1_000;
@@ -77,6 +84,10 @@ export class MemoryResource implements Resource {
   private readonly prepared = new Map<TxnId, Writes>();
   /** Told the writes of every payload this resource votes YES on (MemoryState.offerWrites), so the journal's fold need not parse it again. */
   private readonly onPrepared: ((txnId: TxnId, writes: Writes) => void) | null;
+  /** How long a PREPARE waits for a locked key (waitForLocks); null: it votes NO at once. */
+  private lockWait: { schedule: Schedule; ms: number } | null = null;
+  /** key → the waiting PREPAREs to try again when it is released. */
+  private readonly waiting = new Map<string, Set<() => void>>();
 
   constructor(onPrepared?: (txnId: TxnId, writes: Writes) => void) {
     this.onPrepared = onPrepared ?? null;
@@ -95,15 +106,67 @@ export class MemoryResource implements Resource {
     return r;
   }
 
+  /**
+   * A PREPARE that finds a key locked waits up to `ms` for it (instead of
+   * voting NO at once); `schedule` runs its timers (the participant's own,
+   * so the simulator could drive them too). `ms` 0 turns the wait off.
+   */
+  waitForLocks(schedule: Schedule, ms: number): void {
+    assert(Number.isFinite(ms) && ms >= 0, `lock wait ${ms} ms is a non-negative number`);
+    this.lockWait = ms > 0 ? { schedule, ms } : null;
+  }
+
   prepare(txnId: TxnId, payload: Uint8Array, cb: (err: Error | null, vote: ResourceVote) => void): void {
     if (this.prepared.has(txnId)) return cb(null, { yes: true, reason: '' });
     const parsed = parsePayload(payload);
     if (!parsed.ok) return cb(null, { yes: false, reason: parsed.reason });
     const conflict = this.conflict(txnId, parsed.writes);
-    if (conflict !== null) return cb(null, { yes: false, reason: conflict });
-    this.lock(txnId, parsed.writes);
-    this.onPrepared?.(txnId, parsed.writes);
+    if (conflict === null) return this.voteYes(txnId, parsed.writes, cb);
+    if (this.lockWait === null) return cb(null, { yes: false, reason: conflict });
+    this.waitThenPrepare(txnId, parsed.writes, this.lockWait, cb);
+  }
+
+  private voteYes(txnId: TxnId, writes: Writes, cb: (err: Error | null, vote: ResourceVote) => void): void {
+    this.lock(txnId, writes);
+    this.onPrepared?.(txnId, writes);
     cb(null, { yes: true, reason: '' });
+  }
+
+  /** Tries again whenever a key it needs is released; votes NO with the last conflict when the wait is over. */
+  private waitThenPrepare(txnId: TxnId, writes: Writes, wait: { schedule: Schedule; ms: number }, cb: (err: Error | null, vote: ResourceVote) => void): void {
+    let done = false;
+    const keys = [...writes.keys()];
+    const unwatch = (): void => {
+      for (const k of keys) {
+        const set = this.waiting.get(k);
+        set?.delete(retry);
+        if (set?.size === 0) this.waiting.delete(k);
+      }
+    };
+    const retry = (): void => {
+      if (done) return;
+      if (this.conflict(txnId, writes) !== null) return;
+      done = true;
+      cancel();
+      unwatch();
+      this.voteYes(txnId, writes, cb);
+    };
+    const cancel = wait.schedule(wait.ms, () => {
+      if (done) return;
+      done = true;
+      unwatch();
+      const conflict = this.conflict(txnId, writes);
+      if (conflict === null) return this.voteYes(txnId, writes, cb);
+      cb(null, { yes: false, reason: `${conflict} (waited ${wait.ms} ms)` });
+    });
+    for (const k of keys) {
+      let set = this.waiting.get(k);
+      if (set === undefined) {
+        set = new Set();
+        this.waiting.set(k, set);
+      }
+      set.add(retry);
+    }
   }
 
   /** Idempotent: committing a transaction that holds nothing here does nothing. */
@@ -149,10 +212,17 @@ export class MemoryResource implements Resource {
   }
 
   private release(txnId: TxnId, writes: Writes): void {
+    const wake = new Set<() => void>();
     for (const k of writes.keys()) {
       assert(this.locks.get(k) === txnId, `lock on ${k} belongs to ${txnId}`);
       this.locks.delete(k);
+      for (const w of this.waiting.get(k) ?? []) wake.add(w);
     }
     this.prepared.delete(txnId);
+    // After the caller's COMMIT or ABORT has finished: a woken PREPARE starts its own journal write.
+    if (wake.size > 0 && this.lockWait !== null)
+      this.lockWait.schedule(0, () => {
+        for (const w of wake) w();
+      });
   }
 }

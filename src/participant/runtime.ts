@@ -38,6 +38,8 @@ import { classifyRegistrationError, registrationBackoffMs, TLS_REFUSALS_BEFORE_G
 import { endExchanges, newGate, participantHandlers } from './serve.ts';
 import { NodeCallers } from './node-callers.ts';
 
+/** How long the memory resource's PREPARE waits for a locked key by default (ParticipantOptions.lockWaitMs). */
+export const LOCK_WAIT_MS_DEFAULT = 1_000;
 export interface ParticipantOptions {
   clusterId: string;
   participantId: string;
@@ -57,6 +59,13 @@ export interface ParticipantOptions {
   metricsListen?: string;
   /** How long stop() waits for PREPAREs and DECISIONs in flight before it closes anyway. */
   drainTimeoutMs?: number;
+  /**
+   * The memory resource only: how long a PREPARE that finds a key locked by
+   * another prepared transaction waits for that transaction's decision
+   * before it votes NO (src/participant/memory.ts); 0 votes NO at once.
+   * Default LOCK_WAIT_MS_DEFAULT.
+   */
+  lockWaitMs?: number;
   /** The resource is PostgreSQL (src/participant/postgres.ts) when given; the journaled memory store otherwise. */
   postgres?: PostgresParticipantOptions;
   /** The resource is MySQL/MariaDB with XA (src/participant/resources/mysql/) when given. */
@@ -148,6 +157,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   // With TLS the servers at the endpoints must hold certificates of this cluster (OU).
   const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
   const timers = realTimers();
+  if (resource instanceof MemoryResource) resource.waitForLocks(timers.schedule, o.lockWaitMs ?? LOCK_WAIT_MS_DEFAULT);
   const cluster = link.questions(o.participantId);
   const parts = composeParticipant({
     clusterId: o.clusterId,

@@ -98,6 +98,105 @@ describe('memory resource: locks', () => {
   });
 });
 
+describe('memory resource: waiting for a lock', () => {
+  /** A manual clock for the resource's timers: run(ms) fires what is due, in order. */
+  function timers(): { schedule: (ms: number, fn: () => void) => () => void; run(ms: number): void } {
+    let now = 0;
+    const due: { at: number; fn: () => void; live: boolean }[] = [];
+    return {
+      schedule: (ms, fn) => {
+        const t = { at: now + ms, fn, live: true };
+        due.push(t);
+        return () => {
+          t.live = false;
+        };
+      },
+      run(ms) {
+        const until = now + ms;
+        for (;;) {
+          const next = due.filter((t) => t.live && t.at <= until).sort((a, b) => a.at - b.at)[0];
+          if (next === undefined) break;
+          next.live = false;
+          now = next.at;
+          next.fn();
+        }
+        now = until;
+      },
+    };
+  }
+  const later = (r: MemoryResource, txnId: string, payload: Uint8Array): { vote: ResourceVote | null } => {
+    const out: { vote: ResourceVote | null } = { vote: null };
+    r.prepare(txnId, payload, (err, v) => {
+      expect(err).toBeNull();
+      out.vote = v;
+    });
+    return out;
+  };
+
+  it('a PREPARE that finds a key locked waits for the holder and votes YES once it commits', () => {
+    const t = timers();
+    const r = new MemoryResource();
+    r.waitForLocks(t.schedule, 1_000);
+    expect(prepare(r, 'T1', memoryPayload({ a: '1' }))).toEqual({ yes: true, reason: '' });
+    const second = later(r, 'T2', memoryPayload({ a: '2', b: '2' }));
+    t.run(200);
+    expect(second.vote).toBeNull(); // still waiting, holding nothing
+    expect(r.lockedBy('b')).toBeUndefined();
+    commit(r, 'T1');
+    expect(second.vote).toBeNull(); // woken after COMMIT returns, not inside it
+    t.run(0);
+    expect(second.vote).toEqual({ yes: true, reason: '' });
+    expect(r.lockedBy('a')).toBe('T2');
+    expect(r.get('a')).toBe('1');
+    commit(r, 'T2');
+    expect(r.get('a')).toBe('2');
+  });
+
+  it('votes NO naming the holder and the wait when the holder is not decided in time; an ABORT wakes it too', () => {
+    const t = timers();
+    const r = new MemoryResource();
+    r.waitForLocks(t.schedule, 300);
+    prepare(r, 'T1', memoryPayload({ a: '1' }));
+    const second = later(r, 'T2', memoryPayload({ a: '2' }));
+    t.run(299);
+    expect(second.vote).toBeNull();
+    t.run(1);
+    expect(second.vote).toEqual({ yes: false, reason: 'key a is locked by prepared transaction T1 (waited 300 ms)' });
+    // Its timer and its watch are gone: a later release wakes nobody twice.
+    const third = later(r, 'T3', memoryPayload({ a: '3' }));
+    abort(r, 'T1');
+    t.run(0);
+    expect(third.vote).toEqual({ yes: true, reason: '' });
+    expect(second.vote).toEqual({ yes: false, reason: 'key a is locked by prepared transaction T1 (waited 300 ms)' });
+    expect(r.lockedBy('a')).toBe('T3');
+  });
+
+  it('two waiters for one key: the first woken takes it, the other waits on for the new holder', () => {
+    const t = timers();
+    const r = new MemoryResource();
+    r.waitForLocks(t.schedule, 1_000);
+    prepare(r, 'T1', memoryPayload({ a: '1' }));
+    const w2 = later(r, 'T2', memoryPayload({ a: '2' }));
+    const w3 = later(r, 'T3', memoryPayload({ a: '3' }));
+    commit(r, 'T1');
+    t.run(0);
+    expect(w2.vote).toEqual({ yes: true, reason: '' });
+    expect(w3.vote).toBeNull();
+    commit(r, 'T2');
+    t.run(0);
+    expect(w3.vote).toEqual({ yes: true, reason: '' });
+  });
+
+  it('without waitForLocks (or with 0 ms) a locked key is NO at once', () => {
+    const t = timers();
+    const r = new MemoryResource();
+    prepare(r, 'T1', memoryPayload({ a: '1' }));
+    expect(prepare(r, 'T2', memoryPayload({ a: '2' }))).toEqual({ yes: false, reason: 'key a is locked by prepared transaction T1' });
+    r.waitForLocks(t.schedule, 0);
+    expect(prepare(r, 'T3', memoryPayload({ a: '3' }))).toEqual({ yes: false, reason: 'key a is locked by prepared transaction T1' });
+  });
+});
+
 describe('memory resource: rebuilt from the journal', () => {
   const rec = (kind: 'prepared' | 'committed' | 'aborted', txnId: string, set?: Record<string, string>): ParticipantRecord =>
     kind === 'prepared' ? { kind, txnId, atMs: 0, payloadB64: toBase64(memoryPayload(set ?? {})), participants: ['p1'] } : { kind, txnId, atMs: 0 };
