@@ -79,6 +79,8 @@ async function measure(dir: string, pg: BenchPg | null): Promise<void> {
       measureMs: MEASURE_MS,
       keyPrefix: `${pg?.tag ?? 'cpu'}-${Date.now().toString(36)}`,
       txnTimeoutMs: 5_000,
+      // Classic 2PC, comparable with the figures measured before parallel commit became the cluster's default.
+      parallelCommit: false,
     };
     const procs: CpuProc[] = [];
     for (const n of cluster.nodes) procs.push(...childProc(n.id === leader.id ? 'leader' : 'follower', n.id, n.child));

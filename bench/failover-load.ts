@@ -187,7 +187,8 @@ async function main(): Promise<void> {
         entries.push(e);
         let t1 = 0;
         try {
-          const tx = await client.begin({ txnId: e.id, timeoutMs: cfg.txnTimeoutMs });
+          // Classic 2PC, as every failover run before parallel commit became the default measured it.
+          const tx = await client.begin({ txnId: e.id, timeoutMs: cfg.txnTimeoutMs, parallelCommit: false });
           e.l = tx.leaderId;
           for (const p of cfg.participants) tx.enlist(p, { set: { [`${cfg.tag}-w${w}`]: e.id } });
           t1 = performance.now();

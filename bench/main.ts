@@ -279,7 +279,8 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
               measureMs,
               keyPrefix: `s${i}`,
               txnTimeoutMs: 30_000,
-              parallelCommit: step.parallel,
+              // Explicit both ways: the cluster's default is parallel, and the classic scenarios measure classic 2PC.
+              parallelCommit: step.parallel === true,
             }
           : step.kind === 'pg' || step.kind === 'mysql'
             ? {
@@ -292,7 +293,7 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
                 measureMs,
                 keyPrefix: `${pg?.tag ?? 'r'}-${step.kind}-s${i}`,
                 txnTimeoutMs: 30_000,
-                parallelCommit: step.kind === 'pg' ? step.parallel : undefined,
+                parallelCommit: step.kind === 'pg' && step.parallel === true,
               }
             : { mode: 'raw', leader: before.address, inflight: step.inflight, warmupMs: s.warmup_ms, measureMs, valueBytes: 100 };
       // CPU of every process the step's transactions touch, over the measured window (bench/cpu-sample.ts).

@@ -24,6 +24,7 @@ const SWITCHES = new Set([
   '--inbox',
   '--allow-unbounded-slot',
   '--parallel-commit',
+  '--classic-commit',
 ]);
 
 const TLS = ['--ca', '--cert', '--key'];
@@ -34,7 +35,7 @@ const SDK_CLIENT = ['--endpoints', '--timeout', '--call-timeout-ms', ...TLS];
 
 /** `command` or `command subcommand` → its flags (besides --help). */
 export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
-  node: ['--config', '--set', '--insecure', '--parallel-commit'],
+  node: ['--config', '--set', '--insecure', '--parallel-commit', '--classic-commit'],
   'node repair': ['--config', '--set'],
   'cluster up': ['--nodes', '--base-port', '--data', '--tls'],
   status: ['--json', ...NODE_CLIENT],

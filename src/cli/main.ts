@@ -13,13 +13,15 @@ import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
 
 const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
 
-const NODE_HELP = `  verdict node --config FILE [--set KEY=VALUE ...] [--insecure]
+const NODE_HELP = `  verdict node --config FILE [--set KEY=VALUE ...] [--insecure] [--classic-commit | --parallel-commit]
                                       run one node (see cluster/n1.json for the format); SIGTERM or Ctrl-C
                                       stops it gracefully (a leader hands leadership over first). Every key can be
                                       overridden: VERDICT_<KEY> in the environment (VERDICT_TICK_MS, VERDICT_TLS_CERT),
                                       then --set key=value (tickMs=50, tls.cert=certs/n1.crt, peers.n4=HOST:PORT)
                                       without "tls" a node listens on loopback only; --insecure (insecure=true)
                                       serves plaintext elsewhere too, trusting everyone who can reach it
+                                      transactions commit in parallel unless their client chooses; --classic-commit
+                                      (parallelCommit=false) makes classic two-phase commit this node's default
 `;
 const CLUSTER_HELP = `  verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR]
                                       run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground on

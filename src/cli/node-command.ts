@@ -16,9 +16,14 @@ export async function runNode(args: string[]): Promise<void> {
   const sets = flagAll(args, '--set');
   // --insecure is `insecure: true` (plaintext beyond loopback), given last so it wins.
   if (bool(args, '--insecure')) sets.push('insecure=true');
-  // --parallel-commit is `parallelCommit: true`: parallel commit for transactions that do not choose (docs/protocol.md).
-  if (bool(args, '--parallel-commit')) sets.push('parallelCommit=true');
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...] [--insecure] [--parallel-commit]`);
+  // --classic-commit is `parallelCommit: false`: classic two-phase commit for transactions that do not choose;
+  // --parallel-commit (the default) says `parallelCommit: true` outright (docs/protocol.md).
+  const classic = bool(args, '--classic-commit');
+  const parallel = bool(args, '--parallel-commit');
+  if (classic && parallel) throw new UsageError('--classic-commit and --parallel-commit contradict each other: give one');
+  if (classic) sets.push('parallelCommit=false');
+  if (parallel) sets.push('parallelCommit=true');
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...] [--insecure] [--classic-commit | --parallel-commit]`);
   // Without a file, the environment and --set must give every required key.
   const fromEnv = Object.keys(OVERRIDABLE).some((k) => process.env[envName(k)] !== undefined);
   if (file === undefined && sets.length === 0 && !fromEnv) throw new UsageError('verdict node needs --config FILE (or every key from VERDICT_* variables and --set KEY=VALUE)');

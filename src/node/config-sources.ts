@@ -40,6 +40,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   streamUnreadMax: 'int',
   sagaStuckAfterAttempts: 'int',
   sagaActionAttemptsMax: 'int',
+  parallelCommit: 'bool',
   'tls.ca': 'string',
   'tls.cert': 'string',
   'tls.key': 'string',

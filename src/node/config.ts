@@ -268,7 +268,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   // From the environment or --set the value arrives as text.
   const join = o.join === 'true' ? true : o.join === 'false' ? false : (o.join ?? false);
   if (typeof join !== 'boolean') throw new ConfigError(file, `${label('join')} is ${JSON.stringify(join)}: expected true (a new node joining a running cluster) or false`);
-  const parallelCommit = o.parallelCommit === 'true' ? true : o.parallelCommit === 'false' ? false : (o.parallelCommit ?? false);
+  const parallelCommit = o.parallelCommit === 'true' ? true : o.parallelCommit === 'false' ? false : (o.parallelCommit ?? true);
   if (typeof parallelCommit !== 'boolean')
     throw new ConfigError(file, `${label('parallelCommit')} is ${JSON.stringify(parallelCommit)}: expected true (parallel commit by default) or false (classic)`);
   const insecure = o.insecure === 'true' ? true : o.insecure === 'false' ? false : (o.insecure ?? false);

@@ -33,6 +33,14 @@ describe('configuration overrides', () => {
     expect(parseConfig(base, FILE, { sets: ['tickMs=25', 'tickMs=30'] }).tickMs).toBe(30);
   });
 
+  it('commits in parallel by default; the file or --set parallelCommit=false (verdict node --classic-commit) chooses classic', () => {
+    expect(parseConfig(base, FILE).parallelCommit).toBe(true);
+    expect(parseConfig({ ...base, parallelCommit: false }, FILE).parallelCommit).toBe(false);
+    expect(parseConfig(base, FILE, { sets: ['parallelCommit=false'] }).parallelCommit).toBe(false);
+    expect(parseConfig({ ...base, parallelCommit: false }, FILE, { sets: ['parallelCommit=true'] }).parallelCommit).toBe(true);
+    expect(refusal(() => parseConfig({ ...base, parallelCommit: 'yes' }, FILE))).toMatch(/parallelCommit.*expected true \(parallel commit by default\) or false \(classic\)/);
+  });
+
   it('ignores environment variables that are not config keys', () => {
     const cfg = parseConfig(base, FILE, { env: { VERDICT_ENDPOINTS: 'x', VERDICT_LOG_FORMAT: 'json', PATH: '/bin' } });
     expect(cfg.nodeId).toBe('n1');
