@@ -4,40 +4,16 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { CpuWindow, cpuMsOf, type CpuFigures } from '../../bench/cpu-sample.ts';
-import type { LatencySummary } from '../../bench/hist.ts';
 import type { Child } from '../../bench/procs.ts';
 import { boundsSection } from '../../bench/report.ts';
-import { commitId, cpuBounds, pgCommitId, rawId, type Results, type Scenario } from '../../bench/results.ts';
-
-const lat = (p50: number): LatencySummary => ({ count: 100, p50_us: p50, p90_us: p50 * 2, p99_us: p50 * 3, p999_us: p50 * 4, max_us: p50 * 5, mean_us: p50 });
+import { commitId, cpuBounds, pgCommitId, rawId, type Results } from '../../bench/results.ts';
+import { benchScenario, lat } from './bench-fixture.ts';
 
 function cpu(msPerTxn: number, byKind: CpuFigures['by_kind'] = {}): CpuFigures {
   return { ms_per_txn: msPerTxn, sys_ms_per_txn: 0, by_kind: byKind, by_process: [], cores: 2, ceiling_tps: Math.round(2_000 / msPerTxn), busy: 0.9 };
 }
 
-function scenario(id: string, o: Partial<Scenario> & { p50: number }): Scenario {
-  const { count: _count, ...l } = lat(o.p50);
-  return {
-    id,
-    kind: id.startsWith('raw') ? 'raw' : 'commit',
-    nodes: 3,
-    participants: 2,
-    resource: 'memory',
-    clients: 1,
-    warmup_ms: 1,
-    measure_ms: 1,
-    tps: 100,
-    ok: 1,
-    aborted: 0,
-    errors: {},
-    ...l,
-    txn_p50_us: null,
-    txn_p99_us: null,
-    leader_changes: 0,
-    histogram: '',
-    ...o,
-  };
-}
+const scenario = benchScenario;
 
 const floors = {
   fsync_200B: lat(300),

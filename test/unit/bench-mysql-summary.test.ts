@@ -2,36 +2,14 @@
 // bench/report.ts): ratios.mysql_through_verdict_over_direct and the report's
 // line for it, measured or skipped.
 import { describe, expect, it } from 'vitest';
-import type { LatencySummary } from '../../bench/hist.ts';
 import type { PgDirectFloor } from '../../bench/pg.ts';
 import { markdown } from '../../bench/report.ts';
 import { mysqlCommitId, pgCommitId, summaryKeys, type Results, type Scenario } from '../../bench/results.ts';
+import { benchScenario, lat } from './bench-fixture.ts';
 
-const lat = (p50: number): LatencySummary => ({ count: 100, p50_us: p50, p90_us: p50 * 2, p99_us: p50 * 3, p999_us: p50 * 4, max_us: p50 * 5, mean_us: p50 });
 const machineFloors = { fsync_200B: lat(1_000), grpc_unary_rtt: lat(200), grpc_bidi_rtt: lat(150), grpc_client_streams_rtt: lat(180) };
 
-function scenario(id: string, resource: Scenario['resource'], tps: number): Scenario {
-  const { count: _count, ...l } = lat(10_000);
-  return {
-    id,
-    kind: 'commit',
-    nodes: 3,
-    participants: 2,
-    resource,
-    clients: 16,
-    warmup_ms: 1,
-    measure_ms: 1,
-    tps,
-    ok: 1,
-    aborted: 0,
-    errors: {},
-    ...l,
-    txn_p50_us: null,
-    txn_p99_us: null,
-    leader_changes: 0,
-    histogram: '',
-  };
-}
+const scenario = (id: string, resource: Scenario['resource'], tps: number): Scenario => benchScenario(id, { resource, clients: 16, tps });
 
 const direct = (tps: number): PgDirectFloor => ({ ...lat(2_000), connections: 16, tps, ok: 10, errors: {}, measure_ms: 1_000, leftover_prepared: 0, histogram: '' });
 

@@ -2,36 +2,13 @@
 // drivers send, ratios.pg_through_verdict_over_direct, and the report's
 // PostgreSQL section (bench/pg-workload.ts, bench/results.ts, bench/report.ts).
 import { describe, expect, it } from 'vitest';
-import type { LatencySummary } from '../../bench/hist.ts';
 import type { PgDirectFloor } from '../../bench/pg.ts';
 import { accountOf, ACCOUNTS_PER_CLIENT, ledgerStatement, shopStatement } from '../../bench/pg-workload.ts';
 import { markdown } from '../../bench/report.ts';
 import { commitId, pgCommitId, summaryKeys, type Results, type Scenario } from '../../bench/results.ts';
+import { benchScenario, lat } from './bench-fixture.ts';
 
-const lat = (p50: number): LatencySummary => ({ count: 100, p50_us: p50, p90_us: p50 * 2, p99_us: p50 * 3, p999_us: p50 * 4, max_us: p50 * 5, mean_us: p50 });
-
-function scenario(id: string, resource: Scenario['resource'], clients: number, tps: number): Scenario {
-  const { count: _count, ...l } = lat(10_000);
-  return {
-    id,
-    kind: 'commit',
-    nodes: 3,
-    participants: 2,
-    resource,
-    clients,
-    warmup_ms: 1,
-    measure_ms: 1,
-    tps,
-    ok: 1,
-    aborted: 0,
-    errors: {},
-    ...l,
-    txn_p50_us: 12_000,
-    txn_p99_us: 30_000,
-    leader_changes: 0,
-    histogram: '',
-  };
-}
+const scenario = (id: string, resource: Scenario['resource'], clients: number, tps: number): Scenario => benchScenario(id, { resource, clients, tps, txn_p50_us: 12_000, txn_p99_us: 30_000 });
 
 function direct(connections: number, tps: number): PgDirectFloor {
   return { ...lat(2_000), connections, tps, ok: 10, errors: {}, measure_ms: 1_000, leftover_prepared: 0, histogram: '' };
