@@ -104,7 +104,7 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     expect(kinds[0]).toBe('begin —');
     for (const p of ['shop', 'ledger']) for (const k of ['prepare', 'vote', 'decision-sent', 'ack']) expect(kinds).toContain(`${k} ${p}`);
     const decided = timeline.find((r) => r[1] === 'decided');
-    expect(decided?.[4]).toBe(String(committed.decisionIndex));
+    expect(decided?.[4]).toBe(String(shownIndex));
     expect(decided?.[3]).toMatch(/^COMMIT/);
     // Every VOTE comes after its PREPARE, the decision after every VOTE, every ACK after the decision.
     const at = (k: string): number => kinds.indexOf(k);

@@ -156,12 +156,12 @@ describe('participant runtime against a fake cluster', () => {
     expect(leader.registrations[1]).toEqual({ clusterId: CLUSTER, participantId: 'p1', endpoint: r.address, resourceKind: 'memory' });
   });
 
-  it('serves Prepare and Decide over gRPC: YES, NO on a lock, ACK, and status codes with reasons', async () => {
+  it('serves Prepare and Decide over gRPC: YES, NO on a lock still held after the lock wait, ACK, and status codes with reasons', async () => {
     const cluster = await fakeNode();
-    const r = await start(await dataDir(), [cluster.address]);
+    const r = await start(await dataDir(), [cluster.address], { lockWaitMs: 200 });
     const c = client(r.address);
     expect(await c.prepare(prepareReq('T1', { greeting: 'hello' }), DEADLINE_MS)).toEqual({ txnId: 'T1', participantId: 'p1', vote: 'VOTE_YES', reason: '' });
-    expect(await c.prepare(prepareReq('T2', { greeting: 'bye' }), DEADLINE_MS)).toMatchObject({ vote: 'VOTE_NO', reason: 'key greeting is locked by prepared transaction T1' });
+    expect(await c.prepare(prepareReq('T2', { greeting: 'bye' }), DEADLINE_MS)).toMatchObject({ vote: 'VOTE_NO', reason: 'key greeting is locked by prepared transaction T1 (waited 200 ms)' });
     expect(await c.prepare({ ...prepareReq('T3', {}), payload: new TextEncoder().encode('nope') }, DEADLINE_MS)).toMatchObject({ vote: 'VOTE_NO', reason: expect.stringMatching(/not valid JSON/) });
     expect(r.resource.get('greeting')).toBeUndefined();
     expect(await c.decide(decisionReq('T1', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({ txnId: 'T1', participantId: 'p1' });
@@ -179,7 +179,8 @@ describe('participant runtime against a fake cluster', () => {
 
   it("R7: the leader's Exchange stream carries PREPAREs and DECISIONs in batches, answered by id with the unary calls' answers and status codes", async () => {
     const cluster = await fakeNode();
-    const r = await start(await dataDir(), [cluster.address]);
+    // No lock wait: the NO on the lock comes in the same batch as the YES that took it.
+    const r = await start(await dataDir(), [cluster.address], { lockWaitMs: 0 });
     const c = client(r.address);
     const x = new ParticipantExchange(c.channel, r.address);
     exchanges.push(x);
