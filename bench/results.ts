@@ -244,7 +244,9 @@ export function summaryKeys(scenarios: Scenario[], floors: Floors): Pick<Results
  * - A throughput ceiling: every process shares the machine's cores, so no
  *   run commits more than cores × 1000 / (CPU ms per transaction) a second.
  * - A cycle floor for one closed-loop client: its transactions cannot follow
- *   each other faster than (CPU ms per transaction) / cores.
+ *   each other faster than (CPU ms per transaction) / cores; over the 1-node
+ *   (or 1-participant) p50 that bounds the latency ratios from below, for the
+ *   CPU this implementation spends (not a floor of the machine).
  * - The 3-node latency with the disk and the network alone added to the
  *   1-node one: two syncs per batch (the segment, then its mark) contending
  *   with the other nodes' (three processes' fsyncs at once, floors) and one
@@ -273,6 +275,9 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
   out.nodes1_memory2_c1_cpu_ms_per_txn = c1;
   out.nodes3_memory2_c1_cpu_ms_per_txn = c3;
   const p1 = by.get(commitId(1, 2, 1))?.p50_us;
+  // One client's transactions follow each other no faster than their CPU over the cores: the 3-node cycle against the 1-node p50.
+  const cores3 = by.get(commitId(3, 2, 1))?.cpu?.cores;
+  if (c3 !== null && cores3 !== undefined && p1 !== undefined) out.latency_p50_3_over_1_cpu_floor = ratio((c3 / cores3) * 1000, p1);
   const x3 = floors.fsync_200B_x3?.p50_us;
   if (p1 !== undefined && x3 !== undefined) {
     const extra = 2 * Math.max(0, x3 - floors.fsync_200B.p50_us) + floors.grpc_client_streams_rtt.p50_us;
@@ -299,5 +304,6 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
   if (etcdSeqP50Us !== null && x3 !== undefined) out.raft_seq_two_syncs_us = Math.round(2 * x3);
   const par = by.get(commitId(3, 2, 1, true));
   out.nodes3_memory2_c1_parallel_cpu_ms_per_txn = par?.cpu?.ms_per_txn ?? null;
+  if (par?.cpu && p1 !== undefined) out.latency_p50_3_parallel_over_1_cpu_floor = ratio((par.cpu.ms_per_txn / par.cpu.cores) * 1000, p1);
   return out;
 }

@@ -88,6 +88,12 @@ describe('cpuBounds', () => {
     expect(b.nodes3_memory2_cpu_ceiling_tps).toBe(4_000);
   });
 
+  it('bounds the 3-node latency at one client by its CPU over the cores', () => {
+    // 4 ms of CPU on 2 cores: 2 ms per transaction at least, over the 1-node p50 of 3 ms; parallel 4.5 ms → 0.75.
+    expect(b.latency_p50_3_over_1_cpu_floor).toBe(0.67);
+    expect(b.latency_p50_3_parallel_over_1_cpu_floor).toBe(0.75);
+  });
+
   it('adds two contended syncs and one round trip to the 1-node latency for the disk-and-network floor', () => {
     // (3000 + 2 × (400 − 300) + 60) / 3000
     expect(b.latency_p50_3_over_1_disk_network_floor).toBe(1.09);
@@ -116,8 +122,8 @@ describe('cpuBounds', () => {
       anchors: { etcd: { skipped: null, seq_cpu_ms_per_put: 0.7, inflight64_cpu_ms_per_put: 0.2 } },
     } as unknown as Results;
     const text = boundsSection(r).join('\n');
-    expect(text).toContain('| `ratios.latency_p50_3_over_1` | 1.67× | ≤ 1.15 | no | the disk and the network alone');
-    expect(text).toContain('1.09×');
+    expect(text).toContain('| `ratios.latency_p50_3_over_1` | 1.67× | ≤ 1.15 | no | CPU floor 0.67×: at 1 client a 3-node transaction costs 4 ms of CPU');
+    expect(text).toContain('would allow 1.09×');
     expect(text).toContain('CPU ceiling 4000 tx/s: no concurrency cost less than 0.5 ms');
     expect(text).toContain('| `failover.in_doubt_p99_ms` | 800 ms | ≤ 1,000, 0 rolled back | yes |');
     expect(text).toContain('| `ratios.latency_p50_3_parallel_over_1` | 0.95× | ≤ 1.0 | yes |');
