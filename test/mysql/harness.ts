@@ -80,20 +80,27 @@ async function startOwn(databases: string[], extraArgs: string[]): Promise<Maria
   await chmod(root, 0o755);
   const data = join(root, 'data');
   const runDir = join(root, 'run');
+  // Temporary tables in a directory of this server's own: in the shared /tmp,
+  // a bootstrap once failed deleting its own #sql-temptable file ("Errcode: 2")
+  // while other tests started and cleaned up servers beside it.
+  const tmp = join(root, 'tmp');
   const sock = join(runDir, 'mysqld.sock');
   await mkdir(data, { mode: 0o700 });
   await mkdir(runDir, { mode: 0o755 });
+  await mkdir(tmp, { mode: 0o700 });
   if (owner !== null) {
     await chown(data, owner.uid, owner.gid);
     await chown(runDir, owner.uid, owner.gid);
+    await chown(tmp, owner.uid, owner.gid);
   }
   const [port] = await freePorts(1);
   const userArgs = owner !== null ? ['--user=mysql'] : [];
   // --no-defaults: the machine's /etc/mysql config (its port, socket, datadir) must not leak in.
-  await run(INSTALL_DB, ['--no-defaults', `--datadir=${data}`, ...userArgs, '--auth-root-authentication-method=normal', '--skip-test-db'], 60_000);
+  await run(INSTALL_DB, ['--no-defaults', `--datadir=${data}`, `--tmpdir=${tmp}`, ...userArgs, '--auth-root-authentication-method=normal', '--skip-test-db'], 60_000);
   const args = [
     '--no-defaults',
     `--datadir=${data}`,
+    `--tmpdir=${tmp}`,
     `--socket=${sock}`,
     `--pid-file=${join(runDir, 'mysqld.pid')}`,
     '--bind-address=127.0.0.1',
