@@ -11,7 +11,7 @@
 import { expect, test } from 'vitest';
 import { Rng } from '../../src/raft/rng.ts';
 import type { DbMutant } from './system-dbprep.ts';
-import { BASE_SEED, huntMutant, REPLAY, runShard } from './system-run.ts';
+import { BASE_SEED, huntLine, huntMutant, REPLAY, runShard } from './system-run.ts';
 import { HEAL_AT_MS, LIVENESS_MS, systemScenarioArb } from './system-schedule.ts';
 import { CRASH_POINTS, SystemWorld, type SystemScenario } from './system-world.ts';
 
@@ -79,8 +79,9 @@ for (const [i, tooth] of TEETH.entries()) {
   test.skipIf(REPLAY !== undefined)(
     `R4: the checker catches database mutant: ${tooth.what}; the failing seed replays`,
     () => {
-      const { out, tried, caught, other } = huntMutant(dbArb, tooth.mutant, tooth.expect, BASE_SEED + 2_100 + i, tooth.seedsMax);
-      console.log(`dbprep teeth: ${tooth.mutant} ${out.failed ? `caught after ${tried} schedules` : `NOT caught in ${tried} schedules`}: ${caught ?? other ?? 'no violation at all'}`);
+      const hunt = huntMutant(dbArb, tooth.mutant, tooth.expect, BASE_SEED + 2_100 + i, tooth.seedsMax);
+      const { out } = hunt;
+      console.log(`dbprep teeth: ${huntLine(tooth.mutant, hunt)}`);
       expect(out.failed, `mutant ${tooth.mutant} went unnoticed for ${tooth.seedsMax} schedules`).toBe(true);
       const sc = out.counterexample?.[0];
       expect(sc).toBeDefined();

@@ -113,3 +113,26 @@ export function huntMutant(arb: fc.Arbitrary<SystemScenario>, mutant: Mutant, ex
   );
   return { out, tried, caught, other };
 }
+
+/** The hunt's one line for a test's log: caught after how many schedules, and the violation. */
+export function huntLine(mutant: Mutant, h: MutantHunt): string {
+  return `${mutant} ${h.out.failed ? `caught after ${h.tried} schedules` : `NOT caught in ${h.tried} schedules`}: ${h.caught ?? h.other ?? 'no violation at all'}`;
+}
+
+/**
+ * The focused schedules of the teeth without their mutant (a checker that
+ * fires on a correct protocol proves nothing): `numRuns` schedules from
+ * `arb`, from `seed`; fast-check throws at the first with a violation.
+ * Returns how many ran.
+ */
+export function controlRun(arb: fc.Arbitrary<SystemScenario>, seed: number, numRuns: number): number {
+  let runs = 0;
+  fc.assert(
+    fc.property(arb, (sc) => {
+      runs++;
+      return new SystemWorld(sc).run().violations.length === 0;
+    }),
+    { seed, numRuns },
+  );
+  return runs;
+}
