@@ -1,4 +1,4 @@
-// `npx tsx bench/cpu-per-txn.ts [--nodes N] [--participants N] [--clients N] [--measure-ms MS] [--warmup-ms MS (20000)] [--pg]`
+// `npx tsx bench/cpu-per-txn.ts [--nodes N] [--participants N] [--clients N] [--measure-ms MS] [--warmup-ms MS (20000)] [--pg] [--parallel]`
 //
 // CPU time per committed transaction, per process, for the memory-participant
 // commit load of bench/loadgen.ts. On a machine with few cores the throughput
@@ -14,6 +14,9 @@
 // it closes, and prints CPU ms per committed transaction for the leader, the
 // followers, the participants and the load generator, then one JSON line.
 // Linux only (/proc). Everything is stopped at the end.
+//
+// --parallel: the transactions commit in parallel (docs/protocol.md);
+// without it, classic two-phase commit.
 //
 // --pg: the PostgreSQL path instead (bench/pg.ts): a PostgreSQL of our own,
 // the shop and ledger participants, the shop/ledger transaction; first the
@@ -37,6 +40,7 @@ const CLIENTS = flag('clients', 16);
 const WARMUP_MS = flag('warmup-ms', 20_000);
 const MEASURE_MS = flag('measure-ms', 10_000);
 const PG = process.argv.includes('--pg');
+const PARALLEL = process.argv.includes('--parallel');
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'verdict-cpu-'));
@@ -79,8 +83,8 @@ async function measure(dir: string, pg: BenchPg | null): Promise<void> {
       measureMs: MEASURE_MS,
       keyPrefix: `${pg?.tag ?? 'cpu'}-${Date.now().toString(36)}`,
       txnTimeoutMs: 5_000,
-      // Classic 2PC, comparable with the figures measured before parallel commit became the cluster's default.
-      parallelCommit: false,
+      // Classic 2PC unless --parallel: comparable with the figures measured before parallel commit became the cluster's default.
+      parallelCommit: PARALLEL,
     };
     const procs: CpuProc[] = [];
     for (const n of cluster.nodes) procs.push(...childProc(n.id === leader.id ? 'leader' : 'follower', n.id, n.child));

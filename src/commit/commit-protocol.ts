@@ -33,6 +33,7 @@
 
 import { assert } from '../util/assert.ts';
 import type { ApplyResult, Decision, DecisionTable } from './state.ts';
+import type { DecisionOutcome } from '../domain/protocol.ts';
 import { beginRefusal, forgottenReason, futureIdRefusal } from './id-newness.ts';
 import { phaseCounts } from './engine-views.ts';
 import {
@@ -529,24 +530,32 @@ export class CommitProtocol {
     // Forgets waiting for their batch ride this decision's log entry instead
     // of taking one of their own (proposals of one turn share a batch entry,
     // src/node/proposal-batcher.ts); docs/protocol.md says why that is safe.
-    this.flushForgets();
-    this.io.propose({ t: 'decide', txnId: t.id, outcome, reason: outcome === 'commit' ? '' : t.reason, participants, atMs: this.io.nowMs() }, (err) => {
-      // Success is handled where every node sees it: onApplied. A proposal
-      // that failed leaves the outcome to the log (the entry may still
-      // commit under a later leader), so the client must ask again.
-      if (!err || this.txns.get(t.id) !== t) return;
-      // The entry may also never have reached the log (Raft drops proposals
-      // during a leadership transfer, or under back-pressure) while this node
-      // stays leader: then nothing would ever decide T. Propose it again from
-      // tick; only this leader, of the term that collected every YES, may (R2),
-      // and a duplicate Decide is a no-op (R1). ABORT likewise.
-      if (t.phase === 'deciding') t.reproposeAtMs = this.io.nowMs() + this.cfg.retryMinMs;
-      const e = new EngineError(
-        'outcome-unknown',
-        `the ${outcome === 'commit' ? 'COMMIT' : 'ABORT'} decision could not be confirmed (${err.message}); query the outcome or retry Commit with the same id`,
-      );
-      for (const w of t.waiters.splice(0)) w(e);
-    });
+    // An explicit COMMIT after an implied COMMITTED is off the critical path:
+    // it may wait a little for company (the next transaction's STAGING
+    // record), and the Forgets that ride it wait with it.
+    const lingerMs = outcome === 'commit' && t.parallel?.implicit === true ? this.cfg.explicitCommitLingerMs : 0;
+    this.flushForgets(lingerMs);
+    const decide = { t: 'decide' as const, txnId: t.id, outcome, reason: outcome === 'commit' ? '' : t.reason, participants, atMs: this.io.nowMs() };
+    this.io.propose(decide, (err) => this.decisionProposed(t, outcome, err), lingerMs);
+  }
+
+  /** The answer to a Decide proposal: on success nothing (onApplied handles it), on failure a retry from tick. */
+  private decisionProposed(t: Txn, outcome: DecisionOutcome, err: Error | null): void {
+    // Success is handled where every node sees it: onApplied. A proposal
+    // that failed leaves the outcome to the log (the entry may still
+    // commit under a later leader), so the client must ask again.
+    if (!err || this.txns.get(t.id) !== t) return;
+    // The entry may also never have reached the log (Raft drops proposals
+    // during a leadership transfer, or under back-pressure) while this node
+    // stays leader: then nothing would ever decide T. Propose it again from
+    // tick; only this leader, of the term that collected every YES, may (R2),
+    // and a duplicate Decide is a no-op (R1). ABORT likewise.
+    if (t.phase === 'deciding') t.reproposeAtMs = this.io.nowMs() + this.cfg.retryMinMs;
+    const e = new EngineError(
+      'outcome-unknown',
+      `the ${outcome === 'commit' ? 'COMMIT' : 'ABORT'} decision could not be confirmed (${err.message}); query the outcome or retry Commit with the same id`,
+    );
+    for (const w of t.waiters.splice(0)) w(e);
   }
 
   /**
@@ -689,16 +698,17 @@ export class CommitProtocol {
     return true;
   }
 
-  private flushForgets(): void {
+  private flushForgets(lingerMs = 0): void {
     if (this.forgetQueue.length === 0 || this.forgetInFlight) return;
     const batch = this.forgetQueue.splice(0, this.cfg.forgetBatchMax);
     this.forgetInFlight = true;
-    this.io.propose({ t: 'forget', txnIds: batch }, (err) => {
+    const failed = (err: Error | null): void => {
       if (!err) return;
       this.forgetInFlight = false;
       // Not forgotten yet: harmless, a later batch (or the next leader's re-drive) retries.
       if (this.isLeader()) this.forgetQueue.unshift(...batch);
-    });
+    };
+    this.io.propose({ t: 'forget', txnIds: batch }, failed, lingerMs);
   }
 
   /** Timeouts, decision redelivery and forget batching; call every few tens of ms. */

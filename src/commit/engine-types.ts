@@ -20,8 +20,12 @@ export interface EngineIO {
   nowMs(): number;
   /** A uniform float in [0, 1), for backoff jitter. */
   random(): number;
-  /** Proposes a command through Raft; the callback gets the applied result or an error. */
-  propose(cmd: Command, cb: (err: Error | null, result?: ApplyResult) => void): void;
+  /**
+   * Proposes a command through Raft; the callback gets the applied result or
+   * an error. With `lingerMs` the command may wait up to that long for other
+   * proposals to share its log entry (it goes at once with the first that comes).
+   */
+  propose(cmd: Command, cb: (err: Error | null, result?: ApplyResult) => void, lingerMs?: number): void;
   sendPrepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void;
   sendDecision(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void;
   /** The status question of parallel commit's recovery (./parallel-commit.ts). */
@@ -64,6 +68,13 @@ export interface EngineConfig {
   inDoubtAfterMs: number;
   /** Parallel commit for transactions that do not choose (docs/protocol.md, "Parallel commit"). */
   parallelCommit: boolean;
+  /**
+   * The explicit COMMIT of a transaction already answered COMMITTED (parallel
+   * commit) waits up to this long for another proposal, the next
+   * transaction's STAGING record say, to share its log entry and its syncs.
+   * 0: it is proposed in its own turn.
+   */
+  explicitCommitLingerMs: number;
 }
 
 export const defaultEngineConfig: EngineConfig = {
@@ -81,6 +92,7 @@ export const defaultEngineConfig: EngineConfig = {
   rpcDeadlineMs: 10_000,
   inDoubtAfterMs: 2_000,
   parallelCommit: false,
+  explicitCommitLingerMs: 5,
 };
 
 /** The engine's map holds at most this many transactions per inFlightMax (aborted ones remembered, decided ones awaiting ACKs). */

@@ -41,6 +41,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   sagaStuckAfterAttempts: 'int',
   sagaActionAttemptsMax: 'int',
   parallelCommit: 'bool',
+  explicitCommitLingerMs: 'int',
   'tls.ca': 'string',
   'tls.cert': 'string',
   'tls.key': 'string',

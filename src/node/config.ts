@@ -8,6 +8,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { REQUEST_BYTES_MAX_DEFAULT } from '../transport/validate.ts';
 import { ANSWER_STREAM_UNREAD_MAX } from '../transport/request-stream.ts';
 import { checkAddresses } from './config-addresses.ts';
+import { defaultEngineConfig } from '../commit/engine-types.ts';
 import { describeSource, envName, mergeOverrides, OverrideError, type Source } from './config-sources.ts';
 
 export interface NodeConfig {
@@ -69,6 +70,8 @@ export interface NodeConfig {
   sagaActionAttemptsMax: number;
   /** Parallel commit for transactions that do not choose (docs/protocol.md, "Parallel commit"). */
   parallelCommit: boolean;
+  /** How long an explicit COMMIT after an implied COMMITTED may wait to share a log entry (ms; 0: never waits). */
+  explicitCommitLingerMs: number;
 }
 
 export interface NodeTlsConfig {
@@ -154,6 +157,7 @@ const KNOWN = [
   'sagaStuckAfterAttempts',
   'sagaActionAttemptsMax',
   'parallelCommit',
+  'explicitCommitLingerMs',
 ];
 const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
 const ADMIN_NAMES_MAX = 256;
@@ -264,6 +268,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const streamUnreadMax = int('streamUnreadMax', ANSWER_STREAM_UNREAD_MAX, 16, 1_000_000);
   const sagaStuckAfterAttempts = int('sagaStuckAfterAttempts', 10, 1, 1_000_000);
   const sagaActionAttemptsMax = int('sagaActionAttemptsMax', 5, 1, 1_000_000);
+  const explicitCommitLingerMs = int('explicitCommitLingerMs', defaultEngineConfig.explicitCommitLingerMs, 0, 1_000);
   if (clientInFlightMax > inFlightMax) throw new ConfigError(file, `${label('clientInFlightMax')} (${clientInFlightMax}) must not exceed ${label('inFlightMax')} (${inFlightMax})`);
   // From the environment or --set the value arrives as text.
   const join = o.join === 'true' ? true : o.join === 'false' ? false : (o.join ?? false);
@@ -327,6 +332,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     requestBytesMax,
     inFlightMax,
     parallelCommit,
+    explicitCommitLingerMs,
     clientInFlightMax,
     streamUnreadMax,
     sagaStuckAfterAttempts,

@@ -144,11 +144,11 @@ export class NodeCore {
       onCaughtUp: (lastIndex) => obs.onCaughtUp?.(lastIndex),
       onApplied: (entry, applied) => this.applied(entry, applied),
     });
-    this.proposals = new ProposalBatcher((datas, cbs) => this.driver.proposeBatch(datas, cbs), o.io.endOfTurn);
+    this.proposals = new ProposalBatcher((datas, cbs) => this.driver.proposeBatch(datas, cbs), o.io.endOfTurn, o.io.after);
     const io: EngineIO = {
       nowMs: o.io.nowMs,
       random: o.io.random,
-      propose: (cmd, cb) => this.propose(cmd, cb),
+      propose: (cmd, cb, lingerMs) => this.propose(cmd, cb, lingerMs),
       sendPrepare: o.io.links.sendPrepare,
       sendDecision: o.io.links.sendDecision,
       sendStatus: o.io.links.sendStatus,
@@ -168,15 +168,15 @@ export class NodeCore {
   /**
    * Proposes `cmd` through the batcher and Raft; `cb` gets the applied
    * result, or an error when the proposal fails or times out (its entry may
-   * still commit: callers retry idempotently, R7).
+   * still commit: callers retry idempotently, R7). `lingerMs`: see EngineIO.propose.
    */
-  propose(cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void): void {
+  propose(cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void, lingerMs = 0): void {
     if (this.stopped) return;
     this.observe.onProposing?.(cmd);
     if (this.stopped) return;
     this.bounded<ApplyResult | null>(
       `proposal ${cmd.t}`,
-      (done) => this.proposals.add(cmd, (err, r) => done(err, r?.result)),
+      (done) => this.proposals.add(cmd, (err, r) => done(err, r?.result), lingerMs),
       (err, r) => {
         if (this.stopped) return;
         if (err) {

@@ -143,7 +143,7 @@ async function compose(cfg: NodeConfig, log: Logger, tls: NodeTls | null, server
     seedPeers: cfg.peers,
     selfAddress: address,
     driver: { snapshotEntries: cfg.snapshotEntries, snapshotKeepEntries: Math.min(1000, cfg.snapshotEntries), waitersMax: WAITERS_MAX },
-    engine: { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax, parallelCommit: cfg.parallelCommit },
+    engine: { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax, parallelCommit: cfg.parallelCommit, explicitCommitLingerMs: cfg.explicitCommitLingerMs },
     proposeTimeoutMs: REQUEST_TIMEOUT_MS,
     observe: {
       ...watchCore(watch),

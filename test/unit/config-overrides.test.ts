@@ -41,6 +41,14 @@ describe('configuration overrides', () => {
     expect(refusal(() => parseConfig({ ...base, parallelCommit: 'yes' }, FILE))).toMatch(/parallelCommit.*expected true \(parallel commit by default\) or false \(classic\)/);
   });
 
+  it('explicitCommitLingerMs: 5 ms by default, 0 to 1000 from the file, the environment or --set', () => {
+    expect(parseConfig(base, FILE).explicitCommitLingerMs).toBe(5);
+    expect(parseConfig({ ...base, explicitCommitLingerMs: 0 }, FILE).explicitCommitLingerMs).toBe(0);
+    expect(parseConfig(base, FILE, { env: { VERDICT_EXPLICIT_COMMIT_LINGER_MS: '20' } }).explicitCommitLingerMs).toBe(20);
+    expect(parseConfig(base, FILE, { sets: ['explicitCommitLingerMs=1'] }).explicitCommitLingerMs).toBe(1);
+    expect(refusal(() => parseConfig({ ...base, explicitCommitLingerMs: 5000 }, FILE))).toMatch(/explicitCommitLingerMs.*expected an integer from 0 to 1000/);
+  });
+
   it('ignores environment variables that are not config keys', () => {
     const cfg = parseConfig(base, FILE, { env: { VERDICT_ENDPOINTS: 'x', VERDICT_LOG_FORMAT: 'json', PATH: '/bin' } });
     expect(cfg.nodeId).toBe('n1');

@@ -217,6 +217,68 @@ describe('ProposalBatcher', () => {
     expect(sm.table.lookup('d')).toBeNull();
   });
 
+  describe('a command added with a linger', () => {
+    const decide = (txnId: string) => ({ t: 'decide' as const, txnId, outcome: 'commit' as const, reason: '', participants: ['p'], atMs: 1 });
+    function lingering(): { batcher: ProposalBatcher; proposed: string[][]; endTurn: () => void; timers: { ms: number; fn: () => void; cancelled: boolean }[] } {
+      const proposed: string[][] = [];
+      let turn: (() => void) | null = null;
+      const timers: { ms: number; fn: () => void; cancelled: boolean }[] = [];
+      const batcher = new ProposalBatcher(
+        (datas) => proposed.push(datas.flatMap((d) => decodeDecisionBatch(d).cmds?.map((c) => (c.t === 'stage' || c.t === 'decide' ? `${c.t} ${c.txnId}` : c.t)) ?? ['?'])),
+        (fn) => {
+          turn = fn;
+        },
+        (ms, fn) => {
+          const t = { ms, fn, cancelled: false };
+          timers.push(t);
+          return () => {
+            t.cancelled = true;
+          };
+        },
+      );
+      const endTurn = (): void => {
+        const f = turn;
+        turn = null;
+        f?.();
+      };
+      return { batcher, proposed, endTurn, timers };
+    }
+
+    it('waits for the next command and shares its entry, in the order they were added; its timer is cancelled', () => {
+      const h = lingering();
+      h.batcher.add(decide('T1'), () => {}, 5);
+      h.endTurn();
+      expect(h.proposed).toEqual([]);
+      expect(h.timers.map((t) => [t.ms, t.cancelled])).toEqual([[5, false]]);
+      h.batcher.add({ t: 'stage', txnId: 'T2', participants: ['p'], atMs: 2 }, () => {});
+      expect(h.proposed).toEqual([]);
+      h.endTurn();
+      expect(h.proposed).toEqual([['decide T1', 'stage T2']]);
+      expect(h.timers[0].cancelled).toBe(true);
+    });
+
+    it('goes alone when its linger runs out with no company; a second lingering command does not push the first one back', () => {
+      const h = lingering();
+      h.batcher.add(decide('T1'), () => {}, 5);
+      h.batcher.add(decide('T2'), () => {}, 5);
+      expect(h.timers.length).toBe(1);
+      h.timers[0].fn();
+      expect(h.proposed).toEqual([['decide T1', 'decide T2']]);
+      // The batcher is empty again: the next lingering command sets a timer of its own.
+      h.batcher.add(decide('T3'), () => {}, 5);
+      expect(h.timers.length).toBe(2);
+    });
+
+    it('joins a flush already due at the end of this turn instead of waiting', () => {
+      const h = lingering();
+      h.batcher.add({ t: 'forget', txnIds: ['T0'] }, () => {});
+      h.batcher.add(decide('T1'), () => {}, 5);
+      expect(h.timers).toEqual([]);
+      h.endTurn();
+      expect(h.proposed).toEqual([['forget', 'decide T1']]);
+    });
+  });
+
   it(`cuts a batch at ${BATCH_RECORDS_MAX} records`, () => {
     const h = harness();
     for (let i = 0; i <= BATCH_RECORDS_MAX; i++) h.batcher.add({ t: 'forget', txnIds: [`t${i}`] }, () => {});

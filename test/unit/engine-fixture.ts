@@ -10,6 +10,8 @@ import type { TxnStatus } from '../../src/participant/types.ts';
 export interface PendingProposal {
   cmd: Command;
   cb: (err: Error | null, r?: ApplyResult) => void;
+  /** How long the engine let it wait for company (EngineIO.propose); 0: at the end of the turn. */
+  lingerMs: number;
 }
 
 export interface PendingPrepare {
@@ -47,7 +49,7 @@ export class EngineWorld {
     const io: EngineIO = {
       nowMs: () => this.now,
       random: () => 0.5,
-      propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
+      propose: (cmd, cb, lingerMs = 0) => this.proposals.push({ cmd, cb, lingerMs }),
       sendPrepare: (to, req, _deadline, cb) => this.prepares.push({ to: to.id, req, answer: (v, reason = '') => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason })) }),
       sendDecision: (to, req, _deadline, cb) => this.decisions.push({ to: to.id, req, cb }),
       sendStatus: (to, txnId, _timeoutMs, cb) => this.statuses.push({ to: to.id, txnId, cb }),

@@ -54,6 +54,27 @@ describe('parallel commit: the stager', () => {
     expect(w.table.staged.has('T1')).toBe(false);
   });
 
+  it('the explicit COMMIT after an implied COMMITTED may linger for company; the Forgets it carries linger with it; a classic COMMIT never does', () => {
+    const w = new EngineWorld(['a'], { ...cfg, explicitCommitLingerMs: 7 });
+    commit(w, 'T0', ['a'], false);
+    w.vote('a', 'yes');
+    expect(w.proposals.map((p) => [p.cmd.t, p.lingerMs])).toEqual([['decide', 0]]);
+    w.applyAll();
+    w.decisions.shift()?.cb(null);
+    // T0 is acknowledged: its Forget waits for the next decision's entry.
+    const c = commit(w, 'T1', ['a']);
+    expect(w.proposals.map((p) => [p.cmd.t, p.lingerMs])).toEqual([['stage', 0]]);
+    w.vote('a', 'yes');
+    w.applyNext();
+    expect(c.answer()?.outcome).toBe('committed');
+    expect(w.proposals.map((p) => [p.cmd.t, p.lingerMs])).toEqual([
+      ['forget', 7],
+      ['decide', 7],
+    ]);
+    w.applyAll();
+    expect(w.table.lookup('T1')?.outcome).toBe('commit');
+  });
+
   it('R2: a NO vote aborts through the log, as in the classic path, and nobody heard COMMITTED', () => {
     const w = new EngineWorld(['a', 'b'], cfg);
     const c = commit(w, 'T1', ['a', 'b']);
