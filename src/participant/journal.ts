@@ -36,6 +36,7 @@
 // synced alone only after lazySyncMs with no other append. Their callbacks
 // too run once they are synced.
 import { open, readFile, rm, rename, type FileHandle } from 'node:fs/promises';
+import { writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { SILENT_LOG, withDefaults, type EngineLog } from './types.ts';
@@ -434,12 +435,16 @@ function isZero(buf: Buffer, from: number): boolean {
   return true;
 }
 
+/**
+ * Writes the whole frame at the file's position. Synchronously: a frame is
+ * small and goes to the page cache, so a trip through the thread pool (and
+ * the wake-ups on both sides of it) would cost more than the copy; only the
+ * fdatasync that follows waits for the disk, and that one stays off the
+ * event loop.
+ */
 async function writeAll(fh: FileHandle, buf: Buffer): Promise<void> {
   let off = 0;
-  while (off < buf.byteLength) {
-    const { bytesWritten } = await fh.write(buf, off, buf.byteLength - off);
-    off += bytesWritten;
-  }
+  while (off < buf.byteLength) off += writeSync(fh.fd, buf, off, buf.byteLength - off);
 }
 
 async function syncDir(dir: string): Promise<void> {
