@@ -11,16 +11,34 @@
 //          streams   Raft's pattern (src/transport/peer.ts): a message on a
 //                    long-lived client stream to the server, and its echo on
 //                    the server's own client stream back to ours.
+//   flush-pattern
+//          one transaction's flushes on the one disk every process shares,
+//          with nothing else: five threads stand for three nodes (each
+//          appends to its segment file and fdatasyncs it, then writes its
+//          mark and fdatasyncs that: two flushes one after the other, as
+//          src/storage/store.ts does) and two participants (one append and
+//          fdatasync of their journal). Patterns, measured in turn:
+//            classic1   the participants' flushes at once, then one node's two
+//            classic3   the participants' flushes at once, then three nodes'
+//                       two each at once (done when the leader and one
+//                       follower are)
+//            parallel3  all five at once (parallel commit: done when the
+//                       leader, one follower and both participants are)
+//            parallel3_one_sync  the same with one flush per node, for what
+//                       the mark's own sync costs
 //
 // Every mode prints one JSON line of latency summaries in microseconds.
 import * as grpc from '@grpc/grpc-js';
-import { closeSync, fdatasyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { newHistogram, recordMs, summarize, type LatencySummary } from './hist.ts';
 
 export type FloorConfig =
   | { mode: 'fsync'; file: string; bytes: number; samplesMax: number; measureMs: number }
   | { mode: 'echo' }
-  | { mode: 'grpc'; address: string; bytes: number; warmupMs: number; measureMs: number };
+  | { mode: 'grpc'; address: string; bytes: number; warmupMs: number; measureMs: number }
+  | { mode: 'flush-pattern'; dir: string; bytes: number; samplesMax: number; measureMs: number };
 
 export interface FsyncFloor {
   fsync: LatencySummary;
@@ -62,6 +80,80 @@ function fsyncFloor(cfg: Extract<FloorConfig, { mode: 'fsync' }>): FsyncFloor {
     unlinkSync(cfg.file);
   }
   return { fsync: summarize(h) };
+}
+
+export interface FlushPatternFloor {
+  classic1: LatencySummary;
+  classic3: LatencySummary;
+  parallel3: LatencySummary;
+  parallel3_one_sync: LatencySummary;
+}
+
+// A flusher thread: waits for the next round, appends and fdatasyncs its
+// first `n` files one after the other, stamps the time, counts itself done.
+const FLUSHER = `
+const { workerData } = require('node:worker_threads');
+const fs = require('node:fs');
+const { sab, idx, files, bytes } = workerData;
+const ctl = new Int32Array(sab, 0, 2);
+const jobs = new Int32Array(sab, 8, 8);
+const ends = new BigInt64Array(sab, 40, 8);
+const fds = files.map((f) => fs.openSync(f, 'a'));
+const buf = Buffer.alloc(bytes, 0x62);
+let round = 0;
+for (;;) {
+  Atomics.wait(ctl, 0, round);
+  round = Atomics.load(ctl, 0);
+  if (round < 0) break;
+  for (let i = 0; i < jobs[idx]; i++) { fs.writeSync(fds[i], buf); fs.fdatasyncSync(fds[i]); }
+  ends[idx] = process.hrtime.bigint();
+  Atomics.add(ctl, 1, 1);
+  Atomics.notify(ctl, 1);
+}
+for (const fd of fds) fs.closeSync(fd);
+`;
+
+/** Threads 0–2 are the nodes (segment, mark), 0 the leader; 3–4 the participants (journal). */
+async function flushPatternFloor(cfg: Extract<FloorConfig, { mode: 'flush-pattern' }>): Promise<FlushPatternFloor> {
+  const sab = new SharedArrayBuffer(40 + 8 * 8);
+  const ctl = new Int32Array(sab, 0, 2);
+  const jobs = new Int32Array(sab, 8, 8);
+  const ends = new BigInt64Array(sab, 40, 8);
+  const files = [0, 1, 2].map((i) => [join(cfg.dir, `n${i}-segment`), join(cfg.dir, `n${i}-mark`)]).concat([3, 4].map((i) => [join(cfg.dir, `p${i}-journal`)]));
+  const workers = files.map((f, idx) => new Worker(FLUSHER, { eval: true, workerData: { sab, idx, files: f, bytes: cfg.bytes } }));
+  await Promise.all(workers.map((w) => new Promise((r) => w.once('online', r))));
+  /** One round: thread i flushes n[i] files; the µs from the start to each thread's end. */
+  const round = (n: number[]): number[] => {
+    n.forEach((x, i) => (jobs[i] = x));
+    Atomics.store(ctl, 1, 0);
+    const t0 = process.hrtime.bigint();
+    Atomics.add(ctl, 0, 1);
+    Atomics.notify(ctl, 0);
+    for (let done = Atomics.load(ctl, 1); done < workers.length; done = Atomics.load(ctl, 1)) Atomics.wait(ctl, 1, done);
+    return n.map((_, i) => Number(ends[i] - t0) / 1000);
+  };
+  const quorum = (e: number[]): number => Math.max(e[0], Math.min(e[1], e[2]));
+  const hs = { classic1: newHistogram(), classic3: newHistogram(), parallel3: newHistogram(), parallel3_one_sync: newHistogram() };
+  const stopAt = performance.now() + cfg.measureMs;
+  try {
+    for (let i = 0; i < cfg.samplesMax && performance.now() < stopAt; i++) {
+      const prepared = round([0, 0, 0, 1, 1]);
+      const votes = Math.max(prepared[3], prepared[4]);
+      recordMs(hs.classic1, (votes + round([2, 0, 0, 0, 0])[0]) / 1000);
+      const again = round([0, 0, 0, 1, 1]);
+      recordMs(hs.classic3, (Math.max(again[3], again[4]) + quorum(round([2, 2, 2, 0, 0]))) / 1000);
+      const all = round([2, 2, 2, 1, 1]);
+      recordMs(hs.parallel3, Math.max(quorum(all), all[3], all[4]) / 1000);
+      const one = round([1, 1, 1, 1, 1]);
+      recordMs(hs.parallel3_one_sync, Math.max(quorum(one), one[3], one[4]) / 1000);
+    }
+  } finally {
+    Atomics.store(ctl, 0, -1);
+    Atomics.notify(ctl, 0);
+    await Promise.all(workers.map((w) => new Promise((r) => w.once('exit', r))));
+    for (const f of files.flat()) rmSync(f, { force: true });
+  }
+  return { classic1: summarize(hs.classic1), classic3: summarize(hs.classic3), parallel3: summarize(hs.parallel3), parallel3_one_sync: summarize(hs.parallel3_one_sync) };
 }
 
 function bind(server: grpc.Server): Promise<number> {
@@ -181,7 +273,7 @@ async function main(): Promise<void> {
   setTimeout(() => process.exit(3), 120_000).unref();
   if (cfg.mode === 'echo') return echoServer();
   process.stdin.on('end', () => process.exit(2)).resume();
-  const out = cfg.mode === 'fsync' ? fsyncFloor(cfg) : await grpcFloor(cfg);
+  const out = cfg.mode === 'fsync' ? fsyncFloor(cfg) : cfg.mode === 'flush-pattern' ? await flushPatternFloor(cfg) : await grpcFloor(cfg);
   process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(0));
 }
 

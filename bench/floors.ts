@@ -3,7 +3,7 @@
 // and gRPC round trips between two processes on loopback. The PostgreSQL
 // floors come from bench/pg.ts.
 import { join } from 'node:path';
-import type { FsyncFloor, GrpcFloor } from './floor-child.ts';
+import type { FlushPatternFloor, FsyncFloor, GrpcFloor } from './floor-child.ts';
 import type { LatencySummary } from './hist.ts';
 import type { PgDirectFloor, PgDirectFloors } from './pg.ts';
 import { runJsonChild, spawnChild, stopChild, waitFor } from './procs.ts';
@@ -16,6 +16,8 @@ export interface MachineFloors {
   grpc_client_streams_rtt: LatencySummary;
   /** The fsync floor of three processes at once on the one disk, as three nodes' logs are (absent in older results). */
   fsync_200B_x3?: ConcurrentFsyncFloor;
+  /** One transaction's flushes on the one disk, classic and parallel, 1 and 3 nodes (bench/floor-child.ts, flush-pattern; absent in older results). */
+  flush_pattern?: FlushPatternFloor;
 }
 
 /** Three processes each appending 200 bytes + fdatasync at once: each one's latency, in process order. */
@@ -58,7 +60,14 @@ export async function measureFloors(dir: string, t: FloorTiming): Promise<Machin
       4 * t.measureMs + 30_000,
     );
     const x3 = await concurrentFsync(dir, t);
-    return { fsync_200B: fsync.fsync, grpc_unary_rtt: g.unary, grpc_bidi_rtt: g.bidi, grpc_client_streams_rtt: g.streams, fsync_200B_x3: x3 };
+    const pattern = await runJsonChild<FlushPatternFloor>(
+      'flush-pattern floor',
+      'floor-child.ts',
+      { mode: 'flush-pattern', dir, bytes: 200, samplesMax: t.fsyncSamplesMax, measureMs: t.measureMs },
+      join(dir, 'floors.log'),
+      t.measureMs + 30_000,
+    );
+    return { fsync_200B: fsync.fsync, grpc_unary_rtt: g.unary, grpc_bidi_rtt: g.bidi, grpc_client_streams_rtt: g.streams, fsync_200B_x3: x3, flush_pattern: pattern };
   } finally {
     echo.proc.stdin?.end();
     await stopChild(echo, 'SIGTERM', 3_000);

@@ -275,6 +275,14 @@ export function markdown(r: Results, source: string): string {
               ],
             ]
           : []),
+        ...(f.flush_pattern != null
+          ? [
+              floorRow("one transaction's flushes, 1 node classic: the 2 participants' at once, then the node's segment and mark (`floors.flush_pattern.classic1`)", f.flush_pattern.classic1),
+              floorRow("the same with 3 nodes: then three nodes' two each at once, until the leader and one follower (`classic3`)", f.flush_pattern.classic3),
+              floorRow('3 nodes, parallel commit: all five at once (`parallel3`)', f.flush_pattern.parallel3),
+              floorRow("the same with one sync per node (`parallel3_one_sync`: what the mark's own sync costs)", f.flush_pattern.parallel3_one_sync),
+            ]
+          : []),
         floorRow('gRPC unary round trip, 100 B, two processes', f.grpc_unary_rtt),
         floorRow('gRPC bidi stream round trip (ping-pong on one stream)', f.grpc_bidi_rtt),
         floorRow("gRPC client streams round trip (out on one, back on the peer's: Raft's transport)", f.grpc_client_streams_rtt),
@@ -480,7 +488,7 @@ export function boundsSection(r: Results): string[] {
       x(r.ratios.latency_p50_3_over_1),
       '≤ 1.15',
       met(r.ratios.latency_p50_3_over_1, (v) => v <= 1.15),
-      `CPU floor ${x(b.latency_p50_3_over_1_cpu_floor)}: at 1 client a 3-node transaction costs ${cpuMs(b.nodes3_memory2_c1_cpu_ms_per_txn)} of CPU (1 node: ${cpuMs(b.nodes1_memory2_c1_cpu_ms_per_txn)}), so one client's transactions follow each other no faster than that ÷ ${cores} cores; the disk and the network alone (two syncs per batch contending with the other nodes', one round trip) would allow ${x(b.latency_p50_3_over_1_disk_network_floor)}`,
+      `CPU floor ${x(b.latency_p50_3_over_1_cpu_floor)}: at 1 client a 3-node transaction costs ${cpuMs(b.nodes3_memory2_c1_cpu_ms_per_txn)} of CPU (1 node: ${cpuMs(b.nodes1_memory2_c1_cpu_ms_per_txn)}), so one client's transactions follow each other no faster than that ÷ ${cores} cores; the disk and the network alone (two syncs per batch contending with the other nodes', one round trip) would allow ${x(b.latency_p50_3_over_1_disk_network_floor)}; one transaction's flushes on the one disk, the participants' then the nodes', and one round trip, ${x(b.latency_p50_3_over_1_flush_floor)}`,
     ],
     [
       '`peak_tps.nodes3_memory2`',
@@ -529,7 +537,7 @@ export function boundsSection(r: Results): string[] {
       x(r.ratios.latency_p50_3_parallel_over_1),
       '≤ 1.0',
       met(r.ratios.latency_p50_3_parallel_over_1, (v) => v <= 1),
-      `CPU floor ${x(b.latency_p50_3_parallel_over_1_cpu_floor)}: at 1 client a 3-node parallel commit costs ${cpuMs(b.nodes3_memory2_c1_parallel_cpu_ms_per_txn)} of CPU (1 node classic: ${cpuMs(b.nodes1_memory2_c1_cpu_ms_per_txn)}), over ${cores} cores`,
+      `CPU floor ${x(b.latency_p50_3_parallel_over_1_cpu_floor)}: at 1 client a 3-node parallel commit costs ${cpuMs(b.nodes3_memory2_c1_parallel_cpu_ms_per_txn)} of CPU (1 node classic: ${cpuMs(b.nodes1_memory2_c1_cpu_ms_per_txn)}), over ${cores} cores; the disk alone would allow ${x(b.latency_p50_3_parallel_over_1_flush_floor)} (one transaction's flushes on the one disk: ${msOf(b.flush_pattern_parallel3_us)} ms for 3 nodes in parallel, two syncs each, beside the participants', against ${msOf(b.flush_pattern_classic1_us)} ms for 1 node classic; ${msOf(b.flush_pattern_parallel3_one_sync_us)} ms with one sync per node)`,
     ],
   ];
   return [

@@ -305,5 +305,15 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
   const par = by.get(commitId(3, 2, 1, true));
   out.nodes3_memory2_c1_parallel_cpu_ms_per_txn = par?.cpu?.ms_per_txn ?? null;
   if (par?.cpu && p1 !== undefined) out.latency_p50_3_parallel_over_1_cpu_floor = ratio((par.cpu.ms_per_txn / par.cpu.cores) * 1000, p1);
+  // One transaction's flushes on the one disk with nothing else running (floors.flush_pattern): the 1-node p50
+  // with its flushes swapped for the 3-node pattern's is what the disk alone leaves of each ratio.
+  const fp = floors.flush_pattern;
+  if (fp !== undefined && p1 !== undefined) {
+    out.latency_p50_3_over_1_flush_floor = ratio(p1 - fp.classic1.p50_us + fp.classic3.p50_us + floors.grpc_client_streams_rtt.p50_us, p1);
+    out.latency_p50_3_parallel_over_1_flush_floor = ratio(p1 - fp.classic1.p50_us + fp.parallel3.p50_us, p1);
+    out.flush_pattern_classic1_us = fp.classic1.p50_us;
+    out.flush_pattern_parallel3_us = fp.parallel3.p50_us;
+    out.flush_pattern_parallel3_one_sync_us = fp.parallel3_one_sync.p50_us;
+  }
   return out;
 }

@@ -21,6 +21,7 @@ const floors = {
   grpc_unary_rtt: lat(200),
   grpc_bidi_rtt: lat(50),
   grpc_client_streams_rtt: lat(60),
+  flush_pattern: { classic1: lat(1_000), classic3: lat(1_300), parallel3: lat(900), parallel3_one_sync: lat(550) },
 };
 
 describe('CpuWindow', () => {
@@ -100,6 +101,13 @@ describe('cpuBounds', () => {
     expect(b.raft_seq_two_syncs_us).toBe(800);
   });
 
+  it("swaps the 1-node transaction's flushes for the 3-node pattern's for the disk-alone floors", () => {
+    // Classic: (3000 − 1000 + 1300 + 60) / 3000; parallel: (3000 − 1000 + 900) / 3000.
+    expect(b.latency_p50_3_over_1_flush_floor).toBe(1.12);
+    expect(b.latency_p50_3_parallel_over_1_flush_floor).toBe(0.97);
+    expect(b.flush_pattern_parallel3_one_sync_us).toBe(550);
+  });
+
   it('bounds the 16-participant latency by its CPU over the cores', () => {
     // 24 ms of CPU on 2 cores = 12 ms per transaction at least, over the 1-participant p50 of 4 ms.
     expect(b.latency_p50_16p_over_1p_cpu_floor).toBe(3);
@@ -127,6 +135,8 @@ describe('cpuBounds', () => {
     expect(text).toContain('CPU ceiling 4000 tx/s: no concurrency cost less than 0.5 ms');
     expect(text).toContain('| `failover.in_doubt_p99_ms` | 800 ms | ≤ 1,000, 0 rolled back | yes |');
     expect(text).toContain('| `ratios.latency_p50_3_parallel_over_1` | 0.95× | ≤ 1.0 | yes |');
+    expect(text).toContain('the disk alone would allow 0.97× (one transaction\'s flushes on the one disk: 0.90 ms for 3 nodes in parallel');
+    expect(text).toContain('and one round trip, 1.12×');
     expect(text).toContain('Verdict 1.1 ms, etcd 0.7 ms');
   });
 });
