@@ -135,7 +135,7 @@ describe('cpuBounds', () => {
     expect(text).toContain('CPU ceiling 4000 tx/s: no concurrency cost less than 0.5 ms');
     expect(text).toContain('| `failover.in_doubt_p99_ms` | 800 ms | ≤ 1,000, 0 rolled back | yes |');
     expect(text).toContain('| `ratios.latency_p50_3_parallel_over_1` | 0.95× | ≤ 1.0 | yes |');
-    expect(text).toContain('the disk alone would allow 0.97× (one transaction\'s flushes on the one disk: 0.90 ms for 3 nodes in parallel');
+    expect(text).toContain("the disk alone would allow 0.97× (one transaction's flushes on the one disk: 0.90 ms for 3 nodes in parallel");
     expect(text).toContain('and one round trip, 1.12×');
     expect(text).toContain('Verdict 1.1 ms, etcd 0.7 ms');
   });
