@@ -4,52 +4,24 @@
 // killed with SIGKILL. Afterwards every transaction is all-or-nothing at the
 // participants, matches the cluster's decision, and nothing is left in doubt.
 
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OutcomeUnknownError } from '../../src/client/errors.ts';
 import { VerdictClient } from '../../src/client/client.ts';
-import { startParticipant, type ParticipantRuntime } from '../../src/participant/runtime.ts';
-import { Cluster, freePorts, sleep, useProcessCleanup, waitFor } from './harness.ts';
+import { Cluster, sleep, useProcessCleanup, waitFor } from './harness.ts';
+import { startParticipants, type Participants } from './ops-helpers.ts';
 
 useProcessCleanup();
 
 const TXN_TIMEOUT_MS = 3_000;
-const participants: ParticipantRuntime[] = [];
-afterAll(async () => {
-  for (const p of participants) await p.stop();
-});
-
-async function startParticipants(c: Cluster, ids: string[]): Promise<Map<string, ParticipantRuntime>> {
-  const ports = await freePorts(ids.length);
-  const dir = mkdtempSync(join(tmpdir(), 'verdict-participants-'));
-  const out = new Map<string, ParticipantRuntime>();
-  for (const [i, id] of ids.entries()) {
-    const p = await startParticipant({
-      clusterId: c.clusterId,
-      participantId: id,
-      listen: `127.0.0.1:${ports[i]}`,
-      endpointsOfCluster: c.nodes.map((n) => n.address),
-      dataDir: join(dir, id),
-      logger: pino({ level: 'silent' }),
-      registerRetryMs: 200,
-      // Ask the cluster soon about a prepared transaction nobody decided.
-      engine: { inDoubtAfterMs: 1_000, sweepIntervalMs: 250 },
-    });
-    participants.push(p);
-    out.set(id, p);
-  }
-  await Promise.all([...out.values()].map((p) => p.registered));
-  return out;
-}
+let parts: Participants | null = null;
+afterAll(async () => await parts?.stop());
 
 describe('commit coordinator on real processes', () => {
   it('commits and aborts across two participants, atomically, through kill -9 of the leader', async () => {
     const c = await Cluster.start({ nodes: 3 });
     await c.waitForLeader();
-    const parts = await startParticipants(c, ['shop', 'ledger']);
+    parts = await startParticipants(c, ['shop', 'ledger']);
+    const runtimes = parts.runtimes;
     const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
     try {
       expect((await client.participants()).map((p) => p.participantId).sort()).toEqual(['ledger', 'shop']);
@@ -114,7 +86,7 @@ describe('commit coordinator on real processes', () => {
         outcomes.set(key, o);
         if (!v.startsWith('unknown:')) expect(o, `the answer given to the client for ${key} stands`).toBe(v.startsWith('aborted:') ? 'ABORTED' : 'COMMITTED');
       }
-      await waitFor('no participant in doubt', 20_000, async () => ([...parts.values()].every((p) => p.engine.inDoubt().length === 0) ? true : undefined));
+      await waitFor('no participant in doubt', 20_000, async () => ([...runtimes.values()].every((p) => p.engine.inDoubt().length === 0) ? true : undefined));
 
       // 4. AC1/AC2 at the participants: all-or-nothing, and as decided.
       let committed = 0;
@@ -122,7 +94,7 @@ describe('commit coordinator on real processes', () => {
         for (const [key, o] of outcomes) {
           const txnId = (results.get(key) as string).replace(/^(aborted|unknown):/, '');
           const want = o === 'COMMITTED' ? txnId : undefined;
-          for (const p of parts.values()) if (p.resource.get(key) !== want) return undefined;
+          for (const p of runtimes.values()) if (p.resource.get(key) !== want) return undefined;
         }
         return true;
       });

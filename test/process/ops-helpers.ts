@@ -123,8 +123,12 @@ export interface Participants {
   stop(): Promise<void>;
 }
 
-/** Journaled memory participants in this process, registered with the cluster. */
-export async function startParticipants(c: Cluster, ids: string[], o: { metrics?: boolean } = {}): Promise<Participants> {
+/**
+ * Journaled memory participants in this process, registered with the
+ * cluster. `metrics`: each serves /metrics too; `lockWaitMs`: their lock
+ * wait (src/participant/runtime.ts; 0 votes NO on a locked key at once).
+ */
+export async function startParticipants(c: Cluster, ids: string[], o: { metrics?: boolean; lockWaitMs?: number } = {}): Promise<Participants> {
   const ports = await freePorts(2 * ids.length);
   const dir = mkdtempSync(join(tmpdir(), 'verdict-ops-participants-'));
   const runtimes = new Map<string, ParticipantRuntime>();
@@ -138,7 +142,9 @@ export async function startParticipants(c: Cluster, ids: string[], o: { metrics?
       dataDir: join(dir, id),
       logger: pino({ level: 'silent' }),
       registerRetryMs: 200,
+      // Ask the cluster soon about a prepared transaction nobody decided.
       engine: { inDoubtAfterMs: 1_000, sweepIntervalMs: 250 },
+      ...(o.lockWaitMs !== undefined ? { lockWaitMs: o.lockWaitMs } : {}),
     });
     runtimes.set(id, p);
   }

@@ -8,49 +8,25 @@
 // lock wait, 1 s by default) instead of voting NO, as a database waits on a
 // row lock, and the client that writes one key over and over commits every
 // time. With the wait off, such a transaction votes NO on the lock.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
-import { startParticipant, type ParticipantRuntime } from '../../src/participant/runtime.ts';
-import { Cluster, freePorts, useProcessCleanup } from './harness.ts';
+import { Cluster, useProcessCleanup } from './harness.ts';
+import { startParticipants, type Participants } from './ops-helpers.ts';
 
 useProcessCleanup();
 
 const TXNS = 20;
-const participants: ParticipantRuntime[] = [];
+const started: Participants[] = [];
 afterAll(async () => {
-  for (const p of participants) await p.stop();
+  for (const p of started) await p.stop();
 });
-
-async function startParticipants(c: Cluster, ids: string[], lockWaitMs?: number): Promise<void> {
-  const ports = await freePorts(ids.length);
-  const dir = mkdtempSync(join(tmpdir(), 'verdict-participants-'));
-  for (const [i, id] of ids.entries()) {
-    const p = await startParticipant({
-      clusterId: c.clusterId,
-      participantId: id,
-      listen: `127.0.0.1:${ports[i]}`,
-      endpointsOfCluster: c.nodes.map((n) => n.address),
-      dataDir: join(dir, id),
-      logger: pino({ level: 'silent' }),
-      registerRetryMs: 200,
-      engine: { inDoubtAfterMs: 1_000, sweepIntervalMs: 250 },
-      ...(lockWaitMs !== undefined ? { lockWaitMs } : {}),
-    });
-    participants.push(p);
-  }
-  await Promise.all(participants.map((p) => p.registered));
-}
 
 describe('parallel commit on real processes', () => {
   it('commits one after another on fresh keys and on the key just written (the participants wait for the lock); without the wait a NO is only ever a lock still held', async () => {
     const c = await Cluster.start({ nodes: 3, logLevel: 'warn' });
     await c.waitForLeader();
-    await startParticipants(c, ['shop', 'ledger']);
-    await startParticipants(c, ['shop0', 'ledger0'], 0);
+    started.push(await startParticipants(c, ['shop', 'ledger']));
+    started.push(await startParticipants(c, ['shop0', 'ledger0'], { lockWaitMs: 0 }));
     const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
     const run = async (parallelCommit: boolean, keyOf: (seq: number) => string, pair = ['shop', 'ledger']): Promise<{ committed: string[]; aborts: string[] }> => {
       const committed: string[] = [];
