@@ -33,8 +33,8 @@
 // orchestrator is gone) and, at the latest, at a hard deadline.
 import { VerdictClient } from '../src/client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../src/client/errors.ts';
-import { RaftNodeClient } from '../src/transport/admin.ts';
 import { EtcdKv } from './etcd.ts';
+import { verdictPut, type RawPut } from './raw-put.ts';
 import { encode, newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
 import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
 import { windowMarks } from './window-marks.ts';
@@ -187,17 +187,6 @@ async function rawLoad(cfg: RawLoad, w: Window): Promise<LoadResult> {
     client.close();
   }
   return result('raw', cfg.inflight, cfg.measureMs, ok, 0, errors, h, null);
-}
-
-interface RawPut {
-  put(key: string, value: Uint8Array): Promise<unknown>;
-  close(): void;
-}
-
-/** Verdict's raw log: every worker's Puts on one PutStream to the leader, the Puts of one turn in one message. */
-function verdictPut(leader: string): RawPut {
-  const c = new RaftNodeClient(leader);
-  return { put: (key, value) => c.putStreamed({ key, value }, 5_000), close: () => c.close() };
 }
 
 /** The etcd anchor: etcd's own unary KV.Put on one gRPC channel, as its clients send them. */

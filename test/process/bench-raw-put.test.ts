@@ -1,0 +1,35 @@
+// The raw log's benchmark client (bench/raw-put.ts) against three real node
+// processes: sent to a follower, it hears the leader's address with its first
+// refused Put and sends every later one there, so a leader change during a
+// measured step costs the Puts in flight, not every Put after it.
+import { afterAll, expect, it } from 'vitest';
+import { verdictPut } from '../../bench/raw-put.ts';
+import { Cluster, useProcessCleanup } from './harness.ts';
+
+useProcessCleanup();
+
+let cluster: Cluster | null = null;
+afterAll(async () => await cluster?.destroy());
+
+it('follows the leader named by a follower that refuses a Put', async () => {
+  cluster = await Cluster.start({ nodes: 3, logLevel: 'warn' });
+  const { node: leader } = await cluster.waitForLeader();
+  const follower = cluster.nodes.find((n) => n.id !== leader.id);
+  if (!follower) throw new Error('no follower');
+  const raw = verdictPut(follower.address);
+  try {
+    const first = await raw.put('raw-follow-0', Buffer.from('v0')).then(
+      () => null,
+      (err: { code?: number; details?: string }) => err,
+    );
+    expect(first?.code).toBe(14);
+    expect(first?.details).toMatch(/not the leader|NOT_LEADER|leader is/i);
+    for (let i = 1; i <= 3; i++) await raw.put(`raw-follow-${i}`, Buffer.from(`v${i}`));
+    const got = await leader.api().get({ key: 'raw-follow-3', linearizable: true }, 5_000);
+    expect(got.found && Buffer.from(got.value).toString()).toBe('v3');
+    // The refused Put was not written.
+    expect((await leader.api().get({ key: 'raw-follow-0', linearizable: true }, 5_000)).found).toBe(false);
+  } finally {
+    raw.close();
+  }
+}, 120_000);
