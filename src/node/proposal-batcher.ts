@@ -34,10 +34,8 @@ export class ProposalBatcher {
     /** Driver.proposeBatch: the entries of one turn, one callback each. */
     private readonly propose: (datas: Uint8Array[], cbs: BatchProposeCallback[]) => void,
     private readonly schedule: (fn: () => void) => void,
-    /** Runs fn after delayMs; returns its cancel. Needed only for commands added with a linger. */
-    private readonly after: (delayMs: number, fn: () => void) => () => void = () => {
-      throw new Error('proposal batcher: a linger needs a timer');
-    },
+    /** Runs fn after delayMs and returns its cancel: the timer of a command added with a linger. */
+    private readonly after: (delayMs: number, fn: () => void) => () => void,
   ) {}
 
   /**

@@ -162,6 +162,9 @@ describe('ProposalBatcher', () => {
       (fn) => {
         pending = fn;
       },
+      () => {
+        throw new Error('these tests add no command with a linger');
+      },
     );
     return {
       batcher,
