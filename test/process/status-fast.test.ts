@@ -43,9 +43,17 @@ async function compareWithGrpcJs(c: Cluster, cliArgs: string[], grpcClient: (add
   throw new Error(`the cluster kept changing between reads; last CLI answer: ${last}`);
 }
 
+/** One Status call through grpc-js; a connection that failed to establish (a loaded machine) is tried again a few times. */
 async function askGrpcJs(client: RaftNodeClient): Promise<NodeStatus> {
   try {
-    return await client.status(30_000);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await client.status(30_000);
+      } catch (err) {
+        if ((err as { code?: number }).code !== 14 || attempt === 5) throw err;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
   } finally {
     client.close();
   }
