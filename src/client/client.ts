@@ -2,9 +2,9 @@
 // commit, and ask about outcomes; plus the listings operators and
 // participants use. All calls go through one CoordinatorConnection, which
 // finds the leader and retries idempotent requests (R7).
-import { randomBytes } from 'node:crypto';
 import type * as grpc from '@grpc/grpc-js';
 import { newTxnId } from '../domain/txn-id.ts';
+import { pooledRandomBytes } from '../util/random-pool.ts';
 import { OPERATOR_KEY, type ClusterStatusResponse, type HeuristicInfo, type OutcomeName, type ParticipantInfo, type ParticipantState, type ResolutionInfo } from '../transport/coordinator-rpc.ts';
 import { CoordinatorConnection, type CallOptions, type ConnectionOptions } from './connection.ts';
 import { VerdictError } from './errors.ts';
@@ -107,7 +107,7 @@ export class VerdictClient {
   }
 
   async begin(options: BeginOptions = {}, call: CallOptions = {}): Promise<Transaction> {
-    const txnId = options.txnId ?? newTxnId(Date.now(), randomBytes(10));
+    const txnId = options.txnId ?? newTxnId(Date.now(), pooledRandomBytes(10));
     checkTxnId(txnId);
     const timeoutMs = options.timeoutMs ?? 0;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
@@ -122,7 +122,7 @@ export class VerdictClient {
    * Prefer it to begin() unless the Begin answer (deadline, leader) is needed.
    */
   transaction(options: BeginOptions = {}): Transaction {
-    const txnId = options.txnId ?? newTxnId(Date.now(), randomBytes(10));
+    const txnId = options.txnId ?? newTxnId(Date.now(), pooledRandomBytes(10));
     checkTxnId(txnId);
     const timeoutMs = options.timeoutMs ?? 0;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');

@@ -13,6 +13,7 @@ import { isSagaCommand, SagaTable, type SagaApplyResult, type SagaCommand } from
 import type { BatchApplyResult } from './decision-batch.ts';
 import { txnIdAtMs } from '../domain/txn-id.ts';
 import { assert } from '../util/assert.ts';
+import { OldestFirst } from '../util/oldest-first.ts';
 
 export interface ParticipantRecord {
   id: string;
@@ -158,6 +159,9 @@ export class DecisionTable {
   readonly heuristics = new Map<string, HeuristicRecord[]>();
   /** Operators' `txn resolve` acts, by transaction, oldest first; kept after Forget. */
   readonly resolutions = new Map<string, Resolution[]>();
+  private readonly oldestTombstone = new OldestFirst(this.tombstones);
+  private readonly oldestHeuristic = new OldestFirst(this.heuristics);
+  private readonly oldestResolution = new OldestFirst(this.resolutions);
   /**
    * The retention horizon: the latest creation time (Unix ms) of a timed id
    * whose tombstone was evicted; null while none was. Every timed id at or
@@ -265,7 +269,7 @@ export class DecisionTable {
           decision,
           index,
         };
-        this.incident(this.heuristics, cmd.txnId, record);
+        this.incident(this.heuristics, this.oldestHeuristic, cmd.txnId, record);
         return { t: 'heuristic', record, first: true };
       }
       case 'forget': {
@@ -304,29 +308,27 @@ export class DecisionTable {
   }
 
   private recordResolution(txnId: string, r: Resolution): Resolution {
-    this.incident(this.resolutions, txnId, r);
+    this.incident(this.resolutions, this.oldestResolution, txnId, r);
     return r;
   }
 
   /** Appends to a transaction's incident list, within the bounds (oldest transactions, then oldest entries, go first). */
-  private incident<T>(map: Map<string, T[]>, txnId: string, item: T): void {
+  private incident<T>(map: Map<string, T[]>, oldest: OldestFirst<string, T[]>, txnId: string, item: T): void {
     const list = map.get(txnId) ?? [];
     list.push(item);
     if (list.length > PER_TXN_MAX) list.splice(0, list.length - PER_TXN_MAX);
     map.set(txnId, list);
-    while (map.size > this.incidentsMax) map.delete(map.keys().next().value as string);
+    oldest.trimTo(this.incidentsMax);
   }
 
   private bury(txnId: string, t: Tombstone): void {
     // A decision is live or forgotten, never both.
     assert(!this.decisions.has(txnId), `${txnId}: only a decision that left the table is buried`);
     this.tombstones.set(txnId, t);
-    while (this.tombstones.size > this.tombstonesMax) {
-      const oldest = this.tombstones.keys().next().value as string;
-      this.tombstones.delete(oldest);
+    this.oldestTombstone.trimTo(this.tombstonesMax, (oldest) => {
       const idAtMs = txnIdAtMs(oldest);
       if (idAtMs !== null && (this.horizonAtMs === null || idAtMs > this.horizonAtMs)) this.horizonAtMs = idAtMs;
-    }
+    });
     assert(this.tombstones.size <= this.tombstonesMax, `tombstones stay within ${this.tombstonesMax}`);
   }
 

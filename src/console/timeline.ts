@@ -9,6 +9,8 @@
 // (or leader change) makes room for the newest, so memory does not grow with
 // traffic. Pure: the caller passes the time.
 
+import { OldestFirst } from '../util/oldest-first.ts';
+
 export type TimelineKind = 'begin' | 'prepare' | 'vote' | 'proposed' | 'decided' | 'decision-sent' | 'ack' | 'no-ack' | 'forget' | 'status';
 
 export interface TimelineEvent {
@@ -30,6 +32,7 @@ const DETAIL_CHARS_MAX = 200;
 
 export class TxnTimeline {
   private readonly txns = new Map<string, { events: TimelineEvent[]; dropped: number }>();
+  private readonly oldest = new OldestFirst(this.txns);
 
   constructor(
     private readonly txnsMax = TIMELINE_TXNS_MAX,
@@ -40,7 +43,7 @@ export class TxnTimeline {
     let t = this.txns.get(txnId);
     if (t === undefined) {
       // The ring: the transaction recorded first leaves first.
-      if (this.txns.size >= this.txnsMax) this.txns.delete(this.txns.keys().next().value as string);
+      this.oldest.trimTo(this.txnsMax - 1);
       t = { events: [], dropped: 0 };
       this.txns.set(txnId, t);
     }

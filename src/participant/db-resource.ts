@@ -20,6 +20,7 @@ import type { HeuristicAct } from './heuristic.ts';
 import type { PreparedGid, PreparedResource, PreparedStats } from './prepared-recovery.ts';
 import { parsePgPayload } from './payload.ts';
 import type { EngineLog, ResourceVote, TxnId } from './types.ts';
+import { OldestFirst } from '../util/oldest-first.ts';
 
 /** A decision that contradicts what the database holds for T: never ACKed, always reported (R4). */
 export class HeuristicHazardError extends Error {
@@ -91,6 +92,7 @@ export abstract class DbResource<C, Q> implements PreparedResource {
   protected readonly txns = new Map<TxnId, DbTxn<C>>();
   /** Why a transaction ended before PREPARE (insertion order = age; bounded by endedMax). */
   private readonly ended = new Map<TxnId, string>();
+  private readonly oldestEnded = new OldestFirst(this.ended);
   /** Per-transaction mutex: work, PREPARE and decisions on T run one at a time. */
   private readonly locks = new Map<TxnId, Promise<void>>();
   private connecting = 0;
@@ -474,10 +476,7 @@ export abstract class DbResource<C, Q> implements PreparedResource {
   private remember(txnId: TxnId, why: string): void {
     this.ended.delete(txnId);
     this.ended.set(txnId, why);
-    for (const id of this.ended.keys()) {
-      if (this.ended.size <= this.limits.endedMax) break;
-      this.ended.delete(id);
-    }
+    this.oldestEnded.trimTo(this.limits.endedMax);
   }
 
   private async exclusive<T>(txnId: TxnId, fn: () => Promise<T>): Promise<T> {

@@ -17,6 +17,7 @@
 // the cluster until it learns a final outcome, however long that takes.
 import { outcomeOfDecision, type Ack, type Decide, type Prepare, type VoteAnswer } from '../domain/protocol.ts';
 import { assert } from '../util/assert.ts';
+import { OldestFirst } from '../util/oldest-first.ts';
 import { InDoubtResolver } from './in-doubt.ts';
 import {
   ParticipantError,
@@ -139,6 +140,8 @@ export class ParticipantEngine {
   protected readonly prepared = new Map<TxnId, PreparedTxn>();
   /** Decided here, in decision order (Map insertion order), bounded by decidedMax and decidedRetentionMs. */
   private readonly decided = new Map<TxnId, DecidedTxn>();
+  /** Each value of `decided` is a new object (rememberDecided), as OldestFirst.peek needs. */
+  private readonly oldestDecided = new OldestFirst(this.decided);
   /** Prepares between the resource's yes and the journal's sync; they count toward preparedMax. */
   protected preparing = 0;
   /** Per-transaction serial queue: present while an operation on T runs; holds the ones waiting. */
@@ -523,10 +526,8 @@ export class ParticipantEngine {
 
   private pruneDecided(): void {
     const oldestMs = this.o.clock.nowMs() - this.o.decidedRetentionMs;
-    for (const [txnId, d] of this.decided) {
-      if (this.decided.size <= this.o.decidedMax && d.atMs >= oldestMs) break;
-      this.decided.delete(txnId);
-    }
+    this.oldestDecided.trimTo(this.o.decidedMax);
+    for (let e = this.oldestDecided.peek(); e !== null && e[1].atMs < oldestMs; e = this.oldestDecided.peek()) this.oldestDecided.shift();
   }
 
   // ---- In doubt: the sweep hands overdue prepared transactions to the resolver (R4, R3) ----

@@ -15,6 +15,7 @@
 // an effect the journal had not yet recorded, whatever the engine and the
 // resource hold in memory at that moment.
 import { assert } from '../util/assert.ts';
+import { OldestFirst } from '../util/oldest-first.ts';
 import { parsePayload, type Writes } from './memory.ts';
 import { fromBase64, type DataRecord, type ParticipantRecord, type Settled, type PreparedRecord, type TxnId, type TxnRecord } from './types.ts';
 
@@ -33,6 +34,8 @@ export class MemoryState {
   private readonly decidedMax: number;
   /** txnId → the writes its payload parses to, as the resource parsed them at PREPARE. */
   private readonly offered = new Map<TxnId, Writes>();
+  private readonly oldestDecided = new OldestFirst(this.decided);
+  private readonly oldestOffered = new OldestFirst(this.offered);
 
   constructor(decidedMax = SNAPSHOT_DECIDED_MAX) {
     assert(decidedMax >= 0, 'decidedMax >= 0');
@@ -43,10 +46,7 @@ export class MemoryState {
   offerWrites(txnId: TxnId, writes: Writes): void {
     this.offered.delete(txnId);
     this.offered.set(txnId, writes);
-    for (const id of this.offered.keys()) {
-      if (this.offered.size <= OFFERED_WRITES_MAX) break;
-      this.offered.delete(id);
-    }
+    this.oldestOffered.trimTo(OFFERED_WRITES_MAX);
   }
 
   add(r: ParticipantRecord): void {
@@ -69,10 +69,7 @@ export class MemoryState {
         this.prepared.delete(r.txnId);
         this.decided.delete(r.txnId);
         this.decided.set(r.txnId, { outcome: r.kind, atMs: r.atMs });
-        for (const id of this.decided.keys()) {
-          if (this.decided.size <= this.decidedMax) break;
-          this.decided.delete(id);
-        }
+        this.oldestDecided.trimTo(this.decidedMax);
         return;
       }
     }

@@ -48,6 +48,7 @@ import { join } from 'node:path';
 import type { ParticipantEngine } from './engine.ts';
 import type { HeuristicAct } from './heuristic.ts';
 import { FileJournal, type JournalFold, type JournalStats } from './journal.ts';
+import { OldestFirst } from '../util/oldest-first.ts';
 import type { ParsedGid } from './postgres-gid.ts';
 import {
   isParticipantRecord,
@@ -116,6 +117,7 @@ export class TxnJournalState implements JournalFold<TxnRecord> {
   readonly prepared = new Map<TxnId, PreparedRecord>();
   /** Decision order (Map insertion order); bounded. Invariant: disjoint from `prepared`. */
   readonly decided = new Map<TxnId, { outcome: Settled; atMs: number }>();
+  private readonly oldestDecided = new OldestFirst(this.decided);
 
   add(r: TxnRecord): void {
     if (r.kind === 'prepared') {
@@ -126,10 +128,7 @@ export class TxnJournalState implements JournalFold<TxnRecord> {
     this.prepared.delete(r.txnId);
     this.decided.delete(r.txnId);
     this.decided.set(r.txnId, { outcome: r.kind, atMs: r.atMs });
-    for (const id of this.decided.keys()) {
-      if (this.decided.size <= DECIDED_KEPT_MAX) break;
-      this.decided.delete(id);
-    }
+    this.oldestDecided.trimTo(DECIDED_KEPT_MAX);
   }
 
   snapshot(): TxnRecord[] {

@@ -24,6 +24,7 @@
 
 import type { StepAnswer, StepRequest } from './engine.ts';
 import type { StepKind } from './state.ts';
+import { OldestFirst } from '../util/oldest-first.ts';
 
 export type InboxStatus = 'done' | 'failed' | 'empty' | 'refused';
 
@@ -64,6 +65,7 @@ export class SagaInbox {
    * key any more, and must not run its effect again; it is refused instead.
    */
   private readonly ended = new Map<string, true>();
+  private readonly oldestEnded = new OldestFirst(this.ended);
   /** key → answers waiting for the record's write. */
   private readonly waiting = new Map<string, ((err: Error | null, a?: StepAnswer) => void)[]>();
 
@@ -156,7 +158,7 @@ export class SagaInbox {
 
   private drop(sagaId: string): void {
     this.ended.set(sagaId, true);
-    while (this.ended.size > ENDED_MAX) this.ended.delete(this.ended.keys().next().value as string);
+    this.oldestEnded.trimTo(ENDED_MAX);
     const prefix = `${sagaId}/`;
     for (const k of this.records.keys()) if (k.startsWith(prefix)) this.records.delete(k);
   }

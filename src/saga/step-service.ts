@@ -32,6 +32,7 @@ import { ENDED_MAX, SagaInbox, type InboxRecord, type StepHandler } from './inbo
 import type { StepAnswer } from './engine.ts';
 import type { PgStepHandler } from './postgres-inbox.ts';
 import { STEPS_MAX, stepKey, type StepKind } from './state.ts';
+import { OldestFirst } from '../util/oldest-first.ts';
 
 export interface StepHandlers {
   [name: string]: { action: StepHandler; compensate: StepHandler };
@@ -108,12 +109,13 @@ export interface StepService {
 class InboxFold {
   private readonly live = new Map<string, InboxRecord[]>();
   private readonly ends = new Map<string, InboxRecord>();
+  private readonly oldestEnd = new OldestFirst(this.ends);
   add(r: InboxRecord): void {
     if (r.t === 'end') {
       this.live.delete(r.sagaId);
       this.ends.delete(r.sagaId);
       this.ends.set(r.sagaId, r);
-      while (this.ends.size > ENDED_MAX) this.ends.delete(this.ends.keys().next().value as string);
+      this.oldestEnd.trimTo(ENDED_MAX);
       return;
     }
     const list = this.live.get(r.sagaId);

@@ -14,6 +14,7 @@
 //
 // Pure apart from the journal it is given: tests and the simulator run it.
 import { assert } from '../../util/assert.ts';
+import { OldestFirst } from '../../util/oldest-first.ts';
 import { fromBase64, toBase64, type EngineLog, type Resource, type ResourceVote, type TxnId, SILENT_LOG, type Clock } from '../types.ts';
 import { barrierStep, TccResourceBase, ttlProblem, type BranchState, type TccBranch, type TccTryResult } from './barrier.ts';
 
@@ -89,6 +90,7 @@ export class TccMemoryState<S> {
   readonly held = new Map<TxnId, Branch>();
   /** Recently settled branches, oldest first; bounded by settledKeptMax. */
   readonly settled = new Map<TxnId, Branch>();
+  private readonly oldestSettled = new OldestFirst(this.settled);
 
   constructor(
     private readonly participantId: string,
@@ -128,10 +130,7 @@ export class TccMemoryState<S> {
       return;
     }
     this.settled.set(txnId, b);
-    for (const id of this.settled.keys()) {
-      if (this.settled.size <= this.settledKeptMax) break;
-      this.settled.delete(id);
-    }
+    this.oldestSettled.trimTo(this.settledKeptMax);
   }
 
   /** Replays one durable record (JournalFold). A record the rule or a handler rejects means the journal and the handlers disagree. */
