@@ -37,7 +37,7 @@ import { EtcdKv } from './etcd.ts';
 import { verdictPut, type RawPut } from './raw-put.ts';
 import { encode, newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
 import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
-import { windowMarks } from './window-marks.ts';
+import { drain, DRAIN_MS, windowMarks, type Window } from './window-marks.ts';
 
 export interface CommitLoad {
   mode: 'commit';
@@ -92,18 +92,13 @@ export interface LoadResult {
 const KEYS_PER_CLIENT = 64;
 
 /** Bound on the wait for the last requests after the window closes. */
-const DRAIN_MS = 35_000;
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 function errorCode(err: unknown): string {
   if (err instanceof OutcomeUnknownError) return 'OUTCOME_UNKNOWN';
   if (err instanceof VerdictError) return err.code;
   const code = (err as { code?: unknown }).code;
   return typeof code === 'number' ? `grpc-${code}` : 'ERROR';
-}
-
-interface Window {
-  measureFrom: number;
-  stopAt: number;
 }
 
 async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
@@ -138,6 +133,8 @@ async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
         outcome = (await tx.commit()).outcome;
       } catch (err) {
         if (performance.now() >= w.measureFrom) errors[errorCode(err)] = (errors[errorCode(err)] ?? 0) + 1;
+        // A failure that came without I/O (a closed client, a full stream) must not loop without the event loop getting a turn.
+        await nextTurn();
         continue;
       }
       const t2 = performance.now();
@@ -152,7 +149,7 @@ async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
     }
   };
   try {
-    await drain(Promise.all(Array.from({ length: cfg.clients }, (_, i) => worker(i))));
+    await drain(Promise.all(Array.from({ length: cfg.clients }, (_, i) => worker(i))), w);
   } finally {
     client.close();
   }
@@ -173,6 +170,8 @@ async function rawLoad(cfg: RawLoad, w: Window): Promise<LoadResult> {
         await client.put(`raw-${i}-${seq % 256}`, value);
       } catch (err) {
         if (performance.now() >= w.measureFrom) errors[errorCode(err)] = (errors[errorCode(err)] ?? 0) + 1;
+        // A failure that came without I/O (a closed client, a full stream) must not loop without the event loop getting a turn.
+        await nextTurn();
         continue;
       }
       const t1 = performance.now();
@@ -182,7 +181,7 @@ async function rawLoad(cfg: RawLoad, w: Window): Promise<LoadResult> {
     }
   };
   try {
-    await drain(Promise.all(Array.from({ length: cfg.inflight }, (_, i) => worker(i))));
+    await drain(Promise.all(Array.from({ length: cfg.inflight }, (_, i) => worker(i))), w);
   } finally {
     client.close();
   }
@@ -208,13 +207,6 @@ function result(mode: 'commit' | 'raw', concurrency: number, measuredMs: number,
     txn: txnH ? summarize(txnH) : null,
     histogram: encode(h),
   };
-}
-
-/** Waits for the workers, but not forever: a request stuck past DRAIN_MS after the window is abandoned. */
-async function drain(p: Promise<unknown>): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, DRAIN_MS)))]);
-  clearTimeout(timer);
 }
 
 async function main(): Promise<void> {

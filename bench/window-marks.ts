@@ -7,6 +7,8 @@
 // its turn, the process exited without it and the orchestrator failed with
 // "never reported its measured window". Now each line is printed once, by
 // its timer or at the latest by the caller before the result line.
+//
+// drain() bounds the wait for the workers after the window.
 
 /** "window open" then "window closed", each at most once and in that order, whichever caller comes first. */
 export function windowMarks(write: (line: string) => void = (line) => process.stdout.write(line)): { open(): void; close(): void } {
@@ -25,4 +27,26 @@ export function windowMarks(write: (line: string) => void = (line) => process.st
       write('window closed\n');
     },
   };
+}
+
+/** The measured window, in performance.now() time. */
+export interface Window {
+  measureFrom: number;
+  stopAt: number;
+}
+
+/** How long the workers may still run after the window before they are abandoned. */
+export const DRAIN_MS = 35_000;
+
+/**
+ * Waits for the workers, but not forever: what is still running `drainMs`
+ * after the window's end is abandoned. Counted from the window's end, never
+ * from the start: counted from the start, a warm-up and window longer than
+ * DRAIN_MS had the client closed under running workers.
+ */
+export async function drain(p: Promise<unknown>, w: Window, drainMs = DRAIN_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waitMs = Math.max(0, w.stopAt - performance.now()) + drainMs;
+  await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+  clearTimeout(timer);
 }
