@@ -3,7 +3,7 @@
 // transactions, the decision table, when each participant was last heard
 // from) and the time of the read: nothing here changes anything.
 
-import type { DecisionTable } from './state.ts';
+import type { DecisionTable, Staging } from './state.ts';
 import { isUndecidedPhase, txnAnswer, type ListFilter, type ParticipantActivity, type Phase, type Txn, type TxnView } from './engine-types.ts';
 
 /** What a read sees: the engine's state at one instant. */
@@ -29,8 +29,9 @@ export function phaseCounts(txns: ReadonlyMap<string, Txn>): Record<Phase, numbe
 
 /**
  * The transactions this leader knows, by filter: 'in-flight' those it is
- * working on (undecided, or decided and not acknowledged by all),
- * 'in-doubt' the undecided ones older than inDoubtAfterMs, 'unacked' the
+ * working on (undecided, or decided and not acknowledged by all; staged
+ * ones it recovers, undecided, included), 'in-doubt' the undecided ones
+ * older than inDoubtAfterMs, 'unacked' the
  * decided ones some participant has not acknowledged, 'heuristic' every
  * transaction with a heuristic record or an operator's resolution (kept
  * after Forget), 'all' the in-flight ones and the decisions still in the
@@ -52,6 +53,14 @@ export function listTxns(s: ViewState, filter: ListFilter, limit: number): TxnVi
     if (filter === 'unacked' && !(t.phase === 'delivering' && [...t.members.values()].some((m) => !m.acked))) continue;
     if (!push(viewOfTxn(s, t))) return out;
   }
+  // Staged and undecided with no transaction of this leader's: a STAGING record whose stager is gone, being recovered.
+  if (filter !== 'unacked') {
+    for (const st of s.table.staged.values()) {
+      if (s.txns.has(st.txnId)) continue;
+      if (filter === 'in-doubt' && s.nowMs - st.atMs < s.inDoubtAfterMs) continue;
+      if (!push(viewOfStaging(s, st))) return out;
+    }
+  }
   if (filter !== 'all') return out;
   for (const d of s.table.decisions.values()) {
     if (s.txns.has(d.txnId)) continue;
@@ -64,6 +73,8 @@ export function listTxns(s: ViewState, filter: ListFilter, limit: number): TxnVi
 export function viewTxn(s: ViewState, txnId: string): TxnView | null {
   const t = s.txns.get(txnId);
   if (t) return viewOfTxn(s, t);
+  const st = s.table.staged.get(txnId);
+  if (st) return viewOfStaging(s, st);
   const d = s.table.lookup(txnId);
   const heuristics = s.table.heuristics.get(txnId) ?? [];
   const resolutions = s.table.resolutions.get(txnId) ?? [];
@@ -81,6 +92,25 @@ export function viewTxn(s: ViewState, txnId: string): TxnView | null {
     participants: (d?.participants ?? []).map((id) => ({ id, vote: null, acked: false, retries: 0 })),
     heuristics: [...heuristics],
     resolutions: [...resolutions],
+  };
+}
+
+/**
+ * A staged transaction this leader recovers (docs/protocol.md, parallel
+ * commit): undecided, so 'deciding', in progress; its participants are the
+ * STAGING record's, their votes not known here (recovery asks them).
+ */
+function viewOfStaging(s: ViewState, st: Staging): TxnView {
+  return {
+    txnId: st.txnId,
+    phase: 'deciding',
+    outcome: 'in-progress',
+    reason: 'staged by an earlier leader; recovering its outcome from the participants',
+    ageMs: Math.max(0, s.nowMs - st.atMs),
+    decisionIndex: 0,
+    participants: st.participants.map((id) => ({ id, vote: null, acked: false, retries: 0 })),
+    heuristics: [...(s.table.heuristics.get(st.txnId) ?? [])],
+    resolutions: [...(s.table.resolutions.get(st.txnId) ?? [])],
   };
 }
 

@@ -139,6 +139,29 @@ describe('parallel commit: recovery by a new leader', () => {
     expect(w.engine.counters().aborted.staging_recovery).toBe(1);
   });
 
+  it('a staged transaction under recovery is listed and shown: deciding, in progress, its participants; in doubt once old enough; decided after', () => {
+    const w = staged(['a', 'b']);
+    const ids = (f: 'all' | 'in-flight' | 'in-doubt' | 'unacked') => w.engine.list(f, 10).map((v) => `${v.txnId} ${v.phase} ${v.outcome}`);
+    expect(ids('in-flight')).toEqual(['T1 deciding in-progress']);
+    expect(ids('all')).toEqual(['T1 deciding in-progress']);
+    expect(ids('unacked')).toEqual([]);
+    // Staged at 1,000 ms and the clock still there: not in doubt yet (inDoubtAfterMs 2,000).
+    expect(ids('in-doubt')).toEqual([]);
+    const v = w.engine.view('T1');
+    expect(v?.participants.map((p) => `${p.id} ${p.vote}`)).toEqual(['a null', 'b null']);
+    expect(v?.reason).toMatch(/staged by an earlier leader/);
+    w.now += 2_000;
+    expect(ids('in-doubt')).toEqual(['T1 deciding in-progress']);
+    expect(w.engine.view('T1')?.ageMs).toBe(2_000);
+    // A limit of 0 lists nothing, staged or not.
+    expect(w.engine.list('in-flight', 0)).toEqual([]);
+    for (const st of w.statuses.splice(0)) st.cb(null, 'prepared');
+    w.applyAll();
+    expect(w.table.staged.has('T1')).toBe(false);
+    expect(w.engine.view('T1')?.outcome).toBe('committed');
+    expect(ids('in-doubt')).toEqual([]);
+  });
+
   it('R3: Begin of a staged id is refused, an operator abort waits for recovery and is refused if it committed', () => {
     const w = staged(['a']);
     expect(() => w.engine.begin('T1', 1_000)).toThrow(/staged/);
