@@ -91,7 +91,7 @@ export interface LoadResult {
  */
 const KEYS_PER_CLIENT = 64;
 
-/** Bound on the wait for the last requests after the window closes. */
+/** The next turn of the event loop, after pending I/O. */
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 function errorCode(err: unknown): string {
