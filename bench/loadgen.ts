@@ -38,6 +38,7 @@ import { verdictPut, type RawPut } from './raw-put.ts';
 import { encode, newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
 import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
 import { drain, DRAIN_MS, windowMarks, type Window } from './window-marks.ts';
+import { nextTurn } from '../src/util/sleep.ts';
 
 export interface CommitLoad {
   mode: 'commit';
@@ -90,9 +91,6 @@ export interface LoadResult {
  * the one that last wrote it reached the participants.
  */
 const KEYS_PER_CLIENT = 64;
-
-/** The next turn of the event loop, after pending I/O. */
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 function errorCode(err: unknown): string {
   if (err instanceof OutcomeUnknownError) return 'OUTCOME_UNKNOWN';

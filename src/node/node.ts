@@ -30,6 +30,7 @@ import type { ApplyResult } from '../commit/state.ts';
 import { RawNode } from '../raft/raw-node.ts';
 import { Rng } from '../raft/rng.ts';
 import { emptyConfState, MessageType } from '../raft/types.ts';
+import { nextTurn } from '../util/sleep.ts';
 import { checkDataDir, DataDirError, explainOpenError } from '../storage/data-dir.ts';
 import { DiskLogStore, type OpenReport } from '../storage/store.ts';
 import type { LogStore, PersistBatch, RecoveredState } from '../storage/types.ts';
@@ -198,7 +199,7 @@ async function compose(cfg: NodeConfig, log: Logger, tls: NodeTls | null, server
   health.set('SERVING');
 
   const opsReady = (async () => {
-    await new Promise((r) => setImmediate(r));
+    await nextTurn();
     if (stopping) return;
     addReflection(server, [raftPackageDefinition, coordinatorPackageDefinition, sagaPackageDefinition]);
     await pages.loadMetrics({ core: c, sagas, raftRefusals: () => transport.refusals.totals(), requestRefusals: refusals, access });

@@ -12,7 +12,7 @@ import { nodeRow, type ClusterStatus } from '../../src/cli/status.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import type { NodeStatus } from '../../src/transport/proto.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
-import { Cluster, freePorts, runCli, uniqueClusterId, useProcessCleanup } from './harness.ts';
+import { Cluster, freePorts, runCli, sleep, uniqueClusterId, useProcessCleanup } from './harness.ts';
 
 useProcessCleanup();
 
@@ -51,7 +51,7 @@ async function askGrpcJs(client: RaftNodeClient): Promise<NodeStatus> {
         return await client.status(30_000);
       } catch (err) {
         if ((err as { code?: number }).code !== 14 || attempt === 5) throw err;
-        await new Promise((r) => setTimeout(r, 200));
+        await sleep(200);
       }
     }
   } finally {

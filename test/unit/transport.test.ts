@@ -1,6 +1,7 @@
 // The gRPC transport against real servers on loopback. Every wait is bounded
 // (waitFor), and every server and transport is closed after each test.
 import { InvariantError } from '../../src/util/assert.ts';
+import { nextTurn } from '../../src/util/sleep.ts';
 import * as grpc from '@grpc/grpc-js';
 import { pino, type Logger } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -114,8 +115,6 @@ async function waitFor(cond: () => boolean, what: string, timeoutMs = 5_000): Pr
     await new Promise((r) => setTimeout(r, 10));
   }
 }
-
-const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 function bytes(n: number, seed: number): Uint8Array {
   const b = new Uint8Array(n);
