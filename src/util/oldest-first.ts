@@ -34,14 +34,13 @@ export class OldestFirst<K, V> {
    * re-inserted key is told from the peeked entry by its value's identity.
    */
   peek(): readonly [K, V] | null {
-    if (this.head !== null && this.map.get(this.head[0]) === this.head[1]) return this.head;
-    this.head = this.take();
+    if (!this.headIsLive()) this.head = this.take();
     return this.head;
   }
 
   /** Deletes the oldest entry and returns its key; undefined when the map is empty. */
   shift(): K | undefined {
-    const e = this.head !== null && this.map.get(this.head[0]) === this.head[1] ? this.head : this.take();
+    const e = this.headIsLive() ? this.head : this.take();
     this.head = null;
     if (e === null) return undefined;
     this.map.delete(e[0]);
@@ -55,6 +54,11 @@ export class OldestFirst<K, V> {
       if (k === undefined) return;
       dropped?.(k);
     }
+  }
+
+  /** The peeked entry is still in the map, under the same value (not deleted, not re-inserted). */
+  private headIsLive(): boolean {
+    return this.head !== null && this.map.get(this.head[0]) === this.head[1];
   }
 
   private take(): [K, V] | null {
