@@ -181,7 +181,7 @@ export async function waitFor<T>(what: string, timeoutMs: number, probe: () => P
 export const LEADER_WAIT_MS = 180_000;
 
 /** Node timing as shipped in cluster/n1.json, so the figures are what a user of the local cluster gets. */
-export const NODE_TIMING = { tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10_000 };
+export const NODE_TIMING = { tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10_000, snapshotLogRatio: 1 };
 
 export interface BenchNode {
   id: string;

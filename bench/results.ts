@@ -62,7 +62,7 @@ export interface Settings {
   participant_sweep_clients: number[];
   raw_sizes: number[];
   failover_runs: number;
-  node_timing: { tickMs: number; electionTicks: number; heartbeatTicks: number; snapshotEntries: number };
+  node_timing: { tickMs: number; electionTicks: number; heartbeatTicks: number; snapshotEntries: number; snapshotLogRatio?: number };
   payload: string;
 }
 

@@ -74,6 +74,7 @@ export function localConfigs(o: ClusterUpOptions): string[] {
       electionTicks: 10,
       heartbeatTicks: 1,
       snapshotEntries: 10000,
+      snapshotLogRatio: 1,
       logLevel: 'info',
       ...tls,
     };

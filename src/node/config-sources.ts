@@ -31,6 +31,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   electionTicks: 'int',
   heartbeatTicks: 'int',
   snapshotEntries: 'int',
+  snapshotLogRatio: 'int',
   logLevel: 'string',
   join: 'bool',
   insecure: 'bool',

@@ -47,6 +47,8 @@ export interface NodeConfig {
   electionTicks: number;
   heartbeatTicks: number;
   snapshotEntries: number;
+  /** A snapshot also waits until the log since the last one holds this many times its bytes; 0: by count only. */
+  snapshotLogRatio: number;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
   /** TLS for every connection of this node (src/transport/tls.ts); null: plaintext. */
   tls: NodeTlsConfig | null;
@@ -146,6 +148,7 @@ const KNOWN = [
   'electionTicks',
   'heartbeatTicks',
   'snapshotEntries',
+  'snapshotLogRatio',
   'logLevel',
   'tls',
   'join',
@@ -261,6 +264,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const heartbeatTicks = int('heartbeatTicks', 1, 1, 10_000);
   if (heartbeatTicks >= electionTicks) throw new ConfigError(file, `${label('heartbeatTicks')} (${heartbeatTicks}) must be smaller than ${label('electionTicks')} (${electionTicks})`);
   const snapshotEntries = int('snapshotEntries', 10_000, 1, 100_000_000);
+  const snapshotLogRatio = int('snapshotLogRatio', 1, 0, 1_000);
   // The Raft transport's own bound (64 MiB) caps a request too: the node serves both on one port.
   const requestBytesMax = int('requestBytesMax', REQUEST_BYTES_MAX_DEFAULT, 1024, 64 * 1024 * 1024);
   const inFlightMax = int('inFlightMax', 10_000, 1, 1_000_000);
@@ -325,6 +329,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     electionTicks,
     heartbeatTicks,
     snapshotEntries,
+    snapshotLogRatio,
     logLevel: logLevel as NodeConfig['logLevel'],
     tls,
     join,

@@ -63,6 +63,7 @@ export interface NodeCoreObserver {
   onRefused?(m: Message, why: string): void;
   onPersisted?(rd: Ready): void;
   onCaughtUp?(lastIndex: number): void;
+  onSnapshot?(phase: 'begin' | 'taken' | 'written', index: number, bytes: number): void;
   /** An entry applied, before any of its results is routed. */
   onEntryApplied?(entry: Entry, applied: ApplyResult | null): void;
   /** One result of an applied entry, before it is routed. */
@@ -99,7 +100,7 @@ export interface NodeCoreOptions {
   /** The config file's peers (the seed membership) and this node's own address. */
   seedPeers: ReadonlyMap<NodeId, string>;
   selfAddress: string;
-  driver: { snapshotEntries: number; snapshotKeepEntries: number; waitersMax: number };
+  driver: { snapshotEntries: number; snapshotLogRatio?: number; snapshotStagger?: number; snapshotKeepEntries: number; waitersMax: number };
   engine: Partial<EngineConfig>;
   /** A proposal not applied within this long is answered with an error (the entry may still commit later). */
   proposeTimeoutMs: number;
@@ -142,6 +143,7 @@ export class NodeCore {
       onLeadership: (term) => this.lead(term),
       onMembership: (cs) => this.membershipChanged(cs),
       onCaughtUp: (lastIndex) => obs.onCaughtUp?.(lastIndex),
+      onSnapshot: (phase, index, bytes) => obs.onSnapshot?.(phase, index, bytes),
       onApplied: (entry, applied) => this.applied(entry, applied),
     });
     this.proposals = new ProposalBatcher((datas, cbs) => this.driver.proposeBatch(datas, cbs), o.io.endOfTurn, o.io.after);

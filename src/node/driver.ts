@@ -64,8 +64,24 @@ export interface DriverOptions<R> {
   store: LogStore;
   transport: Transport;
   sm: StateMachine<R>;
-  /** Take a local snapshot after this many applied entries. */
+  /** Take a local snapshot after this many applied entries (at the least; see snapshotLogRatio). */
   snapshotEntries: number;
+  /**
+   * And only once the entries applied since the last snapshot hold at least
+   * this many times that snapshot's bytes: a snapshot costs time in
+   * proportion to the state (it is taken on the loop, and the store writes
+   * it in the log's path), so a fixed count would make a large state stall
+   * the node every few seconds. Doubling the bound on the log keeps the
+   * snapshot's cost per applied byte constant. 0: by count only.
+   */
+  snapshotLogRatio?: number;
+  /**
+   * This node's share, in [0, 1), added to both bounds: replicas of one
+   * state reach the same bounds at the same index, and would all stall
+   * together; staggered, a follower writing its snapshot leaves the
+   * leader a quorum of the others. 0 by default.
+   */
+  snapshotStagger?: number;
   /** Entries kept in memory behind a snapshot for followers that lag a little. */
   snapshotKeepEntries: number;
   /** Proposals and reads waiting for an answer, each. */
@@ -87,6 +103,8 @@ export interface DriverOptions<R> {
   onMembership?: (cs: ConfState) => void;
   /** A node that started recovering (its disk lost acknowledged entries) was caught up by a leader. */
   onCaughtUp?: (lastIndex: number) => void;
+  /** A local snapshot at `index`: about to be taken, taken (`bytes` of state), then written and the log compacted behind it. */
+  onSnapshot?: (phase: 'begin' | 'taken' | 'written', index: number, bytes: number) => void;
 }
 
 interface ProposalWaiter {
@@ -111,6 +129,10 @@ export class Driver<R = unknown> {
   private readonly readsReady: ReadWaiter[] = [];
   private readSeq = 0;
   private lastSnapshotIndex: number;
+  /** The state machine's bytes in the last snapshot (taken, restored or installed). */
+  private lastSnapshotBytes: number;
+  /** Command bytes applied since the last snapshot. */
+  private appliedBytesSinceSnapshot = 0;
   private leadingTerm = 0;
   private recovering: boolean;
 
@@ -119,6 +141,7 @@ export class Driver<R = unknown> {
     this.node = opts.node;
     const snap = this.node.raft.log.storage.snapshot();
     this.lastSnapshotIndex = snap.metadata.index;
+    this.lastSnapshotBytes = snap.data.byteLength;
     if (snap.metadata.index > 0) opts.sm.restore(snap.data, snap.metadata.index);
     this.recovering = this.node.raft.recoverIndex > 0;
   }
@@ -338,6 +361,8 @@ export class Driver<R = unknown> {
   private restoreSnapshot(snap: Snapshot): void {
     this.opts.sm.restore(snap.data, snap.metadata.index);
     this.lastSnapshotIndex = snap.metadata.index;
+    this.lastSnapshotBytes = snap.data.byteLength;
+    this.appliedBytesSinceSnapshot = 0;
     // Proposals at or below the snapshot can no longer be matched to entries.
     for (const [index, w] of this.proposals) {
       if (index <= snap.metadata.index) {
@@ -353,6 +378,7 @@ export class Driver<R = unknown> {
     // A leader's empty entry carries no command.
     const isCommand = e.type === EntryType.Normal && e.data.byteLength > 0;
     if (isCommand) {
+      this.appliedBytesSinceSnapshot += e.data.byteLength;
       try {
         result = this.opts.sm.apply(e);
       } catch (err) {
@@ -433,14 +459,23 @@ export class Driver<R = unknown> {
 
   private maybeSnapshot(): void {
     const applied = this.applied;
-    if (applied - this.lastSnapshotIndex < this.opts.snapshotEntries || this.persisting) return;
-    const snap = this.node.snapshot(applied, this.opts.sm.snapshot(), this.opts.snapshotKeepEntries);
+    if (this.persisting) return;
+    const stretch = 1 + (this.opts.snapshotStagger ?? 0);
+    if (applied - this.lastSnapshotIndex < this.opts.snapshotEntries * stretch) return;
+    if (this.appliedBytesSinceSnapshot < this.lastSnapshotBytes * (this.opts.snapshotLogRatio ?? 0) * stretch) return;
+    this.opts.onSnapshot?.('begin', applied, this.lastSnapshotBytes);
+    const data = this.opts.sm.snapshot();
+    this.opts.onSnapshot?.('taken', applied, data.byteLength);
+    const snap = this.node.snapshot(applied, data, this.opts.snapshotKeepEntries);
     this.lastSnapshotIndex = applied;
+    this.lastSnapshotBytes = data.byteLength;
+    this.appliedBytesSinceSnapshot = 0;
     assert(snap.metadata.index === applied, 'driver: snapshot index');
     this.persisting = true;
     this.opts.store.persist({ hardState: null, entries: [], snapshot: null, localSnapshot: snap, compactTo: snap.metadata.index, sync: true }, (err) => {
       if (this.stopped) return;
       if (err) return this.fatal(err);
+      this.opts.onSnapshot?.('written', applied, data.byteLength);
       this.persisting = false;
       this.pump();
     });

@@ -143,7 +143,13 @@ async function compose(cfg: NodeConfig, log: Logger, tls: NodeTls | null, server
     ),
     seedPeers: cfg.peers,
     selfAddress: address,
-    driver: { snapshotEntries: cfg.snapshotEntries, snapshotKeepEntries: Math.min(1000, cfg.snapshotEntries), waitersMax: WAITERS_MAX },
+    driver: {
+      snapshotEntries: cfg.snapshotEntries,
+      snapshotLogRatio: cfg.snapshotLogRatio,
+      snapshotStagger: snapshotStagger(cfg.nodeId),
+      snapshotKeepEntries: Math.min(1000, cfg.snapshotEntries),
+      waitersMax: WAITERS_MAX,
+    },
     engine: { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax, parallelCommit: cfg.parallelCommit, explicitCommitLingerMs: cfg.explicitCommitLingerMs },
     proposeTimeoutMs: REQUEST_TIMEOUT_MS,
     observe: {
@@ -152,6 +158,7 @@ async function compose(cfg: NodeConfig, log: Logger, tls: NodeTls | null, server
       onRefused: (m, why) => transport.refusals.refuse(m.from, { reason: 'state', field: MessageType[m.type] ?? String(m.type), detail: why }),
       onCaughtUp: (lastIndex) => log.warn({ lastIndex, highWater: recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
       onMembership: followMembership(cfg, log, transport),
+      onSnapshot: logSnapshots(log),
     },
   });
   core = c;
@@ -414,5 +421,28 @@ function followMembership(cfg: NodeConfig, log: Logger, transport: GrpcTransport
     log.info({ voters: cs.voters, learners: cs.learners }, 'membership changed');
     const member = cs.voters.includes(cfg.nodeId) || cs.learners.includes(cfg.nodeId);
     if (!member && (cs.voters.length > 0 || cs.learners.length > 0)) log.warn('this node was removed from the cluster; it takes no part any more and can be stopped');
+  };
+}
+
+/**
+ * This node's share of the snapshot bounds (Driver's snapshotStagger), in
+ * [0, 0.5), from its id: the replicas of one cluster snapshot at different
+ * indexes, the same ones on every restart.
+ */
+export function snapshotStagger(nodeId: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < nodeId.length; i++) h = Math.imul(h ^ nodeId.charCodeAt(i), 16777619);
+  return ((h >>> 0) % 1000) / 2000;
+}
+
+/** Each local snapshot at info: its size, the time taken on the loop and the time its write held the log. */
+function logSnapshots(log: Logger): NodeCoreObserver['onSnapshot'] {
+  let began = 0;
+  let taken = 0;
+  return (phase, index, bytes) => {
+    const now = performance.now();
+    if (phase === 'begin') began = now;
+    else if (phase === 'taken') taken = now;
+    else log.info({ index, bytes, takeMs: Math.round(taken - began), writeMs: Math.round(now - taken) }, 'snapshot written; the log behind it is compacted');
   };
 }

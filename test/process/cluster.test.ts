@@ -19,7 +19,7 @@ const value = (i: number): string => `v${i}-${'x'.repeat(i % 17)}`;
 
 describe('three node processes on loopback', () => {
   it('keep every acknowledged entry through kill -9 of the leader and then of every node', async () => {
-    const c = await Cluster.start({ nodes: 3, snapshotEntries: SNAPSHOT_ENTRIES });
+    const c = await Cluster.start({ nodes: 3, snapshotEntries: SNAPSHOT_ENTRIES, snapshotLogRatio: 0 });
     const first = await c.waitForLeader();
 
     // 1. Replicate 1,000 entries, 64 in flight.

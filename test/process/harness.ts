@@ -83,6 +83,7 @@ export interface NodeConfigFile {
   electionTicks: number;
   heartbeatTicks: number;
   snapshotEntries: number;
+  snapshotLogRatio?: number;
   logLevel: string;
   /** A node added to a running cluster (`verdict member add`). */
   join?: boolean;
@@ -91,6 +92,8 @@ export interface NodeConfigFile {
 export interface ClusterOptions {
   nodes: number;
   snapshotEntries?: number;
+  /** The node's snapshotLogRatio; 0 for a test that needs a snapshot every snapshotEntries entries. */
+  snapshotLogRatio?: number;
   tickMs?: number;
   electionTicks?: number;
   heartbeatTicks?: number;
@@ -244,6 +247,7 @@ function nodeConfig(o: ClusterOptions, clusterId: string, id: string, listen: st
     electionTicks: o.electionTicks ?? 20,
     heartbeatTicks: o.heartbeatTicks ?? 2,
     snapshotEntries: o.snapshotEntries ?? 10_000,
+    ...(o.snapshotLogRatio !== undefined ? { snapshotLogRatio: o.snapshotLogRatio } : {}),
     logLevel: o.logLevel ?? 'info',
   };
 }

@@ -45,7 +45,7 @@ async function expectAllData(n: NodeProc, written: Map<string, string>): Promise
 
 test('grow 3 → 5, shrink back to 3 removing the leader, replace a dead node from a snapshot', async () => {
   // Frequent snapshots, so that the replacement cannot be fed from the log.
-  const c = await Cluster.start({ nodes: 3, snapshotEntries: 20 });
+  const c = await Cluster.start({ nodes: 3, snapshotEntries: 20, snapshotLogRatio: 0 });
   await c.waitForLeader();
   const written = new Map<string, string>();
   const write = async (from: number, to: number): Promise<void> => {

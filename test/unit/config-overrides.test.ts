@@ -41,6 +41,14 @@ describe('configuration overrides', () => {
     expect(refusal(() => parseConfig({ ...base, parallelCommit: 'yes' }, FILE))).toMatch(/parallelCommit.*expected true \(parallel commit by default\) or false \(classic\)/);
   });
 
+  it('snapshotLogRatio: 1 by default, 0 to 1000 from the file, the environment or --set', () => {
+    expect(parseConfig(base, FILE).snapshotLogRatio).toBe(1);
+    expect(parseConfig({ ...base, snapshotLogRatio: 0 }, FILE).snapshotLogRatio).toBe(0);
+    expect(parseConfig(base, FILE, { env: { VERDICT_SNAPSHOT_LOG_RATIO: '4' } }).snapshotLogRatio).toBe(4);
+    expect(parseConfig(base, FILE, { sets: ['snapshotLogRatio=2'] }).snapshotLogRatio).toBe(2);
+    expect(refusal(() => parseConfig({ ...base, snapshotLogRatio: -1 }, FILE))).toMatch(/snapshotLogRatio.*expected an integer from 0 to 1000/);
+  });
+
   it('explicitCommitLingerMs: 5 ms by default, 0 to 1000 from the file, the environment or --set', () => {
     expect(parseConfig(base, FILE).explicitCommitLingerMs).toBe(5);
     expect(parseConfig({ ...base, explicitCommitLingerMs: 0 }, FILE).explicitCommitLingerMs).toBe(0);
