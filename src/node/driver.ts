@@ -481,3 +481,14 @@ export class Driver<R = unknown> {
     });
   }
 }
+
+/**
+ * A node's share of the snapshot bounds (DriverOptions.snapshotStagger), in
+ * [0, 0.5), from its id: the replicas of one cluster snapshot at different
+ * indexes, the same ones on every restart.
+ */
+export function snapshotStagger(nodeId: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < nodeId.length; i++) h = Math.imul(h ^ nodeId.charCodeAt(i), 16777619);
+  return ((h >>> 0) % 1000) / 2000;
+}

@@ -45,7 +45,7 @@ import { shutdownServer } from '../transport/server.ts';
 import type { NodeConfig } from './config.ts';
 import { NodeCore, type NodeCoreIO, type NodeCoreObserver, type ParticipantLinks } from './core.ts';
 import { watchCore, watchedLinks, type WatchOptions } from './core-observer.ts';
-import { UnappliableEntryError, type Driver } from './driver.ts';
+import { snapshotStagger, UnappliableEntryError, type Driver } from './driver.ts';
 import { Handover } from './handover.ts';
 import { Refusals } from './limits.ts';
 import { entryProblem, NodeStateMachine, snapshotProblem } from './machine.ts';
@@ -422,17 +422,6 @@ function followMembership(cfg: NodeConfig, log: Logger, transport: GrpcTransport
     const member = cs.voters.includes(cfg.nodeId) || cs.learners.includes(cfg.nodeId);
     if (!member && (cs.voters.length > 0 || cs.learners.length > 0)) log.warn('this node was removed from the cluster; it takes no part any more and can be stopped');
   };
-}
-
-/**
- * This node's share of the snapshot bounds (Driver's snapshotStagger), in
- * [0, 0.5), from its id: the replicas of one cluster snapshot at different
- * indexes, the same ones on every restart.
- */
-export function snapshotStagger(nodeId: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < nodeId.length; i++) h = Math.imul(h ^ nodeId.charCodeAt(i), 16777619);
-  return ((h >>> 0) % 1000) / 2000;
 }
 
 /** Each local snapshot at info: its size, the time taken on the loop and the time its write held the log. */

@@ -3,7 +3,7 @@
 // drawn from one seed. The checker below watches every Ready and every
 // applied entry and records violations of Raft's safety properties.
 
-import { Driver, type StateMachine } from '../../src/node/driver.ts';
+import { Driver, snapshotStagger, type StateMachine } from '../../src/node/driver.ts';
 import { ConfChangeType, type ConfChange } from '../../src/raft/confchange.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
@@ -165,6 +165,9 @@ export class RaftWorld {
       transport: { send: (msgs) => this.send(n.id, msgs) },
       sm: n.sm,
       snapshotEntries: this.sc.snapshotEntries,
+      // As a node runs: the log-size bound on, each node at its own share.
+      snapshotLogRatio: 1,
+      snapshotStagger: snapshotStagger(n.id),
       snapshotKeepEntries: 5,
       waitersMax: 1000,
       onFatal: (err) => this.violation(`${n.id} fatal: ${err.message}`),

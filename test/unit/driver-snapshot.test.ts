@@ -3,8 +3,7 @@
 // last snapshot hold that many times its bytes, both bounds stretched by the
 // node's snapshotStagger. One voter on the simulator's disk and clock.
 import { describe, expect, it } from 'vitest';
-import { Driver, type StateMachine } from '../../src/node/driver.ts';
-import { snapshotStagger } from '../../src/node/node.ts';
+import { Driver, snapshotStagger, type StateMachine } from '../../src/node/driver.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { Entry } from '../../src/raft/types.ts';
