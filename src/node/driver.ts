@@ -71,8 +71,9 @@ export interface DriverOptions<R> {
    * this many times that snapshot's bytes: a snapshot costs time in
    * proportion to the state (it is taken on the loop, and the store writes
    * it in the log's path), so a fixed count would make a large state stall
-   * the node every few seconds. Doubling the bound on the log keeps the
-   * snapshot's cost per applied byte constant. 0: by count only.
+   * the node every few seconds. With the log between snapshots bounded
+   * below by the state's size, a snapshot's cost per applied byte stays
+   * the same however large the state grows. 0: by count only.
    */
   snapshotLogRatio?: number;
   /**
@@ -103,7 +104,7 @@ export interface DriverOptions<R> {
   onMembership?: (cs: ConfState) => void;
   /** A node that started recovering (its disk lost acknowledged entries) was caught up by a leader. */
   onCaughtUp?: (lastIndex: number) => void;
-  /** A local snapshot at `index`: about to be taken, taken (`bytes` of state), then written and the log compacted behind it. */
+  /** A local snapshot at `index`: about to be taken (`bytes`: the last snapshot's), taken (`bytes`: this one's), then written and the log compacted behind it. */
   onSnapshot?: (phase: 'begin' | 'taken' | 'written', index: number, bytes: number) => void;
 }
 
