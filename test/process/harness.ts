@@ -247,7 +247,7 @@ function nodeConfig(o: ClusterOptions, clusterId: string, id: string, listen: st
     electionTicks: o.electionTicks ?? 20,
     heartbeatTicks: o.heartbeatTicks ?? 2,
     snapshotEntries: o.snapshotEntries ?? 10_000,
-    ...(o.snapshotLogRatio !== undefined ? { snapshotLogRatio: o.snapshotLogRatio } : {}),
+    snapshotLogRatio: o.snapshotLogRatio,
     logLevel: o.logLevel ?? 'info',
   };
 }

@@ -113,6 +113,7 @@ describe('driver: when a local snapshot is taken', () => {
     expect(taken.length).toBeGreaterThanOrEqual(3);
     for (const g of gaps(taken)) expect(g).toBe(15);
     const ratio = run({ snapshotEntries: 1, snapshotLogRatio: 1, snapshotStagger: 0.5, stateFactor: 3, commands: 100, commandBytes: 20 });
+    expect(ratio.length).toBeGreaterThanOrEqual(3);
     for (let i = 1; i < ratio.length; i++) expect(ratio[i].appliedBytes - ratio[i - 1].appliedBytes).toBeGreaterThanOrEqual(ratio[i - 1].bytes * 1.5);
   });
 
