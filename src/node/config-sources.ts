@@ -43,6 +43,8 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   sagaActionAttemptsMax: 'int',
   parallelCommit: 'bool',
   explicitCommitLingerMs: 'int',
+  commitNoticeMs: 'int',
+  decisionLingerMs: 'int',
   'tls.ca': 'string',
   'tls.cert': 'string',
   'tls.key': 'string',

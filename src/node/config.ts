@@ -3,6 +3,7 @@
 // the naming rule), validated before anything else runs. Every error is one
 // line naming the key, where its value came from and the expected form.
 
+import { COMMIT_NOTICE_MS_DEFAULT } from './driver.ts';
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { REQUEST_BYTES_MAX_DEFAULT } from '../transport/validate.ts';
@@ -74,6 +75,10 @@ export interface NodeConfig {
   parallelCommit: boolean;
   /** How long an explicit COMMIT after an implied COMMITTED may wait to share a log entry (ms; 0: never waits). */
   explicitCommitLingerMs: number;
+  /** Leader: how long a moved commit index may wait for the next append or heartbeat to carry it to the followers (ms; 0: an append of its own at once). */
+  commitNoticeMs: number;
+  /** Leader: how long a DECISION may wait for the next PREPARE to the same participant, to share its message (ms; 0: sent at once). */
+  decisionLingerMs: number;
 }
 
 export interface NodeTlsConfig {
@@ -94,6 +99,8 @@ export interface ConfigOverrides {
 }
 
 export const NO_FILE = '(no file)';
+/** A DECISION waits at most this long to ride the next PREPARE to its participant (about a millisecond later at one transaction at a time). */
+export const DECISION_LINGER_MS_DEFAULT = 2;
 
 export class ConfigError extends Error {
   constructor(file: string, what: string) {
@@ -161,6 +168,8 @@ const KNOWN = [
   'sagaActionAttemptsMax',
   'parallelCommit',
   'explicitCommitLingerMs',
+  'commitNoticeMs',
+  'decisionLingerMs',
 ];
 const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
 const ADMIN_NAMES_MAX = 256;
@@ -273,6 +282,8 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const sagaStuckAfterAttempts = int('sagaStuckAfterAttempts', 10, 1, 1_000_000);
   const sagaActionAttemptsMax = int('sagaActionAttemptsMax', 5, 1, 1_000_000);
   const explicitCommitLingerMs = int('explicitCommitLingerMs', defaultEngineConfig.explicitCommitLingerMs, 0, 1_000);
+  const commitNoticeMs = int('commitNoticeMs', COMMIT_NOTICE_MS_DEFAULT, 0, 1_000);
+  const decisionLingerMs = int('decisionLingerMs', DECISION_LINGER_MS_DEFAULT, 0, 1_000);
   if (clientInFlightMax > inFlightMax) throw new ConfigError(file, `${label('clientInFlightMax')} (${clientInFlightMax}) must not exceed ${label('inFlightMax')} (${inFlightMax})`);
   // From the environment or --set the value arrives as text.
   const join = o.join === 'true' ? true : o.join === 'false' ? false : (o.join ?? false);
@@ -338,6 +349,8 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     inFlightMax,
     parallelCommit,
     explicitCommitLingerMs,
+    commitNoticeMs,
+    decisionLingerMs,
     clientInFlightMax,
     streamUnreadMax,
     sagaStuckAfterAttempts,

@@ -101,6 +101,8 @@ export interface NodeCoreOptions {
   seedPeers: ReadonlyMap<NodeId, string>;
   selfAddress: string;
   driver: { snapshotEntries: number; snapshotLogRatio?: number; snapshotStagger?: number; snapshotKeepEntries: number; waitersMax: number };
+  /** With a Raft core of commitNoticeLazy: the longest a moved commit index waits for an append to carry it (DriverOptions.commitNotice). */
+  commitNoticeMs?: number;
   engine: Partial<EngineConfig>;
   /** A proposal not applied within this long is answered with an error (the entry may still commit later). */
   proposeTimeoutMs: number;
@@ -135,6 +137,7 @@ export class NodeCore {
       transport: o.io.transport,
       sm: o.machine,
       ...o.driver,
+      commitNotice: o.commitNoticeMs !== undefined ? { delayMs: o.commitNoticeMs, after: o.io.after } : undefined,
       onFatal: (err) => obs.onFatal(err),
       onRefused: (m, why) => obs.onRefused?.(m, why),
       onPersisted: (rd) => !this.stopped && obs.onPersisted?.(rd),

@@ -127,7 +127,7 @@ async function compose(cfg: NodeConfig, log: Logger, tls: NodeTls | null, server
   let core: NodeCore | null = null;
   const transport = raftTransport(cfg, rawNode, tls, log, () => core);
   open.add(() => transport.close());
-  const link = new ParticipantLink(cfg.clusterId, tls?.participants);
+  const link = new ParticipantLink(cfg.clusterId, tls?.participants, cfg.decisionLingerMs);
   open.add(() => link.close());
   const watch: WatchOptions = { log, timeline: pages.timeline, leaders: pages.leaders, term: () => rawNode.raft.term, nowMs: () => Date.now() };
   // The node's core (src/node/core.ts), the same one the simulator runs, on the real clock, disk, network and links.
@@ -151,6 +151,7 @@ async function compose(cfg: NodeConfig, log: Logger, tls: NodeTls | null, server
       waitersMax: WAITERS_MAX,
     },
     engine: { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax, parallelCommit: cfg.parallelCommit, explicitCommitLingerMs: cfg.explicitCommitLingerMs },
+    commitNoticeMs: cfg.commitNoticeMs,
     proposeTimeoutMs: REQUEST_TIMEOUT_MS,
     observe: {
       ...watchCore(watch),
@@ -348,7 +349,7 @@ function timed(store: LogStore, observe: (seconds: number, batch: PersistBatch) 
 function restartRaft(cfg: NodeConfig, recovered: RecoveredState): RawNode {
   const rng = new Rng(randomInt(0x7fffffff));
   return RawNode.restart(
-    { id: cfg.nodeId, random: rng.asRandom(), electionTicks: cfg.electionTicks, heartbeatTicks: cfg.heartbeatTicks },
+    { id: cfg.nodeId, random: rng.asRandom(), electionTicks: cfg.electionTicks, heartbeatTicks: cfg.heartbeatTicks, commitNoticeLazy: cfg.commitNoticeMs > 0 },
     recovered,
     // A joining node starts with no membership: it never campaigns and learns the cluster from the leader.
     cfg.join ? emptyConfState() : { voters: [...cfg.peers.keys()], learners: [], votersOutgoing: [] },

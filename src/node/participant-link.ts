@@ -27,6 +27,8 @@ export class ParticipantLink {
   constructor(
     private readonly clusterId: string,
     private readonly credentials?: grpc.ChannelCredentials,
+    /** How long a DECISION may wait for the next PREPARE to its participant (NodeConfig.decisionLingerMs); 0: at once. */
+    private readonly decisionLingerMs = 0,
   ) {}
 
   private client(endpoint: string): ParticipantExchange {
@@ -63,7 +65,7 @@ export class ParticipantLink {
   }
 
   decide(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void {
-    this.client(to.endpoint).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err));
+    this.client(to.endpoint).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err), this.decisionLingerMs);
   }
 
   /** The status question of parallel commit's recovery: a unary call, rare (only after a leader change). */

@@ -41,6 +41,15 @@ export interface RaftConfig {
   preVote: boolean;
   checkQuorum: boolean;
   /**
+   * A leader whose commit index advances does not tell every follower at
+   * once with an append of its own: the new index rides the next append or
+   * heartbeat, and the driver calls noticeCommit() if none has gone out
+   * within its bound (DriverOptions.commitNotice). A commit index is never
+   * needed for safety, only for the followers' apply, and at low load that
+   * dedicated append woke every follower a second time per entry.
+   */
+  commitNoticeLazy: boolean;
+  /**
    * Protocol-aware recovery (Alagappan et al., FAST 2018): on start the disk
    * held a shorter log than this node had already acknowledged, up to this
    * index. 0 (or absent): the log is whole. See Raft.recoverIndex.
@@ -61,6 +70,7 @@ export const defaultRaftConfig: RaftTuning = {
   readIndexMax: 4096,
   preVote: true,
   checkQuorum: true,
+  commitNoticeLazy: false,
 };
 
 export class ProposalDroppedError extends Error {
@@ -129,6 +139,8 @@ export class Raft {
   private readonly readOnly: ReadOnly;
   /** ReadIndex requests that arrived before the leader committed an entry of its term. */
   private pendingReads: Message[] = [];
+  /** commitNoticeLazy: the commit index moved and has not been sent to every follower since (see noticeCommit). */
+  private commitNoticePending = false;
 
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
@@ -244,8 +256,10 @@ export class Raft {
     }
     if (this.leadTransferee !== NONE && !this.config.incoming.has(this.leadTransferee)) this.leadTransferee = NONE;
     // The quorum changed: the commit index may move (a removal), and a new member needs the log.
-    if (this.maybeCommit()) this.onCommitAdvanced();
-    else if (cc.type !== ConfChangeType.Remove) this.sendAppend(cc.nodeId);
+    const advanced = this.maybeCommit();
+    if (advanced) this.onCommitAdvanced();
+    // An eager notice went to every member already; a lazy one sends nothing yet.
+    if ((!advanced || this.cfg.commitNoticeLazy) && cc.type !== ConfChangeType.Remove) this.sendAppend(cc.nodeId);
     return next;
   }
 
@@ -342,10 +356,13 @@ export class Raft {
   }
 
   private bcastAppend(): void {
+    // Every append carries the commit index: a pending notice goes with these.
+    this.commitNoticePending = false;
     this.forEachPeer((id) => this.sendAppend(id));
   }
 
   private bcastHeartbeat(): void {
+    this.commitNoticePending = false;
     const ctx = this.readOnly.lastPendingContext() ?? EMPTY;
     this.forEachPeer((id) => this.sendHeartbeat(id, ctx));
   }
@@ -367,6 +384,7 @@ export class Raft {
     this.uncommittedBytes = 0;
     this.readOnly.reset();
     this.pendingReads = [];
+    this.commitNoticePending = false;
   }
 
   becomeFollower(term: number, lead: NodeId): void {
@@ -748,7 +766,19 @@ export class Raft {
 
   private onCommitAdvanced(): void {
     this.releasePendingReads();
-    this.bcastAppend();
+    if (this.cfg.commitNoticeLazy) this.commitNoticePending = true;
+    else this.bcastAppend();
+  }
+
+  /** Leader, commitNoticeLazy: the commit index advanced and no append or heartbeat has carried it to every follower since. */
+  get commitNoticeDue(): boolean {
+    return this.commitNoticePending && this.role === Role.Leader;
+  }
+
+  /** Tells every follower the commit index now (an empty append where nothing else is due), if a notice is still due. */
+  noticeCommit(): void {
+    if (this.commitNoticeDue) this.bcastAppend();
+    this.commitNoticePending = false;
   }
 
   private handleAppendResponse(m: Message, pr: Progress): void {
@@ -793,8 +823,11 @@ export class Raft {
         pr.inflights.freeLE(m.index);
         break;
     }
-    if (this.maybeCommit()) this.onCommitAdvanced();
-    else this.sendAppend(m.from, wasPaused);
+    const advanced = this.maybeCommit();
+    if (advanced) this.onCommitAdvanced();
+    // The acknowledgement may have opened this follower's window: what waited
+    // behind it goes now (an eager notice already sent it, to everyone).
+    if (!advanced || this.cfg.commitNoticeLazy) this.sendAppend(m.from, wasPaused);
     if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) {
       this.send(message({ type: MT.TimeoutNow, to: m.from }));
     }

@@ -153,6 +153,16 @@ export class RawNode {
     this.raft.transferLeadership(to);
   }
 
+  /** Leader with commitNoticeLazy: the commit index moved and no append or heartbeat has carried it yet. */
+  commitNoticeDue(): boolean {
+    return this.raft.commitNoticeDue;
+  }
+
+  /** Sends the commit index to every follower now if it is still due (see RaftConfig.commitNoticeLazy). */
+  noticeCommit(): void {
+    this.raft.noticeCommit();
+  }
+
   reportUnreachable(peer: NodeId): void {
     this.raft.step(message({ type: MT.Unreachable, from: peer }));
   }

@@ -73,8 +73,9 @@ export class ParticipantExchange {
     this.stream.send({ id: 0, prepare: req }, timeoutMs, cb as Answer<Vote | Ack>);
   }
 
-  decide(req: Decision, timeoutMs: number, cb: Answer<Ack>): void {
-    this.stream.send({ id: 0, decision: req }, timeoutMs, cb as Answer<Vote | Ack>);
+  /** With `lingerMs` the DECISION waits up to that long to share the next PREPARE's message (see RequestStream.send). */
+  decide(req: Decision, timeoutMs: number, cb: Answer<Ack>, lingerMs = 0): void {
+    this.stream.send({ id: 0, decision: req }, timeoutMs, cb as Answer<Vote | Ack>, lingerMs);
   }
 
   /** Ends the stream; requests still waiting fail with CANCELLED. */

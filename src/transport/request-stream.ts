@@ -9,7 +9,11 @@
 //   checked by one sweep timer (not a timer per request); a late answer is
 //   dropped, as a unary call's would be.
 // - Requests of one event-loop turn share a batch message (setImmediate),
-//   written on a stream opened on first use.
+//   written on a stream opened on first use. A request sent with a linger
+//   (a DECISION, whose answer nobody waits for) does not end the turn's
+//   batch by itself: it waits up to its linger for another request (at one
+//   transaction at a time, the next PREPARE to the same participant) and
+//   goes in that one's message, so the participant wakes once, not twice.
 // - Answers come by number, in any order.
 // - The stream ends with UNIMPLEMENTED (a server without the stream method)
 //   and the spec has `unary` (the participant's Exchange, which the protocol
@@ -80,6 +84,8 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
   private readonly pending = new Map<number, Pending<Req, Res>>();
   private outbox: number[] = [];
   private flushScheduled = false;
+  /** The timer of requests sent with a linger and nothing else to go with yet; null when none is set. */
+  private lingerTimer: NodeJS.Timeout | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
   private closed = false;
 
@@ -88,7 +94,12 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
     private readonly spec: RequestStreamSpec<Req, Res, Batch, Answers, Ans>,
   ) {}
 
-  send(req: Req, timeoutMs: number, cb: Answer<Res>): void {
+  /**
+   * `cb` hears the answer or the failure. With `lingerMs` > 0 the request
+   * waits up to that long for another one to share a batch message with
+   * (see the top of this file); without, it goes at the end of this turn.
+   */
+  send(req: Req, timeoutMs: number, cb: Answer<Res>, lingerMs = 0): void {
     if (this.closed) return cb(serviceError(grpc.status.CANCELLED, this.spec.texts.closed));
     if (this.unaryOnly) return this.sendUnary(req, timeoutMs, cb);
     if (this.pending.size >= this.spec.pendingMax) return cb(serviceError(grpc.status.RESOURCE_EXHAUSTED, this.spec.texts.busy(this.pending.size)));
@@ -99,7 +110,16 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
       this.sweepTimer = setInterval(() => this.sweep(), this.spec.sweepMs);
       this.sweepTimer.unref();
     }
+    if (lingerMs > 0) return this.lingerFor(lingerMs);
     this.scheduleFlush();
+  }
+
+  private lingerFor(ms: number): void {
+    if (this.flushScheduled || this.lingerTimer !== null) return;
+    this.lingerTimer = setTimeout(() => {
+      this.lingerTimer = null;
+      this.flush();
+    }, ms);
   }
 
   /** Ends the stream; requests still waiting fail with CANCELLED. */
@@ -107,6 +127,8 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
     if (this.closed) return;
     this.closed = true;
     this.stopSweep();
+    if (this.lingerTimer !== null) clearTimeout(this.lingerTimer);
+    this.lingerTimer = null;
     this.outbox = [];
     const call = this.call;
     this.call = null;
@@ -126,6 +148,10 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
 
   private flush(): void {
     this.flushScheduled = false;
+    if (this.lingerTimer !== null) {
+      clearTimeout(this.lingerTimer);
+      this.lingerTimer = null;
+    }
     if (this.closed || this.unaryOnly || this.outbox.length === 0) return;
     const out: Numbered<Req>[] = [];
     for (const id of this.outbox) {
@@ -241,8 +267,12 @@ const CUT_OFF_RESET_MS = 1_000;
 
 /**
  * The server's side of such a stream: every request of a batch is handed
- * to spec.handle at once, and the answers of one event-loop turn go back in
- * one message, in the order they complete. When the client ends its side,
+ * to spec.handle at once, and the answers produced by one callback (one
+ * incoming batch, one sync, one applied Ready) go back in one message, in
+ * the order they complete, written as that callback ends (a microtask), not
+ * on the next turn of the loop: the caller waits on them, and by then the
+ * same callback has queued its other sends (DECISIONs, appends) for the next
+ * turn, which would otherwise go first and wake their receivers ahead of it. When the client ends its side,
  * what is in flight is answered, then the stream ends. `streams` holds how
  * to end each open stream (the server is stopping); a stream leaves it when
  * it ends.
@@ -297,7 +327,7 @@ export function serveAnswerStream<Batch, Req, Ans, Answers>(call: grpc.ServerDup
   const schedule = (): void => {
     if (flushScheduled) return;
     flushScheduled = true;
-    setImmediate(flush);
+    queueMicrotask(flush);
   };
   const answer = (a: Ans): void => {
     waiting--;

@@ -3,7 +3,7 @@
 // drawn from one seed. The checker below watches every Ready and every
 // applied entry and records violations of Raft's safety properties.
 
-import { Driver, snapshotStagger, type StateMachine } from '../../src/node/driver.ts';
+import { COMMIT_NOTICE_MS_DEFAULT, Driver, snapshotStagger, type StateMachine } from '../../src/node/driver.ts';
 import { ConfChangeType, type ConfChange } from '../../src/raft/confchange.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
@@ -150,7 +150,17 @@ export class RaftWorld {
 
   private start(n: SimNode): void {
     const rawNode = RawNode.restart(
-      { id: n.id, random: new Rng(this.rng.u32()).asRandom(), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, inflightMsgsMax: 8, inflightBytesMax: 1 << 20, appendBytesMax: 4096 },
+      // As a node runs: a moved commit index rides the next append, or goes on its own after COMMIT_NOTICE_MS.
+      {
+        id: n.id,
+        random: new Rng(this.rng.u32()).asRandom(),
+        electionTicks: ELECTION_TICKS,
+        heartbeatTicks: 1,
+        inflightMsgsMax: 8,
+        inflightBytesMax: 1 << 20,
+        appendBytesMax: 4096,
+        commitNoticeLazy: true,
+      },
       n.disk.recover(),
       n.joined ? emptyConfState() : this.conf,
     );
@@ -170,6 +180,13 @@ export class RaftWorld {
       snapshotStagger: snapshotStagger(n.id),
       snapshotKeepEntries: 5,
       waitersMax: 1000,
+      commitNotice: {
+        delayMs: COMMIT_NOTICE_MS_DEFAULT,
+        after: (ms, fn) => {
+          this.q.after(ms, fn);
+          return () => {};
+        },
+      },
       onFatal: (err) => this.violation(`${n.id} fatal: ${err.message}`),
       onApplied: (e) => this.checker.onApplied(n.id, e.index, e.term, Buffer.from(e.data).toString()),
       onPersisted: (rd) => this.checker.onReady(n.id, driver.node, n.disk, rd),

@@ -17,7 +17,7 @@
 
 import type { CoordinatorEngine, EngineConfig, OutcomeAnswer } from '../../src/commit/engine.ts';
 import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
-import type { Driver } from '../../src/node/driver.ts';
+import { COMMIT_NOTICE_MS_DEFAULT, type Driver } from '../../src/node/driver.ts';
 import { NodeStateMachine } from '../../src/node/machine.ts';
 import type { NodeCore, NodeCoreObserver, ParticipantLinks } from '../../src/node/core.ts';
 import type { ParticipantEngine } from '../../src/participant/engine.ts';
@@ -209,7 +209,16 @@ export class SystemWorld implements FaultWorld {
     const inc: Inc = { alive: true };
     n.inc = inc;
     const rawNode = RawNode.restart(
-      { id: n.id, random: new Rng(this.rng.u32()).asRandom(), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, inflightMsgsMax: 8, inflightBytesMax: 1 << 20, appendBytesMax: 4096 },
+      {
+        id: n.id,
+        random: new Rng(this.rng.u32()).asRandom(),
+        electionTicks: ELECTION_TICKS,
+        heartbeatTicks: 1,
+        inflightMsgsMax: 8,
+        inflightBytesMax: 1 << 20,
+        appendBytesMax: 4096,
+        commitNoticeLazy: true,
+      },
       n.disk.recover(),
       this.conf,
     );
@@ -239,6 +248,7 @@ export class SystemWorld implements FaultWorld {
         seedPeers: this.seedPeers,
         selfAddress: n.id,
         driver: { snapshotEntries: this.sc.snapshotEntries, snapshotKeepEntries: 5, waitersMax: 1000 },
+        commitNoticeMs: COMMIT_NOTICE_MS_DEFAULT,
         engine: { ...ENGINE_CONFIG, parallelCommit: this.sc.parallelCommit === 'all' || (this.sc.parallelCommit === 'mixed' && this.nodes.indexOf(n) % 2 === 0) },
         proposeTimeoutMs: PROPOSE_TIMEOUT_MS,
         newEngine: (table, io, cfg) => coordinatorEngine(table, io, cfg, engineMutant(this.sc.mutant)),

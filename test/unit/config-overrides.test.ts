@@ -57,6 +57,22 @@ describe('configuration overrides', () => {
     expect(refusal(() => parseConfig({ ...base, explicitCommitLingerMs: 5000 }, FILE))).toMatch(/explicitCommitLingerMs.*expected an integer from 0 to 1000/);
   });
 
+  it('commitNoticeMs: 5 ms by default, 0 to 1000 from the file, the environment or --set', () => {
+    expect(parseConfig(base, FILE).commitNoticeMs).toBe(5);
+    expect(parseConfig({ ...base, commitNoticeMs: 0 }, FILE).commitNoticeMs).toBe(0);
+    expect(parseConfig(base, FILE, { env: { VERDICT_COMMIT_NOTICE_MS: '20' } }).commitNoticeMs).toBe(20);
+    expect(parseConfig(base, FILE, { sets: ['commitNoticeMs=1'] }).commitNoticeMs).toBe(1);
+    expect(refusal(() => parseConfig({ ...base, commitNoticeMs: 1001 }, FILE))).toMatch(/commitNoticeMs.*expected an integer from 0 to 1000/);
+  });
+
+  it('decisionLingerMs: 2 ms by default, 0 to 1000 from the file, the environment or --set', () => {
+    expect(parseConfig(base, FILE).decisionLingerMs).toBe(2);
+    expect(parseConfig({ ...base, decisionLingerMs: 0 }, FILE).decisionLingerMs).toBe(0);
+    expect(parseConfig(base, FILE, { env: { VERDICT_DECISION_LINGER_MS: '7' } }).decisionLingerMs).toBe(7);
+    expect(parseConfig(base, FILE, { sets: ['decisionLingerMs=3'] }).decisionLingerMs).toBe(3);
+    expect(refusal(() => parseConfig({ ...base, decisionLingerMs: -1 }, FILE))).toMatch(/decisionLingerMs.*expected an integer from 0 to 1000/);
+  });
+
   it('ignores environment variables that are not config keys', () => {
     const cfg = parseConfig(base, FILE, { env: { VERDICT_ENDPOINTS: 'x', VERDICT_LOG_FORMAT: 'json', PATH: '/bin' } });
     expect(cfg.nodeId).toBe('n1');

@@ -669,6 +669,91 @@ describe('raft core: flow control', () => {
   });
 });
 
+describe('raft core: a moved commit index rides the next append (commitNoticeLazy)', () => {
+  const emptyAppends = (net: Net, mark: number): Message[] => net.sentSince(mark, (m) => m.type === MT.App && m.entries.length === 0);
+
+  /** A leader n1 whose followers know every commit so far. */
+  function settled(lazy: boolean, overrides: Overrides = {}): Net {
+    const net = new Net(['n1', 'n2', 'n3'], 21, { commitNoticeLazy: lazy, ...overrides });
+    net.elect('n1');
+    net.node('n1').noticeCommit();
+    net.stabilize();
+    expect(net.node('n1').commitNoticeDue()).toBe(false);
+    return net;
+  }
+
+  it('an entry that commits sends no append of its own: the next proposal carries the commit index, and the followers apply it then', () => {
+    const net = settled(true);
+    const mark = net.sent.length;
+    net.propose('n1', 'a');
+    net.stabilize();
+    expect(net.appliedData('n1')).toEqual(['a']);
+    expect(net.appliedData('n2')).toEqual([]);
+    expect(net.appliedData('n3')).toEqual([]);
+    expect(emptyAppends(net, mark)).toEqual([]);
+    expect(net.node('n1').commitNoticeDue()).toBe(true);
+    net.propose('n1', 'b');
+    net.stabilize();
+    expect(net.appliedData('n2')).toEqual(['a']);
+    expect(net.appliedData('n3')).toEqual(['a']);
+    expect(emptyAppends(net, mark)).toEqual([]);
+  });
+
+  it('noticeCommit() sends the index at once, one empty append per follower, and only while it is due', () => {
+    const net = settled(true);
+    net.propose('n1', 'a');
+    net.stabilize();
+    const mark = net.sent.length;
+    net.node('n1').noticeCommit();
+    net.stabilize();
+    expect(
+      emptyAppends(net, mark)
+        .map((m) => m.to)
+        .sort(),
+    ).toEqual(['n2', 'n3']);
+    expect(net.appliedData('n2')).toEqual(['a']);
+    expect(net.appliedData('n3')).toEqual(['a']);
+    expect(net.node('n1').commitNoticeDue()).toBe(false);
+    const again = net.sent.length;
+    net.node('n1').noticeCommit();
+    net.stabilize();
+    expect(net.sent.length).toBe(again);
+  });
+
+  it('a heartbeat carries it too, and the notice is no longer due', () => {
+    const net = settled(true);
+    net.propose('n1', 'a');
+    net.stabilize();
+    net.tick(['n1']);
+    expect(net.appliedData('n2')).toEqual(['a']);
+    expect(net.appliedData('n3')).toEqual(['a']);
+    expect(net.node('n1').commitNoticeDue()).toBe(false);
+  });
+
+  it('control: an eager leader sends the index in an append of its own as soon as the entry commits', () => {
+    const net = settled(false);
+    const mark = net.sent.length;
+    net.propose('n1', 'a');
+    net.stabilize();
+    expect(
+      emptyAppends(net, mark)
+        .map((m) => m.to)
+        .sort(),
+    ).toEqual(['n2', 'n3']);
+    expect(net.appliedData('n2')).toEqual(['a']);
+    expect(net.node('n1').commitNoticeDue()).toBe(false);
+  });
+
+  it('an acknowledgement that moves the commit index still opens its follower window: entries waiting behind it go at once, without a tick', () => {
+    const net = settled(true, { inflightMsgsMax: 1 });
+    for (let k = 0; k < 5; k++) net.propose('n1', `p${k}`);
+    net.stabilize();
+    const last = net.node('n1').raft.log.lastIndex();
+    expect(net.appliedData('n1')).toHaveLength(5);
+    for (const id of ['n2', 'n3']) expect(net.node(id).raft.log.lastIndex(), `${id} holds every entry`).toBe(last);
+  });
+});
+
 // ---- PreVote and CheckQuorum ----------------------------------------------------------
 
 describe('raft core: PreVote and CheckQuorum', () => {
