@@ -85,6 +85,12 @@ export interface SystemScenario extends FaultScenario {
   /** A lost synced tail or a corrupted record, all on one node (absent: none). */
   diskFaults?: SysFault[];
   snapshotEntries: number;
+  /**
+   * Every node's commitNoticeMs: 0, the commit index in an append of its own
+   * at once; above, it rides the next append or goes after this long (the
+   * node's default). Absent (a schedule written before it): the default.
+   */
+  commitNoticeMs?: number;
   /** Forgotten decisions the table remembers (default: production's). */
   tombstonesMax?: number;
   /**

@@ -4,6 +4,7 @@
 // Runs are short on purpose — a few seconds of virtual time, a handful of
 // transactions — so that thousands of schedules fit in minutes.
 
+import { COMMIT_NOTICE_MS_DEFAULT } from '../../src/node/driver.ts';
 import fc from 'fast-check';
 import { CRASH_POINTS, type CrashPoint, type SysFault, type SystemScenario, type TxnPlan } from './system-world.ts';
 
@@ -68,5 +69,6 @@ export const systemScenarioArb: fc.Arbitrary<SystemScenario> = fc.record({
   healAtMs: fc.constant(HEAL_AT_MS),
   livenessMs: fc.constant(LIVENESS_MS),
   snapshotEntries: fc.constantFrom(10, 1_000_000),
+  commitNoticeMs: fc.constantFrom(0, COMMIT_NOTICE_MS_DEFAULT),
   diskFaults: fc.oneof({ arbitrary: fc.constant<SysFault[]>([]), weight: 2 }, { arbitrary: fc.array(diskFaultArb, { minLength: 1, maxLength: 3 }), weight: 1 }),
 });

@@ -205,6 +205,11 @@ export class SystemWorld implements FaultWorld {
 
   // ---- nodes: the production core of src/node/core.ts -----------------------
 
+  /** The scenario's commitNoticeMs for every node (the node's default for a schedule that predates it). */
+  private commitNoticeMs(): number {
+    return this.sc.commitNoticeMs ?? COMMIT_NOTICE_MS_DEFAULT;
+  }
+
   private startNode(n: SysNode): void {
     const inc: Inc = { alive: true };
     n.inc = inc;
@@ -217,7 +222,7 @@ export class SystemWorld implements FaultWorld {
         inflightMsgsMax: 8,
         inflightBytesMax: 1 << 20,
         appendBytesMax: 4096,
-        commitNoticeLazy: true,
+        commitNoticeLazy: this.commitNoticeMs() > 0,
       },
       n.disk.recover(),
       this.conf,
@@ -248,7 +253,7 @@ export class SystemWorld implements FaultWorld {
         seedPeers: this.seedPeers,
         selfAddress: n.id,
         driver: { snapshotEntries: this.sc.snapshotEntries, snapshotKeepEntries: 5, waitersMax: 1000 },
-        commitNoticeMs: COMMIT_NOTICE_MS_DEFAULT,
+        commitNoticeMs: this.commitNoticeMs(),
         engine: { ...ENGINE_CONFIG, parallelCommit: this.sc.parallelCommit === 'all' || (this.sc.parallelCommit === 'mixed' && this.nodes.indexOf(n) % 2 === 0) },
         proposeTimeoutMs: PROPOSE_TIMEOUT_MS,
         newEngine: (table, io, cfg) => coordinatorEngine(table, io, cfg, engineMutant(this.sc.mutant)),
