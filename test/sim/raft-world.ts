@@ -9,6 +9,7 @@ import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import { emptyConfState, EMPTY, type ConfState, type Entry, type Message, type NodeId } from '../../src/raft/types.ts';
 import { EventQueue } from './event-queue.ts';
+import { SIM_RAFT_TUNING } from './raft-tuning.ts';
 import { RaftChecker } from './raft-checker.ts';
 import { SimCorruptLogError, SimDisk } from './sim-disk.ts';
 import { SimNetwork } from './sim-network.ts';
@@ -151,16 +152,7 @@ export class RaftWorld {
   private start(n: SimNode): void {
     const rawNode = RawNode.restart(
       // As a node runs: a moved commit index rides the next append, or goes on its own after COMMIT_NOTICE_MS.
-      {
-        id: n.id,
-        random: new Rng(this.rng.u32()).asRandom(),
-        electionTicks: ELECTION_TICKS,
-        heartbeatTicks: 1,
-        inflightMsgsMax: 8,
-        inflightBytesMax: 1 << 20,
-        appendBytesMax: 4096,
-        commitNoticeLazy: true,
-      },
+      { id: n.id, random: new Rng(this.rng.u32()).asRandom(), electionTicks: ELECTION_TICKS, ...SIM_RAFT_TUNING, commitNoticeLazy: true },
       n.disk.recover(),
       n.joined ? emptyConfState() : this.conf,
     );

@@ -48,6 +48,7 @@ import { crashSimParticipant, SimJournal, startSimParticipant, type ParticipantW
 import { SimClient, type ClientEnv } from './system-client.ts';
 import { DB_MUTANTS, SimDatabase, startSimDbParticipant, type DbMutant } from './system-dbprep.ts';
 import { checkTcc, crashSimTcc, newSimTcc, startSimTccParticipant, type SimTcc, type TccMutant } from './system-tcc.ts';
+import { SIM_RAFT_TUNING } from './raft-tuning.ts';
 import { DEAD, redirect, SimRpc, type CallCoordinator, type Inc, type Reply, type RpcError } from './system-rpc.ts';
 import { CRASH_POINTS, type CrashPoint, type CrashPointName, type Mutant, type SystemResult, type SystemScenario, type TxnPlan } from './system-scenario.ts';
 
@@ -214,16 +215,7 @@ export class SystemWorld implements FaultWorld {
     const inc: Inc = { alive: true };
     n.inc = inc;
     const rawNode = RawNode.restart(
-      {
-        id: n.id,
-        random: new Rng(this.rng.u32()).asRandom(),
-        electionTicks: ELECTION_TICKS,
-        heartbeatTicks: 1,
-        inflightMsgsMax: 8,
-        inflightBytesMax: 1 << 20,
-        appendBytesMax: 4096,
-        commitNoticeLazy: this.commitNoticeMs() > 0,
-      },
+      { id: n.id, random: new Rng(this.rng.u32()).asRandom(), electionTicks: ELECTION_TICKS, ...SIM_RAFT_TUNING, commitNoticeLazy: this.commitNoticeMs() > 0 },
       n.disk.recover(),
       this.conf,
     );

@@ -3,11 +3,9 @@
 // per follower, each callback answered with its own entry's result.
 import { describe, expect, it } from 'vitest';
 import { Driver, NotLeaderError, type StateMachine } from '../../src/node/driver.ts';
-import { RawNode } from '../../src/raft/raw-node.ts';
-import { Rng } from '../../src/raft/rng.ts';
 import { MessageType, type Entry, type Message, type NodeId } from '../../src/raft/types.ts';
 import { EventQueue } from '../sim/event-queue.ts';
-import { SimDisk } from '../sim/sim-disk.ts';
+import { driverCluster } from './fixtures/driver-cluster.ts';
 
 class Machine implements StateMachine<string> {
   readonly data: string[] = [];
@@ -23,42 +21,17 @@ class Machine implements StateMachine<string> {
 }
 
 function cluster(ids: NodeId[]): { q: EventQueue; drivers: Map<NodeId, Driver<string>>; machines: Map<NodeId, Machine>; sent: Message[] } {
-  const q = new EventQueue();
-  const rng = new Rng(11);
-  const drivers = new Map<NodeId, Driver<string>>();
   const machines = new Map<NodeId, Machine>();
-  const sent: Message[] = [];
-  for (const id of ids) {
-    const disk = new SimDisk(q, new Rng(rng.u32()));
-    const raw = RawNode.restart({ id, random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 }, disk.recover(), { voters: ids, learners: [], votersOutgoing: [] });
-    const sm = new Machine();
-    const d = new Driver<string>({
-      node: raw,
-      store: disk,
-      transport: {
-        send: (msgs) => {
-          for (const m of msgs) {
-            sent.push(m);
-            q.after(1, () => drivers.get(m.to)?.receive([m]));
-          }
-        },
-      },
-      sm,
-      snapshotEntries: 1_000_000,
-      snapshotKeepEntries: 2,
-      waitersMax: 100,
-      onFatal: (err) => {
-        throw err;
-      },
-    });
-    drivers.set(id, d);
-    machines.set(id, sm);
-    const tick = (): void => {
-      d.tick();
-      q.after(100, tick);
-    };
-    q.after(rng.int(100), tick);
-  }
+  const { q, drivers, sent } = driverCluster<string>({
+    ids,
+    seed: 11,
+    ticks: 'periodic',
+    machine: (id) => {
+      const sm = new Machine();
+      machines.set(id, sm);
+      return sm;
+    },
+  });
   return { q, drivers, machines, sent };
 }
 

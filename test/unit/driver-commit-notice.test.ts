@@ -5,21 +5,19 @@
 // clock; messages take 1 ms; no ticks after the election, so no heartbeat
 // carries anything.
 import { describe, expect, it } from 'vitest';
-import { Driver, type StateMachine } from '../../src/node/driver.ts';
-import { RawNode } from '../../src/raft/raw-node.ts';
-import { Rng } from '../../src/raft/rng.ts';
+import type { Driver, StateMachine } from '../../src/node/driver.ts';
 import { MessageType as MT, type Entry, type Message } from '../../src/raft/types.ts';
-import { EventQueue } from '../sim/event-queue.ts';
-import { SimDisk } from '../sim/sim-disk.ts';
+import type { EventQueue } from '../sim/event-queue.ts';
+import { driverCluster, type DriverCluster } from './fixtures/driver-cluster.ts';
 
 const IDS = ['a', 'b', 'c'];
 
 /** Remembers when each command was applied, by its text. */
 class Machine implements StateMachine<null> {
   readonly appliedAt = new Map<string, number>();
-  constructor(private readonly q: EventQueue) {}
+  constructor(private readonly nowMs: () => number) {}
   apply(e: Entry): null {
-    this.appliedAt.set(new TextDecoder().decode(e.data), this.q.now);
+    this.appliedAt.set(new TextDecoder().decode(e.data), this.nowMs());
     return null;
   }
   snapshot(): Uint8Array {
@@ -39,56 +37,34 @@ interface Cluster {
 
 /** `delayMs` undefined: an eager core; a number: a lazy core and that bound in the driver. */
 function cluster(delayMs: number | undefined): Cluster {
-  const q = new EventQueue();
-  const rng = new Rng(11);
-  const drivers = new Map<string, Driver<null>>();
   const machines = new Map<string, Machine>();
-  const sent: Message[] = [];
-  for (const id of IDS) {
-    const disk = new SimDisk(q, new Rng(rng.u32()));
-    const raw = RawNode.restart({ id, random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1, commitNoticeLazy: delayMs !== undefined }, disk.recover(), {
-      voters: IDS,
-      learners: [],
-      votersOutgoing: [],
-    });
-    const sm = new Machine(q);
-    machines.set(id, sm);
-    drivers.set(
-      id,
-      new Driver<null>({
-        node: raw,
-        store: disk,
-        transport: {
-          send: (msgs) => {
-            for (const m of msgs) {
-              sent.push(m);
-              q.after(1, () => drivers.get(m.to)?.receive([m]));
-            }
-          },
-        },
-        sm,
-        snapshotEntries: 1_000_000,
-        snapshotKeepEntries: 10,
-        waitersMax: 100,
-        onFatal: (err) => {
-          throw err;
-        },
-        commitNotice:
-          delayMs === undefined
-            ? undefined
-            : {
-                delayMs,
-                after: (ms, fn) => {
-                  let live = true;
-                  q.after(ms, () => live && fn());
-                  return () => {
-                    live = false;
-                  };
-                },
+  const c: DriverCluster<null> = driverCluster<null>({
+    ids: IDS,
+    seed: 11,
+    ticks: 'none',
+    tuning: { commitNoticeLazy: delayMs !== undefined },
+    machine: (id): Machine => {
+      const sm = new Machine(() => c.q.now);
+      machines.set(id, sm);
+      return sm;
+    },
+    options: () =>
+      delayMs === undefined
+        ? {}
+        : {
+            commitNotice: {
+              delayMs,
+              after: (ms, fn) => {
+                let live = true;
+                c.q.after(ms, () => live && fn());
+                return () => {
+                  live = false;
+                };
               },
-      }),
-    );
-  }
+            },
+          },
+  });
+  const { q, drivers, sent } = c;
   const leaderOf = (): [string, Driver<null>] | undefined => [...drivers].find(([, d]) => d.isLeader());
   for (let t = 0; t < 100 && leaderOf() === undefined; t++) {
     for (const d of drivers.values()) d.tick();

@@ -672,6 +672,18 @@ describe('raft core: flow control', () => {
 describe('raft core: a moved commit index rides the next append (commitNoticeLazy)', () => {
   const emptyAppends = (net: Net, mark: number): Message[] => net.sentSince(mark, (m) => m.type === MT.App && m.entries.length === 0);
 
+  /** Since `mark` one empty append went to each follower, and both applied 'a'. */
+  function expectNoticed(net: Net, mark: number): void {
+    expect(
+      emptyAppends(net, mark)
+        .map((m) => m.to)
+        .sort(),
+    ).toEqual(['n2', 'n3']);
+    expect(net.appliedData('n2')).toEqual(['a']);
+    expect(net.appliedData('n3')).toEqual(['a']);
+    expect(net.node('n1').commitNoticeDue()).toBe(false);
+  }
+
   /** A leader n1 whose followers know every commit so far. */
   function settled(lazy: boolean, overrides: Overrides = {}): Net {
     const net = new Net(['n1', 'n2', 'n3'], 21, { commitNoticeLazy: lazy, ...overrides });
@@ -706,14 +718,7 @@ describe('raft core: a moved commit index rides the next append (commitNoticeLaz
     const mark = net.sent.length;
     net.node('n1').noticeCommit();
     net.stabilize();
-    expect(
-      emptyAppends(net, mark)
-        .map((m) => m.to)
-        .sort(),
-    ).toEqual(['n2', 'n3']);
-    expect(net.appliedData('n2')).toEqual(['a']);
-    expect(net.appliedData('n3')).toEqual(['a']);
-    expect(net.node('n1').commitNoticeDue()).toBe(false);
+    expectNoticed(net, mark);
     const again = net.sent.length;
     net.node('n1').noticeCommit();
     net.stabilize();
@@ -735,13 +740,7 @@ describe('raft core: a moved commit index rides the next append (commitNoticeLaz
     const mark = net.sent.length;
     net.propose('n1', 'a');
     net.stabilize();
-    expect(
-      emptyAppends(net, mark)
-        .map((m) => m.to)
-        .sort(),
-    ).toEqual(['n2', 'n3']);
-    expect(net.appliedData('n2')).toEqual(['a']);
-    expect(net.node('n1').commitNoticeDue()).toBe(false);
+    expectNoticed(net, mark);
   });
 
   it('an acknowledgement that moves the commit index still opens its follower window: entries waiting behind it go at once, without a tick', () => {
