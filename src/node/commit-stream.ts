@@ -1,7 +1,8 @@
 // Coordinator.CommitStream on a node: every StreamedCommit is handed to the
 // unary Commit handler itself, so the two paths cannot drift apart (leader
 // check, refusal while shutting down, validation, R2, R7, metrics); the
-// answers of one event-loop turn go back in one StreamedOutcomes message.
+// answers completed together (one applied Ready) go back in one
+// StreamedOutcomes message, as that callback ends (src/transport/request-stream.ts).
 import * as grpc from '@grpc/grpc-js';
 import {
   LEADER_ADDRESS_KEY,

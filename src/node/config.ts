@@ -3,9 +3,9 @@
 // the naming rule), validated before anything else runs. Every error is one
 // line naming the key, where its value came from and the expected form.
 
-import { COMMIT_NOTICE_MS_DEFAULT } from './driver.ts';
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { COMMIT_NOTICE_MS_DEFAULT } from './driver.ts';
 import { REQUEST_BYTES_MAX_DEFAULT } from '../transport/validate.ts';
 import { ANSWER_STREAM_UNREAD_MAX } from '../transport/request-stream.ts';
 import { checkAddresses } from './config-addresses.ts';

@@ -1,8 +1,8 @@
 // RaftNode.PutStream on a node: the raw log's Puts on one long-lived stream.
 // Every StreamedPut is handed to the unary Put handler itself (admin check,
 // field checks, leader check, the wait for its entry to commit), so the two
-// paths cannot drift apart; the answers of one event-loop turn go back in one
-// StreamedPutAnswers message. What the stream removes is the per-call cost of
+// paths cannot drift apart; the answers completed together (one applied
+// Ready) go back in one StreamedPutAnswers message. What the stream removes is the per-call cost of
 // a unary gRPC call, which was a third of the raw log's latency: the log
 // itself is measured, not the RPC.
 //

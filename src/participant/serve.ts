@@ -150,8 +150,9 @@ export function participantHandlers(
 
 /**
  * One leader's stream: every request of a batch is handed to the engine at
- * once, and the answers of one event-loop turn go back in one batch, each
- * under its request's id, in the order they complete.
+ * once, and the answers completed together (one incoming batch, one journal
+ * sync) go back in one batch, each under its request's id, in the order they
+ * complete.
  *
  * The stream remembers the transactions it voted YES for and has not seen
  * decided on it. When it breaks (a killed leader's sockets are reset at once)

@@ -4,7 +4,8 @@
 // Why: a unary call costs an HTTP/2 stream (headers, a stream object, a
 // status trailer) on both sides, and the commit path makes two per
 // participant per transaction. On the stream a request is one message in a
-// batch that every send of the same event-loop turn shares.
+// batch that every send of the same event-loop turn shares; a DECISION may
+// wait a little longer for the next PREPARE's batch (decide's `lingerMs`).
 //
 // Semantics are those of the unary calls, request by request: each request
 // is numbered, the participant answers by number in any order, each request

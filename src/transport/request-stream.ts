@@ -10,7 +10,7 @@
 //   dropped, as a unary call's would be.
 // - Requests of one event-loop turn share a batch message (setImmediate),
 //   written on a stream opened on first use. A request sent with a linger
-//   (a DECISION, whose answer nobody waits for) does not end the turn's
+//   (a DECISION: no client is waiting on it) does not end the turn's
 //   batch by itself: it waits up to its linger for another request (at one
 //   transaction at a time, the next PREPARE to the same participant) and
 //   goes in that one's message, so the participant wakes once, not twice.
@@ -272,8 +272,9 @@ const CUT_OFF_RESET_MS = 1_000;
  * the order they complete, written as that callback ends (a microtask), not
  * on the next turn of the loop: the caller waits on them, and by then the
  * same callback has queued its other sends (DECISIONs, appends) for the next
- * turn, which would otherwise go first and wake their receivers ahead of it. When the client ends its side,
- * what is in flight is answered, then the stream ends. `streams` holds how
+ * turn, which would otherwise go first and wake their receivers ahead of it.
+ * When the client ends its side, what is in flight is answered, then the
+ * stream ends. `streams` holds how
  * to end each open stream (the server is stopping); a stream leaves it when
  * it ends.
  *
