@@ -89,7 +89,7 @@ function settings(): Settings {
         warmup_ms: WARMUP_FULL_MS,
         measure_ms: 12_000,
         raw_measure_ms: 10_000,
-        concurrency: [1, 4, 16, 64, 256],
+        concurrency: [1, 4, 16, 64, 256, 512, 1000],
         participant_sweep: [1, 2, 4, 8, 16],
         participant_sweep_clients: [1, 16],
         raw_sizes: [1, 3, 5],
