@@ -109,13 +109,13 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     return new HttpError(409, `${what} runs on the leader, and node ${cfg.nodeId} is not the leader: ${where}`, { leaderId: leader });
   };
 
-  function cluster(req: IncomingMessage): unknown {
+  async function cluster(req: IncomingMessage): Promise<unknown> {
     const { driver, engine, table } = ready();
     const s = driver.node.status();
     const progress = new Map(s.progress.map((p) => [p.id, p]));
     const leaderId = s.softState.leader;
     deps.leaders.note(Date.now(), s.hardState.term, leaderId);
-    const health = new Map(deps.health.list().map((h) => [h.id, h]));
+    const health = new Map((await deps.health.list()).map((h) => [h.id, h]));
     const members = [...peers()].map(([id, address]) => {
       const p = progress.get(id);
       const h = health.get(id);
@@ -316,7 +316,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     const path = url.pathname;
     const method = req.method ?? 'GET';
     const get = method === 'GET' || method === 'HEAD';
-    if (path === '/api/cluster' && get) return send(res, 200, cluster(req));
+    if (path === '/api/cluster' && get) return send(res, 200, await cluster(req));
     if (path === '/api/transactions' && get) return send(res, 200, transactions(url.searchParams));
     if (path === '/api/participants' && get) return send(res, 200, participants());
     const one = /^\/api\/transactions\/([^/]+)$/.exec(path);

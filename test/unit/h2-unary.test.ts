@@ -6,9 +6,10 @@ import { createServer as createH2Server, type Http2Server } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { authority, Code, RESPONSE_BYTES_MAX, unaryH2, type CallError } from '../../src/transport/h2-unary.ts';
-import { raftNodeService, type NodeStatus } from '../../src/transport/proto.ts';
+import type { NodeStatus } from '../../src/transport/proto.ts';
 import { decodeNodeStatus } from '../../src/transport/status-wire.ts';
 import { freePorts } from '../free-ports.ts';
+import { statusServer } from './fixtures/status-server.ts';
 
 const PATH = '/verdict.raft.RaftNode/Status';
 const EMPTY = new Uint8Array(0);
@@ -34,12 +35,9 @@ afterEach(async () => {
 
 /** A grpc-js server whose Status handler is `handler`; resolves with its address. */
 async function grpcServer(handler: grpc.handleUnaryCall<unknown, NodeStatus>): Promise<string> {
-  const server = new grpc.Server();
-  const impl = Object.fromEntries(Object.keys(raftNodeService).map((m) => [m, (_c: unknown, cb: (e: unknown) => void) => cb({ code: grpc.status.UNIMPLEMENTED })]));
-  server.addService(raftNodeService as unknown as grpc.ServiceDefinition, { ...impl, Status: handler } as grpc.UntypedServiceImplementation);
-  const port = await new Promise<number>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))));
-  stops.push(() => new Promise((res) => server.tryShutdown(() => res())));
-  return `127.0.0.1:${port}`;
+  const { address, stop } = await statusServer(handler);
+  stops.push(stop);
+  return address;
 }
 
 /** A bare HTTP/2 server that answers every stream with `respond`. */
