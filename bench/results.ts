@@ -301,7 +301,12 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
   out.raft_seq_cpu_ms_per_put = raw1?.cpu?.ms_per_txn ?? null;
   out.raft_inflight64_cpu_ms_per_put = by.get(rawId(3, 64))?.cpu?.ms_per_txn ?? null;
   // The raw log syncs twice per batch (the segment, then its mark: docs/storage.md), etcd once.
-  if (etcdSeqP50Us !== null && x3 !== undefined) out.raft_seq_two_syncs_us = Math.round(2 * x3);
+  if (etcdSeqP50Us !== null && x3 !== undefined) {
+    out.raft_seq_two_syncs_us = Math.round(2 * x3);
+    // What the ratio would be with the mark's sync (the guarantee etcd does not give) taken out at its contended price.
+    const seq = raw1?.p50_us;
+    if (seq !== undefined) out.raft_seq_over_etcd_without_mark_sync = ratio(seq - x3, etcdSeqP50Us);
+  }
   const par = by.get(commitId(3, 2, 1, true));
   out.nodes3_memory2_c1_parallel_cpu_ms_per_txn = par?.cpu?.ms_per_txn ?? null;
   if (par?.cpu && p1 !== undefined) out.latency_p50_3_parallel_over_1_cpu_floor = ratio((par.cpu.ms_per_txn / par.cpu.cores) * 1000, p1);

@@ -101,6 +101,11 @@ describe('cpuBounds', () => {
     expect(b.raft_seq_two_syncs_us).toBe(800);
   });
 
+  it("takes the mark's contended sync out of the raw log's p50 for the ratio to etcd without it", () => {
+    // (3000 − 400) / 2500
+    expect(b.raft_seq_over_etcd_without_mark_sync).toBe(1.04);
+  });
+
   it("swaps the 1-node transaction's flushes for the 3-node pattern's for the disk-alone floors", () => {
     // Classic: (3000 − 1000 + 1300 + 60) / 3000; parallel: (3000 − 1000 + 900) / 3000.
     expect(b.latency_p50_3_over_1_flush_floor).toBe(1.12);
