@@ -26,6 +26,11 @@
 //                       leader, one follower and both participants are)
 //            parallel3_one_sync  the same with one flush per node, for what
 //                       the mark's own sync costs
+//          and, on sixteen more threads standing for participants (one
+//          journal each), the prepare phase of the participant sweep:
+//            participants1   one participant's journal flush
+//            participants16  sixteen at once, until the last is done (a
+//                       transaction waits for every vote)
 //
 // Every mode prints one JSON line of latency summaries in microseconds.
 import * as grpc from '@grpc/grpc-js';
@@ -87,17 +92,20 @@ export interface FlushPatternFloor {
   classic3: LatencySummary;
   parallel3: LatencySummary;
   parallel3_one_sync: LatencySummary;
+  /** Absent in runs before the participants' patterns were measured. */
+  participants1?: LatencySummary;
+  participants16?: LatencySummary;
 }
 
 // A flusher thread: waits for the next round, appends and fdatasyncs its
-// first `n` files one after the other, stamps the time, counts itself done.
+// first jobs[idx] files one after the other, stamps the time, counts itself done.
 const FLUSHER = `
 const { workerData } = require('node:worker_threads');
 const fs = require('node:fs');
-const { sab, idx, files, bytes } = workerData;
+const { sab, idx, threads, endsAt, files, bytes } = workerData;
 const ctl = new Int32Array(sab, 0, 2);
-const jobs = new Int32Array(sab, 8, 8);
-const ends = new BigInt64Array(sab, 40, 8);
+const jobs = new Int32Array(sab, 8, threads);
+const ends = new BigInt64Array(sab, endsAt, threads);
 const fds = files.map((f) => fs.openSync(f, 'a'));
 const buf = Buffer.alloc(bytes, 0x62);
 let round = 0;
@@ -113,28 +121,60 @@ for (;;) {
 for (const fd of fds) fs.closeSync(fd);
 `;
 
-/** Threads 0–2 are the nodes (segment, mark), 0 the leader; 3–4 the participants (journal). */
-async function flushPatternFloor(cfg: Extract<FloorConfig, { mode: 'flush-pattern' }>): Promise<FlushPatternFloor> {
-  const sab = new SharedArrayBuffer(40 + 8 * 8);
+interface FlusherPool {
+  /** One round: thread i flushes n[i] of its files; the µs from the start to each thread's end. */
+  round: (n: number[]) => number[];
+  close: () => Promise<void>;
+}
+
+/** One thread per entry of `files` (that thread's files, flushed in order), started together for each round. */
+async function flusherPool(files: string[][], bytes: number): Promise<FlusherPool> {
+  const threads = files.length;
+  const endsAt = 8 + 8 * Math.ceil((4 * threads) / 8);
+  const sab = new SharedArrayBuffer(endsAt + 8 * threads);
   const ctl = new Int32Array(sab, 0, 2);
-  const jobs = new Int32Array(sab, 8, 8);
-  const ends = new BigInt64Array(sab, 40, 8);
-  const files = [0, 1, 2].map((i) => [join(cfg.dir, `n${i}-segment`), join(cfg.dir, `n${i}-mark`)]).concat([3, 4].map((i) => [join(cfg.dir, `p${i}-journal`)]));
-  const workers = files.map((f, idx) => new Worker(FLUSHER, { eval: true, workerData: { sab, idx, files: f, bytes: cfg.bytes } }));
+  const jobs = new Int32Array(sab, 8, threads);
+  const ends = new BigInt64Array(sab, endsAt, threads);
+  const workers = files.map((f, idx) => new Worker(FLUSHER, { eval: true, workerData: { sab, idx, threads, endsAt, files: f, bytes } }));
   await Promise.all(workers.map((w) => new Promise((r) => w.once('online', r))));
-  /** One round: thread i flushes n[i] files; the µs from the start to each thread's end. */
-  const round = (n: number[]): number[] => {
-    n.forEach((x, i) => (jobs[i] = x));
-    Atomics.store(ctl, 1, 0);
-    const t0 = process.hrtime.bigint();
-    Atomics.add(ctl, 0, 1);
-    Atomics.notify(ctl, 0);
-    for (let done = Atomics.load(ctl, 1); done < workers.length; done = Atomics.load(ctl, 1)) Atomics.wait(ctl, 1, done);
-    return n.map((_, i) => Number(ends[i] - t0) / 1000);
+  return {
+    round: (n) => {
+      n.forEach((x, i) => (jobs[i] = x));
+      Atomics.store(ctl, 1, 0);
+      const t0 = process.hrtime.bigint();
+      Atomics.add(ctl, 0, 1);
+      Atomics.notify(ctl, 0);
+      for (let done = Atomics.load(ctl, 1); done < threads; done = Atomics.load(ctl, 1)) Atomics.wait(ctl, 1, done);
+      return n.map((_, i) => Number(ends[i] - t0) / 1000);
+    },
+    close: async () => {
+      Atomics.store(ctl, 0, -1);
+      Atomics.notify(ctl, 0);
+      await Promise.all(workers.map((w) => new Promise((r) => w.once('exit', r))));
+      for (const f of files.flat()) rmSync(f, { force: true });
+    },
   };
+}
+
+const FAN = 16;
+
+/**
+ * Pool one: threads 0–2 are the nodes (segment, mark), 0 the leader; 3–4 the
+ * participants (journal). Pool two: FAN participants for the sweep. Each
+ * sample runs every pattern once, so all see the disk in the same state.
+ */
+async function flushPatternFloor(cfg: Extract<FloorConfig, { mode: 'flush-pattern' }>): Promise<FlushPatternFloor> {
+  const nodes = await flusherPool([0, 1, 2].map((i) => [join(cfg.dir, `n${i}-segment`), join(cfg.dir, `n${i}-mark`)]).concat([3, 4].map((i) => [join(cfg.dir, `p${i}-journal`)])), cfg.bytes);
+  const fan = await flusherPool(
+    Array.from({ length: FAN }, (_, i) => [join(cfg.dir, `fan${i}-journal`)]),
+    cfg.bytes,
+  );
+  const round = nodes.round;
   const quorum = (e: number[]): number => Math.max(e[0], Math.min(e[1], e[2]));
-  const hs = { classic1: newHistogram(), classic3: newHistogram(), parallel3: newHistogram(), parallel3_one_sync: newHistogram() };
+  const hs = { classic1: newHistogram(), classic3: newHistogram(), parallel3: newHistogram(), parallel3_one_sync: newHistogram(), participants1: newHistogram(), participants16: newHistogram() };
   const stopAt = performance.now() + cfg.measureMs;
+  const alone = Array.from({ length: FAN }, (_, i) => (i === 0 ? 1 : 0));
+  const together = Array.from({ length: FAN }, () => 1);
   try {
     for (let i = 0; i < cfg.samplesMax && performance.now() < stopAt; i++) {
       const prepared = round([0, 0, 0, 1, 1]);
@@ -146,14 +186,21 @@ async function flushPatternFloor(cfg: Extract<FloorConfig, { mode: 'flush-patter
       recordMs(hs.parallel3, Math.max(quorum(all), all[3], all[4]) / 1000);
       const one = round([1, 1, 1, 1, 1]);
       recordMs(hs.parallel3_one_sync, Math.max(quorum(one), one[3], one[4]) / 1000);
+      recordMs(hs.participants1, fan.round(alone)[0] / 1000);
+      recordMs(hs.participants16, Math.max(...fan.round(together)) / 1000);
     }
   } finally {
-    Atomics.store(ctl, 0, -1);
-    Atomics.notify(ctl, 0);
-    await Promise.all(workers.map((w) => new Promise((r) => w.once('exit', r))));
-    for (const f of files.flat()) rmSync(f, { force: true });
+    await nodes.close();
+    await fan.close();
   }
-  return { classic1: summarize(hs.classic1), classic3: summarize(hs.classic3), parallel3: summarize(hs.parallel3), parallel3_one_sync: summarize(hs.parallel3_one_sync) };
+  return {
+    classic1: summarize(hs.classic1),
+    classic3: summarize(hs.classic3),
+    parallel3: summarize(hs.parallel3),
+    parallel3_one_sync: summarize(hs.parallel3_one_sync),
+    participants1: summarize(hs.participants1),
+    participants16: summarize(hs.participants16),
+  };
 }
 
 function bind(server: grpc.Server): Promise<number> {

@@ -320,5 +320,12 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
     out.flush_pattern_parallel3_us = fp.parallel3.p50_us;
     out.flush_pattern_parallel3_one_sync_us = fp.parallel3_one_sync.p50_us;
   }
+  // The participant sweep's prepare phase on the one disk: one journal flush against sixteen at once (the last of them).
+  const p1p = one?.p50_us;
+  if (fp?.participants1 !== undefined && fp.participants16 !== undefined && p1p !== undefined) {
+    out.latency_p50_16p_over_1p_flush_floor = ratio(p1p - fp.participants1.p50_us + fp.participants16.p50_us, p1p);
+    out.flush_pattern_participants1_us = fp.participants1.p50_us;
+    out.flush_pattern_participants16_us = fp.participants16.p50_us;
+  }
   return out;
 }

@@ -21,7 +21,7 @@ const floors = {
   grpc_unary_rtt: lat(200),
   grpc_bidi_rtt: lat(50),
   grpc_client_streams_rtt: lat(60),
-  flush_pattern: { classic1: lat(1_000), classic3: lat(1_300), parallel3: lat(900), parallel3_one_sync: lat(550) },
+  flush_pattern: { classic1: lat(1_000), classic3: lat(1_300), parallel3: lat(900), parallel3_one_sync: lat(550), participants1: lat(300), participants16: lat(4_500) },
 };
 
 describe('CpuWindow', () => {
@@ -111,6 +111,12 @@ describe('cpuBounds', () => {
     expect(b.latency_p50_3_over_1_flush_floor).toBe(1.12);
     expect(b.latency_p50_3_parallel_over_1_flush_floor).toBe(0.97);
     expect(b.flush_pattern_parallel3_one_sync_us).toBe(550);
+  });
+
+  it("swaps one participant's journal flush for sixteen at once for the participant sweep's disk-alone floor", () => {
+    // (4000 − 300 + 4500) / 4000, over the 1-participant p50
+    expect(b.latency_p50_16p_over_1p_flush_floor).toBe(2.05);
+    expect(b.flush_pattern_participants16_us).toBe(4_500);
   });
 
   it('bounds the 16-participant latency by its CPU over the cores', () => {

@@ -1,5 +1,6 @@
 // The flush-pattern floor (bench/floor-child.ts): five threads flushing real
-// files on this machine's disk in the patterns of one transaction.
+// files on this machine's disk in the patterns of one transaction, and
+// sixteen more standing for the participant sweep's journals.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,8 +19,8 @@ it('measures every pattern the same number of times on real files, and leaves no
     const code = await new Promise<number | null>((r) => child.on('exit', r));
     expect(code).toBe(0);
     const r = JSON.parse(out) as FlushPatternFloor;
-    expect(Object.keys(r)).toEqual(['classic1', 'classic3', 'parallel3', 'parallel3_one_sync']);
-    for (const s of Object.values(r)) {
+    expect(Object.keys(r)).toEqual(['classic1', 'classic3', 'parallel3', 'parallel3_one_sync', 'participants1', 'participants16']);
+    for (const s of Object.values(r) as NonNullable<FlushPatternFloor['participants1']>[]) {
       expect(s.count).toBe(20);
       // At least one real fdatasync of a 200-byte append: never free.
       expect(s.p50_us).toBeGreaterThan(0);
