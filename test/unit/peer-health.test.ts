@@ -44,7 +44,12 @@ async function peer(nodeId: string): Promise<{ address: string; calls: () => num
 }
 
 function health(peers: Record<string, string>): PeerHealth {
-  const h = new PeerHealth('n1', () => new Map([['n1', '127.0.0.1:1'], ...Object.entries(peers)]), () => undefined, TIMING);
+  const h = new PeerHealth(
+    'n1',
+    () => new Map([['n1', '127.0.0.1:1'], ...Object.entries(peers)]),
+    () => undefined,
+    TIMING,
+  );
   cleanups.push(() => h.close());
   return h;
 }
