@@ -111,11 +111,12 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
 
   async function cluster(req: IncomingMessage): Promise<unknown> {
     const { driver, engine, table } = ready();
+    // First, as it may wait for a round of peer answers: what follows is then as fresh as they are.
+    const health = new Map((await deps.health.list()).map((h) => [h.id, h]));
     const s = driver.node.status();
     const progress = new Map(s.progress.map((p) => [p.id, p]));
     const leaderId = s.softState.leader;
     deps.leaders.note(Date.now(), s.hardState.term, leaderId);
-    const health = new Map((await deps.health.list()).map((h) => [h.id, h]));
     const members = [...peers()].map(([id, address]) => {
       const p = progress.get(id);
       const h = health.get(id);

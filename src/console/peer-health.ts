@@ -48,6 +48,7 @@ export class PeerHealth {
   private askedAtMs = 0;
   private probedAtMs = 0;
   private roundsBegun = 0;
+  private closed = false;
 
   constructor(
     private readonly selfId: string,
@@ -58,8 +59,9 @@ export class PeerHealth {
     this.timing = { ...TIMING_DEFAULT, ...timing };
   }
 
-  /** Every peer's row; starts probing if it was idle, and waits for a round when the rows are older than two periods. */
+  /** Every peer's row; starts probing if it was idle, and waits for a round when the rows are older than two periods. After close(), the last rows. */
   async list(): Promise<PeerHealthRow[]> {
+    if (this.closed) return this.snapshot();
     this.askedAtMs = Date.now();
     if (this.timer === null) {
       this.timer = setInterval(() => this.tick(), this.timing.everyMs);
@@ -170,6 +172,7 @@ export class PeerHealth {
   }
 
   close(): void {
+    this.closed = true;
     this.stop();
     for (const c of this.clients.values()) c.client.close();
     this.clients.clear();
