@@ -156,9 +156,11 @@ describe('TCC on a real cluster', () => {
         .commit();
       expect(r.outcome).toBe('ABORTED');
       expect(r.reason).toMatch(/TCC reserve of participant seats expired/);
-      await waitFor('the reserve cancelled', WAIT_MS, async () => (seatsOf(seats).cancels === 1 ? true : undefined));
+      // The Cancel handler runs before its journal record is synced, and the count moves after the sync: wait for both.
+      const resource = seats.resource as TccResource;
+      await waitFor('the reserve cancelled', WAIT_MS, async () => (seatsOf(seats).cancels === 1 && resource.tccCounts().cancelled === 1 ? true : undefined));
       expect(seatsOf(seats)).toMatchObject({ free: 10, held: {}, sold: 0 });
-      expect((seats.resource as TccResource).tccCounts()).toMatchObject({ held: 0, cancelled: 1 });
+      expect(resource.tccCounts()).toMatchObject({ held: 0, cancelled: 1 });
       // The metrics say so too: one reserve expired, none held.
       const { samples } = await scrape(seats.metricsAddress ?? '');
       expect(value(samples, 'verdict_participant_tcc_reserves_expired_total')).toBe(1);
