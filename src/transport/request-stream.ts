@@ -274,9 +274,8 @@ const CUT_OFF_RESET_MS = 1_000;
  * same callback has queued its other sends (DECISIONs, appends) for the next
  * turn, which would otherwise go first and wake their receivers ahead of it.
  * When the client ends its side, what is in flight is answered, then the
- * stream ends. `streams` holds how
- * to end each open stream (the server is stopping); a stream leaves it when
- * it ends.
+ * stream ends. `streams` holds how to end each open stream (the server is
+ * stopping); a stream leaves it when it ends.
  *
  * Back-pressure: answers the client has not read stay in the HTTP/2
  * stream's buffer. When more than spec.unreadMax are waiting there, the

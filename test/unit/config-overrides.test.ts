@@ -41,36 +41,19 @@ describe('configuration overrides', () => {
     expect(refusal(() => parseConfig({ ...base, parallelCommit: 'yes' }, FILE))).toMatch(/parallelCommit.*expected true \(parallel commit by default\) or false \(classic\)/);
   });
 
-  it('snapshotLogRatio: 1 by default, 0 to 1000 from the file, the environment or --set', () => {
-    expect(parseConfig(base, FILE).snapshotLogRatio).toBe(1);
-    expect(parseConfig({ ...base, snapshotLogRatio: 0 }, FILE).snapshotLogRatio).toBe(0);
-    expect(parseConfig(base, FILE, { env: { VERDICT_SNAPSHOT_LOG_RATIO: '4' } }).snapshotLogRatio).toBe(4);
-    expect(parseConfig(base, FILE, { sets: ['snapshotLogRatio=2'] }).snapshotLogRatio).toBe(2);
-    expect(refusal(() => parseConfig({ ...base, snapshotLogRatio: -1 }, FILE))).toMatch(/snapshotLogRatio.*expected an integer from 0 to 1000/);
-  });
-
-  it('explicitCommitLingerMs: 5 ms by default, 0 to 1000 from the file, the environment or --set', () => {
-    expect(parseConfig(base, FILE).explicitCommitLingerMs).toBe(5);
-    expect(parseConfig({ ...base, explicitCommitLingerMs: 0 }, FILE).explicitCommitLingerMs).toBe(0);
-    expect(parseConfig(base, FILE, { env: { VERDICT_EXPLICIT_COMMIT_LINGER_MS: '20' } }).explicitCommitLingerMs).toBe(20);
-    expect(parseConfig(base, FILE, { sets: ['explicitCommitLingerMs=1'] }).explicitCommitLingerMs).toBe(1);
-    expect(refusal(() => parseConfig({ ...base, explicitCommitLingerMs: 5000 }, FILE))).toMatch(/explicitCommitLingerMs.*expected an integer from 0 to 1000/);
-  });
-
-  it('commitNoticeMs: 5 ms by default, 0 to 1000 from the file, the environment or --set', () => {
-    expect(parseConfig(base, FILE).commitNoticeMs).toBe(5);
-    expect(parseConfig({ ...base, commitNoticeMs: 0 }, FILE).commitNoticeMs).toBe(0);
-    expect(parseConfig(base, FILE, { env: { VERDICT_COMMIT_NOTICE_MS: '20' } }).commitNoticeMs).toBe(20);
-    expect(parseConfig(base, FILE, { sets: ['commitNoticeMs=1'] }).commitNoticeMs).toBe(1);
-    expect(refusal(() => parseConfig({ ...base, commitNoticeMs: 1001 }, FILE))).toMatch(/commitNoticeMs.*expected an integer from 0 to 1000/);
-  });
-
-  it('decisionLingerMs: 2 ms by default, 0 to 1000 from the file, the environment or --set', () => {
-    expect(parseConfig(base, FILE).decisionLingerMs).toBe(2);
-    expect(parseConfig({ ...base, decisionLingerMs: 0 }, FILE).decisionLingerMs).toBe(0);
-    expect(parseConfig(base, FILE, { env: { VERDICT_DECISION_LINGER_MS: '7' } }).decisionLingerMs).toBe(7);
-    expect(parseConfig(base, FILE, { sets: ['decisionLingerMs=3'] }).decisionLingerMs).toBe(3);
-    expect(refusal(() => parseConfig({ ...base, decisionLingerMs: -1 }, FILE))).toMatch(/decisionLingerMs.*expected an integer from 0 to 1000/);
+  // Integer keys from 0 to 1000: the default, then a value from the file, the environment and --set, and one out of range.
+  const bounded = [
+    { key: 'snapshotLogRatio', byDefault: 1, file: 0, env: 4, set: 2, bad: -1 },
+    { key: 'explicitCommitLingerMs', byDefault: 5, file: 0, env: 20, set: 1, bad: 5000 },
+    { key: 'commitNoticeMs', byDefault: 5, file: 0, env: 20, set: 1, bad: 1001 },
+    { key: 'decisionLingerMs', byDefault: 2, file: 0, env: 7, set: 3, bad: -1 },
+  ] as const;
+  it.each(bounded)('$key: $byDefault by default, 0 to 1000 from the file, the environment or --set', ({ key, byDefault, file, env, set, bad }) => {
+    expect(parseConfig(base, FILE)[key]).toBe(byDefault);
+    expect(parseConfig({ ...base, [key]: file }, FILE)[key]).toBe(file);
+    expect(parseConfig(base, FILE, { env: { [envName(key)]: String(env) } })[key]).toBe(env);
+    expect(parseConfig(base, FILE, { sets: [`${key}=${set}`] })[key]).toBe(set);
+    expect(refusal(() => parseConfig({ ...base, [key]: bad }, FILE))).toMatch(new RegExp(`${key}.*expected an integer from 0 to 1000`));
   });
 
   it('ignores environment variables that are not config keys', () => {
