@@ -226,6 +226,8 @@ const client = new VerdictClient({ endpoints });
 const ok = await client.transaction({ timeoutMs: 10_000 }).enlist('shop', { set: { 'sku-1': '4' } }).enlist('ledger', { set: { 'acct-9': '-20' } }).commit();
 const no = await client.transaction({ timeoutMs: 10_000 }).enlist('shop', { set: { 'sku-1': '3' } }).enlist('ledger', { fail: 'insufficient funds' }).commit();
 const again = await client.outcome(ok.txnId);
+// COMMITTED does not wait for the participants to apply the DECISION: wait for it here (up to 5 s).
+for (let i = 0; i < 200 && started[0].resource.get('sku-1') !== '4'; i++) await new Promise((r) => setTimeout(r, 25));
 console.log(JSON.stringify({ ok: ok.outcome, no: no.outcome, reason: no.reason, again: again.outcome, shop: started[0].resource.get('sku-1') }));
 client.close();
 for (const p of started) await p.stop();
