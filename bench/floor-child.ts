@@ -31,19 +31,35 @@
 //            participants1   one participant's journal flush
 //            participants16  sixteen at once, until the last is done (a
 //                       transaction waits for every vote)
+//   fan-participant
+//          the least a participant process can do: a gRPC server whose one
+//          bidi stream takes a PREPARE, appends 200 bytes to its journal and
+//          fdatasyncs it, and answers the VOTE (prints "listening <port>";
+//          runs until its stdin closes). The previous DECISION rides in the
+//          same message and shares that sync, so one message in and one out
+//          per transaction: fewer than any real participant sends.
+//   fanout against FAN such participant processes, one transaction at a time:
+//          PREPARE to each of a set, until the last VOTE is back. Each sample
+//          runs the set of one (participants1) and then all (participantsN),
+//          so both see the machine in the same state. The same two cores run
+//          every process, so this is the prepare phase's floor in CPU and
+//          scheduling as well as disk; it also reports the CPU per
+//          participant per transaction.
 //
 // Every mode prints one JSON line of latency summaries in microseconds.
 import * as grpc from '@grpc/grpc-js';
-import { closeSync, fdatasyncSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { newHistogram, recordMs, summarize, type LatencySummary } from './hist.ts';
+import { newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
 
 export type FloorConfig =
   | { mode: 'fsync'; file: string; bytes: number; samplesMax: number; measureMs: number }
   | { mode: 'echo' }
   | { mode: 'grpc'; address: string; bytes: number; warmupMs: number; measureMs: number }
-  | { mode: 'flush-pattern'; dir: string; bytes: number; samplesMax: number; measureMs: number };
+  | { mode: 'flush-pattern'; dir: string; bytes: number; samplesMax: number; measureMs: number }
+  | { mode: 'fan-participant'; files: string[]; bytes: number }
+  | { mode: 'fanout'; participants: string[]; followers: string[]; leaderDir: string; bytes: number; warmupMs: number; measureMs: number };
 
 export interface FsyncFloor {
   fsync: LatencySummary;
@@ -66,6 +82,10 @@ const method = (name: string, requestStream: boolean, responseStream: boolean): 
   responseDeserialize: ident,
 });
 const ECHO = { Unary: method('Unary', false, false), Bidi: method('Bidi', true, true), Relay: method('Relay', true, false), Sink: method('Sink', true, false) };
+const FAN_PARTICIPANT = { Prepare: method('Prepare', true, true) };
+/** A fan-out message's first byte: a PREPARE, or a question for the process's CPU so far. */
+const PREPARE = 1;
+const CPU_PROBE = 2;
 const REPLY_TO = 'reply-to';
 
 function fsyncFloor(cfg: Extract<FloorConfig, { mode: 'fsync' }>): FsyncFloor {
@@ -240,6 +260,155 @@ async function echoServer(): Promise<void> {
   server.forceShutdown();
 }
 
+/** A participant (or a follower) that does no more than the protocol needs: see the head of this file. */
+async function fanParticipant(cfg: Extract<FloorConfig, { mode: 'fan-participant' }>): Promise<void> {
+  const fds = cfg.files.map((f) => openSync(f, 'a'));
+  const record = Buffer.alloc(cfg.bytes, 0x70);
+  const server = new grpc.Server();
+  server.addService(FAN_PARTICIPANT, {
+    Prepare: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      call.on('data', (d: Buffer) => {
+        if (d[0] === CPU_PROBE) {
+          const u = process.cpuUsage();
+          call.write(Buffer.from(JSON.stringify({ cpu_us: u.user + u.system })));
+          return;
+        }
+        for (const fd of fds) {
+          writeSync(fd, record);
+          fdatasyncSync(fd);
+        }
+        call.write(d);
+      });
+      call.on('end', () => call.end());
+    },
+  });
+  const port = await bind(server);
+  process.stdout.write(`listening ${port}\n`);
+  await new Promise<void>((r) => process.stdin.on('end', r).resume());
+  server.forceShutdown();
+  for (const fd of fds) closeSync(fd);
+  for (const f of cfg.files) rmSync(f, { force: true });
+}
+
+export interface FanoutFloor {
+  /** PREPARE to one participant process until its VOTE is back (journal fdatasync in between). */
+  participants1: LatencySummary;
+  /** The same to every participant process at once, until the last VOTE. */
+  participantsN: LatencySummary;
+  /** How many participant processes participantsN sent to. */
+  n: number;
+  /** PREPARE to two participants, both VOTEs, then the coordinator's own two flushes (segment, mark): classic 2PC on one node. */
+  classic1: LatencySummary;
+  /** The same, then the leader's two flushes beside an append to two follower processes (two flushes each), until the leader and one follower are done. */
+  classic3: LatencySummary;
+  /** Parallel commit: the two PREPAREs, the two appends and the leader's flushes all at once, until both VOTEs, the leader and one follower. */
+  parallel3: LatencySummary;
+  /** CPU of the participant processes over the measured window, per participant per transaction (µs). */
+  participant_cpu_us_per_txn: number;
+  /** CPU of the sending process (the coordinator's side) over the window, per message it sent (µs). */
+  coordinator_cpu_us_per_message: number;
+}
+
+/** One long-lived stream to a fan-participant process; send() resolves with the reply and when it arrived (performance.now()). */
+function fanConnection(address: string): { send: (m: Buffer) => Promise<{ at: number; reply: Buffer }>; close: () => void } {
+  const client = new grpc.Client(address, grpc.credentials.createInsecure());
+  const call = client.makeBidiStreamRequest<Buffer, Buffer>(FAN_PARTICIPANT.Prepare.path, ident, ident);
+  const waiting: ((d: Buffer) => void)[] = [];
+  call.on('data', (d: Buffer) => waiting.shift()?.(d));
+  call.on('error', () => {});
+  return {
+    send: (m) =>
+      new Promise((res) => {
+        waiting.push((reply) => res({ at: performance.now(), reply }));
+        call.write(m);
+      }),
+    close: () => {
+      call.end();
+      client.close();
+    },
+  };
+}
+
+const fdatasyncAsync = (fd: number): Promise<void> => new Promise((res, rej) => fdatasync(fd, (err) => (err ? rej(err) : res())));
+
+async function fanoutFloor(cfg: Extract<FloorConfig, { mode: 'fanout' }>): Promise<FanoutFloor> {
+  const msg = Buffer.alloc(cfg.bytes, 0x71);
+  msg[0] = PREPARE;
+  const ps = cfg.participants.map(fanConnection);
+  const fs = cfg.followers.map(fanConnection);
+  if (ps.length < 2 || fs.length !== 2) throw new Error('fanout: needs two participants or more and two followers');
+  // The leader's own log: a segment append and its fdatasync, then the mark's, off the event loop as the node's are.
+  const record = Buffer.alloc(cfg.bytes, 0x6c);
+  const leaderFds = ['segment', 'mark'].map((f) => openSync(join(cfg.leaderDir, `fan-leader-${f}`), 'a'));
+  const leaderFlush = async (): Promise<number> => {
+    for (const fd of leaderFds) {
+      writeSync(fd, record);
+      await fdatasyncAsync(fd);
+    }
+    return performance.now();
+  };
+  const n = ps.length;
+  let sent = 0;
+  const to = (cs: typeof ps, m: Buffer = msg): Promise<number[]> => {
+    sent += cs.length;
+    return Promise.all(cs.map(async (c) => (await c.send(m)).at));
+  };
+  const two = ps.slice(0, 2);
+  const hs = { participants1: newHistogram(), participantsN: newHistogram(), classic1: newHistogram(), classic3: newHistogram(), parallel3: newHistogram() };
+  const sample = async (record: boolean): Promise<void> => {
+    const rec = (h: Histogram, from: number, to: number): void => {
+      if (record) recordMs(h, to - from);
+    };
+    let t0 = performance.now();
+    rec(hs.participants1, t0, (await to([ps[0]]))[0]);
+    t0 = performance.now();
+    rec(hs.participantsN, t0, Math.max(...(await to(ps))));
+    t0 = performance.now();
+    await to(two);
+    rec(hs.classic1, t0, await leaderFlush());
+    t0 = performance.now();
+    await to(two);
+    const [leader, followers] = await Promise.all([leaderFlush(), to(fs)]);
+    rec(hs.classic3, t0, Math.max(leader, Math.min(...followers)));
+    t0 = performance.now();
+    const [votes, all, lead] = await Promise.all([to(two), to(fs), leaderFlush()]);
+    rec(hs.parallel3, t0, Math.max(...votes, lead, Math.min(...all)));
+  };
+  const cpuOfParticipants = async (): Promise<number> => {
+    let sum = 0;
+    for (const p of ps) sum += (JSON.parse((await p.send(Buffer.from([CPU_PROBE]))).reply.toString()) as { cpu_us: number }).cpu_us;
+    return sum;
+  };
+  const start = performance.now();
+  while (performance.now() - start < cfg.warmupMs) await sample(false);
+  const cpu0 = await cpuOfParticipants();
+  const own0 = process.cpuUsage();
+  sent = 0;
+  let samples = 0;
+  const from = performance.now();
+  while (performance.now() - from < cfg.measureMs) {
+    await sample(true);
+    samples++;
+  }
+  const own = process.cpuUsage(own0);
+  const messages = sent;
+  const cpu = (await cpuOfParticipants()) - cpu0;
+  for (const c of [...ps, ...fs]) c.close();
+  for (const fd of leaderFds) closeSync(fd);
+  for (const f of ['segment', 'mark']) rmSync(join(cfg.leaderDir, `fan-leader-${f}`), { force: true });
+  return {
+    participants1: summarize(hs.participants1),
+    participantsN: summarize(hs.participantsN),
+    n,
+    classic1: summarize(hs.classic1),
+    classic3: summarize(hs.classic3),
+    parallel3: summarize(hs.parallel3),
+    // Per sample: 1 + n for the sweep, 2 each for classic1, classic3 and parallel3.
+    participant_cpu_us_per_txn: Math.round(cpu / (samples * (1 + n + 6))),
+    coordinator_cpu_us_per_message: Math.round((own.user + own.system) / messages),
+  };
+}
+
 /** Runs `once` back to back: warm-up, then the measured window. */
 async function measure(warmupMs: number, measureMs: number, once: () => Promise<void>): Promise<LatencySummary> {
   const h = newHistogram();
@@ -319,8 +488,9 @@ async function main(): Promise<void> {
   const cfg = JSON.parse(process.argv[2] ?? '') as FloorConfig;
   setTimeout(() => process.exit(3), 120_000).unref();
   if (cfg.mode === 'echo') return echoServer();
+  if (cfg.mode === 'fan-participant') return fanParticipant(cfg);
   process.stdin.on('end', () => process.exit(2)).resume();
-  const out = cfg.mode === 'fsync' ? fsyncFloor(cfg) : cfg.mode === 'flush-pattern' ? await flushPatternFloor(cfg) : await grpcFloor(cfg);
+  const out = cfg.mode === 'fsync' ? fsyncFloor(cfg) : cfg.mode === 'flush-pattern' ? await flushPatternFloor(cfg) : cfg.mode === 'fanout' ? await fanoutFloor(cfg) : await grpcFloor(cfg);
   process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(0));
 }
 

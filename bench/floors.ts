@@ -3,10 +3,10 @@
 // and gRPC round trips between two processes on loopback. The PostgreSQL
 // floors come from bench/pg.ts.
 import { join } from 'node:path';
-import type { FlushPatternFloor, FsyncFloor, GrpcFloor } from './floor-child.ts';
+import type { FanoutFloor, FlushPatternFloor, FsyncFloor, GrpcFloor } from './floor-child.ts';
 import type { LatencySummary } from './hist.ts';
 import type { PgDirectFloor, PgDirectFloors } from './pg.ts';
-import { runJsonChild, spawnChild, stopChild, waitFor } from './procs.ts';
+import { runJsonChild, spawnChild, stopChild, waitFor, type Child } from './procs.ts';
 
 export interface MachineFloors {
   fsync_200B: LatencySummary;
@@ -18,6 +18,8 @@ export interface MachineFloors {
   fsync_200B_x3?: ConcurrentFsyncFloor;
   /** One transaction's flushes on the one disk, classic and parallel, 1 and 3 nodes (bench/floor-child.ts, flush-pattern; absent in older results). */
   flush_pattern?: FlushPatternFloor;
+  /** Commit patterns done by the least possible processes: the participant sweep's prepare phase (1 and 16), classic on 1 and 3 nodes, parallel on 3 (bench/floor-child.ts, fanout; absent in older results). */
+  fanout?: FanoutFloor;
 }
 
 /** Three processes each appending 200 bytes + fdatasync at once: each one's latency, in process order. */
@@ -67,7 +69,8 @@ export async function measureFloors(dir: string, t: FloorTiming): Promise<Machin
       join(dir, 'floors.log'),
       t.measureMs + 30_000,
     );
-    return { fsync_200B: fsync.fsync, grpc_unary_rtt: g.unary, grpc_bidi_rtt: g.bidi, grpc_client_streams_rtt: g.streams, fsync_200B_x3: x3, flush_pattern: pattern };
+    const fanout = await fanoutFloor(dir, t);
+    return { fsync_200B: fsync.fsync, grpc_unary_rtt: g.unary, grpc_bidi_rtt: g.bidi, grpc_client_streams_rtt: g.streams, fsync_200B_x3: x3, flush_pattern: pattern, fanout };
   } finally {
     echo.proc.stdin?.end();
     await stopChild(echo, 'SIGTERM', 3_000);
@@ -89,4 +92,39 @@ async function concurrentFsync(dir: string, t: FloorTiming): Promise<ConcurrentF
   );
   const p50s = each.map((r) => r.fsync.p50_us);
   return { p50_us_each: p50s, p99_us_each: each.map((r) => r.fsync.p99_us), p50_us: [...p50s].sort((a, b) => a - b)[1] };
+}
+
+/** The participant processes of the participant sweep (16), as small as they can be. */
+const FAN_PROCESSES = 16;
+
+/**
+ * FAN_PROCESSES fan-participant children with one journal each, two more
+ * standing for the followers (a segment and a mark each), and the fanout
+ * child that drives them one transaction at a time.
+ */
+export async function fanoutFloor(dir: string, t: FloorTiming): Promise<FanoutFloor> {
+  const log = join(dir, 'floors-fanout.log');
+  const start = (label: string, files: string[]): Child =>
+    spawnChild(label, ['--import', 'tsx', join('bench', 'floor-child.ts'), JSON.stringify({ mode: 'fan-participant', files, bytes: 200 })], log, { stdin: true, stdout: true });
+  const participants = Array.from({ length: FAN_PROCESSES }, (_, i) => start(`fan participant ${i}`, [join(dir, `fan-participant-${i}.journal`)]));
+  const followers = [1, 2].map((i) => start(`fan follower ${i}`, [join(dir, `fan-follower-${i}.segment`), join(dir, `fan-follower-${i}.mark`)]));
+  const address = (c: Child): Promise<string> => {
+    let out = '';
+    c.proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+    return waitFor(`${c.label} to listen`, 30_000, async () => /listening (\d+)/.exec(out)?.[1], 50).then((port) => `127.0.0.1:${port}`);
+  };
+  try {
+    const [ps, fs] = await Promise.all([Promise.all(participants.map(address)), Promise.all(followers.map(address))]);
+    return await runJsonChild<FanoutFloor>(
+      'fan-out floor',
+      'floor-child.ts',
+      { mode: 'fanout', participants: ps, followers: fs, leaderDir: dir, bytes: 100, warmupMs: Math.min(3_000, t.measureMs), measureMs: t.measureMs },
+      log,
+      2 * t.measureMs + 30_000,
+    );
+  } finally {
+    const all = [...participants, ...followers];
+    for (const c of all) c.proc.stdin?.end();
+    await Promise.all(all.map((c) => stopChild(c, 'SIGTERM', 3_000)));
+  }
 }

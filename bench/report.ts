@@ -289,6 +289,21 @@ export function markdown(r: Results, source: string): string {
                 : []),
             ]
           : []),
+        ...(f.fanout != null
+          ? [
+              floorRow(
+                `the prepare phase with minimal participant processes: PREPARE on a gRPC stream, 200 B journal append + fdatasync, VOTE back; to one (\`floors.fanout.participants1\`; ${f.fanout.participant_cpu_us_per_txn} µs of participant CPU per transaction)`,
+                f.fanout.participants1,
+              ),
+              floorRow(`the same to ${f.fanout.n} processes at once, until the last VOTE (\`participantsN\`)`, f.fanout.participantsN),
+              floorRow("minimal processes, 1 node classic: PREPARE to two participants, both VOTEs, then the coordinator's segment and mark flushes (`classic1`)", f.fanout.classic1),
+              floorRow(
+                "the same with 3 nodes: then the leader's flushes beside an append to two follower processes (segment and mark each), until the leader and one follower (`classic3`)",
+                f.fanout.classic3,
+              ),
+              floorRow("3 nodes, parallel commit: the PREPAREs, the appends and the leader's flushes at once (`parallel3`)", f.fanout.parallel3),
+            ]
+          : []),
         floorRow('gRPC unary round trip, 100 B, two processes', f.grpc_unary_rtt),
         floorRow('gRPC bidi stream round trip (ping-pong on one stream)', f.grpc_bidi_rtt),
         floorRow("gRPC client streams round trip (out on one, back on the peer's: Raft's transport)", f.grpc_client_streams_rtt),
@@ -494,7 +509,7 @@ export function boundsSection(r: Results): string[] {
       x(r.ratios.latency_p50_3_over_1),
       '≤ 1.15',
       met(r.ratios.latency_p50_3_over_1, (v) => v <= 1.15),
-      `CPU floor ${x(b.latency_p50_3_over_1_cpu_floor)}: at 1 client a 3-node transaction costs ${cpuMs(b.nodes3_memory2_c1_cpu_ms_per_txn)} of CPU (1 node: ${cpuMs(b.nodes1_memory2_c1_cpu_ms_per_txn)}), so one client's transactions follow each other no faster than that ÷ ${cores} cores; the disk and the network alone (two syncs per batch contending with the other nodes', one round trip) would allow ${x(b.latency_p50_3_over_1_disk_network_floor)}; one transaction's flushes on the one disk, the participants' then the nodes', and one round trip, ${x(b.latency_p50_3_over_1_flush_floor)}`,
+      `CPU floor ${x(b.latency_p50_3_over_1_cpu_floor)}: at 1 client a 3-node transaction costs ${cpuMs(b.nodes3_memory2_c1_cpu_ms_per_txn)} of CPU (1 node: ${cpuMs(b.nodes1_memory2_c1_cpu_ms_per_txn)}), so one client's transactions follow each other no faster than that ÷ ${cores} cores; the disk and the network alone (two syncs per batch contending with the other nodes', one round trip) would allow ${x(b.latency_p50_3_over_1_disk_network_floor)}; one transaction's flushes on the one disk, the participants' then the nodes', and one round trip, ${x(b.latency_p50_3_over_1_flush_floor)}; the same pattern done by minimal processes over gRPC (the machine floor), ${x(b.latency_p50_3_over_1_fanout_floor)} (${msOf(b.fanout_classic3_us)} ms for 3 nodes against ${msOf(b.fanout_classic1_us)} ms for 1)`,
     ],
     [
       '`peak_tps.nodes3_memory2`',
@@ -536,14 +551,14 @@ export function boundsSection(r: Results): string[] {
       x(r.ratios.latency_p50_16p_over_1p),
       '≤ 1.5',
       met(r.ratios.latency_p50_16p_over_1p, (v) => v <= 1.5),
-      `CPU floor ${x(b.latency_p50_16p_over_1p_cpu_floor)}: with 16 participants a transaction costs ${cpuMs(b.participants16_c1_cpu_ms_per_txn)} of CPU (participants ${cpuMs(b.participants16_c1_participant_cpu_ms_per_txn)}), with 1 ${cpuMs(b.participants1_c1_cpu_ms_per_txn)}; one client's transactions cannot follow each other faster than that ÷ ${cores} cores; the disk alone would allow ${x(b.latency_p50_16p_over_1p_flush_floor)} (the prepare phase's journal flushes on the one disk: sixteen at once, until the last, ${msOf(b.flush_pattern_participants16_us)} ms, against one, ${msOf(b.flush_pattern_participants1_us)} ms)`,
+      `CPU floor ${x(b.latency_p50_16p_over_1p_cpu_floor)}: with 16 participants a transaction costs ${cpuMs(b.participants16_c1_cpu_ms_per_txn)} of CPU (participants ${cpuMs(b.participants16_c1_participant_cpu_ms_per_txn)}), with 1 ${cpuMs(b.participants1_c1_cpu_ms_per_txn)}; one client's transactions cannot follow each other faster than that ÷ ${cores} cores; the disk alone would allow ${x(b.latency_p50_16p_over_1p_flush_floor)} (the prepare phase's journal flushes on the one disk: sixteen at once, until the last, ${msOf(b.flush_pattern_participants16_us)} ms, against one, ${msOf(b.flush_pattern_participants1_us)} ms); the machine floor is ${x(b.latency_p50_16p_over_1p_fanout_floor)}: the prepare phase done by sixteen minimal participant processes (one gRPC message in, one fdatasync, one out, ${num(b.fanout_participant_cpu_us_per_txn, ' µs')} of CPU each) takes ${msOf(b.fanout_participants16_us)} ms against ${msOf(b.fanout_participants1_us)} ms for one`,
     ],
     [
       '`ratios.latency_p50_3_parallel_over_1`',
       x(r.ratios.latency_p50_3_parallel_over_1),
       '≤ 1.0',
       met(r.ratios.latency_p50_3_parallel_over_1, (v) => v <= 1),
-      `CPU floor ${x(b.latency_p50_3_parallel_over_1_cpu_floor)}: at 1 client a 3-node parallel commit costs ${cpuMs(b.nodes3_memory2_c1_parallel_cpu_ms_per_txn)} of CPU (1 node classic: ${cpuMs(b.nodes1_memory2_c1_cpu_ms_per_txn)}), over ${cores} cores; the disk alone would allow ${x(b.latency_p50_3_parallel_over_1_flush_floor)} (one transaction's flushes on the one disk: ${msOf(b.flush_pattern_parallel3_us)} ms for 3 nodes in parallel, two syncs each, beside the participants', against ${msOf(b.flush_pattern_classic1_us)} ms for 1 node classic; ${msOf(b.flush_pattern_parallel3_one_sync_us)} ms with one sync per node)`,
+      `CPU floor ${x(b.latency_p50_3_parallel_over_1_cpu_floor)}: at 1 client a 3-node parallel commit costs ${cpuMs(b.nodes3_memory2_c1_parallel_cpu_ms_per_txn)} of CPU (1 node classic: ${cpuMs(b.nodes1_memory2_c1_cpu_ms_per_txn)}), over ${cores} cores; the disk alone would allow ${x(b.latency_p50_3_parallel_over_1_flush_floor)} (one transaction's flushes on the one disk: ${msOf(b.flush_pattern_parallel3_us)} ms for 3 nodes in parallel, two syncs each, beside the participants', against ${msOf(b.flush_pattern_classic1_us)} ms for 1 node classic; ${msOf(b.flush_pattern_parallel3_one_sync_us)} ms with one sync per node); the same patterns done by minimal processes over gRPC (the machine floor), ${x(b.latency_p50_3_parallel_over_1_fanout_floor)} (${msOf(b.fanout_parallel3_us)} ms against ${msOf(b.fanout_classic1_us)} ms)`,
     ],
   ];
   return [

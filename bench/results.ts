@@ -247,6 +247,11 @@ export function summaryKeys(scenarios: Scenario[], floors: Floors): Pick<Results
  *   each other faster than (CPU ms per transaction) / cores; over the 1-node
  *   (or 1-participant) p50 that bounds the latency ratios from below, for the
  *   CPU this implementation spends (not a floor of the machine).
+ * - The same swaps done by minimal processes (floors.fanout: gRPC streams,
+ *   fdatasyncs, nothing else): sixteen participant processes' prepare phase
+ *   in place of one's, and the 3-node patterns in place of the 1-node one.
+ *   A floor of the machine for a system whose parts are processes of their
+ *   own, whatever each does inside.
  * - The 3-node latency with the disk and the network alone added to the
  *   1-node one: two syncs per batch (the segment, then its mark) contending
  *   with the other nodes' (three processes' fsyncs at once, floors) and one
@@ -326,6 +331,25 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
     out.latency_p50_16p_over_1p_flush_floor = ratio(p1p - fp.participants1.p50_us + fp.participants16.p50_us, p1p);
     out.flush_pattern_participants1_us = fp.participants1.p50_us;
     out.flush_pattern_participants16_us = fp.participants16.p50_us;
+  }
+  // The same prepare phase done by the least possible participant processes (floors.fanout): one message in, one
+  // fdatasync, one message out each, on the same two cores. Swapped in for the one participant's, it is what the
+  // machine leaves of the ratio with participants in their own Node processes talking gRPC, whatever they do inside.
+  const fan = floors.fanout;
+  if (fan !== undefined && p1p !== undefined) {
+    out.latency_p50_16p_over_1p_fanout_floor = ratio(p1p - fan.participants1.p50_us + fan.participantsN.p50_us, p1p);
+    out.fanout_participants1_us = fan.participants1.p50_us;
+    out.fanout_participants16_us = fan.participantsN.p50_us;
+    out.fanout_participant_cpu_us_per_txn = fan.participant_cpu_us_per_txn;
+  }
+  // Likewise the 1-node classic transaction's pattern (two participants, then the node's two flushes) swapped for the
+  // 3-node ones done by minimal processes: two follower processes' appends, and for parallel commit all at once.
+  if (fan !== undefined && p1 !== undefined) {
+    out.latency_p50_3_over_1_fanout_floor = ratio(p1 - fan.classic1.p50_us + fan.classic3.p50_us, p1);
+    out.latency_p50_3_parallel_over_1_fanout_floor = ratio(p1 - fan.classic1.p50_us + fan.parallel3.p50_us, p1);
+    out.fanout_classic1_us = fan.classic1.p50_us;
+    out.fanout_classic3_us = fan.classic3.p50_us;
+    out.fanout_parallel3_us = fan.parallel3.p50_us;
   }
   return out;
 }

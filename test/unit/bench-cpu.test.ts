@@ -22,6 +22,16 @@ const floors = {
   grpc_bidi_rtt: lat(50),
   grpc_client_streams_rtt: lat(60),
   flush_pattern: { classic1: lat(1_000), classic3: lat(1_300), parallel3: lat(900), parallel3_one_sync: lat(550), participants1: lat(300), participants16: lat(4_500) },
+  fanout: {
+    participants1: lat(1_000),
+    participantsN: lat(5_000),
+    n: 16,
+    classic1: lat(2_000),
+    classic3: lat(2_600),
+    parallel3: lat(2_100),
+    participant_cpu_us_per_txn: 500,
+    coordinator_cpu_us_per_message: 80,
+  },
 };
 
 describe('CpuWindow', () => {
@@ -117,6 +127,20 @@ describe('cpuBounds', () => {
     // (4000 − 300 + 4500) / 4000, over the 1-participant p50
     expect(b.latency_p50_16p_over_1p_flush_floor).toBe(2.05);
     expect(b.flush_pattern_participants16_us).toBe(4_500);
+  });
+
+  it("swaps one minimal participant process's prepare phase for sixteen's for the participant sweep's machine floor", () => {
+    // (4000 − 1000 + 5000) / 4000, over the 1-participant p50
+    expect(b.latency_p50_16p_over_1p_fanout_floor).toBe(2);
+    expect(b.fanout_participants16_us).toBe(5_000);
+    expect(b.fanout_participant_cpu_us_per_txn).toBe(500);
+  });
+
+  it("swaps the minimal processes' 1-node classic pattern for their 3-node ones for the 3-node machine floors", () => {
+    // Classic: (3000 − 2000 + 2600) / 3000; parallel: (3000 − 2000 + 2100) / 3000, over the 1-node p50.
+    expect(b.latency_p50_3_over_1_fanout_floor).toBe(1.2);
+    expect(b.latency_p50_3_parallel_over_1_fanout_floor).toBe(1.03);
+    expect(b.fanout_parallel3_us).toBe(2_100);
   });
 
   it('bounds the 16-participant latency by its CPU over the cores', () => {
