@@ -32,19 +32,32 @@
 //            participants16  sixteen at once, until the last is done (a
 //                       transaction waits for every vote)
 //   fan-participant
-//          the least a participant process can do: a gRPC server whose one
-//          bidi stream takes a PREPARE, appends 200 bytes to its journal and
-//          fdatasyncs it, and answers the VOTE (prints "listening <port>";
-//          runs until its stdin closes). The previous DECISION rides in the
-//          same message and shares that sync, so one message in and one out
-//          per transaction: fewer than any real participant sends.
-//   fanout against FAN such participant processes, one transaction at a time:
-//          PREPARE to each of a set, until the last VOTE is back. Each sample
-//          runs the set of one (participants1) and then all (participantsN),
-//          so both see the machine in the same state. The same two cores run
-//          every process, so this is the prepare phase's floor in CPU and
-//          scheduling as well as disk; it also reports the CPU per
-//          participant per transaction.
+//          the least a participant (or follower) process can do: a gRPC
+//          server whose bidi stream takes a message, appends 200 bytes to
+//          each of its files and fdatasyncs it, in turn (a participant has a
+//          journal; a follower a segment and a mark), and answers (prints
+//          "listening <port>"; runs until its stdin closes). A participant
+//          gets one message per transaction (the previous DECISION would
+//          ride in the PREPARE and share its sync): fewer than Verdict sends.
+//   fanout one process for the client and the coordinator (its own segment
+//          and mark, fdatasynced off the event loop as a node's are) against
+//          sixteen participant processes and two followers, one transaction
+//          at a time. Each sample runs every pattern in turn, so all see the
+//          machine in the same state:
+//            participants1 / participantsN  PREPARE to one participant, then
+//                       to all, until the last VOTE
+//            classic1   PREPARE to two, both VOTEs, then the coordinator's
+//                       two flushes
+//            classic3   the same, then the leader's flushes beside an append
+//                       to both followers, until the leader and one follower
+//            parallel3  the PREPAREs, the appends and the leader's flushes
+//                       at once, until both VOTEs, the leader and a follower
+//            raft3      a raw log write: the leader's flushes beside the
+//                       append, until the leader and one follower
+//            raft3_one_sync  the same with one flush per node (no mark)
+//          The two cores run every process, so these are floors in CPU and
+//          scheduling as well as disk; it also reports the participants' CPU
+//          per transaction.
 //
 // Every mode prints one JSON line of latency summaries in microseconds.
 import * as grpc from '@grpc/grpc-js';
@@ -83,9 +96,10 @@ const method = (name: string, requestStream: boolean, responseStream: boolean): 
 });
 const ECHO = { Unary: method('Unary', false, false), Bidi: method('Bidi', true, true), Relay: method('Relay', true, false), Sink: method('Sink', true, false) };
 const FAN_PARTICIPANT = { Prepare: method('Prepare', true, true) };
-/** A fan-out message's first byte: a PREPARE, or a question for the process's CPU so far. */
+/** A fan-out message's first byte: a PREPARE or append (flush every file), the same flushing the first file only, or a question for the process's CPU so far. */
 const PREPARE = 1;
 const CPU_PROBE = 2;
+const APPEND_ONE_SYNC = 3;
 const REPLY_TO = 'reply-to';
 
 function fsyncFloor(cfg: Extract<FloorConfig, { mode: 'fsync' }>): FsyncFloor {
@@ -273,7 +287,7 @@ async function fanParticipant(cfg: Extract<FloorConfig, { mode: 'fan-participant
           call.write(Buffer.from(JSON.stringify({ cpu_us: u.user + u.system })));
           return;
         }
-        for (const fd of fds) {
+        for (const fd of d[0] === APPEND_ONE_SYNC ? fds.slice(0, 1) : fds) {
           writeSync(fd, record);
           fdatasyncSync(fd);
         }
@@ -303,6 +317,10 @@ export interface FanoutFloor {
   classic3: LatencySummary;
   /** Parallel commit: the two PREPAREs, the two appends and the leader's flushes all at once, until both VOTEs, the leader and one follower. */
   parallel3: LatencySummary;
+  /** A raw log write on 3 nodes: the leader's two flushes beside the append to both followers, until the leader and one follower (absent in older results). */
+  raft3?: LatencySummary;
+  /** The same with one flush per node, no mark: how etcd's log syncs (absent in older results). */
+  raft3_one_sync?: LatencySummary;
   /** CPU of the participant processes over the measured window, per participant per transaction (µs). */
   participant_cpu_us_per_txn: number;
   /** CPU of the sending process (the coordinator's side) over the window, per message it sent (µs). */
@@ -340,8 +358,8 @@ async function fanoutFloor(cfg: Extract<FloorConfig, { mode: 'fanout' }>): Promi
   // The leader's own log: a segment append and its fdatasync, then the mark's, off the event loop as the node's are.
   const record = Buffer.alloc(cfg.bytes, 0x6c);
   const leaderFds = ['segment', 'mark'].map((f) => openSync(join(cfg.leaderDir, `fan-leader-${f}`), 'a'));
-  const leaderFlush = async (): Promise<number> => {
-    for (const fd of leaderFds) {
+  const leaderFlush = async (syncs = 2): Promise<number> => {
+    for (const fd of leaderFds.slice(0, syncs)) {
       writeSync(fd, record);
       await fdatasyncAsync(fd);
     }
@@ -354,7 +372,17 @@ async function fanoutFloor(cfg: Extract<FloorConfig, { mode: 'fanout' }>): Promi
     return Promise.all(cs.map(async (c) => (await c.send(m)).at));
   };
   const two = ps.slice(0, 2);
-  const hs = { participants1: newHistogram(), participantsN: newHistogram(), classic1: newHistogram(), classic3: newHistogram(), parallel3: newHistogram() };
+  const hs = {
+    participants1: newHistogram(),
+    participantsN: newHistogram(),
+    classic1: newHistogram(),
+    classic3: newHistogram(),
+    parallel3: newHistogram(),
+    raft3: newHistogram(),
+    raft3_one_sync: newHistogram(),
+  };
+  const oneSync = Buffer.from(msg);
+  oneSync[0] = APPEND_ONE_SYNC;
   const sample = async (record: boolean): Promise<void> => {
     const rec = (h: Histogram, from: number, to: number): void => {
       if (record) recordMs(h, to - from);
@@ -373,6 +401,12 @@ async function fanoutFloor(cfg: Extract<FloorConfig, { mode: 'fanout' }>): Promi
     t0 = performance.now();
     const [votes, all, lead] = await Promise.all([to(two), to(fs), leaderFlush()]);
     rec(hs.parallel3, t0, Math.max(...votes, lead, Math.min(...all)));
+    t0 = performance.now();
+    const [raftLead, raftFollowers] = await Promise.all([leaderFlush(), to(fs)]);
+    rec(hs.raft3, t0, Math.max(raftLead, Math.min(...raftFollowers)));
+    t0 = performance.now();
+    const [oneLead, oneFollowers] = await Promise.all([leaderFlush(1), to(fs, oneSync)]);
+    rec(hs.raft3_one_sync, t0, Math.max(oneLead, Math.min(...oneFollowers)));
   };
   const cpuOfParticipants = async (): Promise<number> => {
     let sum = 0;
@@ -403,6 +437,8 @@ async function fanoutFloor(cfg: Extract<FloorConfig, { mode: 'fanout' }>): Promi
     classic1: summarize(hs.classic1),
     classic3: summarize(hs.classic3),
     parallel3: summarize(hs.parallel3),
+    raft3: summarize(hs.raft3),
+    raft3_one_sync: summarize(hs.raft3_one_sync),
     // Per sample: 1 + n for the sweep, 2 each for classic1, classic3 and parallel3.
     participant_cpu_us_per_txn: Math.round(cpu / (samples * (1 + n + 6))),
     coordinator_cpu_us_per_message: Math.round((own.user + own.system) / messages),

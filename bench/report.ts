@@ -302,6 +302,12 @@ export function markdown(r: Results, source: string): string {
                 f.fanout.classic3,
               ),
               floorRow("3 nodes, parallel commit: the PREPAREs, the appends and the leader's flushes at once (`parallel3`)", f.fanout.parallel3),
+              ...(f.fanout.raft3 != null && f.fanout.raft3_one_sync != null
+                ? [
+                    floorRow("minimal processes, a raw log write on 3 nodes: the leader's flushes beside the append, until the leader and one follower (`raft3`)", f.fanout.raft3),
+                    floorRow('the same with one flush per node, no mark, as etcd syncs (`raft3_one_sync`)', f.fanout.raft3_one_sync),
+                  ]
+                : []),
             ]
           : []),
         floorRow('gRPC unary round trip, 100 B, two processes', f.grpc_unary_rtt),
@@ -523,7 +529,7 @@ export function boundsSection(r: Results): string[] {
       x(r.ratios.raft_seq_p50_over_etcd),
       '≤ 1.0',
       met(r.ratios.raft_seq_p50_over_etcd, (v) => v <= 1),
-      `two syncs per batch (segment, then mark; etcd syncs once): ${msOf(b.raft_seq_two_syncs_us)} ms; without the mark's sync at its contended price the ratio would be ${x(b.raft_seq_over_etcd_without_mark_sync)} (the mark is what detects a disk that lost synced entries: docs/storage.md); CPU per Put, 1 in flight: Verdict ${cpuMs(b.raft_seq_cpu_ms_per_put)}, etcd ${cpuMs(etcdCpu?.seq_cpu_ms_per_put)}`,
+      `two syncs per batch (segment, then mark; etcd syncs once): ${msOf(b.raft_seq_two_syncs_us)} ms; without the mark's sync at its contended price the ratio would be ${x(b.raft_seq_over_etcd_without_mark_sync)} (the mark is what detects a disk that lost synced entries: docs/storage.md); the same write done by minimal processes over gRPC plus the client's round trip (the machine floor) is ${x(b.raft_seq_over_etcd_fanout_floor)} of etcd's p50 (${msOf(b.fanout_raft3_us)} ms), ${x(b.raft_seq_over_etcd_fanout_floor_one_sync)} with one sync per node as etcd does (${msOf(b.fanout_raft3_one_sync_us)} ms); CPU per Put, 1 in flight: Verdict ${cpuMs(b.raft_seq_cpu_ms_per_put)}, etcd ${cpuMs(etcdCpu?.seq_cpu_ms_per_put)}`,
     ],
     [
       '`ratios.raft_inflight64_over_etcd`',

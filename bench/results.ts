@@ -351,5 +351,14 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
     out.fanout_classic3_us = fan.classic3.p50_us;
     out.fanout_parallel3_us = fan.parallel3.p50_us;
   }
+  // A raw log write done by minimal processes, plus the client's round trip to the leader, over etcd's p50: with the
+  // mark's sync and without (etcd's design); the same Node client drives etcd.
+  if (fan?.raft3 !== undefined && fan.raft3_one_sync !== undefined && etcdSeqP50Us !== null) {
+    const client = floors.grpc_bidi_rtt.p50_us;
+    out.raft_seq_over_etcd_fanout_floor = ratio(fan.raft3.p50_us + client, etcdSeqP50Us);
+    out.raft_seq_over_etcd_fanout_floor_one_sync = ratio(fan.raft3_one_sync.p50_us + client, etcdSeqP50Us);
+    out.fanout_raft3_us = fan.raft3.p50_us;
+    out.fanout_raft3_one_sync_us = fan.raft3_one_sync.p50_us;
+  }
   return out;
 }

@@ -29,6 +29,8 @@ const floors = {
     classic1: lat(2_000),
     classic3: lat(2_600),
     parallel3: lat(2_100),
+    raft3: lat(2_200),
+    raft3_one_sync: lat(1_700),
     participant_cpu_us_per_txn: 500,
     coordinator_cpu_us_per_message: 80,
   },
@@ -141,6 +143,13 @@ describe('cpuBounds', () => {
     expect(b.latency_p50_3_over_1_fanout_floor).toBe(1.2);
     expect(b.latency_p50_3_parallel_over_1_fanout_floor).toBe(1.03);
     expect(b.fanout_parallel3_us).toBe(2_100);
+  });
+
+  it("puts the minimal processes' raw log write and a client round trip over etcd's p50, with the mark's sync and without", () => {
+    // (2200 + 50) / 2500 and (1700 + 50) / 2500
+    expect(b.raft_seq_over_etcd_fanout_floor).toBe(0.9);
+    expect(b.raft_seq_over_etcd_fanout_floor_one_sync).toBe(0.7);
+    expect(b.fanout_raft3_one_sync_us).toBe(1_700);
   });
 
   it('bounds the 16-participant latency by its CPU over the cores', () => {
