@@ -383,9 +383,9 @@ async function fanoutFloor(cfg: Extract<FloorConfig, { mode: 'fanout' }>): Promi
   };
   const oneSync = Buffer.from(msg);
   oneSync[0] = APPEND_ONE_SYNC;
-  const sample = async (record: boolean): Promise<void> => {
-    const rec = (h: Histogram, from: number, to: number): void => {
-      if (record) recordMs(h, to - from);
+  const sample = async (keep: boolean): Promise<void> => {
+    const rec = (h: Histogram, from: number, at: number): void => {
+      if (keep) recordMs(h, at - from);
     };
     let t0 = performance.now();
     rec(hs.participants1, t0, (await to([ps[0]]))[0]);
