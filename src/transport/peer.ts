@@ -11,6 +11,9 @@ import { type Message, type NodeId } from '../raft/types.ts';
 import { messageBytes, streamMethod, toWire, type WireBatch, type WireStreamAck } from './proto.ts';
 import { explainConnectError } from './tls.ts';
 
+/** Distinct reasons a run of failed streams to one peer warns about; later ones go to debug. */
+export const WARNED_REASONS_MAX = 4;
+
 export interface PeerLinkOptions {
   clusterId: string;
   selfId: NodeId;
@@ -51,6 +54,8 @@ export class PeerLink {
   private backoffTimer: NodeJS.Timeout | null = null;
   /** Consecutive short-lived streams; drives the backoff exponent. */
   private failures = 0;
+  /** The reasons already warned about in this run of failures (at most WARNED_REASONS_MAX). */
+  private warnedReasons = new Set<string>();
   private closed = false;
 
   constructor(o: PeerLinkOptions) {
@@ -156,9 +161,13 @@ export class PeerLink {
     // A failed connection says why in words (a refused certificate, a peer without TLS), not in OpenSSL's codes.
     const details = err === null ? 'stream ended' : err.code === grpc.status.UNAVAILABLE ? explainConnectError(err.details, this.o.credentials._isSecure()) : err.details;
     const fields = { code: err?.code ?? grpc.status.OK, details, dropped, delayMs };
-    // Warn on the first failure only: a peer that stays down must not flood the log.
-    if (this.failures === 1) this.log.warn(fields, 'stream to peer ended; reconnecting');
-    else this.log.debug(fields, 'stream to peer ended again; reconnecting');
+    // Warn once per reason in a run of failures: a peer that stays down must not flood the log, but a reason
+    // that shows only on a later attempt (a TLS alert after a bare reset, say) must still reach it.
+    if (this.failures === 1) this.warnedReasons.clear();
+    if (!this.warnedReasons.has(details) && this.warnedReasons.size < WARNED_REASONS_MAX) {
+      this.warnedReasons.add(details);
+      this.log.warn(fields, 'stream to peer ended; reconnecting');
+    } else this.log.debug(fields, 'stream to peer ended again; reconnecting');
     this.o.reportUnreachable(this.o.peerId);
 
     this.backoffTimer = setTimeout(() => {

@@ -3,6 +3,7 @@
 import { InvariantError } from '../../src/util/assert.ts';
 import { nextTurn } from '../../src/util/sleep.ts';
 import * as grpc from '@grpc/grpc-js';
+import { createServer } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EntryType, LOCAL_MESSAGES, MessageType, message, type Message, type NodeId } from '../../src/raft/types.ts';
@@ -319,6 +320,52 @@ describe('GrpcTransport', () => {
     // No further send: the end of the backoff alone must flush the queue.
     await waitFor(() => b.received.length === 2, 'the heartbeat queued during the backoff');
     expect(b.received[1].commit).toBe(2);
+  });
+
+  it('(d) warns once per reason while a peer stays unreachable, and again when the reason changes', async () => {
+    // A port that nothing listens on: bind one, then let it go.
+    const probe = new grpc.Server();
+    const deadPort = await bind(probe, 0);
+    probe.forceShutdown();
+    const a = await startNode('n1', {}, { listen: false });
+    a.transport.updatePeers(new Map([['n2', `127.0.0.1:${deadPort}`]]));
+    const warnings = (): LogLine[] => a.logs.filter((l) => l.level === 40 && l.msg === 'stream to peer ended; reconnecting');
+    const again = (): LogLine[] => a.logs.filter((l) => l.msg === 'stream to peer ended again; reconnecting');
+    let commit = 1;
+    const beat = (): void => a.transport.send([message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term: 1, commit: commit++ })]);
+
+    // Refused connections, over and over: one warning, the rest at debug.
+    await waitFor(() => {
+      beat();
+      return again().length >= 3;
+    }, 'three more refused attempts');
+    expect(warnings()).toHaveLength(1);
+    const first = String(warnings()[0].details);
+
+    // Now something listens there and drops every connection at once: a new reason, warned once.
+    const dropper = createServer((socket) => socket.destroy());
+    await new Promise<void>((r) => dropper.listen(deadPort, '127.0.0.1', r));
+    try {
+      await waitFor(
+        () => {
+          beat();
+          return warnings().length >= 2;
+        },
+        'a warning with the new reason',
+        10_000,
+      );
+      const seen = again().length;
+      await waitFor(() => {
+        beat();
+        return again().length >= seen + 3;
+      }, 'three more dropped attempts');
+      const reasons = warnings().map((w) => String(w.details));
+      expect(reasons).toHaveLength(2);
+      expect(reasons[0]).toBe(first);
+      expect(reasons[1]).not.toBe(first);
+    } finally {
+      await new Promise((r) => dropper.close(r));
+    }
   });
 
   it('(e) keeps the queue of a down peer bounded and reports the overflow once', async () => {
