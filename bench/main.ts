@@ -421,7 +421,7 @@ async function main(): Promise<void> {
       progress(`bench: MariaDB ${my.server.external ? 'at VERDICT_MYSQL_URL' : 'of our own'} ready`);
     }
     const steps = plan(s, pg !== null, my !== null);
-    stepTotal = 2 + (pg !== null ? PG_CONCURRENCY.length : 0) + (my !== null ? MYSQL_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
+    stepTotal = 2 + (pg !== null ? PG_CONCURRENCY.length + 1 : 0) + (my !== null ? MYSQL_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
     progress(`verdict bench (${s.mode}): ${stepTotal} steps on ${m.cpu} x${m.cores}; work dir ${dir}`);
 
     stepNo++;
@@ -443,6 +443,12 @@ async function main(): Promise<void> {
           `${tag()} done  floor pg_direct_${connections}: ${d.tps} tx/s, p50 ${ms(d.p50_us)}, p99 ${ms(d.p99_us)}, p99.9 ${ms(d.p999_us)}${errs ? ` (${errs} errors)` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`,
         );
       }
+      stepNo++;
+      progress(`${tag()} start floor pg_direct_16_marked: the same at 16 connections, with the participant's marker row beside each PREPARE TRANSACTION`);
+      const t0 = Date.now();
+      const marked = await measurePgDirect(pg, dir, 16, { warmupMs: s.warmup_ms, measureMs: s.measure_ms }, true);
+      pgDirect.pg_direct_16_marked = marked;
+      progress(`${tag()} done  floor pg_direct_16_marked: ${marked.tps} tx/s, p50 ${ms(marked.p50_us)}, p99 ${ms(marked.p99_us)} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
     }
     let mysqlDirect16: Floors['mysql_direct_16'] = null;
     if (pg !== null && my !== null) {

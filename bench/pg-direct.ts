@@ -11,6 +11,11 @@
 //   ledger:  BEGIN; UPDATE the balance; PREPARE TRANSACTION 'g-ledger'
 //   both:    COMMIT PREPARED 'g-shop' and COMMIT PREPARED 'g-ledger', at once
 //
+// With `marker` (floors.pg_direct_16_marked) each PREPARE TRANSACTION goes
+// with an INSERT of a marker row, in the same round trip, into a table of the
+// participant's marker table's shape: what Verdict's idempotent decisions
+// cost the databases, with no coordinator.
+//
 // Latency is the whole transaction (first BEGIN to the second COMMIT PREPARED
 // answered), in an HDR histogram of microseconds; throughput counts the
 // transactions finished inside the measured window. A failure rolls back
@@ -19,7 +24,7 @@
 import pg from 'pg';
 import { closedLoop, directChildMain, directResult } from './direct-child.ts';
 import type { LatencySummary } from './hist.ts';
-import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
+import { accountOf, DIRECT_MARKER_SCHEMA, DIRECT_MARKER_TABLE, ledgerStatement, shopStatement } from './pg-workload.ts';
 
 export interface PgDirectConfig {
   shopUrl: string;
@@ -29,6 +34,13 @@ export interface PgDirectConfig {
   measureMs: number;
   /** Unique per run: prefixes order ids and gids. */
   tag: string;
+  /**
+   * Also write a marker row beside PREPARE TRANSACTION in each database, in
+   * the same round trip, as Verdict's PostgreSQL participant does (a table of
+   * the same shape, DIRECT_MARKER_TABLE in pg-workload.ts): what that guarantee costs the
+   * database with no coordinator at all. Absent: no marker.
+   */
+  marker?: boolean;
 }
 
 export interface PgDirectResult {
@@ -62,6 +74,12 @@ async function run(cfg: PgDirectConfig): Promise<PgDirectResult> {
   const shops = await Promise.all(Array.from({ length: cfg.connections }, () => connect(cfg.shopUrl)));
   const ledgers = await Promise.all(Array.from({ length: cfg.connections }, () => connect(cfg.ledgerUrl)));
   const gidPrefix = `bench-direct-${cfg.tag}-`;
+  if (cfg.marker === true) for (const c of [shops[0], ledgers[0]]) for (const stmt of DIRECT_MARKER_SCHEMA) await c.query(stmt);
+  // gids and ids are made of [A-Za-z0-9-] here, so they go into the SQL as they are.
+  const prepare = (gid: string, txnId: string): string =>
+    cfg.marker === true
+      ? `INSERT INTO ${DIRECT_MARKER_TABLE} (gid, txn_id, prepared_at) VALUES ('${gid}', '${txnId}', statement_timestamp()); PREPARE TRANSACTION '${gid}'`
+      : `PREPARE TRANSACTION '${gid}'`;
 
   const { ok, errors, h } = await closedLoop(
     cfg,
@@ -76,11 +94,11 @@ async function run(cfg: PgDirectConfig): Promise<PgDirectResult> {
       try {
         await shop.query('BEGIN');
         await shop.query(shopStatement(id, account));
-        await shop.query(`PREPARE TRANSACTION '${gShop}'`);
+        await shop.query(prepare(gShop, id));
         prepared.push([shop, gShop]);
         await ledger.query('BEGIN');
         await ledger.query(ledgerStatement(account));
-        await ledger.query(`PREPARE TRANSACTION '${gLedger}'`);
+        await ledger.query(prepare(gLedger, id));
         prepared.push([ledger, gLedger]);
         await Promise.all([shop.query(`COMMIT PREPARED '${gShop}'`), ledger.query(`COMMIT PREPARED '${gLedger}'`)]);
       } catch (err) {

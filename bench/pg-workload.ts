@@ -53,3 +53,10 @@ export function shopStatement(orderId: string, account: string): string {
 export function ledgerStatement(account: string): string {
   return `UPDATE accounts SET balance_cents = balance_cents - ${DEBIT_CENTS} WHERE id = ${literal(account)}`;
 }
+
+/** The marked floor's marker table: the shape of the participant's (src/participant/postgres-sql.ts). */
+export const DIRECT_MARKER_TABLE = 'bench_direct_markers';
+export const DIRECT_MARKER_SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS ${DIRECT_MARKER_TABLE} (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)`,
+  `CREATE INDEX IF NOT EXISTS ${DIRECT_MARKER_TABLE}_age ON ${DIRECT_MARKER_TABLE} ((coalesce(committed_at, prepared_at)))`,
+];

@@ -10,7 +10,9 @@
 //                    PostgreSQL binaries and without VERDICT_PG_URL the
 //                    PostgreSQL part is skipped and the results say why.
 //   measurePgDirect() floors.pg_direct_1 / pg_direct_16: the direct floor at 1
-//                    and 16 connections per database, each run in its own process.
+//                    and 16 connections per database, each run in its own process;
+//                    pg_direct_16_marked: at 16 with the participant's marker row
+//                    written beside each PREPARE TRANSACTION.
 //   pgParticipantArgs() the `verdict participant --resource postgres` flags of
 //                    the shop and ledger participants bench/main.ts starts on
 //                    its 3-node cluster; their scenarios are commit.nodes3.pg2.cN.
@@ -57,6 +59,8 @@ export interface PgDirectFloor extends LatencySummary {
 export interface PgDirectFloors {
   pg_direct_1: PgDirectFloor | null;
   pg_direct_16: PgDirectFloor | null;
+  /** pg_direct_16 with a marker row beside each PREPARE TRANSACTION, as the participant writes (absent in older results). */
+  pg_direct_16_marked?: PgDirectFloor | null;
 }
 
 export const NO_PG_DIRECT: PgDirectFloors = { pg_direct_1: null, pg_direct_16: null };
@@ -98,11 +102,21 @@ export interface PgDirectTiming {
   measureMs: number;
 }
 
-/** The direct floor at one concurrency, in its own process. */
-export async function measurePgDirect(pg: BenchPg, dir: string, connections: number, t: PgDirectTiming): Promise<PgDirectFloor> {
-  const cfg: PgDirectConfig = { shopUrl: pg.urls.shop, ledgerUrl: pg.urls.ledger, connections, warmupMs: t.warmupMs, measureMs: t.measureMs, tag: `${pg.tag}c${connections}` };
-  const r = await runJsonChild<PgDirectResult>(`PostgreSQL direct floor, ${connections} connection(s)`, 'pg-direct.ts', cfg, join(dir, 'pg-direct.log'), t.warmupMs + t.measureMs + 90_000);
-  if (r.ok === 0) throw new Error(`the PostgreSQL direct floor at ${connections} connection(s) committed nothing (errors: ${JSON.stringify(r.errors)}); see ${join(dir, 'pg-direct.log')}`);
+/** The direct floor at one concurrency, in its own process; with `marker`, each database also writes a marker row as the participant does. */
+export async function measurePgDirect(pg: BenchPg, dir: string, connections: number, t: PgDirectTiming, marker = false): Promise<PgDirectFloor> {
+  const cfg: PgDirectConfig = {
+    shopUrl: pg.urls.shop,
+    ledgerUrl: pg.urls.ledger,
+    connections,
+    warmupMs: t.warmupMs,
+    measureMs: t.measureMs,
+    // Order ids carry the tag: a marked run must not reuse an unmarked run's.
+    tag: `${pg.tag}c${connections}${marker ? 'm' : ''}`,
+    marker,
+  };
+  const what = `PostgreSQL direct floor${marker ? ' with markers' : ''}, ${connections} connection(s)`;
+  const r = await runJsonChild<PgDirectResult>(what, 'pg-direct.ts', cfg, join(dir, 'pg-direct.log'), t.warmupMs + t.measureMs + 90_000);
+  if (r.ok === 0) throw new Error(`the ${what} committed nothing (errors: ${JSON.stringify(r.errors)}); see ${join(dir, 'pg-direct.log')}`);
   return { ...r.latency, connections, tps: r.tps, ok: r.ok, errors: r.errors, measure_ms: r.measured_ms, leftover_prepared: r.leftover_prepared, histogram: r.histogram };
 }
 

@@ -329,6 +329,14 @@ export function markdown(r: Results, source: string): string {
               )
             : [`PostgreSQL direct PREPARE TRANSACTION + COMMIT PREPARED (\`floors.pg_direct_${i === 0 ? 1 : 16}\`)`, '–', '–', '–', r.pg?.skipped ?? 'not measured'],
         ),
+        ...(f.pg_direct_16_marked != null
+          ? [
+              floorRow(
+                `the same at 16 connections with the participant's marker row beside each PREPARE TRANSACTION (\`floors.pg_direct_16_marked\`, ${f.pg_direct_16_marked.tps} tx/s)`,
+                f.pg_direct_16_marked,
+              ),
+            ]
+          : []),
       ],
     ),
     '',
@@ -543,7 +551,7 @@ export function boundsSection(r: Results): string[] {
       x(r.ratios.pg_through_verdict_over_direct),
       '≥ 0.7',
       met(r.ratios.pg_through_verdict_over_direct, (v) => v >= 0.7),
-      `CPU ceiling through Verdict at 16 clients ${num(b.pg_c16_cpu_ceiling_tps, ' tx/s')} = ${x(b.pg_c16_cpu_ceiling_over_direct)} the direct floor's throughput (${cpuMs(b.pg_c16_cpu_ms_per_txn)} per transaction, of it PostgreSQL's own processes ${cpuMs(b.pg_c16_database_cpu_ms_per_txn)})`,
+      `CPU ceiling through Verdict at 16 clients ${num(b.pg_c16_cpu_ceiling_tps, ' tx/s')} = ${x(b.pg_c16_cpu_ceiling_over_direct)} the direct floor's throughput (${cpuMs(b.pg_c16_cpu_ms_per_txn)} per transaction, of it PostgreSQL's own processes ${cpuMs(b.pg_c16_database_cpu_ms_per_txn)}); the participant's marker row alone, driven directly, leaves ${x(b.pg_direct_marked_over_direct)} of the direct throughput`,
     ],
     [
       '`failover.in_doubt_p99_ms`',

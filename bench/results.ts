@@ -296,6 +296,8 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
     out.pg_c16_busy = pg.cpu.busy;
     if (floors.pg_direct_16) out.pg_c16_cpu_ceiling_over_direct = ratio(pg.cpu.ceiling_tps, floors.pg_direct_16.tps);
   }
+  // What the participant's marker row (its idempotent decisions) costs the databases with no coordinator at all.
+  if (floors.pg_direct_16 && floors.pg_direct_16_marked) out.pg_direct_marked_over_direct = ratio(floors.pg_direct_16_marked.tps, floors.pg_direct_16.tps);
   const one = by.get(commitId(3, 1, 1));
   const sixteen = by.get(commitId(3, 16, 1));
   out.participants1_c1_cpu_ms_per_txn = one?.cpu?.ms_per_txn ?? null;

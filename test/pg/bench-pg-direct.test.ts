@@ -4,7 +4,7 @@
 // process and commits, every order has its debit and no gid is left prepared.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { measurePgDirect, startBenchPg, type BenchPg } from '../../bench/pg.ts';
-import { OPENING_BALANCE_CENTS } from '../../bench/pg-workload.ts';
+import { DIRECT_MARKER_TABLE, OPENING_BALANCE_CENTS } from '../../bench/pg-workload.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,5 +41,21 @@ describe('bench PostgreSQL direct floor', () => {
     expect(Number(orders.n)).toBeGreaterThanOrEqual(r.ok);
     expect(Number(debits.d)).toBe(Number(orders.n));
     for (const url of [pg.urls.shop, pg.urls.ledger]) expect(await preparedXacts(url, 'bench-direct-')).toEqual([]);
+  });
+
+  it('with markers, writes one marker row per committed transaction in each database, as the participant does', async () => {
+    const r = await measurePgDirect(pg, dir, 2, { warmupMs: 200, measureMs: 1_000 }, true);
+    expect(r.ok).toBeGreaterThan(0);
+    expect(r.errors).toEqual({});
+    expect(r.leftover_prepared).toBe(0);
+    const tag = `${pg.tag}c2m`;
+    const [orders] = await sql<{ n: string }>(pg.urls.shop, 'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)', [`${tag}-`]);
+    expect(Number(orders.n)).toBeGreaterThanOrEqual(r.ok);
+    // Every committed transaction left its marker in both databases, and no rolled-back one did.
+    for (const url of [pg.urls.shop, pg.urls.ledger]) {
+      const [m] = await sql<{ n: string }>(url, `SELECT count(*) AS n FROM ${DIRECT_MARKER_TABLE} WHERE starts_with(txn_id, $1)`, [`${tag}-`]);
+      expect(Number(m.n)).toBe(Number(orders.n));
+      expect(await preparedXacts(url, 'bench-direct-')).toEqual([]);
+    }
   });
 });

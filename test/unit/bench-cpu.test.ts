@@ -89,7 +89,12 @@ describe('cpuBounds', () => {
   ];
   const b = cpuBounds(
     scenarios,
-    { ...floors, pg_direct_1: null, pg_direct_16: { ...lat(10_000), connections: 16, tps: 1_000, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' } },
+    {
+      ...floors,
+      pg_direct_1: null,
+      pg_direct_16: { ...lat(10_000), connections: 16, tps: 1_000, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
+      pg_direct_16_marked: { ...lat(11_000), connections: 16, tps: 920, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
+    },
     2_500,
   );
 
@@ -161,6 +166,8 @@ describe('cpuBounds', () => {
   it('relates the PostgreSQL ceiling to the direct floor', () => {
     expect(b.pg_c16_cpu_ceiling_tps).toBe(500);
     expect(b.pg_c16_cpu_ceiling_over_direct).toBe(0.5);
+    // The marker row alone, driven directly: 920 over 1,000 tx/s.
+    expect(b.pg_direct_marked_over_direct).toBe(0.92);
     expect(b.pg_c16_database_cpu_ms_per_txn).toBe(1.5);
   });
 
