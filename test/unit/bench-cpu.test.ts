@@ -136,25 +136,20 @@ describe('cpuBounds', () => {
     expect(b.flush_pattern_participants16_us).toBe(4_500);
   });
 
-  it("swaps one minimal participant process's prepare phase for sixteen's for the participant sweep's machine floor", () => {
-    // (4000 − 1000 + 5000) / 4000, over the 1-participant p50
-    expect(b.latency_p50_16p_over_1p_fanout_floor).toBe(2);
-    expect(b.fanout_participants16_us).toBe(5_000);
-    expect(b.fanout_participant_cpu_us_per_txn).toBe(500);
-  });
-
-  it("swaps the minimal processes' 1-node classic pattern for their 3-node ones for the 3-node machine floors", () => {
-    // Classic: (3000 − 2000 + 2600) / 3000; parallel: (3000 − 2000 + 2100) / 3000, over the 1-node p50.
-    expect(b.latency_p50_3_over_1_fanout_floor).toBe(1.2);
-    expect(b.latency_p50_3_parallel_over_1_fanout_floor).toBe(1.03);
-    expect(b.fanout_parallel3_us).toBe(2_100);
-  });
-
-  it("puts the minimal processes' raw log write and a client round trip over etcd's p50, with the mark's sync and without", () => {
-    // (2200 + 50) / 2500 and (1700 + 50) / 2500
-    expect(b.raft_seq_over_etcd_fanout_floor).toBe(0.9);
-    expect(b.raft_seq_over_etcd_fanout_floor_one_sync).toBe(0.7);
-    expect(b.fanout_raft3_one_sync_us).toBe(1_700);
+  // The machine floors from minimal processes (floors.fanout), each over the same run's p50 it replaces a pattern of.
+  it.each([
+    [
+      "sixteen participant processes' prepare phase for one's: (4000 − 1000 + 5000) / 4000",
+      { latency_p50_16p_over_1p_fanout_floor: 2, fanout_participants16_us: 5_000, fanout_participant_cpu_us_per_txn: 500 },
+    ],
+    ['the 3-node classic pattern for the 1-node one: (3000 − 2000 + 2600) / 3000', { latency_p50_3_over_1_fanout_floor: 1.2, fanout_classic3_us: 2_600 }],
+    ['the 3-node parallel pattern for the 1-node classic one: (3000 − 2000 + 2100) / 3000', { latency_p50_3_parallel_over_1_fanout_floor: 1.03, fanout_parallel3_us: 2_100 }],
+    [
+      "a raw log write plus a client round trip, over etcd's p50: (2200 + 50) / 2500, and with one sync per node (1700 + 50) / 2500",
+      { raft_seq_over_etcd_fanout_floor: 0.9, raft_seq_over_etcd_fanout_floor_one_sync: 0.7, fanout_raft3_one_sync_us: 1_700 },
+    ],
+  ])('machine floor from minimal processes: %s', (_what, want) => {
+    expect(b).toMatchObject(want);
   });
 
   it('bounds the 16-participant latency by its CPU over the cores', () => {
