@@ -1,7 +1,8 @@
 // Runs the floors in child processes (bench/floor-child.ts) and returns
 // their summaries: fsync of a 200-byte append on the disk the clusters use,
-// and gRPC round trips between two processes on loopback. The PostgreSQL
-// floors come from bench/pg.ts.
+// and gRPC round trips between two processes on loopback, one transaction's
+// flushes, and the commit patterns done by minimal processes (fanoutFloor).
+// The PostgreSQL floors come from bench/pg.ts.
 import { join } from 'node:path';
 import type { FanoutFloor, FlushPatternFloor, FsyncFloor, GrpcFloor } from './floor-child.ts';
 import type { LatencySummary } from './hist.ts';
@@ -18,7 +19,7 @@ export interface MachineFloors {
   fsync_200B_x3?: ConcurrentFsyncFloor;
   /** One transaction's flushes on the one disk, classic and parallel, 1 and 3 nodes (bench/floor-child.ts, flush-pattern; absent in older results). */
   flush_pattern?: FlushPatternFloor;
-  /** Commit patterns done by the least possible processes: the participant sweep's prepare phase (1 and 16), classic on 1 and 3 nodes, parallel on 3 (bench/floor-child.ts, fanout; absent in older results). */
+  /** Commit patterns done by the least possible processes: the participant sweep's prepare phase (1 and 16), classic on 1 and 3 nodes, parallel on 3, a raw log write on 3 (bench/floor-child.ts, fanout; absent in older results). */
   fanout?: FanoutFloor;
 }
 
