@@ -1,4 +1,4 @@
-// `npx tsx bench/cpu-per-txn.ts [--nodes N] [--participants N] [--clients N] [--measure-ms MS] [--warmup-ms MS (20000)] [--pg] [--parallel]`
+// `npx tsx bench/cpu-per-txn.ts [--nodes N] [--participants N] [--clients N] [--measure-ms MS] [--warmup-ms MS (20000)] [--pg] [--parallel] [--raw]`
 //
 // CPU time per committed transaction, per process, for the memory-participant
 // commit load of bench/loadgen.ts. On a machine with few cores the throughput
@@ -18,6 +18,10 @@
 // --parallel: the transactions commit in parallel (docs/protocol.md);
 // without it, classic two-phase commit.
 //
+// --raw: the raw replicated log instead (bench/loadgen.ts's raw mode: 100-byte
+// Puts on the leader's PutStream, --clients of them in flight, no
+// participants): CPU per acknowledged Put, per node.
+//
 // --pg: the PostgreSQL path instead (bench/pg.ts): a PostgreSQL of our own,
 // the shop and ledger participants, the shop/ledger transaction; first the
 // direct floor (PREPARE TRANSACTION + COMMIT PREPARED with no coordinator)
@@ -28,7 +32,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CommitLoad, LoadResult } from './loadgen.ts';
+import type { CommitLoad, LoadResult, RawLoad } from './loadgen.ts';
 import { measurePgDirect, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg } from './pg.ts';
 import { childProc, CpuWindow, type CpuProc } from './cpu-sample.ts';
 import { BenchCluster, intFlag as flag, killAllNow, runJsonChild, stopAll } from './procs.ts';
@@ -41,6 +45,7 @@ const WARMUP_MS = flag('warmup-ms', 20_000);
 const MEASURE_MS = flag('measure-ms', 10_000);
 const PG = process.argv.includes('--pg');
 const PARALLEL = process.argv.includes('--parallel');
+const RAW = process.argv.includes('--raw');
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'verdict-cpu-'));
@@ -53,7 +58,7 @@ async function main(): Promise<void> {
       if ('skipped' in started) throw new Error(`--pg: ${started.skipped}`);
       pg = started;
     }
-    await measure(dir, pg);
+    await (RAW ? measureRaw(dir) : measure(dir, pg));
   } finally {
     await pg?.server.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -120,6 +125,47 @@ async function measure(dir: string, pg: BenchPg | null): Promise<void> {
         tps: load.tps,
         p50Ms: load.latency.p50_us / 1000,
         cpuMsPerTxn: cpu.ms_per_txn,
+        byKind: cpu.by_kind,
+        rows: cpu.by_process,
+        ceilingTps: cpu.ceiling_tps,
+      }) + '\n',
+    );
+  } finally {
+    await cluster.destroy();
+  }
+}
+
+/** --raw: the raw log at --clients Puts in flight on a cluster with no participants. */
+async function measureRaw(dir: string): Promise<void> {
+  if (PG || PARALLEL) throw new Error('--raw measures the raw log alone: leave out --pg and --parallel');
+  const cluster = await BenchCluster.start(join(dir, 'cluster'), NODES, 'cpu');
+  try {
+    const leader = await cluster.waitForLeader();
+    const cfg: RawLoad = { mode: 'raw', system: 'verdict', leader: leader.address, inflight: CLIENTS, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, valueBytes: 100 };
+    const procs: CpuProc[] = [];
+    for (const n of cluster.nodes) procs.push(...childProc(n.id === leader.id ? 'leader' : 'follower', n.id, n.child));
+    const window = new CpuWindow(() => procs);
+    const load = await runJsonChild<LoadResult>('load', 'loadgen.ts', cfg, join(dir, 'loadgen.log'), WARMUP_MS + MEASURE_MS + 60_000, { onLine: window.onLine });
+    if (load.ok === 0) throw new Error(`no Put acknowledged in the window: ${JSON.stringify(load.errors)}`);
+    const cpu = window.figures(load.ok);
+    if (cpu === null) throw new Error('the load generator never reported its measured window');
+    const leaderNow = await cluster.waitForLeader();
+    if (leaderNow.id !== leader.id) throw new Error(`the leader changed during the run (${leader.id} → ${leaderNow.id}); the split by role is meaningless, run again`);
+    process.stderr.write(
+      `raw log, ${NODES} nodes, ${CLIENTS} Put(s) in flight, ${MEASURE_MS} ms measured: ${load.ok} acknowledged, errors ${JSON.stringify(load.errors)}, ${load.tps} Puts/s, p50 ${(load.latency.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})\n`,
+    );
+    for (const r of cpu.by_process) process.stderr.write(`  ${r.label.padEnd(8)} ${r.kind.padEnd(12)} ${r.ms_per_txn.toFixed(3)} ms CPU / Put (${r.sys_ms_per_txn.toFixed(3)} of it in the kernel)\n`);
+    process.stdout.write(
+      JSON.stringify({
+        nodes: NODES,
+        workload: 'raw',
+        inflight: CLIENTS,
+        loadAvg: round(loadavg()[0]),
+        measureMs: MEASURE_MS,
+        acknowledged: load.ok,
+        tps: load.tps,
+        p50Ms: load.latency.p50_us / 1000,
+        cpuMsPerPut: cpu.ms_per_txn,
         byKind: cpu.by_kind,
         rows: cpu.by_process,
         ceilingTps: cpu.ceiling_tps,
