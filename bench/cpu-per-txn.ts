@@ -34,7 +34,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CommitLoad, LoadResult, RawLoad } from './loadgen.ts';
 import { measurePgDirect, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg } from './pg.ts';
-import { childProc, CpuWindow, type CpuProc } from './cpu-sample.ts';
+import { childProc, CpuWindow, type CpuFigures, type CpuProc } from './cpu-sample.ts';
 import { BenchCluster, intFlag as flag, killAllNow, runJsonChild, stopAll } from './procs.ts';
 
 const NODES = flag('nodes', 3);
@@ -91,16 +91,7 @@ async function measure(dir: string, pg: BenchPg | null): Promise<void> {
       // Classic 2PC unless --parallel: comparable with the figures measured before parallel commit became the cluster's default.
       parallelCommit: PARALLEL,
     };
-    const procs: CpuProc[] = [];
-    for (const n of cluster.nodes) procs.push(...childProc(n.id === leader.id ? 'leader' : 'follower', n.id, n.child));
-    for (const [id, c] of cluster.participants) procs.push(...childProc('participant', id, c));
-    const window = new CpuWindow(() => procs);
-    const load = await runJsonChild<LoadResult>('load', 'loadgen.ts', cfg, join(dir, 'loadgen.log'), WARMUP_MS + MEASURE_MS + 60_000, { onLine: window.onLine });
-    const cpu = window.figures(load.ok);
-    if (load.ok === 0) throw new Error(`no transaction committed in the window: ${JSON.stringify(load.errors)}`);
-    if (cpu === null) throw new Error('the load generator never reported its measured window');
-    const leaderNow = await cluster.waitForLeader();
-    if (leaderNow.id !== leader.id) throw new Error(`the leader changed during the run (${leader.id} → ${leaderNow.id}); the split by role is meaningless, run again`);
+    const { load, cpu } = await sampledLoad(cluster, leader, cfg, dir, 'no transaction committed in the window');
     const txns = load.ok + load.aborted;
     const loadAvg = loadavg()[0];
     process.stderr.write(
@@ -122,17 +113,38 @@ async function measure(dir: string, pg: BenchPg | null): Promise<void> {
         measureMs: MEASURE_MS,
         committed: load.ok,
         aborted: load.aborted,
-        tps: load.tps,
-        p50Ms: load.latency.p50_us / 1000,
         cpuMsPerTxn: cpu.ms_per_txn,
-        byKind: cpu.by_kind,
-        rows: cpu.by_process,
-        ceilingTps: cpu.ceiling_tps,
+        ...measured(load, cpu),
       }) + '\n',
     );
   } finally {
     await cluster.destroy();
   }
+}
+
+/**
+ * Runs the load generator with `cfg` against the cluster and reads the CPU of
+ * every node and participant over its measured window. Throws (with `none`)
+ * when nothing finished in the window, and when the leader changed, which
+ * would make the split by role meaningless.
+ */
+async function sampledLoad(cluster: BenchCluster, leader: { id: string }, cfg: CommitLoad | RawLoad, dir: string, none: string): Promise<{ load: LoadResult; cpu: CpuFigures }> {
+  const procs: CpuProc[] = [];
+  for (const n of cluster.nodes) procs.push(...childProc(n.id === leader.id ? 'leader' : 'follower', n.id, n.child));
+  for (const [id, c] of cluster.participants) procs.push(...childProc('participant', id, c));
+  const window = new CpuWindow(() => procs);
+  const load = await runJsonChild<LoadResult>('load', 'loadgen.ts', cfg, join(dir, 'loadgen.log'), WARMUP_MS + MEASURE_MS + 60_000, { onLine: window.onLine });
+  if (load.ok === 0) throw new Error(`${none}: ${JSON.stringify(load.errors)}`);
+  const cpu = window.figures(load.ok);
+  if (cpu === null) throw new Error('the load generator never reported its measured window');
+  const leaderNow = await cluster.waitForLeader();
+  if (leaderNow.id !== leader.id) throw new Error(`the leader changed during the run (${leader.id} → ${leaderNow.id}); the split by role is meaningless, run again`);
+  return { load, cpu };
+}
+
+/** The JSON line's fields both loads share: throughput, p50 and the CPU split. */
+function measured(load: LoadResult, cpu: CpuFigures): Record<string, unknown> {
+  return { tps: load.tps, p50Ms: load.latency.p50_us / 1000, byKind: cpu.by_kind, rows: cpu.by_process, ceilingTps: cpu.ceiling_tps };
 }
 
 /** --raw: the raw log at --clients Puts in flight on a cluster with no participants. */
@@ -142,15 +154,7 @@ async function measureRaw(dir: string): Promise<void> {
   try {
     const leader = await cluster.waitForLeader();
     const cfg: RawLoad = { mode: 'raw', system: 'verdict', leader: leader.address, inflight: CLIENTS, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, valueBytes: 100 };
-    const procs: CpuProc[] = [];
-    for (const n of cluster.nodes) procs.push(...childProc(n.id === leader.id ? 'leader' : 'follower', n.id, n.child));
-    const window = new CpuWindow(() => procs);
-    const load = await runJsonChild<LoadResult>('load', 'loadgen.ts', cfg, join(dir, 'loadgen.log'), WARMUP_MS + MEASURE_MS + 60_000, { onLine: window.onLine });
-    if (load.ok === 0) throw new Error(`no Put acknowledged in the window: ${JSON.stringify(load.errors)}`);
-    const cpu = window.figures(load.ok);
-    if (cpu === null) throw new Error('the load generator never reported its measured window');
-    const leaderNow = await cluster.waitForLeader();
-    if (leaderNow.id !== leader.id) throw new Error(`the leader changed during the run (${leader.id} → ${leaderNow.id}); the split by role is meaningless, run again`);
+    const { load, cpu } = await sampledLoad(cluster, leader, cfg, dir, 'no Put acknowledged in the window');
     process.stderr.write(
       `raw log, ${NODES} nodes, ${CLIENTS} Put(s) in flight, ${MEASURE_MS} ms measured: ${load.ok} acknowledged, errors ${JSON.stringify(load.errors)}, ${load.tps} Puts/s, p50 ${(load.latency.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})\n`,
     );
@@ -163,12 +167,8 @@ async function measureRaw(dir: string): Promise<void> {
         loadAvg: round(loadavg()[0]),
         measureMs: MEASURE_MS,
         acknowledged: load.ok,
-        tps: load.tps,
-        p50Ms: load.latency.p50_us / 1000,
         cpuMsPerPut: cpu.ms_per_txn,
-        byKind: cpu.by_kind,
-        rows: cpu.by_process,
-        ceilingTps: cpu.ceiling_tps,
+        ...measured(load, cpu),
       }) + '\n',
     );
   } finally {
