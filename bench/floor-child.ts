@@ -64,6 +64,7 @@ import * as grpc from '@grpc/grpc-js';
 import { closeSync, fdatasync, fdatasyncSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { bind, ident, method, serveUntilStdinEnds } from './floor-grpc.ts';
 import { newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
 
 export type FloorConfig =
@@ -84,16 +85,6 @@ export interface GrpcFloor {
   streams: LatencySummary;
 }
 
-const ident = (b: Buffer): Buffer => b;
-const method = (name: string, requestStream: boolean, responseStream: boolean): grpc.MethodDefinition<Buffer, Buffer> => ({
-  path: `/verdict.bench.Echo/${name}`,
-  requestStream,
-  responseStream,
-  requestSerialize: ident,
-  requestDeserialize: ident,
-  responseSerialize: ident,
-  responseDeserialize: ident,
-});
 const ECHO = { Unary: method('Unary', false, false), Bidi: method('Bidi', true, true), Relay: method('Relay', true, false), Sink: method('Sink', true, false) };
 const FAN_PARTICIPANT = { Prepare: method('Prepare', true, true) };
 /** A fan-out message's first byte: a PREPARE or append (flush every file), the same flushing the first file only, or a question for the process's CPU so far. */
@@ -237,10 +228,6 @@ async function flushPatternFloor(cfg: Extract<FloorConfig, { mode: 'flush-patter
   };
 }
 
-function bind(server: grpc.Server): Promise<number> {
-  return new Promise((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => (err ? rej(err) : res(port))));
-}
-
 async function echoServer(): Promise<void> {
   const server = new grpc.Server();
   const sinks = new Map<string, grpc.ClientWritableStream<Buffer>>();
@@ -268,10 +255,7 @@ async function echoServer(): Promise<void> {
     },
     Sink: (_call: grpc.ServerReadableStream<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.alloc(0)),
   });
-  const port = await bind(server);
-  process.stdout.write(`listening ${port}\n`);
-  await new Promise<void>((r) => process.stdin.on('end', r).resume());
-  server.forceShutdown();
+  await serveUntilStdinEnds(server);
 }
 
 /** A participant (or a follower) that does no more than the protocol needs: see the head of this file. */
@@ -296,10 +280,7 @@ async function fanParticipant(cfg: Extract<FloorConfig, { mode: 'fan-participant
       call.on('end', () => call.end());
     },
   });
-  const port = await bind(server);
-  process.stdout.write(`listening ${port}\n`);
-  await new Promise<void>((r) => process.stdin.on('end', r).resume());
-  server.forceShutdown();
+  await serveUntilStdinEnds(server);
   for (const fd of fds) closeSync(fd);
   for (const f of cfg.files) rmSync(f, { force: true });
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { FanoutFloor, FlushPatternFloor, FsyncFloor, GrpcFloor } from './floor-child.ts';
 import type { LatencySummary } from './hist.ts';
 import type { PgDirectFloor, PgDirectFloors } from './pg.ts';
-import { runJsonChild, spawnChild, stopChild, waitFor, type Child } from './procs.ts';
+import { listeningAddress, runJsonChild, spawnChild, stopChild, type Child } from './procs.ts';
 
 export interface MachineFloors {
   fsync_200B: LatencySummary;
@@ -52,13 +52,11 @@ export async function measureFloors(dir: string, t: FloorTiming): Promise<Machin
   );
   const echo = spawnChild('echo server', ['--import', 'tsx', join('bench', 'floor-child.ts'), JSON.stringify({ mode: 'echo' })], join(dir, 'floors.log'), { stdin: true, stdout: true });
   try {
-    let out = '';
-    echo.proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
-    const port = await waitFor('the echo server to listen', 20_000, async () => /listening (\d+)/.exec(out)?.[1], 50);
+    const address = await listeningAddress(echo, 20_000);
     const g = await runJsonChild<GrpcFloor>(
       'gRPC floor',
       'floor-child.ts',
-      { mode: 'grpc', address: `127.0.0.1:${port}`, bytes: 100, warmupMs: Math.min(1_000, t.measureMs / 4), measureMs: t.measureMs },
+      { mode: 'grpc', address, bytes: 100, warmupMs: Math.min(1_000, t.measureMs / 4), measureMs: t.measureMs },
       join(dir, 'floors.log'),
       4 * t.measureMs + 30_000,
     );
@@ -109,13 +107,8 @@ export async function fanoutFloor(dir: string, t: FloorTiming): Promise<FanoutFl
     spawnChild(label, ['--import', 'tsx', join('bench', 'floor-child.ts'), JSON.stringify({ mode: 'fan-participant', files, bytes: 200 })], log, { stdin: true, stdout: true });
   const participants = Array.from({ length: FAN_PROCESSES }, (_, i) => start(`fan participant ${i}`, [join(dir, `fan-participant-${i}.journal`)]));
   const followers = [1, 2].map((i) => start(`fan follower ${i}`, [join(dir, `fan-follower-${i}.segment`), join(dir, `fan-follower-${i}.mark`)]));
-  const address = (c: Child): Promise<string> => {
-    let out = '';
-    c.proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
-    return waitFor(`${c.label} to listen`, 30_000, async () => /listening (\d+)/.exec(out)?.[1], 50).then((port) => `127.0.0.1:${port}`);
-  };
   try {
-    const [ps, fs] = await Promise.all([Promise.all(participants.map(address)), Promise.all(followers.map(address))]);
+    const [ps, fs] = await Promise.all([Promise.all(participants.map((c) => listeningAddress(c))), Promise.all(followers.map((c) => listeningAddress(c)))]);
     return await runJsonChild<FanoutFloor>(
       'fan-out floor',
       'floor-child.ts',

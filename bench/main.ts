@@ -23,7 +23,7 @@ import { measureFloors, type Floors } from './floors.ts';
 import { measureCliStatus, type CliTiming } from './cli-status.ts';
 import { childProc, CpuWindow, databaseProcs, type CpuFigures } from './cpu-sample.ts';
 import type { CommitLoad, LoadResult, RawLoad } from './loadgen.ts';
-import { measurePgDirect, NO_PG_DIRECT, PG_CONCURRENCY, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloors } from './pg.ts';
+import { measurePgDirect, measurePgMinimal, NO_PG_DIRECT, PG_CONCURRENCY, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloors } from './pg.ts';
 import { measureMySqlDirect, MYSQL_CONCURRENCY, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from './mysql.ts';
 import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './procs.ts';
 import { writeReport } from './report.ts';
@@ -421,7 +421,7 @@ async function main(): Promise<void> {
       progress(`bench: MariaDB ${my.server.external ? 'at VERDICT_MYSQL_URL' : 'of our own'} ready`);
     }
     const steps = plan(s, pg !== null, my !== null);
-    stepTotal = 2 + (pg !== null ? PG_CONCURRENCY.length + 1 : 0) + (my !== null ? MYSQL_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
+    stepTotal = 2 + (pg !== null ? PG_CONCURRENCY.length + 2 : 0) + (my !== null ? MYSQL_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
     progress(`verdict bench (${s.mode}): ${stepTotal} steps on ${m.cpu} x${m.cores}; work dir ${dir}`);
 
     stepNo++;
@@ -449,6 +449,12 @@ async function main(): Promise<void> {
       const marked = await measurePgDirect(pg, dir, 16, { warmupMs: s.warmup_ms, measureMs: s.measure_ms }, true);
       pgDirect.pg_direct_16_marked = marked;
       progress(`${tag()} done  floor pg_direct_16_marked: ${marked.tps} tx/s, p50 ${ms(marked.p50_us)}, p99 ${ms(marked.p99_us)} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+      stepNo++;
+      progress(`${tag()} start floor pg_minimal_16: the same transaction through the least possible processes (two participants, a leader and two followers), 16 in flight`);
+      const t1 = Date.now();
+      const minimal = await measurePgMinimal(pg, dir, 16, { warmupMs: s.warmup_ms, measureMs: s.measure_ms });
+      pgDirect.pg_minimal_16 = minimal;
+      progress(`${tag()} done  floor pg_minimal_16: ${minimal.tps} tx/s, p50 ${ms(minimal.p50_us)}, p99 ${ms(minimal.p99_us)} [${((Date.now() - t1) / 1000).toFixed(1)} s]`);
     }
     let mysqlDirect16: Floors['mysql_direct_16'] = null;
     if (pg !== null && my !== null) {

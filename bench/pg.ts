@@ -13,6 +13,9 @@
 //                    and 16 connections per database, each run in its own process;
 //                    pg_direct_16_marked: at 16 with the participant's marker row
 //                    written beside each PREPARE TRANSACTION.
+//   measurePgMinimal() floors.pg_minimal_16: the same transaction through the
+//                    least possible processes (bench/pg-minimal.ts): what any
+//                    replicated coordinator with participant processes costs here.
 //   pgParticipantArgs() the `verdict participant --resource postgres` flags of
 //                    the shop and ledger participants bench/main.ts starts on
 //                    its 3-node cluster; their scenarios are commit.nodes3.pg2.cN.
@@ -25,7 +28,8 @@ import { startPostgres, withClient, type PgServer } from '../test/pg/harness.ts'
 import type { LatencySummary } from './hist.ts';
 import type { PgDirectConfig, PgDirectResult } from './pg-direct.ts';
 import { LEDGER_SCHEMA, SHOP_SCHEMA } from './pg-workload.ts';
-import { runJsonChild } from './procs.ts';
+import type { PgMinimalConfig } from './pg-minimal.ts';
+import { listeningAddress, ROOT, runJsonChild, spawnChild, stopChild, type Child } from './procs.ts';
 
 /** Concurrent clients (through Verdict) and connections per database (direct), in quick and full runs alike. */
 export const PG_CONCURRENCY = [1, 16] as const;
@@ -61,6 +65,8 @@ export interface PgDirectFloors {
   pg_direct_16: PgDirectFloor | null;
   /** pg_direct_16 with a marker row beside each PREPARE TRANSACTION, as the participant writes (absent in older results). */
   pg_direct_16_marked?: PgDirectFloor | null;
+  /** The same transaction at 16 in flight through the least possible processes: two participants, a leader and two followers (bench/pg-minimal.ts; absent in older results). */
+  pg_minimal_16?: PgDirectFloor | null;
 }
 
 export const NO_PG_DIRECT: PgDirectFloors = { pg_direct_1: null, pg_direct_16: null };
@@ -125,4 +131,43 @@ export function pgParticipantArgs(pg: BenchPg, id: string): string[] {
   const url = (pg.urls as Record<string, string>)[id];
   if (url === undefined) throw new Error(`no PostgreSQL database for participant ${id}; the PostgreSQL participants are ${PG_PARTICIPANTS.join(', ')}`);
   return ['--resource', 'postgres', '--pg-url', url, '--pg-concurrency', String(PG_PARTICIPANT_CONCURRENCY)];
+}
+
+/**
+ * The PostgreSQL path done by the least possible processes (bench/pg-minimal.ts):
+ * two participant processes in front of shop and ledger, two followers, and
+ * the client and leader in one process, at `connections` transactions in
+ * flight. What any replicated coordinator costs on this machine, none of it
+ * Verdict's code: floors.pg_minimal_16.
+ */
+export async function measurePgMinimal(pg: BenchPg, dir: string, connections: number, t: PgDirectTiming): Promise<PgDirectFloor> {
+  const log = join(dir, 'pg-minimal.log');
+  const start = (label: string, cfg: PgMinimalConfig): Child => spawnChild(label, ['--import', 'tsx', join(ROOT, 'bench', 'pg-minimal.ts'), JSON.stringify(cfg)], log, { stdin: true, stdout: true });
+  const participants = PG_PARTICIPANTS.map((db) => start(`minimal ${db} participant`, { role: 'participant', url: pg.urls[db], connections }));
+  const followers = [1, 2].map((i) => start(`minimal follower ${i}`, { role: 'follower', dir, name: `minimal-follower-${i}`, bytes: 200 }));
+  try {
+    const [[shop, ledger], fs] = await Promise.all([Promise.all(participants.map((c) => listeningAddress(c))), Promise.all(followers.map((c) => listeningAddress(c)))]);
+    const cfg: PgMinimalConfig = {
+      role: 'coordinator',
+      shop,
+      ledger,
+      followers: fs,
+      shopUrl: pg.urls.shop,
+      ledgerUrl: pg.urls.ledger,
+      dir,
+      connections,
+      warmupMs: t.warmupMs,
+      measureMs: t.measureMs,
+      // Unique per call: order ids and gids must not repeat an earlier run's.
+      tag: `${pg.tag}n${connections}${Date.now().toString(36)}`,
+      bytes: 200,
+    };
+    const r = await runJsonChild<PgDirectResult>('PostgreSQL minimal-process floor', 'pg-minimal.ts', cfg, log, t.warmupMs + t.measureMs + 90_000);
+    if (r.ok === 0) throw new Error(`the PostgreSQL minimal-process floor committed nothing (errors: ${JSON.stringify(r.errors)}); see ${log}`);
+    return { ...r.latency, connections, tps: r.tps, ok: r.ok, errors: r.errors, measure_ms: r.measured_ms, leftover_prepared: r.leftover_prepared, histogram: r.histogram };
+  } finally {
+    const all = [...participants, ...followers];
+    for (const c of all) c.proc.stdin?.end();
+    await Promise.all(all.map((c) => stopChild(c, 'SIGTERM', 3_000)));
+  }
 }

@@ -177,6 +177,13 @@ export async function waitFor<T>(what: string, timeoutMs: number, probe: () => P
   }
 }
 
+/** A server child's address once it printed "listening <port>" on its stdout (started with a stdout pipe). */
+export function listeningAddress(c: Child, timeoutMs = 30_000): Promise<string> {
+  let out = '';
+  c.proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+  return waitFor(`${c.label} to listen`, timeoutMs, async () => /listening (\d+)/.exec(out)?.[1], 50).then((port) => `127.0.0.1:${port}`);
+}
+
 /** How long BenchCluster.waitForLeader waits by default (see there). */
 export const LEADER_WAIT_MS = 180_000;
 

@@ -298,6 +298,10 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
   }
   // What the participant's marker row (its idempotent decisions) costs the databases with no coordinator at all.
   if (floors.pg_direct_16 && floors.pg_direct_16_marked) out.pg_direct_marked_over_direct = ratio(floors.pg_direct_16_marked.tps, floors.pg_direct_16.tps);
+  // The same transaction through the least possible processes (bench/pg-minimal.ts): the most any replicated
+  // coordinator with participant processes can reach here, and how near Verdict comes to it.
+  if (floors.pg_direct_16 && floors.pg_minimal_16) out.pg_minimal_over_direct = ratio(floors.pg_minimal_16.tps, floors.pg_direct_16.tps);
+  if (floors.pg_minimal_16 && pg) out.pg_through_verdict_over_minimal = ratio(pg.tps, floors.pg_minimal_16.tps);
   const one = by.get(commitId(3, 1, 1));
   const sixteen = by.get(commitId(3, 16, 1));
   out.participants1_c1_cpu_ms_per_txn = one?.cpu?.ms_per_txn ?? null;

@@ -1,9 +1,10 @@
 // The benchmark's PostgreSQL floor against a real PostgreSQL 15
 // (bench/pg.ts, bench/pg-direct.ts): the shop and ledger databases are set
 // up, the direct PREPARE TRANSACTION / COMMIT PREPARED loop runs in its own
-// process and commits, every order has its debit and no gid is left prepared.
+// process and commits, every order has its debit and no gid is left prepared;
+// the same for the floor through minimal processes (bench/pg-minimal.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { measurePgDirect, startBenchPg, type BenchPg } from '../../bench/pg.ts';
+import { measurePgDirect, measurePgMinimal, startBenchPg, type BenchPg } from '../../bench/pg.ts';
 import { DIRECT_MARKER_TABLE, OPENING_BALANCE_CENTS } from '../../bench/pg-workload.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -57,5 +58,26 @@ describe('bench PostgreSQL direct floor', () => {
       expect(Number(m.n)).toBe(Number(orders.n));
       expect(await preparedXacts(url, 'bench-direct-')).toEqual([]);
     }
+  });
+
+  it('through minimal processes (two participants, a leader, two followers), commits all or nothing with a marker per database, leaving nothing prepared', async () => {
+    const r = await measurePgMinimal(pg, dir, 2, { warmupMs: 200, measureMs: 1_000 });
+    expect(r.connections).toBe(2);
+    expect(r.ok).toBeGreaterThan(0);
+    expect(r.errors).toEqual({});
+    expect(r.leftover_prepared).toBe(0);
+    expect(r.p50_us).toBeGreaterThan(0);
+    const tag = `${pg.tag}n2`;
+    const [orders] = await sql<{ n: string }>(pg.urls.shop, 'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)', [tag]);
+    expect(Number(orders.n)).toBeGreaterThanOrEqual(r.ok);
+    for (const url of [pg.urls.shop, pg.urls.ledger]) {
+      const [m] = await sql<{ n: string }>(url, `SELECT count(*) AS n FROM ${DIRECT_MARKER_TABLE} WHERE starts_with(txn_id, $1)`, [tag]);
+      expect(Number(m.n)).toBe(Number(orders.n));
+      expect(await preparedXacts(url, 'bench-minimal-')).toEqual([]);
+    }
+    // Every order of every floor in this file has its debit, and no debit lacks its order.
+    const [all] = await sql<{ n: string }>(pg.urls.shop, 'SELECT count(*) AS n FROM orders');
+    const [debits] = await sql<{ d: string }>(pg.urls.ledger, `SELECT coalesce(sum(${OPENING_BALANCE_CENTS} - balance_cents), 0) AS d FROM accounts`);
+    expect(Number(debits.d)).toBe(Number(all.n));
   });
 });

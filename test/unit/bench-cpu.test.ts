@@ -94,6 +94,7 @@ describe('cpuBounds', () => {
       pg_direct_1: null,
       pg_direct_16: { ...lat(10_000), connections: 16, tps: 1_000, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
       pg_direct_16_marked: { ...lat(11_000), connections: 16, tps: 920, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
+      pg_minimal_16: { ...lat(20_000), connections: 16, tps: 500, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
     },
     2_500,
   );
@@ -164,6 +165,9 @@ describe('cpuBounds', () => {
     // The marker row alone, driven directly: 920 over 1,000 tx/s.
     expect(b.pg_direct_marked_over_direct).toBe(0.92);
     expect(b.pg_c16_database_cpu_ms_per_txn).toBe(1.5);
+    // Through the least possible processes: 500 over 1,000 tx/s; Verdict's 400 tx/s over that floor's 500.
+    expect(b.pg_minimal_over_direct).toBe(0.5);
+    expect(b.pg_through_verdict_over_minimal).toBe(0.8);
   });
 
   it('puts every target beside its bound in the report', () => {
@@ -184,5 +188,6 @@ describe('cpuBounds', () => {
     expect(text).toContain("the disk alone would allow 0.97× (one transaction's flushes on the one disk: 0.90 ms for 3 nodes in parallel");
     expect(text).toContain('and one round trip, 1.12×');
     expect(text).toContain('Verdict 1.1 ms, etcd 0.7 ms');
+    expect(text).toContain('(two participants, a leader and two followers: the machine floor) reaches 0.5× of it, and Verdict 0.8× of that floor');
   });
 });
