@@ -421,7 +421,7 @@ async function main(): Promise<void> {
       progress(`bench: MariaDB ${my.server.external ? 'at VERDICT_MYSQL_URL' : 'of our own'} ready`);
     }
     const steps = plan(s, pg !== null, my !== null);
-    stepTotal = 2 + (pg !== null ? PG_CONCURRENCY.length + 2 : 0) + (my !== null ? MYSQL_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
+    stepTotal = 2 + (pg !== null ? PG_CONCURRENCY.length + 3 : 0) + (my !== null ? MYSQL_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
     progress(`verdict bench (${s.mode}): ${stepTotal} steps on ${m.cpu} x${m.cores}; work dir ${dir}`);
 
     stepNo++;
@@ -474,6 +474,14 @@ async function main(): Promise<void> {
     const scenarios: Scenario[] = [];
     for (const [nodes, list] of steps) scenarios.push(...(await runCluster(dir, nodes, list, s, pg, my)));
     if (pg !== null) {
+      // The server has served every PostgreSQL scenario since the first direct floor: measure that floor
+      // again, so the report shows how far it moved between them.
+      stepNo++;
+      progress(`${tag()} start floor pg_direct_16_after: the direct floor at 16 connections again, after Verdict's PostgreSQL scenarios, on the same server`);
+      const t0 = Date.now();
+      const after = await measurePgDirect(pg, dir, 16, { warmupMs: s.warmup_ms, measureMs: s.measure_ms }, false, 'after');
+      floors.pg_direct_16_after = after;
+      progress(`${tag()} done  floor pg_direct_16_after: ${after.tps} tx/s, p50 ${ms(after.p50_us)}, p99 ${ms(after.p99_us)} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
       await pg.server.stop();
       pg = null;
     }

@@ -13,6 +13,8 @@
 //                    and 16 connections per database, each run in its own process;
 //                    pg_direct_16_marked: at 16 with the participant's marker row
 //                    written beside each PREPARE TRANSACTION.
+//                    pg_direct_16_after: at 16 again once Verdict's PostgreSQL
+//                    scenarios are done, on the same server.
 //   measurePgMinimal() floors.pg_minimal_16: the same transaction through the
 //                    least possible processes (bench/pg-minimal.ts): what any
 //                    replicated coordinator with participant processes costs here.
@@ -65,6 +67,8 @@ export interface PgDirectFloors {
   pg_direct_16: PgDirectFloor | null;
   /** pg_direct_16 with a marker row beside each PREPARE TRANSACTION, as the participant writes (absent in older results). */
   pg_direct_16_marked?: PgDirectFloor | null;
+  /** pg_direct_16 measured again after Verdict's PostgreSQL scenarios, on the same server: how far the floor moved meanwhile (absent in older results). */
+  pg_direct_16_after?: PgDirectFloor | null;
   /** The same transaction at 16 in flight through the least possible processes: two participants, a leader and two followers (bench/pg-minimal.ts; absent in older results). */
   pg_minimal_16?: PgDirectFloor | null;
 }
@@ -108,8 +112,12 @@ export interface PgDirectTiming {
   measureMs: number;
 }
 
-/** The direct floor at one concurrency, in its own process; with `marker`, each database also writes a marker row as the participant does. */
-export async function measurePgDirect(pg: BenchPg, dir: string, connections: number, t: PgDirectTiming, marker = false): Promise<PgDirectFloor> {
+/**
+ * The direct floor at one concurrency, in its own process; with `marker`, each
+ * database also writes a marker row as the participant does. `again` names a
+ * second measurement of the same floor in one run (its order ids must differ).
+ */
+export async function measurePgDirect(pg: BenchPg, dir: string, connections: number, t: PgDirectTiming, marker = false, again = ''): Promise<PgDirectFloor> {
   const cfg: PgDirectConfig = {
     shopUrl: pg.urls.shop,
     ledgerUrl: pg.urls.ledger,
@@ -117,7 +125,7 @@ export async function measurePgDirect(pg: BenchPg, dir: string, connections: num
     warmupMs: t.warmupMs,
     measureMs: t.measureMs,
     // Order ids carry the tag: a marked run must not reuse an unmarked run's.
-    tag: `${pg.tag}c${connections}${marker ? 'm' : ''}`,
+    tag: `${pg.tag}c${connections}${marker ? 'm' : ''}${again}`,
     marker,
   };
   const what = `PostgreSQL direct floor${marker ? ' with markers' : ''}, ${connections} connection(s)`;

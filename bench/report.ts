@@ -337,6 +337,14 @@ export function markdown(r: Results, source: string): string {
               ),
             ]
           : []),
+        ...(f.pg_direct_16_after != null
+          ? [
+              floorRow(
+                `the direct floor at 16 connections again, after Verdict's PostgreSQL scenarios, on the same server (\`floors.pg_direct_16_after\`, ${f.pg_direct_16_after.tps} tx/s)`,
+                f.pg_direct_16_after,
+              ),
+            ]
+          : []),
         ...(f.pg_minimal_16 != null
           ? [
               floorRow(
@@ -559,7 +567,7 @@ export function boundsSection(r: Results): string[] {
       x(r.ratios.pg_through_verdict_over_direct),
       '≥ 0.7',
       met(r.ratios.pg_through_verdict_over_direct, (v) => v >= 0.7),
-      `CPU ceiling through Verdict at 16 clients ${num(b.pg_c16_cpu_ceiling_tps, ' tx/s')} = ${x(b.pg_c16_cpu_ceiling_over_direct)} the direct floor's throughput (${cpuMs(b.pg_c16_cpu_ms_per_txn)} per transaction, of it PostgreSQL's own processes ${cpuMs(b.pg_c16_database_cpu_ms_per_txn)}); the participant's marker row alone, driven directly, leaves ${x(b.pg_direct_marked_over_direct)} of the direct throughput; the same transaction through the least possible processes (two participants, a leader and two followers: the machine floor) reaches ${x(b.pg_minimal_over_direct)} of it, and Verdict ${x(b.pg_through_verdict_over_minimal)} of that floor`,
+      `CPU ceiling through Verdict at 16 clients ${num(b.pg_c16_cpu_ceiling_tps, ' tx/s')} = ${x(b.pg_c16_cpu_ceiling_over_direct)} the direct floor's throughput (${cpuMs(b.pg_c16_cpu_ms_per_txn)} per transaction, of it PostgreSQL's own processes ${cpuMs(b.pg_c16_database_cpu_ms_per_txn)}); the participant's marker row alone, driven directly, leaves ${x(b.pg_direct_marked_over_direct)} of the direct throughput; the same transaction through the least possible processes (two participants, a leader and two followers: the machine floor) reaches ${x(b.pg_minimal_over_direct)} of it, and Verdict ${x(b.pg_through_verdict_over_minimal)} of that floor; the direct floor measured again after Verdict's PostgreSQL scenarios, on the same server, was ${x(b.pg_direct_after_over_before)} of the first, and Verdict ${x(b.pg_through_verdict_over_direct_after)} of it`,
     ],
     [
       '`failover.in_doubt_p99_ms`',

@@ -302,6 +302,9 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
   // coordinator with participant processes can reach here, and how near Verdict comes to it.
   if (floors.pg_direct_16 && floors.pg_minimal_16) out.pg_minimal_over_direct = ratio(floors.pg_minimal_16.tps, floors.pg_direct_16.tps);
   if (floors.pg_minimal_16 && pg) out.pg_through_verdict_over_minimal = ratio(pg.tps, floors.pg_minimal_16.tps);
+  // The direct floor again after Verdict's PostgreSQL scenarios, on the same server: how far it moved, and Verdict over it.
+  if (floors.pg_direct_16 && floors.pg_direct_16_after) out.pg_direct_after_over_before = ratio(floors.pg_direct_16_after.tps, floors.pg_direct_16.tps);
+  if (floors.pg_direct_16_after && pg) out.pg_through_verdict_over_direct_after = ratio(pg.tps, floors.pg_direct_16_after.tps);
   const one = by.get(commitId(3, 1, 1));
   const sixteen = by.get(commitId(3, 16, 1));
   out.participants1_c1_cpu_ms_per_txn = one?.cpu?.ms_per_txn ?? null;

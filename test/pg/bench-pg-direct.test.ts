@@ -44,6 +44,20 @@ describe('bench PostgreSQL direct floor', () => {
     for (const url of [pg.urls.shop, pg.urls.ledger]) expect(await preparedXacts(url, 'bench-direct-')).toEqual([]);
   });
 
+  it('measured again in the same run (`again`), uses order ids and gids of its own, so nothing collides with the first', async () => {
+    const first = await measurePgDirect(pg, dir, 2, { warmupMs: 0, measureMs: 500 }, false, 'x');
+    const again = await measurePgDirect(pg, dir, 2, { warmupMs: 0, measureMs: 500 }, false, 'y');
+    for (const r of [first, again]) {
+      expect(r.ok).toBeGreaterThan(0);
+      // The same order ids twice would fail the second run with unique violations (sqlstate-23505).
+      expect(r.errors).toEqual({});
+    }
+    for (const suffix of ['x', 'y']) {
+      const [orders] = await sql<{ n: string }>(pg.urls.shop, 'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)', [`${pg.tag}c2${suffix}-`]);
+      expect(Number(orders.n)).toBeGreaterThan(0);
+    }
+  });
+
   it('with markers, writes one marker row per committed transaction in each database, as the participant does', async () => {
     const r = await measurePgDirect(pg, dir, 2, { warmupMs: 200, measureMs: 1_000 }, true);
     expect(r.ok).toBeGreaterThan(0);

@@ -95,6 +95,7 @@ describe('cpuBounds', () => {
       pg_direct_16: { ...lat(10_000), connections: 16, tps: 1_000, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
       pg_direct_16_marked: { ...lat(11_000), connections: 16, tps: 920, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
       pg_minimal_16: { ...lat(20_000), connections: 16, tps: 500, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
+      pg_direct_16_after: { ...lat(12_000), connections: 16, tps: 800, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
     },
     2_500,
   );
@@ -168,6 +169,9 @@ describe('cpuBounds', () => {
     // Through the least possible processes: 500 over 1,000 tx/s; Verdict's 400 tx/s over that floor's 500.
     expect(b.pg_minimal_over_direct).toBe(0.5);
     expect(b.pg_through_verdict_over_minimal).toBe(0.8);
+    // The direct floor again after the PostgreSQL scenarios: 800 over the first 1,000 tx/s; Verdict's 400 over it.
+    expect(b.pg_direct_after_over_before).toBe(0.8);
+    expect(b.pg_through_verdict_over_direct_after).toBe(0.5);
   });
 
   it('puts every target beside its bound in the report', () => {
@@ -189,5 +193,6 @@ describe('cpuBounds', () => {
     expect(text).toContain('and one round trip, 1.12×');
     expect(text).toContain('Verdict 1.1 ms, etcd 0.7 ms');
     expect(text).toContain('(two participants, a leader and two followers: the machine floor) reaches 0.5× of it, and Verdict 0.8× of that floor');
+    expect(text).toContain("the direct floor measured again after Verdict's PostgreSQL scenarios, on the same server, was 0.8× of the first, and Verdict 0.5× of it");
   });
 });
