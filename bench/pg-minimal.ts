@@ -104,8 +104,12 @@ async function participant(cfg: Extract<PgMinimalConfig, { role: 'participant' }
       if (r[r.length - 1]?.command !== 'PREPARE') throw new Error(`PREPARE TRANSACTION answered ${r[r.length - 1]?.command}`);
       c.release();
     } catch (err) {
-      await c.query('ROLLBACK').catch(() => {});
-      c.release();
+      // A connection that cannot even roll back is not given back to the pool.
+      const broken = await c.query('ROLLBACK').then(
+        () => undefined,
+        (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+      );
+      c.release(broken);
       throw err;
     }
   };
