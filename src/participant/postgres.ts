@@ -86,6 +86,16 @@ export { HeuristicHazardError } from './db-resource.ts';
 export { parsePgPayload, pgPayload, PG_PAYLOAD_STATEMENTS_MAX, type ParsedPgPayload } from './payload.ts';
 export type { PreparedGid, PreparedStats } from './prepared-recovery.ts';
 
+/** Sent right after BEGIN: the id of T's transaction, so PREPARE can check it is still that one. */
+const XID_QUERY = 'SELECT txid_current()::text AS xid';
+
+/** The transaction id that XID_QUERY, the `at`-th statement of a simple query, answered; checked, as it goes into SQL. */
+function xidOf(r: unknown, at: number): string {
+  const xid = (Array.isArray(r) ? (r[at] as QueryResult | undefined) : undefined)?.rows[0]?.xid;
+  if (typeof xid !== 'string' || !/^[0-9]{1,20}$/.test(xid)) throw new Error(`PostgreSQL answered no transaction id after BEGIN (${String(xid)})`);
+  return xid;
+}
+
 /** SQLSTATE of "prepared transaction with identifier ... does not exist". */
 const UNDEFINED_OBJECT = '42704';
 const MARKER_TABLE_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -146,6 +156,13 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
   private readonly control: pg.Pool;
   /** Work-pool connections checked out for a PREPARE whose BEGIN has not been sent yet (prepareConn sends it). */
   private readonly unbegun = new WeakSet<PoolClient>();
+  /**
+   * The id PostgreSQL gave T's transaction when it began (txid_current()), per
+   * connection: PREPARE checks it is still that transaction, so work that
+   * committed and began another (COMMIT AND CHAIN, COMMIT; BEGIN) votes NO
+   * instead of preparing only what came after.
+   */
+  private readonly xidOf = new WeakMap<PoolClient, string>();
   private readonly table: string;
 
   private constructor(o: Options, log: EngineLog) {
@@ -252,7 +269,7 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
       return client;
     }
     try {
-      await client.query(this.beginSql());
+      this.xidOf.set(client, xidOf(await client.query(`${this.beginSql()};\n${XID_QUERY}`), 1));
     } catch (err) {
       client.removeListener('error', onError);
       client.release(err as Error);
@@ -272,7 +289,8 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
     if (sql.length > 0) {
       // The payload's statements in one round trip (a simple query of several statements, run in order;
       // the first that fails stops the rest and fails T). "\n;\n" ends a statement even after a -- comment.
-      await client.query(begin + sql.join('\n;\n'));
+      const r = await client.query((begin === '' ? '' : `${begin}${XID_QUERY};\n`) + sql.join('\n;\n'));
+      if (begin !== '') this.xidOf.set(client, xidOf(r, 1));
       begin = '';
       // The application may have ended T itself (COMMIT inside work): preparing then would prepare nothing.
       const status = client.getTransactionStatus();
@@ -282,9 +300,17 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
     }
     // One round trip: the marker row and PREPARE TRANSACTION. lock_timeout bounds a clash with another
     // prepared transaction holding the same gid's marker (two processes with one participant id).
+    // Still the transaction T began? Work that committed and began another would otherwise have the
+    // marker and PREPARE TRANSACTION cover only what came after (an empty payload begins here: nothing to check).
+    const xid = begin === '' ? this.xidOf.get(client) : undefined;
+    const same =
+      xid === undefined
+        ? ''
+        : `DO $$BEGIN IF txid_current_if_assigned() IS DISTINCT FROM ${xid} THEN RAISE EXCEPTION 'the transaction was ended by its own work (COMMIT or ROLLBACK) and another begun; it is not prepared'; END IF; END$$; `;
     const r = (await client.query(
       begin +
         `SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.o.markerLockTimeoutMs))}; ` +
+        same +
         `INSERT INTO ${this.table} (gid, txn_id, prepared_at) VALUES (${sqlGid(gid)}, ${pg.escapeLiteral(txnId)}, statement_timestamp()); ` +
         `PREPARE TRANSACTION ${sqlGid(gid)}`,
     )) as unknown as QueryResult | QueryResult[];
@@ -306,6 +332,7 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
   /** A prepared transaction survives its session, so the connection goes back to the pool. */
   protected async releaseConn(client: PoolClient, broken: Error | null): Promise<void> {
     this.unbegun.delete(client);
+    this.xidOf.delete(client);
     client.release(broken ?? undefined);
   }
 

@@ -179,6 +179,29 @@ describe('postgres resource: NO votes carry the PostgreSQL error', () => {
     expect(vote).toEqual({ yes: false, reason: 'transaction was open for more than 150 ms without PREPARE and was rolled back' });
   });
 
+  it('votes NO when the work committed and began another transaction (COMMIT AND CHAIN, COMMIT; BEGIN), in work() or in the payload', async () => {
+    const r = await open();
+    await r.work('T-chain', async (c) => {
+      await c.query("INSERT INTO accounts (id, balance) VALUES ('chain-work', 1)");
+      await c.query('COMMIT AND CHAIN');
+    });
+    const chained = await r.prepareAsync('T-chain', NONE);
+    expect(chained.yes).toBe(false);
+    expect(chained.reason).toMatch(/ended by its own work/);
+    const payload = await r.prepareAsync('T-chain-payload', pgPayload(["INSERT INTO accounts (id, balance) VALUES ('chain-payload', 1)", 'COMMIT', 'BEGIN']));
+    expect(payload.yes).toBe(false);
+    expect(payload.reason).toMatch(/ended by its own work/);
+    // The work committed itself and cannot be undone here; what the vote keeps is that nothing is prepared for it.
+    expect(await preparedXacts(url, r.prefix)).toEqual([]);
+    expect(await markerOf(r.gid('T-chain'))).toEqual([]);
+    expect(await markerOf(r.gid('T-chain-payload'))).toEqual([]);
+    // The connections are fine for the next transaction.
+    await r.work('T-after-chain', insert('chain-next', 3));
+    expect((await r.prepareAsync('T-after-chain', NONE)).yes).toBe(true);
+    await r.commitAsync('T-after-chain');
+    expect(await balanceOf('chain-next')).toBe(3);
+  });
+
   it('votes NO when the work ended the transaction itself, and refuses a client used after work() returned', async () => {
     const r = await open();
     await r.work('T-selfcommit', async (c) => void (await c.query('COMMIT')));
@@ -218,8 +241,8 @@ describe('postgres resource: round trips and connections on the hot path', () =>
       await r.commitAsync('T-rt');
     });
     expect(sent.map((q) => q.text.split(/\s/)[0])).toEqual(['BEGIN;', 'SET', 'COMMIT']);
-    expect(sent[0].text).toMatch(/^BEGIN;\nINSERT INTO accounts .* -- the order\n;\nUPDATE accounts /s);
-    expect(sent[1].text).toMatch(/^SET LOCAL lock_timeout = \d+; INSERT INTO verdict_markers .*; PREPARE TRANSACTION 'verdict:/s);
+    expect(sent[0].text).toMatch(/^BEGIN;\nSELECT txid_current\(\)::text AS xid;\nINSERT INTO accounts .* -- the order\n;\nUPDATE accounts /s);
+    expect(sent[1].text).toMatch(/^SET LOCAL lock_timeout = \d+; DO \$\$BEGIN IF txid_current_if_assigned\(\) IS DISTINCT FROM \d+ THEN .*; INSERT INTO verdict_markers .*; PREPARE TRANSACTION 'verdict:/s);
     expect(await balanceOf('rt-1')).toBe(6);
     // An intentionally empty transaction: BEGIN goes with the marker and PREPARE TRANSACTION, one round trip.
     const empty = await queriesDuring(async () => {
