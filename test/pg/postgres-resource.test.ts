@@ -242,7 +242,9 @@ describe('postgres resource: round trips and connections on the hot path', () =>
     });
     expect(sent.map((q) => q.text.split(/\s/)[0])).toEqual(['BEGIN;', 'SET', 'COMMIT']);
     expect(sent[0].text).toMatch(/^BEGIN;\nSELECT txid_current\(\)::text AS xid;\nINSERT INTO accounts .* -- the order\n;\nUPDATE accounts /s);
-    expect(sent[1].text).toMatch(/^SET LOCAL lock_timeout = \d+; DO \$\$BEGIN IF txid_current_if_assigned\(\) IS DISTINCT FROM \d+ THEN .*; INSERT INTO verdict_markers .*; PREPARE TRANSACTION 'verdict:/s);
+    expect(sent[1].text).toMatch(
+      /^SET LOCAL lock_timeout = \d+; DO \$\$BEGIN IF txid_current_if_assigned\(\) IS DISTINCT FROM \d+ THEN .*; INSERT INTO verdict_markers .*; PREPARE TRANSACTION 'verdict:/s,
+    );
     expect(await balanceOf('rt-1')).toBe(6);
     // An intentionally empty transaction: BEGIN goes with the marker and PREPARE TRANSACTION, one round trip.
     const empty = await queriesDuring(async () => {
