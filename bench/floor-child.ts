@@ -61,10 +61,10 @@
 //
 // Every mode prints one JSON line of latency summaries in microseconds.
 import * as grpc from '@grpc/grpc-js';
-import { closeSync, fdatasync, fdatasyncSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { bind, ident, method, serveUntilStdinEnds } from './floor-grpc.ts';
+import { bind, fdatasyncAsync, ident, method, serveUntilStdinEnds } from './floor-grpc.ts';
 import { newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
 
 export type FloorConfig =
@@ -327,8 +327,6 @@ function fanConnection(address: string): { send: (m: Buffer) => Promise<{ at: nu
     },
   };
 }
-
-const fdatasyncAsync = (fd: number): Promise<void> => new Promise((res, rej) => fdatasync(fd, (err) => (err ? rej(err) : res())));
 
 async function fanoutFloor(cfg: Extract<FloorConfig, { mode: 'fanout' }>): Promise<FanoutFloor> {
   const msg = Buffer.alloc(cfg.bytes, 0x71);

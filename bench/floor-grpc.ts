@@ -2,8 +2,12 @@
 // bench/pg-minimal.ts): methods that carry raw bytes, no schema, so what a
 // floor measures is the transport and nothing of protobufjs; a server bound
 // to a free port on loopback; and a server child's life (print the port, run
-// until the orchestrator closes our stdin).
+// until the orchestrator closes our stdin); and fdatasync as a promise, off
+// the event loop, as a node's store syncs.
 import * as grpc from '@grpc/grpc-js';
+import { fdatasync } from 'node:fs';
+
+export const fdatasyncAsync = (fd: number): Promise<void> => new Promise((res, rej) => fdatasync(fd, (err) => (err ? rej(err) : res())));
 
 export const ident = (b: Buffer): Buffer => b;
 

@@ -20,7 +20,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { mysqlQuery, startMariaDb, type MariaDbServer } from '../test/mysql/harness.ts';
 import type { MySqlDirectConfig } from './mysql-direct.ts';
-import type { BenchPg, PgDirectFloor } from './pg.ts';
+import { directFloor, type BenchPg, type PgDirectFloor } from './pg.ts';
 import type { PgDirectResult } from './pg-direct.ts';
 import { ACCOUNTS_PER_CLIENT, CLIENTS_MAX, OPENING_BALANCE_CENTS } from './pg-workload.ts';
 import { runJsonChild } from './procs.ts';
@@ -58,7 +58,7 @@ export async function measureMySqlDirect(pg: BenchPg, my: BenchMySql, dir: strin
   const cfg: MySqlDirectConfig = { shopUrl: pg.urls.shop, ledgerUrl: my.ledgerUrl, connections, warmupMs: t.warmupMs, measureMs: t.measureMs, tag: `${pg.tag}my${connections}` };
   const r = await runJsonChild<PgDirectResult>(`MySQL direct floor, ${connections} connection(s)`, 'mysql-direct.ts', cfg, join(dir, 'mysql-direct.log'), t.warmupMs + t.measureMs + 90_000);
   if (r.ok === 0) throw new Error(`the MySQL direct floor at ${connections} connection(s) committed nothing (errors: ${JSON.stringify(r.errors)}); see ${join(dir, 'mysql-direct.log')}`);
-  return { ...r.latency, connections, tps: r.tps, ok: r.ok, errors: r.errors, measure_ms: r.measured_ms, leftover_prepared: r.leftover_prepared, histogram: r.histogram };
+  return directFloor(r, connections);
 }
 
 export function mysqlParticipantArgs(my: BenchMySql): string[] {

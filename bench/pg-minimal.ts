@@ -32,11 +32,11 @@
 // separate client process, JSON instead of protobuf), so a floor. The
 // participant's one round trip per PREPARE is fewer than Verdict's two.
 import * as grpc from '@grpc/grpc-js';
-import { closeSync, fdatasync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { closedLoop, directChildMain, directResult } from './direct-child.ts';
-import { ident, method, serveUntilStdinEnds } from './floor-grpc.ts';
+import { fdatasyncAsync, ident, method, serveUntilStdinEnds } from './floor-grpc.ts';
 import type { PgDirectResult } from './pg-direct.ts';
 import { accountOf, DIRECT_MARKER_SCHEMA, DIRECT_MARKER_TABLE, ledgerStatement, shopStatement } from './pg-workload.ts';
 
@@ -130,8 +130,6 @@ async function participant(cfg: Extract<PgMinimalConfig, { role: 'participant' }
   await serveUntilStdinEnds(server);
   await Promise.all([work.end(), decide.end()]);
 }
-
-const fdatasyncAsync = (fd: number): Promise<void> => new Promise((res, rej) => fdatasync(fd, (err) => (err ? rej(err) : res())));
 
 /**
  * A node's log as Verdict's store writes it, group-committed: what is added

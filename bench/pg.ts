@@ -75,6 +75,11 @@ export interface PgDirectFloors {
 
 export const NO_PG_DIRECT: PgDirectFloors = { pg_direct_1: null, pg_direct_16: null };
 
+/** A floor child's result (bench/direct-child.ts) as the results file holds it. */
+export function directFloor(r: PgDirectResult, connections: number): PgDirectFloor {
+  return { ...r.latency, connections, tps: r.tps, ok: r.ok, errors: r.errors, measure_ms: r.measured_ms, leftover_prepared: r.leftover_prepared, histogram: r.histogram };
+}
+
 /**
  * Starts (or connects to) PostgreSQL and prepares shop and ledger. Returns the
  * reason instead when there is no PostgreSQL to use at all; any other failure
@@ -131,7 +136,7 @@ export async function measurePgDirect(pg: BenchPg, dir: string, connections: num
   const what = `PostgreSQL direct floor${marker ? ' with markers' : ''}, ${connections} connection(s)`;
   const r = await runJsonChild<PgDirectResult>(what, 'pg-direct.ts', cfg, join(dir, 'pg-direct.log'), t.warmupMs + t.measureMs + 90_000);
   if (r.ok === 0) throw new Error(`the ${what} committed nothing (errors: ${JSON.stringify(r.errors)}); see ${join(dir, 'pg-direct.log')}`);
-  return { ...r.latency, connections, tps: r.tps, ok: r.ok, errors: r.errors, measure_ms: r.measured_ms, leftover_prepared: r.leftover_prepared, histogram: r.histogram };
+  return directFloor(r, connections);
 }
 
 /** The extra `verdict participant` flags of participant `id` (shop or ledger). */
@@ -172,7 +177,7 @@ export async function measurePgMinimal(pg: BenchPg, dir: string, connections: nu
     };
     const r = await runJsonChild<PgDirectResult>('PostgreSQL minimal-process floor', 'pg-minimal.ts', cfg, log, t.warmupMs + t.measureMs + 90_000);
     if (r.ok === 0) throw new Error(`the PostgreSQL minimal-process floor committed nothing (errors: ${JSON.stringify(r.errors)}); see ${log}`);
-    return { ...r.latency, connections, tps: r.tps, ok: r.ok, errors: r.errors, measure_ms: r.measured_ms, leftover_prepared: r.leftover_prepared, histogram: r.histogram };
+    return directFloor(r, connections);
   } finally {
     const all = [...participants, ...followers];
     for (const c of all) c.proc.stdin?.end();

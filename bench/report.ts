@@ -337,19 +337,19 @@ export function markdown(r: Results, source: string): string {
               ),
             ]
           : []),
-        ...(f.pg_direct_16_after != null
-          ? [
-              floorRow(
-                `the direct floor at 16 connections again, after Verdict's PostgreSQL scenarios, on the same server (\`floors.pg_direct_16_after\`, ${f.pg_direct_16_after.tps} tx/s)`,
-                f.pg_direct_16_after,
-              ),
-            ]
-          : []),
         ...(f.pg_minimal_16 != null
           ? [
               floorRow(
                 `the same at 16 in flight through the least possible processes: two participant processes (one round trip per PREPARE), a leader that is also the client, two followers, group-committed flushes (\`floors.pg_minimal_16\`, ${f.pg_minimal_16.tps} tx/s)`,
                 f.pg_minimal_16,
+              ),
+            ]
+          : []),
+        ...(f.pg_direct_16_after != null
+          ? [
+              floorRow(
+                `the direct floor at 16 connections again, after Verdict's PostgreSQL scenarios, on the same server (\`floors.pg_direct_16_after\`, ${f.pg_direct_16_after.tps} tx/s)`,
+                f.pg_direct_16_after,
               ),
             ]
           : []),

@@ -162,7 +162,7 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
    * committed and began another (COMMIT AND CHAIN, COMMIT; BEGIN) votes NO
    * instead of preparing only what came after.
    */
-  private readonly xidOf = new WeakMap<PoolClient, string>();
+  private readonly begunXid = new WeakMap<PoolClient, string>();
   private readonly table: string;
 
   private constructor(o: Options, log: EngineLog) {
@@ -269,7 +269,7 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
       return client;
     }
     try {
-      this.xidOf.set(client, xidOf(await client.query(`${this.beginSql()};\n${XID_QUERY}`), 1));
+      this.begunXid.set(client, xidOf(await client.query(`${this.beginSql()};\n${XID_QUERY}`), 1));
     } catch (err) {
       client.removeListener('error', onError);
       client.release(err as Error);
@@ -290,7 +290,7 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
       // The payload's statements in one round trip (a simple query of several statements, run in order;
       // the first that fails stops the rest and fails T). "\n;\n" ends a statement even after a -- comment.
       const r = await client.query((begin === '' ? '' : `${begin}${XID_QUERY};\n`) + sql.join('\n;\n'));
-      if (begin !== '') this.xidOf.set(client, xidOf(r, 1));
+      if (begin !== '') this.begunXid.set(client, xidOf(r, 1));
       begin = '';
       // The application may have ended T itself (COMMIT inside work): preparing then would prepare nothing.
       const status = client.getTransactionStatus();
@@ -302,7 +302,7 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
     // prepared transaction holding the same gid's marker (two processes with one participant id).
     // Still the transaction T began? Work that committed and began another would otherwise have the
     // marker and PREPARE TRANSACTION cover only what came after (an empty payload begins here: nothing to check).
-    const xid = begin === '' ? this.xidOf.get(client) : undefined;
+    const xid = begin === '' ? this.begunXid.get(client) : undefined;
     const same =
       xid === undefined
         ? ''
@@ -332,7 +332,7 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
   /** A prepared transaction survives its session, so the connection goes back to the pool. */
   protected async releaseConn(client: PoolClient, broken: Error | null): Promise<void> {
     this.unbegun.delete(client);
-    this.xidOf.delete(client);
+    this.begunXid.delete(client);
     client.release(broken ?? undefined);
   }
 
