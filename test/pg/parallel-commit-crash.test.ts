@@ -8,15 +8,14 @@
 // participants. Afterwards every transaction is all-or-nothing across the two
 // databases and matches the log, what a client heard COMMITTED is committed,
 // and nothing is left in pg_prepared_xacts.
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
 import { FAULT_POINT_ENV } from '../../src/node/fault-point.ts';
 import { startParticipant, type ParticipantRuntime } from '../../src/participant/runtime.ts';
-import { Cluster, freePorts, useProcessCleanup, waitFor as waitForValue } from '../process/harness.ts';
+import { Cluster, fileTempDir, freePorts, useProcessCleanup, waitFor as waitForValue } from '../process/harness.ts';
 import { preparedXacts, sql, startPostgres, type PgServer } from './harness.ts';
 
 useProcessCleanup();
@@ -49,7 +48,7 @@ describe('parallel commit: the leader SIGKILLed between the last YES and the exp
     }
     const { node: leader } = await c.waitForLeader();
     const ports = await freePorts(2);
-    const dir = mkdtempSync(join(tmpdir(), 'verdict-pc-crash-'));
+    const dir = fileTempDir('verdict-pc-crash-');
     for (const [i, id] of ['shop', 'ledger'].entries()) {
       participants.push(
         await startParticipant({

@@ -11,15 +11,14 @@
 //    damaged raft log is repaired with `verdict node repair`, after which the
 //    node rejoins from its peers.
 
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
 import { startParticipant, type ParticipantRuntime } from '../../src/participant/runtime.ts';
 import { parseSegmentFileName, scanRecords } from '../../src/storage/segment-format.ts';
-import { Cluster, ELECTION_WAIT_MS, freePorts, runCli, sleep, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
+import { Cluster, ELECTION_WAIT_MS, fileTempDir, freePorts, runCli, sleep, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
 
 useProcessCleanup();
 
@@ -40,7 +39,7 @@ async function startShop(c: Cluster): Promise<void> {
     participantId: 'shop',
     listen: `127.0.0.1:${port}`,
     endpointsOfCluster: c.nodes.map((n) => n.address),
-    dataDir: join(mkdtempSync(join(tmpdir(), 'verdict-disk-fault-')), 'shop'),
+    dataDir: join(fileTempDir('verdict-disk-fault-'), 'shop'),
     logger: pino({ level: 'silent' }),
     registerRetryMs: 200,
   });
@@ -184,7 +183,7 @@ describe('disk faults on real processes', () => {
       // from a copy taken just before the fault; a node that rejoined keeps
       // what it wrote. Never an older copy: rolling a whole data directory
       // back is outside the fault model (docs/storage.md).
-      const before = mkdtempSync(join(tmpdir(), 'verdict-before-fault-'));
+      const before = fileTempDir('verdict-before-fault-');
       // LevelDB renames its files on every open (a log becomes a table), so
       // the kinds to damage are gathered as they appear, until none is new.
       const done = new Set<string>();

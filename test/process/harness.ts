@@ -67,6 +67,16 @@ export function tempDir(prefix = 'verdict-proc-'): string {
   return dir;
 }
 
+/**
+ * A temp dir kept until the file's cleanup, even when made inside a test:
+ * for what outlives its test (a participant the file's afterAll stops).
+ */
+export function fileTempDir(prefix = 'verdict-proc-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.set(dir, 'file');
+  return dir;
+}
+
 export function uniqueClusterId(): string {
   return `t-${process.pid}-${randomBytes(4).toString('hex')}`;
 }
@@ -553,7 +563,8 @@ export async function cleanup(which: Scope = 'file', failed = false): Promise<vo
     if (!mine(s)) continue;
     dirs.delete(d);
     if (keep) console.error(`kept ${d} for inspection`);
-    else rmSync(d, { recursive: true, force: true });
+    // Retried: a child killed a moment ago may still be writing in it.
+    else rmSync(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   }
 }
 

@@ -5,8 +5,7 @@
 // transactions are capped without locking the others out, and a commit
 // stream whose client never reads is cut off instead of filling memory.
 
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { pino } from 'pino';
@@ -16,7 +15,7 @@ import { startParticipant, type ParticipantRuntime } from '../../src/participant
 import { commitStreamMethod, coordinatorService } from '../../src/transport/coordinator-rpc.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import { raftNodeService } from '../../src/transport/proto.ts';
-import { Cluster, freePorts, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
+import { Cluster, fileTempDir, freePorts, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
 import { rawBidi, rawClient, rawUnary } from './raw-rpc.ts';
 
 useProcessCleanup();
@@ -44,7 +43,7 @@ describe('limits at the edge of a running node', () => {
       participantId: 'shop',
       listen: `127.0.0.1:${port}`,
       endpointsOfCluster: [leader.address],
-      dataDir: join(mkdtempSync(join(tmpdir(), 'verdict-limits-')), 'shop'),
+      dataDir: join(fileTempDir('verdict-limits-'), 'shop'),
       logger: pino({ level: 'silent' }),
       registerRetryMs: 200,
     });

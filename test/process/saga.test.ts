@@ -5,8 +5,6 @@
 // Afterwards every saga is all done or all compensated, and every effect was
 // applied once.
 
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,7 +12,7 @@ import { VerdictClient } from '../../src/client/client.ts';
 import { VerdictError } from '../../src/client/errors.ts';
 import type { InboxRecord } from '../../src/saga/inbox.ts';
 import { startStepService, type StepService } from '../../src/saga/step-service.ts';
-import { Cluster, freePorts, runCli, useProcessCleanup, waitFor } from './harness.ts';
+import { Cluster, fileTempDir, freePorts, runCli, useProcessCleanup, waitFor } from './harness.ts';
 
 useProcessCleanup();
 
@@ -30,7 +28,7 @@ afterAll(async () => {
 const applied = new Map<string, number>();
 
 async function startBooking(c: Cluster): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'verdict-saga-steps-'));
+  const dir = fileTempDir('verdict-saga-steps-');
   const ports = await freePorts(2);
   for (const [i, id] of ['flight', 'hotel'].entries()) {
     const s = await startStepService({
@@ -67,7 +65,7 @@ describe('sagas on real processes', () => {
     const c = await Cluster.start({ nodes: 3, configExtra: () => ({ sagaStuckAfterAttempts: 3 }) });
     await c.waitForLeader({ timeoutMs: 120_000 });
     const ports = await freePorts(1);
-    const dir = mkdtempSync(join(tmpdir(), 'verdict-saga-stuck-'));
+    const dir = fileTempDir('verdict-saga-stuck-');
     const bank = await startStepService({
       clusterId: c.clusterId,
       serviceId: 'bank',

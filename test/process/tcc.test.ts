@@ -5,9 +5,6 @@
 // leader still waits for another participant's vote (a frozen process) asks the cluster
 // (Coordinator.Abort), and the ABORT it gets cancels the reserve.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
@@ -15,7 +12,7 @@ import { startParticipant, type ParticipantRuntime } from '../../src/participant
 import { TccRefusal, type TccBranch } from '../../src/participant/tcc/barrier.ts';
 import type { TccMemoryHandlers } from '../../src/participant/tcc/memory.ts';
 import type { TccResource } from '../../src/participant/tcc/setup.ts';
-import { BIN, Cluster, runCli, useProcessCleanup, waitFor } from './harness.ts';
+import { BIN, Cluster, fileTempDir, runCli, useProcessCleanup, waitFor } from './harness.ts';
 import { scrape, value } from './ops-helpers.ts';
 
 useProcessCleanup();
@@ -68,7 +65,7 @@ async function participant(c: Cluster, id: string, extra: { tcc?: { memory: TccM
     participantId: id,
     listen: '127.0.0.1:0',
     endpointsOfCluster: c.nodes.map((x) => x.address),
-    dataDir: mkdtempSync(join(tmpdir(), `verdict-tcc-${id}-`)),
+    dataDir: fileTempDir(`verdict-tcc-${id}-`),
     logger: pino({ level: process.env.TCC_DEBUG ? 'info' : 'silent' }),
     registerRetryMs: 50,
     ...extra,
@@ -115,22 +112,7 @@ describe('TCC on a real cluster', () => {
     // A participant process that registers, then is frozen (SIGSTOP): the leader waits for its vote (up to its RPC deadline, 10 s).
     const frozen = spawn(
       process.execPath,
-      [
-        BIN,
-        'participant',
-        '--id',
-        'frozen',
-        '--listen',
-        '127.0.0.1:0',
-        '--data',
-        mkdtempSync(join(tmpdir(), 'verdict-tcc-frozen-')),
-        '--cluster-id',
-        c.clusterId,
-        '--endpoints',
-        node.address,
-        '--log-level',
-        'info',
-      ],
+      [BIN, 'participant', '--id', 'frozen', '--listen', '127.0.0.1:0', '--data', fileTempDir('verdict-tcc-frozen-'), '--cluster-id', c.clusterId, '--endpoints', node.address, '--log-level', 'info'],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
