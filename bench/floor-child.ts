@@ -55,14 +55,25 @@
 //            raft3      a raw log write: the leader's flushes beside the
 //                       append, until the leader and one follower
 //            raft3_one_sync  the same with one flush per node (no mark)
+//          and then once more the raw log write with the client in a
+//          process of its own (mode raft-client, started by this one), as
+//          the load generator is for Verdict and for etcd:
+//            raft3_client  a Put on a long-lived bidi stream to this
+//                       process, answered once its own flushes and one
+//                       follower's are done, timed at the client
 //          The two cores run every process, so these are floors in CPU and
 //          scheduling as well as disk; it also reports the participants' CPU
 //          per transaction.
+//   raft-client
+//          the client of raft3_client: one Put in flight on a bidi stream
+//          to the fanout process, timed from its write to the answer.
 //
 // Every mode prints one JSON line of latency summaries in microseconds.
 import * as grpc from '@grpc/grpc-js';
 import { closeSync, fdatasyncSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { bind, fdatasyncAsync, ident, method, serveUntilStdinEnds } from './floor-grpc.ts';
 import { newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
@@ -73,7 +84,8 @@ export type FloorConfig =
   | { mode: 'grpc'; address: string; bytes: number; warmupMs: number; measureMs: number }
   | { mode: 'flush-pattern'; dir: string; bytes: number; samplesMax: number; measureMs: number }
   | { mode: 'fan-participant'; files: string[]; bytes: number }
-  | { mode: 'fanout'; participants: string[]; followers: string[]; leaderDir: string; bytes: number; warmupMs: number; measureMs: number };
+  | { mode: 'fanout'; participants: string[]; followers: string[]; leaderDir: string; bytes: number; warmupMs: number; measureMs: number }
+  | { mode: 'raft-client'; address: string; bytes: number; warmupMs: number; measureMs: number };
 
 export interface FsyncFloor {
   fsync: LatencySummary;
@@ -87,6 +99,7 @@ export interface GrpcFloor {
 
 const ECHO = { Unary: method('Unary', false, false), Bidi: method('Bidi', true, true), Relay: method('Relay', true, false), Sink: method('Sink', true, false) };
 const FAN_PARTICIPANT = { Prepare: method('Prepare', true, true) };
+const RAFT_LEADER = { Put: method('Put', true, true) };
 /** A fan-out message's first byte: a PREPARE or append (flush every file), the same flushing the first file only, or a question for the process's CPU so far. */
 const PREPARE = 1;
 const CPU_PROBE = 2;
@@ -302,6 +315,11 @@ export interface FanoutFloor {
   raft3?: LatencySummary;
   /** The same with one flush per node, no mark: how etcd's log syncs (absent in older results). */
   raft3_one_sync?: LatencySummary;
+  /**
+   * raft3 with the client in a process of its own, timed there: a Put on a bidi stream to the leader process, answered
+   * once the leader's two flushes and one follower are done (absent in older results).
+   */
+  raft3_client?: LatencySummary;
   /** CPU of the participant processes over the measured window, per participant per transaction (µs). */
   participant_cpu_us_per_txn: number;
   /** CPU of the sending process (the coordinator's side) over the window, per message it sent (µs). */
@@ -406,6 +424,7 @@ async function fanoutFloor(cfg: Extract<FloorConfig, { mode: 'fanout' }>): Promi
   const own = process.cpuUsage(own0);
   const messages = sent;
   const cpu = (await cpuOfParticipants()) - cpu0;
+  const raft3Client = await raftWithClient(cfg, msg, leaderFlush, fs);
   for (const c of [...ps, ...fs]) c.close();
   for (const fd of leaderFds) closeSync(fd);
   for (const f of ['segment', 'mark']) rmSync(join(cfg.leaderDir, `fan-leader-${f}`), { force: true });
@@ -418,6 +437,7 @@ async function fanoutFloor(cfg: Extract<FloorConfig, { mode: 'fanout' }>): Promi
     parallel3: summarize(hs.parallel3),
     raft3: summarize(hs.raft3),
     raft3_one_sync: summarize(hs.raft3_one_sync),
+    raft3_client: raft3Client,
     // Per sample: 1 + n for the sweep, 2 each for classic1, classic3 and parallel3.
     participant_cpu_us_per_txn: Math.round(cpu / (samples * (1 + n + 6))),
     coordinator_cpu_us_per_message: Math.round((own.user + own.system) / messages),
@@ -499,13 +519,82 @@ async function grpcFloor(cfg: Extract<FloorConfig, { mode: 'grpc' }>): Promise<G
   return { unary, bidi, streams };
 }
 
+/**
+ * raft3 with a client process of its own: this process serves Puts on a bidi stream and answers each once its own
+ * flushes and the first follower's reply are in (the second follower's comes when it comes, as in a cluster); a
+ * raft-client child sends them one at a time and reports what it timed.
+ */
+async function raftWithClient(cfg: Extract<FloorConfig, { mode: 'fanout' }>, msg: Buffer, leaderFlush: () => Promise<number>, followers: ReturnType<typeof fanConnection>[]): Promise<LatencySummary> {
+  const server = new grpc.Server();
+  server.addService(RAFT_LEADER, {
+    Put: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      call.on('data', (put: Buffer) => {
+        void Promise.all([leaderFlush(), Promise.any(followers.map((f) => f.send(msg)))]).then(() => call.write(put));
+      });
+      call.on('end', () => call.end());
+      call.on('error', () => {});
+    },
+  });
+  const port = await bind(server);
+  try {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(import.meta.url), JSON.stringify({ mode: 'raft-client', address: `127.0.0.1:${port}`, bytes: cfg.bytes, warmupMs: cfg.warmupMs, measureMs: cfg.measureMs })],
+      {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
+    );
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const code = await new Promise<number | null>((res) => child.once('exit', res));
+    if (code !== 0) throw new Error(`raft-client child exited with ${code}: ${out.slice(0, 200)}`);
+    return (JSON.parse(out.trim().split('\n').pop() ?? '') as { raft3_client: LatencySummary }).raft3_client;
+  } finally {
+    server.forceShutdown();
+  }
+}
+
+async function raftClient(cfg: Extract<FloorConfig, { mode: 'raft-client' }>): Promise<{ raft3_client: LatencySummary }> {
+  const client = new grpc.Client(cfg.address, grpc.credentials.createInsecure());
+  const call = client.makeBidiStreamRequest<Buffer, Buffer>(RAFT_LEADER.Put.path, ident, ident);
+  let waiter: (() => void) | null = null;
+  call.on('data', () => {
+    const w = waiter;
+    waiter = null;
+    w?.();
+  });
+  call.on('error', () => {});
+  const put = Buffer.alloc(cfg.bytes, 0x70);
+  const raft3Client = await measure(
+    cfg.warmupMs,
+    cfg.measureMs,
+    () =>
+      new Promise<void>((res) => {
+        waiter = res;
+        call.write(put);
+      }),
+  );
+  call.end();
+  client.close();
+  return { raft3_client: raft3Client };
+}
+
 async function main(): Promise<void> {
   const cfg = JSON.parse(process.argv[2] ?? '') as FloorConfig;
   setTimeout(() => process.exit(3), 120_000).unref();
   if (cfg.mode === 'echo') return echoServer();
   if (cfg.mode === 'fan-participant') return fanParticipant(cfg);
   process.stdin.on('end', () => process.exit(2)).resume();
-  const out = cfg.mode === 'fsync' ? fsyncFloor(cfg) : cfg.mode === 'flush-pattern' ? await flushPatternFloor(cfg) : cfg.mode === 'fanout' ? await fanoutFloor(cfg) : await grpcFloor(cfg);
+  const out =
+    cfg.mode === 'fsync'
+      ? fsyncFloor(cfg)
+      : cfg.mode === 'flush-pattern'
+        ? await flushPatternFloor(cfg)
+        : cfg.mode === 'fanout'
+          ? await fanoutFloor(cfg)
+          : cfg.mode === 'raft-client'
+            ? await raftClient(cfg)
+            : await grpcFloor(cfg);
   process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(0));
 }
 

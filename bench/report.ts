@@ -308,6 +308,7 @@ export function markdown(r: Results, source: string): string {
                     floorRow('the same with one flush per node, no mark, as etcd syncs (`raft3_one_sync`)', f.fanout.raft3_one_sync),
                   ]
                 : []),
+              ...(f.fanout.raft3_client != null ? [floorRow('`raft3` with the client in a process of its own, timed there (`raft3_client`)', f.fanout.raft3_client)] : []),
             ]
           : []),
         floorRow('gRPC unary round trip, 100 B, two processes', f.grpc_unary_rtt),
@@ -553,7 +554,7 @@ export function boundsSection(r: Results): string[] {
       x(r.ratios.raft_seq_p50_over_etcd),
       '≤ 1.0',
       met(r.ratios.raft_seq_p50_over_etcd, (v) => v <= 1),
-      `two syncs per batch (segment, then mark; etcd syncs once): ${msOf(b.raft_seq_two_syncs_us)} ms; without the mark's sync at its contended price the ratio would be ${x(b.raft_seq_over_etcd_without_mark_sync)} (the mark is what detects a disk that lost synced entries: docs/storage.md); the same write done by minimal processes over gRPC plus the client's round trip (the machine floor) is ${x(b.raft_seq_over_etcd_fanout_floor)} of etcd's p50 (${msOf(b.fanout_raft3_us)} ms), ${x(b.raft_seq_over_etcd_fanout_floor_one_sync)} with one sync per node as etcd does (${msOf(b.fanout_raft3_one_sync_us)} ms); CPU per Put, 1 in flight: Verdict ${cpuMs(b.raft_seq_cpu_ms_per_put)}, etcd ${cpuMs(etcdCpu?.seq_cpu_ms_per_put)}`,
+      `two syncs per batch (segment, then mark; etcd syncs once): ${msOf(b.raft_seq_two_syncs_us)} ms; without the mark's sync at its contended price the ratio would be ${x(b.raft_seq_over_etcd_without_mark_sync)} (the mark is what detects a disk that lost synced entries: docs/storage.md); the same write done by minimal processes over gRPC plus the client's round trip (the machine floor) is ${x(b.raft_seq_over_etcd_fanout_floor)} of etcd's p50 (${msOf(b.fanout_raft3_us)} ms), ${x(b.raft_seq_over_etcd_fanout_floor_one_sync)} with one sync per node as etcd does (${msOf(b.fanout_raft3_one_sync_us)} ms)${b.raft_seq_over_etcd_fanout_floor_client != null ? `; with the client in a process of its own, ${x(b.raft_seq_over_etcd_fanout_floor_client)} (${msOf(b.fanout_raft3_client_us)} ms)` : ''}; CPU per Put, 1 in flight: Verdict ${cpuMs(b.raft_seq_cpu_ms_per_put)}, etcd ${cpuMs(etcdCpu?.seq_cpu_ms_per_put)}`,
     ],
     [
       '`ratios.raft_inflight64_over_etcd`',

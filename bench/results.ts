@@ -369,5 +369,11 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
     out.fanout_raft3_us = fan.raft3.p50_us;
     out.fanout_raft3_one_sync_us = fan.raft3_one_sync.p50_us;
   }
+  // The same write with the client in a process of its own, timed there: its hop as it costs beside the syncs, not the
+  // back-to-back round trip added above (etcd's p50 holds the same Node client's hop).
+  if (fan?.raft3_client !== undefined && etcdSeqP50Us !== null) {
+    out.raft_seq_over_etcd_fanout_floor_client = ratio(fan.raft3_client.p50_us, etcdSeqP50Us);
+    out.fanout_raft3_client_us = fan.raft3_client.p50_us;
+  }
   return out;
 }

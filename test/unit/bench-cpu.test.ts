@@ -31,6 +31,7 @@ const floors = {
     parallel3: lat(2_100),
     raft3: lat(2_200),
     raft3_one_sync: lat(1_700),
+    raft3_client: lat(2_600),
     participant_cpu_us_per_txn: 500,
     coordinator_cpu_us_per_message: 80,
   },
@@ -150,6 +151,7 @@ describe('cpuBounds', () => {
       "a raw log write plus a client round trip, over etcd's p50: (2200 + 50) / 2500, and with one sync per node (1700 + 50) / 2500",
       { raft_seq_over_etcd_fanout_floor: 0.9, raft_seq_over_etcd_fanout_floor_one_sync: 0.7, fanout_raft3_one_sync_us: 1_700 },
     ],
+    ["the same write with the client in a process of its own, timed there, over etcd's p50: 2600 / 2500", { raft_seq_over_etcd_fanout_floor_client: 1.04, fanout_raft3_client_us: 2_600 }],
   ])('machine floor from minimal processes: %s', (_what, want) => {
     expect(b).toMatchObject(want);
   });
@@ -192,6 +194,7 @@ describe('cpuBounds', () => {
     expect(text).toContain("the disk alone would allow 0.97× (one transaction's flushes on the one disk: 0.90 ms for 3 nodes in parallel");
     expect(text).toContain('and one round trip, 1.12×');
     expect(text).toContain('Verdict 1.1 ms, etcd 0.7 ms');
+    expect(text).toContain('; with the client in a process of its own, 1.04× (2.60 ms); CPU per Put');
     expect(text).toContain('(two participants, a leader and two followers: the machine floor) reaches 0.5× of it, and Verdict 0.8× of that floor');
     expect(text).toContain("the direct floor measured again after Verdict's PostgreSQL scenarios, on the same server, was 0.8× of the first, and Verdict 0.5× of it");
   });
