@@ -71,12 +71,11 @@
 // Every mode prints one JSON line of latency summaries in microseconds.
 import * as grpc from '@grpc/grpc-js';
 import { closeSync, fdatasyncSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { bind, fdatasyncAsync, ident, method, serveUntilStdinEnds } from './floor-grpc.ts';
 import { newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
+import { runJsonChild } from './procs.ts';
 
 export type FloorConfig =
   | { mode: 'fsync'; file: string; bytes: number; samplesMax: number; measureMs: number }
@@ -458,6 +457,26 @@ async function measure(warmupMs: number, measureMs: number, once: () => Promise<
   return summarize(h);
 }
 
+/**
+ * One message in flight at a time: roundTrip(send) makes a sample that calls
+ * send and resolves when arrived() is next called (the echo or answer came).
+ */
+function oneInFlight(): { arrived: () => void; roundTrip: (send: () => void) => () => Promise<void> } {
+  let waiter: (() => void) | null = null;
+  return {
+    arrived: () => {
+      const w = waiter;
+      waiter = null;
+      w?.();
+    },
+    roundTrip: (send) => () =>
+      new Promise<void>((res) => {
+        waiter = res;
+        send();
+      }),
+  };
+}
+
 async function grpcFloor(cfg: Extract<FloorConfig, { mode: 'grpc' }>): Promise<GrpcFloor> {
   const msg = Buffer.alloc(cfg.bytes, 0x63);
   const client = new grpc.Client(cfg.address, grpc.credentials.createInsecure());
@@ -470,19 +489,7 @@ async function grpcFloor(cfg: Extract<FloorConfig, { mode: 'grpc' }>): Promise<G
       }),
   );
 
-  // One waiter at a time: each round trip sends one message and waits for its echo.
-  let waiter: (() => void) | null = null;
-  const arrived = (): void => {
-    const w = waiter;
-    waiter = null;
-    w?.();
-  };
-  const roundTrip = (send: () => void) => () =>
-    new Promise<void>((res) => {
-      waiter = res;
-      send();
-    });
-
+  const { arrived, roundTrip } = oneInFlight();
   const bidiCall = client.makeBidiStreamRequest<Buffer, Buffer>(ECHO.Bidi.path, ident, ident);
   bidiCall.on('data', arrived);
   bidiCall.on('error', () => {});
@@ -537,18 +544,9 @@ async function raftWithClient(cfg: Extract<FloorConfig, { mode: 'fanout' }>, msg
   });
   const port = await bind(server);
   try {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', fileURLToPath(import.meta.url), JSON.stringify({ mode: 'raft-client', address: `127.0.0.1:${port}`, bytes: cfg.bytes, warmupMs: cfg.warmupMs, measureMs: cfg.measureMs })],
-      {
-        stdio: ['pipe', 'pipe', 'inherit'],
-      },
-    );
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    const code = await new Promise<number | null>((res) => child.once('exit', res));
-    if (code !== 0) throw new Error(`raft-client child exited with ${code}: ${out.slice(0, 200)}`);
-    return (JSON.parse(out.trim().split('\n').pop() ?? '') as { raft3_client: LatencySummary }).raft3_client;
+    const client: Extract<FloorConfig, { mode: 'raft-client' }> = { mode: 'raft-client', address: `127.0.0.1:${port}`, bytes: cfg.bytes, warmupMs: cfg.warmupMs, measureMs: cfg.measureMs };
+    const r = await runJsonChild<{ raft3_client: LatencySummary }>('raft3 client', 'floor-child.ts', client, join(cfg.leaderDir, 'floors-raft-client.log'), cfg.warmupMs + cfg.measureMs + 30_000);
+    return r.raft3_client;
   } finally {
     server.forceShutdown();
   }
@@ -557,22 +555,14 @@ async function raftWithClient(cfg: Extract<FloorConfig, { mode: 'fanout' }>, msg
 async function raftClient(cfg: Extract<FloorConfig, { mode: 'raft-client' }>): Promise<{ raft3_client: LatencySummary }> {
   const client = new grpc.Client(cfg.address, grpc.credentials.createInsecure());
   const call = client.makeBidiStreamRequest<Buffer, Buffer>(RAFT_LEADER.Put.path, ident, ident);
-  let waiter: (() => void) | null = null;
-  call.on('data', () => {
-    const w = waiter;
-    waiter = null;
-    w?.();
-  });
+  const { arrived, roundTrip } = oneInFlight();
+  call.on('data', arrived);
   call.on('error', () => {});
   const put = Buffer.alloc(cfg.bytes, 0x70);
   const raft3Client = await measure(
     cfg.warmupMs,
     cfg.measureMs,
-    () =>
-      new Promise<void>((res) => {
-        waiter = res;
-        call.write(put);
-      }),
+    roundTrip(() => call.write(put)),
   );
   call.end();
   client.close();
