@@ -25,6 +25,14 @@
 //           time, acknowledged once committed: on the leader's
 //           RaftNode.PutStream (all workers share one stream), or, with
 //           system etcd, etcd's KV.Put (the anchor, bench/etcd.ts).
+//   paired  one operation in flight, on several targets in turn (raw Puts
+//           to Verdict or etcd, memory-workload commits to a cluster,
+//           classic or parallel): a warm-up segment on each, then `rounds`
+//           rounds of one `segmentMs` segment per target, in an order that
+//           rotates from round to round. Before each segment it prints
+//           `segment <k> <label>` and waits for `go <k>` on stdin, so the
+//           orchestrator (bench/paired.ts) can pause the systems not being
+//           measured. The first `settleMs` of a segment are not counted.
 //
 // Only operations that finish inside the measured window count. The clients
 // are closed-loop (a new request when the last one is answered), so the
@@ -34,10 +42,12 @@
 import { VerdictClient } from '../src/client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../src/client/errors.ts';
 import { EtcdKv } from './etcd.ts';
+import { createInterface } from 'node:readline';
 import { verdictPut, type RawPut } from './raw-put.ts';
 import { encode, newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
 import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
 import { drain, DRAIN_MS, windowMarks, type Window } from './window-marks.ts';
+import { pairedSpanMs, type PairedLoad, type PairedResult, type PairedTargetResult } from './paired-plan.ts';
 import { nextTurn } from '../src/util/sleep.ts';
 
 export interface CommitLoad {
@@ -186,6 +196,96 @@ async function rawLoad(cfg: RawLoad, w: Window): Promise<LoadResult> {
   return result('raw', cfg.inflight, cfg.measureMs, ok, 0, errors, h, null);
 }
 
+/**
+ * The paired mode (see the top of this file): one operation at a time, the
+ * targets in turn, so slow changes in the machine fall on all of them alike.
+ */
+async function pairedLoad(cfg: PairedLoad): Promise<PairedResult> {
+  const clients = new Map<string, VerdictClient>();
+  const closers: (() => void)[] = [];
+  const value = (bytes: number): Buffer => Buffer.alloc(bytes, 0x61);
+  /** One operation of a target; true when it committed (a Put always does). */
+  const ops = cfg.targets.map((t): ((seq: number) => Promise<boolean>) => {
+    if (t.kind === 'raw') {
+      const c = t.system === 'etcd' ? etcdPut(t.leader) : verdictPut(t.leader);
+      closers.push(() => c.close());
+      const v = value(t.valueBytes);
+      return async (seq) => {
+        await c.put(`paired-${t.label}-${seq % 256}`, v);
+        return true;
+      };
+    }
+    const key = t.endpoints.join(',');
+    let client = clients.get(key);
+    if (client === undefined) {
+      client = new VerdictClient({ endpoints: t.endpoints });
+      clients.set(key, client);
+      const c = client;
+      closers.push(() => c.close());
+    }
+    const c = client;
+    return async (seq) => {
+      const tx = c.transaction({ timeoutMs: cfg.txnTimeoutMs, parallelCommit: t.parallelCommit });
+      for (const p of t.participants) tx.enlist(p, { set: { [`${t.keyPrefix}-${seq % KEYS_PER_CLIENT}`]: String(seq) } });
+      return (await tx.commit()).outcome === 'COMMITTED';
+    };
+  });
+  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  let k = 0;
+  /** Announces segment k and waits for the orchestrator's go. */
+  const begin = async (label: string): Promise<void> => {
+    process.stdout.write(`segment ${k} ${label}\n`);
+    for (;;) {
+      const next = await lines.next();
+      if (next.done === true) process.exit(2);
+      if (next.value.trim() === `go ${k}`) break;
+    }
+    k++;
+  };
+  const pooled = cfg.targets.map(() => newHistogram());
+  const results: PairedTargetResult[] = cfg.targets.map((t) => ({ label: t.label, ok: 0, aborted: 0, errors: {}, latency: summarize(newHistogram()), round_p50_us: [] }));
+  const seqs = cfg.targets.map(() => 0);
+  const segment = async (i: number, ms: number, counted: boolean): Promise<void> => {
+    await begin(cfg.targets[i].label);
+    const r = results[i];
+    const h = newHistogram();
+    const start = performance.now();
+    const from = start + cfg.settleMs;
+    const stop = start + ms;
+    while (performance.now() < stop) {
+      const t0 = performance.now();
+      let committed: boolean;
+      try {
+        committed = await ops[i](seqs[i]++);
+      } catch (err) {
+        if (counted && t0 >= from) r.errors[errorCode(err)] = (r.errors[errorCode(err)] ?? 0) + 1;
+        await nextTurn();
+        continue;
+      }
+      const t1 = performance.now();
+      if (!counted || t0 < from || t1 > stop) continue;
+      if (!committed) {
+        r.aborted++;
+        continue;
+      }
+      r.ok++;
+      recordMs(h, t1 - t0);
+      recordMs(pooled[i], t1 - t0);
+    }
+    if (counted) r.round_p50_us.push(summarize(h).p50_us);
+  };
+  try {
+    for (let i = 0; i < cfg.targets.length; i++) await segment(i, cfg.warmupMs, false);
+    for (let round = 0; round < cfg.rounds; round++) {
+      for (let j = 0; j < cfg.targets.length; j++) await segment((j + round) % cfg.targets.length, cfg.segmentMs, true);
+    }
+  } finally {
+    for (const close of closers) close();
+  }
+  results.forEach((r, i) => (r.latency = summarize(pooled[i])));
+  return { mode: 'paired', rounds: cfg.rounds, segmentMs: cfg.segmentMs, settleMs: cfg.settleMs, targets: results };
+}
+
 /** The etcd anchor: etcd's own unary KV.Put on one gRPC channel, as its clients send them. */
 function etcdPut(leader: string): RawPut {
   const c = new EtcdKv(leader);
@@ -208,9 +308,20 @@ function result(mode: 'commit' | 'raw', concurrency: number, measuredMs: number,
 }
 
 async function main(): Promise<void> {
-  const cfg = JSON.parse(process.argv[2] ?? '') as CommitLoad | RawLoad;
+  const cfg = JSON.parse(process.argv[2] ?? '') as CommitLoad | RawLoad | PairedLoad;
   // The orchestrator holds our stdin; when it goes away, so do we.
-  process.stdin.on('end', () => process.exit(2)).resume();
+  process.stdin.on('end', () => process.exit(2));
+  if (cfg.mode === 'paired') {
+    const hardMs = pairedSpanMs(cfg) + DRAIN_MS + 10_000;
+    setTimeout(() => {
+      process.stderr.write(`loadgen: hard deadline of ${hardMs} ms reached; exiting\n`);
+      process.exit(3);
+    }, hardMs).unref();
+    const r = await pairedLoad(cfg);
+    process.stdout.write(JSON.stringify(r) + '\n', () => process.exit(0));
+    return;
+  }
+  process.stdin.resume();
   const hardMs = cfg.warmupMs + cfg.measureMs + DRAIN_MS + 10_000;
   setTimeout(() => {
     process.stderr.write(`loadgen: hard deadline of ${hardMs} ms reached; exiting\n`);

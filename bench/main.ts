@@ -10,8 +10,9 @@
 // concurrency sweep, the participants sweep (3 nodes), the shop/ledger
 // transaction through PostgreSQL participants (3 nodes) and the raw replicated
 // log, then etcd 3.4 as an anchor for the raw log (bench/etcd-anchor.ts,
-// installed from Debian when missing), then the failover runs, each on a
-// fresh cluster. Every measured window follows a warm-up (20 s in a full run). One progress line per
+// installed from Debian when missing), then the paired step (bench/paired.ts:
+// the target ratios again with every system up and the targets taken in
+// turn), then the failover runs, each on a fresh cluster. Every measured window follows a warm-up (20 s in a full run). One progress line per
 // scenario started and finished. Every load is bounded in time and count,
 // every child process is stopped at the end, on Ctrl-C and on failure.
 import { execFileSync } from 'node:child_process';
@@ -28,6 +29,7 @@ import { measureMySqlDirect, MYSQL_CONCURRENCY, MYSQL_PARTICIPANTS, mysqlPartici
 import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './procs.ts';
 import { writeReport } from './report.ts';
 import { measureEtcdAnchor } from './etcd-anchor.ts';
+import { measurePaired, type PairedFigures } from './paired.ts';
 import { measureOutbox } from './outbox.ts';
 import { measureSagas } from './saga.ts';
 import {
@@ -63,7 +65,7 @@ const FAILOVER_METHOD =
  */
 const WARMUP_FULL_MS = 20_000;
 
-function settings(): Settings {
+function settings(): Settings & Required<Pick<Settings, 'paired'>> {
   const base = {
     cluster_sizes: [1, 3, 5],
     node_timing: NODE_TIMING,
@@ -82,6 +84,7 @@ function settings(): Settings {
         participant_sweep_clients: [1],
         raw_sizes: [3],
         failover_runs: 1,
+        paired: { warmup_ms: 1_000, segment_ms: 1_000, settle_ms: 200, rounds: 2 },
       }
     : {
         ...base,
@@ -94,6 +97,7 @@ function settings(): Settings {
         participant_sweep_clients: [1, 16],
         raw_sizes: [1, 3, 5],
         failover_runs: 4,
+        paired: { warmup_ms: WARMUP_FULL_MS, segment_ms: 3_000, settle_ms: 200, rounds: 12 },
       };
 }
 
@@ -503,6 +507,21 @@ async function main(): Promise<void> {
         : `${tag()} done  anchor etcd ${etcd.version}: 1 in flight p50 ${ms(etcd.seq_p50_us)}; 64 in flight ${etcd.inflight64_tps} puts/s [${((Date.now() - tEtcd) / 1000).toFixed(1)} s]`,
     );
 
+    stepNo++;
+    progress(`${tag()} start paired: 1-node classic, 3-node classic and parallel, the raw log and etcd, one in flight each, taken in turn`);
+    const tPaired = Date.now();
+    let paired: PairedFigures | null = null;
+    try {
+      paired = await measurePaired(join(dir, 'paired'), { warmupMs: s.paired.warmup_ms, segmentMs: s.paired.segment_ms, settleMs: s.paired.settle_ms, rounds: s.paired.rounds, log: progress });
+      const pr = paired.ratios;
+      progress(
+        `${tag()} done  paired: 3/1 ${pr.latency_p50_3_over_1.pooled}, parallel3/1 ${pr.latency_p50_3_parallel_over_1.pooled}, raw/etcd ${pr.raft_seq_p50_over_etcd?.pooled ?? '-'} (pooled p50s) [${((Date.now() - tPaired) / 1000).toFixed(1)} s]`,
+      );
+    } catch (err) {
+      // The sweeps' figures stand without it.
+      progress(`${tag()} skipped paired: ${(err as Error).message.split('\n')[0]}`);
+    }
+
     const runs: FailoverRun[] = [];
     for (let i = 1; i <= s.failover_runs; i++) {
       stepNo++;
@@ -553,6 +572,7 @@ async function main(): Promise<void> {
       saga,
       outbox,
       anchors: { etcd: etcdAnchorFields(etcd) },
+      paired,
       cli: { status_ms: cliStatus },
     };
     const files = writeResults(results);

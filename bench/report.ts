@@ -177,6 +177,52 @@ export function etcdSection(r: Results): string[] {
   return out;
 }
 
+/** The target ratios measured again with every system up and the targets taken in turn (bench/paired.ts). */
+export function pairedSection(r: Results): string[] {
+  const out = ['## Paired: the target ratios with the targets taken in turn', ''];
+  const p = r.paired;
+  if (p === undefined) return [...out, 'Not measured (a results file from before the paired step).', ''];
+  if (p === null) return [...out, 'The step failed in this run; the progress log says why.', ''];
+  out.push(
+    `The sweeps above measure each scenario once, minutes apart (the etcd anchor half an hour after the raw log), and on this shared machine a p50 moves by half from one minute to the next. Here every system is up at once and one load generator takes them in turn, one operation in flight: a ${num(p.warmup_ms / 1000)} s warm-up each, then ${p.rounds} rounds of one ${num(p.segment_ms / 1000)} s segment per target, the order rotating each round, the systems not being measured paused (SIGSTOP), the first ${p.settle_ms} ms of a segment not counted. Leader changes over the step: ${p.leader_changes.nodes1} (1 node), ${p.leader_changes.nodes3} (3 nodes).`,
+    '',
+  );
+  out.push(
+    table(
+      ['target', 'counted', 'p50 ms', 'p99 ms', "rounds' p50 ms, lowest to highest", 'errors'],
+      Object.entries(p.targets).map(([label, t]) => {
+        const rounds = [...t.round_p50_us].sort((a, b) => a - b);
+        return [
+          label,
+          t.count,
+          msOf(t.p50_us),
+          msOf(t.p99_us),
+          rounds.length > 0 ? `${msOf(rounds[0])} – ${msOf(rounds[rounds.length - 1])}` : '-',
+          Object.values(t.errors).reduce((a, b) => a + b, 0),
+        ];
+      }),
+    ),
+    '',
+  );
+  const row = (what: string, target: string, x: import('./paired-plan.ts').PairedRatio | null, sweepKey: string): (string | number)[] =>
+    x === null
+      ? [what, target, '-', '-', '-', num(r.ratios[sweepKey], '×')]
+      : [what, target, num(x.pooled, '×'), num(x.median_round, '×'), `${x.rounds_below_1} of ${x.rounds.length}`, num(r.ratios[sweepKey], '×')];
+  out.push(
+    table(
+      ['ratio (`paired.ratios.*`)', 'target', 'pooled p50s', 'median of rounds', 'rounds below 1', 'the sweeps (`ratios.*`)'],
+      [
+        row('3-node classic ÷ 1-node classic (`latency_p50_3_over_1`)', '≤ 1.15', p.ratios.latency_p50_3_over_1, 'latency_p50_3_over_1'),
+        row('3-node parallel ÷ 1-node classic (`latency_p50_3_parallel_over_1`)', '≤ 1.0', p.ratios.latency_p50_3_parallel_over_1, 'latency_p50_3_parallel_over_1'),
+        row('raw log ÷ etcd, 1 in flight (`raft_seq_p50_over_etcd`)', '≤ 1.0', p.ratios.raft_seq_p50_over_etcd, 'raft_seq_p50_over_etcd'),
+      ],
+    ),
+    '',
+  );
+  if (p.etcd_skipped !== null) out.push(`etcd was left out: ${p.etcd_skipped}.`, '');
+  return out;
+}
+
 export function markdown(r: Results, source: string): string {
   const sc = (id: string): Scenario | undefined => r.scenarios.find((s) => s.id === id);
   const c = (n: number, p: number, k: number): Scenario | undefined => sc(`commit.nodes${n}.memory${p}.c${k}`);
@@ -424,6 +470,7 @@ export function markdown(r: Results, source: string): string {
     '',
   );
   out.push(...etcdSection(r));
+  out.push(...pairedSection(r));
 
   out.push('## Failover', '');
   out.push('![failover timeline](failover.svg)', '');

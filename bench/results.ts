@@ -62,6 +62,8 @@ export interface Settings {
   participant_sweep_clients: number[];
   raw_sizes: number[];
   failover_runs: number;
+  /** The paired step (bench/paired.ts); absent in older results files. */
+  paired?: { warmup_ms: number; segment_ms: number; settle_ms: number; rounds: number };
   node_timing: { tickMs: number; electionTicks: number; heartbeatTicks: number; snapshotEntries: number; snapshotLogRatio?: number };
   payload: string;
 }
@@ -110,6 +112,8 @@ export interface Results {
   outbox?: import('./outbox.ts').OutboxFigures | null;
   /** Other systems measured in the same run on the same machine; absent in results files older than the anchor. */
   anchors?: { etcd: EtcdAnchorFields };
+  /** The target ratios measured with every system up and the targets taken in turn (bench/paired.ts); null when the step failed, absent in older files. */
+  paired?: import('./paired.ts').PairedFigures | null;
 }
 
 /** The etcd anchor as the results file holds it: the figures (null when skipped) and why it was skipped (null when measured). */

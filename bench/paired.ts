@@ -1,0 +1,137 @@
+// The paired step of `npm run bench` (and `npx tsx bench/paired-run.ts`):
+// the latency ratios the targets name, measured with every system up at
+// once and one load generator taking them in turn (bench/paired-plan.ts says
+// why). Started here, on the same disk as the sweeps:
+//
+//   classic1   a 1-node cluster and two memory participants: classic 2PC
+//   classic3   a 3-node cluster and two memory participants: classic 2PC
+//   parallel3  the same cluster, parallel commit
+//   raw3       the same cluster's raw log (100-byte Puts on the PutStream)
+//   etcd3      etcd 3.4, three members (left out when etcd is missing)
+//
+// one operation in flight each. Before each segment the processes of every
+// other system get SIGSTOP and the target's get SIGCONT, so a segment has the
+// cores as a sweep's scenario has them; everything is continued again before
+// it is stopped.
+import { join } from 'node:path';
+import { EtcdCluster, ensureEtcd } from './etcd.ts';
+import { pairedRatio, pairedSpanMs, type PairedLoad, type PairedRatio, type PairedResult, type PairedTarget } from './paired-plan.ts';
+import { BenchCluster, runJsonChild, type Child } from './procs.ts';
+import { DRAIN_MS } from './window-marks.ts';
+
+export interface PairedOptions {
+  warmupMs: number;
+  segmentMs: number;
+  settleMs: number;
+  rounds: number;
+  log: (line: string) => void;
+}
+
+export interface PairedFigures {
+  method: string;
+  rounds: number;
+  segment_ms: number;
+  settle_ms: number;
+  warmup_ms: number;
+  /** Per target: counted operations, p50/p99 over every round, each round's p50, failures. */
+  targets: Record<string, { count: number; aborted: number; errors: Record<string, number>; p50_us: number; p99_us: number; round_p50_us: number[] }>;
+  ratios: {
+    latency_p50_3_over_1: PairedRatio;
+    latency_p50_3_parallel_over_1: PairedRatio;
+    raft_seq_p50_over_etcd: PairedRatio | null;
+  };
+  /** Term changes of each Verdict cluster over the step (a pause must not cost a leader). */
+  leader_changes: { nodes1: number; nodes3: number };
+  /** Why etcd3 is missing, when it is. */
+  etcd_skipped: string | null;
+}
+
+/** The processes of one system, paused together while another is measured. */
+interface Group {
+  name: string;
+  children: () => Child[];
+}
+
+export async function measurePaired(dir: string, o: PairedOptions): Promise<PairedFigures> {
+  const one = await BenchCluster.start(join(dir, 'nodes1'), 1, 'pair1');
+  let three: BenchCluster | null = null;
+  let etcd: EtcdCluster | null = null;
+  const groups: Group[] = [];
+  const signal = (g: Group, sig: 'SIGSTOP' | 'SIGCONT'): void => {
+    for (const c of g.children()) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill(sig);
+  };
+  try {
+    await one.startParticipants(['p1', 'p2']);
+    three = await BenchCluster.start(join(dir, 'nodes3'), 3, 'pair3');
+    await three.startParticipants(['p1', 'p2']);
+    const bin = ensureEtcd(o.log);
+    let etcdSkipped: string | null = null;
+    if ('skipped' in bin) etcdSkipped = bin.skipped;
+    else etcd = await EtcdCluster.start(bin, join(dir, 'etcd'));
+    const c3 = three;
+    const e = etcd;
+    const ofCluster = (c: BenchCluster) => (): Child[] => [...c.nodes.flatMap((n) => (n.child ? [n.child] : [])), ...c.participants.values()];
+    groups.push({ name: 'nodes1', children: ofCluster(one) }, { name: 'nodes3', children: ofCluster(c3) });
+    if (e !== null) groups.push({ name: 'etcd', children: () => e.members.map((m) => m.child) });
+
+    const lead1 = await one.waitForLeader();
+    const lead3 = await c3.waitForLeader();
+    const memory = (c: BenchCluster, parallelCommit: boolean, keyPrefix: string): { kind: 'commit'; endpoints: string[]; participants: string[]; parallelCommit: boolean; keyPrefix: string } => ({
+      kind: 'commit',
+      endpoints: c.endpoints,
+      participants: ['p1', 'p2'],
+      parallelCommit,
+      keyPrefix,
+    });
+    const targets: PairedTarget[] = [
+      { label: 'classic1', ...memory(one, false, 'c1') },
+      { label: 'classic3', ...memory(c3, false, 'c3') },
+      { label: 'parallel3', ...memory(c3, true, 'p3') },
+      { label: 'raw3', kind: 'raw', system: 'verdict', leader: lead3.address, valueBytes: 100 },
+    ];
+    if (e !== null) targets.push({ label: 'etcd3', kind: 'raw', system: 'etcd', leader: await e.leader(), valueBytes: 100 });
+    const groupOf = (label: string): string => (label === 'classic1' ? 'nodes1' : label === 'etcd3' ? 'etcd' : 'nodes3');
+
+    const cfg: PairedLoad = { mode: 'paired', targets, warmupMs: o.warmupMs, segmentMs: o.segmentMs, settleMs: o.settleMs, rounds: o.rounds, txnTimeoutMs: 30_000 };
+    o.log(`        paired: ${targets.map((t) => t.label).join(', ')}; ${o.rounds} rounds of ${o.segmentMs} ms each after a ${o.warmupMs} ms warm-up each, the others paused`);
+    const r = await runJsonChild<PairedResult>('paired load', 'loadgen.ts', cfg, join(dir, 'load-paired.log'), pairedSpanMs(cfg) + DRAIN_MS + 60_000, {
+      onLine: (line, child) => {
+        const m = /^segment (\d+) (\S+)$/.exec(line);
+        if (m === null) return;
+        const active = groupOf(m[2]);
+        for (const g of groups) if (g.name !== active) signal(g, 'SIGSTOP');
+        for (const g of groups) if (g.name === active) signal(g, 'SIGCONT');
+        child.proc.stdin?.write(`go ${m[1]}\n`);
+      },
+    });
+    for (const g of groups) signal(g, 'SIGCONT');
+    const after1 = await one.waitForLeader();
+    const after3 = await c3.waitForLeader();
+    return pairedFigures(r, o, { nodes1: after1.term - lead1.term, nodes3: after3.term - lead3.term }, etcdSkipped);
+  } finally {
+    // A stopped process acts on SIGTERM only once continued.
+    for (const g of groups) signal(g, 'SIGCONT');
+    await Promise.all([one.destroy(), three?.destroy(), etcd?.destroy()]);
+  }
+}
+
+export function pairedFigures(r: PairedResult, o: Pick<PairedOptions, 'warmupMs'>, leaderChanges: PairedFigures['leader_changes'], etcdSkipped: string | null): PairedFigures {
+  const targets: PairedFigures['targets'] = {};
+  for (const t of r.targets) targets[t.label] = { count: t.ok, aborted: t.aborted, errors: t.errors, p50_us: t.latency.p50_us, p99_us: t.latency.p99_us, round_p50_us: t.round_p50_us };
+  return {
+    method:
+      'every system up at once, one operation in flight, one load generator taking the targets in turn: a warm-up segment each, then rounds of one segment per target in an order rotating by one each round; the systems not being measured are paused with SIGSTOP; the first settle_ms of a segment are not counted. Ratios: pooled = p50 over every counted operation of each target; median_round = median over rounds of the per-round p50 ratio.',
+    rounds: r.rounds,
+    segment_ms: r.segmentMs,
+    settle_ms: r.settleMs,
+    warmup_ms: o.warmupMs,
+    targets,
+    ratios: {
+      latency_p50_3_over_1: pairedRatio(r, 'classic3', 'classic1'),
+      latency_p50_3_parallel_over_1: pairedRatio(r, 'parallel3', 'classic1'),
+      raft_seq_p50_over_etcd: targets.etcd3 === undefined ? null : pairedRatio(r, 'raw3', 'etcd3'),
+    },
+    leader_changes: leaderChanges,
+    etcd_skipped: etcdSkipped,
+  };
+}

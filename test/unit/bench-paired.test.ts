@@ -1,0 +1,77 @@
+// The paired step's arithmetic and report (bench/paired-plan.ts,
+// bench/paired.ts, bench/report.ts): ratios of pooled p50s and of each
+// round's p50s, their median, a missing or empty target, the time bound of
+// the load generator, and the report's rows.
+import { describe, expect, it } from 'vitest';
+import { median, pairedRatio, pairedSpanMs, type PairedResult, type PairedTargetResult } from '../../bench/paired-plan.ts';
+import { pairedFigures } from '../../bench/paired.ts';
+import { pairedSection } from '../../bench/report.ts';
+import type { Results } from '../../bench/results.ts';
+
+const target = (label: string, p50: number, rounds: number[], ok = 100): PairedTargetResult => ({
+  label,
+  ok,
+  aborted: 0,
+  errors: {},
+  latency: { count: ok, p50_us: p50, p90_us: p50 * 2, p99_us: p50 * 3, p999_us: p50 * 4, max_us: p50 * 5, mean_us: p50 },
+  round_p50_us: rounds,
+});
+
+const result: PairedResult = {
+  mode: 'paired',
+  rounds: 4,
+  segmentMs: 3_000,
+  settleMs: 200,
+  targets: [
+    target('classic1', 4_000, [4_000, 5_000, 3_000, 4_000]),
+    target('classic3', 5_000, [5_000, 5_500, 3_600, 6_000]),
+    target('parallel3', 3_800, [3_600, 5_500, 2_700, 4_000]),
+    target('raw3', 3_000, [3_000, 3_000, 3_000, 3_000]),
+    target('etcd3', 2_000, [2_000, 2_000, 2_000, 2_000]),
+  ],
+};
+
+describe('bench paired step', () => {
+  it('divides pooled p50s and each round by its own round, and takes the median of the rounds', () => {
+    expect(pairedRatio(result, 'classic3', 'classic1')).toEqual({ pooled: 1.25, rounds: [1.25, 1.1, 1.2, 1.5], median_round: 1.225, rounds_below_1: 0 });
+    const par = pairedRatio(result, 'parallel3', 'classic1');
+    expect(par.pooled).toBe(0.95);
+    expect(par.rounds).toEqual([0.9, 1.1, 0.9, 1]);
+    expect(par.median_round).toBe(0.95);
+    expect(par.rounds_below_1).toBe(2);
+  });
+
+  it('gives no ratio for a target that is missing or counted nothing', () => {
+    const none = { pooled: null, rounds: [], median_round: null, rounds_below_1: 0 };
+    expect(pairedRatio(result, 'raw3', 'nope')).toEqual(none);
+    const empty: PairedResult = { ...result, targets: [...result.targets.slice(0, 4), target('etcd3', 0, [], 0)] };
+    expect(pairedRatio(empty, 'raw3', 'etcd3')).toEqual(none);
+  });
+
+  it('medians: the middle value, or the mean of the two middle values', () => {
+    expect(median([3, 1, 2])).toBe(2);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+  });
+
+  it('bounds the load generator by every segment plus a second of handshake each', () => {
+    const targets = result.targets.map((t) => ({ label: t.label, kind: 'raw' as const, system: 'verdict' as const, leader: 'x', valueBytes: 100 }));
+    // 5 warm-ups of 20 s, 12 rounds of 5 segments of 3 s, 65 segments in all.
+    expect(pairedSpanMs({ targets, warmupMs: 20_000, segmentMs: 3_000, rounds: 12 })).toBe(100_000 + 180_000 + 65_000);
+  });
+
+  it('reports each target and the three ratios beside the sweeps', () => {
+    const p = pairedFigures(result, { warmupMs: 20_000 }, { nodes1: 0, nodes3: 1 }, null);
+    expect(p.ratios.raft_seq_p50_over_etcd?.pooled).toBe(1.5);
+    expect(p.targets.classic3).toMatchObject({ count: 100, p50_us: 5_000, p99_us: 15_000 });
+    const r = { paired: p, ratios: { latency_p50_3_over_1: 1.4, latency_p50_3_parallel_over_1: 1.1, raft_seq_p50_over_etcd: 1.9 } } as unknown as Results;
+    const md = pairedSection(r).join('\n');
+    expect(md).toContain('Leader changes over the step: 0 (1 node), 1 (3 nodes).');
+    expect(md).toMatch(/\| classic3 \| 100 \| 5\.00 \| 15\.00 \| 3\.60 – 6\.00 \| 0 \|/);
+    expect(md).toMatch(/\| 3-node parallel ÷ 1-node classic .*\| ≤ 1\.0 \| 0\.95× \| 0\.95× \| 2 of 4 \| 1\.1× \|/);
+    expect(md).toMatch(/\| raw log ÷ etcd, 1 in flight .*\| 1\.5× \| 1\.5× \| 0 of 4 \| 1\.9× \|/);
+    const noEtcd = pairedFigures({ ...result, targets: result.targets.slice(0, 4) }, { warmupMs: 1_000 }, { nodes1: 0, nodes3: 0 }, 'etcd is not installed');
+    expect(noEtcd.ratios.raft_seq_p50_over_etcd).toBeNull();
+    expect(pairedSection({ paired: noEtcd, ratios: {} } as unknown as Results).join('\n')).toContain('etcd was left out: etcd is not installed.');
+    expect(pairedSection({ paired: null } as unknown as Results).join('\n')).toContain('The step failed in this run');
+  });
+});
