@@ -425,7 +425,8 @@ async function main(): Promise<void> {
       progress(`bench: MariaDB ${my.server.external ? 'at VERDICT_MYSQL_URL' : 'of our own'} ready`);
     }
     const steps = plan(s, pg !== null, my !== null);
-    stepTotal = 2 + (pg !== null ? PG_CONCURRENCY.length + 3 : 0) + (my !== null ? MYSQL_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
+    // The floors, the etcd anchor and the paired step, then what the plan and the PostgreSQL, MySQL and failover parts add.
+    stepTotal = 3 + (pg !== null ? PG_CONCURRENCY.length + 3 : 0) + (my !== null ? MYSQL_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
     progress(`verdict bench (${s.mode}): ${stepTotal} steps on ${m.cpu} x${m.cores}; work dir ${dir}`);
 
     stepNo++;
