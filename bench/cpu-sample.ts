@@ -48,8 +48,8 @@ interface Sample {
   sys: number;
 }
 
-/** utime and stime of a live process in ms; null once it is gone. */
-export function cpuMsOf(pid: number): Sample | null {
+/** The fields of /proc/<pid>/stat from the third on (state, ppid, ...); null once the process is gone. */
+function statFields(pid: number): string[] | null {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -57,8 +57,19 @@ export function cpuMsOf(pid: number): Sample | null {
     return null;
   }
   // The command name (field 2) may hold spaces; fields after the closing parenthesis are plain.
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** utime and stime of a live process in ms; null once it is gone. */
+export function cpuMsOf(pid: number): Sample | null {
+  const rest = statFields(pid);
+  if (rest === null) return null;
   return { user: (Number(rest[11]) * 1000) / USER_HZ, sys: (Number(rest[12]) * 1000) / USER_HZ };
+}
+
+/** The state letter of a process ('R', 'S', 'T' when stopped by a signal, ...); null once it is gone. */
+export function procState(pid: number): string | null {
+  return statFields(pid)?.[0] ?? null;
 }
 
 /** PostgreSQL and MariaDB server processes (every backend is its own process for PostgreSQL). */

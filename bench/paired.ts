@@ -10,13 +10,15 @@
 //   etcd3      etcd 3.4, three members (left out when etcd is missing)
 //
 // one operation in flight each. Before each segment the processes of every
-// other system get SIGSTOP and the target's get SIGCONT, so a segment has the
-// cores as a sweep's scenario has them; everything is continued again before
-// it is stopped.
+// other system get SIGSTOP and the target's get SIGCONT, and the segment
+// begins once /proc shows every one of the others stopped, so a segment has
+// the cores as a sweep's scenario has them; everything is continued again
+// before it is stopped.
 import { join } from 'node:path';
 import { EtcdCluster, ensureEtcd } from './etcd.ts';
 import { pairedRatio, pairedSpanMs, type PairedLoad, type PairedRatio, type PairedResult, type PairedTarget } from './paired-plan.ts';
-import { BenchCluster, runJsonChild, type Child } from './procs.ts';
+import { procState } from './cpu-sample.ts';
+import { BenchCluster, runJsonChild, sleep, type Child } from './procs.ts';
 import { DRAIN_MS } from './window-marks.ts';
 
 export interface PairedOptions {
@@ -45,6 +47,9 @@ export interface PairedFigures {
   /** Why etcd3 is missing, when it is. */
   etcd_skipped: string | null;
 }
+
+/** How long the paused systems may take to show as stopped before a segment begins. */
+const PAUSE_WAIT_MS = 2_000;
 
 /** The processes of one system, paused together while another is measured. */
 interface Group {
@@ -94,15 +99,33 @@ export async function measurePaired(dir: string, o: PairedOptions): Promise<Pair
 
     const cfg: PairedLoad = { mode: 'paired', targets, warmupMs: o.warmupMs, segmentMs: o.segmentMs, settleMs: o.settleMs, rounds: o.rounds, txnTimeoutMs: 30_000 };
     o.log(`        paired: ${targets.map((t) => t.label).join(', ')}; ${o.rounds} rounds of ${o.segmentMs} ms each after a ${o.warmupMs} ms warm-up each, the others paused`);
+    let failure: Error | null = null;
+    /** Pauses every system but the target's, waits until they show as stopped, then lets the load generator go. */
+    const handover = async (k: string, label: string, child: Child): Promise<void> => {
+      const active = groupOf(label);
+      const paused = groups.filter((g) => g.name !== active);
+      for (const g of paused) signal(g, 'SIGSTOP');
+      for (const g of groups) if (g.name === active) signal(g, 'SIGCONT');
+      const pids = paused.flatMap((g) => g.children().flatMap((c) => (c.proc.pid === undefined ? [] : [c.proc.pid])));
+      // A process that is gone counts as stopped: it takes no core either.
+      const t0 = performance.now();
+      while (!pids.every((pid) => (procState(pid) ?? 'T') === 'T')) {
+        if (performance.now() - t0 > PAUSE_WAIT_MS) throw new Error(`segment ${k} (${label}): the other systems' processes were not all stopped ${PAUSE_WAIT_MS} ms after SIGSTOP`);
+        await sleep(1);
+      }
+      child.proc.stdin?.write(`go ${k}\n`);
+    };
     const r = await runJsonChild<PairedResult>('paired load', 'loadgen.ts', cfg, join(dir, 'load-paired.log'), pairedSpanMs(cfg) + DRAIN_MS + 60_000, {
       onLine: (line, child) => {
         const m = /^segment (\d+) (\S+)$/.exec(line);
         if (m === null) return;
-        const active = groupOf(m[2]);
-        for (const g of groups) if (g.name !== active) signal(g, 'SIGSTOP');
-        for (const g of groups) if (g.name === active) signal(g, 'SIGCONT');
-        child.proc.stdin?.write(`go ${m[1]}\n`);
+        handover(m[1], m[2], child).catch((err: Error) => {
+          failure = err;
+          child.proc.kill('SIGKILL');
+        });
       },
+    }).catch((err: unknown) => {
+      throw failure ?? err;
     });
     for (const g of groups) signal(g, 'SIGCONT');
     const after1 = await one.waitForLeader();

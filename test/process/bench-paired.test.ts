@@ -2,8 +2,9 @@
 // 1-node and a 3-node cluster with memory participants and etcd when it is
 // installed, one load generator taking them in turn while the others are
 // paused. Every target must count operations in every round (a system left
-// paused would count none), no pause may cost a leader, and nothing may be
-// left running.
+// paused would count none), every segment must find the others stopped (the
+// step fails otherwise), no pause may cost a leader, and nothing may be left
+// running.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
