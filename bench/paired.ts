@@ -48,8 +48,8 @@ export interface PairedFigures {
   etcd_skipped: string | null;
 }
 
-/** How long the paused systems may take to show as stopped before a segment begins. */
-const PAUSE_WAIT_MS = 2_000;
+/** How long the paused systems may take to show as stopped before a segment begins (pairedSpanMs allows a second per segment). */
+const PAUSE_WAIT_MS = 1_000;
 
 /** The processes of one system, paused together while another is measured. */
 interface Group {
