@@ -2,6 +2,7 @@
 // consecutive, plus their metrics ports), its output kept, and every process
 // it made killed after each test.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { afterEach } from 'vitest';
 import { portsInUse } from '../../src/cli/cluster.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
@@ -39,10 +40,26 @@ export function alive(pid: number): boolean {
   }
 }
 
-/** Three consecutive free ports, and their metrics ports 2100 above. */
+/**
+ * The lowest port the kernel hands out as a connection's local port. A base
+ * chosen at or above it can be taken by any test's outgoing connection between
+ * the check and the launch (CI saw 39248 go that way), so bases stay below it.
+ */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (Number.isInteger(low) && low > 12_200) return low;
+  } catch {
+    // not Linux: the IANA range starts at 49152, Linux's default at 32768
+  }
+  return 32_768;
+}
+
+/** Three consecutive free ports, and their metrics ports 2100 above, all below the kernel's ephemeral range. */
 export async function freeBase(): Promise<number> {
+  const span = ephemeralLow() - 2_103 - 10_000;
   for (let i = 0; i < 50; i++) {
-    const base = 20_000 + Math.floor(Math.random() * 20_000);
+    const base = 10_000 + Math.floor(Math.random() * span);
     const ports = [0, 1, 2].flatMap((k) => [base + k, base + 2_100 + k]);
     if ((await portsInUse(ports)).length === 0) return base;
   }
