@@ -199,6 +199,19 @@ describe('who may send this node Raft traffic', () => {
     expect([...raftMembers(withLog(VOTERS, []), () => new Set())()].sort()).toEqual(['n1', 'n2', 'n3']);
   });
 
+  it('one check kept across messages follows the log: a change appended adds its node, the same index overwritten by a new leader takes it away', () => {
+    const n = withLog(VOTERS, []);
+    const members = raftMembers(n, () => new Set());
+    const first = members();
+    expect([...first].sort()).toEqual(['n1', 'n2', 'n3']);
+    n.raft.log.append([{ term: 1, index: 1, type: EntryType.Normal, data: new Uint8Array(0) }]);
+    expect(members()).toBe(first);
+    n.raft.log.append([change(ConfChangeType.AddLearner, 'n4', 2)]);
+    expect([...members()].sort()).toEqual(['n1', 'n2', 'n3', 'n4']);
+    n.raft.log.append([{ term: 2, index: 2, type: EntryType.Normal, data: new Uint8Array(0) }]);
+    expect([...members()].sort()).toEqual(['n1', 'n2', 'n3']);
+  });
+
   it('a joining node, with no configuration yet, hears from the peers it was given', () => {
     expect([...raftMembers(withLog([], []), () => new Set(['n1', 'n5']))()].sort()).toEqual(['n1', 'n5']);
   });
