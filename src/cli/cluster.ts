@@ -22,9 +22,9 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = join(ROOT, 'bin', 'verdict.mjs');
 export const DEFAULT_BASE_PORT = 7001;
 /** Metrics ports sit this far above the node ports (7001 → 9101). */
-const METRICS_OFFSET = 2_100;
+export const METRICS_OFFSET = 2_100;
 /** With --tls, the HTTPS web console's ports sit this far above the node ports (7001 → 9201). */
-const CONSOLE_OFFSET = 2_200;
+export const CONSOLE_OFFSET = 2_200;
 /** How often the launcher checks that its parent (npm, a shell) is still there. */
 const PARENT_POLL_MS = 500;
 /** How long the launcher waits for its nodes to stop before it kills them. */

@@ -20,7 +20,6 @@ export type CommitAnswer = 'committed' | 'aborted' | 'in_progress' | 'unknown' |
 export class NodeMetrics {
   readonly registry = new Registry();
   private readonly persistSeconds: Histogram<'sync'>;
-  private readonly persistBySync = new Map<string, { observe(seconds: number): void }>();
   private readonly appendEntries: Histogram;
   private readonly commitSeconds: Histogram<'outcome'>;
 
@@ -232,14 +231,7 @@ export class NodeMetrics {
 
   /** One persisted batch: its latency, and (for a Ready, not a local snapshot) its entry count. */
   observePersist(seconds: number, batch: PersistBatch): void {
-    // The labelled child, kept: observe() with a label object hashes the labels on every call.
-    const sync = batch.sync ? 'true' : 'false';
-    let child = this.persistBySync.get(sync);
-    if (child === undefined) {
-      child = this.persistSeconds.labels({ sync });
-      this.persistBySync.set(sync, child);
-    }
-    child.observe(seconds);
+    this.persistSeconds.observe({ sync: batch.sync ? 'true' : 'false' }, seconds);
     if (batch.localSnapshot === null) this.appendEntries.observe(batch.entries.length);
   }
 

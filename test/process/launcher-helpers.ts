@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach } from 'vitest';
-import { portsInUse } from '../../src/cli/cluster.ts';
+import { CONSOLE_OFFSET, METRICS_OFFSET, portsInUse } from '../../src/cli/cluster.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import type * as grpc from '@grpc/grpc-js';
 import { BIN, ELECTION_WAIT_MS, ROOT, waitFor } from './harness.ts';
@@ -40,6 +40,9 @@ export function alive(pid: number): boolean {
   }
 }
 
+/** Where bases start. */
+const BASE_LOW = 10_000;
+
 /**
  * The lowest port the kernel hands out as a connection's local port. A base
  * chosen at or above it can be taken by any test's outgoing connection between
@@ -48,19 +51,19 @@ export function alive(pid: number): boolean {
 function ephemeralLow(): number {
   try {
     const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
-    if (Number.isInteger(low) && low > 12_200) return low;
+    if (Number.isInteger(low) && low > BASE_LOW + CONSOLE_OFFSET + 100) return low;
   } catch {
     // not Linux: the IANA range starts at 49152, Linux's default at 32768
   }
   return 32_768;
 }
 
-/** Three consecutive free ports, and their metrics ports 2100 above, all below the kernel's ephemeral range. */
+/** Three consecutive free ports, and their metrics and (with --tls) console ports above them, all below the kernel's ephemeral range. */
 export async function freeBase(): Promise<number> {
-  const span = ephemeralLow() - 2_103 - 10_000;
+  const span = ephemeralLow() - (BASE_LOW + CONSOLE_OFFSET + 3);
   for (let i = 0; i < 50; i++) {
-    const base = 10_000 + Math.floor(Math.random() * span);
-    const ports = [0, 1, 2].flatMap((k) => [base + k, base + 2_100 + k]);
+    const base = BASE_LOW + Math.floor(Math.random() * span);
+    const ports = [0, 1, 2].flatMap((k) => [base + k, base + METRICS_OFFSET + k, base + CONSOLE_OFFSET + k]);
     if ((await portsInUse(ports)).length === 0) return base;
   }
   throw new Error('no three consecutive free ports found');
