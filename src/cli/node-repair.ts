@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../node/config.ts';
 import { envName, OVERRIDABLE } from '../node/config-sources.ts';
 import { checkIdentity, openLevel, readMetadata } from '../storage/level.ts';
+import { MARK_FILE, MarkFile, newestMark } from '../storage/mark-file.ts';
 import { syncDir } from '../storage/segment-log.ts';
 import { flag, flagAll, UsageError } from './args.ts';
 
@@ -42,7 +43,7 @@ export async function nodeRepairCommand(args: string[], now: () => Date = () => 
   try {
     await checkIdentity(db, dir, dbPath, { clusterId: cfg.clusterId, nodeId: cfg.nodeId });
     const meta = await readMetadata(db, dbPath);
-    const hw = meta.logState?.highWaterIndex ?? 0;
+    const hw = newestMark([meta.logState, await MarkFile.peek(join(dbPath, MARK_FILE))])?.highWaterIndex ?? 0;
     summary = `term ${meta.hardState.term}, vote "${meta.hardState.vote}", snapshot at index ${meta.snapshot.metadata.index}, high-water mark ${hw}`;
     if (!(await exists(walPath))) throw new UsageError(`${walPath} does not exist: there is no raft log to move aside (the node already rejoins from its peers on start)`);
     const aside = join(dir, `wal.damaged-${now().toISOString().replace(/[:.]/g, '-')}`);

@@ -321,6 +321,9 @@ function logStorageReport(log: Logger, report: OpenReport, recoverIndex: number)
     if (t.belowHighWater) log.error(fields, 'raft log cut short below the high-water mark: records this node synced and acknowledged are gone');
     else log.info(fields, 'torn tail of the raft log cut off (a write that was never synced)');
   }
+  for (const problem of report.markProblems) {
+    log.warn({ problem }, 'a slot of the high-water mark file holds no valid record (a write a crash cut short, or damage); the other slot holds the mark (docs/storage.md)');
+  }
   if (recoverIndex > 0) {
     log.error(
       { lastIndex: report.lastIndex, highWater: recoverIndex },

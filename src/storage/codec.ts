@@ -182,15 +182,22 @@ export interface LogState {
   firstSeq: number;
   /** May hold up to: where the log ends once the batch written beside this record is synced (>= highWaterIndex). */
   mayHoldIndex: number;
+  /**
+   * One higher for each mark written, here or in the mark file
+   * (src/storage/mark-file.ts): the newest record is the mark. 0 in records
+   * written before the mark file existed.
+   */
+  markSeq: number;
 }
 
 export function encodeLogState(s: LogState): Uint8Array {
   assert(s.mayHoldIndex >= s.highWaterIndex, `log state: may-hold ${s.mayHoldIndex} is below acknowledged-through ${s.highWaterIndex}`);
-  const w = new Writer(32);
+  const w = new Writer(40);
   w.u64(s.highWaterIndex, 'high-water index');
   w.u64(s.highWaterTerm, 'high-water term');
   w.u64(s.firstSeq, 'first segment seq');
   w.u64(s.mayHoldIndex, 'may-hold index');
+  w.u64(s.markSeq, 'mark seq');
   return seal(RecordKind.LogState, w.finish());
 }
 
@@ -202,7 +209,9 @@ export function decodeLogState(value: Uint8Array, dbPath: string): LogState {
     // Written before the two-field mark: the mark was synced after the entries it names.
     const mayHoldIndex = r.left() > 0 ? r.u64() : highWaterIndex;
     if (mayHoldIndex < highWaterIndex) throw new MalformedPayload(`may-hold index ${mayHoldIndex} is below the acknowledged-through index ${highWaterIndex}`);
-    return { highWaterIndex, highWaterTerm, firstSeq, mayHoldIndex };
+    // Written before the mark file: the only mark there was.
+    const markSeq = r.left() > 0 ? r.u64() : 0;
+    return { highWaterIndex, highWaterTerm, firstSeq, mayHoldIndex, markSeq };
   });
 }
 

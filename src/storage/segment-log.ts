@@ -188,9 +188,12 @@ export class SegmentLog {
 
   /**
    * Appends entries (they may replace a suffix: every record at or after
-   * entries[0].index is cut first) with one write and one fdatasync.
+   * entries[0].index is cut first) with one write and one fdatasync, or,
+   * given `sync`, one write and then `sync(fd)`, which must fdatasync that
+   * file descriptor before it resolves (the store's sync worker does, and
+   * the mark's write with it: src/storage/sync-worker.ts).
    */
-  async append(entries: readonly Entry[]): Promise<void> {
+  async append(entries: readonly Entry[], sync?: (fd: number) => Promise<void>): Promise<void> {
     if (entries.length === 0) return;
     const first = entries[0].index;
     assert(first <= this.lastIndex() + 1, `segment log: entry ${first} leaves a gap after ${this.lastIndex()}`);
@@ -208,7 +211,8 @@ export class SegmentLog {
     // fdatasync waits for the disk, off the event loop.
     let written = 0;
     while (written < buf.byteLength) written += writeSync(fh.fd, buf, written, buf.byteLength - written, s.size + written);
-    await fh.datasync();
+    if (sync) await sync(fh.fd);
+    else await fh.datasync();
     let at = s.size;
     for (let i = 0; i < sizes.length; i++) {
       s.offsets.push(at);

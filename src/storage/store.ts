@@ -3,14 +3,19 @@
 // (`${dir}/raft`: identity, hard state, snapshot, log state).
 //
 // One PersistBatch with entries is the segment write and its fdatasync,
-// then one synced LevelDB write that carries the hard state and the
-// two-field mark: "acknowledged through" and "may hold up to", both at the
-// batch's end. onSynced fires once both are synced (R6), so every batch a
+// then the two-field mark written and synced in its own file
+// (`${dir}/raft/high-water`, src/storage/mark-file.ts): "acknowledged
+// through" and "may hold up to", both at the batch's end. The sync worker
+// (src/storage/sync-worker.ts) does the two syncs in one trip off the event
+// loop. A hard state with a new term or vote follows in a synced LevelDB
+// write; one that only moves the commit index waits for the store to go idle
+// (the commit index is not needed for safety, and a synced write per batch
+// would cost a second trip). onSynced fires once all are synced (R6), so every batch a
 // node acknowledged is under its mark. On start, a log shorter than
 // "acknowledged through" means the disk lost synced entries: the node starts
 // recovering instead of answering with a log shorter than one it
 // acknowledged. A log that ends between the two fields is an ordinary crash.
-// With `markBesideSegment` the LevelDB write runs beside the segment's sync
+// With `markBesideSegment` the mark goes to LevelDB beside the segment's sync
 // instead, "acknowledged through" names only what earlier batches synced,
 // and a confirmation moves it up once the store is idle; not the default,
 // because it leaves the last batch unguarded until then (docs/storage.md).
@@ -20,7 +25,9 @@ import { join } from 'node:path';
 import { NONE, type Entry, type HardState } from '../raft/types.ts';
 import { CorruptRecordError, encodeHardState, encodeLogState, encodeSnapshot, KEY_HARD_STATE, KEY_LOG_STATE, KEY_SNAPSHOT, type LogState } from './codec.ts';
 import { checkIdentity, openLevel, readMetadata, writeIdentityFile, type Db, type Op } from './level.ts';
+import { MARK_FILE, MarkFile, encodeMarkSlot, newestMark } from './mark-file.ts';
 import { SegmentLog, type TruncatedTail } from './segment-log.ts';
+import { SyncWorker } from './sync-worker.ts';
 import type { LogStore, PersistBatch, RecoveredState, StorageIdentity } from './types.ts';
 
 /**
@@ -61,6 +68,8 @@ export interface OpenReport {
   mayHoldIndex: number;
   /** The log's last index as found. */
   lastIndex: number;
+  /** A slot of the mark file without a valid record beside a valid one (a write a crash cut short, or damage). */
+  markProblems: string[];
 }
 
 interface Mark {
@@ -130,8 +139,12 @@ export class DiskLogStore implements LogStore {
   private queued = 0;
   /** The last LevelDB write; LevelDB writes go in the order they were issued. */
   private levelTail: Promise<void> = Promise.resolve();
-  /** "Acknowledged through" in the last mark issued to LevelDB. */
+  /** "Acknowledged through" in the last mark issued. */
   private markedIndex: number;
+  /** The seq of the last mark issued, to LevelDB or the mark file: the newest one is the mark. */
+  private markSeq: number;
+  /** Started with the first batch that needs it (a store opened only to be read never starts a thread). */
+  private syncWorker: SyncWorker | null = null;
   /** The commit index in the last hard state record issued to LevelDB. */
   private storedCommit: number;
   /** The pending confirmation (see confirm()); cleared by the next batch. */
@@ -143,16 +156,19 @@ export class DiskLogStore implements LogStore {
   private constructor(
     private readonly db: Db,
     private readonly wal: SegmentLog,
+    private readonly markFile: MarkFile,
     /** Where the LevelDB files live: `${dir}/raft`. */
     readonly dbPath: string,
     bounds: LogBounds,
     firstSeq: number,
     markedIndex: number,
+    markSeq: number,
     private readonly markBesideSegment: boolean,
   ) {
     this.bounds = bounds;
     this.firstSeq = firstSeq;
     this.markedIndex = markedIndex;
+    this.markSeq = markSeq;
     this.storedCommit = bounds.hardState.commit;
   }
 
@@ -169,12 +185,16 @@ export class DiskLogStore implements LogStore {
     const walPath = join(dir, 'wal');
     const db = await openLevel(dir, dbPath, walPath, identity);
     let wal: SegmentLog | null = null;
+    let markFile: MarkFile | null = null;
     try {
       await checkIdentity(db, dir, dbPath, identity);
       const meta = await readMetadata(db, dbPath);
-      const logState = meta.logState;
       const snapIndex = meta.snapshot.metadata.index;
-      const ls: LogState = logState ?? { highWaterIndex: snapIndex, highWaterTerm: meta.snapshot.metadata.term, firstSeq: 1, mayHoldIndex: snapIndex };
+      const inLevel: LogState = meta.logState ?? { highWaterIndex: snapIndex, highWaterTerm: meta.snapshot.metadata.term, firstSeq: 1, mayHoldIndex: snapIndex, markSeq: 0 };
+      const marks = await MarkFile.open(join(dbPath, MARK_FILE), inLevel);
+      markFile = marks.file;
+      // The newest mark wins, wherever it was written.
+      const ls = newestMark([inLevel, marks.newest]) ?? inLevel;
       const truncated: TruncatedTail[] = [];
       const opened = await SegmentLog.open(walPath, {
         snapIndex,
@@ -210,11 +230,12 @@ export class DiskLogStore implements LogStore {
         // What was read back is synced (SegmentLog.open syncs the last segment), so the next mark may claim it.
         acked: recoverIndex > 0 ? { index: recoverIndex, term: recoverIndex === ls.highWaterIndex ? ls.highWaterTerm : 0 } : { index: lastIndex, term: lastTerm },
       };
-      const store = new DiskLogStore(db, wal, dbPath, bounds, ls.firstSeq, ls.highWaterIndex, opts.markBesideSegment === true);
-      const report: OpenReport = { truncated, highWater: { index: ls.highWaterIndex, term: ls.highWaterTerm }, mayHoldIndex: ls.mayHoldIndex, lastIndex };
+      const store = new DiskLogStore(db, wal, markFile, dbPath, bounds, ls.firstSeq, ls.highWaterIndex, ls.markSeq, opts.markBesideSegment === true);
+      const report: OpenReport = { truncated, highWater: { index: ls.highWaterIndex, term: ls.highWaterTerm }, mayHoldIndex: ls.mayHoldIndex, lastIndex, markProblems: marks.problems };
       return { store, recovered: { hardState, snapshot: meta.snapshot, entries, recoverIndex }, report };
     } catch (err) {
       await wal?.close();
+      markFile?.close();
       await db.close();
       throw err;
     }
@@ -260,6 +281,8 @@ export class DiskLogStore implements LogStore {
     // A clean stop leaves the mark covering everything synced.
     if (this.cancelConfirm()) this.confirm();
     await this.levelTail;
+    await this.syncWorker?.close();
+    this.markFile.close();
     await this.wal.close();
     await this.db.close();
   }
@@ -275,6 +298,20 @@ export class DiskLogStore implements LogStore {
       await this.wal.dropBefore(seq);
     }
     if (p.lowerMark) await this.levelWrite([this.logStateOp({ acked: p.lowerMark, mayHoldIndex: p.lowerMark.index })], true);
+    if (p.mark !== null && !p.parallel) {
+      // The segment's fdatasync, then the mark's slot written and synced:
+      // one trip to the sync worker. LevelDB takes what else the batch holds
+      // after both (a stored commit index never passes what was synced).
+      const record = encodeMarkSlot(this.logStateRecord(p.mark));
+      const offset = this.markFile.takeSlotOffset();
+      this.syncWorker ??= new SyncWorker(this.dbPath);
+      const worker = this.syncWorker;
+      await this.wal.append(p.entries, (fd) => worker.run(fd, this.markFile.fd, record, offset));
+      if (p.storedCommit !== null) this.storedCommit = p.storedCommit;
+      if (p.meta.length > 0) await this.levelWrite(p.meta, true);
+      await this.afterWrite(p);
+      return;
+    }
     const ops = [...p.meta];
     if (p.mark) ops.push(this.logStateOp(p.mark));
     if (p.storedCommit !== null) this.storedCommit = p.storedCommit;
@@ -289,6 +326,11 @@ export class DiskLogStore implements LogStore {
       await this.wal.append(p.entries);
       if (ops.length > 0) await this.levelWrite(ops, sync);
     }
+    await this.afterWrite(p);
+  }
+
+  /** Compaction, then the confirmation scheduled once the store is idle. */
+  private async afterWrite(p: WritePlan): Promise<void> {
     if (p.compactTo > 0) await this.wal.compact(p.compactTo);
     if (this.queued === 0 && !this.closed) {
       this.confirmTimer = setTimeout(() => {
@@ -343,12 +385,20 @@ export class DiskLogStore implements LogStore {
   }
 
   private logStateOp(m: TwoFieldMark): Op {
+    return { type: 'put', key: KEY_LOG_STATE, value: this.logStateRecord(m) };
+  }
+
+  /** The next mark's record (for LevelDB or the mark file), with the next mark seq. */
+  private logStateRecord(m: TwoFieldMark): Uint8Array {
     this.markedIndex = m.acked.index;
-    return {
-      type: 'put',
-      key: KEY_LOG_STATE,
-      value: encodeLogState({ highWaterIndex: m.acked.index, highWaterTerm: m.acked.term, firstSeq: this.firstSeq, mayHoldIndex: Math.max(m.mayHoldIndex, m.acked.index) }),
-    };
+    this.markSeq += 1;
+    return encodeLogState({
+      highWaterIndex: m.acked.index,
+      highWaterTerm: m.acked.term,
+      firstSeq: this.firstSeq,
+      mayHoldIndex: Math.max(m.mayHoldIndex, m.acked.index),
+      markSeq: this.markSeq,
+    });
   }
 
   /**
@@ -438,8 +488,16 @@ export class DiskLogStore implements LogStore {
       // synced before them: on start, a log below a stored commit is lost
       // records, never a crash in the middle of a batch.
       const stored = plan.parallel && syncedBefore !== null ? { ...hs, commit: Math.min(hs.commit, syncedBefore) } : hs;
-      plan.meta.push({ type: 'put', key: KEY_HARD_STATE, value: encodeHardState(stored) });
-      plan.storedCommit = stored.commit;
+      // Beside entries synced with the mark in one trip, a hard state that
+      // only moves the commit index is left for the confirmation once the
+      // store is idle (confirm()): a LevelDB write per batch would be a second
+      // trip, and the commit index is not needed for safety. A new term or
+      // vote is written, and synced, before the batch is acknowledged.
+      const commitOnly = hs.term === prev.term && hs.vote === prev.vote;
+      if (!(commitOnly && !plan.parallel && lastOf !== undefined)) {
+        plan.meta.push({ type: 'put', key: KEY_HARD_STATE, value: encodeHardState(stored) });
+        plan.storedCommit = stored.commit;
+      }
       b.hardState = { term: hs.term, vote: hs.vote, commit: hs.commit };
     }
 

@@ -4,14 +4,17 @@ import { withRawDb } from './fixtures/raw-level.ts';
 // file, the byte offset and the index, and a log cut below the high-water
 // mark starts the node recovering instead of being taken for a shorter log.
 
-import { appendFile, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { closeSync, openSync } from 'node:fs';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EntryType, type Entry, type Snapshot } from '../../src/raft/types.ts';
-import { CorruptRecordError, decodeLogState, encodeHardState, encodeLogState, KEY_HARD_STATE, KEY_LOG_STATE, type LogState } from '../../src/storage/codec.ts';
+import { CorruptRecordError, decodeHardState, decodeLogState, encodeHardState, encodeLogState, KEY_HARD_STATE, KEY_LOG_STATE, type LogState } from '../../src/storage/codec.ts';
 import { encodeRecords, encodeSegmentHeader, scanRecords, segmentFileName } from '../../src/storage/segment-format.ts';
+import { MARK_FILE, MARK_SLOT_BYTES, MarkFile, newestMark } from '../../src/storage/mark-file.ts';
+import { SyncWorker } from '../../src/storage/sync-worker.ts';
 import { DiskLogStore, type DiskLogStoreOptions } from '../../src/storage/store.ts';
 import type { PersistBatch, StorageIdentity } from '../../src/storage/types.ts';
 import { segmentFiles, walIndexes } from './fixtures/wal-files.ts';
@@ -340,39 +343,41 @@ describe('segment log: a header-only last segment left by a crash while rolling 
   });
 });
 
+/** The mark as the store wrote it: the newest of LevelDB's log state record and the mark file's slots. */
+async function markOf(dir: string): Promise<LogState> {
+  const inLevel = await withRawDb(dir, async (db) => {
+    const v = await db.get(KEY_LOG_STATE);
+    return v === undefined ? null : decodeLogState(v, 'raft');
+  });
+  const newest = newestMark([inLevel, await MarkFile.peek(join(dir, 'raft', MARK_FILE))]);
+  if (newest === null) throw new Error('no log state record');
+  return newest;
+}
+
+/** Puts a newer log state record in LevelDB than the store's: the state a crash between the two syncs leaves. */
+async function setMark(dir: string, ackedThrough: number, mayHoldUpTo: number): Promise<void> {
+  const { firstSeq, markSeq } = await markOf(dir);
+  await withRawDb(dir, (db) => db.put(KEY_LOG_STATE, encodeLogState({ highWaterIndex: ackedThrough, highWaterTerm: 1, firstSeq, mayHoldIndex: mayHoldUpTo, markSeq: markSeq + 1 })));
+}
+
+/** Half of record `index` at the end of the last segment: a segment write whose sync never finished. */
+async function tornRecord(dir: string, index: number): Promise<void> {
+  const [last] = (await segmentFiles(join(dir, 'wal'))).slice(-1);
+  const { buf } = encodeRecords(ents(index, index, 1));
+  await appendFile(last, buf.subarray(0, buf.byteLength - 7));
+}
+
+async function cutAfter(dir: string, index: number): Promise<void> {
+  const files = await segmentFiles(join(dir, 'wal'));
+  for (const f of files.reverse()) {
+    const recs = await recordsOf(f);
+    const at = recs.find((r) => r.index === index + 1);
+    if (at) return truncate(f, at.offset);
+  }
+  throw new Error(`no record ${index + 1} to cut at`);
+}
+
 describe('segment log: the two-field mark (acknowledged through, may hold up to), written beside the segment sync', () => {
-  /** What LevelDB says about the log, as the store wrote it. */
-  async function markOf(dir: string): Promise<LogState> {
-    return withRawDb(dir, async (db) => {
-      const v = await db.get(KEY_LOG_STATE);
-      if (v === undefined) throw new Error('no log state record');
-      return decodeLogState(v, 'raft');
-    });
-  }
-
-  /** Puts a log state record in place of the store's: the state a crash between the two syncs leaves. */
-  async function setMark(dir: string, ackedThrough: number, mayHoldUpTo: number): Promise<void> {
-    const firstSeq = (await markOf(dir)).firstSeq;
-    await withRawDb(dir, (db) => db.put(KEY_LOG_STATE, encodeLogState({ highWaterIndex: ackedThrough, highWaterTerm: 1, firstSeq, mayHoldIndex: mayHoldUpTo })));
-  }
-
-  /** Half of record `index` at the end of the last segment: a segment write whose sync never finished. */
-  async function tornRecord(dir: string, index: number): Promise<void> {
-    const [last] = (await segmentFiles(join(dir, 'wal'))).slice(-1);
-    const { buf } = encodeRecords(ents(index, index, 1));
-    await appendFile(last, buf.subarray(0, buf.byteLength - 7));
-  }
-
-  async function cutAfter(dir: string, index: number): Promise<void> {
-    const files = await segmentFiles(join(dir, 'wal'));
-    for (const f of files.reverse()) {
-      const recs = await recordsOf(f);
-      const at = recs.find((r) => r.index === index + 1);
-      if (at) return truncate(f, at.offset);
-    }
-    throw new Error(`no record ${index + 1} to cut at`);
-  }
-
   it('once the store is idle, the mark acknowledges the last batch (the confirmation): losing it is noticed', async () => {
     const dir = await writtenLog(20);
     expect(await markOf(dir)).toMatchObject({ highWaterIndex: 20, mayHoldIndex: 20 });
@@ -489,19 +494,148 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
     payload.writeBigUInt64BE(20n, 0);
     payload.writeBigUInt64BE(1n, 8);
     payload.writeBigUInt64BE(BigInt(firstSeq), 16);
-    const full = encodeLogState({ highWaterIndex: 20, highWaterTerm: 1, firstSeq, mayHoldIndex: 20 });
+    const full = encodeLogState({ highWaterIndex: 20, highWaterTerm: 1, firstSeq, mayHoldIndex: 20, markSeq: 0 });
     // The envelope of the new record, re-sealed around the old 24-byte payload.
     const old = Buffer.concat([Buffer.from(full.subarray(0, 5)), payload]);
     old.writeUInt32BE(crc32(payload), 0);
-    expect(decodeLogState(old, 'raft')).toEqual({ highWaterIndex: 20, highWaterTerm: 1, firstSeq, mayHoldIndex: 20 });
+    expect(decodeLogState(old, 'raft')).toEqual({ highWaterIndex: 20, highWaterTerm: 1, firstSeq, mayHoldIndex: 20, markSeq: 0 });
     expect(() => decodeLogState(encodeLogStateUnchecked(20, 1, firstSeq, 19), 'raft')).toThrow(/may-hold index 19 is below the acknowledged-through index 20/);
   });
 });
 
 /** A log state record with any fields, checksummed, bypassing the encoder's own assertion. */
 function encodeLogStateUnchecked(hw: number, term: number, firstSeq: number, mayHold: number): Uint8Array {
-  const sealed = Buffer.from(encodeLogState({ highWaterIndex: hw, highWaterTerm: term, firstSeq, mayHoldIndex: hw }));
+  const sealed = Buffer.from(encodeLogState({ highWaterIndex: hw, highWaterTerm: term, firstSeq, mayHoldIndex: hw, markSeq: 0 }));
   sealed.writeBigUInt64BE(BigInt(mayHold), 5 + 24);
   sealed.writeUInt32BE(crc32(sealed.subarray(5)), 0);
   return sealed;
+}
+
+describe('the mark file (raft/high-water): two slots, the newest mark wins, synced with the segment in one trip', () => {
+  const markPath = (dir: string): string => join(dir, 'raft', MARK_FILE);
+
+  /** The record in each slot, or null where the slot holds none. */
+  async function slots(dir: string): Promise<(LogState | null)[]> {
+    const buf = await readFile(markPath(dir));
+    return [0, 1].map((k) => {
+      const at = k * MARK_SLOT_BYTES;
+      const length = buf.readUInt32BE(at);
+      try {
+        return decodeLogState(buf.subarray(at + 4, at + 4 + length), 'mark');
+      } catch {
+        return null;
+      }
+    });
+  }
+
+  it('each batch moves the mark in the file, in place: the file never grows and LevelDB holds no newer mark', async () => {
+    const dir = await writtenLog(20);
+    const s = await slots(dir);
+    expect(s.every((r) => r !== null)).toBe(true);
+    expect(newestMark(s)).toMatchObject({ highWaterIndex: 20, mayHoldIndex: 20 });
+    expect((await readFile(markPath(dir))).byteLength).toBe(2 * MARK_SLOT_BYTES);
+    const inLevel = await withRawDb(dir, async (db) => db.get(KEY_LOG_STATE));
+    expect(inLevel === undefined || decodeLogState(inLevel, 'raft').markSeq < (newestMark(s)?.markSeq ?? 0)).toBe(true);
+    // The two slots hold the last two marks: consecutive seqs.
+    expect(Math.abs((s[0]?.markSeq ?? 0) - (s[1]?.markSeq ?? 0))).toBe(1);
+  });
+
+  it('a loss below the mark in the file starts the node recovering (the default order, no LevelDB mark)', async () => {
+    const dir = await writtenLog(20);
+    await cutAfter(dir, 12);
+    const { recovered } = await openStore(dir);
+    expect(recovered.recoverIndex).toBe(20);
+  });
+
+  it('a slot torn by a crash mid-write falls back to the other slot, the mark before it, and is written over next', async () => {
+    const dir = await writtenLog(20);
+    const before = await slots(dir);
+    const newestSlot = (before[0]?.markSeq ?? 0) > (before[1]?.markSeq ?? 0) ? 0 : 1;
+    const older = before[1 - newestSlot];
+    const buf = await readFile(markPath(dir));
+    // Half the newest slot's record is garbage: its checksum no longer matches.
+    buf.fill(0xa5, newestSlot * MARK_SLOT_BYTES + 20, newestSlot * MARK_SLOT_BYTES + 40);
+    await writeFile(markPath(dir), buf);
+    const { store, recovered, report } = await openStore(dir);
+    expect(recovered.recoverIndex).toBe(0);
+    expect(report.highWater.index).toBe(older?.highWaterIndex);
+    expect(report.markProblems).toHaveLength(1);
+    expect(report.markProblems[0]).toMatch(new RegExp(`slot ${newestSlot}: checksum mismatch`));
+    await persist(store, { entries: ents(21, 22, 1) });
+    await closeAll();
+    const after = await slots(dir);
+    expect(after[newestSlot]).toMatchObject({ highWaterIndex: 22 });
+  });
+
+  it('a file with no valid slot, or missing after marks went to it, is refused as damage', async () => {
+    const dir = await writtenLog(20);
+    const buf = await readFile(markPath(dir));
+    await writeFile(markPath(dir), Buffer.alloc(buf.byteLength, 0x5a));
+    await expect(DiskLogStore.open(dir, ID, SMALL)).rejects.toThrow(/corrupt high-water mark file .*no slot holds a valid record/);
+    // LevelDB names a mark seq above 0 once a snapshot, a cut or the confirmation wrote one there.
+    const dir2 = await writtenLog(20);
+    await setMark(dir2, 20, 20);
+    await rm(markPath(dir2));
+    const err = await DiskLogStore.open(dir2, ID, SMALL).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CorruptRecordError);
+    expect(String(err)).toMatch(/high-water mark file .*it is missing, but the log state record in LevelDB names mark \d+/);
+  });
+
+  it('a store written before the mark file (its log state in LevelDB, no mark seq) keeps its mark: a loss below it is still noticed', async () => {
+    const dir = await writtenLog(20);
+    const { firstSeq } = await markOf(dir);
+    // What an earlier build left: a 32-byte log state record and no mark file.
+    const payload = Buffer.alloc(32);
+    payload.writeBigUInt64BE(20n, 0);
+    payload.writeBigUInt64BE(1n, 8);
+    payload.writeBigUInt64BE(BigInt(firstSeq), 16);
+    payload.writeBigUInt64BE(20n, 24);
+    const record = Buffer.concat([Buffer.from(encodeLogState({ highWaterIndex: 0, highWaterTerm: 0, firstSeq, mayHoldIndex: 0, markSeq: 0 }).subarray(0, 5)), payload]);
+    record.writeUInt32BE(crc32(payload), 0);
+    await withRawDb(dir, (db) => db.put(KEY_LOG_STATE, record));
+    await rm(markPath(dir));
+    await cutAfter(dir, 15);
+    const { report, recovered } = await openStore(dir);
+    expect(recovered.recoverIndex).toBe(20);
+    expect(report.highWater.index).toBe(20);
+    expect(newestMark(await slots(dir))).toMatchObject({ highWaterIndex: 20, markSeq: 0 });
+  });
+
+  it('a hard state that only moves the commit index is stored once the store goes idle; a new term or vote before the acknowledgement', async () => {
+    const dir = await tempDir();
+    const { store } = await openStore(dir);
+    await persist(store, { entries: ents(1, 5, 1), hardState: { term: 1, vote: 'n1', commit: 0 } });
+    await persist(store, { entries: ents(6, 8, 1), hardState: { term: 1, vote: 'n1', commit: 5 } });
+    // The commit-only hard state is not in LevelDB yet: the batch was acknowledged without it.
+    expect(await storedHardState(store)).toEqual({ term: 1, vote: 'n1', commit: 0 });
+    await new Promise((r) => setTimeout(r, 60));
+    expect(await storedHardState(store)).toEqual({ term: 1, vote: 'n1', commit: 5 });
+    await persist(store, { entries: ents(9, 9, 2), hardState: { term: 2, vote: 'n2', commit: 8 } });
+    expect(await storedHardState(store)).toEqual({ term: 2, vote: 'n2', commit: 8 });
+    await closeAll();
+    const { recovered } = await openStore(dir);
+    expect(recovered.hardState).toEqual({ term: 2, vote: 'n2', commit: 8 });
+  });
+
+  it('the sync worker reports a failed sync with the step, and the next trip still runs', async () => {
+    const dir = await tempDir();
+    await mkdir(dir, { recursive: true });
+    const fd = openSync(join(dir, 'mark'), 'w+');
+    const worker = new SyncWorker('test store');
+    try {
+      await expect(worker.run(1 << 20, fd, Uint8Array.of(1, 2, 3), 0)).rejects.toThrow(/test store: fdatasync of the segment failed: .*EBADF/);
+      await worker.run(-1, fd, Uint8Array.of(7, 8, 9), 4096);
+      const back = await readFile(join(dir, 'mark'));
+      expect([...back.subarray(4096, 4099)]).toEqual([7, 8, 9]);
+    } finally {
+      await worker.close();
+      closeSync(fd);
+    }
+  });
+});
+
+/** The hard state record LevelDB holds, read through the store's own open handle (LevelDB allows one opener). */
+async function storedHardState(store: DiskLogStore): Promise<unknown> {
+  const v = await (store as unknown as { db: { get(k: Uint8Array): Promise<Uint8Array | undefined> } }).db.get(KEY_HARD_STATE);
+  return v === undefined ? null : decodeHardState(v, 'raft');
 }

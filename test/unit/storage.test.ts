@@ -10,6 +10,7 @@ import { EntryType, NONE, emptySnapshot, type Entry, type HardState, type Snapsh
 import { CorruptRecordError, encodeHardState, encodeIdentity, encodeSnapshot, FORMAT_VERSION, KEY_HARD_STATE, KEY_IDENTITY, KEY_LOG_STATE, KEY_SNAPSHOT } from '../../src/storage/codec.ts';
 import { scanRecords } from '../../src/storage/segment-format.ts';
 import { StorageIdentityError } from '../../src/storage/dir-identity.ts';
+import { MARK_FILE } from '../../src/storage/mark-file.ts';
 import { DiskLogStore, type OpenReport } from '../../src/storage/store.ts';
 import type { PersistBatch, RecoveredState, StorageIdentity } from '../../src/storage/types.ts';
 import { applyBatch as simApplyBatch } from '../sim/sim-disk.ts';
@@ -454,8 +455,10 @@ describe('DiskLogStore: damaged LevelDB records are refused with the path and th
 
   it('a lost tail that held committed entries starts the node recovering, with the commit index clamped to the log', async () => {
     const dir = await storeWithLog();
-    // The high-water mark is gone too: the commit index alone still proves entries 7..8 were synced.
-    await tamper(dir, KEY_LOG_STATE, () => null);
+    // The high-water mark is gone too (the mark file, and any log state
+    // record in LevelDB): the commit index alone still proves entries 7..8 were synced.
+    await withRawDb(dir, (db) => db.del(KEY_LOG_STATE));
+    await rm(join(dir, 'raft', MARK_FILE));
     const [file] = await segmentFiles(join(dir, 'wal'));
     const { recovered: before } = await openStore(dir);
     expect(before.recoverIndex).toBe(0);
