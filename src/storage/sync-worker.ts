@@ -61,7 +61,8 @@ export class SyncWorker {
   private dead: Error | null = null;
 
   constructor(readonly label: string) {
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { shared: this.shared }, stdout: false, stderr: false });
+    // No execArgv: the parent's loader hooks or profiler flags have nothing to do in a loop of two syscalls.
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { shared: this.shared } });
     // The store keeps a process alive only while it has work; an idle worker must not.
     this.worker.unref();
     this.worker.on('message', (f: Failure | null) => {
