@@ -72,13 +72,7 @@ export class MarkFile {
    * or with no valid slot, is damage: CorruptRecordError.
    */
   static async open(path: string, level: LogState): Promise<OpenedMarkFile> {
-    let buf: Uint8Array | null;
-    try {
-      buf = await readFile(path);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      buf = null;
-    }
+    const buf = await readOrNull(path);
     if (buf === null) {
       if (level.markSeq > 0) {
         throw new CorruptRecordError(path, 'high-water mark file', `it is missing, but the log state record in LevelDB names mark ${level.markSeq}, so marks were written to it`);
@@ -99,13 +93,8 @@ export class MarkFile {
    * changing anything; null when there is no such file or no valid slot.
    */
   static async peek(path: string): Promise<LogState | null> {
-    let buf: Uint8Array;
-    try {
-      buf = await readFile(path);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
-    }
+    const buf = await readOrNull(path);
+    if (buf === null) return null;
     return newestMark([0, 1].map((slot) => decodeMarkSlot(path, buf, slot)).map((d) => ('state' in d ? d.state : null)));
   }
 
@@ -126,6 +115,15 @@ export function newestMark(records: readonly (LogState | null)[]): LogState | nu
   let newest: LogState | null = null;
   for (const r of records) if (r !== null && (newest === null || r.markSeq > newest.markSeq)) newest = r;
   return newest;
+}
+
+async function readOrNull(path: string): Promise<Uint8Array | null> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
 }
 
 async function create(path: string, state: LogState): Promise<void> {

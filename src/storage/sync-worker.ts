@@ -29,7 +29,7 @@ for (;;) {
   let failure = null;
   let step = 'sync';
   try {
-    if (segmentFd >= 0) fdatasyncSync(segmentFd);
+    fdatasyncSync(segmentFd);
     step = 'mark';
     let written = 0;
     while (written < length) written += writeSync(markFd, bytes, written, length - written, offset + written);
@@ -83,7 +83,7 @@ export class SyncWorker {
   }
 
   /**
-   * fdatasync(segmentFd) (skipped when it is -1), then `record` written at
+   * fdatasync(segmentFd), then `record` written at
    * `offset` of markFd and fdatasync(markFd), in that order, in one trip.
    * Resolves once both are synced; rejects with the step that failed.
    */

@@ -621,15 +621,17 @@ describe('the mark file (raft/high-water): two slots, the newest mark wins, sync
     const dir = await tempDir();
     await mkdir(dir, { recursive: true });
     const fd = openSync(join(dir, 'mark'), 'w+');
+    const segment = openSync(join(dir, 'segment'), 'w+');
     const worker = new SyncWorker('test store');
     try {
       await expect(worker.run(1 << 20, fd, Uint8Array.of(1, 2, 3), 0)).rejects.toThrow(/test store: fdatasync of the segment failed: .*EBADF/);
-      await worker.run(-1, fd, Uint8Array.of(7, 8, 9), 4096);
+      await worker.run(segment, fd, Uint8Array.of(7, 8, 9), 4096);
       const back = await readFile(join(dir, 'mark'));
       expect([...back.subarray(4096, 4099)]).toEqual([7, 8, 9]);
     } finally {
       await worker.close();
       closeSync(fd);
+      closeSync(segment);
     }
   });
 });
