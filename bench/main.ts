@@ -12,7 +12,8 @@
 // log, then etcd 3.4 as an anchor for the raw log (bench/etcd-anchor.ts,
 // installed from Debian when missing), then the paired step (bench/paired.ts:
 // the target ratios again with every system up and the targets taken in
-// turn), then the failover runs, each on a fresh cluster. Every measured window follows a warm-up (20 s in a full run). One progress line per
+// turn; the three latency ratios it measures are the target keys, the
+// sweeps' beside them: results.ts, targetRatios), then the failover runs, each on a fresh cluster. Every measured window follows a warm-up (20 s in a full run). One progress line per
 // scenario started and finished. Every load is bounded in time and count,
 // every child process is stopped at the end, on Ctrl-C and on failure.
 import { execFileSync } from 'node:child_process';
@@ -37,6 +38,7 @@ import {
   cpuBounds,
   etcdAnchorFields,
   etcdRatios,
+  targetRatios,
   mysqlCommitId,
   pgCommitId,
   rawId,
@@ -97,7 +99,7 @@ function settings(): Settings & Required<Pick<Settings, 'paired'>> {
         participant_sweep_clients: [1, 16],
         raw_sizes: [1, 3, 5],
         failover_runs: 4,
-        paired: { warmup_ms: WARMUP_FULL_MS, segment_ms: 3_000, settle_ms: 200, rounds: 12 },
+        paired: { warmup_ms: WARMUP_FULL_MS, segment_ms: 3_000, settle_ms: 200, rounds: 20 },
       };
 }
 
@@ -372,6 +374,7 @@ function headline(r: Results): string {
     if (c1) lines.push(`commit, ${n} node(s), 2 memory participants, 1 client: p50 ${ms(c1.p50_us)} p99 ${ms(c1.p99_us)} p99.9 ${ms(c1.p999_us)}; peak ${r.peak_tps[`nodes${n}_memory2`]} tx/s`);
   }
   lines.push(`ratios: ${JSON.stringify(r.ratios)}`);
+  lines.push(`ratio_source: ${JSON.stringify(r.ratio_source ?? {})}; ratios_sweep: ${JSON.stringify(r.ratios_sweep ?? {})}`);
   lines.push(`peak_tps: ${JSON.stringify(r.peak_tps)}`);
   lines.push(`raft: ${JSON.stringify(r.raft)}`);
   lines.push(`anchors: ${JSON.stringify(r.anchors)}`);
@@ -569,7 +572,7 @@ async function main(): Promise<void> {
       failover,
       ...keys,
       bounds: cpuBounds(scenarios, floors, 'skipped' in etcd ? null : etcd.seq_p50_us),
-      ratios: { ...keys.ratios, ...etcdRatios(keys.raft, etcd), saga_over_direct_p50: saga.direct_p50_ms > 0 ? round2(saga.p50_ms_c1 / saga.direct_p50_ms) : null },
+      ...targetRatios({ ...keys.ratios, ...etcdRatios(keys.raft, etcd), saga_over_direct_p50: saga.direct_p50_ms > 0 ? round2(saga.p50_ms_c1 / saga.direct_p50_ms) : null }, paired),
       saga,
       outbox,
       anchors: { etcd: etcdAnchorFields(etcd) },

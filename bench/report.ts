@@ -20,6 +20,15 @@ const GRPC_COLOR = '#8c564b';
 const msOf = (us: number | null | undefined): string => (us === null || us === undefined ? '–' : (us / 1000).toFixed(2));
 const num = (x: number | null | undefined, unit = ''): string => (x === null || x === undefined ? '–' : `${x}${unit}`);
 
+/** A sweep's figure of a key that `ratios` may hold from the paired step (results.ts, targetRatios); older files hold only the sweeps'. */
+const sweepRatio = (r: Results, key: string): number | null | undefined => (r.ratios_sweep === undefined ? r.ratios[key] : r.ratios_sweep[key]);
+
+/** A target ratio with where it came from: the paired step's, with the sweep's beside it, or the sweep's alone. */
+export function sourcedRatio(r: Results, key: string): string {
+  const v = num(r.ratios[key], '×');
+  return r.ratio_source?.[key] === 'paired' ? `${v} (paired; the sweep: ${num(sweepRatio(r, key), '×')})` : v;
+}
+
 function table(head: string[], rows: (string | number)[][]): string {
   const line = (cells: (string | number)[]): string => `| ${cells.join(' | ')} |`;
   return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
@@ -160,7 +169,7 @@ export function etcdSection(r: Results): string[] {
           '1 in flight, p50 ms (`raft.seq_p50_us`, `anchors.etcd.seq_p50_us`)',
           msOf(r.raft.seq_p50_us),
           msOf(e.seq_p50_us),
-          `${num(r.ratios.raft_seq_p50_over_etcd, '×')} (\`ratios.raft_seq_p50_over_etcd\`)`,
+          `${num(sweepRatio(r, 'raft_seq_p50_over_etcd'), '×')} (${r.ratios_sweep === undefined ? '`ratios.raft_seq_p50_over_etcd`' : "`ratios_sweep.raft_seq_p50_over_etcd`; the target key is the paired step's, below"})`,
         ],
         ['1 in flight, p99 ms', msOf(r.raft.seq_p99_us), msOf(e.seq_p99_us), ''],
         [
@@ -206,11 +215,13 @@ export function pairedSection(r: Results): string[] {
   );
   const row = (what: string, target: string, x: import('./paired-plan.ts').PairedRatio | null, sweepKey: string): (string | number)[] =>
     x === null
-      ? [what, target, '-', '-', '-', num(r.ratios[sweepKey], '×')]
-      : [what, target, num(x.pooled, '×'), num(x.median_round, '×'), `${x.rounds_below_1} of ${x.rounds.length}`, num(r.ratios[sweepKey], '×')];
+      ? [what, target, '-', '-', '-', num(sweepRatio(r, sweepKey), '×')]
+      : [what, target, num(x.pooled, '×'), num(x.median_round, '×'), `${x.rounds_below_1} of ${x.rounds.length}`, num(sweepRatio(r, sweepKey), '×')];
+  if (r.ratio_source !== undefined)
+    out.push("The pooled ratios are the target keys (`ratios.*`): both sides of each were measured in the same minutes. The sweeps' figures are kept under `ratios_sweep.*`.", '');
   out.push(
     table(
-      ['ratio (`paired.ratios.*`)', 'target', 'pooled p50s', 'median of rounds', 'rounds below 1', 'the sweeps (`ratios.*`)'],
+      ['ratio (`paired.ratios.*`)', 'target', 'pooled p50s', 'median of rounds', 'rounds below 1', r.ratio_source === undefined ? 'the sweeps (`ratios.*`)' : 'the sweeps (`ratios_sweep.*`)'],
       [
         row('3-node classic ÷ 1-node classic (`latency_p50_3_over_1`)', '≤ 1.15', p.ratios.latency_p50_3_over_1, 'latency_p50_3_over_1'),
         row('3-node parallel ÷ 1-node classic (`latency_p50_3_parallel_over_1`)', '≤ 1.0', p.ratios.latency_p50_3_parallel_over_1, 'latency_p50_3_parallel_over_1'),
@@ -267,11 +278,11 @@ export function markdown(r: Results, source: string): string {
         ),
       );
   }
-  out.push(h('3 nodes ÷ 1 node, commit p50 (`ratios.latency_p50_3_over_1`)', num(r.ratios.latency_p50_3_over_1, '×')));
+  out.push(h('3 nodes ÷ 1 node, commit p50 (`ratios.latency_p50_3_over_1`)', sourcedRatio(r, 'latency_p50_3_over_1')));
   out.push(
     h(
       '3 nodes parallel commit ÷ 1 node classic, commit p50 (`ratios.latency_p50_3_parallel_over_1`; PostgreSQL: `pg_latency_p50_3_parallel_over_1`)',
-      `${num(r.ratios.latency_p50_3_parallel_over_1, '×')}; PostgreSQL ${num(r.ratios.pg_latency_p50_3_parallel_over_1, '×')}`,
+      `${sourcedRatio(r, 'latency_p50_3_parallel_over_1')}; PostgreSQL ${num(r.ratios.pg_latency_p50_3_parallel_over_1, '×')}`,
     ),
   );
   out.push(
@@ -280,7 +291,7 @@ export function markdown(r: Results, source: string): string {
   out.push(h('peak throughput, 3 nodes, 2 memory participants (`peak_tps.nodes3_memory2`)', num(r.peak_tps.nodes3_memory2, ' tx/s')));
   out.push(h('raw replicated log, 100-byte Put one at a time, p50 (`raft.seq_p50_us`)', `${msOf(r.raft.seq_p50_us)} ms`));
   out.push(h('raw replicated log, 64 Puts in flight (`raft.inflight64_tps`)', num(r.raft.inflight64_tps, ' puts/s')));
-  out.push(h('raw log ÷ etcd 3.4, sequential p50 (`ratios.raft_seq_p50_over_etcd`, lower is better)', num(r.ratios.raft_seq_p50_over_etcd, '×')));
+  out.push(h('raw log ÷ etcd 3.4, sequential p50 (`ratios.raft_seq_p50_over_etcd`, lower is better)', sourcedRatio(r, 'raft_seq_p50_over_etcd')));
   out.push(h('raw log ÷ etcd 3.4, 64 in flight throughput (`ratios.raft_inflight64_over_etcd`, higher is better)', num(r.ratios.raft_inflight64_over_etcd, '×')));
   out.push(
     h(
@@ -584,7 +595,7 @@ export function boundsSection(r: Results): string[] {
   const rows: (string | number)[][] = [
     [
       '`ratios.latency_p50_3_over_1`',
-      x(r.ratios.latency_p50_3_over_1),
+      sourcedRatio(r, 'latency_p50_3_over_1'),
       '≤ 1.15',
       met(r.ratios.latency_p50_3_over_1, (v) => v <= 1.15),
       `CPU floor ${x(b.latency_p50_3_over_1_cpu_floor)}: at 1 client a 3-node transaction costs ${cpuMs(b.nodes3_memory2_c1_cpu_ms_per_txn)} of CPU (1 node: ${cpuMs(b.nodes1_memory2_c1_cpu_ms_per_txn)}), so one client's transactions follow each other no faster than that ÷ ${cores} cores; the disk and the network alone (two syncs per batch contending with the other nodes', one round trip) would allow ${x(b.latency_p50_3_over_1_disk_network_floor)}; one transaction's flushes on the one disk, the participants' then the nodes', and one round trip, ${x(b.latency_p50_3_over_1_flush_floor)}; the same pattern done by minimal processes over gRPC (the machine floor), ${x(b.latency_p50_3_over_1_fanout_floor)} (${msOf(b.fanout_classic3_us)} ms for 3 nodes against ${msOf(b.fanout_classic1_us)} ms for 1)`,
@@ -598,10 +609,10 @@ export function boundsSection(r: Results): string[] {
     ],
     [
       '`ratios.raft_seq_p50_over_etcd`',
-      x(r.ratios.raft_seq_p50_over_etcd),
+      sourcedRatio(r, 'raft_seq_p50_over_etcd'),
       '≤ 1.0',
       met(r.ratios.raft_seq_p50_over_etcd, (v) => v <= 1),
-      `two syncs per batch (segment, then mark; etcd syncs once): ${msOf(b.raft_seq_two_syncs_us)} ms; without the mark's sync at its contended price the ratio would be ${x(b.raft_seq_over_etcd_without_mark_sync)} (the mark is what detects a disk that lost synced entries: docs/storage.md); the same write done by minimal processes over gRPC plus the client's round trip (the machine floor) is ${x(b.raft_seq_over_etcd_fanout_floor)} of etcd's p50 (${msOf(b.fanout_raft3_us)} ms), ${x(b.raft_seq_over_etcd_fanout_floor_one_sync)} with one sync per node as etcd does (${msOf(b.fanout_raft3_one_sync_us)} ms)${b.raft_seq_over_etcd_fanout_floor_client != null ? `; with the client in a process of its own, ${x(b.raft_seq_over_etcd_fanout_floor_client)} (${msOf(b.fanout_raft3_client_us)} ms)` : ''}; CPU per Put, 1 in flight: Verdict ${cpuMs(b.raft_seq_cpu_ms_per_put)}, etcd ${cpuMs(etcdCpu?.seq_cpu_ms_per_put)}`,
+      `two syncs per batch (segment, then mark; etcd syncs once): ${msOf(b.raft_seq_two_syncs_us)} ms; without the mark's sync at its contended price the sweep's ratio would be ${x(b.raft_seq_over_etcd_without_mark_sync)} (the mark is what detects a disk that lost synced entries: docs/storage.md); the same write done by minimal processes over gRPC plus the client's round trip (the machine floor) is ${x(b.raft_seq_over_etcd_fanout_floor)} of etcd's p50 (${msOf(b.fanout_raft3_us)} ms), ${x(b.raft_seq_over_etcd_fanout_floor_one_sync)} with one sync per node as etcd does (${msOf(b.fanout_raft3_one_sync_us)} ms)${b.raft_seq_over_etcd_fanout_floor_client != null ? `; with the client in a process of its own, ${x(b.raft_seq_over_etcd_fanout_floor_client)} (${msOf(b.fanout_raft3_client_us)} ms)` : ''}; CPU per Put, 1 in flight: Verdict ${cpuMs(b.raft_seq_cpu_ms_per_put)}, etcd ${cpuMs(etcdCpu?.seq_cpu_ms_per_put)}`,
     ],
     [
       '`ratios.raft_inflight64_over_etcd`',
@@ -633,7 +644,7 @@ export function boundsSection(r: Results): string[] {
     ],
     [
       '`ratios.latency_p50_3_parallel_over_1`',
-      x(r.ratios.latency_p50_3_parallel_over_1),
+      sourcedRatio(r, 'latency_p50_3_parallel_over_1'),
       '≤ 1.0',
       met(r.ratios.latency_p50_3_parallel_over_1, (v) => v <= 1),
       `CPU floor ${x(b.latency_p50_3_parallel_over_1_cpu_floor)}: at 1 client a 3-node parallel commit costs ${cpuMs(b.nodes3_memory2_c1_parallel_cpu_ms_per_txn)} of CPU (1 node classic: ${cpuMs(b.nodes1_memory2_c1_cpu_ms_per_txn)}), over ${cores} cores; the disk alone would allow ${x(b.latency_p50_3_parallel_over_1_flush_floor)} (one transaction's flushes on the one disk: ${msOf(b.flush_pattern_parallel3_us)} ms for 3 nodes in parallel, two syncs each, beside the participants', against ${msOf(b.flush_pattern_classic1_us)} ms for 1 node classic; ${msOf(b.flush_pattern_parallel3_one_sync_us)} ms with one sync per node); the same patterns done by minimal processes over gRPC (the machine floor), ${x(b.latency_p50_3_parallel_over_1_fanout_floor)} (${msOf(b.fanout_parallel3_us)} ms against ${msOf(b.fanout_classic1_us)} ms)`,
@@ -642,7 +653,7 @@ export function boundsSection(r: Results): string[] {
   return [
     '## Targets and what bounds them (same run)',
     '',
-    `CPU is summed over every process a transaction touches (nodes, participants, the load generator, and for PostgreSQL its server processes), over the measured window (\`bench/cpu-sample.ts\`); a CPU ceiling is ${cores} cores × 1000 ÷ CPU ms per transaction: no run on this machine commits faster with that much CPU per transaction; a CPU floor for one client is that CPU ÷ ${cores} cores over the 1-node (or 1-participant) p50. Both bound what this implementation reaches with the CPU it spends today; the floors of the machine (disk, network) are in the next section. The figures are in \`bounds\` of the results file.`,
+    `CPU is summed over every process a transaction touches (nodes, participants, the load generator, and for PostgreSQL its server processes), over the measured window (\`bench/cpu-sample.ts\`); a CPU ceiling is ${cores} cores × 1000 ÷ CPU ms per transaction: no run on this machine commits faster with that much CPU per transaction; a CPU floor for one client is that CPU ÷ ${cores} cores over the 1-node (or 1-participant) p50. Both bound what this implementation reaches with the CPU it spends today; the floors of the machine (disk, network) are in the next section. The figures are in \`bounds\` of the results file.${r.ratio_source === undefined ? '' : " The three latency ratios marked paired are the paired step's (below), both sides measured in the same minutes; the bounds are computed from the sweeps."}`,
     '',
     table(['target', 'this run', 'target', 'met', 'what bounds it, measured in this run'], rows),
     '',

@@ -114,6 +114,40 @@ export interface Results {
   anchors?: { etcd: EtcdAnchorFields };
   /** The target ratios measured with every system up and the targets taken in turn (bench/paired.ts); null when the step failed, absent in older files. */
   paired?: import('./paired.ts').PairedFigures | null;
+  /** The sweeps' figures of the keys in PAIRED_KEYS, kept beside the paired ones that `ratios` holds (targetRatios); absent in older files. */
+  ratios_sweep?: Record<string, number | null>;
+  /** Where each key in PAIRED_KEYS of `ratios` came from; absent in older files, whose `ratios` are all the sweeps'. */
+  ratio_source?: Record<string, 'paired' | 'sweep'>;
+}
+
+/**
+ * The latency ratios the paired step measures. In `ratios` they are its
+ * pooled p50 ratios whenever it measured them: the sweeps take the two
+ * sides of such a ratio minutes apart (the etcd anchor twenty minutes after
+ * the raw log), and on this machine a p50 moves by half from one minute to
+ * the next; the paired step takes them in turn, a few seconds each, with the
+ * other systems paused (docs/benchmarks.md, "Paired").
+ */
+export const PAIRED_KEYS = ['latency_p50_3_over_1', 'latency_p50_3_parallel_over_1', 'raft_seq_p50_over_etcd'] as const;
+
+/**
+ * The target ratios of a run: the sweeps' `ratios` with each key of
+ * PAIRED_KEYS replaced by the paired step's pooled ratio where that step
+ * measured it (unrounded beyond its three decimals, so rounding never moves
+ * a figure across its target), the sweeps' figures of those keys in
+ * `ratios_sweep`, and where each came from in `ratio_source`.
+ */
+export function targetRatios(sweep: Record<string, number | null>, paired: import('./paired.ts').PairedFigures | null): Required<Pick<Results, 'ratios' | 'ratios_sweep' | 'ratio_source'>> {
+  const ratios = { ...sweep };
+  const ratios_sweep: Record<string, number | null> = {};
+  const ratio_source: Record<string, 'paired' | 'sweep'> = {};
+  for (const key of PAIRED_KEYS) {
+    ratios_sweep[key] = sweep[key] ?? null;
+    const pooled = paired?.ratios[key]?.pooled ?? null;
+    ratios[key] = pooled ?? sweep[key] ?? null;
+    ratio_source[key] = pooled === null ? 'sweep' : 'paired';
+  }
+  return { ratios, ratios_sweep, ratio_source };
 }
 
 /** The etcd anchor as the results file holds it: the figures (null when skipped) and why it was skipped (null when measured). */

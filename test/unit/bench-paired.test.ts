@@ -1,12 +1,13 @@
 // The paired step's arithmetic and report (bench/paired-plan.ts,
 // bench/paired.ts, bench/report.ts): ratios of pooled p50s and of each
 // round's p50s, their median, a missing or empty target, the time bound of
-// the load generator, and the report's rows.
+// the load generator, the report's rows, and the target keys taken from
+// the paired step with the sweeps' figures kept beside them.
 import { describe, expect, it } from 'vitest';
 import { median, pairedRatio, pairedSpanMs, type PairedResult, type PairedTargetResult } from '../../bench/paired-plan.ts';
 import { pairedFigures } from '../../bench/paired.ts';
-import { pairedSection } from '../../bench/report.ts';
-import type { Results } from '../../bench/results.ts';
+import { boundsSection, pairedSection, sourcedRatio } from '../../bench/report.ts';
+import { PAIRED_KEYS, targetRatios, type Results } from '../../bench/results.ts';
 
 const target = (label: string, p50: number, rounds: number[], ok = 100): PairedTargetResult => ({
   label,
@@ -73,5 +74,44 @@ describe('bench paired step', () => {
     expect(noEtcd.ratios.raft_seq_p50_over_etcd).toBeNull();
     expect(pairedSection({ paired: noEtcd, ratios: {} } as unknown as Results).join('\n')).toContain('etcd was left out: etcd is not installed.');
     expect(pairedSection({ paired: null } as unknown as Results).join('\n')).toContain('The step failed in this run');
+  });
+
+  it("takes the three latency target keys from the paired step, keeps the sweeps' beside them, and leaves every other key alone", () => {
+    const p = pairedFigures(result, { warmupMs: 20_000 }, { nodes1: 0, nodes3: 0 }, null);
+    const sweep = { latency_p50_3_over_1: 1.4, latency_p50_3_parallel_over_1: 1.1, raft_seq_p50_over_etcd: 1.9, raft_inflight64_over_etcd: 3.1, latency_p50_16p_over_1p: 4 };
+    const t = targetRatios(sweep, p);
+    expect(t.ratios).toEqual({ latency_p50_3_over_1: 1.25, latency_p50_3_parallel_over_1: 0.95, raft_seq_p50_over_etcd: 1.5, raft_inflight64_over_etcd: 3.1, latency_p50_16p_over_1p: 4 });
+    expect(t.ratios_sweep).toEqual({ latency_p50_3_over_1: 1.4, latency_p50_3_parallel_over_1: 1.1, raft_seq_p50_over_etcd: 1.9 });
+    expect(t.ratio_source).toEqual({ latency_p50_3_over_1: 'paired', latency_p50_3_parallel_over_1: 'paired', raft_seq_p50_over_etcd: 'paired' });
+    expect(Object.keys(t.ratio_source)).toEqual([...PAIRED_KEYS]);
+    // A pooled ratio keeps its three decimals: 1.004 is not rounded down to a met 1.0.
+    const close = targetRatios(sweep, { ...p, ratios: { ...p.ratios, latency_p50_3_parallel_over_1: { ...p.ratios.latency_p50_3_parallel_over_1, pooled: 1.004 } } });
+    expect(close.ratios.latency_p50_3_parallel_over_1).toBe(1.004);
+  });
+
+  it("falls back to the sweeps' figure where the paired step failed or left etcd out, and says so", () => {
+    const sweep = { latency_p50_3_over_1: 1.4, latency_p50_3_parallel_over_1: 1.1, raft_seq_p50_over_etcd: 1.9 };
+    const failed = targetRatios(sweep, null);
+    expect(failed.ratios).toEqual(sweep);
+    expect(failed.ratio_source).toEqual({ latency_p50_3_over_1: 'sweep', latency_p50_3_parallel_over_1: 'sweep', raft_seq_p50_over_etcd: 'sweep' });
+    const noEtcd = pairedFigures({ ...result, targets: result.targets.slice(0, 4) }, { warmupMs: 1_000 }, { nodes1: 0, nodes3: 0 }, 'etcd is not installed');
+    const part = targetRatios(sweep, noEtcd);
+    expect(part.ratios).toMatchObject({ latency_p50_3_over_1: 1.25, raft_seq_p50_over_etcd: 1.9 });
+    expect(part.ratio_source.raft_seq_p50_over_etcd).toBe('sweep');
+    expect(targetRatios({}, null).ratios).toEqual({ latency_p50_3_over_1: null, latency_p50_3_parallel_over_1: null, raft_seq_p50_over_etcd: null });
+  });
+
+  it('reports a target key with its source and the sweep beside it, and judges the target on the key', () => {
+    const p = pairedFigures(result, { warmupMs: 20_000 }, { nodes1: 0, nodes3: 0 }, null);
+    const r = { paired: p, ...targetRatios({ latency_p50_3_over_1: 1.4, latency_p50_3_parallel_over_1: 1.1, raft_seq_p50_over_etcd: 1.9 }, p) } as unknown as Results;
+    expect(sourcedRatio(r, 'latency_p50_3_parallel_over_1')).toBe('0.95× (paired; the sweep: 1.1×)');
+    const old = { ratios: { latency_p50_3_parallel_over_1: 1.1 } } as unknown as Results;
+    expect(sourcedRatio(old, 'latency_p50_3_parallel_over_1')).toBe('1.1×');
+    const md = pairedSection(r).join('\n');
+    expect(md).toContain('The pooled ratios are the target keys');
+    expect(md).toMatch(/\| 3-node parallel ÷ 1-node classic .*\| 0\.95× \| 0\.95× \| 2 of 4 \| 1\.1× \|/);
+    const bounds = boundsSection({ ...r, machine: { cores: 2 }, peak_tps: {}, failover: { election_ms_per_run: [] } } as unknown as Results).join('\n');
+    expect(bounds).toContain('| `ratios.latency_p50_3_parallel_over_1` | 0.95× (paired; the sweep: 1.1×) | ≤ 1.0 | yes |');
+    expect(bounds).toContain('| `ratios.raft_seq_p50_over_etcd` | 1.5× (paired; the sweep: 1.9×) | ≤ 1.0 | no |');
   });
 });
