@@ -41,9 +41,8 @@
 // orchestrator is gone) and, at the latest, at a hard deadline.
 import { VerdictClient } from '../src/client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../src/client/errors.ts';
-import { EtcdKv } from './etcd.ts';
 import { createInterface } from 'node:readline';
-import { verdictPut, type RawPut } from './raw-put.ts';
+import { etcdPut, verdictPut } from './raw-put.ts';
 import { encode, newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
 import { accountOf, ledgerStatement, shopStatement } from './pg-workload.ts';
 import { drain, DRAIN_MS, windowMarks, type Window } from './window-marks.ts';
@@ -284,12 +283,6 @@ async function pairedLoad(cfg: PairedLoad): Promise<PairedResult> {
   }
   results.forEach((r, i) => (r.latency = summarize(pooled[i])));
   return { mode: 'paired', rounds: cfg.rounds, segmentMs: cfg.segmentMs, settleMs: cfg.settleMs, targets: results };
-}
-
-/** The etcd anchor: etcd's own unary KV.Put on one gRPC channel, as its clients send them. */
-function etcdPut(leader: string): RawPut {
-  const c = new EtcdKv(leader);
-  return { put: (key, value) => c.put(key, value, 5_000), close: () => c.close() };
 }
 
 function result(mode: 'commit' | 'raw', concurrency: number, measuredMs: number, ok: number, aborted: number, errors: Record<string, number>, h: Histogram, txnH: Histogram | null): LoadResult {

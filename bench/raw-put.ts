@@ -1,8 +1,9 @@
-// The raw-log client of bench/loadgen.ts, in a module of its own so a test
-// can drive it (loadgen.ts runs its load when imported).
+// The raw-log clients of bench/loadgen.ts (Verdict's and etcd's), in a module of their own so a test
+// can drive them (loadgen.ts runs its load when imported).
 import type * as grpc from '@grpc/grpc-js';
 import { RaftNodeClient } from '../src/transport/admin.ts';
 import { LEADER_ADDRESS_KEY } from '../src/transport/coordinator-rpc.ts';
+import { EtcdKv } from './etcd.ts';
 
 export interface RawPut {
   put(key: string, value: Uint8Array): Promise<unknown>;
@@ -30,4 +31,10 @@ export function verdictPut(leader: string): RawPut {
     throw err;
   };
   return { put: (key, value) => c.putStreamed({ key, value }, 5_000).catch(follow), close: () => c.close() };
+}
+
+/** The etcd anchor: etcd's own unary KV.Put on one gRPC channel, as its clients send them. */
+export function etcdPut(leader: string): RawPut {
+  const c = new EtcdKv(leader);
+  return { put: (key, value) => c.put(key, value, 5_000), close: () => c.close() };
 }
