@@ -15,6 +15,7 @@
 // the cores as a sweep's scenario has them; everything is continued again
 // before it is stopped.
 import { join } from 'node:path';
+import { flushCounterOrNull, roundFlushes, type FlushReading } from './disk-flushes.ts';
 import { EtcdCluster, ensureEtcd } from './etcd.ts';
 import { pairedRatio, pairedSpanMs, type PairedLoad, type PairedRatio, type PairedResult, type PairedTarget } from './paired-plan.ts';
 import { procState } from './cpu-sample.ts';
@@ -35,8 +36,15 @@ export interface PairedFigures {
   segment_ms: number;
   settle_ms: number;
   warmup_ms: number;
-  /** Per target: counted operations, p50/p99 over every round, each round's p50, failures. */
-  targets: Record<string, { count: number; aborted: number; errors: Record<string, number>; p50_us: number; p99_us: number; round_p50_us: number[] }>;
+  /**
+   * Per target: counted operations, p50/p99 over every round, each round's
+   * p50, failures, and each round's mean µs per flush on the data disk
+   * (null for a round with none; absent when the disk has no counters, and in
+   * older files).
+   */
+  targets: Record<string, { count: number; aborted: number; errors: Record<string, number>; p50_us: number; p99_us: number; round_p50_us: number[]; round_flush_us?: (number | null)[] }>;
+  /** Why the rounds carry no flush times, when they do not. */
+  flushes_skipped?: string | null;
   ratios: {
     latency_p50_3_over_1: PairedRatio;
     latency_p50_3_parallel_over_1: PairedRatio;
@@ -100,6 +108,10 @@ export async function measurePaired(dir: string, o: PairedOptions): Promise<Pair
     const cfg: PairedLoad = { mode: 'paired', targets, warmupMs: o.warmupMs, segmentMs: o.segmentMs, settleMs: o.settleMs, rounds: o.rounds, txnTimeoutMs: 30_000 };
     o.log(`        paired: ${targets.map((t) => t.label).join(', ')}; ${o.rounds} rounds of ${o.segmentMs} ms each after a ${o.warmupMs} ms warm-up each, the others paused`);
     let failure: Error | null = null;
+    // The disk's flush counters as each segment is announced (before the
+    // handover), so a segment's flush time includes its handover and settle.
+    const disk = flushCounterOrNull(dir);
+    const starts: { label: string; at: FlushReading }[] = [];
     /** Pauses every system but the target's, waits until they show as stopped, then lets the load generator go. */
     const handover = async (k: string, label: string, child: Child): Promise<void> => {
       const active = groupOf(label);
@@ -119,6 +131,7 @@ export async function measurePaired(dir: string, o: PairedOptions): Promise<Pair
       onLine: (line, child) => {
         const m = /^segment (\d+) (\S+)$/.exec(line);
         if (m === null) return;
+        if (disk.read !== null) starts.push({ label: m[2], at: disk.read() });
         handover(m[1], m[2], child).catch((err: Error) => {
           failure = err;
           child.proc.kill('SIGKILL');
@@ -127,10 +140,11 @@ export async function measurePaired(dir: string, o: PairedOptions): Promise<Pair
     }).catch((err: unknown) => {
       throw failure ?? err;
     });
+    const flushes = disk.read === null ? { skipped: disk.why } : { rounds: roundFlushes(starts, disk.read()) };
     for (const g of groups) signal(g, 'SIGCONT');
     const after1 = await one.waitForLeader();
     const after3 = await c3.waitForLeader();
-    return pairedFigures(r, o, { nodes1: after1.term - lead1.term, nodes3: after3.term - lead3.term }, etcdSkipped);
+    return pairedFigures(r, o, { nodes1: after1.term - lead1.term, nodes3: after3.term - lead3.term }, etcdSkipped, flushes);
   } finally {
     // A stopped process acts on SIGTERM only once continued.
     for (const g of groups) signal(g, 'SIGCONT');
@@ -138,9 +152,20 @@ export async function measurePaired(dir: string, o: PairedOptions): Promise<Pair
   }
 }
 
-export function pairedFigures(r: PairedResult, o: Pick<PairedOptions, 'warmupMs'>, leaderChanges: PairedFigures['leader_changes'], etcdSkipped: string | null): PairedFigures {
+/** `flushes`: each target's rounds' µs per flush (bench/disk-flushes.ts, roundFlushes), or why there are none. */
+export function pairedFigures(
+  r: PairedResult,
+  o: Pick<PairedOptions, 'warmupMs'>,
+  leaderChanges: PairedFigures['leader_changes'],
+  etcdSkipped: string | null,
+  flushes: { rounds: Record<string, (number | null)[]> } | { skipped: string } = { skipped: 'not measured' },
+): PairedFigures {
   const targets: PairedFigures['targets'] = {};
-  for (const t of r.targets) targets[t.label] = { count: t.ok, aborted: t.aborted, errors: t.errors, p50_us: t.latency.p50_us, p99_us: t.latency.p99_us, round_p50_us: t.round_p50_us };
+  const perRound = 'rounds' in flushes ? flushes.rounds : null;
+  for (const t of r.targets) {
+    targets[t.label] = { count: t.ok, aborted: t.aborted, errors: t.errors, p50_us: t.latency.p50_us, p99_us: t.latency.p99_us, round_p50_us: t.round_p50_us };
+    if (perRound !== null) targets[t.label].round_flush_us = perRound[t.label] ?? [];
+  }
   return {
     method:
       'every system up at once, one operation in flight, one load generator taking the targets in turn: a warm-up segment each, then rounds of one segment per target in an order rotating by one each round; the systems not being measured are paused with SIGSTOP; the first settle_ms of a segment are not counted. Ratios: pooled = p50 over every counted operation of each target; median_round = median over rounds of the per-round p50 ratio.',
@@ -156,5 +181,6 @@ export function pairedFigures(r: PairedResult, o: Pick<PairedOptions, 'warmupMs'
     },
     leader_changes: leaderChanges,
     etcd_skipped: etcdSkipped,
+    flushes_skipped: 'rounds' in flushes ? null : flushes.skipped,
   };
 }

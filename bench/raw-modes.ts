@@ -13,9 +13,10 @@
 // the two, Verdict first; the idle system is not paused (bench/paired.ts
 // does that), so each window carries the other's heartbeats. Linux only;
 // everything is stopped at the end.
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { flushCounter, usPerFlush } from './disk-flushes.ts';
 import { ensureEtcd, EtcdCluster } from './etcd.ts';
 import { BenchCluster, intFlag, killAllNow, stopAll } from './procs.ts';
 import { etcdPut, verdictPut, type RawPut } from './raw-put.ts';
@@ -31,23 +32,7 @@ function cpuTicks(pid: number): number {
   return Number(rest[11]) + Number(rest[12]);
 }
 
-/** The /proc/diskstats line of the device holding `dir`: its flush requests completed and the milliseconds spent on them. */
-function flushCounter(dir: string): () => { flushes: number; ms: number } {
-  const dev = statSync(dir).dev;
-  const major = (dev >> 8) & 0xfff;
-  const minor = (dev & 0xff) | ((dev >> 12) & 0xfff00);
-  const read = (): { flushes: number; ms: number } => {
-    const line = readFileSync('/proc/diskstats', 'utf8')
-      .split('\n')
-      .map((l) => l.trim().split(/\s+/))
-      .find((f) => Number(f[0]) === major && Number(f[1]) === minor);
-    // Fields 19 and 20 (flushes completed, time flushing) exist since Linux 5.5.
-    if (line === undefined || line.length < 20) throw new Error(`/proc/diskstats has no flush counters for device ${major}:${minor} (the temp dir's)`);
-    return { flushes: Number(line[18]), ms: Number(line[19]) };
-  };
-  read();
-  return read;
-}
+const msPerFlush = (us: number | null): string => (us === null ? '-' : (us / 1000).toFixed(3));
 
 interface Target {
   label: string;
@@ -98,7 +83,7 @@ async function main(): Promise<void> {
       const perPut = t.procs.map((p, i) => `${p.id} ${(((cpu1[i] - cpu0[i]) * 10) / lat.length).toFixed(2)}`).join(', ');
       process.stdout.write(
         `${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s  ${t.label.padEnd(7)}  puts ${lat.length}  p50 ${lat[lat.length >> 1].toFixed(2)} ms  p90 ${lat[Math.floor(lat.length * 0.9)].toFixed(2)} ms  ` +
-          `CPU ms/put ${perPut}  flushes/put ${(flushes / lat.length).toFixed(2)}  ms/flush ${flushes > 0 ? ((d1.ms - d0.ms) / flushes).toFixed(3) : '-'}\n`,
+          `CPU ms/put ${perPut}  flushes/put ${(flushes / lat.length).toFixed(2)}  ms/flush ${msPerFlush(usPerFlush(d0, d1))}\n`,
       );
     }
   } finally {

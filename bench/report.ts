@@ -196,23 +196,32 @@ export function pairedSection(r: Results): string[] {
     `The sweeps above measure each scenario once, minutes apart (the etcd anchor half an hour after the raw log), and on this shared machine a p50 moves by half from one minute to the next. Here every system is up at once and one load generator takes them in turn, one operation in flight: a ${num(p.warmup_ms / 1000)} s warm-up each, then ${p.rounds} rounds of one ${num(p.segment_ms / 1000)} s segment per target, the order rotating each round, the systems not being measured paused (SIGSTOP), the first ${p.settle_ms} ms of a segment not counted. Leader changes over the step: ${p.leader_changes.nodes1} (1 node), ${p.leader_changes.nodes3} (3 nodes).`,
     '',
   );
+  const range = (xs: readonly (number | null)[], f: (x: number) => string): string => {
+    const v = xs.filter((x): x is number => x !== null).sort((a, b) => a - b);
+    return v.length > 0 ? `${f(v[0])} – ${f(v[v.length - 1])}` : '-';
+  };
+  const withFlushes = Object.values(p.targets).some((t) => t.round_flush_us !== undefined);
   out.push(
     table(
-      ['target', 'counted', 'p50 ms', 'p99 ms', "rounds' p50 ms, lowest to highest", 'errors'],
-      Object.entries(p.targets).map(([label, t]) => {
-        const rounds = [...t.round_p50_us].sort((a, b) => a - b);
-        return [
-          label,
-          t.count,
-          msOf(t.p50_us),
-          msOf(t.p99_us),
-          rounds.length > 0 ? `${msOf(rounds[0])} – ${msOf(rounds[rounds.length - 1])}` : '-',
-          Object.values(t.errors).reduce((a, b) => a + b, 0),
-        ];
-      }),
+      ['target', 'counted', 'p50 ms', 'p99 ms', "rounds' p50 ms, lowest to highest", ...(withFlushes ? ["rounds' ms per disk flush, lowest to highest"] : []), 'errors'],
+      Object.entries(p.targets).map(([label, t]) => [
+        label,
+        t.count,
+        msOf(t.p50_us),
+        msOf(t.p99_us),
+        range(t.round_p50_us, msOf),
+        ...(withFlushes ? [range(t.round_flush_us ?? [], (us) => (us / 1000).toFixed(3))] : []),
+        Object.values(t.errors).reduce((a, b) => a + b, 0),
+      ]),
     ),
     '',
   );
+  if (withFlushes)
+    out.push(
+      "A round's ms per disk flush is the mean time of the flushes the data disk completed during that target's segment (`/proc/diskstats`, `paired.targets.*.round_flush_us` in µs); it changes by two on this machine for minutes at a time, and the raw log waits for two flushes per batch where etcd waits for one (docs/benchmarks.md, \"The disk's two speeds\").",
+      '',
+    );
+  else if (p.flushes_skipped) out.push(`No flush times: ${p.flushes_skipped}.`, '');
   const row = (what: string, target: string, x: import('./paired-plan.ts').PairedRatio | null, sweepKey: string): (string | number)[] =>
     x === null
       ? [what, target, '-', '-', '-', num(sweepRatio(r, sweepKey), '×')]

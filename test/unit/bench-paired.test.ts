@@ -3,9 +3,13 @@
 // round's p50s, their median, a missing or empty target, the time bound of
 // the load generator, the report's rows, and the target keys taken from
 // the paired step with the sweeps' figures kept beside them.
+import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { median, pairedRatio, pairedSpanMs, type PairedResult, type PairedTargetResult } from '../../bench/paired-plan.ts';
 import { pairedFigures } from '../../bench/paired.ts';
+import { flushCounterOrNull, roundFlushes, usPerFlush } from '../../bench/disk-flushes.ts';
 import { boundsSection, pairedSection, sourcedRatio } from '../../bench/report.ts';
 import { PAIRED_KEYS, targetRatios, type Results } from '../../bench/results.ts';
 
@@ -113,5 +117,61 @@ describe('bench paired step', () => {
     const bounds = boundsSection({ ...r, machine: { cores: 2 }, peak_tps: {}, failover: { election_ms_per_run: [] } } as unknown as Results).join('\n');
     expect(bounds).toContain('| `ratios.latency_p50_3_parallel_over_1` | 0.95× (paired; the sweep: 1.1×) | ≤ 1.0 | yes |');
     expect(bounds).toContain('| `ratios.raft_seq_p50_over_etcd` | 1.5× (paired; the sweep: 1.9×) | ≤ 1.0 | no |');
+  });
+
+  it('turns flush counters read at each segment into µs per flush per round, leaving out each warm-up', () => {
+    expect(usPerFlush({ flushes: 10, ms: 5 }, { flushes: 30, ms: 7 })).toBe(100);
+    expect(usPerFlush({ flushes: 10, ms: 5 }, { flushes: 10, ms: 5 })).toBeNull();
+    const at = (flushes: number, ms: number) => ({ flushes, ms });
+    // Two targets: warm-ups a, b; then rounds a, b, a, b; then the reading after the last.
+    const starts = [
+      { label: 'raw3', at: at(0, 0) },
+      { label: 'etcd3', at: at(100, 50) },
+      { label: 'raw3', at: at(200, 100) },
+      { label: 'etcd3', at: at(400, 120) },
+      { label: 'raw3', at: at(500, 140) },
+      { label: 'etcd3', at: at(700, 180) },
+    ];
+    expect(roundFlushes(starts, at(700, 180))).toEqual({ raw3: [100, 200], etcd3: [200, null] });
+  });
+
+  it("reports each round's flush time beside its p50, or why there is none", () => {
+    const p = pairedFigures(result, { warmupMs: 1_000 }, { nodes1: 0, nodes3: 0 }, null, {
+      rounds: { classic1: [90, 200, 95, 100], raw3: [180, null, 210, 190] },
+    });
+    expect(p.flushes_skipped).toBeNull();
+    expect(p.targets.raw3.round_flush_us).toEqual([180, null, 210, 190]);
+    expect(p.targets.etcd3.round_flush_us).toEqual([]);
+    const md = pairedSection({ paired: p, ratios: {} } as unknown as Results).join('\n');
+    expect(md).toMatch(/\| raw3 \| 100 \| 3\.00 \| 9\.00 \| 3\.00 – 3\.00 \| 0\.180 – 0\.210 \| 0 \|/);
+    expect(md).toMatch(/\| etcd3 \| .* \| - \| 0 \|/);
+    const none = pairedFigures(result, { warmupMs: 1_000 }, { nodes1: 0, nodes3: 0 }, null, { skipped: '/proc/diskstats has no flush counters for device 0:42' });
+    expect(none.targets.raw3.round_flush_us).toBeUndefined();
+    const md2 = pairedSection({ paired: none, ratios: {} } as unknown as Results).join('\n');
+    expect(md2).toContain('No flush times: /proc/diskstats has no flush counters for device 0:42.');
+    expect(md2).not.toContain('ms per disk flush');
+  });
+
+  it('reads the flush counters of the disk under a directory from /proc/diskstats, or says why it cannot', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'verdict-flushes-'));
+    try {
+      const disk = flushCounterOrNull(dir);
+      if (disk.read === null) {
+        // tmpfs, overlay or a kernel before 5.5: the reason names the device.
+        expect(disk.why).toMatch(/^\/proc\/diskstats has no flush counters for device \d+:\d+ \(the one holding /);
+        return;
+      }
+      const before = disk.read();
+      const fd = openSync(join(dir, 'f'), 'w');
+      writeSync(fd, Buffer.alloc(200, 1));
+      fdatasyncSync(fd);
+      closeSync(fd);
+      const after = disk.read();
+      expect(Number.isInteger(before.flushes) && Number.isInteger(before.ms)).toBe(true);
+      expect(after.flushes).toBeGreaterThanOrEqual(before.flushes);
+      expect(after.ms).toBeGreaterThanOrEqual(before.ms);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
