@@ -13,9 +13,10 @@
 // the two, Verdict first; the idle system is not paused (bench/paired.ts
 // does that), so each window carries the other's heartbeats. Linux only;
 // everything is stopped at the end.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cpuMsOf } from './cpu-sample.ts';
 import { flushCounter, usPerFlush } from './disk-flushes.ts';
 import { ensureEtcd, EtcdCluster } from './etcd.ts';
 import { BenchCluster, intFlag, killAllNow, stopAll } from './procs.ts';
@@ -25,11 +26,10 @@ const SECONDS = intFlag('seconds', 180);
 const WINDOW_MS = intFlag('window-ms', 3_000);
 const ETCD = process.argv.includes('--etcd');
 
-/** utime + stime of a process, in clock ticks (100 a second on Linux). */
-function cpuTicks(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const rest = f.slice(f.lastIndexOf(') ') + 2).split(' ');
-  return Number(rest[11]) + Number(rest[12]);
+/** utime + stime of a process in ms (0 once it is gone). */
+function cpuMs(pid: number): number {
+  const s = cpuMsOf(pid);
+  return s === null ? 0 : s.user + s.sys;
 }
 
 const msPerFlush = (us: number | null): string => (us === null ? '-' : (us / 1000).toFixed(3));
@@ -68,7 +68,7 @@ async function main(): Promise<void> {
     for (let w = 0; Date.now() - t0 < SECONDS * 1_000; w++) {
       const t = targets[w % targets.length];
       const lat: number[] = [];
-      const cpu0 = t.procs.map((p) => cpuTicks(p.pid));
+      const cpu0 = t.procs.map((p) => cpuMs(p.pid));
       const d0 = disk();
       const end = Date.now() + WINDOW_MS;
       while (Date.now() < end) {
@@ -77,10 +77,10 @@ async function main(): Promise<void> {
         lat.push(performance.now() - s);
       }
       lat.sort((a, b) => a - b);
-      const cpu1 = t.procs.map((p) => cpuTicks(p.pid));
+      const cpu1 = t.procs.map((p) => cpuMs(p.pid));
       const d1 = disk();
       const flushes = d1.flushes - d0.flushes;
-      const perPut = t.procs.map((p, i) => `${p.id} ${(((cpu1[i] - cpu0[i]) * 10) / lat.length).toFixed(2)}`).join(', ');
+      const perPut = t.procs.map((p, i) => `${p.id} ${((cpu1[i] - cpu0[i]) / lat.length).toFixed(2)}`).join(', ');
       process.stdout.write(
         `${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s  ${t.label.padEnd(7)}  puts ${lat.length}  p50 ${lat[lat.length >> 1].toFixed(2)} ms  p90 ${lat[Math.floor(lat.length * 0.9)].toFixed(2)} ms  ` +
           `CPU ms/put ${perPut}  flushes/put ${(flushes / lat.length).toFixed(2)}  ms/flush ${msPerFlush(usPerFlush(d0, d1))}\n`,
