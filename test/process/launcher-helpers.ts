@@ -2,12 +2,12 @@
 // consecutive, plus their metrics ports), its output kept, and every process
 // it made killed after each test.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { afterEach } from 'vitest';
 import { CONSOLE_OFFSET, METRICS_OFFSET, portsInUse } from '../../src/cli/cluster.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import type * as grpc from '@grpc/grpc-js';
 import { BIN, ELECTION_WAIT_MS, ROOT, waitFor } from './harness.ts';
+import { ephemeralLow, PORT_LOW } from '../free-ports.ts';
 
 /** How long nodes get to stop after their launcher stops or dies: a leader's handover, a flush; generous for a loaded machine. */
 export const STOP_WAIT_MS = 30_000;
@@ -41,22 +41,7 @@ export function alive(pid: number): boolean {
 }
 
 /** Where bases start. */
-const BASE_LOW = 10_000;
-
-/**
- * The lowest port the kernel hands out as a connection's local port. A base
- * chosen at or above it can be taken by any test's outgoing connection between
- * the check and the launch (CI saw 39248 go that way), so bases stay below it.
- */
-function ephemeralLow(): number {
-  try {
-    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
-    if (Number.isInteger(low) && low > BASE_LOW + CONSOLE_OFFSET + 100) return low;
-  } catch {
-    // not Linux: the IANA range starts at 49152, Linux's default at 32768
-  }
-  return 32_768;
-}
+const BASE_LOW = PORT_LOW;
 
 /** Three consecutive free ports, and their metrics and (with --tls) console ports above them, all below the kernel's ephemeral range. */
 export async function freeBase(): Promise<number> {
