@@ -9,9 +9,12 @@
 // machine, and a connection that dials it on loopback can even get it as its
 // own local port and connect to itself (TCP's simultaneous open). Either way
 // the node cannot bind it when it starts, and the dialler talks to something
-// that is not a node. CI saw both: a node's base port taken while the node
-// was down, and a participant that met "a server" closing the connection
-// during set-up, then a node that never came up.
+// that is not a node; and a test in the other vitest worker, finding it free,
+// can bind it for a node of its own. CI saw a node's base port taken while
+// the node was down, and a participant that met "a server" closing the
+// connection during set-up (as a TLS node does to a plaintext client), then
+// a node that never came up. So each vitest worker chooses in a slice of its
+// own, and a process never hands out the same port twice.
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 
@@ -42,25 +45,46 @@ function bind(port: number): Promise<Server | null> {
   });
 }
 
+/** Slices of the range, one per vitest worker (VITEST_POOL_ID modulo this). */
+const SLICES = 8;
+
 /**
- * n different free loopback ports, each chosen at random between PORT_LOW and
- * the ephemeral range and checked by binding it; all are held until every
- * one is found, then released.
+ * The ports this process may choose from: between PORT_LOW and the
+ * ephemeral range, and inside a vitest worker only its own slice of that.
+ * A port a test holds unbound (a node not started yet) is then never chosen
+ * by a test in the other worker, which would otherwise find it free.
+ */
+export function portRange(env: NodeJS.ProcessEnv = process.env, high = ephemeralLow()): [number, number] {
+  const id = Number(env.VITEST_POOL_ID);
+  if (!Number.isInteger(id) || id < 1) return [PORT_LOW, high];
+  const width = Math.floor((high - PORT_LOW) / SLICES);
+  const lo = PORT_LOW + ((id - 1) % SLICES) * width;
+  return [lo, lo + width];
+}
+
+/** Every port this process has handed out: none is handed out twice, so a test's unbound port stays its own. */
+const handedOut = new Set<number>();
+
+/**
+ * n different free loopback ports, each chosen at random in portRange() and
+ * checked by binding it; all are held until every one is found, then
+ * released. A port once handed out in this process is not handed out again.
  */
 export async function freePorts(n: number): Promise<number[]> {
-  const high = ephemeralLow();
+  const [low, high] = portRange();
   const held: Server[] = [];
   const ports: number[] = [];
   try {
     for (let tries = 0; ports.length < n; tries++) {
-      if (tries >= 200 + 20 * n) throw new Error(`no ${n} free loopback ports found between ${PORT_LOW} and ${high}`);
-      const port = PORT_LOW + Math.floor(Math.random() * (high - PORT_LOW));
-      if (ports.includes(port)) continue;
+      if (tries >= 200 + 20 * n) throw new Error(`no ${n} free loopback ports found between ${low} and ${high}`);
+      const port = low + Math.floor(Math.random() * (high - low));
+      if (handedOut.has(port) || ports.includes(port)) continue;
       const s = await bind(port);
       if (s === null) continue;
       held.push(s);
       ports.push(port);
     }
+    for (const p of ports) handedOut.add(p);
     return ports;
   } finally {
     await Promise.all(held.map((s) => new Promise<void>((r) => s.close(() => r()))));
