@@ -49,6 +49,11 @@ export function usPerFlush(a: FlushReading, b: FlushReading): number | null {
   return n > 0 ? Math.round(((b.ms - a.ms) * 1000) / n) : null;
 }
 
+/** µs per flush as ms with three decimals, '-' for none: how every bench prints it. */
+export function msPerFlush(us: number | null): string {
+  return us === null ? '-' : (us / 1000).toFixed(3);
+}
+
 /**
  * Readings taken as each segment began (`label` the segment's target), and
  * one more after the last: per target, the µs per flush of each segment
@@ -57,15 +62,11 @@ export function usPerFlush(a: FlushReading, b: FlushReading): number | null {
  */
 export function roundFlushes(starts: { label: string; at: FlushReading }[], end: FlushReading): Record<string, (number | null)[]> {
   const out: Record<string, (number | null)[]> = {};
-  const seen = new Set<string>();
   starts.forEach((s, i) => {
     const next = i + 1 < starts.length ? starts[i + 1].at : end;
-    if (!seen.has(s.label)) {
-      seen.add(s.label);
-      out[s.label] = [];
-      return;
-    }
-    out[s.label].push(usPerFlush(s.at, next));
+    // A target's first segment is its warm-up: it only opens the target's list.
+    if (out[s.label] === undefined) out[s.label] = [];
+    else out[s.label].push(usPerFlush(s.at, next));
   });
   return out;
 }

@@ -9,6 +9,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { msPerFlush } from './disk-flushes.ts';
 import { measurePaired } from './paired.ts';
 import { intFlag as flag, killAllNow, stopAll } from './procs.ts';
 
@@ -23,7 +24,7 @@ async function main(): Promise<void> {
     for (const [label, t] of Object.entries(p.targets))
       log(
         `${label.padEnd(10)} p50 ${(t.p50_us / 1000).toFixed(2)} ms, p99 ${(t.p99_us / 1000).toFixed(2)} ms, ${t.count} counted, rounds' p50 ${t.round_p50_us.map((x) => (x / 1000).toFixed(2)).join(' ')}` +
-          (t.round_flush_us === undefined ? '' : `; rounds' ms per disk flush ${t.round_flush_us.map((x) => (x === null ? '-' : (x / 1000).toFixed(3))).join(' ')}`),
+          (t.round_flush_us === undefined ? '' : `; rounds' ms per disk flush ${t.round_flush_us.map(msPerFlush).join(' ')}`),
       );
     if (p.flushes_skipped) log(`no flush times: ${p.flushes_skipped}`);
     for (const [key, r] of Object.entries(p.ratios))

@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cpuMsOf } from './cpu-sample.ts';
-import { flushCounter, usPerFlush } from './disk-flushes.ts';
+import { flushCounter, msPerFlush, usPerFlush } from './disk-flushes.ts';
 import { ensureEtcd, EtcdCluster } from './etcd.ts';
 import { BenchCluster, intFlag, killAllNow, stopAll } from './procs.ts';
 import { etcdPut, verdictPut, type RawPut } from './raw-put.ts';
@@ -31,8 +31,6 @@ function cpuMs(pid: number): number {
   const s = cpuMsOf(pid);
   return s === null ? 0 : s.user + s.sys;
 }
-
-const msPerFlush = (us: number | null): string => (us === null ? '-' : (us / 1000).toFixed(3));
 
 interface Target {
   label: string;

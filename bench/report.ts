@@ -7,6 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { msPerFlush } from './disk-flushes.ts';
 import type { LatencySummary } from './hist.ts';
 import { ROOT } from './procs.ts';
 import type { Results, Scenario } from './results.ts';
@@ -210,7 +211,7 @@ export function pairedSection(r: Results): string[] {
         msOf(t.p50_us),
         msOf(t.p99_us),
         range(t.round_p50_us, msOf),
-        ...(withFlushes ? [range(t.round_flush_us ?? [], (us) => (us / 1000).toFixed(3))] : []),
+        ...(withFlushes ? [range(t.round_flush_us ?? [], msPerFlush)] : []),
         Object.values(t.errors).reduce((a, b) => a + b, 0),
       ]),
     ),
