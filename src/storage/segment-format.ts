@@ -8,7 +8,12 @@
 //   body    [u64 index][u64 term][u8 entry type][entry data ...]
 //
 // Big-endian. The checksum covers the length too, so a flipped length is a
-// checksum failure, not a silently shorter log. A segment is named
+// checksum failure, not a silently shorter log. A segment may end in zeros
+// (src/storage/segment-log.ts writes them ahead of the records, so that a
+// batch's fdatasync overwrites blocks the file already has instead of
+// growing it): an all-zero frame with only zeros after it is the end of
+// the records; zeros with data after them are a write that never finished
+// or one the disk lost, never the end. A segment is named
 // `<seq>-<first index>.wal` (16 hex digits each) and holds consecutive
 // entries starting at its first index. Decoding trusts nothing it reads: a
 // bad header, length, checksum, index or type is a problem value naming the
@@ -115,7 +120,7 @@ export interface ScannedSegment {
   entries: Entry[];
   /** Byte offset of each entry's record, in order. */
   offsets: number[];
-  /** Where the readable records end: the file size, unless there is a problem. */
+  /** Where the readable records end: the file size or where the trailing zeros start, unless there is a problem. */
   end: number;
   problem: RecordProblem | null;
 }
@@ -137,6 +142,12 @@ export function scanRecords(buf: Buffer, firstIndex: number): ScannedSegment {
     const left = size - at;
     if (left < RECORD_FRAME_BYTES) return done({ kind: 'incomplete', offset: at, index, detail: `${left} bytes left, less than a record frame` });
     const bodyLen = buf.readUInt32BE(at);
+    if (bodyLen === 0 && buf.readUInt32BE(at + 4) === 0) {
+      // The zeros written ahead of the records (see the top of this file).
+      const data = firstNonZero(buf, at + RECORD_FRAME_BYTES);
+      if (data === -1) return done(null);
+      return done({ kind: 'incomplete', offset: at, index, detail: `zeros where a record should start, and data again at byte offset ${data}` });
+    }
     if (bodyLen < BODY_HEADER_BYTES || bodyLen > RECORD_BODY_BYTES_MAX) {
       return done({ kind: 'invalid', offset: at, index, detail: `record length ${bodyLen} is outside ${BODY_HEADER_BYTES}..${RECORD_BODY_BYTES_MAX}` });
     }
@@ -157,7 +168,7 @@ export function scanRecords(buf: Buffer, firstIndex: number): ScannedSegment {
     const stored = buf.readUInt32BE(at + 4);
     const computed = recordCrc(buf, at, bodyLen);
     if (stored !== computed) {
-      const atEnd = at + RECORD_FRAME_BYTES + bodyLen === size;
+      const atEnd = firstNonZero(buf, at + RECORD_FRAME_BYTES + bodyLen) === -1;
       return done({ kind: 'checksum', offset: at, index, detail: `checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`, atEnd });
     }
     const body = at + RECORD_FRAME_BYTES;
@@ -196,6 +207,12 @@ function findValidRecord(buf: Buffer, from: number, minIndex: number): { offset:
     if (buf.readUInt32BE(q + 4) === recordCrc(buf, q, bodyLen)) return { offset: q, index: Number(index) };
   }
   return null;
+}
+
+/** The offset of the first non-zero byte at or after `from`, or -1 when only zeros follow. */
+export function firstNonZero(buf: Uint8Array, from: number): number {
+  for (let i = from; i < buf.byteLength; i++) if (buf[i] !== 0) return i;
+  return -1;
 }
 
 function hex32(n: number): string {

@@ -3,6 +3,14 @@
 // fdatasync per persisted batch, and an in-memory index of where each
 // record starts, so a truncation is one ftruncate.
 //
+// A batch that grows the file makes its fdatasync commit the file system's
+// journal too (the new size and blocks), a second write and a longer wait.
+// So the segment is extended with zeros ahead of the records, a chunk at a
+// time, in the same write and sync as the batch that reaches the end of
+// what is there: the batches after it overwrite zeros in blocks the file
+// already has, and their fdatasync writes only the data. The zeros are the
+// end of the records when read back (src/storage/segment-format.ts).
+//
 // Recovery tells three things apart (docs/storage.md):
 //  - a torn tail: the last record of the last segment is incomplete, or whole
 //    but failing its checksum, and lies beyond the high-water mark. It is a
@@ -19,10 +27,12 @@ import { writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Entry } from '../raft/types.ts';
 import { CorruptRecordError } from './codec.ts';
-import { checkSegmentHeader, encodeRecords, encodeSegmentHeader, parseSegmentFileName, scanRecords, SEGMENT_HEADER_BYTES, segmentFileName } from './segment-format.ts';
+import { checkSegmentHeader, encodeRecords, encodeSegmentHeader, firstNonZero, parseSegmentFileName, scanRecords, SEGMENT_HEADER_BYTES, segmentFileName } from './segment-format.ts';
 
 /** Segments roll over once they reach this size (a batch is never split). */
 export const SEGMENT_BYTES_DEFAULT = 64 << 20;
+/** How far past a batch the segment is extended with zeros (never past the roll-over size). */
+export const PREALLOC_BYTES_DEFAULT = 512 << 10;
 
 interface Segment {
   seq: number;
@@ -32,7 +42,10 @@ interface Segment {
   offsets: number[];
   /** The term of each record, for the high-water mark's term. */
   terms: number[];
+  /** Where the records end. */
   size: number;
+  /** The file's size: `size` plus the zeros written ahead of the records. */
+  allocated: number;
 }
 
 export interface SegmentLogOpenOptions {
@@ -43,6 +56,8 @@ export interface SegmentLogOpenOptions {
   /** The last index this node synced and acknowledged (the high-water mark). */
   highWaterIndex: number;
   segmentBytes?: number;
+  /** Zeros written ahead of the records (PREALLOC_BYTES_DEFAULT); 0 lets each batch grow the file. */
+  preallocBytes?: number;
   /** Told about every tail that was cut, for the node's log. */
   onTruncated?: (what: TruncatedTail) => void;
 }
@@ -65,6 +80,7 @@ export class SegmentLog {
     readonly dir: string,
     private segments: Segment[],
     private readonly segmentBytes: number,
+    private readonly preallocBytes: number,
   ) {}
 
   /** Reads every segment back (see the top of this file); returns the log and its entries after snapIndex. */
@@ -79,7 +95,7 @@ export class SegmentLog {
       const path = join(dir, n.name);
       // A leader's snapshot replaced the log these belong to; the removal was interrupted.
       if (n.parsed.seq < o.firstSeq) await rm(path, { force: true });
-      else segments.push({ seq: n.parsed.seq, firstIndex: n.parsed.firstIndex, path, offsets: [], terms: [], size: 0 });
+      else segments.push({ seq: n.parsed.seq, firstIndex: n.parsed.firstIndex, path, offsets: [], terms: [], size: 0, allocated: 0 });
     }
     // Segments wholly covered by the snapshot are compaction that was interrupted.
     while (segments.length > 1 && segments[1].firstIndex <= o.snapIndex + 1) {
@@ -104,7 +120,7 @@ export class SegmentLog {
       if (s.firstIndex !== expected) {
         // A segment created for a roll or a snapshot that never got a record
         // (the crash came first) names an index the log never reached.
-        if (last && buf.byteLength <= SEGMENT_HEADER_BYTES) {
+        if (last && (buf.byteLength <= SEGMENT_HEADER_BYTES || firstNonZero(buf, SEGMENT_HEADER_BYTES) === -1)) {
           await rm(s.path, { force: true });
           segments.pop();
           break;
@@ -124,6 +140,7 @@ export class SegmentLog {
       s.offsets = scanned.offsets;
       s.terms = scanned.entries.map((e) => e.term);
       s.size = scanned.end;
+      s.allocated = buf.byteLength;
       for (const e of scanned.entries) if (e.index > o.snapIndex) entries.push(e);
       expected = s.firstIndex + scanned.entries.length;
       const p = scanned.problem;
@@ -145,11 +162,12 @@ export class SegmentLog {
       } finally {
         await fh.close();
       }
+      s.allocated = p.offset;
       o.onTruncated?.({ file: s.path, offset: p.offset, index: p.index, detail: p.detail, belowHighWater, savedAs });
     }
     const snapCovered = entries.length > 0 ? entries[0].index : expected;
     assert(snapCovered >= o.snapIndex + 1 || segments.length === 0, 'segment log: entries before the snapshot were returned');
-    const log = new SegmentLog(dir, segments, o.segmentBytes ?? SEGMENT_BYTES_DEFAULT);
+    const log = new SegmentLog(dir, segments, o.segmentBytes ?? SEGMENT_BYTES_DEFAULT, o.preallocBytes ?? PREALLOC_BYTES_DEFAULT);
     if (segments.length === 0) await log.createSegment(Math.max(1, o.firstSeq), o.snapIndex + 1);
     else {
       await log.openLast();
@@ -209,8 +227,15 @@ export class SegmentLog {
     // The write goes to the page cache synchronously: a trip through the
     // thread pool costs more than the copy (and two wake-ups); only the
     // fdatasync waits for the disk, off the event loop.
-    let written = 0;
-    while (written < buf.byteLength) written += writeSync(fh.fd, buf, written, buf.byteLength - written, s.size + written);
+    writeAllSync(fh.fd, buf, s.size);
+    const end = s.size + buf.byteLength;
+    if (end > s.allocated && end < this.segmentBytes && this.preallocBytes > 0) {
+      // This batch reaches the end of the file: the zeros after it go in the same sync.
+      const to = Math.min(this.segmentBytes, end + this.preallocBytes);
+      writeAllSync(fh.fd, zeros(to - end), end);
+      s.allocated = to;
+    }
+    s.allocated = Math.max(s.allocated, end);
     if (sync) await sync(fh.fd);
     else await fh.datasync();
     let at = s.size;
@@ -272,6 +297,7 @@ export class SegmentLog {
     s.offsets.length = k;
     s.terms.length = k;
     s.size = offset;
+    s.allocated = offset;
   }
 
   private async createSegment(seq: number, firstIndex: number): Promise<void> {
@@ -288,13 +314,25 @@ export class SegmentLog {
     await syncDir(this.dir);
     await this.handle?.close();
     this.handle = fh;
-    this.segments.push({ seq, firstIndex, path, offsets: [], terms: [], size: SEGMENT_HEADER_BYTES });
+    this.segments.push({ seq, firstIndex, path, offsets: [], terms: [], size: SEGMENT_HEADER_BYTES, allocated: SEGMENT_HEADER_BYTES });
   }
 
   private async openLast(): Promise<void> {
     await this.handle?.close();
     this.handle = await open(this.segments[this.segments.length - 1].path, 'r+');
   }
+}
+
+function writeAllSync(fd: number, buf: Uint8Array, position: number): void {
+  let written = 0;
+  while (written < buf.byteLength) written += writeSync(fd, buf, written, buf.byteLength - written, position + written);
+}
+
+let zeroBuf: Uint8Array = new Uint8Array(0);
+/** A shared buffer of `n` zeros (it is only ever read). */
+function zeros(n: number): Uint8Array {
+  if (zeroBuf.byteLength < n) zeroBuf = new Uint8Array(n);
+  return zeroBuf.subarray(0, n);
 }
 
 export async function syncDir(dir: string): Promise<void> {

@@ -47,6 +47,8 @@ export const CONFIRM_DELAY_MS = 10;
 export interface DiskLogStoreOptions {
   /** Segment size before a roll-over (tests use small ones). */
   segmentBytes?: number;
+  /** Zeros written ahead of the log's records (src/storage/segment-log.ts); 0 grows the file with each batch. */
+  preallocBytes?: number;
   /**
    * Write the mark beside the segment's fdatasync instead of after it: one
    * sync less on the critical path, but a disk that loses exactly the last
@@ -201,6 +203,7 @@ export class DiskLogStore implements LogStore {
         firstSeq: ls.firstSeq,
         highWaterIndex: ls.highWaterIndex,
         segmentBytes: opts.segmentBytes,
+        preallocBytes: opts.preallocBytes,
         onTruncated: (t) => truncated.push(t),
       });
       wal = opened.log;

@@ -111,6 +111,8 @@ export class SyncWorker {
   async close(): Promise<void> {
     if (this.dead) return;
     this.dead = new Error(`${this.label}: the store is closed`);
+    // Referenced until it exits, or a process with nothing else to do ends before the worker has stopped.
+    this.worker.ref();
     Atomics.store(this.ctl, 0, 2);
     Atomics.notify(this.ctl, 0);
     await new Promise<void>((resolve) => {

@@ -4,8 +4,9 @@ import { withRawDb } from './fixtures/raw-level.ts';
 // file, the byte offset and the index, and a log cut below the high-water
 // mark starts the node recovering instead of being taken for a shorter log.
 
+import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, open, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -65,9 +66,9 @@ function snap(index: number, term: number): Snapshot {
 }
 
 /** A store holding entries 1..last (term 1) in several segments, closed; returns the data dir. */
-async function writtenLog(last: number): Promise<string> {
+async function writtenLog(last: number, opts: DiskLogStoreOptions = SMALL): Promise<string> {
   const dir = await tempDir();
-  const { store } = await openStore(dir);
+  const { store } = await openStore(dir, opts);
   for (let i = 1; i <= last; i += 5) await persist(store, { entries: ents(i, Math.min(i + 4, last), 1), hardState: { term: 1, vote: 'n1', commit: 2 } });
   await closeAll();
   return dir;
@@ -310,6 +311,130 @@ describe('segment log: a log cut below the high-water mark starts the node recov
     const { recovered } = await openStore(dir);
     expect(recovered.entries).toEqual([...ents(1, 18, 1), ...ents(19, 19, 2)]);
     expect(recovered.recoverIndex).toBe(0);
+  });
+});
+
+describe('segment log: zeros written ahead of the records', () => {
+  /** One segment for the whole test, extended 4 KiB at a time. */
+  const AHEAD: DiskLogStoreOptions = { segmentBytes: 64 << 10, preallocBytes: 4096 };
+  /** Segments of 1 KiB: the zeros stop at the roll-over size. */
+  const AHEAD_SMALL: DiskLogStoreOptions = { segmentBytes: 1024, preallocBytes: 4096 };
+
+  async function lastSegment(dir: string): Promise<string> {
+    return (await segmentFiles(join(dir, 'wal'))).at(-1)!;
+  }
+
+  /** Where a segment's records end, and the file's size. */
+  async function ends(file: string): Promise<{ records: number; file: number }> {
+    const buf = await readFile(file);
+    const first = Number.parseInt(file.slice(file.lastIndexOf('-') + 1, file.lastIndexOf('.')), 16);
+    return { records: scanRecords(buf, first).end, file: buf.byteLength };
+  }
+
+  async function writeAt(file: string, offset: number, bytes: Uint8Array): Promise<void> {
+    const fh = await open(file, 'r+');
+    try {
+      await fh.write(bytes, 0, bytes.byteLength, offset);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  it('the file grows a chunk of zeros at a time, the batches in between leave its size alone, and reading back stops at the zeros', async () => {
+    const dir = await tempDir();
+    const { store } = await openStore(dir, AHEAD);
+    await persist(store, { entries: ents(1, 5, 1), hardState: { term: 1, vote: 'n1', commit: 0 } });
+    const file = await lastSegment(dir);
+    const first = await ends(file);
+    expect(first.file).toBe(first.records + 4096);
+    for (let i = 6; i <= 40; i += 5) await persist(store, { entries: ents(i, i + 4, 1) });
+    const later = await ends(file);
+    // Seven more batches, all inside the first chunk: the file kept its size.
+    expect(later.records).toBeGreaterThan(first.records + 1000);
+    expect(later.records).toBeLessThan(first.file);
+    expect(later.file).toBe(first.file);
+    await closeAll();
+    const { store: again, recovered, report } = await openStore(dir, AHEAD);
+    expect(recovered.entries).toEqual(ents(1, 40, 1));
+    expect(recovered.recoverIndex).toBe(0);
+    expect(report.truncated).toEqual([]);
+    // Appends continue after the records, not after the zeros.
+    await persist(again, { entries: ents(41, 42, 2) });
+    await closeAll();
+    expect((await openStore(dir, AHEAD)).recovered.entries).toEqual([...ents(1, 40, 1), ...ents(41, 42, 2)]);
+    expect(await walIndexes(join(dir, 'wal'))).toEqual([...Array(42).keys()].map((k) => k + 1));
+  });
+
+  it('the zeros stop at the roll-over size, and segments that rolled read back whole', async () => {
+    const dir = await writtenLog(60, AHEAD_SMALL);
+    const files = await segmentFiles(join(dir, 'wal'));
+    expect(files.length).toBeGreaterThan(2);
+    for (const f of files) expect((await stat(f)).size).toBeLessThanOrEqual(1024 + 400);
+    expect((await openStore(dir, AHEAD_SMALL)).recovered.entries).toEqual(ents(1, 60, 1));
+  });
+
+  it('half a record written over the zeros beyond the mark is a torn tail, and is cut', async () => {
+    const dir = await writtenLog(20, AHEAD);
+    const file = await lastSegment(dir);
+    const { records } = await ends(file);
+    const { buf } = encodeRecords(ents(21, 21, 1));
+    await writeAt(file, records, buf.subarray(0, buf.byteLength - 7));
+    const { store, recovered, report } = await openStore(dir, AHEAD);
+    expect(recovered.entries).toEqual(ents(1, 20, 1));
+    expect(recovered.recoverIndex).toBe(0);
+    expect(report.truncated).toHaveLength(1);
+    expect(report.truncated[0]).toMatchObject({ file, offset: records, index: 21, belowHighWater: false, savedAs: null });
+    expect(report.truncated[0].detail).toMatch(/checksum mismatch/);
+    await persist(store, { entries: ents(21, 22, 1) });
+    await closeAll();
+    expect((await openStore(dir, AHEAD)).recovered.entries).toEqual(ents(1, 22, 1));
+  });
+
+  it('zeros where a record should start with data after them, beyond the mark, are a batch that never finished, and are cut', async () => {
+    const dir = await writtenLog(20, AHEAD);
+    const file = await lastSegment(dir);
+    const { records } = await ends(file);
+    // The batch's first bytes never reached the disk, a later part of it did.
+    const { buf } = encodeRecords(ents(21, 22, 1));
+    await writeAt(file, records + 40, buf.subarray(40));
+    const { recovered, report } = await openStore(dir, AHEAD);
+    expect(recovered.entries).toEqual(ents(1, 20, 1));
+    expect(recovered.recoverIndex).toBe(0);
+    expect(report.truncated[0]).toMatchObject({ offset: records, index: 21, belowHighWater: false });
+    expect(report.truncated[0].detail).toMatch(/zeros where a record should start, and data again at byte offset \d+/);
+  });
+
+  it('zeros over acknowledged records (a write the disk lost) are lost records: the node recovers, the log does not just end there', async () => {
+    const dir = await writtenLog(20, AHEAD);
+    const file = await lastSegment(dir);
+    const recs = await recordsOf(file);
+    const from = recs.find((r) => r.index === 19)!.offset;
+    const { records } = await ends(file);
+    await writeAt(file, from, new Uint8Array(records - from));
+    const { recovered } = await openStore(dir, AHEAD);
+    expect(recovered.entries.at(-1)?.index).toBe(18);
+    expect(recovered.recoverIndex).toBe(20);
+  });
+
+  it('the last acknowledged record damaged in front of the zeros is corruption, not a torn tail', async () => {
+    const dir = await writtenLog(20, AHEAD);
+    const file = await lastSegment(dir);
+    const { records } = await ends(file);
+    await flipByte(file, records - 1);
+    const err = await DiskLogStore.open(dir, ID, AHEAD).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CorruptRecordError);
+    expect((err as Error).message).toMatch(/index 20\b.*checksum mismatch/);
+  });
+
+  it('zeros inside a segment that is not the last, with records after them, are corruption', async () => {
+    const dir = await writtenLog(60, AHEAD_SMALL);
+    const file = (await segmentFiles(join(dir, 'wal')))[0];
+    const rec = (await recordsOf(file))[1];
+    await writeAt(file, rec.offset, new Uint8Array(20));
+    const err = await DiskLogStore.open(dir, ID, AHEAD_SMALL).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CorruptRecordError);
+    expect((err as Error).message).toContain(`byte offset ${rec.offset}, index ${rec.index}`);
+    expect((err as Error).message).toMatch(/zeros where a record should start/);
   });
 });
 
@@ -633,6 +758,17 @@ describe('the mark file (raft/high-water): two slots, the newest mark wins, sync
       closeSync(fd);
       closeSync(segment);
     }
+  });
+
+  it('a process whose only work was the store ends on its own after close(), not while the sync worker stops', async () => {
+    const dir = await tempDir();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/unit/fixtures/store-close.ts', dir], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let errOut = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (errOut += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect({ code, out }, errOut).toEqual({ code: 0, out: 'closed\n' });
   });
 });
 
