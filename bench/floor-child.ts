@@ -14,10 +14,11 @@
 //   flush-pattern
 //          one transaction's flushes on the one disk every process shares,
 //          with nothing else: five threads stand for three nodes (each
-//          appends to its segment file and fdatasyncs it, then writes its
+//          writes to its segment file and fdatasyncs it, then writes its
 //          mark and fdatasyncs that: two flushes one after the other, as
 //          src/storage/store.ts does) and two participants (one append and
-//          fdatasync of their journal). Patterns, measured in turn:
+//          fdatasync of their journal). Every file is written the way the
+//          one it stands for is (openFloorFile below). Patterns, measured in turn:
 //            classic1   the participants' flushes at once, then one node's two
 //            classic3   the participants' flushes at once, then three nodes'
 //                       two each at once (done when the leader and one
@@ -33,8 +34,8 @@
 //                       transaction waits for every vote)
 //   fan-participant
 //          the least a participant (or follower) process can do: a gRPC
-//          server whose bidi stream takes a message, appends 200 bytes to
-//          each of its files and fdatasyncs it, in turn (a participant has a
+//          server whose bidi stream takes a message, writes 200 bytes to
+//          each of its files (openFloorFile) and fdatasyncs it, in turn (a participant has a
 //          journal; a follower a segment and a mark), and answers (prints
 //          "listening <port>"; runs until its stdin closes). A participant
 //          gets one message per transaction (the previous DECISION would
@@ -76,6 +77,9 @@ import { Worker } from 'node:worker_threads';
 import { bind, fdatasyncAsync, ident, method, serveUntilStdinEnds } from './floor-grpc.ts';
 import { newHistogram, recordMs, summarize, type Histogram, type LatencySummary } from './hist.ts';
 import { runJsonChild } from './procs.ts';
+import { FLOOR_FILE_SOURCE, openFloorFile } from './floor-file.ts';
+import { MARK_SLOT_BYTES } from '../src/storage/mark-file.ts';
+import { PREALLOC_BYTES_DEFAULT } from '../src/storage/segment-log.ts';
 
 export type FloorConfig =
   | { mode: 'fsync'; file: string; bytes: number; samplesMax: number; measureMs: number }
@@ -139,23 +143,24 @@ export interface FlushPatternFloor {
 const FLUSHER = `
 const { workerData } = require('node:worker_threads');
 const fs = require('node:fs');
-const { sab, idx, threads, endsAt, files, bytes } = workerData;
+const { sab, idx, threads, endsAt, files, bytes, preallocBytes, slotBytes } = workerData;
+${FLOOR_FILE_SOURCE}
 const ctl = new Int32Array(sab, 0, 2);
 const jobs = new Int32Array(sab, 8, threads);
 const ends = new BigInt64Array(sab, endsAt, threads);
-const fds = files.map((f) => fs.openSync(f, 'a'));
+const out = files.map((f) => openFloorFile(fs, f, preallocBytes, slotBytes));
 const buf = Buffer.alloc(bytes, 0x62);
 let round = 0;
 for (;;) {
   Atomics.wait(ctl, 0, round);
   round = Atomics.load(ctl, 0);
   if (round < 0) break;
-  for (let i = 0; i < jobs[idx]; i++) { fs.writeSync(fds[i], buf); fs.fdatasyncSync(fds[i]); }
+  for (let i = 0; i < jobs[idx]; i++) { out[i].write(buf); fs.fdatasyncSync(out[i].fd); }
   ends[idx] = process.hrtime.bigint();
   Atomics.add(ctl, 1, 1);
   Atomics.notify(ctl, 1);
 }
-for (const fd of fds) fs.closeSync(fd);
+for (const f of out) f.close();
 `;
 
 interface FlusherPool {
@@ -172,7 +177,9 @@ async function flusherPool(files: string[][], bytes: number): Promise<FlusherPoo
   const ctl = new Int32Array(sab, 0, 2);
   const jobs = new Int32Array(sab, 8, threads);
   const ends = new BigInt64Array(sab, endsAt, threads);
-  const workers = files.map((f, idx) => new Worker(FLUSHER, { eval: true, workerData: { sab, idx, threads, endsAt, files: f, bytes } }));
+  const workers = files.map(
+    (f, idx) => new Worker(FLUSHER, { eval: true, workerData: { sab, idx, threads, endsAt, files: f, bytes, preallocBytes: PREALLOC_BYTES_DEFAULT, slotBytes: MARK_SLOT_BYTES } }),
+  );
   await Promise.all(workers.map((w) => new Promise((r) => w.once('online', r))));
   return {
     round: (n) => {
@@ -272,7 +279,7 @@ async function echoServer(): Promise<void> {
 
 /** A participant (or a follower) that does no more than the protocol needs: see the head of this file. */
 async function fanParticipant(cfg: Extract<FloorConfig, { mode: 'fan-participant' }>): Promise<void> {
-  const fds = cfg.files.map((f) => openSync(f, 'a'));
+  const files = cfg.files.map(openFloorFile);
   const record = Buffer.alloc(cfg.bytes, 0x70);
   const server = new grpc.Server();
   server.addService(FAN_PARTICIPANT, {
@@ -283,9 +290,9 @@ async function fanParticipant(cfg: Extract<FloorConfig, { mode: 'fan-participant
           call.write(Buffer.from(JSON.stringify({ cpu_us: u.user + u.system })));
           return;
         }
-        for (const fd of d[0] === APPEND_ONE_SYNC ? fds.slice(0, 1) : fds) {
-          writeSync(fd, record);
-          fdatasyncSync(fd);
+        for (const f of d[0] === APPEND_ONE_SYNC ? files.slice(0, 1) : files) {
+          f.write(record);
+          fdatasyncSync(f.fd);
         }
         call.write(d);
       });
@@ -293,7 +300,7 @@ async function fanParticipant(cfg: Extract<FloorConfig, { mode: 'fan-participant
     },
   });
   await serveUntilStdinEnds(server);
-  for (const fd of fds) closeSync(fd);
+  for (const f of files) f.close();
   for (const f of cfg.files) rmSync(f, { force: true });
 }
 
@@ -353,11 +360,11 @@ async function fanoutFloor(cfg: Extract<FloorConfig, { mode: 'fanout' }>): Promi
   if (ps.length < 2 || fs.length !== 2) throw new Error('fanout: needs two participants or more and two followers');
   // The leader's own log: a segment append and its fdatasync, then the mark's, off the event loop as the node's are.
   const record = Buffer.alloc(cfg.bytes, 0x6c);
-  const leaderFds = ['segment', 'mark'].map((f) => openSync(join(cfg.leaderDir, `fan-leader-${f}`), 'a'));
+  const leaderFiles = ['segment', 'mark'].map((f) => openFloorFile(join(cfg.leaderDir, `fan-leader-${f}`)));
   const leaderFlush = async (syncs = 2): Promise<number> => {
-    for (const fd of leaderFds.slice(0, syncs)) {
-      writeSync(fd, record);
-      await fdatasyncAsync(fd);
+    for (const f of leaderFiles.slice(0, syncs)) {
+      f.write(record);
+      await fdatasyncAsync(f.fd);
     }
     return performance.now();
   };
@@ -425,7 +432,7 @@ async function fanoutFloor(cfg: Extract<FloorConfig, { mode: 'fanout' }>): Promi
   const cpu = (await cpuOfParticipants()) - cpu0;
   const raft3Client = await raftWithClient(cfg, msg, leaderFlush, fs);
   for (const c of [...ps, ...fs]) c.close();
-  for (const fd of leaderFds) closeSync(fd);
+  for (const f of leaderFiles) f.close();
   for (const f of ['segment', 'mark']) rmSync(join(cfg.leaderDir, `fan-leader-${f}`), { force: true });
   return {
     participants1: summarize(hs.participants1),
