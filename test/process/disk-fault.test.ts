@@ -6,7 +6,8 @@
 //    transaction it was told COMMITTED; once the third node is back, the
 //    damaged one is caught up and says so.
 // 2. Every file a stopped node writes is flipped (16 bytes in the middle) or
-//    cut (its tail), one at a time: the node either refuses to start with one
+//    cut (its tail), one at a time (a raft log segment in the middle or at
+//    the tail of its records, not of the zeros written ahead of them): the node either refuses to start with one
 //    clear line, or rejoins and serves only the decisions that were made. A
 //    damaged raft log is repaired with `verdict node repair`, after which the
 //    node rejoins from its peers.
@@ -76,6 +77,16 @@ function walRecords(dataDir: string): { file: string; offset: number; index: num
     s.offsets.forEach((offset, k) => out.push({ file, offset, index: s.entries[k].index }));
   }
   return out;
+}
+
+/**
+ * How much of a file holds data: a raft log segment's records, without the
+ * zeros written ahead of them (src/storage/segment-log.ts), so that "the
+ * middle" and "the tail" are of its records; any other file whole.
+ */
+function bytesHeld(path: string): number {
+  const parsed = parseSegmentFileName(path.slice(path.lastIndexOf('/') + 1));
+  return parsed ? scanRecords(readFileSync(path), parsed.firstIndex).end : statSync(path).size;
 }
 
 /** Cuts the node's raft log after `keepLast`, as a disk that lost synced writes would. */
@@ -204,7 +215,7 @@ describe('disk faults on real processes', () => {
           rmSync(before, { recursive: true, force: true });
           cpSync(d.dataDir, before, { recursive: true });
           const path = join(d.dataDir, file);
-          const size = statSync(path).size;
+          const size = bytesHeld(path);
           if (fault === 'flip') {
             const buf = readFileSync(path);
             const at = Math.max(0, Math.floor(size / 2) - 8);
