@@ -12,10 +12,12 @@
 // end of the records when read back (src/storage/segment-format.ts).
 //
 // Recovery tells three things apart (docs/storage.md):
-//  - a torn tail: the last record of the last segment is incomplete, or whole
-//    but failing its checksum, and lies beyond the high-water mark. It is a
-//    write that was never synced, and it is cut off;
-//  - lost records: the last segment ends (cut, or incomplete) below the
+//  - a torn tail: the last record of the last segment is incomplete (or
+//    zeros stand where it should start, with data after them), or whole but
+//    failing its checksum with only zeros after it, and lies beyond the
+//    high-water mark. It is a write that was never synced, and it is cut
+//    off;
+//  - lost records: the last segment ends (cut, incomplete, or in zeros) below the
 //    high-water mark. What is readable is kept; the caller starts the node
 //    in the recovering state (src/raft/raft.ts, recoverIndex);
 //  - corruption: any other unreadable record or header. Nothing is cut: the
