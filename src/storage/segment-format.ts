@@ -140,12 +140,12 @@ export function scanRecords(buf: Buffer, firstIndex: number): ScannedSegment {
   const done = (problem: RecordProblem | null): ScannedSegment => ({ entries, offsets, end: at, problem });
   while (at < size) {
     const left = size - at;
+    // The zeros written ahead of the records (see the top of this file), however few are left.
+    if (buf[at] === 0 && firstNonZero(buf, at) === -1) return done(null);
     if (left < RECORD_FRAME_BYTES) return done({ kind: 'incomplete', offset: at, index, detail: `${left} bytes left, less than a record frame` });
     const bodyLen = buf.readUInt32BE(at);
     if (bodyLen === 0 && buf.readUInt32BE(at + 4) === 0) {
-      // The zeros written ahead of the records (see the top of this file).
       const data = firstNonZero(buf, at + RECORD_FRAME_BYTES);
-      if (data === -1) return done(null);
       return done({ kind: 'incomplete', offset: at, index, detail: `zeros where a record should start, and data again at byte offset ${data}` });
     }
     if (bodyLen < BODY_HEADER_BYTES || bodyLen > RECORD_BODY_BYTES_MAX) {

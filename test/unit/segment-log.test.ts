@@ -365,6 +365,20 @@ describe('segment log: zeros written ahead of the records', () => {
     expect(await walIndexes(join(dir, 'wal'))).toEqual([...Array(42).keys()].map((k) => k + 1));
   });
 
+  it('reading back: zeros after the records are their end however few, and zeros with anything after them are not', () => {
+    const header = encodeSegmentHeader(1, 1);
+    const { buf: recs } = encodeRecords(ents(1, 3, 1));
+    const end = header.byteLength + recs.byteLength;
+    for (const n of [1, 3, 7, 8, 4096]) {
+      const s = scanRecords(Buffer.concat([header, recs, Buffer.alloc(n)]), 1);
+      expect({ n, problem: s.problem, end: s.end, count: s.entries.length }).toEqual({ n, problem: null, end, count: 3 });
+    }
+    const junk = scanRecords(Buffer.concat([header, recs, Buffer.alloc(5), Buffer.of(1)]), 1);
+    expect(junk.problem).toMatchObject({ kind: 'incomplete', offset: end, index: 4 });
+    const later = scanRecords(Buffer.concat([header, recs, Buffer.alloc(64), Buffer.of(9, 9)]), 1);
+    expect(later.problem).toMatchObject({ kind: 'incomplete', offset: end, index: 4, detail: `zeros where a record should start, and data again at byte offset ${end + 64}` });
+  });
+
   it('the zeros stop at the roll-over size, and segments that rolled read back whole', async () => {
     const dir = await writtenLog(60, AHEAD_SMALL);
     const files = await segmentFiles(join(dir, 'wal'));
