@@ -25,7 +25,7 @@
 
 import { assert } from '../util/assert.ts';
 import { mkdir, open, readdir, readFile, rm, writeFile, type FileHandle } from 'node:fs/promises';
-import { writeSync } from 'node:fs';
+import { writeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Entry } from '../raft/types.ts';
 import { CorruptRecordError } from './codec.ts';
@@ -229,15 +229,16 @@ export class SegmentLog {
     // The write goes to the page cache synchronously: a trip through the
     // thread pool costs more than the copy (and two wake-ups); only the
     // fdatasync waits for the disk, off the event loop.
-    writeAllSync(fh.fd, buf, s.size);
     const end = s.size + buf.byteLength;
     if (end > s.allocated && end < this.segmentBytes && this.preallocBytes > 0) {
-      // This batch reaches the end of the file: the zeros after it go in the same sync.
+      // This batch reaches the end of the file: the zeros after it go in the same write and sync.
       const to = Math.min(this.segmentBytes, end + this.preallocBytes);
-      writeAllSync(fh.fd, zeros(to - end), end);
+      writeAllSync(fh.fd, [buf, zeros(to - end)], s.size);
       s.allocated = to;
+    } else {
+      writeAllSync(fh.fd, [buf], s.size);
+      s.allocated = Math.max(s.allocated, end);
     }
-    s.allocated = Math.max(s.allocated, end);
     if (sync) await sync(fh.fd);
     else await fh.datasync();
     let at = s.size;
@@ -325,9 +326,23 @@ export class SegmentLog {
   }
 }
 
-function writeAllSync(fd: number, buf: Uint8Array, position: number): void {
-  let written = 0;
-  while (written < buf.byteLength) written += writeSync(fd, buf, written, buf.byteLength - written, position + written);
+/** Writes `bufs` one after another from `position`, in one writev when the kernel takes it all. */
+function writeAllSync(fd: number, bufs: Uint8Array[], position: number): void {
+  let total = 0;
+  for (const b of bufs) total += b.byteLength;
+  let written = writevSync(fd, bufs, position);
+  // A short write: the rest, one buffer at a time.
+  let at = 0;
+  for (const b of bufs) {
+    const from = Math.max(0, written - at);
+    at += b.byteLength;
+    for (let k = from; k < b.byteLength; ) {
+      const n = writeSync(fd, b, k, b.byteLength - k, position + at - b.byteLength + k);
+      k += n;
+      written += n;
+    }
+  }
+  assert(written === total, `segment log: wrote ${written} of ${total} bytes`);
 }
 
 let zeroBuf: Uint8Array = new Uint8Array(0);
