@@ -39,6 +39,7 @@ import { open, readFile, rm, rename, type FileHandle } from 'node:fs/promises';
 import { writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
+import { firstNonZero } from '../util/bytes.ts';
 import { SILENT_LOG, withDefaults, type EngineLog } from './types.ts';
 
 /** A frame larger than this is never written, so one found on disk is damage. */
@@ -401,7 +402,7 @@ function replay<R>(buf: Buffer, o: Required<FileJournalOptions<R>>): { validByte
   let count = 0;
   const size = buf.byteLength;
   const tornOrCorrupt = (end: number, why: string): { validBytes: number; count: number } => {
-    if (end >= size || isZero(buf, offset)) return { validBytes: offset, count };
+    if (end >= size || firstNonZero(buf, offset) === -1) return { validBytes: offset, count };
     throw new JournalCorruptError(o.path, offset, why);
   };
   while (offset < size) {
@@ -428,11 +429,6 @@ function replay<R>(buf: Buffer, o: Required<FileJournalOptions<R>>): { validByte
     offset = end;
   }
   return { validBytes: offset, count };
-}
-
-function isZero(buf: Buffer, from: number): boolean {
-  for (let i = from; i < buf.byteLength; i++) if (buf[i] !== 0) return false;
-  return true;
 }
 
 /**

@@ -21,6 +21,7 @@
 
 import { crc32 } from 'node:zlib';
 import { EntryType, type Entry } from '../raft/types.ts';
+import { firstNonZero } from '../util/bytes.ts';
 
 export const SEGMENT_HEADER_BYTES = 32;
 export const RECORD_FRAME_BYTES = 8;
@@ -207,12 +208,6 @@ function findValidRecord(buf: Buffer, from: number, minIndex: number): { offset:
     if (buf.readUInt32BE(q + 4) === recordCrc(buf, q, bodyLen)) return { offset: q, index: Number(index) };
   }
   return null;
-}
-
-/** The offset of the first non-zero byte at or after `from`, or -1 when only zeros follow. */
-export function firstNonZero(buf: Uint8Array, from: number): number {
-  for (let i = from; i < buf.byteLength; i++) if (buf[i] !== 0) return i;
-  return -1;
 }
 
 function hex32(n: number): string {

@@ -24,12 +24,13 @@
 //    node refuses to start with the file, the byte offset and the index.
 
 import { assert } from '../util/assert.ts';
+import { firstNonZero } from '../util/bytes.ts';
 import { mkdir, open, readdir, readFile, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { writeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Entry } from '../raft/types.ts';
 import { CorruptRecordError } from './codec.ts';
-import { checkSegmentHeader, encodeRecords, encodeSegmentHeader, firstNonZero, parseSegmentFileName, scanRecords, SEGMENT_HEADER_BYTES, segmentFileName } from './segment-format.ts';
+import { checkSegmentHeader, encodeRecords, encodeSegmentHeader, parseSegmentFileName, scanRecords, SEGMENT_HEADER_BYTES, segmentFileName } from './segment-format.ts';
 
 /** Segments roll over once they reach this size (a batch is never split). */
 export const SEGMENT_BYTES_DEFAULT = 64 << 20;
@@ -326,23 +327,15 @@ export class SegmentLog {
   }
 }
 
-/** Writes `bufs` one after another from `position`, in one writev when the kernel takes it all. */
+/** Writes `bufs` one after another from `position`: one writev, and after a short write the rest of each buffer. */
 function writeAllSync(fd: number, bufs: Uint8Array[], position: number): void {
-  let total = 0;
-  for (const b of bufs) total += b.byteLength;
-  let written = writevSync(fd, bufs, position);
-  // A short write: the rest, one buffer at a time.
-  let at = 0;
+  let done = writevSync(fd, bufs, position);
+  let at = position;
   for (const b of bufs) {
-    const from = Math.max(0, written - at);
+    for (let k = Math.min(Math.max(done, 0), b.byteLength); k < b.byteLength; ) k += writeSync(fd, b, k, b.byteLength - k, at + k);
+    done -= b.byteLength;
     at += b.byteLength;
-    for (let k = from; k < b.byteLength; ) {
-      const n = writeSync(fd, b, k, b.byteLength - k, position + at - b.byteLength + k);
-      k += n;
-      written += n;
-    }
   }
-  assert(written === total, `segment log: wrote ${written} of ${total} bytes`);
 }
 
 let zeroBuf: Uint8Array = new Uint8Array(0);
