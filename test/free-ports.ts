@@ -45,7 +45,12 @@ function bind(port: number): Promise<Server | null> {
   });
 }
 
-/** Slices of the range, one per vitest worker (VITEST_POOL_ID modulo this). */
+/**
+ * Slices of the range, one per vitest worker ((VERDICT_PORT_SLICE +
+ * VITEST_POOL_ID - 1) modulo this). VERDICT_PORT_SLICE (default 0) moves a
+ * whole vitest run to other slices, so two runs on one machine (two
+ * checkouts, say) do not choose from the same ports.
+ */
 const SLICES = 8;
 
 /**
@@ -57,8 +62,10 @@ const SLICES = 8;
 export function portRange(env: NodeJS.ProcessEnv = process.env, high = ephemeralLow()): [number, number] {
   const id = Number(env.VITEST_POOL_ID);
   if (!Number.isInteger(id) || id < 1) return [PORT_LOW, high];
+  const offset = Number(env.VERDICT_PORT_SLICE ?? 0);
+  const shift = Number.isInteger(offset) && offset >= 0 ? offset : 0;
   const width = Math.floor((high - PORT_LOW) / SLICES);
-  const lo = PORT_LOW + ((id - 1) % SLICES) * width;
+  const lo = PORT_LOW + ((shift + id - 1) % SLICES) * width;
   return [lo, lo + width];
 }
 

@@ -14,6 +14,9 @@ describe('free test ports', () => {
     expect(two[1]).toBeLessThanOrEqual(32_768);
     expect(one[1] - one[0]).toBeGreaterThan(2_000);
     expect(portRange({ VITEST_POOL_ID: '9' }, 32_768)).toEqual(one);
+    // Another run on the same machine moves to other slices.
+    expect(portRange({ VITEST_POOL_ID: '1', VERDICT_PORT_SLICE: '1' }, 32_768)).toEqual(two);
+    expect(portRange({ VITEST_POOL_ID: '1', VERDICT_PORT_SLICE: '3' }, 32_768)[0]).toBeGreaterThanOrEqual(two[1]);
   });
 
   it('hands out different free ports inside its range, never the same one twice', async () => {
