@@ -1,22 +1,54 @@
 // `npm test`: the whole suite with vitest, ending with one summary line,
 // `tests: N passed, M failed`, which CI reads.
 //
-// Two phases on this two-core machine: first everything that starts real
-// processes (unit, PostgreSQL, process tests), then the CPU-bound
-// simulations. Run together, a simulator worker starves the node processes
-// of the other worker and their election timeouts fire for no reason.
-// Extra arguments (`npm test -- test/unit/x.test.ts`) run one vitest with them.
-import { spawnSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+// 1. scripts/test-deps.mjs checks the system components the suite uses and
+//    installs what is missing (as root, from Debian's packages), or stops
+//    here naming each with its install command.
+// 2. Two phases on this two-core machine: first everything that starts real
+//    processes (unit, PostgreSQL, process tests), then the CPU-bound
+//    simulations. Run together, a simulator worker starves the node
+//    processes of the other worker and their election timeouts fire for no
+//    reason. Extra arguments (`npm test -- test/unit/x.test.ts`) run one
+//    vitest with them.
+// 3. After each phase, no process the tests started may still run
+//    (test/survivors.mjs): each survivor is named, killed and counted as a
+//    failure.
+//
+// The counts come from test/summary.mjs: a test that did not run because
+// its file's setup failed counts as failed.
+import { spawnSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { summarize } from './summary.mjs';
+import { MARKER, reapSurvivors } from './survivors.mjs';
 
-function firstLine(text) {
-  const line =
-    String(text ?? '')
-      .split('\n')
-      .find((l) => l.trim() !== '') ?? '';
-  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const runId = `${process.pid}-${Date.now()}`;
+
+function finish(passed, failed, failures, ok) {
+  // Named again just before the summary line: CI keeps only the tail of the output.
+  for (const line of failures) console.log(`FAILED ${line}`);
+  console.log(`tests: ${passed} passed, ${failed} failed`);
+  process.exit(ok && failed === 0 ? 0 : 1);
+}
+
+const deps = spawnSync(process.execPath, [join(ROOT, 'scripts', 'test-deps.mjs')], { stdio: 'inherit' });
+if (deps.status !== 0) finish(0, 1, ['the system components the tests need are missing (scripts/test-deps.mjs, above)'], false);
+
+/** Runs vitest with `args`; resolves to its exit status, or its signal. */
+function vitest(args, env) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...args], { stdio: 'inherit', env });
+    // Ctrl-C reaches vitest through the terminal; SIGTERM to this runner is passed on.
+    const pass = () => child.kill('SIGTERM');
+    process.once('SIGTERM', pass);
+    child.once('exit', (status, signal) => {
+      process.off('SIGTERM', pass);
+      resolve({ status, signal });
+    });
+  });
 }
 
 const extra = process.argv.slice(2);
@@ -25,41 +57,33 @@ const phases = extra.length > 0 ? [extra] : [['--exclude', 'test/sim/**'], ['tes
 let passed = 0;
 let failed = 0;
 let ok = true;
-// Named again just before the summary line: CI keeps only the tail of the output.
 const failures = [];
 for (const [i, args] of phases.entries()) {
-  const report = join(tmpdir(), `verdict-vitest-${process.pid}-${i}.json`);
-  const r = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args], { stdio: 'inherit' });
-  let p = 0;
-  let f = 0;
-  try {
-    const j = JSON.parse(readFileSync(report, 'utf8'));
-    p = j.numPassedTests;
-    f = j.numFailedTests;
-    // A file that failed to load has no tests of its own: count it as one failure.
-    for (const s of j.testResults ?? []) {
-      const file = relative(process.cwd(), s.name ?? '');
-      if (s.status === 'failed' && (s.assertionResults ?? []).length === 0) {
-        f += 1;
-        failures.push(`${file}: did not load: ${firstLine(s.message)}`);
-      }
-      for (const a of s.assertionResults ?? []) {
-        if (a.status === 'failed') failures.push(`${file} > ${a.fullName}: ${firstLine((a.failureMessages ?? [])[0])}`);
-      }
+  const report = join(tmpdir(), `verdict-summary-${runId}-${i}.json`);
+  const env = { ...process.env, VERDICT_SUMMARY_FILE: report, [MARKER]: runId };
+  const r = await vitest(['--reporter=default', `--reporter=${join(ROOT, 'test', 'summary.mjs')}`, ...args], env);
+  let s = { passed: 0, failed: 0, failures: [] };
+  if (existsSync(report)) {
+    try {
+      s = summarize(JSON.parse(readFileSync(report, 'utf8')));
+    } catch (err) {
+      s = { passed: 0, failed: 1, failures: [`phase ${i + 1} (${args.join(' ')}): unreadable report: ${err.message}`] };
     }
-  } catch {
-    f = 1;
-    failures.push(`phase ${i + 1} (${args.join(' ')}): no report from vitest`);
+  } else {
+    s = { passed: 0, failed: 1, failures: [`phase ${i + 1} (${args.join(' ')}): no report from vitest`] };
   }
   rmSync(report, { force: true });
-  if ((r.status !== 0 || r.signal) && f === 0) {
-    f = 1;
-    failures.push(`phase ${i + 1} (${args.join(' ')}): vitest ended with ${r.signal ?? `status ${r.status}`} and no failed test`);
+  if ((r.status !== 0 || r.signal) && s.failed === 0) {
+    s.failed = 1;
+    s.failures.push(`phase ${i + 1} (${args.join(' ')}): vitest ended with ${r.signal ?? `status ${r.status}`} and no failed test`);
   }
-  passed += p;
-  failed += f;
+  for (const p of await reapSurvivors(runId)) {
+    s.failed += 1;
+    s.failures.push(`left running after phase ${i + 1}, killed: pid ${p.pid}: ${p.command}`);
+  }
+  passed += s.passed;
+  failed += s.failed;
+  failures.push(...s.failures);
   if (r.status !== 0) ok = false;
 }
-for (const line of failures) console.log(`FAILED ${line}`);
-console.log(`tests: ${passed} passed, ${failed} failed`);
-process.exit(ok && failed === 0 ? 0 : 1);
+finish(passed, failed, failures, ok);
