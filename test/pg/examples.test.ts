@@ -6,9 +6,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster, freePorts, ROOT, tempDir, useProcessCleanup } from '../process/harness.ts';
 import { startNats, type NatsServer } from '../nats-harness.ts';
+import { startTogether } from '../start-together.ts';
 import { preparedXacts, sql, startPostgres, type PgServer } from './harness.ts';
 
 const RUN_MS = 180_000;
+// With parallel commit the client hears COMMITTED before the participants
+// apply it: what the decision does in a database becomes true a little
+// later, so it is polled for, within this bound, never read once.
+const APPLY_WAIT = { timeout: 30_000, interval: 200 };
 
 function runExample(cmd: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   return new Promise((res, rej) => {
@@ -56,8 +61,8 @@ describe('examples/shop-ledger on two PostgreSQL databases', () => {
       expect(r.out).toMatch(/^COMMITTED \S+: order \S+ placed, acct-9 (\d+) -> \d+ cents/m);
       expect(r.out).toMatch(/^ABORTED \S+: order \S+ not placed, .*ledger/m);
       expect(r.code, r.out).toBe(0);
-      expect(await preparedXacts(env.SHOP_URL!)).toEqual([]);
-      expect(await preparedXacts(env.LEDGER_URL!)).toEqual([]);
+      await expect.poll(() => preparedXacts(env.SHOP_URL!), APPLY_WAIT).toEqual([]);
+      await expect.poll(() => preparedXacts(env.LEDGER_URL!), APPLY_WAIT).toEqual([]);
     },
     RUN_MS,
   );
@@ -118,8 +123,8 @@ describe('examples/seat-payment: a TCC seat reservation and a PostgreSQL payment
       expect(r.out).toMatch(/^ABORTED \S+: 500 seats, .*not 500 free seats/m);
       expect(r.out).toMatch(/seats-tcc: reserves held 0, tried [12], confirmed 1, /);
       expect(r.code, r.out).toBe(0);
-      expect(await sql(env.SEATS_URL, "SELECT free, held, sold FROM shows WHERE id = 'show-1'")).toEqual([{ free: 98, held: 0, sold: 2 }]);
-      expect(await preparedXacts(env.BANK_URL)).toEqual([]);
+      await expect.poll(() => sql(env.SEATS_URL, "SELECT free, held, sold FROM shows WHERE id = 'show-1'"), APPLY_WAIT).toEqual([{ free: 98, held: 0, sold: 2 }]);
+      await expect.poll(() => preparedXacts(env.BANK_URL), APPLY_WAIT).toEqual([]);
     },
     RUN_MS,
   );
@@ -132,7 +137,7 @@ describe('examples/outbox-orders: the outbox, the relay as a process, NATS JetSt
   let cluster: Cluster;
 
   beforeAll(async () => {
-    [pgServer, nats] = await Promise.all([startPostgres({ databases: ['shop', 'stock'], maxPreparedTransactions: null }), startNats()]);
+    [pgServer, nats] = await startTogether([startPostgres({ databases: ['shop', 'stock'], maxPreparedTransactions: null }), startNats()]);
     cluster = await Cluster.start({ nodes: 3, logLevel: 'warn' });
     await cluster.waitForLeader();
   }, RUN_MS);

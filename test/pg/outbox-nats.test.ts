@@ -12,13 +12,14 @@ import { consumeToInbox, EPOCH_HEADER, NatsSink, NatsSinkError } from '../../src
 import { PollingRelay, type Fence } from '../../src/outbox/polling-relay.ts';
 import { initSchema } from '../../src/outbox/schema.ts';
 import { startNats, type NatsServer } from '../nats-harness.ts';
+import { startTogether } from '../start-together.ts';
 import { sql, startPostgres, waitFor, withClient, type PgServer } from './harness.ts';
 
 let server: PgServer;
 let nats: NatsServer;
 
 beforeAll(async () => {
-  [server, nats] = await Promise.all([startPostgres({ databases: ['shop', 'consumer'], maxPreparedTransactions: null, private: true }), startNats()]);
+  [server, nats] = await startTogether([startPostgres({ databases: ['shop', 'consumer'], maxPreparedTransactions: null, private: true }), startNats()]);
   await withClient(server.url('shop'), (c) => initSchema(c, 'outbox'));
   await withClient(server.url('consumer'), (c) => initSchema(c, 'inbox'));
   await sql(server.url('consumer'), 'CREATE TABLE effects (aggregate text, seq bigint, n int)');

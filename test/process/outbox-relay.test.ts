@@ -16,6 +16,7 @@ import { Inbox } from '../../src/outbox/inbox.ts';
 import { consumeToInbox, type InboxConsumer } from '../../src/outbox/nats-sink.ts';
 import { initSchema } from '../../src/outbox/schema.ts';
 import { startNats, type NatsServer } from '../nats-harness.ts';
+import { startTogether } from '../start-together.ts';
 import { sql, startPostgres, withClient, type PgServer } from '../pg/harness.ts';
 import { BIN, Cluster, freePorts, ROOT, runCli, sleep, useProcessCleanup, waitFor } from './harness.ts';
 
@@ -27,7 +28,7 @@ let cluster: Cluster;
 let endpoint: string;
 
 beforeAll(async () => {
-  [pgServer, nats, cluster] = await Promise.all([
+  [pgServer, nats, cluster] = await startTogether([
     startPostgres({ databases: ['shop', 'consumer', 'bare'], maxPreparedTransactions: null, settings: ['wal_level=logical', 'max_replication_slots=8', 'max_wal_senders=8'] }),
     startNats(),
     Cluster.start({ nodes: 1, tickMs: 100, electionTicks: 20 }),
