@@ -7,6 +7,7 @@
 // `verdict status` loads neither grpc-js nor the .proto files (it calls
 // Status over node:http2), nor anything of the node, LevelDB or PostgreSQL,
 // which keeps a client command's start-up short.
+import { readFileSync } from 'node:fs';
 import { bool, flag, UsageError } from './args.ts';
 import { checkFlags } from './flags.ts';
 import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
@@ -55,7 +56,7 @@ async function helpTexts(): Promise<{ all: string; byCommand: Record<string, str
 
 usage:
 ${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${SAGA_HELP}${OUTBOX_HELP}${CERTS_HELP}
-verdict COMMAND --help shows one command's usage.
+verdict COMMAND --help shows one command's usage; verdict --version prints the version.
 ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
   /** `verdict COMMAND --help`: that command's usage. */
   const byCommand: Record<string, string> = {
@@ -76,7 +77,28 @@ ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
   return { all, byCommand };
 }
 
+/** The package's version, from its package.json (two folders up from src/cli/ and from dist/cli/). */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+}
+
+/**
+ * A reader that goes away before the output ends (`verdict saga list |
+ * head`) ends the command quietly, with status 0, as a pipe's writer
+ * should: never an EPIPE stack trace, in every command.
+ */
+function endQuietlyOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(0);
+      throw err;
+    });
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
+  endQuietlyOnClosedPipe();
   // grpc-js prints its own errors to stderr (`No address added out of total 1
   // resolved` before our "address in use" line); every one of them also
   // reaches us as an error value, which we report in our words. grpc-js reads
@@ -89,6 +111,10 @@ async function main(argv: string[]): Promise<void> {
   const cmd = args.shift();
   if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
     process.stdout.write((await helpTexts()).all);
+    return;
+  }
+  if (cmd === '--version' || cmd === 'version') {
+    process.stdout.write(`verdict ${packageVersion()}\n`);
     return;
   }
   checkFlags([cmd, ...args]);
