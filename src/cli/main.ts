@@ -7,10 +7,10 @@
 // `verdict status` loads neither grpc-js nor the .proto files (it calls
 // Status over node:http2), nor anything of the node, LevelDB or PostgreSQL,
 // which keeps a client command's start-up short.
-import { readFileSync } from 'node:fs';
 import { bool, flag, UsageError } from './args.ts';
 import { checkFlags } from './flags.ts';
 import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
+import { packageVersion } from '../util/version.ts';
 
 const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
 
@@ -75,12 +75,6 @@ ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
     outbox: OUTBOX_HELP,
   };
   return { all, byCommand };
-}
-
-/** The package's version, from its package.json (two folders up from src/cli/ and from dist/cli/). */
-export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
-  return typeof pkg.version === 'string' ? pkg.version : 'unknown';
 }
 
 /**

@@ -8,6 +8,7 @@ import { ABORT_CLASSES, type CoordinatorEngine } from '../commit/engine.ts';
 import { HEURISTIC_KINDS, type DecisionTable, type HeuristicKind } from '../commit/state.ts';
 import { Role } from '../raft/types.ts';
 import type { PersistBatch } from '../storage/types.ts';
+import { packageVersion } from '../util/version.ts';
 import type { Driver } from './driver.ts';
 import type { Access } from '../transport/auth.ts';
 import { REFUSAL_CLASSES, type Refusals } from './limits.ts';
@@ -39,6 +40,12 @@ export class NodeMetrics {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
     collectDefaultMetrics({ register: r, prefix: 'verdict_' });
+    new Gauge({
+      name: 'verdict_build_info',
+      help: 'Always 1; its labels name the Verdict version and the Node.js version this node runs.',
+      labelNames: ['version', 'nodejs_version'],
+      registers: [r],
+    }).set({ version: packageVersion(), nodejs_version: process.version }, 1);
     type Status = ReturnType<Driver<unknown>['node']['status']>;
     /** Sets `g` from the Raft status, when there is one. */
     const fromStatus = (g: Gauge, f: (s: Status) => number): void => {

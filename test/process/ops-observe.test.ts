@@ -72,6 +72,8 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
     const s = scrapes.samples;
     const node = { node: leader.id };
     expect(value(s, 'verdict_raft_role', { role: 'leader', ...node })).toBe(1);
+    const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+    expect(value(s, 'verdict_build_info', { version, nodejs_version: process.version, ...node })).toBe(1);
     expect(value(s, 'verdict_raft_role', { role: 'follower' })).toBe(0);
     expect(value(s, 'verdict_raft_term')).toBeGreaterThanOrEqual(1);
     const commitIndex = value(s, 'verdict_raft_commit_index');
