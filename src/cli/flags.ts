@@ -73,6 +73,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'txn show': ['--json', ...SDK_CLIENT],
   'txn resolve': ['--commit', '--abort', '--reason', '--operator', '--force-unknown', '--json', ...SDK_CLIENT],
   // Sagas (src/cli/saga.ts).
+  'saga service': ['--id', '--listen', '--data', '--handler', '--cluster-id', '--endpoints', '--log-level', '--insecure', ...TLS],
   'saga start': ['--step', '--pivot', '--id', '--json', '--operator', ...SDK_CLIENT],
   'saga list': ['--stuck', '--limit', '--json', '--operator', ...SDK_CLIENT],
   'saga show': ['--json', '--operator', ...SDK_CLIENT],

@@ -119,7 +119,7 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   // Client commands connect with TLS when given a CA; node and participant read their own TLS settings.
-  const runsItself = ['node', 'cluster', 'certs', 'outbox'].includes(cmd) || (cmd === 'participant' && args[0] !== 'remove');
+  const runsItself = ['node', 'cluster', 'certs', 'outbox'].includes(cmd) || (cmd === 'participant' && args[0] !== 'remove') || (cmd === 'saga' && args[0] === 'service');
   if (!runsItself) {
     useClientTls(tlsArgs(args));
     // Loaded here, not at the top: it loads the wire definitions, whose absence (a broken install) is reported below as one line.
@@ -155,6 +155,7 @@ async function main(argv: string[]): Promise<void> {
     case 'certs':
       return (await import('./certs.ts')).certsCommand(args);
     case 'saga':
+      if (args[0] === 'service') return (await import('./saga-service.ts')).sagaServiceCommand(args.slice(1));
       return (await import('./saga.ts')).sagaCommand(args);
     case 'outbox':
       return (await import('./outbox.ts')).outboxCommand(args);

@@ -7,10 +7,11 @@ import { VerdictError } from '../client/errors.ts';
 import { bool, flag, flagAll, UsageError } from './args.ts';
 import { clientCredentials } from './client-credentials.ts';
 import { requireReachable } from './reach.ts';
+import { SAGA_SERVICE_HELP } from './saga-service.ts';
 import { endpoints } from './status.ts';
 import { defaultOperator, EXIT_ABORTED, EXIT_ERROR, print, table } from './txn.ts';
 
-export const SAGA_HELP = `  verdict saga start --step SERVICE:NAME[=INPUT] ... [--pivot K] [--id ID] [--json]
+export const SAGA_HELP = `${SAGA_SERVICE_HELP}  verdict saga start --step SERVICE:NAME[=INPUT] ... [--pivot K] [--id ID] [--json]
                                       start a saga (a demo: steps run at registered step services) and wait
                                       for its end; exit 0 FINISHED, 2 COMPENSATED
   verdict saga list [--stuck] [--limit N] [--json]
@@ -29,7 +30,7 @@ export async function sagaCommand(args: string[]): Promise<void> {
   const sub = args.shift();
   const run: Record<string, (c: SagaCaller, rest: string[]) => Promise<void>> = { start, list, show, retry, resolve };
   const f = sub === undefined ? undefined : run[sub];
-  if (!f) throw new UsageError('usage: verdict saga start|list|show|retry|resolve ...; run verdict saga --help');
+  if (!f) throw new UsageError('usage: verdict saga service|start|list|show|retry|resolve ...; run verdict saga --help');
   const addrs = endpoints(args);
   const operator = flag(args, '--operator') ?? defaultOperator();
   const caller = new SagaCaller(addrs, clientCredentials(), operator);
