@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
-import { TRIP_PIVOT, TRIP_STEPS } from '../../examples/travel-booking/trip.ts';
+import { TRIP_PIVOT, TRIP_STEPS } from '../../examples/travel-booking/steps.mjs';
 import { Cluster, freePorts, ROOT, tempDir, useProcessCleanup, waitFor } from '../process/harness.ts';
 import { sql, startPostgres, type PgServer } from './harness.ts';
 
@@ -25,7 +25,7 @@ afterAll(() => {
 /** Starts one step service of the example in its own process; resolves once it registered. */
 function service(name: string, env: Record<string, string>): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join('examples', 'travel-booking', 'service.ts'), name], {
+    const child = spawn(process.execPath, [join('examples', 'travel-booking', 'service.mjs'), name], {
       cwd: ROOT,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -119,7 +119,7 @@ describe('travel booking: sagas across processes on PostgreSQL', () => {
 
       // The example's own client, as a user runs it.
       const trip = await new Promise<string>((resolve) => {
-        const p = spawn(process.execPath, ['--import', 'tsx', join('examples', 'travel-booking', 'trip.ts'), '1'], {
+        const p = spawn(process.execPath, [join('examples', 'travel-booking', 'trip.mjs'), '1'], {
           cwd: ROOT,
           env: { ...process.env, VERDICT_ENDPOINTS: c.nodes.map((n) => n.address).join(',') },
           stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,7 +1,8 @@
 // A stranger installs Verdict: `npm pack` of this checkout, the tarball
 // installed into a new project with its own package.json and tsconfig.json,
-// a TypeScript file importing `verdict/client` and `verdict/participant`
-// type-checked there, and a transaction run from that project against a
+// a TypeScript file importing `verdict/client`, `verdict/participant` and
+// `verdict/saga` type-checked there, a transaction and two sagas (one
+// FINISHED, one COMPENSATED) run from that project against a
 // cluster started by the installed package's own `verdict` binary, from a
 // directory that is neither the package's nor the project's.
 //
@@ -166,13 +167,21 @@ describe('a stranger installs the packed package', () => {
   });
 
   it(
-    'type-checks a TypeScript file that imports verdict/client and verdict/participant',
+    'type-checks a TypeScript file that imports verdict/client, verdict/participant and verdict/saga',
     async () => {
       writeFileSync(
         join(app, 'src', 'shop.ts'),
         `import { VerdictClient, OutcomeUnknownError, type CommitResult } from 'verdict/client';
 import { startParticipant, type ParticipantRuntime } from 'verdict/participant';
+import { postgresSemanticLock, type SemanticLock, type StepHandlers } from 'verdict/saga';
+import type { SagaSpec } from 'verdict/client';
 import { pino } from 'pino';
+
+// Sagas' types and the semantic lock resolve from the package too.
+export const spec: SagaSpec = { steps: [{ service: 'flight', name: 'reserve' }], pivot: 0 };
+export const handlers: StepHandlers = { reserve: { action: () => ({ status: 'done', output: '', effect: '' }), compensate: () => ({ status: 'done', output: '', effect: '' }) } };
+export const seats = postgresSemanticLock('seats');
+export type AnyLock = SemanticLock<unknown>;
 
 export async function shop(endpoints: string[], dataDir: string): Promise<CommitResult> {
   const p: ParticipantRuntime = await startParticipant({ clusterId: 'pack', participantId: 'shop', listen: '127.0.0.1:0', endpointsOfCluster: endpoints, dataDir, logger: pino({ level: 'warn' }) });
@@ -248,6 +257,41 @@ for (const p of started) await p.stop();
       const cluster = (await (await fetch(`http://${consoleAddress}/api/cluster`)).json()) as { nodeId: string; leaderId: string };
       expect(cluster.nodeId).toBe('n1');
       expect(cluster.leaderId).toMatch(/^n[123]$/);
+    },
+    STEP_MS,
+  );
+
+  it(
+    'runs a saga to FINISHED and one to COMPENSATED with step services on verdict/saga',
+    async () => {
+      const [flightPort, paymentPort] = await freePorts(2);
+      writeFileSync(
+        join(app, 'saga.mjs'),
+        `import { startStepService } from 'verdict/saga';
+import { VerdictClient } from 'verdict/client';
+import { pino } from 'pino';
+const [endpointsText, flightPort, paymentPort] = process.argv.slice(2);
+const endpointsOfCluster = endpointsText.split(',');
+const common = { clusterId: 'pack', endpointsOfCluster, logger: pino({ level: 'warn' }) };
+const done = (output) => () => ({ status: 'done', output, effect: output });
+const flight = await startStepService({ ...common, serviceId: 'flight', listen: '127.0.0.1:' + flightPort, dataDir: 'data-flight',
+  handlers: { reserve: { action: done('seat 12A'), compensate: done('seat 12A released') } } });
+const payment = await startStepService({ ...common, serviceId: 'payment', listen: '127.0.0.1:' + paymentPort, dataDir: 'data-payment',
+  handlers: { charge: { action: (req) => (req.input === 'decline' ? { status: 'failed', reason: 'card declined' } : done('charged')(req)), compensate: done('') } } });
+await Promise.all([flight.registered, payment.registered]);
+const client = new VerdictClient({ endpoints: endpointsOfCluster });
+const steps = (input) => [{ service: 'flight', name: 'reserve' }, { service: 'payment', name: 'charge', input }];
+const ok = await (await client.saga({ steps: steps('card'), pivot: 1 })).result();
+const no = await (await client.saga({ steps: steps('decline'), pivot: 1 })).result();
+console.log(JSON.stringify({ ok: ok.end, okOutputs: ok.status.outputs, no: no.end, noSteps: no.status.steps }));
+client.close();
+await flight.stop();
+await payment.stop();
+`,
+      );
+      const r = ok(await run(process.execPath, ['saga.mjs', endpoints.join(','), String(flightPort), String(paymentPort)], { cwd: app }), 'the saga script');
+      const got = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+      expect(got).toEqual({ ok: 'finished', okOutputs: ['seat 12A', 'charged'], no: 'compensated', noSteps: ['compensated', 'failed'] });
     },
     STEP_MS,
   );

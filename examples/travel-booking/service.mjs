@@ -1,10 +1,10 @@
 // The travel-booking example's step services, one per process:
 //
-//   npx tsx examples/travel-booking/service.ts flight|hotel|payment|email
+//   node examples/travel-booking/service.mjs flight|hotel|payment|email
 //
 // with VERDICT_CLUSTER (the cluster id), VERDICT_ENDPOINTS (node addresses,
 // comma-separated), LISTEN (host:port), DATA (a directory), and for flight and
-// hotel PG_URL (a PostgreSQL database). The saga (examples/travel-booking/trip.ts):
+// hotel PG_URL (a PostgreSQL database). The saga (examples/travel-booking/steps.mjs):
 //
 //   0 flight.reserve  a seat, marked pending for the saga (a semantic lock)
 //   1 hotel.reserve   a room, marked pending likewise
@@ -15,31 +15,38 @@
 //
 // Each reservation's compensation clears its mark; each confirmation turns
 // the mark into a booking. Other writers see a pending seat or room as taken.
+// It imports the package (`verdict/saga`), as a service of yours would.
 
 import { pino } from 'pino';
-import { startStepService, type PgStepHandlers, type StepHandlers } from '../../src/saga/step-service.ts';
-import { clearPending, markPending } from '../../src/saga/semantic-lock.ts';
+import { postgresSemanticLock, startStepService } from 'verdict/saga';
 
 const which = process.argv[2] ?? '';
-const env = (name: string): string => {
+/** @param {string} name */
+const env = (name) => {
   const v = process.env[name];
   if (!v) throw new Error(`set ${name}`);
   return v;
 };
 
 /** Seats and rooms: a row each, free when saga_pending and booked_by are both null. */
-const SCHEMA = (table: string): string => `
+/** @param {string} table */
+const SCHEMA = (table) => `
 CREATE TABLE IF NOT EXISTS ${table} (id text PRIMARY KEY, saga_pending text, booked_by text);
 INSERT INTO ${table} (id) SELECT '${table}-' || g FROM generate_series(1, 200) g ON CONFLICT DO NOTHING;`;
 
-function booking(table: 'seats' | 'rooms'): PgStepHandlers {
+/**
+ * @param {'seats' | 'rooms'} table
+ * @returns {import('verdict/saga').PgStepHandlers}
+ */
+function booking(table) {
+  const lock = postgresSemanticLock(table, 'id');
   return {
     reserve: {
       action: async (tx, req) => {
         // The first free one, skipping rows other transactions hold right now.
-        const free = await tx.query<{ id: string }>(`SELECT id FROM ${table} WHERE saga_pending IS NULL AND booked_by IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`);
+        const free = await tx.query(`SELECT id FROM ${table} WHERE saga_pending IS NULL AND booked_by IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`);
         const id = free.rows[0]?.id;
-        if (!id || !(await markPending(tx, table, 'id', id, req.sagaId))) return { status: 'failed', reason: `no ${table} left` };
+        if (!id || !(await lock.mark(tx, id, req.sagaId))) return { status: 'failed', reason: `no ${table} left` };
         return { status: 'done', output: id };
       },
       compensate: async (tx, req) => {
@@ -49,10 +56,10 @@ function booking(table: 'seats' | 'rooms'): PgStepHandlers {
     },
     confirm: {
       action: async (tx, req) => {
-        const held = await tx.query<{ id: string }>(`SELECT id FROM ${table} WHERE saga_pending = $1`, [req.sagaId]);
+        const held = await tx.query(`SELECT id FROM ${table} WHERE saga_pending = $1`, [req.sagaId]);
         for (const { id } of held.rows) {
           await tx.query(`UPDATE ${table} SET booked_by = $2 WHERE id = $1`, [id, req.sagaId]);
-          await clearPending(tx, table, 'id', id, req.sagaId);
+          await lock.clear(tx, id, req.sagaId);
         }
         return { status: 'done', output: held.rows.map((r) => r.id).join(',') };
       },
@@ -62,7 +69,8 @@ function booking(table: 'seats' | 'rooms'): PgStepHandlers {
   };
 }
 
-const memory: Record<string, StepHandlers> = {
+/** @type {Record<string, import('verdict/saga').StepHandlers>} */
+const memory = {
   payment: {
     charge: {
       action: (req) => (req.input === 'decline' ? { status: 'failed', reason: 'card declined' } : { status: 'done', output: `charged ${req.sagaId}`, effect: `charge ${req.sagaId}` }),
@@ -93,7 +101,11 @@ const common = {
  * a refusal back to before the handler), and a database whose every
  * reservation was refused or abandoned would have no table at all.
  */
-async function createSchema(url: string, table: 'seats' | 'rooms'): Promise<void> {
+/**
+ * @param {string} url
+ * @param {'seats' | 'rooms'} table
+ */
+async function createSchema(url, table) {
   const { default: pg } = await import('pg');
   const c = new pg.Client({ connectionString: url });
   await c.connect();
@@ -112,7 +124,7 @@ const service =
     : which in memory
       ? await startStepService({ ...common, handlers: memory[which] })
       : null;
-if (!service) throw new Error('usage: service.ts flight|hotel|payment|email');
+if (!service) throw new Error('usage: service.mjs flight|hotel|payment|email');
 await service.registered;
 console.log(`${which} ready at ${service.address}`);
 process.on('SIGTERM', () => void service.stop().then(() => process.exit(0)));
