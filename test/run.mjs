@@ -4,20 +4,22 @@
 // 1. scripts/test-deps.mjs checks the system components the suite uses and
 //    installs what is missing (as root, from Debian's packages), or stops
 //    here naming each with its install command.
-// 2. Two phases on this two-core machine: first everything that starts real
+// 2. dist/ is built again when src/ changed since the last build: the
+//    examples run the built package (`verdict/client`, `verdict/saga`).
+// 3. Two phases on this two-core machine: first everything that starts real
 //    processes (unit, PostgreSQL, process tests), then the CPU-bound
 //    simulations. Run together, a simulator worker starves the node
 //    processes of the other worker and their election timeouts fire for no
 //    reason. Extra arguments (`npm test -- test/unit/x.test.ts`) run one
 //    vitest with them.
-// 3. After each phase, no process the tests started may still run
+// 4. After each phase, no process the tests started may still run
 //    (test/survivors.mjs): each survivor is named, killed and counted as a
 //    failure.
 //
 // The counts come from test/summary.mjs: a test that did not run because
 // its file's setup failed counts as failed.
 import { spawnSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +38,22 @@ function finish(passed, failed, failures, ok) {
 
 const deps = spawnSync(process.execPath, [join(ROOT, 'scripts', 'test-deps.mjs')], { stdio: 'inherit' });
 if (deps.status !== 0) finish(0, 1, ['the system components the tests need are missing (scripts/test-deps.mjs, above)'], false);
+
+/** The newest modification time of a file under dir, in ms. */
+function newestMs(dir) {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) newest = Math.max(newest, statSync(join(e.parentPath, e.name)).mtimeMs);
+  }
+  return newest;
+}
+
+const built = join(ROOT, 'dist', 'cli', 'main.js');
+if (!existsSync(built) || statSync(built).mtimeMs < newestMs(join(ROOT, 'src'))) {
+  console.log('npm test: dist/ is missing or older than src/: building it first (the examples run the built package)');
+  const b = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { stdio: 'inherit' });
+  if (b.status !== 0) finish(0, 1, ['npm run build failed (above)'], false);
+}
 
 /** Runs vitest with `args`; resolves to its exit status, or its signal. */
 function vitest(args, env) {
