@@ -4,11 +4,12 @@
 // first (docs/limits.md): its size and encoding (src/transport/validate.ts),
 // its fields and the client's share (./limits.ts).
 
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
 import type { Access } from '../transport/auth.ts';
 import { coordinatorService } from '../transport/coordinator-rpc.ts';
 import { raftNodeService } from '../transport/proto.ts';
 import { sagasService } from '../transport/saga-rpc.ts';
+import { gatedService, type ServiceGate } from '../transport/starting-gate.ts';
 import { guardService, type EdgeOptions } from '../transport/validate.ts';
 import { commitStreamHandler } from './commit-stream.ts';
 import type { NodeConfig } from './config.ts';
@@ -23,8 +24,23 @@ import { putStreamHandler } from './put-stream.ts';
 import { raftNodeApi } from './raft-node-service.ts';
 import type { SagaWiring } from './saga-service.ts';
 
+/** The node's services, added when it binds and answering UNAVAILABLE until addNodeServices opens them. */
+export interface NodeServiceGates {
+  raftNode: ServiceGate<grpc.UntypedServiceImplementation>;
+  coordinator: ServiceGate<grpc.UntypedServiceImplementation>;
+  sagas: ServiceGate<grpc.UntypedServiceImplementation>;
+}
+
+/** Adds RaftNode, Coordinator and Sagas to the bound server, closed: a caller is told to retry until the node has recovered. */
+export function addStartingGates(server: grpc.Server, requestBytesMax: number): NodeServiceGates {
+  const gate = (d: grpc.ServiceDefinition): ServiceGate<grpc.UntypedServiceImplementation> => gatedService(server, d as grpc.ServiceDefinition<grpc.UntypedServiceImplementation>, requestBytesMax);
+  return { raftNode: gate(raftNodeService), coordinator: gate(coordinatorService), sagas: gate(sagasService) };
+}
+
 export interface NodeServicesOptions {
   cfg: NodeConfig;
+  /** Where the services go: the gates added at bind time. */
+  gates: NodeServiceGates;
   core: NodeCore;
   /** host:port this node serves on. */
   address: string;
@@ -39,8 +55,8 @@ export interface NodeServicesOptions {
   observeCommit: (seconds: number, answer: CommitAnswer) => void;
 }
 
-/** Adds the services to `server`; endAll() ends the clients' open Commit and Put streams (at shutdown). */
-export function addNodeServices(server: grpc.Server, o: NodeServicesOptions): { endAll(): void } {
+/** Opens the gates onto the services; endAll() ends the clients' open Commit and Put streams (at shutdown). */
+export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
   const { cfg, address, access, refusals } = o;
   const d = o.core.driver as Driver<unknown>;
   const engine = o.core.engine;
@@ -62,7 +78,7 @@ export function addNodeServices(server: grpc.Server, o: NodeServicesOptions): { 
     onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `put stream cut off: ${details}`),
   });
   const raftNode = guardService(raftNodeService, { ...raftNodeChecked, PutStream: putStreams.handler }, edge);
-  server.addService(raftNode.definition, raftNode.implementation);
+  o.gates.raftNode.open(raftNode.implementation);
   const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, engine, cfg.inFlightMax);
   const coordinator = withClientLimits(
     {
@@ -93,9 +109,9 @@ export function addNodeServices(server: grpc.Server, o: NodeServicesOptions): { 
     onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `commit stream cut off: ${details}`),
   });
   const coordinatorEdge = guardService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler }, edge);
-  server.addService(coordinatorEdge.definition, coordinatorEdge.implementation);
+  o.gates.coordinator.open(coordinatorEdge.implementation);
   const sagasEdge = guardService(sagasService, o.sagas.handlers, edge);
-  server.addService(sagasEdge.definition, sagasEdge.implementation);
+  o.gates.sagas.open(sagasEdge.implementation);
   return {
     endAll: () => {
       commitStreams.endAll();

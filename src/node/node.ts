@@ -50,7 +50,7 @@ import { Handover } from './handover.ts';
 import { Refusals } from './limits.ts';
 import { entryProblem, NodeStateMachine, snapshotProblem } from './machine.ts';
 import { raftMembers } from './members.ts';
-import { addNodeServices } from './node-services.ts';
+import { addNodeServices, addStartingGates, type NodeServiceGates } from './node-services.ts';
 import { loadNodeTls, type NodeTls } from './node-tls.ts';
 import { OpenParts } from './open-parts.ts';
 import { OperatorPages } from './operator-pages.ts';
@@ -90,10 +90,12 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const tls = transportSecurity(cfg, log);
   const server = new grpc.Server(SERVER_OPTIONS);
   const address = await listen(server, cfg, tls, log);
+  // Until the log is recovered, every call is told UNAVAILABLE (retry), never UNIMPLEMENTED (give up).
+  const gates = addStartingGates(server, cfg.requestBytesMax);
   const open = new OpenParts();
   open.add(() => shutdownServer(server, SERVER_SHUTDOWN_GRACE_MS));
   try {
-    return await compose(cfg, log, tls, server, address, open, faultPoint);
+    return await compose(cfg, log, tls, server, gates, address, open, faultPoint);
   } catch (err) {
     // The listeners are freed again; the data directory, if it was opened, is closed as it was.
     await open.closeAll();
@@ -102,7 +104,16 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
 }
 
 /** Everything on the bound server, in order; each part opened is added to `open`. */
-async function compose(cfg: NodeConfig, log: Logger, tls: NodeTls | null, server: grpc.Server, address: string, open: OpenParts, faultPoint: EngineIO['faultPoint']): Promise<RunningNode> {
+async function compose(
+  cfg: NodeConfig,
+  log: Logger,
+  tls: NodeTls | null,
+  server: grpc.Server,
+  gates: NodeServiceGates,
+  address: string,
+  open: OpenParts,
+  faultPoint: EngineIO['faultPoint'],
+): Promise<RunningNode> {
   const access = new Access(tls?.auth ?? OPEN_POLICY);
   // NOT_SERVING until the log is recovered and every service is in place.
   const health = addHealth(server, ['verdict.coordinator.Coordinator', 'verdict.raft.RaftNode']);
@@ -188,8 +199,9 @@ async function compose(cfg: NodeConfig, log: Logger, tls: NodeTls | null, server
   const handover = new Handover(cfg, c, log);
   const refusals = new Refusals(log);
   transport.register(server);
-  const streams = addNodeServices(server, {
+  const streams = addNodeServices({
     cfg,
+    gates,
     core: c,
     address,
     access,

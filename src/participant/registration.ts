@@ -79,6 +79,23 @@ function withFix(message: string, reason: string): string {
  */
 export const TLS_REFUSALS_BEFORE_GIVING_UP = 3;
 
+/**
+ * UNIMPLEMENTED is what a node of an older version answered while it was
+ * still starting (it served no service until its log was recovered, which
+ * can take seconds); today's nodes answer UNAVAILABLE then. A node that
+ * keeps answering it this many times in a row, with the backoff between
+ * attempts (about a minute in all by default), is not a Verdict node this
+ * participant can register with.
+ */
+export const UNIMPLEMENTED_BEFORE_GIVING_UP = 10;
+
+/** Whether a permanent-looking failure is retried anyway: a TLS refusal or an UNIMPLEMENTED, up to their bounds in a row. */
+export function retryAnyway(reason: string, inARow: number): boolean {
+  if (reason.startsWith('tls-')) return inARow < TLS_REFUSALS_BEFORE_GIVING_UP;
+  if (reason === 'unimplemented') return inARow < UNIMPLEMENTED_BEFORE_GIVING_UP;
+  return false;
+}
+
 /** Capped exponential backoff between registration attempts: attempt 1 waits initialMs, then doubles up to maxMs. */
 export function registrationBackoffMs(attempt: number, initialMs: number, maxMs: number): number {
   return Math.min(maxMs, initialMs * 2 ** Math.min(Math.max(0, attempt - 1), 20));

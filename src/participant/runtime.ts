@@ -34,7 +34,7 @@ import type { HeuristicReporter } from './heuristic.ts';
 import type { TccParticipantOptions, TccResource, TccSetup } from './tcc/setup.ts';
 import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
 import { participantCertificateProblem } from './certificate-check.ts';
-import { classifyRegistrationError, registrationBackoffMs, TLS_REFUSALS_BEFORE_GIVING_UP } from './registration.ts';
+import { classifyRegistrationError, registrationBackoffMs, retryAnyway } from './registration.ts';
 import { endExchanges, newGate, participantHandlers } from './serve.ts';
 import { NodeCallers } from './node-callers.ts';
 
@@ -381,7 +381,9 @@ function serveParticipant(o: ParticipantOptions, engine: ParticipantEngine, tls:
 function register(o: ParticipantOptions, link: ClusterLink, advertise: string, withTls: boolean, schedule: Schedule, log: Logger): { registered: Promise<void>; stopping(): boolean; stop(): void } {
   let stopping = false;
   let attempts = 0;
-  let tlsRefusals = 0;
+  // The same permanent-looking reason in a row (a TLS refusal, an UNIMPLEMENTED): retried up to a bound (retryAnyway).
+  let lastReason = '';
+  let sameInARow = 0;
   const retryMs = o.registerRetryMs ?? 500;
   const retryMaxMs = Math.max(retryMs, o.registerRetryMaxMs ?? 10_000);
   const registered = new Promise<void>((resolve, reject) => {
@@ -396,9 +398,10 @@ function register(o: ParticipantOptions, link: ClusterLink, advertise: string, w
         (err: Error) => {
           if (stopping) return;
           const f = classifyRegistrationError(err as grpc.ServiceError, withTls);
-          const fromTls = f.reason.startsWith('tls-');
-          tlsRefusals = fromTls ? tlsRefusals + 1 : 0;
-          if (f.permanent && (!fromTls || tlsRefusals >= TLS_REFUSALS_BEFORE_GIVING_UP)) {
+          const kind = f.reason.startsWith('tls-') ? 'tls' : f.reason;
+          sameInARow = kind === lastReason ? sameInARow + 1 : 1;
+          lastReason = kind;
+          if (f.permanent && !retryAnyway(f.reason, sameInARow)) {
             log.error({ attempts, reason: f.reason, err: f.message }, 'the cluster refused the registration; retrying cannot fix this');
             reject(new RegistrationRefusedError(f.reason, `the cluster refused to register participant ${o.participantId}: ${f.message}`));
             return;
