@@ -31,7 +31,8 @@ const CLUSTER_HELP = `  verdict cluster up [--nodes N] [--base-port PORT] [--dat
                                       --tls: mutual TLS with the certificates of verdict certs --dir CERTS-DIR
 `;
 const STATUS_HELP = `  verdict status [--json] [--endpoints HOST:PORT,...]
-                                      show the leader and every node's role, term, commit and last index
+                                      show the leader and every node's role, term, commit and last index;
+                                      exit 1 when there is no leader or a majority does not answer (--json: why)
 `;
 const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key through the replicated log (admin; with TLS an
                                             admin certificate, see docs/security.md)

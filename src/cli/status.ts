@@ -110,8 +110,9 @@ export async function statusCommand(args: string[]): Promise<void> {
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict status [--json] [--endpoints HOST:PORT,...] [--timeout 2s]`);
   const timeoutMs = clientTimeoutMs();
   const st = await clusterStatus(addrs, timeoutMs);
+  const problem = healthProblem(st);
   if (json) {
-    process.stdout.write(JSON.stringify(st, null, 2) + '\n');
+    process.stdout.write(JSON.stringify({ ...st, healthy: problem === null, problem }, null, 2) + '\n');
   } else {
     const rows = [['NODE', 'ADDRESS', 'PID', 'ROLE', 'TERM', 'COMMIT', 'APPLIED', 'LAST']];
     for (const n of st.nodes) {
@@ -131,5 +132,17 @@ export async function statusCommand(args: string[]): Promise<void> {
   if (!st.nodes.some((n) => n.reachable)) {
     process.stderr.write(`verdict: ${unreachableMessage(new Map(st.nodes.map((n) => [n.address, n.error ?? 'no answer'])), timeoutMs)}\n`);
     process.exitCode = 1;
+  } else if (problem !== null) {
+    // A health check can trust the exit code: 0 only with a leader and a majority answering.
+    process.stderr.write(`verdict: ${problem}\n`);
+    process.exitCode = 1;
   }
+}
+
+/** Why the cluster cannot take writes as this status sees it, or null when a leader is named and a majority of the nodes answer. */
+export function healthProblem(st: { leader: string | null; nodes: { reachable: boolean }[] }): string | null {
+  const answering = st.nodes.filter((n) => n.reachable).length;
+  if (answering * 2 <= st.nodes.length) return `a majority of the nodes is unreachable (${answering} of ${st.nodes.length} answer)`;
+  if (st.leader === null) return `no leader (${answering} of ${st.nodes.length} nodes answer, none is leader)`;
+  return null;
 }

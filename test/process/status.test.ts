@@ -15,7 +15,10 @@ interface StatusJson {
 async function statusJson(endpoints: string[]): Promise<StatusJson> {
   const r = await runCli(['status', '--json', '--endpoints', endpoints.join(',')]);
   expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as StatusJson;
+  const st = JSON.parse(r.stdout) as StatusJson & { healthy: boolean; problem: string | null };
+  // Exit 0 goes with a leader and a majority answering, and --json says so.
+  expect(st).toMatchObject({ healthy: true, problem: null });
+  return st;
 }
 
 describe('verdict status', () => {
@@ -90,6 +93,16 @@ describe('verdict status', () => {
     expect(r.stdout).toContain(`leader: ${leader.id}`);
     const row = r.stdout.split('\n').find((l) => l.includes(dead.address));
     expect(row, r.stdout).toMatch(new RegExp(`^${dead.id}\\s+${dead.address.replace(/\./g, '\\.')}\\s+unreachable \\(`));
+  });
+
+  it('with the leader killed too, a majority is gone: exits 1 and says why, in --json too (a health check can use the code)', async () => {
+    await leader.kill('SIGKILL');
+    const r = await runCli(['status', '--json', '--endpoints', followers[0].address]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('verdict: a majority of the nodes is unreachable (1 of 3 answer)\n');
+    const st = JSON.parse(r.stdout) as StatusJson & { healthy: boolean; problem: string | null };
+    expect(st).toMatchObject({ healthy: false, problem: 'a majority of the nodes is unreachable (1 of 3 answer)' });
+    expect(st.nodes.filter((n) => n.reachable).map((n) => n.id)).toEqual([followers[0].id]);
   });
 
   it('with every endpoint dead: exits non-zero and says so', async () => {
