@@ -411,8 +411,8 @@ export class CommitProtocol {
     // A client may hear an implicit COMMITTED again; a participant learns its decision from the log only (R4).
     if (t) return cb(null, (participantId === '' ? this.pc.implicitAnswer(t) : null) ?? this.answerFor(t));
     if (this.pc.isStaged(txnId)) {
-      // A prepared participant waits for recovery's decision; a client hears that one is coming.
-      if (participantId !== '') return this.pc.wait(txnId, cb);
+      // A participant in doubt is prepared: its question counts as its status answer, and it waits for recovery's decision; a client hears that one is coming.
+      if (participantId !== '') return this.pc.waitInDoubt(txnId, participantId, cb);
       this.pc.start(txnId);
       return cb(null, { txnId, outcome: 'in-progress', reason: 'staged (parallel commit); a new leader is recovering it', decisionIndex: 0 });
     }

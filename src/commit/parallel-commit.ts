@@ -143,6 +143,20 @@ export class ParallelCommit {
     r.waiters.push(cb);
   }
 
+  /**
+   * Participant `participantId` of staged T asked for T's outcome: it is in
+   * doubt, and a participant is in doubt only after its durable YES (R4), so
+   * its question answers recovery's status question for it: prepared. A
+   * participant that does not serve Status (built before it existed) is
+   * still counted, as soon as it asks. Its callback hears the decision.
+   */
+  waitInDoubt(txnId: string, participantId: string, cb: OutcomeCallback): void {
+    const r = this.start(txnId);
+    if (r === null) return cb(new EngineError('exhausted', `${RECOVERIES_MAX} staged transactions are being recovered; retry later`));
+    r.waiters.push(cb);
+    if (r.staging.participants.includes(participantId) && !r.answers.has(participantId)) this.answered(r, participantId, 'prepared');
+  }
+
   /** Recovers T unless it is decided or already being recovered; null at the bound. */
   start(txnId: string): Recovery | null {
     const known = this.recoveries.get(txnId);

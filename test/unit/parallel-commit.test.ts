@@ -121,6 +121,21 @@ describe('parallel commit: recovery by a new leader', () => {
     expect(w.decisions.map((d) => `${d.to} ${d.req.outcome}`).sort()).toEqual(['a commit', 'b commit']);
   });
 
+  it('R3: a participant that does not serve Status is counted prepared once it asks for the outcome in doubt, so recovery ends', () => {
+    const w = staged(['a', 'old']);
+    const [sa, sold] = w.statuses.splice(0);
+    sa.cb(null, 'prepared');
+    // Built before Status existed: the question fails (UNIMPLEMENTED), and would forever.
+    sold.cb(new Error('UNIMPLEMENTED: unknown method Status'));
+    expect(w.proposals).toEqual([]);
+    // In doubt, it asks the cluster: only a prepared participant does (R4).
+    let asked: OutcomeAnswer | undefined;
+    w.engine.outcome('T1', 'old', (_e, a) => (asked = a));
+    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `${p.cmd.outcome} ${p.cmd.participants.join(',')}` : p.cmd.t))).toEqual(['commit a,old']);
+    w.applyAll();
+    expect(asked?.outcome).toBe('committed');
+  });
+
   it('R3: silence is not a refusal; ABORT is logged only after a participant refused durably', () => {
     const w = staged(['a', 'b']);
     let client: OutcomeAnswer | undefined;
