@@ -11,7 +11,8 @@
 // An existing CA is reused and existing certificates are kept (--force
 // issues them again), so adding a participant later is one more run.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
@@ -64,6 +65,15 @@ export function parseCertsArgs(argv: readonly string[]): CertsPlan {
     return { id, address };
   });
   for (const name of [...admins, ...clients]) if (!NAME.test(name)) throw new UsageError(`certificate name "${name}" must be 1-64 letters, digits, ".", "_" or "-"`);
+  // Files are named by the certificate's name: a participant, admin or client named like a node (or the CA)
+  // would be handed that node's (or the CA's) existing key.
+  const named = [...participants.map((p) => p.id), ...admins, ...clients];
+  for (const name of named) {
+    if (name === 'ca' || /^n\d+$/.test(name))
+      throw new UsageError(`"${name}" is the name of ${name === 'ca' ? "the CA's files" : 'a node'} (ca, n1, n2, ...): pick another name for a participant, admin or client`);
+  }
+  const twice = named.find((name, i) => named.indexOf(name) !== i);
+  if (twice !== undefined) throw new UsageError(`"${twice}" is named twice: each participant, admin and client needs a name of its own (its files are ${twice}.crt and ${twice}.key)`);
   const none = participants.length === 0 && admins.length === 0 && clients.length === 0;
   return {
     dir,
@@ -80,6 +90,25 @@ export function parseCertsArgs(argv: readonly string[]): CertsPlan {
     admins: none ? ['ops-admin'] : admins,
     clients: none ? ['alice'] : clients,
   };
+}
+
+/** Why an existing certificate is not the one `subject` and `ext` would make, or null when it is. */
+export function keptCertificateProblem(certFile: string, subject: string, ext: string): string | null {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(readFileSync(certFile));
+  } catch (err) {
+    return `cannot be read as a certificate (${(err as Error).message})`;
+  }
+  // `/OU=local/CN=n1` → `OU=local\nCN=n1`, the form X509Certificate.subject has.
+  const want = subject
+    .split('/')
+    .filter((p) => p !== '')
+    .join('\n');
+  if (cert.subject !== want) return `is ${cert.subject.replace(/\n/g, ', ')}, not ${want.replace(/\n/g, ', ')}`;
+  const serverAuth = (cert.keyUsage ?? []).includes('1.3.6.1.5.5.7.3.1');
+  if (serverAuth !== /serverAuth/.test(ext)) return serverAuth ? 'may serve TLS (serverAuth), which this kind of certificate must not' : 'lacks serverAuth';
+  return null;
 }
 
 /** The subjectAltName for an address's host: an IP, or a DNS name (localhost also gets 127.0.0.1). */
@@ -104,7 +133,12 @@ export async function certsCommand(argv: string[]): Promise<void> {
     const issue = (file: string, subject: string, ext: string, what: string): void => {
       const cert = join(plan.dir, `${file}.crt`);
       const key = join(plan.dir, `${file}.key`);
-      if (!plan.force && existsSync(cert) && existsSync(key)) return say(`kept     ${cert} (--force issues it again)`);
+      if (!plan.force && existsSync(cert) && existsSync(key)) {
+        // Kept only if it is the certificate asked for: same subject (name, cluster) and the same usages.
+        const problem = keptCertificateProblem(cert, subject, ext);
+        if (problem !== null) throw new CommandError(`${cert} already exists and ${problem}; it is not handed out as ${what.replace(/^\(|\)$/g, '')}: use another name, or --force to issue it again`);
+        return say(`kept     ${cert} (--force issues it again)`);
+      }
       issueCert({ caCert, caKey, cert, key, subject, ext, days: plan.days, tmpDir: tmp, file });
       say(`made     ${cert} ${what}`);
     };

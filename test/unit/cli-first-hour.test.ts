@@ -154,6 +154,18 @@ describe('verdict certs', () => {
     expect(cert('ca').fingerprint256).toBe(ca.fingerprint256);
   });
 
+  it("never hands out another certificate's key: node and CA names are refused for others, and a kept file must be what was asked for", async () => {
+    expect(() => parseCertsArgs(['--participant', 'n2=127.0.0.1:7101'])).toThrow(/"n2" is the name of a node/);
+    expect(() => parseCertsArgs(['--admin', 'ca'])).toThrow(/"ca" is the name of the CA's files/);
+    expect(() => parseCertsArgs(['--participant', 'shop=127.0.0.1:7101', '--client', 'shop'])).toThrow(/"shop" is named twice/);
+    // alice.crt exists from the run above as a client certificate: a participant "alice" does not get it.
+    await expect(certsCommand(['--dir', dir, '--nodes', '0', '--participant', 'alice=127.0.0.1:7105'])).rejects.toThrow(
+      /alice\.crt already exists and is CN=alice, not OU=local, CN=alice; it is not handed out as participant alice/,
+    );
+    // A certificate of another cluster's id under the same name is refused too.
+    await expect(certsCommand(['--dir', dir, '--nodes', '0', '--cluster-id', 'other', '--participant', 'shop=127.0.0.1:7101'])).rejects.toThrow(/is OU=local, CN=shop, not OU=other, CN=shop/);
+  });
+
   it('the participant refuses a client-only certificate (unsuitable certificate purpose) and one without its address, with the fix', () => {
     const alice = new X509Certificate(readFileSync(join(dir, 'alice.crt')));
     expect(participantCertificateProblem(alice, 'alice.crt', 'shop', '127.0.0.1:7101')).toBe(
