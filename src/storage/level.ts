@@ -24,6 +24,7 @@ import {
 import { IDENTITY_FILE, ownerMismatch, readDirIdentity, removeDirIdentity, sameOwner, StorageIdentityError, writeDirIdentity, type DirOwner } from './dir-identity.ts';
 
 import type { StorageIdentity } from './types.ts';
+import { rejoinEmpty } from './data-dir.ts';
 
 export type Db = ClassicLevel<Uint8Array, Uint8Array>;
 export type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
@@ -50,19 +51,29 @@ export async function openLevel(dir: string, dbPath: string, walPath: string, id
 }
 
 /**
+ * What to do about a directory that is not this node's raft log. Never
+ * "use an empty directory" alone: a voter restarted empty in place of its
+ * own damaged directory can help elect a leader that lacks acknowledged
+ * decisions (docs/storage.md); a damaged member goes out and comes back in.
+ */
+export const NOT_OURS_FIX =
+  'point the config at this node’s own data directory (or, for a node being added to the cluster, at a new empty one); if this is a member’s own directory and it is damaged, do not replace it with an empty one: remove the node from the cluster (verdict member remove ID), then add it back with an empty directory (verdict member add), as docs/storage.md describes';
+
+/**
  * Refuses a directory that something other than Verdict owns. A fresh node
  * gets an empty (or missing) directory; a restarted one finds `raft/` there
  * (and `wal/`, the segment log, from format 2 on).
  */
 async function checkDataDir(dir: string, dbPath: string, walPath: string): Promise<void> {
-  const fix = 'point the config at an empty directory or at this node’s own data directory';
-  const names = await readdirOrNull(dir);
+  const fix = NOT_OURS_FIX;
+  // A file system's own lost+found (a dedicated disk mounted as the data directory) is not content.
+  const names = (await readdirOrNull(dir))?.filter((n) => n !== 'lost+found') ?? null;
   if (names === null) {
     await mkdir(dir, { recursive: true });
     return;
   }
   if (!names.includes('raft') && names.includes('wal')) {
-    throw new StorageIdentityError(`${dir} holds a raft log (${walPath}) but no ${dbPath}; to rejoin the cluster empty delete ${walPath} too, otherwise restore ${dbPath}`);
+    throw new StorageIdentityError(`${dir} holds a raft log (${walPath}) but no ${dbPath}; restore ${dbPath}, or ${rejoinEmpty(walPath)}`);
   }
   if (names.some((n) => n !== IDENTITY_FILE) && !names.includes('raft')) {
     throw new StorageIdentityError(`${dir} is not empty and is not a Verdict data directory (it has no raft/ inside); ${fix}`);
@@ -95,10 +106,7 @@ function nodeOwner(id: StorageIdentity): DirOwner {
 }
 
 function identityMismatch(dir: string, dbPath: string, have: DirOwner, want: StorageIdentity): StorageIdentityError {
-  const fix =
-    have.role === 'node'
-      ? `point the config at another data directory, or delete ${dbPath} and ${join(dir, 'wal')} if this node is meant to rejoin the cluster empty`
-      : 'point the config at another data directory';
+  const fix = have.role === 'node' ? `point the config at another data directory, or ${rejoinEmpty(dbPath, join(dir, 'wal'))}` : 'point the config at another data directory';
   return ownerMismatch(dir, have, nodeOwner(want), fix);
 }
 
@@ -129,9 +137,7 @@ export async function checkIdentity(db: Db, dir: string, dbPath: string, want: S
     // A crash during the very first open can leave an empty database behind: adopt it.
     const anyKey = await db.keys({ limit: 1 }).all();
     if (anyKey.length > 0) {
-      throw new StorageIdentityError(
-        `${dbPath} holds a LevelDB database without a Verdict identity record, so it is not a Verdict raft log; point the config at an empty directory or at this node’s own data directory`,
-      );
+      throw new StorageIdentityError(`${dbPath} holds a LevelDB database without a Verdict identity record, so it is not a Verdict raft log; ${NOT_OURS_FIX}`);
     }
     await db.put(KEY_IDENTITY, encodeIdentity(want), { sync: true });
     return;
@@ -139,7 +145,7 @@ export async function checkIdentity(db: Db, dir: string, dbPath: string, want: S
   const have = decodeIdentity(stored, dbPath);
   if (have.formatVersion !== FORMAT_VERSION) {
     throw new StorageIdentityError(
-      `${dbPath} was written in storage format ${have.formatVersion} but this build reads format ${FORMAT_VERSION} only; run a matching Verdict version, or delete ${dbPath} and ${join(dir, 'wal')} if this node is meant to rejoin the cluster empty`,
+      `${dbPath} was written in storage format ${have.formatVersion} but this build reads format ${FORMAT_VERSION} only; run a matching Verdict version, or ${rejoinEmpty(dbPath, join(dir, 'wal'))}`,
     );
   }
   if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId) throw identityMismatch(dir, dbPath, nodeOwner(have), want);

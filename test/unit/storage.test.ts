@@ -497,7 +497,8 @@ describe('DiskLogStore: a data directory in another storage format is refused', 
       const msg = (err as Error).message;
       expect(msg).not.toContain('\n');
       expect(msg).toContain(`${join(dir, 'raft')} was written in storage format ${format} but this build reads format ${FORMAT_VERSION} only`);
-      expect(msg).toContain(`delete ${join(dir, 'raft')} and ${join(dir, 'wal')} if this node is meant to rejoin the cluster empty`);
+      // Rejoining empty goes through the membership, never a wiped member restarted in place.
+      expect(msg).toContain(`first remove it (verdict member remove ID), then delete ${join(dir, 'raft')} and ${join(dir, 'wal')} and add it back (verdict member add ID ADDRESS)`);
       expect(await dump(dir)).toEqual(before);
       await expect(readFile(join(dir, 'identity.json'), 'utf8')).rejects.toThrow(/ENOENT/);
     },
@@ -527,7 +528,7 @@ describe('DiskLogStore: a data directory belongs to one node of one cluster', ()
     expect(msg).not.toContain('\n');
     expect(msg).toContain(`belongs to node "n1" of cluster "alpha"`);
     expect(msg).toContain(`the config says node "${other.nodeId}" of cluster "${other.clusterId}"`);
-    expect(msg).toMatch(/point the config at another data directory, or delete .* if this node is meant to rejoin/);
+    expect(msg).toMatch(/point the config at another data directory, or to make this node rejoin the cluster empty, first remove it \(verdict member remove ID\), then delete /);
     expect(await dump(dir)).toEqual(before);
     // The right identity still opens it.
     expect((await openStore(dir)).recovered.entries).toEqual(ents(1, 3, 1));
@@ -539,6 +540,24 @@ describe('DiskLogStore: a data directory belongs to one node of one cluster', ()
     await writeFile(join(dir, 'postgresql.conf'), 'max_connections = 100\n');
     await expect(DiskLogStore.open(dir, ID)).rejects.toThrow(StorageIdentityError);
     await expect(DiskLogStore.open(dir, ID)).rejects.toThrow(/is not a Verdict data directory/);
+  });
+
+  it("a dedicated disk's lost+found does not make a new data directory non-empty", async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, 'lost+found'), { recursive: true });
+    const opened = await openStore(dir);
+    expect(opened.recovered.entries).toEqual([]);
+    await closeStore(opened.store);
+  });
+
+  it('no refusal advises an empty directory for a damaged member: it is taken out of the cluster first', async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, 'raft'), { recursive: true });
+    await writeFile(join(dir, 'raft', '000005.ldb'), 'not a table');
+    const msg = String(await DiskLogStore.open(dir, ID).catch((e: unknown) => (e as Error).message));
+    expect(msg).toMatch(/holds no LevelDB database/);
+    expect(msg).toContain('do not replace it with an empty one: remove the node from the cluster (verdict member remove ID)');
+    expect(msg).not.toMatch(/point the config at an empty directory/);
   });
 
   it('a raft/ directory holding some other LevelDB database is refused and left unchanged', async () => {
