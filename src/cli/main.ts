@@ -11,6 +11,7 @@ import { bool, flag, UsageError } from './args.ts';
 import { checkFlags } from './flags.ts';
 import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
 import { packageVersion } from '../util/version.ts';
+import { printable } from './terminal-text.ts';
 
 const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
 
@@ -172,7 +173,7 @@ main(process.argv.slice(2)).catch((err: unknown) => {
   // by name so this handler need not load the node's modules to know them.
   const known = err instanceof UsageError || (err instanceof Error && KNOWN_REFUSALS.has(err.name));
   if (known) {
-    process.stderr.write(`verdict: ${(err as Error).message}\n`);
+    process.stderr.write(`verdict: ${printable((err as Error).message)}\n`);
     process.exit(err instanceof UsageError ? 64 : 1);
   }
   process.stderr.write(`verdict: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

@@ -4,6 +4,7 @@
 // gid, recorded first in the adapter's verdict_heuristics table with who,
 // when and why (src/participant/heuristic.ts). The participant process
 // reports the act to the cluster once it is reachable.
+import { printable } from './terminal-text.ts';
 import { HeuristicError, resolvePostgresByHand, type ResolveResult } from '../participant/heuristic.ts';
 import { resolveMySqlByHand } from '../participant/resources/mysql/heuristic.ts';
 import { bool, flag, UsageError } from './args.ts';
@@ -53,7 +54,7 @@ export async function participantResolveCommand(argv: string[]): Promise<void> {
     r = resource === 'mysql' ? await resolveMySqlByHand({ ...act, url: mysqlUrl as string }) : await resolvePostgresByHand({ ...act, url: pgUrl as string });
   } catch (err) {
     if (err instanceof HeuristicError) {
-      process.stderr.write(`verdict: ${err.message}\n`);
+      process.stderr.write(`verdict: ${printable(err.message)}\n`);
       process.exitCode = 1;
       return;
     }

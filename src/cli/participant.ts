@@ -2,6 +2,7 @@
 // resource (or, with --resource postgres or mysql, a PostgreSQL or MySQL/MariaDB database), its journal in --data, registered with the cluster at
 // --endpoints. Ctrl-C (SIGINT) or SIGTERM stops it cleanly: new PREPAREs are
 // answered NO, requests in flight finish, then it exits 0.
+import { printable } from './terminal-text.ts';
 import { createLogger } from '../node/logger.ts';
 import { JournalCorruptError } from '../participant/journal.ts';
 import { redact } from '../participant/postgres.ts';
@@ -160,7 +161,7 @@ export async function participantCommand(argv: string[]): Promise<void> {
   } catch (err) {
     // Refusals (another participant's data dir, a corrupt journal, an address in use) are one line, not a stack.
     if (err instanceof ParticipantStartupError || err instanceof JournalCorruptError || (err instanceof Error && 'code' in err)) {
-      process.stderr.write(`verdict: ${err.message}\n`);
+      process.stderr.write(`verdict: ${printable(err.message)}\n`);
       process.exit(1);
     }
     throw err;
@@ -177,7 +178,7 @@ export async function participantCommand(argv: string[]): Promise<void> {
   p.registered.catch((err: unknown) => {
     if (!(err instanceof RegistrationRefusedError)) return;
     signals = 1;
-    process.stderr.write(`verdict: ${err.message}\n`);
+    process.stderr.write(`verdict: ${printable(err.message)}\n`);
     void p.stop().then(() => process.exit(EXIT_REGISTRATION_REFUSED));
   });
   process.on('SIGINT', () => onSignal('SIGINT'));

@@ -6,6 +6,7 @@
 // answers DONE. Every effect is recorded once in the inbox's synced journal,
 // however often the cluster calls. A real service is a small file on
 // `verdict/saga` (docs/sagas.md shows one).
+import { printable } from './terminal-text.ts';
 import { createLogger } from '../node/logger.ts';
 import { startStepService, StepServiceStartupError, type StepHandlers, type StepService } from '../saga/step-service.ts';
 import type { StepHandler } from '../saga/inbox.ts';
@@ -102,7 +103,7 @@ export async function sagaServiceCommand(argv: string[]): Promise<void> {
     });
   } catch (err) {
     if (err instanceof StepServiceStartupError || (err instanceof Error && 'code' in err)) {
-      process.stderr.write(`verdict: ${err.message}\n`);
+      process.stderr.write(`verdict: ${printable(err.message)}\n`);
       process.exit(1);
     }
     throw err;

@@ -2,6 +2,7 @@
 // Exit codes: 0 done (a saga FINISHED, or a query answered), 2 a saga
 // COMPENSATED (start), 1 any other error, 64 usage.
 
+import { printable } from './terminal-text.ts';
 import { SagaCaller, type SagaStatus } from '../client/saga.ts';
 import { VerdictError } from '../client/errors.ts';
 import { bool, flag, flagAll, UsageError } from './args.ts';
@@ -9,7 +10,7 @@ import { clientCredentials } from './client-credentials.ts';
 import { requireReachable } from './reach.ts';
 import { SAGA_SERVICE_HELP } from './saga-service.ts';
 import { endpoints } from './status.ts';
-import { defaultOperator, EXIT_ABORTED, EXIT_ERROR, print, table } from './txn.ts';
+import { defaultOperator, EXIT_ABORTED, EXIT_ERROR, print, printJson, table } from './txn.ts';
 
 export const SAGA_HELP = `${SAGA_SERVICE_HELP}  verdict saga start --step SERVICE:NAME[=INPUT] ... [--pivot K] [--id ID] [--json]
                                       start a saga (a demo: steps run at registered step services) and wait
@@ -40,7 +41,7 @@ export async function sagaCommand(args: string[]): Promise<void> {
     await Promise.race([work, requireReachable(addrs).then(() => work)]);
   } catch (err) {
     if (!(err instanceof VerdictError)) throw err;
-    process.stderr.write(`verdict: ${err.message}\n`);
+    process.stderr.write(`verdict: ${printable(err.message)}\n`);
     process.exitCode = EXIT_ERROR;
   } finally {
     caller.close();
@@ -77,7 +78,7 @@ async function start(c: SagaCaller, rest: string[]): Promise<void> {
   if (steps.length === 0) throw new UsageError('a saga needs at least one --step SERVICE:NAME');
   const h = await c.start({ id, steps, pivot });
   const { end, status } = await h.result();
-  if (json) print(JSON.stringify(status, null, 2));
+  if (json) printJson(status);
   else print(`${end.toUpperCase()} ${h.id}`);
   if (end === 'compensated') process.exitCode = EXIT_ABORTED;
 }
@@ -90,7 +91,7 @@ async function list(c: SagaCaller, rest: string[]): Promise<void> {
   if (!Number.isInteger(limit) || limit <= 0) throw new UsageError('--limit needs a positive integer');
   noMore(rest);
   const sagas = await c.list(stuck, limit);
-  if (json) return print(JSON.stringify(sagas, null, 2));
+  if (json) return printJson(sagas);
   if (sagas.length === 0) return print(stuck ? '(no saga is stuck)' : '(no sagas)');
   table([['SAGA', 'STATE', 'STEPS', 'STUCK'], ...sagas.map((s) => [s.id, s.state, s.steps.join(','), stuckText(s)])]);
 }
@@ -104,7 +105,7 @@ async function show(c: SagaCaller, rest: string[]): Promise<void> {
   const json = bool(rest, '--json');
   noMore(rest);
   const s = await c.status(id);
-  if (json) return print(JSON.stringify(s, null, 2));
+  if (json) return printJson(s);
   print(`saga ${s.id}: ${s.state.toUpperCase()}${s.pivot === null ? '' : ` (pivot: step ${s.pivot})`}`);
   if (s.stuck) print(`stuck: ${stuckText(s)}`);
   table([['STEP', 'STATE', 'OUTPUT'], ...s.steps.map((st, k) => [String(k), st, s.outputs[k] ?? ''])]);
@@ -122,7 +123,8 @@ async function retry(c: SagaCaller, rest: string[]): Promise<void> {
   const reason = flag(rest, '--reason') ?? '';
   noMore(rest);
   const s = await c.retry(id, reason);
-  print(json ? JSON.stringify(s, null, 2) : `retrying ${s.id}: ${s.state}`);
+  if (json) printJson(s);
+  else print(`retrying ${s.id}: ${s.state}`);
 }
 
 async function resolve(c: SagaCaller, rest: string[]): Promise<void> {
@@ -137,5 +139,6 @@ async function resolve(c: SagaCaller, rest: string[]): Promise<void> {
   if (done === compensated) throw new UsageError('saga resolve needs exactly one of --done or --compensated');
   if (reason === undefined || reason.trim() === '') throw new UsageError('saga resolve needs --reason TEXT: it is recorded in the log with who asked and when');
   const s = await c.resolve(id, step, done ? 'done' : 'compensated', reason);
-  print(json ? JSON.stringify(s, null, 2) : `resolved ${s.id} step ${step}: ${s.state}`);
+  if (json) printJson(s);
+  else print(`resolved ${s.id} step ${step}: ${s.state}`);
 }

@@ -4,6 +4,7 @@
 // which keeps a cold `verdict status` short; the commands that need grpc-js
 // (put, get, leader transfer) are in leader-calls.ts.
 
+import { printable } from './terminal-text.ts';
 import type { CallError } from '../transport/h2-unary.ts';
 import type { NodeStatus } from '../transport/proto.ts';
 import { bool, flag, UsageError } from './args.ts';
@@ -116,11 +117,22 @@ export async function statusCommand(args: string[]): Promise<void> {
   } else {
     const rows = [['NODE', 'ADDRESS', 'PID', 'ROLE', 'TERM', 'COMMIT', 'APPLIED', 'LAST']];
     for (const n of st.nodes) {
-      if (!n.reachable) rows.push([n.id ?? '?', n.address, '', `unreachable (${n.error})`, '', '', '', '']);
-      else rows.push([n.id ?? '?', n.address, n.pid === undefined ? '?' : String(n.pid), n.role ?? '', String(n.term), String(n.commitIndex), String(n.appliedIndex), String(n.lastIndex)]);
+      // Ids, addresses and errors come from the nodes: shown escaped (./terminal-text.ts).
+      if (!n.reachable) rows.push([printable(n.id ?? '?'), printable(n.address), '', `unreachable (${printable(n.error ?? '')})`, '', '', '', '']);
+      else
+        rows.push([
+          printable(n.id ?? '?'),
+          printable(n.address),
+          n.pid === undefined ? '?' : String(n.pid),
+          printable(n.role ?? ''),
+          String(n.term),
+          String(n.commitIndex),
+          String(n.appliedIndex),
+          String(n.lastIndex),
+        ]);
     }
     const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-    process.stdout.write(`leader: ${st.leader ?? 'none'}\n`);
+    process.stdout.write(`leader: ${printable(st.leader ?? 'none')}\n`);
     for (const r of rows)
       process.stdout.write(
         r

@@ -4,6 +4,7 @@
 // 3 outcome unknown (ask again with `verdict txn outcome ID`), 1 any other
 // error, 64 usage. One rule for every command about one transaction: an id
 // the cluster does not know (never seen, or forgotten) exits 1.
+import { printable } from './terminal-text.ts';
 import { hostname, userInfo } from 'node:os';
 import { VerdictClient, type TransactionInfo } from '../client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../client/errors.ts';
@@ -69,7 +70,7 @@ export async function participantsCommand(args: string[]): Promise<void> {
     const json = bool(rest, '--json');
     noMore(rest);
     const ps = await client.participants({ withActivity: true });
-    if (json) return print(JSON.stringify(ps, null, 2));
+    if (json) return printJson(ps);
     if (ps.length === 0) return print('(no participants registered)');
     const nowMs = Date.now();
     // The leader's connection says whether a participant is reachable; the
@@ -96,7 +97,7 @@ export async function participantRemoveCommand(args: string[]): Promise<void> {
     const operator = flag(rest, '--operator') ?? defaultOperator();
     const id = oneId(rest, 'usage: verdict participant remove ID [--operator WHO] [--json]');
     const removed = await client.removeParticipant(id, operator);
-    if (json) return print(JSON.stringify({ participantId: id, removed }, null, 2));
+    if (json) return printJson({ participantId: id, removed });
     print(removed ? `removed participant ${id}` : `participant ${id} is not registered; nothing to remove`);
   });
 }
@@ -113,7 +114,7 @@ async function commit(client: VerdictClient, args: string[]): Promise<void> {
   const tx = await client.begin({ txnId, timeoutMs });
   for (const [id, payload] of enlistments) tx.enlist(id, payload);
   const r = await tx.commit();
-  if (json) print(JSON.stringify(r, null, 2));
+  if (json) printJson(r);
   else print(describeOutcome(r));
   if (r.outcome === 'ABORTED') process.exitCode = EXIT_ABORTED;
 }
@@ -123,14 +124,16 @@ async function abort(client: VerdictClient, args: string[]): Promise<void> {
   const reason = flag(args, '--reason') ?? 'aborted by verdict txn abort';
   const txnId = oneId(args, 'usage: verdict txn abort ID [--reason TEXT]');
   const r = await client.abort(txnId, reason);
-  print(json ? JSON.stringify(r, null, 2) : describeOutcome(r));
+  if (json) printJson(r);
+  else print(describeOutcome(r));
 }
 
 async function outcome(client: VerdictClient, args: string[]): Promise<void> {
   const json = bool(args, '--json');
   const txnId = oneId(args, 'usage: verdict txn outcome ID');
   const r = await client.outcome(txnId);
-  print(json ? JSON.stringify(r, null, 2) : describeOutcome(r));
+  if (json) printJson(r);
+  else print(describeOutcome(r));
   // The rule for every command about one transaction: an id the cluster does not know exits 1.
   if (r.outcome === 'UNKNOWN') process.exitCode = EXIT_ERROR;
 }
@@ -145,7 +148,7 @@ async function list(client: VerdictClient, args: string[]): Promise<void> {
   if (!Number.isInteger(limit) || limit < 0) throw new UsageError('--limit needs a non-negative integer');
   noMore(args);
   const txns = await client.transactions({ ...filters, limit });
-  if (json) return print(JSON.stringify(txns, null, 2));
+  if (json) return printJson(txns);
   if (txns.length === 0) {
     const what = { inFlight: 'in flight', inDoubt: 'in doubt', unacked: 'waiting for an ACK', heuristic: 'with a heuristic outcome or an operator resolution' }[chosen[0]?.[0] ?? ''] as
       | string
@@ -196,7 +199,7 @@ async function resolve(client: VerdictClient, args: string[]): Promise<void> {
   if (reason === undefined || reason.trim() === '') throw new UsageError(`--reason TEXT is required: it is recorded in the log with who asked and when; ${usage}`);
   if (operator.trim() === '') throw new UsageError('--operator must not be empty');
   const r = await client.resolve(txnId, commit ? 'commit' : 'abort', reason, operator, { forceUnknown });
-  if (json) return print(JSON.stringify(r, null, 2));
+  if (json) return printJson(r);
   print(`${describeOutcome(r.outcome)}`);
   print(r.decided ? `decided by ${r.operator}'s resolution (recorded in the log)` : `already decided so; ${r.operator}'s request is recorded in the log`);
 }
@@ -215,23 +218,17 @@ async function show(client: VerdictClient, args: string[]): Promise<void> {
   const known = t !== undefined || o.outcome !== 'UNKNOWN';
   const tracked = t !== undefined && t.phase !== 'decided';
   if (json) {
-    print(
-      JSON.stringify(
-        {
-          txnId,
-          outcome: o.outcome,
-          reason: t?.reason || o.reason,
-          decisionIndex: o.decisionIndex || t?.decisionIndex || 0,
-          phase: t?.phase ?? null,
-          ageMs: t?.ageMs ?? null,
-          participants: tracked ? t.participants : null,
-          heuristics: t?.heuristics ?? [],
-          resolutions: t?.resolutions ?? [],
-        },
-        null,
-        2,
-      ),
-    );
+    printJson({
+      txnId,
+      outcome: o.outcome,
+      reason: t?.reason || o.reason,
+      decisionIndex: o.decisionIndex || t?.decisionIndex || 0,
+      phase: t?.phase ?? null,
+      ageMs: t?.ageMs ?? null,
+      participants: tracked ? t.participants : null,
+      heuristics: t?.heuristics ?? [],
+      resolutions: t?.resolutions ?? [],
+    });
   } else {
     print(`transaction  ${txnId}`);
     print(`outcome      ${o.outcome}${o.decisionIndex ? ` (decision index ${o.decisionIndex})` : ''}`);
@@ -283,10 +280,10 @@ async function withClient(args: string[], f: (client: VerdictClient, rest: strin
     await Promise.race([work, requireReachable(addrs).then(() => work)]);
   } catch (err) {
     if (err instanceof OutcomeUnknownError) {
-      process.stderr.write(`verdict: ${err.message}; run: verdict txn outcome ${err.txnId}\n`);
+      process.stderr.write(`verdict: ${printable(err.message)}; run: verdict txn outcome ${err.txnId}\n`);
       process.exitCode = EXIT_OUTCOME_UNKNOWN;
     } else if (err instanceof VerdictError) {
-      process.stderr.write(`verdict: ${err.message}\n`);
+      process.stderr.write(`verdict: ${printable(err.message)}\n`);
       process.exitCode = EXIT_ERROR;
     } else throw err;
   } finally {
@@ -353,6 +350,12 @@ export function table(rows: string[][]): void {
     );
 }
 
+/** JSON output: JSON.stringify escapes every control character itself, and its newlines are its layout. */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** One line of output; control characters in it (from stored text) are shown escaped (./terminal-text.ts). */
 export function print(line: string): void {
-  process.stdout.write(line + '\n');
+  process.stdout.write(printable(line) + '\n');
 }

@@ -161,6 +161,20 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
     expect(unknown.stdout).toMatch(/outcome\s+UNKNOWN/);
   });
 
+  it('verdict txn show prints a stored reason with its control characters escaped, never raw to the terminal', async () => {
+    // A NO vote whose reason carries a clipboard-write sequence (OSC 52), a line rewrite and a forged line.
+    const hostile = 'funds\u001b]52;c;ZXZpbA==\u0007\r\u001b[2Kok\nCOMMITTED';
+    const r = await commit({ shop: { set: { esc: '1' } }, ledger: { fail: hostile } });
+    expect(r.outcome).toBe('ABORTED');
+    const text = await runCli(['txn', 'show', r.txnId, ...endpointsFlag()], { timeoutMs: 30_000 });
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f]/);
+    expect(text.stdout).toContain('funds\\e]52;c;ZXZpbA==\\x07\\r\\e[2Kok\\nCOMMITTED');
+    // --json is JSON: the reason is there in full, escaped by JSON itself.
+    const json = await runCli(['txn', 'show', r.txnId, '--json', ...endpointsFlag()], { timeoutMs: 30_000 });
+    expect(JSON.stringify(JSON.parse(json.stdout))).toContain(JSON.stringify(hostile).slice(1, -1));
+  });
+
   it('a participant process serves metrics and health, and SIGTERM stops it with exit code 0', async () => {
     const [port, metricsPort] = await freePorts(2);
     const dir = mkdtempSync(join(tmpdir(), 'verdict-ops-participant-'));
