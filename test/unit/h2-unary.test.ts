@@ -5,6 +5,7 @@
 import { createServer as createH2Server, type Http2Server } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { clusterStatus, STATUS_ADDRESSES_MAX } from '../../src/cli/status.ts';
 import { authority, Code, RESPONSE_BYTES_MAX, unaryH2, type CallError } from '../../src/transport/h2-unary.ts';
 import type { NodeStatus } from '../../src/transport/proto.ts';
 import { decodeNodeStatus } from '../../src/transport/status-wire.ts';
@@ -152,5 +153,21 @@ describe('gRPC unary over node:http2', () => {
       expect(e.code, name).toBe(code);
       expect(e.details, name).toMatch(details);
     }
+  });
+});
+
+describe('verdict status against a node that names thousands of peers', () => {
+  it(`asks at most ${STATUS_ADDRESSES_MAX} addresses and says how many it left out`, async () => {
+    let asked = 0;
+    // Loopback addresses where nothing listens (port 9 of 127.1.x.y): each refuses at once.
+    const peers = Array.from({ length: 3_001 }, (_, i) => ({ nodeId: `p${i}`, address: `127.1.${i >> 8}.${(i & 255) + 1}:9`, matchIndex: 0, nextIndex: 0, state: 'probe' }));
+    const address = await grpcServer((_call, cb) => {
+      asked += 1;
+      cb(null, { ...STATUS, peers });
+    });
+    const st = await clusterStatus([address], 1_000);
+    expect(asked).toBe(1);
+    expect(st.nodes.length).toBe(STATUS_ADDRESSES_MAX);
+    expect(st.skippedAddresses).toBe(3_001 - (STATUS_ADDRESSES_MAX - 1));
   });
 });
