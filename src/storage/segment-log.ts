@@ -89,8 +89,12 @@ export class SegmentLog {
   /** Reads every segment back (see the top of this file); returns the log and its entries after snapIndex. */
   static async open(dir: string, o: SegmentLogOpenOptions): Promise<{ log: SegmentLog; entries: Entry[] }> {
     await mkdir(dir, { recursive: true });
-    const named = (await readdir(dir))
-      .map((name) => ({ name, parsed: parseSegmentFileName(name) }))
+    const listed = await readdir(dir, { withFileTypes: true });
+    // Something that is named like a segment but is not a file (a directory put in its place) is refused naming its path.
+    const odd = listed.find((e) => parseSegmentFileName(e.name) !== null && !e.isFile());
+    if (odd !== undefined) throw new CorruptRecordError(join(dir, odd.name), 'raft log segment', `it is ${odd.isDirectory() ? 'a directory' : 'not a regular file'}, not a segment file`);
+    const named = listed
+      .map((e) => ({ name: e.name, parsed: parseSegmentFileName(e.name) }))
       .filter((n): n is { name: string; parsed: { seq: number; firstIndex: number } } => n.parsed !== null)
       .sort((a, b) => a.parsed.seq - b.parsed.seq);
     const segments: Segment[] = [];

@@ -189,6 +189,17 @@ describe('segment log: a damaged record is refused with the file, the byte offse
     expect((await readdir(join(dir, 'wal'))).length).toBe(files.length);
   });
 
+  it('a segment replaced by a directory is refused naming its path, not with a bare EISDIR', async () => {
+    const dir = await writtenLog(20);
+    const [last] = (await segmentFiles(join(dir, 'wal'))).slice(-1);
+    await rm(last);
+    await mkdir(last);
+    const err = await refusal(dir);
+    expect(err.message).toContain(`${last}: it is a directory, not a segment file`);
+    expect(err.message).toContain('verdict node repair --config');
+    expect(err.message).not.toContain('EISDIR');
+  });
+
   it('a flipped length field is a checksum failure, not a shorter log', async () => {
     const dir = await writtenLog(60);
     const file = (await segmentFiles(join(dir, 'wal')))[0];
