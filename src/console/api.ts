@@ -13,6 +13,7 @@
 // Plain HTTP (the metrics listener) carries none, so there they are refused
 // with the reason.
 
+import { isIP } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -330,6 +331,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     throw new HttpError(404, `${quote(path)} is not a console path`);
   }
 
+  const names = consoleHostNames(cfg);
   return (req, res) => {
     let url: URL;
     try {
@@ -339,13 +341,21 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       return true;
     }
     const page = ASSETS[url.pathname];
+    if (page === undefined && !url.pathname.startsWith('/api/')) return false;
+    // Never inside another site's frame (clickjacking), on every console answer.
+    res.setHeader('Content-Security-Policy', "frame-ancestors 'none'");
+    res.setHeader('X-Frame-Options', 'DENY');
+    const refused = hostRefusal(req.headers.host, names);
+    if (refused !== null) {
+      send(res, 421, { error: refused });
+      return true;
+    }
     if (page !== undefined) {
       const b = asset(page.file);
       if (b === null) res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`the console's ${page.file} is missing from this install (console/ ships with the package); reinstall verdict\n`);
       else res.writeHead(200, { 'Content-Type': page.type, 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' }).end(req.method === 'HEAD' ? undefined : b);
       return true;
     }
-    if (!url.pathname.startsWith('/api/')) return false;
     route(req, res, url).catch((err: unknown) => {
       if (res.headersSent) return;
       if (err instanceof HttpError) send(res, err.status, { error: err.message, ...err.extra });
@@ -353,6 +363,32 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     });
     return true;
   };
+}
+
+/**
+ * The host names the console answers to: those in the node's own addresses
+ * (listen, metricsListen, consoleListen, the peers) and localhost. Any IP
+ * literal is accepted too: DNS rebinding needs a name the attacker controls,
+ * which this list never holds.
+ */
+export function consoleHostNames(cfg: Pick<NodeConfig, 'listen' | 'metricsListen' | 'consoleListen' | 'peers'>): ReadonlySet<string> {
+  const hostOf = (address: string): string =>
+    address
+      .slice(0, address.lastIndexOf(':'))
+      .replace(/^\[|\]$/g, '')
+      .toLowerCase();
+  const out = new Set(['localhost']);
+  for (const a of [cfg.listen, cfg.metricsListen, cfg.consoleListen, ...cfg.peers.values()]) if (a !== null) out.add(hostOf(a));
+  return out;
+}
+
+/** Why a request's Host header is refused (a name this console does not have: DNS rebinding), or null. */
+export function hostRefusal(host: string | undefined, names: ReadonlySet<string>): string | null {
+  if (host === undefined || host === '') return 'the request has no Host header';
+  const m = /^(\[[^\]]+\]|[^:]+)(?::\d{1,5})?$/.exec(host);
+  const name = (m?.[1] ?? '').replace(/^\[|\]$/g, '').toLowerCase();
+  if (name !== '' && (isIP(name) !== 0 || names.has(name))) return null;
+  return `Host ${JSON.stringify(host.slice(0, 100))} is not a name of this console (${[...names].join(', ')}, or an IP address); a page that rebinds its own name to this address gets no answer. Open the console by one of those names, or give the node that name in consoleListen`;
 }
 
 function decodeSegment(s: string): string {

@@ -4,6 +4,7 @@
 // that is committed but not acknowledged by every participant.
 
 import { spawn } from 'node:child_process';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { mkdtempSync, openSync, readFileSync, closeSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -173,6 +174,35 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
     // --json is JSON: the reason is there in full, escaped by JSON itself.
     const json = await runCli(['txn', 'show', r.txnId, '--json', ...endpointsFlag()], { timeoutMs: 30_000 });
     expect(JSON.stringify(JSON.parse(json.stdout))).toContain(JSON.stringify(hostile).slice(1, -1));
+  });
+
+  it('the console answers only to its own names or an IP (DNS rebinding), and never inside a frame', async () => {
+    const address = c.nodes[0].metricsAddress as string;
+    const port = Number(address.slice(address.lastIndexOf(':') + 1));
+    const get = (path: string, host: string): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> =>
+      new Promise((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (d: string) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`]) {
+      const ok = await get('/api/cluster', host);
+      expect(ok.status, ok.body).toBe(200);
+      expect(ok.headers['content-security-policy']).toBe("frame-ancestors 'none'");
+      expect(ok.headers['x-frame-options']).toBe('DENY');
+    }
+    // A name that resolves here only because an attacker's DNS said so: refused, for the page and the API alike.
+    for (const path of ['/', '/api/cluster', '/api/transactions?filter=all']) {
+      const rebound = await get(path, `attacker.example:${port}`);
+      expect(rebound.status, path).toBe(421);
+      expect(rebound.body).toContain('is not a name of this console');
+    }
+    // /metrics is not the console: Prometheus may scrape it by any name.
+    expect((await get('/metrics', `prometheus-target.example:${port}`)).status).toBe(200);
   });
 
   it('a participant process serves metrics and health, and SIGTERM stops it with exit code 0', async () => {
