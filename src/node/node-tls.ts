@@ -5,7 +5,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { AuthPolicy } from '../transport/auth.ts';
 import { certificateNamesHost, loadTls, nodeCertificateProblem, peerCertificate, TlsSetupError, type AuthenticatedCall, type TlsMaterial } from '../transport/tls.ts';
-import { channelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
+import { channelCredentials, participantChannelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
 import { ConfigError, parseAddress, type NodeConfig } from './config.ts';
 
 export interface NodeTls {
@@ -13,8 +13,8 @@ export interface NodeTls {
   server: grpc.ServerCredentials;
   /** Dialling peer `id`: its certificate must name node `id` of this cluster. */
   peer(id: string): grpc.ChannelCredentials;
-  /** Dialling participants: the cluster CA and the usual hostname check; this node's certificate as client certificate. */
-  participants: grpc.ChannelCredentials;
+  /** Dialling participant or step service `id`: its certificate must be `id`'s (CN) of this cluster (OU), and name the host dialled. */
+  participant(id: string): grpc.ChannelCredentials;
   /** An inbound Raft stream from `from`: why it is refused, or null. */
   authorizePeer(call: AuthenticatedCall, from: string): string | null;
   /** Who may do what (src/transport/auth.ts): admins by tls.adminNames, participants by CN and OU. */
@@ -55,7 +55,7 @@ export function loadNodeTls(cfg: NodeConfig): NodeTls | null {
       }
       return c;
     },
-    participants: channelCredentials(m),
+    participant: (id) => participantChannelCredentials(m, cfg.clusterId, id),
     authorizePeer: (call, from) => {
       const cert = peerCertificate(call);
       if (cert === null) return 'no verified client certificate';

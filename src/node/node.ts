@@ -138,7 +138,7 @@ async function compose(
   let core: NodeCore | null = null;
   const transport = raftTransport(cfg, rawNode, tls, log, () => core);
   open.add(() => transport.close());
-  const link = new ParticipantLink(cfg.clusterId, tls?.participants, cfg.decisionLingerMs);
+  const link = new ParticipantLink(cfg.clusterId, tls ? (id) => tls.participant(id) : undefined, cfg.decisionLingerMs);
   open.add(() => link.close());
   const watch: WatchOptions = { log, timeline: pages.timeline, leaders: pages.leaders, term: () => rawNode.raft.term, nowMs: () => Date.now() };
   // The node's core (src/node/core.ts), the same one the simulator runs, on the real clock, disk, network and links.
@@ -189,7 +189,7 @@ async function compose(
     propose: (cmd, cb) => c.propose(cmd, (err, r) => (err ? cb(err) : r && r.t === 'saga' ? cb(null, r) : cb(new Error('no result')))),
     leader: () => c.driver.leader(),
     log,
-    credentials: tls?.participants,
+    credentials: tls ? (id) => tls.participant(id) : undefined,
     observeStep: (seconds, kind, answered) => pages.sagaMetrics?.observeStep(seconds, kind, answered),
     engine: { stuckAfterAttempts: cfg.sagaStuckAfterAttempts, actionAttemptsMax: cfg.sagaActionAttemptsMax },
   });

@@ -20,32 +20,43 @@ interface Channel {
   exchange: ParticipantExchange;
 }
 
+/** A channel per participant id and endpoint: the id is what its server certificate must name. */
+function channelKey(id: string, endpoint: string): string {
+  return `${id}\u0000${endpoint}`;
+}
+
 export class ParticipantLink {
   private readonly clients = new Map<string, Channel>();
 
-  /** `credentials`: TLS for every participant when the cluster uses TLS (participants then must serve it); plaintext otherwise. */
+  /**
+   * `credentials`: TLS for participant `id` when the cluster uses TLS (its
+   * server certificate must be `id`'s); plaintext when absent. A channel is
+   * per participant and endpoint, so each is checked for its own identity.
+   */
   constructor(
     private readonly clusterId: string,
-    private readonly credentials?: grpc.ChannelCredentials,
+    private readonly credentials?: (participantId: string) => grpc.ChannelCredentials,
     /** How long a DECISION may wait for the next PREPARE to its participant (NodeConfig.decisionLingerMs); 0: at once. */
     private readonly decisionLingerMs = 0,
   ) {}
 
-  private client(endpoint: string): ParticipantExchange {
-    return this.channel(endpoint).exchange;
+  private client(to: ParticipantRecord): ParticipantExchange {
+    return this.channel(to).exchange;
   }
 
-  private channel(endpoint: string): Channel {
-    let c = this.clients.get(endpoint);
+  private channel(to: ParticipantRecord): Channel {
+    const key = channelKey(to.id, to.endpoint);
+    let c = this.clients.get(key);
     if (c) {
       // Move to the back: Map order is our LRU order.
-      this.clients.delete(endpoint);
-      this.clients.set(endpoint, c);
+      this.clients.delete(key);
+      this.clients.set(key, c);
       return c;
     }
-    const client = new ParticipantClient(endpoint, this.credentials);
+    const { endpoint } = to;
+    const client = new ParticipantClient(endpoint, this.credentials?.(to.id));
     c = { client, exchange: new ParticipantExchange(client.channel, endpoint) };
-    this.clients.set(endpoint, c);
+    this.clients.set(key, c);
     if (this.clients.size > CHANNELS_MAX) {
       const [oldest, oc] = this.clients.entries().next().value as [string, Channel];
       this.clients.delete(oldest);
@@ -56,7 +67,7 @@ export class ParticipantLink {
   }
 
   prepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void {
-    this.client(to.endpoint).prepare(prepareToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err, w) => {
+    this.client(to).prepare(prepareToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err, w) => {
       if (err !== null || w === undefined) return cb(err ?? new Error(`participant ${to.id} answered PREPARE without a vote`));
       const v = voteFromWire(w);
       if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
@@ -65,12 +76,12 @@ export class ParticipantLink {
   }
 
   decide(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void {
-    this.client(to.endpoint).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err), this.decisionLingerMs);
+    this.client(to).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err), this.decisionLingerMs);
   }
 
   /** The status question of parallel commit's recovery: a unary call, rare (only after a leader change). */
   status(to: ParticipantRecord, txnId: string, timeoutMs: number, cb: (err: Error | null, status?: TxnStatus) => void): void {
-    this.channel(to.endpoint)
+    this.channel(to)
       .client.status({ clusterId: this.clusterId, txnId, participantId: to.id }, timeoutMs)
       .then(
         (w) => {
@@ -89,7 +100,8 @@ export class ParticipantLink {
    * participant no transaction has used since this node became leader.
    */
   connection(endpoint: string): 'connected' | 'connecting' | 'down' | 'idle' {
-    const c = this.clients.get(endpoint);
+    let c: Channel | undefined;
+    for (const [key, ch] of this.clients) if (key.endsWith(`\u0000${endpoint}`)) c = ch;
     if (c === undefined) return 'idle';
     switch (c.client.channel.getChannel().getConnectivityState(false)) {
       case grpc.connectivityState.READY:

@@ -45,7 +45,8 @@ export interface SagaWiringOptions {
   log: Logger;
   /** Who may do what (src/transport/auth.ts). */
   access: Access;
-  credentials?: grpc.ChannelCredentials;
+  /** TLS for step service `id` (its server certificate must be `id`'s); plaintext when absent. */
+  credentials?: (serviceId: string) => grpc.ChannelCredentials;
   engine?: Partial<SagaEngineConfig>;
   /** Each step call's latency, as it ends (src/node/saga-metrics.ts). */
   observeStep?: (seconds: number, kind: 'action' | 'compensate', answered: boolean) => void;
@@ -53,15 +54,17 @@ export interface SagaWiringOptions {
 
 export function sagaWiring(o: SagaWiringOptions): SagaWiring {
   const channels = new Map<string, SagaStepClient>();
-  const channel = (endpoint: string): SagaStepClient => {
-    let c = channels.get(endpoint);
+  // A channel per step service id and endpoint: the id is what its server certificate must name.
+  const channel = (to: { id: string; endpoint: string }): SagaStepClient => {
+    const key = `${to.id}\u0000${to.endpoint}`;
+    let c = channels.get(key);
     if (c) {
-      channels.delete(endpoint);
-      channels.set(endpoint, c);
+      channels.delete(key);
+      channels.set(key, c);
       return c;
     }
-    c = new SagaStepClient(endpoint, o.credentials);
-    channels.set(endpoint, c);
+    c = new SagaStepClient(to.endpoint, o.credentials?.(to.id));
+    channels.set(key, c);
     if (channels.size > CHANNELS_MAX) {
       const [oldest, oc] = channels.entries().next().value as [string, SagaStepClient];
       channels.delete(oldest);
@@ -80,7 +83,7 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
         const sentAt = process.hrtime.bigint();
         const took = (): number => Number(process.hrtime.bigint() - sentAt) / 1e9;
         const call = { clusterId: o.cfg.clusterId, sagaId: req.sagaId, step: req.step, key: req.key, name: req.name, input: req.input, outputs: req.outputs.map((x) => x ?? ''), attempt: req.attempt };
-        channel(to.endpoint)
+        channel(to)
           .call(req.kind, call, timeoutMs)
           .then(
             (r) => {
@@ -97,7 +100,7 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
           );
       },
       endSaga: (to, sagaId, timeoutMs, cb) => {
-        channel(to.endpoint)
+        channel(to)
           .end({ clusterId: o.cfg.clusterId, sagaId }, timeoutMs)
           .then(
             () => cb(null),

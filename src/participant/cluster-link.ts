@@ -79,7 +79,6 @@ export class ClusterLink {
   private readonly clients = new Map<string, grpc.Client>();
   /** The configured endpoints, and the last address that answered as leader or that a follower named (tried first). */
   private readonly finder: LeaderFinder;
-  private next = 0;
   private closed = false;
 
   constructor(o: ClusterLinkOptions) {
@@ -176,24 +175,43 @@ export class ClusterLink {
   }
 
   /**
-   * The ids of the cluster's nodes, as one configured endpoint's RaftNode.Status
-   * lists them (its own id and its peers'). With TLS, the participant accepts
-   * PREPARE and DECISION only from these names (src/participant/node-callers.ts).
+   * The ids of the cluster's nodes, as a majority of the configured
+   * endpoints list them in RaftNode.Status (each its own id and its peers').
+   * With TLS, the participant accepts PREPARE and DECISION only from these
+   * names (src/participant/node-callers.ts). One endpoint alone is not
+   * believed when more are configured: a process at a node's address while
+   * that node is down (with any certificate of the cluster's CA) could
+   * otherwise name itself a node. Rejects when no list has a majority.
    */
   async members(): Promise<string[]> {
-    let lastErr: Error = new Error('no endpoint tried');
-    for (let i = 0; i < this.o.endpoints.length; i++) {
-      if (this.closed) throw new Error('cluster link is closed');
-      const address = this.o.endpoints[this.next++ % this.o.endpoints.length];
-      try {
-        const st = await unaryCall<StatusRequest, NodeStatus>(this.client(address), raftNodeService.Status as grpc.MethodDefinition<StatusRequest, NodeStatus>, {}, this.o.deadlineMs);
-        if (st.clusterId !== this.o.clusterId) throw new Error(`${address} is a node of cluster "${st.clusterId}", not "${this.o.clusterId}"`);
-        return [...new Set([st.nodeId, ...st.peers.map((p) => p.nodeId)].filter((id) => id !== ''))];
-      } catch (err) {
-        lastErr = err as Error;
-      }
+    if (this.closed) throw new Error('cluster link is closed');
+    const endpoints = [...new Set(this.o.endpoints)];
+    const answers = await Promise.all(
+      endpoints.map(async (address): Promise<string[] | Error> => {
+        try {
+          const st = await unaryCall<StatusRequest, NodeStatus>(this.client(address), raftNodeService.Status as grpc.MethodDefinition<StatusRequest, NodeStatus>, {}, this.o.deadlineMs);
+          if (st.clusterId !== this.o.clusterId) return new Error(`${address} is a node of cluster "${st.clusterId}", not "${this.o.clusterId}"`);
+          return [...new Set([st.nodeId, ...st.peers.map((p) => p.nodeId)].filter((id) => id !== ''))].sort();
+        } catch (err) {
+          return err as Error;
+        }
+      }),
+    );
+    const votes = new Map<string, { ids: string[]; count: number }>();
+    for (const a of answers) {
+      if (a instanceof Error) continue;
+      const key = a.join('\u0000');
+      const v = votes.get(key) ?? { ids: a, count: 0 };
+      v.count += 1;
+      votes.set(key, v);
     }
-    throw lastErr;
+    for (const v of votes.values()) if (v.count * 2 > endpoints.length) return v.ids;
+    const errors = answers.filter((a): a is Error => a instanceof Error).map((e) => e.message);
+    throw new Error(
+      votes.size > 1
+        ? `the configured endpoints do not agree on the cluster's nodes (${[...votes.values()].map((v) => `${v.count}× [${v.ids.join(', ')}]`).join('; ')}); asking again later`
+        : `fewer than a majority of the ${endpoints.length} configured endpoints answered (${errors.slice(0, 3).join('; ') || 'no answer'})`,
+    );
   }
 
   close(): void {

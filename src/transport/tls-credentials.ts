@@ -3,7 +3,7 @@
 // `verdict status`, over node:http2) does not load grpc-js for the checks.
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
-import { clusterCertificateProblem, nodeCertificateProblem, TlsSetupError, type TlsMaterial } from './tls.ts';
+import { clusterCertificateProblem, nodeCertificateProblem, participantServerProblem, TlsSetupError, type TlsMaterial } from './tls.ts';
 
 /** Server side: TLS that requires a client certificate signed by the CA. */
 export function serverCredentials(m: TlsMaterial): grpc.ServerCredentials {
@@ -29,4 +29,21 @@ export function channelCredentials(m: TlsMaterial, node?: { clusterId: string; n
     };
   }
   return grpc.credentials.createSsl(m.ca, m.key, m.cert, verify);
+}
+
+/**
+ * A node dialling participant (or step service) `id`: the server's
+ * certificate must be `id`'s of this cluster (CN = id, OU = cluster id), so
+ * another participant's certificate at that address gets no PREPARE, no
+ * payload, and counts no vote.
+ */
+export function participantChannelCredentials(m: TlsMaterial, clusterId: string, id: string): grpc.ChannelCredentials {
+  return grpc.credentials.createSsl(m.ca, m.key, m.cert, {
+    checkServerIdentity: (host: string, cert: PeerCertificate): Error | undefined => {
+      const hostErr = checkServerIdentity(host, cert);
+      if (hostErr !== undefined) return hostErr;
+      const problem = participantServerProblem(cert.subject, clusterId, id);
+      return problem === null ? undefined : new Error(`participant ${id} at ${host} refused: its ${problem}`);
+    },
+  });
 }

@@ -98,6 +98,14 @@ export function nodeCertificateProblem(subject: string | Record<string, string |
   return `certificate names node "${cn ?? ''}" of cluster "${ou ?? ''}" (CN=${cn ?? '-'}, OU=${ou ?? '-'}), expected node "${nodeId}" of cluster "${clusterId}" (CN=${nodeId}, OU=${clusterId})`;
 }
 
+/** Why `subject` is not participant (or step service) `id`'s certificate of cluster `clusterId` (CN and OU); null when it is. */
+export function participantServerProblem(subject: string | Record<string, string | string[] | undefined> | undefined, clusterId: string, id: string): string | null {
+  const cn = subjectField(subject, 'CN');
+  const ou = subjectField(subject, 'OU');
+  if (cn === id && ou === clusterId) return null;
+  return `certificate names "${cn ?? ''}" of cluster "${ou ?? ''}" (CN=${cn ?? '-'}, OU=${ou ?? '-'}), expected participant "${id}" of cluster "${clusterId}" (CN=${id}, OU=${clusterId})`;
+}
+
 /** Why `subject` is not a certificate of cluster `clusterId` (OU); null when it is. */
 export function clusterCertificateProblem(subject: string | Record<string, string | string[] | undefined> | undefined, clusterId: string): string | null {
   const ou = subjectField(subject, 'OU');

@@ -15,6 +15,7 @@ import { VerdictClient } from '../../src/client/client.ts';
 import { tlsCredentials } from '../../src/client/tls.ts';
 import { startParticipant, type ParticipantRuntime } from '../../src/participant/runtime.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
+import { participantService } from '../../src/transport/participant-rpc.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
 import { BIN, Cluster, freePorts, ROOT, runCli, tempDir, uniqueClusterId, useProcessCleanup, waitFor } from './harness.ts';
 
@@ -191,5 +192,61 @@ describe('mutual TLS between nodes, clients and participants', () => {
     const allowed = await runCli(['leader', 'transfer', '--to', target.id, ...all, ...tlsFlags(admin)], { timeoutMs: 30_000 });
     expect(allowed.code, allowed.stderr).toBe(0);
     expect(allowed.stdout).toMatch(new RegExp(`^leader: ${target.id} \\(term \\d+\\)`));
+  });
+
+  it("a node sends nothing to a server at a participant's address that holds another participant's certificate", async () => {
+    const clusterId = uniqueClusterId();
+    const c = await Cluster.start({ nodes: 1, clusterId, configExtra: (id) => nodeTls(clusterId, id, false), clientCredentials: creds(admin) });
+    await c.waitForLeader({ timeoutMs: WAIT_MS });
+    const endpoints = c.nodes.map((n) => n.address);
+    const [shopPort] = await freePorts(1);
+    const shopCert = ca.issue('shop', { ou: clusterId, file: `${clusterId}-shop2` });
+    const ledgerCert = ca.issue('ledger', { ou: clusterId, file: `${clusterId}-ledger2` });
+    const pdir = tempDir('verdict-tls-impostor-');
+    // shop registers at its address, then goes away.
+    const shop = await startParticipant({
+      clusterId,
+      participantId: 'shop',
+      listen: `127.0.0.1:${shopPort}`,
+      endpointsOfCluster: endpoints,
+      dataDir: join(pdir, 'shop'),
+      logger: pino({ level: 'silent' }),
+      registerRetryMs: 200,
+      tls: { ca: ca.cert, ...shopCert },
+    });
+    await shop.registered;
+    await shop.stop();
+    // An impostor at shop's address, with a certificate of the same CA and cluster, but ledger's: it would vote YES to anything.
+    const calls: string[] = [];
+    const impostor = new grpc.Server();
+    const answerAll = Object.fromEntries(
+      Object.keys(participantService).map((m) => [
+        m,
+        (call: { request?: { txnId?: string }; on?: (ev: string, fn: () => void) => void }, cb?: (err: null, res: object) => void) => {
+          calls.push(m);
+          if (cb) cb(null, { txnId: call.request?.txnId ?? '', participantId: 'shop', vote: 'VOTE_YES', reason: '' });
+        },
+      ]),
+    );
+    impostor.addService(participantService as unknown as grpc.ServiceDefinition, answerAll as unknown as grpc.UntypedServiceImplementation);
+    await new Promise<void>((res, rej) =>
+      impostor.bindAsync(
+        `127.0.0.1:${shopPort}`,
+        grpc.ServerCredentials.createSsl(readFileSync(ca.cert), [{ cert_chain: readFileSync(ledgerCert.cert), private_key: readFileSync(ledgerCert.key) }], true),
+        (e) => (e ? rej(e) : res()),
+      ),
+    );
+    const client = new VerdictClient({ endpoints, callTimeoutMs: 20_000, credentials: creds(alice) });
+    try {
+      const r = await (await client.begin({ timeoutMs: 3_000 })).enlist('shop', { set: { card: '4111 1111 1111 1111' } }).commit();
+      // No vote came from shop: the impostor's YES never counted, and it never saw the payload.
+      expect(r.outcome).toBe('ABORTED');
+      expect(calls).toEqual([]);
+      const log = readFileSync(c.nodes[0].logFile, 'utf8');
+      expect(log).toMatch(/participant shop at 127\.0\.0\.1 refused: its certificate names \\?"ledger\\?"/);
+    } finally {
+      client.close();
+      impostor.forceShutdown();
+    }
   });
 });
