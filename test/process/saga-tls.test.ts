@@ -6,7 +6,7 @@
 // step service without TLS that is told to listen beyond loopback, or whose
 // certificate does not suit it, does not start.
 
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { pino } from 'pino';
@@ -16,7 +16,7 @@ import { tlsCredentials } from '../../src/client/tls.ts';
 import type { InboxRecord } from '../../src/saga/inbox.ts';
 import { startStepService, StepServiceStartupError, type StepService } from '../../src/saga/step-service.ts';
 import { stepKey } from '../../src/saga/state.ts';
-import { SagaStepClient, type StepCall } from '../../src/transport/saga-rpc.ts';
+import { SagaStepClient, sagaStepService, type StepCall } from '../../src/transport/saga-rpc.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
 import { Cluster, freePorts, tempDir, uniqueClusterId, useProcessCleanup } from './harness.ts';
 
@@ -129,6 +129,42 @@ describe('sagas on a TLS cluster', () => {
       await expect(plain.call('action', call, 5_000)).rejects.toMatchObject({ code: expect.any(Number) });
       plain.close();
       expect(applied.has('flight:action:forged:0')).toBe(false);
+
+      // hotel goes away; a server at its address with another step service's certificate (flight's) gets no call at all.
+      const hotelAddress = services[1].address;
+      await services[1].stop();
+      services.splice(1, 1);
+      const calls: string[] = [];
+      const impostor = new grpc.Server();
+      const flightCert = ca.issue('flight', { ou: clusterId, file: `${clusterId}-flight-again` });
+      impostor.addService(
+        sagaStepService as unknown as grpc.ServiceDefinition,
+        Object.fromEntries(
+          Object.keys(sagaStepService).map((m) => [
+            m,
+            (_call: unknown, cb: (err: Partial<grpc.StatusObject>) => void) => {
+              calls.push(m);
+              cb({ code: grpc.status.UNAVAILABLE, details: 'impostor' });
+            },
+          ]),
+        ) as unknown as grpc.UntypedServiceImplementation,
+      );
+      await new Promise<void>((res, rej) =>
+        impostor.bindAsync(
+          hotelAddress,
+          grpc.ServerCredentials.createSsl(readFileSync(ca.cert), [{ cert_chain: readFileSync(flightCert.cert), private_key: readFileSync(flightCert.key) }], true),
+          (e) => (e ? rej(e) : res()),
+        ),
+      );
+      try {
+        await client.saga({ id: 'tls-impostor', steps: trip, pivot: 1 });
+        // The node keeps calling hotel's address (with backoff); every attempt fails at the handshake.
+        await new Promise((r) => setTimeout(r, 3_000));
+        expect(calls).toEqual([]);
+        expect((await client.sagaStatus('tls-impostor')).state).not.toBe('finished');
+      } finally {
+        impostor.forceShutdown();
+      }
     } finally {
       client.close();
       await c.destroy();
