@@ -16,14 +16,6 @@ import { tlsArgs } from './client-tls.ts';
 export const SAGA_SERVICE_USAGE =
   'usage: verdict saga service --id ID --listen HOST:PORT --data DIR --handler NAME [--handler NAME ...] [--cluster-id local] [--endpoints HOST:PORT,...] [--log-level info] [--ca FILE --cert FILE --key FILE | --insecure]';
 
-export const SAGA_SERVICE_HELP = `  verdict saga service --id ID --listen HOST:PORT --data DIR --handler NAME [--handler NAME ...]
-                    [--cluster-id ID] [--endpoints HOST:PORT,...] [--log-level LEVEL]
-                    [--ca FILE --cert FILE --key FILE | --insecure]
-                                      run a demo step service: each handler's action answers DONE ("ID.NAME done"),
-                                      or FAILED when its input is "decline"; its compensation answers DONE; every
-                                      effect once, in the inbox journaled under --data. Ctrl-C stops it
-`;
-
 const DEFAULT_ENDPOINTS = '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];

@@ -8,9 +8,17 @@ import { VerdictError } from '../client/errors.ts';
 import { bool, flag, flagAll, UsageError } from './args.ts';
 import { clientCredentials } from './client-credentials.ts';
 import { requireReachable } from './reach.ts';
-import { SAGA_SERVICE_HELP } from './saga-service.ts';
 import { endpoints } from './status.ts';
 import { defaultOperator, EXIT_ABORTED, EXIT_ERROR, print, printJson, table } from './txn.ts';
+
+/** `verdict saga service` (./saga-service.ts), here so that the help loads no step-service code. */
+const SAGA_SERVICE_HELP = `  verdict saga service --id ID --listen HOST:PORT --data DIR --handler NAME [--handler NAME ...]
+                    [--cluster-id ID] [--endpoints HOST:PORT,...] [--log-level LEVEL]
+                    [--ca FILE --cert FILE --key FILE | --insecure]
+                                      run a demo step service: each handler's action answers DONE ("ID.NAME done"),
+                                      or FAILED when its input is "decline"; its compensation answers DONE; every
+                                      effect once, in the inbox journaled under --data. Ctrl-C stops it
+`;
 
 export const SAGA_HELP = `${SAGA_SERVICE_HELP}  verdict saga start --step SERVICE:NAME[=INPUT] ... [--pivot K] [--id ID] [--json]
                                       start a saga (a demo: steps run at registered step services) and wait
