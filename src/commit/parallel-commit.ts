@@ -201,7 +201,7 @@ export class ParallelCommit {
     r.nextAtMs = io.nowMs() + base / 2 + io.random() * (base / 2);
   }
 
-  /** Records an answer and decides if it can: for test mutants that bypass the question. */
+  /** Records an answer and decides if it can: a participant's own in-doubt question (waitInDoubt), and test mutants that bypass the question. */
   protected answered(r: Recovery, id: string, status: TxnStatus): void {
     r.answers.set(id, status);
     this.maybeDecide(r);
