@@ -177,7 +177,8 @@ describe('mutual TLS binds roles to identities', () => {
       // shop itself may ask, and is told. With parallel commit the client hears COMMITTED before the
       // explicit COMMIT is applied, and a participant learns its outcome from the log only (IN_PROGRESS
       // until then): polled with a bound, never read once.
-      await expect.poll(async () => (await linkAs(shopCert).outcome(txn.txnId, 'shop')).outcome, { timeout: 30_000, interval: 200 }).toBe('OUTCOME_COMMITTED');
+      const asShop = linkAs(shopCert);
+      await expect.poll(async () => (await asShop.outcome(txn.txnId, 'shop')).outcome, { timeout: 30_000, interval: 200 }).toBe('OUTCOME_COMMITTED');
 
       // A forged heuristic report for shop (HEURMIX on a committed transaction) is refused.
       const heur = await refusal(
