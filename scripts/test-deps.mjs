@@ -78,6 +78,12 @@ export const COMPONENTS = [
     missing: () => (findProgram('openssl') === null ? 'openssl' : null),
   },
   {
+    name: 'protoc with the gRPC Python plugin',
+    packages: ['protobuf-compiler', 'protobuf-compiler-grpc'],
+    why: 'test/unit/protoc.test.ts compiles every proto/ file with protoc, as a participant in another language does',
+    missing: () => firstMissing(['/usr/bin/protoc', '/usr/bin/grpc_python_plugin']),
+  },
+  {
     name: 'etcd',
     packages: ['etcd-server'],
     why: "the benchmark's etcd anchor is tested against a real three-member etcd",

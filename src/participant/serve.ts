@@ -15,7 +15,7 @@
 // on the unary calls and at the opening of an Exchange stream.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { Ack, AnswerBatch, Decision, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, Prepare, StatusAnswer, StatusRequest, Vote } from '../transport/participant-rpc.ts';
+import type { Ack, AnswerBatch, DecideRequest, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, PrepareRequest, StatusAnswer, StatusRequest, Vote } from '../transport/participant-rpc.ts';
 import { decisionFromWire, statusToWire, voteToWire } from '../transport/participant-wire.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
 import type { ParticipantEngine } from './engine.ts';
@@ -43,7 +43,7 @@ export function newGate(): Gate {
 
 type Done<T> = (err: ParticipantError | null, res?: T) => void;
 
-function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: Prepare, cb: Done<Vote>): void {
+function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: PrepareRequest, cb: Done<Vote>): void {
   const bad =
     badTxnId(req.txnId) ??
     badFields([
@@ -66,7 +66,7 @@ function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: P
   });
 }
 
-function serveDecide(engine: ParticipantEngine, gate: Gate, req: Decision, cb: Done<Ack>): void {
+function serveDecide(engine: ParticipantEngine, gate: Gate, req: DecideRequest, cb: Done<Ack>): void {
   const bad =
     badTxnId(req.txnId) ??
     badFields([

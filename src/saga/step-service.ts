@@ -26,7 +26,7 @@ import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts
 import { loadTls, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
 import { channelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
 import { guardService } from '../transport/validate.ts';
-import { sagaStepService, type SagaStepHandlers, type StepCall, type StepResult } from '../transport/saga-rpc.ts';
+import { sagaStepService, type SagaStepHandlers, type StepRequest as WireStepRequest, type StepResult } from '../transport/saga-rpc.ts';
 import type { StepRequest } from './engine.ts';
 import { ENDED_MAX, SagaInbox, type InboxRecord, type StepHandler } from './inbox.ts';
 import type { StepAnswer } from './engine.ts';
@@ -152,7 +152,7 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
   const backend = o.postgres ? await pgBackend(o.postgres) : await memoryBackend(o);
 
   const serve =
-    (kind: StepKind): grpc.handleUnaryCall<StepCall, StepResult> =>
+    (kind: StepKind): grpc.handleUnaryCall<WireStepRequest, StepResult> =>
     (call, cb) => {
       const r = call.request;
       const bad = (details: string): void => cb({ code: grpc.status.INVALID_ARGUMENT, details });

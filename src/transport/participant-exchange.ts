@@ -27,7 +27,17 @@ import * as grpc from '@grpc/grpc-js';
 
 import { RequestStream, serviceError, type Answer } from './request-stream.ts';
 import { unaryCall } from './unary.ts';
-import { participantService, type Ack, type AnswerBatch, type Decision, type ExchangeAnswer, type ExchangeBatch, type ExchangeRequest, type Prepare, type Vote } from './participant-rpc.ts';
+import {
+  participantService,
+  type Ack,
+  type AnswerBatch,
+  type DecideRequest,
+  type ExchangeAnswer,
+  type ExchangeBatch,
+  type ExchangeRequest,
+  type PrepareRequest,
+  type Vote,
+} from './participant-rpc.ts';
 
 /** Requests waiting for an answer on one stream; beyond this a request fails at once with RESOURCE_EXHAUSTED. */
 export const EXCHANGE_PENDING_MAX = 65_536;
@@ -70,12 +80,12 @@ export class ParticipantExchange {
     });
   }
 
-  prepare(req: Prepare, timeoutMs: number, cb: Answer<Vote>): void {
+  prepare(req: PrepareRequest, timeoutMs: number, cb: Answer<Vote>): void {
     this.stream.send({ id: 0, prepare: req }, timeoutMs, cb as Answer<Vote | Ack>);
   }
 
   /** With `lingerMs` the DECISION waits up to that long to share the next PREPARE's message (see RequestStream.send). */
-  decide(req: Decision, timeoutMs: number, cb: Answer<Ack>, lingerMs = 0): void {
+  decide(req: DecideRequest, timeoutMs: number, cb: Answer<Ack>, lingerMs = 0): void {
     this.stream.send({ id: 0, decision: req }, timeoutMs, cb as Answer<Vote | Ack>, lingerMs);
   }
 

@@ -9,9 +9,9 @@ import { protoFile, protoService } from './proto-file.ts';
 import * as grpc from '@grpc/grpc-js';
 import { unaryCall } from './unary.ts';
 import * as protoLoader from '@grpc/proto-loader';
-import type { Prepare__Output as GenPrepare } from './gen/participant/verdict/participant/Prepare.ts';
+import type { PrepareRequest__Output as GenPrepareRequest } from './gen/participant/verdict/participant/PrepareRequest.ts';
 import type { Vote__Output as GenVote } from './gen/participant/verdict/participant/Vote.ts';
-import type { Decision__Output as GenDecision } from './gen/participant/verdict/participant/Decision.ts';
+import type { DecideRequest__Output as GenDecideRequest } from './gen/participant/verdict/participant/DecideRequest.ts';
 import type { Ack__Output as GenAck } from './gen/participant/verdict/participant/Ack.ts';
 import type { ExchangeRequest__Output as GenExchangeRequest } from './gen/participant/verdict/participant/ExchangeRequest.ts';
 import type { ExchangeError__Output as GenExchangeError } from './gen/participant/verdict/participant/ExchangeError.ts';
@@ -40,9 +40,9 @@ export const participantPackageDefinition: protoLoader.PackageDefinition = proto
 
 export type VoteValue = VoteValue__Output;
 export type DecisionValue = DecisionValue__Output;
-export type Prepare = Wire<GenPrepare>;
+export type PrepareRequest = Wire<GenPrepareRequest>;
 export type Vote = Wire<GenVote>;
-export type Decision = Wire<GenDecision>;
+export type DecideRequest = Wire<GenDecideRequest>;
 export type Ack = Wire<GenAck>;
 export type ExchangeRequest = Wire<GenExchangeRequest>;
 export type ExchangeError = Wire<GenExchangeError>;
@@ -96,12 +96,12 @@ export class ParticipantClient {
     return this.client;
   }
 
-  prepare(req: Prepare, timeoutMs: number): Promise<Vote> {
-    return this.unary<Prepare, Vote>('Prepare', req, timeoutMs);
+  prepare(req: PrepareRequest, timeoutMs: number): Promise<Vote> {
+    return this.unary<PrepareRequest, Vote>('Prepare', req, timeoutMs);
   }
 
-  decide(req: Decision, timeoutMs: number): Promise<Ack> {
-    return this.unary<Decision, Ack>('Decide', req, timeoutMs);
+  decide(req: DecideRequest, timeoutMs: number): Promise<Ack> {
+    return this.unary<DecideRequest, Ack>('Decide', req, timeoutMs);
   }
 
   status(req: StatusRequest, timeoutMs: number): Promise<StatusAnswer> {

@@ -4,9 +4,9 @@
 
 import type { Decide, Prepare, VoteAnswer } from '../domain/protocol.ts';
 import type { TxnStatus } from '../participant/types.ts';
-import type { Decision as WireDecision, Prepare as WirePrepare, StatusAnswer as WireStatusAnswer, Vote as WireVote } from './participant-rpc.ts';
+import type { DecideRequest as WireDecideRequest, PrepareRequest as WirePrepareRequest, StatusAnswer as WireStatusAnswer, Vote as WireVote } from './participant-rpc.ts';
 
-export function prepareToWire(p: Prepare): WirePrepare {
+export function prepareToWire(p: Prepare): WirePrepareRequest {
   return { clusterId: p.clusterId, txnId: p.txnId, participantId: p.participantId, participants: p.participants, payload: p.payload, timeoutMs: p.timeoutMs };
 }
 
@@ -20,12 +20,12 @@ export function voteFromWire(w: WireVote): VoteAnswer | null {
   return { txnId: w.txnId, participantId: w.participantId, vote: w.vote === 'VOTE_YES' ? 'yes' : 'no', reason: w.reason };
 }
 
-export function decisionToWire(d: Decide): WireDecision {
+export function decisionToWire(d: Decide): WireDecideRequest {
   return { clusterId: d.clusterId, txnId: d.txnId, participantId: d.participantId, decision: d.outcome === 'commit' ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: d.reason };
 }
 
 /** The DECISION a node sent, or null when it named neither COMMIT nor ABORT. */
-export function decisionFromWire(w: WireDecision): Decide | null {
+export function decisionFromWire(w: WireDecideRequest): Decide | null {
   if (w.decision !== 'DECISION_COMMIT' && w.decision !== 'DECISION_ABORT') return null;
   return { clusterId: w.clusterId, txnId: w.txnId, participantId: w.participantId, outcome: w.decision === 'DECISION_COMMIT' ? 'commit' : 'abort', reason: w.reason };
 }

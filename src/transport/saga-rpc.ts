@@ -6,9 +6,9 @@
 
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import type { StepCall__Output as GenStepCall } from './gen/saga/verdict/saga/StepCall.ts';
+import type { StepRequest__Output as GenStepRequest } from './gen/saga/verdict/saga/StepRequest.ts';
 import type { StepResult__Output as GenStepResult } from './gen/saga/verdict/saga/StepResult.ts';
-import type { SagaEnd__Output as GenSagaEnd } from './gen/saga/verdict/saga/SagaEnd.ts';
+import type { SagaEndRequest__Output as GenSagaEndRequest } from './gen/saga/verdict/saga/SagaEndRequest.ts';
 import type { StepDef__Output as GenStepDef } from './gen/saga/verdict/saga/StepDef.ts';
 import type { StartSagaRequest__Output as GenStartSagaRequest } from './gen/saga/verdict/saga/StartSagaRequest.ts';
 import type { SagaStatusRequest__Output as GenSagaStatusRequest } from './gen/saga/verdict/saga/SagaStatusRequest.ts';
@@ -33,9 +33,9 @@ export const SAGA_LOAD_OPTIONS: protoLoader.Options = { keepCase: false, longs: 
 export const sagaPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(SAGA_PROTO_PATH, SAGA_LOAD_OPTIONS);
 
 export type StepStatusName = StepStatus__Output;
-export type StepCall = Wire<GenStepCall>;
+export type StepRequest = Wire<GenStepRequest>;
 export type StepResult = Wire<GenStepResult>;
-export type SagaEnd = Wire<GenSagaEnd>;
+export type SagaEndRequest = Wire<GenSagaEndRequest>;
 export type StepDefMsg = Wire<GenStepDef>;
 export type StartSagaRequest = Wire<GenStartSagaRequest>;
 export type SagaStatusRequest = Wire<GenSagaStatusRequest>;
@@ -63,13 +63,13 @@ export class SagaStepClient {
     this.client = new grpc.Client(endpoint, credentials, { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2_000 });
   }
 
-  call(kind: 'action' | 'compensate', req: StepCall, timeoutMs: number): Promise<StepResult> {
-    const m = sagaStepService[kind === 'action' ? 'Execute' : 'Compensate'] as grpc.MethodDefinition<StepCall, StepResult>;
+  call(kind: 'action' | 'compensate', req: StepRequest, timeoutMs: number): Promise<StepResult> {
+    const m = sagaStepService[kind === 'action' ? 'Execute' : 'Compensate'] as grpc.MethodDefinition<StepRequest, StepResult>;
     return unaryCall(this.client, m, req, timeoutMs);
   }
 
-  end(req: SagaEnd, timeoutMs: number): Promise<unknown> {
-    return unaryCall(this.client, sagaStepService.End as grpc.MethodDefinition<SagaEnd, unknown>, req, timeoutMs);
+  end(req: SagaEndRequest, timeoutMs: number): Promise<unknown> {
+    return unaryCall(this.client, sagaStepService.End as grpc.MethodDefinition<SagaEndRequest, unknown>, req, timeoutMs);
   }
 
   close(): void {

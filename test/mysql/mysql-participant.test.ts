@@ -12,7 +12,7 @@ import { MySqlResource } from '../../src/participant/resources/mysql/resource.ts
 import type { MySqlParticipantOptions } from '../../src/participant/resources/mysql/participant.ts';
 import { xidOf, xidScope, xidText } from '../../src/participant/resources/mysql/xid.ts';
 import type { ParticipantRuntime } from '../../src/participant/runtime.ts';
-import { ParticipantClient, type Decision, type Prepare } from '../../src/transport/participant-rpc.ts';
+import { ParticipantClient, type DecideRequest, type PrepareRequest } from '../../src/transport/participant-rpc.ts';
 import { freePorts } from '../free-ports.ts';
 import { DEADLINE_MS, Held, ROOT } from '../db-participant-fixture.ts';
 import { fakeCluster, type FakeCluster } from '../pg/fake-cluster.ts';
@@ -62,7 +62,7 @@ function start(dir: string, over: Partial<MySqlParticipantOptions> = {}, metrics
 
 const ours = async (): Promise<string[]> => (await xaRecover(url)).filter((x) => x.gtrid.startsWith(`${CLUSTER}:`)).map((x) => `${x.gtrid},${x.bqual}`);
 const amount = async (id: string): Promise<number | undefined> => (await mysqlQuery<{ amount: number }>(url, 'SELECT amount FROM entries WHERE id = ?', [id]))[0]?.amount;
-const prepareReq = (txnId: string, statements: string[]): Prepare => ({
+const prepareReq = (txnId: string, statements: string[]): PrepareRequest => ({
   clusterId: CLUSTER,
   txnId,
   participantId: 'ledger',
@@ -70,7 +70,7 @@ const prepareReq = (txnId: string, statements: string[]): Prepare => ({
   payload: pgPayload(statements),
   timeoutMs: 0,
 });
-const decisionReq = (txnId: string, decision: Decision['decision']): Decision => ({ clusterId: CLUSTER, txnId, participantId: 'ledger', decision, reason: '' });
+const decisionReq = (txnId: string, decision: DecideRequest['decision']): DecideRequest => ({ clusterId: CLUSTER, txnId, participantId: 'ledger', decision, reason: '' });
 
 describe('mysql participant: recovery through the engine (R4)', () => {
   it('a branch XA PREPAREd by a participant that crashed before its vote (nothing in the journal) is adopted from XA RECOVER, asked about, and committed', async () => {

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gidOf, gidPrefix, parseGid } from '../../src/participant/postgres-gid.ts';
 import { pgPayload } from '../../src/participant/postgres.ts';
-import { ParticipantClient, type Decision, type Prepare } from '../../src/transport/participant-rpc.ts';
+import { ParticipantClient, type DecideRequest, type PrepareRequest } from '../../src/transport/participant-rpc.ts';
 import { DEADLINE_MS, Held, ROOT } from '../db-participant-fixture.ts';
 import { fakeCluster, type FakeCluster } from './fake-cluster.ts';
 import { freePort, preparedXacts, rollbackPrepared, sql, startPostgres, uniqueClusterId, waitFor, type PgServer } from './harness.ts';
@@ -83,7 +83,7 @@ async function kill(p: Proc): Promise<void> {
   await p.exited;
 }
 
-const prepareReq = (txnId: string, row: string): Prepare => ({
+const prepareReq = (txnId: string, row: string): PrepareRequest => ({
   clusterId: CLUSTER,
   txnId,
   participantId: 'shop',
@@ -91,7 +91,7 @@ const prepareReq = (txnId: string, row: string): Prepare => ({
   payload: pgPayload([`INSERT INTO orders VALUES ('${row}', 1)`]),
   timeoutMs: 0,
 });
-const decisionReq = (txnId: string, decision: Decision['decision']): Decision => ({ clusterId: CLUSTER, txnId, participantId: 'shop', decision, reason: '' });
+const decisionReq = (txnId: string, decision: DecideRequest['decision']): DecideRequest => ({ clusterId: CLUSTER, txnId, participantId: 'shop', decision, reason: '' });
 const rows = async (like: string): Promise<Set<string>> => new Set((await sql<{ id: string }>(shop, 'SELECT id FROM orders WHERE id LIKE $1', [like])).map((r) => r.id));
 /** Every fourth id is too long for a readable gid once percent-encoded (':' takes 3 bytes): hashed, its prepared record is synced before the vote. */
 const txnIdOf = (round: string, i: number): string => (i % 4 === 3 ? `${round}-${i}${':'.repeat(100)}` : `${round}-${i}`);

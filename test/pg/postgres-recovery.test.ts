@@ -12,7 +12,7 @@ import { PostgresMonitor, openPostgresParticipant } from '../../src/participant/
 import { PostgresResource, pgPayload } from '../../src/participant/postgres.ts';
 import type { ParticipantRuntime } from '../../src/participant/runtime.ts';
 import type { AskOutcome, ClusterOutcome } from '../../src/participant/types.ts';
-import { ParticipantClient, type Decision, type Prepare } from '../../src/transport/participant-rpc.ts';
+import { ParticipantClient, type DecideRequest, type PrepareRequest } from '../../src/transport/participant-rpc.ts';
 import { DEADLINE_MS, Held, ROOT } from '../db-participant-fixture.ts';
 import { fakeCluster, type FakeCluster } from './fake-cluster.ts';
 import { freePort, prepareByHand, preparedXacts, rollbackPrepared, sql, startPostgres, uniqueClusterId, waitFor, type PgServer } from './harness.ts';
@@ -70,7 +70,7 @@ async function bareResource(participantId = 'shop', over: { stuckAfterMs?: numbe
   return r;
 }
 
-const prepareReq = (txnId: string, statements: string[]): Prepare => ({
+const prepareReq = (txnId: string, statements: string[]): PrepareRequest => ({
   clusterId: CLUSTER,
   txnId,
   participantId: 'shop',
@@ -78,7 +78,7 @@ const prepareReq = (txnId: string, statements: string[]): Prepare => ({
   payload: pgPayload(statements),
   timeoutMs: 0,
 });
-const decisionReq = (txnId: string, decision: Decision['decision']): Decision => ({ clusterId: CLUSTER, txnId, participantId: 'shop', decision, reason: '' });
+const decisionReq = (txnId: string, decision: DecideRequest['decision']): DecideRequest => ({ clusterId: CLUSTER, txnId, participantId: 'shop', decision, reason: '' });
 const orderAmount = async (id: string): Promise<number | undefined> => (await sql<{ amount: number }>(shop, 'SELECT amount FROM orders WHERE id = $1', [id]))[0]?.amount;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -22,7 +22,7 @@ import { ClusterLink } from '../../src/participant/cluster-link.ts';
 import { startParticipant, type ParticipantRuntime } from '../../src/participant/runtime.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import { ParticipantExchange } from '../../src/transport/participant-exchange.ts';
-import { ParticipantClient, type Prepare } from '../../src/transport/participant-rpc.ts';
+import { ParticipantClient, type PrepareRequest } from '../../src/transport/participant-rpc.ts';
 import { streamMethod, toWire, type WireBatch, type WireStreamAck } from '../../src/transport/proto.ts';
 import { message, MessageType } from '../../src/raft/types.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
@@ -190,7 +190,7 @@ describe('mutual TLS binds roles to identities', () => {
       expect(view?.heuristics ?? []).toEqual([]);
 
       // shop's Prepare, Decide and Exchange take only the cluster's nodes: not mallory, not another participant, not a node of another cluster.
-      const forged: Prepare = { clusterId, txnId: 'forged-1', participantId: 'shop', participants: ['shop'], payload: Buffer.from(JSON.stringify({ set: { stolen: '1' } })), timeoutMs: 10_000 };
+      const forged: PrepareRequest = { clusterId, txnId: 'forged-1', participantId: 'shop', participants: ['shop'], payload: Buffer.from(JSON.stringify({ set: { stolen: '1' } })), timeoutMs: 10_000 };
       for (const who of [mallory, ledgerCert, n1OfOther]) {
         const direct = new ParticipantClient(shop.address, creds(who));
         const exchange = new ParticipantExchange(direct.channel, shop.address);

@@ -12,7 +12,7 @@ import { coordinatorParticipantService, type CoordinatorParticipantHandlers, typ
 import { LEADER_ADDRESS_KEY, type OutcomeRequest, type RegisterParticipantRequest } from '../../src/transport/coordinator-rpc.ts';
 import { memoryPayload } from '../../src/participant/memory.ts';
 import { ParticipantStartupError, startParticipant, type ParticipantOptions, type ParticipantRuntime } from '../../src/participant/runtime.ts';
-import { ParticipantClient, type Ack, type Decision, type Prepare, type Vote } from '../../src/transport/participant-rpc.ts';
+import { ParticipantClient, type Ack, type DecideRequest, type PrepareRequest, type Vote } from '../../src/transport/participant-rpc.ts';
 import { ParticipantExchange } from '../../src/transport/participant-exchange.ts';
 import { startUnackingParticipant } from './ops-helpers.ts';
 
@@ -125,7 +125,7 @@ function client(address: string): ParticipantClient {
   return c;
 }
 
-const prepareReq = (txnId: string, set: Record<string, string>, over: Partial<Prepare> = {}): Prepare => ({
+const prepareReq = (txnId: string, set: Record<string, string>, over: Partial<PrepareRequest> = {}): PrepareRequest => ({
   clusterId: CLUSTER,
   txnId,
   participantId: 'p1',
@@ -134,7 +134,7 @@ const prepareReq = (txnId: string, set: Record<string, string>, over: Partial<Pr
   timeoutMs: 0,
   ...over,
 });
-const decisionReq = (txnId: string, decision: Decision['decision'], over: Partial<Decision> = {}): Decision => ({
+const decisionReq = (txnId: string, decision: DecideRequest['decision'], over: Partial<DecideRequest> = {}): DecideRequest => ({
   clusterId: CLUSTER,
   txnId,
   participantId: 'p1',

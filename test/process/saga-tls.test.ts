@@ -16,7 +16,7 @@ import { tlsCredentials } from '../../src/client/tls.ts';
 import type { InboxRecord } from '../../src/saga/inbox.ts';
 import { startStepService, StepServiceStartupError, type StepService } from '../../src/saga/step-service.ts';
 import { stepKey } from '../../src/saga/state.ts';
-import { SagaStepClient, sagaStepService, type StepCall } from '../../src/transport/saga-rpc.ts';
+import { SagaStepClient, sagaStepService, type StepRequest } from '../../src/transport/saga-rpc.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
 import { Cluster, freePorts, tempDir, uniqueClusterId, useProcessCleanup } from './harness.ts';
 
@@ -120,7 +120,7 @@ describe('sagas on a TLS cluster', () => {
       ]);
 
       // Someone with a certificate of the same CA that is not a node of the cluster is refused, and nothing is applied.
-      const call: StepCall = { clusterId, sagaId: 'forged', step: 0, key: stepKey('forged', 0, 'action'), name: 'book', input: '', outputs: [], attempt: 1 };
+      const call: StepRequest = { clusterId, sagaId: 'forged', step: 0, key: stepKey('forged', 0, 'action'), name: 'book', input: '', outputs: [], attempt: 1 };
       const mallory = new SagaStepClient(services[0].address, creds(ca.issue('mallory', { ou: clusterId, file: `${clusterId}-mallory` })));
       await expect(mallory.call('action', call, 10_000)).rejects.toMatchObject({ code: grpc.status.PERMISSION_DENIED, details: expect.stringMatching(/names no node of cluster/) });
       mallory.close();

@@ -14,7 +14,7 @@ import type { Entry } from '../../src/raft/types.ts';
 import { ParticipantEngine, type EngineOptions, type PrepareCallback, type StatusCallback } from '../../src/participant/engine.ts';
 import { ParallelCommit, type ParallelHost, type Recovery } from '../../src/commit/parallel-commit.ts';
 import type { PreparedRecord } from '../../src/participant/types.ts';
-import type { Prepare } from '../../src/transport/participant-rpc.ts';
+import type { PrepareRequest } from '../../src/transport/participant-rpc.ts';
 
 /**
  * Broken coordinators the whole-system simulator must catch:
@@ -175,7 +175,7 @@ class VoteBeforeSyncEngine extends ParticipantEngine {
   /** Each PREPARE's timeout, by transaction, for when the YES is sent. */
   private readonly timeoutsMs = new Map<string, number>();
 
-  override prepare(req: Prepare, cb: PrepareCallback): void {
+  override prepare(req: PrepareRequest, cb: PrepareCallback): void {
     // The first PREPARE's, as the engine acts on the first (a repeated one is answered from its state).
     if (!this.timeoutsMs.has(req.txnId)) this.timeoutsMs.set(req.txnId, req.timeoutMs);
     super.prepare(req, cb);

@@ -5,15 +5,15 @@ import type { ListSagasRequest as _verdict_saga_ListSagasRequest, ListSagasReque
 import type { ListSagasResponse as _verdict_saga_ListSagasResponse, ListSagasResponse__Output as _verdict_saga_ListSagasResponse__Output } from './verdict/saga/ListSagasResponse.ts';
 import type { ResolveSagaRequest as _verdict_saga_ResolveSagaRequest, ResolveSagaRequest__Output as _verdict_saga_ResolveSagaRequest__Output } from './verdict/saga/ResolveSagaRequest.ts';
 import type { RetrySagaRequest as _verdict_saga_RetrySagaRequest, RetrySagaRequest__Output as _verdict_saga_RetrySagaRequest__Output } from './verdict/saga/RetrySagaRequest.ts';
-import type { SagaEnd as _verdict_saga_SagaEnd, SagaEnd__Output as _verdict_saga_SagaEnd__Output } from './verdict/saga/SagaEnd.ts';
 import type { SagaEndAck as _verdict_saga_SagaEndAck, SagaEndAck__Output as _verdict_saga_SagaEndAck__Output } from './verdict/saga/SagaEndAck.ts';
+import type { SagaEndRequest as _verdict_saga_SagaEndRequest, SagaEndRequest__Output as _verdict_saga_SagaEndRequest__Output } from './verdict/saga/SagaEndRequest.ts';
 import type { SagaInfo as _verdict_saga_SagaInfo, SagaInfo__Output as _verdict_saga_SagaInfo__Output } from './verdict/saga/SagaInfo.ts';
 import type { SagaStatusRequest as _verdict_saga_SagaStatusRequest, SagaStatusRequest__Output as _verdict_saga_SagaStatusRequest__Output } from './verdict/saga/SagaStatusRequest.ts';
 import type { SagaStepClient as _verdict_saga_SagaStepClient, SagaStepDefinition as _verdict_saga_SagaStepDefinition } from './verdict/saga/SagaStep.ts';
 import type { SagasClient as _verdict_saga_SagasClient, SagasDefinition as _verdict_saga_SagasDefinition } from './verdict/saga/Sagas.ts';
 import type { StartSagaRequest as _verdict_saga_StartSagaRequest, StartSagaRequest__Output as _verdict_saga_StartSagaRequest__Output } from './verdict/saga/StartSagaRequest.ts';
-import type { StepCall as _verdict_saga_StepCall, StepCall__Output as _verdict_saga_StepCall__Output } from './verdict/saga/StepCall.ts';
 import type { StepDef as _verdict_saga_StepDef, StepDef__Output as _verdict_saga_StepDef__Output } from './verdict/saga/StepDef.ts';
+import type { StepRequest as _verdict_saga_StepRequest, StepRequest__Output as _verdict_saga_StepRequest__Output } from './verdict/saga/StepRequest.ts';
 import type { StepResult as _verdict_saga_StepResult, StepResult__Output as _verdict_saga_StepResult__Output } from './verdict/saga/StepResult.ts';
 import type { TimelineEntry as _verdict_saga_TimelineEntry, TimelineEntry__Output as _verdict_saga_TimelineEntry__Output } from './verdict/saga/TimelineEntry.ts';
 
@@ -28,15 +28,15 @@ export interface ProtoGrpcType {
       ListSagasResponse: MessageTypeDefinition<_verdict_saga_ListSagasResponse, _verdict_saga_ListSagasResponse__Output>
       ResolveSagaRequest: MessageTypeDefinition<_verdict_saga_ResolveSagaRequest, _verdict_saga_ResolveSagaRequest__Output>
       RetrySagaRequest: MessageTypeDefinition<_verdict_saga_RetrySagaRequest, _verdict_saga_RetrySagaRequest__Output>
-      SagaEnd: MessageTypeDefinition<_verdict_saga_SagaEnd, _verdict_saga_SagaEnd__Output>
       SagaEndAck: MessageTypeDefinition<_verdict_saga_SagaEndAck, _verdict_saga_SagaEndAck__Output>
+      SagaEndRequest: MessageTypeDefinition<_verdict_saga_SagaEndRequest, _verdict_saga_SagaEndRequest__Output>
       SagaInfo: MessageTypeDefinition<_verdict_saga_SagaInfo, _verdict_saga_SagaInfo__Output>
       SagaStatusRequest: MessageTypeDefinition<_verdict_saga_SagaStatusRequest, _verdict_saga_SagaStatusRequest__Output>
       SagaStep: SubtypeConstructor<typeof grpc.Client, _verdict_saga_SagaStepClient> & { service: _verdict_saga_SagaStepDefinition }
       Sagas: SubtypeConstructor<typeof grpc.Client, _verdict_saga_SagasClient> & { service: _verdict_saga_SagasDefinition }
       StartSagaRequest: MessageTypeDefinition<_verdict_saga_StartSagaRequest, _verdict_saga_StartSagaRequest__Output>
-      StepCall: MessageTypeDefinition<_verdict_saga_StepCall, _verdict_saga_StepCall__Output>
       StepDef: MessageTypeDefinition<_verdict_saga_StepDef, _verdict_saga_StepDef__Output>
+      StepRequest: MessageTypeDefinition<_verdict_saga_StepRequest, _verdict_saga_StepRequest__Output>
       StepResult: MessageTypeDefinition<_verdict_saga_StepResult, _verdict_saga_StepResult__Output>
       StepStatus: EnumTypeDefinition
       TimelineEntry: MessageTypeDefinition<_verdict_saga_TimelineEntry, _verdict_saga_TimelineEntry__Output>

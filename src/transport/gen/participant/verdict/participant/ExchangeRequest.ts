@@ -1,19 +1,19 @@
 // Original file: proto/participant.proto
 
-import type { Prepare as _verdict_participant_Prepare, Prepare__Output as _verdict_participant_Prepare__Output } from '../../verdict/participant/Prepare.ts';
-import type { Decision as _verdict_participant_Decision, Decision__Output as _verdict_participant_Decision__Output } from '../../verdict/participant/Decision.ts';
+import type { PrepareRequest as _verdict_participant_PrepareRequest, PrepareRequest__Output as _verdict_participant_PrepareRequest__Output } from '../../verdict/participant/PrepareRequest.ts';
+import type { DecideRequest as _verdict_participant_DecideRequest, DecideRequest__Output as _verdict_participant_DecideRequest__Output } from '../../verdict/participant/DecideRequest.ts';
 import type { Long } from '@grpc/proto-loader';
 
 export interface ExchangeRequest {
   'id'?: (number | string | Long);
-  'prepare'?: (_verdict_participant_Prepare | null);
-  'decision'?: (_verdict_participant_Decision | null);
+  'prepare'?: (_verdict_participant_PrepareRequest | null);
+  'decision'?: (_verdict_participant_DecideRequest | null);
   'body'?: "prepare"|"decision";
 }
 
 export interface ExchangeRequest__Output {
   'id': (number);
-  'prepare'?: (_verdict_participant_Prepare__Output | null);
-  'decision'?: (_verdict_participant_Decision__Output | null);
+  'prepare'?: (_verdict_participant_PrepareRequest__Output | null);
+  'decision'?: (_verdict_participant_DecideRequest__Output | null);
   'body'?: "prepare"|"decision";
 }

@@ -2,52 +2,52 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
-import type { SagaEnd as _verdict_saga_SagaEnd, SagaEnd__Output as _verdict_saga_SagaEnd__Output } from '../../verdict/saga/SagaEnd.ts';
 import type { SagaEndAck as _verdict_saga_SagaEndAck, SagaEndAck__Output as _verdict_saga_SagaEndAck__Output } from '../../verdict/saga/SagaEndAck.ts';
-import type { StepCall as _verdict_saga_StepCall, StepCall__Output as _verdict_saga_StepCall__Output } from '../../verdict/saga/StepCall.ts';
+import type { SagaEndRequest as _verdict_saga_SagaEndRequest, SagaEndRequest__Output as _verdict_saga_SagaEndRequest__Output } from '../../verdict/saga/SagaEndRequest.ts';
+import type { StepRequest as _verdict_saga_StepRequest, StepRequest__Output as _verdict_saga_StepRequest__Output } from '../../verdict/saga/StepRequest.ts';
 import type { StepResult as _verdict_saga_StepResult, StepResult__Output as _verdict_saga_StepResult__Output } from '../../verdict/saga/StepResult.ts';
 
 export interface SagaStepClient extends grpc.Client {
-  Compensate(argument: _verdict_saga_StepCall, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  Compensate(argument: _verdict_saga_StepCall, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  Compensate(argument: _verdict_saga_StepCall, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  Compensate(argument: _verdict_saga_StepCall, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  compensate(argument: _verdict_saga_StepCall, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  compensate(argument: _verdict_saga_StepCall, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  compensate(argument: _verdict_saga_StepCall, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  compensate(argument: _verdict_saga_StepCall, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  Compensate(argument: _verdict_saga_StepRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  Compensate(argument: _verdict_saga_StepRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  Compensate(argument: _verdict_saga_StepRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  Compensate(argument: _verdict_saga_StepRequest, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  compensate(argument: _verdict_saga_StepRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  compensate(argument: _verdict_saga_StepRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  compensate(argument: _verdict_saga_StepRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  compensate(argument: _verdict_saga_StepRequest, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
   
-  End(argument: _verdict_saga_SagaEnd, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
-  End(argument: _verdict_saga_SagaEnd, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
-  End(argument: _verdict_saga_SagaEnd, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
-  End(argument: _verdict_saga_SagaEnd, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
-  end(argument: _verdict_saga_SagaEnd, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
-  end(argument: _verdict_saga_SagaEnd, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
-  end(argument: _verdict_saga_SagaEnd, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
-  end(argument: _verdict_saga_SagaEnd, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
+  End(argument: _verdict_saga_SagaEndRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
+  End(argument: _verdict_saga_SagaEndRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
+  End(argument: _verdict_saga_SagaEndRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
+  End(argument: _verdict_saga_SagaEndRequest, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
+  end(argument: _verdict_saga_SagaEndRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
+  end(argument: _verdict_saga_SagaEndRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
+  end(argument: _verdict_saga_SagaEndRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
+  end(argument: _verdict_saga_SagaEndRequest, callback: grpc.requestCallback<_verdict_saga_SagaEndAck__Output>): grpc.ClientUnaryCall;
   
-  Execute(argument: _verdict_saga_StepCall, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  Execute(argument: _verdict_saga_StepCall, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  Execute(argument: _verdict_saga_StepCall, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  Execute(argument: _verdict_saga_StepCall, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  execute(argument: _verdict_saga_StepCall, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  execute(argument: _verdict_saga_StepCall, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  execute(argument: _verdict_saga_StepCall, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
-  execute(argument: _verdict_saga_StepCall, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  Execute(argument: _verdict_saga_StepRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  Execute(argument: _verdict_saga_StepRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  Execute(argument: _verdict_saga_StepRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  Execute(argument: _verdict_saga_StepRequest, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  execute(argument: _verdict_saga_StepRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  execute(argument: _verdict_saga_StepRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  execute(argument: _verdict_saga_StepRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
+  execute(argument: _verdict_saga_StepRequest, callback: grpc.requestCallback<_verdict_saga_StepResult__Output>): grpc.ClientUnaryCall;
   
 }
 
 export interface SagaStepHandlers extends grpc.UntypedServiceImplementation {
-  Compensate: grpc.handleUnaryCall<_verdict_saga_StepCall__Output, _verdict_saga_StepResult>;
+  Compensate: grpc.handleUnaryCall<_verdict_saga_StepRequest__Output, _verdict_saga_StepResult>;
   
-  End: grpc.handleUnaryCall<_verdict_saga_SagaEnd__Output, _verdict_saga_SagaEndAck>;
+  End: grpc.handleUnaryCall<_verdict_saga_SagaEndRequest__Output, _verdict_saga_SagaEndAck>;
   
-  Execute: grpc.handleUnaryCall<_verdict_saga_StepCall__Output, _verdict_saga_StepResult>;
+  Execute: grpc.handleUnaryCall<_verdict_saga_StepRequest__Output, _verdict_saga_StepResult>;
   
 }
 
 export interface SagaStepDefinition extends grpc.ServiceDefinition {
-  Compensate: MethodDefinition<_verdict_saga_StepCall, _verdict_saga_StepResult, _verdict_saga_StepCall__Output, _verdict_saga_StepResult__Output>
-  End: MethodDefinition<_verdict_saga_SagaEnd, _verdict_saga_SagaEndAck, _verdict_saga_SagaEnd__Output, _verdict_saga_SagaEndAck__Output>
-  Execute: MethodDefinition<_verdict_saga_StepCall, _verdict_saga_StepResult, _verdict_saga_StepCall__Output, _verdict_saga_StepResult__Output>
+  Compensate: MethodDefinition<_verdict_saga_StepRequest, _verdict_saga_StepResult, _verdict_saga_StepRequest__Output, _verdict_saga_StepResult__Output>
+  End: MethodDefinition<_verdict_saga_SagaEndRequest, _verdict_saga_SagaEndAck, _verdict_saga_SagaEndRequest__Output, _verdict_saga_SagaEndAck__Output>
+  Execute: MethodDefinition<_verdict_saga_StepRequest, _verdict_saga_StepResult, _verdict_saga_StepRequest__Output, _verdict_saga_StepResult__Output>
 }

@@ -2,7 +2,7 @@
 
 import type { Long } from '@grpc/proto-loader';
 
-export interface Prepare {
+export interface PrepareRequest {
   'clusterId'?: (string);
   'txnId'?: (string);
   'participantId'?: (string);
@@ -11,7 +11,7 @@ export interface Prepare {
   'timeoutMs'?: (number | string | Long);
 }
 
-export interface Prepare__Output {
+export interface PrepareRequest__Output {
   'clusterId': (string);
   'txnId': (string);
   'participantId': (string);

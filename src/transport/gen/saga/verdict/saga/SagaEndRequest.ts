@@ -1,12 +1,12 @@
 // Original file: proto/saga.proto
 
 
-export interface SagaEnd {
+export interface SagaEndRequest {
   'clusterId'?: (string);
   'sagaId'?: (string);
 }
 
-export interface SagaEnd__Output {
+export interface SagaEndRequest__Output {
   'clusterId': (string);
   'sagaId': (string);
 }

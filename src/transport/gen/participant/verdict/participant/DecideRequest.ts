@@ -2,7 +2,7 @@
 
 import type { DecisionValue as _verdict_participant_DecisionValue, DecisionValue__Output as _verdict_participant_DecisionValue__Output } from '../../verdict/participant/DecisionValue.ts';
 
-export interface Decision {
+export interface DecideRequest {
   'clusterId'?: (string);
   'txnId'?: (string);
   'participantId'?: (string);
@@ -10,7 +10,7 @@ export interface Decision {
   'reason'?: (string);
 }
 
-export interface Decision__Output {
+export interface DecideRequest__Output {
   'clusterId': (string);
   'txnId': (string);
   'participantId': (string);

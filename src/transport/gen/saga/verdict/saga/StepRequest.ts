@@ -1,7 +1,7 @@
 // Original file: proto/saga.proto
 
 
-export interface StepCall {
+export interface StepRequest {
   'clusterId'?: (string);
   'sagaId'?: (string);
   'step'?: (number);
@@ -12,7 +12,7 @@ export interface StepCall {
   'attempt'?: (number);
 }
 
-export interface StepCall__Output {
+export interface StepRequest__Output {
   'clusterId': (string);
   'sagaId': (string);
   'step': (number);
