@@ -1,9 +1,11 @@
 // The replicated lease table (src/lease/state.ts): one holder at a time, an
 // epoch that grows with every new grant, a clock that never runs backwards
-// across leaders, snapshots, and the edge check of lease entries.
+// across leaders, snapshots, and the edge check of lease entries; and R9:
+// released and expired leases are deleted, epochs stay monotonic across a
+// deletion, a holder is bound to its identity, and each client has a quota.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkedLeaseCommand, encodeLeaseCommand, LeaseTable, type LeaseCommand } from '../../src/lease/state.ts';
+import { checkedLeaseCommand, encodeLeaseCommand, LEASE_TTL_MAX_MS, LeaseTable, type LeaseCommand } from '../../src/lease/state.ts';
 import { entryProblem, NodeStateMachine, snapshotProblem } from '../../src/node/machine.ts';
 import { EntryType } from '../../src/raft/types.ts';
 
@@ -39,10 +41,15 @@ describe('lease table', () => {
 
   it('a renewal after the lease ended is refused even with nobody else holding it', () => {
     const t = new LeaseTable();
-    t.apply(acquire('relay-a', 0), 1);
-    const r = t.apply({ t: 'lease.renew', name: 'outbox/p0', holder: 'relay-a', epoch: 1, ttlMs: 1_000, atMs: 1_000 }, 2);
+    t.apply(acquire('relay-a', 0, 5_000), 1);
+    t.apply({ ...acquire('relay-a', 0), name: 'other' }, 2);
+    const r = t.apply({ t: 'lease.renew', name: 'other', holder: 'relay-a', epoch: 2, ttlMs: 1_000, atMs: 1_000 }, 3);
     expect(r.granted).toBe(false);
     expect(r.reason).toMatch(/expired 0 ms ago/);
+    // Once swept, the refusal says the lease is not held.
+    const late = t.apply({ t: 'lease.renew', name: 'outbox/p0', holder: 'relay-a', epoch: 1, ttlMs: 1_000, atMs: 5_000 }, 4);
+    expect(late.granted).toBe(false);
+    expect(late.reason).toMatch(/lease outbox\/p0 is not held/);
   });
 
   it('the clock never runs backwards: a new leader with a slower clock lengthens leases, never shortens them', () => {
@@ -54,13 +61,146 @@ describe('lease table', () => {
     expect(b.clockAtMs).toBe(10_000);
   });
 
-  it('bounds the number of leases', () => {
+  it('bounds the number of live leases', () => {
     const t = new LeaseTable(2);
     expect(t.apply({ ...acquire('a', 0), name: 'x' }, 1).granted).toBe(true);
-    expect(t.apply({ ...acquire('a', 0), name: 'y' }, 2).granted).toBe(true);
-    const z = t.apply({ ...acquire('a', 0), name: 'z' }, 3);
+    expect(t.apply({ ...acquire('b', 0), name: 'y' }, 2).granted).toBe(true);
+    const z = t.apply({ ...acquire('c', 0), name: 'z' }, 3);
     expect(z.granted).toBe(false);
-    expect(z.reason).toMatch(/limit/);
+    expect(z.reason).toBe('the cluster holds 2 live leases, its limit; release leases that are no longer needed');
+  });
+
+  it('R9: a released lease is deleted from the table; the next grant of its name gets a larger epoch than any before', () => {
+    const t = new LeaseTable();
+    t.apply(acquire('relay-a', 0), 1);
+    t.apply({ ...acquire('relay-b', 0), name: 'q' }, 2);
+    expect(t.apply({ t: 'lease.release', name: 'outbox/p0', holder: 'relay-a', epoch: 1, atMs: 10 }, 3).granted).toBe(true);
+    expect(t.get('outbox/p0')).toBeNull();
+    expect(t.leases.size).toBe(1);
+    expect(t.heldBy('', 'relay-a')).toBe(0);
+    // A repeated release finds nothing to release.
+    expect(t.apply({ t: 'lease.release', name: 'outbox/p0', holder: 'relay-a', epoch: 1, atMs: 11 }, 4).reason).toMatch(/is not held/);
+    const again = t.apply(acquire('relay-c', 20), 5);
+    expect(again.lease.epoch).toBe(3);
+  });
+
+  it('R9: expired leases are deleted by later commands, at the latest one longest ttl after their last renewal, on every replica alike', () => {
+    const t = new LeaseTable();
+    // 9,997 throw-away leases, as the attack made them (from ten certificates: one holds at most 1,000).
+    for (let i = 0; i < 9_997; i++) t.apply({ t: 'lease.acquire', name: `junk/${i}`, holder: 'mallory', owner: `CN=mallory-${i % 10}`, ttlMs: 500, atMs: 1_000 }, i + 1);
+    expect(t.leases.size).toBe(9_997);
+    // Any later command applied after they ended drops them (the oldest first, while expired).
+    t.apply(acquire('relay-a', 2_000), 10_000);
+    expect(t.leases.size).toBe(1);
+    // A lease with the longest ttl ahead of a short one keeps the short one until the long one ends.
+    const u = new LeaseTable();
+    u.apply({ ...acquire('a', 0, LEASE_TTL_MAX_MS), name: 'long' }, 1);
+    u.apply({ ...acquire('b', 0, 500), name: 'short' }, 2);
+    u.apply({ ...acquire('c', 1_000), name: 'x' }, 3);
+    expect(u.get('short')).not.toBeNull();
+    u.apply({ ...acquire('c', LEASE_TTL_MAX_MS), name: 'x' }, 4);
+    expect(u.get('long')).toBeNull();
+    expect(u.get('short')).toBeNull();
+    // Two replicas fed the same entries hold the same leases.
+    const r1 = new LeaseTable();
+    const r2 = new LeaseTable();
+    for (const [i, at] of [0, 300, 900, 1_400, 2_600].entries()) {
+      const c = { ...acquire(`h${i}`, at, 500 + i * 400), name: `n${i % 3}` };
+      r1.apply(c, i + 1);
+      r2.apply(c, i + 1);
+    }
+    expect(JSON.stringify(r1.toJSON())).toBe(JSON.stringify(r2.toJSON()));
+  });
+
+  it('R9: a full table of expired leases never refuses a new name: the bound sweeps them first', () => {
+    const t = new LeaseTable(3);
+    t.apply({ ...acquire('a', 0, LEASE_TTL_MAX_MS), name: 'long' }, 1);
+    t.apply({ ...acquire('a', 0, 500), name: 'x' }, 2);
+    t.apply({ ...acquire('a', 0, 500), name: 'y' }, 3);
+    const z = t.apply({ ...acquire('relay', 1_000), name: 'z' }, 4);
+    expect(z.granted).toBe(true);
+    expect([...t.leases.keys()].sort()).toEqual(['long', 'z']);
+  });
+
+  it('R9: only the holder renews or releases: under TLS the holder is its certificate CN as well as its name', () => {
+    const t = new LeaseTable();
+    const mine = { name: 'outbox/p0', holder: 'relay-a', owner: 'CN=relay-1' };
+    expect(t.apply({ t: 'lease.acquire', ...mine, ttlMs: 1_000, atMs: 0 }, 1).lease).toMatchObject({ holder: 'relay-a', owner: 'CN=relay-1', epoch: 1 });
+    // Another certificate naming the same holder takes nothing, keeps nothing alive, releases nothing.
+    const other = { ...mine, owner: 'CN=mallory' };
+    const steal = t.apply({ t: 'lease.acquire', ...other, ttlMs: 1_000, atMs: 100 }, 2);
+    expect(steal.granted).toBe(false);
+    expect(steal.reason).toMatch(/held by relay-a \(CN=relay-1\) \(epoch 1\)/);
+    const renew = t.apply({ t: 'lease.renew', ...other, epoch: 1, ttlMs: 1_000, atMs: 200 }, 3);
+    expect(renew.granted).toBe(false);
+    expect(renew.reason).toMatch(/held by relay-a \(CN=relay-1\) at epoch 1, not by relay-a \(CN=mallory\) at epoch 1/);
+    expect(t.apply({ t: 'lease.release', ...other, epoch: 1, atMs: 300 }, 4).granted).toBe(false);
+    // Without an owner (a plaintext caller) is another holder too.
+    expect(t.apply({ t: 'lease.renew', name: 'outbox/p0', holder: 'relay-a', epoch: 1, ttlMs: 1_000, atMs: 300 }, 5).granted).toBe(false);
+    expect(t.get('outbox/p0')).toMatchObject({ owner: 'CN=relay-1', expiresAtMs: 1_000 });
+    // The holder itself renews, re-acquires at the same epoch, and releases.
+    expect(t.apply({ t: 'lease.renew', ...mine, epoch: 1, ttlMs: 1_000, atMs: 400 }, 6).granted).toBe(true);
+    expect(t.apply({ t: 'lease.acquire', ...mine, ttlMs: 1_000, atMs: 500 }, 7).lease.epoch).toBe(1);
+    expect(t.apply({ t: 'lease.release', ...mine, epoch: 1, atMs: 600 }, 8).granted).toBe(true);
+    expect(t.apply({ t: 'lease.acquire', ...other, ttlMs: 1_000, atMs: 700 }, 9).lease).toMatchObject({ owner: 'CN=mallory', epoch: 2 });
+  });
+
+  it('R9: a client holds at most its quota of live leases, counted by certificate (or holder name without TLS); others are not affected', () => {
+    const t = new LeaseTable(100, 2);
+    const by = (owner: string | undefined, holder: string, name: string, atMs = 0): LeaseCommand => ({ t: 'lease.acquire', name, holder, ...(owner ? { owner } : {}), ttlMs: 1_000, atMs });
+    expect(t.apply(by('CN=m', 'h1', 'a'), 1).granted).toBe(true);
+    expect(t.apply(by('CN=m', 'h2', 'b'), 2).granted).toBe(true);
+    const third = t.apply(by('CN=m', 'h3', 'c'), 3);
+    expect(third.granted).toBe(false);
+    expect(third.reason).toBe('client CN=m holds 2 live leases, the limit per client; release some before acquiring more');
+    // Re-acquiring one it holds is not a new lease.
+    expect(t.apply(by('CN=m', 'h1', 'a'), 4).granted).toBe(true);
+    expect(t.apply(by('CN=relay', 'h1', 'c'), 5).granted).toBe(true);
+    // Without TLS each holder name has its own share.
+    expect(t.apply(by(undefined, 'p', 'd'), 6).granted).toBe(true);
+    expect(t.apply(by(undefined, 'p', 'e'), 7).granted).toBe(true);
+    expect(t.apply(by(undefined, 'p', 'f'), 8).reason).toMatch(/client holder p holds 2 live leases/);
+    // Once its leases end, the client's share is free again.
+    expect(t.apply(by('CN=m', 'h3', 'c2', 1_000), 9).granted).toBe(true);
+    expect(t.heldBy('CN=m', 'h3')).toBe(1);
+  });
+
+  it('property: with deletions, every grant of any name gets an epoch above every earlier one, and the table holds no released lease', () => {
+    const cmd = fc.record({
+      kind: fc.constantFrom('acquire', 'renew', 'release'),
+      who: fc.constantFrom('a', 'b'),
+      owner: fc.constantFrom(undefined, 'CN=x', 'CN=y'),
+      name: fc.constantFrom('p', 'q', 'r'),
+      dtMs: fc.integer({ min: 0, max: 400_000 }),
+      ttlMs: fc.constantFrom(500, 2_000, LEASE_TTL_MAX_MS),
+    });
+    fc.assert(
+      fc.property(fc.array(cmd, { maxLength: 80 }), (cmds) => {
+        const t = new LeaseTable(2, 2);
+        let at = 0;
+        let granted = 0;
+        const held = new Map<string, number>();
+        for (const [i, c] of cmds.entries()) {
+          at += c.dtMs % 3 === 0 ? c.dtMs : c.dtMs % 3_000;
+          const epoch = t.get(c.name)?.epoch ?? 1;
+          const base = { name: c.name, holder: c.who, ...(c.owner ? { owner: c.owner } : {}), atMs: at };
+          const r =
+            c.kind === 'acquire'
+              ? t.apply({ t: 'lease.acquire', ...base, ttlMs: c.ttlMs }, i + 1)
+              : c.kind === 'renew'
+                ? t.apply({ t: 'lease.renew', ...base, epoch, ttlMs: c.ttlMs }, i + 1)
+                : t.apply({ t: 'lease.release', ...base, epoch }, i + 1);
+          if (r.granted && c.kind === 'acquire' && r.lease.epoch !== held.get(c.name)) {
+            expect(r.lease.epoch).toBeGreaterThan(granted);
+            granted = r.lease.epoch;
+          }
+          if (r.granted) held.set(c.name, r.lease.epoch);
+          expect(t.epochMax).toBe(granted);
+          expect(t.leases.size).toBeLessThanOrEqual(2);
+          for (const l of t.leases.values()) expect(l.holder).not.toBe('');
+        }
+      }),
+    );
   });
 
   it('property: at every instant at most one live holder, and epochs only grow, under any schedule of requests', () => {
@@ -133,5 +273,49 @@ describe('lease entries at the edge and in snapshots', () => {
     expect(snapshotProblem(Buffer.from(JSON.stringify(old)))).toMatch(/^snapshot data does not restore: the snapshot has no lease table$/);
     old.leases = { l: [{ name: 'p', holder: 'a', epoch: 'one', expiresAtMs: 0 }], c: 0 };
     expect(snapshotProblem(Buffer.from(JSON.stringify(old)))).toMatch(/lease in the snapshot is malformed/);
+    old.leases = { l: [{ name: 'p', holder: 'a', epoch: 4, expiresAtMs: 0 }], c: 0, e: 3 };
+    expect(snapshotProblem(Buffer.from(JSON.stringify(old)))).toMatch(/epoch counter 3 is below a lease's epoch 4/);
+  });
+
+  it('snapshots carry owners and the epoch counter, so a name re-acquired after a restore still gets a larger epoch', () => {
+    const m = machine();
+    const cmds: LeaseCommand[] = [
+      { t: 'lease.acquire', name: 'p', holder: 'r1', owner: 'CN=relay-1', ttlMs: 1_000, atMs: 0 },
+      { t: 'lease.acquire', name: 'q', holder: 'r1', owner: 'CN=relay-1', ttlMs: 1_000, atMs: 0 },
+      { t: 'lease.release', name: 'q', holder: 'r1', owner: 'CN=relay-1', epoch: 2, atMs: 1 },
+    ];
+    for (const [i, c] of cmds.entries()) m.apply({ type: EntryType.Normal, term: 1, index: i + 1, data: encodeLeaseCommand(c) });
+    const r = machine();
+    r.restore(m.snapshot());
+    expect(r.leases.get('q')).toBeNull();
+    expect(r.leases.get('p')).toMatchObject({ owner: 'CN=relay-1', epoch: 1 });
+    expect(r.leases.epochMax).toBe(2);
+    expect(r.leases.heldBy('CN=relay-1', 'r1')).toBe(1);
+    expect(r.leases.apply({ t: 'lease.acquire', name: 'q', holder: 'r2', ttlMs: 1_000, atMs: 2 }, 4).lease.epoch).toBe(3);
+  });
+
+  it('a snapshot of the earlier lease table (no owners, no epoch counter, released leases kept) is read: the counter starts at its largest epoch', () => {
+    const m = machine();
+    const snap = JSON.parse(Buffer.from(m.snapshot()).toString());
+    snap.leases = {
+      l: [
+        { name: 'p', holder: 'relay-a', epoch: 3, expiresAtMs: 9_000 },
+        { name: 'q', holder: '', epoch: 7, expiresAtMs: 0 },
+      ],
+      c: 5_000,
+    };
+    const r = machine();
+    r.restore(Buffer.from(JSON.stringify(snap)));
+    expect(r.leases.get('p')).toMatchObject({ holder: 'relay-a', owner: '', epoch: 3 });
+    expect(r.leases.get('q')).toBeNull();
+    expect(r.leases.epochMax).toBe(7);
+    expect(r.leases.apply({ t: 'lease.acquire', name: 'q', holder: 'relay-b', ttlMs: 1_000, atMs: 5_000 }, 9).lease.epoch).toBe(8);
+  });
+
+  it('an owner in a lease entry must be a CN the node could have written', () => {
+    const raw = (o: unknown): Uint8Array => Buffer.concat([Buffer.of(0x03), Buffer.from(JSON.stringify(o))]);
+    expect(entryProblem(EntryType.Normal, raw({ ...acquire('a', 0), owner: 'CN=relay-1' }))).toBeNull();
+    expect(entryProblem(EntryType.Normal, raw({ ...acquire('a', 0), owner: 'relay-1' }))).toMatch(/owner, when present, of the form CN=/);
+    expect(entryProblem(EntryType.Normal, raw({ ...acquire('a', 0), owner: `CN=${'x'.repeat(300)}` }))).toMatch(/lease.acquire needs/);
   });
 });
