@@ -2,13 +2,15 @@
 // (docs/sagas.md). Calls go to the Sagas service of whichever node leads,
 // found by the one leader finder (src/transport/leader-finder.ts).
 // A start is retried with the same saga id (R7): the cluster answers a
-// repeated start with the saga as it is.
+// repeated start with the saga as it is. Generated ids are UUIDv7s (timed
+// ids, src/domain/txn-id.ts), which the cluster can prove new for ever.
 
-import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
+import { newTxnId } from '../domain/txn-id.ts';
 import { OPERATOR_KEY } from '../transport/coordinator-rpc.ts';
 import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../transport/leader-finder.ts';
 import { SagasClient, type SagaInfo } from '../transport/saga-rpc.ts';
+import { pooledRandomBytes } from '../util/random-pool.ts';
 import { sleep } from '../util/sleep.ts';
 import { statusName, VerdictError } from './errors.ts';
 
@@ -22,7 +24,7 @@ export interface SagaStepSpec {
 }
 
 export interface SagaSpec {
-  /** Absent: a new UUID. Reuse it only to retry the same saga. */
+  /** Absent: a new UUIDv7. Reuse it only to retry the same saga; a saga id runs once. */
   id?: string;
   steps: SagaStepSpec[];
   /** Index of the pivot step: a failure after it is retried forward, never compensated. */
@@ -105,7 +107,7 @@ export class SagaCaller {
 
   /** Starts a saga; `result()` waits for its end. */
   async start(spec: SagaSpec): Promise<SagaHandle> {
-    const id = spec.id ?? randomUUID();
+    const id = spec.id ?? newTxnId(Date.now(), pooledRandomBytes(10));
     const steps = spec.steps.map((s) => ({ service: s.service, name: s.name, input: s.input ?? '' }));
     await this.call('StartSaga', { sagaId: id, steps, pivotPlusOne: spec.pivot === undefined ? 0 : spec.pivot + 1 });
     return new SagaHandle(this, id);
@@ -115,9 +117,20 @@ export class SagaCaller {
     return toStatus(await this.call<{ sagaId: string; waitMs: number }, SagaInfo>('SagaStatus', { sagaId: id, waitMs }, CALL_MS + waitMs));
   }
 
+  /** The sagas this client may read (an admin: all), oldest first, up to `limit`, page by page. */
   async list(stuckOnly: boolean, limit = 1_000): Promise<SagaStatus[]> {
-    const r = await this.call<{ stuckOnly: boolean; limit: number }, { sagas: SagaInfo[] }>('ListSagas', { stuckOnly, limit });
-    return r.sagas.map(toStatus);
+    const out: SagaStatus[] = [];
+    let pageToken = '';
+    do {
+      const r = await this.call<{ stuckOnly: boolean; limit: number; pageToken: string }, { sagas: SagaInfo[]; nextPageToken: string }>('ListSagas', {
+        stuckOnly,
+        limit: Math.min(1_000, limit - out.length),
+        pageToken,
+      });
+      out.push(...r.sagas.map(toStatus));
+      pageToken = r.nextPageToken;
+    } while (pageToken !== '' && out.length < limit);
+    return out;
   }
 
   async retry(id: string, reason: string): Promise<SagaStatus> {

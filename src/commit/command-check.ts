@@ -10,7 +10,7 @@
 // malformed entry. Only those the batch cannot carry (an operator's
 // Decide, a list or string past the batch's bounds) are JSON entries.
 
-import { STEPS_MAX } from '../saga/state.ts';
+import { sagaOwnerProblem, STEPS_MAX } from '../saga/state.ts';
 import { batchable, TAG_DECISION_BATCH } from './decision-batch.ts';
 import { decodeCommand, isCommand, RESOURCE_KIND, type Command } from './state.ts';
 
@@ -51,9 +51,15 @@ const CHECKS: { [K in Command['t']]: (c: Fields) => string | null } = {
       : 'heuristic needs txnId, participantId, outcome, gid, operator, reason and atMs',
   // Sagas (src/saga/state.ts): the form here; what a saga's state allows is checked where it is applied.
   'saga.start': (c) =>
-    isString(c.sagaId) && Array.isArray(c.steps) && c.steps.length <= STEPS_MAX && c.steps.every(isStepDef) && (c.pivot === null || isStepIndex(c.pivot)) && isTime(c.atMs)
+    isString(c.sagaId) &&
+    Array.isArray(c.steps) &&
+    c.steps.length <= STEPS_MAX &&
+    c.steps.every(isStepDef) &&
+    (c.pivot === null || isStepIndex(c.pivot)) &&
+    isTime(c.atMs) &&
+    (c.owner === undefined || sagaOwnerProblem(c.owner) === null)
       ? null
-      : 'saga.start needs sagaId, at most 64 steps of service, name and input, pivot (a step index or null) and atMs',
+      : 'saga.start needs sagaId, at most 64 steps of service, name and input, pivot (a step index or null), atMs, and a starter of at most 256 printable characters when present',
   'saga.result': (c) => {
     if (
       !isString(c.sagaId) ||

@@ -11,6 +11,7 @@
 import type { DecisionOutcome } from '../domain/protocol.ts';
 import { isSagaCommand, SagaTable, type SagaApplyResult, type SagaCommand } from '../saga/state.ts';
 import type { BatchApplyResult } from './decision-batch.ts';
+import { beyondHorizon } from '../domain/id-newness.ts';
 import { txnIdAtMs } from '../domain/txn-id.ts';
 import { assert } from '../util/assert.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
@@ -293,9 +294,7 @@ export class DecisionTable {
    * cannot be bounded this way; see src/domain/txn-id.ts.)
    */
   beyondHorizon(txnId: string): boolean {
-    if (this.horizonAtMs === null || this.lookup(txnId)) return false;
-    const idAtMs = txnIdAtMs(txnId);
-    return idAtMs !== null && idAtMs <= this.horizonAtMs;
+    return this.lookup(txnId) === null && beyondHorizon(txnId, this.horizonAtMs);
   }
 
   /** The decision for `txnId`, live or remembered by a tombstone. */

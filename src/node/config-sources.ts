@@ -41,6 +41,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   streamUnreadMax: 'int',
   sagaStuckAfterAttempts: 'int',
   sagaActionAttemptsMax: 'int',
+  sagaClientRunningMax: 'int',
   parallelCommit: 'bool',
   explicitCommitLingerMs: 'int',
   commitNoticeMs: 'int',

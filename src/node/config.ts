@@ -71,6 +71,8 @@ export interface NodeConfig {
   sagaStuckAfterAttempts: number;
   /** Sagas: an action at or before the pivot that errored this many times is abandoned and compensated. */
   sagaActionAttemptsMax: number;
+  /** Sagas one client may have running at once (docs/limits.md). */
+  sagaClientRunningMax: number;
   /** Parallel commit for transactions that do not choose (docs/protocol.md, "Parallel commit"). */
   parallelCommit: boolean;
   /** How long an explicit COMMIT after an implied COMMITTED may wait to share a log entry (ms; 0: never waits). */
@@ -166,6 +168,7 @@ const KNOWN = [
   'streamUnreadMax',
   'sagaStuckAfterAttempts',
   'sagaActionAttemptsMax',
+  'sagaClientRunningMax',
   'parallelCommit',
   'explicitCommitLingerMs',
   'commitNoticeMs',
@@ -281,6 +284,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const streamUnreadMax = int('streamUnreadMax', ANSWER_STREAM_UNREAD_MAX, 16, 1_000_000);
   const sagaStuckAfterAttempts = int('sagaStuckAfterAttempts', 10, 1, 1_000_000);
   const sagaActionAttemptsMax = int('sagaActionAttemptsMax', 5, 1, 1_000_000);
+  const sagaClientRunningMax = int('sagaClientRunningMax', 1_000, 1, 10_000);
   const explicitCommitLingerMs = int('explicitCommitLingerMs', defaultEngineConfig.explicitCommitLingerMs, 0, 1_000);
   const commitNoticeMs = int('commitNoticeMs', COMMIT_NOTICE_MS_DEFAULT, 0, 1_000);
   const decisionLingerMs = int('decisionLingerMs', DECISION_LINGER_MS_DEFAULT, 0, 1_000);
@@ -355,5 +359,6 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     streamUnreadMax,
     sagaStuckAfterAttempts,
     sagaActionAttemptsMax,
+    sagaClientRunningMax,
   };
 }

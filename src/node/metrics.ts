@@ -55,13 +55,14 @@ export class NodeMetrics {
 
     new Counter({
       name: 'verdict_permission_denied_total',
-      help: 'Calls refused PERMISSION_DENIED, by the role the caller lacked (admin, participant).',
+      help: 'Calls refused PERMISSION_DENIED, by the role the caller lacked (admin, participant, starter: the client that started a saga).',
       labelNames: ['role'],
       registers: [r],
       collect() {
         this.reset();
         this.inc({ role: 'admin' }, src.access?.denials.admin ?? 0);
         this.inc({ role: 'participant' }, src.access?.denials.participant ?? 0);
+        this.inc({ role: 'starter' }, src.access?.denials.starter ?? 0);
       },
     });
     new Gauge({

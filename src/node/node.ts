@@ -191,7 +191,7 @@ async function compose(
     log,
     credentials: tls ? (id) => tls.participant(id) : undefined,
     observeStep: (seconds, kind, answered) => pages.sagaMetrics?.observeStep(seconds, kind, answered),
-    engine: { stuckAfterAttempts: cfg.sagaStuckAfterAttempts, actionAttemptsMax: cfg.sagaActionAttemptsMax },
+    engine: { stuckAfterAttempts: cfg.sagaStuckAfterAttempts, actionAttemptsMax: cfg.sagaActionAttemptsMax, clientRunningMax: cfg.sagaClientRunningMax },
   });
   c.attach(sagas);
   open.add(() => sagas.close());

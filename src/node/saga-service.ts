@@ -3,15 +3,24 @@
 // operators. Writes need the leader; a follower answers UNAVAILABLE with the
 // leader's whereabouts, as the Coordinator service does. Status and lists are
 // read from this node's applied table.
+//
+// A saga belongs to the client that started it (R9): its starter is
+// recorded (clientOf: the certificate's CN under TLS), a client has at most
+// sagaClientRunningMax sagas running, and under TLS only the starter and
+// admins read a saga (its inputs and outputs are the application's data) or
+// repeat its start. ListSagas answers in pages of at most 1,000 sagas and
+// about LIST_PAGE_BYTES_MAX bytes.
 
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { DecisionTable } from '../commit/state.ts';
 import { SagaEngine, SagaError, type SagaEngineConfig, type StepAnswer } from '../saga/engine.ts';
 import { isTerminal, type SagaApplyResult, type SagaCommand, type SagaRecord, type SagaStepDef } from '../saga/state.ts';
+import type { AuthenticatedCall } from '../transport/tls.ts';
 import type { Access } from '../transport/auth.ts';
 import { SagaStepClient, type SagaInfo, type SagasHandlers } from '../transport/saga-rpc.ts';
 import { operatorOf } from './coordinator-service.ts';
+import { clientOf } from './limits.ts';
 import type { NodeConfig } from './config.ts';
 import type { Membership } from './membership.ts';
 import { notLeader } from './raft-node-service.ts';
@@ -22,6 +31,9 @@ const CHANNELS_MAX = 256;
 const WAITERS_MAX = 10_000;
 const WAIT_MS_MAX = 60_000;
 const LIST_MAX = 1_000;
+/** One ListSagas page holds about this many bytes at most (one saga at the most is about 0.8 MiB, so one always fits). */
+export const LIST_PAGE_BYTES_MAX = 1024 * 1024;
+const PAGE_TOKEN = /^[0-9]{1,16}$/;
 const REASON_CHARS_MAX = 1_000;
 
 export interface SagaWiring {
@@ -130,12 +142,20 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
   const answer = (cb: grpc.sendUnaryData<SagaInfo>) => (err: SagaError | null, s?: SagaRecord) =>
     err ? cb(fail(err)) : s ? cb(null, sagaInfo(s)) : cb(fail(new SagaError('outcome-unknown', 'no answer')));
 
+  const who = (call: unknown): string => clientOf(call as AuthenticatedCall & { getPeer(): string });
+  /** PERMISSION_DENIED unless the caller started `s` or is an admin (anyone without TLS). */
+  const mayRead = (call: unknown, s: SagaRecord, what: string): grpc.ServiceError | null => o.access.starterOrAdmin(call as AuthenticatedCall, s.owner, `${what} of saga ${s.id}`);
+
   const handlers: SagasHandlers = {
     StartSaga: (call, cb) => {
       const r = call.request;
       const steps: SagaStepDef[] = r.steps.map((s) => ({ service: s.service, name: s.name, input: s.input }));
       const pivot = r.pivotPlusOne === 0 ? null : r.pivotPlusOne - 1;
-      engine.start(r.sagaId, steps, pivot, answer(cb));
+      // A repeated start answers with the saga as it is: only to whoever may read it.
+      const existing = o.table.sagas.sagas.get(r.sagaId);
+      const refused = existing ? mayRead(call, existing, 'a repeated start') : null;
+      if (refused) return cb(refused);
+      engine.start(r.sagaId, steps, pivot, answer(cb), who(call));
     },
     SagaStatus: (call, cb) => {
       const { sagaId, waitMs } = call.request;
@@ -145,6 +165,9 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
         cb(null, sagaInfo(s));
       };
       const s = o.table.sagas.sagas.get(sagaId);
+      // The starter never changes, so one check before any wait covers the answer after it.
+      const refused = s ? mayRead(call, s, 'the status') : null;
+      if (refused) return cb(refused);
       if (!s || isTerminal(s.state) || waitMs === 0 || waiting >= WAITERS_MAX) return now();
       let done = false;
       const finish = (): void => {
@@ -161,14 +184,17 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       waiters.set(sagaId, list);
     },
     ListSagas: (call, cb) => {
-      const limit = Math.min(call.request.limit || LIST_MAX, LIST_MAX);
-      const out: SagaInfo[] = [];
-      for (const s of o.table.sagas.sagas.values()) {
-        if (out.length >= limit) break;
-        if (call.request.stuckOnly && s.stuck === null) continue;
-        out.push(sagaInfo(s));
-      }
-      cb(null, { sagas: out });
+      const { pageToken, stuckOnly } = call.request;
+      if (pageToken !== '' && !PAGE_TOKEN.test(pageToken))
+        return cb(invalid(`page_token ${JSON.stringify(pageToken.slice(0, 40))} is not one this node gave: pass next_page_token of the page before, or nothing for the first page`));
+      const page = sagaPage(o.table.sagas.sagas.values(), {
+        afterIndex: pageToken === '' ? -1 : Number(pageToken),
+        limit: Math.min(call.request.limit || LIST_MAX, LIST_MAX),
+        bytesMax: LIST_PAGE_BYTES_MAX,
+        stuckOnly,
+        owner: o.access.seesAll(call as unknown as AuthenticatedCall) ? null : who(call),
+      });
+      cb(null, page);
     },
     RetrySaga: (call, cb) => {
       const refused = o.access.adminOnly(call, 'saga retry');
@@ -210,6 +236,49 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       channels.clear();
     },
   };
+}
+
+export interface PageOptions {
+  /** Sagas started at or before this log index were on earlier pages. */
+  afterIndex: number;
+  limit: number;
+  bytesMax: number;
+  stuckOnly: boolean;
+  /** Only this starter's sagas; null: every saga. */
+  owner: string | null;
+}
+
+/**
+ * One page of sagas, oldest start first (the table's order, which is the
+ * order of their start indexes): at most `limit` sagas and, past the first,
+ * about `bytesMax` bytes. The token of the next page is the start index of
+ * the last saga given, so a saga evicted between pages loses no other.
+ */
+export function sagaPage(sagas: Iterable<SagaRecord>, p: PageOptions): { sagas: SagaInfo[]; nextPageToken: string } {
+  const out: SagaInfo[] = [];
+  let bytes = 0;
+  let last = -1;
+  for (const s of sagas) {
+    if (s.index <= p.afterIndex) continue;
+    if ((p.stuckOnly && s.stuck === null) || (p.owner !== null && s.owner !== p.owner)) continue;
+    const info = sagaInfo(s);
+    const size = sagaInfoBytes(info);
+    if (out.length >= p.limit || (out.length > 0 && bytes + size > p.bytesMax)) return { sagas: out, nextPageToken: String(last) };
+    out.push(info);
+    bytes += size;
+    last = s.index;
+  }
+  return { sagas: out, nextPageToken: '' };
+}
+
+/** About the bytes a SagaInfo takes on the wire: its strings, and a few bytes per field. */
+export function sagaInfoBytes(i: SagaInfo): number {
+  let n = 64 + Buffer.byteLength(i.sagaId) + Buffer.byteLength(i.stuckError);
+  for (const x of i.stepStatus) n += 4 + x.length;
+  for (const x of i.outputs) n += 4 + Buffer.byteLength(x);
+  for (const d of i.steps) n += 12 + Buffer.byteLength(d.service) + Buffer.byteLength(d.name) + Buffer.byteLength(d.input);
+  for (const e of i.timeline) n += 40 + Buffer.byteLength(e.what) + Buffer.byteLength(e.kind) + Buffer.byteLength(e.detail) + Buffer.byteLength(e.operator);
+  return n;
 }
 
 /** A saga record as the wire carries it. */

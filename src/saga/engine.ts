@@ -16,15 +16,25 @@
 // is made again only with the same key (stepKey), which the step service's
 // inbox answers from what it stored.
 //
+// Bounds a client meets at a start (R9), before anything is logged: the
+// definition's fields (sagaDefProblem), the newness of its id (the rule
+// transaction ids follow, src/domain/id-newness.ts: an id whose saga was
+// forgotten is refused, never run again), the sagas its starter has running
+// (clientRunningMax), and all running sagas' count and bytes.
+//
 // Pure: time, randomness and I/O come in through SagaEngineIO, with
 // callbacks, so the whole-system simulator runs this code on a seeded
 // schedule. Only the leader's engine is active; a node that loses leadership
 // drops its in-memory state and the next leader resumes from the table.
 
 import type { ParticipantRecord } from '../commit/state.ts';
+import { DEFAULT_NEWNESS_RULES, newnessRefusal, type NewnessRules } from '../domain/id-newness.ts';
 import {
   currentCall,
   isTerminal,
+  outputBytes,
+  SAGA_TEXT_BYTES_MAX,
+  sagaBytes,
   sagaDefProblem,
   STEP_TEXT_BYTES_MAX,
   stepKey,
@@ -65,7 +75,7 @@ export interface SagaEngineIO {
   endSaga(to: ParticipantRecord, sagaId: string, timeoutMs: number, cb: (err: Error | null) => void): void;
 }
 
-export interface SagaEngineConfig {
+export interface SagaEngineConfig extends NewnessRules {
   retryMinMs: number;
   retryMaxMs: number;
   rpcDeadlineMs: number;
@@ -75,6 +85,10 @@ export interface SagaEngineConfig {
   stuckAfterAttempts: number;
   /** Sagas running at once on this leader. */
   runningMax: number;
+  /** Sagas one client (its certificate's CN; without TLS, its connection) has running at once. */
+  clientRunningMax: number;
+  /** Bytes of every running saga's definition and outputs together (sagaBytes). */
+  runningBytesMax: number;
   /** saga.ended waits at most this long, or until endedBatchMax are pending. */
   endedDelayMs: number;
   endedBatchMax: number;
@@ -87,6 +101,9 @@ export const defaultSagaEngineConfig: SagaEngineConfig = {
   actionAttemptsMax: 5,
   stuckAfterAttempts: 10,
   runningMax: 10_000,
+  clientRunningMax: 1_000,
+  runningBytesMax: 256 * 1024 * 1024,
+  ...DEFAULT_NEWNESS_RULES,
   endedDelayMs: 200,
   endedBatchMax: 512,
 };
@@ -148,6 +165,9 @@ export class SagaEngine {
   private endedQueue: string[] = [];
   private endedSinceMs = 0;
   private endedInFlight = false;
+  /** Starts proposed and not yet applied, per starter: they count toward its quota. */
+  private readonly starting = new Map<string, number>();
+  private startingBytes = 0;
   private readonly stats: SagaCounters = { started: 0, stepAttempts: 0, stepErrors: 0, stuck: 0, stepLatencyMsSum: 0, stepLatencyCount: 0 };
 
   constructor(
@@ -185,8 +205,13 @@ export class SagaEngine {
 
   // ---- client and operator API -------------------------------------------
 
-  /** Starts a saga (or answers a repeated start with the saga as it is, R7) once saga.start is applied. */
-  start(sagaId: string, steps: SagaStepDef[], pivot: number | null, cb: SagaCallback): void {
+  /**
+   * Starts a saga (or answers a repeated start with the saga as it is, R7)
+   * once saga.start is applied. `owner` is who asks (src/node/limits.ts
+   * clientOf); the caller has checked that a repeated start comes from
+   * whoever may read the saga.
+   */
+  start(sagaId: string, steps: SagaStepDef[], pivot: number | null, cb: SagaCallback, owner = ''): void {
     if (!this.isLeader()) return cb(new SagaError('not-leader', 'not the leader'));
     const existing = this.table.sagas.get(sagaId);
     if (existing) {
@@ -196,15 +221,38 @@ export class SagaEngine {
     }
     const problem = sagaDefProblem(sagaId, steps, pivot);
     if (problem !== null) return cb(new SagaError('invalid', problem));
+    const forgotten = this.table.forgottenProblem(sagaId);
+    if (forgotten !== null) return cb(new SagaError('precondition', forgotten));
+    const stale = newnessRefusal('saga', sagaId, this.table.horizonAtMs, this.io.nowMs(), this.cfg);
+    if (stale !== null) return cb(new SagaError(stale.code, stale.message));
     for (const [k, s] of steps.entries())
       if (!this.services.has(s.service)) return cb(new SagaError('precondition', `saga ${sagaId} step ${k}: step service ${s.service} is not registered with this cluster`));
-    if (this.runs.size >= this.cfg.runningMax) return cb(new SagaError('exhausted', `the leader runs ${this.runs.size} sagas (limit runningMax=${this.cfg.runningMax}); retry later`));
-    this.io.propose({ t: 'saga.start', sagaId, steps, pivot, atMs: this.io.nowMs() }, (err, r) => {
+    const bytes = sagaBytes({ id: sagaId, steps, outputs: [] });
+    const full = this.fullFor(owner, bytes);
+    if (full !== null) return cb(new SagaError('exhausted', full));
+    this.starting.set(owner, (this.starting.get(owner) ?? 0) + 1);
+    this.startingBytes += bytes;
+    this.io.propose({ t: 'saga.start', sagaId, steps, pivot, atMs: this.io.nowMs(), owner }, (err, r) => {
+      const n = (this.starting.get(owner) ?? 1) - 1;
+      if (n > 0) this.starting.set(owner, n);
+      else this.starting.delete(owner);
+      this.startingBytes -= bytes;
       if (err || !r) return cb(new SagaError('outcome-unknown', `the start of saga ${sagaId} could not be confirmed (${err?.message ?? 'no result'}); start it again with the same id`));
-      if (r.problem !== null && !r.saga) return cb(new SagaError('invalid', r.problem));
+      if (r.problem !== null && !r.saga) return cb(new SagaError(this.table.forgottenProblem(sagaId) !== null ? 'precondition' : 'invalid', r.problem));
       if (r.changed) this.stats.started++;
       cb(null, r.saga ?? undefined);
     });
+  }
+
+  /** Why one more running saga of `owner`, of `bytes`, would break a bound, or null. */
+  private fullFor(owner: string, bytes: number): string | null {
+    if (this.runs.size >= this.cfg.runningMax) return `the leader runs ${this.runs.size} sagas (limit runningMax=${this.cfg.runningMax}); retry later`;
+    const mine = this.table.runningOf(owner) + (this.starting.get(owner) ?? 0);
+    if (mine >= this.cfg.clientRunningMax)
+      return `client ${owner || '(unnamed)'} has ${mine} sagas running (limit sagaClientRunningMax=${this.cfg.clientRunningMax}); wait for some to end before starting more`;
+    const all = this.table.runningBytes + this.startingBytes;
+    if (all + bytes > this.cfg.runningBytesMax) return `running sagas hold ${all} bytes of definitions and outputs (limit ${this.cfg.runningBytesMax}); retry later`;
+    return null;
   }
 
   /** `verdict saga retry`: a stuck saga's call is made again now, attempts counted afresh; recorded with who and why. */
@@ -314,7 +362,7 @@ export class SagaEngine {
       if (this.runs.get(run.id) !== run) return;
       this.stats.stepLatencyMsSum += this.io.nowMs() - sentAtMs;
       this.stats.stepLatencyCount++;
-      const bad = err ? err.message : answerProblem(answer);
+      const bad = err ? err.message : answerProblem(answer, SAGA_TEXT_BYTES_MAX - outputBytes(s));
       if (bad !== null) return this.failed(run, s, bad);
       const a = answer as StepAnswer;
       if (a.status === 'done') return this.log(run, 'done', a.output, '');
@@ -422,8 +470,12 @@ export class SagaEngine {
   }
 }
 
-/** Why a step service's answer is not one (garbage is a transient error, never a FAILED), or null. */
-export function answerProblem(a: StepAnswer | undefined): string | null {
+/**
+ * Why a step service's answer is not one (garbage is a transient error,
+ * never a FAILED), or null. `outputBytesLeft`: what the saga's outputs may
+ * still grow by (SAGA_TEXT_BYTES_MAX together).
+ */
+export function answerProblem(a: StepAnswer | undefined, outputBytesLeft = SAGA_TEXT_BYTES_MAX): string | null {
   if (a === undefined || a === null || typeof a !== 'object') return 'the step service gave no answer';
   if (a.status !== 'done' && a.status !== 'failed') return `the step service answered an unknown status ${JSON.stringify(String(a.status)).slice(0, 40)}`;
   if (typeof a.output !== 'string' || typeof a.reason !== 'string') return 'the step service answered without output or reason';
@@ -433,5 +485,7 @@ export function answerProblem(a: StepAnswer | undefined): string | null {
     ['reason', a.reason],
   ] as const)
     if (Buffer.byteLength(text) > STEP_TEXT_BYTES_MAX) return `the step service answered an ${what} of ${Buffer.byteLength(text)} bytes (limit ${STEP_TEXT_BYTES_MAX})`;
+  if (a.status === 'done' && Buffer.byteLength(a.output) > outputBytesLeft)
+    return `the step service answered an output of ${Buffer.byteLength(a.output)} bytes, past what the saga's outputs may still hold (${Math.max(0, outputBytesLeft)} of ${SAGA_TEXT_BYTES_MAX} bytes together)`;
   return null;
 }

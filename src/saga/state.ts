@@ -14,8 +14,19 @@
 // orchestrator giving up on a step that keeps erroring): then every step
 // whose action may have run is compensated, highest first. Steps after the
 // pivot are never compensated: they are retried forward until DONE.
+//
+// Nothing a client starts here is unbounded or immortal (R9): every field of
+// a definition is bounded (sagaDefProblem), a saga's outputs together are
+// bounded, timeline texts are cut, ended sagas are kept up to a count and a
+// byte total, and an evicted saga leaves a tombstone (its id and how it
+// ended), and an evicted tombstone raises the retention horizon, as
+// transaction decisions do (src/domain/id-newness.ts): a start with a
+// forgotten id is refused, never run again.
 
 import type { OperatorAct } from '../commit/state.ts';
+import { beyondHorizon, iso } from '../domain/id-newness.ts';
+import { txnIdAtMs } from '../domain/txn-id.ts';
+import { OldestFirst } from '../util/oldest-first.ts';
 
 export type StepKind = 'action' | 'compensate';
 /**
@@ -62,6 +73,13 @@ export interface TimelineEntry {
 
 export interface SagaRecord {
   id: string;
+  /**
+   * Who started it (src/node/limits.ts clientOf): `CN=<name>` of the
+   * client certificate under TLS, the connection's address without; '' in
+   * sagas logged before starters were recorded. Reads and the per-client
+   * quota go by it.
+   */
+  owner: string;
   steps: SagaStepDef[];
   /** Index of the pivot step, or null: without a pivot every step may be compensated. */
   pivot: number | null;
@@ -81,7 +99,8 @@ export interface SagaRecord {
 }
 
 export type SagaCommand =
-  | { t: 'saga.start'; sagaId: string; steps: SagaStepDef[]; pivot: number | null; atMs: number }
+  // `owner` is absent in starts logged before starters were recorded.
+  | { t: 'saga.start'; sagaId: string; steps: SagaStepDef[]; pivot: number | null; atMs: number; owner?: string }
   // An answer to the saga's current call: DONE, FAILED (a refusal, action only), or
   // ABANDONED (the orchestrator gave up on an action that kept erroring: it may
   // have run, so it is compensated too). `operator` is set by `verdict saga resolve`.
@@ -112,10 +131,25 @@ export function isSagaCommand(c: { t: string }): c is SagaCommand {
 
 export const STEPS_MAX = 64;
 export const SAGA_ID_BYTES_MAX = 128;
+/** One step's input, or one step's output or reason as a step service answers it. */
 export const STEP_TEXT_BYTES_MAX = 64 * 1024;
+/** All of one saga's inputs together, and all of its outputs together. */
+export const SAGA_TEXT_BYTES_MAX = 256 * 1024;
+/** A step's handler name: 1–128 printable ASCII characters (space included). */
+export const STEP_NAME_CHARS_MAX = 128;
+/** A step service id: a participant id (src/node/limits.ts). */
+export const STEP_SERVICE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+/** Who started a saga, as the node writes it. */
+export const SAGA_OWNER_CHARS_MAX = 256;
 /** Finished or compensated sagas kept for `saga show`; beyond it the oldest ended ones go. */
 export const SAGAS_DONE_MAX = 10_000;
+/** The same, in bytes of inputs, outputs and names (sagaBytes). */
+export const SAGAS_DONE_BYTES_MAX = 256 * 1024 * 1024;
+/** Ids of evicted sagas remembered (with how they ended); beyond it the oldest go and the horizon moves. */
+export const SAGA_TOMBSTONES_MAX = 100_000;
 const TIMELINE_MAX = 256;
+/** A timeline entry's detail (a step service's reason, a call's last error) is cut to this. */
+export const TIMELINE_DETAIL_CHARS_MAX = 1_000;
 
 export const isTerminal = (s: SagaState): boolean => s === 'finished' || s === 'compensated';
 
@@ -133,25 +167,102 @@ export function currentCall(s: SagaRecord): { step: number; kind: StepKind } | n
   return comp >= 0 ? { step: comp, kind: 'compensate' } : null;
 }
 
-/** Why a saga definition cannot start, naming the saga and the step, or null. */
+/** The bytes a saga holds in the table: its id, its definition and its outputs (what the bounds count). */
+export function sagaBytes(s: Pick<SagaRecord, 'id' | 'steps' | 'outputs'>): number {
+  let n = Buffer.byteLength(s.id);
+  for (const d of s.steps) n += Buffer.byteLength(d.service) + Buffer.byteLength(d.name) + Buffer.byteLength(d.input);
+  for (const o of s.outputs) if (o !== null) n += Buffer.byteLength(o);
+  return n;
+}
+
+/** The bytes of a saga's outputs together. */
+export function outputBytes(s: Pick<SagaRecord, 'outputs'>): number {
+  let n = 0;
+  for (const o of s.outputs) if (o !== null) n += Buffer.byteLength(o);
+  return n;
+}
+
+const shown = (text: string): string => (text.length > 40 ? `${JSON.stringify(text.slice(0, 40))}… (${text.length} characters)` : JSON.stringify(text));
+const printable = (text: string, min: number, max: number): boolean => {
+  if (text.length < min || text.length > max) return false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+};
+
+/** Why a saga definition cannot start, naming the saga and the step, or null. Every field is bounded (R9). */
 export function sagaDefProblem(sagaId: string, steps: readonly SagaStepDef[], pivot: number | null): string | null {
   if (sagaId === '' || Buffer.byteLength(sagaId) > SAGA_ID_BYTES_MAX || !/^[\x21-\x7e]+$/.test(sagaId) || sagaId.includes('/'))
-    return `saga id ${JSON.stringify(sagaId.slice(0, 40))} must be 1 to ${SAGA_ID_BYTES_MAX} printable ASCII characters without '/'`;
+    return `saga id ${shown(sagaId)} must be 1 to ${SAGA_ID_BYTES_MAX} printable ASCII characters without '/'`;
   if (steps.length === 0) return `saga ${sagaId} has no steps`;
   if (steps.length > STEPS_MAX) return `saga ${sagaId} has ${steps.length} steps (limit ${STEPS_MAX})`;
   if (pivot !== null && (!Number.isInteger(pivot) || pivot < 0 || pivot >= steps.length)) return `saga ${sagaId}: pivot ${pivot} is not one of its steps 0..${steps.length - 1}`;
+  let inputs = 0;
   for (const [k, s] of steps.entries()) {
     if (s.service === '') return `saga ${sagaId} step ${k} names no step service`;
+    if (!STEP_SERVICE.test(s.service)) return `saga ${sagaId} step ${k}: step service ${shown(s.service)} is not a participant id (1–64 letters, digits, "_", "." or "-")`;
     if (s.name === '') return `saga ${sagaId} step ${k} has no name`;
-    if (Buffer.byteLength(s.input) > STEP_TEXT_BYTES_MAX) return `saga ${sagaId} step ${k}: input of ${Buffer.byteLength(s.input)} bytes (limit ${STEP_TEXT_BYTES_MAX})`;
+    if (!printable(s.name, 1, STEP_NAME_CHARS_MAX)) return `saga ${sagaId} step ${k}: name ${shown(s.name)} must be 1–${STEP_NAME_CHARS_MAX} printable ASCII characters`;
+    const bytes = Buffer.byteLength(s.input);
+    if (bytes > STEP_TEXT_BYTES_MAX) return `saga ${sagaId} step ${k}: input of ${bytes} bytes (limit ${STEP_TEXT_BYTES_MAX})`;
+    inputs += bytes;
   }
+  if (inputs > SAGA_TEXT_BYTES_MAX) return `saga ${sagaId}: its inputs hold ${inputs} bytes together (limit ${SAGA_TEXT_BYTES_MAX})`;
   return null;
 }
 
-export class SagaTable {
-  readonly sagas = new Map<string, SagaRecord>();
+/** Why `owner` is not a starter the node could have written, or null. */
+export function sagaOwnerProblem(owner: unknown): string | null {
+  return typeof owner === 'string' && printable(owner, 0, SAGA_OWNER_CHARS_MAX) ? null : `a saga's starter must be at most ${SAGA_OWNER_CHARS_MAX} printable ASCII characters`;
+}
 
-  constructor(private readonly doneMax = SAGAS_DONE_MAX) {}
+/** How an evicted saga ended: all that is left of it. */
+export type SagaTombstone = 'finished' | 'compensated';
+
+export class SagaTable {
+  /** Running and kept sagas, oldest start first. */
+  readonly sagas = new Map<string, SagaRecord>();
+  /** Evicted sagas: how each ended, oldest eviction first, bounded. */
+  readonly tombstones = new Map<string, SagaTombstone>();
+  /**
+   * The retention horizon of saga ids: the latest creation time of a timed
+   * id whose tombstone was evicted; null while none was. A timed id at or
+   * before it may have run and been forgotten: it is never started. Only grows.
+   */
+  horizonAtMs: number | null = null;
+  /** Sagas not yet finished or compensated, per starter (for the per-client quota), and their bytes together. */
+  private readonly runningByOwner = new Map<string, number>();
+  runningBytes = 0;
+  /** Bytes of the finished and compensated sagas kept (sagaBytes). */
+  endedBytes = 0;
+  private readonly oldestTombstone = new OldestFirst(this.tombstones);
+
+  constructor(
+    private readonly doneMax = SAGAS_DONE_MAX,
+    private readonly tombstonesMax = SAGA_TOMBSTONES_MAX,
+    private readonly doneBytesMax = SAGAS_DONE_BYTES_MAX,
+  ) {}
+
+  /** Sagas started by `owner` that have not ended. */
+  runningOf(owner: string): number {
+    return this.runningByOwner.get(owner) ?? 0;
+  }
+
+  /**
+   * Why a start of `sagaId`, which names no saga in the table, would run a
+   * forgotten saga again, or null: a tombstone remembers it, or its timed id
+   * is at or before the horizon. Deterministic (the table alone), so it is
+   * checked again where the start applies.
+   */
+  forgottenProblem(sagaId: string): string | null {
+    const ended = this.tombstones.get(sagaId);
+    if (ended !== undefined) return `saga ${sagaId} ${ended} and was forgotten; a saga id runs once: use a new id`;
+    if (beyondHorizon(sagaId, this.horizonAtMs))
+      return `saga id ${sagaId} was created at ${iso(txnIdAtMs(sagaId) ?? 0)}, at or before the retention horizon ${iso(this.horizonAtMs ?? 0)}: a saga with this id may have run and been forgotten, so it cannot be proved new; use a new id`;
+    return null;
+  }
 
   /**
    * Whether step k of s may be compensated: at or before the pivot (every
@@ -178,10 +289,12 @@ export class SagaTable {
     if (cmd.t === 'saga.start') {
       // R7: a repeated start returns the saga as it is.
       if (s) return out(false);
-      const problem = sagaDefProblem(cmd.sagaId, cmd.steps, cmd.pivot);
+      // R9: a forgotten saga is never run again.
+      const problem = this.forgottenProblem(cmd.sagaId) ?? sagaDefProblem(cmd.sagaId, cmd.steps, cmd.pivot);
       if (problem !== null) return { t: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: null, changed: false, problem };
       const fresh: SagaRecord = {
         id: cmd.sagaId,
+        owner: cmd.owner ?? '',
         steps: cmd.steps,
         pivot: cmd.pivot,
         state: 'running',
@@ -195,6 +308,8 @@ export class SagaTable {
         index,
       };
       this.sagas.set(cmd.sagaId, fresh);
+      this.runningByOwner.set(fresh.owner, this.runningOf(fresh.owner) + 1);
+      this.runningBytes += sagaBytes(fresh);
       note(fresh, { atMs: cmd.atMs, index, what: 'started', detail: `${cmd.steps.length} steps, pivot ${cmd.pivot ?? 'none'}` });
       note(fresh, { atMs: cmd.atMs, index, what: 'sent', step: 0, kind: 'action' });
       return { t: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: fresh, changed: true, problem: null };
@@ -204,7 +319,7 @@ export class SagaTable {
       case 'saga.stuck': {
         const call = currentCall(s);
         if (!call || call.step !== cmd.step || call.kind !== cmd.kind) return out(false, `saga ${s.id} is not waiting on step ${cmd.step} ${cmd.kind}`);
-        s.stuck = { step: cmd.step, kind: cmd.kind, attempts: cmd.attempts, lastError: cmd.lastError, atMs: cmd.atMs };
+        s.stuck = { step: cmd.step, kind: cmd.kind, attempts: cmd.attempts, lastError: cut(cmd.lastError), atMs: cmd.atMs };
         note(s, { atMs: cmd.atMs, index, what: 'stuck', step: cmd.step, kind: cmd.kind, detail: `${cmd.attempts} attempts; last error: ${cmd.lastError}` });
         return out(true);
       }
@@ -240,6 +355,7 @@ export class SagaTable {
     if (cmd.outcome === 'done') {
       s.status[k] = 'done';
       s.outputs[k] = cmd.output;
+      this.runningBytes += Buffer.byteLength(cmd.output);
       s.stuck = null;
       note(s, { atMs: cmd.atMs, index, what: cmd.operator ? 'resolved done' : 'done', step: k, kind: 'action', ...by });
       if (k + 1 < s.steps.length) {
@@ -276,39 +392,86 @@ export class SagaTable {
   }
 
   private end(s: SagaRecord, state: 'finished' | 'compensated', atMs: number, index: number): void {
+    const bytes = sagaBytes(s);
+    this.runningBytes -= bytes;
+    this.endedBytes += bytes;
+    const n = this.runningOf(s.owner) - 1;
+    if (n > 0) this.runningByOwner.set(s.owner, n);
+    else this.runningByOwner.delete(s.owner);
     s.state = state;
     s.endedAtMs = atMs;
     s.stuck = null;
     note(s, { atMs, index, what: state });
   }
 
-  /** Ended sagas beyond doneMax leave, oldest first (a running one never does). */
+  /**
+   * Ended sagas beyond doneMax, or beyond doneBytesMax together, leave,
+   * oldest first (a running one never does); each leaves a tombstone, and
+   * each tombstone beyond tombstonesMax moves the horizon.
+   */
   private evict(): void {
     let over = this.sagas.size - this.doneMax;
-    if (over <= 0) return;
+    if (over <= 0 && this.endedBytes <= this.doneBytesMax) return;
     for (const [id, s] of this.sagas) {
-      if (over <= 0) break;
+      if (over <= 0 && this.endedBytes <= this.doneBytesMax) break;
       if (!s.ended) continue;
       this.sagas.delete(id);
+      this.endedBytes -= sagaBytes(s);
+      this.tombstones.set(id, s.state === 'compensated' ? 'compensated' : 'finished');
       over--;
     }
+    this.oldestTombstone.trimTo(this.tombstonesMax, (oldest) => {
+      const idAtMs = txnIdAtMs(oldest);
+      if (idAtMs !== null && (this.horizonAtMs === null || idAtMs > this.horizonAtMs)) this.horizonAtMs = idAtMs;
+    });
   }
 
   toJSON(): unknown {
-    return [...this.sagas.values()];
+    return { s: [...this.sagas.values()], t: [...this.tombstones], hz: this.horizonAtMs };
   }
 
+  /**
+   * Restores the table from a snapshot. A snapshot written before sagas had
+   * starters, tombstones and a horizon (a bare list of sagas) is read too:
+   * its sagas have no starter ('') and nothing was forgotten yet.
+   */
   restoreFrom(json: unknown): void {
     this.sagas.clear();
-    if (!Array.isArray(json)) throw new Error('saga table in the snapshot is not a list');
-    for (const s of json as SagaRecord[]) {
-      if (s === null || typeof s !== 'object' || typeof s.id !== 'string' || !Array.isArray(s.steps) || !Array.isArray(s.status)) throw new Error('a saga record in the snapshot is malformed');
-      this.sagas.set(s.id, s);
+    this.tombstones.clear();
+    this.runningByOwner.clear();
+    this.horizonAtMs = null;
+    this.runningBytes = 0;
+    this.endedBytes = 0;
+    const o = (Array.isArray(json) ? { s: json, t: [], hz: null } : json) as { s?: unknown; t?: unknown; hz?: unknown } | null;
+    if (o === null || typeof o !== 'object' || !Array.isArray(o.s) || !Array.isArray(o.t) || !(o.hz === null || (typeof o.hz === 'number' && Number.isFinite(o.hz))))
+      throw new Error('saga table in the snapshot is malformed');
+    for (const s of o.s as SagaRecord[]) {
+      if (s === null || typeof s !== 'object' || typeof s.id !== 'string' || !Array.isArray(s.steps) || !Array.isArray(s.status) || !Array.isArray(s.outputs))
+        throw new Error('a saga record in the snapshot is malformed');
+      const rec: SagaRecord = { ...s, owner: s.owner ?? '' };
+      if (sagaOwnerProblem(rec.owner) !== null) throw new Error('a saga record in the snapshot is malformed: its starter');
+      this.sagas.set(rec.id, rec);
+      if (isTerminal(rec.state)) this.endedBytes += sagaBytes(rec);
+      else {
+        this.runningBytes += sagaBytes(rec);
+        this.runningByOwner.set(rec.owner, this.runningOf(rec.owner) + 1);
+      }
     }
+    for (const e of o.t as unknown[]) {
+      if (!Array.isArray(e) || typeof e[0] !== 'string' || (e[1] !== 'finished' && e[1] !== 'compensated')) throw new Error('a saga tombstone in the snapshot is malformed');
+      this.tombstones.set(e[0], e[1]);
+    }
+    this.horizonAtMs = o.hz as number | null;
   }
 }
 
+/** A reason or an error text is for a person, and bounded: cut the same way on every replica. */
+function cut(text: string): string {
+  return text.length > TIMELINE_DETAIL_CHARS_MAX ? `${text.slice(0, TIMELINE_DETAIL_CHARS_MAX)}… (${text.length} characters)` : text;
+}
+
 function note(s: SagaRecord, e: TimelineEntry): void {
+  if (e.detail !== undefined) e.detail = cut(e.detail);
   s.timeline.push(e);
   if (s.timeline.length > TIMELINE_MAX) s.timeline.splice(1, s.timeline.length - TIMELINE_MAX);
 }

@@ -6,6 +6,8 @@
 // - access.participantOnly(call, participantId, what): acts that speak for one
 //   participant (registering it, reporting a heuristic for it, asking about
 //   a transaction as it, which may make the leader log ABORT under R3).
+// - access.starterOrAdmin(call, starter, what): reads of what one client
+//   started (a saga's definition, inputs and outputs): that client or an admin.
 //
 // Without TLS there are no identities: the node trusts every caller that
 // can reach its port, and both checks pass (a node refuses to serve
@@ -68,13 +70,24 @@ export function checkParticipant(call: AuthenticatedCall, policy: AuthPolicy, pa
   return permissionDenied(`${what} is for participant "${id}" only, whose certificate has CN=${id}, OU=${clusterId}; the caller presented ${callerName(call)}`);
 }
 
+/** PERMISSION_DENIED with a reason, or null when the caller is `starter` (`CN=<name>` of its certificate) or an admin. */
+export function checkStarterOrAdmin(call: AuthenticatedCall, policy: AuthPolicy, starter: string, what: string): grpc.ServiceError | null {
+  if (policy.tls === null) return null;
+  const cn = subjectField(peerCertificate(call)?.subject, 'CN');
+  if (cn !== undefined && `CN=${cn}` === starter) return null;
+  if (adminRefusal(cn, policy, what) === null) return null;
+  // Bounded: the starter is at most 256 characters, the CN the caller's own.
+  const by = starter === '' ? 'an unrecorded client' : starter.slice(0, 64);
+  return permissionDenied(`${what} is for the client that started it (${by}) and for admins only; the caller presented ${callerName(call)}`);
+}
+
 /**
  * One node's access rules: its policy, passed in at start-up (no module
  * state, so two nodes in one process keep their own), and the calls it
  * refused, by the role the caller lacked (verdict_permission_denied_total).
  */
 export class Access {
-  readonly denials = { admin: 0, participant: 0 };
+  readonly denials = { admin: 0, participant: 0, starter: 0 };
 
   constructor(readonly policy: AuthPolicy = OPEN_POLICY) {}
 
@@ -96,6 +109,18 @@ export class Access {
   adminNameRefusal(cn: string | undefined, what = 'this operation'): string | null {
     const why = adminRefusal(cn, this.policy, what);
     return why === null ? null : `PERMISSION_DENIED: ${why}`;
+  }
+
+  /** The starter check; see checkStarterOrAdmin. */
+  starterOrAdmin(call: AuthenticatedCall, starter: string, what: string): grpc.ServiceError | null {
+    const refused = checkStarterOrAdmin(call, this.policy, starter, what);
+    if (refused !== null) this.denials.starter++;
+    return refused;
+  }
+
+  /** Whether the caller may read what every client started (an admin; everyone without TLS). Counts nothing. */
+  seesAll(call: AuthenticatedCall): boolean {
+    return checkAdmin(call, this.policy) === null;
   }
 
   /** The participant check; see checkParticipant. */

@@ -160,6 +160,7 @@ export class SagaExtension implements WorldExtension {
             // The mutant: the start is answered, and step 0 called, with nothing in the log.
             const rec: SagaRecord = {
               id: cmd.sagaId,
+              owner: cmd.owner ?? '',
               steps: cmd.steps,
               pivot: cmd.pivot,
               state: 'running',

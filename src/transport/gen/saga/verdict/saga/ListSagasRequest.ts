@@ -4,9 +4,11 @@
 export interface ListSagasRequest {
   'stuckOnly'?: (boolean);
   'limit'?: (number);
+  'pageToken'?: (string);
 }
 
 export interface ListSagasRequest__Output {
   'stuckOnly': (boolean);
   'limit': (number);
+  'pageToken': (string);
 }
