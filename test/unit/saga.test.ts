@@ -6,12 +6,11 @@
 
 import { describe, expect, it } from 'vitest';
 import { checkedCommand } from '../../src/commit/command-check.ts';
-import { DecisionTable, encodeCommand, type ApplyResult } from '../../src/commit/state.ts';
-import { answerProblem, SagaEngine, type SagaEngineConfig, type StepAnswer, type StepRequest } from '../../src/saga/engine.ts';
+import { DecisionTable, encodeCommand } from '../../src/commit/state.ts';
+import { answerProblem, type StepAnswer, type StepRequest } from '../../src/saga/engine.ts';
 import { SagaInbox, type InboxRecord } from '../../src/saga/inbox.ts';
-import { currentCall, stepKey, type SagaApplyResult, type SagaCommand, type SagaStepDef } from '../../src/saga/state.ts';
-
-const steps = (n: number): SagaStepDef[] => Array.from({ length: n }, (_, k) => ({ service: `svc${k % 2}`, name: `step${k}`, input: `in${k}` }));
+import { currentCall, stepKey, type SagaApplyResult, type SagaCommand } from '../../src/saga/state.ts';
+import { DONE, SagaWorld, steps } from './saga-fixture.ts';
 
 function startedTable(n: number, pivot: number | null): DecisionTable {
   const t = new DecisionTable();
@@ -126,64 +125,6 @@ describe('saga table', () => {
     expect(copy.sagas.sagas.get('s1')?.status).toEqual(['done', 'running']);
   });
 });
-
-interface Call {
-  to: string;
-  req: StepRequest;
-  cb: (err: Error | null, a?: StepAnswer) => void;
-}
-
-class SagaWorld {
-  now = 1_000;
-  index = 0;
-  readonly table = new DecisionTable();
-  readonly proposals: { cmd: SagaCommand; cb: (err: Error | null, r?: SagaApplyResult) => void }[] = [];
-  readonly calls: Call[] = [];
-  readonly ends: { to: string; sagaId: string; cb: (err: Error | null) => void }[] = [];
-  engine: SagaEngine;
-
-  constructor(cfg: Partial<SagaEngineConfig> = {}) {
-    for (const id of ['svc0', 'svc1']) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:${id.length}`, atMs: 0, kind: 'memory' }, ++this.index);
-    this.engine = this.newEngine(cfg);
-    this.engine.setLeadership(1);
-  }
-
-  newEngine(cfg: Partial<SagaEngineConfig> = {}): SagaEngine {
-    return new SagaEngine(
-      this.table.sagas,
-      this.table.participants,
-      {
-        nowMs: () => this.now,
-        random: () => 0.5,
-        propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
-        callStep: (to, req, _d, cb) => this.calls.push({ to: to.id, req, cb }),
-        endSaga: (to, sagaId, _d, cb) => this.ends.push({ to: to.id, sagaId, cb }),
-      },
-      { retryMinMs: 100, retryMaxMs: 1_000, actionAttemptsMax: 3, stuckAfterAttempts: 4, ...cfg },
-    );
-  }
-
-  applyAll(): void {
-    while (this.proposals.length > 0) {
-      const p = this.proposals.shift();
-      if (!p) break;
-      const r = this.table.apply(p.cmd, ++this.index) as ApplyResult;
-      if (r.t !== 'saga') throw new Error('not a saga result');
-      p.cb(null, r);
-      this.engine.onApplied(r);
-    }
-  }
-
-  answer(a: StepAnswer | Error): Call {
-    const c = this.calls.shift();
-    if (!c) throw new Error('no call pending');
-    if (a instanceof Error) c.cb(a);
-    else c.cb(null, a);
-    return c;
-  }
-}
-
-const DONE: StepAnswer = { status: 'done', output: 'ok', reason: '' };
 
 describe('saga engine', () => {
   it('persists before it sends: no call goes out before the transition that names it is applied', () => {
