@@ -9,7 +9,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswer, type TxnView } from '../commit/engine.ts';
 import type { DecisionOutcome } from '../domain/protocol.ts';
-import { RESOURCE_KIND, RESOURCE_KIND_UNKNOWN, type DecisionTable, type HeuristicRecord, type Resolution } from '../commit/state.ts';
+import { RESOURCE_KIND, RESOURCE_KIND_UNKNOWN, type DecisionTable, type HeuristicRecord, type ParticipantRecord, type Resolution } from '../commit/state.ts';
+import { normalServes, servesProblem } from '../domain/protocol.ts';
 import {
   type OutcomesResponse,
   OPERATOR_KEY,
@@ -153,7 +154,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
 
   const leaderOnly = (): EngineError | null => (engine.isLeader() ? null : new EngineError('not-leader', 'not the leader'));
 
-  const participantInfo = (p: { id: string; endpoint: string; registeredAtMs: number; resourceKind: string }): ParticipantInfo => ({
+  const participantInfo = (p: ParticipantRecord): ParticipantInfo => ({
     participantId: p.id,
     endpoint: p.endpoint,
     registeredAtMs: p.registeredAtMs,
@@ -161,6 +162,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     inDoubt: 0,
     resourceKind: p.resourceKind,
     connection: '',
+    serves: [...p.serves],
   });
 
   const txnInfo = (t: TxnView): TxnInfo => ({
@@ -193,18 +195,22 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
             `participant ${participantId}: resource kind ${JSON.stringify(kind.slice(0, 40))} must be 1–32 of a-z, 0-9 and "-", starting with a letter`,
           ),
         );
+      // Absent (a participant written before the field existed): it serves nothing optional, and its transactions commit the classic way.
+      const servesRefusal = servesProblem(call.request.serves);
+      if (servesRefusal !== null) return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-serves', `participant ${participantId}: ${servesRefusal}`));
+      const serves = normalServes(call.request.serves);
       // With TLS, a participant id belongs to the certificate named after it (src/transport/auth.ts); one
       // namespace with node ids, so that a participant's certificate is never taken for a node's.
       const refused = access.participantOnly(call, participantId, `registering participant "${participantId}"`);
       if (refused) return cb(refused);
       if (members.has(participantId)) return cb(invalid(`participant id "${participantId}" is the id of a node of cluster "${cfg.clusterId}"; node and participant ids must differ`));
       const existing = table.participants.get(participantId);
-      // Re-registration at the same endpoint (and kind) is a no-op, so a restarted participant costs no log write.
-      if (existing && existing.endpoint === endpoint && existing.resourceKind === kind) {
+      // Re-registration at the same endpoint (and kind, and methods served) is a no-op, so a restarted participant costs no log write.
+      if (existing && existing.endpoint === endpoint && existing.resourceKind === kind && existing.serves.join(',') === serves.join(',')) {
         engine.heardFrom(participantId);
         return cb(null, { participant: participantInfo(existing) });
       }
-      engine.registerParticipant(participantId, endpoint, kind, (err, p) =>
+      engine.registerParticipant(participantId, endpoint, kind, serves, (err, p) =>
         err || !p ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { participant: participantInfo(p) }),
       );
     },

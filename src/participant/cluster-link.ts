@@ -87,9 +87,18 @@ export class ClusterLink {
     this.finder = new LeaderFinder(this.o.endpoints, { redirectsMax: 2, addressesMax: this.o.endpoints.length + EXTRA_CHANNELS_MAX });
   }
 
-  /** `resourceKind`: what the participant keeps its data in (memory, postgres, ...); omitted, the cluster records "unknown". */
-  register(participantId: string, endpoint: string, resourceKind = ''): Promise<ParticipantInfo | null> {
-    return this.call<RegisterParticipantRequest, RegisterParticipantResponse>('RegisterParticipant', { clusterId: this.o.clusterId, participantId, endpoint, resourceKind }).then((r) => r.participant);
+  /**
+   * `resourceKind`: what the participant keeps its data in (memory, postgres, ...); omitted, the cluster records "unknown".
+   * `serves`: the optional protocol methods it serves (src/domain/protocol.ts); omitted, none.
+   */
+  register(participantId: string, endpoint: string, resourceKind = '', serves: readonly string[] = []): Promise<ParticipantInfo | null> {
+    return this.call<RegisterParticipantRequest, RegisterParticipantResponse>('RegisterParticipant', {
+      clusterId: this.o.clusterId,
+      participantId,
+      endpoint,
+      resourceKind,
+      serves: [...serves],
+    }).then((r) => r.participant);
   }
 
   /** What the cluster says about txnId, asked as participantId (an in-doubt participant). */
