@@ -142,5 +142,8 @@ describe('verdict txn', () => {
     const table = out.join('').trimEnd().split('\n');
     expect(table[0]).toMatch(/^PARTICIPANT\s+KIND\s+ENDPOINT/);
     expect(table[1]).toMatch(/^shop\s+postgres\s+127\.0\.0\.1:9001\s/);
+    // Registered without serves: nothing optional, so its transactions commit the classic way.
+    expect(table[0]).toMatch(/\sSERVES$/);
+    expect(table[1]).toMatch(/\s-$/);
   });
 });
