@@ -11,6 +11,7 @@ import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswe
 import type { DecisionOutcome } from '../domain/protocol.ts';
 import { RESOURCE_KIND, RESOURCE_KIND_UNKNOWN, type DecisionTable, type HeuristicRecord, type ParticipantRecord, type Resolution } from '../commit/state.ts';
 import { normalServes, servesProblem } from '../domain/protocol.ts';
+import { ENDPOINT_CHANGE_WINDOW_MS, ENDPOINT_CHANGES_MAX, EndpointChanges } from './endpoint-changes.ts';
 import {
   type OutcomesResponse,
   OPERATOR_KEY,
@@ -134,6 +135,8 @@ export interface CoordinatorServiceDeps {
   connection?: (endpoint: string) => string;
   /** Non-null while the node shuts down: the error that Begin and Commit answer instead of taking new work. */
   refusal?: () => grpc.ServiceError | null;
+  /** The wall clock, for the bound on endpoint changes (a test moves it); Date.now by default. */
+  nowMs?: () => number;
 }
 
 const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { committed: 'committed', aborted: 'aborted', 'in-progress': 'in_progress', unknown: 'unknown' };
@@ -142,6 +145,8 @@ const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { committed: 'com
 export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHandlers {
   const { cfg, members, driver, core, engine, table, metrics, access } = deps;
   const refusal = deps.refusal ?? (() => null);
+  const nowMs = deps.nowMs ?? Date.now;
+  const endpointChanges = new EndpointChanges();
 
   const fail = (err: EngineError): grpc.ServiceError => (err.code === 'not-leader' ? notLeader(members, driver.leader()) : engineStatus(err));
 
@@ -210,6 +215,15 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
         engine.heardFrom(participantId);
         return cb(null, { participant: participantInfo(existing) });
       }
+      // Counted where the change is made: on the leader (a follower's answer is a redirect).
+      if (existing?.endpoint !== endpoint && engine.isLeader() && !endpointChanges.allow(participantId, nowMs()))
+        return cb(
+          refuse(
+            grpc.status.RESOURCE_EXHAUSTED,
+            'endpoint-changes',
+            `participant ${participantId} registered ${ENDPOINT_CHANGES_MAX} new endpoints in the last ${ENDPOINT_CHANGE_WINDOW_MS / 1000} s (the limit); retry later`,
+          ),
+        );
       engine.registerParticipant(participantId, endpoint, kind, serves, (err, p) =>
         err || !p ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { participant: participantInfo(p) }),
       );
