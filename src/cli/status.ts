@@ -66,12 +66,30 @@ export function nodeRow(address: string, s: NodeStatus): ClusterStatus['nodes'][
  */
 export const STATUS_ADDRESSES_MAX = 32;
 
+/**
+ * Peers followed from one answer, at most: a Raft cluster has a handful of
+ * voters and learners. Only the nodes at the addresses given name peers to
+ * follow (one hop): a node found that way is asked about itself only, so a
+ * "member" cannot send the CLI on to addresses of its choosing.
+ */
+export const PEERS_FOLLOWED_MAX = 16;
+
+/** A followed address that answers as another node, or for another cluster, than its namer said: not the member it was named as. */
+function notTheMember(s: NodeStatus, named: { nodeId: string; clusterId: string }): Error | null {
+  if (s.clusterId === named.clusterId && (named.nodeId === '' || s.nodeId === named.nodeId)) return null;
+  return Object.assign(new Error(`answers as node "${s.nodeId}" of cluster "${s.clusterId}", not as "${named.nodeId}" of "${named.clusterId}" as its peer named it`), {
+    code: 9,
+    details: `not the member named here: it answers as node "${s.nodeId}" of cluster "${s.clusterId}", not "${named.nodeId}" of "${named.clusterId}"`,
+  });
+}
+
 export async function clusterStatus(addrs: string[], timeoutMs = clientTimeoutMs()): Promise<ClusterStatus> {
   const results = new Map<string, NodeStatus | Error>();
   let skipped = 0;
   /** Node ids by address, as the members report each other: names a node that does not answer. */
   const ids = new Map<string, string>();
-  const ask = async (addr: string): Promise<void> => {
+  /** `named`: for a peer, the member its namer says is there; null for an address given. */
+  const ask = async (addr: string, named: { nodeId: string; clusterId: string } | null): Promise<void> => {
     if (results.has(addr)) return;
     if (results.size >= STATUS_ADDRESSES_MAX) {
       skipped += 1;
@@ -80,15 +98,19 @@ export async function clusterStatus(addrs: string[], timeoutMs = clientTimeoutMs
     results.set(addr, new Error('pending'));
     try {
       const s = await nodeStatus(addr, timeoutMs);
-      results.set(addr, s);
-      // Learn the other members from whoever answers.
-      for (const p of s.peers) if (p.address) ids.set(p.address, p.nodeId);
-      await Promise.all(s.peers.map((p) => (p.address ? ask(p.address) : undefined)));
+      const stranger = named === null ? null : notTheMember(s, named);
+      results.set(addr, stranger ?? s);
+      if (named !== null) return;
+      // Learn the other members from a node at an address given, and follow a bounded few of them.
+      const peers = s.peers.filter((p) => p.address !== '');
+      for (const p of peers.slice(0, PEERS_FOLLOWED_MAX)) ids.set(p.address, p.nodeId);
+      for (const p of peers.slice(PEERS_FOLLOWED_MAX)) if (!results.has(p.address)) skipped += 1;
+      await Promise.all(peers.slice(0, PEERS_FOLLOWED_MAX).map((p) => ask(p.address, { nodeId: p.nodeId, clusterId: s.clusterId })));
     } catch (err) {
       results.set(addr, err as Error);
     }
   };
-  await Promise.all(addrs.map(ask));
+  await Promise.all(addrs.map((a) => ask(a, null)));
   // One row per node: an address given by hand (localhost:7001) and the one
   // the members report (127.0.0.1:7001) can reach the same node; keep the
   // answer from the node's own address.

@@ -76,7 +76,8 @@ export async function participantsCommand(args: string[]): Promise<void> {
     // The leader's connection says whether a participant is reachable; the
     // last contact alone made every idle participant look dead.
     table([
-      ['PARTICIPANT', 'KIND', 'ENDPOINT', 'REGISTERED', 'CONNECTION', 'LAST CONTACT', 'IN DOUBT'],
+      // SERVES: the optional protocol methods it registered; without Status its transactions commit the classic way.
+      ['PARTICIPANT', 'KIND', 'ENDPOINT', 'REGISTERED', 'CONNECTION', 'LAST CONTACT', 'IN DOUBT', 'SERVES'],
       ...ps.map((p) => [
         p.participantId,
         p.resourceKind || 'unknown',
@@ -85,6 +86,7 @@ export async function participantsCommand(args: string[]): Promise<void> {
         p.connection || '?',
         p.lastSeenAtMs ? `${age(Math.max(0, nowMs - p.lastSeenAtMs))} ago` : 'none since the leader took over',
         String(p.inDoubt ?? 0),
+        p.serves.length > 0 ? p.serves.join(',') : '-',
       ]),
     ]);
   });

@@ -142,12 +142,16 @@ export class VerdictClient {
     return toOutcomeResult(txnId, await this.connection.call('Abort', { txnId, reason }, call));
   }
 
-  /** Registers a participant; `resourceKind` (e.g. "postgres"; 1–32 of a-z, 0-9 and "-") is shown by `verdict participants` and the console, "" reads as "unknown". */
-  async registerParticipant(participantId: string, endpoint: string, call: CallOptions = {}, resourceKind = ''): Promise<ParticipantInfo> {
+  /**
+   * Registers a participant; `resourceKind` (e.g. "postgres"; 1–32 of a-z, 0-9 and "-") is shown by `verdict participants` and the console, "" reads as "unknown".
+   * `serves`: the optional methods of the participant protocol it serves ("Status", "Exchange"); none by default, so its
+   * transactions commit by classic two-phase commit (docs/protocol.md, "Compatibility").
+   */
+  async registerParticipant(participantId: string, endpoint: string, call: CallOptions = {}, resourceKind = '', serves: readonly string[] = []): Promise<ParticipantInfo> {
     checkId(participantId, 'participant id');
     checkId(endpoint, 'participant endpoint');
     this.clusterId ??= (await this.status(call)).clusterId;
-    const r = await this.connection.call('RegisterParticipant', { clusterId: this.clusterId, participantId, endpoint, resourceKind }, call);
+    const r = await this.connection.call('RegisterParticipant', { clusterId: this.clusterId, participantId, endpoint, resourceKind, serves: [...serves] }, call);
     if (r.participant === null) throw new VerdictError('INTERNAL', `registering ${participantId}: the cluster answered without the participant`);
     return r.participant;
   }

@@ -13,6 +13,7 @@
 import { sagaOwnerProblem, STEPS_MAX } from '../saga/state.ts';
 import { batchable, TAG_DECISION_BATCH } from './decision-batch.ts';
 import { decodeCommand, isCommand, RESOURCE_KIND, type Command } from './state.ts';
+import { servesProblem } from '../domain/protocol.ts';
 
 type Fields = Record<string, unknown>;
 const isString = (v: unknown): v is string => typeof v === 'string';
@@ -35,8 +36,12 @@ const isStepDef = (v: unknown): boolean => {
  * does not compile until it says here what a well-formed one looks like.
  */
 const CHECKS: { [K in Command['t']]: (c: Fields) => string | null } = {
-  register: (c) =>
-    isString(c.id) && isString(c.endpoint) && isTime(c.atMs) && isString(c.kind) && RESOURCE_KIND.test(c.kind) ? null : 'register needs id, endpoint, atMs and a resource kind of [a-z0-9-]',
+  register: (c) => {
+    if (!(isString(c.id) && isString(c.endpoint) && isTime(c.atMs) && isString(c.kind) && RESOURCE_KIND.test(c.kind))) return 'register needs id, endpoint, atMs and a resource kind of [a-z0-9-]';
+    // Absent from registrations logged before it existed.
+    if (c.serves === undefined) return null;
+    return isStringList(c.serves) ? servesProblem(c.serves as string[]) : 'register has a serves that is not a list of method names';
+  },
   decide: (c) => {
     if (!isString(c.txnId) || !isOutcome(c.outcome) || !isString(c.reason) || !isStringList(c.participants) || !isTime(c.atMs)) return 'decide needs txnId, outcome, reason, participants and atMs';
     if (c.operator === undefined) return null;

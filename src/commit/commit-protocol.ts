@@ -33,7 +33,7 @@
 
 import { assert } from '../util/assert.ts';
 import type { ApplyResult, Decision, DecisionTable } from './state.ts';
-import type { DecisionOutcome } from '../domain/protocol.ts';
+import { type DecisionOutcome, PARALLEL_COMMIT_NEEDS } from '../domain/protocol.ts';
 import { beginRefusal, forgottenReason, futureIdRefusal } from './id-newness.ts';
 import { phaseCounts } from './engine-views.ts';
 import {
@@ -330,7 +330,21 @@ export class CommitProtocol {
     if (err) return cb(err);
     t.waiters.push(cb);
     this.startPrepare(t, enlist);
-    if (parallelCommit ?? this.cfg.parallelCommit) this.stage(t);
+    if ((parallelCommit ?? this.cfg.parallelCommit) && this.recoverable(t)) this.stage(t);
+  }
+
+  /**
+   * Whether a new leader could recover t if it were staged: recovery asks
+   * every participant the status question, and a participant that never
+   * prepared answers nothing else. So t commits in parallel only when every
+   * participant said at registration that it serves Status; otherwise
+   * classic two-phase commit, which a new leader ends by ABORT without asking
+   * anyone (R2, R3). A participant built before Status existed never leaves
+   * a transaction waiting for an answer it cannot give. (A test mutant stages regardless.)
+   */
+  protected recoverable(t: Txn): boolean {
+    for (const m of t.members.values()) if (!m.record.serves.includes(PARALLEL_COMMIT_NEEDS)) return false;
+    return true;
   }
 
   /** begun → preparing: enlists the (validated) participants and sends PREPARE to each. */

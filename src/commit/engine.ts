@@ -61,7 +61,8 @@ export class CoordinatorEngine extends CommitProtocol {
     unregisterParticipant(this.port, id, operator, cb);
   }
 
-  registerParticipant(id: string, endpoint: string, kind: string, cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
-    registerParticipant(this.port, id, endpoint, kind, cb);
+  /** `serves`: the optional protocol methods it serves (src/domain/protocol.ts); empty, none. */
+  registerParticipant(id: string, endpoint: string, kind: string, serves: readonly string[], cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
+    registerParticipant(this.port, id, endpoint, kind, serves, cb);
   }
 }

@@ -6,7 +6,7 @@
 // transition that asserts its preconditions. Every one checks its input
 // first and refuses with an EngineError.
 
-import type { DecisionOutcome } from '../domain/protocol.ts';
+import { type DecisionOutcome, normalServes } from '../domain/protocol.ts';
 import type { ProtocolPort } from './commit-protocol.ts';
 import { type AbortClass, answerOf, decisionParticipants, EngineError, type HeuristicReport, type ResolveAnswer, validateTxnId } from './engine-types.ts';
 import type { HeuristicRecord, OperatorAct, ParticipantRecord } from './state.ts';
@@ -187,10 +187,14 @@ export function unregisterParticipant(p: ProtocolPort, id: string, operator: str
   });
 }
 
-/** `kind`: the resource kind, already checked against RESOURCE_KIND by the caller (the edge). */
-export function registerParticipant(p: ProtocolPort, id: string, endpoint: string, kind: string, cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
+/**
+ * `kind`: the resource kind, already checked against RESOURCE_KIND by the
+ * caller (the edge); `serves`: the optional methods it serves, checked by
+ * servesProblem there (src/domain/protocol.ts), logged in their one spelling.
+ */
+export function registerParticipant(p: ProtocolPort, id: string, endpoint: string, kind: string, serves: readonly string[], cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
   if (!p.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
-  p.io.propose({ t: 'register', id, endpoint, kind, atMs: p.io.nowMs() }, (err, r) => {
+  p.io.propose({ t: 'register', id, endpoint, kind, serves: normalServes(serves), atMs: p.io.nowMs() }, (err, r) => {
     if (err || !r || r.t !== 'register') return cb(new EngineError('outcome-unknown', `registration not committed: ${err?.message ?? 'no result'}; retry`));
     p.heardFrom(id);
     cb(null, r.participant);

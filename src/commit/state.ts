@@ -22,6 +22,12 @@ export interface ParticipantRecord {
   registeredAtMs: number;
   /** What it keeps its data in, as it said at registration (RESOURCE_KIND); "unknown" when it did not say. */
   resourceKind: string;
+  /**
+   * The optional protocol methods it serves, as it said at registration
+   * (src/domain/protocol.ts, OptionalMethod), sorted; empty for a participant
+   * that did not say, and for one registered before the field existed.
+   */
+  serves: readonly string[];
 }
 
 /** A resource kind as a participant names it: a short lower-case word (memory, postgres, mysql, tcc-postgres, saga-memory, ...). */
@@ -98,7 +104,8 @@ export interface Staging {
 
 export type Command =
   // `kind` is absent from registrations logged before resource kinds existed.
-  | { t: 'register'; id: string; endpoint: string; atMs: number; kind: string }
+  // `serves` is absent from registrations logged before it existed: they serve nothing optional.
+  | { t: 'register'; id: string; endpoint: string; atMs: number; kind: string; serves?: string[] }
   // `verdict participant remove`: the participant leaves the registry, unless a
   // decision in the table still names it and is not in `acked` (the decisions
   // the leader saw it acknowledge; the table itself does not track ACKs).
@@ -199,6 +206,7 @@ export class DecisionTable {
           endpoint: cmd.endpoint,
           registeredAtMs: this.participants.get(cmd.id)?.registeredAtMs ?? cmd.atMs,
           resourceKind: cmd.kind,
+          serves: cmd.serves ?? [],
         };
         this.participants.set(cmd.id, p);
         return { t: 'register', participant: p };
@@ -361,6 +369,8 @@ export class DecisionTable {
     }
     if (o.hz !== null && typeof o.hz !== 'number') throw new Error('decision table in the snapshot is malformed: hz is neither a time nor null');
     if (!o.p.every((p) => p !== null && typeof p === 'object' && typeof p.resourceKind === 'string')) throw new Error('a participant in the snapshot is malformed: no resource kind');
+    const servesOk = (v: unknown): boolean => v === undefined || (Array.isArray(v) && v.every((m) => typeof m === 'string'));
+    if (!o.p.every((p) => servesOk((p as { serves?: unknown }).serves))) throw new Error('a participant in the snapshot is malformed: serves is not a list of names');
     this.participants.clear();
     this.decisions.clear();
     this.tombstones.clear();
@@ -368,7 +378,8 @@ export class DecisionTable {
     this.resolutions.clear();
     this.staged.clear();
     for (const st of o.st) this.staged.set(st.txnId, st);
-    for (const p of o.p) this.participants.set(p.id, { ...p });
+    // A snapshot taken before `serves` existed: those participants serve nothing optional (they registered so).
+    for (const p of o.p) this.participants.set(p.id, { ...p, serves: Array.isArray(p.serves) ? p.serves : [] });
     for (const d of o.d) this.decisions.set(d.txnId, d);
     for (const [k, v] of o.t) this.tombstones.set(k, v);
     for (const [k, v] of o.h) this.heuristics.set(k, v);

@@ -367,11 +367,12 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
 
 /**
  * The host names the console answers to: those in the node's own addresses
- * (listen, metricsListen, consoleListen, the peers) and localhost. Any IP
+ * (listen, metricsListen, consoleListen, the peers), localhost, and the
+ * config's consoleHosts (a DNS name, a reverse proxy's). Any IP
  * literal is accepted too: DNS rebinding needs a name the attacker controls,
  * which this list never holds.
  */
-export function consoleHostNames(cfg: Pick<NodeConfig, 'listen' | 'metricsListen' | 'consoleListen' | 'peers'>): ReadonlySet<string> {
+export function consoleHostNames(cfg: Pick<NodeConfig, 'listen' | 'metricsListen' | 'consoleListen' | 'peers' | 'consoleHosts'>): ReadonlySet<string> {
   const hostOf = (address: string): string =>
     address
       .slice(0, address.lastIndexOf(':'))
@@ -379,6 +380,7 @@ export function consoleHostNames(cfg: Pick<NodeConfig, 'listen' | 'metricsListen
       .toLowerCase();
   const out = new Set(['localhost']);
   for (const a of [cfg.listen, cfg.metricsListen, cfg.consoleListen, ...cfg.peers.values()]) if (a !== null) out.add(hostOf(a));
+  for (const name of cfg.consoleHosts) out.add(name.toLowerCase());
   return out;
 }
 
@@ -388,7 +390,7 @@ export function hostRefusal(host: string | undefined, names: ReadonlySet<string>
   const m = /^(\[[^\]]+\]|[^:]+)(?::\d{1,5})?$/.exec(host);
   const name = (m?.[1] ?? '').replace(/^\[|\]$/g, '').toLowerCase();
   if (name !== '' && (isIP(name) !== 0 || names.has(name))) return null;
-  return `Host ${JSON.stringify(host.slice(0, 100))} is not a name of this console (${[...names].join(', ')}, or an IP address); a page that rebinds its own name to this address gets no answer. Open the console by one of those names, or give the node that name in consoleListen`;
+  return `Host ${JSON.stringify(host.slice(0, 100))} is not a name of this console (${[...names].join(', ')}, or an IP address); a page that rebinds its own name to this address gets no answer. Open the console by one of those names, or add the name to "consoleHosts" in the node's config`;
 }
 
 function decodeSegment(s: string): string {

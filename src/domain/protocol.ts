@@ -59,3 +59,38 @@ export interface Ack {
   txnId: string;
   participantId: string;
 }
+
+/**
+ * The optional methods of the participant protocol (proto/participant.proto),
+ * by the names a participant lists in `serves` at registration. PREPARE and
+ * DECISION are what every participant serves; a method added to the protocol
+ * later is optional, and the cluster uses it only with a participant that
+ * said it serves it, so a participant built from an older protocol never
+ * waits for an answer it cannot give (docs/protocol.md, "Compatibility").
+ *
+ *   Status    parallel commit's recovery asks it; a transaction commits in
+ *             parallel only when every participant of it serves Status.
+ *   Exchange  the batched stream; a leader tries it and falls back to the
+ *             unary calls on UNIMPLEMENTED, so listing it is a courtesy.
+ */
+export type OptionalMethod = 'Exchange' | 'Status';
+
+/** What a participant must serve for its transactions to commit in parallel. */
+export const PARALLEL_COMMIT_NEEDS: OptionalMethod = 'Status';
+
+/** Names in one `serves` list, at most; each a method name of 1–32 characters. */
+export const SERVES_MAX = 16;
+const SERVED_METHOD = /^[A-Z][A-Za-z0-9]{0,31}$/;
+
+/** Why a `serves` list is refused, or null. Names this version does not know are kept: a newer leader may use them. */
+export function servesProblem(serves: readonly string[]): string | null {
+  if (serves.length > SERVES_MAX) return `serves names ${serves.length} methods (limit ${SERVES_MAX})`;
+  const bad = serves.find((m) => !SERVED_METHOD.test(m));
+  if (bad !== undefined) return `serves: ${JSON.stringify(bad.slice(0, 40))} is not a method name (1–32 of A-Z, a-z, 0-9, starting with an upper-case letter)`;
+  return null;
+}
+
+/** One spelling of a `serves` list: sorted, each name once, so equal lists compare equal. */
+export function normalServes(serves: readonly string[]): string[] {
+  return [...new Set(serves)].sort();
+}

@@ -24,6 +24,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   listen: 'string',
   metricsListen: 'string',
   consoleListen: 'string',
+  consoleHosts: 'list',
   dataDir: 'string',
   peers: 'map',
   peerDial: 'map',

@@ -9,6 +9,7 @@ import { COMMIT_NOTICE_MS_DEFAULT } from './driver.ts';
 import { REQUEST_BYTES_MAX_DEFAULT } from '../transport/validate.ts';
 import { ANSWER_STREAM_UNREAD_MAX } from '../transport/request-stream.ts';
 import { checkAddresses } from './config-addresses.ts';
+import { isLoopbackHost } from '../transport/listen-policy.ts';
 import { defaultEngineConfig } from '../commit/engine-types.ts';
 import { describeSource, envName, mergeOverrides, OverrideError, type Source } from './config-sources.ts';
 
@@ -23,6 +24,13 @@ export interface NodeConfig {
   metricsListen: string | null;
   /** host:port of the web console (src/console/): HTTPS with mutual TLS when `tls` is set, plain HTTP otherwise; null: none of its own (it is also on metricsListen). */
   consoleListen: string | null;
+  /**
+   * Host names the console answers to besides its own (localhost and the
+   * hosts of listen, metricsListen, consoleListen and the peers): a DNS name
+   * or a reverse proxy's, lower case. Any other name in a request's Host is
+   * refused (DNS rebinding, src/console/api.ts).
+   */
+  consoleHosts: string[];
   /** Absolute path of the data directory (resolved against the config file's folder). */
   dataDir: string;
   /**
@@ -150,6 +158,7 @@ const KNOWN = [
   'listen',
   'metricsListen',
   'consoleListen',
+  'consoleHosts',
   'dataDir',
   'peers',
   'peerDial',
@@ -175,6 +184,9 @@ const KNOWN = [
   'decisionLingerMs',
 ];
 const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
+const HOST_NAMES_MAX = 32;
+/** A DNS name: labels of letters, digits and "-", dot-separated, at most 253 characters. */
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 const ADMIN_NAMES_MAX = 256;
 
 export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOverrides = {}): NodeConfig {
@@ -212,6 +224,14 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     return v;
   };
   const str = (key: string, pattern: RegExp | null, form: string): string => strIn(o, key, key, pattern, form);
+  /** A list of DNS host names, lower-cased. */
+  const hostNames = (key: string): string[] => {
+    const v = o[key] ?? [];
+    const form = `a list of host names, e.g. ["verdict.example.com"], at most ${HOST_NAMES_MAX}`;
+    if (!Array.isArray(v) || v.length > HOST_NAMES_MAX || v.some((x) => typeof x !== 'string' || !HOST_NAME.test(x)))
+      throw new ConfigError(file, `${label(key)} is ${JSON.stringify(o[key])}: expected ${form}`);
+    return (v as string[]).map((x) => x.toLowerCase());
+  };
   const int = (key: string, def: number, min: number, max: number): number => {
     const v = o[key];
     if (v === undefined) return def;
@@ -239,6 +259,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
         `${label('consoleListen')} is ${consoleListen}, the address of ${consoleListen === listen ? label('listen') : label('metricsListen')}: give the console a port of its own`,
       );
   }
+  const consoleHosts = hostNames('consoleHosts');
   const dataDir = absolute('dataDir', str('dataDir', /\S/, 'a directory path'));
 
   const p = o.peers;
@@ -323,6 +344,24 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     tls = { ca, cert, key, adminNames };
   }
 
+  // The HTTP listeners serve the console, whose actions (resolve, abort, move leadership) have no
+  // identity to check without TLS: beyond loopback only when the operator says insecure.
+  if (tls === null && !insecure) {
+    for (const [key, address] of [
+      ['metricsListen', metricsListen],
+      ['consoleListen', consoleListen],
+    ] as const) {
+      if (address === null || isLoopbackHost(address.slice(0, address.lastIndexOf(':')))) continue;
+      const host = address.slice(0, address.lastIndexOf(':'));
+      throw new ConfigError(
+        file,
+        `${label(key)} is ${address}, beyond loopback, and the node has no "tls": without TLS anyone who can reach ${host} could use the console served there ` +
+          `(resolve or abort transactions, move leadership); listen on loopback (127.0.0.1${address.slice(address.lastIndexOf(':'))}), configure "tls" (see docs/security.md), ` +
+          `or set "insecure": true (or --insecure) on a network you trust`,
+      );
+    }
+  }
+
   const addressProblem = checkAddresses(nodeId, listen, metricsListen, peers);
   if (addressProblem !== null)
     throw new ConfigError(
@@ -337,6 +376,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     listen,
     metricsListen,
     consoleListen,
+    consoleHosts,
     dataDir,
     peers,
     peerDial,

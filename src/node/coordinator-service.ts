@@ -9,7 +9,9 @@
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswer, type TxnView } from '../commit/engine.ts';
 import type { DecisionOutcome } from '../domain/protocol.ts';
-import { RESOURCE_KIND, RESOURCE_KIND_UNKNOWN, type DecisionTable, type HeuristicRecord, type Resolution } from '../commit/state.ts';
+import { RESOURCE_KIND, RESOURCE_KIND_UNKNOWN, type DecisionTable, type HeuristicRecord, type ParticipantRecord, type Resolution } from '../commit/state.ts';
+import { normalServes, servesProblem } from '../domain/protocol.ts';
+import { ENDPOINT_CHANGE_WINDOW_MS, ENDPOINT_CHANGES_MAX, EndpointChanges } from './endpoint-changes.ts';
 import {
   type OutcomesResponse,
   OPERATOR_KEY,
@@ -133,6 +135,8 @@ export interface CoordinatorServiceDeps {
   connection?: (endpoint: string) => string;
   /** Non-null while the node shuts down: the error that Begin and Commit answer instead of taking new work. */
   refusal?: () => grpc.ServiceError | null;
+  /** The wall clock, for the bound on endpoint changes (a test moves it); Date.now by default. */
+  nowMs?: () => number;
 }
 
 const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { committed: 'committed', aborted: 'aborted', 'in-progress': 'in_progress', unknown: 'unknown' };
@@ -141,6 +145,8 @@ const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { committed: 'com
 export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHandlers {
   const { cfg, members, driver, core, engine, table, metrics, access } = deps;
   const refusal = deps.refusal ?? (() => null);
+  const nowMs = deps.nowMs ?? Date.now;
+  const endpointChanges = new EndpointChanges();
 
   const fail = (err: EngineError): grpc.ServiceError => (err.code === 'not-leader' ? notLeader(members, driver.leader()) : engineStatus(err));
 
@@ -153,7 +159,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
 
   const leaderOnly = (): EngineError | null => (engine.isLeader() ? null : new EngineError('not-leader', 'not the leader'));
 
-  const participantInfo = (p: { id: string; endpoint: string; registeredAtMs: number; resourceKind: string }): ParticipantInfo => ({
+  const participantInfo = (p: ParticipantRecord): ParticipantInfo => ({
     participantId: p.id,
     endpoint: p.endpoint,
     registeredAtMs: p.registeredAtMs,
@@ -161,6 +167,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     inDoubt: 0,
     resourceKind: p.resourceKind,
     connection: '',
+    serves: [...p.serves],
   });
 
   const txnInfo = (t: TxnView): TxnInfo => ({
@@ -193,18 +200,31 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
             `participant ${participantId}: resource kind ${JSON.stringify(kind.slice(0, 40))} must be 1–32 of a-z, 0-9 and "-", starting with a letter`,
           ),
         );
+      // Absent (a participant written before the field existed): it serves nothing optional, and its transactions commit the classic way.
+      const servesRefusal = servesProblem(call.request.serves);
+      if (servesRefusal !== null) return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-serves', `participant ${participantId}: ${servesRefusal}`));
+      const serves = normalServes(call.request.serves);
       // With TLS, a participant id belongs to the certificate named after it (src/transport/auth.ts); one
       // namespace with node ids, so that a participant's certificate is never taken for a node's.
       const refused = access.participantOnly(call, participantId, `registering participant "${participantId}"`);
       if (refused) return cb(refused);
       if (members.has(participantId)) return cb(invalid(`participant id "${participantId}" is the id of a node of cluster "${cfg.clusterId}"; node and participant ids must differ`));
       const existing = table.participants.get(participantId);
-      // Re-registration at the same endpoint (and kind) is a no-op, so a restarted participant costs no log write.
-      if (existing && existing.endpoint === endpoint && existing.resourceKind === kind) {
+      // Re-registration at the same endpoint (and kind, and methods served) is a no-op, so a restarted participant costs no log write.
+      if (existing && existing.endpoint === endpoint && existing.resourceKind === kind && existing.serves.join(',') === serves.join(',')) {
         engine.heardFrom(participantId);
         return cb(null, { participant: participantInfo(existing) });
       }
-      engine.registerParticipant(participantId, endpoint, kind, (err, p) =>
+      // Counted where the change is made: on the leader (a follower's answer is a redirect).
+      if (existing?.endpoint !== endpoint && engine.isLeader() && !endpointChanges.allow(participantId, nowMs()))
+        return cb(
+          refuse(
+            grpc.status.RESOURCE_EXHAUSTED,
+            'endpoint-changes',
+            `participant ${participantId} registered ${ENDPOINT_CHANGES_MAX} new endpoints in the last ${ENDPOINT_CHANGE_WINDOW_MS / 1000} s (the limit); retry later`,
+          ),
+        );
+      engine.registerParticipant(participantId, endpoint, kind, serves, (err, p) =>
         err || !p ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { participant: participantInfo(p) }),
       );
     },

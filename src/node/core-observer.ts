@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
 import type { NodeCoreObserver, ParticipantLinks } from './core.ts';
-import type { ParticipantLink } from './participant-link.ts';
+import { noVoteError, type ParticipantLink } from './participant-link.ts';
 
 export interface WatchOptions {
   log: Logger;
@@ -67,7 +67,8 @@ export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txn
         });
         if (err) log.info({ txnId: req.txnId, participantId: to.id, endpoint: to.endpoint, err: err.message }, 'PREPARE got no vote; the transaction aborts');
         else if (vote?.vote === 'no') log.info({ txnId: req.txnId, participantId: to.id, reason: vote.reason }, 'participant voted NO');
-        cb(err, vote);
+        // The engine (and the abort reason it logs) hears no connection detail: see noVoteError.
+        cb(err ? noVoteError(to, err) : null, vote);
       });
     },
     sendDecision: (to, req, timeoutMs, cb) => {

@@ -12,6 +12,29 @@ import { decisionToWire, prepareToWire, statusFromWire, voteFromWire } from '../
 import type { TxnStatus } from '../participant/types.ts';
 import { ParticipantExchange } from '../transport/participant-exchange.ts';
 
+/**
+ * Refusals only a participant's own PREPARE handler gives (grpc-js never
+ * makes them up for a connection that failed): their details are the
+ * participant's words, kept in the transaction's abort reason.
+ */
+const PARTICIPANT_REFUSALS: ReadonlySet<number> = new Set([grpc.status.FAILED_PRECONDITION, grpc.status.INVALID_ARGUMENT]);
+
+/**
+ * What the engine (and so the logged abort reason, which clients and the
+ * participant read back) hears of a PREPARE that got no vote. A registered
+ * endpoint is whatever the participant said, so the raw connection error
+ * ("ECONNREFUSED", a timeout, "Protocol error" from a server that is not
+ * gRPC) would tell whoever registered it what listens at any address the
+ * leader can reach: a port scan run from the leader. Every failure that is
+ * not the participant's own refusal reads the same; the node's log and the
+ * console's timeline keep the error for operators.
+ */
+export function noVoteError(to: ParticipantRecord, err: Error): Error {
+  const code = (err as Partial<grpc.ServiceError>).code;
+  if (code !== undefined && PARTICIPANT_REFUSALS.has(code)) return err;
+  return new Error(`no answer from participant ${to.id} at its registered endpoint (unreachable, not a participant, or too slow; the leader's log names the error)`);
+}
+
 /** Channels kept open; beyond this the least recently used is closed. */
 const CHANNELS_MAX = 256;
 

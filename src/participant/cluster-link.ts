@@ -27,6 +27,7 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import { raftNodeService, type NodeStatus, type StatusRequest } from '../transport/proto.ts';
+import { sagasService, type SagaInfo, type SagaStatusRequest } from '../transport/saga-rpc.ts';
 import { withDefaults, type AskedOutcome, type AskOutcome, type AskOutcomes, type ClusterOutcome } from './types.ts';
 
 export type { OutcomeValue };
@@ -87,9 +88,18 @@ export class ClusterLink {
     this.finder = new LeaderFinder(this.o.endpoints, { redirectsMax: 2, addressesMax: this.o.endpoints.length + EXTRA_CHANNELS_MAX });
   }
 
-  /** `resourceKind`: what the participant keeps its data in (memory, postgres, ...); omitted, the cluster records "unknown". */
-  register(participantId: string, endpoint: string, resourceKind = ''): Promise<ParticipantInfo | null> {
-    return this.call<RegisterParticipantRequest, RegisterParticipantResponse>('RegisterParticipant', { clusterId: this.o.clusterId, participantId, endpoint, resourceKind }).then((r) => r.participant);
+  /**
+   * `resourceKind`: what the participant keeps its data in (memory, postgres, ...); omitted, the cluster records "unknown".
+   * `serves`: the optional protocol methods it serves (src/domain/protocol.ts); omitted, none.
+   */
+  register(participantId: string, endpoint: string, resourceKind = '', serves: readonly string[] = []): Promise<ParticipantInfo | null> {
+    return this.call<RegisterParticipantRequest, RegisterParticipantResponse>('RegisterParticipant', {
+      clusterId: this.o.clusterId,
+      participantId,
+      endpoint,
+      resourceKind,
+      serves: [...serves],
+    }).then((r) => r.participant);
   }
 
   /** What the cluster says about txnId, asked as participantId (an in-doubt participant). */
@@ -212,6 +222,37 @@ export class ClusterLink {
         ? `the configured endpoints do not agree on the cluster's nodes (${[...votes.values()].map((v) => `${v.count}× [${v.ids.join(', ')}]`).join('; ')}); asking again later`
         : `fewer than a majority of the ${endpoints.length} configured endpoints answered (${errors.slice(0, 3).join('; ') || 'no answer'})`,
     );
+  }
+
+  /**
+   * A saga's state as the cluster's applied log has it (running,
+   * compensating, finished, compensated), asked of the leader first; null
+   * when the cluster knows no such saga. Rejects when no node answered.
+   */
+  async sagaState(sagaId: string): Promise<string | null> {
+    try {
+      const info = await callLeader(
+        this.finder,
+        (address) => {
+          if (this.closed) throw new Error('cluster link is closed');
+          return unaryCall<SagaStatusRequest, SagaInfo>(this.client(address), sagasService.SagaStatus as grpc.MethodDefinition<SagaStatusRequest, SagaInfo>, { sagaId, waitMs: 0 }, this.o.deadlineMs);
+        },
+        {
+          retryable: (err) => {
+            const e = err as Partial<grpc.ServiceError>;
+            if (e.code !== grpc.status.UNAVAILABLE && e.code !== grpc.status.DEADLINE_EXCEEDED) return null;
+            return { why: e.details || (e.message ?? ''), hint: e.code === grpc.status.UNAVAILABLE ? namedLeader(err) : undefined };
+          },
+          roundsMax: 1,
+          pauseMs: () => 0,
+        },
+      );
+      if (info.sagaId !== sagaId) throw new Error(`the cluster answered about saga ${info.sagaId} when asked about ${sagaId}`);
+      return info.state;
+    } catch (err) {
+      if ((err as Partial<grpc.ServiceError>).code === grpc.status.NOT_FOUND) return null;
+      throw err instanceof NoLeaderError && err.last instanceof Error ? err.last : err;
+    }
   }
 
   close(): void {

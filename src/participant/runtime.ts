@@ -35,7 +35,7 @@ import type { TccParticipantOptions, TccResource, TccSetup } from './tcc/setup.t
 import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
 import { participantCertificateProblem } from './certificate-check.ts';
 import { classifyRegistrationError, registrationBackoffMs, retryAnyway } from './registration.ts';
-import { endExchanges, newGate, participantHandlers } from './serve.ts';
+import { endExchanges, newGate, participantHandlers, SERVED_OPTIONAL } from './serve.ts';
 import { NodeCallers } from './node-callers.ts';
 
 /** How long the memory resource's PREPARE waits for a locked key by default (ParticipantOptions.lockWaitMs). */
@@ -390,7 +390,7 @@ function register(o: ParticipantOptions, link: ClusterLink, advertise: string, w
     const attempt = (): void => {
       if (stopping) return;
       attempts += 1;
-      link.register(o.participantId, advertise, resourceKindOf(o)).then(
+      link.register(o.participantId, advertise, resourceKindOf(o), SERVED_OPTIONAL).then(
         () => {
           log.info({ endpoint: advertise, attempts }, 'registered with the cluster');
           resolve();

@@ -23,6 +23,7 @@ import { PAYLOAD_BYTES_MAX } from './memory.ts';
 import { ParticipantError } from './types.ts';
 import type { CallerCheck } from './node-callers.ts';
 import { TXN_ID_CHARS_MAX, txnIdProblem } from '../domain/txn-id.ts';
+import type { OptionalMethod } from '../domain/protocol.ts';
 import { ID_CHARS_MAX, quote, REASON_CHARS_MAX } from '../transport/validate.ts';
 
 /** More participants than a coordinator ever enlists (its participantsMax is 64). */
@@ -101,6 +102,9 @@ function serveStatus(engine: ParticipantEngine, gate: Gate, req: StatusRequest, 
     else cb(null, statusToWire(req.txnId, req.participantId, status));
   });
 }
+
+/** The optional methods these handlers serve, as the runtime lists them at registration (src/domain/protocol.ts). */
+export const SERVED_OPTIONAL: readonly OptionalMethod[] = ['Exchange', 'Status'];
 
 /**
  * gRPC handlers: check the caller (with TLS: `callers`; null without),

@@ -147,8 +147,9 @@ export class SagaInbox {
     });
   }
 
-  /** The saga ended and the orchestrator logged it: its keys may go. Durable first, then dropped. */
+  /** The saga ended and the orchestrator logged it: its keys may go. Durable first, then dropped. A repeated end writes nothing. */
   end(sagaId: string, cb: (err: Error | null) => void): void {
+    if (this.ended.has(sagaId)) return cb(null);
     const rec: InboxRecord = { t: 'end', sagaId, step: 0, kind: 'action', key: '', status: 'done', output: '', reason: '', effect: '' };
     this.journal.append(rec, (err) => {
       if (!err) this.drop(sagaId);

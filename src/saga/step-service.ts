@@ -31,7 +31,7 @@ import type { StepRequest } from './engine.ts';
 import { ENDED_MAX, SagaInbox, type InboxRecord, type StepHandler } from './inbox.ts';
 import type { StepAnswer } from './engine.ts';
 import type { PgStepHandler } from './postgres-inbox.ts';
-import { STEPS_MAX, stepKey, type StepKind } from './state.ts';
+import { SAGA_ID_BYTES_MAX, STEPS_MAX, stepKey, type StepKind } from './state.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
 
 export interface StepHandlers {
@@ -92,6 +92,9 @@ function stepServiceTls(o: StepServiceOptions): TlsMaterial | null {
   if (problem !== null) throw new StepServiceStartupError(`step service ${o.serviceId}: ${problem}`);
   return tls;
 }
+
+/** End calls being confirmed with the cluster at once; beyond, RESOURCE_EXHAUSTED (the orchestrator retries). */
+const END_CONFIRMATIONS_MAX = 64;
 
 export interface StepService {
   address: string;
@@ -171,12 +174,42 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
         cb(null, { status: a.status === 'done' ? 'STEP_DONE' : 'STEP_FAILED', output: a.output, reason: a.reason });
       });
     };
+  /**
+   * End drops a saga's keys and refuses every later call of it, so an End
+   * for a saga still running would wedge it: its next step could never run
+   * here. The orchestrator sends End only once the saga's end is applied in
+   * the log, so the end is confirmed with the cluster first (SagaStatus);
+   * anything but FINISHED or COMPENSATED is refused, and the orchestrator,
+   * which retries End until it is acknowledged, asks again. Without TLS this
+   * is what stops a caller that is not a node; with TLS only nodes get here.
+   */
+  let confirming = 0;
+  const endConfirmed = (sagaId: string, cb: grpc.sendUnaryData<Record<string, never>>): void => {
+    if (sagaId === '' || Buffer.byteLength(sagaId) > SAGA_ID_BYTES_MAX) return cb({ code: grpc.status.INVALID_ARGUMENT, details: `saga id ${JSON.stringify(sagaId.slice(0, 40))} is not a saga id` });
+    if (confirming >= END_CONFIRMATIONS_MAX)
+      return cb({ code: grpc.status.RESOURCE_EXHAUSTED, details: `step service ${o.serviceId} is confirming ${END_CONFIRMATIONS_MAX} saga ends with the cluster; retry later` });
+    confirming++;
+    link.sagaState(sagaId).then(
+      (state) => {
+        confirming--;
+        if (state !== 'finished' && state !== 'compensated') {
+          log.warn({ sagaId, state }, 'End refused: the cluster does not have the saga ended');
+          return cb({ code: grpc.status.FAILED_PRECONDITION, details: `saga ${sagaId} is ${state === null ? 'unknown to the cluster' : `${state} on the cluster`}: not ended, its keys stay` });
+        }
+        backend.end(sagaId, (err) => (err ? cb({ code: grpc.status.UNAVAILABLE, details: err.message }) : cb(null, {})));
+      },
+      (err: Error) => {
+        confirming--;
+        cb({ code: grpc.status.UNAVAILABLE, details: `saga ${sagaId}: its end could not be confirmed with the cluster (${err.message}); retry` });
+      },
+    );
+  };
   const handlers: SagaStepHandlers = {
     Execute: fromNode('Execute', serve('action')),
     Compensate: fromNode('Compensate', serve('compensate')),
     End: fromNode('End', (call, cb) => {
       if (call.request.clusterId !== o.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the call is for cluster "${call.request.clusterId}"` });
-      backend.end(call.request.sagaId, (err) => (err ? cb({ code: grpc.status.UNAVAILABLE, details: err.message }) : cb(null, {})));
+      endConfirmed(call.request.sagaId, cb);
     }),
   };
   const server = new grpc.Server();

@@ -19,7 +19,16 @@ export async function fakeCluster(): Promise<FakeCluster> {
   const impl: CoordinatorParticipantHandlers = {
     RegisterParticipant: (call, cb) =>
       cb(null, {
-        participant: { participantId: call.request.participantId, endpoint: call.request.endpoint, registeredAtMs: Date.now(), lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '' },
+        participant: {
+          participantId: call.request.participantId,
+          endpoint: call.request.endpoint,
+          registeredAtMs: Date.now(),
+          lastSeenAtMs: 0,
+          inDoubt: 0,
+          connection: '',
+          resourceKind: '',
+          serves: [],
+        },
       }),
     GetOutcome: (call, cb) => {
       fake.questions.push(call.request);

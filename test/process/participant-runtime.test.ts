@@ -74,7 +74,16 @@ async function fakeNode(): Promise<FakeNode> {
       const a = next(node.registerScript);
       if (a !== 'ok') return fail(cb, a);
       cb(null, {
-        participant: { participantId: call.request.participantId, endpoint: call.request.endpoint, registeredAtMs: Date.now(), lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '' },
+        participant: {
+          participantId: call.request.participantId,
+          endpoint: call.request.endpoint,
+          registeredAtMs: Date.now(),
+          lastSeenAtMs: 0,
+          inDoubt: 0,
+          connection: '',
+          resourceKind: '',
+          serves: [],
+        },
       });
     },
     GetOutcome: (call, cb) => {
@@ -153,7 +162,7 @@ describe('participant runtime against a fake cluster', () => {
     await r.registered;
     expect(follower.registrations.length).toBeGreaterThanOrEqual(1);
     expect(leader.registrations).toHaveLength(2);
-    expect(leader.registrations[1]).toEqual({ clusterId: CLUSTER, participantId: 'p1', endpoint: r.address, resourceKind: 'memory' });
+    expect(leader.registrations[1]).toEqual({ clusterId: CLUSTER, participantId: 'p1', endpoint: r.address, resourceKind: 'memory', serves: ['Exchange', 'Status'] });
   });
 
   it('serves Prepare and Decide over gRPC: YES, NO on a lock still held after the lock wait, ACK, and status codes with reasons', async () => {

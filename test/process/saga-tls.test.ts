@@ -18,7 +18,7 @@ import { startStepService, StepServiceStartupError, type StepService } from '../
 import { stepKey } from '../../src/saga/state.ts';
 import { SagaStepClient, sagaStepService, type StepRequest } from '../../src/transport/saga-rpc.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
-import { Cluster, freePorts, tempDir, uniqueClusterId, useProcessCleanup } from './harness.ts';
+import { Cluster, freePorts, tempDir, uniqueClusterId, useProcessCleanup, waitFor } from './harness.ts';
 
 useProcessCleanup();
 
@@ -111,6 +111,11 @@ describe('sagas on a TLS cluster', () => {
         'flight:action:tls-full:0': 1,
         'flight:compensate:tls-full:0': 1,
       });
+
+      // The orchestrator's End, confirmed by the step service with the cluster over TLS, drops the sagas' keys.
+      await waitFor("the step services to drop the ended sagas' keys", 30_000, async () =>
+        ['tls-ok/0/action', 'tls-full/0/action'].every((k) => services[0].inbox?.get(k) === undefined) && services[1].inbox?.get('tls-ok/1/action') === undefined ? true : undefined,
+      );
 
       // The participants list shows the step services with their kind.
       const listed = await client.participants();

@@ -25,8 +25,13 @@ import type { PrepareRequest } from '../../src/transport/participant-rpc.ts';
  *                           once (the presumed abort before answers were logged): after a
  *                           leader change the id can be begun again and COMMIT what a client
  *                           was told ABORTED
+ *   committed-before-staging  (parallel) COMMITTED answered while the STAGING record is in flight
+ *   recover-without-refusal   (parallel) recovery takes a participant's silence for a refusal
+ *   stage-regardless          (parallel) a transaction is staged even when a participant does not serve
+ *                             Status (built before it existed): a new leader's recovery waits for ever
+ *                             on one that never prepared (breaks AC4)
  */
-export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged' | 'committed-before-staging' | 'recover-without-refusal';
+export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged' | 'committed-before-staging' | 'recover-without-refusal' | 'stage-regardless';
 
 /**
  * Broken participants:
@@ -93,7 +98,15 @@ export function nodeCore(o: NodeCoreOptions, mutant: CoreMutant | undefined): No
   return mutant === undefined ? new NodeCore(o) : new RouteFirstOfEntryCore(o);
 }
 
-export const ENGINE_MUTANTS: readonly EngineMutant[] = ['presume-abort-unlogged', 'commit-on-majority', 'forget-before-acks', 'abort-unlogged', 'committed-before-staging', 'recover-without-refusal'];
+export const ENGINE_MUTANTS: readonly EngineMutant[] = [
+  'presume-abort-unlogged',
+  'commit-on-majority',
+  'forget-before-acks',
+  'abort-unlogged',
+  'committed-before-staging',
+  'recover-without-refusal',
+  'stage-regardless',
+];
 export const PARTICIPANT_MUTANTS: readonly ParticipantMutant[] = ['vote-before-sync', 'forget-yes'];
 
 /** committed-before-staging: the stager treats a STAGING record still in flight as applied. */
@@ -158,6 +171,10 @@ class MutantCoordinatorEngine extends CoordinatorEngine {
     for (const w of t.waiters.splice(0)) w(null, a);
     for (const m of t.members.values())
       if (m.vote !== 'no') this.io.sendDecision(m.record, { txnId: t.id, participantId: m.record.id, outcome: 'abort', reason: t.reason }, this.cfg.rpcDeadlineMs, () => {});
+  }
+
+  protected override recoverable(t: Txn): boolean {
+    return this.mutant === 'stage-regardless' || super.recoverable(t);
   }
 
   protected override mayForget(t: Txn): boolean {

@@ -107,6 +107,12 @@ export interface SystemScenario extends FaultScenario {
    * parallel and the classic path. Absent: classic only.
    */
   parallelCommit?: 'all' | 'mixed';
+  /**
+   * Every other participant is built from the oldest supported protocol: it
+   * registers without `serves` and answers UNIMPLEMENTED to Status, so its
+   * transactions must commit the classic way. Absent: all serve Status.
+   */
+  oldParticipants?: boolean;
   /** Every other participant keeps its prepared state in a database and votes without syncing its journal (test/sim/system-dbprep.ts). */
   dbPrepare?: boolean;
   mutant?: Mutant;

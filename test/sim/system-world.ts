@@ -34,6 +34,7 @@ import {
   type ParticipantMutant,
 } from './protocol-mutants.ts';
 import { ParticipantError, type ClusterOutcome, type TxnStatus } from '../../src/participant/types.ts';
+import { SERVED_OPTIONAL } from '../../src/participant/serve.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { ConfState, Message, NodeId } from '../../src/raft/types.ts';
@@ -134,6 +135,8 @@ interface SysParticipant extends SimParticipant {
    * stream breaks and they are asked about at once (engine.askNow).
    */
   votedYes?: Map<string, Set<string>>;
+  /** Built from the oldest supported protocol (SystemScenario.oldParticipants): serves nothing optional, no Status. */
+  old?: boolean;
 }
 
 export class SystemWorld implements FaultWorld {
@@ -199,6 +202,7 @@ export class SystemWorld implements FaultWorld {
       // TCC runs: every other participant is a TCC one, so transactions mix TCC and memory participants.
       if (sc.tcc === true && idx % 2 === 0) p.tcc = newSimTcc(this.q, this.rng);
       if (sc.dbPrepare === true && idx % 2 === 0) p.db = new SimDatabase();
+      if (sc.oldParticipants === true && idx % 2 === 1) p.old = true;
       this.parts.push(p);
       this.startParticipant(p);
     }
@@ -353,13 +357,16 @@ export class SystemWorld implements FaultWorld {
           timeoutMs,
           (reply) =>
             this.atParticipant(p, reply, (pp, eng, r) =>
-              eng.status({ clusterId: CLUSTER, txnId, participantId: pp.id }, (err, status) => {
-                if (err || !status) return r(participantError(err));
-                this.log(() => `${pp.id} answers ${status} for ${txnId}`);
-                // "prepared" is a YES vote: the participant holds T durably prepared (AC2 counts it).
-                if (status === 'prepared') this.checker.voteSent(pp.id, txnId, 'yes');
-                r(null, status);
-              }),
+              // Built before Status existed: its server does not know the method.
+              pp.old === true
+                ? r({ code: 'UNIMPLEMENTED', message: 'unknown method Status' })
+                : eng.status({ clusterId: CLUSTER, txnId, participantId: pp.id }, (err, status) => {
+                    if (err || !status) return r(participantError(err));
+                    this.log(() => `${pp.id} answers ${status} for ${txnId}`);
+                    // "prepared" is a YES vote: the participant holds T durably prepared (AC2 counts it).
+                    if (status === 'prepared') this.checker.voteSent(pp.id, txnId, 'yes');
+                    r(null, status);
+                  }),
             ),
           (err, status) => (err || !status ? cb(new Error(err?.message ?? 'no status')) : cb(null, status)),
         );
@@ -572,7 +579,12 @@ export class SystemWorld implements FaultWorld {
       inc,
       p.hint,
       ASK_DEADLINE_MS,
-      (c) => c.engine.outcome(txnId, p.id, (err, a) => (err || !a ? c.fail(err) : c.ok(a))),
+      (c) => {
+        // The in-doubt question is a YES the node may count (parallel commit's recovery does):
+        // the participant asks only while it holds T durably prepared (R4), so AC2 counts it as one.
+        if (p.engine?.inDoubt().some((d) => d.txnId === txnId)) this.checker.voteSent(p.id, txnId, 'yes');
+        c.engine.outcome(txnId, p.id, (err, a) => (err || !a ? c.fail(err) : c.ok(a)));
+      },
       (err, a) => {
         this.log(() => `${p.id} asks ${at} about ${txnId}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
         if (err || !a) {
@@ -607,6 +619,8 @@ export class SystemWorld implements FaultWorld {
   private register(p: SysParticipant): void {
     if (p.registered) return;
     const endpoint = `${p.id}:1`;
+    // What the runtime lists (src/participant/serve.ts), or nothing for one built before `serves` existed.
+    const serves = p.old === true ? [] : [...SERVED_OPTIONAL];
     this.callCoordinator<true>(
       p.id,
       p.inc,
@@ -614,8 +628,9 @@ export class SystemWorld implements FaultWorld {
       REGISTER_DEADLINE_MS,
       (c) => {
         // Re-registration at the same endpoint is answered without a log write, as the service does.
-        if (c.table.participants.get(p.id)?.endpoint === endpoint && c.table.participants.get(p.id)?.resourceKind === 'memory') return c.ok(true);
-        c.engine.registerParticipant(p.id, endpoint, 'memory', (err) => (err ? c.fail(err) : c.ok(true)));
+        const known = c.table.participants.get(p.id);
+        if (known?.endpoint === endpoint && known.resourceKind === 'memory' && known.serves.join(',') === serves.join(',')) return c.ok(true);
+        c.engine.registerParticipant(p.id, endpoint, 'memory', serves, (err) => (err ? c.fail(err) : c.ok(true)));
       },
       (err) => {
         if (!err) {

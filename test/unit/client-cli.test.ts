@@ -29,7 +29,9 @@ async function coordinator(commitOutcome: 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED
     Begin: (req) => ({ txnId: req.txnId, deadlineAtMs: 0, leaderId: 'n1' }),
     Commit: (req) => ({ txnId: req.txnId, outcome: commitOutcome, reason: commitOutcome === 'OUTCOME_ABORTED' ? 'ledger voted NO' : '', decisionIndex: 12 }),
     GetOutcome: () => fail(grpc.status.UNAVAILABLE, 'no leader'),
-    ListParticipants: () => ({ participants: [{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: 'postgres' }] }),
+    ListParticipants: () => ({
+      participants: [{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: 'postgres', serves: [] }],
+    }),
     ListTransactions: () => ({
       transactions: [
         {
@@ -132,11 +134,16 @@ describe('verdict txn', () => {
     expect(node.requests('ListTransactions')[0].inFlight).toBe(true);
     out.length = 0;
     await participantsCommand(['--json', '--endpoints', node.address]);
-    expect(JSON.parse(out.join(''))).toEqual([{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: 'postgres' }]);
+    expect(JSON.parse(out.join(''))).toEqual([
+      { participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: 'postgres', serves: [] },
+    ]);
     out.length = 0;
     await participantsCommand(['--endpoints', node.address]);
     const table = out.join('').trimEnd().split('\n');
     expect(table[0]).toMatch(/^PARTICIPANT\s+KIND\s+ENDPOINT/);
     expect(table[1]).toMatch(/^shop\s+postgres\s+127\.0\.0\.1:9001\s/);
+    // Registered without serves: nothing optional, so its transactions commit the classic way.
+    expect(table[0]).toMatch(/\sSERVES$/);
+    expect(table[1]).toMatch(/\s-$/);
   });
 });

@@ -202,11 +202,11 @@ describe('VerdictClient payloads and queries', () => {
     const a = await cluster.node({
       ClusterStatus: () => ({ clusterId: 'prod-eu', nodeId: 'n1', leaderId: 'n1', leaderAddress: '', term: 3, commitIndex: 1, appliedIndex: 1, participants: 0, inFlight: 0, decided: 0 }),
       RegisterParticipant: (req) => ({
-        participant: { participantId: req.participantId, endpoint: req.endpoint, registeredAtMs: 1_000, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '' },
+        participant: { participantId: req.participantId, endpoint: req.endpoint, registeredAtMs: 1_000, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '', serves: [] },
       }),
     });
     const p = await client([a.address]).registerParticipant('shop', '127.0.0.1:9001');
-    expect(p).toEqual({ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 1_000, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '' });
+    expect(p).toEqual({ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 1_000, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '', serves: [] });
     expect(a.requests('RegisterParticipant')[0].clusterId).toBe('prod-eu');
   });
 });

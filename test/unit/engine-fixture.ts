@@ -44,8 +44,12 @@ export class EngineWorld {
   /** A test's fault point (src/node/fault-point.ts); none by default. */
   faultPoint: EngineIO['faultPoint'] = undefined;
 
-  /** A leader's engine with `participants` registered in its table. */
-  constructor(participants: readonly string[], config: Partial<EngineConfig>) {
+  /**
+   * A leader's engine with `participants` registered in its table, each
+   * serving what the participant runtime serves (Exchange, Status) except
+   * those in `oldProtocol`: built before `serves` existed, they list nothing.
+   */
+  constructor(participants: readonly string[], config: Partial<EngineConfig>, oldProtocol: readonly string[] = []) {
     const io: EngineIO = {
       nowMs: () => this.now,
       random: () => 0.5,
@@ -56,7 +60,10 @@ export class EngineWorld {
       faultPoint: (point, txnId) => this.faultPoint?.(point, txnId) ?? 'go-on',
     };
     this.engine = new CoordinatorEngine(this.table, io, config);
-    for (const id of participants) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0, kind: 'memory' }, ++this.index);
+    for (const id of participants) {
+      const serves = oldProtocol.includes(id) ? undefined : ['Exchange', 'Status'];
+      this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0, kind: 'memory', serves }, ++this.index);
+    }
     this.engine.setLeadership(1);
   }
 

@@ -5,7 +5,7 @@
 import { createServer as createH2Server, type Http2Server } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { clusterStatus, STATUS_ADDRESSES_MAX } from '../../src/cli/status.ts';
+import { clusterStatus, PEERS_FOLLOWED_MAX, STATUS_ADDRESSES_MAX } from '../../src/cli/status.ts';
 import { authority, Code, RESPONSE_BYTES_MAX, unaryH2, type CallError } from '../../src/transport/h2-unary.ts';
 import type { NodeStatus } from '../../src/transport/proto.ts';
 import { decodeNodeStatus } from '../../src/transport/status-wire.ts';
@@ -167,7 +167,29 @@ describe('verdict status against a node that names thousands of peers', () => {
     });
     const st = await clusterStatus([address], 1_000);
     expect(asked).toBe(1);
-    expect(st.nodes.length).toBe(STATUS_ADDRESSES_MAX);
-    expect(st.skippedAddresses).toBe(3_001 - (STATUS_ADDRESSES_MAX - 1));
+    // PEERS_FOLLOWED_MAX of them are asked (and refuse); the rest are counted as left out.
+    expect(st.nodes.length).toBe(1 + PEERS_FOLLOWED_MAX);
+    expect(st.skippedAddresses).toBe(3_001 - PEERS_FOLLOWED_MAX);
+    expect(PEERS_FOLLOWED_MAX).toBeLessThan(STATUS_ADDRESSES_MAX);
+  });
+
+  it('follows peers one hop from the addresses given, and a peer that answers as another node or cluster is not taken for the member', async () => {
+    let farAsked = 0;
+    const far = await grpcServer((_call, cb) => {
+      farAsked += 1;
+      cb(null, { ...STATUS, nodeId: 'far', role: 'follower', peers: [] });
+    });
+    // n2 as n1 names it, but it answers for another cluster, and names "far" as its peer.
+    const stranger = await grpcServer((_call, cb) => cb(null, { ...STATUS, clusterId: 'other', nodeId: 'n2', role: 'leader', term: 99, peers: [{ ...STATUS.peers[0], nodeId: 'far', address: far }] }));
+    const n1 = await grpcServer((_call, cb) => cb(null, { ...STATUS, peers: [{ nodeId: 'n2', address: stranger, matchIndex: 0, nextIndex: 0, state: 'replicate' }] }));
+    const st = await clusterStatus([n1], 2_000);
+    expect(farAsked).toBe(0);
+    expect(st.nodes.map((n) => [n.id, n.reachable])).toEqual([
+      ['n1', true],
+      ['n2', false],
+    ]);
+    expect(st.nodes[1].error).toMatch(/not the member named here: it answers as node "n2" of cluster "other", not "n2" of "c"/);
+    // Its claim to lead a later term is not believed.
+    expect(st.leader).toBe('n1');
   });
 });

@@ -106,6 +106,58 @@ describe('parallel commit: the stager', () => {
   });
 });
 
+describe('parallel commit only with participants that serve Status (docs/protocol.md, "Compatibility")', () => {
+  it('AC4: a transaction with a participant built before Status runs classic 2PC on a parallel cluster, even when the client asks for parallel', () => {
+    const w = new EngineWorld(['a', 'old'], cfg, ['old']);
+    for (const [txnId, asked] of [
+      ['T1', undefined],
+      ['T2', true],
+    ] as const) {
+      const c = commit(w, txnId, ['a', 'old'], asked);
+      // No STAGING record: a new leader could not recover it, since "old" cannot answer the status question.
+      expect(w.proposals).toEqual([]);
+      w.vote('a', 'yes');
+      w.vote('old', 'yes');
+      // Every YES, and still no answer: COMMITTED comes only from the applied COMMIT, the classic way.
+      expect(c.answer()).toBeUndefined();
+      expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide commit']);
+      w.applyAll();
+      expect(c.answer()?.outcome).toBe('committed');
+      expect(w.table.staged.has(txnId)).toBe(false);
+    }
+    // A transaction whose participants all serve Status still commits in parallel on the same cluster.
+    commit(w, 'T3', ['a']);
+    expect(w.proposals.map((p) => p.cmd.t)).toEqual(['stage']);
+  });
+
+  it('AC4: a leader change during a classic transaction with an old participant ends it by ABORT, with no status question', () => {
+    const w = new EngineWorld(['a', 'old'], cfg, ['old']);
+    commit(w, 'T1', ['a', 'old']);
+    w.vote('a', 'yes');
+    // The leader is gone before "old" voted; the new one finds nothing staged: nothing to recover, nobody to ask.
+    w.engine.setLeadership(0);
+    w.engine.setLeadership(2);
+    expect(w.statuses).toEqual([]);
+    let asked: OutcomeAnswer | undefined;
+    w.engine.outcome('T1', 'a', (_e, a) => (asked = a));
+    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide abort']);
+    w.applyAll();
+    expect(asked?.outcome).toBe('aborted');
+  });
+
+  it('a participant registered before serves existed (no field in its log entry or snapshot) serves nothing optional', () => {
+    const w = new EngineWorld([], cfg);
+    w.table.apply({ t: 'register', id: 'x', endpoint: '127.0.0.1:7', atMs: 0, kind: 'memory' }, ++w.index);
+    expect(w.table.participants.get('x')?.serves).toEqual([]);
+    const snap = JSON.parse(JSON.stringify(w.table.toJSON())) as { p: Record<string, unknown>[] };
+    for (const p of snap.p) delete p.serves;
+    w.table.restoreFrom(snap);
+    expect(w.table.participants.get('x')?.serves).toEqual([]);
+    commit(w, 'T1', ['x']);
+    expect(w.proposals).toEqual([]);
+  });
+});
+
 describe('parallel commit: recovery by a new leader', () => {
   it('R3: a prepared participant asking about a staged transaction waits for recovery, which commits when every participant is prepared', () => {
     const w = staged(['a', 'b']);

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { commandProblem } from '../../src/commit/command-check.ts';
 import { type Command, DecisionTable, encodeCommand, RESOURCE_KIND } from '../../src/commit/state.ts';
 import { resourceKindOf } from '../../src/participant/runtime.ts';
+import { normalServes } from '../../src/domain/protocol.ts';
 import type { TccParticipantOptions } from '../../src/participant/tcc/setup.ts';
 
 describe('resource kind of a participant', () => {
@@ -12,10 +13,23 @@ describe('resource kind of a participant', () => {
     const t = new DecisionTable();
     expect(t.apply({ t: 'register', id: 'shop', endpoint: '127.0.0.1:1', atMs: 5, kind: 'postgres' }, 1)).toEqual({
       t: 'register',
-      participant: { id: 'shop', endpoint: '127.0.0.1:1', registeredAtMs: 5, resourceKind: 'postgres' },
+      participant: { id: 'shop', endpoint: '127.0.0.1:1', registeredAtMs: 5, resourceKind: 'postgres', serves: [] },
     });
     t.apply({ t: 'register', id: 'shop', endpoint: '127.0.0.1:1', atMs: 9, kind: 'mysql' }, 2);
-    expect(t.participants.get('shop')).toEqual({ id: 'shop', endpoint: '127.0.0.1:1', registeredAtMs: 5, resourceKind: 'mysql' });
+    expect(t.participants.get('shop')).toEqual({ id: 'shop', endpoint: '127.0.0.1:1', registeredAtMs: 5, resourceKind: 'mysql', serves: [] });
+  });
+
+  it('a registration records the optional methods served; the log check refuses a serves that is not a short list of method names', () => {
+    const t = new DecisionTable();
+    const reg = { t: 'register' as const, id: 'shop', endpoint: '127.0.0.1:1', atMs: 1, kind: 'memory' };
+    t.apply({ ...reg, serves: ['Exchange', 'Status'] }, 1);
+    expect(t.participants.get('shop')?.serves).toEqual(['Exchange', 'Status']);
+    expect(commandProblem(encodeCommand({ ...reg, serves: ['Status', 'SomethingNewer'] }))).toBeNull();
+    expect(commandProblem(encodeCommand(reg))).toBeNull();
+    for (const serves of [['status'], [''], ['Sta tus'], ['S'.repeat(33)], Array.from({ length: 17 }, (_, i) => `M${i}`)])
+      expect(commandProblem(encodeCommand({ ...reg, serves })), JSON.stringify(serves)).toMatch(/serves/);
+    expect(commandProblem(new TextEncoder().encode(`\u0002${JSON.stringify({ ...reg, serves: 'Status' })}`))).toMatch(/serves/);
+    expect(normalServes(['Status', 'Exchange', 'Status'])).toEqual(['Exchange', 'Status']);
   });
 
   it('a register command without a resource kind is malformed', () => {

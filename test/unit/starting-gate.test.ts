@@ -74,7 +74,16 @@ describe("a participant's registration", () => {
         attempts += 1;
         if (attempts <= 3) return cb({ code: grpc.status.UNIMPLEMENTED, details: 'unknown service verdict.coordinator.Coordinator' });
         cb(null, {
-          participant: { participantId: call.request.participantId, endpoint: call.request.endpoint, registeredAtMs: Date.now(), lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '' },
+          participant: {
+            participantId: call.request.participantId,
+            endpoint: call.request.endpoint,
+            registeredAtMs: Date.now(),
+            lastSeenAtMs: 0,
+            inDoubt: 0,
+            connection: '',
+            resourceKind: '',
+            serves: [],
+          },
         });
       },
       GetOutcome: (call, cb) => cb(null, { txnId: call.request.txnId, outcome: 'OUTCOME_IN_PROGRESS', reason: '', decisionIndex: 0 }),

@@ -10,6 +10,7 @@ export interface ParticipantInfo {
   'inDoubt'?: (number);
   'connection'?: (string);
   'resourceKind'?: (string);
+  'serves'?: (string)[];
 }
 
 export interface ParticipantInfo__Output {
@@ -20,4 +21,5 @@ export interface ParticipantInfo__Output {
   'inDoubt': (number);
   'connection': (string);
   'resourceKind': (string);
+  'serves': (string)[];
 }

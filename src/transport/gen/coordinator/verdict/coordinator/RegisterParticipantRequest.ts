@@ -6,6 +6,7 @@ export interface RegisterParticipantRequest {
   'participantId'?: (string);
   'endpoint'?: (string);
   'resourceKind'?: (string);
+  'serves'?: (string)[];
 }
 
 export interface RegisterParticipantRequest__Output {
@@ -13,4 +14,5 @@ export interface RegisterParticipantRequest__Output {
   'participantId': (string);
   'endpoint': (string);
   'resourceKind': (string);
+  'serves': (string)[];
 }
