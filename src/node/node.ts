@@ -263,11 +263,16 @@ function keepGrpcLogs(log: Logger): void {
   grpc.setLogger({ error: (...args: unknown[]) => log.debug({ component: 'grpc' }, format(...args)) });
 }
 
-/** The node's TLS, its files checked before anything is bound (a ConfigError naming the key); null serves plaintext, if the config allows it. */
+/** The node's TLS, its files checked before anything is bound (a ConfigError naming the key); null serves plaintext, only with "insecure". */
 function transportSecurity(cfg: NodeConfig, log: Logger): NodeTls | null {
   const tls = loadNodeTls(cfg);
   if (tls === null) {
-    const refusal = plaintextRefusal({ listen: cfg.listen, insecure: cfg.insecure, tlsHow: '"tls" in the config', insecureHow: '"insecure": true (or --insecure)' });
+    const refusal = plaintextRefusal({
+      listen: cfg.listen,
+      insecure: cfg.insecure,
+      tlsHow: '"tls" in the config (`verdict certs` makes certificates)',
+      insecureHow: '"insecure": true (or --insecure)',
+    });
     if (refusal !== null) throw new StartupError(refusal);
   } else if (cfg.insecure) {
     log.info({ insecure: true }, '"insecure" has no effect: this node serves mutual TLS');

@@ -16,7 +16,6 @@ import { PeerHealth } from '../console/peer-health.ts';
 import { ConsoleListenError, serveConsole, type ConsoleServer } from '../console/server.ts';
 import { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
 import type { Access } from '../transport/auth.ts';
-import { plaintextRefusal } from '../transport/listen-policy.ts';
 import { MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
 import type { NodeConfig } from './config.ts';
 import type { NodeCore } from './core.ts';
@@ -85,13 +84,8 @@ export class OperatorPages {
     });
     try {
       if (cfg.metricsListen !== null) pages.metricsServer = await serveMetrics(cfg.metricsListen, () => pages.metrics?.registry ?? null, page);
-      if (cfg.consoleListen !== null) {
-        if (tls === null) {
-          const refusal = plaintextRefusal({ listen: cfg.consoleListen, insecure: cfg.insecure, tlsHow: '"tls" in the config', insecureHow: '"insecure": true (or --insecure)' });
-          if (refusal !== null) throw new StartupError(refusal.replace(/^refusing to serve plaintext/, 'refusing to serve the console in plaintext'));
-        }
-        pages.consoleServer = await serveConsole(cfg.consoleListen, page, cfg.tls);
-      }
+      // Without TLS the node got here only with "insecure" (node.ts): every listener is plaintext by the operator's choice.
+      if (cfg.consoleListen !== null) pages.consoleServer = await serveConsole(cfg.consoleListen, page, cfg.tls);
     } catch (err) {
       await pages.close();
       if (err instanceof MetricsListenError) throw new StartupError(`${err.message}; check "metricsListen"`);
