@@ -3,11 +3,11 @@
 // and VERDICT_TLS_KEY (flags win). Without them, a command whose endpoints
 // are all on loopback uses the local cluster's CA and admin certificate,
 // which `verdict cluster up` (`npm start`) made (src/transport/local-cluster.ts);
-// plaintext only with --insecure (or VERDICT_INSECURE=true), and nothing at
-// all is refused. main.ts reads the flags once; `verdict status` dials with
-// clientTls() (node:http2), the other commands with clientCredentials()
-// (grpc-js, in client-credentials.ts): the same files, checked once, and the
-// same checks.
+// plaintext only with --insecure (or VERDICT_INSECURE=true); given none of
+// these, a command is refused before it sends anything. main.ts reads the
+// flags once; `verdict status` dials with clientTls() (node:http2), the
+// other commands with clientCredentials() (grpc-js, in
+// client-credentials.ts): the same files, checked once, and the same checks.
 import { LOCAL_ADMIN, localCertFiles, localCertsDir } from '../transport/local-cluster.ts';
 import { isLoopbackHost } from '../transport/listen-policy.ts';
 import { loadTls, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';

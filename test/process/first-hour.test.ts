@@ -73,7 +73,7 @@ describe('the first hour', { timeout: 180_000 }, () => {
     const r = await cli(['status', '--jsn', ...ep()]);
     expect(r.code).toBe(64);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toBe('verdict: unknown flag "--jsn" for verdict status (did you mean --json?); valid flags: --json, --endpoints, --timeout, --ca, --cert, --key, --help\n');
+    expect(r.stderr).toBe('verdict: unknown flag "--jsn" for verdict status (did you mean --json?); valid flags: --json, --endpoints, --timeout, --ca, --cert, --key, --insecure, --help\n');
   });
 
   it('participant remove is refused while the participant has a transaction in doubt (listed), and unregisters an idle one through the log', async () => {

@@ -121,7 +121,7 @@ describe('a stranger installs the packed package', () => {
       const config = join(dir, `n${i + 1}.json`);
       // n1 serves metrics and the web console, whose page ships outside dist/.
       const metrics = i === 0 ? { metricsListen: consoleAddress } : {};
-      writeFileSync(config, JSON.stringify({ clusterId: 'pack', nodeId: `n${i + 1}`, listen: e, dataDir: `data-n${i + 1}`, peers, logLevel: 'warn', ...metrics }));
+      writeFileSync(config, JSON.stringify({ clusterId: 'pack', nodeId: `n${i + 1}`, listen: e, dataDir: `data-n${i + 1}`, peers, logLevel: 'warn', insecure: true, ...metrics }));
       const child = spawn(bin, ['node', '--config', config], { cwd: elsewhere, stdio: ['ignore', 'ignore', 'pipe'] });
       child.stderr.setEncoding('utf8').on('data', () => {});
       running.add(child);

@@ -107,6 +107,12 @@ describe('cluster up', () => {
     expect(() => parseClusterUpArgs(['--tls', '/nonexistent-certs'], flag)).toThrow(/missing .*ca\.crt.*verdict certs --dir/);
   });
 
+  it('serves TLS unless told --insecure; --insecure and --tls together are refused', () => {
+    expect(parseClusterUpArgs([], flag)).toEqual({ nodes: 3, basePort: 7001 });
+    expect(parseClusterUpArgs(['--insecure'], flag)).toEqual({ nodes: 3, basePort: 7001, insecure: true });
+    expect(() => parseClusterUpArgs(['--insecure', '--tls', 'certs'], flag)).toThrow(/--insecure and --tls were both given: choose one/);
+  });
+
   it("passes a node's log lines through as they are (they name the node) and prefixes anything else", () => {
     expect(isLogLine('12:00:01.234 INFO  [n1 pid 42] became leader term=2')).toBe(true);
     expect(isLogLine('{"level":30,"time":1,"pid":42,"node":"n1","msg":"x"}')).toBe(true);
