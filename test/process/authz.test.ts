@@ -325,7 +325,7 @@ describe('without TLS: plaintext only when said, loopback included', () => {
       readFileSync(n1.logFile, 'utf8')
         .split('\n')
         .filter((l) => l.includes('"insecure":true') && l.includes('insecure: serving plaintext on 127.0.0.1')).length;
-    expect(warnings()).toBe(1);
+    await expect.poll(warnings, { timeout: WAIT_MS }).toBe(1);
 
     // A heartbeat from "n9" with a higher term would depose the leader if delivered.
     const raw = new grpc.Client(n1.address, grpc.credentials.createInsecure());
@@ -342,13 +342,14 @@ describe('without TLS: plaintext only when said, loopback included', () => {
     const after = await n1.status();
     expect(after.term).toBe(before.term);
     expect(after.role).toBe('leader');
-    expect(readFileSync(n1.logFile, 'utf8')).toMatch(/"from":"n9","reason":"sender","field":"from".*is not a member of the current configuration/);
+    // The node's log reaches its file a little later (bounded wait, never read once).
+    await expect.poll(() => readFileSync(n1.logFile, 'utf8'), { timeout: WAIT_MS }).toMatch(/"from":"n9","reason":"sender","field":"from".*is not a member of the current configuration/);
     await waitFor('the metrics registry', WAIT_MS, async () => scrape(n1.metricsAddress!));
     expect(value((await scrape(n1.metricsAddress!)).samples, 'verdict_raft_messages_refused_total', { reason: 'sender' })).toBe(1);
 
     await n1.restart();
     await c.waitForLeader({ timeoutMs: WAIT_MS });
-    expect(warnings()).toBe(2);
+    await expect.poll(warnings, { timeout: WAIT_MS }).toBe(2);
   });
 
   it('an insecure participant warns at every start', async () => {

@@ -217,7 +217,7 @@ new VerdictClient({ insecure: true, endpoints: [] }).transaction({ timeoutMs: 's
       const deadline = Date.now() + STEP_MS / 2;
       let status: Run;
       for (;;) {
-        status = await run(bin, ['status', '--json', '--endpoints', endpoints.join(',')], { cwd: elsewhere });
+        status = await run(bin, ['status', '--json', '--insecure', '--endpoints', endpoints.join(',')], { cwd: elsewhere });
         if (status.code === 0 && (JSON.parse(status.stdout) as { leader: string | null }).leader !== null) break;
         if (Date.now() > deadline) throw new Error(`no leader: ${status.stdout}${status.stderr}`);
         await new Promise((r) => setTimeout(r, 500));
@@ -340,12 +340,12 @@ await payment.stop();
       const proto = join(app, 'node_modules', 'verdict', 'proto');
       renameSync(proto, `${proto}.gone`);
       try {
-        const r = await run(bin, ['get', 'k', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
+        const r = await run(bin, ['get', 'k', '--insecure', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
         expect(r.code).toBe(1);
         expect(r.stderr).toContain(`not found at ${join(proto, '')}`);
         expect(r.stderr).not.toMatch(/\n\s+at /);
         // `verdict status` reads no .proto file (it decodes Status by hand): it still answers.
-        const st = await run(bin, ['status', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
+        const st = await run(bin, ['status', '--insecure', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
         expect(st.code, st.stderr).toBe(0);
         expect(st.stdout).toMatch(/^leader: n\d/);
       } finally {
