@@ -111,7 +111,7 @@ async function main(): Promise<void> {
   const latency = newHistogram();
   let kill: { atMs: number; leader: string } | null = null;
   let watching: Promise<FailoverLoadResult['watch']> | null = null;
-  const watcher = new VerdictClient({ endpoints: cfg.endpoints, callTimeoutMs: 2_000, attemptTimeoutMs: 1_000 });
+  const watcher = new VerdictClient({ insecure: true, endpoints: cfg.endpoints, callTimeoutMs: 2_000, attemptTimeoutMs: 1_000 });
 
   /** Clients with a commit() sent and not yet answered → when it was sent (performance.now()). */
   const committing = new Map<number, number>();
@@ -178,7 +178,7 @@ async function main(): Promise<void> {
   // The load: closed-loop clients, one transaction at a time each, every one logged.
   const stopAt = wallMs() + cfg.runMs;
   // One client for the process, as an application holds it: every worker's commits share its stream to the leader.
-  const client = new VerdictClient({ endpoints: cfg.endpoints });
+  const client = new VerdictClient({ insecure: true, endpoints: cfg.endpoints });
   process.stdout.write(`started ${Date.now()}\n`);
   await Promise.all(
     Array.from({ length: cfg.clients }, async (_, w) => {
@@ -215,7 +215,7 @@ async function main(): Promise<void> {
 
   // Decided transactions rolled back? Read every outcome again, now that the cluster has settled.
   const rollback = { checked: 0, committedThenNot: 0, abortedThenCommitted: 0, abortedNowUnknown: 0 };
-  const checker = new VerdictClient({ endpoints: cfg.endpoints, callTimeoutMs: 10_000 });
+  const checker = new VerdictClient({ insecure: true, endpoints: cfg.endpoints, callTimeoutMs: 10_000 });
   await pool(entries, CHECK_CONCURRENCY, async (e) => {
     if (e.o === 'E') return;
     let r = await checker.outcome(e.id);

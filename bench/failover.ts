@@ -162,7 +162,7 @@ export async function runFailover(dir: string, tag: string, o: FailoverOptions):
 
 /** Waits (bounded) until the leader has delivered every decision, so the journals are complete when read. */
 async function settled(cluster: BenchCluster): Promise<void> {
-  const client = new VerdictClient({ endpoints: cluster.endpoints, callTimeoutMs: 2_000 });
+  const client = new VerdictClient({ insecure: true, endpoints: cluster.endpoints, callTimeoutMs: 2_000 });
   try {
     await waitFor(
       'every decision delivered to the participants',

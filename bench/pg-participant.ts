@@ -169,6 +169,7 @@ try {
     endpointsOfCluster: [cluster.address],
     dataDir: dir,
     logger: pino({ level: 'warn' }),
+    insecure: true,
     postgres: { url: server.url('shop'), concurrency: Math.max(4, CLIENTS), ...(CONTROL_CONNECTIONS !== undefined ? { controlConnections: CONTROL_CONNECTIONS } : {}) },
   });
   const c = new ParticipantClient(rt.address);

@@ -224,7 +224,7 @@ export class BenchCluster {
     ports.forEach((p, i) => (peers[`n${i + 1}`] = `127.0.0.1:${p}`));
     const nodes: BenchNode[] = [];
     for (const [id, address] of Object.entries(peers)) {
-      const cfg = { clusterId, nodeId: id, listen: address, dataDir: `data-${id}`, peers, ...NODE_TIMING, logLevel };
+      const cfg = { clusterId, nodeId: id, listen: address, dataDir: `data-${id}`, peers, ...NODE_TIMING, logLevel, insecure: true };
       const configFile = join(dir, `${id}.json`);
       writeFileSync(configFile, JSON.stringify(cfg, null, 2) + '\n');
       nodes.push({ id, address, configFile, child: null });
@@ -330,10 +330,10 @@ export class BenchCluster {
     const ports = await freePorts(ids.length);
     for (const [i, id] of ids.entries()) {
       const args = [...profileFlags(`${this.clusterId}-participant-${id}`), BIN, 'participant', '--id', id, '--listen', `127.0.0.1:${ports[i]}`, '--data', this.participantDir(id)];
-      args.push('--cluster-id', this.clusterId, '--endpoints', this.endpoints.join(','), '--log-level', this.logLevel, ...extraArgs(id));
+      args.push('--cluster-id', this.clusterId, '--endpoints', this.endpoints.join(','), '--log-level', this.logLevel, '--insecure', ...extraArgs(id));
       this.participants.set(id, spawnChild(`participant ${id}`, args, join(this.dir, `participant-${id}.log`)));
     }
-    const client = new VerdictClient({ endpoints: this.endpoints, clusterId: this.clusterId });
+    const client = new VerdictClient({ insecure: true, endpoints: this.endpoints, clusterId: this.clusterId });
     try {
       await waitFor(
         `participants ${ids.join(', ')} registered`,

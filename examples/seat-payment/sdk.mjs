@@ -19,6 +19,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { VerdictClient } from 'verdict/client';
 import { startParticipant, TccRefusal } from 'verdict/participant';
+import { clientSecurity, serverSecurity } from '../cluster-security.mjs';
 
 const env = process.env;
 const s = {
@@ -64,10 +65,16 @@ const seatHandlers = {
 
 const logger = pino({ level: 'warn' });
 const common = { clusterId: s.clusterId, listen: '127.0.0.1:0', endpointsOfCluster: s.endpoints, logger };
-const seats = await startParticipant({ ...common, participantId: 'seats-tcc', dataDir: join(s.dataDir, 'seats-tcc'), tcc: { postgres: { url: s.seatsUrl, handlers: seatHandlers } } });
-const bank = await startParticipant({ ...common, participantId: 'bank-pg', dataDir: join(s.dataDir, 'bank-pg'), postgres: { url: s.bankUrl, concurrency: 4 } });
+const seats = await startParticipant({
+  ...common,
+  participantId: 'seats-tcc',
+  ...serverSecurity('seats-tcc'),
+  dataDir: join(s.dataDir, 'seats-tcc'),
+  tcc: { postgres: { url: s.seatsUrl, handlers: seatHandlers } },
+});
+const bank = await startParticipant({ ...common, participantId: 'bank-pg', ...serverSecurity('bank-pg'), dataDir: join(s.dataDir, 'bank-pg'), postgres: { url: s.bankUrl, concurrency: 4 } });
 await Promise.all([seats.registered, bank.registered]);
-const client = new VerdictClient({ endpoints: s.endpoints });
+const client = new VerdictClient({ endpoints: s.endpoints, ...clientSecurity() });
 const enc = (v) => new TextEncoder().encode(JSON.stringify(v));
 const show = async () => (await run(s.seatsUrl, "SELECT free, held, sold FROM shows WHERE id = 'show-1'"))[0];
 const balance = async () => Number((await run(s.bankUrl, "SELECT balance_cents FROM accounts WHERE id = 'acct-7'"))[0].balance_cents);

@@ -12,17 +12,27 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { VerdictClient } from 'verdict/client';
 import { startParticipant } from 'verdict/participant';
+import { clientSecurity, serverSecurity } from '../cluster-security.mjs';
 import { balanceCents, createTables, orderExists, orderWork, settings } from './setup.mjs';
 
 const s = settings();
 await createTables(s);
 const logger = pino({ level: 'warn' });
 const participant = (id, url) =>
-  startParticipant({ clusterId: s.clusterId, participantId: id, listen: '127.0.0.1:0', endpointsOfCluster: s.endpoints, dataDir: join(s.dataDir, id), logger, postgres: { url, concurrency: 4 } });
+  startParticipant({
+    clusterId: s.clusterId,
+    participantId: id,
+    listen: '127.0.0.1:0',
+    endpointsOfCluster: s.endpoints,
+    dataDir: join(s.dataDir, id),
+    logger,
+    postgres: { url, concurrency: 4 },
+    ...serverSecurity(id),
+  });
 const shop = await participant('shop-app', s.shopUrl);
 const ledger = await participant('ledger-app', s.ledgerUrl);
 await Promise.all([shop.registered, ledger.registered]);
-const client = new VerdictClient({ endpoints: s.endpoints });
+const client = new VerdictClient({ endpoints: s.endpoints, ...clientSecurity() });
 
 let ok = true;
 async function order(priceCents, expected) {

@@ -4,7 +4,7 @@
 //
 // with VERDICT_CLUSTER (the cluster id), VERDICT_ENDPOINTS (node addresses,
 // comma-separated), LISTEN (host:port), DATA (a directory), and for flight and
-// hotel PG_URL (a PostgreSQL database). The saga (examples/travel-booking/steps.mjs):
+// hotel PG_URL (a PostgreSQL database); TLS as ../cluster-security.mjs says. The saga (examples/travel-booking/steps.mjs):
 //
 //   0 flight.reserve  a seat, marked pending for the saga (a semantic lock)
 //   1 hotel.reserve   a room, marked pending likewise
@@ -19,6 +19,7 @@
 
 import { pino } from 'pino';
 import { postgresSemanticLock, startStepService } from 'verdict/saga';
+import { serverSecurity } from '../cluster-security.mjs';
 
 const which = process.argv[2] ?? '';
 /** @param {string} name */
@@ -93,6 +94,7 @@ const common = {
   dataDir: env('DATA'),
   logger: pino({ level: process.env.LOG_LEVEL ?? 'warn' }),
   registerRetryMs: 200,
+  ...serverSecurity(which),
 };
 
 /**

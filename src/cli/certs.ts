@@ -10,12 +10,21 @@
 //
 // An existing CA is reused and existing certificates are kept (--force
 // issues them again), so adding a participant later is one more run.
+//
+// By default the files go to the cluster's folder outside any checkout
+// (~/.config/verdict/<cluster id>/, src/transport/local-cluster.ts), made
+// readable by its owner only: `verdict cluster up` makes the local cluster's
+// there on its first start, and a participant or step service of the local
+// cluster started without TLS flags gets its certificate there on demand.
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
+import { LOCAL_ADMIN, LOCAL_CLIENT, LOCAL_CLUSTER_ID, localCertFiles, localCertsDir } from '../transport/local-cluster.ts';
+import { isLoopbackHost } from '../transport/listen-policy.ts';
+import type { TlsFiles } from '../transport/tls.ts';
 import { bool, CommandError, flag, flagAll, UsageError } from './args.ts';
 
 export const CERTS_HELP = `  verdict certs [--dir DIR] [--cluster-id ID] [--nodes N] [--base-port PORT]
@@ -24,8 +33,9 @@ export const CERTS_HELP = `  verdict certs [--dir DIR] [--cluster-id ID] [--node
                                       nodes n1..nN at 127.0.0.1:PORT.. (default 3 at 7001), participants, admins
                                       (clientAuth; their CN goes in tls.adminNames) and clients; with no
                                       --participant/--admin/--client: shop=127.0.0.1:7101, ledger=127.0.0.1:7102,
-                                      admin ops-admin, client alice. DIR defaults to certs/; existing files are kept
-                                      unless --force. Needs the openssl command line tool
+                                      admin ops-admin, client alice. DIR defaults to ~/.config/verdict/ID/
+                                      ($VERDICT_CONFIG_DIR/ID/; ID is the cluster id, local by default: the local
+                                      cluster's folder); existing files are kept unless --force. Needs openssl
 `;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -43,8 +53,8 @@ export interface CertsPlan {
 
 export function parseCertsArgs(argv: readonly string[]): CertsPlan {
   const args = [...argv];
-  const dir = flag(args, '--dir') ?? 'certs';
-  const clusterId = flag(args, '--cluster-id') ?? 'local';
+  const dirFlag = flag(args, '--dir');
+  const clusterId = flag(args, '--cluster-id') ?? LOCAL_CLUSTER_ID;
   const n = Number(flag(args, '--nodes') ?? 3);
   const basePort = Number(flag(args, '--base-port') ?? 7001);
   const days = Number(flag(args, '--days') ?? 825);
@@ -76,7 +86,7 @@ export function parseCertsArgs(argv: readonly string[]): CertsPlan {
   if (twice !== undefined) throw new UsageError(`"${twice}" is named twice: each participant, admin and client needs a name of its own (its files are ${twice}.crt and ${twice}.key)`);
   const none = participants.length === 0 && admins.length === 0 && clients.length === 0;
   return {
-    dir,
+    dir: dirFlag ?? localCertsDir(clusterId),
     clusterId,
     days,
     force,
@@ -87,8 +97,8 @@ export function parseCertsArgs(argv: readonly string[]): CertsPlan {
           { id: 'ledger', address: '127.0.0.1:7102' },
         ]
       : participants,
-    admins: none ? ['ops-admin'] : admins,
-    clients: none ? ['alice'] : clients,
+    admins: none ? [LOCAL_ADMIN] : admins,
+    clients: none ? [LOCAL_CLIENT] : clients,
   };
 }
 
@@ -119,12 +129,68 @@ export function subjectAltName(address: string): string {
 }
 
 export async function certsCommand(argv: string[]): Promise<void> {
-  const plan = parseCertsArgs(argv);
-  mkdirSync(plan.dir, { recursive: true });
+  makeCertificates(parseCertsArgs(argv), say);
+}
+
+/**
+ * The local cluster's CA and certificates for `nodes` nodes from `basePort` (and the
+ * defaults of `verdict certs`: participants shop and ledger, admin
+ * ops-admin, client alice), made where missing; `say` hears what was made.
+ * Returns the folder.
+ */
+export function ensureLocalClusterCerts(nodes: number, basePort: number, say: (line: string) => void): string {
+  const plan = parseCertsArgs(['--nodes', String(nodes), '--base-port', String(basePort)]);
+  const names = ['ca', ...plan.nodes.map((n) => n.id), ...plan.participants.map((p) => p.id), ...plan.admins, ...plan.clients];
+  if (names.every((n) => existsSync(join(plan.dir, `${n}.crt`)) && existsSync(join(plan.dir, `${n}.key`)))) return plan.dir;
+  makeCertificates(plan, (line) => (line.startsWith('kept') ? undefined : say(line)));
+  return plan.dir;
+}
+
+/**
+ * For a participant or step service `id` of the local cluster started
+ * without TLS flags: its certificate from the local cluster's folder, issued
+ * there by the local CA when missing (the CA's key is this user's own, so
+ * this grants nothing its holder could not sign anyway). Null when the local
+ * cluster has no CA here. `id` follows the rules of --participant: never a
+ * node's name or the CA's, and an existing certificate is used only if it
+ * is that participant's.
+ */
+export function localParticipantCert(id: string, address: string, say: (line: string) => void): Required<TlsFiles> | null {
+  const dir = localCertsDir(LOCAL_CLUSTER_ID);
+  if (!existsSync(join(dir, 'ca.crt'))) return null;
+  const plan = parseCertsArgs(['--nodes', '0', '--participant', `${id}=${address}`]);
+  // Without the CA's key nothing can be issued; a certificate already there is still checked by the participant's start.
+  if (!existsSync(join(dir, 'ca.key'))) {
+    const files = localCertFiles(id);
+    if (files === null) throw new CommandError(`the local cluster's CA key (${join(dir, 'ca.key')}) is not here to issue a certificate for ${id}; give --ca, --cert and --key`);
+    return files;
+  }
+  makeCertificates(plan, (line) => (line.startsWith('kept') ? undefined : say(line)));
+  return localCertFiles(id);
+}
+
+/**
+ * The TLS of `verdict participant` or `verdict saga service` given neither
+ * TLS files nor --insecure: for the local cluster (its id, every endpoint on
+ * loopback), its certificate from the local cluster's folder (made there on
+ * demand); otherwise null, and the start refuses plaintext with what to give.
+ */
+export function localServerTls(id: string, address: string, clusterId: string, endpoints: readonly string[], log: { info(msg: string): void }): Required<TlsFiles> | null {
+  if (clusterId !== LOCAL_CLUSTER_ID || !endpoints.every((e) => isLoopbackHost(e.slice(0, e.lastIndexOf(':'))))) return null;
+  return localParticipantCert(id, address, (line) => log.info(line.replace(/\s+/g, ' ')));
+}
+
+/** Makes (or keeps) the CA and the certificates of `plan`, saying each. */
+export function makeCertificates(plan: CertsPlan, say: (line: string) => void): void {
+  // Owner only: the folder holds the CA's key, and every certificate's.
+  mkdirSync(plan.dir, { recursive: true, mode: 0o700 });
   const tmp = mkdtempSync(join(tmpdir(), 'verdict-certs-'));
   try {
     const caCert = join(plan.dir, 'ca.crt');
     const caKey = join(plan.dir, 'ca.key');
+    // A CA certificate without its key (or the reverse) is never replaced: every certificate it signed would stop working.
+    if (existsSync(caCert) !== existsSync(caKey))
+      throw new CommandError(`${existsSync(caCert) ? caCert : caKey} is there without ${existsSync(caCert) ? caKey : caCert}: the CA cannot sign; put it back, or use another --dir`);
     if (existsSync(caCert) && existsSync(caKey)) say(`kept     ${caCert} (the existing CA signs the new certificates)`);
     else {
       makeCa(caCert, caKey, `/CN=verdict ${plan.clusterId} CA`, Math.max(plan.days, 3_650));

@@ -1,6 +1,10 @@
 // `verdict cluster up`: a local cluster in the foreground, one process per
-// node. Three nodes on the default ports use the ready configs in cluster/;
-// other sizes, ports or data folders get generated configs.
+// node, serving mutual TLS with the local cluster's CA and certificates,
+// made on the first start outside the checkout (~/.config/verdict/local/,
+// src/transport/local-cluster.ts; `verdict certs` makes them). Plaintext
+// only with --insecure: then three nodes on the default ports use the ready
+// configs in cluster/ (which say "insecure": true); everything else gets
+// generated configs.
 //
 // The launcher owns its nodes: SIGTERM, SIGINT and SIGHUP are forwarded to
 // every node and the launcher waits until each has stopped; a node whose
@@ -16,14 +20,15 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { logFormat } from '../node/logger.ts';
 import { envName, OVERRIDABLE } from '../node/config-sources.ts';
-import { UsageError } from './args.ts';
+import { bool, UsageError } from './args.ts';
+import { ensureLocalClusterCerts } from './certs.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = join(ROOT, 'bin', 'verdict.mjs');
 export const DEFAULT_BASE_PORT = 7001;
 /** Metrics ports sit this far above the node ports (7001 → 9101). */
 export const METRICS_OFFSET = 2_100;
-/** With --tls, the HTTPS web console's ports sit this far above the node ports (7001 → 9201). */
+/** With TLS, the HTTPS web console's ports sit this far above the node ports (7001 → 9201). */
 export const CONSOLE_OFFSET = 2_200;
 /** How often the launcher checks that its parent (npm, a shell) is still there. */
 const PARENT_POLL_MS = 500;
@@ -44,6 +49,8 @@ export interface ClusterUpOptions {
   dataDir?: string;
   /** A folder made by `verdict certs`: every node serves mutual TLS with DIR/ca.crt and DIR/<nodeId>.crt, admin ops-admin. */
   tlsDir?: string;
+  /** Plaintext, chosen knowingly (--insecure); otherwise clusterUp() serves TLS, with the local cluster's certificates when tlsDir is not given. */
+  insecure?: boolean;
 }
 
 export function localConfigs(o: ClusterUpOptions): string[] {
@@ -76,7 +83,7 @@ export function localConfigs(o: ClusterUpOptions): string[] {
       snapshotEntries: 10000,
       snapshotLogRatio: 1,
       logLevel: 'info',
-      ...tls,
+      ...(tlsDir === undefined ? { insecure: true } : tls),
     };
     writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
     files.push(file);
@@ -107,7 +114,9 @@ export function parseClusterUpArgs(args: string[], flag: (args: string[], name: 
     throw new UsageError(`--base-port must be an integer from 1024 to ${65_535 - CONSOLE_OFFSET - n + 1}, not "${baseText}"`);
   const dataDir = flag(args, '--data');
   const tlsDir = flag(args, '--tls');
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR]`);
+  const insecure = bool(args, '--insecure');
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: ${CLUSTER_UP_USAGE}`);
+  if (insecure && tlsDir !== undefined) throw new UsageError('--insecure and --tls were both given: choose one');
   if (tlsDir !== undefined) {
     const missing = ['ca', ...Array.from({ length: n }, (_, i) => `n${i + 1}`)].map((f) => join(tlsDir, `${f}.crt`)).filter((f) => !existsSync(f));
     if (missing.length > 0)
@@ -115,15 +124,24 @@ export function parseClusterUpArgs(args: string[], flag: (args: string[], name: 
         `--tls ${tlsDir}: missing ${missing.join(', ')}; make them with: npx verdict certs --dir ${tlsDir} --nodes ${n}${basePort !== DEFAULT_BASE_PORT ? ` --base-port ${basePort}` : ''}`,
       );
   }
-  return { nodes: n, basePort, ...(dataDir !== undefined ? { dataDir } : {}), ...(tlsDir !== undefined ? { tlsDir } : {}) };
+  return { nodes: n, basePort, ...(dataDir !== undefined ? { dataDir } : {}), ...(tlsDir !== undefined ? { tlsDir } : {}), ...(insecure ? { insecure } : {}) };
 }
 
-export async function clusterUp(o: ClusterUpOptions): Promise<void> {
-  const n = o.nodes;
-  const basePort = o.basePort ?? DEFAULT_BASE_PORT;
+export const CLUSTER_UP_USAGE = 'verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR | --insecure]';
+
+/** Mutual TLS unless --insecure: without --tls, the local cluster's certificates, made where missing (on the first start). */
+function withTls(o: ClusterUpOptions): ClusterUpOptions {
+  if (o.tlsDir !== undefined || o.insecure === true) return o;
+  const tlsDir = ensureLocalClusterCerts(o.nodes, o.basePort ?? DEFAULT_BASE_PORT, (line) => process.stderr.write(`verdict: ${line.replace(/\s+/g, ' ')}\n`));
+  return { ...o, tlsDir };
+}
+
+export async function clusterUp(options: ClusterUpOptions): Promise<void> {
+  const n = options.nodes;
+  const basePort = options.basePort ?? DEFAULT_BASE_PORT;
   const nodePorts = Array.from({ length: n }, (_, i) => basePort + i);
   const metricsPorts = nodePorts.map((p) => p + METRICS_OFFSET);
-  if (o.tlsDir !== undefined) metricsPorts.push(...nodePorts.map((p) => p + CONSOLE_OFFSET));
+  if (options.insecure !== true) metricsPorts.push(...nodePorts.map((p) => p + CONSOLE_OFFSET));
   // A second `npm start` (or anything else on these ports) is told so once,
   // before any node starts, instead of three nodes each failing on its own.
   const busy = await portsInUse([...nodePorts, ...metricsPorts]);
@@ -135,6 +153,7 @@ export async function clusterUp(o: ClusterUpOptions): Promise<void> {
     process.exitCode = 1;
     return;
   }
+  const o = withTls(options);
   const configs = localConfigs(o);
   const children = new Map<string, ChildProcess>();
   let stopping = false;
@@ -163,7 +182,8 @@ export async function clusterUp(o: ClusterUpOptions): Promise<void> {
   }
   const pids = [...children].map(([id, c]) => `${id} pid ${c.pid}`).join(', ');
   process.stderr.write(
-    `verdict: local cluster of ${n} node(s) on 127.0.0.1:${basePort}${n > 1 ? `-${basePort + n - 1}` : ''} (${pids}), metrics on http://127.0.0.1:${metricsPorts[0]}/metrics${n > 1 ? ` (-${metricsPorts[n - 1]})` : ''}; try \`npx verdict status\`; Ctrl-C stops it\n`,
+    `verdict: local cluster of ${n} node(s) on 127.0.0.1:${basePort}${n > 1 ? `-${basePort + n - 1}` : ''} (${pids}), metrics on http://127.0.0.1:${metricsPorts[0]}/metrics${n > 1 ? ` (-${metricsPorts[n - 1]})` : ''}; ` +
+      `${o.tlsDir !== undefined ? `mutual TLS with the certificates in ${resolve(o.tlsDir)}` : 'PLAINTEXT (--insecure)'}; try \`npx verdict status\`; Ctrl-C stops it\n`,
   );
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) return;

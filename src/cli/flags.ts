@@ -27,7 +27,8 @@ const SWITCHES = new Set([
   '--classic-commit',
 ]);
 
-const TLS = ['--ca', '--cert', '--key'];
+/** TLS files, or --insecure for plaintext (client-tls.ts). */
+const TLS = ['--ca', '--cert', '--key', '--insecure'];
 /** Commands that talk to a node's RaftNode service. */
 const NODE_CLIENT = ['--endpoints', '--timeout', ...TLS];
 /** Commands that go through the SDK (src/client). */
@@ -37,7 +38,7 @@ const SDK_CLIENT = ['--endpoints', '--timeout', '--call-timeout-ms', ...TLS];
 export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   node: ['--config', '--set', '--insecure', '--parallel-commit', '--classic-commit'],
   'node repair': ['--config', '--set'],
-  'cluster up': ['--nodes', '--base-port', '--data', '--tls'],
+  'cluster up': ['--nodes', '--base-port', '--data', '--tls', '--insecure'],
   status: ['--json', ...NODE_CLIENT],
   put: NODE_CLIENT,
   get: NODE_CLIENT,
@@ -60,7 +61,6 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
     '--pg-concurrency',
     '--mysql-url',
     '--mysql-concurrency',
-    '--insecure',
     ...TLS,
   ],
   'participant resolve': ['--commit', '--abort', '--reason', '--id', '--cluster-id', '--resource', '--pg-url', '--mysql-url', '--operator', '--json'],
@@ -73,7 +73,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'txn show': ['--json', ...SDK_CLIENT],
   'txn resolve': ['--commit', '--abort', '--reason', '--operator', '--force-unknown', '--json', ...SDK_CLIENT],
   // Sagas (src/cli/saga.ts).
-  'saga service': ['--id', '--listen', '--data', '--handler', '--cluster-id', '--endpoints', '--log-level', '--insecure', ...TLS],
+  'saga service': ['--id', '--listen', '--data', '--handler', '--cluster-id', '--endpoints', '--log-level', ...TLS],
   'saga start': ['--step', '--pivot', '--id', '--json', '--operator', ...SDK_CLIENT],
   'saga list': ['--stuck', '--limit', '--json', '--operator', ...SDK_CLIENT],
   'saga show': ['--json', '--operator', ...SDK_CLIENT],

@@ -9,7 +9,7 @@
 // which keeps a client command's start-up short.
 import { bool, flag, UsageError } from './args.ts';
 import { checkFlags } from './flags.ts';
-import { tlsArgs, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
+import { clientSecurity, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
 import { packageVersion } from '../util/version.ts';
 import { printable } from './terminal-text.ts';
 
@@ -20,16 +20,19 @@ const NODE_HELP = `  verdict node --config FILE [--set KEY=VALUE ...] [--insecur
                                       stops it gracefully (a leader hands leadership over first). Every key can be
                                       overridden: VERDICT_<KEY> in the environment (VERDICT_TICK_MS, VERDICT_TLS_CERT),
                                       then --set key=value (tickMs=50, tls.cert=certs/n1.crt, peers.n4=HOST:PORT)
-                                      without "tls" a node listens on loopback only; --insecure (insecure=true)
-                                      serves plaintext elsewhere too, trusting everyone who can reach it
+                                      without "tls" a node refuses to start unless --insecure (insecure=true): it
+                                      then serves plaintext, trusting everyone who can reach it, and warns
                                       transactions commit in parallel unless their client chooses; --classic-commit
                                       (parallelCommit=false) makes classic two-phase commit this node's default
 `;
-const CLUSTER_HELP = `  verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR]
+const CLUSTER_HELP = `  verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR | --insecure]
                                       run a local cluster of N nodes (1, 3 or 5; default 3) in the foreground on
                                       127.0.0.1:PORT, PORT+1, ... (default 7001); metrics on PORT+2100 (9101, ...);
                                       SIGINT, SIGTERM or SIGHUP stops every node; a node stops if the launcher dies;
-                                      --tls: mutual TLS with the certificates of verdict certs --dir CERTS-DIR
+                                      mutual TLS with the local cluster's CA and certificates, made on the first
+                                      start in ~/.config/verdict/local/ ($VERDICT_CONFIG_DIR/local/); HTTPS console on
+                                      PORT+2200; --tls: the certificates of verdict certs --dir CERTS-DIR instead;
+                                      --insecure: plaintext (the nodes warn at every start)
 `;
 const STATUS_HELP = `  verdict status [--json] [--endpoints HOST:PORT,...]
                                       show the leader and every node's role, term, commit and last index;
@@ -120,10 +123,10 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`usage:\n${help}`);
     return;
   }
-  // Client commands connect with TLS when given a CA; node and participant read their own TLS settings.
+  // Client commands connect with the TLS given, the local cluster's, or plaintext with --insecure; node and participant read their own TLS settings.
   const runsItself = ['node', 'cluster', 'certs', 'outbox'].includes(cmd) || (cmd === 'participant' && args[0] !== 'remove') || (cmd === 'saga' && args[0] === 'service');
   if (!runsItself) {
-    useClientTls(tlsArgs(args));
+    useClientTls(clientSecurity(args));
     // Loaded here, not at the top: it loads the wire definitions, whose absence (a broken install) is reported below as one line.
     const { parseTimeout, useTimeout } = await import('./reach.ts');
     useTimeout(parseTimeout(flag(args, '--timeout')));
@@ -134,8 +137,8 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./node-command.ts')).runNode(args);
     case 'cluster': {
       const sub = args.shift();
-      if (sub !== 'up') throw new UsageError('usage: verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR]');
-      const { clusterUp, parseClusterUpArgs } = await import('./cluster.ts');
+      const { clusterUp, parseClusterUpArgs, CLUSTER_UP_USAGE } = await import('./cluster.ts');
+      if (sub !== 'up') throw new UsageError(`usage: ${CLUSTER_UP_USAGE}`);
       return clusterUp(parseClusterUpArgs(args, flag));
     }
     case 'status':

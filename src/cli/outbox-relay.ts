@@ -12,7 +12,7 @@ import { NatsSink, NatsSinkError } from '../outbox/nats-sink.ts';
 import { RelayRunner, RelayStartError } from '../outbox/relay-runner.ts';
 import { serveMetrics, MetricsListenError, type MetricsServer } from '../transport/ops.ts';
 import { bool, CommandError, flag, UsageError } from './args.ts';
-import { loadClientTls, tlsArgs } from './client-tls.ts';
+import { clientSecurity, loadClientTls } from './client-tls.ts';
 import { endpoints } from './status.ts';
 
 function count(args: string[], name: string, dflt: number, min: number, max: number): number {
@@ -42,8 +42,9 @@ export async function outboxRelayCommand(args: string[]): Promise<void> {
   const idleMs = count(args, '--idle-ms', 100, 1, 60_000);
   const batchMax = count(args, '--batch', 500, 1, 10_000);
   const logLevel = flag(args, '--log-level') ?? 'info';
+  // Before endpoints(): whether they are the local cluster's decides the default TLS.
+  const tls = clientSecurity(args);
   const addrs = endpoints(args);
-  const tls = tlsArgs(args);
   if (args.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args[0])}`);
   if (pgUrl === undefined) throw new UsageError('verdict outbox relay needs --pg-url postgres://USER@HOST:PORT/DB');
   if (sinkUrl === undefined) throw new UsageError('verdict outbox relay needs --sink nats://HOST:PORT (NATS with JetStream)');
@@ -62,6 +63,7 @@ export async function outboxRelayCommand(args: string[]): Promise<void> {
   const credentials = material === null ? grpc.credentials.createInsecure() : grpc.credentials.createSsl(material.ca, material.key, material.cert);
 
   const log = createLogger(logLevel, { relay: holder });
+  if (material === null) log.warn({ insecure: true }, 'insecure: calling the cluster in plaintext without TLS; anyone on the path can read and forge its answers (see docs/security.md)');
   const conn = new CoordinatorConnection(addrs, { credentials, callTimeoutMs: 10_000 });
   // CDC reads one slot, so one relay publishes it at a time: one lease, the others stand by.
   const keeper = new LeaseKeeper({

@@ -7,9 +7,10 @@ import { createLogger } from '../node/logger.ts';
 import { JournalCorruptError } from '../participant/journal.ts';
 import { redact } from '../participant/postgres.ts';
 import { ParticipantStartupError, RegistrationRefusedError, startParticipant, type ParticipantRuntime } from '../participant/runtime.ts';
-import { bool, flag, UsageError } from './args.ts';
+import { flag, UsageError } from './args.ts';
 import { participantResolveCommand } from './participant-resolve.ts';
-import { tlsArgs } from './client-tls.ts';
+import { insecureArg, tlsArgs } from './client-tls.ts';
+import { localServerTls } from './certs.ts';
 import { participantRemoveCommand } from './txn.ts';
 import type { TlsFiles } from '../transport/tls.ts';
 
@@ -30,8 +31,9 @@ export const PARTICIPANT_HELP = `  verdict participant --id ID --listen HOST:POR
                                       --resource mysql commits in the MySQL/MariaDB database at --mysql-url with XA
                                       (--mysql-concurrency branches open at once, default 8; see docs/mysql.md)
                                       --ca/--cert/--key (or VERDICT_TLS_CA/CERT/KEY): serve mutual TLS and reach the
-                                      cluster over TLS; needed when the cluster's nodes use TLS. Without TLS it
-                                      listens on loopback only; --insecure serves plaintext elsewhere too
+                                      cluster over TLS. Without them, a participant of the local cluster (npm start)
+                                      uses its certificate from the local cluster's folder, made there on demand by
+                                      the local CA; --insecure (VERDICT_INSECURE=true) serves plaintext instead
 `;
 
 const DEFAULT_ENDPOINTS = '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
@@ -59,7 +61,7 @@ export interface ParticipantArgs {
   mysqlConcurrency: number;
   /** TLS files, from --ca/--cert/--key or VERDICT_TLS_*; null: plaintext. */
   tls: TlsFiles | null;
-  /** --insecure: without TLS, serve plaintext beyond loopback anyway. */
+  /** --insecure (or VERDICT_INSECURE=true): without TLS, serve and call plaintext. */
   insecure: boolean;
 }
 
@@ -81,7 +83,7 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
   const mysqlConcurrencyText = flag(args, '--mysql-concurrency');
   const lockWaitText = flag(args, '--lock-wait-ms');
   const tls = tlsArgs(args, env);
-  const insecure = bool(args, '--insecure');
+  const insecure = insecureArg(args, env);
   if (tls !== null && (tls.cert === undefined || tls.key === undefined))
     throw new UsageError('--ca needs --cert and --key too: a participant with TLS serves it with its own certificate (or set VERDICT_TLS_CERT and VERDICT_TLS_KEY)');
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; ${PARTICIPANT_USAGE}`);
@@ -138,6 +140,7 @@ export async function participantCommand(argv: string[]): Promise<void> {
   if (argv[0] === 'remove') return participantRemoveCommand(argv.slice(1));
   const a = parseParticipantArgs(argv);
   const logger = createLogger(a.logLevel);
+  const tls = a.tls ?? (a.insecure ? null : localServerTls(a.id, a.advertise ?? a.listen, a.clusterId, a.endpoints, logger));
   let p: Pick<ParticipantRuntime, 'stop' | 'registered'>;
   try {
     const common = {
@@ -148,7 +151,7 @@ export async function participantCommand(argv: string[]): Promise<void> {
       endpointsOfCluster: a.endpoints,
       dataDir: a.data,
       metricsListen: a.metricsListen,
-      ...(a.tls !== null ? { tls: a.tls } : {}),
+      ...(tls !== null ? { tls } : {}),
       insecure: a.insecure,
       logger,
     };

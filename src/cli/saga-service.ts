@@ -10,8 +10,9 @@ import { printable } from './terminal-text.ts';
 import { createLogger } from '../node/logger.ts';
 import { startStepService, StepServiceStartupError, type StepHandlers, type StepService } from '../saga/step-service.ts';
 import type { StepHandler } from '../saga/inbox.ts';
-import { bool, flag, flagAll, UsageError } from './args.ts';
-import { tlsArgs } from './client-tls.ts';
+import { flag, flagAll, UsageError } from './args.ts';
+import { insecureArg, tlsArgs } from './client-tls.ts';
+import { localServerTls } from './certs.ts';
 
 export const SAGA_SERVICE_USAGE =
   'usage: verdict saga service --id ID --listen HOST:PORT --data DIR --handler NAME [--handler NAME ...] [--cluster-id local] [--endpoints HOST:PORT,...] [--log-level info] [--ca FILE --cert FILE --key FILE | --insecure]';
@@ -43,7 +44,7 @@ export function parseSagaServiceArgs(argv: readonly string[], env: NodeJS.Proces
   const endpointsText = flag(args, '--endpoints') ?? env.VERDICT_ENDPOINTS ?? DEFAULT_ENDPOINTS;
   const logLevel = flag(args, '--log-level') ?? 'info';
   const tls = tlsArgs(args, env);
-  const insecure = bool(args, '--insecure');
+  const insecure = insecureArg(args, env);
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; ${SAGA_SERVICE_USAGE}`);
   if (id === undefined || listen === undefined || data === undefined || handlers.length === 0) {
     throw new UsageError(`verdict saga service needs --id, --listen, --data and at least one --handler; ${SAGA_SERVICE_USAGE}`);
@@ -80,6 +81,7 @@ export function demoHandlers(serviceId: string, names: readonly string[]): StepH
 export async function sagaServiceCommand(argv: string[]): Promise<void> {
   const a = parseSagaServiceArgs(argv);
   const logger = createLogger(a.logLevel);
+  const tls = a.tls ?? (a.insecure ? null : localServerTls(a.id, a.listen, a.clusterId, a.endpoints, logger));
   let s: StepService;
   try {
     s = await startStepService({
@@ -90,7 +92,7 @@ export async function sagaServiceCommand(argv: string[]): Promise<void> {
       dataDir: a.data,
       handlers: demoHandlers(a.id, a.handlers),
       logger,
-      ...(a.tls !== null ? { tls: a.tls } : {}),
+      ...(tls !== null ? { tls } : {}),
       insecure: a.insecure,
     });
   } catch (err) {

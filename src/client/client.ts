@@ -6,7 +6,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { newTxnId } from '../domain/txn-id.ts';
 import { pooledRandomBytes } from '../util/random-pool.ts';
 import { OPERATOR_KEY, type ClusterStatusResponse, type HeuristicInfo, type OutcomeName, type ParticipantInfo, type ParticipantState, type ResolutionInfo } from '../transport/coordinator-rpc.ts';
-import { CoordinatorConnection, type CallOptions, type ConnectionOptions } from './connection.ts';
+import { CoordinatorConnection, plaintext, type CallOptions, type ConnectionOptions } from './connection.ts';
 import { VerdictError } from './errors.ts';
 import { SagaCaller, type SagaHandle, type SagaSpec, type SagaStatus } from './saga.ts';
 import { checkId, checkTxnId, shortOutcome, toOutcomeResult, Transaction, type Outcome, type OutcomeResult } from './transaction.ts';
@@ -81,14 +81,14 @@ export class VerdictClient {
   private clusterId: string | undefined;
 
   private readonly endpoints: string[];
-  private readonly credentials: grpc.ChannelCredentials | undefined;
+  private readonly credentials: grpc.ChannelCredentials;
   private sagaCaller: SagaCaller | null = null;
 
   constructor(options: VerdictClientOptions) {
     this.connection = new CoordinatorConnection(options.endpoints, options);
     this.clusterId = options.clusterId;
     this.endpoints = [...options.endpoints];
-    this.credentials = options.credentials;
+    this.credentials = options.credentials ?? plaintext(options.insecure);
   }
 
   /** The Sagas service's caller (src/client/saga.ts), made on first use; over TLS when the client is. */

@@ -37,7 +37,10 @@ export interface CallBounds {
 }
 
 export interface ConnectionOptions extends CallBounds {
+  /** TLS: `tlsCredentials({ ca, cert, key })`, or `tlsCredentials(localClusterTls())` for the local cluster of `npm start`. */
   credentials?: grpc.ChannelCredentials;
+  /** Plaintext, chosen knowingly: without `credentials` a connection is refused unless this is true (docs/security.md). */
+  insecure?: boolean;
   /** Leader hints followed per round; bounds ping-pong between nodes with stale views. */
   maxRedirects?: number;
   backoff?: Partial<BackoffOptions>;
@@ -70,7 +73,7 @@ export class CoordinatorConnection {
     if (addresses.length === 0) throw invalidArgument('a connection needs at least one node address (host:port)');
     for (const a of addresses) if (!isAddress(a)) throw invalidArgument(`"${a}" is not a host:port address`);
     this.finder = new LeaderFinder(addresses, { redirectsMax: options.maxRedirects ?? DEFAULT_MAX_REDIRECTS });
-    this.credentials = options.credentials ?? grpc.credentials.createInsecure();
+    this.credentials = options.credentials ?? plaintext(options.insecure);
     const bounds = callBounds(options);
     this.callTimeoutMs = positive(bounds.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, 'callTimeoutMs');
     this.attemptTimeoutMs = positive(bounds.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS, 'attemptTimeoutMs');
@@ -222,6 +225,15 @@ export function refusalDetails(err: grpc.ServiceError): RefusalDetails {
 function metadataText(err: grpc.ServiceError, key: string): string | undefined {
   const v = err.metadata?.get(key)[0];
   return typeof v === 'string' && v !== '' && v.length <= 256 ? v : undefined;
+}
+
+/** Plaintext credentials, only when the caller said insecure. */
+export function plaintext(insecure: boolean | undefined): grpc.ChannelCredentials {
+  if (insecure !== true)
+    throw invalidArgument(
+      'no TLS: give credentials: tlsCredentials({ ca, cert, key }) (for the local cluster of `npm start`: tlsCredentials(localClusterTls())), or insecure: true to talk plaintext to a cluster that serves it',
+    );
+  return grpc.credentials.createInsecure();
 }
 
 function describe(err: grpc.ServiceError, tls: boolean): string {

@@ -4,4 +4,5 @@ export { Transaction, type CommitResult, type FinalOutcome, type Outcome, type O
 export { CoordinatorConnection, type BackoffOptions, type CallOptions, type ConnectionOptions } from './connection.ts';
 export { OutcomeUnknownError, RetriesExhaustedError, VerdictError, type StatusName } from './errors.ts';
 export { tlsCredentials } from './tls.ts';
+export { localClusterTls } from '../transport/local-cluster.ts';
 export { SagaCaller, SagaHandle, type SagaEnd, type SagaSpec, type SagaStatus, type SagaStepSpec } from './saga.ts';

@@ -58,7 +58,8 @@ export class SagaCaller {
 
   constructor(
     endpoints: string[],
-    private readonly credentials?: grpc.ChannelCredentials,
+    /** TLS credentials, or grpc.credentials.createInsecure() for a plaintext cluster (chosen knowingly). */
+    private readonly credentials: grpc.ChannelCredentials,
     private readonly operator?: string,
   ) {
     if (endpoints.length === 0) throw new VerdictError('INVALID_ARGUMENT', 'sagas need at least one node endpoint');

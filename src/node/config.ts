@@ -62,9 +62,10 @@ export interface NodeConfig {
   /** TLS for every connection of this node (src/transport/tls.ts); null: plaintext. */
   tls: NodeTlsConfig | null;
   /**
-   * Without TLS, serve plaintext on an address beyond loopback anyway
-   * (src/transport/listen-policy.ts); the node warns at every start. False
-   * by default: plaintext trusts everyone who can reach the port.
+   * Serve plaintext: without TLS a node starts only with this
+   * (src/transport/listen-policy.ts), on every listener, loopback included,
+   * and warns at every start. False by default: plaintext trusts everyone
+   * who can reach the port.
    */
   insecure: boolean;
   /** Largest request message on the client-facing services, in bytes (docs/limits.md). */
@@ -318,7 +319,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     throw new ConfigError(file, `${label('parallelCommit')} is ${JSON.stringify(parallelCommit)}: expected true (parallel commit by default) or false (classic)`);
   const insecure = o.insecure === 'true' ? true : o.insecure === 'false' ? false : (o.insecure ?? false);
   if (typeof insecure !== 'boolean')
-    throw new ConfigError(file, `${label('insecure')} is ${JSON.stringify(insecure)}: expected true (serve plaintext beyond loopback, trusting everyone who can reach the port) or false`);
+    throw new ConfigError(file, `${label('insecure')} is ${JSON.stringify(insecure)}: expected true (serve plaintext without TLS, trusting everyone who can reach the port) or false`);
   const logLevel = o.logLevel ?? 'info';
   if (typeof logLevel !== 'string' || !(LEVELS as readonly string[]).includes(logLevel))
     throw new ConfigError(file, `${label('logLevel')} is ${JSON.stringify(logLevel)}: expected one of ${LEVELS.join(', ')}`);

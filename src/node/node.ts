@@ -89,13 +89,16 @@ export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNo
   const faultPoint = testFaultPoint(log);
   const tls = transportSecurity(cfg, log);
   const server = new grpc.Server(SERVER_OPTIONS);
-  const address = await listen(server, cfg, tls, log);
+  const address = await listen(server, cfg, tls);
   // Until the log is recovered, every call is told UNAVAILABLE (retry), never UNIMPLEMENTED (give up).
   const gates = addStartingGates(server, cfg.requestBytesMax);
   const open = new OpenParts();
   open.add(() => shutdownServer(server, SERVER_SHUTDOWN_GRACE_MS));
   try {
-    return await compose(cfg, log, tls, server, gates, address, open, faultPoint);
+    const node = await compose(cfg, log, tls, server, gates, address, open, faultPoint);
+    // Once started, so a start refused for another reason prints only that reason.
+    if (tls === null) log.warn({ listen: cfg.listen, insecure: true }, insecureWarning(cfg.listen));
+    return node;
   } catch (err) {
     // The listeners are freed again; the data directory, if it was opened, is closed as it was.
     await open.closeAll();
@@ -263,11 +266,16 @@ function keepGrpcLogs(log: Logger): void {
   grpc.setLogger({ error: (...args: unknown[]) => log.debug({ component: 'grpc' }, format(...args)) });
 }
 
-/** The node's TLS, its files checked before anything is bound (a ConfigError naming the key); null serves plaintext, if the config allows it. */
+/** The node's TLS, its files checked before anything is bound (a ConfigError naming the key); null serves plaintext, only with "insecure". */
 function transportSecurity(cfg: NodeConfig, log: Logger): NodeTls | null {
   const tls = loadNodeTls(cfg);
   if (tls === null) {
-    const refusal = plaintextRefusal({ listen: cfg.listen, insecure: cfg.insecure, tlsHow: '"tls" in the config', insecureHow: '"insecure": true (or --insecure)' });
+    const refusal = plaintextRefusal({
+      listen: cfg.listen,
+      insecure: cfg.insecure,
+      tlsHow: '"tls" in the config (`verdict certs` makes certificates)',
+      insecureHow: '"insecure": true (or --insecure)',
+    });
     if (refusal !== null) throw new StartupError(refusal);
   } else if (cfg.insecure) {
     log.info({ insecure: true }, '"insecure" has no effect: this node serves mutual TLS');
@@ -278,10 +286,8 @@ function transportSecurity(cfg: NodeConfig, log: Logger): NodeTls | null {
 }
 
 /** Binds `listen`; resolves with the address served (host:port, the port picked when it was 0). */
-async function listen(server: grpc.Server, cfg: NodeConfig, tls: NodeTls | null, log: Logger): Promise<string> {
+async function listen(server: grpc.Server, cfg: NodeConfig, tls: NodeTls | null): Promise<string> {
   const port = await bind(server, cfg.listen, tls?.server ?? grpc.ServerCredentials.createInsecure());
-  // Once serving, so a start refused for another reason prints only that reason.
-  if (tls === null && cfg.insecure) log.warn({ listen: cfg.listen, insecure: true }, insecureWarning(cfg.listen));
   return `${cfg.listen.slice(0, cfg.listen.lastIndexOf(':'))}:${port}`;
 }
 

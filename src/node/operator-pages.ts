@@ -84,7 +84,7 @@ export class OperatorPages {
     });
     try {
       if (cfg.metricsListen !== null) pages.metricsServer = await serveMetrics(cfg.metricsListen, () => pages.metrics?.registry ?? null, page);
-      // Plaintext beyond loopback was refused when the config was read (src/node/config.ts), unless insecure.
+      // Without TLS the node got here only with "insecure" (node.ts): every listener is plaintext by the operator's choice.
       if (cfg.consoleListen !== null) pages.consoleServer = await serveConsole(cfg.consoleListen, page, cfg.tls);
     } catch (err) {
       await pages.close();

@@ -4,6 +4,8 @@
 // the journaled memory resource. This entry never loads `pg`: the PostgreSQL
 // resource is `verdict/participant/postgres`, loaded only when asked for.
 export { startParticipant, ParticipantStartupError, type ParticipantOptions, type ParticipantRuntime } from './runtime.ts';
+// TLS with the local cluster of `npm start`: `tls: localClusterTls('shop')` (docs/tls.md).
+export { localClusterTls } from '../transport/local-cluster.ts';
 export { MemoryResource, memoryPayload, parsePayload, PAYLOAD_BYTES_MAX, KEYS_PER_TXN_MAX, KEY_CHARS_MAX, type Writes } from './memory.ts';
 export { ParticipantEngine, type EngineOptions, type InDoubtTxn, type EngineCounts } from './engine.ts';
 export { ParticipantError, type ClusterOutcome, type Outcome, type Resource, type ResourceVote, type TxnId } from './types.ts';

@@ -79,8 +79,8 @@ export interface ParticipantOptions {
    */
   tls?: TlsFiles;
   /**
-   * Without TLS, serve plaintext beyond loopback anyway (src/transport/listen-policy.ts);
-   * the participant warns at every start. False by default.
+   * Serve and call plaintext: without TLS a participant starts only with this
+   * (src/transport/listen-policy.ts), and warns at every start. False by default.
    */
   insecure?: boolean;
   /** How often acts done by hand (`verdict participant resolve`) not yet acknowledged by the cluster are reported again. */
@@ -238,10 +238,10 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   return { address, engine, resource, registered: registration.registered, metricsAddress: metricsServer?.address ?? null, stop };
 }
 
-/** TLS material for serving and for reaching the cluster, or null for plaintext (refused beyond loopback without --insecure). */
+/** TLS material for serving and for reaching the cluster, or null for plaintext (refused without insecure). */
 function loadParticipantTls(o: ParticipantOptions): TlsMaterial | null {
   if (o.tls === undefined) {
-    const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: '--ca, --cert and --key', insecureHow: '--insecure' });
+    const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: 'tls (--ca, --cert and --key)', insecureHow: 'insecure: true (--insecure)' });
     if (refusal !== null) throw new ParticipantStartupError(refusal);
     return null;
   }

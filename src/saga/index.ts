@@ -16,6 +16,7 @@ export {
   type StepServiceOptions,
 } from './step-service.ts';
 export type { InboxRecord, StepHandler } from './inbox.ts';
+export { localClusterTls } from '../transport/local-cluster.ts';
 export type { PgStepHandler } from './postgres-inbox.ts';
 export type { StepAnswer, StepRequest } from './engine.ts';
 export type { StepKind } from './state.ts';

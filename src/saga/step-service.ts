@@ -64,19 +64,19 @@ export interface StepServiceOptions {
    * listen address) serves the nodes' calls and presents this service to them.
    */
   tls?: TlsFiles;
-  /** Without TLS, serve plaintext beyond loopback anyway (src/transport/listen-policy.ts); false by default. */
+  /** Serve and call plaintext: without TLS a step service starts only with this (src/transport/listen-policy.ts), and warns at every start; false by default. */
   insecure?: boolean;
 }
 
-/** A step service that cannot start as configured (its TLS files, a plaintext address beyond loopback); the message says why. */
+/** A step service that cannot start as configured (its TLS files, plaintext without insecure); the message says why. */
 export class StepServiceStartupError extends Error {
   override name = 'StepServiceStartupError';
 }
 
-/** The step service's TLS material, checked as a participant's; null without TLS (refused beyond loopback unless insecure). */
+/** The step service's TLS material, checked as a participant's; null without TLS (refused unless insecure). */
 function stepServiceTls(o: StepServiceOptions): TlsMaterial | null {
   if (o.tls === undefined) {
-    const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: 'tls (ca, cert and key)', insecureHow: 'insecure: true' });
+    const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: 'tls (ca, cert and key; --ca, --cert and --key)', insecureHow: 'insecure: true (--insecure)' });
     if (refusal !== null) throw new StepServiceStartupError(`step service ${o.serviceId}: ${refusal}`);
     return null;
   }

@@ -1,11 +1,12 @@
-// Plaintext only where nobody else can connect. Without TLS a node or a
-// participant has no way to tell who calls it: anyone who reaches the port
-// may commit, abort, transfer leadership, change membership, register a
-// participant at their own address, or forge Raft messages. So a server
-// without TLS listens on loopback only (127.0.0.0/8, ::1, localhost), for
-// development, unless the operator says `insecure` (a network they trust
-// by other means); then it warns at every start. docs/security.md has the
-// threat model.
+// Plaintext only when the operator chose it. Without TLS a node, a
+// participant or a step service has no way to tell who calls it: anyone who
+// reaches the port may commit, abort, transfer leadership, change membership,
+// register a participant at their own address, or forge Raft messages. On
+// loopback that is every process and every user of the machine. So a server
+// without TLS refuses to start on any address, loopback included, unless the
+// operator says `insecure`; then it warns at every start. docs/security.md
+// has the threat model. (isLoopbackHost tells the CLI which addresses are
+// the local cluster's.)
 import { isIP } from 'node:net';
 
 /** Whether `host` (as written in a listen address, IPv6 possibly in brackets) names only this machine's loopback. */
@@ -26,7 +27,7 @@ export function isLoopbackHost(host: string): boolean {
 export interface PlaintextListen {
   /** host:port the server is asked to listen on. */
   listen: string;
-  /** The operator accepted plaintext beyond loopback. */
+  /** The operator chose plaintext. */
   insecure: boolean;
   /** How the user turns TLS on and says insecure, for the message: e.g. `"tls" in the config` and `"insecure": true (--insecure)`. */
   tlsHow: string;
@@ -35,14 +36,15 @@ export interface PlaintextListen {
 
 /**
  * For a server without TLS: why it must not start (a one-line reason with
- * how to fix it), or null. Loopback is always allowed.
+ * how to fix it), or null when the operator said insecure.
  */
 export function plaintextRefusal(p: PlaintextListen): string | null {
+  if (p.insecure) return null;
   const host = p.listen.slice(0, p.listen.lastIndexOf(':'));
-  if (p.insecure || isLoopbackHost(host)) return null;
+  const who = isLoopbackHost(host) ? 'any process or user on this machine' : `anyone who can reach ${host}`;
   return (
-    `refusing to serve plaintext on ${p.listen}: without TLS anyone who can reach ${host} can commit, abort, take over participants and forge Raft messages; ` +
-    `configure ${p.tlsHow} (see docs/security.md), listen on loopback (127.0.0.1) for development, or set ${p.insecureHow} on a network you trust`
+    `refusing to serve plaintext on ${p.listen}: without TLS ${who} can commit, abort, take over participants and forge Raft messages; ` +
+    `configure ${p.tlsHow} (see docs/tls.md), or set ${p.insecureHow} to serve plaintext knowingly`
   );
 }
 

@@ -86,12 +86,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       const address = `127.0.0.1:${ports[i]}`;
       const dataDir = join(c.dir, `participant-${id}`);
       const resource = id === 'books' ? ['--resource', 'mysql', '--mysql-url', booksUrl] : ['--resource', 'postgres', '--pg-url', pgServer.url(id)];
-      const argv = ['participant', '--id', id, '--listen', address, '--data', dataDir, '--cluster-id', c.clusterId, '--endpoints', endpoints.join(','), ...resource];
+      const argv = ['participant', '--id', id, '--listen', address, '--data', dataDir, '--cluster-id', c.clusterId, '--endpoints', endpoints.join(','), '--insecure', ...resource];
       const p = new ParticipantProc(id, address, dataDir, join(c.dir, `${id}.log`), argv);
       p.start();
       participants.push(p);
     }
-    client = new VerdictClient({ endpoints, callTimeoutMs: 10_000 });
+    client = new VerdictClient({ insecure: true, endpoints, callTimeoutMs: 10_000 });
     const cl = client;
     await waitFor('participants shop, ledger and books registered', REGISTER_WAIT_MS, async () => {
       const ids = (await cl.participants()).map((p) => p.participantId);

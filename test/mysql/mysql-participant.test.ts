@@ -157,6 +157,7 @@ describe('verdict participant --resource mysql (the process)', () => {
         dir,
         '--endpoints',
         cluster.address,
+        '--insecure',
         '--resource',
         'mysql',
         '--mysql-url',

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cluster, freePorts, ROOT, tempDir, useProcessCleanup } from '../process/harness.ts';
+import { cliEnv, Cluster, freePorts, ROOT, tempDir, useProcessCleanup } from '../process/harness.ts';
 import { startNats, type NatsServer } from '../nats-harness.ts';
 import { startTogether } from '../start-together.ts';
 import { preparedXacts, sql, startPostgres, type PgServer } from './harness.ts';
@@ -17,7 +17,8 @@ const APPLY_WAIT = { timeout: 30_000, interval: 200 };
 
 function runExample(cmd: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   return new Promise((res, rej) => {
-    const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The harness's clusters serve plaintext: VERDICT_INSECURE=true, as examples/cluster-security.mjs reads it.
+    const child = spawn(cmd, args, { cwd: ROOT, env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));

@@ -58,6 +58,7 @@ describe('parallel commit: the leader SIGKILLed between the last YES and the exp
           endpointsOfCluster: c.nodes.map((n) => n.address),
           dataDir: join(dir, id),
           logger: pino({ level: 'silent' }),
+          insecure: true,
           registerRetryMs: 200,
           engine: { inDoubtAfterMs: 1_000, sweepIntervalMs: 250 },
           postgres: { url: server.url(id), concurrency: 8 },
@@ -65,7 +66,7 @@ describe('parallel commit: the leader SIGKILLed between the last YES and the exp
       );
     }
     await Promise.all(participants.map((p) => p.registered));
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
+    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
     try {
       const heard = new Map<string, string>();
       await Promise.all(

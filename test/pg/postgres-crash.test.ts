@@ -55,7 +55,7 @@ interface Proc {
 }
 
 async function startParticipant(dir: string, port: number): Promise<Proc> {
-  const args = ['participant', '--id', 'shop', '--cluster-id', CLUSTER, '--listen', `127.0.0.1:${port}`, '--data', dir, '--endpoints', cluster.address];
+  const args = ['participant', '--id', 'shop', '--cluster-id', CLUSTER, '--listen', `127.0.0.1:${port}`, '--data', dir, '--endpoints', cluster.address, '--insecure'];
   const child = spawn(process.execPath, [join(ROOT, 'bin', 'verdict.mjs'), ...args, '--resource', 'postgres', '--pg-url', shop, '--pg-concurrency', '4', '--log-level', 'warn'], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'pipe'],

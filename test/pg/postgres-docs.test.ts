@@ -64,6 +64,7 @@ describe('docs/postgres.md, in order', () => {
             c.clusterId,
             '--endpoints',
             node.address,
+            '--insecure',
             '--resource',
             'postgres',
             '--pg-url',
@@ -73,7 +74,7 @@ describe('docs/postgres.md, in order', () => {
         ),
       );
     }
-    const client = new VerdictClient({ endpoints: [node.address] });
+    const client = new VerdictClient({ insecure: true, endpoints: [node.address] });
     try {
       await waitFor('shop-pg and ledger-pg to register', WAIT_MS, async () =>
         (await client.participants())

@@ -292,6 +292,7 @@ describe('verdict participant --resource postgres (the process)', () => {
         dir,
         '--endpoints',
         cluster.address,
+        '--insecure',
         '--resource',
         'postgres',
         '--pg-url',

@@ -68,6 +68,7 @@ describe('postgres participant: refuses max_prepared_transactions = 0', () => {
       endpointsOfCluster: ['127.0.0.1:1'],
       dataDir: dir,
       logger: pino({ level: 'silent' }),
+      insecure: true,
       postgres: { url },
     });
     await expect(start).rejects.toThrow(ParticipantStartupError);
@@ -93,6 +94,7 @@ describe('postgres participant: refuses max_prepared_transactions = 0', () => {
         dir,
         '--endpoints',
         '127.0.0.1:1',
+        '--insecure',
         '--resource',
         'postgres',
         '--pg-url',

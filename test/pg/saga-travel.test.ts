@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
 import { TRIP_PIVOT, TRIP_STEPS } from '../../examples/travel-booking/steps.mjs';
-import { Cluster, freePorts, ROOT, tempDir, useProcessCleanup, waitFor } from '../process/harness.ts';
+import { cliEnv, Cluster, freePorts, ROOT, tempDir, useProcessCleanup, waitFor } from '../process/harness.ts';
 import { sql, startPostgres, type PgServer } from './harness.ts';
 
 useProcessCleanup();
@@ -27,7 +27,8 @@ function service(name: string, env: Record<string, string>): Promise<ChildProces
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join('examples', 'travel-booking', 'service.mjs'), name], {
       cwd: ROOT,
-      env: { ...process.env, ...env },
+      // The harness's clusters serve plaintext: VERDICT_INSECURE=true (examples/cluster-security.mjs).
+      env: cliEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.add(child);
@@ -71,7 +72,7 @@ describe('travel booking: sagas across processes on PostgreSQL', () => {
     const names = ['flight', 'hotel', 'payment', 'email'];
     const procs = new Map<string, ChildProcess>();
     for (const [i, name] of names.entries()) procs.set(name, await service(name, envOf(name, i)));
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address) });
+    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address) });
     try {
       const ids = Array.from({ length: 24 }, (_, i) => `trip-${i}`);
       let ended = 0;
@@ -121,7 +122,7 @@ describe('travel booking: sagas across processes on PostgreSQL', () => {
       const trip = await new Promise<string>((resolve) => {
         const p = spawn(process.execPath, [join('examples', 'travel-booking', 'trip.mjs'), '1'], {
           cwd: ROOT,
-          env: { ...process.env, VERDICT_ENDPOINTS: c.nodes.map((n) => n.address).join(',') },
+          env: cliEnv({ VERDICT_ENDPOINTS: c.nodes.map((n) => n.address).join(',') }),
           stdio: ['ignore', 'pipe', 'pipe'],
         });
         let out = '';

@@ -8,10 +8,13 @@
 // it (which would make the leader log ABORT), Put/Get, and calling shop's
 // Prepare/Decide/Exchange directly. The owners still can.
 //
-// Without TLS: a node and a participant refuse to listen beyond loopback
-// unless told insecure, an insecure node warns at every start, and a forged
-// Raft stream from a non-member is refused.
+// Without TLS: a node and a participant refuse to start unless told
+// insecure, on loopback too (so no listener, metricsListen and consoleListen
+// included, serves plaintext anywhere unless said), an insecure node and
+// participant warn at every start, and a forged Raft stream from a
+// non-member is refused.
 import * as grpc from '@grpc/grpc-js';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -26,7 +29,8 @@ import { ParticipantClient, type PrepareRequest } from '../../src/transport/part
 import { streamMethod, toWire, type WireBatch, type WireStreamAck } from '../../src/transport/proto.ts';
 import { message, MessageType } from '../../src/raft/types.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
-import { Cluster, freePorts, runCli, tempDir, useProcessCleanup, waitFor } from './harness.ts';
+import { portsInUse } from '../../src/cli/cluster.ts';
+import { BIN, Cluster, freePorts, ROOT, runCli, tempDir, useProcessCleanup, waitFor } from './harness.ts';
 import { scrape, value } from './ops-helpers.ts';
 
 useProcessCleanup();
@@ -236,35 +240,81 @@ describe('mutual TLS binds roles to identities', () => {
   });
 });
 
-describe('without TLS: plaintext only on loopback unless insecure', () => {
+describe('without TLS: plaintext only when said, loopback included', () => {
   let dir: string;
+  // The harness's CLI says VERDICT_INSECURE=true; these tests unsay it (an empty value removes a node config key).
+  const unsaid = { VERDICT_INSECURE: '' };
 
   beforeAll(() => {
     dir = tempDir('verdict-insecure-');
   });
 
-  it('a node refuses a non-loopback listen address without TLS, in one line saying why and how, before touching its data', async () => {
+  it('a node without TLS and without "insecure" refuses to start on loopback, in one line saying why and how, before touching its data', async () => {
     const [port] = await freePorts(1);
     const file = join(dir, 'n1.json');
-    writeFileSync(file, JSON.stringify({ clusterId: 'c1', nodeId: 'n1', listen: `0.0.0.0:${port}`, dataDir: 'data-n1', peers: { n1: `127.0.0.1:${port}` } }));
-    const res = await runCli(['node', '--config', file], { timeoutMs: EXIT_WITHIN_MS + 5_000 });
+    writeFileSync(file, JSON.stringify({ clusterId: 'c1', nodeId: 'n1', listen: `127.0.0.1:${port}`, dataDir: 'data-n1', peers: { n1: `127.0.0.1:${port}` } }));
+    const res = await runCli(['node', '--config', file], { timeoutMs: EXIT_WITHIN_MS + 5_000, env: unsaid });
     const lines = res.stderr.split('\n').filter((l) => l !== '');
     expect(res.code, res.stderr).toBe(1);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toBe(
-      `verdict: refusing to serve plaintext on 0.0.0.0:${port}: without TLS anyone who can reach 0.0.0.0 can commit, abort, take over participants and forge Raft messages; ` +
-        'configure "tls" in the config (see docs/security.md), listen on loopback (127.0.0.1) for development, or set "insecure": true (or --insecure) on a network you trust',
+      `verdict: refusing to serve plaintext on 127.0.0.1:${port}: without TLS any process or user on this machine can commit, abort, take over participants and forge Raft messages; ` +
+        'configure "tls" in the config (`verdict certs` makes certificates) (see docs/tls.md), or set "insecure": true (or --insecure) to serve plaintext knowingly',
     );
     expect(existsSync(join(dir, 'data-n1'))).toBe(false);
   });
 
-  it('a participant refuses a non-loopback listen address without TLS', async () => {
-    const [port] = await freePorts(1);
-    const res = await runCli(['participant', '--id', 'p1', '--listen', `0.0.0.0:${port}`, '--data', join(dir, 'p1')], { timeoutMs: EXIT_WITHIN_MS + 5_000 });
-    const lines = res.stderr.split('\n').filter((l) => l !== '');
+  it('nor does it serve metrics or the console beyond loopback: nothing is bound; with "insecure" all three serve, and it warns', async () => {
+    const [port, metricsPort, consolePort] = await freePorts(3);
+    const file = join(dir, 'n1-wide.json');
+    const cfg = {
+      clusterId: 'c1',
+      nodeId: 'n1',
+      listen: `127.0.0.1:${port}`,
+      metricsListen: `0.0.0.0:${metricsPort}`,
+      consoleListen: `0.0.0.0:${consolePort}`,
+      dataDir: 'data-wide',
+      peers: { n1: `127.0.0.1:${port}` },
+    };
+    writeFileSync(file, JSON.stringify(cfg));
+    const res = await runCli(['node', '--config', file], { timeoutMs: EXIT_WITHIN_MS + 5_000, env: unsaid });
     expect(res.code, res.stderr).toBe(1);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^verdict: refusing to serve plaintext on 0\\.0\\.0\\.0:${port}: .*configure --ca, --cert and --key .*or set --insecure on a network you trust$`));
+    expect(res.stderr).toMatch(/^verdict: refusing to serve plaintext on 127\.0\.0\.1:\d+: /);
+    expect(await portsInUse([port, metricsPort, consolePort])).toEqual([]);
+    expect(existsSync(join(dir, 'data-wide'))).toBe(false);
+    // Said in the config: it serves, and says so.
+    writeFileSync(file, JSON.stringify({ ...cfg, insecure: true }));
+    const node = spawn(process.execPath, [BIN, 'node', '--config', file], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, VERDICT_LOG_FORMAT: 'json' } });
+    let log = '';
+    node.stderr?.setEncoding('utf8').on('data', (d: string) => (log += d));
+    try {
+      await waitFor(
+        'the insecure node to serve metrics on 0.0.0.0',
+        WAIT_MS,
+        async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status === 200 || undefined,
+        () => log,
+      );
+      expect((await fetch(`http://127.0.0.1:${consolePort}/api/cluster`)).status).toBe(200);
+      expect(log.split('\n').filter((l) => l.includes(`insecure: serving plaintext on 127.0.0.1:${port} without TLS`))).toHaveLength(1);
+    } finally {
+      node.kill('SIGKILL');
+    }
+  });
+
+  it('a participant without TLS flags and without --insecure refuses to start, on loopback too', async () => {
+    const [port, other] = await freePorts(2);
+    for (const listen of [`127.0.0.1:${port}`, `0.0.0.0:${other}`]) {
+      // Cluster c1 is not the local cluster of `npm start`: no certificate is made for it.
+      const res = await runCli(['participant', '--id', 'p1', '--cluster-id', 'c1', '--listen', listen, '--data', join(dir, 'p1')], { timeoutMs: EXIT_WITHIN_MS + 5_000, env: unsaid });
+      const lines = res.stderr.split('\n').filter((l) => l !== '');
+      expect(res.code, res.stderr).toBe(1);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        new RegExp(
+          `^verdict: refusing to serve plaintext on ${listen.replace(/\./g, '\\.')}: without TLS .*; configure tls \\(--ca, --cert and --key\\) \\(see docs/tls\\.md\\), or set insecure: true \\(--insecure\\) to serve plaintext knowingly$`,
+        ),
+      );
+    }
   });
 
   it('an insecure node warns at every start; a forged Raft stream from a non-member is refused and changes nothing', async () => {
@@ -275,7 +325,7 @@ describe('without TLS: plaintext only on loopback unless insecure', () => {
       readFileSync(n1.logFile, 'utf8')
         .split('\n')
         .filter((l) => l.includes('"insecure":true') && l.includes('insecure: serving plaintext on 127.0.0.1')).length;
-    expect(warnings()).toBe(1);
+    await expect.poll(warnings, { timeout: WAIT_MS }).toBe(1);
 
     // A heartbeat from "n9" with a higher term would depose the leader if delivered.
     const raw = new grpc.Client(n1.address, grpc.credentials.createInsecure());
@@ -292,13 +342,14 @@ describe('without TLS: plaintext only on loopback unless insecure', () => {
     const after = await n1.status();
     expect(after.term).toBe(before.term);
     expect(after.role).toBe('leader');
-    expect(readFileSync(n1.logFile, 'utf8')).toMatch(/"from":"n9","reason":"sender","field":"from".*is not a member of the current configuration/);
+    // The node's log reaches its file a little later (bounded wait, never read once).
+    await expect.poll(() => readFileSync(n1.logFile, 'utf8'), { timeout: WAIT_MS }).toMatch(/"from":"n9","reason":"sender","field":"from".*is not a member of the current configuration/);
     await waitFor('the metrics registry', WAIT_MS, async () => scrape(n1.metricsAddress!));
     expect(value((await scrape(n1.metricsAddress!)).samples, 'verdict_raft_messages_refused_total', { reason: 'sender' })).toBe(1);
 
     await n1.restart();
     await c.waitForLeader({ timeoutMs: WAIT_MS });
-    expect(warnings()).toBe(2);
+    await expect.poll(warnings, { timeout: WAIT_MS }).toBe(2);
   });
 
   it('an insecure participant warns at every start', async () => {

@@ -61,6 +61,7 @@ describe('verdict node refuses bad input with one line and leaves the data alone
       heartbeatTicks: 2,
       snapshotEntries: 10_000,
       logLevel: 'info',
+      insecure: true,
     };
   });
 
@@ -221,8 +222,7 @@ describe('verdict node refuses bad input with one line and leaves the data alone
         // 203.0.113.0/24 is TEST-NET-3: never local. Binding fails before any packet is sent.
         const cfg = owner();
         const listen = '203.0.113.1:7001';
-        // insecure: without it a plaintext node refuses any address beyond loopback before binding (authz.test.ts).
-        const file = write('not-local.json', { ...cfg, listen, peers: { n1: listen }, dataDir, insecure: true });
+        const file = write('not-local.json', { ...cfg, listen, peers: { n1: listen }, dataDir });
         await expectRefusal(file, { what: /cannot listen on 203\.0\.113\.1:7001: 203\.0\.113\.1 is not an address of this machine/, fix: /set "listen" to one of its addresses/ }, [dataDir]);
       });
     });

@@ -22,7 +22,7 @@ describe('commit coordinator on real processes', () => {
     await c.waitForLeader();
     parts = await startParticipants(c, ['shop', 'ledger']);
     const runtimes = parts.runtimes;
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
     try {
       expect((await client.participants()).map((p) => p.participantId).sort()).toEqual(['ledger', 'shop']);
 

@@ -43,7 +43,7 @@ beforeAll(async () => {
   c = await Cluster.start({ nodes: 3, metrics: true });
   await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
   parts = await startParticipants(c, ['shop', 'ledger']);
-  client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+  client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
 }, 180_000);
 
 afterAll(async () => {

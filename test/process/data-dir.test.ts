@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { BIN, Cluster, freePorts, ROOT, runCli, tempDir, useProcessCleanup, type CliResult } from './harness.ts';
+import { BIN, Cluster, cliEnv, freePorts, ROOT, runCli, tempDir, useProcessCleanup, type CliResult } from './harness.ts';
 
 useProcessCleanup();
 
@@ -19,7 +19,7 @@ const EXIT_WITHIN_MS = 15_000;
 async function run(args: string[], as?: number): Promise<CliResult> {
   if (as === undefined) return runCli(args, { timeoutMs: EXIT_WITHIN_MS + 5_000 });
   const started = Date.now();
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], uid: as, gid: as, env: { ...process.env, HOME: '/tmp' } });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], uid: as, gid: as, env: cliEnv({ HOME: '/tmp' }) });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -57,7 +57,7 @@ describe('a data directory that cannot be used is refused with one line naming t
     const [port] = await freePorts(1);
     listen = `127.0.0.1:${port}`;
     config = join(dir, 'node.json');
-    writeFileSync(config, JSON.stringify({ clusterId: 'c1', nodeId: 'n1', listen, peers: { n1: listen }, dataDir: 'data', tickMs: 50, electionTicks: 20, heartbeatTicks: 2 }));
+    writeFileSync(config, JSON.stringify({ clusterId: 'c1', nodeId: 'n1', listen, peers: { n1: listen }, dataDir: 'data', tickMs: 50, electionTicks: 20, heartbeatTicks: 2, insecure: true }));
   });
 
   const node = (dataDir: string, as?: number): Promise<CliResult> => run(['node', '--config', config, '--set', `dataDir=${dataDir}`], as);

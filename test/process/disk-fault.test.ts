@@ -42,6 +42,7 @@ async function startShop(c: Cluster): Promise<void> {
     endpointsOfCluster: c.nodes.map((n) => n.address),
     dataDir: join(fileTempDir('verdict-disk-fault-'), 'shop'),
     logger: pino({ level: 'silent' }),
+    insecure: true,
     registerRetryMs: 200,
   });
   participants.push(p);
@@ -107,7 +108,7 @@ function sinceLastStart(n: NodeProc): string {
 
 /** Outcomes as one node answers them: from its own decision table, or through its redirect to the leader. */
 async function outcomesVia(endpoints: string[], ids: string[], callTimeoutMs: number): Promise<Map<string, string | Error>> {
-  const client = new VerdictClient({ endpoints, callTimeoutMs });
+  const client = new VerdictClient({ insecure: true, endpoints, callTimeoutMs });
   try {
     const out = new Map<string, string | Error>();
     for (const id of ids) {
@@ -128,7 +129,7 @@ describe('disk faults on real processes', () => {
     const c = await Cluster.start({ nodes: 3 });
     const { node: leader } = await c.waitForLeader();
     await startShop(c);
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
     try {
       const [damaged, lagging] = c.nodes.filter((n) => n !== leader);
       // The lagging node misses the next commits: they live on the leader and the damaged node only.
@@ -183,7 +184,7 @@ describe('disk faults on real processes', () => {
     const c = await Cluster.start({ nodes: 3 });
     const { node: leader } = await c.waitForLeader();
     await startShop(c);
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
     const results: string[] = [];
     try {
       const ids = await commitSome(client, TXNS, 'sweep');

@@ -29,7 +29,7 @@ beforeAll(async () => {
   await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
   parts = await startParticipants(c, ['shop']);
   stuck = await startUnackingParticipant();
-  client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+  client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
   await client.registerParticipant('stuck', stuck.address);
 }, 120_000);
 
@@ -73,7 +73,7 @@ describe('the first hour', { timeout: 180_000 }, () => {
     const r = await cli(['status', '--jsn', ...ep()]);
     expect(r.code).toBe(64);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toBe('verdict: unknown flag "--jsn" for verdict status (did you mean --json?); valid flags: --json, --endpoints, --timeout, --ca, --cert, --key, --help\n');
+    expect(r.stderr).toBe('verdict: unknown flag "--jsn" for verdict status (did you mean --json?); valid flags: --json, --endpoints, --timeout, --ca, --cert, --key, --insecure, --help\n');
   });
 
   it('participant remove is refused while the participant has a transaction in doubt (listed), and unregisters an idle one through the log', async () => {
@@ -143,7 +143,7 @@ describe('the first hour', { timeout: 180_000 }, () => {
       `verdict: the cluster refused to register participant lost: FAILED_PRECONDITION: participant belongs to cluster "not-this-one", this is cluster "${c.clusterId}"; give the cluster's id with --cluster-id (the nodes' "clusterId")\n`,
     );
 
-    const child = spawn(process.execPath, [BIN, 'participant', '--id', 'patient', '--listen', `127.0.0.1:${p2}`, '--data', join(dir, 'patient'), '--endpoints', `127.0.0.1:${dead}`], {
+    const child = spawn(process.execPath, [BIN, 'participant', '--id', 'patient', '--listen', `127.0.0.1:${p2}`, '--data', join(dir, 'patient'), '--endpoints', `127.0.0.1:${dead}`, '--insecure'], {
       cwd: ROOT,
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, VERDICT_LOG_FORMAT: 'json' },

@@ -74,7 +74,7 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
     const c = await Cluster.start({ nodes: 3, metrics: true });
     const { node: leader } = await c.waitForLeader();
     parts = await startParticipants(c, ['shop', 'ledger']);
-    const v = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
+    const v = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
 
     // Outcomes given before the attack, each one in the log (an abort by id is logged; a NO vote's
     // presumed abort is not, so only the leader could answer it and it is left out here).

@@ -187,13 +187,27 @@ describe('fuzzing the Coordinator and Participant services of a running system',
     try {
       participant = spawn(
         process.execPath,
-        [BIN, 'participant', '--id', 'shop', '--listen', participantAddress, '--data', join(dir, 'shop'), '--cluster-id', c.clusterId, '--endpoints', c.nodes.map((n) => n.address).join(',')],
+        [
+          BIN,
+          'participant',
+          '--id',
+          'shop',
+          '--listen',
+          participantAddress,
+          '--data',
+          join(dir, 'shop'),
+          '--cluster-id',
+          c.clusterId,
+          '--endpoints',
+          c.nodes.map((n) => n.address).join(','),
+          '--insecure',
+        ],
         { cwd: ROOT, stdio: ['ignore', fd, fd] },
       );
     } finally {
       closeSync(fd);
     }
-    client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
+    client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
     await waitFor(
       'the participant to register',
       SETTLE_MS,

@@ -97,6 +97,8 @@ export interface NodeConfigFile {
   logLevel: string;
   /** A node added to a running cluster (`verdict member add`). */
   join?: boolean;
+  /** Plaintext, said explicitly (a node without TLS refuses to start otherwise); dropped when configExtra gives `tls`. */
+  insecure?: boolean;
 }
 
 export interface ClusterOptions {
@@ -259,6 +261,7 @@ function nodeConfig(o: ClusterOptions, clusterId: string, id: string, listen: st
     snapshotEntries: o.snapshotEntries ?? 10_000,
     snapshotLogRatio: o.snapshotLogRatio,
     logLevel: o.logLevel ?? 'info',
+    insecure: true,
   };
 }
 
@@ -300,7 +303,9 @@ export class Cluster {
         cfg.peerDial = dial;
       }
       const file = join(dir, `${id}.json`);
-      writeFileSync(file, JSON.stringify({ ...cfg, ...o.configExtra?.(id) }, null, 2) + '\n');
+      const extra = o.configExtra?.(id) ?? {};
+      // A TLS cluster's nodes are not plaintext: without "insecure" too.
+      writeFileSync(file, JSON.stringify({ ...cfg, ...extra, ...('tls' in extra ? { insecure: undefined } : {}) }, null, 2) + '\n');
       const n = new NodeProc(id, address, file, join(dir, cfg.dataDir), join(dir, `${id}.log`), metricsListen ?? null);
       n.credentials = o.clientCredentials ?? null;
       nodes.push(n);
@@ -477,10 +482,26 @@ export interface CliResult {
   elapsedMs: number;
 }
 
+/**
+ * The environment of the CLI processes tests start: plaintext said
+ * explicitly (the harness's clusters serve it; TLS flags still win), and
+ * the local cluster's certificate folder in a temp dir, never the user's.
+ */
+export function cliEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, VERDICT_INSECURE: 'true', VERDICT_CONFIG_DIR: configDir(), ...env };
+}
+
+let configDirOfFile: string | null = null;
+/** This file's stand-in for ~/.config/verdict (VERDICT_CONFIG_DIR), made on first use and removed with the file's temp dirs. */
+export function configDir(): string {
+  if (configDirOfFile === null || !existsSync(configDirOfFile)) configDirOfFile = fileTempDir('verdict-config-');
+  return configDirOfFile;
+}
+
 export async function runCli(args: string[], o: { timeoutMs?: number; cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
   const timeoutMs = o.timeoutMs ?? 15_000;
   const started = Date.now();
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: o.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: o.env ? { ...process.env, ...o.env } : process.env });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: o.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: cliEnv(o.env) });
   const proc = { killNow: () => child.kill('SIGKILL') };
   cliChildren.add(proc);
   let stdout = '';

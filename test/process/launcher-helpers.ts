@@ -6,7 +6,7 @@ import { afterEach } from 'vitest';
 import { CONSOLE_OFFSET, METRICS_OFFSET, portsInUse } from '../../src/cli/cluster.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import type * as grpc from '@grpc/grpc-js';
-import { BIN, ELECTION_WAIT_MS, ROOT, waitFor } from './harness.ts';
+import { BIN, configDir, ELECTION_WAIT_MS, ROOT, waitFor } from './harness.ts';
 import { ephemeralLow, PORT_LOW } from '../free-ports.ts';
 
 /** How long nodes get to stop after their launcher stops or dies: a leader's handover, a flush; generous for a loaded machine. */
@@ -57,11 +57,15 @@ export async function freeBase(): Promise<number> {
 /**
  * Starts `verdict cluster up`; with `viaShell`, under `sh -c` as `npm start`
  * runs it (the shell stays the launcher's parent and passes no signal on).
+ * Plaintext (--insecure) unless `extra` gives --tls or `localTls` asks for
+ * what `npm start` does: the local cluster's certificates, made on the first
+ * start in this file's configDir() (never the user's ~/.config).
  */
-export function launch(basePort: number, dataDir: string, extra: string[] = [], viaShell = false): Launcher {
-  const argv = [BIN, 'cluster', 'up', '--nodes', '3', '--base-port', String(basePort), '--data', dataDir, ...extra];
+export function launch(basePort: number, dataDir: string, extra: string[] = [], viaShell = false, localTls = false): Launcher {
+  const security = localTls || extra.includes('--tls') ? [] : ['--insecure'];
+  const argv = [BIN, 'cluster', 'up', '--nodes', '3', '--base-port', String(basePort), '--data', dataDir, ...security, ...extra];
   const [cmd, args] = viaShell ? ['sh', ['-c', `${[process.execPath, ...argv].map((a) => `'${a}'`).join(' ')}; exit $?`]] : [process.execPath, argv];
-  const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, VERDICT_LOG_FORMAT: 'pretty' } });
+  const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, VERDICT_CONFIG_DIR: configDir(), VERDICT_LOG_FORMAT: 'pretty' } });
   let out = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d));

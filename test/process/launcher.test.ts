@@ -3,10 +3,17 @@
 // launcher killed outright (SIGKILL) takes its nodes with it, and a second
 // launcher on the same ports says so in one line instead of starting nodes
 // that fail one by one. Real processes on loopback ports of their own.
+// And it serves mutual TLS by default, with certificates it makes on its
+// first start outside the checkout, which the CLI then finds.
 import { describe, expect, it } from 'vitest';
 import { portsInUse } from '../../src/cli/cluster.ts';
+import * as grpc from '@grpc/grpc-js';
 import { spawn } from 'node:child_process';
-import { BIN, ROOT, runCli, sleep, tempDir, useProcessCleanup, waitFor } from './harness.ts';
+import { existsSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { tlsCredentials } from '../../src/client/tls.ts';
+import { RaftNodeClient } from '../../src/transport/admin.ts';
+import { BIN, cliEnv, configDir, freePorts, ROOT, runCli, sleep, tempDir, useProcessCleanup, waitFor } from './harness.ts';
 import { alive, allGone, freeBase, launch, nodesUp, STOP_WAIT_MS, useLauncherCleanup } from './launcher-helpers.ts';
 
 useProcessCleanup();
@@ -87,6 +94,64 @@ describe('verdict cluster up', () => {
     const ports = [0, 1, 2].map((k) => l.basePort + k);
     expect(await portsInUse(ports)).toEqual([]);
   }, 180_000);
+});
+
+describe('verdict cluster up is secure by default (npm start)', () => {
+  it('on its first start makes the local CA and certificates outside the checkout and serves mutual TLS: a plaintext client is refused; the CLI finds the certificates, a participant gets its own, and the first transaction commits', async () => {
+    const l = launch(await freeBase(), tempDir(), [], false, true);
+    const certs = join(configDir(), 'local');
+    const admin = { ca: join(certs, 'ca.crt'), cert: join(certs, 'ops-admin.crt'), key: join(certs, 'ops-admin.key') };
+    await waitFor(
+      'the launcher to say it serves mutual TLS',
+      60_000,
+      async () => (l.output().includes(`mutual TLS with the certificates in ${certs};`) ? true : undefined),
+      () => l.output(),
+    );
+    expect(l.output()).toContain(`verdict: made ${join(certs, 'ca.crt')}`);
+    expect(relative(ROOT, certs).startsWith('..')).toBe(true);
+    for (const f of ['ca.key', 'n1.key', 'n2.key', 'n3.key', 'ops-admin.key', 'alice.key']) expect(existsSync(join(certs, f)), f).toBe(true);
+    await nodesUp(l, tlsCredentials(admin));
+    const endpoints = [0, 1, 2].map((k) => `127.0.0.1:${l.basePort + k}`).join(',');
+
+    // A plaintext client is refused by every node.
+    const plain = new RaftNodeClient(`127.0.0.1:${l.basePort}`);
+    try {
+      await expect(plain.status(5_000)).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
+    } finally {
+      plain.close();
+    }
+    const insecure = await runCli(['status', '--insecure', '--endpoints', endpoints], { timeoutMs: 60_000 });
+    expect(insecure.code).toBe(1);
+    expect(insecure.stderr).toMatch(/it may require TLS/);
+
+    // The README's commands, as written (no TLS flag, no --insecure): the CLI and the participant find the local cluster's certificates.
+    const asWritten = { VERDICT_INSECURE: '', VERDICT_ENDPOINTS: endpoints };
+    const status = await runCli(['status'], { timeoutMs: 60_000, env: asWritten });
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/^leader: n\d/);
+    const [port] = await freePorts(1);
+    const participant = spawn(process.execPath, [BIN, 'participant', '--id', 'carts', '--listen', `127.0.0.1:${port}`, '--data', join(tempDir(), 'carts')], {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: cliEnv(asWritten),
+    });
+    let log = '';
+    participant.stderr?.setEncoding('utf8').on('data', (d: string) => (log += d));
+    try {
+      await waitFor(
+        'the participant to register over TLS',
+        60_000,
+        async () => (log.includes('registered with the cluster') ? true : undefined),
+        () => log,
+      );
+      expect(log).toContain(`made ${join(certs, 'carts.crt')}`);
+      const commit = await runCli(['txn', 'commit', '--participant', 'carts={"set":{"c":"1"}}'], { timeoutMs: 60_000, env: asWritten });
+      expect(commit.stdout, commit.stderr).toMatch(/^COMMITTED /);
+      expect(commit.code).toBe(0);
+    } finally {
+      participant.kill('SIGKILL');
+    }
+  }, 240_000);
 });
 
 /** The pid of the launcher started by shell `shellPid` (its only child). */

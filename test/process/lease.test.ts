@@ -18,7 +18,7 @@ describe('partition leases from the cluster', () => {
     await c.waitForLeader();
     conn = new CoordinatorConnection(
       c.nodes.map((n) => n.address),
-      { callTimeoutMs: 20_000 },
+      { callTimeoutMs: 20_000, insecure: true },
     );
   }, 60_000);
   afterAll(() => conn?.close());

@@ -45,10 +45,11 @@ describe('limits at the edge of a running node', () => {
       endpointsOfCluster: [leader.address],
       dataDir: join(fileTempDir('verdict-limits-'), 'shop'),
       logger: pino({ level: 'silent' }),
+      insecure: true,
       registerRetryMs: 200,
     });
     await participant.registered;
-    client = new VerdictClient({ endpoints: [leader.address], callTimeoutMs: CALL_DEADLINE_MS });
+    client = new VerdictClient({ insecure: true, endpoints: [leader.address], callTimeoutMs: CALL_DEADLINE_MS });
     raw = rawClient(leader.address);
   });
 

@@ -141,6 +141,7 @@ export async function startParticipants(c: Cluster, ids: string[], o: { metrics?
       endpointsOfCluster: c.nodes.map((n) => n.address),
       dataDir: join(dir, id),
       logger: pino({ level: 'silent' }),
+      insecure: true,
       registerRetryMs: 200,
       // Ask the cluster soon about a prepared transaction nobody decided.
       engine: { inDoubtAfterMs: 1_000, sweepIntervalMs: 250 },

@@ -50,7 +50,7 @@ describe('leadership', { timeout: 180_000 }, () => {
     const { node: old, status } = await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
     const parts: Participants = await startParticipants(c, ['shop', 'ledger']);
     stops.push(() => parts.stop());
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
     stops.push(() => client.close());
     const commit = async (key: string): Promise<string> =>
       (

@@ -35,7 +35,7 @@ beforeAll(async () => {
   await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
   parts = await startParticipants(c, ['shop', 'ledger'], { metrics: true });
   stuck = await startUnackingParticipant();
-  client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+  client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
   await client.registerParticipant('stuck', stuck.address);
 }, 120_000);
 
@@ -228,6 +228,7 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
         '--cluster-id',
         c.clusterId,
         ...endpointsFlag(),
+        '--insecure',
       ],
       { cwd: ROOT, stdio: ['ignore', fd, fd], env: { ...process.env, VERDICT_LOG_FORMAT: 'json' } },
     );

@@ -55,7 +55,7 @@ class Relay {
     readonly metricsPort: number,
     args: string[],
   ) {
-    this.child = spawn(process.execPath, [BIN, 'outbox', 'relay', ...args, '--metrics-listen', `127.0.0.1:${metricsPort}`], {
+    this.child = spawn(process.execPath, [BIN, 'outbox', 'relay', ...args, '--metrics-listen', `127.0.0.1:${metricsPort}`, '--insecure'], {
       cwd: ROOT,
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, VERDICT_LOG_FORMAT: 'json' },

@@ -47,7 +47,7 @@ describe('outcomes and status reasons on real processes', () => {
   it('an ABORT answered after a participant timed out is logged: after kill -9 of the leader the new one answers ABORTED and refuses to begin the id again', async () => {
     const c = await Cluster.start({ nodes: 3 });
     await c.waitForLeader();
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: CALL_MS });
+    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: CALL_MS });
     try {
       // A registered participant nobody listens for: PREPARE goes unanswered until the transaction's timeout.
       const [deadPort] = await freePorts(1);

@@ -121,7 +121,7 @@ describe('a stranger installs the packed package', () => {
       const config = join(dir, `n${i + 1}.json`);
       // n1 serves metrics and the web console, whose page ships outside dist/.
       const metrics = i === 0 ? { metricsListen: consoleAddress } : {};
-      writeFileSync(config, JSON.stringify({ clusterId: 'pack', nodeId: `n${i + 1}`, listen: e, dataDir: `data-n${i + 1}`, peers, logLevel: 'warn', ...metrics }));
+      writeFileSync(config, JSON.stringify({ clusterId: 'pack', nodeId: `n${i + 1}`, listen: e, dataDir: `data-n${i + 1}`, peers, logLevel: 'warn', insecure: true, ...metrics }));
       const child = spawn(bin, ['node', '--config', config], { cwd: elsewhere, stdio: ['ignore', 'ignore', 'pipe'] });
       child.stderr.setEncoding('utf8').on('data', () => {});
       running.add(child);
@@ -184,9 +184,9 @@ export const seats = postgresSemanticLock('seats');
 export type AnyLock = SemanticLock<unknown>;
 
 export async function shop(endpoints: string[], dataDir: string): Promise<CommitResult> {
-  const p: ParticipantRuntime = await startParticipant({ clusterId: 'pack', participantId: 'shop', listen: '127.0.0.1:0', endpointsOfCluster: endpoints, dataDir, logger: pino({ level: 'warn' }) });
+  const p: ParticipantRuntime = await startParticipant({ clusterId: 'pack', participantId: 'shop', listen: '127.0.0.1:0', endpointsOfCluster: endpoints, dataDir, logger: pino({ level: 'warn' }), insecure: true });
   await p.registered;
-  const client = new VerdictClient({ endpoints });
+  const client = new VerdictClient({ insecure: true, endpoints });
   try {
     return await client.transaction({ timeoutMs: 5_000 }).enlist('shop', { set: { 'sku-1': '4' } }).commit();
   } catch (err) {
@@ -199,7 +199,7 @@ export async function shop(endpoints: string[], dataDir: string): Promise<Commit
 }
 // The declarations are real types, not any: a wrong call must not type-check.
 // @ts-expect-error timeoutMs is a number
-new VerdictClient({ endpoints: [] }).transaction({ timeoutMs: 'soon' });
+new VerdictClient({ insecure: true, endpoints: [] }).transaction({ timeoutMs: 'soon' });
 `,
       );
       const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -217,7 +217,7 @@ new VerdictClient({ endpoints: [] }).transaction({ timeoutMs: 'soon' });
       const deadline = Date.now() + STEP_MS / 2;
       let status: Run;
       for (;;) {
-        status = await run(bin, ['status', '--json', '--endpoints', endpoints.join(',')], { cwd: elsewhere });
+        status = await run(bin, ['status', '--json', '--insecure', '--endpoints', endpoints.join(',')], { cwd: elsewhere });
         if (status.code === 0 && (JSON.parse(status.stdout) as { leader: string | null }).leader !== null) break;
         if (Date.now() > deadline) throw new Error(`no leader: ${status.stdout}${status.stderr}`);
         await new Promise((r) => setTimeout(r, 500));
@@ -231,11 +231,11 @@ const endpoints = process.argv[2].split(',');
 const logger = pino({ level: 'warn' });
 const started = [];
 for (const id of ['shop', 'ledger']) {
-  const p = await startParticipant({ clusterId: 'pack', participantId: id, listen: '127.0.0.1:0', endpointsOfCluster: endpoints, dataDir: 'data-' + id, logger });
+  const p = await startParticipant({ clusterId: 'pack', participantId: id, listen: '127.0.0.1:0', endpointsOfCluster: endpoints, dataDir: 'data-' + id, logger, insecure: true });
   await p.registered;
   started.push(p);
 }
-const client = new VerdictClient({ endpoints });
+const client = new VerdictClient({ insecure: true, endpoints });
 const ok = await client.transaction({ timeoutMs: 10_000 }).enlist('shop', { set: { 'sku-1': '4' } }).enlist('ledger', { set: { 'acct-9': '-20' } }).commit();
 const no = await client.transaction({ timeoutMs: 10_000 }).enlist('shop', { set: { 'sku-1': '3' } }).enlist('ledger', { fail: 'insufficient funds' }).commit();
 const again = await client.outcome(ok.txnId);
@@ -272,14 +272,14 @@ import { VerdictClient } from 'verdict/client';
 import { pino } from 'pino';
 const [endpointsText, flightPort, paymentPort] = process.argv.slice(2);
 const endpointsOfCluster = endpointsText.split(',');
-const common = { clusterId: 'pack', endpointsOfCluster, logger: pino({ level: 'warn' }) };
+const common = { clusterId: 'pack', endpointsOfCluster, logger: pino({ level: 'warn' }), insecure: true };
 const done = (output) => () => ({ status: 'done', output, effect: output });
 const flight = await startStepService({ ...common, serviceId: 'flight', listen: '127.0.0.1:' + flightPort, dataDir: 'data-flight',
   handlers: { reserve: { action: done('seat 12A'), compensate: done('seat 12A released') } } });
 const payment = await startStepService({ ...common, serviceId: 'payment', listen: '127.0.0.1:' + paymentPort, dataDir: 'data-payment',
   handlers: { charge: { action: (req) => (req.input === 'decline' ? { status: 'failed', reason: 'card declined' } : done('charged')(req)), compensate: done('') } } });
 await Promise.all([flight.registered, payment.registered]);
-const client = new VerdictClient({ endpoints: endpointsOfCluster });
+const client = new VerdictClient({ insecure: true, endpoints: endpointsOfCluster });
 const steps = (input) => [{ service: 'flight', name: 'reserve' }, { service: 'payment', name: 'charge', input }];
 const ok = await (await client.saga({ steps: steps('card'), pivot: 1 })).result();
 const no = await (await client.saga({ steps: steps('decline'), pivot: 1 })).result();
@@ -340,12 +340,12 @@ await payment.stop();
       const proto = join(app, 'node_modules', 'verdict', 'proto');
       renameSync(proto, `${proto}.gone`);
       try {
-        const r = await run(bin, ['get', 'k', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
+        const r = await run(bin, ['get', 'k', '--insecure', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
         expect(r.code).toBe(1);
         expect(r.stderr).toContain(`not found at ${join(proto, '')}`);
         expect(r.stderr).not.toMatch(/\n\s+at /);
         // `verdict status` reads no .proto file (it decodes Status by hand): it still answers.
-        const st = await run(bin, ['status', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
+        const st = await run(bin, ['status', '--insecure', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
         expect(st.code, st.stderr).toBe(0);
         expect(st.stdout).toMatch(/^leader: n\d/);
       } finally {

@@ -27,7 +27,7 @@ describe('parallel commit on real processes', () => {
     await c.waitForLeader();
     started.push(await startParticipants(c, ['shop', 'ledger']));
     started.push(await startParticipants(c, ['shop0', 'ledger0'], { lockWaitMs: 0 }));
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
+    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
     const run = async (parallelCommit: boolean, keyOf: (seq: number) => string, pair = ['shop', 'ledger']): Promise<{ committed: string[]; aborts: string[] }> => {
       const committed: string[] = [];
       const aborts: string[] = [];

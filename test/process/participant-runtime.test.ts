@@ -115,6 +115,7 @@ async function start(dir: string, endpoints: string[], over: Partial<Participant
     endpointsOfCluster: endpoints,
     dataDir: dir,
     logger: pino({ level: 'silent' }),
+    insecure: true,
     registerRetryMs: 50,
     engine: { askBackoffMinMs: 20, askBackoffMaxMs: 100 },
     ...over,

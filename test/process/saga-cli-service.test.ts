@@ -34,7 +34,24 @@ describe('verdict saga service and verdict saga start, as the README runs them',
     ].entries()) {
       const child = spawn(
         process.execPath,
-        [BIN, 'saga', 'service', '--id', id, '--listen', `127.0.0.1:${ports[i]}`, '--data', join(dir, id), '--handler', handler, '--cluster-id', cluster.clusterId, '--endpoints', endpoints],
+        [
+          BIN,
+          'saga',
+          'service',
+          '--id',
+          id,
+          '--listen',
+          `127.0.0.1:${ports[i]}`,
+          '--data',
+          join(dir, id),
+          '--handler',
+          handler,
+          '--cluster-id',
+          cluster.clusterId,
+          '--endpoints',
+          endpoints,
+          '--insecure',
+        ],
         { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
       );
       services.add(child);

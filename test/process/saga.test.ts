@@ -38,6 +38,7 @@ async function startBooking(c: Cluster): Promise<void> {
       endpointsOfCluster: c.nodes.map((n) => n.address),
       dataDir: join(dir, id),
       logger: pino({ level: 'silent' }),
+      insecure: true,
       registerRetryMs: 200,
       handlers: {
         book: {
@@ -73,6 +74,7 @@ describe('sagas on real processes', () => {
       endpointsOfCluster: c.nodes.map((n) => n.address),
       dataDir: join(dir, 'bank'),
       logger: pino({ level: 'silent' }),
+      insecure: true,
       registerRetryMs: 200,
       handlers: {
         // The refund's own system is down: it errors on every attempt.
@@ -87,7 +89,7 @@ describe('sagas on real processes', () => {
     });
     services.push(bank);
     await bank.registered;
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address) });
+    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address) });
     const eps = ['--endpoints', c.nodes.map((n) => n.address).join(',')];
     try {
       await client.saga({
@@ -130,7 +132,7 @@ describe('sagas on real processes', () => {
     const c = await Cluster.start({ nodes: 3, metrics: true });
     await c.waitForLeader({ timeoutMs: 120_000 });
     await startBooking(c);
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address) });
+    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address) });
     try {
       // 1. A saga that finishes, with outputs later steps could read.
       const ok = await (

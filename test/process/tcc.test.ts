@@ -67,6 +67,7 @@ async function participant(c: Cluster, id: string, extra: { tcc?: { memory: TccM
     endpointsOfCluster: c.nodes.map((x) => x.address),
     dataDir: fileTempDir(`verdict-tcc-${id}-`),
     logger: pino({ level: process.env.TCC_DEBUG ? 'info' : 'silent' }),
+    insecure: true,
     registerRetryMs: 50,
     ...extra,
   });
@@ -83,7 +84,7 @@ describe('TCC on a real cluster', () => {
     const { node } = await c.waitForLeader();
     const seats = await participant(c, 'seats', { tcc: { memory: handlers as TccMemoryHandlers<unknown> } });
     await participant(c, 'ledger');
-    client = new VerdictClient({ endpoints: [node.address] });
+    client = new VerdictClient({ insecure: true, endpoints: [node.address] });
     control.confirmFails = true;
     const r = await client
       .transaction({ timeoutMs: 10_000 })
@@ -112,7 +113,23 @@ describe('TCC on a real cluster', () => {
     // A participant process that registers, then is frozen (SIGSTOP): the leader waits for its vote (up to its RPC deadline, 10 s).
     const frozen = spawn(
       process.execPath,
-      [BIN, 'participant', '--id', 'frozen', '--listen', '127.0.0.1:0', '--data', fileTempDir('verdict-tcc-frozen-'), '--cluster-id', c.clusterId, '--endpoints', node.address, '--log-level', 'info'],
+      [
+        BIN,
+        'participant',
+        '--id',
+        'frozen',
+        '--listen',
+        '127.0.0.1:0',
+        '--data',
+        fileTempDir('verdict-tcc-frozen-'),
+        '--cluster-id',
+        c.clusterId,
+        '--endpoints',
+        node.address,
+        '--log-level',
+        'info',
+        '--insecure',
+      ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
@@ -128,7 +145,7 @@ describe('TCC on a real cluster', () => {
     );
     frozen.kill('SIGSTOP');
     client?.close();
-    client = new VerdictClient({ endpoints: [node.address] });
+    client = new VerdictClient({ insecure: true, endpoints: [node.address] });
     control.ttlMs = 1_000;
     try {
       const r = await client

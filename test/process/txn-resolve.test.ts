@@ -16,7 +16,7 @@ describe('verdict txn resolve', () => {
     const c = await Cluster.start({ nodes: 1 });
     const { node } = await c.waitForLeader();
     const ep = ['--endpoints', node.address];
-    client = new VerdictClient({ endpoints: [node.address] });
+    client = new VerdictClient({ insecure: true, endpoints: [node.address] });
     // Begun on the leader and never committed: undecided, no votes.
     await client.begin({ txnId: 'stuck-1', timeoutMs: 600_000 });
 

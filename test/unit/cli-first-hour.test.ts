@@ -15,12 +15,15 @@ import { isLogLine, parseClusterUpArgs } from '../../src/cli/cluster.ts';
 import { checkFlags, COMMAND_FLAGS } from '../../src/cli/flags.ts';
 import { parseTimeout, unreachableMessage } from '../../src/cli/reach.ts';
 import { participantCertificateProblem } from '../../src/participant/certificate-check.ts';
+import { localCertsDir } from '../../src/transport/local-cluster.ts';
 import { classifyRegistrationError, registrationBackoffMs, REASON_KEY } from '../../src/participant/registration.ts';
 
 describe('unknown flags', () => {
   it('refuses a flag the command does not take, listing the valid ones and the nearest (status --jsn)', () => {
     expect(() => checkFlags(['status', '--jsn'])).toThrow(UsageError);
-    expect(() => checkFlags(['status', '--jsn'])).toThrow('unknown flag "--jsn" for verdict status (did you mean --json?); valid flags: --json, --endpoints, --timeout, --ca, --cert, --key, --help');
+    expect(() => checkFlags(['status', '--jsn'])).toThrow(
+      'unknown flag "--jsn" for verdict status (did you mean --json?); valid flags: --json, --endpoints, --timeout, --ca, --cert, --key, --insecure, --help',
+    );
   });
 
   it('knows subcommands: txn list takes --in-doubt, txn commit does not', () => {
@@ -104,6 +107,12 @@ describe('cluster up', () => {
     expect(() => parseClusterUpArgs(['--tls', '/nonexistent-certs'], flag)).toThrow(/missing .*ca\.crt.*verdict certs --dir/);
   });
 
+  it('serves TLS unless told --insecure; --insecure and --tls together are refused', () => {
+    expect(parseClusterUpArgs([], flag)).toEqual({ nodes: 3, basePort: 7001 });
+    expect(parseClusterUpArgs(['--insecure'], flag)).toEqual({ nodes: 3, basePort: 7001, insecure: true });
+    expect(() => parseClusterUpArgs(['--insecure', '--tls', 'certs'], flag)).toThrow(/--insecure and --tls were both given: choose one/);
+  });
+
   it("passes a node's log lines through as they are (they name the node) and prefixes anything else", () => {
     expect(isLogLine('12:00:01.234 INFO  [n1 pid 42] became leader term=2')).toBe(true);
     expect(isLogLine('{"level":30,"time":1,"pid":42,"node":"n1","msg":"x"}')).toBe(true);
@@ -129,7 +138,9 @@ describe('verdict certs', () => {
       { id: 'n3', address: '127.0.0.1:7003' },
     ]);
     expect(p.participants.map((x) => x.id)).toEqual(['shop', 'ledger']);
-    expect([p.admins, p.clients, p.clusterId, p.dir]).toEqual([['ops-admin'], ['alice'], 'local', 'certs']);
+    // Outside the checkout: the local cluster's folder, one per cluster id (src/transport/local-cluster.ts).
+    expect([p.admins, p.clients, p.clusterId, p.dir]).toEqual([['ops-admin'], ['alice'], 'local', localCertsDir('local')]);
+    expect(parseCertsArgs(['--cluster-id', 'prod']).dir).toBe(localCertsDir('prod'));
     expect(() => parseCertsArgs(['--participant', 'shop'])).toThrow(/ID=HOST:PORT/);
     expect(subjectAltName('127.0.0.1:7101')).toBe('IP:127.0.0.1,DNS:localhost');
     expect(subjectAltName('db1.example:7101')).toBe('DNS:db1.example');

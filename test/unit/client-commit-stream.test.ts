@@ -11,7 +11,7 @@ const cluster = new FakeCluster();
 const clients: VerdictClient[] = [];
 
 function client(endpoints: string[], attemptTimeoutMs = 3_000): VerdictClient {
-  const c = new VerdictClient({ endpoints, backoff: { initialMs: 10, maxMs: 40 }, callTimeoutMs: 3_000, attemptTimeoutMs });
+  const c = new VerdictClient({ insecure: true, endpoints, backoff: { initialMs: 10, maxMs: 40 }, callTimeoutMs: 3_000, attemptTimeoutMs });
   clients.push(c);
   return c;
 }

@@ -14,7 +14,7 @@ const cluster = new FakeCluster();
 const clients: VerdictClient[] = [];
 
 function client(endpoints: string[]): VerdictClient {
-  const c = new VerdictClient({ endpoints, backoff: { initialMs: 10, maxMs: 40 }, callTimeoutMs: 3_000, attemptTimeoutMs: 1_000 });
+  const c = new VerdictClient({ insecure: true, endpoints, backoff: { initialMs: 10, maxMs: 40 }, callTimeoutMs: 3_000, attemptTimeoutMs: 1_000 });
   clients.push(c);
   return c;
 }

@@ -1,6 +1,7 @@
-// Plaintext only on loopback unless insecure (docs/security.md): which hosts
-// count as loopback, the refusal's wording, and how `insecure` is given to a
-// node (config, environment, --set) and to a participant (--insecure).
+// Plaintext only when said: `insecure`, on every address, loopback included
+// (docs/security.md): which hosts count as loopback (for the CLI's local
+// cluster), the refusal's wording, and how `insecure` is given to a node
+// (config, environment, --set) and to a participant (--insecure).
 import { describe, expect, it } from 'vitest';
 import { parseParticipantArgs } from '../../src/cli/participant.ts';
 import { ConfigError, parseConfig } from '../../src/node/config.ts';
@@ -14,16 +15,20 @@ describe('plaintext listen policy', () => {
     for (const h of ['0.0.0.0', '::', '[::]', '10.0.0.1', '128.0.0.1', '1.127.0.0', 'example.com', 'localhost.example.com', '::2', '::ffff:10.0.0.1', '']) expect(isLoopbackHost(h), h).toBe(false);
   });
 
-  it('refuses a non-loopback address without insecure, saying why and how, and allows loopback or insecure', () => {
+  it('refuses plaintext without insecure on every address, loopback included, saying why and how; allows it with insecure', () => {
     const how = { tlsHow: '"tls" in the config', insecureHow: '"insecure": true' };
     expect(plaintextRefusal({ listen: '10.0.0.1:7001', insecure: false, ...how })).toBe(
       'refusing to serve plaintext on 10.0.0.1:7001: without TLS anyone who can reach 10.0.0.1 can commit, abort, take over participants and forge Raft messages; ' +
-        'configure "tls" in the config (see docs/security.md), listen on loopback (127.0.0.1) for development, or set "insecure": true on a network you trust',
+        'configure "tls" in the config (see docs/tls.md), or set "insecure": true to serve plaintext knowingly',
     );
     expect(plaintextRefusal({ listen: '[::]:7001', insecure: false, ...how })).toMatch(/^refusing to serve plaintext on \[::\]:7001/);
-    expect(plaintextRefusal({ listen: '127.0.0.1:7001', insecure: false, ...how })).toBeNull();
-    expect(plaintextRefusal({ listen: '[::1]:7001', insecure: false, ...how })).toBeNull();
+    expect(plaintextRefusal({ listen: '127.0.0.1:7001', insecure: false, ...how })).toBe(
+      'refusing to serve plaintext on 127.0.0.1:7001: without TLS any process or user on this machine can commit, abort, take over participants and forge Raft messages; ' +
+        'configure "tls" in the config (see docs/tls.md), or set "insecure": true to serve plaintext knowingly',
+    );
+    expect(plaintextRefusal({ listen: '[::1]:7001', insecure: false, ...how })).toMatch(/^refusing to serve plaintext on \[::1\]:7001: without TLS any process or user on this machine/);
     expect(plaintextRefusal({ listen: '10.0.0.1:7001', insecure: true, ...how })).toBeNull();
+    expect(plaintextRefusal({ listen: '127.0.0.1:7001', insecure: true, ...how })).toBeNull();
   });
 
   it('a node reads insecure from its config, the environment and --set; false by default', () => {
@@ -32,7 +37,7 @@ describe('plaintext listen policy', () => {
     expect(parseConfig(N1_CONFIG, '/x/n1.json', { env: { VERDICT_INSECURE: 'true' } }).insecure).toBe(true);
     expect(parseConfig({ ...N1_CONFIG, insecure: true }, '/x/n1.json', { sets: ['insecure=false'] }).insecure).toBe(false);
     expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, insecure: 'yes' }, '/x/n1.json'))).toMatch(
-      /"insecure" is "yes": expected true \(serve plaintext beyond loopback, trusting everyone who can reach the port\) or false/,
+      /"insecure" is "yes": expected true \(serve plaintext without TLS, trusting everyone who can reach the port\) or false/,
     );
   });
 
@@ -40,5 +45,6 @@ describe('plaintext listen policy', () => {
     const base = ['--id', 'p1', '--listen', '127.0.0.1:7101', '--data', 'd'];
     expect(parseParticipantArgs(base, {}).insecure).toBe(false);
     expect(parseParticipantArgs([...base, '--insecure'], {}).insecure).toBe(true);
+    expect(parseParticipantArgs(base, { VERDICT_INSECURE: 'true' }).insecure).toBe(true);
   });
 });

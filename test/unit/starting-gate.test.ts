@@ -99,6 +99,7 @@ describe("a participant's registration", () => {
       endpointsOfCluster: [address],
       dataDir: dir,
       logger: pino({ level: 'silent' }),
+      insecure: true,
       registerRetryMs: 20,
       registerRetryMaxMs: 50,
     });
