@@ -346,7 +346,8 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   }
 
   // The HTTP listeners serve the console, whose actions (resolve, abort, move leadership) have no
-  // identity to check without TLS: beyond loopback only when the operator says insecure.
+  // identity to check without TLS. A node without TLS starts only when told insecure (node.ts); this
+  // names the listener when the config is read, before anything starts.
   if (tls === null && !insecure) {
     for (const [key, address] of [
       ['metricsListen', metricsListen],
@@ -357,7 +358,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
       throw new ConfigError(
         file,
         `${label(key)} is ${address}, beyond loopback, and the node has no "tls": without TLS anyone who can reach ${host} could use the console served there ` +
-          `(resolve or abort transactions, move leadership); listen on loopback (127.0.0.1${address.slice(address.lastIndexOf(':'))}), configure "tls" (see docs/security.md), ` +
+          `(resolve or abort transactions, move leadership); configure "tls" (see docs/security.md), ` +
           `or set "insecure": true (or --insecure) on a network you trust`,
       );
     }
