@@ -71,12 +71,12 @@ describe('mutual TLS binds roles to identities', () => {
     const shopCert = ca.issue('shop', { ou: clusterId, file: 'shop' });
     const ledgerCert = ca.issue('ledger', { ou: clusterId, file: 'ledger' });
     const shopOfOther = ca.issue('shop', { ou: 'other-cluster', file: 'shop-other' });
-    const n1OfOther = ca.issue('n1', { ou: 'other-cluster', file: 'n1-other' });
+    const n1OfOther = ca.node('n1', 'other-cluster', 'n1-other');
     const c = await Cluster.start({
       nodes: 3,
       clusterId,
       configExtra: (id) => {
-        const f = ca.issue(id, { ou: clusterId });
+        const f = ca.node(id, clusterId);
         return { tls: { ca: ca.cert, cert: f.cert, key: f.key, adminNames: ['ops-admin'] } };
       },
       // The harness's status calls and Puts: Put is an admin operation.

@@ -48,7 +48,7 @@ describe('sagas on a TLS cluster', () => {
       clusterId,
       logLevel: 'warn',
       configExtra: (id) => {
-        const n = ca.issue(id, { ou: clusterId, file: `${clusterId}-${id}` });
+        const n = ca.node(id, clusterId, `${clusterId}-${id}`);
         return { tls: { ca: ca.cert, cert: n.cert, key: n.key, adminNames: ['ops-admin'] } };
       },
       clientCredentials: creds(admin),
