@@ -3,10 +3,14 @@
 // then a certificate for each node, participant, admin and client, with the
 // names and usages Verdict checks:
 //
-//   node         CN=<nodeId>, OU=<clusterId>, SAN = its address, serverAuth + clientAuth
-//   participant  CN=<id>, OU=<clusterId>, SAN = its address, serverAuth + clientAuth
+//   node         O=verdict-node, OU=<clusterId>, CN=<nodeId>, SAN = its address, serverAuth + clientAuth
+//   participant  OU=<clusterId>, CN=<id>, SAN = its address, serverAuth + clientAuth
 //                (the nodes call it, and it calls the nodes)
 //   admin/client CN=<name>, clientAuth (an admin's CN goes in tls.adminNames)
+//
+// The node mark (O=verdict-node) is what tells a node's certificate from a
+// participant's; the subjects come from src/transport/tls.ts, where the one
+// rule that reads them (certificateRole) lives.
 //
 // An existing CA is reused and existing certificates are kept (--force
 // issues them again), so adding a participant later is one more run.
@@ -24,7 +28,7 @@ import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { LOCAL_ADMIN, LOCAL_CLIENT, LOCAL_CLUSTER_ID, localCertFiles, localCertsDir } from '../transport/local-cluster.ts';
 import { isLoopbackHost } from '../transport/listen-policy.ts';
-import type { TlsFiles } from '../transport/tls.ts';
+import { nodeSubject, participantSubject, type TlsFiles } from '../transport/tls.ts';
 import { bool, CommandError, flag, flagAll, UsageError } from './args.ts';
 
 export const CERTS_HELP = `  verdict certs [--dir DIR] [--cluster-id ID] [--nodes N] [--base-port PORT]
@@ -211,12 +215,12 @@ export function makeCertificates(plan: CertsPlan, say: (line: string) => void): 
     for (const nd of plan.nodes)
       issue(
         nd.id,
-        `/OU=${plan.clusterId}/CN=${nd.id}`,
+        nodeSubject(plan.clusterId, nd.id),
         `extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltName(nd.address)}\n`,
         `(node ${nd.id} of ${plan.clusterId} at ${nd.address})`,
       );
     for (const p of plan.participants)
-      issue(p.id, `/OU=${plan.clusterId}/CN=${p.id}`, `extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltName(p.address)}\n`, `(participant ${p.id} at ${p.address})`);
+      issue(p.id, participantSubject(plan.clusterId, p.id), `extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltName(p.address)}\n`, `(participant ${p.id} at ${p.address})`);
     for (const a of plan.admins) issue(a, `/CN=${a}`, 'extendedKeyUsage=clientAuth\n', `(admin: put "${a}" in the nodes' tls.adminNames)`);
     for (const c of plan.clients) issue(c, `/CN=${c}`, 'extendedKeyUsage=clientAuth\n', '(client)');
   } finally {

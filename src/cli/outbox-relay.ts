@@ -11,6 +11,7 @@ import { LeaseKeeper } from '../outbox/lease-keeper.ts';
 import { NatsSink, NatsSinkError } from '../outbox/nats-sink.ts';
 import { RelayRunner, RelayStartError } from '../outbox/relay-runner.ts';
 import { serveMetrics, MetricsListenError, type MetricsServer } from '../transport/ops.ts';
+import { nodeChannelCredentials } from '../transport/tls-credentials.ts';
 import { bool, CommandError, flag, UsageError } from './args.ts';
 import { clientSecurity, loadClientTls } from './client-tls.ts';
 import { endpoints } from './status.ts';
@@ -60,7 +61,7 @@ export async function outboxRelayCommand(args: string[]): Promise<void> {
     throw err;
   }
   const material = tls === null ? null : loadClientTls(tls);
-  const credentials = material === null ? grpc.credentials.createInsecure() : grpc.credentials.createSsl(material.ca, material.key, material.cert);
+  const credentials = material === null ? grpc.credentials.createInsecure() : nodeChannelCredentials(material);
 
   const log = createLogger(logLevel, { relay: holder });
   if (material === null) log.warn({ insecure: true }, 'insecure: calling the cluster in plaintext without TLS; anyone on the path can read and forge its answers (see docs/security.md)');

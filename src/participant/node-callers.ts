@@ -1,19 +1,19 @@
 // Who may send this participant PREPARE and DECISION, with TLS: a node of
 // its own cluster, and nobody else holding a certificate of the same CA.
 //
-// A node's certificate is CN=<node id>, OU=<cluster id>; a participant's is
-// CN=<participant id>, OU=<cluster id>: the same form. What tells them apart
-// is the name: node ids are the cluster's members, and the cluster refuses
-// a participant id that is a node's (and a node id that is a participant's),
-// so a participant's certificate never names a member. The participant
-// learns the member ids from the cluster (RaftNode.Status at its configured
-// endpoints, over TLS to servers whose certificates are of its cluster), at
-// start and again when a caller of its cluster has a name it does not know
-// (a node added since), at most once per refreshMinMs, so an unknown caller
-// cannot make it flood the cluster. Node certificates need no extra marker;
-// docs/security.md argues the choice.
+// Two checks, both needed. The caller's certificate must be a node's of this
+// cluster (src/transport/tls.ts, certificateRole: the node mark
+// O=verdict-node and OU=<cluster id>), so no participant's or client's
+// certificate passes whatever its name. And its CN must be a current member:
+// the participant learns the member ids from the cluster (RaftNode.Status at
+// its configured endpoints, over TLS to servers that must themselves hold
+// node certificates of its cluster, believing a list only when a majority of
+// the endpoints give it), at start and again when a node certificate of its
+// cluster has a name it does not know (a node added since), at most once per
+// refreshMinMs, so an unknown caller cannot make it flood the cluster.
+// docs/security.md states the model.
 import type { Logger } from 'pino';
-import { clusterCertificateProblem, peerCertificate, subjectField, type AuthenticatedCall } from '../transport/tls.ts';
+import { nodeRoleProblem, peerCertificate, subjectField, type AuthenticatedCall } from '../transport/tls.ts';
 
 export interface NodeCallersOptions {
   clusterId: string;
@@ -69,8 +69,8 @@ export class NodeCallers {
     };
     const cert = peerCertificate(call);
     if (cert === null) return refuse('the caller has no verified client certificate');
-    const other = clusterCertificateProblem(cert.subject, this.o.clusterId);
-    if (other !== null) return refuse(`the caller's ${other}`);
+    const notNode = nodeRoleProblem(cert.subject, this.o.clusterId);
+    if (notNode !== null) return refuse(`the caller's ${notNode}`);
     const cn = subjectField(cert.subject, 'CN') ?? '';
     if (this.members.has(cn)) return done(null);
     const notMember = (): string => `the caller's certificate CN=${cn.slice(0, 64)} names no node of cluster "${this.o.clusterId}" (its nodes: ${this.known().join(', ') || 'not known yet'})`;

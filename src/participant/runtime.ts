@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import { PARTICIPANT_MESSAGE_BYTES_MAX, participantPackageDefinition, participantService } from '../transport/participant-rpc.ts';
 import { addHealth, addReflection, serveMetrics, MetricsListenError, type MetricsServer } from '../transport/ops.ts';
 import { loadTls, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
-import { channelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
+import { nodeChannelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
 import { ClusterLink } from './cluster-link.ts';
 import { composeParticipant, type EngineTuning } from './compose.ts';
 import type { ParticipantEngine } from './engine.ts';
@@ -154,8 +154,8 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   const opened = await openResource(o, log);
   const { resource, journal, db, tcc } = opened;
 
-  // With TLS the servers at the endpoints must hold certificates of this cluster (OU).
-  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
+  // With TLS the servers at the endpoints must hold node certificates of this cluster (the node mark and OU).
+  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: nodeChannelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
   const timers = realTimers();
   if (resource instanceof MemoryResource) resource.waitForLocks(timers.schedule, o.lockWaitMs ?? LOCK_WAIT_MS_DEFAULT);
   const cluster = link.questions(o.participantId);

@@ -24,7 +24,7 @@ import { FileJournal } from '../participant/journal.ts';
 import { NodeCallers } from '../participant/node-callers.ts';
 import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts';
 import { loadTls, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
-import { channelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
+import { nodeChannelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
 import { guardService } from '../transport/validate.ts';
 import { sagaStepService, type SagaStepHandlers, type StepRequest as WireStepRequest, type StepResult } from '../transport/saga-rpc.ts';
 import type { StepRequest } from './engine.ts';
@@ -140,7 +140,7 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
   const log = o.logger.child({ stepService: o.serviceId });
   const tls = stepServiceTls(o);
   mkdirSync(o.dataDir, { recursive: true });
-  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: channelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
+  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: nodeChannelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
   // With TLS, only the nodes of this cluster may ask for a step's effect.
   const callers = tls === null ? null : new NodeCallers({ clusterId: o.clusterId, fetchMembers: () => link.members(), nowMs: () => Date.now(), log });
   const fromNode = <Req, Res>(what: string, handler: grpc.handleUnaryCall<Req, Res>): grpc.handleUnaryCall<Req, Res> =>

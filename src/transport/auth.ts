@@ -15,11 +15,11 @@
 // With TLS, identity is the verified client certificate (signed by the
 // cluster's CA): an admin is a certificate whose CN is in tls.adminNames
 // (none when the list is absent), and participant P of cluster C is the
-// certificate with CN=P and OU=C. Binding a participant id to a name rather
+// certificate with CN=P and OU=C, without the node mark (tls.ts: certificateRole). Binding a participant id to a name rather
 // than to one certificate's key lets the owner renew its certificate; the
 // CA decides who holds the name. docs/security.md states the whole model.
 import * as grpc from '@grpc/grpc-js';
-import { peerCertificate, subjectField, type AuthenticatedCall } from './tls.ts';
+import { certificateRole, peerCertificate, subjectField, type AuthenticatedCall } from './tls.ts';
 
 export interface AuthPolicy {
   /** Null: plaintext, every caller that can connect is trusted. */
@@ -64,7 +64,7 @@ export function checkParticipant(call: AuthenticatedCall, policy: AuthPolicy, pa
   if (policy.tls === null) return null;
   const subject = peerCertificate(call)?.subject;
   const { clusterId } = policy.tls;
-  if (subjectField(subject, 'CN') === participantId && subjectField(subject, 'OU') === clusterId) return null;
+  if (subjectField(subject, 'CN') === participantId && certificateRole(subject, clusterId) === 'participant') return null;
   // Bounded: the id comes from the request and is echoed back (a valid one is at most 64 characters).
   const id = participantId.slice(0, 64);
   return permissionDenied(`${what} is for participant "${id}" only, whose certificate has CN=${id}, OU=${clusterId}; the caller presented ${callerName(call)}`);

@@ -8,12 +8,16 @@
 //
 // TLS is node:tls's, with the same checks grpc-js makes: the server's
 // certificate must be signed by the given CA and name the address dialled
-// (subjectAltName); the client certificate, if any, is presented.
+// (subjectAltName); the client certificate, if any, is presented. The server
+// is a node (what `verdict status` dials), so its certificate must also
+// carry the node mark (src/transport/tls.ts), as grpc-js clients check it.
 //
 // Failures reject with a CallError whose code is a gRPC status code and
 // whose details say what happened, in the words src/transport/tls.ts
 // (explainConnectError) knows how to explain.
 import { connect, constants, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import { nodeRoleProblem } from './tls.ts';
 
 /** The gRPC status codes this client produces or reads (the wire's numbers). */
 export const Code = { OK: 0, UNKNOWN: 2, DEADLINE_EXCEEDED: 4, RESOURCE_EXHAUSTED: 8, INTERNAL: 13, UNAVAILABLE: 14 } as const;
@@ -47,6 +51,14 @@ export function authority(address: string, tls: boolean): string | null {
   }
   if (url.port === '' || url.pathname !== '/' || url.search !== '' || url.username !== '' || url.password !== '' || `${url.host}` !== address.toLowerCase()) return null;
   return url.origin;
+}
+
+/** node:tls's host check, then the node mark: a participant's or a client's certificate at a node's address is refused. */
+function nodeServerIdentity(host: string, cert: PeerCertificate): Error | undefined {
+  const hostErr = checkServerIdentity(host, cert);
+  if (hostErr !== undefined) return hostErr;
+  const problem = nodeRoleProblem(cert.subject);
+  return problem === null ? undefined : new Error(`node at ${host} refused: its ${problem}`);
 }
 
 /** gRPC's percent-encoding of grpc-message, undone; undecodable text is kept as it came. */
@@ -86,7 +98,7 @@ export function unaryH2(address: string, path: string, request: Uint8Array, tls:
       const cause = (err as NodeJS.ErrnoException).code === 'ERR_HTTP2_STREAM_CANCEL' && err.cause instanceof Error ? err.cause : err;
       finish(callError(Code.UNAVAILABLE, cause.message || String(cause)));
     };
-    session = connect(origin, tls === null ? {} : { ca: tls.ca, ...(tls.cert !== null && tls.key !== null ? { cert: tls.cert, key: tls.key } : {}) });
+    session = connect(origin, tls === null ? {} : { ca: tls.ca, ...(tls.cert !== null && tls.key !== null ? { cert: tls.cert, key: tls.key } : {}), checkServerIdentity: nodeServerIdentity });
     session.on('error', failConnect);
     // Closed before anything came back: a server going away, or a TLS server
     // that read our plaintext. Without even response headers, no gRPC

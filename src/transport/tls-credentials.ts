@@ -3,7 +3,7 @@
 // `verdict status`, over node:http2) does not load grpc-js for the checks.
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
-import { clusterCertificateProblem, nodeCertificateProblem, participantServerProblem, TlsSetupError, type TlsMaterial } from './tls.ts';
+import { nodeServerProblem, participantServerProblem, TlsSetupError, type TlsMaterial } from './tls.ts';
 
 /** Server side: TLS that requires a client certificate signed by the CA. */
 export function serverCredentials(m: TlsMaterial): grpc.ServerCredentials {
@@ -12,23 +12,23 @@ export function serverCredentials(m: TlsMaterial): grpc.ServerCredentials {
 }
 
 /**
- * Client side: checks the server's certificate against the CA and the
- * dialled host, presents our certificate if we have one. With `node`, the
- * server must also be that node of that cluster (CN and OU), or, without
- * `node.nodeId`, of that cluster (OU: what a participant knows of the nodes
- * it dials).
+ * Client side, dialling a node: checks the server's certificate against the
+ * CA and the dialled host, presents our certificate if we have one, and
+ * requires the server to be a node (src/transport/tls.ts: the node mark):
+ * of cluster `expect.clusterId` when given (a participant, a step service),
+ * and node `expect.nodeId` when given (a node dialling its peer). A client
+ * that knows no cluster id (the CLI, the SDK) gives neither, and still
+ * refuses a participant's or a client's certificate at a node's address.
  */
-export function channelCredentials(m: TlsMaterial, node?: { clusterId: string; nodeId?: string }): grpc.ChannelCredentials {
-  const verify: grpc.VerifyOptions = {};
-  if (node !== undefined) {
-    verify.checkServerIdentity = (host: string, cert: PeerCertificate): Error | undefined => {
+export function nodeChannelCredentials(m: TlsMaterial, expect: { clusterId?: string; nodeId?: string } = {}): grpc.ChannelCredentials {
+  return grpc.credentials.createSsl(m.ca, m.key, m.cert, {
+    checkServerIdentity: (host: string, cert: PeerCertificate): Error | undefined => {
       const hostErr = checkServerIdentity(host, cert);
       if (hostErr !== undefined) return hostErr;
-      const problem = node.nodeId === undefined ? clusterCertificateProblem(cert.subject, node.clusterId) : nodeCertificateProblem(cert.subject, node.clusterId, node.nodeId);
-      return problem === null ? undefined : new Error(`peer at ${host} refused: its ${problem}`);
-    };
-  }
-  return grpc.credentials.createSsl(m.ca, m.key, m.cert, verify);
+      const problem = nodeServerProblem(cert.subject, expect);
+      return problem === null ? undefined : new Error(`node at ${host} refused: its ${problem}`);
+    },
+  });
 }
 
 /**

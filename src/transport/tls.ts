@@ -90,27 +90,96 @@ export function subjectField(subject: string | Record<string, string | string[] 
   return Array.isArray(v) ? v[0] : v;
 }
 
-/** Why `cert` is not node `nodeId` of cluster `clusterId`; null when it is. */
-export function nodeCertificateProblem(subject: string | Record<string, string | string[] | undefined> | undefined, clusterId: string, nodeId: string): string | null {
-  const cn = subjectField(subject, 'CN');
-  const ou = subjectField(subject, 'OU');
-  if (cn === nodeId && ou === clusterId) return null;
-  return `certificate names node "${cn ?? ''}" of cluster "${ou ?? ''}" (CN=${cn ?? '-'}, OU=${ou ?? '-'}), expected node "${nodeId}" of cluster "${clusterId}" (CN=${nodeId}, OU=${clusterId})`;
+type Subject = string | Record<string, string | string[] | undefined> | undefined;
+
+/** Every value of a subject's field (a certificate may repeat one). */
+function subjectFields(subject: Subject, field: string): string[] {
+  if (subject === undefined) return [];
+  if (typeof subject === 'string') return subject.split('\n').flatMap((line) => (line.startsWith(`${field}=`) ? [line.slice(field.length + 1)] : []));
+  const v = subject[field];
+  return v === undefined ? [] : Array.isArray(v) ? v : [v];
 }
 
-/** Why `subject` is not participant (or step service) `id`'s certificate of cluster `clusterId` (CN and OU); null when it is. */
-export function participantServerProblem(subject: string | Record<string, string | string[] | undefined> | undefined, clusterId: string, id: string): string | null {
-  const cn = subjectField(subject, 'CN');
-  const ou = subjectField(subject, 'OU');
-  if (cn === id && ou === clusterId) return null;
-  return `certificate names "${cn ?? ''}" of cluster "${ou ?? ''}" (CN=${cn ?? '-'}, OU=${ou ?? '-'}), expected participant "${id}" of cluster "${clusterId}" (CN=${id}, OU=${clusterId})`;
+// Roles. `verdict certs` makes three kinds of certificate, and this is the
+// one rule every check uses to tell them apart:
+//
+//   node         O=verdict-node, OU=<cluster id>, CN=<node id>
+//   participant  OU=<cluster id>, CN=<participant or step service id>, no node mark
+//   client       anything else the CA signed (an admin is a client named in tls.adminNames)
+//
+// The node mark is what lets a caller that knows a node only by its address
+// (a participant, a step service, the CLI, the SDK) tell a node from a
+// participant: without it the two have the same form, and a participant's
+// certificate at a down node's address could name itself a node.
+
+/** The subject field and value that mark a node's certificate. */
+export const NODE_MARK = { field: 'O', value: 'verdict-node' } as const;
+
+export type CertificateRole = 'node' | 'participant' | 'client';
+
+/** Whether the subject carries the node mark: exactly one O, and it is verdict-node. */
+function hasNodeMark(subject: Subject): boolean {
+  const o = subjectFields(subject, NODE_MARK.field);
+  return o.length === 1 && o[0] === NODE_MARK.value;
 }
 
-/** Why `subject` is not a certificate of cluster `clusterId` (OU); null when it is. */
-export function clusterCertificateProblem(subject: string | Record<string, string | string[] | undefined> | undefined, clusterId: string): string | null {
+/** The role a verified certificate's subject gives its holder in cluster `clusterId`. */
+export function certificateRole(subject: Subject, clusterId: string): CertificateRole {
+  if (subjectField(subject, 'OU') !== clusterId) return 'client';
+  return hasNodeMark(subject) ? 'node' : 'participant';
+}
+
+/** The subject `verdict certs` gives node `nodeId` of `clusterId` (openssl's -subj form). */
+export function nodeSubject(clusterId: string, nodeId: string): string {
+  return `/${NODE_MARK.field}=${NODE_MARK.value}/OU=${clusterId}/CN=${nodeId}`;
+}
+
+/** The subject `verdict certs` gives participant or step service `id` of `clusterId` (openssl's -subj form). */
+export function participantSubject(clusterId: string, id: string): string {
+  return `/OU=${clusterId}/CN=${id}`;
+}
+
+function named(subject: Subject): string {
+  const clip = (v: string | undefined): string => (v === undefined ? '-' : v.slice(0, 64));
+  const o = subjectFields(subject, 'O');
+  return `${o.length > 0 ? `O=${o.map(clip).join('+')}, ` : ''}OU=${clip(subjectField(subject, 'OU'))}, CN=${clip(subjectField(subject, 'CN'))}`;
+}
+
+/**
+ * Why `subject` is not a node's certificate (the node mark) of cluster
+ * `clusterId` (OU; any cluster when undefined: what a client that knows no
+ * cluster id can check); null when it is.
+ */
+export function nodeRoleProblem(subject: Subject, clusterId?: string): string | null {
   const ou = subjectField(subject, 'OU');
-  if (ou === clusterId) return null;
-  return `certificate is of cluster "${ou ?? ''}" (CN=${subjectField(subject, 'CN') ?? '-'}, OU=${ou ?? '-'}), expected cluster "${clusterId}" (OU=${clusterId})`;
+  if (clusterId !== undefined && ou !== clusterId) return `certificate (${named(subject)}) is not of cluster "${clusterId}" (OU=${clusterId})`;
+  if (!hasNodeMark(subject))
+    return `certificate (${named(subject)}) is not a node's: it lacks the node mark ${NODE_MARK.field}=${NODE_MARK.value} (a participant's or a client's certificate, or a node certificate made without the mark: issue it again with verdict certs --force)`;
+  return null;
+}
+
+/** Why `subject` is not node `nodeId` of cluster `clusterId` (CN, OU and the node mark); null when it is. */
+export function nodeCertificateProblem(subject: Subject, clusterId: string, nodeId: string): string | null {
+  const cn = subjectField(subject, 'CN');
+  const ou = subjectField(subject, 'OU');
+  if (cn !== nodeId || ou !== clusterId) {
+    return `certificate names node "${cn?.slice(0, 64) ?? ''}" of cluster "${ou?.slice(0, 64) ?? ''}" (${named(subject)}), expected node "${nodeId}" of cluster "${clusterId}" (${nodeSubject(clusterId, nodeId).slice(1).split('/').join(', ')})`;
+  }
+  return nodeRoleProblem(subject, clusterId);
+}
+
+/** Why a server's certificate is not the node a caller expects (nodeCertificateProblem with a node id, else nodeRoleProblem); null when it is. */
+export function nodeServerProblem(subject: Subject, expect: { clusterId?: string; nodeId?: string }): string | null {
+  if (expect.nodeId !== undefined && expect.clusterId !== undefined) return nodeCertificateProblem(subject, expect.clusterId, expect.nodeId);
+  return nodeRoleProblem(subject, expect.clusterId);
+}
+
+/** Why `subject` is not participant (or step service) `id`'s certificate of cluster `clusterId` (CN, OU, no node mark); null when it is. */
+export function participantServerProblem(subject: Subject, clusterId: string, id: string): string | null {
+  const cn = subjectField(subject, 'CN');
+  if (cn === id && certificateRole(subject, clusterId) === 'participant') return null;
+  const what = certificateRole(subject, clusterId) === 'node' ? 'node' : '';
+  return `certificate names ${what === '' ? '' : 'node '}"${cn?.slice(0, 64) ?? ''}" of cluster "${subjectField(subject, 'OU')?.slice(0, 64) ?? ''}" (${named(subject)}), expected participant "${id}" of cluster "${clusterId}" (OU=${clusterId}, CN=${id}, without the node mark)`;
 }
 
 /** Whether the certificate's subjectAltName covers `host` (an IP address or a DNS name). */

@@ -143,11 +143,11 @@ describe('verdict node refuses bad input with one line and leaves the data alone
     const certs = certDir();
     try {
       const ca = TestCa.create(certs, 'ca');
-      const n2 = ca.issue('n2', { ou: 'c1' });
+      const n2 = ca.node('n2', 'c1');
       await configCase(
         'tls-wrong-node.json',
         { ...valid, tls: { ca: ca.cert, ...n2 } },
-        { what: /"tls\.cert" \(.*n2\.crt\): this node's certificate names node "n2" of cluster "c1"/, fix: /issue it with -subj "\/OU=c1\/CN=n1"/ },
+        { what: /"tls\.cert" \(.*n2\.crt\): this node's certificate names node "n2" of cluster "c1"/, fix: /issue it with -subj "\/O=verdict-node\/OU=c1\/CN=n1"/ },
       );
     } finally {
       rmSync(certs, { recursive: true, force: true });

@@ -192,7 +192,7 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       nodes: 1,
       metrics: true,
       clusterId,
-      configExtra: (id) => ({ consoleListen, tls: { ca: ca.cert, ...ca.issue(id, { ou: clusterId }), adminNames: ['ops-admin'] } }),
+      configExtra: (id) => ({ consoleListen, tls: { ca: ca.cert, ...ca.node(id, clusterId), adminNames: ['ops-admin'] } }),
       clientCredentials: adminCreds,
     });
     const { node } = await t.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });

@@ -38,6 +38,8 @@ afterAll(async () => {
 });
 
 const creds = (c: CertFiles): grpc.ChannelCredentials => tlsCredentials({ ca: ca.cert, cert: c.cert, key: c.key });
+/** Dialling a step service (not a node): the CA and the host are checked, not the node mark. */
+const serviceCreds = (c: CertFiles): grpc.ChannelCredentials => grpc.credentials.createSsl(readFileSync(ca.cert), readFileSync(c.key), readFileSync(c.cert));
 
 describe('sagas on a TLS cluster', () => {
   it('step services serve and register over mutual TLS; only the nodes of the cluster may call them', async () => {
@@ -48,7 +50,7 @@ describe('sagas on a TLS cluster', () => {
       clusterId,
       logLevel: 'warn',
       configExtra: (id) => {
-        const n = ca.issue(id, { ou: clusterId, file: `${clusterId}-${id}` });
+        const n = ca.node(id, clusterId, `${clusterId}-${id}`);
         return { tls: { ca: ca.cert, cert: n.cert, key: n.key, adminNames: ['ops-admin'] } };
       },
       clientCredentials: creds(admin),
@@ -126,7 +128,7 @@ describe('sagas on a TLS cluster', () => {
 
       // Someone with a certificate of the same CA that is not a node of the cluster is refused, and nothing is applied.
       const call: StepRequest = { clusterId, sagaId: 'forged', step: 0, key: stepKey('forged', 0, 'action'), name: 'book', input: '', outputs: [], attempt: 1 };
-      const mallory = new SagaStepClient(services[0].address, creds(ca.issue('mallory', { ou: clusterId, file: `${clusterId}-mallory` })));
+      const mallory = new SagaStepClient(services[0].address, serviceCreds(ca.issue('mallory', { ou: clusterId, file: `${clusterId}-mallory` })));
       await expect(mallory.call('action', call, 10_000)).rejects.toMatchObject({ code: grpc.status.PERMISSION_DENIED, details: expect.stringMatching(/names no node of cluster/) });
       mallory.close();
       // A plaintext caller does not get through the handshake.

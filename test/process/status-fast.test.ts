@@ -89,7 +89,7 @@ describe('verdict status over node:http2', { timeout: 240_000 }, () => {
         electionTicks: 20,
         clusterId,
         configExtra: (id) => {
-          const n = ca.issue(id, { ou: clusterId, file: `${clusterId}-${id}` });
+          const n = ca.node(id, clusterId, `${clusterId}-${id}`);
           return { tls: { ca: ca.cert, cert: n.cert, key: n.key, adminNames: ['ops-admin'] } };
         },
         clientCredentials: adminCreds,

@@ -53,7 +53,7 @@ const creds = (c: CertFiles, caFile = ca.cert): grpc.ChannelCredentials => tlsCr
 const tlsFlags = (c: CertFiles | null, caFile = ca.cert): string[] => ['--ca', caFile, ...(c ? ['--cert', c.cert, '--key', c.key] : [])];
 
 function nodeTls(clusterId: string, id: string, rogueCert: boolean): Record<string, unknown> {
-  const c = rogueCert ? rogue.issue(id, { ou: clusterId, file: `rogue-${id}` }) : ca.issue(id, { ou: clusterId, file: `${clusterId}-${id}` });
+  const c = rogueCert ? rogue.node(id, clusterId, `rogue-${id}`) : ca.node(id, clusterId, `${clusterId}-${id}`);
   return { tls: { ca: rogueCert ? bundle : ca.cert, cert: c.cert, key: c.key, adminNames: ['ops-admin'] } };
 }
 

@@ -10,13 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { flag, flagAll, UsageError } from '../../src/cli/args.ts';
-import { certsCommand, parseCertsArgs, subjectAltName } from '../../src/cli/certs.ts';
+import { certsCommand, issueCert, parseCertsArgs, subjectAltName } from '../../src/cli/certs.ts';
 import { isLogLine, parseClusterUpArgs } from '../../src/cli/cluster.ts';
 import { checkFlags, COMMAND_FLAGS } from '../../src/cli/flags.ts';
 import { parseTimeout, unreachableMessage } from '../../src/cli/reach.ts';
 import { participantCertificateProblem } from '../../src/participant/certificate-check.ts';
 import { localCertsDir } from '../../src/transport/local-cluster.ts';
 import { classifyRegistrationError, registrationBackoffMs, REASON_KEY } from '../../src/participant/registration.ts';
+import { certificateRole } from '../../src/transport/tls.ts';
 
 describe('unknown flags', () => {
   it('refuses a flag the command does not take, listing the valid ones and the nearest (status --jsn)', () => {
@@ -151,11 +152,15 @@ describe('verdict certs', () => {
     const cert = (name: string): X509Certificate => new X509Certificate(readFileSync(join(dir, `${name}.crt`)));
     const ca = cert('ca');
     const n1 = cert('n1');
-    expect(n1.subject).toBe('OU=local\nCN=n1');
+    // The node mark (O=verdict-node) is what tells a node's certificate from a participant's.
+    expect(n1.subject).toBe('O=verdict-node\nOU=local\nCN=n1');
+    expect(certificateRole(n1.subject, 'local')).toBe('node');
     expect(n1.subjectAltName).toBe('IP Address:127.0.0.1, DNS:localhost');
     expect(n1.verify(ca.publicKey)).toBe(true);
     const shop = cert('shop');
     expect(shop.subject).toBe('OU=local\nCN=shop');
+    expect(certificateRole(shop.subject, 'local')).toBe('participant');
+    expect(certificateRole(cert('alice').subject, 'local')).toBe('client');
     expect(shop.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1', '1.3.6.1.5.5.7.3.2']);
     expect(participantCertificateProblem(shop, 'shop.crt', 'shop', '127.0.0.1:7101')).toBeNull();
     expect(cert('ops-admin').keyUsage).toEqual(['1.3.6.1.5.5.7.3.2']);
@@ -175,6 +180,14 @@ describe('verdict certs', () => {
     );
     // A certificate of another cluster's id under the same name is refused too.
     await expect(certsCommand(['--dir', dir, '--nodes', '0', '--cluster-id', 'other', '--participant', 'shop=127.0.0.1:7101'])).rejects.toThrow(/is OU=local, CN=shop, not OU=other, CN=shop/);
+    // A node certificate made before the node mark is not kept as a node's: it is issued again with --force.
+    const old = join(dir, 'old');
+    await certsCommand(['--dir', old, '--nodes', '0', '--participant', 'shop=127.0.0.1:7101']);
+    const ext = 'extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1\n';
+    issueCert({ caCert: join(old, 'ca.crt'), caKey: join(old, 'ca.key'), cert: join(old, 'n1.crt'), key: join(old, 'n1.key'), subject: '/OU=local/CN=n1', ext, days: 1, tmpDir: old, file: 'n1' });
+    await expect(certsCommand(['--dir', old, '--nodes', '1', '--participant', 'shop=127.0.0.1:7101'])).rejects.toThrow(
+      /n1\.crt already exists and is OU=local, CN=n1, not O=verdict-node, OU=local, CN=n1.*--force/,
+    );
   });
 
   it('the participant refuses a client-only certificate (unsuitable certificate purpose) and one without its address, with the fix', () => {

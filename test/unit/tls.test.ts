@@ -13,8 +13,8 @@ import { loadNodeTls } from '../../src/node/node-tls.ts';
 import { checkAdmin, checkParticipant, OPEN_POLICY, type AuthPolicy } from '../../src/transport/auth.ts';
 import { NodeCallers } from '../../src/participant/node-callers.ts';
 import { GrpcTransport, SERVER_OPTIONS } from '../../src/transport/grpc.ts';
-import { explainConnectError, loadTls, nodeCertificateProblem, TlsSetupError } from '../../src/transport/tls.ts';
-import { channelCredentials, serverCredentials } from '../../src/transport/tls-credentials.ts';
+import { certificateRole, explainConnectError, loadTls, nodeCertificateProblem, nodeRoleProblem, participantServerProblem, TlsSetupError } from '../../src/transport/tls.ts';
+import { nodeChannelCredentials, serverCredentials } from '../../src/transport/tls-credentials.ts';
 import { freePorts } from '../free-ports.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
 import { refusalOf } from './refusal.ts';
@@ -26,15 +26,18 @@ let n1: CertFiles;
 let n2: CertFiles;
 let n3: CertFiles;
 let rogueN2: CertFiles;
+/** CN=n2, OU=c1 without the node mark: a participant's certificate (or one made before the mark) naming a node. */
+let n2Unmarked: CertFiles;
 
 beforeAll(() => {
   dir = certDir();
   ca = TestCa.create(dir, 'ca');
   rogue = TestCa.create(dir, 'rogue-ca');
-  n1 = ca.issue('n1', { ou: 'c1' });
-  n2 = ca.issue('n2', { ou: 'c1' });
-  n3 = ca.issue('n3', { ou: 'c1' });
-  rogueN2 = rogue.issue('n2', { ou: 'c1', file: 'rogue-n2' });
+  n1 = ca.node('n1', 'c1');
+  n2 = ca.node('n2', 'c1');
+  n3 = ca.node('n3', 'c1');
+  rogueN2 = rogue.node('n2', 'c1', 'rogue-n2');
+  n2Unmarked = ca.issue('n2', { ou: 'c1', file: 'n2-unmarked' });
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -67,17 +70,41 @@ describe('loading certificate files', () => {
     expect(loadNodeTls(cfg('n1'))).not.toBeNull();
     const err = (f: () => unknown): string => refusalOf(ConfigError, f);
     expect(err(() => loadNodeTls(cfg('n2')))).toMatch(
-      /"tls\.cert" .*this node's certificate names node "n1" of cluster "c1" .*expected node "n2" of cluster "c1".*; issue it with -subj "\/OU=c1\/CN=n2"/,
+      /"tls\.cert" .*this node's certificate names node "n1" of cluster "c1" .*expected node "n2" of cluster "c1".*; issue it with -subj "\/O=verdict-node\/OU=c1\/CN=n2"/,
     );
     expect(err(() => loadNodeTls(cfg('n1', '10.1.2.3:7001')))).toMatch(/does not name 10\.1\.2\.3 in its subjectAltName .*add subjectAltName=IP:10\.1\.2\.3/);
     expect(err(() => loadNodeTls(cfg('n1', '127.0.0.1:7001', { cert: n1.cert, key: n3.key })))).toMatch(/is not the private key/);
+    // The right names without the node mark: a participant's certificate, or a node's made before the mark.
+    expect(err(() => loadNodeTls(cfg('n2', '127.0.0.1:7001', n2Unmarked)))).toMatch(
+      /this node's certificate \(OU=c1, CN=n2\) is not a node's: it lacks the node mark O=verdict-node .*; issue it with -subj "\/O=verdict-node\/OU=c1\/CN=n2"/,
+    );
   });
 
-  it('names a node by CN and its cluster by OU', () => {
-    expect(nodeCertificateProblem({ CN: 'n1', OU: 'c1' }, 'c1', 'n1')).toBeNull();
-    expect(nodeCertificateProblem({ CN: 'n1', OU: 'c2' }, 'c1', 'n1')).toMatch(/names node "n1" of cluster "c2"/);
+  it('names a node by CN, its cluster by OU, and its role by the node mark', () => {
+    expect(nodeCertificateProblem({ O: 'verdict-node', CN: 'n1', OU: 'c1' }, 'c1', 'n1')).toBeNull();
+    expect(nodeCertificateProblem({ O: 'verdict-node', CN: 'n1', OU: 'c2' }, 'c1', 'n1')).toMatch(/names node "n1" of cluster "c2"/);
     expect(nodeCertificateProblem({ CN: 'alice' }, 'c1', 'n1')).toMatch(/names node "alice" of cluster ""/);
-    expect(nodeCertificateProblem('OU=c1\nCN=n1', 'c1', 'n1')).toBeNull();
+    expect(nodeCertificateProblem('O=verdict-node\nOU=c1\nCN=n1', 'c1', 'n1')).toBeNull();
+    expect(nodeCertificateProblem('OU=c1\nCN=n1', 'c1', 'n1')).toMatch(/is not a node's: it lacks the node mark O=verdict-node/);
+  });
+
+  it('tells a node, a participant and a client apart by one rule (certificateRole), as verdict certs makes them', () => {
+    expect(certificateRole({ O: 'verdict-node', OU: 'c1', CN: 'n1' }, 'c1')).toBe('node');
+    expect(certificateRole({ OU: 'c1', CN: 'shop' }, 'c1')).toBe('participant');
+    // A participant's certificate named like a node is still a participant's.
+    expect(certificateRole({ OU: 'c1', CN: 'n3' }, 'c1')).toBe('participant');
+    expect(certificateRole({ CN: 'alice' }, 'c1')).toBe('client');
+    // Another cluster's node is nobody here; a second O value spoils the mark.
+    expect(certificateRole({ O: 'verdict-node', OU: 'c2', CN: 'n1' }, 'c1')).toBe('client');
+    expect(certificateRole({ O: ['verdict-node', 'other'], OU: 'c1', CN: 'n1' } as never, 'c1')).toBe('participant');
+    // A caller that knows no cluster id (the CLI, the SDK) checks the mark alone.
+    expect(nodeRoleProblem({ O: 'verdict-node', OU: 'c9', CN: 'n1' })).toBeNull();
+    expect(nodeRoleProblem({ OU: 'c1', CN: 'evil' })).toMatch(/is not a node's: it lacks the node mark/);
+    expect(nodeRoleProblem({ O: 'verdict-node', OU: 'c2', CN: 'n1' }, 'c1')).toMatch(/is not of cluster "c1"/);
+    // A participant's server certificate: its CN, its cluster, and no node mark.
+    expect(participantServerProblem({ OU: 'c1', CN: 'shop' }, 'c1', 'shop')).toBeNull();
+    expect(participantServerProblem({ OU: 'c1', CN: 'ledger' }, 'c1', 'shop')).toMatch(/names "ledger" of cluster "c1"/);
+    expect(participantServerProblem({ O: 'verdict-node', OU: 'c1', CN: 'shop' }, 'c1', 'shop')).toMatch(/names node "shop"/);
   });
 });
 
@@ -154,17 +181,19 @@ describe('a participant recognises the nodes of its cluster (NodeCallers)', () =
   it('accepts a member of its cluster, learned from the cluster', async () => {
     const s = setup([['n1', 'n2', 'n3']]);
     await s.callers.refresh();
-    expect(await verdictOf(s.callers, { CN: 'n2', OU: 'c1' })).toBeNull();
+    expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'n2', OU: 'c1' })).toBeNull();
     expect(s.fetches()).toBe(1);
   });
 
-  it('refuses a participant certificate of its own cluster, another cluster, and no certificate', async () => {
+  it('refuses a participant certificate of its own cluster (even one naming a member), another cluster, a node not a member, and no certificate', async () => {
     const s = setup([['n1', 'n2', 'n3']]);
     await s.callers.refresh();
-    expect(await verdictOf(s.callers, { CN: 'ledger', OU: 'c1' })).toBe('the caller\'s certificate CN=ledger names no node of cluster "c1" (its nodes: n1, n2, n3)');
-    expect(await verdictOf(s.callers, { CN: 'n1', OU: 'c2' })).toMatch(/^the caller's certificate is of cluster "c2" \(CN=n1, OU=c2\), expected cluster "c1"/);
+    expect(await verdictOf(s.callers, { CN: 'ledger', OU: 'c1' })).toMatch(/^the caller's certificate \(OU=c1, CN=ledger\) is not a node's: it lacks the node mark O=verdict-node/);
+    expect(await verdictOf(s.callers, { CN: 'n1', OU: 'c1' })).toMatch(/^the caller's certificate \(OU=c1, CN=n1\) is not a node's/);
+    expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'n1', OU: 'c2' })).toMatch(/^the caller's certificate \(O=verdict-node, OU=c2, CN=n1\) is not of cluster "c1"/);
+    expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'n9', OU: 'c1' })).toBe('the caller\'s certificate CN=n9 names no node of cluster "c1" (its nodes: n1, n2, n3)');
     expect(await verdictOf(s.callers, undefined)).toBe('the caller has no verified client certificate');
-    expect(s.callers.refused).toBe(3);
+    expect(s.callers.refused).toBe(5);
   });
 
   it('asks the cluster again for an unknown name (a node added since), at most once per refreshMinMs', async () => {
@@ -174,13 +203,13 @@ describe('a participant recognises the nodes of its cluster (NodeCallers)', () =
     ]);
     await s.callers.refresh();
     // Within refreshMinMs of the last fetch: refused without asking.
-    expect(await verdictOf(s.callers, { CN: 'n4', OU: 'c1' })).toMatch(/names no node/);
+    expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'n4', OU: 'c1' })).toMatch(/names no node/);
     expect(s.fetches()).toBe(1);
     s.advance(1_000);
-    expect(await verdictOf(s.callers, { CN: 'n4', OU: 'c1' })).toBeNull();
+    expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'n4', OU: 'c1' })).toBeNull();
     expect(s.fetches()).toBe(2);
     // An impostor right after: no new fetch, refused.
-    expect(await verdictOf(s.callers, { CN: 'mallory', OU: 'c1' })).toMatch(/names no node of cluster "c1" \(its nodes: n1, n2, n3, n4\)/);
+    expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'mallory', OU: 'c1' })).toMatch(/names no node of cluster "c1" \(its nodes: n1, n2, n3, n4\)/);
     expect(s.fetches()).toBe(2);
   });
 });
@@ -240,7 +269,7 @@ describe('node-to-node TLS between two transports on loopback', () => {
       onMessages: () => {},
       onUnreachable: (p) => unreachable.push(p),
       logger: n2Logger,
-      credentialsFor: (id) => channelCredentials(material(o.n2Client), { clusterId: 'c1', nodeId: id }),
+      credentialsFor: (id) => nodeChannelCredentials(material(o.n2Client), { clusterId: 'c1', nodeId: id }),
       backoffMinMs: 20,
       backoffMaxMs: 50,
     });
@@ -271,6 +300,12 @@ describe('node-to-node TLS between two transports on loopback', () => {
     expect(r.refused[0]).toMatch(/names node "n3" of cluster "c1".*expected node "n2"/);
   });
 
+  it("refuses a stream whose client certificate names the sender but is not a node's (no node mark)", async () => {
+    const r = await exchange({ n1Server: n1, n2Client: n2Unmarked });
+    expect(r.received).toEqual([]);
+    expect(r.refused[0]).toMatch(/\(OU=c1, CN=n2\) is not a node's: it lacks the node mark/);
+  });
+
   it('a dialling node refuses a server whose certificate names another node', async () => {
     // n1 serves with n3's certificate: n2 must not talk to it at all.
     const r = await exchange({ n1Server: n3, n2Client: n2 });
@@ -279,6 +314,14 @@ describe('node-to-node TLS between two transports on loopback', () => {
     // n2's log says why, once.
     const warnings = r.n2Log.map((l) => JSON.parse(l) as { msg: string; details: string });
     expect(warnings[0]).toMatchObject({ msg: 'stream to peer ended; reconnecting' });
-    expect(warnings[0].details).toMatch(/peer at 127\.0\.0\.1 refused: its certificate names node "n3" of cluster "c1" .*expected node "n1"/);
+    expect(warnings[0].details).toMatch(/node at 127\.0\.0\.1 refused: its certificate names node "n3" of cluster "c1" .*expected node "n1"/);
+  });
+
+  it('a dialling node refuses a server whose certificate has the right names but no node mark', async () => {
+    const n1Unmarked = ca.issue('n1', { ou: 'c1', file: 'n1-unmarked' });
+    const r = await exchange({ n1Server: n1Unmarked, n2Client: n2 });
+    expect(r.received).toEqual([]);
+    const warnings = r.n2Log.map((l) => JSON.parse(l) as { msg: string; details: string });
+    expect(warnings[0].details).toMatch(/node at 127\.0\.0\.1 refused: its certificate \(OU=c1, CN=n1\) is not a node's/);
   });
 });
