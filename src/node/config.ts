@@ -9,7 +9,6 @@ import { COMMIT_NOTICE_MS_DEFAULT } from './driver.ts';
 import { REQUEST_BYTES_MAX_DEFAULT } from '../transport/validate.ts';
 import { ANSWER_STREAM_UNREAD_MAX } from '../transport/request-stream.ts';
 import { checkAddresses } from './config-addresses.ts';
-import { isLoopbackHost } from '../transport/listen-policy.ts';
 import { defaultEngineConfig } from '../commit/engine-types.ts';
 import { describeSource, envName, mergeOverrides, OverrideError, type Source } from './config-sources.ts';
 
@@ -343,25 +342,6 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
       adminNames = a as string[];
     }
     tls = { ca, cert, key, adminNames };
-  }
-
-  // The HTTP listeners serve the console, whose actions (resolve, abort, move leadership) have no
-  // identity to check without TLS. A node without TLS starts only when told insecure (node.ts); this
-  // names the listener when the config is read, before anything starts.
-  if (tls === null && !insecure) {
-    for (const [key, address] of [
-      ['metricsListen', metricsListen],
-      ['consoleListen', consoleListen],
-    ] as const) {
-      if (address === null || isLoopbackHost(address.slice(0, address.lastIndexOf(':')))) continue;
-      const host = address.slice(0, address.lastIndexOf(':'));
-      throw new ConfigError(
-        file,
-        `${label(key)} is ${address}, beyond loopback, and the node has no "tls": without TLS anyone who can reach ${host} could use the console served there ` +
-          `(resolve or abort transactions, move leadership); configure "tls" (see docs/security.md), ` +
-          `or set "insecure": true (or --insecure) on a network you trust`,
-      );
-    }
   }
 
   const addressProblem = checkAddresses(nodeId, listen, metricsListen, peers);

@@ -155,10 +155,13 @@ describe('mutual TLS binds roles to identities', () => {
       expect(otherCluster.code).toBe(grpc.status.PERMISSION_DENIED);
       expect(otherCluster.details).toMatch(/the caller presented client certificate CN=shop, OU=other-cluster$/);
       expect(await shopEndpoint()).toBe(shop.address);
-      // A participant id that is a node's is refused, even to the certificate of that name.
-      const asNode = await refusal(linkAs({ cert: join(certs, 'n2.crt'), key: join(certs, 'n2.key') }).register('n2', `127.0.0.1:${malloryPort}`));
+      // A participant id that is a node's is refused, even to a participant certificate of that name...
+      const asNode = await refusal(linkAs(ca.issue('n2', { ou: clusterId, file: 'n2-participant' })).register('n2', `127.0.0.1:${malloryPort}`));
       expect(asNode.code).toBe(grpc.status.INVALID_ARGUMENT);
       expect(asNode.details).toMatch(/participant id "n2" is the id of a node of cluster/);
+      // ...and a node's own certificate (the node mark) is no participant's.
+      const nodeItself = await refusal(linkAs({ cert: join(certs, 'n2.crt'), key: join(certs, 'n2.key') }).register('n2', `127.0.0.1:${malloryPort}`));
+      expect(nodeItself.code).toBe(grpc.status.PERMISSION_DENIED);
 
       // ...and a node whose id is a registered participant's, even by an admin.
       const addShop = await waitFor('the leader to answer AddMember', WAIT_MS, async () => {

@@ -52,7 +52,7 @@ beforeAll(async () => {
     clusterId,
     logLevel: 'warn',
     configExtra: (id) => {
-      const n = ca.issue(id, { ou: clusterId, file: `${clusterId}-${id}` });
+      const n = ca.node(id, clusterId, `${clusterId}-${id}`);
       return { tls: { ca: ca.cert, cert: n.cert, key: n.key, adminNames: ['ops-admin'] } };
     },
     clientCredentials: tlsCredentials({ ca: ca.cert, ...ca.issue('ops-admin') }),

@@ -70,23 +70,6 @@ describe('metricsListen in the node config', () => {
     expect(() => parseConfig({ ...base, metricsListen: '127.0.0.1:70000' }, 'x.json')).toThrow(/the port must be 1–65535/);
     expect(() => parseConfig({ ...base, metricsListen: '127.0.0.1:7001' }, 'x.json')).toThrow(/a port of its own/);
   });
-
-  test('without TLS, metricsListen and consoleListen beyond loopback are refused unless the config says insecure: true', () => {
-    for (const key of ['metricsListen', 'consoleListen']) {
-      for (const address of ['0.0.0.0:9101', '10.1.2.3:9101', '[::]:9101', 'metrics.internal:9101'])
-        expect(() => parseConfig({ ...base, [key]: address }, 'x.json'), `${key} ${address}`).toThrow(
-          new RegExp(
-            `^config x\\.json: "${key}" is ${address.replace(/[.[\]]/g, '\\$&')}, beyond loopback, and the node has no "tls": .*set "insecure": true \\(or --insecure\\) on a network you trust$`,
-          ),
-        );
-      for (const address of ['127.0.0.1:9101', '[::1]:9101', 'localhost:9101']) expect(parseConfig({ ...base, [key]: address }, 'x.json')[key as 'metricsListen']).toBe(address);
-      expect(parseConfig({ ...base, [key]: '0.0.0.0:9101', insecure: true }, 'x.json')[key as 'metricsListen']).toBe('0.0.0.0:9101');
-      expect(parseConfig({ ...base, [key]: '0.0.0.0:9101' }, 'x.json', { sets: ['insecure=true'] })[key as 'metricsListen']).toBe('0.0.0.0:9101');
-    }
-    // With TLS the console is HTTPS with client certificates; the rule is the TLS one, not this.
-    const tls = { ca: '/ca.crt', cert: '/n1.crt', key: '/n1.key' };
-    expect(parseConfig({ ...base, consoleListen: '0.0.0.0:9201', tls }, 'x.json').consoleListen).toBe('0.0.0.0:9201');
-  });
 });
 
 describe('log format', () => {
