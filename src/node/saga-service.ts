@@ -7,7 +7,8 @@
 // A saga belongs to the client that started it (R9): its starter is
 // recorded (clientOf: the certificate's CN under TLS), a client has at most
 // sagaClientRunningMax sagas running, and under TLS only the starter and
-// admins read a saga (its inputs and outputs are the application's data) or
+// admins read a saga (its inputs and outputs are the application's data;
+// its step services, which take them anyway, may read its status) or
 // repeat its start. ListSagas answers in pages of at most 1,000 sagas and
 // about LIST_PAGE_BYTES_MAX bytes.
 
@@ -165,8 +166,15 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
         cb(null, sagaInfo(s));
       };
       const s = o.table.sagas.sagas.get(sagaId);
-      // The starter never changes, so one check before any wait covers the answer after it.
-      const refused = s ? mayRead(call, s, 'the status') : null;
+      // The starter never changes, so one check before any wait covers the answer after it. A step service
+      // of the saga may read its status too: it confirms a saga's end with the cluster before taking End.
+      const stepService =
+        s !== undefined &&
+        o.access.isOneOf(
+          call as unknown as AuthenticatedCall,
+          s.steps.map((d) => d.service),
+        );
+      const refused = s && !stepService ? mayRead(call, s, 'the status') : null;
       if (refused) return cb(refused);
       if (!s || isTerminal(s.state) || waitMs === 0 || waiting >= WAITERS_MAX) return now();
       let done = false;

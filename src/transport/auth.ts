@@ -10,8 +10,8 @@
 //   started (a saga's definition, inputs and outputs): that client or an admin.
 //
 // Without TLS there are no identities: the node trusts every caller that
-// can reach its port, and both checks pass (a node refuses to serve
-// plaintext beyond loopback unless told `insecure`, see listen-policy.ts).
+// can reach its port, and every check passes (a node serves plaintext only
+// when told `insecure`, see listen-policy.ts).
 // With TLS, identity is the verified client certificate (signed by the
 // cluster's CA): an admin is a certificate whose CN is in tls.adminNames
 // (none when the list is absent), and participant P of cluster C is the
@@ -116,6 +116,18 @@ export class Access {
     const refused = checkStarterOrAdmin(call, this.policy, starter, what);
     if (refused !== null) this.denials.starter++;
     return refused;
+  }
+
+  /**
+   * Whether the caller is one of the participants (or step services) `ids`
+   * of this cluster by its certificate (CN, OU, no node mark); everyone
+   * without TLS. Counts nothing: callers check the other roles after it.
+   */
+  isOneOf(call: AuthenticatedCall, ids: readonly string[]): boolean {
+    if (this.policy.tls === null) return true;
+    const subject = peerCertificate(call)?.subject;
+    const cn = subjectField(subject, 'CN');
+    return cn !== undefined && ids.includes(cn) && certificateRole(subject, this.policy.tls.clusterId) === 'participant';
   }
 
   /** Whether the caller may read what every client started (an admin; everyone without TLS). Counts nothing. */

@@ -23,6 +23,7 @@ useProcessCleanup();
 
 let certs: string;
 let ca: TestCa;
+let clusterId: string;
 let cluster: Cluster;
 let endpoints: string[];
 let hotel: StepService | null = null;
@@ -37,8 +38,9 @@ const leases = (cn: string): CoordinatorConnection => {
   closers.push(() => conn.close());
   return conn;
 };
-const sagas = (cn: string): SagaCaller => {
-  const s = new SagaCaller(endpoints, creds(cn));
+const sagas = (cn: string, ou?: string): SagaCaller => {
+  const c = ca.issue(cn, ou === undefined ? {} : { ou, file: `${ou}-${cn}-caller` });
+  const s = new SagaCaller(endpoints, tlsCredentials({ ca: ca.cert, cert: c.cert, key: c.key }));
   closers.push(() => s.close());
   return s;
 };
@@ -46,7 +48,7 @@ const sagas = (cn: string): SagaCaller => {
 beforeAll(async () => {
   certs = certDir();
   ca = TestCa.create(certs, 'cluster-ca');
-  const clusterId = uniqueClusterId();
+  clusterId = uniqueClusterId();
   cluster = await Cluster.start({
     nodes: 3,
     clusterId,
@@ -142,6 +144,13 @@ describe('sagas under mutual TLS', () => {
     expect((await alice.status('trip-alice')).outputs).toEqual(['room for alice']);
     // Alice's repeated start is the same saga (R7), run once.
     expect((await (await alice.start({ id: 'trip-alice', steps })).result()).status.timeline).toEqual(end.status.timeline);
+    // A step service of the saga reads its status (it confirms the saga's end before taking End); another does not,
+    // and neither does a client certificate that only bears the service's name.
+    expect((await sagas('hotel', clusterId).status('trip-alice')).state).toBe('finished');
+    await denied(sagas('car', clusterId).status('trip-alice'));
+    await denied(sagas('hotel').status('trip-alice'));
+    // Its list is still only what it started: nothing.
+    expect(await sagas('hotel', clusterId).list(false)).toEqual([]);
     // An admin reads every saga.
     expect((await admin.status('trip-alice')).state).toBe('finished');
     expect((await admin.list(false)).map((s) => s.id).sort()).toEqual(['trip-alice', 'trip-bob']);
