@@ -242,7 +242,8 @@ export class Raft {
     this.readOnly = new ReadOnly(cfg.readIndexMax);
     this.recoverIndex = cfg.recoverIndex !== undefined && cfg.recoverIndex > this.log.lastIndex() ? cfg.recoverIndex : 0;
     this.rejoining = cfg.rejoining === true || hs.vote === REJOINING_VOTE;
-    this.rejoinNonce = Uint8Array.from({ length: REJOIN_NONCE_BYTES }, () => cfg.random(256));
+    // Drawn only when needed: a node that is not rejoining now never will be in this start (it is a new start that rejoins).
+    this.rejoinNonce = this.rejoining ? Uint8Array.from({ length: REJOIN_NONCE_BYTES }, () => cfg.random(256)) : EMPTY;
     if (hs.term > 0 || hs.commit > 0) {
       // The commit index may lag the snapshot (a commit-only write is not
       // synced and may be lost); it may never pass the log.
@@ -411,7 +412,7 @@ export class Raft {
   }
 
   /** Whether `id`'s acknowledgements count towards a commit, a read or CheckQuorum (a rejoining follower's do not, until proven). */
-  private counts(id: NodeId): boolean {
+  counts(id: NodeId): boolean {
     const pr = this.progress.get(id);
     return pr !== undefined && (pr.rejoinNonce === null || this.rejoinProven(pr));
   }

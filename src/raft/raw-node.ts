@@ -312,10 +312,11 @@ export class RawNode {
     applied: number;
     lastIndex: number;
     firstIndex: number;
-    progress: { id: NodeId; match: number; next: number; state: string; learner: boolean }[];
+    /** `rejoining`: the follower started on an empty data directory and is not proven whole yet (it counts in no quorum). */
+    progress: { id: NodeId; match: number; next: number; state: string; learner: boolean; rejoining: boolean }[];
   } {
     const r = this.raft;
-    const progress = r.role === Role.Leader ? [...r.progress.values()].map((p) => ({ id: p.id, match: p.match, next: p.next, state: p.state, learner: p.isLearner })) : [];
+    const progress = r.role === Role.Leader ? [...r.progress.values()].map((p) => ({ id: p.id, match: p.match, next: p.next, state: p.state, learner: p.isLearner, rejoining: !r.counts(p.id) })) : [];
     return { id: r.id, hardState: this.hardState(), softState: this.softState(), applied: r.log.applied, lastIndex: r.log.lastIndex(), firstIndex: r.log.firstIndex(), progress };
   }
 }

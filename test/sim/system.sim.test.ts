@@ -75,9 +75,8 @@ test.skipIf(REPLAY !== undefined)(
 // dropped in 'deciding' for as long as the same node kept leading — its
 // participants in doubt forever (AC4). The engine now proposes it again.
 test.skipIf(REPLAY !== undefined)('AC4: a COMMIT that Raft drops during a leadership transfer is proposed again, not left in doubt', () => {
-  // Seed 28 until founding members started at term 1 (which moved every schedule); seed 2 drops the COMMIT the same way.
   const sc: SystemScenario = {
-    seed: 2,
+    seed: 28,
     nodes: 3,
     participants: 2,
     txns: [{ atMs: 2479, members: [1, 1, 3], no: null, timeoutMs: 3000 }],
