@@ -8,7 +8,8 @@
 // peer holds state. Once n2 is back, a leader with the writes is elected, n3
 // is caught up and says so, and every acknowledged write reads back.
 
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Cluster, ELECTION_WAIT_MS, runCli, sleep, useProcessCleanup, waitFor } from './harness.ts';
 
@@ -70,4 +71,33 @@ describe('a voter restarted on an empty data directory does not vote', () => {
     await n1.kill('SIGKILL');
     await c.putOnLeader('after', 'x');
   }, 240_000);
+
+  it('a damaged LevelDB (CURRENT deleted): the refusal names verdict node repair, which moves the directory aside; the node rejoins and is proven whole', async () => {
+    const c = await Cluster.start({ nodes: 3 });
+    const n3 = c.nodes[2];
+    await c.waitForLeader();
+    for (let i = 0; i < 20; i++) await c.putOnLeader(`r${i}`, `v${i}`);
+    await n3.kill('SIGTERM');
+    rmSync(`${n3.dataDir}/raft/CURRENT`);
+    const refused = await runCli(['node', '--config', n3.configFile]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/run `verdict node repair --config <this node's config>` with the node stopped/);
+    expect(refused.stderr).not.toMatch(/\bdelete\b|\bremove\b|empty directory|backup/);
+    const repair = await runCli(['node', 'repair', '--config', n3.configFile]);
+    expect(repair.code, repair.stderr).toBe(0);
+    const aside = /moved (\S+) aside to (\S+) and left/.exec(repair.stdout);
+    expect(aside, repair.stdout).not.toBeNull();
+    expect(existsSync(`${aside?.[2]}/raft`)).toBe(true);
+    expect(readdirSync(n3.dataDir)).toEqual([]);
+    expect(readdirSync(dirname(n3.dataDir)).some((f) => f.startsWith('data-n3.damaged-'))).toBe(true);
+    n3.start();
+    await waitFor('n3 to rejoin and be proven whole', ELECTION_WAIT_MS, async () => {
+      const log = readFileSync(n3.logFile, 'utf8');
+      return /rejoining: this data directory holds no Raft state/.test(log) && /rejoined: the leader caught this node up/.test(log) ? true : undefined;
+    });
+    // Whole again, it counts: with another node gone, the leader and n3 commit.
+    const { node: leader } = await c.waitForLeader();
+    await c.nodes.find((n) => n !== leader && n !== n3)?.kill('SIGKILL');
+    await c.putOnLeader('after-repair', 'x');
+  }, 180_000);
 });
