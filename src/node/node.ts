@@ -414,7 +414,7 @@ function stopOnFatal(log: Logger, stop: () => Promise<void>): NodeCoreObserver['
       // Damage to this node's own log (peers' entries are checked on arrival): no stack.
       log.fatal(
         { index: err.index, why: err.why },
-        `${err.message}; this node's log is damaged, so it stops rather than diverge from the others. Replace it as a node whose disk is gone (docs/hardening-raft.md)`,
+        `${err.message}; this node's log is damaged, so it stops rather than diverge from the others. Run \`verdict node repair --config <this node's config>\`: it rejoins from its peers (docs/storage.md)`,
       );
       void stop().finally(() => process.exit(3));
       return;
