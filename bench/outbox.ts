@@ -48,7 +48,7 @@ const pct = (xs: number[], p: number): number => {
 };
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const allPartitions: Fence = { owned: () => new Map([[0, 1]]), valid: () => true };
+const allPartitions: Fence = { owned: () => new Map([[0, 1]]), valid: () => true, leaseName: (p) => `outbox/bench/p${p}` };
 
 async function floor(url: string, windowMs: number): Promise<{ eps: number; p50: number }> {
   const nc = await connect({ servers: url.replace('nats://', '') });

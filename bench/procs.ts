@@ -11,6 +11,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'nod
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VerdictClient } from '../src/client/client.ts';
+import { foundDataDir } from '../src/storage/founding.ts';
 import { RaftNodeClient } from '../src/transport/admin.ts';
 import type { NodeStatus } from '../src/transport/proto.ts';
 import { freePorts } from '../test/free-ports.ts';
@@ -227,6 +228,8 @@ export class BenchCluster {
       const cfg = { clusterId, nodeId: id, listen: address, dataDir: `data-${id}`, peers, ...NODE_TIMING, logLevel, insecure: true };
       const configFile = join(dir, `${id}.json`);
       writeFileSync(configFile, JSON.stringify(cfg, null, 2) + '\n');
+      // A new cluster is founded before its first start (what `verdict cluster init` does; docs/storage.md).
+      await foundDataDir(join(dir, cfg.dataDir), { clusterId, nodeId: id });
       nodes.push({ id, address, configFile, child: null });
     }
     const c = new BenchCluster(dir, clusterId, nodes, logLevel);

@@ -18,8 +18,10 @@ import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../node/config.ts';
 import { logFormat } from '../node/logger.ts';
 import { envName, OVERRIDABLE } from '../node/config-sources.ts';
+import { foundDataDir, raftStateIn, type RaftDirState } from '../storage/founding.ts';
 import { bool, UsageError } from './args.ts';
 import { ensureLocalClusterCerts } from './certs.ts';
 
@@ -155,6 +157,7 @@ export async function clusterUp(options: ClusterUpOptions): Promise<void> {
   }
   const o = withTls(options);
   const configs = localConfigs(o);
+  await foundOnFirstStart(configs);
   const children = new Map<string, ChildProcess>();
   let stopping = false;
   for (const [i, file] of configs.entries()) {
@@ -207,6 +210,35 @@ export async function clusterUp(options: ClusterUpOptions): Promise<void> {
   setInterval(() => {
     if (process.ppid !== parentPid) stop('SIGHUP');
   }, PARENT_POLL_MS).unref();
+}
+
+/**
+ * The first start of a new local cluster is its founding (the act that
+ * \`verdict cluster init\` is for other clusters; docs/storage.md): when no
+ * node's data directory holds Raft state, each is founded before any node
+ * starts. When some do, the cluster exists: nothing is founded, and a node
+ * whose directory is empty (deleted, or a new disk) starts rejoining — it
+ * votes once a leader has caught it up, and says so here.
+ */
+export async function foundOnFirstStart(configs: string[]): Promise<'founded' | 'exists'> {
+  const nodes: { id: string; dir: string; identity: { clusterId: string; nodeId: string }; state: RaftDirState | null }[] = [];
+  for (const file of configs) {
+    const cfg = loadConfig(file, { env: {}, sets: [] });
+    const identity = { clusterId: cfg.clusterId, nodeId: cfg.nodeId };
+    // A directory that cannot be read is left to the node, which refuses it with the reason.
+    const state = await raftStateIn(cfg.dataDir, identity).catch(() => null);
+    nodes.push({ id: cfg.nodeId, dir: cfg.dataDir, identity, state });
+  }
+  if (nodes.every((n) => n.state?.kind === 'empty')) {
+    for (const n of nodes) await foundDataDir(n.dir, n.identity);
+    process.stderr.write(`verdict: first start: founded a new cluster of ${nodes.length} node(s) in ${nodes.length > 1 ? dirname(nodes[0].dir) : nodes[0].dir}\n`);
+    return 'founded';
+  }
+  for (const n of nodes) {
+    if (n.state?.kind === 'empty' || (n.state?.kind === 'state' && n.state.rejoining))
+      process.stderr.write(`verdict: [${n.id}] ${n.dir} holds no Raft state of its own: ${n.id} rejoins the cluster and votes once a leader has caught it up\n`);
+  }
+  return 'exists';
 }
 
 /** A pino line: JSON, or the pretty format's `HH:MM:SS.mmm LEVEL` start. */

@@ -39,6 +39,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   node: ['--config', '--set', '--insecure', '--parallel-commit', '--classic-commit'],
   'node repair': ['--config', '--set'],
   'cluster up': ['--nodes', '--base-port', '--data', '--tls', '--insecure'],
+  'cluster init': ['--config', '--set'],
   status: ['--json', ...NODE_CLIENT],
   put: NODE_CLIENT,
   get: NODE_CLIENT,

@@ -45,28 +45,39 @@ const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key th
 
 /** The usage text, assembled from each command's module (loaded only for --help). */
 async function helpTexts(): Promise<{ all: string; byCommand: Record<string, string> }> {
-  const [{ LEADER_HELP }, { TXN_HELP, PARTICIPANTS_HELP }, { PARTICIPANT_HELP }, { PARTICIPANT_RESOLVE_HELP }, { MEMBER_HELP }, { NODE_REPAIR_HELP }, { CERTS_HELP }, { SAGA_HELP }, { OUTBOX_HELP }] =
-    await Promise.all([
-      import('./leader-calls.ts'),
-      import('./txn.ts'),
-      import('./participant.ts'),
-      import('./participant-resolve.ts'),
-      import('./member.ts'),
-      import('./node-repair.ts'),
-      import('./certs.ts'),
-      import('./saga.ts'),
-      import('./outbox.ts'),
-    ]);
+  const [
+    { LEADER_HELP },
+    { TXN_HELP, PARTICIPANTS_HELP },
+    { PARTICIPANT_HELP },
+    { PARTICIPANT_RESOLVE_HELP },
+    { MEMBER_HELP },
+    { NODE_REPAIR_HELP },
+    { CERTS_HELP },
+    { SAGA_HELP },
+    { OUTBOX_HELP },
+    { CLUSTER_INIT_HELP },
+  ] = await Promise.all([
+    import('./leader-calls.ts'),
+    import('./txn.ts'),
+    import('./participant.ts'),
+    import('./participant-resolve.ts'),
+    import('./member.ts'),
+    import('./node-repair.ts'),
+    import('./certs.ts'),
+    import('./saga.ts'),
+    import('./outbox.ts'),
+    import('./cluster-init.ts'),
+  ]);
   const all = `verdict — a Raft-replicated commit coordinator
 
 usage:
-${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${SAGA_HELP}${OUTBOX_HELP}${CERTS_HELP}
+${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${CLUSTER_INIT_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${SAGA_HELP}${OUTBOX_HELP}${CERTS_HELP}
 verdict COMMAND --help shows one command's usage; verdict --version prints the version.
 ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
   /** `verdict COMMAND --help`: that command's usage. */
   const byCommand: Record<string, string> = {
     node: NODE_HELP + NODE_REPAIR_HELP,
-    cluster: CLUSTER_HELP,
+    cluster: CLUSTER_HELP + CLUSTER_INIT_HELP,
     status: STATUS_HELP + ENDPOINTS_NOTE,
     leader: LEADER_HELP + ENDPOINTS_NOTE,
     member: MEMBER_HELP + ENDPOINTS_NOTE,
@@ -137,8 +148,9 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./node-command.ts')).runNode(args);
     case 'cluster': {
       const sub = args.shift();
+      if (sub === 'init') return (await import('./cluster-init.ts')).clusterInitCommand(args);
       const { clusterUp, parseClusterUpArgs, CLUSTER_UP_USAGE } = await import('./cluster.ts');
-      if (sub !== 'up') throw new UsageError(`usage: ${CLUSTER_UP_USAGE}`);
+      if (sub !== 'up') throw new UsageError(`usage: ${CLUSTER_UP_USAGE}, or verdict cluster init --config FILE`);
       return clusterUp(parseClusterUpArgs(args, flag));
     }
     case 'status':
@@ -169,7 +181,7 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-const KNOWN_REFUSALS = new Set(['CommandError', 'ConfigError', 'StartupError', 'StorageIdentityError', 'CorruptRecordError', 'ProtoMissingError']);
+const KNOWN_REFUSALS = new Set(['CommandError', 'ConfigError', 'StartupError', 'StorageIdentityError', 'CorruptRecordError', 'ProtoMissingError', 'FoundingRefusedError', 'DataDirError']);
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   // Refusals a person can act on are one line; their classes are told apart

@@ -2,7 +2,8 @@
 // (docs/outbox.md), fenced by partition leases from the Verdict cluster.
 // Runs until SIGTERM or SIGINT, then finishes its round, gives its leases
 // back and exits 0. Refusals at start (missing tables, a CDC server or slot
-// it cannot use) are one line and exit 1.
+// it cannot use) are one line and exit 1; so is a CDC slot found lost while
+// it runs (the relay stops: nothing it could do would deliver those events).
 import { hostname } from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import { CoordinatorConnection } from '../client/connection.ts';
@@ -105,16 +106,18 @@ export async function outboxRelayCommand(args: string[]): Promise<void> {
   }
   runner.start();
   log.info({ mode, stream, subject, partitions: mode === 'cdc' ? 1 : partitions, metrics: metrics ? `http://${metrics.address}/metrics` : undefined }, 'outbox relay started');
-  await new Promise<void>((resolve) => {
+  const failure = await new Promise<Error | null>((resolve) => {
     const stop = (signal: string): void => {
       log.info({ signal }, 'outbox relay stopping');
-      resolve();
+      resolve(null);
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
+    void runner.failed.then(resolve);
   });
   await runner.stop();
   await metrics?.close();
   conn.close();
+  if (failure !== null) throw new CommandError(`outbox relay: ${failure.message}`);
   log.info('outbox relay stopped');
 }

@@ -19,7 +19,8 @@ export const OUTBOX_HELP = `  verdict outbox init --pg-url URL [--inbox]
                                       --inbox, the consumer's inbox tables); idempotent, see docs/outbox.md
   verdict outbox slots --pg-url URL [--warn-bytes N] [--json]
                                       every replication slot with active, wal_status and the WAL it retains; with
-                                      --warn-bytes, a WARN line per slot above N bytes and exit code 1
+                                      --warn-bytes, a WARN line per slot above N bytes and exit code 1; a lost
+                                      slot (wal_status = lost) always gets a WARN line and exit code 1
 ${OUTBOX_RELAY_HELP}`;
 
 export async function outboxCommand(args: string[]): Promise<void> {
@@ -49,9 +50,12 @@ export async function outboxCommand(args: string[]): Promise<void> {
         process.stdout.write('slot\tplugin\tactive\twal_status\tretained_bytes\n');
         for (const s of all) process.stdout.write(`${s.slot}\t${s.plugin ?? 'physical'}\t${s.active ? `yes (pid ${s.activePid})` : 'no'}\t${s.walStatus ?? '-'}\t${s.retainedBytes}\n`);
       }
-      const over = warnBytes === null ? [] : all.filter((s) => s.retainedBytes > warnBytes);
+      // A lost slot retains nothing (its restart_lsn is gone) and is the worst case: its events can never be read.
+      const lost = all.filter((s) => s.walStatus === 'lost');
+      for (const s of lost) process.stderr.write(`WARN slot ${s.slot} is lost (wal_status = lost): PostgreSQL removed WAL it needed; what was written since cannot be read from it\n`);
+      const over = warnBytes === null ? [] : all.filter((s) => s.walStatus !== 'lost' && s.retainedBytes > warnBytes);
       for (const s of over) process.stderr.write(`WARN slot ${s.slot} retains ${s.retainedBytes} bytes of WAL, above --warn-bytes ${warnBytes}${s.active ? '' : ' and nobody reads it'}\n`);
-      if (over.length > 0) process.exitCode = 1;
+      if (over.length > 0 || lost.length > 0) process.exitCode = 1;
       return;
     } finally {
       await c.end().catch(() => {});

@@ -63,6 +63,7 @@ export interface NodeCoreObserver {
   onRefused?(m: Message, why: string): void;
   onPersisted?(rd: Ready): void;
   onCaughtUp?(lastIndex: number): void;
+  onRejoined?(leader: NodeId, lastIndex: number): void;
   onSnapshot?(phase: 'begin' | 'taken' | 'written', index: number, bytes: number): void;
   /** An entry applied, before any of its results is routed. */
   onEntryApplied?(entry: Entry, applied: ApplyResult | null): void;
@@ -146,6 +147,7 @@ export class NodeCore {
       onLeadership: (term) => this.lead(term),
       onMembership: (cs) => this.membershipChanged(cs),
       onCaughtUp: (lastIndex) => obs.onCaughtUp?.(lastIndex),
+      onRejoined: (leader, lastIndex) => obs.onRejoined?.(leader, lastIndex),
       onSnapshot: (phase, index, bytes) => obs.onSnapshot?.(phase, index, bytes),
       onApplied: (entry, applied) => this.applied(entry, applied),
     });

@@ -112,6 +112,8 @@ export interface DriverOptions<R> {
   onMembership?: (cs: ConfState) => void;
   /** A node that started recovering (its disk lost acknowledged entries) was caught up by a leader. */
   onCaughtUp?: (lastIndex: number) => void;
+  /** A node that started rejoining (its data directory held no Raft state) was proven whole by `leader` (src/raft/raft.ts, Raft.rejoining). */
+  onRejoined?: (leader: NodeId, lastIndex: number) => void;
   /**
    * For a core with commitNoticeLazy: how long a moved commit index may wait
    * for an append or heartbeat to carry it before the driver sends it on its
@@ -153,6 +155,7 @@ export class Driver<R = unknown> {
   private appliedBytesSinceSnapshot = 0;
   private leadingTerm = 0;
   private recovering: boolean;
+  private rejoining: boolean;
 
   constructor(opts: DriverOptions<R>) {
     this.opts = opts;
@@ -162,6 +165,12 @@ export class Driver<R = unknown> {
     this.lastSnapshotBytes = snap.data.byteLength;
     if (snap.metadata.index > 0) opts.sm.restore(snap.data, snap.metadata.index);
     this.recovering = this.node.raft.recoverIndex > 0;
+    this.rejoining = this.node.raft.rejoining;
+  }
+
+  /** Whether this node started on a data directory without Raft state and no leader has proven it whole yet: it does not vote. */
+  isRejoining(): boolean {
+    return this.node.raft.rejoining;
   }
 
   /** Whether the disk lost entries this node acknowledged and no leader has caught it up yet. */
@@ -400,6 +409,10 @@ export class Driver<R = unknown> {
     if (this.recovering && this.node.raft.recoverIndex === 0) {
       this.recovering = false;
       this.opts.onCaughtUp?.(this.node.raft.log.lastIndex());
+    }
+    if (this.rejoining && !this.node.raft.rejoining) {
+      this.rejoining = false;
+      this.opts.onRejoined?.(this.node.raft.lead, this.node.raft.log.lastIndex());
     }
     this.reportLeadership();
     this.failTruncatedProposals();

@@ -73,7 +73,7 @@ export class Handover {
   /** The follower to hand leadership to: caught up (replicating), with the highest match index. */
   private bestFollower(): string {
     const members = this.core.membership;
-    const others = this.core.driver.node.status().progress.filter((p) => p.id !== this.cfg.nodeId && !p.learner && members.has(p.id));
+    const others = this.core.driver.node.status().progress.filter((p) => p.id !== this.cfg.nodeId && !p.learner && !p.rejoining && members.has(p.id));
     others.sort((a, b) => Number(b.state === 'replicate') - Number(a.state === 'replicate') || b.match - a.match);
     return others[0]?.id ?? NONE;
   }

@@ -130,12 +130,14 @@ export function membershipApi(
       const deadline = Date.now() + waitMs;
       void (async () => {
         if (!cs.learners.includes(id)) await change(ConfChangeType.AddLearner, id, address, deadline);
-        // Caught up: the learner holds what was committed when it was added.
+        // Caught up: the learner holds what was committed when it was added, and (a new node starts on an
+        // empty data directory, so it starts rejoining) the leader has proven it whole: a voter that counts in no
+        // quorum would only make every quorum harder to reach.
         const target = d.node.raft.log.committed;
         for (;;) {
           if (!d.isLeader()) throw new NotLeaderError(d.leader());
           const pr = d.node.raft.progress.get(id);
-          if (pr && pr.match >= target) break;
+          if (pr && pr.match >= target && d.node.raft.counts(id)) break;
           if (Date.now() >= deadline) {
             throw fail(
               grpc.status.DEADLINE_EXCEEDED,
@@ -165,7 +167,7 @@ export function membershipApi(
       }
       if (id === cfg.nodeId) {
         // The leader removes itself: hand leadership over first, then the new leader does it.
-        const others = d.node.status().progress.filter((p) => p.id !== id && !p.learner);
+        const others = d.node.status().progress.filter((p) => p.id !== id && !p.learner && !p.rejoining);
         others.sort((a, b) => Number(b.state === 'replicate') - Number(a.state === 'replicate') || b.match - a.match);
         const to = others[0]?.id;
         if (to === undefined) return cb(fail(grpc.status.FAILED_PRECONDITION, `${id} leads and no other voter can take over`));

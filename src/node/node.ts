@@ -137,6 +137,12 @@ async function compose(
 
   const machine = new NodeStateMachine();
   const rawNode = restartRaft(cfg, recovered);
+  if (rawNode.raft.rejoining) {
+    log.warn(
+      { dataDir: cfg.dataDir },
+      'rejoining: this data directory holds no Raft state of this node (new, emptied or replaced); it will not vote or campaign until a leader has caught it up. A new cluster is founded with `verdict cluster init` instead (docs/storage.md)',
+    );
+  }
   // The transport delivers to the core, which is built on the transport: until then nothing reaches it.
   let core: NodeCore | null = null;
   const transport = raftTransport(cfg, rawNode, tls, log, () => core);
@@ -172,6 +178,7 @@ async function compose(
       onFatal: stopOnFatal(log, stop),
       onRefused: (m, why) => transport.refusals.refuse(m.from, { reason: 'state', field: MessageType[m.type] ?? String(m.type), detail: why }),
       onCaughtUp: (lastIndex) => log.warn({ lastIndex, highWater: recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
+      onRejoined: (leader, lastIndex) => log.warn({ leader, lastIndex }, 'rejoined: the leader caught this node up and proved it whole; it votes and may campaign again'),
       onMembership: followMembership(cfg, log, transport),
       onSnapshot: logSnapshots(log),
     },
@@ -425,7 +432,7 @@ function stopOnFatal(log: Logger, stop: () => Promise<void>): NodeCoreObserver['
       // Damage to this node's own log (peers' entries are checked on arrival): no stack.
       log.fatal(
         { index: err.index, why: err.why },
-        `${err.message}; this node's log is damaged, so it stops rather than diverge from the others. Replace it as a node whose disk is gone (docs/hardening-raft.md)`,
+        `${err.message}; this node's log is damaged, so it stops rather than diverge from the others. Run \`verdict node repair --config <this node's config>\`: it rejoins from its peers (docs/storage.md)`,
       );
       void stop().finally(() => process.exit(3));
       return;

@@ -15,13 +15,36 @@
 // A slot nobody reads keeps WAL until the disk is full (one such slot kept
 // 412 GB until PostgreSQL stopped with "No space left on device"). The relay
 // refuses a server with max_slot_wal_keep_size = -1 (unbounded) unless told
-// otherwise, and reports every slot's retained WAL (slots()).
+// otherwise, and reports every slot's retained WAL (slots()). A slot that fell
+// further behind than max_slot_wal_keep_size is lost (wal_status = lost):
+// PostgreSQL removed WAL it needed, so the events in it can never be decoded.
+// The relay refuses such a slot at start and stops when its slot is lost
+// (CdcSlotLost); see docs/outbox.md for the way back.
+//
+// Standbys: only the relay that holds the CDC lease reads the slot. A relay
+// starting while another reads it checks only what does not change under it
+// (the server; the slot's plugin and state, creating it when missing, which
+// two relays starting at once may both try), then waits for the lease.
 import { explainMissingTable, type Queryable } from './schema.ts';
-import { publishInOrder, type Fence, type PendingEvent } from './polling-relay.ts';
+import { markPublished, publishInOrder, type Fence, type PendingEvent } from './polling-relay.ts';
 import type { Sink } from './sink.ts';
 
 export class CdcRefusal extends Error {
   override name = 'CdcRefusal';
+}
+
+/** The slot is lost (wal_status = lost): its events can never be decoded; the relay stops. */
+export class CdcSlotLost extends CdcRefusal {
+  override name = 'CdcSlotLost';
+}
+
+/** The one line a lost slot gets, at start or when it is found lost. */
+export function lostSlotMessage(slot: string): string {
+  return (
+    `replication slot ${slot} is lost (wal_status = lost): it fell further behind than max_slot_wal_keep_size and PostgreSQL removed WAL it needed, ` +
+    `so events written since cannot be read from it. Drop it (SELECT pg_drop_replication_slot('${slot}')), publish the rows still unpublished with the polling relay ` +
+    `(--mode polling), then start the CDC relay again (docs/outbox.md)`
+  );
 }
 
 export interface SlotInfo {
@@ -52,15 +75,36 @@ export async function checkCdcServer(db: Queryable, allowUnboundedSlot: boolean)
     );
 }
 
-/** Creates the slot (test_decoding) if missing; refuses one with another plugin or held by another program. */
+/**
+ * What a relay checks about its slot before it holds the lease: an existing
+ * slot must be test_decoding's and not lost. Whether it is being read now is
+ * not checked: the relay holding the lease reads it, and a standby waits.
+ */
+export async function checkSlot(db: Queryable, slot: string): Promise<void> {
+  const s = (await slots(db)).find((x) => x.slot === slot);
+  if (s === undefined) return;
+  if (s.plugin !== 'test_decoding') throw new CdcRefusal(`replication slot ${slot} uses plugin ${s.plugin ?? '(physical)'}, not test_decoding: it belongs to another program; choose another --slot`);
+  if (s.walStatus === 'lost') throw new CdcSlotLost(lostSlotMessage(slot));
+}
+
+/**
+ * Creates the slot (test_decoding) if missing, so that it holds what is
+ * committed from now on; refuses one with another plugin, or a lost one.
+ * Another relay creating it at the same moment is no refusal. Whether the
+ * slot is being read is not checked (see checkSlot).
+ */
 export async function ensureSlot(db: Queryable, slot: string): Promise<void> {
   const s = (await slots(db)).find((x) => x.slot === slot);
   if (s === undefined) {
-    await db.query(`SELECT pg_create_logical_replication_slot($1, 'test_decoding')`, [slot]);
-    return;
+    try {
+      await db.query(`SELECT pg_create_logical_replication_slot($1, 'test_decoding')`, [slot]);
+      return;
+    } catch (err) {
+      // 42710 duplicate_object: created meanwhile by another relay; checked below like any existing slot.
+      if ((err as { code?: string }).code !== '42710') throw err;
+    }
   }
-  if (s.plugin !== 'test_decoding') throw new CdcRefusal(`replication slot ${slot} uses plugin ${s.plugin ?? '(physical)'}, not test_decoding: it belongs to another program; choose another --slot`);
-  if (s.active) throw new CdcRefusal(`replication slot ${slot} is in use by PostgreSQL process ${s.activePid}: another program reads it; stop it or choose another --slot`);
+  await checkSlot(db, slot);
 }
 
 const COLUMN = /(\w+)\[[^\]]+\]:('(?:[^']|'')*'|\S+)/g;
@@ -90,17 +134,38 @@ export interface CdcRelayOptions {
 }
 
 export class CdcRelay {
+  /** Whether this relay made sure of its slot since it last took the lease. */
+  private slotReady = false;
+
   constructor(private readonly o: CdcRelayOptions) {}
 
-  /** One batch: peek, publish in commit order, advance the slot past what was confirmed. */
-  async round(): Promise<{ read: number; published: number; failed: number; advancedTo: string | null }> {
+  /**
+   * One batch: peek, publish in commit order, mark, advance the slot past
+   * what was confirmed. Throws CdcSlotLost when the slot is lost: no later
+   * round can read it.
+   */
+  async round(): Promise<{ read: number; published: number; failed: number; fenced: number; advancedTo: string | null }> {
     const owned = this.o.fence.owned();
-    if (!owned.has(0)) return { read: 0, published: 0, failed: 0, advancedTo: null };
+    const epoch = owned.get(0);
+    if (epoch === undefined) {
+      this.slotReady = false;
+      return { read: 0, published: 0, failed: 0, fenced: 0, advancedTo: null };
+    }
+    if (!this.slotReady) {
+      await ensureSlot(this.o.db, this.o.slot);
+      this.slotReady = true;
+    }
     let changes: { lsn: string; data: string }[];
     try {
       changes = (await this.o.db.query<{ lsn: string; data: string }>(`SELECT lsn::text AS lsn, data FROM pg_logical_slot_peek_changes($1, NULL, $2)`, [this.o.slot, this.o.changesMax ?? 1_000])).rows;
     } catch (err) {
       const e = err as { message?: string };
+      // A lost slot cannot be read again: say so once, instead of retrying for ever.
+      const s = await slots(this.o.db)
+        .then((all) => all.find((x) => x.slot === this.o.slot))
+        .catch(() => undefined);
+      if (s?.walStatus === 'lost') throw new CdcSlotLost(lostSlotMessage(this.o.slot));
+      if (s === undefined) this.slotReady = false;
       if (/is active for PID/.test(e.message ?? '')) throw new CdcRefusal(`replication slot ${this.o.slot}: ${e.message}; another program reads it`);
       throw explainMissingTable(err, 'outbox');
     }
@@ -151,9 +216,14 @@ export class CdcRelay {
     // Mark the confirmed rows published, before the slot moves: a crash between the two republishes them
     // (same message ids) and marks them again; the other order could leave confirmed rows unmarked for ever,
     // and only marked rows may be pruned.
+    // The mark is fenced by the lease epoch (markPublished): a relay that lost the lease marks nothing, and
+    // neither does it move the slot, which the new holder reads.
     const marked = done.map((k) => rowIds[Number(k)]);
-    if (marked.length > 0) await this.o.db.query('UPDATE verdict_outbox SET published_at = clock_timestamp() WHERE id = ANY($1::bigint[]) AND published_at IS NULL', [marked]);
+    if (marked.length > 0 && !(await markPublished(this.o.db, this.o.fence, 0, epoch, marked))) {
+      this.slotReady = false;
+      return { read: events.length, published: done.length, failed, fenced: 1, advancedTo: null };
+    }
     if (upTo !== null) await this.o.db.query('SELECT pg_replication_slot_advance($1, $2::pg_lsn)', [this.o.slot, upTo]);
-    return { read: events.length, published: done.length, failed, advancedTo: upTo };
+    return { read: events.length, published: done.length, failed, fenced: 0, advancedTo: upTo };
   }
 }

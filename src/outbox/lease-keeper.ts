@@ -93,6 +93,10 @@ export class LeaseKeeper implements Fence {
     return out;
   }
 
+  leaseName(partition: number): string {
+    return `${this.o.prefix}/p${partition}`;
+  }
+
   valid(partition: number, epoch: number): boolean {
     const h = this.held.get(partition);
     return h !== undefined && h.epoch === epoch && this.nowMs() < h.lapsesAtMs;

@@ -8,7 +8,10 @@
 // of rolled-back transactions never become visible, so they never are.
 //
 // Fencing: a partition is published only while its lease is valid
-// (./lease-keeper.ts), and every message carries the lease's epoch.
+// (./lease-keeper.ts), every message carries the lease's epoch, and the
+// published mark is fenced by that epoch in the database (markPublished): a
+// relay that lost its lease (paused, cut off) marks nothing once a newer
+// holder has marked.
 
 import type { OutboxMessage } from './message.ts';
 import { explainMissingTable, type Queryable } from './schema.ts';
@@ -20,6 +23,28 @@ export interface Fence {
   owned(): ReadonlyMap<number, number>;
   /** True while the lease of `partition` at `epoch` is still valid. */
   valid(partition: number, epoch: number): boolean;
+  /** The lease's name in the cluster: the key of its fence row (verdict_outbox_fence). */
+  leaseName(partition: number): string;
+}
+
+/**
+ * Marks `ids` published, fenced by the lease: in one statement, the fence
+ * row of the partition's lease moves up to `epoch` (never down) and, only if
+ * it did, the rows still unpublished are marked. Returns false when a newer
+ * epoch of the lease has marked already: this relay lost the lease, and
+ * marks nothing.
+ */
+export async function markPublished(db: Queryable, fence: Fence, partition: number, epoch: number, ids: string[]): Promise<boolean> {
+  const r = await db.query<{ held: number }>(
+    `WITH f AS (
+       INSERT INTO verdict_outbox_fence (lease, epoch) VALUES ($2, $3)
+       ON CONFLICT (lease) DO UPDATE SET epoch = EXCLUDED.epoch WHERE verdict_outbox_fence.epoch <= EXCLUDED.epoch
+       RETURNING epoch),
+     u AS (UPDATE verdict_outbox SET published_at = clock_timestamp() WHERE id = ANY($1::bigint[]) AND published_at IS NULL AND EXISTS (SELECT 1 FROM f) RETURNING 1)
+     SELECT (SELECT count(*) FROM f)::int AS held, (SELECT count(*) FROM u)::int AS marked`,
+    [ids, fence.leaseName(partition), epoch],
+  );
+  return r.rows[0].held > 0;
 }
 
 export interface PollingRelayOptions {
@@ -38,6 +63,8 @@ export interface RoundReport {
   read: number;
   published: number;
   failed: number;
+  /** Partitions whose marks a newer epoch of the lease refused (this relay lost them). */
+  fenced: number;
 }
 
 interface Row {
@@ -120,7 +147,7 @@ export class PollingRelay {
   /** One round: read, publish, mark. Never throws for a broker that is down (those rows stay unpublished). */
   async round(): Promise<RoundReport> {
     const owned = this.o.fence.owned();
-    if (owned.size === 0) return { read: 0, published: 0, failed: 0 };
+    if (owned.size === 0) return { read: 0, published: 0, failed: 0, fenced: 0 };
     let rows: Row[];
     try {
       rows = (
@@ -136,8 +163,18 @@ export class PollingRelay {
     // Per aggregate, ids ascend with seq (./schema.ts); the rows read are a prefix of each aggregate's unpublished events.
     const events = rows.map((r) => ({ key: r.id, partition: r.part, message: { id: r.event_id, aggregate: r.aggregate, seq: Number(r.seq), type: r.type, epoch: 0, payload: r.payload } }));
     const { done, failed } = await publishInOrder(events, { ...this.o, concurrency: this.concurrency, publishTimeoutMs: this.publishTimeoutMs }, owned);
-    if (done.length > 0) await this.o.db.query('UPDATE verdict_outbox SET published_at = clock_timestamp() WHERE id = ANY($1::bigint[])', [done]);
-    return { read: rows.length, published: done.length, failed };
+    const partitionOf = new Map(events.map((e) => [e.key, e.partition]));
+    const byPartition = new Map<number, string[]>();
+    for (const id of done) {
+      const p = partitionOf.get(id) ?? 0;
+      byPartition.set(p, [...(byPartition.get(p) ?? []), id]);
+    }
+    let fenced = 0;
+    for (const [p, ids] of byPartition) {
+      const epoch = owned.get(p);
+      if (epoch === undefined || !(await markPublished(this.o.db, this.o.fence, p, epoch, ids))) fenced++;
+    }
+    return { read: rows.length, published: done.length, failed, fenced };
   }
 
   /** Rows waiting and the age of the oldest: the relay's lag. */

@@ -8,22 +8,38 @@
 // Every failure is retried with a bounded back-off: PostgreSQL down (the
 // connection is remade), the broker down (the rows stay unpublished and the
 // lag grows), the cluster unreachable (the leases lapse locally and publishing
-// stops until they are renewed). stop() finishes the round under way, gives
-// the leases back and closes everything.
+// stops until they are renewed). One is not: a CDC slot that is lost can never
+// be read again, so the relay stops (`failed` resolves with why) with its lag
+// alert up. stop() finishes the round under way, gives the leases back and
+// closes everything.
+//
+// The CDC lag alert is up while the slot retains more WAL than --warn-bytes
+// and the slot has something to deliver (an outbox row not yet published),
+// or while the slot is lost. After a drain the slot keeps its WAL until
+// PostgreSQL moves restart_lsn on its own, which may take until the next
+// writes; that retention is not lag.
 import type { Logger } from 'pino';
 import pg from 'pg';
 import { Counter, Gauge, Registry } from 'prom-client';
-import { CdcRelay, checkCdcServer, ensureSlot, slots } from './cdc-relay.ts';
-import type { LeaseKeeper } from './lease-keeper.ts';
-import { PollingRelay } from './polling-relay.ts';
+import { CdcRelay, CdcSlotLost, checkCdcServer, ensureSlot, slots } from './cdc-relay.ts';
+import { PollingRelay, type Fence } from './polling-relay.ts';
 import { explainMissingTable, type Queryable } from './schema.ts';
 import type { Sink } from './sink.ts';
 import { connectPg } from './pg-connect.ts';
 
+/** The relay's leases (./lease-keeper.ts's LeaseKeeper): the fence, and how they are kept. */
+export interface RelayLeases extends Fence {
+  refresh(): Promise<void>;
+  releaseAll(): Promise<void>;
+  readonly refreshEveryMs: number;
+  /** Live relays at the last refresh, this one included. */
+  readonly relays: number;
+}
+
 export interface RelayRunOptions {
   pgUrl: string;
   sink: Sink;
-  keeper: LeaseKeeper;
+  keeper: RelayLeases;
   mode: 'polling' | 'cdc';
   partitions: number;
   /** CDC: the replication slot. */
@@ -93,10 +109,10 @@ function relayMetrics(): RelayMetrics {
     published: counter('verdict_outbox_published_total', 'Events the broker confirmed and the relay marked published (CDC: confirmed before the slot advanced).'),
     sinkErrors: counter('verdict_outbox_sink_errors_total', 'Publishes the broker did not confirm (down, timed out, refused); those events are retried.'),
     dbErrors: counter('verdict_outbox_db_errors_total', 'Rounds that failed on PostgreSQL (down, restarted, a missing table).'),
-    unpublished: gauge('verdict_outbox_unpublished_rows', 'Polling: committed events not yet confirmed by the broker, in every partition.'),
+    unpublished: gauge('verdict_outbox_unpublished_rows', 'Committed events not yet confirmed by the broker and marked published, in every partition.'),
     oldestAgeSeconds: gauge('verdict_outbox_oldest_unpublished_age_seconds', 'Polling: age of the oldest unpublished event (0 when none).'),
     retainedBytes: gauge('verdict_outbox_slot_retained_bytes', 'CDC: WAL the replication slot keeps (pg_current_wal_lsn() - restart_lsn); alert on it.'),
-    lagAlert: gauge('verdict_outbox_lag_alert', '1 while the lag is above the warning threshold (--warn-lag-ms, or --warn-bytes for CDC).'),
+    lagAlert: gauge('verdict_outbox_lag_alert', '1 while the lag is above the warning threshold (--warn-lag-ms; for CDC --warn-bytes with rows left to deliver), or the CDC slot is lost.'),
     partitionsHeld: gauge('verdict_outbox_partitions_held', 'Partitions whose lease this relay holds now.'),
     relays: gauge('verdict_outbox_relays', 'Relays of this outbox alive at the last lease refresh (this one included).'),
   };
@@ -110,16 +126,27 @@ export class RelayRunner {
   private loops: Promise<void>[] = [];
   private readonly wakers = new Set<() => void>();
   private lastWarnAtMs = 0;
+  private fail: (err: Error) => void = () => {};
+  /** Resolves when the relay stopped by itself for good (a lost CDC slot), with why; never while it runs. */
+  readonly failed: Promise<Error> = new Promise((resolve) => (this.fail = resolve));
+  private fatal: Error | null = null;
 
   constructor(private readonly o: RelayRunOptions) {
     this.db = new Db(o.pgUrl);
     this.lagDb = new Db(o.pgUrl);
   }
 
-  /** Checks what can be checked before publishing: the tables (and for CDC the server and the slot). Refusals are RelayStartErrors. */
+  /**
+   * Checks what can be checked before publishing: the tables (and for CDC
+   * the server, and the slot's plugin and state, creating it when missing so
+   * that it holds everything committed once the relay says it started; not
+   * whether another relay reads it now: this one waits for the lease).
+   * Refusals are RelayStartErrors.
+   */
   async check(): Promise<void> {
     try {
       await this.db.query('SELECT 1 FROM verdict_outbox LIMIT 0');
+      await this.db.query('SELECT 1 FROM verdict_outbox_fence LIMIT 0');
       if (this.o.mode === 'cdc') {
         await checkCdcServer(this.db, this.o.allowUnboundedSlot);
         await ensureSlot(this.db, this.o.slot);
@@ -191,12 +218,26 @@ export class RelayRunner {
         // Something was left (a full batch, or failures): go again soon; idle otherwise.
         if (r.read === 0 || r.failed > 0) await this.pause(r.failed > 0 ? Math.min(BACKOFF_MAX_MS, this.o.idleMs * 10) : this.o.idleMs);
       } catch (err) {
+        if (err instanceof CdcSlotLost) {
+          await this.stopForGood(err);
+          return;
+        }
         failures++;
         this.metrics.dbErrors.inc();
         this.rateLimitedWarn({ err: (explainMissingTable(err, 'outbox') as Error).message }, 'relay round failed on PostgreSQL; retrying');
         await this.pause(Math.min(BACKOFF_MAX_MS, 100 * 2 ** Math.min(failures, 6)));
       }
     }
+  }
+
+  /** A failure no retry can mend: the alert goes up, one error line, and `failed` resolves; the other loops end. */
+  private async stopForGood(err: Error): Promise<void> {
+    this.fatal = err;
+    this.metrics.lagAlert.set(1);
+    this.o.log.error({ err: err.message }, 'outbox relay stops: its replication slot is lost');
+    this.stopping = true;
+    for (const w of this.wakers) w();
+    this.fail(err);
   }
 
   private async lagLoop(): Promise<void> {
@@ -227,8 +268,15 @@ export class RelayRunner {
       const s = (await slots(this.lagDb)).find((x) => x.slot === this.o.slot);
       const retainedBytes = s?.retainedBytes ?? 0;
       m.retainedBytes.set(retainedBytes);
-      if (retainedBytes > this.o.warnBytes) over = { retainedBytes, warnBytes: this.o.warnBytes };
+      // Something to deliver: a committed outbox row not yet published (the relay marks what it published).
+      const r = await this.lagDb.query<{ n: string }>('SELECT count(*) AS n FROM verdict_outbox WHERE published_at IS NULL');
+      const unpublished = Number(r.rows[0].n);
+      m.unpublished.set(unpublished);
+      if (s?.walStatus === 'lost') over = { lost: 1, unpublished };
+      else if (retainedBytes > this.o.warnBytes && unpublished > 0) over = { retainedBytes, warnBytes: this.o.warnBytes, unpublished };
     }
+    // A relay stopped for good keeps its alert up.
+    if (this.fatal !== null) over ??= { lost: 1 };
     const was = (await m.lagAlert.get()).values[0]?.value === 1;
     m.lagAlert.set(over === null ? 0 : 1);
     if (over !== null && (!was || Date.now() - this.lastWarnAtMs > WARN_REPEAT_MS)) {

@@ -10,8 +10,14 @@
 // committed events of one aggregate. A row still in flight always has a
 // larger seq than every committed one, so a relay needs no cursor: it
 // publishes, per aggregate, the visible unpublished rows in seq order.
+//
+// verdict_outbox_fence holds, per relay lease, the highest lease epoch that
+// marked rows published: a relay marks only while no newer epoch of its
+// lease has (markPublished in ./polling-relay.ts), so a relay that lost its
+// lease marks nothing more. Version 2 added it; `outbox init` adds it to a
+// version 1 database.
 
-export const OUTBOX_SCHEMA_VERSION = 1;
+export const OUTBOX_SCHEMA_VERSION = 2;
 
 export interface Queryable {
   query<R extends Record<string, unknown> = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
@@ -31,6 +37,7 @@ const OUTBOX_DDL = [
      published_at timestamptz,
      UNIQUE (aggregate, seq))`,
   `CREATE INDEX IF NOT EXISTS verdict_outbox_unpublished ON verdict_outbox (id) WHERE published_at IS NULL`,
+  `CREATE TABLE IF NOT EXISTS verdict_outbox_fence (lease text PRIMARY KEY, epoch bigint NOT NULL)`,
 ];
 
 const INBOX_DDL = [

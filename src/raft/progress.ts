@@ -93,6 +93,14 @@ export class Progress {
   probeSent = false;
   /** In Snapshot state: heartbeat answers since the snapshot was sent. */
   snapshotHeartbeats = 0;
+  /**
+   * The follower is rejoining (its data directory started empty; see
+   * Raft.rejoining): the nonce of its start, from its answers' mark; null
+   * when it is not, or once it was proven whole and answered without it.
+   */
+  rejoinNonce: Uint8Array | null = null;
+  /** The empty entry this leader appended after the follower's first mark (0: none yet). */
+  rejoinFence = 0;
   readonly inflights: Inflights;
 
   constructor(

@@ -17,7 +17,7 @@ import { JointConfig, VoteResult } from './quorum.ts';
 import { ReadOnly } from './read-only.ts';
 import type { Random } from './rng.ts';
 import { assert } from '../util/assert.ts';
-import { EMPTY, entryBytes, EntryType, message, MessageType as MT, NONE, Role, type ConfState, type Entry, type Message, type NodeId, type ReadState, type Snapshot } from './types.ts';
+import { EMPTY, entryBytes, EntryType, message, MessageType as MT, NONE, REJOINING_VOTE, Role, type ConfState, type Entry, type Message, type NodeId, type ReadState, type Snapshot } from './types.ts';
 
 export interface RaftConfig {
   id: NodeId;
@@ -55,9 +55,15 @@ export interface RaftConfig {
    * index. 0 (or absent): the log is whole. See Raft.recoverIndex.
    */
   recoverIndex?: number;
+  /**
+   * This node's data directory held no Raft state when it started and it is
+   * not founding a new cluster: it starts rejoining (see Raft.rejoining). A
+   * hard state whose vote is REJOINING_VOTE says the same after a restart.
+   */
+  rejoining?: boolean;
 }
 
-export type RaftTuning = Omit<RaftConfig, 'id' | 'storage' | 'random' | 'recoverIndex'>;
+export type RaftTuning = Omit<RaftConfig, 'id' | 'storage' | 'random' | 'recoverIndex' | 'rejoining'>;
 
 export const defaultRaftConfig: RaftTuning = {
   electionTicks: 10,
@@ -102,6 +108,33 @@ function isLostEntries(context: Uint8Array): boolean {
   return context.length === 1 && context[0] === LOST_ENTRIES[0];
 }
 
+/**
+ * A rejoining follower's answers (append and heartbeat answers) carry
+ * [REJOINING_TAG][its nonce]; the leader's append that ends the rejoin
+ * carries [REJOINED_TAG][the same nonce]. The nonce is drawn anew by each
+ * start of the node, so an answer to an earlier start (a message delayed
+ * across a restart) never ends a later one's rejoin.
+ */
+const REJOINING_TAG = 0x52;
+const REJOINED_TAG = 0x72;
+const REJOIN_NONCE_BYTES = 8;
+
+function rejoinContext(tag: number, nonce: Uint8Array): Uint8Array {
+  const c = new Uint8Array(1 + REJOIN_NONCE_BYTES);
+  c[0] = tag;
+  c.set(nonce, 1);
+  return c;
+}
+
+/** The nonce in a context made by rejoinContext(tag, …); null for any other context. */
+function rejoinNonceIn(tag: number, context: Uint8Array): Uint8Array | null {
+  return context.length === 1 + REJOIN_NONCE_BYTES && context[0] === tag ? context.subarray(1) : null;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
 type StepFn = (m: Message) => void;
 
 export class Raft {
@@ -135,6 +168,45 @@ export class Raft {
    * its match went back. Invariant: 0 or > log.stableLastIndex().
    */
   recoverIndex: number;
+  /**
+   * Rejoining: this node started on a data directory with no Raft state,
+   * and it was not founding a new cluster (that one act is explicit: see
+   * docs/storage.md). A voter whose disk was wiped or replaced has forgotten
+   * everything it promised: the entries it acknowledged, the terms it saw,
+   * its votes. Until a leader has shown it is whole again it must not count
+   * in any quorum, of an election or of a commit:
+   *
+   *  - it grants no vote and no pre-vote and never campaigns (an election it
+   *    helped could pick a leader without the entries it acknowledged);
+   *  - every answer it gives a leader is marked REJOINING, and a leader does
+   *    not count a marked follower's acknowledgements towards a commit, a
+   *    read or its own CheckQuorum: a stale leader of an old term, which this
+   *    node no longer knows to refuse, could otherwise commit with it over
+   *    entries a newer term committed;
+   *  - on the first mark, the leader appends an empty entry, the fence, and
+   *    waits until the fence is committed by a quorum that does not count
+   *    this node, and this node holds the leader's log up to it; then its
+   *    next append carries REJOINED, and this node leaves the state, taking
+   *    the leader as its vote in the current term.
+   *
+   * Why that is safe (S = this node, T = the leader's term, Q = the quorum
+   * that committed the fence, without S). Q acknowledged term T after S's
+   * disk was lost, since the fence was appended after S's mark. Any quorum
+   * S once belonged to (a vote it gave, an entry it acknowledged, in some
+   * term T') shares a member with Q other than S, which had seen T' before
+   * acknowledging T: so T' <= T. A leader of T was elected by voters that
+   * remembered their promises (S grants nothing while rejoining), so by
+   * Leader Completeness it holds every entry committed in a term below T,
+   * and in T only it appends; so its log up to the fence holds everything
+   * S ever acknowledged that counted. S now holds that prefix, so its log is
+   * at least as up to date as what it acknowledged, and its vote in T is
+   * the leader (if S had voted in T before the loss, that vote can only
+   * have helped elect this leader, and S will grant no other in T).
+   * Invariant: rejoining ⇒ vote === NONE (its durable form is REJOINING_VOTE).
+   */
+  rejoining: boolean;
+  /** Drawn at start: ties this start's REJOINING answers to the REJOINED that ends them. */
+  private readonly rejoinNonce: Uint8Array;
   private uncommittedBytes = 0;
   private readonly readOnly: ReadOnly;
   /** ReadIndex requests that arrived before the leader committed an entry of its term. */
@@ -169,13 +241,16 @@ export class Raft {
     this.confIndex = cfg.storage.snapshot().metadata.index;
     this.readOnly = new ReadOnly(cfg.readIndexMax);
     this.recoverIndex = cfg.recoverIndex !== undefined && cfg.recoverIndex > this.log.lastIndex() ? cfg.recoverIndex : 0;
+    this.rejoining = cfg.rejoining === true || hs.vote === REJOINING_VOTE;
+    // Drawn only when needed: a node that is not rejoining now never will be in this start (it is a new start that rejoins).
+    this.rejoinNonce = this.rejoining ? Uint8Array.from({ length: REJOIN_NONCE_BYTES }, () => cfg.random(256)) : EMPTY;
     if (hs.term > 0 || hs.commit > 0) {
       // The commit index may lag the snapshot (a commit-only write is not
       // synced and may be lost); it may never pass the log.
       assert(hs.commit <= this.log.lastIndex(), `raft: hard state commit ${hs.commit} beyond the last index ${this.log.lastIndex()}`);
       this.log.commitTo(hs.commit);
       this.term = hs.term;
-      this.vote = hs.vote;
+      this.vote = hs.vote === REJOINING_VOTE ? NONE : hs.vote;
     }
     this.stepRole = this.stepFollower;
     this.tickRole = this.tickElection;
@@ -272,16 +347,74 @@ export class Raft {
     this.bcastAppend();
     let best: Progress | null = null;
     for (const [id, pr] of this.progress) {
-      if (id === this.id || pr.isLearner) continue;
+      if (id === this.id || pr.isLearner || !this.counts(id)) continue;
       if (!best || pr.match > best.match) best = pr;
     }
     if (best && best.match === this.log.lastIndex()) this.send(message({ type: MT.TimeoutNow, to: best.id }));
     this.becomeFollower(this.term, NONE);
   }
 
-  /** This node may campaign: it is a voter, its log is whole, and no snapshot waits to be persisted. */
+  /** This node may campaign: it is a voter, its log is whole, it is not rejoining, and no snapshot waits to be persisted. */
   promotable(): boolean {
-    return this.config.ids().has(this.id) && this.recoverIndex === 0 && this.log.pendingSnapshot() === null;
+    return this.config.ids().has(this.id) && this.recoverIndex === 0 && !this.rejoining && this.log.pendingSnapshot() === null;
+  }
+
+  /** What this follower's answers to `to` carry: its rejoin mark, or on a refusal the recovering mark, or nothing. */
+  private answerContext(refusal: boolean): Uint8Array {
+    if (this.rejoining) return rejoinContext(REJOINING_TAG, this.rejoinNonce);
+    return refusal && this.recoverIndex > 0 ? LOST_ENTRIES : EMPTY;
+  }
+
+  /** The leader proved this node whole (see `rejoining`): it counts again, and its vote in this term is that leader. */
+  private endRejoin(leader: NodeId): void {
+    this.rejoining = false;
+    this.vote = leader;
+  }
+
+  /**
+   * Leader, before anything else is done with a follower's answer: whether
+   * it says the follower is rejoining, and whether that is news (the first
+   * mark of this start of the follower: a nonce not seen before). From then
+   * on the follower does not count (see counts()) until its fence is proven.
+   */
+  private markRejoining(pr: Progress, m: Message): 'no' | 'new' | 'known' {
+    const nonce = rejoinNonceIn(REJOINING_TAG, m.context);
+    if (nonce === null) {
+      // Its first answer without the mark, once proven: the rejoin is over.
+      if (pr.rejoinNonce !== null && this.rejoinProven(pr)) pr.rejoinNonce = null;
+      return 'no';
+    }
+    if (pr.rejoinNonce !== null && sameBytes(pr.rejoinNonce, nonce)) return 'known';
+    pr.rejoinNonce = Uint8Array.from(nonce);
+    pr.rejoinFence = 0;
+    return 'new';
+  }
+
+  /**
+   * Leader, after the answer was handled: a new rejoin gets its fence (an
+   * empty entry appended now, so after the follower lost its disk); a known
+   * one that is proven is told so by the next append (sent now, in case the
+   * leader is idle).
+   */
+  private followRejoin(pr: Progress, mark: 'no' | 'new' | 'known'): void {
+    if (mark === 'new') {
+      this.appendEntries([{ term: 0, index: 0, type: EntryType.Normal, data: EMPTY }]);
+      pr.rejoinFence = this.log.lastIndex();
+      this.bcastAppend();
+    } else if (mark === 'known' && this.rejoinProven(pr)) {
+      this.sendAppend(pr.id);
+    }
+  }
+
+  /** The fence of `pr`'s rejoin is committed by a quorum without it, and it holds the log up to the fence. */
+  private rejoinProven(pr: Progress): boolean {
+    return pr.rejoinFence > 0 && pr.match >= pr.rejoinFence && this.log.committed >= pr.rejoinFence;
+  }
+
+  /** Whether `id`'s acknowledgements count towards a commit, a read or CheckQuorum (a rejoining follower's do not, until proven). */
+  counts(id: NodeId): boolean {
+    const pr = this.progress.get(id);
+    return pr !== undefined && (pr.rejoinNonce === null || this.rejoinProven(pr));
   }
 
   private resetProgress(): void {
@@ -328,7 +461,9 @@ export class Raft {
     if (entries.length === 0 && !sendIfEmpty) return false;
     let bytes = 0;
     for (const e of entries) bytes += entryBytes(e);
-    this.send(message({ type: MT.App, to, index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed }));
+    // A rejoining follower proven whole is told so by every append, until it answers without its mark.
+    const context = pr.rejoinNonce !== null && this.rejoinProven(pr) ? rejoinContext(REJOINED_TAG, pr.rejoinNonce) : EMPTY;
+    this.send(message({ type: MT.App, to, index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed, context }));
     pr.sentEntries(entries.length, prevIndex + entries.length, bytes);
     // In Probe state one message per round trip; Replicate streams on.
     return entries.length > 0;
@@ -646,8 +781,8 @@ export class Raft {
         }
         const canVote = this.vote === m.from || (this.vote === NONE && this.lead === NONE) || (m.type === MT.PreVote && m.term > this.term);
         const respType = m.type === MT.Vote ? MT.VoteResp : MT.PreVoteResp;
-        // A recovering node's log is not evidence of what it acknowledged.
-        if (canVote && this.recoverIndex === 0 && this.log.isUpToDate(m.index, m.logTerm)) {
+        // A recovering node's log is not evidence of what it acknowledged; a rejoining one remembers nothing it promised.
+        if (canVote && this.recoverIndex === 0 && !this.rejoining && this.log.isUpToDate(m.index, m.logTerm)) {
           this.send(message({ type: respType, to: m.from, term: m.term }));
           if (m.type === MT.Vote) {
             this.electionElapsed = 0;
@@ -657,7 +792,8 @@ export class Raft {
             // rather than compete with it for the other votes (a split).
             this.becomeFollower(this.term, NONE);
           }
-        } else {
+        } else if (this.term > 0) {
+          // (A node at term 0 has nothing to refuse with: it started empty and heard no leader yet. Silence refuses as well.)
           this.send(message({ type: respType, to: m.from, term: this.term, reject: true }));
         }
         return;
@@ -688,12 +824,18 @@ export class Raft {
     const pr = this.progress.get(m.from);
     if (!pr) return;
     switch (m.type) {
-      case MT.AppResp:
+      case MT.AppResp: {
+        const mark = this.markRejoining(pr, m);
         this.handleAppendResponse(m, pr);
+        this.followRejoin(pr, mark);
         return;
-      case MT.HeartbeatResp:
+      }
+      case MT.HeartbeatResp: {
+        const mark = this.markRejoining(pr, m);
         this.handleHeartbeatResponse(m, pr);
+        this.followRejoin(pr, mark);
         return;
+      }
       case MT.SnapStatus:
         if (pr.state !== ProgressState.Snapshot) return;
         if (m.reject) pr.pendingSnapshot = 0;
@@ -714,7 +856,7 @@ export class Raft {
     const active = new Map<NodeId, boolean>();
     for (const [id, pr] of this.progress) {
       if (pr.isLearner) continue;
-      active.set(id, id === this.id || pr.recentActive);
+      active.set(id, id === this.id || (pr.recentActive && this.counts(id)));
     }
     return this.config.vote(active) === VoteResult.Won;
   }
@@ -760,7 +902,7 @@ export class Raft {
   }
 
   private maybeCommit(): boolean {
-    const mci = this.config.committed((id) => this.progress.get(id)?.match);
+    const mci = this.config.committed((id) => (this.counts(id) ? this.progress.get(id)?.match : undefined));
     return this.log.maybeCommit(mci, this.term);
   }
 
@@ -837,6 +979,12 @@ export class Raft {
   private lostAfter(m: Message, pr: Progress): number | null {
     if (!m.reject) return null;
     if (isLostEntries(m.context)) return m.rejectHint < pr.match ? m.rejectHint : null;
+    if (rejoinNonceIn(REJOINING_TAG, m.context) !== null) {
+      // A rejoining follower's log is new: what the leader counted as its match may be of the log its disk lost,
+      // and it does not even hold the entry at the refused index. Its match goes below both.
+      const lost = Math.max(0, Math.min(m.rejectHint, m.index - 1));
+      return lost < pr.match ? lost : null;
+    }
     const refusedMatch = pr.state === ProgressState.Probe && m.index === pr.next - 1 && m.index > 0 && m.index <= pr.match;
     return refusedMatch ? Math.max(0, Math.min(m.rejectHint, m.index - 1)) : null;
   }
@@ -851,7 +999,8 @@ export class Raft {
     // heartbeats was lost (or is stuck): probe again, which resends it if needed.
     if (pr.state === ProgressState.Snapshot && ++pr.snapshotHeartbeats >= this.cfg.electionTicks) pr.becomeProbe();
     if (pr.match < this.log.lastIndex()) this.sendAppend(m.from);
-    if (m.context.length === 0) return;
+    // A rejoining follower's answer confirms no read: it carries its mark, not the read's context.
+    if (m.context.length === 0 || !this.counts(m.from)) return;
     const acks = this.readOnly.recvAck(m.from, m.context);
     if (!acks || this.config.vote(acks) !== VoteResult.Won) return;
     for (const rs of this.readOnly.advance(m.context)) this.answerRead(rs.req, rs.index);
@@ -895,7 +1044,8 @@ export class Raft {
   }
 
   private handleTransferLeader(m: Message, pr: Progress): void {
-    if (pr.isLearner) return;
+    // A rejoining follower would not campaign: the transfer would only hold proposals up.
+    if (pr.isLearner || !this.counts(pr.id)) return;
     const transferee = m.from;
     if (this.leadTransferee === transferee || transferee === this.id) return;
     this.electionElapsed = 0;
@@ -995,24 +1145,29 @@ export class Raft {
 
   private handleAppendEntries(m: Message): void {
     if (m.index < this.log.committed) {
-      this.send(message({ type: MT.AppResp, to: m.from, index: this.log.committed }));
+      this.send(message({ type: MT.AppResp, to: m.from, index: this.log.committed, context: this.answerContext(false) }));
       return;
     }
     const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
     if (lastNew !== null) {
-      this.send(message({ type: MT.AppResp, to: m.from, index: lastNew }));
+      // The leader proved this node whole (see `rejoining`), for this start of it (the nonce), and the logs agree up to m.index.
+      const proof = rejoinNonceIn(REJOINED_TAG, m.context);
+      if (this.rejoining && proof !== null && sameBytes(proof, this.rejoinNonce)) this.endRejoin(m.from);
+      this.send(message({ type: MT.AppResp, to: m.from, index: lastNew, context: this.answerContext(false) }));
       return;
     }
     // Tell the leader where our log might agree with its own, so it can skip
     // a whole term of conflicting entries in one round trip.
     const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
-    const context = this.recoverIndex > 0 ? LOST_ENTRIES : EMPTY;
-    this.send(message({ type: MT.AppResp, to: m.from, index: m.index, reject: true, rejectHint: hint.index, logTerm: hint.term, context }));
+    this.send(message({ type: MT.AppResp, to: m.from, index: m.index, reject: true, rejectHint: hint.index, logTerm: hint.term, context: this.answerContext(true) }));
   }
 
   private handleHeartbeat(m: Message): void {
-    this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
-    this.send(message({ type: MT.HeartbeatResp, to: m.from, context: m.context }));
+    // A heartbeat's commit index is the leader's view of what this node matched; rejoining, that view
+    // may be of the log its disk lost, so the commit index comes only from appends, which check the log.
+    if (!this.rejoining) this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
+    // Rejoining, the answer carries the mark instead of the read's context: it must confirm no read.
+    this.send(message({ type: MT.HeartbeatResp, to: m.from, context: this.rejoining ? this.answerContext(false) : m.context }));
     if (this.recoverIndex > 0) {
       // The leader may still count acknowledgements this node's disk lost:
       // tell it where the log really ends, so it sends the missing entries
@@ -1025,9 +1180,9 @@ export class Raft {
   private handleSnapshot(m: Message): void {
     assert(m.snapshot !== null, 'raft: snapshot message without a snapshot');
     if (this.restore(m.snapshot)) {
-      this.send(message({ type: MT.AppResp, to: m.from, index: this.log.lastIndex() }));
+      this.send(message({ type: MT.AppResp, to: m.from, index: this.log.lastIndex(), context: this.answerContext(false) }));
     } else {
-      this.send(message({ type: MT.AppResp, to: m.from, index: this.log.committed }));
+      this.send(message({ type: MT.AppResp, to: m.from, index: this.log.committed, context: this.answerContext(false) }));
     }
   }
 

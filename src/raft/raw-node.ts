@@ -21,6 +21,8 @@ import {
   LOCAL_MESSAGES,
   message,
   MessageType as MT,
+  NONE,
+  REJOINING_VOTE,
   Role,
   type ConfState,
   type Entry,
@@ -57,7 +59,29 @@ export interface Ready {
   mustSync: boolean;
 }
 
-export type RawNodeConfig = Pick<RaftConfig, 'id' | 'storage' | 'random' | 'recoverIndex'> & Partial<RaftTuning>;
+export type RawNodeConfig = Pick<RaftConfig, 'id' | 'storage' | 'random' | 'recoverIndex' | 'rejoining'> & Partial<RaftTuning>;
+
+/**
+ * Whether a node's durable state is that of a node that never held any:
+ * no term, no vote, no snapshot, no entries. A data directory that is empty,
+ * or was emptied, looks exactly like this. A founding member of a new cluster
+ * never starts from it: founding records term 1 first (foundingHardState).
+ */
+export function holdsNoRaftState(recovered: { hardState: HardState; snapshot: Snapshot; entries: Entry[] }): boolean {
+  return recovered.hardState.term === 0 && recovered.hardState.vote === NONE && isEmptySnapshot(recovered.snapshot) && recovered.entries.length === 0;
+}
+
+/**
+ * The hard state that founds a new cluster: the one explicit bootstrap act
+ * (\`verdict cluster init\`, or \`verdict cluster up\` on its first start) writes it
+ * to every founding member's empty data directory before it starts. Term 1
+ * (as etcd's bootstrap) makes the directory hold Raft state, so the node
+ * votes from its first start; a node that finds no state at all starts
+ * rejoining instead (Raft.rejoining).
+ */
+export function foundingHardState(): HardState {
+  return { term: 1, vote: NONE, commit: 0 };
+}
 
 export class RawNode {
   readonly raft: Raft;
@@ -67,13 +91,21 @@ export class RawNode {
 
   constructor(cfg: RawNodeConfig) {
     this.raft = new Raft({ ...defaultRaftConfig, ...cfg });
-    this.prevHard = this.hardState();
+    const hs = this.hardState();
+    // A rejoining node's first Ready makes its state durable (REJOINING_VOTE), before it sends anything:
+    // restarted from the same directory, it is still rejoining.
+    this.prevHard = hs.vote === REJOINING_VOTE && cfg.storage.hardState.vote !== REJOINING_VOTE ? { ...hs, vote: cfg.storage.hardState.vote } : hs;
     this.prevSoft = this.softState();
   }
 
-  /** A node restarting from its durable state, or a new one with `initialConf`. */
+  /**
+   * A node restarting from its durable state, or a new one with
+   * \`initialConf\`. A node whose state holds nothing (holdsNoRaftState)
+   * starts rejoining: it does not vote or campaign until a leader has caught
+   * it up (Raft.rejoining). A founding member starts from foundingHardState().
+   */
   static restart(
-    cfg: Omit<RawNodeConfig, 'storage' | 'recoverIndex'>,
+    cfg: Omit<RawNodeConfig, 'storage' | 'recoverIndex' | 'rejoining'>,
     recovered: { hardState: HardState; snapshot: Snapshot; entries: Entry[]; recoverIndex?: number },
     initialConf: ConfState,
   ): RawNode {
@@ -83,11 +115,11 @@ export class RawNode {
       snapshot = { ...snapshot, metadata: { ...snapshot.metadata, confState: initialConf } };
     }
     const storage = MemoryStorage.from(recovered.hardState, snapshot, recovered.entries);
-    return new RawNode({ ...cfg, storage, recoverIndex: recovered.recoverIndex ?? 0 });
+    return new RawNode({ ...cfg, storage, recoverIndex: recovered.recoverIndex ?? 0, rejoining: holdsNoRaftState(recovered) });
   }
 
   hardState(): HardState {
-    return { term: this.raft.term, vote: this.raft.vote, commit: this.raft.log.committed };
+    return { term: this.raft.term, vote: this.raft.rejoining ? REJOINING_VOTE : this.raft.vote, commit: this.raft.log.committed };
   }
 
   softState(): SoftState {
@@ -280,10 +312,11 @@ export class RawNode {
     applied: number;
     lastIndex: number;
     firstIndex: number;
-    progress: { id: NodeId; match: number; next: number; state: string; learner: boolean }[];
+    /** `rejoining`: the follower started on an empty data directory and is not proven whole yet (it counts in no quorum). */
+    progress: { id: NodeId; match: number; next: number; state: string; learner: boolean; rejoining: boolean }[];
   } {
     const r = this.raft;
-    const progress = r.role === Role.Leader ? [...r.progress.values()].map((p) => ({ id: p.id, match: p.match, next: p.next, state: p.state, learner: p.isLearner })) : [];
+    const progress = r.role === Role.Leader ? [...r.progress.values()].map((p) => ({ id: p.id, match: p.match, next: p.next, state: p.state, learner: p.isLearner, rejoining: !r.counts(p.id) })) : [];
     return { id: r.id, hardState: this.hardState(), softState: this.softState(), applied: r.log.applied, lastIndex: r.log.lastIndex(), firstIndex: r.log.firstIndex(), progress };
   }
 }

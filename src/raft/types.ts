@@ -8,6 +8,14 @@ export type NodeId = string;
 /** No node: used for "voted for nobody" and "leader unknown". */
 export const NONE: NodeId = '';
 
+/**
+ * The vote a rejoining node's hard state records (src/raft/raft.ts,
+ * Raft.rejoining): it has promised nothing it remembers, so it votes for
+ * nobody in any term until a leader proved it whole. Not a node id (ids
+ * are letters, digits, ".", "_" and "-"), so it never matches a candidate.
+ */
+export const REJOINING_VOTE: NodeId = '(rejoining)';
+
 export enum EntryType {
   /** An application command (or an empty entry a new leader appends). */
   Normal = 0,

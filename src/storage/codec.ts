@@ -65,7 +65,7 @@ function repairAdvice(path: string): string {
   if (path.endsWith('.wal')) {
     return 'run `verdict node repair --config <file>` to move the damaged log aside; the node then rejoins from its peers (docs/storage.md)';
   }
-  return 'restore this node from a peer: remove it from the cluster, then add it back with an empty data directory (docs/storage.md)';
+  return 'run `verdict node repair --config <file>` to move the data directory aside; the node then rejoins empty, and votes once a leader has caught it up (docs/storage.md)';
 }
 
 /** Thrown by the reader on a malformed payload; turned into a CorruptRecordError. */

@@ -21,10 +21,8 @@ import { statfs } from 'node:fs/promises';
 import { mkdir, open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 
-/** How a node rejoins the cluster empty, safely: out of the membership first, then wiped, then in again. */
-export function rejoinEmpty(...paths: string[]): string {
-  return `to make this node rejoin the cluster empty, first remove it (verdict member remove ID), then delete ${paths.join(' and ')} and add it back (verdict member add ID ADDRESS); never restart a member on an emptied directory while it is still a member (docs/storage.md)`;
-}
+/** What every refusal of a damaged Verdict database says to do (never "delete it": a voter's data may be what the cluster needs). */
+const REPAIR = "if it is a node's data directory, run `verdict node repair --config <that node's config>` with the node stopped (docs/storage.md)";
 
 /** How long the write probe may take before the directory is declared unusable. */
 export const DATA_DIR_PROBE_TIMEOUT_MS = 10_000;
@@ -192,16 +190,12 @@ async function checkLevelDbs(path: string): Promise<void> {
       throw new DataDirError(path, `cannot read the LevelDB file ${current}: ${explain(err)}`);
     }
     const manifest = text.trim();
-    if (!/^MANIFEST-\d+$/.test(manifest))
-      throw new DataDirError(path, `the LevelDB file ${current} is damaged (it does not name a MANIFEST); restore the data directory from a backup, or ${rejoinEmpty(db)}`);
+    if (!/^MANIFEST-\d+$/.test(manifest)) throw new DataDirError(path, `the LevelDB file ${current} is damaged (it does not name a MANIFEST); ${REPAIR}`);
     try {
       await stat(join(db, manifest));
     } catch (err) {
       const cause = codeOf(err) === 'ENOENT' ? 'is missing' : `cannot be read (${explain(err)})`;
-      throw new DataDirError(
-        path,
-        `the LevelDB manifest ${join(db, manifest)} named by ${current} ${cause}; the database cannot be opened: restore the data directory from a backup, or ${rejoinEmpty(db)}`,
-      );
+      throw new DataDirError(path, `the LevelDB manifest ${join(db, manifest)} named by ${current} ${cause}; the database cannot be opened: ${REPAIR}`);
     }
   }
 }

@@ -4,7 +4,6 @@
 // metadata is one atomic LevelDB write.
 
 import { mkdir, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { Level as ClassicLevel } from 'level';
 import { emptySnapshot, NONE, type HardState, type Snapshot } from '../raft/types.ts';
 import {
@@ -24,7 +23,6 @@ import {
 import { IDENTITY_FILE, ownerMismatch, readDirIdentity, removeDirIdentity, sameOwner, StorageIdentityError, writeDirIdentity, type DirOwner } from './dir-identity.ts';
 
 import type { StorageIdentity } from './types.ts';
-import { rejoinEmpty } from './data-dir.ts';
 
 export type Db = ClassicLevel<Uint8Array, Uint8Array>;
 export type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
@@ -50,14 +48,7 @@ export async function openLevel(dir: string, dbPath: string, walPath: string, id
   return db;
 }
 
-/**
- * What to do about a directory that is not this node's raft log. Never
- * "use an empty directory" alone: a voter restarted empty in place of its
- * own damaged directory can help elect a leader that lacks acknowledged
- * decisions (docs/storage.md); a damaged member goes out and comes back in.
- */
-export const NOT_OURS_FIX =
-  'point the config at this node’s own data directory (or, for a node being added to the cluster, at a new empty one); if this is a member’s own directory and it is damaged, do not replace it with an empty one: remove the node from the cluster (verdict member remove ID), then add it back with an empty directory (verdict member add), as docs/storage.md describes';
+const REPAIR = "run `verdict node repair --config <this node's config>` with the node stopped (docs/storage.md)";
 
 /**
  * Refuses a directory that something other than Verdict owns. A fresh node
@@ -65,7 +56,7 @@ export const NOT_OURS_FIX =
  * (and `wal/`, the segment log, from format 2 on).
  */
 async function checkDataDir(dir: string, dbPath: string, walPath: string): Promise<void> {
-  const fix = NOT_OURS_FIX;
+  const fix = `if it is this node's data directory, its raft state is damaged: ${REPAIR}; otherwise point the config at this node's own data directory`;
   // A file system's own lost+found (a dedicated disk mounted as the data directory) is not content.
   const names = (await readdirOrNull(dir))?.filter((n) => n !== 'lost+found') ?? null;
   if (names === null) {
@@ -73,14 +64,16 @@ async function checkDataDir(dir: string, dbPath: string, walPath: string): Promi
     return;
   }
   if (!names.includes('raft') && names.includes('wal')) {
-    throw new StorageIdentityError(`${dir} holds a raft log (${walPath}) but no ${dbPath}; restore ${dbPath}, or ${rejoinEmpty(walPath)}`);
+    throw new StorageIdentityError(`${dir} holds a raft log (${walPath}) but no ${dbPath}: this node's raft state is damaged; ${REPAIR}`);
   }
   if (names.some((n) => n !== IDENTITY_FILE) && !names.includes('raft')) {
-    throw new StorageIdentityError(`${dir} is not empty and is not a Verdict data directory (it has no raft/ inside); ${fix}`);
+    throw new StorageIdentityError(
+      `${dir} is not empty and is not a Verdict data directory (it has no raft/ inside); point the config at this node's own data directory, or at a new empty one for a node that is new`,
+    );
   }
   const raftNames = await readdirOrNull(dbPath);
   if (raftNames !== null && raftNames.length > 0 && !raftNames.includes('CURRENT')) {
-    throw new StorageIdentityError(`${dbPath} is not empty and holds no LevelDB database, so it is not a Verdict raft log; ${fix}`);
+    throw new StorageIdentityError(`${dbPath} is not empty and holds no LevelDB database (its CURRENT file is missing); ${fix}`);
   }
 }
 
@@ -105,21 +98,21 @@ function nodeOwner(id: StorageIdentity): DirOwner {
   return { clusterId: id.clusterId, role: 'node', id: id.nodeId };
 }
 
-function identityMismatch(dir: string, dbPath: string, have: DirOwner, want: StorageIdentity): StorageIdentityError {
-  const fix = have.role === 'node' ? `point the config at another data directory, or ${rejoinEmpty(dbPath, join(dir, 'wal'))}` : 'point the config at another data directory';
-  return ownerMismatch(dir, have, nodeOwner(want), fix);
+function identityMismatch(dir: string, have: DirOwner, want: StorageIdentity): StorageIdentityError {
+  // Never "delete it": the directory is another member's, whose data the cluster may need.
+  return ownerMismatch(dir, have, nodeOwner(want), "point the config at this node's own data directory");
 }
 
 async function checkIdentityFile(dir: string, dbPath: string, want: StorageIdentity): Promise<void> {
   const read = await readDirIdentity(dir);
   // A participant's directory is never taken over, even one without raft/ inside.
-  if (read.state === 'found' && read.owner.role !== 'node') throw identityMismatch(dir, dbPath, read.owner, want);
+  if (read.state === 'found' && read.owner.role !== 'node') throw identityMismatch(dir, read.owner, want);
   if ((await readdirOrNull(dbPath)) === null) {
     // raft/ was deleted so that the node rejoins empty: the identity goes with it.
     await removeDirIdentity(dir);
     return;
   }
-  if (read.state === 'found' && !sameOwner(read.owner, nodeOwner(want))) throw identityMismatch(dir, dbPath, read.owner, want);
+  if (read.state === 'found' && !sameOwner(read.owner, nodeOwner(want))) throw identityMismatch(dir, read.owner, want);
 }
 
 /** Written once LevelDB accepted the identity: atomically, and only when missing or different. */
@@ -137,7 +130,9 @@ export async function checkIdentity(db: Db, dir: string, dbPath: string, want: S
     // A crash during the very first open can leave an empty database behind: adopt it.
     const anyKey = await db.keys({ limit: 1 }).all();
     if (anyKey.length > 0) {
-      throw new StorageIdentityError(`${dbPath} holds a LevelDB database without a Verdict identity record, so it is not a Verdict raft log; ${NOT_OURS_FIX}`);
+      throw new StorageIdentityError(
+        `${dbPath} holds a LevelDB database without a Verdict identity record; if it is this node's data directory, its raft state is damaged: ${REPAIR}; otherwise point the config at this node's own data directory`,
+      );
     }
     await db.put(KEY_IDENTITY, encodeIdentity(want), { sync: true });
     return;
@@ -145,10 +140,10 @@ export async function checkIdentity(db: Db, dir: string, dbPath: string, want: S
   const have = decodeIdentity(stored, dbPath);
   if (have.formatVersion !== FORMAT_VERSION) {
     throw new StorageIdentityError(
-      `${dbPath} was written in storage format ${have.formatVersion} but this build reads format ${FORMAT_VERSION} only; run a matching Verdict version, or ${rejoinEmpty(dbPath, join(dir, 'wal'))}`,
+      `${dbPath} was written in storage format ${have.formatVersion} but this build reads format ${FORMAT_VERSION} only; run a matching Verdict version, or ${REPAIR}: the node then rejoins the cluster empty`,
     );
   }
-  if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId) throw identityMismatch(dir, dbPath, nodeOwner(have), want);
+  if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId) throw identityMismatch(dir, nodeOwner(have), want);
 }
 
 export interface Metadata {

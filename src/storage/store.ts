@@ -22,7 +22,7 @@
 
 import { assert } from '../util/assert.ts';
 import { join } from 'node:path';
-import { NONE, type Entry, type HardState } from '../raft/types.ts';
+import { NONE, REJOINING_VOTE, type Entry, type HardState } from '../raft/types.ts';
 import { CorruptRecordError, encodeHardState, encodeLogState, encodeSnapshot, KEY_HARD_STATE, KEY_LOG_STATE, KEY_SNAPSHOT, type LogState } from './codec.ts';
 import { checkIdentity, openLevel, readMetadata, writeIdentityFile, type Db, type Op } from './level.ts';
 import { MARK_FILE, MarkFile, encodeMarkSlot, newestMark } from './mark-file.ts';
@@ -484,7 +484,8 @@ export class DiskLogStore implements LogStore {
       const hs = batch.hardState;
       const prev = b.hardState;
       assert(hs.term >= prev.term, `hard state term goes back from ${prev.term} to ${hs.term}`);
-      assert(hs.term > prev.term || prev.vote === NONE || hs.vote === prev.vote, `vote in term ${hs.term} changes from ${prev.vote} to ${hs.vote}`);
+      // REJOINING_VOTE promises no vote; the leader that proves the node whole replaces it (src/raft/raft.ts, Raft.rejoining).
+      assert(hs.term > prev.term || prev.vote === NONE || prev.vote === REJOINING_VOTE || hs.vote === prev.vote, `vote in term ${hs.term} changes from ${prev.vote} to ${hs.vote}`);
       assert(hs.commit >= prev.commit, `commit goes back from ${prev.commit} to ${hs.commit}`);
       assert(hs.commit <= b.lastIndex, `commit ${hs.commit} is beyond the last index ${b.lastIndex}`);
       // A commit index stored beside entries being synced names only what was

@@ -44,7 +44,7 @@ class RecordingSink implements Sink {
   async close(): Promise<void> {}
 }
 
-const fence: Fence = { owned: () => new Map([[0, 4]]), valid: () => true };
+const fence: Fence = { owned: () => new Map([[0, 4]]), valid: () => true, leaseName: (p) => `outbox/cdc-test/p${p}` };
 
 async function write(aggregate: string, payload: unknown): Promise<void> {
   const c = new pg.Client({ connectionString: url });

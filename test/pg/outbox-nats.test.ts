@@ -26,7 +26,8 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => Promise.all([server?.stop(), nats?.stop()]));
 
-const fence = (epoch: number): Fence => ({ owned: () => new Map([[0, epoch]]), valid: () => true });
+/** Each test's relays hold their own lease (`lease`): the published mark is fenced by its epoch. */
+const fence = (epoch: number, lease = 'outbox/nats-test'): Fence => ({ owned: () => new Map([[0, epoch]]), valid: () => true, leaseName: (p) => `${lease}/p${p}` });
 
 async function write(url: string, aggregate: string, n: number): Promise<void> {
   await withClient(url, async (c) => {
@@ -183,12 +184,12 @@ describe('outbox over NATS JetStream', () => {
     const db = new pg.Client({ connectionString: server.url('shop') });
     await db.connect();
     try {
-      const relay = new PollingRelay({ db, sink, fence: fence(1), partitions: 1, publishTimeoutMs: 2_000 });
+      const relay = new PollingRelay({ db, sink, fence: fence(1, 'outbox/down'), partitions: 1, publishTimeoutMs: 2_000 });
       await nats.halt();
       await write(server.url('shop'), 'down-1', 1);
       await write(server.url('shop'), 'down-2', 2);
       const errors: unknown[] = [];
-      const r = await new PollingRelay({ db, sink, fence: fence(1), partitions: 1, publishTimeoutMs: 2_000, onError: (e) => errors.push(e) }).round();
+      const r = await new PollingRelay({ db, sink, fence: fence(1, 'outbox/down'), partitions: 1, publishTimeoutMs: 2_000, onError: (e) => errors.push(e) }).round();
       expect(r.published).toBe(0);
       expect(r.failed).toBe(2);
       expect(errors[0]).toBeInstanceOf(NatsSinkError);

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueue } from '../../src/outbox/enqueue.ts';
 import { Inbox } from '../../src/outbox/inbox.ts';
 import type { OutboxMessage } from '../../src/outbox/message.ts';
-import { PollingRelay, type Fence } from '../../src/outbox/polling-relay.ts';
+import { markPublished, PollingRelay, type Fence } from '../../src/outbox/polling-relay.ts';
 import { initSchema } from '../../src/outbox/schema.ts';
 import type { Sink } from '../../src/outbox/sink.ts';
 import { sql, startPostgres, type PgServer } from './harness.ts';
@@ -42,7 +42,7 @@ class RecordingSink implements Sink {
   async close(): Promise<void> {}
 }
 
-const allPartitions = (n: number, epoch = 1): Fence => ({ owned: () => new Map(Array.from({ length: n }, (_, p) => [p, epoch])), valid: () => true });
+const allPartitions = (n: number, epoch = 1): Fence => ({ owned: () => new Map(Array.from({ length: n }, (_, p) => [p, epoch])), valid: () => true, leaseName: (p) => `outbox/test/p${p}` });
 
 async function client(url: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url });
@@ -77,10 +77,10 @@ describe('outbox', () => {
     }
     const d = await client(shop);
     try {
-      expect(await initSchema(d, 'outbox')).toEqual({ created: true, version: 1 });
-      expect(await initSchema(d, 'outbox')).toEqual({ created: false, version: 1 });
+      expect(await initSchema(d, 'outbox')).toEqual({ created: true, version: 2 });
+      expect(await initSchema(d, 'outbox')).toEqual({ created: false, version: 2 });
       await d.query(`UPDATE verdict_outbox_meta SET value = '9' WHERE key = 'outbox_version'`);
-      await expect(initSchema(d, 'outbox')).rejects.toThrow(/schema version 9, newer than this Verdict's 1/);
+      await expect(initSchema(d, 'outbox')).rejects.toThrow(/schema version 9, newer than this Verdict's 2/);
       await d.query(`UPDATE verdict_outbox_meta SET value = '1' WHERE key = 'outbox_version'`);
     } finally {
       await d.end();
@@ -196,7 +196,7 @@ describe('outbox', () => {
     const sink = new RecordingSink();
     const db = await client(shop);
     let valid = false;
-    const fence: Fence = { owned: () => new Map([[0, 5]]), valid: () => valid };
+    const fence: Fence = { owned: () => new Map([[0, 5]]), valid: () => valid, leaseName: (p) => `outbox/fenced-test/p${p}` };
     const relay = new PollingRelay({ db, sink, fence, partitions: 1 });
     await inTxn(shop, async (c) => void (await enqueue(c, { aggregate: 'fenced', type: 't', payload: null })));
     await relay.round();
@@ -204,6 +204,34 @@ describe('outbox', () => {
     valid = true;
     await drain(relay);
     expect(sink.got.map((m) => [m.aggregate, m.epoch])).toEqual([['fenced', 5]]);
+    await db.end();
+  });
+  it('the published mark is fenced by the lease epoch: a relay that lost its lease marks nothing once the new holder has marked', async () => {
+    const db = await client(shop);
+    const lease = 'outbox/handover';
+    const at = (epoch: number): Fence => ({ owned: () => new Map([[0, epoch]]), valid: () => true, leaseName: (p) => `${lease}/p${p}` });
+    const ids: string[] = [];
+    for (const agg of ['handover-1', 'handover-2']) await inTxn(shop, async (c) => void ids.push((await enqueue(c, { aggregate: agg, type: 't', payload: null })).id));
+    const rowId = async (eventId: string): Promise<string> => String((await db.query('SELECT id FROM verdict_outbox WHERE event_id = $1', [eventId])).rows[0].id);
+    const [one, two] = [await rowId(ids[0]), await rowId(ids[1])];
+    // The new holder (epoch 8) marks handover-1.
+    expect(await markPublished(db, at(8), 0, 8, [one])).toBe(true);
+    const markedAt = async (id: string) => (await db.query('SELECT published_at FROM verdict_outbox WHERE id = $1', [id])).rows[0].published_at as Date | null;
+    const first = await markedAt(one);
+    expect(first).not.toBeNull();
+    // The old holder (epoch 7) had published both before it was paused: it marks neither, and rewrites nothing.
+    expect(await markPublished(db, at(7), 0, 7, [one, two])).toBe(false);
+    expect(await markedAt(one)).toEqual(first);
+    expect(await markedAt(two)).toBeNull();
+    // The same from a whole round of the polling relay: it publishes (the broker dedups by message id), marks nothing, says so.
+    const stale = new PollingRelay({ db, sink: new RecordingSink(), fence: at(7), partitions: 1 });
+    const r = await stale.round();
+    expect(r.fenced).toBe(1);
+    expect(await markedAt(two)).toBeNull();
+    // The holder marks handover-2; its own earlier mark stands.
+    expect(await markPublished(db, at(8), 0, 8, [one, two])).toBe(true);
+    expect(await markedAt(one)).toEqual(first);
+    expect(await markedAt(two)).not.toBeNull();
     await db.end();
   });
 });
@@ -241,9 +269,9 @@ describe('verdict outbox init', () => {
 
   it('creates the tables once, then says they are present; --inbox creates the inbox tables; a bad URL is one line', () => {
     const first = verdict(['outbox', 'init', '--pg-url', server.url('cli')]);
-    expect(first.stdout, first.stderr).toBe('outbox tables created (schema version 1)\n');
-    expect(verdict(['outbox', 'init', '--pg-url', server.url('cli')]).stdout).toBe('outbox tables already present (schema version 1)\n');
-    expect(verdict(['outbox', 'init', '--pg-url', server.url('cli'), '--inbox']).stdout).toBe('inbox tables created (schema version 1)\n');
+    expect(first.stdout, first.stderr).toBe('outbox tables created (schema version 2)\n');
+    expect(verdict(['outbox', 'init', '--pg-url', server.url('cli')]).stdout).toBe('outbox tables already present (schema version 2)\n');
+    expect(verdict(['outbox', 'init', '--pg-url', server.url('cli'), '--inbox']).stdout).toBe('inbox tables created (schema version 2)\n');
     const bad = verdict(['outbox', 'init', '--pg-url', 'postgres://postgres@127.0.0.1:1/x']);
     expect(bad.status).toBe(1);
     expect(bad.stderr).toMatch(/^verdict: cannot connect to PostgreSQL at --pg-url: .*\n$/);

@@ -183,7 +183,7 @@ describe('verdict node refuses bad input with one line and leaves the data alone
       const file = write('other-cluster.json', { ...cfg, clusterId: 'someone-else', dataDir });
       await expectRefusal(
         file,
-        { what: new RegExp(`belongs to node "n1" of cluster "${cfg.clusterId}", but the config says node "n1" of cluster "someone-else"`), fix: /point the config at another data directory/ },
+        { what: new RegExp(`belongs to node "n1" of cluster "${cfg.clusterId}", but the config says node "n1" of cluster "someone-else"`), fix: /point the config at this node's own data directory/ },
         [dataDir],
       );
     });
@@ -191,7 +191,7 @@ describe('verdict node refuses bad input with one line and leaves the data alone
     it('belongs to another node id', async () => {
       const cfg = owner();
       const file = write('other-node.json', { ...cfg, nodeId: 'n9', peers: { n9: cfg.listen }, dataDir });
-      await expectRefusal(file, { what: new RegExp(`belongs to node "n1" of cluster "${cfg.clusterId}", but the config says node "n9"`), fix: /point the config at another data directory/ }, [
+      await expectRefusal(file, { what: new RegExp(`belongs to node "n1" of cluster "${cfg.clusterId}", but the config says node "n9"`), fix: /point the config at this node's own data directory/ }, [
         dataDir,
       ]);
     });

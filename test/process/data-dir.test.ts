@@ -108,6 +108,7 @@ describe('a data directory that cannot be used is refused with one line naming t
     for (const m of raft) rmSync(join(m.parentPath ?? m.path, m.name));
     const res = await node(damaged);
     expectOneLine(res, damaged, /LevelDB manifest .*MANIFEST-\d+ named by .*CURRENT is missing/);
-    expect(res.stderr).toMatch(/restore the data directory from a backup/);
+    expect(res.stderr).toMatch(/run `verdict node repair --config <that node's config>` with the node stopped/);
+    expect(res.stderr).not.toMatch(/\bdelete\b|\bremove\b|backup/);
   });
 });

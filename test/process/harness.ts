@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeEach, type TestContext } from 'vitest';
+import { foundDataDir } from '../../src/storage/founding.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../../src/transport/leader-finder.ts';
 import type { NodeStatus, PutResponse } from '../../src/transport/proto.ts';
@@ -124,6 +125,12 @@ export interface ClusterOptions {
   configExtra?: (id: string) => Record<string, unknown>;
   /** How the harness's own clients (status, put) connect to the nodes; plaintext by default. */
   clientCredentials?: grpc.ChannelCredentials;
+  /**
+   * Found the new cluster (what `verdict cluster init` does) before any node
+   * starts: true by default. False leaves every data directory empty, so
+   * every node starts rejoining and none votes (docs/storage.md).
+   */
+  found?: boolean;
 }
 
 export class NodeProc {
@@ -308,6 +315,7 @@ export class Cluster {
       writeFileSync(file, JSON.stringify({ ...cfg, ...extra, ...('tls' in extra ? { insecure: undefined } : {}) }, null, 2) + '\n');
       const n = new NodeProc(id, address, file, join(dir, cfg.dataDir), join(dir, `${id}.log`), metricsListen ?? null);
       n.credentials = o.clientCredentials ?? null;
+      if (o.found !== false) await foundDataDir(n.dataDir, { clusterId, nodeId: id });
       nodes.push(n);
     }
     const c = new Cluster(dir, clusterId, nodes, o);

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { portsInUse } from '../../src/cli/cluster.ts';
 import * as grpc from '@grpc/grpc-js';
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { tlsCredentials } from '../../src/client/tls.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
@@ -20,6 +20,33 @@ useProcessCleanup();
 useLauncherCleanup();
 
 describe('verdict cluster up', () => {
+  it('its first start founds the cluster; a later start founds nothing, and a node whose directory was emptied rejoins and is proven whole', async () => {
+    const data = tempDir();
+    const base = await freeBase();
+    const first = launch(base, data);
+    await nodesUp(first);
+    expect(first.output()).toMatch(/verdict: first start: founded a new cluster of 3 node\(s\)/);
+    await runCli(['put', 'k', 'v', '--endpoints', `127.0.0.1:${base}`], { timeoutMs: 30_000 });
+    first.child.kill('SIGTERM');
+    expect(await Promise.race([first.exited, sleep(STOP_WAIT_MS).then(() => null)])).toEqual({ code: 0, signal: null });
+    // n3's disk is replaced by an empty one.
+    const n3 = join(data, `cluster-3-${base}`, 'n3');
+    rmSync(n3, { recursive: true, force: true });
+    mkdirSync(n3);
+    const again = launch(base, data);
+    await nodesUp(again);
+    expect(again.output()).not.toMatch(/founded a new cluster/);
+    expect(again.output()).toMatch(/\[n3\] \S+ holds no Raft state of its own: n3 rejoins the cluster and votes once a leader has caught it up/);
+    await waitFor(
+      'n3 to say it rejoined',
+      60_000,
+      async () => (/rejoined: the leader caught this node up/.test(again.output()) ? true : undefined),
+      () => again.output().slice(-2_000),
+    );
+    again.child.kill('SIGTERM');
+    expect(await Promise.race([again.exited, sleep(STOP_WAIT_MS).then(() => null)])).toEqual({ code: 0, signal: null });
+  }, 240_000);
+
   it("forwards SIGTERM to its nodes and exits 0 once all stopped, logging the leader's lost handover at info; a second launcher on the same ports refuses in one line", async () => {
     const l = launch(await freeBase(), tempDir());
     const pids = await nodesUp(l);

@@ -122,6 +122,8 @@ describe('a stranger installs the packed package', () => {
       // n1 serves metrics and the web console, whose page ships outside dist/.
       const metrics = i === 0 ? { metricsListen: consoleAddress } : {};
       writeFileSync(config, JSON.stringify({ clusterId: 'pack', nodeId: `n${i + 1}`, listen: e, dataDir: `data-n${i + 1}`, peers, logLevel: 'warn', insecure: true, ...metrics }));
+      // A new cluster is founded once, node by node, before the first start (docs/storage.md).
+      ok(await run(bin, ['cluster', 'init', '--config', config], { cwd: elsewhere }), `verdict cluster init for n${i + 1}`);
       const child = spawn(bin, ['node', '--config', config], { cwd: elsewhere, stdio: ['ignore', 'ignore', 'pipe'] });
       child.stderr.setEncoding('utf8').on('data', () => {});
       running.add(child);

@@ -129,7 +129,10 @@ describe('sagas on a TLS cluster', () => {
       // Someone with a certificate of the same CA that is not a node of the cluster is refused, and nothing is applied.
       const call: StepRequest = { clusterId, sagaId: 'forged', step: 0, key: stepKey('forged', 0, 'action'), name: 'book', input: '', outputs: [], attempt: 1 };
       const mallory = new SagaStepClient(services[0].address, serviceCreds(ca.issue('mallory', { ou: clusterId, file: `${clusterId}-mallory` })));
-      await expect(mallory.call('action', call, 10_000)).rejects.toMatchObject({ code: grpc.status.PERMISSION_DENIED, details: expect.stringMatching(/takes Execute only from a node of its cluster: .* lacks the node mark O=verdict-node/) });
+      await expect(mallory.call('action', call, 10_000)).rejects.toMatchObject({
+        code: grpc.status.PERMISSION_DENIED,
+        details: expect.stringMatching(/takes Execute only from a node of its cluster: .* lacks the node mark O=verdict-node/),
+      });
       mallory.close();
       // A plaintext caller does not get through the handshake.
       const plain = new SagaStepClient(services[0].address);

@@ -11,7 +11,7 @@
 // durable one it left unchanged), never in the node's state of the moment.
 
 import type { Ready, RawNode } from '../../src/raft/raw-node.ts';
-import { NONE, Role, type HardState, type NodeId } from '../../src/raft/types.ts';
+import { NONE, REJOINING_VOTE, Role, type HardState, type NodeId } from '../../src/raft/types.ts';
 
 /** What the checker needs of a node's disk: the term of an entry as written. */
 export interface WrittenLog {
@@ -41,6 +41,11 @@ export class RaftChecker {
   restarted(id: NodeId): void {
     this.leaderLast.delete(id);
     this.roleOf.delete(id);
+  }
+
+  /** A node's disk was replaced by an empty one: the votes it had synced are gone with it. */
+  wiped(id: NodeId): void {
+    this.durableVote.delete(id);
   }
 
   /** Election safety, leader append-only, log matching and leader completeness, at every Ready. */
@@ -98,7 +103,8 @@ export class RaftChecker {
   private oneVotePerTerm(id: NodeId, hs: HardState): void {
     const prev = this.durableVote.get(id);
     if (prev !== undefined && hs.term < prev.term) this.violation(`vote safety: ${id}'s durable term went back from ${prev.term} to ${hs.term}`);
-    else if (prev !== undefined && hs.term === prev.term && prev.vote !== NONE && hs.vote !== prev.vote)
+    // REJOINING_VOTE is a promise to vote for nobody, not a vote: the leader that proves the node whole becomes its vote.
+    else if (prev !== undefined && hs.term === prev.term && prev.vote !== NONE && prev.vote !== REJOINING_VOTE && hs.vote !== prev.vote)
       this.violation(`vote safety: ${id} voted for ${prev.vote} and then for ${hs.vote === NONE ? 'nobody' : hs.vote} in term ${hs.term}`);
     this.durableVote.set(id, { term: hs.term, vote: hs.vote });
   }

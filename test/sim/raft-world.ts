@@ -138,6 +138,8 @@ export class RaftWorld {
     for (const id of ids) {
       // The Raft shard keeps the store's other order (markBesideSegment) under its faults; the system shards run the default.
       const node: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32()), sc.lyingDisks === true, true), driver: null, sm: new LogMachine(), up: false, joined: false, dead: false };
+      // The bootstrap act of a new cluster (`verdict cluster init`): every first member's store is founded before it starts.
+      node.disk.found();
       this.nodes.push(node);
       this.start(node);
     }

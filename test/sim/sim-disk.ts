@@ -16,6 +16,7 @@
 // without its entries, and an idle store's confirmation, an internal write
 // in the same FIFO that a crash may lose, moves it up later.
 
+import { foundingHardState } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import { emptySnapshot, type Entry, type HardState, type Snapshot } from '../../src/raft/types.ts';
 import { CONFIRM_DELAY_MS } from '../../src/storage/store.ts';
@@ -229,6 +230,28 @@ export class SimDisk implements LogStore {
     const d = this.durable;
     d.entries = d.entries.slice(0, Math.max(0, d.entries.length - records));
     this.current = { hardState: { ...d.hardState }, snapshot: d.snapshot, entries: d.entries.slice() };
+  }
+
+  /**
+   * Before the node's first start: the bootstrap act of a new cluster
+   * (\`verdict cluster init\`) writes the founding hard state to its empty store.
+   */
+  found(): void {
+    if (this.durable.entries.length > 0 || this.durable.snapshot.metadata.index > 0 || this.durable.hardState.term > 0) throw new Error('sim disk: only an empty store is founded');
+    this.durable.hardState = foundingHardState();
+    this.current = { hardState: { ...this.durable.hardState }, snapshot: this.durable.snapshot, entries: [] };
+  }
+
+  /**
+   * While the node is down: its data directory is replaced by an empty one.
+   * Everything is gone, the high-water mark too; the node starts rejoining
+   * (src/raft/raft.ts, Raft.rejoining).
+   */
+  wipe(): void {
+    this.durable = { hardState: { term: 0, vote: '', commit: 0 }, snapshot: emptySnapshot(), entries: [] };
+    this.current = { hardState: { term: 0, vote: '', commit: 0 }, snapshot: emptySnapshot(), entries: [] };
+    this.mark = { acked: 0, mayHold: 0 };
+    this.corrupted = false;
   }
 
   /** While the node is down: a record of its log fails its checksum. */

@@ -21,10 +21,13 @@ export interface FaultWorld {
   restart(id: string): void;
   setSlowDisk(id: string, extraMs: number): void;
   /** Crashes node `index` (or the node an earlier disk fault chose) and damages its disk. */
-  diskFault?(index: number, fault: { kind: 'lose-tail'; records: number } | { kind: 'corrupt' }): string | null;
+  diskFault?(index: number, fault: DiskFault): string | null;
   transferLeadership(to: string): void;
   log(line: () => string): void;
 }
+
+/** What a disk fault does to the node's store (system-world.ts, diskFault). */
+export type DiskFault = { kind: 'lose-tail'; records: number } | { kind: 'corrupt' } | { kind: 'wipe' };
 
 export function scheduleFault(w: FaultWorld, f: SysFault, t0: number): void {
   const at = t0 + f.at;
@@ -146,9 +149,10 @@ export function scheduleFault(w: FaultWorld, f: SysFault, t0: number): void {
       return;
     case 'lose-tail':
     case 'corrupt':
+    case 'wipe':
       w.q.at(at, () => {
         // Worlds without a Raft log (the 2PC/3PC baselines) have no such disk.
-        const id = w.diskFault?.(f.node, f.kind === 'lose-tail' ? { kind: 'lose-tail', records: f.records } : { kind: 'corrupt' });
+        const id = w.diskFault?.(f.node, f.kind === 'lose-tail' ? { kind: 'lose-tail', records: f.records } : { kind: f.kind });
         if (id !== null && id !== undefined) later(f.downMs, () => w.restart(id));
       });
       return;

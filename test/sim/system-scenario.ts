@@ -62,10 +62,15 @@ export type SysFault =
   /** Crash a node, then its disk loses its last `records` synced entries (the high-water mark stays). */
   | { kind: 'lose-tail'; at: number; node: number; records: number; downMs: number }
   /** Crash a node, then a record of its log is corrupted: it refuses to start until repaired. */
-  | { kind: 'corrupt'; at: number; node: number; downMs: number };
+  | { kind: 'corrupt'; at: number; node: number; downMs: number }
+  /** Crash a node, then its data directory is replaced by an empty one: it restarts rejoining (src/raft/raft.ts). */
+  | { kind: 'wipe'; at: number; node: number; downMs: number };
 
 /** A deliberately broken protocol, for the checker's own tests; never set in the real simulation. */
-export type Mutant = EngineMutant | ParticipantMutant | TccMutant | BatchMutant | ClientMutant | CoreMutant | DbMutant;
+export type Mutant = EngineMutant | ParticipantMutant | TccMutant | BatchMutant | ClientMutant | CoreMutant | DbMutant | DiskMutant;
+
+/** 'wiped-refounds': a node whose disk was wiped restarts as if it founded the cluster (what no tooling does), so it votes at once. */
+export type DiskMutant = 'wiped-refounds';
 
 /** What a Verdict run and a baseline run (test/sim/baselines) are both given. */
 export interface FaultScenario {
@@ -82,7 +87,7 @@ export interface FaultScenario {
 
 export interface SystemScenario extends FaultScenario {
   nodes: number;
-  /** A lost synced tail or a corrupted record, all on one node (absent: none). */
+  /** A lost synced tail, a corrupted record or a wiped disk, all on one node (absent: none). */
   diskFaults?: SysFault[];
   snapshotEntries: number;
   /**

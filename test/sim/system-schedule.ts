@@ -50,6 +50,7 @@ export const sysFaultArb: fc.Arbitrary<SysFault> = fc.oneof(
 export const diskFaultArb: fc.Arbitrary<SysFault> = fc.oneof(
   fc.record({ kind: fc.constant('lose-tail' as const), at, node: fc.nat(4), records: fc.integer({ min: 1, max: 20 }), downMs: down }),
   fc.record({ kind: fc.constant('corrupt' as const), at, node: fc.nat(4), downMs: down }),
+  fc.record({ kind: fc.constant('wipe' as const), at, node: fc.nat(4), downMs: down }),
 );
 
 export const crashPointArb: fc.Arbitrary<CrashPoint> = fc.record({

@@ -44,7 +44,7 @@ import { RaftChecker } from './raft-checker.ts';
 import { SimDisk } from './sim-disk.ts';
 import { SimNetwork } from './sim-network.ts';
 import { SystemChecker } from './system-checker.ts';
-import { scheduleFault, type FaultWorld } from './system-faults.ts';
+import { scheduleFault, type DiskFault, type FaultWorld } from './system-faults.ts';
 import { crashSimParticipant, SimJournal, startSimParticipant, type ParticipantWiring, type SimParticipant } from './system-participant.ts';
 import { SimClient, type ClientEnv } from './system-client.ts';
 import { DB_MUTANTS, SimDatabase, startSimDbParticipant, type DbMutant } from './system-dbprep.ts';
@@ -185,6 +185,8 @@ export class SystemWorld implements FaultWorld {
     this.seedPeers = new Map(ids.map((id) => [id, id]));
     for (const id of ids) {
       const n: SysNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, core: null, driver: null, sm: null, engine: null };
+      // The bootstrap act of a new cluster (`verdict cluster init`): every member's store is founded before it starts.
+      n.disk.found();
       this.nodes.push(n);
       this.startNode(n);
     }
@@ -473,16 +475,22 @@ export class SystemWorld implements FaultWorld {
    * with a node lost for good beside it, two are faulty and the cluster
    * rightly waits for an operator, so such runs get no disk faults.
    */
-  diskFault(index: number, fault: { kind: 'lose-tail'; records: number } | { kind: 'corrupt' }): string | null {
+  diskFault(index: number, fault: DiskFault): string | null {
     if (this.sc.crashPoints.some((c) => c.forever === true)) return null;
     this.diskFaultNode ??= this.nodes[index % this.nodes.length];
     const n = this.diskFaultNode;
     if (!n.up) return null;
     this.crashNode(n);
     this.diskFaults++;
-    this.log(() => `${n.id}'s disk ${fault.kind === 'lose-tail' ? `loses its last ${fault.records} synced entries` : 'corrupts a record'}`);
+    this.log(() => `${n.id}'s disk ${fault.kind === 'lose-tail' ? `loses its last ${fault.records} synced entries` : fault.kind === 'wipe' ? 'is replaced by an empty one' : 'corrupts a record'}`);
     if (fault.kind === 'lose-tail') n.disk.loseSyncedTail(fault.records);
-    else n.disk.corrupt();
+    else if (fault.kind === 'corrupt') n.disk.corrupt();
+    else {
+      n.disk.wipe();
+      // Its synced votes are gone with the disk: the checker's memory of them goes too (election safety is still checked).
+      this.raft.wiped(n.id);
+      if (this.sc.mutant === 'wiped-refounds') n.disk.found();
+    }
     return n.id;
   }
 

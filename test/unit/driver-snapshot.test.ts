@@ -38,6 +38,7 @@ function run(o: { snapshotEntries: number; snapshotLogRatio?: number; snapshotSt
   const q = new EventQueue();
   const rng = new Rng(7);
   const disk = new SimDisk(q, new Rng(rng.u32()));
+  disk.found();
   const raw = RawNode.restart({ id: 'a', random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 }, disk.recover(), { voters: ['a'], learners: [], votersOutgoing: [] });
   const sm = new Machine(o.stateFactor);
   const taken: Taken[] = [];

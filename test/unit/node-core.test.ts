@@ -24,6 +24,7 @@ function oneNode(store?: (disk: SimDisk) => LogStore): Setup {
   const q = new EventQueue();
   const rng = new Rng(7);
   const disk = new SimDisk(q, new Rng(rng.u32()));
+  disk.found();
   const node = RawNode.restart({ id: 'n1', random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 }, disk.recover(), { voters: ['n1'], learners: [], votersOutgoing: [] });
   const applied: string[] = [];
   const core = new NodeCore({

@@ -6,7 +6,7 @@
 // leaders of one term, and a vote given twice in one term.
 
 import { describe, expect, it } from 'vitest';
-import { RawNode, type Ready } from '../../src/raft/raw-node.ts';
+import { foundingHardState, RawNode, type Ready } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import { emptySnapshot, MessageType as MT, Role, type HardState, type Message, type NodeId } from '../../src/raft/types.ts';
 import { RaftChecker } from '../sim/raft-checker.ts';
@@ -21,7 +21,8 @@ class Hand {
   readonly checker = new RaftChecker((what) => this.violations.push(what));
 
   constructor(seed: number) {
-    for (const [k, id] of IDS.entries()) this.start(id, { term: 0, vote: '', commit: 0 }, seed + k);
+    // Founding members: term 1 before the first election (what `verdict cluster init` writes).
+    for (const [k, id] of IDS.entries()) this.start(id, foundingHardState(), seed + k);
   }
 
   start(id: NodeId, hardState: HardState, seed: number): void {
@@ -88,27 +89,27 @@ class Hand {
 }
 
 describe('the Raft checker reads a Ready in the term it was built in', () => {
-  it('a leader of term 1 that steps down to term 2 before its first leader Ready is durable did not lead term 2 (the failover branch false alarm, seed 28 of the focused schedules)', () => {
+  it('a leader of term 2 that steps down to term 3 before its first leader Ready is durable did not lead term 3 (the failover branch false alarm, seed 28 of the focused schedules)', () => {
     const h = new Hand(28);
-    // n1 wins term 1 with n3 and n4; its first leader Ready goes to a slow disk.
+    // n1 wins term 2 with n3 and n4; its first leader Ready goes to a slow disk.
     h.elect('n1', ['n3', 'n4']);
     const n1First = h.take('n1');
     expect(n1First.softState?.role).toBe(Role.Leader);
-    expect(h.node('n1').raft.term).toBe(1);
+    expect(h.node('n1').raft.term).toBe(2);
     // n2 and n5 get n1's vote requests late (their answers never arrive) and its appends not at
-    // all yet: n3, n4 and n5 know no leader of term 1, so they grant n2's pre-vote and vote.
+    // all yet: n3, n4 and n5 know no leader of term 2, so they grant n2's pre-vote and vote.
     h.deliver(MT.Vote, 'n1', ['n2', 'n5']);
     h.drop('n1');
     h.elect('n2', ['n3', 'n4', 'n5']);
     const n2First = h.take('n2');
-    expect(h.node('n2').raft.term).toBe(2);
-    // n2's first append reaches n1 while n1's write is still in flight: n1 follows n2 in term 2.
+    expect(h.node('n2').raft.term).toBe(3);
+    // n2's first append reaches n1 while n1's write is still in flight: n1 follows n2 in term 3.
     const append = h.wire.find((m) => m.type === MT.App && m.from === 'n2' && m.to === 'n1');
     expect(append).toBeDefined();
     h.wire = h.wire.filter((m) => m !== append);
     if (append) expect(h.node('n1').step(append)).toBeNull();
-    expect([h.node('n1').raft.role, h.node('n1').raft.term, h.node('n1').raft.lead]).toEqual([Role.Follower, 2, 'n2']);
-    // Now the writes land, n1's first: it led term 1, n2 leads term 2.
+    expect([h.node('n1').raft.role, h.node('n1').raft.term, h.node('n1').raft.lead]).toEqual([Role.Follower, 3, 'n2']);
+    // Now the writes land, n1's first: it led term 2, n2 leads term 3.
     h.land('n1', n1First);
     h.land('n2', n2First);
     h.flush(...IDS);
@@ -118,7 +119,7 @@ describe('the Raft checker reads a Ready in the term it was built in', () => {
 
 describe("the Raft checker's teeth", () => {
   it('two nodes leading the same term are reported', () => {
-    // Two clusters with the same ids that never talk: each elects a leader in term 1.
+    // Two clusters with the same ids that never talk: each elects a leader in term 2.
     const a = new Hand(1);
     const b = new Hand(2);
     a.elect('n1', ['n2', 'n3']);
@@ -127,25 +128,25 @@ describe("the Raft checker's teeth", () => {
     const n4 = b.node('n4');
     checker.onReady('n4', n4, { termAt: (i) => n4.raft.log.storage.term(i) }, b.take('n4'));
     a.flush('n1');
-    expect(a.violations).toEqual(['election safety: n4 and n1 both lead term 1']);
+    expect(a.violations).toEqual(['election safety: n4 and n1 both lead term 2']);
   });
 
   it('a node that votes twice in one term is reported, across a restart that lost its synced vote', () => {
     const h = new Hand(3);
     h.elect('n1', ['n2', 'n3']);
     h.flush('n1');
-    expect(h.node('n3').raft.log.storage.hardState).toMatchObject({ term: 1, vote: 'n1' });
+    expect(h.node('n3').raft.log.storage.hardState).toMatchObject({ term: 2, vote: 'n1' });
     // n3 restarts from a disk that forgot its term and vote (the broken disk R6 rules out);
-    // n5, which heard nothing yet, campaigns for term 1 too.
-    h.start('n3', { term: 0, vote: '', commit: 0 }, 33);
+    // n5, which heard nothing yet, campaigns for term 2 too.
+    h.start('n3', foundingHardState(), 33);
     h.wire = [];
     h.node('n5').campaign();
     h.flush('n5');
     h.deliver(MT.PreVote, 'n5', ['n3', 'n4']);
     h.answer(MT.PreVoteResp, 'n5');
-    expect([h.node('n5').raft.role, h.node('n5').raft.term]).toEqual([Role.Candidate, 1]);
+    expect([h.node('n5').raft.role, h.node('n5').raft.term]).toEqual([Role.Candidate, 2]);
     expect(h.violations).toEqual([]);
     h.deliver(MT.Vote, 'n5', ['n3']);
-    expect(h.violations).toEqual(['vote safety: n3 voted for n1 and then for n5 in term 1']);
+    expect(h.violations).toEqual(['vote safety: n3 voted for n1 and then for n5 in term 2']);
   });
 });

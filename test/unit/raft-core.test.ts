@@ -6,9 +6,23 @@
 
 import { describe, expect, it } from 'vitest';
 import { LEADER_LOST_CAMPAIGNS_MAX, LEADER_LOST_JITTER_TICKS, LEADER_LOST_RANK_TICKS, ProposalDroppedError } from '../../src/raft/raft.ts';
-import { RawNode, type RawNodeConfig, type Ready } from '../../src/raft/raw-node.ts';
+import { foundingHardState, RawNode, type RawNodeConfig, type Ready } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
-import { EntryType, MessageType as MT, Role, emptySnapshot, entryBytes, message, type Entry, type HardState, type Message, type NodeId, type ReadState, type Snapshot } from '../../src/raft/types.ts';
+import {
+  EntryType,
+  MessageType as MT,
+  REJOINING_VOTE,
+  Role,
+  emptySnapshot,
+  entryBytes,
+  message,
+  type Entry,
+  type HardState,
+  type Message,
+  type NodeId,
+  type ReadState,
+  type Snapshot,
+} from '../../src/raft/types.ts';
 
 type Overrides = Partial<Omit<RawNodeConfig, 'id' | 'random' | 'storage'>>;
 
@@ -23,8 +37,9 @@ const ELECTION_TICKS = 10;
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 const dec = (b: Uint8Array): string => new TextDecoder().decode(b);
 
+/** A founding member's state: what `verdict cluster init` writes before a new cluster's first start. */
 function freshState(): Recovered {
-  return { hardState: { term: 0, vote: '', commit: 0 }, snapshot: emptySnapshot(), entries: [] };
+  return { hardState: foundingHardState(), snapshot: emptySnapshot(), entries: [] };
 }
 
 /** A log from a list of terms: terms[k] is the term of entry k+1. */
@@ -121,6 +136,18 @@ class Net {
     const hardState = { ...st.hardState, commit: Math.min(st.hardState.commit, keepLast) };
     this.writing.delete(id);
     this.start(id, { hardState, snapshot: st.snapshot(), entries, recoverIndex: noticed ? lastIndex : 0 });
+  }
+
+  /** Crashes `id` and restarts it on an empty data directory: everything it held and promised is gone. */
+  crashWiped(id: NodeId): void {
+    this.writing.delete(id);
+    this.start(id, { hardState: { term: 0, vote: '', commit: 0 }, snapshot: emptySnapshot(), entries: [] });
+  }
+
+  /** Control for crashWiped: the emptied node is started as if it founded the cluster again (what no tooling does). */
+  crashRefounded(id: NodeId): void {
+    this.writing.delete(id);
+    this.start(id, freshState());
   }
 
   node(id: NodeId): RawNode {
@@ -330,7 +357,8 @@ describe('raft core: election and replication', () => {
       const firstVote = net.sent.findIndex((m) => m.type === MT.Vote);
       expect(firstPre).toBeGreaterThanOrEqual(0);
       expect(firstPre).toBeLessThan(firstVote);
-      expect(net.sent.find((m) => m.type === MT.PreVote)!.term).toBe(1);
+      // Founding members start at term 1; the first election is for term 2.
+      expect(net.sent.find((m) => m.type === MT.PreVote)!.term).toBe(2);
 
       net.propose(leader, `x${seed}`);
       net.stabilize();
@@ -439,7 +467,7 @@ describe('raft core: R6 persistence before counting and sending', () => {
     for (const from of ['n2', 'n3']) n1.step(message({ type: MT.VoteResp, from, to: 'n1', term: n1.raft.term }));
     expect(n1.raft.role).toBe(Role.Leader);
     const rd = n1.ready();
-    expect(rd.hardState).toMatchObject({ term: 1, vote: 'n1' });
+    expect(rd.hardState).toMatchObject({ term: 2, vote: 'n1' });
     expect(rd.messagesNow).toEqual([]);
     expect(rd.messages.filter((m) => m.type === MT.Vote)).toHaveLength(2);
     expect(rd.messages.filter((m) => m.type === MT.App)).toHaveLength(2);
@@ -1078,6 +1106,165 @@ describe('raft core: recovering after the disk lost acknowledged entries (protoc
     net.node('n2').step(message({ type: MT.TimeoutNow, from: 'n1', to: 'n2', term: n2.term }));
     net.stabilize();
     expect(net.node('n2').raft.role).toBe(Role.Leader);
+  });
+});
+
+describe('raft core: a voter restarted on an empty data directory (rejoining)', () => {
+  /**
+   * The schedule of issue 39, finding 7: n1 away, n2 and n3 commit c0..c2,
+   * n3's data directory is replaced by an empty one, n2 goes down, n1 comes back.
+   */
+  function wipedVoterSchedule(restart: (net: Net) => void): Net {
+    const net = new Net(['n1', 'n2', 'n3'], 50);
+    net.elect('n2');
+    net.stabilize();
+    net.isolate('n1');
+    for (let k = 0; k < 3; k++) net.propose('n2', `c${k}`);
+    net.stabilize();
+    expect(net.appliedData('n3')).toEqual(['c0', 'c1', 'c2']);
+    restart(net);
+    net.heal();
+    net.isolate('n2');
+    return net;
+  }
+
+  it('the wiped voter grants no vote and no pre-vote: n1, which lacks the commits, is not elected, however long it tries', () => {
+    const net = wipedVoterSchedule((n) => n.crashWiped('n3'));
+    const wipedAt = net.sent.length;
+    expect(net.node('n3').raft.rejoining).toBe(true);
+    net.tick(['n1', 'n3'], ELECTION_TICKS * 6);
+    net.node('n1').campaign();
+    net.stabilize();
+    // Not with a real vote either (a transfer skips PreVote).
+    net.node('n1').step(message({ type: MT.TimeoutNow, from: 'n2', to: 'n1', term: net.node('n1').raft.term }));
+    net.stabilize();
+    expect(net.node('n1').raft.role).not.toBe(Role.Leader);
+    expect(net.sentSince(wipedAt, (m) => m.from === 'n3' && (m.type === MT.VoteResp || m.type === MT.PreVoteResp) && !m.reject)).toEqual([]);
+    // n2 returns: it is elected (n1 grants it, its log is longer) and catches n3 up; nothing was lost.
+    net.heal();
+    net.tick(['n2'], ELECTION_TICKS * 4);
+    net.stabilize();
+    expect(net.leaders()).toEqual(['n2']);
+    expect(net.appliedData('n3')).toEqual(['c0', 'c1', 'c2']);
+    expect(net.appliedData('n1')).toEqual(['c0', 'c1', 'c2']);
+  });
+
+  it('control: the same node started as if it founded the cluster again votes for n1, and a leader without the committed entries is elected', () => {
+    const net = wipedVoterSchedule((n) => n.crashRefounded('n3'));
+    expect(() => {
+      net.node('n1').campaign();
+      net.stabilize();
+      net.propose('n1', 'x');
+      net.stabilize();
+      net.heal();
+      net.tick(net.ids, 2);
+    }).toThrow(/applied a different entry at|two leaders/);
+  });
+
+  it('a stale leader of an older term, which the wiped node no longer knows to refuse, cannot commit with its acknowledgements', () => {
+    const net = new Net(['n1', 'n2', 'n3'], 51);
+    net.elect('n1');
+    net.stabilize();
+    // n1 is cut off but never ticks, so it still believes it leads (no CheckQuorum round).
+    net.isolate('n1');
+    net.tick(['n3'], ELECTION_TICKS);
+    net.elect('n2');
+    for (let k = 0; k < 3; k++) net.propose('n2', `c${k}`);
+    net.stabilize();
+    expect(net.appliedData('n3')).toEqual(['c0', 'c1', 'c2']);
+    net.crashWiped('n3');
+    net.heal();
+    net.isolate('n2');
+    expect(net.node('n1').raft.role).toBe(Role.Leader);
+    net.propose('n1', 'stale');
+    net.stabilize();
+    // n3 took n1's entries (it cannot tell n1 is stale) but n1 does not count it: nothing commits.
+    expect(net.node('n3').raft.log.lastIndex()).toBe(net.node('n1').raft.log.lastIndex());
+    expect(net.appliedData('n1')).not.toContain('stale');
+    expect(net.node('n3').raft.rejoining).toBe(true);
+    // n2 returns: its newer term deposes n1, and every node ends with c0..c2, never 'stale'.
+    net.heal();
+    for (let t = 0; t < ELECTION_TICKS * 6 && net.leaders().length !== 1; t++) net.tick(net.ids, 1);
+    net.propose(net.leaders()[0], 'after');
+    net.stabilize();
+    net.tick(net.ids, 2);
+    for (const id of net.ids) expect(net.appliedData(id)).toEqual(['c0', 'c1', 'c2', 'after']);
+  });
+
+  it('with a quorum besides it, the leader fences it, catches it up and proves it whole: it votes again, its vote in this term is that leader', () => {
+    const net = new Net(['n1', 'n2', 'n3'], 52);
+    net.elect('n2');
+    for (let k = 0; k < 3; k++) net.propose('n2', `c${k}`);
+    net.stabilize();
+    const before = net.node('n2').raft.log.lastIndex();
+    net.crashWiped('n3');
+    expect(net.node('n3').raft.rejoining).toBe(true);
+    net.tick(['n2']);
+    net.stabilize();
+    const n3 = net.node('n3').raft;
+    expect(n3.rejoining).toBe(false);
+    expect(n3.vote).toBe('n2');
+    expect(n3.term).toBe(net.node('n2').raft.term);
+    // The fence: one empty entry the leader appended after it heard n3 was rejoining.
+    expect(net.node('n2').raft.log.lastIndex()).toBe(before + 1);
+    expect(n3.log.lastIndex()).toBe(before + 1);
+    expect(net.appliedData('n3')).toEqual(['c0', 'c1', 'c2']);
+    // Whole again, it counts: with n1 gone, n2 and n3 commit.
+    net.isolate('n1');
+    net.propose('n2', 'c3');
+    net.stabilize();
+    expect(net.appliedData('n3')).toEqual(['c0', 'c1', 'c2', 'c3']);
+    // And it may lead (a transfer, so no leader lease ignores it).
+    net.node('n2').transferLeadership('n3');
+    net.stabilize();
+    expect(net.node('n3').raft.role).toBe(Role.Leader);
+  });
+
+  it('its rejoining state is durable before it answers anything: restarted from what it wrote, it is still rejoining', () => {
+    const net = new Net(['n1', 'n2', 'n3'], 53);
+    net.elect('n1');
+    net.stabilize();
+    net.isolate('n2');
+    const mark = net.readys.get('n3')!.length;
+    net.crashWiped('n3');
+    net.pump();
+    const rd = net.readys.get('n3')![mark];
+    expect(rd.hardState?.vote).toBe(REJOINING_VOTE);
+    expect(rd.mustSync).toBe(true);
+    expect(rd.messages).toEqual([]);
+    // n1 alone cannot prove it whole (the fence needs a quorum without n3); it restarts from its disk.
+    net.tick(['n1'], 3);
+    net.stabilize();
+    expect(net.node('n3').raft.log.lastIndex()).toBeGreaterThan(0);
+    net.crash('n3', false);
+    expect(net.node('n3').raft.rejoining).toBe(true);
+    net.heal();
+    net.tick(['n1'], 2);
+    expect(net.node('n3').raft.rejoining).toBe(false);
+  });
+
+  it("an append proving an earlier start of the node whole does not end a later start's rejoin (the nonce)", () => {
+    const net = new Net(['n1', 'n2', 'n3'], 54);
+    net.elect('n1');
+    net.stabilize();
+    net.crashWiped('n3');
+    const proofs: Message[] = [];
+    // Keep every append that proves n3 whole from reaching it; remember them.
+    net.filter = (m) => {
+      if (m.to === 'n3' && m.type === MT.App && m.context.length > 0) {
+        proofs.push(cloneMessage(m));
+        return false;
+      }
+      return true;
+    };
+    net.tick(['n1'], 2);
+    expect(proofs.length).toBeGreaterThan(0);
+    net.crashWiped('n3');
+    net.filter = () => true;
+    net.isolate('n2');
+    for (const p of proofs) net.node('n3').step(p);
+    net.pump();
+    expect(net.node('n3').raft.rejoining).toBe(true);
   });
 });
 

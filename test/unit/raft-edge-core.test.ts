@@ -10,7 +10,7 @@ import { encodeDecisionBatch } from '../../src/commit/decision-batch.ts';
 import { encodeCommand } from '../../src/commit/state.ts';
 import { Driver } from '../../src/node/driver.ts';
 import { encodePut, entryProblem, NodeStateMachine, snapshotProblem } from '../../src/node/machine.ts';
-import { RawNode } from '../../src/raft/raw-node.ts';
+import { foundingHardState, RawNode } from '../../src/raft/raw-node.ts';
 import { EntryType, message, MessageType as MT, type Entry, type HardState, type Message, type Snapshot } from '../../src/raft/types.ts';
 import type { LogStore, PersistBatch } from '../../src/storage/types.ts';
 import { toWire } from '../../src/transport/proto.ts';
@@ -56,7 +56,7 @@ class StrictStore implements LogStore {
 function node(): { d: Driver<unknown>; raw: RawNode; sent: Message[] } {
   const raw = RawNode.restart(
     { id: SELF, random: () => 0, electionTicks: 4, heartbeatTicks: 1 },
-    { hardState: { term: 0, vote: '', commit: 0 }, snapshot: { metadata: { index: 0, term: 0, confState: { voters: [], learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) }, entries: [] },
+    { hardState: foundingHardState(), snapshot: { metadata: { index: 0, term: 0, confState: { voters: [], learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) }, entries: [] },
     { voters: VOTERS, learners: [], votersOutgoing: [] },
   );
   const sent: Message[] = [];

@@ -144,6 +144,7 @@ describe('a committed entry this node cannot apply', () => {
   it('stops the node with an error naming the index, applies nothing after it, and does the same (no throw) on restart', () => {
     const q = new EventQueue();
     const disk = new SimDisk(q, new Rng(2));
+    disk.found();
     const first = singleNode(null, q, disk);
     q.runUntil(q.now + 1_000, () => first.d.isLeader());
     expect(first.d.isLeader()).toBe(true);

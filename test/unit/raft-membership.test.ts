@@ -52,6 +52,8 @@ class World {
   /** Starts a node; a joining node gets an empty configuration. */
   add(id: NodeId, conf: ConfState = emptyConfState()): Node {
     const n: Node = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32())), driver: null, sm: new Machine(), conf };
+    // The cluster's first voters found it; a node added later starts empty, as a new node does (rejoining).
+    if (conf.voters.length > 0) n.disk.found();
     this.nodes.set(id, n);
     this.start(n);
     return n;

@@ -425,7 +425,8 @@ describe('DiskLogStore: damaged LevelDB records are refused with the path and th
     const err = await DiskLogStore.open(dir, ID).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CorruptRecordError);
     expect((err as Error).message).toMatch(new RegExp(`corrupt hard state record in ${escape(join(dir, 'raft'))}: checksum mismatch`));
-    expect((err as Error).message).toContain('remove it from the cluster, then add it back with an empty data directory');
+    expect((err as Error).message).toContain('run `verdict node repair --config <file>` to move the data directory aside; the node then rejoins empty');
+    expect((err as Error).message).not.toMatch(/\bdelete\b|\bremove\b|empty directory/);
   });
 
   it("a LevelDB database that cannot be opened is refused in one line naming the path and LevelDB's cause", async () => {
@@ -497,8 +498,8 @@ describe('DiskLogStore: a data directory in another storage format is refused', 
       const msg = (err as Error).message;
       expect(msg).not.toContain('\n');
       expect(msg).toContain(`${join(dir, 'raft')} was written in storage format ${format} but this build reads format ${FORMAT_VERSION} only`);
-      // Rejoining empty goes through the membership, never a wiped member restarted in place.
-      expect(msg).toContain(`first remove it (verdict member remove ID), then delete ${join(dir, 'raft')} and ${join(dir, 'wal')} and add it back (verdict member add ID ADDRESS)`);
+      expect(msg).toContain('run `verdict node repair --config');
+      expect(msg).not.toMatch(/\bdelete\b|\bremove\b/);
       expect(await dump(dir)).toEqual(before);
       await expect(readFile(join(dir, 'identity.json'), 'utf8')).rejects.toThrow(/ENOENT/);
     },
@@ -528,7 +529,9 @@ describe('DiskLogStore: a data directory belongs to one node of one cluster', ()
     expect(msg).not.toContain('\n');
     expect(msg).toContain(`belongs to node "n1" of cluster "alpha"`);
     expect(msg).toContain(`the config says node "${other.nodeId}" of cluster "${other.clusterId}"`);
-    expect(msg).toMatch(/point the config at another data directory, or to make this node rejoin the cluster empty, first remove it \(verdict member remove ID\), then delete /);
+    // Another member's directory: never "delete it", its data may be what the cluster needs.
+    expect(msg).toContain("point the config at this node's own data directory");
+    expect(msg).not.toMatch(/\bdelete\b|\bremove\b/);
     expect(await dump(dir)).toEqual(before);
     // The right identity still opens it.
     expect((await openStore(dir)).recovered.entries).toEqual(ents(1, 3, 1));
