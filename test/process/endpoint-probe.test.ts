@@ -42,7 +42,7 @@ describe('registered endpoints are no port scanner', () => {
   it('an abort reason is the same whatever listens at the endpoint; the leader logs the error; new endpoints per id are bounded', async () => {
     const c = await Cluster.start({ nodes: 3, logLevel: 'info' });
     await c.waitForLeader();
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
+    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000, insecure: true });
     closers.push(() => client.close());
     const [closedPort] = await freePorts(1);
     const targets: Record<string, string> = {

@@ -37,7 +37,7 @@ describe('a participant built before Status', () => {
       old.push(p);
     }
     const [old1, old2, slow] = old;
-    const client = new VerdictClient({ endpoints: addresses, callTimeoutMs: 30_000 });
+    const client = new VerdictClient({ endpoints: addresses, callTimeoutMs: 30_000, insecure: true });
     stops.push(() => client.close());
 
     // The registry says what each serves: the old ones nothing, so their transactions never stage.

@@ -36,6 +36,7 @@ describe("a saga's End", () => {
       endpointsOfCluster: c.nodes.map((n) => n.address),
       dataDir: join(fileTempDir('verdict-saga-end-'), 'hotel'),
       logger: pino({ level: 'silent' }),
+      insecure: true,
       registerRetryMs: 200,
       handlers: {
         // Transient errors until the test opens it: the saga stays running meanwhile.
@@ -51,7 +52,7 @@ describe("a saga's End", () => {
     });
     stops.push(() => hotel.stop());
     await hotel.registered;
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address) });
+    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), insecure: true });
     stops.push(() => client.close());
     const outsider = new grpc.Client(hotel.address, grpc.credentials.createInsecure());
     stops.push(() => outsider.close());

@@ -553,14 +553,14 @@ describe('DiskLogStore: a data directory belongs to one node of one cluster', ()
     await closeStore(opened.store);
   });
 
-  it('no refusal advises an empty directory for a damaged member: it is taken out of the cluster first', async () => {
+  it('no refusal advises an empty directory for a damaged member: it points to verdict node repair', async () => {
     const dir = await tempDir();
     await mkdir(join(dir, 'raft'), { recursive: true });
     await writeFile(join(dir, 'raft', '000005.ldb'), 'not a table');
     const msg = String(await DiskLogStore.open(dir, ID).catch((e: unknown) => (e as Error).message));
     expect(msg).toMatch(/holds no LevelDB database/);
-    expect(msg).toContain('do not replace it with an empty one: remove the node from the cluster (verdict member remove ID)');
-    expect(msg).not.toMatch(/point the config at an empty directory/);
+    expect(msg).toContain('run `verdict node repair --config');
+    expect(msg).not.toMatch(/point the config at an empty directory|\bdelete\b/);
   });
 
   it('a raft/ directory holding some other LevelDB database is refused and left unchanged', async () => {
