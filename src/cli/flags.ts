@@ -30,9 +30,9 @@ const SWITCHES = new Set([
 /** TLS files, or --insecure for plaintext (client-tls.ts). */
 const TLS = ['--ca', '--cert', '--key', '--insecure'];
 /** Commands that talk to a node's RaftNode service. */
-const NODE_CLIENT = ['--endpoints', '--timeout', ...TLS];
+const NODE_CLIENT = ['--endpoints', '--timeout-ms', ...TLS];
 /** Commands that go through the SDK (src/client). */
-const SDK_CLIENT = ['--endpoints', '--timeout', '--call-timeout-ms', ...TLS];
+const SDK_CLIENT = ['--endpoints', '--timeout-ms', ...TLS];
 
 /** `command` or `command subcommand` → its flags (besides --help). */
 export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
@@ -43,9 +43,9 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   status: ['--json', ...NODE_CLIENT],
   put: NODE_CLIENT,
   get: NODE_CLIENT,
-  'leader transfer': ['--to', '--timeout-ms', '--json', ...NODE_CLIENT],
+  'leader transfer': ['--to', '--json', ...NODE_CLIENT],
   'member list': ['--json', ...NODE_CLIENT],
-  'member add': ['--timeout-ms', '--json', ...NODE_CLIENT],
+  'member add': ['--json', ...NODE_CLIENT],
   'member remove': ['--json', ...NODE_CLIENT],
   participant: [
     '--id',
@@ -67,7 +67,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'participant resolve': ['--commit', '--abort', '--reason', '--id', '--cluster-id', '--resource', '--pg-url', '--mysql-url', '--operator', '--json'],
   'participant remove': ['--json', '--operator', ...SDK_CLIENT],
   participants: ['--json', ...SDK_CLIENT],
-  'txn commit': ['--participant', '--txn', '--timeout-ms', '--json', ...SDK_CLIENT],
+  'txn commit': ['--participant', '--txn', '--txn-timeout-ms', '--json', ...SDK_CLIENT],
   'txn abort': ['--reason', '--json', ...SDK_CLIENT],
   'txn outcome': ['--json', ...SDK_CLIENT],
   'txn list': ['--in-flight', '--in-doubt', '--unacked', '--heuristic', '--limit', '--json', ...SDK_CLIENT],
@@ -118,6 +118,12 @@ export function commandOf(argv: readonly string[]): string | null {
  * nearest, when one is close). Values are skipped: after a flag that takes a
  * value, the next argument is that value, whatever it looks like.
  */
+/** Flags that were renamed, with what to write now. */
+const RENAMED: Readonly<Record<string, string>> = {
+  '--timeout': '--timeout-ms N (whole milliseconds: --timeout 2s is --timeout-ms 2000)',
+  '--call-timeout-ms': '--timeout-ms N, the one timeout of every client command',
+};
+
 export function checkFlags(argv: readonly string[]): void {
   const command = commandOf(argv);
   if (command === null) return;
@@ -128,6 +134,7 @@ export function checkFlags(argv: readonly string[]): void {
     // A positional argument may start with one dash (a negative number); flags start with two.
     if (!a.startsWith('--') || a === '--help') continue;
     const name = a.includes('=') ? a.slice(0, a.indexOf('=')) : a;
+    if (!valid.includes(name) && RENAMED[name] !== undefined && valid.includes('--timeout-ms')) throw new UsageError(`${name} is now ${RENAMED[name]}`);
     if (!valid.includes(name)) {
       const near = nearest(name, valid);
       throw new UsageError(`unknown flag "${name}" for verdict ${command}${near ? ` (did you mean ${near}?)` : ''}; valid flags: ${valid.length > 0 ? valid.join(', ') : '(none)'}, --help`);

@@ -9,7 +9,7 @@ import { explainConnectError } from '../transport/tls.ts';
 import { bool, CommandError, flag, UsageError } from './args.ts';
 import { clientCredentials } from './client-credentials.ts';
 import { clientUsesTls } from './client-tls.ts';
-import { clientTimeoutMs, unreachableMessage, unreachableReason } from './reach.ts';
+import { clientTimeoutMs, commandTimeoutMs, unreachableMessage, unreachableReason } from './reach.ts';
 import { clusterStatus, endpoints } from './status.ts';
 
 /** `f` on a client of the node at an address, closed after. */
@@ -73,9 +73,8 @@ export async function leaderCommand(args: string[]): Promise<void> {
   const addrs = endpoints(args);
   const to = flag(args, '--to');
   const json = bool(args, '--json');
-  const timeoutRaw = flag(args, '--timeout-ms');
-  const timeoutMs = timeoutRaw === undefined ? 0 : Number(timeoutRaw);
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new UsageError('--timeout-ms needs a non-negative integer');
+  // How long to wait for the new leader: --timeout-ms, or the node's default (0).
+  const timeoutMs = commandTimeoutMs() ?? 0;
   if (to === undefined) throw new UsageError('verdict leader transfer needs --to NODE');
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"`);
   const st = await clusterStatus(addrs);

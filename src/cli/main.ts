@@ -139,8 +139,8 @@ async function main(argv: string[]): Promise<void> {
   if (!runsItself) {
     useClientTls(clientSecurity(args));
     // Loaded here, not at the top: it loads the wire definitions, whose absence (a broken install) is reported below as one line.
-    const { parseTimeout, useTimeout } = await import('./reach.ts');
-    useTimeout(parseTimeout(flag(args, '--timeout')));
+    const { parseTimeoutMs, useTimeout } = await import('./reach.ts');
+    useTimeout(parseTimeoutMs(flag(args, '--timeout-ms')));
   }
   switch (cmd) {
     case 'node':

@@ -6,6 +6,7 @@ import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { RaftNodeClient } from '../transport/admin.ts';
 import type { Members } from '../transport/proto.ts';
 import { bool, flag, UsageError } from './args.ts';
+import { commandTimeoutMs } from './reach.ts';
 import { onLeader } from './leader-calls.ts';
 import { endpoints } from './status.ts';
 
@@ -74,9 +75,8 @@ export async function memberCommand(args: string[]): Promise<void> {
         return print(m, json);
       }
       case 'add': {
-        const timeoutRaw = flag(args, '--timeout-ms');
-        const timeoutMs = timeoutRaw === undefined ? 0 : Number(timeoutRaw);
-        if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new UsageError('--timeout-ms needs a non-negative integer');
+        // How long to wait for the new node to catch up: --timeout-ms, or the node's default (0: 60 s).
+        const timeoutMs = commandTimeoutMs() ?? 0;
         const [id, address, extra] = args;
         if (id === undefined || address === undefined) throw new UsageError('usage: verdict member add ID ADDRESS [--timeout-ms N] [--json]');
         if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);

@@ -1,5 +1,6 @@
-// How long a client command waits for the cluster to answer at all
-// (`--timeout`, default 2 s), and the check that an unreachable cluster is
+// How long a client command waits for the cluster (`--timeout-ms`, the one
+// timeout every client command takes: a first answer within it, default
+// 2 s, and the whole request, default the SDK's 10 s), and the check that an unreachable cluster is
 // reported within it, naming every endpoint tried and why each failed; and
 // the one way the CLI asks a node for its status: RaftNode.Status over
 // node:http2 (src/transport/h2-unary.ts), without loading grpc-js.
@@ -13,25 +14,29 @@ import { clientTls, clientUsesTls } from './client-tls.ts';
 export const DEFAULT_TIMEOUT_MS = 2_000;
 const TIMEOUT_MS_MAX = 600_000;
 
-/** `--timeout` as `2s`, `500ms` or plain milliseconds. */
-export function parseTimeout(raw: string | undefined): number {
-  if (raw === undefined) return DEFAULT_TIMEOUT_MS;
-  const m = /^(\d+(?:\.\d+)?)(ms|s)?$/.exec(raw.trim());
-  const ms = m === null ? NaN : Number(m[1]) * (m[2] === 's' ? 1_000 : 1);
-  if (!Number.isFinite(ms) || ms < 1 || ms > TIMEOUT_MS_MAX) throw new UsageError(`--timeout must be a duration such as 2s or 500ms (at most 600s), not "${raw}"`);
-  return Math.round(ms);
+/** `--timeout-ms N`: whole milliseconds, 1 to 600000; undefined when not given. */
+export function parseTimeoutMs(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const ms = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!(ms >= 1 && ms <= TIMEOUT_MS_MAX)) throw new UsageError(`--timeout-ms must be a whole number of milliseconds from 1 to ${TIMEOUT_MS_MAX}, not "${raw}"`);
+  return ms;
 }
 
-let commandTimeoutMs = DEFAULT_TIMEOUT_MS;
+let givenTimeoutMs: number | undefined;
 
-/** Called once by main.ts for client commands. */
-export function useTimeout(ms: number): void {
-  commandTimeoutMs = ms;
+/** Called once by main.ts for client commands (tests call it too); undefined: the defaults. */
+export function useTimeout(ms: number | undefined): void {
+  givenTimeoutMs = ms;
 }
 
-/** How long a client command waits for a first answer from the cluster. */
+/** How long a client command waits for a first answer from the cluster: --timeout-ms, or 2 s. */
 export function clientTimeoutMs(): number {
-  return commandTimeoutMs;
+  return givenTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+}
+
+/** --timeout-ms as given, for the whole request (the SDK's call timeout, a wait for leadership or a new member); undefined: the command's default. */
+export function commandTimeoutMs(): number | undefined {
+  return givenTimeoutMs;
 }
 
 const STATUS_PATH = '/verdict.raft.RaftNode/Status';
@@ -39,7 +44,7 @@ const STATUS_PATH = '/verdict.raft.RaftNode/Status';
 const STATUS_REQUEST = new Uint8Array(0);
 
 /** RaftNode.Status of the node at `address`, with the client TLS; rejects with a CallError. */
-export async function nodeStatus(address: string, timeoutMs = commandTimeoutMs): Promise<NodeStatus> {
+export async function nodeStatus(address: string, timeoutMs = clientTimeoutMs()): Promise<NodeStatus> {
   const bytes = await unaryH2(address, STATUS_PATH, STATUS_REQUEST, clientTls(), timeoutMs);
   try {
     return decodeNodeStatus(bytes);
@@ -60,7 +65,7 @@ export function unreachableReason(err: Pick<CallError, 'code' | 'details' | 'mes
 /** The one-line refusal when no endpoint answered: every endpoint, with its reason. */
 export function unreachableMessage(failures: ReadonlyMap<string, string>, timeoutMs: number): string {
   const list = [...failures].map(([addr, why]) => `${addr} (${why})`).join(', ');
-  return `cannot reach the cluster: tried ${list}, waiting up to ${timeoutMs} ms (--timeout). Is the cluster running (npm start)? Give its addresses with --endpoints or $VERDICT_ENDPOINTS`;
+  return `cannot reach the cluster: tried ${list}, waiting up to ${timeoutMs} ms (--timeout-ms). Is the cluster running (npm start)? Give its addresses with --endpoints or $VERDICT_ENDPOINTS`;
 }
 
 /**
@@ -69,7 +74,7 @@ export function unreachableMessage(failures: ReadonlyMap<string, string>, timeou
  * refused connection fails at once, so a cluster that is down is reported
  * in milliseconds, not after the SDK's retry deadline.
  */
-export async function requireReachable(addrs: readonly string[], timeoutMs = commandTimeoutMs): Promise<void> {
+export async function requireReachable(addrs: readonly string[], timeoutMs = clientTimeoutMs()): Promise<void> {
   const failures = new Map<string, string>();
   await new Promise<void>((resolve, reject) => {
     let pending = addrs.length;

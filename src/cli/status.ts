@@ -144,7 +144,7 @@ export async function clusterStatus(addrs: string[], timeoutMs = clientTimeoutMs
 export async function statusCommand(args: string[]): Promise<void> {
   const json = bool(args, '--json');
   const addrs = endpoints(args);
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict status [--json] [--endpoints HOST:PORT,...] [--timeout 2s]`);
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict status [--json] [--endpoints HOST:PORT,...] [--timeout-ms 2000]`);
   const timeoutMs = clientTimeoutMs();
   const st = await clusterStatus(addrs, timeoutMs);
   const problem = healthProblem(st);

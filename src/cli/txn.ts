@@ -10,7 +10,7 @@ import { VerdictClient, type TransactionInfo } from '../client/client.ts';
 import { OutcomeUnknownError, VerdictError } from '../client/errors.ts';
 import type { OutcomeResult } from '../client/transaction.ts';
 import { bool, flag, flagAll, UsageError } from './args.ts';
-import { requireReachable } from './reach.ts';
+import { commandTimeoutMs, requireReachable } from './reach.ts';
 import { endpoints } from './status.ts';
 import { clientCredentials } from './client-credentials.ts';
 
@@ -18,7 +18,7 @@ export const EXIT_ERROR = 1;
 export const EXIT_ABORTED = 2;
 export const EXIT_OUTCOME_UNKNOWN = 3;
 
-export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn ID] [--timeout-ms N] [--json]
+export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn ID] [--txn-timeout-ms N] [--json]
                                       begin and commit one transaction; exit 2 if it aborts, 3 if its outcome is unknown
   verdict txn abort ID [--reason TEXT] [--json]   abort a transaction (answers the outcome)
   verdict txn outcome ID [--json]     what the cluster decided for a transaction
@@ -35,14 +35,14 @@ export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn
                                       an id the cluster has no record of is refused unless --force-unknown
   exit codes: 0 done (or answered), 1 error or a transaction id the cluster does not know (outcome, show,
   resolve), 2 aborted (commit), 3 outcome unknown (commit: ask again with txn outcome), 64 usage
-  (each also takes --call-timeout-ms N: how long one request may take, retries included; default 10000)
+  (each also takes --timeout-ms N: how long to wait for the cluster, retries included; default 10000)
 `;
 
 export const PARTICIPANTS_HELP = `  verdict participants [--json]       the registered participants: endpoint, whether the leader's stream to each
                                       is open, and how many of its YES votes wait for a decision or an ACK
   verdict participant remove ID [--operator WHO] [--json]
                                       unregister a participant (admin); refused while it has transactions in doubt
-  (each also takes --call-timeout-ms N: how long one request may take, retries included; default 10000)
+  (each also takes --timeout-ms N: how long to wait for the cluster, retries included; default 10000)
 `;
 
 export async function txnCommand(args: string[]): Promise<void> {
@@ -107,9 +107,10 @@ export async function participantRemoveCommand(args: string[]): Promise<void> {
 async function commit(client: VerdictClient, args: string[]): Promise<void> {
   const json = bool(args, '--json');
   const txnId = flag(args, '--txn');
-  const timeoutRaw = flag(args, '--timeout-ms');
+  // The transaction's own deadline, which the cluster enforces (not how long this command waits: --timeout-ms).
+  const timeoutRaw = flag(args, '--txn-timeout-ms');
   const timeoutMs = timeoutRaw === undefined ? undefined : Number(timeoutRaw);
-  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError('--timeout-ms needs a positive integer');
+  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError('--txn-timeout-ms needs a positive integer (milliseconds)');
   const enlistments = flagAll(args, '--participant').map(parseParticipant);
   noMore(args);
   if (enlistments.length === 0) throw new UsageError('verdict txn commit needs at least one --participant ID[=JSON]');
@@ -270,12 +271,12 @@ async function show(client: VerdictClient, args: string[]): Promise<void> {
 
 /** Runs one subcommand with a client, turning the SDK's errors into one line and an exit code. */
 async function withClient(args: string[], f: (client: VerdictClient, rest: string[]) => Promise<void>): Promise<void> {
-  const callTimeoutMs = callTimeoutFlag(args);
+  const callTimeoutMs = commandTimeoutMs();
   const addrs = endpoints(args);
   const client = new VerdictClient({ endpoints: addrs, callTimeoutMs, credentials: clientCredentials() });
   try {
-    // The SDK retries an unreachable cluster for --call-timeout-ms (10 s); the
-    // reachability check beside it reports one within --timeout, naming every
+    // The SDK retries an unreachable cluster for --timeout-ms (10 s by default); the
+    // reachability check beside it reports one within --timeout-ms (2 s by default), naming every
     // endpoint. It adds no round trip to the command: the two run together.
     const work = f(client, args);
     work.catch(() => {});
@@ -291,15 +292,6 @@ async function withClient(args: string[], f: (client: VerdictClient, rest: strin
   } finally {
     client.close();
   }
-}
-
-/** `--call-timeout-ms N`. */
-function callTimeoutFlag(args: string[]): number | undefined {
-  const raw = flag(args, '--call-timeout-ms');
-  if (raw === undefined) return undefined;
-  const ms = Number(raw);
-  if (!(Number.isInteger(ms) && ms > 0)) throw new UsageError('--call-timeout-ms needs a positive integer (milliseconds)');
-  return ms;
 }
 
 /** `ID` or `ID=JSON`; the JSON text is checked here and sent as written. */

@@ -117,7 +117,7 @@ describe('verdict status over node:http2', { timeout: 240_000 }, () => {
     });
   });
 
-  it('names every unreachable endpoint with its reason, a silent one by the --timeout it waited', async () => {
+  it('names every unreachable endpoint with its reason, a silent one by the --timeout-ms it waited', async () => {
     // A listener that accepts and never answers, and a port nobody listens on.
     const sockets: Socket[] = [];
     const silent: Server = createServer((s) => sockets.push(s));
@@ -126,12 +126,12 @@ describe('verdict status over node:http2', { timeout: 240_000 }, () => {
     const [refusedPort] = await freePorts(1);
     try {
       const dead = `127.0.0.1:${silentPort},127.0.0.1:${refusedPort}`;
-      const r = await runCli(['status', '--endpoints', dead, '--timeout', '1500ms'], { timeoutMs: CLI_WAIT_MS });
+      const r = await runCli(['status', '--endpoints', dead, '--timeout-ms', '1500'], { timeoutMs: CLI_WAIT_MS });
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/^verdict: cannot reach the cluster: tried /);
       expect(r.stderr).toContain(`127.0.0.1:${silentPort} (no answer within 1500 ms)`);
       expect(r.stderr).toContain(`127.0.0.1:${refusedPort} (connection refused)`);
-      expect(r.stderr).toContain('waiting up to 1500 ms (--timeout)');
+      expect(r.stderr).toContain('waiting up to 1500 ms (--timeout-ms)');
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
     } finally {
       for (const s of sockets) s.destroy();

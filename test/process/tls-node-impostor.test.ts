@@ -144,10 +144,10 @@ describe("a participant's certificate at a node's address is no node", () => {
 
       const tls = ['--ca', ca.cert, '--cert', alice.cert, '--key', alice.key];
       // verdict status dials over node:http2, the other commands over grpc-js: both check the node mark.
-      const status = await runCli(['status', '--endpoints', nodeAddress, '--timeout', '3s', ...tls], { timeoutMs: 30_000 });
+      const status = await runCli(['status', '--endpoints', nodeAddress, '--timeout-ms', '3000', ...tls], { timeoutMs: 30_000 });
       expect(status.code).toBe(1);
       expect(status.stdout + status.stderr).toMatch(/node at 127\.0\.0\.1 refused: its certificate \(OU=[^,]+, CN=evil\) is not a node's/);
-      const list = await runCli(['txn', 'list', '--endpoints', nodeAddress, '--call-timeout-ms', '3000', ...tls], { timeoutMs: 30_000 });
+      const list = await runCli(['txn', 'list', '--endpoints', nodeAddress, '--timeout-ms', '3000', ...tls], { timeoutMs: 30_000 });
       expect(list.code).not.toBe(0);
       expect(list.stderr).toMatch(/is not a node's/);
       expect(impostor.calls).toEqual([]);

@@ -170,7 +170,7 @@ describe('mutual TLS between nodes, clients and participants', () => {
     expect(mismatch.code).toBe(64);
     expect(mismatch.stderr).toMatch(/^verdict: --cert \(.*alice\.crt, issued by "CN=cluster-ca"\) is not signed by the CA in --ca \(.*rogue-ca\.crt\)/);
     // ...and one that did not sign the nodes' certificates, at the handshake.
-    const wrongCa = await runCli(['txn', 'list', '--call-timeout-ms', '3000', ...one, ...tlsFlags(rogue.issue('alice', { file: 'rogue-alice' }), rogue.cert)]);
+    const wrongCa = await runCli(['txn', 'list', '--timeout-ms', '3000', ...one, ...tlsFlags(rogue.issue('alice', { file: 'rogue-alice' }), rogue.cert)]);
     expect(wrongCa.code).not.toBe(0);
     expect(wrongCa.stderr).toMatch(/^verdict: .*the server's certificate is not signed by our CA/);
     expect(wrongCa.stderr.trim().split('\n')).toHaveLength(1);

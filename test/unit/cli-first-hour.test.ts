@@ -1,5 +1,5 @@
 // The CLI's first-hour rules, without processes: unknown flags are refused
-// with the valid ones, --timeout parses, `verdict certs` plans and makes
+// with the valid ones, --timeout-ms parses, `verdict certs` plans and makes
 // certificates a participant accepts, the participant's own certificate check,
 // registration failures are told apart (permanent vs transient), and the
 // launcher's argument and log-line rules.
@@ -13,7 +13,7 @@ import { flag, flagAll, UsageError } from '../../src/cli/args.ts';
 import { certsCommand, issueCert, parseCertsArgs, subjectAltName } from '../../src/cli/certs.ts';
 import { isLogLine, parseClusterUpArgs } from '../../src/cli/cluster.ts';
 import { checkFlags, COMMAND_FLAGS } from '../../src/cli/flags.ts';
-import { parseTimeout, unreachableMessage } from '../../src/cli/reach.ts';
+import { parseTimeoutMs, unreachableMessage } from '../../src/cli/reach.ts';
 import { participantCertificateProblem } from '../../src/participant/certificate-check.ts';
 import { localCertsDir } from '../../src/transport/local-cluster.ts';
 import { classifyRegistrationError, registrationBackoffMs, REASON_KEY } from '../../src/participant/registration.ts';
@@ -23,7 +23,7 @@ describe('unknown flags', () => {
   it('refuses a flag the command does not take, listing the valid ones and the nearest (status --jsn)', () => {
     expect(() => checkFlags(['status', '--jsn'])).toThrow(UsageError);
     expect(() => checkFlags(['status', '--jsn'])).toThrow(
-      'unknown flag "--jsn" for verdict status (did you mean --json?); valid flags: --json, --endpoints, --timeout, --ca, --cert, --key, --insecure, --help',
+      'unknown flag "--jsn" for verdict status (did you mean --json?); valid flags: --json, --endpoints, --timeout-ms, --ca, --cert, --key, --insecure, --help',
     );
   });
 
@@ -79,14 +79,23 @@ describe('a flag given twice', () => {
   });
 });
 
-describe('--timeout and the unreachable message', () => {
-  it('parses 2s, 500ms and plain milliseconds; refuses nonsense', () => {
-    expect(parseTimeout(undefined)).toBe(2_000);
-    expect(parseTimeout('2s')).toBe(2_000);
-    expect(parseTimeout('500ms')).toBe(500);
-    expect(parseTimeout('750')).toBe(750);
-    expect(() => parseTimeout('soon')).toThrow(UsageError);
-    expect(() => parseTimeout('0')).toThrow(UsageError);
+describe('--timeout-ms and the unreachable message', () => {
+  it('takes whole milliseconds from 1 to 600000; refuses nonsense and units', () => {
+    expect(parseTimeoutMs(undefined)).toBeUndefined();
+    expect(parseTimeoutMs('750')).toBe(750);
+    expect(parseTimeoutMs('600000')).toBe(600_000);
+    for (const bad of ['soon', '0', '2s', '500ms', '1.5', '600001', '-3']) expect(() => parseTimeoutMs(bad), bad).toThrow(UsageError);
+  });
+
+  it('one timeout flag, with its unit in its name, on every client command; the old spellings are refused with the new one', () => {
+    for (const [command, flags] of Object.entries(COMMAND_FLAGS)) {
+      const timeouts = flags.filter((f) => /timeout|deadline|wait/.test(f));
+      for (const f of timeouts) expect(f, `${command} ${f}`).toMatch(/-ms$/);
+      if (flags.includes('--endpoints') && !['participant', 'saga service', 'outbox relay'].includes(command)) expect(flags, command).toContain('--timeout-ms');
+    }
+    expect(() => checkFlags(['status', '--timeout', '2s'])).toThrow(/^--timeout is now --timeout-ms N \(whole milliseconds: --timeout 2s is --timeout-ms 2000\)$/);
+    expect(() => checkFlags(['txn', 'list', '--call-timeout-ms', '3000'])).toThrow(/^--call-timeout-ms is now --timeout-ms N/);
+    expect(() => checkFlags(['txn', 'commit', '--participant', 'p', '--timeout-ms', '5000', '--txn-timeout-ms', '800'])).not.toThrow();
   });
 
   it('names every endpoint tried and why', () => {

@@ -3,6 +3,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { UsageError } from '../../src/cli/args.ts';
+import { useTimeout } from '../../src/cli/reach.ts';
 import { EXIT_ABORTED, EXIT_ERROR, EXIT_OUTCOME_UNKNOWN, participantsCommand, txnCommand } from '../../src/cli/txn.ts';
 import { FakeCluster, fail, type FakeNode } from './fixtures/client-fake-coordinator.ts';
 
@@ -19,6 +20,7 @@ beforeEach(() => {
 });
 
 afterEach(() => {
+  useTimeout(undefined);
   vi.restoreAllMocks();
   process.exitCode = undefined;
   cluster.close();
@@ -53,7 +55,7 @@ async function coordinator(commitOutcome: 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED
 describe('verdict txn', () => {
   it('commit sends the participants and their JSON payloads under --txn and prints COMMITTED with exit code 0', async () => {
     const node = await coordinator('OUTCOME_COMMITTED');
-    await txnCommand(['commit', '--endpoints', node.address, '--participant', 'shop={"sku":"A"}', '--participant', 'ledger', '--txn', 'o-1', '--timeout-ms', '800']);
+    await txnCommand(['commit', '--endpoints', node.address, '--participant', 'shop={"sku":"A"}', '--participant', 'ledger', '--txn', 'o-1', '--txn-timeout-ms', '800']);
     expect(out.join('')).toBe('COMMITTED o-1 at decision index 12\n');
     expect(process.exitCode).toBeUndefined();
     const q = node.requests('Commit')[0];
@@ -81,14 +83,16 @@ describe('verdict txn', () => {
 
   it('outcome with no node answering prints one line and exits with EXIT_ERROR, no stack trace', async () => {
     const node = await coordinator('OUTCOME_COMMITTED');
-    await txnCommand(['outcome', 't9', '--endpoints', node.address, '--call-timeout-ms', '200']);
+    useTimeout(200);
+    await txnCommand(['outcome', 't9', '--endpoints', node.address]);
     expect(process.exitCode).toBe(EXIT_ERROR);
     expect(err.join('')).toMatch(/^verdict: UNAVAILABLE: no node answered GetOutcome in time; last: .* no leader\n$/);
   });
 
   it('commit with no answer exits with EXIT_OUTCOME_UNKNOWN and tells how to ask later', async () => {
     const node = await cluster.node({ Begin: (req) => ({ txnId: req.txnId, deadlineAtMs: 0, leaderId: 'n1' }), Commit: () => fail(grpc.status.UNAVAILABLE, 'no leader') });
-    await txnCommand(['commit', '--participant', 'p', '--txn', 'o-3', '--endpoints', node.address, '--call-timeout-ms', '200']);
+    useTimeout(200);
+    await txnCommand(['commit', '--participant', 'p', '--txn', 'o-3', '--endpoints', node.address]);
     expect(process.exitCode).toBe(EXIT_OUTCOME_UNKNOWN);
     expect(err.join('')).toMatch(/run: verdict txn outcome o-3\n$/);
     expect(out.join('')).toBe('');
