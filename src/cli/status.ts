@@ -34,6 +34,8 @@ export interface ClusterStatus {
     error?: string;
     /** The node's process id (what `kill` takes); absent from a node that does not report it. */
     pid?: number;
+    /** The Verdict version the node runs; absent from a node built before nodes reported it. */
+    version?: string;
     role?: string;
     term?: number;
     leader?: string | null;
@@ -50,6 +52,7 @@ export function nodeRow(address: string, s: NodeStatus): ClusterStatus['nodes'][
     address,
     reachable: true,
     ...(s.pid > 0 ? { pid: s.pid } : {}),
+    ...(s.version !== '' ? { version: s.version } : {}),
     role: s.role,
     term: s.term,
     leader: s.leaderId || null,
@@ -151,10 +154,10 @@ export async function statusCommand(args: string[]): Promise<void> {
   if (json) {
     process.stdout.write(JSON.stringify({ ...st, healthy: problem === null, problem }, null, 2) + '\n');
   } else {
-    const rows = [['NODE', 'ADDRESS', 'PID', 'ROLE', 'TERM', 'COMMIT', 'APPLIED', 'LAST']];
+    const rows = [['NODE', 'ADDRESS', 'PID', 'ROLE', 'TERM', 'COMMIT', 'APPLIED', 'LAST', 'VERSION']];
     for (const n of st.nodes) {
       // Ids, addresses and errors come from the nodes: shown escaped (./terminal-text.ts).
-      if (!n.reachable) rows.push([printable(n.id ?? '?'), printable(n.address), '', `unreachable (${printable(n.error ?? '')})`, '', '', '', '']);
+      if (!n.reachable) rows.push([printable(n.id ?? '?'), printable(n.address), '', `unreachable (${printable(n.error ?? '')})`, '', '', '', '', '']);
       else
         rows.push([
           printable(n.id ?? '?'),
@@ -165,6 +168,7 @@ export async function statusCommand(args: string[]): Promise<void> {
           String(n.commitIndex),
           String(n.appliedIndex),
           String(n.lastIndex),
+          printable(n.version ?? '?'),
         ]);
     }
     const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));

@@ -12,6 +12,7 @@ import type { Membership } from './membership.ts';
 import type { Access } from '../transport/auth.ts';
 import type { BoundedLog } from './core.ts';
 import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, STATUS_REASON_KEY, type StatusReason } from '../transport/coordinator-rpc.ts';
+import { packageVersion } from '../util/version.ts';
 
 /** How long a client request (or the engine's proposal) may wait for its entry to apply; NodeCore keeps the time. */
 export const REQUEST_TIMEOUT_MS = 10_000;
@@ -107,6 +108,7 @@ export function raftNodeApi(cfg: NodeConfig, core: BoundedLog, members: Membersh
         lastIndex: s.lastIndex,
         firstIndex: s.firstIndex,
         pid: process.pid,
+        version: packageVersion(),
         // Only the leader tracks replication progress; any other node lists
         // the members it was configured with, so that `verdict status` finds
         // the whole cluster from any one address.

@@ -25,6 +25,8 @@ const LENGTH = 2;
 const FIXED32 = 5;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** A version string is a semver, a few dozen characters at most. */
+const VERSION_CHARS_MAX = 64;
 
 class Reader {
   pos = 0;
@@ -132,7 +134,7 @@ function decodePeer(buf: Uint8Array, i: number): PeerStatus {
 
 /** A NodeStatus message's bytes, decoded and checked. */
 export function decodeNodeStatus(buf: Uint8Array): NodeStatus {
-  const s: NodeStatus = { clusterId: '', nodeId: '', address: '', role: '', term: 0, leaderId: '', commitIndex: 0, appliedIndex: 0, lastIndex: 0, firstIndex: 0, peers: [], pid: 0 };
+  const s: NodeStatus = { clusterId: '', nodeId: '', address: '', role: '', term: 0, leaderId: '', commitIndex: 0, appliedIndex: 0, lastIndex: 0, firstIndex: 0, peers: [], pid: 0, version: '' };
   const r = new Reader(buf, 'NodeStatus');
   r.fields((n, wt) => {
     if (n === 1) s.clusterId = r.stringField(wt, 'cluster_id');
@@ -151,6 +153,9 @@ export function decodeNodeStatus(buf: Uint8Array): NodeStatus {
     } else if (n === 12) {
       s.pid = r.varintField(wt, 'pid');
       if (s.pid > UINT32_MAX) r.fail(`pid is ${s.pid}, beyond uint32`);
+    } else if (n === 13) {
+      s.version = r.stringField(wt, 'version');
+      if (s.version.length > VERSION_CHARS_MAX) r.fail(`version is ${s.version.length} characters, more than ${VERSION_CHARS_MAX}`);
     } else return false;
     return true;
   });

@@ -2,14 +2,16 @@
 // one address is enough to see every node, the leader is named, and a dead
 // node is shown as unreachable without failing the command.
 
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Cluster, runCli, useProcessCleanup, type NodeProc } from './harness.ts';
+import { Cluster, ROOT, runCli, useProcessCleanup, type NodeProc } from './harness.ts';
 
 useProcessCleanup();
 
 interface StatusJson {
   leader: string | null;
-  nodes: { id: string | null; address: string; reachable: boolean; error?: string; role?: string; term?: number; commitIndex?: number; lastIndex?: number }[];
+  nodes: { id: string | null; address: string; reachable: boolean; error?: string; role?: string; term?: number; commitIndex?: number; lastIndex?: number; version?: string }[];
 }
 
 async function statusJson(endpoints: string[]): Promise<StatusJson> {
@@ -64,7 +66,8 @@ describe('verdict status', () => {
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe(`leader: ${leader.id}`);
-    expect(lines[1]).toMatch(/^NODE\s+ADDRESS\s+PID\s+ROLE\s+TERM\s+COMMIT\s+APPLIED\s+LAST$/);
+    expect(lines[1]).toMatch(/^NODE\s+ADDRESS\s+PID\s+ROLE\s+TERM\s+COMMIT\s+APPLIED\s+LAST\s+VERSION$/);
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
     for (const n of c.nodes) {
       const row = lines.find((l) => l.startsWith(`${n.id} `));
       expect(row, r.stdout).toBeDefined();
@@ -72,7 +75,10 @@ describe('verdict status', () => {
       // The pid `kill` needs for the failure drill.
       expect(row).toMatch(new RegExp(`\\s${n.child?.pid}\\s`));
       expect(row).toMatch(n === leader ? /\sleader\s/ : /\sfollower\s/);
+      // The version each node runs, as --json gives it too.
+      expect(row?.endsWith(` ${version}`), row).toBe(true);
     }
+    expect((await statusJson([leader.address])).nodes.map((n) => n.version)).toEqual(c.nodes.map(() => version));
   });
 
   it('with a node killed: exits 0, names the leader and shows the dead node unreachable', async () => {

@@ -35,6 +35,7 @@ async function peer(nodeId: string): Promise<{ address: string; calls: () => num
     firstIndex: 1,
     peers: [],
     pid: 1,
+    version: '',
   });
   const s = await statusServer((_call, cb: grpc.sendUnaryData<NodeStatus>) => {
     calls++;

@@ -26,6 +26,7 @@ const statusArb: fc.Arbitrary<NodeStatus> = fc.record({
   firstIndex: index,
   peers: fc.array(peerArb, { maxLength: 6 }),
   pid: fc.nat({ max: 0xffff_ffff }),
+  version: fc.string({ maxLength: 64 }),
 });
 
 /** A tag: field number and wire type. */
@@ -121,6 +122,8 @@ describe('NodeStatus decoding (the fast status path)', () => {
     expect(refusal([...tag(5, 0), ...Array(11).fill(0xff)])).toMatch(/longer than 10 bytes/);
     // pid past uint32
     expect(refusal([...tag(12, 0), ...varint(2 ** 32)])).toMatch(/^NodeStatus: pid is 4294967296, beyond uint32/);
+    // a version longer than any semver
+    expect(refusal([...tag(13, 2), 65, ...Array(65).fill(0x31)])).toMatch(/^NodeStatus: version is 65 characters, more than 64/);
     // a group (wire type 3), which proto3 does not have
     expect(refusal([...tag(40, 3)])).toMatch(/wire type 3/);
     // field number 0

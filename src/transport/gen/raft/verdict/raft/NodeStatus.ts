@@ -16,6 +16,7 @@ export interface NodeStatus {
   'firstIndex'?: (number | string | Long);
   'peers'?: (_verdict_raft_PeerStatus)[];
   'pid'?: (number);
+  'version'?: (string);
 }
 
 export interface NodeStatus__Output {
@@ -31,4 +32,5 @@ export interface NodeStatus__Output {
   'firstIndex': (number);
   'peers': (_verdict_raft_PeerStatus__Output)[];
   'pid': (number);
+  'version': (string);
 }
