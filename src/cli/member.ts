@@ -5,7 +5,7 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { RaftNodeClient } from '../transport/admin.ts';
 import type { Members } from '../transport/proto.ts';
-import { bool, flag, UsageError } from './args.ts';
+import { bool, UsageError } from './args.ts';
 import { commandTimeoutMs } from './reach.ts';
 import { onLeader } from './leader-calls.ts';
 import { endpoints } from './status.ts';
