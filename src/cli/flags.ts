@@ -67,7 +67,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'participant resolve': ['--commit', '--abort', '--reason', '--id', '--cluster-id', '--resource', '--pg-url', '--mysql-url', '--operator', '--json'],
   'participant remove': ['--json', '--operator', ...SDK_CLIENT],
   participants: ['--json', ...SDK_CLIENT],
-  'txn commit': ['--participant', '--txn', '--txn-timeout-ms', '--json', ...SDK_CLIENT],
+  'txn commit': ['--participant', '--txn', '--txn-timeout-ms', '--await-acks-ms', '--json', ...SDK_CLIENT],
   'txn abort': ['--reason', '--json', ...SDK_CLIENT],
   'txn outcome': ['--json', ...SDK_CLIENT],
   'txn list': ['--in-flight', '--in-doubt', '--unacked', '--heuristic', '--limit', '--json', ...SDK_CLIENT],

@@ -7,8 +7,8 @@
 import { printable } from './terminal-text.ts';
 import { hostname, userInfo } from 'node:os';
 import { VerdictClient, type TransactionInfo } from '../client/client.ts';
-import { OutcomeUnknownError, VerdictError } from '../client/errors.ts';
-import type { OutcomeResult } from '../client/transaction.ts';
+import { AcksPendingError, OutcomeUnknownError, VerdictError } from '../client/errors.ts';
+import type { CommitResult, OutcomeResult } from '../client/transaction.ts';
 import { bool, flag, flagAll, UsageError } from './args.ts';
 import { commandTimeoutMs, requireReachable } from './reach.ts';
 import { endpoints } from './status.ts';
@@ -17,9 +17,12 @@ import { clientCredentials } from './client-credentials.ts';
 export const EXIT_ERROR = 1;
 export const EXIT_ABORTED = 2;
 export const EXIT_OUTCOME_UNKNOWN = 3;
+export const EXIT_ACKS_PENDING = 4;
 
-export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn ID] [--txn-timeout-ms N] [--json]
-                                      begin and commit one transaction; exit 2 if it aborts, 3 if its outcome is unknown
+export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn ID] [--txn-timeout-ms N] [--await-acks-ms N] [--json]
+                                      begin and commit one transaction; exit 2 if it aborts, 3 if its outcome is unknown;
+                                      with --await-acks-ms, COMMITTED is printed once every participant applied it,
+                                      exit 4 if some had not within N ms (the commit stands)
   verdict txn abort ID [--reason TEXT] [--json]   abort a transaction (answers the outcome)
   verdict txn outcome ID [--json]     what the cluster decided for a transaction
   verdict txn list [--in-flight|--in-doubt|--unacked|--heuristic] [--limit N] [--json]
@@ -34,7 +37,8 @@ export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn
                                       unless every participant voted YES (AC2); a decision is never reversed;
                                       an id the cluster has no record of is refused unless --force-unknown
   exit codes: 0 done (or answered), 1 error or a transaction id the cluster does not know (outcome, show,
-  resolve), 2 aborted (commit), 3 outcome unknown (commit: ask again with txn outcome), 64 usage
+  resolve), 2 aborted (commit), 3 outcome unknown (commit: ask again with txn outcome), 4 committed but
+  not yet applied by every participant (commit --await-acks-ms), 64 usage
   (each also takes --timeout-ms N: how long to wait for the cluster, retries included; default 10000)
 `;
 
@@ -111,12 +115,24 @@ async function commit(client: VerdictClient, args: string[]): Promise<void> {
   const timeoutRaw = flag(args, '--txn-timeout-ms');
   const timeoutMs = timeoutRaw === undefined ? undefined : Number(timeoutRaw);
   if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError('--txn-timeout-ms needs a positive integer (milliseconds)');
+  const awaitRaw = flag(args, '--await-acks-ms');
+  const awaitMs = awaitRaw === undefined ? undefined : Number(awaitRaw);
+  if (awaitMs !== undefined && !(Number.isInteger(awaitMs) && awaitMs > 0)) throw new UsageError('--await-acks-ms needs a positive integer (milliseconds)');
   const enlistments = flagAll(args, '--participant').map(parseParticipant);
   noMore(args);
   if (enlistments.length === 0) throw new UsageError('verdict txn commit needs at least one --participant ID[=JSON]');
   const tx = await client.begin({ txnId, timeoutMs });
   for (const [id, payload] of enlistments) tx.enlist(id, payload);
-  const r = await tx.commit();
+  let r: CommitResult;
+  try {
+    r = await tx.commit(awaitMs === undefined ? {} : { awaitAcks: { timeoutMs: awaitMs } });
+  } catch (err) {
+    if (!(err instanceof AcksPendingError)) throw err;
+    if (json) printJson({ ...err.result, acksPending: err.pending });
+    else print(`${describeOutcome(err.result)}; not yet applied by ${err.pending.join(', ')} after ${err.waitedMs} ms (the cluster keeps delivering it)`);
+    process.exitCode = EXIT_ACKS_PENDING;
+    return;
+  }
   if (json) printJson(r);
   else print(describeOutcome(r));
   if (r.outcome === 'ABORTED') process.exitCode = EXIT_ABORTED;

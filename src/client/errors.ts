@@ -66,6 +66,27 @@ export class OutcomeUnknownError extends Error {
   }
 }
 
+/**
+ * The transaction is decided (the outcome is in `result`, and it stands),
+ * but not every participant acknowledged applying it within the wait that
+ * `commit({ awaitAcks })` asked for. The cluster keeps delivering the
+ * decision until each does (R5); `pending` names those that have not yet.
+ */
+export class AcksPendingError extends Error {
+  override readonly name: string = 'AcksPendingError';
+
+  constructor(
+    readonly result: { txnId: string; outcome: 'COMMITTED' | 'ABORTED'; reason: string; decisionIndex: number },
+    readonly pending: readonly string[],
+    readonly waitedMs: number,
+  ) {
+    super(
+      `transaction ${result.txnId} is ${result.outcome}, but after ${waitedMs} ms ${pending.length === 1 ? 'participant' : 'participants'} ${pending.join(', ')} ` +
+        `had not acknowledged applying it; the decision stands and the cluster keeps delivering it`,
+    );
+  }
+}
+
 /** Input refused by the SDK itself, before any RPC. */
 export function invalidArgument(reason: string): VerdictError {
   return new VerdictError('INVALID_ARGUMENT', reason);

@@ -1,8 +1,8 @@
 // The SDK's public surface.
 export { VerdictClient, type BeginOptions, type TransactionInfo, type VerdictClientOptions } from './client.ts';
-export { Transaction, type CommitResult, type FinalOutcome, type Outcome, type OutcomeResult, type Payload } from './transaction.ts';
+export { DEFAULT_AWAIT_ACKS_MS, Transaction, type CommitOptions, type CommitResult, type FinalOutcome, type Outcome, type OutcomeResult, type Payload } from './transaction.ts';
 export { CoordinatorConnection, type BackoffOptions, type CallOptions, type ConnectionOptions } from './connection.ts';
-export { OutcomeUnknownError, RetriesExhaustedError, VerdictError, type StatusName } from './errors.ts';
+export { AcksPendingError, OutcomeUnknownError, RetriesExhaustedError, VerdictError, type StatusName } from './errors.ts';
 export { tlsCredentials } from './tls.ts';
 export { localClusterTls } from '../transport/local-cluster.ts';
 export { SagaCaller, SagaHandle, type SagaEnd, type SagaSpec, type SagaStatus, type SagaStepSpec } from './saga.ts';

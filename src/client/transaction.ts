@@ -12,7 +12,7 @@
 import { callBounds, type CoordinatorConnection, type CallOptions } from './connection.ts';
 import type { CommitRequest, Enlistment, OutcomeName, TxnOutcome } from '../transport/coordinator-rpc.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
-import { invalidArgument, OutcomeUnknownError, RetriesExhaustedError, VerdictError } from './errors.ts';
+import { AcksPendingError, invalidArgument, OutcomeUnknownError, RetriesExhaustedError, VerdictError } from './errors.ts';
 import { BeginRule, classifyFailure } from './retry-policy.ts';
 
 export type FinalOutcome = 'COMMITTED' | 'ABORTED';
@@ -32,6 +32,26 @@ export interface CommitResult extends OutcomeResult {
 
 /** Bytes as they are, a string as UTF-8, anything else as JSON text. */
 export type Payload = Uint8Array | string | object;
+
+export interface CommitOptions extends CallOptions {
+  /**
+   * Resolve only once every participant has acknowledged applying a
+   * COMMIT (read-your-writes across participants): `true` waits up to
+   * DEFAULT_AWAIT_ACKS_MS, `{ timeoutMs }` that long. Past it, commit()
+   * throws AcksPendingError, which carries the outcome (it stands) and the
+   * participants still to acknowledge. Without it (the default), commit()
+   * resolves as soon as the outcome is decided: participants apply a COMMIT
+   * a little later, so a read at one of them right after may not see it yet.
+   * An ABORTED outcome resolves at once either way.
+   */
+  awaitAcks?: boolean | { timeoutMs?: number };
+}
+
+/** How long commit({ awaitAcks: true }) waits for the participants' acknowledgements. */
+export const DEFAULT_AWAIT_ACKS_MS = 30_000;
+/** Between two looks at the acknowledgements. */
+const ACK_POLL_MS = 50;
+const ACK_POLL_MAX_MS = 500;
 
 /** Room left for the decision's replication after the participants' prepare timeout. */
 export const COMMIT_GRACE_MS = 2_000;
@@ -80,7 +100,49 @@ export class Transaction {
    * OutcomeUnknownError when no answer came (ask `outcome(txnId)` later).
    * Calling it again resends the same request (R7) or returns the known result.
    */
-  async commit(options: CallOptions = {}): Promise<CommitResult> {
+  async commit(options: CommitOptions = {}): Promise<CommitResult> {
+    const result = await this.decide(options);
+    if (options.awaitAcks === undefined || options.awaitAcks === false || result.outcome !== 'COMMITTED') return result;
+    const timeoutMs = typeof options.awaitAcks === 'object' ? (options.awaitAcks.timeoutMs ?? DEFAULT_AWAIT_ACKS_MS) : DEFAULT_AWAIT_ACKS_MS;
+    if (!(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw invalidArgument(`awaitAcks.timeoutMs must be a positive integer, not ${String(timeoutMs)}`);
+    await this.acknowledged(result, timeoutMs, options.metadata);
+    return result;
+  }
+
+  /**
+   * Waits until the cluster no longer tracks the transaction as delivering,
+   * or lists every participant as having acknowledged; AcksPendingError
+   * past `timeoutMs`. The leader stops tracking a transaction once every
+   * participant acknowledged it, so not tracked (with the outcome decided)
+   * means acknowledged by all.
+   */
+  private async acknowledged(result: CommitResult, timeoutMs: number, metadata?: Record<string, string>): Promise<void> {
+    const started = Date.now();
+    let pending = this.participantIds;
+    let pauseMs = ACK_POLL_MS;
+    for (;;) {
+      const left = timeoutMs - (Date.now() - started);
+      if (left <= 0) throw new AcksPendingError(result, pending, timeoutMs);
+      try {
+        const listed = await this.connection.call(
+          'ListTransactions',
+          { inFlight: false, limit: 0, inDoubt: false, unacked: false, heuristic: false, txnId: this.txnId },
+          { callTimeoutMs: Math.max(1, left), metadata },
+        );
+        const t = listed.transactions.find((x) => x.txnId === this.txnId);
+        if (t === undefined || t.phase === 'decided') return;
+        pending = t.participants.filter((p) => !p.acked).map((p) => p.participantId);
+        if (pending.length === 0) return;
+      } catch (err) {
+        // No answer in time is pending, not a failure of the commit; a refusal (e.g. permission) is the caller's to see.
+        if (!(err instanceof RetriesExhaustedError)) throw err;
+      }
+      await new Promise((r) => setTimeout(r, Math.min(pauseMs, Math.max(0, timeoutMs - (Date.now() - started)))));
+      pauseMs = Math.min(pauseMs * 2, ACK_POLL_MAX_MS);
+    }
+  }
+
+  private async decide(options: CallOptions): Promise<CommitResult> {
     if (this.result !== undefined) return this.result;
     if (this.state === 'aborted') throw new VerdictError('FAILED_PRECONDITION', `transaction ${this.txnId} was aborted by this client`);
     if (this.enlisted.size === 0) throw invalidArgument(`transaction ${this.txnId} has no participants; enlist at least one before commit`);
