@@ -1,6 +1,7 @@
 // What an operator sees of a node over HTTP: the Prometheus metrics and the
-// web console (src/console/), both on `metricsListen`, the console also on
-// `consoleListen` (HTTPS with TLS). The listeners are bound at start, like
+// web console (src/console/): without TLS both on `metricsListen`, the
+// console also on `consoleListen`; with TLS the console only on
+// `consoleListen` (HTTPS), `metricsListen` serving /metrics alone. The listeners are bound at start, like
 // `listen`, so a bad address is refused before the data directory is
 // touched; the console shows the node once its core exists (show()), and the
 // metrics registry (prom-client, loaded by the node command only) comes after
@@ -10,6 +11,7 @@
 // bounded (src/console/timeline.ts), and fed by the core's watchers
 // (src/node/core-observer.ts).
 
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { consoleHandler, type ConsoleDeps } from '../console/api.ts';
 import { PeerHealth } from '../console/peer-health.ts';
@@ -83,7 +85,8 @@ export class OperatorPages {
       connection: (endpoint) => pages.link?.connection(endpoint) ?? '',
     });
     try {
-      if (cfg.metricsListen !== null) pages.metricsServer = await serveMetrics(cfg.metricsListen, () => pages.metrics?.registry ?? null, page);
+      // With TLS the console's data goes only over its HTTPS listener: the plain-HTTP metrics listener serves /metrics alone.
+      if (cfg.metricsListen !== null) pages.metricsServer = await serveMetrics(cfg.metricsListen, () => pages.metrics?.registry ?? null, cfg.tls === null ? page : consoleElsewhere(cfg.consoleListen));
       // Without TLS the node got here only with "insecure" (node.ts): every listener is plaintext by the operator's choice.
       if (cfg.consoleListen !== null) pages.consoleServer = await serveConsole(cfg.consoleListen, page, cfg.tls);
     } catch (err) {
@@ -136,4 +139,19 @@ export class OperatorPages {
     const c = this.core;
     return c === null ? null : { driver: c.driver as Driver<unknown>, engine: c.engine, table: c.machine.table, members: c.membership };
   }
+}
+
+/**
+ * A TLS node's metrics listener, for any path but /metrics: plain HTTP
+ * serves no console data, so it says where the console is instead.
+ */
+function consoleElsewhere(consoleListen: string | null): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const where =
+    consoleListen === null
+      ? 'this node serves no console: set "consoleListen" for its HTTPS console'
+      : `the console is served over HTTPS with client certificates on ${consoleListen} (https://${consoleListen}/)`;
+  return (_req, res) => {
+    res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Frame-Options': 'DENY' }).end(`not found: on a node with TLS this plain-HTTP listener serves /metrics only; ${where}\n`);
+    return true;
+  };
 }
