@@ -10,7 +10,6 @@
 
 import type { DecisionOutcome } from '../domain/protocol.ts';
 import { isSagaCommand, SagaTable, type SagaApplyResult, type SagaCommand } from '../saga/state.ts';
-import type { BatchApplyResult } from './decision-batch.ts';
 import { beyondHorizon } from '../domain/id-newness.ts';
 import { txnIdAtMs } from '../domain/txn-id.ts';
 import { assert } from '../util/assert.ts';
@@ -132,6 +131,12 @@ export type ApplyResult =
   | SagaApplyResult
   // A decision batch entry (./decision-batch.ts): one result per record.
   | BatchApplyResult;
+
+/** The result of applying a decision batch entry (./decision-batch.ts): one result per record, in order. */
+export interface BatchApplyResult {
+  t: 'batch';
+  results: ApplyResult[];
+}
 
 /** Compares what a participant did by hand with the cluster's decision. Pure. */
 export function heuristicKind(done: DecisionOutcome, decision: DecisionOutcome | null): HeuristicKind {
