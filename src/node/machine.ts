@@ -1,11 +1,14 @@
 // The node's replicated state machine: the decision table of the commit
-// engine, plus a small key/value map kept for exercising the raw replicated
-// log (`verdict put/get`, the Raft benchmarks). Each command's first byte
-// says which one it is for.
+// engine, the product tables beside it (sagas: src/commit/product-table.ts;
+// the node's composition hands them in), the lease table, plus a small
+// key/value map kept for exercising the raw replicated log (`verdict
+// put/get`, the Raft benchmarks). Each command's first byte says which one
+// it is for; a JSON command's kind says which table applies it.
 
 import { checkedCommand, commandProblem } from '../commit/command-check.ts';
 import { decodeDecisionBatch, isDecisionBatch, type BatchDecoded } from '../commit/decision-batch.ts';
-import { DecisionTable, isCommand, type ApplyResult } from '../commit/state.ts';
+import type { ProductCommand, ProductTable } from '../commit/product-table.ts';
+import { DecisionTable, isCommand, type ApplyResult, type DecisionCommand } from '../commit/state.ts';
 import { checkedLeaseCommand, isLeaseCommand, LeaseTable } from '../lease/state.ts';
 import { decodeConfChange, type ConfChange } from '../raft/confchange.ts';
 import { EntryType, type Entry } from '../raft/types.ts';
@@ -36,9 +39,10 @@ function putProblem(data: Uint8Array): string | null {
  * Why this node could not apply an entry with this payload, or null: what a
  * follower checks before it accepts an append (src/transport/raft-edge.ts).
  * An entry it accepted is one it can apply, so no peer can plant an entry
- * that stops this node on every restart.
+ * that stops this node on every restart. `products`: the product tables
+ * the node's state machine holds, whose commands it checks too.
  */
-export function entryProblem(type: EntryType, data: Uint8Array): string | null {
+export function entryProblem(type: EntryType, data: Uint8Array, products: readonly ProductTable[] = []): string | null {
   if (type === EntryType.ConfChange) {
     try {
       return addressesProblem(decodeMemberContext(decodeConfChange(data).context));
@@ -53,7 +57,7 @@ export function entryProblem(type: EntryType, data: Uint8Array): string | null {
   if (isLeaseCommand(data)) return checkedLeaseCommand(data).problem;
   // The Decides and Forgets of one proposal batch (src/commit/decision-batch.ts).
   if (isDecisionBatch(data)) return decodeDecisionBatch(data).problem;
-  return commandProblem(data);
+  return commandProblem(data, products);
 }
 
 /** Why a member address map (a membership change's context, a snapshot's members) is unusable, or null. */
@@ -68,9 +72,11 @@ function addressesProblem(addresses: ReadonlyMap<unknown, unknown>): string | nu
  * Why this node could not restore a snapshot with this data, or null: the
  * data is restored into a scratch state machine, so whatever passes is
  * exactly what restore() takes (snapshots are rare; the double work is not).
+ * `products`: the product tables the node's state machine holds; the
+ * scratch machine holds empty ones of the same kinds.
  */
-export function snapshotProblem(data: Uint8Array): string | null {
-  const scratch = new NodeStateMachine();
+export function snapshotProblem(data: Uint8Array, products: readonly ProductTable[] = []): string | null {
+  const scratch = new NodeStateMachine(products.map((p) => p.empty()));
   try {
     scratch.restore(data);
   } catch (err) {
@@ -108,8 +114,36 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   /** Members' addresses as of the last applied membership change; empty until the first one (the config file's peers hold until then). */
   readonly members = new Map<string, string>();
 
-  /** `decodeBatch`: how a decision batch entry is read (the simulator injects a broken one to watch its checker catch it). */
-  constructor(private readonly decodeBatch: (data: Uint8Array) => BatchDecoded = decodeDecisionBatch) {}
+  /** Each product table by the command kinds it applies. */
+  private readonly productOf = new Map<string, ProductTable>();
+
+  /**
+   * `products`: the product tables beside the decision table (the node's
+   * composition decides which), fed from the same JSON command entries and
+   * kept in the same snapshots. `decodeBatch`: how a decision batch entry is
+   * read (the simulator injects a broken one to watch its checker catch it).
+   */
+  constructor(
+    readonly products: readonly ProductTable[] = [],
+    private readonly decodeBatch: (data: Uint8Array) => BatchDecoded = decodeDecisionBatch,
+  ) {
+    for (const p of products) {
+      for (const kind of p.kinds) {
+        if (this.productOf.has(kind)) throw new Error(`command kind ${kind} has two product tables`);
+        this.productOf.set(kind, p);
+      }
+    }
+  }
+
+  /** Why this node could not apply an entry (see entryProblem), with this machine's product tables. */
+  entryProblem(type: EntryType, data: Uint8Array): string | null {
+    return entryProblem(type, data, this.products);
+  }
+
+  /** Why this node could not restore a snapshot (see snapshotProblem), with this machine's product tables. */
+  snapshotProblem(data: Uint8Array): string | null {
+    return snapshotProblem(data, this.products);
+  }
 
   applyConfChange(cc: ConfChange, e: Entry): void {
     let addresses: Map<string, string>;
@@ -128,9 +162,12 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
     // would let this replica diverge from the others. Peers cannot send one
     // (the edge checks every entry), so it is this node's own log that is damaged.
     if (isCommand(e.data)) {
-      const { cmd, problem } = checkedCommand(e.data);
+      const { cmd, problem } = checkedCommand(e.data, this.products);
       if (cmd === null) throw new UnappliableEntryError(e.index, problem);
-      return this.table.apply(cmd, e.index);
+      // checkedCommand took the kind as the decision table's or as one of these tables'.
+      const product = this.productOf.get(cmd.t);
+      if (product) return product.apply(cmd as ProductCommand, e.index);
+      return this.table.apply(cmd as DecisionCommand, e.index);
     }
     if (isDecisionBatch(e.data)) {
       const { cmds, problem } = this.decodeBatch(e.data);
@@ -159,7 +196,10 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   snapshot(): Uint8Array {
     const kv: [string, string][] = [];
     for (const [k, v] of this.kv) kv.push([k, Buffer.from(v).toString('base64')]);
-    return Buffer.from(JSON.stringify({ kv, table: this.table.toJSON(), members: [...this.members], leases: this.leases.toJSON() }));
+    // Each product table's section rides in the table object (src/commit/state.ts toJSON says where).
+    const sections: Record<string, unknown> = {};
+    for (const p of this.products) sections[p.section] = p.toJSON();
+    return Buffer.from(JSON.stringify({ kv, table: this.table.toJSON(sections), members: [...this.members], leases: this.leases.toJSON() }));
   }
 
   restore(data: Uint8Array): void {
@@ -170,6 +210,7 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
     this.kv.clear();
     for (const [k, v] of o.kv) this.kv.set(k, Buffer.from(v, 'base64'));
     this.table.restoreFrom(o.table);
+    for (const p of this.products) p.restoreFrom((o.table as Record<string, unknown>)[p.section]);
     this.leases.restoreFrom(o.leases);
   }
 }

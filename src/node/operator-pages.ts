@@ -119,7 +119,7 @@ export class OperatorPages {
       access: src.access,
     });
     const { SagaMetrics } = await import('./saga-metrics.ts');
-    this.sagaMetrics = new SagaMetrics(this.metrics.registry, { engine: () => src.sagas.engine, table: () => core.machine.table.sagas });
+    this.sagaMetrics = new SagaMetrics(this.metrics.registry, { engine: () => src.sagas.engine, table: () => src.sagas.table });
     const m = this.metricsServer;
     if (m) this.log.info({ metrics: `http://${m.address}/metrics`, console: `http://${m.address}/` }, 'serving Prometheus metrics and the web console');
     const c = this.consoleServer;

@@ -1,7 +1,8 @@
 // The replicated saga table: saga records applied from the same Raft log as
-// the commit decisions (src/commit/state.ts holds one and routes `saga.*`
-// commands here). Pure and deterministic, like the decision table: time comes
-// inside the commands.
+// the commit decisions. A product table (src/commit/product-table.ts): the
+// node's state machine holds it beside the decision table and routes
+// `saga.*` commands here (src/node/products.ts wires it in). Pure and
+// deterministic, like the decision table: time comes inside the commands.
 //
 // A saga is an ordered list of steps, each an action with a compensation,
 // served by a step service. Every transition the orchestrator makes is a
@@ -23,6 +24,8 @@
 // transaction decisions do (src/domain/id-newness.ts): a start with a
 // forgotten id is refused, never run again.
 
+import { isOperatorAct, isString, isStringList, isTime } from '../commit/command-check.ts';
+import type { ProductApplyResult, ProductTable } from '../commit/product-table.ts';
 import type { OperatorAct } from '../commit/state.ts';
 import { beyondHorizon, iso } from '../domain/id-newness.ts';
 import { txnIdAtMs } from '../domain/txn-id.ts';
@@ -116,8 +119,9 @@ export const SAGA_COMMAND_KINDS: readonly SagaCommandKind[] = ['saga.start', 'sa
  * What applying a saga command did. `changed` false: a repeat (R7) or a
  * refusal, and then `problem` says why; the saga is as it was.
  */
-export interface SagaApplyResult {
-  t: 'saga';
+export interface SagaApplyResult extends ProductApplyResult {
+  t: 'product';
+  product: 'saga';
   op: SagaCommandKind;
   sagaId: string;
   saga: SagaRecord | null;
@@ -127,6 +131,11 @@ export interface SagaApplyResult {
 
 export function isSagaCommand(c: { t: string }): c is SagaCommand {
   return c.t.startsWith('saga.');
+}
+
+/** Whether an applied result is a saga table's (the node routes it to the saga engine). */
+export function isSagaResult(r: { t: string; product?: string }): r is SagaApplyResult {
+  return r.t === 'product' && r.product === 'saga';
 }
 
 export const STEPS_MAX = 64;
@@ -218,10 +227,64 @@ export function sagaOwnerProblem(owner: unknown): string | null {
   return typeof owner === 'string' && printable(owner, 0, SAGA_OWNER_CHARS_MAX) ? null : `a saga's starter must be at most ${SAGA_OWNER_CHARS_MAX} printable ASCII characters`;
 }
 
+type Fields = Readonly<Record<string, unknown>>;
+const isStepIndex = (v: unknown): boolean => Number.isInteger(v) && (v as number) >= 0 && (v as number) < STEPS_MAX;
+const isStepKind = (v: unknown): boolean => v === 'action' || v === 'compensate';
+const isStepDef = (v: unknown): boolean => {
+  const s = v as Fields | null;
+  return s !== null && typeof s === 'object' && isString(s.service) && isString(s.name) && isString(s.input);
+};
+
+/**
+ * One check per saga command kind, of its form, at the edge where the entry
+ * enters the node (src/commit/command-check.ts); what a saga's state allows
+ * is checked where the command is applied. Keyed by SagaCommandKind, so a new
+ * kind does not compile until it says here what a well-formed one looks like.
+ */
+const CHECKS: { [K in SagaCommandKind]: (c: Fields) => string | null } = {
+  'saga.start': (c) =>
+    isString(c.sagaId) &&
+    Array.isArray(c.steps) &&
+    c.steps.length <= STEPS_MAX &&
+    c.steps.every(isStepDef) &&
+    (c.pivot === null || isStepIndex(c.pivot)) &&
+    isTime(c.atMs) &&
+    (c.owner === undefined || sagaOwnerProblem(c.owner) === null)
+      ? null
+      : 'saga.start needs sagaId, at most 64 steps of service, name and input, pivot (a step index or null), atMs, and a starter of at most 256 printable characters when present',
+  'saga.result': (c) => {
+    if (
+      !isString(c.sagaId) ||
+      !isStepIndex(c.step) ||
+      !isStepKind(c.kind) ||
+      !['done', 'failed', 'abandoned'].includes(c.outcome as string) ||
+      !isString(c.output) ||
+      !isString(c.reason) ||
+      !isTime(c.atMs)
+    )
+      return 'saga.result needs sagaId, step, kind, outcome (done, failed or abandoned), output, reason and atMs';
+    return c.operator === undefined || isOperatorAct(c.operator) ? null : 'saga.result has a malformed operator act';
+  },
+  'saga.stuck': (c) =>
+    isString(c.sagaId) && isStepIndex(c.step) && isStepKind(c.kind) && Number.isInteger(c.attempts) && (c.attempts as number) >= 0 && isString(c.lastError) && isTime(c.atMs)
+      ? null
+      : 'saga.stuck needs sagaId, step, kind, attempts, lastError and atMs',
+  'saga.retry': (c) => (isString(c.sagaId) && isString(c.operator) && isString(c.reason) && isTime(c.atMs) ? null : 'saga.retry needs sagaId, operator, reason and atMs'),
+  'saga.ended': (c) => (isStringList(c.sagaIds) ? null : 'saga.ended needs a list of sagaIds'),
+};
+
 /** How an evicted saga ended: all that is left of it. */
 export type SagaTombstone = 'finished' | 'compensated';
 
-export class SagaTable {
+/**
+ * The saga table: a product table beside the decision table under the
+ * node's state machine (src/commit/product-table.ts), its section `sg` in
+ * the snapshot's table object.
+ */
+export class SagaTable implements ProductTable {
+  readonly product = 'saga';
+  readonly kinds = SAGA_COMMAND_KINDS;
+  readonly section = 'sg';
   /** Running and kept sagas, oldest start first. */
   readonly sagas = new Map<string, SagaRecord>();
   /** Evicted sagas: how each ended, oldest eviction first, bounded. */
@@ -244,6 +307,16 @@ export class SagaTable {
     private readonly tombstonesMax = SAGA_TOMBSTONES_MAX,
     private readonly doneBytesMax = SAGAS_DONE_BYTES_MAX,
   ) {}
+
+  /** Why a decoded saga command is not well formed, or null. */
+  commandProblem(c: Fields): string | null {
+    const t = c.t as SagaCommandKind;
+    return Object.hasOwn(CHECKS, t) ? CHECKS[t](c) : `unknown saga command kind ${String(JSON.stringify(c.t)).slice(0, 40)}`;
+  }
+
+  empty(): SagaTable {
+    return new SagaTable(this.doneMax, this.tombstonesMax, this.doneBytesMax);
+  }
 
   /** Sagas started by `owner` that have not ended. */
   runningOf(owner: string): number {
@@ -282,16 +355,16 @@ export class SagaTable {
         n++;
       }
       this.evict();
-      return { t: 'saga', op: cmd.t, sagaId: cmd.sagaIds[0] ?? '', saga: null, changed: n > 0, problem: null };
+      return { t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaIds[0] ?? '', saga: null, changed: n > 0, problem: null };
     }
     const s = this.sagas.get(cmd.sagaId) ?? null;
-    const out = (changed: boolean, problem: string | null = null): SagaApplyResult => ({ t: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: s, changed, problem });
+    const out = (changed: boolean, problem: string | null = null): SagaApplyResult => ({ t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: s, changed, problem });
     if (cmd.t === 'saga.start') {
       // R7: a repeated start returns the saga as it is.
       if (s) return out(false);
       // R9: a forgotten saga is never run again.
       const problem = this.forgottenProblem(cmd.sagaId) ?? sagaDefProblem(cmd.sagaId, cmd.steps, cmd.pivot);
-      if (problem !== null) return { t: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: null, changed: false, problem };
+      if (problem !== null) return { t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: null, changed: false, problem };
       const fresh: SagaRecord = {
         id: cmd.sagaId,
         owner: cmd.owner ?? '',
@@ -312,7 +385,7 @@ export class SagaTable {
       this.runningBytes += sagaBytes(fresh);
       note(fresh, { atMs: cmd.atMs, index, what: 'started', detail: `${cmd.steps.length} steps, pivot ${cmd.pivot ?? 'none'}` });
       note(fresh, { atMs: cmd.atMs, index, what: 'sent', step: 0, kind: 'action' });
-      return { t: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: fresh, changed: true, problem: null };
+      return { t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: fresh, changed: true, problem: null };
     }
     if (!s) return out(false, `no saga ${cmd.sagaId}`);
     switch (cmd.t) {
