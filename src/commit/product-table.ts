@@ -1,9 +1,13 @@
-// The node's one extension point for products (sagas, and whatever joins
-// them): a product keeps its own replicated table beside the decision table,
-// fed from the same log. Its commands ride the decision log's JSON command
-// entries under kinds of its own (`<product>.<verb>`, e.g. `saga.start`),
-// checked at the edge like the decision table's, applied in log order on
-// every node, and kept in the same snapshots under a section of its own.
+// The node's extension point for products: a product keeps its own
+// replicated table beside the decision table, fed from the same log, its
+// commands checked at the edge like the decision table's, applied in log
+// order on every node, and kept in the same snapshots under a section of its
+// own. Its commands ride the log one of two ways:
+//   - a ProductTable's (sagas) ride the decision log's JSON command entries
+//     under kinds of its own (`<product>.<verb>`, e.g. `saga.start`), and its
+//     section sits inside the decision table's snapshot object;
+//   - a TaggedProductTable's (leases) are entries of their own, named by
+//     their first byte, and its section sits at the snapshot's top level.
 //
 // The kernel knows a product only through this interface; the node's
 // composition (src/node/node.ts, and the simulator) hands the state machine
@@ -45,3 +49,30 @@ export interface ProductTable {
   /** An empty table of the same kind and bounds (a snapshot is checked by restoring it into scratch tables). */
   empty(): ProductTable;
 }
+
+/**
+ * A product table whose commands are log entries of their own: the first
+ * byte of each is its tag (leases: 0x03). Its section sits at the snapshot's
+ * top level, after the members, where the lease table's has always been.
+ */
+export interface TaggedProductTable {
+  readonly product: string;
+  /** The first byte of its entries; no other table's. */
+  readonly tag: number;
+  /** The key of its section at the snapshot's top level. */
+  readonly section: string;
+  /** Why an entry of its tag is not one it can apply, or null (what a follower checks before it accepts an append). */
+  entryProblem(data: Uint8Array): string | null;
+  /**
+   * Applies one committed entry of its tag at log index `index`; returns
+   * why it cannot (the node then stops: its own log is damaged), or null.
+   * Its result is the table's to hand to the proposer, not the core's.
+   */
+  applyEntry(data: Uint8Array, index: number): string | null;
+  toJSON(): unknown;
+  restoreFrom(json: unknown): void;
+  empty(): TaggedProductTable;
+}
+
+/** A product table of either kind. */
+export type AnyProductTable = ProductTable | TaggedProductTable;

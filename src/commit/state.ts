@@ -401,7 +401,8 @@ export class DecisionTable {
   }
 }
 
-const TAG_COMMAND = 0x02;
+/** The first byte of a JSON command entry. */
+export const TAG_COMMAND = 0x02;
 
 export function encodeCommand(cmd: Command): Uint8Array {
   const json = JSON.stringify(cmd);

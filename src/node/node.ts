@@ -218,6 +218,7 @@ async function compose(
     cfg,
     gates,
     core: c,
+    leases: products.leases,
     address,
     access,
     refusals,
