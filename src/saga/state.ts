@@ -27,6 +27,7 @@
 import { isOperatorAct, isString, isStringList, isTime } from '../commit/command-check.ts';
 import type { ProductApplyResult, ProductTable } from '../commit/product-table.ts';
 import type { OperatorAct } from '../commit/state.ts';
+import { ID } from '../domain/id.ts';
 import { beyondHorizon, iso } from '../domain/id-newness.ts';
 import { txnIdAtMs } from '../domain/txn-id.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
@@ -146,8 +147,8 @@ export const STEP_TEXT_BYTES_MAX = 64 * 1024;
 export const SAGA_TEXT_BYTES_MAX = 256 * 1024;
 /** A step's handler name: 1–128 printable ASCII characters (space included). */
 export const STEP_NAME_CHARS_MAX = 128;
-/** A step service id: a participant id (src/node/limits.ts). */
-export const STEP_SERVICE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+/** A step service id: a participant id (src/domain/id.ts). */
+export const STEP_SERVICE = ID;
 /** Who started a saga, as the node writes it. */
 export const SAGA_OWNER_CHARS_MAX = 256;
 /** Finished or compensated sagas kept for `saga show`; beyond it the oldest ended ones go. */
