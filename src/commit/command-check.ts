@@ -1,9 +1,11 @@
-// Whether a log entry's bytes are a command the decision table can apply.
-// Used at two edges: a follower refuses an append carrying anything else
-// (src/transport/raft-edge.ts), and a node that finds such an entry in its
-// own log stops naming the index instead of applying it (src/node/machine.ts).
-// Either way DecisionTable.apply only ever sees well-formed commands, so it
-// needs no checks of its own.
+// Whether a log entry's bytes are a JSON command the decision table, or a
+// product table riding the same entries (sagas: ./product-table.ts), can
+// apply. Used at two edges: a follower refuses an append carrying anything
+// else (src/transport/raft-edge.ts), and a node that finds such an entry in
+// its own log stops naming the index instead of applying it
+// (src/node/machine.ts). Either way DecisionTable.apply only ever sees
+// well-formed commands, so it needs no checks of its own; a product's kinds
+// are checked by its table's commandProblem.
 //
 // A Decide, Forget or Stage that fits a decision batch rides one
 // (./decision-batch.ts); as a JSON entry of its own it is refused like any
