@@ -27,6 +27,7 @@ import { quote } from '../transport/validate.ts';
 import type { PeerHealth } from './peer-health.ts';
 import { clientCertificateName, isTlsRequest } from './server.ts';
 import type { LeaderHistory, TxnTimeline } from './timeline.ts';
+import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 
 /** What the console reads of the node's config (src/node/config.ts NodeConfig has it). */
 export interface ConsoleConfig {
@@ -88,8 +89,6 @@ const FILTERS: readonly ListFilter[] = ['in-flight', 'in-doubt', 'unacked', 'heu
 const LIMIT_DEFAULT = 200;
 const LIMIT_MAX = 1_000;
 const BODY_BYTES_MAX = 8 * 1024;
-const REASON_CHARS_MAX = 1_000;
-const OPERATOR_CHARS_MAX = 128;
 
 /** The page's files: console/ two levels above this module (src/console/ or dist/console/). */
 const ASSETS: Record<string, { file: string; type: string }> = {

@@ -26,6 +26,7 @@ import { clientOf } from './limits.ts';
 import type { NodeConfig } from './config.ts';
 import type { Membership } from './membership.ts';
 import { notLeader } from './raft-node-service.ts';
+import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 
 /** Step service channels kept open; beyond this the least recently used is closed. */
 const CHANNELS_MAX = 256;
@@ -36,7 +37,6 @@ const LIST_MAX = 1_000;
 /** One ListSagas page holds about this many bytes at most (one saga at the most is about 0.8 MiB, so one always fits). */
 export const LIST_PAGE_BYTES_MAX = 1024 * 1024;
 const PAGE_TOKEN = /^[0-9]{1,16}$/;
-const REASON_CHARS_MAX = 1_000;
 
 export interface SagaWiring {
   engine: SagaEngine;
