@@ -9,7 +9,7 @@
 //   - a TaggedProductTable's (leases) are entries of their own, named by
 //     their first byte, and its section sits at the snapshot's top level.
 //
-// The kernel knows a product only through this interface; the node's
+// The kernel knows a product only through these interfaces; the node's
 // composition (src/node/node.ts, and the simulator) hands the state machine
 // its tables (src/node/machine.ts). A kernel file never imports a product.
 

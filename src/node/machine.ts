@@ -12,6 +12,7 @@ import type { AnyProductTable, ProductCommand, ProductTable, TaggedProductTable 
 import { DecisionTable, isCommand, TAG_COMMAND, type ApplyResult, type DecisionCommand } from '../commit/state.ts';
 import { decodeConfChange, type ConfChange } from '../raft/confchange.ts';
 import { EntryType, type Entry } from '../raft/types.ts';
+import { assert } from '../util/assert.ts';
 import { UnappliableEntryError, type StateMachine } from './driver.ts';
 
 const TAG_PUT = 0x01;
@@ -138,13 +139,14 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
     this.commandTables = commandTables(products);
     for (const p of this.commandTables) {
       for (const kind of p.kinds) {
-        if (this.productOf.has(kind)) throw new Error(`command kind ${kind} has two product tables`);
+        assert(kind.startsWith(`${p.product}.`), `product ${p.product}'s command kind ${kind} is named <product>.<verb>`);
+        assert(!this.productOf.has(kind), `command kind ${kind} has one product table`);
         this.productOf.set(kind, p);
       }
     }
     for (const p of products) {
       if (!isTagged(p)) continue;
-      if (KERNEL_TAGS.includes(p.tag) || this.taggedOf.has(p.tag)) throw new Error(`entry tag ${p.tag} of product ${p.product} is taken`);
+      assert(!KERNEL_TAGS.includes(p.tag) && !this.taggedOf.has(p.tag), `entry tag ${p.tag} of product ${p.product} is no other table's`);
       this.taggedOf.set(p.tag, p);
     }
   }
