@@ -30,6 +30,7 @@ import { LOCAL_ADMIN, LOCAL_CLIENT, LOCAL_CLUSTER_ID, localCertFiles, localCerts
 import { isLoopbackHost } from '../transport/listen-policy.ts';
 import { nodeSubject, participantSubject, type TlsFiles } from '../transport/tls.ts';
 import { bool, CommandError, flag, flagAll, UsageError } from './args.ts';
+import { ID as NAME } from '../domain/id.ts';
 
 export const CERTS_HELP = `  verdict certs [--dir DIR] [--cluster-id ID] [--nodes N] [--base-port PORT]
                 [--participant ID=HOST:PORT ...] [--admin NAME ...] [--client NAME ...] [--days N] [--force]
@@ -41,8 +42,6 @@ export const CERTS_HELP = `  verdict certs [--dir DIR] [--cluster-id ID] [--node
                                       ($VERDICT_CONFIG_DIR/ID/; ID is the cluster id, local by default: the local
                                       cluster's folder); existing files are kept unless --force. Needs openssl
 `;
-
-const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 export interface CertsPlan {
   dir: string;

@@ -9,6 +9,7 @@ import { bool, UsageError } from './args.ts';
 import { commandTimeoutMs } from './reach.ts';
 import { onLeader } from './leader-calls.ts';
 import { endpoints } from './status.ts';
+import { ID } from '../domain/id.ts';
 
 export const MEMBER_HELP = `  verdict member list [--json] [--endpoints ...]
                                       the voters and learners, their addresses and replication progress
@@ -19,7 +20,6 @@ export const MEMBER_HELP = `  verdict member list [--json] [--endpoints ...]
                                       remove a voter or learner; a leader hands leadership over first
 `;
 
-const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const ADDRESS = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 
 class MemberCommandError extends Error {}

@@ -36,12 +36,6 @@ const OUTCOME_ABORT = 1;
 
 export type BatchCommand = Extract<Command, { t: 'decide' } | { t: 'forget' } | { t: 'stage' }>;
 
-/** The result of applying a batch entry: one result per record, in order. */
-export interface BatchApplyResult {
-  t: 'batch';
-  results: ApplyResult[];
-}
-
 const fitsU16 = (s: string): boolean => s.length <= STRING_BYTES_MAX / 3 || Buffer.byteLength(s, 'utf8') <= STRING_BYTES_MAX;
 
 /**

@@ -7,8 +7,7 @@
 import type { ClusterOutcome, Decide, DecisionOutcome, Prepare, Vote } from '../domain/protocol.ts';
 import type { ApplyResult, Command, Decision, HeuristicRecord, ParticipantRecord, Resolution } from './state.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
-import type { TxnStatus } from '../participant/types.ts';
-import type { ParallelState } from './parallel-commit.ts';
+import type { TxnStatus } from '../domain/protocol.ts';
 
 /** PREPARE as the engine asks it; the link adds the cluster id. */
 export type PrepareRequest = Omit<Prepare, 'clusterId'>;
@@ -142,6 +141,15 @@ export interface Member {
   retries: number;
   nextRetryAtMs: number;
   inFlight: boolean;
+}
+
+/** What a transaction of this leader carries when it commits in parallel (./parallel-commit.ts). */
+export interface ParallelState {
+  /** The STAGING proposal: in flight, applied (at `index`), or failed (then T commits the classic way). */
+  staged: 'pending' | 'applied' | 'failed';
+  index: number;
+  /** True once the client was answered COMMITTED from (every YES, STAGING applied). */
+  implicit: boolean;
 }
 
 export interface Txn {

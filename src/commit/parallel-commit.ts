@@ -29,17 +29,8 @@
 
 import { assert } from '../util/assert.ts';
 import type { ApplyResult, Decision, DecisionTable, Staging } from './state.ts';
-import { answerOf, EngineError, type EngineConfig, type EngineIO, type OutcomeAnswer, type OutcomeCallback, type Txn } from './engine-types.ts';
-import type { TxnStatus } from '../participant/types.ts';
-
-/** What a transaction of this leader carries when it commits in parallel. */
-export interface ParallelState {
-  /** The STAGING proposal: in flight, applied (at `index`), or failed (then T commits the classic way). */
-  staged: 'pending' | 'applied' | 'failed';
-  index: number;
-  /** True once the client was answered COMMITTED from (every YES, STAGING applied). */
-  implicit: boolean;
-}
+import { answerOf, EngineError, type EngineConfig, type EngineIO, type OutcomeAnswer, type OutcomeCallback, type ParallelState, type Txn } from './engine-types.ts';
+import type { TxnStatus } from '../domain/protocol.ts';
 
 /** What the halves need of the engine that holds them. */
 export interface ParallelHost {

@@ -9,8 +9,7 @@
 // decision has left the table for good, below which no id can be proved new.
 
 import type { DecisionOutcome } from '../domain/protocol.ts';
-import { isSagaCommand, SagaTable, type SagaApplyResult, type SagaCommand } from '../saga/state.ts';
-import type { BatchApplyResult } from './decision-batch.ts';
+import type { ProductApplyResult, ProductCommand } from './product-table.ts';
 import { beyondHorizon } from '../domain/id-newness.ts';
 import { txnIdAtMs } from '../domain/txn-id.ts';
 import { assert } from '../util/assert.ts';
@@ -102,7 +101,8 @@ export interface Staging {
   atMs: number;
 }
 
-export type Command =
+/** A command the decision table applies. */
+export type DecisionCommand =
   // `kind` is absent from registrations logged before resource kinds existed.
   // `serves` is absent from registrations logged before it existed: they serve nothing optional.
   | { t: 'register'; id: string; endpoint: string; atMs: number; kind: string; serves?: string[] }
@@ -115,11 +115,13 @@ export type Command =
   | { t: 'forget'; txnIds: string[] }
   // Parallel commit: T's participants, replicated in parallel with PREPARE.
   | { t: 'stage'; txnId: string; participants: string[]; atMs: number }
-  | { t: 'heuristic'; txnId: string; participantId: string; outcome: DecisionOutcome; gid: string; operator: string; reason: string; atMs: number }
-  // Sagas ride the same log (src/saga/state.ts).
-  | SagaCommand;
+  | { t: 'heuristic'; txnId: string; participantId: string; outcome: DecisionOutcome; gid: string; operator: string; reason: string; atMs: number };
 
-export type ApplyResult =
+/** A JSON command entry: the decision table's, or a product table's riding the same log (./product-table.ts). */
+export type Command = DecisionCommand | ProductCommand;
+
+/** What applying a decision table command did. */
+export type DecisionApplyResult =
   | { t: 'register'; participant: ParticipantRecord }
   // `refusedBy`: the decisions that still name the participant (it stays registered); empty when removed or absent.
   | { t: 'unregister'; id: string; removed: boolean; refusedBy: string[] }
@@ -128,10 +130,20 @@ export type ApplyResult =
   | { t: 'forget'; forgotten: number; txnIds: readonly string[] }
   // `staging` null: T was decided first (the record is a no-op and `decision` says how).
   | { t: 'stage'; txnId: string; staging: Staging | null; decision: Decision | null }
-  | { t: 'heuristic'; record: HeuristicRecord; first: boolean }
-  | SagaApplyResult
+  | { t: 'heuristic'; record: HeuristicRecord; first: boolean };
+
+export type ApplyResult =
+  | DecisionApplyResult
+  // A product table's (./product-table.ts): the node routes it to that product's engine.
+  | ProductApplyResult
   // A decision batch entry (./decision-batch.ts): one result per record.
   | BatchApplyResult;
+
+/** The result of applying a decision batch entry (./decision-batch.ts): one result per record, in order. */
+export interface BatchApplyResult {
+  t: 'batch';
+  results: ApplyResult[];
+}
 
 /** Compares what a participant did by hand with the cluster's decision. Pure. */
 export function heuristicKind(done: DecisionOutcome, decision: DecisionOutcome | null): HeuristicKind {
@@ -183,9 +195,6 @@ export class DecisionTable {
    * each bounds by inFlightMax.
    */
   readonly staged = new Map<string, Staging>();
-  /** Saga records (src/saga/state.ts), applied from the same log and kept in the same snapshots. */
-  readonly sagas = new SagaTable();
-
   constructor(
     private readonly tombstonesMax = TOMBSTONES_MAX,
     private readonly incidentsMax = INCIDENTS_MAX,
@@ -196,9 +205,8 @@ export class DecisionTable {
    * the node (entryProblem, ./command-check.ts); what is asserted here is
    * the table's own bookkeeping.
    */
-  apply(cmd: Command, index: number): ApplyResult {
+  apply(cmd: DecisionCommand, index: number): DecisionApplyResult {
     assert(Number.isSafeInteger(index) && index >= 0, `a command is applied at a log index, not ${index}`);
-    if (isSagaCommand(cmd)) return this.sagas.apply(cmd, index);
     switch (cmd.t) {
       case 'register': {
         const p: ParticipantRecord = {
@@ -339,7 +347,13 @@ export class DecisionTable {
     assert(this.tombstones.size <= this.tombstonesMax, `tombstones stay within ${this.tombstonesMax}`);
   }
 
-  toJSON(): unknown {
+  /**
+   * The table's part of a snapshot, with `sections` (the product tables',
+   * by key: ./product-table.ts) after the horizon and before the staged
+   * records: where the saga table's section has been since sagas joined the
+   * format. JSON keeps key order, so this order is part of the bytes.
+   */
+  toJSON(sections: Readonly<Record<string, unknown>> = {}): unknown {
     return {
       p: [...this.participants.values()],
       d: [...this.decisions.values()],
@@ -347,7 +361,7 @@ export class DecisionTable {
       h: [...this.heuristics],
       r: [...this.resolutions],
       hz: this.horizonAtMs,
-      sg: this.sagas.toJSON(),
+      ...sections,
       st: [...this.staged.values()],
     };
   }
@@ -361,7 +375,6 @@ export class DecisionTable {
       h: [string, HeuristicRecord[]][];
       r: [string, Resolution[]][];
       hz: number | null;
-      sg: unknown;
       st: Staging[];
     };
     for (const k of ['p', 'd', 't', 'h', 'r', 'st'] as const) {
@@ -385,11 +398,11 @@ export class DecisionTable {
     for (const [k, v] of o.h) this.heuristics.set(k, v);
     for (const [k, v] of o.r) this.resolutions.set(k, v);
     this.horizonAtMs = o.hz;
-    this.sagas.restoreFrom(o.sg);
   }
 }
 
-const TAG_COMMAND = 0x02;
+/** The first byte of a JSON command entry. */
+export const TAG_COMMAND = 0x02;
 
 export function encodeCommand(cmd: Command): Uint8Array {
   const json = JSON.stringify(cmd);

@@ -21,18 +21,55 @@ import { EngineError, type CoordinatorEngine, type ListFilter, type TxnView } fr
 import type { DecisionOutcome } from '../domain/protocol.ts';
 import type { DecisionTable } from '../commit/state.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
-import type { NodeConfig } from '../node/config.ts';
-import type { Driver } from '../node/driver.ts';
-import type { Membership } from '../node/membership.ts';
-import { transferLeadership, transferWaitMs } from '../node/raft-node-service.ts';
+import type { RawNode } from '../raft/raw-node.ts';
 import type { Access } from '../transport/auth.ts';
 import { quote } from '../transport/validate.ts';
 import type { PeerHealth } from './peer-health.ts';
 import { clientCertificateName, isTlsRequest } from './server.ts';
 import type { LeaderHistory, TxnTimeline } from './timeline.ts';
+import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
+
+/** What the console reads of the node's config (src/node/config.ts NodeConfig has it). */
+export interface ConsoleConfig {
+  clusterId: string;
+  nodeId: string;
+  /** The config file's peers: the members until the node knows the membership. */
+  peers: ReadonlyMap<string, string>;
+  listen: string;
+  metricsListen: string | null;
+  consoleListen: string | null;
+  consoleHosts: readonly string[];
+}
+
+/** What the console reads of the node's Raft driver (src/node/driver.ts Driver has it). */
+export interface ConsoleRaft {
+  leader(): string;
+  isLeader(): boolean;
+  readonly node: Pick<RawNode, 'status' | 'raft'>;
+}
+
+/**
+ * The node as the console sees it once its log is recovered: a narrow
+ * interface the node gives it (src/node/operator-pages.ts), so the console
+ * never imports the node.
+ */
+export interface ConsoleNodeState {
+  driver: ConsoleRaft;
+  engine: CoordinatorEngine;
+  table: DecisionTable;
+  /** The members as the node knows them (src/node/membership.ts). */
+  members: { peers(): ReadonlyMap<string, string> };
+  /** How long a leader transfer is waited for. */
+  transferWaitMs: number;
+  /**
+   * Hands leadership to voter `to` and waits up to `timeoutMs` until another
+   * node leads; resolves with the node that leads then ('' when none is known).
+   */
+  transferLeader(to: string, timeoutMs: number): Promise<string>;
+}
 
 export interface ConsoleDeps {
-  cfg: NodeConfig;
+  cfg: ConsoleConfig;
   /** Whether the node serves mutual TLS: then an action needs an admin certificate, over HTTPS (see the top of this file). */
   tls: boolean;
   /** Who may act (src/transport/auth.ts). */
@@ -40,7 +77,7 @@ export interface ConsoleDeps {
   /** host:port of the HTTPS console, when there is one; named in the refusals on plain HTTP. */
   httpsConsole: () => string | null;
   /** Null until the node has recovered its log. */
-  state: () => { driver: Driver<unknown>; engine: CoordinatorEngine; table: DecisionTable; members: Membership } | null;
+  state: () => ConsoleNodeState | null;
   timeline: TxnTimeline;
   leaders: LeaderHistory;
   health: PeerHealth;
@@ -52,8 +89,6 @@ const FILTERS: readonly ListFilter[] = ['in-flight', 'in-doubt', 'unacked', 'heu
 const LIMIT_DEFAULT = 200;
 const LIMIT_MAX = 1_000;
 const BODY_BYTES_MAX = 8 * 1024;
-const REASON_CHARS_MAX = 1_000;
-const OPERATOR_CHARS_MAX = 128;
 
 /** The page's files: console/ two levels above this module (src/console/ or dist/console/). */
 const ASSETS: Record<string, { file: string; type: string }> = {
@@ -104,7 +139,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     return s;
   };
 
-  const notLeader = (d: Driver<unknown>, what: string): HttpError => {
+  const notLeader = (d: ConsoleRaft, what: string): HttpError => {
     const leader = d.leader();
     const where = leader !== '' && leader !== cfg.nodeId ? `the leader is ${leader} at ${peers().get(leader) ?? '?'}; open its console` : 'no leader is known yet; retry shortly';
     return new HttpError(409, `${what} runs on the leader, and node ${cfg.nodeId} is not the leader: ${where}`, { leaderId: leader });
@@ -295,20 +330,20 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
   }
 
   async function transfer(body: Record<string, unknown>, req: IncomingMessage): Promise<unknown> {
-    const { driver } = ready();
+    const { driver, transferWaitMs, transferLeader } = ready();
     requireAdmin(req, 'leader transfer');
     const to = typeof body.to === 'string' ? body.to : '';
     const known = peers();
     if (!known.has(to)) throw new HttpError(400, `"to" must name a voter of cluster ${cfg.clusterId} (${[...known.keys()].join(', ')}), not ${quote(to)}`);
     if (!driver.isLeader()) throw notLeader(driver, 'leader transfer');
     if (to === cfg.nodeId) return { leaderId: to, term: driver.node.raft.term };
-    const waitMs = transferWaitMs(cfg);
-    const leader = await transferLeadership(cfg, driver, to, waitMs);
+    const waitMs = transferWaitMs;
+    const leader = await transferLeader(to, waitMs);
     if (leader !== to) throw new HttpError(504, `leadership did not move to ${to} within ${waitMs} ms (${leader ? `${leader} leads` : 'no leader is known'}); is ${to} running and caught up?`);
     return { leaderId: to, term: driver.node.raft.term };
   }
 
-  function engineHttpError(err: EngineError, d: Driver<unknown>): HttpError {
+  function engineHttpError(err: EngineError, d: ConsoleRaft): HttpError {
     if (err.code === 'not-leader') return notLeader(d, 'this act');
     const status = err.code === 'invalid' ? 400 : err.code === 'exhausted' ? 503 : err.code === 'outcome-unknown' ? 504 : 409;
     return new HttpError(status, err.message);
@@ -372,7 +407,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
  * literal is accepted too: DNS rebinding needs a name the attacker controls,
  * which this list never holds.
  */
-export function consoleHostNames(cfg: Pick<NodeConfig, 'listen' | 'metricsListen' | 'consoleListen' | 'peers' | 'consoleHosts'>): ReadonlySet<string> {
+export function consoleHostNames(cfg: Pick<ConsoleConfig, 'listen' | 'metricsListen' | 'consoleListen' | 'peers' | 'consoleHosts'>): ReadonlySet<string> {
   const hostOf = (address: string): string =>
     address
       .slice(0, address.lastIndexOf(':'))

@@ -20,6 +20,12 @@ export type Outcome = 'committed' | 'aborted';
 /** What a question about T may be answered: final, or "ask again later". */
 export type ClusterOutcome = Outcome | 'in-progress' | 'unknown';
 
+/**
+ * A participant's answer to the status question about T (parallel commit's
+ * recovery): YES-equivalent (prepared, committed) or never (aborted, refused).
+ */
+export type TxnStatus = 'prepared' | 'committed' | 'aborted' | 'refused';
+
 export const outcomeOfDecision = (d: DecisionOutcome): Outcome => (d === 'commit' ? 'committed' : 'aborted');
 export const decisionOfOutcome = (o: Outcome): DecisionOutcome => (o === 'committed' ? 'commit' : 'abort');
 

@@ -47,6 +47,7 @@
 //   at any clockAtMs at most one holder has expiresAtMs > clockAtMs;
 //   the table holds no released lease, and at most LEASES_MAX leases.
 
+import type { TaggedProductTable } from '../commit/product-table.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
 
 export const LEASES_MAX = 10_000;
@@ -146,7 +147,15 @@ const clientKey = (owner: string, holder: string): string => (owner !== '' ? own
 /** A holder as a reason names it. */
 const holderName = (holder: string, owner: string): string => (owner === '' ? holder : `${holder} (${owner})`);
 
-export class LeaseTable {
+/**
+ * The lease table: a product table beside the decision table under the
+ * node's state machine, fed by entries of its own tag (TAG_LEASE) and kept in
+ * the snapshot's top-level `leases` (src/commit/product-table.ts).
+ */
+export class LeaseTable implements TaggedProductTable {
+  readonly product = 'lease';
+  readonly tag = TAG_LEASE;
+  readonly section = 'leases';
   /**
    * The leases held, live or expired and not yet swept: never a released one.
    * In the order they were last granted or renewed (each grant or renewal
@@ -168,6 +177,22 @@ export class LeaseTable {
     private readonly leasesMax = LEASES_MAX,
     private readonly perClientMax = LEASES_PER_CLIENT_MAX,
   ) {}
+
+  entryProblem(data: Uint8Array): string | null {
+    return checkedLeaseCommand(data).problem;
+  }
+
+  /** Applies a lease entry; its result is `last`, for the proposer's callback. */
+  applyEntry(data: Uint8Array, index: number): string | null {
+    const { cmd, problem } = checkedLeaseCommand(data);
+    if (cmd === null) return problem;
+    this.apply(cmd, index);
+    return null;
+  }
+
+  empty(): LeaseTable {
+    return new LeaseTable(this.leasesMax, this.perClientMax);
+  }
 
   apply(cmd: LeaseCommand, index: number): LeaseResult {
     this.clockAtMs = Math.max(this.clockAtMs, cmd.atMs);

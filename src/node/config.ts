@@ -11,6 +11,7 @@ import { ANSWER_STREAM_UNREAD_MAX } from '../transport/request-stream.ts';
 import { checkAddresses } from './config-addresses.ts';
 import { defaultEngineConfig } from '../commit/engine-types.ts';
 import { describeSource, envName, mergeOverrides, OverrideError, type Source } from './config-sources.ts';
+import { ID } from '../domain/id.ts';
 
 export interface NodeConfig {
   /** The file this came from, for error messages; "(no file)" when every key came from the environment and flags. */
@@ -119,7 +120,6 @@ export class ConfigError extends Error {
   }
 }
 
-const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const ADDRESS = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 

@@ -37,6 +37,8 @@ import type { Driver } from './driver.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
 import { notLeader, toServiceError } from './raft-node-service.ts';
 import type { BoundedLog } from './core.ts';
+import { ID } from '../domain/id.ts';
+import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 
 const OUTCOME: Record<OutcomeAnswer['outcome'], OutcomeName> = {
   committed: 'OUTCOME_COMMITTED',
@@ -67,10 +69,7 @@ function engineStatus(err: EngineError): grpc.ServiceError {
   return Object.assign(new Error(err.message), { code, details: err.message, metadata: md });
 }
 
-const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 /** Free text an operator gives (who, why): bounded, so a log entry stays small. */
-const OPERATOR_CHARS_MAX = 128;
-const REASON_CHARS_MAX = 1_000;
 
 /** Who performs an operator's act: the `verdict-operator` metadata the CLI sets ($USER@hostname or --operator). */
 export function operatorOf(call: grpc.ServerUnaryCall<unknown, unknown>): string {

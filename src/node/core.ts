@@ -13,7 +13,7 @@
 // What happens where, in the order the driver calls back:
 //   applied entry → every result of it (a decision batch entry holds many)
 //     → observers (the console's timeline, the simulator's checker)
-//     → routed: a saga result to the saga engine, any other to the commit engine
+//     → routed: a product table's result (a saga's) to its engine, any other to the commit engine
 //   leadership (an entry of this term applied) → commit engine, then sagas
 //   membership change applied → the Membership holder, then observers
 //   proposals (engine, sagas) → batcher (one turn, one batch) → driver,
@@ -25,10 +25,10 @@
 
 import { CoordinatorEngine, type EngineConfig, type EngineIO } from '../commit/engine.ts';
 import { eachResult } from '../commit/decision-batch.ts';
+import type { ProductApplyResult } from '../commit/product-table.ts';
 import type { ApplyResult, Command, DecisionTable } from '../commit/state.ts';
 import type { RawNode, Ready } from '../raft/raw-node.ts';
 import type { ConfState, Entry, Message, NodeId } from '../raft/types.ts';
-import type { SagaApplyResult } from '../saga/state.ts';
 import type { LogStore } from '../storage/types.ts';
 import type { Transport } from '../transport/types.ts';
 import { assert } from '../util/assert.ts';
@@ -80,10 +80,14 @@ export interface NodeCoreObserver {
   onProposalFailed?(cmd: Command, err: Error): void;
 }
 
-/** Another engine fed from the same log and leadership (src/node/saga-service.ts). */
+/**
+ * A product's engine fed from the same log and leadership (sagas:
+ * src/node/saga-service.ts): it hears every product table's applied result
+ * (src/commit/product-table.ts) and takes its own by `product`.
+ */
 export interface CoreExtension {
   setLeadership(term: number): void;
-  onApplied(result: SagaApplyResult): void;
+  onApplied(result: ProductApplyResult): void;
   tick(): void;
 }
 
@@ -256,12 +260,12 @@ export class NodeCore {
   }
 
   /**
-   * Where one applied result goes: a saga's to the saga engine, any other
-   * to the commit engine (which ignores what is not its own). Test code
+   * Where one applied result goes: a product table's (a saga's) to the
+   * product's engine, any other to the commit engine (which ignores what is not its own). Test code
    * overrides it to break the wiring on purpose (test/sim/protocol-mutants.ts).
    */
   protected route(_entry: Entry, result: ApplyResult): void {
-    if (result.t === 'saga') this.extension?.onApplied(result);
+    if (result.t === 'product') this.extension?.onApplied(result);
     else this.engine.onApplied(result);
   }
 

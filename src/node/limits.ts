@@ -19,7 +19,8 @@ import * as grpc from '@grpc/grpc-js';
 import type { CoordinatorHandlers, CoordinatorMethod } from '../transport/coordinator-rpc.ts';
 import { peerCertificate, subjectField, type AuthenticatedCall } from '../transport/tls.ts';
 import { TXN_ID_CHARS_MAX, TXN_ID_PATTERN } from '../domain/txn-id.ts';
-import { checkString, endpointProblem, ID_CHARS_MAX, invalidArgument, quote, REASON_CHARS_MAX, Refusals, type RefusalClass } from '../transport/validate.ts';
+import { checkString, endpointProblem, ID_CHARS_MAX, invalidArgument, quote, Refusals, type RefusalClass } from '../transport/validate.ts';
+import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 
 export { REFUSAL_CLASSES, Refusals, type RefusalClass } from '../transport/validate.ts';
 

@@ -1,17 +1,26 @@
 // The node's replicated state machine: the decision table of the commit
-// engine, plus a small key/value map kept for exercising the raw replicated
-// log (`verdict put/get`, the Raft benchmarks). Each command's first byte
-// says which one it is for.
+// engine, the product tables beside it (sagas, leases:
+// src/commit/product-table.ts; the node's composition hands them in:
+// ./products.ts), plus a small key/value map kept for exercising the raw
+// replicated log (`verdict put/get`, the Raft benchmarks). Each entry's first
+// byte says which one it is for; a JSON command's kind says which table
+// applies it.
 
 import { checkedCommand, commandProblem } from '../commit/command-check.ts';
-import { decodeDecisionBatch, isDecisionBatch, type BatchDecoded } from '../commit/decision-batch.ts';
-import { DecisionTable, isCommand, type ApplyResult } from '../commit/state.ts';
-import { checkedLeaseCommand, isLeaseCommand, LeaseTable } from '../lease/state.ts';
+import { decodeDecisionBatch, isDecisionBatch, type BatchDecoded, TAG_DECISION_BATCH } from '../commit/decision-batch.ts';
+import type { AnyProductTable, ProductCommand, ProductTable, TaggedProductTable } from '../commit/product-table.ts';
+import { DecisionTable, isCommand, TAG_COMMAND, type ApplyResult, type DecisionCommand } from '../commit/state.ts';
 import { decodeConfChange, type ConfChange } from '../raft/confchange.ts';
 import { EntryType, type Entry } from '../raft/types.ts';
+import { assert } from '../util/assert.ts';
 import { UnappliableEntryError, type StateMachine } from './driver.ts';
 
 const TAG_PUT = 0x01;
+/** The entry tags the kernel reads itself: a put, a JSON command (src/commit/state.ts), a decision batch (src/commit/decision-batch.ts). */
+const KERNEL_TAGS: readonly number[] = [TAG_PUT, TAG_COMMAND, TAG_DECISION_BATCH];
+
+const isTagged = (p: AnyProductTable): p is TaggedProductTable => 'tag' in p;
+const commandTables = (products: readonly AnyProductTable[]): ProductTable[] => products.filter((p): p is ProductTable => !isTagged(p));
 
 /** A key/value write: [0x01][u16 key length][key][value]. */
 export function encodePut(key: string, value: Uint8Array): Uint8Array {
@@ -36,9 +45,10 @@ function putProblem(data: Uint8Array): string | null {
  * Why this node could not apply an entry with this payload, or null: what a
  * follower checks before it accepts an append (src/transport/raft-edge.ts).
  * An entry it accepted is one it can apply, so no peer can plant an entry
- * that stops this node on every restart.
+ * that stops this node on every restart. `products`: the product tables
+ * the node's state machine holds, whose commands it checks too.
  */
-export function entryProblem(type: EntryType, data: Uint8Array): string | null {
+export function entryProblem(type: EntryType, data: Uint8Array, products: readonly AnyProductTable[] = []): string | null {
   if (type === EntryType.ConfChange) {
     try {
       return addressesProblem(decodeMemberContext(decodeConfChange(data).context));
@@ -49,11 +59,12 @@ export function entryProblem(type: EntryType, data: Uint8Array): string | null {
   // A leader's empty entry carries no command.
   if (data.byteLength === 0) return null;
   if (data[0] === TAG_PUT) return putProblem(data);
-  // Leases (src/lease/state.ts): their own tag and checks.
-  if (isLeaseCommand(data)) return checkedLeaseCommand(data).problem;
+  // A product's entries of its own tag (leases): its own checks.
+  const tagged = products.find((p): p is TaggedProductTable => isTagged(p) && p.tag === data[0]);
+  if (tagged) return tagged.entryProblem(data);
   // The Decides and Forgets of one proposal batch (src/commit/decision-batch.ts).
   if (isDecisionBatch(data)) return decodeDecisionBatch(data).problem;
-  return commandProblem(data);
+  return commandProblem(data, commandTables(products));
 }
 
 /** Why a member address map (a membership change's context, a snapshot's members) is unusable, or null. */
@@ -68,9 +79,11 @@ function addressesProblem(addresses: ReadonlyMap<unknown, unknown>): string | nu
  * Why this node could not restore a snapshot with this data, or null: the
  * data is restored into a scratch state machine, so whatever passes is
  * exactly what restore() takes (snapshots are rare; the double work is not).
+ * `products`: the product tables the node's state machine holds; the
+ * scratch machine holds empty ones of the same kinds.
  */
-export function snapshotProblem(data: Uint8Array): string | null {
-  const scratch = new NodeStateMachine();
+export function snapshotProblem(data: Uint8Array, products: readonly AnyProductTable[] = []): string | null {
+  const scratch = new NodeStateMachine(products.map((p) => p.empty()));
   try {
     scratch.restore(data);
   } catch (err) {
@@ -103,13 +116,50 @@ export function decodeMemberContext(data: Uint8Array): Map<string, string> {
 export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   readonly kv = new Map<string, Uint8Array>();
   readonly table = new DecisionTable();
-  /** Leases with an epoch (src/lease/state.ts); a lease command applies to null, its result is `leases.last`. */
-  readonly leases = new LeaseTable();
   /** Members' addresses as of the last applied membership change; empty until the first one (the config file's peers hold until then). */
   readonly members = new Map<string, string>();
 
-  /** `decodeBatch`: how a decision batch entry is read (the simulator injects a broken one to watch its checker catch it). */
-  constructor(private readonly decodeBatch: (data: Uint8Array) => BatchDecoded = decodeDecisionBatch) {}
+  /** The product tables whose commands ride the decision log's JSON command entries (sagas). */
+  private readonly commandTables: readonly ProductTable[];
+  /** Each of those by the command kinds it applies. */
+  private readonly productOf = new Map<string, ProductTable>();
+  /** The product tables with entries of their own (leases), by tag. */
+  private readonly taggedOf = new Map<number, TaggedProductTable>();
+
+  /**
+   * `products`: the product tables beside the decision table (the node's
+   * composition decides which: ./products.ts), fed from the same log and
+   * kept in the same snapshots. `decodeBatch`: how a decision batch entry is
+   * read (the simulator injects a broken one to watch its checker catch it).
+   */
+  constructor(
+    readonly products: readonly AnyProductTable[] = [],
+    private readonly decodeBatch: (data: Uint8Array) => BatchDecoded = decodeDecisionBatch,
+  ) {
+    this.commandTables = commandTables(products);
+    for (const p of this.commandTables) {
+      for (const kind of p.kinds) {
+        assert(kind.startsWith(`${p.product}.`), `product ${p.product}'s command kind ${kind} is named <product>.<verb>`);
+        assert(!this.productOf.has(kind), `command kind ${kind} has one product table`);
+        this.productOf.set(kind, p);
+      }
+    }
+    for (const p of products) {
+      if (!isTagged(p)) continue;
+      assert(!KERNEL_TAGS.includes(p.tag) && !this.taggedOf.has(p.tag), `entry tag ${p.tag} of product ${p.product} is no other table's`);
+      this.taggedOf.set(p.tag, p);
+    }
+  }
+
+  /** Why this node could not apply an entry (see entryProblem), with this machine's product tables. */
+  entryProblem(type: EntryType, data: Uint8Array): string | null {
+    return entryProblem(type, data, this.products);
+  }
+
+  /** Why this node could not restore a snapshot (see snapshotProblem), with this machine's product tables. */
+  snapshotProblem(data: Uint8Array): string | null {
+    return snapshotProblem(data, this.products);
+  }
 
   applyConfChange(cc: ConfChange, e: Entry): void {
     let addresses: Map<string, string>;
@@ -128,9 +178,12 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
     // would let this replica diverge from the others. Peers cannot send one
     // (the edge checks every entry), so it is this node's own log that is damaged.
     if (isCommand(e.data)) {
-      const { cmd, problem } = checkedCommand(e.data);
+      const { cmd, problem } = checkedCommand(e.data, this.commandTables);
       if (cmd === null) throw new UnappliableEntryError(e.index, problem);
-      return this.table.apply(cmd, e.index);
+      // checkedCommand took the kind as the decision table's or as one of these tables'.
+      const product = this.productOf.get(cmd.t);
+      if (product) return product.apply(cmd as ProductCommand, e.index);
+      return this.table.apply(cmd as DecisionCommand, e.index);
     }
     if (isDecisionBatch(e.data)) {
       const { cmds, problem } = this.decodeBatch(e.data);
@@ -140,10 +193,11 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
       for (let i = 0; i < cmds.length; i++) results[i] = this.table.apply(cmds[i], e.index);
       return { t: 'batch', results };
     }
-    if (isLeaseCommand(e.data)) {
-      const { cmd, problem } = checkedLeaseCommand(e.data);
-      if (cmd === null) throw new UnappliableEntryError(e.index, problem);
-      this.leases.apply(cmd, e.index);
+    const tagged = this.taggedOf.get(e.data[0]);
+    if (tagged) {
+      // Its result is the table's to hand to the proposer (a lease's: LeaseTable.last).
+      const problem = tagged.applyEntry(e.data, e.index);
+      if (problem !== null) throw new UnappliableEntryError(e.index, problem);
       return null;
     }
     if (e.data[0] === TAG_PUT) {
@@ -159,17 +213,24 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   snapshot(): Uint8Array {
     const kv: [string, string][] = [];
     for (const [k, v] of this.kv) kv.push([k, Buffer.from(v).toString('base64')]);
-    return Buffer.from(JSON.stringify({ kv, table: this.table.toJSON(), members: [...this.members], leases: this.leases.toJSON() }));
+    // A command product's section rides in the table object (src/commit/state.ts toJSON says where);
+    // a tagged product's sits at the top level after the members.
+    const sections: Record<string, unknown> = {};
+    for (const p of this.commandTables) sections[p.section] = p.toJSON();
+    const top: Record<string, unknown> = { kv, table: this.table.toJSON(sections), members: [...this.members] };
+    for (const p of this.taggedOf.values()) top[p.section] = p.toJSON();
+    return Buffer.from(JSON.stringify(top));
   }
 
   restore(data: Uint8Array): void {
-    const o = JSON.parse(Buffer.from(data).toString()) as { kv: [string, string][]; table: unknown; members: [string, string][]; leases: unknown };
+    const o = JSON.parse(Buffer.from(data).toString()) as { kv: [string, string][]; table: unknown; members: [string, string][] } & Record<string, unknown>;
     if (o === null || typeof o !== 'object' || !Array.isArray(o.kv) || !Array.isArray(o.members)) throw new Error('not a snapshot of this state machine');
     this.members.clear();
     for (const [id, a] of o.members) this.members.set(id, a);
     this.kv.clear();
     for (const [k, v] of o.kv) this.kv.set(k, Buffer.from(v, 'base64'));
     this.table.restoreFrom(o.table);
-    this.leases.restoreFrom(o.leases);
+    for (const p of this.commandTables) p.restoreFrom((o.table as Record<string, unknown>)[p.section]);
+    for (const p of this.taggedOf.values()) p.restoreFrom(o[p.section]);
   }
 }

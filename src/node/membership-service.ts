@@ -25,8 +25,8 @@ import type { Membership } from './membership.ts';
 import { NotLeaderError, type Driver } from './driver.ts';
 import { encodeMemberContext } from './machine.ts';
 import { notLeader, toServiceError, transferLeadership, transferWaitMs } from './raft-node-service.ts';
+import { ID } from '../domain/id.ts';
 
-const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 /** How long an add waits for the learner to catch up, unless the request says. */
 export const CATCH_UP_DEFAULT_MS = 60_000;
 const CATCH_UP_MAX_MS = 10 * 60_000;

@@ -23,6 +23,7 @@ import type { CommitAnswer } from './metrics.ts';
 import { putStreamHandler } from './put-stream.ts';
 import { raftNodeApi } from './raft-node-service.ts';
 import type { SagaWiring } from './saga-service.ts';
+import type { LeaseTable } from '../lease/state.ts';
 
 /** The node's services, added when it binds and answering UNAVAILABLE until addNodeServices opens them. */
 export interface NodeServiceGates {
@@ -48,6 +49,8 @@ export interface NodeServicesOptions {
   access: Access;
   refusals: Refusals;
   sagas: SagaWiring;
+  /** The lease table beside the decision table (./products.ts). */
+  leases: LeaseTable;
   /** Non-null while the node shuts down: what Begin and Commit answer instead of taking new work. */
   refusal: () => grpc.ServiceError | null;
   /** The leader's connection to a participant endpoint; '' when unknown. */
@@ -95,7 +98,7 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
         refusal: o.refusal,
         connection: o.connection,
       }),
-      ...leaseApi({ members, core: o.core, leases: machine.leases, nowMs: () => Date.now() }),
+      ...leaseApi({ members, core: o.core, leases: o.leases, nowMs: () => Date.now() }),
     },
     {
       quota,

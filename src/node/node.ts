@@ -48,7 +48,8 @@ import { watchCore, watchedLinks, type WatchOptions } from './core-observer.ts';
 import { snapshotStagger, UnappliableEntryError, type Driver } from './driver.ts';
 import { Handover } from './handover.ts';
 import { Refusals } from './limits.ts';
-import { entryProblem, NodeStateMachine, snapshotProblem } from './machine.ts';
+import { NodeStateMachine } from './machine.ts';
+import { nodeProducts } from './products.ts';
 import { raftMembers } from './members.ts';
 import { addNodeServices, addStartingGates, type NodeServiceGates } from './node-services.ts';
 import { loadNodeTls, type NodeTls } from './node-tls.ts';
@@ -57,6 +58,7 @@ import { OperatorPages } from './operator-pages.ts';
 import { ParticipantLink } from './participant-link.ts';
 import { REQUEST_TIMEOUT_MS } from './raft-node-service.ts';
 import { sagaWiring } from './saga-service.ts';
+import { isSagaResult } from '../saga/state.ts';
 import { StartupError } from './startup-error.ts';
 import { faultPointFromEnv } from './fault-point.ts';
 import type { EngineIO } from '../commit/engine.ts';
@@ -135,7 +137,9 @@ async function compose(
   const { store, recovered } = await openLog(cfg, address, log);
   open.add(() => store.close());
 
-  const machine = new NodeStateMachine();
+  // The product tables (sagas) beside the decision table: ./products.ts.
+  const products = nodeProducts();
+  const machine = new NodeStateMachine(products.tables);
   const rawNode = restartRaft(cfg, recovered);
   if (rawNode.raft.rejoining) {
     log.warn(
@@ -145,7 +149,7 @@ async function compose(
   }
   // The transport delivers to the core, which is built on the transport: until then nothing reaches it.
   let core: NodeCore | null = null;
-  const transport = raftTransport(cfg, rawNode, tls, log, () => core);
+  const transport = raftTransport(cfg, rawNode, machine, tls, log, () => core);
   open.add(() => transport.close());
   const link = new ParticipantLink(cfg.clusterId, tls ? (id) => tls.participant(id) : undefined, cfg.decisionLingerMs);
   open.add(() => link.close());
@@ -196,7 +200,8 @@ async function compose(
     members: c.membership,
     access,
     table: machine.table,
-    propose: (cmd, cb) => c.propose(cmd, (err, r) => (err ? cb(err) : r && r.t === 'saga' ? cb(null, r) : cb(new Error('no result')))),
+    sagas: products.sagas,
+    propose: (cmd, cb) => c.propose(cmd, (err, r) => (err ? cb(err) : r && isSagaResult(r) ? cb(null, r) : cb(new Error('no result')))),
     leader: () => c.driver.leader(),
     log,
     credentials: tls ? (id) => tls.participant(id) : undefined,
@@ -213,6 +218,7 @@ async function compose(
     cfg,
     gates,
     core: c,
+    leases: products.leases,
     address,
     access,
     refusals,
@@ -390,7 +396,7 @@ function dialed(cfg: NodeConfig, peers: ReadonlyMap<string, string>): Map<string
 }
 
 /** The gRPC transport to the other nodes, delivering to the core once there is one. */
-function raftTransport(cfg: NodeConfig, rawNode: RawNode, tls: NodeTls | null, log: Logger, core: () => NodeCore | null): GrpcTransport {
+function raftTransport(cfg: NodeConfig, rawNode: RawNode, machine: NodeStateMachine, tls: NodeTls | null, log: Logger, core: () => NodeCore | null): GrpcTransport {
   return new GrpcTransport({
     clusterId: cfg.clusterId,
     selfId: cfg.nodeId,
@@ -401,8 +407,9 @@ function raftTransport(cfg: NodeConfig, rawNode: RawNode, tls: NodeTls | null, l
     // who may send us Raft traffic (src/node/members.ts); the config file's peers until a configuration is known.
     members: raftMembers(rawNode, () => new Set(cfg.peers.keys())),
     term: () => rawNode.raft.term,
-    entryProblem,
-    snapshotProblem,
+    // What this node's state machine (its product tables included) can apply and restore.
+    entryProblem: (type, data) => machine.entryProblem(type, data),
+    snapshotProblem: (data) => machine.snapshotProblem(data),
     logger: log,
     ...(tls ? { credentialsFor: tls.peer, authorizePeer: tls.authorizePeer } : {}),
   });

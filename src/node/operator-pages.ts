@@ -13,7 +13,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { consoleHandler, type ConsoleDeps } from '../console/api.ts';
+import { consoleHandler, type ConsoleNodeState } from '../console/api.ts';
 import { PeerHealth } from '../console/peer-health.ts';
 import { ConsoleListenError, serveConsole, type ConsoleServer } from '../console/server.ts';
 import { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
@@ -26,6 +26,7 @@ import type { Refusals } from './limits.ts';
 import type { NodeMetrics } from './metrics.ts';
 import type { NodeTls } from './node-tls.ts';
 import type { ParticipantLink } from './participant-link.ts';
+import { transferLeadership, transferWaitMs } from './raft-node-service.ts';
 import type { SagaMetrics } from './saga-metrics.ts';
 import type { SagaWiring } from './saga-service.ts';
 import { StartupError } from './startup-error.ts';
@@ -122,7 +123,7 @@ export class OperatorPages {
       access: src.access,
     });
     const { SagaMetrics } = await import('./saga-metrics.ts');
-    this.sagaMetrics = new SagaMetrics(this.metrics.registry, { engine: () => src.sagas.engine, table: () => core.machine.table.sagas });
+    this.sagaMetrics = new SagaMetrics(this.metrics.registry, { engine: () => src.sagas.engine, table: () => src.sagas.table });
     const m = this.metricsServer;
     if (m) this.log.info({ metrics: `http://${m.address}/metrics`, console: `http://${m.address}/` }, 'serving Prometheus metrics and the web console');
     const c = this.consoleServer;
@@ -135,9 +136,19 @@ export class OperatorPages {
     await this.consoleServer?.close();
   }
 
-  private state(): ReturnType<ConsoleDeps['state']> {
+  /** The node as the console reads it (src/console/api.ts ConsoleNodeState); null until the core is up. */
+  private state(): ConsoleNodeState | null {
     const c = this.core;
-    return c === null ? null : { driver: c.driver as Driver<unknown>, engine: c.engine, table: c.machine.table, members: c.membership };
+    if (c === null) return null;
+    const driver = c.driver as Driver<unknown>;
+    return {
+      driver,
+      engine: c.engine,
+      table: c.machine.table,
+      members: c.membership,
+      transferWaitMs: transferWaitMs(this.cfg),
+      transferLeader: (to, timeoutMs) => transferLeadership(this.cfg, driver, to, timeoutMs),
+    };
   }
 }
 

@@ -9,7 +9,7 @@ import type { ParticipantRecord } from '../commit/state.ts';
 import * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
 import { decisionToWire, prepareToWire, statusFromWire, voteFromWire } from '../transport/participant-wire.ts';
-import type { TxnStatus } from '../participant/types.ts';
+import type { TxnStatus } from '../domain/protocol.ts';
 import { ParticipantExchange } from '../transport/participant-exchange.ts';
 
 /**

@@ -15,8 +15,9 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { DecisionTable } from '../commit/state.ts';
+import type { ProductApplyResult } from '../commit/product-table.ts';
 import { SagaEngine, SagaError, type SagaEngineConfig, type StepAnswer } from '../saga/engine.ts';
-import { isTerminal, type SagaApplyResult, type SagaCommand, type SagaRecord, type SagaStepDef } from '../saga/state.ts';
+import { isSagaResult, isTerminal, type SagaApplyResult, type SagaCommand, type SagaRecord, type SagaStepDef, type SagaTable } from '../saga/state.ts';
 import type { AuthenticatedCall } from '../transport/tls.ts';
 import type { Access } from '../transport/auth.ts';
 import { SagaStepClient, type SagaInfo, type SagasHandlers } from '../transport/saga-rpc.ts';
@@ -25,6 +26,7 @@ import { clientOf } from './limits.ts';
 import type { NodeConfig } from './config.ts';
 import type { Membership } from './membership.ts';
 import { notLeader } from './raft-node-service.ts';
+import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 
 /** Step service channels kept open; beyond this the least recently used is closed. */
 const CHANNELS_MAX = 256;
@@ -35,13 +37,15 @@ const LIST_MAX = 1_000;
 /** One ListSagas page holds about this many bytes at most (one saga at the most is about 0.8 MiB, so one always fits). */
 export const LIST_PAGE_BYTES_MAX = 1024 * 1024;
 const PAGE_TOKEN = /^[0-9]{1,16}$/;
-const REASON_CHARS_MAX = 1_000;
 
 export interface SagaWiring {
   engine: SagaEngine;
+  /** The saga table the engine reads (the node's state machine holds it: ./products.ts). */
+  table: SagaTable;
   handlers: SagasHandlers;
   setLeadership(term: number): void;
-  onApplied(r: SagaApplyResult): void;
+  /** A product table's applied result; the saga table's reach the engine, any other product's are not for it. */
+  onApplied(r: ProductApplyResult): void;
   tick(): void;
   close(): void;
 }
@@ -50,7 +54,10 @@ export interface SagaWiringOptions {
   cfg: NodeConfig;
   /** The cluster's members as this node knows them (src/node/membership.ts), for redirects. */
   members: Membership;
+  /** The decision table, for the registered step services. */
   table: DecisionTable;
+  /** The saga table beside it in the node's state machine (./products.ts). */
+  sagas: SagaTable;
   /** The node's batched proposals (group commit across sagas and commits). */
   propose(cmd: SagaCommand, cb: (err: Error | null, r?: SagaApplyResult) => void): void;
   /** Who this node believes leads, for redirects. */
@@ -86,7 +93,7 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
     return c;
   };
   const engine = new SagaEngine(
-    o.table.sagas,
+    o.sagas,
     o.table.participants,
     {
       nowMs: () => Date.now(),
@@ -153,7 +160,7 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       const steps: SagaStepDef[] = r.steps.map((s) => ({ service: s.service, name: s.name, input: s.input }));
       const pivot = r.pivotPlusOne === 0 ? null : r.pivotPlusOne - 1;
       // A repeated start answers with the saga as it is: only to whoever may read it.
-      const existing = o.table.sagas.sagas.get(r.sagaId);
+      const existing = o.sagas.sagas.get(r.sagaId);
       const refused = existing ? mayRead(call, existing, 'a repeated start') : null;
       if (refused) return cb(refused);
       engine.start(r.sagaId, steps, pivot, answer(cb), who(call));
@@ -161,11 +168,11 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
     SagaStatus: (call, cb) => {
       const { sagaId, waitMs } = call.request;
       const now = (): void => {
-        const s = o.table.sagas.sagas.get(sagaId);
+        const s = o.sagas.sagas.get(sagaId);
         if (!s) return cb(fail(new SagaError('not-found', `no saga ${sagaId} on node ${o.cfg.nodeId} (it may not be applied here yet, or the id is wrong)`)));
         cb(null, sagaInfo(s));
       };
-      const s = o.table.sagas.sagas.get(sagaId);
+      const s = o.sagas.sagas.get(sagaId);
       // The starter never changes, so one check before any wait covers the answer after it. A step service
       // of the saga may read its status too: it confirms a saga's end with the cluster before taking End.
       const stepService =
@@ -195,7 +202,7 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       const { pageToken, stuckOnly } = call.request;
       if (pageToken !== '' && !PAGE_TOKEN.test(pageToken))
         return cb(invalid(`page_token ${JSON.stringify(pageToken.slice(0, 40))} is not one this node gave: pass next_page_token of the page before, or nothing for the first page`));
-      const page = sagaPage(o.table.sagas.sagas.values(), {
+      const page = sagaPage(o.sagas.sagas.values(), {
         afterIndex: pageToken === '' ? -1 : Number(pageToken),
         limit: Math.min(call.request.limit || LIST_MAX, LIST_MAX),
         bytesMax: LIST_PAGE_BYTES_MAX,
@@ -224,9 +231,11 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
 
   return {
     engine,
+    table: o.sagas,
     handlers,
     setLeadership: (term) => engine.setLeadership(term),
     onApplied: (r) => {
+      if (!isSagaResult(r)) return;
       engine.onApplied(r);
       const s = r.saga;
       if (!s || !isTerminal(s.state)) return;

@@ -26,13 +26,12 @@ import pg from 'pg';
 import { gidOf, gidPrefix, parseGid } from './postgres-gid.ts';
 import { describePgError, redact, sqlGid } from './postgres-sql.ts';
 import type { EngineLog, Outcome, TxnId } from './types.ts';
+import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 
 export const HEURISTIC_TABLE = 'verdict_heuristics';
 
 /** A pool or one connection: each statement here stands alone. */
 type Db = pg.Pool | pg.Client | pg.PoolClient;
-export const OPERATOR_CHARS_MAX = 128;
-export const REASON_CHARS_MAX = 1_000;
 
 /** One operator's act at this participant. */
 export interface HeuristicAct {

@@ -24,7 +24,8 @@ import { ParticipantError } from './types.ts';
 import type { CallerCheck } from './node-callers.ts';
 import { TXN_ID_CHARS_MAX, txnIdProblem } from '../domain/txn-id.ts';
 import type { OptionalMethod } from '../domain/protocol.ts';
-import { ID_CHARS_MAX, quote, REASON_CHARS_MAX } from '../transport/validate.ts';
+import { ID_CHARS_MAX, quote } from '../transport/validate.ts';
+import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 
 /** More participants than a coordinator ever enlists (its participantsMax is 64). */
 const PARTICIPANTS_MAX = 1_024;

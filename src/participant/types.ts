@@ -8,7 +8,7 @@ import type { ClusterOutcome, Outcome } from '../domain/protocol.ts';
 import type { TxnId } from '../domain/txn-id.ts';
 
 // The protocol's vocabulary is the domain's (src/domain); re-exported for the participant package.
-export type { ClusterOutcome, Outcome } from '../domain/protocol.ts';
+export type { ClusterOutcome, Outcome, TxnStatus } from '../domain/protocol.ts';
 export type { TxnId } from '../domain/txn-id.ts';
 
 /** Journal records of the transaction state machine: (none) → prepared → committed | aborted. */
@@ -43,9 +43,6 @@ export type TxnRecord = PreparedRecord | DecidedRecord | RefusedRecord;
 
 /** What a participant remembers of a decided or refused transaction. */
 export type Settled = Outcome | 'refused';
-
-/** The answer to the status question about T (parallel commit's recovery): YES-equivalent (prepared, committed) or never (aborted, refused). */
-export type TxnStatus = 'prepared' | 'committed' | 'aborted' | 'refused';
 
 /** A compaction snapshot's chunk of committed key/value data (memory resource). */
 export interface DataRecord {

@@ -1,7 +1,8 @@
 // The replicated saga table: saga records applied from the same Raft log as
-// the commit decisions (src/commit/state.ts holds one and routes `saga.*`
-// commands here). Pure and deterministic, like the decision table: time comes
-// inside the commands.
+// the commit decisions. A product table (src/commit/product-table.ts): the
+// node's state machine holds it beside the decision table and routes
+// `saga.*` commands here (src/node/products.ts wires it in). Pure and
+// deterministic, like the decision table: time comes inside the commands.
 //
 // A saga is an ordered list of steps, each an action with a compensation,
 // served by a step service. Every transition the orchestrator makes is a
@@ -23,12 +24,32 @@
 // transaction decisions do (src/domain/id-newness.ts): a start with a
 // forgotten id is refused, never run again.
 
-import type { OperatorAct } from '../commit/state.ts';
+import type { ProductApplyResult, ProductTable } from '../commit/product-table.ts';
 import { beyondHorizon, iso } from '../domain/id-newness.ts';
 import { txnIdAtMs } from '../domain/txn-id.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
+import { SAGA_COMMAND_KINDS, sagaCommandProblem, sagaDefProblem, sagaOwnerProblem, type SagaCommand, type SagaCommandKind, type SagaStepDef, type StepKind } from './commands.ts';
 
-export type StepKind = 'action' | 'compensate';
+// The command vocabulary (./commands.ts), for the saga table's importers.
+export {
+  isSagaCommand,
+  SAGA_COMMAND_KINDS,
+  SAGA_ID_BYTES_MAX,
+  SAGA_OWNER_CHARS_MAX,
+  SAGA_TEXT_BYTES_MAX,
+  sagaCommandProblem,
+  sagaDefProblem,
+  sagaOwnerProblem,
+  STEP_NAME_CHARS_MAX,
+  STEP_SERVICE,
+  STEP_TEXT_BYTES_MAX,
+  STEPS_MAX,
+  type SagaCommand,
+  type SagaCommandKind,
+  type SagaStepDef,
+  type StepKind,
+} from './commands.ts';
+
 /**
  * A step's place in its saga:
  *   pending       not reached yet
@@ -41,15 +62,6 @@ export type StepKind = 'action' | 'compensate';
 export type StepStatus = 'pending' | 'running' | 'done' | 'failed' | 'compensating' | 'compensated';
 export type SagaState = 'running' | 'compensating' | 'finished' | 'compensated';
 export const SAGA_STATES: readonly SagaState[] = ['running', 'compensating', 'finished', 'compensated'];
-
-export interface SagaStepDef {
-  /** The registered step service that serves this step (a participant id). */
-  service: string;
-  /** What the step service runs, by name (its handler). */
-  name: string;
-  /** Opaque to Verdict: the step's input, as the application wrote it. */
-  input: string;
-}
 
 /** Why a saga waits for someone: the call it keeps retrying, how often, and its last error. */
 export interface StuckMark {
@@ -98,26 +110,13 @@ export interface SagaRecord {
   index: number;
 }
 
-export type SagaCommand =
-  // `owner` is absent in starts logged before starters were recorded.
-  | { t: 'saga.start'; sagaId: string; steps: SagaStepDef[]; pivot: number | null; atMs: number; owner?: string }
-  // An answer to the saga's current call: DONE, FAILED (a refusal, action only), or
-  // ABANDONED (the orchestrator gave up on an action that kept erroring: it may
-  // have run, so it is compensated too). `operator` is set by `verdict saga resolve`.
-  | { t: 'saga.result'; sagaId: string; step: number; kind: StepKind; outcome: 'done' | 'failed' | 'abandoned'; output: string; reason: string; atMs: number; operator?: OperatorAct }
-  | { t: 'saga.stuck'; sagaId: string; step: number; kind: StepKind; attempts: number; lastError: string; atMs: number }
-  | { t: 'saga.retry'; sagaId: string; operator: string; reason: string; atMs: number }
-  | { t: 'saga.ended'; sagaIds: string[] };
-
-export type SagaCommandKind = SagaCommand['t'];
-export const SAGA_COMMAND_KINDS: readonly SagaCommandKind[] = ['saga.start', 'saga.result', 'saga.stuck', 'saga.retry', 'saga.ended'];
-
 /**
  * What applying a saga command did. `changed` false: a repeat (R7) or a
  * refusal, and then `problem` says why; the saga is as it was.
  */
-export interface SagaApplyResult {
-  t: 'saga';
+export interface SagaApplyResult extends ProductApplyResult {
+  t: 'product';
+  product: 'saga';
   op: SagaCommandKind;
   sagaId: string;
   saga: SagaRecord | null;
@@ -125,22 +124,11 @@ export interface SagaApplyResult {
   problem: string | null;
 }
 
-export function isSagaCommand(c: { t: string }): c is SagaCommand {
-  return c.t.startsWith('saga.');
+/** Whether an applied result is a saga table's (the node routes it to the saga engine). */
+export function isSagaResult(r: { t: string; product?: string }): r is SagaApplyResult {
+  return r.t === 'product' && r.product === 'saga';
 }
 
-export const STEPS_MAX = 64;
-export const SAGA_ID_BYTES_MAX = 128;
-/** One step's input, or one step's output or reason as a step service answers it. */
-export const STEP_TEXT_BYTES_MAX = 64 * 1024;
-/** All of one saga's inputs together, and all of its outputs together. */
-export const SAGA_TEXT_BYTES_MAX = 256 * 1024;
-/** A step's handler name: 1–128 printable ASCII characters (space included). */
-export const STEP_NAME_CHARS_MAX = 128;
-/** A step service id: a participant id (src/node/limits.ts). */
-export const STEP_SERVICE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-/** Who started a saga, as the node writes it. */
-export const SAGA_OWNER_CHARS_MAX = 256;
 /** Finished or compensated sagas kept for `saga show`; beyond it the oldest ended ones go. */
 export const SAGAS_DONE_MAX = 10_000;
 /** The same, in bytes of inputs, outputs and names (sagaBytes). */
@@ -182,46 +170,18 @@ export function outputBytes(s: Pick<SagaRecord, 'outputs'>): number {
   return n;
 }
 
-const shown = (text: string): string => (text.length > 40 ? `${JSON.stringify(text.slice(0, 40))}… (${text.length} characters)` : JSON.stringify(text));
-const printable = (text: string, min: number, max: number): boolean => {
-  if (text.length < min || text.length > max) return false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x20 || c > 0x7e) return false;
-  }
-  return true;
-};
-
-/** Why a saga definition cannot start, naming the saga and the step, or null. Every field is bounded (R9). */
-export function sagaDefProblem(sagaId: string, steps: readonly SagaStepDef[], pivot: number | null): string | null {
-  if (sagaId === '' || Buffer.byteLength(sagaId) > SAGA_ID_BYTES_MAX || !/^[\x21-\x7e]+$/.test(sagaId) || sagaId.includes('/'))
-    return `saga id ${shown(sagaId)} must be 1 to ${SAGA_ID_BYTES_MAX} printable ASCII characters without '/'`;
-  if (steps.length === 0) return `saga ${sagaId} has no steps`;
-  if (steps.length > STEPS_MAX) return `saga ${sagaId} has ${steps.length} steps (limit ${STEPS_MAX})`;
-  if (pivot !== null && (!Number.isInteger(pivot) || pivot < 0 || pivot >= steps.length)) return `saga ${sagaId}: pivot ${pivot} is not one of its steps 0..${steps.length - 1}`;
-  let inputs = 0;
-  for (const [k, s] of steps.entries()) {
-    if (s.service === '') return `saga ${sagaId} step ${k} names no step service`;
-    if (!STEP_SERVICE.test(s.service)) return `saga ${sagaId} step ${k}: step service ${shown(s.service)} is not a participant id (1–64 letters, digits, "_", "." or "-")`;
-    if (s.name === '') return `saga ${sagaId} step ${k} has no name`;
-    if (!printable(s.name, 1, STEP_NAME_CHARS_MAX)) return `saga ${sagaId} step ${k}: name ${shown(s.name)} must be 1–${STEP_NAME_CHARS_MAX} printable ASCII characters`;
-    const bytes = Buffer.byteLength(s.input);
-    if (bytes > STEP_TEXT_BYTES_MAX) return `saga ${sagaId} step ${k}: input of ${bytes} bytes (limit ${STEP_TEXT_BYTES_MAX})`;
-    inputs += bytes;
-  }
-  if (inputs > SAGA_TEXT_BYTES_MAX) return `saga ${sagaId}: its inputs hold ${inputs} bytes together (limit ${SAGA_TEXT_BYTES_MAX})`;
-  return null;
-}
-
-/** Why `owner` is not a starter the node could have written, or null. */
-export function sagaOwnerProblem(owner: unknown): string | null {
-  return typeof owner === 'string' && printable(owner, 0, SAGA_OWNER_CHARS_MAX) ? null : `a saga's starter must be at most ${SAGA_OWNER_CHARS_MAX} printable ASCII characters`;
-}
-
 /** How an evicted saga ended: all that is left of it. */
 export type SagaTombstone = 'finished' | 'compensated';
 
-export class SagaTable {
+/**
+ * The saga table: a product table beside the decision table under the
+ * node's state machine (src/commit/product-table.ts), its section `sg` in
+ * the snapshot's table object.
+ */
+export class SagaTable implements ProductTable {
+  readonly product = 'saga';
+  readonly kinds = SAGA_COMMAND_KINDS;
+  readonly section = 'sg';
   /** Running and kept sagas, oldest start first. */
   readonly sagas = new Map<string, SagaRecord>();
   /** Evicted sagas: how each ended, oldest eviction first, bounded. */
@@ -244,6 +204,15 @@ export class SagaTable {
     private readonly tombstonesMax = SAGA_TOMBSTONES_MAX,
     private readonly doneBytesMax = SAGAS_DONE_BYTES_MAX,
   ) {}
+
+  /** Why a decoded saga command is not well formed, or null. */
+  commandProblem(c: Readonly<Record<string, unknown>>): string | null {
+    return sagaCommandProblem(c);
+  }
+
+  empty(): SagaTable {
+    return new SagaTable(this.doneMax, this.tombstonesMax, this.doneBytesMax);
+  }
 
   /** Sagas started by `owner` that have not ended. */
   runningOf(owner: string): number {
@@ -282,16 +251,16 @@ export class SagaTable {
         n++;
       }
       this.evict();
-      return { t: 'saga', op: cmd.t, sagaId: cmd.sagaIds[0] ?? '', saga: null, changed: n > 0, problem: null };
+      return { t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaIds[0] ?? '', saga: null, changed: n > 0, problem: null };
     }
     const s = this.sagas.get(cmd.sagaId) ?? null;
-    const out = (changed: boolean, problem: string | null = null): SagaApplyResult => ({ t: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: s, changed, problem });
+    const out = (changed: boolean, problem: string | null = null): SagaApplyResult => ({ t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: s, changed, problem });
     if (cmd.t === 'saga.start') {
       // R7: a repeated start returns the saga as it is.
       if (s) return out(false);
       // R9: a forgotten saga is never run again.
       const problem = this.forgottenProblem(cmd.sagaId) ?? sagaDefProblem(cmd.sagaId, cmd.steps, cmd.pivot);
-      if (problem !== null) return { t: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: null, changed: false, problem };
+      if (problem !== null) return { t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: null, changed: false, problem };
       const fresh: SagaRecord = {
         id: cmd.sagaId,
         owner: cmd.owner ?? '',
@@ -312,7 +281,7 @@ export class SagaTable {
       this.runningBytes += sagaBytes(fresh);
       note(fresh, { atMs: cmd.atMs, index, what: 'started', detail: `${cmd.steps.length} steps, pivot ${cmd.pivot ?? 'none'}` });
       note(fresh, { atMs: cmd.atMs, index, what: 'sent', step: 0, kind: 'action' });
-      return { t: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: fresh, changed: true, problem: null };
+      return { t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: fresh, changed: true, problem: null };
     }
     if (!s) return out(false, `no saga ${cmd.sagaId}`);
     switch (cmd.t) {

@@ -3,7 +3,7 @@
 // 'VOTE_YES' or 'DECISION_COMMIT' is read or written.
 
 import type { Decide, Prepare, VoteAnswer } from '../domain/protocol.ts';
-import type { TxnStatus } from '../participant/types.ts';
+import type { TxnStatus } from '../domain/protocol.ts';
 import type { DecideRequest as WireDecideRequest, PrepareRequest as WirePrepareRequest, StatusAnswer as WireStatusAnswer, Vote as WireVote } from './participant-rpc.ts';
 
 export function prepareToWire(p: Prepare): WirePrepareRequest {

@@ -16,8 +16,6 @@ import type { Logger } from 'pino';
 
 /** Longest id (transaction, participant, cluster, node) accepted at the edge. */
 export const ID_CHARS_MAX = 128;
-/** Longest free text (a reason, an operator's name, a gid) accepted at the edge. */
-export const REASON_CHARS_MAX = 1_000;
 /** Longest host:port accepted at the edge (a DNS name is at most 253 characters). */
 export const ENDPOINT_CHARS_MAX = 261;
 /** How much of a refused value an error or a log line quotes. */

@@ -26,9 +26,10 @@ import fc from 'fast-check';
 import type { ApplyResult, Command } from '../../src/commit/state.ts';
 import { SagaEngine, type SagaEngineConfig, type StepAnswer, type StepRequest } from '../../src/saga/engine.ts';
 import { SagaInbox, type InboxRecord, type StepHandler } from '../../src/saga/inbox.ts';
-import { isTerminal, SagaTable, type SagaRecord, type SagaState, type SagaStepDef } from '../../src/saga/state.ts';
+import { isSagaResult, isTerminal, SagaTable, type SagaRecord, type SagaState, type SagaStepDef } from '../../src/saga/state.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { NodeStateMachine } from '../../src/node/machine.ts';
+import { nodeProducts, type NodeProducts } from '../../src/node/products.ts';
 import { systemScenarioArb } from './system-schedule.ts';
 import { SimJournal } from './system-participant.ts';
 import { DEAD, redirect, RETRYABLE, type Inc, type RpcError } from './system-rpc.ts';
@@ -75,6 +76,13 @@ class CompensateAfterPivotTable extends SagaTable {
   override compensatable(): boolean {
     return true;
   }
+}
+
+/** The saga table beside the decision table in a node's state machine. */
+function sagasOf(sm: NodeStateMachine): SagaTable {
+  const t = sm.products.find((p): p is SagaTable => p instanceof SagaTable);
+  if (!t) throw new Error('the node state machine holds no saga table');
+  return t;
 }
 
 /** The inbox with its empty-compensation rule broken: a compensation runs its effect whether or not the action ran. */
@@ -142,15 +150,16 @@ export class SagaExtension implements WorldExtension {
 
   // ---- nodes --------------------------------------------------------------
 
+  /** The node's product tables; under the pivot mutant, a saga table that breaks the pivot rule (snapshots restore into it as into the real one). */
+  products(): NodeProducts {
+    return nodeProducts(this.sc.sagaMutant === 'saga-compensate-after-pivot' ? new CompensateAfterPivotTable() : undefined);
+  }
+
   nodeStarted(node: { id: string; index: number }, inc: Inc, sm: NodeStateMachine, propose: (cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void) => void): NodeHooks {
-    if (this.sc.sagaMutant === 'saga-compensate-after-pivot') {
-      // Swapped before anything is applied; snapshots restore into it as into the real one.
-      (sm.table as { sagas: SagaTable }).sagas = new CompensateAfterPivotTable();
-    }
     const random = new Rng(this.rng.u32());
     const mutant = this.sc.sagaMutant;
     const engine = new SagaEngine(
-      sm.table.sagas,
+      sagasOf(sm),
       sm.table.participants,
       {
         nowMs: () => this.w.q.now,
@@ -183,9 +192,9 @@ export class SagaExtension implements WorldExtension {
                 1_000,
                 () => {},
               );
-            return cb(null, { t: 'saga', op: 'saga.start', sagaId: cmd.sagaId, saga: rec, changed: true, problem: null });
+            return cb(null, { t: 'product', product: 'saga', op: 'saga.start', sagaId: cmd.sagaId, saga: rec, changed: true, problem: null });
           }
-          propose(cmd, (err, r) => (err || !r || r.t !== 'saga' ? cb(err ?? new Error('no saga result')) : cb(null, r)));
+          propose(cmd, (err, r) => (err || !r || !isSagaResult(r) ? cb(err ?? new Error('no saga result')) : cb(null, r)));
         },
         callStep: (to, req, deadlineMs, cb) => {
           if (!inc.alive) return;
@@ -216,7 +225,7 @@ export class SagaExtension implements WorldExtension {
     return {
       setLeadership: (term) => engine.setLeadership(term),
       onApplied: (r) => {
-        if (r.t !== 'saga') return;
+        if (!isSagaResult(r)) return;
         if (r.op === 'saga.stuck' && r.changed && engine.isLeader()) this.stuckFlagged++;
         engine.onApplied(r);
       },
@@ -350,7 +359,7 @@ export class SagaExtension implements WorldExtension {
       (reply) => {
         const side = this.side(c.hint);
         if (!side) return;
-        reply(null, { state: side.sm.table.sagas.sagas.get(c.id)?.state ?? null, leader: side.engine.isLeader() });
+        reply(null, { state: sagasOf(side.sm).sagas.get(c.id)?.state ?? null, leader: side.engine.isLeader() });
       },
       (err: RpcError | null, a) => {
         if (!err && a?.state && isTerminal(a.state)) {
@@ -379,7 +388,7 @@ export class SagaExtension implements WorldExtension {
     for (const s of this.services.values()) if (!s.inbox) pending.push(`step service ${s.id} down`);
     const l = this.w.leader();
     if (l?.sm) {
-      const open = [...l.sm.table.sagas.sagas.values()].filter((s) => !isTerminal(s.state) || !s.ended).map((s) => `${s.id}:${s.state}${s.ended ? '' : ' (end not acknowledged)'}`);
+      const open = [...sagasOf(l.sm).sagas.values()].filter((s) => !isTerminal(s.state) || !s.ended).map((s) => `${s.id}:${s.state}${s.ended ? '' : ' (end not acknowledged)'}`);
       if (open.length > 0) pending.push(`sagas not ended on ${l.id}: ${open.join(' ')}`);
     }
     return pending.length === 0 ? null : pending.join('; ');
@@ -387,7 +396,8 @@ export class SagaExtension implements WorldExtension {
 
   final(): void {
     const v = (what: string): void => this.w.checker.violation(what);
-    const table = this.w.leader()?.sm?.table.sagas;
+    const sm = this.w.leader()?.sm;
+    const table = sm ? sagasOf(sm) : undefined;
     if (!table) return v('sagas: no leader at the end');
     const records: Seqd[] = [];
     for (const s of this.services.values()) for (const r of s.journal.durable) if (r.t === 'step') records.push(r);

@@ -19,6 +19,7 @@ import type { CoordinatorEngine, EngineConfig, OutcomeAnswer } from '../../src/c
 import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
 import { COMMIT_NOTICE_MS_DEFAULT, type Driver } from '../../src/node/driver.ts';
 import { NodeStateMachine } from '../../src/node/machine.ts';
+import { nodeProducts, type NodeProducts } from '../../src/node/products.ts';
 import type { NodeCore, NodeCoreObserver, ParticipantLinks } from '../../src/node/core.ts';
 import type { ParticipantEngine } from '../../src/participant/engine.ts';
 import {
@@ -76,11 +77,11 @@ const ENGINE_CONFIG: Partial<EngineConfig> = {
   forgetDelayMs: 200,
 };
 
-/** The node state machine, with the decision table's tombstone bound set by the scenario. */
+/** The node state machine, with the decision table's tombstone bound set by the scenario and the node's product tables. */
 class SimMachine extends NodeStateMachine {
   override readonly table: DecisionTable;
-  constructor(tombstonesMax: number | undefined, mutant: Mutant | undefined) {
-    super(mutant === 'batch-drops-last' ? batchDecoder(mutant) : undefined);
+  constructor(tombstonesMax: number | undefined, mutant: Mutant | undefined, products: NodeProducts) {
+    super(products.tables, mutant === 'batch-drops-last' ? batchDecoder(mutant) : undefined);
     this.table = tombstonesMax === undefined ? new DecisionTable() : new DecisionTable(tombstonesMax);
   }
 }
@@ -91,6 +92,8 @@ class SimMachine extends NodeStateMachine {
  * draw exactly the schedules they drew before it existed.
  */
 export interface WorldExtension {
+  /** The product tables of a node's state machine; the node's own (src/node/products.ts) when absent. */
+  products?(): NodeProducts;
   /** A node incarnation started; the hooks are called where its commit engine is. */
   nodeStarted(node: { id: NodeId; index: number }, inc: Inc, sm: NodeStateMachine, propose: (cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void) => void): NodeHooks;
   participantStarted(id: string): void;
@@ -225,7 +228,7 @@ export class SystemWorld implements FaultWorld {
       n.disk.recover(),
       this.conf,
     );
-    const sm = new SimMachine(this.sc.tombstonesMax, this.sc.mutant);
+    const sm = new SimMachine(this.sc.tombstonesMax, this.sc.mutant, this.ext?.products?.() ?? nodeProducts());
     const random = new Rng(this.rng.u32());
     this.raft.restarted(n.id);
     // The production composition (src/node/core.ts) on the simulated clock, disk, network and links.

@@ -6,7 +6,7 @@ import { batchDecoder } from '../sim/protocol-mutants.ts';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BATCH_RECORDS_MAX, batchable, decodeDecisionBatch, encodeDecisionBatch, TAG_DECISION_BATCH, type BatchCommand } from '../../src/commit/decision-batch.ts';
-import { encodeCommand, type ApplyResult, type Command } from '../../src/commit/state.ts';
+import { encodeCommand, type ApplyResult, type Command, type DecisionCommand } from '../../src/commit/state.ts';
 import type { ProposeCallback } from '../../src/node/driver.ts';
 import { entryProblem, NodeStateMachine } from '../../src/node/machine.ts';
 import { ProposalBatcher } from '../../src/node/proposal-batcher.ts';
@@ -95,7 +95,7 @@ describe('decision batch encoding', () => {
 });
 
 describe('applying batch entries; a command that fits one is refused as a JSON entry', () => {
-  const cmds: Command[] = [
+  const cmds: DecisionCommand[] = [
     { t: 'register', id: 'p1', endpoint: '127.0.0.1:1', atMs: 1, kind: 'memory' },
     { t: 'decide', txnId: 'a', outcome: 'commit', reason: '', participants: ['p1'], atMs: 2 },
     { t: 'decide', txnId: 'b', outcome: 'abort', reason: 'voted NO', participants: ['p1'], atMs: 3 },
@@ -214,7 +214,7 @@ describe('ProposalBatcher', () => {
     for (const t of ['c', 'd']) h.batcher.add({ t: 'decide', txnId: t, outcome: 'commit', reason: '', participants: [], atMs: 1 }, (err) => errs.push(err?.message ?? 'ok'));
     h.flush();
     // What the simulator's batch-drops-last mutant does: the entry applies one record too few.
-    const sm = new NodeStateMachine(batchDecoder('batch-drops-last'));
+    const sm = new NodeStateMachine([], batchDecoder('batch-drops-last'));
     h.answer(0, sm.apply(entry(10, h.proposed[1][0])));
     expect(errs).toEqual(['ok', 'entry 10 applied without a result for record 1; retry idempotently']);
     expect(sm.table.lookup('d')).toBeNull();

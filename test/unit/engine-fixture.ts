@@ -4,7 +4,7 @@
 
 import { CoordinatorEngine, type DecisionRequest, type EngineConfig, type EngineIO, type PrepareRequest } from '../../src/commit/engine.ts';
 import type { Vote } from '../../src/domain/protocol.ts';
-import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
+import { DecisionTable, type ApplyResult, type Command, type DecisionCommand } from '../../src/commit/state.ts';
 import type { TxnStatus } from '../../src/participant/types.ts';
 
 export interface PendingProposal {
@@ -71,7 +71,8 @@ export class EngineWorld {
   applyNext(): ApplyResult {
     const p = this.proposals.shift();
     if (!p) throw new Error('no proposal pending');
-    const r = this.table.apply(p.cmd, ++this.index);
+    // The commit engine proposes decision table commands only.
+    const r = this.table.apply(p.cmd as DecisionCommand, ++this.index);
     p.cb(null, r);
     this.engine.onApplied(r);
     return r;

@@ -6,7 +6,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkedLeaseCommand, encodeLeaseCommand, LEASE_TTL_MAX_MS, LeaseTable, type LeaseCommand } from '../../src/lease/state.ts';
-import { entryProblem, NodeStateMachine, snapshotProblem } from '../../src/node/machine.ts';
+import { NodeStateMachine } from '../../src/node/machine.ts';
+import { nodeProducts } from '../../src/node/products.ts';
 import { EntryType } from '../../src/raft/types.ts';
 
 const acquire = (holder: string, atMs: number, ttlMs = 1_000): LeaseCommand => ({ t: 'lease.acquire', name: 'outbox/p0', holder, ttlMs, atMs });
@@ -235,14 +236,22 @@ describe('lease table', () => {
 });
 
 describe('lease entries at the edge and in snapshots', () => {
-  const machine = (): NodeStateMachine => new NodeStateMachine();
+  /** A state machine as the node builds it, with the lease table beside the decision table. */
+  const machine = (): NodeStateMachine => new NodeStateMachine(nodeProducts().tables);
+  const leasesOf = (m: NodeStateMachine): LeaseTable => {
+    const t = m.products.find((p): p is LeaseTable => p instanceof LeaseTable);
+    if (!t) throw new Error('no lease table');
+    return t;
+  };
+  const entryProblem = (type: EntryType, data: Uint8Array): string | null => machine().entryProblem(type, data);
+  const snapshotProblem = (data: Uint8Array): string | null => machine().snapshotProblem(data);
 
   it("a well-formed lease entry passes the edge and applies; its result is the table's last", () => {
     const data = encodeLeaseCommand(acquire('relay-a', 5));
     expect(entryProblem(EntryType.Normal, data)).toBeNull();
     const m = machine();
     expect(m.apply({ type: EntryType.Normal, term: 1, index: 7, data })).toBeNull();
-    expect(m.leases.last).toMatchObject({ index: 7, granted: true });
+    expect(leasesOf(m).last).toMatchObject({ index: 7, granted: true });
   });
 
   it('refuses malformed lease entries with a reason: bad name, ttl out of range, missing epoch, unknown kind, not JSON', () => {
@@ -265,8 +274,8 @@ describe('lease entries at the edge and in snapshots', () => {
     const snap = m.snapshot();
     const r = machine();
     r.restore(snap);
-    expect(r.leases.get('outbox/p0')).toMatchObject({ holder: 'relay-a', epoch: 1, expiresAtMs: 6_000 });
-    expect(r.leases.clockAtMs).toBe(5_000);
+    expect(leasesOf(r).get('outbox/p0')).toMatchObject({ holder: 'relay-a', epoch: 1, expiresAtMs: 6_000 });
+    expect(leasesOf(r).clockAtMs).toBe(5_000);
     const old = JSON.parse(Buffer.from(snap).toString());
     expect(snapshotProblem(Buffer.from(JSON.stringify(old)))).toBeNull();
     delete old.leases;
@@ -287,11 +296,11 @@ describe('lease entries at the edge and in snapshots', () => {
     for (const [i, c] of cmds.entries()) m.apply({ type: EntryType.Normal, term: 1, index: i + 1, data: encodeLeaseCommand(c) });
     const r = machine();
     r.restore(m.snapshot());
-    expect(r.leases.get('q')).toBeNull();
-    expect(r.leases.get('p')).toMatchObject({ owner: 'CN=relay-1', epoch: 1 });
-    expect(r.leases.epochMax).toBe(2);
-    expect(r.leases.heldBy('CN=relay-1', 'r1')).toBe(1);
-    expect(r.leases.apply({ t: 'lease.acquire', name: 'q', holder: 'r2', ttlMs: 1_000, atMs: 2 }, 4).lease.epoch).toBe(3);
+    expect(leasesOf(r).get('q')).toBeNull();
+    expect(leasesOf(r).get('p')).toMatchObject({ owner: 'CN=relay-1', epoch: 1 });
+    expect(leasesOf(r).epochMax).toBe(2);
+    expect(leasesOf(r).heldBy('CN=relay-1', 'r1')).toBe(1);
+    expect(leasesOf(r).apply({ t: 'lease.acquire', name: 'q', holder: 'r2', ttlMs: 1_000, atMs: 2 }, 4).lease.epoch).toBe(3);
   });
 
   it('a snapshot of the earlier lease table (no owners, no epoch counter, released leases kept) is read: the counter starts at its largest epoch', () => {
@@ -306,10 +315,10 @@ describe('lease entries at the edge and in snapshots', () => {
     };
     const r = machine();
     r.restore(Buffer.from(JSON.stringify(snap)));
-    expect(r.leases.get('p')).toMatchObject({ holder: 'relay-a', owner: '', epoch: 3 });
-    expect(r.leases.get('q')).toBeNull();
-    expect(r.leases.epochMax).toBe(7);
-    expect(r.leases.apply({ t: 'lease.acquire', name: 'q', holder: 'relay-b', ttlMs: 1_000, atMs: 5_000 }, 9).lease.epoch).toBe(8);
+    expect(leasesOf(r).get('p')).toMatchObject({ holder: 'relay-a', owner: '', epoch: 3 });
+    expect(leasesOf(r).get('q')).toBeNull();
+    expect(leasesOf(r).epochMax).toBe(7);
+    expect(leasesOf(r).apply({ t: 'lease.acquire', name: 'q', holder: 'relay-b', ttlMs: 1_000, atMs: 5_000 }, 9).lease.epoch).toBe(8);
   });
 
   it('an owner in a lease entry must be a CN the node could have written', () => {

@@ -79,7 +79,7 @@ describe('the node core', () => {
     const seen: string[] = [];
     const ext: CoreExtension = {
       setLeadership: (term) => seen.push(`lead ${term > 0}`),
-      onApplied: (r) => seen.push(`applied ${r.op}`),
+      onApplied: (r) => seen.push(`applied ${r.product}`),
       tick: () => seen.push('tick'),
     };
     s.core.attach(ext);

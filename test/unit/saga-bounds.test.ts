@@ -8,7 +8,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { checkedCommand } from '../../src/commit/command-check.ts';
-import { DecisionTable, encodeCommand } from '../../src/commit/state.ts';
+import { encodeCommand } from '../../src/commit/state.ts';
 import { newTxnId } from '../../src/domain/txn-id.ts';
 import { sagaPage } from '../../src/node/saga-service.ts';
 import { answerProblem, SagaError, type SagaEngineConfig } from '../../src/saga/engine.ts';
@@ -57,7 +57,7 @@ describe('saga definitions: every field bounded (R9)', () => {
       expect(err?.message.length).toBeLessThan(300);
       const r = new SagaTable().apply({ ...start('s'), steps: defs }, 1);
       expect(r.problem).toMatch(refusal);
-      expect(w.table.sagas.sagas.size).toBe(0);
+      expect(w.sagas.sagas.size).toBe(0);
     });
 
   it('refuses a saga id over 128 bytes and one with "/"', () => {
@@ -131,7 +131,7 @@ describe('saga ids: an evicted id is refused, never run again (R9)', () => {
       w.applyAll();
     };
     // A table that keeps one ended saga and one tombstone.
-    const t = w.table.sagas as unknown as { doneMax: number; tombstonesMax: number };
+    const t = w.sagas as unknown as { doneMax: number; tombstonesMax: number };
     t.doneMax = 1;
     t.tombstonesMax = 1;
     const oldAtMs = w.now - 10;
@@ -139,7 +139,7 @@ describe('saga ids: an evicted id is refused, never run again (R9)', () => {
     finish(old);
     finish('trip-2');
     finish('trip-3');
-    expect(w.table.sagas.horizonAtMs).toBe(oldAtMs);
+    expect(w.sagas.horizonAtMs).toBe(oldAtMs);
     const again = startVia(w, old, steps(1));
     expect(again?.code).toBe('precondition');
     expect(again?.message).toMatch(new RegExp(`saga id ${old} was created at .*, at or before the retention horizon`));
@@ -177,12 +177,12 @@ describe('sagas per client (R9)', () => {
     w.applyAll();
     expect(startVia(w, 'b1', steps(1), 'CN=other')).toBeNull();
     expect(startVia(w, 'a4', steps(1))?.code).toBe('exhausted');
-    expect(w.table.sagas.runningOf('CN=app')).toBe(2);
+    expect(w.sagas.runningOf('CN=app')).toBe(2);
     // a1 finishes: its place is free.
     const call = w.calls.findIndex((c) => c.req.sagaId === 'a1');
     w.calls.splice(call, 1)[0]?.cb(null, DONE);
     w.applyAll();
-    expect(w.table.sagas.runningOf('CN=app')).toBe(1);
+    expect(w.sagas.runningOf('CN=app')).toBe(1);
     expect(startVia(w, 'a4', steps(1))).toBeNull();
   });
 
@@ -237,36 +237,36 @@ describe('ListSagas pages', () => {
 
 describe('saga table state in snapshots and entries', () => {
   it('snapshots carry starters, tombstones and the horizon; the quota counts survive a restore', () => {
-    const t = new DecisionTable();
-    t.sagas.apply(start('run-1', 'CN=alice'), 1);
-    const s = t.sagas as unknown as { doneMax: number; tombstonesMax: number };
+    const t = new SagaTable();
+    t.apply(start('run-1', 'CN=alice'), 1);
+    const s = t as unknown as { doneMax: number; tombstonesMax: number };
     s.doneMax = 1;
     s.tombstonesMax = 1;
-    for (const [i, id] of [timed(1_000), timed(2_000), timed(3_000)].entries()) runToEnd(t.sagas, id, 10 + i * 3);
-    const copy = new DecisionTable();
+    for (const [i, id] of [timed(1_000), timed(2_000), timed(3_000)].entries()) runToEnd(t, id, 10 + i * 3);
+    const copy = new SagaTable();
     copy.restoreFrom(JSON.parse(JSON.stringify(t.toJSON())));
-    expect(copy.sagas.horizonAtMs).toBe(t.sagas.horizonAtMs);
-    expect([...copy.sagas.tombstones]).toEqual([...t.sagas.tombstones]);
-    expect(copy.sagas.sagas.get('run-1')?.owner).toBe('CN=alice');
-    expect(copy.sagas.runningOf('CN=alice')).toBe(1);
-    expect(copy.sagas.runningBytes).toBe(t.sagas.runningBytes);
-    expect(copy.sagas.endedBytes).toBe(t.sagas.endedBytes);
+    expect(copy.horizonAtMs).toBe(t.horizonAtMs);
+    expect([...copy.tombstones]).toEqual([...t.tombstones]);
+    expect(copy.sagas.get('run-1')?.owner).toBe('CN=alice');
+    expect(copy.runningOf('CN=alice')).toBe(1);
+    expect(copy.runningBytes).toBe(t.runningBytes);
+    expect(copy.endedBytes).toBe(t.endedBytes);
   });
 
   it('a snapshot of the earlier saga table (a bare list, no starters) is read', () => {
-    const t = new DecisionTable();
+    const t = new SagaTable();
     t.apply({ t: 'saga.start', sagaId: 'old', steps: steps(2), pivot: null, atMs: 1 }, 1);
-    const json = t.toJSON() as { sg: { s: SagaRecord[] } };
-    const earlier = { ...json, sg: json.sg.s.map(({ owner: _, ...rest }) => rest) };
-    const copy = new DecisionTable();
+    const json = t.toJSON() as { s: SagaRecord[] };
+    const earlier = json.s.map(({ owner: _, ...rest }) => rest);
+    const copy = new SagaTable();
     copy.restoreFrom(JSON.parse(JSON.stringify(earlier)));
-    expect(copy.sagas.sagas.get('old')).toMatchObject({ owner: '', state: 'running' });
-    expect(copy.sagas.runningOf('')).toBe(1);
-    expect(copy.sagas.horizonAtMs).toBeNull();
+    expect(copy.sagas.get('old')).toMatchObject({ owner: '', state: 'running' });
+    expect(copy.runningOf('')).toBe(1);
+    expect(copy.horizonAtMs).toBeNull();
   });
 
   it('an entry with a starter the node could not have written is refused at the edge', () => {
-    expect(checkedCommand(encodeCommand(start('x', 'CN=alice'))).problem).toBeNull();
-    expect(checkedCommand(encodeCommand(start('x', 'x'.repeat(300)))).problem).toMatch(/saga.start needs .* a starter of at most 256 printable characters/);
+    expect(checkedCommand(encodeCommand(start('x', 'CN=alice')), [new SagaTable()]).problem).toBeNull();
+    expect(checkedCommand(encodeCommand(start('x', 'x'.repeat(300))), [new SagaTable()]).problem).toMatch(/saga.start needs .* a starter of at most 256 printable characters/);
   });
 });

@@ -1,10 +1,11 @@
 // The saga engine over a fake log and fake step services, for the unit
 // tests of sagas: proposals wait in a list until applyAll() applies them to a
-// real DecisionTable (and its SagaTable), and step calls wait until answer().
+// real SagaTable (beside a DecisionTable holding the step services'
+// registrations), and step calls wait until answer().
 
-import { DecisionTable, type ApplyResult } from '../../src/commit/state.ts';
+import { DecisionTable } from '../../src/commit/state.ts';
 import { SagaEngine, type SagaEngineConfig, type StepAnswer, type StepRequest } from '../../src/saga/engine.ts';
-import type { SagaApplyResult, SagaCommand, SagaStepDef } from '../../src/saga/state.ts';
+import { SagaTable, type SagaApplyResult, type SagaCommand, type SagaStepDef } from '../../src/saga/state.ts';
 
 export const steps = (n: number): SagaStepDef[] => Array.from({ length: n }, (_, k) => ({ service: `svc${k % 2}`, name: `step${k}`, input: `in${k}` }));
 
@@ -18,6 +19,7 @@ export class SagaWorld {
   now = 1_000;
   index = 0;
   readonly table = new DecisionTable();
+  readonly sagas = new SagaTable();
   readonly proposals: { cmd: SagaCommand; cb: (err: Error | null, r?: SagaApplyResult) => void }[] = [];
   readonly calls: Call[] = [];
   readonly ends: { to: string; sagaId: string; cb: (err: Error | null) => void }[] = [];
@@ -31,7 +33,7 @@ export class SagaWorld {
 
   newEngine(cfg: Partial<SagaEngineConfig> = {}): SagaEngine {
     return new SagaEngine(
-      this.table.sagas,
+      this.sagas,
       this.table.participants,
       {
         nowMs: () => this.now,
@@ -48,8 +50,7 @@ export class SagaWorld {
     while (this.proposals.length > 0) {
       const p = this.proposals.shift();
       if (!p) break;
-      const r = this.table.apply(p.cmd, ++this.index) as ApplyResult;
-      if (r.t !== 'saga') throw new Error('not a saga result');
+      const r = this.sagas.apply(p.cmd, ++this.index);
       p.cb(null, r);
       this.engine.onApplied(r);
     }

@@ -6,14 +6,14 @@
 
 import { describe, expect, it } from 'vitest';
 import { checkedCommand } from '../../src/commit/command-check.ts';
-import { DecisionTable, encodeCommand } from '../../src/commit/state.ts';
+import { encodeCommand } from '../../src/commit/state.ts';
 import { answerProblem, type StepAnswer, type StepRequest } from '../../src/saga/engine.ts';
 import { SagaInbox, type InboxRecord } from '../../src/saga/inbox.ts';
-import { currentCall, stepKey, type SagaApplyResult, type SagaCommand } from '../../src/saga/state.ts';
+import { currentCall, SagaTable, stepKey, type SagaApplyResult, type SagaCommand } from '../../src/saga/state.ts';
 import { DONE, SagaWorld, steps } from './saga-fixture.ts';
 
-function startedTable(n: number, pivot: number | null): DecisionTable {
-  const t = new DecisionTable();
+function startedTable(n: number, pivot: number | null): SagaTable {
+  const t = new SagaTable();
   t.apply({ t: 'saga.start', sagaId: 's1', steps: steps(n), pivot, atMs: 1 }, 1);
   return t;
 }
@@ -32,7 +32,7 @@ const result = (step: number, kind: 'action' | 'compensate', outcome: 'done' | '
 describe('saga table', () => {
   it('runs the steps in order, one call at a time, and finishes', () => {
     const t = startedTable(3, null);
-    const s = t.sagas.sagas.get('s1');
+    const s = t.sagas.get('s1');
     expect(s && currentCall(s)).toEqual({ step: 0, kind: 'action' });
     t.apply(result(0, 'action', 'done'), 2);
     expect(s?.status).toEqual(['done', 'running', 'pending']);
@@ -44,7 +44,7 @@ describe('saga table', () => {
 
   it('a FAILED step compensates every done step in reverse order, not itself', () => {
     const t = startedTable(4, null);
-    const s = t.sagas.sagas.get('s1');
+    const s = t.sagas.get('s1');
     for (const k of [0, 1]) t.apply(result(k, 'action', 'done'), 2 + k);
     t.apply(result(2, 'action', 'failed'), 5);
     expect(s?.state).toBe('compensating');
@@ -60,7 +60,7 @@ describe('saga table', () => {
     const t = startedTable(2, null);
     t.apply(result(0, 'action', 'done'), 2);
     t.apply(result(1, 'action', 'abandoned'), 3);
-    const s = t.sagas.sagas.get('s1');
+    const s = t.sagas.get('s1');
     expect(s && currentCall(s)).toEqual({ step: 1, kind: 'compensate' });
   });
 
@@ -71,7 +71,7 @@ describe('saga table', () => {
     const r = t.apply(result(2, 'action', 'failed'), 4) as SagaApplyResult;
     expect(r.changed).toBe(false);
     expect(r.problem).toMatch(/saga s1 step 2 action is after the pivot/);
-    expect(t.sagas.sagas.get('s1')?.state).toBe('running');
+    expect(t.sagas.get('s1')?.state).toBe('running');
   });
 
   it('a repeated or late answer changes nothing (R7)', () => {
@@ -79,7 +79,7 @@ describe('saga table', () => {
     t.apply(result(0, 'action', 'done'), 2);
     const again = t.apply(result(0, 'action', 'done'), 3) as SagaApplyResult;
     expect(again.changed).toBe(false);
-    expect(t.sagas.sagas.get('s1')?.status).toEqual(['done', 'running']);
+    expect(t.sagas.get('s1')?.status).toEqual(['done', 'running']);
     const start = t.apply({ t: 'saga.start', sagaId: 's1', steps: steps(5), pivot: null, atMs: 9 }, 4) as SagaApplyResult;
     expect(start.changed).toBe(false);
     expect(start.saga?.steps.length).toBe(2);
@@ -92,37 +92,37 @@ describe('saga table', () => {
     expect(refused.changed).toBe(false);
     expect(refused.problem).toMatch(/saga s1 step 0 action is not stuck/);
     t.apply({ t: 'saga.stuck', sagaId: 's1', step: 0, kind: 'action', attempts: 10, lastError: 'down', atMs: 3 }, 3);
-    expect(t.sagas.sagas.get('s1')?.stuck).toMatchObject({ step: 0, attempts: 10, lastError: 'down' });
+    expect(t.sagas.get('s1')?.stuck).toMatchObject({ step: 0, attempts: 10, lastError: 'down' });
     const ok = t.apply({ ...result(0, 'action', 'done'), operator: op } as SagaCommand, 4) as SagaApplyResult;
     expect(ok.changed).toBe(true);
-    const s = t.sagas.sagas.get('s1');
+    const s = t.sagas.get('s1');
     expect(s?.stuck).toBeNull();
     expect(s?.timeline.find((e) => e.what === 'resolved done')).toMatchObject({ operator: 'alice', detail: 'paid by hand', step: 0 });
   });
 
   it('refuses bad definitions naming the saga and the step, and keeps nothing', () => {
-    const t = new DecisionTable();
+    const t = new SagaTable();
     const none = t.apply({ t: 'saga.start', sagaId: 's2', steps: [], pivot: null, atMs: 1 }, 1) as SagaApplyResult;
     expect(none.problem).toBe('saga s2 has no steps');
     const badPivot = t.apply({ t: 'saga.start', sagaId: 's3', steps: steps(2), pivot: 2, atMs: 1 }, 2) as SagaApplyResult;
     expect(badPivot.problem).toMatch(/saga s3: pivot 2 is not one of its steps/);
-    expect(t.sagas.sagas.size).toBe(0);
+    expect(t.sagas.size).toBe(0);
   });
 
   it('command checks: saga commands are checked at the edge like every command', () => {
-    expect(checkedCommand(encodeCommand({ t: 'saga.start', sagaId: 'x', steps: steps(1), pivot: null, atMs: 1 })).problem).toBeNull();
+    expect(checkedCommand(encodeCommand({ t: 'saga.start', sagaId: 'x', steps: steps(1), pivot: null, atMs: 1 } as SagaCommand), [new SagaTable()]).problem).toBeNull();
     const bad = Buffer.concat([Buffer.from([2]), Buffer.from(JSON.stringify({ t: 'saga.result', sagaId: 'x', step: -1, kind: 'action', outcome: 'done', output: '', reason: '', atMs: 1 }))]);
-    expect(checkedCommand(bad).problem).toMatch(/saga.result needs/);
+    expect(checkedCommand(bad, [new SagaTable()]).problem).toMatch(/saga.result needs/);
     const pivots = Buffer.concat([Buffer.from([2]), Buffer.from(JSON.stringify({ t: 'saga.start', sagaId: 'x', steps: steps(1), pivot: [0, 1], atMs: 1 }))]);
-    expect(checkedCommand(pivots).problem).toMatch(/saga.start needs/);
+    expect(checkedCommand(pivots, [new SagaTable()]).problem).toMatch(/saga.start needs/);
   });
 
   it('is kept in snapshots', () => {
     const t = startedTable(2, null);
     t.apply(result(0, 'action', 'done'), 2);
-    const copy = new DecisionTable();
+    const copy = new SagaTable();
     copy.restoreFrom(JSON.parse(JSON.stringify(t.toJSON())));
-    expect(copy.sagas.sagas.get('s1')?.status).toEqual(['done', 'running']);
+    expect(copy.sagas.get('s1')?.status).toEqual(['done', 'running']);
   });
 });
 
@@ -174,7 +174,7 @@ describe('saga engine', () => {
       w.now += 2_000;
       w.engine.tick();
     }
-    const s = w.table.sagas.sagas.get('s1');
+    const s = w.sagas.sagas.get('s1');
     expect(s?.state).toBe('compensating');
     expect(s?.stuck).toMatchObject({ step: 0, kind: 'compensate', attempts: 4, lastError: 'refused 3' });
     expect(w.calls.length).toBe(1);
@@ -238,7 +238,7 @@ describe('saga engine', () => {
     w.now += 1_000;
     w.engine.tick();
     w.applyAll();
-    expect(w.table.sagas.sagas.get('s1')?.ended).toBe(true);
+    expect(w.sagas.sagas.get('s1')?.ended).toBe(true);
   });
 });
 

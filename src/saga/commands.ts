@@ -1,0 +1,141 @@
+// The saga commands on the log and the bounds of a saga's definition: what
+// a saga.* command looks like, and the checks a command passes at the edge
+// (src/commit/command-check.ts asks the saga table, which asks here) before
+// the saga table (./state.ts) applies it. Every field of a definition is
+// bounded (R9).
+
+import { isOperatorAct, isString, isStringList, isTime } from '../commit/command-check.ts';
+import type { OperatorAct } from '../commit/state.ts';
+import { ID } from '../domain/id.ts';
+
+export type StepKind = 'action' | 'compensate';
+
+export interface SagaStepDef {
+  /** The registered step service that serves this step (a participant id). */
+  service: string;
+  /** What the step service runs, by name (its handler). */
+  name: string;
+  /** Opaque to Verdict: the step's input, as the application wrote it. */
+  input: string;
+}
+
+export type SagaCommand =
+  // `owner` is absent in starts logged before starters were recorded.
+  | { t: 'saga.start'; sagaId: string; steps: SagaStepDef[]; pivot: number | null; atMs: number; owner?: string }
+  // An answer to the saga's current call: DONE, FAILED (a refusal, action only), or
+  // ABANDONED (the orchestrator gave up on an action that kept erroring: it may
+  // have run, so it is compensated too). `operator` is set by `verdict saga resolve`.
+  | { t: 'saga.result'; sagaId: string; step: number; kind: StepKind; outcome: 'done' | 'failed' | 'abandoned'; output: string; reason: string; atMs: number; operator?: OperatorAct }
+  | { t: 'saga.stuck'; sagaId: string; step: number; kind: StepKind; attempts: number; lastError: string; atMs: number }
+  | { t: 'saga.retry'; sagaId: string; operator: string; reason: string; atMs: number }
+  | { t: 'saga.ended'; sagaIds: string[] };
+
+export type SagaCommandKind = SagaCommand['t'];
+export const SAGA_COMMAND_KINDS: readonly SagaCommandKind[] = ['saga.start', 'saga.result', 'saga.stuck', 'saga.retry', 'saga.ended'];
+
+export function isSagaCommand(c: { t: string }): c is SagaCommand {
+  return c.t.startsWith('saga.');
+}
+
+/** Steps in one saga. */
+export const STEPS_MAX = 64;
+/** A saga id: 1–128 printable ASCII characters without '/'. */
+export const SAGA_ID_BYTES_MAX = 128;
+/** One step's input, or one step's output or reason as a step service answers it. */
+export const STEP_TEXT_BYTES_MAX = 64 * 1024;
+/** All of one saga's inputs together, and all of its outputs together. */
+export const SAGA_TEXT_BYTES_MAX = 256 * 1024;
+/** A step's handler name: 1–128 printable ASCII characters (space included). */
+export const STEP_NAME_CHARS_MAX = 128;
+/** A step service id: a participant id (src/domain/id.ts). */
+export const STEP_SERVICE = ID;
+/** Who started a saga, as the node writes it. */
+export const SAGA_OWNER_CHARS_MAX = 256;
+
+const shown = (text: string): string => (text.length > 40 ? `${JSON.stringify(text.slice(0, 40))}… (${text.length} characters)` : JSON.stringify(text));
+const printable = (text: string, min: number, max: number): boolean => {
+  if (text.length < min || text.length > max) return false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+};
+
+/** Why a saga definition cannot start, naming the saga and the step, or null. Every field is bounded (R9). */
+export function sagaDefProblem(sagaId: string, steps: readonly SagaStepDef[], pivot: number | null): string | null {
+  if (sagaId === '' || Buffer.byteLength(sagaId) > SAGA_ID_BYTES_MAX || !/^[\x21-\x7e]+$/.test(sagaId) || sagaId.includes('/'))
+    return `saga id ${shown(sagaId)} must be 1 to ${SAGA_ID_BYTES_MAX} printable ASCII characters without '/'`;
+  if (steps.length === 0) return `saga ${sagaId} has no steps`;
+  if (steps.length > STEPS_MAX) return `saga ${sagaId} has ${steps.length} steps (limit ${STEPS_MAX})`;
+  if (pivot !== null && (!Number.isInteger(pivot) || pivot < 0 || pivot >= steps.length)) return `saga ${sagaId}: pivot ${pivot} is not one of its steps 0..${steps.length - 1}`;
+  let inputs = 0;
+  for (const [k, s] of steps.entries()) {
+    if (s.service === '') return `saga ${sagaId} step ${k} names no step service`;
+    if (!STEP_SERVICE.test(s.service)) return `saga ${sagaId} step ${k}: step service ${shown(s.service)} is not a participant id (1–64 letters, digits, "_", "." or "-")`;
+    if (s.name === '') return `saga ${sagaId} step ${k} has no name`;
+    if (!printable(s.name, 1, STEP_NAME_CHARS_MAX)) return `saga ${sagaId} step ${k}: name ${shown(s.name)} must be 1–${STEP_NAME_CHARS_MAX} printable ASCII characters`;
+    const bytes = Buffer.byteLength(s.input);
+    if (bytes > STEP_TEXT_BYTES_MAX) return `saga ${sagaId} step ${k}: input of ${bytes} bytes (limit ${STEP_TEXT_BYTES_MAX})`;
+    inputs += bytes;
+  }
+  if (inputs > SAGA_TEXT_BYTES_MAX) return `saga ${sagaId}: its inputs hold ${inputs} bytes together (limit ${SAGA_TEXT_BYTES_MAX})`;
+  return null;
+}
+
+/** Why `owner` is not a starter the node could have written, or null. */
+export function sagaOwnerProblem(owner: unknown): string | null {
+  return typeof owner === 'string' && printable(owner, 0, SAGA_OWNER_CHARS_MAX) ? null : `a saga's starter must be at most ${SAGA_OWNER_CHARS_MAX} printable ASCII characters`;
+}
+
+type Fields = Readonly<Record<string, unknown>>;
+const isStepIndex = (v: unknown): boolean => Number.isInteger(v) && (v as number) >= 0 && (v as number) < STEPS_MAX;
+const isStepKind = (v: unknown): boolean => v === 'action' || v === 'compensate';
+const isStepDef = (v: unknown): boolean => {
+  const s = v as Fields | null;
+  return s !== null && typeof s === 'object' && isString(s.service) && isString(s.name) && isString(s.input);
+};
+
+/**
+ * One check per saga command kind, of its form, at the edge where the entry
+ * enters the node (src/commit/command-check.ts); what a saga's state allows
+ * is checked where the command is applied. Keyed by SagaCommandKind, so a new
+ * kind does not compile until it says here what a well-formed one looks like.
+ */
+const CHECKS: { [K in SagaCommandKind]: (c: Fields) => string | null } = {
+  'saga.start': (c) =>
+    isString(c.sagaId) &&
+    Array.isArray(c.steps) &&
+    c.steps.length <= STEPS_MAX &&
+    c.steps.every(isStepDef) &&
+    (c.pivot === null || isStepIndex(c.pivot)) &&
+    isTime(c.atMs) &&
+    (c.owner === undefined || sagaOwnerProblem(c.owner) === null)
+      ? null
+      : 'saga.start needs sagaId, at most 64 steps of service, name and input, pivot (a step index or null), atMs, and a starter of at most 256 printable characters when present',
+  'saga.result': (c) => {
+    if (
+      !isString(c.sagaId) ||
+      !isStepIndex(c.step) ||
+      !isStepKind(c.kind) ||
+      !['done', 'failed', 'abandoned'].includes(c.outcome as string) ||
+      !isString(c.output) ||
+      !isString(c.reason) ||
+      !isTime(c.atMs)
+    )
+      return 'saga.result needs sagaId, step, kind, outcome (done, failed or abandoned), output, reason and atMs';
+    return c.operator === undefined || isOperatorAct(c.operator) ? null : 'saga.result has a malformed operator act';
+  },
+  'saga.stuck': (c) =>
+    isString(c.sagaId) && isStepIndex(c.step) && isStepKind(c.kind) && Number.isInteger(c.attempts) && (c.attempts as number) >= 0 && isString(c.lastError) && isTime(c.atMs)
+      ? null
+      : 'saga.stuck needs sagaId, step, kind, attempts, lastError and atMs',
+  'saga.retry': (c) => (isString(c.sagaId) && isString(c.operator) && isString(c.reason) && isTime(c.atMs) ? null : 'saga.retry needs sagaId, operator, reason and atMs'),
+  'saga.ended': (c) => (isStringList(c.sagaIds) ? null : 'saga.ended needs a list of sagaIds'),
+};
+
+/** Why a decoded saga command is not well formed, or null. */
+export function sagaCommandProblem(c: Fields): string | null {
+  const t = c.t as SagaCommandKind;
+  return Object.hasOwn(CHECKS, t) ? CHECKS[t](c) : `unknown saga command kind ${String(JSON.stringify(c.t)).slice(0, 40)}`;
+}
