@@ -103,7 +103,7 @@ const pages = {
       view.replaceChildren(el('h2', { text: 'Cluster' }), state.msg, state.data);
     }
     const c = await api('/api/cluster');
-    document.getElementById('whoami').textContent = `node ${c.nodeId} · cluster ${c.clusterId}`;
+    document.getElementById('whoami').textContent = `node ${c.nodeId} · cluster ${c.clusterId} · Verdict ${c.version}`;
     const summary = el(
       'ul',
       { class: 'summary', 'aria-label': 'This node' },
@@ -132,6 +132,7 @@ const pages = {
         h?.up ? h.term : '—',
         h?.up ? h.commitIndex : '—',
         h?.up ? h.appliedIndex : '—',
+        h?.up && h.version ? h.version : '—',
         m.lag === null ? '—' : String(m.lag),
         health,
         act,
@@ -143,7 +144,7 @@ const pages = {
       el('p', { class: c.actions.allowed ? 'muted' : 'note', text: `Actions: ${c.actions.allowed ? 'allowed' : 'refused'} — ${c.actions.why}.` }),
       table(
         `Members as seen from ${c.nodeId}; replication lag is known to the leader only`,
-        ['node', 'address', 'role', 'term', 'commit', 'applied', 'lag (entries)', 'health', ''],
+        ['node', 'address', 'role', 'term', 'commit', 'applied', 'version', 'lag (entries)', 'health', ''],
         rows,
         'no members',
       ),

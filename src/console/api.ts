@@ -28,6 +28,7 @@ import type { PeerHealth } from './peer-health.ts';
 import { clientCertificateName, isTlsRequest } from './server.ts';
 import type { LeaderHistory, TxnTimeline } from './timeline.ts';
 import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
+import { packageVersion } from '../util/version.ts';
 
 /** What the console reads of the node's config (src/node/config.ts NodeConfig has it). */
 export interface ConsoleConfig {
@@ -168,7 +169,17 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
         learner: p?.learner ?? false,
         health:
           id === cfg.nodeId
-            ? { up: true, role: s.softState.role, term: s.hardState.term, commitIndex: s.hardState.commit, appliedIndex: s.applied, lastIndex: s.lastIndex, error: '', checkedAtMs: Date.now() }
+            ? {
+                up: true,
+                role: s.softState.role,
+                term: s.hardState.term,
+                commitIndex: s.hardState.commit,
+                appliedIndex: s.applied,
+                lastIndex: s.lastIndex,
+                version: packageVersion(),
+                error: '',
+                checkedAtMs: Date.now(),
+              }
             : h === undefined
               ? null
               : {
@@ -178,6 +189,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
                   commitIndex: h.commitIndex,
                   appliedIndex: h.appliedIndex,
                   lastIndex: h.lastIndex,
+                  version: h.version,
                   error: h.error,
                   checkedAtMs: h.checkedAtMs,
                   lastUpAtMs: h.lastUpAtMs,
@@ -188,6 +200,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     return {
       clusterId: cfg.clusterId,
       nodeId: cfg.nodeId,
+      version: packageVersion(),
       role: s.softState.role,
       term: s.hardState.term,
       leaderId,

@@ -24,6 +24,8 @@ export interface PeerHealthRow {
   commitIndex: number;
   appliedIndex: number;
   lastIndex: number;
+  /** The Verdict version the peer runs; '' from a node built before nodes reported it. */
+  version: string;
   /** Why the last probe failed; '' when up. */
   error: string;
 }
@@ -85,7 +87,23 @@ export class PeerHealth {
     const out: PeerHealthRow[] = [];
     for (const [id, address] of this.peers()) {
       if (id === this.selfId) continue;
-      out.push(this.rows.get(id) ?? { id, address, up: false, checkedAtMs: 0, lastUpAtMs: 0, role: '', term: 0, leaderId: '', commitIndex: 0, appliedIndex: 0, lastIndex: 0, error: 'not probed yet' });
+      out.push(
+        this.rows.get(id) ?? {
+          id,
+          address,
+          up: false,
+          checkedAtMs: 0,
+          lastUpAtMs: 0,
+          role: '',
+          term: 0,
+          leaderId: '',
+          commitIndex: 0,
+          appliedIndex: 0,
+          lastIndex: 0,
+          version: '',
+          error: 'not probed yet',
+        },
+      );
     }
     return out;
   }
@@ -143,13 +161,14 @@ export class PeerHealth {
             commitIndex: s.commitIndex,
             appliedIndex: s.appliedIndex,
             lastIndex: s.lastIndex,
+            version: s.version,
             error: '',
           });
         } catch (err) {
           const e = err as grpc.ServiceError;
           const why = (e.details || e.message || String(err)).replace(/\s+/g, ' ').slice(0, 200);
           this.rows.set(id, {
-            ...(prev ?? { role: '', term: 0, leaderId: '', commitIndex: 0, appliedIndex: 0, lastIndex: 0, lastUpAtMs: 0 }),
+            ...(prev ?? { role: '', term: 0, leaderId: '', commitIndex: 0, appliedIndex: 0, lastIndex: 0, version: '', lastUpAtMs: 0 }),
             id,
             address,
             up: false,

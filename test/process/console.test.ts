@@ -11,7 +11,7 @@
 // (VERDICT_SCREENSHOTS=docs/img refreshes the ones the README shows), so a
 // test run leaves the working tree as it was.
 
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -79,6 +79,17 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     for (const n of c.nodes) await page.locator(`[data-node=${n.id}]`).waitFor({ timeout: SHOWS_MS });
     // Every peer probed and up.
     await waitFor('both peers shown up', SHOWS_MS, async () => ((await page.locator('td .up').count()) === 3 ? true : undefined));
+    // Each node's version in its row (from its own status answer), and this node's in the header.
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    await page
+      .locator('#whoami')
+      .filter({ hasText: `Verdict ${version}` })
+      .waitFor({ timeout: SHOWS_MS });
+    for (const n of c.nodes)
+      await page
+        .locator('tr', { has: page.locator(`[data-node=${n.id}]`) })
+        .filter({ hasText: version })
+        .waitFor({ timeout: SHOWS_MS });
     await page.screenshot({ path: join(SHOTS, 'console-cluster.png'), fullPage: true });
 
     // Transactions in flight: the begun one; keyboard navigation to the search box works.
