@@ -1,0 +1,119 @@
+"""The participant engine (the rules of proto/participant.proto) and the runtime's in-doubt recovery against a fake cluster."""
+
+import time
+
+import grpc
+import pytest
+
+from verdict import Engine, Journal, MemoryResource, Participant
+from verdict._proto import coordinator_pb2 as cpb
+from verdict._proto import participant_pb2 as ppb
+from verdict._proto import participant_pb2_grpc
+from verdict.participant import Refusal, node_caller_problem
+
+from fake_cluster import FakeNode, answering
+
+C, P = "c1", "shop"
+
+
+def quiet(*_a, **_k) -> None:
+    pass
+
+
+def engine(path: str) -> Engine:
+    return Engine(C, P, Journal(path), MemoryResource(), quiet)
+
+
+def test_r4_yes_only_with_prepared_durable_and_it_survives_a_restart(tmp_path) -> None:
+    e = engine(str(tmp_path))
+    assert e.prepare(C, "t1", P, b'{"set":{"k":"v"}}') == (True, "")
+    # What is on disk once the YES is given: a fresh journal over the same directory sees it prepared.
+    assert Journal(str(tmp_path)).get("t1").state == "prepared"
+    e2 = engine(str(tmp_path))
+    assert e2.in_doubt() == ["t1"] and e2.due(time.monotonic()) == ["t1"]
+    e2.decide(C, "t1", P, True)
+    assert e2.resource.values == {"k": "v"}
+    # A memory resource's committed values come back from the journal.
+    assert engine(str(tmp_path)).resource.values == {"k": "v"}
+
+
+def test_r7_prepare_and_decide_are_idempotent_and_outcomes_never_change(tmp_path) -> None:
+    e = engine(str(tmp_path))
+    assert e.prepare(C, "t1", P, b"")[0]
+    assert e.prepare(C, "t1", P, b"")[0]
+    e.decide(C, "t1", P, True)
+    e.decide(C, "t1", P, True)
+    assert e.prepare(C, "t1", P, b"")[0]
+    with pytest.raises(Refusal) as r:
+        e.decide(C, "t1", P, False)
+    assert r.value.code == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_an_abort_before_its_prepare_is_remembered_and_a_commit_never_prepared_is_refused(tmp_path) -> None:
+    e = engine(str(tmp_path))
+    e.decide(C, "t2", P, False)
+    assert e.prepare(C, "t2", P, b"") == (False, "t2 is aborted here")
+    with pytest.raises(Refusal):
+        e.decide(C, "t3", P, True)
+
+
+def test_a_no_vote_and_a_status_question_refuse_durably(tmp_path) -> None:
+    e = engine(str(tmp_path))
+    yes, reason = e.prepare(C, "t4", P, b"not json")
+    assert not yes and "payload" in reason
+    assert e.status(C, "t4", P) == ppb.TXN_STATUS_REFUSED
+    assert e.status(C, "t5", P) == ppb.TXN_STATUS_REFUSED
+    assert engine(str(tmp_path)).prepare(C, "t5", P, b"") == (False, "t5 is refused here")
+
+
+def test_r7_another_cluster_or_participant_is_refused(tmp_path) -> None:
+    e = engine(str(tmp_path))
+    with pytest.raises(Refusal):
+        e.prepare("other", "t1", P, b"")
+    with pytest.raises(Refusal):
+        e.prepare(C, "t1", "other", b"")
+
+
+def test_r8_only_a_node_certificate_of_this_cluster_may_call() -> None:
+    assert node_caller_problem("CN=n1,OU=c1,O=verdict-node", "c1") is None
+    assert "node mark" in node_caller_problem("CN=shop,OU=c1", "c1")
+    assert "cluster" in node_caller_problem("CN=n1,OU=c2,O=verdict-node", "c1")
+    assert node_caller_problem(None, "c1") is not None
+
+
+def test_r4_a_prepared_participant_restarted_asks_the_cluster_and_applies_its_decision(tmp_path) -> None:
+    asked = []
+
+    def outcome(req):
+        asked.append((req.txn_id, req.participant_id))
+        return cpb.TxnOutcome(txn_id=req.txn_id, outcome=cpb.OUTCOME_COMMITTED if len(asked) > 1 else cpb.OUTCOME_IN_PROGRESS)
+
+    node = FakeNode(
+        answering(
+            {
+                "ClusterStatus": lambda req: cpb.ClusterStatusResponse(cluster_id=C),
+                "RegisterParticipant": lambda req: cpb.RegisterParticipantResponse(participant=cpb.ParticipantInfo(participant_id=req.participant_id, endpoint=req.endpoint, serves=req.serves)),
+                "GetOutcome": outcome,
+            }
+        )
+    )
+    e = engine(str(tmp_path))
+    e.prepare(C, "t1", P, b'{"set":{"a":1}}')
+    e.journal.close()
+    p = Participant(participant_id=P, nodes=[node.address], data_dir=str(tmp_path), resource=MemoryResource(), endpoint="127.0.0.1:0", insecure=True, log=quiet)
+    try:
+        p.start()
+        reg = [req for m, req in node.calls if m == "RegisterParticipant"][0]
+        assert reg.cluster_id == C and list(reg.serves) == ["Status"] and reg.endpoint == f"127.0.0.1:{p.port}"
+        deadline = time.monotonic() + 10
+        while p.engine.in_doubt() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert p.engine.in_doubt() == [] and p.resource.values == {"a": 1}
+        assert asked[0] == ("t1", P)
+        # And it serves the protocol: a PREPARE over gRPC.
+        with grpc.insecure_channel(p.endpoint) as ch:
+            vote = participant_pb2_grpc.ParticipantStub(ch).Prepare(ppb.PrepareRequest(cluster_id=C, txn_id="t9", participant_id=P, payload=b""), timeout=5)
+        assert vote.vote == ppb.VOTE_YES
+    finally:
+        p.stop()
+        node.stop()
