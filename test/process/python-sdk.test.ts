@@ -1,0 +1,141 @@
+// The Python SDK (sdk/python) against three real node processes: a Python
+// participant process and a Python client process, both on Debian's
+// /usr/bin/python3. The client commits and aborts; then the participant is
+// SIGKILLed after it voted YES and before it applied the COMMIT, and its
+// restart recovers the decision from its journal and the cluster (R4, AC4).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { VerdictClient } from '../../src/client/client.ts';
+import { Cluster, freePorts, ROOT, tempDir, useProcessCleanup, waitFor } from './harness.ts';
+
+useProcessCleanup();
+
+const PYTHON = '/usr/bin/python3';
+const PROC = join(ROOT, 'sdk', 'python', 'tests', 'proc');
+const WAIT_MS = 60_000;
+
+type Event = Record<string, unknown> & { event?: string; txn_id?: string };
+
+/** A Python process whose stdout is JSON lines, kept as they arrive. */
+class PythonProc {
+  readonly lines: Event[] = [];
+  stderr = '';
+  exited: Promise<number | null>;
+  private readonly child: ChildProcess;
+
+  constructor(script: string, args: string[]) {
+    this.child = spawn(PYTHON, [join(PROC, script), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+    running.add(this);
+    let partial = '';
+    this.child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+      partial += d;
+      const parts = partial.split('\n');
+      partial = parts.pop() ?? '';
+      for (const l of parts) if (l.trim() !== '') this.lines.push(JSON.parse(l) as Event);
+    });
+    this.child.stderr?.setEncoding('utf8').on('data', (d: string) => (this.stderr = (this.stderr + d).slice(-8_000)));
+    this.exited = new Promise((resolve) => this.child.once('exit', (code) => (running.delete(this), resolve(code))));
+  }
+
+  /** The first line matching, waited for with a bound. */
+  waitLine(what: string, match: (e: Event) => boolean, ms = WAIT_MS): Promise<Event> {
+    return waitFor(
+      what,
+      ms,
+      async () => this.lines.find(match),
+      () => `lines: ${JSON.stringify(this.lines.slice(-10))}; stderr: ${this.stderr.slice(-2_000)}`,
+    );
+  }
+
+  kill(signal: NodeJS.Signals): Promise<number | null> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    return this.exited;
+  }
+}
+
+const running = new Set<PythonProc>();
+const stopAll = async (): Promise<void> => {
+  await Promise.all([...running].map((p) => p.kill('SIGKILL')));
+};
+afterEach(stopAll);
+afterAll(stopAll);
+
+/** Runs the Python client over `ops` to its end; its results, one per op. */
+async function pythonClient(nodes: string[], ops: unknown[]): Promise<Event[]> {
+  const p = new PythonProc('client.py', [nodes.join(','), JSON.stringify(ops)]);
+  const code = await Promise.race([p.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 120_000).unref())]);
+  if (code !== 0) {
+    await p.kill('SIGKILL');
+    throw new Error(`the Python client ended with ${code}: ${p.stderr}`);
+  }
+  return p.lines;
+}
+
+describe('the Python SDK on a real cluster', () => {
+  it('R4: a Python client commits and aborts with a Python participant, which recovers a YES vote after SIGKILL', async () => {
+    const c = await Cluster.start({ nodes: 3, logLevel: 'warn' });
+    await c.waitForLeader();
+    const nodes = c.nodes.map((n) => n.address);
+    const dir = tempDir('verdict-python-');
+    const hold = join(dir, 'hold');
+    const [port] = await freePorts(1);
+    const participantArgs = ['--id', 'py', '--nodes', nodes.join(','), '--data-dir', join(dir, 'py'), '--listen', `127.0.0.1:${port}`, '--hold-file', hold];
+    let py = new PythonProc('participant.py', participantArgs);
+    await py.waitLine('the Python participant registered', (e) => e.event === 'ready');
+
+    const ts = new VerdictClient({ endpoints: nodes, insecure: true, callTimeoutMs: 30_000 });
+    try {
+      // The registry shows what it serves.
+      const listed = (await ts.participants()).find((p) => p.participantId === 'py');
+      expect(listed).toMatchObject({ endpoint: `127.0.0.1:${port}`, resourceKind: 'memory', serves: ['Status'] });
+
+      // A commit, an abort before commit, a NO vote (a payload the memory resource refuses), and an outcome question.
+      const results = await pythonClient(nodes, [
+        { op: 'commit', txn: 'py-c1', enlist: { py: { set: { k1: 'v1' } } } },
+        { op: 'begin-abort', txn: 'py-a1', enlist: { py: { set: { k2: 'v2' } } } },
+        { op: 'commit', txn: 'py-n1', enlist: { py: 'not json' } },
+        { op: 'outcome', txn: 'py-c1' },
+      ]);
+      expect(results.map((r) => [r.txn, r.outcome ?? r.error])).toEqual([
+        ['py-c1', 'COMMITTED'],
+        ['py-a1', 'ABORTED'],
+        ['py-n1', 'ABORTED'],
+        ['py-c1', 'COMMITTED'],
+      ]);
+      await py.waitLine('py-c1 applied at the participant', (e) => e.event === 'decided' && e.txn_id === 'py-c1' && e.outcome === 'COMMITTED');
+      expect(py.lines.find((e) => e.event === 'vote' && e.txn_id === 'py-n1')).toMatchObject({ vote: 'NO' });
+
+      // Commits are held at the participant: it votes YES (durably) and then waits inside COMMIT.
+      writeFileSync(hold, '');
+      const committing = pythonClient(nodes, [{ op: 'commit', txn: 'py-k1', enlist: { py: { set: { k3: 'v3' } } } }]);
+      await py.waitLine('py-k1 voted YES', (e) => e.event === 'vote' && e.txn_id === 'py-k1' && e.vote === 'YES');
+      await py.waitLine('py-k1 held inside COMMIT', (e) => e.event === 'holding' && e.txn_id === 'py-k1');
+      // The decision was logged before it was delivered (R1): the client hears COMMITTED without the participant's ACK.
+      expect((await committing).map((r) => r.outcome ?? r.error)).toEqual(['COMMITTED']);
+      await py.kill('SIGKILL');
+      rmSync(hold, { force: true });
+      expect(existsSync(hold)).toBe(false);
+
+      // Restarted on the same data directory: py-k1 is in doubt from its journal, and is resolved to the cluster's decision.
+      py = new PythonProc('participant.py', participantArgs);
+      const ready = await py.waitLine('the restarted participant registered', (e) => e.event === 'ready');
+      const started = await py.waitLine('started', (e) => e.event === 'started');
+      expect(started.in_doubt).toEqual(['py-k1']);
+      // The committed value of py-c1 came back from the journal.
+      expect(ready.values).toMatchObject({ k1: 'v1' });
+      const decided = await py.waitLine('py-k1 applied after the restart', (e) => e.event === 'decided' && e.txn_id === 'py-k1');
+      expect(decided).toMatchObject({ outcome: 'COMMITTED', prepared: true });
+      expect((await ts.outcome('py-k1')).outcome).toBe('COMMITTED');
+      // Nothing left in doubt on the cluster's side either: the leader's view has no YES waiting for py.
+      await waitFor('the leader sees py with nothing in doubt', WAIT_MS, async () => {
+        const p = (await ts.participants({ withActivity: true })).find((x) => x.participantId === 'py');
+        return p !== undefined && p.inDoubt === 0 ? true : undefined;
+      });
+      await py.kill('SIGTERM');
+    } finally {
+      ts.close();
+    }
+  });
+});
