@@ -28,7 +28,7 @@ function collect(): { ids: string[]; problem: string | null } {
 type Result = { state: 'passed' | 'failed' | 'skipped'; message: string };
 
 /** Per pytest id, its result in a JUnit XML report (classname tests.test_x, name test_y[...]). */
-export function junitResults(xml: string): Map<string, Result> {
+function junitResults(xml: string): Map<string, Result> {
   const out = new Map<string, Result>();
   const unescape = (s: string): string =>
     s
