@@ -14,12 +14,12 @@ Handler = Callable[[str, Any, grpc.ServicerContext], Any]
 
 
 class FakeNode(coordinator_pb2_grpc.CoordinatorServicer):
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, credentials: Optional[grpc.ServerCredentials] = None) -> None:
         self.handler = handler
         self.calls: List[Tuple[str, Any]] = []
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         coordinator_pb2_grpc.add_CoordinatorServicer_to_server(self, self.server)
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.port = self.server.add_secure_port("127.0.0.1:0", credentials) if credentials is not None else self.server.add_insecure_port("127.0.0.1:0")
         self.address = f"127.0.0.1:{self.port}"
         self.server.start()
 

@@ -60,13 +60,39 @@ def json_log(event: str, **fields: Any) -> None:
     sys.stderr.flush()
 
 
+def _split_unescaped(text: str, seps: str) -> List[str]:
+    """Splits at any of ``seps`` outside a backslash escape or a quoted value (RFC 4514)."""
+    parts, cur, escaped, quoted = [], [], False, False
+    for ch in text:
+        if escaped:
+            cur.append("\\" + ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == '"':
+            quoted = not quoted
+            cur.append(ch)
+        elif ch in seps and not quoted:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
 def subject_fields(subject: str) -> Dict[str, List[str]]:
-    """The fields of an RFC 2253 subject as gRPC's auth context gives it ("CN=n1,OU=c,O=verdict-node")."""
+    """The fields of an RFC 4514 subject as gRPC's auth context gives it ("CN=n1,OU=c,O=verdict-node").
+
+    Escaped separators stay inside their value: a CN of "x,O=verdict-node"
+    arrives as ``CN=x\\,O=verdict-node`` and is one field, never a node mark.
+    """
     out: Dict[str, List[str]] = {}
-    for part in subject.replace("+", ",").split(","):
-        k, sep, v = part.strip().partition("=")
-        if sep:
-            out.setdefault(k.strip(), []).append(v.strip())
+    for part in _split_unescaped(subject, ",+"):
+        kv = _split_unescaped(part, "=")
+        if len(kv) < 2:
+            continue
+        out.setdefault(kv[0].strip(), []).append("=".join(kv[1:]).strip())
     return out
 
 
