@@ -89,7 +89,7 @@ describe('the Python SDK on a real cluster', () => {
     try {
       // The registry shows what it serves.
       const listed = (await ts.participants()).find((p) => p.participantId === 'py');
-      expect(listed).toMatchObject({ endpoint: `127.0.0.1:${port}`, resourceKind: 'memory', serves: ['Status'] });
+      expect(listed).toMatchObject({ endpoint: `127.0.0.1:${port}`, resourceKind: 'memory', serves: ['Exchange', 'Status'] });
 
       // A commit, an abort before commit, a NO vote (a payload the memory resource refuses), and an outcome question.
       const results = await pythonClient(nodes, [
@@ -105,6 +105,8 @@ describe('the Python SDK on a real cluster', () => {
         ['py-c1', 'COMMITTED'],
       ]);
       await py.waitLine('py-c1 applied at the participant', (e) => e.event === 'decided' && e.txn_id === 'py-c1' && e.outcome === 'COMMITTED');
+      // The leader's hot path: PREPARE and DECISION on the Exchange stream the participant serves.
+      expect(py.lines.some((e) => e.event === 'exchange-opened')).toBe(true);
       expect(py.lines.find((e) => e.event === 'vote' && e.txn_id === 'py-n1')).toMatchObject({ vote: 'NO' });
 
       // Commits are held at the participant: it votes YES (durably) and then waits inside COMMIT.

@@ -104,7 +104,7 @@ def test_r4_a_prepared_participant_restarted_asks_the_cluster_and_applies_its_de
     try:
         p.start()
         reg = [req for m, req in node.calls if m == "RegisterParticipant"][0]
-        assert reg.cluster_id == C and list(reg.serves) == ["Status"] and reg.endpoint == f"127.0.0.1:{p.port}"
+        assert reg.cluster_id == C and list(reg.serves) == ["Exchange", "Status"] and reg.endpoint == f"127.0.0.1:{p.port}"
         deadline = time.monotonic() + 10
         while p.engine.in_doubt() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -117,3 +117,54 @@ def test_r4_a_prepared_participant_restarted_asks_the_cluster_and_applies_its_de
     finally:
         p.stop()
         node.stop()
+
+
+def test_r7_the_exchange_stream_answers_by_id_as_the_unary_calls_do(tmp_path) -> None:
+    import queue
+    from concurrent import futures
+
+    from verdict.participant import _Servicer
+
+    e = engine(str(tmp_path))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    participant_pb2_grpc.add_ParticipantServicer_to_server(_Servicer(e, node_only=False), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    sent: "queue.Queue" = queue.Queue()
+
+    def requests():
+        while True:
+            b = sent.get()
+            if b is None:
+                return
+            yield b
+
+    def prep(i: int, txn: str, payload: bytes = b"") -> ppb.ExchangeRequest:
+        return ppb.ExchangeRequest(id=i, prepare=ppb.PrepareRequest(cluster_id=C, txn_id=txn, participant_id=P, payload=payload))
+
+    def dec(i: int, txn: str, commit: bool) -> ppb.ExchangeRequest:
+        return ppb.ExchangeRequest(id=i, decision=ppb.DecideRequest(cluster_id=C, txn_id=txn, participant_id=P, decision=ppb.DECISION_COMMIT if commit else ppb.DECISION_ABORT))
+
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+            stream = participant_pb2_grpc.ParticipantStub(ch).Exchange(requests(), timeout=10)
+            got = {}
+
+            def take(n: int) -> None:
+                while len(got) < n:
+                    for a in next(stream).answers:
+                        got[a.id] = a
+
+            sent.put(ppb.ExchangeBatch(requests=[prep(1, "x1", b'{"set":{"x":1}}'), prep(2, "x2", b"bad"), prep(3, "x3")]))
+            take(3)
+            assert (got[1].vote.vote, got[2].vote.vote, got[3].vote.vote) == (ppb.VOTE_YES, ppb.VOTE_NO, ppb.VOTE_YES)
+            sent.put(ppb.ExchangeBatch(requests=[dec(4, "x1", True), dec(5, "x3", False), dec(6, "never", True), prep(7, "x1")]))
+            take(7)
+            assert got[4].HasField("ack") and got[5].HasField("ack") and got[7].vote.vote == ppb.VOTE_YES
+            assert got[6].error.code == grpc.StatusCode.FAILED_PRECONDITION.value[0] and "never prepared" in got[6].error.details
+            sent.put(None)
+            assert list(stream) == []
+        assert e.resource.values == {"x": 1}
+    finally:
+        sent.put(None)
+        server.stop(0).wait()

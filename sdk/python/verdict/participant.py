@@ -23,13 +23,14 @@ participant.proto's, point by point:
 from __future__ import annotations
 
 import json
+import queue
 import random
 import sys
 import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import grpc
 
@@ -44,7 +45,11 @@ from .journal import Journal
 from .resource import Resource
 
 #: The optional Participant methods this runtime serves (RegisterParticipantRequest.serves).
-SERVES = ("Status",)
+SERVES = ("Exchange", "Status")
+#: Requests of one Exchange stream being worked on at once; the stream is read no further until one is answered (back-pressure).
+EXCHANGE_IN_FLIGHT_MAX = 256
+#: Answers sent in one AnswerBatch at most.
+ANSWER_BATCH_MAX = 256
 IN_DOUBT_AFTER_S = 2.0
 ASK_PAUSE_MIN_S = 0.2
 ASK_PAUSE_MAX_S = 10.0
@@ -258,9 +263,11 @@ class Engine:
 
 
 class _Servicer(participant_pb2_grpc.ParticipantServicer):
-    def __init__(self, engine: Engine, node_only: bool) -> None:
+    def __init__(self, engine: Engine, node_only: bool, workers: Optional[futures.ThreadPoolExecutor] = None) -> None:
         self.engine = engine
         self.node_only = node_only
+        #: Runs the requests of Exchange streams, so a slow PREPARE does not hold up a DECISION behind it.
+        self.workers = workers if workers is not None else futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="verdict-exchange")
 
     def _guard(self, context: grpc.ServicerContext) -> None:
         """Under TLS, PREPARE/DECISION/Status are taken only from a certificate with the node mark of this cluster (R8)."""
@@ -291,6 +298,82 @@ class _Servicer(participant_pb2_grpc.ParticipantServicer):
             self.engine.log("refused-decision", txn_id=request.txn_id, participant_id=self.engine.participant_id, reason=r.details)
             context.abort(r.code, r.details)
         return ppb.Ack(txn_id=request.txn_id, participant_id=self.engine.participant_id)
+
+    def _answer(self, r: ppb.ExchangeRequest) -> ppb.ExchangeAnswer:
+        """One request of an Exchange stream: what the unary call would have answered, or its status as an ExchangeError."""
+        try:
+            which = r.WhichOneof("body")
+            if which == "prepare":
+                q = r.prepare
+                yes, reason = self.engine.prepare(q.cluster_id, q.txn_id, q.participant_id, q.payload)
+                vote = ppb.Vote(txn_id=q.txn_id, participant_id=self.engine.participant_id, vote=ppb.VOTE_YES if yes else ppb.VOTE_NO, reason=reason)
+                return ppb.ExchangeAnswer(id=r.id, vote=vote)
+            if which == "decision":
+                d = r.decision
+                if d.decision not in (ppb.DECISION_COMMIT, ppb.DECISION_ABORT):
+                    raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, "decision must be DECISION_COMMIT or DECISION_ABORT")
+                try:
+                    self.engine.decide(d.cluster_id, d.txn_id, d.participant_id, d.decision == ppb.DECISION_COMMIT)
+                except Refusal as ref:
+                    self.engine.log("refused-decision", txn_id=d.txn_id, participant_id=self.engine.participant_id, reason=ref.details)
+                    raise
+                return ppb.ExchangeAnswer(id=r.id, ack=ppb.Ack(txn_id=d.txn_id, participant_id=self.engine.participant_id))
+            raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, "an exchange request carries a prepare or a decision")
+        except Refusal as ref:
+            return ppb.ExchangeAnswer(id=r.id, error=ppb.ExchangeError(code=ref.code.value[0], details=ref.details))
+        except Exception as err:  # noqa: BLE001 - a resource failure is this request's error, not the stream's
+            return ppb.ExchangeAnswer(id=r.id, error=ppb.ExchangeError(code=grpc.StatusCode.INTERNAL.value[0], details=str(err)[:512]))
+
+    def Exchange(self, request_iterator: Iterator[ppb.ExchangeBatch], context: grpc.ServicerContext) -> Iterator[ppb.AnswerBatch]:
+        """The leader's stream of PREPAREs and DECISIONs: each answered by id as soon as it is done, in any order."""
+        self._guard(context)
+        self.engine.log("exchange-opened", participant_id=self.engine.participant_id, peer=context.peer())
+        answers: "queue.Queue[Optional[ppb.ExchangeAnswer]]" = queue.Queue()
+        slots = threading.BoundedSemaphore(EXCHANGE_IN_FLIGHT_MAX)
+        pending = [0]
+        lock = threading.Lock()
+        reading_done = threading.Event()
+
+        def finished(answer: ppb.ExchangeAnswer) -> None:
+            answers.put(answer)
+            slots.release()
+            with lock:
+                pending[0] -= 1
+                if pending[0] == 0 and reading_done.is_set():
+                    answers.put(None)
+
+        def read() -> None:
+            try:
+                for batch in request_iterator:
+                    for r in batch.requests:
+                        slots.acquire()
+                        with lock:
+                            pending[0] += 1
+                        self.workers.submit(lambda r=r: finished(self._answer(r)))
+            except grpc.RpcError:
+                pass
+            finally:
+                with lock:
+                    reading_done.set()
+                    if pending[0] == 0:
+                        answers.put(None)
+
+        threading.Thread(target=read, name="verdict-exchange-read", daemon=True).start()
+        while True:
+            first = answers.get()
+            if first is None:
+                return
+            out = [first]
+            while len(out) < ANSWER_BATCH_MAX:
+                try:
+                    more = answers.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    yield ppb.AnswerBatch(answers=out)
+                    return
+                out.append(more)
+            yield ppb.AnswerBatch(answers=out)
 
     def Status(self, request: ppb.StatusRequest, context: grpc.ServicerContext) -> ppb.StatusAnswer:
         self._guard(context)
@@ -338,7 +421,8 @@ class Participant:
         self.journal = Journal(data_dir)
         self.engine = Engine(cluster_id or "", participant_id, self.journal, resource, log, in_doubt_after_s)
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
-        participant_pb2_grpc.add_ParticipantServicer_to_server(_Servicer(self.engine, tls is not None), self._server)
+        self._workers = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="verdict-exchange")
+        participant_pb2_grpc.add_ParticipantServicer_to_server(_Servicer(self.engine, tls is not None, self._workers), self._server)
         self._stopped = threading.Event()
         self._resolver = threading.Thread(target=self._resolve_loop, name="verdict-in-doubt", daemon=True)
         self.port = 0
@@ -402,6 +486,7 @@ class Participant:
     def stop(self, grace_s: float = 1.0) -> None:
         self._stopped.set()
         self._server.stop(grace_s).wait()
+        self._workers.shutdown(wait=False)
         self.client.close()
         self.journal.close()
         self.resource.close()
