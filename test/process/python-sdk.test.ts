@@ -8,7 +8,9 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
-import { Cluster, freePorts, ROOT, tempDir, useProcessCleanup, waitFor } from './harness.ts';
+import { Cluster, freePorts, ROOT, tempDir, uniqueClusterId, useProcessCleanup, waitFor } from './harness.ts';
+import { certDir, TestCa } from '../tls-certs.ts';
+import { tlsCredentials } from '../../src/client/tls.ts';
 
 useProcessCleanup();
 
@@ -25,8 +27,8 @@ class PythonProc {
   exited: Promise<number | null>;
   private readonly child: ChildProcess;
 
-  constructor(script: string, args: string[]) {
-    this.child = spawn(PYTHON, [join(PROC, script), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+  constructor(script: string, args: string[], env: Record<string, string> = {}) {
+    this.child = spawn(PYTHON, [join(PROC, script), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...env } });
     running.add(this);
     let partial = '';
     this.child.stdout?.setEncoding('utf8').on('data', (d: string) => {
@@ -63,8 +65,8 @@ afterEach(stopAll);
 afterAll(stopAll);
 
 /** Runs the Python client over `ops` to its end; its results, one per op. */
-async function pythonClient(nodes: string[], ops: unknown[]): Promise<Event[]> {
-  const p = new PythonProc('client.py', [nodes.join(','), JSON.stringify(ops)]);
+async function pythonClient(nodes: string[], ops: unknown[], tls?: string, callTimeoutMs = 60_000): Promise<Event[]> {
+  const p = new PythonProc('client.py', [nodes.join(','), JSON.stringify(ops), ...(tls === undefined ? [] : [tls])], { VERDICT_TEST_CALL_TIMEOUT_MS: String(callTimeoutMs) });
   const code = await Promise.race([p.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 120_000).unref())]);
   if (code !== 0) {
     await p.kill('SIGKILL');
@@ -138,6 +140,51 @@ describe('the Python SDK on a real cluster', () => {
       await py.kill('SIGTERM');
     } finally {
       ts.close();
+    }
+  });
+
+  it('R8: under mutual TLS the Python client commits through a Python participant that takes PREPARE only from nodes', async () => {
+    const certs = certDir();
+    try {
+      const ca = TestCa.create(certs, 'cluster-ca');
+      const clusterId = uniqueClusterId();
+      const c = await Cluster.start({
+        nodes: 3,
+        clusterId,
+        logLevel: 'warn',
+        configExtra: (id) => {
+          const n = ca.node(id, clusterId, `${clusterId}-${id}`);
+          return { tls: { ca: ca.cert, cert: n.cert, key: n.key } };
+        },
+        clientCredentials: tlsCredentials({ ca: ca.cert, ...ca.issue('ops') }),
+      });
+      await c.waitForLeader();
+      const nodes = c.nodes.map((n) => n.address);
+      const dir = tempDir('verdict-python-tls-');
+      const [port] = await freePorts(1);
+      const pcert = ca.issue('pytls', { ou: clusterId, file: `${clusterId}-pytls` });
+      const py = new PythonProc('participant.py', [
+        ...['--id', 'pytls', '--nodes', nodes.join(','), '--data-dir', join(dir, 'pytls'), '--listen', `127.0.0.1:${port}`, '--hold-file', join(dir, 'hold')],
+        ...['--tls', [ca.cert, pcert.cert, pcert.key].join(',')],
+      ]);
+      await py.waitLine('the TLS participant registered', (e) => e.event === 'ready');
+      const app = ca.issue('app');
+      const results = await pythonClient(
+        nodes,
+        [
+          { op: 'commit', txn: 'tls-c1', enlist: { pytls: { set: { k: 'v' } } } },
+          { op: 'outcome', txn: 'tls-c1' },
+        ],
+        [ca.cert, app.cert, app.key].join(','),
+      );
+      expect(results.map((r) => r.outcome ?? `${r.error}: ${r.message}`)).toEqual(['COMMITTED', 'COMMITTED']);
+      await py.waitLine('tls-c1 applied at the participant', (e) => e.event === 'decided' && e.txn_id === 'tls-c1' && e.outcome === 'COMMITTED');
+      // A client without a certificate of the cluster's CA gets nothing: plaintext to a TLS node fails, and no transaction was begun.
+      const plain = await pythonClient(nodes, [{ op: 'outcome', txn: 'tls-c1' }], undefined, 2_000);
+      expect(plain[0].error).toBeDefined();
+      await py.kill('SIGTERM');
+    } finally {
+      rmSync(certs, { recursive: true, force: true });
     }
   });
 });

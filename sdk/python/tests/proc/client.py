@@ -10,7 +10,7 @@ from typing import Any, Dict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from verdict import Client, OutcomeUnknownError, VerdictError  # noqa: E402
+from verdict import Client, OutcomeUnknownError, TlsFiles, VerdictError  # noqa: E402
 
 
 def run(c: Client, op: Dict[str, Any]) -> Dict[str, Any]:
@@ -36,7 +36,10 @@ def run(c: Client, op: Dict[str, Any]) -> Dict[str, Any]:
 
 def main() -> int:
     nodes, ops = sys.argv[1].split(","), json.loads(sys.argv[2])
-    with Client(nodes, insecure=True, call_timeout_ms=60_000) as c:
+    # A third argument "ca,cert,key": mutual TLS instead of plaintext.
+    tls = TlsFiles(*sys.argv[3].split(",")) if len(sys.argv) > 3 else None
+    call_timeout_ms = float(os.environ.get("VERDICT_TEST_CALL_TIMEOUT_MS", "60000"))
+    with Client(nodes, tls=tls, insecure=tls is None, call_timeout_ms=call_timeout_ms) as c:
         for op in ops:
             sys.stdout.write(json.dumps(run(c, op)) + "\n")
             sys.stdout.flush()

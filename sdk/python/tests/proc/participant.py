@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from verdict import MemoryResource, Participant  # noqa: E402
+from verdict import MemoryResource, Participant, TlsFiles  # noqa: E402
 
 
 def emit(event: str, **fields: Any) -> None:
@@ -44,9 +44,11 @@ def main() -> int:
     ap.add_argument("--data-dir", required=True)
     ap.add_argument("--listen", required=True)
     ap.add_argument("--hold-file", required=True)
+    ap.add_argument("--tls", help="ca,cert,key: mutual TLS instead of plaintext")
     a = ap.parse_args()
+    tls = TlsFiles(*a.tls.split(",")) if a.tls else None
     resource = HoldingResource(a.hold_file)
-    p = Participant(participant_id=a.id, nodes=a.nodes.split(","), data_dir=a.data_dir, resource=resource, endpoint=a.listen, insecure=True, log=emit)
+    p = Participant(participant_id=a.id, nodes=a.nodes.split(","), data_dir=a.data_dir, resource=resource, endpoint=a.listen, tls=tls, insecure=tls is None, log=emit)
     p.start()
     emit("ready", endpoint=p.endpoint, values=resource.values)
     done = threading.Event()
