@@ -168,3 +168,51 @@ def test_r7_the_exchange_stream_answers_by_id_as_the_unary_calls_do(tmp_path) ->
     finally:
         sent.put(None)
         server.stop(0).wait()
+
+
+def test_r4_no_yes_when_the_journal_cannot_record_prepared_and_the_resource_lets_go(tmp_path) -> None:
+    class FullDisk(Journal):
+        def record(self, txn_id: str, state: str, payload: bytes = b""):
+            if state == "prepared":
+                raise OSError(28, "No space left on device")
+            return super().record(txn_id, state, payload)
+
+    r = MemoryResource()
+    e = Engine(C, P, FullDisk(str(tmp_path)), r, quiet)
+    with pytest.raises(OSError):
+        e.prepare(C, "t1", P, b'{"set":{"k":"v"}}')
+    assert r._held == {} and e.journal.get("t1") is None
+
+
+def test_r4_the_in_doubt_resolver_outlives_a_resource_failure_and_applies_the_decision_later(tmp_path) -> None:
+    class FlakyCommit(MemoryResource):
+        fails = 2
+
+        def commit(self, txn_id: str) -> None:
+            if self.fails > 0:
+                self.fails -= 1
+                raise RuntimeError("connection lost")
+            super().commit(txn_id)
+
+    node = FakeNode(
+        answering(
+            {
+                "RegisterParticipant": lambda req: cpb.RegisterParticipantResponse(participant=cpb.ParticipantInfo(participant_id=req.participant_id)),
+                "GetOutcome": lambda req: cpb.TxnOutcome(txn_id=req.txn_id, outcome=cpb.OUTCOME_COMMITTED),
+            }
+        )
+    )
+    e = engine(str(tmp_path))
+    e.prepare(C, "t1", P, b'{"set":{"a":1}}')
+    e.journal.close()
+    r = FlakyCommit()
+    p = Participant(participant_id=P, cluster_id=C, nodes=[node.address], data_dir=str(tmp_path), resource=r, endpoint="127.0.0.1:0", insecure=True, log=quiet)
+    try:
+        p.start()
+        deadline = time.monotonic() + 15
+        while p.engine.in_doubt() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert p.engine.in_doubt() == [] and r.fails == 0 and r.values == {"a": 1}
+    finally:
+        p.stop()
+        node.stop()

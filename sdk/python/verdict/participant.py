@@ -28,6 +28,7 @@ import random
 import sys
 import threading
 import time
+import zlib
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
@@ -48,6 +49,8 @@ from .resource import Resource
 SERVES = ("Exchange", "Status")
 #: Requests of one Exchange stream being worked on at once; the stream is read no further until one is answered (back-pressure).
 EXCHANGE_IN_FLIGHT_MAX = 256
+#: Locks that serialise the requests of one transaction: a transaction's id picks one.
+LOCK_STRIPES = 256
 #: Answers sent in one AnswerBatch at most.
 ANSWER_BATCH_MAX = 256
 IN_DOUBT_AFTER_S = 2.0
@@ -139,8 +142,7 @@ class Engine:
         self.resource = resource
         self.log = log
         self.in_doubt_after_s = in_doubt_after_s
-        self._locks_guard = threading.Lock()
-        self._locks: Dict[str, threading.Lock] = {}
+        self._locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
         self._doubts_guard = threading.Lock()
         self._doubts: Dict[str, _Doubt] = {}
         now = time.monotonic()
@@ -155,15 +157,8 @@ class Engine:
                 self._doubts.setdefault(txn_id, _Doubt(now))
 
     def _lock(self, txn_id: str) -> threading.Lock:
-        with self._locks_guard:
-            lock = self._locks.get(txn_id)
-            if lock is None:
-                lock = self._locks[txn_id] = threading.Lock()
-            return lock
-
-    def _release(self, txn_id: str) -> None:
-        with self._locks_guard:
-            self._locks.pop(txn_id, None)
+        """The lock of txn_id's stripe: one transaction's requests run one at a time, with a bounded number of locks."""
+        return self._locks[zlib.crc32(txn_id.encode("utf-8")) % LOCK_STRIPES]
 
     def _check(self, cluster_id: str, txn_id: str, participant_id: str) -> None:
         if cluster_id != self.cluster_id:
@@ -192,7 +187,12 @@ class Engine:
                 self.journal.record(txn_id, "refused")
                 self.log("vote", txn_id=txn_id, participant_id=self.participant_id, vote="NO", reason=reason)
                 return False, reason
-            self.journal.record(txn_id, "prepared", payload)
+            try:
+                self.journal.record(txn_id, "prepared", payload)
+            except BaseException:
+                # No YES without the journal's record (R4): release what the resource holds, and answer with the error.
+                self.resource.rollback(txn_id)
+                raise
             with self._doubts_guard:
                 self._doubts[txn_id] = _Doubt(time.monotonic() + self.in_doubt_after_s)
             self.log("vote", txn_id=txn_id, participant_id=self.participant_id, vote="YES")
@@ -280,12 +280,19 @@ class _Servicer(participant_pb2_grpc.ParticipantServicer):
         if problem is not None:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, problem)
 
+    def _internal(self, context: grpc.ServicerContext, what: str, txn_id: str, err: Exception) -> None:
+        """A failure of the journal or the resource: logged, and answered INTERNAL with the reason (never a stack trace)."""
+        self.engine.log("failed", txn_id=txn_id, participant_id=self.engine.participant_id, what=what, error=str(err)[:512])
+        context.abort(grpc.StatusCode.INTERNAL, f"{what} of {txn_id} failed here: {str(err)[:512]}")
+
     def Prepare(self, request: ppb.PrepareRequest, context: grpc.ServicerContext) -> ppb.Vote:
         self._guard(context)
         try:
             yes, reason = self.engine.prepare(request.cluster_id, request.txn_id, request.participant_id, request.payload)
         except Refusal as r:
             context.abort(r.code, r.details)
+        except Exception as err:  # noqa: BLE001
+            self._internal(context, "PREPARE", request.txn_id, err)
         return ppb.Vote(txn_id=request.txn_id, participant_id=self.engine.participant_id, vote=ppb.VOTE_YES if yes else ppb.VOTE_NO, reason=reason)
 
     def Decide(self, request: ppb.DecideRequest, context: grpc.ServicerContext) -> ppb.Ack:
@@ -297,6 +304,8 @@ class _Servicer(participant_pb2_grpc.ParticipantServicer):
         except Refusal as r:
             self.engine.log("refused-decision", txn_id=request.txn_id, participant_id=self.engine.participant_id, reason=r.details)
             context.abort(r.code, r.details)
+        except Exception as err:  # noqa: BLE001
+            self._internal(context, "DECISION", request.txn_id, err)
         return ppb.Ack(txn_id=request.txn_id, participant_id=self.engine.participant_id)
 
     def _answer(self, r: ppb.ExchangeRequest) -> ppb.ExchangeAnswer:
@@ -381,6 +390,8 @@ class _Servicer(participant_pb2_grpc.ParticipantServicer):
             status = self.engine.status(request.cluster_id, request.txn_id, request.participant_id)
         except Refusal as r:
             context.abort(r.code, r.details)
+        except Exception as err:  # noqa: BLE001
+            self._internal(context, "Status", request.txn_id, err)
         return ppb.StatusAnswer(txn_id=request.txn_id, participant_id=self.engine.participant_id, status=status)
 
 
@@ -480,6 +491,9 @@ class Participant:
             except Refusal as ref:
                 self.log("in-doubt-conflict", txn_id=txn_id, participant_id=self.participant_id, reason=ref.details)
                 self.engine.forget_doubt(txn_id)
+            except Exception as err:  # noqa: BLE001 - the resource failed to apply it (a lost connection): try again later
+                self.log("in-doubt-apply-failed", txn_id=txn_id, participant_id=self.participant_id, error=str(err)[:512])
+                self.engine.asked(txn_id, time.monotonic())
             return
         self.engine.asked(txn_id, time.monotonic())
 

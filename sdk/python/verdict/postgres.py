@@ -152,6 +152,13 @@ class PostgresResource(Resource):
         self._check_server()
         self._ensure_marker_table()
 
+    def _ctl(self) -> Any:
+        """The control connection (decisions, scans, markers), made again when PostgreSQL dropped it."""
+        with self._lock:
+            if self._control.closed:
+                self._control = self._connect(autocommit=True)
+            return self._control
+
     def _connect(self, autocommit: bool) -> Any:
         conn = psycopg2.connect(self.dsn, application_name=f"verdict-py-{self.prefix[8:40]}")
         conn.autocommit = autocommit
@@ -218,14 +225,14 @@ class PostgresResource(Resource):
             conn.close()
 
     def _marker(self, gid: str) -> bool:
-        with self._control.cursor() as cur:
+        with self._ctl().cursor() as cur:
             cur.execute(f"SELECT 1 FROM {self.table} WHERE gid = %s", (gid,))
             return cur.fetchone() is not None
 
     def commit(self, txn_id: str) -> None:
         gid = self.gid(txn_id)
         try:
-            with self._control.cursor() as cur:
+            with self._ctl().cursor() as cur:
                 cur.execute(f"COMMIT PREPARED '{gid}'")
                 cur.execute(f"UPDATE {self.table} SET committed_at = now() WHERE gid = %s", (gid,))
         except psycopg2.Error as err:
@@ -243,7 +250,7 @@ class PostgresResource(Resource):
             return
         gid = self.gid(txn_id)
         try:
-            with self._control.cursor() as cur:
+            with self._ctl().cursor() as cur:
                 cur.execute(f"ROLLBACK PREPARED '{gid}'")
         except psycopg2.Error as err:
             if err.pgcode != UNDEFINED_OBJECT:
@@ -253,7 +260,7 @@ class PostgresResource(Resource):
 
     def prepared_here(self) -> Iterable[str]:
         """Readable gids of this participant in pg_prepared_xacts (a hashed gid is found through the journal)."""
-        with self._control.cursor() as cur:
+        with self._ctl().cursor() as cur:
             cur.execute("SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, %s) ORDER BY prepared LIMIT 100000", (self.prefix,))
             rows = cur.fetchall()
         out = []
