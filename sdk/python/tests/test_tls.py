@@ -12,7 +12,7 @@ from typing import Dict
 import grpc
 import pytest
 
-from verdict import Client, Engine, Journal, MemoryResource, TlsFiles
+from verdict import Client, Engine, Journal, MemoryResource, TlsFiles, VerdictError
 from verdict._proto import coordinator_pb2 as cpb
 from verdict._proto import participant_pb2 as ppb
 from verdict._proto import participant_pb2_grpc
@@ -86,5 +86,22 @@ def test_the_client_talks_tls_with_its_certificate(certs) -> None:
             with pytest.raises(Exception):
                 c.outcome("tls-1")
         assert isinstance(node.calls[0][1], cpb.CommitRequest)
+    finally:
+        node.stop()
+
+
+@pytest.mark.parametrize("served,cluster_id,answered", [("n1", "c1", True), ("n1", None, True), ("shop", None, False), ("other-node", "c1", False), ("sly", None, False)])
+def test_r8_the_client_calls_only_a_server_with_a_node_certificate(certs, served: str, cluster_id, answered: bool) -> None:
+    node = FakeNode(answering({"GetOutcome": committed}), _server_credentials(certs[served]))
+    try:
+        with Client([node.address], tls=certs["shop"], cluster_id=cluster_id, call_timeout_ms=1_000) as c:
+            if answered:
+                assert c.outcome("t1").outcome == "COMMITTED"
+            else:
+                with pytest.raises(VerdictError) as e:
+                    c.outcome("t1")
+                assert "node" in e.value.reason
+        # Refused before anything was sent.
+        assert len(node.calls) == (1 if answered else 0)
     finally:
         node.stop()

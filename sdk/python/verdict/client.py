@@ -165,7 +165,7 @@ class Client:
     """A client of one Verdict cluster. ``endpoints``: node addresses (host:port); one reachable node is enough."""
 
     def __init__(self, endpoints: Sequence[str], *, tls: Optional[TlsFiles] = None, insecure: bool = False, cluster_id: Optional[str] = None, **connection: Any) -> None:
-        self.connection = Connection(endpoints, tls=tls, insecure=insecure, **connection)
+        self.connection = Connection(endpoints, tls=tls, insecure=insecure, cluster_id=cluster_id, **connection)
         self._cluster_id = cluster_id
 
     def begin(self, txn_id: Optional[str] = None, timeout_ms: int = 0, parallel_commit: Optional[bool] = None) -> Transaction:
@@ -198,6 +198,8 @@ class Client:
     def cluster_id(self) -> str:
         if self._cluster_id is None:
             self._cluster_id = self.status().cluster_id
+            # From now on a node's certificate must name this cluster too.
+            self.connection.cluster_id = self._cluster_id
         return self._cluster_id
 
     def status(self) -> pb.ClusterStatusResponse:

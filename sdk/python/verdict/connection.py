@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import random as _random
 import re
+import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -73,6 +75,47 @@ def channel_credentials(tls: Optional[TlsFiles], insecure: bool) -> Optional[grp
     if insecure is not True:
         raise invalid_argument("no TLS: give tls=TlsFiles(ca, cert, key), or insecure=True to talk plaintext to a cluster that serves it (docs/security.md)")
     return None
+
+
+#: The subject field and value that mark a node's certificate (src/transport/tls.ts, NODE_MARK).
+NODE_MARK = ("organizationName", "verdict-node")
+NODE_CHECK_TIMEOUT_S = 5.0
+
+
+class NotANodeError(Exception):
+    """The server at a node's address did not show a node's certificate (R8)."""
+
+
+def node_certificate_problem(cert: dict, cluster_id: Optional[str]) -> Optional[str]:
+    """Why a verified peer certificate (ssl.getpeercert()) is not a node's of ``cluster_id`` (any cluster when None); None when it is."""
+    fields: Dict[str, List[str]] = {}
+    for rdn in cert.get("subject", ()):
+        for k, v in rdn:
+            fields.setdefault(k, []).append(v)
+    named = ", ".join(f"{k}={'+'.join(v)}" for k, v in fields.items())[:200]
+    if cluster_id is not None and fields.get("organizationalUnitName", []) != [cluster_id]:
+        return f'certificate ({named}) is not of cluster "{cluster_id}" (OU={cluster_id})'
+    if fields.get(NODE_MARK[0], []) != [NODE_MARK[1]]:
+        return f"certificate ({named}) is not a node's: it lacks the node mark O=verdict-node (a participant's or a client's certificate at a node's address)"
+    return None
+
+
+def check_node(address: str, tls: "TlsFiles", cluster_id: Optional[str], timeout_s: float = NODE_CHECK_TIMEOUT_S) -> None:
+    """One TLS handshake with ``address`` that verifies its certificate (CA and address) and requires the node mark (R8)."""
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    ctx = ssl.create_default_context(cafile=tls.ca)
+    ctx.load_cert_chain(tls.cert, tls.key)
+    ctx.set_alpn_protocols(["h2"])
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s) as raw:
+            with ctx.wrap_socket(raw, server_hostname=host) as conn:
+                cert = conn.getpeercert()
+    except (OSError, ssl.SSLError) as err:
+        raise NotANodeError(f"TLS handshake with {address} failed: {err}") from err
+    problem = node_certificate_problem(cert or {}, cluster_id)
+    if problem is not None:
+        raise NotANodeError(f"{address}: {problem}")
 
 
 def is_address(a: str) -> bool:
@@ -165,6 +208,7 @@ class Connection:
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
         backoff: Backoff = Backoff(),
         random: Callable[[], float] = _random.random,
+        cluster_id: Optional[str] = None,
     ) -> None:
         if len(endpoints) == 0:
             raise invalid_argument("a connection needs at least one node address (host:port)")
@@ -174,6 +218,11 @@ class Connection:
         if call_timeout_ms <= 0 or attempt_timeout_ms <= 0:
             raise invalid_argument("call_timeout_ms and attempt_timeout_ms must be positive numbers of milliseconds")
         self.credentials = channel_credentials(tls, insecure)
+        self.tls = tls
+        #: Under TLS, the cluster whose nodes' certificates are accepted (OU); any cluster's node when None.
+        self.cluster_id = cluster_id
+        #: Addresses whose channel must be made again, its server checked first (it lost its connection since the check).
+        self._unchecked: set = set()
         self.addresses: List[str] = list(dict.fromkeys(endpoints))[:LEARNED_ADDRESSES_MAX]
         self.leader_address: Optional[str] = None
         self.max_redirects = max_redirects
@@ -196,15 +245,45 @@ class Connection:
         return True
 
     def _stub(self, address: str) -> coordinator_pb2_grpc.CoordinatorStub:
+        """The stub of address's channel. Under TLS a channel is made only after the server showed a node's
+        certificate (R8), and made again, checked again, once its connection was lost: gRPC would otherwise
+        reconnect on its own to whatever answers at the address."""
         with self._lock:
             if self._closed:
                 raise VerdictError("CANCELLED", "the connection is closed")
             stub = self._stubs.get(address)
-            if stub is None:
-                ch = grpc.secure_channel(address, self.credentials) if self.credentials is not None else grpc.insecure_channel(address)
-                self._channels[address] = ch
-                stub = self._stubs[address] = coordinator_pb2_grpc.CoordinatorStub(ch)
-            return stub
+            if stub is not None and address not in self._unchecked:
+                return stub
+            old = self._channels.pop(address, None)
+            self._stubs.pop(address, None)
+            self._unchecked.discard(address)
+        if old is not None:
+            old.close()
+        if self.tls is not None:
+            check_node(address, self.tls, self.cluster_id)
+            ch = grpc.secure_channel(address, self.credentials)
+        else:
+            ch = grpc.insecure_channel(address)
+        ready = [False]
+
+        def watch(state: grpc.ChannelConnectivity) -> None:
+            if state == grpc.ChannelConnectivity.READY:
+                ready[0] = True
+            elif ready[0] and state in (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.IDLE):
+                with self._lock:
+                    if self._channels.get(address) is ch:
+                        self._unchecked.add(address)
+
+        if self.tls is not None:
+            ch.subscribe(watch, try_to_connect=False)
+        stub = coordinator_pb2_grpc.CoordinatorStub(ch)
+        with self._lock:
+            if self._closed:
+                ch.close()
+                raise VerdictError("CANCELLED", "the connection is closed")
+            self._channels[address] = ch
+            self._stubs[address] = stub
+        return stub
 
     def call(
         self,
@@ -240,6 +319,10 @@ class Connection:
                     response = getattr(self._stub(address), method)(req, timeout=remaining if clipped else attempt_s, metadata=metadata)
                     search.answered(address)
                     return response
+                except NotANodeError as err:
+                    # Nothing was sent: the request never left for a server that is not a node.
+                    last = f"{address}: {err}"
+                    search.failed(address, None)
                 except grpc.RpcError as err:
                     code = _code_name(err)
                     reason = _metadata(err, STATUS_REASON_KEY)
