@@ -31,7 +31,7 @@ class FakeNode(coordinator_pb2_grpc.CoordinatorServicer):
         self.server.stop(0).wait()
 
 
-for _m in ["RegisterParticipant", "Begin", "Commit", "Abort", "GetOutcome", "ClusterStatus", "ListParticipants"]:
+for _m in ["RegisterParticipant", "Begin", "Commit", "Abort", "GetOutcome", "GetOutcomes", "ClusterStatus", "ListParticipants"]:
     setattr(FakeNode, _m, (lambda m: lambda self, req, ctx: self._on(m, req, ctx))(_m))
 
 

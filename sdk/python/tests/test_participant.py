@@ -216,3 +216,52 @@ def test_r4_the_in_doubt_resolver_outlives_a_resource_failure_and_applies_the_de
     finally:
         p.stop()
         node.stop()
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_r4_many_in_doubt_are_asked_in_one_getoutcomes_or_one_by_one_on_an_older_cluster(tmp_path, batched: bool) -> None:
+    decided = {"t1": cpb.OUTCOME_COMMITTED, "t2": cpb.OUTCOME_ABORTED, "t3": cpb.OUTCOME_IN_PROGRESS}
+    later = {"t3": cpb.OUTCOME_COMMITTED}
+
+    def outcomes(req):
+        if not batched:
+            raise NotImplementedError
+        ans = [cpb.OutcomeAnswer(outcome=cpb.TxnOutcome(txn_id=t, outcome=decided[t])) for t in req.txn_ids]
+        decided.update(later)
+        return cpb.OutcomesResponse(answers=ans)
+
+    def outcome(req):
+        o = decided[req.txn_id]
+        if req.txn_id == "t3":
+            decided.update(later)
+        return cpb.TxnOutcome(txn_id=req.txn_id, outcome=o)
+
+    def handler(method, req, ctx):
+        if method == "GetOutcomes" and not batched:
+            ctx.abort(grpc.StatusCode.UNIMPLEMENTED, "GetOutcomes")
+        return {
+            "RegisterParticipant": lambda r: cpb.RegisterParticipantResponse(participant=cpb.ParticipantInfo(participant_id=r.participant_id)),
+            "GetOutcomes": outcomes,
+            "GetOutcome": outcome,
+        }[method](req)
+
+    node = FakeNode(handler)
+    e = engine(str(tmp_path))
+    for t in ("t1", "t2", "t3"):
+        e.prepare(C, t, P, b'{"set":{"%s":1}}' % t.encode())
+    e.journal.close()
+    r = MemoryResource()
+    p = Participant(participant_id=P, cluster_id=C, nodes=[node.address], data_dir=str(tmp_path), resource=r, endpoint="127.0.0.1:0", insecure=True, log=quiet)
+    try:
+        p.start()
+        deadline = time.monotonic() + 15
+        while p.engine.in_doubt() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert p.engine.in_doubt() == [] and r.values == {"t1": 1, "t3": 1}
+        methods = [m for m, _ in node.calls if m.startswith("GetOutcome")]
+        assert methods[0] == "GetOutcomes"
+        # Batched: t1, t2 and t3 in one question, then t3 (still undecided then) alone; one by one: each of the three.
+        assert methods.count("GetOutcome") == (1 if batched else 4)
+    finally:
+        p.stop()
+        node.stop()

@@ -49,6 +49,8 @@ from .resource import Resource
 SERVES = ("Exchange", "Status")
 #: Requests of one Exchange stream being worked on at once; the stream is read no further until one is answered (back-pressure).
 EXCHANGE_IN_FLIGHT_MAX = 256
+#: In-doubt transactions asked about in one GetOutcomes at most (the protocol's bound).
+OUTCOMES_BATCH_MAX = 1024
 #: Locks that serialise the requests of one transaction: a transaction's id picks one.
 LOCK_STRIPES = 256
 #: Answers sent in one AnswerBatch at most.
@@ -436,6 +438,8 @@ class Participant:
         participant_pb2_grpc.add_ParticipantServicer_to_server(_Servicer(self.engine, tls is not None, self._workers), self._server)
         self._stopped = threading.Event()
         self._resolver = threading.Thread(target=self._resolve_loop, name="verdict-in-doubt", daemon=True)
+        #: Whether the cluster answers GetOutcomes (a cluster that answers UNIMPLEMENTED is asked one by one).
+        self._batched = True
         self.port = 0
 
     def start(self, register_timeout_s: float = 60.0) -> "Participant":
@@ -471,10 +475,14 @@ class Participant:
 
     def _resolve_loop(self) -> None:
         while not self._stopped.wait(0.1):
-            for txn_id in self.engine.due(time.monotonic()):
-                if self._stopped.is_set():
-                    return
-                self._ask(txn_id)
+            due = self.engine.due(time.monotonic())
+            while due and not self._stopped.is_set():
+                batch, due = due[:OUTCOMES_BATCH_MAX], due[OUTCOMES_BATCH_MAX:]
+                if len(batch) > 1 and self._batched:
+                    self._ask_many(batch)
+                else:
+                    for txn_id in batch:
+                        self._ask(txn_id)
 
     def _ask(self, txn_id: str) -> None:
         """One GetOutcome for a transaction in doubt; applies COMMITTED or ABORTED, else asks again later (R4)."""
@@ -484,18 +492,47 @@ class Participant:
             self.log("in-doubt-ask-failed", txn_id=txn_id, participant_id=self.participant_id, error=str(err))
             self.engine.asked(txn_id, time.monotonic())
             return
-        if r.outcome in (cpb.OUTCOME_COMMITTED, cpb.OUTCOME_ABORTED):
-            try:
-                self.engine.decide(self.engine.cluster_id, txn_id, self.participant_id, r.outcome == cpb.OUTCOME_COMMITTED, source="in-doubt")
-                self.engine.forget_doubt(txn_id)
-            except Refusal as ref:
-                self.log("in-doubt-conflict", txn_id=txn_id, participant_id=self.participant_id, reason=ref.details)
-                self.engine.forget_doubt(txn_id)
-            except Exception as err:  # noqa: BLE001 - the resource failed to apply it (a lost connection): try again later
-                self.log("in-doubt-apply-failed", txn_id=txn_id, participant_id=self.participant_id, error=str(err)[:512])
+        self._apply(txn_id, r.outcome)
+
+    def _ask_many(self, txn_ids: List[str]) -> None:
+        """Many in-doubt transactions in one GetOutcomes (after a leader change, say); a cluster without it is asked one by one."""
+        try:
+            r = self.client.connection.call("GetOutcomes", cpb.OutcomesRequest(txn_ids=txn_ids, participant_id=self.participant_id), call_timeout_ms=5_000, attempt_timeout_ms=2_000)
+        except VerdictError as err:
+            if err.code == "UNIMPLEMENTED":
+                self._batched = False
+                for txn_id in txn_ids:
+                    self._ask(txn_id)
+                return
+            self.log("in-doubt-ask-failed", participant_id=self.participant_id, txn_ids=len(txn_ids), error=str(err))
+            for txn_id in txn_ids:
                 self.engine.asked(txn_id, time.monotonic())
             return
-        self.engine.asked(txn_id, time.monotonic())
+        if len(r.answers) != len(txn_ids):
+            self.log("in-doubt-ask-failed", participant_id=self.participant_id, error=f"asked about {len(txn_ids)} transactions, the cluster answered {len(r.answers)}")
+            for txn_id in txn_ids:
+                self.engine.asked(txn_id, time.monotonic())
+            return
+        for txn_id, a in zip(txn_ids, r.answers):
+            if a.code != 0 or a.outcome.txn_id not in ("", txn_id):
+                self.engine.asked(txn_id, time.monotonic())
+            else:
+                self._apply(txn_id, a.outcome.outcome)
+
+    def _apply(self, txn_id: str, outcome: int) -> None:
+        """The cluster's answer about a transaction in doubt: a decision is applied; anything else is asked again later."""
+        if outcome not in (cpb.OUTCOME_COMMITTED, cpb.OUTCOME_ABORTED):
+            self.engine.asked(txn_id, time.monotonic())
+            return
+        try:
+            self.engine.decide(self.engine.cluster_id, txn_id, self.participant_id, outcome == cpb.OUTCOME_COMMITTED, source="in-doubt")
+            self.engine.forget_doubt(txn_id)
+        except Refusal as ref:
+            self.log("in-doubt-conflict", txn_id=txn_id, participant_id=self.participant_id, reason=ref.details)
+            self.engine.forget_doubt(txn_id)
+        except Exception as err:  # noqa: BLE001 - the resource failed to apply it (a lost connection): try again later
+            self.log("in-doubt-apply-failed", txn_id=txn_id, participant_id=self.participant_id, error=str(err)[:512])
+            self.engine.asked(txn_id, time.monotonic())
 
     def stop(self, grace_s: float = 1.0) -> None:
         self._stopped.set()
