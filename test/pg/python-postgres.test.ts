@@ -4,11 +4,15 @@
 // that finds them in its journal and in pg_prepared_xacts and applies the
 // cluster's decisions with COMMIT / ROLLBACK PREPARED, redeliveries
 // included (R4, R7). A server with max_prepared_transactions = 0 is refused.
+// And end to end: a Python PostgreSQL participant process on three real
+// nodes, SIGKILLed after its YES, leaves nothing prepared once restarted.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rmSync, writeFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { gidOf, gidPrefix } from '../../src/participant/postgres-gid.ts';
-import { tempDir } from '../process/harness.ts';
+import { Cluster, freePorts, tempDir, useProcessCleanup } from '../process/harness.ts';
+import { PythonProc, pythonClient, stopPythonProcs } from '../process/python-procs.ts';
 import { preparedXacts, rollbackPrepared, sql, startPostgres, uniqueClusterId, type PgServer } from './harness.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -16,6 +20,9 @@ const SCRIPT = join(ROOT, 'sdk', 'python', 'tests', 'proc', 'pg_engine.py');
 const CLUSTER = uniqueClusterId('py');
 let server: PgServer;
 let shop: string;
+
+useProcessCleanup();
+afterEach(stopPythonProcs);
 
 /** One step of the Python side, to its end; its JSON answer. */
 function step(url: string, dataDir: string, name: string): Record<string, unknown> {
@@ -70,6 +77,48 @@ describe('the Python PostgreSQL resource', () => {
       expect(String(r.refused)).toMatch(/FAILED_PRECONDITION: PostgreSQL has max_prepared_transactions = 0/);
     } finally {
       await off.stop();
+    }
+  });
+
+  it('R4: a Python PostgreSQL participant on three real nodes, SIGKILLed after its YES, commits on restart and leaves nothing prepared', async () => {
+    const c = await Cluster.start({ nodes: 3, logLevel: 'warn' });
+    await c.waitForLeader();
+    const nodes = c.nodes.map((n) => n.address);
+    const prefix = gidPrefix(c.clusterId, 'pyshop');
+    const dir = tempDir('verdict-pypg-');
+    const hold = join(dir, 'hold');
+    const [port] = await freePorts(1);
+    const args = ['--id', 'pyshop', '--cluster-id', c.clusterId, '--pg-url', shop, '--nodes', nodes.join(','), '--data-dir', join(dir, 'pyshop'), '--listen', `127.0.0.1:${port}`, '--hold-file', hold];
+    try {
+      let py = new PythonProc('participant.py', args);
+      await py.waitLine('the PostgreSQL participant registered', (e) => e.event === 'ready');
+      const insert = (id: string, amount: number | null) => ({ sql: [`INSERT INTO orders VALUES ('${id}', ${amount === null ? 'NULL' : amount})`] });
+      const results = await pythonClient(nodes, [
+        { op: 'commit', txn: 'pg-c1', enlist: { pyshop: insert('pg-c1', 1) } },
+        { op: 'commit', txn: 'pg-n1', enlist: { pyshop: insert('pg-n1', null) } },
+      ]);
+      expect(results.map((r) => r.outcome ?? r.error)).toEqual(['COMMITTED', 'ABORTED']);
+      await py.waitLine('pg-c1 committed in PostgreSQL', (e) => e.event === 'decided' && e.txn_id === 'pg-c1');
+
+      writeFileSync(hold, '');
+      const committing = pythonClient(nodes, [{ op: 'commit', txn: 'pg-k1', enlist: { pyshop: insert('pg-k1', 3) } }]);
+      await py.waitLine('pg-k1 held inside COMMIT', (e) => e.event === 'holding' && e.txn_id === 'pg-k1');
+      expect((await committing).map((r) => r.outcome ?? r.error)).toEqual(['COMMITTED']);
+      await py.kill('SIGKILL');
+      // The prepared transaction outlives its process, under the TypeScript resource's gid.
+      expect((await preparedXacts(shop, prefix)).map((p) => p.gid)).toEqual([gidOf(prefix, 'pg-k1')]);
+      rmSync(hold, { force: true });
+
+      py = new PythonProc('participant.py', args);
+      await py.waitLine('pg-k1 committed after the restart', (e) => e.event === 'decided' && e.txn_id === 'pg-k1' && e.outcome === 'COMMITTED');
+      expect(await preparedXacts(shop, prefix)).toEqual([]);
+      expect(await sql(shop, "SELECT id, amount FROM orders WHERE id LIKE 'pg-%' ORDER BY id")).toEqual([
+        { id: 'pg-c1', amount: 1 },
+        { id: 'pg-k1', amount: 3 },
+      ]);
+      await py.kill('SIGTERM');
+    } finally {
+      await rollbackPrepared(server, ['shop'], prefix);
     }
   });
 });

@@ -3,77 +3,20 @@
 // /usr/bin/python3. The client commits and aborts; then the participant is
 // SIGKILLed after it voted YES and before it applied the COMMIT, and its
 // restart recovers the decision from its journal and the cluster (R4, AC4).
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
-import { Cluster, freePorts, ROOT, tempDir, uniqueClusterId, useProcessCleanup, waitFor } from './harness.ts';
+import { Cluster, freePorts, tempDir, uniqueClusterId, useProcessCleanup, waitFor } from './harness.ts';
+import { PythonProc, pythonClient, stopPythonProcs } from './python-procs.ts';
 import { certDir, TestCa } from '../tls-certs.ts';
 import { tlsCredentials } from '../../src/client/tls.ts';
 
-useProcessCleanup();
-
-const PYTHON = '/usr/bin/python3';
-const PROC = join(ROOT, 'sdk', 'python', 'tests', 'proc');
 const WAIT_MS = 60_000;
 
-type Event = Record<string, unknown> & { event?: string; txn_id?: string };
-
-/** A Python process whose stdout is JSON lines, kept as they arrive. */
-class PythonProc {
-  readonly lines: Event[] = [];
-  stderr = '';
-  exited: Promise<number | null>;
-  private readonly child: ChildProcess;
-
-  constructor(script: string, args: string[], env: Record<string, string> = {}) {
-    this.child = spawn(PYTHON, [join(PROC, script), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...env } });
-    running.add(this);
-    let partial = '';
-    this.child.stdout?.setEncoding('utf8').on('data', (d: string) => {
-      partial += d;
-      const parts = partial.split('\n');
-      partial = parts.pop() ?? '';
-      for (const l of parts) if (l.trim() !== '') this.lines.push(JSON.parse(l) as Event);
-    });
-    this.child.stderr?.setEncoding('utf8').on('data', (d: string) => (this.stderr = (this.stderr + d).slice(-8_000)));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => (running.delete(this), resolve(code))));
-  }
-
-  /** The first line matching, waited for with a bound. */
-  waitLine(what: string, match: (e: Event) => boolean, ms = WAIT_MS): Promise<Event> {
-    return waitFor(
-      what,
-      ms,
-      async () => this.lines.find(match),
-      () => `lines: ${JSON.stringify(this.lines.slice(-10))}; stderr: ${this.stderr.slice(-2_000)}`,
-    );
-  }
-
-  kill(signal: NodeJS.Signals): Promise<number | null> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
-    return this.exited;
-  }
-}
-
-const running = new Set<PythonProc>();
-const stopAll = async (): Promise<void> => {
-  await Promise.all([...running].map((p) => p.kill('SIGKILL')));
-};
-afterEach(stopAll);
-afterAll(stopAll);
-
-/** Runs the Python client over `ops` to its end; its results, one per op. */
-async function pythonClient(nodes: string[], ops: unknown[], tls?: string, callTimeoutMs = 60_000): Promise<Event[]> {
-  const p = new PythonProc('client.py', [nodes.join(','), JSON.stringify(ops), ...(tls === undefined ? [] : [tls])], { VERDICT_TEST_CALL_TIMEOUT_MS: String(callTimeoutMs) });
-  const code = await Promise.race([p.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 120_000).unref())]);
-  if (code !== 0) {
-    await p.kill('SIGKILL');
-    throw new Error(`the Python client ended with ${code}: ${p.stderr}`);
-  }
-  return p.lines;
-}
+useProcessCleanup();
+afterEach(stopPythonProcs);
+afterAll(stopPythonProcs);
 
 describe('the Python SDK on a real cluster', () => {
   it('R4: a Python client commits and aborts with a Python participant, which recovers a YES vote after SIGKILL', async () => {
