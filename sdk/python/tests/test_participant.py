@@ -265,3 +265,30 @@ def test_r4_many_in_doubt_are_asked_in_one_getoutcomes_or_one_by_one_on_an_older
     finally:
         p.stop()
         node.stop()
+
+
+def test_a_prepare_blocked_in_its_resource_does_not_hold_up_another_transaction_s_decision(tmp_path) -> None:
+    import threading
+
+    class Blocking(MemoryResource):
+        release = threading.Event()
+
+        def prepare(self, txn_id: str, payload: bytes):
+            if txn_id == "waiter":
+                # A statement waiting on a lock "holder" holds until holder is decided.
+                assert self.release.wait(10)
+            return super().prepare(txn_id, payload)
+
+        def commit(self, txn_id: str) -> None:
+            super().commit(txn_id)
+            if txn_id == "holder":
+                self.release.set()
+
+    e = Engine(C, P, Journal(str(tmp_path)), Blocking(), quiet)
+    assert e.prepare(C, "holder", P, b"")[0]
+    waiter = threading.Thread(target=lambda: e.prepare(C, "waiter", P, b""))
+    waiter.start()
+    time.sleep(0.1)
+    e.decide(C, "holder", P, True)
+    waiter.join(10)
+    assert not waiter.is_alive() and e.journal.get("waiter").state == "prepared" and e._locks == {}

@@ -28,8 +28,8 @@ import random
 import sys
 import threading
 import time
-import zlib
 from concurrent import futures
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
@@ -51,8 +51,6 @@ SERVES = ("Exchange", "Status")
 EXCHANGE_IN_FLIGHT_MAX = 256
 #: In-doubt transactions asked about in one GetOutcomes at most (the protocol's bound).
 OUTCOMES_BATCH_MAX = 1024
-#: Locks that serialise the requests of one transaction: a transaction's id picks one.
-LOCK_STRIPES = 256
 #: Answers sent in one AnswerBatch at most.
 ANSWER_BATCH_MAX = 256
 IN_DOUBT_AFTER_S = 2.0
@@ -144,7 +142,9 @@ class Engine:
         self.resource = resource
         self.log = log
         self.in_doubt_after_s = in_doubt_after_s
-        self._locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
+        self._locks_guard = threading.Lock()
+        #: Per transaction being worked on: its lock and how many requests use it.
+        self._locks: Dict[str, List[Any]] = {}
         self._doubts_guard = threading.Lock()
         self._doubts: Dict[str, _Doubt] = {}
         now = time.monotonic()
@@ -158,9 +158,23 @@ class Engine:
             if journal.get(txn_id) is None:
                 self._doubts.setdefault(txn_id, _Doubt(now))
 
-    def _lock(self, txn_id: str) -> threading.Lock:
-        """The lock of txn_id's stripe: one transaction's requests run one at a time, with a bounded number of locks."""
-        return self._locks[zlib.crc32(txn_id.encode("utf-8")) % LOCK_STRIPES]
+    @contextmanager
+    def _txn(self, txn_id: str) -> Iterator[None]:
+        """One transaction's requests run one at a time; others never wait on it (a PREPARE blocked in its
+        resource must not hold up the DECISION of the transaction it waits for). A lock lives while it is used."""
+        with self._locks_guard:
+            entry = self._locks.get(txn_id)
+            if entry is None:
+                entry = self._locks[txn_id] = [threading.Lock(), 0]
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._locks_guard:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._locks[txn_id]
 
     def _check(self, cluster_id: str, txn_id: str, participant_id: str) -> None:
         if cluster_id != self.cluster_id:
@@ -173,7 +187,7 @@ class Engine:
     def prepare(self, cluster_id: str, txn_id: str, participant_id: str, payload: bytes) -> "tuple[bool, str]":
         """PREPARE -> (YES?, reason). YES only once "prepared" is durable in the journal (R4)."""
         self._check(cluster_id, txn_id, participant_id)
-        with self._lock(txn_id):
+        with self._txn(txn_id):
             e = self.journal.get(txn_id)
             if e is not None:
                 if e.state in ("prepared", "committed"):
@@ -204,7 +218,7 @@ class Engine:
         """DECISION: returns once the outcome is applied and durable (then ACK), or raises Refusal."""
         self._check(cluster_id, txn_id, participant_id)
         to = "committed" if commit else "aborted"
-        with self._lock(txn_id):
+        with self._txn(txn_id):
             e = self.journal.get(txn_id)
             state = e.state if e is not None else None
             if state == to:
@@ -230,7 +244,7 @@ class Engine:
 
     def status(self, cluster_id: str, txn_id: str, participant_id: str) -> int:
         self._check(cluster_id, txn_id, participant_id)
-        with self._lock(txn_id):
+        with self._txn(txn_id):
             e = self.journal.get(txn_id)
             if e is None:
                 # Not prepared, and never will be: the refusal is durable before the answer.
