@@ -54,6 +54,8 @@ describe('the Python PostgreSQL resource', () => {
     expect(prepared).toMatchObject({ t1: [true, ''], t2: [true, ''], t4: [true, ''], t3: null });
     expect((prepared.t5 as [boolean, string])[0]).toBe(false);
     expect(String((prepared.t5 as [boolean, string])[1])).toMatch(/23502/);
+    // Waiting on prepared t1's key past the PREPARE's budget (statement_timeout): NO, with query_canceled.
+    expect(prepared.t6).toEqual([false, expect.stringMatching(/57014/)]);
     // The TypeScript resource's gids, so either runtime and the operator's tools read them.
     const prefix = gidPrefix(CLUSTER, 'shop');
     expect(prepared.gids).toEqual({ t1: gidOf(prefix, 't1'), t2: gidOf(prefix, 't2'), t3: gidOf(prefix, 't3'), t4: gidOf(prefix, 't4') });

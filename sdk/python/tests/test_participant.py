@@ -273,11 +273,11 @@ def test_a_prepare_blocked_in_its_resource_does_not_hold_up_another_transaction_
     class Blocking(MemoryResource):
         release = threading.Event()
 
-        def prepare(self, txn_id: str, payload: bytes):
+        def prepare(self, txn_id: str, payload: bytes, timeout_ms: int = 0):
             if txn_id == "waiter":
                 # A statement waiting on a lock "holder" holds until holder is decided.
                 assert self.release.wait(10)
-            return super().prepare(txn_id, payload)
+            return super().prepare(txn_id, payload, timeout_ms)
 
         def commit(self, txn_id: str) -> None:
             super().commit(txn_id)

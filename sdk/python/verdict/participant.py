@@ -184,7 +184,7 @@ class Engine:
         if not TXN_ID_PATTERN.match(txn_id):
             raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, "txn_id must be 1-128 of [A-Za-z0-9_.:-], starting with a letter or digit")
 
-    def prepare(self, cluster_id: str, txn_id: str, participant_id: str, payload: bytes) -> "tuple[bool, str]":
+    def prepare(self, cluster_id: str, txn_id: str, participant_id: str, payload: bytes, timeout_ms: int = 0) -> "tuple[bool, str]":
         """PREPARE -> (YES?, reason). YES only once "prepared" is durable in the journal (R4)."""
         self._check(cluster_id, txn_id, participant_id)
         with self._txn(txn_id):
@@ -194,7 +194,7 @@ class Engine:
                     return True, ""
                 return False, f"{txn_id} is {e.state} here"
             try:
-                reason = self.resource.prepare(txn_id, payload)
+                reason = self.resource.prepare(txn_id, payload, timeout_ms)
             except Exception as err:  # noqa: BLE001 - a resource failure is a NO vote with its reason
                 self.resource.rollback(txn_id)
                 reason = f"the resource failed to prepare: {err}"
@@ -304,7 +304,7 @@ class _Servicer(participant_pb2_grpc.ParticipantServicer):
     def Prepare(self, request: ppb.PrepareRequest, context: grpc.ServicerContext) -> ppb.Vote:
         self._guard(context)
         try:
-            yes, reason = self.engine.prepare(request.cluster_id, request.txn_id, request.participant_id, request.payload)
+            yes, reason = self.engine.prepare(request.cluster_id, request.txn_id, request.participant_id, request.payload, request.timeout_ms)
         except Refusal as r:
             context.abort(r.code, r.details)
         except Exception as err:  # noqa: BLE001
@@ -330,7 +330,7 @@ class _Servicer(participant_pb2_grpc.ParticipantServicer):
             which = r.WhichOneof("body")
             if which == "prepare":
                 q = r.prepare
-                yes, reason = self.engine.prepare(q.cluster_id, q.txn_id, q.participant_id, q.payload)
+                yes, reason = self.engine.prepare(q.cluster_id, q.txn_id, q.participant_id, q.payload, q.timeout_ms)
                 vote = ppb.Vote(txn_id=q.txn_id, participant_id=self.engine.participant_id, vote=ppb.VOTE_YES if yes else ppb.VOTE_NO, reason=reason)
                 return ppb.ExchangeAnswer(id=r.id, vote=vote)
             if which == "decision":

@@ -195,7 +195,7 @@ class PostgresResource(Resource):
                 conn = self._open[txn_id] = self._connect(autocommit=False)
         return conn.cursor()
 
-    def prepare(self, txn_id: str, payload: bytes) -> Optional[str]:
+    def prepare(self, txn_id: str, payload: bytes, timeout_ms: int = 0) -> Optional[str]:
         sql = parse_payload(payload)
         if isinstance(sql, str):
             return sql
@@ -209,6 +209,9 @@ class PostgresResource(Resource):
         gid = self.gid(txn_id)
         try:
             with conn.cursor() as cur:
+                if timeout_ms > 0:
+                    # Bounded by the transaction's budget: a statement waiting on a lock votes NO instead of waiting for ever.
+                    cur.execute("SET LOCAL statement_timeout = %s", (int(timeout_ms),))
                 for stmt in sql or []:
                     cur.execute(stmt)
                 cur.execute(f"INSERT INTO {self.table} (gid, txn_id, prepared_at) VALUES (%s, %s, now())", (gid, txn_id))

@@ -20,8 +20,11 @@ class Resource(ABC):
     kind: str = "unknown"
 
     @abstractmethod
-    def prepare(self, txn_id: str, payload: bytes) -> Optional[str]:
-        """Does everything but commit and makes it durable; returns None, or why it votes NO (nothing then held)."""
+    def prepare(self, txn_id: str, payload: bytes, timeout_ms: int = 0) -> Optional[str]:
+        """Does everything but commit and makes it durable; returns None, or why it votes NO (nothing then held).
+
+        ``timeout_ms``: the transaction's remaining budget from the PREPARE (0: none given), for the resource's own bound.
+        """
 
     @abstractmethod
     def commit(self, txn_id: str) -> None:
@@ -69,7 +72,7 @@ class MemoryResource(Resource):
         s = o.get("set", {})
         return s if isinstance(s, dict) else None
 
-    def prepare(self, txn_id: str, payload: bytes) -> Optional[str]:
+    def prepare(self, txn_id: str, payload: bytes, timeout_ms: int = 0) -> Optional[str]:
         writes = self._writes(payload)
         if writes is None:
             return 'the payload is not JSON of the form {"set": {key: value}}'

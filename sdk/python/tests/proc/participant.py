@@ -34,8 +34,8 @@ class Holding(Resource):
         self.kind = inner.kind
         self.hold_file = hold_file
 
-    def prepare(self, txn_id: str, payload: bytes) -> Optional[str]:
-        return self.inner.prepare(txn_id, payload)
+    def prepare(self, txn_id: str, payload: bytes, timeout_ms: int = 0) -> Optional[str]:
+        return self.inner.prepare(txn_id, payload, timeout_ms)
 
     def commit(self, txn_id: str) -> None:
         if os.path.exists(self.hold_file):

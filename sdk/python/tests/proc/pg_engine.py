@@ -38,6 +38,8 @@ def main() -> int:
         out["t4"] = engine.prepare(cluster, "t4", "shop", b"")
         # A NO vote: a constraint fails, nothing stays prepared.
         out["t5"] = engine.prepare(cluster, "t5", "shop", json.dumps({"sql": ["INSERT INTO orders VALUES ('t5', NULL)"]}).encode())
+        # A statement that waits on a lock a prepared transaction holds (t1's key): bounded by the PREPARE's budget, a NO vote.
+        out["t6"] = engine.prepare(cluster, "t6", "shop", ins("t1", 60), timeout_ms=500)
         # A crash between PostgreSQL's PREPARE and the journal's record: prepared in PostgreSQL only, never voted.
         out["t3"] = resource.prepare("t3", ins("t3", 30))
         out["gids"] = {t: resource.gid(t) for t in ("t1", "t2", "t3", "t4")}
