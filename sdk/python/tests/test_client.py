@@ -93,3 +93,18 @@ def test_abort_before_commit_sends_nothing_and_enlist_checks_ids() -> None:
     with pytest.raises(VerdictError):
         c.transaction(txn_id="bad id")
     c.close()
+
+
+def test_local_cluster_tls_finds_npm_start_s_files_where_the_typescript_sdk_does(tmp_path) -> None:
+    from verdict import local_cluster_tls
+
+    d = tmp_path / "verdict" / "local"
+    d.mkdir(parents=True)
+    for f in ("ca.crt", "alice.crt", "alice.key"):
+        (d / f).write_text("x")
+    files = local_cluster_tls(env={"XDG_CONFIG_HOME": str(tmp_path)})
+    assert (files.ca, files.cert, files.key) == (str(d / "ca.crt"), str(d / "alice.crt"), str(d / "alice.key"))
+    assert local_cluster_tls(env={"VERDICT_CONFIG_DIR": str(tmp_path / "verdict")}).cert == str(d / "alice.crt")
+    with pytest.raises(VerdictError) as e:
+        local_cluster_tls("bob", env={"XDG_CONFIG_HOME": str(tmp_path)})
+    assert "verdict certs --client bob" in e.value.reason

@@ -4,7 +4,7 @@ See docs/python.md in the repository.
 """
 
 from .client import Client, OutcomeResult, Transaction
-from .connection import TlsFiles
+from .connection import TlsFiles, local_cluster_tls
 from .errors import OutcomeUnknownError, RetriesExhaustedError, VerdictError
 from .journal import Journal, JournalCorrupt
 from .participant import Engine, Participant
@@ -24,4 +24,5 @@ __all__ = [
     "TlsFiles",
     "Transaction",
     "VerdictError",
+    "local_cluster_tls",
 ]

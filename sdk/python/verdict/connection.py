@@ -16,6 +16,7 @@ verdict-reason, never from message text.
 
 from __future__ import annotations
 
+import os
 import random as _random
 import re
 import socket
@@ -65,6 +66,24 @@ class TlsFiles:
             except OSError as err:
                 raise invalid_argument(f"TLS {what} file {path}: {err.strerror}") from err
         return out[0], out[1], out[2]
+
+
+def local_cluster_tls(name: str = "alice", env: Optional[Dict[str, str]] = None) -> TlsFiles:
+    """The TLS files of certificate ``name`` of the local cluster that ``npm start`` (verdict cluster up) makes:
+    ``$VERDICT_CONFIG_DIR/local``, else ``$XDG_CONFIG_HOME/verdict/local``, else ``~/.config/verdict/local``
+    (src/transport/local-cluster.ts)."""
+    e = dict(os.environ) if env is None else env
+    if e.get("VERDICT_CONFIG_DIR"):
+        root = os.path.abspath(e["VERDICT_CONFIG_DIR"])
+    else:
+        xdg = e.get("XDG_CONFIG_HOME", "")
+        root = os.path.join(xdg if xdg and os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".config"), "verdict")
+    d = os.path.join(root, "local")
+    files = TlsFiles(os.path.join(d, "ca.crt"), os.path.join(d, f"{name}.crt"), os.path.join(d, f"{name}.key"))
+    for path in (files.ca, files.cert, files.key):
+        if not os.path.exists(path):
+            raise invalid_argument(f"the local cluster has no {os.path.basename(path)} in {d}: `npm start` makes the CA and alice's certificate; another with `npx verdict certs --client {name}`")
+    return files
 
 
 def channel_credentials(tls: Optional[TlsFiles], insecure: bool) -> Optional[grpc.ChannelCredentials]:
