@@ -84,6 +84,19 @@ export const COMPONENTS = [
     missing: () => firstMissing(['/usr/bin/protoc', '/usr/bin/grpc_python_plugin']),
   },
   {
+    name: 'Python 3 with gRPC, protobuf, psycopg2 and pytest',
+    packages: ['python3-grpcio', 'python3-protobuf', 'python3-psycopg2', 'python3-pytest'],
+    why: "the Python SDK's tests (sdk/python/tests, run by test/process/python-pytest.test.ts) and test/process/python-sdk.test.ts run Debian's /usr/bin/python3 with these modules",
+    missing: () =>
+      firstMissing([
+        '/usr/bin/python3',
+        '/usr/lib/python3/dist-packages/grpc/__init__.py',
+        '/usr/lib/python3/dist-packages/google/protobuf/__init__.py',
+        '/usr/lib/python3/dist-packages/psycopg2/__init__.py',
+        '/usr/lib/python3/dist-packages/pytest/__init__.py',
+      ]),
+  },
+  {
     name: 'etcd',
     packages: ['etcd-server'],
     why: "the benchmark's etcd anchor is tested against a real three-member etcd",

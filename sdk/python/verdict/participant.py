@@ -1,0 +1,558 @@
+"""The participant runtime: serves verdict.participant.Participant (Prepare,
+Decide, Status), registers with the cluster, keeps a durable journal and
+resolves transactions left in doubt by asking the cluster.
+
+Per transaction the state goes none -> prepared -> committed | aborted, or
+none -> refused (a NO vote, or a Status question before any PREPARE) and
+none -> aborted (an ABORT before its PREPARE). The rules are proto/
+participant.proto's, point by point:
+
+* PREPARE: a transaction aborted or refused here gets NO; prepared or
+  committed gets YES again (R7). Otherwise the resource prepares, the journal
+  records "prepared" with fsync, and only then the YES leaves (R4).
+* DECISION: prepared -> apply, journal, ACK; the same outcome again -> ACK;
+  nothing known and ABORT -> remember the abort durably, ACK; nothing known
+  and COMMIT, or the other outcome already applied -> FAILED_PRECONDITION.
+* Status: a transaction neither prepared nor decided is first recorded as
+  refused, durably, then answered REFUSED.
+* In doubt (prepared, no DECISION after ``in_doubt_after_s``, or after a
+  restart): ask Coordinator.GetOutcome with this participant's id, with
+  backoff, until COMMITTED or ABORTED, however long that takes.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import random
+import sys
+import threading
+import time
+from concurrent import futures
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+
+import grpc
+
+from ._proto import coordinator_pb2 as cpb
+from ._proto import participant_pb2 as ppb
+from ._proto import participant_pb2_grpc
+from .client import Client
+from .connection import TlsFiles
+from .errors import VerdictError
+from .ids import TXN_ID_PATTERN, check_participant_id
+from .journal import Journal
+from .resource import Resource
+
+#: The optional Participant methods this runtime serves (RegisterParticipantRequest.serves).
+SERVES = ("Exchange", "Status")
+#: Requests of one Exchange stream being worked on at once; the stream is read no further until one is answered (back-pressure).
+EXCHANGE_IN_FLIGHT_MAX = 256
+#: In-doubt transactions asked about in one GetOutcomes at most (the protocol's bound).
+OUTCOMES_BATCH_MAX = 1024
+#: Answers sent in one AnswerBatch at most.
+ANSWER_BATCH_MAX = 256
+IN_DOUBT_AFTER_S = 2.0
+ASK_PAUSE_MIN_S = 0.2
+ASK_PAUSE_MAX_S = 10.0
+#: The subject field and value that mark a node's certificate (src/transport/tls.ts, NODE_MARK).
+NODE_MARK = ("O", "verdict-node")
+
+Log = Callable[..., None]
+
+
+def json_log(event: str, **fields: Any) -> None:
+    """One structured line on stderr, with the transaction and participant ids when there are any."""
+    sys.stderr.write(json.dumps({"at_ms": int(time.time() * 1000), "event": event, **fields}, default=str) + "\n")
+    sys.stderr.flush()
+
+
+def _split_unescaped(text: str, seps: str) -> List[str]:
+    """Splits at any of ``seps`` outside a backslash escape or a quoted value (RFC 4514)."""
+    parts, cur, escaped, quoted = [], [], False, False
+    for ch in text:
+        if escaped:
+            cur.append("\\" + ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == '"':
+            quoted = not quoted
+            cur.append(ch)
+        elif ch in seps and not quoted:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def subject_fields(subject: str) -> Dict[str, List[str]]:
+    """The fields of an RFC 4514 subject as gRPC's auth context gives it ("CN=n1,OU=c,O=verdict-node").
+
+    Escaped separators stay inside their value: a CN of "x,O=verdict-node"
+    arrives as ``CN=x\\,O=verdict-node`` and is one field, never a node mark.
+    """
+    out: Dict[str, List[str]] = {}
+    for part in _split_unescaped(subject, ",+"):
+        kv = _split_unescaped(part, "=")
+        if len(kv) < 2:
+            continue
+        out.setdefault(kv[0].strip(), []).append("=".join(kv[1:]).strip())
+    return out
+
+
+def node_caller_problem(subject: Optional[str], cluster_id: str) -> Optional[str]:
+    """Why a caller's certificate subject is not a node of ``cluster_id`` (the node mark and OU); None when it is (R8)."""
+    if subject is None:
+        return "the caller's certificate subject is not available, so it cannot be shown to be a node's"
+    f = subject_fields(subject)
+    if f.get("OU", []) != [cluster_id]:
+        return f'the caller\'s certificate ({subject[:128]}) is not of cluster "{cluster_id}" (OU={cluster_id})'
+    if f.get(NODE_MARK[0], []) != [NODE_MARK[1]]:
+        return f"the caller's certificate ({subject[:128]}) is not a node's: it lacks the node mark {NODE_MARK[0]}={NODE_MARK[1]}"
+    return None
+
+
+class Refusal(Exception):
+    """An answer with a gRPC status: FAILED_PRECONDITION and the reason."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+
+
+@dataclass
+class _Doubt:
+    next_ask_at: float
+    tries: int = 0
+
+
+class Engine:
+    """The participant's state machine over a journal and a resource; thread-safe, one lock per transaction."""
+
+    def __init__(self, cluster_id: str, participant_id: str, journal: Journal, resource: Resource, log: Log = json_log, in_doubt_after_s: float = IN_DOUBT_AFTER_S) -> None:
+        check_participant_id(participant_id)
+        self.cluster_id = cluster_id
+        self.participant_id = participant_id
+        self.journal = journal
+        self.resource = resource
+        self.log = log
+        self.in_doubt_after_s = in_doubt_after_s
+        self._locks_guard = threading.Lock()
+        #: Per transaction being worked on: its lock and how many requests use it.
+        self._locks: Dict[str, List[Any]] = {}
+        self._doubts_guard = threading.Lock()
+        self._doubts: Dict[str, _Doubt] = {}
+        now = time.monotonic()
+        for e in journal.entries():
+            resource.restore(e.txn_id, e.state, e.payload)
+            if e.state == "prepared":
+                # After a restart a prepared transaction is in doubt at once.
+                self._doubts[e.txn_id] = _Doubt(now)
+        # Prepared in the resource but never journalled: no YES left for it, so the cluster aborts it (R3); ask all the same.
+        for txn_id in resource.prepared_here():
+            if journal.get(txn_id) is None:
+                self._doubts.setdefault(txn_id, _Doubt(now))
+
+    @contextmanager
+    def _txn(self, txn_id: str) -> Iterator[None]:
+        """One transaction's requests run one at a time; others never wait on it (a PREPARE blocked in its
+        resource must not hold up the DECISION of the transaction it waits for). A lock lives while it is used."""
+        with self._locks_guard:
+            entry = self._locks.get(txn_id)
+            if entry is None:
+                entry = self._locks[txn_id] = [threading.Lock(), 0]
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._locks_guard:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._locks[txn_id]
+
+    def _check(self, cluster_id: str, txn_id: str, participant_id: str) -> None:
+        if cluster_id != self.cluster_id:
+            raise Refusal(grpc.StatusCode.FAILED_PRECONDITION, f'cluster "{cluster_id[:64]}" is not this participant\'s cluster "{self.cluster_id}"')
+        if participant_id != self.participant_id:
+            raise Refusal(grpc.StatusCode.FAILED_PRECONDITION, f'participant "{participant_id[:64]}" is not this participant ("{self.participant_id}")')
+        if not TXN_ID_PATTERN.match(txn_id):
+            raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, "txn_id must be 1-128 of [A-Za-z0-9_.:-], starting with a letter or digit")
+
+    def prepare(self, cluster_id: str, txn_id: str, participant_id: str, payload: bytes, timeout_ms: int = 0) -> "tuple[bool, str]":
+        """PREPARE -> (YES?, reason). YES only once "prepared" is durable in the journal (R4)."""
+        self._check(cluster_id, txn_id, participant_id)
+        with self._txn(txn_id):
+            e = self.journal.get(txn_id)
+            if e is not None:
+                if e.state in ("prepared", "committed"):
+                    return True, ""
+                return False, f"{txn_id} is {e.state} here"
+            try:
+                reason = self.resource.prepare(txn_id, payload, timeout_ms)
+            except Exception as err:  # noqa: BLE001 - a resource failure is a NO vote with its reason
+                self.resource.rollback(txn_id)
+                reason = f"the resource failed to prepare: {err}"
+            if reason is not None:
+                # Remembered durably, so a Status question or a later PREPARE of it is answered the same.
+                self.journal.record(txn_id, "refused")
+                self.log("vote", txn_id=txn_id, participant_id=self.participant_id, vote="NO", reason=reason)
+                return False, reason
+            try:
+                self.journal.record(txn_id, "prepared", payload)
+            except BaseException:
+                # No YES without the journal's record (R4): release what the resource holds, and answer with the error.
+                self.resource.rollback(txn_id)
+                raise
+            with self._doubts_guard:
+                self._doubts[txn_id] = _Doubt(time.monotonic() + self.in_doubt_after_s)
+            self.log("vote", txn_id=txn_id, participant_id=self.participant_id, vote="YES")
+            return True, ""
+
+    def decide(self, cluster_id: str, txn_id: str, participant_id: str, commit: bool, source: str = "decision") -> None:
+        """DECISION: returns once the outcome is applied and durable (then ACK), or raises Refusal."""
+        self._check(cluster_id, txn_id, participant_id)
+        to = "committed" if commit else "aborted"
+        with self._txn(txn_id):
+            e = self.journal.get(txn_id)
+            state = e.state if e is not None else None
+            if state == to:
+                return
+            if state in ("committed", "aborted"):
+                raise Refusal(grpc.StatusCode.FAILED_PRECONDITION, f"{txn_id} is already {state} here; a decided outcome never changes")
+            if state != "prepared":
+                if commit:
+                    raise Refusal(grpc.StatusCode.FAILED_PRECONDITION, f"COMMIT of {txn_id}, never prepared here")
+                # Presumed abort: remember it so a later PREPARE gets NO, and release any work held for it.
+                self.resource.rollback(txn_id)
+                self.journal.record(txn_id, "aborted")
+                self.log("decided", txn_id=txn_id, participant_id=self.participant_id, outcome="ABORTED", source=source, prepared=False)
+                return
+            if commit:
+                self.resource.commit(txn_id)
+            else:
+                self.resource.rollback(txn_id)
+            self.journal.record(txn_id, to, e.payload if (commit and e is not None) else b"")
+            with self._doubts_guard:
+                self._doubts.pop(txn_id, None)
+            self.log("decided", txn_id=txn_id, participant_id=self.participant_id, outcome=to.upper(), source=source, prepared=True)
+
+    def status(self, cluster_id: str, txn_id: str, participant_id: str) -> int:
+        self._check(cluster_id, txn_id, participant_id)
+        with self._txn(txn_id):
+            e = self.journal.get(txn_id)
+            if e is None:
+                # Not prepared, and never will be: the refusal is durable before the answer.
+                e = self.journal.record(txn_id, "refused")
+            return {
+                "prepared": ppb.TXN_STATUS_PREPARED,
+                "committed": ppb.TXN_STATUS_COMMITTED,
+                "aborted": ppb.TXN_STATUS_ABORTED,
+                "refused": ppb.TXN_STATUS_REFUSED,
+            }[e.state]
+
+    def in_doubt(self) -> List[str]:
+        return [e.txn_id for e in self.journal.entries() if e.state == "prepared"]
+
+    def due(self, now: float) -> List[str]:
+        with self._doubts_guard:
+            return [t for t, d in self._doubts.items() if d.next_ask_at <= now]
+
+    def asked(self, txn_id: str, now: float) -> None:
+        """No outcome yet for txn_id: ask again after a capped, jittered backoff."""
+        with self._doubts_guard:
+            d = self._doubts.get(txn_id)
+            if d is None:
+                return
+            d.tries += 1
+            cap = min(ASK_PAUSE_MAX_S, ASK_PAUSE_MIN_S * 2 ** min(d.tries, 16))
+            d.next_ask_at = now + cap / 2 + random.random() * cap / 2
+
+    def forget_doubt(self, txn_id: str) -> None:
+        with self._doubts_guard:
+            self._doubts.pop(txn_id, None)
+
+
+class _Servicer(participant_pb2_grpc.ParticipantServicer):
+    def __init__(self, engine: Engine, node_only: bool, workers: Optional[futures.ThreadPoolExecutor] = None) -> None:
+        self.engine = engine
+        self.node_only = node_only
+        #: Runs the requests of Exchange streams, so a slow PREPARE does not hold up a DECISION behind it.
+        self.workers = workers if workers is not None else futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="verdict-exchange")
+
+    def _guard(self, context: grpc.ServicerContext) -> None:
+        """Under TLS, PREPARE/DECISION/Status are taken only from a certificate with the node mark of this cluster (R8)."""
+        if not self.node_only:
+            return
+        subject: Optional[str] = None
+        for v in context.auth_context().get("x509_subject", []):
+            subject = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+        problem = node_caller_problem(subject, self.engine.cluster_id)
+        if problem is not None:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, problem)
+
+    def _internal(self, context: grpc.ServicerContext, what: str, txn_id: str, err: Exception) -> None:
+        """A failure of the journal or the resource: logged, and answered INTERNAL with the reason (never a stack trace)."""
+        self.engine.log("failed", txn_id=txn_id, participant_id=self.engine.participant_id, what=what, error=str(err)[:512])
+        context.abort(grpc.StatusCode.INTERNAL, f"{what} of {txn_id} failed here: {str(err)[:512]}")
+
+    def Prepare(self, request: ppb.PrepareRequest, context: grpc.ServicerContext) -> ppb.Vote:
+        self._guard(context)
+        try:
+            yes, reason = self.engine.prepare(request.cluster_id, request.txn_id, request.participant_id, request.payload, request.timeout_ms)
+        except Refusal as r:
+            context.abort(r.code, r.details)
+        except Exception as err:  # noqa: BLE001
+            self._internal(context, "PREPARE", request.txn_id, err)
+        return ppb.Vote(txn_id=request.txn_id, participant_id=self.engine.participant_id, vote=ppb.VOTE_YES if yes else ppb.VOTE_NO, reason=reason)
+
+    def Decide(self, request: ppb.DecideRequest, context: grpc.ServicerContext) -> ppb.Ack:
+        self._guard(context)
+        if request.decision not in (ppb.DECISION_COMMIT, ppb.DECISION_ABORT):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "decision must be DECISION_COMMIT or DECISION_ABORT")
+        try:
+            self.engine.decide(request.cluster_id, request.txn_id, request.participant_id, request.decision == ppb.DECISION_COMMIT)
+        except Refusal as r:
+            self.engine.log("refused-decision", txn_id=request.txn_id, participant_id=self.engine.participant_id, reason=r.details)
+            context.abort(r.code, r.details)
+        except Exception as err:  # noqa: BLE001
+            self._internal(context, "DECISION", request.txn_id, err)
+        return ppb.Ack(txn_id=request.txn_id, participant_id=self.engine.participant_id)
+
+    def _answer(self, r: ppb.ExchangeRequest) -> ppb.ExchangeAnswer:
+        """One request of an Exchange stream: what the unary call would have answered, or its status as an ExchangeError."""
+        try:
+            which = r.WhichOneof("body")
+            if which == "prepare":
+                q = r.prepare
+                yes, reason = self.engine.prepare(q.cluster_id, q.txn_id, q.participant_id, q.payload, q.timeout_ms)
+                vote = ppb.Vote(txn_id=q.txn_id, participant_id=self.engine.participant_id, vote=ppb.VOTE_YES if yes else ppb.VOTE_NO, reason=reason)
+                return ppb.ExchangeAnswer(id=r.id, vote=vote)
+            if which == "decision":
+                d = r.decision
+                if d.decision not in (ppb.DECISION_COMMIT, ppb.DECISION_ABORT):
+                    raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, "decision must be DECISION_COMMIT or DECISION_ABORT")
+                try:
+                    self.engine.decide(d.cluster_id, d.txn_id, d.participant_id, d.decision == ppb.DECISION_COMMIT)
+                except Refusal as ref:
+                    self.engine.log("refused-decision", txn_id=d.txn_id, participant_id=self.engine.participant_id, reason=ref.details)
+                    raise
+                return ppb.ExchangeAnswer(id=r.id, ack=ppb.Ack(txn_id=d.txn_id, participant_id=self.engine.participant_id))
+            raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, "an exchange request carries a prepare or a decision")
+        except Refusal as ref:
+            return ppb.ExchangeAnswer(id=r.id, error=ppb.ExchangeError(code=ref.code.value[0], details=ref.details))
+        except Exception as err:  # noqa: BLE001 - a resource failure is this request's error, not the stream's
+            return ppb.ExchangeAnswer(id=r.id, error=ppb.ExchangeError(code=grpc.StatusCode.INTERNAL.value[0], details=str(err)[:512]))
+
+    def Exchange(self, request_iterator: Iterator[ppb.ExchangeBatch], context: grpc.ServicerContext) -> Iterator[ppb.AnswerBatch]:
+        """The leader's stream of PREPAREs and DECISIONs: each answered by id as soon as it is done, in any order."""
+        self._guard(context)
+        self.engine.log("exchange-opened", participant_id=self.engine.participant_id, peer=context.peer())
+        answers: "queue.Queue[Optional[ppb.ExchangeAnswer]]" = queue.Queue()
+        slots = threading.BoundedSemaphore(EXCHANGE_IN_FLIGHT_MAX)
+        pending = [0]
+        lock = threading.Lock()
+        reading_done = threading.Event()
+
+        def finished(answer: ppb.ExchangeAnswer) -> None:
+            answers.put(answer)
+            slots.release()
+            with lock:
+                pending[0] -= 1
+                if pending[0] == 0 and reading_done.is_set():
+                    answers.put(None)
+
+        def read() -> None:
+            try:
+                for batch in request_iterator:
+                    for r in batch.requests:
+                        slots.acquire()
+                        with lock:
+                            pending[0] += 1
+                        self.workers.submit(lambda r=r: finished(self._answer(r)))
+            except grpc.RpcError:
+                pass
+            finally:
+                with lock:
+                    reading_done.set()
+                    if pending[0] == 0:
+                        answers.put(None)
+
+        threading.Thread(target=read, name="verdict-exchange-read", daemon=True).start()
+        while True:
+            first = answers.get()
+            if first is None:
+                return
+            out = [first]
+            while len(out) < ANSWER_BATCH_MAX:
+                try:
+                    more = answers.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    yield ppb.AnswerBatch(answers=out)
+                    return
+                out.append(more)
+            yield ppb.AnswerBatch(answers=out)
+
+    def Status(self, request: ppb.StatusRequest, context: grpc.ServicerContext) -> ppb.StatusAnswer:
+        self._guard(context)
+        try:
+            status = self.engine.status(request.cluster_id, request.txn_id, request.participant_id)
+        except Refusal as r:
+            context.abort(r.code, r.details)
+        except Exception as err:  # noqa: BLE001
+            self._internal(context, "Status", request.txn_id, err)
+        return ppb.StatusAnswer(txn_id=request.txn_id, participant_id=self.engine.participant_id, status=status)
+
+
+class Participant:
+    """A running participant: the gRPC server, registration and the in-doubt resolver.
+
+    ``endpoint``: the address the nodes dial (host:port); ``listen``: what the
+    server binds (default: the endpoint). TLS: ``tls`` holds the cluster CA and
+    this participant's certificate (OU=<cluster id>, CN=<participant id>); the
+    server then requires a client certificate with the node mark. Plaintext
+    only with ``insecure=True``.
+    """
+
+    def __init__(
+        self,
+        *,
+        participant_id: str,
+        nodes: Sequence[str],
+        data_dir: str,
+        resource: Resource,
+        endpoint: str,
+        listen: Optional[str] = None,
+        cluster_id: Optional[str] = None,
+        tls: Optional[TlsFiles] = None,
+        insecure: bool = False,
+        log: Log = json_log,
+        in_doubt_after_s: float = IN_DOUBT_AFTER_S,
+        max_workers: int = 16,
+    ) -> None:
+        check_participant_id(participant_id)
+        self.client = Client(nodes, tls=tls, insecure=insecure, cluster_id=cluster_id)
+        self.participant_id = participant_id
+        self.endpoint = endpoint
+        self.listen = listen or endpoint
+        self.resource = resource
+        self.log = log
+        self.tls = tls
+        self.journal = Journal(data_dir)
+        self.engine = Engine(cluster_id or "", participant_id, self.journal, resource, log, in_doubt_after_s)
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
+        self._workers = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="verdict-exchange")
+        participant_pb2_grpc.add_ParticipantServicer_to_server(_Servicer(self.engine, tls is not None, self._workers), self._server)
+        self._stopped = threading.Event()
+        self._resolver = threading.Thread(target=self._resolve_loop, name="verdict-in-doubt", daemon=True)
+        #: Whether the cluster answers GetOutcomes (a cluster that answers UNIMPLEMENTED is asked one by one).
+        self._batched = True
+        self.port = 0
+
+    def start(self, register_timeout_s: float = 60.0) -> "Participant":
+        """Learns the cluster id if not given, serves, registers (retried until a leader takes it) and starts resolving what is in doubt."""
+        if self.engine.cluster_id == "":
+            self.engine.cluster_id = self.client.cluster_id()
+        if self.tls is not None:
+            ca, cert, key = self.tls.read()
+            creds = grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=True)
+            self.port = self._server.add_secure_port(self.listen, creds)
+        else:
+            self.port = self._server.add_insecure_port(self.listen)
+        if self.port == 0:
+            raise VerdictError("UNAVAILABLE", f"cannot listen on {self.listen}")
+        if self.endpoint.endswith(":0"):
+            # Listening on a port the system chose: the nodes dial that one.
+            self.endpoint = f"{self.endpoint[:-2]}:{self.port}"
+        self._server.start()
+        self._register(register_timeout_s)
+        self._resolver.start()
+        self.log("started", participant_id=self.participant_id, endpoint=self.endpoint, in_doubt=self.engine.in_doubt())
+        return self
+
+    def _register(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.client.register_participant(self.participant_id, self.endpoint, self.resource.kind, SERVES, call_timeout_ms=max(1.0, (deadline - time.monotonic()) * 1000))
+                return
+            except VerdictError as err:
+                if err.code in ("INVALID_ARGUMENT", "FAILED_PRECONDITION", "PERMISSION_DENIED", "UNAUTHENTICATED") or time.monotonic() >= deadline:
+                    raise
+
+    def _resolve_loop(self) -> None:
+        while not self._stopped.wait(0.1):
+            due = self.engine.due(time.monotonic())
+            while due and not self._stopped.is_set():
+                batch, due = due[:OUTCOMES_BATCH_MAX], due[OUTCOMES_BATCH_MAX:]
+                if len(batch) > 1 and self._batched:
+                    self._ask_many(batch)
+                else:
+                    for txn_id in batch:
+                        self._ask(txn_id)
+
+    def _ask(self, txn_id: str) -> None:
+        """One GetOutcome for a transaction in doubt; applies COMMITTED or ABORTED, else asks again later (R4)."""
+        try:
+            r = self.client.connection.call("GetOutcome", cpb.OutcomeRequest(txn_id=txn_id, participant_id=self.participant_id), call_timeout_ms=5_000, attempt_timeout_ms=2_000)
+        except VerdictError as err:
+            self.log("in-doubt-ask-failed", txn_id=txn_id, participant_id=self.participant_id, error=str(err))
+            self.engine.asked(txn_id, time.monotonic())
+            return
+        self._apply(txn_id, r.outcome)
+
+    def _ask_many(self, txn_ids: List[str]) -> None:
+        """Many in-doubt transactions in one GetOutcomes (after a leader change, say); a cluster without it is asked one by one."""
+        try:
+            r = self.client.connection.call("GetOutcomes", cpb.OutcomesRequest(txn_ids=txn_ids, participant_id=self.participant_id), call_timeout_ms=5_000, attempt_timeout_ms=2_000)
+        except VerdictError as err:
+            if err.code == "UNIMPLEMENTED":
+                self._batched = False
+                for txn_id in txn_ids:
+                    self._ask(txn_id)
+                return
+            self.log("in-doubt-ask-failed", participant_id=self.participant_id, txn_ids=len(txn_ids), error=str(err))
+            for txn_id in txn_ids:
+                self.engine.asked(txn_id, time.monotonic())
+            return
+        if len(r.answers) != len(txn_ids):
+            self.log("in-doubt-ask-failed", participant_id=self.participant_id, error=f"asked about {len(txn_ids)} transactions, the cluster answered {len(r.answers)}")
+            for txn_id in txn_ids:
+                self.engine.asked(txn_id, time.monotonic())
+            return
+        for txn_id, a in zip(txn_ids, r.answers):
+            if a.code != 0 or a.outcome.txn_id not in ("", txn_id):
+                self.engine.asked(txn_id, time.monotonic())
+            else:
+                self._apply(txn_id, a.outcome.outcome)
+
+    def _apply(self, txn_id: str, outcome: int) -> None:
+        """The cluster's answer about a transaction in doubt: a decision is applied; anything else is asked again later."""
+        if outcome not in (cpb.OUTCOME_COMMITTED, cpb.OUTCOME_ABORTED):
+            self.engine.asked(txn_id, time.monotonic())
+            return
+        try:
+            self.engine.decide(self.engine.cluster_id, txn_id, self.participant_id, outcome == cpb.OUTCOME_COMMITTED, source="in-doubt")
+            self.engine.forget_doubt(txn_id)
+        except Refusal as ref:
+            self.log("in-doubt-conflict", txn_id=txn_id, participant_id=self.participant_id, reason=ref.details)
+            self.engine.forget_doubt(txn_id)
+        except Exception as err:  # noqa: BLE001 - the resource failed to apply it (a lost connection): try again later
+            self.log("in-doubt-apply-failed", txn_id=txn_id, participant_id=self.participant_id, error=str(err)[:512])
+            self.engine.asked(txn_id, time.monotonic())
+
+    def stop(self, grace_s: float = 1.0) -> None:
+        self._stopped.set()
+        self._server.stop(grace_s).wait()
+        self._workers.shutdown(wait=False)
+        self.client.close()
+        self.journal.close()
+        self.resource.close()
+

@@ -1,0 +1,133 @@
+// The Python SDK (sdk/python) against three real node processes: a Python
+// participant process and a Python client process, both on Debian's
+// /usr/bin/python3. The client commits and aborts; then the participant is
+// SIGKILLed after it voted YES and before it applied the COMMIT, and its
+// restart recovers the decision from its journal and the cluster (R4, AC4).
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { VerdictClient } from '../../src/client/client.ts';
+import { Cluster, freePorts, tempDir, uniqueClusterId, useProcessCleanup, waitFor } from './harness.ts';
+import { PythonProc, pythonClient, stopPythonProcs } from './python-procs.ts';
+import { certDir, TestCa } from '../tls-certs.ts';
+import { tlsCredentials } from '../../src/client/tls.ts';
+
+const WAIT_MS = 60_000;
+
+useProcessCleanup();
+afterEach(stopPythonProcs);
+afterAll(stopPythonProcs);
+
+describe('the Python SDK on a real cluster', () => {
+  it('R4: a Python client commits and aborts with a Python participant, which recovers a YES vote after SIGKILL', async () => {
+    const c = await Cluster.start({ nodes: 3, logLevel: 'warn' });
+    await c.waitForLeader();
+    const nodes = c.nodes.map((n) => n.address);
+    const dir = tempDir('verdict-python-');
+    const hold = join(dir, 'hold');
+    const [port] = await freePorts(1);
+    const participantArgs = ['--id', 'py', '--nodes', nodes.join(','), '--data-dir', join(dir, 'py'), '--listen', `127.0.0.1:${port}`, '--hold-file', hold];
+    let py = new PythonProc('participant.py', participantArgs);
+    await py.waitLine('the Python participant registered', (e) => e.event === 'ready');
+
+    const ts = new VerdictClient({ endpoints: nodes, insecure: true, callTimeoutMs: 30_000 });
+    try {
+      // The registry shows what it serves.
+      const listed = (await ts.participants()).find((p) => p.participantId === 'py');
+      expect(listed).toMatchObject({ endpoint: `127.0.0.1:${port}`, resourceKind: 'memory', serves: ['Exchange', 'Status'] });
+
+      // A commit, an abort before commit, a NO vote (a payload the memory resource refuses), and an outcome question.
+      const results = await pythonClient(nodes, [
+        { op: 'commit', txn: 'py-c1', enlist: { py: { set: { k1: 'v1' } } } },
+        { op: 'begin-abort', txn: 'py-a1', enlist: { py: { set: { k2: 'v2' } } } },
+        { op: 'commit', txn: 'py-n1', enlist: { py: 'not json' } },
+        { op: 'outcome', txn: 'py-c1' },
+      ]);
+      expect(results.map((r) => [r.txn, r.outcome ?? r.error])).toEqual([
+        ['py-c1', 'COMMITTED'],
+        ['py-a1', 'ABORTED'],
+        ['py-n1', 'ABORTED'],
+        ['py-c1', 'COMMITTED'],
+      ]);
+      await py.waitLine('py-c1 applied at the participant', (e) => e.event === 'decided' && e.txn_id === 'py-c1' && e.outcome === 'COMMITTED');
+      // The leader's hot path: PREPARE and DECISION on the Exchange stream the participant serves.
+      expect(py.lines.some((e) => e.event === 'exchange-opened')).toBe(true);
+      expect(py.lines.find((e) => e.event === 'vote' && e.txn_id === 'py-n1')).toMatchObject({ vote: 'NO' });
+
+      // Commits are held at the participant: it votes YES (durably) and then waits inside COMMIT.
+      writeFileSync(hold, '');
+      const committing = pythonClient(nodes, [{ op: 'commit', txn: 'py-k1', enlist: { py: { set: { k3: 'v3' } } } }]);
+      await py.waitLine('py-k1 voted YES', (e) => e.event === 'vote' && e.txn_id === 'py-k1' && e.vote === 'YES');
+      await py.waitLine('py-k1 held inside COMMIT', (e) => e.event === 'holding' && e.txn_id === 'py-k1');
+      // The decision was logged before it was delivered (R1): the client hears COMMITTED without the participant's ACK.
+      expect((await committing).map((r) => r.outcome ?? r.error)).toEqual(['COMMITTED']);
+      await py.kill('SIGKILL');
+      rmSync(hold, { force: true });
+      expect(existsSync(hold)).toBe(false);
+
+      // Restarted on the same data directory: py-k1 is in doubt from its journal, and is resolved to the cluster's decision.
+      py = new PythonProc('participant.py', participantArgs);
+      const ready = await py.waitLine('the restarted participant registered', (e) => e.event === 'ready');
+      const started = await py.waitLine('started', (e) => e.event === 'started');
+      expect(started.in_doubt).toEqual(['py-k1']);
+      // The committed value of py-c1 came back from the journal.
+      expect(ready.values).toMatchObject({ k1: 'v1' });
+      const decided = await py.waitLine('py-k1 applied after the restart', (e) => e.event === 'decided' && e.txn_id === 'py-k1');
+      expect(decided).toMatchObject({ outcome: 'COMMITTED', prepared: true });
+      expect((await ts.outcome('py-k1')).outcome).toBe('COMMITTED');
+      // Nothing left in doubt on the cluster's side either: the leader's view has no YES waiting for py.
+      await waitFor('the leader sees py with nothing in doubt', WAIT_MS, async () => {
+        const p = (await ts.participants({ withActivity: true })).find((x) => x.participantId === 'py');
+        return p !== undefined && p.inDoubt === 0 ? true : undefined;
+      });
+      await py.kill('SIGTERM');
+    } finally {
+      ts.close();
+    }
+  });
+
+  it('R8: under mutual TLS the Python client commits through a Python participant that takes PREPARE only from nodes', async () => {
+    const certs = certDir();
+    try {
+      const ca = TestCa.create(certs, 'cluster-ca');
+      const clusterId = uniqueClusterId();
+      const c = await Cluster.start({
+        nodes: 3,
+        clusterId,
+        logLevel: 'warn',
+        configExtra: (id) => {
+          const n = ca.node(id, clusterId, `${clusterId}-${id}`);
+          return { tls: { ca: ca.cert, cert: n.cert, key: n.key } };
+        },
+        clientCredentials: tlsCredentials({ ca: ca.cert, ...ca.issue('ops') }),
+      });
+      await c.waitForLeader();
+      const nodes = c.nodes.map((n) => n.address);
+      const dir = tempDir('verdict-python-tls-');
+      const [port] = await freePorts(1);
+      const pcert = ca.issue('pytls', { ou: clusterId, file: `${clusterId}-pytls` });
+      const py = new PythonProc('participant.py', [
+        ...['--id', 'pytls', '--nodes', nodes.join(','), '--data-dir', join(dir, 'pytls'), '--listen', `127.0.0.1:${port}`, '--hold-file', join(dir, 'hold')],
+        ...['--tls', [ca.cert, pcert.cert, pcert.key].join(',')],
+      ]);
+      await py.waitLine('the TLS participant registered', (e) => e.event === 'ready');
+      const app = ca.issue('app');
+      const results = await pythonClient(
+        nodes,
+        [
+          { op: 'commit', txn: 'tls-c1', enlist: { pytls: { set: { k: 'v' } } } },
+          { op: 'outcome', txn: 'tls-c1' },
+        ],
+        [ca.cert, app.cert, app.key].join(','),
+      );
+      expect(results.map((r) => r.outcome ?? `${r.error}: ${r.message}`)).toEqual(['COMMITTED', 'COMMITTED']);
+      await py.waitLine('tls-c1 applied at the participant', (e) => e.event === 'decided' && e.txn_id === 'tls-c1' && e.outcome === 'COMMITTED');
+      // A client without a certificate of the cluster's CA gets nothing: plaintext to a TLS node fails, and no transaction was begun.
+      const plain = await pythonClient(nodes, [{ op: 'outcome', txn: 'tls-c1' }], undefined, 2_000);
+      expect(plain[0].error).toBeDefined();
+      await py.kill('SIGTERM');
+    } finally {
+      rmSync(certs, { recursive: true, force: true });
+    }
+  });
+});
