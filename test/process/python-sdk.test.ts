@@ -32,8 +32,8 @@ describe('the Python SDK on a real cluster', () => {
 
     const ts = new VerdictClient({ endpoints: nodes, insecure: true, callTimeoutMs: 30_000 });
     try {
-      // The registry shows what it serves.
-      const listed = (await ts.participants()).find((p) => p.participantId === 'py');
+      // The registry shows what it serves (waited for: a node that answers may not have applied the registration yet).
+      const listed = await waitFor('the registration in the list', WAIT_MS, async () => (await ts.participants()).find((p) => p.participantId === 'py'));
       expect(listed).toMatchObject({ endpoint: `127.0.0.1:${port}`, resourceKind: 'memory', serves: ['Exchange', 'Status'] });
 
       // A commit, an abort before commit, a NO vote (a payload the memory resource refuses), and an outcome question.
