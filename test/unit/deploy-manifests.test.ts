@@ -62,7 +62,7 @@ describe('deploy/kubernetes', () => {
         mounted.add(m.name);
       }
     }
-    for (const name of [...volumes.keys(), ...claims]) expect(mounted.has(name), `volume ${name} is mounted`).toBe(true);
+    for (const name of [...volumes.keys(), ...claims] as string[]) expect(mounted.has(name), `volume ${name} is mounted`).toBe(true);
     expect(volumes.get('config')?.configMap.name).toBe('verdict-config');
     expect(volumes.get('tls')?.secret.secretName).toBe('verdict-tls');
     expect(findObject(objects, 'ConfigMap', volumes.get('config')?.configMap.name).kind).toBe('ConfigMap');
