@@ -84,6 +84,12 @@ export const COMPONENTS = [
     missing: () => firstMissing(['/usr/bin/protoc', '/usr/bin/grpc_python_plugin']),
   },
   {
+    name: 'promtool',
+    packages: ['prometheus'],
+    why: 'test/unit/deploy-alerts.test.ts checks and unit-tests the alert rules in deploy/prometheus/ with promtool',
+    missing: () => (findProgram('promtool', ['/usr/bin/promtool']) === null ? 'promtool' : null),
+  },
+  {
     name: 'etcd',
     packages: ['etcd-server'],
     why: "the benchmark's etcd anchor is tested against a real three-member etcd",

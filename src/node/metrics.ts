@@ -36,6 +36,8 @@ export class NodeMetrics {
     requestRefusals?: () => Refusals | null;
     /** Calls refused PERMISSION_DENIED, by role. */
     access?: Access;
+    /** Leaders this node has seen take office since it started (src/console/timeline.ts). */
+    leadersSeen?: () => number;
   }) {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
@@ -81,6 +83,23 @@ export class NodeMetrics {
       collect() {
         const role = src.driver()?.node.status().softState.role;
         if (role !== undefined) for (const x of ROLES) this.set({ role: x }, x === role ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'verdict_has_leader',
+      help: 'Whether this node knows a current leader: 1 if so, 0 while there is none (an election, or no majority).',
+      registers: [r],
+      collect() {
+        const d = src.driver();
+        if (d) this.set(d.node.status().softState.leader === '' ? 0 : 1);
+      },
+    });
+    new Counter({
+      name: 'verdict_leader_changes_seen_total',
+      help: 'Leaders this node has seen take office (a new leader, or the same one in a new term) since it started.',
+      registers: [r],
+      collect() {
+        mirror(this, src.leadersSeen?.() ?? 0);
       },
     });
     new Gauge({

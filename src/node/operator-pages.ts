@@ -117,6 +117,7 @@ export class OperatorPages {
       refusals: src.raftRefusals,
       requestRefusals: () => src.requestRefusals,
       access: src.access,
+      leadersSeen: () => this.leaders.leadersSeenTotal,
     });
     const { SagaMetrics } = await import('./saga-metrics.ts');
     this.sagaMetrics = new SagaMetrics(this.metrics.registry, { engine: () => src.sagas.engine, table: () => core.machine.table.sagas });
