@@ -11,7 +11,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Doc, findObject, kubernetesObjects } from '../deploy-manifests.ts';
+import { DEPLOY, type Doc, findObject, kubernetesObjects, readYaml } from '../deploy-manifests.ts';
 import { BIN, freePorts, ROOT, runCli, sleep, tempDir, useProcessCleanup, waitFor } from './harness.ts';
 
 useProcessCleanup();
@@ -69,6 +69,34 @@ async function runToEnd(argv: string[], env: NodeJS.ProcessEnv, logFile: string)
   return code;
 }
 
+/** Metric names in the Grafana dashboard's queries and the alert rules' expressions (histogram series folded to their metric). */
+function dashboardAndRuleMetrics(): Set<string> {
+  const dashboard = JSON.parse(readFileSync(join(DEPLOY, 'grafana', 'verdict-dashboard.json'), 'utf8'));
+  const exprs: string[] = [
+    ...dashboard.panels.flatMap((p: Doc) => p.targets.map((t: Doc) => t.expr as string)),
+    ...readYaml(join(DEPLOY, 'prometheus', 'verdict-rules.yaml')).groups.flatMap((g: Doc) => g.rules.map((r: Doc) => r.expr as string)),
+  ];
+  const names = new Set<string>();
+  for (const e of exprs) for (const m of e.matchAll(/\bverdict_[a-z0-9_]+/g)) names.add(m[0].replace(/_(bucket|sum|count)$/, ''));
+  return names;
+}
+
+/**
+ * Metrics of processes this test does not start: a participant's database
+ * resource (PostgreSQL, MySQL) and the outbox relay. Each is checked to be
+ * defined in its exporter's source.
+ */
+const OTHER_EXPORTERS: Record<string, string> = {
+  verdict_participant_db_stuck_prepared: 'src/participant/metrics.ts',
+  verdict_outbox_unpublished_rows: 'src/outbox/relay-runner.ts',
+  verdict_outbox_slot_retained_bytes: 'src/outbox/relay-runner.ts',
+  verdict_outbox_lag_alert: 'src/outbox/relay-runner.ts',
+};
+function exportedElsewhere(name: string): boolean {
+  const file = OTHER_EXPORTERS[name];
+  return file !== undefined && readFileSync(join(ROOT, file), 'utf8').includes(`'${name}'`);
+}
+
 describe('deploy/kubernetes on loopback', () => {
   it('three nodes as the StatefulSet runs them (init container, node, readiness probe), TLS from verdict certs as the Secret holds it, commit a transaction', async () => {
     const { objects } = kubernetesObjects();
@@ -82,7 +110,7 @@ describe('deploy/kubernetes on loopback', () => {
     const root = tempDir('verdict-deploy-');
     const grpcPorts = await freePorts(3);
     const metricsPorts = await freePorts(3);
-    const [shopPort, ledgerPort] = await freePorts(2);
+    const [shopPort, ledgerPort, shopMetricsPort, ledgerMetricsPort] = await freePorts(4);
 
     // The certificates as `verdict certs` makes them; the Secret gets the CA certificate and the nodes' files, never ca.key.
     const certs = join(root, 'certs');
@@ -148,14 +176,34 @@ describe('deploy/kubernetes on loopback', () => {
 
     const endpoints = grpcPorts.map((p) => `127.0.0.1:${p}`).join(',');
     const tls = (name: string): string[] => ['--ca', join(certs, 'ca.crt'), '--cert', join(certs, `${name}.crt`), '--key', join(certs, `${name}.key`)];
-    for (const [id, port] of [
-      ['shop', shopPort],
-      ['ledger', ledgerPort],
+    for (const [id, port, metricsPort] of [
+      ['shop', shopPort, shopMetricsPort],
+      ['ledger', ledgerPort, ledgerMetricsPort],
     ] as const) {
-      const p = spawn(process.execPath, [BIN, 'participant', '--id', id, '--cluster-id', clusterId, '--listen', `127.0.0.1:${port}`, '--data', join(root, id), '--endpoints', endpoints, ...tls(id)], {
-        cwd: ROOT,
-        stdio: 'ignore',
-      });
+      const p = spawn(
+        process.execPath,
+        [
+          BIN,
+          'participant',
+          '--id',
+          id,
+          '--cluster-id',
+          clusterId,
+          '--listen',
+          `127.0.0.1:${port}`,
+          '--data',
+          join(root, id),
+          '--endpoints',
+          endpoints,
+          '--metrics-listen',
+          `127.0.0.1:${metricsPort}`,
+          ...tls(id),
+        ],
+        {
+          cwd: ROOT,
+          stdio: 'ignore',
+        },
+      );
       children.push(p);
     }
     const asAlice = ['--endpoints', endpoints, ...tls('alice')];
@@ -167,6 +215,15 @@ describe('deploy/kubernetes on loopback', () => {
     const commit = await runCli(['txn', 'commit', '--participant', 'shop={"set":{"sku-1":"4"}}', '--participant', 'ledger={"set":{"acct-9":"-20"}}', ...asAlice], { timeoutMs: WAIT_MS });
     expect([commit.code, commit.stderr]).toEqual([0, '']);
     expect(commit.stdout).toMatch(/^COMMITTED /);
+
+    // Every metric the dashboard and the alert rules name is exported: by these nodes and participants, after a transaction.
+    const scraped = new Set<string>();
+    for (const port of [...metricsPorts, shopMetricsPort, ledgerMetricsPort]) {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      for (const m of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) scraped.add(m[1]);
+    }
+    const missing = [...dashboardAndRuleMetrics()].filter((name) => !scraped.has(name) && !exportedElsewhere(name));
+    expect(missing).toEqual([]);
 
     // SIGTERM, as the kubelet stops a pod: every node exits cleanly.
     const exits = nodes.map((c) => new Promise<number | null>((res) => (c.exitCode !== null ? res(c.exitCode) : c.once('exit', (code) => res(code)))));
