@@ -3,6 +3,7 @@
 // what happens between two scrapes (a persist's latency, a Commit RPC's
 // latency) is observed as it happens. Every name starts with `verdict_`.
 
+import { statfsSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { ABORT_CLASSES, type CoordinatorEngine } from '../commit/engine.ts';
 import { HEURISTIC_KINDS, type DecisionTable, type HeuristicKind } from '../commit/state.ts';
@@ -38,6 +39,10 @@ export class NodeMetrics {
     access?: Access;
     /** Leaders this node has seen take office since it started (src/console/timeline.ts). */
     leadersSeen?: () => number;
+    /** The data directory, whose file system's free and total bytes are read at scrape time. */
+    dataDir?: string;
+    /** When this node's TLS certificate (read at start) stops being valid, in ms since the epoch; absent without TLS. */
+    certificateNotAfterMs?: number;
   }) {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
@@ -102,6 +107,43 @@ export class NodeMetrics {
         mirror(this, src.leadersSeen?.() ?? 0);
       },
     });
+    const dataDir = src.dataDir;
+    if (dataDir !== undefined) {
+      /** The data directory's file system, or null when it cannot be read (the gauges are then absent). */
+      const fsOf = (): { free: number; total: number } | null => {
+        try {
+          const st = statfsSync(dataDir);
+          return { free: st.bavail * st.bsize, total: st.blocks * st.bsize };
+        } catch {
+          return null;
+        }
+      };
+      new Gauge({
+        name: 'verdict_data_dir_free_bytes',
+        help: "Bytes free for this node on the data directory's file system (available to unprivileged users).",
+        registers: [r],
+        collect() {
+          const f = fsOf();
+          if (f) this.set(f.free);
+        },
+      });
+      new Gauge({
+        name: 'verdict_data_dir_size_bytes',
+        help: "Total size of the data directory's file system, in bytes.",
+        registers: [r],
+        collect() {
+          const f = fsOf();
+          if (f) this.set(f.total);
+        },
+      });
+    }
+    if (src.certificateNotAfterMs !== undefined) {
+      new Gauge({
+        name: 'verdict_tls_certificate_expiry_timestamp_seconds',
+        help: "When this node's TLS certificate, as loaded at start, stops being valid (Unix time, seconds).",
+        registers: [r],
+      }).set(Math.floor(src.certificateNotAfterMs / 1000));
+    }
     new Gauge({
       name: 'verdict_raft_commit_index',
       help: 'Highest log index known to be committed.',

@@ -10,6 +10,8 @@
 // bounded (src/console/timeline.ts), and fed by the core's watchers
 // (src/node/core-observer.ts).
 
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { consoleHandler, type ConsoleDeps } from '../console/api.ts';
 import { PeerHealth } from '../console/peer-health.ts';
@@ -118,6 +120,8 @@ export class OperatorPages {
       requestRefusals: () => src.requestRefusals,
       access: src.access,
       leadersSeen: () => this.leaders.leadersSeenTotal,
+      dataDir: this.cfg.dataDir,
+      ...(this.cfg.tls === null ? {} : { certificateNotAfterMs: certificateNotAfterMs(this.cfg.tls.cert) }),
     });
     const { SagaMetrics } = await import('./saga-metrics.ts');
     this.sagaMetrics = new SagaMetrics(this.metrics.registry, { engine: () => src.sagas.engine, table: () => core.machine.table.sagas });
@@ -137,4 +141,9 @@ export class OperatorPages {
     const c = this.core;
     return c === null ? null : { driver: c.driver as Driver<unknown>, engine: c.engine, table: c.machine.table, members: c.membership };
   }
+}
+
+/** When the certificate in `file` stops being valid, in ms since the epoch; the node checked the file at start. */
+function certificateNotAfterMs(file: string): number {
+  return Date.parse(new X509Certificate(readFileSync(file)).validTo);
 }

@@ -32,6 +32,13 @@ const SERIES: Record<string, string> = {
   'verdict_sagas_stuck{node="n1"}': '2x12',
   'verdict_outbox_lag_alert{instance="relay-1"}': '1x12',
   'verdict_outbox_slot_retained_bytes{instance="relay-1"}': '2147483648x30',
+  'verdict_data_dir_free_bytes{node="n1"}': '50000000000x4 9000000000x40',
+  'verdict_data_dir_size_bytes{node="n1"}': '100000000000x40',
+  'verdict_data_dir_free_bytes{node="n2"}': '50000000000x40',
+  'verdict_data_dir_size_bytes{node="n2"}': '100000000000x40',
+  // promtool's clock starts at the epoch: n1's certificate ends 7 days later, n2's 60 days later.
+  'verdict_tls_certificate_expiry_timestamp_seconds{node="n1"}': '604800x40',
+  'verdict_tls_certificate_expiry_timestamp_seconds{node="n2"}': '5184000x40',
 };
 
 /** Each alert: when it must be quiet, when it must fire, with which labels and summary. */
@@ -48,6 +55,14 @@ const CASES: { alert: string; quietAt: string; firesAt: string; labels: Record<s
     firesAt: '6m',
     labels: { severity: 'critical', participant: 'shop' },
     summary: 'Participant shop has 1 prepared database transactions past the threshold',
+  },
+  { alert: 'VerdictDiskFilling', quietAt: '12m', firesAt: '13m', labels: { severity: 'warning', node: 'n1' }, summary: 'Node n1 has 9% of its data volume free' },
+  {
+    alert: 'VerdictCertificateExpiresSoon',
+    quietAt: '5m',
+    firesAt: '11m',
+    labels: { severity: 'warning', node: 'n1' },
+    summary: 'The TLS certificate of node n1 expires in 6d 23h 49m 0s',
   },
   { alert: 'VerdictSagasStuck', quietAt: '4m', firesAt: '6m', labels: { severity: 'warning', node: 'n1' }, summary: '2 sagas are stuck on n1' },
   { alert: 'VerdictOutboxLagging', quietAt: '4m', firesAt: '6m', labels: { severity: 'warning', instance: 'relay-1' }, summary: "The outbox relay's lag is above its warning threshold" },
