@@ -109,6 +109,9 @@ describe('deploy/kubernetes', () => {
     expect(image).toMatch(/^USER 10001/m);
     expect(image).toMatch(/^VOLUME \["\/var\/lib\/verdict"\]/m);
     expect(image).toMatch(/^HEALTHCHECK /m);
+    // The build context leaves out what the build stage makes itself (a host's node_modules would shadow npm ci's).
+    const ignored = readFileSync(join(DEPLOY, '..', '.dockerignore'), 'utf8').split('\n');
+    for (const p of ['node_modules', 'dist', '.git', 'data', 'certs']) expect(ignored).toContain(p);
     const unit = readFileSync(join(DEPLOY, 'systemd', 'verdict@.service'), 'utf8');
     expect(unit).toMatch(/^User=verdict$/m);
     expect(unit).toMatch(/^ExecStart=.* node --config \/etc\/verdict\/%i\.json$/m);
