@@ -2,13 +2,13 @@
 // manifests (parsed as YAML, every document of every file the kustomization
 // lists) and helpers to find one object by kind and name.
 //
-// The YAML parser is the `yaml` package, loaded through require so that a
-// copy outside node_modules can be given with NODE_PATH while it is not yet
-// among the development dependencies.
-import { readFileSync } from 'node:fs';
+// The YAML parser is the `yaml` package and the schemas come from the
+// `kubernetes-models` package, both found where require looks (so NODE_PATH
+// can point at copies while they are not yet development dependencies).
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const DEPLOY = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'deploy');
 export const KUBERNETES = join(DEPLOY, 'kubernetes');
@@ -59,4 +59,32 @@ export function findObject(objects: Doc[], kind: string, name: string): Doc {
   const o = objects.find((x) => x.kind === kind && x.metadata?.name === name);
   if (o === undefined) throw new Error(`no ${kind} named ${name} in deploy/kubernetes`);
   return o;
+}
+
+/**
+ * The directory of an installed package: looked for where require would
+ * look (node_modules up the tree, then NODE_PATH), since an ESM-only package
+ * with an exports map cannot be resolved through require.
+ */
+function packageDir(name: string): string {
+  const require = createRequire(import.meta.url);
+  for (const dir of require.resolve.paths(name) ?? []) if (existsSync(join(dir, name, 'package.json'))) return join(dir, name);
+  throw new Error(`the \`${name}\` package is not installed: add it to devDependencies (or point NODE_PATH at a node_modules that has it)`);
+}
+
+interface KubernetesModel {
+  validate(): void;
+}
+
+/**
+ * Validates `object` against the Kubernetes OpenAPI schema of its kind and
+ * API version (the kubernetes-models package); throws naming the first
+ * field that does not conform.
+ */
+export async function validateKubernetesObject(object: Doc): Promise<void> {
+  // The package's folders are the API versions: v1, apps/v1, policy/v1.
+  const file = join(packageDir('kubernetes-models'), object.apiVersion, `${object.kind}.js`);
+  if (!existsSync(file)) throw new Error(`no schema for ${object.apiVersion} ${object.kind} (looked for ${file})`);
+  const mod = (await import(pathToFileURL(file).href)) as Record<string, new (o: Doc) => KubernetesModel>;
+  new mod[object.kind](object).validate();
 }

@@ -1,15 +1,15 @@
 // deploy/kubernetes: the manifests parse as YAML and have the structure a
-// three-node cluster needs (a structural check of the fields that matter; no
-// Kubernetes schema package is among the dependencies): kinds and API
+// three-node cluster needs: kinds and API
 // versions, selectors that match the pod labels, a headless service that
 // publishes not-ready pods, named ports the probes and services use,
 // every volume mounted and every mount backed by a volume, probes present,
-// the ConfigMap's node config valid for each of the three nodes.
+// the ConfigMap's node config valid for each of the three nodes; and each
+// object against the Kubernetes OpenAPI schema of its kind (kubernetes-models).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/node/config.ts';
-import { DEPLOY, type Doc, findObject, kubernetesObjects } from '../deploy-manifests.ts';
+import { DEPLOY, type Doc, findObject, kubernetesObjects, validateKubernetesObject } from '../deploy-manifests.ts';
 
 const { kustomization, objects } = kubernetesObjects();
 const sts = findObject(objects, 'StatefulSet', 'verdict');
@@ -30,6 +30,14 @@ describe('deploy/kubernetes', () => {
       'StatefulSet/verdict',
     ]);
     for (const o of objects) expect(o.apiVersion, `${o.kind}/${o.metadata.name}`).toBe(apiVersions[o.kind]);
+  });
+
+  it("every object conforms to the Kubernetes schema of its kind (kubernetes-models' OpenAPI schemas)", async () => {
+    for (const o of objects) await validateKubernetesObject(o);
+    // The check has teeth: a port that is not a number is refused.
+    const broken = structuredClone(findObject(objects, 'StatefulSet', 'verdict'));
+    broken.spec.template.spec.containers[0].ports[0].containerPort = 'seven thousand';
+    await expect(validateKubernetesObject(broken)).rejects.toThrow(/containerPort must be integer/);
   });
 
   it('the StatefulSet: three replicas started in parallel, stable names through the headless service, a volume claim per node', () => {
