@@ -97,6 +97,12 @@ export const COMPONENTS = [
       ]),
   },
   {
+    name: 'promtool',
+    packages: ['prometheus'],
+    why: 'test/unit/deploy-alerts.test.ts checks and unit-tests the alert rules in deploy/prometheus/ with promtool',
+    missing: () => (findProgram('promtool', ['/usr/bin/promtool']) === null ? 'promtool' : null),
+  },
+  {
     name: 'etcd',
     packages: ['etcd-server'],
     why: "the benchmark's etcd anchor is tested against a real three-member etcd",

@@ -81,8 +81,14 @@ export const LEADER_CHANGES_MAX = 100;
 /** The leaders this node has seen, newest last; a ring of LEADER_CHANGES_MAX. */
 export class LeaderHistory {
   private readonly changes: LeaderChange[] = [];
+  private leadersSeen = 0;
 
   constructor(private readonly max = LEADER_CHANGES_MAX) {}
+
+  /** Leaders this node has seen take office (a new leader or a new term with one) since it started; unbounded, unlike the list. */
+  get leadersSeenTotal(): number {
+    return this.leadersSeen;
+  }
 
   /** Notes the leader this node now sees; a repeat of the last one is not a change. */
   note(atMs: number, term: number, leaderId: string): void {
@@ -90,6 +96,7 @@ export class LeaderHistory {
     if (last !== undefined && last.term === term && last.leaderId === leaderId) return;
     if (this.changes.length >= this.max) this.changes.shift();
     this.changes.push({ atMs, term, leaderId });
+    if (leaderId !== '') this.leadersSeen++;
   }
 
   list(): LeaderChange[] {

@@ -3,6 +3,7 @@
 // what happens between two scrapes (a persist's latency, a Commit RPC's
 // latency) is observed as it happens. Every name starts with `verdict_`.
 
+import { statfsSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { ABORT_CLASSES, type CoordinatorEngine } from '../commit/engine.ts';
 import { HEURISTIC_KINDS, type DecisionTable, type HeuristicKind } from '../commit/state.ts';
@@ -36,6 +37,12 @@ export class NodeMetrics {
     requestRefusals?: () => Refusals | null;
     /** Calls refused PERMISSION_DENIED, by role. */
     access?: Access;
+    /** Leaders this node has seen take office since it started (src/console/timeline.ts). */
+    leadersSeen?: () => number;
+    /** The data directory, whose file system's free and total bytes are read at scrape time. */
+    dataDir?: string;
+    /** When this node's TLS certificate (read at start) stops being valid, in ms since the epoch; absent without TLS. */
+    certificateNotAfterMs?: number;
   }) {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
@@ -83,6 +90,60 @@ export class NodeMetrics {
         if (role !== undefined) for (const x of ROLES) this.set({ role: x }, x === role ? 1 : 0);
       },
     });
+    new Gauge({
+      name: 'verdict_has_leader',
+      help: 'Whether this node knows a current leader: 1 if so, 0 while there is none (an election, or no majority).',
+      registers: [r],
+      collect() {
+        const d = src.driver();
+        if (d) this.set(d.node.status().softState.leader === '' ? 0 : 1);
+      },
+    });
+    new Counter({
+      name: 'verdict_leader_changes_seen_total',
+      help: 'Leaders this node has seen take office (a new leader, or the same one in a new term) since it started.',
+      registers: [r],
+      collect() {
+        mirror(this, src.leadersSeen?.() ?? 0);
+      },
+    });
+    const dataDir = src.dataDir;
+    if (dataDir !== undefined) {
+      /** The data directory's file system, or null when it cannot be read (the gauges are then absent). */
+      const fsOf = (): { free: number; total: number } | null => {
+        try {
+          const st = statfsSync(dataDir);
+          return { free: st.bavail * st.bsize, total: st.blocks * st.bsize };
+        } catch {
+          return null;
+        }
+      };
+      new Gauge({
+        name: 'verdict_data_dir_free_bytes',
+        help: "Bytes free for this node on the data directory's file system (available to unprivileged users).",
+        registers: [r],
+        collect() {
+          const f = fsOf();
+          if (f) this.set(f.free);
+        },
+      });
+      new Gauge({
+        name: 'verdict_data_dir_size_bytes',
+        help: "Total size of the data directory's file system, in bytes.",
+        registers: [r],
+        collect() {
+          const f = fsOf();
+          if (f) this.set(f.total);
+        },
+      });
+    }
+    if (src.certificateNotAfterMs !== undefined) {
+      new Gauge({
+        name: 'verdict_tls_certificate_expiry_timestamp_seconds',
+        help: "When this node's TLS certificate, as loaded at start, stops being valid (Unix time, seconds).",
+        registers: [r],
+      }).set(Math.floor(src.certificateNotAfterMs / 1000));
+    }
     new Gauge({
       name: 'verdict_raft_commit_index',
       help: 'Highest log index known to be committed.',

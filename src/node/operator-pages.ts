@@ -11,6 +11,8 @@
 // bounded (src/console/timeline.ts), and fed by the core's watchers
 // (src/node/core-observer.ts).
 
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { consoleHandler, type ConsoleNodeState } from '../console/api.ts';
@@ -121,11 +123,15 @@ export class OperatorPages {
       refusals: src.raftRefusals,
       requestRefusals: () => src.requestRefusals,
       access: src.access,
+      leadersSeen: () => this.leaders.leadersSeenTotal,
+      dataDir: this.cfg.dataDir,
+      ...(this.cfg.tls === null ? {} : { certificateNotAfterMs: certificateNotAfterMs(this.cfg.tls.cert) }),
     });
     const { SagaMetrics } = await import('./saga-metrics.ts');
     this.sagaMetrics = new SagaMetrics(this.metrics.registry, { engine: () => src.sagas.engine, table: () => src.sagas.table });
     const m = this.metricsServer;
-    if (m) this.log.info({ metrics: `http://${m.address}/metrics`, console: `http://${m.address}/` }, 'serving Prometheus metrics and the web console');
+    if (m && this.cfg.tls === null) this.log.info({ metrics: `http://${m.address}/metrics`, console: `http://${m.address}/` }, 'serving Prometheus metrics and the web console');
+    else if (m) this.log.info({ metrics: `http://${m.address}/metrics` }, 'serving Prometheus metrics (with TLS, the console only on consoleListen)');
     const c = this.consoleServer;
     if (c) this.log.info({ console: `${this.tls !== null ? 'https' : 'http'}://${c.address}/` }, 'serving the web console');
   }
@@ -165,4 +171,9 @@ function consoleElsewhere(consoleListen: string | null): (req: IncomingMessage, 
     res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Frame-Options': 'DENY' }).end(`not found: on a node with TLS this plain-HTTP listener serves /metrics only; ${where}\n`);
     return true;
   };
+}
+
+/** When the certificate in `file` stops being valid, in ms since the epoch; the node checked the file at start. */
+function certificateNotAfterMs(file: string): number {
+  return Date.parse(new X509Certificate(readFileSync(file)).validTo);
 }

@@ -51,6 +51,11 @@ describe('console leader history', () => {
       { atMs: 4, term: 2, leaderId: '' },
       { atMs: 5, term: 2, leaderId: 'n2' },
     ]);
+    // Leaders seen taking office (verdict_leader_changes_seen_total): n1 in term 1, n2 in term 2; not bounded by the list.
+    expect(h.leadersSeenTotal).toBe(2);
+    for (let term = 3; term < 10; term++) h.note(term * 10, term, 'n3');
+    expect(h.list()).toHaveLength(3);
+    expect(h.leadersSeenTotal).toBe(9);
   });
 });
 
