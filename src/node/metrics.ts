@@ -119,7 +119,7 @@ export class NodeMetrics {
         }
       };
       new Gauge({
-        name: 'verdict_data_dir_free_bytes',
+        name: 'verdict_data_dir_filesystem_avail_bytes',
         help: "Bytes free for this node on the data directory's file system (available to unprivileged users).",
         registers: [r],
         collect() {
@@ -128,7 +128,7 @@ export class NodeMetrics {
         },
       });
       new Gauge({
-        name: 'verdict_data_dir_size_bytes',
+        name: 'verdict_data_dir_filesystem_size_bytes',
         help: "Total size of the data directory's file system, in bytes.",
         registers: [r],
         collect() {

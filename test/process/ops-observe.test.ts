@@ -80,8 +80,8 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
     expect(value(s, 'verdict_has_leader', node)).toBe(1);
     expect(value(s, 'verdict_leader_changes_seen_total', node)).toBeGreaterThanOrEqual(1);
     expect(scrapes.text).toMatch(/^# TYPE verdict_leader_changes_seen_total counter$/m);
-    expect(value(s, 'verdict_data_dir_free_bytes', node)).toBeGreaterThan(0);
-    expect(value(s, 'verdict_data_dir_size_bytes', node)).toBeGreaterThanOrEqual(value(s, 'verdict_data_dir_free_bytes', node));
+    expect(value(s, 'verdict_data_dir_filesystem_avail_bytes', node)).toBeGreaterThan(0);
+    expect(value(s, 'verdict_data_dir_filesystem_size_bytes', node)).toBeGreaterThanOrEqual(value(s, 'verdict_data_dir_filesystem_avail_bytes', node));
     // A plaintext node has no certificate to expire.
     expect(scrapes.text).not.toMatch(/verdict_tls_certificate_expiry_timestamp_seconds/);
     const commitIndex = value(s, 'verdict_raft_commit_index');
