@@ -79,10 +79,12 @@ export class AcksPendingError extends Error {
     readonly result: { txnId: string; outcome: 'COMMITTED' | 'ABORTED'; reason: string; decisionIndex: number },
     readonly pending: readonly string[],
     readonly waitedMs: number,
+    /** Why the last question about the acknowledgements failed; '' when it was answered. */
+    readonly lastError = '',
   ) {
     super(
       `transaction ${result.txnId} is ${result.outcome}, but after ${waitedMs} ms ${pending.length === 1 ? 'participant' : 'participants'} ${pending.join(', ')} ` +
-        `had not acknowledged applying it; the decision stands and the cluster keeps delivering it`,
+        `had not acknowledged applying it; the decision stands and the cluster keeps delivering it${lastError === '' ? '' : ` (the last question about it failed: ${lastError})`}`,
     );
   }
 }

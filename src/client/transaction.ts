@@ -119,10 +119,11 @@ export class Transaction {
   private async acknowledged(result: CommitResult, timeoutMs: number, metadata?: Record<string, string>): Promise<void> {
     const started = Date.now();
     let pending = this.participantIds;
+    let lastError = '';
     let pauseMs = ACK_POLL_MS;
     for (;;) {
       const left = timeoutMs - (Date.now() - started);
-      if (left <= 0) throw new AcksPendingError(result, pending, timeoutMs);
+      if (left <= 0) throw new AcksPendingError(result, pending, timeoutMs, lastError);
       try {
         const listed = await this.connection.call(
           'ListTransactions',
@@ -134,8 +135,8 @@ export class Transaction {
         pending = t.participants.filter((p) => !p.acked).map((p) => p.participantId);
         if (pending.length === 0) return;
       } catch (err) {
-        // No answer in time is pending, not a failure of the commit; a refusal (e.g. permission) is the caller's to see.
-        if (!(err instanceof RetriesExhaustedError)) throw err;
+        // The commit is decided whatever the question's fate: a failed question leaves the acknowledgements pending, never the commit failed.
+        lastError = err instanceof Error ? err.message : String(err);
       }
       await new Promise((r) => setTimeout(r, Math.min(pauseMs, Math.max(0, timeoutMs - (Date.now() - started)))));
       pauseMs = Math.min(pauseMs * 2, ACK_POLL_MAX_MS);

@@ -50,9 +50,9 @@ describe('the Python SDK on a real cluster', () => {
         ['py-c1', 'COMMITTED'],
       ]);
       await py.waitLine('py-c1 applied at the participant', (e) => e.event === 'decided' && e.txn_id === 'py-c1' && e.outcome === 'COMMITTED');
-      // The leader's hot path: PREPARE and DECISION on the Exchange stream the participant serves.
-      expect(py.lines.some((e) => e.event === 'exchange-opened')).toBe(true);
-      expect(py.lines.find((e) => e.event === 'vote' && e.txn_id === 'py-n1')).toMatchObject({ vote: 'NO' });
+      // The leader's hot path: PREPARE and DECISION on the Exchange stream the participant serves (its lines waited for: they reach this process asynchronously).
+      await py.waitLine('the Exchange stream opened', (e) => e.event === 'exchange-opened');
+      expect(await py.waitLine('py-n1 voted', (e) => e.event === 'vote' && e.txn_id === 'py-n1')).toMatchObject({ vote: 'NO' });
 
       // Commits are held at the participant: it votes YES (durably) and then waits inside COMMIT.
       writeFileSync(hold, '');
