@@ -143,6 +143,8 @@ export class NodeProc {
   private client: RaftNodeClient | null = null;
   /** How api() connects (TLS for a TLS cluster); plaintext when null. */
   credentials: grpc.ChannelCredentials | null = null;
+  /** The `verdict` launcher the process runs: this checkout's, or another build's (the rolling-upgrade test). */
+  bin = BIN;
 
   constructor(
     readonly id: string,
@@ -164,7 +166,7 @@ export class NodeProc {
     try {
       writeFileSync(fd, `--- harness: starting ${this.id} at ${new Date().toISOString()}\n`);
       // The child writes its log straight into the file: no pipe to drain, nothing lost if we stop reading.
-      const child = spawn(process.execPath, [BIN, ...this.command()], { cwd: ROOT, stdio: ['ignore', fd, fd] });
+      const child = spawn(process.execPath, [this.bin, ...this.command()], { cwd: ROOT, stdio: ['ignore', fd, fd] });
       this.child = child;
       this.paused = false;
       this.lastExit = null;
