@@ -78,6 +78,7 @@ export async function outboxRelayCommand(args: string[]): Promise<void> {
     onChange: (partition, epoch, why) => log.info({ partition, epoch, why }, epoch === null ? 'partition lease lost' : 'partition lease granted'),
   });
   const runner = new RelayRunner({
+    relay: holder,
     pgUrl,
     sink,
     keeper,

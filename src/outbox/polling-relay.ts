@@ -62,6 +62,8 @@ export interface PollingRelayOptions {
 export interface RoundReport {
   read: number;
   published: number;
+  /** Of `published`: how many in each partition (only partitions with any). */
+  byPartition: Map<number, number>;
   failed: number;
   /** Partitions whose marks a newer epoch of the lease refused (this relay lost them). */
   fenced: number;
@@ -147,7 +149,7 @@ export class PollingRelay {
   /** One round: read, publish, mark. Never throws for a broker that is down (those rows stay unpublished). */
   async round(): Promise<RoundReport> {
     const owned = this.o.fence.owned();
-    if (owned.size === 0) return { read: 0, published: 0, failed: 0, fenced: 0 };
+    if (owned.size === 0) return { read: 0, published: 0, byPartition: new Map(), failed: 0, fenced: 0 };
     let rows: Row[];
     try {
       rows = (
@@ -174,7 +176,8 @@ export class PollingRelay {
       const epoch = owned.get(p);
       if (epoch === undefined || !(await markPublished(this.o.db, this.o.fence, p, epoch, ids))) fenced++;
     }
-    return { read: rows.length, published: done.length, failed, fenced };
+    const counts = new Map([...byPartition].map(([p, ids]) => [p, ids.length]));
+    return { read: rows.length, published: done.length, byPartition: counts, failed, fenced };
   }
 
   /** Rows waiting and the age of the oldest: the relay's lag. */

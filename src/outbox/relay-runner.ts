@@ -22,7 +22,7 @@ import type { Logger } from 'pino';
 import pg from 'pg';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { CdcRelay, CdcSlotLost, checkCdcServer, ensureSlot, slots } from './cdc-relay.ts';
-import { PollingRelay, type Fence } from './polling-relay.ts';
+import { PARTITION_SQL, PollingRelay, type Fence } from './polling-relay.ts';
 import { explainMissingTable, type Queryable } from './schema.ts';
 import type { Sink } from './sink.ts';
 import { connectPg } from './pg-connect.ts';
@@ -37,6 +37,8 @@ export interface RelayLeases extends Fence {
 }
 
 export interface RelayRunOptions {
+  /** This relay's name (its lease holder id): the `relay` label of every metric it exports. */
+  relay: string;
   pgUrl: string;
   sink: Sink;
   keeper: RelayLeases;
@@ -89,10 +91,12 @@ class Db implements Queryable {
 
 export interface RelayMetrics {
   registry: Registry;
-  published: Counter;
+  /** Labelled by partition (CDC: one, 0). */
+  published: Counter<'partition'>;
   sinkErrors: Counter;
   dbErrors: Counter;
-  unpublished: Gauge;
+  /** Labelled by partition (CDC: one, 0). */
+  unpublished: Gauge<'partition'>;
   oldestAgeSeconds: Gauge;
   retainedBytes: Gauge;
   lagAlert: Gauge;
@@ -100,16 +104,32 @@ export interface RelayMetrics {
   relays: Gauge;
 }
 
-function relayMetrics(): RelayMetrics {
+/**
+ * The relay's metrics. Every series carries `relay` (the holder id), so the
+ * relays of one outbox can be told apart and summed; published events and
+ * the backlog are also by `partition` (bounded by --partitions, at most 1024).
+ */
+function relayMetrics(relay: string): RelayMetrics {
   const registry = new Registry();
+  registry.setDefaultLabels({ relay });
   const counter = (name: string, help: string) => new Counter({ name, help, registers: [registry] });
   const gauge = (name: string, help: string) => new Gauge({ name, help, registers: [registry] });
   return {
     registry,
-    published: counter('verdict_outbox_published_total', 'Events the broker confirmed and the relay marked published (CDC: confirmed before the slot advanced).'),
+    published: new Counter({
+      name: 'verdict_outbox_published_total',
+      help: 'Events the broker confirmed and the relay marked published (CDC: confirmed before the slot advanced), by partition.',
+      labelNames: ['partition'],
+      registers: [registry],
+    }),
     sinkErrors: counter('verdict_outbox_sink_errors_total', 'Publishes the broker did not confirm (down, timed out, refused); those events are retried.'),
     dbErrors: counter('verdict_outbox_db_errors_total', 'Rounds that failed on PostgreSQL (down, restarted, a missing table).'),
-    unpublished: gauge('verdict_outbox_unpublished_rows', 'Committed events not yet confirmed by the broker and marked published, in every partition.'),
+    unpublished: new Gauge({
+      name: 'verdict_outbox_unpublished_rows',
+      help: 'Committed events not yet confirmed by the broker and marked published, by partition; every relay measures the whole outbox.',
+      labelNames: ['partition'],
+      registers: [registry],
+    }),
     oldestAgeSeconds: gauge('verdict_outbox_oldest_unpublished_age_seconds', 'Polling: age of the oldest unpublished event (0 when none).'),
     retainedBytes: gauge('verdict_outbox_slot_retained_bytes', 'CDC: WAL the replication slot keeps (pg_current_wal_lsn() - restart_lsn); alert on it.'),
     lagAlert: gauge('verdict_outbox_lag_alert', '1 while the lag is above the warning threshold (--warn-lag-ms; for CDC --warn-bytes with rows left to deliver), or the CDC slot is lost.'),
@@ -119,7 +139,7 @@ function relayMetrics(): RelayMetrics {
 }
 
 export class RelayRunner {
-  readonly metrics = relayMetrics();
+  readonly metrics: RelayMetrics;
   private readonly db: Db;
   private readonly lagDb: Db;
   private stopping = false;
@@ -132,6 +152,9 @@ export class RelayRunner {
   private fatal: Error | null = null;
 
   constructor(private readonly o: RelayRunOptions) {
+    this.metrics = relayMetrics(o.relay);
+    // Every partition's series from the start (0 until it publishes), so a rate() sees the first events.
+    for (let p = 0; p < o.partitions; p++) this.metrics.published.inc({ partition: String(p) }, 0);
     this.db = new Db(o.pgUrl);
     this.lagDb = new Db(o.pgUrl);
   }
@@ -213,7 +236,8 @@ export class RelayRunner {
       try {
         const r = await round();
         failures = 0;
-        this.metrics.published.inc(r.published);
+        if ('byPartition' in r) for (const [p, n] of r.byPartition) this.metrics.published.inc({ partition: String(p) }, n);
+        else if (r.published > 0) this.metrics.published.inc({ partition: '0' }, r.published);
         if (r.published > 0) this.o.log.debug({ published: r.published, failed: r.failed }, 'round');
         // Something was left (a full batch, or failures): go again soon; idle otherwise.
         if (r.read === 0 || r.failed > 0) await this.pause(r.failed > 0 ? Math.min(BACKOFF_MAX_MS, this.o.idleMs * 10) : this.o.idleMs);
@@ -256,12 +280,19 @@ export class RelayRunner {
     const m = this.metrics;
     let over: Record<string, number> | null = null;
     if (this.o.mode === 'polling') {
-      const r = await this.lagDb.query<{ n: string; age: number | null }>(
-        `SELECT count(*) AS n, (extract(epoch FROM clock_timestamp() - min(created_at)) * 1000)::float8 AS age FROM verdict_outbox WHERE published_at IS NULL`,
+      const r = await this.lagDb.query<{ part: number; n: string; age: number | null }>(
+        `SELECT ${PARTITION_SQL} AS part, count(*) AS n, (extract(epoch FROM clock_timestamp() - min(created_at)) * 1000)::float8 AS age
+           FROM verdict_outbox WHERE published_at IS NULL GROUP BY 1`,
+        [this.o.partitions],
       );
-      const unpublished = Number(r.rows[0].n);
-      const oldestAgeMs = r.rows[0].age ?? 0;
-      m.unpublished.set(unpublished);
+      const byPartition = new Map(r.rows.map((x) => [Number(x.part), Number(x.n)]));
+      let unpublished = 0;
+      for (let p = 0; p < this.o.partitions; p++) {
+        const n = byPartition.get(p) ?? 0;
+        unpublished += n;
+        m.unpublished.set({ partition: String(p) }, n);
+      }
+      const oldestAgeMs = Math.max(0, ...r.rows.map((x) => x.age ?? 0));
       m.oldestAgeSeconds.set(oldestAgeMs / 1_000);
       if (oldestAgeMs > this.o.warnLagMs) over = { unpublished, oldestAgeMs: Math.round(oldestAgeMs), warnLagMs: this.o.warnLagMs };
     } else {
@@ -271,7 +302,7 @@ export class RelayRunner {
       // Something to deliver: a committed outbox row not yet published (the relay marks what it published).
       const r = await this.lagDb.query<{ n: string }>('SELECT count(*) AS n FROM verdict_outbox WHERE published_at IS NULL');
       const unpublished = Number(r.rows[0].n);
-      m.unpublished.set(unpublished);
+      m.unpublished.set({ partition: '0' }, unpublished);
       if (s?.walStatus === 'lost') over = { lost: 1, unpublished };
       else if (retainedBytes > this.o.warnBytes && unpublished > 0) over = { retainedBytes, warnBytes: this.o.warnBytes, unpublished };
     }

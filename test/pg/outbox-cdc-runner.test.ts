@@ -74,6 +74,7 @@ function leases(epoch: number, lease: string): RelayLeases & { held: boolean } {
 function runner(slot: string, keeper: RelayLeases, lines: string[], warnBytes = 1024 ** 3): RelayRunner {
   const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(s) });
   return new RelayRunner({
+    relay: 'cdc-test',
     pgUrl: url,
     sink: new RecordingSink(),
     keeper,

@@ -67,14 +67,24 @@ class Relay {
   kill(signal: NodeJS.Signals): void {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
   }
-  /** The relay's metrics as name → value (unlabelled series only); null while it does not answer. */
+  /** The relay's metrics as name → value, summed over the series of a name; null while it does not answer. */
   async metrics(): Promise<Record<string, number> | null> {
+    const series = await this.series();
+    if (series === null) return null;
+    const out: Record<string, number> = {};
+    for (const s of series) out[s.name] = (out[s.name] ?? 0) + s.value;
+    return out;
+  }
+  /** Every verdict_outbox_* series with its labels; null while the relay does not answer. */
+  async series(): Promise<{ name: string; labels: Record<string, string>; value: number }[] | null> {
     try {
       const res = await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`, { signal: AbortSignal.timeout(3_000) });
-      const out: Record<string, number> = {};
+      const out: { name: string; labels: Record<string, string>; value: number }[] = [];
       for (const line of (await res.text()).split('\n')) {
-        const m = /^(verdict_outbox_\w+) (\S+)$/.exec(line);
-        if (m) out[m[1]] = Number(m[2]);
+        const m = /^(verdict_outbox_\w+)(?:\{([^}]*)\})? (\S+)$/.exec(line);
+        if (!m) continue;
+        const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+        out.push({ name: m[1], labels, value: Number(m[3]) });
       }
       return out;
     } catch {
@@ -256,6 +266,17 @@ describe('verdict outbox relay (process)', () => {
       },
       () => seen,
     );
+    // Every series names its relay; published events and the backlog are by partition, within --partitions.
+    const series = (await a.series()) ?? [];
+    expect(series.length).toBeGreaterThan(0);
+    for (const x of series) expect(x.labels.relay, `${x.name} ${JSON.stringify(x.labels)}`).toBe('relay-a');
+    const unpublishedParts = series.filter((x) => x.name === 'verdict_outbox_unpublished_rows').map((x) => x.labels.partition);
+    expect(unpublishedParts.sort((x, y) => Number(x) - Number(y))).toEqual(['0', '1', '2', '3', '4', '5', '6', '7']);
+    await waitFor('relay-a to publish in more than one partition', 30_000, async () => {
+      const published = ((await a.series()) ?? []).filter((x) => x.name === 'verdict_outbox_published_total' && x.value > 0);
+      for (const x of published) expect(Number(x.labels.partition)).toBeLessThan(8);
+      return published.length >= 2 ? true : undefined;
+    });
     b.kill('SIGKILL');
     await waitFor('relay-a to hold all 8 partitions', 60_000, async () => ((await a.metric('verdict_outbox_partitions_held')) === 8 ? true : undefined));
     await writers.stop();
