@@ -153,6 +153,8 @@ interface Run {
   proposing: boolean;
   /** A failed attempt not yet in the table (saga.attempt): no new call until it is, so that every call but this leader's last is counted. */
   unlogged: { error: string; atMs: number } | null;
+  /** A result being logged, or whose proposal failed: it is proposed again at logAgainAtMs (no call goes out meanwhile). */
+  unloggedResult: { outcome: 'done' | 'failed' | 'abandoned'; output: string; reason: string } | null;
   /** saga.attempt for `unlogged` is proposed; when it fails, it is proposed again at logAgainAtMs. */
   logging: boolean;
   logAgainAtMs: number;
@@ -337,11 +339,11 @@ export class SagaEngine {
       return;
     }
     const s = result.saga ?? this.table.sagas.get(result.sagaId);
-    if (s) this.follow(s);
+    if (s) this.follow(s, result.op === 'saga.result');
   }
 
   /** Brings this leader's working state in line with the saga's applied record. */
-  private follow(s: SagaRecord): void {
+  private follow(s: SagaRecord, answered = false): void {
     const call = currentCall(s);
     if (!call) {
       this.runs.delete(s.id);
@@ -363,6 +365,7 @@ export class SagaEngine {
         inFlight: false,
         proposing: false,
         unlogged: null,
+        unloggedResult: null,
         logging: false,
         logAgainAtMs: 0,
         lastError: t?.lastError ?? '',
@@ -370,7 +373,12 @@ export class SagaEngine {
       };
       this.runs.set(s.id, run);
     } else {
-      run.proposing = false;
+      // A result for this call was applied and changed nothing (a refusal): the call is made again. Any other
+      // entry of the saga (a logged attempt, a stuck flag) leaves a result being logged as it is.
+      if (answered) {
+        run.proposing = false;
+        run.unloggedResult = null;
+      }
       if (s.stuck === null && run.stuckLogged) run.stuckLogged = false;
     }
     this.maybeStuck(run, s);
@@ -384,7 +392,7 @@ export class SagaEngine {
 
   /** Sends the run's call if nothing holds it back (in flight, a result being logged, backoff). */
   private poke(run: Run): void {
-    if (run.inFlight || run.proposing || run.unlogged !== null || this.io.nowMs() < run.nextAtMs) return;
+    if (run.inFlight || run.proposing || run.unlogged !== null || run.unloggedResult !== null || this.io.nowMs() < run.nextAtMs) return;
     const s = this.table.sagas.get(run.id);
     const call = s ? currentCall(s) : null;
     // Persist before send: only the call the applied table names goes out.
@@ -482,12 +490,14 @@ export class SagaEngine {
 
   private log(run: Run, outcome: 'done' | 'failed' | 'abandoned', output: string, reason: string): void {
     run.proposing = true;
+    run.unloggedResult = { outcome, output, reason };
     this.io.propose({ t: 'saga.result', sagaId: run.id, step: run.step, kind: run.kind, outcome, output, reason, atMs: this.io.nowMs() }, (err) => {
       // Success is handled in onApplied, where every node sees it.
       if (!err || this.runs.get(run.id) !== run) return;
-      // Not logged (or not known to be): make the call again later; the step service answers it from its inbox.
+      // Not logged (or not known to be): log the same answer again later, never call again for it (a repeated
+      // result changes nothing once one is applied), so that a leader's calls stay counted.
       run.proposing = false;
-      run.nextAtMs = this.io.nowMs() + this.cfg.retryMinMs;
+      run.logAgainAtMs = this.io.nowMs() + this.cfg.retryMinMs;
     });
   }
 
@@ -551,7 +561,10 @@ export class SagaEngine {
     if (!this.isLeader()) return;
     const now = this.io.nowMs();
     for (const run of this.runs.values()) {
-      if (run.unlogged !== null) {
+      if (run.unloggedResult !== null) {
+        const r = run.unloggedResult;
+        if (!run.proposing && now >= run.logAgainAtMs) this.log(run, r.outcome, r.output, r.reason);
+      } else if (run.unlogged !== null) {
         if (!run.logging && now >= run.logAgainAtMs) this.logAttempt(run);
       } else if (!run.inFlight && !run.proposing && now >= run.nextAtMs) this.poke(run);
     }
