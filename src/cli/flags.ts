@@ -75,7 +75,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'txn resolve': ['--commit', '--abort', '--reason', '--operator', '--force-unknown', '--json', ...SDK_CLIENT],
   // Sagas (src/cli/saga.ts).
   'saga service': ['--id', '--listen', '--data', '--handler', '--cluster-id', '--endpoints', '--log-level', ...TLS],
-  'saga start': ['--step', '--pivot', '--id', '--json', '--operator', ...SDK_CLIENT],
+  'saga start': ['--step', '--pivot', '--id', '--type', '--label', '--json', '--operator', ...SDK_CLIENT],
   'saga list': ['--stuck', '--limit', '--json', '--operator', ...SDK_CLIENT],
   'saga show': ['--json', '--operator', ...SDK_CLIENT],
   'saga retry': ['--reason', '--operator', '--json', ...SDK_CLIENT],

@@ -3,7 +3,7 @@
 // COMPENSATED (start), 1 any other error, 64 usage.
 
 import { printable } from './terminal-text.ts';
-import { SagaCaller, type SagaStatus } from '../client/saga.ts';
+import { SagaCaller, type SagaStatus, type SagaStepStatus } from '../client/saga.ts';
 import { VerdictError } from '../client/errors.ts';
 import { bool, flag, flagAll, UsageError } from './args.ts';
 import { clientCredentials } from './client-credentials.ts';
@@ -20,13 +20,15 @@ const SAGA_SERVICE_HELP = `  verdict saga service --id ID --listen HOST:PORT --d
                                       effect once, in the inbox journaled under --data. Ctrl-C stops it
 `;
 
-export const SAGA_HELP = `${SAGA_SERVICE_HELP}  verdict saga start --step SERVICE:NAME[=INPUT] ... [--pivot K] [--id ID] [--json]
+export const SAGA_HELP = `${SAGA_SERVICE_HELP}  verdict saga start --step SERVICE:NAME[=INPUT] ... [--pivot K] [--id ID] [--type TYPE] [--label NAME=VALUE ...] [--json]
                                       start a saga (a demo: steps run at registered step services) and wait
-                                      for its end; exit 0 FINISHED, 2 COMPENSATED
+                                      for its end; exit 0 FINISHED, 2 COMPENSATED. --type and --label: what a
+                                      stuck saga's warn line, metrics and saga show name it by
   verdict saga list [--stuck] [--limit N] [--json]
                                       the sagas the cluster keeps; --stuck: those retrying a call past the
                                       stuck threshold, with the call, its attempts and its last error
-  verdict saga show ID [--json]       one saga: its state, each step's state and output, and its timeline
+  verdict saga show ID [--json]       one saga: its type and labels, state, each step's service, handler, input,
+                                      state, output, attempts and last error, and its timeline
   verdict saga retry ID [--reason TEXT] [--operator WHO] [--json]
                                       make a stuck saga's call again now (admin; recorded with who and why)
   verdict saga resolve ID --step K --done|--compensated --reason TEXT [--operator WHO] [--json]
@@ -62,6 +64,12 @@ function idOf(rest: string[]): string {
   return id;
 }
 
+/** A text in a table cell: one line, at most 80 characters (--json prints it whole). */
+function cell(text: string): string {
+  const line = text.replace(/\s+/g, ' ');
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+}
+
 function noMore(rest: string[]): void {
   if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
 }
@@ -77,6 +85,15 @@ async function start(c: SagaCaller, rest: string[]): Promise<void> {
   const json = bool(rest, '--json');
   const id = flag(rest, '--id');
   const pivot = stepIndex(flag(rest, '--pivot'), '--pivot');
+  const type = flag(rest, '--type');
+  const labels: Record<string, string> = {};
+  for (const l of flagAll(rest, '--label')) {
+    const eq = l.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--label ${JSON.stringify(l)}: write NAME=VALUE`);
+    const name = l.slice(0, eq);
+    if (Object.hasOwn(labels, name)) throw new UsageError(`--label ${name} given more than once`);
+    labels[name] = l.slice(eq + 1);
+  }
   const steps = flagAll(rest, '--step').map((s) => {
     const m = /^([^:=]+):([^=]+)(?:=(.*))?$/s.exec(s);
     if (!m) throw new UsageError(`--step ${JSON.stringify(s)}: write SERVICE:NAME or SERVICE:NAME=INPUT`);
@@ -84,7 +101,7 @@ async function start(c: SagaCaller, rest: string[]): Promise<void> {
   });
   noMore(rest);
   if (steps.length === 0) throw new UsageError('a saga needs at least one --step SERVICE:NAME');
-  const h = await c.start({ id, steps, pivot });
+  const h = await c.start({ id, steps, pivot, type, labels });
   const { end, status } = await h.result();
   if (json) printJson(status);
   else print(`${end.toUpperCase()} ${h.id}`);
@@ -101,11 +118,24 @@ async function list(c: SagaCaller, rest: string[]): Promise<void> {
   const sagas = await c.list(stuck, limit);
   if (json) return printJson(sagas);
   if (sagas.length === 0) return print(stuck ? '(no saga is stuck)' : '(no sagas)');
-  table([['SAGA', 'STATE', 'STEPS', 'STUCK'], ...sagas.map((s) => [s.id, s.state, s.steps.join(','), stuckText(s)])]);
+  table([['SAGA', 'TYPE', 'LABELS', 'STATE', 'STEPS', 'STUCK'], ...sagas.map((s) => [s.id, s.type ?? '', labelsText(s), s.state, s.steps.join(','), stuckText(s)])]);
+}
+
+function labelsText(s: SagaStatus): string {
+  return Object.entries(s.labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
 }
 
 function stuckText(s: SagaStatus): string {
-  return s.stuck ? `step ${s.stuck.step} ${s.stuck.kind}, ${s.stuck.attempts} attempts: ${s.stuck.lastError}` : '';
+  if (!s.stuck) return '';
+  const d = s.stepDetails[s.stuck.step];
+  const at = d ? ` at ${d.service}/${d.handler}` : '';
+  return `step ${s.stuck.step} ${s.stuck.kind}${at}, ${s.stuck.attempts} attempts: ${s.stuck.lastError}`;
+}
+
+function attemptsText(a: SagaStepStatus['action']): string {
+  return a === null ? '' : String(a.attempts);
 }
 
 async function show(c: SagaCaller, rest: string[]): Promise<void> {
@@ -115,8 +145,23 @@ async function show(c: SagaCaller, rest: string[]): Promise<void> {
   const s = await c.status(id);
   if (json) return printJson(s);
   print(`saga ${s.id}: ${s.state.toUpperCase()}${s.pivot === null ? '' : ` (pivot: step ${s.pivot})`}`);
+  if (s.type !== null) print(`type: ${s.type}`);
+  if (Object.keys(s.labels).length > 0) print(`labels: ${labelsText(s)}`);
   if (s.stuck) print(`stuck: ${stuckText(s)}`);
-  table([['STEP', 'STATE', 'OUTPUT'], ...s.steps.map((st, k) => [String(k), st, s.outputs[k] ?? ''])]);
+  table([
+    ['STEP', 'SERVICE', 'HANDLER', 'INPUT', 'STATE', 'OUTPUT', 'ATTEMPTS', 'COMP ATTEMPTS', 'LAST ERROR'],
+    ...s.stepDetails.map((d) => [
+      String(d.step),
+      d.service,
+      d.handler,
+      cell(d.input),
+      d.state,
+      cell(d.output),
+      attemptsText(d.action),
+      attemptsText(d.compensation),
+      cell((d.compensation ?? d.action)?.lastError ?? ''),
+    ]),
+  ]);
   print('timeline:');
   for (const e of s.timeline) {
     const what = e.step === null ? e.what : `${e.what} step ${e.step} ${e.kind}`;

@@ -29,14 +29,56 @@ export interface SagaSpec {
   steps: SagaStepSpec[];
   /** Index of the pivot step: a failure after it is retried forward, never compensated. */
   pivot?: number;
+  /**
+   * The saga's type (`order-refund`): 1–64 letters, digits, "_", ".", ":" or
+   * "-". A stuck saga's warn line names it, and the stuck metrics count by it.
+   */
+  type?: string;
+  /**
+   * Business labels for the person a stuck saga is shown to: `{ order:
+   * 'ORD-7731', amount: '12,400 RUB' }`. At most 16; a name as a type, a
+   * value at most 256 bytes of one line of text. Refused with
+   * INVALID_ARGUMENT naming the label otherwise.
+   */
+  labels?: Record<string, string>;
 }
 
 export type SagaEnd = 'finished' | 'compensated';
 
+/** A call's failed attempts, as the cluster's log counts them (across leaders). */
+export interface SagaCallAttempts {
+  attempts: number;
+  /** null after an operator's retry, which counts afresh. */
+  firstFailureAtMs: number | null;
+  lastFailureAtMs: number;
+  lastError: string;
+}
+
+/** One step of a saga as `SagaStatus.stepDetails` shows it. */
+export interface SagaStepStatus {
+  step: number;
+  service: string;
+  /** The handler at the step service. */
+  handler: string;
+  input: string;
+  /** pending, running, done, failed, compensating or compensated */
+  state: string;
+  output: string;
+  /** The failed attempts of its action and of its compensation; null for a call that never failed. */
+  action: SagaCallAttempts | null;
+  compensation: SagaCallAttempts | null;
+}
+
 export interface SagaStatus {
   id: string;
   state: 'running' | 'compensating' | 'finished' | 'compensated';
+  /** The saga's type and labels as given at its start (null and {} when none were). */
+  type: string | null;
+  labels: Record<string, string>;
+  /** Each step's state, in order (stepDetails has the rest). */
   steps: string[];
+  /** Each step: its service, handler, input, state, output, and the attempts and last error of its calls. */
+  stepDetails: SagaStepStatus[];
   outputs: string[];
   pivot: number | null;
   stuck: { step: number; kind: string; attempts: number; lastError: string } | null;
@@ -110,7 +152,7 @@ export class SagaCaller {
   async start(spec: SagaSpec): Promise<SagaHandle> {
     const id = spec.id ?? newTxnId(Date.now(), pooledRandomBytes(10));
     const steps = spec.steps.map((s) => ({ service: s.service, name: s.name, input: s.input ?? '' }));
-    await this.call('StartSaga', { sagaId: id, steps, pivotPlusOne: spec.pivot === undefined ? 0 : spec.pivot + 1 });
+    await this.call('StartSaga', { sagaId: id, steps, pivotPlusOne: spec.pivot === undefined ? 0 : spec.pivot + 1, type: spec.type ?? '', labels: spec.labels ?? {} });
     return new SagaHandle(this, id);
   }
 
@@ -171,10 +213,26 @@ export class SagaHandle {
 }
 
 function toStatus(i: SagaInfo): SagaStatus {
+  const tries = (step: number, kind: string): SagaCallAttempts | null => {
+    const a = i.attempts.find((x) => x.step === step && x.kind === kind);
+    return a ? { attempts: a.attempts, firstFailureAtMs: a.firstFailureAtMs === 0 ? null : a.firstFailureAtMs, lastFailureAtMs: a.lastFailureAtMs, lastError: a.lastError } : null;
+  };
   return {
     id: i.sagaId,
     state: i.state as SagaStatus['state'],
+    type: i.type === '' ? null : i.type,
+    labels: { ...i.labels },
     steps: i.stepStatus,
+    stepDetails: i.steps.map((d, k) => ({
+      step: k,
+      service: d.service,
+      handler: d.name,
+      input: d.input,
+      state: i.stepStatus[k] ?? '',
+      output: i.outputs[k] ?? '',
+      action: tries(k, 'action'),
+      compensation: tries(k, 'compensate'),
+    })),
     outputs: i.outputs,
     pivot: i.pivotPlusOne === 0 ? null : i.pivotPlusOne - 1,
     stuck: i.stuck ? { step: i.stuckStep, kind: i.stuckKind, attempts: i.stuckAttempts, lastError: i.stuckError } : null,

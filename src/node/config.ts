@@ -82,6 +82,15 @@ export interface NodeConfig {
   sagaActionAttemptsMax: number;
   /** Sagas one client may have running at once (docs/limits.md). */
   sagaClientRunningMax: number;
+  /** Sagas: ... and not before this long (ms) after the action's first failure, to ride out a step service's restart. */
+  sagaActionAbandonAfterMs: number;
+  /** Sagas: how long one step call may take before it counts as a failed attempt (ms). */
+  sagaCallTimeoutMs: number;
+  /** Sagas: the backoff between attempts of one call starts here (ms), doubles per attempt up to sagaRetryMaxMs, with jitter down to half. */
+  sagaRetryMinMs: number;
+  sagaRetryMaxMs: number;
+  /** Sagas: the leader repeats a stuck saga's warn line at most this often (ms), per saga. */
+  sagaStuckLogIntervalMs: number;
   /** Parallel commit for transactions that do not choose (docs/protocol.md, "Parallel commit"). */
   parallelCommit: boolean;
   /** How long an explicit COMMIT after an implied COMMITTED may wait to share a log entry (ms; 0: never waits). */
@@ -178,6 +187,11 @@ const KNOWN = [
   'sagaStuckAfterAttempts',
   'sagaActionAttemptsMax',
   'sagaClientRunningMax',
+  'sagaActionAbandonAfterMs',
+  'sagaCallTimeoutMs',
+  'sagaRetryMinMs',
+  'sagaRetryMaxMs',
+  'sagaStuckLogIntervalMs',
   'parallelCommit',
   'explicitCommitLingerMs',
   'commitNoticeMs',
@@ -306,6 +320,12 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const sagaStuckAfterAttempts = int('sagaStuckAfterAttempts', 10, 1, 1_000_000);
   const sagaActionAttemptsMax = int('sagaActionAttemptsMax', 5, 1, 1_000_000);
   const sagaClientRunningMax = int('sagaClientRunningMax', 1_000, 1, 10_000);
+  const sagaActionAbandonAfterMs = int('sagaActionAbandonAfterMs', 30_000, 0, 86_400_000);
+  const sagaCallTimeoutMs = int('sagaCallTimeoutMs', 10_000, 100, 3_600_000);
+  const sagaRetryMinMs = int('sagaRetryMinMs', 100, 1, 3_600_000);
+  const sagaRetryMaxMs = int('sagaRetryMaxMs', 10_000, 1, 3_600_000);
+  const sagaStuckLogIntervalMs = int('sagaStuckLogIntervalMs', 60_000, 1_000, 86_400_000);
+  if (sagaRetryMinMs > sagaRetryMaxMs) throw new ConfigError(file, `${label('sagaRetryMinMs')} (${sagaRetryMinMs}) must not exceed ${label('sagaRetryMaxMs')} (${sagaRetryMaxMs})`);
   const explicitCommitLingerMs = int('explicitCommitLingerMs', defaultEngineConfig.explicitCommitLingerMs, 0, 1_000);
   const commitNoticeMs = int('commitNoticeMs', COMMIT_NOTICE_MS_DEFAULT, 0, 1_000);
   const decisionLingerMs = int('decisionLingerMs', DECISION_LINGER_MS_DEFAULT, 0, 1_000);
@@ -382,5 +402,10 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     sagaStuckAfterAttempts,
     sagaActionAttemptsMax,
     sagaClientRunningMax,
+    sagaActionAbandonAfterMs,
+    sagaCallTimeoutMs,
+    sagaRetryMinMs,
+    sagaRetryMaxMs,
+    sagaStuckLogIntervalMs,
   };
 }

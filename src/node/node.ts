@@ -206,7 +206,16 @@ async function compose(
     log,
     credentials: tls ? (id) => tls.participant(id) : undefined,
     observeStep: (seconds, kind, answered) => pages.sagaMetrics?.observeStep(seconds, kind, answered),
-    engine: { stuckAfterAttempts: cfg.sagaStuckAfterAttempts, actionAttemptsMax: cfg.sagaActionAttemptsMax, clientRunningMax: cfg.sagaClientRunningMax },
+    stuckFlagged: (type) => pages.sagaMetrics?.stuckFlagged(type),
+    engine: {
+      stuckAfterAttempts: cfg.sagaStuckAfterAttempts,
+      actionAttemptsMax: cfg.sagaActionAttemptsMax,
+      actionAbandonAfterMs: cfg.sagaActionAbandonAfterMs,
+      clientRunningMax: cfg.sagaClientRunningMax,
+      rpcDeadlineMs: cfg.sagaCallTimeoutMs,
+      retryMinMs: cfg.sagaRetryMinMs,
+      retryMaxMs: cfg.sagaRetryMaxMs,
+    },
   });
   c.attach(sagas);
   open.add(() => sagas.close());

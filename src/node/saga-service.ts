@@ -11,13 +11,19 @@
 // its step services, which take them anyway, may read its status) or
 // repeat its start. ListSagas answers in pages of at most 1,000 sagas and
 // about LIST_PAGE_BYTES_MAX bytes.
+//
+// A stuck saga waits for a person: when the leader applies its stuck flag it
+// logs one warn line with everything needed to act (the saga, its type and
+// business labels, the step, its service and handler, attempts, last error)
+// and repeats it every sagaStuckLogIntervalMs while the saga stays stuck, at
+// most STUCK_LINES_PER_SCAN lines a scan (the rest are counted in one line).
 
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { DecisionTable } from '../commit/state.ts';
 import type { ProductApplyResult } from '../commit/product-table.ts';
 import { SagaEngine, SagaError, type SagaEngineConfig, type StepAnswer } from '../saga/engine.ts';
-import { isSagaResult, isTerminal, type SagaApplyResult, type SagaCommand, type SagaRecord, type SagaStepDef, type SagaTable } from '../saga/state.ts';
+import { isSagaResult, isTerminal, triesOf, type SagaApplyResult, type SagaCommand, type SagaRecord, type SagaStepDef, type SagaTable } from '../saga/state.ts';
 import type { AuthenticatedCall } from '../transport/tls.ts';
 import type { Access } from '../transport/auth.ts';
 import { SagaStepClient, type SagaInfo, type SagasHandlers } from '../transport/saga-rpc.ts';
@@ -37,6 +43,9 @@ const LIST_MAX = 1_000;
 /** One ListSagas page holds about this many bytes at most (one saga at the most is about 0.8 MiB, so one always fits). */
 export const LIST_PAGE_BYTES_MAX = 1024 * 1024;
 const PAGE_TOKEN = /^[0-9]{1,16}$/;
+/** How often the leader looks for stuck sagas whose warn line is due, and how many lines one look writes at most. */
+const STUCK_SCAN_MS = 1_000;
+export const STUCK_LINES_PER_SCAN = 20;
 
 export interface SagaWiring {
   engine: SagaEngine;
@@ -70,6 +79,10 @@ export interface SagaWiringOptions {
   engine?: Partial<SagaEngineConfig>;
   /** Each step call's latency, as it ends (src/node/saga-metrics.ts). */
   observeStep?: (seconds: number, kind: 'action' | 'compensate', answered: boolean) => void;
+  /** A stuck flag this node applied while it leads, by the saga's type (src/node/saga-metrics.ts). */
+  stuckFlagged?: (type: string | undefined) => void;
+  /** Now, for the stuck warn lines' pace (Date.now when absent). */
+  nowMs?: () => number;
 }
 
 export function sagaWiring(o: SagaWiringOptions): SagaWiring {
@@ -135,6 +148,62 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
   const waiters = new Map<string, (() => void)[]>();
   let waiting = 0;
 
+  // ---- stuck sagas: a warn line a person can act on ------------------------
+  const nowMs = o.nowMs ?? (() => Date.now());
+  const intervalMs = o.cfg.sagaStuckLogIntervalMs ?? 60_000;
+  /** Stuck sagas this leader knows, with when it last logged each. */
+  const stuckSeen = new Map<string, number>();
+  let lastScanAtMs = 0;
+  const warnStuck = (s: SagaRecord, atMs: number): void => {
+    stuckSeen.set(s.id, atMs);
+    const st = s.stuck;
+    if (!st) return;
+    const def = s.steps[st.step];
+    const t = triesOf(s, st.step, st.kind);
+    const labels = s.labels ?? {};
+    const shownLabels = Object.entries(labels)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ');
+    o.log.warn(
+      {
+        sagaId: s.id,
+        sagaType: s.type ?? '',
+        labels,
+        step: st.step,
+        kind: st.kind,
+        service: def?.service,
+        handler: def?.name,
+        attempts: t?.attempts ?? st.attempts,
+        lastError: t?.lastError ?? st.lastError,
+        stuckSinceAtMs: st.atMs,
+      },
+      `saga ${s.id}${s.type ? ` (${s.type}${shownLabels ? ` ${shownLabels}` : ''})` : shownLabels ? ` (${shownLabels})` : ''} is stuck and needs a person: step ${st.step} ${st.kind} at ${def?.service}/${def?.name} failed ${t?.attempts ?? st.attempts} times, last error: ${t?.lastError ?? st.lastError}; it keeps retrying. Fix the step service, or act by hand and record it: verdict saga show ${s.id}, then verdict saga retry or verdict saga resolve`,
+    );
+  };
+  /** Every stuck saga whose line is due, at most STUCK_LINES_PER_SCAN of them; the rest in one line. */
+  const scanStuck = (): void => {
+    const now = nowMs();
+    if (now - lastScanAtMs < STUCK_SCAN_MS) return;
+    lastScanAtMs = now;
+    let due = 0;
+    for (const [id, lastAtMs] of stuckSeen) {
+      const s = o.sagas.sagas.get(id);
+      if (!s || s.stuck === null) {
+        stuckSeen.delete(id);
+        continue;
+      }
+      if (now - lastAtMs < intervalMs) continue;
+      if (++due <= STUCK_LINES_PER_SCAN) warnStuck(s, now);
+    }
+    if (due > STUCK_LINES_PER_SCAN)
+      o.log.warn({ stuckSagas: stuckSeen.size, notLogged: due - STUCK_LINES_PER_SCAN }, `${due - STUCK_LINES_PER_SCAN} more stuck sagas are due a warn line; verdict saga list --stuck lists them all`);
+  };
+  /** A new leader takes over the stuck sagas in its table: each is logged at its first scan. */
+  const takeOverStuck = (term: number): void => {
+    stuckSeen.clear();
+    if (term > 0) for (const s of o.sagas.sagas.values()) if (s.stuck !== null) stuckSeen.set(s.id, Number.NEGATIVE_INFINITY);
+  };
+
   const fail = (err: SagaError): grpc.ServiceError => {
     if (err.code === 'not-leader') return notLeader(o.members, o.leader());
     const code = {
@@ -159,11 +228,13 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       const r = call.request;
       const steps: SagaStepDef[] = r.steps.map((s) => ({ service: s.service, name: s.name, input: s.input }));
       const pivot = r.pivotPlusOne === 0 ? null : r.pivotPlusOne - 1;
+      const labels = r.labels ?? {};
+      const tags = { type: r.type === '' ? undefined : r.type, labels: Object.keys(labels).length > 0 ? { ...labels } : undefined };
       // A repeated start answers with the saga as it is: only to whoever may read it.
       const existing = o.sagas.sagas.get(r.sagaId);
       const refused = existing ? mayRead(call, existing, 'a repeated start') : null;
       if (refused) return cb(refused);
-      engine.start(r.sagaId, steps, pivot, answer(cb), who(call));
+      engine.start(r.sagaId, steps, pivot, answer(cb), who(call), tags);
     },
     SagaStatus: (call, cb) => {
       const { sagaId, waitMs } = call.request;
@@ -233,10 +304,17 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
     engine,
     table: o.sagas,
     handlers,
-    setLeadership: (term) => engine.setLeadership(term),
+    setLeadership: (term) => {
+      engine.setLeadership(term);
+      takeOverStuck(term);
+    },
     onApplied: (r) => {
       if (!isSagaResult(r)) return;
       engine.onApplied(r);
+      if (r.op === 'saga.stuck' && r.changed && r.saga && engine.isLeader()) {
+        o.stuckFlagged?.(r.saga.type);
+        warnStuck(r.saga, nowMs());
+      }
       const s = r.saga;
       if (!s || !isTerminal(s.state)) return;
       const list = waiters.get(s.id);
@@ -244,7 +322,10 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       waiters.delete(s.id);
       for (const f of list) f();
     },
-    tick: () => engine.tick(),
+    tick: () => {
+      engine.tick();
+      if (engine.isLeader()) scanStuck();
+    },
     close: () => {
       engine.setLeadership(0);
       for (const list of waiters.values()) for (const f of list) f();
@@ -290,7 +371,9 @@ export function sagaPage(sagas: Iterable<SagaRecord>, p: PageOptions): { sagas: 
 
 /** About the bytes a SagaInfo takes on the wire: its strings, and a few bytes per field. */
 export function sagaInfoBytes(i: SagaInfo): number {
-  let n = 64 + Buffer.byteLength(i.sagaId) + Buffer.byteLength(i.stuckError);
+  let n = 64 + Buffer.byteLength(i.sagaId) + Buffer.byteLength(i.stuckError) + i.type.length;
+  for (const [k, v] of Object.entries(i.labels)) n += 8 + k.length + Buffer.byteLength(v);
+  for (const a of i.attempts) n += 40 + Buffer.byteLength(a.lastError);
   for (const x of i.stepStatus) n += 4 + x.length;
   for (const x of i.outputs) n += 4 + Buffer.byteLength(x);
   for (const d of i.steps) n += 12 + Buffer.byteLength(d.service) + Buffer.byteLength(d.name) + Buffer.byteLength(d.input);
@@ -314,5 +397,15 @@ export function sagaInfo(s: SagaRecord): SagaInfo {
     timeline: s.timeline.map((e) => ({ atMs: e.atMs, index: e.index, what: e.what, step: e.step ?? -1, kind: e.kind ?? '', detail: e.detail ?? '', operator: e.operator ?? '' })),
     startedAtMs: s.startedAtMs,
     steps: s.steps.map((d) => ({ ...d })),
+    type: s.type ?? '',
+    labels: { ...(s.labels ?? {}) },
+    attempts: (s.tries ?? []).map((t) => ({
+      step: t.step,
+      kind: t.kind,
+      attempts: t.attempts,
+      firstFailureAtMs: t.firstFailureAtMs ?? 0,
+      lastFailureAtMs: t.lastFailureAtMs,
+      lastError: t.lastError,
+    })),
   };
 }

@@ -21,7 +21,11 @@ export interface SagaStepDef {
 
 export type SagaCommand =
   // `owner` is absent in starts logged before starters were recorded.
-  | { t: 'saga.start'; sagaId: string; steps: SagaStepDef[]; pivot: number | null; atMs: number; owner?: string }
+  // `type` and `labels` are absent when the starter gave none (and in starts logged before they existed).
+  | { t: 'saga.start'; sagaId: string; steps: SagaStepDef[]; pivot: number | null; atMs: number; owner?: string; type?: string; labels?: SagaLabels }
+  // One more call of the saga's current call failed transiently (an error, no answer, garbage):
+  // the attempt count that abandonment and the stuck flag read, kept across leaders.
+  | { t: 'saga.attempt'; sagaId: string; step: number; kind: StepKind; error: string; atMs: number }
   // An answer to the saga's current call: DONE, FAILED (a refusal, action only), or
   // ABANDONED (the orchestrator gave up on an action that kept erroring: it may
   // have run, so it is compensated too). `operator` is set by `verdict saga resolve`.
@@ -31,7 +35,10 @@ export type SagaCommand =
   | { t: 'saga.ended'; sagaIds: string[] };
 
 export type SagaCommandKind = SagaCommand['t'];
-export const SAGA_COMMAND_KINDS: readonly SagaCommandKind[] = ['saga.start', 'saga.result', 'saga.stuck', 'saga.retry', 'saga.ended'];
+export const SAGA_COMMAND_KINDS: readonly SagaCommandKind[] = ['saga.start', 'saga.result', 'saga.stuck', 'saga.retry', 'saga.ended', 'saga.attempt'];
+
+/** Business labels a saga carries from its start (`order` → `ORD-7731`), for the person a stuck saga is shown to. */
+export type SagaLabels = Record<string, string>;
 
 export function isSagaCommand(c: { t: string }): c is SagaCommand {
   return c.t.startsWith('saga.');
@@ -51,6 +58,13 @@ export const STEP_NAME_CHARS_MAX = 128;
 export const STEP_SERVICE = ID;
 /** Who started a saga, as the node writes it. */
 export const SAGA_OWNER_CHARS_MAX = 256;
+/** A saga's type (`order-refund`): 1–64 letters, digits, '_', '.', ':' or '-'. It is a metric label, so it is short. */
+export const SAGA_TYPE = /^[A-Za-z0-9_.:-]{1,64}$/;
+export const SAGA_TYPE_CHARS_MAX = 64;
+/** Labels per saga, a label's key (as a type), and a label's value in bytes (any text without control characters). */
+export const SAGA_LABELS_MAX = 16;
+export const SAGA_LABEL_KEY = /^[A-Za-z0-9_.:-]{1,64}$/;
+export const SAGA_LABEL_VALUE_BYTES_MAX = 256;
 
 const shown = (text: string): string => (text.length > 40 ? `${JSON.stringify(text.slice(0, 40))}… (${text.length} characters)` : JSON.stringify(text));
 const printable = (text: string, min: number, max: number): boolean => {
@@ -83,6 +97,24 @@ export function sagaDefProblem(sagaId: string, steps: readonly SagaStepDef[], pi
   return null;
 }
 
+/** Why a saga's type and labels cannot be taken, naming the saga and the label, or null. Bounded in size and count (R9). */
+export function sagaTagsProblem(sagaId: string, type: string | undefined, labels: Readonly<Record<string, unknown>> | undefined): string | null {
+  if (type !== undefined && !SAGA_TYPE.test(type)) return `saga ${sagaId}: type ${shown(String(type))} must be 1–${SAGA_TYPE_CHARS_MAX} letters, digits, "_", ".", ":" or "-"`;
+  if (labels === undefined) return null;
+  if (labels === null || typeof labels !== 'object' || Array.isArray(labels)) return `saga ${sagaId}: labels must be a map of names to texts`;
+  const keys = Object.keys(labels);
+  if (keys.length > SAGA_LABELS_MAX) return `saga ${sagaId} has ${keys.length} labels (limit ${SAGA_LABELS_MAX})`;
+  for (const k of keys) {
+    if (!SAGA_LABEL_KEY.test(k)) return `saga ${sagaId}: label name ${shown(k)} must be 1–64 letters, digits, "_", ".", ":" or "-"`;
+    const v = labels[k];
+    if (typeof v !== 'string') return `saga ${sagaId}: label ${k} must be a text`;
+    if (Buffer.byteLength(v) > SAGA_LABEL_VALUE_BYTES_MAX) return `saga ${sagaId}: label ${k} holds ${Buffer.byteLength(v)} bytes (limit ${SAGA_LABEL_VALUE_BYTES_MAX})`;
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+    if (/[\x00-\x1f\x7f]/.test(v)) return `saga ${sagaId}: label ${k} holds a control character (a value is one line of text)`;
+  }
+  return null;
+}
+
 /** Why `owner` is not a starter the node could have written, or null. */
 export function sagaOwnerProblem(owner: unknown): string | null {
   return typeof owner === 'string' && printable(owner, 0, SAGA_OWNER_CHARS_MAX) ? null : `a saga's starter must be at most ${SAGA_OWNER_CHARS_MAX} printable ASCII characters`;
@@ -110,9 +142,12 @@ const CHECKS: { [K in SagaCommandKind]: (c: Fields) => string | null } = {
     c.steps.every(isStepDef) &&
     (c.pivot === null || isStepIndex(c.pivot)) &&
     isTime(c.atMs) &&
-    (c.owner === undefined || sagaOwnerProblem(c.owner) === null)
+    (c.owner === undefined || sagaOwnerProblem(c.owner) === null) &&
+    (c.type === undefined || isString(c.type)) &&
+    (c.labels === undefined || (c.labels !== null && typeof c.labels === 'object' && !Array.isArray(c.labels)))
       ? null
-      : 'saga.start needs sagaId, at most 64 steps of service, name and input, pivot (a step index or null), atMs, and a starter of at most 256 printable characters when present',
+      : 'saga.start needs sagaId, at most 64 steps of service, name and input, pivot (a step index or null), atMs, a starter of at most 256 printable characters when present, and a type (a text) and labels (a map) when present',
+  'saga.attempt': (c) => (isString(c.sagaId) && isStepIndex(c.step) && isStepKind(c.kind) && isString(c.error) && isTime(c.atMs) ? null : 'saga.attempt needs sagaId, step, kind, error and atMs'),
   'saga.result': (c) => {
     if (
       !isString(c.sagaId) ||

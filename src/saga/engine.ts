@@ -3,10 +3,13 @@
 //   Start(S) → log saga.start (step 0 running) → call step 0's action
 //     DONE    → log saga.result done (step 1 running) → call step 1 …
 //     FAILED  → (at or before the pivot) log it; compensations run highest first
-//     error   → retry with capped exponential backoff and jitter; an action at
-//               or before the pivot is abandoned (and compensated) after
-//               actionAttemptsMax; compensations and post-pivot actions retry
-//               forever, and are flagged stuck after stuckAfterAttempts
+//     error   → log saga.attempt (the failed attempt, counted in the table),
+//               then retry with capped exponential backoff and jitter; an
+//               action at or before the pivot is abandoned (and compensated)
+//               once it failed actionAttemptsMax times and actionAbandonAfterMs
+//               passed since its first failure; compensations and post-pivot
+//               actions retry forever, and are flagged stuck after
+//               stuckAfterAttempts
 //   finished or compensated → tell every step service the saga ended (so their
 //   inboxes may drop its keys) until each acknowledges → log saga.ended, batched
 //
@@ -26,6 +29,16 @@
 // callbacks, so the whole-system simulator runs this code on a seeded
 // schedule. Only the leader's engine is active; a node that loses leadership
 // drops its in-memory state and the next leader resumes from the table.
+//
+// Attempts count across leaders. A call's failed attempts are in the table
+// (saga.attempt), and a leader makes the next call only once the failure
+// before it is applied: so every call but the last one each leader makes
+// is counted, and an action that always fails is called at most
+// actionAttemptsMax times plus one per leader that called it after the
+// first (its call in flight, or its failure not yet logged, when it stopped
+// leading), before it is abandoned (with actionAbandonAfterMs 0; otherwise
+// the calls that fit in that time). The attempt number on the wire is the
+// count in the table plus one, the same on every leader.
 
 import type { ParticipantRecord } from '../commit/state.ts';
 import { DEFAULT_NEWNESS_RULES, newnessRefusal, type NewnessRules } from '../domain/id-newness.ts';
@@ -36,10 +49,13 @@ import {
   SAGA_TEXT_BYTES_MAX,
   sagaBytes,
   sagaDefProblem,
+  sagaTagsProblem,
   STEP_TEXT_BYTES_MAX,
   stepKey,
+  triesOf,
   type SagaApplyResult,
   type SagaCommand,
+  type SagaLabels,
   type SagaRecord,
   type SagaStepDef,
   type SagaTable,
@@ -79,8 +95,10 @@ export interface SagaEngineConfig extends NewnessRules {
   retryMinMs: number;
   retryMaxMs: number;
   rpcDeadlineMs: number;
-  /** An action at or before the pivot that errored this many times is abandoned and compensated. */
+  /** An action at or before the pivot that errored this many times is abandoned and compensated (once actionAbandonAfterMs passed too). */
   actionAttemptsMax: number;
+  /** ... and not before this long after its first failure: long enough to ride out a step service's restart. */
+  actionAbandonAfterMs: number;
   /** A call retried this many times flags its saga stuck (it keeps retrying). */
   stuckAfterAttempts: number;
   /** Sagas running at once on this leader. */
@@ -99,6 +117,7 @@ export const defaultSagaEngineConfig: SagaEngineConfig = {
   retryMaxMs: 10_000,
   rpcDeadlineMs: 10_000,
   actionAttemptsMax: 5,
+  actionAbandonAfterMs: 30_000,
   stuckAfterAttempts: 10,
   runningMax: 10_000,
   clientRunningMax: 1_000,
@@ -122,17 +141,23 @@ export class SagaError extends Error {
 
 export type SagaCallback = (err: SagaError | null, saga?: SagaRecord) => void;
 
-/** The leader's working state for one saga: the call in flight and its retries. Volatile; the table holds the truth. */
+/** The leader's working state for one saga: the call in flight and its retries. Volatile; the table holds the truth (attempts included). */
 interface Run {
   id: string;
   /** The call this run is making, as the table named it when the run last looked. */
   step: number;
   kind: StepKind;
-  attempts: number;
   nextAtMs: number;
   inFlight: boolean;
   /** A result is being logged: no new call until it is applied or fails. */
   proposing: boolean;
+  /** A failed attempt not yet in the table (saga.attempt): no new call until it is, so that every call but this leader's last is counted. */
+  unlogged: { error: string; atMs: number } | null;
+  /** A result being logged, or whose proposal failed: it is proposed again at logAgainAtMs (no call goes out meanwhile). */
+  unloggedResult: { outcome: 'done' | 'failed' | 'abandoned'; output: string; reason: string } | null;
+  /** saga.attempt for `unlogged` is proposed; when it fails, it is proposed again at logAgainAtMs. */
+  logging: boolean;
+  logAgainAtMs: number;
   lastError: string;
   stuckLogged: boolean;
 }
@@ -211,15 +236,17 @@ export class SagaEngine {
    * clientOf); the caller has checked that a repeated start comes from
    * whoever may read the saga.
    */
-  start(sagaId: string, steps: SagaStepDef[], pivot: number | null, cb: SagaCallback, owner = ''): void {
+  start(sagaId: string, steps: SagaStepDef[], pivot: number | null, cb: SagaCallback, owner = '', tags: { type?: string; labels?: SagaLabels } = {}): void {
     if (!this.isLeader()) return cb(new SagaError('not-leader', 'not the leader'));
     const existing = this.table.sagas.get(sagaId);
     if (existing) {
       if (JSON.stringify(existing.steps) !== JSON.stringify(steps) || existing.pivot !== pivot)
         return cb(new SagaError('precondition', `saga ${sagaId} already exists with other steps; use a new id`));
+      if ((existing.type ?? '') !== (tags.type ?? '') || JSON.stringify(sortedLabels(existing.labels)) !== JSON.stringify(sortedLabels(tags.labels)))
+        return cb(new SagaError('precondition', `saga ${sagaId} already exists with another type or other labels; use a new id`));
       return cb(null, existing);
     }
-    const problem = sagaDefProblem(sagaId, steps, pivot);
+    const problem = sagaDefProblem(sagaId, steps, pivot) ?? sagaTagsProblem(sagaId, tags.type, tags.labels);
     if (problem !== null) return cb(new SagaError('invalid', problem));
     const forgotten = this.table.forgottenProblem(sagaId);
     if (forgotten !== null) return cb(new SagaError('precondition', forgotten));
@@ -227,12 +254,15 @@ export class SagaEngine {
     if (stale !== null) return cb(new SagaError(stale.code, stale.message));
     for (const [k, s] of steps.entries())
       if (!this.services.has(s.service)) return cb(new SagaError('precondition', `saga ${sagaId} step ${k}: step service ${s.service} is not registered with this cluster`));
-    const bytes = sagaBytes({ id: sagaId, steps, outputs: [] });
+    const bytes = sagaBytes({ id: sagaId, steps, outputs: [], type: tags.type, labels: tags.labels });
     const full = this.fullFor(owner, bytes);
     if (full !== null) return cb(new SagaError('exhausted', full));
     this.starting.set(owner, (this.starting.get(owner) ?? 0) + 1);
     this.startingBytes += bytes;
-    this.io.propose({ t: 'saga.start', sagaId, steps, pivot, atMs: this.io.nowMs(), owner }, (err, r) => {
+    const cmd: SagaCommand = { t: 'saga.start', sagaId, steps, pivot, atMs: this.io.nowMs(), owner };
+    if (tags.type !== undefined && tags.type !== '') cmd.type = tags.type;
+    if (tags.labels !== undefined && Object.keys(tags.labels).length > 0) cmd.labels = sortedLabels(tags.labels);
+    this.io.propose(cmd, (err, r) => {
       const n = (this.starting.get(owner) ?? 1) - 1;
       if (n > 0) this.starting.set(owner, n);
       else this.starting.delete(owner);
@@ -266,7 +296,6 @@ export class SagaEngine {
       if (!r.changed) return cb(new SagaError('precondition', r.problem ?? `saga ${sagaId} is not stuck`));
       const run = this.runs.get(sagaId);
       if (run) {
-        run.attempts = 0;
         run.stuckLogged = false;
         run.nextAtMs = 0;
         this.poke(run);
@@ -310,11 +339,11 @@ export class SagaEngine {
       return;
     }
     const s = result.saga ?? this.table.sagas.get(result.sagaId);
-    if (s) this.follow(s);
+    if (s) this.follow(s, result.op === 'saga.result');
   }
 
   /** Brings this leader's working state in line with the saga's applied record. */
-  private follow(s: SagaRecord): void {
+  private follow(s: SagaRecord, answered = false): void {
     const call = currentCall(s);
     if (!call) {
       this.runs.delete(s.id);
@@ -323,28 +352,57 @@ export class SagaEngine {
     }
     let run = this.runs.get(s.id);
     if (!run || run.step !== call.step || run.kind !== call.kind) {
-      // A new call: the old one's attempts and errors are not this one's.
-      run = { id: s.id, step: call.step, kind: call.kind, attempts: 0, nextAtMs: 0, inFlight: false, proposing: false, lastError: '', stuckLogged: s.stuck !== null };
+      // A new call, or a new leader's first look: its failed attempts so far are in the table, and so is
+      // when the last one failed, so the backoff carries on where it was (never longer than retryMaxMs from now).
+      const t = triesOf(s, call.step, call.kind);
+      const now = this.io.nowMs();
+      const nextAtMs = t === null || t.attempts === 0 ? 0 : Math.min(now + this.cfg.retryMaxMs, t.lastFailureAtMs + this.backoffMs(t.attempts) / 2);
+      run = {
+        id: s.id,
+        step: call.step,
+        kind: call.kind,
+        nextAtMs,
+        inFlight: false,
+        proposing: false,
+        unlogged: null,
+        unloggedResult: null,
+        logging: false,
+        logAgainAtMs: 0,
+        lastError: t?.lastError ?? '',
+        stuckLogged: s.stuck !== null,
+      };
       this.runs.set(s.id, run);
     } else {
-      run.proposing = false;
+      // A result for this call was applied and changed nothing (a refusal): the call is made again. Any other
+      // entry of the saga (a logged attempt, a stuck flag) leaves a result being logged as it is.
+      if (answered) {
+        run.proposing = false;
+        run.unloggedResult = null;
+      }
       if (s.stuck === null && run.stuckLogged) run.stuckLogged = false;
     }
+    this.maybeStuck(run, s);
     this.poke(run);
+  }
+
+  /** The backoff before attempt `attempts + 1`: retryMinMs doubling up to retryMaxMs (jitter takes it down to half). */
+  private backoffMs(attempts: number): number {
+    return Math.min(this.cfg.retryMaxMs, this.cfg.retryMinMs * 2 ** Math.min(Math.max(attempts - 1, 0), 20));
   }
 
   /** Sends the run's call if nothing holds it back (in flight, a result being logged, backoff). */
   private poke(run: Run): void {
-    if (run.inFlight || run.proposing || this.io.nowMs() < run.nextAtMs) return;
+    if (run.inFlight || run.proposing || run.unlogged !== null || run.unloggedResult !== null || this.io.nowMs() < run.nextAtMs) return;
     const s = this.table.sagas.get(run.id);
     const call = s ? currentCall(s) : null;
     // Persist before send: only the call the applied table names goes out.
     if (!s || !call || call.step !== run.step || call.kind !== run.kind) return;
     const def = s.steps[run.step];
     const to = this.services.get(def.service);
-    run.attempts++;
+    // The attempt number is the table's count of failed attempts plus one: the same on every leader.
+    const attempt = (triesOf(s, run.step, run.kind)?.attempts ?? 0) + 1;
     this.stats.stepAttempts++;
-    if (!to) return this.failed(run, s, `step service ${def.service} is not registered`);
+    if (!to) return this.failed(run, s, `step service ${def.service} is not registered`, attempt);
     run.inFlight = true;
     const req: StepRequest = {
       sagaId: s.id,
@@ -354,7 +412,7 @@ export class SagaEngine {
       name: def.name,
       input: def.input,
       outputs: s.outputs.slice(0, run.step),
-      attempt: run.attempts,
+      attempt,
     };
     const sentAtMs = this.io.nowMs();
     this.io.callStep(to, req, this.cfg.rpcDeadlineMs, (err, answer) => {
@@ -363,40 +421,83 @@ export class SagaEngine {
       this.stats.stepLatencyMsSum += this.io.nowMs() - sentAtMs;
       this.stats.stepLatencyCount++;
       const bad = err ? err.message : answerProblem(answer, SAGA_TEXT_BYTES_MAX - outputBytes(s));
-      if (bad !== null) return this.failed(run, s, bad);
+      if (bad !== null) return this.failed(run, s, bad, attempt);
       const a = answer as StepAnswer;
       if (a.status === 'done') return this.log(run, 'done', a.output, '');
       // FAILED: a refusal. Only an action at or before the pivot may fail; anything else is retried.
       if (run.kind === 'action' && this.table.compensatable(s, run.step)) return this.log(run, 'failed', '', a.reason);
-      this.failed(run, s, `${run.kind === 'action' ? 'step after the pivot' : 'compensation'} answered FAILED (${a.reason || 'no reason'}); it is retried until done`);
+      this.failed(run, s, `${run.kind === 'action' ? 'step after the pivot' : 'compensation'} answered FAILED (${a.reason || 'no reason'}); it is retried until done`, attempt);
     });
   }
 
-  /** A transient failure: retry later; an action before the pivot is abandoned at its bound; stuck is flagged once. */
-  private failed(run: Run, s: SagaRecord, why: string): void {
+  /**
+   * A transient failure of attempt `attempt`: an action before the pivot is
+   * abandoned once it failed actionAttemptsMax times over at least
+   * actionAbandonAfterMs; otherwise the failure is logged (saga.attempt) and
+   * the call made again after a backoff, once the log has it.
+   */
+  private failed(run: Run, s: SagaRecord, why: string, attempt: number): void {
     this.stats.stepErrors++;
     run.lastError = why;
-    const base = Math.min(this.cfg.retryMaxMs, this.cfg.retryMinMs * 2 ** Math.min(run.attempts - 1, 20));
-    run.nextAtMs = this.io.nowMs() + base / 2 + this.io.random() * (base / 2);
-    if (run.kind === 'action' && this.table.compensatable(s, run.step) && run.attempts >= this.cfg.actionAttemptsMax)
-      return this.log(run, 'abandoned', '', `gave up after ${run.attempts} attempts: ${why}`);
-    if (run.attempts >= this.cfg.stuckAfterAttempts && !run.stuckLogged && s.stuck === null) {
-      run.stuckLogged = true;
-      this.stats.stuck++;
-      this.io.propose({ t: 'saga.stuck', sagaId: run.id, step: run.step, kind: run.kind, attempts: run.attempts, lastError: why, atMs: this.io.nowMs() }, (err) => {
-        if (err && this.runs.get(run.id) === run) run.stuckLogged = false;
-      });
+    const now = this.io.nowMs();
+    const base = this.backoffMs(attempt);
+    run.nextAtMs = now + base / 2 + this.io.random() * (base / 2);
+    if (run.kind === 'action' && this.table.compensatable(s, run.step) && attempt >= this.cfg.actionAttemptsMax) {
+      const firstAtMs = triesOf(s, run.step, run.kind)?.firstFailureAtMs ?? now;
+      if (now - firstAtMs >= this.cfg.actionAbandonAfterMs) return this.log(run, 'abandoned', '', `gave up after ${attempt} attempts over ${((now - firstAtMs) / 1000).toFixed(1)} s: ${why}`);
     }
+    run.unlogged = { error: why, atMs: now };
+    this.logAttempt(run);
+  }
+
+  /** Logs the run's failed attempt; once applied, the next call may go out (and the saga may be flagged stuck). */
+  private logAttempt(run: Run): void {
+    const u = run.unlogged;
+    if (u === null || run.logging) return;
+    run.logging = true;
+    this.io.propose({ t: 'saga.attempt', sagaId: run.id, step: run.step, kind: run.kind, error: u.error, atMs: u.atMs }, (err, r) => {
+      run.logging = false;
+      if (this.runs.get(run.id) !== run) return;
+      if (err || !r) {
+        // Not logged, or not known to be: log it again, never call again before it is (a repeat counts it twice, which only abandons sooner).
+        run.logAgainAtMs = this.io.nowMs() + this.cfg.retryMinMs;
+        return;
+      }
+      run.unlogged = null;
+      const s = this.table.sagas.get(run.id);
+      if (!s) return;
+      this.maybeStuck(run, s);
+      this.poke(run);
+    });
+  }
+
+  /**
+   * Flags the saga stuck once its current call failed stuckAfterAttempts
+   * times by the table's count. An action at or before the pivot is never
+   * flagged: it ends on its own, abandoned and compensated.
+   */
+  private maybeStuck(run: Run, s: SagaRecord): void {
+    if (run.stuckLogged || s.stuck !== null) return;
+    if (run.kind === 'action' && this.table.compensatable(s, run.step)) return;
+    const t = triesOf(s, run.step, run.kind);
+    if (t === null || t.attempts < this.cfg.stuckAfterAttempts) return;
+    run.stuckLogged = true;
+    this.stats.stuck++;
+    this.io.propose({ t: 'saga.stuck', sagaId: run.id, step: run.step, kind: run.kind, attempts: t.attempts, lastError: t.lastError, atMs: this.io.nowMs() }, (err) => {
+      if (err && this.runs.get(run.id) === run) run.stuckLogged = false;
+    });
   }
 
   private log(run: Run, outcome: 'done' | 'failed' | 'abandoned', output: string, reason: string): void {
     run.proposing = true;
+    run.unloggedResult = { outcome, output, reason };
     this.io.propose({ t: 'saga.result', sagaId: run.id, step: run.step, kind: run.kind, outcome, output, reason, atMs: this.io.nowMs() }, (err) => {
       // Success is handled in onApplied, where every node sees it.
       if (!err || this.runs.get(run.id) !== run) return;
-      // Not logged (or not known to be): make the call again later; the step service answers it from its inbox.
+      // Not logged (or not known to be): log the same answer again later, never call again for it (a repeated
+      // result changes nothing once one is applied), so that a leader's calls stay counted.
       run.proposing = false;
-      run.nextAtMs = this.io.nowMs() + this.cfg.retryMinMs;
+      run.logAgainAtMs = this.io.nowMs() + this.cfg.retryMinMs;
     });
   }
 
@@ -459,15 +560,32 @@ export class SagaEngine {
   tick(): void {
     if (!this.isLeader()) return;
     const now = this.io.nowMs();
-    for (const run of this.runs.values()) if (!run.inFlight && !run.proposing && now >= run.nextAtMs) this.poke(run);
+    for (const run of this.runs.values()) {
+      if (run.unloggedResult !== null) {
+        const r = run.unloggedResult;
+        if (!run.proposing && now >= run.logAgainAtMs) this.log(run, r.outcome, r.output, r.reason);
+      } else if (run.unlogged !== null) {
+        if (!run.logging && now >= run.logAgainAtMs) this.logAttempt(run);
+      } else if (!run.inFlight && !run.proposing && now >= run.nextAtMs) this.poke(run);
+    }
     for (const e of this.endings.values()) if (now >= e.nextAtMs) this.sendEnds(e);
     if (this.endedQueue.length > 0 && now - this.endedSinceMs >= this.cfg.endedDelayMs) this.flushEnded();
   }
 
   /** Running sagas on this leader, by the call they wait on; for `saga list` and metrics. */
   running(): { id: string; step: number; kind: StepKind; attempts: number; lastError: string }[] {
-    return [...this.runs.values()].map((r) => ({ id: r.id, step: r.step, kind: r.kind, attempts: r.attempts, lastError: r.lastError }));
+    return [...this.runs.values()].map((r) => {
+      const s = this.table.sagas.get(r.id);
+      return { id: r.id, step: r.step, kind: r.kind, attempts: s ? (triesOf(s, r.step, r.kind)?.attempts ?? 0) : 0, lastError: r.lastError };
+    });
   }
+}
+
+/** Labels in name order: one spelling of a set of labels, for the log and for comparing a repeated start. */
+export function sortedLabels(labels: SagaLabels | undefined): SagaLabels {
+  const out: SagaLabels = {};
+  for (const k of Object.keys(labels ?? {}).sort()) out[k] = (labels as SagaLabels)[k];
+  return out;
 }
 
 /**

@@ -28,24 +28,42 @@ import type { ProductApplyResult, ProductTable } from '../commit/product-table.t
 import { beyondHorizon, iso } from '../domain/id-newness.ts';
 import { txnIdAtMs } from '../domain/txn-id.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
-import { SAGA_COMMAND_KINDS, sagaCommandProblem, sagaDefProblem, sagaOwnerProblem, type SagaCommand, type SagaCommandKind, type SagaStepDef, type StepKind } from './commands.ts';
+import {
+  SAGA_COMMAND_KINDS,
+  sagaCommandProblem,
+  sagaDefProblem,
+  sagaOwnerProblem,
+  sagaTagsProblem,
+  type SagaCommand,
+  type SagaCommandKind,
+  type SagaLabels,
+  type SagaStepDef,
+  type StepKind,
+} from './commands.ts';
 
 // The command vocabulary (./commands.ts), for the saga table's importers.
 export {
   isSagaCommand,
   SAGA_COMMAND_KINDS,
   SAGA_ID_BYTES_MAX,
+  SAGA_LABEL_KEY,
+  SAGA_LABEL_VALUE_BYTES_MAX,
+  SAGA_LABELS_MAX,
   SAGA_OWNER_CHARS_MAX,
+  SAGA_TYPE,
+  SAGA_TYPE_CHARS_MAX,
   SAGA_TEXT_BYTES_MAX,
   sagaCommandProblem,
   sagaDefProblem,
   sagaOwnerProblem,
+  sagaTagsProblem,
   STEP_NAME_CHARS_MAX,
   STEP_SERVICE,
   STEP_TEXT_BYTES_MAX,
   STEPS_MAX,
   type SagaCommand,
   type SagaCommandKind,
+  type SagaLabels,
   type SagaStepDef,
   type StepKind,
 } from './commands.ts';
@@ -70,6 +88,22 @@ export interface StuckMark {
   attempts: number;
   lastError: string;
   atMs: number;
+}
+
+/**
+ * The failed attempts of one call (a step's action or its compensation), as
+ * the log recorded them (saga.attempt): what abandonment and the stuck flag
+ * count, on every leader. `saga retry` sets attempts back to 0.
+ */
+export interface CallTries {
+  step: number;
+  kind: StepKind;
+  /** Failed calls since the call became current (or since the operator's last retry). */
+  attempts: number;
+  /** The first of those failures, by the clock of the leader that logged it; null after a retry. */
+  firstFailureAtMs: number | null;
+  lastFailureAtMs: number;
+  lastError: string;
 }
 
 /** One line of a saga's history (`verdict saga show`): a transition as the log applied it. */
@@ -108,6 +142,20 @@ export interface SagaRecord {
   timeline: TimelineEntry[];
   /** Log index of the start. */
   index: number;
+  /** The saga's type, as its starter gave it (a metric label); absent when none was given. */
+  type?: string;
+  /** Business labels from the start (`order` → `ORD-7731`); absent when none were given. */
+  labels?: SagaLabels;
+  /**
+   * Failed attempts per call that failed at least once (saga.attempt);
+   * absent until one does, so a saga that never failed is written as before.
+   */
+  tries?: CallTries[];
+}
+
+/** The failed attempts of step `step`'s `kind` so far, or null when none were logged. */
+export function triesOf(s: Pick<SagaRecord, 'tries'>, step: number, kind: StepKind): CallTries | null {
+  return s.tries?.find((t) => t.step === step && t.kind === kind) ?? null;
 }
 
 /**
@@ -156,8 +204,9 @@ export function currentCall(s: SagaRecord): { step: number; kind: StepKind } | n
 }
 
 /** The bytes a saga holds in the table: its id, its definition and its outputs (what the bounds count). */
-export function sagaBytes(s: Pick<SagaRecord, 'id' | 'steps' | 'outputs'>): number {
-  let n = Buffer.byteLength(s.id);
+export function sagaBytes(s: Pick<SagaRecord, 'id' | 'steps' | 'outputs' | 'type' | 'labels'>): number {
+  let n = Buffer.byteLength(s.id) + (s.type?.length ?? 0);
+  for (const [k, v] of Object.entries(s.labels ?? {})) n += k.length + Buffer.byteLength(v);
   for (const d of s.steps) n += Buffer.byteLength(d.service) + Buffer.byteLength(d.name) + Buffer.byteLength(d.input);
   for (const o of s.outputs) if (o !== null) n += Buffer.byteLength(o);
   return n;
@@ -259,7 +308,7 @@ export class SagaTable implements ProductTable {
       // R7: a repeated start returns the saga as it is.
       if (s) return out(false);
       // R9: a forgotten saga is never run again.
-      const problem = this.forgottenProblem(cmd.sagaId) ?? sagaDefProblem(cmd.sagaId, cmd.steps, cmd.pivot);
+      const problem = this.forgottenProblem(cmd.sagaId) ?? sagaDefProblem(cmd.sagaId, cmd.steps, cmd.pivot) ?? sagaTagsProblem(cmd.sagaId, cmd.type, cmd.labels);
       if (problem !== null) return { t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: null, changed: false, problem };
       const fresh: SagaRecord = {
         id: cmd.sagaId,
@@ -276,6 +325,9 @@ export class SagaTable implements ProductTable {
         timeline: [],
         index,
       };
+      // Written only when given, so that a saga without them is the same bytes in a snapshot as before.
+      if (cmd.type !== undefined) fresh.type = cmd.type;
+      if (cmd.labels !== undefined && Object.keys(cmd.labels).length > 0) fresh.labels = { ...cmd.labels };
       this.sagas.set(cmd.sagaId, fresh);
       this.runningByOwner.set(fresh.owner, this.runningOf(fresh.owner) + 1);
       this.runningBytes += sagaBytes(fresh);
@@ -292,10 +344,30 @@ export class SagaTable implements ProductTable {
         note(s, { atMs: cmd.atMs, index, what: 'stuck', step: cmd.step, kind: cmd.kind, detail: `${cmd.attempts} attempts; last error: ${cmd.lastError}` });
         return out(true);
       }
+      case 'saga.attempt': {
+        const call = currentCall(s);
+        if (!call || call.step !== cmd.step || call.kind !== cmd.kind) return out(false, `saga ${s.id} is not waiting on step ${cmd.step} ${cmd.kind}`);
+        let t = triesOf(s, cmd.step, cmd.kind);
+        if (t === null) {
+          t = { step: cmd.step, kind: cmd.kind, attempts: 0, firstFailureAtMs: null, lastFailureAtMs: cmd.atMs, lastError: '' };
+          s.tries = [...(s.tries ?? []), t];
+        }
+        t.attempts++;
+        t.firstFailureAtMs ??= cmd.atMs;
+        t.lastFailureAtMs = cmd.atMs;
+        t.lastError = cut(cmd.error);
+        return out(true);
+      }
       case 'saga.retry': {
         if (!s.stuck) return out(false, `saga ${s.id} is not stuck (${s.state})`);
         const st = s.stuck;
         s.stuck = null;
+        // The operator's retry counts the call's attempts afresh (its last error stays to be read).
+        const t = triesOf(s, st.step, st.kind);
+        if (t !== null) {
+          t.attempts = 0;
+          t.firstFailureAtMs = null;
+        }
         note(s, { atMs: cmd.atMs, index, what: 'retry', step: st.step, kind: st.kind, detail: cmd.reason, operator: cmd.operator });
         return out(true);
       }
@@ -402,7 +474,10 @@ export class SagaTable implements ProductTable {
   /**
    * Restores the table from a snapshot. A snapshot written before sagas had
    * starters, tombstones and a horizon (a bare list of sagas) is read too:
-   * its sagas have no starter ('') and nothing was forgotten yet.
+   * its sagas have no starter ('') and nothing was forgotten yet. A saga
+   * record written before types, labels and logged attempts has none of
+   * them (they are optional fields, written only when set), and reads as a
+   * saga without type or labels whose calls have not failed yet.
    */
   restoreFrom(json: unknown): void {
     this.sagas.clear();
@@ -419,6 +494,8 @@ export class SagaTable implements ProductTable {
         throw new Error('a saga record in the snapshot is malformed');
       const rec: SagaRecord = { ...s, owner: s.owner ?? '' };
       if (sagaOwnerProblem(rec.owner) !== null) throw new Error('a saga record in the snapshot is malformed: its starter');
+      if (sagaTagsProblem(rec.id, rec.type, rec.labels) !== null) throw new Error('a saga record in the snapshot is malformed: its type or labels');
+      if (rec.tries !== undefined && (!Array.isArray(rec.tries) || !rec.tries.every(isCallTries))) throw new Error('a saga record in the snapshot is malformed: its attempts');
       this.sagas.set(rec.id, rec);
       if (isTerminal(rec.state)) this.endedBytes += sagaBytes(rec);
       else {
@@ -432,6 +509,21 @@ export class SagaTable implements ProductTable {
     }
     this.horizonAtMs = o.hz as number | null;
   }
+}
+
+function isCallTries(t: unknown): t is CallTries {
+  const c = t as CallTries | null;
+  return (
+    c !== null &&
+    typeof c === 'object' &&
+    Number.isInteger(c.step) &&
+    (c.kind === 'action' || c.kind === 'compensate') &&
+    Number.isInteger(c.attempts) &&
+    c.attempts >= 0 &&
+    (c.firstFailureAtMs === null || Number.isFinite(c.firstFailureAtMs)) &&
+    Number.isFinite(c.lastFailureAtMs) &&
+    typeof c.lastError === 'string'
+  );
 }
 
 /** A reason or an error text is for a person, and bounded: cut the same way on every replica. */

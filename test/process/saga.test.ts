@@ -104,7 +104,7 @@ describe('sagas on real processes', () => {
       expect(stuck.stuck).toMatchObject({ step: 0, kind: 'compensate', attempts: 3 });
       expect(stuck.stuck?.lastError).toMatch(/refund system unreachable/);
       const listed = await runCli(['saga', 'list', '--stuck', ...eps], CLI_WAIT);
-      expect(listed.stdout).toMatch(/order-1\s+compensating\s+compensating,failed\s+step 0 compensate, 3 attempts: .*refund system unreachable/);
+      expect(listed.stdout).toMatch(/order-1\s+compensating\s+compensating,failed\s+step 0 compensate at bank\/debitNoRefund, 3 attempts: .*refund system unreachable/);
       // Resolving the wrong step, or the wrong kind, is refused and changes nothing.
       const wrong = await runCli(['saga', 'resolve', 'order-1', '--step', '0', '--done', '--reason', 'x', ...eps], CLI_WAIT);
       expect(wrong.code).toBe(1);

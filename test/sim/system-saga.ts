@@ -58,6 +58,8 @@ export interface SagaPlan {
 export interface SagaScenario extends SystemScenario {
   sagas: SagaPlan[];
   sagaMutant?: SagaMutant;
+  /** The orchestrator's settings over SAGA_CONFIG (system-saga-attempts.sim.test.ts sets its own bounds). */
+  sagaConfig?: Partial<SagaEngineConfig>;
 }
 
 const SAGA_CONFIG: Partial<SagaEngineConfig> = {
@@ -65,6 +67,7 @@ const SAGA_CONFIG: Partial<SagaEngineConfig> = {
   retryMaxMs: 1_000,
   rpcDeadlineMs: 1_000,
   actionAttemptsMax: 4,
+  actionAbandonAfterMs: 500,
   stuckAfterAttempts: 5,
   endedDelayMs: 200,
 };
@@ -137,6 +140,10 @@ export class SagaExtension implements WorldExtension {
   sagasFinished = 0;
   sagasCompensated = 0;
   stuckFlagged = 0;
+  /** Step calls the engines made, by key, and the leaderships (node and term) that made them. */
+  readonly callsByKey = new Map<string, { calls: number; leaderships: Set<string> }>();
+  /** Times a node's engine became leader. */
+  leaderships = 0;
 
   constructor(
     private readonly w: SystemWorld,
@@ -158,6 +165,7 @@ export class SagaExtension implements WorldExtension {
   nodeStarted(node: { id: string; index: number }, inc: Inc, sm: NodeStateMachine, propose: (cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void) => void): NodeHooks {
     const random = new Rng(this.rng.u32());
     const mutant = this.sc.sagaMutant;
+    let term = 0;
     const engine = new SagaEngine(
       sagasOf(sm),
       sm.table.participants,
@@ -198,6 +206,10 @@ export class SagaExtension implements WorldExtension {
         },
         callStep: (to, req, deadlineMs, cb) => {
           if (!inc.alive) return;
+          const made = this.callsByKey.get(req.key) ?? { calls: 0, leaderships: new Set<string>() };
+          made.calls++;
+          made.leaderships.add(`${node.id}@${term}`);
+          this.callsByKey.set(req.key, made);
           const sent = mutant === 'saga-new-key-on-retry' && req.attempt > 1 ? { ...req, key: `${req.key}#${req.attempt}` } : req;
           this.w.log(() => `${node.id} calls ${to.id} ${req.key} attempt ${req.attempt}`);
           this.callStep(node.id, inc, to.id, sent, deadlineMs, cb);
@@ -219,11 +231,15 @@ export class SagaExtension implements WorldExtension {
           );
         },
       },
-      SAGA_CONFIG,
+      { ...SAGA_CONFIG, ...this.sc.sagaConfig },
     );
     this.nodes.set(node.index, { inc, engine, sm });
     return {
-      setLeadership: (term) => engine.setLeadership(term),
+      setLeadership: (t) => {
+        if (t > 0 && t !== term) this.leaderships++;
+        term = t;
+        engine.setLeadership(t);
+      },
       onApplied: (r) => {
         if (!isSagaResult(r)) return;
         if (r.op === 'saga.stuck' && r.changed && engine.isLeader()) this.stuckFlagged++;
@@ -251,6 +267,12 @@ export class SagaExtension implements WorldExtension {
       },
       (err, a) => (err ? cb(new Error(err.message)) : cb(null, a)),
     );
+  }
+
+  /** The applied saga table of the leader at the end (for properties over the records). */
+  finalTable(): SagaTable | null {
+    const sm = this.w.leader()?.sm;
+    return sm ? sagasOf(sm) : null;
   }
 
   /** The step's business: the plan says whether it refuses and how often it errors first. */
@@ -464,6 +486,8 @@ export const sagaScenarioArb: fc.Arbitrary<SagaScenario> = fc
   .map(([sc, sagas]) => ({ ...sc, txns: sc.txns.slice(0, 4), sagas }));
 
 export interface SagaRunResult {
+  /** The extension, for properties that read what it counted. */
+  ext: SagaExtension | null;
   violations: string[];
   crashes: number;
   partitions: number;
@@ -486,6 +510,7 @@ export function runSagaWorld(sc: SagaScenario, trace?: (line: string) => void): 
   const r = w.run();
   const e = ext as SagaExtension | null;
   return {
+    ext: e,
     violations: r.violations,
     crashes: r.crashes,
     partitions: r.partitions,

@@ -77,7 +77,7 @@ describe('saga definitions: every field bounded (R9)', () => {
     expect(s.timeline.at(-1)?.detail).toMatch(/^10 attempts; last error: e+… \(50025 characters\)$/);
   });
 
-  it("an output past the saga's budget is an error the engine retries, never logged", () => {
+  it("an output past the saga's budget is an error the engine retries, never logged as an output", () => {
     const w = new SagaWorld();
     expect(startVia(w, 's', steps(5))).toBeNull();
     // Four outputs of 64 KiB fill the 256 KiB the outputs may hold together.
@@ -86,7 +86,8 @@ describe('saga definitions: every field bounded (R9)', () => {
       w.applyAll();
     }
     w.answer({ status: 'done', output: 'y', reason: '' });
-    expect(w.proposals).toEqual([]);
+    // Logged as a failed attempt of step 4, never as its output.
+    expect(w.proposals.map((p) => p.cmd.t)).toEqual(['saga.attempt']);
     expect(w.engine.running()[0]?.lastError).toMatch(/output of 1 bytes, past what the saga's outputs may still hold \(0 of 262144 bytes together\)/);
   });
 });

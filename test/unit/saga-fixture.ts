@@ -42,7 +42,7 @@ export class SagaWorld {
         callStep: (to, req, _d, cb) => this.calls.push({ to: to.id, req, cb }),
         endSaga: (to, sagaId, _d, cb) => this.ends.push({ to: to.id, sagaId, cb }),
       },
-      { retryMinMs: 100, retryMaxMs: 1_000, actionAttemptsMax: 3, stuckAfterAttempts: 4, ...cfg },
+      { retryMinMs: 100, retryMaxMs: 1_000, actionAttemptsMax: 3, actionAbandonAfterMs: 0, stuckAfterAttempts: 4, ...cfg },
     );
   }
 

@@ -150,6 +150,8 @@ describe('saga engine', () => {
     const keys: string[] = [];
     for (let i = 0; i < 3; i++) {
       keys.push(w.answer(new Error('down')).req.key);
+      if (i < 2) expect(w.proposals.map((p) => p.cmd)).toMatchObject([{ t: 'saga.attempt', step: 0, kind: 'action', error: 'down' }]);
+      if (i < 2) w.applyAll();
       w.now += 2_000;
       w.engine.tick();
     }
@@ -190,7 +192,8 @@ describe('saga engine', () => {
     w.engine.start('s1', steps(1), null, () => {});
     w.applyAll();
     w.answer({ status: 'maybe' } as unknown as StepAnswer);
-    expect(w.proposals).toEqual([]);
+    expect(w.proposals.map((p) => p.cmd.t)).toEqual(['saga.attempt']);
+    w.applyAll();
     w.now += 2_000;
     w.engine.tick();
     expect(w.calls.map((c) => c.req.attempt)).toEqual([2]);

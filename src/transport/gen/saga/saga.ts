@@ -1,6 +1,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
+import type { CallAttempts as _verdict_saga_CallAttempts, CallAttempts__Output as _verdict_saga_CallAttempts__Output } from './verdict/saga/CallAttempts.ts';
 import type { ListSagasRequest as _verdict_saga_ListSagasRequest, ListSagasRequest__Output as _verdict_saga_ListSagasRequest__Output } from './verdict/saga/ListSagasRequest.ts';
 import type { ListSagasResponse as _verdict_saga_ListSagasResponse, ListSagasResponse__Output as _verdict_saga_ListSagasResponse__Output } from './verdict/saga/ListSagasResponse.ts';
 import type { ResolveSagaRequest as _verdict_saga_ResolveSagaRequest, ResolveSagaRequest__Output as _verdict_saga_ResolveSagaRequest__Output } from './verdict/saga/ResolveSagaRequest.ts';
@@ -24,6 +25,7 @@ type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> 
 export interface ProtoGrpcType {
   verdict: {
     saga: {
+      CallAttempts: MessageTypeDefinition<_verdict_saga_CallAttempts, _verdict_saga_CallAttempts__Output>
       ListSagasRequest: MessageTypeDefinition<_verdict_saga_ListSagasRequest, _verdict_saga_ListSagasRequest__Output>
       ListSagasResponse: MessageTypeDefinition<_verdict_saga_ListSagasResponse, _verdict_saga_ListSagasResponse__Output>
       ResolveSagaRequest: MessageTypeDefinition<_verdict_saga_ResolveSagaRequest, _verdict_saga_ResolveSagaRequest__Output>

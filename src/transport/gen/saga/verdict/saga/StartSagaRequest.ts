@@ -6,10 +6,14 @@ export interface StartSagaRequest {
   'sagaId'?: (string);
   'steps'?: (_verdict_saga_StepDef)[];
   'pivotPlusOne'?: (number);
+  'type'?: (string);
+  'labels'?: ({[key: string]: string});
 }
 
 export interface StartSagaRequest__Output {
   'sagaId': (string);
   'steps': (_verdict_saga_StepDef__Output)[];
   'pivotPlusOne': (number);
+  'type': (string);
+  'labels': ({[key: string]: string});
 }
