@@ -1,38 +1,43 @@
-// `npm run bench [-- --quick] [-- --keep]`: the whole comparison, in one run,
-// on this machine, with real processes on loopback: node processes, memory
-// participant processes, and load generators (bench/loadgen.ts), each its
-// own process; with PostgreSQL (bench/pg.ts) also a PostgreSQL server, two
-// PostgreSQL participant processes (shop, ledger) and the direct floor. Writes bench/results/latest.json, a dated copy, and
-// bench/REPORT.md with its SVG charts (bench/report.ts).
+// The whole comparison (`npm run bench [-- --quick] [-- --keep]`, through
+// bench/run.mjs and bench/cli.ts), in one run, on this machine, with real
+// processes on loopback: node processes, memory participant processes, and
+// load generators (bench/harness/loadgen.ts), each its own process; with
+// PostgreSQL (bench/floors/pg.ts) also a PostgreSQL server, two PostgreSQL
+// participant processes (shop, ledger) and the direct floor. Writes
+// bench/results/latest.json and bench/REPORT.md with its SVG charts
+// (bench/report/report.ts).
 //
-// Order: the floors first (on a quiet machine; PostgreSQL's direct two-phase
-// commit at 1 and 16 connections among them), then per cluster size the
-// concurrency sweep, the participants sweep (3 nodes), the shop/ledger
-// transaction through PostgreSQL participants (3 nodes) and the raw replicated
-// log, then etcd 3.4 as an anchor for the raw log (bench/etcd-anchor.ts,
-// installed from Debian when missing), then the paired step (bench/paired.ts:
-// the target ratios again with every system up and the targets taken in
-// turn; the three latency ratios it measures are the target keys, the
-// sweeps' beside them: results.ts, targetRatios), then the failover runs, each on a fresh cluster. Every measured window follows a warm-up (20 s in a full run). One progress line per
-// scenario started and finished. Every load is bounded in time and count,
-// every child process is stopped at the end, on Ctrl-C and on failure.
+// Order: the floors first (bench/floors/, on a quiet machine; PostgreSQL's
+// direct two-phase commit at 1 and 16 connections among them), then per
+// cluster size the concurrency sweep, the participants sweep (3 nodes), the
+// shop/ledger transaction through PostgreSQL participants (3 nodes) and the
+// raw replicated log, then etcd 3.4 as an anchor for the raw log
+// (bench/scenarios/etcd-anchor.ts, installed from Debian when missing), then
+// the paired step (bench/scenarios/paired.ts: the target ratios again with
+// every system up and the targets taken in turn; the three latency ratios it
+// measures are the target keys, the sweeps' beside them: report/results.ts,
+// targetRatios), then the failover runs, each on a fresh cluster, then sagas
+// and the outbox. Every measured window follows a warm-up (20 s in a full
+// run). One progress line per scenario started and finished. Every load is
+// bounded in time and count, every child process is stopped at the end, on
+// Ctrl-C and on failure.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:os';
 import { join } from 'node:path';
-import { failoverPlan, runFailover, type FailoverRun } from './failover.ts';
-import { measureFloors, type Floors } from './floors.ts';
-import { measureCliStatus, type CliTiming } from './cli-status.ts';
-import { childProc, CpuWindow, databaseProcs, type CpuFigures } from './cpu-sample.ts';
-import type { CommitLoad, LoadResult, RawLoad } from './loadgen.ts';
-import { measurePgDirect, measurePgMinimal, NO_PG_DIRECT, PG_CONCURRENCY, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloors } from './pg.ts';
-import { measureMySqlDirect, MYSQL_CONCURRENCY, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from './mysql.ts';
-import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './procs.ts';
-import { writeReport } from './report.ts';
-import { measureEtcdAnchor } from './etcd-anchor.ts';
-import { measurePaired, type PairedFigures } from './paired.ts';
-import { measureOutbox } from './outbox.ts';
-import { measureSagas } from './saga.ts';
+import { failoverPlan, runFailover, type FailoverRun } from './scenarios/failover.ts';
+import { measureFloors, type Floors } from './floors/floors.ts';
+import { measureCliStatus, type CliTiming } from './scenarios/cli-status.ts';
+import { childProc, CpuWindow, databaseProcs, type CpuFigures } from './harness/cpu-sample.ts';
+import type { CommitLoad, LoadResult, RawLoad } from './harness/loadgen.ts';
+import { measurePgDirect, measurePgMinimal, NO_PG_DIRECT, PG_CONCURRENCY, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloors } from './floors/pg.ts';
+import { measureMySqlDirect, MYSQL_CONCURRENCY, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from './floors/mysql.ts';
+import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './harness/procs.ts';
+import { writeReport } from './report/report.ts';
+import { measureEtcdAnchor } from './scenarios/etcd-anchor.ts';
+import { measurePaired, type PairedFigures } from './scenarios/paired.ts';
+import { measureOutbox } from './scenarios/outbox.ts';
+import { measureSagas } from './scenarios/saga.ts';
 import {
   commitId,
   cpuBounds,
@@ -48,7 +53,7 @@ import {
   type Results,
   type Scenario,
   type Settings,
-} from './results.ts';
+} from './report/results.ts';
 
 const QUICK = process.argv.includes('--quick');
 const KEEP = process.argv.includes('--keep');
@@ -302,14 +307,14 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
                 parallelCommit: step.kind === 'pg' && step.parallel === true,
               }
             : { mode: 'raw', leader: before.address, inflight: step.inflight, warmupMs: s.warmup_ms, measureMs, valueBytes: 100 };
-      // CPU of every process the step's transactions touch, over the measured window (bench/cpu-sample.ts).
+      // CPU of every process the step's transactions touch, over the measured window (bench/harness/cpu-sample.ts).
       const stepParticipants = cfg.mode === 'commit' ? cfg.participants : [];
       const cpuWindow = new CpuWindow(() => [
         ...cluster.nodes.flatMap((n) => childProc(n.id === before.id ? 'leader' : 'follower', n.id, n.child)),
         ...stepParticipants.flatMap((p) => childProc('participant', p, cluster.participants.get(p))),
         ...(step.kind === 'pg' || step.kind === 'mysql' ? databaseProcs() : []),
       ]);
-      const r = await runJsonChild<LoadResult>(`load ${id}`, 'loadgen.ts', cfg, join(dir, `nodes${nodes}`, `load-${id}.log`), s.warmup_ms + measureMs + 90_000, { onLine: cpuWindow.onLine });
+      const r = await runJsonChild<LoadResult>(`load ${id}`, 'harness/loadgen.ts', cfg, join(dir, `nodes${nodes}`, `load-${id}.log`), s.warmup_ms + measureMs + 90_000, { onLine: cpuWindow.onLine });
       const after = await cluster.waitForLeader();
       const sc = toScenario(id, step, s, r, after.term - before.term, cpuWindow.figures(r.ok));
       out.push(sc);
@@ -325,18 +330,14 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
   return out;
 }
 
-function writeResults(results: Results): { latest: string; dated: string } {
+/** Writes bench/results/latest.json (older runs are in git history). */
+function writeResults(results: Results): string {
   const dirOut = join(ROOT, 'bench', 'results');
   mkdirSync(dirOut, { recursive: true });
-  const text = JSON.stringify(results, null, 2) + '\n';
-  const stamp = results.started_at.slice(0, 16).replace(':', '-');
   const latest = join(dirOut, 'latest.json');
-  const dated = join(dirOut, `${stamp}.json`);
-  for (const file of [dated, latest]) {
-    writeFileSync(`${file}.tmp`, text);
-    renameSync(`${file}.tmp`, file);
-  }
-  return { latest, dated };
+  writeFileSync(`${latest}.tmp`, JSON.stringify(results, null, 2) + '\n');
+  renameSync(`${latest}.tmp`, latest);
+  return latest;
 }
 
 function headline(r: Results): string {
@@ -539,12 +540,12 @@ async function main(): Promise<void> {
       );
     }
 
-    // Sagas (bench/saga.ts): three steps on three nodes at 1 and 16 clients, and the direct calls as the floor.
+    // Sagas (bench/scenarios/saga.ts): three steps on three nodes at 1 and 16 clients, and the direct calls as the floor.
     progress(`${tag()} start sagas: 3 nodes, 3 steps, 1 and 16 clients, direct calls as the floor`);
     const saga = await measureSagas(join(dir, 'saga'), QUICK ? 5_000 : 20_000);
     progress(`${tag()} done  sagas: ${saga.tps_3steps_c16} sagas/s at 16 clients; p50 ${saga.p50_ms_c1} ms at 1 client; direct calls p50 ${saga.direct_p50_ms} ms`);
 
-    // Outbox (bench/outbox.ts): polling and CDC relays at 16 writers through NATS JetStream to the inbox, the broker's publish floor beside them.
+    // Outbox (bench/scenarios/outbox.ts): polling and CDC relays at 16 writers through NATS JetStream to the inbox, the broker's publish floor beside them.
     progress(`${tag()} start outbox: polling and CDC relays, 16 writers, NATS JetStream, raw publish floor`);
     let outbox: Awaited<ReturnType<typeof measureOutbox>> | null = null;
     try {
@@ -579,9 +580,9 @@ async function main(): Promise<void> {
       paired,
       cli: { status_ms: cliStatus },
     };
-    const files = writeResults(results);
+    const latest = writeResults(results);
     const report = writeReport(results);
-    progress(`bench: wrote ${files.latest}, ${files.dated}, ${report.join(', ')}`);
+    progress(`bench: wrote ${latest}, ${report.join(', ')}`);
     process.stdout.write(headline(results) + '\n');
     ok = true;
   } finally {

@@ -54,7 +54,7 @@ export interface DiskLogStoreOptions {
    * sync less on the critical path, but a disk that loses exactly the last
    * acknowledged batch goes unnoticed until the idle confirmation lands
    * (docs/storage.md, "the order of one batch"). Off by default: a node
-   * never trades that detection for latency; bench/store-sync.ts's A/B
+   * never trades that detection for latency; bench/analysis/store-sync.ts's A/B
    * measures what it would save.
    */
   markBesideSegment?: boolean;

@@ -1,5 +1,5 @@
 // The benchmark's MySQL floor against a real PostgreSQL and a real MariaDB
-// (bench/mysql.ts, bench/mysql-direct.ts): the shop database (PostgreSQL) and
+// (bench/floors/mysql.ts, bench/floors/mysql-direct.ts): the shop database (PostgreSQL) and
 // the ledger (MariaDB) are set up, the direct PREPARE TRANSACTION / XA PREPARE
 // loop runs in its own process and commits, every order has its debit, and
 // nothing is left prepared in either server.
@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { measureMySqlDirect, startBenchMySql, type BenchMySql } from '../../bench/mysql.ts';
-import { startBenchPg, type BenchPg } from '../../bench/pg.ts';
-import { OPENING_BALANCE_CENTS } from '../../bench/pg-workload.ts';
+import { measureMySqlDirect, startBenchMySql, type BenchMySql } from '../../bench/floors/mysql.ts';
+import { startBenchPg, type BenchPg } from '../../bench/floors/pg.ts';
+import { OPENING_BALANCE_CENTS } from '../../bench/harness/pg-workload.ts';
 import { preparedXacts, sql } from '../pg/harness.ts';
 import { mysqlQuery, xaRecover } from './harness.ts';
 

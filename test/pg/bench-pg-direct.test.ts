@@ -1,11 +1,11 @@
 // The benchmark's PostgreSQL floor against a real PostgreSQL 15
-// (bench/pg.ts, bench/pg-direct.ts): the shop and ledger databases are set
+// (bench/floors/pg.ts, bench/floors/pg-direct.ts): the shop and ledger databases are set
 // up, the direct PREPARE TRANSACTION / COMMIT PREPARED loop runs in its own
 // process and commits, every order has its debit and no gid is left prepared;
-// the same for the floor through minimal processes (bench/pg-minimal.ts).
+// the same for the floor through minimal processes (bench/floors/pg-minimal.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { measurePgDirect, measurePgMinimal, startBenchPg, type BenchPg } from '../../bench/pg.ts';
-import { DIRECT_MARKER_TABLE, OPENING_BALANCE_CENTS } from '../../bench/pg-workload.ts';
+import { measurePgDirect, measurePgMinimal, startBenchPg, type BenchPg } from '../../bench/floors/pg.ts';
+import { DIRECT_MARKER_TABLE, OPENING_BALANCE_CENTS } from '../../bench/harness/pg-workload.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,11 +1,11 @@
-// The machine floor from minimal processes (bench/floors.ts fanoutFloor): sixteen
+// The machine floor from minimal processes (bench/floors/floors.ts fanoutFloor): sixteen
 // participant processes, two followers and the fanout process on real files
 // and real gRPC, and raft3 once more with a client process of its own.
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { fanoutFloor } from '../../bench/floors.ts';
+import { fanoutFloor } from '../../bench/floors/floors.ts';
 
 it('measures every pattern, and the raw log write timed at a client process of its own', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'verdict-fanout-floor-'));

@@ -1,4 +1,4 @@
-// The paired step of the benchmark (bench/paired.ts) on real processes: a
+// The paired step of the benchmark (bench/scenarios/paired.ts) on real processes: a
 // 1-node and a 3-node cluster with memory participants and a three-member
 // etcd (npm test installs it: scripts/test-deps.mjs), one load generator taking them in turn while the others are
 // paused. Every target must count operations in every round (a system left
@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { ensureEtcd } from '../../bench/etcd.ts';
-import { measurePaired } from '../../bench/paired.ts';
-import { liveChildren, stopAll } from '../../bench/procs.ts';
+import { ensureEtcd } from '../../bench/harness/etcd.ts';
+import { measurePaired } from '../../bench/scenarios/paired.ts';
+import { liveChildren, stopAll } from '../../bench/harness/procs.ts';
 
 it('measures every target in every round, pausing the others, and stops everything', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'verdict-paired-'));

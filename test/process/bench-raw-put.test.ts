@@ -1,9 +1,9 @@
-// The raw log's benchmark client (bench/raw-put.ts) against three real node
+// The raw log's benchmark client (bench/harness/raw-put.ts) against three real node
 // processes: sent to a follower, it hears the leader's address with its first
 // refused Put and sends every later one there, so a leader change during a
 // measured step costs the Puts in flight, not every Put after it.
 import { afterAll, expect, it } from 'vitest';
-import { verdictPut } from '../../bench/raw-put.ts';
+import { verdictPut } from '../../bench/harness/raw-put.ts';
 import { Cluster, sleep, useProcessCleanup } from './harness.ts';
 
 useProcessCleanup();

@@ -44,7 +44,7 @@ describe('parallel commit on real processes', () => {
       return { committed, aborts };
     };
     try {
-      // Fresh keys, as the benchmark's clients now take them (bench/loadgen.ts, KEYS_PER_CLIENT).
+      // Fresh keys, as the benchmark's clients now take them (bench/harness/loadgen.ts, KEYS_PER_CLIENT).
       const fresh = await run(true, (seq) => `fresh-${seq}`);
       // One key for every transaction, as the benchmark's clients took it.
       const reused = await run(true, () => 'same');

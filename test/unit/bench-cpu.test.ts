@@ -1,12 +1,12 @@
-// CPU per transaction in the benchmark: the window sampler (bench/cpu-sample.ts),
-// the bounds computed from it (bench/results.ts cpuBounds) and the report's
-// targets table (bench/report.ts boundsSection).
+// CPU per transaction in the benchmark: the window sampler (bench/harness/cpu-sample.ts),
+// the bounds computed from it (bench/report/results.ts cpuBounds) and the report's
+// targets table (bench/report/report.ts boundsSection).
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { CpuWindow, cpuMsOf, type CpuFigures } from '../../bench/cpu-sample.ts';
-import type { Child } from '../../bench/procs.ts';
-import { boundsSection } from '../../bench/report.ts';
-import { commitId, cpuBounds, pgCommitId, rawId, type Results } from '../../bench/results.ts';
+import { CpuWindow, cpuMsOf, type CpuFigures } from '../../bench/harness/cpu-sample.ts';
+import type { Child } from '../../bench/harness/procs.ts';
+import { boundsSection } from '../../bench/report/report.ts';
+import { commitId, cpuBounds, pgCommitId, rawId, type Results } from '../../bench/report/results.ts';
 import { benchScenario, lat } from './bench-fixture.ts';
 
 function cpu(msPerTxn: number, byKind: CpuFigures['by_kind'] = {}): CpuFigures {

@@ -1,10 +1,10 @@
 // The etcd anchor of the benchmark: the two raft-over-etcd ratios, the
 // anchors.etcd keys when etcd was measured or skipped, and the report's table
-// (bench/results.ts, bench/report.ts).
+// (bench/report/results.ts, bench/report/report.ts).
 import { describe, expect, it } from 'vitest';
-import type { EtcdAnchor } from '../../bench/etcd-anchor.ts';
-import { etcdSection } from '../../bench/report.ts';
-import { etcdAnchorFields, etcdRatios, type Results } from '../../bench/results.ts';
+import type { EtcdAnchor } from '../../bench/scenarios/etcd-anchor.ts';
+import { etcdSection } from '../../bench/report/report.ts';
+import { etcdAnchorFields, etcdRatios, type Results } from '../../bench/report/results.ts';
 
 const etcd: EtcdAnchor = {
   version: '3.4.23',

@@ -1,7 +1,7 @@
 // Results-file pieces for the benchmark's summary and report tests: a latency
 // summary from its p50, and a scenario with every field set.
-import type { LatencySummary } from '../../bench/hist.ts';
-import type { Scenario } from '../../bench/results.ts';
+import type { LatencySummary } from '../../bench/harness/hist.ts';
+import type { Scenario } from '../../bench/report/results.ts';
 
 /** A latency summary whose percentiles are multiples of its p50 (µs). */
 export const lat = (p50: number): LatencySummary => ({ count: 100, p50_us: p50, p90_us: p50 * 2, p99_us: p50 * 3, p999_us: p50 * 4, max_us: p50 * 5, mean_us: p50 });

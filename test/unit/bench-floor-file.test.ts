@@ -1,11 +1,11 @@
-// The floors' files (bench/floor-file.ts) are written the way the Verdict
+// The floors' files (bench/floors/floor-file.ts) are written the way the Verdict
 // files they stand for are: a segment over zeros written ahead, a mark in
 // two slots in place, a journal appended to.
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { openFloorFile } from '../../bench/floor-file.ts';
+import { openFloorFile } from '../../bench/floors/floor-file.ts';
 import { MARK_SLOT_BYTES } from '../../src/storage/mark-file.ts';
 import { PREALLOC_BYTES_DEFAULT } from '../../src/storage/segment-log.ts';
 

@@ -1,4 +1,4 @@
-// The flush-pattern floor (bench/floor-child.ts): five threads flushing real
+// The flush-pattern floor (bench/floors/floor-child.ts): five threads flushing real
 // files on this machine's disk in the patterns of one transaction, and
 // sixteen more standing for the participant sweep's journals.
 import { spawn } from 'node:child_process';
@@ -6,14 +6,18 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import type { FlushPatternFloor } from '../../bench/floor-child.ts';
+import type { FlushPatternFloor } from '../../bench/floors/floor-child.ts';
 
 it('measures every pattern the same number of times on real files, and leaves none behind', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'verdict-flush-pattern-'));
   try {
-    const child = spawn(process.execPath, ['--import', 'tsx', join('bench', 'floor-child.ts'), JSON.stringify({ mode: 'flush-pattern', dir, bytes: 200, samplesMax: 20, measureMs: 10_000 })], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join('bench', 'floors', 'floor-child.ts'), JSON.stringify({ mode: 'flush-pattern', dir, bytes: 200, samplesMax: 20, measureMs: 10_000 })],
+      {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
+    );
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     const code = await new Promise<number | null>((r) => child.on('exit', r));

@@ -1,10 +1,10 @@
-// The MySQL/MariaDB part of the benchmark's summary (bench/results.ts,
-// bench/report.ts): ratios.mysql_through_verdict_over_direct and the report's
+// The MySQL/MariaDB part of the benchmark's summary (bench/report/results.ts,
+// bench/report/report.ts): ratios.mysql_through_verdict_over_direct and the report's
 // line for it, measured or skipped.
 import { describe, expect, it } from 'vitest';
-import type { PgDirectFloor } from '../../bench/pg.ts';
-import { markdown } from '../../bench/report.ts';
-import { mysqlCommitId, pgCommitId, summaryKeys, type Results, type Scenario } from '../../bench/results.ts';
+import type { PgDirectFloor } from '../../bench/floors/pg.ts';
+import { markdown } from '../../bench/report/report.ts';
+import { mysqlCommitId, pgCommitId, summaryKeys, type Results, type Scenario } from '../../bench/report/results.ts';
 import { benchScenario, lat } from './bench-fixture.ts';
 
 const machineFloors = { fsync_200B: lat(1_000), grpc_unary_rtt: lat(200), grpc_bidi_rtt: lat(150), grpc_client_streams_rtt: lat(180) };

@@ -1,5 +1,5 @@
-// The paired step's arithmetic and report (bench/paired-plan.ts,
-// bench/paired.ts, bench/report.ts): ratios of pooled p50s and of each
+// The paired step's arithmetic and report (bench/harness/paired-plan.ts,
+// bench/scenarios/paired.ts, bench/report/report.ts): ratios of pooled p50s and of each
 // round's p50s, their median, a missing or empty target, the time bound of
 // the load generator, the report's rows, and the target keys taken from
 // the paired step with the sweeps' figures kept beside them.
@@ -7,11 +7,11 @@ import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { median, pairedRatio, pairedSpanMs, type PairedResult, type PairedTargetResult } from '../../bench/paired-plan.ts';
-import { pairedFigures } from '../../bench/paired.ts';
-import { flushCounterOrNull, roundFlushes, usPerFlush } from '../../bench/disk-flushes.ts';
-import { boundsSection, pairedSection, sourcedRatio } from '../../bench/report.ts';
-import { PAIRED_KEYS, targetRatios, type Results } from '../../bench/results.ts';
+import { median, pairedRatio, pairedSpanMs, type PairedResult, type PairedTargetResult } from '../../bench/harness/paired-plan.ts';
+import { pairedFigures } from '../../bench/scenarios/paired.ts';
+import { flushCounterOrNull, roundFlushes, usPerFlush } from '../../bench/harness/disk-flushes.ts';
+import { boundsSection, pairedSection, sourcedRatio } from '../../bench/report/report.ts';
+import { PAIRED_KEYS, targetRatios, type Results } from '../../bench/report/results.ts';
 
 const target = (label: string, p50: number, rounds: number[], ok = 100): PairedTargetResult => ({
   label,

@@ -1,11 +1,11 @@
 // The PostgreSQL figures of the benchmark: the shop/ledger statements both
 // drivers send, ratios.pg_through_verdict_over_direct, and the report's
-// PostgreSQL section (bench/pg-workload.ts, bench/results.ts, bench/report.ts).
+// PostgreSQL section (bench/harness/pg-workload.ts, bench/report/results.ts, bench/report/report.ts).
 import { describe, expect, it } from 'vitest';
-import type { PgDirectFloor } from '../../bench/pg.ts';
-import { accountOf, ACCOUNTS_PER_CLIENT, ledgerStatement, shopStatement } from '../../bench/pg-workload.ts';
-import { markdown } from '../../bench/report.ts';
-import { commitId, pgCommitId, summaryKeys, type Results, type Scenario } from '../../bench/results.ts';
+import type { PgDirectFloor } from '../../bench/floors/pg.ts';
+import { accountOf, ACCOUNTS_PER_CLIENT, ledgerStatement, shopStatement } from '../../bench/harness/pg-workload.ts';
+import { markdown } from '../../bench/report/report.ts';
+import { commitId, pgCommitId, summaryKeys, type Results, type Scenario } from '../../bench/report/results.ts';
 import { benchScenario, lat } from './bench-fixture.ts';
 
 const scenario = (id: string, resource: Scenario['resource'], clients: number, tps: number): Scenario => benchScenario(id, { resource, clients, tps, txn_p50_us: 12_000, txn_p99_us: 30_000 });

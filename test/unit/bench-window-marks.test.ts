@@ -1,8 +1,8 @@
-// The load generator's window lines (bench/window-marks.ts): an orchestrator
+// The load generator's window lines (bench/harness/window-marks.ts): an orchestrator
 // sampling over the measured window must always see "window open" then
 // "window closed", once each, before the result line.
 import { describe, expect, it } from 'vitest';
-import { drain, windowMarks } from '../../bench/window-marks.ts';
+import { drain, windowMarks } from '../../bench/harness/window-marks.ts';
 
 describe('bench window marks', () => {
   it('prints "window closed" before the result even when its timer never ran, and each line once, in order', () => {

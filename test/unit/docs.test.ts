@@ -1,8 +1,8 @@
 // The repository documents itself, and these tests keep two things about it
 // true: the rule index in docs/correctness.md names code and tests that
 // exist (every rule R1–R7 with at least one test whose name cites it), and no
-// link in a Markdown file leaves the repository or points at a file that is
-// not there.
+// link in a Markdown file leaves the repository or points at a file (or a
+// heading in it) that is not there.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,9 +10,6 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const RULES = ['R1', 'R2', 'R3', 'R4', 'R5', 'R6', 'R7'];
-
-/** Pages other branches are writing; a link to one is accepted while it is absent, and checked like any other once it exists. */
-const PAGES_IN_FLIGHT = new Set(['getting-started', 'postgres', 'tls', 'cli', 'security', 'storage', 'limits', 'hardening-raft', 'protocol-outcomes', 'mysql'].map((p) => `docs/${p}.md`));
 
 function indexRows(): Map<string, string> {
   const text = readFileSync(join(ROOT, 'docs', 'correctness.md'), 'utf8');
@@ -64,8 +61,37 @@ function markdownFiles(dir: string, out: string[] = []): string[] {
   return out;
 }
 
+/** GitHub's anchor for a heading: lower case, code marks and punctuation dropped, spaces to hyphens. */
+function headingSlug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-');
+}
+
+/** The anchors a Markdown file's headings make (outside code blocks); a repeated heading gets -1, -2, … as on GitHub. */
+function anchorsOf(file: string): Set<string> {
+  const text = readFileSync(file, 'utf8').replace(/```[\s\S]*?```/g, '');
+  const seen = new Map<string, number>();
+  const out = new Set<string>();
+  for (const m of text.matchAll(/^#{1,6} (.*)$/gm)) {
+    const slug = headingSlug(m[1]!);
+    const n = seen.get(slug) ?? 0;
+    seen.set(slug, n + 1);
+    out.add(n === 0 ? slug : `${slug}-${n}`);
+  }
+  return out;
+}
+
 describe('links in the repository', () => {
   const files = markdownFiles(ROOT);
+
+  it('reads a heading into the anchor GitHub gives it', () => {
+    expect(headingSlug('2PC, TCC, sagas: how to choose')).toBe('2pc-tcc-sagas-how-to-choose');
+    expect(headingSlug("From the client's side: `verdict txn`")).toBe('from-the-clients-side-verdict-txn');
+    expect(headingSlug('7. The web console')).toBe('7-the-web-console');
+  });
 
   it('finds the front door and the docs', () => {
     expect(files.map((f) => relative(ROOT, f))).toEqual(expect.arrayContaining(['README.md', 'docs/correctness.md', 'docs/protocol.md', 'docs/architecture.md']));
@@ -83,11 +109,12 @@ describe('links in the repository', () => {
           bad.push(`${where} leaves the repository`);
           continue;
         }
-        if (target.startsWith('#')) continue;
-        const path = resolve(dirname(file), target.split('#')[0]!);
+        const [name, fragment] = target.split('#') as [string, string | undefined];
+        const path = name === '' ? file : resolve(dirname(file), name);
         const rel = relative(ROOT, path);
         if (rel.startsWith('..')) bad.push(`${where} points outside the repository`);
-        else if (!existsSync(path) && !PAGES_IN_FLIGHT.has(rel)) bad.push(`${where} names a file that is not there`);
+        else if (!existsSync(path)) bad.push(`${where} names a file that is not there`);
+        else if (fragment !== undefined && path.endsWith('.md') && !anchorsOf(path).has(fragment)) bad.push(`${where} names a heading that is not there`);
       }
     }
     expect(bad).toEqual([]);

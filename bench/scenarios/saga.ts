@@ -1,0 +1,120 @@
+// Sagas per second on three nodes: three steps at three step services (memory
+// inboxes in synced journals, in this process), at 1 and 16 clients, and the
+// same three step calls made directly in sequence as the floor, in the same
+// run. What the orchestrator adds per saga: the start and one replicated write
+// per step transition (batched across sagas by the node's group commit), and
+// the client's wait for the end.
+//
+//   npm run bench -- saga [--quick] prints the figures as JSON
+// bench/main.ts runs measureSagas() in the full run: keys saga.tps_3steps_c16,
+// saga.p50_ms_c1 and ratios.saga_over_direct_p50 in bench/results/latest.json.
+
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { pino } from 'pino';
+import { VerdictClient } from '../../src/client/client.ts';
+import { startStepService, type StepService } from '../../src/saga/step-service.ts';
+import { stepKey } from '../../src/saga/state.ts';
+import { SagaStepClient } from '../../src/transport/saga-rpc.ts';
+import { freePorts } from '../../test/free-ports.ts';
+import { BenchCluster, stopAll } from '../harness/procs.ts';
+
+export interface SagaFigures {
+  tps_3steps_c16: number;
+  p50_ms_c1: number;
+  p99_ms_c1: number;
+  direct_p50_ms: number;
+  sagas_c1: number;
+  sagas_c16: number;
+  window_ms: number;
+}
+
+const pct = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const r2 = (x: number): number => Math.round(x * 100) / 100;
+
+export async function measureSagas(dir: string, windowMs: number): Promise<SagaFigures> {
+  mkdirSync(dir, { recursive: true });
+  const cluster = await BenchCluster.start(join(dir, 'nodes'), 3, 'saga');
+  const services: StepService[] = [];
+  const client = new VerdictClient({ insecure: true, endpoints: cluster.endpoints });
+  const direct = new Map<string, SagaStepClient>();
+  try {
+    const ports = await freePorts(3);
+    for (const [i, id] of ['s1', 's2', 's3'].entries()) {
+      services.push(
+        await startStepService({
+          clusterId: cluster.clusterId,
+          serviceId: id,
+          listen: `127.0.0.1:${ports[i]}`,
+          endpointsOfCluster: cluster.endpoints,
+          dataDir: join(dir, id),
+          logger: pino({ level: 'silent' }),
+          insecure: true,
+          handlers: { work: { action: (req) => ({ status: 'done', output: req.key, effect: 'w' }), compensate: () => ({ status: 'done', output: '', effect: '' }) } },
+        }),
+      );
+    }
+    await Promise.all(services.map((s) => s.registered));
+    const steps = ['s1', 's2', 's3'].map((service) => ({ service, name: 'work' }));
+    let n = 0;
+    const one = async (): Promise<number> => {
+      const t0 = performance.now();
+      const h = await client.saga({ id: `b-${process.pid}-${n++}`, steps });
+      await h.result();
+      return performance.now() - t0;
+    };
+    const loop = async (until: number, lat: number[]): Promise<void> => {
+      while (performance.now() < until) lat.push(await one());
+    };
+    // Warm-up: channels, leader discovery, JIT.
+    await loop(performance.now() + Math.min(3_000, windowMs / 4), []);
+    const c1: number[] = [];
+    await loop(performance.now() + windowMs, c1);
+    const c16: number[] = [];
+    const t16 = performance.now();
+    await Promise.all(Array.from({ length: 16 }, () => loop(t16 + windowMs, c16)));
+    const elapsed16 = performance.now() - t16;
+    // The floor: the same three calls, made directly in sequence, each with a new key.
+    const directLat: number[] = [];
+    const until = performance.now() + windowMs;
+    let k = 0;
+    for (const [i, s] of services.entries()) direct.set(`s${i + 1}`, new SagaStepClient(s.address));
+    while (performance.now() < until) {
+      const t0 = performance.now();
+      const id = `d-${process.pid}-${k++}`;
+      for (const [step, svc] of ['s1', 's2', 's3'].entries())
+        await direct.get(svc)?.call('action', { clusterId: cluster.clusterId, sagaId: id, step, key: stepKey(id, step, 'action'), name: 'work', input: '', outputs: [], attempt: 1 }, 10_000);
+      directLat.push(performance.now() - t0);
+    }
+    return {
+      tps_3steps_c16: Math.round(c16.length / (elapsed16 / 1000)),
+      p50_ms_c1: r2(pct(c1, 50)),
+      p99_ms_c1: r2(pct(c1, 99)),
+      direct_p50_ms: r2(pct(directLat, 50)),
+      sagas_c1: c1.length,
+      sagas_c16: c16.length,
+      window_ms: windowMs,
+    };
+  } finally {
+    client.close();
+    for (const d of direct.values()) d.close();
+    for (const s of services) await s.stop();
+    await cluster.destroy();
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-bench-saga-'));
+  try {
+    const f = await measureSagas(dir, process.argv.includes('--quick') ? 3_000 : 20_000);
+    process.stdout.write(`${JSON.stringify({ saga: f, ratios: { saga_over_direct_p50: r2(f.p50_ms_c1 / f.direct_p50_ms) } }, null, 2)}\n`);
+  } finally {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
