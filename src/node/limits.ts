@@ -2,7 +2,8 @@
 // the checks that hold it, applied around the handlers of
 // coordinator-service.ts (so the handlers stay about the protocol):
 //
-// - every string field is bounded (ids 128 characters, reasons 1,000) and a
+// - every string field is bounded (ids by their rules: src/domain/id.ts and
+//   txn-id.ts; reasons 1,000 characters) and a
 //   participant's endpoint must be a host:port that can be dialled;
 // - a client holds at most clientInFlightMax undecided transactions (begun,
 //   not yet committed or aborted). A client is its TLS certificate's CN, or
@@ -19,7 +20,8 @@ import * as grpc from '@grpc/grpc-js';
 import type { CoordinatorHandlers, CoordinatorMethod } from '../transport/coordinator-rpc.ts';
 import { peerCertificate, subjectField, type AuthenticatedCall } from '../transport/tls.ts';
 import { TXN_ID_CHARS_MAX, TXN_ID_PATTERN } from '../domain/txn-id.ts';
-import { checkString, endpointProblem, ID_CHARS_MAX, invalidArgument, quote, Refusals, type RefusalClass } from '../transport/validate.ts';
+import { checkString, endpointProblem, invalidArgument, quote, Refusals, type RefusalClass } from '../transport/validate.ts';
+import { ID, ID_CHARS_MAX, ID_FORM } from '../domain/id.ts';
 import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 
 export { REFUSAL_CLASSES, Refusals, type RefusalClass } from '../transport/validate.ts';
@@ -34,17 +36,16 @@ export interface UndecidedSource {
   isUndecided(txnId: string): boolean;
 }
 
-const ID_FORM = 'letters, digits, ".", "_", ":" or "-"';
-const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+const TXN_ID_FORM = 'letters, digits, ".", "_", ":" or "-"';
 
 /** Transaction ids one GetOutcomes call may ask about (the participant's in-doubt resolver asks at most this many per question). */
 export const OUTCOMES_ASKED_MAX = 1_024;
 
 type Check = (field: string, v: unknown) => string | null;
-const txnId: Check = (f, v) => checkString(f, v, { maxChars: TXN_ID_CHARS_MAX, pattern: TXN_ID_PATTERN, form: ID_FORM });
-const id: Check = (f, v) => checkString(f, v, { maxChars: ID_CHARS_MAX, pattern: ID, form: 'letters, digits, ".", "_" or "-"' });
-const optionalId: Check = (f, v) => checkString(f, v, { maxChars: ID_CHARS_MAX, pattern: ID, form: 'letters, digits, ".", "_" or "-"', optional: true });
-const optionalTxnId: Check = (f, v) => checkString(f, v, { maxChars: TXN_ID_CHARS_MAX, pattern: TXN_ID_PATTERN, form: ID_FORM, optional: true });
+const txnId: Check = (f, v) => checkString(f, v, { maxChars: TXN_ID_CHARS_MAX, pattern: TXN_ID_PATTERN, form: TXN_ID_FORM });
+const id: Check = (f, v) => checkString(f, v, { maxChars: ID_CHARS_MAX, pattern: ID, form: ID_FORM });
+const optionalId: Check = (f, v) => checkString(f, v, { maxChars: ID_CHARS_MAX, pattern: ID, form: ID_FORM, optional: true });
+const optionalTxnId: Check = (f, v) => checkString(f, v, { maxChars: TXN_ID_CHARS_MAX, pattern: TXN_ID_PATTERN, form: TXN_ID_FORM, optional: true });
 const text: Check = (f, v) => checkString(f, v, { maxChars: REASON_CHARS_MAX, optional: true });
 
 /** The first problem among the fields of a request, or null. */
@@ -58,6 +59,11 @@ function firstProblem(checks: [Check, string, unknown][]): string | null {
 
 /** Problems of each Coordinator request's fields, by method (the others carry no strings). */
 type RequestOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer Req, unknown> ? Req : never;
+/** The first problem of a Coordinator request's fields, or null: what the edge refuses before any handler. */
+export function coordinatorRequestProblem(method: CoordinatorMethod, request: unknown): string | null {
+  return (REQUEST_CHECKS as Record<string, ((r: unknown) => string | null) | undefined>)[method]?.(request) ?? null;
+}
+
 const REQUEST_CHECKS: { [M in CoordinatorMethod]?: (r: RequestOf<M>) => string | null } = {
   RegisterParticipant: (r) =>
     firstProblem([
@@ -223,7 +229,7 @@ export function withClientLimits(h: CoordinatorHandlers, d: EdgeDeps): Coordinat
   };
   const out: Record<string, Handler> = {};
   for (const [method, handler] of Object.entries(h) as [string, Handler][]) {
-    const check = (REQUEST_CHECKS as Record<string, ((r: unknown) => string | null) | undefined>)[method];
+    const check = (r: unknown): string | null => coordinatorRequestProblem(method as CoordinatorMethod, r);
     const begins = method === 'Begin' || method === 'Commit';
     out[method] = (call, cb) => {
       const problem = check?.(call.request) ?? null;

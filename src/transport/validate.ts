@@ -14,8 +14,8 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 
-/** Longest id (transaction, participant, cluster, node) accepted at the edge. */
-export const ID_CHARS_MAX = 128;
+/** Longest id (participant, cluster, node) accepted at the edge: the one id rule's (src/domain/id.ts). */
+export { ID_CHARS_MAX } from '../domain/id.ts';
 /** Longest host:port accepted at the edge (a DNS name is at most 253 characters). */
 export const ENDPOINT_CHARS_MAX = 261;
 /** How much of a refused value an error or a log line quotes. */

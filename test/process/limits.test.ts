@@ -86,7 +86,7 @@ describe('limits at the edge of a running node', () => {
     const huge = `x${'y'.repeat(99_999)}`;
     const cases: [keyof typeof coordinatorService, unknown, RegExp][] = [
       ['Begin', { txnId: huge, timeoutMs: 0 }, /txn_id "xy{63}"… \(100000 characters\) is longer than 128 characters/],
-      ['RegisterParticipant', { clusterId: huge, participantId: 'p', endpoint: '127.0.0.1:1' }, /cluster_id "xy{63}"… \(100000 characters\) is longer than 128/],
+      ['RegisterParticipant', { clusterId: huge, participantId: 'p', endpoint: '127.0.0.1:1' }, /cluster_id "xy{63}"… \(100000 characters\) is longer than 64/],
       ['Abort', { txnId: 't-ok', reason: huge }, /reason "xy{63}"… \(100000 characters\) is longer than 1000/],
       ['GetOutcome', { txnId: 't-ok', participantId: huge }, /participant_id "xy{63}"… \(100000 characters\)/],
     ];

@@ -3,7 +3,8 @@
 // config addresses collide, and the per-client count of undecided transactions.
 import { describe, expect, test } from 'vitest';
 import { checkAddresses } from '../../src/node/config-addresses.ts';
-import { clientOf, ClientQuota } from '../../src/node/limits.ts';
+import { clientOf, ClientQuota, coordinatorRequestProblem } from '../../src/node/limits.ts';
+import { ID } from '../../src/domain/id.ts';
 import { endpointProblem, quote } from '../../src/transport/validate.ts';
 
 describe('participant endpoints', () => {
@@ -24,6 +25,21 @@ describe('participant endpoints', () => {
       [`${'a'.repeat(300)}:80`, /is longer than 261 characters/],
     ];
     for (const [e, why] of cases) expect(endpointProblem(e), e).toMatch(why);
+  });
+});
+
+describe('ids at the Coordinator edge follow the one id rule (src/domain/id.ts)', () => {
+  test('a participant or cluster id of 64 characters is taken; 65, or one the rule refuses, is not', () => {
+    const reg = (clusterId: string, participantId: string) => coordinatorRequestProblem('RegisterParticipant', { clusterId, participantId, endpoint: '127.0.0.1:1' });
+    const at64 = `p${'x'.repeat(63)}`;
+    expect(ID.test(at64)).toBe(true);
+    expect(reg('c1', at64)).toBeNull();
+    expect(reg(at64, 'shop')).toBeNull();
+    expect(reg('c1', `${at64}x`)).toMatch(/participant_id .* is longer than 64 characters/);
+    expect(reg(`${at64}x`, 'shop')).toMatch(/cluster_id .* is longer than 64 characters/);
+    for (const bad of ['-shop', 'sh op', 'shop:1', '']) expect(reg('c1', bad), JSON.stringify(bad)).toMatch(/participant_id/);
+    const enlisted = coordinatorRequestProblem('Commit', { txnId: 't1', participants: [{ participantId: `${at64}x` }] });
+    expect(enlisted).toMatch(/participant_id .* is longer than 64 characters/);
   });
 });
 
