@@ -38,6 +38,8 @@ export async function runNode(args: string[]): Promise<void> {
     if (err instanceof Error && !(err instanceof InvariantError)) throw new StartupError(err.message);
     throw err;
   }
+  // A fatal storage error stopped the node (logged at fatal): exit with its code.
+  void node.failed.then((f) => process.exit(f.exitCode));
   let signals = 0;
   const onSignal = (sig: string): void => {
     // Under `cluster up`, Ctrl-C reaches a node twice (from the terminal and

@@ -84,6 +84,18 @@ export interface RunningNode {
   stop(): Promise<void>;
   /** The whole cluster is stopping (`verdict cluster up` said so): a leader's failed handover is expected, logged at info. */
   expectClusterStop(): void;
+  /**
+   * Resolves once the node stopped by itself on a fatal error of its own
+   * storage (logged at fatal first); never while it runs. The library does
+   * not exit the process: `verdict node` exits with `exitCode`.
+   */
+  failed: Promise<NodeFailure>;
+}
+
+/** Why a node stopped by itself: 2 a failed storage write, 3 a log entry of its own it cannot apply. */
+export interface NodeFailure {
+  exitCode: 2 | 3;
+  error: Error;
 }
 
 export async function startNode(cfg: NodeConfig, log: Logger): Promise<RunningNode> {
@@ -122,6 +134,8 @@ async function compose(
   const access = new Access(tls?.auth ?? OPEN_POLICY);
   // NOT_SERVING until the log is recovered and every service is in place.
   const health = addHealth(server, ['verdict.coordinator.Coordinator', 'verdict.raft.RaftNode']);
+  let failWith: (f: NodeFailure) => void = () => {};
+  const failed = new Promise<NodeFailure>((resolve) => (failWith = resolve));
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
@@ -179,7 +193,7 @@ async function compose(
     proposeTimeoutMs: REQUEST_TIMEOUT_MS,
     observe: {
       ...watchCore(watch),
-      onFatal: stopOnFatal(log, stop),
+      onFatal: stopOnFatal(log, stop, failWith),
       onRefused: (m, why) => transport.refusals.refuse(m.from, { reason: 'state', field: MessageType[m.type] ?? String(m.type), detail: why }),
       onCaughtUp: (lastIndex) => log.warn({ lastIndex, highWater: recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
       onRejoined: (leader, lastIndex) => log.warn({ leader, lastIndex }, 'rejoined: the leader caught this node up and proved it whole; it votes and may campaign again'),
@@ -271,6 +285,7 @@ async function compose(
     shutdown,
     stop,
     expectClusterStop: () => handover.expectClusterStop(),
+    failed,
   };
 }
 
@@ -441,8 +456,8 @@ function processIO(store: LogStore, transport: GrpcTransport, links: Participant
   };
 }
 
-/** A failed write or a damaged log of this node's own: one line, then stop and exit with a distinct code. */
-function stopOnFatal(log: Logger, stop: () => Promise<void>): NodeCoreObserver['onFatal'] {
+/** A failed write or a damaged log of this node's own: one line, then stop, and `failed` says why (with a distinct exit code). */
+function stopOnFatal(log: Logger, stop: () => Promise<void>, failWith: (f: NodeFailure) => void): NodeCoreObserver['onFatal'] {
   return (err) => {
     if (err instanceof UnappliableEntryError) {
       // Damage to this node's own log (peers' entries are checked on arrival): no stack.
@@ -450,11 +465,11 @@ function stopOnFatal(log: Logger, stop: () => Promise<void>): NodeCoreObserver['
         { index: err.index, why: err.why },
         `${err.message}; this node's log is damaged, so it stops rather than diverge from the others. Run \`verdict node repair --config <this node's config>\`: it rejoins from its peers (docs/storage.md)`,
       );
-      void stop().finally(() => process.exit(3));
+      void stop().finally(() => failWith({ exitCode: 3, error: err }));
       return;
     }
     log.fatal({ err }, 'storage write failed; the node stops because it cannot know what reached the disk');
-    void stop().finally(() => process.exit(2));
+    void stop().finally(() => failWith({ exitCode: 2, error: err instanceof Error ? err : new Error(String(err)) }));
   };
 }
 
