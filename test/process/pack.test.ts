@@ -224,13 +224,19 @@ describe('a stranger installs the packed package', () => {
     expect(existsSync(join(app, 'node_modules', 'tsx')), 'tsx is a development dependency only').toBe(false);
   });
 
-  it('verdict/client pulls in no native module and not pg; verdict/participant not pg nor LevelDB', () => {
+  it('verdict/client pulls in no native module and not pg; verdict/participant not pg nor LevelDB; each driver only where it is used', () => {
     const dist = join(app, 'node_modules', 'verdict', 'dist');
     const client = [...staticPackages(join(dist, 'client', 'index.js'))].sort();
     expect(client).toEqual(['@grpc/grpc-js', '@grpc/proto-loader']);
     const participant = staticPackages(join(dist, 'participant', 'index.js'));
     for (const p of ['pg', 'level', 'classic-level']) expect(participant.has(p), p).toBe(false);
     expect(staticPackages(join(dist, 'participant', 'postgres-index.js')).has('pg')).toBe(true);
+    // Each database participant loads its own driver only, the outbox the NATS client only for the NATS sink, `verdict participant` neither driver.
+    expect(staticPackages(join(dist, 'participant', 'resources', 'mysql', 'kit.js')).has('pg')).toBe(false);
+    expect(staticPackages(join(dist, 'participant', 'postgres-kit.js')).has('mysql2')).toBe(false);
+    expect(staticPackages(join(dist, 'outbox', 'index.js')).has('nats')).toBe(false);
+    const cli = staticPackages(join(dist, 'cli', 'participant.js'));
+    for (const p of ['pg', 'mysql2', 'level']) expect(cli.has(p), p).toBe(false);
   });
 
   it(
