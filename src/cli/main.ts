@@ -11,6 +11,7 @@ import { bool, flag, UsageError } from './args.ts';
 import { checkFlags } from './flags.ts';
 import { clientSecurity, TLS_FLAGS_HELP, useClientTls } from './client-tls.ts';
 import { packageVersion } from '../util/version.ts';
+import { absentPackages, missingPackage, missingPackagesMessage } from '../util/optional-package.ts';
 import { printable } from './terminal-text.ts';
 
 const ENDPOINTS_NOTE = '--endpoints defaults to $VERDICT_ENDPOINTS, or the local cluster (127.0.0.1:7001,7002,7003).\n';
@@ -142,6 +143,11 @@ async function main(argv: string[]): Promise<void> {
     const { parseTimeoutMs, useTimeout } = await import('./reach.ts');
     useTimeout(parseTimeoutMs(flag(args, '--timeout-ms')));
   }
+  // A node's packages are optional peers of verdict (a client application does not install them): one line names every one missing.
+  if (cmd === 'node' || cmd === 'cluster') {
+    const absent = await absentPackages(NODE_PACKAGES);
+    if (absent.length > 0) throw new MissingPackageError(missingPackagesMessage(`\`verdict ${cmd}\``, absent));
+  }
   switch (cmd) {
     case 'node':
       if (args[0] === 'repair') return (await import('./node-repair.ts')).nodeRepairCommand(args.slice(1));
@@ -181,9 +187,32 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-const KNOWN_REFUSALS = new Set(['CommandError', 'ConfigError', 'StartupError', 'StorageIdentityError', 'CorruptRecordError', 'ProtoMissingError', 'FoundingRefusedError', 'DataDirError']);
+/** What `verdict node` loads beside verdict's own dependencies: LevelDB, the logger and the metrics (README, Install). */
+const NODE_PACKAGES = ['level', 'pino', 'prom-client'];
+
+class MissingPackageError extends Error {
+  override name = 'MissingPackageError';
+}
+
+const KNOWN_REFUSALS = new Set([
+  'MissingPackageError',
+  'CommandError',
+  'ConfigError',
+  'StartupError',
+  'StorageIdentityError',
+  'CorruptRecordError',
+  'ProtoMissingError',
+  'FoundingRefusedError',
+  'DataDirError',
+]);
 
 main(process.argv.slice(2)).catch((err: unknown) => {
+  // A command that needs a driver or server package the project did not install (`pg` for a PostgreSQL participant).
+  const missing = missingPackage(err);
+  if (missing !== null) {
+    process.stderr.write(`verdict: ${missingPackagesMessage(`\`verdict ${process.argv[2] ?? ''}\``, [missing])}\n`);
+    process.exit(1);
+  }
   // Refusals a person can act on are one line; their classes are told apart
   // by name so this handler need not load the node's modules to know them.
   const known = err instanceof UsageError || (err instanceof Error && KNOWN_REFUSALS.has(err.name));

@@ -6,7 +6,6 @@
 // reports the act to the cluster once it is reachable.
 import { printable } from './terminal-text.ts';
 import { HeuristicError, resolvePostgresByHand, type ResolveResult } from '../participant/heuristic.ts';
-import { resolveMySqlByHand } from '../participant/resources/mysql/heuristic.ts';
 import { bool, flag, UsageError } from './args.ts';
 import { defaultOperator } from './txn.ts';
 
@@ -51,7 +50,11 @@ export async function participantResolveCommand(argv: string[]): Promise<void> {
   let r: ResolveResult;
   try {
     const act = { clusterId, participantId: id, target, outcome: commit ? ('committed' as const) : ('aborted' as const), operator, reason };
-    r = resource === 'mysql' ? await resolveMySqlByHand({ ...act, url: mysqlUrl as string }) : await resolvePostgresByHand({ ...act, url: pgUrl as string });
+    // Each database's driver is loaded for its own resource only (README, Install).
+    r =
+      resource === 'mysql'
+        ? await (await import('../participant/resources/mysql/heuristic.ts')).resolveMySqlByHand({ ...act, url: mysqlUrl as string })
+        : await resolvePostgresByHand({ ...act, url: pgUrl as string });
   } catch (err) {
     if (err instanceof HeuristicError) {
       process.stderr.write(`verdict: ${printable(err.message)}\n`);

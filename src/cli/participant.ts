@@ -5,7 +5,7 @@
 import { printable } from './terminal-text.ts';
 import { createLogger } from '../node/logger.ts';
 import { JournalCorruptError } from '../participant/journal.ts';
-import { redact } from '../participant/postgres.ts';
+import { redact } from '../participant/db-url.ts';
 import { ParticipantStartupError, RegistrationRefusedError, startParticipant, type ParticipantRuntime } from '../participant/runtime.ts';
 import { flag, UsageError } from './args.ts';
 import { participantResolveCommand } from './participant-resolve.ts';

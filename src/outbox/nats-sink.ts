@@ -11,13 +11,14 @@
 // The connection is made lazily and remade after a failure: a broker that is
 // down at the relay's start, or restarted under it, fails publishes (the rows
 // stay unpublished) until it is back.
-import { AckPolicy, DeliverPolicy, connect, headers, type JetStreamManager, type JsMsg, type NatsConnection } from 'nats';
+import type { JetStreamManager, JsMsg, NatsConnection } from 'nats';
 import type { Inbox, InboxResult } from './inbox.ts';
 import { decodeMessage, encodeMessage, MessageError, type OutboxMessage } from './message.ts';
 import pg from 'pg';
 import type { Queryable } from './schema.ts';
 import { connectPg } from './pg-connect.ts';
 import type { Sink } from './sink.ts';
+import { loadWith } from '../util/optional-package.ts';
 
 export const EPOCH_HEADER = 'Verdict-Epoch';
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -59,9 +60,22 @@ export function checkTarget(t: NatsTarget): void {
   if (!SUBJECT.test(t.subject)) throw new NatsSinkError(`subject ${JSON.stringify(t.subject)} must be dot-separated tokens of letters, digits, _ or - (no wildcards)`);
 }
 
+type Nats = typeof import('nats');
+
+/** The NATS client, loaded when a sink or consumer first connects: only they need the `nats` package. */
+function loadNats(): Promise<Nats> {
+  return loadWith(
+    'the NATS sink',
+    ['nats'],
+    () => import('nats'),
+    (m) => new NatsSinkError(m),
+  );
+}
+
 /** Connects (bounded) and makes sure the stream exists. */
-async function open(t: NatsTarget, name: string): Promise<{ nc: NatsConnection; jsm: JetStreamManager }> {
-  const nc = await connect({ servers: natsServer(t.url), name, timeout: CONNECT_TIMEOUT_MS, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+async function open(t: NatsTarget, name: string): Promise<{ nc: NatsConnection; jsm: JetStreamManager; nats: Nats }> {
+  const nats = await loadNats();
+  const nc = await nats.connect({ servers: natsServer(t.url), name, timeout: CONNECT_TIMEOUT_MS, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   try {
     const jsm = await nc.jetstreamManager({ timeout: CONNECT_TIMEOUT_MS });
     try {
@@ -70,7 +84,7 @@ async function open(t: NatsTarget, name: string): Promise<{ nc: NatsConnection; 
       if (!/stream not found/i.test((err as Error).message)) throw err;
       await jsm.streams.add({ name: t.stream, subjects: [t.subject], duplicate_window: (t.duplicateWindowMs ?? 120_000) * 1_000_000 });
     }
-    return { nc, jsm };
+    return { nc, jsm, nats };
   } catch (err) {
     await nc.close().catch(() => {});
     throw err;
@@ -78,17 +92,18 @@ async function open(t: NatsTarget, name: string): Promise<{ nc: NatsConnection; 
 }
 
 export class NatsSink implements Sink {
-  private conn: Promise<NatsConnection> | null = null;
+  private conn: Promise<{ nc: NatsConnection; nats: Nats }> | null = null;
 
   constructor(private readonly t: NatsTarget) {
     checkTarget(t);
   }
 
-  private connection(): Promise<NatsConnection> {
+  private connection(): Promise<{ nc: NatsConnection; nats: Nats }> {
     this.conn ??= open(this.t, 'verdict-outbox-relay').then(
-      (c) => c.nc,
+      (c) => ({ nc: c.nc, nats: c.nats }),
       (err: unknown) => {
         this.conn = null;
+        if (err instanceof NatsSinkError) throw err;
         throw new NatsSinkError(`cannot reach NATS at ${this.t.url}: ${(err as Error).message}`);
       },
     );
@@ -96,8 +111,8 @@ export class NatsSink implements Sink {
   }
 
   async publish(m: OutboxMessage, timeoutMs: number): Promise<{ duplicate: boolean }> {
-    const nc = await this.connection();
-    const h = headers();
+    const { nc, nats } = await this.connection();
+    const h = nats.headers();
     h.set(EPOCH_HEADER, String(m.epoch));
     try {
       const ack = await nc.jetstream({ timeout: timeoutMs }).publish(this.t.subject, encodeMessage(m), { msgID: m.id, headers: h, timeout: timeoutMs });
@@ -112,7 +127,7 @@ export class NatsSink implements Sink {
   async close(): Promise<void> {
     const c = this.conn;
     this.conn = null;
-    if (c !== null) await (await c.catch(() => null))?.close();
+    if (c !== null) await (await c.catch(() => null))?.nc.close();
   }
 }
 
@@ -163,15 +178,15 @@ export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> 
   const concurrency = o.concurrency ?? 16;
   if (!(Number.isInteger(concurrency) && concurrency >= 1 && concurrency <= ACK_PENDING_MAX))
     throw new NatsSinkError(`consumer concurrency ${concurrency} must be an integer from 1 to ${ACK_PENDING_MAX}`);
-  const { nc, jsm } = await open(o, `verdict-inbox-${o.durable}`);
+  const { nc, jsm, nats } = await open(o, `verdict-inbox-${o.durable}`);
   const ackWaitMs = o.ackWaitMs ?? 30_000;
   try {
     await jsm.consumers.info(o.stream, o.durable);
   } catch {
     await jsm.consumers.add(o.stream, {
       durable_name: o.durable,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
+      ack_policy: nats.AckPolicy.Explicit,
+      deliver_policy: nats.DeliverPolicy.All,
       max_ack_pending: ACK_PENDING_MAX,
       ack_wait: ackWaitMs * 1_000_000,
     });

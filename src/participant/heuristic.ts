@@ -22,9 +22,9 @@
 // participant later, the adapter finds the row and acknowledges the
 // decision whatever it is: the conflict, if any, is the cluster's to record
 // (the report), and refusing the DECISION forever would change nothing.
-import pg from 'pg';
+import type pg from 'pg';
+import { redact } from './db-url.ts';
 import { gidOf, gidPrefix, parseGid } from './postgres-gid.ts';
-import { describePgError, redact, sqlGid } from './postgres-sql.ts';
 import type { EngineLog, Outcome, TxnId } from './types.ts';
 import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 
@@ -205,7 +205,9 @@ export async function resolvePostgresByHand(o: PgResolveOptions): Promise<PgReso
     txnId = o.target;
     gid = gidOf(prefix, txnId);
   }
-  const client = new pg.Client({ connectionString: o.url, application_name: `verdict-resolve-${o.participantId}`.slice(0, 63) });
+  // Loaded here: the MySQL path shares this file and needs no `pg`.
+  const [{ default: driver }, { describePgError, sqlGid }] = await Promise.all([import('pg'), import('./postgres-sql.ts')]);
+  const client = new driver.Client({ connectionString: o.url, application_name: `verdict-resolve-${o.participantId}`.slice(0, 63) });
   try {
     await client.connect();
   } catch (err) {
@@ -238,6 +240,10 @@ export function checkText(operator: string, reason: string): void {
     throw new HeuristicError(`the reason must be 1–${REASON_CHARS_MAX} characters: it is recorded with the act and reported to the cluster`);
 }
 
+function describeAny(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 /**
  * Reports unreported acts to the cluster until each is acknowledged, then
  * marks it reported; a report repeated after a lost answer is answered with
@@ -256,13 +262,17 @@ export class HeuristicReporter {
       report: (act: HeuristicAct) => Promise<string>;
       log: EngineLog;
       intervalMs?: number;
+      /** A failed read of the acts in words, as the resource's driver describes its errors. */
+      describeError?: (err: unknown) => string;
     },
   ) {}
 
   start(): void {
     const tick = (): void => {
       if (this.stopped) return;
-      this.running = this.running.then(() => this.pass()).catch((err: unknown) => this.o.log.warn({ err: describePgError(err) }, 'could not read the heuristic acts to report; trying again later'));
+      this.running = this.running
+        .then(() => this.pass())
+        .catch((err: unknown) => this.o.log.warn({ err: (this.o.describeError ?? describeAny)(err) }, 'could not read the heuristic acts to report; trying again later'));
       void this.running.then(() => {
         if (!this.stopped) this.timer = setTimeout(tick, this.o.intervalMs ?? 5_000).unref();
       });

@@ -4,6 +4,7 @@
 // URLs read in votes and messages. Each function takes the control pool
 // (postgres.ts) and runs one short statement or a bounded few.
 import pg from 'pg';
+import { redact } from './db-url.ts';
 import { GID_PATTERN } from './postgres-gid.ts';
 import type { EngineLog } from './types.ts';
 
@@ -167,13 +168,5 @@ export function sqlGid(gid: string): string {
   return `'${gid}'`;
 }
 
-/** The URL without its password, for messages and logs. */
-export function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return '(an unparsable URL)';
-  }
-}
+/** One URL redaction for every database (db-url.ts), here for the PostgreSQL modules that import it from this file. */
+export { redact };

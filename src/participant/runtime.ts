@@ -37,6 +37,7 @@ import { participantCertificateProblem } from './certificate-check.ts';
 import { classifyRegistrationError, registrationBackoffMs, retryAnyway } from './registration.ts';
 import { endExchanges, newGate, participantHandlers, SERVED_OPTIONAL } from './serve.ts';
 import { NodeCallers } from './node-callers.ts';
+import { loadWith } from '../util/optional-package.ts';
 
 /** How long the memory resource's PREPARE waits for a locked key by default (ParticipantOptions.lockWaitMs). */
 export const LOCK_WAIT_MS_DEFAULT = 1_000;
@@ -130,15 +131,12 @@ type PostgresKit = typeof import('./postgres-kit.ts');
  * then a refusal that says what to install.
  */
 async function loadPostgresKit(): Promise<PostgresKit> {
-  try {
-    return await import('./postgres-kit.ts');
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if ((e.code === 'ERR_MODULE_NOT_FOUND' || e.code === 'MODULE_NOT_FOUND') && /'pg'/.test(e.message)) {
-      throw new ParticipantStartupError('the PostgreSQL resource needs the `pg` package, which is not installed: run `npm install pg` in your project');
-    }
-    throw err;
-  }
+  return loadWith(
+    'the PostgreSQL resource',
+    ['pg'],
+    () => import('./postgres-kit.ts'),
+    (m) => new ParticipantStartupError(m),
+  );
 }
 
 export async function startParticipant(o: ParticipantOptions & { postgres: PostgresParticipantOptions }): Promise<ParticipantRuntime<PostgresResource>>;
@@ -180,7 +178,12 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   try {
     port = await bind(served.server, o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure());
     if (o.metricsListen !== undefined) {
-      const { participantMetrics } = await import('./metrics.ts');
+      const { participantMetrics } = await loadWith(
+        'metricsListen',
+        ['prom-client'],
+        () => import('./metrics.ts'),
+        (m) => new ParticipantStartupError(m),
+      );
       metricsServer = await serveMetrics(
         o.metricsListen,
         participantMetrics(o.participantId, engine, Date.now, () => served.callers?.refused ?? 0, db !== null ? () => db.resource.preparedStats() : undefined, tcc?.counts),
@@ -287,7 +290,15 @@ async function openResource(o: ParticipantOptions, log: Logger): Promise<OpenedR
   const opened = { clusterId: o.clusterId, participantId: o.participantId, dataDir: o.dataDir, log, compactAfterRecords: o.compactAfterRecords };
   // Loaded only for a database participant: a memory participant needs neither `pg` nor `mysql2`.
   const pgKit = o.postgres !== undefined ? await loadPostgresKit() : null;
-  const myKit = o.mysql !== undefined ? await import('./resources/mysql/kit.ts') : null;
+  const myKit =
+    o.mysql !== undefined
+      ? await loadWith(
+          'the MySQL resource',
+          ['mysql2'],
+          () => import('./resources/mysql/kit.ts'),
+          (m) => new ParticipantStartupError(m),
+        )
+      : null;
   let db: PreparedSetup<PostgresResource | MySqlResource> | null = null;
   try {
     if (o.postgres !== undefined && pgKit !== null) db = await pgKit.openPostgresParticipant({ ...o.postgres, ...opened });
@@ -299,7 +310,14 @@ async function openResource(o: ParticipantOptions, log: Logger): Promise<OpenedR
   let tcc: TccSetup | null = null;
   if (o.tcc !== undefined) {
     try {
-      tcc = await (await import('./tcc/setup.ts')).openTccParticipant({ ...o.tcc, ...opened });
+      const tccOptions = { ...o.tcc, ...opened };
+      const { openTccParticipant } = await import('./tcc/setup.ts');
+      tcc = await loadWith(
+        'TCC on PostgreSQL',
+        ['pg'],
+        () => openTccParticipant(tccOptions),
+        (m) => new ParticipantStartupError(m),
+      );
     } catch (err) {
       // The PostgreSQL half's refusal (PostgresConfigError), loaded on demand like the resource itself.
       if ((err as Error).name === 'PostgresConfigError') throw new ParticipantStartupError((err as Error).message);

@@ -33,6 +33,7 @@ import type { StepAnswer } from './engine.ts';
 import type { PgStepHandler } from './postgres-inbox.ts';
 import { SAGA_ID_BYTES_MAX, STEPS_MAX, stepKey, type StepKind } from './state.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
+import { loadWith } from '../util/optional-package.ts';
 
 export interface StepHandlers {
   [name: string]: { action: StepHandler; compensate: StepHandler };
@@ -278,7 +279,12 @@ async function memoryBackend(o: StepServiceOptions): Promise<Backend> {
 
 async function pgBackend(o: NonNullable<StepServiceOptions['postgres']>): Promise<Backend> {
   // Loaded only for a PostgreSQL step service: the memory one never loads pg.
-  const [{ default: pg }, { PgSagaInbox }] = await Promise.all([import('pg'), import('./postgres-inbox.ts')]);
+  const [{ default: pg }, { PgSagaInbox }] = await loadWith(
+    'a PostgreSQL step service',
+    ['pg'],
+    () => Promise.all([import('pg'), import('./postgres-inbox.ts')]),
+    (m) => new StepServiceStartupError(m),
+  );
   const pool = new pg.Pool({ connectionString: o.url, max: o.poolMax ?? 8 });
   pool.on('error', () => {});
   const inbox = await PgSagaInbox.open(pool);

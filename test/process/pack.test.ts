@@ -9,11 +9,11 @@
 // The tarball is packed from a staging copy of the checkout, so its
 // `prepare` build writes no dist/ that other tests are running.
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePorts, ROOT, tempDir, useProcessCleanup } from './harness.ts';
+import { fileTempDir, freePorts, ROOT, tempDir, useProcessCleanup } from './harness.ts';
 
 // Deletes the packed project's temp dir (83 MB with its node_modules) once the file ends.
 useProcessCleanup();
@@ -75,6 +75,65 @@ function staticPackages(entry: string): Set<string> {
   return packages;
 }
 
+/** The tarball `npm pack` makes of a staging copy of the checkout: packed once, for every project of this file. */
+let packing: Promise<string> | null = null;
+function packedTarball(): Promise<string> {
+  packing ??= (async () => {
+    const dir = fileTempDir('verdict-pack-');
+    // Stage what `npm pack` needs to build and pack, with the checkout's node_modules.
+    const stage = join(dir, 'stage');
+    mkdirSync(stage);
+    for (const f of ['package.json', 'README.md', 'LICENSE', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'cjs', 'proto', 'cluster', 'console', 'scripts', 'src', 'docs', 'examples']) {
+      if (existsSync(join(ROOT, f))) cpSync(join(ROOT, f), join(stage, f), { recursive: true });
+    }
+    symlinkSync(join(ROOT, 'node_modules'), join(stage, 'node_modules'));
+    const packed = ok(await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: stage }), 'npm pack');
+    return join(dir, (JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as { filename: string }[])[0]!.filename);
+  })();
+  return packing;
+}
+
+/** npm install in `cwd`, from npm's cache, which `npm ci` in the checkout filled (no registry is reachable here). */
+async function npmInstall(cwd: string, args: string[] = []): Promise<Run> {
+  return ok(await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...args], { cwd }), `npm install ${args.join(' ')} in ${cwd}`);
+}
+
+/** What `verdict node` needs beside verdict's own dependencies (optional peers of the package; README, Install). */
+const NODE_PACKAGES = ['level', 'pino', 'prom-client'];
+
+interface Tree {
+  bytes: number;
+  /** Every installed package's name (nested copies once each). */
+  packages: Set<string>;
+  /** Package directories, one per installed copy. */
+  copies: number;
+  /** Files of a native addon or of its build. */
+  native: string[];
+  /** Packages that declare an install-time script. */
+  scripted: string[];
+}
+
+/** What an install put in node_modules: file bytes (as `du --apparent-size` counts them), packages, native files. */
+function measure(nodeModules: string): Tree {
+  const tree: Tree = { bytes: 0, packages: new Set(), copies: 0, native: [], scripted: [] };
+  for (const e of readdirSync(nodeModules, { withFileTypes: true, recursive: true })) {
+    if (!e.isFile()) continue;
+    const file = join(e.parentPath, e.name);
+    tree.bytes += lstatSync(file).size;
+    if (e.name.endsWith('.node') || e.name === 'binding.gyp') tree.native.push(file);
+    // A package's own package.json: node_modules/NAME/package.json or node_modules/@SCOPE/NAME/package.json.
+    if (e.name === 'package.json' && /(^|\/)node_modules\/(@[^/]+\/)?[^/@.][^/]*$/.test(e.parentPath)) {
+      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; scripts?: Record<string, string>; gypfile?: boolean };
+      if (pkg.name === undefined) continue;
+      tree.packages.add(pkg.name);
+      tree.copies++;
+      if (pkg.gypfile === true) tree.native.push(file);
+      if (['preinstall', 'install', 'postinstall'].some((s) => pkg.scripts?.[s] !== undefined)) tree.scripted.push(pkg.name);
+    }
+  }
+  return tree;
+}
+
 const versionOf = (pkg: string): string => (JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
 
 describe('a stranger installs the packed package', () => {
@@ -87,29 +146,35 @@ describe('a stranger installs the packed package', () => {
   let consoleAddress = '';
 
   beforeAll(async () => {
-    // Stage what `npm pack` needs to build and pack, with the checkout's node_modules.
-    const stage = join(dir, 'stage');
-    mkdirSync(stage);
-    for (const f of ['package.json', 'README.md', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'cjs', 'proto', 'cluster', 'console', 'scripts', 'src', 'docs', 'examples']) {
-      if (existsSync(join(ROOT, f))) cpSync(join(ROOT, f), join(stage, f), { recursive: true });
-    }
-    symlinkSync(join(ROOT, 'node_modules'), join(stage, 'node_modules'));
-    const packed = ok(await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: stage }), 'npm pack');
-    const tarball = join(dir, (JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as { filename: string }[])[0]!.filename);
+    const tarball = await packedTarball();
 
     mkdirSync(join(app, 'src'), { recursive: true });
     mkdirSync(join(app, 'cjs'));
     mkdirSync(elsewhere);
     writeFileSync(
       join(app, 'package.json'),
-      `${JSON.stringify({ name: 'stranger-app', private: true, type: 'module', dependencies: { verdict: `file:${tarball}`, pino: versionOf('pino') }, devDependencies: { typescript: versionOf('typescript'), '@types/node': versionOf('@types/node') } }, null, 2)}\n`,
+      `${JSON.stringify(
+        {
+          name: 'stranger-app',
+          private: true,
+          type: 'module',
+          dependencies: { verdict: `file:${tarball}`, ...Object.fromEntries(NODE_PACKAGES.map((p) => [p, versionOf(p)])) },
+          devDependencies: {
+            typescript: versionOf('typescript'),
+            '@types/node': versionOf('@types/node'),
+            // With skipLibCheck: false tsc checks every declaration of verdict/participant and verdict/saga, which name pg's and mysql2's types.
+            ...Object.fromEntries(['pg', '@types/pg', 'mysql2'].map((p) => [p, versionOf(p)])),
+          },
+        },
+        null,
+        2,
+      )}\n`,
     );
     writeFileSync(
       join(app, 'tsconfig.json'),
       `${JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] }, include: ['src'] }, null, 2)}\n`,
     );
-    // --prefer-offline: the dependencies come from npm's cache, which `npm ci` in the checkout filled.
-    ok(await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: app }), 'npm install in the new project');
+    await npmInstall(app);
     bin = join(app, 'node_modules', '.bin', 'verdict');
 
     // A three-node cluster from the installed binary, run from an unrelated directory.
@@ -159,13 +224,19 @@ describe('a stranger installs the packed package', () => {
     expect(existsSync(join(app, 'node_modules', 'tsx')), 'tsx is a development dependency only').toBe(false);
   });
 
-  it('verdict/client pulls in no native module and not pg; verdict/participant not pg nor LevelDB', () => {
+  it('verdict/client pulls in no native module and not pg; verdict/participant not pg nor LevelDB; each driver only where it is used', () => {
     const dist = join(app, 'node_modules', 'verdict', 'dist');
     const client = [...staticPackages(join(dist, 'client', 'index.js'))].sort();
     expect(client).toEqual(['@grpc/grpc-js', '@grpc/proto-loader']);
     const participant = staticPackages(join(dist, 'participant', 'index.js'));
     for (const p of ['pg', 'level', 'classic-level']) expect(participant.has(p), p).toBe(false);
     expect(staticPackages(join(dist, 'participant', 'postgres-index.js')).has('pg')).toBe(true);
+    // Each database participant loads its own driver only, the outbox the NATS client only for the NATS sink, `verdict participant` neither driver.
+    expect(staticPackages(join(dist, 'participant', 'resources', 'mysql', 'kit.js')).has('pg')).toBe(false);
+    expect(staticPackages(join(dist, 'participant', 'postgres-kit.js')).has('mysql2')).toBe(false);
+    expect(staticPackages(join(dist, 'outbox', 'index.js')).has('nats')).toBe(false);
+    const cli = staticPackages(join(dist, 'cli', 'participant.js'));
+    for (const p of ['pg', 'mysql2', 'level']) expect(cli.has(p), p).toBe(false);
   });
 
   it(
@@ -353,6 +424,132 @@ await payment.stop();
       } finally {
         renameSync(`${proto}.gone`, proto);
       }
+    },
+    STEP_MS,
+  );
+});
+
+// What `npm install verdict` costs an application that only calls the
+// cluster or runs a participant: the tarball alone in an empty project. The
+// drivers (pg, mysql2, nats), LevelDB and the node's logger and metrics are
+// optional peer dependencies, installed by the projects that use them.
+describe('a client-only application installs the packed package alone', () => {
+  const dir = tempDir('verdict-client-');
+  const app = join(dir, 'app');
+  let installed: Tree;
+
+  beforeAll(async () => {
+    const tarball = await packedTarball();
+    mkdirSync(join(app, 'src'), { recursive: true });
+    writeFileSync(join(app, 'package.json'), `${JSON.stringify({ name: 'client-app', private: true, type: 'module', dependencies: { verdict: `file:${tarball}` } }, null, 2)}\n`);
+    await npmInstall(app);
+    installed = measure(join(app, 'node_modules'));
+    // Reported for the README's install section.
+    console.info(`client-only install: ${(installed.bytes / 1e6).toFixed(1)} MB of node_modules, ${installed.packages.size} packages`);
+    // The compiler for the type checks below, installed after the measure.
+    await npmInstall(app, ['--save-dev', `typescript@${versionOf('typescript')}`, `@types/node@${versionOf('@types/node')}`]);
+  }, 2 * STEP_MS);
+
+  it('is at most 15 MB of node_modules, with no native module, no database driver and no install-time build', () => {
+    expect(installed.bytes).toBeLessThanOrEqual(15_000_000);
+    expect(installed.native).toEqual([]);
+    for (const p of ['pg', 'mysql2', 'nats', 'level', 'classic-level', 'prom-client', 'pino', '@types/pg', 'playwright-core']) expect(installed.packages.has(p), p).toBe(false);
+    // protobufjs 7 (under @grpc/proto-loader) declares a postinstall that checks its version; it builds nothing, and npm 11 runs it only when approved.
+    expect(installed.scripted.filter((p) => p !== 'protobufjs')).toEqual([]);
+    expect(installed.packages.has('verdict')).toBe(true);
+  });
+
+  it.each(['node16', 'nodenext', 'bundler', 'node'])(
+    'type-checks verdict/client under moduleResolution %s',
+    async (resolution) => {
+      const module = { node16: 'Node16', nodenext: 'NodeNext', bundler: 'ESNext', node: 'ESNext' }[resolution];
+      writeFileSync(
+        join(app, 'src', 'client.ts'),
+        `import { VerdictClient, OutcomeUnknownError, type CommitResult } from 'verdict/client';
+
+export async function order(endpoints: string[]): Promise<CommitResult> {
+  const client = new VerdictClient({ insecure: true, endpoints });
+  try {
+    return await client.transaction({ timeoutMs: 5_000 }).enlist('shop', { set: { 'sku-1': '4' } }).commit();
+  } catch (err) {
+    if (err instanceof OutcomeUnknownError) throw new Error(\`ask again later: \${err.message}\`);
+    throw err;
+  } finally {
+    client.close();
+  }
+}
+// The declarations are real types, not any: a wrong call must not type-check.
+// @ts-expect-error timeoutMs is a number
+new VerdictClient({ insecure: true, endpoints: [] }).transaction({ timeoutMs: 'soon' });
+`,
+      );
+      const config = join(app, `tsconfig.${resolution}.json`);
+      writeFileSync(
+        config,
+        `${JSON.stringify({ compilerOptions: { target: 'ES2022', module, moduleResolution: resolution, strict: true, noEmit: true, skipLibCheck: false, types: ['node'] }, files: ['src/client.ts'] }, null, 2)}\n`,
+      );
+      const r = await run(process.execPath, [join(app, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', config], { cwd: app });
+      expect(r.stdout + r.stderr).toBe('');
+      expect(r.code).toBe(0);
+    },
+    STEP_MS,
+  );
+
+  it(
+    'type-checks a participant and a step service without pg, mysql2 and pino, under skipLibCheck (what tsc --init writes)',
+    async () => {
+      writeFileSync(
+        join(app, 'src', 'participant.ts'),
+        `import { startParticipant, MemoryResource, type ParticipantRuntime } from 'verdict/participant';
+import { startStepService, type StepHandlers } from 'verdict/saga';
+
+export const handlers: StepHandlers = { reserve: { action: () => ({ status: 'done', output: '', effect: '' }), compensate: () => ({ status: 'done', output: '', effect: '' }) } };
+export type Started = ParticipantRuntime<MemoryResource>;
+export const start = [startParticipant, startStepService];
+`,
+      );
+      const config = join(app, 'tsconfig.participant.json');
+      writeFileSync(
+        config,
+        `${JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'] }, files: ['src/participant.ts'] }, null, 2)}\n`,
+      );
+      const r = await run(process.execPath, [join(app, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', config], { cwd: app });
+      expect(r.stdout + r.stderr).toBe('');
+      expect(r.code).toBe(0);
+    },
+    STEP_MS,
+  );
+
+  it(
+    'a participant on the PostgreSQL resource without pg installed is refused in one line naming pg',
+    async () => {
+      writeFileSync(
+        join(app, 'participant.mjs'),
+        `import { startParticipant } from 'verdict/participant';
+// No pino either: startParticipant takes any logger with pino's methods.
+const logger = { child: () => logger, trace() {}, debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
+try {
+  await startParticipant({ clusterId: 'pack', participantId: 'shop', listen: '127.0.0.1:0', endpointsOfCluster: ['127.0.0.1:1'], dataDir: 'data-shop', logger, insecure: true, postgres: { url: 'postgres://127.0.0.1:1/shop' } });
+  console.log(JSON.stringify({ started: true }));
+} catch (err) {
+  console.log(JSON.stringify({ name: err.name, message: err.message }));
+}
+`,
+      );
+      const r = ok(await run(process.execPath, ['participant.mjs'], { cwd: app, timeoutMs: 60_000 }), 'the participant script');
+      const got = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { name: string; message: string };
+      expect(got.name).toBe('ParticipantStartupError');
+      expect(got.message).toBe('the PostgreSQL resource needs the pg package, which is not installed: run `npm install pg` in your project');
+    },
+    STEP_MS,
+  );
+
+  it(
+    '`verdict node` without the node packages names all of them in one line',
+    async () => {
+      const r = await run(join(app, 'node_modules', '.bin', 'verdict'), ['node', '--config', join(dir, 'absent.json')], { cwd: dir, timeoutMs: 60_000 });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe('verdict: `verdict node` needs the level, pino and prom-client packages, which are not installed: run `npm install level pino prom-client` in your project\n');
     },
     STEP_MS,
   );

@@ -117,6 +117,8 @@ describe('deploy/kubernetes', () => {
     expect(image).toMatch(/^USER 10001/m);
     expect(image).toMatch(/^VOLUME \["\/var\/lib\/verdict"\]/m);
     expect(image).toMatch(/^HEALTHCHECK /m);
+    // The node's optional peer packages stay in the pruned production tree (README, Install).
+    expect(image).toMatch(/npm prune --omit=dev[\s\S]*npm install --save-prod[\s\S]*'level', 'pino', 'prom-client'/);
     // The build context leaves out what the build stage makes itself (a host's node_modules would shadow npm ci's).
     const ignored = readFileSync(join(DEPLOY, '..', '.dockerignore'), 'utf8').split('\n');
     for (const p of ['node_modules', 'dist', '.git', 'data', 'certs']) expect(ignored).toContain(p);

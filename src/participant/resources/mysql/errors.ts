@@ -40,4 +40,4 @@ export const ER_XAER_NOTA = 1397;
 export const ER_NO_SUCH_TABLE = 1146;
 
 /** One URL redaction for every database: the password becomes ***. */
-export { redact } from '../../postgres-sql.ts';
+export { redact } from '../../db-url.ts';
