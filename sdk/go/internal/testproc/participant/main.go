@@ -1,4 +1,5 @@
-// The Go participant of test/process/go-sdk.test.ts: a memory participant
+// The Go participant of test/process/go-sdk.test.ts and
+// test/pg/go-postgres.test.ts: a memory (or PostgreSQL) participant
 // whose commits wait while --hold-file exists, so the test can SIGKILL it
 // after it voted YES and before it applied the decision. Events are JSON
 // lines on stdout.
@@ -18,6 +19,7 @@ import (
 
 	"verdict/sdk/go/client"
 	"verdict/sdk/go/participant"
+	"verdict/sdk/go/participant/postgres"
 )
 
 var out sync.Mutex
@@ -60,6 +62,7 @@ func main() {
 	holdFile := flag.String("hold-file", "", "commits wait while this file exists")
 	tlsFiles := flag.String("tls", "", "ca,cert,key: mutual TLS instead of plaintext")
 	clusterID := flag.String("cluster-id", "", "the cluster's id (asked when empty)")
+	pgURL := flag.String("pg-url", "", "a PostgreSQL resource on this database instead of memory (needs --cluster-id)")
 	flag.Parse()
 	var tf *client.TLSFiles
 	if *tlsFiles != "" {
@@ -67,8 +70,17 @@ func main() {
 		tf = &client.TLSFiles{CA: f[0], Cert: f[1], Key: f[2]}
 	}
 	mem := participant.NewMemoryResource()
+	var inner participant.Resource = mem
+	if *pgURL != "" {
+		pg, err := postgres.Open(context.Background(), *pgURL, *clusterID, *id, postgres.Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "participant:", err)
+			os.Exit(1)
+		}
+		inner = pg
+	}
 	p, err := participant.Start(context.Background(), participant.Config{
-		ParticipantID: *id, Nodes: strings.Split(*nodes, ","), DataDir: *dataDir, Resource: holding{mem, *holdFile},
+		ParticipantID: *id, Nodes: strings.Split(*nodes, ","), DataDir: *dataDir, Resource: holding{inner, *holdFile},
 		Endpoint: *listen, ClusterID: *clusterID, TLS: tf, Insecure: tf == nil, Log: emit,
 	})
 	if err != nil {
