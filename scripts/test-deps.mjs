@@ -99,7 +99,7 @@ export const COMPONENTS = [
   {
     name: 'Go with gRPC, protobuf and lib/pq',
     packages: ['golang-go', 'golang-google-grpc-dev', 'golang-github-golang-protobuf-1-5-dev', 'golang-google-protobuf-dev', 'golang-github-lib-pq-dev', 'protoc-gen-go', 'protoc-gen-go-grpc'],
-    why: "the Go SDK's go vet and go test (test/process/go-test.test.ts) , test/process/go-sdk.test.ts and test/pg/go-postgres.test.ts build sdk/go offline from Debian's Go packages in /usr/share/gocode; its stub test runs protoc-gen-go and protoc-gen-go-grpc",
+    why: "the Go SDK's go vet and go test (test/process/go-test.test.ts), test/process/go-sdk.test.ts and test/pg/go-postgres.test.ts build sdk/go offline from Debian's Go packages in /usr/share/gocode; its stub test runs protoc-gen-go and protoc-gen-go-grpc",
     missing: () =>
       firstMissing([
         '/usr/bin/go',
