@@ -150,7 +150,7 @@ func (s *service) Exchange(stream ppb.Participant_ExchangeServer) error {
 	answers := make(chan *ppb.ExchangeAnswer, ExchangeInFlightMax)
 	slots := make(chan struct{}, ExchangeInFlightMax)
 	var working sync.WaitGroup
-	readErr := make(chan error, 1)
+	// The reader: it ends with the stream (the leader closed it, or it broke) and closes answers once every worker is done.
 	go func() {
 		defer func() {
 			working.Wait()
@@ -159,14 +159,12 @@ func (s *service) Exchange(stream ppb.Participant_ExchangeServer) error {
 		for {
 			batch, err := stream.Recv()
 			if err != nil {
-				readErr <- err
 				return
 			}
 			for _, r := range batch.Requests {
 				select {
 				case slots <- struct{}{}:
 				case <-stream.Context().Done():
-					readErr <- stream.Context().Err()
 					return
 				}
 				working.Add(1)
