@@ -136,6 +136,16 @@ describe('the Go SDK on a real cluster', () => {
       );
       expect(results.map((r) => r.outcome ?? `${r.error}: ${r.message}`)).toEqual(['COMMITTED', 'COMMITTED']);
       await gop.waitLine('gotls-c1 applied at the participant', (e) => e.event === 'decided' && e.txn_id === 'gotls-c1' && e.outcome === 'COMMITTED');
+      // A PREPARE sent straight to the participant with a certificate of this cluster's CA and OU, but without the node mark, is refused (R8), and nothing is prepared.
+      const forger = ca.issue('forger', { ou: clusterId, file: `${clusterId}-forger` });
+      const forged = await goClient(
+        join(bin, 'client'),
+        nodes,
+        [{ op: 'prepare-direct', txn: 'gotls-f1', address: `127.0.0.1:${port}`, participant: 'gotls', cluster_id: clusterId }],
+        [ca.cert, forger.cert, forger.key].join(','),
+      );
+      expect(forged[0]).toMatchObject({ error: 'PermissionDenied', message: expect.stringMatching(/not a node's/) });
+      expect(gop.lines.filter((e) => e.txn_id === 'gotls-f1')).toEqual([]);
       // A client whose certificate is of the same CA but who dials the participant's address instead of a node's hears no node there (R8): nothing is sent, and the call runs out of time.
       const impostor = await goClient(join(bin, 'client'), [`127.0.0.1:${port}`], [{ op: 'outcome', txn: 'gotls-c1' }], [ca.cert, app.cert, app.key].join(','), 2_000);
       expect(impostor[0]).toMatchObject({ error: 'UNAVAILABLE' });

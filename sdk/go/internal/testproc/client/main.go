@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 	"verdict/sdk/go/client"
+	ppb "verdict/sdk/go/pb/participantpb"
 )
 
 type op struct {
@@ -23,6 +28,32 @@ type op struct {
 	Enlist    map[string]json.RawMessage `json:"enlist"`
 	TimeoutMs uint64                     `json:"timeout_ms"`
 	Reason    string                     `json:"reason"`
+	// Address: for prepare-direct, a participant's address to send a PREPARE to with this client's certificate.
+	Address string `json:"address"`
+	// Participant: for prepare-direct, its id.
+	Participant string `json:"participant"`
+	ClusterID   string `json:"cluster_id"`
+}
+
+// prepareDirect sends a PREPARE straight to a participant, as only a node may (R8); the answer's code.
+func prepareDirect(ctx context.Context, files *client.TLSFiles, o op) map[string]any {
+	pool, cert, err := files.Load()
+	if err != nil {
+		return map[string]any{"txn": o.Txn, "error": "error", "message": err.Error()}
+	}
+	cc, err := grpc.Dial(o.Address, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}})))
+	if err != nil {
+		return map[string]any{"txn": o.Txn, "error": "error", "message": err.Error()}
+	}
+	defer cc.Close()
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := ppb.NewParticipantClient(cc).Prepare(actx, &ppb.PrepareRequest{ClusterId: o.ClusterID, TxnId: o.Txn, ParticipantId: o.Participant, Payload: []byte(`{"set":{"forged":"yes"}}`)})
+	if err != nil {
+		st := status.Convert(err)
+		return map[string]any{"txn": o.Txn, "error": st.Code().String(), "message": st.Message()}
+	}
+	return map[string]any{"txn": o.Txn, "vote": v.Vote.String()}
 }
 
 // payload: a JSON string is sent as its text, anything else as its JSON.
@@ -109,7 +140,13 @@ func main() {
 	}
 	defer c.Close()
 	for _, op := range ops {
-		b, _ := json.Marshal(run(context.Background(), c, op))
+		var r map[string]any
+		if op.Op == "prepare-direct" && o.TLS != nil {
+			r = prepareDirect(context.Background(), o.TLS, op)
+		} else {
+			r = run(context.Background(), c, op)
+		}
+		b, _ := json.Marshal(r)
 		fmt.Println(string(b))
 	}
 }
