@@ -55,3 +55,26 @@ func TestStubsRoundTripWithTheInstalledRuntime(t *testing.T) {
 		t.Fatal("VOTE_YES is 1 on the wire")
 	}
 }
+
+// Every file of proto/ compiles with protoc and the Go generators, as a Go
+// program that serves or calls any of its services would need
+// (docs/protocol.md, "Compiling the protos").
+func TestEveryProtoCompilesForGo(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "proto", "*.proto"))
+	if len(files) < 4 {
+		t.Fatalf("proto/ holds %d files", len(files))
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		out := t.TempDir()
+		pkg := "verdict/sdk/go/pb/" + name[:len(name)-len(".proto")] + "pb"
+		cmd := exec.Command("/usr/bin/protoc", "-I", filepath.Dir(f),
+			"--plugin=protoc-gen-go=/usr/bin/protoc-gen-go", "--plugin=protoc-gen-go-grpc=/usr/bin/protoc-gen-go-grpc",
+			"--go_out="+out, "--go_opt=paths=source_relative", "--go_opt=M"+name+"="+pkg,
+			"--go-grpc_out="+out, "--go-grpc_opt=paths=source_relative", "--go-grpc_opt=M"+name+"="+pkg, name)
+		cmd.Dir = filepath.Dir(f)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: %v: %s", name, err, b)
+		}
+	}
+}
