@@ -68,7 +68,7 @@ func TestEveryProtoCompilesForGo(t *testing.T) {
 		name := filepath.Base(f)
 		out := t.TempDir()
 		pkg := "verdict/sdk/go/pb/" + name[:len(name)-len(".proto")] + "pb"
-		cmd := exec.Command("/usr/bin/protoc", "-I", filepath.Dir(f),
+		cmd := exec.Command("/usr/bin/protoc", "-I", ".",
 			"--plugin=protoc-gen-go=/usr/bin/protoc-gen-go", "--plugin=protoc-gen-go-grpc=/usr/bin/protoc-gen-go-grpc",
 			"--go_out="+out, "--go_opt=paths=source_relative", "--go_opt=M"+name+"="+pkg,
 			"--go-grpc_out="+out, "--go-grpc_opt=paths=source_relative", "--go-grpc_opt=M"+name+"="+pkg, name)
