@@ -12,6 +12,10 @@ import (
 	ppb "verdict/sdk/go/pb/participantpb"
 )
 
+// The tests below read proto/, outside this module, through protoc: go
+// test's cache does not see those files, so run them with -count=1 (as
+// test/process/go-test.test.ts does) after changing a .proto file.
+
 // The checked-in stubs are what generate.sh makes from proto/ today.
 func TestCheckedInStubsMatchProto(t *testing.T) {
 	out := t.TempDir()
