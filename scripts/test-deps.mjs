@@ -97,6 +97,22 @@ export const COMPONENTS = [
       ]),
   },
   {
+    name: 'Go with gRPC, protobuf and lib/pq',
+    packages: ['golang-go', 'golang-google-grpc-dev', 'golang-github-golang-protobuf-1-5-dev', 'golang-google-protobuf-dev', 'golang-github-lib-pq-dev', 'protoc-gen-go', 'protoc-gen-go-grpc'],
+    why: "the Go SDK's go vet and go test (test/process/go-test.test.ts), test/process/go-sdk.test.ts and test/pg/go-postgres.test.ts build sdk/go offline from Debian's Go packages in /usr/share/gocode; its stub test runs protoc-gen-go and protoc-gen-go-grpc",
+    missing: () =>
+      firstMissing([
+        '/usr/bin/go',
+        '/usr/bin/protoc-gen-go',
+        '/usr/bin/protoc-gen-go-grpc',
+        '/usr/share/gocode/src/google.golang.org/grpc/go.mod',
+        '/usr/share/gocode/src/google.golang.org/protobuf/go.mod',
+        // protobuf 1.5 (on google.golang.org/protobuf); Debian's 1.3 lacks it and conflicts with it.
+        '/usr/share/gocode/src/github.com/golang/protobuf/proto/registry.go',
+        '/usr/share/gocode/src/github.com/lib/pq/go.mod',
+      ]),
+  },
+  {
     name: 'promtool',
     packages: ['prometheus'],
     why: 'test/unit/deploy-alerts.test.ts checks and unit-tests the alert rules in deploy/prometheus/ with promtool',

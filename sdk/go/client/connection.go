@@ -1,0 +1,397 @@
+package client
+
+// One application's connection to a Verdict cluster: finds the leader,
+// follows its redirects and retries what may be retried; the same policy as
+// the TypeScript SDK (src/client/connection.ts, src/transport/leader-finder.ts)
+// and the Python SDK. Writes go to the leader; a follower answers UNAVAILABLE
+// with verdict-reason NOT_LEADER and the leader's address in
+// verdict-leader-address, and the next attempt goes there at once (at most
+// MaxRedirects hints per round). A node that is down, slow or leaderless is
+// skipped for the next address; after a full round the call pauses (capped
+// exponential, jittered). Everything is bounded by the call's deadline.
+// Resending is safe only because every Coordinator RPC is idempotent by
+// transaction id (R7); which attempts certainly did nothing is read from
+// verdict-reason, never from message text.
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"regexp"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+const (
+	DefaultCallTimeout    = 10 * time.Second
+	DefaultAttemptTimeout = 5 * time.Second
+	DefaultMaxRedirects   = 3
+	// LearnedAddressesMax bounds the addresses hints can add, so a misbehaving server cannot grow the list for ever.
+	LearnedAddressesMax = 64
+	// metadataCharsMax: metadata values come from the network; longer ones are ignored.
+	metadataCharsMax = 256
+
+	StatusReasonKey    = "verdict-reason"
+	LeaderIDKey        = "verdict-leader-id"
+	LeaderAddressKey   = "verdict-leader-address"
+	RecordedOutcomeKey = "verdict-outcome"
+
+	coordinatorService = "/verdict.coordinator.Coordinator/"
+)
+
+// neverConnected: the transport's own words for an attempt that made no
+// connection, or whose server failed the TLS check (not a node, R8): the
+// request never left.
+var neverConnected = regexp.MustCompile(`(?i)connection refused|error while dialing|no connection established|connection closed before server preface|authentication handshake failed`)
+
+// Options configure a Connection (and so a Client).
+type Options struct {
+	// TLS: the cluster CA and this side's certificate. Nil means plaintext, which needs Insecure.
+	TLS *TLSFiles
+	// Insecure: plaintext, chosen knowingly.
+	Insecure bool
+	// ClusterID: under TLS, the cluster whose nodes' certificates are accepted (OU); learned from the cluster when "".
+	ClusterID      string
+	CallTimeout    time.Duration
+	AttemptTimeout time.Duration
+	MaxRedirects   int
+	Backoff        *Backoff
+	// Random returns a number in [0, 1) for the jitter; math/rand when nil.
+	Random func() float64
+}
+
+// Connection sends Coordinator RPCs with leader following and the SDK's retry rule; safe for concurrent use.
+type Connection struct {
+	mu            sync.Mutex
+	addresses     []string
+	leaderAddress string
+	conns         map[string]*grpc.ClientConn
+	closed        bool
+	clusterID     string
+	creds         credentials.TransportCredentials
+
+	CallTimeout    time.Duration
+	AttemptTimeout time.Duration
+	MaxRedirects   int
+	Backoff        Backoff
+	random         func() float64
+}
+
+// NewConnection checks the addresses and the TLS files; it dials nothing yet.
+func NewConnection(endpoints []string, o Options) (*Connection, error) {
+	if len(endpoints) == 0 {
+		return nil, invalidArgument("a connection needs at least one node address (host:port)")
+	}
+	c := &Connection{conns: map[string]*grpc.ClientConn{}, clusterID: o.ClusterID}
+	for _, a := range endpoints {
+		if !isAddress(a) {
+			return nil, invalidArgument("%q is not a host:port address", a)
+		}
+		if !contains(c.addresses, a) && len(c.addresses) < LearnedAddressesMax {
+			c.addresses = append(c.addresses, a)
+		}
+	}
+	if o.TLS != nil {
+		cfg, err := nodeTLSConfig(*o.TLS, c.ClusterID)
+		if err != nil {
+			return nil, err
+		}
+		c.creds = credentials.NewTLS(cfg)
+	} else if !o.Insecure {
+		return nil, invalidArgument("no TLS: give Options.TLS (ca, cert, key), or Insecure to talk plaintext to a cluster that serves it (docs/security.md)")
+	}
+	c.CallTimeout, c.AttemptTimeout, c.MaxRedirects, c.Backoff = DefaultCallTimeout, DefaultAttemptTimeout, DefaultMaxRedirects, DefaultBackoff
+	if o.CallTimeout > 0 {
+		c.CallTimeout = o.CallTimeout
+	}
+	if o.AttemptTimeout > 0 {
+		c.AttemptTimeout = o.AttemptTimeout
+	}
+	if o.MaxRedirects > 0 {
+		c.MaxRedirects = o.MaxRedirects
+	}
+	if o.Backoff != nil {
+		c.Backoff = *o.Backoff
+	}
+	c.random = o.Random
+	if c.random == nil {
+		r := rand.New(rand.NewSource(time.Now().UnixNano()))
+		var rmu sync.Mutex
+		c.random = func() float64 { rmu.Lock(); defer rmu.Unlock(); return r.Float64() }
+	}
+	return c, nil
+}
+
+// ClusterID is the cluster whose nodes are accepted under TLS ("" until known).
+func (c *Connection) ClusterID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clusterID
+}
+
+func (c *Connection) setClusterID(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clusterID = id
+}
+
+// learn adds a hinted address if it has the form host:port and there is room; true when it is known.
+func (c *Connection) learn(a string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if contains(c.addresses, a) {
+		return true
+	}
+	if !isAddress(a) || len(c.addresses) >= LearnedAddressesMax {
+		return false
+	}
+	c.addresses = append(c.addresses, a)
+	return true
+}
+
+func (c *Connection) conn(address string) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, &Error{Code: "CANCELLED", Reason: "the connection is closed"}
+	}
+	if cc := c.conns[address]; cc != nil {
+		return cc, nil
+	}
+	opt := grpc.WithInsecure()
+	if c.creds != nil {
+		opt = grpc.WithTransportCredentials(c.creds)
+	}
+	cc, err := grpc.Dial(address, opt)
+	if err != nil {
+		return nil, &Error{Code: "INVALID_ARGUMENT", Reason: fmt.Sprintf("%s: %v", address, err), Address: address}
+	}
+	c.conns[address] = cc
+	return cc, nil
+}
+
+// search is one call's walk over the addresses (src/transport/leader-finder.ts, LeaderSearch).
+type search struct {
+	c         *Connection
+	round     int
+	tried     map[string]bool
+	redirects int
+	pending   string
+}
+
+func (c *Connection) newSearch() *search {
+	s := &search{c: c, round: 1, tried: map[string]bool{}}
+	s.pending = c.startAddress()
+	return s
+}
+
+func (c *Connection) startAddress() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leaderAddress != "" {
+		return c.leaderAddress
+	}
+	return c.addresses[0]
+}
+
+func (s *search) next() string {
+	a := s.pending
+	if a != "" {
+		s.tried[a] = true
+	}
+	return a
+}
+
+func (s *search) answered(address string) {
+	s.c.mu.Lock()
+	s.c.leaderAddress = address
+	s.c.mu.Unlock()
+	s.pending = ""
+}
+
+func (s *search) failed(address, hint string) {
+	s.c.mu.Lock()
+	if s.c.leaderAddress == address {
+		s.c.leaderAddress = ""
+	}
+	s.c.mu.Unlock()
+	if hint != "" && hint != address && s.redirects < s.c.MaxRedirects && s.c.learn(hint) {
+		s.redirects++
+		s.pending = hint
+		return
+	}
+	s.pending = ""
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	for _, a := range s.c.addresses {
+		if !s.tried[a] {
+			s.pending = a
+			return
+		}
+	}
+}
+
+func (s *search) nextRound() {
+	s.round++
+	s.tried = map[string]bool{}
+	s.redirects = 0
+	s.pending = s.c.startAddress()
+}
+
+// CallOptions tune one Call.
+type CallOptions struct {
+	CallTimeout    time.Duration
+	AttemptTimeout time.Duration
+	// NextRequest hears every retried failure (its classification) and gives the next attempt's request.
+	NextRequest func(Failure) proto.Message
+}
+
+func trailer(md metadata.MD, key string) string {
+	for _, v := range md.Get(key) {
+		if v != "" && len(v) <= metadataCharsMax {
+			return v
+		}
+	}
+	return ""
+}
+
+func refusalDetails(md metadata.MD) RefusalDetails {
+	d := RefusalDetails{StatusReason: trailer(md, StatusReasonKey), LeaderID: trailer(md, LeaderIDKey), LeaderAddress: trailer(md, LeaderAddressKey)}
+	if r := trailer(md, RecordedOutcomeKey); r == "COMMITTED" || r == "ABORTED" {
+		d.RecordedOutcome = r
+	}
+	return d
+}
+
+// codeName is the gRPC code's name as the other SDKs spell it (INVALID_ARGUMENT, ...).
+func codeName(code codes.Code) string {
+	names := map[codes.Code]string{
+		codes.OK: "OK", codes.Canceled: "CANCELLED", codes.Unknown: "UNKNOWN", codes.InvalidArgument: "INVALID_ARGUMENT",
+		codes.DeadlineExceeded: "DEADLINE_EXCEEDED", codes.NotFound: "NOT_FOUND", codes.AlreadyExists: "ALREADY_EXISTS",
+		codes.PermissionDenied: "PERMISSION_DENIED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED", codes.FailedPrecondition: "FAILED_PRECONDITION",
+		codes.Aborted: "ABORTED", codes.OutOfRange: "OUT_OF_RANGE", codes.Unimplemented: "UNIMPLEMENTED", codes.Internal: "INTERNAL",
+		codes.Unavailable: "UNAVAILABLE", codes.DataLoss: "DATA_LOSS", codes.Unauthenticated: "UNAUTHENTICATED",
+	}
+	if n, ok := names[code]; ok {
+		return n
+	}
+	return "UNKNOWN"
+}
+
+// Call sends one Coordinator RPC (method: "Commit", "GetOutcome", ...),
+// following redirects and retrying what the rule allows until the call's
+// deadline. Any other error is the cluster's answer and returns an *Error at
+// once; running out of time returns an *Error with Exhausted set.
+func (c *Connection) Call(ctx context.Context, method string, req, resp proto.Message, o CallOptions) error {
+	callTimeout, attemptTimeout := c.CallTimeout, c.AttemptTimeout
+	if o.CallTimeout > 0 {
+		callTimeout = o.CallTimeout
+	}
+	if o.AttemptTimeout > 0 {
+		attemptTimeout = o.AttemptTimeout
+	}
+	deadline := time.Now().Add(callTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	last, lastCode := "", "UNAVAILABLE"
+	s := c.newSearch()
+	for {
+		for address := s.next(); address != ""; address = s.next() {
+			remaining := time.Until(deadline)
+			if remaining <= 0 {
+				break
+			}
+			clipped := remaining < attemptTimeout
+			cc, err := c.conn(address)
+			if err != nil {
+				return err
+			}
+			timeout := attemptTimeout
+			if clipped {
+				timeout = remaining
+			}
+			actx, cancel := context.WithTimeout(ctx, timeout)
+			var md metadata.MD
+			err = cc.Invoke(actx, coordinatorService+method, req, resp, grpc.Trailer(&md))
+			cancel()
+			if err == nil {
+				s.answered(address)
+				return nil
+			}
+			if ctx.Err() != nil {
+				return &Error{Code: "CANCELLED", Reason: ctx.Err().Error(), Address: address}
+			}
+			st, _ := status.FromError(err)
+			code := codeName(st.Code())
+			reason := trailer(md, StatusReasonKey)
+			text := st.Message()
+			failure := ClassifyFailure(code, reason, neverConnected.MatchString(text))
+			if !Retryable(failure) {
+				return &Error{Code: code, Reason: text, Address: address, Details: refusalDetails(md)}
+			}
+			if o.NextRequest != nil {
+				req = o.NextRequest(failure)
+			}
+			// An attempt cut short by the call's own deadline says nothing about the node.
+			if !(clipped && code == "DEADLINE_EXCEEDED" && last != "") {
+				last, lastCode = fmt.Sprintf("%s: %s %s", address, code, text), code
+			}
+			hint := ""
+			if reason == "NOT_LEADER" {
+				hint = trailer(md, LeaderAddressKey)
+			}
+			s.failed(address, hint)
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			if last == "" {
+				last = "no node was tried"
+			}
+			return &Error{Code: lastCode, Reason: fmt.Sprintf("no node answered %s in time; last: %s", method, last), Exhausted: true}
+		}
+		pause := time.Duration(PauseMs(s.round-1, c.Backoff, c.random()) * float64(time.Millisecond))
+		if pause > remaining {
+			pause = remaining
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return &Error{Code: "CANCELLED", Reason: ctx.Err().Error()}
+		case <-t.C:
+		}
+		s.nextRound()
+	}
+}
+
+// Close closes every channel; calls after it fail with CANCELLED.
+func (c *Connection) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	var first error
+	for a, cc := range c.conns {
+		if err := cc.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(c.conns, a)
+	}
+	return first
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
