@@ -86,12 +86,14 @@ function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: P
   gate.inFlight++;
   engine.prepare(req, (err, vote) => {
     gate.inFlight--;
-    if (err !== null || vote === undefined) cb(err);
-    else cb(null, voteToWire(vote));
+    if (err !== null || vote === undefined) return cb(err);
+    // Level first: the fields would be built for every PREPARE with debug off.
+    if (log.isLevelEnabled('debug')) log.debug({ txnId: req.txnId, vote: vote.vote, reason: vote.reason || undefined }, 'PREPARE answered');
+    cb(null, voteToWire(vote));
   });
 }
 
-function serveDecide(engine: ParticipantEngine, gate: Gate, req: DecideRequest, cb: Done<Ack>): void {
+function serveDecide(engine: ParticipantEngine, gate: Gate, log: Logger, req: DecideRequest, cb: Done<Ack>): void {
   const bad =
     badTxnId(req.txnId) ??
     badFields([
@@ -105,8 +107,9 @@ function serveDecide(engine: ParticipantEngine, gate: Gate, req: DecideRequest, 
   gate.inFlight++;
   engine.decide(decision, (err, ack) => {
     gate.inFlight--;
-    if (err !== null) cb(err);
-    else cb(null, ack);
+    if (err !== null) return cb(err);
+    if (log.isLevelEnabled('debug')) log.debug({ txnId: req.txnId, outcome: decision.outcome }, 'DECISION applied and acknowledged');
+    cb(null, ack);
   });
 }
 
@@ -180,7 +183,7 @@ export function participantHandlers(
         const span = tracedRequest(traced, 'verdict.participant.decision', call.request.txnId, call.request.participantId, call.metadata);
         span?.set('verdict.outcome', call.request.decision === 'DECISION_COMMIT' ? 'commit' : 'abort');
         const answer = unary(cb);
-        serveDecide(engine, gate, call.request, (err, ack) => {
+        serveDecide(engine, gate, log, call.request, (err, ack) => {
           span?.end(err?.message);
           // Acknowledged: nothing more is logged about the transaction here.
           if (err === null) traced?.ids.drop(call.request.txnId);
@@ -241,7 +244,7 @@ function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call:
         });
       } else if (r.decision) {
         votedYes.delete(r.decision.txnId);
-        serveDecide(engine, gate, r.decision, (err, ack) => answer(err !== null ? fail(id, err) : { id, ack }));
+        serveDecide(engine, gate, log, r.decision, (err, ack) => answer(err !== null ? fail(id, err) : { id, ack }));
       } else answer(fail(id, new ParticipantError('INVALID_ARGUMENT', `request ${id} carries neither a PREPARE nor a DECISION`)));
     },
   });
