@@ -4,12 +4,14 @@
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../src/node/config.ts';
 import { createLogger } from '../../src/node/logger.ts';
 import { TxnTraces } from '../../src/node/txn-traces.ts';
 import { parseTraceparent, traceContext, traceFromMetadata, traceToMetadata } from '../../src/transport/trace-context.ts';
 import { NO_TRACING, openTracing, otlpEndpointFrom, TracingSetupError } from '../../src/transport/tracing.ts';
 import { childLogger } from '../../src/util/child-log.ts';
 import { withTraceIds } from '../../src/util/trace-log.ts';
+import { N1_CONFIG } from './config-fixture.ts';
 import { duplicateKeys } from './json-keys.ts';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -45,6 +47,14 @@ describe('W3C trace context', () => {
     const bad = new grpc.Metadata();
     bad.set('traceparent', 'not-a-traceparent');
     expect(traceFromMetadata(bad)).toBeNull();
+  });
+
+  it('node config: otlpEndpoint is off by default, an http(s) URL from the file or VERDICT_OTLP_ENDPOINT, anything else refused naming the key', () => {
+    expect(parseConfig(N1_CONFIG, 'n1.json').otlpEndpoint).toBeNull();
+    expect(parseConfig({ ...N1_CONFIG, otlpEndpoint: 'http://127.0.0.1:4318' }, 'n1.json').otlpEndpoint).toBe('http://127.0.0.1:4318');
+    expect(parseConfig(N1_CONFIG, 'n1.json', { env: { VERDICT_OTLP_ENDPOINT: 'https://collector:4318' } }).otlpEndpoint).toBe('https://collector:4318');
+    expect(() => parseConfig({ ...N1_CONFIG, otlpEndpoint: 'collector:4318' }, 'n1.json')).toThrow(ConfigError);
+    expect(() => parseConfig({ ...N1_CONFIG, otlpEndpoint: 'collector:4318' }, 'n1.json')).toThrow(/otlpEndpoint.*expected an http:\/\/ or https:\/\/ URL/);
   });
 
   it('takes the OTLP endpoint from the setting, else OTEL_EXPORTER_OTLP_ENDPOINT; none is tracing off; a bad URL is refused', () => {
