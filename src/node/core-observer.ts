@@ -73,7 +73,8 @@ export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txn
       const now = o.nowMs();
       if (!timeline.has(req.txnId)) timeline.record(req.txnId, { atMs: now - ageMs(req.txnId), kind: 'begin' });
       timeline.record(req.txnId, { atMs: now, kind: 'prepare', participantId: to.id });
-      const span = traces.child('verdict.prepare', req.txnId, { 'verdict.participant_id': to.id });
+      // With tracing off not even the attributes are built.
+      const span = traces.tracing.on ? traces.child('verdict.prepare', req.txnId, { 'verdict.participant_id': to.id }) : null;
       const traceId = traces.traceIdOf(req.txnId);
       link.prepare(to, req, timeoutMs, span?.context ?? traces.contextOf(req.txnId), (err, vote) => {
         if (span !== null) {
@@ -94,7 +95,7 @@ export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txn
     },
     sendDecision: (to, req, timeoutMs, cb) => {
       timeline.record(req.txnId, { atMs: o.nowMs(), kind: 'decision-sent', participantId: to.id, detail: req.outcome.toUpperCase() });
-      const span = traces.child('verdict.decision', req.txnId, { 'verdict.participant_id': to.id, 'verdict.outcome': req.outcome });
+      const span = traces.tracing.on ? traces.child('verdict.decision', req.txnId, { 'verdict.participant_id': to.id, 'verdict.outcome': req.outcome }) : null;
       link.decide(to, req, timeoutMs, span?.context ?? traces.contextOf(req.txnId), (err) => {
         span?.end(err ? err.message : undefined);
         timeline.record(req.txnId, { atMs: o.nowMs(), kind: err ? 'no-ack' : 'ack', participantId: to.id, detail: err ? err.message : '' });

@@ -8,24 +8,36 @@ import type { Logger } from 'pino';
 const LEVELS: ReadonlySet<string> = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal']);
 
 export function withTraceIds(log: Logger, traceIdOf: (txnId: string) => string | undefined): Logger {
+  // One wrapper per method, made on first use: a log call costs a lookup, not a new function. The
+  // wrapper reads the method at call time, as pino swaps its level methods when the level changes.
+  const wrappers = new Map<PropertyKey, unknown>();
   return new Proxy(log, {
     get(target, prop) {
-      if (prop === 'child') return (bindings: Record<string, unknown>, options?: object) => withTraceIds(target.child(bindings, options), traceIdOf);
       const v: unknown = Reflect.get(target, prop, target);
       if (typeof v !== 'function') return v;
-      if (typeof prop !== 'string' || !LEVELS.has(prop)) return v.bind(target);
-      return (first: unknown, ...rest: unknown[]) => {
-        if (first !== null && typeof first === 'object' && !(first instanceof Error)) {
-          const fields = first as Record<string, unknown>;
-          if (typeof fields.txnId === 'string' && fields.traceId === undefined) {
-            const traceId = traceIdOf(fields.txnId);
-            if (traceId !== undefined) return v.call(target, { ...fields, traceId }, ...rest);
-          }
-        }
-        return v.call(target, first, ...rest);
-      };
+      let w = wrappers.get(prop);
+      if (w === undefined) {
+        w = prop === 'child' ? (bindings: Record<string, unknown>, options?: object) => withTraceIds(target.child(bindings, options), traceIdOf) : wrap(target, prop, traceIdOf);
+        wrappers.set(prop, w);
+      }
+      return w;
     },
   });
+}
+
+function wrap(target: Logger, prop: PropertyKey, traceIdOf: (txnId: string) => string | undefined): (...args: unknown[]) => unknown {
+  const call = (args: unknown[]): unknown => (Reflect.get(target, prop, target) as (...a: unknown[]) => unknown).apply(target, args);
+  if (typeof prop !== 'string' || !LEVELS.has(prop)) return (...args) => call(args);
+  return (first, ...rest) => {
+    if (first !== null && typeof first === 'object' && !(first instanceof Error)) {
+      const fields = first as Record<string, unknown>;
+      if (typeof fields.txnId === 'string' && fields.traceId === undefined) {
+        const traceId = traceIdOf(fields.txnId);
+        if (traceId !== undefined) return call([{ ...fields, traceId }, ...rest]);
+      }
+    }
+    return call([first, ...rest]);
+  };
 }
 
 /** txnId → trace id, for a process that does not keep contexts otherwise (a participant); the oldest goes past `max`. */
