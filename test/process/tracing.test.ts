@@ -10,7 +10,9 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
 import { VerdictClient } from '../../src/client/index.ts';
+import { startStepService, type StepService } from '../../src/saga/step-service.ts';
 import { BIN, Cluster, freePorts, ROOT, tempDir, useProcessCleanup, waitFor } from './harness.ts';
 import { duplicateKeys } from '../unit/json-keys.ts';
 
@@ -66,8 +68,10 @@ function attrs(list: Attr[]): Record<string, unknown> {
 
 const receivers: Receiver[] = [];
 const children: ChildProcess[] = [];
+const stepServices: StepService[] = [];
 afterEach(async () => {
   for (const c of children.splice(0)) c.kill('SIGKILL');
+  await Promise.all(stepServices.splice(0).map((s) => s.stop()));
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
@@ -79,7 +83,15 @@ describe('tracing across the client, the nodes and a participant', () => {
     const receiver = await otlpReceiver();
     receivers.push(receiver);
     process.env.OTEL_BSP_SCHEDULE_DELAY = '200';
-    const c = await Cluster.start({ nodes: 3, logLevel: 'debug', configExtra: () => ({ otlpEndpoint: receiver.url }) });
+    const c = await Cluster.create({ nodes: 3, logLevel: 'debug', configExtra: () => ({ otlpEndpoint: receiver.url }) });
+    // n3 starts late, so that n1 and n2 log about a peer they cannot reach: the transport's lines are
+    // the ones that carried "node" twice.
+    c.node('n1').start();
+    c.node('n2').start();
+    await waitFor('a transport line about the missing peer', 60_000, async () =>
+      ['n1', 'n2'].some((id) => readFileSync(c.node(id).logFile, 'utf8').includes('stream to peer ended')) ? true : undefined,
+    );
+    c.node('n3').start();
     const { node: leader } = await c.waitForLeader();
 
     const [port] = await freePorts(1);
@@ -168,6 +180,7 @@ describe('tracing across the client, the nodes and a participant', () => {
       const jsonLines = (text: string): string[] => text.split('\n').filter((l) => l.startsWith('{'));
       const all = [...c.nodes.map((n) => readFileSync(n.logFile, 'utf8')), participantErr].flatMap(jsonLines);
       expect(all.length).toBeGreaterThan(10);
+      expect(all.some((l) => l.includes('"component":"transport"'))).toBe(true);
       for (const l of all) expect(duplicateKeys(l), l).toEqual([]);
       // The lines about the transaction carry its trace id where the context is: the leader that took
       // the client's call, and the participant. (Followers apply the decision without it: the context
@@ -181,6 +194,50 @@ describe('tracing across the client, the nodes and a participant', () => {
       expect(leaderLines.length, 'leader log lines about the transaction').toBeGreaterThan(0);
       expect(participantLines.length, 'participant log lines about the transaction').toBeGreaterThan(0);
       for (const o of [...leaderLines, ...participantLines]) expect(o.traceId, JSON.stringify(o)).toBe(APP_TRACE_ID);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("a saga: StartSaga and each step call are spans of the starter's trace", async () => {
+    const receiver = await otlpReceiver();
+    receivers.push(receiver);
+    process.env.OTEL_BSP_SCHEDULE_DELAY = '200';
+    const c = await Cluster.start({ nodes: 1, configExtra: () => ({ otlpEndpoint: receiver.url }) });
+    await c.waitForLeader();
+    const [port] = await freePorts(1);
+    const flight = await startStepService({
+      clusterId: c.clusterId,
+      serviceId: 'flight',
+      listen: `127.0.0.1:${port}`,
+      endpointsOfCluster: c.nodes.map((n) => n.address),
+      dataDir: join(tempDir(), 'flight'),
+      logger: pino({ level: 'silent' }),
+      insecure: true,
+      registerRetryMs: 200,
+      handlers: { book: { action: (req) => ({ status: 'done', output: `seat-${req.sagaId}`, effect: 'book' }), compensate: () => ({ status: 'done', output: '', effect: 'cancel' }) } },
+    });
+    stepServices.push(flight);
+    await flight.registered;
+    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), insecure: true });
+    try {
+      const handle = await client.saga({ steps: [{ service: 'flight', name: 'book', input: 'x' }], trace: { traceparent: `00-${APP_TRACE_ID}-${APP_SPAN_ID}-01` } });
+      expect((await handle.result()).end).toBe('finished');
+      const [start, action] = await waitFor(
+        'the saga spans at the receiver',
+        30_000,
+        async () => {
+          const mine = receiver.spans.filter((x) => x.attributes['verdict.saga_id'] === handle.id);
+          const s = mine.find((x) => x.name === 'verdict.node.saga.start');
+          const a = mine.find((x) => x.name === 'verdict.saga.action');
+          return s && a ? [s, a] : undefined;
+        },
+        () => `have ${receiver.spans.map((x) => x.name).join(', ')}`,
+      );
+      expect([start.traceId, action.traceId]).toEqual([APP_TRACE_ID, APP_TRACE_ID]);
+      expect(start.parentSpanId).toBe(APP_SPAN_ID);
+      expect(action.parentSpanId).toBe(start.spanId);
+      expect(action.attributes).toMatchObject({ 'verdict.step_name': 'book', 'verdict.service': 'flight', 'verdict.step_status': 'STEP_DONE' });
     } finally {
       await client.close();
     }
