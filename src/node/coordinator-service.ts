@@ -156,8 +156,14 @@ function receivedSpan(traces: TxnTraces | undefined, engine: CoordinatorEngine, 
   return traces.received(rpc, txnId, incoming);
 }
 
-/** Ends a call's span with the outcome it answered. */
-function endSpan(span: TraceSpan | null, err: EngineError | null, a?: OutcomeAnswer): void {
+/**
+ * Ends a call's span with the outcome it answered. A refusal (nothing was
+ * done) leaves no transaction behind to trace: its context is dropped, so
+ * refused calls cannot fill the node's memory of contexts (an id already
+ * decided keeps its context: its DECISIONs may still be on their way).
+ */
+function endSpan(traces: TxnTraces | undefined, txnId: string, span: TraceSpan | null, err: EngineError | null, a?: OutcomeAnswer): void {
+  if (err !== null && err.code !== 'outcome-unknown' && err.code !== 'exists') traces?.forget([txnId]);
   if (span === null) return;
   if (a !== undefined) span.set('verdict.outcome', a.outcome);
   span.end(err ? err.message : undefined);
@@ -281,7 +287,8 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
         span?.end();
         cb(null, { txnId: call.request.txnId, deadlineAtMs, leaderId: cfg.nodeId });
       } catch (err) {
-        span?.end(err instanceof Error ? err.message : String(err));
+        if (err instanceof EngineError) endSpan(traces, call.request.txnId, span, err);
+        else span?.end(String(err));
         if (err instanceof EngineError) return cb(fail(err));
         throw err;
       }
@@ -297,7 +304,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
         call.request.participants.map((e) => ({ participantId: e.participantId, payload: e.payload ?? new Uint8Array() })),
         (err, a) => {
           metrics?.observeCommit(Number(process.hrtime.bigint() - startedAt) / 1e9, err || !a ? 'error' : ANSWER[a.outcome]);
-          endSpan(span, err, a);
+          endSpan(traces, call.request.txnId, span, err, a);
           reply(err, a);
         },
         call.request.begin === true ? { timeoutMs: call.request.timeoutMs ?? 0 } : undefined,
@@ -308,7 +315,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       const span = receivedSpan(traces, engine, 'abort', call.request.txnId, call);
       const reply = outcomeReply(cb);
       engine.abort(call.request.txnId, call.request.reason, (err, a) => {
-        endSpan(span, err, a);
+        endSpan(traces, call.request.txnId, span, err, a);
         reply(err, a);
       });
     },
