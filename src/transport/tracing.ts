@@ -60,6 +60,11 @@ export class TracingSetupError extends Error {
   }
 }
 
+/** One export to the receiver may take this long. */
+const EXPORT_TIMEOUT_MS = 5_000;
+/** How long shutdown() waits for the last spans to leave. */
+const SHUTDOWN_MS = 2_000;
+
 export const TRACING_PACKAGES = ['@opentelemetry/api', '@opentelemetry/sdk-trace', '@opentelemetry/resources', '@opentelemetry/exporter-trace-otlp-http'] as const;
 
 /** The endpoint to export to: the explicit setting, else OTEL_EXPORTER_OTLP_ENDPOINT; undefined (tracing off) when neither is set. */
@@ -104,7 +109,7 @@ export async function openTracing(o: TracingOptions): Promise<Tracing> {
   const envDelay = Number(process.env.OTEL_BSP_SCHEDULE_DELAY);
   const provider = new sdk.TracerProvider({
     resource: resources.resourceFromAttributes({ 'service.name': o.serviceName, ...(o.instanceId !== undefined ? { 'service.instance.id': o.instanceId } : {}) }),
-    spanProcessors: [new sdk.BatchSpanProcessor({ exporter, scheduledDelayMillis: o.exportDelayMs ?? (envDelay > 0 ? envDelay : 1_000) })],
+    spanProcessors: [new sdk.BatchSpanProcessor({ exporter, scheduledDelayMillis: o.exportDelayMs ?? (envDelay > 0 ? envDelay : 1_000), exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
   });
   const tracer = provider.getTracer('verdict');
   const KIND = { server: api.SpanKind.SERVER, client: api.SpanKind.CLIENT, internal: api.SpanKind.INTERNAL } as const;
@@ -144,6 +149,14 @@ export async function openTracing(o: TracingOptions): Promise<Tracing> {
         },
       };
     },
-    shutdown: () => provider.shutdown(),
+    // A receiver that is down must not hold a stopping process: the last spans get SHUTDOWN_MS.
+    shutdown: () => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((r) => {
+        timer = setTimeout(r, SHUTDOWN_MS);
+        timer.unref();
+      });
+      return Promise.race([provider.shutdown().catch(() => {}), late]).finally(() => clearTimeout(timer));
+    },
   };
 }

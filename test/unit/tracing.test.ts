@@ -3,6 +3,7 @@
 // lines: trace ids on lines about a transaction, and no key twice.
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import * as grpc from '@grpc/grpc-js';
+import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/node/config.ts';
 import { createLogger } from '../../src/node/logger.ts';
@@ -106,6 +107,26 @@ describe('spans', () => {
     expect(by.get('verdict.node.commit')?.parentSpanContext?.spanId).toBe(SPAN_ID);
     for (const n of ['verdict.prepare', 'verdict.decision.replicate', 'verdict.decision']) expect(by.get(n)?.parentSpanContext?.spanId, n).toBe(commitId);
     expect(by.get('verdict.decision.replicate')?.attributes['verdict.log_index']).toBe(42);
+  });
+
+  it('a receiver that takes the connection and never answers holds a stopping process at most about 2 s', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((s) => void sockets.push(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const { port } = silent.address() as { port: number };
+      const tracing = await openTracing({ serviceName: 'x', otlpEndpoint: `http://127.0.0.1:${port}`, exportDelayMs: 10 });
+      tracing.start('verdict.test', 'internal', PARENT)?.end();
+      await new Promise((r) => setTimeout(r, 100));
+      const startedAtMs = Date.now();
+      await tracing.shutdown();
+      const tookMs = Date.now() - startedAtMs;
+      expect(sockets.length).toBeGreaterThan(0);
+      expect(tookMs).toBeLessThan(4_000);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => silent.close(r));
+    }
   });
 
   it('bounds what it remembers: past the bound the oldest context goes', async () => {
