@@ -129,6 +129,21 @@ describe('spans', () => {
     }
   });
 
+  it('a context whose sampled flag is off is continued and passed on, and none of its spans is exported', async () => {
+    const exporter = new (class extends InMemorySpanExporter {
+      override shutdown(): Promise<void> {
+        return Promise.resolve();
+      }
+    })();
+    const tracing = await openTracing({ serviceName: 'verdict-node', exporter, exportDelayMs: 10 });
+    const span = tracing.start('verdict.node.commit', 'server', { traceparent: `00-${TRACE_ID}-${SPAN_ID}-00` });
+    expect(span?.traceId).toBe(TRACE_ID);
+    expect(span?.context.traceparent).toMatch(new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-00$`));
+    span?.end();
+    await tracing.shutdown();
+    expect(exporter.getFinishedSpans()).toEqual([]);
+  });
+
   it('bounds what it remembers: past the bound the oldest context goes', async () => {
     const traces = new TxnTraces(NO_TRACING, 2);
     for (const id of ['A', 'B', 'C']) traces.received('commit', id, PARENT);
