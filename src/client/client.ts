@@ -10,12 +10,22 @@ import { CoordinatorConnection, plaintext, type CallOptions, type ConnectionOpti
 import { VerdictError } from './errors.ts';
 import { SagaCaller, type SagaHandle, type SagaSpec, type SagaStatus } from './saga.ts';
 import { checkId, checkTxnId, shortOutcome, toOutcomeResult, Transaction, type Outcome, type OutcomeResult } from './transaction.ts';
+import { NO_TRACING, openTracing, otlpEndpointFrom, type Tracing } from '../transport/tracing.ts';
+import { checkedTrace, tracedCall } from './trace.ts';
 
 export interface VerdictClientOptions extends ConnectionOptions {
   /** Node addresses, host:port; one reachable node is enough, the rest is learnt. */
   endpoints: string[];
   /** The cluster's id for participant registration; asked of the cluster when absent. */
   clusterId?: string;
+  /**
+   * OTLP/HTTP endpoint (e.g. http://127.0.0.1:4318) for the client's spans
+   * (verdict.begin, verdict.commit); needs OpenTelemetry's packages installed.
+   * Without it the client makes no span and only passes on a `trace` it is given.
+   */
+  otlpEndpoint?: string;
+  /** service.name of the client's spans; `verdict-client` by default. */
+  serviceName?: string;
 }
 
 export interface BeginOptions {
@@ -83,12 +93,17 @@ export class VerdictClient {
   private readonly endpoints: string[];
   private readonly credentials: grpc.ChannelCredentials;
   private sagaCaller: SagaCaller | null = null;
+  /** Loaded on demand (OpenTelemetry's packages only with an endpoint); a failure to load surfaces at the first traced call. */
+  private readonly tracing: Promise<Tracing>;
 
   constructor(options: VerdictClientOptions) {
     this.connection = new CoordinatorConnection(options.endpoints, options);
     this.clusterId = options.clusterId;
     this.endpoints = [...options.endpoints];
     this.credentials = options.credentials ?? plaintext(options.insecure);
+    const otlpEndpoint = otlpEndpointFrom(options.otlpEndpoint, {});
+    this.tracing = otlpEndpoint === undefined ? Promise.resolve(NO_TRACING) : openTracing({ serviceName: options.serviceName ?? 'verdict-client', otlpEndpoint });
+    this.tracing.catch(() => {});
   }
 
   /** The Sagas service's caller (src/client/saga.ts), made on first use; over TLS when the client is. */
@@ -111,9 +126,10 @@ export class VerdictClient {
     checkTxnId(txnId);
     const timeoutMs = options.timeoutMs ?? 0;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
-    const r = await this.connection.call('Begin', { txnId, timeoutMs }, call);
+    const trace = checkedTrace(call.trace);
+    const r = await tracedCall(this.tracing, 'verdict.begin', trace, { 'verdict.txn_id': txnId }, call, (c) => this.connection.call('Begin', { txnId, timeoutMs }, c));
     if (r.txnId !== '' && r.txnId !== txnId) throw new VerdictError('INTERNAL', `began ${txnId}, the cluster answered ${r.txnId}`);
-    return new Transaction(this.connection, txnId, timeoutMs, r.deadlineAtMs, r.leaderId, true, options.parallelCommit);
+    return new Transaction(this.connection, txnId, timeoutMs, r.deadlineAtMs, r.leaderId, true, options.parallelCommit, { tracing: this.tracing, parent: trace });
   }
 
   /**
@@ -121,12 +137,12 @@ export class VerdictClient {
    * first Commit arrives (one RPC per transaction instead of Begin + Commit).
    * Prefer it to begin() unless the Begin answer (deadline, leader) is needed.
    */
-  transaction(options: BeginOptions = {}): Transaction {
+  transaction(options: BeginOptions & { trace?: CallOptions['trace'] } = {}): Transaction {
     const txnId = options.txnId ?? newTxnId(Date.now(), pooledRandomBytes(10));
     checkTxnId(txnId);
     const timeoutMs = options.timeoutMs ?? 0;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
-    return new Transaction(this.connection, txnId, timeoutMs, 0, '', false, options.parallelCommit);
+    return new Transaction(this.connection, txnId, timeoutMs, 0, '', false, options.parallelCommit, { tracing: this.tracing, parent: checkedTrace(options.trace) });
   }
 
   /** What the cluster's applied state says about txnId (R1); asking never decides anything. */
@@ -218,8 +234,13 @@ export class VerdictClient {
     return this.connection.call('ClusterStatus', {}, call);
   }
 
-  close(): void {
+  /** Closes the connections; spans not yet exported are sent (await the promise to know they went). */
+  close(): Promise<void> {
     this.connection.close();
     this.sagaCaller?.close();
+    return this.tracing.then(
+      (t) => t.shutdown(),
+      () => {},
+    );
   }
 }

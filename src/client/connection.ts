@@ -51,6 +51,12 @@ export interface ConnectionOptions extends CallBounds {
 export interface CallOptions extends CallBounds {
   /** gRPC metadata sent with every attempt (e.g. `verdict-operator` for an operator's act). */
   metadata?: Record<string, string>;
+  /**
+   * W3C trace context this call continues (sent as `traceparent` /
+   * `tracestate` metadata; docs/operations.md, "Tracing"): e.g. the
+   * application's active span, as OpenTelemetry's propagation.inject writes it.
+   */
+  trace?: { traceparent: string; tracestate?: string };
 }
 
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;

@@ -5,4 +5,5 @@ export { CoordinatorConnection, type BackoffOptions, type CallOptions, type Conn
 export { AcksPendingError, OutcomeUnknownError, RetriesExhaustedError, VerdictError, type StatusName } from './errors.ts';
 export { tlsCredentials } from './tls.ts';
 export { localClusterTls } from '../transport/local-cluster.ts';
+export type { TraceContext } from './trace.ts';
 export { SagaCaller, SagaHandle, type SagaCallAttempts, type SagaEnd, type SagaSpec, type SagaStatus, type SagaStepSpec, type SagaStepStatus } from './saga.ts';

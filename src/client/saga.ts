@@ -5,6 +5,8 @@
 // repeated start with the saga as it is. Generated ids are UUIDv7s (timed
 // ids, src/domain/txn-id.ts), which the cluster can prove new for ever.
 
+import { traceToMetadata } from '../transport/trace-context.ts';
+import { checkedTrace, type TraceContext } from './trace.ts';
 import * as grpc from '@grpc/grpc-js';
 import { newTxnId } from '../domain/txn-id.ts';
 import { OPERATOR_KEY } from '../transport/coordinator-rpc.ts';
@@ -41,6 +43,8 @@ export interface SagaSpec {
    * INVALID_ARGUMENT naming the label otherwise.
    */
   labels?: Record<string, string>;
+  /** W3C trace context the saga continues: the node's spans of its steps, and the step calls' `traceparent`, follow it. */
+  trace?: TraceContext;
 }
 
 export type SagaEnd = 'finished' | 'compensated';
@@ -118,7 +122,7 @@ export class SagaCaller {
   }
 
   /** One call to the leader (src/transport/leader-finder.ts), retrying what may be retried until LOOK_MS has passed. */
-  async call<Req, Res>(method: 'StartSaga' | 'SagaStatus' | 'ListSagas' | 'RetrySaga' | 'ResolveSaga', req: Req, callMs = CALL_MS): Promise<Res> {
+  async call<Req, Res>(method: 'StartSaga' | 'SagaStatus' | 'ListSagas' | 'RetrySaga' | 'ResolveSaga', req: Req, callMs = CALL_MS, trace?: TraceContext): Promise<Res> {
     // An operator's retry or resolution that timed out may have been acted on: its answer is the timeout, not a second try.
     const retriesDeadline = method !== 'ResolveSaga' && method !== 'RetrySaga';
     let endpoint = '';
@@ -129,6 +133,7 @@ export class SagaCaller {
           endpoint = address;
           const md = new grpc.Metadata();
           if (this.operator) md.set(OPERATOR_KEY, this.operator);
+          if (trace !== undefined) traceToMetadata(trace, md);
           return this.client(address).call<Req, Res>(method, req, callMs, md);
         },
         {
@@ -152,7 +157,7 @@ export class SagaCaller {
   async start(spec: SagaSpec): Promise<SagaHandle> {
     const id = spec.id ?? newTxnId(Date.now(), pooledRandomBytes(10));
     const steps = spec.steps.map((s) => ({ service: s.service, name: s.name, input: s.input ?? '' }));
-    await this.call('StartSaga', { sagaId: id, steps, pivotPlusOne: spec.pivot === undefined ? 0 : spec.pivot + 1, type: spec.type ?? '', labels: spec.labels ?? {} });
+    await this.call('StartSaga', { sagaId: id, steps, pivotPlusOne: spec.pivot === undefined ? 0 : spec.pivot + 1, type: spec.type ?? '', labels: spec.labels ?? {} }, CALL_MS, checkedTrace(spec.trace));
     return new SagaHandle(this, id);
   }
 

@@ -14,6 +14,16 @@ import type { CommitRequest, Enlistment, OutcomeName, TxnOutcome } from '../tran
 import { txnIdProblem } from '../domain/txn-id.ts';
 import { AcksPendingError, invalidArgument, OutcomeUnknownError, RetriesExhaustedError, VerdictError } from './errors.ts';
 import { BeginRule, classifyFailure } from './retry-policy.ts';
+import { NO_TRACING, type Tracing } from '../transport/tracing.ts';
+import { checkedTrace, tracedCall, type TraceContext } from './trace.ts';
+
+/** How a transaction is traced: the client's tracing, and the context its calls continue unless a call names its own. */
+export interface TxnTracing {
+  tracing: Promise<Tracing>;
+  parent?: TraceContext;
+}
+
+const UNTRACED: TxnTracing = { tracing: Promise.resolve(NO_TRACING) };
 
 export type FinalOutcome = 'COMMITTED' | 'ABORTED';
 export type Outcome = FinalOutcome | 'IN_PROGRESS' | 'UNKNOWN';
@@ -77,6 +87,7 @@ export class Transaction {
     begun = true,
     /** BeginOptions.parallelCommit: undefined for the cluster's default. */
     readonly parallelCommit?: boolean,
+    private readonly traced: TxnTracing = UNTRACED,
   ) {
     this.beginRule = new BeginRule(begun);
   }
@@ -154,10 +165,20 @@ export class Transaction {
       this.beginRule.begins ? { txnId: this.txnId, participants, begin: true, timeoutMs: this.timeoutMs, commitMode } : { txnId: this.txnId, participants, begin: false, timeoutMs: 0, commitMode };
     let answer: TxnOutcome;
     try {
-      answer = await this.connection.call('Commit', request(), { ...this.commitBounds(), ...callBounds(options), metadata: options.metadata }, (failure) => {
-        this.beginRule.attempted(failure);
-        return request();
-      });
+      const parent = checkedTrace(options.trace) ?? this.traced.parent;
+      answer = await tracedCall(
+        this.traced.tracing,
+        'verdict.commit',
+        parent,
+        { 'verdict.txn_id': this.txnId, 'verdict.participants': this.enlisted.size },
+        { ...this.commitBounds(), ...callBounds(options), metadata: options.metadata },
+        (call) =>
+          this.connection.call('Commit', request(), call, (failure) => {
+            this.beginRule.attempted(failure);
+            return request();
+          }),
+        (a) => ({ 'verdict.outcome': a.outcome }),
+      );
     } catch (err) {
       // Each retried attempt was recorded above; exhausted retries leave the outcome unknown.
       if (err instanceof RetriesExhaustedError || !(err instanceof VerdictError)) throw new OutcomeUnknownError(this.txnId, err instanceof Error ? err.message : String(err));
@@ -183,7 +204,10 @@ export class Transaction {
     this.state = 'aborted';
     // Never sent, so never begun: the cluster knows nothing to abort (presumed abort, R3).
     if (unsent) return { txnId: this.txnId, outcome: 'ABORTED', reason: reason || 'aborted by the application before commit', decisionIndex: 0 };
-    const answer = await this.connection.call('Abort', { txnId: this.txnId, reason }, options);
+    const parent = checkedTrace(options.trace) ?? this.traced.parent;
+    const answer = await tracedCall(this.traced.tracing, 'verdict.abort', parent, { 'verdict.txn_id': this.txnId }, options, (call) =>
+      this.connection.call('Abort', { txnId: this.txnId, reason }, call),
+    );
     return toOutcomeResult(this.txnId, answer);
   }
 

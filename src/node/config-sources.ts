@@ -52,6 +52,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   explicitCommitLingerMs: 'int',
   commitNoticeMs: 'int',
   decisionLingerMs: 'int',
+  otlpEndpoint: 'string',
   'tls.ca': 'string',
   'tls.cert': 'string',
   'tls.key': 'string',

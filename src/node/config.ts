@@ -99,6 +99,12 @@ export interface NodeConfig {
   commitNoticeMs: number;
   /** Leader: how long a DECISION may wait for the next PREPARE to the same participant, to share its message (ms; 0: sent at once). */
   decisionLingerMs: number;
+  /**
+   * OTLP/HTTP endpoint for this node's spans (docs/operations.md, "Tracing"),
+   * e.g. http://127.0.0.1:4318; null: tracing off. When the key is absent,
+   * OTEL_EXPORTER_OTLP_ENDPOINT is read at start (src/transport/tracing.ts).
+   */
+  otlpEndpoint: string | null;
 }
 
 export interface NodeTlsConfig {
@@ -196,6 +202,7 @@ const KNOWN = [
   'explicitCommitLingerMs',
   'commitNoticeMs',
   'decisionLingerMs',
+  'otlpEndpoint',
 ];
 const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
 const HOST_NAMES_MAX = 32;
@@ -339,6 +346,9 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const insecure = o.insecure === 'true' ? true : o.insecure === 'false' ? false : (o.insecure ?? false);
   if (typeof insecure !== 'boolean')
     throw new ConfigError(file, `${label('insecure')} is ${JSON.stringify(insecure)}: expected true (serve plaintext without TLS, trusting everyone who can reach the port) or false`);
+  const otlpEndpoint = o.otlpEndpoint ?? null;
+  if (otlpEndpoint !== null && (typeof otlpEndpoint !== 'string' || !/^https?:\/\/[^\s/]+(\/\S*)?$/.test(otlpEndpoint)))
+    throw new ConfigError(file, `${label('otlpEndpoint')} is ${JSON.stringify(otlpEndpoint)}: expected an http:// or https:// URL of an OTLP/HTTP receiver, e.g. "http://127.0.0.1:4318"`);
   const logLevel = o.logLevel ?? 'info';
   if (typeof logLevel !== 'string' || !(LEVELS as readonly string[]).includes(logLevel))
     throw new ConfigError(file, `${label('logLevel')} is ${JSON.stringify(logLevel)}: expected one of ${LEVELS.join(', ')}`);
@@ -397,6 +407,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     explicitCommitLingerMs,
     commitNoticeMs,
     decisionLingerMs,
+    otlpEndpoint,
     clientInFlightMax,
     streamUnreadMax,
     sagaStuckAfterAttempts,

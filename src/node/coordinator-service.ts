@@ -39,6 +39,9 @@ import { notLeader, toServiceError } from './raft-node-service.ts';
 import type { BoundedLog } from './core.ts';
 import { ID } from '../domain/id.ts';
 import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
+import { traceFromMetadata } from '../transport/trace-context.ts';
+import type { TraceSpan } from '../transport/tracing.ts';
+import type { TxnTraces } from './txn-traces.ts';
 
 const OUTCOME: Record<OutcomeAnswer['outcome'], OutcomeName> = {
   committed: 'OUTCOME_COMMITTED',
@@ -136,13 +139,41 @@ export interface CoordinatorServiceDeps {
   refusal?: () => grpc.ServiceError | null;
   /** The wall clock, for the bound on endpoint changes (a test moves it); Date.now by default. */
   nowMs?: () => number;
+  /** Each transaction's trace context (./txn-traces.ts): Begin, Commit and Abort continue the caller's `traceparent`. */
+  traces?: TxnTraces;
+}
+
+/**
+ * The server span of a Begin, Commit or Abort for `txnId` on the leader
+ * (null when tracing is off), continuing the call's `traceparent`; a
+ * streamed Commit has the stream's metadata, which the SDK never traces.
+ */
+function receivedSpan(traces: TxnTraces | undefined, engine: CoordinatorEngine, rpc: string, txnId: string, call: { metadata?: grpc.Metadata }): TraceSpan | null {
+  // A follower only redirects: it has nothing to trace or remember.
+  if (traces === undefined || !engine.isLeader()) return null;
+  const incoming = call.metadata === undefined ? null : traceFromMetadata(call.metadata);
+  if (incoming === null && !traces.tracing.on) return null;
+  return traces.received(rpc, txnId, incoming);
+}
+
+/**
+ * Ends a call's span with the outcome it answered. A refusal (nothing was
+ * done) leaves no transaction behind to trace: its context is dropped, so
+ * refused calls cannot fill the node's memory of contexts (an id already
+ * decided keeps its context: its DECISIONs may still be on their way).
+ */
+function endSpan(traces: TxnTraces | undefined, txnId: string, span: TraceSpan | null, err: EngineError | null, a?: OutcomeAnswer): void {
+  if (err !== null && err.code !== 'outcome-unknown' && err.code !== 'exists') traces?.forget([txnId]);
+  if (span === null) return;
+  if (a !== undefined) span.set('verdict.outcome', a.outcome);
+  span.end(err ? err.message : undefined);
 }
 
 const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { committed: 'committed', aborted: 'aborted', 'in-progress': 'in_progress', unknown: 'unknown' };
 
 /** Every Coordinator RPC but the lease ones (src/node/lease-service.ts). */
 export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHandlers {
-  const { cfg, members, driver, core, engine, table, metrics, access } = deps;
+  const { cfg, members, driver, core, engine, table, metrics, access, traces } = deps;
   const refusal = deps.refusal ?? (() => null);
   const nowMs = deps.nowMs ?? Date.now;
   const endpointChanges = new EndpointChanges();
@@ -250,10 +281,14 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     Begin: (call, cb) => {
       const refused = refusal();
       if (refused) return cb(refused);
+      const span = receivedSpan(traces, engine, 'begin', call.request.txnId, call);
       try {
         const { deadlineAtMs } = engine.begin(call.request.txnId, call.request.timeoutMs);
+        span?.end();
         cb(null, { txnId: call.request.txnId, deadlineAtMs, leaderId: cfg.nodeId });
       } catch (err) {
+        if (err instanceof EngineError) endSpan(traces, call.request.txnId, span, err);
+        else span?.end(String(err));
         if (err instanceof EngineError) return cb(fail(err));
         throw err;
       }
@@ -263,18 +298,27 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       if (refused) return cb(refused);
       const startedAt = process.hrtime.bigint();
       const reply = outcomeReply(cb);
+      const span = receivedSpan(traces, engine, 'commit', call.request.txnId, call);
       engine.commit(
         call.request.txnId,
         call.request.participants.map((e) => ({ participantId: e.participantId, payload: e.payload ?? new Uint8Array() })),
         (err, a) => {
           metrics?.observeCommit(Number(process.hrtime.bigint() - startedAt) / 1e9, err || !a ? 'error' : ANSWER[a.outcome]);
+          endSpan(traces, call.request.txnId, span, err, a);
           reply(err, a);
         },
         call.request.begin === true ? { timeoutMs: call.request.timeoutMs ?? 0 } : undefined,
         call.request.commitMode === 'COMMIT_MODE_PARALLEL' ? true : call.request.commitMode === 'COMMIT_MODE_CLASSIC' ? false : undefined,
       );
     },
-    Abort: (call, cb) => engine.abort(call.request.txnId, call.request.reason, outcomeReply(cb)),
+    Abort: (call, cb) => {
+      const span = receivedSpan(traces, engine, 'abort', call.request.txnId, call);
+      const reply = outcomeReply(cb);
+      engine.abort(call.request.txnId, call.request.reason, (err, a) => {
+        endSpan(traces, call.request.txnId, span, err, a);
+        reply(err, a);
+      });
+    },
     GetOutcome: (call, cb) => {
       // Asked as a participant, the question may make the leader log ABORT (R3): only that participant may ask so.
       const p = call.request.participantId;

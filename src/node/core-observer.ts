@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
 import type { NodeCoreObserver, ParticipantLinks } from './core.ts';
 import { noVoteError, type ParticipantLink } from './participant-link.ts';
+import type { TxnTraces } from './txn-traces.ts';
 
 export interface WatchOptions {
   log: Logger;
@@ -16,30 +17,44 @@ export interface WatchOptions {
   /** The node's current Raft term. */
   term: () => number;
   nowMs: () => number;
+  /** Each transaction's trace context and spans (./txn-traces.ts); its trace id goes on every log line about it. */
+  traces: TxnTraces;
 }
 
 /** Role changes, proposals and applied decisions, into the timeline and the log. */
-export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted' | 'onResult' | 'onProposing'> {
-  const { log, timeline } = o;
+export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted' | 'onResult' | 'onProposing' | 'onProposalFailed'> {
+  const { log, timeline, traces } = o;
   const debugOn = log.isLevelEnabled('debug');
   return {
     onPersisted: (rd) => {
       if (!rd.softState) return;
+      if (rd.softState.role !== 'leader') traces.clear();
       o.leaders.note(o.nowMs(), o.term(), rd.softState.leader);
       log.info({ term: o.term(), role: rd.softState.role, leader: rd.softState.leader || null }, 'raft role changed');
     },
     onProposing: (cmd) => {
-      if (cmd.t === 'decide') timeline.record(cmd.txnId, { atMs: o.nowMs(), kind: 'proposed', detail: cmd.outcome.toUpperCase() });
+      if (cmd.t !== 'decide') return;
+      timeline.record(cmd.txnId, { atMs: o.nowMs(), kind: 'proposed', detail: cmd.outcome.toUpperCase() });
+      traces.proposing(cmd.txnId, cmd.outcome);
+    },
+    onProposalFailed: (cmd, err) => {
+      if (cmd.t === 'decide') traces.proposalFailed(cmd.txnId, err);
     },
     onResult: (entry, result) => {
       if (result.t === 'decide') {
         const dec = result.decision;
         const detail = `${dec.outcome.toUpperCase()}${result.first ? '' : ' again (a no-op: the first decision stands, R1)'}${dec.reason ? `: ${dec.reason}` : ''}`;
         timeline.record(dec.txnId, { atMs: o.nowMs(), kind: 'decided', index: entry.index, detail });
+        traces.applied(dec.txnId, entry.index);
         // The level check first: the log line's fields would be built for every decision even with debug off.
-        if (result.first && debugOn) log.debug({ txnId: dec.txnId, outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined }, 'decision applied');
+        if (result.first && debugOn)
+          log.debug(
+            { txnId: dec.txnId, traceId: traces.traceIdOf(dec.txnId), outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined },
+            'decision applied',
+          );
       } else if (result.t === 'forget') {
         for (const id of result.txnIds) if (timeline.has(id)) timeline.record(id, { atMs: o.nowMs(), kind: 'forget', index: entry.index });
+        traces.forget(result.txnIds);
       }
     },
   };
@@ -52,38 +67,47 @@ export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted'
  * began a transaction (for the timeline's first event).
  */
 export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txnId: string) => number): ParticipantLinks {
-  const { log, timeline } = o;
+  const { log, timeline, traces } = o;
   return {
     sendPrepare: (to, req, timeoutMs, cb) => {
       const now = o.nowMs();
       if (!timeline.has(req.txnId)) timeline.record(req.txnId, { atMs: now - ageMs(req.txnId), kind: 'begin' });
       timeline.record(req.txnId, { atMs: now, kind: 'prepare', participantId: to.id });
-      link.prepare(to, req, timeoutMs, (err, vote) => {
+      // With tracing off not even the attributes are built.
+      const span = traces.tracing.on ? traces.child('verdict.prepare', req.txnId, { 'verdict.participant_id': to.id }) : null;
+      const traceId = traces.traceIdOf(req.txnId);
+      link.prepare(to, req, timeoutMs, span?.context ?? traces.contextOf(req.txnId), (err, vote) => {
+        if (span !== null) {
+          if (vote !== undefined) span.set('verdict.vote', vote.vote);
+          span.end(err ? err.message : undefined);
+        }
         timeline.record(req.txnId, {
           atMs: o.nowMs(),
           kind: 'vote',
           participantId: to.id,
           detail: err ? `no vote: ${err.message}` : vote ? `${vote.vote.toUpperCase()}${vote.reason ? `: ${vote.reason}` : ''}` : 'no answer',
         });
-        if (err) log.info({ txnId: req.txnId, participantId: to.id, endpoint: to.endpoint, err: err.message }, 'PREPARE got no vote; the transaction aborts');
-        else if (vote?.vote === 'no') log.info({ txnId: req.txnId, participantId: to.id, reason: vote.reason }, 'participant voted NO');
+        if (err) log.info({ txnId: req.txnId, traceId, participantId: to.id, endpoint: to.endpoint, err: err.message }, 'PREPARE got no vote; the transaction aborts');
+        else if (vote?.vote === 'no') log.info({ txnId: req.txnId, traceId, participantId: to.id, reason: vote.reason }, 'participant voted NO');
         // The engine (and the abort reason it logs) hears no connection detail: see noVoteError.
         cb(err ? noVoteError(to, err) : null, vote);
       });
     },
     sendDecision: (to, req, timeoutMs, cb) => {
       timeline.record(req.txnId, { atMs: o.nowMs(), kind: 'decision-sent', participantId: to.id, detail: req.outcome.toUpperCase() });
-      link.decide(to, req, timeoutMs, (err) => {
+      const span = traces.tracing.on ? traces.child('verdict.decision', req.txnId, { 'verdict.participant_id': to.id, 'verdict.outcome': req.outcome }) : null;
+      link.decide(to, req, timeoutMs, span?.context ?? traces.contextOf(req.txnId), (err) => {
+        span?.end(err ? err.message : undefined);
         timeline.record(req.txnId, { atMs: o.nowMs(), kind: err ? 'no-ack' : 'ack', participantId: to.id, detail: err ? err.message : '' });
         // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
-        if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
+        if (err) log.debug({ txnId: req.txnId, traceId: traces.traceIdOf(req.txnId), participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
         cb(err);
       });
     },
     sendStatus: (to, txnId, timeoutMs, cb) => {
       link.status(to, txnId, timeoutMs, (err, status) => {
         timeline.record(txnId, { atMs: o.nowMs(), kind: 'status', participantId: to.id, detail: err ? `no answer: ${err.message}` : (status ?? '') });
-        if (err) log.info({ txnId, participantId: to.id, err: err.message }, 'recovery: the status question got no answer; asking again later');
+        if (err) log.info({ txnId, traceId: traces.traceIdOf(txnId), participantId: to.id, err: err.message }, 'recovery: the status question got no answer; asking again later');
         cb(err, status);
       });
     },

@@ -13,10 +13,10 @@ export function logFormat(env: NodeJS.ProcessEnv = process.env, isTTY = process.
   return isTTY ? 'pretty' : 'json';
 }
 
-/** Structured logs on stderr, so stdout stays free for command output. */
-export function createLogger(level: string, bindings: Record<string, string> = {}, format: LogFormat = logFormat()): Logger {
+/** Structured logs on stderr, so stdout stays free for command output; `json` into `destination` when given (a test). */
+export function createLogger(level: string, bindings: Record<string, string> = {}, format: LogFormat = logFormat(), destination?: DestinationStream): Logger {
   const opts = { level, base: { pid: process.pid, ...bindings } };
-  if (format === 'json') return pino(opts, pino.destination(2));
+  if (format === 'json') return pino(opts, destination ?? pino.destination(2));
   return pino(
     opts,
     prettyDestination((s) => process.stderr.write(s), process.stderr.isTTY === true && !process.env.NO_COLOR),

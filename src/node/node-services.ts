@@ -4,6 +4,7 @@
 // first (docs/limits.md): its size and encoding (src/transport/validate.ts),
 // its fields and the client's share (./limits.ts).
 
+import type { TxnTraces } from './txn-traces.ts';
 import * as grpc from '@grpc/grpc-js';
 import type { Access } from '../transport/auth.ts';
 import { coordinatorService } from '../transport/coordinator-rpc.ts';
@@ -55,6 +56,8 @@ export interface NodeServicesOptions {
   refusal: () => grpc.ServiceError | null;
   /** The leader's connection to a participant endpoint; '' when unknown. */
   connection: (endpoint: string) => string;
+  /** Each transaction's trace context (./txn-traces.ts); absent: calls are not traced. */
+  traces?: TxnTraces;
   observeCommit: (seconds: number, answer: CommitAnswer) => void;
 }
 
@@ -97,6 +100,7 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
         metrics: { observeCommit: o.observeCommit },
         refusal: o.refusal,
         connection: o.connection,
+        traces: o.traces,
       }),
       ...leaseApi({ members, core: o.core, leases: o.leases, nowMs: () => Date.now() }),
     },

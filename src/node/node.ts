@@ -45,6 +45,10 @@ import { shutdownServer } from '../transport/server.ts';
 import type { NodeConfig } from './config.ts';
 import { NodeCore, type NodeCoreIO, type NodeCoreObserver, type ParticipantLinks } from './core.ts';
 import { watchCore, watchedLinks, type WatchOptions } from './core-observer.ts';
+import { openTracing, otlpEndpointFrom } from '../transport/tracing.ts';
+import { TXNS_PER_IN_FLIGHT } from '../commit/engine-types.ts';
+import { TxnTraces } from './txn-traces.ts';
+import { withTraceIds } from '../util/trace-log.ts';
 import { snapshotStagger, UnappliableEntryError, type Driver } from './driver.ts';
 import { Handover } from './handover.ts';
 import { Refusals } from './limits.ts';
@@ -167,7 +171,15 @@ async function compose(
   open.add(() => transport.close());
   const link = new ParticipantLink(cfg.clusterId, tls ? (id) => tls.participant(id) : undefined, cfg.decisionLingerMs);
   open.add(() => link.close());
-  const watch: WatchOptions = { log, timeline: pages.timeline, leaders: pages.leaders, term: () => rawNode.raft.term, nowMs: () => Date.now() };
+  // Spans over OTLP when an endpoint is configured (docs/operations.md, "Tracing"); off, nothing is loaded or made.
+  const otlpEndpoint = otlpEndpointFrom(cfg.otlpEndpoint ?? undefined);
+  const tracing = await openTracing({ serviceName: 'verdict-node', instanceId: cfg.nodeId, ...(otlpEndpoint !== undefined ? { otlpEndpoint } : {}) });
+  open.add(() => tracing.shutdown());
+  if (otlpEndpoint !== undefined) log.info({ otlpEndpoint }, 'tracing: spans are exported over OTLP');
+  const traces = new TxnTraces(tracing, cfg.inFlightMax * TXNS_PER_IN_FLIGHT);
+  // From here on, a log line about a transaction with a trace carries its trace id.
+  log = withTraceIds(log, (txnId) => traces.traceIdOf(txnId));
+  const watch: WatchOptions = { log, timeline: pages.timeline, leaders: pages.leaders, term: () => rawNode.raft.term, nowMs: () => Date.now(), traces };
   // The node's core (src/node/core.ts), the same one the simulator runs, on the real clock, disk, network and links.
   const c = new NodeCore({
     id: cfg.nodeId,
@@ -221,6 +233,7 @@ async function compose(
     credentials: tls ? (id) => tls.participant(id) : undefined,
     observeStep: (seconds, kind, answered) => pages.sagaMetrics?.observeStep(seconds, kind, answered),
     stuckFlagged: (type) => pages.sagaMetrics?.stuckFlagged(type),
+    tracing,
     engine: {
       stuckAfterAttempts: cfg.sagaStuckAfterAttempts,
       actionAttemptsMax: cfg.sagaActionAttemptsMax,
@@ -248,6 +261,7 @@ async function compose(
     sagas,
     refusal: () => handover.refusal(),
     connection: (endpoint) => link.connection(endpoint),
+    traces,
     observeCommit: (seconds, answer) => pages.metrics?.observeCommit(seconds, answer),
   });
   // Clients' commit streams would otherwise hold the server for its whole grace period.

@@ -11,6 +11,7 @@ import { ParticipantClient } from '../transport/participant-rpc.ts';
 import { decisionToWire, prepareToWire, statusFromWire, voteFromWire } from '../transport/participant-wire.ts';
 import type { TxnStatus } from '../domain/protocol.ts';
 import { ParticipantExchange } from '../transport/participant-exchange.ts';
+import { traceToMetadata, type TraceContext } from '../transport/trace-context.ts';
 
 /**
  * Refusals only a participant's own PREPARE handler gives (grpc-js never
@@ -89,17 +90,25 @@ export class ParticipantLink {
     return c;
   }
 
-  prepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void {
-    this.client(to).prepare(prepareToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err, w) => {
-      if (err !== null || w === undefined) return cb(err ?? new Error(`participant ${to.id} answered PREPARE without a vote`));
-      const v = voteFromWire(w);
-      if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
-      cb(null, { vote: v.vote, reason: v.reason });
-    });
+  /** `trace`: the context the participant continues, sent as metadata (the request then goes as a unary call, which carries it). */
+  prepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, trace: TraceContext | undefined, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void {
+    const md = trace === undefined ? undefined : traceToMetadata(trace);
+    this.client(to).prepare(
+      prepareToWire({ clusterId: this.clusterId, ...req }),
+      timeoutMs,
+      (err, w) => {
+        if (err !== null || w === undefined) return cb(err ?? new Error(`participant ${to.id} answered PREPARE without a vote`));
+        const v = voteFromWire(w);
+        if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
+        cb(null, { vote: v.vote, reason: v.reason });
+      },
+      md,
+    );
   }
 
-  decide(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void {
-    this.client(to).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err), this.decisionLingerMs);
+  decide(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, trace: TraceContext | undefined, cb: (err: Error | null) => void): void {
+    const md = trace === undefined ? undefined : traceToMetadata(trace);
+    this.client(to).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err), this.decisionLingerMs, md);
   }
 
   /** The status question of parallel commit's recovery: a unary call, rare (only after a leader change). */

@@ -33,6 +33,8 @@ import type { NodeConfig } from './config.ts';
 import type { Membership } from './membership.ts';
 import { notLeader } from './raft-node-service.ts';
 import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
+import { traceFromMetadata, traceToMetadata, type TraceContext } from '../transport/trace-context.ts';
+import { NO_TRACING, type Tracing } from '../transport/tracing.ts';
 
 /** Step service channels kept open; beyond this the least recently used is closed. */
 const CHANNELS_MAX = 256;
@@ -46,6 +48,8 @@ const PAGE_TOKEN = /^[0-9]{1,16}$/;
 /** How often the leader looks for stuck sagas whose warn line is due, and how many lines one look writes at most. */
 const STUCK_SCAN_MS = 1_000;
 export const STUCK_LINES_PER_SCAN = 20;
+/** Sagas whose trace context this node remembers (StartSaga's `traceparent`); past it the oldest goes. */
+const SAGA_TRACES_MAX = 10_000;
 
 export interface SagaWiring {
   engine: SagaEngine;
@@ -83,10 +87,20 @@ export interface SagaWiringOptions {
   stuckFlagged?: (type: string | undefined) => void;
   /** Now, for the stuck warn lines' pace (Date.now when absent). */
   nowMs?: () => number;
+  /** Spans for StartSaga and each step call, continuing the starter's `traceparent` (docs/operations.md, "Tracing"); off by default. */
+  tracing?: Tracing;
 }
 
 export function sagaWiring(o: SagaWiringOptions): SagaWiring {
   const channels = new Map<string, SagaStepClient>();
+  const tracing = o.tracing ?? NO_TRACING;
+  /** sagaId → the context its step calls continue: kept on the node that took StartSaga, as for transactions (src/node/txn-traces.ts). */
+  const sagaTraces = new Map<string, TraceContext>();
+  const rememberTrace = (sagaId: string, ctx: TraceContext): void => {
+    sagaTraces.delete(sagaId);
+    sagaTraces.set(sagaId, ctx);
+    if (sagaTraces.size > SAGA_TRACES_MAX) sagaTraces.delete(sagaTraces.keys().next().value as string);
+  };
   // A channel per step service id and endpoint: the id is what its server certificate must name.
   const channel = (to: { id: string; endpoint: string }): SagaStepClient => {
     const key = `${to.id}\u0000${to.endpoint}`;
@@ -116,16 +130,31 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
         const sentAt = process.hrtime.bigint();
         const took = (): number => Number(process.hrtime.bigint() - sentAt) / 1e9;
         const call = { clusterId: o.cfg.clusterId, sagaId: req.sagaId, step: req.step, key: req.key, name: req.name, input: req.input, outputs: req.outputs.map((x) => x ?? ''), attempt: req.attempt };
+        const parent = sagaTraces.get(req.sagaId);
+        const span =
+          parent !== undefined && tracing.on
+            ? tracing.start(`verdict.saga.${req.kind}`, 'client', parent, {
+                'verdict.saga_id': req.sagaId,
+                'verdict.step': req.step,
+                'verdict.step_name': req.name,
+                'verdict.attempt': req.attempt,
+                'verdict.service': to.id,
+              })
+            : null;
+        const ctx = span?.context ?? parent;
         channel(to)
-          .call(req.kind, call, timeoutMs)
+          .call(req.kind, call, timeoutMs, ctx === undefined ? undefined : traceToMetadata(ctx))
           .then(
             (r) => {
+              span?.set('verdict.step_status', String(r.status));
+              span?.end();
               o.observeStep?.(took(), req.kind, true);
               // Wire enums are translated here; anything else is garbage, which the engine retries.
               const status = r.status === 'STEP_DONE' ? 'done' : r.status === 'STEP_FAILED' ? 'failed' : (String(r.status) as StepAnswer['status']);
               cb(null, { status, output: r.output, reason: r.reason });
             },
             (err: grpc.ServiceError) => {
+              span?.end(err.details ?? err.message);
               o.observeStep?.(took(), req.kind, false);
               o.log.debug({ sagaId: req.sagaId, step: req.step, kind: req.kind, service: to.id, attempt: req.attempt, err: err.details ?? err.message }, 'saga step call failed; retrying later');
               cb(new Error(`step service ${to.id}: ${err.details ?? err.message}`));
@@ -234,7 +263,22 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       const existing = o.sagas.sagas.get(r.sagaId);
       const refused = existing ? mayRead(call, existing, 'a repeated start') : null;
       if (refused) return cb(refused);
-      engine.start(r.sagaId, steps, pivot, answer(cb), who(call), tags);
+      const incoming = traceFromMetadata(call.metadata);
+      const span = tracing.on ? tracing.start('verdict.node.saga.start', 'server', incoming ?? undefined, { 'verdict.saga_id': r.sagaId, 'verdict.steps': steps.length }) : null;
+      const ctx = span?.context ?? incoming;
+      if (ctx !== null) rememberTrace(r.sagaId, ctx);
+      const reply = answer(cb);
+      engine.start(
+        r.sagaId,
+        steps,
+        pivot,
+        (err, info) => {
+          span?.end(err ? err.message : undefined);
+          reply(err, info);
+        },
+        who(call),
+        tags,
+      );
     },
     SagaStatus: (call, cb) => {
       const { sagaId, waitMs } = call.request;

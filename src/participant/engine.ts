@@ -513,7 +513,7 @@ export class ParticipantEngine {
   private violation(txnId: TxnId, outcome: Outcome, why: string): ParticipantError {
     this.stats.protocolViolations += 1;
     const decision = outcome === 'committed' ? 'COMMIT' : 'ABORT';
-    this.log.error({ txnId, participantId: this.o.participantId, decision, local: this.stateOf(txnId) ?? 'none' }, `protocol violation: ${decision} refused`);
+    this.log.error({ txnId, decision, local: this.stateOf(txnId) ?? 'none' }, `protocol violation: ${decision} refused`);
     return new ParticipantError('FAILED_PRECONDITION', `${decision} for transaction ${txnId} refused: ${why}`);
   }
 

@@ -38,6 +38,13 @@ import { classifyRegistrationError, registrationBackoffMs, retryAnyway } from '.
 import { endExchanges, newGate, participantHandlers, SERVED_OPTIONAL } from './serve.ts';
 import { NodeCallers } from './node-callers.ts';
 import { loadWith } from '../util/optional-package.ts';
+import type { ParticipantTracing } from './serve.ts';
+import { openTracing, otlpEndpointFrom, TracingSetupError } from '../transport/tracing.ts';
+import { childLogger } from '../util/child-log.ts';
+import { TraceIds, withTraceIds } from '../util/trace-log.ts';
+
+/** Transactions whose trace id a participant remembers for its log lines (about the most it holds prepared at once). */
+const TRACE_IDS_MAX = 10_000;
 
 /** How long the memory resource's PREPARE waits for a locked key by default (ParticipantOptions.lockWaitMs). */
 export const LOCK_WAIT_MS_DEFAULT = 1_000;
@@ -88,6 +95,13 @@ export interface ParticipantOptions {
   heuristicReportIntervalMs?: number;
   /** Engine bounds and timings (inDoubtAfterMs, askBackoffMinMs, ...). */
   engine?: EngineTuning;
+  /**
+   * OTLP/HTTP endpoint (e.g. http://127.0.0.1:4318) for spans of the
+   * PREPAREs and DECISIONs that arrive with a trace context (docs/operations.md,
+   * "Tracing"); OpenTelemetry's packages must be installed. Absent:
+   * OTEL_EXPORTER_OTLP_ENDPOINT; neither: no spans (trace ids still go on log lines).
+   */
+  otlpEndpoint?: string;
 }
 
 export interface ParticipantRuntime<R = MemoryResource> {
@@ -144,8 +158,10 @@ export async function startParticipant(o: ParticipantOptions & { mysql: MySqlPar
 export async function startParticipant(o: ParticipantOptions & { tcc: TccParticipantOptions }): Promise<ParticipantRuntime<TccResource>>;
 export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime>;
 export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime<MemoryResource | PostgresResource | MySqlResource | TccResource>> {
-  const log = o.logger.child({ participantId: o.participantId, clusterId: o.clusterId });
+  const traceIds = new TraceIds(TRACE_IDS_MAX);
+  const log = withTraceIds(childLogger(o.logger, { participantId: o.participantId, clusterId: o.clusterId }), (txnId) => traceIds.get(txnId));
   if (o.clusterId === '' || o.participantId === '') throw new ParticipantStartupError('cluster id and participant id must not be empty');
+  const tracing = await openParticipantTracing(o);
   if (o.endpointsOfCluster.length === 0) throw new ParticipantStartupError('at least one cluster endpoint is needed');
   const tls = loadParticipantTls(o);
   await claimDataDirectory(o);
@@ -172,7 +188,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   });
   const { engine } = parts;
 
-  const served = serveParticipant(o, engine, tls, link, log);
+  const served = serveParticipant(o, engine, tls, link, log, { tracing, ids: traceIds });
   let metricsServer: MetricsServer | null = null;
   let port: number;
   try {
@@ -193,6 +209,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
     served.server.forceShutdown();
     await opened.close();
     link.close();
+    await tracing.shutdown();
     if (err instanceof MetricsListenError) throw new ParticipantStartupError(`${err.message}; check --metrics-listen`);
     throw err;
   }
@@ -235,6 +252,7 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       await opened.close();
       link.close();
       await metricsServer?.close();
+      await tracing.shutdown().catch((err: unknown) => log.warn({ err: String(err) }, 'tracing: the last spans could not be exported'));
       log.info({ prepared: engine.counts().prepared }, 'participant stopped');
     })());
 
@@ -370,7 +388,18 @@ function realTimers(): { schedule: Schedule; clearAll(): void } {
 }
 
 /** `verdict.participant.Participant` served from the engine, with health, reflection and the edge's refusals. */
-function serveParticipant(o: ParticipantOptions, engine: ParticipantEngine, tls: TlsMaterial | null, link: ClusterLink, log: Logger) {
+/** Spans over OTLP when an endpoint is configured; off (nothing loaded) otherwise. */
+async function openParticipantTracing(o: ParticipantOptions): Promise<ParticipantTracing['tracing']> {
+  try {
+    const otlpEndpoint = otlpEndpointFrom(o.otlpEndpoint);
+    return await openTracing({ serviceName: 'verdict-participant', instanceId: o.participantId, ...(otlpEndpoint !== undefined ? { otlpEndpoint } : {}) });
+  } catch (err) {
+    if (err instanceof TracingSetupError) throw new ParticipantStartupError(err.message);
+    throw err;
+  }
+}
+
+function serveParticipant(o: ParticipantOptions, engine: ParticipantEngine, tls: TlsMaterial | null, link: ClusterLink, log: Logger, traced: ParticipantTracing) {
   const server = new grpc.Server({
     'grpc.max_receive_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
     'grpc.max_send_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
@@ -380,7 +409,7 @@ function serveParticipant(o: ParticipantOptions, engine: ParticipantEngine, tls:
   const callers = tls === null ? null : new NodeCallers({ clusterId: o.clusterId, fetchMembers: () => link.members(), nowMs: () => Date.now(), log });
   // Oversized and undecodable requests are answered INVALID_ARGUMENT at the edge (src/transport/validate.ts); the log lines about them are rate-limited.
   const refusals = new Refusals(log);
-  const guarded = guardService(participantService, participantHandlers(engine, gate, log, callers?.check ?? null), {
+  const guarded = guardService(participantService, participantHandlers(engine, gate, log, callers?.check ?? null, traced), {
     requestBytesMax: PARTICIPANT_MESSAGE_BYTES_MAX,
     onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
   });

@@ -26,6 +26,29 @@ import { TXN_ID_CHARS_MAX, txnIdProblem } from '../domain/txn-id.ts';
 import type { OptionalMethod } from '../domain/protocol.ts';
 import { ID_CHARS_MAX, quote } from '../transport/validate.ts';
 import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
+import { traceFromMetadata, traceIdOf } from '../transport/trace-context.ts';
+import type { TraceSpan, Tracing } from '../transport/tracing.ts';
+import type { TraceIds } from '../util/trace-log.ts';
+
+/**
+ * Tracing at the participant (docs/operations.md, "Tracing"): a PREPARE or
+ * DECISION whose metadata carries a `traceparent` gets a server span when
+ * `tracing` is on, and its trace id goes on the log lines about its
+ * transaction either way (`ids`). Streamed requests carry no metadata of
+ * their own; the leader sends traced ones as unary calls.
+ */
+export interface ParticipantTracing {
+  tracing: Tracing;
+  ids: TraceIds;
+}
+
+function tracedRequest(t: ParticipantTracing | null, name: string, txnId: string, participantId: string, md: grpc.Metadata): TraceSpan | null {
+  if (t === null) return null;
+  const incoming = traceFromMetadata(md);
+  if (incoming === null) return null;
+  t.ids.note(txnId, traceIdOf(incoming));
+  return t.tracing.on ? t.tracing.start(name, 'server', incoming, { 'verdict.txn_id': txnId, 'verdict.participant_id': participantId }) : null;
+}
 
 /** More participants than a coordinator ever enlists (its participantsMax is 64). */
 const PARTICIPANTS_MAX = 1_024;
@@ -63,12 +86,14 @@ function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: P
   gate.inFlight++;
   engine.prepare(req, (err, vote) => {
     gate.inFlight--;
-    if (err !== null || vote === undefined) cb(err);
-    else cb(null, voteToWire(vote));
+    if (err !== null || vote === undefined) return cb(err);
+    // Level first: the fields would be built for every PREPARE with debug off.
+    if (log.isLevelEnabled('debug')) log.debug({ txnId: req.txnId, vote: vote.vote, reason: vote.reason || undefined }, 'PREPARE answered');
+    cb(null, voteToWire(vote));
   });
 }
 
-function serveDecide(engine: ParticipantEngine, gate: Gate, req: DecideRequest, cb: Done<Ack>): void {
+function serveDecide(engine: ParticipantEngine, gate: Gate, log: Logger, req: DecideRequest, cb: Done<Ack>): void {
   const bad =
     badTxnId(req.txnId) ??
     badFields([
@@ -82,8 +107,9 @@ function serveDecide(engine: ParticipantEngine, gate: Gate, req: DecideRequest, 
   gate.inFlight++;
   engine.decide(decision, (err, ack) => {
     gate.inFlight--;
-    if (err !== null) cb(err);
-    else cb(null, ack);
+    if (err !== null) return cb(err);
+    if (log.isLevelEnabled('debug')) log.debug({ txnId: req.txnId, outcome: decision.outcome }, 'DECISION applied and acknowledged');
+    cb(null, ack);
   });
 }
 
@@ -116,6 +142,7 @@ export function participantHandlers(
   gate: Gate,
   log: Logger,
   callers: CallerCheck | null = null,
+  traced: ParticipantTracing | null = null,
 ): ParticipantHandlers & { Exchange: grpc.handleBidiStreamingCall<ExchangeBatch, AnswerBatch>; Status: grpc.handleUnaryCall<StatusRequest, StatusAnswer> } {
   const unary =
     <T>(cb: grpc.sendUnaryData<T>): Done<T> =>
@@ -139,8 +166,30 @@ export function participantHandlers(
     });
   };
   return {
-    Prepare: (call, cb) => fromNode(call, 'PREPARE', call.request.txnId, unary(cb), () => servePrepare(engine, gate, log, call.request, unary(cb))),
-    Decide: (call, cb) => fromNode(call, 'DECISION', call.request.txnId, unary(cb), () => serveDecide(engine, gate, call.request, unary(cb))),
+    Prepare: (call, cb) =>
+      fromNode(call, 'PREPARE', call.request.txnId, unary(cb), () => {
+        const span = tracedRequest(traced, 'verdict.participant.prepare', call.request.txnId, call.request.participantId, call.metadata);
+        const answer = unary(cb);
+        servePrepare(engine, gate, log, call.request, (err, vote) => {
+          if (span !== null) {
+            if (vote !== undefined) span.set('verdict.vote', vote.vote === 'VOTE_YES' ? 'yes' : 'no');
+            span.end(err?.message);
+          }
+          answer(err, vote);
+        });
+      }),
+    Decide: (call, cb) =>
+      fromNode(call, 'DECISION', call.request.txnId, unary(cb), () => {
+        const span = tracedRequest(traced, 'verdict.participant.decision', call.request.txnId, call.request.participantId, call.metadata);
+        span?.set('verdict.outcome', call.request.decision === 'DECISION_COMMIT' ? 'commit' : 'abort');
+        const answer = unary(cb);
+        serveDecide(engine, gate, log, call.request, (err, ack) => {
+          span?.end(err?.message);
+          // Acknowledged: nothing more is logged about the transaction here.
+          if (err === null) traced?.ids.drop(call.request.txnId);
+          answer(err, ack);
+        });
+      }),
     Status: (call, cb) => fromNode(call, 'status question', call.request.txnId, unary(cb), () => serveStatus(engine, gate, call.request, unary(cb))),
     Exchange: (call) =>
       fromNode(
@@ -195,7 +244,7 @@ function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call:
         });
       } else if (r.decision) {
         votedYes.delete(r.decision.txnId);
-        serveDecide(engine, gate, r.decision, (err, ack) => answer(err !== null ? fail(id, err) : { id, ack }));
+        serveDecide(engine, gate, log, r.decision, (err, ack) => answer(err !== null ? fail(id, err) : { id, ack }));
       } else answer(fail(id, new ParticipantError('INVALID_ARGUMENT', `request ${id} carries neither a PREPARE nor a DECISION`)));
     },
   });

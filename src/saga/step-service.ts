@@ -14,6 +14,7 @@
 // over TLS; a TLS cluster calls every step service over TLS. Without TLS it
 // serves plaintext on loopback only, unless told `insecure`.
 
+import { childLogger } from '../util/child-log.ts';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -138,7 +139,7 @@ const isInboxRecord = (v: unknown): v is InboxRecord => {
 };
 
 export async function startStepService(o: StepServiceOptions): Promise<StepService> {
-  const log = o.logger.child({ stepService: o.serviceId });
+  const log = childLogger(o.logger, { stepService: o.serviceId });
   const tls = stepServiceTls(o);
   mkdirSync(o.dataDir, { recursive: true });
   const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: nodeChannelCredentials(tls, { clusterId: o.clusterId }) } : {}) });

@@ -1,6 +1,7 @@
 // Node-to-node Raft transport over gRPC: one long-lived client stream per
 // peer for outbound traffic (see peer.ts), and the `verdict.raft.Raft`
 // service for inbound traffic, served by the node beside its other services.
+import { childLogger } from '../util/child-log.ts';
 import { assert } from '../util/assert.ts';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -121,7 +122,7 @@ export class GrpcTransport implements Transport {
     assert(o.clusterId !== '', 'transport has a cluster id');
     assert(o.selfId !== NONE, 'transport has a node id');
     this.o = o;
-    this.log = o.logger.child({ component: 'transport', clusterId: o.clusterId, node: o.selfId });
+    this.log = childLogger(o.logger, { component: 'transport', clusterId: o.clusterId, node: o.selfId });
     this.refusals = new RefusalLog(this.log);
     this.updatePeers(o.peers);
   }

@@ -50,7 +50,10 @@ export class ParticipantExchange {
   /** Each request carries its vote (a prepare) or ack (a decision); its id is the stream's to give. */
   private readonly stream: RequestStream<ExchangeRequest, Vote | Ack, ExchangeBatch, AnswerBatch, ExchangeAnswer>;
 
-  constructor(client: grpc.Client, endpoint: string) {
+  constructor(
+    private readonly client: grpc.Client,
+    endpoint: string,
+  ) {
     this.stream = new RequestStream(client, {
       method: participantService.Exchange as grpc.MethodDefinition<ExchangeBatch, AnswerBatch>,
       batch: (requests) => ({ requests: requests.map(({ id, req }) => ({ ...req, id })) }),
@@ -80,12 +83,19 @@ export class ParticipantExchange {
     });
   }
 
-  prepare(req: PrepareRequest, timeoutMs: number, cb: Answer<Vote>): void {
+  /**
+   * With `metadata` (a trace context, src/transport/trace-context.ts) the
+   * PREPARE goes as a unary call, whose metadata is its own: a message on
+   * the shared stream has none.
+   */
+  prepare(req: PrepareRequest, timeoutMs: number, cb: Answer<Vote>, metadata?: grpc.Metadata): void {
+    if (metadata !== undefined) return settle(unaryCall(this.client, participantService.Prepare, req, timeoutMs, metadata), cb);
     this.stream.send({ id: 0, prepare: req }, timeoutMs, cb as Answer<Vote | Ack>);
   }
 
-  /** With `lingerMs` the DECISION waits up to that long to share the next PREPARE's message (see RequestStream.send). */
-  decide(req: DecideRequest, timeoutMs: number, cb: Answer<Ack>, lingerMs = 0): void {
+  /** With `lingerMs` the DECISION waits up to that long to share the next PREPARE's message (see RequestStream.send); with `metadata`, a unary call as for prepare. */
+  decide(req: DecideRequest, timeoutMs: number, cb: Answer<Ack>, lingerMs = 0, metadata?: grpc.Metadata): void {
+    if (metadata !== undefined) return settle(unaryCall(this.client, participantService.Decide, req, timeoutMs, metadata), cb);
     this.stream.send({ id: 0, decision: req }, timeoutMs, cb as Answer<Vote | Ack>, lingerMs);
   }
 
@@ -93,4 +103,11 @@ export class ParticipantExchange {
   close(): void {
     this.stream.close();
   }
+}
+
+function settle<T>(p: Promise<T>, cb: Answer<T>): void {
+  p.then(
+    (v) => cb(null, v),
+    (err: grpc.ServiceError) => cb(err),
+  );
 }

@@ -4,6 +4,7 @@
 // States: no stream (idle) → stream open → stream ended → backoff → (next
 // flush) stream open … A stream is opened lazily, only when there is
 // something to send, so a silent peer costs nothing.
+import { childLogger } from '../util/child-log.ts';
 import { assert } from '../util/assert.ts';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -61,7 +62,7 @@ export class PeerLink {
   constructor(o: PeerLinkOptions) {
     this.o = o;
     this.address = o.address;
-    this.log = o.logger.child({ peer: o.peerId, address: o.address });
+    this.log = childLogger(o.logger, { peer: o.peerId, address: o.address });
     this.client = new grpc.Client(o.address, o.credentials, o.channelOptions);
   }
 

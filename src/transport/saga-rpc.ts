@@ -63,9 +63,10 @@ export class SagaStepClient {
     this.client = new grpc.Client(endpoint, credentials, { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2_000 });
   }
 
-  call(kind: 'action' | 'compensate', req: StepRequest, timeoutMs: number): Promise<StepResult> {
+  /** `metadata`: the saga's trace context (src/transport/trace-context.ts), when it has one. */
+  call(kind: 'action' | 'compensate', req: StepRequest, timeoutMs: number, metadata?: grpc.Metadata): Promise<StepResult> {
     const m = sagaStepService[kind === 'action' ? 'Execute' : 'Compensate'] as grpc.MethodDefinition<StepRequest, StepResult>;
-    return unaryCall(this.client, m, req, timeoutMs);
+    return unaryCall(this.client, m, req, timeoutMs, metadata);
   }
 
   end(req: SagaEndRequest, timeoutMs: number): Promise<unknown> {
