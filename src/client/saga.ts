@@ -157,7 +157,12 @@ export class SagaCaller {
   async start(spec: SagaSpec): Promise<SagaHandle> {
     const id = spec.id ?? newTxnId(Date.now(), pooledRandomBytes(10));
     const steps = spec.steps.map((s) => ({ service: s.service, name: s.name, input: s.input ?? '' }));
-    await this.call('StartSaga', { sagaId: id, steps, pivotPlusOne: spec.pivot === undefined ? 0 : spec.pivot + 1, type: spec.type ?? '', labels: spec.labels ?? {} }, CALL_MS, checkedTrace(spec.trace));
+    await this.call(
+      'StartSaga',
+      { sagaId: id, steps, pivotPlusOne: spec.pivot === undefined ? 0 : spec.pivot + 1, type: spec.type ?? '', labels: spec.labels ?? {} },
+      CALL_MS,
+      checkedTrace(spec.trace),
+    );
     return new SagaHandle(this, id);
   }
 
