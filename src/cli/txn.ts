@@ -257,10 +257,12 @@ async function show(client: VerdictClient, args: string[]): Promise<void> {
       print(`phase        ${t.phase}`);
       print(`age          ${age(t.ageMs)}`);
       print('');
-      const rows = [['PARTICIPANT', 'VOTE', 'ACKED', 'RETRIES']];
+      const gaps = t.participants.some((p) => p.unimplemented !== '');
+      const rows = [['PARTICIPANT', 'VOTE', 'ACKED', 'RETRIES', ...(gaps ? ['PROBLEM'] : [])]];
       // A presumed abort needs no ACK (R5): "no" there would read as a stuck participant.
       const ackOf = (acked: boolean): string => (acked ? 'yes' : t.phase === 'aborted' ? 'not needed' : 'no');
-      for (const p of t.participants) rows.push([p.participantId, p.vote || '-', ackOf(p.acked), String(p.retries)]);
+      const problem = (method: string): string => (method === '' ? '' : `does not implement ${method} (answers UNIMPLEMENTED)`);
+      for (const p of t.participants) rows.push([p.participantId, p.vote || '-', ackOf(p.acked), String(p.retries), ...(gaps ? [problem(p.unimplemented)] : [])]);
       table(rows);
     } else if (known) {
       print('participants (not tracked any more: every participant acknowledged the decision, or it was a presumed abort)');

@@ -33,7 +33,7 @@
 
 import { assert } from '../util/assert.ts';
 import type { ApplyResult, Decision, DecisionTable } from './state.ts';
-import { type DecisionOutcome, PARALLEL_COMMIT_NEEDS } from '../domain/protocol.ts';
+import { type DecisionOutcome, PARALLEL_COMMIT_NEEDS, unimplementedMethod } from '../domain/protocol.ts';
 import { beginRefusal, forgottenReason, futureIdRefusal } from './id-newness.ts';
 import { phaseCounts } from './engine-views.ts';
 import {
@@ -674,6 +674,7 @@ export class CommitProtocol {
     this.io.sendDecision(m.record, req, this.cfg.rpcDeadlineMs, (err) => {
       m.inFlight = false;
       if (this.txns.get(t.id) !== t) return;
+      m.unimplemented = unimplementedMethod(err) ?? undefined;
       if (err) {
         m.retries++;
         this.stats.decisionRetries++;

@@ -4,7 +4,7 @@
 // (./commit-protocol.ts), the operator actions (./operator-actions.ts) and
 // the read views (./engine-views.ts) share.
 
-import type { ClusterOutcome, Decide, DecisionOutcome, Prepare, Vote } from '../domain/protocol.ts';
+import type { ClusterOutcome, Decide, DecisionOutcome, ParticipantMethod, Prepare, Vote } from '../domain/protocol.ts';
 import type { ApplyResult, Command, Decision, HeuristicRecord, ParticipantRecord, Resolution } from './state.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
 import type { TxnStatus } from '../domain/protocol.ts';
@@ -141,6 +141,8 @@ export interface Member {
   retries: number;
   nextRetryAtMs: number;
   inFlight: boolean;
+  /** Set when its last DECISION was answered UNIMPLEMENTED (a participant without Decide), for `txn show`. */
+  unimplemented?: ParticipantMethod;
 }
 
 /** What a transaction of this leader carries when it commits in parallel (./parallel-commit.ts). */
@@ -181,7 +183,8 @@ export interface TxnView {
   reason: string;
   ageMs: number;
   decisionIndex: number;
-  participants: { id: string; vote: Vote | null; acked: boolean; retries: number }[];
+  /** `unimplemented`: the method it answered UNIMPLEMENTED to (its DECISION, or recovery's status question); '' when none. */
+  participants: { id: string; vote: Vote | null; acked: boolean; retries: number; unimplemented: string }[];
   heuristics: HeuristicRecord[];
   resolutions: Resolution[];
 }

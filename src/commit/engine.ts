@@ -44,7 +44,7 @@ export class CoordinatorEngine extends CommitProtocol {
   }
 
   private viewState(): ViewState {
-    return { txns: this.txns, table: this.table, lastSeen: this.lastSeen, nowMs: this.io.nowMs(), inDoubtAfterMs: this.cfg.inDoubtAfterMs };
+    return { txns: this.txns, table: this.table, lastSeen: this.lastSeen, nowMs: this.io.nowMs(), inDoubtAfterMs: this.cfg.inDoubtAfterMs, recoveryGaps: (id) => this.pc.unimplemented(id) };
   }
 
   // ---- operator actions (./operator-actions.ts) -----------------------------

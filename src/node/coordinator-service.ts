@@ -176,7 +176,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     phase: t.phase,
     ageMs: Math.max(0, t.ageMs),
     decisionIndex: t.decisionIndex,
-    participants: t.participants.map((p) => ({ participantId: p.id, vote: p.vote ?? '', acked: p.acked, retries: p.retries })),
+    participants: t.participants.map((p) => ({ participantId: p.id, vote: p.vote ?? '', acked: p.acked, retries: p.retries, unimplemented: p.unimplemented })),
     heuristics: t.heuristics.map(heuristicInfo),
     resolutions: t.resolutions.map(resolutionInfo),
   });

@@ -8,6 +8,8 @@ import type { Logger } from 'pino';
 import type { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
 import type { NodeCoreObserver, ParticipantLinks } from './core.ts';
 import { noVoteError, type ParticipantLink } from './participant-link.ts';
+import { MethodUnimplementedError } from '../domain/protocol.ts';
+import { neededFor, type ProtocolGaps } from './protocol-gaps.ts';
 
 export interface WatchOptions {
   log: Logger;
@@ -16,6 +18,8 @@ export interface WatchOptions {
   /** The node's current Raft term. */
   term: () => number;
   nowMs: () => number;
+  /** Participants that answer UNIMPLEMENTED to a method the cluster needs (./protocol-gaps.ts). */
+  gaps?: ProtocolGaps;
 }
 
 /** Role changes, proposals and applied decisions, into the timeline and the log. */
@@ -53,12 +57,16 @@ export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted'
  */
 export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txnId: string) => number): ParticipantLinks {
   const { log, timeline } = o;
+  const gap = (err: Error | null, txnId: string): void => {
+    if (err instanceof MethodUnimplementedError) o.gaps?.report(log, o.nowMs(), err.participantId, err.method, txnId, neededFor(err.method));
+  };
   return {
     sendPrepare: (to, req, timeoutMs, cb) => {
       const now = o.nowMs();
       if (!timeline.has(req.txnId)) timeline.record(req.txnId, { atMs: now - ageMs(req.txnId), kind: 'begin' });
       timeline.record(req.txnId, { atMs: now, kind: 'prepare', participantId: to.id });
       link.prepare(to, req, timeoutMs, (err, vote) => {
+        gap(err, req.txnId);
         timeline.record(req.txnId, {
           atMs: o.nowMs(),
           kind: 'vote',
@@ -74,6 +82,7 @@ export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txn
     sendDecision: (to, req, timeoutMs, cb) => {
       timeline.record(req.txnId, { atMs: o.nowMs(), kind: 'decision-sent', participantId: to.id, detail: req.outcome.toUpperCase() });
       link.decide(to, req, timeoutMs, (err) => {
+        gap(err, req.txnId);
         timeline.record(req.txnId, { atMs: o.nowMs(), kind: err ? 'no-ack' : 'ack', participantId: to.id, detail: err ? err.message : '' });
         // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
         if (err) log.debug({ txnId: req.txnId, participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
@@ -82,6 +91,7 @@ export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txn
     },
     sendStatus: (to, txnId, timeoutMs, cb) => {
       link.status(to, txnId, timeoutMs, (err, status) => {
+        gap(err, txnId);
         timeline.record(txnId, { atMs: o.nowMs(), kind: 'status', participantId: to.id, detail: err ? `no answer: ${err.message}` : (status ?? '') });
         if (err) log.info({ txnId, participantId: to.id, err: err.message }, 'recovery: the status question got no answer; asking again later');
         cb(err, status);

@@ -153,7 +153,7 @@ async function compose(
   open.add(() => transport.close());
   const link = new ParticipantLink(cfg.clusterId, tls ? (id) => tls.participant(id) : undefined, cfg.decisionLingerMs);
   open.add(() => link.close());
-  const watch: WatchOptions = { log, timeline: pages.timeline, leaders: pages.leaders, term: () => rawNode.raft.term, nowMs: () => Date.now() };
+  const watch: WatchOptions = { log, timeline: pages.timeline, leaders: pages.leaders, gaps: pages.gaps, term: () => rawNode.raft.term, nowMs: () => Date.now() };
   // The node's core (src/node/core.ts), the same one the simulator runs, on the real clock, disk, network and links.
   const c = new NodeCore({
     id: cfg.nodeId,

@@ -9,7 +9,7 @@ import type { ParticipantRecord } from '../commit/state.ts';
 import * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
 import { decisionToWire, prepareToWire, statusFromWire, voteFromWire } from '../transport/participant-wire.ts';
-import type { TxnStatus } from '../domain/protocol.ts';
+import { MethodUnimplementedError, type ParticipantMethod, type TxnStatus } from '../domain/protocol.ts';
 import { ParticipantExchange } from '../transport/participant-exchange.ts';
 
 /**
@@ -33,6 +33,12 @@ export function noVoteError(to: ParticipantRecord, err: Error): Error {
   const code = (err as Partial<grpc.ServiceError>).code;
   if (code !== undefined && PARTICIPANT_REFUSALS.has(code)) return err;
   return new Error(`no answer from participant ${to.id} at its registered endpoint (unreachable, not a participant, or too slow; the leader's log names the error)`);
+}
+
+/** A participant's UNIMPLEMENTED, as the commit protocol's error that names the method; any other error as it came. */
+function named(to: ParticipantRecord, method: ParticipantMethod, err: Error): Error {
+  if ((err as Partial<grpc.ServiceError>).code !== grpc.status.UNIMPLEMENTED) return err;
+  return new MethodUnimplementedError(to.id, method, (err as Partial<grpc.ServiceError>).details ?? '');
 }
 
 /** Channels kept open; beyond this the least recently used is closed. */
@@ -91,7 +97,8 @@ export class ParticipantLink {
 
   prepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void {
     this.client(to).prepare(prepareToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err, w) => {
-      if (err !== null || w === undefined) return cb(err ?? new Error(`participant ${to.id} answered PREPARE without a vote`));
+      if (err !== null) return cb(named(to, 'Prepare', err));
+      if (w === undefined) return cb(new Error(`participant ${to.id} answered PREPARE without a vote`));
       const v = voteFromWire(w);
       if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
       cb(null, { vote: v.vote, reason: v.reason });
@@ -99,7 +106,7 @@ export class ParticipantLink {
   }
 
   decide(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void {
-    this.client(to).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err), this.decisionLingerMs);
+    this.client(to).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err === null ? null : named(to, 'Decide', err)), this.decisionLingerMs);
   }
 
   /** The status question of parallel commit's recovery: a unary call, rare (only after a leader change). */
@@ -112,7 +119,7 @@ export class ParticipantLink {
           if (s === null) return cb(new Error(`participant ${to.id} answered an invalid status ${JSON.stringify(w.status)}`));
           cb(null, s);
         },
-        (err: Error) => cb(err),
+        (err: Error) => cb(named(to, 'Status', err)),
       );
   }
 

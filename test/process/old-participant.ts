@@ -41,7 +41,14 @@ function service(file: string, pkg: string, name: string): grpc.ServiceClientCon
 }
 
 /** Starts it on a free loopback port and registers it with the cluster at `nodes` (retrying until a leader takes it). */
-export async function startOldParticipant(clusterId: string, id: string, nodes: readonly string[]): Promise<OldParticipant> {
+/**
+ * `serves`: what it says it serves at registration (absent: the field is not
+ * sent, as the oldest participant did); a participant may claim Status and
+ * still lack it, as one written from the protos by hand may.
+ * `askAfterMs`: how long a prepared transaction waits for its DECISION before
+ * the participant asks the cluster (1 s).
+ */
+export async function startOldParticipant(clusterId: string, id: string, nodes: readonly string[], o: { serves?: string[]; askAfterMs?: number } = {}): Promise<OldParticipant> {
   const Participant = service('participant.proto', 'participant', 'Participant');
   const Coordinator = service('coordinator.proto', 'coordinator', 'Coordinator');
   const server = new grpc.Server();
@@ -90,7 +97,7 @@ export async function startOldParticipant(clusterId: string, id: string, nodes: 
       p.state.set(txn_id, 'prepared');
       vote('VOTE_YES');
       // In doubt after a while without a DECISION: ask the cluster (R4).
-      later(1_000, () => askUntilDecided(txn_id, 0));
+      later(o.askAfterMs ?? 1_000, () => askUntilDecided(txn_id, 0));
     },
     Decide: (call: grpc.ServerUnaryCall<Record<string, string>, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       const { cluster_id, txn_id, participant_id, decision } = call.request;
@@ -143,7 +150,7 @@ export async function startOldParticipant(clusterId: string, id: string, nodes: 
   // Registration, without `serves`: the field did not exist when this participant was written.
   for (let attempt = 0; ; attempt++) {
     try {
-      await call('RegisterParticipant', { cluster_id: clusterId, participant_id: id, endpoint: p.address, resource_kind: 'memory' });
+      await call('RegisterParticipant', { cluster_id: clusterId, participant_id: id, endpoint: p.address, resource_kind: 'memory', ...(o.serves ? { serves: o.serves } : {}) });
       return p;
     } catch (err) {
       if (attempt >= 100) {
