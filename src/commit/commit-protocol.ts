@@ -33,7 +33,7 @@
 
 import { assert } from '../util/assert.ts';
 import type { ApplyResult, Decision, DecisionTable } from './state.ts';
-import { type DecisionOutcome, PARALLEL_COMMIT_NEEDS, unimplementedMethod } from '../domain/protocol.ts';
+import { type DecisionOutcome, NotDeliveredError, PARALLEL_COMMIT_NEEDS, unimplementedMethod } from '../domain/protocol.ts';
 import { beginRefusal, forgottenReason, futureIdRefusal } from './id-newness.ts';
 import { phaseCounts } from './engine-views.ts';
 import {
@@ -382,7 +382,9 @@ export class CommitProtocol {
     if (d.outcome !== 'abort' || this.validateEnlistment(enlist) !== null) return;
     const t = this.txns.get(d.txnId);
     // A NO voter aborted on its own: it is owed nothing.
-    const missing = enlist.map((e) => e.participantId).filter((p) => !d.participants.includes(p) && t?.members.get(p)?.vote !== 'no');
+    // Nor is one whose PREPARE from this leader provably never reached it (R3).
+    const owed = (p: string): boolean => t?.members.get(p)?.vote !== 'no' && t?.members.get(p)?.mayBePrepared !== false;
+    const missing = enlist.map((e) => e.participantId).filter((p) => !d.participants.includes(p) && owed(p));
     if (missing.length === 0) return;
     this.io.propose({ t: 'decide', txnId: d.txnId, outcome: 'abort', reason: d.reason, participants: missing, atMs: this.io.nowMs() }, () => {});
   }
@@ -463,8 +465,11 @@ export class CommitProtocol {
     for (const m of t.members.values()) {
       const req: PrepareRequest = { txnId: t.id, participantId: m.record.id, participants: ids, payload: m.payload, timeoutMs: remainingMs };
       m.inFlight = true;
+      m.mayBePrepared = true;
       this.io.sendPrepare(m.record, req, Math.min(remainingMs, this.cfg.rpcDeadlineMs), (err, vote) => {
         m.inFlight = false;
+        // Provably never delivered: nothing is prepared there, so no ABORT is owed (R3).
+        if (err instanceof NotDeliveredError) m.mayBePrepared = false;
         if (this.txns.get(t.id) !== t || t.phase !== 'preparing') return;
         if (err || !vote) return this.decideAbort(t, `participant ${m.record.id} did not vote: ${err?.message ?? 'no answer'}`, 'unreachable');
         this.heardFrom(m.record.id);

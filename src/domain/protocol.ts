@@ -106,6 +106,24 @@ export class MethodUnimplementedError extends Error {
   }
 }
 
+/**
+ * A PREPARE that provably never reached its participant: the connection to
+ * it could not be made (refused, no route), or the participant said it has
+ * closed. Made at the transport edge; the commit protocol then knows the
+ * participant holds nothing prepared for T, so an ABORT is not owed to it
+ * (presumed abort, R3). Any failure that may have followed delivery (a
+ * timeout, a connection lost mid-call) is not this error.
+ */
+export class NotDeliveredError extends Error {
+  constructor(
+    readonly participantId: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'NotDeliveredError';
+  }
+}
+
 /** The method a participant lacks when err says so, else null. */
 export function unimplementedMethod(err: Error | null | undefined): ParticipantMethod | null {
   return err instanceof MethodUnimplementedError ? err.method : null;

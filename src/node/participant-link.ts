@@ -9,7 +9,7 @@ import type { ParticipantRecord } from '../commit/state.ts';
 import * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
 import { decisionToWire, prepareToWire, statusFromWire, voteFromWire } from '../transport/participant-wire.ts';
-import { MethodUnimplementedError, type ParticipantMethod, type TxnStatus } from '../domain/protocol.ts';
+import { MethodUnimplementedError, NotDeliveredError, type ParticipantMethod, type TxnStatus } from '../domain/protocol.ts';
 import { ParticipantExchange } from '../transport/participant-exchange.ts';
 
 /**
@@ -32,7 +32,20 @@ const PARTICIPANT_REFUSALS: ReadonlySet<number> = new Set([grpc.status.FAILED_PR
 export function noVoteError(to: ParticipantRecord, err: Error): Error {
   const code = (err as Partial<grpc.ServiceError>).code;
   if (code !== undefined && PARTICIPANT_REFUSALS.has(code)) return err;
-  return new Error(`no answer from participant ${to.id} at its registered endpoint (unreachable, not a participant, or too slow; the leader's log names the error)`);
+  const text = `no answer from participant ${to.id} at its registered endpoint (unreachable, not a participant, or too slow; the leader's log names the error)`;
+  // The engine still learns that the PREPARE never left (it then owes no ABORT), in the same words.
+  return err instanceof NotDeliveredError ? new NotDeliveredError(to.id, text) : new Error(text);
+}
+
+/**
+ * True when a call failed before it had a connection to go out on: grpc-js
+ * answers UNAVAILABLE "No connection established" when no transport could be
+ * picked (the connection was refused, unreachable, or its TLS handshake
+ * failed), so not a byte of the request reached the participant.
+ */
+function neverSent(err: Error): boolean {
+  const e = err as Partial<grpc.ServiceError>;
+  return e.code === grpc.status.UNAVAILABLE && (e.details ?? '').includes('No connection established');
 }
 
 /** A participant's UNIMPLEMENTED, as the commit protocol's error that names the method; any other error as it came. */
@@ -97,7 +110,7 @@ export class ParticipantLink {
 
   prepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void {
     this.client(to).prepare(prepareToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err, w) => {
-      if (err !== null) return cb(named(to, 'Prepare', err));
+      if (err !== null) return cb(neverSent(err) ? new NotDeliveredError(to.id, `PREPARE never reached participant ${to.id}: ${err.message}`) : named(to, 'Prepare', err));
       if (w === undefined) return cb(new Error(`participant ${to.id} answered PREPARE without a vote`));
       const v = voteFromWire(w);
       if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
