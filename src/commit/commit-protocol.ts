@@ -636,10 +636,29 @@ export class CommitProtocol {
       if (result.first) this.pc.decided(d);
       // A later Decide may have added participants to a live decision (deliverToEnlisted).
       if (result.first || this.table.decisions.has(d.txnId)) this.deliver(d);
+    } else if (result.t === 'unregister' && result.forced !== null) {
+      this.stopDelivering(result.id);
+    } else if (result.t === 'register' && result.returned) {
+      // Removed with --force and back: the decisions still owed to it are delivered again.
+      for (const d of this.table.decisions.values()) if (d.participants.includes(result.participant.id)) this.deliver(d);
     } else if (result.t === 'forget') {
       this.forgetInFlight = false;
     } else if (result.t === 'stage' && !this.txns.has(result.txnId)) {
       this.pc.onApplied(result);
+    }
+  }
+
+  /**
+   * A participant removed with --force: no DECISION goes to it any more. The
+   * transactions that waited only for it leave this leader's memory; their
+   * decisions stay in the table, owed to it (maybeDone does not forget them).
+   */
+  private stopDelivering(participantId: string): void {
+    for (const t of [...this.txns.values()]) {
+      const m = t.members.get(participantId);
+      if (m === undefined || t.phase !== 'delivering') continue;
+      t.members.delete(participantId);
+      this.maybeDone(t);
     }
   }
 
@@ -707,6 +726,8 @@ export class CommitProtocol {
     if (!this.mayForget(t)) return;
     assert(this.txns.get(t.id) === t && t.outcome !== null, `${t.id}: only a decided transaction this leader tracks is forgotten`);
     this.txns.delete(t.id);
+    // Owed to a participant removed with --force: kept in the table for it (R5), not delivered.
+    if (this.table.owedToRemoved(t.id).length > 0) return;
     if (this.forgetQueue.length === 0) this.forgetSinceMs = this.io.nowMs();
     this.forgetQueue.push(t.id);
     if (this.forgetQueue.length >= this.cfg.forgetBatchMax) this.flushForgets();

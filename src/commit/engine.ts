@@ -57,8 +57,9 @@ export class CoordinatorEngine extends CommitProtocol {
     resolve(this.port, txnId, outcome, act, cb);
   }
 
-  unregisterParticipant(id: string, operator: string, cb: (err: EngineError | null, removed?: boolean) => void): void {
-    unregisterParticipant(this.port, id, operator, cb);
+  /** `force`: remove it although decisions still name it (they stay owed to it, undelivered). */
+  unregisterParticipant(id: string, operator: string, cb: (err: EngineError | null, removed?: boolean, owed?: string[]) => void, force?: { reason: string }): void {
+    unregisterParticipant(this.port, id, operator, cb, force);
   }
 
   /** `serves`: the optional protocol methods it serves (src/domain/protocol.ts); empty, none. */

@@ -42,6 +42,12 @@ export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted'
         timeline.record(dec.txnId, { atMs: o.nowMs(), kind: 'decided', index: entry.index, detail });
         // The level check first: the log line's fields would be built for every decision even with debug off.
         if (result.first && debugOn) log.debug({ txnId: dec.txnId, outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined }, 'decision applied');
+      } else if (result.t === 'unregister' && result.forced !== null) {
+        const f = result.forced;
+        log.warn(
+          { participantId: f.id, operator: f.operator, reason: f.reason, index: entry.index, owed: f.owed.length, owedTxnIds: f.owed.slice(0, 20) },
+          'participant removed with --force: the decisions it did not acknowledge stay in the log for it, no longer delivered',
+        );
       } else if (result.t === 'forget') {
         for (const id of result.txnIds) if (timeline.has(id)) timeline.record(id, { atMs: o.nowMs(), kind: 'forget', index: entry.index });
       }

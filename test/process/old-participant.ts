@@ -47,8 +47,15 @@ function service(file: string, pkg: string, name: string): grpc.ServiceClientCon
  * still lack it, as one written from the protos by hand may.
  * `askAfterMs`: how long a prepared transaction waits for its DECISION before
  * the participant asks the cluster (1 s).
+ * `acksDecisions: false`: every DECISION is answered UNAVAILABLE (never acknowledged).
+ * `prepared`: transactions it holds prepared from the start (as read back from a journal).
  */
-export async function startOldParticipant(clusterId: string, id: string, nodes: readonly string[], o: { serves?: string[]; askAfterMs?: number } = {}): Promise<OldParticipant> {
+export async function startOldParticipant(
+  clusterId: string,
+  id: string,
+  nodes: readonly string[],
+  o: { serves?: string[]; askAfterMs?: number; acksDecisions?: boolean; prepared?: string[] } = {},
+): Promise<OldParticipant> {
   const Participant = service('participant.proto', 'participant', 'Participant');
   const Coordinator = service('coordinator.proto', 'coordinator', 'Coordinator');
   const server = new grpc.Server();
@@ -69,6 +76,7 @@ export async function startOldParticipant(clusterId: string, id: string, nodes: 
       server.forceShutdown();
     },
   };
+  for (const t of o.prepared ?? []) p.state.set(t, 'prepared');
   const later = (ms: number, fn: () => void): void => {
     const t = setTimeout(() => {
       timers.delete(t);
@@ -102,6 +110,7 @@ export async function startOldParticipant(clusterId: string, id: string, nodes: 
     Decide: (call: grpc.ServerUnaryCall<Record<string, string>, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       const { cluster_id, txn_id, participant_id, decision } = call.request;
       if (cluster_id !== clusterId || participant_id !== id) return cb(refuse('not this participant'));
+      if (o.acksDecisions === false) return cb({ code: grpc.status.UNAVAILABLE, details: 'this participant never acknowledges' });
       const now = p.state.get(txn_id);
       const to: State = decision === 'DECISION_COMMIT' ? 'committed' : 'aborted';
       if (to === 'committed' && now !== 'prepared' && now !== 'committed') return cb(refuse(`COMMIT of ${txn_id}, never prepared here`));
