@@ -142,10 +142,12 @@ export class ParticipantLink {
    * "idle" (no channel, or one with nothing to carry). Idle is normal for a
    * participant no transaction has used since this node became leader.
    */
-  connection(endpoint: string): 'connected' | 'connecting' | 'down' | 'idle' {
+  connection(endpoint: string): 'connected' | 'connecting' | 'down' | 'idle' | 'closed' {
     let c: Channel | undefined;
     for (const [key, ch] of this.clients) if (key.endsWith(`\u0000${endpoint}`)) c = ch;
     if (c === undefined) return 'idle';
+    // It said it closed cleanly (its process stopped), and has not answered since.
+    if (c.exchange.closedAtMs !== null) return 'closed';
     switch (c.client.channel.getChannel().getConnectivityState(false)) {
       case grpc.connectivityState.READY:
         return 'connected';

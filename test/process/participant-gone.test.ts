@@ -1,5 +1,8 @@
 // A participant that is gone (issue 42, item 2), on real node processes.
 //
+// - A participant closed cleanly by its process (close(): SIGTERM in the
+//   participant runtime) says so on the leader's Exchange stream, and the
+//   leader lists it as closed rather than disconnected.
 // - An application whose in-process participant has stopped: a transaction
 //   that enlists it aborts, and since the PREPARE never reached it (no
 //   connection) no ABORT is owed to it (presumed abort, R3):
@@ -47,8 +50,14 @@ describe('a participant that is gone', () => {
       ).outcome,
     ).toBe('COMMITTED');
 
-    // The application exits: its participant stops with it.
+    // The application exits: its participant stops with it, cleanly (close()), and says so on the leader's Exchange stream.
     await parts.runtimes.get('app')?.stop();
+    const shown = await waitFor('the leader to show app closed', 10_000, async () => {
+      const ps = JSON.parse((await runCli(['participants', '--json', '--endpoints', node.address])).stdout) as { participantId: string; connection: string }[];
+      const conn = Object.fromEntries(ps.map((p) => [p.participantId, p.connection]));
+      return conn.app === 'closed' ? conn : undefined;
+    });
+    expect(shown).toEqual({ shop: 'connected', app: 'closed' });
     const r = await client
       .transaction({ timeoutMs: 10_000 })
       .enlist('shop', { set: { k: '2' } })
