@@ -32,7 +32,7 @@ afterAll(async () => {
 const gauge = async (address: string, name: string): Promise<number> => value((await scrape(address)).samples, name);
 
 describe('a participant that is gone', () => {
-  it('R3: a transaction enlisting a stopped participant aborts and owes it no ABORT: nothing unacknowledged, and participant remove succeeds without --force', async () => {
+  it('a participant closed cleanly is shown closed; R3: a transaction enlisting it then aborts and owes it no ABORT: nothing unacknowledged, and participant remove succeeds without --force', async () => {
     const c = await Cluster.start({ nodes: 1, metrics: true });
     const { node } = await c.waitForLeader();
     const parts = await startParticipants(c, ['shop', 'app']);
