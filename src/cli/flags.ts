@@ -65,7 +65,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
     ...TLS,
   ],
   'participant resolve': ['--commit', '--abort', '--reason', '--id', '--cluster-id', '--resource', '--pg-url', '--mysql-url', '--operator', '--json'],
-  'participant remove': ['--json', '--operator', ...SDK_CLIENT],
+  'participant remove': ['--json', '--operator', '--force', '--reason', ...SDK_CLIENT],
   participants: ['--json', ...SDK_CLIENT],
   'txn commit': ['--participant', '--txn', '--txn-timeout-ms', '--await-acks-ms', '--json', ...SDK_CLIENT],
   'txn abort': ['--reason', '--json', ...SDK_CLIENT],

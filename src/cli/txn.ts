@@ -46,6 +46,9 @@ export const PARTICIPANTS_HELP = `  verdict participants [--json]       the regi
                                       is open, and how many of its YES votes wait for a decision or an ACK
   verdict participant remove ID [--operator WHO] [--json]
                                       unregister a participant (admin); refused while it has transactions in doubt
+  verdict participant remove ID --force --reason TEXT [--operator WHO] [--json]
+                                      a participant gone for good (admin): removed although decisions still name it;
+                                      they stay in the log for it (GetOutcome answers them) and are no longer delivered
   (each also takes --timeout-ms N: how long to wait for the cluster, retries included; default 10000)
 `;
 
@@ -100,11 +103,17 @@ export async function participantsCommand(args: string[]): Promise<void> {
 export async function participantRemoveCommand(args: string[]): Promise<void> {
   return withClient(args, async (client, rest) => {
     const json = bool(rest, '--json');
+    const force = bool(rest, '--force');
+    const reason = flag(rest, '--reason');
     const operator = flag(rest, '--operator') ?? defaultOperator();
-    const id = oneId(rest, 'usage: verdict participant remove ID [--operator WHO] [--json]');
-    const removed = await client.removeParticipant(id, operator);
-    if (json) return printJson({ participantId: id, removed });
-    print(removed ? `removed participant ${id}` : `participant ${id} is not registered; nothing to remove`);
+    const id = oneId(rest, 'usage: verdict participant remove ID [--force --reason TEXT] [--operator WHO] [--json]');
+    if (force && (reason === undefined || reason.trim() === '')) throw new UsageError('verdict participant remove --force needs --reason TEXT: it is recorded in the log with who asked and when');
+    if (!force && reason !== undefined) throw new UsageError('--reason goes with --force (a plain remove records who asked, not why)');
+    const { removed, owed } = await client.removeParticipantWith(id, operator, force ? { force, reason } : {});
+    if (json) return printJson({ participantId: id, removed, owed });
+    if (!removed) return print(`participant ${id} is not registered; nothing to remove`);
+    print(`removed participant ${id}`);
+    if (owed.length > 0) print(`${owed.length} decision(s) it did not acknowledge stay in the log for it, no longer delivered: ${owed.slice(0, 20).join(', ')}${owed.length > 20 ? ' …' : ''}`);
   });
 }
 
@@ -257,10 +266,12 @@ async function show(client: VerdictClient, args: string[]): Promise<void> {
       print(`phase        ${t.phase}`);
       print(`age          ${age(t.ageMs)}`);
       print('');
-      const rows = [['PARTICIPANT', 'VOTE', 'ACKED', 'RETRIES']];
+      const gaps = t.participants.some((p) => p.unimplemented !== '');
+      const rows = [['PARTICIPANT', 'VOTE', 'ACKED', 'RETRIES', ...(gaps ? ['PROBLEM'] : [])]];
       // A presumed abort needs no ACK (R5): "no" there would read as a stuck participant.
       const ackOf = (acked: boolean): string => (acked ? 'yes' : t.phase === 'aborted' ? 'not needed' : 'no');
-      for (const p of t.participants) rows.push([p.participantId, p.vote || '-', ackOf(p.acked), String(p.retries)]);
+      const problem = (method: string): string => (method === '' ? '' : `does not implement ${method} (answers UNIMPLEMENTED)`);
+      for (const p of t.participants) rows.push([p.participantId, p.vote || '-', ackOf(p.acked), String(p.retries), ...(gaps ? [problem(p.unimplemented)] : [])]);
       table(rows);
     } else if (known) {
       print('participants (not tracked any more: every participant acknowledged the decision, or it was a presumed abort)');

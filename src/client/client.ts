@@ -224,10 +224,23 @@ export class VerdictClient {
    * answers false when the id was not registered (R7).
    */
   async removeParticipant(participantId: string, operator: string, call: CallOptions = {}): Promise<boolean> {
+    return (await this.removeParticipantWith(participantId, operator, {}, call)).removed;
+  }
+
+  /**
+   * `force` with a `reason`: a participant gone for good is removed although
+   * decisions still name it; `owed` lists those it had not acknowledged
+   * (kept in the log for it, no longer delivered).
+   */
+  async removeParticipantWith(participantId: string, operator: string, o: { force?: boolean; reason?: string }, call: CallOptions = {}): Promise<{ removed: boolean; owed: string[] }> {
     checkId(participantId, 'participant id');
     this.clusterId ??= (await this.status(call)).clusterId;
-    const r = await this.connection.call('RemoveParticipant', { clusterId: this.clusterId, participantId }, { ...call, metadata: { ...call.metadata, [OPERATOR_KEY]: operator } });
-    return r.removed;
+    const r = await this.connection.call(
+      'RemoveParticipant',
+      { clusterId: this.clusterId, participantId, force: o.force === true, reason: o.reason ?? '' },
+      { ...call, metadata: { ...call.metadata, [OPERATOR_KEY]: operator } },
+    );
+    return { removed: r.removed, owed: r.owed };
   }
 
   async status(call: CallOptions = {}): Promise<ClusterStatusResponse> {

@@ -46,7 +46,10 @@ const CHECKS: { [K in DecisionCommand['t']]: (c: Fields) => string | null } = {
     if (c.operator === undefined) return null;
     return isOperatorAct(c.operator) ? null : 'decide has a malformed operator act';
   },
-  unregister: (c) => (isString(c.id) && isString(c.operator) && isTime(c.atMs) && isStringList(c.acked) ? null : 'unregister needs id, operator, atMs and a list of acked txnIds'),
+  unregister: (c) =>
+    isString(c.id) && isString(c.operator) && isTime(c.atMs) && isStringList(c.acked) && (c.force === undefined || c.force === true) && (c.reason === undefined || isString(c.reason))
+      ? null
+      : 'unregister needs id, operator, atMs and a list of acked txnIds (force, when present, is true; reason a string)',
   forget: (c) => (isStringList(c.txnIds) ? null : 'forget needs a list of txnIds'),
   stage: (c) => (isString(c.txnId) && c.txnId !== '' && isStringList(c.participants) && isTime(c.atMs) ? null : 'stage needs txnId, participants and atMs'),
   heuristic: (c) =>

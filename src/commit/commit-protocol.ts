@@ -33,7 +33,7 @@
 
 import { assert } from '../util/assert.ts';
 import type { ApplyResult, Decision, DecisionTable } from './state.ts';
-import { type DecisionOutcome, PARALLEL_COMMIT_NEEDS } from '../domain/protocol.ts';
+import { type DecisionOutcome, NotDeliveredError, PARALLEL_COMMIT_NEEDS, unimplementedMethod } from '../domain/protocol.ts';
 import { beginRefusal, forgottenReason, futureIdRefusal } from './id-newness.ts';
 import { phaseCounts } from './engine-views.ts';
 import {
@@ -382,7 +382,9 @@ export class CommitProtocol {
     if (d.outcome !== 'abort' || this.validateEnlistment(enlist) !== null) return;
     const t = this.txns.get(d.txnId);
     // A NO voter aborted on its own: it is owed nothing.
-    const missing = enlist.map((e) => e.participantId).filter((p) => !d.participants.includes(p) && t?.members.get(p)?.vote !== 'no');
+    // Nor is one whose PREPARE from this leader provably never reached it (R3).
+    const owed = (p: string): boolean => t?.members.get(p)?.vote !== 'no' && t?.members.get(p)?.mayBePrepared !== false;
+    const missing = enlist.map((e) => e.participantId).filter((p) => !d.participants.includes(p) && owed(p));
     if (missing.length === 0) return;
     this.io.propose({ t: 'decide', txnId: d.txnId, outcome: 'abort', reason: d.reason, participants: missing, atMs: this.io.nowMs() }, () => {});
   }
@@ -463,8 +465,11 @@ export class CommitProtocol {
     for (const m of t.members.values()) {
       const req: PrepareRequest = { txnId: t.id, participantId: m.record.id, participants: ids, payload: m.payload, timeoutMs: remainingMs };
       m.inFlight = true;
+      m.mayBePrepared = true;
       this.io.sendPrepare(m.record, req, Math.min(remainingMs, this.cfg.rpcDeadlineMs), (err, vote) => {
         m.inFlight = false;
+        // Provably never delivered: nothing is prepared there, so no ABORT is owed (R3).
+        if (err instanceof NotDeliveredError) m.mayBePrepared = false;
         if (this.txns.get(t.id) !== t || t.phase !== 'preparing') return;
         if (err || !vote) return this.decideAbort(t, `participant ${m.record.id} did not vote: ${err?.message ?? 'no answer'}`, 'unreachable');
         this.heardFrom(m.record.id);
@@ -631,10 +636,29 @@ export class CommitProtocol {
       if (result.first) this.pc.decided(d);
       // A later Decide may have added participants to a live decision (deliverToEnlisted).
       if (result.first || this.table.decisions.has(d.txnId)) this.deliver(d);
+    } else if (result.t === 'unregister' && result.forced !== null) {
+      this.stopDelivering(result.id);
+    } else if (result.t === 'register' && result.returned) {
+      // Removed with --force and back: the decisions still owed to it are delivered again.
+      for (const d of this.table.decisions.values()) if (d.participants.includes(result.participant.id)) this.deliver(d);
     } else if (result.t === 'forget') {
       this.forgetInFlight = false;
     } else if (result.t === 'stage' && !this.txns.has(result.txnId)) {
       this.pc.onApplied(result);
+    }
+  }
+
+  /**
+   * A participant removed with --force: no DECISION goes to it any more. The
+   * transactions that waited only for it leave this leader's memory; their
+   * decisions stay in the table, owed to it (maybeDone does not forget them).
+   */
+  private stopDelivering(participantId: string): void {
+    for (const t of [...this.txns.values()]) {
+      const m = t.members.get(participantId);
+      if (m === undefined || t.phase !== 'delivering') continue;
+      t.members.delete(participantId);
+      this.maybeDone(t);
     }
   }
 
@@ -674,6 +698,7 @@ export class CommitProtocol {
     this.io.sendDecision(m.record, req, this.cfg.rpcDeadlineMs, (err) => {
       m.inFlight = false;
       if (this.txns.get(t.id) !== t) return;
+      m.unimplemented = unimplementedMethod(err) ?? undefined;
       if (err) {
         m.retries++;
         this.stats.decisionRetries++;
@@ -701,6 +726,8 @@ export class CommitProtocol {
     if (!this.mayForget(t)) return;
     assert(this.txns.get(t.id) === t && t.outcome !== null, `${t.id}: only a decided transaction this leader tracks is forgotten`);
     this.txns.delete(t.id);
+    // Owed to a participant removed with --force: kept in the table for it (R5), not delivered.
+    if (this.table.owedToRemoved(t.id).length > 0) return;
     if (this.forgetQueue.length === 0) this.forgetSinceMs = this.io.nowMs();
     this.forgetQueue.push(t.id);
     if (this.forgetQueue.length >= this.cfg.forgetBatchMax) this.flushForgets();

@@ -4,7 +4,7 @@
 // (./commit-protocol.ts), the operator actions (./operator-actions.ts) and
 // the read views (./engine-views.ts) share.
 
-import type { ClusterOutcome, Decide, DecisionOutcome, Prepare, Vote } from '../domain/protocol.ts';
+import type { ClusterOutcome, Decide, DecisionOutcome, ParticipantMethod, Prepare, Vote } from '../domain/protocol.ts';
 import type { ApplyResult, Command, Decision, HeuristicRecord, ParticipantRecord, Resolution } from './state.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
 import type { TxnStatus } from '../domain/protocol.ts';
@@ -141,6 +141,15 @@ export interface Member {
   retries: number;
   nextRetryAtMs: number;
   inFlight: boolean;
+  /**
+   * True once a PREPARE was sent and its fate is unknown or a YES: the
+   * participant may hold T prepared. False while no PREPARE left, and after
+   * one that provably never reached it (NotDeliveredError): an ABORT is then
+   * not owed to it (presumed abort, R3; docs/protocol.md).
+   */
+  mayBePrepared?: boolean;
+  /** Set when its last DECISION was answered UNIMPLEMENTED (a participant without Decide), for `txn show`. */
+  unimplemented?: ParticipantMethod;
 }
 
 /** What a transaction of this leader carries when it commits in parallel (./parallel-commit.ts). */
@@ -181,7 +190,8 @@ export interface TxnView {
   reason: string;
   ageMs: number;
   decisionIndex: number;
-  participants: { id: string; vote: Vote | null; acked: boolean; retries: number }[];
+  /** `unimplemented`: the method it answered UNIMPLEMENTED to (its DECISION, or recovery's status question); '' when none. */
+  participants: { id: string; vote: Vote | null; acked: boolean; retries: number; unimplemented: string }[];
   heuristics: HeuristicRecord[];
   resolutions: Resolution[];
 }
@@ -252,8 +262,16 @@ export function isUndecidedPhase(phase: Phase): boolean {
  * prepared, or may yet prepare from a late PREPARE; a NO voter aborted on
  * its own). A transaction that never sent PREPARE owes nobody anything.
  */
+/**
+ * Who a decision is delivered to: COMMIT to every participant (each voted
+ * YES, AC2); ABORT only to those that may hold T prepared (R3, presumed
+ * abort): not a NO voter (it aborted on its own), not one whose PREPARE
+ * provably never reached it (NotDeliveredError). A participant whose vote is
+ * merely unknown (in flight, timed out, lost) is named: the leader cannot
+ * know it did not vote YES.
+ */
 export function decisionParticipants(t: Txn, outcome: DecisionOutcome): string[] {
-  return [...t.members.values()].filter((m) => outcome === 'commit' || m.vote !== 'no').map((m) => m.record.id);
+  return [...t.members.values()].filter((m) => outcome === 'commit' || (m.vote !== 'no' && m.mayBePrepared !== false)).map((m) => m.record.id);
 }
 
 export function validateTxnId(id: string): void {

@@ -14,6 +14,8 @@ export interface ViewState {
   nowMs: number;
   /** An undecided transaction older than this is listed as in doubt. */
   inDoubtAfterMs: number;
+  /** A staged T under recovery: its participants that answered the status question UNIMPLEMENTED, by method. */
+  recoveryGaps?: (txnId: string) => ReadonlyMap<string, string> | undefined;
 }
 
 /**
@@ -89,7 +91,7 @@ export function viewTxn(s: ViewState, txnId: string): TxnView | null {
     reason: d?.reason ?? '',
     ageMs: Math.max(0, s.nowMs - sinceAtMs),
     decisionIndex: d?.index ?? 0,
-    participants: (d?.participants ?? []).map((id) => ({ id, vote: null, acked: false, retries: 0 })),
+    participants: (d?.participants ?? []).map((id) => ({ id, vote: null, acked: false, retries: 0, unimplemented: '' })),
     heuristics: [...heuristics],
     resolutions: [...resolutions],
   };
@@ -108,7 +110,7 @@ function viewOfStaging(s: ViewState, st: Staging): TxnView {
     reason: 'staged by an earlier leader; recovering its outcome from the participants',
     ageMs: Math.max(0, s.nowMs - st.atMs),
     decisionIndex: 0,
-    participants: st.participants.map((id) => ({ id, vote: null, acked: false, retries: 0 })),
+    participants: st.participants.map((id) => ({ id, vote: null, acked: false, retries: 0, unimplemented: s.recoveryGaps?.(st.txnId)?.get(id) ?? '' })),
     heuristics: [...(s.table.heuristics.get(st.txnId) ?? [])],
     resolutions: [...(s.table.resolutions.get(st.txnId) ?? [])],
   };
@@ -122,7 +124,7 @@ function viewOfTxn(s: ViewState, t: Txn): TxnView {
     reason: t.reason,
     ageMs: s.nowMs - t.startedAtMs,
     decisionIndex: t.decisionIndex,
-    participants: [...t.members.values()].map((m) => ({ id: m.record.id, vote: m.vote, acked: m.acked, retries: m.retries })),
+    participants: [...t.members.values()].map((m) => ({ id: m.record.id, vote: m.vote, acked: m.acked, retries: m.retries, unimplemented: m.unimplemented ?? '' })),
     heuristics: [...(s.table.heuristics.get(t.id) ?? [])],
     resolutions: [...(s.table.resolutions.get(t.id) ?? [])],
   };

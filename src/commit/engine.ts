@@ -44,7 +44,7 @@ export class CoordinatorEngine extends CommitProtocol {
   }
 
   private viewState(): ViewState {
-    return { txns: this.txns, table: this.table, lastSeen: this.lastSeen, nowMs: this.io.nowMs(), inDoubtAfterMs: this.cfg.inDoubtAfterMs };
+    return { txns: this.txns, table: this.table, lastSeen: this.lastSeen, nowMs: this.io.nowMs(), inDoubtAfterMs: this.cfg.inDoubtAfterMs, recoveryGaps: (id) => this.pc.unimplemented(id) };
   }
 
   // ---- operator actions (./operator-actions.ts) -----------------------------
@@ -57,8 +57,9 @@ export class CoordinatorEngine extends CommitProtocol {
     resolve(this.port, txnId, outcome, act, cb);
   }
 
-  unregisterParticipant(id: string, operator: string, cb: (err: EngineError | null, removed?: boolean) => void): void {
-    unregisterParticipant(this.port, id, operator, cb);
+  /** `force`: remove it although decisions still name it (they stay owed to it, undelivered). */
+  unregisterParticipant(id: string, operator: string, cb: (err: EngineError | null, removed?: boolean, owed?: string[]) => void, force?: { reason: string }): void {
+    unregisterParticipant(this.port, id, operator, cb, force);
   }
 
   /** `serves`: the optional protocol methods it serves (src/domain/protocol.ts); empty, none. */

@@ -166,9 +166,10 @@ export function resolve(
  * acknowledged, R5), listing them; removing an id that is not registered
  * is a no-op (R7).
  */
-export function unregisterParticipant(p: ProtocolPort, id: string, operator: string, cb: (err: EngineError | null, removed?: boolean) => void): void {
+export function unregisterParticipant(p: ProtocolPort, id: string, operator: string, cb: (err: EngineError | null, removed?: boolean, owed?: string[]) => void, force?: { reason: string }): void {
   if (!p.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
-  if (!p.table.participants.has(id)) return cb(null, false);
+  if (!p.table.participants.has(id)) return cb(null, false, []);
+  if (force !== undefined) return forceUnregister(p, id, operator, force.reason, cb);
   const pending = new Set<string>();
   const acked: string[] = [];
   for (const t of p.txns()) {
@@ -183,7 +184,39 @@ export function unregisterParticipant(p: ProtocolPort, id: string, operator: str
     if (err || !r || r.t !== 'unregister') return cb(new EngineError('outcome-unknown', `the removal could not be logged (${err?.message ?? 'no result'}); retry`));
     if (r.refusedBy.length > 0) return cb(inDoubtRefusal(id, r.refusedBy));
     p.forgetSeen(id);
-    cb(null, r.removed);
+    cb(null, r.removed, []);
+  });
+}
+
+/**
+ * `verdict participant remove ID --force --reason WHY`: a participant gone
+ * for good leaves the registry although decisions still name it. Every
+ * decision it has not acknowledged stays in the table, owed to it (R5: a
+ * COMMIT is never forgotten unacknowledged), and is answered to it by
+ * GetOutcome if it returns; the leader stops delivering them (onApplied).
+ * Refused while it is in an undecided transaction: an operator decides that
+ * first (`verdict txn resolve ID --abort`), so recovery never waits on a
+ * participant that can no longer be asked.
+ */
+function forceUnregister(p: ProtocolPort, id: string, operator: string, reason: string, cb: (err: EngineError | null, removed?: boolean, owed?: string[]) => void): void {
+  const undecided: string[] = [];
+  for (const t of p.txns()) if (t.members.has(id) && t.phase !== 'delivering') undecided.push(t.id);
+  for (const st of p.table.staged.values()) if (st.participants.includes(id) && !p.table.lookup(st.txnId)) undecided.push(st.txnId);
+  if (undecided.length > 0) {
+    const shown = undecided.slice(0, LISTED_TXNS_MAX).join(', ');
+    return cb(
+      new EngineError(
+        'precondition',
+        `participant ${id} is in ${undecided.length} undecided transaction(s): ${shown}. Decide them first (verdict txn resolve ID --abort --reason WHY), then remove it with --force`,
+      ),
+    );
+  }
+  const acked: string[] = [];
+  for (const t of p.txns()) if (t.members.get(id)?.acked === true) acked.push(t.id);
+  p.io.propose({ t: 'unregister', id, operator, atMs: p.io.nowMs(), acked, force: true, reason }, (err, r) => {
+    if (err || !r || r.t !== 'unregister') return cb(new EngineError('outcome-unknown', `the removal could not be logged (${err?.message ?? 'no result'}); retry`));
+    p.forgetSeen(id);
+    cb(null, r.removed, r.forced?.owed ?? []);
   });
 }
 

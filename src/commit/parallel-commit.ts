@@ -30,7 +30,7 @@
 import { assert } from '../util/assert.ts';
 import type { ApplyResult, Decision, DecisionTable, Staging } from './state.ts';
 import { answerOf, EngineError, type EngineConfig, type EngineIO, type OutcomeAnswer, type OutcomeCallback, type ParallelState, type Txn } from './engine-types.ts';
-import type { TxnStatus } from '../domain/protocol.ts';
+import { type ParticipantMethod, type TxnStatus, unimplementedMethod } from '../domain/protocol.ts';
 
 /** What the halves need of the engine that holds them. */
 export interface ParallelHost {
@@ -59,6 +59,8 @@ export interface Recovery {
   /** The decision proposed, while its entry is in flight. */
   proposing: boolean;
   waiters: OutcomeCallback[];
+  /** Participants whose last status question was answered UNIMPLEMENTED, and the method (for `txn show`). */
+  unimplemented: Map<string, ParticipantMethod>;
 }
 
 export class ParallelCommit {
@@ -155,7 +157,7 @@ export class ParallelCommit {
     const staging = this.host.table.staged.get(txnId);
     if (!staging) return null;
     if (this.recoveries.size >= RECOVERIES_MAX) return null;
-    const r: Recovery = { staging, answers: new Map(), inFlight: new Set(), retries: 0, nextAtMs: 0, proposing: false, waiters: [] };
+    const r: Recovery = { staging, answers: new Map(), inFlight: new Set(), retries: 0, nextAtMs: 0, proposing: false, waiters: [], unimplemented: new Map() };
     this.recoveries.set(txnId, r);
     this.ask(r);
     return r;
@@ -173,6 +175,9 @@ export class ParallelCommit {
       io.sendStatus(record, r.staging.txnId, cfg.rpcDeadlineMs, (err, status) => {
         r.inFlight.delete(id);
         if (this.recoveries.get(r.staging.txnId) !== r) return;
+        const gap = unimplementedMethod(err);
+        if (gap !== null) r.unimplemented.set(id, gap);
+        else r.unimplemented.delete(id);
         if (err || status === undefined) return this.unanswered(r, id);
         r.answers.set(id, status);
         this.maybeDecide(r);
@@ -250,6 +255,11 @@ export class ParallelCommit {
       this.ask(r);
       this.maybeDecide(r);
     }
+  }
+
+  /** The participants of a staged T under recovery whose status question was answered UNIMPLEMENTED, by method. */
+  unimplemented(txnId: string): ReadonlyMap<string, ParticipantMethod> | undefined {
+    return this.recoveries.get(txnId)?.unimplemented;
   }
 
   /** Leadership lost: recoveries stop; their waiters must ask again. */

@@ -109,7 +109,10 @@ export type DecisionCommand =
   // `verdict participant remove`: the participant leaves the registry, unless a
   // decision in the table still names it and is not in `acked` (the decisions
   // the leader saw it acknowledge; the table itself does not track ACKs).
-  | { t: 'unregister'; id: string; operator: string; atMs: number; acked: string[] }
+  // `force` (`verdict participant remove --force`): a participant gone for good leaves the
+  // registry although decisions still name it; they stay in the table, owed to it, and are no
+  // longer delivered (the leader stops; GetOutcome still answers them if it returns).
+  | { t: 'unregister'; id: string; operator: string; atMs: number; acked: string[]; force?: true; reason?: string }
   // `operator` is set when `verdict txn resolve` asked for this outcome.
   | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: string[]; atMs: number; operator?: OperatorAct }
   | { t: 'forget'; txnIds: string[] }
@@ -122,9 +125,10 @@ export type Command = DecisionCommand | ProductCommand;
 
 /** What applying a decision table command did. */
 export type DecisionApplyResult =
-  | { t: 'register'; participant: ParticipantRecord }
+  // `returned`: it had been removed with --force; the decisions still owed to it are delivered again.
+  | { t: 'register'; participant: ParticipantRecord; returned: boolean }
   // `refusedBy`: the decisions that still name the participant (it stays registered); empty when removed or absent.
-  | { t: 'unregister'; id: string; removed: boolean; refusedBy: string[] }
+  | { t: 'unregister'; id: string; removed: boolean; refusedBy: string[]; forced: RemovedParticipant | null }
   | { t: 'decide'; decision: Decision; first: boolean; resolution: Resolution | null }
   // `txnIds`: the command's ids, for observers (the console's timeline, the simulator's crash points).
   | { t: 'forget'; forgotten: number; txnIds: readonly string[] }
@@ -151,6 +155,23 @@ export function heuristicKind(done: DecisionOutcome, decision: DecisionOutcome |
   if (done !== decision) return 'HEURMIX';
   return done === 'commit' ? 'HEURCOM' : 'HEURRB';
 }
+
+/**
+ * A participant removed with `--force` while decisions still named it: the
+ * operator's act (who, when, why) and the decisions it never acknowledged.
+ * Those stay in the table (never forgotten: R5 for a COMMIT, and an answer
+ * for it if it ever returns), and are not delivered while it is away.
+ */
+export interface RemovedParticipant extends OperatorAct {
+  id: string;
+  endpoint: string;
+  index: number;
+  /** Decisions it had not acknowledged when removed. */
+  owed: string[];
+}
+
+/** Removed participants remembered at once; beyond the bound the oldest go (their decisions stay owed). */
+export const REMOVED_MAX = 1_000;
 
 /** A forgotten decision still answers outcome queries for a while. */
 export interface Tombstone {
@@ -195,6 +216,9 @@ export class DecisionTable {
    * each bounds by inFlightMax.
    */
   readonly staged = new Map<string, Staging>();
+  /** Participants removed with --force, oldest first, bounded by REMOVED_MAX. */
+  readonly removed = new Map<string, RemovedParticipant>();
+  private readonly oldestRemoved = new OldestFirst(this.removed);
   constructor(
     private readonly tombstonesMax = TOMBSTONES_MAX,
     private readonly incidentsMax = INCIDENTS_MAX,
@@ -217,7 +241,9 @@ export class DecisionTable {
           serves: cmd.serves ?? [],
         };
         this.participants.set(cmd.id, p);
-        return { t: 'register', participant: p };
+        // A participant removed with --force that registers again is owed its decisions again.
+        const returned = this.removed.delete(cmd.id);
+        return { t: 'register', participant: p, returned };
       }
       case 'unregister': {
         // Checked again here, where every node sees the same table: a
@@ -225,8 +251,18 @@ export class DecisionTable {
         // the registry keeps its endpoint until that decision is forgotten.
         const acked = new Set(cmd.acked);
         const refusedBy = [...this.decisions.values()].filter((d) => d.participants.includes(cmd.id) && !acked.has(d.txnId)).map((d) => d.txnId);
-        if (refusedBy.length > 0) return { t: 'unregister', id: cmd.id, removed: false, refusedBy };
-        return { t: 'unregister', id: cmd.id, removed: this.participants.delete(cmd.id), refusedBy: [] };
+        if (refusedBy.length > 0 && cmd.force === true) {
+          const record = this.participants.get(cmd.id);
+          if (record === undefined) return { t: 'unregister', id: cmd.id, removed: false, refusedBy: [], forced: null };
+          this.participants.delete(cmd.id);
+          const forced: RemovedParticipant = { id: cmd.id, endpoint: record.endpoint, operator: cmd.operator, reason: cmd.reason ?? '', atMs: cmd.atMs, index, owed: refusedBy };
+          this.removed.delete(cmd.id);
+          this.removed.set(cmd.id, forced);
+          this.oldestRemoved.trimTo(REMOVED_MAX);
+          return { t: 'unregister', id: cmd.id, removed: true, refusedBy: [], forced };
+        }
+        if (refusedBy.length > 0) return { t: 'unregister', id: cmd.id, removed: false, refusedBy, forced: null };
+        return { t: 'unregister', id: cmd.id, removed: this.participants.delete(cmd.id), refusedBy: [], forced: null };
       }
       case 'decide': {
         let existing = this.lookup(cmd.txnId);
@@ -313,6 +349,14 @@ export class DecisionTable {
     return this.lookup(txnId) === null && beyondHorizon(txnId, this.horizonAtMs);
   }
 
+  /** The participants removed with --force that the decision of `txnId` is still owed to. */
+  owedToRemoved(txnId: string): string[] {
+    if (this.removed.size === 0) return [];
+    const out: string[] = [];
+    for (const r of this.removed.values()) if (r.owed.includes(txnId)) out.push(r.id);
+    return out;
+  }
+
   /** The decision for `txnId`, live or remembered by a tombstone. */
   lookup(txnId: string): Decision | null {
     const d = this.decisions.get(txnId);
@@ -363,6 +407,8 @@ export class DecisionTable {
       hz: this.horizonAtMs,
       ...sections,
       st: [...this.staged.values()],
+      // Only when there is one: a snapshot without forced removals keeps its bytes.
+      ...(this.removed.size > 0 ? { rm: [...this.removed.values()] } : {}),
     };
   }
 
@@ -376,10 +422,13 @@ export class DecisionTable {
       r: [string, Resolution[]][];
       hz: number | null;
       st: Staging[];
+      rm?: RemovedParticipant[];
     };
     for (const k of ['p', 'd', 't', 'h', 'r', 'st'] as const) {
       if (!Array.isArray(o[k])) throw new Error(`decision table in the snapshot is malformed: ${k} is not a list`);
     }
+    if (o.rm !== undefined && !(Array.isArray(o.rm) && o.rm.every((r) => r !== null && typeof r === 'object' && typeof r.id === 'string' && Array.isArray(r.owed))))
+      throw new Error('decision table in the snapshot is malformed: rm is not a list of removed participants');
     if (o.hz !== null && typeof o.hz !== 'number') throw new Error('decision table in the snapshot is malformed: hz is neither a time nor null');
     if (!o.p.every((p) => p !== null && typeof p === 'object' && typeof p.resourceKind === 'string')) throw new Error('a participant in the snapshot is malformed: no resource kind');
     const servesOk = (v: unknown): boolean => v === undefined || (Array.isArray(v) && v.every((m) => typeof m === 'string'));
@@ -390,6 +439,8 @@ export class DecisionTable {
     this.heuristics.clear();
     this.resolutions.clear();
     this.staged.clear();
+    this.removed.clear();
+    for (const r of o.rm ?? []) this.removed.set(r.id, r);
     for (const st of o.st) this.staged.set(st.txnId, st);
     // A snapshot taken before `serves` existed: those participants serve nothing optional (they registered so).
     for (const p of o.p) this.participants.set(p.id, { ...p, serves: Array.isArray(p.serves) ? p.serves : [] });

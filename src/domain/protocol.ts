@@ -84,6 +84,51 @@ export type OptionalMethod = 'Exchange' | 'Status';
 /** What a participant must serve for its transactions to commit in parallel. */
 export const PARALLEL_COMMIT_NEEDS: OptionalMethod = 'Status';
 
+/** The methods of verdict.participant.Participant the cluster calls. */
+export type ParticipantMethod = 'Prepare' | 'Decide' | 'Exchange' | 'Status';
+
+/**
+ * A participant answered UNIMPLEMENTED to a method the cluster needed of it
+ * (a participant written from the protos without it, or one that said it
+ * serves a method it does not). Made at the transport edge from the gRPC
+ * code, so the commit protocol can name the method in its views
+ * (`verdict txn show`) without knowing gRPC. Not a transient failure: the
+ * call is retried, but it keeps failing until the participant is fixed.
+ */
+export class MethodUnimplementedError extends Error {
+  constructor(
+    readonly participantId: string,
+    readonly method: ParticipantMethod,
+    detail = '',
+  ) {
+    super(`participant ${participantId} does not implement ${method} (gRPC UNIMPLEMENTED${detail ? `: ${detail}` : ''})`);
+    this.name = 'MethodUnimplementedError';
+  }
+}
+
+/**
+ * A PREPARE that provably never reached its participant: the connection to
+ * it could not be made (refused, no route), or the participant said it has
+ * closed. Made at the transport edge; the commit protocol then knows the
+ * participant holds nothing prepared for T, so an ABORT is not owed to it
+ * (presumed abort, R3). Any failure that may have followed delivery (a
+ * timeout, a connection lost mid-call) is not this error.
+ */
+export class NotDeliveredError extends Error {
+  constructor(
+    readonly participantId: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'NotDeliveredError';
+  }
+}
+
+/** The method a participant lacks when err says so, else null. */
+export function unimplementedMethod(err: Error | null | undefined): ParticipantMethod | null {
+  return err instanceof MethodUnimplementedError ? err.method : null;
+}
+
 /** Names in one `serves` list, at most; each a method name of 1–32 characters. */
 export const SERVES_MAX = 16;
 const SERVED_METHOD = /^[A-Z][A-Za-z0-9]{0,31}$/;

@@ -207,7 +207,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     phase: t.phase,
     ageMs: Math.max(0, t.ageMs),
     decisionIndex: t.decisionIndex,
-    participants: t.participants.map((p) => ({ participantId: p.id, vote: p.vote ?? '', acked: p.acked, retries: p.retries })),
+    participants: t.participants.map((p) => ({ participantId: p.id, vote: p.vote ?? '', acked: p.acked, retries: p.retries, unimplemented: p.unimplemented })),
     heuristics: t.heuristics.map(heuristicInfo),
     resolutions: t.resolutions.map(resolutionInfo),
   });
@@ -390,13 +390,22 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       // An operator's act like txn resolve: with tls.adminNames, only an admin certificate may.
       const refused = access.adminOnly(call, 'participant remove');
       if (refused) return cb(refused);
-      const { clusterId, participantId } = call.request;
+      const { clusterId, participantId, force } = call.request;
       if (clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the request is for cluster "${clusterId}", this is cluster "${cfg.clusterId}"` });
       if (!ID.test(participantId)) return cb(invalid(`participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
-      engine.unregisterParticipant(participantId, operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>), (err, removed) => {
-        if (err) return cb(fail(err));
-        cb(null, { removed: removed === true });
-      });
+      const reason = call.request.reason.trim();
+      if (force && reason === '') return cb(invalid('participant remove --force needs a reason (--reason TEXT): it is recorded in the log with who asked and when'));
+      if (reason.length > REASON_CHARS_MAX) return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
+      const operator = operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>);
+      engine.unregisterParticipant(
+        participantId,
+        operator,
+        (err, removed, owed) => {
+          if (err) return cb(fail(err));
+          cb(null, { removed: removed === true, owed: owed ?? [] });
+        },
+        force ? { reason } : undefined,
+      );
     },
     ClusterStatus: (_call, cb) => {
       const s = driver.node.status();

@@ -9,6 +9,8 @@ import type { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
 import type { NodeCoreObserver, ParticipantLinks } from './core.ts';
 import { noVoteError, type ParticipantLink } from './participant-link.ts';
 import type { TxnTraces } from './txn-traces.ts';
+import { MethodUnimplementedError } from '../domain/protocol.ts';
+import { neededFor, type ProtocolGaps } from './protocol-gaps.ts';
 
 export interface WatchOptions {
   log: Logger;
@@ -19,6 +21,8 @@ export interface WatchOptions {
   nowMs: () => number;
   /** Each transaction's trace context and spans (./txn-traces.ts); its trace id goes on every log line about it. */
   traces: TxnTraces;
+  /** Participants that answer UNIMPLEMENTED to a method the cluster needs (./protocol-gaps.ts). */
+  gaps?: ProtocolGaps;
 }
 
 /** Role changes, proposals and applied decisions, into the timeline and the log. */
@@ -52,6 +56,12 @@ export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted'
             { txnId: dec.txnId, traceId: traces.traceIdOf(dec.txnId), outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined },
             'decision applied',
           );
+      } else if (result.t === 'unregister' && result.forced !== null) {
+        const f = result.forced;
+        log.warn(
+          { participantId: f.id, operator: f.operator, reason: f.reason, index: entry.index, owed: f.owed.length, owedTxnIds: f.owed.slice(0, 20) },
+          'participant removed with --force: the decisions it did not acknowledge stay in the log for it, no longer delivered',
+        );
       } else if (result.t === 'forget') {
         for (const id of result.txnIds) if (timeline.has(id)) timeline.record(id, { atMs: o.nowMs(), kind: 'forget', index: entry.index });
         traces.forget(result.txnIds);
@@ -68,6 +78,9 @@ export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted'
  */
 export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txnId: string) => number): ParticipantLinks {
   const { log, timeline, traces } = o;
+  const gap = (err: Error | null, txnId: string): void => {
+    if (err instanceof MethodUnimplementedError) o.gaps?.report(log, o.nowMs(), err.participantId, err.method, txnId, neededFor(err.method));
+  };
   return {
     sendPrepare: (to, req, timeoutMs, cb) => {
       const now = o.nowMs();
@@ -81,6 +94,7 @@ export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txn
           if (vote !== undefined) span.set('verdict.vote', vote.vote);
           span.end(err ? err.message : undefined);
         }
+        gap(err, req.txnId);
         timeline.record(req.txnId, {
           atMs: o.nowMs(),
           kind: 'vote',
@@ -98,6 +112,7 @@ export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txn
       const span = traces.tracing.on ? traces.child('verdict.decision', req.txnId, { 'verdict.participant_id': to.id, 'verdict.outcome': req.outcome }) : null;
       link.decide(to, req, timeoutMs, span?.context ?? traces.contextOf(req.txnId), (err) => {
         span?.end(err ? err.message : undefined);
+        gap(err, req.txnId);
         timeline.record(req.txnId, { atMs: o.nowMs(), kind: err ? 'no-ack' : 'ack', participantId: to.id, detail: err ? err.message : '' });
         // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
         if (err) log.debug({ txnId: req.txnId, traceId: traces.traceIdOf(req.txnId), participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
@@ -106,6 +121,7 @@ export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txn
     },
     sendStatus: (to, txnId, timeoutMs, cb) => {
       link.status(to, txnId, timeoutMs, (err, status) => {
+        gap(err, txnId);
         timeline.record(txnId, { atMs: o.nowMs(), kind: 'status', participantId: to.id, detail: err ? `no answer: ${err.message}` : (status ?? '') });
         if (err) log.info({ txnId, traceId: traces.traceIdOf(txnId), participantId: to.id, err: err.message }, 'recovery: the status question got no answer; asking again later');
         cb(err, status);

@@ -39,6 +39,8 @@ export class NodeMetrics {
     access?: Access;
     /** Leaders this node has seen take office since it started (src/console/timeline.ts). */
     leadersSeen?: () => number;
+    /** Calls a participant answered UNIMPLEMENTED, by participant and method (./protocol-gaps.ts). */
+    unimplemented?: () => readonly { participantId: string; method: string; count: number }[];
     /** The data directory, whose file system's free and total bytes are read at scrape time. */
     dataDir?: string;
     /** When this node's TLS certificate (read at start) stops being valid, in ms since the epoch; absent without TLS. */
@@ -286,6 +288,16 @@ export class NodeMetrics {
         const counts = src.requestRefusals?.()?.counts;
         this.reset();
         for (const c of REFUSAL_CLASSES) this.inc({ reason: c }, counts?.get(c) ?? 0);
+      },
+    });
+    new Counter({
+      name: 'verdict_participant_unimplemented_total',
+      help: 'Calls to a participant answered UNIMPLEMENTED, by participant and method (Status: parallel commit recovery waits; Decide: the decision is retried; Prepare: the transaction aborts). The participant label is bounded by the registry.',
+      labelNames: ['participant', 'method'],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const g of src.unimplemented?.() ?? []) this.inc({ participant: g.participantId, method: g.method }, g.count);
       },
     });
     new Counter({

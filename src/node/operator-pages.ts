@@ -19,6 +19,7 @@ import { consoleHandler, type ConsoleNodeState } from '../console/api.ts';
 import { PeerHealth } from '../console/peer-health.ts';
 import { ConsoleListenError, serveConsole, type ConsoleServer } from '../console/server.ts';
 import { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
+import { ProtocolGaps } from './protocol-gaps.ts';
 import type { Access } from '../transport/auth.ts';
 import { MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
 import type { NodeConfig } from './config.ts';
@@ -48,6 +49,8 @@ export interface MetricSources {
 export class OperatorPages {
   readonly timeline = new TxnTimeline();
   readonly leaders = new LeaderHistory();
+  /** Participants answering UNIMPLEMENTED to a method the cluster needs (./protocol-gaps.ts). */
+  readonly gaps = new ProtocolGaps();
   /** Null until loadMetrics(). */
   metrics: NodeMetrics | null = null;
   sagaMetrics: SagaMetrics | null = null;
@@ -124,6 +127,7 @@ export class OperatorPages {
       requestRefusals: () => src.requestRefusals,
       access: src.access,
       leadersSeen: () => this.leaders.leadersSeenTotal,
+      unimplemented: () => this.gaps.counts(),
       dataDir: this.cfg.dataDir,
       ...(this.cfg.tls === null ? {} : { certificateNotAfterMs: certificateNotAfterMs(this.cfg.tls.cert) }),
     });

@@ -9,7 +9,7 @@ import type { ParticipantRecord } from '../commit/state.ts';
 import * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
 import { decisionToWire, prepareToWire, statusFromWire, voteFromWire } from '../transport/participant-wire.ts';
-import type { TxnStatus } from '../domain/protocol.ts';
+import { MethodUnimplementedError, NotDeliveredError, type ParticipantMethod, type TxnStatus } from '../domain/protocol.ts';
 import { ParticipantExchange } from '../transport/participant-exchange.ts';
 import { traceToMetadata, type TraceContext } from '../transport/trace-context.ts';
 
@@ -33,7 +33,26 @@ const PARTICIPANT_REFUSALS: ReadonlySet<number> = new Set([grpc.status.FAILED_PR
 export function noVoteError(to: ParticipantRecord, err: Error): Error {
   const code = (err as Partial<grpc.ServiceError>).code;
   if (code !== undefined && PARTICIPANT_REFUSALS.has(code)) return err;
-  return new Error(`no answer from participant ${to.id} at its registered endpoint (unreachable, not a participant, or too slow; the leader's log names the error)`);
+  const text = `no answer from participant ${to.id} at its registered endpoint (unreachable, not a participant, or too slow; the leader's log names the error)`;
+  // The engine still learns that the PREPARE never left (it then owes no ABORT), in the same words.
+  return err instanceof NotDeliveredError ? new NotDeliveredError(to.id, text) : new Error(text);
+}
+
+/**
+ * True when a call failed before it had a connection to go out on: grpc-js
+ * answers UNAVAILABLE "No connection established" when no transport could be
+ * picked (the connection was refused, unreachable, or its TLS handshake
+ * failed), so not a byte of the request reached the participant.
+ */
+function neverSent(err: Error): boolean {
+  const e = err as Partial<grpc.ServiceError>;
+  return e.code === grpc.status.UNAVAILABLE && (e.details ?? '').includes('No connection established');
+}
+
+/** A participant's UNIMPLEMENTED, as the commit protocol's error that names the method; any other error as it came. */
+function named(to: ParticipantRecord, method: ParticipantMethod, err: Error): Error {
+  if ((err as Partial<grpc.ServiceError>).code !== grpc.status.UNIMPLEMENTED) return err;
+  return new MethodUnimplementedError(to.id, method, (err as Partial<grpc.ServiceError>).details ?? '');
 }
 
 /** Channels kept open; beyond this the least recently used is closed. */
@@ -97,7 +116,8 @@ export class ParticipantLink {
       prepareToWire({ clusterId: this.clusterId, ...req }),
       timeoutMs,
       (err, w) => {
-        if (err !== null || w === undefined) return cb(err ?? new Error(`participant ${to.id} answered PREPARE without a vote`));
+        if (err !== null) return cb(neverSent(err) ? new NotDeliveredError(to.id, `PREPARE never reached participant ${to.id}: ${err.message}`) : named(to, 'Prepare', err));
+        if (w === undefined) return cb(new Error(`participant ${to.id} answered PREPARE without a vote`));
         const v = voteFromWire(w);
         if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
         cb(null, { vote: v.vote, reason: v.reason });
@@ -108,7 +128,7 @@ export class ParticipantLink {
 
   decide(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, trace: TraceContext | undefined, cb: (err: Error | null) => void): void {
     const md = trace === undefined ? undefined : traceToMetadata(trace);
-    this.client(to).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err), this.decisionLingerMs, md);
+    this.client(to).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err === null ? null : named(to, 'Decide', err)), this.decisionLingerMs, md);
   }
 
   /** The status question of parallel commit's recovery: a unary call, rare (only after a leader change). */
@@ -121,7 +141,7 @@ export class ParticipantLink {
           if (s === null) return cb(new Error(`participant ${to.id} answered an invalid status ${JSON.stringify(w.status)}`));
           cb(null, s);
         },
-        (err: Error) => cb(err),
+        (err: Error) => cb(named(to, 'Status', err)),
       );
   }
 
@@ -131,10 +151,12 @@ export class ParticipantLink {
    * "idle" (no channel, or one with nothing to carry). Idle is normal for a
    * participant no transaction has used since this node became leader.
    */
-  connection(endpoint: string): 'connected' | 'connecting' | 'down' | 'idle' {
+  connection(endpoint: string): 'connected' | 'connecting' | 'down' | 'idle' | 'closed' {
     let c: Channel | undefined;
     for (const [key, ch] of this.clients) if (key.endsWith(`\u0000${endpoint}`)) c = ch;
     if (c === undefined) return 'idle';
+    // It said it closed cleanly (its process stopped), and has not answered since.
+    if (c.exchange.closedAtMs !== null) return 'closed';
     switch (c.client.channel.getChannel().getConnectivityState(false)) {
       case grpc.connectivityState.READY:
         return 'connected';

@@ -363,7 +363,11 @@ export class ParticipantEngine {
     const vote = (yes: boolean, reason = ''): void => answer({ txnId, participantId: this.o.participantId, vote: yes ? 'yes' : 'no', reason });
     // R7: a repeated PREPARE gets the answer the first one got.
     const decided = this.decided.get(txnId);
-    if (decided !== undefined) return decided.outcome === 'committed' ? vote(true) : vote(false, 'already aborted');
+    if (decided !== undefined) {
+      if (decided.outcome === 'committed') return vote(true);
+      this.o.resource.latePrepareRefused?.(txnId);
+      return vote(false, 'already aborted');
+    }
     if (this.prepared.has(txnId)) return vote(true);
     if (this.phase === 'stopped') return vote(false, 'participant is shutting down');
     if (this.prepared.size + this.preparing >= this.o.preparedMax) {

@@ -58,8 +58,8 @@ const VOTED_YES_TRACKED_MAX = 10_000;
 export interface Gate {
   draining: boolean;
   inFlight: number;
-  /** How to end each open Exchange stream; endExchanges() calls them when the participant stops. */
-  readonly exchanges: Set<() => void>;
+  /** How to end each open Exchange stream; endExchanges() calls them when the participant stops (closing: say so first). */
+  readonly exchanges: Set<(closing?: boolean) => void>;
 }
 
 export function newGate(): Gate {
@@ -233,7 +233,9 @@ function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call:
       votedYes.clear();
     },
     requests: (batch) => batch.requests,
-    batch: (answers: ExchangeAnswer[]) => ({ answers }),
+    batch: (answers: ExchangeAnswer[]) => ({ answers, closing: false }),
+    // The stream's last message when the participant stops: the leader shows it closed, not disconnected.
+    farewell: () => ({ answers: [], closing: true }),
     handle: (r, _waiting, answer) => {
       const id = r.id;
       if (r.prepare) {
@@ -250,9 +252,9 @@ function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call:
   });
 }
 
-/** Ends every open Exchange stream (the participant is stopping and answered what was in flight). */
+/** Ends every open Exchange stream, saying the participant is closing (it is stopping and answered what was in flight). */
 export function endExchanges(gate: Gate): void {
-  for (const end of [...gate.exchanges]) end();
+  for (const end of [...gate.exchanges]) end(true);
 }
 
 /** The first string field longer than its bound (quoted clipped, never whole), or null. */

@@ -88,6 +88,13 @@ export interface Resource {
    * since after a crash the journal may not know T at all.
    */
   durableAtPrepare?(txnId: TxnId): boolean;
+  /**
+   * Optional: the engine refused a PREPARE of T without asking the resource,
+   * because T is already aborted here (its ABORT came first, or a status
+   * question made a durable refusal). A TCC resource counts it as a refused
+   * hanging Try, as it counts the ones its own barrier refuses.
+   */
+  latePrepareRefused?(txnId: TxnId): void;
 }
 
 /** Append-only and durable: when cb fires with null the record survives a crash. */

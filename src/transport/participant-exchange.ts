@@ -57,7 +57,12 @@ export class ParticipantExchange {
     this.stream = new RequestStream(client, {
       method: participantService.Exchange as grpc.MethodDefinition<ExchangeBatch, AnswerBatch>,
       batch: (requests) => ({ requests: requests.map(({ id, req }) => ({ ...req, id })) }),
-      answers: (msg) => msg.answers,
+      answers: (msg) => {
+        // The participant said it is closing (its last message), or answered again since.
+        if (msg.closing) this.closedAtMs = Date.now();
+        else if (msg.answers.length > 0) this.closedAtMs = null;
+        return msg.answers;
+      },
       answerId: (a) => a.id,
       settle: (a, req) => {
         if (a.error) return { error: serviceError(a.error.code, a.error.details) };
@@ -98,6 +103,9 @@ export class ParticipantExchange {
     if (metadata !== undefined) return settle(unaryCall(this.client, participantService.Decide, req, timeoutMs, metadata), cb);
     this.stream.send({ id: 0, decision: req }, timeoutMs, cb as Answer<Vote | Ack>, lingerMs);
   }
+
+  /** When the participant last said it is closing (AnswerBatch.closing), unless it answered since; null otherwise. */
+  closedAtMs: number | null = null;
 
   /** Ends the stream; requests still waiting fail with CANCELLED. */
   close(): void {

@@ -245,6 +245,8 @@ export interface AnswerStreamSpec<Batch, Req, Ans, Answers> {
   /** The requests a batch message carries. */
   requests(msg: Batch): Req[];
   /** One response message for these answers. */
+  /** The last message of a stream ended because the server stops (end(true)); absent: none. */
+  farewell?: () => Answers;
   batch(answers: Ans[]): Answers;
   /** Starts on one request; `waiting` counts it with the others unanswered on this stream. `answer` is called once. */
   handle(req: Req, waiting: number, answer: (a: Ans) => void): void;
@@ -284,7 +286,11 @@ const CUT_OFF_RESET_MS = 1_000;
  * stream is reset (the client sees RESOURCE_EXHAUSTED too), which frees
  * the buffer.
  */
-export function serveAnswerStream<Batch, Req, Ans, Answers>(call: grpc.ServerDuplexStream<Batch, Answers>, streams: Set<() => void>, spec: AnswerStreamSpec<Batch, Req, Ans, Answers>): void {
+export function serveAnswerStream<Batch, Req, Ans, Answers>(
+  call: grpc.ServerDuplexStream<Batch, Answers>,
+  streams: Set<(closing?: boolean) => void>,
+  spec: AnswerStreamSpec<Batch, Req, Ans, Answers>,
+): void {
   const unreadMax = spec.unreadMax ?? ANSWER_STREAM_UNREAD_MAX;
   let out: Ans[] = [];
   let flushScheduled = false;
@@ -297,9 +303,12 @@ export function serveAnswerStream<Batch, Req, Ans, Answers>(call: grpc.ServerDup
     open = false;
     streams.delete(end);
   };
-  const end = (): void => {
+  // `closing`: the server is stopping; the stream's last message says so (spec.farewell) when the protocol has one.
+  const end = (closing = false): void => {
     if (!open) return;
     close();
+    const last = closing ? spec.farewell?.() : undefined;
+    if (last !== undefined) call.write(last);
     call.end();
   };
   streams.add(end);

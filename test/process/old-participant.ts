@@ -41,7 +41,21 @@ function service(file: string, pkg: string, name: string): grpc.ServiceClientCon
 }
 
 /** Starts it on a free loopback port and registers it with the cluster at `nodes` (retrying until a leader takes it). */
-export async function startOldParticipant(clusterId: string, id: string, nodes: readonly string[]): Promise<OldParticipant> {
+/**
+ * `serves`: what it says it serves at registration (absent: the field is not
+ * sent, as the oldest participant did); a participant may claim Status and
+ * still lack it, as one written from the protos by hand may.
+ * `askAfterMs`: how long a prepared transaction waits for its DECISION before
+ * the participant asks the cluster (1 s).
+ * `acksDecisions: false`: every DECISION is answered UNAVAILABLE (never acknowledged).
+ * `prepared`: transactions it holds prepared from the start (as read back from a journal).
+ */
+export async function startOldParticipant(
+  clusterId: string,
+  id: string,
+  nodes: readonly string[],
+  o: { serves?: string[]; askAfterMs?: number; acksDecisions?: boolean; prepared?: string[] } = {},
+): Promise<OldParticipant> {
   const Participant = service('participant.proto', 'participant', 'Participant');
   const Coordinator = service('coordinator.proto', 'coordinator', 'Coordinator');
   const server = new grpc.Server();
@@ -62,6 +76,7 @@ export async function startOldParticipant(clusterId: string, id: string, nodes: 
       server.forceShutdown();
     },
   };
+  for (const t of o.prepared ?? []) p.state.set(t, 'prepared');
   const later = (ms: number, fn: () => void): void => {
     const t = setTimeout(() => {
       timers.delete(t);
@@ -90,11 +105,12 @@ export async function startOldParticipant(clusterId: string, id: string, nodes: 
       p.state.set(txn_id, 'prepared');
       vote('VOTE_YES');
       // In doubt after a while without a DECISION: ask the cluster (R4).
-      later(1_000, () => askUntilDecided(txn_id, 0));
+      later(o.askAfterMs ?? 1_000, () => askUntilDecided(txn_id, 0));
     },
     Decide: (call: grpc.ServerUnaryCall<Record<string, string>, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       const { cluster_id, txn_id, participant_id, decision } = call.request;
       if (cluster_id !== clusterId || participant_id !== id) return cb(refuse('not this participant'));
+      if (o.acksDecisions === false) return cb({ code: grpc.status.UNAVAILABLE, details: 'this participant never acknowledges' });
       const now = p.state.get(txn_id);
       const to: State = decision === 'DECISION_COMMIT' ? 'committed' : 'aborted';
       if (to === 'committed' && now !== 'prepared' && now !== 'committed') return cb(refuse(`COMMIT of ${txn_id}, never prepared here`));
@@ -143,7 +159,7 @@ export async function startOldParticipant(clusterId: string, id: string, nodes: 
   // Registration, without `serves`: the field did not exist when this participant was written.
   for (let attempt = 0; ; attempt++) {
     try {
-      await call('RegisterParticipant', { cluster_id: clusterId, participant_id: id, endpoint: p.address, resource_kind: 'memory' });
+      await call('RegisterParticipant', { cluster_id: clusterId, participant_id: id, endpoint: p.address, resource_kind: 'memory', ...(o.serves ? { serves: o.serves } : {}) });
       return p;
     } catch (err) {
       if (attempt >= 100) {

@@ -39,7 +39,7 @@ import { SERVED_OPTIONAL } from '../../src/participant/serve.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { ConfState, Message, NodeId } from '../../src/raft/types.ts';
-import type { Ack, VoteAnswer as Vote } from '../../src/domain/protocol.ts';
+import { NotDeliveredError, type Ack, type VoteAnswer as Vote } from '../../src/domain/protocol.ts';
 import { EventQueue } from './event-queue.ts';
 import { RaftChecker } from './raft-checker.ts';
 import { SimDisk } from './sim-disk.ts';
@@ -321,6 +321,13 @@ export class SystemWorld implements FaultWorld {
         this.point('prepare-send', req.txnId, { node: n });
         if (!inc.alive) return;
         const p = this.participant(to.id);
+        if (!p.up) {
+          // A process that is down refuses the connection at once (gRPC: UNAVAILABLE, no connection
+          // established): the PREPARE provably never reached it, and the engine owes it no ABORT (R3).
+          this.log(() => `${n.id} cannot reach ${p.id} (down) with PREPARE for ${req.txnId}`);
+          this.q.after(1, () => inc.alive && cb(new NotDeliveredError(p.id, `PREPARE never reached participant ${p.id}: it is down`)));
+          return;
+        }
         this.log(() => `${n.id} sends PREPARE for ${req.txnId} to ${p.id}`);
         this.rpc.call<Vote>(
           n.id,

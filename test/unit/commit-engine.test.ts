@@ -5,6 +5,7 @@
 import { describe, expect, test } from 'vitest';
 import { EngineError, type OutcomeAnswer } from '../../src/commit/engine.ts';
 import { EngineWorld } from './engine-fixture.ts';
+import { NotDeliveredError } from '../../src/domain/protocol.ts';
 
 class World extends EngineWorld {
   constructor() {
@@ -118,6 +119,42 @@ describe('commit engine', () => {
     // Forgotten, the ABORT still answers from its tombstone, and the id stays spent.
     expect(w.table.lookup('t1')?.outcome).toBe('abort');
     expect(() => w.engine.begin('t1', 0)).toThrow(/already decided ABORTED/);
+  });
+
+  test('R3 presumed abort: an ABORT is not delivered to a participant whose PREPARE provably never reached it; one whose vote is only unknown still gets it', () => {
+    const w = new World();
+    w.engine.begin('t1', 0);
+    w.commit('t1', ['a', 'b', 'c']);
+    w.vote('a', 'yes');
+    // b's PREPARE never left (connection refused): b holds nothing, and T aborts. c's vote is still on its way: c may be prepared.
+    w.vote('b', new NotDeliveredError('b', 'PREPARE never reached participant b'));
+    w.applyAll();
+    w.vote('c', new Error('deadline exceeded'));
+    expect(w.table.decisions.get('t1')).toMatchObject({ outcome: 'abort', participants: ['a', 'c'] });
+    w.engine.tick();
+    expect(w.decisions.map((d) => d.to).sort()).toEqual(['a', 'c']);
+    w.ackAll();
+    w.now += 100;
+    w.engine.tick();
+    // Nothing waits for b: the decision is forgotten and nothing is left unacknowledged.
+    expect(w.proposals.map((p) => p.cmd)).toEqual([{ t: 'forget', txnIds: ['t1'] }]);
+    w.applyNext();
+    expect(w.engine.phases().delivering).toBe(0);
+    // Had b prepared after all, its question would be answered from the log (R3, R4).
+    let asked = '';
+    w.engine.outcome('t1', 'b', (_e, a) => (asked = a?.outcome ?? ''));
+    expect(asked).toBe('aborted');
+  });
+
+  test('R3: a retried Commit naming a participant whose PREPARE from this leader never reached it adds nothing to the ABORT', () => {
+    const w = new World();
+    w.engine.begin('t2', 0);
+    w.commit('t2', ['a', 'b']);
+    w.vote('b', new NotDeliveredError('b', 'PREPARE never reached participant b'));
+    w.applyAll();
+    expect(w.table.decisions.get('t2')?.participants).toEqual(['a']);
+    w.commit('t2', ['a', 'b']);
+    expect(w.proposals).toHaveLength(0);
   });
 
   test('ABORT delivery: participants a retried Commit names, which an ABORT logged from a question did not, are added to the decision and told until they acknowledge', () => {

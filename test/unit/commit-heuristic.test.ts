@@ -334,10 +334,67 @@ describe('participant remove (replicated, refused while in doubt)', () => {
     const t = new DecisionTable();
     t.apply({ t: 'register', id: 'a', endpoint: '127.0.0.1:1', atMs: 1, kind: 'memory' }, 1);
     t.apply({ t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: ['a'], atMs: 1 }, 2);
-    expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 2, acked: [] }, 3)).toEqual({ t: 'unregister', id: 'a', removed: false, refusedBy: ['c'] });
+    expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 2, acked: [] }, 3)).toEqual({ t: 'unregister', id: 'a', removed: false, refusedBy: ['c'], forced: null });
     expect(t.participants.has('a')).toBe(true);
     // The leader saw it acknowledge c: the decision no longer needs it.
     expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 3, acked: ['c'] }, 5)).toMatchObject({ removed: true });
     expect(t.participants.has('a')).toBe(false);
+  });
+
+  test('--force: the operator removes a participant a COMMIT still names; the decision stays owed to it, undelivered and unforgotten (R5), and is delivered when it registers again', () => {
+    const w = new World();
+    w.prepared('t-c', ['a', 'b']);
+    w.vote('a', 'yes');
+    w.vote('b', 'yes');
+    w.applyNext(); // the COMMIT
+    for (const d of w.decisions.splice(0)) d.cb(d.to === 'a' ? null : new Error('b is gone'));
+    let out: { removed?: boolean; owed?: string[]; err: EngineError | null } = { err: null };
+    w.engine.unregisterParticipant('b', 'bob@ops', (err, removed, owed) => (out = { err, removed, owed }), { reason: 'disk lost' });
+    expect(w.proposals[0].cmd).toMatchObject({ t: 'unregister', id: 'b', operator: 'bob@ops', force: true, reason: 'disk lost' });
+    w.applyNext();
+    expect(out).toEqual({ err: null, removed: true, owed: ['t-c'] });
+    expect(w.table.participants.has('b')).toBe(false);
+    expect(w.table.removed.get('b')).toMatchObject({ operator: 'bob@ops', reason: 'disk lost', owed: ['t-c'] });
+    // Deliveries stop and nothing is unacknowledged on the leader; the decision is neither forgotten nor redelivered.
+    expect(w.engine.phases().delivering).toBe(0);
+    for (let i = 0; i < 20; i++) {
+      w.now += 1_000;
+      w.engine.tick();
+    }
+    expect(w.decisions).toHaveLength(0);
+    expect(w.proposals).toHaveLength(0);
+    expect(w.table.decisions.has('t-c')).toBe(true);
+    // A snapshot keeps the removal; a new leader re-drives nothing to b and forgets nothing.
+    const copy = new DecisionTable();
+    copy.restoreFrom(JSON.parse(JSON.stringify(w.table.toJSON())));
+    expect(copy.owedToRemoved('t-c')).toEqual(['b']);
+    w.engine.setLeadership(0);
+    w.engine.setLeadership(2);
+    // The new leader does not know a acknowledged: a hears it again (R7); b does not.
+    expect(w.decisions.map((d) => d.to)).toEqual(['a']);
+    w.ackAll();
+    w.now += 1_000;
+    w.engine.tick();
+    expect(w.proposals).toHaveLength(0);
+    expect(w.engine.phases().delivering).toBe(0);
+    // It comes back: the COMMIT is delivered, acknowledged, and then forgotten.
+    w.engine.registerParticipant('b', '127.0.0.1:19', 'memory', [], () => {});
+    w.applyNext();
+    // (a hears it again too: this leader dropped what it knew of t-c, R7.)
+    expect(w.decisions.map((d) => `${d.to}:${d.req.outcome}`).sort()).toEqual(['a:commit', 'b:commit']);
+    w.ackAll();
+    w.now += 1_000;
+    w.engine.tick();
+    expect(w.proposals.map((p) => p.cmd)).toEqual([{ t: 'forget', txnIds: ['t-c'] }]);
+  });
+
+  test('--force is refused while the participant is in an undecided transaction', () => {
+    const w = new World();
+    w.prepared('t-u', ['a', 'b']);
+    w.vote('a', 'yes');
+    let err: EngineError | null = null;
+    w.engine.unregisterParticipant('a', 'bob@ops', (e) => (err = e), { reason: 'gone' });
+    expect((err as EngineError | null)?.message).toMatch(/participant a is in 1 undecided transaction\(s\): t-u/);
+    expect(w.proposals).toHaveLength(0);
   });
 });

@@ -37,6 +37,7 @@ async function participant(): Promise<{ exchange: ParticipantExchange; received:
           answers: b.requests.map((r) =>
             r.prepare ? { id: r.id, vote: { txnId: r.prepare.txnId, participantId: 'p1', vote: 'VOTE_YES', reason: '' } } : { id: r.id, ack: { txnId: r.decision?.txnId ?? '', participantId: 'p1' } },
           ),
+          closing: false,
         });
       });
       call.on('end', () => call.end());

@@ -10,6 +10,11 @@ import { ReserveWatcher, type AskAbort } from '../../src/participant/tcc/expiry.
 import { MemoryTccResource, replayTcc, type TccMemoryHandlers, type TccRecord } from '../../src/participant/tcc/memory.ts';
 import type { ClusterOutcome, TxnRecord } from '../../src/participant/types.ts';
 import type { Decide, DecisionOutcome } from '../../src/domain/protocol.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openTccParticipant } from '../../src/participant/tcc/setup.ts';
+import { SILENT_LOG as SILENT } from '../../src/participant/types.ts';
 
 /** Seats: `free` and, per transaction, the seats it holds; payload = the number of seats as text. */
 interface Seats {
@@ -240,6 +245,19 @@ describe('TCC under the participant engine', () => {
     expect(resource.tccCounts()).toMatchObject({ emptyRollbacks: 1, hangingRefused: 1, held: 0 });
   });
 
+  it("a late PREPARE refused from the engine's own memory of the ABORT (forgetAborts off) counts as a refused hanging Try too", () => {
+    const timers = new Timers();
+    const { resource } = seatResource();
+    const engine = engineWith(resource, timers, (cb) => cb(null, 'in-progress'), false);
+    engine.decide(decision('T', 'abort'), () => {});
+    engine.prepare(prepareReq('T'), () => {});
+    let vote = '';
+    engine.prepare(prepareReq('T'), (_e, v) => (vote = v?.vote ?? ''));
+    expect(vote).toBe('no');
+    expect(resource.state.free).toBe(10);
+    expect(resource.tccCounts()).toMatchObject({ emptyRollbacks: 1, hangingRefused: 2, held: 0 });
+  });
+
   it('a COMMIT delivered twice confirms once', () => {
     const timers = new Timers();
     calls.confirm = 0;
@@ -354,5 +372,32 @@ describe('TCC reserve watcher (TTL)', () => {
     timers.advance(100_000);
     expect(asked).toBe(0);
     expect(resource.branchState('T')).toBe('tried');
+  });
+});
+
+describe('TCC memory handlers are folded (docs/tcc.md)', () => {
+  it("each event runs its handler twice (the live copy, then the journal's fold once synced) and once more per record at every start", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'verdict-tcc-fold-'));
+    const handlers = seatHandlers();
+    const open = () => openTccParticipant({ clusterId: 'c', participantId: 'seats', dataDir: dir, log: SILENT, memory: handlers as TccMemoryHandlers<unknown> });
+    let setup = await open();
+    try {
+      calls.try = 0;
+      calls.confirm = 0;
+      const vote = await new Promise<boolean>((resolve, reject) => setup.resource.prepare('T', seats(2), (err, v) => (err ? reject(err) : resolve(v.yes))));
+      expect(vote).toBe(true);
+      expect(calls.try).toBe(2);
+      await new Promise<void>((resolve, reject) => setup.resource.commit('T', (err) => (err ? reject(err) : resolve())));
+      expect(calls.confirm).toBe(2);
+      await setup.close();
+      await setup.journal.close();
+      setup = await open();
+      expect(calls).toMatchObject({ try: 3, confirm: 3 });
+      expect(((setup.resource as MemoryTccResource<unknown>).state as Seats).sold).toBe(2);
+    } finally {
+      await setup.close();
+      await setup.journal.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -148,6 +148,11 @@ export abstract class TccResourceBase implements TccReserves {
     this.settle(txnId, 'cancel', cb);
   }
 
+  /** The engine refused a Try from its own memory of T's ABORT (or refusal): a hanging Try like any the barrier refuses. */
+  latePrepareRefused(_txnId: TxnId): void {
+    this.counts.hangingRefused += 1;
+  }
+
   heldReserves(): HeldReserve[] {
     return [...this.heldBranches()].map(([txnId, h]) => ({ txnId, expiresAtMs: h.expiresAtMs }));
   }

@@ -18,7 +18,19 @@ import { OldestFirst } from '../../util/oldest-first.ts';
 import { fromBase64, toBase64, type EngineLog, type Resource, type ResourceVote, type TxnId, SILENT_LOG, type Clock } from '../types.ts';
 import { barrierStep, TccResourceBase, ttlProblem, type BranchState, type TccBranch, type TccTryResult } from './barrier.ts';
 
-/** The handlers of a memory TCC participant, over the application state S. */
+/**
+ * The handlers of a memory TCC participant, over the application state S.
+ *
+ * They are folded, not called once: each event runs its handler twice (on
+ * the live copy the participant answers from, then on the journal's copy
+ * once the record is synced), and every record again at each start. So a
+ * handler must be a deterministic function of the state and the payload,
+ * with no side effect outside the state it is given (no call to another
+ * service, no message, no file), and must throw before it changes anything.
+ * An effect on the outside world belongs in a PostgreSQL TCC participant
+ * (called once per event, in the barrier's local transaction) or after the
+ * transaction's outcome is known.
+ */
 export interface TccMemoryHandlers<S> {
   /** The state before any record. */
   initial(): S;

@@ -6,6 +6,7 @@ export interface ParticipantState {
   'vote'?: (string);
   'acked'?: (boolean);
   'retries'?: (number);
+  'unimplemented'?: (string);
 }
 
 export interface ParticipantState__Output {
@@ -13,4 +14,5 @@ export interface ParticipantState__Output {
   'vote': (string);
   'acked': (boolean);
   'retries': (number);
+  'unimplemented': (string);
 }

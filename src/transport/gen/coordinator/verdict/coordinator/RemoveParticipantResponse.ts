@@ -3,8 +3,10 @@
 
 export interface RemoveParticipantResponse {
   'removed'?: (boolean);
+  'owed'?: (string)[];
 }
 
 export interface RemoveParticipantResponse__Output {
   'removed': (boolean);
+  'owed': (string)[];
 }

@@ -4,8 +4,10 @@ import type { ExchangeAnswer as _verdict_participant_ExchangeAnswer, ExchangeAns
 
 export interface AnswerBatch {
   'answers'?: (_verdict_participant_ExchangeAnswer)[];
+  'closing'?: (boolean);
 }
 
 export interface AnswerBatch__Output {
   'answers': (_verdict_participant_ExchangeAnswer__Output)[];
+  'closing': (boolean);
 }
