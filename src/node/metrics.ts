@@ -19,11 +19,16 @@ const ROLES = [Role.Leader, Role.Follower, Role.Candidate, Role.PreCandidate] as
 /** How a Commit RPC was answered; a closed set, for the latency histogram's label. */
 export type CommitAnswer = 'committed' | 'aborted' | 'in_progress' | 'unknown' | 'error';
 
+/** What a PREPARE brought back: a vote, or none (no answer, an error, the deadline). */
+export type PrepareVote = 'yes' | 'no' | 'none';
+
 export class NodeMetrics {
   readonly registry = new Registry();
   private readonly persistSeconds: Histogram<'sync'>;
   private readonly appendEntries: Histogram;
   private readonly commitSeconds: Histogram<'outcome'>;
+  private readonly prepareSeconds: Histogram<'participant' | 'vote'>;
+  private readonly votes: Counter<'participant' | 'vote'>;
 
   /** The sources are read at scrape time; before the log is recovered they are null and their metrics are absent. */
   constructor(src: {
@@ -48,7 +53,12 @@ export class NodeMetrics {
   }) {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
-    collectDefaultMetrics({ register: r, prefix: 'verdict_' });
+    // The process's runtime metrics under their stock names (process_cpu_seconds_total,
+    // nodejs_heap_size_used_bytes, ...), so Node.js dashboards and process_* alerts match them.
+    // prom-client's three gauges named *_total (a count now, not a counter) are dropped: the
+    // same counts are in nodejs_active_handles, _requests and _resources, by type.
+    collectDefaultMetrics({ register: r });
+    for (const gaugeNamedTotal of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) r.removeSingleMetric(gaugeNamedTotal);
     new Gauge({
       name: 'verdict_build_info',
       help: 'Always 1; its labels name the Verdict version and the Node.js version this node runs.',
@@ -233,6 +243,20 @@ export class NodeMetrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [r],
     });
+    // The participant label is bounded by the registry (participantsMax); a removed participant's series stay until restart.
+    this.prepareSeconds = new Histogram({
+      name: 'verdict_prepare_duration_seconds',
+      help: 'PREPARE round trips this leader made, from sending to the vote (or to giving up), by participant and vote (yes, no, none).',
+      labelNames: ['participant', 'vote'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [r],
+    });
+    this.votes = new Counter({
+      name: 'verdict_participant_votes_total',
+      help: 'Votes this leader received for PREPAREs it sent, by participant and vote (none: no answer, an error or the deadline).',
+      labelNames: ['participant', 'vote'],
+      registers: [r],
+    });
     new Gauge({
       name: 'verdict_transactions_in_flight',
       help: 'Transactions this leader has begun and not decided yet.',
@@ -318,6 +342,12 @@ export class NodeMetrics {
 
   observeCommit(seconds: number, answer: CommitAnswer): void {
     this.commitSeconds.observe({ outcome: answer }, seconds);
+  }
+
+  /** One PREPARE this leader sent to `participantId`: its round trip and what came back. */
+  observePrepare(participantId: string, seconds: number, vote: PrepareVote): void {
+    this.prepareSeconds.observe({ participant: participantId, vote }, seconds);
+    this.votes.inc({ participant: participantId, vote });
   }
 }
 

@@ -179,7 +179,7 @@ async function compose(
   const traces = new TxnTraces(tracing, cfg.inFlightMax * TXNS_PER_IN_FLIGHT);
   // From here on, a log line about a transaction with a trace carries its trace id.
   log = withTraceIds(log, (txnId) => traces.traceIdOf(txnId));
-  const watch: WatchOptions = { log, timeline: pages.timeline, leaders: pages.leaders, gaps: pages.gaps, term: () => rawNode.raft.term, nowMs: () => Date.now(), traces };
+  const watch: WatchOptions = { log, timeline: pages.timeline, leaders: pages.leaders, gaps: pages.gaps, observePrepare: (p, seconds, vote) => pages.metrics?.observePrepare(p, seconds, vote), term: () => rawNode.raft.term, nowMs: () => Date.now(), traces };
   // The node's core (src/node/core.ts), the same one the simulator runs, on the real clock, disk, network and links.
   const c = new NodeCore({
     id: cfg.nodeId,

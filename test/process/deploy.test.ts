@@ -77,7 +77,7 @@ function dashboardAndRuleMetrics(): Set<string> {
     ...readYaml(join(DEPLOY, 'prometheus', 'verdict-rules.yaml')).groups.flatMap((g: Doc) => g.rules.map((r: Doc) => r.expr as string)),
   ];
   const names = new Set<string>();
-  for (const e of exprs) for (const m of e.matchAll(/\bverdict_[a-z0-9_]+/g)) names.add(m[0].replace(/_(bucket|sum|count)$/, ''));
+  for (const e of exprs) for (const m of e.matchAll(/\b(?:verdict|process|nodejs)_[a-z0-9_]+/g)) names.add(m[0].replace(/_(bucket|sum|count)$/, ''));
   return names;
 }
 

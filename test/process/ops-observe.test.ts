@@ -97,6 +97,19 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
     expect(value(s, 'verdict_transactions_aborted_total', { reason: 'timeout' })).toBe(0);
     expect(value(s, 'verdict_commit_duration_seconds_count', { outcome: 'committed' })).toBeGreaterThanOrEqual(committed + 1);
     expect(value(s, 'verdict_commit_duration_seconds_count', { outcome: 'aborted' })).toBeGreaterThanOrEqual(1);
+    // Per participant: each PREPARE's round trip and vote.
+    expect(value(s, 'verdict_participant_votes_total', { participant: 'ledger', vote: 'yes' })).toBeGreaterThanOrEqual(committed);
+    expect(value(s, 'verdict_participant_votes_total', { participant: 'ledger', vote: 'no' })).toBeGreaterThanOrEqual(1);
+    expect(value(s, 'verdict_participant_votes_total', { participant: 'shop', vote: 'yes' })).toBeGreaterThanOrEqual(committed + 2);
+    expect(value(s, 'verdict_prepare_duration_seconds_count', { participant: 'ledger', vote: 'no' })).toBeGreaterThanOrEqual(1);
+    expect(value(s, 'verdict_prepare_duration_seconds_count', { participant: 'shop', vote: 'yes' })).toBe(value(s, 'verdict_participant_votes_total', { participant: 'shop', vote: 'yes' }));
+    expect(value(s, 'verdict_prepare_duration_seconds_sum', { participant: 'shop', vote: 'yes' })).toBeGreaterThan(0);
+    expect(scrapes.text).toMatch(/^# TYPE verdict_prepare_duration_seconds histogram$/m);
+    // Runtime metrics under their stock names; no gauge named *_total.
+    expect(value(s, 'process_cpu_seconds_total', node)).toBeGreaterThan(0);
+    expect(value(s, 'nodejs_heap_size_used_bytes', node)).toBeGreaterThan(0);
+    expect(scrapes.text).not.toMatch(/^verdict_(process|nodejs)_/m);
+    for (const m of scrapes.text.matchAll(/^# TYPE (\S+_total) (\S+)$/gm)) expect(m[2], m[1]).toBe('counter');
     expect(value(s, 'verdict_transactions_in_flight')).toBe(0);
     expect(value(s, 'verdict_decisions_unacked')).toBeGreaterThanOrEqual(1);
 
