@@ -153,7 +153,7 @@ class Subject {
   }
 
   tail(): string {
-    return `\n--- ${this.target.name} output ---\n${this.proc?.output.slice(-3_000) ?? '(never started)'}`;
+    return `\n--- ${this.target.name} output ---\n${this.proc?.output.slice(-(process.env.VERDICT_CONFORMANCE_LOG_LEVEL ? 50_000 : 3_000)) ?? '(never started)'}`;
   }
 
   /** Starts the process and waits for a new registration. */
@@ -212,7 +212,7 @@ export async function runConformance(target: Target, phases: Phase[] = Object.ke
       await fn();
       results.set(name, { name, ok: true, error: '' });
     } catch (err) {
-      const tail = err instanceof CheckFailure ? '' : (subject?.tail() ?? '');
+      const tail = subject?.tail() ?? '';
       results.set(name, { name, ok: false, error: `${(err as Error).message}${tail}` });
     }
   };
@@ -543,12 +543,19 @@ async function killPhases(s: Subject, run: Run, wanted: (p: Phase) => boolean): 
       if (setupFailed) throw new CheckFailure(setupFailed);
       await eventually(`a question about ${toAbort} after the restart`, ASK_WITHIN_MS, async () => askedSinceRestart(toAbort));
       // Released: a transaction writing the same key prepares and commits (a held lock would make it wait, then vote NO).
-      await eventually('the key of the aborted transaction is free again', SETTLE_MS, async () => {
-        const t = s.txn('after-abort');
-        const v = await leader.prepare(t, s.write(key(toAbort), 'free'), { timeout_ms: 2_000 });
-        if (v.body?.vote !== 'VOTE_YES') return false;
-        return (await leader.decide(t, true)).code === grpc.status.OK;
-      });
+      let last = '';
+      await eventually(
+        'the key of the aborted transaction is free again',
+        SETTLE_MS,
+        async () => {
+          const t = s.txn('after-abort');
+          const v = await leader.prepare(t, s.write(key(toAbort), 'free'), { timeout_ms: 2_000 });
+          last = show(v);
+          if (v.body?.vote !== 'VOTE_YES') return false;
+          return (await leader.decide(t, true)).code === grpc.status.OK;
+        },
+        () => `(last PREPARE: ${last})`,
+      );
       await s.expectValue(key(toAbort), 'free', 'the aborted write never applied');
       expectCode(await leader.decide(toAbort, false), grpc.status.OK, 'its ABORT delivered after the recovery');
     });

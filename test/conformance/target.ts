@@ -43,7 +43,7 @@ export interface Target {
   teardown?(): Promise<void>;
 }
 
-const TAIL_CHARS = 6_000;
+const TAIL_CHARS = 60_000;
 const running = new Set<TargetProcess>();
 
 /** One run of a target's command; its output is kept (the tail) for failure messages. */

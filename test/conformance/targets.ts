@@ -59,15 +59,11 @@ export function pythonMemory(broken?: 'no-status' | 'yes-before-write'): Target 
 }
 
 const KV_TABLE = 'conformance_kv';
+const LOG_TABLE = 'conformance_log';
 
-/** The database participants' payload: one upsert into the suite's table. */
-function sqlWrite(dialect: 'postgres' | 'mysql'): (key: string, value: string) => Uint8Array {
-  const upsert =
-    dialect === 'postgres'
-      ? (k: string, v: string) => `INSERT INTO ${KV_TABLE} (k, v) VALUES (${sqlText(k)}, ${sqlText(v)}) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`
-      : (k: string, v: string) => `INSERT INTO ${KV_TABLE} (k, v) VALUES (${sqlText(k)}, ${sqlText(v)}) ON DUPLICATE KEY UPDATE v = VALUES(v)`;
-  return (key, value) => Buffer.from(JSON.stringify({ sql: [upsert(key, value)] }));
-}
+/** The PostgreSQL participants' payload: one upsert into the suite's table. */
+const pgWrite = (k: string, v: string): Uint8Array =>
+  Buffer.from(JSON.stringify({ sql: [`INSERT INTO ${KV_TABLE} (k, v) VALUES (${sqlText(k)}, ${sqlText(v)}) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`] }));
 
 /** A PostgreSQL participant over database `url`: TypeScript (`ts`) or Python. */
 export function postgresTarget(lang: 'ts' | 'python', url: string): Target {
@@ -82,10 +78,10 @@ export function postgresTarget(lang: 'ts' | 'python', url: string): Target {
           ? [process.execPath, '--import', 'tsx', TS_PROC, '--resource', 'postgres', ...common(env), '--url', url]
           : [PYTHON, PY_PROC, '--resource', 'postgres', ...common(env), '--url', url],
     }),
-    write: sqlWrite('postgres'),
+    write: pgWrite,
     refuse: () => Buffer.from(JSON.stringify({ sql: ['SELECT 1/0'] })),
     read: async (_env, key) => (await db().query<{ v: string }>(`SELECT v FROM ${KV_TABLE} WHERE k = $1`, [key])).rows[0]?.v ?? null,
-    setup: async () => void (await db().query(`CREATE TABLE IF NOT EXISTS ${KV_TABLE} (k text PRIMARY KEY, v text NOT NULL)`)),
+    setup: once(async () => void (await db().query(`CREATE TABLE IF NOT EXISTS ${KV_TABLE} (k text PRIMARY KEY, v text NOT NULL)`))),
     teardown: async () => {
       await pool?.end();
       pool = null;
@@ -93,15 +89,29 @@ export function postgresTarget(lang: 'ts' | 'python', url: string): Target {
   };
 }
 
-/** The TypeScript MySQL/MariaDB participant over database `url`. */
+/**
+ * The TypeScript MySQL/MariaDB participant over database `url`. Its writes
+ * are rows appended to a log, the last one for a key being its value: an
+ * upsert on a unique key would take InnoDB's next-key locks, which a
+ * prepared XA branch keeps, and the suite's many prepared transactions
+ * would then wait on each other's gaps.
+ */
 export function mysqlTarget(url: string): Target {
   return {
     name: 'TypeScript MySQL/MariaDB',
     kind: 'mysql',
     command: (env) => ({ argv: [process.execPath, '--import', 'tsx', TS_PROC, '--resource', 'mysql', ...common(env), '--url', url] }),
-    write: sqlWrite('mysql'),
+    write: (key, value) => Buffer.from(JSON.stringify({ sql: [`INSERT INTO ${LOG_TABLE} (k, v) VALUES (${sqlText(key)}, ${sqlText(value)})`] })),
     refuse: () => Buffer.from(JSON.stringify({ sql: ['SELECT * FROM no_such_table_here'] })),
-    read: async (_env, key) => (await mysqlQuery<{ v: string }>(url, `SELECT v FROM ${KV_TABLE} WHERE k = ?`, [key]))[0]?.v ?? null,
-    setup: async () => void (await mysqlQuery(url, `CREATE TABLE IF NOT EXISTS ${KV_TABLE} (k VARCHAR(255) PRIMARY KEY, v LONGTEXT NOT NULL) ENGINE=InnoDB`)),
+    read: async (_env, key) => (await mysqlQuery<{ v: string }>(url, `SELECT v FROM ${LOG_TABLE} WHERE k = ? ORDER BY id DESC LIMIT 1`, [key]))[0]?.v ?? null,
+    setup: once(
+      async () => void (await mysqlQuery(url, `CREATE TABLE IF NOT EXISTS ${LOG_TABLE} (id BIGINT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(255) NOT NULL, v LONGTEXT NOT NULL, KEY (k)) ENGINE=InnoDB`)),
+    ),
   };
+}
+
+/** `fn` run once, however many times (and however concurrently) it is called. */
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | null = null;
+  return () => (done ??= fn());
 }

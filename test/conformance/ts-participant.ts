@@ -74,7 +74,7 @@ const options: ParticipantOptions = {
   listen: a.listen ?? '',
   endpointsOfCluster: (a.nodes ?? '').split(','),
   dataDir: a.data ?? '',
-  logger: pino({ level: 'warn' }, pino.destination(2)),
+  logger: pino({ level: process.env.VERDICT_CONFORMANCE_LOG_LEVEL ?? 'warn' }, pino.destination(2)),
   registerRetryMs: 100,
   ...(tls ? { tls: { ca: tls[0], cert: tls[1], key: tls[2] } } : { insecure: true }),
   ...(resource === 'tcc' ? { tcc: { memory: kvHandlers as TccMemoryHandlers<unknown> } } : {}),
