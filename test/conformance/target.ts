@@ -93,3 +93,48 @@ export async function readProbe(probe: string, key: string): Promise<string | nu
   if (res.status !== 200) throw new Error(`the probe at ${probe} answered ${res.status}`);
   return await res.text();
 }
+
+/**
+ * A target described as data (a JSON file), for a participant outside this
+ * repository: VERDICT_CONFORMANCE_TARGET=its-file.json (see
+ * test/conformance/external.test.ts and docs/protocol.md).
+ *
+ *   name     shown in the test names
+ *   kind     the resource kind it registers with
+ *   command  argv; {participantId} {clusterId} {nodes} (comma-separated)
+ *            {listen} {dataDir} {probe} are replaced
+ *   tls      argv appended under TLS; {ca} {cert} {key} are replaced
+ *   write    the payload of a PREPARE writing {key} = {value} (replaced,
+ *            JSON-escaped without their quotes)
+ *   refuse   a payload it must vote NO to (default: bytes that are not JSON)
+ *   read     "probe": GET http://{probe}/value/<key> answers 200 with the
+ *            committed value, 404 for none
+ */
+export interface TargetSpec {
+  name: string;
+  kind: string;
+  command: string[];
+  tls?: string[];
+  write: string;
+  refuse?: string;
+  read: 'probe';
+}
+
+export function specTarget(spec: TargetSpec): Target {
+  for (const k of ['name', 'kind', 'write'] as const) if (typeof spec[k] !== 'string') throw new Error(`the target's "${k}" must be a string`);
+  if (!Array.isArray(spec.command) || spec.command.length === 0) throw new Error('the target\'s "command" must be a non-empty array of strings');
+  if (spec.read !== 'probe') throw new Error('the target\'s "read" must be "probe"');
+  const fill = (s: string, values: Record<string, string>): string => s.replace(/\{(\w+)\}/g, (m, k: string) => values[k] ?? m);
+  const escape = (s: string): string => JSON.stringify(s).slice(1, -1);
+  return {
+    name: spec.name,
+    kind: spec.kind,
+    command: (env) => {
+      const values = { participantId: env.participantId, clusterId: env.clusterId, nodes: env.nodes.join(','), listen: env.listen, dataDir: env.dataDir, probe: env.probe, ...(env.tls ?? {}) };
+      return { argv: [...spec.command, ...(env.tls ? (spec.tls ?? []) : [])].map((a) => fill(a, values)) };
+    },
+    write: (key, value) => Buffer.from(fill(spec.write, { key: escape(key), value: escape(value) })),
+    ...(spec.refuse !== undefined ? { refuse: () => Buffer.from(spec.refuse as string) } : {}),
+    read: (env, key) => readProbe(env.probe, key),
+  };
+}
