@@ -47,6 +47,15 @@ function tsTarget(name: string, resource: 'memory' | 'tcc', kind: string): Targe
 export const tsMemory = tsTarget('TypeScript memory', 'memory', 'memory');
 export const tsTcc = tsTarget('TypeScript TCC (memory)', 'tcc', 'tcc-memory');
 
+/** The Python SDK's TCC participant (sdk/python/verdict/tcc.py) with its example key/value handlers. */
+export const pythonTcc: Target = {
+  name: 'Python TCC (memory)',
+  kind: 'tcc-memory',
+  command: (env) => ({ argv: [PYTHON, PY_PROC, '--resource', 'tcc', ...common(env), '--probe', env.probe] }),
+  write: kvPayload,
+  read: (env, key) => readProbe(env.probe, key),
+};
+
 /** A Python participant process (sdk/python), memory resource; `broken` makes it one of the deliberately broken ones. */
 export function pythonMemory(broken?: 'no-status' | 'yes-before-write'): Target {
   return {

@@ -20,7 +20,7 @@ import signal
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable, Dict
 from urllib.parse import unquote
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -30,6 +30,7 @@ import grpc  # noqa: E402
 from verdict import MemoryResource, Participant, Resource, TlsFiles  # noqa: E402
 from verdict import participant as runtime  # noqa: E402
 from verdict.journal import Journal  # noqa: E402
+from verdict.tcc import KeyValueHandlers, MemoryTccResource  # noqa: E402
 
 
 def break_status() -> None:
@@ -51,11 +52,11 @@ def break_durability() -> None:
     Journal.record = record  # type: ignore[method-assign]
 
 
-def serve_probe(address: str, resource: MemoryResource) -> None:
+def serve_probe(address: str, values: Callable[[], Dict[str, Any]]) -> None:
     class Probe(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             key = unquote(self.path[len("/value/") :]) if self.path.startswith("/value/") else None
-            value = resource.values.get(key) if key is not None else None
+            value = values().get(key) if key is not None else None
             body = b"" if value is None else str(value).encode()
             self.send_response(404 if value is None else 200)
             self.send_header("Content-Length", str(len(body)))
@@ -72,7 +73,7 @@ def serve_probe(address: str, resource: MemoryResource) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--resource", choices=["memory", "postgres"], default="memory")
+    ap.add_argument("--resource", choices=["memory", "tcc", "postgres"], default="memory")
     ap.add_argument("--id", required=True)
     ap.add_argument("--cluster-id", required=True)
     ap.add_argument("--nodes", required=True)
@@ -92,10 +93,16 @@ def main() -> int:
         from verdict.postgres import PostgresResource
 
         resource = PostgresResource(a.url, a.cluster_id, a.id)
-    else:
-        resource = MemoryResource()
+    elif a.resource == "tcc":
+        tcc: MemoryTccResource[Dict[str, Any]] = MemoryTccResource(a.data, a.id, KeyValueHandlers())
+        resource = tcc
         if a.probe:
-            serve_probe(a.probe, resource)
+            serve_probe(a.probe, lambda: tcc.state["values"])
+    else:
+        memory = MemoryResource()
+        resource = memory
+        if a.probe:
+            serve_probe(a.probe, lambda: memory.values)
     tls = TlsFiles(*a.tls.split(",")) if a.tls else None
     p = Participant(participant_id=a.id, cluster_id=a.cluster_id, nodes=a.nodes.split(","), data_dir=a.data, resource=resource, endpoint=a.listen, tls=tls, insecure=tls is None)
     p.start()
