@@ -71,6 +71,8 @@ export class FakeCluster {
   readonly questions: Question[] = [];
   /** What GetOutcome answers, per transaction; IN_PROGRESS when absent. */
   readonly outcomes = new Map<string, Outcome>();
+  /** Coordinator.ReportHeuristic requests the leader took (acts done by hand at a participant). */
+  readonly heuristicReports: Record<string, unknown>[] = [];
   /** Calls the followers redirected. */
   redirected = 0;
   /** The leader answers the next this many RegisterParticipant calls UNAVAILABLE, as a node that is starting. */
@@ -151,6 +153,14 @@ export class FakeCluster {
         if (!isLeader()) return redirect(cb);
         const ids = call.request.txn_ids as string[];
         cb(null, { answers: ids.map((t) => ({ outcome: answer(t, String(call.request.participant_id)), code: 0, details: '' })) });
+      },
+      ReportHeuristic: (call: Call, cb: Reply) => {
+        if (!isLeader()) return redirect(cb);
+        const r = call.request;
+        this.heuristicReports.push(r);
+        const decided = this.outcomes.get(String(r.txn_id));
+        const kind = decided === undefined || decided === 'OUTCOME_IN_PROGRESS' ? 'HEURHAZ' : decided !== r.outcome ? 'HEURMIX' : r.outcome === 'OUTCOME_COMMITTED' ? 'HEURCOM' : 'HEURRB';
+        cb(null, { heuristic: { participant_id: r.participant_id, outcome: r.outcome, kind, operator: r.operator, reason: r.reason, at_ms: r.at_ms } });
       },
       ClusterStatus: (_call: Call, cb: Reply) => cb(null, { cluster_id: this.o.clusterId, leader_id: this.leader.id, leader_address: this.leader.address }),
     });

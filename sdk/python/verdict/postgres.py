@@ -44,6 +44,7 @@ from urllib.parse import unquote
 import psycopg2
 import psycopg2.extensions
 
+from . import heuristic
 from .resource import Resource
 
 GID_BYTES_MAX = 199
@@ -151,6 +152,7 @@ class PostgresResource(Resource):
         self._control = self._connect(autocommit=True)
         self._check_server()
         self._ensure_marker_table()
+        heuristic.ensure_heuristic_table(self._control)
 
     def _ctl(self) -> Any:
         """The control connection (decisions, scans, markers), made again when PostgreSQL dropped it."""
@@ -241,6 +243,8 @@ class PostgresResource(Resource):
         except psycopg2.Error as err:
             if err.pgcode != UNDEFINED_OBJECT:
                 raise
+            if heuristic.act_of(self._ctl(), gid) is not None:
+                return  # Resolved by hand: acknowledged; the conflict, if any, is the cluster's to record from the report.
             if not self._marker(gid):
                 raise HeuristicHazardError(f"COMMIT of {txn_id}: {gid} is no longer prepared and has no marker: it was rolled back here by hand (HEURRB)") from None
 
@@ -258,8 +262,17 @@ class PostgresResource(Resource):
         except psycopg2.Error as err:
             if err.pgcode != UNDEFINED_OBJECT:
                 raise
+            if heuristic.act_of(self._ctl(), gid) is not None:
+                return  # Resolved by hand: acknowledged, as above.
             if self._marker(gid):
                 raise HeuristicHazardError(f"ABORT of {txn_id}: {gid} is no longer prepared and its marker is there: it was committed here by hand (HEURCOM)") from None
+
+    def unreported_heuristics(self) -> "List[heuristic.HeuristicAct]":
+        """Acts done by hand here (python3 -m verdict resolve) the cluster has not acknowledged yet."""
+        return heuristic.unreported_acts(self._ctl(), self.prefix)
+
+    def mark_heuristic_reported(self, gid: str) -> None:
+        heuristic.mark_reported(self._ctl(), gid)
 
     def prepared_here(self) -> Iterable[str]:
         """Readable gids of this participant in pg_prepared_xacts (a hashed gid is found through the journal)."""
