@@ -112,7 +112,9 @@ async function eventually(what: string, ms: number, probe: () => Promise<boolean
     let ok = false;
     try {
       ok = await probe();
-    } catch {
+    } catch (err) {
+      // A CheckFailure from the probe is final (the process exited, say); anything else is tried again.
+      if (err instanceof CheckFailure) throw err;
       ok = false;
     }
     if (ok) return;
@@ -165,7 +167,7 @@ class Subject {
       `${this.target.name} to register`,
       START_MS,
       async () => {
-        if (!proc.alive) throw new CheckFailure('exited');
+        if (!proc.alive) throw new CheckFailure(`${this.target.name} exited before it registered${this.tail()}`);
         return this.cluster.registrationsOf(this.env.participantId).length > before;
       },
       () => this.tail(),

@@ -42,6 +42,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 from urllib.parse import unquote
 
 import psycopg2
+import psycopg2.errors
 import psycopg2.extensions
 
 from . import heuristic
@@ -181,8 +182,12 @@ class PostgresResource(Resource):
             cur.execute("SELECT to_regclass(%s) IS NOT NULL", (self.table,))
             if cur.fetchone()[0]:
                 return
-            cur.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)")
-            cur.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_age ON {self.table} ((coalesce(committed_at, prepared_at)))")
+            try:
+                cur.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)")
+                cur.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_age ON {self.table} ((coalesce(committed_at, prepared_at)))")
+            except (psycopg2.errors.UniqueViolation, psycopg2.errors.DuplicateTable):  # type: ignore[attr-defined]
+                # Two participants creating it at once on one database: one loses the race on the catalog; the other made it.
+                pass
 
     def gid(self, txn_id: str) -> str:
         return gid_of(self.prefix, txn_id)
