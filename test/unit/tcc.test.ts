@@ -401,3 +401,40 @@ describe('TCC memory handlers are folded (docs/tcc.md)', () => {
     }
   });
 });
+
+describe('a reserve whose Try was recorded but whose vote never left (the process died in between)', () => {
+  it('R3: is adopted as prepared at the next start, so the engine asks the cluster and its ABORT releases it', async () => {
+    const { openTccParticipant } = await import('../../src/participant/tcc/setup.ts');
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dataDir = mkdtempSync(join(tmpdir(), 'verdict-tcc-adopt-'));
+    const kv: TccMemoryHandlers<{ held: string[] }> = {
+      initial: () => ({ held: [] }),
+      try: (s, b) => void s.held.push(b.txnId),
+      confirm: (s, b) => void (s.held = s.held.filter((t) => t !== b.txnId)),
+      cancel: (s, b) => void (s.held = s.held.filter((t) => t !== b.txnId)),
+      encode: (s) => JSON.stringify(s),
+      decode: (t) => JSON.parse(t) as { held: string[] },
+    };
+    const log = { info: () => {}, warn: () => {}, error: () => {} };
+    const open = () => openTccParticipant({ memory: kv as TccMemoryHandlers<unknown>, clusterId: 'c', participantId: 'seats', dataDir, log });
+    try {
+      const first = await open();
+      // The Try runs and its barrier record is synced; the engine's prepared record never is.
+      await new Promise<void>((resolve, reject) =>
+        first.resource.prepare('t-orphan', new TextEncoder().encode('x'), (err, vote) => (err ? reject(err) : vote.yes ? resolve() : reject(new Error(vote.reason)))),
+      );
+      expect(first.records).toEqual([]);
+      await first.close();
+      await first.journal.close();
+      const second = await open();
+      expect(second.records).toEqual([expect.objectContaining({ kind: 'prepared', txnId: 't-orphan' })]);
+      expect([...second.resource.heldReserves()].map((h) => h.txnId)).toEqual(['t-orphan']);
+      await second.close();
+      await second.journal.close();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
-from ._proto import coordinator_pb2_grpc
+from ._proto import coordinator_pb2_grpc, saga_pb2_grpc
 from .errors import RefusalDetails, RetriesExhaustedError, VerdictError, invalid_argument
 from .retry import Backoff, classify_failure, pause_ms, retryable
 
@@ -313,6 +313,7 @@ class Connection:
         attempt_timeout_ms: Optional[float] = None,
         metadata: Optional[Sequence[Tuple[str, str]]] = None,
         next_request: Optional[Callable[[str], Any]] = None,
+        service: str = "Coordinator",
     ) -> Any:
         """Sends one Coordinator RPC, following redirects and retrying what the rule allows until the call's deadline.
 
@@ -335,7 +336,14 @@ class Connection:
                     break
                 clipped = remaining < attempt_s
                 try:
-                    response = getattr(self._stub(address), method)(req, timeout=remaining if clipped else attempt_s, metadata=metadata)
+                    stub: Any = self._stub(address)
+                    if service == "Sagas":
+                        # The same checked channel, another service of the node (proto/saga.proto).
+                        channel = self._channels.get(address)
+                        if channel is None:
+                            raise VerdictError("CANCELLED", "the connection is closed")
+                        stub = saga_pb2_grpc.SagasStub(channel)
+                    response = getattr(stub, method)(req, timeout=remaining if clipped else attempt_s, metadata=metadata)
                     search.answered(address)
                     return response
                 except NotANodeError as err:

@@ -54,6 +54,8 @@ OUTCOMES_BATCH_MAX = 1024
 #: Answers sent in one AnswerBatch at most.
 ANSWER_BATCH_MAX = 256
 IN_DOUBT_AFTER_S = 2.0
+#: How often acts done by hand (heuristic.py) not yet acknowledged by the cluster are reported.
+HEURISTIC_REPORT_EVERY_S = 5.0
 ASK_PAUSE_MIN_S = 0.2
 ASK_PAUSE_MAX_S = 10.0
 #: The subject field and value that mark a node's certificate (src/transport/tls.ts, NODE_MARK).
@@ -488,7 +490,11 @@ class Participant:
                     raise
 
     def _resolve_loop(self) -> None:
+        next_report_at = 0.0
         while not self._stopped.wait(0.1):
+            if time.monotonic() >= next_report_at and hasattr(self.resource, "unreported_heuristics"):
+                next_report_at = time.monotonic() + HEURISTIC_REPORT_EVERY_S
+                self._report_heuristics()
             due = self.engine.due(time.monotonic())
             while due and not self._stopped.is_set():
                 batch, due = due[:OUTCOMES_BATCH_MAX], due[OUTCOMES_BATCH_MAX:]
@@ -497,6 +503,32 @@ class Participant:
                 else:
                     for txn_id in batch:
                         self._ask(txn_id)
+
+    def _report_heuristics(self) -> None:
+        """Reports acts done by hand here (R4) until the cluster acknowledges each; one it does not take waits for the next round."""
+        try:
+            acts = self.resource.unreported_heuristics()  # type: ignore[attr-defined]
+        except Exception as err:  # noqa: BLE001 - the database is away: next round
+            self.log("heuristic-read-failed", participant_id=self.participant_id, error=str(err)[:512])
+            return
+        for act in acts:
+            req = cpb.ReportHeuristicRequest(
+                cluster_id=self.engine.cluster_id,
+                participant_id=self.participant_id,
+                txn_id=act.txn_id,
+                outcome=cpb.OUTCOME_COMMITTED if act.outcome == "committed" else cpb.OUTCOME_ABORTED,
+                gid=act.gid,
+                operator=act.operator,
+                reason=act.reason,
+                at_ms=act.at_ms,
+            )
+            try:
+                r = self.client.connection.call("ReportHeuristic", req, call_timeout_ms=5_000, attempt_timeout_ms=2_000)
+                self.resource.mark_heuristic_reported(act.gid)  # type: ignore[attr-defined]
+            except Exception as err:  # noqa: BLE001 - the cluster or the database is away: next round
+                self.log("heuristic-not-reported", txn_id=act.txn_id, participant_id=self.participant_id, error=str(err)[:512])
+                continue
+            self.log("heuristic-reported", txn_id=act.txn_id, participant_id=self.participant_id, outcome=act.outcome, operator=act.operator, kind=r.heuristic.kind)
 
     def _ask(self, txn_id: str) -> None:
         """One GetOutcome for a transaction in doubt; applies COMMITTED or ABORTED, else asks again later (R4)."""

@@ -42,8 +42,10 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 from urllib.parse import unquote
 
 import psycopg2
+import psycopg2.errors
 import psycopg2.extensions
 
+from . import heuristic
 from .resource import Resource
 
 GID_BYTES_MAX = 199
@@ -151,6 +153,7 @@ class PostgresResource(Resource):
         self._control = self._connect(autocommit=True)
         self._check_server()
         self._ensure_marker_table()
+        heuristic.ensure_heuristic_table(self._control)
 
     def _ctl(self) -> Any:
         """The control connection (decisions, scans, markers), made again when PostgreSQL dropped it."""
@@ -179,8 +182,12 @@ class PostgresResource(Resource):
             cur.execute("SELECT to_regclass(%s) IS NOT NULL", (self.table,))
             if cur.fetchone()[0]:
                 return
-            cur.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)")
-            cur.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_age ON {self.table} ((coalesce(committed_at, prepared_at)))")
+            try:
+                cur.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)")
+                cur.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_age ON {self.table} ((coalesce(committed_at, prepared_at)))")
+            except (psycopg2.errors.UniqueViolation, psycopg2.errors.DuplicateTable):  # type: ignore[attr-defined]
+                # Two participants creating it at once on one database: one loses the race on the catalog; the other made it.
+                pass
 
     def gid(self, txn_id: str) -> str:
         return gid_of(self.prefix, txn_id)
@@ -241,6 +248,8 @@ class PostgresResource(Resource):
         except psycopg2.Error as err:
             if err.pgcode != UNDEFINED_OBJECT:
                 raise
+            if heuristic.act_of(self._ctl(), gid) is not None:
+                return  # Resolved by hand: acknowledged; the conflict, if any, is the cluster's to record from the report.
             if not self._marker(gid):
                 raise HeuristicHazardError(f"COMMIT of {txn_id}: {gid} is no longer prepared and has no marker: it was rolled back here by hand (HEURRB)") from None
 
@@ -258,8 +267,17 @@ class PostgresResource(Resource):
         except psycopg2.Error as err:
             if err.pgcode != UNDEFINED_OBJECT:
                 raise
+            if heuristic.act_of(self._ctl(), gid) is not None:
+                return  # Resolved by hand: acknowledged, as above.
             if self._marker(gid):
                 raise HeuristicHazardError(f"ABORT of {txn_id}: {gid} is no longer prepared and its marker is there: it was committed here by hand (HEURCOM)") from None
+
+    def unreported_heuristics(self) -> "List[heuristic.HeuristicAct]":
+        """Acts done by hand here (python3 -m verdict resolve) the cluster has not acknowledged yet."""
+        return heuristic.unreported_acts(self._ctl(), self.prefix)
+
+    def mark_heuristic_reported(self, gid: str) -> None:
+        heuristic.mark_reported(self._ctl(), gid)
 
     def prepared_here(self) -> Iterable[str]:
         """Readable gids of this participant in pg_prepared_xacts (a hashed gid is found through the journal)."""

@@ -82,7 +82,7 @@ export async function openTccParticipant(o: TccParticipantOptions & { clusterId:
   return {
     resource,
     journal,
-    records: state.txnRecords(),
+    records: adoptHeldReserves(state.txnRecords(), resource, o.log),
     start(w) {
       watcher = w;
       if ('cleanup' in resource) {
@@ -106,4 +106,23 @@ export async function openTccParticipant(o: TccParticipantOptions & { clusterId:
       if ('close' in resource) await resource.close();
     },
   };
+}
+
+/**
+ * A reserve the barrier holds but the engine's journal does not know: the
+ * Try ran and was recorded, and the process died before the engine's
+ * prepared record, so no YES left. It is adopted as prepared, in doubt: the
+ * engine asks the cluster, which logs ABORT for it (R3), and the Cancel
+ * releases it. Without this, nobody would ever release it: a leader sends no
+ * ABORT to a participant that never voted YES.
+ */
+export function adoptHeldReserves(records: TxnRecord[], reserves: TccReserves, log: EngineLog): TxnRecord[] {
+  const known = new Set(records.map((r) => r.txnId));
+  const out = [...records];
+  for (const h of reserves.heldReserves()) {
+    if (known.has(h.txnId)) continue;
+    log.warn({ txnId: h.txnId }, 'reserve held but not in the journal (the process stopped before its vote): in doubt, asking the cluster');
+    out.push({ kind: 'prepared', txnId: h.txnId, atMs: Date.now(), payloadB64: '', participants: [] });
+  }
+  return out;
 }

@@ -70,21 +70,36 @@ export async function preparedTimes(pool: Pool, markerTable: string, xids: strin
   return out;
 }
 
-/** Deletes this participant's markers older than the retention (by commit time when known), batch rows per statement, at most 100 batches. */
+/**
+ * Deletes this participant's markers older than the retention (by commit time when known), batch rows per statement, at most 100 batches.
+ *
+ * The old markers are found with a plain (consistent, non-locking) read and
+ * deleted by primary key. A DELETE that scanned the table itself would lock
+ * every row it passes, and the gaps between them: it would wait on the marker
+ * row of a branch still prepared (whose lock lasts until the cluster decides
+ * it), and while it waits, its gap locks would hold up every new branch's
+ * marker INSERT and every decision's marker UPDATE, so a participant restarted
+ * with one branch in doubt would prepare nothing else until that branch was
+ * decided. A prepared branch's own marker is uncommitted, so the read never
+ * sees it.
+ */
 export async function deleteOldMarkers(db: Db, o: { table: string; scope: XidScope; retentionMs: number; batch: number }): Promise<number> {
   let total = 0;
   const suffix = `,${o.scope.bqual}`;
+  const older = 'COALESCE(committed_at, prepared_at) < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND';
+  const retentionUs = Math.floor(o.retentionMs * 1_000);
   for (let i = 0; i < 100; i++) {
-    const n = await affected(db, `DELETE FROM ${o.table} WHERE LEFT(xid, ?) = ? AND RIGHT(xid, ?) = ? AND COALESCE(committed_at, prepared_at) < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND LIMIT ?`, [
+    const old = await rowsOf<{ xid: string }>(db, `SELECT xid FROM ${o.table} WHERE LEFT(xid, ?) = ? AND RIGHT(xid, ?) = ? AND ${older} LIMIT ?`, [
       o.scope.gtridPrefix.length,
       o.scope.gtridPrefix,
       suffix.length,
       suffix,
-      Math.floor(o.retentionMs * 1_000),
+      retentionUs,
       o.batch,
     ]);
-    total += n;
-    if (n < o.batch) break;
+    if (old.length === 0) break;
+    total += await affected(db, `DELETE FROM ${o.table} WHERE xid IN (?) AND ${older}`, [old.map((r) => r.xid), retentionUs]);
+    if (old.length < o.batch) break;
   }
   return total;
 }

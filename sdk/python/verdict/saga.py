@@ -1,0 +1,385 @@
+"""A saga step service (docs/sagas.md): serves ``verdict.saga.SagaStep``
+(proto/saga.proto) for named step handlers, with the inbox that makes each
+step's effect happen once under the orchestrator's at-least-once calls, and
+registers with the cluster like a participant (resource kind
+``saga-memory``). The rules are the TypeScript step service's
+(src/saga/inbox.ts, src/saga/step-service.ts):
+
+* A call carries a stable key (``<saga>/<step>/action`` or ``.../compensate``).
+  The inbox keeps one record per key, written in the same durable write as
+  the step's effect, and answers a repeat from the record.
+* A compensation for a step whose action never ran here, or answered
+  FAILED, is recorded EMPTY and runs nothing (answered DONE: nothing is left
+  to undo).
+* An action arriving after its compensation was recorded is refused
+  (answered FAILED and recorded so): no action hangs after the saga gave up
+  on it.
+* End (the saga finished or was compensated) drops the saga's keys, once
+  the cluster confirms the saga ended (Sagas.SagaStatus); later calls of
+  that saga are refused.
+
+A handler decides the step from the request and returns ``StepDone(output,
+effect)`` or ``StepFailed(reason)``; raising is a transient error (nothing
+recorded, the orchestrator retries). The effect is a string the service's
+``apply`` turns into its state change: run when the record is written, and
+again over every record, in order, at start.
+
+Durable: ``inbox.log`` in the data directory, one checksummed line per
+record, fsync'd before the answer. A torn last line is dropped; a damaged
+line before it stops the start. Steps are handled one at a time.
+
+Not here (the TypeScript step service has them): the PostgreSQL inbox, and
+compaction of the log (it grows by a line per step until the saga's end,
+and the ends stay).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from concurrent import futures
+from dataclasses import asdict, dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import grpc
+
+from ._proto import saga_pb2 as spb
+from ._proto import saga_pb2_grpc
+from .client import Client
+from .connection import TlsFiles
+from .errors import VerdictError
+from .ids import check_participant_id
+from .participant import Log, json_log, node_caller_problem
+
+#: src/saga/commands.ts
+STEPS_MAX = 64
+SAGA_ID_BYTES_MAX = 128
+#: Ended sagas remembered to refuse late duplicates of their calls (src/saga/inbox.ts).
+ENDED_MAX = 100_000
+INBOX_FILE = "inbox.log"
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    saga_id: str
+    step: int
+    #: "action" or "compensate"
+    kind: str
+    key: str
+    name: str
+    input: str
+    outputs: Sequence[str] = ()
+    attempt: int = 0
+
+
+@dataclass(frozen=True)
+class StepDone:
+    output: str = ""
+    #: What ``apply`` turns into the service's state change, recorded with the answer; "" for none.
+    effect: str = ""
+
+
+@dataclass(frozen=True)
+class StepFailed:
+    reason: str
+
+
+StepHandler = Callable[[StepRequest], Union[StepDone, StepFailed]]
+
+
+@dataclass(frozen=True)
+class InboxRecord:
+    #: "step" records an answered call; "end" drops every key of a saga.
+    t: str
+    saga_id: str
+    step: int = 0
+    kind: str = "action"
+    key: str = ""
+    #: done, failed, empty, refused
+    status: str = "done"
+    output: str = ""
+    reason: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True)
+class StepAnswer:
+    done: bool
+    output: str = ""
+    reason: str = ""
+
+
+def answer_of(r: InboxRecord) -> StepAnswer:
+    """An empty compensation is DONE (nothing was left to undo), a refused action FAILED."""
+    if r.status in ("done", "empty"):
+        return StepAnswer(True, r.output, r.reason)
+    return StepAnswer(False, "", r.reason)
+
+
+def _line(r: InboxRecord) -> bytes:
+    body = json.dumps(asdict(r), separators=(",", ":"))
+    return f"{zlib.crc32(body.encode()):08x} {body}\n".encode()
+
+
+def _parse(raw: bytes) -> Optional[InboxRecord]:
+    text = raw.decode("utf-8", "replace")
+    if len(text) < 10 or text[8] != " " or f"{zlib.crc32(text[9:].encode()):08x}" != text[:8]:
+        return None
+    o = json.loads(text[9:])
+    if o.get("t") not in ("step", "end") or not isinstance(o.get("saga_id"), str):
+        return None
+    return InboxRecord(**o)
+
+
+class Inbox:
+    """Exactly-once effects under at-least-once calls, durable in ``data_dir/inbox.log``."""
+
+    def __init__(self, data_dir: str, apply: Callable[[InboxRecord], None] = lambda r: None) -> None:
+        os.makedirs(data_dir, exist_ok=True)
+        self.apply = apply
+        self._lock = threading.Lock()
+        self._records: Dict[str, InboxRecord] = {}
+        self._ended: "OrderedDict[str, bool]" = OrderedDict()
+        self._path = os.path.join(data_dir, INBOX_FILE)
+        self._replay()
+        self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        dir_fd = os.open(data_dir, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def _replay(self) -> None:
+        if not os.path.exists(self._path):
+            return
+        with open(self._path, "rb") as f:
+            lines = f.read().split(b"\n")
+        good = 0
+        # The part after the last newline is a torn line (its fsync never returned): dropped.
+        for i, raw in enumerate(lines[:-1]):
+            r = _parse(raw)
+            if r is None:
+                raise ValueError(f"{self._path}: line {i + 1} is damaged; the inbox cannot be replayed past it")
+            self._note(r)
+            if r.t == "step" and r.effect != "":
+                self.apply(r)
+            good += len(raw) + 1
+        if good != os.path.getsize(self._path):
+            with open(self._path, "r+b") as f:
+                f.truncate(good)
+                os.fsync(f.fileno())
+
+    def _note(self, r: InboxRecord) -> None:
+        if r.t == "end":
+            self._ended[r.saga_id] = True
+            while len(self._ended) > ENDED_MAX:
+                self._ended.popitem(last=False)
+            prefix = f"{r.saga_id}/"
+            for k in [k for k in self._records if k.startswith(prefix)]:
+                del self._records[k]
+        else:
+            self._records[r.key] = r
+
+    def _write(self, r: InboxRecord) -> None:
+        line = _line(r)
+        written = 0
+        while written < len(line):
+            written += os.write(self._fd, line[written:])
+        os.fsync(self._fd)
+
+    def get(self, key: str) -> Optional[InboxRecord]:
+        with self._lock:
+            return self._records.get(key)
+
+    def handle(self, req: StepRequest, handler: StepHandler) -> StepAnswer:
+        """Answers a call: from its record, or by the rules above, or by running the handler; raises on a transient failure."""
+        with self._lock:
+            seen = self._records.get(req.key)
+            if seen is not None:
+                return answer_of(seen)
+            if req.saga_id in self._ended:
+                raise RuntimeError(f"saga {req.saga_id} has ended; its step {req.step} {req.kind} is not run again")
+            other = self._records.get(f"{req.saga_id}/{req.step}/{'compensate' if req.kind == 'action' else 'action'}")
+            base = {"t": "step", "saga_id": req.saga_id, "step": req.step, "kind": req.kind, "key": req.key}
+            if req.kind == "action" and other is not None:
+                rec = InboxRecord(**base, status="refused", reason=f"step {req.step} of saga {req.saga_id} was compensated before its action arrived; the action is refused")
+            elif req.kind == "compensate" and (other is None or other.status != "done"):
+                why = f"the action answered {other.status.upper()}: nothing to compensate" if other is not None else "the action never ran here: an empty compensation is recorded"
+                rec = InboxRecord(**base, status="empty", reason=why)
+            else:
+                d = handler(req)
+                if isinstance(d, StepDone):
+                    rec = InboxRecord(**base, status="done", output=d.output, effect=d.effect)
+                else:
+                    rec = InboxRecord(**base, status="failed", reason=d.reason)
+            # The record and its effect are one write: both or neither survive a crash.
+            self._write(rec)
+            self._note(rec)
+            if rec.effect != "":
+                self.apply(rec)
+            return answer_of(rec)
+
+    def end(self, saga_id: str) -> None:
+        """The saga ended and the cluster logged it: its keys go, durably first. A repeated end writes nothing."""
+        with self._lock:
+            if saga_id in self._ended:
+                return
+            rec = InboxRecord(t="end", saga_id=saga_id)
+            self._write(rec)
+            self._note(rec)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+
+@dataclass
+class _Handlers:
+    action: StepHandler
+    compensate: StepHandler
+
+
+class _StepServicer(saga_pb2_grpc.SagaStepServicer):
+    def __init__(self, svc: "StepService") -> None:
+        self.svc = svc
+
+    def _guard(self, context: grpc.ServicerContext) -> None:
+        """Under TLS, calls are taken only from a certificate with the node mark of this cluster (R8)."""
+        if self.svc.tls is None:
+            return
+        subject: Optional[str] = None
+        for v in context.auth_context().get("x509_subject", []):
+            subject = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+        problem = node_caller_problem(subject, self.svc.cluster_id)
+        if problem is not None:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, f"step service {self.svc.service_id} takes calls only from a node of its cluster: {problem}")
+
+    def _serve(self, kind: str, r: spb.StepRequest, context: grpc.ServicerContext) -> spb.StepResult:
+        self._guard(context)
+        svc = self.svc
+        if r.cluster_id != svc.cluster_id:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f'the call is for cluster "{r.cluster_id[:64]}", this step service is in cluster "{svc.cluster_id}"')
+        if r.saga_id == "" or len(r.saga_id.encode()) > SAGA_ID_BYTES_MAX:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"saga id {r.saga_id[:40]!r} is not a saga id")
+        if r.step >= STEPS_MAX:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"saga {r.saga_id}: step {r.step} is beyond the limit of {STEPS_MAX} steps")
+        key = f"{r.saga_id}/{r.step}/{kind}"
+        if r.key != key:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"saga {r.saga_id} step {r.step}: key {r.key[:80]!r} is not {key}")
+        h = svc.handlers.get(r.name)
+        if h is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, f"saga {r.saga_id} step {r.step}: step service {svc.service_id} has no handler named {r.name[:80]!r}")
+        req = StepRequest(r.saga_id, r.step, kind, r.key, r.name, r.input, tuple(r.outputs), r.attempt)
+        try:
+            a = svc.inbox.handle(req, h.action if kind == "action" else h.compensate)
+        except Exception as err:  # noqa: BLE001 - transient: nothing recorded, the orchestrator retries
+            svc.log("step-failed", saga_id=r.saga_id, step=r.step, kind=kind, error=str(err)[:512])
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"saga {r.saga_id} step {r.step} {kind}: {str(err)[:512]}")
+        return spb.StepResult(status=spb.STEP_DONE if a.done else spb.STEP_FAILED, output=a.output, reason=a.reason)
+
+    def Execute(self, request: spb.StepRequest, context: grpc.ServicerContext) -> spb.StepResult:
+        return self._serve("action", request, context)
+
+    def Compensate(self, request: spb.StepRequest, context: grpc.ServicerContext) -> spb.StepResult:
+        return self._serve("compensate", request, context)
+
+    def End(self, request: spb.SagaEndRequest, context: grpc.ServicerContext) -> spb.SagaEndAck:
+        """Drops the saga's keys once the cluster confirms it ended: an End for a running saga would wedge it."""
+        self._guard(context)
+        svc = self.svc
+        if request.cluster_id != svc.cluster_id:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f'the call is for cluster "{request.cluster_id[:64]}"')
+        saga_id = request.saga_id
+        if saga_id == "" or len(saga_id.encode()) > SAGA_ID_BYTES_MAX:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"saga id {saga_id[:40]!r} is not a saga id")
+        try:
+            info = svc.client.connection.call("SagaStatus", spb.SagaStatusRequest(saga_id=saga_id, wait_ms=0), service="Sagas", call_timeout_ms=5_000, attempt_timeout_ms=2_000)
+            state: Optional[str] = info.state if info.saga_id == saga_id else None
+        except VerdictError as err:
+            if err.code != "NOT_FOUND":
+                context.abort(grpc.StatusCode.UNAVAILABLE, f"saga {saga_id}: its end could not be confirmed with the cluster ({err}); retry")
+            state = None
+        if state not in ("finished", "compensated"):
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"saga {saga_id} is {'unknown to the cluster' if state is None else state + ' on the cluster'}: not ended, its keys stay")
+        try:
+            svc.inbox.end(saga_id)
+        except OSError as err:
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"saga {saga_id}: {err}")
+        return spb.SagaEndAck()
+
+
+class StepService:
+    """A running step service: the gRPC server, the inbox, registration with the cluster.
+
+    ``handlers``: step name -> (action, compensate). ``apply``: turns a
+    recorded effect into the service's state change (on each new record and,
+    in order, over all of them at start). TLS and ``insecure`` as for a
+    Participant: with ``tls`` it serves mutual TLS and takes calls only from
+    the nodes of its cluster.
+    """
+
+    def __init__(
+        self,
+        *,
+        service_id: str,
+        nodes: Sequence[str],
+        data_dir: str,
+        handlers: Dict[str, Tuple[StepHandler, StepHandler]],
+        endpoint: str,
+        cluster_id: str,
+        listen: Optional[str] = None,
+        apply: Callable[[InboxRecord], None] = lambda r: None,
+        tls: Optional[TlsFiles] = None,
+        insecure: bool = False,
+        log: Log = json_log,
+    ) -> None:
+        check_participant_id(service_id)
+        self.service_id = service_id
+        self.cluster_id = cluster_id
+        self.endpoint = endpoint
+        self.listen = listen or endpoint
+        self.tls = tls
+        self.log = log
+        self.handlers = {name: _Handlers(a, c) for name, (a, c) in handlers.items()}
+        self.client = Client(nodes, tls=tls, insecure=insecure, cluster_id=cluster_id)
+        self.inbox = Inbox(data_dir, apply)
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        saga_pb2_grpc.add_SagaStepServicer_to_server(_StepServicer(self), self._server)
+        self.port = 0
+
+    def start(self, register_timeout_s: float = 60.0) -> "StepService":
+        if self.tls is not None:
+            ca, cert, key = self.tls.read()
+            self.port = self._server.add_secure_port(self.listen, grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=True))
+        else:
+            self.port = self._server.add_insecure_port(self.listen)
+        if self.port == 0:
+            raise VerdictError("UNAVAILABLE", f"cannot listen on {self.listen}")
+        if self.endpoint.endswith(":0"):
+            self.endpoint = f"{self.endpoint[:-2]}:{self.port}"
+        self._server.start()
+        deadline = time.monotonic() + register_timeout_s
+        while True:
+            try:
+                self.client.register_participant(self.service_id, self.endpoint, "saga-memory", (), call_timeout_ms=max(1.0, (deadline - time.monotonic()) * 1000))
+                break
+            except VerdictError as err:
+                if err.code in ("INVALID_ARGUMENT", "FAILED_PRECONDITION", "PERMISSION_DENIED", "UNAUTHENTICATED") or time.monotonic() >= deadline:
+                    self.stop()
+                    raise
+        self.log("step-service-started", participant_id=self.service_id, endpoint=self.endpoint)
+        return self
+
+    def stop(self, grace_s: float = 1.0) -> None:
+        self._server.stop(grace_s).wait()
+        self.client.close()
+        self.inbox.close()
+
+
+__all__: List[str] = ["Inbox", "InboxRecord", "StepAnswer", "StepDone", "StepFailed", "StepRequest", "StepService", "answer_of"]

@@ -1,0 +1,126 @@
+// The participants of this repository, as conformance targets (target.ts).
+// Adding one is adding an entry: a command line that runs the participant
+// serving at env.listen and registering with env.nodes, a payload that
+// writes a key, and a way to read a key back. The Go SDK's participant will
+// be one more entry of the same shape as pythonMemory (see
+// docs/protocol.md, "Checking a participant in any language").
+import { join } from 'node:path';
+import pg from 'pg';
+import { ROOT } from '../process/harness.ts';
+import { mysqlQuery } from '../mysql/harness.ts';
+import { readProbe, type Target, type TargetEnv } from './target.ts';
+
+const PYTHON = '/usr/bin/python3';
+const PY_PROC = join(ROOT, 'sdk', 'python', 'tests', 'proc', 'conformance_participant.py');
+const TS_PROC = join(ROOT, 'test', 'conformance', 'ts-participant.ts');
+
+const kvPayload = (key: string, value: string): Uint8Array => Buffer.from(JSON.stringify({ set: { [key]: value } }));
+const sqlText = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+
+/** The arguments every participant process of this repository takes, in its own spelling. */
+function common(env: TargetEnv): string[] {
+  return [
+    '--id',
+    env.participantId,
+    '--cluster-id',
+    env.clusterId,
+    '--nodes',
+    env.nodes.join(','),
+    '--listen',
+    env.listen,
+    '--data',
+    env.dataDir,
+    ...(env.tls ? ['--tls', `${env.tls.ca},${env.tls.cert},${env.tls.key}`] : []),
+  ];
+}
+
+function tsTarget(name: string, resource: 'memory' | 'tcc', kind: string): Target {
+  return {
+    name,
+    kind,
+    command: (env) => ({ argv: [process.execPath, '--import', 'tsx', TS_PROC, '--resource', resource, ...common(env), '--probe', env.probe] }),
+    write: kvPayload,
+    read: (env, key) => readProbe(env.probe, key),
+  };
+}
+
+export const tsMemory = tsTarget('TypeScript memory', 'memory', 'memory');
+export const tsTcc = tsTarget('TypeScript TCC (memory)', 'tcc', 'tcc-memory');
+
+/** The Python SDK's TCC participant (sdk/python/verdict/tcc.py) with its example key/value handlers. */
+export const pythonTcc: Target = {
+  name: 'Python TCC (memory)',
+  kind: 'tcc-memory',
+  command: (env) => ({ argv: [PYTHON, PY_PROC, '--resource', 'tcc', ...common(env), '--probe', env.probe] }),
+  write: kvPayload,
+  read: (env, key) => readProbe(env.probe, key),
+};
+
+/** A Python participant process (sdk/python), memory resource; `broken` makes it one of the deliberately broken ones. */
+export function pythonMemory(broken?: 'no-status' | 'yes-before-write'): Target {
+  return {
+    name: broken === undefined ? 'Python memory' : `Python memory, broken: ${broken}`,
+    kind: 'memory',
+    command: (env) => ({ argv: [PYTHON, PY_PROC, '--resource', 'memory', ...common(env), '--probe', env.probe, ...(broken ? ['--broken', broken] : [])] }),
+    write: kvPayload,
+    read: (env, key) => readProbe(env.probe, key),
+  };
+}
+
+const KV_TABLE = 'conformance_kv';
+const LOG_TABLE = 'conformance_log';
+
+/** The PostgreSQL participants' payload: one upsert into the suite's table. */
+const pgWrite = (k: string, v: string): Uint8Array =>
+  Buffer.from(JSON.stringify({ sql: [`INSERT INTO ${KV_TABLE} (k, v) VALUES (${sqlText(k)}, ${sqlText(v)}) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`] }));
+
+/** A PostgreSQL participant over database `url`: TypeScript (`ts`) or Python. */
+export function postgresTarget(lang: 'ts' | 'python', url: string): Target {
+  let pool: pg.Pool | null = null;
+  const db = (): pg.Pool => (pool ??= new pg.Pool({ connectionString: url, max: 2 }));
+  return {
+    name: lang === 'ts' ? 'TypeScript PostgreSQL' : 'Python PostgreSQL',
+    kind: 'postgres',
+    command: (env) => ({
+      argv:
+        lang === 'ts'
+          ? [process.execPath, '--import', 'tsx', TS_PROC, '--resource', 'postgres', ...common(env), '--url', url]
+          : [PYTHON, PY_PROC, '--resource', 'postgres', ...common(env), '--url', url],
+    }),
+    write: pgWrite,
+    refuse: () => Buffer.from(JSON.stringify({ sql: ['SELECT 1/0'] })),
+    read: async (_env, key) => (await db().query<{ v: string }>(`SELECT v FROM ${KV_TABLE} WHERE k = $1`, [key])).rows[0]?.v ?? null,
+    setup: once(async () => void (await db().query(`CREATE TABLE IF NOT EXISTS ${KV_TABLE} (k text PRIMARY KEY, v text NOT NULL)`))),
+    teardown: async () => {
+      await pool?.end();
+      pool = null;
+    },
+  };
+}
+
+/**
+ * The TypeScript MySQL/MariaDB participant over database `url`. Its writes
+ * are rows appended to a log, the last one for a key being its value: an
+ * upsert on a unique key would take InnoDB's next-key locks, which a
+ * prepared XA branch keeps, and the suite's many prepared transactions
+ * would then wait on each other's gaps.
+ */
+export function mysqlTarget(url: string): Target {
+  return {
+    name: 'TypeScript MySQL/MariaDB',
+    kind: 'mysql',
+    command: (env) => ({ argv: [process.execPath, '--import', 'tsx', TS_PROC, '--resource', 'mysql', ...common(env), '--url', url] }),
+    write: (key, value) => Buffer.from(JSON.stringify({ sql: [`INSERT INTO ${LOG_TABLE} (k, v) VALUES (${sqlText(key)}, ${sqlText(value)})`] })),
+    refuse: () => Buffer.from(JSON.stringify({ sql: ['SELECT * FROM no_such_table_here'] })),
+    read: async (_env, key) => (await mysqlQuery<{ v: string }>(url, `SELECT v FROM ${LOG_TABLE} WHERE k = ? ORDER BY id DESC LIMIT 1`, [key]))[0]?.v ?? null,
+    setup: once(
+      async () => void (await mysqlQuery(url, `CREATE TABLE IF NOT EXISTS ${LOG_TABLE} (id BIGINT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(255) NOT NULL, v LONGTEXT NOT NULL, KEY (k)) ENGINE=InnoDB`)),
+    ),
+  };
+}
+
+/** `fn` run once, however many times (and however concurrently) it is called. */
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | null = null;
+  return () => (done ??= fn());
+}
