@@ -11,7 +11,7 @@ import { noVoteError, type ParticipantLink } from './participant-link.ts';
 
 export interface WatchOptions {
   log: Logger;
-  timeline: TxnTimeline;
+  timeline: Pick<TxnTimeline, 'record' | 'has'>;
   leaders: LeaderHistory;
   /** The node's current Raft term. */
   term: () => number;
