@@ -33,6 +33,7 @@ import { measureEtcdAnchor } from './etcd-anchor.ts';
 import { measurePaired, type PairedFigures } from './paired.ts';
 import { measureOutbox } from './outbox.ts';
 import { measureSagas } from './saga.ts';
+import { measureHistory } from './history.ts';
 import {
   commitId,
   cpuBounds,
@@ -593,7 +594,19 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
+/** `npm run bench -- --history [--quick]`: the transaction history's cost alone (bench/history.ts), printed as JSON. */
+async function historyOnly(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-bench-history-'));
+  try {
+    const f = await measureHistory(dir, QUICK ? 8_000 : 20_000, QUICK ? 2 : 3);
+    process.stdout.write(`${JSON.stringify({ history: f }, null, 2)}\n`);
+  } finally {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+(process.argv.includes('--history') ? historyOnly() : main()).then(
   () => process.exit(0),
   (err: unknown) => {
     process.stderr.write(`bench: failed: ${err instanceof Error ? err.message : String(err)}\n`);
