@@ -98,6 +98,7 @@ export class HistoryStore {
   private bytes: number;
   private lacks: LogRange[];
   private flushing: Promise<void> | null = null;
+  private queued: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private pruneTimer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -205,9 +206,14 @@ export class HistoryStore {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    // One write at a time; a flush asked for meanwhile runs after it.
+    // One write at a time, and at most one waiting behind it: it takes whatever changed until it starts.
+    if (this.queued !== null) return this.queued;
     const prev = this.flushing ?? Promise.resolve();
-    const next = prev.then(() => this.writeOnce());
+    const next = prev.then(() => {
+      this.queued = null;
+      return this.writeOnce();
+    });
+    this.queued = next;
     this.flushing = next;
     void next.finally(() => {
       if (this.flushing === next) this.flushing = null;
