@@ -11,6 +11,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { applyChange, type HistoryChange } from '../../src/history/record.ts';
 import { HistoryQueryError, parseHistorySearch, parseTimeArg } from '../../src/history/query.ts';
 import { HistoryStore, type HistoryOptions } from '../../src/history/store.ts';
+import { encodeCommand } from '../../src/commit/state.ts';
+import { HistoriedMachine } from '../../src/node/history-feed.ts';
+import { EntryType } from '../../src/raft/types.ts';
 
 const DAY_MS = 86_400_000;
 const NOW_MS = Date.UTC(2026, 11, 5, 12, 0, 0);
@@ -188,5 +191,32 @@ describe('history search text', () => {
   ])('refuses %j with the reason', (s, why) => {
     expect(() => parseHistorySearch(s, NOW_MS, names)).toThrow(HistoryQueryError);
     expect(() => parseHistorySearch(s, NOW_MS, names)).toThrow(why);
+  });
+});
+
+describe('a node that installs a snapshot', () => {
+  it("keeps the snapshot's live decisions and operator acts, and says which log range its history lacks", async () => {
+    const { store } = await open();
+    const leader = new HistoriedMachine();
+    leader.apply({
+      term: 1,
+      index: 7,
+      type: EntryType.Normal,
+      data: encodeCommand({
+        t: 'decide',
+        txnId: 'live-1',
+        outcome: 'abort',
+        reason: 'shop voted NO',
+        participants: ['shop'],
+        atMs: NOW_MS - 5_000,
+        operator: { operator: 'bob@ops', reason: 'cleanup', atMs: NOW_MS - 5_000 },
+      }),
+    });
+    const follower = new HistoriedMachine();
+    follower.history = store;
+    follower.restore(leader.snapshot(), 30);
+    const a = await store.query({});
+    expect(a.lacks).toEqual([{ firstIndex: 1, lastIndex: 30 }]);
+    expect(a.records[0]).toMatchObject({ txnId: 'live-1', outcome: 'abort', decisionIndex: 7, reason: 'shop voted NO', acts: [{ kind: 'resolve', operator: 'bob@ops', effect: 'decided' }] });
   });
 });
