@@ -37,7 +37,7 @@ export async function readHistory(addrs: readonly string[], req: Partial<History
 /** What a page says of its own gaps: off, or lacking ranges of the log. */
 export function historyNotes(page: HistoryPageWire): string[] {
   const notes: string[] = [];
-  if (!page.enabled) notes.push(`node ${page.nodeId} keeps no transaction history ("history": false in its config)`);
+  if (!page.enabled) notes.push(`node ${page.nodeId} keeps no transaction history ("history": false in its config, or its history could not be opened: see its log)`);
   for (const r of page.lacks) notes.push(`node ${page.nodeId}'s history lacks log entries ${r.firstIndex}-${r.lastIndex}: it installed a snapshot covering them (ask another node)`);
   return notes;
 }

@@ -292,7 +292,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     const h = deps.history?.() ?? null;
     if (h === null) {
       if (deps.state() === null) ready();
-      throw new HttpError(404, `node ${cfg.nodeId} keeps no transaction history ("history": false in its config)`);
+      throw new HttpError(404, `node ${cfg.nodeId} keeps no transaction history ("history": false in its config, or its history could not be opened: see its log)`);
     }
     const known = ['txn', 'since', 'until', 'participant', 'outcome', 'limit'];
     for (const k of q.keys()) if (!known.includes(k)) throw new HttpError(400, `unknown search parameter ${quote(k)}: the history takes ${known.join(', ')}`);

@@ -37,13 +37,23 @@ export function historyShiftMs(env: NodeJS.ProcessEnv = process.env): number {
 /** Opens the history in `<dataDir>/history`, or null when the config turns it off. */
 export async function openHistory(cfg: NodeConfig, machine: NodeStateMachine, log: Logger): Promise<HistoryStore | null> {
   if (!cfg.history) return null;
-  return HistoryStore.open(join(cfg.dataDir, 'history'), {
-    retentionMs: cfg.historyRetentionMs,
-    bytesMax: cfg.historyBytesMax,
-    nowMs: () => Date.now(),
-    decided: (txnId) => machine.table.lookup(txnId) !== null,
-    onError: (err, what) => log.error({ err: err.message, what }, 'transaction history: a store operation failed; the node goes on, the history may miss records'),
-  });
+  const dir = join(cfg.dataDir, 'history');
+  try {
+    return await HistoryStore.open(dir, {
+      retentionMs: cfg.historyRetentionMs,
+      bytesMax: cfg.historyBytesMax,
+      nowMs: () => Date.now(),
+      decided: (txnId) => machine.table.lookup(txnId) !== null,
+      onError: (err, what) => log.error({ err: err.message, what }, 'transaction history: a store operation failed; the node goes on, the history may miss records'),
+    });
+  } catch (err) {
+    // The history is not the node's state: a node whose history cannot be opened still serves, and says so.
+    log.error(
+      { dir, err: (err as Error).message },
+      'transaction history: cannot open it; the node runs without a history. Stop the node and move the folder aside to start a new one (it then says which log range it lacks)',
+    );
+    return null;
+  }
 }
 
 /** A state machine that tells the history when a snapshot replaced its state (those entries never pass through apply). */
