@@ -37,7 +37,8 @@ export function historyShiftMs(env: NodeJS.ProcessEnv = process.env): number {
 /** Opens the history in `<dataDir>/history`, or null when the config turns it off. */
 export async function openHistory(cfg: NodeConfig, machine: NodeStateMachine, log: Logger): Promise<HistoryStore | null> {
   if (!cfg.history) return null;
-  const dir = join(cfg.dataDir, 'history');
+  // One level down: the data directory's start-up check (src/storage/data-dir.ts) looks at the LevelDBs of raft state, one level deep.
+  const dir = join(cfg.dataDir, 'history', 'leveldb');
   try {
     return await HistoryStore.open(dir, {
       retentionMs: cfg.historyRetentionMs,
