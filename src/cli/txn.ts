@@ -265,7 +265,12 @@ async function resolve(client: VerdictClient, args: string[]): Promise<void> {
 async function show(client: VerdictClient, args: string[], addrs: string[]): Promise<void> {
   const json = bool(args, '--json');
   const txnId = oneId(args, 'usage: verdict txn show ID [--json]');
-  const [o, listed, page] = await Promise.all([client.outcome(txnId), client.transactions({ txnId }), readHistory(addrs, { txnId })]);
+  // The history is the node's own record beside the cluster's answer: a node that cannot give it (an older version) leaves it out, and says why.
+  const [o, listed, page] = await Promise.all([
+    client.outcome(txnId),
+    client.transactions({ txnId }),
+    readHistory(addrs, { txnId }).catch((err: Error) => ({ nodeId: '', records: [], lacks: [], enabled: false, unread: err.message })),
+  ]);
   const t = listed.find((x) => x.txnId === txnId);
   const h = page.records[0];
   const known = t !== undefined || o.outcome !== 'UNKNOWN' || h !== undefined;
@@ -306,7 +311,8 @@ async function show(client: VerdictClient, args: string[], addrs: string[]): Pro
     } else if (!known) {
       print('never heard of, or forgotten after every participant acknowledged it and gone from the history');
     }
-    for (const n of historyNotes(page)) print(n);
+    if ('unread' in page) print(`history      not read: ${page.unread}`);
+    else for (const n of historyNotes(page)) print(n);
     if (h !== undefined) {
       const { lines, tables } = historyLines(h, page.nodeId);
       print('');
