@@ -86,15 +86,28 @@ async function round(dir: string, on: boolean, windowMs: number): Promise<Round>
     let recordBytes = 0;
     let diskBytes = 0;
     if (on) {
-      // A follower's history: what every node keeps. The query writes what is pending first.
-      const api = new RaftNodeClient(cluster.endpoints[1] ?? '');
+      // A follower's history: what every node keeps (the leader adds its sightings).
+      let at = 1;
+      for (const i of [1, 2]) {
+        const probe = new RaftNodeClient(cluster.endpoints[i] ?? '');
+        try {
+          if ((await probe.status(5_000)).role !== 'leader') {
+            at = i;
+            break;
+          }
+        } finally {
+          probe.close();
+        }
+      }
+      const api = new RaftNodeClient(cluster.endpoints[at] ?? '');
       try {
         await new Promise((r) => setTimeout(r, 1_000));
+        // The query writes what is pending first.
         recordBytes = (await api.history({ limit: 1 }, 10_000)).bytes;
       } finally {
         api.close();
       }
-      diskBytes = Number(execFileSync('du', ['-sb', join(dir, 'nodes', 'data-n2', 'history')], { encoding: 'utf8' }).split('\t')[0]);
+      diskBytes = Number(execFileSync('du', ['-sb', join(dir, 'nodes', `data-n${at + 1}`, 'history')], { encoding: 'utf8' }).split('\t')[0]);
     }
     return { tps: lat.length / (elapsedMs / 1000), lat, txns: n, recordBytes, diskBytes };
   } finally {
