@@ -6,7 +6,7 @@
 // and the bytes per transaction it keeps on disk (the store's own count and
 // the history directory's size on disk, both over the transactions run).
 //
-//   npx tsx bench/history.ts [--quick]     prints the figures as JSON
+//   npx tsx bench/history.ts [--quick] [--rounds N]     prints the figures as JSON
 // `npm run bench -- --history` runs it alone (bench/main.ts).
 
 import { execFileSync } from 'node:child_process';
@@ -157,7 +157,10 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const dir = mkdtempSync(join(tmpdir(), 'verdict-bench-history-'));
   try {
     const quick = process.argv.includes('--quick');
-    const f = await measureHistory(dir, quick ? 8_000 : 20_000, quick ? 2 : 3);
+    const i = process.argv.indexOf('--rounds');
+    const rounds = i > 0 ? Number(process.argv[i + 1]) : quick ? 2 : 3;
+    if (!(Number.isInteger(rounds) && rounds >= 1 && rounds <= 20)) throw new Error('--rounds takes a whole number from 1 to 20');
+    const f = await measureHistory(dir, quick ? 8_000 : 20_000, rounds);
     process.stdout.write(`${JSON.stringify({ history: f }, null, 2)}\n`);
   } finally {
     await stopAll();
