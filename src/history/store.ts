@@ -44,7 +44,7 @@ const FLUSH_MS = 200;
 /** Changed records that start a write at once. */
 const FLUSH_RECORDS = 2_000;
 /** Records kept in memory after they are written (recent ones change again: ACKs, the Forget). */
-const HOT_MAX = 10_000;
+const HOT_MAX = 2_000;
 /** Undecided transactions whose rows (PREPARE, votes) wait in memory for their decision. */
 const PENDING_MAX = 10_000;
 const PRUNE_EVERY_MS = 60_000;
