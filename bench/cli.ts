@@ -35,6 +35,11 @@ export const TOOLS: Record<string, Tool> = {
     usage: '[--warmup-ms MS] [--segment-ms MS] [--settle-ms MS] [--rounds N]',
     about: 'the paired step alone: the three target ratios with the targets taken in turn',
   },
+  history: {
+    file: 'scenarios/history.ts',
+    usage: '[--quick] [--rounds N (3; quick 2)]',
+    about: 'the transaction history on and off in alternating rounds: commit throughput, p50 and bytes per transaction on disk',
+  },
   saga: { file: 'scenarios/saga.ts', usage: '[--quick]', about: 'sagas on three nodes, three steps, 1 and 16 clients, beside the direct calls' },
   outbox: { file: 'scenarios/outbox.ts', usage: '[--quick]  (VERDICT_OUTBOX_BENCH_MS sets the window)', about: 'outbox polling and CDC relays through NATS JetStream, beside the broker floor' },
   'cli-status': {

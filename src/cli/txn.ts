@@ -13,6 +13,9 @@ import { bool, flag, flagAll, UsageError } from './args.ts';
 import { commandTimeoutMs, requireReachable } from './reach.ts';
 import { endpoints } from './status.ts';
 import { clientCredentials } from './client-credentials.ts';
+import { historyLines, historyNotes, historyRows, readHistory } from './history.ts';
+import { HistoryQueryError, parseHistorySearch, type HistorySearchText } from '../history/query.ts';
+import { HISTORY_LIMIT_MAX, type HistoryQuery } from '../history/record.ts';
 
 export const EXIT_ERROR = 1;
 export const EXIT_ABORTED = 2;
@@ -29,8 +32,13 @@ export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn
                                       the transactions the cluster knows: being worked on; undecided past the
                                       in-doubt threshold; decided and not acknowledged by all; with a heuristic
                                       outcome (HEURCOM, HEURRB, HEURMIX, HEURHAZ) or an operator's resolution
+  verdict txn list --since T [--until T] [--participant ID] [--outcome committed|aborted] [--limit N] [--json]
+                                      decided transactions from the history of the node answering (any node),
+                                      newest first; T is a time ago (30m, 24h, 7d) or ISO (2026-12-04T12:00:00Z);
+                                      --limit 1-1000, default 100
   verdict txn show ID [--json]        one transaction: outcome, phase, age, each participant's vote, ACK and
-                                      retries, heuristic outcomes and operators' resolutions
+                                      retries, heuristic outcomes and operators' resolutions, and its history
+                                      record (decision time, ACKs, operator acts, what the leader saw)
   verdict txn resolve ID --commit|--abort --reason TEXT [--operator WHO] [--force-unknown] [--json]
                                       an operator's act, recorded in the log with who ($USER@host by default),
                                       when and why: --abort decides an undecided transaction; --commit is refused
@@ -166,8 +174,10 @@ async function outcome(client: VerdictClient, args: string[]): Promise<void> {
   if (r.outcome === 'UNKNOWN') process.exitCode = EXIT_ERROR;
 }
 
-async function list(client: VerdictClient, args: string[]): Promise<void> {
+async function list(client: VerdictClient, args: string[], addrs: string[]): Promise<void> {
   const json = bool(args, '--json');
+  const search = { since: flag(args, '--since'), until: flag(args, '--until'), participant: flag(args, '--participant'), outcome: flag(args, '--outcome') };
+  if (Object.values(search).some((v) => v !== undefined)) return listHistory(args, addrs, json, search);
   const filters = { inFlight: bool(args, '--in-flight'), inDoubt: bool(args, '--in-doubt'), unacked: bool(args, '--unacked'), heuristic: bool(args, '--heuristic') };
   const chosen = Object.entries(filters).filter(([, on]) => on);
   if (chosen.length > 1) throw new UsageError('give at most one of --in-flight, --in-doubt, --unacked, --heuristic');
@@ -190,6 +200,29 @@ async function list(client: VerdictClient, args: string[]): Promise<void> {
   }
   table(rows);
 }
+
+/** `txn list --since ...`: the history of the first node that answers, newest first. */
+async function listHistory(args: string[], addrs: string[], json: boolean, search: Omit<HistorySearchText, 'limit'>): Promise<void> {
+  const other = ['--in-flight', '--in-doubt', '--unacked', '--heuristic'].find((f) => args.includes(f));
+  if (other !== undefined) throw new UsageError(`${other} lists what the leader tracks now; --since, --until, --participant and --outcome search the history: give one kind`);
+  if (search.since === undefined) throw new UsageError('a history search needs --since T (a time ago, e.g. 24h, or an ISO time)');
+  let q: HistoryQuery;
+  try {
+    q = parseHistorySearch({ ...search, limit: flag(args, '--limit') }, Date.now(), HISTORY_FLAG_NAMES);
+  } catch (err) {
+    if (err instanceof HistoryQueryError) throw new UsageError(err.message);
+    throw err;
+  }
+  noMore(args);
+  const page = await readHistory(addrs, { sinceAtMs: q.sinceAtMs ?? 0, untilAtMs: q.untilAtMs ?? 0, participantId: q.participantId ?? '', outcome: q.outcome ?? '', limit: q.limit ?? 0 });
+  if (json) return printJson(page);
+  for (const n of historyNotes(page)) process.stderr.write(`verdict: ${printable(n)}\n`);
+  if (page.records.length === 0) print(`(no transactions decided in that range in node ${page.nodeId}'s history)`);
+  else table(historyRows(page.records));
+  if (page.truncated) print(`(more matched: narrow the range or raise --limit, at most ${HISTORY_LIMIT_MAX})`);
+}
+
+const HISTORY_FLAG_NAMES = { since: '--since', until: '--until', participant: '--participant', outcome: '--outcome', limit: '--limit' };
 
 /** The heuristic column: `shop:HEURMIX` per report, `resolved-by:bob` per operator act. */
 function incidents(t: TransactionInfo): string {
@@ -238,12 +271,18 @@ async function resolve(client: VerdictClient, args: string[]): Promise<void> {
  * and not yet acknowledged by every participant), each participant's vote,
  * ACK and DECISION retries (ListTransactions).
  */
-async function show(client: VerdictClient, args: string[]): Promise<void> {
+async function show(client: VerdictClient, args: string[], addrs: string[]): Promise<void> {
   const json = bool(args, '--json');
   const txnId = oneId(args, 'usage: verdict txn show ID [--json]');
-  const [o, listed] = await Promise.all([client.outcome(txnId), client.transactions({ txnId })]);
+  // The history is the node's own record beside the cluster's answer: a node that cannot give it (an older version) leaves it out, and says why.
+  const [o, listed, page] = await Promise.all([
+    client.outcome(txnId),
+    client.transactions({ txnId }),
+    readHistory(addrs, { txnId }).catch((err: Error) => ({ nodeId: '', records: [], lacks: [], enabled: false, unread: err.message })),
+  ]);
   const t = listed.find((x) => x.txnId === txnId);
-  const known = t !== undefined || o.outcome !== 'UNKNOWN';
+  const h = page.records[0];
+  const known = t !== undefined || o.outcome !== 'UNKNOWN' || h !== undefined;
   const tracked = t !== undefined && t.phase !== 'decided';
   if (json) {
     printJson({
@@ -256,10 +295,15 @@ async function show(client: VerdictClient, args: string[]): Promise<void> {
       participants: tracked ? t.participants : null,
       heuristics: t?.heuristics ?? [],
       resolutions: t?.resolutions ?? [],
+      history: h ?? null,
+      historyNode: page.nodeId,
+      historyLacks: page.lacks,
     });
   } else {
     print(`transaction  ${txnId}`);
-    print(`outcome      ${o.outcome}${o.decisionIndex ? ` (decision index ${o.decisionIndex})` : ''}`);
+    // Forgotten past the tombstones, the outcome is still in the history.
+    const outcomeText = o.outcome === 'UNKNOWN' && h !== undefined ? `${h.outcome === 'commit' ? 'COMMITTED' : 'ABORTED'} (from node ${page.nodeId}'s history)` : o.outcome;
+    print(`outcome      ${outcomeText}${o.decisionIndex ? ` (decision index ${o.decisionIndex})` : ''}`);
     const reason = t?.reason || o.reason;
     if (reason) print(`reason       ${reason}`);
     if (tracked) {
@@ -273,10 +317,21 @@ async function show(client: VerdictClient, args: string[]): Promise<void> {
       const problem = (method: string): string => (method === '' ? '' : `does not implement ${method} (answers UNIMPLEMENTED)`);
       for (const p of t.participants) rows.push([p.participantId, p.vote || '-', ackOf(p.acked), String(p.retries), ...(gaps ? [problem(p.unimplemented)] : [])]);
       table(rows);
-    } else if (known) {
+    } else if (known && h === undefined) {
       print('participants (not tracked any more: every participant acknowledged the decision, or it was a presumed abort)');
-    } else {
-      print('never heard of, or forgotten after every participant acknowledged it');
+    } else if (!known) {
+      print('never heard of, or forgotten after every participant acknowledged it and gone from the history');
+    }
+    if ('unread' in page) print(`history      not read: ${page.unread}`);
+    else for (const n of historyNotes(page)) print(n);
+    if (h !== undefined) {
+      const { lines, tables } = historyLines(h, page.nodeId);
+      print('');
+      for (const l of lines) print(l);
+      for (const rows of tables) {
+        print('');
+        table(rows);
+      }
     }
     if (t && t.heuristics.length > 0) {
       print('');
@@ -297,7 +352,7 @@ async function show(client: VerdictClient, args: string[]): Promise<void> {
 }
 
 /** Runs one subcommand with a client, turning the SDK's errors into one line and an exit code. */
-async function withClient(args: string[], f: (client: VerdictClient, rest: string[]) => Promise<void>): Promise<void> {
+async function withClient(args: string[], f: (client: VerdictClient, rest: string[], addrs: string[]) => Promise<void>): Promise<void> {
   const callTimeoutMs = commandTimeoutMs();
   const addrs = endpoints(args);
   const client = new VerdictClient({ endpoints: addrs, callTimeoutMs, credentials: clientCredentials() });
@@ -305,7 +360,7 @@ async function withClient(args: string[], f: (client: VerdictClient, rest: strin
     // The SDK retries an unreachable cluster for --timeout-ms (10 s by default); the
     // reachability check beside it reports one within --timeout-ms (2 s by default), naming every
     // endpoint. It adds no round trip to the command: the two run together.
-    const work = f(client, args);
+    const work = f(client, args, addrs);
     work.catch(() => {});
     await Promise.race([work, requireReachable(addrs).then(() => work)]);
   } catch (err) {

@@ -29,6 +29,8 @@ import { clientCertificateName, isTlsRequest } from './server.ts';
 import type { LeaderHistory, TxnTimeline } from './timeline.ts';
 import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 import { packageVersion } from '../util/version.ts';
+import type { HistoryQuery, HistoryStore } from '../history/store.ts';
+import { HistoryQueryError, parseHistorySearch } from '../history/query.ts';
 
 /** What the console reads of the node's config (src/node/config.ts NodeConfig has it). */
 export interface ConsoleConfig {
@@ -80,6 +82,8 @@ export interface ConsoleDeps {
   /** Null until the node has recovered its log. */
   state: () => ConsoleNodeState | null;
   timeline: TxnTimeline;
+  /** The node's transaction history (src/history/store.ts); null while the node starts, or when it keeps none. */
+  history?: () => Pick<HistoryStore, 'query'> | null;
   leaders: LeaderHistory;
   health: PeerHealth;
   /** The leader's connection to a participant endpoint; '' when unknown. */
@@ -283,6 +287,38 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     };
   }
 
+  /** This node's transaction history: one (?txn=ID) or a search newest first (since, until, participant, outcome, limit). */
+  async function history(q: URLSearchParams): Promise<unknown> {
+    const h = deps.history?.() ?? null;
+    if (h === null) {
+      if (deps.state() === null) ready();
+      throw new HttpError(404, `node ${cfg.nodeId} keeps no transaction history ("history": false in its config, or its history could not be opened: see its log)`);
+    }
+    const known = ['txn', 'since', 'until', 'participant', 'outcome', 'limit'];
+    for (const k of q.keys()) if (!known.includes(k)) throw new HttpError(400, `unknown search parameter ${quote(k)}: the history takes ${known.join(', ')}`);
+    const txn = q.get('txn');
+    if (txn !== null) {
+      const problem = txnIdProblem(txn);
+      if (problem !== null) throw new HttpError(400, `transaction id ${quote(txn)}: ${problem}`);
+    }
+    const text = (k: string): string | undefined => q.get(k) ?? undefined;
+    let search: HistoryQuery;
+    try {
+      search = parseHistorySearch({ since: text('since'), until: text('until'), participant: text('participant'), outcome: text('outcome'), limit: text('limit') }, Date.now(), {
+        since: 'since',
+        until: 'until',
+        participant: 'participant',
+        outcome: 'outcome',
+        limit: 'limit',
+      });
+    } catch (err) {
+      if (err instanceof HistoryQueryError) throw new HttpError(400, err.message);
+      throw err;
+    }
+    const a = await h.query(txn !== null ? { txnId: txn } : search);
+    return { nodeId: cfg.nodeId, ...a };
+  }
+
   function transaction(id: string): unknown {
     const { engine } = ready();
     const problem = txnIdProblem(id);
@@ -369,6 +405,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     if (path === '/api/cluster' && get) return send(res, 200, await cluster(req));
     if (path === '/api/transactions' && get) return send(res, 200, transactions(url.searchParams));
     if (path === '/api/participants' && get) return send(res, 200, participants());
+    if (path === '/api/history' && get) return send(res, 200, await history(url.searchParams));
     const one = /^\/api\/transactions\/([^/]+)$/.exec(path);
     if (one && get) return send(res, 200, transaction(decodeSegment(one[1]!)));
     const act = /^\/api\/transactions\/([^/]+)\/resolve$/.exec(path);

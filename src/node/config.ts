@@ -12,6 +12,7 @@ import { checkAddresses } from './config-addresses.ts';
 import { defaultEngineConfig } from '../commit/engine-types.ts';
 import { describeSource, envName, mergeOverrides, OverrideError, type Source } from './config-sources.ts';
 import { ID } from '../domain/id.ts';
+import { HISTORY_BYTES_MAX_DEFAULT, HISTORY_RETENTION_MS_DEFAULT } from '../history/record.ts';
 
 export interface NodeConfig {
   /** The file this came from, for error messages; "(no file)" when every key came from the environment and flags. */
@@ -105,6 +106,12 @@ export interface NodeConfig {
    * OTEL_EXPORTER_OTLP_ENDPOINT is read at start (src/transport/tracing.ts).
    */
   otlpEndpoint: string | null;
+  /** The transaction history in the data directory (docs/operations.md, "Transaction history"). */
+  history: boolean;
+  /** History records older than this are deleted (ms). */
+  historyRetentionMs: number;
+  /** The history's records keep at most this many bytes; the oldest go first. */
+  historyBytesMax: number;
 }
 
 export interface NodeTlsConfig {
@@ -203,6 +210,9 @@ const KNOWN = [
   'commitNoticeMs',
   'decisionLingerMs',
   'otlpEndpoint',
+  'history',
+  'historyRetentionMs',
+  'historyBytesMax',
 ];
 const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
 const HOST_NAMES_MAX = 32;
@@ -336,6 +346,10 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const explicitCommitLingerMs = int('explicitCommitLingerMs', defaultEngineConfig.explicitCommitLingerMs, 0, 1_000);
   const commitNoticeMs = int('commitNoticeMs', COMMIT_NOTICE_MS_DEFAULT, 0, 1_000);
   const decisionLingerMs = int('decisionLingerMs', DECISION_LINGER_MS_DEFAULT, 0, 1_000);
+  const historyRetentionMs = int('historyRetentionMs', HISTORY_RETENTION_MS_DEFAULT, 60_000, 366 * 24 * 3_600_000);
+  const historyBytesMax = int('historyBytesMax', HISTORY_BYTES_MAX_DEFAULT, 1024 * 1024, 1024 ** 4);
+  const history = o.history === 'true' ? true : o.history === 'false' ? false : (o.history ?? true);
+  if (typeof history !== 'boolean') throw new ConfigError(file, `${label('history')} is ${JSON.stringify(history)}: expected true (keep the transaction history) or false`);
   if (clientInFlightMax > inFlightMax) throw new ConfigError(file, `${label('clientInFlightMax')} (${clientInFlightMax}) must not exceed ${label('inFlightMax')} (${inFlightMax})`);
   // From the environment or --set the value arrives as text.
   const join = o.join === 'true' ? true : o.join === 'false' ? false : (o.join ?? false);
@@ -408,6 +422,9 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     commitNoticeMs,
     decisionLingerMs,
     otlpEndpoint,
+    history,
+    historyRetentionMs,
+    historyBytesMax,
     clientInFlightMax,
     streamUnreadMax,
     sagaStuckAfterAttempts,

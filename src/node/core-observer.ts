@@ -14,7 +14,7 @@ import { neededFor, type ProtocolGaps } from './protocol-gaps.ts';
 
 export interface WatchOptions {
   log: Logger;
-  timeline: TxnTimeline;
+  timeline: Pick<TxnTimeline, 'record' | 'has'>;
   leaders: LeaderHistory;
   /** The node's current Raft term. */
   term: () => number;

@@ -23,6 +23,7 @@ import { TXN_ID_CHARS_MAX, TXN_ID_PATTERN } from '../domain/txn-id.ts';
 import { checkString, endpointProblem, invalidArgument, quote, Refusals, type RefusalClass } from '../transport/validate.ts';
 import { ID, ID_CHARS_MAX, ID_FORM } from '../domain/id.ts';
 import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
+import { HISTORY_LIMIT_MAX } from '../history/record.ts';
 
 export { REFUSAL_CLASSES, Refusals, type RefusalClass } from '../transport/validate.ts';
 
@@ -129,6 +130,11 @@ export const RAFT_NODE_CHECKS: Record<string, (r: never) => string | null> = {
   TransferLeader: (r: { to?: unknown }) => optionalId('to', r.to ?? ''),
   AddMember: (r: { nodeId?: unknown; address?: unknown }) => id('node_id', r.nodeId) ?? endpointProblem(typeof r.address === 'string' ? r.address : ''),
   RemoveMember: (r: { nodeId?: unknown }) => id('node_id', r.nodeId),
+  History: (r: { txnId?: unknown; participantId?: unknown; outcome?: unknown; limit?: unknown }) =>
+    optionalTxnId('txn_id', r.txnId ?? '') ??
+    optionalId('participant_id', r.participantId ?? '') ??
+    (r.outcome === '' || r.outcome === 'commit' || r.outcome === 'abort' || r.outcome === undefined ? null : `outcome ${quote(String(r.outcome))} is not "", "commit" or "abort"`) ??
+    (typeof r.limit === 'number' && r.limit > HISTORY_LIMIT_MAX ? `limit ${r.limit} is above ${HISTORY_LIMIT_MAX}` : null),
 };
 
 /** The handlers with `checks` in front: a request with a bad field is answered INVALID_ARGUMENT with the reason, logged and counted. */

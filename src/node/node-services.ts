@@ -20,6 +20,8 @@ import type { Driver } from './driver.ts';
 import { leaseApi } from './lease-service.ts';
 import { ClientQuota, RAFT_NODE_CHECKS, type Refusals, withClientLimits, withFieldChecks } from './limits.ts';
 import { membershipApi } from './membership-service.ts';
+import { historyApi } from './history-service.ts';
+import type { HistoryStore } from '../history/store.ts';
 import type { CommitAnswer } from './metrics.ts';
 import { putStreamHandler } from './put-stream.ts';
 import { raftNodeApi } from './raft-node-service.ts';
@@ -44,6 +46,8 @@ export interface NodeServicesOptions {
   /** Where the services go: the gates added at bind time. */
   gates: NodeServiceGates;
   core: NodeCore;
+  /** The node's transaction history (src/history/); null when turned off. */
+  history: HistoryStore | null;
   /** host:port this node serves on. */
   address: string;
   /** Who may do what (src/transport/auth.ts). */
@@ -73,7 +77,11 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
     onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
   };
   const raftNodeChecked = withFieldChecks(
-    { ...raftNodeApi(cfg, o.core, members, d, machine, address, access), ...membershipApi(cfg, members, d, access, (id) => machine.table.participants.has(id)) },
+    {
+      ...raftNodeApi(cfg, o.core, members, d, machine, address, access),
+      ...membershipApi(cfg, members, d, access, (id) => machine.table.participants.has(id)),
+      ...historyApi(cfg.nodeId, o.history),
+    },
     RAFT_NODE_CHECKS,
     refusals,
   );

@@ -52,7 +52,9 @@ import { withTraceIds } from '../util/trace-log.ts';
 import { snapshotStagger, UnappliableEntryError, type Driver } from './driver.ts';
 import { Handover } from './handover.ts';
 import { Refusals } from './limits.ts';
-import { NodeStateMachine } from './machine.ts';
+import type { NodeStateMachine } from './machine.ts';
+import { HistoriedMachine, historyObserver, historyRow, historyShiftMs, openHistory } from './history-feed.ts';
+import type { HistoryStore } from '../history/store.ts';
 import { nodeProducts } from './products.ts';
 import { raftMembers } from './members.ts';
 import { addNodeServices, addStartingGates, type NodeServiceGates } from './node-services.ts';
@@ -157,7 +159,12 @@ async function compose(
 
   // The product tables (sagas) beside the decision table: ./products.ts.
   const products = nodeProducts();
-  const machine = new NodeStateMachine(products.tables);
+  const machine = new HistoriedMachine(products.tables);
+  // The transaction history (src/history/), in its own LevelDB beside the log: open before the core restores its snapshot.
+  machine.shiftMs = historyShiftMs();
+  const history = await openHistory(cfg, machine, log);
+  if (history !== null) open.add(() => history.close());
+  machine.history = history;
   const rawNode = restartRaft(cfg, recovered);
   if (rawNode.raft.rejoining) {
     log.warn(
@@ -179,7 +186,18 @@ async function compose(
   const traces = new TxnTraces(tracing, cfg.inFlightMax * TXNS_PER_IN_FLIGHT);
   // From here on, a log line about a transaction with a trace carries its trace id.
   log = withTraceIds(log, (txnId) => traces.traceIdOf(txnId));
-  const watch: WatchOptions = { log, timeline: pages.timeline, leaders: pages.leaders, gaps: pages.gaps, observePrepare: (p, seconds, vote) => pages.metrics?.observePrepare(p, seconds, vote), term: () => rawNode.raft.term, nowMs: () => Date.now(), traces };
+  const watch: WatchOptions = {
+    log,
+    timeline: historied(pages.timeline, history, machine.shiftMs),
+    leaders: pages.leaders,
+    gaps: pages.gaps,
+    observePrepare: (p, seconds, vote) => pages.metrics?.observePrepare(p, seconds, vote),
+    term: () => rawNode.raft.term,
+    nowMs: () => Date.now(),
+    traces,
+  };
+  const historyWatch = history === null ? null : historyObserver(history, machine.shiftMs);
+  const watched = watchCore(watch);
   // The node's core (src/node/core.ts), the same one the simulator runs, on the real clock, disk, network and links.
   const c = new NodeCore({
     id: cfg.nodeId,
@@ -204,7 +222,12 @@ async function compose(
     commitNoticeMs: cfg.commitNoticeMs,
     proposeTimeoutMs: REQUEST_TIMEOUT_MS,
     observe: {
-      ...watchCore(watch),
+      ...watched,
+      onEntryApplied: historyWatch?.onEntryApplied,
+      onResult: (entry, result) => {
+        watched.onResult?.(entry, result);
+        historyWatch?.onResult?.(entry, result);
+      },
       onFatal: stopOnFatal(log, stop, failWith),
       onRefused: (m, why) => transport.refusals.refuse(m.from, { reason: 'state', field: MessageType[m.type] ?? String(m.type), detail: why }),
       onCaughtUp: (lastIndex) => log.warn({ lastIndex, highWater: recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
@@ -218,7 +241,7 @@ async function compose(
     c.engine.setLeadership(0);
     c.stop();
   });
-  pages.show(c, link);
+  pages.show(c, link, history);
 
   // Sagas (src/node/saga-service.ts) ride the same core: its leadership, applied results and ticks.
   const sagas = sagaWiring({
@@ -254,6 +277,7 @@ async function compose(
     cfg,
     gates,
     core: c,
+    history,
     leases: products.leases,
     address,
     access,
@@ -300,6 +324,19 @@ async function compose(
     stop,
     expectClusterStop: () => handover.expectClusterStop(),
     failed,
+  };
+}
+
+/** The console's timeline, with what this node sees also written to the history (./history-feed.ts). */
+function historied(timeline: WatchOptions['timeline'], history: HistoryStore | null, shiftMs: number): WatchOptions['timeline'] {
+  if (history === null) return timeline;
+  const row = historyRow(history, shiftMs);
+  return {
+    has: (txnId) => timeline.has(txnId),
+    record: (txnId, e) => {
+      timeline.record(txnId, e);
+      row(txnId, e);
+    },
   };
 }
 

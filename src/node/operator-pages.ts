@@ -21,6 +21,7 @@ import { ConsoleListenError, serveConsole, type ConsoleServer } from '../console
 import { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
 import { ProtocolGaps } from './protocol-gaps.ts';
 import type { Access } from '../transport/auth.ts';
+import type { HistoryStore } from '../history/store.ts';
 import { MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
 import type { NodeConfig } from './config.ts';
 import type { NodeCore } from './core.ts';
@@ -56,6 +57,7 @@ export class OperatorPages {
   sagaMetrics: SagaMetrics | null = null;
   private core: NodeCore | null = null;
   private link: ParticipantLink | null = null;
+  private history: HistoryStore | null = null;
   private readonly peerHealth: PeerHealth | null;
   private metricsServer: MetricsServer | null = null;
   private consoleServer: ConsoleServer | null = null;
@@ -85,6 +87,7 @@ export class OperatorPages {
       access,
       httpsConsole: () => (tls !== null ? (pages.consoleServer?.address ?? null) : null),
       state: () => pages.state(),
+      history: () => pages.history,
       timeline: pages.timeline,
       leaders: pages.leaders,
       health: pages.peerHealth,
@@ -109,7 +112,8 @@ export class OperatorPages {
   }
 
   /** From now on the console shows this core, and the leader's connections through `link`. */
-  show(core: NodeCore, link: ParticipantLink): void {
+  show(core: NodeCore, link: ParticipantLink, history: HistoryStore | null = null): void {
+    this.history = history;
     this.core = core;
     this.link = link;
   }

@@ -18,6 +18,8 @@ import {
   type StatusRequest,
   type TransferLeaderRequest,
   type TransferLeaderResponse,
+  type HistoryPageWire,
+  type HistoryQueryWire,
 } from './proto.ts';
 
 export const ADMIN_TIMEOUT_MS = 5_000;
@@ -73,12 +75,17 @@ export class RaftNodeClient {
     return this.unary<ListMembersRequest, Members>('ListMembers', {}, timeoutMs);
   }
 
+  /** This node's transaction history: one transaction (txnId) or a page newest first. */
+  history(req: Partial<HistoryQueryWire>, timeoutMs = ADMIN_TIMEOUT_MS): Promise<HistoryPageWire> {
+    return this.unary<Partial<HistoryQueryWire>, HistoryPageWire>('History', req, timeoutMs);
+  }
+
   close(): void {
     this.puts?.close();
     this.client.close();
   }
 
-  private unary<Req, Res>(name: 'Status' | 'Put' | 'Get' | 'TransferLeader' | 'AddMember' | 'RemoveMember' | 'ListMembers', req: Req, timeoutMs: number): Promise<Res> {
+  private unary<Req, Res>(name: 'Status' | 'Put' | 'Get' | 'TransferLeader' | 'AddMember' | 'RemoveMember' | 'ListMembers' | 'History', req: Req, timeoutMs: number): Promise<Res> {
     return unaryCall(this.client, raftNodeService[name] as grpc.MethodDefinition<Req, Res>, req, timeoutMs);
   }
 }

@@ -29,6 +29,8 @@ import type { AddMemberRequest__Output as GenAddMemberRequest } from './gen/raft
 import type { RemoveMemberRequest__Output as GenRemoveMemberRequest } from './gen/raft/verdict/raft/RemoveMemberRequest.ts';
 import type { ListMembersRequest__Output as GenListMembersRequest } from './gen/raft/verdict/raft/ListMembersRequest.ts';
 import type { Members__Output as GenMembers } from './gen/raft/verdict/raft/Members.ts';
+import type { HistoryQuery__Output as GenHistoryQuery } from './gen/raft/verdict/raft/HistoryQuery.ts';
+import type { HistoryPage__Output as GenHistoryPage } from './gen/raft/verdict/raft/HistoryPage.ts';
 import type { RaftDefinition, RaftHandlers as GenRaftHandlers } from './gen/raft/verdict/raft/Raft.ts';
 import type { RaftNodeDefinition, RaftNodeHandlers as GenRaftNodeHandlers } from './gen/raft/verdict/raft/RaftNode.ts';
 import type { Wire, WireHandlers } from './wire.ts';
@@ -74,6 +76,8 @@ export type AddMemberRequest = Wire<GenAddMemberRequest>;
 export type RemoveMemberRequest = Wire<GenRemoveMemberRequest>;
 export type ListMembersRequest = Wire<GenListMembersRequest>;
 export type Members = Wire<GenMembers>;
+export type HistoryQueryWire = Wire<GenHistoryQuery>;
+export type HistoryPageWire = Wire<GenHistoryPage>;
 
 /** What a node implements to serve `verdict.raft.RaftNode`. */
 export type RaftNodeHandlers = WireHandlers<GenRaftNodeHandlers, RaftNodeDefinition>;
@@ -89,6 +93,7 @@ export const raftNodeService = protoService<RaftNodeHandlers>(packageDefinition,
   'AddMember',
   'RemoveMember',
   'ListMembers',
+  'History',
 ]);
 
 export const streamMethod = raftService.Stream as grpc.MethodDefinition<WireBatch, WireStreamAck>;

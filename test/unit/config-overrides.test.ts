@@ -56,6 +56,16 @@ describe('configuration overrides', () => {
     expect(refusal(() => parseConfig({ ...base, [key]: bad }, FILE))).toMatch(new RegExp(`${key}.*expected an integer from 0 to 1000`));
   });
 
+  it('keeps the transaction history by default, 7 days and 1 GiB; VERDICT_HISTORY=false turns it off; bounds refused with the range', () => {
+    const d = parseConfig(base, FILE);
+    expect([d.history, d.historyRetentionMs, d.historyBytesMax]).toEqual([true, 7 * 86_400_000, 1024 ** 3]);
+    expect(parseConfig(base, FILE, { env: { VERDICT_HISTORY: 'false' } }).history).toBe(false);
+    expect(parseConfig(base, FILE, { sets: ['historyRetentionMs=3600000', 'historyBytesMax=10485760'] })).toMatchObject({ historyRetentionMs: 3_600_000, historyBytesMax: 10_485_760 });
+    expect(refusal(() => parseConfig({ ...base, history: 'sometimes' }, FILE))).toMatch(/history.*expected true \(keep the transaction history\) or false/);
+    expect(refusal(() => parseConfig({ ...base, historyRetentionMs: 1_000 }, FILE))).toMatch(/historyRetentionMs.*expected an integer from 60000 to/);
+    expect(refusal(() => parseConfig({ ...base, historyBytesMax: 10 }, FILE))).toMatch(/historyBytesMax.*expected an integer from 1048576 to/);
+  });
+
   it('ignores environment variables that are not config keys', () => {
     const cfg = parseConfig(base, FILE, { env: { VERDICT_ENDPOINTS: 'x', VERDICT_LOG_FORMAT: 'json', PATH: '/bin' } });
     expect(cfg.nodeId).toBe('n1');

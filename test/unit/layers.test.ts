@@ -27,6 +27,7 @@ const LAYERS: readonly { name: string; folders: readonly string[] }[] = [
   { name: 'storage', folders: ['storage'] },
   { name: 'transport', folders: ['transport'] },
   { name: 'commit', folders: ['commit'] },
+  { name: 'history', folders: ['history'] },
   { name: 'SDKs', folders: ['client', 'participant'] },
   { name: 'products', folders: ['saga', 'lease', 'outbox', 'console'] },
   { name: 'node', folders: ['node'] },

@@ -528,6 +528,7 @@ describe('RaftNode admin API', () => {
     };
     const handlers: RaftNodeHandlers = {
       Status: (_call, cb) => cb(null, status),
+      History: (_call, cb) => cb(null, { nodeId: 'n1', records: [], truncated: false, lacks: [], appliedIndex: 0, oldestAtMs: 0, bytes: 0, enabled: false }),
       Put: put,
       PutStream: putStreamHandler(put).handler,
       Get: (call, cb) => {

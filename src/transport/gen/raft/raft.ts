@@ -7,7 +7,14 @@ import type { ConfState as _verdict_raft_ConfState, ConfState__Output as _verdic
 import type { Entry as _verdict_raft_Entry, Entry__Output as _verdict_raft_Entry__Output } from './verdict/raft/Entry.ts';
 import type { GetRequest as _verdict_raft_GetRequest, GetRequest__Output as _verdict_raft_GetRequest__Output } from './verdict/raft/GetRequest.ts';
 import type { GetResponse as _verdict_raft_GetResponse, GetResponse__Output as _verdict_raft_GetResponse__Output } from './verdict/raft/GetResponse.ts';
+import type { HistoryAct as _verdict_raft_HistoryAct, HistoryAct__Output as _verdict_raft_HistoryAct__Output } from './verdict/raft/HistoryAct.ts';
+import type { HistoryPage as _verdict_raft_HistoryPage, HistoryPage__Output as _verdict_raft_HistoryPage__Output } from './verdict/raft/HistoryPage.ts';
+import type { HistoryParticipant as _verdict_raft_HistoryParticipant, HistoryParticipant__Output as _verdict_raft_HistoryParticipant__Output } from './verdict/raft/HistoryParticipant.ts';
+import type { HistoryQuery as _verdict_raft_HistoryQuery, HistoryQuery__Output as _verdict_raft_HistoryQuery__Output } from './verdict/raft/HistoryQuery.ts';
+import type { HistoryRecord as _verdict_raft_HistoryRecord, HistoryRecord__Output as _verdict_raft_HistoryRecord__Output } from './verdict/raft/HistoryRecord.ts';
+import type { HistoryRow as _verdict_raft_HistoryRow, HistoryRow__Output as _verdict_raft_HistoryRow__Output } from './verdict/raft/HistoryRow.ts';
 import type { ListMembersRequest as _verdict_raft_ListMembersRequest, ListMembersRequest__Output as _verdict_raft_ListMembersRequest__Output } from './verdict/raft/ListMembersRequest.ts';
+import type { LogRange as _verdict_raft_LogRange, LogRange__Output as _verdict_raft_LogRange__Output } from './verdict/raft/LogRange.ts';
 import type { Member as _verdict_raft_Member, Member__Output as _verdict_raft_Member__Output } from './verdict/raft/Member.ts';
 import type { Members as _verdict_raft_Members, Members__Output as _verdict_raft_Members__Output } from './verdict/raft/Members.ts';
 import type { Message as _verdict_raft_Message, Message__Output as _verdict_raft_Message__Output } from './verdict/raft/Message.ts';
@@ -43,7 +50,14 @@ export interface ProtoGrpcType {
       EntryType: EnumTypeDefinition
       GetRequest: MessageTypeDefinition<_verdict_raft_GetRequest, _verdict_raft_GetRequest__Output>
       GetResponse: MessageTypeDefinition<_verdict_raft_GetResponse, _verdict_raft_GetResponse__Output>
+      HistoryAct: MessageTypeDefinition<_verdict_raft_HistoryAct, _verdict_raft_HistoryAct__Output>
+      HistoryPage: MessageTypeDefinition<_verdict_raft_HistoryPage, _verdict_raft_HistoryPage__Output>
+      HistoryParticipant: MessageTypeDefinition<_verdict_raft_HistoryParticipant, _verdict_raft_HistoryParticipant__Output>
+      HistoryQuery: MessageTypeDefinition<_verdict_raft_HistoryQuery, _verdict_raft_HistoryQuery__Output>
+      HistoryRecord: MessageTypeDefinition<_verdict_raft_HistoryRecord, _verdict_raft_HistoryRecord__Output>
+      HistoryRow: MessageTypeDefinition<_verdict_raft_HistoryRow, _verdict_raft_HistoryRow__Output>
       ListMembersRequest: MessageTypeDefinition<_verdict_raft_ListMembersRequest, _verdict_raft_ListMembersRequest__Output>
+      LogRange: MessageTypeDefinition<_verdict_raft_LogRange, _verdict_raft_LogRange__Output>
       Member: MessageTypeDefinition<_verdict_raft_Member, _verdict_raft_Member__Output>
       Members: MessageTypeDefinition<_verdict_raft_Members, _verdict_raft_Members__Output>
       Message: MessageTypeDefinition<_verdict_raft_Message, _verdict_raft_Message__Output>

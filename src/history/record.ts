@@ -1,0 +1,209 @@
+// A node's history record of one decided transaction (docs/operations.md,
+// "Transaction history"): what the applied log says of it — outcome, reason,
+// decision index and time, participants, operator acts, heuristic outcomes,
+// whether every participant acknowledged (the Forget) — and, where this node
+// led, what it saw itself: each PREPARE, vote, DECISION sent and ACK, with
+// repeated retries kept as one row with a count and the last error.
+//
+// Pure: the changes arrive as values (HistoryChange) with their times in
+// them; the store (./store.ts) keeps the records on disk.
+
+import type { DecisionOutcome } from '../domain/protocol.ts';
+
+export interface HistoryParticipant {
+  participantId: string;
+  /** 'yes' / 'no' as this node saw the vote, or as the log implies it (a COMMIT means every vote was YES, AC2); '' unknown. */
+  vote: '' | 'yes' | 'no';
+  /** When this node saw its ACK (leader only); 0: not seen here. */
+  ackedAtMs: number;
+  /** True once the log says every participant acknowledged (the Forget), or this node saw its ACK. */
+  acked: boolean;
+}
+
+/** An operator's act on the transaction: `verdict txn resolve`, or a heuristic outcome a participant reported (R4). */
+export interface HistoryAct {
+  kind: 'resolve' | 'heuristic';
+  operator: string;
+  reason: string;
+  atMs: number;
+  /** The outcome the act asked for, or what the participant did by hand. */
+  outcome: DecisionOutcome;
+  /** resolve: 'decided' or 'confirmed'; heuristic: the XA kind (HEURCOM, HEURRB, HEURMIX, HEURHAZ). */
+  effect: string;
+  /** heuristic: the participant that decided alone; '' for a resolve. */
+  participantId: string;
+  /** heuristic: the participant's name of the transaction (a PostgreSQL gid). */
+  gid: string;
+  /** The log index of the act. */
+  index: number;
+}
+
+/** What this node saw itself, as the leader's timeline shows it (src/console/timeline.ts kinds). */
+export interface HistoryRow {
+  /** The first time; for a repeated row, `lastAtMs` is the last. */
+  atMs: number;
+  lastAtMs: number;
+  kind: string;
+  participantId: string;
+  /** A vote, an outcome; for a repeated row, the last error. */
+  detail: string;
+  /** How many times it happened (retries: DECISION sent, no ACK, status questions). */
+  count: number;
+}
+
+export interface HistoryRecord {
+  txnId: string;
+  /** '' for a transaction known only by a heuristic report (no decision in the log when it came). */
+  outcome: DecisionOutcome | '';
+  reason: string;
+  decisionIndex: number;
+  /** The leader's clock when it proposed the decision (it rides in the log entry). */
+  decidedAtMs: number;
+  participants: HistoryParticipant[];
+  /** The log index of the Forget (COMMIT: every participant acknowledged); 0 while not forgotten. */
+  forgottenIndex: number;
+  /** About when the Forget was applied: the latest leader time logged before it; 0 while not forgotten. */
+  forgottenAtMs: number;
+  acts: HistoryAct[];
+  rows: HistoryRow[];
+  /** Rows not kept past ROWS_MAX. */
+  rowsDropped: number;
+}
+
+/** A change to the history, from an applied entry (with its index) or from what this node saw (index 0). */
+export type HistoryChange =
+  | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: readonly string[]; index: number; atMs: number; first: boolean }
+  | { t: 'forget'; txnId: string; index: number; atMs: number }
+  | { t: 'act'; txnId: string; act: HistoryAct }
+  | { t: 'row'; txnId: string; atMs: number; kind: string; participantId: string; detail: string };
+
+/** Rows kept per record; a row repeated (retries) counts instead of adding. */
+export const ROWS_MAX = 64;
+/** Acts kept per record (the decision table keeps as many, src/commit/state.ts). */
+export const ACTS_MAX = 64;
+const DETAIL_CHARS_MAX = 200;
+/** Row kinds that repeat while a participant is unreachable: one row each per participant, counted. */
+const REPEATING = new Set(['decision-sent', 'no-ack', 'status']);
+
+export function emptyRecord(txnId: string): HistoryRecord {
+  return { txnId, outcome: '', reason: '', decisionIndex: 0, decidedAtMs: 0, participants: [], forgottenIndex: 0, forgottenAtMs: 0, acts: [], rows: [], rowsDropped: 0 };
+}
+
+/**
+ * Applies a change to a record (null: none yet); returns the record, new or
+ * changed in place. A change seen twice (a log replayed after a restart)
+ * leaves the record as once.
+ */
+export function applyChange(rec: HistoryRecord | null, c: HistoryChange): HistoryRecord {
+  const r = rec ?? emptyRecord(c.txnId);
+  switch (c.t) {
+    case 'decide': {
+      if (r.outcome === '' || (c.first && r.decisionIndex === 0)) {
+        r.outcome = c.outcome;
+        r.reason = c.reason;
+        r.decisionIndex = c.index;
+        r.decidedAtMs = c.atMs;
+      }
+      for (const id of c.participants) participant(r, id);
+      // AC2: a COMMIT was decided only on a YES from every participant.
+      if (r.outcome === 'commit') for (const p of r.participants) p.vote = 'yes';
+      return r;
+    }
+    case 'forget':
+      r.forgottenIndex ||= c.index;
+      r.forgottenAtMs ||= c.atMs;
+      // R5: a COMMIT is forgotten only once every participant acknowledged it.
+      if (r.outcome === 'commit') for (const p of r.participants) p.acked = true;
+      return r;
+    case 'act':
+      if (!r.acts.some((a) => a.index === c.act.index && a.kind === c.act.kind && a.participantId === c.act.participantId)) {
+        r.acts.push(c.act);
+        if (r.acts.length > ACTS_MAX) r.acts.splice(0, r.acts.length - ACTS_MAX);
+      }
+      return r;
+    case 'row':
+      addRow(r, c);
+      return r;
+  }
+}
+
+function participant(r: HistoryRecord, id: string): HistoryParticipant {
+  let p = r.participants.find((x) => x.participantId === id);
+  if (p === undefined) {
+    p = { participantId: id, vote: '', ackedAtMs: 0, acked: false };
+    r.participants.push(p);
+  }
+  return p;
+}
+
+function addRow(r: HistoryRecord, c: Extract<HistoryChange, { t: 'row' }>): void {
+  const detail = c.detail.slice(0, DETAIL_CHARS_MAX);
+  if (c.participantId !== '') {
+    const p = participant(r, c.participantId);
+    if (c.kind === 'vote') p.vote = /^YES/.test(detail) ? 'yes' : /^NO/.test(detail) ? 'no' : p.vote;
+    if (c.kind === 'ack') {
+      p.acked = true;
+      p.ackedAtMs ||= c.atMs;
+    }
+  }
+  if (REPEATING.has(c.kind)) {
+    const same = r.rows.find((x) => x.kind === c.kind && x.participantId === c.participantId);
+    if (same !== undefined) {
+      same.count++;
+      same.lastAtMs = c.atMs;
+      if (detail !== '') same.detail = detail;
+      return;
+    }
+  }
+  if (r.rows.length >= ROWS_MAX) {
+    r.rowsDropped++;
+    return;
+  }
+  r.rows.push({ atMs: c.atMs, lastAtMs: c.atMs, kind: c.kind, participantId: c.participantId, detail, count: 1 });
+}
+
+/** Why a value read back from the store is not a record, or null (the store's own bytes, checked as any read). */
+export function recordProblem(v: unknown): string | null {
+  if (v === null || typeof v !== 'object') return 'not an object';
+  const r = v as Partial<HistoryRecord>;
+  if (typeof r.txnId !== 'string' || r.txnId === '') return 'no transaction id';
+  if (r.outcome !== '' && r.outcome !== 'commit' && r.outcome !== 'abort') return `outcome ${JSON.stringify(r.outcome)}`;
+  for (const k of ['decisionIndex', 'decidedAtMs', 'forgottenIndex', 'forgottenAtMs', 'rowsDropped'] as const) if (typeof r[k] !== 'number') return `${k} is not a number`;
+  for (const k of ['participants', 'acts', 'rows'] as const) if (!Array.isArray(r[k])) return `${k} is not a list`;
+  return null;
+}
+
+export interface HistoryQuery {
+  txnId?: string;
+  /** Decided at or after; 0: no lower bound. */
+  sinceAtMs?: number;
+  /** Decided before; 0: no upper bound. */
+  untilAtMs?: number;
+  participantId?: string;
+  outcome?: 'commit' | 'abort';
+  /** Newest first, at most this many (1..HISTORY_LIMIT_MAX). */
+  limit?: number;
+}
+
+export interface LogRange {
+  firstIndex: number;
+  lastIndex: number;
+}
+
+export interface HistoryAnswer {
+  records: HistoryRecord[];
+  /** More records matched than `limit`. */
+  truncated: boolean;
+  /** Log ranges whose transactions this node's history does not hold (it installed a snapshot covering them). */
+  lacks: LogRange[];
+  /** The highest log index whose changes are on disk. */
+  appliedIndex: number;
+  /** The oldest record's time; 0 when none. */
+  oldestAtMs: number;
+  bytes: number;
+}
+
+export const HISTORY_RETENTION_MS_DEFAULT = 7 * 24 * 3_600_000;
+export const HISTORY_BYTES_MAX_DEFAULT = 1024 * 1024 * 1024;
+export const HISTORY_LIMIT_DEFAULT = 100;
+export const HISTORY_LIMIT_MAX = 1_000;

@@ -1,0 +1,145 @@
+// What feeds a node's transaction history (src/history/): the results of
+// applied entries, on every node, and the leader's own sightings (PREPARE,
+// vote, DECISION sent, ACK), where this node saw them. Watching only: the
+// history changes nothing the core does, and it writes off the commit path
+// (src/history/store.ts).
+//
+// Times: a decision's is the leader's clock, logged in the entry; a Forget
+// carries none, so it takes the latest time logged before it. A test may
+// shift every time the history records by VERDICT_TEST_HISTORY_SHIFT_MS
+// (read at start, from the node's own environment) to play yesterday's
+// transactions; unset in production.
+
+import type { Logger } from 'pino';
+import type { ApplyResult, Decision, HeuristicRecord, Resolution } from '../commit/state.ts';
+import type { Entry } from '../raft/types.ts';
+import type { HistoryAct, HistoryChange } from '../history/record.ts';
+import { HistoryStore } from '../history/store.ts';
+import type { NodeConfig } from './config.ts';
+import type { NodeCoreObserver } from './core.ts';
+import { NodeStateMachine } from './machine.ts';
+import { StartupError } from './startup-error.ts';
+import { join } from 'node:path';
+
+export const HISTORY_SHIFT_ENV = 'VERDICT_TEST_HISTORY_SHIFT_MS';
+/** Rows of the leader's timeline that the log does not say (the decision and the Forget it does). */
+const SEEN_KINDS = new Set(['begin', 'prepare', 'vote', 'proposed', 'decision-sent', 'ack', 'no-ack', 'status']);
+
+/** The test-only time shift from the environment; 0 when unset, refused at start when not an integer. */
+export function historyShiftMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env[HISTORY_SHIFT_ENV];
+  if (raw === undefined || raw === '') return 0;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n)) throw new StartupError(`${HISTORY_SHIFT_ENV}=${JSON.stringify(raw)} is not a whole number of milliseconds (for tests; unset it in production)`);
+  return n;
+}
+
+/** Opens the history in `<dataDir>/history`, or null when the config turns it off. */
+export async function openHistory(cfg: NodeConfig, machine: NodeStateMachine, log: Logger): Promise<HistoryStore | null> {
+  if (!cfg.history) return null;
+  // One level down: the data directory's start-up check (src/storage/data-dir.ts) looks at the LevelDBs of raft state, one level deep.
+  const dir = join(cfg.dataDir, 'history', 'leveldb');
+  try {
+    return await HistoryStore.open(dir, {
+      retentionMs: cfg.historyRetentionMs,
+      bytesMax: cfg.historyBytesMax,
+      nowMs: () => Date.now(),
+      decided: (txnId) => machine.table.lookup(txnId) !== null,
+      onError: (err, what) => log.error({ err: err.message, what }, 'transaction history: a store operation failed; the node goes on, the history may miss records'),
+    });
+  } catch (err) {
+    // The history is not the node's state: a node whose history cannot be opened still serves, and says so.
+    log.error(
+      { dir, err: (err as Error).message },
+      'transaction history: cannot open it; the node runs without a history. Stop the node and move the folder aside to start a new one (it then says which log range it lacks)',
+    );
+    return null;
+  }
+}
+
+/** A state machine that tells the history when a snapshot replaced its state (those entries never pass through apply). */
+export class HistoriedMachine extends NodeStateMachine {
+  history: HistoryStore | null = null;
+  shiftMs = 0;
+
+  override restore(data: Uint8Array, index = 0): void {
+    super.restore(data);
+    if (this.history === null || index === 0) return;
+    const changes: HistoryChange[] = [];
+    for (const d of this.table.decisions.values()) changes.push(decideChange(d, true, this.shiftMs));
+    for (const [txnId, rs] of this.table.resolutions) for (const r of rs) changes.push({ t: 'act', txnId, act: resolveAct(r, this.shiftMs) });
+    for (const [txnId, hs] of this.table.heuristics) for (const h of hs) changes.push({ t: 'act', txnId, act: heuristicAct(h, this.shiftMs) });
+    this.history.restored(index, changes);
+  }
+}
+
+/** The core's applied entries and results, into the history. */
+export function historyObserver(history: HistoryStore, shiftMs: number): Pick<NodeCoreObserver, 'onEntryApplied' | 'onResult'> {
+  // The latest time any applied command carried: a Forget's time, about.
+  let logAtMs = 0;
+  const seen = (atMs: number): void => {
+    if (atMs > logAtMs) logAtMs = atMs;
+  };
+  return {
+    onEntryApplied: (entry: Entry) => history.apply(entry.index, []),
+    onResult: (entry: Entry, result: ApplyResult) => {
+      const changes: HistoryChange[] = [];
+      switch (result.t) {
+        case 'decide':
+          seen(result.decision.decidedAtMs);
+          changes.push(decideChange(result.decision, result.first, shiftMs));
+          if (result.resolution) {
+            seen(result.resolution.atMs);
+            changes.push({ t: 'act', txnId: result.decision.txnId, act: resolveAct(result.resolution, shiftMs) });
+          }
+          break;
+        case 'forget':
+          for (const txnId of result.txnIds) changes.push({ t: 'forget', txnId, index: entry.index, atMs: logAtMs > 0 ? logAtMs + shiftMs : 0 });
+          break;
+        case 'heuristic':
+          seen(result.record.atMs);
+          if (result.first) changes.push({ t: 'act', txnId: result.record.txnId, act: heuristicAct(result.record, shiftMs) });
+          break;
+        case 'stage':
+          if (result.staging) seen(result.staging.atMs);
+          break;
+        case 'register':
+          seen(result.participant.registeredAtMs);
+          break;
+        default:
+          break;
+      }
+      if (changes.length > 0) history.apply(entry.index, changes);
+    },
+  };
+}
+
+/** A row of what this node saw (the console's timeline event), into the history. */
+export function historyRow(history: HistoryStore, shiftMs: number): (txnId: string, e: { atMs: number; kind: string; participantId?: string; detail?: string }) => void {
+  return (txnId, e) => {
+    if (!SEEN_KINDS.has(e.kind)) return;
+    history.apply(0, [{ t: 'row', txnId, atMs: e.atMs + shiftMs, kind: e.kind, participantId: e.participantId ?? '', detail: e.detail ?? '' }]);
+  };
+}
+
+function decideChange(d: Decision, first: boolean, shiftMs: number): HistoryChange {
+  return { t: 'decide', txnId: d.txnId, outcome: d.outcome, reason: d.reason, participants: d.participants, index: d.index, atMs: d.decidedAtMs ? d.decidedAtMs + shiftMs : 0, first };
+}
+
+function resolveAct(r: Resolution, shiftMs: number): HistoryAct {
+  return {
+    kind: 'resolve',
+    operator: r.operator,
+    reason: r.reason,
+    atMs: r.atMs + shiftMs,
+    outcome: r.outcome,
+    effect: r.decided ? 'decided' : 'confirmed',
+    participantId: '',
+    gid: '',
+    index: r.index,
+  };
+}
+
+function heuristicAct(h: HeuristicRecord, shiftMs: number): HistoryAct {
+  return { kind: 'heuristic', operator: h.operator, reason: h.reason, atMs: h.atMs + shiftMs, outcome: h.outcome, effect: h.kind, participantId: h.participantId, gid: h.gid, index: h.index };
+}

@@ -1,0 +1,13 @@
+// Original file: proto/raft.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+export interface LogRange {
+  'firstIndex'?: (number | string | Long);
+  'lastIndex'?: (number | string | Long);
+}
+
+export interface LogRange__Output {
+  'firstIndex': (number);
+  'lastIndex': (number);
+}

@@ -1,0 +1,222 @@
+// The transaction history's store (src/history/store.ts) and its search
+// text (src/history/query.ts): records from applied changes, the time and
+// participant indexes, the age and byte bounds (oldest first), the rebuild
+// from a log re-applied after a crash, the lacking range after a snapshot,
+// and a person's bad flags refused with a reason.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { applyChange, type HistoryChange } from '../../src/history/record.ts';
+import { HistoryQueryError, parseHistorySearch, parseTimeArg } from '../../src/history/query.ts';
+import { HistoryStore, type HistoryOptions } from '../../src/history/store.ts';
+import { encodeCommand } from '../../src/commit/state.ts';
+import { HistoriedMachine } from '../../src/node/history-feed.ts';
+import { EntryType } from '../../src/raft/types.ts';
+
+const DAY_MS = 86_400_000;
+const NOW_MS = Date.UTC(2026, 11, 5, 12, 0, 0);
+const dirs: string[] = [];
+const stores: HistoryStore[] = [];
+
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close().catch(() => {});
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+async function open(dir?: string, o: Partial<HistoryOptions> = {}): Promise<{ store: HistoryStore; dir: string; errors: string[] }> {
+  const d = dir ?? (await mkdtemp(join(tmpdir(), 'verdict-history-')));
+  if (dir === undefined) dirs.push(d);
+  const errors: string[] = [];
+  const store = await HistoryStore.open(d, {
+    retentionMs: 7 * DAY_MS,
+    bytesMax: 1 << 30,
+    nowMs: () => NOW_MS,
+    decided: () => false,
+    onError: (err) => errors.push(err.message),
+    ...o,
+  });
+  stores.push(store);
+  return { store, dir: d, errors };
+}
+
+const decide = (txnId: string, index: number, atMs: number, participants = ['shop', 'bank'], outcome: 'commit' | 'abort' = 'commit'): Extract<HistoryChange, { t: 'decide' }> => ({
+  t: 'decide',
+  txnId,
+  outcome,
+  reason: outcome === 'abort' ? 'bank voted NO' : '',
+  participants,
+  index,
+  atMs,
+  first: true,
+});
+
+describe('history records', () => {
+  it('a COMMIT implies every vote YES (AC2) and its Forget every ACK (R5); retries collapse into one row with a count and the last error', () => {
+    let r = applyChange(null, { t: 'row', txnId: 'a', atMs: 1, kind: 'prepare', participantId: 'shop', detail: '' });
+    r = applyChange(r, decide('a', 5, 10));
+    expect(r.participants.map((p) => p.vote)).toEqual(['yes', 'yes']);
+    for (let i = 0; i < 50; i++) {
+      applyChange(r, { t: 'row', txnId: 'a', atMs: 20 + i, kind: 'decision-sent', participantId: 'bank', detail: 'COMMIT' });
+      applyChange(r, { t: 'row', txnId: 'a', atMs: 20 + i, kind: 'no-ack', participantId: 'bank', detail: `connection refused ${i}` });
+    }
+    applyChange(r, { t: 'row', txnId: 'a', atMs: 99, kind: 'ack', participantId: 'bank', detail: '' });
+    const noAck = r.rows.find((x) => x.kind === 'no-ack');
+    expect(noAck).toMatchObject({ count: 50, detail: 'connection refused 49', atMs: 20, lastAtMs: 69 });
+    expect(r.rows.length).toBe(4);
+    expect(r.participants.find((p) => p.participantId === 'bank')).toMatchObject({ acked: true, ackedAtMs: 99 });
+    expect(r.participants.find((p) => p.participantId === 'shop')?.acked).toBe(false);
+    applyChange(r, { t: 'forget', txnId: 'a', index: 9, atMs: 120 });
+    expect(r.participants.every((p) => p.acked)).toBe(true);
+    expect(r.forgottenIndex).toBe(9);
+  });
+});
+
+describe('history store', () => {
+  it('finds records by time and by participant, newest first, with outcome and limit', async () => {
+    const { store } = await open();
+    store.apply(1, [decide('old', 1, NOW_MS - DAY_MS)]);
+    store.apply(2, [decide('mid', 2, NOW_MS - 3_600_000, ['shop'])]);
+    store.apply(3, [decide('new', 3, NOW_MS - 60_000, ['bank'], 'abort')]);
+    const all = await store.query({ sinceAtMs: NOW_MS - 2 * DAY_MS });
+    expect(all.records.map((r) => r.txnId)).toEqual(['new', 'mid', 'old']);
+    expect((await store.query({ sinceAtMs: NOW_MS - 2 * DAY_MS, untilAtMs: NOW_MS - 2 * 3_600_000 })).records.map((r) => r.txnId)).toEqual(['old']);
+    expect((await store.query({ participantId: 'shop' })).records.map((r) => r.txnId)).toEqual(['mid', 'old']);
+    expect((await store.query({ outcome: 'abort' })).records.map((r) => r.txnId)).toEqual(['new']);
+    const one = await store.query({ limit: 1 });
+    expect(one.records.map((r) => r.txnId)).toEqual(['new']);
+    expect(one.truncated).toBe(true);
+    expect((await store.query({ txnId: 'mid' })).records[0]).toMatchObject({ txnId: 'mid', outcome: 'commit', decisionIndex: 2 });
+    expect(all.appliedIndex).toBe(3);
+  });
+
+  it('keeps records across a close and an open; a change to a record no longer in memory reaches it on disk', async () => {
+    const a = await open(undefined, { decided: () => true });
+    a.store.apply(1, [decide('t1', 1, NOW_MS - 1000)]);
+    await a.store.close();
+    const b = await open(a.dir, { decided: () => true });
+    expect(b.store.durableIndex).toBe(1);
+    b.store.apply(2, [{ t: 'forget', txnId: 't1', index: 2, atMs: NOW_MS }]);
+    b.store.apply(3, [
+      { t: 'act', txnId: 't1', act: { kind: 'resolve', operator: 'alice@ops', reason: 'incident 7', atMs: NOW_MS, outcome: 'commit', effect: 'confirmed', participantId: '', gid: '', index: 3 } },
+    ]);
+    const r = (await b.store.query({ txnId: 't1' })).records[0];
+    expect(r).toMatchObject({ forgottenIndex: 2, acts: [{ operator: 'alice@ops', reason: 'incident 7' }] });
+    expect(r?.participants.every((p) => p.acked)).toBe(true);
+  });
+
+  it('rebuild: entries at or below the index on disk are skipped, the ones above (lost in a crash) are applied again, once', async () => {
+    const a = await open();
+    a.store.apply(1, [decide('t1', 1, NOW_MS - 1000)]);
+    await a.store.flush();
+    // A crash: t2 was applied in memory and never written (no close).
+    a.store.apply(2, [decide('t2', 2, NOW_MS - 500)]);
+    stores.splice(stores.indexOf(a.store), 1);
+    await (a.store as unknown as { db: { close(): Promise<void> } }).db.close();
+    const b = await open(a.dir);
+    expect((await b.store.query({ txnId: 't2' })).records).toEqual([]);
+    // The node re-applies its retained log from the snapshot on: entries 1 and 2.
+    b.store.apply(1, [{ ...decide('t1', 1, NOW_MS - 1000), participants: ['someone-else'] }]);
+    b.store.apply(2, [decide('t2', 2, NOW_MS - 500)]);
+    b.store.apply(2, [decide('t2', 2, NOW_MS - 500)]);
+    const all = await b.store.query({});
+    expect(all.records.map((r) => r.txnId)).toEqual(['t2', 't1']);
+    // Entry 1 was on disk already: its replay is not applied again.
+    expect(all.records[1]?.participants.map((p) => p.participantId)).toEqual(['shop', 'bank']);
+    expect(all.records[0]?.participants.length).toBe(2);
+  });
+
+  it('a snapshot installed past what the store holds is said as a lacking range; its live decisions are kept', async () => {
+    const { store } = await open();
+    store.apply(3, [decide('t3', 3, NOW_MS - 1000)]);
+    store.restored(40, [decide('live', 35, NOW_MS - 500)]);
+    store.apply(41, [decide('t41', 41, NOW_MS - 100)]);
+    const a = await store.query({});
+    expect(a.lacks).toEqual([{ firstIndex: 4, lastIndex: 40 }]);
+    expect(a.records.map((r) => r.txnId)).toEqual(['t41', 'live', 't3']);
+    // A restore at or below what the store holds (its own snapshot at start) lacks nothing.
+    store.restored(41, []);
+    expect((await store.query({})).lacks).toEqual([{ firstIndex: 4, lastIndex: 40 }]);
+  });
+
+  it('bounds: past the retention the oldest go; over the byte bound the oldest go until it holds', async () => {
+    let nowMs = NOW_MS;
+    const { store } = await open(undefined, { nowMs: () => nowMs, bytesMax: 1 << 20 });
+    for (let i = 1; i <= 10; i++) store.apply(i, [decide(`d${i}`, i, NOW_MS - (11 - i) * DAY_MS)]);
+    await store.flush();
+    const deleted = await store.prune();
+    // Days 10..8 ago are past 7 days.
+    expect(deleted).toBe(3);
+    expect((await store.query({})).records.map((r) => r.txnId).at(-1)).toBe('d4');
+    expect((await store.query({ participantId: 'shop' })).records.length).toBe(7);
+    nowMs += 0;
+    const before = (await store.query({})).bytes;
+    expect(before).toBeGreaterThan(0);
+    const small = await open(undefined, { bytesMax: 2_000 });
+    for (let i = 1; i <= 40; i++) small.store.apply(i, [decide(`b${i}`, i, NOW_MS - (41 - i) * 1000)]);
+    await small.store.flush();
+    await small.store.prune();
+    const left = await small.store.query({ limit: 1000 });
+    expect(left.bytes).toBeLessThanOrEqual(2_000);
+    expect(left.records.length).toBeGreaterThan(0);
+    expect(left.records.length).toBeLessThan(40);
+    // Newest kept, oldest gone.
+    expect(left.records[0]?.txnId).toBe('b40');
+    expect(left.records.some((r) => r.txnId === 'b1')).toBe(false);
+  });
+});
+
+describe('history search text', () => {
+  const names = { since: '--since', until: '--until', participant: '--participant', outcome: '--outcome', limit: '--limit' };
+  it('reads relative and ISO times, outcomes in either spelling, a bounded limit', () => {
+    expect(parseTimeArg('--since', '24h', NOW_MS)).toBe(NOW_MS - DAY_MS);
+    expect(parseTimeArg('--since', '2026-12-04T12:00:00Z', NOW_MS)).toBe(NOW_MS - DAY_MS);
+    expect(parseHistorySearch({ since: '2d', until: '1d', outcome: 'COMMITTED', limit: '5', participant: 'shop' }, NOW_MS, names)).toEqual({
+      sinceAtMs: NOW_MS - 2 * DAY_MS,
+      untilAtMs: NOW_MS - DAY_MS,
+      outcome: 'commit',
+      limit: 5,
+      participantId: 'shop',
+    });
+  });
+  it.each([
+    [{ since: 'yesterday' }, /--since "yesterday" is not a time/],
+    [{ since: '-5h' }, /not a time/],
+    [{ since: '1h', until: '2h' }, /must be before --until/],
+    [{ limit: '0' }, /--limit "0" must be a whole number from 1 to 1000/],
+    [{ limit: '5000' }, /from 1 to 1000/],
+    [{ outcome: 'maybe' }, /give committed or aborted/],
+    [{ participant: 'no spaces' }, /not a participant id/],
+  ])('refuses %j with the reason', (s, why) => {
+    expect(() => parseHistorySearch(s, NOW_MS, names)).toThrow(HistoryQueryError);
+    expect(() => parseHistorySearch(s, NOW_MS, names)).toThrow(why);
+  });
+});
+
+describe('a node that installs a snapshot', () => {
+  it("keeps the snapshot's live decisions and operator acts, and says which log range its history lacks", async () => {
+    const { store } = await open();
+    const leader = new HistoriedMachine();
+    leader.apply({
+      term: 1,
+      index: 7,
+      type: EntryType.Normal,
+      data: encodeCommand({
+        t: 'decide',
+        txnId: 'live-1',
+        outcome: 'abort',
+        reason: 'shop voted NO',
+        participants: ['shop'],
+        atMs: NOW_MS - 5_000,
+        operator: { operator: 'bob@ops', reason: 'cleanup', atMs: NOW_MS - 5_000 },
+      }),
+    });
+    const follower = new HistoriedMachine();
+    follower.history = store;
+    follower.restore(leader.snapshot(), 30);
+    const a = await store.query({});
+    expect(a.lacks).toEqual([{ firstIndex: 1, lastIndex: 30 }]);
+    expect(a.records[0]).toMatchObject({ txnId: 'live-1', outcome: 'abort', decisionIndex: 7, reason: 'shop voted NO', acts: [{ kind: 'resolve', operator: 'bob@ops', effect: 'decided' }] });
+  });
+});
