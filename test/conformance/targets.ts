@@ -1,9 +1,8 @@
 // The participants of this repository, as conformance targets (target.ts).
 // Adding one is adding an entry: a command line that runs the participant
 // serving at env.listen and registering with env.nodes, a payload that
-// writes a key, and a way to read a key back. The Go SDK's participant will
-// be one more entry of the same shape as pythonMemory (see
-// docs/protocol.md, "Checking a participant in any language").
+// writes a key, and a way to read a key back (see docs/protocol.md,
+// "Checking a participant in any language").
 import { join } from 'node:path';
 import pg from 'pg';
 import { ROOT } from '../process/harness.ts';
@@ -62,6 +61,21 @@ export function pythonMemory(broken?: 'no-status' | 'yes-before-write'): Target 
     name: broken === undefined ? 'Python memory' : `Python memory, broken: ${broken}`,
     kind: 'memory',
     command: (env) => ({ argv: [PYTHON, PY_PROC, '--resource', 'memory', ...common(env), '--probe', env.probe, ...(broken ? ['--broken', broken] : [])] }),
+    write: kvPayload,
+    read: (env, key) => readProbe(env.probe, key),
+  };
+}
+
+/**
+ * The Go SDK's participant (sdk/go/participant) with its memory resource:
+ * `binary` is sdk/go/internal/testproc/conformance, built by
+ * buildGoDrivers(dir, ['conformance']) (test/process/go-procs.ts).
+ */
+export function goMemory(binary: string): Target {
+  return {
+    name: 'Go memory',
+    kind: 'memory',
+    command: (env) => ({ argv: [binary, ...common(env), '--probe', env.probe] }),
     write: kvPayload,
     read: (env, key) => readProbe(env.probe, key),
   };

@@ -39,10 +39,14 @@ export function goVendor(): void {
   if (r.status !== 0) throw new Error(`sdk/go/vendor.sh ended with ${r.status ?? r.signal}: ${r.stderr}`);
 }
 
-/** Builds the test drivers into `dir`: `${dir}/participant` and `${dir}/client`. */
-export function buildGoDrivers(dir: string): void {
+/**
+ * Builds test drivers of sdk/go/internal/testproc into `dir`, each named as
+ * its folder: by default `${dir}/participant` and `${dir}/client`;
+ * `conformance` is the participant of test/conformance/go.test.ts.
+ */
+export function buildGoDrivers(dir: string, drivers: string[] = ['participant', 'client']): void {
   goVendor();
-  const r = spawnSync(GO, ['build', '-o', `${dir}/`, './internal/testproc/participant', './internal/testproc/client'], { cwd: GO_SDK, encoding: 'utf8', env: goEnv(), timeout: 300_000 });
+  const r = spawnSync(GO, ['build', '-o', `${dir}/`, ...drivers.map((d) => `./internal/testproc/${d}`)], { cwd: GO_SDK, encoding: 'utf8', env: goEnv(), timeout: 300_000 });
   if (r.status !== 0) throw new Error(`go build ended with ${r.status ?? r.signal}: ${r.stdout}${r.stderr}`);
 }
 
