@@ -52,6 +52,21 @@ function age(ms) {
   return m < 120 ? `${m} min` : `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
+/**
+ * A link to the leader's console at `hash`, from what this node knows of it
+ * (`ref`: leaderId, address, consoleUrl); plain text when its console's
+ * address is unknown. A wildcard host in the URL is replaced by the host this
+ * page was opened by.
+ */
+function leaderLink(ref, hash, text) {
+  if (!ref || !ref.leaderId) return el('span', { class: 'muted', text: 'no leader is known yet' });
+  if (!ref.consoleUrl) return el('span', { text: `${text ?? `the leader, ${ref.leaderId}`} (${ref.address}; its console's address is not known here)` });
+  const u = new URL(ref.consoleUrl);
+  if (u.hostname === '0.0.0.0' || u.hostname === '[::]') u.hostname = location.hostname;
+  u.hash = hash;
+  return el('a', { href: u.href, 'data-leader-link': ref.leaderId, text: text ?? `the leader, ${ref.leaderId}` });
+}
+
 /** A forgotten decision keeps no time (its age reads 0): shown as unknown rather than as new. */
 const ageOf = (t) => (t.phase === 'decided' && t.ageMs === 0 ? '—' : age(t.ageMs));
 
@@ -116,15 +131,24 @@ const pages = {
         ['in flight', c.transactions.inFlight],
         ['unacked', c.transactions.unacked],
         ['participants', c.participants],
-      ].map(([k, v]) => el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k)),
+      ].map(([k, v]) =>
+        // Leader-only figures on a follower: never a misleading 0, a link to where they are known.
+        v === null
+          ? el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), class: 'elsewhere' }, leaderLink(c.leader, '#cluster', 'on the leader')), k)
+          : el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k),
+      ),
     );
     const isLeader = c.role === 'leader';
     const rows = c.members.map((m) => {
       const h = m.health;
       const health = h === null ? el('span', { class: 'muted', text: 'not probed yet' }) : h.up ? el('span', { class: 'up', text: 'up' }) : el('span', { class: 'down', text: `down: ${h.error}` });
       const role = m.leader ? 'leader' : h?.up ? h.role : '—';
-      const act =
-        isLeader && !m.self && c.actions.allowed ? el('button', { type: 'button', onclick: () => transfer(state.msg, m.id), 'aria-label': `Transfer leadership to ${m.id}`, text: 'make leader' }) : '';
+      // Offered only where it can succeed (on the leader, to a voter that is up); otherwise why not, on hover.
+      const act = m.makeLeader.offered
+        ? el('button', { type: 'button', onclick: () => transfer(state.msg, m.id), 'aria-label': `Transfer leadership to ${m.id}`, text: 'make leader' })
+        : isLeader && !m.self
+          ? el('span', { class: 'muted small', 'data-no-action': m.id, text: `no transfer: ${m.makeLeader.why}` })
+          : '';
       return [
         el('span', { 'data-node': m.id, text: m.self ? `${m.id} (this node)` : m.id }),
         m.address,
@@ -142,6 +166,15 @@ const pages = {
     state.data.replaceChildren(
       summary,
       el('p', { class: c.actions.allowed ? 'muted' : 'note', text: `Actions: ${c.actions.allowed ? 'allowed' : 'refused'} — ${c.actions.why}.` }),
+      isLeader
+        ? ''
+        : el(
+            'p',
+            { class: 'note', 'data-note': 'follower' },
+            `Node ${c.nodeId} is a follower: leader transfers, resolves and the figures in flight and unacked are on `,
+            leaderLink(c.leader, '#cluster'),
+            '.',
+          ),
       table(
         `Members as seen from ${c.nodeId}; replication lag is known to the leader only`,
         ['node', 'address', 'role', 'term', 'commit', 'applied', 'version', 'lag (entries)', 'health', ''],
@@ -194,7 +227,7 @@ const pages = {
       [...t.heuristics.map((h) => h.kind), ...t.resolutions.map((x) => `resolved by ${x.operator}`)].join('; '),
     ]);
     state.body.replaceChildren(
-      r.note ? el('p', { class: 'note', text: r.note }) : '',
+      r.note ? el('p', { class: 'note' }, r.note, r.leaderRef ? ['. Open ', leaderLink(r.leaderRef, '#transactions'), '.'] : '') : '',
       table(
         `${r.filter} transactions on ${r.nodeId}, oldest first`,
         ['id', 'phase', 'outcome', 'age', 'participants', 'decision index', 'heuristics / resolutions'],
@@ -206,19 +239,30 @@ const pages = {
 
   async participants(view) {
     const r = await api('/api/participants');
+    const state = (p) => {
+      if (p.state === 'on the leader') return leaderLink(r.leaderRef, '#participants', 'on the leader');
+      // Asked and not answering: a stopped process keeps its TCP connection, so this, not "connected", is the truth.
+      if (p.state === 'silent') return el('span', { class: 'down', 'data-state': 'silent', text: `silent for ${age(p.silentForMs)} (asked at ${time(p.unansweredSinceAtMs)}, no answer since)` });
+      return el('span', { class: p.state === 'connected' ? 'up' : p.state === 'down' ? 'down' : '', 'data-state': p.state, text: p.state });
+    };
     const rows = r.participants.map((p) => [
       p.id,
       p.endpoint,
-      p.lastSeenAtMs > 0 ? `${time(p.lastSeenAtMs)} (${age(Date.now() - p.lastSeenAtMs)} ago)` : '—',
-      String(p.inDoubt),
-      p.connection || '—',
+      p.lastSeenAtMs === null
+        ? leaderLink(r.leaderRef, '#participants', 'on the leader')
+        : p.lastSeenAtMs > 0
+          ? `${time(p.lastSeenAtMs)} (${age(Math.max(0, r.nowMs - p.lastSeenAtMs))} ago)`
+          : 'not since this node leads',
+      p.inDoubt === null ? '—' : String(p.inDoubt),
+      state(p),
       p.kind,
       time(p.registeredAtMs),
     ]);
     view.replaceChildren(
       el('h2', { text: 'Participants' }),
-      r.note ? el('p', { class: 'note', text: r.note }) : '',
-      table(`Registered participants, as node ${r.nodeId} sees them`, ['id', 'address', 'last seen', 'in doubt', 'connection', 'resource kind', 'registered'], rows, 'no participant is registered'),
+      r.note ? el('p', { class: 'note' }, r.note, ': ', leaderLink(r.leaderRef, '#participants')) : '',
+      table(`Registered participants, as node ${r.nodeId} sees them`, ['id', 'address', 'last seen', 'in doubt', 'state', 'resource kind', 'registered'], rows, 'no participant is registered'),
+      el('p', { class: 'muted', text: `A participant is shown silent when it has answered nothing asked of it for ${age(r.silentAfterMs)}.` }),
     );
   },
 
@@ -250,12 +294,14 @@ const pages = {
         el('label', { for: 'resolve-operator' }, 'Your name (optional)', operator),
         el('button', { type: 'submit', text: 'Resolve' }),
       );
+      state.resolveBox = el('div', { hidden: true }, el('h2', { text: 'Resolve' }), form);
+      state.resolveWhy = el('p', { class: 'muted', 'data-note': 'resolve' });
       view.replaceChildren(
         el('h2', {}, 'Transaction ', el('code', { text: id })),
         el('p', {}, el('a', { href: '#transactions', text: '← all transactions' })),
         state.body,
-        el('h2', { text: 'Resolve' }),
-        form,
+        state.resolveBox,
+        state.resolveWhy,
         state.msg,
       );
     }
@@ -267,6 +313,15 @@ const pages = {
       return;
     }
     const t = r.transaction;
+    // The form only where a resolve can succeed: on the leader, for a transaction not decided yet.
+    state.resolveBox.hidden = !r.actions.resolve.offered;
+    state.resolveWhy.replaceChildren(
+      ...(r.actions.resolve.offered
+        ? []
+        : r.leader
+          ? [`No resolve here: ${r.actions.resolve.why}.`]
+          : [`No resolve here: ${r.actions.resolve.why} — `, leaderLink(r.leaderRef, `#txn/${encodeURIComponent(id)}`, `this transaction on ${r.leaderRef.leaderId}`), '.']),
+    );
     const facts = t
       ? el(
           'ul',
@@ -279,13 +334,25 @@ const pages = {
           ].map(([k, v]) => el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k)),
         )
       : el('p', { class: 'note', text: 'No longer in the decision table (forgotten after every ACK); the timeline below is what this node kept.' });
-    const events = r.timeline.map((e) => [time(e.atMs), e.kind, e.participantId || '—', e.detail || '—', e.index > 0 ? String(e.index) : '—']);
+    const events = r.timeline.map((e) => [
+      time(e.atMs),
+      e.kind,
+      e.participantId || '—',
+      e.detail ? el('span', { title: e.raw || null, text: e.detail }) : '—',
+      e.index > 0 ? String(e.index) : '—',
+      e.count > 1 ? el('span', { 'data-repeat': e.count, text: `×${e.count}, last at ${time(e.lastAtMs)}` }) : '',
+    ]);
     state.body.replaceChildren(
       facts,
       t && t.reason ? el('p', { text: `Reason: ${t.reason}` }) : '',
       !r.leader ? el('p', { class: 'note', text: 'This node is not the leader: it saw only the decision and the forget; PREPARE, VOTE and ACK are on the leader.' }) : '',
       el('h2', { text: 'Timeline' }),
-      table(`Events node ${r.nodeId} recorded, in order`, ['at', 'event', 'participant', 'detail', 'log index'], events, 'this node kept no events for it'),
+      table(
+        `Events node ${r.nodeId} recorded, in order; a retry counts on its first row`,
+        ['at', 'event', 'participant', 'detail', 'log index', 'repeated'],
+        events,
+        'this node kept no events for it',
+      ),
       r.timelineDropped > 0 ? el('p', { class: 'muted', text: `${r.timelineDropped} later events were not kept.` }) : '',
       t && t.resolutions.length > 0
         ? table(

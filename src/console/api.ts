@@ -19,14 +19,16 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { EngineError, type CoordinatorEngine, type ListFilter, type TxnView } from '../commit/engine.ts';
 import type { DecisionOutcome } from '../domain/protocol.ts';
+import { isUndecidedPhase } from '../commit/engine-types.ts';
 import type { DecisionTable } from '../commit/state.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
 import type { RawNode } from '../raft/raw-node.ts';
 import type { Access } from '../transport/auth.ts';
 import { quote } from '../transport/validate.ts';
+import { errorSentence } from './errors.ts';
 import type { PeerHealth } from './peer-health.ts';
 import { clientCertificateName, isTlsRequest } from './server.ts';
-import type { LeaderHistory, TxnTimeline } from './timeline.ts';
+import type { LeaderHistory, TimelineEvent, TxnTimeline } from './timeline.ts';
 import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 import { packageVersion } from '../util/version.ts';
 
@@ -84,7 +86,19 @@ export interface ConsoleDeps {
   health: PeerHealth;
   /** The leader's connection to a participant endpoint; '' when unknown. */
   connection?: (endpoint: string) => string;
+  /** Since when the participant at an endpoint has answered nothing this node asked (src/node/participant-link.ts); 0: not waiting on it. */
+  unansweredSince?: (endpoint: string) => number;
+  /** A participant unanswered this long is shown silent (PARTICIPANT_SILENT_AFTER_MS). */
+  silentAfterMs?: number;
 }
+
+/**
+ * A participant that has answered nothing asked of it for this long is shown
+ * "silent". Participants answer PREPARE and DECISION in milliseconds (one
+ * fsync); five seconds is past any healthy disk, and short of the engine's
+ * 10 s call deadline, so a stopped process shows before its calls time out.
+ */
+export const PARTICIPANT_SILENT_AFTER_MS = 5_000;
 
 const FILTERS: readonly ListFilter[] = ['in-flight', 'in-doubt', 'unacked', 'heuristic', 'all'];
 const LIMIT_DEFAULT = 200;
@@ -146,6 +160,24 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     return new HttpError(409, `${what} runs on the leader, and node ${cfg.nodeId} is not the leader: ${where}`, { leaderId: leader });
   };
 
+  /**
+   * The leader as this node knows it, with where its console answers (from
+   * the leader's own status answer): what a follower's page links its
+   * actions and leader-only figures to.
+   */
+  async function leaderRef(leaderId: string): Promise<{ leaderId: string; address: string; consoleUrl: string }> {
+    if (leaderId === '' || leaderId === cfg.nodeId) return { leaderId, address: leaderId === '' ? '' : cfg.listen, consoleUrl: '' };
+    const row = (await deps.health.list()).find((h) => h.id === leaderId);
+    return { leaderId, address: peers().get(leaderId) ?? '', consoleUrl: row?.consoleUrl ?? '' };
+  }
+
+  /** Why an act cannot run on this node (a follower, or none leads), with where it can; null on the leader. */
+  function notHere(d: ConsoleRaft, what: string): string | null {
+    if (d.isLeader()) return null;
+    const leader = d.leader();
+    return leader === '' ? `${what} runs on the leader, and no leader is known yet` : `${what} runs on the leader, ${leader}: open its console`;
+  }
+
   async function cluster(req: IncomingMessage): Promise<unknown> {
     const { driver, engine, table } = ready();
     // First, as it may wait for a round of peer answers: what follows is then as fresh as they are.
@@ -197,6 +229,13 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       };
     });
     const phases = engine.phases();
+    const isLeader = driver.isLeader();
+    const allowed = actionsAllowed(req);
+    // "make leader": from the leader's page, to a voter that answers and is caught up enough to be handed leadership.
+    for (const m of members) {
+      const why = makeLeaderRefusal(m, isLeader, allowed, s.lastIndex);
+      Object.assign(m, { makeLeader: { offered: why === null, why: why ?? '' } });
+    }
     return {
       clusterId: cfg.clusterId,
       nodeId: cfg.nodeId,
@@ -209,9 +248,13 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       lastIndex: s.lastIndex,
       members,
       leaderChanges: deps.leaders.list(),
-      transactions: { inFlight: phases.begun + phases.preparing + phases.deciding, unacked: phases.delivering, decisions: table.decisions.size },
+      // In flight and unacked are the leader's to know: a follower says so (null) rather than show 0.
+      transactions: isLeader
+        ? { inFlight: phases.begun + phases.preparing + phases.deciding, unacked: phases.delivering, decisions: table.decisions.size, onLeader: false }
+        : { inFlight: null, unacked: null, decisions: table.decisions.size, onLeader: true },
+      leader: await leaderRef(leaderId),
       participants: table.participants.size,
-      actions: actionsAllowed(req),
+      actions: allowed,
       nowMs: Date.now(),
     };
   }
@@ -254,7 +297,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     };
   }
 
-  function transactions(q: URLSearchParams): unknown {
+  async function transactions(q: URLSearchParams): Promise<unknown> {
     const { driver, engine } = ready();
     const filterText = q.get('filter') ?? 'in-flight';
     const filter = FILTERS.find((f) => f === filterText);
@@ -276,6 +319,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       leader: engine.isLeader(),
       leaderId: driver.leader(),
       filter,
+      leaderRef: engine.isLeader() ? null : await leaderRef(driver.leader()),
       note: engine.isLeader()
         ? ''
         : `node ${cfg.nodeId} is not the leader: transactions in flight are known to the leader${driver.leader() ? ` (${driver.leader()} at ${peers().get(driver.leader()) ?? '?'})` : ''}; this list shows decisions applied here`,
@@ -283,8 +327,8 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     };
   }
 
-  function transaction(id: string): unknown {
-    const { engine } = ready();
+  async function transaction(id: string): Promise<unknown> {
+    const { driver, engine } = ready();
     const problem = txnIdProblem(id);
     if (problem !== null) throw new HttpError(400, `transaction id ${quote(id)}: ${problem}`);
     const v = engine.view(id);
@@ -295,26 +339,60 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     }
     const events = t?.events ?? [];
     // Begin is recorded with the first PREPARE; a transaction begun and not committed yet shows it from its age.
-    if (v !== null && v.phase === 'begun' && events[0]?.kind !== 'begin') events.unshift({ atMs: Date.now() - Math.max(0, v.ageMs), kind: 'begin', participantId: '', detail: '', index: 0 });
-    return { nodeId: cfg.nodeId, leader: engine.isLeader(), transaction: v === null ? null : txnJson(v), timeline: events, timelineDropped: t?.dropped ?? 0 };
-  }
-
-  function participants(): unknown {
-    const { engine, table } = ready();
-    const activity = new Map(engine.participantActivity().map((a) => [a.id, a]));
+    if (v !== null && v.phase === 'begun' && events[0]?.kind !== 'begin') {
+      const atMs = Date.now() - Math.max(0, v.ageMs);
+      events.unshift({ atMs, kind: 'begin', participantId: '', detail: '', index: 0, count: 1, lastAtMs: atMs });
+    }
+    // Resolve is offered only where it can succeed: on the leader, for a transaction not decided yet.
+    const resolveWhy =
+      notHere(driver, 'resolve') ??
+      (v === null
+        ? 'this transaction is decided and forgotten: there is nothing left to resolve'
+        : v.phase === 'decided' || !isUndecidedPhase(v.phase)
+          ? `this transaction is decided (${v.outcome}): a decision is never changed; a participant that disagrees is a heuristic outcome, recorded with \`verdict participant heuristic\``
+          : null);
     return {
       nodeId: cfg.nodeId,
       leader: engine.isLeader(),
-      note: engine.isLeader() ? '' : `node ${cfg.nodeId} is not the leader: last seen and in-doubt counts are known to the leader only`,
-      participants: [...table.participants.values()].map((p) => ({
-        id: p.id,
-        endpoint: p.endpoint,
-        registeredAtMs: p.registeredAtMs,
-        lastSeenAtMs: activity.get(p.id)?.lastSeenAtMs ?? 0,
-        inDoubt: activity.get(p.id)?.inDoubt ?? 0,
-        connection: engine.isLeader() ? (deps.connection?.(p.endpoint) ?? '') : '',
-        kind: p.resourceKind,
-      })),
+      leaderRef: await leaderRef(driver.leader()),
+      transaction: v === null ? null : txnJson(v),
+      timeline: events.map(eventJson),
+      timelineDropped: t?.dropped ?? 0,
+      actions: { resolve: { offered: resolveWhy === null, why: resolveWhy ?? '' } },
+    };
+  }
+
+  async function participants(): Promise<unknown> {
+    const { driver, engine, table } = ready();
+    const activity = new Map(engine.participantActivity().map((a) => [a.id, a]));
+    const isLeader = engine.isLeader();
+    const nowMs = Date.now();
+    const silentAfterMs = deps.silentAfterMs ?? PARTICIPANT_SILENT_AFTER_MS;
+    return {
+      nodeId: cfg.nodeId,
+      leader: isLeader,
+      leaderRef: await leaderRef(driver.leader()),
+      silentAfterMs,
+      nowMs,
+      note: isLeader ? '' : `node ${cfg.nodeId} is not the leader: last seen, in-doubt counts and connections are known to the leader only`,
+      participants: [...table.participants.values()].map((p) => {
+        const connection = isLeader ? (deps.connection?.(p.endpoint) ?? '') : '';
+        const unansweredSinceAtMs = isLeader ? (deps.unansweredSince?.(p.endpoint) ?? 0) : 0;
+        const silentForMs = unansweredSinceAtMs > 0 ? Math.max(0, nowMs - unansweredSinceAtMs) : 0;
+        return {
+          id: p.id,
+          endpoint: p.endpoint,
+          registeredAtMs: p.registeredAtMs,
+          lastSeenAtMs: isLeader ? (activity.get(p.id)?.lastSeenAtMs ?? 0) : null,
+          inDoubt: isLeader ? (activity.get(p.id)?.inDoubt ?? 0) : null,
+          connection,
+          unansweredSinceAtMs,
+          // A stopped process keeps its TCP connection: silence, not the socket, says it is gone.
+          state: !isLeader ? 'on the leader' : silentForMs >= silentAfterMs ? 'silent' : connection || 'idle',
+          silentForMs: silentForMs >= silentAfterMs ? silentForMs : 0,
+          kind: p.resourceKind,
+        };
+      }),
     };
   }
 
@@ -367,10 +445,10 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     const method = req.method ?? 'GET';
     const get = method === 'GET' || method === 'HEAD';
     if (path === '/api/cluster' && get) return send(res, 200, await cluster(req));
-    if (path === '/api/transactions' && get) return send(res, 200, transactions(url.searchParams));
-    if (path === '/api/participants' && get) return send(res, 200, participants());
+    if (path === '/api/transactions' && get) return send(res, 200, await transactions(url.searchParams));
+    if (path === '/api/participants' && get) return send(res, 200, await participants());
     const one = /^\/api\/transactions\/([^/]+)$/.exec(path);
-    if (one && get) return send(res, 200, transaction(decodeSegment(one[1]!)));
+    if (one && get) return send(res, 200, await transaction(decodeSegment(one[1]!)));
     const act = /^\/api\/transactions\/([^/]+)\/resolve$/.exec(path);
     if (act && method === 'POST') return send(res, 200, await resolve(decodeSegment(act[1]!), await jsonBody(req), req));
     if (path === '/api/leader/transfer' && method === 'POST') return send(res, 200, await transfer(await jsonBody(req), req));
@@ -412,6 +490,38 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     return true;
   };
 }
+
+/** A timeline event for the page: failures as a sentence led by the gRPC code name; the raw text kept beside it. */
+function eventJson(e: TimelineEvent): unknown {
+  const failed = e.kind === 'no-ack' || (e.kind === 'status' && e.detail.startsWith('no answer: '));
+  if (!failed || e.detail === '') return { ...e, code: '', raw: '' };
+  const raw = e.kind === 'status' ? e.detail.slice('no answer: '.length) : e.detail;
+  const { code, sentence } = errorSentence(raw, `participant ${e.participantId}`);
+  return { ...e, detail: sentence, code, raw };
+}
+
+interface MemberRow {
+  id: string;
+  self: boolean;
+  learner: boolean;
+  matchIndex: number | null;
+  health: { up: boolean } | null;
+}
+
+/** Why "make leader" is not offered for member `m` (null: it is). */
+function makeLeaderRefusal(m: MemberRow, isLeader: boolean, allowed: { allowed: boolean; why: string }, lastIndex: number): string | null {
+  if (!isLeader) return 'a leader transfer runs on the leader: open its console';
+  if (m.self) return 'this node leads already';
+  if (!allowed.allowed) return allowed.why;
+  if (m.learner) return `${m.id} is a learner: it has no vote and cannot lead`;
+  if (m.health === null || !m.health.up) return `${m.id} is down: a node that does not answer cannot take over`;
+  // A voter far behind would need the log shipped first: the transfer waits for that, and usually times out.
+  if (m.matchIndex !== null && lastIndex - m.matchIndex > TRANSFER_LAG_MAX) return `${m.id} is ${lastIndex - m.matchIndex} entries behind: wait until it catches up`;
+  return null;
+}
+
+/** A voter further behind than this is not offered leadership. */
+const TRANSFER_LAG_MAX = 1_000;
 
 /**
  * The host names the console answers to: those in the node's own addresses

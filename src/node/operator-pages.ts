@@ -86,6 +86,7 @@ export class OperatorPages {
       leaders: pages.leaders,
       health: pages.peerHealth,
       connection: (endpoint) => pages.link?.connection(endpoint) ?? '',
+      unansweredSince: (endpoint) => pages.link?.unansweredSinceAtMs(endpoint) ?? 0,
     });
     try {
       // With TLS the console's data goes only over its HTTPS listener: the plain-HTTP metrics listener serves /metrics alone.
