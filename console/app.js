@@ -23,7 +23,12 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
-class ApiError extends Error {}
+class ApiError extends Error {
+  constructor(message, data = null) {
+    super(message);
+    this.data = data;
+  }
+}
 
 /** GET or POST to the API; throws ApiError with the server's one-line reason, or why the node could not be reached. */
 async function api(path, body) {
@@ -39,7 +44,7 @@ async function api(path, body) {
   } catch {
     throw new ApiError(`the node answered ${res.status} without JSON`);
   }
-  if (!res.ok) throw new ApiError(data?.error ?? `the node answered ${res.status}`);
+  if (!res.ok) throw new ApiError(data?.error ?? `the node answered ${res.status}`, data);
   return data;
 }
 
@@ -263,6 +268,19 @@ const pages = {
       r.note ? el('p', { class: 'note' }, r.note, ': ', leaderLink(r.leaderRef, '#participants')) : '',
       table(`Registered participants, as node ${r.nodeId} sees them`, ['id', 'address', 'last seen', 'in doubt', 'state', 'resource kind', 'registered'], rows, 'no participant is registered'),
       el('p', { class: 'muted', text: `A participant is shown silent when it has answered nothing asked of it for ${age(r.silentAfterMs)}.` }),
+      el('h2', { text: 'TCC reserves' }),
+      el('p', {
+        class: 'muted',
+        text: 'A TCC participant holds a reserve (its Try) for every transaction it voted YES on, until it hears the decision. The leader knows how many of those wait for a decision or an ACK; the reserves themselves (what is held, until when) are the participant’s: its metrics verdict_participant_tcc_reserves_held and verdict_participant_tcc_reserves_expired_total.',
+      }),
+      table(
+        'TCC participants, reserves the leader waits on',
+        ['participant', 'resource kind', 'reserves awaiting the decision or its ACK', 'state'],
+        r.participants
+          .filter((p) => p.kind.startsWith('tcc-'))
+          .map((p) => [p.id, p.kind, p.inDoubt === null ? leaderLink(r.leaderRef, '#participants', 'on the leader') : String(p.inDoubt), state(p)]),
+        'no TCC participant is registered',
+      ),
     );
   },
 
@@ -310,6 +328,12 @@ const pages = {
       r = await api(`/api/transactions/${encodeURIComponent(id)}`);
     } catch (err) {
       state.body.replaceChildren(message('error', err.message));
+      state.resolveBox.hidden = true;
+      // A follower knows no transaction in flight: the leader does.
+      const ref = err.data?.leaderRef;
+      state.resolveWhy.replaceChildren(
+        ...(ref ? ['No resolve here: a transaction in flight is known to the leader — ', leaderLink(ref, `#txn/${encodeURIComponent(id)}`, `this transaction on ${ref.leaderId}`), '.'] : []),
+      );
       return;
     }
     const t = r.transaction;
@@ -374,6 +398,260 @@ const pages = {
   },
 };
 
+Object.assign(pages, {
+  async sagas(view, state) {
+    state.filter ??= 'running';
+    if (!state.body) {
+      const select = el(
+        'select',
+        { id: 'saga-filter', name: 'filter' },
+        ['running', 'stuck', 'ended', 'all'].map((f) => el('option', { value: f, selected: f === state.filter, text: f })),
+      );
+      select.addEventListener('change', () => {
+        state.filter = select.value;
+        refresh();
+      });
+      state.body = el('div');
+      view.replaceChildren(el('h2', { text: 'Sagas' }), el('form', { onsubmit: (e) => e.preventDefault() }, el('label', { for: 'saga-filter' }, 'Show', select)), state.body);
+    }
+    const r = await api(`/api/sagas?filter=${encodeURIComponent(state.filter)}&limit=200`);
+    const rows = r.sagas.map((x) => [
+      el('a', { href: `#saga/${encodeURIComponent(x.sagaId)}`, text: x.sagaId }),
+      x.type || '—',
+      x.state,
+      `${x.steps.filter((st) => st.status === 'done').length}/${x.steps.length} done`,
+      x.stuck ? el('span', { class: 'down', 'data-stuck': x.sagaId, text: `stuck on step ${x.stuck.step} ${x.stuck.kind} after ${x.stuck.attempts} attempts` }) : '—',
+      x.stuck ? x.stuck.lastError : '—',
+      time(x.startedAtMs),
+      Object.entries(x.labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ') || '—',
+    ]);
+    state.body.replaceChildren(
+      el(
+        'ul',
+        { class: 'summary', 'aria-label': 'Sagas' },
+        [
+          ['running', r.counts.running],
+          ['stuck', r.counts.stuck],
+          ['ended', r.counts.ended],
+        ].map(([k, v]) => el('li', {}, el('b', { 'data-field': `sagas-${k}`, text: v }), k)),
+      ),
+      r.leaderRef ? el('p', { class: 'note' }, 'Retry and resolve run on the leader: ', leaderLink(r.leaderRef, '#sagas'), '.') : '',
+      table(`${r.filter} sagas on ${r.nodeId}, oldest first`, ['id', 'type', 'state', 'steps', 'stuck', 'last error', 'started', 'labels'], rows, `no ${r.filter} sagas`),
+    );
+  },
+
+  async saga(view, state, id) {
+    if (!state.body) {
+      state.body = el('div');
+      state.msg = el('div');
+      state.acts = el('div');
+      view.replaceChildren(el('h2', {}, 'Saga ', el('code', { text: id })), el('p', {}, el('a', { href: '#sagas', text: '← all sagas' })), state.body, state.acts, state.msg);
+    }
+    let r;
+    try {
+      r = await api(`/api/sagas/${encodeURIComponent(id)}`);
+    } catch (err) {
+      state.body.replaceChildren(message('error', err.message));
+      return;
+    }
+    const x = r.saga;
+    const steps = x.steps.map((st, k) => [
+      String(k),
+      st.service,
+      st.name,
+      el('span', { 'data-step-status': k, text: st.status }),
+      st.attempts > 0 ? String(st.attempts) : '—',
+      st.lastError || '—',
+      st.lastFailureAtMs > 0 ? time(st.lastFailureAtMs) : '—',
+    ]);
+    const events = x.timeline.map((e) => [time(e.atMs), String(e.index), e.what, e.step >= 0 ? String(e.step) : '—', e.kind || '—', e.detail || '—', e.operator || '—']);
+    state.body.replaceChildren(
+      el(
+        'ul',
+        { class: 'summary', 'aria-label': 'Saga' },
+        [
+          ['state', x.state],
+          ['type', x.type || '—'],
+          ['started', time(x.startedAtMs)],
+          ['ended', x.endedAtMs ? time(x.endedAtMs) : '—'],
+        ].map(([k, v]) => el('li', {}, el('b', { 'data-field': `saga-${k}`, text: v }), k)),
+      ),
+      x.stuck ? el('p', { class: 'note', role: 'status', text: `Stuck on step ${x.stuck.step}'s ${x.stuck.kind} after ${x.stuck.attempts} attempts; last error: ${x.stuck.lastError}` }) : '',
+      table('Steps', ['step', 'service', 'name', 'status', 'failed attempts', 'last error', 'last failure'], steps, 'no steps'),
+      el('h2', { text: 'Timeline' }),
+      table('What the log applied, in order', ['at', 'log index', 'what', 'step', 'call', 'detail', 'operator'], events, 'nothing yet'),
+    );
+    // Forms only where an act can succeed: on the leader, for a stuck saga; kept while the operator types.
+    const key = r.actions.retry.offered ? `acts:${x.stuck.step}:${x.stuck.kind}` : `why:${r.actions.retry.why}`;
+    if (state.actsKey === key) return;
+    state.actsKey = key;
+    if (!r.actions.retry.offered) {
+      state.acts.replaceChildren(
+        el(
+          'p',
+          { class: 'muted', 'data-note': 'saga-acts' },
+          `No retry or resolve here: ${r.actions.retry.why}`,
+          r.leader ? '.' : [' — ', leaderLink(r.leaderRef, `#saga/${encodeURIComponent(id)}`, `this saga on ${r.leaderRef.leaderId}`), '.'],
+        ),
+      );
+      return;
+    }
+    const reason = el('textarea', { id: 'saga-reason', name: 'reason', rows: 2, required: true });
+    const operator = el('input', { id: 'saga-operator', name: 'operator', autocomplete: 'name' });
+    const send = async (what, body) => {
+      try {
+        const a = await api(`/api/sagas/${encodeURIComponent(id)}/${what}`, { ...body, reason: reason.value, operator: operator.value });
+        state.msg.replaceChildren(message('ok', `${what === 'retry' ? 'Retried' : 'Resolved'} by ${a.operator}; the saga is ${a.saga?.state ?? 'updated'}.`));
+        state.actsKey = '';
+      } catch (err) {
+        state.msg.replaceChildren(message('error', `Refused: ${err.message}`));
+      }
+    };
+    const as = r.actions.resolve.as;
+    state.acts.replaceChildren(
+      el('h2', { text: 'Act on this saga' }),
+      el(
+        'form',
+        { 'aria-label': 'Act on this saga', novalidate: true, onsubmit: (e) => e.preventDefault() },
+        el('label', { for: 'saga-reason' }, 'Reason (recorded in the log)', reason),
+        el('label', { for: 'saga-operator' }, 'Your name (optional)', operator),
+        el('button', { type: 'button', onclick: () => send('retry', {}), text: 'Retry now' }),
+        ' ',
+        el('button', { type: 'button', onclick: () => send('resolve', { step: r.actions.resolve.step, as }), text: `Mark step ${r.actions.resolve.step} ${as} by hand` }),
+      ),
+    );
+  },
+
+  async leases(view) {
+    const r = await api('/api/leases');
+    const relays = r.relays.map((x) => [x.prefix, x.holder, x.partitions.join(', '), `${age(Math.max(0, x.expiresInMs))}`]);
+    const rows = r.leases.map((l) => [
+      el('span', { 'data-lease': l.name, text: l.name }),
+      l.holder,
+      l.owner || '—',
+      String(l.epoch),
+      l.live ? `in ${age(l.expiresInMs)}` : el('span', { class: 'down', text: `expired ${age(-l.expiresInMs)} ago` }),
+    ]);
+    view.replaceChildren(
+      el('h2', { text: 'Outbox relays' }),
+      table('Relays, read from their leases (<prefix>/p<partition>)', ['relay prefix', 'holder', 'partitions held', 'first lease ends'], relays, 'no outbox relay holds a lease'),
+      el('h2', { text: 'Leases' }),
+      table(`Leases in the replicated table, by name (cluster clock ${time(r.clockAtMs)})`, ['name', 'holder', 'owner', 'epoch', 'ends'], rows, 'no lease is held'),
+    );
+  },
+});
+
+// ---- charts: plain SVG ------------------------------------------------------
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const COLOURS = ['#1f5fbf', '#b3261e', '#1e7b34', '#8a5a00', '#6a3fb5', '#00727a'];
+
+function svg(tag, attrs = {}, ...children) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null) e.setAttribute(k, String(v));
+  for (const c of children.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+/**
+ * A line chart of `series` ([{ name, points: [[atMs, value|null]] }]) over
+ * the window ending at `nowMs`; a null value breaks the line.
+ */
+function lineChart(title, unit, series, nowMs, windowMs) {
+  const W = 560;
+  const H = 150;
+  const L = 48;
+  const B = 20;
+  const values = series.flatMap((x) => x.points.map((p) => p[1]).filter((v) => v !== null));
+  const max = Math.max(1e-9, ...values) * 1.1 || 1;
+  const xOf = (atMs) => L + ((atMs - (nowMs - windowMs)) / windowMs) * (W - L - 4);
+  const yOf = (v) => H - B - (v / max) * (H - B - 8);
+  const fmt = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+  const lines = series.map((x, i) => {
+    const parts = [];
+    let run = [];
+    for (const [atMs, v] of x.points) {
+      if (v === null) {
+        if (run.length) parts.push(run);
+        run = [];
+      } else run.push(`${xOf(atMs).toFixed(1)},${yOf(v).toFixed(1)}`);
+    }
+    if (run.length) parts.push(run);
+    return parts.map((pts) => svg('polyline', { points: pts.join(' '), fill: 'none', stroke: COLOURS[i % COLOURS.length], 'stroke-width': 1.5 }));
+  });
+  const last = series.map((x) => [...x.points].reverse().find((p) => p[1] !== null)?.[1] ?? null);
+  const figure = el(
+    'figure',
+    { class: 'chart', 'data-chart': title },
+    svg(
+      'svg',
+      {
+        viewBox: `0 0 ${W} ${H}`,
+        width: W,
+        height: H,
+        role: 'img',
+        'aria-label': `${title}, last 15 minutes; now ${series.map((x, i) => `${x.name} ${last[i] === null ? 'none' : fmt(last[i])}`).join(', ')}`,
+      },
+      svg('line', { x1: L, y1: H - B, x2: W - 4, y2: H - B, stroke: '#d5d9e0' }),
+      svg('line', { x1: L, y1: 8, x2: L, y2: H - B, stroke: '#d5d9e0' }),
+      svg('text', { x: L - 4, y: 14, 'text-anchor': 'end', 'font-size': 10, fill: '#5a6270' }, fmt(max / 1.1)),
+      svg('text', { x: L - 4, y: H - B, 'text-anchor': 'end', 'font-size': 10, fill: '#5a6270' }, '0'),
+      svg('text', { x: L, y: H - 4, 'font-size': 10, fill: '#5a6270' }, '−15 min'),
+      svg('text', { x: W - 4, y: H - 4, 'text-anchor': 'end', 'font-size': 10, fill: '#5a6270' }, 'now'),
+      lines,
+    ),
+    el(
+      'figcaption',
+      {},
+      el('b', { text: `${title} (${unit})` }),
+      ' ',
+      series.map((x, i) => el('span', { class: 'legend', style: `color:${COLOURS[i % COLOURS.length]}`, text: `■ ${x.name}: ${last[i] === null ? '—' : fmt(last[i])}` })),
+    ),
+  );
+  return figure;
+}
+
+pages.charts = async (view) => {
+  const r = await api('/api/charts');
+  const pts = (f) => r.samples.map((x) => [x.atMs, f(x)]);
+  const reasons = [...new Set(r.samples.flatMap((x) => Object.keys(x.aborts)))].sort();
+  const per = r.everyMs / 1000;
+  view.replaceChildren(
+    el('h2', { text: 'Charts' }),
+    el('p', {
+      class: 'muted',
+      text: `The last 15 minutes on node ${r.nodeId}, sampled every ${per} s and kept in its memory (a restart empties them). Commits, aborts and latency are counted while this node leads; in doubt and unacked are the leader's figures.`,
+    }),
+    r.samples.length === 0 ? el('p', { class: 'muted', 'data-note': 'charts-empty', text: `No sample yet: the first comes ${per * 2} s after the node starts.` }) : '',
+    el(
+      'div',
+      { class: 'charts' },
+      lineChart('commits', 'per second', [{ name: 'commits/s', points: pts((x) => x.commitsPerS) }], r.nowMs, r.windowMs),
+      lineChart(
+        'commit latency',
+        'ms',
+        [
+          { name: 'p50', points: pts((x) => x.p50Ms) },
+          { name: 'p99', points: pts((x) => x.p99Ms) },
+        ],
+        r.nowMs,
+        r.windowMs,
+      ),
+      lineChart(
+        'aborts by reason',
+        'per second',
+        (reasons.length ? reasons : ['none']).map((reason) => ({ name: reason, points: pts((x) => (x.aborts[reason] ?? 0) / per) })),
+        r.nowMs,
+        r.windowMs,
+      ),
+      lineChart('in doubt', 'transactions', [{ name: 'in doubt', points: pts((x) => (x.leader ? x.inDoubt : null)) }], r.nowMs, r.windowMs),
+      lineChart('unacked', 'transactions', [{ name: 'unacked', points: pts((x) => (x.leader ? x.unacked : null)) }], r.nowMs, r.windowMs),
+    ),
+  );
+};
+
 async function transfer(msg, to) {
   msg.replaceChildren(message('ok', `Asking the leader to hand over to ${to}…`));
   try {
@@ -391,9 +669,10 @@ let current = null;
 function route() {
   const hash = decodeURIComponent(location.hash.slice(1)) || 'cluster';
   const [name, ...rest] = hash.split('/');
-  const page = name === 'txn' ? 'txn' : pages[name] ? name : 'cluster';
+  const page = pages[name] ? name : 'cluster';
+  const section = { txn: 'transactions', saga: 'sagas' }[page] ?? page;
   for (const a of document.querySelectorAll('nav a')) {
-    if (a.dataset.page === (page === 'txn' ? 'transactions' : page)) a.setAttribute('aria-current', 'page');
+    if (a.dataset.page === section) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   const view = el('section', { 'aria-live': 'off' });

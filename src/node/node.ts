@@ -218,6 +218,7 @@ async function compose(
     },
   });
   c.attach(sagas);
+  pages.showProducts(sagas, products.leases);
   open.add(() => sagas.close());
 
   const handover = new Handover(cfg, c, log);
@@ -234,7 +235,7 @@ async function compose(
     sagas,
     refusal: () => handover.refusal(),
     connection: (endpoint) => link.connection(endpoint),
-    observeCommit: (seconds, answer) => pages.metrics?.observeCommit(seconds, answer),
+    observeCommit: (seconds, answer) => pages.observeCommit(seconds, answer),
   });
   // Clients' commit streams would otherwise hold the server for its whole grace period.
   open.add(() => streams.endAll());
