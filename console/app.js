@@ -483,44 +483,45 @@ Object.assign(pages, {
       el('h2', { text: 'Timeline' }),
       table('What the log applied, in order', ['at', 'log index', 'what', 'step', 'call', 'detail', 'operator'], events, 'nothing yet'),
     );
-    // Forms only where an act can succeed: on the leader, for a stuck saga; kept while the operator types.
-    const key = r.actions.retry.offered ? `acts:${x.stuck.step}:${x.stuck.kind}` : `why:${r.actions.retry.why}`;
-    if (state.actsKey === key) return;
-    state.actsKey = key;
-    if (!r.actions.retry.offered) {
-      state.acts.replaceChildren(
-        el(
-          'p',
-          { class: 'muted', 'data-note': 'saga-acts' },
-          `No retry or resolve here: ${r.actions.retry.why}`,
-          r.leader ? '.' : [' — ', leaderLink(r.leaderRef, `#saga/${encodeURIComponent(id)}`, `this saga on ${r.leaderRef.leaderId}`), '.'],
-        ),
-      );
-      return;
-    }
-    const reason = el('textarea', { id: 'saga-reason', name: 'reason', rows: 2, required: true });
-    const operator = el('input', { id: 'saga-operator', name: 'operator', autocomplete: 'name' });
-    const send = async (what, body) => {
-      try {
-        const a = await api(`/api/sagas/${encodeURIComponent(id)}/${what}`, { ...body, reason: reason.value, operator: operator.value });
-        state.msg.replaceChildren(message('ok', `${what === 'retry' ? 'Retried' : 'Resolved'} by ${a.operator}; the saga is ${a.saga?.state ?? 'updated'}.`));
-        state.actsKey = '';
-      } catch (err) {
-        state.msg.replaceChildren(message('error', `Refused: ${err.message}`));
-      }
-    };
-    const as = r.actions.resolve.as;
-    state.acts.replaceChildren(
-      el('h2', { text: 'Act on this saga' }),
-      el(
+    // The form only where an act can succeed: on the leader, for a stuck saga. Built once, so what the operator typed stays.
+    state.r = r;
+    if (!state.form) {
+      const reason = el('textarea', { id: 'saga-reason', name: 'reason', rows: 2, required: true });
+      const operator = el('input', { id: 'saga-operator', name: 'operator', autocomplete: 'name' });
+      const send = async (what) => {
+        const cur = state.r.actions.resolve;
+        const body = what === 'retry' ? {} : { step: cur.step, as: cur.as };
+        try {
+          const a = await api(`/api/sagas/${encodeURIComponent(id)}/${what}`, { ...body, reason: reason.value, operator: operator.value });
+          state.msg.replaceChildren(message('ok', `${what === 'retry' ? 'Retried' : 'Resolved'} by ${a.operator}; the saga is ${a.saga?.state ?? 'updated'}.`));
+        } catch (err) {
+          state.msg.replaceChildren(message('error', `Refused: ${err.message}`));
+        }
+      };
+      state.resolveButton = el('button', { type: 'button', onclick: () => send('resolve') });
+      state.form = el(
         'form',
-        { 'aria-label': 'Act on this saga', novalidate: true, onsubmit: (e) => e.preventDefault() },
+        { 'aria-label': 'Act on this saga', novalidate: true, hidden: true, onsubmit: (e) => e.preventDefault() },
+        el('h2', { text: 'Act on this saga' }),
         el('label', { for: 'saga-reason' }, 'Reason (recorded in the log)', reason),
         el('label', { for: 'saga-operator' }, 'Your name (optional)', operator),
-        el('button', { type: 'button', onclick: () => send('retry', {}), text: 'Retry now' }),
+        el('button', { type: 'button', onclick: () => send('retry'), text: 'Retry now' }),
         ' ',
-        el('button', { type: 'button', onclick: () => send('resolve', { step: r.actions.resolve.step, as }), text: `Mark step ${r.actions.resolve.step} ${as} by hand` }),
-      ),
+        state.resolveButton,
+      );
+      state.why = el('p', { class: 'muted', 'data-note': 'saga-acts' });
+      state.acts.replaceChildren(state.form, state.why);
+    }
+    const offered = r.actions.retry.offered;
+    state.form.hidden = !offered;
+    if (offered) state.resolveButton.textContent = `Mark step ${r.actions.resolve.step} ${r.actions.resolve.as} by hand`;
+    state.why.replaceChildren(
+      ...(offered
+        ? []
+        : [
+            `No retry or resolve here: ${r.actions.retry.why}`,
+            ...(r.leader ? ['.'] : [' — ', leaderLink(r.leaderRef, `#saga/${encodeURIComponent(id)}`, `this saga on ${r.leaderRef.leaderId}`), '.']),
+          ]),
     );
   },
 

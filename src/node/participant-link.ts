@@ -103,8 +103,8 @@ export class ParticipantLink {
   private asked<A extends unknown[]>(c: Channel, cb: (err: Error | null, ...rest: A) => void): (err: Error | null, ...rest: A) => void {
     if (c.unansweredSinceAtMs === 0) c.unansweredSinceAtMs = Date.now();
     return (err, ...rest) => {
-      const code = (err as Partial<grpc.ServiceError> | null)?.code;
-      if (err === null || (code !== undefined && !NO_ANSWER.has(code))) c.unansweredSinceAtMs = 0;
+      const e = err as (Partial<grpc.ServiceError> & { answered?: boolean }) | null;
+      if (e === null || e.answered === true || (e.code !== undefined && !NO_ANSWER.has(e.code))) c.unansweredSinceAtMs = 0;
       cb(err, ...rest);
     };
   }

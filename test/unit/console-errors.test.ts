@@ -21,6 +21,15 @@ describe('console error sentences', () => {
     });
   });
 
+  it('keeps the words of a participant that answered UNAVAILABLE itself (its disk failed), unlike a call that got no answer', () => {
+    expect(errorSentence('14 UNAVAILABLE: resource failed to commit t-1: the ledger disk is full', 'participant ledger').sentence).toBe(
+      'UNAVAILABLE: resource failed to commit t-1: the ledger disk is full',
+    );
+    expect(errorSentence('14 UNAVAILABLE: the connection to participant 127.0.0.1:7001 is closed', 'participant ledger').sentence).toBe(
+      'UNAVAILABLE: participant ledger did not answer (not running, unreachable, or refusing connections)',
+    );
+  });
+
   it('leaves text without a gRPC code as it is, on one line', () => {
     expect(errorSentence('something\n  else', 'x')).toEqual({ code: '', sentence: 'something else' });
     expect(errorSentence('99 NOT_A_CODE: x', 'x').code).toBe('');
