@@ -36,7 +36,11 @@ describe('console error sentences', () => {
   });
 
   it('reads a ServiceError by its code', () => {
-    const e = Object.assign(new Error('14 UNAVAILABLE: raw'), { code: grpc.status.UNAVAILABLE, details: 'raw', metadata: new grpc.Metadata() });
+    const e = Object.assign(new Error('14 UNAVAILABLE: No connection established'), {
+      code: grpc.status.UNAVAILABLE,
+      details: 'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7002',
+      metadata: new grpc.Metadata(),
+    });
     expect(grpcErrorSentence(e, 'node n2')).toEqual({ code: 'UNAVAILABLE', sentence: 'UNAVAILABLE: node n2 did not answer (not running, unreachable, or refusing connections)' });
   });
 });
