@@ -402,7 +402,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       (v === null
         ? 'this transaction is decided and forgotten: there is nothing left to resolve'
         : v.phase === 'decided' || !isUndecidedPhase(v.phase)
-          ? `this transaction is decided (${v.outcome}): a decision is never changed; a participant that disagrees is a heuristic outcome, recorded with \`verdict participant heuristic\``
+          ? `this transaction is decided (${v.outcome}): a decision is never changed (a participant that applied otherwise reports a heuristic outcome)`
           : null);
     return {
       nodeId: cfg.nodeId,

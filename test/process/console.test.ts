@@ -415,7 +415,7 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       await relay.refresh();
       expect([...relay.owned().keys()].sort()).toEqual([0, 1, 2, 3]);
       await page.goto(consoleUrl(node, 'leases'));
-      const relayRow = page.getByRole('row').filter({ hasText: 'outbox/orders' }).filter({ hasText: 'relay-a' });
+      const relayRow = page.locator('table').filter({ hasText: 'Relays, read from' }).getByRole('row').filter({ hasText: 'outbox/orders' }).filter({ hasText: 'relay-a' });
       await relayRow.waitFor({ timeout: SHOWS_MS });
       expect(await relayRow.textContent()).toMatch(/0, 1, 2, 3/);
       await page.locator('[data-lease="outbox/orders/p3"]').waitFor({ timeout: SHOWS_MS });
