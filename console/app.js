@@ -580,7 +580,10 @@ function lineChart(title, unit, series, nowMs, windowMs) {
       } else run.push(`${xOf(atMs).toFixed(1)},${yOf(v).toFixed(1)}`);
     }
     if (run.length) parts.push(run);
-    return parts.map((pts) => svg('polyline', { points: pts.join(' '), fill: 'none', stroke: COLOURS[i % COLOURS.length], 'stroke-width': 1.5 }));
+    const colour = COLOURS[i % COLOURS.length];
+    // A dot per sample while there are few, so a line of one sample still shows.
+    const dots = x.points.length <= 60 ? parts.flat().map((pt) => svg('circle', { cx: pt.split(',')[0], cy: pt.split(',')[1], r: 2, fill: colour })) : [];
+    return [parts.map((pts) => svg('polyline', { points: pts.join(' '), fill: 'none', stroke: colour, 'stroke-width': 1.5 })), dots];
   });
   const last = series.map((x) => [...x.points].reverse().find((p) => p[1] !== null)?.[1] ?? null);
   const figure = el(
