@@ -628,7 +628,7 @@ pages.charts = async (view) => {
       class: 'muted',
       text: `The last 15 minutes on node ${r.nodeId}, sampled every ${per} s and kept in its memory (a restart empties them). Commits, aborts and latency are counted while this node leads; in doubt and unacked are the leader's figures.`,
     }),
-    r.samples.length === 0 ? el('p', { class: 'muted', 'data-note': 'charts-empty', text: `No sample yet: the first comes ${per * 2} s after the node starts.` }) : '',
+    r.samples.length === 0 ? el('p', { class: 'muted', 'data-note': 'charts-empty', text: `No sample yet: the first comes ${per} s after the node starts.` }) : '',
     el(
       'div',
       { class: 'charts' },

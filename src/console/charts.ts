@@ -47,6 +47,15 @@ export class CommitCharts {
   private observed = 0;
   private last: { atMs: number; committed: number; aborted: Record<string, number> } | null = null;
 
+  /**
+   * Starts the charts at `nowMs` with every counter at zero (the engine's
+   * counters start at zero with the process), so commits before the first
+   * sample are counted in it rather than taken as the baseline.
+   */
+  begin(nowMs: number): void {
+    this.last ??= { atMs: nowMs, committed: 0, aborted: {} };
+  }
+
   /** One commit answered by this node, in ms (from receipt to answer). */
   observeLatency(ms: number): void {
     if (!Number.isFinite(ms) || ms < 0) return;

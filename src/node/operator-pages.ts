@@ -123,6 +123,7 @@ export class OperatorPages {
     this.core = core;
     this.link = link;
     if (this.peerHealth !== null && this.chartTimer === null) {
+      this.charts.begin(Date.now());
       this.chartTimer = setInterval(() => this.sampleCharts(), CHART_EVERY_MS);
       this.chartTimer.unref();
     }

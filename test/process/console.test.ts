@@ -423,10 +423,17 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
 
       // Charts: commits, latency, aborts, in doubt, unacked, from samples every 5 s.
       for (let i = 0; i < 20; i++) await (await tClient.begin({ timeoutMs: 10_000 })).enlist('cart', { set: { [`k${i}`]: String(i) } }).commit();
-      await waitFor('a chart sample with commits', 30_000, async () => {
-        const r = (await (await fetch(`http://${node.metricsAddress}/api/charts`)).json()) as { samples: { commitsPerS: number; p50Ms: number | null }[] };
-        return r.samples.some((x) => x.commitsPerS > 0 && x.p50Ms !== null) ? true : undefined;
-      });
+      let charted = '';
+      await waitFor(
+        'chart samples with commits and their latency',
+        30_000,
+        async () => {
+          const r = (await (await fetch(`http://${node.metricsAddress}/api/charts`)).json()) as { samples: { commitsPerS: number; p50Ms: number | null }[] };
+          charted = JSON.stringify(r.samples.slice(-8));
+          return r.samples.some((x) => x.commitsPerS > 0) && r.samples.some((x) => x.p50Ms !== null) ? true : undefined;
+        },
+        () => charted,
+      );
       await page.goto(consoleUrl(node, 'charts'));
       for (const title of ['commits', 'commit latency', 'aborts by reason', 'in doubt', 'unacked']) await page.locator(`figure[data-chart="${title}"] svg`).waitFor({ timeout: SHOWS_MS });
       expect(await page.locator('figure[data-chart="commits"] polyline').count()).toBeGreaterThan(0);

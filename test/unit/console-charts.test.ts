@@ -15,6 +15,15 @@ describe('console charts', () => {
     expect(s).toMatchObject({ atMs: 5_000, commitsPerS: 10, aborts: { timeout: 2, participant_no: 1 }, inDoubt: 1, unacked: 2, leader: true, p50Ms: null, p99Ms: null });
   });
 
+  it('begun at zero, counts in the first sample what happened before it', () => {
+    const c = new CommitCharts();
+    c.begin(0);
+    c.observeLatency(3);
+    c.sample(5_000, counters(20, { timeout: 1 }));
+    expect(c.list()[0]).toMatchObject({ commitsPerS: 4, aborts: { timeout: 1 } });
+    expect(c.list()[0]?.p50Ms).not.toBeNull();
+  });
+
   it('reads p50 and p99 from the interval latencies, each within one bucket (25 %) above the true value', () => {
     const c = new CommitCharts();
     c.sample(0, counters(0));
