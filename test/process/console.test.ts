@@ -224,6 +224,7 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       .filter({ hasText: `${current.id} is down` })
       .waitFor({ timeout: SHOWS_MS });
     expect(await np.getByRole('button', { name: `Transfer leadership to ${current.id}` }).count()).toBe(0);
+    await np.screenshot({ path: join(SHOTS, 'console-node-down.png'), fullPage: true });
     await np.close();
   });
 
