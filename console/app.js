@@ -23,7 +23,12 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
-class ApiError extends Error {}
+class ApiError extends Error {
+  constructor(message, data = null) {
+    super(message);
+    this.data = data;
+  }
+}
 
 /** GET or POST to the API; throws ApiError with the server's one-line reason, or why the node could not be reached. */
 async function api(path, body) {
@@ -39,7 +44,7 @@ async function api(path, body) {
   } catch {
     throw new ApiError(`the node answered ${res.status} without JSON`);
   }
-  if (!res.ok) throw new ApiError(data?.error ?? `the node answered ${res.status}`);
+  if (!res.ok) throw new ApiError(data?.error ?? `the node answered ${res.status}`, data);
   return data;
 }
 
@@ -50,6 +55,21 @@ function age(ms) {
   if (s < 120) return `${s} s`;
   const m = Math.floor(s / 60);
   return m < 120 ? `${m} min` : `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
+/**
+ * A link to the leader's console at `hash`, from what this node knows of it
+ * (`ref`: leaderId, address, consoleUrl); plain text when its console's
+ * address is unknown. A wildcard host in the URL is replaced by the host this
+ * page was opened by.
+ */
+function leaderLink(ref, hash, text) {
+  if (!ref || !ref.leaderId) return el('span', { class: 'muted', text: 'no leader is known yet' });
+  if (!ref.consoleUrl) return el('span', { text: `${text ?? `the leader, ${ref.leaderId}`} (${ref.address}; its console's address is not known here)` });
+  const u = new URL(ref.consoleUrl);
+  if (u.hostname === '0.0.0.0' || u.hostname === '[::]') u.hostname = location.hostname;
+  u.hash = hash;
+  return el('a', { href: u.href, 'data-leader-link': ref.leaderId, text: text ?? `the leader, ${ref.leaderId}` });
 }
 
 /** A forgotten decision keeps no time (its age reads 0): shown as unknown rather than as new. */
@@ -116,15 +136,24 @@ const pages = {
         ['in flight', c.transactions.inFlight],
         ['unacked', c.transactions.unacked],
         ['participants', c.participants],
-      ].map(([k, v]) => el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k)),
+      ].map(([k, v]) =>
+        // Leader-only figures on a follower: never a misleading 0, a link to where they are known.
+        v === null
+          ? el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), class: 'elsewhere' }, leaderLink(c.leader, '#cluster', 'on the leader')), k)
+          : el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k),
+      ),
     );
     const isLeader = c.role === 'leader';
     const rows = c.members.map((m) => {
       const h = m.health;
       const health = h === null ? el('span', { class: 'muted', text: 'not probed yet' }) : h.up ? el('span', { class: 'up', text: 'up' }) : el('span', { class: 'down', text: `down: ${h.error}` });
       const role = m.leader ? 'leader' : h?.up ? h.role : '—';
-      const act =
-        isLeader && !m.self && c.actions.allowed ? el('button', { type: 'button', onclick: () => transfer(state.msg, m.id), 'aria-label': `Transfer leadership to ${m.id}`, text: 'make leader' }) : '';
+      // Offered only where it can succeed (on the leader, to a voter that is up); otherwise why not, on hover.
+      const act = m.makeLeader.offered
+        ? el('button', { type: 'button', onclick: () => transfer(state.msg, m.id), 'aria-label': `Transfer leadership to ${m.id}`, text: 'make leader' })
+        : isLeader && !m.self
+          ? el('span', { class: 'muted small', 'data-no-action': m.id, text: `no transfer: ${m.makeLeader.why}` })
+          : '';
       return [
         el('span', { 'data-node': m.id, text: m.self ? `${m.id} (this node)` : m.id }),
         m.address,
@@ -142,6 +171,15 @@ const pages = {
     state.data.replaceChildren(
       summary,
       el('p', { class: c.actions.allowed ? 'muted' : 'note', text: `Actions: ${c.actions.allowed ? 'allowed' : 'refused'} — ${c.actions.why}.` }),
+      isLeader
+        ? ''
+        : el(
+            'p',
+            { class: 'note', 'data-note': 'follower' },
+            `Node ${c.nodeId} is a follower: leader transfers, resolves and the figures in flight and unacked are on `,
+            leaderLink(c.leader, '#cluster'),
+            '.',
+          ),
       table(
         `Members as seen from ${c.nodeId}; replication lag is known to the leader only`,
         ['node', 'address', 'role', 'term', 'commit', 'applied', 'version', 'lag (entries)', 'health', ''],
@@ -194,7 +232,7 @@ const pages = {
       [...t.heuristics.map((h) => h.kind), ...t.resolutions.map((x) => `resolved by ${x.operator}`)].join('; '),
     ]);
     state.body.replaceChildren(
-      r.note ? el('p', { class: 'note', text: r.note }) : '',
+      r.note ? el('p', { class: 'note' }, r.note, r.leaderRef ? ['. Open ', leaderLink(r.leaderRef, '#transactions'), '.'] : '') : '',
       table(
         `${r.filter} transactions on ${r.nodeId}, oldest first`,
         ['id', 'phase', 'outcome', 'age', 'participants', 'decision index', 'heuristics / resolutions'],
@@ -206,19 +244,43 @@ const pages = {
 
   async participants(view) {
     const r = await api('/api/participants');
+    const state = (p) => {
+      if (p.state === 'on the leader') return leaderLink(r.leaderRef, '#participants', 'on the leader');
+      // Asked and not answering: a stopped process keeps its TCP connection, so this, not "connected", is the truth.
+      if (p.state === 'silent') return el('span', { class: 'down', 'data-state': 'silent', text: `silent for ${age(p.silentForMs)} (asked at ${time(p.unansweredSinceAtMs)}, no answer since)` });
+      return el('span', { class: p.state === 'connected' ? 'up' : p.state === 'down' ? 'down' : '', 'data-state': p.state, text: p.state });
+    };
     const rows = r.participants.map((p) => [
       p.id,
       p.endpoint,
-      p.lastSeenAtMs > 0 ? `${time(p.lastSeenAtMs)} (${age(Date.now() - p.lastSeenAtMs)} ago)` : '—',
-      String(p.inDoubt),
-      p.connection || '—',
+      p.lastSeenAtMs === null
+        ? leaderLink(r.leaderRef, '#participants', 'on the leader')
+        : p.lastSeenAtMs > 0
+          ? `${time(p.lastSeenAtMs)} (${age(Math.max(0, r.nowMs - p.lastSeenAtMs))} ago)`
+          : 'not since this node leads',
+      p.inDoubt === null ? '—' : String(p.inDoubt),
+      state(p),
       p.kind,
       time(p.registeredAtMs),
     ]);
     view.replaceChildren(
       el('h2', { text: 'Participants' }),
-      r.note ? el('p', { class: 'note', text: r.note }) : '',
-      table(`Registered participants, as node ${r.nodeId} sees them`, ['id', 'address', 'last seen', 'in doubt', 'connection', 'resource kind', 'registered'], rows, 'no participant is registered'),
+      r.note ? el('p', { class: 'note' }, r.note, ': ', leaderLink(r.leaderRef, '#participants')) : '',
+      table(`Registered participants, as node ${r.nodeId} sees them`, ['id', 'address', 'last seen', 'in doubt', 'state', 'resource kind', 'registered'], rows, 'no participant is registered'),
+      el('p', { class: 'muted', text: `A participant is shown silent when it has answered nothing asked of it for ${age(r.silentAfterMs)}.` }),
+      el('h2', { text: 'TCC reserves' }),
+      el('p', {
+        class: 'muted',
+        text: 'A TCC participant holds a reserve (its Try) for every transaction it voted YES on, until it hears the decision. The leader knows how many of those wait for a decision or an ACK; the reserves themselves (what is held, until when) are the participant’s: its metrics verdict_participant_tcc_reserves_held and verdict_participant_tcc_reserves_expired_total.',
+      }),
+      table(
+        'TCC participants, reserves the leader waits on',
+        ['participant', 'resource kind', 'reserves awaiting the decision or its ACK', 'state'],
+        r.participants
+          .filter((p) => p.kind.startsWith('tcc-'))
+          .map((p) => [p.id, p.kind, p.inDoubt === null ? leaderLink(r.leaderRef, '#participants', 'on the leader') : String(p.inDoubt), state(p)]),
+        'no TCC participant is registered',
+      ),
     );
   },
 
@@ -250,12 +312,14 @@ const pages = {
         el('label', { for: 'resolve-operator' }, 'Your name (optional)', operator),
         el('button', { type: 'submit', text: 'Resolve' }),
       );
+      state.resolveBox = el('div', { hidden: true }, el('h2', { text: 'Resolve' }), form);
+      state.resolveWhy = el('p', { class: 'muted', 'data-note': 'resolve' });
       view.replaceChildren(
         el('h2', {}, 'Transaction ', el('code', { text: id })),
         el('p', {}, el('a', { href: '#transactions', text: '← all transactions' })),
         state.body,
-        el('h2', { text: 'Resolve' }),
-        form,
+        state.resolveBox,
+        state.resolveWhy,
         state.msg,
       );
     }
@@ -264,9 +328,24 @@ const pages = {
       r = await api(`/api/transactions/${encodeURIComponent(id)}`);
     } catch (err) {
       state.body.replaceChildren(message('error', err.message));
+      state.resolveBox.hidden = true;
+      // A follower knows no transaction in flight: the leader does.
+      const ref = err.data?.leaderRef;
+      state.resolveWhy.replaceChildren(
+        ...(ref ? ['No resolve here: a transaction in flight is known to the leader — ', leaderLink(ref, `#txn/${encodeURIComponent(id)}`, `this transaction on ${ref.leaderId}`), '.'] : []),
+      );
       return;
     }
     const t = r.transaction;
+    // The form only where a resolve can succeed: on the leader, for a transaction not decided yet.
+    state.resolveBox.hidden = !r.actions.resolve.offered;
+    state.resolveWhy.replaceChildren(
+      ...(r.actions.resolve.offered
+        ? []
+        : r.leader
+          ? [`No resolve here: ${r.actions.resolve.why}.`]
+          : [`No resolve here: ${r.actions.resolve.why} — `, leaderLink(r.leaderRef, `#txn/${encodeURIComponent(id)}`, `this transaction on ${r.leaderRef.leaderId}`), '.']),
+    );
     const facts = t
       ? el(
           'ul',
@@ -279,13 +358,25 @@ const pages = {
           ].map(([k, v]) => el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k)),
         )
       : el('p', { class: 'note', text: 'No longer in the decision table (forgotten after every ACK); the timeline below is what this node kept.' });
-    const events = r.timeline.map((e) => [time(e.atMs), e.kind, e.participantId || '—', e.detail || '—', e.index > 0 ? String(e.index) : '—']);
+    const events = r.timeline.map((e) => [
+      time(e.atMs),
+      e.kind,
+      e.participantId || '—',
+      e.detail ? el('span', { title: e.raw || null, text: e.detail }) : '—',
+      e.index > 0 ? String(e.index) : '—',
+      e.count > 1 ? el('span', { 'data-repeat': e.count, text: `×${e.count}, last at ${time(e.lastAtMs)}` }) : '',
+    ]);
     state.body.replaceChildren(
       facts,
       t && t.reason ? el('p', { text: `Reason: ${t.reason}` }) : '',
       !r.leader ? el('p', { class: 'note', text: 'This node is not the leader: it saw only the decision and the forget; PREPARE, VOTE and ACK are on the leader.' }) : '',
       el('h2', { text: 'Timeline' }),
-      table(`Events node ${r.nodeId} recorded, in order`, ['at', 'event', 'participant', 'detail', 'log index'], events, 'this node kept no events for it'),
+      table(
+        `Events node ${r.nodeId} recorded, in order; a retry counts on its first row`,
+        ['at', 'event', 'participant', 'detail', 'log index', 'repeated'],
+        events,
+        'this node kept no events for it',
+      ),
       r.timelineDropped > 0 ? el('p', { class: 'muted', text: `${r.timelineDropped} later events were not kept.` }) : '',
       t && t.resolutions.length > 0
         ? table(
@@ -307,6 +398,264 @@ const pages = {
   },
 };
 
+Object.assign(pages, {
+  async sagas(view, state) {
+    state.filter ??= 'running';
+    if (!state.body) {
+      const select = el(
+        'select',
+        { id: 'saga-filter', name: 'filter' },
+        ['running', 'stuck', 'ended', 'all'].map((f) => el('option', { value: f, selected: f === state.filter, text: f })),
+      );
+      select.addEventListener('change', () => {
+        state.filter = select.value;
+        refresh();
+      });
+      state.body = el('div');
+      view.replaceChildren(el('h2', { text: 'Sagas' }), el('form', { onsubmit: (e) => e.preventDefault() }, el('label', { for: 'saga-filter' }, 'Show', select)), state.body);
+    }
+    const r = await api(`/api/sagas?filter=${encodeURIComponent(state.filter)}&limit=200`);
+    const rows = r.sagas.map((x) => [
+      el('a', { href: `#saga/${encodeURIComponent(x.sagaId)}`, text: x.sagaId }),
+      x.type || '—',
+      x.state,
+      `${x.steps.filter((st) => st.status === 'done').length}/${x.steps.length} done`,
+      x.stuck ? el('span', { class: 'down', 'data-stuck': x.sagaId, text: `stuck on step ${x.stuck.step} ${x.stuck.kind} after ${x.stuck.attempts} attempts` }) : '—',
+      x.stuck ? x.stuck.lastError : '—',
+      time(x.startedAtMs),
+      Object.entries(x.labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ') || '—',
+    ]);
+    state.body.replaceChildren(
+      el(
+        'ul',
+        { class: 'summary', 'aria-label': 'Sagas' },
+        [
+          ['running', r.counts.running],
+          ['stuck', r.counts.stuck],
+          ['ended', r.counts.ended],
+        ].map(([k, v]) => el('li', {}, el('b', { 'data-field': `sagas-${k}`, text: v }), k)),
+      ),
+      r.leaderRef ? el('p', { class: 'note' }, 'Retry and resolve run on the leader: ', leaderLink(r.leaderRef, '#sagas'), '.') : '',
+      table(`${r.filter} sagas on ${r.nodeId}, oldest first`, ['id', 'type', 'state', 'steps', 'stuck', 'last error', 'started', 'labels'], rows, `no ${r.filter} sagas`),
+    );
+  },
+
+  async saga(view, state, id) {
+    if (!state.body) {
+      state.body = el('div');
+      state.msg = el('div');
+      state.acts = el('div');
+      view.replaceChildren(el('h2', {}, 'Saga ', el('code', { text: id })), el('p', {}, el('a', { href: '#sagas', text: '← all sagas' })), state.body, state.acts, state.msg);
+    }
+    let r;
+    try {
+      r = await api(`/api/sagas/${encodeURIComponent(id)}`);
+    } catch (err) {
+      state.body.replaceChildren(message('error', err.message));
+      return;
+    }
+    const x = r.saga;
+    const steps = x.steps.map((st, k) => [
+      String(k),
+      st.service,
+      st.name,
+      el('span', { 'data-step-status': k, text: st.status }),
+      st.attempts > 0 ? String(st.attempts) : '—',
+      st.lastError || '—',
+      st.lastFailureAtMs > 0 ? time(st.lastFailureAtMs) : '—',
+    ]);
+    const events = x.timeline.map((e) => [time(e.atMs), String(e.index), e.what, e.step >= 0 ? String(e.step) : '—', e.kind || '—', e.detail || '—', e.operator || '—']);
+    state.body.replaceChildren(
+      el(
+        'ul',
+        { class: 'summary', 'aria-label': 'Saga' },
+        [
+          ['state', x.state],
+          ['type', x.type || '—'],
+          ['started', time(x.startedAtMs)],
+          ['ended', x.endedAtMs ? time(x.endedAtMs) : '—'],
+        ].map(([k, v]) => el('li', {}, el('b', { 'data-field': `saga-${k}`, text: v }), k)),
+      ),
+      x.stuck ? el('p', { class: 'note', role: 'status', text: `Stuck on step ${x.stuck.step}'s ${x.stuck.kind} after ${x.stuck.attempts} attempts; last error: ${x.stuck.lastError}` }) : '',
+      table('Steps', ['step', 'service', 'name', 'status', 'failed attempts', 'last error', 'last failure'], steps, 'no steps'),
+      el('h2', { text: 'Timeline' }),
+      table('What the log applied, in order', ['at', 'log index', 'what', 'step', 'call', 'detail', 'operator'], events, 'nothing yet'),
+    );
+    // The form only where an act can succeed: on the leader, for a stuck saga. Built once, so what the operator typed stays.
+    state.r = r;
+    if (!state.form) {
+      const reason = el('textarea', { id: 'saga-reason', name: 'reason', rows: 2, required: true });
+      const operator = el('input', { id: 'saga-operator', name: 'operator', autocomplete: 'name' });
+      const send = async (what) => {
+        const cur = state.r.actions.resolve;
+        const body = what === 'retry' ? {} : { step: cur.step, as: cur.as };
+        try {
+          const a = await api(`/api/sagas/${encodeURIComponent(id)}/${what}`, { ...body, reason: reason.value, operator: operator.value });
+          state.msg.replaceChildren(message('ok', `${what === 'retry' ? 'Retried' : 'Resolved'} by ${a.operator}; the saga is ${a.saga?.state ?? 'updated'}.`));
+        } catch (err) {
+          state.msg.replaceChildren(message('error', `Refused: ${err.message}`));
+        }
+      };
+      state.resolveButton = el('button', { type: 'button', onclick: () => send('resolve') });
+      state.form = el(
+        'form',
+        { 'aria-label': 'Act on this saga', novalidate: true, hidden: true, onsubmit: (e) => e.preventDefault() },
+        el('h2', { text: 'Act on this saga' }),
+        el('label', { for: 'saga-reason' }, 'Reason (recorded in the log)', reason),
+        el('label', { for: 'saga-operator' }, 'Your name (optional)', operator),
+        el('button', { type: 'button', onclick: () => send('retry'), text: 'Retry now' }),
+        ' ',
+        state.resolveButton,
+      );
+      state.why = el('p', { class: 'muted', 'data-note': 'saga-acts' });
+      state.acts.replaceChildren(state.form, state.why);
+    }
+    const offered = r.actions.retry.offered;
+    state.form.hidden = !offered;
+    if (offered) state.resolveButton.textContent = `Mark step ${r.actions.resolve.step} ${r.actions.resolve.as} by hand`;
+    state.why.replaceChildren(
+      ...(offered
+        ? []
+        : [
+            `No retry or resolve here: ${r.actions.retry.why}`,
+            ...(r.leader ? ['.'] : [' — ', leaderLink(r.leaderRef, `#saga/${encodeURIComponent(id)}`, `this saga on ${r.leaderRef.leaderId}`), '.']),
+          ]),
+    );
+  },
+
+  async leases(view) {
+    const r = await api('/api/leases');
+    const relays = r.relays.map((x) => [x.prefix, x.holder, x.partitions.join(', '), `${age(Math.max(0, x.expiresInMs))}`]);
+    const rows = r.leases.map((l) => [
+      el('span', { 'data-lease': l.name, text: l.name }),
+      l.holder,
+      l.owner || '—',
+      String(l.epoch),
+      l.live ? `in ${age(l.expiresInMs)}` : el('span', { class: 'down', text: `expired ${age(-l.expiresInMs)} ago` }),
+    ]);
+    view.replaceChildren(
+      el('h2', { text: 'Outbox relays' }),
+      table('Relays, read from their leases (<prefix>/p<partition>)', ['relay prefix', 'holder', 'partitions held', 'first lease ends'], relays, 'no outbox relay holds a lease'),
+      el('h2', { text: 'Leases' }),
+      table(`Leases in the replicated table, by name (cluster clock ${time(r.clockAtMs)})`, ['name', 'holder', 'owner', 'epoch', 'ends'], rows, 'no lease is held'),
+    );
+  },
+});
+
+// ---- charts: plain SVG ------------------------------------------------------
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const COLOURS = ['#1f5fbf', '#b3261e', '#1e7b34', '#8a5a00', '#6a3fb5', '#00727a'];
+
+function svg(tag, attrs = {}, ...children) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null) e.setAttribute(k, String(v));
+  for (const c of children.flat(Infinity)) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+/**
+ * A line chart of `series` ([{ name, points: [[atMs, value|null]] }]) over
+ * the window ending at `nowMs`; a null value breaks the line.
+ */
+function lineChart(title, unit, series, nowMs, windowMs) {
+  const W = 560;
+  const H = 150;
+  const L = 48;
+  const B = 20;
+  const values = series.flatMap((x) => x.points.map((p) => p[1]).filter((v) => v !== null));
+  const max = Math.max(1e-9, ...values) * 1.1 || 1;
+  const xOf = (atMs) => L + ((atMs - (nowMs - windowMs)) / windowMs) * (W - L - 4);
+  const yOf = (v) => H - B - (v / max) * (H - B - 8);
+  const fmt = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+  const lines = series.map((x, i) => {
+    const parts = [];
+    let run = [];
+    for (const [atMs, v] of x.points) {
+      if (v === null) {
+        if (run.length) parts.push(run);
+        run = [];
+      } else run.push(`${xOf(atMs).toFixed(1)},${yOf(v).toFixed(1)}`);
+    }
+    if (run.length) parts.push(run);
+    const colour = COLOURS[i % COLOURS.length];
+    // A dot per sample while there are few, so a line of one sample still shows.
+    const dots = x.points.length <= 60 ? parts.flat().map((pt) => svg('circle', { cx: pt.split(',')[0], cy: pt.split(',')[1], r: 2, fill: colour })) : [];
+    return [parts.map((pts) => svg('polyline', { points: pts.join(' '), fill: 'none', stroke: colour, 'stroke-width': 1.5 })), dots];
+  });
+  const last = series.map((x) => [...x.points].reverse().find((p) => p[1] !== null)?.[1] ?? null);
+  const figure = el(
+    'figure',
+    { class: 'chart', 'data-chart': title },
+    svg(
+      'svg',
+      {
+        viewBox: `0 0 ${W} ${H}`,
+        width: W,
+        height: H,
+        role: 'img',
+        'aria-label': `${title}, last 15 minutes; now ${series.map((x, i) => `${x.name} ${last[i] === null ? 'none' : fmt(last[i])}`).join(', ')}`,
+      },
+      svg('line', { x1: L, y1: H - B, x2: W - 4, y2: H - B, stroke: '#d5d9e0' }),
+      svg('line', { x1: L, y1: 8, x2: L, y2: H - B, stroke: '#d5d9e0' }),
+      svg('text', { x: L - 4, y: 14, 'text-anchor': 'end', 'font-size': 10, fill: '#5a6270' }, fmt(max / 1.1)),
+      svg('text', { x: L - 4, y: H - B, 'text-anchor': 'end', 'font-size': 10, fill: '#5a6270' }, '0'),
+      svg('text', { x: L, y: H - 4, 'font-size': 10, fill: '#5a6270' }, '−15 min'),
+      svg('text', { x: W - 4, y: H - 4, 'text-anchor': 'end', 'font-size': 10, fill: '#5a6270' }, 'now'),
+      lines,
+    ),
+    el(
+      'figcaption',
+      {},
+      el('b', { text: `${title} (${unit})` }),
+      ' ',
+      series.map((x, i) => el('span', { class: 'legend', style: `color:${COLOURS[i % COLOURS.length]}`, text: `■ ${x.name}: ${last[i] === null ? '—' : fmt(last[i])}` })),
+    ),
+  );
+  return figure;
+}
+
+pages.charts = async (view) => {
+  const r = await api('/api/charts');
+  const pts = (f) => r.samples.map((x) => [x.atMs, f(x)]);
+  const reasons = [...new Set(r.samples.flatMap((x) => Object.keys(x.aborts)))].sort();
+  const per = r.everyMs / 1000;
+  view.replaceChildren(
+    el('h2', { text: 'Charts' }),
+    el('p', {
+      class: 'muted',
+      text: `The last 15 minutes on node ${r.nodeId}, sampled every ${per} s and kept in its memory (a restart empties them). Commits, aborts and latency are counted while this node leads; in doubt and unacked are the leader's figures.`,
+    }),
+    r.samples.length === 0 ? el('p', { class: 'muted', 'data-note': 'charts-empty', text: `No sample yet: the first comes ${per} s after the node starts.` }) : '',
+    el(
+      'div',
+      { class: 'charts' },
+      lineChart('commits', 'per second', [{ name: 'commits/s', points: pts((x) => x.commitsPerS) }], r.nowMs, r.windowMs),
+      lineChart(
+        'commit latency',
+        'ms',
+        [
+          { name: 'p50', points: pts((x) => x.p50Ms) },
+          { name: 'p99', points: pts((x) => x.p99Ms) },
+        ],
+        r.nowMs,
+        r.windowMs,
+      ),
+      lineChart(
+        'aborts by reason',
+        'per second',
+        (reasons.length ? reasons : ['none']).map((reason) => ({ name: reason, points: pts((x) => (x.aborts[reason] ?? 0) / per) })),
+        r.nowMs,
+        r.windowMs,
+      ),
+      lineChart('in doubt', 'transactions', [{ name: 'in doubt', points: pts((x) => (x.leader ? x.inDoubt : null)) }], r.nowMs, r.windowMs),
+      lineChart('unacked', 'transactions', [{ name: 'unacked', points: pts((x) => (x.leader ? x.unacked : null)) }], r.nowMs, r.windowMs),
+    ),
+  );
+};
+
 async function transfer(msg, to) {
   msg.replaceChildren(message('ok', `Asking the leader to hand over to ${to}…`));
   try {
@@ -324,9 +673,10 @@ let current = null;
 function route() {
   const hash = decodeURIComponent(location.hash.slice(1)) || 'cluster';
   const [name, ...rest] = hash.split('/');
-  const page = name === 'txn' ? 'txn' : pages[name] ? name : 'cluster';
+  const page = pages[name] ? name : 'cluster';
+  const section = { txn: 'transactions', saga: 'sagas' }[page] ?? page;
   for (const a of document.querySelectorAll('nav a')) {
-    if (a.dataset.page === (page === 'txn' ? 'transactions' : page)) a.setAttribute('aria-current', 'page');
+    if (a.dataset.page === section) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   const view = el('section', { 'aria-live': 'off' });

@@ -19,14 +19,19 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { EngineError, type CoordinatorEngine, type ListFilter, type TxnView } from '../commit/engine.ts';
 import type { DecisionOutcome } from '../domain/protocol.ts';
+import { isUndecidedPhase } from '../commit/engine-types.ts';
 import type { DecisionTable } from '../commit/state.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
 import type { RawNode } from '../raft/raw-node.ts';
 import type { Access } from '../transport/auth.ts';
 import { quote } from '../transport/validate.ts';
+import { CHART_EVERY_MS, CHART_WINDOW_MS, type CommitCharts } from './charts.ts';
+import { errorSentence } from './errors.ts';
+import { HttpError } from './http-error.ts';
+import { productRoutes, type ConsoleLeases, type ConsoleSagas } from './product-api.ts';
 import type { PeerHealth } from './peer-health.ts';
 import { clientCertificateName, isTlsRequest } from './server.ts';
-import type { LeaderHistory, TxnTimeline } from './timeline.ts';
+import type { LeaderHistory, TimelineEvent, TxnTimeline } from './timeline.ts';
 import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 import { packageVersion } from '../util/version.ts';
 import type { HistoryQuery, HistoryStore } from '../history/store.ts';
@@ -69,6 +74,10 @@ export interface ConsoleNodeState {
    * node leads; resolves with the node that leads then ('' when none is known).
    */
   transferLeader(to: string, timeoutMs: number): Promise<string>;
+  /** The saga product, when the node runs it (src/node/operator-pages.ts adapts it). */
+  sagas?: ConsoleSagas;
+  /** The lease table's leases, when the node runs leases. */
+  leases?: () => ConsoleLeases;
 }
 
 export interface ConsoleDeps {
@@ -88,7 +97,21 @@ export interface ConsoleDeps {
   health: PeerHealth;
   /** The leader's connection to a participant endpoint; '' when unknown. */
   connection?: (endpoint: string) => string;
+  /** Since when the participant at an endpoint has answered nothing this node asked (src/node/participant-link.ts); 0: not waiting on it. */
+  unansweredSince?: (endpoint: string) => number;
+  /** The last 15 minutes of commit traffic (./charts.ts). */
+  charts?: CommitCharts;
+  /** A participant unanswered this long is shown silent (PARTICIPANT_SILENT_AFTER_MS). */
+  silentAfterMs?: number;
 }
+
+/**
+ * A participant that has answered nothing asked of it for this long is shown
+ * "silent". Participants answer PREPARE and DECISION in milliseconds (one
+ * fsync); five seconds is past any healthy disk, and short of the engine's
+ * 10 s call deadline, so a stopped process shows before its calls time out.
+ */
+export const PARTICIPANT_SILENT_AFTER_MS = 5_000;
 
 const FILTERS: readonly ListFilter[] = ['in-flight', 'in-doubt', 'unacked', 'heuristic', 'all'];
 const LIMIT_DEFAULT = 200;
@@ -116,16 +139,6 @@ function asset(name: string): Buffer | null {
   return b;
 }
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly extra: Record<string, unknown> = {},
-  ) {
-    super(message);
-  }
-}
-
 function send(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }).end(`${JSON.stringify(body)}\n`);
 }
@@ -149,6 +162,24 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     const where = leader !== '' && leader !== cfg.nodeId ? `the leader is ${leader} at ${peers().get(leader) ?? '?'}; open its console` : 'no leader is known yet; retry shortly';
     return new HttpError(409, `${what} runs on the leader, and node ${cfg.nodeId} is not the leader: ${where}`, { leaderId: leader });
   };
+
+  /**
+   * The leader as this node knows it, with where its console answers (from
+   * the leader's own status answer): what a follower's page links its
+   * actions and leader-only figures to.
+   */
+  async function leaderRef(leaderId: string): Promise<{ leaderId: string; address: string; consoleUrl: string }> {
+    if (leaderId === '' || leaderId === cfg.nodeId) return { leaderId, address: leaderId === '' ? '' : cfg.listen, consoleUrl: '' };
+    const row = (await deps.health.list()).find((h) => h.id === leaderId);
+    return { leaderId, address: peers().get(leaderId) ?? '', consoleUrl: row?.consoleUrl ?? '' };
+  }
+
+  /** Why an act cannot run on this node (a follower, or none leads), with where it can; null on the leader. */
+  function notHere(d: ConsoleRaft, what: string): string | null {
+    if (d.isLeader()) return null;
+    const leader = d.leader();
+    return leader === '' ? `${what} runs on the leader, and no leader is known yet` : `${what} runs on the leader, ${leader}: open its console`;
+  }
 
   async function cluster(req: IncomingMessage): Promise<unknown> {
     const { driver, engine, table } = ready();
@@ -201,6 +232,13 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       };
     });
     const phases = engine.phases();
+    const isLeader = driver.isLeader();
+    const allowed = actionsAllowed(req);
+    // "make leader": from the leader's page, to a voter that answers and is caught up enough to be handed leadership.
+    for (const m of members) {
+      const why = makeLeaderRefusal(m, isLeader, allowed, s.lastIndex);
+      Object.assign(m, { makeLeader: { offered: why === null, why: why ?? '' } });
+    }
     return {
       clusterId: cfg.clusterId,
       nodeId: cfg.nodeId,
@@ -213,9 +251,13 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       lastIndex: s.lastIndex,
       members,
       leaderChanges: deps.leaders.list(),
-      transactions: { inFlight: phases.begun + phases.preparing + phases.deciding, unacked: phases.delivering, decisions: table.decisions.size },
+      // In flight and unacked are the leader's to know: a follower says so (null) rather than show 0.
+      transactions: isLeader
+        ? { inFlight: phases.begun + phases.preparing + phases.deciding, unacked: phases.delivering, decisions: table.decisions.size, onLeader: false }
+        : { inFlight: null, unacked: null, decisions: table.decisions.size, onLeader: true },
+      leader: await leaderRef(leaderId),
       participants: table.participants.size,
-      actions: actionsAllowed(req),
+      actions: allowed,
       nowMs: Date.now(),
     };
   }
@@ -258,7 +300,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     };
   }
 
-  function transactions(q: URLSearchParams): unknown {
+  async function transactions(q: URLSearchParams): Promise<unknown> {
     const { driver, engine } = ready();
     const filterText = q.get('filter') ?? 'in-flight';
     const filter = FILTERS.find((f) => f === filterText);
@@ -280,6 +322,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       leader: engine.isLeader(),
       leaderId: driver.leader(),
       filter,
+      leaderRef: engine.isLeader() ? null : await leaderRef(driver.leader()),
       note: engine.isLeader()
         ? ''
         : `node ${cfg.nodeId} is not the leader: transactions in flight are known to the leader${driver.leader() ? ` (${driver.leader()} at ${peers().get(driver.leader()) ?? '?'})` : ''}; this list shows decisions applied here`,
@@ -319,38 +362,74 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     return { nodeId: cfg.nodeId, ...a };
   }
 
-  function transaction(id: string): unknown {
-    const { engine } = ready();
+  async function transaction(id: string): Promise<unknown> {
+    const { driver, engine } = ready();
     const problem = txnIdProblem(id);
     if (problem !== null) throw new HttpError(400, `transaction id ${quote(id)}: ${problem}`);
     const v = engine.view(id);
     const t = deps.timeline.get(id);
     if (v === null && t === null) {
       const more = engine.isLeader() ? '' : ` (node ${cfg.nodeId} is not the leader; the leader may know it while it is in flight)`;
-      throw new HttpError(404, `no transaction ${quote(id)} is known to node ${cfg.nodeId}: it never began, or it was forgotten after every ACK and left this node's timeline ring${more}`);
+      throw new HttpError(404, `no transaction ${quote(id)} is known to node ${cfg.nodeId}: it never began, or it was forgotten after every ACK and left this node's timeline ring${more}`, {
+        leaderRef: engine.isLeader() ? null : await leaderRef(driver.leader()),
+      });
     }
     const events = t?.events ?? [];
     // Begin is recorded with the first PREPARE; a transaction begun and not committed yet shows it from its age.
-    if (v !== null && v.phase === 'begun' && events[0]?.kind !== 'begin') events.unshift({ atMs: Date.now() - Math.max(0, v.ageMs), kind: 'begin', participantId: '', detail: '', index: 0 });
-    return { nodeId: cfg.nodeId, leader: engine.isLeader(), transaction: v === null ? null : txnJson(v), timeline: events, timelineDropped: t?.dropped ?? 0 };
-  }
-
-  function participants(): unknown {
-    const { engine, table } = ready();
-    const activity = new Map(engine.participantActivity().map((a) => [a.id, a]));
+    if (v !== null && v.phase === 'begun' && events[0]?.kind !== 'begin') {
+      const atMs = Date.now() - Math.max(0, v.ageMs);
+      events.unshift({ atMs, kind: 'begin', participantId: '', detail: '', index: 0, count: 1, lastAtMs: atMs });
+    }
+    // Resolve is offered only where it can succeed: on the leader, for a transaction not decided yet.
+    const resolveWhy =
+      notHere(driver, 'resolve') ??
+      (v === null
+        ? 'this transaction is decided and forgotten: there is nothing left to resolve'
+        : v.phase === 'decided' || !isUndecidedPhase(v.phase)
+          ? `this transaction is decided (${v.outcome}): a decision is never changed (a participant that applied otherwise reports a heuristic outcome)`
+          : null);
     return {
       nodeId: cfg.nodeId,
       leader: engine.isLeader(),
-      note: engine.isLeader() ? '' : `node ${cfg.nodeId} is not the leader: last seen and in-doubt counts are known to the leader only`,
-      participants: [...table.participants.values()].map((p) => ({
-        id: p.id,
-        endpoint: p.endpoint,
-        registeredAtMs: p.registeredAtMs,
-        lastSeenAtMs: activity.get(p.id)?.lastSeenAtMs ?? 0,
-        inDoubt: activity.get(p.id)?.inDoubt ?? 0,
-        connection: engine.isLeader() ? (deps.connection?.(p.endpoint) ?? '') : '',
-        kind: p.resourceKind,
-      })),
+      leaderRef: await leaderRef(driver.leader()),
+      transaction: v === null ? null : txnJson(v),
+      timeline: events.map(eventJson),
+      timelineDropped: t?.dropped ?? 0,
+      actions: { resolve: { offered: resolveWhy === null, why: resolveWhy ?? '' } },
+    };
+  }
+
+  async function participants(): Promise<unknown> {
+    const { driver, engine, table } = ready();
+    const activity = new Map(engine.participantActivity().map((a) => [a.id, a]));
+    const isLeader = engine.isLeader();
+    const nowMs = Date.now();
+    const silentAfterMs = deps.silentAfterMs ?? PARTICIPANT_SILENT_AFTER_MS;
+    return {
+      nodeId: cfg.nodeId,
+      leader: isLeader,
+      leaderRef: await leaderRef(driver.leader()),
+      silentAfterMs,
+      nowMs,
+      note: isLeader ? '' : `node ${cfg.nodeId} is not the leader: last seen, in-doubt counts and connections are known to the leader only`,
+      participants: [...table.participants.values()].map((p) => {
+        const connection = isLeader ? (deps.connection?.(p.endpoint) ?? '') : '';
+        const unansweredSinceAtMs = isLeader ? (deps.unansweredSince?.(p.endpoint) ?? 0) : 0;
+        const silentForMs = unansweredSinceAtMs > 0 ? Math.max(0, nowMs - unansweredSinceAtMs) : 0;
+        return {
+          id: p.id,
+          endpoint: p.endpoint,
+          registeredAtMs: p.registeredAtMs,
+          lastSeenAtMs: isLeader ? (activity.get(p.id)?.lastSeenAtMs ?? 0) : null,
+          inDoubt: isLeader ? (activity.get(p.id)?.inDoubt ?? 0) : null,
+          connection,
+          unansweredSinceAtMs,
+          // A stopped process keeps its TCP connection: silence, not the socket, says it is gone.
+          state: !isLeader ? 'on the leader' : silentForMs >= silentAfterMs ? 'silent' : connection || 'idle',
+          silentForMs: silentForMs >= silentAfterMs ? silentForMs : 0,
+          kind: p.resourceKind,
+        };
+      }),
     };
   }
 
@@ -364,10 +443,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     const reason = typeof body.reason === 'string' ? body.reason.trim() : '';
     if (reason === '') throw new HttpError(400, 'a resolve needs a reason: it is recorded in the log with who asked and when');
     if (reason.length > REASON_CHARS_MAX) throw new HttpError(400, `the reason is limited to ${REASON_CHARS_MAX} characters`);
-    const named = typeof body.operator === 'string' ? body.operator.trim().slice(0, OPERATOR_CHARS_MAX - 40) : '';
-    const cn = clientCertificateName(req);
-    const who = cn !== undefined ? `CN=${cn}${named ? ` (${named})` : ''}` : named || 'console user';
-    const operator = `${who} via console of ${cfg.nodeId} from ${req.socket.remoteAddress ?? '?'}`.slice(0, OPERATOR_CHARS_MAX);
+    const operator = operatorOf(req, body);
     if (!engine.isLeader()) throw notLeader(driver, 'txn resolve');
     const r = await new Promise<{ decided: boolean; outcome: string; decisionIndex: number; reason: string }>((ok, fail) =>
       engine.resolve(id, outcome, { operator, reason, forceUnknown: false }, (err, res) => {
@@ -398,19 +474,32 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     return new HttpError(status, err.message);
   }
 
+  /** Who an act is recorded under: the certificate's CN (with the name typed), else the name typed; with this node and the caller's address. */
+  function operatorOf(req: IncomingMessage, body: Record<string, unknown>): string {
+    const named = typeof body.operator === 'string' ? body.operator.trim().slice(0, OPERATOR_CHARS_MAX - 40) : '';
+    const cn = clientCertificateName(req);
+    const who = cn !== undefined ? `CN=${cn}${named ? ` (${named})` : ''}` : named || 'console user';
+    return `${who} via console of ${cfg.nodeId} from ${req.socket.remoteAddress ?? '?'}`.slice(0, OPERATOR_CHARS_MAX);
+  }
+
+  const products = productRoutes({ nodeId: cfg.nodeId, ready, leaderRef, notHere, notLeader, requireAdmin, operatorOf });
+
   async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const path = url.pathname;
     const method = req.method ?? 'GET';
     const get = method === 'GET' || method === 'HEAD';
     if (path === '/api/cluster' && get) return send(res, 200, await cluster(req));
-    if (path === '/api/transactions' && get) return send(res, 200, transactions(url.searchParams));
-    if (path === '/api/participants' && get) return send(res, 200, participants());
+    if (path === '/api/transactions' && get) return send(res, 200, await transactions(url.searchParams));
+    if (path === '/api/participants' && get) return send(res, 200, await participants());
     if (path === '/api/history' && get) return send(res, 200, await history(url.searchParams));
     const one = /^\/api\/transactions\/([^/]+)$/.exec(path);
-    if (one && get) return send(res, 200, transaction(decodeSegment(one[1]!)));
+    if (one && get) return send(res, 200, await transaction(decodeSegment(one[1]!)));
     const act = /^\/api\/transactions\/([^/]+)\/resolve$/.exec(path);
     if (act && method === 'POST') return send(res, 200, await resolve(decodeSegment(act[1]!), await jsonBody(req), req));
     if (path === '/api/leader/transfer' && method === 'POST') return send(res, 200, await transfer(await jsonBody(req), req));
+    if (path === '/api/charts' && get) return send(res, 200, { nodeId: cfg.nodeId, everyMs: CHART_EVERY_MS, windowMs: CHART_WINDOW_MS, nowMs: Date.now(), samples: deps.charts?.list() ?? [] });
+    const product = await products(req, url, method, () => jsonBody(req));
+    if (product !== undefined) return send(res, 200, product);
     if (act || path === '/api/leader/transfer') throw new HttpError(405, `${path} takes POST with a JSON body`);
     if (path.startsWith('/api/')) throw new HttpError(404, `no console API at ${quote(path)}: see docs/console.md for the routes`);
     throw new HttpError(404, `${quote(path)} is not a console path`);
@@ -449,6 +538,38 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     return true;
   };
 }
+
+/** A timeline event for the page: failures as a sentence led by the gRPC code name; the raw text kept beside it. */
+function eventJson(e: TimelineEvent): unknown {
+  const failed = e.kind === 'no-ack' || (e.kind === 'status' && e.detail.startsWith('no answer: '));
+  if (!failed || e.detail === '') return { ...e, code: '', raw: '' };
+  const raw = e.kind === 'status' ? e.detail.slice('no answer: '.length) : e.detail;
+  const { code, sentence } = errorSentence(raw, `participant ${e.participantId}`);
+  return { ...e, detail: sentence, code, raw };
+}
+
+interface MemberRow {
+  id: string;
+  self: boolean;
+  learner: boolean;
+  matchIndex: number | null;
+  health: { up: boolean } | null;
+}
+
+/** Why "make leader" is not offered for member `m` (null: it is). */
+function makeLeaderRefusal(m: MemberRow, isLeader: boolean, allowed: { allowed: boolean; why: string }, lastIndex: number): string | null {
+  if (!isLeader) return 'a leader transfer runs on the leader: open its console';
+  if (m.self) return 'this node leads already';
+  if (!allowed.allowed) return allowed.why;
+  if (m.learner) return `${m.id} is a learner: it has no vote and cannot lead`;
+  if (m.health === null || !m.health.up) return `${m.id} is down: a node that does not answer cannot take over`;
+  // A voter far behind would need the log shipped first: the transfer waits for that, and usually times out.
+  if (m.matchIndex !== null && lastIndex - m.matchIndex > TRANSFER_LAG_MAX) return `${m.id} is ${lastIndex - m.matchIndex} entries behind: wait until it catches up`;
+  return null;
+}
+
+/** A voter further behind than this is not offered leadership. */
+const TRANSFER_LAG_MAX = 1_000;
 
 /**
  * The host names the console answers to: those in the node's own addresses

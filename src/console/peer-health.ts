@@ -9,6 +9,7 @@
 // node with a console open to no one asks its peers nothing.
 import type * as grpc from '@grpc/grpc-js';
 import { RaftNodeClient } from '../transport/admin.ts';
+import { grpcErrorSentence } from './errors.ts';
 
 export interface PeerHealthRow {
   id: string;
@@ -26,8 +27,12 @@ export interface PeerHealthRow {
   lastIndex: number;
   /** The Verdict version the peer runs; '' from a node built before nodes reported it. */
   version: string;
+  /** Where the peer's web console answers (its status says); '' when it serves none or has not said. */
+  consoleUrl: string;
   /** Why the last probe failed; '' when up. */
   error: string;
+  /** The gRPC code name of the last failure (e.g. "UNAVAILABLE"); '' when up. */
+  code: string;
 }
 
 export interface PeerHealthTiming {
@@ -101,7 +106,9 @@ export class PeerHealth {
           appliedIndex: 0,
           lastIndex: 0,
           version: '',
+          consoleUrl: '',
           error: 'not probed yet',
+          code: '',
         },
       );
     }
@@ -162,18 +169,21 @@ export class PeerHealth {
             appliedIndex: s.appliedIndex,
             lastIndex: s.lastIndex,
             version: s.version,
+            consoleUrl: s.consoleUrl,
             error: '',
+            code: '',
           });
         } catch (err) {
           const e = err as grpc.ServiceError;
-          const why = (e.details || e.message || String(err)).replace(/\s+/g, ' ').slice(0, 200);
+          const { code, sentence } = grpcErrorSentence(e, `node ${id}`);
           this.rows.set(id, {
-            ...(prev ?? { role: '', term: 0, leaderId: '', commitIndex: 0, appliedIndex: 0, lastIndex: 0, version: '', lastUpAtMs: 0 }),
+            ...(prev ?? { role: '', term: 0, leaderId: '', commitIndex: 0, appliedIndex: 0, lastIndex: 0, version: '', consoleUrl: '', lastUpAtMs: 0 }),
             id,
             address,
             up: false,
             checkedAtMs: Date.now(),
-            error: why,
+            error: sentence,
+            code,
           });
         }
       }),

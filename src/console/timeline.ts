@@ -22,7 +22,19 @@ export interface TimelineEvent {
   detail: string;
   /** The log index of an applied decision; 0 otherwise. */
   index: number;
+  /** How many times it happened: a retry of the same event to the same participant is counted here, not kept as a row. */
+  count: number;
+  /** When it last happened (= atMs for one); its detail is the last one's (the last error). */
+  lastAtMs: number;
 }
+
+/**
+ * Events a retry repeats: a DECISION resent to a participant that has not
+ * acknowledged, its failures, a status question repeated. They collapse into
+ * one row per kind and participant with a count, so an hour of retries is two
+ * rows, not hundreds.
+ */
+const REPEATED: ReadonlySet<TimelineKind> = new Set(['decision-sent', 'no-ack', 'status']);
 
 /** Transactions whose timelines are kept (the most recently begun or touched). */
 export const TIMELINE_TXNS_MAX = 2_000;
@@ -31,7 +43,7 @@ export const TIMELINE_EVENTS_MAX = 64;
 const DETAIL_CHARS_MAX = 200;
 
 export class TxnTimeline {
-  private readonly txns = new Map<string, { events: TimelineEvent[]; dropped: number }>();
+  private readonly txns = new Map<string, { events: TimelineEvent[]; dropped: number; repeats: Map<string, TimelineEvent> }>();
   private readonly oldest = new OldestFirst(this.txns);
 
   constructor(
@@ -39,25 +51,39 @@ export class TxnTimeline {
     private readonly eventsMax = TIMELINE_EVENTS_MAX,
   ) {}
 
-  record(txnId: string, e: Omit<TimelineEvent, 'participantId' | 'detail' | 'index'> & Partial<TimelineEvent>): void {
+  record(txnId: string, e: Pick<TimelineEvent, 'atMs' | 'kind'> & Partial<Omit<TimelineEvent, 'count' | 'lastAtMs'>>): void {
     let t = this.txns.get(txnId);
     if (t === undefined) {
       // The ring: the transaction recorded first leaves first.
       this.oldest.trimTo(this.txnsMax - 1);
-      t = { events: [], dropped: 0 };
+      t = { events: [], dropped: 0, repeats: new Map() };
       this.txns.set(txnId, t);
+    }
+    const participantId = e.participantId ?? '';
+    const detail = (e.detail ?? '').slice(0, DETAIL_CHARS_MAX);
+    const key = `${e.kind}\u0000${participantId}`;
+    const seen = REPEATED.has(e.kind) ? t.repeats.get(key) : undefined;
+    if (seen !== undefined) {
+      seen.count++;
+      seen.lastAtMs = e.atMs;
+      if (detail !== '') seen.detail = detail;
+      return;
     }
     if (t.events.length >= this.eventsMax) {
       t.dropped++;
       return;
     }
-    t.events.push({ atMs: e.atMs, kind: e.kind, participantId: e.participantId ?? '', detail: (e.detail ?? '').slice(0, DETAIL_CHARS_MAX), index: e.index ?? 0 });
+    const event: TimelineEvent = { atMs: e.atMs, kind: e.kind, participantId, detail, index: e.index ?? 0, count: 1, lastAtMs: e.atMs };
+    t.events.push(event);
+    if (REPEATED.has(e.kind)) t.repeats.set(key, event);
+    // An ACK ends that participant's retries: a later DECISION (after a leader change) starts a new row.
+    if (e.kind === 'ack') for (const k of REPEATED) t.repeats.delete(`${k}\u0000${participantId}`);
   }
 
   /** The events of `txnId` in the order they happened here, and how many were not kept; null when none is kept. */
   get(txnId: string): { events: TimelineEvent[]; dropped: number } | null {
     const t = this.txns.get(txnId);
-    return t === undefined ? null : { events: [...t.events], dropped: t.dropped };
+    return t === undefined ? null : { events: t.events.map((e) => ({ ...e })), dropped: t.dropped };
   }
 
   has(txnId: string): boolean {

@@ -268,6 +268,7 @@ async function compose(
     },
   });
   c.attach(sagas);
+  pages.showProducts(sagas, products.leases);
   open.add(() => sagas.close());
 
   const handover = new Handover(cfg, c, log);
@@ -286,7 +287,7 @@ async function compose(
     refusal: () => handover.refusal(),
     connection: (endpoint) => link.connection(endpoint),
     traces,
-    observeCommit: (seconds, answer) => pages.metrics?.observeCommit(seconds, answer),
+    observeCommit: (seconds, answer) => pages.observeCommit(seconds, answer),
   });
   // Clients' commit streams would otherwise hold the server for its whole grace period.
   open.add(() => streams.endAll());

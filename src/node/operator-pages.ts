@@ -16,10 +16,16 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { consoleHandler, type ConsoleNodeState } from '../console/api.ts';
+import { ConsoleActError, type ConsoleLeases, type ConsoleSaga, type ConsoleSagas } from '../console/product-api.ts';
+import type { LeaseTable } from '../lease/state.ts';
+import type { SagaError } from '../saga/engine.ts';
+import type { SagaRecord } from '../saga/state.ts';
 import { PeerHealth } from '../console/peer-health.ts';
 import { ConsoleListenError, serveConsole, type ConsoleServer } from '../console/server.ts';
 import { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
 import { ProtocolGaps } from './protocol-gaps.ts';
+import { CHART_EVERY_MS, CommitCharts } from '../console/charts.ts';
+import type { CommitAnswer } from './metrics.ts';
 import type { Access } from '../transport/auth.ts';
 import type { HistoryStore } from '../history/store.ts';
 import { MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
@@ -52,12 +58,17 @@ export class OperatorPages {
   readonly leaders = new LeaderHistory();
   /** Participants answering UNIMPLEMENTED to a method the cluster needs (./protocol-gaps.ts). */
   readonly gaps = new ProtocolGaps();
+  /** The last 15 minutes of commits, latencies, aborts, in doubt and unacked, sampled every 5 s (src/console/charts.ts). */
+  readonly charts = new CommitCharts();
+  private chartTimer: NodeJS.Timeout | null = null;
   /** Null until loadMetrics(). */
   metrics: NodeMetrics | null = null;
   sagaMetrics: SagaMetrics | null = null;
   private core: NodeCore | null = null;
   private link: ParticipantLink | null = null;
   private history: HistoryStore | null = null;
+  private sagas: ConsoleSagas | undefined;
+  private leases: (() => ConsoleLeases) | undefined;
   private readonly peerHealth: PeerHealth | null;
   private metricsServer: MetricsServer | null = null;
   private consoleServer: ConsoleServer | null = null;
@@ -92,6 +103,8 @@ export class OperatorPages {
       leaders: pages.leaders,
       health: pages.peerHealth,
       connection: (endpoint) => pages.link?.connection(endpoint) ?? '',
+      unansweredSince: (endpoint) => pages.link?.unansweredSinceAtMs(endpoint) ?? 0,
+      charts: pages.charts,
     });
     try {
       // With TLS the console's data goes only over its HTTPS listener: the plain-HTTP metrics listener serves /metrics alone.
@@ -116,6 +129,37 @@ export class OperatorPages {
     this.history = history;
     this.core = core;
     this.link = link;
+    if (this.peerHealth !== null && this.chartTimer === null) {
+      this.charts.begin(Date.now());
+      this.chartTimer = setInterval(() => this.sampleCharts(), CHART_EVERY_MS);
+      this.chartTimer.unref();
+    }
+  }
+
+  /** A commit answered by this node: into the metrics, and the console's latency chart. */
+  observeCommit(seconds: number, answer: CommitAnswer): void {
+    this.metrics?.observeCommit(seconds, answer);
+    this.charts.observeLatency(seconds * 1000);
+  }
+
+  private sampleCharts(): void {
+    const c = this.core;
+    if (c === null) return;
+    const e = c.engine;
+    const counters = e.counters();
+    this.charts.sample(Date.now(), {
+      committed: counters.committed,
+      aborted: { ...counters.aborted },
+      inDoubt: e.isLeader() ? e.list('in-doubt', IN_DOUBT_COUNTED_MAX).length : 0,
+      unacked: e.isLeader() ? e.phases().delivering : 0,
+      leader: e.isLeader(),
+    });
+  }
+
+  /** From now on the console shows these products: sagas (list, one saga, retry, resolve) and leases. */
+  showProducts(sagas: SagaWiring, leases: LeaseTable): void {
+    this.sagas = consoleSagas(sagas);
+    this.leases = () => ({ clockAtMs: leases.clockAtMs, leases: [...leases.leases.values()].map((l) => ({ ...l })) });
   }
 
   /** Loads prom-client and the node's metrics (after start-up: see the top of this file). */
@@ -145,6 +189,8 @@ export class OperatorPages {
   }
 
   async close(): Promise<void> {
+    if (this.chartTimer !== null) clearInterval(this.chartTimer);
+    this.chartTimer = null;
     this.peerHealth?.close();
     await this.metricsServer?.close();
     await this.consoleServer?.close();
@@ -162,8 +208,60 @@ export class OperatorPages {
       members: c.membership,
       transferWaitMs: transferWaitMs(this.cfg),
       transferLeader: (to, timeoutMs) => transferLeadership(this.cfg, driver, to, timeoutMs),
+      ...(this.sagas !== undefined ? { sagas: this.sagas } : {}),
+      ...(this.leases !== undefined ? { leases: this.leases } : {}),
     };
   }
+}
+
+/** The in-doubt chart counts up to this many (a list of them is built each sample). */
+const IN_DOUBT_COUNTED_MAX = 10_000;
+
+/** A saga record in the console's words (src/console/api.ts ConsoleSaga). */
+function consoleSaga(s: SagaRecord): ConsoleSaga {
+  return {
+    sagaId: s.id,
+    state: s.state,
+    type: s.type ?? '',
+    labels: { ...(s.labels ?? {}) },
+    startedAtMs: s.startedAtMs,
+    endedAtMs: s.endedAtMs,
+    stuck: s.stuck === null ? null : { ...s.stuck },
+    steps: s.steps.map((d, k) => {
+      // A step's failed calls: its compensation's once it is being compensated, else its action's.
+      const tries = (s.tries ?? []).filter((t) => t.step === k).sort((a, b) => b.lastFailureAtMs - a.lastFailureAtMs)[0];
+      return {
+        service: d.service,
+        name: d.name,
+        status: s.status[k] ?? 'pending',
+        attempts: tries?.attempts ?? 0,
+        lastError: tries?.lastError ?? '',
+        lastFailureAtMs: tries?.lastFailureAtMs ?? 0,
+      };
+    }),
+    timeline: s.timeline.map((e) => ({ atMs: e.atMs, index: e.index, what: e.what, step: e.step ?? -1, kind: e.kind ?? '', detail: e.detail ?? '', operator: e.operator ?? '' })),
+  };
+}
+
+/** The saga product as the console reads it and acts on it. */
+function consoleSagas(w: SagaWiring): ConsoleSagas {
+  const act = (run: (cb: (err: SagaError | null, saga?: SagaRecord) => void) => void): Promise<ConsoleSaga | null> =>
+    new Promise((ok, fail) =>
+      run((err, saga) => {
+        if (err === null) return ok(saga === undefined ? null : consoleSaga(saga));
+        fail(new ConsoleActError(err.code === 'exhausted' ? 'precondition' : err.code, err.message));
+      }),
+    );
+  return {
+    isLeader: () => w.engine.isLeader(),
+    list: () => [...w.table.sagas.values()].map(consoleSaga),
+    get: (id) => {
+      const s = w.table.sagas.get(id);
+      return s === undefined ? null : consoleSaga(s);
+    },
+    retry: (id, operator, reason) => act((cb) => w.engine.retry(id, operator, reason, cb)),
+    resolve: (id, step, as, operator, reason) => act((cb) => w.engine.resolve(id, step, as, operator, reason, cb)),
+  };
 }
 
 /**

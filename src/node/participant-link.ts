@@ -61,7 +61,12 @@ const CHANNELS_MAX = 256;
 interface Channel {
   client: ParticipantClient;
   exchange: ParticipantExchange;
+  /** When the first request still without any answer was sent; 0 when the participant answered everything sent before its last answer. */
+  unansweredSinceAtMs: number;
 }
+
+/** Failures that are no answer from the participant (the call never reached it, or it said nothing in time). */
+const NO_ANSWER: ReadonlySet<number> = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED]);
 
 /** A channel per participant id and endpoint: the id is what its server certificate must name. */
 function channelKey(id: string, endpoint: string): string {
@@ -98,7 +103,7 @@ export class ParticipantLink {
     }
     const { endpoint } = to;
     const client = new ParticipantClient(endpoint, this.credentials?.(to.id));
-    c = { client, exchange: new ParticipantExchange(client.channel, endpoint) };
+    c = { client, exchange: new ParticipantExchange(client.channel, endpoint), unansweredSinceAtMs: 0 };
     this.clients.set(key, c);
     if (this.clients.size > CHANNELS_MAX) {
       const [oldest, oc] = this.clients.entries().next().value as [string, Channel];
@@ -109,40 +114,66 @@ export class ParticipantLink {
     return c;
   }
 
+  /**
+   * Notes a request sent on `c` and returns the callback that notes its
+   * answer: any answer (a vote, an ACK, the participant's own refusal)
+   * clears the silence; a failure that never reached it (or reached it and
+   * got nothing back in time) does not.
+   */
+  private asked<A extends unknown[]>(c: Channel, cb: (err: Error | null, ...rest: A) => void): (err: Error | null, ...rest: A) => void {
+    if (c.unansweredSinceAtMs === 0) c.unansweredSinceAtMs = Date.now();
+    return (err, ...rest) => {
+      const e = err as (Partial<grpc.ServiceError> & { answered?: boolean }) | null;
+      if (e === null || e.answered === true || (e.code !== undefined && !NO_ANSWER.has(e.code))) c.unansweredSinceAtMs = 0;
+      cb(err, ...rest);
+    };
+  }
+
+  /**
+   * Since when the participant at `endpoint` has not answered anything this
+   * node asked of it (0: it answered everything, or nothing was asked). A
+   * stopped process keeps its TCP connection "connected"; this is what shows it.
+   */
+  unansweredSinceAtMs(endpoint: string): number {
+    let since = 0;
+    for (const [key, ch] of this.clients) if (key.endsWith(`\u0000${endpoint}`)) since = ch.unansweredSinceAtMs;
+    return since;
+  }
+
   /** `trace`: the context the participant continues, sent as metadata (the request then goes as a unary call, which carries it). */
   prepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, trace: TraceContext | undefined, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void {
+    const c = this.channel(to);
     const md = trace === undefined ? undefined : traceToMetadata(trace);
-    this.client(to).prepare(
-      prepareToWire({ clusterId: this.clusterId, ...req }),
-      timeoutMs,
-      (err, w) => {
-        if (err !== null) return cb(neverSent(err) ? new NotDeliveredError(to.id, `PREPARE never reached participant ${to.id}: ${err.message}`) : named(to, 'Prepare', err));
-        if (w === undefined) return cb(new Error(`participant ${to.id} answered PREPARE without a vote`));
-        const v = voteFromWire(w);
-        if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
-        cb(null, { vote: v.vote, reason: v.reason });
-      },
-      md,
-    );
+    // The silence is judged on the raw error (its gRPC code); the engine hears it named.
+    const answered = this.asked(c, (err: Error | null, w?: Parameters<Parameters<ParticipantExchange['prepare']>[2]>[1]) => {
+      if (err !== null) return cb(neverSent(err) ? new NotDeliveredError(to.id, `PREPARE never reached participant ${to.id}: ${err.message}`) : named(to, 'Prepare', err));
+      if (w === undefined) return cb(new Error(`participant ${to.id} answered PREPARE without a vote`));
+      const v = voteFromWire(w);
+      if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
+      cb(null, { vote: v.vote, reason: v.reason });
+    });
+    c.exchange.prepare(prepareToWire({ clusterId: this.clusterId, ...req }), timeoutMs, answered, md);
   }
 
   decide(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, trace: TraceContext | undefined, cb: (err: Error | null) => void): void {
+    const c = this.channel(to);
     const md = trace === undefined ? undefined : traceToMetadata(trace);
-    this.client(to).decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, (err) => cb(err === null ? null : named(to, 'Decide', err)), this.decisionLingerMs, md);
+    const answered = this.asked(c, (err: Error | null) => cb(err === null ? null : named(to, 'Decide', err)));
+    c.exchange.decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, answered, this.decisionLingerMs, md);
   }
 
   /** The status question of parallel commit's recovery: a unary call, rare (only after a leader change). */
   status(to: ParticipantRecord, txnId: string, timeoutMs: number, cb: (err: Error | null, status?: TxnStatus) => void): void {
-    this.channel(to)
-      .client.status({ clusterId: this.clusterId, txnId, participantId: to.id }, timeoutMs)
-      .then(
-        (w) => {
-          const s = statusFromWire(w);
-          if (s === null) return cb(new Error(`participant ${to.id} answered an invalid status ${JSON.stringify(w.status)}`));
-          cb(null, s);
-        },
-        (err: Error) => cb(named(to, 'Status', err)),
-      );
+    const c = this.channel(to);
+    const answered = this.asked(c, (err: Error | null, s?: ReturnType<typeof statusFromWire>) => (err !== null ? cb(named(to, 'Status', err)) : cb(null, s ?? undefined)));
+    c.client.status({ clusterId: this.clusterId, txnId, participantId: to.id }, timeoutMs).then(
+      (w) => {
+        const s = statusFromWire(w);
+        if (s === null) return cb(new Error(`participant ${to.id} answered an invalid status ${JSON.stringify(w.status)}`));
+        answered(null, s);
+      },
+      (err: Error) => answered(err),
+    );
   }
 
   /**

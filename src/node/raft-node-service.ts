@@ -92,6 +92,17 @@ export function toServiceError(members: Membership, err: Error): grpc.ServiceErr
   return Object.assign(new Error(err.message), { code, details: err.message, metadata: new grpc.Metadata() });
 }
 
+/**
+ * Where this node's web console answers, as configured: the HTTPS console
+ * with TLS, else consoleListen or the metrics listener; '' when none. A
+ * wildcard host (0.0.0.0, ::) is kept: the page puts the host it was opened
+ * by in its place.
+ */
+export function consoleUrlOf(cfg: Pick<NodeConfig, 'consoleListen' | 'metricsListen' | 'tls'>): string {
+  if (cfg.consoleListen !== null) return `${cfg.tls !== null ? 'https' : 'http'}://${cfg.consoleListen}/`;
+  return cfg.tls === null && cfg.metricsListen !== null ? `http://${cfg.metricsListen}/` : '';
+}
+
 export function raftNodeApi(cfg: NodeConfig, core: BoundedLog, members: Membership, d: Driver<unknown>, sm: NodeStateMachine, address: string, access: Access): RaftNodeHandlers {
   return {
     Status: (_call: grpc.ServerUnaryCall<unknown, NodeStatus>, cb: grpc.sendUnaryData<NodeStatus>) => {
@@ -109,6 +120,7 @@ export function raftNodeApi(cfg: NodeConfig, core: BoundedLog, members: Membersh
         firstIndex: s.firstIndex,
         pid: process.pid,
         version: packageVersion(),
+        consoleUrl: consoleUrlOf(cfg),
         // Only the leader tracks replication progress; any other node lists
         // the members it was configured with, so that `verdict status` finds
         // the whole cluster from any one address.

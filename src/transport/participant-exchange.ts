@@ -65,7 +65,8 @@ export class ParticipantExchange {
       },
       answerId: (a) => a.id,
       settle: (a, req) => {
-        if (a.error) return { error: serviceError(a.error.code, a.error.details) };
+        // The participant's own error, answered on the stream: `answered` tells it from a connection that failed (src/node/participant-link.ts).
+        if (a.error) return { error: Object.assign(serviceError(a.error.code, a.error.details), { answered: true }) };
         const res = req.prepare ? a.vote : a.ack;
         if (!res) return { error: serviceError(grpc.status.INTERNAL, `participant ${endpoint} answered request ${a.id} without a ${req.prepare ? 'vote' : 'ack'}`) };
         return { value: res };

@@ -27,6 +27,8 @@ const FIXED32 = 5;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** A version string is a semver, a few dozen characters at most. */
 const VERSION_CHARS_MAX = 64;
+/** A console URL is a scheme, a host and a port. */
+const CONSOLE_URL_CHARS_MAX = 300;
 
 class Reader {
   pos = 0;
@@ -134,7 +136,22 @@ function decodePeer(buf: Uint8Array, i: number): PeerStatus {
 
 /** A NodeStatus message's bytes, decoded and checked. */
 export function decodeNodeStatus(buf: Uint8Array): NodeStatus {
-  const s: NodeStatus = { clusterId: '', nodeId: '', address: '', role: '', term: 0, leaderId: '', commitIndex: 0, appliedIndex: 0, lastIndex: 0, firstIndex: 0, peers: [], pid: 0, version: '' };
+  const s: NodeStatus = {
+    clusterId: '',
+    nodeId: '',
+    address: '',
+    role: '',
+    term: 0,
+    leaderId: '',
+    commitIndex: 0,
+    appliedIndex: 0,
+    lastIndex: 0,
+    firstIndex: 0,
+    peers: [],
+    pid: 0,
+    version: '',
+    consoleUrl: '',
+  };
   const r = new Reader(buf, 'NodeStatus');
   r.fields((n, wt) => {
     if (n === 1) s.clusterId = r.stringField(wt, 'cluster_id');
@@ -156,6 +173,9 @@ export function decodeNodeStatus(buf: Uint8Array): NodeStatus {
     } else if (n === 13) {
       s.version = r.stringField(wt, 'version');
       if (s.version.length > VERSION_CHARS_MAX) r.fail(`version is ${s.version.length} characters, more than ${VERSION_CHARS_MAX}`);
+    } else if (n === 14) {
+      s.consoleUrl = r.stringField(wt, 'console_url');
+      if (s.consoleUrl.length > CONSOLE_URL_CHARS_MAX) r.fail(`console_url is ${s.consoleUrl.length} characters, more than ${CONSOLE_URL_CHARS_MAX}`);
     } else return false;
     return true;
   });

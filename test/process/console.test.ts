@@ -19,8 +19,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tlsCredentials } from '../../src/client/tls.ts';
 import { VerdictClient } from '../../src/client/client.ts';
 import { certDir, TestCa } from '../tls-certs.ts';
-import { Cluster, freePorts, ROOT, uniqueClusterId, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { BIN, Cluster, fileTempDir, freePorts, ROOT, uniqueClusterId, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
 import { startParticipants, type Participants } from './ops-helpers.ts';
+import pino from 'pino';
+import { CoordinatorConnection } from '../../src/client/connection.ts';
+import { LeaseKeeper } from '../../src/outbox/lease-keeper.ts';
+import { startStepService, type StepService } from '../../src/saga/step-service.ts';
 
 useProcessCleanup();
 
@@ -124,11 +129,17 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       expect(at('decided —')).toBeGreaterThan(at(`vote ${p}`));
       expect(at(`ack ${p}`)).toBeGreaterThan(at('decided —'));
     }
+    // A decided transaction offers no Resolve form, and says why.
+    await page.locator('[data-note=resolve]').filter({ hasText: 'No resolve here: this transaction is decided (committed)' }).waitFor({ timeout: SHOWS_MS });
+    expect(await page.getByRole('button', { name: 'Resolve' }).isVisible()).toBe(false);
     await page.screenshot({ path: join(SHOTS, 'console-transaction.png'), fullPage: true });
 
     // Bad input: a resolve with no reason, an unknown transaction, API parameters out of range.
-    await page.getByRole('button', { name: 'Resolve' }).click();
-    await page.getByRole('alert').filter({ hasText: 'needs a reason' }).waitFor({ timeout: SHOWS_MS });
+    const noReason = await page.evaluate(async (id) => {
+      const r = await fetch(`/api/transactions/${id}/resolve`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ outcome: 'abort', reason: ' ' }) });
+      return { status: r.status, body: (await r.json()) as { error: string } };
+    }, open1.txnId);
+    expect(noReason).toEqual({ status: 400, body: { error: 'a resolve needs a reason: it is recorded in the log with who asked and when' } });
     await page.goto(consoleUrl(leader, 'txn/no-such-txn-42'));
     await page.getByRole('alert').filter({ hasText: 'no transaction "no-such-txn-42" is known' }).waitFor({ timeout: SHOWS_MS });
     const bad = await page.evaluate(async () => {
@@ -177,10 +188,27 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     const { node: current } = await c.waitForLeader({ notId: leader.id });
     expect(current.id).toBe(heir.id);
 
-    // A follower's cluster page while the leader is SIGKILLed: the new leader within seconds, the old one shown down.
+    // A follower's cluster page: leader-only figures are "on the leader", linked to the leader's console; no action is offered.
     const follower = c.nodes.find((n) => n !== current)!;
     const watch = await open(follower, 'cluster');
     await watch.locator('[data-field=leader]').filter({ hasText: current.id }).waitFor({ timeout: SHOWS_MS });
+    for (const field of ['in-flight', 'unacked']) {
+      const link = watch.locator(`[data-field=${field}] a[data-leader-link=${current.id}]`);
+      await link.waitFor({ timeout: SHOWS_MS });
+      expect(await link.textContent()).toBe('on the leader');
+      expect(await link.getAttribute('href')).toBe(`http://${current.metricsAddress}/#cluster`);
+    }
+    await watch.locator('[data-note=follower]').filter({ hasText: 'is a follower' }).waitFor({ timeout: SHOWS_MS });
+    expect(await watch.getByRole('button', { name: /Transfer leadership/ }).count()).toBe(0);
+    await watch.screenshot({ path: join(SHOTS, 'console-follower.png'), fullPage: true });
+    // The follower's page of a transaction in flight on the leader: no Resolve form, a link to it on the leader.
+    const pending = await client.begin({ timeoutMs: 120_000 });
+    const ft = await open(follower, `txn/${pending.txnId}`);
+    await ft.locator(`[data-note=resolve] a[data-leader-link=${current.id}]`).waitFor({ timeout: SHOWS_MS });
+    expect(await ft.locator('[data-note=resolve] a').getAttribute('href')).toBe(`http://${current.metricsAddress}/#txn/${pending.txnId}`);
+    expect(await ft.getByRole('button', { name: 'Resolve' }).isVisible()).toBe(false);
+    await ft.close();
+
     await current.kill('SIGKILL');
     const { node: next } = await c.waitForLeader({ notId: current.id });
     await watch.locator('[data-field=leader]').filter({ hasText: next.id }).waitFor({ timeout: SHOWS_MS });
@@ -188,6 +216,237 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     const changes = await watch.locator('table').filter({ hasText: 'Leaders node' }).locator('tbody tr').allInnerTexts();
     expect(changes[0]).toMatch(new RegExp(`\\b${next.id}$`));
     await watch.close();
+
+    // The new leader's page offers no "make leader" to the node that is down, and says why.
+    const np = await open(next, 'cluster');
+    await np
+      .locator(`[data-no-action=${current.id}]`)
+      .filter({ hasText: `${current.id} is down` })
+      .waitFor({ timeout: SHOWS_MS });
+    expect(await np.getByRole('button', { name: `Transfer leadership to ${current.id}` }).count()).toBe(0);
+    await np.screenshot({ path: join(SHOTS, 'console-node-down.png'), fullPage: true });
+    await np.close();
+  });
+
+  it('shows a frozen participant silent with its age, and a retried DECISION as one row with a count and the error as a sentence', async () => {
+    const { node: leader } = await c.waitForLeader();
+    // A participant process that registers, then is frozen (SIGSTOP): its TCP connection stays, it answers nothing.
+    const frozen: ChildProcess = spawn(
+      process.execPath,
+      [
+        BIN,
+        'participant',
+        '--id',
+        'frozen',
+        '--listen',
+        '127.0.0.1:0',
+        '--data',
+        fileTempDir('verdict-console-frozen-'),
+        '--cluster-id',
+        c.clusterId,
+        '--endpoints',
+        c.nodes
+          .filter((n) => n.running)
+          .map((n) => n.address)
+          .join(','),
+        '--log-level',
+        'info',
+        '--insecure',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const ledger = parts.runtimes.get('ledger')!;
+    const commitOf = ledger.resource.commit.bind(ledger.resource);
+    try {
+      let out = '';
+      for (const stream of [frozen.stdout, frozen.stderr]) stream?.setEncoding('utf8').on('data', (d: string) => (out += d));
+      await waitFor(
+        'the frozen participant registered',
+        SHOWS_MS,
+        async () => (/registered with the cluster/.test(out) ? true : undefined),
+        () => out.slice(-2_000),
+      );
+      frozen.kill('SIGSTOP');
+      // Asked to PREPARE, it never answers: the leader aborts at its call deadline; the page shows the silence before that.
+      const stuck = client
+        .begin({ timeoutMs: 120_000 })
+        .then((t) =>
+          t
+            .enlist('frozen', { set: { k: 'v' } })
+            .enlist('shop', { set: { 'sku-2': '1' } })
+            .commit(),
+        )
+        .catch((err: Error) => err);
+      const page = await open(leader, 'participants');
+      const silent = page.getByRole('row').filter({ hasText: 'frozen' }).locator('[data-state=silent]');
+      await silent.waitFor({ timeout: SHOWS_MS });
+      expect(await silent.textContent()).toMatch(/^silent for \d+ s \(asked at [\d:.]+, no answer since\)$/);
+      // The others answered everything: connected, not silent.
+      for (const id of ['shop', 'ledger']) expect(await page.getByRole('row').filter({ hasText: id }).locator('[data-state]').getAttribute('data-state')).not.toBe('silent');
+      await page.screenshot({ path: join(SHOTS, 'console-participants.png'), fullPage: true });
+      await stuck;
+
+      // ledger fails to apply COMMIT for a while: the leader resends the DECISION; the page shows one row per kind with the count.
+      let failing = true;
+      ledger.resource.commit = (txnId, cb) => (failing ? cb(new Error('the ledger disk is full')) : commitOf(txnId, cb));
+      const t = await (await client.begin({ timeoutMs: 10_000 }))
+        .enlist('shop', { set: { 'sku-3': '1' } })
+        .enlist('ledger', { set: { 'acct-1': '5' } })
+        .commit();
+      expect(t.outcome).toBe('COMMITTED');
+      await page.goto(consoleUrl(leader, `txn/${t.txnId}`));
+      const rows = page.locator('table').filter({ hasText: 'Events node' }).locator('tbody tr');
+      const noAck = rows.filter({ hasText: 'no-ack' }).filter({ hasText: 'ledger' });
+      await waitFor('three failed DECISIONs to ledger', SHOWS_MS, async () =>
+        Number(
+          (await noAck
+            .locator('[data-repeat]')
+            .getAttribute('data-repeat')
+            .catch(() => '0')) ?? 0,
+        ) >= 3
+          ? true
+          : undefined,
+      );
+      failing = false;
+      await waitFor('the ACK of ledger', SHOWS_MS, async () => ((await rows.allInnerTexts()).some((r) => /\tack\tledger\t/.test(r)) ? true : undefined));
+      expect(await noAck.count()).toBe(1);
+      expect(await rows.filter({ hasText: 'decision-sent' }).filter({ hasText: 'ledger' }).count()).toBe(1);
+      // The error as a sentence led by its gRPC code, the participant's words kept; no raw "13 INTERNAL:" text.
+      const detail = (await noAck.locator('td').nth(3).textContent()) ?? '';
+      expect(detail).toMatch(/^[A-Z_]+: .*ledger disk is full/);
+      expect(detail).not.toMatch(/^\d+ /);
+      await page.screenshot({ path: join(SHOTS, 'console-retries.png'), fullPage: true });
+      await page.close();
+    } finally {
+      ledger.resource.commit = commitOf;
+      frozen.kill('SIGKILL');
+    }
+  });
+
+  it('pages for sagas (a stuck one retried and resolved from the page), outbox relays with their leases, and charts of the last minutes', async () => {
+    const t = await Cluster.start({
+      nodes: 1,
+      metrics: true,
+      configExtra: () => ({ sagaStuckAfterAttempts: 2, sagaRetryMinMs: 300, sagaRetryMaxMs: 300, sagaActionAbandonAfterMs: 0 }),
+    });
+    const { node } = await t.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
+    const [port] = await freePorts(1);
+    let services: StepService | null = null;
+    const tParts = await startParticipants(t, ['cart']);
+    const conn = new CoordinatorConnection([node.address], { callTimeoutMs: 20_000, insecure: true });
+    const tClient = new VerdictClient({ insecure: true, endpoints: [node.address], callTimeoutMs: 20_000 });
+    const relay = new LeaseKeeper({ conn, prefix: 'outbox/orders', partitions: 4, holder: 'relay-a', ttlMs: 60_000 });
+    try {
+      services = await startStepService({
+        clusterId: t.clusterId,
+        serviceId: 'pay',
+        listen: `127.0.0.1:${port}`,
+        endpointsOfCluster: [node.address],
+        dataDir: join(fileTempDir('verdict-console-saga-'), 'pay'),
+        logger: pino({ level: 'silent' }),
+        insecure: true,
+        registerRetryMs: 200,
+        handlers: {
+          debit: {
+            action: () => ({ status: 'done', output: 'debited', effect: 'debit' }),
+            compensate: () => {
+              throw new Error('refund system unreachable');
+            },
+          },
+          ship: { action: () => ({ status: 'failed', reason: 'out of stock' }), compensate: () => ({ status: 'done', output: '', effect: '' }) },
+        },
+      });
+      await services.registered;
+      await tClient.saga({
+        id: 'refund-7731',
+        type: 'order-refund',
+        labels: { order: 'ORD-7731' },
+        steps: [
+          { service: 'pay', name: 'debit' },
+          { service: 'pay', name: 'ship' },
+        ],
+      });
+
+      // The sagas page: the stuck one, with its call and last error.
+      const page = await open(node, 'sagas');
+      await page.getByLabel('Show').selectOption('stuck');
+      const stuckCell = page.locator('[data-stuck="refund-7731"]');
+      await stuckCell.waitFor({ timeout: SHOWS_MS });
+      expect(await stuckCell.textContent()).toMatch(/^stuck on step 0 compensate after \d+ attempts$/);
+      expect(await page.getByRole('row').filter({ hasText: 'refund-7731' }).textContent()).toMatch(/refund system unreachable/);
+      await page.screenshot({ path: join(SHOTS, 'console-sagas.png'), fullPage: true });
+
+      // One saga: its steps with attempts and last error, its timeline; retry, then resolve by hand, each with a reason.
+      await page.getByRole('link', { name: 'refund-7731' }).click();
+      await page.locator('[data-step-status="1"]').filter({ hasText: 'failed' }).waitFor({ timeout: SHOWS_MS });
+      await page.locator('[data-step-status="0"]').filter({ hasText: 'compensating' }).waitFor({ timeout: SHOWS_MS });
+      const step0 = page.locator('table').filter({ hasText: 'failed attempts' }).locator('tbody tr').first();
+      expect(await step0.textContent()).toMatch(/refund system unreachable/);
+      await page.getByRole('button', { name: 'Retry now' }).waitFor({ timeout: SHOWS_MS });
+      await page.screenshot({ path: join(SHOTS, 'console-saga.png'), fullPage: true });
+      await page.getByRole('button', { name: 'Retry now' }).click();
+      await page.getByRole('alert').filter({ hasText: 'a saga retry needs a reason' }).waitFor({ timeout: SHOWS_MS });
+      await page.getByLabel('Reason (recorded in the log)').fill('refund system is back');
+      await page.getByRole('button', { name: 'Retry now' }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: /^Retried by console user via console of n1/ })
+        .waitFor({ timeout: SHOWS_MS });
+      // Still failing: stuck again after two attempts; then marked compensated by hand.
+      const resolveButton = page.getByRole('button', { name: 'Mark step 0 compensated by hand' });
+      await resolveButton.waitFor({ timeout: SHOWS_MS });
+      await page.getByLabel('Reason (recorded in the log)').fill('refunded by hand, ticket 4711');
+      // Offered only while it is stuck: a click between its attempts may be refused (and says so); click until it is taken.
+      await waitFor('the saga compensated by hand', SHOWS_MS, async () => {
+        if (
+          (await page
+            .locator('[data-field=saga-state]')
+            .filter({ hasText: /^compensated$/ })
+            .count()) > 0
+        )
+          return true;
+        if (await resolveButton.isVisible()) await resolveButton.click();
+        return undefined;
+      });
+      // Ended: no act is offered any more, and the page says why.
+      await page.locator('[data-note=saga-acts]').filter({ hasText: 'this saga is compensated and not stuck' }).waitFor({ timeout: SHOWS_MS });
+      expect(await page.getByRole('table').filter({ hasText: 'What the log applied' }).textContent()).toMatch(/refunded by hand, ticket 4711|console user/);
+
+      // Outbox relays, read from their partition leases.
+      await relay.refresh();
+      expect([...relay.owned().keys()].sort()).toEqual([0, 1, 2, 3]);
+      await page.goto(consoleUrl(node, 'leases'));
+      const relayRow = page.locator('table').filter({ hasText: 'Relays, read from' }).getByRole('row').filter({ hasText: 'outbox/orders' }).filter({ hasText: 'relay-a' });
+      await relayRow.waitFor({ timeout: SHOWS_MS });
+      expect(await relayRow.textContent()).toMatch(/0, 1, 2, 3/);
+      await page.locator('[data-lease="outbox/orders/p3"]').waitFor({ timeout: SHOWS_MS });
+      await page.screenshot({ path: join(SHOTS, 'console-leases.png'), fullPage: true });
+
+      // Charts: commits, latency, aborts, in doubt, unacked, from samples every 5 s.
+      for (let i = 0; i < 20; i++) await (await tClient.begin({ timeoutMs: 10_000 })).enlist('cart', { set: { [`k${i}`]: String(i) } }).commit();
+      let charted = '';
+      await waitFor(
+        'chart samples with commits and their latency',
+        30_000,
+        async () => {
+          const r = (await (await fetch(`http://${node.metricsAddress}/api/charts`)).json()) as { samples: { commitsPerS: number; p50Ms: number | null }[] };
+          charted = JSON.stringify(r.samples.slice(-8));
+          return r.samples.some((x) => x.commitsPerS > 0) && r.samples.some((x) => x.p50Ms !== null) ? true : undefined;
+        },
+        () => charted,
+      );
+      await page.goto(consoleUrl(node, 'charts'));
+      for (const title of ['commits', 'commit latency', 'aborts by reason', 'in doubt', 'unacked']) await page.locator(`figure[data-chart="${title}"] svg`).waitFor({ timeout: SHOWS_MS });
+      expect(await page.locator('figure[data-chart="commits"] polyline').count()).toBeGreaterThan(0);
+      await page.screenshot({ path: join(SHOTS, 'console-charts.png'), fullPage: true });
+      await page.close();
+    } finally {
+      await relay.releaseAll().catch(() => undefined);
+      conn.close();
+      tClient.close();
+      await services?.stop();
+      await tParts.stop();
+    }
   });
 
   it('with TLS: HTTPS with client certificates; a non-admin certificate is refused on screen, an admin resolves; plain HTTP refuses and says why', async () => {

@@ -28,6 +28,7 @@ function status(nodeId: string, peers: string[]): NodeStatus {
     peers: peers.map((p) => ({ nodeId: p, address: '', matchIndex: 0, nextIndex: 0, state: 'probe' })),
     pid: 1,
     version: '',
+    consoleUrl: '',
   };
 }
 

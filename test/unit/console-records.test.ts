@@ -31,6 +31,32 @@ describe('console timeline', () => {
     expect(t.has('t4')).toBe(true);
   });
 
+  it('collapses retries of a DECISION into one row per kind and participant, with a count, the last time and the last error', () => {
+    const t = new TxnTimeline(10, 64);
+    t.record('r', { atMs: 1, kind: 'decided', index: 5, detail: 'COMMIT' });
+    for (let i = 0; i < 64; i++) {
+      t.record('r', { atMs: 10 + 2 * i, kind: 'decision-sent', participantId: 'shop', detail: 'COMMIT' });
+      t.record('r', { atMs: 11 + 2 * i, kind: 'no-ack', participantId: 'shop', detail: `14 UNAVAILABLE: attempt ${i}` });
+    }
+    t.record('r', { atMs: 500, kind: 'decision-sent', participantId: 'ledger', detail: 'COMMIT' });
+    t.record('r', { atMs: 501, kind: 'ack', participantId: 'ledger' });
+    t.record('r', { atMs: 600, kind: 'decision-sent', participantId: 'shop', detail: 'COMMIT' });
+    t.record('r', { atMs: 601, kind: 'ack', participantId: 'shop' });
+    // After its ACK a participant's next DECISION (a new leader resending) is a new row.
+    t.record('r', { atMs: 700, kind: 'decision-sent', participantId: 'shop', detail: 'COMMIT' });
+    const r = t.get('r');
+    expect(r?.dropped).toBe(0);
+    expect(r?.events.map((e) => [e.kind, e.participantId, e.count, e.atMs, e.lastAtMs, e.detail])).toEqual([
+      ['decided', '', 1, 1, 1, 'COMMIT'],
+      ['decision-sent', 'shop', 65, 10, 600, 'COMMIT'],
+      ['no-ack', 'shop', 64, 11, 137, '14 UNAVAILABLE: attempt 63'],
+      ['decision-sent', 'ledger', 1, 500, 500, 'COMMIT'],
+      ['ack', 'ledger', 1, 501, 501, ''],
+      ['ack', 'shop', 1, 601, 601, ''],
+      ['decision-sent', 'shop', 1, 700, 700, 'COMMIT'],
+    ]);
+  });
+
   it('clips long details (a vote reason comes from a participant)', () => {
     const t = new TxnTimeline();
     t.record('x', { atMs: 0, kind: 'vote', detail: 'n'.repeat(10_000) });

@@ -28,6 +28,7 @@ const STATUS: NodeStatus = {
   peers: [{ nodeId: 'n2', address: '127.0.0.1:2', matchIndex: 12, nextIndex: 13, state: 'replicate' }],
   pid: 4242,
   version: '0.1.0',
+  consoleUrl: 'http://127.0.0.1:9464/',
 };
 
 const stops: (() => Promise<void>)[] = [];

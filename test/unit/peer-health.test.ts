@@ -36,6 +36,7 @@ async function peer(nodeId: string): Promise<{ address: string; calls: () => num
     peers: [],
     pid: 1,
     version: '',
+    consoleUrl: '',
   });
   const s = await statusServer((_call, cb: grpc.sendUnaryData<NodeStatus>) => {
     calls++;

@@ -27,6 +27,7 @@ const statusArb: fc.Arbitrary<NodeStatus> = fc.record({
   peers: fc.array(peerArb, { maxLength: 6 }),
   pid: fc.nat({ max: 0xffff_ffff }),
   version: fc.string({ maxLength: 64 }),
+  consoleUrl: fc.string({ maxLength: 300 }),
 });
 
 /** A tag: field number and wire type. */

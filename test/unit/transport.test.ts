@@ -519,6 +519,7 @@ describe('RaftNode admin API', () => {
       peers: [{ nodeId: 'n2', address: '127.0.0.1:7002', matchIndex: 10, nextIndex: 11, state: 'replicate' }],
       pid: 4242,
       version: '0.1.0',
+      consoleUrl: '',
     };
     const store = new Map<string, Uint8Array>();
     const members: Members['members'] = [{ nodeId: 'n1', address: '127.0.0.1:7001', voter: true, matchIndex: 10, state: 'replicate' }];

@@ -17,6 +17,7 @@ export interface NodeStatus {
   'peers'?: (_verdict_raft_PeerStatus)[];
   'pid'?: (number);
   'version'?: (string);
+  'consoleUrl'?: (string);
 }
 
 export interface NodeStatus__Output {
@@ -33,4 +34,5 @@ export interface NodeStatus__Output {
   'peers': (_verdict_raft_PeerStatus__Output)[];
   'pid': (number);
   'version': (string);
+  'consoleUrl': (string);
 }
