@@ -14,6 +14,8 @@ describe('resource kind of a participant', () => {
     expect(t.apply({ t: 'register', id: 'shop', endpoint: '127.0.0.1:1', atMs: 5, kind: 'postgres' }, 1)).toEqual({
       t: 'register',
       participant: { id: 'shop', endpoint: '127.0.0.1:1', registeredAtMs: 5, resourceKind: 'postgres', serves: [] },
+      // Not a participant removed with --force coming back.
+      returned: false,
     });
     t.apply({ t: 'register', id: 'shop', endpoint: '127.0.0.1:1', atMs: 9, kind: 'mysql' }, 2);
     expect(t.participants.get('shop')).toEqual({ id: 'shop', endpoint: '127.0.0.1:1', registeredAtMs: 5, resourceKind: 'mysql', serves: [] });
