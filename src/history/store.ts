@@ -241,8 +241,9 @@ export class HistoryStore {
         this.hot.set(ids[i], r);
         dirty.add(ids[i]);
       }
+      const read = new Set(ids);
       for (const [id, cs] of deferred) {
-        if (ids.includes(id)) continue;
+        if (read.has(id)) continue;
         const r = this.hot.get(id);
         if (r === undefined) continue;
         for (const c of cs) applyChange(r, c);
