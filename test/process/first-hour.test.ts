@@ -101,7 +101,7 @@ describe('the first hour', { timeout: 180_000 }, () => {
     expect([removed.code, removed.stdout], removed.stderr).toEqual([0, 'removed participant shop\n']);
     expect((await client.participants()).map((p) => p.participantId)).toEqual(['stuck']);
     const again = await cli(['participant', 'remove', 'shop', '--json', ...ep()]);
-    expect([again.code, JSON.parse(again.stdout)]).toEqual([0, { participantId: 'shop', removed: false }]);
+    expect([again.code, JSON.parse(again.stdout)]).toEqual([0, { participantId: 'shop', removed: false, owed: [] }]);
     // A transaction naming a removed participant is refused, as for any unknown participant.
     const after = await (await client.begin({ timeoutMs: 5_000 }))
       .enlist('shop', { set: { b: '1' } })

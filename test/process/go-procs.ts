@@ -3,15 +3,15 @@
 // Debian's Go toolchain and packages (sdk/go/vendor.sh, -mod=vendor), whose
 // stdout is JSON lines. Every process is tracked; stopGoProcs() SIGKILLs
 // those still running (each test file calls it after each test and after all).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, waitFor } from './harness.ts';
+import { ROOT } from './harness.ts';
+import { clientLines, type Event, JsonLinesProc, stopAll } from './json-lines-proc.ts';
 
 export const GO = '/usr/bin/go';
 export const GO_SDK = join(ROOT, 'sdk', 'go');
-const WAIT_MS = 60_000;
 
 /**
  * The environment of every go command here: the module built from vendor/
@@ -50,57 +50,21 @@ export function buildGoDrivers(dir: string, drivers: string[] = ['participant', 
   if (r.status !== 0) throw new Error(`go build ended with ${r.status ?? r.signal}: ${r.stdout}${r.stderr}`);
 }
 
-export type Event = Record<string, unknown> & { event?: string; txn_id?: string };
+export type { Event } from './json-lines-proc.ts';
 
-/** A Go driver process whose stdout is JSON lines, kept as they arrive. */
-export class GoProc {
-  readonly lines: Event[] = [];
-  stderr = '';
-  exited: Promise<number | null>;
-  private readonly child: ChildProcess;
+const running = new Set<JsonLinesProc>();
 
+/** A Go driver process whose stdout is JSON lines. */
+export class GoProc extends JsonLinesProc {
   constructor(binary: string, args: string[], env: Record<string, string> = {}) {
-    this.child = spawn(binary, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-    running.add(this);
-    let partial = '';
-    this.child.stdout?.setEncoding('utf8').on('data', (d: string) => {
-      partial += d;
-      const parts = partial.split('\n');
-      partial = parts.pop() ?? '';
-      for (const l of parts) if (l.trim() !== '') this.lines.push(JSON.parse(l) as Event);
-    });
-    this.child.stderr?.setEncoding('utf8').on('data', (d: string) => (this.stderr = (this.stderr + d).slice(-8_000)));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => (running.delete(this), resolve(code))));
-  }
-
-  /** The first line matching, waited for with a bound. */
-  waitLine(what: string, match: (e: Event) => boolean, ms = WAIT_MS): Promise<Event> {
-    return waitFor(
-      what,
-      ms,
-      async () => this.lines.find(match),
-      () => `lines: ${JSON.stringify(this.lines.slice(-10))}; stderr: ${this.stderr.slice(-2_000)}`,
-    );
-  }
-
-  kill(signal: NodeJS.Signals): Promise<number | null> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
-    return this.exited;
+    super(binary, args, env, running);
   }
 }
 
-const running = new Set<GoProc>();
-export const stopGoProcs = async (): Promise<void> => {
-  await Promise.all([...running].map((p) => p.kill('SIGKILL')));
-};
+export const stopGoProcs = (): Promise<void> => stopAll(running);
 
 /** Runs the Go client driver over `ops` to its end; its results, one per op. */
-export async function goClient(binary: string, nodes: string[], ops: unknown[], tls?: string, callTimeoutMs = 60_000): Promise<Event[]> {
+export function goClient(binary: string, nodes: string[], ops: unknown[], tls?: string, callTimeoutMs = 60_000): Promise<Event[]> {
   const p = new GoProc(binary, [nodes.join(','), JSON.stringify(ops), ...(tls === undefined ? [] : [tls])], { VERDICT_TEST_CALL_TIMEOUT_MS: String(callTimeoutMs) });
-  const code = await Promise.race([p.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 120_000).unref())]);
-  if (code !== 0) {
-    await p.kill('SIGKILL');
-    throw new Error(`the Go client ended with ${code}: ${p.stderr}`);
-  }
-  return p.lines;
+  return clientLines(p, 'the Go client');
 }
