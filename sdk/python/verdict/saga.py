@@ -36,7 +36,6 @@ and the ends stay).
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 import zlib
@@ -53,6 +52,7 @@ from .client import Client
 from .connection import TlsFiles
 from .errors import VerdictError
 from .ids import check_participant_id
+from .linelog import LineLog
 from .participant import Log, json_log, node_caller_problem
 
 #: src/saga/commands.ts
@@ -139,39 +139,16 @@ class Inbox:
     """Exactly-once effects under at-least-once calls, durable in ``data_dir/inbox.log``."""
 
     def __init__(self, data_dir: str, apply: Callable[[InboxRecord], None] = lambda r: None) -> None:
-        os.makedirs(data_dir, exist_ok=True)
         self.apply = apply
         self._lock = threading.Lock()
         self._records: Dict[str, InboxRecord] = {}
         self._ended: "OrderedDict[str, bool]" = OrderedDict()
-        self._path = os.path.join(data_dir, INBOX_FILE)
-        self._replay()
-        self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        dir_fd = os.open(data_dir, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
-    def _replay(self) -> None:
-        if not os.path.exists(self._path):
-            return
-        with open(self._path, "rb") as f:
-            lines = f.read().split(b"\n")
-        good = 0
-        # The part after the last newline is a torn line (its fsync never returned): dropped.
-        for i, raw in enumerate(lines[:-1]):
-            r = _parse(raw)
-            if r is None:
-                raise ValueError(f"{self._path}: line {i + 1} is damaged; the inbox cannot be replayed past it")
+        self._log = LineLog(data_dir, INBOX_FILE, "inbox")
+        for r in self._log.replay(_parse):
             self._note(r)
             if r.t == "step" and r.effect != "":
                 self.apply(r)
-            good += len(raw) + 1
-        if good != os.path.getsize(self._path):
-            with open(self._path, "r+b") as f:
-                f.truncate(good)
-                os.fsync(f.fileno())
+        self._log.open()
 
     def _note(self, r: InboxRecord) -> None:
         if r.t == "end":
@@ -185,11 +162,7 @@ class Inbox:
             self._records[r.key] = r
 
     def _write(self, r: InboxRecord) -> None:
-        line = _line(r)
-        written = 0
-        while written < len(line):
-            written += os.write(self._fd, line[written:])
-        os.fsync(self._fd)
+        self._log.append(_line(r))
 
     def get(self, key: str) -> Optional[InboxRecord]:
         with self._lock:
@@ -234,9 +207,7 @@ class Inbox:
 
     def close(self) -> None:
         with self._lock:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+            self._log.close()
 
 
 @dataclass

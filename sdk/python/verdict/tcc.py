@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import threading
 import zlib
 from dataclasses import dataclass
 from typing import Any, Dict, Generic, Iterable, List, Optional, Tuple, TypeVar
 
+from .linelog import LineLog
 from .resource import Resource
 
 S = TypeVar("S")
@@ -127,41 +127,16 @@ class MemoryTccResource(Resource, Generic[S]):
     kind = "tcc-memory"
 
     def __init__(self, data_dir: str, participant_id: str, handlers: TccHandlers[S]) -> None:
-        os.makedirs(data_dir, exist_ok=True)
         self.participant_id = participant_id
         self.handlers = handlers
         self.state: S = handlers.initial()
         self._lock = threading.Lock()
         #: Per transaction: its barrier state and the Try's payload.
         self._branches: Dict[str, Tuple[str, bytes]] = {}
-        self._path = os.path.join(data_dir, LOG_FILE)
-        self._replay()
-        self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        dir_fd = os.open(data_dir, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
-    def _replay(self) -> None:
-        if not os.path.exists(self._path):
-            return
-        with open(self._path, "rb") as f:
-            lines = f.read().split(b"\n")
-        # The part after the last newline is a torn line (its fsync never returned): dropped below.
-        complete = lines[:-1]
-        good = 0
-        for i, raw in enumerate(complete):
-            parsed = _parse(raw + b"\n")
-            if parsed is None:
-                raise ValueError(f"{self._path}: line {i + 1} is damaged; the TCC log cannot be replayed past it")
-            txn_id, state, payload = parsed
+        self._log = LineLog(data_dir, LOG_FILE, "TCC log")
+        for txn_id, state, payload in self._log.replay(lambda raw: _parse(raw + b"\n")):
             self._apply(txn_id, state, payload)
-            good += len(raw) + 1
-        if good != os.path.getsize(self._path):
-            with open(self._path, "r+b") as f:
-                f.truncate(good)
-                os.fsync(f.fileno())
+        self._log.open()
 
     def _apply(self, txn_id: str, state: str, payload: bytes) -> None:
         """Runs the handler an event stands for (replay) and notes the branch's state."""
@@ -175,11 +150,7 @@ class MemoryTccResource(Resource, Generic[S]):
         self._branches[txn_id] = (state, branch.payload)
 
     def _record(self, txn_id: str, state: str, payload: bytes) -> None:
-        line = _line(txn_id, state, payload)
-        written = 0
-        while written < len(line):
-            written += os.write(self._fd, line[written:])
-        os.fsync(self._fd)
+        self._log.append(_line(txn_id, state, payload))
         self._branches[txn_id] = (state, payload)
 
     def _step(self, txn_id: str, message: str, payload: bytes = b"") -> str:
@@ -230,9 +201,7 @@ class MemoryTccResource(Resource, Generic[S]):
         return list(self.prepared_here())
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._log.close()
 
 
 class KeyValueHandlers(TccHandlers[Dict[str, Any]]):
