@@ -26,7 +26,7 @@
 // (the server; the slot's plugin and state, creating it when missing, which
 // two relays starting at once may both try), then waits for the lease.
 import { explainMissingTable, type Queryable } from './schema.ts';
-import { markPublished, publishInOrder, type Fence, type PendingEvent } from './polling-relay.ts';
+import { markPublished, publishInOrder, type Fence, type PendingEvent, type RoundReport } from './polling-relay.ts';
 import type { Sink } from './sink.ts';
 
 export class CdcRefusal extends Error {
@@ -144,12 +144,12 @@ export class CdcRelay {
    * what was confirmed. Throws CdcSlotLost when the slot is lost: no later
    * round can read it.
    */
-  async round(): Promise<{ read: number; published: number; failed: number; fenced: number; advancedTo: string | null }> {
+  async round(): Promise<RoundReport & { advancedTo: string | null }> {
     const owned = this.o.fence.owned();
     const epoch = owned.get(0);
     if (epoch === undefined) {
       this.slotReady = false;
-      return { read: 0, published: 0, failed: 0, fenced: 0, advancedTo: null };
+      return { read: 0, published: 0, byPartition: new Map(), failed: 0, fenced: 0, advancedTo: null };
     }
     if (!this.slotReady) {
       await ensureSlot(this.o.db, this.o.slot);
@@ -221,9 +221,14 @@ export class CdcRelay {
     const marked = done.map((k) => rowIds[Number(k)]);
     if (marked.length > 0 && !(await markPublished(this.o.db, this.o.fence, 0, epoch, marked))) {
       this.slotReady = false;
-      return { read: events.length, published: done.length, failed, fenced: 1, advancedTo: null };
+      return { read: events.length, published: done.length, byPartition: onePartition(done.length), failed, fenced: 1, advancedTo: null };
     }
     if (upTo !== null) await this.o.db.query('SELECT pg_replication_slot_advance($1, $2::pg_lsn)', [this.o.slot, upTo]);
-    return { read: events.length, published: done.length, failed, fenced: 0, advancedTo: upTo };
+    return { read: events.length, published: done.length, byPartition: onePartition(done.length), failed, fenced: 0, advancedTo: upTo };
   }
+}
+
+/** A CDC relay reads one slot under one lease: partition 0. */
+function onePartition(published: number): Map<number, number> {
+  return published > 0 ? new Map([[0, published]]) : new Map();
 }

@@ -236,8 +236,7 @@ export class RelayRunner {
       try {
         const r = await round();
         failures = 0;
-        if ('byPartition' in r) for (const [p, n] of r.byPartition) this.metrics.published.inc({ partition: String(p) }, n);
-        else if (r.published > 0) this.metrics.published.inc({ partition: '0' }, r.published);
+        for (const [p, n] of r.byPartition) this.metrics.published.inc({ partition: String(p) }, n);
         if (r.published > 0) this.o.log.debug({ published: r.published, failed: r.failed }, 'round');
         // Something was left (a full batch, or failures): go again soon; idle otherwise.
         if (r.read === 0 || r.failed > 0) await this.pause(r.failed > 0 ? Math.min(BACKOFF_MAX_MS, this.o.idleMs * 10) : this.o.idleMs);
