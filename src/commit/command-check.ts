@@ -43,6 +43,7 @@ const CHECKS: { [K in DecisionCommand['t']]: (c: Fields) => string | null } = {
   },
   decide: (c) => {
     if (!isString(c.txnId) || !isOutcome(c.outcome) || !isString(c.reason) || !isStringList(c.participants) || !isTime(c.atMs)) return 'decide needs txnId, outcome, reason, participants and atMs';
+    if (c.trace !== undefined) return 'decide carries a trace only in a decision batch';
     if (c.operator === undefined) return null;
     return isOperatorAct(c.operator) ? null : 'decide has a malformed operator act';
   },
@@ -51,7 +52,10 @@ const CHECKS: { [K in DecisionCommand['t']]: (c: Fields) => string | null } = {
       ? null
       : 'unregister needs id, operator, atMs and a list of acked txnIds (force, when present, is true; reason a string)',
   forget: (c) => (isStringList(c.txnIds) ? null : 'forget needs a list of txnIds'),
-  stage: (c) => (isString(c.txnId) && c.txnId !== '' && isStringList(c.participants) && isTime(c.atMs) ? null : 'stage needs txnId, participants and atMs'),
+  stage: (c) =>
+    isString(c.txnId) && c.txnId !== '' && isStringList(c.participants) && isTime(c.atMs) && c.trace === undefined
+      ? null
+      : 'stage needs txnId, participants and atMs (and no trace: that rides a decision batch)',
   heuristic: (c) =>
     isString(c.txnId) && isString(c.participantId) && isOutcome(c.outcome) && isString(c.gid) && isString(c.operator) && isString(c.reason) && isTime(c.atMs)
       ? null

@@ -31,6 +31,17 @@ const STRING_BYTES_MAX = 0xffff;
 const KIND_DECIDE = 1;
 const KIND_FORGET = 2;
 const KIND_STAGE = 3;
+/** A Decide or Stage with its trace context after the participants (written only when the command has one). */
+const KIND_DECIDE_TRACED = 4;
+const KIND_STAGE_TRACED = 5;
+/** A W3C traceparent as Verdict writes it: version 00, trace id, parent span id, flags, in lower-case hex. */
+const TRACEPARENT_BYTES = 55;
+const TRACEPARENT_SHAPE = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** Whether `s` is a traceparent a decision record may carry (the shape only: all-zero ids are the sender's to refuse). */
+export function isRecordTrace(s: unknown): s is string {
+  return typeof s === 'string' && s.length === TRACEPARENT_BYTES && TRACEPARENT_SHAPE.test(s);
+}
 const OUTCOME_COMMIT = 0;
 const OUTCOME_ABORT = 1;
 
@@ -53,12 +64,21 @@ export function batchable(cmd: Command): cmd is BatchCommand {
       cmd.participants.length <= LIST_MAX &&
       cmd.participants.every(fitsU16) &&
       Number.isFinite(cmd.atMs) &&
-      cmd.atMs >= 0
+      cmd.atMs >= 0 &&
+      (cmd.trace === undefined || isRecordTrace(cmd.trace))
     );
   }
   if (cmd.t === 'forget') return cmd.txnIds.length <= LIST_MAX && cmd.txnIds.every(fitsU16);
   if (cmd.t === 'stage') {
-    return cmd.txnId !== '' && fitsU16(cmd.txnId) && cmd.participants.length <= LIST_MAX && cmd.participants.every(fitsU16) && Number.isFinite(cmd.atMs) && cmd.atMs >= 0;
+    return (
+      cmd.txnId !== '' &&
+      fitsU16(cmd.txnId) &&
+      cmd.participants.length <= LIST_MAX &&
+      cmd.participants.every(fitsU16) &&
+      Number.isFinite(cmd.atMs) &&
+      cmd.atMs >= 0 &&
+      (cmd.trace === undefined || isRecordTrace(cmd.trace))
+    );
   }
   return false;
 }
@@ -66,8 +86,9 @@ export function batchable(cmd: Command): cmd is BatchCommand {
 /** An upper bound of a batchable command's encoded bytes, for cutting batches without encoding twice. */
 export function recordBytesBound(cmd: BatchCommand): number {
   if (cmd.t === 'forget') return 3 + cmd.txnIds.reduce((n, id) => n + 2 + 3 * id.length, 0);
-  if (cmd.t === 'stage') return 13 + 3 * cmd.txnId.length + cmd.participants.reduce((n, p) => n + 2 + 3 * p.length, 0);
-  return 14 + 3 * cmd.txnId.length + 3 * cmd.reason.length + cmd.participants.reduce((n, p) => n + 2 + 3 * p.length, 0);
+  const traced = cmd.trace === undefined ? 0 : 2 + TRACEPARENT_BYTES;
+  if (cmd.t === 'stage') return traced + 13 + 3 * cmd.txnId.length + cmd.participants.reduce((n, p) => n + 2 + 3 * p.length, 0);
+  return traced + 16 + 3 * cmd.txnId.length + 3 * cmd.reason.length + cmd.participants.reduce((n, p) => n + 2 + 3 * p.length, 0);
 }
 
 /**
@@ -75,12 +96,18 @@ export function recordBytesBound(cmd: BatchCommand): number {
  *   decide: [1][outcome u8: 0 commit, 1 abort][atMs f64][txnId][reason][n u16][participant]×n
  *   forget: [2][n u16][txnId]×n
  *   stage:  [3][atMs f64][txnId][n u16][participant]×n   (parallel commit's STAGING record)
+ *   decide with a trace: [4] then as decide, then [traceparent]
+ *   stage with a trace:  [5] then as stage, then [traceparent]
  * where a string is [byte length u16][UTF-8].
  */
 export function encodeDecisionBatch(cmds: readonly BatchCommand[]): Uint8Array {
   if (cmds.length === 0 || cmds.length > BATCH_RECORDS_MAX) throw new RangeError(`a decision batch holds 1–${BATCH_RECORDS_MAX} records, not ${cmds.length}`);
   let size = 4;
   for (const c of cmds) {
+    if (c.t !== 'forget' && c.trace !== undefined) {
+      if (!isRecordTrace(c.trace)) throw new RangeError(`${c.txnId}: a decision record's trace is a traceparent of ${TRACEPARENT_BYTES} characters`);
+      size += 2 + TRACEPARENT_BYTES;
+    }
     if (c.t === 'decide') {
       size += 1 + 1 + 8 + 2 + Buffer.byteLength(c.txnId, 'utf8') + 2 + Buffer.byteLength(c.reason, 'utf8') + 2;
       for (const p of c.participants) size += 2 + Buffer.byteLength(p, 'utf8');
@@ -106,7 +133,7 @@ export function encodeDecisionBatch(cmds: readonly BatchCommand[]): Uint8Array {
   pos += 2;
   for (const c of cmds) {
     if (c.t === 'decide') {
-      out[pos++] = KIND_DECIDE;
+      out[pos++] = c.trace === undefined ? KIND_DECIDE : KIND_DECIDE_TRACED;
       out[pos++] = c.outcome === 'commit' ? OUTCOME_COMMIT : OUTCOME_ABORT;
       out.writeDoubleBE(c.atMs, pos);
       pos += 8;
@@ -115,14 +142,16 @@ export function encodeDecisionBatch(cmds: readonly BatchCommand[]): Uint8Array {
       out.writeUInt16BE(c.participants.length, pos);
       pos += 2;
       for (const p of c.participants) str(p);
+      if (c.trace !== undefined) str(c.trace);
     } else if (c.t === 'stage') {
-      out[pos++] = KIND_STAGE;
+      out[pos++] = c.trace === undefined ? KIND_STAGE : KIND_STAGE_TRACED;
       out.writeDoubleBE(c.atMs, pos);
       pos += 8;
       str(c.txnId);
       out.writeUInt16BE(c.participants.length, pos);
       pos += 2;
       for (const p of c.participants) str(p);
+      if (c.trace !== undefined) str(c.trace);
     } else {
       out[pos++] = KIND_FORGET;
       out.writeUInt16BE(c.txnIds.length, pos);
@@ -209,6 +238,13 @@ function timeAndTxn(rd: Reader, r: number): { atMs: number; txnId: string } {
   return { atMs, txnId };
 }
 
+/** A traced record's traceparent, refused unless it has the shape Verdict writes. */
+function readTrace(rd: Reader, r: number): string {
+  const trace = rd.str('trace', r);
+  if (!isRecordTrace(trace)) throw new Malformed(`record ${r}'s trace is not a traceparent`);
+  return trace;
+}
+
 /** The commands of a batch entry, or why the bytes are not one. Never throws on any input. */
 export function decodeDecisionBatch(data: Uint8Array): BatchDecoded {
   const rd = new Reader(Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength));
@@ -221,16 +257,18 @@ export function decodeDecisionBatch(data: Uint8Array): BatchDecoded {
     const cmds: BatchCommand[] = new Array(count);
     for (let r = 0; r < count; r++) {
       const kind = rd.u8('kind', r);
-      if (kind === KIND_DECIDE) {
+      if (kind === KIND_DECIDE || kind === KIND_DECIDE_TRACED) {
         const o = rd.u8('outcome', r);
         if (o !== OUTCOME_COMMIT && o !== OUTCOME_ABORT) throw new Malformed(`record ${r} has outcome ${o} (0 commit, 1 abort)`);
         const { atMs, txnId } = timeAndTxn(rd, r);
         const reason = rd.str('reason', r);
         const participants = rd.list('participants', r);
-        cmds[r] = { t: 'decide', txnId, outcome: o === OUTCOME_COMMIT ? 'commit' : 'abort', reason, participants, atMs };
-      } else if (kind === KIND_STAGE) {
+        const outcome = o === OUTCOME_COMMIT ? 'commit' : 'abort';
+        cmds[r] = kind === KIND_DECIDE ? { t: 'decide', txnId, outcome, reason, participants, atMs } : { t: 'decide', txnId, outcome, reason, participants, atMs, trace: readTrace(rd, r) };
+      } else if (kind === KIND_STAGE || kind === KIND_STAGE_TRACED) {
         const { atMs, txnId } = timeAndTxn(rd, r);
-        cmds[r] = { t: 'stage', txnId, participants: rd.list('participants', r), atMs };
+        const participants = rd.list('participants', r);
+        cmds[r] = kind === KIND_STAGE ? { t: 'stage', txnId, participants, atMs } : { t: 'stage', txnId, participants, atMs, trace: readTrace(rd, r) };
       } else if (kind === KIND_FORGET) {
         cmds[r] = { t: 'forget', txnIds: rd.list('txnIds', r) };
       } else throw new Malformed(`record ${r} has unknown kind ${kind}`);

@@ -114,10 +114,12 @@ export type DecisionCommand =
   // longer delivered (the leader stops; GetOutcome still answers them if it returns).
   | { t: 'unregister'; id: string; operator: string; atMs: number; acked: string[]; force?: true; reason?: string }
   // `operator` is set when `verdict txn resolve` asked for this outcome.
-  | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: string[]; atMs: number; operator?: OperatorAct }
+  // `trace`: the W3C traceparent the leader's spans for T continued, so every node's log lines and a
+  // later leader's DECISIONs join the application's trace (only in a decision batch; never read by the table).
+  | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: string[]; atMs: number; operator?: OperatorAct; trace?: string }
   | { t: 'forget'; txnIds: string[] }
   // Parallel commit: T's participants, replicated in parallel with PREPARE.
-  | { t: 'stage'; txnId: string; participants: string[]; atMs: number }
+  | { t: 'stage'; txnId: string; participants: string[]; atMs: number; trace?: string }
   | { t: 'heuristic'; txnId: string; participantId: string; outcome: DecisionOutcome; gid: string; operator: string; reason: string; atMs: number };
 
 /** A JSON command entry: the decision table's, or a product table's riding the same log (./product-table.ts). */
@@ -129,11 +131,12 @@ export type DecisionApplyResult =
   | { t: 'register'; participant: ParticipantRecord; returned: boolean }
   // `refusedBy`: the decisions that still name the participant (it stays registered); empty when removed or absent.
   | { t: 'unregister'; id: string; removed: boolean; refusedBy: string[]; forced: RemovedParticipant | null }
-  | { t: 'decide'; decision: Decision; first: boolean; resolution: Resolution | null }
+  // `trace`: the command's, passed on for observers (absent when untraced).
+  | { t: 'decide'; decision: Decision; first: boolean; resolution: Resolution | null; trace?: string }
   // `txnIds`: the command's ids, for observers (the console's timeline, the simulator's crash points).
   | { t: 'forget'; forgotten: number; txnIds: readonly string[] }
   // `staging` null: T was decided first (the record is a no-op and `decision` says how).
-  | { t: 'stage'; txnId: string; staging: Staging | null; decision: Decision | null }
+  | { t: 'stage'; txnId: string; staging: Staging | null; decision: Decision | null; trace?: string }
   | { t: 'heuristic'; record: HeuristicRecord; first: boolean };
 
 export type ApplyResult =
@@ -282,7 +285,7 @@ export class DecisionTable {
         if (existing) {
           // R1: a later Decide is a no-op. An operator who asked for the outcome already logged is still recorded.
           const resolution = cmd.operator && existing.outcome === cmd.outcome ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: false, index }) : null;
-          return { t: 'decide', decision: existing, first: false, resolution };
+          return cmd.trace === undefined ? { t: 'decide', decision: existing, first: false, resolution } : { t: 'decide', decision: existing, first: false, resolution, trace: cmd.trace };
         }
         // R1: the first Decide(T) finds T nowhere in the table, live or forgotten.
         assert(!this.decisions.has(cmd.txnId) && !this.tombstones.has(cmd.txnId), `${cmd.txnId}: a first decision is not already in the table`);
@@ -291,7 +294,7 @@ export class DecisionTable {
         this.decisions.set(cmd.txnId, d);
         this.staged.delete(cmd.txnId);
         const resolution = cmd.operator ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: true, index }) : null;
-        return { t: 'decide', decision: d, first: true, resolution };
+        return cmd.trace === undefined ? { t: 'decide', decision: d, first: true, resolution } : { t: 'decide', decision: d, first: true, resolution, trace: cmd.trace };
       }
       case 'stage': {
         // A decided T stays decided (R1): the record changes nothing. A repeated one keeps the first.
@@ -302,7 +305,7 @@ export class DecisionTable {
           staging = { txnId: cmd.txnId, participants: [...cmd.participants], index, atMs: cmd.atMs };
           this.staged.set(cmd.txnId, staging);
         }
-        return { t: 'stage', txnId: cmd.txnId, staging, decision: null };
+        return cmd.trace === undefined ? { t: 'stage', txnId: cmd.txnId, staging, decision: null } : { t: 'stage', txnId: cmd.txnId, staging, decision: null, trace: cmd.trace };
       }
       case 'heuristic': {
         const list = this.heuristics.get(cmd.txnId) ?? [];

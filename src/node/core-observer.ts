@@ -49,6 +49,7 @@ export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted'
     onResult: (entry, result) => {
       if (result.t === 'decide') {
         const dec = result.decision;
+        if (result.trace !== undefined) traces.learned(dec.txnId, result.trace);
         const detail = `${dec.outcome.toUpperCase()}${result.first ? '' : ' again (a no-op: the first decision stands, R1)'}${dec.reason ? `: ${dec.reason}` : ''}`;
         timeline.record(dec.txnId, { atMs: o.nowMs(), kind: 'decided', index: entry.index, detail });
         traces.applied(dec.txnId, entry.index);
@@ -58,6 +59,8 @@ export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted'
             { txnId: dec.txnId, traceId: traces.traceIdOf(dec.txnId), outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined },
             'decision applied',
           );
+      } else if (result.t === 'stage') {
+        if (result.trace !== undefined) traces.learned(result.txnId, result.trace);
       } else if (result.t === 'unregister' && result.forced !== null) {
         const f = result.forced;
         log.warn(

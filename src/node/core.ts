@@ -24,7 +24,7 @@
 // nowhere.
 
 import { CoordinatorEngine, type EngineConfig, type EngineIO } from '../commit/engine.ts';
-import { eachResult } from '../commit/decision-batch.ts';
+import { eachResult, isRecordTrace } from '../commit/decision-batch.ts';
 import type { ProductApplyResult } from '../commit/product-table.ts';
 import type { ApplyResult, Command, DecisionTable } from '../commit/state.ts';
 import type { RawNode, Ready } from '../raft/raw-node.ts';
@@ -114,6 +114,12 @@ export interface NodeCoreOptions {
   observe: NodeCoreObserver;
   /** The coordinator engine to build (test code hands in a broken one); the production one by default. */
   newEngine?: EngineFactory;
+  /**
+   * The traceparent a transaction's Decide or Stage record carries (undefined: none), so every
+   * node's log lines and a later leader's DECISIONs join its trace. The node process passes its
+   * memory of trace contexts (src/node/txn-traces.ts); the simulator none.
+   */
+  traceOf?: (txnId: string) => string | undefined;
 }
 
 export class NodeCore {
@@ -127,6 +133,7 @@ export class NodeCore {
   private readonly proposeTimeoutMs: number;
   private extension: CoreExtension | null = null;
   private stopped = false;
+  private readonly traceOf: ((txnId: string) => string | undefined) | undefined;
 
   constructor(o: NodeCoreOptions) {
     assert(o.proposeTimeoutMs > 0, 'a proposal timeout is positive');
@@ -134,6 +141,7 @@ export class NodeCore {
     this.observe = o.observe;
     this.io = o.io;
     this.proposeTimeoutMs = o.proposeTimeoutMs;
+    this.traceOf = o.traceOf;
     this.membership = new Membership(o.id, o.seedPeers, o.selfAddress);
     const obs = o.observe;
     this.driver = new Driver<ApplyResult | null>({
@@ -181,8 +189,9 @@ export class NodeCore {
    * result, or an error when the proposal fails or times out (its entry may
    * still commit: callers retry idempotently, R7). `lingerMs`: see EngineIO.propose.
    */
-  propose(cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void, lingerMs = 0): void {
+  propose(command: Command, cb: (err: Error | null, r?: ApplyResult) => void, lingerMs = 0): void {
     if (this.stopped) return;
+    const cmd = this.traced(command);
     this.observe.onProposing?.(cmd);
     if (this.stopped) return;
     this.bounded<ApplyResult | null>(
@@ -198,6 +207,14 @@ export class NodeCore {
       },
     );
     this.observe.onProposed?.(cmd);
+  }
+
+  /** `cmd` with its transaction's trace context when it is a batched Decide or Stage and the node knows one. */
+  private traced(cmd: Command): Command {
+    if (this.traceOf === undefined || (cmd.t !== 'decide' && cmd.t !== 'stage') || cmd.trace !== undefined) return cmd;
+    if (cmd.t === 'decide' && cmd.operator !== undefined) return cmd;
+    const trace = this.traceOf(cmd.txnId);
+    return trace === undefined || !isRecordTrace(trace) ? cmd : { ...cmd, trace };
   }
 
   /**

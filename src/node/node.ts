@@ -221,6 +221,7 @@ async function compose(
     engine: { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax, parallelCommit: cfg.parallelCommit, explicitCommitLingerMs: cfg.explicitCommitLingerMs },
     commitNoticeMs: cfg.commitNoticeMs,
     proposeTimeoutMs: REQUEST_TIMEOUT_MS,
+    traceOf: (txnId) => traces.traceparentOf(txnId),
     observe: {
       ...watched,
       onEntryApplied: historyWatch?.onEntryApplied,

@@ -3,17 +3,20 @@
 // for the transaction afterwards (PREPARE, the decision's replication,
 // DECISION deliveries long after the client was answered) continues it.
 //
-// Kept beside the engine, not in it and not in the log: the commit engine
-// (src/commit) stays free of tracing, and a context lives only on the node
-// that received it. After a leader change the new leader delivers the
-// decision untraced (its log has no context), which costs a gap in the trace,
+// Kept beside the engine, not in it: the commit engine (src/commit) stays
+// free of tracing. The leader hands a transaction's context to its Decide or
+// Stage record (NodeCoreOptions.traceOf), and every node that applies the
+// record learns it here: a follower's log lines about the transaction carry
+// its trace id, and after a leader change the new leader's DECISIONs continue
+// the same trace. What a node cannot learn (a decision that reached it in a
+// snapshot; a context pushed out by the bound) costs a gap in the trace,
 // never a decision.
 //
 // With tracing off (no OTLP endpoint) no span is made, and a context is kept
 // only when the client sent one: it is passed on to the participants as it
 // came, so their spans still join the application's trace.
 import type { TraceContext } from '../transport/trace-context.ts';
-import { traceIdOf } from '../transport/trace-context.ts';
+import { traceContext, traceIdOf } from '../transport/trace-context.ts';
 import type { SpanValue, TraceSpan, Tracing } from '../transport/tracing.ts';
 
 export class TxnTraces {
@@ -39,6 +42,18 @@ export class TxnTraces {
     const ctx = span?.context ?? incoming;
     if (ctx !== null && ctx !== undefined) this.remember(txnId, ctx);
     return span;
+  }
+
+  /** The traceparent `txnId`'s Decide or Stage record carries (undefined: none). */
+  traceparentOf(txnId: string): string | undefined {
+    return this.contexts.get(txnId)?.traceparent;
+  }
+
+  /** An applied Decide or Stage record carried `traceparent`: kept unless this node already has a context for `txnId`. */
+  learned(txnId: string, traceparent: string): void {
+    if (this.contexts.has(txnId)) return;
+    const ctx = traceContext(traceparent);
+    if (ctx !== null) this.remember(txnId, ctx);
   }
 
   contextOf(txnId: string): TraceContext | undefined {
@@ -92,9 +107,11 @@ export class TxnTraces {
     }
   }
 
-  /** This node stopped leading: what it remembered for the transactions it led is no one's to continue. */
+  /**
+   * This node stopped leading: its replication spans end. The contexts stay (a later leader,
+   * maybe this node again, continues them); a forget or the bound collects them.
+   */
   clear(): void {
-    this.contexts.clear();
     for (const s of this.replicating.values()) s.end('leadership changed');
     this.replicating.clear();
   }

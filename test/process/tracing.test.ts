@@ -15,6 +15,7 @@ import { VerdictClient } from '../../src/client/index.ts';
 import { startStepService, type StepService } from '../../src/saga/step-service.ts';
 import { BIN, Cluster, freePorts, ROOT, tempDir, useProcessCleanup, waitFor } from './harness.ts';
 import { duplicateKeys } from '../unit/json-keys.ts';
+import { FAULT_POINT_ENV } from '../../src/node/fault-point.ts';
 
 useProcessCleanup();
 
@@ -75,6 +76,36 @@ afterEach(async () => {
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
+/** A `verdict participant` process (memory resource) exporting spans to `receiver`; its stderr (JSON log lines) is collected. */
+async function startShop(c: Cluster, receiver: Receiver): Promise<{ stderr: string }> {
+  const [port] = await freePorts(1);
+  const out = { stderr: '' };
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      'participant',
+      '--id',
+      'shop',
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--data',
+      join(tempDir(), 'data'),
+      '--cluster-id',
+      c.clusterId,
+      '--endpoints',
+      c.nodes.map((n) => n.address).join(','),
+      '--insecure',
+      '--log-level',
+      'debug',
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, VERDICT_LOG_FORMAT: 'json', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '200' } },
+  );
+  children.push(child);
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (out.stderr += d));
+  return out;
+}
+
 const APP_TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const APP_SPAN_ID = '00f067aa0ba902b7';
 
@@ -94,32 +125,8 @@ describe('tracing across the client, the nodes and a participant', () => {
     c.node('n3').start();
     const { node: leader } = await c.waitForLeader();
 
-    const [port] = await freePorts(1);
-    const dir = tempDir();
-    let participantErr = '';
-    const child = spawn(
-      process.execPath,
-      [
-        BIN,
-        'participant',
-        '--id',
-        'shop',
-        '--listen',
-        `127.0.0.1:${port}`,
-        '--data',
-        join(dir, 'data'),
-        '--cluster-id',
-        c.clusterId,
-        '--endpoints',
-        c.nodes.map((n) => n.address).join(','),
-        '--insecure',
-        '--log-level',
-        'debug',
-      ],
-      { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, VERDICT_LOG_FORMAT: 'json', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '200' } },
-    );
-    children.push(child);
-    child.stderr?.setEncoding('utf8').on('data', (d: string) => (participantErr += d));
+    const shop = await startShop(c, receiver);
+    const participantErr = (): string => shop.stderr;
 
     const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), insecure: true, otlpEndpoint: receiver.url });
     try {
@@ -127,7 +134,7 @@ describe('tracing across the client, the nodes and a participant', () => {
         'the participant to register',
         60_000,
         async () => ((await client.participants()).some((p) => p.participantId === 'shop') ? true : undefined),
-        () => participantErr.slice(-2_000),
+        () => participantErr().slice(-2_000),
       );
       const trace = { traceparent: `00-${APP_TRACE_ID}-${APP_SPAN_ID}-01` };
       const txn = await client.begin({ timeoutMs: 10_000 }, { trace });
@@ -178,22 +185,83 @@ describe('tracing across the client, the nodes and a participant', () => {
 
       // Logs: JSON lines with no key twice, on every node and the participant.
       const jsonLines = (text: string): string[] => text.split('\n').filter((l) => l.startsWith('{'));
-      const all = [...c.nodes.map((n) => readFileSync(n.logFile, 'utf8')), participantErr].flatMap(jsonLines);
+      const all = [...c.nodes.map((n) => readFileSync(n.logFile, 'utf8')), participantErr()].flatMap(jsonLines);
       expect(all.length).toBeGreaterThan(10);
       expect(all.some((l) => l.includes('"component":"transport"'))).toBe(true);
       for (const l of all) expect(duplicateKeys(l), l).toEqual([]);
-      // The lines about the transaction carry its trace id where the context is: the leader that took
-      // the client's call, and the participant. (Followers apply the decision without it: the context
-      // is kept in the leader's memory, not in the log.)
+      // Every line about the transaction carries its trace id: the leader's, the participant's, and
+      // the followers' (they learn the context from the decision's log record).
       const about = (text: string): Record<string, unknown>[] =>
         jsonLines(text)
           .map((l) => JSON.parse(l) as Record<string, unknown>)
           .filter((o) => o.txnId === txn.txnId);
       const leaderLines = about(readFileSync(leader.logFile, 'utf8'));
-      const participantLines = about(participantErr);
+      const participantLines = about(participantErr());
       expect(leaderLines.length, 'leader log lines about the transaction').toBeGreaterThan(0);
       expect(participantLines.length, 'participant log lines about the transaction').toBeGreaterThan(0);
-      for (const o of [...leaderLines, ...participantLines]) expect(o.traceId, JSON.stringify(o)).toBe(APP_TRACE_ID);
+      const followerLines = await waitFor('a line about the transaction on each follower', 30_000, async () => {
+        const each = c.nodes.filter((n) => n.id !== leader.id).map((n) => about(readFileSync(n.logFile, 'utf8')));
+        return each.every((lines) => lines.some((o) => o.msg === 'decision applied')) ? each.flat() : undefined;
+      });
+      for (const o of [...leaderLines, ...participantLines, ...followerLines]) expect(o.traceId, JSON.stringify(o)).toBe(APP_TRACE_ID);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("after the leader dies between its answer and the decision, the new leader's DECISION continues the application's trace", async () => {
+    const receiver = await otlpReceiver();
+    receivers.push(receiver);
+    process.env.OTEL_BSP_SCHEDULE_DELAY = '200';
+    const c = await Cluster.create({ nodes: 3, logLevel: 'debug', configExtra: () => ({ otlpEndpoint: receiver.url }) });
+    // The leader answers COMMITTED by parallel commit's implied rule and SIGKILLs itself before it
+    // proposes the decision: only the STAGING record (with the trace context) is in the log.
+    process.env[FAULT_POINT_ENV] = 'crash-before-explicit-commit';
+    try {
+      for (const n of c.nodes) n.start();
+    } finally {
+      delete process.env[FAULT_POINT_ENV];
+    }
+    const { node: leader } = await c.waitForLeader();
+    const shop = await startShop(c, receiver);
+    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), insecure: true, callTimeoutMs: 30_000 });
+    try {
+      await waitFor(
+        'the participant to register',
+        60_000,
+        async () => ((await client.participants()).some((p) => p.participantId === 'shop') ? true : undefined),
+        () => shop.stderr.slice(-2_000),
+      );
+      const trace = { traceparent: `00-${APP_TRACE_ID}-${APP_SPAN_ID}-01` };
+      const txn = await client.begin({ timeoutMs: 20_000, parallelCommit: true }, { trace });
+      txn.enlist('shop', { set: { k: 'v' } });
+      expect((await txn.commit()).outcome).toBe('COMMITTED');
+      await waitFor('the leader to be SIGKILLed by its fault point', 30_000, async () => (leader.lastExit?.signal === 'SIGKILL' ? true : undefined));
+      const { node: next } = await c.waitForLeader({ notId: leader.id });
+      const [decision, applied] = await waitFor(
+        "the new leader's DECISION span and the participant's span under it",
+        60_000,
+        async () => {
+          const mine = receiver.spans.filter((x) => x.attributes['verdict.txn_id'] === txn.txnId);
+          const d = mine.find((x) => x.name === 'verdict.decision' && x.attributes['verdict.outcome'] === 'commit');
+          const p = d && mine.find((x) => x.name === 'verdict.participant.decision' && x.parentSpanId === d.spanId);
+          return d && p ? [d, p] : undefined;
+        },
+        () => `have ${receiver.spans.map((x) => `${x.service}:${x.name}`).join(', ')}`,
+      );
+      expect([decision.traceId, applied.traceId]).toEqual([APP_TRACE_ID, APP_TRACE_ID]);
+      // Its parent is the old leader's span for the client's Commit, whose context the STAGING record carried.
+      expect(decision.parentSpanId).not.toBe(APP_SPAN_ID);
+      const oldCommit = receiver.spans.find((x) => x.name === 'verdict.node.commit' && x.attributes['verdict.txn_id'] === txn.txnId);
+      if (oldCommit !== undefined) expect(decision.parentSpanId).toBe(oldCommit.spanId);
+      // The new leader's lines about the transaction carry the trace id too.
+      const lines = readFileSync(next.logFile, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((o) => o.txnId === txn.txnId);
+      expect(lines.length).toBeGreaterThan(0);
+      for (const o of lines) expect(o.traceId, JSON.stringify(o)).toBe(APP_TRACE_ID);
     } finally {
       await client.close();
     }

@@ -5,7 +5,7 @@
 import { batchDecoder } from '../sim/protocol-mutants.ts';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BATCH_RECORDS_MAX, batchable, decodeDecisionBatch, encodeDecisionBatch, TAG_DECISION_BATCH, type BatchCommand } from '../../src/commit/decision-batch.ts';
+import { BATCH_RECORDS_MAX, batchable, decodeDecisionBatch, encodeDecisionBatch, recordBytesBound, TAG_DECISION_BATCH, type BatchCommand } from '../../src/commit/decision-batch.ts';
 import { encodeCommand, type ApplyResult, type Command, type DecisionCommand } from '../../src/commit/state.ts';
 import type { ProposeCallback } from '../../src/node/driver.ts';
 import { entryProblem, NodeStateMachine } from '../../src/node/machine.ts';
@@ -22,7 +22,16 @@ const decide: fc.Arbitrary<BatchCommand> = fc.record({
   atMs: fc.double({ min: 0, max: 4e12, noNaN: true }),
 });
 const forget: fc.Arbitrary<BatchCommand> = fc.record({ t: fc.constant('forget' as const), txnIds: fc.array(id, { maxLength: 8 }) });
+const hex = (n: number): fc.Arbitrary<string> => fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: n, maxLength: n });
+const traceparent = fc.tuple(hex(32), hex(16), hex(2)).map(([t, s, f]) => `00-${t}-${s}-${f}`);
+// Decides and Stages with the trace context the leader hands their records (NodeCoreOptions.traceOf).
+const tracedDecide: fc.Arbitrary<BatchCommand> = fc.tuple(decide, traceparent).map(([d, trace]) => ({ ...d, trace }) as BatchCommand);
+const stage: fc.Arbitrary<BatchCommand> = fc.record(
+  { t: fc.constant('stage' as const), txnId: id, participants: fc.array(id, { maxLength: 8 }), atMs: fc.double({ min: 0, max: 4e12, noNaN: true }), trace: traceparent },
+  { requiredKeys: ['t', 'txnId', 'participants', 'atMs'] },
+);
 const batch = fc.array(fc.oneof(decide, forget), { minLength: 1, maxLength: 30 });
+const tracedBatch = fc.array(fc.oneof(decide, forget, tracedDecide, stage), { minLength: 1, maxLength: 30 });
 
 const entry = (index: number, data: Uint8Array): Entry => ({ term: 1, index, type: EntryType.Normal, data });
 
@@ -37,6 +46,39 @@ describe('decision batch encoding', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('property: Decides and Stages with a trace context round-trip too, within the bytes the batcher budgets for them', () => {
+    fc.assert(
+      fc.property(tracedBatch, (cmds) => {
+        const data = encodeDecisionBatch(cmds);
+        expect(decodeDecisionBatch(data)).toEqual({ cmds, problem: null });
+        expect(entryProblem(EntryType.Normal, data)).toBeNull();
+        expect(data.byteLength).toBeLessThanOrEqual(4 + cmds.reduce((n, c) => n + recordBytesBound(c), 0));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a trace is written only when a record has one (untraced bytes as before), has the traceparent shape, and rides only a batch', () => {
+    const trace = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const plain = { t: 'decide' as const, txnId: 't', outcome: 'commit' as const, reason: '', participants: ['p'], atMs: 1 };
+    const untraced = Buffer.from(encodeDecisionBatch([plain]));
+    const traced = Buffer.from(encodeDecisionBatch([{ ...plain, trace }]));
+    expect(untraced[4]).toBe(1);
+    expect(traced[4]).toBe(4);
+    expect(traced.byteLength).toBe(untraced.byteLength + 2 + 55);
+    expect(traced.subarray(5, untraced.byteLength)).toEqual(untraced.subarray(5));
+    expect(batchable({ ...plain, trace: 'not a traceparent' })).toBe(false);
+    expect(() => encodeDecisionBatch([{ ...plain, trace: trace.toUpperCase() }])).toThrow(/traceparent of 55 characters/);
+    // A record whose trace was changed on the way is refused at the edge, naming it.
+    const bad = Buffer.from(traced);
+    bad[bad.byteLength - 1] = 'X'.charCodeAt(0);
+    expect(decodeDecisionBatch(bad).problem).toBe("decision batch: record 0's trace is not a traceparent");
+    expect(decodeDecisionBatch(traced.subarray(0, traced.byteLength - 3)).problem).toMatch(/record 0's trace \(55 bytes\) runs past/);
+    // As a JSON entry (an operator's Decide) a trace is refused: it has no place there.
+    const json = encodeCommand({ ...plain, operator: { operator: 'ann', reason: 'r', atMs: 1 }, trace });
+    expect(entryProblem(EntryType.Normal, json)).toMatch(/decide carries a trace only in a decision batch/);
   });
 
   it('property: any bytes after the tag decode to commands or to a one-line problem, never a throw', () => {
