@@ -49,6 +49,7 @@
 
 import type { TaggedProductTable } from '../commit/product-table.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
+import { assert } from '../util/assert.ts';
 
 export const LEASES_MAX = 10_000;
 /** Leases one client (one certificate CN; without TLS, one holder name) holds at once. */
@@ -195,8 +196,10 @@ export class LeaseTable implements TaggedProductTable {
   }
 
   apply(cmd: LeaseCommand, index: number): LeaseResult {
+    const was = this.clockAtMs;
     this.clockAtMs = Math.max(this.clockAtMs, cmd.atMs);
     const now = this.clockAtMs;
+    assert(now >= was, `the lease clock only grows (${was} → ${now})`);
     this.sweepOldest(now);
     const owner = cmd.owner ?? '';
     const cur = this.leases.get(cmd.name) ?? { name: cmd.name, holder: '', owner: '', epoch: 0, expiresAtMs: 0 };
@@ -209,24 +212,50 @@ export class LeaseTable implements TaggedProductTable {
     switch (cmd.t) {
       case 'lease.acquire': {
         // R7: the holder asking again while it holds the lease gets the same epoch, extended.
-        if (live && same) return answer(true, '', this.put({ ...cur, expiresAtMs: now + cmd.ttlMs }));
+        if (live && same) return answer(true, '', this.extend(cur, now + cmd.ttlMs, now));
         if (live) return answer(false, `held by ${holderName(cur.holder, cur.owner)} (epoch ${cur.epoch}) for ${cur.expiresAtMs - now} ms more`, cur);
         const full = this.fullFor(cmd.name, clientKey(owner, cmd.holder), now);
         if (full !== null) return answer(false, full, cur);
-        this.epochMax++;
-        return answer(true, '', this.put({ name: cmd.name, holder: cmd.holder, owner, epoch: this.epochMax, expiresAtMs: now + cmd.ttlMs }));
+        return answer(true, '', this.grant(cur, { name: cmd.name, holder: cmd.holder, owner, epoch: this.epochMax + 1, expiresAtMs: now + cmd.ttlMs }, now));
       }
       case 'lease.renew': {
         if (!live || !same || cur.epoch !== cmd.epoch) return answer(false, lostReason(cur, cmd.holder, owner, cmd.epoch, now), cur);
-        return answer(true, '', this.put({ ...cur, expiresAtMs: now + cmd.ttlMs }));
+        return answer(true, '', this.extend(cur, now + cmd.ttlMs, now));
       }
       case 'lease.release': {
         if (cur.holder === '' || !same || cur.epoch !== cmd.epoch) return answer(false, lostReason(cur, cmd.holder, owner, cmd.epoch, now), cur);
-        // Deleted: epochMax keeps the next grant's epoch larger than this one.
-        this.drop(cur);
-        return answer(true, '', { ...cur, holder: '', owner: '', expiresAtMs: 0 });
+        return answer(true, '', this.release(cur));
       }
     }
+  }
+
+  /**
+   * The three transitions of a lease, each asserting what makes it safe
+   * (src/util/assert.ts: a failure is a bug in Verdict, not bad input).
+   * A grant: nobody holds the lease live, and its epoch is larger than every
+   * epoch ever granted, so a fenced resource refuses every earlier holder.
+   */
+  private grant(cur: Lease, next: Lease, now: number): Lease {
+    assert(cur.holder === '' || cur.expiresAtMs <= now, `lease ${cur.name}: granted only when nobody holds it live`);
+    assert(next.epoch === this.epochMax + 1 && next.epoch > cur.epoch, `lease ${cur.name}: a grant's epoch ${next.epoch} follows every earlier one (${this.epochMax})`);
+    assert(next.holder !== '' && next.expiresAtMs > now, `lease ${cur.name}: a grant names a holder and ends after now`);
+    this.epochMax = next.epoch;
+    return this.put(next);
+  }
+
+  /** A renewal (or a repeated acquire, R7): the live holder keeps its epoch; only the expiry moves. */
+  private extend(cur: Lease, expiresAtMs: number, now: number): Lease {
+    assert(cur.holder !== '' && cur.expiresAtMs > now, `lease ${cur.name}: only a live lease is extended`);
+    assert(expiresAtMs > now, `lease ${cur.name}: an extension ends after now`);
+    return this.put({ ...cur, expiresAtMs });
+  }
+
+  /** A release by its holder: the record goes; epochMax keeps the next grant's epoch larger than this one. */
+  private release(cur: Lease): Lease {
+    assert(cur.holder !== '' && this.leases.get(cur.name) === cur, `lease ${cur.name}: only a held lease is released`);
+    assert(cur.epoch <= this.epochMax, `lease ${cur.name}: a held epoch ${cur.epoch} was granted (≤ ${this.epochMax})`);
+    this.drop(cur);
+    return { ...cur, holder: '', owner: '', expiresAtMs: 0 };
   }
 
   /** The lease as the table holds it now (a copy), or null when nobody holds it (never granted, released, or expired and swept). */

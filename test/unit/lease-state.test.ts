@@ -166,6 +166,22 @@ describe('lease table', () => {
     expect(t.heldBy('CN=m', 'h3')).toBe(1);
   });
 
+  it('every transition asserts what makes it safe: a table whose epoch counter fell behind a held epoch stops at the next grant instead of granting an old epoch', () => {
+    const t = new LeaseTable();
+    // A long lease granted first keeps p0's expired record from being swept (the oldest goes first).
+    t.apply({ t: 'lease.acquire', name: 'outbox/p9', holder: 'relay-z', ttlMs: 60_000, atMs: 1_000 }, 1);
+    t.apply(acquire('relay-a', 1_100), 2);
+    expect(t.get('outbox/p0')?.epoch).toBe(2);
+    // A bug elsewhere (a bad restore, a wrong edit) that set the counter back: the grant refuses to go on.
+    t.epochMax = 0;
+    expect(() => t.apply(acquire('relay-c', 3_000), 3)).toThrow(/lease outbox\/p0: a grant's epoch 1 follows every earlier one/);
+    // Releasing under the same fault stops too: the held epoch was never granted as far as the counter knows.
+    const u = new LeaseTable();
+    u.apply(acquire('relay-a', 1_000), 1);
+    u.epochMax = 0;
+    expect(() => u.apply({ t: 'lease.release', name: 'outbox/p0', holder: 'relay-a', epoch: 1, atMs: 1_100 }, 2)).toThrow(/a held epoch 1 was granted/);
+  });
+
   it('property: with deletions, every grant of any name gets an epoch above every earlier one, and the table holds no released lease', () => {
     const cmd = fc.record({
       kind: fc.constantFrom('acquire', 'renew', 'release'),
