@@ -15,6 +15,7 @@
 // without further checks.
 
 import type { ApplyResult, Command } from './state.ts';
+import { assert } from '../util/assert.ts';
 
 export const TAG_DECISION_BATCH = 0x04;
 /** The layout version after the tag; a node refuses versions it does not know. */
@@ -104,6 +105,13 @@ export function encodeDecisionBatch(cmds: readonly BatchCommand[]): Uint8Array {
   if (cmds.length === 0 || cmds.length > BATCH_RECORDS_MAX) throw new RangeError(`a decision batch holds 1–${BATCH_RECORDS_MAX} records, not ${cmds.length}`);
   let size = 4;
   for (const c of cmds) {
+    // Paired with decodeDecisionBatch: nothing is written that a follower's edge would refuse.
+    if (c.t === 'forget') assert(c.txnIds.length <= LIST_MAX, `a forget record names at most ${LIST_MAX} txnIds`);
+    else {
+      assert(c.txnId !== '' && Number.isFinite(c.atMs) && c.atMs >= 0, `${c.txnId || '(empty txnId)'}: a ${c.t} record has a txnId and a finite time ≥ 0, not ${c.atMs}`);
+      assert(c.participants.length <= LIST_MAX, `${c.txnId}: a ${c.t} record names at most ${LIST_MAX} participants`);
+      assert(c.t === 'stage' || c.outcome === 'commit' || c.outcome === 'abort', `${c.txnId}: a decide record's outcome is commit or abort`);
+    }
     if (c.t !== 'forget' && c.trace !== undefined) {
       if (!isRecordTrace(c.trace)) throw new RangeError(`${c.txnId}: a decision record's trace is a traceparent of ${TRACEPARENT_BYTES} characters`);
       size += 2 + TRACEPARENT_BYTES;

@@ -22,6 +22,7 @@
 import { crc32 } from 'node:zlib';
 import { EntryType, type Entry } from '../raft/types.ts';
 import { firstNonZero } from '../util/bytes.ts';
+import { assert } from '../util/assert.ts';
 
 export const SEGMENT_HEADER_BYTES = 32;
 export const RECORD_FRAME_BYTES = 8;
@@ -55,6 +56,7 @@ function hex16(n: number): string {
 }
 
 export function encodeSegmentHeader(seq: number, firstIndex: number): Buffer {
+  assert(Number.isSafeInteger(seq) && seq >= 0 && Number.isSafeInteger(firstIndex) && firstIndex >= 0, `segment ${seq} from index ${firstIndex}: a seq and an index the header check reads back`);
   const b = Buffer.alloc(SEGMENT_HEADER_BYTES);
   MAGIC.copy(b, 0);
   b.writeBigUInt64BE(BigInt(seq), 8);
@@ -81,7 +83,17 @@ export function checkSegmentHeader(buf: Buffer, want: SegmentName): string | nul
 /** Frames entries as records into one buffer: one write per persisted batch. */
 export function encodeRecords(entries: readonly Entry[]): { buf: Buffer; sizes: number[] } {
   let total = 0;
-  for (const e of entries) total += RECORD_FRAME_BYTES + BODY_HEADER_BYTES + e.data.byteLength;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    // Paired with scanRecords: nothing is written that the scan would refuse as invalid.
+    assert(Number.isSafeInteger(e.index) && e.index >= 0 && Number.isSafeInteger(e.term) && e.term >= 0, `entry ${e.index} (term ${e.term}) has a safe non-negative index and term`);
+    assert(e.type === EntryType.Normal || e.type === EntryType.ConfChange, `entry ${e.index} has a known type, not ${e.type}`);
+    if (i > 0) {
+      const prev = entries[i - 1];
+      assert(e.index === prev.index + 1 && e.term >= prev.term, `entry ${e.index} (term ${e.term}) follows entry ${prev.index} (term ${prev.term}) in one write`);
+    }
+    total += RECORD_FRAME_BYTES + BODY_HEADER_BYTES + e.data.byteLength;
+  }
   const buf = Buffer.allocUnsafe(total);
   const sizes: number[] = [];
   let at = 0;

@@ -60,6 +60,15 @@ describe('decision batch encoding', () => {
     );
   });
 
+  it('the encoder refuses, before writing, what a follower would refuse (paired checks)', () => {
+    const plain = { t: 'decide' as const, txnId: 't', outcome: 'commit' as const, reason: '', participants: [], atMs: 1 };
+    expect(() => encodeDecisionBatch([{ ...plain, txnId: '' }])).toThrow(/has a txnId and a finite time/);
+    expect(() => encodeDecisionBatch([{ ...plain, atMs: Number.NaN }])).toThrow(/finite time ≥ 0, not NaN/);
+    expect(() => encodeDecisionBatch([{ t: 'stage', txnId: 's', participants: [], atMs: -1 }])).toThrow(/finite time ≥ 0, not -1/);
+    expect(() => encodeDecisionBatch([{ ...plain, outcome: 'maybe' as 'commit' }])).toThrow(/outcome is commit or abort/);
+    expect(() => encodeDecisionBatch([{ t: 'forget', txnIds: new Array(4_097).fill('x') }])).toThrow(/at most 4096 txnIds/);
+  });
+
   it('a trace is written only when a record has one (untraced bytes as before), has the traceparent shape, and rides only a batch', () => {
     const trace = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
     const plain = { t: 'decide' as const, txnId: 't', outcome: 'commit' as const, reason: '', participants: ['p'], atMs: 1 };

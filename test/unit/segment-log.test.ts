@@ -89,6 +89,17 @@ async function flipByte(file: string, offset: number): Promise<void> {
 }
 
 describe('segment log: write and read back', () => {
+  it('the record encoder refuses, before a byte is written, what the scan would refuse as invalid (paired checks)', () => {
+    const e = (index: number, term: number, type = EntryType.Normal): Entry => ({ index, term, type, data: new Uint8Array([1]) });
+    const { buf } = encodeRecords([e(5, 1), e(6, 2)]);
+    expect(scanRecords(Buffer.concat([encodeSegmentHeader(0, 5), buf]), 5)).toMatchObject({ problem: null, entries: [{ index: 5 }, { index: 6 }] });
+    expect(() => encodeRecords([e(5, 1), e(7, 1)])).toThrow(/entry 7 \(term 1\) follows entry 5/);
+    expect(() => encodeRecords([e(5, 2), e(6, 1)])).toThrow(/entry 6 \(term 1\) follows entry 5 \(term 2\)/);
+    expect(() => encodeRecords([e(5, 1, 9 as EntryType)])).toThrow(/known type/);
+    expect(() => encodeRecords([e(5, 2 ** 60)])).toThrow(/safe non-negative index and term/);
+    expect(() => encodeSegmentHeader(-1, 5)).toThrow(/a seq and an index/);
+  });
+
   it('entries spread over several segments read back exactly, and appends continue after a reopen', async () => {
     const dir = await writtenLog(60);
     expect((await segmentFiles(join(dir, 'wal'))).length).toBeGreaterThan(2);
