@@ -8,7 +8,7 @@
 
 import { type DecisionOutcome, normalServes } from '../domain/protocol.ts';
 import type { ProtocolPort } from './commit-protocol.ts';
-import { type AbortClass, answerOf, decisionParticipants, EngineError, type HeuristicReport, type ResolveAnswer, validateTxnId } from './engine-types.ts';
+import { type AbortClass, answerOf, decisionParticipants, EngineError, type HeuristicReport, type ResolveAnswer, type Txn, validateTxnId } from './engine-types.ts';
 import type { HeuristicRecord, OperatorAct, ParticipantRecord } from './state.ts';
 
 /**
@@ -100,47 +100,9 @@ export function resolve(
   // could contradict an implied COMMITTED); the act is then recorded
   // against that decision, or refused.
   if (!decided && !t && p.isStaged(txnId)) return p.awaitRecovery(txnId, (err) => (err ? cb(err) : resolve(p, txnId, outcome, act, cb)));
-  // A mistyped id would otherwise be decided and listed as an operator's
-  // act on a transaction nobody ran: an id with no trace here is refused
-  // unless the operator says it is meant (a transaction begun on an earlier
-  // leader leaves no trace on this one).
-  if (!decided && !t && !p.table.heuristics.has(txnId) && !p.table.resolutions.has(txnId) && act.forceUnknown !== true) {
-    return cb(
-      new EngineError(
-        'precondition',
-        `the cluster has no record of transaction ${txnId} (not in flight on this leader, no decision, no heuristic report): a mistyped id? See verdict txn list. ` +
-          `A transaction begun on an earlier leader leaves no record here, and its prepared participants ask the cluster themselves (presumed abort); to decide it anyway, add --force-unknown`,
-      ),
-    );
-  }
-  if (!decided && outcome === 'commit' && !(t?.phase === 'deciding' && t.proposing === 'commit')) {
-    const why = !t
-      ? "this leader did not prepare it, so it does not hold every participant's YES vote (a new leader never resumes another leader's prepare, R2)"
-      : t.phase === 'deciding'
-        ? `it is being aborted (${t.reason})`
-        : `not every participant voted YES (${[...t.members.values()].map((m) => `${m.record.id}: ${m.vote ?? 'no vote yet'}`).join(', ') || 'no PREPARE sent yet'})`;
-    return cb(
-      new EngineError(
-        'precondition',
-        `COMMIT of undecided transaction ${txnId} refused: ${why}. AC2 — COMMIT only if every participant voted YES — is never traded away; use --abort, or wait for the transaction to be decided`,
-      ),
-    );
-  }
-  const propose = (): void => {
-    const members = t ? decisionParticipants(t, outcome) : [];
-    const now = p.io.nowMs();
-    const reason = `resolved by operator ${act.operator}: ${act.reason}`;
-    p.io.propose({ t: 'decide', txnId, outcome, reason, participants: members, atMs: now, operator: { operator: act.operator, reason: act.reason, atMs: now } }, (err, r) => {
-      if (err || !r || r.t !== 'decide') {
-        // The transaction this act moved to deciding must still be decided: tick proposes ABORT again.
-        if (t) p.reproposeLater(t);
-        return cb(new EngineError('outcome-unknown', `the resolution could not be logged (${err?.message ?? 'no result'}); retry`));
-      }
-      if (r.decision.outcome !== outcome) return cb(contrary(r.decision.outcome));
-      if (r.first && outcome === 'abort') p.countAbort('operator');
-      cb(null, { answer: answerOf(r.decision), decided: r.first });
-    });
-  };
+  const refused = decided ? null : undecidedRefusal(p, txnId, outcome, act, t);
+  if (refused !== null) return cb(refused);
+  const propose = (): void => proposeResolution(p, txnId, outcome, act, t, contrary, cb);
   if (t?.phase === 'deciding') {
     // COMMIT is already proposed: the log decides; then the act is recorded against what it says (or refused).
     t.waiters.push((err, a) => {
@@ -157,6 +119,56 @@ export function resolve(
     p.operatorTakesOver(t, `aborted by operator ${act.operator}: ${act.reason}`);
   }
   propose();
+}
+
+/** Why an operator's act on undecided `txnId` is refused, or null when it may be logged. */
+function undecidedRefusal(p: ProtocolPort, txnId: string, outcome: DecisionOutcome, act: { forceUnknown?: boolean }, t: Txn | undefined): EngineError | null {
+  // A mistyped id would otherwise be decided and listed as an operator's
+  // act on a transaction nobody ran: an id with no trace here is refused
+  // unless the operator says it is meant (a transaction begun on an earlier
+  // leader leaves no trace on this one).
+  if (!t && !p.table.heuristics.has(txnId) && !p.table.resolutions.has(txnId) && act.forceUnknown !== true) {
+    return new EngineError(
+      'precondition',
+      `the cluster has no record of transaction ${txnId} (not in flight on this leader, no decision, no heuristic report): a mistyped id? See verdict txn list. ` +
+        `A transaction begun on an earlier leader leaves no record here, and its prepared participants ask the cluster themselves (presumed abort); to decide it anyway, add --force-unknown`,
+    );
+  }
+  if (outcome !== 'commit' || (t?.phase === 'deciding' && t.proposing === 'commit')) return null;
+  const why = !t
+    ? "this leader did not prepare it, so it does not hold every participant's YES vote (a new leader never resumes another leader's prepare, R2)"
+    : t.phase === 'deciding'
+      ? `it is being aborted (${t.reason})`
+      : `not every participant voted YES (${[...t.members.values()].map((m) => `${m.record.id}: ${m.vote ?? 'no vote yet'}`).join(', ') || 'no PREPARE sent yet'})`;
+  return new EngineError(
+    'precondition',
+    `COMMIT of undecided transaction ${txnId} refused: ${why}. AC2 — COMMIT only if every participant voted YES — is never traded away; use --abort, or wait for the transaction to be decided`,
+  );
+}
+
+/** Logs the operator's Decide for `txnId` with who, when and why; answers what the log decided. */
+function proposeResolution(
+  p: ProtocolPort,
+  txnId: string,
+  outcome: DecisionOutcome,
+  act: Omit<OperatorAct, 'atMs'>,
+  t: Txn | undefined,
+  contrary: (d: DecisionOutcome) => EngineError,
+  cb: (err: EngineError | null, r?: ResolveAnswer) => void,
+): void {
+  const members = t ? decisionParticipants(t, outcome) : [];
+  const now = p.io.nowMs();
+  const reason = `resolved by operator ${act.operator}: ${act.reason}`;
+  p.io.propose({ t: 'decide', txnId, outcome, reason, participants: members, atMs: now, operator: { operator: act.operator, reason: act.reason, atMs: now } }, (err, r) => {
+    if (err || !r || r.t !== 'decide') {
+      // The transaction this act moved to deciding must still be decided: tick proposes ABORT again.
+      if (t) p.reproposeLater(t);
+      return cb(new EngineError('outcome-unknown', `the resolution could not be logged (${err?.message ?? 'no result'}); retry`));
+    }
+    if (r.decision.outcome !== outcome) return cb(contrary(r.decision.outcome));
+    if (r.first && outcome === 'abort') p.countAbort('operator');
+    cb(null, { answer: answerOf(r.decision), decided: r.first });
+  });
 }
 
 /**

@@ -235,111 +235,135 @@ export class DecisionTable {
   apply(cmd: DecisionCommand, index: number): DecisionApplyResult {
     assert(Number.isSafeInteger(index) && index >= 0, `a command is applied at a log index, not ${index}`);
     switch (cmd.t) {
-      case 'register': {
-        const p: ParticipantRecord = {
-          id: cmd.id,
-          endpoint: cmd.endpoint,
-          registeredAtMs: this.participants.get(cmd.id)?.registeredAtMs ?? cmd.atMs,
-          resourceKind: cmd.kind,
-          serves: cmd.serves ?? [],
-        };
-        this.participants.set(cmd.id, p);
-        // A participant removed with --force that registers again is owed its decisions again.
-        const returned = this.removed.delete(cmd.id);
-        return { t: 'register', participant: p, returned };
-      }
-      case 'unregister': {
-        // Checked again here, where every node sees the same table: a
-        // decision that names the participant still has to reach it (R5), so
-        // the registry keeps its endpoint until that decision is forgotten.
-        const acked = new Set(cmd.acked);
-        const refusedBy = [...this.decisions.values()].filter((d) => d.participants.includes(cmd.id) && !acked.has(d.txnId)).map((d) => d.txnId);
-        if (refusedBy.length > 0 && cmd.force === true) {
-          const record = this.participants.get(cmd.id);
-          if (record === undefined) return { t: 'unregister', id: cmd.id, removed: false, refusedBy: [], forced: null };
-          this.participants.delete(cmd.id);
-          const forced: RemovedParticipant = { id: cmd.id, endpoint: record.endpoint, operator: cmd.operator, reason: cmd.reason ?? '', atMs: cmd.atMs, index, owed: refusedBy };
-          this.removed.delete(cmd.id);
-          this.removed.set(cmd.id, forced);
-          this.oldestRemoved.trimTo(REMOVED_MAX);
-          return { t: 'unregister', id: cmd.id, removed: true, refusedBy: [], forced };
-        }
-        if (refusedBy.length > 0) return { t: 'unregister', id: cmd.id, removed: false, refusedBy, forced: null };
-        return { t: 'unregister', id: cmd.id, removed: this.participants.delete(cmd.id), refusedBy: [], forced: null };
-      }
-      case 'decide': {
-        let existing = this.lookup(cmd.txnId);
-        if (existing && existing.outcome === cmd.outcome) {
-          // A later Decide with the same outcome may name participants the decision did not (a new
-          // leader learns who may be prepared from a client's retried Commit): they are added, and a
-          // forgotten decision lives again, so it is delivered to them too (R5). The outcome never changes.
-          const added = cmd.participants.filter((p) => !existing?.participants.includes(p));
-          if (added.length > 0) {
-            assert(existing.outcome === cmd.outcome, `${cmd.txnId}: participants join only a decision of the same outcome (R1)`);
-            const live: Decision = { ...existing, participants: [...existing.participants, ...added], decidedAtMs: existing.decidedAtMs || cmd.atMs };
-            this.tombstones.delete(cmd.txnId);
-            this.decisions.set(cmd.txnId, live);
-            existing = live;
-          }
-        }
-        if (existing) {
-          // R1: a later Decide is a no-op. An operator who asked for the outcome already logged is still recorded.
-          const resolution = cmd.operator && existing.outcome === cmd.outcome ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: false, index }) : null;
-          return cmd.trace === undefined ? { t: 'decide', decision: existing, first: false, resolution } : { t: 'decide', decision: existing, first: false, resolution, trace: cmd.trace };
-        }
-        // R1: the first Decide(T) finds T nowhere in the table, live or forgotten.
-        assert(!this.decisions.has(cmd.txnId) && !this.tombstones.has(cmd.txnId), `${cmd.txnId}: a first decision is not already in the table`);
-        assert(cmd.outcome === 'commit' || cmd.outcome === 'abort', `${cmd.txnId}: a decided outcome is COMMIT or ABORT (checked at the edge)`);
-        const d: Decision = { txnId: cmd.txnId, outcome: cmd.outcome, reason: cmd.reason, participants: cmd.participants, index, decidedAtMs: cmd.atMs };
-        this.decisions.set(cmd.txnId, d);
-        this.staged.delete(cmd.txnId);
-        const resolution = cmd.operator ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: true, index }) : null;
-        return cmd.trace === undefined ? { t: 'decide', decision: d, first: true, resolution } : { t: 'decide', decision: d, first: true, resolution, trace: cmd.trace };
-      }
-      case 'stage': {
-        // A decided T stays decided (R1): the record changes nothing. A repeated one keeps the first.
-        const decision = this.lookup(cmd.txnId);
-        if (decision) return { t: 'stage', txnId: cmd.txnId, staging: null, decision };
-        let staging = this.staged.get(cmd.txnId);
-        if (!staging) {
-          staging = { txnId: cmd.txnId, participants: [...cmd.participants], index, atMs: cmd.atMs };
-          this.staged.set(cmd.txnId, staging);
-        }
-        return cmd.trace === undefined ? { t: 'stage', txnId: cmd.txnId, staging, decision: null } : { t: 'stage', txnId: cmd.txnId, staging, decision: null, trace: cmd.trace };
-      }
-      case 'heuristic': {
-        const list = this.heuristics.get(cmd.txnId) ?? [];
-        // R7: a participant reports its act until the cluster acknowledges it; a repeat returns the first record.
-        const seen = list.find((h) => h.participantId === cmd.participantId);
-        if (seen) return { t: 'heuristic', record: seen, first: false };
-        const decision = this.lookup(cmd.txnId)?.outcome ?? null;
-        const record: HeuristicRecord = {
-          txnId: cmd.txnId,
-          participantId: cmd.participantId,
-          outcome: cmd.outcome,
-          gid: cmd.gid,
-          operator: cmd.operator,
-          reason: cmd.reason,
-          atMs: cmd.atMs,
-          kind: heuristicKind(cmd.outcome, decision),
-          decision,
-          index,
-        };
-        this.incident(this.heuristics, this.oldestHeuristic, cmd.txnId, record);
-        return { t: 'heuristic', record, first: true };
-      }
-      case 'forget': {
-        let n = 0;
-        for (const id of cmd.txnIds) {
-          const d = this.decisions.get(id);
-          if (!d) continue;
-          this.decisions.delete(id);
-          this.bury(id, { outcome: d.outcome, reason: d.reason, index: d.index });
-          n++;
-        }
-        return { t: 'forget', forgotten: n, txnIds: cmd.txnIds };
+      case 'register':
+        return this.applyRegister(cmd);
+      case 'unregister':
+        return this.applyUnregister(cmd, index);
+      case 'decide':
+        return this.applyDecide(cmd, index);
+      case 'stage':
+        return this.applyStage(cmd, index);
+      case 'heuristic':
+        return this.applyHeuristic(cmd, index);
+      case 'forget':
+        return this.applyForget(cmd);
+    }
+  }
+
+  /** A registration: the participant joins (or its endpoint changes); one removed with --force is owed its decisions again. */
+  private applyRegister(cmd: Extract<DecisionCommand, { t: 'register' }>): DecisionApplyResult {
+    const p: ParticipantRecord = {
+      id: cmd.id,
+      endpoint: cmd.endpoint,
+      registeredAtMs: this.participants.get(cmd.id)?.registeredAtMs ?? cmd.atMs,
+      resourceKind: cmd.kind,
+      serves: cmd.serves ?? [],
+    };
+    this.participants.set(cmd.id, p);
+    // A participant removed with --force that registers again is owed its decisions again.
+    const returned = this.removed.delete(cmd.id);
+    return { t: 'register', participant: p, returned };
+  }
+
+  /** `verdict participant remove`: refused while a decision still names the participant, unless forced. */
+  private applyUnregister(cmd: Extract<DecisionCommand, { t: 'unregister' }>, index: number): DecisionApplyResult {
+    // Checked again here, where every node sees the same table: a
+    // decision that names the participant still has to reach it (R5), so
+    // the registry keeps its endpoint until that decision is forgotten.
+    const acked = new Set(cmd.acked);
+    const refusedBy = [...this.decisions.values()].filter((d) => d.participants.includes(cmd.id) && !acked.has(d.txnId)).map((d) => d.txnId);
+    if (refusedBy.length > 0 && cmd.force === true) {
+      const record = this.participants.get(cmd.id);
+      if (record === undefined) return { t: 'unregister', id: cmd.id, removed: false, refusedBy: [], forced: null };
+      this.participants.delete(cmd.id);
+      const forced: RemovedParticipant = { id: cmd.id, endpoint: record.endpoint, operator: cmd.operator, reason: cmd.reason ?? '', atMs: cmd.atMs, index, owed: refusedBy };
+      this.removed.delete(cmd.id);
+      this.removed.set(cmd.id, forced);
+      this.oldestRemoved.trimTo(REMOVED_MAX);
+      return { t: 'unregister', id: cmd.id, removed: true, refusedBy: [], forced };
+    }
+    if (refusedBy.length > 0) return { t: 'unregister', id: cmd.id, removed: false, refusedBy, forced: null };
+    return { t: 'unregister', id: cmd.id, removed: this.participants.delete(cmd.id), refusedBy: [], forced: null };
+  }
+
+  /** A Decide: the first for T records the outcome (R1); a later one is a no-op that may add participants of the same outcome. */
+  private applyDecide(cmd: Extract<DecisionCommand, { t: 'decide' }>, index: number): DecisionApplyResult {
+    let existing = this.lookup(cmd.txnId);
+    if (existing && existing.outcome === cmd.outcome) {
+      // A later Decide with the same outcome may name participants the decision did not (a new
+      // leader learns who may be prepared from a client's retried Commit): they are added, and a
+      // forgotten decision lives again, so it is delivered to them too (R5). The outcome never changes.
+      const added = cmd.participants.filter((p) => !existing?.participants.includes(p));
+      if (added.length > 0) {
+        assert(existing.outcome === cmd.outcome, `${cmd.txnId}: participants join only a decision of the same outcome (R1)`);
+        const live: Decision = { ...existing, participants: [...existing.participants, ...added], decidedAtMs: existing.decidedAtMs || cmd.atMs };
+        this.tombstones.delete(cmd.txnId);
+        this.decisions.set(cmd.txnId, live);
+        existing = live;
       }
     }
+    if (existing) {
+      // R1: a later Decide is a no-op. An operator who asked for the outcome already logged is still recorded.
+      const resolution = cmd.operator && existing.outcome === cmd.outcome ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: false, index }) : null;
+      return cmd.trace === undefined ? { t: 'decide', decision: existing, first: false, resolution } : { t: 'decide', decision: existing, first: false, resolution, trace: cmd.trace };
+    }
+    // R1: the first Decide(T) finds T nowhere in the table, live or forgotten.
+    assert(!this.decisions.has(cmd.txnId) && !this.tombstones.has(cmd.txnId), `${cmd.txnId}: a first decision is not already in the table`);
+    assert(cmd.outcome === 'commit' || cmd.outcome === 'abort', `${cmd.txnId}: a decided outcome is COMMIT or ABORT (checked at the edge)`);
+    const d: Decision = { txnId: cmd.txnId, outcome: cmd.outcome, reason: cmd.reason, participants: cmd.participants, index, decidedAtMs: cmd.atMs };
+    this.decisions.set(cmd.txnId, d);
+    this.staged.delete(cmd.txnId);
+    const resolution = cmd.operator ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: true, index }) : null;
+    return cmd.trace === undefined ? { t: 'decide', decision: d, first: true, resolution } : { t: 'decide', decision: d, first: true, resolution, trace: cmd.trace };
+  }
+
+  /** Parallel commit's STAGING record: kept until T is decided; a decided T stays decided (R1). */
+  private applyStage(cmd: Extract<DecisionCommand, { t: 'stage' }>, index: number): DecisionApplyResult {
+    // A decided T stays decided (R1): the record changes nothing. A repeated one keeps the first.
+    const decision = this.lookup(cmd.txnId);
+    if (decision) return { t: 'stage', txnId: cmd.txnId, staging: null, decision };
+    let staging = this.staged.get(cmd.txnId);
+    if (!staging) {
+      staging = { txnId: cmd.txnId, participants: [...cmd.participants], index, atMs: cmd.atMs };
+      this.staged.set(cmd.txnId, staging);
+    }
+    return cmd.trace === undefined ? { t: 'stage', txnId: cmd.txnId, staging, decision: null } : { t: 'stage', txnId: cmd.txnId, staging, decision: null, trace: cmd.trace };
+  }
+
+  /** A participant's heuristic act, recorded once (R7). */
+  private applyHeuristic(cmd: Extract<DecisionCommand, { t: 'heuristic' }>, index: number): DecisionApplyResult {
+    const list = this.heuristics.get(cmd.txnId) ?? [];
+    // R7: a participant reports its act until the cluster acknowledges it; a repeat returns the first record.
+    const seen = list.find((h) => h.participantId === cmd.participantId);
+    if (seen) return { t: 'heuristic', record: seen, first: false };
+    const decision = this.lookup(cmd.txnId)?.outcome ?? null;
+    const record: HeuristicRecord = {
+      txnId: cmd.txnId,
+      participantId: cmd.participantId,
+      outcome: cmd.outcome,
+      gid: cmd.gid,
+      operator: cmd.operator,
+      reason: cmd.reason,
+      atMs: cmd.atMs,
+      kind: heuristicKind(cmd.outcome, decision),
+      decision,
+      index,
+    };
+    this.incident(this.heuristics, this.oldestHeuristic, cmd.txnId, record);
+    return { t: 'heuristic', record, first: true };
+  }
+
+  /** Every participant acknowledged (R5): the decisions go to the tombstones. */
+  private applyForget(cmd: Extract<DecisionCommand, { t: 'forget' }>): DecisionApplyResult {
+    let n = 0;
+    for (const id of cmd.txnIds) {
+      const d = this.decisions.get(id);
+      if (!d) continue;
+      this.decisions.delete(id);
+      this.bury(id, { outcome: d.outcome, reason: d.reason, index: d.index });
+      n++;
+    }
+    return { t: 'forget', forgotten: n, txnIds: cmd.txnIds };
   }
 
   /**
