@@ -130,6 +130,36 @@ export class EngineError extends Error {
   }
 }
 
+/**
+ * How the Coordinator service answers an engine error: the gRPC status
+ * (by name) and the `verdict-reason` metadata a client's retry rule reads
+ * (docs/protocol-outcomes.md). The one table of it: the gRPC service
+ * (src/node/coordinator-service.ts) and the simulator's RPCs both use it,
+ * so the simulator's clients see exactly what the SDK sees.
+ */
+export interface EngineStatus {
+  code: 'UNAVAILABLE' | 'DEADLINE_EXCEEDED' | 'ALREADY_EXISTS' | 'INVALID_ARGUMENT' | 'FAILED_PRECONDITION' | 'RESOURCE_EXHAUSTED' | 'NOT_FOUND';
+  reason?: 'NOT_LEADER' | 'UNKNOWN_OUTCOME' | 'ALREADY_DECIDED';
+}
+
+/** The engines' error codes: the commit engine's, and 'not-found' of a product's (a saga id nobody started). */
+export type StatusErrorCode = EngineErrorCode | 'not-found';
+
+const ENGINE_STATUS: Readonly<Record<StatusErrorCode, EngineStatus>> = {
+  'not-leader': { code: 'UNAVAILABLE', reason: 'NOT_LEADER' },
+  // "May have taken effect": the gRPC code whose meaning, for a state change, is exactly that.
+  'outcome-unknown': { code: 'DEADLINE_EXCEEDED', reason: 'UNKNOWN_OUTCOME' },
+  exists: { code: 'ALREADY_EXISTS', reason: 'ALREADY_DECIDED' },
+  invalid: { code: 'INVALID_ARGUMENT' },
+  precondition: { code: 'FAILED_PRECONDITION' },
+  exhausted: { code: 'RESOURCE_EXHAUSTED' },
+  'not-found': { code: 'NOT_FOUND' },
+};
+
+export function engineStatusOf(code: StatusErrorCode): EngineStatus {
+  return ENGINE_STATUS[code];
+}
+
 export type Phase = 'begun' | 'preparing' | 'deciding' | 'delivering';
 
 export interface Member {

@@ -8,6 +8,7 @@
 
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswer, type TxnView } from '../commit/engine.ts';
+import { engineStatusOf } from '../commit/engine-types.ts';
 import type { DecisionOutcome } from '../domain/protocol.ts';
 import { RESOURCE_KIND, RESOURCE_KIND_UNKNOWN, type DecisionTable, type HeuristicRecord, type ParticipantRecord, type Resolution } from '../commit/state.ts';
 import { normalServes, servesProblem } from '../domain/protocol.ts';
@@ -50,26 +51,17 @@ const OUTCOME: Record<OutcomeAnswer['outcome'], OutcomeName> = {
   unknown: 'OUTCOME_UNKNOWN',
 };
 
-/** not-leader is answered by notLeader(), with the leader's whereabouts. */
-const CODE: Record<Exclude<EngineError['code'], 'not-leader'>, grpc.status> = {
-  exhausted: grpc.status.RESOURCE_EXHAUSTED,
-  invalid: grpc.status.INVALID_ARGUMENT,
-  precondition: grpc.status.FAILED_PRECONDITION,
-  // "May have taken effect": the gRPC code whose meaning, for a state change, is exactly that.
-  'outcome-unknown': grpc.status.DEADLINE_EXCEEDED,
-  exists: grpc.status.ALREADY_EXISTS,
-};
-
-/** The engine's error as the gRPC status a client acts on. */
+/**
+ * The engine's error as the gRPC status a client acts on (engineStatusOf).
+ * not-leader is answered by notLeader() where the service knows the
+ * leader's whereabouts; here it is UNAVAILABLE with its reason all the same.
+ */
 function engineStatus(err: EngineError): grpc.ServiceError {
   const md = new grpc.Metadata();
-  if (err.code === 'outcome-unknown') md.set(STATUS_REASON_KEY, 'UNKNOWN_OUTCOME');
-  if (err.code === 'exists') {
-    md.set(STATUS_REASON_KEY, 'ALREADY_DECIDED');
-    if (err.recorded !== undefined) md.set(RECORDED_OUTCOME_KEY, err.recorded === 'committed' ? 'COMMITTED' : 'ABORTED');
-  }
-  const code = err.code === 'not-leader' ? grpc.status.UNAVAILABLE : CODE[err.code];
-  return Object.assign(new Error(err.message), { code, details: err.message, metadata: md });
+  const status = engineStatusOf(err.code);
+  if (status.reason !== undefined) md.set(STATUS_REASON_KEY, status.reason);
+  if (err.code === 'exists' && err.recorded !== undefined) md.set(RECORDED_OUTCOME_KEY, err.recorded === 'committed' ? 'COMMITTED' : 'ABORTED');
+  return Object.assign(new Error(err.message), { code: grpc.status[status.code], details: err.message, metadata: md });
 }
 
 /** Free text an operator gives (who, why): bounded, so a log entry stays small. */

@@ -35,6 +35,8 @@ import { notLeader } from './raft-node-service.ts';
 import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 import { traceFromMetadata, traceToMetadata, type TraceContext } from '../transport/trace-context.ts';
 import { NO_TRACING, type Tracing } from '../transport/tracing.ts';
+import { STATUS_REASON_KEY } from '../transport/coordinator-rpc.ts';
+import { engineStatusOf } from '../commit/engine-types.ts';
 
 /** Step service channels kept open; beyond this the least recently used is closed. */
 const CHANNELS_MAX = 256;
@@ -235,14 +237,10 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
 
   const fail = (err: SagaError): grpc.ServiceError => {
     if (err.code === 'not-leader') return notLeader(o.members, o.leader());
-    const code = {
-      invalid: grpc.status.INVALID_ARGUMENT,
-      precondition: grpc.status.FAILED_PRECONDITION,
-      'not-found': grpc.status.NOT_FOUND,
-      exhausted: grpc.status.RESOURCE_EXHAUSTED,
-      'outcome-unknown': grpc.status.DEADLINE_EXCEEDED,
-    }[err.code];
-    return Object.assign(new Error(err.message), { code, details: err.message, metadata: new grpc.Metadata() });
+    const status = engineStatusOf(err.code);
+    const metadata = new grpc.Metadata();
+    if (status.reason !== undefined) metadata.set(STATUS_REASON_KEY, status.reason);
+    return Object.assign(new Error(err.message), { code: grpc.status[status.code], details: err.message, metadata });
   };
   const invalid = (details: string): grpc.ServiceError => Object.assign(new Error(details), { code: grpc.status.INVALID_ARGUMENT, details, metadata: new grpc.Metadata() });
   const answer = (cb: grpc.sendUnaryData<SagaInfo>) => (err: SagaError | null, s?: SagaRecord) =>

@@ -5,6 +5,7 @@
 
 import type { FailedAttempt } from '../../src/client/retry-policy.ts';
 import type { CoordinatorEngine, EngineError } from '../../src/commit/engine.ts';
+import { engineStatusOf } from '../../src/commit/engine-types.ts';
 import type { DecisionTable } from '../../src/commit/state.ts';
 import type { NodeId } from '../../src/raft/types.ts';
 import type { EventQueue } from './event-queue.ts';
@@ -75,15 +76,11 @@ export function failedAttempt(err: RpcError): FailedAttempt {
   return STATUS_OF[err.code] ?? { code: 'UNKNOWN' };
 }
 
+/** The engine's errors as the gRPC service answers them (one table: engineStatusOf), and the simulated network's own two. */
 const STATUS_OF: Readonly<Record<string, FailedAttempt>> = {
-  'not-leader': { code: 'UNAVAILABLE', reason: 'NOT_LEADER' },
-  'outcome-unknown': { code: 'DEADLINE_EXCEEDED', reason: 'UNKNOWN_OUTCOME' },
+  ...Object.fromEntries((['not-leader', 'outcome-unknown', 'exists', 'invalid', 'precondition', 'exhausted', 'not-found'] as const).map((c) => [c, engineStatusOf(c)])),
   deadline: { code: 'DEADLINE_EXCEEDED' },
   UNAVAILABLE: { code: 'UNAVAILABLE' },
-  exists: { code: 'ALREADY_EXISTS', reason: 'ALREADY_DECIDED' },
-  invalid: { code: 'INVALID_ARGUMENT' },
-  precondition: { code: 'FAILED_PRECONDITION' },
-  exhausted: { code: 'RESOURCE_EXHAUSTED' },
 };
 
 /** Codes the SDK retries (UNAVAILABLE: NOT_LEADER, NO_LEADER; DEADLINE_EXCEEDED: UNKNOWN_OUTCOME), as the engine and this simulator name them. */
