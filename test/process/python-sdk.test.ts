@@ -19,7 +19,7 @@ afterEach(stopPythonProcs);
 afterAll(stopPythonProcs);
 
 describe('the Python SDK on a real cluster', () => {
-  it('R4: a Python client commits and aborts with a Python participant, which recovers a YES vote after SIGKILL', async () => {
+  it('R4: a Python client commits and aborts with a Python participant, which recovers a YES vote after SIGKILL, and is shown closed after SIGTERM', async () => {
     const c = await Cluster.start({ nodes: 3, logLevel: 'warn' });
     await c.waitForLeader();
     const nodes = c.nodes.map((n) => n.address);
@@ -80,7 +80,14 @@ describe('the Python SDK on a real cluster', () => {
         const p = (await ts.participants({ withActivity: true })).find((x) => x.participantId === 'py');
         return p !== undefined && p.inDoubt === 0 ? true : undefined;
       });
-      await py.kill('SIGTERM');
+      // Issue 42: SIGTERM closes the participant cleanly; it says so on the leader's Exchange stream, and the leader shows it closed, not disconnected.
+      expect((await ts.participants({ withActivity: true })).find((x) => x.participantId === 'py')?.connection).toBe('connected');
+      expect(await py.kill('SIGTERM')).toBe(0);
+      const shown = await waitFor('the leader to show py closed', WAIT_MS, async () => {
+        const p = (await ts.participants({ withActivity: true })).find((x) => x.participantId === 'py');
+        return p?.connection === 'closed' ? p.connection : undefined;
+      });
+      expect(shown).toBe('closed');
     } finally {
       ts.close();
     }

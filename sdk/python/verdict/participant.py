@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import queue
 import random
+import signal
 import sys
 import threading
 import time
@@ -280,12 +281,98 @@ class Engine:
             self._doubts.pop(txn_id, None)
 
 
+class _ExchangeStream:
+    """One Exchange stream's answers: a bounded number of requests in flight, answered as each is done.
+
+    It ends when the leader stops sending and every request taken is
+    answered, or, when closed, once those in flight are answered: then with
+    a last ``AnswerBatch(closing=True)``.
+    """
+
+    def __init__(self) -> None:
+        self.slots = threading.BoundedSemaphore(EXCHANGE_IN_FLIGHT_MAX)
+        self.farewell_sent = threading.Event()
+        self._answers: "queue.Queue[Any]" = queue.Queue()
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._reading_done = False
+        self._closing = False
+        self._ended = False
+
+    def take(self) -> bool:
+        """A request is taken to be answered; False when the stream is closing."""
+        with self._lock:
+            if self._closing:
+                return False
+            self._pending += 1
+            return True
+
+    def finished(self, answer: Optional[ppb.ExchangeAnswer]) -> None:
+        if answer is not None:
+            self._answers.put(answer)
+        self.slots.release()
+        with self._lock:
+            self._pending -= 1
+            self._maybe_end()
+
+    def reading_done(self) -> None:
+        with self._lock:
+            self._reading_done = True
+            self._maybe_end()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closing = True
+            self._maybe_end()
+
+    def _maybe_end(self) -> None:
+        """Called under the lock: the end marker goes after the last answer."""
+        if self._ended or self._pending > 0 or not (self._reading_done or self._closing):
+            return
+        self._ended = True
+        self._answers.put(_FAREWELL if self._closing else None)
+
+    def batches(self) -> Iterator[ppb.AnswerBatch]:
+        out: List[ppb.ExchangeAnswer] = []
+        while True:
+            item = self._answers.get() if not out else self._next_now()
+            if isinstance(item, ppb.ExchangeAnswer):
+                out.append(item)
+                if len(out) < ANSWER_BATCH_MAX:
+                    continue
+                item = _NOTHING_NOW
+            if out:
+                yield ppb.AnswerBatch(answers=out)
+                out = []
+            if item is None:
+                return
+            if item is _FAREWELL:
+                yield ppb.AnswerBatch(closing=True)
+                self.farewell_sent.set()
+                return
+
+    def _next_now(self) -> Any:
+        try:
+            return self._answers.get_nowait()
+        except queue.Empty:
+            return _NOTHING_NOW
+
+
+#: Markers in an Exchange stream's queue: the participant is closing; nothing more is there now.
+_FAREWELL = object()
+_NOTHING_NOW = object()
+
+
 class _Servicer(participant_pb2_grpc.ParticipantServicer):
     def __init__(self, engine: Engine, node_only: bool, workers: Optional[futures.ThreadPoolExecutor] = None) -> None:
         self.engine = engine
         self.node_only = node_only
         #: Runs the requests of Exchange streams, so a slow PREPARE does not hold up a DECISION behind it.
         self.workers = workers if workers is not None else futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="verdict-exchange")
+        self._streams_guard = threading.Lock()
+        self._streams: "set[_ExchangeStream]" = set()
+        #: Set by end_exchanges: a stream opened afterwards is closed at once.
+        self._closing = False
 
     def _guard(self, context: grpc.ServicerContext) -> None:
         """Under TLS, PREPARE/DECISION/Status are taken only from a certificate with the node mark of this cluster (R8)."""
@@ -352,55 +439,58 @@ class _Servicer(participant_pb2_grpc.ParticipantServicer):
             return ppb.ExchangeAnswer(id=r.id, error=ppb.ExchangeError(code=grpc.StatusCode.INTERNAL.value[0], details=str(err)[:512]))
 
     def Exchange(self, request_iterator: Iterator[ppb.ExchangeBatch], context: grpc.ServicerContext) -> Iterator[ppb.AnswerBatch]:
-        """The leader's stream of PREPAREs and DECISIONs: each answered by id as soon as it is done, in any order."""
+        """The leader's stream of PREPAREs and DECISIONs: each answered by id as soon as it is done, in any order.
+
+        When the participant closes (``end_exchanges``) the stream takes no
+        more requests, sends the answers of those in flight, and ends with
+        ``AnswerBatch(closing=True)``: the leader then lists the participant
+        as closed rather than disconnected.
+        """
         self._guard(context)
         self.engine.log("exchange-opened", participant_id=self.engine.participant_id, peer=context.peer())
-        answers: "queue.Queue[Optional[ppb.ExchangeAnswer]]" = queue.Queue()
-        slots = threading.BoundedSemaphore(EXCHANGE_IN_FLIGHT_MAX)
-        pending = [0]
-        lock = threading.Lock()
-        reading_done = threading.Event()
+        stream = _ExchangeStream()
+        with self._streams_guard:
+            if self._closing:
+                stream.close()
+            self._streams.add(stream)
+        try:
+            threading.Thread(target=self._read_exchange, args=(request_iterator, stream), name="verdict-exchange-read", daemon=True).start()
+            yield from stream.batches()
+        finally:
+            with self._streams_guard:
+                self._streams.discard(stream)
 
-        def finished(answer: ppb.ExchangeAnswer) -> None:
-            answers.put(answer)
-            slots.release()
-            with lock:
-                pending[0] -= 1
-                if pending[0] == 0 and reading_done.is_set():
-                    answers.put(None)
+    def _read_exchange(self, request_iterator: Iterator[ppb.ExchangeBatch], stream: "_ExchangeStream") -> None:
+        try:
+            for batch in request_iterator:
+                for r in batch.requests:
+                    stream.slots.acquire()
+                    if not stream.take():
+                        # Closing: not taken, not answered; the leader sends it again to whoever serves next.
+                        stream.slots.release()
+                        continue
+                    self.workers.submit(lambda r=r: stream.finished(self._answer(r)))
+        except grpc.RpcError:
+            pass
+        except RuntimeError:
+            # The workers were shut down under a request being taken: the participant is stopping.
+            stream.finished(None)
+        finally:
+            stream.reading_done()
 
-        def read() -> None:
-            try:
-                for batch in request_iterator:
-                    for r in batch.requests:
-                        slots.acquire()
-                        with lock:
-                            pending[0] += 1
-                        self.workers.submit(lambda r=r: finished(self._answer(r)))
-            except grpc.RpcError:
-                pass
-            finally:
-                with lock:
-                    reading_done.set()
-                    if pending[0] == 0:
-                        answers.put(None)
-
-        threading.Thread(target=read, name="verdict-exchange-read", daemon=True).start()
-        while True:
-            first = answers.get()
-            if first is None:
-                return
-            out = [first]
-            while len(out) < ANSWER_BATCH_MAX:
-                try:
-                    more = answers.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    yield ppb.AnswerBatch(answers=out)
-                    return
-                out.append(more)
-            yield ppb.AnswerBatch(answers=out)
+    def end_exchanges(self, timeout_s: float) -> int:
+        """Closes every open Exchange stream, saying so to the leader; waits at most ``timeout_s`` for each to send its last batch."""
+        with self._streams_guard:
+            self._closing = True
+            streams = list(self._streams)
+        for s in streams:
+            s.close()
+        deadline = time.monotonic() + timeout_s
+        said = 0
+        for s in streams:
+            if s.farewell_sent.wait(max(0.0, deadline - time.monotonic())):
+                said += 1
+        return said
 
     def Status(self, request: ppb.StatusRequest, context: grpc.ServicerContext) -> ppb.StatusAnswer:
         self._guard(context)
@@ -451,7 +541,8 @@ class Participant:
         self.engine = Engine(cluster_id or "", participant_id, self.journal, resource, log, in_doubt_after_s)
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
         self._workers = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="verdict-exchange")
-        participant_pb2_grpc.add_ParticipantServicer_to_server(_Servicer(self.engine, tls is not None, self._workers), self._server)
+        self._servicer = _Servicer(self.engine, tls is not None, self._workers)
+        participant_pb2_grpc.add_ParticipantServicer_to_server(self._servicer, self._server)
         self._stopped = threading.Event()
         self._resolver = threading.Thread(target=self._resolve_loop, name="verdict-in-doubt", daemon=True)
         #: Whether the cluster answers GetOutcomes (a cluster that answers UNIMPLEMENTED is asked one by one).
@@ -581,10 +672,36 @@ class Participant:
             self.engine.asked(txn_id, time.monotonic())
 
     def stop(self, grace_s: float = 1.0) -> None:
+        """Closes cleanly: each open Exchange stream answers what it took and ends saying the participant is
+        closing (the leader shows it closed, not disconnected), then the server, the journal and the resource close."""
+        if self._stopped.is_set():
+            return
         self._stopped.set()
+        said = self._servicer.end_exchanges(grace_s)
+        self.log("closing", participant_id=self.participant_id, streams_told=said)
         self._server.stop(grace_s).wait()
         self._workers.shutdown(wait=False)
         self.client.close()
         self.journal.close()
         self.resource.close()
 
+    close = stop
+
+    def run_until_signal(self, signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT)) -> int:
+        """Serves until one of ``signals`` arrives (call from the main thread), then closes cleanly; returns the signal."""
+        got: List[int] = []
+        done = threading.Event()
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            got.append(signum)
+            done.set()
+
+        previous = {s: signal.signal(s, on_signal) for s in signals}
+        try:
+            while not done.wait(0.5):
+                pass
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+        self.stop()
+        return got[0]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -106,11 +105,8 @@ def main() -> int:
     tls = TlsFiles(*a.tls.split(",")) if a.tls else None
     p = Participant(participant_id=a.id, cluster_id=a.cluster_id, nodes=a.nodes.split(","), data_dir=a.data, resource=resource, endpoint=a.listen, tls=tls, insecure=tls is None)
     p.start()
-    done = threading.Event()
-    for s in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(s, lambda *_: done.set())
-    done.wait()
-    p.stop()
+    # SIGTERM closes it cleanly: the leader hears it is closing (AnswerBatch.closing).
+    p.run_until_signal()
     return 0
 
 

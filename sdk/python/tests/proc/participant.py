@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-import threading
 import time
 from typing import Any, Iterable, Optional
 
@@ -74,10 +72,8 @@ def main() -> int:
     p = Participant(participant_id=a.id, cluster_id=a.cluster_id, nodes=a.nodes.split(","), data_dir=a.data_dir, resource=resource, endpoint=a.listen, tls=tls, insecure=tls is None, log=emit)
     p.start()
     emit("ready", endpoint=p.endpoint, values=getattr(inner, "values", {}))
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    done.wait()
-    p.stop()
+    # SIGTERM closes it cleanly: the leader hears it is closing (AnswerBatch.closing).
+    p.run_until_signal()
     return 0
 
 
