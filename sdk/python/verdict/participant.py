@@ -39,12 +39,13 @@ import grpc
 from ._proto import coordinator_pb2 as cpb
 from ._proto import participant_pb2 as ppb
 from ._proto import participant_pb2_grpc
-from .client import Client
+from .client import Client, to_outcome_result
 from .connection import TlsFiles
 from .errors import VerdictError
 from .ids import TXN_ID_PATTERN, check_participant_id
 from .journal import Journal
 from .resource import Resource
+from .tcc import ReserveWatcher
 
 #: The optional Participant methods this runtime serves (RegisterParticipantRequest.serves).
 SERVES = ("Exchange", "Status")
@@ -57,6 +58,8 @@ ANSWER_BATCH_MAX = 256
 IN_DOUBT_AFTER_S = 2.0
 #: How often acts done by hand (heuristic.py) not yet acknowledged by the cluster are reported.
 HEURISTIC_REPORT_EVERY_S = 5.0
+#: How often the reserves of a TCC resource are looked at for an expired TTL.
+RESERVE_SWEEP_EVERY_S = 0.5
 ASK_PAUSE_MIN_S = 0.2
 ASK_PAUSE_MAX_S = 10.0
 #: The subject field and value that mark a node's certificate (src/transport/tls.ts, NODE_MARK).
@@ -548,6 +551,17 @@ class Participant:
         #: Whether the cluster answers GetOutcomes (a cluster that answers UNIMPLEMENTED is asked one by one).
         self._batched = True
         self.port = 0
+        #: A TCC resource whose reserves may carry a TTL: expired ones are settled through the cluster (tcc.ReserveWatcher).
+        self.reserve_watcher: Optional[ReserveWatcher] = None
+        if callable(getattr(resource, "expired", None)):
+            self.reserve_watcher = ReserveWatcher(
+                participant_id=participant_id,
+                resource=resource,
+                ask_abort=self._ask_abort,
+                prepared=self._prepared_here,
+                decide=lambda txn_id, commit: self.engine.decide(self.engine.cluster_id, txn_id, participant_id, commit, source="tcc-expiry"),
+                log=log,
+            )
 
     def start(self, register_timeout_s: float = 60.0) -> "Participant":
         """Learns the cluster id if not given, serves, registers (retried until a leader takes it) and starts resolving what is in doubt."""
@@ -582,10 +596,17 @@ class Participant:
 
     def _resolve_loop(self) -> None:
         next_report_at = 0.0
+        next_sweep_at = 0.0
         while not self._stopped.wait(0.1):
             if time.monotonic() >= next_report_at and hasattr(self.resource, "unreported_heuristics"):
                 next_report_at = time.monotonic() + HEURISTIC_REPORT_EVERY_S
                 self._report_heuristics()
+            if self.reserve_watcher is not None and time.monotonic() >= next_sweep_at:
+                next_sweep_at = time.monotonic() + RESERVE_SWEEP_EVERY_S
+                try:
+                    self.reserve_watcher.sweep()
+                except Exception as err:  # noqa: BLE001 - the database is away: next round
+                    self.log("tcc-expiry-scan-failed", participant_id=self.participant_id, error=str(err)[:512])
             due = self.engine.due(time.monotonic())
             while due and not self._stopped.is_set():
                 batch, due = due[:OUTCOMES_BATCH_MAX], due[OUTCOMES_BATCH_MAX:]
@@ -620,6 +641,15 @@ class Participant:
                 self.log("heuristic-not-reported", txn_id=act.txn_id, participant_id=self.participant_id, error=str(err)[:512])
                 continue
             self.log("heuristic-reported", txn_id=act.txn_id, participant_id=self.participant_id, outcome=act.outcome, operator=act.operator, kind=r.heuristic.kind)
+
+    def _prepared_here(self, txn_id: str) -> bool:
+        e = self.journal.get(txn_id)
+        return e is not None and e.state == "prepared"
+
+    def _ask_abort(self, txn_id: str, reason: str) -> str:
+        """Coordinator.Abort: the leader logs ABORT unless a decision is logged, and answers the outcome the log holds."""
+        r = self.client.connection.call("Abort", cpb.AbortRequest(txn_id=txn_id, reason=reason), call_timeout_ms=5_000, attempt_timeout_ms=2_000)
+        return to_outcome_result(txn_id, r).outcome
 
     def _ask(self, txn_id: str) -> None:
         """One GetOutcome for a transaction in doubt; applies COMMITTED or ABORTED, else asks again later (R4)."""

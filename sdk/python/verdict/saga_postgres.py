@@ -27,12 +27,9 @@ transient error: nothing is recorded and the orchestrator retries.
 
 from __future__ import annotations
 
-import threading
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, Optional, Union
 
-import psycopg2
-import psycopg2.errors
-
+from .pgpool import ConnectionPool
 from .saga import InboxRecord, StepAnswer, StepDone, StepFailed, StepRequest, answer_of
 
 INBOX_TABLE = "verdict_saga_inbox"
@@ -67,70 +64,21 @@ class PostgresInbox:
     """
 
     def __init__(self, dsn: str, connections_max: int = 4, application_name: str = "verdict-py-saga") -> None:
-        if connections_max < 1:
-            raise ValueError("connections_max must be at least 1")
-        self.dsn = dsn
-        self.application_name = application_name[:63]
-        self._free: List[Any] = []
-        self._slots = threading.BoundedSemaphore(connections_max)
-        self._lock = threading.Lock()
-        self._closed = False
-        conn = self._connect()
+        self._pool = ConnectionPool(dsn, connections_max, application_name)
+
+        def create(cur: Any) -> None:
+            # Two services creating the tables at once: the lock orders them; the second finds them made.
+            cur.execute("SELECT pg_advisory_xact_lock(hashtextextended('verdict_saga_inbox schema', 0))")
+            cur.execute(SCHEMA)
+
         try:
-            with conn.cursor() as cur:
-                # Two services creating the tables at once: one loses the race on the catalog; the other made them.
-                cur.execute("SELECT pg_advisory_xact_lock(hashtextextended('verdict_saga_inbox schema', 0))")
-                cur.execute(SCHEMA)
-            conn.commit()
+            self._pool.in_transaction(create)
         except BaseException:
-            conn.close()
+            self._pool.close()
             raise
-        self._free.append(conn)
-
-    def _connect(self) -> Any:
-        conn = psycopg2.connect(self.dsn, application_name=self.application_name)
-        conn.autocommit = False
-        return conn
-
-    def _take(self) -> Any:
-        self._slots.acquire()
-        with self._lock:
-            if self._closed:
-                self._slots.release()
-                raise RuntimeError("the inbox is closed")
-            conn = self._free.pop() if self._free else None
-        try:
-            return conn if conn is not None and not conn.closed else self._connect()
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def _give(self, conn: Any) -> None:
-        with self._lock:
-            if self._closed or conn.closed:
-                conn.close()
-            else:
-                self._free.append(conn)
-        self._slots.release()
 
     def _in_transaction(self, work: Callable[[Any], Any]) -> Any:
-        """Runs ``work(cursor)`` in one local transaction: committed when it returns, rolled back when it raises."""
-        conn = self._take()
-        try:
-            try:
-                with conn.cursor() as cur:
-                    out = work(cur)
-                conn.commit()
-                return out
-            except BaseException:
-                if not conn.closed:
-                    try:
-                        conn.rollback()
-                    except psycopg2.Error:
-                        conn.close()
-                raise
-        finally:
-            self._give(conn)
+        return self._pool.in_transaction(work)
 
     def handle(self, req: StepRequest, handler: PgStepHandler) -> StepAnswer:
         """Answers a call: from its row, or by the inbox's rules, or by running the handler; raises on a transient failure."""
@@ -192,11 +140,7 @@ class PostgresInbox:
         self._in_transaction(drop)
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            free, self._free = self._free, []
-        for conn in free:
-            conn.close()
+        self._pool.close()
 
 
 __all__ = ["PgStepHandler", "PostgresInbox"]
