@@ -141,12 +141,13 @@ describe('the Python SDK on a real cluster', () => {
     }
   });
 
-  it('R8: with certificates made by verdict certs, the Python participant takes PREPARE from the node and refuses a client, an admin and another participant calling as if they were nodes', async () => {
+  it('R8: with certificates made by verdict certs, the Python participant takes PREPARE from the node and refuses a client, an admin, another participant and a node certificate of no member calling as if they were nodes', async () => {
     const root = tempDir('verdict-python-certs-');
     const real = join(root, 'certs');
     const clusterId = uniqueClusterId();
     const [port] = await freePorts(1);
-    // One CA: the node, the participant, and the kinds that may call a participant but are no node: a client, an admin, another participant.
+    // One CA: the node, the participant, and what may call a participant but is no node of the cluster: a client, an admin,
+    // another participant, and a second node certificate (n2) for a cluster of one node.
     const made = await runCli([
       'certs',
       '--dir',
@@ -154,7 +155,7 @@ describe('the Python SDK on a real cluster', () => {
       '--cluster-id',
       clusterId,
       '--nodes',
-      '1',
+      '2',
       '--participant',
       `py=127.0.0.1:${port}`,
       '--participant',
@@ -201,6 +202,7 @@ describe('the Python SDK on a real cluster', () => {
         ['a client certificate', files(real, 'ops'), /not of cluster/],
         ['an admin certificate', files(real, 'root'), /not of cluster/],
         ["another participant's certificate", files(real, 'shop'), /not a node's: it lacks the node mark O=verdict-node/],
+        ['the node certificate of a node the cluster does not have', files(real, 'n2'), /CN=n2 names no node of cluster .* \(its nodes: n1\)/],
       ] as const) {
         const l = as(identity);
         const p = await l.prepare(`certs-x-${callers.length}`, Buffer.from(JSON.stringify({ set: { k: 'stolen' } })));

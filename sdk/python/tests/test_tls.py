@@ -105,3 +105,66 @@ def test_r8_the_client_calls_only_a_server_with_a_node_certificate(certs, served
         assert len(node.calls) == (1 if answered else 0)
     finally:
         node.stop()
+
+
+class _St:
+    def __init__(self, cluster_id: str, node_id: str, peers=()) -> None:
+        self.cluster_id, self.node_id = cluster_id, node_id
+        self.peers = [type("Peer", (), {"node_id": p})() for p in peers]
+
+
+def test_r8_the_members_are_believed_from_a_majority_of_the_configured_endpoints() -> None:
+    from verdict.participant import members_by_majority
+
+    answers = {"a:1": _St("c1", "n1", ["n2", "n3"]), "b:1": _St("c1", "n2", ["n1", "n3"]), "c:1": RuntimeError("down")}
+
+    def ask(address: str):
+        a = answers[address]
+        if isinstance(a, Exception):
+            raise a
+        return a
+
+    assert members_by_majority("c1", ["a:1", "b:1", "c:1"], ask) == ["n1", "n2", "n3"]
+    # One endpoint alone naming other nodes is not believed; a node of another cluster does not count.
+    answers["b:1"] = _St("c1", "n9", ["n8"])
+    with pytest.raises(RuntimeError, match="do not agree"):
+        members_by_majority("c1", ["a:1", "b:1", "c:1"], ask)
+    answers["b:1"] = _St("c2", "n1", ["n2", "n3"])
+    with pytest.raises(RuntimeError, match="fewer than a majority"):
+        members_by_majority("c1", ["a:1", "b:1", "c:1"], ask)
+
+
+def test_r8_a_node_certificate_must_name_a_current_member_learned_at_most_once_a_second() -> None:
+    from verdict.participant import NodeCallers
+
+    now = [100.0]
+    members = [["n1", "n2"]]
+    fetches = []
+
+    def fetch():
+        fetches.append(now[0])
+        return members[0]
+
+    callers = NodeCallers(lambda: "c1", fetch, lambda *a, **k: None, clock=lambda: now[0])
+    callers.refresh()
+    assert callers.problem("CN=n1,OU=c1,O=verdict-node") is None
+    # A node certificate of the cluster naming a node it does not have (made for a node not added, or removed): refused.
+    now[0] += 1.0
+    why = callers.problem("CN=n4,OU=c1,O=verdict-node")
+    assert why is not None and "names no node of cluster" in why and "n1, n2" in why
+    # It made the participant ask once; asking again within the second is refused without a question.
+    assert len(fetches) == 2
+    assert callers.problem("CN=n4,OU=c1,O=verdict-node") is not None and len(fetches) == 2
+    # n4 added to the cluster: learned on the next question a second later.
+    members[0] = ["n1", "n2", "n4"]
+    now[0] += 1.0
+    assert callers.problem("CN=n4,OU=c1,O=verdict-node") is None and len(fetches) == 3
+    # n2 removed: refused once the members are learned again.
+    members[0] = ["n1", "n4"]
+    callers.refresh()
+    assert callers.problem("CN=n2,OU=c1,O=verdict-node") is not None
+    # The kinds that are no node are refused by the mark, whatever their name, without asking the cluster.
+    before = len(fetches)
+    for subject in ("CN=n1", "CN=n1,OU=c1", "CN=n1,OU=c2,O=verdict-node"):
+        assert callers.problem(subject) is not None
+    assert len(fetches) == before and callers.refused == 6

@@ -38,7 +38,7 @@ import grpc
 
 from ._proto import coordinator_pb2 as cpb
 from ._proto import participant_pb2 as ppb
-from ._proto import participant_pb2_grpc
+from ._proto import participant_pb2_grpc, raft_pb2, raft_pb2_grpc
 from .client import Client, to_outcome_result
 from .connection import TlsFiles
 from .errors import VerdictError
@@ -120,6 +120,119 @@ def node_caller_problem(subject: Optional[str], cluster_id: str) -> Optional[str
     if f.get(NODE_MARK[0], []) != [NODE_MARK[1]]:
         return f"the caller's certificate ({subject[:128]}) is not a node's: it lacks the node mark {NODE_MARK[0]}={NODE_MARK[1]}"
     return None
+
+
+#: A caller whose node certificate names a node not known here makes the participant ask the cluster again at most this often.
+MEMBERS_REFRESH_MIN_S = 1.0
+#: Node ids kept at most (a cluster has a handful).
+MEMBERS_MAX = 1024
+#: How long each configured endpoint is given to answer RaftNode.Status.
+MEMBERS_ASK_TIMEOUT_S = 2.0
+
+
+class NodeCallers:
+    """Who may send PREPARE, DECISION and Status under TLS: a node of this cluster, and nobody else holding a
+    certificate of the same CA (R8; src/participant/node-callers.ts).
+
+    Two checks, both needed. The caller's certificate must be a node's of
+    this cluster (the node mark O=verdict-node and OU=<cluster id>), so no
+    participant's, client's or admin's certificate passes whatever its name.
+    And its CN must be a current member: the participant learns the member
+    ids from the cluster (``fetch_members``: RaftNode.Status at its
+    configured endpoints, believed only when a majority of them give the
+    same list), at start and again when a node certificate of its cluster
+    names a node it does not know (a node added since), at most once per
+    ``refresh_min_s``, so an unknown caller cannot make it flood the cluster.
+    A node removed from the cluster keeps a valid certificate; it is refused
+    once the participant has learned the members without it.
+    """
+
+    def __init__(self, cluster_id: Callable[[], str], fetch_members: Callable[[], List[str]], log: Log, clock: Callable[[], float] = time.monotonic, refresh_min_s: float = MEMBERS_REFRESH_MIN_S) -> None:
+        self.cluster_id = cluster_id
+        self.fetch_members = fetch_members
+        self.log = log
+        self.clock = clock
+        self.refresh_min_s = refresh_min_s
+        self._members: "frozenset[str]" = frozenset()
+        self._fetch_lock = threading.Lock()
+        self._fetched_at = -float("inf")
+        #: Calls refused.
+        self.refused = 0
+
+    def known(self) -> List[str]:
+        return sorted(self._members)
+
+    def refresh(self) -> None:
+        """Asks the cluster for its members now; never raises (what is known stays on a failure)."""
+        with self._fetch_lock:
+            self._refresh_locked()
+
+    def _refresh_locked(self) -> None:
+        self._fetched_at = self.clock()
+        try:
+            self._members = frozenset(self.fetch_members()[:MEMBERS_MAX])
+        except Exception as err:  # noqa: BLE001 - the cluster away: callers not already known are refused until it answers
+            self.log("members-unknown", error=str(err)[:512])
+
+    def problem(self, subject: Optional[str]) -> Optional[str]:
+        """Why the caller with certificate ``subject`` is refused; None when it is a node of the cluster."""
+        why = self._why(subject)
+        if why is not None:
+            self.refused += 1
+        return why
+
+    def _why(self, subject: Optional[str]) -> Optional[str]:
+        not_node = node_caller_problem(subject, self.cluster_id())
+        if not_node is not None:
+            return not_node
+        assert subject is not None
+        cn = (subject_fields(subject).get("CN") or [""])[0]
+        if cn in self._members:
+            return None
+        with self._fetch_lock:
+            if cn not in self._members and self.clock() - self._fetched_at >= self.refresh_min_s:
+                self._refresh_locked()
+        if cn in self._members:
+            return None
+        return f'the caller\'s certificate CN={cn[:64]} names no node of cluster "{self.cluster_id()}" (its nodes: {", ".join(self.known()) or "not known yet"})'
+
+
+def members_by_majority(cluster_id: str, endpoints: Sequence[str], ask: Callable[[str], Any]) -> List[str]:
+    """The cluster's node ids as a majority of ``endpoints`` give them (``ask``: RaftNode.Status at one address).
+
+    One endpoint alone is not believed when others disagree: a majority of
+    the configured endpoints must give the same list.
+    """
+    votes: Dict[tuple, int] = {}
+    errors: List[str] = []
+    for address in endpoints:
+        try:
+            st = ask(address)
+        except Exception as err:  # noqa: BLE001 - one endpoint down: the others may still make a majority
+            errors.append(f"{address}: {str(err)[:200]}")
+            continue
+        if st.cluster_id != cluster_id:
+            errors.append(f'{address} is a node of cluster "{st.cluster_id[:64]}", not "{cluster_id}"')
+            continue
+        ids = tuple(sorted({st.node_id, *(p.node_id for p in st.peers)} - {""}))
+        votes[ids] = votes.get(ids, 0) + 1
+    for ids, count in votes.items():
+        if count * 2 > len(endpoints):
+            return list(ids)
+    if len(votes) > 1:
+        lists = "; ".join(f"{count} x [{', '.join(ids)}]" for ids, count in votes.items())
+        raise RuntimeError(f"the configured endpoints do not agree on the cluster's nodes ({lists}); asking again later")
+    raise RuntimeError(f"fewer than a majority of the {len(endpoints)} configured endpoints answered ({'; '.join(errors[:3]) or 'no answer'})")
+
+
+def cluster_members(client: Client, cluster_id: str, endpoints: Sequence[str]) -> List[str]:
+    """The cluster's node ids, as a majority of ``endpoints`` give them (RaftNode.Status, under TLS asked only of servers with a node's certificate)."""
+
+    def ask(address: str) -> Any:
+        stub = raft_pb2_grpc.RaftNodeStub(client.connection.node_channel(address))
+        return stub.Status(raft_pb2.StatusRequest(), timeout=MEMBERS_ASK_TIMEOUT_S)
+
+    return members_by_majority(cluster_id, endpoints, ask)
 
 
 class Refusal(Exception):
@@ -367,9 +480,11 @@ _NOTHING_NOW = object()
 
 
 class _Servicer(participant_pb2_grpc.ParticipantServicer):
-    def __init__(self, engine: Engine, node_only: bool, workers: Optional[futures.ThreadPoolExecutor] = None) -> None:
+    def __init__(self, engine: Engine, node_only: bool, workers: Optional[futures.ThreadPoolExecutor] = None, callers: Optional[NodeCallers] = None) -> None:
         self.engine = engine
         self.node_only = node_only
+        #: With TLS, who may call (the node mark and membership); without it only the node mark is checked.
+        self.callers = callers
         #: Runs the requests of Exchange streams, so a slow PREPARE does not hold up a DECISION behind it.
         self.workers = workers if workers is not None else futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="verdict-exchange")
         self._streams_guard = threading.Lock()
@@ -384,7 +499,7 @@ class _Servicer(participant_pb2_grpc.ParticipantServicer):
         subject: Optional[str] = None
         for v in context.auth_context().get("x509_subject", []):
             subject = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-        problem = node_caller_problem(subject, self.engine.cluster_id)
+        problem = self.callers.problem(subject) if self.callers is not None else node_caller_problem(subject, self.engine.cluster_id)
         if problem is not None:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, problem)
 
@@ -544,7 +659,11 @@ class Participant:
         self.engine = Engine(cluster_id or "", participant_id, self.journal, resource, log, in_doubt_after_s)
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
         self._workers = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="verdict-exchange")
-        self._servicer = _Servicer(self.engine, tls is not None, self._workers)
+        self._nodes = list(dict.fromkeys(nodes))
+        self.callers: Optional[NodeCallers] = None
+        if tls is not None:
+            self.callers = NodeCallers(lambda: self.engine.cluster_id, self._members, log)
+        self._servicer = _Servicer(self.engine, tls is not None, self._workers, self.callers)
         participant_pb2_grpc.add_ParticipantServicer_to_server(self._servicer, self._server)
         self._stopped = threading.Event()
         self._resolver = threading.Thread(target=self._resolve_loop, name="verdict-in-doubt", daemon=True)
@@ -580,6 +699,9 @@ class Participant:
             self.endpoint = f"{self.endpoint[:-2]}:{self.port}"
         self._server.start()
         self._register(register_timeout_s)
+        if self.callers is not None:
+            # Learned now, so the leader's first PREPARE does not wait for it.
+            self.callers.refresh()
         self._resolver.start()
         self.log("started", participant_id=self.participant_id, endpoint=self.endpoint, in_doubt=self.engine.in_doubt())
         return self
@@ -641,6 +763,9 @@ class Participant:
                 self.log("heuristic-not-reported", txn_id=act.txn_id, participant_id=self.participant_id, error=str(err)[:512])
                 continue
             self.log("heuristic-reported", txn_id=act.txn_id, participant_id=self.participant_id, outcome=act.outcome, operator=act.operator, kind=r.heuristic.kind)
+
+    def _members(self) -> List[str]:
+        return cluster_members(self.client, self.engine.cluster_id, self._nodes)
 
     def _prepared_here(self, txn_id: str) -> bool:
         e = self.journal.get(txn_id)

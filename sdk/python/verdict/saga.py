@@ -55,7 +55,7 @@ from .connection import TlsFiles
 from .errors import VerdictError
 from .ids import check_participant_id
 from .linelog import LineLog
-from .participant import Log, json_log, node_caller_problem
+from .participant import Log, NodeCallers, cluster_members, json_log, node_caller_problem
 
 if TYPE_CHECKING:
     from .saga_postgres import PostgresInbox
@@ -226,13 +226,13 @@ class _StepServicer(saga_pb2_grpc.SagaStepServicer):
         self.svc = svc
 
     def _guard(self, context: grpc.ServicerContext) -> None:
-        """Under TLS, calls are taken only from a certificate with the node mark of this cluster (R8)."""
+        """Under TLS, calls are taken only from a current node of this cluster: the node mark and membership (R8)."""
         if self.svc.tls is None:
             return
         subject: Optional[str] = None
         for v in context.auth_context().get("x509_subject", []):
             subject = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-        problem = node_caller_problem(subject, self.svc.cluster_id)
+        problem = self.svc.callers.problem(subject) if self.svc.callers is not None else node_caller_problem(subject, self.svc.cluster_id)
         if problem is not None:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, f"step service {self.svc.service_id} takes calls only from a node of its cluster: {problem}")
 
@@ -334,6 +334,11 @@ class StepService:
         self.log = log
         self.handlers = {name: _Handlers(a, c) for name, (a, c) in handlers.items()}
         self.client = Client(nodes, tls=tls, insecure=insecure, cluster_id=cluster_id)
+        #: Under TLS: calls only from a node of the cluster (the node mark and membership, as a participant's).
+        self.callers: Optional[NodeCallers] = None
+        if tls is not None:
+            endpoints = list(dict.fromkeys(nodes))
+            self.callers = NodeCallers(lambda: cluster_id, lambda: cluster_members(self.client, cluster_id, endpoints), log)
         self.inbox: Union[Inbox, "PostgresInbox"]
         if postgres is not None:
             from .saga_postgres import PostgresInbox
@@ -367,6 +372,8 @@ class StepService:
                 if err.code in ("INVALID_ARGUMENT", "FAILED_PRECONDITION", "PERMISSION_DENIED", "UNAUTHENTICATED") or time.monotonic() >= deadline:
                     self.stop()
                     raise
+        if self.callers is not None:
+            self.callers.refresh()
         self.log("step-service-started", participant_id=self.service_id, endpoint=self.endpoint)
         return self
 
