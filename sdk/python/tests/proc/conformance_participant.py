@@ -16,7 +16,6 @@ participants, which the suite must fail by name:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
@@ -31,7 +30,7 @@ import grpc  # noqa: E402
 from verdict import MemoryResource, Participant, Resource, TlsFiles  # noqa: E402
 from verdict import participant as runtime  # noqa: E402
 from verdict.journal import Journal  # noqa: E402
-from verdict.tcc import KeyValueHandlers, MemoryTccResource, TccRefusal  # noqa: E402
+from verdict.tcc import KeyValueHandlers, MemoryTccResource  # noqa: E402
 
 
 def break_status() -> None:
@@ -72,32 +71,6 @@ def serve_probe(address: str, values: Callable[[], Dict[str, Any]]) -> None:
     threading.Thread(target=server.serve_forever, name="probe", daemon=True).start()
 
 
-class PgKeyValueHandlers:
-    """TCC on PostgreSQL over the suite's payload {"set": {key: value}}: Try holds the keys in
-    conformance_tcc_held (refused when another transaction holds one), Confirm writes them to
-    conformance_tcc_kv, Cancel drops the hold."""
-
-    def __init__(self) -> None:
-        self.writes = KeyValueHandlers._writes
-
-    def try_(self, cur: Any, b: Any) -> Any:
-        writes = self.writes(b)
-        for k, v in writes.items():
-            cur.execute("SELECT txn_id FROM conformance_tcc_held WHERE k = %s AND txn_id <> %s", (k, b.txn_id))
-            other = cur.fetchone()
-            if other is not None:
-                raise TccRefusal(f"key {k} is reserved by {other[0]}")
-            cur.execute("INSERT INTO conformance_tcc_held (txn_id, k, v) VALUES (%s, %s, %s)", (b.txn_id, k, v if isinstance(v, str) else json.dumps(v)))
-        return None
-
-    def confirm(self, cur: Any, b: Any) -> None:
-        cur.execute("INSERT INTO conformance_tcc_kv (k, v) SELECT k, v FROM conformance_tcc_held WHERE txn_id = %s ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v", (b.txn_id,))
-        cur.execute("DELETE FROM conformance_tcc_held WHERE txn_id = %s", (b.txn_id,))
-
-    def cancel(self, cur: Any, b: Any) -> None:
-        cur.execute("DELETE FROM conformance_tcc_held WHERE txn_id = %s", (b.txn_id,))
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--resource", choices=["memory", "tcc", "tcc-postgres", "postgres"], default="memory")
@@ -123,7 +96,9 @@ def main() -> int:
     elif a.resource == "tcc-postgres":
         from verdict.tcc_postgres import PostgresTccResource
 
-        resource = PostgresTccResource(a.url, a.id, PgKeyValueHandlers())
+        from kv_tcc_pg import PgKeyValueHandlers
+
+        resource = PostgresTccResource(a.url, a.id, PgKeyValueHandlers("conformance_tcc_kv", "conformance_tcc_held"))
     elif a.resource == "tcc":
         tcc: MemoryTccResource[Dict[str, Any]] = MemoryTccResource(a.data, a.id, KeyValueHandlers())
         resource = tcc
