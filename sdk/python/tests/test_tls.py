@@ -114,7 +114,7 @@ class _St:
 
 
 def test_r8_the_members_are_believed_from_a_majority_of_the_configured_endpoints() -> None:
-    from verdict.participant import members_by_majority
+    from verdict.callers import members_by_majority
 
     answers = {"a:1": _St("c1", "n1", ["n2", "n3"]), "b:1": _St("c1", "n2", ["n1", "n3"]), "c:1": RuntimeError("down")}
 
@@ -135,7 +135,7 @@ def test_r8_the_members_are_believed_from_a_majority_of_the_configured_endpoints
 
 
 def test_r8_a_node_certificate_must_name_a_current_member_learned_at_most_once_a_second() -> None:
-    from verdict.participant import NodeCallers
+    from verdict.callers import NodeCallers
 
     now = [100.0]
     members = [["n1", "n2"]]

@@ -55,7 +55,8 @@ from .connection import TlsFiles
 from .errors import VerdictError
 from .ids import check_participant_id
 from .linelog import LineLog
-from .participant import Log, NodeCallers, cluster_members, json_log, node_caller_problem
+from .callers import NodeCallers, cluster_members, node_caller_problem
+from .participant import Log, json_log
 
 if TYPE_CHECKING:
     from .saga_postgres import PostgresInbox
