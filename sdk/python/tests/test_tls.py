@@ -26,6 +26,8 @@ SUBJECTS = {
     "other-node": "/O=verdict-node/OU=c2/CN=n1",
     # A participant certificate whose CN spells a node mark: one field, not a mark.
     "sly": "/OU=c1/CN=x,O=verdict-node",
+    # A node certificate of the cluster for a node it does not have.
+    "n9": "/O=verdict-node/OU=c1/CN=n9",
 }
 
 
@@ -168,3 +170,64 @@ def test_r8_a_node_certificate_must_name_a_current_member_learned_at_most_once_a
     for subject in ("CN=n1", "CN=n1,OU=c1", "CN=n1,OU=c2,O=verdict-node"):
         assert callers.problem(subject) is not None
     assert len(fetches) == before and callers.refused == 6
+
+
+def test_r8_the_participant_and_the_step_service_take_calls_only_from_a_current_member(certs, tmp_path) -> None:
+    from verdict import Participant
+    from verdict._proto import raft_pb2
+    from verdict._proto import saga_pb2 as spb
+    from verdict._proto import saga_pb2_grpc
+    from verdict.saga import StepDone, StepService
+
+    quiet = lambda *a, **k: None  # noqa: E731
+    node = FakeNode(
+        answering(
+            {
+                "RegisterParticipant": lambda req: cpb.RegisterParticipantResponse(participant=cpb.ParticipantInfo(participant_id=req.participant_id)),
+                "Status": lambda req: raft_pb2.NodeStatus(cluster_id="c1", node_id="n1", peers=[raft_pb2.PeerStatus(node_id="n2")]),
+            }
+        ),
+        _server_credentials(certs["n1"]),
+    )
+    p = Participant(participant_id="shop", cluster_id="c1", nodes=[node.address], data_dir=str(tmp_path / "p"), resource=MemoryResource(), endpoint="127.0.0.1:0", tls=certs["shop"], log=quiet)
+    svc = StepService(
+        service_id="shop",
+        nodes=[node.address],
+        cluster_id="c1",
+        data_dir=str(tmp_path / "s"),
+        handlers={"charge": (lambda r: StepDone("charged"), lambda r: StepDone("refunded"))},
+        endpoint="127.0.0.1:0",
+        tls=certs["shop"],
+        log=quiet,
+    )
+    try:
+        p.start()
+        svc.start()
+        assert p.callers is not None and p.callers.known() == ["n1", "n2"]
+        answers = {}
+        for who in ("n1", "n9", "shop", "other-node"):
+            ca, cert, key = certs[who].read()
+            creds = grpc.ssl_channel_credentials(ca, key, cert)
+            with grpc.secure_channel(f"127.0.0.1:{p.port}", creds) as ch:
+                try:
+                    participant_pb2_grpc.ParticipantStub(ch).Prepare(ppb.PrepareRequest(cluster_id="c1", txn_id=f"t-{who}", participant_id="shop", payload=b"{}"), timeout=10)
+                    prepare = "OK"
+                except grpc.RpcError as err:
+                    prepare = f"{err.code().name}: {err.details()}"
+            with grpc.secure_channel(f"127.0.0.1:{svc.port}", creds) as ch:
+                try:
+                    saga_pb2_grpc.SagaStepStub(ch).Execute(spb.StepRequest(cluster_id="c1", saga_id=f"s-{who}", step=0, key=f"s-{who}/0/action", name="charge"), timeout=10)
+                    step = "OK"
+                except grpc.RpcError as err:
+                    step = f"{err.code().name}: {err.details()}"
+            answers[who] = (prepare, step)
+        assert answers["n1"] == ("OK", "OK")
+        for who in ("n9", "shop", "other-node"):
+            assert all(a.startswith("PERMISSION_DENIED") for a in answers[who]), (who, answers[who])
+        assert "CN=n9 names no node of cluster" in answers["n9"][0] and "(its nodes: n1, n2)" in answers["n9"][0]
+        assert "names no node" in answers["n9"][1]
+        assert p.journal.get("t-n9") is None and svc.inbox.get("s-n9/0/action") is None
+    finally:
+        svc.stop()
+        p.stop()
+        node.stop()
