@@ -201,3 +201,19 @@ def test_ac1_a_running_participant_settles_expired_reserves_with_the_cluster_s_a
     finally:
         p.stop()
         node.stop()
+
+
+def test_cleanup_deletes_settled_barrier_rows_past_the_retention_and_keeps_held_reserves(pg_url: str, unique: str, seats: str) -> None:
+    pid = f"seats-{unique}"
+    r = PostgresTccResource(pg_url, pid, Seats(seats))
+    try:
+        assert r.prepare("t1", n(1)) is None and r.prepare("t2", n(1)) is None
+        r.commit("t1")
+        r.rollback("t3")
+        # Within the retention nothing goes.
+        assert r.cleanup(retention_s=3600) == 0
+        time.sleep(0.05)
+        assert r.cleanup(retention_s=0.01, batch=1) == 2
+        assert sql(pg_url, "SELECT txn_id, state FROM verdict_tcc_barrier WHERE branch = %s", (pid,)) == [("t2", TRIED)]
+    finally:
+        r.close()
