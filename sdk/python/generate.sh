@@ -1,6 +1,7 @@
 #!/bin/sh
 # Generates the Python stubs of proto/coordinator.proto,
-# proto/participant.proto and proto/saga.proto into verdict/_proto/ (or into the directory given
+# proto/participant.proto, proto/raft.proto (the participant asks RaftNode.Status
+# for the cluster's members) and proto/saga.proto into verdict/_proto/ (or into the directory given
 # as $1), with Debian's protoc and grpc_python_plugin
 # (protobuf-compiler, protobuf-compiler-grpc). The stubs are checked in;
 # tests/test_stubs.py regenerates them into a temporary directory and fails
@@ -13,7 +14,7 @@ protoc=${PROTOC:-/usr/bin/protoc}
 plugin=${GRPC_PYTHON_PLUGIN:-/usr/bin/grpc_python_plugin}
 mkdir -p "$out"
 "$protoc" -I "$root/proto" --python_out="$out" --grpc_python_out="$out" --plugin=protoc-gen-grpc_python="$plugin" \
-  "$root/proto/coordinator.proto" "$root/proto/participant.proto" "$root/proto/saga.proto"
+  "$root/proto/coordinator.proto" "$root/proto/participant.proto" "$root/proto/raft.proto" "$root/proto/saga.proto"
 # protoc writes top-level imports ("import coordinator_pb2"); the stubs live
 # in a package, so they import each other relatively.
 for f in "$out"/*_pb2_grpc.py; do

@@ -1,12 +1,12 @@
 // The conformance suite (checks.ts) against the database participants: the
 // TypeScript PostgreSQL and MySQL/MariaDB participants and the Python SDK's
-// PostgreSQL participant, each on a real server (test/pg/harness.ts,
+// PostgreSQL and TCC-on-PostgreSQL participants, each on a real server (test/pg/harness.ts,
 // test/mysql/harness.ts).
 import { afterAll } from 'vitest';
 import { type MariaDbServer, startMariaDb } from '../mysql/harness.ts';
 import { type PgServer, startPostgres } from '../pg/harness.ts';
 import { describeTarget } from './suite.ts';
-import { mysqlTarget, postgresTarget } from './targets.ts';
+import { mysqlTarget, postgresTarget, pythonTccPostgres } from './targets.ts';
 
 let pgServer: PgServer | null = null;
 let mariaDb: MariaDbServer | null = null;
@@ -14,7 +14,7 @@ afterAll(async () => {
   await pgServer?.stop();
   await mariaDb?.stop();
 });
-const postgres = async (): Promise<PgServer> => (pgServer ??= await startPostgres({ databases: ['conformance_ts', 'conformance_py'] }));
+const postgres = async (): Promise<PgServer> => (pgServer ??= await startPostgres({ databases: ['conformance_ts', 'conformance_py', 'conformance_pytcc'] }));
 
 let pg: PgServer;
 describeTarget(
@@ -25,6 +25,11 @@ describeTarget(
 describeTarget(
   'Python PostgreSQL',
   () => postgresTarget('python', pg.url('conformance_py')),
+  async () => void (pg = await postgres()),
+);
+describeTarget(
+  'Python TCC (PostgreSQL)',
+  () => pythonTccPostgres(pg.url('conformance_pytcc')),
   async () => void (pg = await postgres()),
 );
 describeTarget(

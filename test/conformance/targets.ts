@@ -112,6 +112,35 @@ export function postgresTarget(lang: 'ts' | 'python', url: string): Target {
   };
 }
 
+const TCC_KV_TABLE = 'conformance_tcc_kv';
+const TCC_HELD_TABLE = 'conformance_tcc_held';
+
+/**
+ * The Python SDK's TCC participant on PostgreSQL (sdk/python/verdict/tcc_postgres.py)
+ * over database `url`, with the key/value handlers of its conformance process:
+ * Try holds the keys in conformance_tcc_held, Confirm writes them to
+ * conformance_tcc_kv, each with its barrier row in one local transaction.
+ */
+export function pythonTccPostgres(url: string): Target {
+  let pool: pg.Pool | null = null;
+  const db = (): pg.Pool => (pool ??= new pg.Pool({ connectionString: url, max: 2 }));
+  return {
+    name: 'Python TCC (PostgreSQL)',
+    kind: 'tcc-postgres',
+    command: (env) => ({ argv: [PYTHON, PY_PROC, '--resource', 'tcc-postgres', ...common(env), '--url', url] }),
+    write: kvPayload,
+    read: async (_env, key) => (await db().query<{ v: string }>(`SELECT v FROM ${TCC_KV_TABLE} WHERE k = $1`, [key])).rows[0]?.v ?? null,
+    setup: once(async () => {
+      await db().query(`CREATE TABLE IF NOT EXISTS ${TCC_KV_TABLE} (k text PRIMARY KEY, v text NOT NULL)`);
+      await db().query(`CREATE TABLE IF NOT EXISTS ${TCC_HELD_TABLE} (txn_id text NOT NULL, k text NOT NULL, v text NOT NULL, PRIMARY KEY (txn_id, k))`);
+    }),
+    teardown: async () => {
+      await pool?.end();
+      pool = null;
+    },
+  };
+}
+
 /**
  * The TypeScript MySQL/MariaDB participant over database `url`. Its writes
  * are rows appended to a log, the last one for a key being its value: an

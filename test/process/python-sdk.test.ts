@@ -11,6 +11,9 @@ import { Cluster, freePorts, tempDir, uniqueClusterId, useProcessCleanup, waitFo
 import { PythonProc, pythonClient, stopPythonProcs } from './python-procs.ts';
 import { certDir, TestCa } from '../tls-certs.ts';
 import { tlsCredentials } from '../../src/client/tls.ts';
+import { Leader } from '../conformance/driver.ts';
+import * as grpc from '@grpc/grpc-js';
+import { runCli } from './harness.ts';
 
 const WAIT_MS = 60_000;
 
@@ -19,7 +22,7 @@ afterEach(stopPythonProcs);
 afterAll(stopPythonProcs);
 
 describe('the Python SDK on a real cluster', () => {
-  it('R4: a Python client commits and aborts with a Python participant, which recovers a YES vote after SIGKILL', async () => {
+  it('R4: a Python client commits and aborts with a Python participant, which recovers a YES vote after SIGKILL, and is shown closed after SIGTERM', async () => {
     const c = await Cluster.start({ nodes: 3, logLevel: 'warn' });
     await c.waitForLeader();
     const nodes = c.nodes.map((n) => n.address);
@@ -80,7 +83,14 @@ describe('the Python SDK on a real cluster', () => {
         const p = (await ts.participants({ withActivity: true })).find((x) => x.participantId === 'py');
         return p !== undefined && p.inDoubt === 0 ? true : undefined;
       });
-      await py.kill('SIGTERM');
+      // Issue 42: SIGTERM closes the participant cleanly; it says so on the leader's Exchange stream, and the leader shows it closed, not disconnected.
+      expect((await ts.participants({ withActivity: true })).find((x) => x.participantId === 'py')?.connection).toBe('connected');
+      expect(await py.kill('SIGTERM')).toBe(0);
+      const shown = await waitFor('the leader to show py closed', WAIT_MS, async () => {
+        const p = (await ts.participants({ withActivity: true })).find((x) => x.participantId === 'py');
+        return p?.connection === 'closed' ? p.connection : undefined;
+      });
+      expect(shown).toBe('closed');
     } finally {
       ts.close();
     }
@@ -128,6 +138,87 @@ describe('the Python SDK on a real cluster', () => {
       await py.kill('SIGTERM');
     } finally {
       rmSync(certs, { recursive: true, force: true });
+    }
+  });
+
+  it('R8: with certificates made by verdict certs, the Python participant takes PREPARE from the node and refuses a client, an admin, another participant and a node certificate of no member calling as if they were nodes', async () => {
+    const root = tempDir('verdict-python-certs-');
+    const real = join(root, 'certs');
+    const clusterId = uniqueClusterId();
+    const [port] = await freePorts(1);
+    // One CA: the node, the participant, and what may call a participant but is no node of the cluster: a client, an admin,
+    // another participant, and a second node certificate (n2) for a cluster of one node.
+    const made = await runCli([
+      'certs',
+      '--dir',
+      real,
+      '--cluster-id',
+      clusterId,
+      '--nodes',
+      '2',
+      '--participant',
+      `py=127.0.0.1:${port}`,
+      '--participant',
+      'shop=127.0.0.1:1',
+      '--client',
+      'ops',
+      '--admin',
+      'root',
+    ]);
+    expect(made.code, made.stderr).toBe(0);
+    const ca = join(real, 'ca.crt');
+    const files = (dir: string, name: string): { ca: string; cert: string; key: string } => ({ ca, cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) });
+
+    const c = await Cluster.start({
+      nodes: 1,
+      clusterId,
+      logLevel: 'warn',
+      configExtra: (id) => ({ tls: files(real, id) }),
+      clientCredentials: tlsCredentials(files(real, 'ops')),
+    });
+    await c.waitForLeader();
+    const nodes = c.nodes.map((n) => n.address);
+    const py = new PythonProc('participant.py', [
+      ...['--id', 'py', '--cluster-id', clusterId, '--nodes', nodes.join(','), '--data-dir', join(root, 'py'), '--listen', `127.0.0.1:${port}`, '--hold-file', join(root, 'hold')],
+      ...['--tls', Object.values(files(real, 'py')).join(',')],
+    ]);
+    await py.waitLine('the TLS participant registered', (e) => e.event === 'ready');
+    // The node's certificate passes: a transaction through the cluster commits at the participant.
+    const ops = files(real, 'ops');
+    const results = await pythonClient(nodes, [{ op: 'commit', txn: 'certs-c1', enlist: { py: { set: { k: 'v' } } } }], [ops.ca, ops.cert, ops.key].join(','));
+    expect(results.map((r) => r.outcome ?? `${r.error}: ${r.message}`)).toEqual(['COMMITTED']);
+    await py.waitLine('certs-c1 applied', (e) => e.event === 'decided' && e.txn_id === 'certs-c1' && e.outcome === 'COMMITTED');
+
+    const callers: Leader[] = [];
+    try {
+      const as = (identity: { ca: string; cert: string; key: string }): Leader => {
+        const l = new Leader(`127.0.0.1:${port}`, clusterId, 'py', identity);
+        callers.push(l);
+        return l;
+      };
+      // The real node's certificate, called directly: answered (so what refuses the others is the caller check, not TLS).
+      expect((await as(files(real, 'n1')).status('certs-c1')).code).toBe(grpc.status.OK);
+      for (const [who, identity, why] of [
+        ['a client certificate', files(real, 'ops'), /not of cluster/],
+        ['an admin certificate', files(real, 'root'), /not of cluster/],
+        ["another participant's certificate", files(real, 'shop'), /not a node's: it lacks the node mark O=verdict-node/],
+        ['the node certificate of a node the cluster does not have', files(real, 'n2'), /CN=n2 names no node of cluster .* \(its nodes: n1\)/],
+      ] as const) {
+        const l = as(identity);
+        const p = await l.prepare(`certs-x-${callers.length}`, Buffer.from(JSON.stringify({ set: { k: 'stolen' } })));
+        expect([who, grpc.status[p.code]]).toEqual([who, 'PERMISSION_DENIED']);
+        expect(p.details).toMatch(why);
+        expect(grpc.status[(await l.decide('certs-c1', false)).code]).toBe('PERMISSION_DENIED');
+        expect(grpc.status[(await l.status('certs-c1')).code]).toBe('PERMISSION_DENIED');
+        const x = await l.exchange([[{ id: 1, prepare: l.prepareRequest(`certs-y-${callers.length}`, Buffer.from('{}')) }]], 5_000);
+        expect([x.answers.length, grpc.status[x.code]]).toEqual([0, 'PERMISSION_DENIED']);
+      }
+      // Nothing the impostors sent was taken: the committed value stands, no vote was cast for them.
+      expect(py.lines.filter((e) => e.event === 'vote' && String(e.txn_id).startsWith('certs-x')).length).toBe(0);
+      await py.kill('SIGTERM');
+    } finally {
+      for (const l of callers) l.close();
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });

@@ -16,7 +16,7 @@ const PURE = ['src/domain', 'src/raft', 'src/commit', 'src/lease'];
 const LINES_MAX = 70;
 
 /** Every function over `max` lines in `text`, as `file:line name (n lines)`. */
-export function longFunctions(file: string, text: string, max: number): string[] {
+function longFunctions(file: string, text: string, max: number): string[] {
   const src = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
   const out: string[] = [];
   const visit = (n: ts.Node): void => {

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import grpc
 
 from verdict._proto import coordinator_pb2 as pb
-from verdict._proto import coordinator_pb2_grpc
+from verdict._proto import coordinator_pb2_grpc, raft_pb2_grpc
 
 Handler = Callable[[str, Any, grpc.ServicerContext], Any]
 
@@ -19,6 +19,8 @@ class FakeNode(coordinator_pb2_grpc.CoordinatorServicer):
         self.calls: List[Tuple[str, Any]] = []
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         coordinator_pb2_grpc.add_CoordinatorServicer_to_server(self, self.server)
+        # RaftNode.Status too (a participant under TLS learns the members from it), answered by the handler as "Status".
+        raft_pb2_grpc.add_RaftNodeServicer_to_server(_RaftNode(self), self.server)
         self.port = self.server.add_secure_port("127.0.0.1:0", credentials) if credentials is not None else self.server.add_insecure_port("127.0.0.1:0")
         self.address = f"127.0.0.1:{self.port}"
         self.server.start()
@@ -29,6 +31,14 @@ class FakeNode(coordinator_pb2_grpc.CoordinatorServicer):
 
     def stop(self) -> None:
         self.server.stop(0).wait()
+
+
+class _RaftNode(raft_pb2_grpc.RaftNodeServicer):
+    def __init__(self, node: FakeNode) -> None:
+        self.node = node
+
+    def Status(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802 - the gRPC method's name
+        return self.node._on("Status", request, context)
 
 
 for _m in ["RegisterParticipant", "Begin", "Commit", "Abort", "GetOutcome", "GetOutcomes", "ClusterStatus", "ListParticipants"]:

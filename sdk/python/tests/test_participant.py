@@ -292,3 +292,51 @@ def test_a_prepare_blocked_in_its_resource_does_not_hold_up_another_transaction_
     e.decide(C, "holder", P, True)
     waiter.join(10)
     assert not waiter.is_alive() and e.journal.get("waiter").state == "prepared" and e._locks == {}
+
+
+def test_a_participant_closed_cleanly_answers_what_it_took_and_ends_its_exchange_stream_saying_closing(tmp_path) -> None:
+    """Issue 42: close() (and SIGTERM through run_until_signal) ends each Exchange stream with AnswerBatch.closing."""
+    import queue
+    import threading
+
+    release, entered = threading.Event(), threading.Event()
+
+    class Slow(MemoryResource):
+        def prepare(self, txn_id: str, payload: bytes, timeout_ms: int = 0):
+            entered.set()
+            release.wait(10)
+            return super().prepare(txn_id, payload, timeout_ms)
+
+    node = FakeNode(answering({"RegisterParticipant": lambda req: cpb.RegisterParticipantResponse(participant=cpb.ParticipantInfo(participant_id=req.participant_id))}))
+    p = Participant(participant_id=P, cluster_id=C, nodes=[node.address], data_dir=str(tmp_path), resource=Slow(), endpoint="127.0.0.1:0", insecure=True, log=quiet)
+    sent: "queue.Queue" = queue.Queue()
+
+    def requests():
+        while True:
+            b = sent.get()
+            if b is None:
+                return
+            yield b
+
+    try:
+        p.start()
+        with grpc.insecure_channel(f"127.0.0.1:{p.port}") as ch:
+            stream = participant_pb2_grpc.ParticipantStub(ch).Exchange(requests(), timeout=20)
+            sent.put(ppb.ExchangeBatch(requests=[ppb.ExchangeRequest(id=1, prepare=ppb.PrepareRequest(cluster_id=C, txn_id="t1", participant_id=P, payload=b"{}"))]))
+            assert entered.wait(10)
+            # Closing while t1's PREPARE is being worked on: its vote still goes out, then the farewell.
+            stopping = threading.Thread(target=p.close, kwargs={"grace_s": 5.0})
+            stopping.start()
+            time.sleep(0.2)
+            release.set()
+            batches = list(stream)
+            stopping.join(10)
+        answers = [a for b in batches for a in b.answers]
+        assert [(a.id, a.vote.vote) for a in answers] == [(1, ppb.VOTE_YES)]
+        assert [b.closing for b in batches] == [False] * (len(batches) - 1) + [True]
+        assert len(batches[-1].answers) == 0
+    finally:
+        release.set()
+        sent.put(None)
+        p.stop()
+        node.stop()

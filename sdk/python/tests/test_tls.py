@@ -26,6 +26,8 @@ SUBJECTS = {
     "other-node": "/O=verdict-node/OU=c2/CN=n1",
     # A participant certificate whose CN spells a node mark: one field, not a mark.
     "sly": "/OU=c1/CN=x,O=verdict-node",
+    # A node certificate of the cluster for a node it does not have.
+    "n9": "/O=verdict-node/OU=c1/CN=n9",
 }
 
 
@@ -104,4 +106,128 @@ def test_r8_the_client_calls_only_a_server_with_a_node_certificate(certs, served
         # Refused before anything was sent.
         assert len(node.calls) == (1 if answered else 0)
     finally:
+        node.stop()
+
+
+class _St:
+    def __init__(self, cluster_id: str, node_id: str, peers=()) -> None:
+        self.cluster_id, self.node_id = cluster_id, node_id
+        self.peers = [type("Peer", (), {"node_id": p})() for p in peers]
+
+
+def test_r8_the_members_are_believed_from_a_majority_of_the_configured_endpoints() -> None:
+    from verdict.callers import members_by_majority
+
+    answers = {"a:1": _St("c1", "n1", ["n2", "n3"]), "b:1": _St("c1", "n2", ["n1", "n3"]), "c:1": RuntimeError("down")}
+
+    def ask(address: str):
+        a = answers[address]
+        if isinstance(a, Exception):
+            raise a
+        return a
+
+    assert members_by_majority("c1", ["a:1", "b:1", "c:1"], ask) == ["n1", "n2", "n3"]
+    # One endpoint alone naming other nodes is not believed; a node of another cluster does not count.
+    answers["b:1"] = _St("c1", "n9", ["n8"])
+    with pytest.raises(RuntimeError, match="do not agree"):
+        members_by_majority("c1", ["a:1", "b:1", "c:1"], ask)
+    answers["b:1"] = _St("c2", "n1", ["n2", "n3"])
+    with pytest.raises(RuntimeError, match="fewer than a majority"):
+        members_by_majority("c1", ["a:1", "b:1", "c:1"], ask)
+
+
+def test_r8_a_node_certificate_must_name_a_current_member_learned_at_most_once_a_second() -> None:
+    from verdict.callers import NodeCallers
+
+    now = [100.0]
+    members = [["n1", "n2"]]
+    fetches = []
+
+    def fetch():
+        fetches.append(now[0])
+        return members[0]
+
+    callers = NodeCallers(lambda: "c1", fetch, lambda *a, **k: None, clock=lambda: now[0])
+    callers.refresh()
+    assert callers.problem("CN=n1,OU=c1,O=verdict-node") is None
+    # A node certificate of the cluster naming a node it does not have (made for a node not added, or removed): refused.
+    now[0] += 1.0
+    why = callers.problem("CN=n4,OU=c1,O=verdict-node")
+    assert why is not None and "names no node of cluster" in why and "n1, n2" in why
+    # It made the participant ask once; asking again within the second is refused without a question.
+    assert len(fetches) == 2
+    assert callers.problem("CN=n4,OU=c1,O=verdict-node") is not None and len(fetches) == 2
+    # n4 added to the cluster: learned on the next question a second later.
+    members[0] = ["n1", "n2", "n4"]
+    now[0] += 1.0
+    assert callers.problem("CN=n4,OU=c1,O=verdict-node") is None and len(fetches) == 3
+    # n2 removed: refused once the members are learned again.
+    members[0] = ["n1", "n4"]
+    callers.refresh()
+    assert callers.problem("CN=n2,OU=c1,O=verdict-node") is not None
+    # The kinds that are no node are refused by the mark, whatever their name, without asking the cluster.
+    before = len(fetches)
+    for subject in ("CN=n1", "CN=n1,OU=c1", "CN=n1,OU=c2,O=verdict-node"):
+        assert callers.problem(subject) is not None
+    assert len(fetches) == before and callers.refused == 6
+
+
+def test_r8_the_participant_and_the_step_service_take_calls_only_from_a_current_member(certs, tmp_path) -> None:
+    from verdict import Participant
+    from verdict._proto import raft_pb2
+    from verdict._proto import saga_pb2 as spb
+    from verdict._proto import saga_pb2_grpc
+    from verdict.saga import StepDone, StepService
+
+    quiet = lambda *a, **k: None  # noqa: E731
+    node = FakeNode(
+        answering(
+            {
+                "RegisterParticipant": lambda req: cpb.RegisterParticipantResponse(participant=cpb.ParticipantInfo(participant_id=req.participant_id)),
+                "Status": lambda req: raft_pb2.NodeStatus(cluster_id="c1", node_id="n1", peers=[raft_pb2.PeerStatus(node_id="n2")]),
+            }
+        ),
+        _server_credentials(certs["n1"]),
+    )
+    p = Participant(participant_id="shop", cluster_id="c1", nodes=[node.address], data_dir=str(tmp_path / "p"), resource=MemoryResource(), endpoint="127.0.0.1:0", tls=certs["shop"], log=quiet)
+    svc = StepService(
+        service_id="shop",
+        nodes=[node.address],
+        cluster_id="c1",
+        data_dir=str(tmp_path / "s"),
+        handlers={"charge": (lambda r: StepDone("charged"), lambda r: StepDone("refunded"))},
+        endpoint="127.0.0.1:0",
+        tls=certs["shop"],
+        log=quiet,
+    )
+    try:
+        p.start()
+        svc.start()
+        assert p.callers is not None and p.callers.known() == ["n1", "n2"]
+        answers = {}
+        for who in ("n1", "n9", "shop", "other-node"):
+            ca, cert, key = certs[who].read()
+            creds = grpc.ssl_channel_credentials(ca, key, cert)
+            with grpc.secure_channel(f"127.0.0.1:{p.port}", creds) as ch:
+                try:
+                    participant_pb2_grpc.ParticipantStub(ch).Prepare(ppb.PrepareRequest(cluster_id="c1", txn_id=f"t-{who}", participant_id="shop", payload=b"{}"), timeout=10)
+                    prepare = "OK"
+                except grpc.RpcError as err:
+                    prepare = f"{err.code().name}: {err.details()}"
+            with grpc.secure_channel(f"127.0.0.1:{svc.port}", creds) as ch:
+                try:
+                    saga_pb2_grpc.SagaStepStub(ch).Execute(spb.StepRequest(cluster_id="c1", saga_id=f"s-{who}", step=0, key=f"s-{who}/0/action", name="charge"), timeout=10)
+                    step = "OK"
+                except grpc.RpcError as err:
+                    step = f"{err.code().name}: {err.details()}"
+            answers[who] = (prepare, step)
+        assert answers["n1"] == ("OK", "OK")
+        for who in ("n9", "shop", "other-node"):
+            assert all(a.startswith("PERMISSION_DENIED") for a in answers[who]), (who, answers[who])
+        assert "CN=n9 names no node of cluster" in answers["n9"][0] and "(its nodes: n1, n2)" in answers["n9"][0]
+        assert "names no node" in answers["n9"][1]
+        assert p.journal.get("t-n9") is None and svc.inbox.get("s-n9/0/action") is None
+    finally:
+        svc.stop()
+        p.stop()
         node.stop()

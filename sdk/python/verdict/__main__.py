@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
 from typing import List, Optional
 
 from .connection import TlsFiles
@@ -67,11 +65,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         insecure=a.insecure,
     ).start()
     print(json.dumps({"participant_id": a.id, "endpoint": part.endpoint}), flush=True)
-    done = threading.Event()
-    for s in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(s, lambda *_: done.set())
-    done.wait()
-    part.stop()
+    # SIGTERM or SIGINT: closed cleanly, and the leader hears so (AnswerBatch.closing).
+    part.run_until_signal()
     return 0
 
 

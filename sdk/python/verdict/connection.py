@@ -304,6 +304,15 @@ class Connection:
             self._stubs[address] = stub
         return stub
 
+    def node_channel(self, address: str) -> grpc.Channel:
+        """The channel to ``address``, under TLS made only once its server showed a node's certificate (as for a call)."""
+        self._stub(address)
+        with self._lock:
+            ch = self._channels.get(address)
+        if ch is None:
+            raise VerdictError("CANCELLED", "the connection is closed")
+        return ch
+
     def call(
         self,
         method: str,

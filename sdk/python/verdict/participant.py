@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import queue
 import random
+import signal
 import sys
 import threading
 import time
@@ -38,12 +39,14 @@ import grpc
 from ._proto import coordinator_pb2 as cpb
 from ._proto import participant_pb2 as ppb
 from ._proto import participant_pb2_grpc
-from .client import Client
+from .callers import NodeCallers, cluster_members, node_caller_problem
+from .client import Client, to_outcome_result
 from .connection import TlsFiles
 from .errors import VerdictError
 from .ids import TXN_ID_PATTERN, check_participant_id
 from .journal import Journal
 from .resource import Resource
+from .tcc import ReserveWatcher
 
 #: The optional Participant methods this runtime serves (RegisterParticipantRequest.serves).
 SERVES = ("Exchange", "Status")
@@ -56,11 +59,10 @@ ANSWER_BATCH_MAX = 256
 IN_DOUBT_AFTER_S = 2.0
 #: How often acts done by hand (heuristic.py) not yet acknowledged by the cluster are reported.
 HEURISTIC_REPORT_EVERY_S = 5.0
+#: How often the reserves of a TCC resource are looked at for an expired TTL.
+RESERVE_SWEEP_EVERY_S = 0.5
 ASK_PAUSE_MIN_S = 0.2
 ASK_PAUSE_MAX_S = 10.0
-#: The subject field and value that mark a node's certificate (src/transport/tls.ts, NODE_MARK).
-NODE_MARK = ("O", "verdict-node")
-
 Log = Callable[..., None]
 
 
@@ -68,54 +70,6 @@ def json_log(event: str, **fields: Any) -> None:
     """One structured line on stderr, with the transaction and participant ids when there are any."""
     sys.stderr.write(json.dumps({"at_ms": int(time.time() * 1000), "event": event, **fields}, default=str) + "\n")
     sys.stderr.flush()
-
-
-def _split_unescaped(text: str, seps: str) -> List[str]:
-    """Splits at any of ``seps`` outside a backslash escape or a quoted value (RFC 4514)."""
-    parts, cur, escaped, quoted = [], [], False, False
-    for ch in text:
-        if escaped:
-            cur.append("\\" + ch)
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch == '"':
-            quoted = not quoted
-            cur.append(ch)
-        elif ch in seps and not quoted:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return parts
-
-
-def subject_fields(subject: str) -> Dict[str, List[str]]:
-    """The fields of an RFC 4514 subject as gRPC's auth context gives it ("CN=n1,OU=c,O=verdict-node").
-
-    Escaped separators stay inside their value: a CN of "x,O=verdict-node"
-    arrives as ``CN=x\\,O=verdict-node`` and is one field, never a node mark.
-    """
-    out: Dict[str, List[str]] = {}
-    for part in _split_unescaped(subject, ",+"):
-        kv = _split_unescaped(part, "=")
-        if len(kv) < 2:
-            continue
-        out.setdefault(kv[0].strip(), []).append("=".join(kv[1:]).strip())
-    return out
-
-
-def node_caller_problem(subject: Optional[str], cluster_id: str) -> Optional[str]:
-    """Why a caller's certificate subject is not a node of ``cluster_id`` (the node mark and OU); None when it is (R8)."""
-    if subject is None:
-        return "the caller's certificate subject is not available, so it cannot be shown to be a node's"
-    f = subject_fields(subject)
-    if f.get("OU", []) != [cluster_id]:
-        return f'the caller\'s certificate ({subject[:128]}) is not of cluster "{cluster_id}" (OU={cluster_id})'
-    if f.get(NODE_MARK[0], []) != [NODE_MARK[1]]:
-        return f"the caller's certificate ({subject[:128]}) is not a node's: it lacks the node mark {NODE_MARK[0]}={NODE_MARK[1]}"
-    return None
 
 
 class Refusal(Exception):
@@ -280,12 +234,100 @@ class Engine:
             self._doubts.pop(txn_id, None)
 
 
+class _ExchangeStream:
+    """One Exchange stream's answers: a bounded number of requests in flight, answered as each is done.
+
+    It ends when the leader stops sending and every request taken is
+    answered, or, when closed, once those in flight are answered: then with
+    a last ``AnswerBatch(closing=True)``.
+    """
+
+    def __init__(self) -> None:
+        self.slots = threading.BoundedSemaphore(EXCHANGE_IN_FLIGHT_MAX)
+        self.farewell_sent = threading.Event()
+        self._answers: "queue.Queue[Any]" = queue.Queue()
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._reading_done = False
+        self._closing = False
+        self._ended = False
+
+    def take(self) -> bool:
+        """A request is taken to be answered; False when the stream is closing."""
+        with self._lock:
+            if self._closing:
+                return False
+            self._pending += 1
+            return True
+
+    def finished(self, answer: Optional[ppb.ExchangeAnswer]) -> None:
+        if answer is not None:
+            self._answers.put(answer)
+        self.slots.release()
+        with self._lock:
+            self._pending -= 1
+            self._maybe_end()
+
+    def reading_done(self) -> None:
+        with self._lock:
+            self._reading_done = True
+            self._maybe_end()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closing = True
+            self._maybe_end()
+
+    def _maybe_end(self) -> None:
+        """Called under the lock: the end marker goes after the last answer."""
+        if self._ended or self._pending > 0 or not (self._reading_done or self._closing):
+            return
+        self._ended = True
+        self._answers.put(_FAREWELL if self._closing else None)
+
+    def batches(self) -> Iterator[ppb.AnswerBatch]:
+        out: List[ppb.ExchangeAnswer] = []
+        while True:
+            item = self._answers.get() if not out else self._next_now()
+            if isinstance(item, ppb.ExchangeAnswer):
+                out.append(item)
+                if len(out) < ANSWER_BATCH_MAX:
+                    continue
+                item = _NOTHING_NOW
+            if out:
+                yield ppb.AnswerBatch(answers=out)
+                out = []
+            if item is None:
+                return
+            if item is _FAREWELL:
+                yield ppb.AnswerBatch(closing=True)
+                self.farewell_sent.set()
+                return
+
+    def _next_now(self) -> Any:
+        try:
+            return self._answers.get_nowait()
+        except queue.Empty:
+            return _NOTHING_NOW
+
+
+#: Markers in an Exchange stream's queue: the participant is closing; nothing more is there now.
+_FAREWELL = object()
+_NOTHING_NOW = object()
+
+
 class _Servicer(participant_pb2_grpc.ParticipantServicer):
-    def __init__(self, engine: Engine, node_only: bool, workers: Optional[futures.ThreadPoolExecutor] = None) -> None:
+    def __init__(self, engine: Engine, node_only: bool, workers: Optional[futures.ThreadPoolExecutor] = None, callers: Optional[NodeCallers] = None) -> None:
         self.engine = engine
         self.node_only = node_only
+        #: With TLS, who may call (the node mark and membership); without it only the node mark is checked.
+        self.callers = callers
         #: Runs the requests of Exchange streams, so a slow PREPARE does not hold up a DECISION behind it.
         self.workers = workers if workers is not None else futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="verdict-exchange")
+        self._streams_guard = threading.Lock()
+        self._streams: "set[_ExchangeStream]" = set()
+        #: Set by end_exchanges: a stream opened afterwards is closed at once.
+        self._closing = False
 
     def _guard(self, context: grpc.ServicerContext) -> None:
         """Under TLS, PREPARE/DECISION/Status are taken only from a certificate with the node mark of this cluster (R8)."""
@@ -294,7 +336,7 @@ class _Servicer(participant_pb2_grpc.ParticipantServicer):
         subject: Optional[str] = None
         for v in context.auth_context().get("x509_subject", []):
             subject = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-        problem = node_caller_problem(subject, self.engine.cluster_id)
+        problem = self.callers.problem(subject) if self.callers is not None else node_caller_problem(subject, self.engine.cluster_id)
         if problem is not None:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, problem)
 
@@ -352,55 +394,58 @@ class _Servicer(participant_pb2_grpc.ParticipantServicer):
             return ppb.ExchangeAnswer(id=r.id, error=ppb.ExchangeError(code=grpc.StatusCode.INTERNAL.value[0], details=str(err)[:512]))
 
     def Exchange(self, request_iterator: Iterator[ppb.ExchangeBatch], context: grpc.ServicerContext) -> Iterator[ppb.AnswerBatch]:
-        """The leader's stream of PREPAREs and DECISIONs: each answered by id as soon as it is done, in any order."""
+        """The leader's stream of PREPAREs and DECISIONs: each answered by id as soon as it is done, in any order.
+
+        When the participant closes (``end_exchanges``) the stream takes no
+        more requests, sends the answers of those in flight, and ends with
+        ``AnswerBatch(closing=True)``: the leader then lists the participant
+        as closed rather than disconnected.
+        """
         self._guard(context)
         self.engine.log("exchange-opened", participant_id=self.engine.participant_id, peer=context.peer())
-        answers: "queue.Queue[Optional[ppb.ExchangeAnswer]]" = queue.Queue()
-        slots = threading.BoundedSemaphore(EXCHANGE_IN_FLIGHT_MAX)
-        pending = [0]
-        lock = threading.Lock()
-        reading_done = threading.Event()
+        stream = _ExchangeStream()
+        with self._streams_guard:
+            if self._closing:
+                stream.close()
+            self._streams.add(stream)
+        try:
+            threading.Thread(target=self._read_exchange, args=(request_iterator, stream), name="verdict-exchange-read", daemon=True).start()
+            yield from stream.batches()
+        finally:
+            with self._streams_guard:
+                self._streams.discard(stream)
 
-        def finished(answer: ppb.ExchangeAnswer) -> None:
-            answers.put(answer)
-            slots.release()
-            with lock:
-                pending[0] -= 1
-                if pending[0] == 0 and reading_done.is_set():
-                    answers.put(None)
+    def _read_exchange(self, request_iterator: Iterator[ppb.ExchangeBatch], stream: "_ExchangeStream") -> None:
+        try:
+            for batch in request_iterator:
+                for r in batch.requests:
+                    stream.slots.acquire()
+                    if not stream.take():
+                        # Closing: not taken, not answered; the leader sends it again to whoever serves next.
+                        stream.slots.release()
+                        continue
+                    self.workers.submit(lambda r=r: stream.finished(self._answer(r)))
+        except grpc.RpcError:
+            pass
+        except RuntimeError:
+            # The workers were shut down under a request being taken: the participant is stopping.
+            stream.finished(None)
+        finally:
+            stream.reading_done()
 
-        def read() -> None:
-            try:
-                for batch in request_iterator:
-                    for r in batch.requests:
-                        slots.acquire()
-                        with lock:
-                            pending[0] += 1
-                        self.workers.submit(lambda r=r: finished(self._answer(r)))
-            except grpc.RpcError:
-                pass
-            finally:
-                with lock:
-                    reading_done.set()
-                    if pending[0] == 0:
-                        answers.put(None)
-
-        threading.Thread(target=read, name="verdict-exchange-read", daemon=True).start()
-        while True:
-            first = answers.get()
-            if first is None:
-                return
-            out = [first]
-            while len(out) < ANSWER_BATCH_MAX:
-                try:
-                    more = answers.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    yield ppb.AnswerBatch(answers=out)
-                    return
-                out.append(more)
-            yield ppb.AnswerBatch(answers=out)
+    def end_exchanges(self, timeout_s: float) -> int:
+        """Closes every open Exchange stream, saying so to the leader; waits at most ``timeout_s`` for each to send its last batch."""
+        with self._streams_guard:
+            self._closing = True
+            streams = list(self._streams)
+        for s in streams:
+            s.close()
+        deadline = time.monotonic() + timeout_s
+        said = 0
+        for s in streams:
+            if s.farewell_sent.wait(max(0.0, deadline - time.monotonic())):
+                said += 1
+        return said
 
     def Status(self, request: ppb.StatusRequest, context: grpc.ServicerContext) -> ppb.StatusAnswer:
         self._guard(context)
@@ -451,12 +496,28 @@ class Participant:
         self.engine = Engine(cluster_id or "", participant_id, self.journal, resource, log, in_doubt_after_s)
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
         self._workers = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="verdict-exchange")
-        participant_pb2_grpc.add_ParticipantServicer_to_server(_Servicer(self.engine, tls is not None, self._workers), self._server)
+        self._nodes = list(dict.fromkeys(nodes))
+        self.callers: Optional[NodeCallers] = None
+        if tls is not None:
+            self.callers = NodeCallers(lambda: self.engine.cluster_id, self._members, log)
+        self._servicer = _Servicer(self.engine, tls is not None, self._workers, self.callers)
+        participant_pb2_grpc.add_ParticipantServicer_to_server(self._servicer, self._server)
         self._stopped = threading.Event()
         self._resolver = threading.Thread(target=self._resolve_loop, name="verdict-in-doubt", daemon=True)
         #: Whether the cluster answers GetOutcomes (a cluster that answers UNIMPLEMENTED is asked one by one).
         self._batched = True
         self.port = 0
+        #: A TCC resource whose reserves may carry a TTL: expired ones are settled through the cluster (tcc.ReserveWatcher).
+        self.reserve_watcher: Optional[ReserveWatcher] = None
+        if callable(getattr(resource, "expired", None)):
+            self.reserve_watcher = ReserveWatcher(
+                participant_id=participant_id,
+                resource=resource,
+                ask_abort=self._ask_abort,
+                prepared=self._prepared_here,
+                decide=lambda txn_id, commit: self.engine.decide(self.engine.cluster_id, txn_id, participant_id, commit, source="tcc-expiry"),
+                log=log,
+            )
 
     def start(self, register_timeout_s: float = 60.0) -> "Participant":
         """Learns the cluster id if not given, serves, registers (retried until a leader takes it) and starts resolving what is in doubt."""
@@ -475,6 +536,9 @@ class Participant:
             self.endpoint = f"{self.endpoint[:-2]}:{self.port}"
         self._server.start()
         self._register(register_timeout_s)
+        if self.callers is not None:
+            # Learned now, so the leader's first PREPARE does not wait for it.
+            self.callers.refresh()
         self._resolver.start()
         self.log("started", participant_id=self.participant_id, endpoint=self.endpoint, in_doubt=self.engine.in_doubt())
         return self
@@ -491,10 +555,17 @@ class Participant:
 
     def _resolve_loop(self) -> None:
         next_report_at = 0.0
+        next_sweep_at = 0.0
         while not self._stopped.wait(0.1):
             if time.monotonic() >= next_report_at and hasattr(self.resource, "unreported_heuristics"):
                 next_report_at = time.monotonic() + HEURISTIC_REPORT_EVERY_S
                 self._report_heuristics()
+            if self.reserve_watcher is not None and time.monotonic() >= next_sweep_at:
+                next_sweep_at = time.monotonic() + RESERVE_SWEEP_EVERY_S
+                try:
+                    self.reserve_watcher.sweep()
+                except Exception as err:  # noqa: BLE001 - the database is away: next round
+                    self.log("tcc-expiry-scan-failed", participant_id=self.participant_id, error=str(err)[:512])
             due = self.engine.due(time.monotonic())
             while due and not self._stopped.is_set():
                 batch, due = due[:OUTCOMES_BATCH_MAX], due[OUTCOMES_BATCH_MAX:]
@@ -529,6 +600,18 @@ class Participant:
                 self.log("heuristic-not-reported", txn_id=act.txn_id, participant_id=self.participant_id, error=str(err)[:512])
                 continue
             self.log("heuristic-reported", txn_id=act.txn_id, participant_id=self.participant_id, outcome=act.outcome, operator=act.operator, kind=r.heuristic.kind)
+
+    def _members(self) -> List[str]:
+        return cluster_members(self.client, self.engine.cluster_id, self._nodes)
+
+    def _prepared_here(self, txn_id: str) -> bool:
+        e = self.journal.get(txn_id)
+        return e is not None and e.state == "prepared"
+
+    def _ask_abort(self, txn_id: str, reason: str) -> str:
+        """Coordinator.Abort: the leader logs ABORT unless a decision is logged, and answers the outcome the log holds."""
+        r = self.client.connection.call("Abort", cpb.AbortRequest(txn_id=txn_id, reason=reason), call_timeout_ms=5_000, attempt_timeout_ms=2_000)
+        return to_outcome_result(txn_id, r).outcome
 
     def _ask(self, txn_id: str) -> None:
         """One GetOutcome for a transaction in doubt; applies COMMITTED or ABORTED, else asks again later (R4)."""
@@ -581,10 +664,36 @@ class Participant:
             self.engine.asked(txn_id, time.monotonic())
 
     def stop(self, grace_s: float = 1.0) -> None:
+        """Closes cleanly: each open Exchange stream answers what it took and ends saying the participant is
+        closing (the leader shows it closed, not disconnected), then the server, the journal and the resource close."""
+        if self._stopped.is_set():
+            return
         self._stopped.set()
+        said = self._servicer.end_exchanges(grace_s)
+        self.log("closing", participant_id=self.participant_id, streams_told=said)
         self._server.stop(grace_s).wait()
         self._workers.shutdown(wait=False)
         self.client.close()
         self.journal.close()
         self.resource.close()
 
+    close = stop
+
+    def run_until_signal(self, signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT)) -> int:
+        """Serves until one of ``signals`` arrives (call from the main thread), then closes cleanly; returns the signal."""
+        got: List[int] = []
+        done = threading.Event()
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            got.append(signum)
+            done.set()
+
+        previous = {s: signal.signal(s, on_signal) for s in signals}
+        try:
+            while not done.wait(0.5):
+                pass
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+        self.stop()
+        return got[0]

@@ -28,9 +28,11 @@ Durable: ``inbox.log`` in the data directory, one checksummed line per
 record, fsync'd before the answer. A torn last line is dropped; a damaged
 line before it stops the start. Steps are handled one at a time.
 
-Not here (the TypeScript step service has them): the PostgreSQL inbox, and
-compaction of the log (it grows by a line per step until the saga's end,
-and the ends stay).
+With ``postgres`` the inbox is a PostgreSQL table instead, written in the
+step's own transaction (saga_postgres.py).
+
+Not here (the TypeScript step service has it): compaction of the log (it
+grows by a line per step until the saga's end, and the ends stay).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import zlib
 from collections import OrderedDict
 from concurrent import futures
 from dataclasses import asdict, dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -53,7 +55,11 @@ from .connection import TlsFiles
 from .errors import VerdictError
 from .ids import check_participant_id
 from .linelog import LineLog
-from .participant import Log, json_log, node_caller_problem
+from .callers import NodeCallers, cluster_members, node_caller_problem
+from .participant import Log, json_log
+
+if TYPE_CHECKING:
+    from .saga_postgres import PostgresInbox
 
 #: src/saga/commands.ts
 STEPS_MAX = 64
@@ -221,13 +227,13 @@ class _StepServicer(saga_pb2_grpc.SagaStepServicer):
         self.svc = svc
 
     def _guard(self, context: grpc.ServicerContext) -> None:
-        """Under TLS, calls are taken only from a certificate with the node mark of this cluster (R8)."""
+        """Under TLS, calls are taken only from a current node of this cluster: the node mark and membership (R8)."""
         if self.svc.tls is None:
             return
         subject: Optional[str] = None
         for v in context.auth_context().get("x509_subject", []):
             subject = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-        problem = node_caller_problem(subject, self.svc.cluster_id)
+        problem = self.svc.callers.problem(subject) if self.svc.callers is not None else node_caller_problem(subject, self.svc.cluster_id)
         if problem is not None:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, f"step service {self.svc.service_id} takes calls only from a node of its cluster: {problem}")
 
@@ -280,7 +286,7 @@ class _StepServicer(saga_pb2_grpc.SagaStepServicer):
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"saga {saga_id} is {'unknown to the cluster' if state is None else state + ' on the cluster'}: not ended, its keys stay")
         try:
             svc.inbox.end(saga_id)
-        except OSError as err:
+        except Exception as err:  # noqa: BLE001 - the disk or the database failed: the orchestrator retries
             context.abort(grpc.StatusCode.UNAVAILABLE, f"saga {saga_id}: {err}")
         return spb.SagaEndAck()
 
@@ -293,6 +299,13 @@ class StepService:
     in order, over all of them at start). TLS and ``insecure`` as for a
     Participant: with ``tls`` it serves mutual TLS and takes calls only from
     the nodes of its cluster.
+
+    With ``postgres`` (a libpq connection string or URL) the inbox is a
+    table in that database (``saga_postgres.PostgresInbox``) and each handler
+    is ``handler(cursor, request)``: it runs its SQL on the cursor, inside
+    the transaction that also inserts the call's inbox row, so the effect
+    and the record commit together; ``apply`` and ``data_dir`` are not used.
+    It registers as resource kind ``saga-postgres``.
     """
 
     def __init__(
@@ -300,8 +313,8 @@ class StepService:
         *,
         service_id: str,
         nodes: Sequence[str],
-        data_dir: str,
-        handlers: Dict[str, Tuple[StepHandler, StepHandler]],
+        data_dir: str = "",
+        handlers: Dict[str, Tuple[Callable[..., Union[StepDone, StepFailed]], Callable[..., Union[StepDone, StepFailed]]]],
         endpoint: str,
         cluster_id: str,
         listen: Optional[str] = None,
@@ -309,8 +322,11 @@ class StepService:
         tls: Optional[TlsFiles] = None,
         insecure: bool = False,
         log: Log = json_log,
+        postgres: Optional[str] = None,
     ) -> None:
         check_participant_id(service_id)
+        if postgres is None and data_dir == "":
+            raise ValueError("a step service keeps its inbox in data_dir, or in PostgreSQL with postgres=")
         self.service_id = service_id
         self.cluster_id = cluster_id
         self.endpoint = endpoint
@@ -319,7 +335,20 @@ class StepService:
         self.log = log
         self.handlers = {name: _Handlers(a, c) for name, (a, c) in handlers.items()}
         self.client = Client(nodes, tls=tls, insecure=insecure, cluster_id=cluster_id)
-        self.inbox = Inbox(data_dir, apply)
+        #: Under TLS: calls only from a node of the cluster (the node mark and membership, as a participant's).
+        self.callers: Optional[NodeCallers] = None
+        if tls is not None:
+            endpoints = list(dict.fromkeys(nodes))
+            self.callers = NodeCallers(lambda: cluster_id, lambda: cluster_members(self.client, cluster_id, endpoints), log)
+        self.inbox: Union[Inbox, "PostgresInbox"]
+        if postgres is not None:
+            from .saga_postgres import PostgresInbox
+
+            self.inbox = PostgresInbox(postgres, application_name=f"verdict-py-saga-{service_id}")
+            self.resource_kind = "saga-postgres"
+        else:
+            self.inbox = Inbox(data_dir, apply)
+            self.resource_kind = "saga-memory"
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         saga_pb2_grpc.add_SagaStepServicer_to_server(_StepServicer(self), self._server)
         self.port = 0
@@ -338,12 +367,14 @@ class StepService:
         deadline = time.monotonic() + register_timeout_s
         while True:
             try:
-                self.client.register_participant(self.service_id, self.endpoint, "saga-memory", (), call_timeout_ms=max(1.0, (deadline - time.monotonic()) * 1000))
+                self.client.register_participant(self.service_id, self.endpoint, self.resource_kind, (), call_timeout_ms=max(1.0, (deadline - time.monotonic()) * 1000))
                 break
             except VerdictError as err:
                 if err.code in ("INVALID_ARGUMENT", "FAILED_PRECONDITION", "PERMISSION_DENIED", "UNAUTHENTICATED") or time.monotonic() >= deadline:
                     self.stop()
                     raise
+        if self.callers is not None:
+            self.callers.refresh()
         self.log("step-service-started", participant_id=self.service_id, endpoint=self.endpoint)
         return self
 

@@ -1,6 +1,7 @@
 """The Python participant as a process for the conformance suite
 (test/conformance/): the runtime of ``verdict`` with the memory or the
-PostgreSQL resource, exactly as an application runs it. With ``--probe``, a
+PostgreSQL resource, or TCC over memory or PostgreSQL, exactly as an
+application runs it. With ``--probe``, a
 memory participant answers GET /value/<key> with the committed value there,
 so the suite can check what was applied; a PostgreSQL one is read with SQL.
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -73,7 +73,7 @@ def serve_probe(address: str, values: Callable[[], Dict[str, Any]]) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--resource", choices=["memory", "tcc", "postgres"], default="memory")
+    ap.add_argument("--resource", choices=["memory", "tcc", "tcc-postgres", "postgres"], default="memory")
     ap.add_argument("--id", required=True)
     ap.add_argument("--cluster-id", required=True)
     ap.add_argument("--nodes", required=True)
@@ -81,7 +81,7 @@ def main() -> int:
     ap.add_argument("--data", required=True)
     ap.add_argument("--probe")
     ap.add_argument("--tls", help="ca,cert,key: mutual TLS instead of plaintext")
-    ap.add_argument("--url", help="the PostgreSQL database of --resource postgres")
+    ap.add_argument("--url", help="the PostgreSQL database of --resource postgres or tcc-postgres")
     ap.add_argument("--broken", choices=["no-status", "yes-before-write"])
     a = ap.parse_args()
     if a.broken == "no-status":
@@ -93,6 +93,12 @@ def main() -> int:
         from verdict.postgres import PostgresResource
 
         resource = PostgresResource(a.url, a.cluster_id, a.id)
+    elif a.resource == "tcc-postgres":
+        from verdict.tcc_postgres import PostgresTccResource
+
+        from kv_tcc_pg import PgKeyValueHandlers
+
+        resource = PostgresTccResource(a.url, a.id, PgKeyValueHandlers("conformance_tcc_kv", "conformance_tcc_held"))
     elif a.resource == "tcc":
         tcc: MemoryTccResource[Dict[str, Any]] = MemoryTccResource(a.data, a.id, KeyValueHandlers())
         resource = tcc
@@ -106,11 +112,8 @@ def main() -> int:
     tls = TlsFiles(*a.tls.split(",")) if a.tls else None
     p = Participant(participant_id=a.id, cluster_id=a.cluster_id, nodes=a.nodes.split(","), data_dir=a.data, resource=resource, endpoint=a.listen, tls=tls, insecure=tls is None)
     p.start()
-    done = threading.Event()
-    for s in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(s, lambda *_: done.set())
-    done.wait()
-    p.stop()
+    # SIGTERM closes it cleanly: the leader hears it is closing (AnswerBatch.closing).
+    p.run_until_signal()
     return 0
 
 
