@@ -33,6 +33,30 @@ type op struct {
 	// Participant: for prepare-direct, its id.
 	Participant string `json:"participant"`
 	ClusterID   string `json:"cluster_id"`
+	// Saga and Steps: for saga-start ("" id: a new one) and saga-wait.
+	Saga  string            `json:"saga"`
+	Steps []client.SagaStep `json:"steps"`
+}
+
+// runSaga starts a saga (saga-start) or waits for its end (saga-wait).
+func runSaga(ctx context.Context, c *client.Client, o op) map[string]any {
+	var s client.SagaStatus
+	var err error
+	if o.Op == "saga-start" {
+		s, err = c.StartSaga(ctx, client.SagaSpec{ID: o.Saga, Steps: o.Steps})
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+		defer cancel()
+		s, err = c.WaitSaga(wctx, o.Saga)
+	}
+	var ve *client.Error
+	switch {
+	case errors.As(err, &ve):
+		return map[string]any{"saga": o.Saga, "error": ve.Code, "message": ve.Reason}
+	case err != nil:
+		return map[string]any{"saga": o.Saga, "error": "error", "message": err.Error()}
+	}
+	return map[string]any{"saga": s.ID, "state": s.State, "steps": s.Steps, "outputs": s.Outputs}
 }
 
 // prepareDirect sends a PREPARE straight to a participant, as only a node may (R8); the answer's code.
@@ -141,7 +165,9 @@ func main() {
 	defer c.Close()
 	for _, op := range ops {
 		var r map[string]any
-		if op.Op == "prepare-direct" && o.TLS != nil {
+		if op.Op == "saga-start" || op.Op == "saga-wait" {
+			r = runSaga(context.Background(), c, op)
+		} else if op.Op == "prepare-direct" && o.TLS != nil {
 			r = prepareDirect(context.Background(), o.TLS, op)
 		} else {
 			r = run(context.Background(), c, op)
