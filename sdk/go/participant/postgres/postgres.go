@@ -15,6 +15,11 @@
 //     whose gid is gone is acknowledged when the marker is there and refused
 //     when it is not (T was rolled back here by hand: a heuristic hazard),
 //     and the reverse for ABORT.
+//   - Heuristic acts: an operator may commit or roll back a prepared
+//     transaction by hand (ResolveByHand, the command verdict-pg-resolve);
+//     the act is recorded in verdict_heuristics, a later decision for it is
+//     acknowledged, and the runtime reports the act to the cluster
+//     (heuristic.go).
 //   - Recovery: PreparedHere lists this participant's gids in
 //     pg_prepared_xacts (this database), which the engine resolves with the
 //     cluster beside its journal.
@@ -98,6 +103,10 @@ func Open(ctx context.Context, dsn, clusterID, participantID string, o Options) 
 		return nil, err
 	}
 	if err := r.ensureMarkerTable(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := EnsureHeuristicTable(ctx, db); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -265,6 +274,10 @@ func (r *Resource) Commit(txnID string) error {
 	if !isUndefinedObject(err) {
 		return err
 	}
+	if byHand, herr := r.resolvedByHand(ctx, gid); herr != nil || byHand {
+		// Resolved by hand: acknowledged; the conflict, if any, is the cluster's to record from the report.
+		return herr
+	}
 	ok, merr := r.marker(gid)
 	if merr != nil {
 		return merr
@@ -294,6 +307,9 @@ func (r *Resource) Rollback(txnID string) error {
 	_, err := r.DB.ExecContext(ctx, fmt.Sprintf("ROLLBACK PREPARED '%s'", gid))
 	if err == nil || !isUndefinedObject(err) {
 		return err
+	}
+	if byHand, herr := r.resolvedByHand(ctx, gid); herr != nil || byHand {
+		return herr
 	}
 	ok, merr := r.marker(gid)
 	if merr != nil {
