@@ -47,7 +47,8 @@ export function goVendor(): void {
  */
 export function buildGoDrivers(dir: string, drivers: string[] = ['participant', 'client']): void {
   goVendor();
-  const r = spawnSync(GO, ['build', '-o', `${dir}/`, ...drivers.map((d) => (d.includes('/') ? `./${d}` : `./internal/testproc/${d}`))], { cwd: GO_SDK, encoding: 'utf8', env: goEnv(), timeout: 300_000 });
+  const packages = drivers.map((d) => (d.includes('/') ? `./${d}` : `./internal/testproc/${d}`));
+  const r = spawnSync(GO, ['build', '-o', `${dir}/`, ...packages], { cwd: GO_SDK, encoding: 'utf8', env: goEnv(), timeout: 300_000 });
   if (r.status !== 0) throw new Error(`go build ended with ${r.status ?? r.signal}: ${r.stdout}${r.stderr}`);
 }
 
