@@ -28,7 +28,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/lib/pq"
 	"verdict/sdk/go/participant"
 )
 
@@ -55,9 +54,7 @@ func EnsureHeuristicTable(ctx context.Context, db *sql.DB) error {
 	}
 	_, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+HeuristicTable+" (gid text PRIMARY KEY, txn_id text NOT NULL, "+
 		"outcome text NOT NULL CHECK (outcome IN ('committed', 'aborted')), operator text NOT NULL, reason text NOT NULL, at timestamptz NOT NULL, reported_at timestamptz)")
-	var pe *pq.Error
-	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07") {
-		// Two processes creating it at once: the table is there.
+	if createdMeanwhile(err) {
 		return nil
 	}
 	return err
