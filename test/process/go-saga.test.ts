@@ -7,12 +7,16 @@
 // inbox, the service answers the orchestrator's retry from the inbox, so
 // each handler ran once and each effect was applied once per process.
 // Once the sagas ended, the service confirmed each end with the cluster and
-// recorded it.
+// recorded it. Under mutual TLS the nodes call the Go step service with
+// their certificates, and a caller with a certificate of the same CA and
+// cluster but without the node mark is refused (R8).
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildGoDrivers, type Event, GoProc, goClient, stopGoProcs } from './go-procs.ts';
-import { Cluster, fileTempDir, freePorts, tempDir, useProcessCleanup, waitFor } from './harness.ts';
+import { Cluster, fileTempDir, freePorts, tempDir, uniqueClusterId, useProcessCleanup, waitFor } from './harness.ts';
+import { tlsCredentials } from '../../src/client/tls.ts';
+import { certDir, TestCa } from '../tls-certs.ts';
 
 useProcessCleanup();
 afterEach(stopGoProcs);
@@ -109,5 +113,65 @@ describe('a Go step service and a Go client', () => {
       () => `ends: ${ends().join(',')}; ${svc.stderr.slice(-2_000)}`,
     );
     expect(new Set(ends())).toEqual(new Set(['go-saga-ok', 'go-saga-declined', 'go-saga-killed']));
+  }, 300_000);
+
+  it('R8: under mutual TLS the nodes run a saga on the Go step service, which refuses a caller without the node mark', async () => {
+    const certs = certDir();
+    try {
+      const ca = TestCa.create(certs, 'cluster-ca');
+      const clusterId = uniqueClusterId();
+      const cluster = await Cluster.start({
+        nodes: 3,
+        clusterId,
+        logLevel: 'warn',
+        configExtra: (id) => {
+          const n = ca.node(id, clusterId, `${clusterId}-${id}`);
+          return { tls: { ca: ca.cert, cert: n.cert, key: n.key } };
+        },
+        clientCredentials: tlsCredentials({ ca: ca.cert, ...ca.issue('ops') }),
+      });
+      await cluster.waitForLeader();
+      const nodes = cluster.nodes.map((n) => n.address);
+      const [port] = await freePorts(1);
+      const data = join(tempDir('verdict-go-saga-tls-'), 'goshop');
+      const cert = ca.issue('goshop', { ou: clusterId, file: `${clusterId}-goshop` });
+      const svc = new GoProc(join(bin, 'stepservice'), [
+        ...['--id', 'goshop', '--cluster-id', clusterId, '--nodes', nodes.join(','), '--listen', `127.0.0.1:${port}`, '--data', data],
+        ...['--tls', [ca.cert, cert.cert, cert.key].join(',')],
+      ]);
+      await svc.waitLine('the TLS step service registered', (e) => e.event === 'ready');
+      const app = ca.issue('app');
+      const appTls = [ca.cert, app.cert, app.key].join(',');
+      const [started, ended] = await goClient(
+        join(bin, 'client'),
+        nodes,
+        [
+          { op: 'saga-start', saga: 'go-tls-ok', steps: [step('reserve', '3'), step('charge', '60')] },
+          { op: 'saga-wait', saga: 'go-tls-ok' },
+        ],
+        appTls,
+      );
+      expect(started).toMatchObject({ saga: 'go-tls-ok', state: 'running' });
+      expect(ended).toMatchObject({ state: 'finished', outputs: ['reserved 3', 'charged 60'] });
+      // A certificate of this cluster's CA and OU without the node mark asks for a step's effect: refused, and nothing runs.
+      const forger = ca.issue('forger', { ou: clusterId, file: `${clusterId}-forger` });
+      const [forged] = await goClient(
+        join(bin, 'client'),
+        nodes,
+        [{ op: 'step-direct', saga: 'go-tls-forged', address: `127.0.0.1:${port}`, cluster_id: clusterId }],
+        [ca.cert, forger.cert, forger.key].join(','),
+      );
+      expect(forged).toMatchObject({ error: 'PermissionDenied', message: expect.stringMatching(/takes calls only from a node of its cluster/) });
+      expect(keysOf(svc.lines, 'ran').sort()).toEqual(['go-tls-ok/0/action', 'go-tls-ok/1/action']);
+      // The service confirmed the end with the cluster over TLS and recorded it.
+      await waitFor(
+        'the saga ended at the step service',
+        WAIT_MS,
+        async () => (readFileSync(join(data, 'inbox.log'), 'utf8').includes('"t":"end","saga_id":"go-tls-ok"') ? true : undefined),
+        () => svc.stderr.slice(-2_000),
+      );
+    } finally {
+      rmSync(certs, { recursive: true, force: true });
+    }
   }, 300_000);
 });

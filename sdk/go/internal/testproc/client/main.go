@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"verdict/sdk/go/client"
 	ppb "verdict/sdk/go/pb/participantpb"
+	spb "verdict/sdk/go/pb/sagapb"
 )
 
 type op struct {
@@ -28,7 +29,7 @@ type op struct {
 	Enlist    map[string]json.RawMessage `json:"enlist"`
 	TimeoutMs uint64                     `json:"timeout_ms"`
 	Reason    string                     `json:"reason"`
-	// Address: for prepare-direct, a participant's address to send a PREPARE to with this client's certificate.
+	// Address: for prepare-direct and step-direct, a participant's or step service's address to send a PREPARE to with this client's certificate.
 	Address string `json:"address"`
 	// Participant: for prepare-direct, its id.
 	Participant string `json:"participant"`
@@ -78,6 +79,27 @@ func prepareDirect(ctx context.Context, files *client.TLSFiles, o op) map[string
 		return map[string]any{"txn": o.Txn, "error": st.Code().String(), "message": st.Message()}
 	}
 	return map[string]any{"txn": o.Txn, "vote": v.Vote.String()}
+}
+
+// stepDirect calls a step service's Execute straight, with this client's certificate, as only a node may (R8); the answer's code.
+func stepDirect(ctx context.Context, files *client.TLSFiles, o op) map[string]any {
+	pool, cert, err := files.Load()
+	if err != nil {
+		return map[string]any{"saga": o.Saga, "error": "error", "message": err.Error()}
+	}
+	cc, err := grpc.Dial(o.Address, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}})))
+	if err != nil {
+		return map[string]any{"saga": o.Saga, "error": "error", "message": err.Error()}
+	}
+	defer cc.Close()
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r, err := spb.NewSagaStepClient(cc).Execute(actx, &spb.StepRequest{ClusterId: o.ClusterID, SagaId: o.Saga, Step: 0, Key: o.Saga + "/0/action", Name: "reserve", Input: "forged"})
+	if err != nil {
+		st := status.Convert(err)
+		return map[string]any{"saga": o.Saga, "error": st.Code().String(), "message": st.Message()}
+	}
+	return map[string]any{"saga": o.Saga, "status": r.Status.String()}
 }
 
 // payload: a JSON string is sent as its text, anything else as its JSON.
@@ -167,6 +189,8 @@ func main() {
 		var r map[string]any
 		if op.Op == "saga-start" || op.Op == "saga-wait" {
 			r = runSaga(context.Background(), c, op)
+		} else if op.Op == "step-direct" && o.TLS != nil {
+			r = stepDirect(context.Background(), o.TLS, op)
 		} else if op.Op == "prepare-direct" && o.TLS != nil {
 			r = prepareDirect(context.Background(), o.TLS, op)
 		} else {
