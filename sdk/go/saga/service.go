@@ -2,7 +2,9 @@
 // verdict.saga.SagaStep (proto/saga.proto) for named step handlers, with the
 // inbox (inbox.go) that makes each step's effect happen once under the
 // orchestrator's at-least-once calls, and registers with the cluster like a
-// participant (resource kind saga-memory). The Go twin of the TypeScript
+// participant (resource kind saga-memory). With Config.Postgres the inbox is
+// a table of the service's own database, written in each step's local
+// transaction with its effect (postgres.go; resource kind saga-postgres). The Go twin of the TypeScript
 // step service (src/saga/step-service.ts) and the Python SDK's
 // (sdk/python/verdict/saga.py). Starting a saga and asking its status are
 // the client's (client.StartSaga, client.SagaStatus, client.WaitSaga).
@@ -11,6 +13,7 @@ package saga
 import (
 	"context"
 	"crypto/tls"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -29,8 +32,9 @@ import (
 )
 
 const (
-	// ResourceKind is what a step service registers as.
-	ResourceKind = "saga-memory"
+	// ResourceKind is what a step service registers as; PgResourceKind with its inbox in PostgreSQL.
+	ResourceKind   = "saga-memory"
+	PgResourceKind = "saga-postgres"
 	// endConfirmationsMax: End calls being confirmed with the cluster at once; beyond, RESOURCE_EXHAUSTED (the orchestrator retries).
 	endConfirmationsMax = 64
 	// requestBytesMax: a call larger than this is refused by the server (the cluster's own bound on a saga's text is 256 KiB).
@@ -43,9 +47,19 @@ type Step struct {
 	Compensate Handler
 }
 
+// PgSteps is a step service on PostgreSQL: its inbox is a table of the
+// database at DSN (lib/pq), and each step runs in the inbox's transaction.
+type PgSteps struct {
+	DSN string
+	// PoolMax bounds the connections, so the calls handled at once (8 when 0).
+	PoolMax int
+	Steps   map[string]PgStep
+}
+
 // Config is what a step service needs. Endpoint is the address the nodes
 // dial (host:port; port 0 takes a free port); Listen is what the server
-// binds (Endpoint when ""). Apply turns a recorded effect into the
+// binds (Endpoint when ""). Steps (with the inbox in DataDir) or Postgres
+// (with the inbox in that database) name the steps. Apply turns a recorded effect into the
 // service's state change: on each new record, and in order over every
 // record at start. TLS holds the cluster CA and this service's certificate
 // (CN=<service id>, OU=<cluster id>); it then serves mutual TLS and takes
@@ -58,6 +72,7 @@ type Config struct {
 	Endpoint  string
 	Listen    string
 	Steps     map[string]Step
+	Postgres  *PgSteps
 	Apply     func(Record)
 	TLS       *client.TLSFiles
 	Insecure  bool
@@ -68,7 +83,9 @@ type Config struct {
 
 // Service is a running step service: the gRPC server, the inbox, registration with the cluster.
 type Service struct {
+	// Inbox is the file inbox; PgInbox the PostgreSQL one (the other is nil).
 	Inbox    *Inbox
+	PgInbox  *PgInbox
 	Client   *client.Client
 	Endpoint string
 
@@ -87,13 +104,8 @@ func Start(ctx context.Context, cfg Config) (s *Service, err error) {
 	if err := client.CheckParticipantID(cfg.ServiceID); err != nil {
 		return nil, err
 	}
-	if cfg.DataDir == "" || cfg.Endpoint == "" || len(cfg.Steps) == 0 {
-		return nil, &client.Error{Code: "INVALID_ARGUMENT", Reason: "a step service needs Steps, a DataDir and an Endpoint"}
-	}
-	for name, st := range cfg.Steps {
-		if st.Action == nil || st.Compensate == nil {
-			return nil, &client.Error{Code: "INVALID_ARGUMENT", Reason: fmt.Sprintf("step %q needs an Action and a Compensate handler", name)}
-		}
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
 	}
 	if cfg.Log == nil {
 		cfg.Log = participant.JSONLog
@@ -114,7 +126,11 @@ func Start(ctx context.Context, cfg Config) (s *Service, err error) {
 			s.Stop()
 		}
 	}()
-	if s.Inbox, err = OpenInbox(cfg.DataDir, cfg.Apply); err != nil {
+	if cfg.Postgres != nil {
+		if s.PgInbox, err = openPg(ctx, *cfg.Postgres); err != nil {
+			return s, err
+		}
+	} else if s.Inbox, err = OpenInbox(cfg.DataDir, cfg.Apply); err != nil {
 		return s, err
 	}
 	if s.cfg.ClusterID == "" {
@@ -151,10 +167,59 @@ func Start(ctx context.Context, cfg Config) (s *Service, err error) {
 	return s, nil
 }
 
+func checkConfig(cfg Config) error {
+	if cfg.Endpoint == "" || (cfg.Postgres == nil) == (len(cfg.Steps) == 0) {
+		return &client.Error{Code: "INVALID_ARGUMENT", Reason: "a step service needs an Endpoint, and Steps (with a DataDir) or Postgres"}
+	}
+	if cfg.Postgres == nil && cfg.DataDir == "" {
+		return &client.Error{Code: "INVALID_ARGUMENT", Reason: "a step service with Steps keeps its inbox in a DataDir: give one"}
+	}
+	missing := func(name string) error {
+		return &client.Error{Code: "INVALID_ARGUMENT", Reason: fmt.Sprintf("step %q needs an Action and a Compensate handler", name)}
+	}
+	for name, st := range cfg.Steps {
+		if st.Action == nil || st.Compensate == nil {
+			return missing(name)
+		}
+	}
+	if cfg.Postgres != nil {
+		if cfg.Postgres.DSN == "" || len(cfg.Postgres.Steps) == 0 {
+			return &client.Error{Code: "INVALID_ARGUMENT", Reason: "a PostgreSQL step service needs Postgres.DSN and Postgres.Steps"}
+		}
+		for name, st := range cfg.Postgres.Steps {
+			if st.Action == nil || st.Compensate == nil {
+				return missing(name)
+			}
+		}
+	}
+	return nil
+}
+
+func openPg(ctx context.Context, p PgSteps) (*PgInbox, error) {
+	db, err := sql.Open("postgres", p.DSN)
+	if err != nil {
+		return nil, err
+	}
+	if p.PoolMax <= 0 {
+		p.PoolMax = 8
+	}
+	db.SetMaxOpenConns(p.PoolMax)
+	in, err := OpenPgInbox(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return in, nil
+}
+
 func (s *Service) register(ctx context.Context) error {
 	deadline := time.Now().Add(s.cfg.RegisterTimeout)
+	kind := ResourceKind
+	if s.PgInbox != nil {
+		kind = PgResourceKind
+	}
 	for {
-		_, err := s.Client.RegisterParticipant(ctx, s.cfg.ServiceID, s.Endpoint, ResourceKind, nil, client.CallOptions{CallTimeout: time.Until(deadline)})
+		_, err := s.Client.RegisterParticipant(ctx, s.cfg.ServiceID, s.Endpoint, kind, nil, client.CallOptions{CallTimeout: time.Until(deadline)})
 		if err == nil {
 			return nil
 		}
@@ -178,6 +243,9 @@ func (s *Service) Stop() {
 		s.done.Wait()
 		if s.Inbox != nil {
 			_ = s.Inbox.Close()
+		}
+		if s.PgInbox != nil {
+			_ = s.PgInbox.DB.Close()
 		}
 		_ = s.Client.Close()
 	})
@@ -239,16 +307,30 @@ func (g *stepServer) serve(ctx context.Context, kind string, r *spb.StepRequest)
 	if r.Key != key {
 		return nil, status.Errorf(codes.InvalidArgument, "saga %s step %d: key %q is not %s", r.SagaId, r.Step, clip(r.Key, 80), key)
 	}
-	st, ok := g.s.cfg.Steps[r.Name]
-	if !ok {
-		return nil, status.Errorf(codes.Unimplemented, "saga %s step %d: step service %s has no handler named %q", r.SagaId, r.Step, g.s.cfg.ServiceID, clip(r.Name, 80))
-	}
-	h := st.Action
-	if kind == Compensate {
-		h = st.Compensate
-	}
 	req := Request{SagaID: r.SagaId, Step: r.Step, Kind: kind, Key: key, Name: r.Name, Input: r.Input, Outputs: r.Outputs, Attempt: r.Attempt}
-	a, err := g.s.Inbox.Handle(req, h)
+	var a Answer
+	var err error
+	if pg := g.s.cfg.Postgres; pg != nil {
+		st, ok := pg.Steps[r.Name]
+		if !ok {
+			return nil, g.noHandler(r)
+		}
+		h := st.Action
+		if kind == Compensate {
+			h = st.Compensate
+		}
+		a, err = g.s.PgInbox.Handle(ctx, req, h)
+	} else {
+		st, ok := g.s.cfg.Steps[r.Name]
+		if !ok {
+			return nil, g.noHandler(r)
+		}
+		h := st.Action
+		if kind == Compensate {
+			h = st.Compensate
+		}
+		a, err = g.s.Inbox.Handle(req, h)
+	}
 	if err != nil {
 		g.s.cfg.Log("step-failed", map[string]any{"saga_id": r.SagaId, "step": r.Step, "kind": kind, "error": clip(err.Error(), 512)})
 		return nil, status.Errorf(codes.Unavailable, "saga %s step %d %s: %s", r.SagaId, r.Step, kind, clip(err.Error(), 512))
@@ -258,6 +340,10 @@ func (g *stepServer) serve(ctx context.Context, kind string, r *spb.StepRequest)
 		return &spb.StepResult{Status: spb.StepStatus_STEP_DONE, Output: a.Output, Reason: a.Reason}, nil
 	}
 	return &spb.StepResult{Status: spb.StepStatus_STEP_FAILED, Reason: a.Reason}, nil
+}
+
+func (g *stepServer) noHandler(r *spb.StepRequest) error {
+	return status.Errorf(codes.Unimplemented, "saga %s step %d: step service %s has no handler named %q", r.SagaId, r.Step, g.s.cfg.ServiceID, clip(r.Name, 80))
 }
 
 func (g *stepServer) Execute(ctx context.Context, r *spb.StepRequest) (*spb.StepResult, error) {
@@ -282,7 +368,7 @@ func (g *stepServer) End(ctx context.Context, r *spb.SagaEndRequest) (*spb.SagaE
 	if err := g.checkSaga(r.ClusterId, r.SagaId); err != nil {
 		return nil, err
 	}
-	if g.s.Inbox.Ended(r.SagaId) {
+	if g.s.Inbox != nil && g.s.Inbox.Ended(r.SagaId) {
 		return &spb.SagaEndAck{}, nil
 	}
 	select {
@@ -311,7 +397,12 @@ func (g *stepServer) End(ctx context.Context, r *spb.SagaEndRequest) (*spb.SagaE
 		g.s.cfg.Log("end-refused", map[string]any{"saga_id": r.SagaId, "state": state})
 		return nil, status.Errorf(codes.FailedPrecondition, "saga %s is %s: not ended, its keys stay", r.SagaId, what)
 	}
-	if err := g.s.Inbox.End(r.SagaId); err != nil {
+	if g.s.PgInbox != nil {
+		err = g.s.PgInbox.End(ctx, r.SagaId)
+	} else {
+		err = g.s.Inbox.End(r.SagaId)
+	}
+	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "saga %s: %s", r.SagaId, clip(err.Error(), 256))
 	}
 	g.s.cfg.Log("saga-ended", map[string]any{"saga_id": r.SagaId, "state": state})

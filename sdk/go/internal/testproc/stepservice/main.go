@@ -8,10 +8,17 @@
 // reserve whose input is "hold" waits, after its record is written and
 // before its answer, while --hold-file exists, so the test can SIGKILL the
 // service between the durable write and the answer.
+//
+// With --pg-url the inbox is in that database (saga-postgres), and each
+// effect is a row of go_saga_effects (key, effect) written in the step's
+// transaction; a declined charge writes one and then answers FAILED (the
+// inbox rolls it back); a reserve of input "hold" waits inside its
+// transaction, before the commit, while --hold-file exists.
 package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -43,6 +50,45 @@ func ran(r saga.Request) {
 	emit("ran", map[string]any{"key": r.Key, "input": r.Input, "attempt": r.Attempt})
 }
 
+func holdWhile(file string, key string) {
+	if file == "" {
+		return
+	}
+	if _, err := os.Stat(file); err != nil {
+		return
+	}
+	emit("holding", map[string]any{"key": key})
+	for {
+		if _, err := os.Stat(file); err != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// pgSteps are the steps on PostgreSQL: each effect a row of go_saga_effects, in the step's transaction.
+func pgSteps(dsn, holdFile string) *saga.PgSteps {
+	effect := func(name string) saga.PgHandler {
+		return func(ctx context.Context, tx *sql.Tx, r saga.Request) (saga.Result, error) {
+			ran(r)
+			if _, err := tx.ExecContext(ctx, "INSERT INTO go_saga_effects (key, effect) VALUES ($1, $2)", r.Key, name); err != nil {
+				return saga.Result{}, err
+			}
+			if name == "reserve" && r.Input == "hold" {
+				holdWhile(holdFile, r.Key)
+			}
+			if name == "charge" && r.Input == "decline" {
+				return saga.Failed("the card was declined"), nil
+			}
+			return saga.Done(name+"d "+r.Input, ""), nil
+		}
+	}
+	return &saga.PgSteps{DSN: dsn, Steps: map[string]saga.PgStep{
+		"reserve": {Action: effect("reserve"), Compensate: effect("release")},
+		"charge":  {Action: effect("charge"), Compensate: effect("refund")},
+	}}
+}
+
 func main() {
 	id := flag.String("id", "", "step service id")
 	clusterID := flag.String("cluster-id", "", "the cluster's id")
@@ -51,6 +97,7 @@ func main() {
 	dataDir := flag.String("data", "", "the inbox's directory, kept across restarts")
 	holdFile := flag.String("hold-file", "", "a reserve of input \"hold\" waits while this file exists, after its record is written")
 	tlsFiles := flag.String("tls", "", "ca,cert,key: mutual TLS instead of plaintext")
+	pgURL := flag.String("pg-url", "", "the inbox and the effects in this PostgreSQL database")
 	flag.Parse()
 	var tf *client.TLSFiles
 	if *tlsFiles != "" {
@@ -89,10 +136,14 @@ func main() {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	svc, err := saga.Start(context.Background(), saga.Config{
+	cfg := saga.Config{
 		ServiceID: *id, ClusterID: *clusterID, Nodes: strings.Split(*nodes, ","), DataDir: *dataDir, Endpoint: *listen,
 		Steps: steps, Apply: apply, TLS: tf, Insecure: tf == nil, Log: emit,
-	})
+	}
+	if *pgURL != "" {
+		cfg.Steps, cfg.Apply, cfg.Postgres = nil, nil, pgSteps(*pgURL, *holdFile)
+	}
+	svc, err := saga.Start(context.Background(), cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "step service:", err)
 		os.Exit(1)
