@@ -19,9 +19,11 @@ import (
 
 // Bounds of a saga's definition, as the cluster checks them (src/saga/commands.ts).
 const (
-	SagaStepsMax      = 64
-	SagaIDBytesMax    = 128
-	sagaWaitSlice     = 20 * time.Second
+	SagaStepsMax   = 64
+	SagaIDBytesMax = 128
+	sagaWaitSlice  = 20 * time.Second
+	// SagaWaitMax is the longest a node holds a SagaStatus call (the node's own bound); a longer wait is cut to it.
+	SagaWaitMax       = 60 * time.Second
 	sagaNotFoundPause = 100 * time.Millisecond
 )
 
@@ -152,8 +154,8 @@ func (c *Client) StartSaga(ctx context.Context, spec SagaSpec) (SagaStatus, erro
 	return toSagaStatus(id, info)
 }
 
-// SagaStatus asks for a saga's status; with wait > 0 the node answers once
-// the saga ended or wait has passed, whichever comes first. A saga the
+// SagaStatus asks for a saga's status; with wait > 0 (at most SagaWaitMax)
+// the node answers once the saga ended or wait has passed, whichever comes first. A saga the
 // answering node does not know is an *Error with Code NOT_FOUND.
 func (c *Client) SagaStatus(ctx context.Context, id string, wait time.Duration) (SagaStatus, error) {
 	if err := CheckSagaID(id); err != nil {
@@ -161,6 +163,9 @@ func (c *Client) SagaStatus(ctx context.Context, id string, wait time.Duration) 
 	}
 	if wait < 0 {
 		wait = 0
+	}
+	if wait > SagaWaitMax {
+		wait = SagaWaitMax
 	}
 	o := CallOptions{Service: SagasService, CallTimeout: c.Conn.CallTimeout + wait, AttemptTimeout: c.Conn.AttemptTimeout + wait}
 	info := &spb.SagaInfo{}
