@@ -2,7 +2,7 @@
 
 // Tests on a real PostgreSQL, built only with -tags pgtest and given the
 // database in VERDICT_TEST_PG_URL (a lib/pq URL with max_prepared_transactions
-// > 0): test/pg/go-upkeep.test.ts starts the server and runs them.
+// > 0): test/pg/go-pgtest.test.ts starts the server and runs them.
 package postgres
 
 import (
