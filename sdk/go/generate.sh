@@ -1,8 +1,9 @@
 #!/bin/sh
-# Generates the Go stubs of proto/coordinator.proto and proto/participant.proto
-# into pb/coordinatorpb and pb/participantpb (or under the directory given as
-# $1), with Debian's protoc, protoc-gen-go and protoc-gen-go-grpc (packages
-# protobuf-compiler, protoc-gen-go, protoc-gen-go-grpc). The stubs are checked
+# Generates the Go stubs of proto/coordinator.proto, proto/participant.proto
+# and proto/saga.proto into pb/coordinatorpb, pb/participantpb and pb/sagapb
+# (or under the directory given as $1), with Debian's protoc, protoc-gen-go
+# and protoc-gen-go-grpc (packages protobuf-compiler, protoc-gen-go,
+# protoc-gen-go-grpc). The stubs are checked
 # in; stubs_test.go regenerates them into a temporary directory and fails when
 # they differ, so run this after changing a .proto file.
 #
@@ -14,7 +15,7 @@ root=$(cd "$here/../.." && pwd)
 out=${1:-"$here"}
 protoc=${PROTOC:-/usr/bin/protoc}
 module=verdict/sdk/go
-for name in coordinator participant; do
+for name in coordinator participant saga; do
   mkdir -p "$out/pb/${name}pb"
   "$protoc" -I "$root/proto" \
     --plugin=protoc-gen-go="${PROTOC_GEN_GO:-/usr/bin/protoc-gen-go}" \

@@ -88,10 +88,22 @@ const LOG_TABLE = 'conformance_log';
 const pgWrite = (k: string, v: string): Uint8Array =>
   Buffer.from(JSON.stringify({ sql: [`INSERT INTO ${KV_TABLE} (k, v) VALUES (${sqlText(k)}, ${sqlText(v)}) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`] }));
 
-/** A PostgreSQL participant over database `url`: TypeScript (`ts`) or Python. */
-export function postgresTarget(lang: 'ts' | 'python', url: string): Target {
+/** The suite's table in database `url`: created before the first start, read out of band. */
+function kvDatabase(url: string): Pick<Target, 'read' | 'setup' | 'teardown'> {
   let pool: pg.Pool | null = null;
   const db = (): pg.Pool => (pool ??= new pg.Pool({ connectionString: url, max: 2 }));
+  return {
+    read: async (_env, key) => (await db().query<{ v: string }>(`SELECT v FROM ${KV_TABLE} WHERE k = $1`, [key])).rows[0]?.v ?? null,
+    setup: once(async () => void (await db().query(`CREATE TABLE IF NOT EXISTS ${KV_TABLE} (k text PRIMARY KEY, v text NOT NULL)`))),
+    teardown: async () => {
+      await pool?.end();
+      pool = null;
+    },
+  };
+}
+
+/** A PostgreSQL participant over database `url`: TypeScript (`ts`) or Python. */
+export function postgresTarget(lang: 'ts' | 'python', url: string): Target {
   return {
     name: lang === 'ts' ? 'TypeScript PostgreSQL' : 'Python PostgreSQL',
     kind: 'postgres',
@@ -103,12 +115,40 @@ export function postgresTarget(lang: 'ts' | 'python', url: string): Target {
     }),
     write: pgWrite,
     refuse: () => Buffer.from(JSON.stringify({ sql: ['SELECT 1/0'] })),
-    read: async (_env, key) => (await db().query<{ v: string }>(`SELECT v FROM ${KV_TABLE} WHERE k = $1`, [key])).rows[0]?.v ?? null,
-    setup: once(async () => void (await db().query(`CREATE TABLE IF NOT EXISTS ${KV_TABLE} (k text PRIMARY KEY, v text NOT NULL)`))),
-    teardown: async () => {
-      await pool?.end();
-      pool = null;
-    },
+    ...kvDatabase(url),
+  };
+}
+
+/** lib/pq's sslmode is "require" unless told (it has no "prefer"): the test server is plaintext on loopback. */
+const libpqPlaintext = (url: string): string => `${url}${url.includes('?') ? '&' : '?'}sslmode=disable`;
+
+/**
+ * The Go SDK's PostgreSQL participant (sdk/go/participant/postgres) over
+ * database `url`, run by the driver `binary` (sdk/go/internal/testproc/conformance).
+ */
+export function goPostgres(binary: string, url: string): Target {
+  return {
+    name: 'Go PostgreSQL',
+    kind: 'postgres',
+    command: (env) => ({ argv: [binary, '--resource', 'postgres', ...common(env), '--url', libpqPlaintext(url)] }),
+    write: pgWrite,
+    refuse: () => Buffer.from(JSON.stringify({ sql: ['SELECT 1/0'] })),
+    ...kvDatabase(url),
+  };
+}
+
+/**
+ * The Go SDK's TCC participant (sdk/go/tcc, on PostgreSQL) over database
+ * `url`: the driver's handlers take the memory payload and Confirm writes
+ * it into the suite's table; a payload that is not JSON is a Try's refusal.
+ */
+export function goTcc(binary: string, url: string): Target {
+  return {
+    name: 'Go TCC (PostgreSQL)',
+    kind: 'tcc',
+    command: (env) => ({ argv: [binary, '--resource', 'tcc', ...common(env), '--url', libpqPlaintext(url)] }),
+    write: kvPayload,
+    ...kvDatabase(url),
   };
 }
 

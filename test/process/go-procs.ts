@@ -42,11 +42,13 @@ export function goVendor(): void {
 /**
  * Builds test drivers of sdk/go/internal/testproc into `dir`, each named as
  * its folder: by default `${dir}/participant` and `${dir}/client`;
- * `conformance` is the participant of test/conformance/go.test.ts.
+ * `conformance` is the participant of test/conformance/go.test.ts. A name
+ * with a slash is a package path in sdk/go (`cmd/verdict-pg-resolve`).
  */
 export function buildGoDrivers(dir: string, drivers: string[] = ['participant', 'client']): void {
   goVendor();
-  const r = spawnSync(GO, ['build', '-o', `${dir}/`, ...drivers.map((d) => `./internal/testproc/${d}`)], { cwd: GO_SDK, encoding: 'utf8', env: goEnv(), timeout: 300_000 });
+  const packages = drivers.map((d) => (d.includes('/') ? `./${d}` : `./internal/testproc/${d}`));
+  const r = spawnSync(GO, ['build', '-o', `${dir}/`, ...packages], { cwd: GO_SDK, encoding: 'utf8', env: goEnv(), timeout: 300_000 });
   if (r.status !== 0) throw new Error(`go build ended with ${r.status ?? r.signal}: ${r.stdout}${r.stderr}`);
 }
 

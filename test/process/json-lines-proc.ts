@@ -28,7 +28,8 @@ export class JsonLinesProc {
       for (const l of parts) if (l.trim() !== '') this.lines.push(JSON.parse(l) as Event);
     });
     this.child.stderr?.setEncoding('utf8').on('data', (d: string) => (this.stderr = (this.stderr + d).slice(-8_000)));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => (running.delete(this), resolve(code))));
+    // 'close', not 'exit': at 'exit' the child's stdout may still hold its last lines, and a client's answers would be read short.
+    this.exited = new Promise((resolve) => this.child.once('close', (code) => (running.delete(this), resolve(code))));
   }
 
   /** The first line matching, waited for with a bound. */

@@ -43,7 +43,9 @@ const (
 	LeaderAddressKey   = "verdict-leader-address"
 	RecordedOutcomeKey = "verdict-outcome"
 
-	coordinatorService = "/verdict.coordinator.Coordinator/"
+	// CoordinatorService and SagasService are the method paths' prefixes of the two services every node serves.
+	CoordinatorService = "/verdict.coordinator.Coordinator/"
+	SagasService       = "/verdict.saga.Sagas/"
 )
 
 // neverConnected: the transport's own words for an attempt that made no
@@ -249,6 +251,8 @@ func (s *search) nextRound() {
 type CallOptions struct {
 	CallTimeout    time.Duration
 	AttemptTimeout time.Duration
+	// Service is the method's service: CoordinatorService when "", or SagasService.
+	Service string
 	// NextRequest hears every retried failure (its classification) and gives the next attempt's request.
 	NextRequest func(Failure) proto.Message
 }
@@ -285,7 +289,8 @@ func codeName(code codes.Code) string {
 	return "UNKNOWN"
 }
 
-// Call sends one Coordinator RPC (method: "Commit", "GetOutcome", ...),
+// Call sends one Coordinator RPC (method: "Commit", "GetOutcome", ...), or
+// one of CallOptions.Service (SagasService: "StartSaga", ...),
 // following redirects and retrying what the rule allows until the call's
 // deadline. Any other error is the cluster's answer and returns an *Error at
 // once; running out of time returns an *Error with Exhausted set.
@@ -300,6 +305,10 @@ func (c *Connection) Call(ctx context.Context, method string, req, resp proto.Me
 	deadline := time.Now().Add(callTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
+	}
+	service := o.Service
+	if service == "" {
+		service = CoordinatorService
 	}
 	last, lastCode := "", "UNAVAILABLE"
 	s := c.newSearch()
@@ -320,7 +329,7 @@ func (c *Connection) Call(ctx context.Context, method string, req, resp proto.Me
 			}
 			actx, cancel := context.WithTimeout(ctx, timeout)
 			var md metadata.MD
-			err = cc.Invoke(actx, coordinatorService+method, req, resp, grpc.Trailer(&md))
+			err = cc.Invoke(actx, service+method, req, resp, grpc.Trailer(&md))
 			cancel()
 			if err == nil {
 				s.answered(address)

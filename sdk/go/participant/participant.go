@@ -184,11 +184,17 @@ func (p *Participant) resolveLoop() {
 	defer p.done.Done()
 	t := time.NewTicker(resolveTick)
 	defer t.Stop()
+	src, reports := p.cfg.Resource.(HeuristicSource)
+	var nextReportAt time.Time
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-t.C:
+		}
+		if reports && !time.Now().Before(nextReportAt) {
+			nextReportAt = time.Now().Add(HeuristicReportEvery)
+			p.reportHeuristics(src)
 		}
 		due := p.Engine.due(time.Now())
 		for len(due) > 0 && !p.stopped() {

@@ -23,7 +23,7 @@ func TestCheckedInStubsMatchProto(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("generate.sh: %v: %s", err, b)
 	}
-	for _, f := range []string{"coordinatorpb/coordinator.pb.go", "coordinatorpb/coordinator_grpc.pb.go", "participantpb/participant.pb.go", "participantpb/participant_grpc.pb.go"} {
+	for _, f := range []string{"coordinatorpb/coordinator.pb.go", "coordinatorpb/coordinator_grpc.pb.go", "participantpb/participant.pb.go", "participantpb/participant_grpc.pb.go", "sagapb/saga.pb.go", "sagapb/saga_grpc.pb.go"} {
 		fresh, err := os.ReadFile(filepath.Join(out, "pb", f))
 		if err != nil {
 			t.Fatal(err)
@@ -36,7 +36,7 @@ func TestCheckedInStubsMatchProto(t *testing.T) {
 			t.Errorf("stale stub pb/%s: run sdk/go/generate.sh and commit pb/", f)
 		}
 	}
-	for _, dir := range []string{"coordinatorpb", "participantpb"} {
+	for _, dir := range []string{"coordinatorpb", "participantpb", "sagapb"} {
 		names, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		fresh, _ := filepath.Glob(filepath.Join(out, "pb", dir, "*.go"))
 		if len(names) != len(fresh) {

@@ -15,6 +15,11 @@
 //     whose gid is gone is acknowledged when the marker is there and refused
 //     when it is not (T was rolled back here by hand: a heuristic hazard),
 //     and the reverse for ABORT.
+//   - Heuristic acts: an operator may commit or roll back a prepared
+//     transaction by hand (ResolveByHand, the command verdict-pg-resolve);
+//     the act is recorded in verdict_heuristics, a later decision for it is
+//     acknowledged, and the runtime reports the act to the cluster
+//     (heuristic.go).
 //   - Recovery: PreparedHere lists this participant's gids in
 //     pg_prepared_xacts (this database), which the engine resolves with the
 //     cluster beside its journal.
@@ -61,6 +66,16 @@ type Options struct {
 	MarkerTable string
 	// OpenTxnsMax bounds the PostgreSQL transactions open at once through Work (64 when 0).
 	OpenTxnsMax int
+	// OpenTxnTimeout rolls back work begun with Work and never prepared (60 s when 0): the backstop for a transaction nobody decides.
+	OpenTxnTimeout time.Duration
+	// MarkerRetention: markers older than this are deleted (24 h when 0), far beyond the time the cluster keeps redelivering a decision.
+	MarkerRetention time.Duration
+	// StuckAfter: a prepared transaction older than this is stuck, and alerted on (5 min when 0).
+	StuckAfter time.Duration
+	// UpkeepEvery: how often the markers are cleaned up and pg_prepared_xacts is scanned (1 min when 0).
+	UpkeepEvery time.Duration
+	// Log hears the upkeep's events (prepared-stuck, markers-deleted, open-txn-expired, upkeep-failed); JSON lines on stderr when nil.
+	Log func(event string, fields map[string]any)
 }
 
 // Resource is one participant's data in one PostgreSQL database.
@@ -69,8 +84,15 @@ type Resource struct {
 	prefix string
 	table  string
 	max    int
+	o      Options
 	mu     sync.Mutex
 	open   map[string]*sql.Tx
+	// gone holds the transactions whose open work was rolled back (expired or aborted before PREPARE), oldest first, so later work for them is refused.
+	gone      map[string]bool
+	goneOrder []string
+	stats     PreparedStats
+	stop      chan struct{}
+	stopped   sync.WaitGroup
 }
 
 // Open connects to dsn (a libpq connection string or URL), checks the
@@ -88,11 +110,12 @@ func Open(ctx context.Context, dsn, clusterID, participantID string, o Options) 
 	if o.OpenTxnsMax <= 0 {
 		o.OpenTxnsMax = 64
 	}
+	o = withUpkeepDefaults(o)
 	db, err := sql.Open("postgres", dsn)
 	if err != nil {
 		return nil, err
 	}
-	r := &Resource{DB: db, prefix: GIDPrefix(clusterID, participantID), table: o.MarkerTable, max: o.OpenTxnsMax, open: map[string]*sql.Tx{}}
+	r := &Resource{DB: db, prefix: GIDPrefix(clusterID, participantID), table: o.MarkerTable, max: o.OpenTxnsMax, o: o, open: map[string]*sql.Tx{}, gone: map[string]bool{}, stop: make(chan struct{})}
 	if err := r.checkServer(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -101,6 +124,12 @@ func Open(ctx context.Context, dsn, clusterID, participantID string, o Options) 
 		db.Close()
 		return nil, err
 	}
+	if err := EnsureHeuristicTable(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	r.stopped.Add(1)
+	go r.upkeepLoop()
 	return r, nil
 }
 
@@ -121,11 +150,22 @@ func (r *Resource) ensureMarkerTable(ctx context.Context) error {
 	if err := r.DB.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL", r.table).Scan(&exists); err != nil || exists {
 		return err
 	}
-	if _, err := r.DB.ExecContext(ctx, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)", r.table)); err != nil {
+	if _, err := r.DB.ExecContext(ctx, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)", r.table)); err != nil && !createdMeanwhile(err) {
 		return err
 	}
 	_, err := r.DB.ExecContext(ctx, fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s_age ON %s ((coalesce(committed_at, prepared_at)))", r.table, r.table))
+	if createdMeanwhile(err) {
+		return nil
+	}
 	return err
+}
+
+// createdMeanwhile: another process created the same table or index at the
+// same moment. IF NOT EXISTS does not cover that race: the loser gets a
+// unique violation on the catalog (23505) or "already exists" (42P07).
+func createdMeanwhile(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07")
 }
 
 // Kind is "postgres".
@@ -141,6 +181,9 @@ func (r *Resource) Work(ctx context.Context, txnID string) (*sql.Tx, error) {
 	if tx := r.open[txnID]; tx != nil {
 		return tx, nil
 	}
+	if r.gone[txnID] {
+		return nil, fmt.Errorf("the open PostgreSQL transaction of %s was rolled back (it timed out, or was aborted before its PREPARE): its work cannot go on", txnID)
+	}
 	if len(r.open) >= r.max {
 		return nil, fmt.Errorf("%d PostgreSQL transactions are open, the bound (OpenTxnsMax); try again later", len(r.open))
 	}
@@ -150,6 +193,7 @@ func (r *Resource) Work(ctx context.Context, txnID string) (*sql.Tx, error) {
 		return nil, err
 	}
 	r.open[txnID] = tx
+	time.AfterFunc(r.o.OpenTxnTimeout, func() { r.expire(txnID, tx) })
 	return tx, nil
 }
 
@@ -265,6 +309,10 @@ func (r *Resource) Commit(txnID string) error {
 	if !isUndefinedObject(err) {
 		return err
 	}
+	if byHand, herr := r.resolvedByHand(ctx, gid); herr != nil || byHand {
+		// Resolved by hand: acknowledged; the conflict, if any, is the cluster's to record from the report.
+		return herr
+	}
 	ok, merr := r.marker(gid)
 	if merr != nil {
 		return merr
@@ -280,6 +328,9 @@ func (r *Resource) Rollback(txnID string) error {
 	r.mu.Lock()
 	tx := r.open[txnID]
 	delete(r.open, txnID)
+	if tx != nil {
+		r.markGone(txnID)
+	}
 	r.mu.Unlock()
 	if tx != nil {
 		err := tx.Rollback()
@@ -294,6 +345,9 @@ func (r *Resource) Rollback(txnID string) error {
 	_, err := r.DB.ExecContext(ctx, fmt.Sprintf("ROLLBACK PREPARED '%s'", gid))
 	if err == nil || !isUndefinedObject(err) {
 		return err
+	}
+	if byHand, herr := r.resolvedByHand(ctx, gid); herr != nil || byHand {
+		return herr
 	}
 	ok, merr := r.marker(gid)
 	if merr != nil {
@@ -328,8 +382,14 @@ func (r *Resource) PreparedHere() ([]string, error) {
 	return out, rows.Err()
 }
 
-// Close rolls back the transactions still open through Work and closes the pool.
+// Close stops the upkeep, rolls back the transactions still open through Work and closes the pool.
 func (r *Resource) Close() error {
+	select {
+	case <-r.stop:
+	default:
+		close(r.stop)
+	}
+	r.stopped.Wait()
 	r.mu.Lock()
 	for t, tx := range r.open {
 		_ = tx.Rollback()

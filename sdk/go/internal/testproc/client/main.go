@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"verdict/sdk/go/client"
 	ppb "verdict/sdk/go/pb/participantpb"
+	spb "verdict/sdk/go/pb/sagapb"
 )
 
 type op struct {
@@ -28,11 +29,35 @@ type op struct {
 	Enlist    map[string]json.RawMessage `json:"enlist"`
 	TimeoutMs uint64                     `json:"timeout_ms"`
 	Reason    string                     `json:"reason"`
-	// Address: for prepare-direct, a participant's address to send a PREPARE to with this client's certificate.
+	// Address: for prepare-direct and step-direct, a participant's or step service's address to send a PREPARE to with this client's certificate.
 	Address string `json:"address"`
 	// Participant: for prepare-direct, its id.
 	Participant string `json:"participant"`
 	ClusterID   string `json:"cluster_id"`
+	// Saga and Steps: for saga-start ("" id: a new one) and saga-wait.
+	Saga  string            `json:"saga"`
+	Steps []client.SagaStep `json:"steps"`
+}
+
+// runSaga starts a saga (saga-start) or waits for its end (saga-wait).
+func runSaga(ctx context.Context, c *client.Client, o op) map[string]any {
+	var s client.SagaStatus
+	var err error
+	if o.Op == "saga-start" {
+		s, err = c.StartSaga(ctx, client.SagaSpec{ID: o.Saga, Steps: o.Steps})
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+		defer cancel()
+		s, err = c.WaitSaga(wctx, o.Saga)
+	}
+	var ve *client.Error
+	switch {
+	case errors.As(err, &ve):
+		return map[string]any{"saga": o.Saga, "error": ve.Code, "message": ve.Reason}
+	case err != nil:
+		return map[string]any{"saga": o.Saga, "error": "error", "message": err.Error()}
+	}
+	return map[string]any{"saga": s.ID, "state": s.State, "steps": s.Steps, "outputs": s.Outputs}
 }
 
 // prepareDirect sends a PREPARE straight to a participant, as only a node may (R8); the answer's code.
@@ -54,6 +79,27 @@ func prepareDirect(ctx context.Context, files *client.TLSFiles, o op) map[string
 		return map[string]any{"txn": o.Txn, "error": st.Code().String(), "message": st.Message()}
 	}
 	return map[string]any{"txn": o.Txn, "vote": v.Vote.String()}
+}
+
+// stepDirect calls a step service's Execute straight, with this client's certificate, as only a node may (R8); the answer's code.
+func stepDirect(ctx context.Context, files *client.TLSFiles, o op) map[string]any {
+	pool, cert, err := files.Load()
+	if err != nil {
+		return map[string]any{"saga": o.Saga, "error": "error", "message": err.Error()}
+	}
+	cc, err := grpc.Dial(o.Address, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}})))
+	if err != nil {
+		return map[string]any{"saga": o.Saga, "error": "error", "message": err.Error()}
+	}
+	defer cc.Close()
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r, err := spb.NewSagaStepClient(cc).Execute(actx, &spb.StepRequest{ClusterId: o.ClusterID, SagaId: o.Saga, Step: 0, Key: o.Saga + "/0/action", Name: "reserve", Input: "forged"})
+	if err != nil {
+		st := status.Convert(err)
+		return map[string]any{"saga": o.Saga, "error": st.Code().String(), "message": st.Message()}
+	}
+	return map[string]any{"saga": o.Saga, "status": r.Status.String()}
 }
 
 // payload: a JSON string is sent as its text, anything else as its JSON.
@@ -141,7 +187,11 @@ func main() {
 	defer c.Close()
 	for _, op := range ops {
 		var r map[string]any
-		if op.Op == "prepare-direct" && o.TLS != nil {
+		if op.Op == "saga-start" || op.Op == "saga-wait" {
+			r = runSaga(context.Background(), c, op)
+		} else if op.Op == "step-direct" && o.TLS != nil {
+			r = stepDirect(context.Background(), o.TLS, op)
+		} else if op.Op == "prepare-direct" && o.TLS != nil {
 			r = prepareDirect(context.Background(), o.TLS, op)
 		} else {
 			r = run(context.Background(), c, op)

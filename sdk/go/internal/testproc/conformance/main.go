@@ -1,13 +1,20 @@
 // The Go participant as a process for the participant conformance suite
-// (test/conformance/): the SDK's runtime with its memory resource, exactly
-// as an application runs it, taking the suite's common arguments (--id
-// --cluster-id --nodes --listen --data [--tls ca,cert,key]). With --probe, it
-// answers GET /value/<key> there with the committed value (404 for none), so
-// the suite can check what was applied.
+// (test/conformance/): the SDK's runtime, exactly as an application runs
+// it, taking the suite's common arguments (--id --cluster-id --nodes
+// --listen --data [--tls ca,cert,key]) and --resource:
+//
+//   - memory (the default): with --probe, it answers GET /value/<key> there
+//     with the committed value (404 for none), so the suite can check what
+//     was applied;
+//   - postgres --url URL: the PostgreSQL resource; the suite's payloads are
+//     {"sql": [...]} and it reads the database itself;
+//   - tcc --url URL: the TCC resource, whose Try checks a {"set": {k: v}}
+//     payload and whose Confirm upserts it into conformance_kv (k, v).
 package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -21,7 +28,47 @@ import (
 
 	"verdict/sdk/go/client"
 	"verdict/sdk/go/participant"
+	"verdict/sdk/go/participant/postgres"
+	"verdict/sdk/go/tcc"
 )
+
+// kvTable is the suite's table of committed values (test/conformance/targets.ts).
+const kvTable = "conformance_kv"
+
+// kvHandlers are TCC handlers over conformance_kv: Try reserves nothing but
+// refuses a payload that is not {"set": {key: text}}; Confirm writes the
+// values; Cancel has nothing to release.
+type kvHandlers struct{}
+
+func kvWrites(b tcc.Branch) (map[string]string, error) {
+	var p struct {
+		Set map[string]string `json:"set"`
+	}
+	if err := json.Unmarshal(b.Payload, &p); err != nil || p.Set == nil {
+		return nil, &tcc.Refusal{Reason: "the payload is not {\"set\": {key: text}}"}
+	}
+	return p.Set, nil
+}
+
+func (kvHandlers) Try(_ context.Context, _ *sql.Tx, b tcc.Branch) (tcc.TryResult, error) {
+	_, err := kvWrites(b)
+	return tcc.TryResult{}, err
+}
+
+func (kvHandlers) Confirm(ctx context.Context, tx *sql.Tx, b tcc.Branch) error {
+	set, err := kvWrites(b)
+	if err != nil {
+		return err
+	}
+	for k, v := range set {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO "+kvTable+" (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v", k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (kvHandlers) Cancel(context.Context, *sql.Tx, tcc.Branch) error { return nil }
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "conformance participant:", err)
@@ -64,6 +111,8 @@ func main() {
 	dataDir := flag.String("data", "", "journal directory, kept across restarts")
 	probe := flag.String("probe", "", "host:port to answer GET /value/<key> on")
 	tlsFiles := flag.String("tls", "", "ca,cert,key: mutual TLS instead of plaintext")
+	resource := flag.String("resource", "memory", "memory, postgres or tcc")
+	url := flag.String("url", "", "the database of --resource postgres or tcc")
 	flag.Parse()
 	if *id == "" || *nodes == "" || *listen == "" || *dataDir == "" {
 		fail(fmt.Errorf("--id, --nodes, --listen and --data are required"))
@@ -76,12 +125,34 @@ func main() {
 		}
 		tf = &client.TLSFiles{CA: f[0], Cert: f[1], Key: f[2]}
 	}
-	mem := participant.NewMemoryResource()
-	if *probe != "" {
-		serveProbe(*probe, mem)
+	if *resource != "memory" && *url == "" {
+		fail(fmt.Errorf("--resource %s needs --url", *resource))
+	}
+	var res participant.Resource
+	switch *resource {
+	case "memory":
+		mem := participant.NewMemoryResource()
+		if *probe != "" {
+			serveProbe(*probe, mem)
+		}
+		res = mem
+	case "postgres":
+		pg, err := postgres.Open(context.Background(), *url, *clusterID, *id, postgres.Options{})
+		if err != nil {
+			fail(err)
+		}
+		res = pg
+	case "tcc":
+		kv, err := tcc.Open(context.Background(), *url, *id, kvHandlers{})
+		if err != nil {
+			fail(err)
+		}
+		res = kv
+	default:
+		fail(fmt.Errorf("--resource is memory, postgres or tcc, not %q", *resource))
 	}
 	p, err := participant.Start(context.Background(), participant.Config{
-		ParticipantID: *id, ClusterID: *clusterID, Nodes: strings.Split(*nodes, ","), DataDir: *dataDir, Resource: mem,
+		ParticipantID: *id, ClusterID: *clusterID, Nodes: strings.Split(*nodes, ","), DataDir: *dataDir, Resource: res,
 		Endpoint: *listen, TLS: tf, Insecure: tf == nil, Log: participant.JSONLog,
 	})
 	if err != nil {
