@@ -33,6 +33,7 @@ import type { HistoryQuery__Output as GenHistoryQuery } from './gen/raft/verdict
 import type { HistoryPage__Output as GenHistoryPage } from './gen/raft/verdict/raft/HistoryPage.ts';
 import type { RaftDefinition, RaftHandlers as GenRaftHandlers } from './gen/raft/verdict/raft/Raft.ts';
 import type { RaftNodeDefinition, RaftNodeHandlers as GenRaftNodeHandlers } from './gen/raft/verdict/raft/RaftNode.ts';
+import type { GroupMessage } from './types.ts';
 import type { Wire, WireHandlers } from './wire.ts';
 import { assert } from '../util/assert.ts';
 import { EMPTY, EntryType, LOCAL_MESSAGES, MessageType, entryBytes, type ConfState, type Entry, type Message, type Snapshot } from '../raft/types.ts';
@@ -209,13 +210,6 @@ function snapshotFromWire(w: WireSnapshot): Snapshot {
     },
     data: wireBytes(w.data, 'snapshot.data'),
   };
-}
-
-/** One group's Raft message: what a node of several decision groups sends and receives (docs/architecture.md, "Decision groups"). */
-export interface GroupMessage {
-  /** 0..groups-1; group 0 is the one group of a cluster of one group. */
-  group: number;
-  message: Message;
 }
 
 /** The largest group number the wire carries: the field is a uint32. */
