@@ -14,8 +14,6 @@
 // docs/architecture.md lists test vectors, and test/unit/group-placement.test.ts
 // pins them so the function can never change under a running cluster.
 
-import { assert } from '../util/assert.ts';
-
 /** The most groups a cluster may have; a bound on every per-group table a node keeps. */
 export const GROUPS_MAX = 64;
 
@@ -44,9 +42,14 @@ export function placementHash(id: string): number {
   return h >>> 0;
 }
 
-/** The group (0..groups-1) that decides `id`: a transaction id, a saga id or a lease name. */
+/**
+ * The group (0..groups-1) that decides `id`: a transaction id, a saga id or a
+ * lease name. A group count outside 1..GROUPS_MAX is the caller's bug (the
+ * count is checked where it enters: the founding, the status answer) and throws.
+ */
 export function groupOf(id: string, groups: number): number {
-  assert(groupsProblem(groups) === null, `groupOf: ${groupsProblem(groups)}`);
+  const bad = groupsProblem(groups);
+  if (bad !== null) throw new RangeError(`groupOf: ${bad}`);
   if (groups === 1) return 0;
   // h < 2^32 and groups <= 64: the product stays far below 2^53, so the division is exact.
   return Math.floor((placementHash(id) * groups) / 2 ** 32);
