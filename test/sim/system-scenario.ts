@@ -72,8 +72,12 @@ export type Mutant = EngineMutant | ParticipantMutant | TccMutant | BatchMutant 
 /** 'wiped-refounds': a node whose disk was wiped restarts as if it founded the cluster (what no tooling does), so it votes at once. */
 export type DiskMutant = 'wiped-refounds';
 
-/** 'misrouted-client': with decision groups, clients send every transaction to group 0's leader instead of its own group's (groupOf). */
-export type GroupMutant = 'misrouted-client';
+/**
+ * With decision groups: 'misrouted-client' sends every transaction to group
+ * 0's leader instead of its own group's (groupOf); 'group-1-disk-lies' gives
+ * group 1's replicas disks that acknowledge writes before they are durable.
+ */
+export type GroupMutant = 'misrouted-client' | 'group-1-disk-lies';
 
 /** What a Verdict run and a baseline run (test/sim/baselines) are both given. */
 export interface FaultScenario {

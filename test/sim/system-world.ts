@@ -226,7 +226,7 @@ export class SystemWorld implements FaultWorld {
     for (const id of ids) {
       const disk = new SimDisk(this.q, new Rng(this.rng.u32()));
       const n: SysNode = { id, disk, disks: [disk], up: false, inc: DEAD, core: null, driver: null, sm: null, engine: null, host: null, groups: [] };
-      for (let g = 1; g < this.groups; g++) n.disks.push(new SimDisk(this.q, new Rng(this.rng.u32())));
+      for (let g = 1; g < this.groups; g++) n.disks.push(new SimDisk(this.q, new Rng(this.rng.u32()), sc.mutant === 'group-1-disk-lies' && g === 1));
       // The bootstrap act of a new cluster (`verdict cluster init`): every member's store is founded before it starts.
       for (const d of n.disks) d.found();
       this.nodes.push(n);
