@@ -33,6 +33,7 @@ import type { HistoryQuery__Output as GenHistoryQuery } from './gen/raft/verdict
 import type { HistoryPage__Output as GenHistoryPage } from './gen/raft/verdict/raft/HistoryPage.ts';
 import type { RaftDefinition, RaftHandlers as GenRaftHandlers } from './gen/raft/verdict/raft/Raft.ts';
 import type { RaftNodeDefinition, RaftNodeHandlers as GenRaftNodeHandlers } from './gen/raft/verdict/raft/RaftNode.ts';
+import type { GroupMessage } from './types.ts';
 import type { Wire, WireHandlers } from './wire.ts';
 import { assert } from '../util/assert.ts';
 import { EMPTY, EntryType, LOCAL_MESSAGES, MessageType, entryBytes, type ConfState, type Entry, type Message, type Snapshot } from '../raft/types.ts';
@@ -55,8 +56,14 @@ export const packageDefinition: protoLoader.PackageDefinition = protoLoader.load
 export type WireEntry = Wire<GenEntry>;
 export type WireConfState = Wire<GenConfState>;
 export type WireSnapshot = Wire<GenSnapshot>;
-export type WireMessage = Wire<GenMessage>;
-export type WireBatch = Wire<GenBatch>;
+/**
+ * A Raft message on the wire. `group` is optional where the generated type
+ * has it always: an encoder leaves it out for group 0 (proto-loader writes a
+ * present zero, which would change the bytes of a cluster of one group), and
+ * a reader takes an absent one as 0.
+ */
+export type WireMessage = Omit<Wire<GenMessage>, 'group'> & { group?: number };
+export type WireBatch = Omit<Wire<GenBatch>, 'messages'> & { messages: WireMessage[] };
 export type WireStreamAck = Wire<GenStreamAck>;
 export type StatusRequest = Wire<GenStatusRequest>;
 export type PeerStatus = Wire<GenPeerStatus>;
@@ -205,6 +212,30 @@ function snapshotFromWire(w: WireSnapshot): Snapshot {
   };
 }
 
+/** The largest group number the wire carries: the field is a uint32. */
+export const WIRE_GROUP_MAX = 2 ** 32 - 1;
+
+/** A group's message, encoded: toWire's fields and the group, left out for group 0 so that its bytes are toWire's. */
+export function toWireEnvelope(gm: GroupMessage): WireMessage {
+  assert(Number.isInteger(gm.group) && gm.group >= 0 && gm.group <= WIRE_GROUP_MAX, `a group number fits the wire's uint32 (got ${gm.group})`);
+  const w = toWire(gm.message);
+  if (gm.group !== 0) w.group = gm.group;
+  return w;
+}
+
+/**
+ * A peer's message with its group, decoded. A message without the field (a
+ * peer of one group, or one built before groups) is group 0's. Whether the
+ * group exists on this node is the edge's question (raft-edge.ts checkMessage).
+ */
+export function fromWireEnvelope(w: WireMessage): GroupMessage {
+  const message = fromWire(w);
+  const g: unknown = w.group ?? 0;
+  if (typeof g !== 'number' || !Number.isInteger(g) || g < 0 || g > WIRE_GROUP_MAX) throw new WireDecodeError('group', `is not a group number (${shown(g)})`);
+  return { group: g, message };
+}
+
+/** Group 0's message (toWireEnvelope with group 0): the encoding of a cluster of one group. */
 export function toWire(m: Message): WireMessage {
   assert(isWireType(m.type), `message type ${MessageType[m.type] ?? m.type} may be sent over the wire`);
   return {
@@ -249,7 +280,7 @@ export function fromWire(w: WireMessage): Message {
   };
 }
 
-export const codec = { toWire, fromWire } as const;
+export const codec = { toWire, fromWire, toWireEnvelope, fromWireEnvelope } as const;
 
 /** A cheap upper-bound estimate of a message's encoded size, for queue and batch limits. */
 export function messageBytes(m: Message): number {

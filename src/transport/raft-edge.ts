@@ -65,6 +65,8 @@ export interface RaftEdgeView {
   entryProblem?: (type: EntryType, data: Uint8Array) => string | null;
   /** Why the state machine could not restore this snapshot's data, or null. */
   snapshotProblem?: (data: Uint8Array) => string | null;
+  /** The decision groups this node hosts (docs/architecture.md, "Decision groups"); 1 when absent. */
+  groups?: number;
 }
 
 /** The closed set of reasons, the label of verdict_raft_messages_refused_total. */
@@ -83,6 +85,7 @@ export const REFUSAL_REASONS = [
   'context',
   'snapshot',
   'state',
+  'group',
 ] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
@@ -147,6 +150,12 @@ export function checkMessage(m: WireMessage, b: WireBatch, view: RaftEdgeView, l
     return refusal('type', 'type', `${clip(t)} is not a message type a node sends`);
   }
   const name = MessageType[t];
+  // A message for a group this node does not host would reach the wrong
+  // group's Raft core; a cluster of one group has only group 0, which the
+  // wire leaves out (an absent field reads as 0).
+  const groups = view.groups ?? 1;
+  const g: unknown = m.group ?? 0;
+  if (typeof g !== 'number' || !Number.isInteger(g) || g < 0 || g >= groups) return refusal('group', 'group', `${clip(g)} is not a group of this node (it has ${groups})`);
 
   if (m.to !== view.selfId) return refusal('destination', 'to', `message for "${clip(m.to)}" in a batch for "${view.selfId}"`);
   const badFrom = idProblem(m.from, 'from', lim, 'sender');

@@ -39,6 +39,8 @@ export interface ClientEnv {
   log(line: () => string): void;
   /** The SDK's begin rule (src/client/retry-policy.ts), or a mutant of it. */
   beginRule(begun: boolean): BeginRule;
+  /** The decision group of a transaction id (groupOf); absent: the one group, 0. */
+  groupOf?(txnId: string): number;
 }
 
 /** What an attempt's reply says, as the SDK classifies it. */
@@ -52,8 +54,10 @@ export class SimClient {
   /** Sending the id again after the answer, until the cluster refuses or answers it. */
   resending = false;
 
-  /** The node it believes leads. */
+  /** The node it believes leads (its transaction's group). */
   private hint: number;
+  /** Its transaction's decision group: every call goes to that group's replica. */
+  private readonly group: number;
   /** Whether the next Commit carries begin (R2). */
   private readonly rule: BeginRule;
 
@@ -72,6 +76,7 @@ export class SimClient {
   ) {
     this.hint = env.rng.int(env.nodeIds.length);
     this.rule = env.beginRule(!beginWithCommit);
+    this.group = env.groupOf?.(txnId) ?? 0;
   }
 
   start(): void {
@@ -108,6 +113,7 @@ export class SimClient {
         if (!retryable(classifyFailure(failedAttempt(err)))) return this.refuse('Begin', err);
         this.retry(err, () => this.begin());
       },
+      this.group,
     );
   }
 
@@ -139,6 +145,7 @@ export class SimClient {
         if (err && result !== 'answered' && !retryable(result)) return this.refuse('Commit', err);
         this.retry(err, () => this.commit());
       },
+      this.group,
     );
   }
 
@@ -184,6 +191,7 @@ export class SimClient {
         }
         this.retry(err, () => this.resend(rule));
       },
+      this.group,
     );
   }
 

@@ -62,8 +62,8 @@ export interface CoordinatorCall<T> {
   fail(err: EngineError | null): void;
 }
 
-/** A Coordinator RPC to a node by index, served by its engine if the node is up. */
-export type CallCoordinator = <T>(from: string, caller: Inc, node: number, deadlineMs: number, serve: (c: CoordinatorCall<T>) => void, cb: Reply<T>) => void;
+/** A Coordinator RPC to a node by index, served by the engine of `group` (0 when absent: the one group) if the node is up. */
+export type CallCoordinator = <T>(from: string, caller: Inc, node: number, deadlineMs: number, serve: (c: CoordinatorCall<T>) => void, cb: Reply<T>, group?: number) => void;
 
 /**
  * A simulated failure as the gRPC Coordinator service answers it

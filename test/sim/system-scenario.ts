@@ -67,10 +67,17 @@ export type SysFault =
   | { kind: 'wipe'; at: number; node: number; downMs: number };
 
 /** A deliberately broken protocol, for the checker's own tests; never set in the real simulation. */
-export type Mutant = EngineMutant | ParticipantMutant | TccMutant | BatchMutant | ClientMutant | CoreMutant | DbMutant | DiskMutant;
+export type Mutant = EngineMutant | ParticipantMutant | TccMutant | BatchMutant | ClientMutant | CoreMutant | DbMutant | DiskMutant | GroupMutant;
 
 /** 'wiped-refounds': a node whose disk was wiped restarts as if it founded the cluster (what no tooling does), so it votes at once. */
 export type DiskMutant = 'wiped-refounds';
+
+/**
+ * With decision groups: 'misrouted-client' sends every transaction to group
+ * 0's leader instead of its own group's (groupOf); 'group-1-disk-lies' gives
+ * group 1's replicas disks that acknowledge writes before they are durable.
+ */
+export type GroupMutant = 'misrouted-client' | 'group-1-disk-lies';
 
 /** What a Verdict run and a baseline run (test/sim/baselines) are both given. */
 export interface FaultScenario {
@@ -120,6 +127,8 @@ export interface SystemScenario extends FaultScenario {
   oldParticipants?: boolean;
   /** Every other participant keeps its prepared state in a database and votes without syncing its journal (test/sim/system-dbprep.ts). */
   dbPrepare?: boolean;
+  /** Decision groups (docs/architecture.md): each node hosts this many Raft groups, each transaction is decided in groupOf(id). Absent: 1. */
+  groups?: number;
   mutant?: Mutant;
 }
 

@@ -14,6 +14,15 @@
 // within livenessMs (AC4). Crash points crash a node or a participant at an
 // exact step of the protocol, synchronously, from the core's observer and the
 // participant links below.
+//
+// With decision groups (SystemScenario.groups = G > 1, docs/architecture.md)
+// each node process is the production GroupHost (src/node/group-host.ts) over
+// G node cores, one disk per group crashed and faulted together, and one
+// network carrying every group's Raft messages tagged with the group. A
+// transaction is begun, committed and asked about at the leader of
+// groupOf(txnId, G); a participant registers in every group; Raft's safety
+// is checked per group and AC1–AC4 over every transaction. At G = 1 (absent)
+// the world draws exactly the schedules it drew before groups existed.
 
 import type { CoordinatorEngine, EngineConfig, OutcomeAnswer } from '../../src/commit/engine.ts';
 import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
@@ -21,6 +30,9 @@ import { COMMIT_NOTICE_MS_DEFAULT, type Driver } from '../../src/node/driver.ts'
 import { NodeStateMachine } from '../../src/node/machine.ts';
 import { nodeProducts, type NodeProducts } from '../../src/node/products.ts';
 import type { NodeCore, NodeCoreObserver, ParticipantLinks } from '../../src/node/core.ts';
+import { coreReplica, GroupHost, type GroupReplica } from '../../src/node/group-host.ts';
+import { groupOf } from '../../src/domain/group.ts';
+import type { GroupMessage, Transport } from '../../src/transport/types.ts';
 import type { ParticipantEngine } from '../../src/participant/engine.ts';
 import {
   batchDecoder,
@@ -38,7 +50,7 @@ import { ParticipantError, type ClusterOutcome, type TxnStatus } from '../../src
 import { SERVED_OPTIONAL } from '../../src/participant/serve.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
-import type { ConfState, Message, NodeId } from '../../src/raft/types.ts';
+import type { ConfState, NodeId } from '../../src/raft/types.ts';
 import { NotDeliveredError, type Ack, type VoteAnswer as Vote } from '../../src/domain/protocol.ts';
 import { EventQueue } from './event-queue.ts';
 import { RaftChecker } from './raft-checker.ts';
@@ -114,19 +126,37 @@ export interface NodeHooks {
 
 interface SysNode {
   id: NodeId;
+  /** Group 0's disk (disks[0]). */
   disk: SimDisk;
+  /** disks[g] is group g's: crashed, slowed and faulted together, as one shared writer's. */
+  disks: SimDisk[];
   up: boolean;
   inc: Inc;
+  /** Group 0's core and its parts while up (groups[0]); the one group of a run without groups. */
   core: NodeCore | null;
   driver: Driver<ApplyResult | null> | null;
   sm: SimMachine | null;
   engine: CoordinatorEngine | null;
+  /** The process: every group's replica behind the production host; null while down. */
+  host: GroupHost<GroupReplica> | null;
+  /** groups[g]: group g's core and state machine while up; empty while down. */
+  groups: SysGroup[];
+}
+
+/** One group's replica on one node. */
+interface SysGroup {
+  core: NodeCore;
+  sm: SimMachine;
 }
 
 interface SysParticipant extends SimParticipant {
-  /** The node it believes leads (the ClusterLink's redirect-following). */
+  /** The node it believes leads (the ClusterLink's redirect-following); group 0's, with groups. */
   hint: number;
+  /** With groups: the node it believes leads group g (g >= 1), until a redirect says otherwise. */
+  hints?: number[];
   registered: boolean;
+  /** With groups: the groups it has registered in; registered once it is all of them. */
+  registeredIn?: Set<number>;
   /** A TCC participant (SystemScenario.tcc): its TCC journal and resource (test/sim/system-tcc.ts). */
   tcc?: SimTcc;
   /** A participant over a database (SystemScenario.dbPrepare): outlives its crashes (test/sim/system-dbprep.ts). */
@@ -149,7 +179,12 @@ export class SystemWorld implements FaultWorld {
   readonly parts: SysParticipant[] = [];
   readonly clients: SimClient[] = [];
   readonly checker: SystemChecker;
-  private readonly raft: RaftChecker;
+  /** Raft's safety, checked per group: rafts[g] watches group g's replicas. */
+  private readonly rafts: RaftChecker[];
+  /** The number of decision groups (SystemScenario.groups; 1 when absent). */
+  readonly groups: number;
+  /** Which group's leader the next leader fault or transfer aims at, with groups (round robin, drawing nothing). */
+  private leaderPick = 0;
   readonly net: SimNetwork;
   readonly rpc: SimRpc;
   private readonly ext: WorldExtension | null;
@@ -181,15 +216,19 @@ export class SystemWorld implements FaultWorld {
     this.checker = new SystemChecker(() => this.q.now);
     this.checker.parallelCommit = sc.parallelCommit !== undefined;
     this.ext = extend?.(this) ?? null;
-    this.raft = new RaftChecker((what) => this.checker.violation(`raft ${what}`));
+    this.groups = sc.groups ?? 1;
+    if (this.groups > 1 && this.ext !== null) throw new Error('sim: sagas and other extensions run with one decision group only, for now');
+    this.rafts = Array.from({ length: this.groups }, (_, g) => new RaftChecker((what) => this.checker.violation(g === 0 ? `raft ${what}` : `raft group ${g}: ${what}`)));
     this.armed = sc.crashPoints.map((c) => ({ ...c, fired: false }));
     const ids = Array.from({ length: sc.nodes }, (_, i) => `n${i + 1}`);
     this.conf = { voters: ids, learners: [], votersOutgoing: [] };
     this.seedPeers = new Map(ids.map((id) => [id, id]));
     for (const id of ids) {
-      const n: SysNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, core: null, driver: null, sm: null, engine: null };
+      const disk = new SimDisk(this.q, new Rng(this.rng.u32()));
+      const n: SysNode = { id, disk, disks: [disk], up: false, inc: DEAD, core: null, driver: null, sm: null, engine: null, host: null, groups: [] };
+      for (let g = 1; g < this.groups; g++) n.disks.push(new SimDisk(this.q, new Rng(this.rng.u32()), sc.mutant === 'group-1-disk-lies' && g === 1));
       // The bootstrap act of a new cluster (`verdict cluster init`): every member's store is founded before it starts.
-      n.disk.found();
+      for (const d of n.disks) d.found();
       this.nodes.push(n);
       this.startNode(n);
     }
@@ -223,14 +262,45 @@ export class SystemWorld implements FaultWorld {
   private startNode(n: SysNode): void {
     const inc: Inc = { alive: true };
     n.inc = inc;
+    // The process: the production host over one replica of every group, on one transport.
+    const groups: SysGroup[] = [];
+    const host = new GroupHost<GroupReplica>({
+      groups: this.groups,
+      transport: { send: (gms) => inc.alive && this.sendRaft(n.id, gms) },
+      replica: (g, transport) => {
+        const r = this.startReplica(n, inc, g, transport);
+        groups.push(r);
+        return coreReplica(r.core);
+      },
+      onRefused: (gm, why) => this.checker.violation(`${n.id} refused a message of group ${gm.group}: ${why}`),
+    });
+    n.host = host;
+    n.groups = groups;
+    n.core = groups[0].core;
+    n.driver = groups[0].core.driver;
+    n.sm = groups[0].sm;
+    n.engine = groups[0].core.engine;
+    n.up = true;
+    const tick = (): void => {
+      if (!inc.alive) return;
+      host.tick();
+      if (!inc.alive) return;
+      this.q.after(TICK_MS, tick);
+    };
+    this.q.after(this.rng.int(TICK_MS), tick);
+  }
+
+  /** Group g's replica on node n: the production node core on group g's disk, sending through the host's transport for g. */
+  private startReplica(n: SysNode, inc: Inc, g: number, transport: Transport): SysGroup {
+    const disk = n.disks[g];
     const rawNode = RawNode.restart(
       { id: n.id, random: new Rng(this.rng.u32()).asRandom(), electionTicks: ELECTION_TICKS, ...SIM_RAFT_TUNING, commitNoticeLazy: this.commitNoticeMs() > 0 },
-      n.disk.recover(),
+      disk.recover(),
       this.conf,
     );
     const sm = new SimMachine(this.sc.tombstonesMax, this.sc.mutant, this.ext?.products?.() ?? nodeProducts());
     const random = new Rng(this.rng.u32());
-    this.raft.restarted(n.id);
+    this.rafts[g].restarted(n.id);
     // The production composition (src/node/core.ts) on the simulated clock, disk, network and links.
     // A crashed incarnation may still be inside a core callback: its writes and sends go nowhere.
     const core: NodeCore = nodeCore(
@@ -247,8 +317,8 @@ export class SystemWorld implements FaultWorld {
             this.q.after(ms, fn);
             return () => {};
           },
-          store: { persist: (b, cb) => inc.alive && n.disk.persist(b, cb) },
-          transport: { send: (msgs) => inc.alive && this.sendRaft(n.id, msgs) },
+          store: { persist: (b, cb) => inc.alive && disk.persist(b, cb) },
+          transport,
           links: this.links(n, inc),
         },
         seedPeers: this.seedPeers,
@@ -258,37 +328,33 @@ export class SystemWorld implements FaultWorld {
         engine: { ...ENGINE_CONFIG, parallelCommit: this.sc.parallelCommit === 'all' || (this.sc.parallelCommit === 'mixed' && this.nodes.indexOf(n) % 2 === 0) },
         proposeTimeoutMs: PROPOSE_TIMEOUT_MS,
         newEngine: (table, io, cfg) => coordinatorEngine(table, io, cfg, engineMutant(this.sc.mutant)),
-        observe: this.observer(n, inc, rawNode, () => core),
+        observe: this.observer(n, inc, rawNode, () => core, g),
       },
       coreMutant(this.sc.mutant),
     );
-    const hooks = this.ext?.nodeStarted({ id: n.id, index: this.nodes.indexOf(n) }, inc, sm, (cmd, cb) => core.propose(cmd, cb)) ?? null;
+    const hooks = g === 0 ? (this.ext?.nodeStarted({ id: n.id, index: this.nodes.indexOf(n) }, inc, sm, (cmd, cb) => core.propose(cmd, cb)) ?? null) : null;
     if (hooks !== null) core.attach(hooks);
-    n.core = core;
-    n.driver = core.driver;
-    n.sm = sm;
-    n.engine = core.engine;
-    n.up = true;
-    const tick = (): void => {
-      if (!inc.alive) return;
-      core.tick();
-      if (!inc.alive) return;
-      this.q.after(TICK_MS, tick);
-    };
-    this.q.after(this.rng.int(TICK_MS), tick);
+    return { core, sm };
   }
 
   /** What the simulator watches in a node's core: Raft safety, decisions applied, the crash points of the commit path. */
-  private observer(n: SysNode, inc: Inc, rawNode: RawNode, core: () => NodeCore): NodeCoreObserver {
+  private observer(n: SysNode, inc: Inc, rawNode: RawNode, core: () => NodeCore, g: number): NodeCoreObserver {
+    const raft = this.rafts[g];
+    const disk = n.disks[g];
+    const ofGroup = this.groups === 1 ? '' : ` of group ${g}`;
     return {
-      onFatal: (err) => this.checker.violation(`${n.id} fatal: ${err.message}`),
+      onFatal: (err) => this.checker.violation(`${n.id}${ofGroup} fatal: ${err.message}`),
       onPersisted: (rd) => {
-        this.raft.onReady(n.id, rawNode, n.disk, rd);
-        if (rd.softState) this.log(() => `${n.id} is ${rd.softState?.role} in term ${rawNode.raft.term}`);
+        raft.onReady(n.id, rawNode, disk, rd);
+        if (rd.softState) this.log(() => `${n.id} is ${rd.softState?.role}${ofGroup} in term ${rawNode.raft.term}`);
       },
-      onEntryApplied: (e) => this.raft.onApplied(n.id, e.index, e.term, Buffer.from(e.data).toString()),
+      onEntryApplied: (e) => raft.onApplied(n.id, e.index, e.term, Buffer.from(e.data).toString()),
       onResult: (_e, result) => {
         if (result.t !== 'decide') return;
+        // A decision lives in exactly one group: the one its id is placed in.
+        if (this.groups > 1 && groupOf(result.decision.txnId, this.groups) !== g) {
+          this.checker.violation(`placement: ${result.decision.txnId} decided in group ${g}, placed in group ${groupOf(result.decision.txnId, this.groups)}`);
+        }
         this.checker.decisionApplied(n.id, result.decision, result.first);
         if (result.first && result.decision.outcome === 'commit' && core().engine.isLeader()) this.point('commit-applied', result.decision.txnId, { node: n });
       },
@@ -422,8 +488,10 @@ export class SystemWorld implements FaultWorld {
     this.crashes++;
     n.up = false;
     n.inc.alive = false;
-    n.core?.crash();
-    n.disk.crash();
+    n.host?.crash();
+    for (const d of n.disks) d.crash();
+    n.host = null;
+    n.groups = [];
     n.core = null;
     n.driver = null;
     n.sm = null;
@@ -437,9 +505,9 @@ export class SystemWorld implements FaultWorld {
    */
   private connectionsBroke(dead: SysNode): void {
     for (const peer of this.nodes) {
-      const d = peer.driver;
-      if (peer === dead || d === null || this.net.isBlocked(dead.id, peer.id)) continue;
-      this.q.after(1, () => peer.driver === d && d.reportUnreachable(dead.id));
+      const h = peer.host;
+      if (peer === dead || h === null || this.net.isBlocked(dead.id, peer.id)) continue;
+      this.q.after(1, () => peer.host === h && h.reportUnreachable(dead.id));
     }
     // Participants see the dead node's Exchange stream break too, and ask about what it prepared there.
     for (const p of this.parts) {
@@ -470,11 +538,11 @@ export class SystemWorld implements FaultWorld {
 
   private restartNode(n: SysNode): void {
     if (n.up) return;
-    if (n.disk.corrupted) {
+    if (n.disks.some((d) => d.corrupted)) {
       // The real node refuses to start; the operator runs `verdict node repair`.
       this.log(() => `${n.id} refuses to start: a record of its raft log is corrupt; repaired, it restarts recovering`);
       this.refusals++;
-      n.disk.repair();
+      for (const d of n.disks) if (d.corrupted) d.repair();
     }
     this.log(() => `${n.id} restarts`);
     this.startNode(n);
@@ -493,13 +561,16 @@ export class SystemWorld implements FaultWorld {
     this.crashNode(n);
     this.diskFaults++;
     this.log(() => `${n.id}'s disk ${fault.kind === 'lose-tail' ? `loses its last ${fault.records} synced entries` : fault.kind === 'wipe' ? 'is replaced by an empty one' : 'corrupts a record'}`);
-    if (fault.kind === 'lose-tail') n.disk.loseSyncedTail(fault.records);
-    else if (fault.kind === 'corrupt') n.disk.corrupt();
-    else {
-      n.disk.wipe();
-      // Its synced votes are gone with the disk: the checker's memory of them goes too (election safety is still checked).
-      this.raft.wiped(n.id);
-      if (this.sc.mutant === 'wiped-refounds') n.disk.found();
+    // One disk under every group's log (the shared writer): the fault hits each group's records.
+    for (const [g, disk] of n.disks.entries()) {
+      if (fault.kind === 'lose-tail') disk.loseSyncedTail(fault.records);
+      else if (fault.kind === 'corrupt') disk.corrupt();
+      else {
+        disk.wipe();
+        // Its synced votes are gone with the disk: the checker's memory of them goes too (election safety is still checked).
+        this.rafts[g].wiped(n.id);
+        if (this.sc.mutant === 'wiped-refounds') disk.found();
+      }
     }
     return n.id;
   }
@@ -513,12 +584,29 @@ export class SystemWorld implements FaultWorld {
     return best;
   }
 
-  private sendRaft(from: NodeId, msgs: Message[]): void {
-    for (const m of msgs) {
-      const to = this.nodes.find((x) => x.id === m.to);
+  /** Group g's leader: its node and replica (group 0's node is leader()). */
+  groupLeader(g: number): { n: SysNode; rep: SysGroup } | null {
+    let best: { n: SysNode; rep: SysGroup } | null = null;
+    for (const n of this.nodes) {
+      const rep = n.up ? n.groups[g] : undefined;
+      if (rep === undefined || !rep.core.driver.isLeader() || !rep.core.engine.isLeader()) continue;
+      if (!best || rep.core.driver.node.raft.term > best.rep.core.driver.node.raft.term) best = { n, rep };
+    }
+    return best;
+  }
+
+  /** The group of a transaction id: where it is begun, decided and asked about. */
+  groupOf(txnId: string): number {
+    return this.groups === 1 ? 0 : groupOf(txnId, this.groups);
+  }
+
+  /** Every group's Raft messages cross one simulated network, each delivered to its group's replica at the receiving process. */
+  private sendRaft(from: NodeId, gms: GroupMessage[]): void {
+    for (const gm of gms) {
+      const to = this.nodes.find((x) => x.id === gm.message.to);
       if (!to) continue;
-      this.net.send(from, m.to, () => {
-        if (to.up && to.driver) to.driver.receive([m]);
+      this.net.send(from, to.id, () => {
+        if (to.up && to.host) to.host.receive([gm]);
       });
     }
   }
@@ -591,11 +679,13 @@ export class SystemWorld implements FaultWorld {
 
   /** GetOutcome with the participant id, to the node it believes leads; redirects followed like the ClusterLink. */
   private askOutcome(p: SysParticipant, inc: Inc, txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
-    const at = this.nodes[p.hint].id;
+    const g = this.groupOf(txnId);
+    const hint = this.hintOf(p, g);
+    const at = this.nodes[hint].id;
     this.callCoordinator<OutcomeAnswer>(
       p.id,
       inc,
-      p.hint,
+      hint,
       ASK_DEADLINE_MS,
       (c) => {
         // The in-doubt question is a YES the node may count (parallel commit's recovery does):
@@ -606,43 +696,59 @@ export class SystemWorld implements FaultWorld {
       (err, a) => {
         this.log(() => `${p.id} asks ${at} about ${txnId}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
         if (err || !a) {
-          p.hint = redirect(p.hint, err, this.nodeIds);
+          this.setHint(p, g, redirect(this.hintOf(p, g), err, this.nodeIds));
           return cb(new Error(err?.message ?? 'no answer'), 'unknown');
         }
         cb(null, a.outcome);
       },
+      g,
     );
+  }
+
+  /** Where participant p believes group g's leader is: p.hint for group 0, and for every other group until a redirect. */
+  private hintOf(p: SysParticipant, g: number): number {
+    return g === 0 ? p.hint : (p.hints?.[g] ?? p.hint);
+  }
+
+  private setHint(p: SysParticipant, g: number, to: number): void {
+    if (g === 0) p.hint = to;
+    else (p.hints ??= [])[g] = to;
   }
 
   /** Coordinator.Abort, as an expired TCC reserve asks it (src/participant/tcc/expiry.ts); redirects followed like askOutcome. */
   private askAbort(p: SysParticipant, inc: Inc, txnId: string, reason: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
-    const at = this.nodes[p.hint].id;
+    const g = this.groupOf(txnId);
+    const hint = this.hintOf(p, g);
+    const at = this.nodes[hint].id;
     this.callCoordinator<OutcomeAnswer>(
       p.id,
       inc,
-      p.hint,
+      hint,
       ASK_DEADLINE_MS,
       (c) => c.engine.abort(txnId, reason, (err, a) => (err || !a ? c.fail(err) : c.ok(a))),
       (err, a) => {
         this.log(() => `${p.id} asks ${at} to abort ${txnId} (reserve expired): ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
         if (err || !a) {
-          p.hint = redirect(p.hint, err, this.nodeIds);
+          this.setHint(p, g, redirect(this.hintOf(p, g), err, this.nodeIds));
           return cb(new Error(err?.message ?? 'no answer'), 'unknown');
         }
         cb(null, a.outcome);
       },
+      g,
     );
   }
 
-  private register(p: SysParticipant): void {
-    if (p.registered) return;
+  /** Registers p in group g; with groups, p is registered once every group has applied its registration (the registry is replicated to every group). */
+  private register(p: SysParticipant, g = 0): void {
+    if (p.registered || p.registeredIn?.has(g)) return;
     const endpoint = `${p.id}:1`;
     // What the runtime lists (src/participant/serve.ts), or nothing for one built before `serves` existed.
     const serves = p.old === true ? [] : [...SERVED_OPTIONAL];
+    const hint = this.hintOf(p, g);
     this.callCoordinator<true>(
       p.id,
       p.inc,
-      p.hint,
+      hint,
       REGISTER_DEADLINE_MS,
       (c) => {
         // Re-registration at the same endpoint is answered without a log write, as the service does.
@@ -652,18 +758,23 @@ export class SystemWorld implements FaultWorld {
       },
       (err) => {
         if (!err) {
+          if (this.groups > 1) {
+            (p.registeredIn ??= new Set()).add(g);
+            if (p.registeredIn.size < this.groups) return;
+          }
           if (!p.registered) this.registered++;
           p.registered = true;
           return;
         }
-        p.hint = redirect(p.hint, err, this.nodeIds);
-        this.q.after(100, () => this.register(p));
+        this.setHint(p, g, redirect(this.hintOf(p, g), err, this.nodeIds));
+        this.q.after(100, () => this.register(p, g));
       },
+      g,
     );
   }
 
   /** A Coordinator RPC to node `node`, served by its engine while the node is up (the gRPC service's role). */
-  readonly callCoordinator: CallCoordinator = (from, caller, node, deadlineMs, serve, cb) => {
+  readonly callCoordinator: CallCoordinator = (from, caller, node, deadlineMs, serve, cb, group = 0) => {
     const n = this.nodes[node];
     this.rpc.call(
       from,
@@ -671,12 +782,14 @@ export class SystemWorld implements FaultWorld {
       n.id,
       deadlineMs,
       (reply) => {
-        if (!n.up || !n.engine || !n.sm || !n.driver) return;
+        // The service picks the replica of the call's group (groupOf of its id).
+        const rep = n.up ? n.groups[group] : undefined;
+        if (rep === undefined) return;
         const inc = n.inc;
-        const leader = n.driver.leader();
+        const leader = rep.core.driver.leader();
         serve({
-          engine: n.engine,
-          table: n.sm.table,
+          engine: rep.core.engine,
+          table: rep.sm.table,
           ok: (v) => inc.alive && reply(null, v),
           fail: (err) =>
             inc.alive &&
@@ -698,6 +811,7 @@ export class SystemWorld implements FaultWorld {
       refused: (txnId, call, err) => this.checker.violation(`client: ${call}(${txnId}) refused: ${err.code}: ${err.message}`),
       log: (line) => this.log(line),
       beginRule: beginRule(this.sc.mutant === 'begin-on-retry' ? this.sc.mutant : undefined),
+      groupOf: (txnId) => (this.sc.mutant === 'misrouted-client' ? 0 : this.groupOf(txnId)),
     };
   }
 
@@ -756,8 +870,10 @@ export class SystemWorld implements FaultWorld {
     return this.parts.map((p) => p.id);
   }
 
+  /** The leader a leader fault aims at: with groups, each group's in turn. */
   leaderId(): string | null {
-    return this.leader()?.id ?? null;
+    if (this.groups === 1) return this.leader()?.id ?? null;
+    return this.groupLeader(this.leaderPick++ % this.groups)?.n.id ?? null;
   }
 
   crash(id: string): void {
@@ -774,7 +890,7 @@ export class SystemWorld implements FaultWorld {
 
   setSlowDisk(id: string, extraMs: number): void {
     const n = this.nodes.find((x) => x.id === id);
-    if (n) n.disk.slowMs = extraMs;
+    if (n) for (const d of n.disks) d.slowMs = extraMs;
     else {
       const p = this.participant(id);
       p.journal.slowMs = extraMs;
@@ -783,7 +899,8 @@ export class SystemWorld implements FaultWorld {
   }
 
   transferLeadership(to: string): void {
-    this.leader()?.driver?.transferLeadership(to);
+    if (this.groups === 1) this.leader()?.driver?.transferLeadership(to);
+    else this.groupLeader(this.leaderPick++ % this.groups)?.rep.core.driver.transferLeadership(to);
   }
 
   private heal(): void {
@@ -791,7 +908,7 @@ export class SystemWorld implements FaultWorld {
     this.healed = true;
     this.net.heal();
     for (const n of this.nodes) {
-      n.disk.slowMs = 0;
+      for (const d of n.disks) d.slowMs = 0;
       if (!this.lostForever.has(n.id)) this.restartNode(n);
     }
     for (const p of this.parts) {
@@ -828,7 +945,8 @@ export class SystemWorld implements FaultWorld {
 
   private runPhases(): void {
     // Setup, without faults: a leader, and every participant registered through the log.
-    for (const p of this.parts) this.q.after(this.rng.int(200), () => this.register(p));
+    // With groups, each participant registers in every group (the registry is replicated to all of them).
+    for (const p of this.parts) this.q.after(this.rng.int(200), () => Array.from({ length: this.groups }, (_, g) => this.register(p, g)));
     this.q.runUntil(SETUP_MS_MAX, () => this.registered === this.parts.length);
     if (this.registered < this.parts.length) {
       this.checker.violation(`setup: only ${this.registered} of ${this.parts.length} participants registered within ${SETUP_MS_MAX} ms without faults`);
@@ -868,7 +986,7 @@ export class SystemWorld implements FaultWorld {
       began: (txnId) => this.clientByTxn.get(txnId)?.began === true,
       // With a bounded tombstone list a forgotten decision may be gone for good (the horizon of timed ids is a unit test's).
       outcomeNow: (txnId) => {
-        const d = this.leader()?.sm?.table.lookup(txnId);
+        const d = this.groupLeader(this.groupOf(txnId))?.rep.sm.table.lookup(txnId);
         return d ? (d.outcome === 'commit' ? 'committed' : 'aborted') : this.sc.tombstonesMax === undefined ? null : undefined;
       },
     });
@@ -889,14 +1007,17 @@ export class SystemWorld implements FaultWorld {
         if (p.engine.counts().preparing > 0) pending.push(`${p.id} preparing`);
       }
     }
-    const l = this.leader();
-    if (!l) pending.push('no leader');
-    else {
-      const open = [...(l.sm?.table.decisions.values() ?? [])].map((d) => `${d.txnId}:${d.outcome}`);
-      if (open.length > 0) pending.push(`decisions not acknowledged and forgotten on leader ${l.id}: ${open.join(' ')}`);
-      // Parallel commit: a STAGING record with no decision is a transaction still undecided.
-      const staged = [...(l.sm?.table.staged.keys() ?? [])];
-      if (staged.length > 0) pending.push(`staged and undecided on leader ${l.id}: ${staged.join(' ')}`);
+    for (let g = 0; g < this.groups; g++) {
+      const ofGroup = this.groups === 1 ? '' : ` of group ${g}`;
+      const l = this.groupLeader(g);
+      if (!l) pending.push(`no leader${ofGroup}`);
+      else {
+        const open = [...l.rep.sm.table.decisions.values()].map((d) => `${d.txnId}:${d.outcome}`);
+        if (open.length > 0) pending.push(`decisions not acknowledged and forgotten on leader ${l.n.id}${ofGroup}: ${open.join(' ')}`);
+        // Parallel commit: a STAGING record with no decision is a transaction still undecided.
+        const staged = [...l.rep.sm.table.staged.keys()];
+        if (staged.length > 0) pending.push(`staged and undecided on leader ${l.n.id}${ofGroup}: ${staged.join(' ')}`);
+      }
     }
     const more = this.ext?.quiet() ?? null;
     if (more !== null) pending.push(more);

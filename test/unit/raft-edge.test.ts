@@ -362,6 +362,26 @@ describe('Raft edge: every field, every reason', () => {
     );
   });
 
+  it('a message for a group this node does not host is refused; group 0 (absent on the wire) passes at one group, as before groups', () => {
+    const hb = good(MT.Heartbeat);
+    expect(refusalOf(hb)).toBeNull();
+    expect(refusalOf(hb, (w) => (w.group = 0))).toBeNull();
+    expectRefused(
+      refusalOf(hb, (w) => (w.group = 1)),
+      'group',
+      'group',
+      /1 is not a group of this node \(it has 1\)/,
+    );
+    const four: RaftEdgeView = { ...view, groups: 4 };
+    const at = (g: unknown): Refusal | null => {
+      const b = batch(hb);
+      b.messages[0].group = g as number;
+      return checkMessage(b.messages[0], b, four);
+    };
+    expect(at(3)).toBeNull();
+    for (const bad of [4, -1, 1.5, 'x']) expectRefused(at(bad), 'group', 'group');
+  });
+
   it('every reason of the metric is produced by a test above, or by the transport (undecodable: fuzz-raft) and the core (state: raft-input)', () => {
     const elsewhere: RefusalReason[] = ['undecodable', 'state'];
     expect(REFUSAL_REASONS.filter((r) => !seen.has(r) && !elsewhere.includes(r))).toEqual([]);

@@ -18,6 +18,7 @@ export interface Message {
   'rejectHint'?: (number | string | Long);
   'context'?: (Buffer | Uint8Array | string);
   'snapshot'?: (_verdict_raft_Snapshot | null);
+  'group'?: (number);
 }
 
 export interface Message__Output {
@@ -33,4 +34,5 @@ export interface Message__Output {
   'rejectHint': (number);
   'context': (Buffer);
   'snapshot': (_verdict_raft_Snapshot__Output | null);
+  'group': (number);
 }

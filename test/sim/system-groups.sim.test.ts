@@ -1,0 +1,68 @@
+// Decision groups in the whole-system simulator (docs/architecture.md,
+// "Decision groups"): every node process is the production GroupHost over G
+// node cores, each transaction is begun, decided and asked about in
+// groupOf(txnId, G), participants register in every group. The general
+// fault schedules (crashes, partitions, loss, disk faults on one node, which
+// hit every group's records on it) run at G = 1, 2 and 4; the checker holds
+// Raft's safety per group, AC1–AC4, R1, R4 and "a client told an outcome is
+// never told another" over every transaction, and that each decision lands
+// in its own group. Each G prints its `groups G=…:` line with the CPU time
+// per schedule.
+
+import fc from 'fast-check';
+import { expect, test } from 'vitest';
+import { huntLine, huntMutant, REPLAY, runShard } from './system-run.ts';
+import { systemScenarioArb } from './system-schedule.ts';
+import { SystemWorld, type SystemScenario } from './system-world.ts';
+
+/**
+ * Schedules per G per run: 10,000 with more than one group, and 1,000 at
+ * G = 1, whose host path the 40,000 schedules of system.sim.test.ts and
+ * system-shard2.sim.test.ts already run. A schedule costs about 6 ms of CPU
+ * at G = 1 and 2 and 8–9 ms at G = 4 (the steps grow with the groups'
+ * heartbeats), so the file is about 80 s of CPU.
+ * VERDICT_GROUP_SEEDS sets every G's count (a soak: 50000).
+ */
+const SEEDS_DEFAULT: Readonly<Record<number, number>> = { 1: 1_000, 2: 5_000, 4: 5_000 };
+const seedsFor = (groups: number): number => Number(process.env.VERDICT_GROUP_SEEDS ?? SEEDS_DEFAULT[groups] ?? 1_000);
+const BASE_SEED = Number(process.env.VERDICT_GROUP_SEED ?? 20261246);
+/** Which G to run, e.g. VERDICT_GROUPS=4 (with a replay: the G of the failure). */
+const GROUPS = (process.env.VERDICT_GROUPS ?? '1,2,4').split(',').map(Number);
+
+const withGroups = (groups: number): fc.Arbitrary<SystemScenario> => systemScenarioArb.map((sc) => ({ ...sc, groups }));
+
+for (const groups of GROUPS) {
+  test(`G = ${groups}: AC1–AC4, R1, R4 and Raft safety per group hold on ${REPLAY ? 'a replayed schedule' : `${seedsFor(groups)} simulated fault schedules`}`, () => {
+    const { failed } = runShard(0, {
+      arb: withGroups(groups),
+      seeds: seedsFor(groups),
+      baseSeed: BASE_SEED + groups,
+      replayFile: `test/sim/system-groups.sim.test.ts -t 'G = ${groups}:'`,
+      label: `groups G=${groups}`,
+    });
+    expect(failed, `a schedule at G = ${groups} violated atomic commit or Raft safety (see the replay command above)`).toBe(false);
+  }, 1_800_000);
+}
+
+test.skipIf(REPLAY !== undefined)('at G = 1 a scenario that names its one group runs exactly as one that does not (the schedules before groups)', () => {
+  fc.assert(
+    fc.property(systemScenarioArb, (sc) => {
+      const before = new SystemWorld(sc).run();
+      const named = new SystemWorld({ ...sc, groups: 1 }).run();
+      expect(named).toEqual(before);
+    }),
+    { seed: BASE_SEED, numRuns: 25 },
+  );
+});
+
+test.skipIf(REPLAY !== undefined)('teeth: clients that send every transaction to group 0 are caught (a decision outside its group, or AC1)', () => {
+  const hunt = huntMutant(withGroups(4), 'misrouted-client', /placement|AC1/, BASE_SEED, 50);
+  console.log(`groups teeth: ${huntLine('misrouted-client', hunt)}`);
+  expect(hunt.caught, huntLine('misrouted-client', hunt)).not.toBeNull();
+});
+
+test.skipIf(REPLAY !== undefined)("teeth: Raft's safety is checked in every group: disks that lie in group 1 only are caught there", () => {
+  const hunt = huntMutant(withGroups(2), 'group-1-disk-lies', /^t=\d+ms: raft group 1: /, BASE_SEED, 2_000);
+  console.log(`groups teeth: ${huntLine('group-1-disk-lies', hunt)}`);
+  expect(hunt.caught, huntLine('group-1-disk-lies', hunt)).not.toBeNull();
+});

@@ -1,0 +1,182 @@
+// The host of a node's decision groups (src/node/group-host.ts): it routes
+// each inbound message to its group's replica and nowhere else, tags what a
+// replica sends with its group, and ticks, warns, stops and crashes every
+// replica together. Then three hosts of real node cores over a simulated
+// network: every group elects its own leader and keeps its own log.
+
+import { describe, expect, it } from 'vitest';
+import { NodeCore } from '../../src/node/core.ts';
+import { coreReplica, GroupHost, type GroupReplica } from '../../src/node/group-host.ts';
+import { encodePut, NodeStateMachine } from '../../src/node/machine.ts';
+import { groupOf } from '../../src/domain/group.ts';
+import { RawNode } from '../../src/raft/raw-node.ts';
+import { Rng } from '../../src/raft/rng.ts';
+import { message, MessageType as MT, type Message } from '../../src/raft/types.ts';
+import type { GroupMessage, Transport } from '../../src/transport/types.ts';
+import { EventQueue } from '../sim/event-queue.ts';
+import { SimDisk } from '../sim/sim-disk.ts';
+
+const hb = (term: number): Message => message({ type: MT.Heartbeat, from: 'n1', to: 'n2', term });
+
+class Stub implements GroupReplica {
+  readonly got: Message[][] = [];
+  readonly events: string[] = [];
+  constructor(readonly transport: Transport) {}
+  receive(ms: Message[]): void {
+    this.got.push(ms);
+  }
+  reportUnreachable(peer: string): void {
+    this.events.push(`unreachable ${peer}`);
+  }
+  tick(): void {
+    this.events.push('tick');
+  }
+  stop(): void {
+    this.events.push('stop');
+  }
+  crash(): void {
+    this.events.push('crash');
+  }
+}
+
+function stubHost(groups: number) {
+  const sent: GroupMessage[][] = [];
+  const refused: string[] = [];
+  const host = new GroupHost<Stub>({ groups, replica: (_g, t) => new Stub(t), transport: { send: (ms) => sent.push(ms) }, onRefused: (_gm, why) => refused.push(why) });
+  return { host, sent, refused };
+}
+
+describe('the group host', () => {
+  it("routes each message to its group's replica only, one call per group, in arrival order", () => {
+    const { host, refused } = stubHost(4);
+    host.receive([
+      { group: 2, message: hb(1) },
+      { group: 0, message: hb(2) },
+      { group: 2, message: hb(3) },
+      { group: 4, message: hb(4) },
+      { group: -1, message: hb(5) },
+    ]);
+    expect(host.replicas.map((r) => r.got.map((b) => b.map((m) => m.term)))).toEqual([[[2]], [], [[1, 3]], []]);
+    expect(refused).toEqual(['group 4 is not a group of this node (it has 4)', 'group -1 is not a group of this node (it has 4)']);
+  });
+
+  it("tags what each replica sends with the replica's group, on the one transport", () => {
+    const { host, sent } = stubHost(3);
+    host.replica(2).transport.send([hb(7), hb(8)]);
+    host.replica(0).transport.send([hb(9)]);
+    expect(sent.map((b) => b.map((gm) => [gm.group, gm.message.term]))).toEqual([
+      [
+        [2, 7],
+        [2, 8],
+      ],
+      [[0, 9]],
+    ]);
+  });
+
+  it('with one group passes a batch through whole to the one replica, as before groups', () => {
+    const { host, refused } = stubHost(1);
+    host.receive([
+      { group: 0, message: hb(1) },
+      { group: 0, message: hb(2) },
+      { group: 1, message: hb(3) },
+    ]);
+    expect(host.replicas[0].got.map((b) => b.map((m) => m.term))).toEqual([[1, 2]]);
+    expect(refused).toHaveLength(1);
+    expect(host.replicaOf('anything')).toBe(host.replicas[0]);
+  });
+
+  it('ticks, broken streams, stop and crash reach every group; replicaOf follows groupOf', () => {
+    const { host } = stubHost(4);
+    host.tick();
+    host.reportUnreachable('n3');
+    host.stop();
+    host.crash();
+    for (const r of host.replicas) expect(r.events).toEqual(['tick', 'unreachable n3', 'stop', 'crash']);
+    for (const id of ['t1', 't2', 'order-42']) expect(host.replicaOf(id)).toBe(host.replicas[groupOf(id, 4)]);
+    expect(() => host.replica(4)).toThrow(/invariant/);
+    expect(() => stubHost(0)).toThrow(/whole number from 1 to/);
+  });
+
+  it('three hosts of real node cores: each of four groups elects a leader and applies only its own entries', () => {
+    const q = new EventQueue();
+    const rng = new Rng(46);
+    const ids = ['n1', 'n2', 'n3'];
+    const G = 4;
+    const hosts = new Map<string, GroupHost<ReturnType<typeof coreReplica>>>();
+    const machines = new Map<string, NodeStateMachine[]>();
+    for (const id of ids) {
+      const ms: NodeStateMachine[] = [];
+      machines.set(id, ms);
+      const host = new GroupHost({
+        groups: G,
+        transport: {
+          // One delivery per batch per peer: the messages of every group share it.
+          send: (gms) => {
+            for (const to of new Set(gms.map((gm) => gm.message.to))) {
+              const batch = gms.filter((gm) => gm.message.to === to);
+              q.after(1, () => hosts.get(to)?.receive(batch));
+            }
+          },
+        },
+        replica: (_g, transport) => {
+          const disk = new SimDisk(q, new Rng(rng.u32()));
+          disk.found();
+          const sm = new NodeStateMachine();
+          ms.push(sm);
+          const node = RawNode.restart({ id, random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 }, disk.recover(), { voters: ids, learners: [], votersOutgoing: [] });
+          return coreReplica(
+            new NodeCore({
+              id,
+              node,
+              machine: sm,
+              io: {
+                nowMs: () => q.now,
+                random: () => 0.5,
+                endOfTurn: (fn) => q.after(0, fn),
+                after: (ms2, fn) => {
+                  q.after(ms2, fn);
+                  return () => {};
+                },
+                store: disk,
+                transport,
+                links: { sendPrepare: () => {}, sendDecision: () => {}, sendStatus: () => {} },
+              },
+              seedPeers: new Map(ids.map((x) => [x, x])),
+              selfAddress: id,
+              driver: { snapshotEntries: 1_000_000, snapshotKeepEntries: 2, waitersMax: 100 },
+              engine: {},
+              proposeTimeoutMs: 3_000,
+              observe: {
+                onFatal: (err) => {
+                  throw err;
+                },
+              },
+            }),
+          );
+        },
+      });
+      hosts.set(id, host);
+      const tick = (): void => {
+        host.tick();
+        q.after(100, tick);
+      };
+      q.after(rng.int(100), tick);
+    }
+    const leaderOf = (g: number) => [...hosts.values()].map((h) => h.replica(g).core).find((c) => c.driver.isLeader());
+    q.runUntil(10_000, () => Array.from({ length: G }, (_, g) => leaderOf(g)).every((c) => c !== undefined));
+    const answered: number[] = [];
+    for (let g = 0; g < G; g++) {
+      const c = leaderOf(g);
+      expect(c, `group ${g} elects a leader`).toBeDefined();
+      c?.proposeEntry('put', encodePut(`key-of-group-${g}`, new Uint8Array([g])), (err) => !err && answered.push(g));
+    }
+    q.runUntil(q.now + 5_000, () => answered.length === G);
+    q.runUntil(q.now + 1_000);
+    expect(answered.sort()).toEqual([0, 1, 2, 3]);
+    for (const id of ids) {
+      for (let g = 0; g < G; g++) {
+        expect([...(machines.get(id)?.[g].kv.keys() ?? [])], `${id} group ${g}`).toEqual([`key-of-group-${g}`]);
+      }
+    }
+  });
+});
