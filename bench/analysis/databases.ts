@@ -28,6 +28,9 @@ const WITH_MYSQL = !process.argv.includes('--no-mysql');
 
 interface Row {
   tps: number;
+  committed: number;
+  aborted: number;
+  errors: number;
   p50Ms: number;
   directTps: number;
   directP50Ms: number;
@@ -111,8 +114,12 @@ async function row(dir: string, cluster: BenchCluster, kind: 'pg' | 'mysql', par
   ]);
   const load = await runJsonChild<LoadResult>(`load ${kind}`, 'harness/loadgen.ts', cfg, join(dir, `load-${kind}.log`), WARMUP_MS + MEASURE_MS + 90_000, { onLine: window.onLine });
   const cpu = window.figures(load.ok);
+  const errs = Object.values(load.errors).reduce((a, b) => a + b, 0);
   const out: Row = {
     tps: load.tps,
+    committed: load.ok,
+    aborted: load.aborted,
+    errors: errs,
     p50Ms: r2(load.latency.p50_us / 1000),
     directTps: direct.tps,
     directP50Ms: r2(direct.p50_us / 1000),
@@ -121,9 +128,8 @@ async function row(dir: string, cluster: BenchCluster, kind: 'pg' | 'mysql', par
     cpuMsPerTxn: cpu?.ms_per_txn ?? null,
     cpuByKind: cpu?.by_kind ?? null,
   };
-  const errs = Object.values(load.errors).reduce((a, b) => a + b, 0);
   say(
-    `${kind} through Verdict, ${CLIENTS} clients: ${out.tps} tx/s, p50 ${out.p50Ms} ms${errs > 0 ? ` (${errs} errors)` : ''}; ÷ direct ${out.overDirect} (load average ${out.loadAvg})` +
+    `${kind} through Verdict, ${CLIENTS} clients: ${out.tps} tx/s, p50 ${out.p50Ms} ms, ${load.ok} committed, ${load.aborted} aborted, ${errs} errors; ÷ direct ${out.overDirect} (load average ${out.loadAvg})` +
       (cpu !== null
         ? `; CPU ${cpu.ms_per_txn} ms/txn: ${Object.entries(cpu.by_kind)
             .map(([k, v]) => `${k} ${v}`)

@@ -191,6 +191,16 @@ describe('mysql resource: round trips on the hot path', () => {
     expect(await amount('rt1')).toBe(2);
   });
 
+  it('R4: a readable xid is durable at XA PREPARE (the vote does not wait for the journal); a hashed one is not', async () => {
+    const r = await open();
+    expect(r.durableAtPrepare('T-readable')).toBe(true);
+    expect(r.durableAtPrepare('order/17 ü')).toBe(true);
+    // Too long for a readable gtrid: recovery can match it only through the journal.
+    const long = `T-${'x'.repeat(80)}`;
+    expect(xidOf(SCOPE, long).gtrid).toMatch(/#[0-9a-f]{32}$/);
+    expect(r.durableAtPrepare(long)).toBe(false);
+  });
+
   it('R4: a PREPARE whose XA START finds the branch prepared already votes NO and leaves that prepared branch alone', async () => {
     // A branch prepared by a process that stopped before it could answer: the server holds it, this process does not know it.
     const before = await open();

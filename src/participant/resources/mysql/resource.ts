@@ -16,6 +16,8 @@
 //                answers, so it is durable by the time the resource votes
 //                YES (R4). A crash of this process ends the session, which
 //                leaves the branch prepared (MySQL 5.7.7+, MariaDB 10.5.2+).
+//                So for a readable xid the engine does not wait for its
+//                journal's sync (durableAtPrepare), as for PostgreSQL.
 //   COMMIT       XA COMMIT xid, on the session that prepared the branch when
 //                it is still held (then the session is free for the next
 //                branch), else on a control connection
@@ -207,6 +209,20 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
   /** The xid's text form, "gtrid,bqual": the name recovery, markers and heuristics use. */
   gid(txnId: TxnId): string {
     return xidText(this.xid(txnId));
+  }
+
+  /**
+   * Whether T's XA PREPARE alone is its durable prepared state: true when T's
+   * xid spells T's id, so recovery finds T in XA RECOVER without the journal
+   * (the server check refuses a server on which an answered XA PREPARE is not
+   * on disk, or on which a branch does not outlive its session). The engine
+   * then votes YES without waiting for its journal's sync. A hashed xid (a
+   * long txn id) names T only through the journal, whose prepared record is
+   * then synced before the vote.
+   */
+  durableAtPrepare(txnId: TxnId): boolean {
+    const parsed = parseXid(this.scope, this.xid(txnId));
+    return parsed.kind === 'readable' && parsed.txnId === txnId;
   }
 
   describeError(err: unknown): string {
