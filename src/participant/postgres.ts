@@ -88,7 +88,7 @@ export type { PreparedGid, PreparedStats } from './prepared-recovery.ts';
 
 /**
  * The setting that names T's transaction from its BEGIN: set for the
- * transaction only (set_config(..., true)), so it is gone once that
+ * transaction only (SET LOCAL, which answers no row), so it is gone once that
  * transaction ends. The marker row takes its gid from it, so work that ended
  * T (COMMIT, COMMIT AND CHAIN, ROLLBACK, COMMIT; BEGIN) leaves the marker
  * without a gid, which fails it and everything after it in the same query:
@@ -278,7 +278,7 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
   /** BEGIN, and the setting that names T's transaction for as long as it lasts (OWN_TXN_SETTING). */
   private beginSql(txnId: TxnId): string {
     const begin = this.o.isolation === 'read committed' ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${this.o.isolation.toUpperCase()}`;
-    return `${begin};\nSELECT set_config('${OWN_TXN_SETTING}', ${sqlGid(this.gid(txnId))}, true)`;
+    return `${begin};\nSET LOCAL ${OWN_TXN_SETTING} = ${sqlGid(this.gid(txnId))}`;
   }
 
   /**

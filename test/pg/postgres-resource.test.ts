@@ -242,7 +242,7 @@ describe('postgres resource: round trips and connections on the hot path', () =>
     });
     expect(sent.map((q) => q.text.split(/\s/)[0])).toEqual(['BEGIN;', 'COMMIT']);
     expect(sent[0].text).toMatch(
-      /^BEGIN;\nSELECT set_config\('verdict\.gid', 'verdict:[^']+', true\);\nINSERT INTO accounts .* -- the order\n;\nUPDATE accounts .*\n;\nSET LOCAL lock_timeout = \d+;\nINSERT INTO verdict_markers .*current_setting\('verdict\.gid', true\).*;\nPREPARE TRANSACTION 'verdict:/s,
+      /^BEGIN;\nSET LOCAL verdict\.gid = 'verdict:[^']+';\nINSERT INTO accounts .* -- the order\n;\nUPDATE accounts .*\n;\nSET LOCAL lock_timeout = \d+;\nINSERT INTO verdict_markers .*current_setting\('verdict\.gid', true\).*;\nPREPARE TRANSACTION 'verdict:/s,
     );
     // The work's BEGIN is a round trip of its own; PREPARE is then one more.
     const viaWork = await queriesDuring(async () => {
