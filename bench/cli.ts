@@ -63,6 +63,16 @@ export const TOOLS: Record<string, Tool> = {
     usage: '[--clients N (16)] [--measure-ms MS] [--warmup-ms MS] [--control-connections N]',
     about: 'one PostgreSQL participant alone, without a cluster',
   },
+  databases: {
+    file: 'analysis/databases.ts',
+    usage: '[--quick] [--clients N (16)] [--warmup-ms MS] [--measure-ms MS] [--no-mysql]',
+    about: "the full run's PostgreSQL and MariaDB rows alone, each beside its direct floor in the same run, with CPU per transaction by process",
+  },
+  fanout: {
+    file: 'analysis/fanout.ts',
+    usage: '[--quick] [--participants N (16)] [--warmup-ms MS] [--measure-ms MS]',
+    about: "the participant sweep's 1 and N participants at one client, beside the fan-out floor in the same run",
+  },
   report: { file: 'report/report.ts', usage: '[RESULTS_FILE (bench/results/latest.json)]', about: 'writes bench/REPORT.md and its charts again from a results file' },
   keys: { file: 'analysis/result-keys.ts', usage: 'BEFORE.json AFTER.json', about: 'compares the key sets of two results files (exit 1 when they differ)' },
 };

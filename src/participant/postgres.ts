@@ -5,10 +5,10 @@
 //                PostgreSQL transaction bound to T: the first call BEGINs on
 //                a connection of the work pool, and the connection stays
 //                checked out (and the transaction open) until PREPARE.
-//   PREPARE      runs the payload's SQL (below) in one round trip (with T's
-//                BEGIN when T was not opened by work()), writes T's marker
-//                row and PREPARE TRANSACTION 'gid' in a second, and returns
-//                the connection: a
+//   PREPARE      one round trip (one simple query of several statements):
+//                T's BEGIN when T was not opened by work(), the payload's
+//                SQL (below), T's marker row and PREPARE TRANSACTION 'gid';
+//                then the connection goes back to the pool: a
 //                prepared transaction survives its session, so no connection
 //                is held across the prepared state. PostgreSQL flushes the
 //                PREPARE record to its WAL before it answers, so by the time
@@ -86,15 +86,19 @@ export { HeuristicHazardError } from './db-resource.ts';
 export { parsePgPayload, pgPayload, PG_PAYLOAD_STATEMENTS_MAX, type ParsedPgPayload } from './payload.ts';
 export type { PreparedGid, PreparedStats } from './prepared-recovery.ts';
 
-/** Sent right after BEGIN: the id of T's transaction, so PREPARE can check it is still that one. */
-const XID_QUERY = 'SELECT txid_current()::text AS xid';
+/**
+ * The setting that names T's transaction from its BEGIN: set for the
+ * transaction only (SET LOCAL, which answers no row), so it is gone once that
+ * transaction ends. The marker row takes its gid from it, so work that ended
+ * T (COMMIT, COMMIT AND CHAIN, ROLLBACK, COMMIT; BEGIN) leaves the marker
+ * without a gid, which fails it and everything after it in the same query:
+ * PREPARE TRANSACTION never covers only what came after.
+ */
+const OWN_TXN_SETTING = 'verdict.gid';
 
-/** The transaction id that XID_QUERY, the `at`-th statement of a simple query, answered; checked, as it goes into SQL. */
-function xidOf(r: unknown, at: number): string {
-  const xid = (Array.isArray(r) ? (r[at] as QueryResult | undefined) : undefined)?.rows[0]?.xid;
-  if (typeof xid !== 'string' || !/^[0-9]{1,20}$/.test(xid)) throw new Error(`PostgreSQL answered no transaction id after BEGIN (${String(xid)})`);
-  return xid;
-}
+/** SQLSTATE of a NOT NULL violation: the marker's gid when OWN_TXN_SETTING is gone. */
+const NOT_NULL_VIOLATION = '23502';
+const ENDED_BY_WORK = 'transaction was ended by its own work (COMMIT or ROLLBACK); nothing of it is prepared';
 
 /** SQLSTATE of "prepared transaction with identifier ... does not exist". */
 const UNDEFINED_OBJECT = '42704';
@@ -156,13 +160,6 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
   private readonly control: pg.Pool;
   /** Work-pool connections checked out for a PREPARE whose BEGIN has not been sent yet (prepareConn sends it). */
   private readonly unbegun = new WeakSet<PoolClient>();
-  /**
-   * The id PostgreSQL gave T's transaction when it began (txid_current()), per
-   * connection: PREPARE checks it is still that transaction, so work that
-   * committed and began another (COMMIT AND CHAIN, COMMIT; BEGIN) votes NO
-   * instead of preparing only what came after.
-   */
-  private readonly begunXid = new WeakMap<PoolClient, string>();
   private readonly table: string;
 
   private constructor(o: Options, log: EngineLog) {
@@ -269,7 +266,7 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
       return client;
     }
     try {
-      this.begunXid.set(client, xidOf(await client.query(`${this.beginSql()};\n${XID_QUERY}`), 1));
+      await client.query(this.beginSql(txnId));
     } catch (err) {
       client.removeListener('error', onError);
       client.release(err as Error);
@@ -278,42 +275,40 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
     return client;
   }
 
-  private beginSql(): string {
-    return this.o.isolation === 'read committed' ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${this.o.isolation.toUpperCase()}`;
+  /** BEGIN, and the setting that names T's transaction for as long as it lasts (OWN_TXN_SETTING). */
+  private beginSql(txnId: TxnId): string {
+    const begin = this.o.isolation === 'read committed' ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${this.o.isolation.toUpperCase()}`;
+    return `${begin};\nSET LOCAL ${OWN_TXN_SETTING} = ${sqlGid(this.gid(txnId))}`;
   }
 
+  /**
+   * One round trip: T's BEGIN (when openConn left it here), the payload's
+   * statements, the marker row and PREPARE TRANSACTION, as one simple query.
+   * PostgreSQL runs them in order and stops at the first that fails, so
+   * nothing after a failed statement runs and T votes NO with its error.
+   */
   protected async prepareConn(txnId: TxnId, client: PoolClient, sql: readonly string[]): Promise<void> {
     const gid = this.gid(txnId);
-    // T's BEGIN, when openConn left it to us, goes with the first statement we send.
-    let begin = this.unbegun.delete(client) ? `${this.beginSql()};\n` : '';
-    if (sql.length > 0) {
-      // The payload's statements in one round trip (a simple query of several statements, run in order;
-      // the first that fails stops the rest and fails T). "\n;\n" ends a statement even after a -- comment.
-      const r = await client.query((begin === '' ? '' : `${begin}${XID_QUERY};\n`) + sql.join('\n;\n'));
-      if (begin !== '') this.begunXid.set(client, xidOf(r, 1));
-      begin = '';
-      // The application may have ended T itself (COMMIT inside work): preparing then would prepare nothing.
-      const status = client.getTransactionStatus();
-      if (status === 'I') throw new Error(`transaction ${txnId}'s PostgreSQL transaction was ended by its own work (COMMIT or ROLLBACK)`);
-    } else if (begin === '' && client.getTransactionStatus() === 'I') {
-      throw new Error(`transaction ${txnId}'s PostgreSQL transaction was ended by its own work (COMMIT or ROLLBACK)`);
-    }
-    // One round trip: the marker row and PREPARE TRANSACTION. lock_timeout bounds a clash with another
-    // prepared transaction holding the same gid's marker (two processes with one participant id).
-    // Still the transaction T began? Work that committed and began another would otherwise have the
-    // marker and PREPARE TRANSACTION cover only what came after (an empty payload begins here: nothing to check).
-    const xid = begin === '' ? this.begunXid.get(client) : undefined;
-    const same =
-      xid === undefined
-        ? ''
-        : `DO $$BEGIN IF txid_current_if_assigned() IS DISTINCT FROM ${xid} THEN RAISE EXCEPTION 'the transaction was ended by its own work (COMMIT or ROLLBACK) and another begun; it is not prepared'; END IF; END$$; `;
-    const r = (await client.query(
+    const begin = this.unbegun.delete(client) ? `${this.beginSql(txnId)};\n` : '';
+    // The work (not a payload) committed or rolled back T and began nothing: the session is idle.
+    if (begin === '' && client.getTransactionStatus() === 'I') throw new Error(`transaction ${txnId}'s PostgreSQL ${ENDED_BY_WORK}`);
+    // "\n;\n" ends a payload statement even after a -- comment. lock_timeout bounds a clash with another
+    // prepared transaction holding the same gid's marker (two processes with one participant id). The
+    // marker's gid is NULL, and fails the rest, unless T's own transaction is the one still open.
+    const text =
       begin +
-        `SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.o.markerLockTimeoutMs))}; ` +
-        same +
-        `INSERT INTO ${this.table} (gid, txn_id, prepared_at) VALUES (${sqlGid(gid)}, ${pg.escapeLiteral(txnId)}, statement_timestamp()); ` +
-        `PREPARE TRANSACTION ${sqlGid(gid)}`,
-    )) as unknown as QueryResult | QueryResult[];
+      (sql.length > 0 ? `${sql.join('\n;\n')}\n;\n` : '') +
+      `SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.o.markerLockTimeoutMs))};\n` +
+      `INSERT INTO ${this.table} (gid, txn_id, prepared_at) VALUES (CASE WHEN current_setting('${OWN_TXN_SETTING}', true) = ${sqlGid(gid)} THEN ${sqlGid(gid)} END, ${pg.escapeLiteral(txnId)}, statement_timestamp());\n` +
+      `PREPARE TRANSACTION ${sqlGid(gid)}`;
+    let r: QueryResult | QueryResult[];
+    try {
+      r = (await client.query(text)) as unknown as QueryResult | QueryResult[];
+    } catch (err) {
+      const e = err as { code?: string; table?: string; column?: string };
+      if (e.code === NOT_NULL_VIOLATION && e.table === this.table && e.column === 'gid') throw new Error(`transaction ${txnId}'s PostgreSQL ${ENDED_BY_WORK}`);
+      throw err;
+    }
     const results = Array.isArray(r) ? r : [r];
     // PREPARE TRANSACTION on a failed transaction answers ROLLBACK, not an error: assert what we got.
     const last = results[results.length - 1];
@@ -332,7 +327,6 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
   /** A prepared transaction survives its session, so the connection goes back to the pool. */
   protected async releaseConn(client: PoolClient, broken: Error | null): Promise<void> {
     this.unbegun.delete(client);
-    this.begunXid.delete(client);
     client.release(broken ?? undefined);
   }
 

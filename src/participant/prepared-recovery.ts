@@ -15,8 +15,8 @@
 // what the engine needs for duplicate PREPAREs and redelivered decisions (R7),
 // and the only link from a hashed gid to its txn id. It holds no data. Its
 // prepared record is synced before the vote unless the resource says the
-// database alone finds T again (Resource.durableAtPrepare: PostgreSQL, for
-// readable gids); then it starts no sync of its own and rides in the next
+// database alone finds T again (Resource.durableAtPrepare: PostgreSQL and MySQL, for
+// readable gids and xids); then it starts no sync of its own and rides in the next
 // frame, usually its decision's (a lazy record, journal.ts).
 //
 // On start, reconcile() merges them before engine.recover():

@@ -3,6 +3,7 @@
 // the decision from another, idempotent and hazardous redeliveries through the
 // marker row, NO votes with the server's own error, the start-up refusals, and
 // a crash of MariaDB itself with a branch prepared.
+import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pgPayload, HeuristicHazardError } from '../../src/participant/postgres.ts';
 import { MySqlResource, type MySqlResourceOptions } from '../../src/participant/resources/mysql/resource.ts';
@@ -152,6 +153,71 @@ describe('mysql resource: the unit of work under XA', () => {
     await r.work('T8', async (c) => void (await c.query("INSERT INTO entries VALUES ('e8', 8)")));
     await expect(r.work('T9', async () => {})).rejects.toThrow(/too many open XA branches \(1, --mysql-concurrency\)/);
     await r.rollback('T8');
+  });
+});
+
+describe('mysql resource: round trips on the hot path', () => {
+  /** Every query sent on a branch session opened while fn runs (one round trip each). */
+  async function branchQueriesDuring(fn: () => Promise<void>): Promise<string[]> {
+    const sent: string[] = [];
+    const create = mysql.createConnection;
+    mysql.createConnection = (async (...a: Parameters<typeof create>) => {
+      const c = await create(...a);
+      const query = c.query.bind(c) as (...q: unknown[]) => unknown;
+      c.query = ((...q: unknown[]) => {
+        sent.push(String(q[0]));
+        return query(...q);
+      }) as typeof c.query;
+      return c;
+    }) as typeof create;
+    try {
+      await fn();
+    } finally {
+      mysql.createConnection = create;
+    }
+    return sent;
+  }
+
+  it('a PREPARE takes one round trip (XA START, the payload, the marker, XA END, XA PREPARE) and XA COMMIT one', async () => {
+    const r = await open();
+    // A statement's own semicolon, and a -- comment on its last line, do not break the statements after it.
+    const payload = pgPayload(["INSERT INTO entries VALUES ('rt1', 1);", "UPDATE entries SET amount = amount + 1 WHERE id = 'rt1' -- the debit"]);
+    const sent = await branchQueriesDuring(async () => {
+      expect(await r.prepareAsync('T-rt', payload)).toEqual({ yes: true, reason: '' });
+      await r.commitAsync('T-rt');
+    });
+    expect(sent.map((q) => q.split(/\s/).slice(0, 2).join(' '))).toEqual(['XA START', 'XA COMMIT']);
+    expect(sent[0]).toMatch(/^XA START [^;]+;\nINSERT INTO entries .*\n;\nUPDATE entries .* -- the debit\n;\nINSERT INTO verdict_xa_markers .*;\nXA END [^;]+;\nXA PREPARE /s);
+    expect(await amount('rt1')).toBe(2);
+  });
+
+  it('R4: a readable xid is durable at XA PREPARE (the vote does not wait for the journal); a hashed one is not', async () => {
+    const r = await open();
+    expect(r.durableAtPrepare('T-readable')).toBe(true);
+    expect(r.durableAtPrepare('order/17 ü')).toBe(true);
+    // Too long for a readable gtrid: recovery can match it only through the journal.
+    const long = `T-${'x'.repeat(80)}`;
+    expect(xidOf(SCOPE, long).gtrid).toMatch(/#[0-9a-f]{32}$/);
+    expect(r.durableAtPrepare(long)).toBe(false);
+  });
+
+  it('R4: a PREPARE whose XA START finds the branch prepared already votes NO and leaves that prepared branch alone', async () => {
+    // A branch prepared by a process that stopped before it could answer: the server holds it, this process does not know it.
+    const before = await open();
+    expect((await before.prepareAsync('T-dup', pgPayload(["INSERT INTO entries VALUES ('dup', 1)"]))).yes).toBe(true);
+    await before.close();
+    const x = xidText(xidOf(SCOPE, 'T-dup'));
+    expect(await ours()).toContain(x);
+    const r = await open();
+    const vote = await r.prepareAsync('T-dup', pgPayload(["INSERT INTO entries VALUES ('dup2', 1)"]));
+    expect(vote.yes).toBe(false);
+    expect(vote.reason).toMatch(/XAER_DUPID|1440/);
+    // Still prepared: closing the failed session rolled back only what it began.
+    expect(await ours()).toContain(x);
+    await r.commitAsync('T-dup');
+    expect(await amount('dup')).toBe(1);
+    expect(await amount('dup2')).toBeUndefined();
+    expect(await ours()).not.toContain(x);
   });
 });
 

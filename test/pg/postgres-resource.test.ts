@@ -232,7 +232,7 @@ describe('postgres resource: round trips and connections on the hot path', () =>
     return sent;
   }
 
-  it('a PREPARE with a payload takes two round trips (BEGIN with its SQL, then the marker with PREPARE TRANSACTION), an empty one one, COMMIT PREPARED one', async () => {
+  it('a PREPARE takes one round trip (BEGIN, its SQL, the marker and PREPARE TRANSACTION), after work() too, and COMMIT PREPARED one', async () => {
     const r = await open();
     // A statement ending in a -- comment still ends where the next begins.
     const payload = pgPayload(["INSERT INTO accounts VALUES ('rt-1', 5) -- the order", "UPDATE accounts SET balance = balance + 1 WHERE id = 'rt-1'"]);
@@ -240,11 +240,18 @@ describe('postgres resource: round trips and connections on the hot path', () =>
       expect(await r.prepareAsync('T-rt', payload)).toEqual({ yes: true, reason: '' });
       await r.commitAsync('T-rt');
     });
-    expect(sent.map((q) => q.text.split(/\s/)[0])).toEqual(['BEGIN;', 'SET', 'COMMIT']);
-    expect(sent[0].text).toMatch(/^BEGIN;\nSELECT txid_current\(\)::text AS xid;\nINSERT INTO accounts .* -- the order\n;\nUPDATE accounts /s);
-    expect(sent[1].text).toMatch(
-      /^SET LOCAL lock_timeout = \d+; DO \$\$BEGIN IF txid_current_if_assigned\(\) IS DISTINCT FROM \d+ THEN .*; INSERT INTO verdict_markers .*; PREPARE TRANSACTION 'verdict:/s,
+    expect(sent.map((q) => q.text.split(/\s/)[0])).toEqual(['BEGIN;', 'COMMIT']);
+    expect(sent[0].text).toMatch(
+      /^BEGIN;\nSET LOCAL verdict\.gid = 'verdict:[^']+';\nINSERT INTO accounts .* -- the order\n;\nUPDATE accounts .*\n;\nSET LOCAL lock_timeout = \d+;\nINSERT INTO verdict_markers .*current_setting\('verdict\.gid', true\).*;\nPREPARE TRANSACTION 'verdict:/s,
     );
+    // The work's BEGIN is a round trip of its own; PREPARE is then one more.
+    const viaWork = await queriesDuring(async () => {
+      await r.work('T-rt-work', insert('rt-work', 2));
+      expect(await r.prepareAsync('T-rt-work', NONE)).toEqual({ yes: true, reason: '' });
+    });
+    expect(viaWork.map((q) => q.text.split(/\s/)[0])).toEqual(['BEGIN;', 'INSERT', 'SET']);
+    await r.commitAsync('T-rt-work');
+    expect(await balanceOf('rt-work')).toBe(2);
     expect(await balanceOf('rt-1')).toBe(6);
     // An intentionally empty transaction: BEGIN goes with the marker and PREPARE TRANSACTION, one round trip.
     const empty = await queriesDuring(async () => {

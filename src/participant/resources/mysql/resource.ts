@@ -5,14 +5,19 @@
 //                the first call takes a session of T's own (an idle one, or a
 //                new connection) and runs XA START xid; the session stays
 //                T's until the decision.
-//   PREPARE      runs the payload's SQL (the {"sql": [...]} format of the
-//                PostgreSQL adapter), writes T's marker row, then XA END and
-//                XA PREPARE. With innodb_flush_log_at_trx_commit = 1 (and
+//   PREPARE      one round trip (the session takes several statements in
+//                one query): XA START when T was not opened by work(), the
+//                payload's SQL (the {"sql": [...]} format of the PostgreSQL
+//                adapter), T's marker row, XA END and XA PREPARE. The server
+//                runs them in order and stops at the first that fails, which
+//                makes the vote NO. With innodb_flush_log_at_trx_commit = 1 (and
 //                sync_binlog = 1 when the binlog is on; server-check.ts
 //                refuses less) the server has the branch on disk before it
 //                answers, so it is durable by the time the resource votes
 //                YES (R4). A crash of this process ends the session, which
 //                leaves the branch prepared (MySQL 5.7.7+, MariaDB 10.5.2+).
+//                So for a readable xid the engine does not wait for its
+//                journal's sync (durableAtPrepare), as for PostgreSQL.
 //   COMMIT       XA COMMIT xid, on the session that prepared the branch when
 //                it is still held (then the session is free for the next
 //                branch), else on a control connection
@@ -60,6 +65,18 @@ import { parseXid, sqlXid, xidOf, xidScope, xidText, XA_FORMAT_ID, type Xid, typ
 
 /** "Transaction branch was rolled back": after a failed XA PREPARE the branch is already gone. */
 const ER_XA_RBROLLBACK = 1402;
+/**
+ * A payload statement as one of several in a query: its own trailing
+ * semicolons dropped (an empty statement between two is a syntax error to
+ * MySQL), then ended on a line of its own, so a -- comment on its last line
+ * does not swallow the next. An empty statement adds nothing.
+ */
+function endOf(stmt: string): string {
+  let end = stmt.length;
+  while (end > 0 && (stmt[end - 1] === ';' || /\s/.test(stmt[end - 1] as string))) end -= 1;
+  return end === 0 ? '' : `${stmt.slice(0, end)}\n;\n`;
+}
+
 const TABLE_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 
 export interface MySqlResourceOptions {
@@ -124,6 +141,10 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
   private readonly idle: Connection[] = [];
   /** Sessions the server or the network closed: never reused. */
   private readonly dead = new WeakSet<Connection>();
+  /** Sessions checked out for a PREPARE whose XA START has not been sent yet (prepareConn sends it). */
+  private readonly unstarted = new WeakSet<Connection>();
+  /** Sessions whose PREPARE failed in a query that began with XA START: rolled back by closing them (prepareConn). */
+  private readonly closeOnRollback = new WeakSet<Connection>();
   /** When a scan first saw a branch whose marker it could not read; bounded by what one scan returns. */
   private readonly firstSeenAtMs = new Map<string, number>();
 
@@ -190,14 +211,32 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
     return xidText(this.xid(txnId));
   }
 
+  /**
+   * Whether T's XA PREPARE alone is its durable prepared state: true when T's
+   * xid spells T's id, so recovery finds T in XA RECOVER without the journal
+   * (the server check refuses a server on which an answered XA PREPARE is not
+   * on disk, or on which a branch does not outlive its session). The engine
+   * then votes YES without waiting for its journal's sync. A hashed xid (a
+   * long txn id) names T only through the journal, whose prepared record is
+   * then synced before the vote.
+   */
+  durableAtPrepare(txnId: TxnId): boolean {
+    const parsed = parseXid(this.scope, this.xid(txnId));
+    return parsed.kind === 'readable' && parsed.txnId === txnId;
+  }
+
   describeError(err: unknown): string {
     return describeMySqlError(err);
   }
 
   // ---- MySQL's statements (the DbResource hooks) ----
 
-  /** A session of T's own (an idle one, or a new one; see the file comment for why not a shared pool), and XA START. */
-  protected async openConn(txnId: TxnId, e: DbTxn<Connection>): Promise<Connection> {
+  /**
+   * A session of T's own (an idle one, or a new one; see the file comment for
+   * why not a shared pool), and XA START; for a PREPARE that opens T
+   * (forPrepare), XA START goes with prepareConn's statements instead.
+   */
+  protected async openConn(txnId: TxnId, e: DbTxn<Connection>, forPrepare: boolean): Promise<Connection> {
     let conn: Connection | undefined;
     while (conn === undefined && this.idle.length > 0) {
       const c = this.idle.pop() as Connection;
@@ -205,7 +244,8 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
     }
     if (conn === undefined) {
       try {
-        conn = await mysql.createConnection({ uri: this.o.url, connectTimeout: this.o.connectTimeoutMs });
+        // Several statements in one query: PREPARE sends its own in one round trip (prepareConn).
+        conn = await mysql.createConnection({ uri: this.o.url, connectTimeout: this.o.connectTimeoutMs, multipleStatements: true });
       } catch (err) {
         throw new Error(`no MySQL connection for transaction ${txnId}: ${describeMySqlError(err)}`);
       }
@@ -220,6 +260,10 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
     };
     conn.on('error', onError);
     e.detach = () => conn.removeListener('error', onError);
+    if (forPrepare) {
+      this.unstarted.add(conn);
+      return conn;
+    }
     try {
       await conn.query(`XA START ${sqlXid(this.xid(txnId))}`);
     } catch (err) {
@@ -229,17 +273,39 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
     return conn;
   }
 
+  /**
+   * One round trip (one query of several statements, run in order; the first
+   * that fails stops the rest): XA START when openConn left it here, the
+   * payload's statements (endOf), the marker row, XA END and XA PREPARE.
+   * With the test hook afterXaEnd, XA PREPARE goes alone after it.
+   */
   protected async prepareConn(txnId: TxnId, conn: Connection, sql: readonly string[]): Promise<void> {
     const xid = this.xid(txnId);
-    for (const stmt of sql) await conn.query(stmt);
-    await conn.query(tables.markerInsert(this.table), [xidText(xid), txnId]);
-    await conn.query(`XA END ${sqlXid(xid)}`);
-    await this.o.afterXaEnd?.(txnId, conn.threadId);
+    const started = !this.unstarted.delete(conn);
+    const hook = this.o.afterXaEnd;
+    const text =
+      (started ? '' : `XA START ${sqlXid(xid)};\n`) +
+      sql.map(endOf).join('') +
+      `${mysql.format(tables.markerInsert(this.table), [xidText(xid), txnId])};\n` +
+      `XA END ${sqlXid(xid)}` +
+      (hook === undefined ? `;\nXA PREPARE ${sqlXid(xid)}` : '');
+    try {
+      await conn.query(text);
+    } catch (err) {
+      // Whether XA START itself failed is unknown (XAER_DUPID: a branch of that xid is prepared already), so the
+      // branch is not rolled back by its xid, which could reach that prepared branch: the session is closed
+      // instead, which rolls back whatever this session began.
+      if (!started) this.closeOnRollback.add(conn);
+      throw err;
+    }
+    if (hook === undefined) return;
+    await hook(txnId, conn.threadId);
     await conn.query(`XA PREPARE ${sqlXid(xid)}`);
   }
 
   /** Best effort: the branch may be ACTIVE, IDLE or gone; closing the session rolls back whatever is left. */
   protected async rollbackConn(txnId: TxnId, conn: Connection): Promise<Error | null> {
+    if (this.closeOnRollback.delete(conn)) return new Error('the branch is rolled back by closing its session');
     const x = sqlXid(this.xid(txnId));
     await conn.query(`XA END ${x}`).catch(() => {});
     await conn.query(`XA ROLLBACK ${x}`).catch(() => {});
@@ -253,6 +319,7 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
    * is destroyed.
    */
   protected async releaseConn(conn: Connection, broken: Error | null, prepared: boolean): Promise<void> {
+    this.unstarted.delete(conn);
     if (broken !== null || this.dead.has(conn)) return void conn.destroy();
     if (!prepared && !this.closed && this.idle.length < this.o.concurrency) return void this.idle.push(conn);
     await conn.end().catch(() => conn.destroy());
