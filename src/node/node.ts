@@ -165,6 +165,7 @@ async function compose(
   const history = await openHistory(cfg, machine, log);
   if (history !== null) open.add(() => history.close());
   machine.history = history;
+  machine.sagas = products.sagas;
   const rawNode = restartRaft(cfg, recovered);
   if (rawNode.raft.rejoining) {
     log.warn(
