@@ -5,7 +5,26 @@
 // ./history-feed.ts: nothing here changes the saga table or the engine.
 
 import { SAGA_TEXT_CHARS_MAX, sagaKey, type HistoryChange, type HistorySaga } from '../history/record.ts';
-import { isSagaResult, type SagaRecord, type SagaTable } from '../saga/state.ts';
+import { isSagaResult, SagaTable, type SagaRecord } from '../saga/state.ts';
+import { StartupError } from './startup-error.ts';
+
+/**
+ * A test-only bound on the ended sagas the saga table keeps, so that a test
+ * sees a saga collected from the table and read from the history without
+ * running ten thousand. The table's bound is part of the replicated state
+ * machine: every node of a cluster must run with the same value (a test
+ * gives it to all), and production leaves it unset.
+ */
+export const SAGAS_KEPT_ENV = 'VERDICT_TEST_SAGAS_KEPT';
+
+/** The saga table for this node: the usual one, or with the test's bound (SAGAS_KEPT_ENV). */
+export function sagaTableFromEnv(env: NodeJS.ProcessEnv = process.env): SagaTable {
+  const raw = env[SAGAS_KEPT_ENV];
+  if (raw === undefined || raw === '') return new SagaTable();
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1) throw new StartupError(`${SAGAS_KEPT_ENV}=${JSON.stringify(raw)} is not a whole number from 1 (for tests; unset it in production)`);
+  return new SagaTable(n);
+}
 
 /** The history's change for an applied result, or null when it is no saga's or changed nothing. */
 export function sagaChange(result: { t: string; product?: string }, index: number, shiftMs: number): HistoryChange | null {
