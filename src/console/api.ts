@@ -450,6 +450,45 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     };
   }
 
+  /**
+   * TCC participants and the reserves each holds for a transaction the
+   * leader works on (it voted YES: its Try reserved, and the decision, or
+   * its ACK, is still owed): what the client enlisted it with, the age, and
+   * how long the cluster lets it stand (an undecided transaction is aborted
+   * at its deadline). A reserve's own TTL is the participant's (its Try
+   * gave it; on expiry it asks the cluster to abort): its metrics count it.
+   */
+  async function tcc(): Promise<unknown> {
+    const { driver, engine, table } = ready();
+    const isLeader = engine.isLeader();
+    const nowMs = Date.now();
+    const tccs = [...table.participants.values()].filter((p) => p.resourceKind.startsWith('tcc'));
+    const held = isLeader ? engine.heldBy(new Set(tccs.map((p) => p.id)), TCC_RESERVES_MAX + 1) : [];
+    const count = new Map<string, number>();
+    for (const h of held) count.set(h.participantId, (count.get(h.participantId) ?? 0) + 1);
+    return {
+      nodeId: cfg.nodeId,
+      leader: isLeader,
+      leaderRef: await leaderRef(driver.leader()),
+      nowMs,
+      note: isLeader ? '' : `node ${cfg.nodeId} is not the leader: the reserves held for transactions in flight are known to the leader`,
+      participants: tccs.map((p) => ({ id: p.id, kind: p.resourceKind, endpoint: p.endpoint, held: isLeader ? (count.get(p.id) ?? 0) : null })),
+      reserves: isLeader
+        ? held.slice(0, TCC_RESERVES_MAX).map((h) => ({
+            participantId: h.participantId,
+            txnId: h.txnId,
+            phase: h.phase,
+            outcome: h.outcome,
+            ageMs: h.ageMs,
+            deadlineInMs: h.deadlineAtMs === null ? null : h.deadlineAtMs - Date.now(),
+            holds: payloadText(h.payload),
+            retries: h.retries,
+          }))
+        : null,
+      truncated: held.length > TCC_RESERVES_MAX,
+    };
+  }
+
   async function resolve(id: string, body: Record<string, unknown>, req: IncomingMessage): Promise<unknown> {
     const { driver, engine } = ready();
     requireAdmin(req, 'txn resolve');
@@ -508,6 +547,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     if (path === '/api/cluster' && get) return send(res, 200, await cluster(req));
     if (path === '/api/transactions' && get) return send(res, 200, await transactions(url.searchParams));
     if (path === '/api/participants' && get) return send(res, 200, await participants());
+    if (path === '/api/tcc' && get) return send(res, 200, await tcc());
     if (path === '/api/history' && get) return send(res, 200, await history(url.searchParams));
     const one = /^\/api\/transactions\/([^/]+)$/.exec(path);
     if (one && get) return send(res, 200, await transaction(decodeSegment(one[1]!)));
@@ -554,6 +594,19 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     });
     return true;
   };
+}
+
+/** Reserves listed at most on the TCC page. */
+const TCC_RESERVES_MAX = 500;
+const PAYLOAD_CHARS_MAX = 200;
+
+/** A payload as a person reads it: its UTF-8 text, cut; "(N bytes)" when it is not text. */
+function payloadText(payload: Uint8Array): string {
+  if (payload.byteLength === 0) return '';
+  const text = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('utf8');
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is looked for
+  if (text.includes('\ufffd') || /[\u0000-\u0008\u000e-\u001f]/.test(text)) return `(${payload.byteLength} bytes, not text)`;
+  return text.length > PAYLOAD_CHARS_MAX ? `${text.slice(0, PAYLOAD_CHARS_MAX)}… (${payload.byteLength} bytes)` : text;
 }
 
 /**
