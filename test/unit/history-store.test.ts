@@ -302,4 +302,19 @@ describe('sagas and forced removals in the history', () => {
     follower.restore(leader.snapshot(), index);
     expect((await other.query({ txnId: 'owed-1' })).records[0]?.acts).toMatchObject([act]);
   });
+
+  it("a node that installs a snapshot keeps the snapshot's sagas as records", async () => {
+    const { store } = await open();
+    const leaderSagas = new SagaTable();
+    const leader = new HistoriedMachine([leaderSagas]);
+    leaderSagas.apply({ t: 'saga.start', sagaId: 'trip-1', steps: [{ service: 'hotel', name: 'book', input: '2 nights' }], pivot: null, atMs: NOW_MS - 60_000, type: 'trip' }, 4);
+    const followerSagas = new SagaTable();
+    const follower = new HistoriedMachine([followerSagas]);
+    follower.sagas = followerSagas;
+    follower.history = store;
+    follower.restore(leader.snapshot(), 9);
+    const r = (await store.query({ kind: 'saga' })).records[0];
+    expect(r?.saga).toMatchObject({ sagaId: 'trip-1', type: 'trip', state: 'running', lastIndex: 9, steps: [{ service: 'hotel', name: 'book', input: '2 nights', status: 'running' }] });
+    expect((await store.query({})).lacks).toEqual([{ firstIndex: 1, lastIndex: 9 }]);
+  });
 });
