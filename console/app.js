@@ -1,6 +1,6 @@
 // Verdict's web console: plain ES module, no framework, no build step. Pages
-// are chosen by the URL's hash (#cluster, #transactions, #participants,
-// #txn/<id>); the data comes from the node's JSON API (docs/console.md) and
+// are chosen by the URL's hash (#cluster, #transactions, #history,
+// #participants, #tcc, #sagas, #leases, #charts, #txn/<id>, #saga/<id>); the data comes from the node's JSON API (docs/console.md) and
 // is polled every second. Every value is written with textContent, never as
 // HTML, so nothing a participant or a client sent can run in the page.
 
@@ -268,19 +268,7 @@ const pages = {
       r.note ? el('p', { class: 'note' }, r.note, ': ', leaderLink(r.leaderRef, '#participants')) : '',
       table(`Registered participants, as node ${r.nodeId} sees them`, ['id', 'address', 'last seen', 'in doubt', 'state', 'resource kind', 'registered'], rows, 'no participant is registered'),
       el('p', { class: 'muted', text: `A participant is shown silent when it has answered nothing asked of it for ${age(r.silentAfterMs)}.` }),
-      el('h2', { text: 'TCC reserves' }),
-      el('p', {
-        class: 'muted',
-        text: 'A TCC participant holds a reserve (its Try) for every transaction it voted YES on, until it hears the decision. The leader knows how many of those wait for a decision or an ACK; the reserves themselves (what is held, until when) are the participant’s: its metrics verdict_participant_tcc_reserves_held and verdict_participant_tcc_reserves_expired_total.',
-      }),
-      table(
-        'TCC participants, reserves the leader waits on',
-        ['participant', 'resource kind', 'reserves awaiting the decision or its ACK', 'state'],
-        r.participants
-          .filter((p) => p.kind.startsWith('tcc-'))
-          .map((p) => [p.id, p.kind, p.inDoubt === null ? leaderLink(r.leaderRef, '#participants', 'on the leader') : String(p.inDoubt), state(p)]),
-        'no TCC participant is registered',
-      ),
+      el('p', { class: 'muted' }, 'The reserves TCC participants hold are on ', el('a', { href: '#tcc', text: 'TCC reserves' }), '.'),
     );
   },
 
@@ -337,6 +325,7 @@ const pages = {
       return;
     }
     const t = r.transaction;
+    const h = r.history;
     // The form only where a resolve can succeed: on the leader, for a transaction not decided yet.
     state.resolveBox.hidden = !r.actions.resolve.offered;
     state.resolveWhy.replaceChildren(
@@ -357,7 +346,28 @@ const pages = {
             ['age', ageOf(t)],
           ].map(([k, v]) => el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k)),
         )
-      : el('p', { class: 'note', text: 'No longer in the decision table (forgotten after every ACK); the timeline below is what this node kept.' });
+      : h
+        ? el(
+            'ul',
+            { class: 'summary', 'aria-label': 'Transaction, from the history' },
+            [
+              ['outcome', h.outcome === 'commit' ? 'committed' : h.outcome === 'abort' ? 'aborted' : 'unknown'],
+              ['decided at', time(h.decidedAtMs)],
+              ['decision index', h.decisionIndex || '—'],
+              ['every ACK by', h.forgottenAtMs ? time(h.forgottenAtMs) : '—'],
+            ].map(([k, v]) => el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k)),
+          )
+        : el('p', { class: 'note', text: 'No longer in the decision table (forgotten after every ACK); the timeline below is what this node kept.' });
+    // Each participant: the leader's view while it tracks the transaction, else the history's; a forced removal named in its row.
+    const removedText = (id) => {
+      const x = (r.removed ?? []).find((y) => y.participantId === id) ?? (h?.acts ?? []).find((a) => a.kind === 'removed' && a.participantId === id);
+      return x ? el('span', { class: 'down', 'data-removed': id, text: `removed with --force by ${x.operator} at ${time(x.atMs)}: ${x.reason}; no longer delivered` }) : '—';
+    };
+    const tracked = t && t.phase !== 'decided';
+    const people = tracked
+      ? t.participants.map((p) => [p.id, p.vote || '—', p.acked ? 'yes' : t.outcome === 'aborted' ? 'not needed' : 'no', String(p.retries), removedText(p.id)])
+      : (h?.participants ?? []).map((p) => [p.participantId, p.vote || '—', p.acked ? 'yes' : h.outcome === 'abort' ? 'not needed' : 'no', '—', removedText(p.participantId)]);
+    const from = tracked ? `as the leader ${r.nodeId} tracks them` : `from node ${r.nodeId}'s history`;
     const events = r.timeline.map((e) => [
       time(e.atMs),
       e.kind,
@@ -368,7 +378,8 @@ const pages = {
     ]);
     state.body.replaceChildren(
       facts,
-      t && t.reason ? el('p', { text: `Reason: ${t.reason}` }) : '',
+      t && t.reason ? el('p', { text: `Reason: ${t.reason}` }) : !t && h?.reason ? el('p', { text: `Reason: ${h.reason}` }) : '',
+      table(`Participants, ${from}`, ['participant', 'vote', 'acknowledged', 'retries', 'removed'], people, 'no participant is known here'),
       !r.leader ? el('p', { class: 'note', text: 'This node is not the leader: it saw only the decision and the forget; PREPARE, VOTE and ACK are on the leader.' }) : '',
       el('h2', { text: 'Timeline' }),
       table(
@@ -522,6 +533,140 @@ Object.assign(pages, {
             `No retry or resolve here: ${r.actions.retry.why}`,
             ...(r.leader ? ['.'] : [' — ', leaderLink(r.leaderRef, `#saga/${encodeURIComponent(id)}`, `this saga on ${r.leaderRef.leaderId}`), '.']),
           ]),
+    );
+  },
+
+  async tcc(view) {
+    const r = await api('/api/tcc');
+    const onLeader = leaderLink(r.leaderRef, '#tcc', 'on the leader');
+    const until = (x) =>
+      x.deadlineInMs === null
+        ? `until ${x.participantId} acknowledges the ${x.outcome === 'committed' ? 'COMMIT' : 'ABORT'}`
+        : x.deadlineInMs > 0
+          ? `undecided; aborted in ${age(x.deadlineInMs)} if still undecided`
+          : 'undecided, past its deadline: being aborted';
+    const rows = (r.reserves ?? []).map((x) => [
+      x.participantId,
+      el('a', { href: `#txn/${encodeURIComponent(x.txnId)}`, 'data-reserve': `${x.participantId}/${x.txnId}`, text: x.txnId }),
+      x.holds || '—',
+      age(x.ageMs),
+      x.phase === 'delivering' ? `decided ${x.outcome}, not acknowledged${x.retries > 0 ? ` (${x.retries} failed deliveries)` : ''}` : 'voted YES, awaiting the decision',
+      until(x),
+    ]);
+    view.replaceChildren(
+      el('h2', { text: 'TCC reserves' }),
+      el('p', {
+        class: 'muted',
+        text: 'A TCC participant holds a reserve (its Try) from its YES vote until the cluster’s decision reaches it: Confirm on COMMIT, Cancel on ABORT. The cluster knows what each was enlisted with and how long the transaction has run; a TTL the Try gave is the participant’s own (when it runs out the participant asks the cluster to abort, never cancels alone), counted by its verdict_participant_tcc_reserves_held and verdict_participant_tcc_reserves_expired_total.',
+      }),
+      r.note ? el('p', { class: 'note' }, r.note, ': ', leaderLink(r.leaderRef, '#tcc')) : '',
+      table(
+        'TCC participants',
+        ['participant', 'resource kind', 'address', 'reserves held'],
+        r.participants.map((p) => [p.id, p.kind, p.endpoint, p.held === null ? onLeader : el('span', { 'data-held': p.id, text: String(p.held) })]),
+        'no TCC participant is registered',
+      ),
+      r.reserves === null
+        ? ''
+        : table(
+            `Reserves held for transactions the leader ${r.nodeId} works on, oldest first`,
+            ['participant', 'transaction', 'reserved (as enlisted)', 'held for', 'state', 'held until'],
+            rows,
+            'no reserve is held',
+          ),
+      r.truncated ? el('p', { class: 'muted', text: 'More reserves are held than shown here.' }) : '',
+    );
+  },
+
+  async history(view, state) {
+    state.q ??= { since: '24h', until: '', participant: '', outcome: '', kind: '', limit: '100' };
+    if (!state.body) {
+      const field = (name, label, attrs = {}) => {
+        const input = el('input', { id: `history-${name}`, name, value: state.q[name], autocomplete: 'off', spellcheck: 'false', ...attrs });
+        return [el('label', { for: `history-${name}` }, label, input), input];
+      };
+      const choose = (name, label, options) => {
+        const select = el(
+          'select',
+          { id: `history-${name}`, name },
+          options.map(([v, text]) => el('option', { value: v, selected: v === state.q[name], text })),
+        );
+        return [el('label', { for: `history-${name}` }, label, select), select];
+      };
+      const parts = [
+        field('since', 'Since (30m, 24h, 7d or an ISO time)'),
+        field('until', 'Until (optional)'),
+        field('participant', 'Participant (optional)'),
+        choose('outcome', 'Outcome', [
+          ['', 'any'],
+          ['committed', 'committed'],
+          ['aborted', 'aborted'],
+        ]),
+        choose('kind', 'Kind', [
+          ['', 'transactions and sagas'],
+          ['txn', 'transactions'],
+          ['saga', 'sagas'],
+        ]),
+        field('limit', 'At most', { inputmode: 'numeric', size: 5 }),
+      ];
+      state.form = el(
+        'form',
+        {
+          role: 'search',
+          'aria-label': 'Search the history',
+          onsubmit: (e) => {
+            e.preventDefault();
+            for (const [, input] of parts) state.q[input.name] = input.value.trim();
+            refresh();
+          },
+        },
+        parts.map(([label]) => label),
+        el('button', { type: 'submit', text: 'Search' }),
+      );
+      state.body = el('div');
+      view.replaceChildren(el('h2', { text: 'History' }), state.form, state.body);
+    }
+    const params = new URLSearchParams(Object.entries(state.q).filter(([, v]) => v !== ''));
+    let r;
+    try {
+      r = await api(`/api/history?${params}`);
+    } catch (err) {
+      state.body.replaceChildren(message('error', err.message));
+      return;
+    }
+    const rows = r.records.map((x) =>
+      x.saga
+        ? [
+            el('a', { href: `#saga/${encodeURIComponent(x.saga.sagaId)}`, 'data-history': x.saga.sagaId, text: x.saga.sagaId }),
+            'saga',
+            x.saga.state,
+            time(x.saga.startedAtMs),
+            x.saga.steps.map((st) => `${st.service}/${st.name} ${st.status}`).join(', '),
+            [x.saga.type, ...Object.entries(x.saga.labels).map(([k, v]) => `${k}=${v}`)].filter((v) => v).join(' ') || '—',
+          ]
+        : [
+            el('a', { href: `#txn/${encodeURIComponent(x.txnId)}`, 'data-history': x.txnId, text: x.txnId }),
+            'transaction',
+            x.outcome === 'commit' ? 'committed' : x.outcome === 'abort' ? 'aborted' : 'unknown',
+            time(x.decidedAtMs),
+            x.participants.map((p) => `${p.participantId}${p.vote ? ` ${p.vote}` : ''}${p.acked ? ' acked' : ''}`).join(', '),
+            [
+              x.reason,
+              ...x.acts.map((a) => (a.kind === 'resolve' ? `resolved by ${a.operator}` : a.kind === 'removed' ? `${a.participantId} removed by ${a.operator}` : `${a.participantId} ${a.effect}`)),
+            ]
+              .filter((v) => v)
+              .join('; ') || '—',
+          ],
+    );
+    state.body.replaceChildren(
+      ...r.lacks.map((l) => el('p', { class: 'note', text: `This node's history lacks log entries ${l.firstIndex}–${l.lastIndex}: it installed a snapshot covering them (ask another node).` })),
+      table(
+        `Node ${r.nodeId}'s history, newest first (it keeps records back to ${time(r.oldestAtMs)}; ${Math.round(r.bytes / 1024)} KiB)`,
+        ['id', 'kind', 'outcome', 'at', 'participants / steps', 'reason, acts / type, labels'],
+        rows,
+        'nothing in that range',
+      ),
+      r.truncated ? el('p', { class: 'muted', text: 'More matched: narrow the range or raise the limit (at most 1000).' }) : '',
     );
   },
 

@@ -51,10 +51,23 @@ export function historyRows(records: readonly HistoryRecord[]): string[][] {
   for (const r of records) {
     const ps = r.participants.map((p) => `${p.participantId}:${p.vote || '-'}`).join(',');
     const acked = r.outcome === 'abort' ? 'not needed' : r.participants.every((p) => p.acked) ? 'all' : `${r.participants.filter((p) => p.acked).length}/${r.participants.length}`;
-    const acts = r.acts.map((a) => (a.kind === 'resolve' ? `resolved-by:${a.operator}` : `${a.participantId}:${a.effect}`)).join(',');
+    const acts = r.acts
+      .map((a) => (a.kind === 'resolve' ? `resolved-by:${a.operator}` : a.kind === 'removed' ? `${a.participantId}:removed-by:${a.operator}` : `${a.participantId}:${a.effect}`))
+      .join(',');
     rows.push([r.txnId, OUTCOME[r.outcome] ?? r.outcome, iso(r.decidedAtMs), String(r.decisionIndex || ''), ps, acked, acts, r.reason]);
   }
   return rows;
+}
+
+/**
+ * Each participant removed with `participant remove --force` while the
+ * decision was owed to it, as its row says it: "by WHO at TIME: WHY; no
+ * longer delivered".
+ */
+export function removalsOf(r: Pick<HistoryRecord, 'acts'>): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const a of r.acts) if (a.kind === 'removed') out.set(a.participantId, `removed with --force by ${a.operator} at ${iso(a.atMs)}: ${a.reason}; no longer delivered`);
+  return out;
 }
 
 /** The lines of `txn show`'s history part. */
@@ -64,8 +77,14 @@ export function historyLines(r: HistoryRecord, nodeId: string): { lines: string[
       (r.forgottenIndex ? `; every participant acknowledged by about ${iso(r.forgottenAtMs)} (index ${r.forgottenIndex})` : ''),
   ];
   const tables: string[][][] = [];
-  const ps = [['PARTICIPANT', 'VOTE', 'ACKED', 'ACK SEEN AT']];
-  for (const p of r.participants) ps.push([p.participantId, p.vote || '-', p.acked ? 'yes' : r.outcome === 'abort' ? 'not needed' : 'no', iso(p.ackedAtMs)]);
+  // A participant removed with --force while the decision was owed to it: its row says who removed it, when and why.
+  const removals = removalsOf(r);
+  const ps = [['PARTICIPANT', 'VOTE', 'ACKED', 'ACK SEEN AT', ...(removals.size > 0 ? ['REMOVED'] : [])]];
+  for (const p of r.participants) {
+    const row = [p.participantId, p.vote || '-', p.acked ? 'yes' : r.outcome === 'abort' ? 'not needed' : 'no', iso(p.ackedAtMs)];
+    if (removals.size > 0) row.push(removals.get(p.participantId) ?? '');
+    ps.push(row);
+  }
   tables.push(ps);
   if (r.acts.length > 0) {
     const acts = [['ACT', 'EFFECT', 'OUTCOME', 'BY', 'AT', 'PARTICIPANT', 'REASON']];

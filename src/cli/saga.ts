@@ -10,6 +10,8 @@ import { clientCredentials } from './client-credentials.ts';
 import { requireReachable } from './reach.ts';
 import { endpoints } from './status.ts';
 import { defaultOperator, EXIT_ABORTED, EXIT_ERROR, print, printJson, table } from './txn.ts';
+import { historyNotes, readHistory } from './history.ts';
+import type { HistoryPageWire } from '../transport/proto.ts';
 
 /** `verdict saga service` (./saga-service.ts), here so that the help loads no step-service code. */
 const SAGA_SERVICE_HELP = `  verdict saga service --id ID --listen HOST:PORT --data DIR --handler NAME [--handler NAME ...]
@@ -28,7 +30,8 @@ export const SAGA_HELP = `${SAGA_SERVICE_HELP}  verdict saga start --step SERVIC
                                       the sagas the cluster keeps; --stuck: those retrying a call past the
                                       stuck threshold, with the call, its attempts and its last error
   verdict saga show ID [--json]       one saga: its type and labels, state, each step's service, handler, input,
-                                      state, output, attempts and last error, and its timeline
+                                      state, output, attempts and last error, and its timeline; a saga the
+                                      cluster no longer keeps is read from the answering node's history
   verdict saga retry ID [--reason TEXT] [--operator WHO] [--json]
                                       make a stuck saga's call again now (admin; recorded with who and why)
   verdict saga resolve ID --step K --done|--compensated --reason TEXT [--operator WHO] [--json]
@@ -39,14 +42,14 @@ export const SAGA_HELP = `${SAGA_SERVICE_HELP}  verdict saga start --step SERVIC
 
 export async function sagaCommand(args: string[]): Promise<void> {
   const sub = args.shift();
-  const run: Record<string, (c: SagaCaller, rest: string[]) => Promise<void>> = { start, list, show, retry, resolve };
+  const run: Record<string, (c: SagaCaller, rest: string[], addrs: string[]) => Promise<void>> = { start, list, show, retry, resolve };
   const f = sub === undefined ? undefined : run[sub];
   if (!f) throw new UsageError('usage: verdict saga service|start|list|show|retry|resolve ...; run verdict saga --help');
   const addrs = endpoints(args);
   const operator = flag(args, '--operator') ?? defaultOperator();
   const caller = new SagaCaller(addrs, clientCredentials(), operator);
   try {
-    const work = f(caller, args);
+    const work = f(caller, args, addrs);
     work.catch(() => {});
     await Promise.race([work, requireReachable(addrs).then(() => work)]);
   } catch (err) {
@@ -138,11 +141,19 @@ function attemptsText(a: SagaStepStatus['action']): string {
   return a === null ? '' : String(a.attempts);
 }
 
-async function show(c: SagaCaller, rest: string[]): Promise<void> {
+async function show(c: SagaCaller, rest: string[], addrs: string[]): Promise<void> {
   const id = idOf(rest);
   const json = bool(rest, '--json');
   noMore(rest);
-  const s = await c.status(id);
+  let s: SagaStatus;
+  try {
+    s = await c.status(id);
+  } catch (err) {
+    // Gone from the saga table (ended and evicted): the history of the node answering keeps it.
+    if (!(err instanceof VerdictError && err.code === 'NOT_FOUND')) throw err;
+    if (await showFromHistory(addrs, id, json, err)) return;
+    throw err;
+  }
   if (json) return printJson(s);
   print(`saga ${s.id}: ${s.state.toUpperCase()}${s.pivot === null ? '' : ` (pivot: step ${s.pivot})`}`);
   if (s.type !== null) print(`type: ${s.type}`);
@@ -167,6 +178,62 @@ async function show(c: SagaCaller, rest: string[]): Promise<void> {
     const what = e.step === null ? e.what : `${e.what} step ${e.step} ${e.kind}`;
     const by = e.operator ? ` by ${e.operator}` : '';
     print(`  ${new Date(e.atMs).toISOString()}  #${e.index}  ${what}${by}${e.detail ? `: ${e.detail}` : ''}`);
+  }
+}
+
+/**
+ * `saga show` of a saga the table no longer keeps, from the history of the
+ * first node that answers; false when that history has no record of it
+ * either (or cannot be read: then the reason goes to stderr).
+ */
+async function showFromHistory(addrs: string[], id: string, json: boolean, notFound: VerdictError): Promise<boolean> {
+  let page: HistoryPageWire;
+  try {
+    page = await readHistory(addrs, { sagaId: id, kind: 'saga' });
+  } catch (err) {
+    process.stderr.write(`verdict: ${printable(notFound.message)}; its history could not be read either: ${printable((err as Error).message)}\n`);
+    return false;
+  }
+  const g = page.records[0]?.saga;
+  if (g === undefined || g === null) {
+    for (const n of historyNotes(page)) process.stderr.write(`verdict: ${printable(n)}\n`);
+    return false;
+  }
+  if (json) {
+    printJson({ ...g, fromHistory: page.nodeId });
+    return true;
+  }
+  printSagaHistory(g, page.nodeId);
+  return true;
+}
+
+type HistorySagaWire = NonNullable<HistoryPageWire['records'][number]['saga']>;
+
+/** `saga show` of a saga read from a node's history: the same parts as the live one, each call's failures summed over operator retries. */
+function printSagaHistory(g: HistorySagaWire, nodeId: string): void {
+  const iso = (ms: number): string => (ms > 0 ? new Date(ms).toISOString() : '-');
+  print(`saga ${g.sagaId}: ${g.state.toUpperCase()}${g.pivot < 0 ? '' : ` (pivot: step ${g.pivot})`} — from node ${nodeId}'s history (the saga table no longer keeps it)`);
+  print(`started ${iso(g.startedAtMs)}, ended ${iso(g.endedAtMs)}`);
+  if (g.type !== '') print(`type: ${g.type}`);
+  const labels = Object.entries(g.labels).map(([k, v]) => `${k}=${v}`);
+  if (labels.length > 0) print(`labels: ${labels.join(' ')}`);
+  const callOf = (step: number, kind: string): HistorySagaWire['calls'][number] | undefined => g.calls.find((x) => x.step === step && x.kind === kind);
+  table([
+    ['STEP', 'SERVICE', 'HANDLER', 'INPUT', 'STATE', 'OUTPUT', 'ATTEMPTS', 'COMP ATTEMPTS', 'LAST ERROR'],
+    ...g.steps.map((d) => {
+      const a = callOf(d.step, 'action');
+      const k = callOf(d.step, 'compensate');
+      return [String(d.step), d.service, d.name, cell(d.input), d.status, cell(d.output), a ? String(a.attemptsTotal) : '', k ? String(k.attemptsTotal) : '', cell((k ?? a)?.lastError ?? '')];
+    }),
+  ]);
+  const failed = g.calls.filter((x) => x.attemptsTotal > 0);
+  if (failed.length > 0) print('failed calls:');
+  for (const x of failed) print(`  step ${x.step} ${x.kind}: ${x.attemptsTotal} failed attempts, first ${iso(x.firstFailureAtMs)}, last ${iso(x.lastFailureAtMs)}: ${cell(x.lastError)}`);
+  print('timeline:');
+  for (const e of g.timeline) {
+    const what = e.step < 0 ? e.what : `${e.what} step ${e.step} ${e.kind}`;
+    const by = e.operator ? ` by ${e.operator}` : '';
+    print(`  ${iso(e.atMs)}  #${e.index}  ${what}${by}${e.detail ? `: ${e.detail}` : ''}`);
   }
 }
 

@@ -214,7 +214,7 @@ async function listHistory(args: string[], addrs: string[], json: boolean, searc
     throw err;
   }
   noMore(args);
-  const page = await readHistory(addrs, { sinceAtMs: q.sinceAtMs ?? 0, untilAtMs: q.untilAtMs ?? 0, participantId: q.participantId ?? '', outcome: q.outcome ?? '', limit: q.limit ?? 0 });
+  const page = await readHistory(addrs, { sinceAtMs: q.sinceAtMs ?? 0, untilAtMs: q.untilAtMs ?? 0, participantId: q.participantId ?? '', outcome: q.outcome ?? '', kind: 'txn', limit: q.limit ?? 0 });
   if (json) return printJson(page);
   for (const n of historyNotes(page)) process.stderr.write(`verdict: ${printable(n)}\n`);
   if (page.records.length === 0) print(`(no transactions decided in that range in node ${page.nodeId}'s history)`);

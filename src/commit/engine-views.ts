@@ -4,7 +4,7 @@
 // from) and the time of the read: nothing here changes anything.
 
 import type { DecisionTable, Staging } from './state.ts';
-import { isUndecidedPhase, txnAnswer, type ListFilter, type ParticipantActivity, type Phase, type Txn, type TxnView } from './engine-types.ts';
+import { isUndecidedPhase, txnAnswer, type ListFilter, type Member, type ParticipantActivity, type Phase, type Txn, type TxnView } from './engine-types.ts';
 
 /** What a read sees: the engine's state at one instant. */
 export interface ViewState {
@@ -130,14 +130,56 @@ function viewOfTxn(s: ViewState, t: Txn): TxnView {
   };
 }
 
+/** Whether member `m` of `t` voted YES and waits for the decision or has not acknowledged it: prepared there (a TCC participant: its reserve is held). */
+function holds(t: Txn, m: Member): boolean {
+  return t.phase === 'delivering' ? !m.acked && m.vote !== 'no' : m.vote === 'yes';
+}
+
+/** What one participant holds prepared for one transaction, as this leader knows it (the console's TCC reserves). */
+export interface HeldView {
+  participantId: string;
+  txnId: string;
+  phase: Phase;
+  outcome: TxnView['outcome'];
+  /** Since the transaction began (the leader's clock). */
+  ageMs: number;
+  /** Undecided: when the leader aborts it if still undecided; null once decided. */
+  deadlineAtMs: number | null;
+  /** What the client enlisted it with, sent in PREPARE (for a TCC participant: what its Try reserved). */
+  payload: Uint8Array;
+  /** DECISION deliveries that failed so far. */
+  retries: number;
+}
+
+/** What the participants `ids` hold prepared for this leader's transactions, oldest first, at most `limit`. */
+export function heldBy(s: Pick<ViewState, 'txns' | 'nowMs'>, ids: ReadonlySet<string>, limit: number): HeldView[] {
+  const out: HeldView[] = [];
+  for (const t of s.txns.values()) {
+    for (const m of t.members.values()) {
+      if (!ids.has(m.record.id) || !holds(t, m)) continue;
+      if (out.length >= limit) return out;
+      out.push({
+        participantId: m.record.id,
+        txnId: t.id,
+        phase: t.phase,
+        outcome: txnAnswer(t).outcome,
+        ageMs: Math.max(0, s.nowMs - t.startedAtMs),
+        deadlineAtMs: isUndecidedPhase(t.phase) && t.deadlineAtMs > 0 ? t.deadlineAtMs : null,
+        payload: m.payload,
+        retries: m.retries,
+      });
+    }
+  }
+  return out;
+}
+
 /** Every registered participant as this leader sees it: last heard from, and its YES votes still waiting for a decision or an ACK. */
 export function participantActivity(s: Pick<ViewState, 'txns' | 'table' | 'lastSeen'>): ParticipantActivity[] {
   const inDoubt = new Map<string, number>();
   for (const t of s.txns.values()) {
     for (const m of t.members.values()) {
       // Prepared there and not yet told (or not yet acknowledged) the outcome.
-      const waiting = t.phase === 'delivering' ? !m.acked && m.vote !== 'no' : m.vote === 'yes';
-      if (waiting) inDoubt.set(m.record.id, (inDoubt.get(m.record.id) ?? 0) + 1);
+      if (holds(t, m)) inDoubt.set(m.record.id, (inDoubt.get(m.record.id) ?? 0) + 1);
     }
   }
   return [...s.table.participants.keys()].map((id) => ({ id, lastSeenAtMs: s.lastSeen.get(id) ?? 0, inDoubt: inDoubt.get(id) ?? 0 }));

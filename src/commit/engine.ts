@@ -15,7 +15,7 @@
 import type { DecisionOutcome } from '../domain/protocol.ts';
 import { CommitProtocol } from './commit-protocol.ts';
 import type { EngineError, HeuristicReport, ListFilter, ParticipantActivity, Phase, ResolveAnswer, TxnView } from './engine-types.ts';
-import { listTxns, participantActivity, phaseCounts, type ViewState, viewTxn } from './engine-views.ts';
+import { heldBy, type HeldView, listTxns, participantActivity, phaseCounts, type ViewState, viewTxn } from './engine-views.ts';
 import { registerParticipant, reportHeuristic, resolve, unregisterParticipant } from './operator-actions.ts';
 import type { HeuristicRecord, OperatorAct, ParticipantRecord } from './state.ts';
 
@@ -41,6 +41,11 @@ export class CoordinatorEngine extends CommitProtocol {
 
   participantActivity(): ParticipantActivity[] {
     return participantActivity({ txns: this.txns, table: this.table, lastSeen: this.lastSeen });
+  }
+
+  /** What the participants `ids` hold prepared for this leader's transactions (a TCC participant: its reserves), oldest first. */
+  heldBy(ids: ReadonlySet<string>, limit: number): HeldView[] {
+    return heldBy({ txns: this.txns, nowMs: this.io.nowMs() }, ids, limit);
   }
 
   private viewState(): ViewState {

@@ -36,6 +36,7 @@ import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 import { packageVersion } from '../util/version.ts';
 import type { HistoryQuery, HistoryStore } from '../history/store.ts';
 import { HistoryQueryError, parseHistorySearch } from '../history/query.ts';
+import { sagaKey } from '../history/record.ts';
 
 /** What the console reads of the node's config (src/node/config.ts NodeConfig has it). */
 export interface ConsoleConfig {
@@ -330,20 +331,27 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     };
   }
 
-  /** This node's transaction history: one (?txn=ID) or a search newest first (since, until, participant, outcome, limit). */
+  /** This node's history: one transaction (?txn=ID) or saga (?saga=ID), or a search newest first (since, until, participant, outcome, kind, limit). */
   async function history(q: URLSearchParams): Promise<unknown> {
     const h = deps.history?.() ?? null;
     if (h === null) {
       if (deps.state() === null) ready();
       throw new HttpError(404, `node ${cfg.nodeId} keeps no transaction history ("history": false in its config, or its history could not be opened: see its log)`);
     }
-    const known = ['txn', 'since', 'until', 'participant', 'outcome', 'limit'];
+    const known = ['txn', 'saga', 'since', 'until', 'participant', 'outcome', 'kind', 'limit'];
     for (const k of q.keys()) if (!known.includes(k)) throw new HttpError(400, `unknown search parameter ${quote(k)}: the history takes ${known.join(', ')}`);
     const txn = q.get('txn');
-    if (txn !== null) {
-      const problem = txnIdProblem(txn);
-      if (problem !== null) throw new HttpError(400, `transaction id ${quote(txn)}: ${problem}`);
+    const saga = q.get('saga');
+    if (txn !== null && saga !== null) throw new HttpError(400, 'give txn or saga, not both');
+    for (const [what, id] of [
+      ['transaction', txn],
+      ['saga', saga],
+    ] as const) {
+      const problem = id === null ? null : txnIdProblem(id);
+      if (problem !== null) throw new HttpError(400, `${what} id ${quote(id ?? '')}: ${problem}`);
     }
+    const kindText = q.get('kind');
+    if (kindText !== null && kindText !== 'txn' && kindText !== 'saga') throw new HttpError(400, `kind ${quote(kindText)} is not txn or saga (leave it out for both)`);
     const text = (k: string): string | undefined => q.get(k) ?? undefined;
     let search: HistoryQuery;
     try {
@@ -358,21 +366,28 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       if (err instanceof HistoryQueryError) throw new HttpError(400, err.message);
       throw err;
     }
-    const a = await h.query(txn !== null ? { txnId: txn } : search);
+    if (kindText !== null) search.kind = kindText;
+    const a = await h.query(txn !== null ? { txnId: txn } : saga !== null ? { txnId: sagaKey(saga) } : search);
     return { nodeId: cfg.nodeId, ...a };
   }
 
   async function transaction(id: string): Promise<unknown> {
-    const { driver, engine } = ready();
+    const { driver, engine, table } = ready();
     const problem = txnIdProblem(id);
     if (problem !== null) throw new HttpError(400, `transaction id ${quote(id)}: ${problem}`);
     const v = engine.view(id);
     const t = deps.timeline.get(id);
-    if (v === null && t === null) {
+    // This node's history record: what is left of a transaction forgotten after every ACK, and who acted on it.
+    const h = (await deps.history?.()?.query({ txnId: id }))?.records[0] ?? null;
+    if (v === null && t === null && h === null) {
       const more = engine.isLeader() ? '' : ` (node ${cfg.nodeId} is not the leader; the leader may know it while it is in flight)`;
-      throw new HttpError(404, `no transaction ${quote(id)} is known to node ${cfg.nodeId}: it never began, or it was forgotten after every ACK and left this node's timeline ring${more}`, {
-        leaderRef: engine.isLeader() ? null : await leaderRef(driver.leader()),
-      });
+      throw new HttpError(
+        404,
+        `no transaction ${quote(id)} is known to node ${cfg.nodeId}: it never began, or it was forgotten after every ACK, left this node's timeline ring and is not in its history${more}`,
+        {
+          leaderRef: engine.isLeader() ? null : await leaderRef(driver.leader()),
+        },
+      );
     }
     const events = t?.events ?? [];
     // Begin is recorded with the first PREPARE; a transaction begun and not committed yet shows it from its age.
@@ -393,6 +408,8 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       leader: engine.isLeader(),
       leaderRef: await leaderRef(driver.leader()),
       transaction: v === null ? null : txnJson(v),
+      removed: removedOf(table, id),
+      history: h,
       timeline: events.map(eventJson),
       timelineDropped: t?.dropped ?? 0,
       actions: { resolve: { offered: resolveWhy === null, why: resolveWhy ?? '' } },
@@ -430,6 +447,45 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
           kind: p.resourceKind,
         };
       }),
+    };
+  }
+
+  /**
+   * TCC participants and the reserves each holds for a transaction the
+   * leader works on (it voted YES: its Try reserved, and the decision, or
+   * its ACK, is still owed): what the client enlisted it with, the age, and
+   * how long the cluster lets it stand (an undecided transaction is aborted
+   * at its deadline). A reserve's own TTL is the participant's (its Try
+   * gave it; on expiry it asks the cluster to abort): its metrics count it.
+   */
+  async function tcc(): Promise<unknown> {
+    const { driver, engine, table } = ready();
+    const isLeader = engine.isLeader();
+    const nowMs = Date.now();
+    const tccs = [...table.participants.values()].filter((p) => p.resourceKind.startsWith('tcc'));
+    const held = isLeader ? engine.heldBy(new Set(tccs.map((p) => p.id)), TCC_RESERVES_MAX + 1) : [];
+    const count = new Map<string, number>();
+    for (const h of held) count.set(h.participantId, (count.get(h.participantId) ?? 0) + 1);
+    return {
+      nodeId: cfg.nodeId,
+      leader: isLeader,
+      leaderRef: await leaderRef(driver.leader()),
+      nowMs,
+      note: isLeader ? '' : `node ${cfg.nodeId} is not the leader: the reserves held for transactions in flight are known to the leader`,
+      participants: tccs.map((p) => ({ id: p.id, kind: p.resourceKind, endpoint: p.endpoint, held: isLeader ? (count.get(p.id) ?? 0) : null })),
+      reserves: isLeader
+        ? held.slice(0, TCC_RESERVES_MAX).map((h) => ({
+            participantId: h.participantId,
+            txnId: h.txnId,
+            phase: h.phase,
+            outcome: h.outcome,
+            ageMs: h.ageMs,
+            deadlineInMs: h.deadlineAtMs === null ? null : h.deadlineAtMs - Date.now(),
+            holds: payloadText(h.payload),
+            retries: h.retries,
+          }))
+        : null,
+      truncated: held.length > TCC_RESERVES_MAX,
     };
   }
 
@@ -482,7 +538,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     return `${who} via console of ${cfg.nodeId} from ${req.socket.remoteAddress ?? '?'}`.slice(0, OPERATOR_CHARS_MAX);
   }
 
-  const products = productRoutes({ nodeId: cfg.nodeId, ready, leaderRef, notHere, notLeader, requireAdmin, operatorOf });
+  const products = productRoutes({ nodeId: cfg.nodeId, ready, leaderRef, notHere, notLeader, requireAdmin, operatorOf, history: deps.history });
 
   async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const path = url.pathname;
@@ -491,6 +547,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     if (path === '/api/cluster' && get) return send(res, 200, await cluster(req));
     if (path === '/api/transactions' && get) return send(res, 200, await transactions(url.searchParams));
     if (path === '/api/participants' && get) return send(res, 200, await participants());
+    if (path === '/api/tcc' && get) return send(res, 200, await tcc());
     if (path === '/api/history' && get) return send(res, 200, await history(url.searchParams));
     const one = /^\/api\/transactions\/([^/]+)$/.exec(path);
     if (one && get) return send(res, 200, await transaction(decodeSegment(one[1]!)));
@@ -537,6 +594,31 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     });
     return true;
   };
+}
+
+/** Reserves listed at most on the TCC page. */
+const TCC_RESERVES_MAX = 500;
+const PAYLOAD_CHARS_MAX = 200;
+
+/** A payload as a person reads it: its UTF-8 text, cut; "(N bytes)" when it is not text. */
+function payloadText(payload: Uint8Array): string {
+  if (payload.byteLength === 0) return '';
+  const text = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('utf8');
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is looked for
+  if (text.includes('\ufffd') || /[\u0000-\u0008\u000e-\u001f]/.test(text)) return `(${payload.byteLength} bytes, not text)`;
+  return text.length > PAYLOAD_CHARS_MAX ? `${text.slice(0, PAYLOAD_CHARS_MAX)}… (${payload.byteLength} bytes)` : text;
+}
+
+/**
+ * The participants removed with `participant remove --force` that the
+ * decision of `txnId` is still owed to, with who removed each, when and
+ * why (the decision table keeps them on every node).
+ */
+function removedOf(table: DecisionTable, txnId: string): { participantId: string; operator: string; atMs: number; reason: string; index: number }[] {
+  return table.owedToRemoved(txnId).flatMap((id) => {
+    const r = table.removed.get(id);
+    return r === undefined ? [] : [{ participantId: id, operator: r.operator, atMs: r.atMs, reason: r.reason, index: r.index }];
+  });
 }
 
 /** A timeline event for the page: failures as a sentence led by the gRPC code name; the raw text kept beside it. */

@@ -1,5 +1,6 @@
 // The console's pages of the products beside the decision table: sagas
-// (list, one saga, retry and resolve) and leases (with the outbox relays read
+// (list, one saga — from the node's history once the table collected it —
+// retry and resolve) and leases (with the outbox relays read
 // from them). The node adapts each product to the narrow interfaces below
 // (src/node/operator-pages.ts), so the console imports no product.
 
@@ -8,6 +9,8 @@ import { TXN_ID_PATTERN } from '../domain/txn-id.ts';
 import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 import { quote } from '../transport/validate.ts';
 import { HttpError } from './http-error.ts';
+import { sagaKey, type HistorySaga } from '../history/record.ts';
+import type { HistoryStore } from '../history/store.ts';
 
 /** A saga as the console shows it: the saga product's record in the console's own words. */
 export interface ConsoleSaga {
@@ -72,6 +75,28 @@ export interface ProductRouteContext {
   notLeader(d: ConsoleRaft, what: string): HttpError;
   requireAdmin(req: IncomingMessage, what: string): void;
   operatorOf(req: IncomingMessage, body: Record<string, unknown>): string;
+  /** The node's history, where a saga the table collected is still kept; null or absent when it keeps none. */
+  history?: () => Pick<HistoryStore, 'query'> | null;
+}
+
+/** A saga read from the history, in the console's words (each call's failures summed over operator retries). */
+export function consoleSagaOf(g: HistorySaga): ConsoleSaga {
+  const callOf = (step: number): HistorySaga['calls'][number] | undefined =>
+    g.calls.find((x) => x.step === step && x.kind === 'compensate' && x.attemptsTotal > 0) ?? g.calls.find((x) => x.step === step && x.kind === 'action');
+  return {
+    sagaId: g.sagaId,
+    state: g.state,
+    type: g.type,
+    labels: { ...g.labels },
+    startedAtMs: g.startedAtMs,
+    endedAtMs: g.endedAtMs > 0 ? g.endedAtMs : null,
+    stuck: null,
+    steps: g.steps.map((d) => {
+      const call = callOf(d.step);
+      return { service: d.service, name: d.name, status: d.status, attempts: call?.attemptsTotal ?? 0, lastError: call?.lastError ?? '', lastFailureAtMs: call?.lastFailureAtMs ?? 0 };
+    }),
+    timeline: g.timeline.map((e) => ({ ...e })),
+  };
 }
 
 /**
@@ -117,7 +142,20 @@ export function productRoutes(c: ProductRouteContext): (req: IncomingMessage, ur
     const { driver } = c.ready();
     const sagas = sagasOf();
     const x = sagas.get(id);
-    if (x === null) throw new HttpError(404, `no saga ${quote(id)} is kept on node ${c.nodeId}: it never started, or it ended and was collected`);
+    if (x === null) {
+      // Ended and collected from the saga table: this node's history keeps it.
+      const g = (await c.history?.()?.query({ txnId: sagaKey(id) }))?.records[0]?.saga;
+      if (g === undefined) throw new HttpError(404, `no saga ${quote(id)} is kept on node ${c.nodeId}: it never started, or it ended and was collected and is not in this node's history`);
+      const why = 'this saga is gone from the saga table (read from the history): nothing waits for an operator';
+      return {
+        nodeId: c.nodeId,
+        leader: sagas.isLeader(),
+        leaderRef: await c.leaderRef(driver.leader()),
+        saga: consoleSagaOf(g),
+        fromHistory: true,
+        actions: { retry: { offered: false, why }, resolve: { offered: false, why, step: -1, as: null } },
+      };
+    }
     // Retry and resolve are offered only where they can succeed: on the leader, for a saga stuck on a call.
     const here = c.notHere(driver, 'a saga act');
     const why = here ?? (x.stuck === null ? `this saga is ${x.state} and not stuck: nothing waits for an operator` : null);

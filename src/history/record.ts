@@ -5,6 +5,12 @@
 // led, what it saw itself: each PREPARE, vote, DECISION sent and ACK, with
 // repeated retries kept as one row with a count and the last error.
 //
+// A saga's record sits beside them, under the key `saga/<id>` (a "/" is in
+// no transaction id, so the two never meet): its type, labels, state, each
+// step's service, input, status and output, each call's failed attempts
+// and last error, and its timeline, as the saga table applied them. It is
+// kept after the saga ends and the table forgets it.
+//
 // Pure: the changes arrive as values (HistoryChange) with their times in
 // them; the store (./store.ts) keeps the records on disk.
 
@@ -20,17 +26,21 @@ export interface HistoryParticipant {
   acked: boolean;
 }
 
-/** An operator's act on the transaction: `verdict txn resolve`, or a heuristic outcome a participant reported (R4). */
+/**
+ * An operator's act on the transaction: `verdict txn resolve`, a heuristic
+ * outcome a participant reported (R4), or `verdict participant remove
+ * --force` of a participant the decision was still owed to.
+ */
 export interface HistoryAct {
-  kind: 'resolve' | 'heuristic';
+  kind: 'resolve' | 'heuristic' | 'removed';
   operator: string;
   reason: string;
   atMs: number;
-  /** The outcome the act asked for, or what the participant did by hand. */
-  outcome: DecisionOutcome;
-  /** resolve: 'decided' or 'confirmed'; heuristic: the XA kind (HEURCOM, HEURRB, HEURMIX, HEURHAZ). */
+  /** The outcome the act asked for, or what the participant did by hand; removed: '' (the decision stands). */
+  outcome: DecisionOutcome | '';
+  /** resolve: 'decided' or 'confirmed'; heuristic: the XA kind (HEURCOM, HEURRB, HEURMIX, HEURHAZ); removed: 'undelivered' (no longer delivered; still answered if it returns). */
   effect: string;
-  /** heuristic: the participant that decided alone; '' for a resolve. */
+  /** heuristic: the participant that decided alone; removed: the participant removed; '' for a resolve. */
   participantId: string;
   /** heuristic: the participant's name of the transaction (a PostgreSQL gid). */
   gid: string;
@@ -68,14 +78,88 @@ export interface HistoryRecord {
   rows: HistoryRow[];
   /** Rows not kept past ROWS_MAX. */
   rowsDropped: number;
+  /** A saga's record (key `saga/<id>`): then `decidedAtMs` is when it started, `outcome` is '' and the lists above are empty. */
+  saga?: HistorySaga;
 }
+
+/** One step of a saga: what it called and what it answered. */
+export interface HistorySagaStep {
+  step: number;
+  service: string;
+  name: string;
+  /** The action's input, cut to SAGA_TEXT_CHARS_MAX. */
+  input: string;
+  /** pending, running, done, failed, compensating, compensated. */
+  status: string;
+  /** The action's output once DONE, cut to SAGA_TEXT_CHARS_MAX; '' before. */
+  output: string;
+}
+
+/** The failed attempts of one call (a step's action or compensation). */
+export interface HistorySagaCall {
+  step: number;
+  kind: 'action' | 'compensate';
+  /** Failed attempts since the call became current or the operator's last retry (what the stuck flag counts). */
+  attempts: number;
+  /** Every failed attempt of the call, operator retries included. */
+  attemptsTotal: number;
+  /** The first failure (0 when none), the last, and its error. */
+  firstFailureAtMs: number;
+  lastFailureAtMs: number;
+  lastError: string;
+}
+
+/** A line of a saga's timeline, as the saga table applied it. */
+export interface HistorySagaEvent {
+  atMs: number;
+  index: number;
+  what: string;
+  /** -1: none. */
+  step: number;
+  kind: string;
+  detail: string;
+  operator: string;
+}
+
+export interface HistorySaga {
+  sagaId: string;
+  type: string;
+  labels: Record<string, string>;
+  /** Who started it (a client certificate's CN=, or the caller's address). */
+  owner: string;
+  /** running, compensating, finished, compensated. */
+  state: string;
+  startedAtMs: number;
+  /** 0 while it runs. */
+  endedAtMs: number;
+  /** -1: no pivot. */
+  pivot: number;
+  steps: HistorySagaStep[];
+  calls: HistorySagaCall[];
+  timeline: HistorySagaEvent[];
+  /** The log index of the last change recorded: a change below it (a log replayed) is skipped. */
+  lastIndex: number;
+}
+
+/** The key of a saga's record: a "/" is in no transaction id (src/domain/txn-id.ts), so it never names a transaction's. */
+export const SAGA_KEY_PREFIX = 'saga/';
+export const sagaKey = (sagaId: string): string => `${SAGA_KEY_PREFIX}${sagaId}`;
+/** A saga's input, output and error texts are cut to this in its record. */
+export const SAGA_TEXT_CHARS_MAX = 1_000;
 
 /** A change to the history, from an applied entry (with its index) or from what this node saw (index 0). */
 export type HistoryChange =
   | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: readonly string[]; index: number; atMs: number; first: boolean }
   | { t: 'forget'; txnId: string; index: number; atMs: number }
   | { t: 'act'; txnId: string; act: HistoryAct }
-  | { t: 'row'; txnId: string; atMs: number; kind: string; participantId: string; detail: string };
+  | { t: 'row'; txnId: string; atMs: number; kind: string; participantId: string; detail: string }
+  // The saga as the saga table holds it after the entry at `index`; `txnId` is its record's key (sagaKey).
+  | { t: 'saga'; txnId: string; saga: HistorySaga; index: number };
+
+/** Whether a change makes a record of its own when none is kept (a row or a Forget of an unknown one does not). */
+export function startsRecord(c: HistoryChange): boolean {
+  return c.t === 'decide' || c.t === 'act' || c.t === 'saga';
+}
 
 /** Rows kept per record; a row repeated (retries) counts instead of adding. */
 export const ROWS_MAX = 64;
@@ -124,7 +208,29 @@ export function applyChange(rec: HistoryRecord | null, c: HistoryChange): Histor
     case 'row':
       addRow(r, c);
       return r;
+    case 'saga':
+      applySaga(r, c.saga);
+      return r;
   }
+}
+
+/**
+ * The saga's newer state replaces the record's: a change below the last
+ * index recorded (a log replayed) is skipped, and one at it (a batch entry
+ * may change a saga twice) leaves the state it carries. Failed attempts are
+ * also summed over operator retries (the table counts them afresh); the
+ * same state twice adds none.
+ */
+function applySaga(r: HistoryRecord, next: HistorySaga): void {
+  const prev = r.saga;
+  if (prev !== undefined && next.lastIndex < prev.lastIndex) return;
+  const calls = next.calls.map((c) => {
+    const before = prev?.calls.find((p) => p.step === c.step && p.kind === c.kind);
+    const added = before === undefined ? c.attempts : c.attempts >= before.attempts ? c.attempts - before.attempts : c.attempts;
+    return { ...c, attemptsTotal: (before?.attemptsTotal ?? 0) + added };
+  });
+  r.saga = { ...next, calls };
+  r.decidedAtMs = next.startedAtMs;
 }
 
 function participant(r: HistoryRecord, id: string): HistoryParticipant {
@@ -170,6 +276,11 @@ export function recordProblem(v: unknown): string | null {
   if (r.outcome !== '' && r.outcome !== 'commit' && r.outcome !== 'abort') return `outcome ${JSON.stringify(r.outcome)}`;
   for (const k of ['decisionIndex', 'decidedAtMs', 'forgottenIndex', 'forgottenAtMs', 'rowsDropped'] as const) if (typeof r[k] !== 'number') return `${k} is not a number`;
   for (const k of ['participants', 'acts', 'rows'] as const) if (!Array.isArray(r[k])) return `${k} is not a list`;
+  if (r.saga !== undefined) {
+    const g = r.saga as Partial<HistorySaga> | null;
+    if (g === null || typeof g !== 'object' || typeof g.sagaId !== 'string' || r.txnId !== sagaKey(g.sagaId)) return 'a saga record without its saga id';
+    for (const k of ['steps', 'calls', 'timeline'] as const) if (!Array.isArray(g[k])) return `saga ${k} is not a list`;
+  }
   return null;
 }
 
@@ -181,8 +292,17 @@ export interface HistoryQuery {
   untilAtMs?: number;
   participantId?: string;
   outcome?: 'commit' | 'abort';
+  /** Transactions only, or sagas only; absent: both. */
+  kind?: HistoryKind;
   /** Newest first, at most this many (1..HISTORY_LIMIT_MAX). */
   limit?: number;
+}
+
+export type HistoryKind = 'txn' | 'saga';
+
+/** Whether a record is a transaction's or a saga's. */
+export function kindOf(r: Pick<HistoryRecord, 'saga'>): HistoryKind {
+  return r.saga === undefined ? 'txn' : 'saga';
 }
 
 export interface LogRange {

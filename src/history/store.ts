@@ -11,7 +11,7 @@
 // range of the log as lacking and says so in every answer.
 //
 // Keys (utf8):
-//   r␀<txnId>                         the record (JSON)
+//   r␀<txnId>                         the record (JSON); a saga's under r␀saga/<id> (./record.ts)
 //   t␀<time, 16 digits>␀<txnId>       by time (the decision's)
 //   p␀<participant>␀<time>␀<txnId>     by participant and time
 //   m␀applied  m␀bytes  m␀lacks       the highest index held, the records' bytes, the lacking ranges
@@ -23,6 +23,7 @@
 import { mkdir } from 'node:fs/promises';
 import { Level } from 'level';
 import { applyChange, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, recordProblem, type HistoryAnswer, type HistoryChange, type HistoryQuery, type HistoryRecord, type LogRange } from './record.ts';
+import { kindOf, startsRecord } from './record.ts';
 
 export { HISTORY_BYTES_MAX_DEFAULT, HISTORY_LIMIT_MAX, HISTORY_RETENTION_MS_DEFAULT, type HistoryAnswer, type HistoryQuery, type LogRange } from './record.ts';
 
@@ -236,7 +237,7 @@ export class HistoryStore {
         const rec = values[i] === undefined ? null : this.decode(values[i] as string);
         if (rec !== null) this.stored.set(ids[i], { atMs: indexAtMs(rec), participants: rec.participants.map((p) => p.participantId), cost: costOf(rec, values[i] as string) });
         let r = rec;
-        for (const c of deferred.get(ids[i]) ?? []) if (r !== null || c.t === 'act' || c.t === 'decide') r = applyChange(r, c);
+        for (const c of deferred.get(ids[i]) ?? []) if (r !== null || startsRecord(c)) r = applyChange(r, c);
         if (r === null) continue;
         this.hot.set(ids[i], r);
         dirty.add(ids[i]);
@@ -371,7 +372,7 @@ export class HistoryStore {
       batch.length = 0;
       for (const v of values) {
         const rec = v === undefined ? null : this.decode(v);
-        if (rec === null || (q.outcome && rec.outcome !== q.outcome)) continue;
+        if (rec === null || (q.outcome && rec.outcome !== q.outcome) || (q.kind && kindOf(rec) !== q.kind)) continue;
         if (records.length >= limit) {
           truncated = true;
           done = true;

@@ -1,6 +1,8 @@
 // What feeds a node's transaction history (src/history/): the results of
-// applied entries, on every node, and the leader's own sightings (PREPARE,
-// vote, DECISION sent, ACK), where this node saw them. Watching only: the
+// applied entries, on every node (decisions, operator acts, a forced
+// participant removal on each decision it was owed, sagas through
+// ./history-sagas.ts), and the leader's own sightings (PREPARE, vote,
+// DECISION sent, ACK), where this node saw them. Watching only: the
 // history changes nothing the core does, and it writes off the commit path
 // (src/history/store.ts).
 //
@@ -11,7 +13,7 @@
 // transactions; unset in production.
 
 import type { Logger } from 'pino';
-import type { ApplyResult, Decision, HeuristicRecord, Resolution } from '../commit/state.ts';
+import type { ApplyResult, Decision, HeuristicRecord, RemovedParticipant, Resolution } from '../commit/state.ts';
 import type { Entry } from '../raft/types.ts';
 import type { HistoryAct, HistoryChange } from '../history/record.ts';
 import { HistoryStore } from '../history/store.ts';
@@ -19,6 +21,8 @@ import type { NodeConfig } from './config.ts';
 import type { NodeCoreObserver } from './core.ts';
 import { NodeStateMachine } from './machine.ts';
 import { StartupError } from './startup-error.ts';
+import { restoredSagas, sagaChange } from './history-sagas.ts';
+import type { SagaTable } from '../saga/state.ts';
 import { join } from 'node:path';
 
 export const HISTORY_SHIFT_ENV = 'VERDICT_TEST_HISTORY_SHIFT_MS';
@@ -61,6 +65,8 @@ export async function openHistory(cfg: NodeConfig, machine: NodeStateMachine, lo
 export class HistoriedMachine extends NodeStateMachine {
   history: HistoryStore | null = null;
   shiftMs = 0;
+  /** The saga table, whose sagas a snapshot also holds (./history-sagas.ts). */
+  sagas: SagaTable | null = null;
 
   override restore(data: Uint8Array, index = 0): void {
     super.restore(data);
@@ -69,6 +75,8 @@ export class HistoriedMachine extends NodeStateMachine {
     for (const d of this.table.decisions.values()) changes.push(decideChange(d, true, this.shiftMs));
     for (const [txnId, rs] of this.table.resolutions) for (const r of rs) changes.push({ t: 'act', txnId, act: resolveAct(r, this.shiftMs) });
     for (const [txnId, hs] of this.table.heuristics) for (const h of hs) changes.push({ t: 'act', txnId, act: heuristicAct(h, this.shiftMs) });
+    for (const r of this.table.removed.values()) for (const txnId of r.owed) changes.push({ t: 'act', txnId, act: removedAct(r, this.shiftMs) });
+    if (this.sagas !== null) changes.push(...restoredSagas(this.sagas, index, this.shiftMs));
     this.history.restored(index, changes);
   }
 }
@@ -106,8 +114,18 @@ export function historyObserver(history: HistoryStore, shiftMs: number): Pick<No
         case 'register':
           seen(result.participant.registeredAtMs);
           break;
-        default:
+        case 'unregister':
+          // participant remove --force: each decision it never acknowledged records who removed it, when and why.
+          if (result.forced !== null) {
+            seen(result.forced.atMs);
+            for (const txnId of result.forced.owed) changes.push({ t: 'act', txnId, act: removedAct(result.forced, shiftMs) });
+          }
           break;
+        default: {
+          const saga = sagaChange(result, entry.index, shiftMs);
+          if (saga !== null) changes.push(saga);
+          break;
+        }
       }
       if (changes.length > 0) history.apply(entry.index, changes);
     },
@@ -138,6 +156,10 @@ function resolveAct(r: Resolution, shiftMs: number): HistoryAct {
     gid: '',
     index: r.index,
   };
+}
+
+function removedAct(r: RemovedParticipant, shiftMs: number): HistoryAct {
+  return { kind: 'removed', operator: r.operator, reason: r.reason, atMs: r.atMs + shiftMs, outcome: '', effect: 'undelivered', participantId: r.id, gid: '', index: r.index };
 }
 
 function heuristicAct(h: HeuristicRecord, shiftMs: number): HistoryAct {

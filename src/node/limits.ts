@@ -130,8 +130,10 @@ export const RAFT_NODE_CHECKS: Record<string, (r: never) => string | null> = {
   TransferLeader: (r: { to?: unknown }) => optionalId('to', r.to ?? ''),
   AddMember: (r: { nodeId?: unknown; address?: unknown }) => id('node_id', r.nodeId) ?? endpointProblem(typeof r.address === 'string' ? r.address : ''),
   RemoveMember: (r: { nodeId?: unknown }) => id('node_id', r.nodeId),
-  History: (r: { txnId?: unknown; participantId?: unknown; outcome?: unknown; limit?: unknown }) =>
+  History: (r: { txnId?: unknown; sagaId?: unknown; participantId?: unknown; outcome?: unknown; kind?: unknown; limit?: unknown }) =>
     optionalTxnId('txn_id', r.txnId ?? '') ??
+    optionalTxnId('saga_id', r.sagaId ?? '') ??
+    (r.kind === '' || r.kind === 'txn' || r.kind === 'saga' || r.kind === undefined ? null : `kind ${quote(String(r.kind))} is not "", "txn" or "saga"`) ??
     optionalId('participant_id', r.participantId ?? '') ??
     (r.outcome === '' || r.outcome === 'commit' || r.outcome === 'abort' || r.outcome === undefined ? null : `outcome ${quote(String(r.outcome))} is not "", "commit" or "abort"`) ??
     (typeof r.limit === 'number' && r.limit > HISTORY_LIMIT_MAX ? `limit ${r.limit} is above ${HISTORY_LIMIT_MAX}` : null),

@@ -80,7 +80,7 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
     {
       ...raftNodeApi(cfg, o.core, members, d, machine, address, access),
       ...membershipApi(cfg, members, d, access, (id) => machine.table.participants.has(id)),
-      ...historyApi(cfg.nodeId, o.history),
+      ...historyApi(cfg.nodeId, o.history, access),
     },
     RAFT_NODE_CHECKS,
     refusals,

@@ -54,6 +54,7 @@ import { Handover } from './handover.ts';
 import { Refusals } from './limits.ts';
 import type { NodeStateMachine } from './machine.ts';
 import { HistoriedMachine, historyObserver, historyRow, historyShiftMs, openHistory } from './history-feed.ts';
+import { sagaTableFromEnv } from './history-sagas.ts';
 import type { HistoryStore } from '../history/store.ts';
 import { nodeProducts } from './products.ts';
 import { raftMembers } from './members.ts';
@@ -158,13 +159,14 @@ async function compose(
   open.add(() => store.close());
 
   // The product tables (sagas) beside the decision table: ./products.ts.
-  const products = nodeProducts();
+  const products = nodeProducts(sagaTableFromEnv());
   const machine = new HistoriedMachine(products.tables);
   // The transaction history (src/history/), in its own LevelDB beside the log: open before the core restores its snapshot.
   machine.shiftMs = historyShiftMs();
   const history = await openHistory(cfg, machine, log);
   if (history !== null) open.add(() => history.close());
   machine.history = history;
+  machine.sagas = products.sagas;
   const rawNode = restartRaft(cfg, recovered);
   if (rawNode.raft.rejoining) {
     log.warn(

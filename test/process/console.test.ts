@@ -1,7 +1,9 @@
 // The web console in a real browser: Debian's chromium, driven by
 // playwright-core, against a real three-node cluster with two participants.
 // The pages render the live state, a committed transaction's timeline shows
-// its PREPAREs, VOTEs, decision (with its log index) and ACKs, a follower's
+// its PREPAREs, VOTEs, decision (with its log index) and ACKs and is found by
+// the history search, a TCC participant's reserve is listed while the
+// transaction waits, a follower's
 // cluster page shows the new leader within seconds of a SIGKILL of the old
 // one, and bad input gets a clear message. A one-node TLS cluster serves the
 // console over HTTPS with client certificates in the browser: a non-admin's
@@ -26,6 +28,8 @@ import pino from 'pino';
 import { CoordinatorConnection } from '../../src/client/connection.ts';
 import { LeaseKeeper } from '../../src/outbox/lease-keeper.ts';
 import { startStepService, type StepService } from '../../src/saga/step-service.ts';
+import { startParticipant } from '../../src/participant/runtime.ts';
+import type { TccMemoryHandlers } from '../../src/participant/tcc/memory.ts';
 
 useProcessCleanup();
 
@@ -57,6 +61,23 @@ afterAll(async () => {
   await browser?.close();
   if (!SHOTS_TO) rmSync(SHOTS, { recursive: true, force: true });
 });
+
+/** Seats held by a TCC Try until the decision: Confirm sells them, Cancel frees them. */
+const seatHandlers: TccMemoryHandlers<{ held: Record<string, string> }> = {
+  initial: () => ({ held: {} }),
+  try(s, b) {
+    s.held[b.txnId] = new TextDecoder().decode(b.payload);
+    return undefined;
+  },
+  confirm(s, b) {
+    delete s.held[b.txnId];
+  },
+  cancel(s, b) {
+    delete s.held[b.txnId];
+  },
+  encode: (s) => JSON.stringify(s),
+  decode: (t) => JSON.parse(t) as { held: Record<string, string> },
+};
 
 const consoleUrl = (n: NodeProc, hash: string): string => `http://${n.metricsAddress}/#${hash}`;
 
@@ -132,7 +153,27 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     // A decided transaction offers no Resolve form, and says why.
     await page.locator('[data-note=resolve]').filter({ hasText: 'No resolve here: this transaction is decided (committed)' }).waitFor({ timeout: SHOWS_MS });
     expect(await page.getByRole('button', { name: 'Resolve' }).isVisible()).toBe(false);
+    // Its participants, each with its vote and ACK (from the leader while it tracked it, then from the history).
+    const people = page.getByRole('table').filter({ hasText: 'Participants, ' });
+    for (const p of ['shop', 'ledger']) await people.getByRole('row').filter({ hasText: p }).filter({ hasText: 'yes' }).waitFor({ timeout: SHOWS_MS });
     await page.screenshot({ path: join(SHOTS, 'console-transaction.png'), fullPage: true });
+
+    // The history, searched from the page: the committed transaction is there, with its participants.
+    await page.goto(consoleUrl(leader, 'history'));
+    await page.getByLabel('Since (30m, 24h, 7d or an ISO time)').fill('1h');
+    await page.getByLabel('Participant (optional)').fill('ledger');
+    await page.getByRole('button', { name: 'Search' }).click();
+    const found = page.locator(`[data-history="${committed.txnId}"]`);
+    await found.waitFor({ timeout: SHOWS_MS });
+    expect(await page.getByRole('row').filter({ has: found }).textContent()).toMatch(/transaction.*committed.*shop yes.*ledger yes/);
+    await page.getByLabel('Participant (optional)').fill('nobody');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('nothing in that range').waitFor({ timeout: SHOWS_MS });
+    await page.getByLabel('Participant (optional)').fill('');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await found.waitFor({ timeout: SHOWS_MS });
+    await page.screenshot({ path: join(SHOTS, 'console-history.png'), fullPage: true });
+    await page.goto(consoleUrl(leader, `txn/${committed.txnId}`));
 
     // Bad input: a resolve with no reason, an unknown transaction, API parameters out of range.
     const noReason = await page.evaluate(async (id) => {
@@ -255,6 +296,19 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
+    // A TCC participant: its Try reserves what it is enlisted with, until the decision.
+    const seats = await startParticipant({
+      clusterId: c.clusterId,
+      participantId: 'seats',
+      listen: '127.0.0.1:0',
+      endpointsOfCluster: c.nodes.filter((n) => n.running).map((n) => n.address),
+      dataDir: fileTempDir('verdict-console-seats-'),
+      logger: pino({ level: 'silent' }),
+      insecure: true,
+      registerRetryMs: 50,
+      tcc: { memory: seatHandlers as TccMemoryHandlers<unknown> },
+    });
+    await seats.registered;
     const ledger = parts.runtimes.get('ledger')!;
     const commitOf = ledger.resource.commit.bind(ledger.resource);
     try {
@@ -267,16 +321,21 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
         () => out.slice(-2_000),
       );
       frozen.kill('SIGSTOP');
-      // Asked to PREPARE, it never answers: the leader aborts at its call deadline; the page shows the silence before that.
-      const stuck = client
-        .begin({ timeoutMs: 120_000 })
-        .then((t) =>
-          t
-            .enlist('frozen', { set: { k: 'v' } })
-            .enlist('shop', { set: { 'sku-2': '1' } })
-            .commit(),
-        )
+      // Asked to PREPARE, it never answers: the leader aborts at its call deadline; the pages show the silence, and the TCC reserve held meanwhile, before that.
+      const tx = await client.begin({ timeoutMs: 120_000 });
+      const stuck = tx
+        .enlist('frozen', { set: { k: 'v' } })
+        .enlist('shop', { set: { 'sku-2': '1' } })
+        .enlist('seats', new TextEncoder().encode('2 seats, show 7'))
+        .commit()
         .catch((err: Error) => err);
+      const tccPage = await open(leader, 'tcc');
+      const reserve = tccPage.getByRole('row').filter({ has: tccPage.locator(`[data-reserve="seats/${tx.txnId}"]`) });
+      await reserve.waitFor({ timeout: SHOWS_MS });
+      expect(await reserve.textContent()).toMatch(/^seats.*2 seats, show 7.*voted YES, awaiting the decision.*aborted in .* if still undecided$/);
+      expect(await tccPage.locator('[data-held=seats]').textContent()).toBe('1');
+      await tccPage.screenshot({ path: join(SHOTS, 'console-tcc.png'), fullPage: true });
+      await tccPage.close();
       const page = await open(leader, 'participants');
       const silent = page.getByRole('row').filter({ hasText: 'frozen' }).locator('[data-state=silent]');
       await silent.waitFor({ timeout: SHOWS_MS });
@@ -320,6 +379,7 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     } finally {
       ledger.resource.commit = commitOf;
       frozen.kill('SIGKILL');
+      await seats.stop();
     }
   });
 

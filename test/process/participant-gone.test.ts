@@ -13,7 +13,8 @@
 //   removes it, records who and why in the log, stops the deliveries
 //   (verdict_decisions_unacked back to 0) and keeps the decision in the
 //   table (verdict_decisions_unforgotten stays 1, the outcome still answers
-//   COMMITTED). When it returns under the same id, holding the transaction
+//   COMMITTED); `txn show` and the console's transaction page name the
+//   removal, who, when and why, in that participant's row. When it returns under the same id, holding the transaction
 //   prepared, the decision is delivered, acknowledged and forgotten.
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -108,6 +109,16 @@ describe('a participant that is gone', () => {
       .split('\n')
       .find((l) => l.includes('participant removed with --force'));
     expect(JSON.parse(line ?? '{}')).toMatchObject({ participantId: 'gone', operator: 'alice@ops', reason: 'host decommissioned', owed: 1 });
+    // txn show names the removal (who, when, why) in the participant's row; the console's transaction page has it too.
+    const shown = await waitFor('txn show naming the removal', 30_000, async () => {
+      const s = await runCli(['txn', 'show', r.txnId, ...ep]);
+      return /removed with --force/.test(s.stdout) ? s : undefined;
+    });
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/^gone +yes +no +- +removed with --force by alice@ops at 20\d\d-\S+Z: host decommissioned; no longer delivered$/m);
+    const page = (await (await fetch(`http://${metrics}/api/transactions/${r.txnId}`)).json()) as { removed: unknown[]; history: { acts: unknown[] } };
+    expect(page.removed).toEqual([{ participantId: 'gone', operator: 'alice@ops', reason: 'host decommissioned', atMs: expect.any(Number), index: expect.any(Number) }]);
+    expect(page.history.acts).toEqual([expect.objectContaining({ kind: 'removed', participantId: 'gone', operator: 'alice@ops', reason: 'host decommissioned' })]);
 
     // It returns under the same id, still holding the transaction prepared: the decision owed to it is delivered.
     const back = await startOldParticipant(c.clusterId, 'gone', [node.address], { prepared: [r.txnId], askAfterMs: 3_600_000 });

@@ -1,7 +1,8 @@
 // Sagas on a TLS cluster: three node processes with mutual TLS, two step
 // services with certificates of the cluster's CA serving SagaStep over mutual
 // TLS and registering over TLS. A saga finishes and another compensates,
-// each effect applied once; a caller with a certificate of the same CA that
+// each effect applied once; a saga's history is read by its starter and an
+// admin, and refused to another client; a caller with a certificate of the same CA that
 // is not a node of the cluster, and a plaintext caller, get nothing done; a
 // step service without TLS that is told to listen beyond loopback, or whose
 // certificate does not suit it, does not start.
@@ -17,6 +18,7 @@ import type { InboxRecord } from '../../src/saga/inbox.ts';
 import { startStepService, StepServiceStartupError, type StepService } from '../../src/saga/step-service.ts';
 import { stepKey } from '../../src/saga/state.ts';
 import { SagaStepClient, sagaStepService, type StepRequest } from '../../src/transport/saga-rpc.ts';
+import { RaftNodeClient } from '../../src/transport/admin.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
 import { Cluster, freePorts, tempDir, uniqueClusterId, useProcessCleanup, waitFor } from './harness.ts';
 
@@ -113,6 +115,23 @@ describe('sagas on a TLS cluster', () => {
         'flight:action:tls-full:0': 1,
         'flight:compensate:tls-full:0': 1,
       });
+
+      // A saga's history (its inputs and outputs) is its starter's and the admins' to read, as its status is.
+      const historyAs = (who: CertFiles) => new RaftNodeClient(endpoints[0] as string, creds(who));
+      const [aliceH, adminH, bobH] = [historyAs(ca.issue('alice')), historyAs(admin), historyAs(ca.issue('bob'))];
+      try {
+        const mine = await waitFor('the saga in the history', 30_000, async () => (await aliceH.history({ sagaId: 'tls-ok' })).records[0]?.saga ?? undefined);
+        expect(mine).toMatchObject({ sagaId: 'tls-ok', owner: 'CN=alice', state: 'finished' });
+        expect((await adminH.history({ sagaId: 'tls-ok' })).records[0]?.saga?.sagaId).toBe('tls-ok');
+        await expect(bobH.history({ sagaId: 'tls-ok' })).rejects.toMatchObject({
+          code: grpc.status.PERMISSION_DENIED,
+          details: expect.stringMatching(/is for the client that started it \(CN=alice\)/),
+        });
+        expect((await bobH.history({ kind: 'saga' })).records).toEqual([]);
+        expect((await adminH.history({ kind: 'saga' })).records.map((r) => r.saga?.sagaId).sort()).toEqual(['tls-full', 'tls-ok']);
+      } finally {
+        for (const h of [aliceH, adminH, bobH]) h.close();
+      }
 
       // The orchestrator's End, confirmed by the step service with the cluster over TLS, drops the sagas' keys.
       await waitFor("the step services to drop the ended sagas' keys", 30_000, async () =>

@@ -191,6 +191,51 @@ describe('commit engine: heuristic reports (R4, R3)', () => {
   });
 });
 
+describe("commit engine: what participants hold prepared (the console's TCC reserves)", () => {
+  test('a participant holds what it voted YES on, with the enlisted payload, until the decision, and a decided one until its ACK; a NO holds nothing', () => {
+    const w = new World();
+    w.engine.begin('t1', 30_000);
+    w.engine.commit(
+      't1',
+      [
+        { participantId: 'a', payload: new TextEncoder().encode('2 seats, show 7') },
+        { participantId: 'b', payload: new Uint8Array() },
+      ],
+      () => {},
+    );
+    const both = new Set(['a', 'b']);
+    expect(w.engine.heldBy(both, 10)).toEqual([]);
+    w.vote('a', 'yes');
+    w.now += 250;
+    const held = w.engine.heldBy(both, 10);
+    expect(held).toEqual([expect.objectContaining({ participantId: 'a', txnId: 't1', outcome: 'in-progress', ageMs: 250, deadlineAtMs: 31_000, retries: 0 })]);
+    expect(new TextDecoder().decode(held[0]?.payload)).toBe('2 seats, show 7');
+    expect(w.engine.heldBy(new Set(['b']), 10)).toEqual([]);
+    w.vote('b', 'yes');
+    w.applyNext(); // COMMIT
+    const decided = w.engine.heldBy(both, 10);
+    expect(decided.map((h) => [h.participantId, h.phase, h.outcome, h.deadlineAtMs])).toEqual([
+      ['a', 'delivering', 'committed', null],
+      ['b', 'delivering', 'committed', null],
+    ]);
+    expect(w.engine.heldBy(both, 1)).toHaveLength(1);
+    w.ackAll();
+    expect(w.engine.heldBy(both, 10)).toEqual([]);
+
+    w.engine.begin('t2', 30_000);
+    w.engine.commit(
+      't2',
+      [
+        { participantId: 'a', payload: new Uint8Array() },
+        { participantId: 'b', payload: new Uint8Array() },
+      ],
+      () => {},
+    );
+    w.vote('a', 'no', 'sold out');
+    expect(w.engine.heldBy(both, 10).filter((h) => h.participantId === 'a')).toEqual([]);
+  });
+});
+
 describe('commit engine: txn resolve (operator, AC2, R1)', () => {
   test('--abort of an undecided transaction logs ABORT with who/when/why and tells the prepared participants', () => {
     const w = new World();

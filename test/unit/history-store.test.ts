@@ -2,17 +2,20 @@
 // text (src/history/query.ts): records from applied changes, the time and
 // participant indexes, the age and byte bounds (oldest first), the rebuild
 // from a log re-applied after a crash, the lacking range after a snapshot,
-// and a person's bad flags refused with a reason.
+// a person's bad flags refused with a reason; sagas kept after the saga
+// table forgets them, and forced participant removals on the decisions
+// they were owed (src/node/history-feed.ts, history-sagas.ts).
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { applyChange, type HistoryChange } from '../../src/history/record.ts';
+import { applyChange, sagaKey, type HistoryChange } from '../../src/history/record.ts';
 import { HistoryQueryError, parseHistorySearch, parseTimeArg } from '../../src/history/query.ts';
 import { HistoryStore, type HistoryOptions } from '../../src/history/store.ts';
 import { encodeCommand } from '../../src/commit/state.ts';
-import { HistoriedMachine } from '../../src/node/history-feed.ts';
+import { HistoriedMachine, historyObserver } from '../../src/node/history-feed.ts';
+import { SagaTable, type SagaCommand } from '../../src/saga/state.ts';
 import { EntryType } from '../../src/raft/types.ts';
 
 const DAY_MS = 86_400_000;
@@ -218,5 +221,100 @@ describe('a node that installs a snapshot', () => {
     const a = await store.query({});
     expect(a.lacks).toEqual([{ firstIndex: 1, lastIndex: 30 }]);
     expect(a.records[0]).toMatchObject({ txnId: 'live-1', outcome: 'abort', decisionIndex: 7, reason: 'shop voted NO', acts: [{ kind: 'resolve', operator: 'bob@ops', effect: 'decided' }] });
+  });
+});
+
+describe('sagas and forced removals in the history', () => {
+  it('keeps a saga after the saga table forgot it: steps, outputs, each call’s failed attempts (summed over an operator’s retry) and the timeline; a replayed entry leaves it as once', async () => {
+    const { store, dir } = await open();
+    // One ended saga kept: the next one that ends evicts the first from the table.
+    const table = new SagaTable(1);
+    const feed = historyObserver(store, 0);
+    let index = 0;
+    const run = (cmd: SagaCommand): void => {
+      index++;
+      const entry = { term: 1, index, type: EntryType.Normal, data: new Uint8Array() };
+      feed.onResult?.(entry, table.apply(cmd, index));
+    };
+    const twoSteps = [
+      { service: 'pay', name: 'debit', input: '{"amount":30}' },
+      { service: 'ship', name: 'send', input: 'ORD-7731' },
+    ];
+    run({ t: 'saga.start', sagaId: 'refund-7731', steps: twoSteps, pivot: null, atMs: NOW_MS - 9_000, type: 'order-refund', labels: { order: 'ORD-7731' } });
+    run({ t: 'saga.result', sagaId: 'refund-7731', step: 0, kind: 'action', outcome: 'done', output: 'debited 30', reason: '', atMs: NOW_MS - 8_000 });
+    for (let i = 0; i < 3; i++) run({ t: 'saga.attempt', sagaId: 'refund-7731', step: 1, kind: 'action', error: `UNAVAILABLE: ship down ${i}`, atMs: NOW_MS - 7_000 + i });
+    run({ t: 'saga.stuck', sagaId: 'refund-7731', step: 1, kind: 'action', attempts: 3, lastError: 'UNAVAILABLE: ship down 2', atMs: NOW_MS - 6_900 });
+    run({ t: 'saga.retry', sagaId: 'refund-7731', operator: 'alice@ops', reason: 'ship is back', atMs: NOW_MS - 6_000 });
+    run({ t: 'saga.attempt', sagaId: 'refund-7731', step: 1, kind: 'action', error: 'DEADLINE_EXCEEDED: slow', atMs: NOW_MS - 5_000 });
+    run({ t: 'saga.result', sagaId: 'refund-7731', step: 1, kind: 'action', outcome: 'done', output: 'sent', reason: '', atMs: NOW_MS - 4_000 });
+    run({ t: 'saga.ended', sagaIds: ['refund-7731'] });
+    run({ t: 'saga.start', sagaId: 'other', steps: twoSteps.slice(0, 1), pivot: null, atMs: NOW_MS - 3_000 });
+    run({ t: 'saga.result', sagaId: 'other', step: 0, kind: 'action', outcome: 'done', output: 'ok', reason: '', atMs: NOW_MS - 2_000 });
+    run({ t: 'saga.ended', sagaIds: ['other'] });
+    expect(table.sagas.has('refund-7731')).toBe(false);
+    await store.close();
+
+    const { store: again } = await open(dir);
+    const r = (await again.query({ txnId: sagaKey('refund-7731') })).records[0];
+    expect(r?.decidedAtMs).toBe(NOW_MS - 9_000);
+    expect(r?.saga).toMatchObject({
+      sagaId: 'refund-7731',
+      type: 'order-refund',
+      labels: { order: 'ORD-7731' },
+      state: 'finished',
+      startedAtMs: NOW_MS - 9_000,
+      endedAtMs: NOW_MS - 4_000,
+      steps: [
+        { step: 0, service: 'pay', name: 'debit', input: '{"amount":30}', status: 'done', output: 'debited 30' },
+        { step: 1, service: 'ship', name: 'send', status: 'done', output: 'sent' },
+      ],
+      calls: [{ step: 1, kind: 'action', attempts: 1, attemptsTotal: 4, firstFailureAtMs: NOW_MS - 5_000, lastFailureAtMs: NOW_MS - 5_000, lastError: 'DEADLINE_EXCEEDED: slow' }],
+    });
+    expect(r?.saga?.timeline.map((e) => e.what)).toEqual(['started', 'sent', 'done', 'sent', 'stuck', 'retry', 'done', 'finished']);
+    expect(r?.saga?.timeline.find((e) => e.what === 'retry')).toMatchObject({ operator: 'alice@ops', detail: 'ship is back' });
+    // Searches: sagas apart from transactions.
+    again.apply(index + 1, [decide('t-1', index + 1, NOW_MS - 1_000)]);
+    expect((await again.query({ kind: 'saga' })).records.map((x) => x.txnId)).toEqual([sagaKey('other'), sagaKey('refund-7731')]);
+    expect((await again.query({ kind: 'txn' })).records.map((x) => x.txnId)).toEqual(['t-1']);
+    // The same state again (a replayed entry) adds no attempts.
+    const same = r?.saga;
+    if (same === undefined) throw new Error('no saga');
+    again.apply(0, [{ t: 'saga', txnId: sagaKey('refund-7731'), saga: { ...same, calls: same.calls.map((c) => ({ ...c, attemptsTotal: c.attempts })) }, index: same.lastIndex }]);
+    expect((await again.query({ txnId: sagaKey('refund-7731') })).records[0]?.saga?.calls[0]?.attemptsTotal).toBe(4);
+  });
+
+  it('participant remove --force names who removed it, when and why on each decision it was owed; a snapshot carries it', async () => {
+    const { store } = await open();
+    const leader = new HistoriedMachine();
+    leader.table.apply({ t: 'register', id: 'gone', endpoint: '127.0.0.1:1', atMs: NOW_MS - 10_000, kind: 'memory' }, 1);
+    leader.table.apply({ t: 'decide', txnId: 'owed-1', outcome: 'commit', reason: '', participants: ['gone'], atMs: NOW_MS - 9_000 }, 2);
+    const feed = historyObserver(store, 0);
+    const index = 3;
+    const removal = leader.table.apply({ t: 'unregister', id: 'gone', operator: 'alice@ops', atMs: NOW_MS - 5_000, acked: [], force: true, reason: 'host decommissioned' }, index);
+    store.apply(2, [decide('owed-1', 2, NOW_MS - 9_000, ['gone'])]);
+    feed.onResult?.({ term: 1, index, type: EntryType.Normal, data: new Uint8Array() }, removal);
+    const act = { kind: 'removed', operator: 'alice@ops', reason: 'host decommissioned', atMs: NOW_MS - 5_000, participantId: 'gone', effect: 'undelivered', index };
+    expect((await store.query({ txnId: 'owed-1' })).records[0]?.acts).toEqual([{ ...act, outcome: '', gid: '' }]);
+
+    const { store: other } = await open();
+    const follower = new HistoriedMachine();
+    follower.history = other;
+    follower.restore(leader.snapshot(), index);
+    expect((await other.query({ txnId: 'owed-1' })).records[0]?.acts).toMatchObject([act]);
+  });
+
+  it("a node that installs a snapshot keeps the snapshot's sagas as records", async () => {
+    const { store } = await open();
+    const leaderSagas = new SagaTable();
+    const leader = new HistoriedMachine([leaderSagas]);
+    leaderSagas.apply({ t: 'saga.start', sagaId: 'trip-1', steps: [{ service: 'hotel', name: 'book', input: '2 nights' }], pivot: null, atMs: NOW_MS - 60_000, type: 'trip' }, 4);
+    const followerSagas = new SagaTable();
+    const follower = new HistoriedMachine([followerSagas]);
+    follower.sagas = followerSagas;
+    follower.history = store;
+    follower.restore(leader.snapshot(), 9);
+    const r = (await store.query({ kind: 'saga' })).records[0];
+    expect(r?.saga).toMatchObject({ sagaId: 'trip-1', type: 'trip', state: 'running', lastIndex: 9, steps: [{ service: 'hotel', name: 'book', input: '2 nights', status: 'running' }] });
+    expect((await store.query({})).lacks).toEqual([{ firstIndex: 1, lastIndex: 9 }]);
   });
 });

@@ -13,6 +13,10 @@ import type { HistoryParticipant as _verdict_raft_HistoryParticipant, HistoryPar
 import type { HistoryQuery as _verdict_raft_HistoryQuery, HistoryQuery__Output as _verdict_raft_HistoryQuery__Output } from './verdict/raft/HistoryQuery.ts';
 import type { HistoryRecord as _verdict_raft_HistoryRecord, HistoryRecord__Output as _verdict_raft_HistoryRecord__Output } from './verdict/raft/HistoryRecord.ts';
 import type { HistoryRow as _verdict_raft_HistoryRow, HistoryRow__Output as _verdict_raft_HistoryRow__Output } from './verdict/raft/HistoryRow.ts';
+import type { HistorySaga as _verdict_raft_HistorySaga, HistorySaga__Output as _verdict_raft_HistorySaga__Output } from './verdict/raft/HistorySaga.ts';
+import type { HistorySagaCall as _verdict_raft_HistorySagaCall, HistorySagaCall__Output as _verdict_raft_HistorySagaCall__Output } from './verdict/raft/HistorySagaCall.ts';
+import type { HistorySagaEvent as _verdict_raft_HistorySagaEvent, HistorySagaEvent__Output as _verdict_raft_HistorySagaEvent__Output } from './verdict/raft/HistorySagaEvent.ts';
+import type { HistorySagaStep as _verdict_raft_HistorySagaStep, HistorySagaStep__Output as _verdict_raft_HistorySagaStep__Output } from './verdict/raft/HistorySagaStep.ts';
 import type { ListMembersRequest as _verdict_raft_ListMembersRequest, ListMembersRequest__Output as _verdict_raft_ListMembersRequest__Output } from './verdict/raft/ListMembersRequest.ts';
 import type { LogRange as _verdict_raft_LogRange, LogRange__Output as _verdict_raft_LogRange__Output } from './verdict/raft/LogRange.ts';
 import type { Member as _verdict_raft_Member, Member__Output as _verdict_raft_Member__Output } from './verdict/raft/Member.ts';
@@ -56,6 +60,10 @@ export interface ProtoGrpcType {
       HistoryQuery: MessageTypeDefinition<_verdict_raft_HistoryQuery, _verdict_raft_HistoryQuery__Output>
       HistoryRecord: MessageTypeDefinition<_verdict_raft_HistoryRecord, _verdict_raft_HistoryRecord__Output>
       HistoryRow: MessageTypeDefinition<_verdict_raft_HistoryRow, _verdict_raft_HistoryRow__Output>
+      HistorySaga: MessageTypeDefinition<_verdict_raft_HistorySaga, _verdict_raft_HistorySaga__Output>
+      HistorySagaCall: MessageTypeDefinition<_verdict_raft_HistorySagaCall, _verdict_raft_HistorySagaCall__Output>
+      HistorySagaEvent: MessageTypeDefinition<_verdict_raft_HistorySagaEvent, _verdict_raft_HistorySagaEvent__Output>
+      HistorySagaStep: MessageTypeDefinition<_verdict_raft_HistorySagaStep, _verdict_raft_HistorySagaStep__Output>
       ListMembersRequest: MessageTypeDefinition<_verdict_raft_ListMembersRequest, _verdict_raft_ListMembersRequest__Output>
       LogRange: MessageTypeDefinition<_verdict_raft_LogRange, _verdict_raft_LogRange__Output>
       Member: MessageTypeDefinition<_verdict_raft_Member, _verdict_raft_Member__Output>

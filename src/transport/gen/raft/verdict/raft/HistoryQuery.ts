@@ -9,6 +9,8 @@ export interface HistoryQuery {
   'participantId'?: (string);
   'outcome'?: (string);
   'limit'?: (number);
+  'kind'?: (string);
+  'sagaId'?: (string);
 }
 
 export interface HistoryQuery__Output {
@@ -18,4 +20,6 @@ export interface HistoryQuery__Output {
   'participantId': (string);
   'outcome': (string);
   'limit': (number);
+  'kind': (string);
+  'sagaId': (string);
 }
