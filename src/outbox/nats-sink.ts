@@ -12,7 +12,7 @@
 // The connection is made lazily and remade after a failure: a broker that is
 // down at the relay's start, or restarted under it, fails publishes (the rows
 // stay unpublished) until it is back.
-import type { JetStreamManager, JsMsg, NatsConnection } from 'nats';
+import type { JetStreamClient, JetStreamManager, JsMsg, NatsConnection } from 'nats';
 import { INBOX_BATCH_MAX, type BatchOutcome, type Inbox, type InboxResult } from './inbox.ts';
 import { decodeMessage, encodeMessage, MessageError, type OutboxMessage } from './message.ts';
 import pg from 'pg';
@@ -95,15 +95,15 @@ async function open(t: NatsTarget, name: string): Promise<{ nc: NatsConnection; 
 }
 
 export class NatsSink implements Sink {
-  private conn: Promise<{ nc: NatsConnection; nats: Nats }> | null = null;
+  private conn: Promise<{ nc: NatsConnection; nats: Nats; js: JetStreamClient }> | null = null;
 
   constructor(private readonly t: NatsTarget) {
     checkTarget(t);
   }
 
-  private connection(): Promise<{ nc: NatsConnection; nats: Nats }> {
+  private connection(): Promise<{ nc: NatsConnection; nats: Nats; js: JetStreamClient }> {
     this.conn ??= open(this.t, 'verdict-outbox-relay').then(
-      (c) => ({ nc: c.nc, nats: c.nats }),
+      (c) => ({ nc: c.nc, nats: c.nats, js: c.nc.jetstream() }),
       (err: unknown) => {
         this.conn = null;
         if (err instanceof NatsSinkError) throw err;
@@ -114,11 +114,12 @@ export class NatsSink implements Sink {
   }
 
   async publish(m: OutboxMessage, timeoutMs: number): Promise<{ duplicate: boolean }> {
-    const { nc, nats } = await this.connection();
+    const { nc, nats, js } = await this.connection();
     const h = nats.headers();
     h.set(EPOCH_HEADER, String(m.epoch));
     try {
-      const ack = await nc.jetstream({ timeout: timeoutMs }).publish(this.t.subject, encodeMessage(m), { msgID: m.id, headers: h, timeout: timeoutMs });
+      // Async publish: many outstanding on one connection (the relay's window), each resolved by its PubAck.
+      const ack = await js.publish(this.t.subject, encodeMessage(m), { msgID: m.id, headers: h, timeout: timeoutMs });
       if (ack.stream !== this.t.stream) throw new NatsSinkError(`subject ${this.t.subject} is stored by stream ${ack.stream}, not ${this.t.stream}`);
       return { duplicate: ack.duplicate };
     } catch (err) {
