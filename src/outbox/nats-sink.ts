@@ -203,9 +203,10 @@ export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> 
       ack_wait: ackWaitMs * 1_000_000,
     });
   }
-  // A durable made by an older version keeps a smaller window, which would cap the batches.
+  // A durable made by an older version keeps a smaller window, which would cap the batches; a server
+  // that cannot change it leaves the window as it was (smaller batches, nothing else).
   if (info !== null && info.config.max_ack_pending !== undefined && info.config.max_ack_pending >= 0 && info.config.max_ack_pending < ACK_PENDING_MAX)
-    await jsm.consumers.update(o.stream, o.durable, { max_ack_pending: ACK_PENDING_MAX });
+    await jsm.consumers.update(o.stream, o.durable, { max_ack_pending: ACK_PENDING_MAX }).catch((err: unknown) => o.onError?.(err));
   const consumer = await nc.jetstream().consumers.get(o.stream, o.durable);
   const messages = await consumer.consume({ max_messages: FETCH_MAX });
   const counts = { applied: 0, duplicate: 0, 'stale-epoch': 0, refused: 0, failed: 0 };
