@@ -587,6 +587,9 @@ export function markdown(r: Results, source: string): string {
             : [
                 ['broker floor: publish + consume + ack/s (`outbox.floor_publish_consume_eps`)', `${o.floor_publish_consume_eps}/s`, ''],
                 ['delivered ÷ that floor (`outbox.polling_over_floor`, `outbox.cdc_over_floor`)', String(o.polling_over_floor), String(o.cdc_over_floor)],
+                ["the writers' own commits/s in that run (`outbox.writers_commit_eps`)", String(o.writers_commit_eps), ''],
+                [`a backlog of ${o.drain_events} drained, events/s (\`outbox.polling_drain_eps\`, \`outbox.cdc_drain_eps\`)`, String(o.polling_drain_eps), String(o.cdc_drain_eps)],
+                ['drained ÷ the publish + consume floor (`outbox.polling_drain_over_floor`, `outbox.cdc_drain_over_floor`)', String(o.polling_drain_over_floor), String(o.cdc_drain_over_floor)],
                 [`largest unpublished backlog sampled (writers' bound ${o.backlog_max})`, String(o.polling_backlog_max_seen), String(o.cdc_backlog_max_seen)],
                 [`commit → effect p50 at ${o.rate_eps} events/s`, `${o.polling_p50_ms_at_rate} ms`, `${o.cdc_p50_ms_at_rate} ms`],
                 [`commit → effect p99 at ${o.rate_eps} events/s (\`outbox.polling_p99_ms_at_rate\`, \`outbox.cdc_p99_ms_at_rate\`)`, `${o.polling_p99_ms_at_rate} ms`, `${o.cdc_p99_ms_at_rate} ms`],

@@ -6,7 +6,9 @@
 // message (publish + consume, what the outbox path is compared with). Each
 // relay runs twice: at saturation (16 writers as fast as they can; the
 // writers' backpressure bounds the backlog, and its largest sample is
-// reported) and at a fixed 200 events/s for the latency. One PostgreSQL
+// reported) and at a fixed 200 events/s for the latency; then, the writers
+// out of the way, a backlog committed first is drained (the outbox's own
+// capacity, beside the publish + consume floor). One PostgreSQL
 // (wal_level = logical) and one nats-server, both started here. The relay
 // runs in this process under a fixed fence (every partition, epoch 1),
 // pausing 20 ms after an empty round (the relay's default --idle-ms): lease
@@ -46,6 +48,14 @@ export interface OutboxFigures {
   /** Delivered events/s at saturation over floor_publish_consume_eps. */
   polling_over_floor: number;
   cdc_over_floor: number;
+  /** Events the 16 writers committed per second in the polling saturation run: what bounds polling_eps when the outbox keeps up. */
+  writers_commit_eps: number;
+  /** The outbox's own capacity: drain_events committed first, then relayed and consumed; events/s, and over the publish + consume floor. */
+  drain_events: number;
+  polling_drain_eps: number;
+  cdc_drain_eps: number;
+  polling_drain_over_floor: number;
+  cdc_drain_over_floor: number;
   /** Largest unpublished backlog sampled at saturation (writers' backpressure bound: backlog_max). */
   polling_backlog_max_seen: number;
   cdc_backlog_max_seen: number;
@@ -130,7 +140,6 @@ async function floorConsume(url: string, windowMs: number): Promise<number> {
   return Math.round(consumed / (windowMs / 1_000));
 }
 
-/** 16 writers for windowMs, the relay and the consumer running; figures once every committed event took effect. */
 /**
  * 16 writers for windowMs, as fast as they can (`rateEps` null) or together
  * at `rateEps`, the relay and the consumer running; figures once every
@@ -230,6 +239,59 @@ async function run(
   return { eps: Math.round(events / ((lastEffectAtMs - startAtMs) / 1_000)), p50: r2(pct(latencies, 50)), p99: r2(pct(latencies, 99)), events, refused, backlogMaxSeen };
 }
 
+/**
+ * The outbox's own capacity, the writers out of the way: `events` are
+ * committed first (16 writers, 50 events a transaction), then the relay and
+ * the consumer start; events/s from the relay's start to the last effect.
+ */
+async function drain(mode: 'polling' | 'cdc', pgUrl: string, consumerUrl: string, natsUrl: string, events: number): Promise<number> {
+  const tag = `${mode}drain`;
+  const target = { url: natsUrl, stream: tag.toUpperCase(), subject: `${tag}.events` };
+  const sink = new NatsSink(target);
+  const db = new pg.Client({ connectionString: pgUrl });
+  await db.connect();
+  const slot = `bench_${tag}`;
+  if (mode === 'cdc') await ensureSlot(db, slot);
+  const per = Math.ceil(events / WRITERS);
+  await Promise.all(
+    Array.from({ length: WRITERS }, async (_, w) => {
+      const c = new pg.Client({ connectionString: pgUrl });
+      await c.connect();
+      for (let i = 0; i < per; i += 50) {
+        await c.query('BEGIN');
+        for (let j = i; j < Math.min(per, i + 50); j++) await enqueue(c, { aggregate: `${tag}-${w}-${j % 8}`, type: 'bench', payload: { w, j } }, { backlogMax: 1_000_000_000 });
+        await c.query('COMMIT');
+      }
+      await c.end();
+    }),
+  );
+  const total = per * WRITERS;
+  let lastEffectAtMs = 0;
+  const consumer = await consumeToInbox({
+    ...target,
+    durable: `bench-${tag}`,
+    inbox: new Inbox({ retentionMs: 3 * 24 * 3600_000 }),
+    pgUrl: consumerUrl,
+    effect: async () => {},
+    onResult: () => void (lastEffectAtMs = performance.now()),
+  });
+  const relay = mode === 'polling' ? new PollingRelay({ db, sink, fence: allPartitions, partitions: 1, batchMax: 1_000 }) : new CdcRelay({ db, sink, fence: allPartitions, slot, changesMax: 3_000 });
+  let relaying = true;
+  const startAtMs = performance.now();
+  const relayLoop = (async () => {
+    while (relaying) if ((await relay.round()).read === 0) await sleep(RELAY_IDLE_MS);
+  })();
+  const byMs = performance.now() + 120_000;
+  while (consumer.counts.applied < total && performance.now() < byMs) await sleep(20);
+  relaying = false;
+  await relayLoop;
+  await consumer.stop();
+  await sink.close();
+  await db.end();
+  if (consumer.counts.applied < total) throw new Error(`outbox bench (${tag}): ${consumer.counts.applied} of ${total} events took effect within 120 s`);
+  return Math.round(total / ((lastEffectAtMs - startAtMs) / 1_000));
+}
+
 export async function measureOutbox(windowMs: number): Promise<OutboxFigures> {
   const [server, nats] = await Promise.all([
     startPostgres({ databases: ['shop', 'consumer'], maxPreparedTransactions: null, settings: ['wal_level=logical', 'max_replication_slots=4', 'max_wal_senders=4'] }),
@@ -245,6 +307,9 @@ export async function measureOutbox(windowMs: number): Promise<OutboxFigures> {
     const cdc = await run('cdc', null, server.url('shop'), server.url('consumer'), nats.url, windowMs);
     const pollingAtRate = await run('polling', RATE_EPS, server.url('shop'), server.url('consumer'), nats.url, windowMs);
     const cdcAtRate = await run('cdc', RATE_EPS, server.url('shop'), server.url('consumer'), nats.url, windowMs);
+    const drained = windowMs >= 20_000 ? 20_000 : 5_000;
+    const pollingDrain = await drain('polling', server.url('shop'), server.url('consumer'), nats.url, drained);
+    const cdcDrain = await drain('cdc', server.url('shop'), server.url('consumer'), nats.url, drained);
     return {
       polling_eps: polling.eps,
       cdc_eps: cdc.eps,
@@ -257,6 +322,12 @@ export async function measureOutbox(windowMs: number): Promise<OutboxFigures> {
       floor_publish_consume_eps: flConsume,
       polling_over_floor: r2(polling.eps / flConsume),
       cdc_over_floor: r2(cdc.eps / flConsume),
+      writers_commit_eps: Math.round(polling.events / (windowMs / 1_000)),
+      drain_events: drained,
+      polling_drain_eps: pollingDrain,
+      cdc_drain_eps: cdcDrain,
+      polling_drain_over_floor: r2(pollingDrain / flConsume),
+      cdc_drain_over_floor: r2(cdcDrain / flConsume),
       polling_backlog_max_seen: polling.backlogMaxSeen,
       cdc_backlog_max_seen: cdc.backlogMaxSeen,
       backlog_max: BACKLOG_MAX,
