@@ -242,6 +242,40 @@ export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> 
     }
   };
 
+  // After a batch: counts and acknowledges what its transaction committed, and says which aggregates
+  // the worker keeps: with no failure, those with messages left; with one, only the failing aggregates
+  // (retried after a back-off), the others handed back to the waiting list.
+  const settle = (mine: string[], batch: Delivery[], outcomes: BatchOutcome[]): { next: string[]; retry: boolean } => {
+    let retry = false;
+    for (const [i, d] of batch.entries()) {
+      const r = outcomes[i];
+      if (r === 'failed' || r === 'held') {
+        retry = true;
+        continue;
+      }
+      counts[r]++;
+      o.onResult?.(d.m, r);
+      d.jm.ack();
+      const q = queues.get(d.m.aggregate);
+      // Acknowledged messages leave the front of their queue (a batch takes each queue's front, in order).
+      if (q?.[0] === d) q.shift();
+    }
+    const next: string[] = [];
+    for (const a of mine) {
+      const q = queues.get(a) ?? [];
+      const failing = batch.some((d, i) => d.m.aggregate === a && (outcomes[i] === 'failed' || outcomes[i] === 'held'));
+      if (q.length === 0) {
+        queues.delete(a);
+        held.delete(a);
+      } else if (!retry || failing) next.push(a);
+      else {
+        held.delete(a);
+        ready.add(a);
+      }
+    }
+    return { next, retry };
+  };
+
   // Applies batches of the aggregates it holds until none is left, on one connection.
   const worker = async (first: string): Promise<void> => {
     let mine = [first];
@@ -285,36 +319,8 @@ export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> 
           db = null;
           outcomes = batch.map(() => 'held');
         }
-        let retry = false;
-        for (const [i, d] of batch.entries()) {
-          const r = outcomes[i];
-          if (r === 'failed' || r === 'held') {
-            retry = true;
-            continue;
-          }
-          counts[r]++;
-          o.onResult?.(d.m, r);
-          d.jm.ack();
-          const q = queues.get(d.m.aggregate);
-          // Acknowledged messages leave the front of their queue (a batch takes each queue's front, in order).
-          if (q?.[0] === d) q.shift();
-        }
-        // Aggregates with nothing left are let go; those with messages go on here, except that with a
-        // failure only the failing aggregates stay (retried after a back-off) and the others are handed back.
-        const next: string[] = [];
-        for (const a of mine) {
-          const q = queues.get(a) ?? [];
-          const failing = batch.some((d, i) => d.m.aggregate === a && (outcomes[i] === 'failed' || outcomes[i] === 'held'));
-          if (q.length === 0) {
-            queues.delete(a);
-            held.delete(a);
-          } else if (!retry || failing) next.push(a);
-          else {
-            held.delete(a);
-            ready.add(a);
-          }
-        }
-        mine = next;
+        let retry: boolean;
+        ({ next: mine, retry } = settle(mine, batch, outcomes));
         if (retry) {
           kick();
           // Stopping: leave them unacknowledged; the broker redelivers them to the next run.
