@@ -591,6 +591,8 @@ export function markdown(r: Results, source: string): string {
                 [`a backlog of ${o.drain_events} drained, events/s (\`outbox.polling_drain_eps\`, \`outbox.cdc_drain_eps\`)`, String(o.polling_drain_eps), String(o.cdc_drain_eps)],
                 ['drained ÷ the publish + consume floor (`outbox.polling_drain_over_floor`, `outbox.cdc_drain_over_floor`)', String(o.polling_drain_over_floor), String(o.cdc_drain_over_floor)],
                 [`largest unpublished backlog sampled (writers' bound ${o.backlog_max})`, String(o.polling_backlog_max_seen), String(o.cdc_backlog_max_seen)],
+                [`broker floor at ${o.rate_eps} messages/s: publish → consumer, p50 / p99`, `${o.floor_p50_ms_at_rate} / ${o.floor_p99_ms_at_rate} ms`, ''],
+                [`PostgreSQL floor at ${o.rate_eps} commits/s: BEGIN, INSERT, COMMIT, p50 / p99`, `${o.pg_commit_p50_ms_at_rate} / ${o.pg_commit_p99_ms_at_rate} ms`, ''],
                 [`commit → effect p50 at ${o.rate_eps} events/s`, `${o.polling_p50_ms_at_rate} ms`, `${o.cdc_p50_ms_at_rate} ms`],
                 [`commit → effect p99 at ${o.rate_eps} events/s (\`outbox.polling_p99_ms_at_rate\`, \`outbox.cdc_p99_ms_at_rate\`)`, `${o.polling_p99_ms_at_rate} ms`, `${o.cdc_p99_ms_at_rate} ms`],
               ]),

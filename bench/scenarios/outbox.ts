@@ -65,6 +65,12 @@ export interface OutboxFigures {
   cdc_refused: number;
   /** At a fixed 200 events/s, commit → consumer effect. */
   rate_eps: number;
+  /** The broker alone at that rate: publish → a consumer receiving the message. */
+  floor_p50_ms_at_rate: number;
+  floor_p99_ms_at_rate: number;
+  /** PostgreSQL alone at that rate: BEGIN, a one-row INSERT, COMMIT. */
+  pg_commit_p50_ms_at_rate: number;
+  pg_commit_p99_ms_at_rate: number;
   polling_p50_ms_at_rate: number;
   polling_p99_ms_at_rate: number;
   cdc_p50_ms_at_rate: number;
@@ -138,6 +144,88 @@ async function floorConsume(url: string, windowMs: number): Promise<number> {
   await reading;
   await nc.close();
   return Math.round(consumed / (windowMs / 1_000));
+}
+
+/**
+ * The broker's latency floor at the fixed rate: 16 publishers together at
+ * `rateEps`, each message timed from its publish to a durable consumer
+ * receiving it (then acknowledged); p50 and p99.
+ */
+async function floorAtRate(url: string, rateEps: number, windowMs: number): Promise<{ p50: number; p99: number }> {
+  const nc = await connect({ servers: url.replace('nats://', '') });
+  const jsm = await nc.jetstreamManager();
+  await jsm.streams.add({ name: 'FLOOR3', subjects: ['floor3.events'], duplicate_window: 120_000_000_000 });
+  await jsm.consumers.add('FLOOR3', { durable_name: 'floor3', ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, max_ack_pending: 2_048 });
+  const js = nc.jetstream();
+  const messages = await (await js.consumers.get('FLOOR3', 'floor3')).consume({ max_messages: 256 });
+  const sentAtMs = new Map<string, number>();
+  const lat: number[] = [];
+  let sent = 0;
+  let publishing = true;
+  const reading = (async () => {
+    for await (const m of messages) {
+      m.ack();
+      const id = m.headers?.get('Nats-Msg-Id') ?? '';
+      const t = sentAtMs.get(id);
+      if (t !== undefined) lat.push(performance.now() - t);
+      if (lat.length >= sent && sent > 0 && !publishing) break;
+    }
+  })();
+  const body = new TextEncoder().encode(JSON.stringify({ id: 'x'.repeat(36), aggregate: 'order-1', seq: 1, type: 'bench', epoch: 1, payload: { n: 1 } }));
+  const startAtMs = performance.now();
+  const endAtMs = startAtMs + windowMs;
+  const gapMs = (1_000 * WRITERS) / rateEps;
+  await Promise.all(
+    Array.from({ length: WRITERS }, async (_, w) => {
+      for (let i = 0; ; i++) {
+        const dueAtMs = startAtMs + (w / WRITERS) * gapMs + i * gapMs;
+        if (dueAtMs >= endAtMs) break;
+        await sleep(dueAtMs - performance.now());
+        const id = `r-${w}-${i}`;
+        sentAtMs.set(id, performance.now());
+        sent++;
+        await js.publish('floor3.events', body, { msgID: id });
+      }
+    }),
+  );
+  publishing = false;
+  const byMs = performance.now() + 10_000;
+  while (lat.length < sent && performance.now() < byMs) await sleep(20);
+  messages.stop();
+  await reading;
+  await nc.close();
+  return { p50: r2(pct(lat, 50)), p99: r2(pct(lat, 99)) };
+}
+
+/**
+ * PostgreSQL's commit latency at the fixed rate, the other floor of the
+ * path (the consumer's transaction commits once per event at that rate): 16
+ * clients together at `rateEps`, each a one-row INSERT committed; p50 and p99.
+ */
+async function pgCommitAtRate(url: string, rateEps: number, windowMs: number): Promise<{ p50: number; p99: number }> {
+  await withClient(url, (c) => c.query('CREATE TABLE IF NOT EXISTS bench_commit_floor (id bigserial PRIMARY KEY, w int, i int)'));
+  const lat: number[] = [];
+  const startAtMs = performance.now();
+  const endAtMs = startAtMs + windowMs;
+  const gapMs = (1_000 * WRITERS) / rateEps;
+  await Promise.all(
+    Array.from({ length: WRITERS }, async (_, w) => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      for (let i = 0; ; i++) {
+        const dueAtMs = startAtMs + (w / WRITERS) * gapMs + i * gapMs;
+        if (dueAtMs >= endAtMs) break;
+        await sleep(dueAtMs - performance.now());
+        const t = performance.now();
+        await c.query('BEGIN');
+        await c.query('INSERT INTO bench_commit_floor (w, i) VALUES ($1, $2)', [w, i]);
+        await c.query('COMMIT');
+        lat.push(performance.now() - t);
+      }
+      await c.end();
+    }),
+  );
+  return { p50: r2(pct(lat, 50)), p99: r2(pct(lat, 99)) };
 }
 
 /**
@@ -302,6 +390,8 @@ export async function measureOutbox(windowMs: number): Promise<OutboxFigures> {
     await withClient(server.url('consumer'), (c) => initSchema(c, 'inbox'));
     const fl = await floor(nats.url, Math.min(windowMs, 5_000));
     const flConsume = await floorConsume(nats.url, Math.min(windowMs, 5_000));
+    const flAtRate = await floorAtRate(nats.url, RATE_EPS, Math.min(windowMs, 5_000));
+    const pgAtRate = await pgCommitAtRate(server.url('consumer'), RATE_EPS, Math.min(windowMs, 5_000));
     // Each run's CDC slot is made at its start, so it reads only what that run writes.
     const polling = await run('polling', null, server.url('shop'), server.url('consumer'), nats.url, windowMs);
     const cdc = await run('cdc', null, server.url('shop'), server.url('consumer'), nats.url, windowMs);
@@ -334,6 +424,10 @@ export async function measureOutbox(windowMs: number): Promise<OutboxFigures> {
       polling_refused: polling.refused,
       cdc_refused: cdc.refused,
       rate_eps: RATE_EPS,
+      floor_p50_ms_at_rate: flAtRate.p50,
+      floor_p99_ms_at_rate: flAtRate.p99,
+      pg_commit_p50_ms_at_rate: pgAtRate.p50,
+      pg_commit_p99_ms_at_rate: pgAtRate.p99,
       polling_p50_ms_at_rate: pollingAtRate.p50,
       polling_p99_ms_at_rate: pollingAtRate.p99,
       cdc_p50_ms_at_rate: cdcAtRate.p50,
