@@ -546,11 +546,13 @@ async function main(): Promise<void> {
     progress(`${tag()} done  sagas: ${saga.tps_3steps_c16} sagas/s at 16 clients; p50 ${saga.p50_ms_c1} ms at 1 client; direct calls p50 ${saga.direct_p50_ms} ms`);
 
     // Outbox (bench/scenarios/outbox.ts): polling and CDC relays at 16 writers through NATS JetStream to the inbox, the broker's publish floor beside them.
-    progress(`${tag()} start outbox: polling and CDC relays, 16 writers, NATS JetStream, raw publish floor`);
+    progress(`${tag()} start outbox: polling and CDC relays, 16 writers and at 200 events/s, NATS JetStream, publish and publish + consume floors`);
     let outbox: Awaited<ReturnType<typeof measureOutbox>> | null = null;
     try {
       outbox = await measureOutbox(QUICK ? 5_000 : 20_000);
-      progress(`${tag()} done  outbox: polling ${outbox.polling_eps} events/s (e2e p99 ${outbox.e2e_p99_ms} ms), cdc ${outbox.cdc_eps} events/s; raw publish floor ${outbox.floor_publish_eps}/s`);
+      progress(
+        `${tag()} done  outbox: polling ${outbox.polling_eps} events/s, cdc ${outbox.cdc_eps} events/s; publish + consume floor ${outbox.floor_publish_consume_eps}/s (raw publish ${outbox.floor_publish_eps}/s); p99 at ${outbox.rate_eps} events/s polling ${outbox.polling_p99_ms_at_rate} ms, cdc ${outbox.cdc_p99_ms_at_rate} ms`,
+      );
     } catch (err) {
       // No nats-server or PostgreSQL here: the rest of the run stands.
       progress(`${tag()} skipped outbox: ${(err as Error).message.split('\n')[0]}`);

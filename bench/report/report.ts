@@ -573,7 +573,7 @@ export function markdown(r: Results, source: string): string {
       '',
       '## Outbox: relay to NATS JetStream to the inbox',
       '',
-      `${o.writers} writers, each transaction one event; latency is from the writer's COMMIT to the consumer's inbox transaction committing the effect. The floor is raw JetStream publishes waiting for the PubAck, ${o.writers} in flight, in the same run.`,
+      `${o.writers} writers, each transaction one event; latency is from the writer's COMMIT to the consumer's inbox transaction committing the effect. The floors are raw JetStream publishes waiting for the PubAck, ${o.writers} in flight, and the same with a consumer acknowledging each message, in the same run. Events/s is at saturation; the latency at a fixed rate is measured in a run of its own.`,
       '',
       table(
         ['measure', 'polling', 'CDC'],
@@ -582,6 +582,20 @@ export function markdown(r: Results, source: string): string {
           ['commit → effect p50', `${o.e2e_p50_ms} ms`, `${o.cdc_e2e_p50_ms} ms`],
           ['commit → effect p99 (`outbox.e2e_p99_ms`, polling)', `${o.e2e_p99_ms} ms`, `${o.cdc_e2e_p99_ms} ms`],
           ['broker floor: publish + ack/s, p50', `${o.floor_publish_eps}/s, ${o.floor_publish_p50_ms} ms`, ''],
+          ...(o.floor_publish_consume_eps === undefined
+            ? []
+            : [
+                ['broker floor: publish + consume + ack/s (`outbox.floor_publish_consume_eps`)', `${o.floor_publish_consume_eps}/s`, ''],
+                ['delivered ÷ that floor (`outbox.polling_over_floor`, `outbox.cdc_over_floor`)', String(o.polling_over_floor), String(o.cdc_over_floor)],
+                ["the writers' own commits/s in that run (`outbox.writers_commit_eps`)", String(o.writers_commit_eps), ''],
+                [`a backlog of ${o.drain_events} drained, events/s (\`outbox.polling_drain_eps\`, \`outbox.cdc_drain_eps\`)`, String(o.polling_drain_eps), String(o.cdc_drain_eps)],
+                ['drained ÷ the publish + consume floor (`outbox.polling_drain_over_floor`, `outbox.cdc_drain_over_floor`)', String(o.polling_drain_over_floor), String(o.cdc_drain_over_floor)],
+                [`largest unpublished backlog sampled (writers' bound ${o.backlog_max})`, String(o.polling_backlog_max_seen), String(o.cdc_backlog_max_seen)],
+                [`broker floor at ${o.rate_eps} messages/s: publish → consumer, p50 / p99`, `${o.floor_p50_ms_at_rate} / ${o.floor_p99_ms_at_rate} ms`, ''],
+                [`PostgreSQL floor at ${o.rate_eps} commits/s: BEGIN, INSERT, COMMIT, p50 / p99`, `${o.pg_commit_p50_ms_at_rate} / ${o.pg_commit_p99_ms_at_rate} ms`, ''],
+                [`commit → effect p50 at ${o.rate_eps} events/s`, `${o.polling_p50_ms_at_rate} ms`, `${o.cdc_p50_ms_at_rate} ms`],
+                [`commit → effect p99 at ${o.rate_eps} events/s (\`outbox.polling_p99_ms_at_rate\`, \`outbox.cdc_p99_ms_at_rate\`)`, `${o.polling_p99_ms_at_rate} ms`, `${o.cdc_p99_ms_at_rate} ms`],
+              ]),
         ],
       ),
     );

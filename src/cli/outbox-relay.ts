@@ -41,7 +41,7 @@ export async function outboxRelayCommand(args: string[]): Promise<void> {
   const metricsListen = flag(args, '--metrics-listen');
   const warnLagMs = count(args, '--warn-lag-ms', 60_000, 0, 86_400_000);
   const warnBytes = count(args, '--warn-bytes', 1024 ** 3, 0, Number.MAX_SAFE_INTEGER);
-  const idleMs = count(args, '--idle-ms', 100, 1, 60_000);
+  const idleMs = count(args, '--idle-ms', 20, 1, 60_000);
   const batchMax = count(args, '--batch', 500, 1, 10_000);
   const logLevel = flag(args, '--log-level') ?? 'info';
   // Before endpoints(): whether they are the local cluster's decides the default TLS.

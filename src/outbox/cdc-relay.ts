@@ -26,7 +26,7 @@
 // (the server; the slot's plugin and state, creating it when missing, which
 // two relays starting at once may both try), then waits for the lease.
 import { explainMissingTable, type Queryable } from './schema.ts';
-import { markPublished, publishInOrder, type Fence, type PendingEvent, type RoundReport } from './polling-relay.ts';
+import { markPublished, PUBACKS_MAX, publishInOrder, type Fence, type PendingEvent, type RoundReport } from './polling-relay.ts';
 import type { Sink } from './sink.ts';
 
 export class CdcRefusal extends Error {
@@ -127,7 +127,9 @@ export interface CdcRelayOptions {
   /** The relay's single lease (partition 0): one CDC relay reads a slot at a time. */
   fence: Fence;
   slot: string;
+  /** Changes read per round at most: a transaction of one event is three (BEGIN, INSERT, COMMIT). */
   changesMax?: number;
+  /** The window: PubAcks outstanding at once, at most (default PUBACKS_MAX); one per aggregate. */
   concurrency?: number;
   publishTimeoutMs?: number;
   onError?: (err: unknown) => void;
@@ -157,7 +159,7 @@ export class CdcRelay {
     }
     let changes: { lsn: string; data: string }[];
     try {
-      changes = (await this.o.db.query<{ lsn: string; data: string }>(`SELECT lsn::text AS lsn, data FROM pg_logical_slot_peek_changes($1, NULL, $2)`, [this.o.slot, this.o.changesMax ?? 1_000])).rows;
+      changes = (await this.o.db.query<{ lsn: string; data: string }>(`SELECT lsn::text AS lsn, data FROM pg_logical_slot_peek_changes($1, NULL, $2)`, [this.o.slot, this.o.changesMax ?? 3_000])).rows;
     } catch (err) {
       const e = err as { message?: string };
       // A lost slot cannot be read again: say so once, instead of retrying for ever.
@@ -206,7 +208,7 @@ export class CdcRelay {
         pending.push(e);
       }
     }
-    const { done, failed } = await publishInOrder(events, { ...this.o, concurrency: this.o.concurrency ?? 32, publishTimeoutMs: this.o.publishTimeoutMs ?? 5_000 }, owned);
+    const { done, failed } = await publishInOrder(events, { ...this.o, concurrency: this.o.concurrency ?? PUBACKS_MAX, publishTimeoutMs: this.o.publishTimeoutMs ?? 5_000 }, owned);
     // Advance only past a prefix of transactions whose every event was confirmed.
     const confirmed = new Set(done);
     let upTo = failed === 0 ? lastCommit : null;

@@ -1,7 +1,9 @@
 // The polling relay: no cursor. Each round reads the visible unpublished
 // rows of the partitions this relay holds (oldest ids first, bounded), and
-// publishes them with, per aggregate, one message in flight in seq order
-// (commit order, ./schema.ts); different aggregates go in parallel. A row is
+// publishes them with a window of outstanding PubAcks (publishInOrder): per
+// aggregate one message in flight in seq order (commit order, ./schema.ts);
+// different aggregates in parallel. The round then marks what was confirmed
+// with one statement per partition. A row is
 // marked published only after the sink confirmed it; a crash in between
 // republishes it with the same message id. A row committed late with a small
 // id is simply still unpublished at the next round, so it is published; rows
@@ -53,7 +55,7 @@ export interface PollingRelayOptions {
   fence: Fence;
   partitions: number;
   batchMax?: number;
-  /** Aggregates published at once. */
+  /** The window: PubAcks outstanding at once, at most (default PUBACKS_MAX); one per aggregate. */
   concurrency?: number;
   publishTimeoutMs?: number;
   onError?: (err: unknown) => void;
@@ -87,10 +89,19 @@ export interface PendingEvent {
   message: OutboxMessage;
 }
 
+/** The relay's default window of outstanding PubAcks. */
+export const PUBACKS_MAX = 256;
+
 /**
- * Publishes events given in commit order: per aggregate one in flight, in the
- * order given, stopping that aggregate at its first failure or when its
- * partition's lease is no longer valid; different aggregates in parallel.
+ * Publishes events given in commit order with a window of `concurrency`
+ * outstanding PubAcks (the sink's publish is JetStream's async publish: it
+ * returns at once and resolves on the PubAck). Different aggregates share the
+ * window; within an aggregate one publish is outstanding at a time, in the
+ * order given, and the aggregate stops at its first failure or when its
+ * partition's lease is no longer valid. One at a time within an aggregate is
+ * what keeps its order in the stream: with two outstanding, the first could
+ * fail (a timeout, a connection cut) while the second is stored, and the
+ * republished first would then follow it.
  * Returns the keys the sink confirmed.
  */
 export async function publishInOrder(
@@ -142,7 +153,7 @@ export class PollingRelay {
 
   constructor(private readonly o: PollingRelayOptions) {
     this.batchMax = o.batchMax ?? 500;
-    this.concurrency = o.concurrency ?? 32;
+    this.concurrency = o.concurrency ?? PUBACKS_MAX;
     this.publishTimeoutMs = o.publishTimeoutMs ?? 5_000;
   }
 

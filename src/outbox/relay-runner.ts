@@ -22,7 +22,7 @@ import type { Logger } from 'pino';
 import pg from 'pg';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { CdcRelay, CdcSlotLost, checkCdcServer, ensureSlot, slots } from './cdc-relay.ts';
-import { PARTITION_SQL, PollingRelay, type Fence } from './polling-relay.ts';
+import { PARTITION_SQL, PollingRelay, PUBACKS_MAX, type Fence } from './polling-relay.ts';
 import { explainMissingTable, type Queryable } from './schema.ts';
 import type { Sink } from './sink.ts';
 import { connectPg } from './pg-connect.ts';
@@ -220,7 +220,7 @@ export class RelayRunner {
       this.metrics.sinkErrors.inc();
       this.rateLimitedWarn({ err: (err as Error).message }, 'the broker did not confirm a publish; the event stays unpublished and is retried');
     };
-    const common = { db: this.db, sink: this.o.sink, fence: this.o.keeper, concurrency: 32, publishTimeoutMs: this.o.publishTimeoutMs, onError };
+    const common = { db: this.db, sink: this.o.sink, fence: this.o.keeper, concurrency: PUBACKS_MAX, publishTimeoutMs: this.o.publishTimeoutMs, onError };
     const round =
       this.o.mode === 'polling'
         ? (
@@ -230,7 +230,7 @@ export class RelayRunner {
         : (
             (r) => async () =>
               r.round()
-          )(new CdcRelay({ ...common, slot: this.o.slot, changesMax: this.o.batchMax }));
+          )(new CdcRelay({ ...common, slot: this.o.slot, changesMax: this.o.batchMax * 3 }));
     let failures = 0;
     while (!this.stopping) {
       try {
