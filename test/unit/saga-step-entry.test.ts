@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodeCommand } from '../../src/commit/state.ts';
 import { NodeStateMachine } from '../../src/node/machine.ts';
+import { ProposalBatcher } from '../../src/node/proposal-batcher.ts';
 import { nodeProducts } from '../../src/node/products.ts';
 import { EntryType, type Entry } from '../../src/raft/types.ts';
 import { currentCall, SAGA_TRANSITIONS, SagaTable, STEP_TRANSITIONS, type SagaCommand, type SagaRecord } from '../../src/saga/state.ts';
@@ -90,6 +91,37 @@ describe('a saga step in one log entry', () => {
     w.applyAll();
     expect(logged).toBe(4);
     expect(w.sagas.sagas.get('s1')?.state).toBe('finished');
+  });
+});
+
+describe('saga entries of concurrent sagas', () => {
+  it('the results of many sagas proposed in one turn go to Raft as one proposal (one append, one sync), each its own entry, each answered with its own result', () => {
+    const proposals: Uint8Array[][] = [];
+    let endOfTurn: (() => void) | null = null;
+    const batcher = new ProposalBatcher(
+      (datas, cbs) => {
+        proposals.push(datas);
+        const m = machine();
+        m.apply(entry(1, LOG[0]));
+        for (const [i, d] of datas.entries()) cbs[i](null, { index: 10 + i, result: m.apply({ index: 10 + i, term: 1, type: EntryType.Normal, data: d }) });
+      },
+      (fn) => {
+        endOfTurn = fn;
+      },
+      () => () => {},
+    );
+    const answered: (string | null)[] = [];
+    // Eight sagas' step answers arrive in one turn (only s1 exists in this machine: the others are refused, each on its own).
+    for (let k = 0; k < 8; k++) {
+      const cmd: SagaCommand = { t: 'saga.result', sagaId: k === 0 ? 's1' : `other${k}`, step: 0, kind: 'action', outcome: 'done', output: 'out0', reason: '', atMs: 20 + k };
+      batcher.add(cmd, (err, r) => answered.push(err ? err.message : r?.result && 'problem' in r.result ? (r.result.problem as string | null) : 'no result'));
+    }
+    expect(proposals).toHaveLength(0);
+    (endOfTurn as unknown as () => void)();
+    expect(proposals).toHaveLength(1);
+    expect(proposals[0]).toHaveLength(8);
+    expect(answered[0]).toBeNull();
+    expect(answered.slice(1)).toEqual([1, 2, 3, 4, 5, 6, 7].map((k) => `no saga other${k}`));
   });
 });
 
