@@ -565,6 +565,8 @@ export function markdown(r: Results, source: string): string {
           ['one replicated write, p50 (`saga.write_p50_ms`)', g.write_p50_ms === undefined ? '-' : `${g.write_p50_ms} ms`],
           ['floor: direct + 4 writes, p50 (`saga.floor_p50_ms_c1`)', g.floor_p50_ms_c1 === undefined ? '-' : `${g.floor_p50_ms_c1} ms`],
           ['floor over direct (`saga.floor_over_direct_p50`)', String(g.floor_over_direct_p50 ?? '-')],
+          ['CPU per saga at 16 clients, every process (of it the leader)', g.cpu_ms_per_saga_c16 === undefined ? '-' : `${g.cpu_ms_per_saga_c16} ms (${g.cpu_ms_per_saga_leader_c16} ms)`],
+          ['the ceiling that CPU sets (`saga.ceiling_sagas_s`)', g.ceiling_sagas_s === undefined ? '-' : `${g.ceiling_sagas_s} sagas/s`],
         ],
       ),
     );
