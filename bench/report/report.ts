@@ -552,7 +552,7 @@ export function markdown(r: Results, source: string): string {
       '',
       '## Sagas: three steps on three nodes',
       '',
-      'Three step services with memory inboxes; each saga logs its start and one transition per step. The floor is the same three step calls made directly in sequence.',
+      'Three step services with memory inboxes; each saga logs its start and one entry per step (step k DONE and step k+1 started together). The floor is the same three step calls made directly in sequence; a saga at one client also waits for its 4 replicated writes one after the other, measured on the same cluster as one raw log write at a time.',
       '',
       table(
         ['measure', 'value'],
@@ -562,6 +562,11 @@ export function markdown(r: Results, source: string): string {
           ['p99 at 1 client', `${g.p99_ms_c1} ms`],
           ['direct calls in sequence, p50', `${g.direct_p50_ms} ms`],
           ['saga over direct, p50 (`ratios.saga_over_direct_p50`)', String(r.ratios.saga_over_direct_p50 ?? '-')],
+          ['one replicated write, p50 (`saga.write_p50_ms`)', g.write_p50_ms === undefined ? '-' : `${g.write_p50_ms} ms`],
+          ['floor: direct + 4 writes, p50 (`saga.floor_p50_ms_c1`)', g.floor_p50_ms_c1 === undefined ? '-' : `${g.floor_p50_ms_c1} ms`],
+          ['floor over direct (`saga.floor_over_direct_p50`)', String(g.floor_over_direct_p50 ?? '-')],
+          ['CPU per saga at 16 clients, every process (of it the leader)', g.cpu_ms_per_saga_c16 === undefined ? '-' : `${g.cpu_ms_per_saga_c16} ms (${g.cpu_ms_per_saga_leader_c16} ms)`],
+          ['the ceiling that CPU sets (`saga.ceiling_sagas_s`)', g.ceiling_sagas_s === undefined ? '-' : `${g.ceiling_sagas_s} sagas/s`],
         ],
       ),
     );

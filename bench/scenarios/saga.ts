@@ -2,15 +2,26 @@
 // inboxes in synced journals, in this process), at 1 and 16 clients, and the
 // same three step calls made directly in sequence as the floor, in the same
 // run. What the orchestrator adds per saga: the start and one replicated write
-// per step transition (batched across sagas by the node's group commit), and
-// the client's wait for the end.
+// per step (the entry of step k's DONE also starts step k+1; batched across
+// sagas by the node's group commit), and the client's wait for the end.
+//
+// The floor of a saga at one client is the direct calls plus four replicated
+// writes one after the other (its start and one per step: each must be
+// applied before the call it leads to goes out). One replicated write is
+// measured on the same cluster in the same run (a raw log Put at a time,
+// bench/harness/raw-put.ts), so floor_p50_ms_c1 = direct_p50_ms + 4 ×
+// write_p50_ms says how far ratios.saga_over_direct_p50 can come down.
 //
 //   npm run bench -- saga [--quick] prints the figures as JSON
 // bench/main.ts runs measureSagas() in the full run: keys saga.tps_3steps_c16,
-// saga.p50_ms_c1 and ratios.saga_over_direct_p50 in bench/results/latest.json.
+// saga.p50_ms_c1, saga.floor_p50_ms_c1, saga.floor_over_direct_p50 and
+// ratios.saga_over_direct_p50 in bench/results/latest.json. What bounds the
+// sagas a second at 16 clients on a machine with few cores is CPU: the
+// scenario reports the CPU of every process per saga (cpu_ms_per_saga_c16)
+// and the ceiling it sets (ceiling_sagas_s).
 
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { pino } from 'pino';
@@ -19,13 +30,30 @@ import { startStepService, type StepService } from '../../src/saga/step-service.
 import { stepKey } from '../../src/saga/state.ts';
 import { SagaStepClient } from '../../src/transport/saga-rpc.ts';
 import { freePorts } from '../../test/free-ports.ts';
+import { cpuMsOf } from '../harness/cpu-sample.ts';
 import { BenchCluster, stopAll } from '../harness/procs.ts';
+import { verdictPut } from '../harness/raw-put.ts';
 
 export interface SagaFigures {
   tps_3steps_c16: number;
   p50_ms_c1: number;
   p99_ms_c1: number;
   direct_p50_ms: number;
+  /** One replicated write at a time on the same cluster (a raw log Put), p50. */
+  write_p50_ms: number;
+  /** What a 3-step saga cannot go below at one client: the direct calls and its 4 writes one after the other. */
+  floor_p50_ms_c1: number;
+  /** floor_p50_ms_c1 over direct_p50_ms: how low ratios.saga_over_direct_p50 could go. */
+  floor_over_direct_p50: number;
+  /**
+   * CPU per saga at 16 clients, every process together (the three nodes, and
+   * this process: the client and the three step services), in ms; and the
+   * ceiling it sets: cores × 1000 / cpu_ms_per_saga_c16 sagas a second,
+   * however the work is scheduled (every process shares the same cores).
+   */
+  cpu_ms_per_saga_c16: number;
+  cpu_ms_per_saga_leader_c16: number;
+  ceiling_sagas_s: number;
   sagas_c1: number;
   sagas_c16: number;
   window_ms: number;
@@ -76,9 +104,12 @@ export async function measureSagas(dir: string, windowMs: number): Promise<SagaF
     const c1: number[] = [];
     await loop(performance.now() + windowMs, c1);
     const c16: number[] = [];
+    const leader = await cluster.waitForLeader();
+    const cpu0 = cpuNow(cluster);
     const t16 = performance.now();
     await Promise.all(Array.from({ length: 16 }, () => loop(t16 + windowMs, c16)));
     const elapsed16 = performance.now() - t16;
+    const cpu16 = cpuSince(cpu0, cpuNow(cluster), leader.id);
     // The floor: the same three calls, made directly in sequence, each with a new key.
     const directLat: number[] = [];
     const until = performance.now() + windowMs;
@@ -91,11 +122,19 @@ export async function measureSagas(dir: string, windowMs: number): Promise<SagaF
         await direct.get(svc)?.call('action', { clusterId: cluster.clusterId, sagaId: id, step, key: stepKey(id, step, 'action'), name: 'work', input: '', outputs: [], attempt: 1 }, 10_000);
       directLat.push(performance.now() - t0);
     }
+    const writeLat = await replicatedWrites(cluster, Math.min(windowMs, 3_000));
+    const writeP50 = pct(writeLat, 50);
     return {
       tps_3steps_c16: Math.round(c16.length / (elapsed16 / 1000)),
       p50_ms_c1: r2(pct(c1, 50)),
       p99_ms_c1: r2(pct(c1, 99)),
       direct_p50_ms: r2(pct(directLat, 50)),
+      write_p50_ms: r2(writeP50),
+      floor_p50_ms_c1: r2(pct(directLat, 50) + 4 * writeP50),
+      floor_over_direct_p50: r2((pct(directLat, 50) + 4 * writeP50) / pct(directLat, 50)),
+      cpu_ms_per_saga_c16: r2(cpu16.totalMs / c16.length),
+      cpu_ms_per_saga_leader_c16: r2(cpu16.leaderMs / c16.length),
+      ceiling_sagas_s: Math.round((availableParallelism() * 1000) / (cpu16.totalMs / c16.length)),
       sagas_c1: c1.length,
       sagas_c16: c16.length,
       window_ms: windowMs,
@@ -106,6 +145,48 @@ export async function measureSagas(dir: string, windowMs: number): Promise<SagaF
     for (const s of services) await s.stop();
     await cluster.destroy();
   }
+}
+
+/** CPU used so far (user + system, ms) by each node process and by this process (the client and the step services). */
+function cpuNow(cluster: BenchCluster): { nodes: Map<string, number>; selfMs: number } {
+  const nodes = new Map<string, number>();
+  for (const n of cluster.nodes) {
+    const pid = n.child?.proc.pid;
+    const c = pid === undefined ? null : cpuMsOf(pid);
+    if (c !== null) nodes.set(n.id, c.user + c.sys);
+  }
+  const self = process.cpuUsage();
+  return { nodes, selfMs: (self.user + self.system) / 1000 };
+}
+
+function cpuSince(a: ReturnType<typeof cpuNow>, b: ReturnType<typeof cpuNow>, leaderId: string): { totalMs: number; leaderMs: number } {
+  let totalMs = b.selfMs - a.selfMs;
+  let leaderMs = 0;
+  for (const [id, ms] of b.nodes) {
+    const used = ms - (a.nodes.get(id) ?? ms);
+    totalMs += used;
+    if (id === leaderId) leaderMs = used;
+  }
+  return { totalMs, leaderMs };
+}
+
+/** Latencies of replicated writes made one at a time to the leader for windowMs (each a raw log Put: one entry, applied on the leader). */
+async function replicatedWrites(cluster: BenchCluster, windowMs: number): Promise<number[]> {
+  const leader = await cluster.waitForLeader();
+  const put = verdictPut(leader.address);
+  const lat: number[] = [];
+  try {
+    const value = new Uint8Array(200);
+    const until = performance.now() + windowMs;
+    for (let i = 0; performance.now() < until; i++) {
+      const t0 = performance.now();
+      await put.put(`saga-floor-${i}`, value);
+      lat.push(performance.now() - t0);
+    }
+  } finally {
+    put.close();
+  }
+  return lat;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

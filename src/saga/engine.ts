@@ -30,6 +30,13 @@
 // schedule. Only the leader's engine is active; a node that loses leadership
 // drops its in-memory state and the next leader resumes from the table.
 //
+// Every change of a run's state asserts the state it leaves (src/util/assert.ts),
+// as the commit protocol's transitions do: a call goes out only from an idle
+// run, an answer comes back only to a run with a call in flight, a result or
+// a failed attempt is logged only while no call is in flight, and leadership
+// only moves to a later term. A failure is a bug in this engine, never a
+// step service's or a client's doing (those are checked and refused first).
+//
 // Attempts count across leaders. A call's failed attempts are in the table
 // (saga.attempt), and a leader makes the next call only once the failure
 // before it is applied: so every call but the last one each leader makes
@@ -42,6 +49,7 @@
 
 import type { ParticipantRecord } from '../commit/state.ts';
 import { DEFAULT_NEWNESS_RULES, newnessRefusal, type NewnessRules } from '../domain/id-newness.ts';
+import { assert } from '../util/assert.ts';
 import {
   currentCall,
   isTerminal,
@@ -215,8 +223,10 @@ export class SagaEngine {
 
   /** Called when this node becomes leader of `term` (once it applied an entry of its term), or stops leading (0). */
   setLeadership(term: number): void {
+    assert(Number.isSafeInteger(term) && term >= 0, `saga leadership term ${term} is a non-negative integer`);
     if (term === this.leaderTerm) return;
     const was = this.leaderTerm;
+    assert(term === 0 || was === 0 || term > was, `saga leadership moves from term ${was} to a later one, not ${term}`);
     this.leaderTerm = term;
     if (was > 0) {
       this.runs.clear();
@@ -263,7 +273,8 @@ export class SagaEngine {
     if (tags.type !== undefined && tags.type !== '') cmd.type = tags.type;
     if (tags.labels !== undefined && Object.keys(tags.labels).length > 0) cmd.labels = sortedLabels(tags.labels);
     this.io.propose(cmd, (err, r) => {
-      const n = (this.starting.get(owner) ?? 1) - 1;
+      const n = (this.starting.get(owner) ?? 0) - 1;
+      assert(n >= 0 && this.startingBytes >= bytes, `the start of saga ${sagaId} was counted as starting`);
       if (n > 0) this.starting.set(owner, n);
       else this.starting.delete(owner);
       this.startingBytes -= bytes;
@@ -333,6 +344,7 @@ export class SagaEngine {
 
   /** Every node calls this for every applied command; only the leader acts on it. */
   onApplied(result: SagaApplyResult): void {
+    assert(result.product === 'saga', 'the saga engine hears only the saga table');
     if (!this.isLeader()) return;
     if (result.op === 'saga.ended') {
       this.endedInFlight = false;
@@ -403,7 +415,7 @@ export class SagaEngine {
     const attempt = (triesOf(s, run.step, run.kind)?.attempts ?? 0) + 1;
     this.stats.stepAttempts++;
     if (!to) return this.failed(run, s, `step service ${def.service} is not registered`, attempt);
-    run.inFlight = true;
+    callSent(run);
     const req: StepRequest = {
       sagaId: s.id,
       step: run.step,
@@ -416,7 +428,7 @@ export class SagaEngine {
     };
     const sentAtMs = this.io.nowMs();
     this.io.callStep(to, req, this.cfg.rpcDeadlineMs, (err, answer) => {
-      run.inFlight = false;
+      callAnswered(run);
       if (this.runs.get(run.id) !== run) return;
       this.stats.stepLatencyMsSum += this.io.nowMs() - sentAtMs;
       this.stats.stepLatencyCount++;
@@ -437,6 +449,7 @@ export class SagaEngine {
    * the call made again after a backoff, once the log has it.
    */
   private failed(run: Run, s: SagaRecord, why: string, attempt: number): void {
+    assertIdle(run, 'a failed attempt is handled');
     this.stats.stepErrors++;
     run.lastError = why;
     const now = this.io.nowMs();
@@ -453,7 +466,8 @@ export class SagaEngine {
   /** Logs the run's failed attempt; once applied, the next call may go out (and the saga may be flagged stuck). */
   private logAttempt(run: Run): void {
     const u = run.unlogged;
-    if (u === null || run.logging) return;
+    assert(u !== null && !run.inFlight && run.unloggedResult === null, `saga ${run.id}: only a failed attempt is logged, with no call in flight and no result to log`);
+    if (run.logging) return;
     run.logging = true;
     this.io.propose({ t: 'saga.attempt', sagaId: run.id, step: run.step, kind: run.kind, error: u.error, atMs: u.atMs }, (err, r) => {
       run.logging = false;
@@ -489,6 +503,8 @@ export class SagaEngine {
   }
 
   private log(run: Run, outcome: 'done' | 'failed' | 'abandoned', output: string, reason: string): void {
+    assert(!run.inFlight && !run.proposing && run.unlogged === null, `saga ${run.id} step ${run.step} ${run.kind}: a result is logged once at a time, with no call in flight and no attempt to log`);
+    assert(run.unloggedResult === null || run.unloggedResult.outcome === outcome, `saga ${run.id} step ${run.step} ${run.kind}: the result logged again is the one logged before`);
     run.proposing = true;
     run.unloggedResult = { outcome, output, reason };
     this.io.propose({ t: 'saga.result', sagaId: run.id, step: run.step, kind: run.kind, outcome, output, reason, atMs: this.io.nowMs() }, (err) => {
@@ -579,6 +595,25 @@ export class SagaEngine {
       return { id: r.id, step: r.step, kind: r.kind, attempts: s ? (triesOf(s, r.step, r.kind)?.attempts ?? 0) : 0, lastError: r.lastError };
     });
   }
+}
+
+/** A run's call goes out: only from a run that waits on nothing (no call, result or attempt pending). */
+function callSent(run: Run): void {
+  assertIdle(run, 'a call goes out');
+  run.inFlight = true;
+}
+
+/** A run's call answered (or failed, or timed out): it had one in flight. */
+function callAnswered(run: Run): void {
+  assert(run.inFlight, `saga ${run.id} step ${run.step} ${run.kind}: an answer comes to a call in flight`);
+  run.inFlight = false;
+}
+
+function assertIdle(run: Run, what: string): void {
+  assert(
+    !run.inFlight && !run.proposing && run.unlogged === null && run.unloggedResult === null,
+    `saga ${run.id} step ${run.step} ${run.kind}: ${what} only when no call is in flight and nothing is being logged`,
+  );
 }
 
 /** Labels in name order: one spelling of a set of labels, for the log and for comparing a repeated start. */

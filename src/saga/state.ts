@@ -28,6 +28,7 @@ import type { ProductApplyResult, ProductTable } from '../commit/product-table.t
 import { beyondHorizon, iso } from '../domain/id-newness.ts';
 import { txnIdAtMs } from '../domain/txn-id.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
+import { assert } from '../util/assert.ts';
 import {
   SAGA_COMMAND_KINDS,
   sagaCommandProblem,
@@ -80,6 +81,29 @@ export {
 export type StepStatus = 'pending' | 'running' | 'done' | 'failed' | 'compensating' | 'compensated';
 export type SagaState = 'running' | 'compensating' | 'finished' | 'compensated';
 export const SAGA_STATES: readonly SagaState[] = ['running', 'compensating', 'finished', 'compensated'];
+
+/**
+ * The legal moves of a step, and of a saga: every change the table makes
+ * goes through stepTo or sagaTo, which assert it is one of these. A command
+ * that asks for anything else was refused before (not the current call, a
+ * failed compensation, a step after the pivot), so a failed assertion is a
+ * bug in the table, never a bad command.
+ */
+export const STEP_TRANSITIONS: Readonly<Record<StepStatus, readonly StepStatus[]>> = {
+  pending: ['running'],
+  // DONE, FAILED (a refusal), or ABANDONED (compensated first, since it may have run).
+  running: ['done', 'failed', 'compensating'],
+  done: ['compensating'],
+  failed: [],
+  compensating: ['compensated'],
+  compensated: [],
+};
+export const SAGA_TRANSITIONS: Readonly<Record<SagaState, readonly SagaState[]>> = {
+  running: ['compensating', 'finished'],
+  compensating: ['compensated'],
+  finished: [],
+  compensated: [],
+};
 
 /** Why a saga waits for someone: the call it keeps retrying, how often, and its last error. */
 export interface StuckMark {
@@ -291,50 +315,10 @@ export class SagaTable implements ProductTable {
   }
 
   apply(cmd: SagaCommand, index: number): SagaApplyResult {
-    if (cmd.t === 'saga.ended') {
-      let n = 0;
-      for (const id of cmd.sagaIds) {
-        const s = this.sagas.get(id);
-        if (!s || s.ended || !isTerminal(s.state)) continue;
-        s.ended = true;
-        n++;
-      }
-      this.evict();
-      return { t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaIds[0] ?? '', saga: null, changed: n > 0, problem: null };
-    }
+    if (cmd.t === 'saga.ended') return this.ended(cmd);
+    if (cmd.t === 'saga.start') return this.start(cmd, index);
     const s = this.sagas.get(cmd.sagaId) ?? null;
     const out = (changed: boolean, problem: string | null = null): SagaApplyResult => ({ t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: s, changed, problem });
-    if (cmd.t === 'saga.start') {
-      // R7: a repeated start returns the saga as it is.
-      if (s) return out(false);
-      // R9: a forgotten saga is never run again.
-      const problem = this.forgottenProblem(cmd.sagaId) ?? sagaDefProblem(cmd.sagaId, cmd.steps, cmd.pivot) ?? sagaTagsProblem(cmd.sagaId, cmd.type, cmd.labels);
-      if (problem !== null) return { t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: null, changed: false, problem };
-      const fresh: SagaRecord = {
-        id: cmd.sagaId,
-        owner: cmd.owner ?? '',
-        steps: cmd.steps,
-        pivot: cmd.pivot,
-        state: 'running',
-        status: cmd.steps.map((_, k) => (k === 0 ? 'running' : 'pending')),
-        outputs: cmd.steps.map(() => null),
-        startedAtMs: cmd.atMs,
-        endedAtMs: null,
-        stuck: null,
-        ended: false,
-        timeline: [],
-        index,
-      };
-      // Written only when given, so that a saga without them is the same bytes in a snapshot as before.
-      if (cmd.type !== undefined) fresh.type = cmd.type;
-      if (cmd.labels !== undefined && Object.keys(cmd.labels).length > 0) fresh.labels = { ...cmd.labels };
-      this.sagas.set(cmd.sagaId, fresh);
-      this.runningByOwner.set(fresh.owner, this.runningOf(fresh.owner) + 1);
-      this.runningBytes += sagaBytes(fresh);
-      note(fresh, { atMs: cmd.atMs, index, what: 'started', detail: `${cmd.steps.length} steps, pivot ${cmd.pivot ?? 'none'}` });
-      note(fresh, { atMs: cmd.atMs, index, what: 'sent', step: 0, kind: 'action' });
-      return { t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: fresh, changed: true, problem: null };
-    }
     if (!s) return out(false, `no saga ${cmd.sagaId}`);
     switch (cmd.t) {
       case 'saga.stuck': {
@@ -347,15 +331,7 @@ export class SagaTable implements ProductTable {
       case 'saga.attempt': {
         const call = currentCall(s);
         if (!call || call.step !== cmd.step || call.kind !== cmd.kind) return out(false, `saga ${s.id} is not waiting on step ${cmd.step} ${cmd.kind}`);
-        let t = triesOf(s, cmd.step, cmd.kind);
-        if (t === null) {
-          t = { step: cmd.step, kind: cmd.kind, attempts: 0, firstFailureAtMs: null, lastFailureAtMs: cmd.atMs, lastError: '' };
-          s.tries = [...(s.tries ?? []), t];
-        }
-        t.attempts++;
-        t.firstFailureAtMs ??= cmd.atMs;
-        t.lastFailureAtMs = cmd.atMs;
-        t.lastError = cut(cmd.error);
+        countAttempt(s, cmd);
         return out(true);
       }
       case 'saga.retry': {
@@ -376,6 +352,56 @@ export class SagaTable implements ProductTable {
     }
   }
 
+  /** saga.ended: every step service acknowledged the end of these sagas; the table may now evict them. */
+  private ended(cmd: Extract<SagaCommand, { t: 'saga.ended' }>): SagaApplyResult {
+    let n = 0;
+    for (const id of cmd.sagaIds) {
+      const s = this.sagas.get(id);
+      if (!s || s.ended || !isTerminal(s.state)) continue;
+      s.ended = true;
+      n++;
+    }
+    this.evict();
+    return { t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaIds[0] ?? '', saga: null, changed: n > 0, problem: null };
+  }
+
+  /** saga.start: the saga's record, with step 0 running, in the same entry (its call goes out once this applies). */
+  private start(cmd: Extract<SagaCommand, { t: 'saga.start' }>, index: number): SagaApplyResult {
+    const answer = (saga: SagaRecord | null, changed: boolean, problem: string | null): SagaApplyResult => ({ t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga, changed, problem });
+    const existing = this.sagas.get(cmd.sagaId);
+    // R7: a repeated start returns the saga as it is.
+    if (existing) return answer(existing, false, null);
+    // R9: a forgotten saga is never run again.
+    const problem = this.forgottenProblem(cmd.sagaId) ?? sagaDefProblem(cmd.sagaId, cmd.steps, cmd.pivot) ?? sagaTagsProblem(cmd.sagaId, cmd.type, cmd.labels);
+    if (problem !== null) return answer(null, false, problem);
+    const fresh: SagaRecord = {
+      id: cmd.sagaId,
+      owner: cmd.owner ?? '',
+      steps: cmd.steps,
+      pivot: cmd.pivot,
+      state: 'running',
+      status: cmd.steps.map(() => 'pending'),
+      outputs: cmd.steps.map(() => null),
+      startedAtMs: cmd.atMs,
+      endedAtMs: null,
+      stuck: null,
+      ended: false,
+      timeline: [],
+      index,
+    };
+    // Written only when given, so that a saga without them is the same bytes in a snapshot as before.
+    if (cmd.type !== undefined) fresh.type = cmd.type;
+    if (cmd.labels !== undefined && Object.keys(cmd.labels).length > 0) fresh.labels = { ...cmd.labels };
+    this.sagas.set(cmd.sagaId, fresh);
+    this.runningByOwner.set(fresh.owner, this.runningOf(fresh.owner) + 1);
+    this.runningBytes += sagaBytes(fresh);
+    note(fresh, { atMs: cmd.atMs, index, what: 'started', detail: `${cmd.steps.length} steps, pivot ${cmd.pivot ?? 'none'}` });
+    stepTo(fresh, 0, 'running');
+    note(fresh, { atMs: cmd.atMs, index, what: 'sent', step: 0, kind: 'action' });
+    assertOneCall(fresh);
+    return answer(fresh, true, null);
+  }
+
   private result(s: SagaRecord, cmd: Extract<SagaCommand, { t: 'saga.result' }>, index: number, out: (changed: boolean, problem?: string | null) => SagaApplyResult): SagaApplyResult {
     const call = currentCall(s);
     const k = cmd.step;
@@ -384,48 +410,61 @@ export class SagaTable implements ProductTable {
     if (!call || call.step !== k || call.kind !== cmd.kind) return out(false, `${where}: not the saga's current call (${call ? `step ${call.step} ${call.kind}` : s.state})`);
     if (cmd.operator && (s.stuck === null || s.stuck.step !== k || s.stuck.kind !== cmd.kind))
       return out(false, `${where} is not stuck${s.stuck ? ` (stuck: step ${s.stuck.step} ${s.stuck.kind})` : ''}; only a stuck step is resolved by hand`);
-    const by = cmd.operator ? { operator: cmd.operator.operator, detail: cmd.operator.reason } : {};
-    if (cmd.kind === 'compensate') {
-      if (cmd.outcome !== 'done') return out(false, `${where}: a compensation never fails; it is retried`);
-      s.status[k] = 'compensated';
-      s.stuck = null;
-      note(s, { atMs: cmd.atMs, index, what: cmd.operator ? 'resolved compensated' : 'compensated', step: k, kind: 'compensate', ...by });
-      this.compensateNext(s, k, cmd.atMs, index);
-      return out(true);
-    }
-    if (cmd.outcome === 'done') {
-      s.status[k] = 'done';
-      s.outputs[k] = cmd.output;
-      this.runningBytes += Buffer.byteLength(cmd.output);
-      s.stuck = null;
-      note(s, { atMs: cmd.atMs, index, what: cmd.operator ? 'resolved done' : 'done', step: k, kind: 'action', ...by });
-      if (k + 1 < s.steps.length) {
-        s.status[k + 1] = 'running';
-        note(s, { atMs: cmd.atMs, index, what: 'sent', step: k + 1, kind: 'action' });
-      } else this.end(s, 'finished', cmd.atMs, index);
-      return out(true);
-    }
-    if (!this.compensatable(s, k)) return out(false, `${where} is after the pivot (step ${s.pivot}): it is retried until done, never compensated`);
+    if (cmd.kind === 'compensate' && cmd.outcome !== 'done') return out(false, `${where}: a compensation never fails; it is retried`);
+    if (cmd.kind === 'action' && cmd.outcome !== 'done' && !this.compensatable(s, k)) return out(false, `${where} is after the pivot (step ${s.pivot}): it is retried until done, never compensated`);
     s.stuck = null;
-    s.state = 'compensating';
+    if (cmd.kind === 'compensate') this.compensated(s, cmd, index);
+    else if (cmd.outcome === 'done') this.done(s, cmd, index);
+    else this.refused(s, cmd, index);
+    assertOneCall(s);
+    return out(true);
+  }
+
+  /** A compensation answered DONE (or was resolved by hand): the next lower done step is compensated, or the saga is. */
+  private compensated(s: SagaRecord, cmd: Extract<SagaCommand, { t: 'saga.result' }>, index: number): void {
+    stepTo(s, cmd.step, 'compensated');
+    note(s, { atMs: cmd.atMs, index, what: cmd.operator ? 'resolved compensated' : 'compensated', step: cmd.step, kind: 'compensate', ...byOperator(cmd) });
+    this.compensateNext(s, cmd.step, cmd.atMs, index);
+  }
+
+  /**
+   * Step k's action answered DONE (or was resolved by hand). In the same
+   * entry step k+1 becomes running, its call the saga's current one: one
+   * replicated write per step, and the call goes out once this applies.
+   */
+  private done(s: SagaRecord, cmd: Extract<SagaCommand, { t: 'saga.result' }>, index: number): void {
+    const k = cmd.step;
+    stepTo(s, k, 'done');
+    s.outputs[k] = cmd.output;
+    this.runningBytes += Buffer.byteLength(cmd.output);
+    note(s, { atMs: cmd.atMs, index, what: cmd.operator ? 'resolved done' : 'done', step: k, kind: 'action', ...byOperator(cmd) });
+    if (k + 1 < s.steps.length) {
+      stepTo(s, k + 1, 'running');
+      note(s, { atMs: cmd.atMs, index, what: 'sent', step: k + 1, kind: 'action' });
+    } else this.end(s, 'finished', cmd.atMs, index);
+  }
+
+  /** Step k's action, at or before the pivot, answered FAILED or was abandoned: the saga compensates. */
+  private refused(s: SagaRecord, cmd: Extract<SagaCommand, { t: 'saga.result' }>, index: number): void {
+    const k = cmd.step;
+    sagaTo(s, 'compensating');
     if (cmd.outcome === 'failed') {
-      s.status[k] = 'failed';
+      stepTo(s, k, 'failed');
       note(s, { atMs: cmd.atMs, index, what: 'failed', step: k, kind: 'action', detail: cmd.reason });
       this.compensateNext(s, k, cmd.atMs, index);
     } else {
       // Abandoned: the action may have run, so its own compensation comes first.
-      s.status[k] = 'compensating';
+      stepTo(s, k, 'compensating');
       note(s, { atMs: cmd.atMs, index, what: 'abandoned', step: k, kind: 'action', detail: cmd.reason });
       note(s, { atMs: cmd.atMs, index, what: 'sent', step: k, kind: 'compensate' });
     }
-    return out(true);
   }
 
   /** The highest done step below `below` becomes the current compensation; with none left the saga is compensated. */
   private compensateNext(s: SagaRecord, below: number, atMs: number, index: number): void {
     for (let j = below - 1; j >= 0; j--) {
       if (s.status[j] !== 'done') continue;
-      s.status[j] = 'compensating';
+      stepTo(s, j, 'compensating');
       note(s, { atMs, index, what: 'sent', step: j, kind: 'compensate' });
       return;
     }
@@ -437,9 +476,10 @@ export class SagaTable implements ProductTable {
     this.runningBytes -= bytes;
     this.endedBytes += bytes;
     const n = this.runningOf(s.owner) - 1;
+    assert(n >= 0, `saga ${s.id}: its starter had it counted as running`);
     if (n > 0) this.runningByOwner.set(s.owner, n);
     else this.runningByOwner.delete(s.owner);
-    s.state = state;
+    sagaTo(s, state);
     s.endedAtMs = atMs;
     s.stuck = null;
     note(s, { atMs, index, what: state });
@@ -535,4 +575,44 @@ function note(s: SagaRecord, e: TimelineEntry): void {
   if (e.detail !== undefined) e.detail = cut(e.detail);
   s.timeline.push(e);
   if (s.timeline.length > TIMELINE_MAX) s.timeline.splice(1, s.timeline.length - TIMELINE_MAX);
+}
+
+/** Step k of s moves to `to`: asserted to be one of STEP_TRANSITIONS. */
+function stepTo(s: SagaRecord, k: number, to: StepStatus): void {
+  const from = s.status[k];
+  assert(from !== undefined, `saga ${s.id} has a step ${k}`);
+  assert(STEP_TRANSITIONS[from].includes(to), `saga ${s.id} step ${k}: ${from} → ${to} is not a step transition`);
+  s.status[k] = to;
+}
+
+/** The saga moves to `to`: asserted to be one of SAGA_TRANSITIONS. */
+function sagaTo(s: SagaRecord, to: SagaState): void {
+  assert(SAGA_TRANSITIONS[s.state].includes(to), `saga ${s.id}: ${s.state} → ${to} is not a saga transition`);
+  s.state = to;
+}
+
+/** After every transition: a saga that has not ended waits on exactly one call, an ended one on none. */
+function assertOneCall(s: SagaRecord): void {
+  let calls = 0;
+  for (const st of s.status) if (st === 'running' || st === 'compensating') calls++;
+  assert(calls === (isTerminal(s.state) ? 0 : 1), `saga ${s.id} (${s.state}) waits on ${calls} calls: ${s.status.join(' ')}`);
+  assert(s.state !== 'running' || !s.status.includes('compensating'), `saga ${s.id}: a running saga compensates nothing`);
+}
+
+/** saga.attempt: one more failed call of the current call, counted in the table (what abandonment and the stuck flag read). */
+function countAttempt(s: SagaRecord, cmd: Extract<SagaCommand, { t: 'saga.attempt' }>): void {
+  let t = triesOf(s, cmd.step, cmd.kind);
+  if (t === null) {
+    t = { step: cmd.step, kind: cmd.kind, attempts: 0, firstFailureAtMs: null, lastFailureAtMs: cmd.atMs, lastError: '' };
+    s.tries = [...(s.tries ?? []), t];
+  }
+  t.attempts++;
+  t.firstFailureAtMs ??= cmd.atMs;
+  t.lastFailureAtMs = cmd.atMs;
+  t.lastError = cut(cmd.error);
+}
+
+/** Who resolved a call by hand, for its timeline line; nothing for an answer of the step service. */
+function byOperator(cmd: Extract<SagaCommand, { t: 'saga.result' }>): { operator?: string; detail?: string } {
+  return cmd.operator ? { operator: cmd.operator.operator, detail: cmd.operator.reason } : {};
 }

@@ -145,17 +145,47 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
   const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: nodeChannelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
   // With TLS, only the nodes of this cluster may ask for a step's effect.
   const callers = tls === null ? null : new NodeCallers({ clusterId: o.clusterId, fetchMembers: () => link.members(), nowMs: () => Date.now(), log });
-  const fromNode = <Req, Res>(what: string, handler: grpc.handleUnaryCall<Req, Res>): grpc.handleUnaryCall<Req, Res> =>
+  const backend = o.postgres ? await pgBackend(o.postgres) : await memoryBackend(o);
+  const handlers = stepHandlers(o, backend, link, nodesOnly(callers, o.serviceId, log), log);
+  const server = new grpc.Server();
+  const guarded = guardService(sagaStepService, handlers, { requestBytesMax: 4 * 1024 * 1024, onRefused: (method, details) => log.warn({ method, details }, 'request refused') });
+  server.addService(guarded.definition, guarded.implementation);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  const address = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${port}`;
+  if (tls === null && o.insecure === true) log.warn({ listen: o.listen, insecure: true }, insecureWarning(o.listen));
+  const registration = registerUntilDone(o, link, address, callers, log);
+  return {
+    address,
+    inbox: backend.inbox,
+    registered: registration.registered,
+    stop: async () => {
+      registration.stop();
+      link.close();
+      await new Promise<void>((r) => server.tryShutdown(() => r()));
+      await backend.close();
+    },
+  };
+}
+
+type NodesOnly = <Req, Res>(what: string, handler: grpc.handleUnaryCall<Req, Res>) => grpc.handleUnaryCall<Req, Res>;
+
+/** With TLS, a handler that takes calls only from the nodes of the cluster (PERMISSION_DENIED otherwise); without, the handler itself. */
+function nodesOnly(callers: NodeCallers | null, serviceId: string, log: Logger): NodesOnly {
+  return <Req, Res>(what: string, handler: grpc.handleUnaryCall<Req, Res>): grpc.handleUnaryCall<Req, Res> =>
     callers === null
       ? handler
       : (call, cb) =>
           callers.check(call, (refusal) => {
             if (refusal === null) return handler(call, cb);
             log.warn({ peer: call.getPeer() }, `${what} refused: ${refusal}`);
-            cb({ code: grpc.status.PERMISSION_DENIED, details: `step service ${o.serviceId} takes ${what} only from a node of its cluster: ${refusal}` });
+            cb({ code: grpc.status.PERMISSION_DENIED, details: `step service ${serviceId} takes ${what} only from a node of its cluster: ${refusal}` });
           });
-  const backend = o.postgres ? await pgBackend(o.postgres) : await memoryBackend(o);
+}
 
+/** The SagaStep service's handlers: Execute and Compensate run a step through the backend, End drops a saga's keys once the cluster confirms its end. */
+function stepHandlers(o: StepServiceOptions, backend: Backend, link: ClusterLink, fromNode: NodesOnly, log: Logger): SagaStepHandlers {
   const serve =
     (kind: StepKind): grpc.handleUnaryCall<WireStepRequest, StepResult> =>
     (call, cb) => {
@@ -176,17 +206,29 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
         cb(null, { status: a.status === 'done' ? 'STEP_DONE' : 'STEP_FAILED', output: a.output, reason: a.reason });
       });
     };
-  /**
-   * End drops a saga's keys and refuses every later call of it, so an End
-   * for a saga still running would wedge it: its next step could never run
-   * here. The orchestrator sends End only once the saga's end is applied in
-   * the log, so the end is confirmed with the cluster first (SagaStatus);
-   * anything but FINISHED or COMPENSATED is refused, and the orchestrator,
-   * which retries End until it is acknowledged, asks again. Without TLS this
-   * is what stops a caller that is not a node; with TLS only nodes get here.
-   */
+  const endConfirmed = endConfirmer(o, backend, link, log);
+  return {
+    Execute: fromNode('Execute', serve('action')),
+    Compensate: fromNode('Compensate', serve('compensate')),
+    End: fromNode('End', (call, cb) => {
+      if (call.request.clusterId !== o.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the call is for cluster "${call.request.clusterId}"` });
+      endConfirmed(call.request.sagaId, cb);
+    }),
+  };
+}
+
+/**
+ * End drops a saga's keys and refuses every later call of it, so an End
+ * for a saga still running would wedge it: its next step could never run
+ * here. The orchestrator sends End only once the saga's end is applied in
+ * the log, so the end is confirmed with the cluster first (SagaStatus);
+ * anything but FINISHED or COMPENSATED is refused, and the orchestrator,
+ * which retries End until it is acknowledged, asks again. Without TLS this
+ * is what stops a caller that is not a node; with TLS only nodes get here.
+ */
+function endConfirmer(o: StepServiceOptions, backend: Backend, link: ClusterLink, log: Logger): (sagaId: string, cb: grpc.sendUnaryData<Record<string, never>>) => void {
   let confirming = 0;
-  const endConfirmed = (sagaId: string, cb: grpc.sendUnaryData<Record<string, never>>): void => {
+  return (sagaId, cb) => {
     if (sagaId === '' || Buffer.byteLength(sagaId) > SAGA_ID_BYTES_MAX) return cb({ code: grpc.status.INVALID_ARGUMENT, details: `saga id ${JSON.stringify(sagaId.slice(0, 40))} is not a saga id` });
     if (confirming >= END_CONFIRMATIONS_MAX)
       return cb({ code: grpc.status.RESOURCE_EXHAUSTED, details: `step service ${o.serviceId} is confirming ${END_CONFIRMATIONS_MAX} saga ends with the cluster; retry later` });
@@ -206,22 +248,10 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
       },
     );
   };
-  const handlers: SagaStepHandlers = {
-    Execute: fromNode('Execute', serve('action')),
-    Compensate: fromNode('Compensate', serve('compensate')),
-    End: fromNode('End', (call, cb) => {
-      if (call.request.clusterId !== o.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the call is for cluster "${call.request.clusterId}"` });
-      endConfirmed(call.request.sagaId, cb);
-    }),
-  };
-  const server = new grpc.Server();
-  const guarded = guardService(sagaStepService, handlers, { requestBytesMax: 4 * 1024 * 1024, onRefused: (method, details) => log.warn({ method, details }, 'request refused') });
-  server.addService(guarded.definition, guarded.implementation);
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
-  );
-  const address = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${port}`;
-  if (tls === null && o.insecure === true) log.warn({ listen: o.listen, insecure: true }, insecureWarning(o.listen));
+}
+
+/** Registers the step service with the cluster, retrying every registerRetryMs until it is taken or the service stops. */
+function registerUntilDone(o: StepServiceOptions, link: ClusterLink, address: string, callers: NodeCallers | null, log: Logger): { registered: Promise<void>; stop(): void } {
   let stopping = false;
   let timer: NodeJS.Timeout | null = null;
   const registered = new Promise<void>((resolve) => {
@@ -242,15 +272,10 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
     attempt();
   });
   return {
-    address,
-    inbox: backend.inbox,
     registered,
-    stop: async () => {
+    stop: () => {
       stopping = true;
       if (timer) clearTimeout(timer);
-      link.close();
-      await new Promise<void>((r) => server.tryShutdown(() => r()));
-      await backend.close();
     },
   };
 }
