@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** The folders that take time, randomness and I/O as arguments (docs/architecture.md). */
-const PURE = ['src/domain', 'src/raft', 'src/commit', 'src/lease'];
+const PURE = ['src/domain', 'src/raft', 'src/commit', 'src/lease', 'src/saga'];
 const LINES_MAX = 70;
 
 /** Every function over `max` lines in `text`, as `file:line name (n lines)`. */
