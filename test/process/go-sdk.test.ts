@@ -26,7 +26,7 @@ beforeAll(() => {
 }, 300_000);
 
 describe('the Go SDK on a real cluster', () => {
-  it('R4: a Go client commits and aborts with a Go participant, which recovers a YES vote after SIGKILL', async () => {
+  it('R4: a Go client commits and aborts with a Go participant, which recovers a YES vote after SIGKILL, and is shown closed after SIGTERM', async () => {
     const c = await Cluster.start({ nodes: 3, logLevel: 'warn' });
     await c.waitForLeader();
     const nodes = c.nodes.map((n) => n.address);
@@ -93,7 +93,15 @@ describe('the Go SDK on a real cluster', () => {
         const p = (await ts.participants({ withActivity: true })).find((x) => x.participantId === 'gop');
         return p !== undefined && p.inDoubt === 0 ? true : undefined;
       });
+      // Issue 42: SIGTERM stops the participant cleanly; its Exchange stream's last message says closing, and the leader shows it closed, not disconnected.
+      expect((await ts.participants({ withActivity: true })).find((x) => x.participantId === 'gop')?.connection).toBe('connected');
       await gop.kill('SIGTERM');
+      await gop.waitLine('the Exchange stream closing', (e) => e.event === 'exchange-closing');
+      const shown = await waitFor('the leader to show gop closed', WAIT_MS, async () => {
+        const p = (await ts.participants({ withActivity: true })).find((x) => x.participantId === 'gop');
+        return p?.connection === 'closed' ? p.connection : undefined;
+      });
+      expect(shown).toBe('closed');
     } finally {
       ts.close();
     }

@@ -130,7 +130,7 @@ func Start(ctx context.Context, cfg Config) (p *Participant, err error) {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12})))
 	}
 	p.server = grpc.NewServer(opts...)
-	ppb.RegisterParticipantServer(p.server, &service{engine: p.Engine, nodeOnly: cfg.TLS != nil})
+	ppb.RegisterParticipantServer(p.server, &service{engine: p.Engine, nodeOnly: cfg.TLS != nil, closing: p.stop})
 	if p.listener, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return p, &client.Error{Code: "UNAVAILABLE", Reason: fmt.Sprintf("cannot listen on %s: %v", cfg.Listen, err)}
 	}

@@ -27,6 +27,9 @@ type service struct {
 	ppb.UnimplementedParticipantServer
 	engine   *Engine
 	nodeOnly bool
+	// closing is closed when the participant stops cleanly (Participant.Stop): each Exchange stream
+	// answers what it took, sends AnswerBatch{Closing: true} and ends. Nil: never.
+	closing <-chan struct{}
 }
 
 // NodeCallerProblem says why a caller's certificate is not a node's of clusterID (the node mark and OU): "" when it is (R8).
@@ -150,6 +153,9 @@ func (s *service) Exchange(stream ppb.Participant_ExchangeServer) error {
 	answers := make(chan *ppb.ExchangeAnswer, ExchangeInFlightMax)
 	slots := make(chan struct{}, ExchangeInFlightMax)
 	var working sync.WaitGroup
+	// taking: false once the participant is closing; requests read after that are not worked on.
+	var mu sync.Mutex
+	taking := true
 	// The reader: it ends with the stream (the leader closed it, or it broke) and closes answers once every worker is done.
 	go func() {
 		defer func() {
@@ -167,7 +173,14 @@ func (s *service) Exchange(stream ppb.Participant_ExchangeServer) error {
 				case <-stream.Context().Done():
 					return
 				}
+				mu.Lock()
+				if !taking {
+					mu.Unlock()
+					<-slots
+					continue
+				}
 				working.Add(1)
+				mu.Unlock()
 				go func(r *ppb.ExchangeRequest) {
 					defer working.Done()
 					a := s.answer(r)
@@ -180,7 +193,7 @@ func (s *service) Exchange(stream ppb.Participant_ExchangeServer) error {
 			}
 		}
 	}()
-	for first := range answers {
+	send := func(first *ppb.ExchangeAnswer) error {
 		out := []*ppb.ExchangeAnswer{first}
 	more:
 		for len(out) < AnswerBatchMax {
@@ -202,6 +215,57 @@ func (s *service) Exchange(stream ppb.Participant_ExchangeServer) error {
 			}()
 			return err
 		}
+		return nil
 	}
-	return nil
+	for {
+		select {
+		case first, ok := <-answers:
+			if !ok {
+				return nil
+			}
+			if err := send(first); err != nil {
+				return err
+			}
+		case <-s.closing:
+			return s.close(stream, answers, &mu, &taking, &working, send)
+		}
+	}
+}
+
+// close ends an Exchange stream of a participant that stops cleanly: no new request is taken, the
+// ones taken are answered, and the last message says closing, so the leader shows the participant
+// closed rather than unreachable (a transaction that enlists it is aborted at once).
+func (s *service) close(stream ppb.Participant_ExchangeServer, answers <-chan *ppb.ExchangeAnswer, mu *sync.Mutex, taking *bool, working *sync.WaitGroup, send func(*ppb.ExchangeAnswer) error) error {
+	mu.Lock()
+	*taking = false
+	mu.Unlock()
+	done := make(chan struct{})
+	go func() { working.Wait(); close(done) }()
+	for {
+		select {
+		case a, ok := <-answers:
+			if !ok {
+				return stream.Send(&ppb.AnswerBatch{Closing: true})
+			}
+			if err := send(a); err != nil {
+				return err
+			}
+		case <-done:
+			// Every taken request has put its answer in the channel (buffered): send what is left.
+			for {
+				select {
+				case a, ok := <-answers:
+					if !ok {
+						return stream.Send(&ppb.AnswerBatch{Closing: true})
+					}
+					if err := send(a); err != nil {
+						return err
+					}
+				default:
+					s.engine.Log("exchange-closing", map[string]any{"participant_id": s.engine.ParticipantID})
+					return stream.Send(&ppb.AnswerBatch{Closing: true})
+				}
+			}
+		}
+	}
 }
