@@ -88,9 +88,9 @@ export class EtcdKv {
     this.kv = new Kv(address, grpc.credentials.createInsecure());
   }
 
-  put(key: string, value: Uint8Array, deadlineMs: number): Promise<void> {
+  put(key: string, value: Uint8Array, timeoutMs: number): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.kv.Put({ key: Buffer.from(key), value }, { deadline: Date.now() + deadlineMs }, (err) => (err ? reject(err) : resolve()));
+      this.kv.Put({ key: Buffer.from(key), value }, { deadline: Date.now() + timeoutMs }, (err) => (err ? reject(err) : resolve()));
     });
   }
 
@@ -99,11 +99,11 @@ export class EtcdKv {
   }
 }
 
-function status(address: string, deadlineMs: number): Promise<EtcdStatus> {
+function status(address: string, timeoutMs: number): Promise<EtcdStatus> {
   const M = pkg().Maintenance as unknown as new (address: string, creds: grpc.ChannelCredentials) => MaintenanceClient;
   const c = new M(address, grpc.credentials.createInsecure());
   return new Promise<EtcdStatus>((resolve, reject) => {
-    c.Status({}, { deadline: Date.now() + deadlineMs }, (err, res) => (err || !res ? reject(err ?? new Error('empty status')) : resolve(res)));
+    c.Status({}, { deadline: Date.now() + timeoutMs }, (err, res) => (err || !res ? reject(err ?? new Error('empty status')) : resolve(res)));
   }).finally(() => c.close());
 }
 

@@ -466,7 +466,7 @@ export class CommitProtocol {
       const req: PrepareRequest = { txnId: t.id, participantId: m.record.id, participants: ids, payload: m.payload, timeoutMs: remainingMs };
       m.inFlight = true;
       m.mayBePrepared = true;
-      this.io.sendPrepare(m.record, req, Math.min(remainingMs, this.cfg.rpcDeadlineMs), (err, vote) => {
+      this.io.sendPrepare(m.record, req, Math.min(remainingMs, this.cfg.rpcTimeoutMs), (err, vote) => {
         m.inFlight = false;
         // Provably never delivered: nothing is prepared there, so no ABORT is owed (R3).
         if (err instanceof NotDeliveredError) m.mayBePrepared = false;
@@ -695,7 +695,7 @@ export class CommitProtocol {
     if (m.acked || m.inFlight || t.outcome === null) return;
     m.inFlight = true;
     const req: DecisionRequest = { txnId: t.id, participantId: m.record.id, outcome: t.outcome, reason: t.reason };
-    this.io.sendDecision(m.record, req, this.cfg.rpcDeadlineMs, (err) => {
+    this.io.sendDecision(m.record, req, this.cfg.rpcTimeoutMs, (err) => {
       m.inFlight = false;
       if (this.txns.get(t.id) !== t) return;
       m.unimplemented = unimplementedMethod(err) ?? undefined;

@@ -62,7 +62,7 @@ export interface EngineConfig {
    * 'refuse' begins only ids the cluster can prove new (docs/protocol-outcomes.md).
    */
   untimedIds: 'trust' | 'refuse';
-  rpcDeadlineMs: number;
+  rpcTimeoutMs: number;
   /** An undecided transaction older than this is listed as in doubt (`verdict txn list --in-doubt`). */
   inDoubtAfterMs: number;
   /** Parallel commit for transactions that do not choose (docs/protocol.md, "Parallel commit"). */
@@ -88,7 +88,7 @@ export const defaultEngineConfig: EngineConfig = {
   forgetBatchMax: 512,
   clockSkewMaxMs: 60_000,
   untimedIds: 'trust',
-  rpcDeadlineMs: 10_000,
+  rpcTimeoutMs: 10_000,
   inDoubtAfterMs: 2_000,
   parallelCommit: false,
   explicitCommitLingerMs: 5,

@@ -172,7 +172,7 @@ export class ParallelCommit {
       // An unregistered participant cannot be asked; an operator must register it again (it is refused removal while named).
       if (!record) continue;
       r.inFlight.add(id);
-      io.sendStatus(record, r.staging.txnId, cfg.rpcDeadlineMs, (err, status) => {
+      io.sendStatus(record, r.staging.txnId, cfg.rpcTimeoutMs, (err, status) => {
         r.inFlight.delete(id);
         if (this.recoveries.get(r.staging.txnId) !== r) return;
         const gap = unimplementedMethod(err);

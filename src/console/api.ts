@@ -99,7 +99,7 @@ export interface ConsoleDeps {
   /** The leader's connection to a participant endpoint; '' when unknown. */
   connection?: (endpoint: string) => string;
   /** Since when the participant at an endpoint has answered nothing this node asked (src/node/participant-link.ts); 0: not waiting on it. */
-  unansweredSince?: (endpoint: string) => number;
+  unansweredSinceAtMs?: (endpoint: string) => number;
   /** The last 15 minutes of commit traffic (./charts.ts). */
   charts?: CommitCharts;
   /** A participant unanswered this long is shown silent (PARTICIPANT_SILENT_AFTER_MS). */
@@ -431,7 +431,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       note: isLeader ? '' : `node ${cfg.nodeId} is not the leader: last seen, in-doubt counts and connections are known to the leader only`,
       participants: [...table.participants.values()].map((p) => {
         const connection = isLeader ? (deps.connection?.(p.endpoint) ?? '') : '';
-        const unansweredSinceAtMs = isLeader ? (deps.unansweredSince?.(p.endpoint) ?? 0) : 0;
+        const unansweredSinceAtMs = isLeader ? (deps.unansweredSinceAtMs?.(p.endpoint) ?? 0) : 0;
         const silentForMs = unansweredSinceAtMs > 0 ? Math.max(0, nowMs - unansweredSinceAtMs) : 0;
         return {
           id: p.id,

@@ -39,12 +39,12 @@ export interface PeerHealthTiming {
   /** How often peers are asked while someone looks (1,000 ms). */
   everyMs: number;
   /** The deadline of one Status call (900 ms). */
-  deadlineMs: number;
+  callTimeoutMs: number;
   /** Probing stops once list() has not been called for this long (10,000 ms). */
   idleAfterMs: number;
 }
 
-const TIMING_DEFAULT: PeerHealthTiming = { everyMs: 1_000, deadlineMs: 900, idleAfterMs: 10_000 };
+const TIMING_DEFAULT: PeerHealthTiming = { everyMs: 1_000, callTimeoutMs: 900, idleAfterMs: 10_000 };
 
 export class PeerHealth {
   private readonly rows = new Map<string, PeerHealthRow>();
@@ -154,7 +154,7 @@ export class PeerHealth {
       peers.map(async ([id, address]) => {
         const prev = this.rows.get(id);
         try {
-          const s = await this.clientFor(id, address).status(this.timing.deadlineMs);
+          const s = await this.clientFor(id, address).status(this.timing.callTimeoutMs);
           const now = Date.now();
           this.rows.set(id, {
             id,

@@ -49,7 +49,7 @@ export class NodeMetrics {
     /** The data directory, whose file system's free and total bytes are read at scrape time. */
     dataDir?: string;
     /** When this node's TLS certificate (read at start) stops being valid, in ms since the epoch; absent without TLS. */
-    certificateNotAfterMs?: number;
+    certificateNotAfterAtMs?: number;
   }) {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
@@ -149,12 +149,12 @@ export class NodeMetrics {
         },
       });
     }
-    if (src.certificateNotAfterMs !== undefined) {
+    if (src.certificateNotAfterAtMs !== undefined) {
       new Gauge({
         name: 'verdict_tls_certificate_expiry_timestamp_seconds',
         help: "When this node's TLS certificate, as loaded at start, stops being valid (Unix time, seconds).",
         registers: [r],
-      }).set(Math.floor(src.certificateNotAfterMs / 1000));
+      }).set(Math.floor(src.certificateNotAfterAtMs / 1000));
     }
     new Gauge({
       name: 'verdict_raft_commit_index',

@@ -265,7 +265,7 @@ async function compose(
       actionAttemptsMax: cfg.sagaActionAttemptsMax,
       actionAbandonAfterMs: cfg.sagaActionAbandonAfterMs,
       clientRunningMax: cfg.sagaClientRunningMax,
-      rpcDeadlineMs: cfg.sagaCallTimeoutMs,
+      rpcTimeoutMs: cfg.sagaCallTimeoutMs,
       retryMinMs: cfg.sagaRetryMinMs,
       retryMaxMs: cfg.sagaRetryMaxMs,
     },

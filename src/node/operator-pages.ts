@@ -103,7 +103,7 @@ export class OperatorPages {
       leaders: pages.leaders,
       health: pages.peerHealth,
       connection: (endpoint) => pages.link?.connection(endpoint) ?? '',
-      unansweredSince: (endpoint) => pages.link?.unansweredSinceAtMs(endpoint) ?? 0,
+      unansweredSinceAtMs: (endpoint) => pages.link?.unansweredSinceAtMs(endpoint) ?? 0,
       charts: pages.charts,
     });
     try {
@@ -177,7 +177,7 @@ export class OperatorPages {
       leadersSeen: () => this.leaders.leadersSeenTotal,
       unimplemented: () => this.gaps.counts(),
       dataDir: this.cfg.dataDir,
-      ...(this.cfg.tls === null ? {} : { certificateNotAfterMs: certificateNotAfterMs(this.cfg.tls.cert) }),
+      ...(this.cfg.tls === null ? {} : { certificateNotAfterAtMs: certificateNotAfterAtMs(this.cfg.tls.cert) }),
     });
     const { SagaMetrics } = await import('./saga-metrics.ts');
     this.sagaMetrics = new SagaMetrics(this.metrics.registry, { engine: () => src.sagas.engine, table: () => src.sagas.table });
@@ -280,6 +280,6 @@ function consoleElsewhere(consoleListen: string | null): (req: IncomingMessage, 
 }
 
 /** When the certificate in `file` stops being valid, in ms since the epoch; the node checked the file at start. */
-function certificateNotAfterMs(file: string): number {
+function certificateNotAfterAtMs(file: string): number {
   return Date.parse(new X509Certificate(readFileSync(file)).validTo);
 }

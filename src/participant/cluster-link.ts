@@ -68,7 +68,7 @@ export function toClusterOutcome(o: OutcomeValue): ClusterOutcome {
 export interface ClusterLinkOptions {
   clusterId: string;
   endpoints: readonly string[];
-  deadlineMs?: number;
+  callTimeoutMs?: number;
   credentials?: grpc.ChannelCredentials;
 }
 
@@ -84,7 +84,7 @@ export class ClusterLink {
 
   constructor(o: ClusterLinkOptions) {
     if (o.endpoints.length === 0) throw new Error('the cluster link needs at least one endpoint');
-    this.o = withDefaults({ deadlineMs: 3_000, credentials: grpc.credentials.createInsecure() }, { ...o, endpoints: [...o.endpoints] });
+    this.o = withDefaults({ callTimeoutMs: 3_000, credentials: grpc.credentials.createInsecure() }, { ...o, endpoints: [...o.endpoints] });
     this.finder = new LeaderFinder(this.o.endpoints, { redirectsMax: 2, addressesMax: this.o.endpoints.length + EXTRA_CHANNELS_MAX });
   }
 
@@ -199,7 +199,7 @@ export class ClusterLink {
     const answers = await Promise.all(
       endpoints.map(async (address): Promise<string[] | Error> => {
         try {
-          const st = await unaryCall<StatusRequest, NodeStatus>(this.client(address), raftNodeService.Status as grpc.MethodDefinition<StatusRequest, NodeStatus>, {}, this.o.deadlineMs);
+          const st = await unaryCall<StatusRequest, NodeStatus>(this.client(address), raftNodeService.Status as grpc.MethodDefinition<StatusRequest, NodeStatus>, {}, this.o.callTimeoutMs);
           if (st.clusterId !== this.o.clusterId) return new Error(`${address} is a node of cluster "${st.clusterId}", not "${this.o.clusterId}"`);
           return [...new Set([st.nodeId, ...st.peers.map((p) => p.nodeId)].filter((id) => id !== ''))].sort();
         } catch (err) {
@@ -235,7 +235,12 @@ export class ClusterLink {
         this.finder,
         (address) => {
           if (this.closed) throw new Error('cluster link is closed');
-          return unaryCall<SagaStatusRequest, SagaInfo>(this.client(address), sagasService.SagaStatus as grpc.MethodDefinition<SagaStatusRequest, SagaInfo>, { sagaId, waitMs: 0 }, this.o.deadlineMs);
+          return unaryCall<SagaStatusRequest, SagaInfo>(
+            this.client(address),
+            sagasService.SagaStatus as grpc.MethodDefinition<SagaStatusRequest, SagaInfo>,
+            { sagaId, waitMs: 0 },
+            this.o.callTimeoutMs,
+          );
         },
         {
           retryable: (err) => {
@@ -308,6 +313,6 @@ export class ClusterLink {
   }
 
   private unary<Req, Res>(address: string, name: LinkMethod, req: Req): Promise<Res> {
-    return unaryCall(this.client(address), coordinatorParticipantService[name] as grpc.MethodDefinition<Req, Res>, req, this.o.deadlineMs);
+    return unaryCall(this.client(address), coordinatorParticipantService[name] as grpc.MethodDefinition<Req, Res>, req, this.o.callTimeoutMs);
   }
 }

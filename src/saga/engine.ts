@@ -102,7 +102,7 @@ export interface SagaEngineIO {
 export interface SagaEngineConfig extends NewnessRules {
   retryMinMs: number;
   retryMaxMs: number;
-  rpcDeadlineMs: number;
+  rpcTimeoutMs: number;
   /** An action at or before the pivot that errored this many times is abandoned and compensated (once actionAbandonAfterMs passed too). */
   actionAttemptsMax: number;
   /** ... and not before this long after its first failure: long enough to ride out a step service's restart. */
@@ -123,7 +123,7 @@ export interface SagaEngineConfig extends NewnessRules {
 export const defaultSagaEngineConfig: SagaEngineConfig = {
   retryMinMs: 100,
   retryMaxMs: 10_000,
-  rpcDeadlineMs: 10_000,
+  rpcTimeoutMs: 10_000,
   actionAttemptsMax: 5,
   actionAbandonAfterMs: 30_000,
   stuckAfterAttempts: 10,
@@ -427,7 +427,7 @@ export class SagaEngine {
       attempt,
     };
     const sentAtMs = this.io.nowMs();
-    this.io.callStep(to, req, this.cfg.rpcDeadlineMs, (err, answer) => {
+    this.io.callStep(to, req, this.cfg.rpcTimeoutMs, (err, answer) => {
       callAnswered(run);
       if (this.runs.get(run.id) !== run) return;
       this.stats.stepLatencyMsSum += this.io.nowMs() - sentAtMs;
@@ -537,7 +537,7 @@ export class SagaEngine {
         continue;
       }
       e.inFlight.add(id);
-      this.io.endSaga(to, e.id, this.cfg.rpcDeadlineMs, (err) => {
+      this.io.endSaga(to, e.id, this.cfg.rpcTimeoutMs, (err) => {
         e.inFlight.delete(id);
         if (this.endings.get(e.id) !== e) return;
         if (err) {

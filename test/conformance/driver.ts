@@ -247,10 +247,10 @@ export class Leader {
     this.client.close();
   }
 
-  private unary<T>(method: string, req: Record<string, unknown>, deadlineMs = CALL_DEADLINE_MS): Promise<Answer<T>> {
+  private unary<T>(method: string, req: Record<string, unknown>, timeoutMs = CALL_DEADLINE_MS): Promise<Answer<T>> {
     return new Promise((resolve) => {
       const fn = this.client[method] as (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: T) => void) => void;
-      fn.call(this.client, req, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (err, res) => {
+      fn.call(this.client, req, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
         if (err) resolve({ code: err.code, details: err.details, body: null });
         else resolve({ code: grpc.status.OK, details: '', body: res ?? null });
       });
@@ -266,8 +266,8 @@ export class Leader {
     return { cluster_id: this.clusterId, txn_id: txnId, participant_id: this.participantId, decision, reason: '', ...over };
   }
 
-  prepare(txnId: string, payload: Uint8Array, over: Record<string, unknown> = {}, deadlineMs?: number): Promise<Answer<Vote>> {
-    return this.unary('Prepare', this.prepareRequest(txnId, payload, over), deadlineMs);
+  prepare(txnId: string, payload: Uint8Array, over: Record<string, unknown> = {}, timeoutMs?: number): Promise<Answer<Vote>> {
+    return this.unary('Prepare', this.prepareRequest(txnId, payload, over), timeoutMs);
   }
 
   decide(txnId: string, commit: boolean | 'DECISION_UNSPECIFIED', over: Record<string, unknown> = {}): Promise<Answer<{ txn_id: string; participant_id: string }>> {
@@ -283,10 +283,10 @@ export class Leader {
    * the previous one is answered), half-closes, and collects the answers
    * and the stream's status. Never rejects.
    */
-  exchange(batches: ExchangeRequest[][], deadlineMs = CALL_DEADLINE_MS): Promise<{ answers: ExchangeAnswer[]; batchesReceived: number; code: grpc.status; details: string }> {
+  exchange(batches: ExchangeRequest[][], timeoutMs = CALL_DEADLINE_MS): Promise<{ answers: ExchangeAnswer[]; batchesReceived: number; code: grpc.status; details: string }> {
     return new Promise((resolve) => {
       const fn = this.client.Exchange as (md: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientDuplexStream<unknown, { answers: ExchangeAnswer[] }>;
-      const call = fn.call(this.client, new grpc.Metadata(), { deadline: Date.now() + deadlineMs });
+      const call = fn.call(this.client, new grpc.Metadata(), { deadline: Date.now() + timeoutMs });
       const answers: ExchangeAnswer[] = [];
       let batchesReceived = 0;
       let next = 0;
@@ -316,10 +316,10 @@ export class Leader {
   }
 
   /** Raw bytes to a method of the Participant service (what no SDK would send). */
-  raw(method: string, body: Buffer, deadlineMs = CALL_DEADLINE_MS): Promise<Answer<Buffer>> {
+  raw(method: string, body: Buffer, timeoutMs = CALL_DEADLINE_MS): Promise<Answer<Buffer>> {
     const identity = (b: Buffer): Buffer => b;
     return new Promise((resolve) => {
-      this.client.makeUnaryRequest<Buffer, Buffer>(`/verdict.participant.Participant/${method}`, identity, identity, body, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (err, res) => {
+      this.client.makeUnaryRequest<Buffer, Buffer>(`/verdict.participant.Participant/${method}`, identity, identity, body, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
         if (err) resolve({ code: err.code, details: err.details, body: null });
         else resolve({ code: grpc.status.OK, details: '', body: res ?? null });
       });

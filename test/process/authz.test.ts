@@ -137,7 +137,7 @@ describe('mutual TLS binds roles to identities', () => {
     const client = new VerdictClient({ endpoints, callTimeoutMs: 20_000, credentials: creds(alice) });
     const links: ClusterLink[] = [];
     const linkAs = (who: CertFiles): ClusterLink => {
-      const l = new ClusterLink({ clusterId, endpoints, credentials: creds(who), deadlineMs: 5_000 });
+      const l = new ClusterLink({ clusterId, endpoints, credentials: creds(who), callTimeoutMs: 5_000 });
       links.push(l);
       return l;
     };

@@ -239,8 +239,8 @@ export class NodeProc {
     this.client = null;
   }
 
-  async status(deadlineMs = STATUS_DEADLINE_MS): Promise<NodeStatus> {
-    return this.api().status(deadlineMs);
+  async status(callTimeoutMs = STATUS_DEADLINE_MS): Promise<NodeStatus> {
+    return this.api().status(callTimeoutMs);
   }
 
   logTail(lines = LOG_TAIL_LINES): string {

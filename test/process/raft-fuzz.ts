@@ -23,12 +23,12 @@ export interface StreamResult {
 /**
  * Opens one Raft stream to `address`, writes `frames` (a Buffer goes out as
  * is, anything else through the real encoder), ends it and resolves with the
- * node's status. Bounded by `deadlineMs`.
+ * node's status. Bounded by `callTimeoutMs`.
  */
-export function sendFrames(client: grpc.Client, frames: (WireBatch | Buffer)[], deadlineMs = 10_000): Promise<StreamResult> {
+export function sendFrames(client: grpc.Client, frames: (WireBatch | Buffer)[], callTimeoutMs = 10_000): Promise<StreamResult> {
   return new Promise((resolve) => {
     const serialize = (f: WireBatch | Buffer): Buffer => (Buffer.isBuffer(f) ? f : streamMethod.requestSerialize(f));
-    const call = client.makeClientStreamRequest<WireBatch | Buffer, WireStreamAck>(streamMethod.path, serialize, streamMethod.responseDeserialize, { deadline: Date.now() + deadlineMs }, (err) =>
+    const call = client.makeClientStreamRequest<WireBatch | Buffer, WireStreamAck>(streamMethod.path, serialize, streamMethod.responseDeserialize, { deadline: Date.now() + callTimeoutMs }, (err) =>
       resolve({ code: err?.code ?? grpc.status.OK, details: err?.details ?? '' }),
     );
     call.on('error', () => {});

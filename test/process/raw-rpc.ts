@@ -21,9 +21,9 @@ export function rawClient(address: string): grpc.Client {
 }
 
 /** One unary call with `body` as the request's bytes; never rejects. */
-export function rawUnary(client: grpc.Client, path: string, body: Buffer, deadlineMs: number): Promise<RawAnswer> {
+export function rawUnary(client: grpc.Client, path: string, body: Buffer, callTimeoutMs: number): Promise<RawAnswer> {
   return new Promise((resolve) => {
-    client.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, body, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (err, res) => {
+    client.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, body, new grpc.Metadata(), { deadline: Date.now() + callTimeoutMs }, (err, res) => {
       if (err) resolve({ code: err.code, details: err.details, body: null });
       else resolve({ code: grpc.status.OK, details: '', body: res ?? null });
     });
@@ -31,9 +31,9 @@ export function rawUnary(client: grpc.Client, path: string, body: Buffer, deadli
 }
 
 /** A bidi call that writes `bodies`, half-closes, and collects every answer until the status; never rejects. */
-export function rawBidi(client: grpc.Client, path: string, bodies: Buffer[], deadlineMs: number): Promise<RawAnswer & { messages: number }> {
+export function rawBidi(client: grpc.Client, path: string, bodies: Buffer[], callTimeoutMs: number): Promise<RawAnswer & { messages: number }> {
   return new Promise((resolve) => {
-    const call = client.makeBidiStreamRequest<Buffer, Buffer>(path, identity, identity, new grpc.Metadata(), { deadline: Date.now() + deadlineMs });
+    const call = client.makeBidiStreamRequest<Buffer, Buffer>(path, identity, identity, new grpc.Metadata(), { deadline: Date.now() + callTimeoutMs });
     let messages = 0;
     call.on('data', () => messages++);
     call.on('error', () => {});

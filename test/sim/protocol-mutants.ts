@@ -170,7 +170,7 @@ class MutantCoordinatorEngine extends CoordinatorEngine {
     const a = this.answerFor(t);
     for (const w of t.waiters.splice(0)) w(null, a);
     for (const m of t.members.values())
-      if (m.vote !== 'no') this.io.sendDecision(m.record, { txnId: t.id, participantId: m.record.id, outcome: 'abort', reason: t.reason }, this.cfg.rpcDeadlineMs, () => {});
+      if (m.vote !== 'no') this.io.sendDecision(m.record, { txnId: t.id, participantId: m.record.id, outcome: 'abort', reason: t.reason }, this.cfg.rpcTimeoutMs, () => {});
   }
 
   protected override recoverable(t: Txn): boolean {

@@ -41,14 +41,14 @@ export class SimRpc {
    * network (and may be lost, duplicated or delayed); the caller hears the
    * first reply, or a deadline error — once, and only while its incarnation lives.
    */
-  call<T>(from: string, caller: Inc, to: string, deadlineMs: number, serve: (reply: Reply<T>) => void, cb: Reply<T>): void {
+  call<T>(from: string, caller: Inc, to: string, timeoutMs: number, serve: (reply: Reply<T>) => void, cb: Reply<T>): void {
     let done = false;
     const finish: Reply<T> = (err, v) => {
       if (done) return;
       done = true;
       if (caller.alive) cb(err, v);
     };
-    this.q.after(deadlineMs, () => finish({ code: 'deadline', message: `no answer from ${to} within ${deadlineMs} ms` }));
+    this.q.after(timeoutMs, () => finish({ code: 'deadline', message: `no answer from ${to} within ${timeoutMs} ms` }));
     this.net.send(from, to, () => serve((err, v) => this.net.send(to, from, () => finish(err, v))));
   }
 }
@@ -63,7 +63,7 @@ export interface CoordinatorCall<T> {
 }
 
 /** A Coordinator RPC to a node by index, served by the engine of `group` (0 when absent: the one group) if the node is up. */
-export type CallCoordinator = <T>(from: string, caller: Inc, node: number, deadlineMs: number, serve: (c: CoordinatorCall<T>) => void, cb: Reply<T>, group?: number) => void;
+export type CallCoordinator = <T>(from: string, caller: Inc, node: number, timeoutMs: number, serve: (c: CoordinatorCall<T>) => void, cb: Reply<T>, group?: number) => void;
 
 /**
  * A simulated failure as the gRPC Coordinator service answers it

@@ -65,7 +65,7 @@ export interface SagaScenario extends SystemScenario {
 const SAGA_CONFIG: Partial<SagaEngineConfig> = {
   retryMinMs: 100,
   retryMaxMs: 1_000,
-  rpcDeadlineMs: 1_000,
+  rpcTimeoutMs: 1_000,
   actionAttemptsMax: 4,
   actionAbandonAfterMs: 500,
   stuckAfterAttempts: 5,
@@ -204,7 +204,7 @@ export class SagaExtension implements WorldExtension {
           }
           propose(cmd, (err, r) => (err || !r || !isSagaResult(r) ? cb(err ?? new Error('no saga result')) : cb(null, r)));
         },
-        callStep: (to, req, deadlineMs, cb) => {
+        callStep: (to, req, timeoutMs, cb) => {
           if (!inc.alive) return;
           const made = this.callsByKey.get(req.key) ?? { calls: 0, leaderships: new Set<string>() };
           made.calls++;
@@ -212,15 +212,15 @@ export class SagaExtension implements WorldExtension {
           this.callsByKey.set(req.key, made);
           const sent = mutant === 'saga-new-key-on-retry' && req.attempt > 1 ? { ...req, key: `${req.key}#${req.attempt}` } : req;
           this.w.log(() => `${node.id} calls ${to.id} ${req.key} attempt ${req.attempt}`);
-          this.callStep(node.id, inc, to.id, sent, deadlineMs, cb);
+          this.callStep(node.id, inc, to.id, sent, timeoutMs, cb);
         },
-        endSaga: (to, sagaId, deadlineMs, cb) => {
+        endSaga: (to, sagaId, timeoutMs, cb) => {
           if (!inc.alive) return;
           this.w.rpc.call<true>(
             node.id,
             inc,
             to.id,
-            deadlineMs,
+            timeoutMs,
             (reply) => {
               const s = this.services.get(to.id);
               if (!s?.inbox) return;
@@ -249,12 +249,12 @@ export class SagaExtension implements WorldExtension {
     };
   }
 
-  private callStep(from: string, inc: Inc, to: string, req: StepRequest, deadlineMs: number, cb: (err: Error | null, a?: StepAnswer) => void): void {
+  private callStep(from: string, inc: Inc, to: string, req: StepRequest, timeoutMs: number, cb: (err: Error | null, a?: StepAnswer) => void): void {
     this.w.rpc.call<StepAnswer>(
       from,
       inc,
       to,
-      deadlineMs,
+      timeoutMs,
       (reply) => {
         const s = this.services.get(to);
         if (!s?.inbox) return;

@@ -83,7 +83,7 @@ const QUIET_POLL_MS = 100;
 
 const ENGINE_CONFIG: Partial<EngineConfig> = {
   defaultTimeoutMs: 2_000,
-  rpcDeadlineMs: 1_000,
+  rpcTimeoutMs: 1_000,
   retryMinMs: 100,
   retryMaxMs: 1_000,
   forgetDelayMs: 200,
@@ -774,13 +774,13 @@ export class SystemWorld implements FaultWorld {
   }
 
   /** A Coordinator RPC to node `node`, served by its engine while the node is up (the gRPC service's role). */
-  readonly callCoordinator: CallCoordinator = (from, caller, node, deadlineMs, serve, cb, group = 0) => {
+  readonly callCoordinator: CallCoordinator = (from, caller, node, timeoutMs, serve, cb, group = 0) => {
     const n = this.nodes[node];
     this.rpc.call(
       from,
       caller,
       n.id,
-      deadlineMs,
+      timeoutMs,
       (reply) => {
         // The service picks the replica of the call's group (groupOf of its id).
         const rep = n.up ? n.groups[group] : undefined;

@@ -48,7 +48,7 @@ describe("a participant's view of the cluster's nodes", () => {
       [impostor, n1, n2],
       [n1, impostor, n2],
     ]) {
-      const link = new ClusterLink({ clusterId: 'c1', endpoints: order, deadlineMs: 2_000 });
+      const link = new ClusterLink({ clusterId: 'c1', endpoints: order, callTimeoutMs: 2_000 });
       try {
         expect(await link.members()).toEqual(['n1', 'n2', 'n3']);
       } finally {
@@ -60,14 +60,14 @@ describe("a participant's view of the cluster's nodes", () => {
   it('believes nobody while only a minority answers, or the answers disagree', async () => {
     const impostor = await serving(status('evil', ['n1', 'n2']));
     const [down1, down2] = (await freePorts(2)).map((p) => `127.0.0.1:${p}`);
-    const alone = new ClusterLink({ clusterId: 'c1', endpoints: [impostor, down1!, down2!], deadlineMs: 1_000 });
+    const alone = new ClusterLink({ clusterId: 'c1', endpoints: [impostor, down1!, down2!], callTimeoutMs: 1_000 });
     try {
       await expect(alone.members()).rejects.toThrow(/fewer than a majority of the 3 configured endpoints answered/);
     } finally {
       alone.close();
     }
     const n1 = await serving(status('n1', ['n2', 'n3']));
-    const split = new ClusterLink({ clusterId: 'c1', endpoints: [impostor, n1], deadlineMs: 1_000 });
+    const split = new ClusterLink({ clusterId: 'c1', endpoints: [impostor, n1], callTimeoutMs: 1_000 });
     try {
       await expect(split.members()).rejects.toThrow(/do not agree on the cluster's nodes/);
     } finally {

@@ -11,7 +11,7 @@ import { freePorts } from '../free-ports.ts';
 import { statusServer } from './fixtures/status-server.ts';
 
 // The deadline is generous: a first call dials the peer, and CI runs many test files at once.
-const TIMING = { everyMs: 100, deadlineMs: 2_000, idleAfterMs: 400 };
+const TIMING = { everyMs: 100, callTimeoutMs: 2_000, idleAfterMs: 400 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 const cleanups: (() => Promise<void> | void)[] = [];

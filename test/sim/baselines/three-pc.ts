@@ -49,7 +49,7 @@ interface CoordTxn {
   participants: string[];
   votes: Map<string, 'yes' | 'no'>;
   acks: Set<string>;
-  deadlineMs: number;
+  deadlineAtMs: number;
   timeoutMs: number;
 }
 
@@ -60,7 +60,7 @@ export class ThreePcCoordinator {
 
   begin(txnId: string, participants: string[], timeoutMs: number, nowMs: number): CoordinatorAction[] {
     if (this.txns.has(txnId)) return [];
-    this.txns.set(txnId, { phase: 'voting', participants, votes: new Map(), acks: new Set(), deadlineMs: nowMs + timeoutMs, timeoutMs });
+    this.txns.set(txnId, { phase: 'voting', participants, votes: new Map(), acks: new Set(), deadlineAtMs: nowMs + timeoutMs, timeoutMs });
     return participants.map((to) => ({ t: 'can-commit', txnId, to, timeoutMs }));
   }
 
@@ -72,7 +72,7 @@ export class ThreePcCoordinator {
     x.votes.set(from, 'yes');
     if (!x.participants.every((p) => x.votes.get(p) === 'yes')) return [];
     x.phase = 'precommitting';
-    x.deadlineMs = nowMs + this.cfg.ackTimeoutMs;
+    x.deadlineAtMs = nowMs + this.cfg.ackTimeoutMs;
     return x.participants.map((to) => ({ t: 'pre-commit', txnId, to }));
   }
 
@@ -87,7 +87,7 @@ export class ThreePcCoordinator {
   tick(nowMs: number): CoordinatorAction[] {
     const out: CoordinatorAction[] = [];
     for (const [txnId, x] of this.txns) {
-      if (nowMs < x.deadlineMs) continue;
+      if (nowMs < x.deadlineAtMs) continue;
       if (x.phase === 'voting') out.push(...this.abort(txnId, x, `no vote from ${x.participants.filter((p) => !x.votes.has(p)).join(', ')} within ${x.timeoutMs} ms`));
       else if (x.phase === 'precommitting') {
         const missing = x.participants.filter((p) => !x.acks.has(p));
@@ -122,7 +122,7 @@ export interface ParticipantDecision {
 interface PartTxn {
   state: ParticipantState;
   /** When the current state's timeout fires (uncertain and precommitted only). */
-  deadlineMs: number;
+  deadlineAtMs: number;
 }
 
 export class ThreePcParticipant {
@@ -150,10 +150,10 @@ export class ThreePcParticipant {
     const x = this.txns.get(txnId);
     if (x) return x.state === 'aborted' ? 'no' : 'yes';
     if (!resourceYes) {
-      this.txns.set(txnId, { state: 'aborted', deadlineMs: Infinity });
+      this.txns.set(txnId, { state: 'aborted', deadlineAtMs: Infinity });
       return 'no';
     }
-    this.txns.set(txnId, { state: 'uncertain', deadlineMs: nowMs + this.cfg.uncertainTimeoutMs });
+    this.txns.set(txnId, { state: 'uncertain', deadlineAtMs: nowMs + this.cfg.uncertainTimeoutMs });
     return 'yes';
   }
 
@@ -163,7 +163,7 @@ export class ThreePcParticipant {
     if (!x || x.state === 'aborted') return false;
     if (x.state === 'uncertain') {
       x.state = 'precommitted';
-      x.deadlineMs = nowMs + this.cfg.precommitTimeoutMs;
+      x.deadlineAtMs = nowMs + this.cfg.precommitTimeoutMs;
     }
     return true;
   }
@@ -173,7 +173,7 @@ export class ThreePcParticipant {
     const x = this.txns.get(txnId);
     if (!x || x.state === 'committed' || x.state === 'aborted') {
       // Never voted YES: nothing held. Remember an ABORT so a late CanCommit gets NO.
-      if (!x && outcome === 'aborted') this.txns.set(txnId, { state: 'aborted', deadlineMs: Infinity });
+      if (!x && outcome === 'aborted') this.txns.set(txnId, { state: 'aborted', deadlineAtMs: Infinity });
       return null;
     }
     return this.decide(txnId, x, outcome, outcome === 'committed' ? 'DoCommit from the coordinator' : 'Abort from the coordinator');
@@ -183,7 +183,7 @@ export class ThreePcParticipant {
   tick(nowMs: number): ParticipantDecision[] {
     const out: ParticipantDecision[] = [];
     for (const [txnId, x] of this.txns) {
-      if (nowMs < x.deadlineMs) continue;
+      if (nowMs < x.deadlineAtMs) continue;
       if (x.state === 'uncertain') out.push(this.decide(txnId, x, 'aborted', `timed out uncertain (${this.cfg.uncertainTimeoutMs} ms after its YES, no PreCommit)`));
       else if (x.state === 'precommitted') out.push(this.decide(txnId, x, 'committed', `timed out precommitted (${this.cfg.precommitTimeoutMs} ms after PreCommit, no DoCommit)`));
     }
@@ -192,7 +192,7 @@ export class ThreePcParticipant {
 
   private decide(txnId: string, x: PartTxn, outcome: Outcome, why: string): ParticipantDecision {
     x.state = outcome;
-    x.deadlineMs = Infinity;
+    x.deadlineAtMs = Infinity;
     return { txnId, outcome, why };
   }
 }

@@ -44,7 +44,7 @@ interface Collecting {
   votes: Map<string, 'yes' | 'no'>;
   /** Participants whose PREPARE went unanswered; sent again on the next tick. */
   resend: Set<string>;
-  deadlineMs: number;
+  deadlineAtMs: number;
 }
 
 interface Committed {
@@ -74,7 +74,7 @@ export class TwoPcCoordinator {
   begin(txnId: string, participants: string[], timeoutMs: number, nowMs: number): TwoPcAction[] {
     if (this.active.has(txnId) || this.committed.has(txnId) || this.aborted.has(txnId)) return [];
     if (this.active.size >= ACTIVE_MAX) throw new Error(`2pc coordinator: more than ${ACTIVE_MAX} transactions at once`);
-    this.active.set(txnId, { phase: 'collecting', participants, timeoutMs, votes: new Map(), resend: new Set(), deadlineMs: nowMs + timeoutMs });
+    this.active.set(txnId, { phase: 'collecting', participants, timeoutMs, votes: new Map(), resend: new Set(), deadlineAtMs: nowMs + timeoutMs });
     return participants.map((to) => ({ t: 'prepare', txnId, to, participants, timeoutMs }));
   }
 
@@ -113,7 +113,7 @@ export class TwoPcCoordinator {
     const out: TwoPcAction[] = [];
     for (const [txnId, a] of this.active) {
       if (a.phase !== 'collecting') continue;
-      if (nowMs >= a.deadlineMs) {
+      if (nowMs >= a.deadlineAtMs) {
         out.push(...this.abort(txnId, a, `no vote from ${a.participants.filter((p) => !a.votes.has(p)).join(', ')} within ${a.timeoutMs} ms`));
         continue;
       }
