@@ -41,6 +41,14 @@ async function open(dir?: string, o: Partial<HistoryOptions> = {}): Promise<{ st
   return { store, dir: d, errors };
 }
 
+async function waitUntil(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 const decide = (txnId: string, index: number, atMs: number, participants = ['shop', 'bank'], outcome: 'commit' | 'abort' = 'commit'): Extract<HistoryChange, { t: 'decide' }> => ({
   t: 'decide',
   txnId,
@@ -125,6 +133,73 @@ describe('history store', () => {
     // Entry 1 was on disk already: its replay is not applied again.
     expect(all.records[1]?.participants.map((p) => p.participantId)).toEqual(['shop', 'bank']);
     expect(all.records[0]?.participants.length).toBe(2);
+  });
+
+  it('writes a settled transaction once: its decision, sightings, ACKs and Forget in one record write', async () => {
+    const { store } = await open(undefined, { flushMs: 10, holdTurns: 1_000 });
+    const row = (kind: string, participantId = '', detail = ''): HistoryChange => ({ t: 'row', txnId: 'w1', atMs: NOW_MS, kind, participantId, detail });
+    store.apply(0, [row('begin'), row('prepare', 'shop'), row('prepare', 'bank')]);
+    store.apply(0, [row('vote', 'shop', 'YES'), row('vote', 'bank', 'YES')]);
+    store.apply(4, [decide('w1', 4, NOW_MS)]);
+    store.apply(0, [row('decision-sent', 'shop', 'COMMIT'), row('decision-sent', 'bank', 'COMMIT'), row('ack', 'shop'), row('ack', 'bank')]);
+    // Several write turns pass while it waits for its Forget: nothing of it is written, and the log from its decision on is not on disk.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(store.writeStats().records).toBe(0);
+    store.apply(5, [{ t: 'forget', txnId: 'w1', index: 5, atMs: NOW_MS + 300 }]);
+    await waitUntil(() => store.writeStats().records > 0);
+    expect(store.writeStats().records).toBe(1);
+    expect(store.durableIndex).toBe(5);
+    const r = (await store.query({ txnId: 'w1' })).records[0];
+    expect(r?.rows.map((x) => x.kind)).toEqual(['begin', 'prepare', 'prepare', 'vote', 'vote', 'decision-sent', 'decision-sent', 'ack', 'ack']);
+    expect(r).toMatchObject({
+      forgottenIndex: 5,
+      decisionIndex: 4,
+      participants: [
+        { participantId: 'shop', vote: 'yes', acked: true, ackedAtMs: NOW_MS },
+        { participantId: 'bank', vote: 'yes', acked: true },
+      ],
+    });
+  });
+
+  it('a transaction not settled in time is written anyway; one held keeps the index on disk below its decision until it is', async () => {
+    const a = await open(undefined, { flushMs: 20, holdTurns: 50 });
+    a.store.apply(10, [decide('held', 10, NOW_MS - 900)]);
+    a.store.apply(0, [{ t: 'row', txnId: 'held', atMs: NOW_MS - 800, kind: 'ack', participantId: 'shop', detail: '' }]);
+    a.store.apply(11, [decide('quick', 11, NOW_MS - 500)]);
+    a.store.apply(0, [{ t: 'row', txnId: 'quick', atMs: NOW_MS - 450, kind: 'ack', participantId: 'bank', detail: '' }]);
+    a.store.apply(12, [{ t: 'forget', txnId: 'quick', index: 12, atMs: NOW_MS - 400 }]);
+    await waitUntil(() => a.store.writeStats().records >= 1);
+    // quick is on disk; held (decided at 10) is not, so entries from 10 on are not.
+    expect(a.store.durableIndex).toBe(9);
+    // A crash now (no close): the node re-applies its log from 10 on.
+    stores.splice(stores.indexOf(a.store), 1);
+    await (a.store as unknown as { db: { close(): Promise<void> } }).db.close();
+    const b = await open(a.dir, { flushMs: 20, holdTurns: 50 });
+    expect(b.store.durableIndex).toBe(9);
+    b.store.apply(10, [decide('held', 10, NOW_MS - 900)]);
+    b.store.apply(11, [decide('quick', 11, NOW_MS - 500)]);
+    b.store.apply(12, [{ t: 'forget', txnId: 'quick', index: 12, atMs: NOW_MS - 400 }]);
+    const all = await b.store.query({});
+    expect(all.records.map((r) => r.txnId)).toEqual(['quick', 'held']);
+    // The replayed decision of quick merged into its record on disk: the ACK its leader saw is still there.
+    expect(all.records[0]?.rows.map((x) => x.kind)).toEqual(['ack']);
+    expect(all.records[0]?.participants.find((p) => p.participantId === 'bank')).toMatchObject({ acked: true, ackedAtMs: NOW_MS - 450 });
+    expect(all.records[1]?.outcome).toBe('commit');
+    // Not settled, still written once its hold is over.
+    const c = await open(undefined, { flushMs: 10, holdTurns: 3 });
+    c.store.apply(1, [decide('slow', 1, NOW_MS)]);
+    await waitUntil(() => c.store.writeStats().records > 0);
+    expect(c.store.durableIndex).toBe(1);
+  });
+
+  it('bounds what waits: past the held bound the oldest are written without waiting for their Forget', async () => {
+    const { store } = await open(undefined, { flushMs: 10, holdTurns: 1_000, heldMax: 5 });
+    for (let i = 1; i <= 8; i++) store.apply(i, [decide(`h${i}`, i, NOW_MS - 1000 + i)]);
+    await waitUntil(() => store.writeStats().records >= 3);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(store.writeStats().records).toBe(3);
+    // h1..h3 written; h4 is the oldest still held.
+    expect(store.durableIndex).toBe(3);
   });
 
   it('a snapshot installed past what the store holds is said as a lacking range; its live decisions are kept', async () => {

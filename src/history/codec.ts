@@ -1,0 +1,91 @@
+// A history record's bytes in the store (./store.ts): a JSON array with its
+// fields in a fixed order, times relative to the record's own, votes and
+// ACKs as small numbers, and no transaction id (the key holds it). About a
+// third of the same record as a JSON object, and cheaper to encode, which
+// every node does once per transaction. A record written as a JSON object
+// (the first form) is still read.
+//
+//   [2, outcome, reason, decisionIndex, baseAtMs, decidedΔ, forgottenIndex, forgottenΔ, rowsDropped,
+//    [[participantId, vote, acked, ackedΔ], ...], [act, ...], [[atΔ, lastΔ, kind, participantId, detail, count], ...]]
+//
+// A Δ is a time minus baseAtMs (the decision's time, else the record's
+// first); null for a time not known (0 in the record). vote: 0 unknown,
+// 1 YES, 2 NO; acked: 0 or 1. A row's lastΔ is from its own atMs.
+//
+// Pure. Reading checks every field: the bytes come from disk.
+
+import type { HistoryAct, HistoryParticipant, HistoryRecord, HistoryRow } from './record.ts';
+import { recordProblem } from './record.ts';
+
+const FORM = 2;
+const VOTES = ['', 'yes', 'no'] as const;
+
+/** The time a record is indexed by: its decision's, else its first act's or row's (a transaction known only by a heuristic report). */
+export function indexAtMs(r: HistoryRecord): number {
+  return r.decidedAtMs || r.acts[0]?.atMs || r.rows[0]?.atMs || 0;
+}
+
+export function encodeRecord(r: HistoryRecord): string {
+  const base = indexAtMs(r);
+  const rel = (atMs: number): number | null => (atMs === 0 ? null : atMs - base);
+  const participants = r.participants.map((p) => {
+    const v = p.vote === 'yes' ? 1 : p.vote === 'no' ? 2 : 0;
+    return p.ackedAtMs === 0 ? [p.participantId, v, p.acked ? 1 : 0] : [p.participantId, v, p.acked ? 1 : 0, p.ackedAtMs - base];
+  });
+  const rows = r.rows.map((w) => [w.atMs - base, w.lastAtMs - w.atMs, w.kind, w.participantId, w.detail, w.count]);
+  return JSON.stringify([FORM, r.outcome, r.reason, r.decisionIndex, base, rel(r.decidedAtMs), r.forgottenIndex, rel(r.forgottenAtMs), r.rowsDropped, participants, r.acts, rows]);
+}
+
+/** The record `txnId`'s bytes read back, or why they are not a record. */
+export function decodeRecord(txnId: string, text: string): HistoryRecord | string {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    return `does not parse (${(err as Error).message})`;
+  }
+  if (!Array.isArray(v)) {
+    // The first form: the record as a JSON object.
+    const problem = recordProblem(v);
+    return problem ?? (v as HistoryRecord);
+  }
+  if (v.length !== 12 || v[0] !== FORM) return `not a record of form ${FORM}`;
+  const [, outcome, reason, decisionIndex, base, decidedRel, forgottenIndex, forgottenRel, rowsDropped, ps, acts, rows] = v as unknown[];
+  if (outcome !== '' && outcome !== 'commit' && outcome !== 'abort') return `outcome ${JSON.stringify(outcome)}`;
+  if (typeof reason !== 'string') return 'reason is not text';
+  if (!isInt(decisionIndex) || !isInt(base) || !isInt(forgottenIndex) || !isInt(rowsDropped)) return 'an index, time or count is not a whole number';
+  if (!(decidedRel === null || isInt(decidedRel)) || !(forgottenRel === null || isInt(forgottenRel))) return 'a time is not a whole number';
+  if (!Array.isArray(ps) || !Array.isArray(acts) || !Array.isArray(rows)) return 'participants, acts or rows is not a list';
+  const at = (d: unknown): number => (d === null ? 0 : (d as number) + base);
+  const participants: HistoryParticipant[] = [];
+  for (const p of ps) {
+    if (!Array.isArray(p) || p.length < 3 || typeof p[0] !== 'string' || !(p[1] === 0 || p[1] === 1 || p[1] === 2) || !(p[2] === 0 || p[2] === 1)) return 'a participant is malformed';
+    if (p.length > 3 && !isInt(p[3])) return "a participant's ACK time is not a whole number";
+    participants.push({ participantId: p[0], vote: VOTES[p[1]], acked: p[2] === 1, ackedAtMs: p.length > 3 ? (p[3] as number) + base : 0 });
+  }
+  const out: HistoryRow[] = [];
+  for (const w of rows) {
+    if (!Array.isArray(w) || w.length !== 6 || !isInt(w[0]) || !isInt(w[1]) || typeof w[2] !== 'string' || typeof w[3] !== 'string' || typeof w[4] !== 'string' || !isInt(w[5]))
+      return 'a row is malformed';
+    const atMs = w[0] + base;
+    out.push({ atMs, lastAtMs: atMs + w[1], kind: w[2], participantId: w[3], detail: w[4], count: w[5] });
+  }
+  for (const a of acts) if (a === null || typeof a !== 'object' || typeof (a as HistoryAct).kind !== 'string' || !isInt((a as HistoryAct).index)) return 'an act is malformed';
+  return {
+    txnId,
+    outcome,
+    reason,
+    decisionIndex,
+    decidedAtMs: at(decidedRel),
+    participants,
+    forgottenIndex,
+    forgottenAtMs: at(forgottenRel),
+    acts: acts as HistoryAct[],
+    rows: out,
+    rowsDropped,
+  };
+}
+
+function isInt(x: unknown): x is number {
+  return typeof x === 'number' && Number.isSafeInteger(x);
+}
