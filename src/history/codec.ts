@@ -26,15 +26,25 @@ export function indexAtMs(r: HistoryRecord): number {
 }
 
 export function encodeRecord(r: HistoryRecord): string {
+  // Built as text, not as arrays handed to JSON.stringify: every node encodes every transaction once, and the garbage counts.
   const base = indexAtMs(r);
-  const rel = (atMs: number): number | null => (atMs === 0 ? null : atMs - base);
-  const participants = r.participants.map((p) => {
+  const rel = (atMs: number): string => (atMs === 0 ? 'null' : String(atMs - base));
+  let ps = '';
+  for (const p of r.participants) {
     const v = p.vote === 'yes' ? 1 : p.vote === 'no' ? 2 : 0;
-    return p.ackedAtMs === 0 ? [p.participantId, v, p.acked ? 1 : 0] : [p.participantId, v, p.acked ? 1 : 0, p.ackedAtMs - base];
-  });
-  const rows = r.rows.map((w) => [w.atMs - base, w.lastAtMs - w.atMs, w.kind, w.participantId, w.detail, w.count]);
-  return JSON.stringify([FORM, r.outcome, r.reason, r.decisionIndex, base, rel(r.decidedAtMs), r.forgottenIndex, rel(r.forgottenAtMs), r.rowsDropped, participants, r.acts, rows]);
+    ps += `${ps === '' ? '' : ','}[${text(p.participantId)},${v},${p.acked ? 1 : 0}${p.ackedAtMs === 0 ? '' : `,${p.ackedAtMs - base}`}]`;
+  }
+  let rows = '';
+  for (const w of r.rows) rows += `${rows === '' ? '' : ','}[${w.atMs - base},${w.lastAtMs - w.atMs},${text(w.kind)},${text(w.participantId)},${text(w.detail)},${w.count}]`;
+  const acts = r.acts.length === 0 ? '[]' : JSON.stringify(r.acts);
+  return `[${FORM},${text(r.outcome)},${text(r.reason)},${r.decisionIndex},${base},${rel(r.decidedAtMs)},${r.forgottenIndex},${rel(r.forgottenAtMs)},${r.rowsDropped},[${ps}],${acts},[${rows}]]`;
 }
+
+/** A string as JSON: plain ids and words as they are, anything else through JSON.stringify. */
+function text(s: string): string {
+  return s === '' ? '""' : PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
+}
+const PLAIN = /^[A-Za-z0-9 ._:-]*$/;
 
 /** The record `txnId`'s bytes read back, or why they are not a record. */
 export function decodeRecord(txnId: string, text: string): HistoryRecord | string {

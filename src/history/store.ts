@@ -18,12 +18,19 @@
 // that range of the log as lacking and says so in every answer.
 //
 // Keys (utf8):
-//   r␀<txnId>                         the record (./codec.ts)
-//   t␀<time, 16 digits>␀<txnId>       by time (the decision's)
-//   p␀<participant>␀<time>␀<txnId>     by participant and time
-//   m␀applied                         every change of the log up to this index is on disk
-//   m␀written                         no record on disk holds a change of the log above this index
-//   m␀bytes  m␀lacks                  the records' bytes, the lacking ranges
+//   r␀<txnId>                              the record (./codec.ts)
+//   T␀<bucket, 16 digits>␀<seq>            by time: "<time> <txnId>" lines, the records of one write whose time (the decision's) falls in the bucket
+//   P␀<participant>␀<bucket>␀<seq>         the same, by participant
+//   m␀applied                              every change of the log up to this index is on disk
+//   m␀written                              no record on disk holds a change of the log above this index
+//   m␀bytes  m␀lacks  m␀seq                the records' bytes, the lacking ranges, the last index key's number
+//
+// A write turn adds one index key per time bucket (BUCKET_MS) and per
+// participant and bucket, not one per record: a transaction costs one
+// LevelDB op (its record), its index a few per turn. A record whose time
+// moved (a heuristic report's record that learns its decision) leaves a
+// stale line behind, which a read skips (the record's time no longer
+// matches) and pruning drops.
 //
 // Bounded by age and by bytes (retentionMs, bytesMax): the oldest records go
 // first. `bytes` counts the records' keys and values as written; LevelDB's
@@ -55,7 +62,7 @@ export interface HistoryOptions {
   heldMax?: number;
 }
 
-/** Keys a list query reads at most (a filter that matches little must not walk a whole week). */
+/** Index lines a list query reads at most (a filter that matches little must not walk a whole week). */
 const SCAN_KEYS_MAX = 100_000;
 const FLUSH_MS = 200;
 /** Settled records (their Forget applied) that start a write at once, before the next turn. */
@@ -64,33 +71,48 @@ const FLUSH_RECORDS = 2_000;
 const HOLD_TURNS = 10;
 /** Changed records waiting to be written at most: past it, the oldest are written at the next turn, which starts at once. */
 const HELD_MAX = 10_000;
-/** Records kept in memory after they are written (recent ones may change again: a late ACK, an operator's act). */
+/** Records not settled kept in memory after they are written (they may change again: a late ACK, the Forget). */
 const HOT_MAX = 2_000;
 /** Undecided transactions whose rows (PREPARE, votes) wait in memory for their decision. */
 const PENDING_MAX = 10_000;
 /** Rows kept per undecided transaction while it waits (ROWS_MAX rows, each repeated a few times). */
 const PENDING_ROWS_MAX = 4 * 64;
 const PRUNE_EVERY_MS = 60_000;
-/** Records deleted per pruning batch. */
-const PRUNE_BATCH = 1_000;
 const LACKS_MAX = 100;
 
 const SEP = '\u0000';
 const rKey = (id: string): string => `r${SEP}${id}`;
 const ms16 = (ms: number): string => String(Math.max(0, Math.floor(ms))).padStart(16, '0');
-const tKey = (atMs: number, id: string): string => `t${SEP}${ms16(atMs)}${SEP}${id}`;
-const pKey = (p: string, atMs: number, id: string): string => `p${SEP}${p}${SEP}${ms16(atMs)}${SEP}${id}`;
+/** The time index's span of one key: records decided in the same BUCKET_MS share index keys. */
+const BUCKET_MS = 10_000;
+const bucketOf = (atMs: number): number => Math.max(0, Math.floor(atMs / BUCKET_MS) * BUCKET_MS);
+const seq12 = (n: number): string => String(n).padStart(12, '0');
+const tPrefix = (bucket: number): string => `T${SEP}${ms16(bucket)}${SEP}`;
+const pPrefix = (p: string, bucket: number): string => `P${SEP}${p}${SEP}${ms16(bucket)}${SEP}`;
+/** An index entry: the record's time and id, one a line. */
+const entryOf = (atMs: number, id: string): string => `${atMs} ${id}`;
+const ENTRY_SEP = '\n';
 const M_APPLIED = `m${SEP}applied`;
 const M_WRITTEN = `m${SEP}written`;
 const M_BYTES = `m${SEP}bytes`;
+const M_SEQ = `m${SEP}seq`;
 const M_LACKS = `m${SEP}lacks`;
 
-/** The bytes a record takes in the store: its key and value, and its index keys. */
+/** The bytes a record takes in the store: its key and value, and its entries in the indexes (by time, by each participant). */
 function costOf(r: HistoryRecord, value: string): number {
-  const at = indexAtMs(r);
-  let n = rKey(r.txnId).length + Buffer.byteLength(value) + tKey(at, r.txnId).length;
-  for (const p of r.participants) n += Buffer.byteLength(pKey(p.participantId, at, r.txnId));
-  return n;
+  const entry = entryOf(indexAtMs(r), r.txnId).length + 1;
+  return rKey(r.txnId).length + Buffer.byteLength(value) + entry * (1 + r.participants.length);
+}
+
+/** An index key's entries: time and id, the lines that do not parse left out. */
+function entriesOf(value: string): { atMs: number; id: string }[] {
+  const out: { atMs: number; id: string }[] = [];
+  for (const line of value.split(ENTRY_SEP)) {
+    const i = line.indexOf(' ');
+    const atMs = Number(line.slice(0, i));
+    if (i > 0 && Number.isSafeInteger(atMs) && i < line.length - 1) out.push({ atMs, id: line.slice(i + 1) });
+  }
+  return out;
 }
 
 /** What is on disk of a record: where its index keys are and what it costs. */
@@ -148,6 +170,8 @@ export class HistoryStore {
   private pruneTimer: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly stats = { batches: 0, records: 0, ops: 0, bytes: 0 };
+  /** The number of the last index key written (keys of one bucket are told apart by it). */
+  private seq = 0;
 
   private constructor(
     private readonly db: Level<string, string>,
@@ -166,8 +190,9 @@ export class HistoryStore {
     await mkdir(dir, { recursive: true });
     const db = new Level<string, string>(dir, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
     await db.open({ createIfMissing: true });
-    const [applied, written, bytes, lacks] = await db.getMany([M_APPLIED, M_WRITTEN, M_BYTES, M_LACKS]);
+    const [applied, written, bytes, lacks, seq] = await db.getMany([M_APPLIED, M_WRITTEN, M_BYTES, M_LACKS, M_SEQ]);
     const s = new HistoryStore(db, o, { applied: Number(applied ?? 0) || 0, written: Number(written ?? 0) || 0, bytes: Number(bytes ?? 0) || 0, lacks: parseLacks(lacks) });
+    s.seq = Number(seq ?? 0) || 0;
     s.pruneTimer = setInterval(() => void s.prune(), PRUNE_EVERY_MS);
     s.pruneTimer.unref();
     return s;
@@ -353,6 +378,7 @@ export class HistoryStore {
       }
       // Due: settled, held long enough, the oldest past the bound, read back just now, or all of them (a flush).
       const ops: Batch[] = [];
+      const index = new Map<string, string[]>();
       let floor = appliedAt;
       let overflow = this.dirty.size - (this.o.heldMax ?? HELD_MAX);
       const holdTurns = this.o.holdTurns ?? HOLD_TURNS;
@@ -371,20 +397,28 @@ export class HistoryStore {
         this.dirty.delete(id);
         taken.set(id, h);
         undo.set(id, this.stored.get(id));
-        this.putOps(r, ops);
+        this.putOps(r, ops, index);
       }
+      for (const [prefix, lines] of index) ops.push({ type: 'put', key: `${prefix}${seq12(++this.seq)}`, value: lines.join(ENTRY_SEP) });
       // The records just encoded hold every change applied so far, and none later.
       const writtenTo = Math.max(this.written, this.applied);
       ops.push(
         { type: 'put', key: M_APPLIED, value: String(Math.max(this.durable, floor)) },
         { type: 'put', key: M_WRITTEN, value: String(writtenTo) },
         { type: 'put', key: M_BYTES, value: String(this.bytes) },
+        { type: 'put', key: M_SEQ, value: String(this.seq) },
       );
       if (lacksChanged) ops.push({ type: 'put', key: M_LACKS, value: JSON.stringify(this.lacks) });
       await this.db.batch(ops);
       this.count(ops, taken.size);
       this.durable = Math.max(this.durable, floor);
       this.written = writtenTo;
+      // A settled record rarely changes again (a late operator's act reads it back from disk): it leaves memory at once.
+      for (const id of taken.keys()) {
+        if (this.dirty.has(id) || !((this.hot.get(id)?.forgottenIndex ?? 0) > 0)) continue;
+        this.hot.delete(id);
+        this.stored.delete(id);
+      }
       this.trimHot();
       if (this.bytes > this.o.bytesMax) await this.prune();
     } catch (err) {
@@ -417,20 +451,22 @@ export class HistoryStore {
     for (const op of ops) this.stats.bytes += op.key.length + (op.type === 'put' ? op.value.length : 0);
   }
 
-  /** The ops that write `r` and its index keys (moving them when its time changed), with the byte count kept. */
-  private putOps(r: HistoryRecord, ops: Batch[]): void {
+  /** The op that writes `r`, and its index entries (the first time it is written at its time, or for a participant new to it), with the byte count kept. */
+  private putOps(r: HistoryRecord, ops: Batch[], index: Map<string, string[]>): void {
     const value = encodeRecord(r);
     const at = indexAtMs(r);
     const before = this.stored.get(r.txnId);
-    if (before !== undefined && before.atMs !== at) {
-      ops.push({ type: 'del', key: tKey(before.atMs, r.txnId) });
-      for (const p of before.participants) ops.push({ type: 'del', key: pKey(p, before.atMs, r.txnId) });
-    }
     ops.push({ type: 'put', key: rKey(r.txnId), value });
-    // Index keys are written once per time and participant: a record rewritten at the same time adds only its new participants'.
     const known = before !== undefined && before.atMs === at ? before.participants : null;
-    if (known === null) ops.push({ type: 'put', key: tKey(at, r.txnId), value: '' });
-    for (const p of r.participants) if (known === null || !known.includes(p.participantId)) ops.push({ type: 'put', key: pKey(p.participantId, at, r.txnId), value: '' });
+    const entry = entryOf(at, r.txnId);
+    const add = (prefix: string): void => {
+      const lines = index.get(prefix);
+      if (lines === undefined) index.set(prefix, [entry]);
+      else lines.push(entry);
+    };
+    const bucket = bucketOf(at);
+    if (known === null) add(tPrefix(bucket));
+    for (const p of r.participants) if (known === null || !known.includes(p.participantId)) add(pPrefix(p.participantId, bucket));
     const cost = costOf(r, value);
     this.bytes += cost - (before?.cost ?? 0);
     this.stored.set(r.txnId, { atMs: at, participants: r.participants.map((p) => p.participantId), cost });
@@ -459,37 +495,70 @@ export class HistoryStore {
     try {
       for (;;) {
         const cutoff = this.o.nowMs() - this.o.retentionMs;
-        const keys: string[] = [];
-        const end = this.bytes > this.o.bytesMax ? `t${SEP}\uffff` : tKey(cutoff, '');
-        for await (const k of this.db.keys({ gte: `t${SEP}`, lt: end, limit: PRUNE_BATCH })) keys.push(k);
-        const ops: Batch[] = [];
-        let taken = 0;
-        for (const k of keys) {
-          // Past the age bound, or over the byte bound: the oldest goes.
-          if (Number(k.slice(2, 18)) >= cutoff && this.bytes <= this.o.bytesMax) break;
-          const id = k.slice(k.lastIndexOf(SEP) + 1);
-          const v = await this.db.get(rKey(id));
-          const rec = v === undefined ? null : this.decode(id, v);
-          ops.push({ type: 'del', key: k }, { type: 'del', key: rKey(id) });
-          if (rec !== null) {
-            for (const p of rec.participants) ops.push({ type: 'del', key: pKey(p.participantId, indexAtMs(rec), id) });
-            this.bytes = Math.max(0, this.bytes - costOf(rec, v as string));
-          }
-          this.hot.delete(id);
-          this.stored.delete(id);
-          this.dirty.delete(id);
-          taken++;
-        }
-        if (taken === 0) break;
-        deleted += taken;
-        ops.push({ type: 'put', key: M_BYTES, value: String(this.bytes) });
-        await this.db.batch(ops);
-        if (taken < keys.length || keys.length < PRUNE_BATCH) break;
+        let bucket = -1;
+        for await (const k of this.db.keys({ gte: `T${SEP}`, lt: `T${SEP}\uffff`, limit: 1 })) bucket = Number(k.slice(2, 18));
+        if (bucket < 0 || (bucket >= cutoff && this.bytes <= this.o.bytesMax)) break;
+        const n = await this.pruneBucket(bucket, cutoff);
+        if (n === 0) break;
+        deleted += n;
       }
     } catch (err) {
       this.o.onError(err as Error, 'prune');
     }
     return deleted;
+  }
+
+  /** Deletes the records of the oldest bucket past the retention, then the oldest while over the byte bound; rewrites its index keys with what is kept. */
+  private async pruneBucket(bucket: number, cutoffAtMs: number): Promise<number> {
+    const tKeys: string[] = [];
+    const listed = new Set<string>();
+    for await (const [k, v] of this.db.iterator({ gte: tPrefix(bucket), lt: `${tPrefix(bucket)}\uffff` })) {
+      tKeys.push(k);
+      for (const e of entriesOf(v)) listed.add(e.id);
+    }
+    const ids = [...listed];
+    const values = ids.length > 0 ? await this.db.getMany(ids.map(rKey)) : [];
+    const live: { id: string; atMs: number; participants: string[]; cost: number }[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const v = values[i];
+      const rec = v === undefined ? null : this.decode(ids[i], v);
+      // Gone, or moved to another bucket (listed there): a stale line.
+      if (rec === null || bucketOf(indexAtMs(rec)) !== bucket) continue;
+      live.push({ id: ids[i], atMs: indexAtMs(rec), participants: rec.participants.map((p) => p.participantId), cost: costOf(rec, v as string) });
+    }
+    live.sort((a, b) => a.atMs - b.atMs || (a.id < b.id ? -1 : 1));
+    const ops: Batch[] = [];
+    const keep: typeof live = [];
+    let freed = 0;
+    for (const x of live) {
+      // Past the age bound, or over the byte bound: the oldest goes.
+      if (x.atMs < cutoffAtMs || this.bytes - freed > this.o.bytesMax) {
+        ops.push({ type: 'del', key: rKey(x.id) });
+        freed += x.cost;
+        this.hot.delete(x.id);
+        this.stored.delete(x.id);
+        this.dirty.delete(x.id);
+      } else keep.push(x);
+    }
+    const deleted = live.length - keep.length;
+    // Only stale lines left: the bucket's keys go too.
+    if (deleted === 0 && live.length > 0) return 0;
+    for (const k of tKeys) ops.push({ type: 'del', key: k });
+    const participants = new Set(live.flatMap((x) => x.participants));
+    for (const p of participants) for await (const k of this.db.keys({ gte: pPrefix(p, bucket), lt: `${pPrefix(p, bucket)}\uffff` })) ops.push({ type: 'del', key: k });
+    // What is kept, under one key each (number 0: a write turn's keys have numbers from 1).
+    if (keep.length > 0) {
+      ops.push({ type: 'put', key: `${tPrefix(bucket)}${seq12(0)}`, value: keep.map((x) => entryOf(x.atMs, x.id)).join(ENTRY_SEP) });
+      for (const p of participants) {
+        const lines = keep.filter((x) => x.participants.includes(p)).map((x) => entryOf(x.atMs, x.id));
+        if (lines.length > 0) ops.push({ type: 'put', key: `${pPrefix(p, bucket)}${seq12(0)}`, value: lines.join(ENTRY_SEP) });
+      }
+    }
+    this.bytes = Math.max(0, this.bytes - freed);
+    ops.push({ type: 'put', key: M_BYTES, value: String(this.bytes) });
+    await this.db.batch(ops);
+    // A bucket of stale lines only counts as one deletion, so pruning goes on to the next.
+    return Math.max(deleted, 1);
   }
 
   /** One record, or a page of them newest first, with what this store lacks. Writes what changed first, so a read sees every applied entry. */
@@ -503,43 +572,64 @@ export class HistoryStore {
     }
     const limit = Math.min(Math.max(1, q.limit ?? HISTORY_LIMIT_DEFAULT), HISTORY_LIMIT_MAX);
     const since = q.sinceAtMs ?? 0;
-    const until = q.untilAtMs || Number.MAX_SAFE_INTEGER;
-    const prefix = q.participantId ? `p${SEP}${q.participantId}${SEP}` : `t${SEP}`;
+    const until = Math.min(q.untilAtMs || Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+    const pid = q.participantId;
+    const prefixOf = (bucket: number): string => (pid ? pPrefix(pid, bucket) : tPrefix(bucket));
+    const bucketAt = pid ? `P${SEP}${pid}${SEP}`.length : 2;
     const records: HistoryRecord[] = [];
     let truncated = false;
     let scanned = 0;
-    const batch: string[] = [];
-    let done = false;
-    const take = async (): Promise<void> => {
-      const values = await this.db.getMany(batch.map(rKey));
-      const ids = batch.splice(0);
-      for (let i = 0; i < values.length; i++) {
-        const v = values[i];
-        const rec = v === undefined ? null : this.decode(ids[i], v);
-        if (rec === null || (q.outcome && rec.outcome !== q.outcome)) continue;
-        if (records.length >= limit) {
-          truncated = true;
-          done = true;
-          return;
+    const seen = new Set<string>();
+    let lines: { atMs: number; id: string }[] = [];
+    // One bucket's lines, newest first: the records that are still at that time and match.
+    const drain = async (): Promise<boolean> => {
+      lines.sort((a, b) => b.atMs - a.atMs || (a.id < b.id ? 1 : -1));
+      for (let i = 0; i < lines.length; i += 256) {
+        const chunk = lines.slice(i, i + 256);
+        const values = await this.db.getMany(chunk.map((e) => rKey(e.id)));
+        for (let j = 0; j < chunk.length; j++) {
+          const v = values[j];
+          const rec = v === undefined ? null : this.decode(chunk[j].id, v);
+          if (rec === null || indexAtMs(rec) !== chunk[j].atMs || (q.outcome && rec.outcome !== q.outcome)) continue;
+          if (records.length >= limit) {
+            truncated = true;
+            return true;
+          }
+          records.push(rec);
         }
-        records.push(rec);
       }
+      lines = [];
+      return false;
     };
-    for await (const k of this.db.keys({ gte: `${prefix}${ms16(since)}`, lt: `${prefix}${ms16(until)}`, reverse: true })) {
-      batch.push(k.slice(k.lastIndexOf(SEP) + 1));
-      if (++scanned >= SCAN_KEYS_MAX) {
+    let current = -1;
+    let done = false;
+    for await (const [k, v] of this.db.iterator({ gte: prefixOf(bucketOf(since)), lt: `${prefixOf(bucketOf(until - 1))}\uffff`, reverse: true })) {
+      const bucket = Number(k.slice(bucketAt, bucketAt + 16));
+      if (bucket !== current) {
+        if (await drain()) {
+          done = true;
+          break;
+        }
+        current = bucket;
+      }
+      for (const e of entriesOf(v)) {
+        if (e.atMs < since || e.atMs >= until || seen.has(e.id)) continue;
+        seen.add(e.id);
+        lines.push(e);
+      }
+      scanned++;
+      if (seen.size >= SCAN_KEYS_MAX || scanned >= SCAN_KEYS_MAX) {
         truncated = true;
         break;
       }
-      if (batch.length >= 256) await take();
-      if (done) break;
     }
-    if (!done && batch.length > 0) await take();
+    if (!done) await drain();
     return { ...base, records, truncated };
   }
 
   private async oldestAtMs(): Promise<number> {
-    for await (const k of this.db.keys({ gte: `t${SEP}`, lt: `t${SEP}\uffff`, limit: 1 })) return Number(k.slice(2, 18));
+    for await (const v of this.db.values({ gte: `T${SEP}`, lt: `T${SEP}\uffff`, limit: 1 }))
+      return entriesOf(v).reduce((m, e) => Math.min(m, e.atMs), Number.MAX_SAFE_INTEGER) % Number.MAX_SAFE_INTEGER;
     return 0;
   }
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyChange, type HistoryChange } from '../../src/history/record.ts';
 import { HistoryQueryError, parseHistorySearch, parseTimeArg } from '../../src/history/query.ts';
+import { decodeRecord, encodeRecord } from '../../src/history/codec.ts';
 import { HistoryStore, type HistoryOptions } from '../../src/history/store.ts';
 import { encodeCommand } from '../../src/commit/state.ts';
 import { HistoriedMachine } from '../../src/node/history-feed.ts';
@@ -78,6 +79,28 @@ describe('history records', () => {
     applyChange(r, { t: 'forget', txnId: 'a', index: 9, atMs: 120 });
     expect(r.participants.every((p) => p.acked)).toBe(true);
     expect(r.forgottenIndex).toBe(9);
+  });
+});
+
+describe('history record bytes', () => {
+  it('reads back what it wrote, any text included, and refuses malformed bytes with the reason', () => {
+    let r = applyChange(null, { t: 'row', txnId: 'x-1', atMs: NOW_MS - 5, kind: 'prepare', participantId: 'shop', detail: '' });
+    r = applyChange(r, { ...decide('x-1', 7, NOW_MS, ['shop', 'bank'], 'abort'), reason: 'bank said "no"\n\u00e9\u2028 \\ done' });
+    applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 3, kind: 'no-ack', participantId: 'bank', detail: '14 UNAVAILABLE: {"a":1}' });
+    applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 9, kind: 'ack', participantId: 'bank', detail: '' });
+    applyChange(r, {
+      t: 'act',
+      txnId: 'x-1',
+      act: { kind: 'resolve', operator: 'ann@ops', reason: 'incident "7"', atMs: NOW_MS + 20, outcome: 'abort', effect: 'confirmed', participantId: '', gid: '', index: 9 },
+    });
+    applyChange(r, { t: 'forget', txnId: 'x-1', index: 11, atMs: NOW_MS + 30 });
+    const text = encodeRecord(r);
+    expect(decodeRecord('x-1', text)).toEqual(r);
+    // The first form, a JSON object, is still read.
+    expect(decodeRecord('x-1', JSON.stringify(r))).toEqual(r);
+    expect(decodeRecord('x-1', '[2,"commit"]')).toMatch(/not a record of form 2/);
+    expect(decodeRecord('x-1', text.replace('"abort"', '"maybe"'))).toMatch(/outcome "maybe"/);
+    expect(decodeRecord('x-1', '{')).toMatch(/does not parse/);
   });
 });
 
@@ -200,6 +223,25 @@ describe('history store', () => {
     expect(store.writeStats().records).toBe(3);
     // h1..h3 written; h4 is the oldest still held.
     expect(store.durableIndex).toBe(3);
+  });
+
+  it('indexes a write turn under one key per time bucket and participant, and finds a record whose time moved only at its new time', async () => {
+    const { store } = await open();
+    for (let i = 1; i <= 50; i++) store.apply(i, [decide(`k${i}`, i, NOW_MS - 60_000 + i)]);
+    await store.flush();
+    // 50 records, one key each, and their index in a few keys, not 150.
+    expect(store.writeStats().ops).toBeLessThan(50 + 10);
+    // Known only by a heuristic report at first (indexed by the report's time), then decided a day later.
+    const act = { kind: 'heuristic' as const, operator: 'p', reason: 'r', atMs: NOW_MS - DAY_MS, outcome: 'commit' as const, effect: 'HEURCOM', participantId: 'shop', gid: 'g', index: 60 };
+    store.apply(60, [{ t: 'act', txnId: 'moved', act }]);
+    await store.flush();
+    expect((await store.query({ untilAtMs: NOW_MS - DAY_MS + 1, sinceAtMs: NOW_MS - 2 * DAY_MS })).records.map((r) => r.txnId)).toEqual(['moved']);
+    store.apply(61, [{ ...decide('moved', 61, NOW_MS - 1_000), first: false }]);
+    await store.flush();
+    expect((await store.query({ untilAtMs: NOW_MS - DAY_MS + 1, sinceAtMs: NOW_MS - 2 * DAY_MS })).records).toEqual([]);
+    const recent = await store.query({ sinceAtMs: NOW_MS - 2_000, participantId: 'shop' });
+    expect(recent.records.map((r) => r.txnId)).toEqual(['moved']);
+    expect((await store.query({ limit: 1000 })).records.length).toBe(51);
   });
 
   it('a snapshot installed past what the store holds is said as a lacking range; its live decisions are kept', async () => {
