@@ -79,6 +79,8 @@ const PENDING_MAX = 10_000;
 const PENDING_ROWS_MAX = 4 * 64;
 const PRUNE_EVERY_MS = 60_000;
 const LACKS_MAX = 100;
+/** Keys of the first index form turned into bucket lines per batch. */
+const UPGRADE_KEYS = 10_000;
 
 const SEP = '\u0000';
 const rKey = (id: string): string => `r${SEP}${id}`;
@@ -193,9 +195,42 @@ export class HistoryStore {
     const [applied, written, bytes, lacks, seq] = await db.getMany([M_APPLIED, M_WRITTEN, M_BYTES, M_LACKS, M_SEQ]);
     const s = new HistoryStore(db, o, { applied: Number(applied ?? 0) || 0, written: Number(written ?? 0) || 0, bytes: Number(bytes ?? 0) || 0, lacks: parseLacks(lacks) });
     s.seq = Number(seq ?? 0) || 0;
+    await s.upgradeIndex();
     s.pruneTimer = setInterval(() => void s.prune(), PRUNE_EVERY_MS);
     s.pruneTimer.unref();
     return s;
+  }
+
+  /**
+   * A store written before the index keys were shared (a key per record:
+   * t␀<time>␀<txnId>, p␀<participant>␀<time>␀<txnId>): its keys become
+   * bucket lines, once, when it is opened.
+   */
+  private async upgradeIndex(): Promise<void> {
+    for (const prefix of ['t', 'p']) {
+      for (;;) {
+        const keys: string[] = [];
+        for await (const k of this.db.keys({ gte: `${prefix}${SEP}`, lt: `${prefix}${SEP}\uffff`, limit: UPGRADE_KEYS })) keys.push(k);
+        if (keys.length === 0) break;
+        const lists = new Map<string, string[]>();
+        const ops: Batch[] = [];
+        for (const k of keys) {
+          ops.push({ type: 'del', key: k });
+          // No id holds the separator (the id rule), so the parts are whole.
+          const parts = k.split(SEP);
+          const [time, id, participant] = prefix === 't' ? [parts[1], parts[2], ''] : [parts[2], parts[3], parts[1]];
+          const atMs = Number(time);
+          if (!Number.isSafeInteger(atMs) || id === undefined || id === '' || participant === undefined) continue;
+          const list = prefix === 't' ? tPrefix(bucketOf(atMs)) : pPrefix(participant, bucketOf(atMs));
+          const lines = lists.get(list);
+          if (lines === undefined) lists.set(list, [entryOf(atMs, id)]);
+          else lines.push(entryOf(atMs, id));
+        }
+        for (const [list, lines] of lists) ops.push({ type: 'put', key: `${list}${seq12(++this.seq)}`, value: lines.join(ENTRY_SEP) });
+        ops.push({ type: 'put', key: M_SEQ, value: String(this.seq) });
+        await this.db.batch(ops);
+      }
+    }
   }
 
   /** Every change of the log up to this index is on disk: an entry at or below it is not applied again. */

@@ -7,6 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyChange, type HistoryChange } from '../../src/history/record.ts';
 import { HistoryQueryError, parseHistorySearch, parseTimeArg } from '../../src/history/query.ts';
@@ -242,6 +243,32 @@ describe('history store', () => {
     const recent = await store.query({ sinceAtMs: NOW_MS - 2_000, participantId: 'shop' });
     expect(recent.records.map((r) => r.txnId)).toEqual(['moved']);
     expect((await store.query({ limit: 1000 })).records.length).toBe(51);
+  });
+
+  it('reads a store written with a key per record in its indexes (the first form): by time and by participant', async () => {
+    const d = await mkdtemp(join(tmpdir(), 'verdict-history-'));
+    dirs.push(d);
+    const old = new Level<string, string>(d, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await old.open();
+    const ops: { type: 'put'; key: string; value: string }[] = [];
+    for (const [id, atMs, ps] of [
+      ['o1', NOW_MS - DAY_MS, ['shop']],
+      ['o2', NOW_MS - 3_600_000, ['shop', 'bank']],
+    ] as const) {
+      const r = applyChange(null, decide(id, 1, atMs, [...ps]));
+      const time = String(atMs).padStart(16, '0');
+      ops.push({ type: 'put', key: `r\u0000${id}`, value: JSON.stringify(r) }, { type: 'put', key: `t\u0000${time}\u0000${id}`, value: '' });
+      for (const p of ps) ops.push({ type: 'put', key: `p\u0000${p}\u0000${time}\u0000${id}`, value: '' });
+    }
+    ops.push({ type: 'put', key: 'm\u0000applied', value: '2' });
+    await old.batch(ops);
+    await old.close();
+    const { store } = await open(d);
+    expect((await store.query({ sinceAtMs: NOW_MS - 2 * DAY_MS })).records.map((r) => r.txnId)).toEqual(['o2', 'o1']);
+    expect((await store.query({ participantId: 'bank' })).records.map((r) => r.txnId)).toEqual(['o2']);
+    expect((await store.query({ txnId: 'o1' })).records[0]).toMatchObject({ outcome: 'commit', participants: [{ participantId: 'shop' }] });
+    store.apply(3, [decide('n3', 3, NOW_MS - 60_000, ['bank'])]);
+    expect((await store.query({ participantId: 'bank' })).records.map((r) => r.txnId)).toEqual(['n3', 'o2']);
   });
 
   it('a snapshot installed past what the store holds is said as a lacking range; its live decisions are kept', async () => {
