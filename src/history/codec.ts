@@ -6,11 +6,13 @@
 // (the first form) is still read.
 //
 //   [2, outcome, reason, decisionIndex, baseAtMs, decidedΔ, forgottenIndex, forgottenΔ, rowsDropped,
-//    [[participantId, vote, acked, ackedΔ], ...], [act, ...], [[atΔ, lastΔ, kind, participantId, detail, count], ...]]
+//    [[participantId, vote, acked, ackedΔ?], ...], [act, ...], [[atΔ, kind, participantId?, detail?, count?, lastΔ?], ...]]
 //
 // A Δ is a time minus baseAtMs (the decision's time, else the record's
 // first); null for a time not known (0 in the record). vote: 0 unknown,
-// 1 YES, 2 NO; acked: 0 or 1. A row's lastΔ is from its own atMs.
+// 1 YES, 2 NO; acked: 0 or 1. A row's kind is a letter for the kinds the
+// node records (KIND_CODES), its lastΔ is from its own atMs, and its last
+// fields are left out while they hold their defaults ('', '', 1, 0).
 //
 // Pure. Reading checks every field: the bytes come from disk.
 
@@ -19,6 +21,20 @@ import { recordProblem } from './record.ts';
 
 const FORM = 2;
 const VOTES = ['', 'yes', 'no'] as const;
+/** The row kinds a node records (src/node/history-feed.ts), a letter each; any other kind is written out (never one letter long). */
+const KIND_CODES = new Map([
+  ['begin', 'b'],
+  ['prepare', 'p'],
+  ['vote', 'v'],
+  ['proposed', 'P'],
+  ['decision-sent', 'd'],
+  ['ack', 'a'],
+  ['no-ack', 'n'],
+  ['status', 's'],
+]);
+const KINDS = new Map([...KIND_CODES].map(([k, c]) => [c, k]));
+/** A row's fields after its kind at their defaults, as written: participant, detail, count, lastΔ. */
+const ROW_DEFAULTS = ['""', '""', '1', '0'];
 
 /** The time a record is indexed by: its decision's, else its first act's or row's (a transaction known only by a heuristic report). */
 export function indexAtMs(r: HistoryRecord): number {
@@ -35,7 +51,15 @@ export function encodeRecord(r: HistoryRecord): string {
     ps += `${ps === '' ? '' : ','}[${text(p.participantId)},${v},${p.acked ? 1 : 0}${p.ackedAtMs === 0 ? '' : `,${p.ackedAtMs - base}`}]`;
   }
   let rows = '';
-  for (const w of r.rows) rows += `${rows === '' ? '' : ','}[${w.atMs - base},${w.lastAtMs - w.atMs},${text(w.kind)},${text(w.participantId)},${text(w.detail)},${w.count}]`;
+  for (const w of r.rows) {
+    const kind = KIND_CODES.get(w.kind) ?? w.kind;
+    const last = w.lastAtMs - w.atMs;
+    // The fields after the kind, the trailing ones at their defaults left out.
+    const tail = [text(w.participantId), text(w.detail), String(w.count), String(last)];
+    let n = tail.length;
+    while (n > 0 && tail[n - 1] === ROW_DEFAULTS[n - 1]) n--;
+    rows += `${rows === '' ? '' : ','}[${w.atMs - base},${text(kind)}${n > 0 ? `,${tail.slice(0, n).join(',')}` : ''}]`;
+  }
   const acts = r.acts.length === 0 ? '[]' : JSON.stringify(r.acts);
   return `[${FORM},${text(r.outcome)},${text(r.reason)},${r.decisionIndex},${base},${rel(r.decidedAtMs)},${r.forgottenIndex},${rel(r.forgottenAtMs)},${r.rowsDropped},[${ps}],${acts},[${rows}]]`;
 }
@@ -75,10 +99,13 @@ export function decodeRecord(txnId: string, text: string): HistoryRecord | strin
   }
   const out: HistoryRow[] = [];
   for (const w of rows) {
-    if (!Array.isArray(w) || w.length !== 6 || !isInt(w[0]) || !isInt(w[1]) || typeof w[2] !== 'string' || typeof w[3] !== 'string' || typeof w[4] !== 'string' || !isInt(w[5]))
-      return 'a row is malformed';
-    const atMs = w[0] + base;
-    out.push({ atMs, lastAtMs: atMs + w[1], kind: w[2], participantId: w[3], detail: w[4], count: w[5] });
+    if (!Array.isArray(w) || w.length < 2 || w.length > 6) return 'a row is malformed';
+    const [at, code, participantId = '', detail = '', count = 1, last = 0] = w as unknown[];
+    if (!isInt(at) || typeof code !== 'string' || typeof participantId !== 'string' || typeof detail !== 'string' || !isInt(count) || !isInt(last)) return 'a row is malformed';
+    const kind = code.length === 1 ? KINDS.get(code) : code;
+    if (kind === undefined) return `a row's kind ${JSON.stringify(code)} is unknown`;
+    const atMs = at + base;
+    out.push({ atMs, lastAtMs: atMs + last, kind, participantId, detail, count });
   }
   for (const a of acts) if (a === null || typeof a !== 'object' || typeof (a as HistoryAct).kind !== 'string' || !isInt((a as HistoryAct).index)) return 'an act is malformed';
   return {

@@ -88,7 +88,10 @@ describe('history record bytes', () => {
     let r = applyChange(null, { t: 'row', txnId: 'x-1', atMs: NOW_MS - 5, kind: 'prepare', participantId: 'shop', detail: '' });
     r = applyChange(r, { ...decide('x-1', 7, NOW_MS, ['shop', 'bank'], 'abort'), reason: 'bank said "no"\n\u00e9\u2028 \\ done' });
     applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 3, kind: 'no-ack', participantId: 'bank', detail: '14 UNAVAILABLE: {"a":1}' });
+    applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 6, kind: 'no-ack', participantId: 'bank', detail: 'deadline exceeded' });
+    applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 7, kind: 'a kind of its own', participantId: '', detail: '' });
     applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 9, kind: 'ack', participantId: 'bank', detail: '' });
+    expect(r.rows.find((x) => x.kind === 'no-ack')).toMatchObject({ count: 2, lastAtMs: NOW_MS + 6 });
     applyChange(r, {
       t: 'act',
       txnId: 'x-1',
@@ -102,6 +105,7 @@ describe('history record bytes', () => {
     expect(decodeRecord('x-1', '[2,"commit"]')).toMatch(/not a record of form 2/);
     expect(decodeRecord('x-1', text.replace('"abort"', '"maybe"'))).toMatch(/outcome "maybe"/);
     expect(decodeRecord('x-1', '{')).toMatch(/does not parse/);
+    expect(decodeRecord('x-1', text.replace('"a kind of its own"', '"Z"'))).toMatch(/kind "Z" is unknown/);
   });
 });
 
