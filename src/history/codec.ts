@@ -44,7 +44,6 @@ export function indexAtMs(r: HistoryRecord): number {
 export function encodeRecord(r: HistoryRecord): string {
   // Built as text, not as arrays handed to JSON.stringify: every node encodes every transaction once, and the garbage counts.
   const base = indexAtMs(r);
-  const rel = (atMs: number): string => (atMs === 0 ? 'null' : String(atMs - base));
   let ps = '';
   for (const p of r.participants) {
     const v = p.vote === 'yes' ? 1 : p.vote === 'no' ? 2 : 0;
@@ -61,7 +60,12 @@ export function encodeRecord(r: HistoryRecord): string {
     rows += `${rows === '' ? '' : ','}[${w.atMs - base},${text(kind)}${n > 0 ? `,${tail.slice(0, n).join(',')}` : ''}]`;
   }
   const acts = r.acts.length === 0 ? '[]' : JSON.stringify(r.acts);
-  return `[${FORM},${text(r.outcome)},${text(r.reason)},${r.decisionIndex},${base},${rel(r.decidedAtMs)},${r.forgottenIndex},${rel(r.forgottenAtMs)},${r.rowsDropped},[${ps}],${acts},[${rows}]]`;
+  return `[${FORM},${text(r.outcome)},${text(r.reason)},${r.decisionIndex},${base},${rel(r.decidedAtMs, base)},${r.forgottenIndex},${rel(r.forgottenAtMs, base)},${r.rowsDropped},[${ps}],${acts},[${rows}]]`;
+}
+
+/** A time relative to `base`, null when not known. */
+function rel(atMs: number, base: number): string {
+  return atMs === 0 ? 'null' : String(atMs - base);
 }
 
 /** A string as JSON: plain ids and words as they are, anything else through JSON.stringify. */

@@ -106,6 +106,13 @@ function costOf(r: HistoryRecord, value: string): number {
   return rKey(r.txnId).length + Buffer.byteLength(value) + entry * (1 + r.participants.length);
 }
 
+/** Adds an index line under `prefix` (a plain function: this runs once per record and participant). */
+function addLine(index: Map<string, string[]>, prefix: string, line: string): void {
+  const lines = index.get(prefix);
+  if (lines === undefined) index.set(prefix, [line]);
+  else lines.push(line);
+}
+
 /** An index key's entries: time and id, the lines that do not parse left out. */
 function entriesOf(value: string): { atMs: number; id: string }[] {
   const out: { atMs: number; id: string }[] = [];
@@ -494,14 +501,9 @@ export class HistoryStore {
     ops.push({ type: 'put', key: rKey(r.txnId), value });
     const known = before !== undefined && before.atMs === at ? before.participants : null;
     const entry = entryOf(at, r.txnId);
-    const add = (prefix: string): void => {
-      const lines = index.get(prefix);
-      if (lines === undefined) index.set(prefix, [entry]);
-      else lines.push(entry);
-    };
     const bucket = bucketOf(at);
-    if (known === null) add(tPrefix(bucket));
-    for (const p of r.participants) if (known === null || !known.includes(p.participantId)) add(pPrefix(p.participantId, bucket));
+    if (known === null) addLine(index, tPrefix(bucket), entry);
+    for (const p of r.participants) if (known === null || !known.includes(p.participantId)) addLine(index, pPrefix(p.participantId, bucket), entry);
     const cost = costOf(r, value);
     this.bytes += cost - (before?.cost ?? 0);
     this.stored.set(r.txnId, { atMs: at, participants: r.participants.map((p) => p.participantId), cost });
