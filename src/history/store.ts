@@ -17,20 +17,7 @@
 // by installing a snapshot never passed through here: the store records
 // that range of the log as lacking and says so in every answer.
 //
-// Keys (utf8):
-//   r␀<txnId>                              the record (./codec.ts)
-//   T␀<bucket, 16 digits>␀<seq>            by time: "<time> <txnId>" lines, the records of one write whose time (the decision's) falls in the bucket
-//   P␀<participant>␀<bucket>␀<seq>         the same, by participant
-//   m␀applied                              every change of the log up to this index is on disk
-//   m␀written                              no record on disk holds a change of the log above this index
-//   m␀bytes  m␀lacks  m␀seq                the records' bytes, the lacking ranges, the last index key's number
-//
-// A write turn adds one index key per time bucket (BUCKET_MS) and per
-// participant and bucket, not one per record: a transaction costs one
-// LevelDB op (its record), its index a few per turn. A record whose time
-// moved (a heuristic report's record that learns its decision) leaves a
-// stale line behind, which a read skips (the record's time no longer
-// matches) and pruning drops.
+// Keys: ./keys.ts.
 //
 // Bounded by age and by bytes (retentionMs, bytesMax): the oldest records go
 // first. `bytes` counts the records' keys and values as written; LevelDB's
@@ -39,6 +26,7 @@
 import { mkdir } from 'node:fs/promises';
 import { Level } from 'level';
 import { decodeRecord, encodeRecord, indexAtMs } from './codec.ts';
+import { addLine, type Batch, bucketOf, costOf, ENTRY_SEP, entriesOf, entryOf, M_APPLIED, M_BYTES, M_LACKS, M_SEQ, M_WRITTEN, pPrefix, rKey, SEP, seq12, tPrefix, upgradeIndexKeys } from './keys.ts';
 import { applyChange, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, type HistoryAnswer, type HistoryChange, type HistoryQuery, type HistoryRecord, type LogRange } from './record.ts';
 
 export { HISTORY_BYTES_MAX_DEFAULT, HISTORY_LIMIT_MAX, HISTORY_RETENTION_MS_DEFAULT, type HistoryAnswer, type HistoryQuery, type LogRange } from './record.ts';
@@ -79,50 +67,6 @@ const PENDING_MAX = 10_000;
 const PENDING_ROWS_MAX = 4 * 64;
 const PRUNE_EVERY_MS = 60_000;
 const LACKS_MAX = 100;
-/** Keys of the first index form turned into bucket lines per batch. */
-const UPGRADE_KEYS = 10_000;
-
-const SEP = '\u0000';
-const rKey = (id: string): string => `r${SEP}${id}`;
-const ms16 = (ms: number): string => String(Math.max(0, Math.floor(ms))).padStart(16, '0');
-/** The time index's span of one key: records decided in the same BUCKET_MS share index keys. */
-const BUCKET_MS = 10_000;
-const bucketOf = (atMs: number): number => Math.max(0, Math.floor(atMs / BUCKET_MS) * BUCKET_MS);
-const seq12 = (n: number): string => String(n).padStart(12, '0');
-const tPrefix = (bucket: number): string => `T${SEP}${ms16(bucket)}${SEP}`;
-const pPrefix = (p: string, bucket: number): string => `P${SEP}${p}${SEP}${ms16(bucket)}${SEP}`;
-/** An index entry: the record's time and id, one a line. */
-const entryOf = (atMs: number, id: string): string => `${atMs} ${id}`;
-const ENTRY_SEP = '\n';
-const M_APPLIED = `m${SEP}applied`;
-const M_WRITTEN = `m${SEP}written`;
-const M_BYTES = `m${SEP}bytes`;
-const M_SEQ = `m${SEP}seq`;
-const M_LACKS = `m${SEP}lacks`;
-
-/** The bytes a record takes in the store: its key and value, and its entries in the indexes (by time, by each participant). */
-function costOf(r: HistoryRecord, value: string): number {
-  const entry = entryOf(indexAtMs(r), r.txnId).length + 1;
-  return rKey(r.txnId).length + Buffer.byteLength(value) + entry * (1 + r.participants.length);
-}
-
-/** Adds an index line under `prefix` (a plain function: this runs once per record and participant). */
-function addLine(index: Map<string, string[]>, prefix: string, line: string): void {
-  const lines = index.get(prefix);
-  if (lines === undefined) index.set(prefix, [line]);
-  else lines.push(line);
-}
-
-/** An index key's entries: time and id, the lines that do not parse left out. */
-function entriesOf(value: string): { atMs: number; id: string }[] {
-  const out: { atMs: number; id: string }[] = [];
-  for (const line of value.split(ENTRY_SEP)) {
-    const i = line.indexOf(' ');
-    const atMs = Number(line.slice(0, i));
-    if (i > 0 && Number.isSafeInteger(atMs) && i < line.length - 1) out.push({ atMs, id: line.slice(i + 1) });
-  }
-  return out;
-}
 
 /** What is on disk of a record: where its index keys are and what it costs. */
 interface Stored {
@@ -143,8 +87,6 @@ interface Held {
 function minIndexOf(a: number, b: number): number {
   return a === 0 ? b : b === 0 ? a : Math.min(a, b);
 }
-
-type Batch = { type: 'put'; key: string; value: string } | { type: 'del'; key: string };
 
 export class HistoryStore {
   /** Records in memory: changed and not written yet, or written recently; the oldest written ones leave past HOT_MAX. */
@@ -202,42 +144,10 @@ export class HistoryStore {
     const [applied, written, bytes, lacks, seq] = await db.getMany([M_APPLIED, M_WRITTEN, M_BYTES, M_LACKS, M_SEQ]);
     const s = new HistoryStore(db, o, { applied: Number(applied ?? 0) || 0, written: Number(written ?? 0) || 0, bytes: Number(bytes ?? 0) || 0, lacks: parseLacks(lacks) });
     s.seq = Number(seq ?? 0) || 0;
-    await s.upgradeIndex();
+    s.seq = await upgradeIndexKeys(db, s.seq);
     s.pruneTimer = setInterval(() => void s.prune(), PRUNE_EVERY_MS);
     s.pruneTimer.unref();
     return s;
-  }
-
-  /**
-   * A store written before the index keys were shared (a key per record:
-   * t␀<time>␀<txnId>, p␀<participant>␀<time>␀<txnId>): its keys become
-   * bucket lines, once, when it is opened.
-   */
-  private async upgradeIndex(): Promise<void> {
-    for (const prefix of ['t', 'p']) {
-      for (;;) {
-        const keys: string[] = [];
-        for await (const k of this.db.keys({ gte: `${prefix}${SEP}`, lt: `${prefix}${SEP}\uffff`, limit: UPGRADE_KEYS })) keys.push(k);
-        if (keys.length === 0) break;
-        const lists = new Map<string, string[]>();
-        const ops: Batch[] = [];
-        for (const k of keys) {
-          ops.push({ type: 'del', key: k });
-          // No id holds the separator (the id rule), so the parts are whole.
-          const parts = k.split(SEP);
-          const [time, id, participant] = prefix === 't' ? [parts[1], parts[2], ''] : [parts[2], parts[3], parts[1]];
-          const atMs = Number(time);
-          if (!Number.isSafeInteger(atMs) || id === undefined || id === '' || participant === undefined) continue;
-          const list = prefix === 't' ? tPrefix(bucketOf(atMs)) : pPrefix(participant, bucketOf(atMs));
-          const lines = lists.get(list);
-          if (lines === undefined) lists.set(list, [entryOf(atMs, id)]);
-          else lines.push(entryOf(atMs, id));
-        }
-        for (const [list, lines] of lists) ops.push({ type: 'put', key: `${list}${seq12(++this.seq)}`, value: lines.join(ENTRY_SEP) });
-        ops.push({ type: 'put', key: M_SEQ, value: String(this.seq) });
-        await this.db.batch(ops);
-      }
-    }
   }
 
   /** Every change of the log up to this index is on disk: an entry at or below it is not applied again. */
