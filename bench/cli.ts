@@ -40,6 +40,11 @@ export const TOOLS: Record<string, Tool> = {
     usage: '[--quick] [--rounds N (3; quick 2)]',
     about: 'the transaction history on and off in alternating rounds: commit throughput, p50 and bytes per transaction on disk',
   },
+  'history-store': {
+    file: 'analysis/history-store.ts',
+    usage: '[--rate N (1000)] [--seconds N (10)] [--role leader|follower|both]',
+    about: "the history store's own CPU, writes and bytes per transaction, fed a leader's and a follower's changes in one process",
+  },
   saga: { file: 'scenarios/saga.ts', usage: '[--quick]', about: 'sagas on three nodes, three steps, 1 and 16 clients, beside the direct calls' },
   outbox: { file: 'scenarios/outbox.ts', usage: '[--quick]  (VERDICT_OUTBOX_BENCH_MS sets the window)', about: 'outbox polling and CDC relays through NATS JetStream, beside the broker floor' },
   'cli-status': {

@@ -61,12 +61,23 @@ export async function openHistory(cfg: NodeConfig, machine: NodeStateMachine, lo
   }
 }
 
-/** A state machine that tells the history when a snapshot replaced its state (those entries never pass through apply). */
+/**
+ * A state machine that tells the history when a snapshot replaced its state
+ * (those entries never pass through apply), and when it takes one: the
+ * history then writes the records it holds, so a restart from that snapshot
+ * finds every entry it covers on disk (the node re-applies only the entries
+ * after it).
+ */
 export class HistoriedMachine extends NodeStateMachine {
   history: HistoryStore | null = null;
   shiftMs = 0;
   /** The saga table, whose sagas a snapshot also holds (./history-sagas.ts). */
   sagas: SagaTable | null = null;
+
+  override snapshot(): Uint8Array {
+    void this.history?.flush();
+    return super.snapshot();
+  }
 
   override restore(data: Uint8Array, index = 0): void {
     super.restore(data);

@@ -9,9 +9,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyChange, sagaKey, type HistoryChange } from '../../src/history/record.ts';
 import { HistoryQueryError, parseHistorySearch, parseTimeArg } from '../../src/history/query.ts';
+import { decodeRecord, encodeRecord } from '../../src/history/codec.ts';
 import { HistoryStore, type HistoryOptions } from '../../src/history/store.ts';
 import { encodeCommand } from '../../src/commit/state.ts';
 import { HistoriedMachine, historyObserver } from '../../src/node/history-feed.ts';
@@ -44,6 +46,14 @@ async function open(dir?: string, o: Partial<HistoryOptions> = {}): Promise<{ st
   return { store, dir: d, errors };
 }
 
+async function waitUntil(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 const decide = (txnId: string, index: number, atMs: number, participants = ['shop', 'bank'], outcome: 'commit' | 'abort' = 'commit'): Extract<HistoryChange, { t: 'decide' }> => ({
   t: 'decide',
   txnId,
@@ -73,6 +83,32 @@ describe('history records', () => {
     applyChange(r, { t: 'forget', txnId: 'a', index: 9, atMs: 120 });
     expect(r.participants.every((p) => p.acked)).toBe(true);
     expect(r.forgottenIndex).toBe(9);
+  });
+});
+
+describe('history record bytes', () => {
+  it('reads back what it wrote, any text included, and refuses malformed bytes with the reason', () => {
+    let r = applyChange(null, { t: 'row', txnId: 'x-1', atMs: NOW_MS - 5, kind: 'prepare', participantId: 'shop', detail: '' });
+    r = applyChange(r, { ...decide('x-1', 7, NOW_MS, ['shop', 'bank'], 'abort'), reason: 'bank said "no"\n\u00e9\u2028 \\ done' });
+    applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 3, kind: 'no-ack', participantId: 'bank', detail: '14 UNAVAILABLE: {"a":1}' });
+    applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 6, kind: 'no-ack', participantId: 'bank', detail: 'deadline exceeded' });
+    applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 7, kind: 'a kind of its own', participantId: '', detail: '' });
+    applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 9, kind: 'ack', participantId: 'bank', detail: '' });
+    expect(r.rows.find((x) => x.kind === 'no-ack')).toMatchObject({ count: 2, lastAtMs: NOW_MS + 6 });
+    applyChange(r, {
+      t: 'act',
+      txnId: 'x-1',
+      act: { kind: 'resolve', operator: 'ann@ops', reason: 'incident "7"', atMs: NOW_MS + 20, outcome: 'abort', effect: 'confirmed', participantId: '', gid: '', index: 9 },
+    });
+    applyChange(r, { t: 'forget', txnId: 'x-1', index: 11, atMs: NOW_MS + 30 });
+    const text = encodeRecord(r);
+    expect(decodeRecord('x-1', text)).toEqual(r);
+    // The first form, a JSON object, is still read.
+    expect(decodeRecord('x-1', JSON.stringify(r))).toEqual(r);
+    expect(decodeRecord('x-1', '[2,"commit"]')).toMatch(/not a record of form 2/);
+    expect(decodeRecord('x-1', text.replace('"abort"', '"maybe"'))).toMatch(/outcome "maybe"/);
+    expect(decodeRecord('x-1', '{')).toMatch(/does not parse/);
+    expect(decodeRecord('x-1', text.replace('"a kind of its own"', '"Z"'))).toMatch(/kind "Z" is unknown/);
   });
 });
 
@@ -128,6 +164,118 @@ describe('history store', () => {
     // Entry 1 was on disk already: its replay is not applied again.
     expect(all.records[1]?.participants.map((p) => p.participantId)).toEqual(['shop', 'bank']);
     expect(all.records[0]?.participants.length).toBe(2);
+  });
+
+  it('writes a settled transaction once: its decision, sightings, ACKs and Forget in one record write', async () => {
+    const { store } = await open(undefined, { flushMs: 10, holdTurns: 1_000 });
+    const row = (kind: string, participantId = '', detail = ''): HistoryChange => ({ t: 'row', txnId: 'w1', atMs: NOW_MS, kind, participantId, detail });
+    store.apply(0, [row('begin'), row('prepare', 'shop'), row('prepare', 'bank')]);
+    store.apply(0, [row('vote', 'shop', 'YES'), row('vote', 'bank', 'YES')]);
+    store.apply(4, [decide('w1', 4, NOW_MS)]);
+    store.apply(0, [row('decision-sent', 'shop', 'COMMIT'), row('decision-sent', 'bank', 'COMMIT'), row('ack', 'shop'), row('ack', 'bank')]);
+    // Several write turns pass while it waits for its Forget: nothing of it is written, and the log from its decision on is not on disk.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(store.writeStats().records).toBe(0);
+    store.apply(5, [{ t: 'forget', txnId: 'w1', index: 5, atMs: NOW_MS + 300 }]);
+    await waitUntil(() => store.writeStats().records > 0);
+    expect(store.writeStats().records).toBe(1);
+    expect(store.durableIndex).toBe(5);
+    const r = (await store.query({ txnId: 'w1' })).records[0];
+    expect(r?.rows.map((x) => x.kind)).toEqual(['begin', 'prepare', 'prepare', 'vote', 'vote', 'decision-sent', 'decision-sent', 'ack', 'ack']);
+    expect(r).toMatchObject({
+      forgottenIndex: 5,
+      decisionIndex: 4,
+      participants: [
+        { participantId: 'shop', vote: 'yes', acked: true, ackedAtMs: NOW_MS },
+        { participantId: 'bank', vote: 'yes', acked: true },
+      ],
+    });
+  });
+
+  it('a transaction not settled in time is written anyway; one held keeps the index on disk below its decision until it is', async () => {
+    const a = await open(undefined, { flushMs: 20, holdTurns: 50 });
+    a.store.apply(10, [decide('held', 10, NOW_MS - 900)]);
+    a.store.apply(0, [{ t: 'row', txnId: 'held', atMs: NOW_MS - 800, kind: 'ack', participantId: 'shop', detail: '' }]);
+    a.store.apply(11, [decide('quick', 11, NOW_MS - 500)]);
+    a.store.apply(0, [{ t: 'row', txnId: 'quick', atMs: NOW_MS - 450, kind: 'ack', participantId: 'bank', detail: '' }]);
+    a.store.apply(12, [{ t: 'forget', txnId: 'quick', index: 12, atMs: NOW_MS - 400 }]);
+    await waitUntil(() => a.store.writeStats().records >= 1);
+    // quick is on disk; held (decided at 10) is not, so entries from 10 on are not.
+    expect(a.store.durableIndex).toBe(9);
+    // A crash now (no close): the node re-applies its log from 10 on.
+    stores.splice(stores.indexOf(a.store), 1);
+    await (a.store as unknown as { db: { close(): Promise<void> } }).db.close();
+    const b = await open(a.dir, { flushMs: 20, holdTurns: 50 });
+    expect(b.store.durableIndex).toBe(9);
+    b.store.apply(10, [decide('held', 10, NOW_MS - 900)]);
+    b.store.apply(11, [decide('quick', 11, NOW_MS - 500)]);
+    b.store.apply(12, [{ t: 'forget', txnId: 'quick', index: 12, atMs: NOW_MS - 400 }]);
+    const all = await b.store.query({});
+    expect(all.records.map((r) => r.txnId)).toEqual(['quick', 'held']);
+    // The replayed decision of quick merged into its record on disk: the ACK its leader saw is still there.
+    expect(all.records[0]?.rows.map((x) => x.kind)).toEqual(['ack']);
+    expect(all.records[0]?.participants.find((p) => p.participantId === 'bank')).toMatchObject({ acked: true, ackedAtMs: NOW_MS - 450 });
+    expect(all.records[1]?.outcome).toBe('commit');
+    // Not settled, still written once its hold is over.
+    const c = await open(undefined, { flushMs: 10, holdTurns: 3 });
+    c.store.apply(1, [decide('slow', 1, NOW_MS)]);
+    await waitUntil(() => c.store.writeStats().records > 0);
+    expect(c.store.durableIndex).toBe(1);
+  });
+
+  it('bounds what waits: past the held bound the oldest are written without waiting for their Forget', async () => {
+    const { store } = await open(undefined, { flushMs: 10, holdTurns: 1_000, heldMax: 5 });
+    for (let i = 1; i <= 8; i++) store.apply(i, [decide(`h${i}`, i, NOW_MS - 1000 + i)]);
+    await waitUntil(() => store.writeStats().records >= 3);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(store.writeStats().records).toBe(3);
+    // h1..h3 written; h4 is the oldest still held.
+    expect(store.durableIndex).toBe(3);
+  });
+
+  it('indexes a write turn under one key per time bucket and participant, and finds a record whose time moved only at its new time', async () => {
+    const { store } = await open();
+    for (let i = 1; i <= 50; i++) store.apply(i, [decide(`k${i}`, i, NOW_MS - 60_000 + i)]);
+    await store.flush();
+    // 50 records, one key each, and their index in a few keys, not 150.
+    expect(store.writeStats().ops).toBeLessThan(50 + 10);
+    // Known only by a heuristic report at first (indexed by the report's time), then decided a day later.
+    const act = { kind: 'heuristic' as const, operator: 'p', reason: 'r', atMs: NOW_MS - DAY_MS, outcome: 'commit' as const, effect: 'HEURCOM', participantId: 'shop', gid: 'g', index: 60 };
+    store.apply(60, [{ t: 'act', txnId: 'moved', act }]);
+    await store.flush();
+    expect((await store.query({ untilAtMs: NOW_MS - DAY_MS + 1, sinceAtMs: NOW_MS - 2 * DAY_MS })).records.map((r) => r.txnId)).toEqual(['moved']);
+    store.apply(61, [{ ...decide('moved', 61, NOW_MS - 1_000), first: false }]);
+    await store.flush();
+    expect((await store.query({ untilAtMs: NOW_MS - DAY_MS + 1, sinceAtMs: NOW_MS - 2 * DAY_MS })).records).toEqual([]);
+    const recent = await store.query({ sinceAtMs: NOW_MS - 2_000, participantId: 'shop' });
+    expect(recent.records.map((r) => r.txnId)).toEqual(['moved']);
+    expect((await store.query({ limit: 1000 })).records.length).toBe(51);
+  });
+
+  it('reads a store written with a key per record in its indexes (the first form): by time and by participant', async () => {
+    const d = await mkdtemp(join(tmpdir(), 'verdict-history-'));
+    dirs.push(d);
+    const old = new Level<string, string>(d, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+    await old.open();
+    const ops: { type: 'put'; key: string; value: string }[] = [];
+    for (const [id, atMs, ps] of [
+      ['o1', NOW_MS - DAY_MS, ['shop']],
+      ['o2', NOW_MS - 3_600_000, ['shop', 'bank']],
+    ] as const) {
+      const r = applyChange(null, decide(id, 1, atMs, [...ps]));
+      const time = String(atMs).padStart(16, '0');
+      ops.push({ type: 'put', key: `r\u0000${id}`, value: JSON.stringify(r) }, { type: 'put', key: `t\u0000${time}\u0000${id}`, value: '' });
+      for (const p of ps) ops.push({ type: 'put', key: `p\u0000${p}\u0000${time}\u0000${id}`, value: '' });
+    }
+    ops.push({ type: 'put', key: 'm\u0000applied', value: '2' });
+    await old.batch(ops);
+    await old.close();
+    const { store } = await open(d);
+    expect((await store.query({ sinceAtMs: NOW_MS - 2 * DAY_MS })).records.map((r) => r.txnId)).toEqual(['o2', 'o1']);
+    expect((await store.query({ participantId: 'bank' })).records.map((r) => r.txnId)).toEqual(['o2']);
+    expect((await store.query({ txnId: 'o1' })).records[0]).toMatchObject({ outcome: 'commit', participants: [{ participantId: 'shop' }] });
+    store.apply(3, [decide('n3', 3, NOW_MS - 60_000, ['bank'])]);
+    expect((await store.query({ participantId: 'bank' })).records.map((r) => r.txnId)).toEqual(['n3', 'o2']);
   });
 
   it('a snapshot installed past what the store holds is said as a lacking range; its live decisions are kept', async () => {

@@ -1,0 +1,99 @@
+// The history store's keys (./store.ts), utf8:
+//   r␀<txnId>                              the record (./codec.ts)
+//   T␀<bucket, 16 digits>␀<seq>            by time: "<time> <txnId>" lines, the records of one write whose time (the decision's) falls in the bucket
+//   P␀<participant>␀<bucket>␀<seq>         the same, by participant
+//   m␀applied                              every change of the log up to this index is on disk
+//   m␀written                              no record on disk holds a change of the log above this index
+//   m␀bytes  m␀lacks  m␀seq                the records' bytes, the lacking ranges, the last index key's number
+//
+// A write turn adds one index key per time bucket (BUCKET_MS) and per
+// participant and bucket, not one per record: a transaction costs one
+// LevelDB op (its record), its index a few per turn. A record whose time
+// moved (a heuristic report's record that learns its decision) leaves a
+// stale line behind, which a read skips (the record's time no longer
+// matches) and pruning drops.
+
+import type { Level } from 'level';
+import { indexAtMs } from './codec.ts';
+import type { HistoryRecord } from './record.ts';
+
+export type Batch = { type: 'put'; key: string; value: string } | { type: 'del'; key: string };
+
+/** Keys of the first index form turned into bucket lines per batch. */
+const UPGRADE_KEYS = 10_000;
+
+export const SEP = '\u0000';
+export const rKey = (id: string): string => `r${SEP}${id}`;
+export const ms16 = (ms: number): string => String(Math.max(0, Math.floor(ms))).padStart(16, '0');
+/** The time index's span of one key: records decided in the same BUCKET_MS share index keys. */
+const BUCKET_MS = 10_000;
+export const bucketOf = (atMs: number): number => Math.max(0, Math.floor(atMs / BUCKET_MS) * BUCKET_MS);
+export const seq12 = (n: number): string => String(n).padStart(12, '0');
+export const tPrefix = (bucket: number): string => `T${SEP}${ms16(bucket)}${SEP}`;
+export const pPrefix = (p: string, bucket: number): string => `P${SEP}${p}${SEP}${ms16(bucket)}${SEP}`;
+/** An index entry: the record's time and id, one a line. */
+export const entryOf = (atMs: number, id: string): string => `${atMs} ${id}`;
+export const ENTRY_SEP = '\n';
+export const M_APPLIED = `m${SEP}applied`;
+export const M_WRITTEN = `m${SEP}written`;
+export const M_BYTES = `m${SEP}bytes`;
+export const M_SEQ = `m${SEP}seq`;
+export const M_LACKS = `m${SEP}lacks`;
+
+/** The bytes a record takes in the store: its key and value, and its entries in the indexes (by time, by each participant). */
+export function costOf(r: HistoryRecord, value: string): number {
+  const entry = entryOf(indexAtMs(r), r.txnId).length + 1;
+  return rKey(r.txnId).length + Buffer.byteLength(value) + entry * (1 + r.participants.length);
+}
+
+/** Adds an index line under `prefix` (a plain function: this runs once per record and participant). */
+export function addLine(index: Map<string, string[]>, prefix: string, line: string): void {
+  const lines = index.get(prefix);
+  if (lines === undefined) index.set(prefix, [line]);
+  else lines.push(line);
+}
+
+/** An index key's entries: time and id, the lines that do not parse left out. */
+export function entriesOf(value: string): { atMs: number; id: string }[] {
+  const out: { atMs: number; id: string }[] = [];
+  for (const line of value.split(ENTRY_SEP)) {
+    const i = line.indexOf(' ');
+    const atMs = Number(line.slice(0, i));
+    if (i > 0 && Number.isSafeInteger(atMs) && i < line.length - 1) out.push({ atMs, id: line.slice(i + 1) });
+  }
+  return out;
+}
+
+/**
+ * A store written before the index keys were shared (a key per record:
+ * t␀<time>␀<txnId>, p␀<participant>␀<time>␀<txnId>): its keys become
+ * bucket lines, once, when it is opened.
+ */
+export async function upgradeIndexKeys(db: Level<string, string>, seqAtOpen: number): Promise<number> {
+  let seq = seqAtOpen;
+  for (const prefix of ['t', 'p']) {
+    for (;;) {
+      const keys: string[] = [];
+      for await (const k of db.keys({ gte: `${prefix}${SEP}`, lt: `${prefix}${SEP}\uffff`, limit: UPGRADE_KEYS })) keys.push(k);
+      if (keys.length === 0) break;
+      const lists = new Map<string, string[]>();
+      const ops: Batch[] = [];
+      for (const k of keys) {
+        ops.push({ type: 'del', key: k });
+        // No id holds the separator (the id rule), so the parts are whole.
+        const parts = k.split(SEP);
+        const [time, id, participant] = prefix === 't' ? [parts[1], parts[2], ''] : [parts[2], parts[3], parts[1]];
+        const atMs = Number(time);
+        if (!Number.isSafeInteger(atMs) || id === undefined || id === '' || participant === undefined) continue;
+        const list = prefix === 't' ? tPrefix(bucketOf(atMs)) : pPrefix(participant, bucketOf(atMs));
+        const lines = lists.get(list);
+        if (lines === undefined) lists.set(list, [entryOf(atMs, id)]);
+        else lines.push(entryOf(atMs, id));
+      }
+      for (const [list, lines] of lists) ops.push({ type: 'put', key: `${list}${seq12(++seq)}`, value: lines.join(ENTRY_SEP) });
+      ops.push({ type: 'put', key: M_SEQ, value: String(seq) });
+      await db.batch(ops);
+    }
+  }
+  return seq;
+}
