@@ -120,3 +120,10 @@ describe('links in the repository', () => {
     expect(bad).toEqual([]);
   });
 });
+
+describe('docs/benchmarks.md', () => {
+  it('stays a reference of under 200 lines: how to run, how to read, the targets and what bounds them (the figures are in bench/REPORT.md)', () => {
+    const lines = readFileSync(join(ROOT, 'docs/benchmarks.md'), 'utf8').trimEnd().split('\n').length;
+    expect(lines).toBeLessThan(200);
+  });
+});
