@@ -65,7 +65,7 @@ export async function ensureHeuristicTable(db: Db, table = HEURISTIC_TABLE): Pro
   } catch (err) {
     // Two processes creating it at once: one loses the race on the catalog; the table is there.
     const code = (err as { code?: string }).code;
-    if (code !== '23505' && code !== '42P07') throw err;
+    if (code !== '23505' && code !== '42P07' && code !== '42710') throw err;
   }
 }
 

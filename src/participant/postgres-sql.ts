@@ -61,7 +61,7 @@ export async function ensureMarkerTable(pool: pg.Pool, table: string): Promise<v
     } catch (err) {
       // Two participants creating the table at once: one of them loses the race on the catalog; the table is there.
       const code = (err as { code?: string }).code;
-      if (attempt >= 2 || (code !== '23505' && code !== '42P07')) throw err;
+      if (attempt >= 2 || (code !== '23505' && code !== '42P07' && code !== '42710')) throw err;
     }
   }
 }

@@ -239,6 +239,7 @@ func (s *service) close(stream ppb.Participant_ExchangeServer, answers <-chan *p
 	mu.Lock()
 	*taking = false
 	mu.Unlock()
+	s.engine.Log("exchange-closing", map[string]any{"participant_id": s.engine.ParticipantID})
 	done := make(chan struct{})
 	go func() { working.Wait(); close(done) }()
 	for {
@@ -262,7 +263,6 @@ func (s *service) close(stream ppb.Participant_ExchangeServer, answers <-chan *p
 						return err
 					}
 				default:
-					s.engine.Log("exchange-closing", map[string]any{"participant_id": s.engine.ParticipantID})
 					return stream.Send(&ppb.AnswerBatch{Closing: true})
 				}
 			}

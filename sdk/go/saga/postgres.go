@@ -77,7 +77,7 @@ func OpenPgInbox(ctx context.Context, db *sql.DB) (*PgInbox, error) {
 // same moment, which IF NOT EXISTS does not cover (23505 on the catalog, or 42P07).
 func createdMeanwhile(err error) bool {
 	var pe *pq.Error
-	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07")
+	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710")
 }
 
 type pgRow struct {

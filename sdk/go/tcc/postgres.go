@@ -77,7 +77,7 @@ func (r *Resource) ensureBarrierTable(ctx context.Context) error {
 		"state text NOT NULL CHECK (state IN ('tried', 'confirmed', 'cancelled', 'empty-cancelled')), payload bytea, expires_at_ms bigint, "+
 		"updated_at timestamptz NOT NULL, PRIMARY KEY (txn_id, branch))")
 	var pe *pq.Error
-	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07") {
+	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710") {
 		return nil
 	}
 	return err

@@ -61,7 +61,7 @@ def ensure_heuristic_table(conn: Any, table: str = HEURISTIC_TABLE) -> None:
                 f"CREATE TABLE IF NOT EXISTS {table} (gid text PRIMARY KEY, txn_id text NOT NULL, outcome text NOT NULL CHECK (outcome IN ('committed', 'aborted')), "
                 "operator text NOT NULL, reason text NOT NULL, at timestamptz NOT NULL, reported_at timestamptz)"
             )
-        except (psycopg2.errors.UniqueViolation, psycopg2.errors.DuplicateTable):  # type: ignore[attr-defined]
+        except (psycopg2.errors.UniqueViolation, psycopg2.errors.DuplicateTable, psycopg2.errors.DuplicateObject):  # type: ignore[attr-defined]
             pass  # Two processes creating it at once: the table is there.
 
 

@@ -185,7 +185,7 @@ class PostgresResource(Resource):
             try:
                 cur.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)")
                 cur.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_age ON {self.table} ((coalesce(committed_at, prepared_at)))")
-            except (psycopg2.errors.UniqueViolation, psycopg2.errors.DuplicateTable):  # type: ignore[attr-defined]
+            except (psycopg2.errors.UniqueViolation, psycopg2.errors.DuplicateTable, psycopg2.errors.DuplicateObject):  # type: ignore[attr-defined]
                 # Two participants creating it at once on one database: one loses the race on the catalog; the other made it.
                 pass
 

@@ -276,6 +276,6 @@ export async function ensureBarrierTable(pool: pg.Pool): Promise<void> {
     );
   } catch (err) {
     const code = (err as { code?: string }).code;
-    if (code !== '23505' && code !== '42P07') throw err;
+    if (code !== '23505' && code !== '42P07' && code !== '42710') throw err;
   }
 }

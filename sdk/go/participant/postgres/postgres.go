@@ -162,10 +162,11 @@ func (r *Resource) ensureMarkerTable(ctx context.Context) error {
 
 // createdMeanwhile: another process created the same table or index at the
 // same moment. IF NOT EXISTS does not cover that race: the loser gets a
-// unique violation on the catalog (23505) or "already exists" (42P07).
+// unique violation on the catalog (23505), "relation already exists" (42P07)
+// or "type already exists" (42710, the table's row type).
 func createdMeanwhile(err error) bool {
 	var pe *pq.Error
-	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07")
+	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710")
 }
 
 // Kind is "postgres".
