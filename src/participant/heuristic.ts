@@ -25,6 +25,7 @@
 import type pg from 'pg';
 import { redact } from './db-url.ts';
 import { gidOf, gidPrefix, parseGid } from './postgres-gid.ts';
+import { createdMeanwhile } from './pg-race.ts';
 import type { EngineLog, Outcome, TxnId } from './types.ts';
 import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 
@@ -63,9 +64,7 @@ export async function ensureHeuristicTable(db: Db, table = HEURISTIC_TABLE): Pro
         `operator text NOT NULL, reason text NOT NULL, at timestamptz NOT NULL, reported_at timestamptz)`,
     );
   } catch (err) {
-    // Two processes creating it at once: one loses the race on the catalog; the table is there.
-    const code = (err as { code?: string }).code;
-    if (code !== '23505' && code !== '42P07' && code !== '42710') throw err;
+    if (!createdMeanwhile(err)) throw err;
   }
 }
 

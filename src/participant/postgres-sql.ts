@@ -7,6 +7,7 @@ import pg from 'pg';
 import { redact } from './db-url.ts';
 import { GID_PATTERN } from './postgres-gid.ts';
 import type { EngineLog } from './types.ts';
+import { createdMeanwhile } from './pg-race.ts';
 
 /** A refusal to start, with the reason and the fix (FAILED_PRECONDITION); the CLI prints it as one line. */
 export class PostgresConfigError extends Error {
@@ -59,9 +60,7 @@ export async function ensureMarkerTable(pool: pg.Pool, table: string): Promise<v
       for (const stmt of ddl) await pool.query(stmt);
       return;
     } catch (err) {
-      // Two participants creating the table at once: one of them loses the race on the catalog; the table is there.
-      const code = (err as { code?: string }).code;
-      if (attempt >= 2 || (code !== '23505' && code !== '42P07' && code !== '42710')) throw err;
+      if (attempt >= 2 || !createdMeanwhile(err)) throw err;
     }
   }
 }

@@ -19,11 +19,10 @@ package saga
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/lib/pq"
+	"verdict/sdk/go/participant/postgres"
 )
 
 // PgInboxSchema is the TypeScript step service's schema of the inbox.
@@ -66,18 +65,11 @@ type PgInbox struct {
 // OpenPgInbox creates the inbox's tables when missing.
 func OpenPgInbox(ctx context.Context, db *sql.DB) (*PgInbox, error) {
 	for _, q := range PgInboxSchema {
-		if _, err := db.ExecContext(ctx, q); err != nil && !createdMeanwhile(err) {
+		if _, err := db.ExecContext(ctx, q); err != nil && !postgres.CreatedMeanwhile(err) {
 			return nil, err
 		}
 	}
 	return &PgInbox{DB: db}, nil
-}
-
-// createdMeanwhile: another process created the same table or index at the
-// same moment, which IF NOT EXISTS does not cover (23505 on the catalog, or 42P07).
-func createdMeanwhile(err error) bool {
-	var pe *pq.Error
-	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710")
 }
 
 type pgRow struct {

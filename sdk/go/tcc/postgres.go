@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lib/pq"
 	"verdict/sdk/go/client"
 	"verdict/sdk/go/participant"
+	"verdict/sdk/go/participant/postgres"
 )
 
 // BarrierTable is the barrier's table, the TypeScript runtime's:
@@ -76,8 +76,7 @@ func (r *Resource) ensureBarrierTable(ctx context.Context) error {
 	_, err := r.DB.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+BarrierTable+" (txn_id text NOT NULL, branch text NOT NULL, "+
 		"state text NOT NULL CHECK (state IN ('tried', 'confirmed', 'cancelled', 'empty-cancelled')), payload bytea, expires_at_ms bigint, "+
 		"updated_at timestamptz NOT NULL, PRIMARY KEY (txn_id, branch))")
-	var pe *pq.Error
-	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710") {
+	if postgres.CreatedMeanwhile(err) {
 		return nil
 	}
 	return err

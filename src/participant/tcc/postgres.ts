@@ -19,6 +19,7 @@
 // the other). Settled rows are deleted after the retention (24 h by default).
 import pg from 'pg';
 import type { PoolClient } from 'pg';
+import { createdMeanwhile } from '../pg-race.ts';
 import { describePgError, PostgresConfigError, setUpOrRefuse } from '../postgres-sql.ts';
 import type { PgTxnClient } from '../postgres.ts';
 import { SILENT_LOG, withDefaults, type Clock, type EngineLog, type Resource, type ResourceVote, type TxnId } from '../types.ts';
@@ -275,7 +276,6 @@ export async function ensureBarrierTable(pool: pg.Pool): Promise<void> {
         `updated_at timestamptz NOT NULL, PRIMARY KEY (txn_id, branch))`,
     );
   } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code !== '23505' && code !== '42P07' && code !== '42710') throw err;
+    if (!createdMeanwhile(err)) throw err;
   }
 }

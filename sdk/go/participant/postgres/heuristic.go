@@ -54,7 +54,7 @@ func EnsureHeuristicTable(ctx context.Context, db *sql.DB) error {
 	}
 	_, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+HeuristicTable+" (gid text PRIMARY KEY, txn_id text NOT NULL, "+
 		"outcome text NOT NULL CHECK (outcome IN ('committed', 'aborted')), operator text NOT NULL, reason text NOT NULL, at timestamptz NOT NULL, reported_at timestamptz)")
-	if createdMeanwhile(err) {
+	if CreatedMeanwhile(err) {
 		return nil
 	}
 	return err

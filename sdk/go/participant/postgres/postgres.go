@@ -150,21 +150,21 @@ func (r *Resource) ensureMarkerTable(ctx context.Context) error {
 	if err := r.DB.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL", r.table).Scan(&exists); err != nil || exists {
 		return err
 	}
-	if _, err := r.DB.ExecContext(ctx, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)", r.table)); err != nil && !createdMeanwhile(err) {
+	if _, err := r.DB.ExecContext(ctx, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)", r.table)); err != nil && !CreatedMeanwhile(err) {
 		return err
 	}
 	_, err := r.DB.ExecContext(ctx, fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s_age ON %s ((coalesce(committed_at, prepared_at)))", r.table, r.table))
-	if createdMeanwhile(err) {
+	if CreatedMeanwhile(err) {
 		return nil
 	}
 	return err
 }
 
-// createdMeanwhile: another process created the same table or index at the
-// same moment. IF NOT EXISTS does not cover that race: the loser gets a
+// CreatedMeanwhile: another process created the same table or index at the
+// same moment (the saga inbox and the TCC barrier use it too). IF NOT EXISTS does not cover that race: the loser gets a
 // unique violation on the catalog (23505), "relation already exists" (42P07)
 // or "type already exists" (42710, the table's row type).
-func createdMeanwhile(err error) bool {
+func CreatedMeanwhile(err error) bool {
 	var pe *pq.Error
 	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710")
 }
