@@ -413,6 +413,18 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
         participants: table.participants.size,
         inFlight: engine.inFlight(),
         decided: table.decisions.size,
+        groupCount: 1,
+        groups: [
+          {
+            group: 0,
+            leaderId: leader,
+            leaderAddress: members.get(leader) ?? '',
+            term: s.hardState.term,
+            commitIndex: s.hardState.commit,
+            appliedIndex: s.applied,
+            inFlight: engine.inFlight(),
+          },
+        ],
       };
       cb(null, out);
     },

@@ -200,7 +200,20 @@ describe('VerdictClient payloads and queries', () => {
 
   it('registers a participant under the cluster id learnt from ClusterStatus', async () => {
     const a = await cluster.node({
-      ClusterStatus: () => ({ clusterId: 'prod-eu', nodeId: 'n1', leaderId: 'n1', leaderAddress: '', term: 3, commitIndex: 1, appliedIndex: 1, participants: 0, inFlight: 0, decided: 0 }),
+      ClusterStatus: () => ({
+        clusterId: 'prod-eu',
+        nodeId: 'n1',
+        leaderId: 'n1',
+        leaderAddress: '',
+        term: 3,
+        commitIndex: 1,
+        appliedIndex: 1,
+        participants: 0,
+        inFlight: 0,
+        decided: 0,
+        groupCount: 1,
+        groups: [],
+      }),
       RegisterParticipant: (req) => ({
         participant: { participantId: req.participantId, endpoint: req.endpoint, registeredAtMs: 1_000, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '', serves: [] },
       }),

@@ -9,6 +9,7 @@ import type { ClusterStatusResponse as _verdict_coordinator_ClusterStatusRespons
 import type { CommitRequest as _verdict_coordinator_CommitRequest, CommitRequest__Output as _verdict_coordinator_CommitRequest__Output } from './verdict/coordinator/CommitRequest.ts';
 import type { CoordinatorClient as _verdict_coordinator_CoordinatorClient, CoordinatorDefinition as _verdict_coordinator_CoordinatorDefinition } from './verdict/coordinator/Coordinator.ts';
 import type { Enlistment as _verdict_coordinator_Enlistment, Enlistment__Output as _verdict_coordinator_Enlistment__Output } from './verdict/coordinator/Enlistment.ts';
+import type { GroupStatus as _verdict_coordinator_GroupStatus, GroupStatus__Output as _verdict_coordinator_GroupStatus__Output } from './verdict/coordinator/GroupStatus.ts';
 import type { HeuristicInfo as _verdict_coordinator_HeuristicInfo, HeuristicInfo__Output as _verdict_coordinator_HeuristicInfo__Output } from './verdict/coordinator/HeuristicInfo.ts';
 import type { Lease as _verdict_coordinator_Lease, Lease__Output as _verdict_coordinator_Lease__Output } from './verdict/coordinator/Lease.ts';
 import type { LeaseRequest as _verdict_coordinator_LeaseRequest, LeaseRequest__Output as _verdict_coordinator_LeaseRequest__Output } from './verdict/coordinator/LeaseRequest.ts';
@@ -55,6 +56,7 @@ export interface ProtoGrpcType {
       CommitRequest: MessageTypeDefinition<_verdict_coordinator_CommitRequest, _verdict_coordinator_CommitRequest__Output>
       Coordinator: SubtypeConstructor<typeof grpc.Client, _verdict_coordinator_CoordinatorClient> & { service: _verdict_coordinator_CoordinatorDefinition }
       Enlistment: MessageTypeDefinition<_verdict_coordinator_Enlistment, _verdict_coordinator_Enlistment__Output>
+      GroupStatus: MessageTypeDefinition<_verdict_coordinator_GroupStatus, _verdict_coordinator_GroupStatus__Output>
       HeuristicInfo: MessageTypeDefinition<_verdict_coordinator_HeuristicInfo, _verdict_coordinator_HeuristicInfo__Output>
       Lease: MessageTypeDefinition<_verdict_coordinator_Lease, _verdict_coordinator_Lease__Output>
       LeaseRequest: MessageTypeDefinition<_verdict_coordinator_LeaseRequest, _verdict_coordinator_LeaseRequest__Output>

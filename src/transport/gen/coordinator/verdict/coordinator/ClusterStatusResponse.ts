@@ -1,5 +1,6 @@
 // Original file: proto/coordinator.proto
 
+import type { GroupStatus as _verdict_coordinator_GroupStatus, GroupStatus__Output as _verdict_coordinator_GroupStatus__Output } from '../../verdict/coordinator/GroupStatus.ts';
 import type { Long } from '@grpc/proto-loader';
 
 export interface ClusterStatusResponse {
@@ -13,6 +14,8 @@ export interface ClusterStatusResponse {
   'participants'?: (number);
   'inFlight'?: (number);
   'decided'?: (number);
+  'groupCount'?: (number);
+  'groups'?: (_verdict_coordinator_GroupStatus)[];
 }
 
 export interface ClusterStatusResponse__Output {
@@ -26,4 +29,6 @@ export interface ClusterStatusResponse__Output {
   'participants': (number);
   'inFlight': (number);
   'decided': (number);
+  'groupCount': (number);
+  'groups': (_verdict_coordinator_GroupStatus__Output)[];
 }
