@@ -92,6 +92,33 @@ export function recordBytesBound(cmd: BatchCommand): number {
   return traced + 16 + 3 * cmd.txnId.length + 3 * cmd.reason.length + cmd.participants.reduce((n, p) => n + 2 + 3 * p.length, 0);
 }
 
+/** The bytes one record takes in a batch, after asserting it is one a follower's edge accepts. */
+function recordSize(c: BatchCommand): number {
+  let size = 0;
+  // Paired with decodeDecisionBatch: nothing is written that a follower's edge would refuse.
+  if (c.t === 'forget') assert(c.txnIds.length <= LIST_MAX, `a forget record names at most ${LIST_MAX} txnIds`);
+  else {
+    assert(c.txnId !== '' && Number.isFinite(c.atMs) && c.atMs >= 0, `${c.txnId || '(empty txnId)'}: a ${c.t} record has a txnId and a finite time ≥ 0, not ${c.atMs}`);
+    assert(c.participants.length <= LIST_MAX, `${c.txnId}: a ${c.t} record names at most ${LIST_MAX} participants`);
+    assert(c.t === 'stage' || c.outcome === 'commit' || c.outcome === 'abort', `${c.txnId}: a decide record's outcome is commit or abort`);
+  }
+  if (c.t !== 'forget' && c.trace !== undefined) {
+    if (!isRecordTrace(c.trace)) throw new RangeError(`${c.txnId}: a decision record's trace is a traceparent of ${TRACEPARENT_BYTES} characters`);
+    size += 2 + TRACEPARENT_BYTES;
+  }
+  if (c.t === 'decide') {
+    size += 1 + 1 + 8 + 2 + Buffer.byteLength(c.txnId, 'utf8') + 2 + Buffer.byteLength(c.reason, 'utf8') + 2;
+    for (const p of c.participants) size += 2 + Buffer.byteLength(p, 'utf8');
+  } else if (c.t === 'stage') {
+    size += 1 + 8 + 2 + Buffer.byteLength(c.txnId, 'utf8') + 2;
+    for (const p of c.participants) size += 2 + Buffer.byteLength(p, 'utf8');
+  } else {
+    size += 1 + 2;
+    for (const id of c.txnIds) size += 2 + Buffer.byteLength(id, 'utf8');
+  }
+  return size;
+}
+
 /**
  * [tag 0x04][version u8][count u16] then `count` records, big-endian:
  *   decide: [1][outcome u8: 0 commit, 1 abort][atMs f64][txnId][reason][n u16][participant]×n
@@ -104,29 +131,7 @@ export function recordBytesBound(cmd: BatchCommand): number {
 export function encodeDecisionBatch(cmds: readonly BatchCommand[]): Uint8Array {
   if (cmds.length === 0 || cmds.length > BATCH_RECORDS_MAX) throw new RangeError(`a decision batch holds 1–${BATCH_RECORDS_MAX} records, not ${cmds.length}`);
   let size = 4;
-  for (const c of cmds) {
-    // Paired with decodeDecisionBatch: nothing is written that a follower's edge would refuse.
-    if (c.t === 'forget') assert(c.txnIds.length <= LIST_MAX, `a forget record names at most ${LIST_MAX} txnIds`);
-    else {
-      assert(c.txnId !== '' && Number.isFinite(c.atMs) && c.atMs >= 0, `${c.txnId || '(empty txnId)'}: a ${c.t} record has a txnId and a finite time ≥ 0, not ${c.atMs}`);
-      assert(c.participants.length <= LIST_MAX, `${c.txnId}: a ${c.t} record names at most ${LIST_MAX} participants`);
-      assert(c.t === 'stage' || c.outcome === 'commit' || c.outcome === 'abort', `${c.txnId}: a decide record's outcome is commit or abort`);
-    }
-    if (c.t !== 'forget' && c.trace !== undefined) {
-      if (!isRecordTrace(c.trace)) throw new RangeError(`${c.txnId}: a decision record's trace is a traceparent of ${TRACEPARENT_BYTES} characters`);
-      size += 2 + TRACEPARENT_BYTES;
-    }
-    if (c.t === 'decide') {
-      size += 1 + 1 + 8 + 2 + Buffer.byteLength(c.txnId, 'utf8') + 2 + Buffer.byteLength(c.reason, 'utf8') + 2;
-      for (const p of c.participants) size += 2 + Buffer.byteLength(p, 'utf8');
-    } else if (c.t === 'stage') {
-      size += 1 + 8 + 2 + Buffer.byteLength(c.txnId, 'utf8') + 2;
-      for (const p of c.participants) size += 2 + Buffer.byteLength(p, 'utf8');
-    } else {
-      size += 1 + 2;
-      for (const id of c.txnIds) size += 2 + Buffer.byteLength(id, 'utf8');
-    }
-  }
+  for (const c of cmds) size += recordSize(c);
   const out = Buffer.allocUnsafe(size);
   let pos = 0;
   const str = (s: string): void => {
