@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
-import { applyChange, sagaKey, type HistoryChange } from '../../src/history/record.ts';
+import { applyChange, sagaKey, withSightingRows, type HistoryChange } from '../../src/history/record.ts';
 import { HistoryQueryError, parseHistorySearch, parseTimeArg } from '../../src/history/query.ts';
 import { decodeRecord, encodeRecord } from '../../src/history/codec.ts';
 import { HistoryStore, type HistoryOptions } from '../../src/history/store.ts';
@@ -75,9 +75,13 @@ describe('history records', () => {
       applyChange(r, { t: 'row', txnId: 'a', atMs: 20 + i, kind: 'no-ack', participantId: 'bank', detail: `connection refused ${i}` });
     }
     applyChange(r, { t: 'row', txnId: 'a', atMs: 99, kind: 'ack', participantId: 'bank', detail: '' });
-    const noAck = r.rows.find((x) => x.kind === 'no-ack');
+    const rows = withSightingRows(r).rows;
+    const noAck = rows.find((x) => x.kind === 'no-ack');
     expect(noAck).toMatchObject({ count: 50, detail: 'connection refused 49', atMs: 20, lastAtMs: 69 });
-    expect(r.rows.length).toBe(4);
+    expect(rows.find((x) => x.kind === 'decision-sent')).toMatchObject({ count: 50, detail: 'COMMIT', atMs: 20, lastAtMs: 69 });
+    expect(rows.map((x) => x.kind)).toEqual(['prepare', 'decision-sent', 'no-ack', 'ack']);
+    // Only what is not an ordinary sighting is a row in memory: the PREPARE and the ACK are folded into their participants.
+    expect(r.rows.map((x) => x.kind)).toEqual(['no-ack', 'decision-sent']);
     expect(r.participants.find((p) => p.participantId === 'bank')).toMatchObject({ acked: true, ackedAtMs: 99 });
     expect(r.participants.find((p) => p.participantId === 'shop')?.acked).toBe(false);
     applyChange(r, { t: 'forget', txnId: 'a', index: 9, atMs: 120 });
@@ -102,10 +106,23 @@ describe('history record bytes', () => {
     });
     applyChange(r, { t: 'forget', txnId: 'x-1', index: 11, atMs: NOW_MS + 30 });
     const text = encodeRecord(r);
-    expect(decodeRecord('x-1', text)).toEqual(r);
-    // The first form, a JSON object, is still read.
-    expect(decodeRecord('x-1', JSON.stringify(r))).toEqual(r);
-    expect(decodeRecord('x-1', '[2,"commit"]')).toMatch(/not a record of form 2/);
+    const read = withSightingRows(r);
+    expect(decodeRecord('x-1', text)).toEqual(read);
+    expect(read.rows.map((x) => x.kind)).toEqual(['prepare', 'no-ack', 'a kind of its own', 'ack']);
+    // The forms before are still read: a JSON object, and the positional form without folded sightings.
+    expect(decodeRecord('x-1', JSON.stringify(read))).toEqual(read);
+    const form2 = '[2,"commit","",4,1000,0,5,300,0,[["shop",1,1,3],["bank",1,0]],[],[[-2,"p","shop"],[3,"a","shop"]]]';
+    expect(decodeRecord('y', form2)).toMatchObject({
+      decidedAtMs: 1000,
+      forgottenAtMs: 1300,
+      participants: [{ participantId: 'shop', ackedAtMs: 1003 }, { ackedAtMs: 0 }],
+      rows: [
+        { atMs: 998, kind: 'prepare' },
+        { atMs: 1003, kind: 'ack' },
+      ],
+    });
+    expect(decodeRecord('x-1', '[2,"commit"]')).toMatch(/not a record of form 3 or 2/);
+    expect(decodeRecord('x-1', '[3,"commit","",4,1000,0,5,300,0,[["shop",1,1,null,null,null,null,1]],[],[],null,null,""]')).toMatch(/participant is malformed/);
     expect(decodeRecord('x-1', text.replace('"abort"', '"maybe"'))).toMatch(/outcome "maybe"/);
     expect(decodeRecord('x-1', '{')).toMatch(/does not parse/);
     expect(decodeRecord('x-1', text.replace('"a kind of its own"', '"Z"'))).toMatch(/kind "Z" is unknown/);
