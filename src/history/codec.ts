@@ -45,8 +45,6 @@ const KIND_CODES = new Map([
   ['status', 's'],
 ]);
 const KINDS = new Map([...KIND_CODES].map(([k, c]) => [c, k]));
-/** A row's fields after its kind at their defaults, as written: participant, detail, count, lastΔ. */
-const ROW_DEFAULTS = ['""', '""', '1', '0'];
 
 /** The time a record is indexed by: its decision's, else its first act's or row's (a transaction known only by a heuristic report). */
 export function indexAtMs(r: HistoryRecord): number {

@@ -448,6 +448,33 @@ describe('sagas and forced removals in the history', () => {
     expect((await again.query({ txnId: sagaKey('refund-7731') })).records[0]?.saga?.calls[0]?.attemptsTotal).toBe(4);
   });
 
+  it('finds a saga by each step service it called, beside the transactions of that participant, across a restart', async () => {
+    const { store, dir } = await open();
+    const table = new SagaTable();
+    const feed = historyObserver(store, 0);
+    let index = 0;
+    const run = (cmd: SagaCommand): void => {
+      index++;
+      feed.onResult?.({ term: 1, index, type: EntryType.Normal, data: new Uint8Array() }, table.apply(cmd, index));
+    };
+    const steps = [
+      { service: 'pay', name: 'debit', input: '' },
+      { service: 'ship', name: 'send', input: '' },
+      { service: 'pay', name: 'receipt', input: '' },
+    ];
+    run({ t: 'saga.start', sagaId: 'order-1', steps, pivot: null, atMs: NOW_MS - 5_000 });
+    run({ t: 'saga.result', sagaId: 'order-1', step: 0, kind: 'action', outcome: 'done', output: 'ok', reason: '', atMs: NOW_MS - 4_000 });
+    run({ t: 'saga.start', sagaId: 'order-2', steps: steps.slice(1, 2), pivot: null, atMs: NOW_MS - 3_000 });
+    store.apply(++index, [decide('t-pay', index, NOW_MS - 2_000, ['pay', 'bank'])]);
+    await store.close();
+    const { store: again } = await open(dir);
+    expect((await again.query({ participantId: 'pay' })).records.map((x) => x.txnId)).toEqual(['t-pay', sagaKey('order-1')]);
+    expect((await again.query({ participantId: 'ship' })).records.map((x) => x.txnId)).toEqual([sagaKey('order-2'), sagaKey('order-1')]);
+    expect((await again.query({ participantId: 'pay', kind: 'saga' })).records.map((x) => x.txnId)).toEqual([sagaKey('order-1')]);
+    expect((await again.query({ participantId: 'bank' })).records.map((x) => x.txnId)).toEqual(['t-pay']);
+    expect((await again.query({ participantId: 'ship', sinceAtMs: NOW_MS - 4_000 })).records.map((x) => x.txnId)).toEqual([sagaKey('order-2')]);
+  });
+
   it('participant remove --force names who removed it, when and why on each decision it was owed; a snapshot carries it', async () => {
     const { store } = await open();
     const leader = new HistoriedMachine();
