@@ -63,9 +63,11 @@ function threadCpuMs(): { main: number; all: number } {
 }
 
 type Sink = ((index: number, changes: HistoryChange[]) => void) | null;
+/** A sighting, as the node process hands it over (src/node/history-feed.ts historyRow). */
+type Seen = ((txnId: string, atMs: number, kind: string, participantId: string, detail: string) => void) | null;
 
 /** Feeds `sink` RATE transactions a second for SECONDS; returns the CPU it took in ms and how many transactions. */
-async function feed(sink: Sink, leader: boolean, onEntry: (index: number) => void): Promise<{ cpuMs: number; mainMs: number; txns: number }> {
+async function feed(sink: Sink, seen: Seen, leader: boolean, onEntry: (index: number) => void): Promise<{ cpuMs: number; mainMs: number; txns: number }> {
   const perTick = (RATE * TICK_MS) / 1000;
   let index = 0;
   let started = 0;
@@ -81,7 +83,7 @@ async function feed(sink: Sink, leader: boolean, onEntry: (index: number) => voi
     carry += perTick;
     const ids: string[] = [];
     for (; carry >= 1; carry--) ids.push(`t-${started++}-0190a3c4-5d6e-7f80-9a1b-2c3d4e5f6071`);
-    const row = (txnId: string, kind: string, participantId = '', detail = ''): void => sink?.(0, [{ t: 'row', txnId, atMs: nowMs, kind, participantId, detail }]);
+    const row = (txnId: string, kind: string, participantId = '', detail = ''): void => seen?.(txnId, nowMs, kind, participantId, detail);
     if (leader)
       for (const id of ids) {
         row(id, 'begin');
@@ -125,7 +127,7 @@ async function feed(sink: Sink, leader: boolean, onEntry: (index: number) => voi
 }
 
 async function measure(leader: boolean): Promise<Figures & { baseCpuMsPerTxn: number; baseMainCpuMsPerTxn: number }> {
-  const base = await feed(null, leader, () => {});
+  const base = await feed(null, null, leader, () => {});
   const dir = mkdtempSync(join(tmpdir(), 'verdict-history-store-'));
   try {
     const store = await HistoryStore.open(dir, {
@@ -137,6 +139,7 @@ async function measure(leader: boolean): Promise<Figures & { baseCpuMsPerTxn: nu
     });
     const r = await feed(
       (index, changes) => store.apply(index, changes),
+      (txnId, atMs, kind, participantId, detail) => store.sighting(txnId, atMs, kind, participantId, detail),
       leader,
       (index) => store.apply(index, []),
     );

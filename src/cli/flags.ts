@@ -70,7 +70,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'txn commit': ['--participant', '--txn', '--txn-timeout-ms', '--await-acks-ms', '--json', ...SDK_CLIENT],
   'txn abort': ['--reason', '--json', ...SDK_CLIENT],
   'txn outcome': ['--json', ...SDK_CLIENT],
-  'txn list': ['--in-flight', '--in-doubt', '--unacked', '--heuristic', '--since', '--until', '--participant', '--outcome', '--limit', '--json', ...SDK_CLIENT],
+  'txn list': ['--in-flight', '--in-doubt', '--unacked', '--heuristic', '--since', '--until', '--participant', '--outcome', '--kind', '--limit', '--json', ...SDK_CLIENT],
   'txn show': ['--json', ...SDK_CLIENT],
   'txn resolve': ['--commit', '--abort', '--reason', '--operator', '--force-unknown', '--json', ...SDK_CLIENT],
   // Sagas (src/cli/saga.ts).

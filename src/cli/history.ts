@@ -49,6 +49,13 @@ const OUTCOME: Record<string, string> = { commit: 'COMMITTED', abort: 'ABORTED',
 export function historyRows(records: readonly HistoryRecord[]): string[][] {
   const rows = [['TXN', 'OUTCOME', 'DECIDED AT', 'INDEX', 'PARTICIPANTS', 'ACKED', 'ACTS', 'REASON']];
   for (const r of records) {
+    if (r.saga) {
+      // A saga's record: its state for an outcome, when it started, each step's service and status.
+      const g = r.saga;
+      const steps = g.steps.map((d) => `${d.service}:${d.status}`).join(',');
+      rows.push([r.txnId, g.state.toUpperCase(), iso(g.startedAtMs), '', steps, '-', '', g.type]);
+      continue;
+    }
     const ps = r.participants.map((p) => `${p.participantId}:${p.vote || '-'}`).join(',');
     const acked = r.outcome === 'abort' ? 'not needed' : r.participants.every((p) => p.acked) ? 'all' : `${r.participants.filter((p) => p.acked).length}/${r.participants.length}`;
     const acts = r.acts
@@ -66,8 +73,13 @@ export function historyRows(records: readonly HistoryRecord[]): string[][] {
  */
 export function removalsOf(r: Pick<HistoryRecord, 'acts'>): Map<string, string> {
   const out = new Map<string, string>();
-  for (const a of r.acts) if (a.kind === 'removed') out.set(a.participantId, `removed with --force by ${a.operator} at ${iso(a.atMs)}: ${a.reason}; no longer delivered`);
+  for (const a of r.acts) if (a.kind === 'removed') out.set(a.participantId, removalText(a));
   return out;
+}
+
+/** A forced removal as a participant's row says it (from the history, or from the leader's ListTransactions). */
+export function removalText(a: { operator: string; atMs: number; reason: string }): string {
+  return `removed with --force by ${a.operator} at ${iso(a.atMs)}: ${a.reason}; no longer delivered`;
 }
 
 /** The lines of `txn show`'s history part. */

@@ -13,7 +13,7 @@ import { bool, flag, flagAll, UsageError } from './args.ts';
 import { commandTimeoutMs, requireReachable } from './reach.ts';
 import { endpoints } from './status.ts';
 import { clientCredentials } from './client-credentials.ts';
-import { historyLines, historyNotes, historyRows, readHistory } from './history.ts';
+import { historyLines, historyNotes, historyRows, readHistory, removalText } from './history.ts';
 import { HistoryQueryError, parseHistorySearch, type HistorySearchText } from '../history/query.ts';
 import { HISTORY_LIMIT_MAX, type HistoryQuery } from '../history/record.ts';
 
@@ -32,10 +32,11 @@ export const TXN_HELP = `  verdict txn commit --participant ID[=JSON] ... [--txn
                                       the transactions the cluster knows: being worked on; undecided past the
                                       in-doubt threshold; decided and not acknowledged by all; with a heuristic
                                       outcome (HEURCOM, HEURRB, HEURMIX, HEURHAZ) or an operator's resolution
-  verdict txn list --since T [--until T] [--participant ID] [--outcome committed|aborted] [--limit N] [--json]
+  verdict txn list --since T [--until T] [--participant ID] [--outcome committed|aborted] [--kind txn|saga|all] [--limit N] [--json]
                                       decided transactions from the history of the node answering (any node),
                                       newest first; T is a time ago (30m, 24h, 7d) or ISO (2026-12-04T12:00:00Z);
-                                      --limit 1-1000, default 100
+                                      with --participant ID also the sagas that called ID as a step service
+                                      (--kind txn: transactions only); --limit 1-1000, default 100
   verdict txn show ID [--json]        one transaction: outcome, phase, age, each participant's vote, ACK and
                                       retries, heuristic outcomes and operators' resolutions, and its history
                                       record (decision time, ACKs, operator acts, what the leader saw)
@@ -177,7 +178,8 @@ async function outcome(client: VerdictClient, args: string[]): Promise<void> {
 async function list(client: VerdictClient, args: string[], addrs: string[]): Promise<void> {
   const json = bool(args, '--json');
   const search = { since: flag(args, '--since'), until: flag(args, '--until'), participant: flag(args, '--participant'), outcome: flag(args, '--outcome') };
-  if (Object.values(search).some((v) => v !== undefined)) return listHistory(args, addrs, json, search);
+  const kind = flag(args, '--kind');
+  if (Object.values(search).some((v) => v !== undefined) || kind !== undefined) return listHistory(args, addrs, json, search, kind);
   const filters = { inFlight: bool(args, '--in-flight'), inDoubt: bool(args, '--in-doubt'), unacked: bool(args, '--unacked'), heuristic: bool(args, '--heuristic') };
   const chosen = Object.entries(filters).filter(([, on]) => on);
   if (chosen.length > 1) throw new UsageError('give at most one of --in-flight, --in-doubt, --unacked, --heuristic');
@@ -201,8 +203,13 @@ async function list(client: VerdictClient, args: string[], addrs: string[]): Pro
   table(rows);
 }
 
+/** Each participant removed with --force, as its row says it. */
+function removedBy(removals: readonly { participantId: string; operator: string; atMs: number; reason: string }[]): Map<string, string> {
+  return new Map(removals.map((r) => [r.participantId, removalText(r)]));
+}
+
 /** `txn list --since ...`: the history of the first node that answers, newest first. */
-async function listHistory(args: string[], addrs: string[], json: boolean, search: Omit<HistorySearchText, 'limit'>): Promise<void> {
+async function listHistory(args: string[], addrs: string[], json: boolean, search: Omit<HistorySearchText, 'limit'>, kindText: string | undefined): Promise<void> {
   const other = ['--in-flight', '--in-doubt', '--unacked', '--heuristic'].find((f) => args.includes(f));
   if (other !== undefined) throw new UsageError(`${other} lists what the leader tracks now; --since, --until, --participant and --outcome search the history: give one kind`);
   if (search.since === undefined) throw new UsageError('a history search needs --since T (a time ago, e.g. 24h, or an ISO time)');
@@ -213,13 +220,26 @@ async function listHistory(args: string[], addrs: string[], json: boolean, searc
     if (err instanceof HistoryQueryError) throw new UsageError(err.message);
     throw err;
   }
+  const kind = historyKind(kindText, q);
   noMore(args);
-  const page = await readHistory(addrs, { sinceAtMs: q.sinceAtMs ?? 0, untilAtMs: q.untilAtMs ?? 0, participantId: q.participantId ?? '', outcome: q.outcome ?? '', kind: 'txn', limit: q.limit ?? 0 });
+  const page = await readHistory(addrs, { sinceAtMs: q.sinceAtMs ?? 0, untilAtMs: q.untilAtMs ?? 0, participantId: q.participantId ?? '', outcome: q.outcome ?? '', kind, limit: q.limit ?? 0 });
   if (json) return printJson(page);
   for (const n of historyNotes(page)) process.stderr.write(`verdict: ${printable(n)}\n`);
   if (page.records.length === 0) print(`(no transactions decided in that range in node ${page.nodeId}'s history)`);
   else table(historyRows(page.records));
   if (page.truncated) print(`(more matched: narrow the range or raise --limit, at most ${HISTORY_LIMIT_MAX})`);
+}
+
+/**
+ * What a history search lists: `--kind txn|saga|all`; by default
+ * transactions, and with --participant ID also the sagas that called ID as
+ * a step service (what happened at ID). An outcome filter is a transaction's.
+ */
+function historyKind(raw: string | undefined, q: HistoryQuery): '' | 'txn' | 'saga' {
+  if (raw === undefined) return q.participantId !== undefined && q.outcome === undefined ? '' : 'txn';
+  if (raw === 'txn' || raw === 'saga') return raw;
+  if (raw === 'all') return '';
+  throw new UsageError(`--kind "${raw}" is not txn, saga or all`);
 }
 
 const HISTORY_FLAG_NAMES = { since: '--since', until: '--until', participant: '--participant', outcome: '--outcome', limit: '--limit' };
@@ -295,6 +315,7 @@ async function show(client: VerdictClient, args: string[], addrs: string[]): Pro
       participants: tracked ? t.participants : null,
       heuristics: t?.heuristics ?? [],
       resolutions: t?.resolutions ?? [],
+      removals: t?.removals ?? [],
       history: h ?? null,
       historyNode: page.nodeId,
       historyLacks: page.lacks,
@@ -311,11 +332,21 @@ async function show(client: VerdictClient, args: string[], addrs: string[]): Pro
       print(`age          ${age(t.ageMs)}`);
       print('');
       const gaps = t.participants.some((p) => p.unimplemented !== '');
-      const rows = [['PARTICIPANT', 'VOTE', 'ACKED', 'RETRIES', ...(gaps ? ['PROBLEM'] : [])]];
+      const removed = removedBy(t.removals);
+      const rows = [['PARTICIPANT', 'VOTE', 'ACKED', 'RETRIES', ...(gaps ? ['PROBLEM'] : []), ...(removed.size > 0 ? ['REMOVED'] : [])]];
       // A presumed abort needs no ACK (R5): "no" there would read as a stuck participant.
       const ackOf = (acked: boolean): string => (acked ? 'yes' : t.phase === 'aborted' ? 'not needed' : 'no');
       const problem = (method: string): string => (method === '' ? '' : `does not implement ${method} (answers UNIMPLEMENTED)`);
-      for (const p of t.participants) rows.push([p.participantId, p.vote || '-', ackOf(p.acked), String(p.retries), ...(gaps ? [problem(p.unimplemented)] : [])]);
+      for (const p of t.participants)
+        rows.push([p.participantId, p.vote || '-', ackOf(p.acked), String(p.retries), ...(gaps ? [problem(p.unimplemented)] : []), ...(removed.size > 0 ? [removed.get(p.participantId) ?? ''] : [])]);
+      table(rows);
+    } else if (t !== undefined && t.removals.length > 0 && h === undefined) {
+      // Decided, owed to a participant removed with --force (so never forgotten), and no history to show it: the leader's table says who removed it.
+      print('');
+      print('participants (the decision is no longer delivered to those removed with --force; still answered if they return)');
+      const removed = removedBy(t.removals);
+      const rows = [['PARTICIPANT', 'REMOVED']];
+      for (const p of t.participants) rows.push([p.participantId, removed.get(p.participantId) ?? '']);
       table(rows);
     } else if (known && h === undefined) {
       print('participants (not tracked any more: every participant acknowledged the decision, or it was a presumed abort)');

@@ -5,7 +5,16 @@
 import type * as grpc from '@grpc/grpc-js';
 import { newTxnId } from '../domain/txn-id.ts';
 import { pooledRandomBytes } from '../util/random-pool.ts';
-import { OPERATOR_KEY, type ClusterStatusResponse, type HeuristicInfo, type OutcomeName, type ParticipantInfo, type ParticipantState, type ResolutionInfo } from '../transport/coordinator-rpc.ts';
+import {
+  OPERATOR_KEY,
+  type ClusterStatusResponse,
+  type HeuristicInfo,
+  type OutcomeName,
+  type ParticipantInfo,
+  type ParticipantState,
+  type RemovalInfo,
+  type ResolutionInfo,
+} from '../transport/coordinator-rpc.ts';
 import { CoordinatorConnection, plaintext, type CallOptions, type ConnectionOptions } from './connection.ts';
 import { VerdictError } from './errors.ts';
 import { SagaCaller, type SagaHandle, type SagaSpec, type SagaStatus } from './saga.ts';
@@ -60,6 +69,8 @@ export interface TransactionInfo {
   heuristics: (Omit<HeuristicInfo, 'outcome' | 'decision'> & { outcome: Outcome; decision: Outcome })[];
   /** Operators' `txn resolve` acts on the cluster side. */
   resolutions: (Omit<ResolutionInfo, 'outcome'> & { outcome: Outcome })[];
+  /** Participants removed with `participant remove --force` while this decision was still owed to them (no longer delivered). */
+  removals: RemovalInfo[];
 }
 
 /** Which transactions `transactions()` lists; at most one filter applies. */
@@ -197,6 +208,8 @@ export class VerdictClient {
       outcome: outcomeName(t.outcome),
       heuristics: (t.heuristics ?? []).map((h) => ({ ...h, outcome: outcomeName(h.outcome), decision: outcomeName(h.decision) })),
       resolutions: (t.resolutions ?? []).map((x) => ({ ...x, outcome: outcomeName(x.outcome) })),
+      // A node of an earlier version sends none.
+      removals: t.removals ?? [],
     }));
   }
 

@@ -224,6 +224,17 @@ export interface TxnView {
   participants: { id: string; vote: Vote | null; acked: boolean; retries: number; unimplemented: string }[];
   heuristics: HeuristicRecord[];
   resolutions: Resolution[];
+  /** Participants removed with `participant remove --force` while the decision was still owed to them. */
+  removals: Removal[];
+}
+
+/** An operator's forced removal of a participant a decision was owed to: who, when, why, at which log index. */
+export interface Removal {
+  participantId: string;
+  operator: string;
+  reason: string;
+  atMs: number;
+  index: number;
 }
 
 /** Which transactions `list` returns. */

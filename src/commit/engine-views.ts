@@ -4,7 +4,7 @@
 // from) and the time of the read: nothing here changes anything.
 
 import type { DecisionTable, Staging } from './state.ts';
-import { isUndecidedPhase, txnAnswer, type ListFilter, type Member, type ParticipantActivity, type Phase, type Txn, type TxnView } from './engine-types.ts';
+import { isUndecidedPhase, txnAnswer, type ListFilter, type Member, type ParticipantActivity, type Phase, type Removal, type Txn, type TxnView } from './engine-types.ts';
 
 /** What a read sees: the engine's state at one instant. */
 export interface ViewState {
@@ -94,6 +94,7 @@ export function viewTxn(s: ViewState, txnId: string): TxnView | null {
     participants: (d?.participants ?? []).map((id) => ({ id, vote: null, acked: false, retries: 0, unimplemented: '' })),
     heuristics: [...heuristics],
     resolutions: [...resolutions],
+    removals: removalsOf(s, txnId),
   };
 }
 
@@ -113,6 +114,7 @@ function viewOfStaging(s: ViewState, st: Staging): TxnView {
     participants: st.participants.map((id) => ({ id, vote: null, acked: false, retries: 0, unimplemented: s.recoveryGaps?.(st.txnId)?.get(id) ?? '' })),
     heuristics: [...(s.table.heuristics.get(st.txnId) ?? [])],
     resolutions: [...(s.table.resolutions.get(st.txnId) ?? [])],
+    removals: removalsOf(s, st.txnId),
   };
 }
 
@@ -127,7 +129,16 @@ function viewOfTxn(s: ViewState, t: Txn): TxnView {
     participants: [...t.members.values()].map((m) => ({ id: m.record.id, vote: m.vote, acked: m.acked, retries: m.retries, unimplemented: m.unimplemented ?? '' })),
     heuristics: [...(s.table.heuristics.get(t.id) ?? [])],
     resolutions: [...(s.table.resolutions.get(t.id) ?? [])],
+    removals: removalsOf(s, t.id),
   };
+}
+
+/** The participants removed with --force that the decision of `txnId` is still owed to, with who removed each, when and why. */
+function removalsOf(s: ViewState, txnId: string): Removal[] {
+  return s.table.owedToRemoved(txnId).flatMap((id) => {
+    const r = s.table.removed.get(id);
+    return r === undefined ? [] : [{ participantId: id, operator: r.operator, reason: r.reason, atMs: r.atMs, index: r.index }];
+  });
 }
 
 /** Whether member `m` of `t` voted YES and waits for the decision or has not acknowledged it: prepared there (a TCC participant: its reserve is held). */

@@ -40,17 +40,38 @@ export const M_BYTES = `m${SEP}bytes`;
 export const M_SEQ = `m${SEP}seq`;
 export const M_LACKS = `m${SEP}lacks`;
 
-/** The bytes a record takes in the store: its key and value, and its entries in the indexes (by time, by each participant). */
-export function costOf(r: HistoryRecord, value: string): number {
-  const entry = entryOf(indexAtMs(r), r.txnId).length + 1;
-  return rKey(r.txnId).length + Buffer.byteLength(value) + entry * (1 + r.participants.length);
+/** The ids a record is indexed by participant under: a transaction's participants; a saga's step services, each once. */
+export function indexIds(r: HistoryRecord): string[] {
+  if (r.saga === undefined) return r.participants.map((p) => p.participantId);
+  return [...new Set(r.saga.steps.map((s) => s.service))];
 }
 
-/** Adds an index line under `prefix` (a plain function: this runs once per record and participant). */
-export function addLine(index: Map<string, string[]>, prefix: string, line: string): void {
-  const lines = index.get(prefix);
-  if (lines === undefined) index.set(prefix, [line]);
+/** The bytes a record takes in the store: its key and value, and its entries in the indexes (by time, by each participant). */
+export function costOf(r: HistoryRecord, value: string, ids: readonly string[]): number {
+  const entry = String(indexAtMs(r)).length + r.txnId.length + 2;
+  return 2 + r.txnId.length + Buffer.byteLength(value) + entry * (1 + ids.length);
+}
+
+/** A write turn's index lines: bucket → participant ('' for the time index: no participant id is empty) → lines. */
+export type IndexLines = Map<number, Map<string, string[]>>;
+
+/** Adds an index line (a plain function: this runs once per record and participant). */
+export function addLine(index: IndexLines, bucket: number, participantId: string, line: string): void {
+  let byId = index.get(bucket);
+  if (byId === undefined) {
+    byId = new Map();
+    index.set(bucket, byId);
+  }
+  const lines = byId.get(participantId);
+  if (lines === undefined) byId.set(participantId, [line]);
   else lines.push(line);
+}
+
+/** The puts of a write turn's index lines, one key per bucket and participant, numbered from `seq` + 1; returns the last number. */
+export function indexPuts(index: IndexLines, seq: number, ops: Batch[]): number {
+  let n = seq;
+  for (const [bucket, byId] of index) for (const [id, lines] of byId) ops.push({ type: 'put', key: `${id === '' ? tPrefix(bucket) : pPrefix(id, bucket)}${seq12(++n)}`, value: lines.join(ENTRY_SEP) });
+  return n;
 }
 
 /** An index key's entries: time and id, the lines that do not parse left out. */

@@ -24,6 +24,14 @@ export interface HistoryParticipant {
   ackedAtMs: number;
   /** True once the log says every participant acknowledged (the Forget), or this node saw its ACK. */
   acked: boolean;
+  // This node's own sightings (the leader's), folded in as they arrive instead of a row each:
+  // PREPARE sent, the vote received (YES or NO, no reason), the DECISION sent once (the
+  // decision's outcome), the ACK received (at ackedAtMs). Absent or 0: not seen here, or kept
+  // as a row. In memory and in the store's bytes only: a record read back has them as rows.
+  preparedAtMs?: number;
+  votedAtMs?: number;
+  sentAtMs?: number;
+  ackSeen?: boolean;
 }
 
 /**
@@ -78,6 +86,10 @@ export interface HistoryRecord {
   rows: HistoryRow[];
   /** Rows not kept past ROWS_MAX. */
   rowsDropped: number;
+  // Folded sightings (as HistoryParticipant's): the transaction begun, its decision proposed and the outcome proposed.
+  beganAtMs?: number;
+  proposedAtMs?: number;
+  proposed?: string;
   /** A saga's record (key `saga/<id>`): then `decidedAtMs` is when it started, `outcome` is '' and the lists above are empty. */
   saga?: HistorySaga;
 }
@@ -189,6 +201,7 @@ export function applyChange(rec: HistoryRecord | null, c: HistoryChange): Histor
         r.decidedAtMs = c.atMs;
       }
       for (const id of c.participants) participant(r, id);
+      inDecisionOrder(r, c.participants);
       // AC2: a COMMIT was decided only on a YES from every participant.
       if (r.outcome === 'commit') for (const p of r.participants) p.vote = 'yes';
       return r;
@@ -206,7 +219,7 @@ export function applyChange(rec: HistoryRecord | null, c: HistoryChange): Histor
       }
       return r;
     case 'row':
-      addRow(r, c);
+      addSighting(r, c.atMs, c.kind, c.participantId, c.detail);
       return r;
     case 'saga':
       applySaga(r, c.saga);
@@ -242,30 +255,140 @@ function participant(r: HistoryRecord, id: string): HistoryParticipant {
   return p;
 }
 
-function addRow(r: HistoryRecord, c: Extract<HistoryChange, { t: 'row' }>): void {
-  const detail = c.detail.slice(0, DETAIL_CHARS_MAX);
-  if (c.participantId !== '') {
-    const p = participant(r, c.participantId);
-    if (c.kind === 'vote') p.vote = /^YES/.test(detail) ? 'yes' : /^NO/.test(detail) ? 'no' : p.vote;
-    if (c.kind === 'ack') {
+/** Sightings of a participant seen before the decision (PREPAREs, votes) come first in the decision's order, as a follower's record has them. */
+function inDecisionOrder(r: HistoryRecord, ids: readonly string[]): void {
+  const ps = r.participants;
+  let same = true;
+  for (let i = 0; i < ids.length && same; i++) same = ps[i]?.participantId === ids[i];
+  if (same) return;
+  const rank = (p: HistoryParticipant): number => {
+    const i = ids.indexOf(p.participantId);
+    return i < 0 ? ids.length : i;
+  };
+  ps.sort((a, b) => rank(a) - rank(b));
+}
+
+const UPPER = { commit: 'COMMIT', abort: 'ABORT', '': '' } as const;
+
+/**
+ * What this node saw itself (a row of the leader's timeline), into the
+ * record: an ordinary sighting — the transaction begun, its decision
+ * proposed, and per participant the PREPARE sent, a YES or NO received, the
+ * DECISION sent once, the ACK received — is folded into a time on the record
+ * or its participant, with no row of its own; anything else (a vote with a
+ * reason, an error, a retry, a status question) is a row, and a repeated
+ * one counts on its first row. Every node's leader sees about ten
+ * sightings per transaction: folded, they cost a few numbers, not ten rows.
+ */
+export function addSighting(r: HistoryRecord, atMs: number, kind: string, participantId: string, rawDetail: string): void {
+  const detail = rawDetail.length > DETAIL_CHARS_MAX ? rawDetail.slice(0, DETAIL_CHARS_MAX) : rawDetail;
+  if (participantId === '') {
+    if (kind === 'begin' && detail === '' && !r.beganAtMs) r.beganAtMs = atMs;
+    else if (kind === 'proposed' && !r.proposedAtMs) {
+      r.proposedAtMs = atMs;
+      r.proposed = detail;
+    } else addRow(r, atMs, kind, '', detail);
+    return;
+  }
+  const p = participant(r, participantId);
+  switch (kind) {
+    case 'prepare':
+      if (detail === '' && !p.preparedAtMs) {
+        p.preparedAtMs = atMs;
+        return;
+      }
+      break;
+    case 'vote':
+      if ((detail === 'YES' || detail === 'NO') && !p.votedAtMs) {
+        p.votedAtMs = atMs;
+        p.vote = detail === 'YES' ? 'yes' : 'no';
+        return;
+      }
+      break;
+    case 'decision-sent':
+      if (p.sentAtMs) {
+        // Sent again (a retry): the first becomes the row the retries count on.
+        pushRow(r, { atMs: p.sentAtMs, lastAtMs: p.sentAtMs, kind, participantId, detail: UPPER[r.outcome], count: 1 });
+        p.sentAtMs = 0;
+      } else if (r.decisionIndex > 0 && detail === UPPER[r.outcome] && !r.rows.some((x) => x.kind === kind && x.participantId === participantId)) {
+        p.sentAtMs = atMs;
+        return;
+      }
+      break;
+    case 'ack':
+      if (detail === '' && !p.ackedAtMs) {
+        p.acked = true;
+        p.ackedAtMs = atMs;
+        p.ackSeen = true;
+        return;
+      }
+      break;
+  }
+  addRow(r, atMs, kind, participantId, detail);
+}
+
+function addRow(r: HistoryRecord, atMs: number, kind: string, participantId: string, detail: string): void {
+  if (participantId !== '') {
+    const p = participant(r, participantId);
+    if (kind === 'vote') p.vote = /^YES/.test(detail) ? 'yes' : /^NO/.test(detail) ? 'no' : p.vote;
+    if (kind === 'ack') {
       p.acked = true;
-      p.ackedAtMs ||= c.atMs;
+      p.ackedAtMs ||= atMs;
     }
   }
-  if (REPEATING.has(c.kind)) {
-    const same = r.rows.find((x) => x.kind === c.kind && x.participantId === c.participantId);
+  if (REPEATING.has(kind)) {
+    const same = r.rows.find((x) => x.kind === kind && x.participantId === participantId);
     if (same !== undefined) {
       same.count++;
-      same.lastAtMs = c.atMs;
+      same.lastAtMs = atMs;
       if (detail !== '') same.detail = detail;
       return;
     }
   }
-  if (r.rows.length >= ROWS_MAX) {
-    r.rowsDropped++;
-    return;
+  pushRow(r, { atMs, lastAtMs: atMs, kind, participantId, detail, count: 1 });
+}
+
+function pushRow(r: HistoryRecord, row: HistoryRow): void {
+  if (r.rows.length >= ROWS_MAX) r.rowsDropped++;
+  else r.rows.push(row);
+}
+
+/** A row kind's place among rows of the same time: the order a transaction goes through them. */
+const PHASE: Record<string, number> = { begin: 0, prepare: 1, vote: 2, proposed: 3, 'decision-sent': 4, ack: 5, 'no-ack': 5, status: 6 };
+const phaseOf = (kind: string): number => PHASE[kind] ?? 7;
+
+/** Whether a record holds folded sightings (addSighting). */
+export function hasSightings(r: HistoryRecord): boolean {
+  return !!(r.beganAtMs || r.proposedAtMs || r.participants.some((p) => p.preparedAtMs || p.votedAtMs || p.sentAtMs || p.ackSeen));
+}
+
+/**
+ * The record as it is read: its folded sightings (addSighting) are rows
+ * again, every row in time order (at one time, in the order a transaction
+ * goes: begin, PREPARE, vote, proposed, DECISION, ACK), and the folded
+ * fields gone. A record without any is returned as it is.
+ */
+export function withSightingRows(r: HistoryRecord): HistoryRecord {
+  if (!hasSightings(r)) return r;
+  const rows: HistoryRow[] = [];
+  const row = (atMs: number, kind: string, participantId: string, detail: string): void => {
+    rows.push({ atMs, lastAtMs: atMs, kind, participantId, detail, count: 1 });
+  };
+  if (r.beganAtMs) row(r.beganAtMs, 'begin', '', '');
+  if (r.proposedAtMs) row(r.proposedAtMs, 'proposed', '', r.proposed ?? '');
+  const participants: HistoryParticipant[] = [];
+  for (const p of r.participants) {
+    if (p.preparedAtMs) row(p.preparedAtMs, 'prepare', p.participantId, '');
+    if (p.votedAtMs) row(p.votedAtMs, 'vote', p.participantId, p.vote === 'no' ? 'NO' : 'YES');
+    if (p.sentAtMs) row(p.sentAtMs, 'decision-sent', p.participantId, UPPER[r.outcome]);
+    if (p.ackSeen) row(p.ackedAtMs, 'ack', p.participantId, '');
+    participants.push({ participantId: p.participantId, vote: p.vote, ackedAtMs: p.ackedAtMs, acked: p.acked });
   }
-  r.rows.push({ atMs: c.atMs, lastAtMs: c.atMs, kind: c.kind, participantId: c.participantId, detail, count: 1 });
+  rows.push(...r.rows);
+  // Stable: at one time and phase, the order above (the participants' order), then the rows kept as rows.
+  rows.sort((a, b) => a.atMs - b.atMs || phaseOf(a.kind) - phaseOf(b.kind));
+  const { beganAtMs: _b, proposedAtMs: _p, proposed: _d, ...rest } = r;
+  return { ...rest, participants, rows };
 }
 
 /** Why a value read back from the store is not a record, or null (the store's own bytes, checked as any read). */

@@ -27,9 +27,42 @@
 import { mkdir } from 'node:fs/promises';
 import { Level } from 'level';
 import { decodeRecord, encodeRecord, indexAtMs } from './codec.ts';
-import { addLine, type Batch, bucketOf, costOf, ENTRY_SEP, entriesOf, entryOf, M_APPLIED, M_BYTES, M_LACKS, M_SEQ, M_WRITTEN, pPrefix, rKey, SEP, seq12, tPrefix, upgradeIndexKeys } from './keys.ts';
-import { applyChange, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, type HistoryAnswer, type HistoryChange, type HistoryQuery, type HistoryRecord, type LogRange } from './record.ts';
-import { kindOf, startsRecord } from './record.ts';
+import {
+  addLine,
+  type Batch,
+  bucketOf,
+  costOf,
+  ENTRY_SEP,
+  entriesOf,
+  entryOf,
+  indexIds,
+  type IndexLines,
+  indexPuts,
+  M_APPLIED,
+  M_BYTES,
+  M_LACKS,
+  M_SEQ,
+  M_WRITTEN,
+  pPrefix,
+  rKey,
+  SEP,
+  seq12,
+  tPrefix,
+  upgradeIndexKeys,
+} from './keys.ts';
+import {
+  addSighting,
+  applyChange,
+  emptyRecord,
+  HISTORY_LIMIT_DEFAULT,
+  HISTORY_LIMIT_MAX,
+  type HistoryAnswer,
+  type HistoryChange,
+  type HistoryQuery,
+  type HistoryRecord,
+  type LogRange,
+} from './record.ts';
+import { kindOf, startsRecord, withSightingRows } from './record.ts';
 
 export { HISTORY_BYTES_MAX_DEFAULT, HISTORY_LIMIT_MAX, HISTORY_RETENTION_MS_DEFAULT, type HistoryAnswer, type HistoryQuery, type LogRange } from './record.ts';
 export { indexAtMs } from './codec.ts';
@@ -63,10 +96,8 @@ const HOLD_TURNS = 10;
 const HELD_MAX = 10_000;
 /** Records not settled kept in memory after they are written (they may change again: a late ACK, the Forget). */
 const HOT_MAX = 2_000;
-/** Undecided transactions whose rows (PREPARE, votes) wait in memory for their decision. */
+/** Undecided transactions whose sightings (PREPARE, votes) wait in memory for their decision. */
 const PENDING_MAX = 10_000;
-/** Rows kept per undecided transaction while it waits (ROWS_MAX rows, each repeated a few times). */
-const PENDING_ROWS_MAX = 4 * 64;
 const PRUNE_EVERY_MS = 60_000;
 const LACKS_MAX = 100;
 
@@ -100,8 +131,8 @@ export class HistoryStore {
   private deferred = new Map<string, HistoryChange[]>();
   /** The lowest log index among the deferred changes; 0 when all were sightings. */
   private deferredMinIndex = 0;
-  /** Rows of transactions not decided yet. */
-  private readonly pending = new Map<string, HistoryChange[]>();
+  /** What this node saw of transactions not decided yet, folded into a record each (./record.ts addSighting) that their decision joins. */
+  private readonly pending = new Map<string, HistoryRecord>();
   /** The highest log index applied here (in memory). */
   private applied: number;
   /** Every change of the log up to this index is on disk (invariant: durable <= applied). */
@@ -168,8 +199,46 @@ export class HistoryStore {
       if (index > this.applied) this.applied = index;
     }
     for (const c of changes) this.change(c, index);
+    this.due();
+  }
+
+  /**
+   * What this node saw itself of `txnId` (a row of the leader's timeline,
+   * not in the log): folded into its record in memory as it arrives
+   * (./record.ts addSighting), with no change value made for it — the
+   * leader sees about ten per transaction.
+   */
+  sighting(txnId: string, atMs: number, kind: string, participantId: string, detail: string): void {
+    if (this.closed) return;
+    this.seen(txnId, atMs, kind, participantId, detail);
+    this.due();
+  }
+
+  /** Starts a write now if enough waits, else at the next turn. */
+  private due(): void {
     if (this.settled >= FLUSH_RECORDS || this.dirty.size > (this.o.heldMax ?? HELD_MAX) || this.deferred.size >= FLUSH_RECORDS) void this.write(false);
     else this.arm();
+  }
+
+  private seen(txnId: string, atMs: number, kind: string, participantId: string, detail: string): void {
+    const r = this.hot.get(txnId);
+    if (r !== undefined) {
+      addSighting(r, atMs, kind, participantId, detail);
+      this.touch(txnId, 0);
+      return;
+    }
+    if (!this.o.decided(txnId)) {
+      // Not decided yet (PREPARE, votes): kept until the decision, which joins them.
+      let p = this.pending.get(txnId);
+      if (p === undefined) {
+        p = emptyRecord(txnId);
+        this.pending.set(txnId, p);
+        if (this.pending.size > PENDING_MAX) this.pending.delete(this.pending.keys().next().value as string);
+      }
+      addSighting(p, atMs, kind, participantId, detail);
+      return;
+    }
+    this.defer(txnId, [{ t: 'row', txnId, atMs, kind, participantId, detail }]);
   }
 
   /**
@@ -206,27 +275,20 @@ export class HistoryStore {
       return;
     }
     if (c.t === 'decide' && c.first) {
-      const rows = this.pending.get(c.txnId) ?? [];
+      const seen = this.pending.get(c.txnId);
       this.pending.delete(c.txnId);
       if (c.index <= this.written) {
         // Replayed after a restart (or a snapshot's): a record may be on disk already; the change is merged into it.
-        this.defer(c.txnId, [c, ...rows], index);
+        this.defer(c.txnId, seen === undefined ? [c] : [c, ...rowChanges(seen)], index);
         return;
       }
-      // A new decision: the rows seen before it (PREPARE, votes) join it.
-      let rec = applyChange(null, c);
-      for (const p of rows) rec = applyChange(rec, p);
-      this.hot.set(c.txnId, rec);
+      // A new decision: what this node saw before it (PREPARE, votes) joins it.
+      this.hot.set(c.txnId, applyChange(seen ?? null, c));
       this.touch(c.txnId, index);
       return;
     }
-    if (c.t === 'row' && !this.o.decided(c.txnId)) {
-      const list = this.pending.get(c.txnId) ?? [];
-      if (list.length === 0) {
-        this.pending.set(c.txnId, list);
-        if (this.pending.size > PENDING_MAX) this.pending.delete(this.pending.keys().next().value as string);
-      }
-      if (list.length < PENDING_ROWS_MAX) list.push(c);
+    if (c.t === 'row') {
+      this.seen(c.txnId, c.atMs, c.kind, c.participantId, c.detail);
       return;
     }
     this.defer(c.txnId, [c], index);
@@ -313,7 +375,10 @@ export class HistoryStore {
         }
         const v = values[i];
         const rec = v === undefined ? null : this.decode(id, v);
-        if (rec !== null) this.stored.set(id, { atMs: indexAtMs(rec), participants: rec.participants.map((p) => p.participantId), cost: costOf(rec, v as string) });
+        if (rec !== null) {
+          const ids = indexIds(rec);
+          this.stored.set(id, { atMs: indexAtMs(rec), participants: ids, cost: costOf(rec, v as string, ids) });
+        }
         let r = rec;
         for (const c of cs) if (r !== null || startsRecord(c)) r = applyChange(r, c);
         if (r === null) continue;
@@ -332,7 +397,7 @@ export class HistoryStore {
       }
       // Due: settled, held long enough, the oldest past the bound, read back just now, or all of them (a flush).
       const ops: Batch[] = [];
-      const index = new Map<string, string[]>();
+      const index: IndexLines = new Map();
       let floor = appliedAt;
       let overflow = this.dirty.size - (this.o.heldMax ?? HELD_MAX);
       const holdTurns = this.o.holdTurns ?? HOLD_TURNS;
@@ -353,7 +418,7 @@ export class HistoryStore {
         undo.set(id, this.stored.get(id));
         this.putOps(r, ops, index);
       }
-      for (const [prefix, lines] of index) ops.push({ type: 'put', key: `${prefix}${seq12(++this.seq)}`, value: lines.join(ENTRY_SEP) });
+      this.seq = indexPuts(index, this.seq, ops);
       // The records just encoded hold every change applied so far, and none later.
       const writtenTo = Math.max(this.written, this.applied);
       ops.push(
@@ -406,7 +471,7 @@ export class HistoryStore {
   }
 
   /** The op that writes `r`, and its index entries (the first time it is written at its time, or for a participant new to it), with the byte count kept. */
-  private putOps(r: HistoryRecord, ops: Batch[], index: Map<string, string[]>): void {
+  private putOps(r: HistoryRecord, ops: Batch[], index: IndexLines): void {
     const value = encodeRecord(r);
     const at = indexAtMs(r);
     const before = this.stored.get(r.txnId);
@@ -414,11 +479,12 @@ export class HistoryStore {
     const known = before !== undefined && before.atMs === at ? before.participants : null;
     const entry = entryOf(at, r.txnId);
     const bucket = bucketOf(at);
-    if (known === null) addLine(index, tPrefix(bucket), entry);
-    for (const p of r.participants) if (known === null || !known.includes(p.participantId)) addLine(index, pPrefix(p.participantId, bucket), entry);
-    const cost = costOf(r, value);
+    const ids = indexIds(r);
+    if (known === null) addLine(index, bucket, '', entry);
+    for (const id of ids) if (known === null || !known.includes(id)) addLine(index, bucket, id, entry);
+    const cost = costOf(r, value, ids);
     this.bytes += cost - (before?.cost ?? 0);
-    this.stored.set(r.txnId, { atMs: at, participants: r.participants.map((p) => p.participantId), cost });
+    this.stored.set(r.txnId, { atMs: at, participants: ids, cost });
   }
 
   private trimHot(): void {
@@ -473,7 +539,8 @@ export class HistoryStore {
       const rec = v === undefined ? null : this.decode(ids[i], v);
       // Gone, or moved to another bucket (listed there): a stale line.
       if (rec === null || bucketOf(indexAtMs(rec)) !== bucket) continue;
-      live.push({ id: ids[i], atMs: indexAtMs(rec), participants: rec.participants.map((p) => p.participantId), cost: costOf(rec, v as string) });
+      const pids = indexIds(rec);
+      live.push({ id: ids[i], atMs: indexAtMs(rec), participants: pids, cost: costOf(rec, v as string, pids) });
     }
     live.sort((a, b) => a.atMs - b.atMs || (a.id < b.id ? -1 : 1));
     const ops: Batch[] = [];
@@ -591,6 +658,11 @@ export class HistoryStore {
     if (this.timer) clearTimeout(this.timer);
     await this.db.close();
   }
+}
+
+/** A pending record's sightings as changes, to merge into a record read from disk. */
+function rowChanges(r: HistoryRecord): HistoryChange[] {
+  return withSightingRows(r).rows.map((w) => ({ t: 'row', txnId: r.txnId, atMs: w.atMs, kind: w.kind, participantId: w.participantId, detail: w.detail }));
 }
 
 function parseLacks(v: string | undefined): LogRange[] {

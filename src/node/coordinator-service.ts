@@ -202,6 +202,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     participants: t.participants.map((p) => ({ participantId: p.id, vote: p.vote ?? '', acked: p.acked, retries: p.retries, unimplemented: p.unimplemented })),
     heuristics: t.heuristics.map(heuristicInfo),
     resolutions: t.resolutions.map(resolutionInfo),
+    removals: t.removals,
   });
 
   return {

@@ -147,7 +147,7 @@ export function historyObserver(history: HistoryStore, shiftMs: number): Pick<No
 export function historyRow(history: HistoryStore, shiftMs: number): (txnId: string, e: { atMs: number; kind: string; participantId?: string; detail?: string }) => void {
   return (txnId, e) => {
     if (!SEEN_KINDS.has(e.kind)) return;
-    history.apply(0, [{ t: 'row', txnId, atMs: e.atMs + shiftMs, kind: e.kind, participantId: e.participantId ?? '', detail: e.detail ?? '' }]);
+    history.sighting(txnId, e.atMs + shiftMs, e.kind, e.participantId ?? '', e.detail ?? '');
   };
 }
 

@@ -20,6 +20,7 @@ import type { OutcomeAnswer__Output as GenOutcomeAnswer } from './gen/coordinato
 import type { TxnOutcome__Output as GenTxnOutcome } from './gen/coordinator/verdict/coordinator/TxnOutcome.ts';
 import type { ListTransactionsRequest__Output as GenListTransactionsRequest } from './gen/coordinator/verdict/coordinator/ListTransactionsRequest.ts';
 import type { HeuristicInfo__Output as GenHeuristicInfo } from './gen/coordinator/verdict/coordinator/HeuristicInfo.ts';
+import type { RemovalInfo__Output as GenRemovalInfo } from './gen/coordinator/verdict/coordinator/RemovalInfo.ts';
 import type { ResolutionInfo__Output as GenResolutionInfo } from './gen/coordinator/verdict/coordinator/ResolutionInfo.ts';
 import type { ReportHeuristicRequest__Output as GenReportHeuristicRequest } from './gen/coordinator/verdict/coordinator/ReportHeuristicRequest.ts';
 import type { ReportHeuristicResponse__Output as GenReportHeuristicResponse } from './gen/coordinator/verdict/coordinator/ReportHeuristicResponse.ts';
@@ -70,6 +71,7 @@ export type OutcomeAnswer = Wire<GenOutcomeAnswer>;
 export type ListTransactionsRequest = Wire<GenListTransactionsRequest>;
 export type HeuristicInfo = Wire<GenHeuristicInfo>;
 export type ResolutionInfo = Wire<GenResolutionInfo>;
+export type RemovalInfo = Wire<GenRemovalInfo>;
 export type ReportHeuristicRequest = Wire<GenReportHeuristicRequest>;
 export type ReportHeuristicResponse = Wire<GenReportHeuristicResponse>;
 export type ResolveTransactionRequest = Wire<GenResolveTransactionRequest>;

@@ -127,4 +127,31 @@ describe('a participant that is gone', () => {
     await waitFor('the decision forgotten once acknowledged', 30_000, async () => ((await gauge(metrics, 'verdict_decisions_unforgotten')) === 0 ? true : undefined));
     expect((await client.outcome(r.txnId)).outcome).toBe('COMMITTED');
   }, 120_000);
+
+  it('with "history": false, txn show still names a forced removal (who, when, why) from the leader\'s table, and --json carries it', async () => {
+    const c = await Cluster.start({ nodes: 1, metrics: true, configExtra: () => ({ history: false }) });
+    const { node } = await c.waitForLeader();
+    const ep = ['--endpoints', node.address];
+    const gone = await startOldParticipant(c.clusterId, 'gone', [node.address], { acksDecisions: false, askAfterMs: 3_600_000 });
+    stops.push(() => gone.stop());
+    const client = new VerdictClient({ insecure: true, endpoints: [node.address], callTimeoutMs: 30_000 });
+    stops.push(() => client.close());
+    const r = await client.transaction({ parallelCommit: false }).enlist('gone').commit();
+    expect(r.outcome).toBe('COMMITTED');
+    gone.stop();
+    await waitFor('the COMMIT to wait for its ACK', 30_000, async () => ((await gauge(node.metricsAddress as string, 'verdict_decisions_unacked')) === 1 ? true : undefined));
+    const forced = await runCli(['participant', 'remove', 'gone', '--force', '--reason', 'rack 4 retired', '--operator', 'bob@ops', ...ep]);
+    expect(forced.code, forced.stderr).toBe(0);
+    const shown = await waitFor('txn show naming the removal', 30_000, async () => {
+      const s = await runCli(['txn', 'show', r.txnId, ...ep]);
+      return /removed with --force/.test(s.stdout) ? s : undefined;
+    });
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/keeps no transaction history/);
+    expect(shown.stdout).toMatch(/^gone +removed with --force by bob@ops at 20\d\d-\S+Z: rack 4 retired; no longer delivered$/m);
+    expect(shown.stdout).not.toMatch(/not tracked any more/);
+    const json = JSON.parse((await runCli(['txn', 'show', r.txnId, '--json', ...ep])).stdout) as { removals: unknown[]; history: unknown };
+    expect(json.history).toBeNull();
+    expect(json.removals).toEqual([{ participantId: 'gone', operator: 'bob@ops', reason: 'rack 4 retired', atMs: expect.any(Number), index: expect.any(Number) }]);
+  }, 120_000);
 });

@@ -136,6 +136,16 @@ describe('a saga in the history', () => {
     expect((search.body.records as { saga: SagaRec }[]).map((r) => r.saga.sagaId)).toEqual(['refund-7732', 'refund-7731']);
     const txnsOnly = await runCli(['txn', 'list', '--since', '36h', '--json', ...ep(leader)]);
     expect((JSON.parse(txnsOnly.stdout) as { records: unknown[] }).records).toEqual([]);
+    // Indexed by the step services they called: txn list --participant and the console's search find them on any node.
+    const atPay = await runCli(['txn', 'list', '--since', '36h', '--participant', 'pay', ...ep(follower)]);
+    expect(atPay.code).toBe(0);
+    expect(atPay.stdout).toMatch(/^saga\/refund-7732 +FINISHED +\S+ +pay:done/m);
+    expect(atPay.stdout).toMatch(/^saga\/refund-7731 +FINISHED +\S+ +pay:done,pay:done +- +order-refund/m);
+    const atPayTxns = await runCli(['txn', 'list', '--since', '36h', '--participant', 'pay', '--kind', 'txn', '--json', ...ep(follower)]);
+    expect(atPayTxns.code, atPayTxns.stderr).toBe(0);
+    expect((JSON.parse(atPayTxns.stdout) as { records: unknown[] }).records).toEqual([]);
+    const bySearch = await consoleGet(follower, '/api/history?participant=pay&since=36h');
+    expect((bySearch.body.records as { txnId: string }[]).map((r) => r.txnId)).toEqual(['saga/refund-7732', 'saga/refund-7731']);
     const page = await consoleGet(follower, '/api/sagas/refund-7731');
     expect(page.status).toBe(200);
     expect(page.body).toMatchObject({ fromHistory: true, saga: { sagaId: 'refund-7731', state: 'finished' }, actions: { retry: { offered: false } } });

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
-import { applyChange, sagaKey, type HistoryChange } from '../../src/history/record.ts';
+import { applyChange, sagaKey, withSightingRows, type HistoryChange } from '../../src/history/record.ts';
 import { HistoryQueryError, parseHistorySearch, parseTimeArg } from '../../src/history/query.ts';
 import { decodeRecord, encodeRecord } from '../../src/history/codec.ts';
 import { HistoryStore, type HistoryOptions } from '../../src/history/store.ts';
@@ -75,9 +75,13 @@ describe('history records', () => {
       applyChange(r, { t: 'row', txnId: 'a', atMs: 20 + i, kind: 'no-ack', participantId: 'bank', detail: `connection refused ${i}` });
     }
     applyChange(r, { t: 'row', txnId: 'a', atMs: 99, kind: 'ack', participantId: 'bank', detail: '' });
-    const noAck = r.rows.find((x) => x.kind === 'no-ack');
+    const rows = withSightingRows(r).rows;
+    const noAck = rows.find((x) => x.kind === 'no-ack');
     expect(noAck).toMatchObject({ count: 50, detail: 'connection refused 49', atMs: 20, lastAtMs: 69 });
-    expect(r.rows.length).toBe(4);
+    expect(rows.find((x) => x.kind === 'decision-sent')).toMatchObject({ count: 50, detail: 'COMMIT', atMs: 20, lastAtMs: 69 });
+    expect(rows.map((x) => x.kind)).toEqual(['prepare', 'decision-sent', 'no-ack', 'ack']);
+    // Only what is not an ordinary sighting is a row in memory: the PREPARE and the ACK are folded into their participants.
+    expect(r.rows.map((x) => x.kind)).toEqual(['no-ack', 'decision-sent']);
     expect(r.participants.find((p) => p.participantId === 'bank')).toMatchObject({ acked: true, ackedAtMs: 99 });
     expect(r.participants.find((p) => p.participantId === 'shop')?.acked).toBe(false);
     applyChange(r, { t: 'forget', txnId: 'a', index: 9, atMs: 120 });
@@ -102,10 +106,23 @@ describe('history record bytes', () => {
     });
     applyChange(r, { t: 'forget', txnId: 'x-1', index: 11, atMs: NOW_MS + 30 });
     const text = encodeRecord(r);
-    expect(decodeRecord('x-1', text)).toEqual(r);
-    // The first form, a JSON object, is still read.
-    expect(decodeRecord('x-1', JSON.stringify(r))).toEqual(r);
-    expect(decodeRecord('x-1', '[2,"commit"]')).toMatch(/not a record of form 2/);
+    const read = withSightingRows(r);
+    expect(decodeRecord('x-1', text)).toEqual(read);
+    expect(read.rows.map((x) => x.kind)).toEqual(['prepare', 'no-ack', 'a kind of its own', 'ack']);
+    // The forms before are still read: a JSON object, and the positional form without folded sightings.
+    expect(decodeRecord('x-1', JSON.stringify(read))).toEqual(read);
+    const form2 = '[2,"commit","",4,1000,0,5,300,0,[["shop",1,1,3],["bank",1,0]],[],[[-2,"p","shop"],[3,"a","shop"]]]';
+    expect(decodeRecord('y', form2)).toMatchObject({
+      decidedAtMs: 1000,
+      forgottenAtMs: 1300,
+      participants: [{ participantId: 'shop', ackedAtMs: 1003 }, { ackedAtMs: 0 }],
+      rows: [
+        { atMs: 998, kind: 'prepare' },
+        { atMs: 1003, kind: 'ack' },
+      ],
+    });
+    expect(decodeRecord('x-1', '[2,"commit"]')).toMatch(/not a record of form 3 or 2/);
+    expect(decodeRecord('x-1', '[3,"commit","",4,1000,0,5,300,0,[["shop",1,1,null,null,null,null,1]],[],[],null,null,""]')).toMatch(/participant is malformed/);
     expect(decodeRecord('x-1', text.replace('"abort"', '"maybe"'))).toMatch(/outcome "maybe"/);
     expect(decodeRecord('x-1', '{')).toMatch(/does not parse/);
     expect(decodeRecord('x-1', text.replace('"a kind of its own"', '"Z"'))).toMatch(/kind "Z" is unknown/);
@@ -429,6 +446,33 @@ describe('sagas and forced removals in the history', () => {
     if (same === undefined) throw new Error('no saga');
     again.apply(0, [{ t: 'saga', txnId: sagaKey('refund-7731'), saga: { ...same, calls: same.calls.map((c) => ({ ...c, attemptsTotal: c.attempts })) }, index: same.lastIndex }]);
     expect((await again.query({ txnId: sagaKey('refund-7731') })).records[0]?.saga?.calls[0]?.attemptsTotal).toBe(4);
+  });
+
+  it('finds a saga by each step service it called, beside the transactions of that participant, across a restart', async () => {
+    const { store, dir } = await open();
+    const table = new SagaTable();
+    const feed = historyObserver(store, 0);
+    let index = 0;
+    const run = (cmd: SagaCommand): void => {
+      index++;
+      feed.onResult?.({ term: 1, index, type: EntryType.Normal, data: new Uint8Array() }, table.apply(cmd, index));
+    };
+    const steps = [
+      { service: 'pay', name: 'debit', input: '' },
+      { service: 'ship', name: 'send', input: '' },
+      { service: 'pay', name: 'receipt', input: '' },
+    ];
+    run({ t: 'saga.start', sagaId: 'order-1', steps, pivot: null, atMs: NOW_MS - 5_000 });
+    run({ t: 'saga.result', sagaId: 'order-1', step: 0, kind: 'action', outcome: 'done', output: 'ok', reason: '', atMs: NOW_MS - 4_000 });
+    run({ t: 'saga.start', sagaId: 'order-2', steps: steps.slice(1, 2), pivot: null, atMs: NOW_MS - 3_000 });
+    store.apply(++index, [decide('t-pay', index, NOW_MS - 2_000, ['pay', 'bank'])]);
+    await store.close();
+    const { store: again } = await open(dir);
+    expect((await again.query({ participantId: 'pay' })).records.map((x) => x.txnId)).toEqual(['t-pay', sagaKey('order-1')]);
+    expect((await again.query({ participantId: 'ship' })).records.map((x) => x.txnId)).toEqual([sagaKey('order-2'), sagaKey('order-1')]);
+    expect((await again.query({ participantId: 'pay', kind: 'saga' })).records.map((x) => x.txnId)).toEqual([sagaKey('order-1')]);
+    expect((await again.query({ participantId: 'bank' })).records.map((x) => x.txnId)).toEqual(['t-pay']);
+    expect((await again.query({ participantId: 'ship', sinceAtMs: NOW_MS - 4_000 })).records.map((x) => x.txnId)).toEqual([sagaKey('order-2')]);
   });
 
   it('participant remove --force names who removed it, when and why on each decision it was owed; a snapshot carries it', async () => {

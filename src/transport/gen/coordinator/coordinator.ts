@@ -26,6 +26,7 @@ import type { ParticipantInfo as _verdict_coordinator_ParticipantInfo, Participa
 import type { ParticipantState as _verdict_coordinator_ParticipantState, ParticipantState__Output as _verdict_coordinator_ParticipantState__Output } from './verdict/coordinator/ParticipantState.ts';
 import type { RegisterParticipantRequest as _verdict_coordinator_RegisterParticipantRequest, RegisterParticipantRequest__Output as _verdict_coordinator_RegisterParticipantRequest__Output } from './verdict/coordinator/RegisterParticipantRequest.ts';
 import type { RegisterParticipantResponse as _verdict_coordinator_RegisterParticipantResponse, RegisterParticipantResponse__Output as _verdict_coordinator_RegisterParticipantResponse__Output } from './verdict/coordinator/RegisterParticipantResponse.ts';
+import type { RemovalInfo as _verdict_coordinator_RemovalInfo, RemovalInfo__Output as _verdict_coordinator_RemovalInfo__Output } from './verdict/coordinator/RemovalInfo.ts';
 import type { RemoveParticipantRequest as _verdict_coordinator_RemoveParticipantRequest, RemoveParticipantRequest__Output as _verdict_coordinator_RemoveParticipantRequest__Output } from './verdict/coordinator/RemoveParticipantRequest.ts';
 import type { RemoveParticipantResponse as _verdict_coordinator_RemoveParticipantResponse, RemoveParticipantResponse__Output as _verdict_coordinator_RemoveParticipantResponse__Output } from './verdict/coordinator/RemoveParticipantResponse.ts';
 import type { ReportHeuristicRequest as _verdict_coordinator_ReportHeuristicRequest, ReportHeuristicRequest__Output as _verdict_coordinator_ReportHeuristicRequest__Output } from './verdict/coordinator/ReportHeuristicRequest.ts';
@@ -74,6 +75,7 @@ export interface ProtoGrpcType {
       ParticipantState: MessageTypeDefinition<_verdict_coordinator_ParticipantState, _verdict_coordinator_ParticipantState__Output>
       RegisterParticipantRequest: MessageTypeDefinition<_verdict_coordinator_RegisterParticipantRequest, _verdict_coordinator_RegisterParticipantRequest__Output>
       RegisterParticipantResponse: MessageTypeDefinition<_verdict_coordinator_RegisterParticipantResponse, _verdict_coordinator_RegisterParticipantResponse__Output>
+      RemovalInfo: MessageTypeDefinition<_verdict_coordinator_RemovalInfo, _verdict_coordinator_RemovalInfo__Output>
       RemoveParticipantRequest: MessageTypeDefinition<_verdict_coordinator_RemoveParticipantRequest, _verdict_coordinator_RemoveParticipantRequest__Output>
       RemoveParticipantResponse: MessageTypeDefinition<_verdict_coordinator_RemoveParticipantResponse, _verdict_coordinator_RemoveParticipantResponse__Output>
       ReportHeuristicRequest: MessageTypeDefinition<_verdict_coordinator_ReportHeuristicRequest, _verdict_coordinator_ReportHeuristicRequest__Output>
