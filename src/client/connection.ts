@@ -17,7 +17,7 @@ import { unaryCall } from '../transport/unary.ts';
 import { CommitStream } from './commit-stream.ts';
 import { explainConnectError } from '../transport/tls.ts';
 import { coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, RECORDED_OUTCOME_KEY, STATUS_REASON_KEY, type CoordinatorHandlers, type CoordinatorMethod } from '../transport/coordinator-rpc.ts';
-import { RetriesExhaustedError, statusName, VerdictError, invalidArgument, type RefusalDetails, type StatusName } from './errors.ts';
+import { RetriesExhaustedError, statusName, VerdictError, invalidArgument, type RefusalDetails } from './errors.ts';
 import { AttemptLoop } from './attempt-loop.ts';
 import { DEFAULT_BACKOFF, retryable, type AttemptFailure, type BackoffOptions } from './retry-policy.ts';
 
