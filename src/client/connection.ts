@@ -17,8 +17,9 @@ import { unaryCall } from '../transport/unary.ts';
 import { CommitStream } from './commit-stream.ts';
 import { explainConnectError } from '../transport/tls.ts';
 import { coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, RECORDED_OUTCOME_KEY, STATUS_REASON_KEY, type CoordinatorHandlers, type CoordinatorMethod } from '../transport/coordinator-rpc.ts';
-import { RetriesExhaustedError, statusName, VerdictError, invalidArgument, type RefusalDetails, type StatusName } from './errors.ts';
-import { classifyFailure, DEFAULT_BACKOFF, pauseMs, retryable, type AttemptFailure, type BackoffOptions } from './retry-policy.ts';
+import { RetriesExhaustedError, statusName, VerdictError, invalidArgument, type RefusalDetails } from './errors.ts';
+import { AttemptLoop } from './attempt-loop.ts';
+import { DEFAULT_BACKOFF, retryable, type AttemptFailure, type BackoffOptions } from './retry-policy.ts';
 
 export type { BackoffOptions };
 
@@ -115,43 +116,47 @@ export class CoordinatorConnection {
   async call<M extends CoordinatorMethod>(method: M, request: RequestOf<M>, options: CallOptions = {}, nextRequest?: (failure: AttemptFailure) => RequestOf<M>): Promise<ResponseOf<M>> {
     let req = request;
     const bounds = callBounds(options);
-    const deadlineAtMs = Date.now() + (bounds.callTimeoutMs ?? this.callTimeoutMs);
-    const attemptMs = bounds.attemptTimeoutMs ?? this.attemptTimeoutMs;
-    let last: string | undefined;
-    let lastCode: StatusName = 'UNAVAILABLE';
-    const search = this.finder.search();
+    // The loop itself is a pure step (./attempt-loop.ts); this drives it with the wall clock, gRPC and sleep.
+    const loop = new AttemptLoop(this.finder, {
+      deadlineAtMs: Date.now() + (bounds.callTimeoutMs ?? this.callTimeoutMs),
+      attemptTimeoutMs: bounds.attemptTimeoutMs ?? this.attemptTimeoutMs,
+      backoff: this.backoff,
+    });
+    let action = loop.start(Date.now(), this.random);
     for (;;) {
-      for (let address = search.next(); address !== undefined; address = search.next()) {
-        this.checkOpen();
-        const remainingMs = deadlineAtMs - Date.now();
-        if (remainingMs <= 0) break;
-        const clipped = remainingMs < attemptMs;
-        try {
-          const response = await this.attempt(address, method, req, clipped ? remainingMs : attemptMs, options.metadata);
-          search.answered(address);
-          return response;
-        } catch (err) {
-          if (err instanceof VerdictError) throw err;
-          const e = err as grpc.ServiceError;
-          const code = statusName(e.code);
-          const failure = classifyFailure({ code, reason: metadataText(e, STATUS_REASON_KEY), neverConnected: neverConnected(e) });
-          if (!retryable(failure)) throw new VerdictError(code, e.details || e.message, address, refusalDetails(e));
-          if (nextRequest !== undefined) req = nextRequest(failure);
-          const why = `${code} ${describe(e, this.credentials._isSecure())}`;
-          // An attempt cut short by the call's own deadline says nothing about the node; keep the earlier, telling error.
-          if (!(clipped && code === 'DEADLINE_EXCEEDED' && last !== undefined)) {
-            last = `${address}: ${why}`;
-            lastCode = code;
+      switch (action.t) {
+        case 'pause':
+          await sleep(action.pauseMs);
+          action = loop.paused(Date.now(), this.random);
+          break;
+        case 'give-up':
+          throw new RetriesExhaustedError(action.code, `no node answered ${method} in time; last: ${action.last ?? 'no node was tried'}`);
+        case 'done':
+          throw new Error(`the call of ${method} is done without its answer`);
+        case 'attempt': {
+          this.checkOpen();
+          const { address } = action;
+          try {
+            const response = await this.attempt(address, method, req, action.timeoutMs, options.metadata);
+            loop.answered(address);
+            return response;
+          } catch (err) {
+            if (err instanceof VerdictError) throw err;
+            const e = err as grpc.ServiceError;
+            const code = statusName(e.code);
+            const { failure, next } = loop.failed(
+              address,
+              { code, reason: metadataText(e, STATUS_REASON_KEY), neverConnected: neverConnected(e), why: `${code} ${describe(e, this.credentials._isSecure())}`, hint: leaderHint(e) },
+              Date.now(),
+              this.random,
+            );
+            if (!retryable(failure)) throw new VerdictError(code, e.details || e.message, address, refusalDetails(e));
+            if (nextRequest !== undefined) req = nextRequest(failure);
+            action = next;
           }
-          search.failed(address, why, leaderHint(e));
+          break;
         }
       }
-      const remainingMs = deadlineAtMs - Date.now();
-      if (remainingMs <= 0) {
-        throw new RetriesExhaustedError(lastCode, `no node answered ${method} in time; last: ${last ?? 'no node was tried'}`);
-      }
-      await sleep(Math.min(remainingMs, pauseMs(search.round - 1, this.backoff, this.random())));
-      search.nextRound();
     }
   }
 

@@ -81,8 +81,8 @@ export interface NodeCoreObserver {
 }
 
 /**
- * A product's engine fed from the same log and leadership (sagas:
- * src/node/saga-service.ts): it hears every product table's applied result
+ * A product's engine fed from the same log and leadership (the saga core,
+ * src/saga/saga-core.ts, attached by ./products.ts): it hears every product table's applied result
  * (src/commit/product-table.ts) and takes its own by `product`.
  */
 export interface CoreExtension {

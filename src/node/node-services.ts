@@ -25,7 +25,7 @@ import type { HistoryStore } from '../history/store.ts';
 import type { CommitAnswer } from './metrics.ts';
 import { putStreamHandler } from './put-stream.ts';
 import { raftNodeApi } from './raft-node-service.ts';
-import type { SagaWiring } from './saga-service.ts';
+import type { SagaService } from './saga-service.ts';
 import type { LeaseTable } from '../lease/state.ts';
 
 /** The node's services, added when it binds and answering UNAVAILABLE until addNodeServices opens them. */
@@ -53,7 +53,7 @@ export interface NodeServicesOptions {
   /** Who may do what (src/transport/auth.ts). */
   access: Access;
   refusals: Refusals;
-  sagas: SagaWiring;
+  sagas: SagaService;
   /** The lease table beside the decision table (./products.ts). */
   leases: LeaseTable;
   /** Non-null while the node shuts down: what Begin and Commit answer instead of taking new work. */

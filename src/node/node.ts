@@ -56,7 +56,7 @@ import type { NodeStateMachine } from './machine.ts';
 import { HistoriedMachine, historyObserver, historyRow, historyShiftMs, openHistory } from './history-feed.ts';
 import { sagaTableFromEnv } from './history-sagas.ts';
 import type { HistoryStore } from '../history/store.ts';
-import { nodeProducts } from './products.ts';
+import { attachProducts, nodeProducts } from './products.ts';
 import { raftMembers } from './members.ts';
 import { addNodeServices, addStartingGates, type NodeServiceGates } from './node-services.ts';
 import { loadNodeTls, type NodeTls } from './node-tls.ts';
@@ -64,8 +64,7 @@ import { OpenParts } from './open-parts.ts';
 import { OperatorPages } from './operator-pages.ts';
 import { ParticipantLink } from './participant-link.ts';
 import { REQUEST_TIMEOUT_MS } from './raft-node-service.ts';
-import { sagaWiring } from './saga-service.ts';
-import { isSagaResult } from '../saga/state.ts';
+import { SagaStepLinks, sagaService } from './saga-service.ts';
 import { StartupError } from './startup-error.ts';
 import { faultPointFromEnv } from './fault-point.ts';
 import type { EngineIO } from '../commit/engine.ts';
@@ -201,16 +200,17 @@ async function compose(
   const historyWatch = history === null ? null : historyObserver(history, machine.shiftMs);
   const watched = watchCore(watch);
   // The node's core (src/node/core.ts), the same one the simulator runs, on the real clock, disk, network and links.
+  const io = processIO(
+    timed(store, (seconds, batch) => pages.metrics?.observePersist(seconds, batch)),
+    transport,
+    watchedLinks(link, watch, (txnId) => core?.engine.view(txnId)?.ageMs ?? 0),
+    faultPoint,
+  );
   const c = new NodeCore({
     id: cfg.nodeId,
     node: rawNode,
     machine,
-    io: processIO(
-      timed(store, (seconds, batch) => pages.metrics?.observePersist(seconds, batch)),
-      transport,
-      watchedLinks(link, watch, (txnId) => core?.engine.view(txnId)?.ageMs ?? 0),
-      faultPoint,
-    ),
+    io,
     seedPeers: cfg.peers,
     selfAddress: address,
     driver: {
@@ -246,33 +246,37 @@ async function compose(
   });
   pages.show(c, link, history);
 
-  // Sagas (src/node/saga-service.ts) ride the same core: its leadership, applied results and ticks.
-  const sagas = sagaWiring({
-    cfg,
-    members: c.membership,
-    access,
-    table: machine.table,
-    sagas: products.sagas,
-    propose: (cmd, cb) => c.propose(cmd, (err, r) => (err ? cb(err) : r && isSagaResult(r) ? cb(null, r) : cb(new Error('no result')))),
-    leader: () => c.driver.leader(),
+  // The products' engines (./products.ts) ride the same core, on the same clock: the saga core hears its
+  // leadership, applied results and ticks, and calls step services over gRPC (./saga-service.ts).
+  const stepLinks = new SagaStepLinks({
+    clusterId: cfg.clusterId,
     log,
     credentials: tls ? (id) => tls.participant(id) : undefined,
     observeStep: (seconds, kind, answered) => pages.sagaMetrics?.observeStep(seconds, kind, answered),
-    stuckFlagged: (type) => pages.sagaMetrics?.stuckFlagged(type),
     tracing,
-    engine: {
-      stuckAfterAttempts: cfg.sagaStuckAfterAttempts,
-      actionAttemptsMax: cfg.sagaActionAttemptsMax,
-      actionAbandonAfterMs: cfg.sagaActionAbandonAfterMs,
-      clientRunningMax: cfg.sagaClientRunningMax,
-      rpcTimeoutMs: cfg.sagaCallTimeoutMs,
-      retryMinMs: cfg.sagaRetryMinMs,
-      retryMaxMs: cfg.sagaRetryMaxMs,
-    },
   });
-  c.attach(sagas);
+  open.add(() => stepLinks.close());
+  const attached = attachProducts(
+    c,
+    products,
+    { nowMs: io.nowMs, random: io.random, after: io.after, steps: stepLinks, log },
+    {
+      saga: {
+        stuckAfterAttempts: cfg.sagaStuckAfterAttempts,
+        actionAttemptsMax: cfg.sagaActionAttemptsMax,
+        actionAbandonAfterMs: cfg.sagaActionAbandonAfterMs,
+        clientRunningMax: cfg.sagaClientRunningMax,
+        rpcTimeoutMs: cfg.sagaCallTimeoutMs,
+        retryMinMs: cfg.sagaRetryMinMs,
+        retryMaxMs: cfg.sagaRetryMaxMs,
+      },
+      sagaStuckLogIntervalMs: cfg.sagaStuckLogIntervalMs,
+      observeSagas: { stuckFlagged: (type) => pages.sagaMetrics?.stuckFlagged(type) },
+    },
+  );
+  open.add(() => attached.sagas.close());
+  const sagas = sagaService({ nodeId: cfg.nodeId, core: attached.sagas, links: stepLinks, members: c.membership, leader: () => c.driver.leader(), access, tracing });
   pages.showProducts(sagas, products.leases);
-  open.add(() => sagas.close());
 
   const handover = new Handover(cfg, c, log);
   const refusals = new Refusals(log);

@@ -38,13 +38,13 @@ import type { NodeTls } from './node-tls.ts';
 import type { ParticipantLink } from './participant-link.ts';
 import { transferLeadership, transferWaitMs } from './raft-node-service.ts';
 import type { SagaMetrics } from './saga-metrics.ts';
-import type { SagaWiring } from './saga-service.ts';
+import type { SagaService } from './saga-service.ts';
 import { StartupError } from './startup-error.ts';
 
 /** Where the metrics read from, once the node runs. */
 export interface MetricSources {
   core: NodeCore;
-  sagas: SagaWiring;
+  sagas: SagaService;
   /** Raft messages refused at the transport's edge, by reason (src/transport/refusal-log.ts). */
   raftRefusals: () => ReadonlyMap<string, number>;
   /** Client-facing requests refused at the edge (./limits.ts). */
@@ -157,7 +157,7 @@ export class OperatorPages {
   }
 
   /** From now on the console shows these products: sagas (list, one saga, retry, resolve) and leases. */
-  showProducts(sagas: SagaWiring, leases: LeaseTable): void {
+  showProducts(sagas: SagaService, leases: LeaseTable): void {
     this.sagas = consoleSagas(sagas);
     this.leases = () => ({ clockAtMs: leases.clockAtMs, leases: [...leases.leases.values()].map((l) => ({ ...l })) });
   }
@@ -244,7 +244,7 @@ function consoleSaga(s: SagaRecord): ConsoleSaga {
 }
 
 /** The saga product as the console reads it and acts on it. */
-function consoleSagas(w: SagaWiring): ConsoleSagas {
+function consoleSagas(w: SagaService): ConsoleSagas {
   const act = (run: (cb: (err: SagaError | null, saga?: SagaRecord) => void) => void): Promise<ConsoleSaga | null> =>
     new Promise((ok, fail) =>
       run((err, saga) => {

@@ -1,8 +1,12 @@
-// Sagas on a node: the SagaEngine wired to the node's proposals and to step
-// services over gRPC, and `service Sagas` (proto/saga.proto) for clients and
-// operators. Writes need the leader; a follower answers UNAVAILABLE with the
-// leader's whereabouts, as the Coordinator service does. Status and lists are
-// read from this node's applied table.
+// Sagas on a node, over gRPC: `service Sagas` (proto/saga.proto) for clients
+// and operators, and the step services' calls. The saga product itself —
+// the orchestrator, the status calls that wait for an end, the stuck
+// sagas' warn lines — is the pure saga core (src/saga/saga-core.ts), attached
+// to the node core by the node's composition (./products.ts), the same one
+// the simulator runs; this file only adapts gRPC to it. Writes need the
+// leader; a follower answers UNAVAILABLE with the leader's whereabouts, as
+// the Coordinator service does. Status and lists are read from this node's
+// applied table.
 //
 // A saga belongs to the client that started it (R9): its starter is
 // recorded (clientOf: the certificate's CN under TLS), a client has at most
@@ -11,25 +15,18 @@
 // its step services, which take them anyway, may read its status) or
 // repeat its start. ListSagas answers in pages of at most 1,000 sagas and
 // about LIST_PAGE_BYTES_MAX bytes.
-//
-// A stuck saga waits for a person: when the leader applies its stuck flag it
-// logs one warn line with everything needed to act (the saga, its type and
-// business labels, the step, its service and handler, attempts, last error)
-// and repeats it every sagaStuckLogIntervalMs while the saga stays stuck, at
-// most STUCK_LINES_PER_SCAN lines a scan (the rest are counted in one line).
 
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { DecisionTable } from '../commit/state.ts';
-import type { ProductApplyResult } from '../commit/product-table.ts';
-import { SagaEngine, SagaError, type SagaEngineConfig, type StepAnswer } from '../saga/engine.ts';
-import { isSagaResult, isTerminal, triesOf, type SagaApplyResult, type SagaCommand, type SagaRecord, type SagaStepDef, type SagaTable } from '../saga/state.ts';
+import type { ParticipantRecord } from '../commit/state.ts';
+import { SagaError, type SagaEngine, type SagaEngineIO, type StepAnswer, type StepRequest } from '../saga/engine.ts';
+import type { SagaCore } from '../saga/saga-core.ts';
+import type { SagaRecord, SagaStepDef, SagaTable } from '../saga/state.ts';
 import type { AuthenticatedCall } from '../transport/tls.ts';
 import type { Access } from '../transport/auth.ts';
 import { SagaStepClient, type SagaInfo, type SagasHandlers } from '../transport/saga-rpc.ts';
 import { operatorOf } from './coordinator-service.ts';
 import { clientOf } from './limits.ts';
-import type { NodeConfig } from './config.ts';
 import type { Membership } from './membership.ts';
 import { notLeader } from './raft-node-service.ts';
 import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
@@ -40,201 +37,150 @@ import { engineStatusOf } from '../commit/engine-types.ts';
 
 /** Step service channels kept open; beyond this the least recently used is closed. */
 const CHANNELS_MAX = 256;
-/** SagaStatus calls waiting for an end at once; beyond it they are answered at once. */
-const WAITERS_MAX = 10_000;
-const WAIT_MS_MAX = 60_000;
 const LIST_MAX = 1_000;
 /** One ListSagas page holds about this many bytes at most (one saga at the most is about 0.8 MiB, so one always fits). */
 export const LIST_PAGE_BYTES_MAX = 1024 * 1024;
 const PAGE_TOKEN = /^[0-9]{1,16}$/;
-/** How often the leader looks for stuck sagas whose warn line is due, and how many lines one look writes at most. */
-const STUCK_SCAN_MS = 1_000;
-export const STUCK_LINES_PER_SCAN = 20;
 /** Sagas whose trace context this node remembers (StartSaga's `traceparent`); past it the oldest goes. */
 const SAGA_TRACES_MAX = 10_000;
 
-export interface SagaWiring {
-  engine: SagaEngine;
-  /** The saga table the engine reads (the node's state machine holds it: ./products.ts). */
-  table: SagaTable;
-  handlers: SagasHandlers;
-  setLeadership(term: number): void;
-  /** A product table's applied result; the saga table's reach the engine, any other product's are not for it. */
-  onApplied(r: ProductApplyResult): void;
-  tick(): void;
-  close(): void;
-}
-
-export interface SagaWiringOptions {
-  cfg: NodeConfig;
-  /** The cluster's members as this node knows them (src/node/membership.ts), for redirects. */
-  members: Membership;
-  /** The decision table, for the registered step services. */
-  table: DecisionTable;
-  /** The saga table beside it in the node's state machine (./products.ts). */
-  sagas: SagaTable;
-  /** The node's batched proposals (group commit across sagas and commits). */
-  propose(cmd: SagaCommand, cb: (err: Error | null, r?: SagaApplyResult) => void): void;
-  /** Who this node believes leads, for redirects. */
-  leader(): string;
+export interface SagaStepLinksOptions {
+  clusterId: string;
   log: Logger;
-  /** Who may do what (src/transport/auth.ts). */
-  access: Access;
   /** TLS for step service `id` (its server certificate must be `id`'s); plaintext when absent. */
   credentials?: (serviceId: string) => grpc.ChannelCredentials;
-  engine?: Partial<SagaEngineConfig>;
   /** Each step call's latency, as it ends (src/node/saga-metrics.ts). */
   observeStep?: (seconds: number, kind: 'action' | 'compensate', answered: boolean) => void;
-  /** A stuck flag this node applied while it leads, by the saga's type (src/node/saga-metrics.ts). */
-  stuckFlagged?: (type: string | undefined) => void;
-  /** Now, for the stuck warn lines' pace (Date.now when absent). */
-  nowMs?: () => number;
-  /** Spans for StartSaga and each step call, continuing the starter's `traceparent` (docs/operations.md, "Tracing"); off by default. */
+  /** Spans for each step call, continuing the starter's `traceparent` (docs/operations.md, "Tracing"); off by default. */
   tracing?: Tracing;
 }
 
-export function sagaWiring(o: SagaWiringOptions): SagaWiring {
-  const channels = new Map<string, SagaStepClient>();
-  const tracing = o.tracing ?? NO_TRACING;
-  /** sagaId → the context its step calls continue: kept on the node that took StartSaga, as for transactions (src/node/txn-traces.ts). */
-  const sagaTraces = new Map<string, TraceContext>();
-  const rememberTrace = (sagaId: string, ctx: TraceContext): void => {
-    sagaTraces.delete(sagaId);
-    sagaTraces.set(sagaId, ctx);
-    if (sagaTraces.size > SAGA_TRACES_MAX) sagaTraces.delete(sagaTraces.keys().next().value as string);
+/**
+ * The saga core's calls to step services over gRPC: a channel per step
+ * service id and endpoint (the id is what its server certificate must
+ * name), at most CHANNELS_MAX, and the trace context each saga's calls
+ * continue, kept on the node that took StartSaga (as for transactions:
+ * src/node/txn-traces.ts).
+ */
+export class SagaStepLinks implements Pick<SagaEngineIO, 'callStep' | 'endSaga'> {
+  private readonly channels = new Map<string, SagaStepClient>();
+  private readonly traces = new Map<string, TraceContext>();
+  private readonly tracing: Tracing;
+
+  constructor(private readonly o: SagaStepLinksOptions) {
+    this.tracing = o.tracing ?? NO_TRACING;
+  }
+
+  /** The trace context saga `sagaId`'s step calls continue; the oldest is forgotten past SAGA_TRACES_MAX. */
+  rememberTrace(sagaId: string, ctx: TraceContext): void {
+    this.traces.delete(sagaId);
+    this.traces.set(sagaId, ctx);
+    if (this.traces.size > SAGA_TRACES_MAX) this.traces.delete(this.traces.keys().next().value as string);
+  }
+
+  readonly callStep: SagaEngineIO['callStep'] = (to, req, timeoutMs, cb) => {
+    const o = this.o;
+    const sentAt = process.hrtime.bigint();
+    const took = (): number => Number(process.hrtime.bigint() - sentAt) / 1e9;
+    const call = { clusterId: o.clusterId, sagaId: req.sagaId, step: req.step, key: req.key, name: req.name, input: req.input, outputs: req.outputs.map((x) => x ?? ''), attempt: req.attempt };
+    const span = this.span(to, req);
+    const ctx = span?.context ?? this.traces.get(req.sagaId);
+    this.channel(to)
+      .call(req.kind, call, timeoutMs, ctx === undefined ? undefined : traceToMetadata(ctx))
+      .then(
+        (r) => {
+          span?.set('verdict.step_status', String(r.status));
+          span?.end();
+          o.observeStep?.(took(), req.kind, true);
+          // Wire enums are translated here; anything else is garbage, which the engine retries.
+          const status = r.status === 'STEP_DONE' ? 'done' : r.status === 'STEP_FAILED' ? 'failed' : (String(r.status) as StepAnswer['status']);
+          cb(null, { status, output: r.output, reason: r.reason });
+        },
+        (err: grpc.ServiceError) => {
+          span?.end(err.details ?? err.message);
+          o.observeStep?.(took(), req.kind, false);
+          o.log.debug({ sagaId: req.sagaId, step: req.step, kind: req.kind, service: to.id, attempt: req.attempt, err: err.details ?? err.message }, 'saga step call failed; retrying later');
+          cb(new Error(`step service ${to.id}: ${err.details ?? err.message}`));
+        },
+      );
   };
-  // A channel per step service id and endpoint: the id is what its server certificate must name.
-  const channel = (to: { id: string; endpoint: string }): SagaStepClient => {
+
+  readonly endSaga: SagaEngineIO['endSaga'] = (to, sagaId, timeoutMs, cb) => {
+    this.channel(to)
+      .end({ clusterId: this.o.clusterId, sagaId }, timeoutMs)
+      .then(
+        () => cb(null),
+        (err: grpc.ServiceError) => cb(new Error(err.details ?? err.message)),
+      );
+  };
+
+  close(): void {
+    for (const c of this.channels.values()) c.close();
+    this.channels.clear();
+  }
+
+  /** A span for one step call when the saga's start carried a trace and tracing is on. */
+  private span(to: ParticipantRecord, req: StepRequest): ReturnType<Tracing['start']> | null {
+    const parent = this.traces.get(req.sagaId);
+    if (parent === undefined || !this.tracing.on) return null;
+    return this.tracing.start(`verdict.saga.${req.kind}`, 'client', parent, {
+      'verdict.saga_id': req.sagaId,
+      'verdict.step': req.step,
+      'verdict.step_name': req.name,
+      'verdict.attempt': req.attempt,
+      'verdict.service': to.id,
+    });
+  }
+
+  private channel(to: { id: string; endpoint: string }): SagaStepClient {
     const key = `${to.id}\u0000${to.endpoint}`;
-    let c = channels.get(key);
+    let c = this.channels.get(key);
     if (c) {
-      channels.delete(key);
-      channels.set(key, c);
+      this.channels.delete(key);
+      this.channels.set(key, c);
       return c;
     }
-    c = new SagaStepClient(to.endpoint, o.credentials?.(to.id));
-    channels.set(key, c);
-    if (channels.size > CHANNELS_MAX) {
-      const [oldest, oc] = channels.entries().next().value as [string, SagaStepClient];
-      channels.delete(oldest);
+    c = new SagaStepClient(to.endpoint, this.o.credentials?.(to.id));
+    this.channels.set(key, c);
+    if (this.channels.size > CHANNELS_MAX) {
+      const [oldest, oc] = this.channels.entries().next().value as [string, SagaStepClient];
+      this.channels.delete(oldest);
       oc.close();
     }
     return c;
-  };
-  const engine = new SagaEngine(
-    o.sagas,
-    o.table.participants,
-    {
-      nowMs: () => Date.now(),
-      random: () => Math.random(),
-      propose: o.propose,
-      callStep: (to, req, timeoutMs, cb) => {
-        const sentAt = process.hrtime.bigint();
-        const took = (): number => Number(process.hrtime.bigint() - sentAt) / 1e9;
-        const call = { clusterId: o.cfg.clusterId, sagaId: req.sagaId, step: req.step, key: req.key, name: req.name, input: req.input, outputs: req.outputs.map((x) => x ?? ''), attempt: req.attempt };
-        const parent = sagaTraces.get(req.sagaId);
-        const span =
-          parent !== undefined && tracing.on
-            ? tracing.start(`verdict.saga.${req.kind}`, 'client', parent, {
-                'verdict.saga_id': req.sagaId,
-                'verdict.step': req.step,
-                'verdict.step_name': req.name,
-                'verdict.attempt': req.attempt,
-                'verdict.service': to.id,
-              })
-            : null;
-        const ctx = span?.context ?? parent;
-        channel(to)
-          .call(req.kind, call, timeoutMs, ctx === undefined ? undefined : traceToMetadata(ctx))
-          .then(
-            (r) => {
-              span?.set('verdict.step_status', String(r.status));
-              span?.end();
-              o.observeStep?.(took(), req.kind, true);
-              // Wire enums are translated here; anything else is garbage, which the engine retries.
-              const status = r.status === 'STEP_DONE' ? 'done' : r.status === 'STEP_FAILED' ? 'failed' : (String(r.status) as StepAnswer['status']);
-              cb(null, { status, output: r.output, reason: r.reason });
-            },
-            (err: grpc.ServiceError) => {
-              span?.end(err.details ?? err.message);
-              o.observeStep?.(took(), req.kind, false);
-              o.log.debug({ sagaId: req.sagaId, step: req.step, kind: req.kind, service: to.id, attempt: req.attempt, err: err.details ?? err.message }, 'saga step call failed; retrying later');
-              cb(new Error(`step service ${to.id}: ${err.details ?? err.message}`));
-            },
-          );
-      },
-      endSaga: (to, sagaId, timeoutMs, cb) => {
-        channel(to)
-          .end({ clusterId: o.cfg.clusterId, sagaId }, timeoutMs)
-          .then(
-            () => cb(null),
-            (err: grpc.ServiceError) => cb(new Error(err.details ?? err.message)),
-          );
-      },
-    },
-    o.engine,
-  );
+  }
+}
 
-  /** SagaStatus calls waiting for their saga to end. */
-  const waiters = new Map<string, (() => void)[]>();
-  let waiting = 0;
+/** The saga product as the node serves it: the core, and `service Sagas` over it. */
+export interface SagaService {
+  readonly core: SagaCore;
+  /** The orchestrator (metrics, the console) and the saga table it reads. */
+  readonly engine: SagaEngine;
+  readonly table: SagaTable;
+  handlers: SagasHandlers;
+  /** The step services' links are closed; the core is closed with the node core. */
+  close(): void;
+}
 
-  // ---- stuck sagas: a warn line a person can act on ------------------------
-  const nowMs = o.nowMs ?? (() => Date.now());
-  const intervalMs = o.cfg.sagaStuckLogIntervalMs ?? 60_000;
-  /** Stuck sagas this leader knows, with when it last logged each. */
-  const stuckSeen = new Map<string, number>();
-  let lastScanAtMs = 0;
-  const warnStuck = (s: SagaRecord, atMs: number): void => {
-    stuckSeen.set(s.id, atMs);
-    const st = s.stuck;
-    if (!st) return;
-    const def = s.steps[st.step];
-    const t = triesOf(s, st.step, st.kind);
-    const labels = s.labels ?? {};
-    const shownLabels = Object.entries(labels)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(' ');
-    o.log.warn(
-      {
-        sagaId: s.id,
-        sagaType: s.type ?? '',
-        labels,
-        step: st.step,
-        kind: st.kind,
-        service: def?.service,
-        handler: def?.name,
-        attempts: t?.attempts ?? st.attempts,
-        lastError: t?.lastError ?? st.lastError,
-        stuckSinceAtMs: st.atMs,
-      },
-      `saga ${s.id}${s.type ? ` (${s.type}${shownLabels ? ` ${shownLabels}` : ''})` : shownLabels ? ` (${shownLabels})` : ''} is stuck and needs a person: step ${st.step} ${st.kind} at ${def?.service}/${def?.name} failed ${t?.attempts ?? st.attempts} times, last error: ${t?.lastError ?? st.lastError}; it keeps retrying. Fix the step service, or act by hand and record it: verdict saga show ${s.id}, then verdict saga retry or verdict saga resolve`,
-    );
-  };
-  /** Every stuck saga whose line is due, at most STUCK_LINES_PER_SCAN of them; the rest in one line. */
-  const scanStuck = (): void => {
-    const now = nowMs();
-    if (now - lastScanAtMs < STUCK_SCAN_MS) return;
-    lastScanAtMs = now;
-    let due = 0;
-    for (const [id, lastAtMs] of stuckSeen) {
-      const s = o.sagas.sagas.get(id);
-      if (!s || s.stuck === null) {
-        stuckSeen.delete(id);
-        continue;
-      }
-      if (now - lastAtMs < intervalMs) continue;
-      if (++due <= STUCK_LINES_PER_SCAN) warnStuck(s, now);
-    }
-    if (due > STUCK_LINES_PER_SCAN)
-      o.log.warn({ stuckSagas: stuckSeen.size, notLogged: due - STUCK_LINES_PER_SCAN }, `${due - STUCK_LINES_PER_SCAN} more stuck sagas are due a warn line; verdict saga list --stuck lists them all`);
-  };
-  /** A new leader takes over the stuck sagas in its table: each is logged at its first scan. */
-  const takeOverStuck = (term: number): void => {
-    stuckSeen.clear();
-    if (term > 0) for (const s of o.sagas.sagas.values()) if (s.stuck !== null) stuckSeen.set(s.id, Number.NEGATIVE_INFINITY);
-  };
+export interface SagaServiceOptions {
+  nodeId: string;
+  /** The saga core attached to this node's core (./products.ts). */
+  core: SagaCore;
+  /** Its step calls over gRPC; StartSaga's trace context is remembered there. */
+  links: SagaStepLinks;
+  /** The cluster's members as this node knows them (src/node/membership.ts), for redirects. */
+  members: Membership;
+  /** Who this node believes leads, for redirects. */
+  leader(): string;
+  /** Who may do what (src/transport/auth.ts). */
+  access: Access;
+  /** Spans for StartSaga, continuing the starter's `traceparent` (docs/operations.md, "Tracing"); off by default. */
+  tracing?: Tracing;
+}
 
+export function sagaService(o: SagaServiceOptions): SagaService {
+  const core = o.core;
+  const tracing = o.tracing ?? NO_TRACING;
   const fail = (err: SagaError): grpc.ServiceError => {
     if (err.code === 'not-leader') return notLeader(o.members, o.leader());
     const status = engineStatusOf(err.code);
@@ -258,15 +204,15 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       const labels = r.labels ?? {};
       const tags = { type: r.type === '' ? undefined : r.type, labels: Object.keys(labels).length > 0 ? { ...labels } : undefined };
       // A repeated start answers with the saga as it is: only to whoever may read it.
-      const existing = o.sagas.sagas.get(r.sagaId);
+      const existing = core.table.sagas.get(r.sagaId);
       const refused = existing ? mayRead(call, existing, 'a repeated start') : null;
       if (refused) return cb(refused);
       const incoming = traceFromMetadata(call.metadata);
       const span = tracing.on ? tracing.start('verdict.node.saga.start', 'server', incoming ?? undefined, { 'verdict.saga_id': r.sagaId, 'verdict.steps': steps.length }) : null;
       const ctx = span?.context ?? incoming;
-      if (ctx !== null) rememberTrace(r.sagaId, ctx);
+      if (ctx !== null) o.links.rememberTrace(r.sagaId, ctx);
       const reply = answer(cb);
-      engine.start(
+      core.start(
         r.sagaId,
         steps,
         pivot,
@@ -281,11 +227,11 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
     SagaStatus: (call, cb) => {
       const { sagaId, waitMs } = call.request;
       const now = (): void => {
-        const s = o.sagas.sagas.get(sagaId);
-        if (!s) return cb(fail(new SagaError('not-found', `no saga ${sagaId} on node ${o.cfg.nodeId} (it may not be applied here yet, or the id is wrong)`)));
+        const s = core.table.sagas.get(sagaId);
+        if (!s) return cb(fail(new SagaError('not-found', `no saga ${sagaId} on node ${o.nodeId} (it may not be applied here yet, or the id is wrong)`)));
         cb(null, sagaInfo(s));
       };
-      const s = o.sagas.sagas.get(sagaId);
+      const s = core.table.sagas.get(sagaId);
       // The starter never changes, so one check before any wait covers the answer after it. A step service
       // of the saga may read its status too: it confirms a saga's end with the cluster before taking End.
       const stepService =
@@ -296,26 +242,13 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
         );
       const refused = s && !stepService ? mayRead(call, s, 'the status') : null;
       if (refused) return cb(refused);
-      if (!s || isTerminal(s.state) || waitMs === 0 || waiting >= WAITERS_MAX) return now();
-      let done = false;
-      const finish = (): void => {
-        if (done) return;
-        done = true;
-        waiting--;
-        clearTimeout(timer);
-        now();
-      };
-      const timer = setTimeout(finish, Math.min(waitMs, WAIT_MS_MAX));
-      waiting++;
-      const list = waiters.get(sagaId) ?? [];
-      list.push(finish);
-      waiters.set(sagaId, list);
+      core.whenEnded(sagaId, waitMs, now);
     },
     ListSagas: (call, cb) => {
       const { pageToken, stuckOnly } = call.request;
       if (pageToken !== '' && !PAGE_TOKEN.test(pageToken))
         return cb(invalid(`page_token ${JSON.stringify(pageToken.slice(0, 40))} is not one this node gave: pass next_page_token of the page before, or nothing for the first page`));
-      const page = sagaPage(o.sagas.sagas.values(), {
+      const page = sagaPage(core.table.sagas.values(), {
         afterIndex: pageToken === '' ? -1 : Number(pageToken),
         limit: Math.min(call.request.limit || LIST_MAX, LIST_MAX),
         bytesMax: LIST_PAGE_BYTES_MAX,
@@ -329,7 +262,7 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       if (refused) return cb(refused);
       const reason = call.request.reason.trim();
       if (reason.length > REASON_CHARS_MAX) return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
-      engine.retry(call.request.sagaId, operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>), reason, answer(cb));
+      core.retry(call.request.sagaId, operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>), reason, answer(cb));
     },
     ResolveSaga: (call, cb) => {
       const refused = o.access.adminOnly(call, 'saga resolve');
@@ -338,44 +271,11 @@ export function sagaWiring(o: SagaWiringOptions): SagaWiring {
       const reason = r.reason.trim();
       if (reason === '') return cb(invalid(`saga resolve ${r.sagaId} needs a reason (--reason TEXT): it is recorded in the log with who asked and when`));
       if (reason.length > REASON_CHARS_MAX) return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
-      engine.resolve(r.sagaId, r.step, r.done ? 'done' : 'compensated', operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>), reason, answer(cb));
+      core.resolve(r.sagaId, r.step, r.done ? 'done' : 'compensated', operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>), reason, answer(cb));
     },
   };
 
-  return {
-    engine,
-    table: o.sagas,
-    handlers,
-    setLeadership: (term) => {
-      engine.setLeadership(term);
-      takeOverStuck(term);
-    },
-    onApplied: (r) => {
-      if (!isSagaResult(r)) return;
-      engine.onApplied(r);
-      if (r.op === 'saga.stuck' && r.changed && r.saga && engine.isLeader()) {
-        o.stuckFlagged?.(r.saga.type);
-        warnStuck(r.saga, nowMs());
-      }
-      const s = r.saga;
-      if (!s || !isTerminal(s.state)) return;
-      const list = waiters.get(s.id);
-      if (!list) return;
-      waiters.delete(s.id);
-      for (const f of list) f();
-    },
-    tick: () => {
-      engine.tick();
-      if (engine.isLeader()) scanStuck();
-    },
-    close: () => {
-      engine.setLeadership(0);
-      for (const list of waiters.values()) for (const f of list) f();
-      waiters.clear();
-      for (const c of channels.values()) c.close();
-      channels.clear();
-    },
-  };
+  return { core, engine: core.engine, table: core.table, handlers, close: () => o.links.close() };
 }
 
 export interface PageOptions {

@@ -1,5 +1,7 @@
 // Sagas in the whole-system simulator, beside commits: every node runs the
-// production SagaEngine over the same log as its CoordinatorEngine, every
+// production saga core (src/saga/saga-core.ts), attached to its node core by
+// the node's own composition (src/node/products.ts attachProducts) over the
+// same log as its CoordinatorEngine, on the world's clock; every
 // participant process also serves saga steps through the production
 // SagaInbox over a simulated journal (a crash loses its unsynced writes), and
 // saga clients start sagas and wait for their end with the SDK's semantics
@@ -23,17 +25,17 @@
 // run after its compensation.
 
 import fc from 'fast-check';
-import type { ApplyResult, Command } from '../../src/commit/state.ts';
-import { SagaEngine, type SagaEngineConfig, type StepAnswer, type StepRequest } from '../../src/saga/engine.ts';
+import { SagaEngine, type SagaEngineConfig, type SagaEngineIO, type StepAnswer, type StepRequest } from '../../src/saga/engine.ts';
+import type { SagaCore } from '../../src/saga/saga-core.ts';
 import { SagaInbox, type InboxRecord, type StepHandler } from '../../src/saga/inbox.ts';
-import { isSagaResult, isTerminal, SagaTable, type SagaRecord, type SagaState, type SagaStepDef } from '../../src/saga/state.ts';
+import { isTerminal, SagaTable, type SagaRecord, type SagaState, type SagaStepDef } from '../../src/saga/state.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { NodeStateMachine } from '../../src/node/machine.ts';
 import { nodeProducts, type NodeProducts } from '../../src/node/products.ts';
 import { systemScenarioArb } from './system-schedule.ts';
 import { SimJournal } from './system-participant.ts';
 import { DEAD, redirect, RETRYABLE, type Inc, type RpcError } from './system-rpc.ts';
-import { SystemWorld, type NodeHooks, type SystemScenario, type WorldExtension } from './system-world.ts';
+import { SystemWorld, type SimProductsWiring, type SystemScenario, type WorldExtension } from './system-world.ts';
 
 export type SagaMutant = 'saga-new-key-on-retry' | 'saga-compensate-after-pivot' | 'saga-start-unlogged' | 'inbox-no-empty-compensation' | 'inbox-hanging-action';
 
@@ -125,16 +127,17 @@ interface SagaClient {
   end: SagaState | null;
 }
 
+/** A node as the saga clients reach it: its incarnation, and the saga core its process runs. */
 interface NodeSide {
   inc: Inc;
-  engine: SagaEngine;
-  sm: NodeStateMachine;
+  sagas: SagaCore;
 }
 
 export class SagaExtension implements WorldExtension {
   private readonly services = new Map<string, StepService>();
   private readonly clients: SagaClient[] = [];
-  private readonly nodes = new Map<number, NodeSide>();
+  /** The incarnation of each node, by index, as its products were last wired. */
+  private readonly nodes = new Map<number, { inc: Inc }>();
   private seq = 0;
   private readonly rng: Rng;
   sagasFinished = 0;
@@ -162,48 +165,21 @@ export class SagaExtension implements WorldExtension {
     return nodeProducts(this.sc.sagaMutant === 'saga-compensate-after-pivot' ? new CompensateAfterPivotTable() : undefined);
   }
 
-  nodeStarted(node: { id: string; index: number }, inc: Inc, sm: NodeStateMachine, propose: (cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void) => void): NodeHooks {
+  /**
+   * What a node's saga core is wired to: the step services over the
+   * simulated network, this world's settings and a generator of its own.
+   * The core itself is the production one, attached to the node's core by
+   * src/node/products.ts (SysNode.sagas); only the start-unlogged mutant
+   * builds its orchestrator, over the same I/O with its log write skipped.
+   */
+  nodeProducts(node: { id: string; index: number }, inc: Inc): SimProductsWiring {
     const random = new Rng(this.rng.u32());
     const mutant = this.sc.sagaMutant;
     let term = 0;
-    const engine = new SagaEngine(
-      sagasOf(sm),
-      sm.table.participants,
-      {
-        nowMs: () => this.w.q.now,
-        random: () => random.float(),
-        propose: (cmd, cb) => {
-          if (mutant === 'saga-start-unlogged' && cmd.t === 'saga.start') {
-            // The mutant: the start is answered, and step 0 called, with nothing in the log.
-            const rec: SagaRecord = {
-              id: cmd.sagaId,
-              owner: cmd.owner ?? '',
-              steps: cmd.steps,
-              pivot: cmd.pivot,
-              state: 'running',
-              status: [],
-              outputs: [],
-              startedAtMs: cmd.atMs,
-              endedAtMs: null,
-              stuck: null,
-              ended: false,
-              timeline: [],
-              index: 0,
-            };
-            const to = sm.table.participants.get(cmd.steps[0].service);
-            if (to)
-              this.callStep(
-                node.id,
-                inc,
-                to.id,
-                { sagaId: cmd.sagaId, step: 0, kind: 'action', key: `${cmd.sagaId}/0/action`, name: cmd.steps[0].name, input: cmd.steps[0].input, outputs: [], attempt: 1 },
-                1_000,
-                () => {},
-              );
-            return cb(null, { t: 'product', product: 'saga', op: 'saga.start', sagaId: cmd.sagaId, saga: rec, changed: true, problem: null });
-          }
-          propose(cmd, (err, r) => (err || !r || !isSagaResult(r) ? cb(err ?? new Error('no saga result')) : cb(null, r)));
-        },
+    this.nodes.set(node.index, { inc });
+    return {
+      random: () => random.float(),
+      steps: {
         callStep: (to, req, timeoutMs, cb) => {
           if (!inc.alive) return;
           const made = this.callsByKey.get(req.key) ?? { calls: 0, leaderships: new Set<string>() };
@@ -231,21 +207,53 @@ export class SagaExtension implements WorldExtension {
           );
         },
       },
-      { ...SAGA_CONFIG, ...this.sc.sagaConfig },
-    );
-    this.nodes.set(node.index, { inc, engine, sm });
+      options: {
+        saga: { ...SAGA_CONFIG, ...this.sc.sagaConfig },
+        observeSagas: {
+          leadership: (t) => {
+            if (t > 0 && t !== term) this.leaderships++;
+            term = t;
+          },
+          stuckFlagged: () => this.stuckFlagged++,
+        },
+        newSagaEngine: mutant === 'saga-start-unlogged' ? (table, services, io, cfg) => new SagaEngine(table, services, this.startUnlogged(node.id, inc, io, services), cfg) : undefined,
+      },
+    };
+  }
+
+  /** The start-unlogged mutant's I/O: a start is answered, and step 0 called, with nothing in the log. */
+  private startUnlogged(nodeId: string, inc: Inc, io: SagaEngineIO, services: ReadonlyMap<string, { id: string }>): SagaEngineIO {
     return {
-      setLeadership: (t) => {
-        if (t > 0 && t !== term) this.leaderships++;
-        term = t;
-        engine.setLeadership(t);
+      ...io,
+      propose: (cmd, cb) => {
+        if (cmd.t !== 'saga.start') return io.propose(cmd, cb);
+        const rec: SagaRecord = {
+          id: cmd.sagaId,
+          owner: cmd.owner ?? '',
+          steps: cmd.steps,
+          pivot: cmd.pivot,
+          state: 'running',
+          status: [],
+          outputs: [],
+          startedAtMs: cmd.atMs,
+          endedAtMs: null,
+          stuck: null,
+          ended: false,
+          timeline: [],
+          index: 0,
+        };
+        const to = services.get(cmd.steps[0].service);
+        if (to)
+          this.callStep(
+            nodeId,
+            inc,
+            to.id,
+            { sagaId: cmd.sagaId, step: 0, kind: 'action', key: `${cmd.sagaId}/0/action`, name: cmd.steps[0].name, input: cmd.steps[0].input, outputs: [], attempt: 1 },
+            1_000,
+            () => {},
+          );
+        cb(null, { t: 'product', product: 'saga', op: 'saga.start', sagaId: cmd.sagaId, saga: rec, changed: true, problem: null });
       },
-      onApplied: (r) => {
-        if (!isSagaResult(r)) return;
-        if (r.op === 'saga.stuck' && r.changed && engine.isLeader()) this.stuckFlagged++;
-        engine.onApplied(r);
-      },
-      tick: () => engine.tick(),
     };
   }
 
@@ -332,8 +340,8 @@ export class SagaExtension implements WorldExtension {
 
   private side(index: number): NodeSide | null {
     const n = this.w.nodes[index];
-    const side = this.nodes.get(index);
-    return n.up && side?.inc.alive ? side : null;
+    const wired = this.nodes.get(index);
+    return n.up && n.sagas !== null && wired?.inc.alive ? { inc: wired.inc, sagas: n.sagas } : null;
   }
 
   private clientStart(c: SagaClient): void {
@@ -346,7 +354,7 @@ export class SagaExtension implements WorldExtension {
         const side = this.side(c.hint);
         if (!side) return;
         const inc = side.inc;
-        side.engine.start(c.id, c.steps, c.pivot, (err) => {
+        side.sagas.start(c.id, c.steps, c.pivot, (err) => {
           if (!inc.alive) return;
           if (!err) return reply(null, true);
           const code = err.code === 'not-leader' ? 'not-leader' : err.code === 'outcome-unknown' ? 'outcome-unknown' : err.code;
@@ -381,7 +389,7 @@ export class SagaExtension implements WorldExtension {
       (reply) => {
         const side = this.side(c.hint);
         if (!side) return;
-        reply(null, { state: sagasOf(side.sm).sagas.get(c.id)?.state ?? null, leader: side.engine.isLeader() });
+        reply(null, { state: side.sagas.table.sagas.get(c.id)?.state ?? null, leader: side.sagas.isLeader() });
       },
       (err: RpcError | null, a) => {
         if (!err && a?.state && isTerminal(a.state)) {

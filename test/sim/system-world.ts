@@ -25,10 +25,12 @@
 // the world draws exactly the schedules it drew before groups existed.
 
 import type { CoordinatorEngine, EngineConfig, OutcomeAnswer } from '../../src/commit/engine.ts';
-import { DecisionTable, type ApplyResult, type Command } from '../../src/commit/state.ts';
+import { DecisionTable, type ApplyResult } from '../../src/commit/state.ts';
 import { COMMIT_NOTICE_MS_DEFAULT, type Driver } from '../../src/node/driver.ts';
 import { NodeStateMachine } from '../../src/node/machine.ts';
-import { nodeProducts, type NodeProducts } from '../../src/node/products.ts';
+import { attachProducts, nodeProducts, type NodeProducts, type ProductsOptions } from '../../src/node/products.ts';
+import type { SagaEngineIO } from '../../src/saga/engine.ts';
+import type { SagaCore } from '../../src/saga/saga-core.ts';
 import type { NodeCore, NodeCoreObserver, ParticipantLinks } from '../../src/node/core.ts';
 import { coreReplica, GroupHost, type GroupReplica } from '../../src/node/group-host.ts';
 import { groupOf } from '../../src/domain/group.ts';
@@ -102,12 +104,18 @@ class SimMachine extends NodeStateMachine {
  * More that rides the same nodes and participant processes (sagas:
  * test/sim/system-saga.ts). Absent in the commit-only runs, which therefore
  * draw exactly the schedules they drew before it existed.
+ *
+ * An extension never builds a product's engine: every node runs the
+ * products' engines as src/node/products.ts attaches them to its core
+ * (SysNode.sagas), on the world's clock; an extension only gives what the
+ * node process would get from outside (step services over the simulated
+ * network, settings, its generator) and reads what it wants to check.
  */
 export interface WorldExtension {
   /** The product tables of a node's state machine; the node's own (src/node/products.ts) when absent. */
   products?(): NodeProducts;
-  /** A node incarnation started; the hooks are called where its commit engine is. */
-  nodeStarted(node: { id: NodeId; index: number }, inc: Inc, sm: NodeStateMachine, propose: (cmd: Command, cb: (err: Error | null, r?: ApplyResult) => void) => void): NodeHooks;
+  /** A node incarnation starts: what its products' engines are wired to. */
+  nodeProducts(node: { id: NodeId; index: number }, inc: Inc): SimProductsWiring;
   participantStarted(id: string): void;
   participantCrashed(id: string): void;
   /** Load starts at t0. */
@@ -118,11 +126,19 @@ export interface WorldExtension {
   final(): void;
 }
 
-export interface NodeHooks {
-  setLeadership(term: number): void;
-  onApplied(result: ApplyResult): void;
-  tick(): void;
+/** What a node's products' engines take from the simulated world, beside the node core's clock and timers. */
+export interface SimProductsWiring {
+  /** The saga core's generator (a stream of its own, so the commit engine's draws stay its own). */
+  random(): number;
+  steps: Pick<SagaEngineIO, 'callStep' | 'endSaga'>;
+  options?: ProductsOptions;
 }
+
+/** A world without step services (the commit-only runs): no saga is ever started, so nothing is called. */
+const NO_STEP_SERVICES: SimProductsWiring['steps'] = {
+  callStep: (to, _req, _timeoutMs, cb) => cb(new Error(`no step service ${to.id} in this world`)),
+  endSaga: (to, _sagaId, _timeoutMs, cb) => cb(new Error(`no step service ${to.id} in this world`)),
+};
 
 interface SysNode {
   id: NodeId;
@@ -137,6 +153,8 @@ interface SysNode {
   driver: Driver<ApplyResult | null> | null;
   sm: SimMachine | null;
   engine: CoordinatorEngine | null;
+  /** Group 0's saga core while up, as src/node/products.ts attached it to the core. */
+  sagas: SagaCore | null;
   /** The process: every group's replica behind the production host; null while down. */
   host: GroupHost<GroupReplica> | null;
   /** groups[g]: group g's core and state machine while up; empty while down. */
@@ -147,6 +165,8 @@ interface SysNode {
 interface SysGroup {
   core: NodeCore;
   sm: SimMachine;
+  /** The saga core on group 0's replica (the node process runs sagas in one group). */
+  sagas: SagaCore | null;
 }
 
 interface SysParticipant extends SimParticipant {
@@ -225,7 +245,7 @@ export class SystemWorld implements FaultWorld {
     this.seedPeers = new Map(ids.map((id) => [id, id]));
     for (const id of ids) {
       const disk = new SimDisk(this.q, new Rng(this.rng.u32()));
-      const n: SysNode = { id, disk, disks: [disk], up: false, inc: DEAD, core: null, driver: null, sm: null, engine: null, host: null, groups: [] };
+      const n: SysNode = { id, disk, disks: [disk], up: false, inc: DEAD, core: null, driver: null, sm: null, engine: null, sagas: null, host: null, groups: [] };
       for (let g = 1; g < this.groups; g++) n.disks.push(new SimDisk(this.q, new Rng(this.rng.u32()), sc.mutant === 'group-1-disk-lies' && g === 1));
       // The bootstrap act of a new cluster (`verdict cluster init`): every member's store is founded before it starts.
       for (const d of n.disks) d.found();
@@ -280,6 +300,7 @@ export class SystemWorld implements FaultWorld {
     n.driver = groups[0].core.driver;
     n.sm = groups[0].sm;
     n.engine = groups[0].core.engine;
+    n.sagas = groups[0].sagas;
     n.up = true;
     const tick = (): void => {
       if (!inc.alive) return;
@@ -298,7 +319,8 @@ export class SystemWorld implements FaultWorld {
       disk.recover(),
       this.conf,
     );
-    const sm = new SimMachine(this.sc.tombstonesMax, this.sc.mutant, this.ext?.products?.() ?? nodeProducts());
+    const products = this.ext?.products?.() ?? nodeProducts();
+    const sm = new SimMachine(this.sc.tombstonesMax, this.sc.mutant, products);
     const random = new Rng(this.rng.u32());
     this.rafts[g].restarted(n.id);
     // The production composition (src/node/core.ts) on the simulated clock, disk, network and links.
@@ -332,9 +354,25 @@ export class SystemWorld implements FaultWorld {
       },
       coreMutant(this.sc.mutant),
     );
-    const hooks = g === 0 ? (this.ext?.nodeStarted({ id: n.id, index: this.nodes.indexOf(n) }, inc, sm, (cmd, cb) => core.propose(cmd, cb)) ?? null) : null;
-    if (hooks !== null) core.attach(hooks);
-    return { core, sm };
+    // The products' engines as the node process attaches them (src/node/products.ts), on the same clock.
+    const sagas = g === 0 ? this.attachProducts(n, inc, core, products, random) : null;
+    return { core, sm, sagas };
+  }
+
+  /** Attaches the products' engines to a node's core with the production composition, wired to this world. */
+  private attachProducts(n: SysNode, inc: Inc, core: NodeCore, products: NodeProducts, coreRandom: Rng): SagaCore {
+    const wiring: SimProductsWiring = this.ext?.nodeProducts({ id: n.id, index: this.nodes.indexOf(n) }, inc) ?? { random: () => coreRandom.float(), steps: NO_STEP_SERVICES };
+    const io = {
+      nowMs: () => this.q.now,
+      random: wiring.random,
+      after: (ms: number, fn: () => void) => {
+        this.q.after(ms, () => inc.alive && fn());
+        return () => {};
+      },
+      steps: wiring.steps,
+      log: { warn: (_fields: Record<string, unknown>, msg: string) => this.log(() => `${n.id} warns: ${msg}`) },
+    };
+    return attachProducts(core, products, io, wiring.options).sagas;
   }
 
   /** What the simulator watches in a node's core: Raft safety, decisions applied, the crash points of the commit path. */
@@ -496,6 +534,7 @@ export class SystemWorld implements FaultWorld {
     n.driver = null;
     n.sm = null;
     n.engine = null;
+    n.sagas = null;
   }
 
   /**

@@ -1,20 +1,16 @@
-// A stuck saga raises an alarm a person can act on (src/node/saga-service.ts,
+// A stuck saga raises an alarm a person can act on (src/saga/saga-core.ts,
 // src/node/saga-metrics.ts): the leader's warn line names the saga, its type
 // and labels, the step, its service and handler, attempts and last error, and
 // is repeated at most every sagaStuckLogIntervalMs, at most
 // STUCK_LINES_PER_SCAN lines a scan; the stuck metrics count by type with a
 // bounded number of label values.
 
-import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { DecisionTable } from '../../src/commit/state.ts';
-import type { NodeConfig } from '../../src/node/config.ts';
-import type { Membership } from '../../src/node/membership.ts';
 import { NO_TYPE_LABEL, OTHER_TYPE_LABEL, SagaMetrics, TypeLabels } from '../../src/node/saga-metrics.ts';
-import { STUCK_LINES_PER_SCAN, sagaWiring, type SagaWiring } from '../../src/node/saga-service.ts';
+import { SagaCore, STUCK_LINES_PER_SCAN } from '../../src/saga/saga-core.ts';
 import { SagaTable, type SagaApplyResult, type SagaCommand } from '../../src/saga/state.ts';
-import type { Access } from '../../src/transport/auth.ts';
 
 interface Line {
   obj: Record<string, unknown>;
@@ -24,27 +20,29 @@ interface Line {
 
 const INTERVAL_MS = 5_000;
 
-function world(): { w: SagaWiring; sagas: SagaTable; lines: Line[]; flagged: (string | undefined)[]; clock: { now: number }; apply: (c: SagaCommand) => SagaApplyResult } {
+function world(): { w: SagaCore; sagas: SagaTable; lines: Line[]; flagged: (string | undefined)[]; clock: { now: number }; apply: (c: SagaCommand) => SagaApplyResult } {
   const table = new DecisionTable();
-  // A step service at a port nobody serves: the engine's calls fail and are not this test's business.
   table.apply({ t: 'register', id: 'pay', endpoint: '127.0.0.1:9', atMs: 0, kind: 'memory' }, 1);
   const sagas = new SagaTable();
   const lines: Line[] = [];
   const flagged: (string | undefined)[] = [];
   const clock = { now: 1_000_000 };
   let index = 1;
-  const log = { warn: (obj: Record<string, unknown>, msg: string) => lines.push({ obj, msg, atMs: clock.now }), debug: () => {}, info: () => {} } as unknown as Logger;
-  const w = sagaWiring({
-    cfg: { clusterId: 'c', nodeId: 'n1', sagaStuckLogIntervalMs: INTERVAL_MS } as NodeConfig,
-    members: {} as Membership,
-    table,
-    sagas,
-    propose: () => {},
-    leader: () => 'n1',
-    log,
-    access: {} as Access,
-    stuckFlagged: (type) => flagged.push(type),
-    nowMs: () => clock.now,
+  // The pure saga core on a clock of the test's: the step service's calls fail, which is not this test's business.
+  const w = new SagaCore({
+    table: sagas,
+    services: table.participants,
+    io: {
+      nowMs: () => clock.now,
+      random: () => 0.5,
+      after: () => () => {},
+      propose: () => {},
+      callStep: (_to, _req, _timeoutMs, cb) => cb(new Error('step service unreachable')),
+      endSaga: (_to, _sagaId, _timeoutMs, cb) => cb(new Error('step service unreachable')),
+    },
+    log: { warn: (obj, msg) => lines.push({ obj, msg, atMs: clock.now }) },
+    stuckLogIntervalMs: INTERVAL_MS,
+    observe: { stuckFlagged: (type) => flagged.push(type) },
   });
   const apply = (c: SagaCommand): SagaApplyResult => {
     const r = sagas.apply(c, ++index);
