@@ -51,7 +51,7 @@ import { FileJournal, type JournalFold, type JournalStats } from './journal.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
 import type { ParsedGid } from './postgres-gid.ts';
 import {
-  isParticipantRecord,
+  isJournalRecord,
   isDecisionRecord,
   withDefaults,
   type AskOutcome,
@@ -109,7 +109,7 @@ export interface PreparedResource extends Resource {
 const DECIDED_KEPT_MAX = 10_000;
 
 export function isTxnRecord(v: unknown): v is TxnRecord {
-  return isParticipantRecord(v) && v.kind !== 'data';
+  return isJournalRecord(v) && v.kind !== 'data';
 }
 
 /** The journal's fold for a database resource: prepared and recently decided transactions, no data. Pure. */

@@ -51,7 +51,7 @@ export interface DataRecord {
 }
 
 /** Everything the participant's journal file holds. */
-export type ParticipantRecord = TxnRecord | DataRecord;
+export type JournalRecord = TxnRecord | DataRecord;
 
 export interface ResourceVote {
   yes: boolean;
@@ -163,7 +163,7 @@ export function isDecisionRecord(r: { kind: string }): boolean {
 }
 
 /** Asserts a record read back from disk has the shape it was written with. */
-export function isParticipantRecord(v: unknown): v is ParticipantRecord {
+export function isJournalRecord(v: unknown): v is JournalRecord {
   if (typeof v !== 'object' || v === null) return false;
   const r = v as Record<string, unknown>;
   switch (r.kind) {

@@ -7,12 +7,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FileJournal, JournalCorruptError } from '../../src/participant/journal.ts';
 import { memoryPayload } from '../../src/participant/memory.ts';
 import { MemoryState } from '../../src/participant/memory-state.ts';
-import { isParticipantRecord, toBase64, type ParticipantRecord } from '../../src/participant/types.ts';
+import { isJournalRecord, toBase64, type JournalRecord } from '../../src/participant/types.ts';
 import { crashKey, crashValue } from './fixtures/participant-journal-payload.ts';
 import { killWhileWriting } from './fixtures/kill-writer.ts';
 
 const dirs: string[] = [];
-const journals: FileJournal<ParticipantRecord>[] = [];
+const journals: FileJournal<JournalRecord>[] = [];
 
 afterEach(async () => {
   for (const j of journals.splice(0)) await j.close();
@@ -25,30 +25,30 @@ async function tempFile(): Promise<string> {
   return join(d, 'journal.log');
 }
 
-async function openJournal(path: string, compactAfterRecords = 10_000): Promise<{ journal: FileJournal<ParticipantRecord>; state: MemoryState; warnings: string[] }> {
+async function openJournal(path: string, compactAfterRecords = 10_000): Promise<{ journal: FileJournal<JournalRecord>; state: MemoryState; warnings: string[] }> {
   const state = new MemoryState();
   const warnings: string[] = [];
   const log = { info: () => {}, warn: (o: object, m: string) => void warnings.push(`${m} ${JSON.stringify(o)}`), error: () => {} };
-  const journal = await FileJournal.open<ParticipantRecord>({ path, fold: state, isRecord: isParticipantRecord, compactAfterRecords, log });
+  const journal = await FileJournal.open<JournalRecord>({ path, fold: state, isRecord: isJournalRecord, compactAfterRecords, log });
   journals.push(journal);
   return { journal, state, warnings };
 }
 
-async function closeJournal(j: FileJournal<ParticipantRecord>): Promise<void> {
+async function closeJournal(j: FileJournal<JournalRecord>): Promise<void> {
   journals.splice(journals.indexOf(j), 1);
   await j.close();
 }
 
-function append(j: FileJournal<ParticipantRecord>, r: ParticipantRecord): Promise<void> {
+function append(j: FileJournal<JournalRecord>, r: JournalRecord): Promise<void> {
   return new Promise((resolve, reject) => j.append(r, (err) => (err ? reject(err) : resolve())));
 }
 
-const prepared = (i: number): ParticipantRecord => ({ kind: 'prepared', txnId: `T${i}`, atMs: i, payloadB64: toBase64(memoryPayload({ [`k${i}`]: `v${i}` })), participants: ['p1', 'p2'] });
-const committed = (i: number): ParticipantRecord => ({ kind: 'committed', txnId: `T${i}`, atMs: i });
-const aborted = (i: number): ParticipantRecord => ({ kind: 'aborted', txnId: `T${i}`, atMs: i });
+const prepared = (i: number): JournalRecord => ({ kind: 'prepared', txnId: `T${i}`, atMs: i, payloadB64: toBase64(memoryPayload({ [`k${i}`]: `v${i}` })), participants: ['p1', 'p2'] });
+const committed = (i: number): JournalRecord => ({ kind: 'committed', txnId: `T${i}`, atMs: i });
+const aborted = (i: number): JournalRecord => ({ kind: 'aborted', txnId: `T${i}`, atMs: i });
 
 /** Writes T0..T(n-1): even ones commit, every third odd one aborts, the rest stay prepared. */
-async function fill(j: FileJournal<ParticipantRecord>, n: number): Promise<void> {
+async function fill(j: FileJournal<JournalRecord>, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
     await append(j, prepared(i));
     if (i % 2 === 0) await append(j, committed(i));
@@ -150,8 +150,8 @@ describe('participant journal', () => {
 
   it('compaction by size: once the frames appended since the last one hold compactAfterBytes, the state is preserved', async () => {
     const path = await tempFile();
-    const open = (): Promise<FileJournal<ParticipantRecord>> =>
-      FileJournal.open<ParticipantRecord>({ path, fold: new MemoryState(), isRecord: isParticipantRecord, compactAfterBytes: 4_096 }).then((j) => (journals.push(j), j));
+    const open = (): Promise<FileJournal<JournalRecord>> =>
+      FileJournal.open<JournalRecord>({ path, fold: new MemoryState(), isRecord: isJournalRecord, compactAfterBytes: 4_096 }).then((j) => (journals.push(j), j));
     const a = await open();
     const stateA = (a as unknown as { o: { fold: MemoryState } }).o.fold;
     await fill(a, 200);
@@ -164,7 +164,7 @@ describe('participant journal', () => {
 
   it('compaction by time: a journal appended to after compactAfterMs is compacted; below every bound it is not', async () => {
     const path = await tempFile();
-    const j = await FileJournal.open<ParticipantRecord>({ path, fold: new MemoryState(), isRecord: isParticipantRecord, compactAfterMs: 1_000 });
+    const j = await FileJournal.open<JournalRecord>({ path, fold: new MemoryState(), isRecord: isJournalRecord, compactAfterMs: 1_000 });
     journals.push(j);
     await append(j, prepared(0));
     await append(j, prepared(1));
@@ -177,10 +177,10 @@ describe('participant journal', () => {
   });
 
   it("a deferred record (a DECISION) shares the next append's frame and fdatasync, and is reported only once synced", async () => {
-    const j = await FileJournal.open<ParticipantRecord>({
+    const j = await FileJournal.open<JournalRecord>({
       path: await tempFile(),
       fold: new MemoryState(),
-      isRecord: isParticipantRecord,
+      isRecord: isJournalRecord,
       deferred: (r) => r.kind === 'committed' || r.kind === 'aborted',
       deferredSyncMs: 1_000,
     });
@@ -199,17 +199,17 @@ describe('participant journal', () => {
   });
 
   it('a deferred record with no company is synced alone after deferredSyncMs', async () => {
-    const j = await FileJournal.open<ParticipantRecord>({ path: await tempFile(), fold: new MemoryState(), isRecord: isParticipantRecord, deferred: () => true, deferredSyncMs: 5 });
+    const j = await FileJournal.open<JournalRecord>({ path: await tempFile(), fold: new MemoryState(), isRecord: isJournalRecord, deferred: () => true, deferredSyncMs: 5 });
     journals.push(j);
     await append(j, prepared(0));
     expect(j.stats()).toMatchObject({ frames: 1, syncs: 1, recordsInFile: 1 });
   });
 
   it("a lazy record (a prepared record the database holds) starts no sync: it rides in its deferred DECISION's frame, one fdatasync for both", async () => {
-    const j = await FileJournal.open<ParticipantRecord>({
+    const j = await FileJournal.open<JournalRecord>({
       path: await tempFile(),
       fold: new MemoryState(),
-      isRecord: isParticipantRecord,
+      isRecord: isJournalRecord,
       deferred: (r) => r.kind === 'committed',
       deferredSyncMs: 5,
       lazy: (r) => r.kind === 'prepared',
@@ -228,7 +228,7 @@ describe('participant journal', () => {
   });
 
   it('a lazy record with no company is synced alone after lazySyncMs', async () => {
-    const j = await FileJournal.open<ParticipantRecord>({ path: await tempFile(), fold: new MemoryState(), isRecord: isParticipantRecord, lazy: () => true, lazySyncMs: 20 });
+    const j = await FileJournal.open<JournalRecord>({ path: await tempFile(), fold: new MemoryState(), isRecord: isJournalRecord, lazy: () => true, lazySyncMs: 20 });
     journals.push(j);
     await append(j, prepared(0));
     expect(j.stats()).toMatchObject({ frames: 1, syncs: 1, recordsInFile: 1 });
@@ -236,7 +236,7 @@ describe('participant journal', () => {
 
   it('close writes a deferred record still waiting for company', async () => {
     const path = await tempFile();
-    const j = await FileJournal.open<ParticipantRecord>({ path, fold: new MemoryState(), isRecord: isParticipantRecord, deferred: () => true, deferredSyncMs: 1_000 });
+    const j = await FileJournal.open<JournalRecord>({ path, fold: new MemoryState(), isRecord: isJournalRecord, deferred: () => true, deferredSyncMs: 1_000 });
     const done = append(j, prepared(0));
     await j.close();
     await done;
