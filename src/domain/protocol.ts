@@ -3,7 +3,7 @@
 // or ABORT, an outcome committed or aborted. The pure layers (commit engine,
 // participant engine, simulator) speak only this; the wire's enums
 // ('VOTE_YES', 'DECISION_COMMIT', 'OUTCOME_COMMITTED') are translated at the
-// transport edge (src/transport/participant-wire.ts) and nowhere else.
+// transport edge (src/transport/protocol-wire.ts) and nowhere else.
 
 /** A participant's answer to PREPARE: YES means prepared and durable (R4). */
 export type Vote = 'yes' | 'no';

@@ -8,7 +8,7 @@ import type { Vote } from '../domain/protocol.ts';
 import type { ParticipantRecord } from '../commit/state.ts';
 import * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
-import { decisionToWire, prepareToWire, statusFromWire, voteFromWire } from '../transport/participant-wire.ts';
+import { decisionToWire, prepareToWire, statusFromWire, voteFromWire } from '../transport/protocol-wire.ts';
 import { MethodUnimplementedError, NotDeliveredError, type ParticipantMethod, type TxnStatus } from '../domain/protocol.ts';
 import { ParticipantExchange } from '../transport/participant-exchange.ts';
 import { traceToMetadata, type TraceContext } from '../transport/trace-context.ts';

@@ -16,7 +16,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { Ack, AnswerBatch, DecideRequest, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, PrepareRequest, StatusAnswer, StatusRequest, Vote } from '../transport/participant-rpc.ts';
-import { decisionFromWire, statusToWire, voteToWire } from '../transport/participant-wire.ts';
+import { decisionFromWire, statusToWire, voteToWire } from '../transport/protocol-wire.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
 import type { ParticipantEngine } from './engine.ts';
 import { PAYLOAD_BYTES_MAX } from './memory.ts';
