@@ -146,5 +146,5 @@ export async function expectHeurmixOnceClusterUp<R>(o: { h: UnreachableClusterPa
   expect(t?.heuristics).toEqual([expect.objectContaining({ participantId: o.participantId, kind: 'HEURMIX', outcome: 'COMMITTED', decision: 'ABORTED', operator: 'alice@db1', gid: o.gid })]);
   const shown = await runCli(['txn', 'show', o.txnId, '--endpoints', cluster.nodes[0].address], CLI);
   expect(shown.stdout).toMatch(/HEURMIX/);
-  await waitFor('the participant to settle T', () => rt.engine.stateOf(o.txnId) === 'aborted', 60_000);
+  await waitFor('the participant to settle T', () => rt.engine.stateOf(o.txnId) === 'ABORTED', 60_000);
 }

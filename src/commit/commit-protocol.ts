@@ -430,11 +430,11 @@ export class CommitProtocol {
       // A participant in doubt is prepared: its question counts as its status answer, and it waits for recovery's decision; a client hears that one is coming.
       if (participantId !== '') return this.pc.waitInDoubt(txnId, participantId, cb);
       this.pc.start(txnId);
-      return cb(null, { txnId, outcome: 'in-progress', reason: 'staged (parallel commit); a new leader is recovering it', decisionIndex: 0 });
+      return cb(null, { txnId, outcome: 'IN_PROGRESS', reason: 'staged (parallel commit); a new leader is recovering it', decisionIndex: 0 });
     }
-    if (participantId === '') return cb(null, { txnId, outcome: 'unknown', reason: 'no decision is recorded for this transaction', decisionIndex: 0 });
+    if (participantId === '') return cb(null, { txnId, outcome: 'UNKNOWN', reason: 'no decision is recorded for this transaction', decisionIndex: 0 });
     // A participant in doubt on a forgotten decision cannot be answered from the log: ABORT could contradict it. Its operator decides (R4).
-    if (this.table.beyondHorizon(txnId)) return cb(null, { txnId, outcome: 'unknown', reason: forgottenReason(this.table, txnId), decisionIndex: 0 });
+    if (this.table.beyondHorizon(txnId)) return cb(null, { txnId, outcome: 'UNKNOWN', reason: forgottenReason(this.table, txnId), decisionIndex: 0 });
     const asker = this.table.participants.has(participantId) ? [participantId] : [];
     this.logAbort(txnId, `participant ${participantId} was in doubt and no decision was logged (presumed abort)`, 'presumed_abort_query', cb, asker);
   }

@@ -3,6 +3,7 @@
 // transactions, the decision table, when each participant was last heard
 // from) and the time of the read: nothing here changes anything.
 
+import { outcomeOfDecision } from '../domain/protocol.ts';
 import type { DecisionTable, Staging } from './state.ts';
 import { isUndecidedPhase, txnAnswer, type ListFilter, type Member, type ParticipantActivity, type Phase, type Txn, type TxnView } from './engine-types.ts';
 
@@ -87,7 +88,7 @@ export function viewTxn(s: ViewState, txnId: string): TxnView | null {
   return {
     txnId,
     phase: 'decided',
-    outcome: d ? (d.outcome === 'commit' ? 'committed' : 'aborted') : 'unknown',
+    outcome: d ? outcomeOfDecision(d.outcome) : 'UNKNOWN',
     reason: d?.reason ?? '',
     ageMs: Math.max(0, s.nowMs - sinceAtMs),
     decisionIndex: d?.index ?? 0,
@@ -106,7 +107,7 @@ function viewOfStaging(s: ViewState, st: Staging): TxnView {
   return {
     txnId: st.txnId,
     phase: 'deciding',
-    outcome: 'in-progress',
+    outcome: 'IN_PROGRESS',
     reason: 'staged by an earlier leader; recovering its outcome from the participants',
     ageMs: Math.max(0, s.nowMs - st.atMs),
     decisionIndex: 0,

@@ -295,13 +295,13 @@ export class PreparedMonitor {
         report.stuck.push({ txnId, gid: p.gid, ageMs: p.ageMs, clusterAnswer: answer });
         log.warn({ txnId, gid: p.gid, ageMs: p.ageMs, clusterAnswer: answer, local: state ?? 'not held by the engine' }, 'prepared transaction older than the alert threshold');
       }
-      if (answer !== 'committed' && answer !== 'aborted') continue;
+      if (answer !== 'COMMITTED' && answer !== 'ABORTED') continue;
       if (state === 'prepared') {
         nudge = true; // the engine's own resolver applies it (and journals it)
         continue;
       }
       try {
-        await (answer === 'committed' ? resource.commitAsync(txnId) : resource.abortAsync(txnId));
+        await (answer === 'COMMITTED' ? resource.commitAsync(txnId) : resource.abortAsync(txnId));
         report.orphansResolved.push({ txnId, outcome: answer });
         log.info({ txnId, gid: p.gid, outcome: answer }, "prepared transaction the engine did not hold resolved with the cluster's answer");
       } catch (err) {

@@ -23,6 +23,7 @@ import type { ParticipantEngine } from './engine.ts';
 import { FileJournal } from './journal.ts';
 import { MemoryResource } from './memory.ts';
 import { MemoryState } from './memory-state.ts';
+import { outcomeToWire } from '../transport/protocol-wire.ts';
 import { isDecisionRecord, isJournalRecord, type Journal, type JournalRecord, type Schedule, type TxnRecord } from './types.ts';
 import type { JournalStats } from './journal.ts';
 import type { PostgresResource } from './postgres.ts';
@@ -491,7 +492,7 @@ function reportHeuristics(o: ParticipantOptions, opened: OpenedResource, link: C
           link.reportHeuristic({
             participantId: o.participantId,
             txnId: act.txnId,
-            outcome: act.outcome === 'committed' ? 'OUTCOME_COMMITTED' : 'OUTCOME_ABORTED',
+            outcome: outcomeToWire(act.outcome),
             gid: act.gid,
             operator: act.operator,
             reason: act.reason,

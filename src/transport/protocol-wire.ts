@@ -1,9 +1,11 @@
-// The participant protocol between its domain spelling (src/domain/protocol.ts)
-// and the wire's enums of proto/participant.proto. The only place where
-// 'VOTE_YES' or 'DECISION_COMMIT' is read or written.
+// The protocol vocabulary between its domain spelling (src/domain/protocol.ts)
+// and the wire's enums of proto/participant.proto and proto/coordinator.proto.
+// The only place where 'VOTE_YES', 'DECISION_COMMIT', 'TXN_STATUS_COMMITTED'
+// or 'OUTCOME_COMMITTED' is read or written (test/unit/vocabulary.test.ts
+// holds it).
 
-import type { Decide, Prepare, VoteAnswer } from '../domain/protocol.ts';
-import type { TxnStatus } from '../domain/protocol.ts';
+import type { ClusterOutcome, Decide, DecisionOutcome, Outcome, Prepare, TxnStatus, VoteAnswer } from '../domain/protocol.ts';
+import type { OutcomeName } from './coordinator-rpc.ts';
 import type { DecideRequest as WireDecideRequest, PrepareRequest as WirePrepareRequest, StatusAnswer as WireStatusAnswer, Vote as WireVote } from './participant-rpc.ts';
 
 export function prepareToWire(p: Prepare): WirePrepareRequest {
@@ -45,4 +47,45 @@ export function statusToWire(txnId: string, participantId: string, status: TxnSt
 export function statusFromWire(w: WireStatusAnswer): TxnStatus | null {
   for (const [k, v] of Object.entries(STATUS_TO_WIRE)) if (w.status === v) return k as TxnStatus;
   return null;
+}
+
+const OUTCOME_TO_WIRE = {
+  COMMITTED: 'OUTCOME_COMMITTED',
+  ABORTED: 'OUTCOME_ABORTED',
+  IN_PROGRESS: 'OUTCOME_IN_PROGRESS',
+  UNKNOWN: 'OUTCOME_UNKNOWN',
+} as const satisfies Record<ClusterOutcome, OutcomeName>;
+
+export function outcomeToWire(o: ClusterOutcome): OutcomeName {
+  return OUTCOME_TO_WIRE[o];
+}
+
+/** The outcome a node answered, or null for OUTCOME_UNSPECIFIED or an enum this version does not know. */
+export function outcomeFromWire(w: OutcomeName): ClusterOutcome | null {
+  for (const [k, v] of Object.entries(OUTCOME_TO_WIRE)) if (w === v) return k as ClusterOutcome;
+  return null;
+}
+
+/** A decision (a heuristic act's, an operator's resolution) in the wire's Outcome enum. */
+export function decisionToOutcomeWire(d: DecisionOutcome): OutcomeName {
+  return d === 'commit' ? 'OUTCOME_COMMITTED' : 'OUTCOME_ABORTED';
+}
+
+/** The decision an Outcome enum names, or null when it names neither COMMITTED nor ABORTED. */
+export function decisionFromOutcomeWire(w: OutcomeName): DecisionOutcome | null {
+  return w === 'OUTCOME_COMMITTED' ? 'commit' : w === 'OUTCOME_ABORTED' ? 'abort' : null;
+}
+
+/**
+ * The `verdict-outcome` metadata value of an ALREADY_DECIDED refusal
+ * (src/transport/coordinator-rpc.ts, RECORDED_OUTCOME_KEY): the recorded
+ * outcome's name, as the Python and Go SDKs read it too.
+ */
+export function recordedOutcomeToWire(o: Outcome): string {
+  return o;
+}
+
+/** The recorded outcome a `verdict-outcome` value names, or null. */
+export function recordedOutcomeFromWire(v: string): Outcome | null {
+  return v === 'COMMITTED' || v === 'ABORTED' ? v : null;
 }

@@ -231,11 +231,11 @@ describe('participant runtime against a fake cluster', () => {
     expect(cluster.questions).toEqual([]);
     // The leader goes away without ending its stream (as a killed process does).
     x.close();
-    await waitFor('F1 aborted', () => r.engine.stateOf('F1') === 'aborted', 20_000);
+    await waitFor('F1 aborted', () => r.engine.stateOf('F1') === 'ABORTED', 20_000);
     // Only the undecided one was asked about, with this participant's id (R3), and more than once (the first answer was UNAVAILABLE).
     expect(new Set(cluster.questions.map((q) => `${q.txnId}/${q.participantId}`))).toEqual(new Set(['F1/p1']));
     expect(cluster.questions.length).toBeGreaterThanOrEqual(2);
-    expect(r.engine.stateOf('F2')).toBe('committed');
+    expect(r.engine.stateOf('F2')).toBe('COMMITTED');
     expect(r.resource.get('g')).toBe('1');
     expect(r.resource.get('f')).toBeUndefined();
   }, 40_000);
@@ -259,7 +259,7 @@ describe('participant runtime against a fake cluster', () => {
     x.close();
     await stop(r);
     const again = await start(dir, [cluster.address]);
-    expect(again.engine.stateOf('Y1')).toBe('committed');
+    expect(again.engine.stateOf('Y1')).toBe('COMMITTED');
     expect(again.resource.get('a')).toBe('1');
     expect(again.engine.inDoubt().map((t) => t.txnId)).toEqual(['Y2']);
   });
@@ -308,7 +308,7 @@ describe('participant runtime against a fake cluster', () => {
     const asked = cluster.questions.length;
     const third = await start(dir, [cluster.address]);
     expect(third.resource.get('balance')).toBe('90');
-    expect(third.engine.stateOf('T1')).toBe('committed');
+    expect(third.engine.stateOf('T1')).toBe('COMMITTED');
     await sleep(100);
     expect(cluster.questions.length).toBe(asked);
   });

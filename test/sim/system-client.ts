@@ -138,7 +138,7 @@ export class SimClient {
         // For AC3 (a fault-free run must commit): unless the attempt certainly did nothing, the cluster may have begun it.
         if (begin !== undefined && result !== 'not-acted-on') this.began = true;
         this.env.log(() => `${this.id} Commit(${this.txnId}) at ${at}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
-        if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) return this.answer(a.outcome);
+        if (a && (a.outcome === 'COMMITTED' || a.outcome === 'ABORTED')) return this.answer(a.outcome);
         if (err?.code === 'exists') return this.answer(err.recorded);
         // A new leader serves Commit only after applying an entry of its term (Driver
         // onLeadership), so a registered participant is never refused as unknown.
@@ -177,7 +177,7 @@ export class SimClient {
         this.env.log(() => `${this.id} sends ${this.txnId} again${begin ? ' (begin)' : ''}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
         const result = attemptResult(err);
         rule.attempted(result);
-        if (a && (a.outcome === 'committed' || a.outcome === 'aborted')) {
+        if (a && (a.outcome === 'COMMITTED' || a.outcome === 'ABORTED')) {
           this.resending = false;
           return this.env.answered(this.txnId, a.outcome);
         }

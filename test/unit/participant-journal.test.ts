@@ -4,6 +4,8 @@ import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/prom
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { crc32 } from 'node:zlib';
+import { ParticipantEngine } from '../../src/participant/engine.ts';
 import { FileJournal, JournalCorruptError } from '../../src/participant/journal.ts';
 import { memoryPayload } from '../../src/participant/memory.ts';
 import { MemoryState } from '../../src/participant/memory-state.ts';
@@ -274,4 +276,57 @@ describe('participant journal', () => {
     // And nothing that was never written: odd transactions never commit.
     for (const [txnId, d] of state.decided) expect(Number(txnId.slice(1)) % 2 === 0 && d.outcome === 'committed').toBe(true);
   }, 60_000);
+});
+
+describe('participant journal: the on-disk spelling of outcomes', () => {
+  /** One frame as every version has written it: [u32 length][u32 CRC-32][JSON array], by hand, not by FileJournal. */
+  function frame(records: object[]): Buffer {
+    const payload = Buffer.from(JSON.stringify(records), 'utf8');
+    const header = Buffer.alloc(8);
+    header.writeUInt32BE(payload.byteLength, 0);
+    header.writeUInt32BE(crc32(payload), 4);
+    return Buffer.concat([header, payload]);
+  }
+
+  it('a journal written with lower-case outcome kinds recovers as COMMITTED / ABORTED, and new records keep the lower-case kinds', async () => {
+    const path = await tempFile();
+    const payloadB64 = toBase64(memoryPayload({ a: '1' }));
+    await writeFile(
+      path,
+      Buffer.concat([
+        frame([
+          { kind: 'prepared', txnId: 'T1', atMs: 1, payloadB64, participants: ['p1', 'p2'] },
+          { kind: 'prepared', txnId: 'T2', atMs: 2, payloadB64, participants: ['p1', 'p2'] },
+        ]),
+        frame([
+          { kind: 'committed', txnId: 'T1', atMs: 3 },
+          { kind: 'aborted', txnId: 'T2', atMs: 4 },
+          { kind: 'prepared', txnId: 'T3', atMs: 5, payloadB64, participants: ['p1', 'p2'] },
+        ]),
+      ]),
+    );
+    const { journal, state } = await openJournal(path);
+    expect(state.data.get('a')).toBe('1');
+    const engine = new ParticipantEngine({
+      clusterId: 'c',
+      participantId: 'p1',
+      resource: { prepare: (_t, _p, cb) => cb(null, { yes: true, reason: '' }), commit: (_t, cb) => cb(null), abort: (_t, cb) => cb(null) },
+      journal,
+      clock: { nowMs: () => 10 },
+      schedule: () => () => {},
+      askOutcome: (_txnId, cb) => cb(null, 'IN_PROGRESS'),
+    });
+    engine.recover(state.txnRecords());
+    engine.start();
+    expect([engine.stateOf('T1'), engine.stateOf('T2'), engine.stateOf('T3')]).toEqual(['COMMITTED', 'ABORTED', 'prepared']);
+    // The engine applies a DECISION for T3 and journals it in the spelling the file has always had.
+    const acked = await new Promise<unknown>((resolve) => engine.decide({ clusterId: 'c', txnId: 'T3', participantId: 'p1', outcome: 'commit', reason: '' }, (err, ack) => resolve(err ?? ack)));
+    expect(acked).toMatchObject({ txnId: 'T3' });
+    expect(engine.stateOf('T3')).toBe('COMMITTED');
+    engine.stop();
+    await closeJournal(journal);
+    const text = (await readFile(path)).toString('latin1');
+    expect(text).toContain('{"kind":"committed","txnId":"T3"');
+    expect(text).not.toMatch(/"kind":"(COMMITTED|ABORTED)"/);
+  });
 });
