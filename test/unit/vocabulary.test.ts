@@ -10,6 +10,8 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { parseSagaServiceArgs } from '../../src/cli/saga-service.ts';
+import { ID } from '../../src/domain/id.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SRC = join(ROOT, 'src');
@@ -180,5 +182,16 @@ describe('one vocabulary', () => {
     expect(vocabularyProblems('src/client/x.ts', "// 'OUTCOME_COMMITTED'\nconst m = 'needs OUTCOME_COMMITTED or OUTCOME_ABORTED';")).toEqual([]);
     // Comparing one spelling with itself is no translation.
     expect(vocabularyProblems('src/client/x.ts', "const f = (o: string) => (o === 'COMMITTED' ? 'COMMITTED' : 'ABORTED');")).toEqual([]);
+  });
+});
+
+describe('one id rule', () => {
+  it('`verdict saga service --id` takes exactly the participant ids (a step service registers as one)', () => {
+    const args = (id: string) => ['--id', id, '--listen', '127.0.0.1:7201', '--data', '/tmp/x', '--handler', 'reserve', '--insecure'];
+    for (const good of ['pay', 'pay.svc-2', 'A_1', 'x'.repeat(64)]) expect(parseSagaServiceArgs(args(good), {}).id).toBe(good);
+    for (const bad of ['-pay', '.pay', '_pay', 'x'.repeat(65), 'pay:1', '']) {
+      expect(ID.test(bad), bad).toBe(false);
+      expect(() => parseSagaServiceArgs(args(bad), {}), bad).toThrow(/--id/);
+    }
   });
 });
