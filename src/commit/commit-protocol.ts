@@ -106,7 +106,7 @@ export class CommitProtocol {
   private forgetSinceMs = 0;
   private forgetInFlight = false;
   /** When each registered participant was last heard from (an answer, a question, a report); bounded by the registry. */
-  protected readonly lastSeen = new Map<string, number>();
+  protected readonly lastSeenAtMs = new Map<string, number>();
 
   /** The door operator actions use (./operator-actions.ts). */
   protected readonly port: ProtocolPort;
@@ -128,7 +128,7 @@ export class CommitProtocol {
       txn: (id) => this.txns.get(id),
       txns: () => this.txns.values(),
       heardFrom: (id) => this.heardFrom(id),
-      forgetSeen: (id) => this.lastSeen.delete(id),
+      forgetSeen: (id) => this.lastSeenAtMs.delete(id),
       decideAbort: (t, reason, why) => this.decideAbort(t, reason, why),
       logAbort: (id, reason, why, cb) => this.logAbort(id, reason, why, cb),
       operatorTakesOver: (t, reason) => this.operatorTakesOver(t, reason),
@@ -441,7 +441,7 @@ export class CommitProtocol {
 
   /** Notes that participantId was heard from now (only registered ids are kept, so the map is bounded by the registry). */
   heardFrom(participantId: string): void {
-    if (this.table.participants.has(participantId)) this.lastSeen.set(participantId, this.io.nowMs());
+    if (this.table.participants.has(participantId)) this.lastSeenAtMs.set(participantId, this.io.nowMs());
   }
 
   // ---- the protocol ------------------------------------------------------

@@ -11,7 +11,7 @@ import { isUndecidedPhase, txnAnswer, type ListFilter, type Member, type Partici
 export interface ViewState {
   txns: ReadonlyMap<string, Txn>;
   table: DecisionTable;
-  lastSeen: ReadonlyMap<string, number>;
+  lastSeenAtMs: ReadonlyMap<string, number>;
   nowMs: number;
   /** An undecided transaction older than this is listed as in doubt. */
   inDoubtAfterMs: number;
@@ -175,7 +175,7 @@ export function heldBy(s: Pick<ViewState, 'txns' | 'nowMs'>, ids: ReadonlySet<st
 }
 
 /** Every registered participant as this leader sees it: last heard from, and its YES votes still waiting for a decision or an ACK. */
-export function participantActivity(s: Pick<ViewState, 'txns' | 'table' | 'lastSeen'>): ParticipantActivity[] {
+export function participantActivity(s: Pick<ViewState, 'txns' | 'table' | 'lastSeenAtMs'>): ParticipantActivity[] {
   const inDoubt = new Map<string, number>();
   for (const t of s.txns.values()) {
     for (const m of t.members.values()) {
@@ -183,5 +183,5 @@ export function participantActivity(s: Pick<ViewState, 'txns' | 'table' | 'lastS
       if (holds(t, m)) inDoubt.set(m.record.id, (inDoubt.get(m.record.id) ?? 0) + 1);
     }
   }
-  return [...s.table.participants.keys()].map((id) => ({ id, lastSeenAtMs: s.lastSeen.get(id) ?? 0, inDoubt: inDoubt.get(id) ?? 0 }));
+  return [...s.table.participants.keys()].map((id) => ({ id, lastSeenAtMs: s.lastSeenAtMs.get(id) ?? 0, inDoubt: inDoubt.get(id) ?? 0 }));
 }

@@ -275,14 +275,14 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     Commit: (call, cb) => {
       const refused = refusal();
       if (refused) return cb(refused);
-      const startedAt = process.hrtime.bigint();
+      const startedAtNs = process.hrtime.bigint();
       const reply = outcomeReply(cb);
       const span = receivedSpan(traces, engine, 'commit', call.request.txnId, call);
       engine.commit(
         call.request.txnId,
         call.request.participants.map((e) => ({ participantId: e.participantId, payload: e.payload ?? new Uint8Array() })),
         (err, a) => {
-          metrics?.observeCommit(Number(process.hrtime.bigint() - startedAt) / 1e9, err || !a ? 'error' : ANSWER[a.outcome]);
+          metrics?.observeCommit(Number(process.hrtime.bigint() - startedAtNs) / 1e9, err || !a ? 'error' : ANSWER[a.outcome]);
           endSpan(traces, call.request.txnId, span, err, a);
           reply(err, a);
         },

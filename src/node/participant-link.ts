@@ -135,9 +135,9 @@ export class ParticipantLink {
    * stopped process keeps its TCP connection "connected"; this is what shows it.
    */
   unansweredSinceAtMs(endpoint: string): number {
-    let since = 0;
-    for (const [key, ch] of this.clients) if (key.endsWith(`\u0000${endpoint}`)) since = ch.unansweredSinceAtMs;
-    return since;
+    let sinceAtMs = 0;
+    for (const [key, ch] of this.clients) if (key.endsWith(`\u0000${endpoint}`)) sinceAtMs = ch.unansweredSinceAtMs;
+    return sinceAtMs;
   }
 
   /** `trace`: the context the participant continues, sent as metadata (the request then goes as a unary call, which carries it). */

@@ -103,9 +103,9 @@ export class ReserveWatcher {
       held.add(r.txnId);
       let dueAtMs = r.expiresAtMs ?? Number.POSITIVE_INFINITY;
       if (this.o.engine.stateOf(r.txnId) !== 'prepared') {
-        const since = this.orphans.get(r.txnId) ?? now;
-        this.orphans.set(r.txnId, since);
-        dueAtMs = Math.min(dueAtMs, since + this.o.orphanAfterMs);
+        const sinceAtMs = this.orphans.get(r.txnId) ?? now;
+        this.orphans.set(r.txnId, sinceAtMs);
+        dueAtMs = Math.min(dueAtMs, sinceAtMs + this.o.orphanAfterMs);
       } else this.orphans.delete(r.txnId);
       if (now < dueAtMs) continue;
       let a = this.asking.get(r.txnId);
