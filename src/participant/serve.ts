@@ -15,7 +15,7 @@
 // on the unary calls and at the opening of an Exchange stream.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { Ack, AnswerBatch, DecideRequest, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, PrepareRequest, StatusAnswer, StatusRequest, Vote } from '../transport/participant-rpc.ts';
+import type { Ack, AnswerBatch, DecideRequest, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, PrepareRequest, StatusAnswer, StatusRequest, VoteMessage } from '../transport/participant-rpc.ts';
 import { decisionFromWire, statusToWire, voteFromWire, voteToWire } from '../transport/protocol-wire.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
 import type { ParticipantEngine } from './engine.ts';
@@ -68,7 +68,7 @@ export function newGate(): Gate {
 
 type Done<T> = (err: ParticipantError | null, res?: T) => void;
 
-function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: PrepareRequest, cb: Done<Vote>): void {
+function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: PrepareRequest, cb: Done<VoteMessage>): void {
   const bad =
     badTxnId(req.txnId) ??
     badFields([

@@ -6,7 +6,7 @@
 
 import type { ClusterOutcome, Decide, DecisionOutcome, Outcome, Prepare, TxnStatus, VoteAnswer } from '../domain/protocol.ts';
 import type { OutcomeName } from './coordinator-rpc.ts';
-import type { DecideRequest as WireDecideRequest, PrepareRequest as WirePrepareRequest, StatusAnswer as WireStatusAnswer, Vote as WireVote } from './participant-rpc.ts';
+import type { DecideRequest as WireDecideRequest, PrepareRequest as WirePrepareRequest, StatusAnswer as WireStatusAnswer, VoteMessage as WireVote } from './participant-rpc.ts';
 
 export function prepareToWire(p: Prepare): WirePrepareRequest {
   return { clusterId: p.clusterId, txnId: p.txnId, participantId: p.participantId, participants: p.participants, payload: p.payload, timeoutMs: p.timeoutMs };
