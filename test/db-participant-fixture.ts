@@ -116,10 +116,10 @@ export async function participantOfUnreachableCluster<R>(participantId: string, 
 /** `verdict participant resolve` is idempotent: the same act again (args + --commit) is a no-op; the contrary one (--abort) is refused. */
 export async function expectResolveRepeatNoopContraryRefused(repeatArgs: string[], contraryArgs: string[]): Promise<void> {
   const again = await runCli([...repeatArgs, '--commit'], CLI);
-  expect([again.code, again.stdout]).toEqual([0, expect.stringMatching(/already resolved by hand \(committed\) by alice@db1/)]);
+  expect([again.code, again.stdout]).toEqual([0, expect.stringMatching(/already resolved by hand \(COMMITTED\) by alice@db1/)]);
   const contrary = await runCli([...contraryArgs, '--abort'], CLI);
   expect(contrary.code).toBe(1);
-  expect(contrary.stderr).toMatch(/already resolved by hand as committed/);
+  expect(contrary.stderr).toMatch(/already resolved by hand as COMMITTED/);
 }
 
 /**
