@@ -12,6 +12,8 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { parseSagaServiceArgs } from '../../src/cli/saga-service.ts';
 import { ID } from '../../src/domain/id.ts';
+import { sagaIdProblem } from '../../src/domain/saga-id.ts';
+import { sagaDefProblem } from '../../src/saga/commands.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SRC = join(ROOT, 'src');
@@ -193,5 +195,20 @@ describe('one id rule', () => {
       expect(ID.test(bad), bad).toBe(false);
       expect(() => parseSagaServiceArgs(args(bad), {}), bad).toThrow(/--id/);
     }
+  });
+});
+
+describe('one saga id rule', () => {
+  it('the saga table and every other edge (the console) take the same saga ids: src/domain/saga-id.ts', () => {
+    const step = { service: 'pay', name: 'charge', input: '' };
+    for (const id of ['order-7', 'order+7', 'ORD/7', '', 'x'.repeat(128), 'x'.repeat(129), 'a b', '.x']) {
+      const table = sagaDefProblem(id, [step], null);
+      expect(table === null, id).toBe(sagaIdProblem(id) === null);
+      if (table !== null) expect(table).toBe(sagaIdProblem(id));
+    }
+    expect(sagaIdProblem('order+7')).toBeNull();
+    const consoleApi = readFileSync(join(SRC, 'console/product-api.ts'), 'utf8');
+    expect(consoleApi).toContain('sagaIdProblem(');
+    expect(consoleApi).not.toContain('TXN_ID_PATTERN');
   });
 });
