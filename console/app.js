@@ -365,7 +365,7 @@ const pages = {
     };
     const tracked = t && t.phase !== 'decided';
     const people = tracked
-      ? t.participants.map((p) => [p.id, p.vote || '—', p.acked ? 'yes' : t.outcome === 'aborted' ? 'not needed' : 'no', String(p.retries), removedText(p.id)])
+      ? t.participants.map((p) => [p.id, p.vote || '—', p.acked ? 'yes' : t.outcome === 'ABORTED' ? 'not needed' : 'no', String(p.retries), removedText(p.id)])
       : (h?.participants ?? []).map((p) => [p.participantId, p.vote || '—', p.acked ? 'yes' : h.outcome === 'abort' ? 'not needed' : 'no', '—', removedText(p.participantId)]);
     const from = tracked ? `as the leader ${r.nodeId} tracks them` : `from node ${r.nodeId}'s history`;
     const events = r.timeline.map((e) => [
@@ -541,7 +541,7 @@ Object.assign(pages, {
     const onLeader = leaderLink(r.leaderRef, '#tcc', 'on the leader');
     const until = (x) =>
       x.deadlineInMs === null
-        ? `until ${x.participantId} acknowledges the ${x.outcome === 'committed' ? 'COMMIT' : 'ABORT'}`
+        ? `until ${x.participantId} acknowledges the ${x.outcome === 'COMMITTED' ? 'COMMIT' : 'ABORT'}`
         : x.deadlineInMs > 0
           ? `undecided; aborted in ${age(x.deadlineInMs)} if still undecided`
           : 'undecided, past its deadline: being aborted';

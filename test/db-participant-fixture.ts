@@ -116,10 +116,10 @@ export async function participantOfUnreachableCluster<R>(participantId: string, 
 /** `verdict participant resolve` is idempotent: the same act again (args + --commit) is a no-op; the contrary one (--abort) is refused. */
 export async function expectResolveRepeatNoopContraryRefused(repeatArgs: string[], contraryArgs: string[]): Promise<void> {
   const again = await runCli([...repeatArgs, '--commit'], CLI);
-  expect([again.code, again.stdout]).toEqual([0, expect.stringMatching(/already resolved by hand \(committed\) by alice@db1/)]);
+  expect([again.code, again.stdout]).toEqual([0, expect.stringMatching(/already resolved by hand \(COMMITTED\) by alice@db1/)]);
   const contrary = await runCli([...contraryArgs, '--abort'], CLI);
   expect(contrary.code).toBe(1);
-  expect(contrary.stderr).toMatch(/already resolved by hand as committed/);
+  expect(contrary.stderr).toMatch(/already resolved by hand as COMMITTED/);
 }
 
 /**
@@ -146,5 +146,5 @@ export async function expectHeurmixOnceClusterUp<R>(o: { h: UnreachableClusterPa
   expect(t?.heuristics).toEqual([expect.objectContaining({ participantId: o.participantId, kind: 'HEURMIX', outcome: 'COMMITTED', decision: 'ABORTED', operator: 'alice@db1', gid: o.gid })]);
   const shown = await runCli(['txn', 'show', o.txnId, '--endpoints', cluster.nodes[0].address], CLI);
   expect(shown.stdout).toMatch(/HEURMIX/);
-  await waitFor('the participant to settle T', () => rt.engine.stateOf(o.txnId) === 'aborted', 60_000);
+  await waitFor('the participant to settle T', () => rt.engine.stateOf(o.txnId) === 'ABORTED', 60_000);
 }

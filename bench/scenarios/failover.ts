@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { VerdictClient } from '../../src/client/client.ts';
 import { FileJournal } from '../../src/participant/journal.ts';
-import { isParticipantRecord, type ParticipantRecord } from '../../src/participant/types.ts';
+import { isJournalRecord, type JournalRecord } from '../../src/participant/types.ts';
 import type { FailoverLoad, FailoverLoadResult, TxnEntry } from './failover-load.ts';
 import { percentile } from '../harness/hist.ts';
 import { failoverTimeline, type TimelineEvent } from './failover-timeline.ts';
@@ -147,7 +147,7 @@ export async function runFailover(dir: string, tag: string, o: FailoverOptions):
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as TxnEntry);
-    const journals = new Map<string, ParticipantRecord[]>();
+    const journals = new Map<string, JournalRecord[]>();
     for (const id of ids) journals.set(id, await readJournal(join(cluster.participantDir(id), 'journal.log')));
     const byParticipant = new Map<string, number[]>();
     const run = analyse(load, kill, entries, journals, byParticipant);
@@ -178,9 +178,9 @@ async function settled(cluster: BenchCluster): Promise<void> {
   }
 }
 
-async function readJournal(path: string): Promise<ParticipantRecord[]> {
-  const records: ParticipantRecord[] = [];
-  const j = await FileJournal.open<ParticipantRecord>({ path, fold: { add: (r) => records.push(r), snapshot: () => records }, isRecord: isParticipantRecord });
+async function readJournal(path: string): Promise<JournalRecord[]> {
+  const records: JournalRecord[] = [];
+  const j = await FileJournal.open<JournalRecord>({ path, fold: { add: (r) => records.push(r), snapshot: () => records }, isRecord: isJournalRecord });
   await j.close();
   return records;
 }
@@ -190,7 +190,7 @@ function analyse(
   load: FailoverLoadResult,
   kill: { atMs: number; leader: string; electionMs: number },
   entries: TxnEntry[],
-  journals: Map<string, ParticipantRecord[]>,
+  journals: Map<string, JournalRecord[]>,
   byParticipant: Map<string, number[]>,
 ): FailoverRun {
   const k = kill.atMs;

@@ -5,6 +5,7 @@
 
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { RaftNodeClient } from '../transport/admin.ts';
+import { outcomeOfDecision } from '../domain/protocol.ts';
 import type { HistoryPageWire, HistoryQueryWire } from '../transport/proto.ts';
 
 type HistoryRecord = HistoryPageWire['records'][number];
@@ -43,7 +44,11 @@ export function historyNotes(page: HistoryPageWire): string[] {
 }
 
 const iso = (ms: number): string => (ms > 0 ? new Date(ms).toISOString() : '-');
-const OUTCOME: Record<string, string> = { commit: 'COMMITTED', abort: 'ABORTED', '': 'UNDECIDED' };
+/** A history record's decision as an outcome (COMMITTED, ABORTED), or UNDECIDED. */
+export function historyOutcome(decision: string): string {
+  if (decision === 'commit' || decision === 'abort') return outcomeOfDecision(decision);
+  return decision === '' ? 'UNDECIDED' : decision;
+}
 
 /** The rows of `txn list` in history mode. */
 export function historyRows(records: readonly HistoryRecord[]): string[][] {
@@ -61,7 +66,7 @@ export function historyRows(records: readonly HistoryRecord[]): string[][] {
     const acts = r.acts
       .map((a) => (a.kind === 'resolve' ? `resolved-by:${a.operator}` : a.kind === 'removed' ? `${a.participantId}:removed-by:${a.operator}` : `${a.participantId}:${a.effect}`))
       .join(',');
-    rows.push([r.txnId, OUTCOME[r.outcome] ?? r.outcome, iso(r.decidedAtMs), String(r.decisionIndex || ''), ps, acked, acts, r.reason]);
+    rows.push([r.txnId, historyOutcome(r.outcome), iso(r.decidedAtMs), String(r.decisionIndex || ''), ps, acked, acts, r.reason]);
   }
   return rows;
 }
@@ -85,7 +90,7 @@ export function removalText(a: { operator: string; atMs: number; reason: string 
 /** The lines of `txn show`'s history part. */
 export function historyLines(r: HistoryRecord, nodeId: string): { lines: string[]; tables: string[][][] } {
   const lines = [
-    `history      on node ${nodeId}: ${OUTCOME[r.outcome] ?? r.outcome} at ${iso(r.decidedAtMs)} (decision index ${r.decisionIndex || '-'})` +
+    `history      on node ${nodeId}: ${historyOutcome(r.outcome)} at ${iso(r.decidedAtMs)} (decision index ${r.decisionIndex || '-'})` +
       (r.forgottenIndex ? `; every participant acknowledged by about ${iso(r.forgottenAtMs)} (index ${r.forgottenIndex})` : ''),
   ];
   const tables: string[][][] = [];

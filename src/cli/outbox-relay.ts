@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import { CoordinatorConnection } from '../client/connection.ts';
 import { createLogger } from '../node/logger.ts';
+import { LEASE_HOLDER } from '../lease/state.ts';
 import { LeaseKeeper } from '../outbox/lease-keeper.ts';
 import { NatsSink, NatsSinkError } from '../outbox/nats-sink.ts';
 import { RelayRunner, RelayStartError } from '../outbox/relay-runner.ts';
@@ -24,8 +25,6 @@ function count(args: string[], name: string, dflt: number, min: number, max: num
   if (!(Number.isSafeInteger(n) && n >= min && n <= max)) throw new UsageError(`${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(v)}`);
   return n;
 }
-
-const HOLDER = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$/;
 
 export async function outboxRelayCommand(args: string[]): Promise<void> {
   const pgUrl = flag(args, '--pg-url');
@@ -52,7 +51,7 @@ export async function outboxRelayCommand(args: string[]): Promise<void> {
   if (sinkUrl === undefined) throw new UsageError('verdict outbox relay needs --sink nats://HOST:PORT (NATS with JetStream)');
   if (mode !== 'polling' && mode !== 'cdc') throw new UsageError(`--mode must be polling or cdc, not ${JSON.stringify(mode)}`);
   if (!/^[a-z0-9_]{1,63}$/.test(slot)) throw new UsageError(`--slot ${JSON.stringify(slot)}: a replication slot name is 1–63 of a-z, 0-9 and _`);
-  if (!HOLDER.test(holder)) throw new UsageError(`--holder ${JSON.stringify(holder)}: 1–128 of letters, digits and _.:@-, starting with a letter or digit`);
+  if (!LEASE_HOLDER.test(holder)) throw new UsageError(`--holder ${JSON.stringify(holder)}: 1–128 of letters, digits and _.:@-, starting with a letter or digit`);
   if (!['trace', 'debug', 'info', 'warn', 'error'].includes(logLevel)) throw new UsageError(`--log-level must be trace, debug, info, warn or error`);
   let sink: NatsSink;
   try {

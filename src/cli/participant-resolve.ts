@@ -49,7 +49,7 @@ export async function participantResolveCommand(argv: string[]): Promise<void> {
   if (resource === 'mysql' && (mysqlUrl === undefined || !/^mysql:\/\//.test(mysqlUrl))) throw new UsageError(`--mysql-url mysql://USER:PASSWORD@HOST:PORT/DATABASE is required; ${USAGE}`);
   let r: ResolveResult;
   try {
-    const act = { clusterId, participantId: id, target, outcome: commit ? ('committed' as const) : ('aborted' as const), operator, reason };
+    const act = { clusterId, participantId: id, target, outcome: commit ? ('COMMITTED' as const) : ('ABORTED' as const), operator, reason };
     // Each database's driver is loaded for its own resource only (README, Install).
     r =
       resource === 'mysql'
@@ -64,10 +64,10 @@ export async function participantResolveCommand(argv: string[]): Promise<void> {
     throw err;
   }
   if (json) return void process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
-  const what = resource === 'mysql' ? (r.act.outcome === 'committed' ? 'XA COMMIT' : 'XA ROLLBACK') : r.act.outcome === 'committed' ? 'COMMIT PREPARED' : 'ROLLBACK PREPARED';
+  const what = resource === 'mysql' ? (r.act.outcome === 'COMMITTED' ? 'XA COMMIT' : 'XA ROLLBACK') : r.act.outcome === 'COMMITTED' ? 'COMMIT PREPARED' : 'ROLLBACK PREPARED';
   process.stdout.write(
     r.performed
-      ? `${what} ${r.act.gid}: done by ${r.act.operator} (heuristic ${r.act.outcome === 'committed' ? 'COMMIT' : 'ABORT'} of transaction ${r.act.txnId}), recorded; the participant reports it to the cluster when it is reachable\n`
+      ? `${what} ${r.act.gid}: done by ${r.act.operator} (heuristic ${r.act.outcome === 'COMMITTED' ? 'COMMIT' : 'ABORT'} of transaction ${r.act.txnId}), recorded; the participant reports it to the cluster when it is reachable\n`
       : `transaction ${r.act.txnId} was already resolved by hand (${r.act.outcome}) by ${r.act.operator} at ${new Date(r.act.atMs).toISOString()}; nothing more to do\n`,
   );
 }

@@ -12,12 +12,14 @@ import { startStepService, StepServiceStartupError, type StepHandlers, type Step
 import type { StepHandler } from '../saga/inbox.ts';
 import { flag, flagAll, UsageError } from './args.ts';
 import { insecureArg, tlsArgs } from './client-tls.ts';
+import { ID, ID_CHARS_MAX, ID_FORM } from '../domain/id.ts';
 import { localServerTls } from './certs.ts';
 
 export const SAGA_SERVICE_USAGE =
   'usage: verdict saga service --id ID --listen HOST:PORT --data DIR --handler NAME [--handler NAME ...] [--cluster-id local] [--endpoints HOST:PORT,...] [--log-level info] [--ca FILE --cert FILE --key FILE | --insecure]';
 
 const DEFAULT_ENDPOINTS = '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
+/** A demo handler's name. */
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
@@ -49,9 +51,9 @@ export function parseSagaServiceArgs(argv: readonly string[], env: NodeJS.Proces
   if (id === undefined || listen === undefined || data === undefined || handlers.length === 0) {
     throw new UsageError(`verdict saga service needs --id, --listen, --data and at least one --handler; ${SAGA_SERVICE_USAGE}`);
   }
-  for (const [what, v] of [['--id', id], ...handlers.map((h) => ['--handler', h] as const)] as const) {
-    if (!NAME.test(v)) throw new UsageError(`${what} "${v}" must be 1-64 letters, digits, '.', '_' or '-'`);
-  }
+  // A step service registers as a participant: its id follows the participant id rule.
+  if (!ID.test(id)) throw new UsageError(`--id "${id}" must be 1–${ID_CHARS_MAX} ${ID_FORM}`);
+  for (const h of handlers) if (!NAME.test(h)) throw new UsageError(`--handler "${h}" must be 1-64 letters, digits, '.', '_' or '-'`);
   if (!/^(.+):(\d{1,5})$/.test(listen)) throw new UsageError(`--listen "${listen}" is not HOST:PORT (e.g. 127.0.0.1:7201)`);
   if (tls !== null && (tls.cert === undefined || tls.key === undefined)) throw new UsageError('--ca needs --cert and --key too: a step service with TLS serves it with its own certificate');
   if (!LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LEVELS.join(', ')}`);

@@ -13,7 +13,7 @@ import { bool, flag, flagAll, UsageError } from './args.ts';
 import { commandTimeoutMs, requireReachable } from './reach.ts';
 import { endpoints } from './status.ts';
 import { clientCredentials } from './client-credentials.ts';
-import { historyLines, historyNotes, historyRows, readHistory, removalText } from './history.ts';
+import { historyLines, historyNotes, historyOutcome, historyRows, readHistory, removalText } from './history.ts';
 import { HistoryQueryError, parseHistorySearch, type HistorySearchText } from '../history/query.ts';
 import { HISTORY_LIMIT_MAX, type HistoryQuery } from '../history/record.ts';
 
@@ -323,7 +323,7 @@ async function show(client: VerdictClient, args: string[], addrs: string[]): Pro
   } else {
     print(`transaction  ${txnId}`);
     // Forgotten past the tombstones, the outcome is still in the history.
-    const outcomeText = o.outcome === 'UNKNOWN' && h !== undefined ? `${h.outcome === 'commit' ? 'COMMITTED' : 'ABORTED'} (from node ${page.nodeId}'s history)` : o.outcome;
+    const outcomeText = o.outcome === 'UNKNOWN' && h !== undefined ? `${historyOutcome(h.outcome)} (from node ${page.nodeId}'s history)` : o.outcome;
     print(`outcome      ${outcomeText}${o.decisionIndex ? ` (decision index ${o.decisionIndex})` : ''}`);
     const reason = t?.reason || o.reason;
     if (reason) print(`reason       ${reason}`);

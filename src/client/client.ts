@@ -18,7 +18,8 @@ import {
 import { CoordinatorConnection, plaintext, type CallOptions, type ConnectionOptions } from './connection.ts';
 import { VerdictError } from './errors.ts';
 import { SagaCaller, type SagaHandle, type SagaSpec, type SagaStatus } from './saga.ts';
-import { checkId, checkTxnId, shortOutcome, toOutcomeResult, Transaction, type Outcome, type OutcomeResult } from './transaction.ts';
+import { checkId, checkTxnId, toOutcomeResult, Transaction, type ClusterOutcome, type OutcomeResult } from './transaction.ts';
+import { decisionToOutcomeWire, outcomeFromWire } from '../transport/protocol-wire.ts';
 import { NO_TRACING, openTracing, otlpEndpointFrom, type Tracing } from '../transport/tracing.ts';
 import { checkedTrace, tracedCall } from './trace.ts';
 
@@ -58,7 +59,7 @@ export interface BeginOptions {
 
 export interface TransactionInfo {
   txnId: string;
-  outcome: Outcome;
+  outcome: ClusterOutcome;
   reason: string;
   /** preparing | deciding | delivering | decided */
   phase: string;
@@ -66,9 +67,9 @@ export interface TransactionInfo {
   ageMs: number;
   decisionIndex: number;
   /** Heuristic outcomes participants reported (R4), compared with the decision: HEURCOM, HEURRB, HEURMIX, HEURHAZ. */
-  heuristics: (Omit<HeuristicInfo, 'outcome' | 'decision'> & { outcome: Outcome; decision: Outcome })[];
+  heuristics: (Omit<HeuristicInfo, 'outcome' | 'decision'> & { outcome: ClusterOutcome; decision: ClusterOutcome })[];
   /** Operators' `txn resolve` acts on the cluster side. */
-  resolutions: (Omit<ResolutionInfo, 'outcome'> & { outcome: Outcome })[];
+  resolutions: (Omit<ResolutionInfo, 'outcome'> & { outcome: ClusterOutcome })[];
   /** Participants removed with `participant remove --force` while this decision was still owed to them (no longer delivered). */
   removals: RemovalInfo[];
 }
@@ -95,7 +96,8 @@ export interface ResolveResult {
   operator: string;
 }
 
-const outcomeName = (o: OutcomeName): Outcome => (o === 'OUTCOME_UNSPECIFIED' ? 'UNKNOWN' : shortOutcome(o));
+/** A listed outcome; an unset one is not known. */
+const outcomeName = (o: OutcomeName): ClusterOutcome => outcomeFromWire(o) ?? 'UNKNOWN';
 
 export class VerdictClient {
   readonly connection: CoordinatorConnection;
@@ -224,7 +226,7 @@ export class VerdictClient {
     const r = await this.connection.call(
       'ResolveTransaction',
       // Without forceUnknown the cluster refuses an id it has no record of (a mistyped id).
-      { txnId, outcome: outcome === 'commit' ? 'OUTCOME_COMMITTED' : 'OUTCOME_ABORTED', reason, forceUnknown: call.forceUnknown === true },
+      { txnId, outcome: decisionToOutcomeWire(outcome), reason, forceUnknown: call.forceUnknown === true },
       { ...call, metadata: { ...call.metadata, [OPERATOR_KEY]: operator } },
     );
     if (r.outcome === null) throw new VerdictError('INTERNAL', `resolving ${txnId}: the cluster answered without an outcome`);

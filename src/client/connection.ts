@@ -16,6 +16,7 @@ import { isAddress, LeaderFinder } from '../transport/leader-finder.ts';
 import { unaryCall } from '../transport/unary.ts';
 import { CommitStream } from './commit-stream.ts';
 import { explainConnectError } from '../transport/tls.ts';
+import { recordedOutcomeFromWire } from '../transport/protocol-wire.ts';
 import { coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, RECORDED_OUTCOME_KEY, STATUS_REASON_KEY, type CoordinatorHandlers, type CoordinatorMethod } from '../transport/coordinator-rpc.ts';
 import { RetriesExhaustedError, statusName, VerdictError, invalidArgument, type RefusalDetails } from './errors.ts';
 import { AttemptLoop } from './attempt-loop.ts';
@@ -228,7 +229,8 @@ export function refusalDetails(err: grpc.ServiceError): RefusalDetails {
   const address = metadataText(err, LEADER_ADDRESS_KEY);
   if (address !== undefined) out.leaderAddress = address;
   const recorded = metadataText(err, RECORDED_OUTCOME_KEY);
-  if (recorded === 'COMMITTED' || recorded === 'ABORTED') out.recordedOutcome = recorded;
+  const recordedOutcome = recorded === undefined ? null : recordedOutcomeFromWire(recorded);
+  if (recordedOutcome !== null) out.recordedOutcome = recordedOutcome;
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The errors the SDK hands to applications. Each is a value the caller can
 // act on: a gRPC code name with the server's reason, or, for a commit whose
 // answer never arrived, the transaction id to ask about later.
+import type { Outcome } from '../domain/protocol.ts';
 import { status as grpcStatus } from '@grpc/grpc-js';
 
 /** gRPC status code names ('OK', 'UNAVAILABLE', 'INVALID_ARGUMENT', ...). */
@@ -19,7 +20,7 @@ export interface RefusalDetails {
   leaderId?: string;
   leaderAddress?: string;
   /** `verdict-outcome`, with ALREADY_DECIDED: what the cluster decided for the id. */
-  recordedOutcome?: 'COMMITTED' | 'ABORTED';
+  recordedOutcome?: Outcome;
 }
 
 /** A refusal or failure reported by the cluster (or by the SDK, before any RPC). */
@@ -76,7 +77,7 @@ export class AcksPendingError extends Error {
   override readonly name: string = 'AcksPendingError';
 
   constructor(
-    readonly result: { txnId: string; outcome: 'COMMITTED' | 'ABORTED'; reason: string; decisionIndex: number },
+    readonly result: { txnId: string; outcome: Outcome; reason: string; decisionIndex: number },
     readonly pending: readonly string[],
     readonly waitedMs: number,
     /** Why the last question about the acknowledgements failed; '' when it was answered. */

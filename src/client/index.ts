@@ -1,6 +1,6 @@
 // The SDK's public surface.
 export { VerdictClient, type BeginOptions, type TransactionInfo, type VerdictClientOptions } from './client.ts';
-export { DEFAULT_AWAIT_ACKS_MS, Transaction, type CommitOptions, type CommitResult, type FinalOutcome, type Outcome, type OutcomeResult, type Payload } from './transaction.ts';
+export { DEFAULT_AWAIT_ACKS_MS, Transaction, type CommitOptions, type ClusterOutcome, type CommitResult, type Outcome, type OutcomeResult, type Payload } from './transaction.ts';
 export { CoordinatorConnection, type BackoffOptions, type CallOptions, type ConnectionOptions } from './connection.ts';
 export { AcksPendingError, OutcomeUnknownError, RetriesExhaustedError, VerdictError, type StatusName } from './errors.ts';
 export { tlsCredentials } from './tls.ts';

@@ -11,6 +11,8 @@
 // arrives at all we throw OutcomeUnknownError instead of guessing.
 import { callBounds, type CoordinatorConnection, type CallOptions } from './connection.ts';
 import type { CommitRequest, Enlistment, OutcomeName, TxnOutcome } from '../transport/coordinator-rpc.ts';
+import { outcomeFromWire } from '../transport/protocol-wire.ts';
+import { isFinal, type ClusterOutcome, type Outcome } from '../domain/protocol.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
 import { AcksPendingError, invalidArgument, OutcomeUnknownError, RetriesExhaustedError, VerdictError } from './errors.ts';
 import { BeginRule, classifyFailure } from './retry-policy.ts';
@@ -25,19 +27,21 @@ export interface TxnTracing {
 
 const UNTRACED: TxnTracing = { tracing: Promise.resolve(NO_TRACING) };
 
-export type FinalOutcome = 'COMMITTED' | 'ABORTED';
-export type Outcome = FinalOutcome | 'IN_PROGRESS' | 'UNKNOWN';
+// The outcome types are the domain's (src/domain/protocol.ts), exported as
+// they are by every entry point: `Outcome` is COMMITTED or ABORTED, and
+// `ClusterOutcome` adds IN_PROGRESS and UNKNOWN, what a question may be answered.
+export type { ClusterOutcome, Outcome };
 
 export interface OutcomeResult {
   txnId: string;
-  outcome: Outcome;
+  outcome: ClusterOutcome;
   reason: string;
   /** The log index of the decision; 0 while undecided. */
   decisionIndex: number;
 }
 
 export interface CommitResult extends OutcomeResult {
-  outcome: FinalOutcome;
+  outcome: Outcome;
 }
 
 /** Bytes as they are, a string as UTF-8, anything else as JSON text. */
@@ -191,10 +195,9 @@ export class Transaction {
     }
     this.beginRule.attempted('answered');
     const r = toOutcomeResult(this.txnId, answer);
-    if (r.outcome !== 'COMMITTED' && r.outcome !== 'ABORTED') {
-      throw new OutcomeUnknownError(this.txnId, `the cluster answered ${r.outcome}${r.reason ? `: ${r.reason}` : ''}`);
-    }
-    this.result = { ...r, outcome: r.outcome };
+    const outcome = r.outcome;
+    if (!isFinal(outcome)) throw new OutcomeUnknownError(this.txnId, `the cluster answered ${outcome}${r.reason ? `: ${r.reason}` : ''}`);
+    this.result = { ...r, outcome };
     return this.result;
   }
 
@@ -220,18 +223,10 @@ export class Transaction {
   }
 }
 
-const OUTCOMES: Record<OutcomeName, Outcome | undefined> = {
-  OUTCOME_UNSPECIFIED: undefined,
-  OUTCOME_COMMITTED: 'COMMITTED',
-  OUTCOME_ABORTED: 'ABORTED',
-  OUTCOME_IN_PROGRESS: 'IN_PROGRESS',
-  OUTCOME_UNKNOWN: 'UNKNOWN',
-};
-
-/** The short outcome name; an unset or unknown enum is a protocol error, never read as a guess. */
-export function shortOutcome(name: OutcomeName): Outcome {
-  const o = OUTCOMES[name];
-  if (o === undefined) throw new VerdictError('INTERNAL', `the cluster answered outcome ${String(name)}`);
+/** The outcome a wire enum names; an unset or unknown enum is a protocol error, never read as a guess. */
+export function shortOutcome(name: OutcomeName): ClusterOutcome {
+  const o = outcomeFromWire(name);
+  if (o === null) throw new VerdictError('INTERNAL', `the cluster answered outcome ${String(name).slice(0, 40)}`);
   return o;
 }
 

@@ -106,7 +106,7 @@ export class CommitProtocol {
   private forgetSinceMs = 0;
   private forgetInFlight = false;
   /** When each registered participant was last heard from (an answer, a question, a report); bounded by the registry. */
-  protected readonly lastSeen = new Map<string, number>();
+  protected readonly lastSeenAtMs = new Map<string, number>();
 
   /** The door operator actions use (./operator-actions.ts). */
   protected readonly port: ProtocolPort;
@@ -128,7 +128,7 @@ export class CommitProtocol {
       txn: (id) => this.txns.get(id),
       txns: () => this.txns.values(),
       heardFrom: (id) => this.heardFrom(id),
-      forgetSeen: (id) => this.lastSeen.delete(id),
+      forgetSeen: (id) => this.lastSeenAtMs.delete(id),
       decideAbort: (t, reason, why) => this.decideAbort(t, reason, why),
       logAbort: (id, reason, why, cb) => this.logAbort(id, reason, why, cb),
       operatorTakesOver: (t, reason) => this.operatorTakesOver(t, reason),
@@ -430,18 +430,18 @@ export class CommitProtocol {
       // A participant in doubt is prepared: its question counts as its status answer, and it waits for recovery's decision; a client hears that one is coming.
       if (participantId !== '') return this.pc.waitInDoubt(txnId, participantId, cb);
       this.pc.start(txnId);
-      return cb(null, { txnId, outcome: 'in-progress', reason: 'staged (parallel commit); a new leader is recovering it', decisionIndex: 0 });
+      return cb(null, { txnId, outcome: 'IN_PROGRESS', reason: 'staged (parallel commit); a new leader is recovering it', decisionIndex: 0 });
     }
-    if (participantId === '') return cb(null, { txnId, outcome: 'unknown', reason: 'no decision is recorded for this transaction', decisionIndex: 0 });
+    if (participantId === '') return cb(null, { txnId, outcome: 'UNKNOWN', reason: 'no decision is recorded for this transaction', decisionIndex: 0 });
     // A participant in doubt on a forgotten decision cannot be answered from the log: ABORT could contradict it. Its operator decides (R4).
-    if (this.table.beyondHorizon(txnId)) return cb(null, { txnId, outcome: 'unknown', reason: forgottenReason(this.table, txnId), decisionIndex: 0 });
+    if (this.table.beyondHorizon(txnId)) return cb(null, { txnId, outcome: 'UNKNOWN', reason: forgottenReason(this.table, txnId), decisionIndex: 0 });
     const asker = this.table.participants.has(participantId) ? [participantId] : [];
     this.logAbort(txnId, `participant ${participantId} was in doubt and no decision was logged (presumed abort)`, 'presumed_abort_query', cb, asker);
   }
 
   /** Notes that participantId was heard from now (only registered ids are kept, so the map is bounded by the registry). */
   heardFrom(participantId: string): void {
-    if (this.table.participants.has(participantId)) this.lastSeen.set(participantId, this.io.nowMs());
+    if (this.table.participants.has(participantId)) this.lastSeenAtMs.set(participantId, this.io.nowMs());
   }
 
   // ---- the protocol ------------------------------------------------------

@@ -4,7 +4,7 @@
 // (./commit-protocol.ts), the operator actions (./operator-actions.ts) and
 // the read views (./engine-views.ts) share.
 
-import type { ClusterOutcome, Decide, DecisionOutcome, ParticipantMethod, Prepare, Vote } from '../domain/protocol.ts';
+import { outcomeOfDecision, type ClusterOutcome, type Decide, type DecisionOutcome, type Outcome, type ParticipantMethod, type Prepare, type Vote } from '../domain/protocol.ts';
 import type { ApplyResult, Command, Decision, HeuristicRecord, ParticipantRecord, Resolution } from './state.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
 import type { TxnStatus } from '../domain/protocol.ts';
@@ -123,7 +123,7 @@ export class EngineError extends Error {
     readonly code: EngineErrorCode,
     message: string,
     /** For 'exists': the outcome the log recorded for the id. */
-    readonly recorded?: 'committed' | 'aborted',
+    readonly recorded?: Outcome,
   ) {
     super(message);
     this.name = 'EngineError';
@@ -283,13 +283,13 @@ export interface EngineCounters {
 }
 
 export function answerOf(d: Decision): OutcomeAnswer {
-  return { txnId: d.txnId, outcome: d.outcome === 'commit' ? 'committed' : 'aborted', reason: d.reason, decisionIndex: d.index };
+  return { txnId: d.txnId, outcome: outcomeOfDecision(d.outcome), reason: d.reason, decisionIndex: d.index };
 }
 
 /** What a client is told about t from this leader's memory: in progress until the log decided it. */
 export function txnAnswer(t: Txn): OutcomeAnswer {
-  if (t.outcome === null) return { txnId: t.id, outcome: 'in-progress', reason: t.phase, decisionIndex: 0 };
-  return { txnId: t.id, outcome: t.outcome === 'commit' ? 'committed' : 'aborted', reason: t.reason, decisionIndex: t.decisionIndex };
+  if (t.outcome === null) return { txnId: t.id, outcome: 'IN_PROGRESS', reason: t.phase, decisionIndex: 0 };
+  return { txnId: t.id, outcome: outcomeOfDecision(t.outcome), reason: t.reason, decisionIndex: t.decisionIndex };
 }
 
 /** True while t is begun, preparing or deciding (what counts toward inFlightMax). */

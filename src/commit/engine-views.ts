@@ -3,6 +3,7 @@
 // transactions, the decision table, when each participant was last heard
 // from) and the time of the read: nothing here changes anything.
 
+import { outcomeOfDecision } from '../domain/protocol.ts';
 import type { DecisionTable, Staging } from './state.ts';
 import { isUndecidedPhase, txnAnswer, type ListFilter, type Member, type ParticipantActivity, type Phase, type Removal, type Txn, type TxnView } from './engine-types.ts';
 
@@ -10,7 +11,7 @@ import { isUndecidedPhase, txnAnswer, type ListFilter, type Member, type Partici
 export interface ViewState {
   txns: ReadonlyMap<string, Txn>;
   table: DecisionTable;
-  lastSeen: ReadonlyMap<string, number>;
+  lastSeenAtMs: ReadonlyMap<string, number>;
   nowMs: number;
   /** An undecided transaction older than this is listed as in doubt. */
   inDoubtAfterMs: number;
@@ -87,7 +88,7 @@ export function viewTxn(s: ViewState, txnId: string): TxnView | null {
   return {
     txnId,
     phase: 'decided',
-    outcome: d ? (d.outcome === 'commit' ? 'committed' : 'aborted') : 'unknown',
+    outcome: d ? outcomeOfDecision(d.outcome) : 'UNKNOWN',
     reason: d?.reason ?? '',
     ageMs: Math.max(0, s.nowMs - sinceAtMs),
     decisionIndex: d?.index ?? 0,
@@ -107,7 +108,7 @@ function viewOfStaging(s: ViewState, st: Staging): TxnView {
   return {
     txnId: st.txnId,
     phase: 'deciding',
-    outcome: 'in-progress',
+    outcome: 'IN_PROGRESS',
     reason: 'staged by an earlier leader; recovering its outcome from the participants',
     ageMs: Math.max(0, s.nowMs - st.atMs),
     decisionIndex: 0,
@@ -185,7 +186,7 @@ export function heldBy(s: Pick<ViewState, 'txns' | 'nowMs'>, ids: ReadonlySet<st
 }
 
 /** Every registered participant as this leader sees it: last heard from, and its YES votes still waiting for a decision or an ACK. */
-export function participantActivity(s: Pick<ViewState, 'txns' | 'table' | 'lastSeen'>): ParticipantActivity[] {
+export function participantActivity(s: Pick<ViewState, 'txns' | 'table' | 'lastSeenAtMs'>): ParticipantActivity[] {
   const inDoubt = new Map<string, number>();
   for (const t of s.txns.values()) {
     for (const m of t.members.values()) {
@@ -193,5 +194,5 @@ export function participantActivity(s: Pick<ViewState, 'txns' | 'table' | 'lastS
       if (holds(t, m)) inDoubt.set(m.record.id, (inDoubt.get(m.record.id) ?? 0) + 1);
     }
   }
-  return [...s.table.participants.keys()].map((id) => ({ id, lastSeenAtMs: s.lastSeen.get(id) ?? 0, inDoubt: inDoubt.get(id) ?? 0 }));
+  return [...s.table.participants.keys()].map((id) => ({ id, lastSeenAtMs: s.lastSeenAtMs.get(id) ?? 0, inDoubt: inDoubt.get(id) ?? 0 }));
 }

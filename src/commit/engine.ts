@@ -40,7 +40,7 @@ export class CoordinatorEngine extends CommitProtocol {
   }
 
   participantActivity(): ParticipantActivity[] {
-    return participantActivity({ txns: this.txns, table: this.table, lastSeen: this.lastSeen });
+    return participantActivity({ txns: this.txns, table: this.table, lastSeenAtMs: this.lastSeenAtMs });
   }
 
   /** What the participants `ids` hold prepared for this leader's transactions (a TCC participant: its reserves), oldest first. */
@@ -49,7 +49,7 @@ export class CoordinatorEngine extends CommitProtocol {
   }
 
   private viewState(): ViewState {
-    return { txns: this.txns, table: this.table, lastSeen: this.lastSeen, nowMs: this.io.nowMs(), inDoubtAfterMs: this.cfg.inDoubtAfterMs, recoveryGaps: (id) => this.pc.unimplemented(id) };
+    return { txns: this.txns, table: this.table, lastSeenAtMs: this.lastSeenAtMs, nowMs: this.io.nowMs(), inDoubtAfterMs: this.cfg.inDoubtAfterMs, recoveryGaps: (id) => this.pc.unimplemented(id) };
   }
 
   // ---- operator actions (./operator-actions.ts) -----------------------------

@@ -5,6 +5,7 @@
 // can be proved new against the table's retention horizon. Pure: the
 // leader's clock comes in as an argument.
 
+import { outcomeOfDecision, type Outcome } from '../domain/protocol.ts';
 import type { DecisionTable } from './state.ts';
 import { futureIdRefusal as futureRefusal, iso, newnessRefusal, type NewnessRules } from '../domain/id-newness.ts';
 
@@ -14,14 +15,14 @@ export interface IdRefusal {
   code: 'exists' | 'precondition' | 'invalid';
   message: string;
   /** With 'exists': the outcome the log recorded. */
-  recorded?: 'committed' | 'aborted';
+  recorded?: Outcome;
 }
 
 /** Why `txnId` may not be begun now, or null when it may. */
 export function beginRefusal(table: DecisionTable, txnId: string, nowMs: number, rules: NewnessRules): IdRefusal | null {
   const d = table.lookup(txnId);
   if (d) {
-    const recorded = d.outcome === 'commit' ? 'committed' : 'aborted';
+    const recorded = outcomeOfDecision(d.outcome);
     return {
       code: 'exists',
       recorded,

@@ -114,7 +114,7 @@ export class ParallelCommit {
   /** The COMMITTED a client is answered before the explicit decision is applied, or null; decisionIndex is the STAGING record's. */
   implicitAnswer(t: Txn): OutcomeAnswer | null {
     if (t.outcome !== null || !t.parallel?.implicit) return null;
-    return { txnId: t.id, outcome: 'committed', reason: '', decisionIndex: t.parallel.index };
+    return { txnId: t.id, outcome: 'COMMITTED', reason: '', decisionIndex: t.parallel.index };
   }
 
   /** Whether t's STAGING record is applied. A test mutant answers early by overriding it. */

@@ -5,7 +5,7 @@
 // (src/node/operator-pages.ts), so the console imports no product.
 
 import type { IncomingMessage } from 'node:http';
-import { TXN_ID_PATTERN } from '../domain/txn-id.ts';
+import { sagaIdProblem } from '../domain/saga-id.ts';
 import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 import { quote } from '../transport/validate.ts';
 import { HttpError } from './http-error.ts';
@@ -53,7 +53,6 @@ export interface ConsoleLeases {
 }
 
 const SAGA_FILTERS = ['running', 'stuck', 'ended', 'all'] as const;
-const SAGA_ID_CHARS_MAX = 128;
 /** An outbox relay's lease: `<prefix>/p<partition>` (src/outbox/). */
 const RELAY_LEASE = /^(.+)\/p(\d{1,5})$/;
 const LIMIT_DEFAULT = 200;
@@ -111,9 +110,9 @@ export function productRoutes(c: ProductRouteContext): (req: IncomingMessage, ur
   }
 
   function sagaIdOf(raw: string): string {
-    // Saga ids follow the transaction id rule (src/domain/txn-id.ts).
-    if (!TXN_ID_PATTERN.test(raw))
-      throw new HttpError(400, `saga id ${quote(raw.slice(0, 40))} must be 1 to ${SAGA_ID_CHARS_MAX} characters of letters, digits, "_", ".", ":" or "-", starting with a letter or a digit`);
+    // The saga table's own rule, so every saga the cluster started can be shown.
+    const bad = sagaIdProblem(raw);
+    if (bad !== null) throw new HttpError(400, bad);
     return raw;
   }
 

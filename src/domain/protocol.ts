@@ -1,9 +1,13 @@
 // Verdict's protocol vocabulary, one spelling per idea, as the article names
 // them: PREPARE / VOTE / DECISION / ACK, a vote YES or NO, a decision COMMIT
-// or ABORT, an outcome committed or aborted. The pure layers (commit engine,
-// participant engine, simulator) speak only this; the wire's enums
+// or ABORT, an outcome COMMITTED or ABORTED. The pure layers (commit engine,
+// participant engine, simulator) and the SDKs speak only this: `Outcome` and
+// `ClusterOutcome` are the very types verdict/client and verdict/participant
+// export, so no layer above the wire translates an outcome. The wire's enums
 // ('VOTE_YES', 'DECISION_COMMIT', 'OUTCOME_COMMITTED') are translated at the
-// transport edge (src/transport/participant-wire.ts) and nowhere else.
+// transport edge (src/transport/protocol-wire.ts) and nowhere else; the
+// lower-case words a participant's journal and heuristic tables store on disk
+// are translated where those records are read and written.
 
 /** A participant's answer to PREPARE: YES means prepared and durable (R4). */
 export type Vote = 'yes' | 'no';
@@ -15,10 +19,17 @@ export type Vote = 'yes' | 'no';
 export type DecisionOutcome = 'commit' | 'abort';
 
 /** A transaction's final outcome (AC1: there is one per transaction). */
-export type Outcome = 'committed' | 'aborted';
+export type Outcome = 'COMMITTED' | 'ABORTED';
 
-/** What a question about T may be answered: final, or "ask again later". */
-export type ClusterOutcome = Outcome | 'in-progress' | 'unknown';
+/**
+ * What a question about T may be answered: final, or not known here —
+ * IN_PROGRESS (not decided yet: ask again later) or UNKNOWN (never heard of,
+ * or forgotten after every participant acknowledged it).
+ */
+export type ClusterOutcome = Outcome | 'IN_PROGRESS' | 'UNKNOWN';
+
+/** True when `o` is final (COMMITTED or ABORTED). */
+export const isFinal = (o: ClusterOutcome): o is Outcome => o === 'COMMITTED' || o === 'ABORTED';
 
 /**
  * A participant's answer to the status question about T (parallel commit's
@@ -26,8 +37,9 @@ export type ClusterOutcome = Outcome | 'in-progress' | 'unknown';
  */
 export type TxnStatus = 'prepared' | 'committed' | 'aborted' | 'refused';
 
-export const outcomeOfDecision = (d: DecisionOutcome): Outcome => (d === 'commit' ? 'committed' : 'aborted');
-export const decisionOfOutcome = (o: Outcome): DecisionOutcome => (o === 'committed' ? 'commit' : 'abort');
+export const outcomeOfDecision = (d: DecisionOutcome): Outcome => (d === 'commit' ? 'COMMITTED' : 'ABORTED');
+export const decisionOfOutcome = (o: Outcome): DecisionOutcome => (o === 'COMMITTED' ? 'commit' : 'abort');
+export const statusOfOutcome = (o: Outcome): TxnStatus => (o === 'COMMITTED' ? 'committed' : 'aborted');
 
 /** PREPARE: do everything but commit, make the prepared state durable, vote. */
 export interface Prepare {

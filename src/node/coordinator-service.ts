@@ -9,7 +9,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswer, type TxnView } from '../commit/engine.ts';
 import { engineStatusOf } from '../commit/engine-types.ts';
-import type { DecisionOutcome } from '../domain/protocol.ts';
 import { RESOURCE_KIND, RESOURCE_KIND_UNKNOWN, type DecisionTable, type HeuristicRecord, type ParticipantRecord, type Resolution } from '../commit/state.ts';
 import { normalServes, servesProblem } from '../domain/protocol.ts';
 import { ENDPOINT_CHANGE_WINDOW_MS, ENDPOINT_CHANGES_MAX, EndpointChanges } from './endpoint-changes.ts';
@@ -25,7 +24,6 @@ import {
   type ListParticipantsResponse,
   type ListTransactionsRequest,
   type ListTransactionsResponse,
-  type OutcomeName,
   type ParticipantInfo,
   type ResolutionInfo,
   type TxnInfo,
@@ -40,16 +38,10 @@ import { notLeader, toServiceError } from './raft-node-service.ts';
 import type { BoundedLog } from './core.ts';
 import { ID } from '../domain/id.ts';
 import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
+import { decisionFromOutcomeWire, decisionToOutcomeWire, outcomeToWire, recordedOutcomeToWire } from '../transport/protocol-wire.ts';
 import { traceFromMetadata } from '../transport/trace-context.ts';
 import type { TraceSpan } from '../transport/tracing.ts';
 import type { TxnTraces } from './txn-traces.ts';
-
-const OUTCOME: Record<OutcomeAnswer['outcome'], OutcomeName> = {
-  committed: 'OUTCOME_COMMITTED',
-  aborted: 'OUTCOME_ABORTED',
-  'in-progress': 'OUTCOME_IN_PROGRESS',
-  unknown: 'OUTCOME_UNKNOWN',
-};
 
 /**
  * The engine's error as the gRPC status a client acts on (engineStatusOf).
@@ -60,7 +52,7 @@ function engineStatus(err: EngineError): grpc.ServiceError {
   const md = new grpc.Metadata();
   const status = engineStatusOf(err.code);
   if (status.reason !== undefined) md.set(STATUS_REASON_KEY, status.reason);
-  if (err.code === 'exists' && err.recorded !== undefined) md.set(RECORDED_OUTCOME_KEY, err.recorded === 'committed' ? 'COMMITTED' : 'ABORTED');
+  if (err.code === 'exists' && err.recorded !== undefined) md.set(RECORDED_OUTCOME_KEY, recordedOutcomeToWire(err.recorded));
   return Object.assign(new Error(err.message), { code: grpc.status[status.code], details: err.message, metadata: md });
 }
 
@@ -73,28 +65,22 @@ export function operatorOf(call: grpc.ServerUnaryCall<unknown, unknown>): string
   return who === '' ? `unknown operator at ${call.getPeer()}` : who.slice(0, OPERATOR_CHARS_MAX);
 }
 
-function decisionOf(o: OutcomeName): DecisionOutcome | null {
-  return o === 'OUTCOME_COMMITTED' ? 'commit' : o === 'OUTCOME_ABORTED' ? 'abort' : null;
-}
-
-const OUTCOME_OF_DECISION: Record<DecisionOutcome, OutcomeName> = { commit: 'OUTCOME_COMMITTED', abort: 'OUTCOME_ABORTED' };
-
 export function heuristicInfo(h: HeuristicRecord): HeuristicInfo {
   return {
     participantId: h.participantId,
-    outcome: OUTCOME_OF_DECISION[h.outcome],
+    outcome: decisionToOutcomeWire(h.outcome),
     kind: h.kind,
     operator: h.operator,
     reason: h.reason,
     atMs: h.atMs,
     gid: h.gid,
-    decision: h.decision === null ? 'OUTCOME_UNKNOWN' : OUTCOME_OF_DECISION[h.decision],
+    decision: h.decision === null ? outcomeToWire('UNKNOWN') : decisionToOutcomeWire(h.decision),
     index: h.index,
   };
 }
 
 function resolutionInfo(r: Resolution): ResolutionInfo {
-  return { outcome: OUTCOME_OF_DECISION[r.outcome], operator: r.operator, reason: r.reason, atMs: r.atMs, decided: r.decided, index: r.index };
+  return { outcome: decisionToOutcomeWire(r.outcome), operator: r.operator, reason: r.reason, atMs: r.atMs, decided: r.decided, index: r.index };
 }
 
 function listFilter(r: ListTransactionsRequest): ListFilter {
@@ -161,7 +147,8 @@ function endSpan(traces: TxnTraces | undefined, txnId: string, span: TraceSpan |
   span.end(err ? err.message : undefined);
 }
 
-const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { committed: 'committed', aborted: 'aborted', 'in-progress': 'in_progress', unknown: 'unknown' };
+/** The commit answer as the metrics label it (docs/operations.md lists the labels). */
+const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { COMMITTED: 'committed', ABORTED: 'aborted', IN_PROGRESS: 'in_progress', UNKNOWN: 'unknown' };
 
 /** Every Coordinator RPC but the lease ones (src/node/lease-service.ts). */
 export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHandlers {
@@ -176,7 +163,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
 
   const outcomeReply = (cb: grpc.sendUnaryData<TxnOutcome>) => (err: EngineError | null, a?: OutcomeAnswer) => {
     if (err || !a) return cb(fail(err ?? new EngineError('outcome-unknown', 'no answer')));
-    cb(null, { txnId: a.txnId, outcome: OUTCOME[a.outcome], reason: a.reason, decisionIndex: a.decisionIndex });
+    cb(null, { txnId: a.txnId, outcome: outcomeToWire(a.outcome), reason: a.reason, decisionIndex: a.decisionIndex });
   };
 
   const leaderOnly = (): EngineError | null => (engine.isLeader() ? null : new EngineError('not-leader', 'not the leader'));
@@ -194,7 +181,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
 
   const txnInfo = (t: TxnView): TxnInfo => ({
     txnId: t.txnId,
-    outcome: OUTCOME[t.outcome],
+    outcome: outcomeToWire(t.outcome),
     reason: t.reason,
     phase: t.phase,
     ageMs: Math.max(0, t.ageMs),
@@ -289,14 +276,14 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     Commit: (call, cb) => {
       const refused = refusal();
       if (refused) return cb(refused);
-      const startedAt = process.hrtime.bigint();
+      const startedAtNs = process.hrtime.bigint();
       const reply = outcomeReply(cb);
       const span = receivedSpan(traces, engine, 'commit', call.request.txnId, call);
       engine.commit(
         call.request.txnId,
         call.request.participants.map((e) => ({ participantId: e.participantId, payload: e.payload ?? new Uint8Array() })),
         (err, a) => {
-          metrics?.observeCommit(Number(process.hrtime.bigint() - startedAt) / 1e9, err || !a ? 'error' : ANSWER[a.outcome]);
+          metrics?.observeCommit(Number(process.hrtime.bigint() - startedAtNs) / 1e9, err || !a ? 'error' : ANSWER[a.outcome]);
           endSpan(traces, call.request.txnId, span, err, a);
           reply(err, a);
         },
@@ -334,7 +321,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
             const st = fail(err ?? new EngineError('outcome-unknown', 'no answer'));
             answers[i] = { outcome: null, code: st.code, details: st.details };
           } else {
-            answers[i] = { outcome: { txnId: a.txnId, outcome: OUTCOME[a.outcome], reason: a.reason, decisionIndex: a.decisionIndex }, code: 0, details: '' };
+            answers[i] = { outcome: { txnId: a.txnId, outcome: outcomeToWire(a.outcome), reason: a.reason, decisionIndex: a.decisionIndex }, code: 0, details: '' };
           }
           if (--left === 0) cb(null, { answers });
         }),
@@ -354,7 +341,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       if (r.clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `participant belongs to cluster "${r.clusterId}", this is cluster "${cfg.clusterId}"` });
       const refused = access.participantOnly(call, r.participantId, `reporting a heuristic outcome for participant "${r.participantId.slice(0, 64)}"`);
       if (refused) return cb(refused);
-      const outcome = decisionOf(r.outcome);
+      const outcome = decisionFromOutcomeWire(r.outcome);
       if (outcome === null) return cb(invalid('a heuristic report needs outcome OUTCOME_COMMITTED or OUTCOME_ABORTED'));
       if (r.operator.length > OPERATOR_CHARS_MAX || r.reason.length > REASON_CHARS_MAX)
         return cb(invalid(`operator and reason are limited to ${OPERATOR_CHARS_MAX} and ${REASON_CHARS_MAX} characters`));
@@ -367,7 +354,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       const refused = access.adminOnly(call, 'txn resolve');
       if (refused) return cb(refused);
       const r = call.request;
-      const outcome = decisionOf(r.outcome);
+      const outcome = decisionFromOutcomeWire(r.outcome);
       if (outcome === null) return cb(invalid('txn resolve needs outcome OUTCOME_COMMITTED (--commit) or OUTCOME_ABORTED (--abort)'));
       const reason = r.reason.trim();
       if (reason === '') return cb(invalid('txn resolve needs a reason (--reason TEXT): it is recorded in the log with who asked and when'));
@@ -376,7 +363,7 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       engine.resolve(r.txnId, outcome, { operator, reason, forceUnknown: r.forceUnknown === true }, (err, res) => {
         if (err || !res) return cb(fail(err ?? new EngineError('outcome-unknown', 'no answer')));
         const a = res.answer;
-        cb(null, { outcome: { txnId: a.txnId, outcome: OUTCOME[a.outcome], reason: a.reason, decisionIndex: a.decisionIndex }, decided: res.decided, operator });
+        cb(null, { outcome: { txnId: a.txnId, outcome: outcomeToWire(a.outcome), reason: a.reason, decisionIndex: a.decisionIndex }, decided: res.decided, operator });
       });
     },
     RemoveParticipant: (call, cb) => {

@@ -94,9 +94,9 @@ export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txn
       // With tracing off not even the attributes are built.
       const span = traces.tracing.on ? traces.child('verdict.prepare', req.txnId, { 'verdict.participant_id': to.id }) : null;
       const traceId = traces.traceIdOf(req.txnId);
-      const sentAt = o.observePrepare ? process.hrtime.bigint() : 0n;
+      const sentAtNs = o.observePrepare ? process.hrtime.bigint() : 0n;
       link.prepare(to, req, timeoutMs, span?.context ?? traces.contextOf(req.txnId), (err, vote) => {
-        o.observePrepare?.(to.id, Number(process.hrtime.bigint() - sentAt) / 1e9, err || !vote ? 'none' : vote.vote);
+        o.observePrepare?.(to.id, Number(process.hrtime.bigint() - sentAtNs) / 1e9, err || !vote ? 'none' : vote.vote);
         if (span !== null) {
           if (vote !== undefined) span.set('verdict.vote', vote.vote);
           span.end(err ? err.message : undefined);

@@ -77,7 +77,7 @@ export function membershipApi(
   };
 
   /** Proposes one change and waits until it is applied; retries while another change is pending. */
-  const change = async (type: ConfChangeType, id: string, address: string | null, deadline: number): Promise<ConfState> => {
+  const change = async (type: ConfChangeType, id: string, address: string | null, deadlineAtMs: number): Promise<ConfState> => {
     for (;;) {
       try {
         return await new Promise<ConfState>((resolve, reject) =>
@@ -85,7 +85,7 @@ export function membershipApi(
         );
       } catch (err) {
         const pending = err instanceof ProposalDroppedError && /membership change is in progress/.test(err.message);
-        if (!pending || Date.now() >= deadline) throw err;
+        if (!pending || Date.now() >= deadlineAtMs) throw err;
         await sleep(Math.max(5, cfg.tickMs));
       }
     }
@@ -127,9 +127,9 @@ export function membershipApi(
       }
       if (cs.voters.includes(id)) return cb(null, membersOf(members, d));
       const waitMs = call.request.timeoutMs > 0 ? Math.min(call.request.timeoutMs, CATCH_UP_MAX_MS) : CATCH_UP_DEFAULT_MS;
-      const deadline = Date.now() + waitMs;
+      const deadlineAtMs = Date.now() + waitMs;
       void (async () => {
-        if (!cs.learners.includes(id)) await change(ConfChangeType.AddLearner, id, address, deadline);
+        if (!cs.learners.includes(id)) await change(ConfChangeType.AddLearner, id, address, deadlineAtMs);
         // Caught up: the learner holds what was committed when it was added, and (a new node starts on an
         // empty data directory, so it starts rejoining) the leader has proven it whole: a voter that counts in no
         // quorum would only make every quorum harder to reach.
@@ -138,7 +138,7 @@ export function membershipApi(
           if (!d.isLeader()) throw new NotLeaderError(d.leader());
           const pr = d.node.raft.progress.get(id);
           if (pr && pr.match >= target && d.node.raft.counts(id)) break;
-          if (Date.now() >= deadline) {
+          if (Date.now() >= deadlineAtMs) {
             throw fail(
               grpc.status.DEADLINE_EXCEEDED,
               `${id} at ${address} did not catch up within ${waitMs} ms (it holds ${pr?.match ?? 0} of ${target}); it stays a learner. Is it running with "join": true and reachable from the leader? ` +
@@ -147,7 +147,7 @@ export function membershipApi(
           }
           await sleep(Math.max(5, cfg.tickMs));
         }
-        await change(ConfChangeType.AddVoter, id, address, deadline);
+        await change(ConfChangeType.AddVoter, id, address, deadlineAtMs);
       })().then(
         () => cb(null, membersOf(members, d)),
         (err: unknown) => answer(cb, err),

@@ -453,9 +453,9 @@ function logStorageReport(log: Logger, report: OpenReport, recoverIndex: number)
 function timed(store: LogStore, observe: (seconds: number, batch: PersistBatch) => void): LogStore {
   return {
     persist(batch, onSynced) {
-      const startedAt = process.hrtime.bigint();
+      const startedAtNs = process.hrtime.bigint();
       store.persist(batch, (err) => {
-        if (!err) observe(Number(process.hrtime.bigint() - startedAt) / 1e9, batch);
+        if (!err) observe(Number(process.hrtime.bigint() - startedAtNs) / 1e9, batch);
         onSynced(err);
       });
     },

@@ -8,7 +8,7 @@ import type { Vote } from '../domain/protocol.ts';
 import type { ParticipantRecord } from '../commit/state.ts';
 import * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
-import { decisionToWire, prepareToWire, statusFromWire, voteFromWire } from '../transport/participant-wire.ts';
+import { decisionToWire, prepareToWire, statusFromWire, voteFromWire } from '../transport/protocol-wire.ts';
 import { MethodUnimplementedError, NotDeliveredError, type ParticipantMethod, type TxnStatus } from '../domain/protocol.ts';
 import { ParticipantExchange } from '../transport/participant-exchange.ts';
 import { traceToMetadata, type TraceContext } from '../transport/trace-context.ts';
@@ -135,9 +135,9 @@ export class ParticipantLink {
    * stopped process keeps its TCP connection "connected"; this is what shows it.
    */
   unansweredSinceAtMs(endpoint: string): number {
-    let since = 0;
-    for (const [key, ch] of this.clients) if (key.endsWith(`\u0000${endpoint}`)) since = ch.unansweredSinceAtMs;
-    return since;
+    let sinceAtMs = 0;
+    for (const [key, ch] of this.clients) if (key.endsWith(`\u0000${endpoint}`)) sinceAtMs = ch.unansweredSinceAtMs;
+    return sinceAtMs;
   }
 
   /** `trace`: the context the participant continues, sent as metadata (the request then goes as a unary call, which carries it). */

@@ -64,16 +64,16 @@ export function transferWaitMs(cfg: NodeConfig): number {
  */
 export function transferLeadership(cfg: NodeConfig, d: Driver<unknown>, to: string, timeoutMs: number): Promise<string> {
   return new Promise((resolve) => {
-    const deadline = Date.now() + timeoutMs;
-    let sentAt = 0;
+    const deadlineAtMs = Date.now() + timeoutMs;
+    let sentAtMs = 0;
     const electionMs = cfg.electionTicks * cfg.tickMs;
     const poll = (): void => {
       const leader = d.leader();
       if (!d.isLeader() && leader !== '' && leader !== cfg.nodeId) return finish(leader);
-      if (Date.now() >= deadline) return finish(d.isLeader() ? cfg.nodeId : leader);
+      if (Date.now() >= deadlineAtMs) return finish(d.isLeader() ? cfg.nodeId : leader);
       // The core gives up a transfer after an election timeout; ask again.
-      if (d.isLeader() && Date.now() - sentAt >= electionMs) {
-        sentAt = Date.now();
+      if (d.isLeader() && Date.now() - sentAtMs >= electionMs) {
+        sentAtMs = Date.now();
         d.transferLeadership(to);
       }
     };

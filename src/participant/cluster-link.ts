@@ -28,6 +28,7 @@ import {
 } from '../transport/coordinator-rpc.ts';
 import { raftNodeService, type NodeStatus, type StatusRequest } from '../transport/proto.ts';
 import { sagasService, type SagaInfo, type SagaStatusRequest } from '../transport/saga-rpc.ts';
+import { outcomeFromWire } from '../transport/protocol-wire.ts';
 import { withDefaults, type AskedOutcome, type AskOutcome, type AskOutcomes, type ClusterOutcome } from './types.ts';
 
 export type { OutcomeValue };
@@ -52,17 +53,9 @@ export const coordinatorParticipantService = {
 
 type LinkMethod = 'RegisterParticipant' | 'GetOutcome' | 'GetOutcomes' | 'ReportHeuristic' | 'Abort';
 
+/** The outcome a node answered; an unset or unknown enum is not known (asked again later). */
 export function toClusterOutcome(o: OutcomeValue): ClusterOutcome {
-  switch (o) {
-    case 'OUTCOME_COMMITTED':
-      return 'committed';
-    case 'OUTCOME_ABORTED':
-      return 'aborted';
-    case 'OUTCOME_IN_PROGRESS':
-      return 'in-progress';
-    default:
-      return 'unknown';
-  }
+  return outcomeFromWire(o) ?? 'UNKNOWN';
 }
 
 export interface ClusterLinkOptions {
@@ -139,7 +132,7 @@ export class ClusterLink {
     const askOutcome: AskOutcome = (txnId, cb) =>
       this.outcome(txnId, participantId).then(
         (r) => cb(null, toClusterOutcome(r.outcome)),
-        (err: Error) => cb(err, 'unknown'),
+        (err: Error) => cb(err, 'UNKNOWN'),
       );
     // One question per round for all in-doubt transactions (GetOutcomes). A
     // coordinator that does not serve it (a minimal one: the tests' doubles)
@@ -157,7 +150,7 @@ export class ClusterLink {
       };
       if (!batched) return oneByOne();
       this.outcomes(txnIds, participantId).then(
-        (rs) => cb(null, new Map(rs.map((r, i) => [txnIds[i], r instanceof Error ? { err: r, outcome: 'unknown' } : { err: null, outcome: toClusterOutcome(r.outcome) }]))),
+        (rs) => cb(null, new Map(rs.map((r, i) => [txnIds[i], r instanceof Error ? { err: r, outcome: 'UNKNOWN' } : { err: null, outcome: toClusterOutcome(r.outcome) }]))),
         (err: Error & { code?: number }) => {
           if (err.code !== grpc.status.UNIMPLEMENTED) return cb(err, new Map());
           batched = false;
@@ -171,7 +164,7 @@ export class ClusterLink {
       askAbort: (txnId, reason, cb) =>
         this.abort(txnId, reason).then(
           (r) => cb(null, toClusterOutcome(r.outcome)),
-          (err: Error) => cb(err, 'unknown'),
+          (err: Error) => cb(err, 'UNKNOWN'),
         ),
     };
   }

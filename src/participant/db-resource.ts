@@ -20,6 +20,7 @@ import type { HeuristicAct } from './heuristic.ts';
 import type { PreparedGid, PreparedResource, PreparedStats } from './prepared-recovery.ts';
 import { parsePgPayload } from './payload.ts';
 import type { EngineLog, ResourceVote, TxnId } from './types.ts';
+import { decisionOfOutcome } from '../domain/protocol.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
 
 /** A decision that contradicts what the database holds for T: never ACKed, always reported (R4). */
@@ -362,7 +363,7 @@ export abstract class DbResource<C, Q> implements PreparedResource {
   private async settleGone(txnId: TxnId, gid: string, step: 'commit' | 'abort'): Promise<boolean> {
     const act = await this.heuristicActOf(gid);
     if (act !== null) {
-      const agrees = (act.outcome === 'committed') === (step === 'commit');
+      const agrees = decisionOfOutcome(act.outcome) === step;
       (agrees ? this.log.info : this.log.error).call(
         this.log,
         { txnId, gid, decision: step, heuristic: act.outcome, operator: act.operator, reported: act.reportedAtMs !== null },
@@ -388,7 +389,8 @@ export abstract class DbResource<C, Q> implements PreparedResource {
   private settled(txnId: TxnId, step: 'commit' | 'abort', e: DbTxn<C> | undefined, count: boolean): void {
     if (e !== undefined) this.txns.delete(txnId);
     if (step === 'abort') this.remember(txnId, 'aborted by the decision');
-    if (count) this.stats[step === 'commit' ? 'committed' : 'aborted'] += 1;
+    if (count && step === 'commit') this.stats.committed += 1;
+    if (count && step === 'abort') this.stats.aborted += 1;
   }
 
   /**

@@ -15,12 +15,14 @@
 // findable without the journal), and from then on the engine never decides alone.
 // It waits for the DECISION, and when none comes (or after a restart) it asks
 // the cluster until it learns a final outcome, however long that takes.
-import { outcomeOfDecision, type Ack, type Decide, type Prepare, type VoteAnswer } from '../domain/protocol.ts';
+import { decisionOfOutcome, outcomeOfDecision, statusOfOutcome, type Ack, type Decide, type Prepare, type VoteAnswer } from '../domain/protocol.ts';
 import { assert } from '../util/assert.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
 import { InDoubtResolver } from './in-doubt.ts';
 import {
+  outcomeOfRecord,
   ParticipantError,
+  recordKindOf,
   SILENT_LOG,
   toBase64,
   withDefaults,
@@ -209,11 +211,11 @@ export class ParticipantEngine {
         // A durable refusal is kept whatever forgetAborts says: it is a promise never to prepare T.
         this.prepared.delete(r.txnId);
         this.decided.delete(r.txnId);
-        this.decided.set(r.txnId, { outcome: 'aborted', atMs: r.atMs });
+        this.decided.set(r.txnId, { outcome: 'ABORTED', atMs: r.atMs });
       } else {
         this.prepared.delete(r.txnId);
         this.decided.delete(r.txnId);
-        if (!(r.kind === 'aborted' && this.o.forgetAborts)) this.decided.set(r.txnId, { outcome: r.kind, atMs: r.atMs });
+        if (!(r.kind === 'aborted' && this.o.forgetAborts)) this.decided.set(r.txnId, { outcome: outcomeOfRecord(r.kind), atMs: r.atMs });
       }
     }
     this.pruneDecided();
@@ -291,7 +293,7 @@ export class ParticipantEngine {
   protected statusOf(txnId: TxnId, cb: StatusCallback): void {
     if (this.prepared.has(txnId)) return cb(null, 'prepared');
     const decided = this.decided.get(txnId);
-    if (decided !== undefined) return cb(null, decided.outcome);
+    if (decided !== undefined) return cb(null, statusOfOutcome(decided.outcome));
     this.o.journal.append(
       { kind: 'refused', txnId, atMs: this.o.clock.nowMs() },
       once('journal.append', (jerr) => {
@@ -301,7 +303,7 @@ export class ParticipantEngine {
         }
         // Remembered whatever forgetAborts says: the promise is what makes recovery's ABORT safe.
         this.decided.delete(txnId);
-        this.decided.set(txnId, { outcome: 'aborted', atMs: this.o.clock.nowMs() });
+        this.decided.set(txnId, { outcome: 'ABORTED', atMs: this.o.clock.nowMs() });
         this.pruneDecided();
         this.log.info({ txnId }, 'status question: not prepared here; refused any later PREPARE durably');
         // Work held for T before PREPARE (an open database transaction) will never be prepared now.
@@ -364,7 +366,7 @@ export class ParticipantEngine {
     // R7: a repeated PREPARE gets the answer the first one got.
     const decided = this.decided.get(txnId);
     if (decided !== undefined) {
-      if (decided.outcome === 'committed') return vote(true);
+      if (decided.outcome === 'COMMITTED') return vote(true);
       this.o.resource.latePrepareRefused?.(txnId);
       return vote(false, 'already aborted');
     }
@@ -445,12 +447,12 @@ export class ParticipantEngine {
       return cb(this.violation(txnId, outcome, `it is already ${known.outcome} here`));
     }
     if (!this.prepared.has(txnId)) {
-      if (outcome === 'committed' && this.o.resource.durableAtPrepare?.(txnId) === true) return this.commitUnknown(txnId, source, cb);
-      if (outcome === 'committed') return cb(this.violation(txnId, outcome, 'this participant never prepared it'));
+      if (outcome === 'COMMITTED' && this.o.resource.durableAtPrepare?.(txnId) === true) return this.commitUnknown(txnId, source, cb);
+      if (outcome === 'COMMITTED') return cb(this.violation(txnId, outcome, 'this participant never prepared it'));
       // Presumed abort: nothing prepared, so nothing to journal. Remembering the
       // id makes a PREPARE that arrives late get NO; work the resource holds
       // for T before PREPARE (an open transaction) is released now.
-      this.rememberDecided(txnId, 'aborted');
+      this.rememberDecided(txnId, 'ABORTED');
       // The ACK does not wait for it: work still running in T finishes first, and nothing was promised for T.
       this.o.resource.abortUnprepared?.(
         txnId,
@@ -460,7 +462,7 @@ export class ParticipantEngine {
       );
       return cb(null);
     }
-    const step = outcome === 'committed' ? 'commit' : 'abort';
+    const step = decisionOfOutcome(outcome);
     this.o.resource[step](
       txnId,
       once(`resource.${step}`, (err) => {
@@ -485,9 +487,9 @@ export class ParticipantEngine {
     this.o.resource.commit(
       txnId,
       once('resource.commit', (err) => {
-        if (err !== null) return cb(this.violation(txnId, 'committed', `this participant does not hold it prepared, and the resource says: ${err.message}`));
+        if (err !== null) return cb(this.violation(txnId, 'COMMITTED', `this participant does not hold it prepared, and the resource says: ${err.message}`));
         this.log.info({ txnId, source }, 'COMMIT for a transaction the journal did not know: the resource committed it already; ACK');
-        this.journalDecided(txnId, 'committed', source, cb);
+        this.journalDecided(txnId, 'COMMITTED', source, cb);
       }),
     );
   }
@@ -495,7 +497,7 @@ export class ParticipantEngine {
   /** A decision the resource applied is journaled, then remembered; cb once it is durable. */
   private journalDecided(txnId: TxnId, outcome: Outcome, source: 'coordinator' | 'cluster', cb: (err: ParticipantError | null) => void): void {
     this.o.journal.append(
-      { kind: outcome, txnId, atMs: this.o.clock.nowMs() },
+      { kind: recordKindOf(outcome), txnId, atMs: this.o.clock.nowMs() },
       once('journal.append', (jerr) => {
         if (jerr !== null) {
           // The resource applied it but the journal does not say so: after a
@@ -506,7 +508,7 @@ export class ParticipantEngine {
         this.prepared.delete(txnId);
         this.rememberDecided(txnId, outcome);
         this.inDoubtResolver.finish(txnId);
-        this.stats[outcome] += 1;
+        this.stats[recordKindOf(outcome)] += 1;
         if (source === 'cluster') this.log.info({ txnId, outcome }, 'in-doubt transaction resolved by the cluster');
         cb(null);
       }),
@@ -516,14 +518,14 @@ export class ParticipantEngine {
   /** A decision that contradicts what this participant knows: AC1/AC2 are at stake, so refuse and say so loudly. */
   private violation(txnId: TxnId, outcome: Outcome, why: string): ParticipantError {
     this.stats.protocolViolations += 1;
-    const decision = outcome === 'committed' ? 'COMMIT' : 'ABORT';
+    const decision = outcome === 'COMMITTED' ? 'COMMIT' : 'ABORT';
     this.log.error({ txnId, decision, local: this.stateOf(txnId) ?? 'none' }, `protocol violation: ${decision} refused`);
     return new ParticipantError('FAILED_PRECONDITION', `${decision} for transaction ${txnId} refused: ${why}`);
   }
 
   private rememberDecided(txnId: TxnId, outcome: Outcome): void {
     this.decided.delete(txnId); // re-insert at the end: the Map's order is decision order
-    if (outcome === 'aborted' && this.o.forgetAborts) return;
+    if (outcome === 'ABORTED' && this.o.forgetAborts) return;
     this.decided.set(txnId, { outcome, atMs: this.o.clock.nowMs() });
     this.pruneDecided();
   }

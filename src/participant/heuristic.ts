@@ -26,7 +26,7 @@ import type pg from 'pg';
 import { redact } from './db-url.ts';
 import { gidOf, gidPrefix, parseGid } from './postgres-gid.ts';
 import { createdMeanwhile } from './pg-race.ts';
-import type { EngineLog, Outcome, TxnId } from './types.ts';
+import { outcomeOfRecord, recordKindOf, type DecidedKind, type EngineLog, type Outcome, type TxnId } from './types.ts';
 import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 
 export const HEURISTIC_TABLE = 'verdict_heuristics';
@@ -71,7 +71,8 @@ export async function ensureHeuristicTable(db: Db, table = HEURISTIC_TABLE): Pro
 interface Row {
   gid: string;
   txn_id: string;
-  outcome: Outcome;
+  /** The on-disk spelling ('committed', 'aborted'), as the table's CHECK has it. */
+  outcome: DecidedKind;
   operator: string;
   reason: string;
   at: Date;
@@ -81,7 +82,7 @@ interface Row {
 const toAct = (r: Row): HeuristicAct => ({
   txnId: r.txn_id,
   gid: r.gid,
-  outcome: r.outcome,
+  outcome: outcomeOfRecord(r.outcome),
   operator: r.operator,
   reason: r.reason,
   atMs: r.at.getTime(),
@@ -119,9 +120,9 @@ export interface PgResolveOptions extends ResolveOptions {
   table?: string;
 }
 
-/** The columns of an act as every database stores them: gid, txn id, outcome, operator, reason, time (ms). */
-export function actRow(act: HeuristicAct): [string, string, Outcome, string, string, number] {
-  return [act.gid, act.txnId, act.outcome, act.operator, act.reason, act.atMs];
+/** The columns of an act as every database stores them: gid, txn id, outcome (on-disk spelling), operator, reason, time (ms). */
+export function actRow(act: HeuristicAct): [string, string, DecidedKind, string, string, number] {
+  return [act.gid, act.txnId, recordKindOf(act.outcome), act.operator, act.reason, act.atMs];
 }
 
 export interface ResolveResult {
@@ -216,14 +217,14 @@ export async function resolvePostgresByHand(o: PgResolveOptions): Promise<PgReso
     await ensureHeuristicTable(client, table);
     const store: HeuristicStore = {
       preparedList: 'pg_prepared_xacts',
-      command: (outcome) => (outcome === 'committed' ? 'COMMIT PREPARED' : 'ROLLBACK PREPARED'),
+      command: (outcome) => (outcome === 'COMMITTED' ? 'COMMIT PREPARED' : 'ROLLBACK PREPARED'),
       isPrepared: async (g) => (await client.query('SELECT 1 FROM pg_prepared_xacts WHERE gid = $1 AND database = current_database()', [g])).rowCount !== 0,
       actOf: (g) => heuristicActOf(client, g, table),
       record: async (act) => {
         await client.query(`INSERT INTO ${table} (gid, txn_id, outcome, operator, reason, at) VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0)) ON CONFLICT (gid) DO NOTHING`, actRow(act));
       },
       finish: async (g, outcome) => {
-        await client.query(`${outcome === 'committed' ? 'COMMIT' : 'ROLLBACK'} PREPARED ${sqlGid(g)}`);
+        await client.query(`${outcome === 'COMMITTED' ? 'COMMIT' : 'ROLLBACK'} PREPARED ${sqlGid(g)}`);
       },
       describeError: describePgError,
     };

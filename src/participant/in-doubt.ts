@@ -15,6 +15,7 @@
 // moment go out as one: a participant with thousands of transactions in
 // doubt after a leader dies asks one question per round, not thousands
 // (up to askBatchMax ids each, asksInFlightMax questions at once).
+import { isFinal } from '../domain/protocol.ts';
 import { assert } from '../util/assert.ts';
 import { type AskOutcome, type AskOutcomes, type ClusterOutcome, type EngineLog, type Outcome, type Schedule, type TxnId } from './types.ts';
 
@@ -176,7 +177,7 @@ export class InDoubtResolver {
           for (const [txnId, r] of asked) {
             const a = err === null ? answers.get(txnId) : undefined;
             if (a !== undefined) this.onAnswer(txnId, r, a.err, a.outcome);
-            else this.onAnswer(txnId, r, err ?? new Error(`the cluster's answer left out ${txnId}`), 'unknown');
+            else this.onAnswer(txnId, r, err ?? new Error(`the cluster's answer left out ${txnId}`), 'UNKNOWN');
           }
           this.pump();
         },
@@ -198,7 +199,7 @@ export class InDoubtResolver {
   private onAnswer(txnId: TxnId, r: Resolver, err: Error | null, outcome: ClusterOutcome): void {
     if (this.resolvers.get(txnId) !== r) return; // stopped, or settled meanwhile by a DECISION
     if (!this.o.isPrepared(txnId)) return this.finish(txnId);
-    if (err !== null || (outcome !== 'committed' && outcome !== 'aborted')) {
+    if (err !== null || !isFinal(outcome)) {
       return this.retryLater(txnId, r, err !== null ? err.message : `cluster says ${outcome}`);
     }
     r.state = 'applying';

@@ -17,7 +17,7 @@
 import { assert } from '../util/assert.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
 import { parsePayload, type Writes } from './memory.ts';
-import { fromBase64, type DataRecord, type ParticipantRecord, type Settled, type PreparedRecord, type TxnId, type TxnRecord } from './types.ts';
+import { fromBase64, type DataRecord, type JournalRecord, type Settled, type PreparedRecord, type TxnId, type TxnRecord } from './types.ts';
 
 /** Decided ids a snapshot keeps, so duplicates of recent PREPAREs still get NO after a restart. */
 export const SNAPSHOT_DECIDED_MAX = 10_000;
@@ -49,7 +49,7 @@ export class MemoryState {
     this.oldestOffered.trimTo(OFFERED_WRITES_MAX);
   }
 
-  add(r: ParticipantRecord): void {
+  add(r: JournalRecord): void {
     switch (r.kind) {
       case 'data':
         for (const [k, v] of r.entries) this.data.set(k, v);
@@ -76,8 +76,8 @@ export class MemoryState {
   }
 
   /** Records that, replayed in order into an empty state, rebuild this one. */
-  snapshot(): ParticipantRecord[] {
-    const out: ParticipantRecord[] = [];
+  snapshot(): JournalRecord[] {
+    const out: JournalRecord[] = [];
     let chunk: DataRecord = { kind: 'data', entries: [] };
     for (const e of this.data) {
       chunk.entries.push(e);

@@ -51,7 +51,7 @@ import { FileJournal, type JournalFold, type JournalStats } from './journal.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
 import type { ParsedGid } from './postgres-gid.ts';
 import {
-  isParticipantRecord,
+  isJournalRecord,
   isDecisionRecord,
   withDefaults,
   type AskOutcome,
@@ -109,7 +109,7 @@ export interface PreparedResource extends Resource {
 const DECIDED_KEPT_MAX = 10_000;
 
 export function isTxnRecord(v: unknown): v is TxnRecord {
-  return isParticipantRecord(v) && v.kind !== 'data';
+  return isJournalRecord(v) && v.kind !== 'data';
 }
 
 /** The journal's fold for a database resource: prepared and recently decided transactions, no data. Pure. */
@@ -295,13 +295,13 @@ export class PreparedMonitor {
         report.stuck.push({ txnId, gid: p.gid, ageMs: p.ageMs, clusterAnswer: answer });
         log.warn({ txnId, gid: p.gid, ageMs: p.ageMs, clusterAnswer: answer, local: state ?? 'not held by the engine' }, 'prepared transaction older than the alert threshold');
       }
-      if (answer !== 'committed' && answer !== 'aborted') continue;
+      if (answer !== 'COMMITTED' && answer !== 'ABORTED') continue;
       if (state === 'prepared') {
         nudge = true; // the engine's own resolver applies it (and journals it)
         continue;
       }
       try {
-        await (answer === 'committed' ? resource.commitAsync(txnId) : resource.abortAsync(txnId));
+        await (answer === 'COMMITTED' ? resource.commitAsync(txnId) : resource.abortAsync(txnId));
         report.orphansResolved.push({ txnId, outcome: answer });
         log.info({ txnId, gid: p.gid, outcome: answer }, "prepared transaction the engine did not hold resolved with the cluster's answer");
       } catch (err) {

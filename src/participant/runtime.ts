@@ -23,7 +23,8 @@ import type { ParticipantEngine } from './engine.ts';
 import { FileJournal } from './journal.ts';
 import { MemoryResource } from './memory.ts';
 import { MemoryState } from './memory-state.ts';
-import { isDecisionRecord, isParticipantRecord, type Journal, type ParticipantRecord, type Schedule, type TxnRecord } from './types.ts';
+import { outcomeToWire } from '../transport/protocol-wire.ts';
+import { isDecisionRecord, isJournalRecord, type Journal, type JournalRecord, type Schedule, type TxnRecord } from './types.ts';
 import type { JournalStats } from './journal.ts';
 import type { PostgresResource } from './postgres.ts';
 import type { PostgresParticipantOptions } from './postgres-recovery.ts';
@@ -353,10 +354,10 @@ async function openResource(o: ParticipantOptions, log: Logger): Promise<OpenedR
     return { resource: setup.resource, journal, records: setup.records, db, tcc, kit, close: async () => (await closeSetups(), await journal.close()) };
   }
   const state = new MemoryState();
-  const journal = await FileJournal.open<ParticipantRecord>({
+  const journal = await FileJournal.open<JournalRecord>({
     path: join(o.dataDir, 'journal.log'),
     fold: state,
-    isRecord: isParticipantRecord,
+    isRecord: isJournalRecord,
     compactAfterRecords: o.compactAfterRecords,
     deferred: isDecisionRecord,
     log,
@@ -491,7 +492,7 @@ function reportHeuristics(o: ParticipantOptions, opened: OpenedResource, link: C
           link.reportHeuristic({
             participantId: o.participantId,
             txnId: act.txnId,
-            outcome: act.outcome === 'committed' ? 'OUTCOME_COMMITTED' : 'OUTCOME_ABORTED',
+            outcome: outcomeToWire(act.outcome),
             gid: act.gid,
             operator: act.operator,
             reason: act.reason,

@@ -15,8 +15,8 @@
 // on the unary calls and at the opening of an Exchange stream.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { Ack, AnswerBatch, DecideRequest, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, PrepareRequest, StatusAnswer, StatusRequest, Vote } from '../transport/participant-rpc.ts';
-import { decisionFromWire, statusToWire, voteToWire } from '../transport/participant-wire.ts';
+import type { Ack, AnswerBatch, DecideRequest, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, PrepareRequest, StatusAnswer, StatusRequest, VoteMessage } from '../transport/participant-rpc.ts';
+import { decisionFromWire, statusToWire, voteFromWire, voteToWire } from '../transport/protocol-wire.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
 import type { ParticipantEngine } from './engine.ts';
 import { PAYLOAD_BYTES_MAX } from './memory.ts';
@@ -68,7 +68,7 @@ export function newGate(): Gate {
 
 type Done<T> = (err: ParticipantError | null, res?: T) => void;
 
-function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: PrepareRequest, cb: Done<Vote>): void {
+function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: PrepareRequest, cb: Done<VoteMessage>): void {
   const bad =
     badTxnId(req.txnId) ??
     badFields([
@@ -172,7 +172,7 @@ export function participantHandlers(
         const answer = unary(cb);
         servePrepare(engine, gate, log, call.request, (err, vote) => {
           if (span !== null) {
-            if (vote !== undefined) span.set('verdict.vote', vote.vote === 'VOTE_YES' ? 'yes' : 'no');
+            if (vote !== undefined) span.set('verdict.vote', voteFromWire(vote)?.vote ?? 'unknown');
             span.end(err?.message);
           }
           answer(err, vote);
@@ -181,7 +181,7 @@ export function participantHandlers(
     Decide: (call, cb) =>
       fromNode(call, 'DECISION', call.request.txnId, unary(cb), () => {
         const span = tracedRequest(traced, 'verdict.participant.decision', call.request.txnId, call.request.participantId, call.metadata);
-        span?.set('verdict.outcome', call.request.decision === 'DECISION_COMMIT' ? 'commit' : 'abort');
+        span?.set('verdict.outcome', decisionFromWire(call.request)?.outcome ?? 'unknown');
         const answer = unary(cb);
         serveDecide(engine, gate, log, call.request, (err, ack) => {
           span?.end(err?.message);
@@ -241,7 +241,7 @@ function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call:
       if (r.prepare) {
         const txnId = r.prepare.txnId;
         servePrepare(engine, gate, log, r.prepare, (err, vote) => {
-          if (err === null && vote?.vote === 'VOTE_YES') noteYes(txnId);
+          if (err === null && vote !== undefined && voteFromWire(vote)?.vote === 'yes') noteYes(txnId);
           answer(err !== null ? fail(id, err) : { id, vote });
         });
       } else if (r.decision) {

@@ -21,8 +21,19 @@ export interface PreparedRecord {
   participants: string[];
 }
 
+/**
+ * A decided record's kind: the outcome in the spelling a participant's
+ * records on disk use (lower case, as every journal and heuristic table
+ * written so far holds it). Translated to and from the Outcome only by
+ * recordKindOf and outcomeOfRecord, where records are written and read.
+ */
+export type DecidedKind = 'committed' | 'aborted';
+
+export const recordKindOf = (o: Outcome): DecidedKind => (o === 'COMMITTED' ? 'committed' : 'aborted');
+export const outcomeOfRecord = (k: DecidedKind): Outcome => (k === 'committed' ? 'COMMITTED' : 'ABORTED');
+
 export interface DecidedRecord {
-  kind: Outcome;
+  kind: DecidedKind;
   txnId: TxnId;
   atMs: number;
 }
@@ -41,8 +52,8 @@ export interface RefusedRecord {
 
 export type TxnRecord = PreparedRecord | DecidedRecord | RefusedRecord;
 
-/** What a participant remembers of a decided or refused transaction. */
-export type Settled = Outcome | 'refused';
+/** What a journal's fold remembers of a decided or refused transaction: the record's kind. */
+export type Settled = DecidedKind | 'refused';
 
 /** A compaction snapshot's chunk of committed key/value data (memory resource). */
 export interface DataRecord {
@@ -51,7 +62,7 @@ export interface DataRecord {
 }
 
 /** Everything the participant's journal file holds. */
-export type ParticipantRecord = TxnRecord | DataRecord;
+export type JournalRecord = TxnRecord | DataRecord;
 
 export interface ResourceVote {
   yes: boolean;
@@ -163,7 +174,7 @@ export function isDecisionRecord(r: { kind: string }): boolean {
 }
 
 /** Asserts a record read back from disk has the shape it was written with. */
-export function isParticipantRecord(v: unknown): v is ParticipantRecord {
+export function isJournalRecord(v: unknown): v is JournalRecord {
   if (typeof v !== 'object' || v === null) return false;
   const r = v as Record<string, unknown>;
   switch (r.kind) {

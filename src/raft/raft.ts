@@ -214,8 +214,8 @@ export class Raft {
   /** commitNoticeLazy: the commit index moved and has not been sent to every follower since (see noticeCommit). */
   private commitNoticePending = false;
 
-  private electionElapsed = 0;
-  private heartbeatElapsed = 0;
+  private electionElapsedTicks = 0;
+  private heartbeatElapsedTicks = 0;
   private randomizedElectionTicks = 0;
   /**
    * The leader whose stream broke, while this node campaigns quickly to
@@ -510,8 +510,8 @@ export class Raft {
       this.vote = NONE;
     }
     this.lead = NONE;
-    this.electionElapsed = 0;
-    this.heartbeatElapsed = 0;
+    this.electionElapsedTicks = 0;
+    this.heartbeatElapsedTicks = 0;
     this.randomizedElectionTicks = this.cfg.electionTicks + this.cfg.random(this.cfg.electionTicks);
     this.leadTransferee = NONE;
     this.votes.clear();
@@ -580,13 +580,13 @@ export class Raft {
   }
 
   private pastElectionTimeout(): boolean {
-    return this.electionElapsed >= this.randomizedElectionTicks;
+    return this.electionElapsedTicks >= this.randomizedElectionTicks;
   }
 
   private tickElection(): void {
-    this.electionElapsed++;
+    this.electionElapsedTicks++;
     if (this.promotable() && this.pastElectionTimeout()) {
-      this.electionElapsed = 0;
+      this.electionElapsedTicks = 0;
       this.step(message({ type: MT.Hup, from: this.id }));
     }
   }
@@ -608,7 +608,7 @@ export class Raft {
     if (this.lostLeader === this.lead) return;
     this.lostLeader = this.lead;
     this.quickCampaignsLeft = LEADER_LOST_CAMPAIGNS_MAX;
-    this.electionElapsed = Math.max(this.electionElapsed, this.cfg.electionTicks);
+    this.electionElapsedTicks = Math.max(this.electionElapsedTicks, this.cfg.electionTicks);
     this.quickTimeout();
   }
 
@@ -652,7 +652,7 @@ export class Raft {
 
   private quickTimeout(): void {
     assert(this.lostLeader !== NONE, 'raft: a quick timeout only after a leader loss');
-    this.randomizedElectionTicks = this.electionElapsed + this.leaderLostDelayTicks();
+    this.randomizedElectionTicks = this.electionElapsedTicks + this.leaderLostDelayTicks();
   }
 
   /** A leader is known again (heard, or this node): back to the ordinary randomized timeout. */
@@ -665,23 +665,23 @@ export class Raft {
 
   /** A message from the current leader: the election timer starts over. */
   private heardFromLeader(from: NodeId): void {
-    this.electionElapsed = 0;
+    this.electionElapsedTicks = 0;
     this.lead = from;
     this.endLeaderLoss();
   }
 
   private tickHeartbeat(): void {
-    this.heartbeatElapsed++;
-    this.electionElapsed++;
-    if (this.electionElapsed >= this.cfg.electionTicks) {
-      this.electionElapsed = 0;
+    this.heartbeatElapsedTicks++;
+    this.electionElapsedTicks++;
+    if (this.electionElapsedTicks >= this.cfg.electionTicks) {
+      this.electionElapsedTicks = 0;
       if (this.cfg.checkQuorum) this.step(message({ type: MT.CheckQuorum, from: this.id }));
       // A transfer that did not finish within an election timeout is abandoned.
       if (this.role === Role.Leader && this.leadTransferee !== NONE) this.leadTransferee = NONE;
     }
     if (this.role !== Role.Leader) return;
-    if (this.heartbeatElapsed >= this.cfg.heartbeatTicks) {
-      this.heartbeatElapsed = 0;
+    if (this.heartbeatElapsedTicks >= this.cfg.heartbeatTicks) {
+      this.heartbeatElapsedTicks = 0;
       this.step(message({ type: MT.Beat, from: this.id }));
     }
   }
@@ -743,7 +743,7 @@ export class Raft {
     } else if (m.term > this.term) {
       if (m.type === MT.Vote || m.type === MT.PreVote) {
         const force = m.context.length === 1 && m.context[0] === CAMPAIGN_TRANSFER[0];
-        const inLease = this.cfg.checkQuorum && this.lead !== NONE && this.electionElapsed < this.cfg.electionTicks;
+        const inLease = this.cfg.checkQuorum && this.lead !== NONE && this.electionElapsedTicks < this.cfg.electionTicks;
         // Leader lease: while we hear from a live leader, ignore disruptive
         // candidates (a node rejoining from a partition), unless the leader
         // itself asked for the transfer.
@@ -785,7 +785,7 @@ export class Raft {
         if (canVote && this.recoverIndex === 0 && !this.rejoining && this.log.isUpToDate(m.index, m.logTerm)) {
           this.send(message({ type: respType, to: m.from, term: m.term }));
           if (m.type === MT.Vote) {
-            this.electionElapsed = 0;
+            this.electionElapsedTicks = 0;
             this.vote = m.from;
           } else if (this.role === Role.PreCandidate && this.lostLeader !== NONE) {
             // We just helped a rival after the same leader loss: step back
@@ -1048,7 +1048,7 @@ export class Raft {
     if (pr.isLearner || !this.counts(pr.id)) return;
     const transferee = m.from;
     if (this.leadTransferee === transferee || transferee === this.id) return;
-    this.electionElapsed = 0;
+    this.electionElapsedTicks = 0;
     this.leadTransferee = transferee;
     if (pr.match === this.log.lastIndex()) this.send(message({ type: MT.TimeoutNow, to: transferee }));
     else this.sendAppend(transferee);

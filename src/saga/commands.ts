@@ -7,6 +7,7 @@
 import { isOperatorAct, isString, isStringList, isTime } from '../commit/command-check.ts';
 import type { OperatorAct } from '../commit/state.ts';
 import { ID } from '../domain/id.ts';
+import { sagaIdProblem } from '../domain/saga-id.ts';
 
 export type StepKind = 'action' | 'compensate';
 
@@ -46,8 +47,8 @@ export function isSagaCommand(c: { t: string }): c is SagaCommand {
 
 /** Steps in one saga. */
 export const STEPS_MAX = 64;
-/** A saga id: 1–128 printable ASCII characters without '/'. */
-export const SAGA_ID_BYTES_MAX = 128;
+// The saga id rule is the domain's (src/domain/saga-id.ts).
+export { SAGA_ID_BYTES_MAX } from '../domain/saga-id.ts';
 /** One step's input, or one step's output or reason as a step service answers it. */
 export const STEP_TEXT_BYTES_MAX = 64 * 1024;
 /** All of one saga's inputs together, and all of its outputs together. */
@@ -78,8 +79,8 @@ const printable = (text: string, min: number, max: number): boolean => {
 
 /** Why a saga definition cannot start, naming the saga and the step, or null. Every field is bounded (R9). */
 export function sagaDefProblem(sagaId: string, steps: readonly SagaStepDef[], pivot: number | null): string | null {
-  if (sagaId === '' || Buffer.byteLength(sagaId) > SAGA_ID_BYTES_MAX || !/^[\x21-\x7e]+$/.test(sagaId) || sagaId.includes('/'))
-    return `saga id ${shown(sagaId)} must be 1 to ${SAGA_ID_BYTES_MAX} printable ASCII characters without '/'`;
+  const badId = sagaIdProblem(sagaId);
+  if (badId !== null) return badId;
   if (steps.length === 0) return `saga ${sagaId} has no steps`;
   if (steps.length > STEPS_MAX) return `saga ${sagaId} has ${steps.length} steps (limit ${STEPS_MAX})`;
   if (pivot !== null && (!Number.isInteger(pivot) || pivot < 0 || pivot >= steps.length)) return `saga ${sagaId}: pivot ${pivot} is not one of its steps 0..${steps.length - 1}`;

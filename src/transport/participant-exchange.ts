@@ -36,7 +36,7 @@ import {
   type ExchangeBatch,
   type ExchangeRequest,
   type PrepareRequest,
-  type Vote,
+  type VoteMessage,
 } from './participant-rpc.ts';
 
 /** Requests waiting for an answer on one stream; beyond this a request fails at once with RESOURCE_EXHAUSTED. */
@@ -48,7 +48,7 @@ const SWEEP_MS = 50;
 
 export class ParticipantExchange {
   /** Each request carries its vote (a prepare) or ack (a decision); its id is the stream's to give. */
-  private readonly stream: RequestStream<ExchangeRequest, Vote | Ack, ExchangeBatch, AnswerBatch, ExchangeAnswer>;
+  private readonly stream: RequestStream<ExchangeRequest, VoteMessage | Ack, ExchangeBatch, AnswerBatch, ExchangeAnswer>;
 
   constructor(
     private readonly client: grpc.Client,
@@ -94,15 +94,15 @@ export class ParticipantExchange {
    * PREPARE goes as a unary call, whose metadata is its own: a message on
    * the shared stream has none.
    */
-  prepare(req: PrepareRequest, timeoutMs: number, cb: Answer<Vote>, metadata?: grpc.Metadata): void {
+  prepare(req: PrepareRequest, timeoutMs: number, cb: Answer<VoteMessage>, metadata?: grpc.Metadata): void {
     if (metadata !== undefined) return settle(unaryCall(this.client, participantService.Prepare, req, timeoutMs, metadata), cb);
-    this.stream.send({ id: 0, prepare: req }, timeoutMs, cb as Answer<Vote | Ack>);
+    this.stream.send({ id: 0, prepare: req }, timeoutMs, cb as Answer<VoteMessage | Ack>);
   }
 
   /** With `lingerMs` the DECISION waits up to that long to share the next PREPARE's message (see RequestStream.send); with `metadata`, a unary call as for prepare. */
   decide(req: DecideRequest, timeoutMs: number, cb: Answer<Ack>, lingerMs = 0, metadata?: grpc.Metadata): void {
     if (metadata !== undefined) return settle(unaryCall(this.client, participantService.Decide, req, timeoutMs, metadata), cb);
-    this.stream.send({ id: 0, decision: req }, timeoutMs, cb as Answer<Vote | Ack>, lingerMs);
+    this.stream.send({ id: 0, decision: req }, timeoutMs, cb as Answer<VoteMessage | Ack>, lingerMs);
   }
 
   /** When the participant last said it is closing (AnswerBatch.closing), unless it answered since; null otherwise. */

@@ -41,7 +41,7 @@ export const participantPackageDefinition: protoLoader.PackageDefinition = proto
 export type VoteValue = VoteValue__Output;
 export type DecisionValue = DecisionValue__Output;
 export type PrepareRequest = Wire<GenPrepareRequest>;
-export type Vote = Wire<GenVote>;
+export type VoteMessage = Wire<GenVote>;
 export type DecideRequest = Wire<GenDecideRequest>;
 export type Ack = Wire<GenAck>;
 export type ExchangeRequest = Wire<GenExchangeRequest>;
@@ -96,8 +96,8 @@ export class ParticipantClient {
     return this.client;
   }
 
-  prepare(req: PrepareRequest, timeoutMs: number): Promise<Vote> {
-    return this.unary<PrepareRequest, Vote>('Prepare', req, timeoutMs);
+  prepare(req: PrepareRequest, timeoutMs: number): Promise<VoteMessage> {
+    return this.unary<PrepareRequest, VoteMessage>('Prepare', req, timeoutMs);
   }
 
   decide(req: DecideRequest, timeoutMs: number): Promise<Ack> {

@@ -106,10 +106,10 @@ export async function openTracing(o: TracingOptions): Promise<Tracing> {
   const { api, sdk, resources } = otel;
   const exporter =
     (o.exporter as import('@opentelemetry/sdk-trace').SpanExporter | undefined) ?? new (otel.otlp as NonNullable<Otel['otlp']>).OTLPTraceExporter({ url: `${o.otlpEndpoint}/v1/traces` });
-  const envDelay = Number(process.env.OTEL_BSP_SCHEDULE_DELAY);
+  const envDelayMs = Number(process.env.OTEL_BSP_SCHEDULE_DELAY);
   const provider = new sdk.TracerProvider({
     resource: resources.resourceFromAttributes({ 'service.name': o.serviceName, ...(o.instanceId !== undefined ? { 'service.instance.id': o.instanceId } : {}) }),
-    spanProcessors: [new sdk.BatchSpanProcessor({ exporter, scheduledDelayMillis: o.exportDelayMs ?? (envDelay > 0 ? envDelay : 1_000), exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
+    spanProcessors: [new sdk.BatchSpanProcessor({ exporter, scheduledDelayMillis: o.exportDelayMs ?? (envDelayMs > 0 ? envDelayMs : 1_000), exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
   });
   const tracer = provider.getTracer('verdict');
   const KIND = { server: api.SpanKind.SERVER, client: api.SpanKind.CLIENT, internal: api.SpanKind.INTERNAL } as const;

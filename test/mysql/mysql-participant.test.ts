@@ -80,7 +80,7 @@ describe('mysql participant: recovery through the engine (R4)', () => {
     await bare.close(); // the crash: the engine never journaled T1, the branch is the server's
     cluster.outcomes.set('T1', 'OUTCOME_COMMITTED');
     const p = await start(await dataDir());
-    await waitFor("T1 to be committed from the cluster's answer", () => p.engine.stateOf('T1') === 'committed');
+    await waitFor("T1 to be committed from the cluster's answer", () => p.engine.stateOf('T1') === 'COMMITTED');
     expect(await amount('m1')).toBe(10);
     expect(await ours()).toEqual([]);
     expect(cluster.questions[0]).toEqual({ txnId: 'T1', participantId: 'ledger' });
@@ -96,7 +96,7 @@ describe('mysql participant: recovery through the engine (R4)', () => {
     expect(again.engine.stateOf('T2')).toBe('prepared');
     expect(await ours()).toEqual([xidText(xidOf(SCOPE, 'T2'))]);
     cluster.outcomes.set('T2', 'OUTCOME_ABORTED');
-    await waitFor('T2 to be aborted', () => again.engine.stateOf('T2') === 'aborted');
+    await waitFor('T2 to be aborted', () => again.engine.stateOf('T2') === 'ABORTED');
     expect(await amount('m2')).toBeUndefined();
     expect(await ours()).toEqual([]);
   });

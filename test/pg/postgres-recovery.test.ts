@@ -94,7 +94,7 @@ describe('postgres participant: recovery through the engine (R4)', () => {
 
     cluster.outcomes.set('T1', 'OUTCOME_COMMITTED');
     const second = await start(dir);
-    await waitFor("T1 to be committed from the cluster's answer", () => second.engine.stateOf('T1') === 'committed');
+    await waitFor("T1 to be committed from the cluster's answer", () => second.engine.stateOf('T1') === 'COMMITTED');
     expect(await orderAmount('o1')).toBe(10);
     expect(await preparedXacts(shop, PREFIX)).toEqual([]);
     expect(cluster.questions[0]).toEqual({ txnId: 'T1', participantId: 'shop' });
@@ -110,7 +110,7 @@ describe('postgres participant: recovery through the engine (R4)', () => {
     expect(second.engine.stateOf('T-wait')).toBe('prepared');
     expect(await preparedXacts(shop, PREFIX)).toHaveLength(1);
     cluster.outcomes.set('T-wait', 'OUTCOME_ABORTED');
-    await waitFor('T-wait to be aborted', () => second.engine.stateOf('T-wait') === 'aborted');
+    await waitFor('T-wait to be aborted', () => second.engine.stateOf('T-wait') === 'ABORTED');
     expect(await orderAmount('o-wait')).toBeUndefined();
     expect(await preparedXacts(shop, PREFIX)).toEqual([]);
   });
@@ -122,7 +122,7 @@ describe('postgres participant: recovery through the engine (R4)', () => {
     await r.close();
     cluster.outcomes.set('T2', 'OUTCOME_ABORTED');
     const p = await start(await dataDir());
-    await waitFor("T2 to be aborted from the cluster's answer", () => p.engine.stateOf('T2') === 'aborted');
+    await waitFor("T2 to be aborted from the cluster's answer", () => p.engine.stateOf('T2') === 'ABORTED');
     expect(await orderAmount('o2')).toBeUndefined();
     expect(await preparedXacts(shop, PREFIX)).toEqual([]);
     expect(cluster.questions.map((q) => q.txnId)).toContain('T2');
@@ -138,7 +138,7 @@ describe('postgres participant: recovery through the engine (R4)', () => {
     cluster.outcomes.set('T3', 'OUTCOME_COMMITTED');
     const second = await start(dir);
     expect(second.engine.inDoubt().map((t) => t.txnId)).toEqual(['T3']);
-    await waitFor('T3 to be committed', () => second.engine.stateOf('T3') === 'committed');
+    await waitFor('T3 to be committed', () => second.engine.stateOf('T3') === 'COMMITTED');
     expect(second.resource.counts()).toMatchObject({ redeliveriesAcked: 1, hazards: 0 });
     expect(await orderAmount('o3')).toBe(30);
   });
@@ -195,7 +195,7 @@ describe('postgres participant: the monitor (orphans, stuck alerts, metrics valu
     (answers: Record<string, ClusterOutcome>, asked: string[]): AskOutcome =>
     (txnId, cb) => {
       asked.push(txnId);
-      setImmediate(() => cb(null, answers[txnId] ?? 'in-progress'));
+      setImmediate(() => cb(null, answers[txnId] ?? 'IN_PROGRESS'));
     };
 
   it("resolves a prepared gid the engine does not hold (an orphan) with the cluster's answer", async () => {
@@ -206,13 +206,13 @@ describe('postgres participant: the monitor (orphans, stuck alerts, metrics valu
     const monitor = new PostgresMonitor({
       resource: r,
       engine: { stateOf: () => undefined, resolveInDoubt: () => {} },
-      askOutcome: askFrom({ 'T-orphan': 'committed' }, asked),
+      askOutcome: askFrom({ 'T-orphan': 'COMMITTED' }, asked),
       log: new MemoryLog(),
       orphanAfterMs: 0,
     });
     const report = await monitor.scan();
     expect(asked).toEqual(['T-orphan']);
-    expect(report.orphansResolved).toEqual([{ txnId: 'T-orphan', outcome: 'committed' }]);
+    expect(report.orphansResolved).toEqual([{ txnId: 'T-orphan', outcome: 'COMMITTED' }]);
     expect(await orderAmount('orphan')).toBe(7);
     expect(await preparedXacts(shop, PREFIX)).toEqual([]);
   });
@@ -229,11 +229,11 @@ describe('postgres participant: the monitor (orphans, stuck alerts, metrics valu
     const monitor = new PostgresMonitor({ resource: r, engine: { stateOf: () => 'prepared', resolveInDoubt: () => {} }, askOutcome: askFrom({}, asked), log, scanIntervalMs: 50 });
     const report = await monitor.scan();
     // Only the old one alerts, and only it is asked about (the young one is the engine's to resolve).
-    expect(report.stuck).toEqual([{ txnId: 'T-stuck', gid: r.gid('T-stuck'), ageMs: expect.any(Number), clusterAnswer: 'in-progress' }]);
+    expect(report.stuck).toEqual([{ txnId: 'T-stuck', gid: r.gid('T-stuck'), ageMs: expect.any(Number), clusterAnswer: 'IN_PROGRESS' }]);
     expect(asked).toEqual(['T-stuck']);
     const alerts = log.find('warn', /older than the alert threshold/);
     expect(alerts).toHaveLength(1);
-    expect(alerts[0]?.obj).toMatchObject({ txnId: 'T-stuck', gid: r.gid('T-stuck'), clusterAnswer: 'in-progress', local: 'prepared' });
+    expect(alerts[0]?.obj).toMatchObject({ txnId: 'T-stuck', gid: r.gid('T-stuck'), clusterAnswer: 'IN_PROGRESS', local: 'prepared' });
     expect(alerts[0]?.obj.ageMs).toBeGreaterThanOrEqual(300);
     const stats = r.preparedStats();
     expect(stats).toMatchObject({ count: 2, stuck: 1 });

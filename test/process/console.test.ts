@@ -210,7 +210,7 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     await page.getByRole('button', { name: 'Resolve' }).click();
     await page
       .getByRole('status')
-      .filter({ hasText: /Decided: aborted at log index \d+, by ada via console of/ })
+      .filter({ hasText: /Decided: ABORTED at log index \d+, by ada via console of/ })
       .waitFor({ timeout: SHOWS_MS });
     expect((await client.outcome(open1.txnId)).outcome).toBe('ABORTED');
     await page.close();
@@ -568,7 +568,7 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       await adm.getByRole('button', { name: 'Resolve' }).click();
       await adm
         .getByRole('status')
-        .filter({ hasText: /Decided: aborted at log index \d+, by CN=ops-admin via console of n1/ })
+        .filter({ hasText: /Decided: ABORTED at log index \d+, by CN=ops-admin via console of n1/ })
         .waitFor({ timeout: SHOWS_MS });
       expect((await tlsClient.outcome(stuck.txnId)).outcome).toBe('ABORTED');
       await adm.context().close();

@@ -12,7 +12,7 @@ import { coordinatorParticipantService, type CoordinatorParticipantHandlers, typ
 import { LEADER_ADDRESS_KEY, type OutcomeRequest, type RegisterParticipantRequest } from '../../src/transport/coordinator-rpc.ts';
 import { memoryPayload } from '../../src/participant/memory.ts';
 import { ParticipantStartupError, startParticipant, type ParticipantOptions, type ParticipantRuntime } from '../../src/participant/runtime.ts';
-import { ParticipantClient, type Ack, type DecideRequest, type PrepareRequest, type Vote } from '../../src/transport/participant-rpc.ts';
+import { ParticipantClient, type Ack, type DecideRequest, type PrepareRequest, type VoteMessage } from '../../src/transport/participant-rpc.ts';
 import { ParticipantExchange } from '../../src/transport/participant-exchange.ts';
 import { startUnackingParticipant } from './ops-helpers.ts';
 
@@ -197,9 +197,9 @@ describe('participant runtime against a fake cluster', () => {
     const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
     // Sent in one turn, so in one batch: a YES, a NO on the lock it takes, and a refusal.
     const [yes, no, bad] = await Promise.allSettled([
-      call<Vote>((cb) => x.prepare(prepareReq('X1', { k: 'v1' }), DEADLINE_MS, cb)),
-      call<Vote>((cb) => x.prepare(prepareReq('X2', { k: 'v2' }), DEADLINE_MS, cb)),
-      call<Vote>((cb) => x.prepare(prepareReq('X3', {}, { clusterId: 'beta' }), DEADLINE_MS, cb)),
+      call<VoteMessage>((cb) => x.prepare(prepareReq('X1', { k: 'v1' }), DEADLINE_MS, cb)),
+      call<VoteMessage>((cb) => x.prepare(prepareReq('X2', { k: 'v2' }), DEADLINE_MS, cb)),
+      call<VoteMessage>((cb) => x.prepare(prepareReq('X3', {}, { clusterId: 'beta' }), DEADLINE_MS, cb)),
     ]);
     expect(yes).toEqual({ status: 'fulfilled', value: { txnId: 'X1', participantId: 'p1', vote: 'VOTE_YES', reason: '' } });
     expect(no).toMatchObject({ status: 'fulfilled', value: { txnId: 'X2', vote: 'VOTE_NO', reason: 'key k is locked by prepared transaction X1' } });
@@ -224,18 +224,18 @@ describe('participant runtime against a fake cluster', () => {
     const r = await start(await dataDir(), [cluster.address], { engine: { inDoubtAfterMs: 120_000, askBackoffMinMs: 20, askBackoffMaxMs: 100 } });
     const x = new ParticipantExchange(client(r.address).channel, r.address);
     const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
-    expect(await call<Vote>((cb) => x.prepare(prepareReq('F1', { f: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
-    expect(await call<Vote>((cb) => x.prepare(prepareReq('F2', { g: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
+    expect(await call<VoteMessage>((cb) => x.prepare(prepareReq('F1', { f: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
+    expect(await call<VoteMessage>((cb) => x.prepare(prepareReq('F2', { g: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
     await call<Ack>((cb) => x.decide(decisionReq('F2', 'DECISION_COMMIT'), DEADLINE_MS, cb));
     await sleep(200);
     expect(cluster.questions).toEqual([]);
     // The leader goes away without ending its stream (as a killed process does).
     x.close();
-    await waitFor('F1 aborted', () => r.engine.stateOf('F1') === 'aborted', 20_000);
+    await waitFor('F1 aborted', () => r.engine.stateOf('F1') === 'ABORTED', 20_000);
     // Only the undecided one was asked about, with this participant's id (R3), and more than once (the first answer was UNAVAILABLE).
     expect(new Set(cluster.questions.map((q) => `${q.txnId}/${q.participantId}`))).toEqual(new Set(['F1/p1']));
     expect(cluster.questions.length).toBeGreaterThanOrEqual(2);
-    expect(r.engine.stateOf('F2')).toBe('committed');
+    expect(r.engine.stateOf('F2')).toBe('COMMITTED');
     expect(r.resource.get('g')).toBe('1');
     expect(r.resource.get('f')).toBeUndefined();
   }, 40_000);
@@ -247,11 +247,11 @@ describe('participant runtime against a fake cluster', () => {
     const x = new ParticipantExchange(client(r.address).channel, r.address);
     exchanges.push(x);
     const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
-    expect((await call<Vote>((cb) => x.prepare(prepareReq('Y1', { a: '1' }), DEADLINE_MS, cb))).vote).toBe('VOTE_YES');
+    expect((await call<VoteMessage>((cb) => x.prepare(prepareReq('Y1', { a: '1' }), DEADLINE_MS, cb))).vote).toBe('VOTE_YES');
     // Sent in one turn, so in one batch message: the DECISION for Y1 rides the PREPARE of Y2.
     const [ack, vote] = await Promise.all([
       call<Ack>((cb) => x.decide(decisionReq('Y1', 'DECISION_COMMIT'), DEADLINE_MS, cb)),
-      call<Vote>((cb) => x.prepare(prepareReq('Y2', { b: '2' }), DEADLINE_MS, cb)),
+      call<VoteMessage>((cb) => x.prepare(prepareReq('Y2', { b: '2' }), DEADLINE_MS, cb)),
     ]);
     expect(ack).toEqual({ txnId: 'Y1', participantId: 'p1' });
     expect(vote).toMatchObject({ txnId: 'Y2', vote: 'VOTE_YES' });
@@ -259,7 +259,7 @@ describe('participant runtime against a fake cluster', () => {
     x.close();
     await stop(r);
     const again = await start(dir, [cluster.address]);
-    expect(again.engine.stateOf('Y1')).toBe('committed');
+    expect(again.engine.stateOf('Y1')).toBe('COMMITTED');
     expect(again.resource.get('a')).toBe('1');
     expect(again.engine.inDoubt().map((t) => t.txnId)).toEqual(['Y2']);
   });
@@ -270,7 +270,7 @@ describe('participant runtime against a fake cluster', () => {
     const x = new ParticipantExchange(c.channel, old.address);
     exchanges.push(x);
     const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
-    expect(await call<Vote>((cb) => x.prepare(prepareReq('U1', {}), DEADLINE_MS, cb))).toMatchObject({ txnId: 'U1', vote: 'VOTE_YES' });
+    expect(await call<VoteMessage>((cb) => x.prepare(prepareReq('U1', {}), DEADLINE_MS, cb))).toMatchObject({ txnId: 'U1', vote: 'VOTE_YES' });
     // That participant never acknowledges: its unary Decide's UNAVAILABLE comes through as is.
     await expect(call<Ack>((cb) => x.decide(decisionReq('U1', 'DECISION_COMMIT'), DEADLINE_MS, cb))).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
     expect(old.decisions).toBe(1);
@@ -279,10 +279,10 @@ describe('participant runtime against a fake cluster', () => {
     const r = await start(await dataDir(), [cluster.address]);
     const x2 = new ParticipantExchange(client(r.address).channel, r.address);
     exchanges.push(x2);
-    expect(await call<Vote>((cb) => x2.prepare(prepareReq('U2', { a: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
+    expect(await call<VoteMessage>((cb) => x2.prepare(prepareReq('U2', { a: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
     await stop(r);
     // The participant is gone: the request fails (UNAVAILABLE), as a unary call to it would, instead of waiting for ever.
-    await expect(call<Vote>((cb) => x2.prepare(prepareReq('U3', { a: '2' }), DEADLINE_MS, cb))).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
+    await expect(call<VoteMessage>((cb) => x2.prepare(prepareReq('U3', { a: '2' }), DEADLINE_MS, cb))).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
   });
 
   it('R4: restarted with a prepared transaction in its journal, it asks GetOutcome with its participant_id until COMMITTED, then applies it', async () => {
@@ -308,7 +308,7 @@ describe('participant runtime against a fake cluster', () => {
     const asked = cluster.questions.length;
     const third = await start(dir, [cluster.address]);
     expect(third.resource.get('balance')).toBe('90');
-    expect(third.engine.stateOf('T1')).toBe('committed');
+    expect(third.engine.stateOf('T1')).toBe('COMMITTED');
     await sleep(100);
     expect(cluster.questions.length).toBe(asked);
   });

@@ -149,7 +149,7 @@ class MutantCoordinatorEngine extends CoordinatorEngine {
   }
 
   protected override answerUndecided(txnId: string, participantId: string, cb: OutcomeCallback): void {
-    if (this.mutant === 'presume-abort-unlogged' && participantId !== '') return cb(null, { txnId, outcome: 'aborted', reason: 'mutant: presumed abort, not logged', decisionIndex: 0 });
+    if (this.mutant === 'presume-abort-unlogged' && participantId !== '') return cb(null, { txnId, outcome: 'ABORTED', reason: 'mutant: presumed abort, not logged', decisionIndex: 0 });
     super.answerUndecided(txnId, participantId, cb);
   }
 

@@ -93,7 +93,7 @@ export class SystemChecker {
       return;
     }
     this.logDecision.set(d.txnId, { outcome: d.outcome, index: d.index });
-    if (d.outcome === 'abort' && this.clientAnswer.get(d.txnId) === 'committed') this.violation(`client: ${d.txnId} was answered COMMITTED, the log decided ABORT at index ${d.index}`);
+    if (d.outcome === 'abort' && this.clientAnswer.get(d.txnId) === 'COMMITTED') this.violation(`client: ${d.txnId} was answered COMMITTED, the log decided ABORT at index ${d.index}`);
     if (d.outcome !== 'commit') return;
     const plan = this.planned.get(d.txnId);
     if (!plan) return this.violation(`AC2 validity: COMMIT of ${d.txnId}, which no client began`);
@@ -104,9 +104,9 @@ export class SystemChecker {
       const v = this.votes.get(d.txnId)?.get(p);
       if (!v?.has('yes')) this.violation(`AC2 validity: ${d.txnId} committed at index ${d.index} but ${p} ${v?.has('no') ? 'voted NO' : 'never voted'}`);
       const seen = this.applied.get(d.txnId)?.get(p);
-      if (seen?.includes('aborted')) this.violation(`AC1 agreement: ${d.txnId} committed at index ${d.index} after ${p} had aborted it`);
+      if (seen?.includes('ABORTED')) this.violation(`AC1 agreement: ${d.txnId} committed at index ${d.index} after ${p} had aborted it`);
     }
-    if (this.clientAnswer.get(d.txnId) === 'aborted') this.violation(`client: ${d.txnId} committed at index ${d.index} after its client was told ABORTED`);
+    if (this.clientAnswer.get(d.txnId) === 'ABORTED') this.violation(`client: ${d.txnId} committed at index ${d.index} after its client was told ABORTED`);
   }
 
   /** A participant applied a decision to its data (a prepared transaction's commit or abort). */
@@ -123,8 +123,8 @@ export class SystemChecker {
     }
     // R4: a participant learns its decision from the cluster, which answers from the log.
     const log = this.logDecision.get(txnId);
-    if (outcome === 'committed' && log?.outcome !== 'commit') this.violation(`R4: ${participant} committed ${txnId} but the log ${log ? `decided ABORT at index ${log.index}` : 'has no decision'}`);
-    if (outcome === 'aborted' && log?.outcome === 'commit') this.violation(`R4: ${participant} aborted ${txnId} but the log decided COMMIT at index ${log.index}`);
+    if (outcome === 'COMMITTED' && log?.outcome !== 'commit') this.violation(`R4: ${participant} committed ${txnId} but the log ${log ? `decided ABORT at index ${log.index}` : 'has no decision'}`);
+    if (outcome === 'ABORTED' && log?.outcome === 'commit') this.violation(`R4: ${participant} aborted ${txnId} but the log decided COMMIT at index ${log.index}`);
   }
 
   /** A participant refused a DECISION that contradicts what it knows (the engine's own protocol check). */
@@ -144,7 +144,7 @@ export class SystemChecker {
   participantRecovered(participant: string, stateOf: (txnId: string) => string | undefined): void {
     for (const txnId of this.yesVoted.get(participant) ?? []) {
       // A participant may drop an aborted transaction (EngineOptions.forgetAborts).
-      const aborted = this.applied.get(txnId)?.get(participant)?.at(-1) === 'aborted';
+      const aborted = this.applied.get(txnId)?.get(participant)?.at(-1) === 'ABORTED';
       if (stateOf(txnId) === undefined && !aborted)
         this.violation(`R4: ${participant} voted YES on ${txnId} but after a crash its journal knows nothing of it (the prepared state was not durable before the vote)`);
     }
@@ -157,9 +157,9 @@ export class SystemChecker {
     const log = this.logDecision.get(txnId);
     // Parallel commit answers COMMITTED before the explicit decision is applied: then the log must
     // never decide ABORT (decisionApplied), and must decide COMMIT by the end (final).
-    if (outcome === 'committed' && log === undefined && this.parallelCommit) return;
-    if (outcome === 'committed' && log?.outcome !== 'commit') this.violation(`client: ${txnId} answered COMMITTED but the log ${log ? `decided ABORT at index ${log.index}` : 'has no decision'}`);
-    if (outcome === 'aborted' && log?.outcome === 'commit') this.violation(`client: ${txnId} answered ABORTED but the log decided COMMIT at index ${log.index}`);
+    if (outcome === 'COMMITTED' && log === undefined && this.parallelCommit) return;
+    if (outcome === 'COMMITTED' && log?.outcome !== 'commit') this.violation(`client: ${txnId} answered COMMITTED but the log ${log ? `decided ABORT at index ${log.index}` : 'has no decision'}`);
+    if (outcome === 'ABORTED' && log?.outcome === 'commit') this.violation(`client: ${txnId} answered ABORTED but the log decided COMMIT at index ${log.index}`);
   }
 
   /** The cluster refused to begin `txnId` again as already decided, naming the outcome it recorded. */
@@ -196,8 +196,8 @@ export class SystemChecker {
         if (!committed && v !== undefined) this.violation(`atomicity: ${t.txnId} did not commit but ${p} holds its write`);
       }
       const answer = this.clientAnswer.get(t.txnId);
-      if (!committed && answer === 'committed') this.violation(`client: ${t.txnId} was answered COMMITTED, the log ${log ? 'decided ABORT' : 'has no decision'}`);
-      if (committed && answer === 'aborted') this.violation(`client: ${t.txnId} answered ABORTED, the log decided COMMIT`);
+      if (!committed && answer === 'COMMITTED') this.violation(`client: ${t.txnId} was answered COMMITTED, the log ${log ? 'decided ABORT' : 'has no decision'}`);
+      if (committed && answer === 'ABORTED') this.violation(`client: ${t.txnId} answered ABORTED, the log decided COMMIT`);
       if (!o.faultFree || !o.began(t.txnId)) continue;
       const votes = this.votes.get(t.txnId);
       const allYes = t.participants.every((p) => votes?.get(p)?.has('yes') === true && !votes.get(p)?.has('no'));

@@ -185,7 +185,7 @@ export class SimClient {
       },
       (e) => {
         if (this.done) return;
-        if ('answer' in e && (e.answer.outcome === 'committed' || e.answer.outcome === 'aborted')) return this.answer(e.answer.outcome);
+        if ('answer' in e && (e.answer.outcome === 'COMMITTED' || e.answer.outcome === 'ABORTED')) return this.answer(e.answer.outcome);
         if ('err' in e) {
           if (e.err.code === 'exists') return this.answer(e.err.recorded);
           // A new leader serves Commit only after applying an entry of its term (Driver
@@ -231,7 +231,7 @@ export class SimClient {
         rule.attempted(result);
       },
       (e) => {
-        if ('answer' in e && (e.answer.outcome === 'committed' || e.answer.outcome === 'aborted')) {
+        if ('answer' in e && (e.answer.outcome === 'COMMITTED' || e.answer.outcome === 'ABORTED')) {
           this.resending = false;
           return this.env.answered(this.txnId, e.answer.outcome);
         }

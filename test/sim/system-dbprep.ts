@@ -63,7 +63,7 @@ export class SimDatabase {
 
   /** What the database says of T once it is decided here (the marker, or a rollback), for the checker. */
   decided(txnId: TxnId): Outcome | undefined {
-    return this.committed.has(txnId) ? 'committed' : this.aborted.has(txnId) ? 'aborted' : undefined;
+    return this.committed.has(txnId) ? 'COMMITTED' : this.aborted.has(txnId) ? 'ABORTED' : undefined;
   }
 
   /** The resource of one incarnation, reporting every decision it applies (or finds applied) while that incarnation lives. */
@@ -86,13 +86,13 @@ export class SimDatabase {
           db.prepared.delete(txnId);
           db.committed.add(txnId);
           return db.data.commit(txnId, (err) => {
-            report(txnId, 'committed');
+            report(txnId, 'COMMITTED');
             cb(err);
           });
         }
         // Not prepared: a redelivery when the marker is there, else a hazard (HEURRB), as DbResource answers.
         if (db.committed.has(txnId)) {
-          report(txnId, 'committed');
+          report(txnId, 'COMMITTED');
           return cb(null);
         }
         cb(new Error(`HEURRB hazard for ${txnId}: not prepared and no commit marker`));
@@ -103,11 +103,11 @@ export class SimDatabase {
           db.prepared.delete(txnId);
           db.aborted.add(txnId);
           return db.data.abort(txnId, (err) => {
-            report(txnId, 'aborted');
+            report(txnId, 'ABORTED');
             cb(err);
           });
         }
-        report(txnId, 'aborted');
+        report(txnId, 'ABORTED');
         cb(null);
       },
       durableAtPrepare(txnId: TxnId): boolean {

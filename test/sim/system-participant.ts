@@ -85,12 +85,12 @@ export class RecordingResource implements Resource {
   }
 
   commit(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.onApply(txnId, 'committed');
+    this.onApply(txnId, 'COMMITTED');
     this.inner.commit(txnId, cb);
   }
 
   abort(txnId: TxnId, cb: (err: Error | null) => void): void {
-    this.onApply(txnId, 'aborted');
+    this.onApply(txnId, 'ABORTED');
     this.inner.abort(txnId, cb);
   }
 }
@@ -181,7 +181,7 @@ export function startIncarnation(
     schedule: simSchedule(w.q, inc),
     cluster: {
       askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
-      askAbort: o.tcc?.askAbort ?? ((_txnId, _reason, cb) => cb(new Error('only a TCC participant asks to abort'), 'unknown')),
+      askAbort: o.tcc?.askAbort ?? ((_txnId, _reason, cb) => cb(new Error('only a TCC participant asks to abort'), 'UNKNOWN')),
     },
     log: w.log?.(inc),
     engine: { inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000, sweepIntervalMs: 500, askBackoffMinMs: 100, askBackoffMaxMs: 1_000, forgetAborts: w.forgetAborts },

@@ -25,7 +25,7 @@ export interface RpcError {
   /** For not-leader: who the answering node believes leads. */
   leader?: NodeId;
   /** For exists (ALREADY_EXISTS, ALREADY_DECIDED): the outcome the cluster recorded for the id. */
-  recorded?: 'committed' | 'aborted';
+  recorded?: 'COMMITTED' | 'ABORTED';
 }
 
 export type Reply<T> = (err: RpcError | null, v?: T) => void;

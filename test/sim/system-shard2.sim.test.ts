@@ -135,7 +135,7 @@ test.skipIf(REPLAY !== undefined)(
         const all = new SystemWorld(sc).run().violations;
         const redecided = new Set(all.map((x) => /: R1: \S+ took Decide\((\S+), /.exec(x)?.[1]).filter((id) => id !== undefined));
         const v = all.filter((x) => {
-          if (!atomic.test(x) || /refused ABORT for \S+: it is committed there/.test(x)) return false;
+          if (!atomic.test(x) || /refused ABORT for \S+: it is COMMITTED there/.test(x)) return false;
           const r4 = /: R4: \S+ committed (\S+) but the log decided ABORT/.exec(x);
           return r4 === null || !redecided.has(r4[1]);
         });

@@ -108,7 +108,7 @@ export function startSimTccParticipant(p: SimParticipant, tcc: SimTcc, w: TccWir
     clock: { nowMs: () => w.q.now },
     barrier,
   });
-  const askAbort: AskAbort = w.tccMutant === 'tcc-cancel-on-timer' ? (_txnId, _reason, cb) => cb(null, 'aborted') : (txnId, reason, cb) => w.askAbort(inc, txnId, reason, cb);
+  const askAbort: AskAbort = w.tccMutant === 'tcc-cancel-on-timer' ? (_txnId, _reason, cb) => cb(null, 'ABORTED') : (txnId, reason, cb) => w.askAbort(inc, txnId, reason, cb);
   startIncarnation(p, inc, w, { resource, records: p.journal.durable, tcc: { reserves: resource, askAbort } });
   tcc.resource = resource;
 }

@@ -53,7 +53,7 @@ import { SERVED_OPTIONAL } from '../../src/participant/serve.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { ConfState, NodeId } from '../../src/raft/types.ts';
-import { NotDeliveredError, type Ack, type VoteAnswer as Vote } from '../../src/domain/protocol.ts';
+import { NotDeliveredError, outcomeOfDecision, type Ack, type VoteAnswer as Vote } from '../../src/domain/protocol.ts';
 import { EventQueue } from './event-queue.ts';
 import { RaftChecker } from './raft-checker.ts';
 import { SimDisk } from './sim-disk.ts';
@@ -736,7 +736,7 @@ export class SystemWorld implements FaultWorld {
         this.log(() => `${p.id} asks ${at} about ${txnId}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
         if (err || !a) {
           this.setHint(p, g, redirect(this.hintOf(p, g), err, this.nodeIds));
-          return cb(new Error(err?.message ?? 'no answer'), 'unknown');
+          return cb(new Error(err?.message ?? 'no answer'), 'UNKNOWN');
         }
         cb(null, a.outcome);
       },
@@ -769,7 +769,7 @@ export class SystemWorld implements FaultWorld {
         this.log(() => `${p.id} asks ${at} to abort ${txnId} (reserve expired): ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
         if (err || !a) {
           this.setHint(p, g, redirect(this.hintOf(p, g), err, this.nodeIds));
-          return cb(new Error(err?.message ?? 'no answer'), 'unknown');
+          return cb(new Error(err?.message ?? 'no answer'), 'UNKNOWN');
         }
         cb(null, a.outcome);
       },
@@ -1026,7 +1026,7 @@ export class SystemWorld implements FaultWorld {
       // With a bounded tombstone list a forgotten decision may be gone for good (the horizon of timed ids is a unit test's).
       outcomeNow: (txnId) => {
         const d = this.groupLeader(this.groupOf(txnId))?.rep.sm.table.lookup(txnId);
-        return d ? (d.outcome === 'commit' ? 'committed' : 'aborted') : this.sc.tombstonesMax === undefined ? null : undefined;
+        return d ? outcomeOfDecision(d.outcome) : this.sc.tombstonesMax === undefined ? null : undefined;
       },
     });
     const tcc = this.parts.flatMap((p) => (p.tcc !== undefined ? [{ id: p.id, tcc: p.tcc }] : []));

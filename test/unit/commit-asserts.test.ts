@@ -103,7 +103,7 @@ describe('hostile input is refused, never asserted', () => {
     // ABORT and Abort again of a decided transaction answer what the log says.
     let answer = '';
     w.engine.abort('t1', 'again', (_e, a) => (answer = a?.outcome ?? ''));
-    expect(answer).toBe('aborted');
+    expect(answer).toBe('ABORTED');
     expect(() => w.engine.setLeadership(1)).not.toThrow();
   });
 

@@ -39,7 +39,7 @@ describe('commit engine', () => {
     expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', txnId: 't1', outcome: 'commit' });
     expect(r.answer).toBeNull();
     w.applyNext();
-    expect(r.answer).toMatchObject({ outcome: 'committed', decisionIndex: w.index });
+    expect(r.answer).toMatchObject({ outcome: 'COMMITTED', decisionIndex: w.index });
     expect(w.decisions.map((d) => `${d.to}:${d.req.outcome}`).sort()).toEqual(['a:commit', 'b:commit']);
   });
 
@@ -51,7 +51,7 @@ describe('commit engine', () => {
     // An ABORT for t1 reached the log first (say, proposed by an earlier leader's R3 query).
     const first = w.table.apply({ t: 'decide', txnId: 't1', outcome: 'abort', reason: 'earlier', participants: [], atMs: 0 }, ++w.index);
     w.engine.onApplied(first);
-    expect(r.answer).toMatchObject({ outcome: 'aborted', reason: 'earlier' });
+    expect(r.answer).toMatchObject({ outcome: 'ABORTED', reason: 'earlier' });
     const second = w.applyNext();
     expect(second).toMatchObject({ t: 'decide', first: false, decision: { outcome: 'abort' } });
   });
@@ -68,7 +68,7 @@ describe('commit engine', () => {
     expect(w.decisions).toHaveLength(0);
     expect(w.proposals.map((p) => p.cmd)).toEqual([expect.objectContaining({ t: 'decide', txnId: 't1', outcome: 'abort', participants: ['a', 'c'] })]);
     w.applyNext();
-    expect(r.answer).toMatchObject({ outcome: 'aborted', decisionIndex: w.index });
+    expect(r.answer).toMatchObject({ outcome: 'ABORTED', decisionIndex: w.index });
     expect(r.answer?.reason).toContain('constraint violated');
     // The NO voter aborted on its own: ABORT goes to the YES voters only.
     expect(w.decisions.map((d) => `${d.to}:${d.req.outcome}`).sort()).toEqual(['a:abort', 'c:abort']);
@@ -82,7 +82,7 @@ describe('commit engine', () => {
     expect(r.answer).toBeNull();
     expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', txnId: 't1', outcome: 'abort' });
     w.applyNext();
-    expect(r.answer?.outcome).toBe('aborted');
+    expect(r.answer?.outcome).toBe('ABORTED');
     // A late YES from b changes nothing: the log has spoken.
     w.vote('b', 'yes');
     expect(w.proposals).toHaveLength(0);
@@ -104,7 +104,7 @@ describe('commit engine', () => {
       for (const d of w.decisions.splice(0)) d.cb(new Error('down'));
     }
     expect(w.proposals.filter((p) => p.cmd.t === 'forget')).toHaveLength(0);
-    expect(w.engine.list('unacked', 10).map((v) => [v.txnId, v.outcome])).toEqual([['t1', 'aborted']]);
+    expect(w.engine.list('unacked', 10).map((v) => [v.txnId, v.outcome])).toEqual([['t1', 'ABORTED']]);
     // b comes back and acknowledges the redelivered ABORT: only now is t1 forgotten.
     for (let i = 0; i < 20 && w.decisions.length === 0; i++) {
       w.now += 100;
@@ -143,7 +143,7 @@ describe('commit engine', () => {
     // Had b prepared after all, its question would be answered from the log (R3, R4).
     let asked = '';
     w.engine.outcome('t1', 'b', (_e, a) => (asked = a?.outcome ?? ''));
-    expect(asked).toBe('aborted');
+    expect(asked).toBe('ABORTED');
   });
 
   test('R3: a retried Commit naming a participant whose PREPARE from this leader never reached it adds nothing to the ABORT', () => {
@@ -165,7 +165,7 @@ describe('commit engine', () => {
     expect(w.table.decisions.get('t5')?.participants).toEqual(['a']);
     // The client's retried Commit names a and b: b may be prepared too.
     const retry = w.commit('t5', ['a', 'b']);
-    expect(retry.answer?.outcome).toBe('aborted');
+    expect(retry.answer?.outcome).toBe('ABORTED');
     expect(w.proposals.map((p) => p.cmd)).toEqual([expect.objectContaining({ t: 'decide', txnId: 't5', outcome: 'abort', participants: ['b'] })]);
     expect(w.applyNext()).toMatchObject({ t: 'decide', first: false, decision: { outcome: 'abort' } });
     expect(w.table.decisions.get('t5')?.participants).toEqual(['a', 'b']);
@@ -179,7 +179,7 @@ describe('commit engine', () => {
     expect(w.proposals.map((p) => p.cmd)).toEqual([{ t: 'forget', txnIds: ['t5'] }]);
     w.applyNext();
     // Forgotten, then a late retry names c: the decision lives again, for c, until c acknowledges.
-    expect(w.commit('t5', ['a', 'c']).answer?.outcome).toBe('aborted');
+    expect(w.commit('t5', ['a', 'c']).answer?.outcome).toBe('ABORTED');
     w.applyNext();
     expect(w.table.decisions.get('t5')).toMatchObject({ outcome: 'abort', participants: ['a', 'c'] });
     expect(w.decisions.map((d) => d.to).sort()).toEqual(['a', 'c']);
@@ -192,7 +192,7 @@ describe('commit engine', () => {
     w.now += 500;
     w.engine.tick();
     w.applyNext();
-    expect(r.answer?.outcome).toBe('aborted');
+    expect(r.answer?.outcome).toBe('ABORTED');
     w.prepares.length = 0; // a never answered the first PREPARE
     // A leader change loses nothing: the refusal comes from the table.
     w.engine.setLeadership(0);
@@ -203,13 +203,13 @@ describe('commit engine', () => {
     } catch (err) {
       refused = err as EngineError;
     }
-    expect(refused).toMatchObject({ code: 'exists', recorded: 'aborted' });
+    expect(refused).toMatchObject({ code: 'exists', recorded: 'ABORTED' });
     let viaCommit: EngineError | null = null;
     w.engine.commit('t1', [{ participantId: 'a', payload: new Uint8Array([1]) }], (e) => (viaCommit = e), { timeoutMs: 1_000 });
-    expect(viaCommit).toMatchObject({ code: 'exists', recorded: 'aborted' });
+    expect(viaCommit).toMatchObject({ code: 'exists', recorded: 'ABORTED' });
     expect(w.prepares).toHaveLength(0);
     // A plain retry of the Commit (no begin) is answered the recorded outcome (R7).
-    expect(w.commit('t1', ['a']).answer?.outcome).toBe('aborted');
+    expect(w.commit('t1', ['a']).answer?.outcome).toBe('ABORTED');
   });
 
   test('a failed ABORT proposal leaves the outcome unknown to the client and is proposed again until the log has it', () => {
@@ -225,7 +225,7 @@ describe('commit engine', () => {
     expect(w.proposals.map((x) => x.cmd)).toEqual([expect.objectContaining({ t: 'decide', txnId: 't1', outcome: 'abort' })]);
     const again = w.commit('t1', ['a']);
     w.applyNext();
-    expect(again.answer?.outcome).toBe('aborted');
+    expect(again.answer?.outcome).toBe('ABORTED');
   });
 
   test('R3: a participant in doubt asking about an undecided transaction gets ABORT through the log', () => {
@@ -236,11 +236,11 @@ describe('commit engine', () => {
     expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', txnId: 'ghost', outcome: 'abort' });
     expect(answer).toBeUndefined();
     w.applyNext();
-    expect(answer).toMatchObject({ outcome: 'aborted' });
+    expect(answer).toMatchObject({ outcome: 'ABORTED' });
     // A client (no participant id) asking about an unknown transaction changes nothing.
     let client: OutcomeAnswer | undefined;
     w.engine.outcome('other', '', (_e, a) => (client = a));
-    expect(client?.outcome).toBe('unknown');
+    expect(client?.outcome).toBe('UNKNOWN');
     expect(w.proposals).toHaveLength(0);
   });
 
@@ -250,7 +250,7 @@ describe('commit engine', () => {
     expect(w.prepares).toHaveLength(0);
     expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', txnId: 't9', outcome: 'abort' });
     w.applyNext();
-    expect(r.answer?.outcome).toBe('aborted');
+    expect(r.answer?.outcome).toBe('ABORTED');
   });
 
   test('R2: a Commit that begins the transaction prepares it in one call; the same Commit without begin on a leader that did not begin it is aborted', () => {
@@ -265,14 +265,14 @@ describe('commit engine', () => {
     expect(w.prepares).toHaveLength(1);
     w.vote('a', 'yes');
     w.applyNext();
-    expect(answer).toMatchObject({ outcome: 'committed' });
+    expect(answer).toMatchObject({ outcome: 'COMMITTED' });
     // Another leader (a fresh engine on the same table) gets the client's retry, which carries no begin: ABORT through the log.
     const other = new World();
     const retry = other.commit('t8', ['a']);
     expect(other.prepares).toHaveLength(0);
     expect(other.proposals[0].cmd).toMatchObject({ t: 'decide', txnId: 't8', outcome: 'abort' });
     other.applyNext();
-    expect(retry.answer?.outcome).toBe('aborted');
+    expect(retry.answer?.outcome).toBe('ABORTED');
     // Begin's own checks apply: a timeout past the limit is refused, nothing is prepared.
     let err: EngineError | null = null;
     w.engine.commit('t9', enlist, (e) => (err = e), { timeoutMs: 10_000_000 });
@@ -300,7 +300,7 @@ describe('commit engine', () => {
     w.vote('a', 'yes');
     w.applyNext();
     const r3 = w.commit('t1', ['a']);
-    expect([r1.answer?.outcome, r2.answer?.outcome, r3.answer?.outcome]).toEqual(['committed', 'committed', 'committed']);
+    expect([r1.answer?.outcome, r2.answer?.outcome, r3.answer?.outcome]).toEqual(['COMMITTED', 'COMMITTED', 'COMMITTED']);
     expect(w.prepares).toHaveLength(0);
     expect(w.proposals).toHaveLength(0);
   });
@@ -330,7 +330,7 @@ describe('commit engine', () => {
     // Forgotten decisions still answer from their tombstone.
     let a: OutcomeAnswer | undefined;
     w.engine.outcome('t1', 'b', (_e, x) => (a = x));
-    expect(a?.outcome).toBe('committed');
+    expect(a?.outcome).toBe('COMMITTED');
   });
 
   test('decision delivery backs off exponentially up to the cap while a participant is down', () => {
@@ -374,7 +374,7 @@ describe('commit engine', () => {
     w.engine.tick();
     expect(r.answer).toBeNull();
     w.applyNext();
-    expect(r.answer?.outcome).toBe('aborted');
+    expect(r.answer?.outcome).toBe('ABORTED');
     expect(r.answer?.reason).toMatch(/timed out/);
     // The aborted t1 no longer holds a place: three undecided fit under inFlightMax=3.
     w.engine.begin('x1', 0);
@@ -386,7 +386,7 @@ describe('commit engine', () => {
     let aborted = '';
     w.engine.abort('x2', 'done with it', (_err, a) => (aborted = a?.outcome ?? ''));
     w.applyNext();
-    expect(aborted).toBe('aborted');
+    expect(aborted).toBe('ABORTED');
     expect(() => w.engine.begin('x4', 0)).not.toThrow();
   });
 

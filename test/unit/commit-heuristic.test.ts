@@ -208,15 +208,15 @@ describe("commit engine: what participants hold prepared (the console's TCC rese
     w.vote('a', 'yes');
     w.now += 250;
     const held = w.engine.heldBy(both, 10);
-    expect(held).toEqual([expect.objectContaining({ participantId: 'a', txnId: 't1', outcome: 'in-progress', ageMs: 250, deadlineAtMs: 31_000, retries: 0 })]);
+    expect(held).toEqual([expect.objectContaining({ participantId: 'a', txnId: 't1', outcome: 'IN_PROGRESS', ageMs: 250, deadlineAtMs: 31_000, retries: 0 })]);
     expect(new TextDecoder().decode(held[0]?.payload)).toBe('2 seats, show 7');
     expect(w.engine.heldBy(new Set(['b']), 10)).toEqual([]);
     w.vote('b', 'yes');
     w.applyNext(); // COMMIT
     const decided = w.engine.heldBy(both, 10);
     expect(decided.map((h) => [h.participantId, h.phase, h.outcome, h.deadlineAtMs])).toEqual([
-      ['a', 'delivering', 'committed', null],
-      ['b', 'delivering', 'committed', null],
+      ['a', 'delivering', 'COMMITTED', null],
+      ['b', 'delivering', 'COMMITTED', null],
     ]);
     expect(w.engine.heldBy(both, 1)).toHaveLength(1);
     w.ackAll();
@@ -244,7 +244,7 @@ describe('commit engine: txn resolve (operator, AC2, R1)', () => {
     const r = w.resolve('t1', 'abort');
     expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', outcome: 'abort', operator: { operator: 'bob@ops', reason: 'stuck for an hour' } });
     w.applyNext();
-    expect(r.res).toMatchObject({ decided: true, answer: { outcome: 'aborted' } });
+    expect(r.res).toMatchObject({ decided: true, answer: { outcome: 'ABORTED' } });
     expect(w.table.resolutions.get('t1')?.[0]).toMatchObject({ operator: 'bob@ops', decided: true, outcome: 'abort' });
     expect(
       w.decisions
@@ -277,7 +277,7 @@ describe('commit engine: txn resolve (operator, AC2, R1)', () => {
     const forced = w.resolve('t-typo', 'abort', true);
     expect(w.proposals).toHaveLength(1);
     w.applyNext();
-    expect(forced.res).toMatchObject({ decided: true, answer: { outcome: 'aborted' } });
+    expect(forced.res).toMatchObject({ decided: true, answer: { outcome: 'ABORTED' } });
     // Once decided, the id is known: a repeat needs no force.
     expect(w.resolve('t-typo', 'abort').err).toBeNull();
   });
@@ -291,7 +291,7 @@ describe('commit engine: txn resolve (operator, AC2, R1)', () => {
     expect(w.proposals).toHaveLength(0);
     const same = w.resolve('d', 'commit');
     w.applyNext();
-    expect(same.res).toMatchObject({ decided: false, answer: { outcome: 'committed' } });
+    expect(same.res).toMatchObject({ decided: false, answer: { outcome: 'COMMITTED' } });
     expect(w.table.resolutions.get('d')).toHaveLength(1);
   });
 
@@ -302,7 +302,7 @@ describe('commit engine: txn resolve (operator, AC2, R1)', () => {
     const r = w.resolve('t1', 'commit');
     w.applyNext(); // the engine's own COMMIT
     w.applyNext(); // the operator's confirmation
-    expect(r.res).toMatchObject({ decided: false, answer: { outcome: 'committed' } });
+    expect(r.res).toMatchObject({ decided: false, answer: { outcome: 'COMMITTED' } });
   });
 });
 
@@ -314,10 +314,10 @@ describe('listings an operator reads', () => {
     // The ABORT is proposed, not yet applied: still being decided.
     expect(w.engine.view('t-no')?.phase).toBe('deciding');
     w.applyNext();
-    expect(w.engine.view('t-no')?.outcome).toBe('aborted');
+    expect(w.engine.view('t-no')?.outcome).toBe('ABORTED');
     // Delivered like a COMMIT: in flight until the participants that may be prepared acknowledge it.
     expect(w.engine.list('in-flight', 10).map((v) => [v.txnId, v.phase])).toEqual([['t-no', 'delivering']]);
-    expect(w.engine.list('all', 10).map((v) => [v.txnId, v.outcome])).toEqual([['t-no', 'aborted']]);
+    expect(w.engine.list('all', 10).map((v) => [v.txnId, v.outcome])).toEqual([['t-no', 'ABORTED']]);
   });
 
   test('a heuristic record of a forgotten decision has an age counted from its report, not 0', () => {

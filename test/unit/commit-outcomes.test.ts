@@ -108,7 +108,7 @@ describe('the retention horizon', () => {
     expect(err).toMatchObject({ code: 'precondition', message: expect.stringMatching(/forgotten/) });
     let asked: OutcomeAnswer | undefined;
     w.engine.outcome(old, 'a', (_e, a) => (asked = a));
-    expect(asked?.outcome).toBe('unknown');
+    expect(asked?.outcome).toBe('UNKNOWN');
     let aborted: EngineError | null = null;
     w.engine.abort(old, 'cleanup', (e) => (aborted = e));
     expect(aborted).toMatchObject({ code: 'precondition' });

@@ -41,7 +41,7 @@ function world(n: number, leaderAtMs: number, outcome: (txnId: string) => Cluste
   const questions: string[][] = [];
   const answerOne = (txnId: string): AskedOutcome => {
     const o = outcome(txnId);
-    return o instanceof Error ? { err: o, outcome: 'unknown' } : { err: null, outcome: o };
+    return o instanceof Error ? { err: o, outcome: 'UNKNOWN' } : { err: null, outcome: o };
   };
   const r = new InDoubtResolver({
     schedule: clock.schedule,
@@ -59,7 +59,7 @@ function world(n: number, leaderAtMs: number, outcome: (txnId: string) => Cluste
       questions.push([id]);
       // Answers come back a millisecond later, as from a socket.
       clock.schedule(1, () => {
-        if (clock.nowMs < leaderAtMs) return cb(new Error('UNAVAILABLE: no leader is known yet'), 'unknown');
+        if (clock.nowMs < leaderAtMs) return cb(new Error('UNAVAILABLE: no leader is known yet'), 'UNKNOWN');
         const a = answerOne(id);
         cb(a.err, a.outcome);
       });
@@ -81,11 +81,11 @@ function world(n: number, leaderAtMs: number, outcome: (txnId: string) => Cluste
 
 describe('in-doubt questions, batched (GetOutcomes)', () => {
   it('2,000 transactions in doubt for 600 ms: one question per round of at most ASK_BATCH_MAX ids, every transaction resolved', () => {
-    const w = world(2_000, 600, () => 'aborted', true);
+    const w = world(2_000, 600, () => 'ABORTED', true);
     for (const id of [...w.prepared]) w.r.resolve(id, true);
     w.clock.runUntil(2_000);
     expect(w.applied.size).toBe(2_000);
-    expect([...w.applied.values()].every((o) => o === 'aborted')).toBe(true);
+    expect([...w.applied.values()].every((o) => o === 'ABORTED')).toBe(true);
     for (const q of w.questions) expect(q.length).toBeLessThanOrEqual(ASK_BATCH_MAX);
     // About 600 / URGENT_ASK_INTERVAL_MS rounds of ceil(2,000 / ASK_BATCH_MAX) questions, plus the answered round.
     const perRound = Math.ceil(2_000 / ASK_BATCH_MAX);
@@ -94,7 +94,7 @@ describe('in-doubt questions, batched (GetOutcomes)', () => {
   });
 
   it('asked one by one, the same doubt costs a question per transaction per round (what the batch saves)', () => {
-    const w = world(2_000, 600, () => 'aborted', false);
+    const w = world(2_000, 600, () => 'ABORTED', false);
     for (const id of [...w.prepared]) w.r.resolve(id, true);
     w.clock.runUntil(2_000);
     expect(w.applied.size).toBe(2_000);
@@ -108,15 +108,15 @@ describe('in-doubt questions, batched (GetOutcomes)', () => {
       0,
       (id) => {
         if (id === 't3' && refusals-- > 0) return new Error('UNAVAILABLE: not the leader');
-        if (id === 't7' && refusals > 0) return 'in-progress';
-        return id === 't5' ? 'committed' : 'aborted';
+        if (id === 't7' && refusals > 0) return 'IN_PROGRESS';
+        return id === 't5' ? 'COMMITTED' : 'ABORTED';
       },
       true,
     );
     for (const id of [...w.prepared]) w.r.resolve(id, true);
     w.clock.runUntil(5_000);
     expect(w.applied.size).toBe(10);
-    expect(w.applied.get('t5')).toBe('committed');
+    expect(w.applied.get('t5')).toBe('COMMITTED');
     const later = w.questions.slice(1).flat();
     expect(later).toContain('t3');
     expect(later).toContain('t7');
@@ -125,7 +125,7 @@ describe('in-doubt questions, batched (GetOutcomes)', () => {
   });
 
   it('a transaction settled by a DECISION meanwhile is left out of the next question', () => {
-    const w = world(3, 300, () => 'aborted', true);
+    const w = world(3, 300, () => 'ABORTED', true);
     for (const id of [...w.prepared]) w.r.resolve(id, true);
     w.clock.runUntil(50);
     w.prepared.delete('t1');

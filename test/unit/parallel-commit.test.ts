@@ -40,15 +40,15 @@ describe('parallel commit: the stager', () => {
     expect(w.proposals.map((p) => p.cmd.t)).toEqual(['stage']);
     const r = w.applyNext();
     expect(r.t === 'stage' && r.staging?.index).toBe(w.index);
-    expect(c.answer()).toEqual({ txnId: 'T1', outcome: 'committed', reason: '', decisionIndex: w.index });
+    expect(c.answer()).toEqual({ txnId: 'T1', outcome: 'COMMITTED', reason: '', decisionIndex: w.index });
     expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide commit']);
     // A client asking now hears COMMITTED; a participant hears it only from the log (R4).
     let client: OutcomeAnswer | undefined;
     let participant: OutcomeAnswer | undefined;
     w.engine.outcome('T1', '', (_e, a) => (client = a));
     w.engine.outcome('T1', 'a', (_e, a) => (participant = a));
-    expect(client?.outcome).toBe('committed');
-    expect(participant?.outcome).toBe('in-progress');
+    expect(client?.outcome).toBe('COMMITTED');
+    expect(participant?.outcome).toBe('IN_PROGRESS');
     w.applyAll();
     expect(w.table.lookup('T1')?.outcome).toBe('commit');
     expect(w.table.staged.has('T1')).toBe(false);
@@ -66,7 +66,7 @@ describe('parallel commit: the stager', () => {
     expect(w.proposals.map((p) => [p.cmd.t, p.lingerMs])).toEqual([['stage', 0]]);
     w.vote('a', 'yes');
     w.applyNext();
-    expect(c.answer()?.outcome).toBe('committed');
+    expect(c.answer()?.outcome).toBe('COMMITTED');
     expect(w.proposals.map((p) => [p.cmd.t, p.lingerMs])).toEqual([
       ['forget', 7],
       ['decide', 7],
@@ -83,7 +83,7 @@ describe('parallel commit: the stager', () => {
     w.vote('b', 'no', 'full');
     expect(c.answer()).toBeUndefined();
     w.applyAll();
-    expect(c.answer()?.outcome).toBe('aborted');
+    expect(c.answer()?.outcome).toBe('ABORTED');
   });
 
   it('R2: a STAGING proposal that fails falls back to the classic path: COMMITTED only from the applied COMMIT', () => {
@@ -94,7 +94,7 @@ describe('parallel commit: the stager', () => {
     expect(c.answer()).toBeUndefined();
     expect(w.proposals.map((p) => p.cmd.t)).toEqual(['decide']);
     w.applyAll();
-    expect(c.answer()?.outcome).toBe('committed');
+    expect(c.answer()?.outcome).toBe('COMMITTED');
   });
 
   it('R2: classic per transaction on a parallel cluster writes no STAGING record', () => {
@@ -122,7 +122,7 @@ describe('parallel commit only with participants that serve Status (docs/protoco
       expect(c.answer()).toBeUndefined();
       expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide commit']);
       w.applyAll();
-      expect(c.answer()?.outcome).toBe('committed');
+      expect(c.answer()?.outcome).toBe('COMMITTED');
       expect(w.table.staged.has(txnId)).toBe(false);
     }
     // A transaction whose participants all serve Status still commits in parallel on the same cluster.
@@ -142,7 +142,7 @@ describe('parallel commit only with participants that serve Status (docs/protoco
     w.engine.outcome('T1', 'a', (_e, a) => (asked = a));
     expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide abort']);
     w.applyAll();
-    expect(asked?.outcome).toBe('aborted');
+    expect(asked?.outcome).toBe('ABORTED');
   });
 
   it('a participant registered before serves existed (no field in its log entry or snapshot) serves nothing optional', () => {
@@ -169,7 +169,7 @@ describe('parallel commit: recovery by a new leader', () => {
     for (const s of w.statuses.splice(0)) s.cb(null, s.to === 'a' ? 'prepared' : 'committed');
     expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `${p.cmd.outcome} ${p.cmd.participants.join(',')}` : p.cmd.t))).toEqual(['commit a,b']);
     w.applyAll();
-    expect(asked?.outcome).toBe('committed');
+    expect(asked?.outcome).toBe('COMMITTED');
     expect(w.decisions.map((d) => `${d.to} ${d.req.outcome}`).sort()).toEqual(['a commit', 'b commit']);
   });
 
@@ -185,7 +185,7 @@ describe('parallel commit: recovery by a new leader', () => {
     w.engine.outcome('T1', 'old', (_e, a) => (asked = a));
     expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `${p.cmd.outcome} ${p.cmd.participants.join(',')}` : p.cmd.t))).toEqual(['commit a,old']);
     w.applyAll();
-    expect(asked?.outcome).toBe('committed');
+    expect(asked?.outcome).toBe('COMMITTED');
   });
 
   it('R3: silence is not a refusal; ABORT is logged only after a participant refused durably', () => {
@@ -202,15 +202,15 @@ describe('parallel commit: recovery by a new leader', () => {
     w.statuses.shift()?.cb(null, 'refused');
     expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? p.cmd.outcome : p.cmd.t))).toEqual(['abort']);
     w.applyAll();
-    expect(client?.outcome).toBe('aborted');
+    expect(client?.outcome).toBe('ABORTED');
     expect(w.engine.counters().aborted.staging_recovery).toBe(1);
   });
 
   it('a staged transaction under recovery is listed and shown: deciding, in progress, its participants; in doubt once old enough; decided after', () => {
     const w = staged(['a', 'b']);
     const ids = (f: 'all' | 'in-flight' | 'in-doubt' | 'unacked') => w.engine.list(f, 10).map((v) => `${v.txnId} ${v.phase} ${v.outcome}`);
-    expect(ids('in-flight')).toEqual(['T1 deciding in-progress']);
-    expect(ids('all')).toEqual(['T1 deciding in-progress']);
+    expect(ids('in-flight')).toEqual(['T1 deciding IN_PROGRESS']);
+    expect(ids('all')).toEqual(['T1 deciding IN_PROGRESS']);
     expect(ids('unacked')).toEqual([]);
     // Staged at 1,000 ms and the clock still there: not in doubt yet (inDoubtAfterMs 2,000).
     expect(ids('in-doubt')).toEqual([]);
@@ -218,14 +218,14 @@ describe('parallel commit: recovery by a new leader', () => {
     expect(v?.participants.map((p) => `${p.id} ${p.vote}`)).toEqual(['a null', 'b null']);
     expect(v?.reason).toMatch(/staged by an earlier leader/);
     w.now += 2_000;
-    expect(ids('in-doubt')).toEqual(['T1 deciding in-progress']);
+    expect(ids('in-doubt')).toEqual(['T1 deciding IN_PROGRESS']);
     expect(w.engine.view('T1')?.ageMs).toBe(2_000);
     // A limit of 0 lists nothing, staged or not.
     expect(w.engine.list('in-flight', 0)).toEqual([]);
     for (const st of w.statuses.splice(0)) st.cb(null, 'prepared');
     w.applyAll();
     expect(w.table.staged.has('T1')).toBe(false);
-    expect(w.engine.view('T1')?.outcome).toBe('committed');
+    expect(w.engine.view('T1')?.outcome).toBe('COMMITTED');
     expect(ids('in-doubt')).toEqual([]);
   });
 
@@ -267,7 +267,7 @@ describe('parallel commit: the stager after a failed STAGING proposal, the asser
     expect(c.answer()).toBeUndefined();
     expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide commit']);
     w.applyAll();
-    expect(c.answer()?.outcome).toBe('committed');
+    expect(c.answer()?.outcome).toBe('COMMITTED');
   });
 
   it('an ABORT after an implied COMMITTED is an InvariantError, never a proposal', () => {
@@ -284,7 +284,7 @@ describe('parallel commit: the stager after a failed STAGING proposal, the asser
     engine.commit('T1', enlist(['a']), (_e, a) => (answer = a?.outcome ?? ''), { timeoutMs: 5_000 });
     w.vote('a', 'yes');
     w.applyNext();
-    expect(answer).toBe('committed');
+    expect(answer).toBe('COMMITTED');
     expect(() => engine.abortNow('T1')).toThrow(InvariantError);
   });
 
@@ -295,7 +295,7 @@ describe('parallel commit: the stager after a failed STAGING proposal, the asser
     w.vote('a', 'yes');
     w.vote('b', 'yes');
     w.applyNext();
-    expect(c.answer()?.outcome).toBe('committed');
+    expect(c.answer()?.outcome).toBe('COMMITTED');
     expect(w.proposals).toEqual([]);
     expect(w.engine.phases().deciding).toBe(1);
     // The next leader finds the STAGING record undecided and asks.

@@ -96,7 +96,7 @@ class FakeCluster {
     this.asks.push({ txnId, atMs: this.time.nowMs });
     if (this.holdAnswers) return void this.held.push(cb);
     const a = this.answer !== null ? this.answer(txnId) : this.script.length > 1 ? this.script.shift()! : this.script[0];
-    if (a instanceof Error) cb(a, 'unknown');
+    if (a instanceof Error) cb(a, 'UNKNOWN');
     else cb(null, a);
   };
 }
@@ -272,7 +272,7 @@ describe('participant engine: DECISION → ACK', () => {
     journal.release();
     expect(ack.get()).toEqual({ err: null, value: { txnId: 'T1', participantId: ME } });
     expect(journal.kinds()).toEqual(['prepared T1', 'committed T1']);
-    expect(engine.stateOf('T1')).toBe('committed');
+    expect(engine.stateOf('T1')).toBe('COMMITTED');
   });
 
   it('ABORT of a prepared transaction: resource aborts, `aborted` is synced, ACK', () => {
@@ -306,7 +306,7 @@ describe('participant engine: DECISION → ACK', () => {
     const { engine, resource } = world();
     prepare(engine, prepareReq('T1'));
     decide(engine, decision('T1', 'ABORT'));
-    expect(decide(engine, decision('T1', 'COMMIT')).get()?.err).toMatchObject({ code: 'FAILED_PRECONDITION', message: expect.stringMatching(/already aborted here/) });
+    expect(decide(engine, decision('T1', 'COMMIT')).get()?.err).toMatchObject({ code: 'FAILED_PRECONDITION', message: expect.stringMatching(/already ABORTED here/) });
     prepare(engine, prepareReq('T2'));
     decide(engine, decision('T2', 'COMMIT'));
     expect(decide(engine, decision('T2', 'ABORT')).get()?.err?.code).toBe('FAILED_PRECONDITION');
@@ -329,13 +329,13 @@ describe('participant engine: DECISION → ACK', () => {
     expect(engine.stateOf('T1')).toBe('prepared');
     resource.commitErr = null;
     expect(decide(engine, decision('T1', 'COMMIT')).get()?.err).toBeNull();
-    expect(engine.stateOf('T1')).toBe('committed');
+    expect(engine.stateOf('T1')).toBe('COMMITTED');
   });
 
   it('bounds: decided ids are forgotten beyond decidedMax and after decidedRetentionMs', () => {
     const { engine, time } = world({ decidedMax: 2, decidedRetentionMs: 60_000, sweepIntervalMs: 1_000 });
     for (const t of ['T1', 'T2', 'T3']) decide(engine, decision(t, 'ABORT'));
-    expect([engine.stateOf('T1'), engine.stateOf('T2'), engine.stateOf('T3')]).toEqual([undefined, 'aborted', 'aborted']);
+    expect([engine.stateOf('T1'), engine.stateOf('T2'), engine.stateOf('T3')]).toEqual([undefined, 'ABORTED', 'ABORTED']);
     time.advance(61_000);
     expect(engine.counts().decidedRemembered).toBe(0);
   });
@@ -344,7 +344,7 @@ describe('participant engine: DECISION → ACK', () => {
 describe('participant engine: in doubt (R4: never decides alone)', () => {
   it('R4: after recover() with a prepared transaction it asks with capped exponential backoff while the answer is an error or IN_PROGRESS, then applies COMMIT', () => {
     const { engine, resource, journal, time, cluster } = world({}, [prepared('T1')], (c) => {
-      c.script = [new Error('no leader'), 'in-progress', 'unknown', new Error('deadline'), 'in-progress', 'in-progress', 'committed'];
+      c.script = [new Error('no leader'), 'IN_PROGRESS', 'UNKNOWN', new Error('deadline'), 'IN_PROGRESS', 'IN_PROGRESS', 'COMMITTED'];
     });
     // The first question goes out at start(), and nothing is decided on its (error) answer.
     expect(cluster.asks).toEqual([{ txnId: 'T1', atMs: 0 }]);
@@ -358,11 +358,11 @@ describe('participant engine: in doubt (R4: never decides alone)', () => {
   });
 
   it('R4: learns ABORT from the cluster and applies it', () => {
-    const { engine, resource, journal, cluster } = world({}, [prepared('T1', 5)], (c) => (c.script = ['aborted']));
+    const { engine, resource, journal, cluster } = world({}, [prepared('T1', 5)], (c) => (c.script = ['ABORTED']));
     expect(cluster.asks).toHaveLength(1);
     expect(resource.calls).toEqual(['abort T1']);
     expect(journal.kinds()).toEqual(['aborted T1']);
-    expect(engine.stateOf('T1')).toBe('aborted');
+    expect(engine.stateOf('T1')).toBe('ABORTED');
   });
 
   it('R4: with the cluster unreachable for an hour it keeps asking and never commits or aborts alone', () => {
@@ -375,15 +375,15 @@ describe('participant engine: in doubt (R4: never decides alone)', () => {
     // Capped at askBackoffMaxMs: about one question a second, not fewer, not a flood.
     expect(cluster.asks.length).toBeGreaterThan(3_500);
     expect(cluster.asks.length).toBeLessThan(3_700);
-    cluster.script = ['aborted'];
+    cluster.script = ['ABORTED'];
     time.advance(1_000);
     expect(resource.calls).toEqual(['abort T1']);
-    expect(engine.stateOf('T1')).toBe('aborted');
+    expect(engine.stateOf('T1')).toBe('ABORTED');
   });
 
   it('R4: a prepared transaction whose DECISION never comes is asked about after inDoubtAfterMs, whatever its PREPARE timeout', () => {
     const { engine, time, cluster } = world({ inDoubtAfterMs: 10_000, sweepIntervalMs: 1_000 });
-    cluster.script = ['committed', 'aborted'];
+    cluster.script = ['COMMITTED', 'ABORTED'];
     prepare(engine, prepareReq('T1'));
     time.advance(5_000);
     prepare(engine, prepareReq('T2', { timeoutMs: 30_000 }));
@@ -391,10 +391,10 @@ describe('participant engine: in doubt (R4: never decides alone)', () => {
     expect(cluster.asks).toEqual([]);
     time.advance(2_000);
     expect(cluster.asks.map((a) => a.txnId)).toEqual(['T1']);
-    expect(engine.stateOf('T1')).toBe('committed');
+    expect(engine.stateOf('T1')).toBe('COMMITTED');
     time.advance(5_000);
     expect(cluster.asks.map((a) => a.txnId)).toEqual(['T1', 'T2']);
-    expect(engine.stateOf('T2')).toBe('aborted');
+    expect(engine.stateOf('T2')).toBe('ABORTED');
   });
 
   it("askNow (the leader's stream broke): asks at once, retries every URGENT_ASK_INTERVAL_MS while no leader answers, then backs off; never decides alone", () => {
@@ -417,13 +417,13 @@ describe('participant engine: in doubt (R4: never decides alone)', () => {
     expect(cluster.asks.map((a) => a.atMs).slice(-2)).toEqual([100 + URGENT_ASKS_MAX * URGENT_ASK_INTERVAL_MS + 100, 100 + URGENT_ASKS_MAX * URGENT_ASK_INTERVAL_MS + 300]);
     expect(resource.calls).toEqual(['prepare T1', 'prepare T2', 'commit T2']);
     expect(engine.stateOf('T1')).toBe('prepared');
-    cluster.script = ['aborted'];
+    cluster.script = ['ABORTED'];
     time.advance(1_000);
-    expect(engine.stateOf('T1')).toBe('aborted');
+    expect(engine.stateOf('T1')).toBe('ABORTED');
   });
 
   it('askNow cuts short a backoff wait already under way (a new leader is asked at once)', () => {
-    const { engine, time, cluster } = world({}, [prepared('T1')], (c) => (c.script = [new Error('no leader'), new Error('no leader'), new Error('no leader'), 'committed']));
+    const { engine, time, cluster } = world({}, [prepared('T1')], (c) => (c.script = [new Error('no leader'), new Error('no leader'), new Error('no leader'), 'COMMITTED']));
     time.advance(150);
     // Asked at 0 and 100; the next backoff waits until 300.
     expect(cluster.asks.map((a) => a.atMs)).toEqual([0, 100]);
@@ -431,13 +431,13 @@ describe('participant engine: in doubt (R4: never decides alone)', () => {
     expect(cluster.asks.map((a) => a.atMs)).toEqual([0, 100, 150]);
     time.advance(URGENT_ASK_INTERVAL_MS);
     expect(cluster.asks.map((a) => a.atMs)).toEqual([0, 100, 150, 150 + URGENT_ASK_INTERVAL_MS]);
-    expect(engine.stateOf('T1')).toBe('committed');
+    expect(engine.stateOf('T1')).toBe('COMMITTED');
   });
 
   it('a DECISION that arrives while the engine is asking ends the questions', () => {
     const { engine, time, cluster, resource } = world({}, [prepared('T1')], (c) => (c.holdAnswers = true));
     expect(decide(engine, decision('T1', 'COMMIT')).get()?.err).toBeNull();
-    cluster.held[0](null, 'committed'); // the late answer changes nothing
+    cluster.held[0](null, 'COMMITTED'); // the late answer changes nothing
     time.advance(60_000);
     expect(cluster.asks).toHaveLength(1);
     expect(resource.calls).toEqual(['commit T1']);
@@ -451,15 +451,15 @@ describe('participant engine: in doubt (R4: never decides alone)', () => {
     engine.resolveInDoubt();
     expect(cluster.asks).toHaveLength(3);
     expect(engine.counts().resolving).toBe(10);
-    cluster.held[1](null, 'committed');
+    cluster.held[1](null, 'COMMITTED');
     expect(cluster.asks.map((a) => a.txnId)).toEqual(['T0', 'T1', 'T2', 'T3']);
-    expect(engine.stateOf('T1')).toBe('committed');
+    expect(engine.stateOf('T1')).toBe('COMMITTED');
   });
 
   it('recover() rebuilds prepared and decided transactions from the journal records', () => {
     const { engine } = world({}, [prepared('T1', 1), prepared('T2', 2), { kind: 'committed', txnId: 'T2', atMs: 3 }, { kind: 'aborted', txnId: 'T3', atMs: 4 }]);
     expect(engine.inDoubt()).toEqual([{ txnId: 'T1', preparedAtMs: 1 }]);
-    expect([engine.stateOf('T2'), engine.stateOf('T3')]).toEqual(['committed', 'aborted']);
+    expect([engine.stateOf('T2'), engine.stateOf('T3')]).toEqual(['COMMITTED', 'ABORTED']);
   });
 });
 
@@ -476,10 +476,10 @@ describe('participant engine: properties', () => {
     fc.assert(
       fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
         // The cluster's log: the first decision for T is T's outcome (R1).
-        const truth = new Map<string, 'committed' | 'aborted'>();
+        const truth = new Map<string, 'COMMITTED' | 'ABORTED'>();
         let up = false;
         const { engine, resource, journal, time } = world({ inDoubtAfterMs: 2_000, sweepIntervalMs: 500 }, undefined, (c) => {
-          c.answer = (txn) => (!up ? new Error('UNAVAILABLE') : (truth.get(txn) ?? 'in-progress'));
+          c.answer = (txn) => (!up ? new Error('UNAVAILABLE') : (truth.get(txn) ?? 'IN_PROGRESS'));
         });
         for (const o of ops) {
           if (o.t === 'prepare') {
@@ -491,8 +491,8 @@ describe('participant engine: properties', () => {
           } else if (o.t === 'decide') {
             const txn = `T${o.txn}`;
             // The coordinator commits only after a YES (here: the participant is prepared).
-            if (!truth.has(txn)) truth.set(txn, o.commit && engine.stateOf(txn) === 'prepared' ? 'committed' : 'aborted');
-            engine.decide(decision(txn, truth.get(txn) === 'committed' ? 'COMMIT' : 'ABORT'), () => {});
+            if (!truth.has(txn)) truth.set(txn, o.commit && engine.stateOf(txn) === 'prepared' ? 'COMMITTED' : 'ABORTED');
+            engine.decide(decision(txn, truth.get(txn) === 'COMMITTED' ? 'COMMIT' : 'ABORT'), () => {});
           } else if (o.t === 'journal') {
             journal.hold = o.hold;
             journal.fail = o.fail ? new Error('EIO') : null;
@@ -503,11 +503,11 @@ describe('participant engine: properties', () => {
             if (!c.startsWith('commit ')) continue;
             const txn = c.slice('commit '.length);
             expect(journal.synced.some((r) => r.kind === 'prepared' && r.txnId === txn)).toBe(true);
-            expect(truth.get(txn)).toBe('committed');
+            expect(truth.get(txn)).toBe('COMMITTED');
           }
           for (let i = 0; i < 4; i++) {
             const st = engine.stateOf(`T${i}`);
-            if (st === 'committed' || st === 'aborted') expect(st).toBe(truth.get(`T${i}`) ?? 'aborted');
+            if (st === 'COMMITTED' || st === 'ABORTED') expect(st).toBe(truth.get(`T${i}`) ?? 'ABORTED');
           }
         }
       }),
@@ -641,7 +641,7 @@ describe('participant engine: a resource durable at prepare (R4 kept by the data
     expect(resource.calls).toEqual(['commit T1']);
     expect(journal.kinds()).toEqual(['committed T1']);
     expect(engine.counts().protocolViolations).toBe(0);
-    expect(engine.stateOf('T1')).toBe('committed');
+    expect(engine.stateOf('T1')).toBe('COMMITTED');
   });
 
   it('a COMMIT for a transaction the resource never committed nor prepared is refused as before (the resource says why)', () => {

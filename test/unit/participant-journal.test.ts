@@ -4,15 +4,17 @@ import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/prom
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { crc32 } from 'node:zlib';
+import { ParticipantEngine } from '../../src/participant/engine.ts';
 import { FileJournal, JournalCorruptError } from '../../src/participant/journal.ts';
 import { memoryPayload } from '../../src/participant/memory.ts';
 import { MemoryState } from '../../src/participant/memory-state.ts';
-import { isParticipantRecord, toBase64, type ParticipantRecord } from '../../src/participant/types.ts';
+import { isJournalRecord, toBase64, type JournalRecord } from '../../src/participant/types.ts';
 import { crashKey, crashValue } from './fixtures/participant-journal-payload.ts';
 import { killWhileWriting } from './fixtures/kill-writer.ts';
 
 const dirs: string[] = [];
-const journals: FileJournal<ParticipantRecord>[] = [];
+const journals: FileJournal<JournalRecord>[] = [];
 
 afterEach(async () => {
   for (const j of journals.splice(0)) await j.close();
@@ -25,30 +27,30 @@ async function tempFile(): Promise<string> {
   return join(d, 'journal.log');
 }
 
-async function openJournal(path: string, compactAfterRecords = 10_000): Promise<{ journal: FileJournal<ParticipantRecord>; state: MemoryState; warnings: string[] }> {
+async function openJournal(path: string, compactAfterRecords = 10_000): Promise<{ journal: FileJournal<JournalRecord>; state: MemoryState; warnings: string[] }> {
   const state = new MemoryState();
   const warnings: string[] = [];
   const log = { info: () => {}, warn: (o: object, m: string) => void warnings.push(`${m} ${JSON.stringify(o)}`), error: () => {} };
-  const journal = await FileJournal.open<ParticipantRecord>({ path, fold: state, isRecord: isParticipantRecord, compactAfterRecords, log });
+  const journal = await FileJournal.open<JournalRecord>({ path, fold: state, isRecord: isJournalRecord, compactAfterRecords, log });
   journals.push(journal);
   return { journal, state, warnings };
 }
 
-async function closeJournal(j: FileJournal<ParticipantRecord>): Promise<void> {
+async function closeJournal(j: FileJournal<JournalRecord>): Promise<void> {
   journals.splice(journals.indexOf(j), 1);
   await j.close();
 }
 
-function append(j: FileJournal<ParticipantRecord>, r: ParticipantRecord): Promise<void> {
+function append(j: FileJournal<JournalRecord>, r: JournalRecord): Promise<void> {
   return new Promise((resolve, reject) => j.append(r, (err) => (err ? reject(err) : resolve())));
 }
 
-const prepared = (i: number): ParticipantRecord => ({ kind: 'prepared', txnId: `T${i}`, atMs: i, payloadB64: toBase64(memoryPayload({ [`k${i}`]: `v${i}` })), participants: ['p1', 'p2'] });
-const committed = (i: number): ParticipantRecord => ({ kind: 'committed', txnId: `T${i}`, atMs: i });
-const aborted = (i: number): ParticipantRecord => ({ kind: 'aborted', txnId: `T${i}`, atMs: i });
+const prepared = (i: number): JournalRecord => ({ kind: 'prepared', txnId: `T${i}`, atMs: i, payloadB64: toBase64(memoryPayload({ [`k${i}`]: `v${i}` })), participants: ['p1', 'p2'] });
+const committed = (i: number): JournalRecord => ({ kind: 'committed', txnId: `T${i}`, atMs: i });
+const aborted = (i: number): JournalRecord => ({ kind: 'aborted', txnId: `T${i}`, atMs: i });
 
 /** Writes T0..T(n-1): even ones commit, every third odd one aborts, the rest stay prepared. */
-async function fill(j: FileJournal<ParticipantRecord>, n: number): Promise<void> {
+async function fill(j: FileJournal<JournalRecord>, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
     await append(j, prepared(i));
     if (i % 2 === 0) await append(j, committed(i));
@@ -150,8 +152,8 @@ describe('participant journal', () => {
 
   it('compaction by size: once the frames appended since the last one hold compactAfterBytes, the state is preserved', async () => {
     const path = await tempFile();
-    const open = (): Promise<FileJournal<ParticipantRecord>> =>
-      FileJournal.open<ParticipantRecord>({ path, fold: new MemoryState(), isRecord: isParticipantRecord, compactAfterBytes: 4_096 }).then((j) => (journals.push(j), j));
+    const open = (): Promise<FileJournal<JournalRecord>> =>
+      FileJournal.open<JournalRecord>({ path, fold: new MemoryState(), isRecord: isJournalRecord, compactAfterBytes: 4_096 }).then((j) => (journals.push(j), j));
     const a = await open();
     const stateA = (a as unknown as { o: { fold: MemoryState } }).o.fold;
     await fill(a, 200);
@@ -164,7 +166,7 @@ describe('participant journal', () => {
 
   it('compaction by time: a journal appended to after compactAfterMs is compacted; below every bound it is not', async () => {
     const path = await tempFile();
-    const j = await FileJournal.open<ParticipantRecord>({ path, fold: new MemoryState(), isRecord: isParticipantRecord, compactAfterMs: 1_000 });
+    const j = await FileJournal.open<JournalRecord>({ path, fold: new MemoryState(), isRecord: isJournalRecord, compactAfterMs: 1_000 });
     journals.push(j);
     await append(j, prepared(0));
     await append(j, prepared(1));
@@ -177,10 +179,10 @@ describe('participant journal', () => {
   });
 
   it("a deferred record (a DECISION) shares the next append's frame and fdatasync, and is reported only once synced", async () => {
-    const j = await FileJournal.open<ParticipantRecord>({
+    const j = await FileJournal.open<JournalRecord>({
       path: await tempFile(),
       fold: new MemoryState(),
-      isRecord: isParticipantRecord,
+      isRecord: isJournalRecord,
       deferred: (r) => r.kind === 'committed' || r.kind === 'aborted',
       deferredSyncMs: 1_000,
     });
@@ -199,17 +201,17 @@ describe('participant journal', () => {
   });
 
   it('a deferred record with no company is synced alone after deferredSyncMs', async () => {
-    const j = await FileJournal.open<ParticipantRecord>({ path: await tempFile(), fold: new MemoryState(), isRecord: isParticipantRecord, deferred: () => true, deferredSyncMs: 5 });
+    const j = await FileJournal.open<JournalRecord>({ path: await tempFile(), fold: new MemoryState(), isRecord: isJournalRecord, deferred: () => true, deferredSyncMs: 5 });
     journals.push(j);
     await append(j, prepared(0));
     expect(j.stats()).toMatchObject({ frames: 1, syncs: 1, recordsInFile: 1 });
   });
 
   it("a lazy record (a prepared record the database holds) starts no sync: it rides in its deferred DECISION's frame, one fdatasync for both", async () => {
-    const j = await FileJournal.open<ParticipantRecord>({
+    const j = await FileJournal.open<JournalRecord>({
       path: await tempFile(),
       fold: new MemoryState(),
-      isRecord: isParticipantRecord,
+      isRecord: isJournalRecord,
       deferred: (r) => r.kind === 'committed',
       deferredSyncMs: 5,
       lazy: (r) => r.kind === 'prepared',
@@ -228,7 +230,7 @@ describe('participant journal', () => {
   });
 
   it('a lazy record with no company is synced alone after lazySyncMs', async () => {
-    const j = await FileJournal.open<ParticipantRecord>({ path: await tempFile(), fold: new MemoryState(), isRecord: isParticipantRecord, lazy: () => true, lazySyncMs: 20 });
+    const j = await FileJournal.open<JournalRecord>({ path: await tempFile(), fold: new MemoryState(), isRecord: isJournalRecord, lazy: () => true, lazySyncMs: 20 });
     journals.push(j);
     await append(j, prepared(0));
     expect(j.stats()).toMatchObject({ frames: 1, syncs: 1, recordsInFile: 1 });
@@ -236,7 +238,7 @@ describe('participant journal', () => {
 
   it('close writes a deferred record still waiting for company', async () => {
     const path = await tempFile();
-    const j = await FileJournal.open<ParticipantRecord>({ path, fold: new MemoryState(), isRecord: isParticipantRecord, deferred: () => true, deferredSyncMs: 1_000 });
+    const j = await FileJournal.open<JournalRecord>({ path, fold: new MemoryState(), isRecord: isJournalRecord, deferred: () => true, deferredSyncMs: 1_000 });
     const done = append(j, prepared(0));
     await j.close();
     await done;
@@ -274,4 +276,57 @@ describe('participant journal', () => {
     // And nothing that was never written: odd transactions never commit.
     for (const [txnId, d] of state.decided) expect(Number(txnId.slice(1)) % 2 === 0 && d.outcome === 'committed').toBe(true);
   }, 60_000);
+});
+
+describe('participant journal: the on-disk spelling of outcomes', () => {
+  /** One frame as every version has written it: [u32 length][u32 CRC-32][JSON array], by hand, not by FileJournal. */
+  function frame(records: object[]): Buffer {
+    const payload = Buffer.from(JSON.stringify(records), 'utf8');
+    const header = Buffer.alloc(8);
+    header.writeUInt32BE(payload.byteLength, 0);
+    header.writeUInt32BE(crc32(payload), 4);
+    return Buffer.concat([header, payload]);
+  }
+
+  it('a journal written with lower-case outcome kinds recovers as COMMITTED / ABORTED, and new records keep the lower-case kinds', async () => {
+    const path = await tempFile();
+    const payloadB64 = toBase64(memoryPayload({ a: '1' }));
+    await writeFile(
+      path,
+      Buffer.concat([
+        frame([
+          { kind: 'prepared', txnId: 'T1', atMs: 1, payloadB64, participants: ['p1', 'p2'] },
+          { kind: 'prepared', txnId: 'T2', atMs: 2, payloadB64, participants: ['p1', 'p2'] },
+        ]),
+        frame([
+          { kind: 'committed', txnId: 'T1', atMs: 3 },
+          { kind: 'aborted', txnId: 'T2', atMs: 4 },
+          { kind: 'prepared', txnId: 'T3', atMs: 5, payloadB64, participants: ['p1', 'p2'] },
+        ]),
+      ]),
+    );
+    const { journal, state } = await openJournal(path);
+    expect(state.data.get('a')).toBe('1');
+    const engine = new ParticipantEngine({
+      clusterId: 'c',
+      participantId: 'p1',
+      resource: { prepare: (_t, _p, cb) => cb(null, { yes: true, reason: '' }), commit: (_t, cb) => cb(null), abort: (_t, cb) => cb(null) },
+      journal,
+      clock: { nowMs: () => 10 },
+      schedule: () => () => {},
+      askOutcome: (_txnId, cb) => cb(null, 'IN_PROGRESS'),
+    });
+    engine.recover(state.txnRecords());
+    engine.start();
+    expect([engine.stateOf('T1'), engine.stateOf('T2'), engine.stateOf('T3')]).toEqual(['COMMITTED', 'ABORTED', 'prepared']);
+    // The engine applies a DECISION for T3 and journals it in the spelling the file has always had.
+    const acked = await new Promise<unknown>((resolve) => engine.decide({ clusterId: 'c', txnId: 'T3', participantId: 'p1', outcome: 'commit', reason: '' }, (err, ack) => resolve(err ?? ack)));
+    expect(acked).toMatchObject({ txnId: 'T3' });
+    expect(engine.stateOf('T3')).toBe('COMMITTED');
+    engine.stop();
+    await closeJournal(journal);
+    const text = (await readFile(path)).toString('latin1');
+    expect(text).toContain('{"kind":"committed","txnId":"T3"');
+    expect(text).not.toMatch(/"kind":"(COMMITTED|ABORTED)"/);
+  });
 });

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryResource, memoryPayload, parsePayload, KEYS_PER_TXN_MAX, PAYLOAD_BYTES_MAX } from '../../src/participant/memory.ts';
 import { MemoryState } from '../../src/participant/memory-state.ts';
-import { toBase64, type ParticipantRecord, type ResourceVote } from '../../src/participant/types.ts';
+import { toBase64, type JournalRecord, type ResourceVote } from '../../src/participant/types.ts';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 
@@ -198,7 +198,7 @@ describe('memory resource: waiting for a lock', () => {
 });
 
 describe('memory resource: rebuilt from the journal', () => {
-  const rec = (kind: 'prepared' | 'committed' | 'aborted', txnId: string, set?: Record<string, string>): ParticipantRecord =>
+  const rec = (kind: 'prepared' | 'committed' | 'aborted', txnId: string, set?: Record<string, string>): JournalRecord =>
     kind === 'prepared' ? { kind, txnId, atMs: 0, payloadB64: toBase64(memoryPayload(set ?? {})), participants: ['p1'] } : { kind, txnId, atMs: 0 };
 
   it("has the committed writes and the prepared transactions' locks", () => {

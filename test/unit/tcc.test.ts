@@ -233,7 +233,7 @@ describe('TCC under the participant engine', () => {
   it('an ABORT before the PREPARE is an empty rollback; the late PREPARE is refused (hanging Try) and votes NO, even once the engine forgot the ABORT', () => {
     const timers = new Timers();
     const { resource } = seatResource();
-    const engine = engineWith(resource, timers, (cb) => cb(null, 'in-progress'), true);
+    const engine = engineWith(resource, timers, (cb) => cb(null, 'IN_PROGRESS'), true);
     let acked = false;
     engine.decide(decision('T', 'abort'), (err) => (acked = err === null));
     expect(acked).toBe(true);
@@ -248,7 +248,7 @@ describe('TCC under the participant engine', () => {
   it("a late PREPARE refused from the engine's own memory of the ABORT (forgetAborts off) counts as a refused hanging Try too", () => {
     const timers = new Timers();
     const { resource } = seatResource();
-    const engine = engineWith(resource, timers, (cb) => cb(null, 'in-progress'), false);
+    const engine = engineWith(resource, timers, (cb) => cb(null, 'IN_PROGRESS'), false);
     engine.decide(decision('T', 'abort'), () => {});
     engine.prepare(prepareReq('T'), () => {});
     let vote = '';
@@ -262,7 +262,7 @@ describe('TCC under the participant engine', () => {
     const timers = new Timers();
     calls.confirm = 0;
     const { resource } = seatResource();
-    const engine = engineWith(resource, timers, (cb) => cb(null, 'in-progress'));
+    const engine = engineWith(resource, timers, (cb) => cb(null, 'IN_PROGRESS'));
     engine.prepare(prepareReq('T'), () => {});
     engine.decide(decision('T', 'commit'), () => {});
     engine.decide(decision('T', 'commit'), () => {});
@@ -281,12 +281,12 @@ describe('TCC reserve watcher (TTL)', () => {
       },
     };
     const { resource } = seatResource(seatHandlers({ ttlMs: 1_000 }), syncJournal(), now);
-    const engine = engineWith(resource, timers, (cb) => cb(null, 'in-progress'));
+    const engine = engineWith(resource, timers, (cb) => cb(null, 'IN_PROGRESS'));
     const asked: string[] = [];
     const askAbort: AskAbort = (txnId, reason, cb) => {
       asked.push(`${txnId}: ${reason}`);
       const a = answer(asked.length);
-      if (a instanceof Error) cb(a, 'unknown');
+      if (a instanceof Error) cb(a, 'UNKNOWN');
       else cb(null, a);
     };
     const watcher = new ReserveWatcher({
@@ -307,29 +307,29 @@ describe('TCC reserve watcher (TTL)', () => {
   }
 
   it('before the TTL nothing is asked; once it runs out the cluster is asked and its ABORT cancels the reserve', () => {
-    const { timers, resource, engine, asked, watcher } = setup(() => 'aborted');
+    const { timers, resource, engine, asked, watcher } = setup(() => 'ABORTED');
     engine.prepare(prepareReq('T'), () => {});
     timers.advance(900);
     expect(asked).toEqual([]);
     timers.advance(300);
     expect(asked).toEqual(['T: the TCC reserve of participant seats expired']);
     expect(resource.branchState('T')).toBe('cancelled');
-    expect(engine.stateOf('T')).toBe('aborted');
+    expect(engine.stateOf('T')).toBe('ABORTED');
     expect(resource.state.free).toBe(10);
     expect(watcher.expired).toBe(1);
   });
 
   it('when the cluster had decided COMMIT, the expired reserve is confirmed, not cancelled (AC1)', () => {
-    const { timers, resource, engine } = setup(() => 'committed');
+    const { timers, resource, engine } = setup(() => 'COMMITTED');
     engine.prepare(prepareReq('T'), () => {});
     timers.advance(1_500);
     expect(resource.branchState('T')).toBe('confirmed');
-    expect(engine.stateOf('T')).toBe('committed');
+    expect(engine.stateOf('T')).toBe('COMMITTED');
     expect(resource.state).toMatchObject({ free: 8, sold: 2 });
   });
 
   it('while the cluster cannot answer the reserve stays held and the question is repeated with backoff; it never cancels alone', () => {
-    const { timers, resource, engine, asked } = setup((n) => (n < 6 ? new Error('no leader') : 'aborted'));
+    const { timers, resource, engine, asked } = setup((n) => (n < 6 ? new Error('no leader') : 'ABORTED'));
     engine.prepare(prepareReq('T'), () => {});
     timers.advance(999);
     expect(asked.length).toBe(0);
@@ -347,7 +347,7 @@ describe('TCC reserve watcher (TTL)', () => {
   });
 
   it('a reserve whose YES never left (the engine does not hold it) is settled on the resource with the answer', () => {
-    const { timers, resource } = setup(() => 'aborted');
+    const { timers, resource } = setup(() => 'ABORTED');
     resource.prepare('orphan', seats(1), () => {});
     timers.advance(1_500);
     expect(resource.branchState('orphan')).toBe('cancelled');
@@ -356,7 +356,7 @@ describe('TCC reserve watcher (TTL)', () => {
   it('a reserve with no TTL is never asked about', () => {
     const timers = new Timers();
     const { resource } = seatResource(seatHandlers());
-    const engine = engineWith(resource, timers, (cb) => cb(null, 'in-progress'));
+    const engine = engineWith(resource, timers, (cb) => cb(null, 'IN_PROGRESS'));
     let asked = 0;
     new ReserveWatcher({
       clusterId: 'c',

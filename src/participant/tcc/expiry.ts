@@ -24,7 +24,7 @@
 //
 // Pure: time, timers and the question come in as arguments.
 import { assert } from '../../util/assert.ts';
-import { decisionOfOutcome, type Decide } from '../../domain/protocol.ts';
+import { decisionOfOutcome, isFinal, type Decide } from '../../domain/protocol.ts';
 import { SILENT_LOG, type Clock, type ClusterOutcome, type EngineLog, type Outcome, type Resource, type Schedule, type TxnId, withDefaults } from '../types.ts';
 import type { TccReserves } from './barrier.ts';
 
@@ -103,9 +103,9 @@ export class ReserveWatcher {
       held.add(r.txnId);
       let dueAtMs = r.expiresAtMs ?? Number.POSITIVE_INFINITY;
       if (this.o.engine.stateOf(r.txnId) !== 'prepared') {
-        const since = this.orphans.get(r.txnId) ?? now;
-        this.orphans.set(r.txnId, since);
-        dueAtMs = Math.min(dueAtMs, since + this.o.orphanAfterMs);
+        const sinceAtMs = this.orphans.get(r.txnId) ?? now;
+        this.orphans.set(r.txnId, sinceAtMs);
+        dueAtMs = Math.min(dueAtMs, sinceAtMs + this.o.orphanAfterMs);
       } else this.orphans.delete(r.txnId);
       if (now < dueAtMs) continue;
       let a = this.asking.get(r.txnId);
@@ -143,12 +143,12 @@ export class ReserveWatcher {
       answered = true;
       this.inFlight -= 1;
       if (this.stopped) return;
-      if (err !== null || (outcome !== 'committed' && outcome !== 'aborted')) return this.later(txnId, a, err !== null ? err.message : `cluster says ${outcome}`);
+      if (err !== null || !isFinal(outcome)) return this.later(txnId, a, err !== null ? err.message : `cluster says ${outcome}`);
       this.apply(txnId, outcome, (aerr) => {
         if (aerr !== null) return this.later(txnId, a, aerr.message);
         a.inFlight = false;
         this.asking.delete(txnId);
-        this.log.info({ txnId, outcome }, `expired TCC reserve settled with the cluster's answer (${outcome === 'committed' ? 'Confirm' : 'Cancel'})`);
+        this.log.info({ txnId, outcome }, `expired TCC reserve settled with the cluster's answer (${outcome === 'COMMITTED' ? 'Confirm' : 'Cancel'})`);
       });
     });
   }
@@ -167,7 +167,7 @@ export class ReserveWatcher {
       );
       return;
     }
-    if (outcome === 'committed') this.o.resource.commit(txnId, cb);
+    if (outcome === 'COMMITTED') this.o.resource.commit(txnId, cb);
     else this.o.resource.abort(txnId, cb);
   }
 

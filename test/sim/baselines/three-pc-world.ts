@@ -12,7 +12,7 @@
 // protocol, so a schedule with a crash would test nothing true.)
 
 import { memoryPayload, MemoryResource } from '../../../src/participant/memory.ts';
-import type { Outcome, TxnRecord } from '../../../src/participant/types.ts';
+import { recordKindOf, type Outcome, type TxnRecord } from '../../../src/participant/types.ts';
 import { Rng } from '../../../src/raft/rng.ts';
 import { keyOf, valueOf } from '../system-checker.ts';
 import { RecordingResource, SimJournal } from '../system-participant.ts';
@@ -92,7 +92,7 @@ export class ThreePcWorld extends BaselineWorld {
           break;
         case 'do-commit':
         case 'abort': {
-          const outcome: Outcome = a.t === 'do-commit' ? 'committed' : 'aborted';
+          const outcome: Outcome = a.t === 'do-commit' ? 'COMMITTED' : 'ABORTED';
           this.timeline.once(a.txnId, `${COORDINATOR} sends ${a.t === 'do-commit' ? 'DoCommit' : 'Abort'}`);
           this.rpc.call<true>(
             COORDINATOR,
@@ -148,10 +148,10 @@ export class ThreePcWorld extends BaselineWorld {
 
   /** A participant's decision, from the coordinator or from its own timeout, applied to its data. */
   private apply(p: Part, d: ParticipantDecision): void {
-    this.timeline.add(d.txnId, `${p.id} ${d.outcome === 'committed' ? 'COMMITS' : 'ABORTS'}: ${d.why}`);
-    p.journal.append({ kind: d.outcome, txnId: d.txnId, atMs: this.q.now }, () => {});
+    this.timeline.add(d.txnId, `${p.id} ${d.outcome === 'COMMITTED' ? 'COMMITS' : 'ABORTS'}: ${d.why}`);
+    p.journal.append({ kind: recordKindOf(d.outcome), txnId: d.txnId, atMs: this.q.now }, () => {});
     const done = (): void => {};
-    if (d.outcome === 'committed') p.recording.commit(d.txnId, done);
+    if (d.outcome === 'COMMITTED') p.recording.commit(d.txnId, done);
     else p.recording.abort(d.txnId, done);
   }
 

@@ -148,9 +148,9 @@ export class ThreePcParticipant {
    */
   vote(txnId: string, resourceYes: boolean, nowMs: number): 'yes' | 'no' {
     const x = this.txns.get(txnId);
-    if (x) return x.state === 'aborted' ? 'no' : 'yes';
+    if (x) return x.state === 'ABORTED' ? 'no' : 'yes';
     if (!resourceYes) {
-      this.txns.set(txnId, { state: 'aborted', deadlineAtMs: Infinity });
+      this.txns.set(txnId, { state: 'ABORTED', deadlineAtMs: Infinity });
       return 'no';
     }
     this.txns.set(txnId, { state: 'uncertain', deadlineAtMs: nowMs + this.cfg.uncertainTimeoutMs });
@@ -160,7 +160,7 @@ export class ThreePcParticipant {
   /** PreCommit: true for an ACK. An aborted participant does not ACK. */
   preCommit(txnId: string, nowMs: number): boolean {
     const x = this.txns.get(txnId);
-    if (!x || x.state === 'aborted') return false;
+    if (!x || x.state === 'ABORTED') return false;
     if (x.state === 'uncertain') {
       x.state = 'precommitted';
       x.deadlineAtMs = nowMs + this.cfg.precommitTimeoutMs;
@@ -171,12 +171,12 @@ export class ThreePcParticipant {
   /** DoCommit or Abort from the coordinator. A participant that already decided keeps its decision. */
   onDecision(txnId: string, outcome: Outcome): ParticipantDecision | null {
     const x = this.txns.get(txnId);
-    if (!x || x.state === 'committed' || x.state === 'aborted') {
+    if (!x || x.state === 'COMMITTED' || x.state === 'ABORTED') {
       // Never voted YES: nothing held. Remember an ABORT so a late CanCommit gets NO.
-      if (!x && outcome === 'aborted') this.txns.set(txnId, { state: 'aborted', deadlineAtMs: Infinity });
+      if (!x && outcome === 'ABORTED') this.txns.set(txnId, { state: 'ABORTED', deadlineAtMs: Infinity });
       return null;
     }
-    return this.decide(txnId, x, outcome, outcome === 'committed' ? 'DoCommit from the coordinator' : 'Abort from the coordinator');
+    return this.decide(txnId, x, outcome, outcome === 'COMMITTED' ? 'DoCommit from the coordinator' : 'Abort from the coordinator');
   }
 
   /** The timeout rules. */
@@ -184,8 +184,8 @@ export class ThreePcParticipant {
     const out: ParticipantDecision[] = [];
     for (const [txnId, x] of this.txns) {
       if (nowMs < x.deadlineAtMs) continue;
-      if (x.state === 'uncertain') out.push(this.decide(txnId, x, 'aborted', `timed out uncertain (${this.cfg.uncertainTimeoutMs} ms after its YES, no PreCommit)`));
-      else if (x.state === 'precommitted') out.push(this.decide(txnId, x, 'committed', `timed out precommitted (${this.cfg.precommitTimeoutMs} ms after PreCommit, no DoCommit)`));
+      if (x.state === 'uncertain') out.push(this.decide(txnId, x, 'ABORTED', `timed out uncertain (${this.cfg.uncertainTimeoutMs} ms after its YES, no PreCommit)`));
+      else if (x.state === 'precommitted') out.push(this.decide(txnId, x, 'COMMITTED', `timed out precommitted (${this.cfg.precommitTimeoutMs} ms after PreCommit, no DoCommit)`));
     }
     return out;
   }

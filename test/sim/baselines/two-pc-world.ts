@@ -169,7 +169,7 @@ export class TwoPcWorld extends BaselineWorld {
       clusterId: CLUSTER,
       q: this.q,
       checker: this.checker,
-      applied: (txnId, outcome) => this.timeline.add(txnId, `${p.id} ${outcome === 'committed' ? 'COMMITS' : 'ABORTS'} ${txnId}`),
+      applied: (txnId, outcome) => this.timeline.add(txnId, `${p.id} ${outcome === 'COMMITTED' ? 'COMMITS' : 'ABORTS'} ${txnId}`),
       askOutcome: (inc, txnId, cb) => this.askOutcome(p, inc, txnId, cb),
     });
   }
@@ -192,7 +192,7 @@ export class TwoPcWorld extends BaselineWorld {
 
   /** The participant in doubt asks the coordinator; if it does not answer, its peers (cooperative termination). */
   private askOutcome(p: SimParticipant, inc: Inc, txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
-    this.rpc.call<Outcome | 'in-progress'>(
+    this.rpc.call<Outcome | 'IN_PROGRESS'>(
       p.id,
       inc,
       COORDINATOR,
@@ -213,9 +213,9 @@ export class TwoPcWorld extends BaselineWorld {
 
   private askPeers(p: SimParticipant, inc: Inc, txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
     const peers = (this.members.get(txnId) ?? []).filter((q) => q !== p.id);
-    if (peers.length === 0) return cb(null, 'unknown');
+    if (peers.length === 0) return cb(null, 'UNKNOWN');
     const heard: string[] = [];
-    let final: ClusterOutcome = 'unknown';
+    let final: ClusterOutcome = 'UNKNOWN';
     let left = peers.length;
     for (const q of peers) {
       this.rpc.call<ClusterOutcome>(
@@ -225,8 +225,8 @@ export class TwoPcWorld extends BaselineWorld {
         RPC_DEADLINE_MS,
         (reply) => this.peerAnswer(this.part(q), txnId, reply),
         (err, o) => {
-          heard.push(`${q}: ${err ? 'no answer' : o === 'unknown' ? 'in doubt too' : o}`);
-          if (!err && (o === 'committed' || o === 'aborted')) final = o;
+          heard.push(`${q}: ${err ? 'no answer' : o === 'UNKNOWN' ? 'in doubt too' : o}`);
+          if (!err && (o === 'COMMITTED' || o === 'ABORTED')) final = o;
           if (--left > 0) return;
           this.timeline.once(txnId, `${p.id} hears from its peers about ${txnId}: ${heard.sort().join(', ')}`);
           cb(null, final);
@@ -240,14 +240,14 @@ export class TwoPcWorld extends BaselineWorld {
     if (!q.up || !q.engine) return;
     const inc = q.inc;
     const state = q.engine.stateOf(txnId);
-    if (state === 'committed' || state === 'aborted') return reply(null, state);
+    if (state === 'COMMITTED' || state === 'ABORTED') return reply(null, state);
     // Prepared, or a PREPARE on its way to a YES: it may not decide alone.
-    if (state === 'prepared' || q.engine.counts().preparing > 0) return reply(null, 'unknown');
+    if (state === 'prepared' || q.engine.counts().preparing > 0) return reply(null, 'UNKNOWN');
     this.timeline.once(txnId, `${q.id} never voted on ${txnId}: aborts it (a later PREPARE gets NO)`);
     q.engine.decide({ clusterId: CLUSTER, txnId, participantId: q.id, outcome: 'abort', reason: 'cooperative termination: never voted' }, (err) => {
       if (!inc.alive) return;
       if (err) reply({ code: err.code, message: err.message } satisfies RpcError);
-      else reply(null, 'aborted');
+      else reply(null, 'ABORTED');
     });
   }
 

@@ -129,10 +129,10 @@ export class TwoPcCoordinator {
   }
 
   /** What a participant asking about T is told. Presumed abort: a transaction the log does not commit and nobody is working on is aborted. */
-  outcome(txnId: string): Outcome | 'in-progress' {
-    if (this.committed.has(txnId)) return 'committed';
-    if (this.active.has(txnId)) return 'in-progress';
-    return 'aborted';
+  outcome(txnId: string): Outcome | 'IN_PROGRESS' {
+    if (this.committed.has(txnId)) return 'COMMITTED';
+    if (this.active.has(txnId)) return 'IN_PROGRESS';
+    return 'ABORTED';
   }
 
   private abort(txnId: string, a: Collecting, reason: string): TwoPcAction[] {

@@ -43,7 +43,7 @@ export async function resolveMySqlByHand(o: MySqlResolveOptions): Promise<Resolv
     const gid = xidText(xid);
     const store: HeuristicStore = {
       preparedList: 'XA RECOVER',
-      command: (outcome) => (outcome === 'committed' ? 'XA COMMIT' : 'XA ROLLBACK'),
+      command: (outcome) => (outcome === 'COMMITTED' ? 'XA COMMIT' : 'XA ROLLBACK'),
       isPrepared: async () => {
         const [rows] = (await conn.query('XA RECOVER')) as unknown as [{ formatID: number; gtrid_length: number; bqual_length: number; data: Buffer | string }[]];
         return rows.some((r) => {
@@ -59,7 +59,7 @@ export async function resolveMySqlByHand(o: MySqlResolveOptions): Promise<Resolv
         const giveUpAtMs = Date.now() + ATTACHED_WAIT_MS;
         for (;;) {
           try {
-            await conn.query(`${outcome === 'committed' ? 'XA COMMIT' : 'XA ROLLBACK'} ${sqlXid(xid)}`);
+            await conn.query(`${outcome === 'COMMITTED' ? 'XA COMMIT' : 'XA ROLLBACK'} ${sqlXid(xid)}`);
             return;
           } catch (err) {
             if (mysqlErrno(err) !== ER_XAER_NOTA || Date.now() > giveUpAtMs) throw err;

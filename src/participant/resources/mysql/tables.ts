@@ -6,7 +6,7 @@
 import type { Pool, PoolConnection, Connection } from 'mysql2/promise';
 import type { HeuristicAct } from '../../heuristic.ts';
 import { actRow, HEURISTIC_TABLE } from '../../heuristic.ts';
-import type { Outcome } from '../../types.ts';
+import { outcomeOfRecord, type DecidedKind } from '../../types.ts';
 import type { XidScope } from './xid.ts';
 
 export const MARKER_TABLE = 'verdict_xa_markers';
@@ -109,7 +109,8 @@ export async function deleteOldMarkers(db: Db, o: { table: string; scope: XidSco
 interface ActRow {
   gid: string;
   txn_id: string;
-  outcome: Outcome;
+  /** The on-disk spelling ('committed', 'aborted'), as the table's CHECK has it. */
+  outcome: DecidedKind;
   operator: string;
   reason: string;
   at_ms: number | string;
@@ -121,7 +122,7 @@ const ACT_COLUMNS = 'gid, txn_id, outcome, operator, reason, at_ms, reported_at_
 const toAct = (r: ActRow): HeuristicAct => ({
   txnId: r.txn_id,
   gid: r.gid,
-  outcome: r.outcome,
+  outcome: outcomeOfRecord(r.outcome),
   operator: r.operator,
   reason: r.reason,
   atMs: Number(r.at_ms),
