@@ -11,12 +11,53 @@
 // simulator hand in the transport and build the replicas. With one group the
 // host holds one replica and passes everything through untouched, so a
 // cluster of one group is exactly what it was before groups.
+//
+// Leaders spread (G > 1): group g prefers node `g mod N` of its sorted voter
+// list (preferredLeader). On every tick the host asks each replica that
+// leads whether its preferred node is another voter that is caught up (its
+// match index within SpreadOptions.lagEntriesMax of the leader's last
+// index) and heard from lately (any message of any group from it within
+// heardWithinTicks: a node that died keeps its old match index); once that
+// has held for holdOffTicks ticks in a row, the leader hands its group over
+// with the same transfer `verdict node drain` uses (TimeoutNow). The
+// hold-off lets a node that just returned catch up first, and spaces out
+// retries of a transfer that did not happen.
 
 import { groupOf, groupsProblem } from '../domain/group.ts';
-import type { Message, NodeId } from '../raft/types.ts';
+import { Role, type Message, type NodeId } from '../raft/types.ts';
 import type { GroupMessage, GroupTransport, Transport } from '../transport/types.ts';
 import { assert } from '../util/assert.ts';
 import type { NodeCore } from './core.ts';
+
+/** What a group's replica that leads tells the host, for spreading leaders. */
+export interface LeaderView {
+  /** This node's id. */
+  self: NodeId;
+  /** The group's voters (not in a joint configuration: a leader in one reports none). */
+  voters: readonly NodeId[];
+  lastIndex: number;
+  /** Each other voter's match index, for the followers the leader counts in quorums. */
+  match: ReadonlyMap<NodeId, number>;
+}
+
+export interface SpreadOptions {
+  /** Ticks in a row that the preferred node must be caught up and heard from before a transfer (and between retries). */
+  holdOffTicks: number;
+  /** How far behind the leader's last index the preferred node's match index may be. */
+  lagEntriesMax: number;
+  /** A node heard from within this many ticks is taken as up. */
+  heardWithinTicks: number;
+}
+
+/** Three seconds at the default 100 ms tick; a returning node gets that long to catch up. */
+export const SPREAD_DEFAULTS: Readonly<SpreadOptions> = { holdOffTicks: 30, lagEntriesMax: 64, heardWithinTicks: 10 };
+
+/** The node group `group` prefers as its leader: `group mod N` of the voters sorted by code unit; null without voters. */
+export function preferredLeader(group: number, voters: readonly NodeId[]): NodeId | null {
+  if (voters.length === 0) return null;
+  const sorted = [...voters].sort();
+  return sorted[group % sorted.length];
+}
 
 /** What the host needs of one group's replica: a node core (coreReplica) or a test's stand-in. */
 export interface GroupReplica {
@@ -29,6 +70,10 @@ export interface GroupReplica {
   stop(): void;
   /** A death: nobody hears anything more. */
   crash(): void;
+  /** The replica's view when it leads its group, else null (absent: it never takes part in spreading). */
+  leaderView?(): LeaderView | null;
+  /** Hands leadership to `to` (TimeoutNow once `to` is caught up), as `verdict node drain` does. */
+  transferLeadership?(to: NodeId): void;
 }
 
 export interface GroupHostOptions<R extends GroupReplica> {
@@ -40,6 +85,14 @@ export interface GroupHostOptions<R extends GroupReplica> {
   transport: GroupTransport;
   /** A message for a group this node does not host (the edge refuses those first: this is the second line). */
   onRefused?(gm: GroupMessage, why: string): void;
+  /**
+   * Leaders spread over the nodes (with more than one group; SPREAD_DEFAULTS
+   * unless given); false: never. One group is never spread: its leader stays
+   * wherever Raft elected it, as before groups.
+   */
+  spread?: Partial<SpreadOptions> | false;
+  /** Told of each transfer the host starts (the node logs it). */
+  onTransfer?(group: number, from: NodeId, to: NodeId): void;
 }
 
 export class GroupHost<R extends GroupReplica = GroupReplica> {
@@ -56,9 +109,21 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     }
     this.replicas = replicas;
     this.onRefused = o.onRefused;
+    this.onTransfer = o.onTransfer;
+    this.spread = o.groups > 1 && o.spread !== false ? { ...SPREAD_DEFAULTS, ...o.spread } : null;
+    this.holds = replicas.map(() => 0);
   }
 
   private readonly onRefused: GroupHostOptions<R>['onRefused'];
+  private readonly onTransfer: GroupHostOptions<R>['onTransfer'];
+  /** Null: leaders are not spread (one group, or turned off). */
+  private readonly spread: SpreadOptions | null;
+  /** The host's ticks so far (the clock of heardAtTick). */
+  private ticks = 0;
+  /** The tick at which each peer was last heard from, in any group. */
+  private readonly heardAtTick = new Map<NodeId, number>();
+  /** holds[g]: ticks in a row that group g's leader here has seen its preferred node ready. */
+  private readonly holds: number[];
 
   get groups(): number {
     return this.replicas.length;
@@ -90,6 +155,7 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     const byGroup = new Map<number, Message[]>();
     for (const gm of messages) {
       if (!this.admit(gm)) continue;
+      this.heardAtTick.set(gm.message.from, this.ticks);
       let list = byGroup.get(gm.group);
       if (list === undefined) byGroup.set(gm.group, (list = []));
       list.push(gm.message);
@@ -105,6 +171,29 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
   /** One tick of the node's clock, for every group in order. */
   tick(): void {
     for (const r of this.replicas) r.tick();
+    if (this.spread === null) return;
+    this.ticks += 1;
+    for (let g = 0; g < this.replicas.length; g++) this.balance(g, this.spread);
+  }
+
+  /** Group g's leader, if here and not on its preferred node, hands over once that node has been ready for the hold-off. */
+  private balance(g: number, o: SpreadOptions): void {
+    const r = this.replicas[g];
+    const view = r.transferLeadership === undefined ? null : (r.leaderView?.() ?? null);
+    const want = view === null ? null : preferredLeader(g, view.voters);
+    if (view === null || want === null || want === view.self) {
+      this.holds[g] = 0;
+      return;
+    }
+    const match = view.match.get(want);
+    const heardAt = this.heardAtTick.get(want);
+    const ready = match !== undefined && match + o.lagEntriesMax >= view.lastIndex && heardAt !== undefined && this.ticks - heardAt <= o.heardWithinTicks;
+    this.holds[g] = ready ? this.holds[g] + 1 : 0;
+    if (this.holds[g] < o.holdOffTicks) return;
+    // The next attempt, if this one does not take, waits a full hold-off again.
+    this.holds[g] = 0;
+    this.onTransfer?.(g, view.self, want);
+    r.transferLeadership?.(want);
   }
 
   stop(): void {
@@ -126,10 +215,24 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
 export function coreReplica(core: NodeCore): GroupReplica & { core: NodeCore } {
   return {
     core,
+    leaderView: () => leaderViewOf(core),
+    transferLeadership: (to) => core.driver.transferLeadership(to),
     receive: (messages) => core.driver.receive(messages),
     reportUnreachable: (peer) => core.driver.reportUnreachable(peer),
     tick: () => core.tick(),
     stop: () => core.stop(),
     crash: () => core.crash(),
   };
+}
+
+/** A node core's view as its group's leader, or null when it does not lead (or is in a joint configuration). */
+function leaderViewOf(core: NodeCore): LeaderView | null {
+  const node = core.driver.node;
+  if (node.raft.role !== Role.Leader) return null;
+  const cs = node.raft.confState();
+  if (cs.votersOutgoing.length > 0) return null;
+  const st = node.status();
+  const match = new Map<NodeId, number>();
+  for (const p of st.progress) if (!p.learner && !p.rejoining && p.id !== st.id) match.set(p.id, p.match);
+  return { self: st.id, voters: cs.voters, lastIndex: st.lastIndex, match };
 }

@@ -55,6 +55,24 @@ test.skipIf(REPLAY !== undefined)('at G = 1 a scenario that names its one group 
   );
 });
 
+/** Schedules of the leaders-spread check (each runs on after quiet until spread). */
+const SPREAD_SEEDS = Number(process.env.VERDICT_SPREAD_SEEDS ?? 300);
+
+test.skipIf(REPLAY !== undefined)(
+  `leaders spread: with G = 4 on three or five nodes, after ${SPREAD_SEEDS} fault schedules heal, every group's leader ends on its preferred node (g mod N)`,
+  () => {
+    const { failed } = runShard(0, {
+      arb: withGroups(4).map((sc) => ({ ...sc, spreadCheck: true })),
+      seeds: SPREAD_SEEDS,
+      baseSeed: BASE_SEED + 400,
+      replayFile: "test/sim/system-groups.sim.test.ts -t 'leaders spread'",
+      label: 'groups spread G=4',
+    });
+    expect(failed, 'a healed world did not spread its leaders, or violated atomic commit (see the replay command above)').toBe(false);
+  },
+  1_800_000,
+);
+
 test.skipIf(REPLAY !== undefined)('teeth: clients that send every transaction to group 0 are caught (a decision outside its group, or AC1)', () => {
   const hunt = huntMutant(withGroups(4), 'misrouted-client', /placement|AC1/, BASE_SEED, 50);
   console.log(`groups teeth: ${huntLine('misrouted-client', hunt)}`);

@@ -129,6 +129,12 @@ export interface SystemScenario extends FaultScenario {
   dbPrepare?: boolean;
   /** Decision groups (docs/architecture.md): each node hosts this many Raft groups, each transaction is decided in groupOf(id). Absent: 1. */
   groups?: number;
+  /**
+   * With groups: once quiet, the run goes on (at most SPREAD_MS_MAX) until
+   * every group's leader is its preferred node (src/node/group-host.ts,
+   * preferredLeader), and a run whose leaders do not end spread is a violation.
+   */
+  spreadCheck?: boolean;
   mutant?: Mutant;
 }
 

@@ -30,7 +30,7 @@ import { COMMIT_NOTICE_MS_DEFAULT, type Driver } from '../../src/node/driver.ts'
 import { NodeStateMachine } from '../../src/node/machine.ts';
 import { nodeProducts, type NodeProducts } from '../../src/node/products.ts';
 import type { NodeCore, NodeCoreObserver, ParticipantLinks } from '../../src/node/core.ts';
-import { coreReplica, GroupHost, type GroupReplica } from '../../src/node/group-host.ts';
+import { coreReplica, GroupHost, preferredLeader, type GroupReplica } from '../../src/node/group-host.ts';
 import { groupOf } from '../../src/domain/group.ts';
 import type { GroupMessage, Transport } from '../../src/transport/types.ts';
 import type { ParticipantEngine } from '../../src/participant/engine.ts';
@@ -72,6 +72,8 @@ export type { SysFault } from './system-scenario.ts';
 
 export const TICK_MS = 100;
 const ELECTION_TICKS = 10;
+/** How long a healed, quiet world may take to spread its groups' leaders (a hold-off of 3 s per transfer, and a few elections). */
+const SPREAD_MS_MAX = 30_000;
 const CLUSTER = 'sim';
 /** Registration must finish within this, with no faults, before load starts. */
 const SETUP_MS_MAX = 10_000;
@@ -992,6 +994,23 @@ export class SystemWorld implements FaultWorld {
     });
     const tcc = this.parts.flatMap((p) => (p.tcc !== undefined ? [{ id: p.id, tcc: p.tcc }] : []));
     if (tcc.length > 0) checkTcc(this.checker, tcc, t0 + this.sc.healAtMs);
+    if (this.sc.spreadCheck === true && this.groups > 1) this.checkSpread();
+  }
+
+  /** Leaders spread: after the heal every group's leader ends on its preferred node (the hosts transfer it there). */
+  private checkSpread(): void {
+    const misplaced = (): string[] => {
+      const out: string[] = [];
+      for (let g = 0; g < this.groups; g++) {
+        const l = this.groupLeader(g);
+        const want = l === null ? null : preferredLeader(g, l.rep.core.driver.node.raft.confState().voters);
+        if (l === null || l.n.id !== want) out.push(`group ${g} led by ${l?.n.id ?? 'nobody'}, prefers ${want ?? '?'}`);
+      }
+      return out;
+    };
+    this.q.runUntil(this.q.now + SPREAD_MS_MAX, () => misplaced().length === 0);
+    const left = misplaced();
+    if (left.length > 0) this.checker.violation(`leaders spread: ${SPREAD_MS_MAX} ms after the world became quiet, ${left.join('; ')}`);
   }
 
   /** null when nothing is in doubt, every decision is acknowledged and forgotten and every client answered; else what is pending. */
