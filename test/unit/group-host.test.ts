@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { NodeCore } from '../../src/node/core.ts';
 import { coreReplica, GroupHost, preferredLeader, type GroupReplica, type LeaderView } from '../../src/node/group-host.ts';
-import { encodePut, NodeStateMachine } from '../../src/node/machine.ts';
+import { encodeMemberContext, encodePut, NodeStateMachine } from '../../src/node/machine.ts';
+import { ConfChangeType } from '../../src/raft/confchange.ts';
 import { groupOf } from '../../src/domain/group.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
@@ -123,7 +124,11 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
   /** A replica that leads (or not) with a view the test sets, recording the transfers the host asks for. */
   class Leading extends Stub {
     view: LeaderView | null = null;
+    inFlight = false;
     readonly transfers: string[] = [];
+    busy(): boolean {
+      return this.inFlight;
+    }
     leaderView(): LeaderView | null {
       return this.view;
     }
@@ -201,6 +206,22 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
     expect(g2.transfers).toEqual(['n3']);
   });
 
+  it('the hand-over waits for a tick with no transaction in flight (a new leader would abort its prepares, R2)', () => {
+    const { host, heard } = leadingHost(4);
+    const g1 = host.replica(1);
+    g1.view = view(100, { n2: 100, n3: 100 });
+    g1.inFlight = true;
+    for (let t = 0; t < 3 * hold; t++) {
+      heard('n2');
+      host.tick();
+    }
+    expect(g1.transfers).toEqual([]);
+    g1.inFlight = false;
+    heard('n2');
+    host.tick();
+    expect(g1.transfers).toEqual(['n2']);
+  });
+
   it('one group is never spread: its leader stays where Raft elected it, as before groups', () => {
     const { host, heard } = leadingHost(1);
     host.replica(0).view = { self: 'n2', voters: ['n1', 'n2', 'n3'], lastIndex: 5, match: new Map([['n1', 5]]) };
@@ -228,6 +249,36 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
     cut.delete('n2');
     q.runUntil(q.now + 60_000, () => leaders().every((l, g) => l === spread[g]));
     expect(leaders()).toEqual(spread);
+  });
+});
+
+describe("membership across groups: every group follows the operator's change to group 0", () => {
+  it('three hosts of real node cores, four groups: n3 removed from group 0 leaves every group; added back, it is a voter of every group again', () => {
+    const G = 4;
+    const { q, ids, leaderOf } = coreCluster(G, false);
+    const configs = () =>
+      Array.from({ length: G }, (_, g) => {
+        const cs = leaderOf(g)?.driver.node.raft.confState();
+        return cs === undefined ? null : `${[...cs.voters].sort().join(',')}|${[...cs.learners].sort().join(',')}`;
+      });
+    const operator = (type: ConfChangeType, id: string, members: string[]) => {
+      const d = leaderOf(0)?.driver;
+      expect(d, 'group 0 has a leader').toBeDefined();
+      let err: Error | null | undefined;
+      d?.proposeConfChange({ type, nodeId: id, context: encodeMemberContext(new Map(members.map((m) => [m, m]))) }, (e) => (err = e));
+      q.runUntil(q.now + 10_000, () => err !== undefined);
+      expect(err).toBeNull();
+    };
+    q.runUntil(20_000, () => configs().every((c) => c === 'n1,n2,n3|'));
+    expect(configs()).toEqual(Array(G).fill('n1,n2,n3|'));
+    operator(ConfChangeType.Remove, 'n3', ['n1', 'n2']);
+    q.runUntil(q.now + 60_000, () => configs().every((c) => c === 'n1,n2|'));
+    expect(configs()).toEqual(Array(G).fill('n1,n2|'));
+    // Back: a learner first, then a voter, in group 0; every group follows, learner then voter.
+    operator(ConfChangeType.AddLearner, 'n3', ids);
+    operator(ConfChangeType.AddVoter, 'n3', ids);
+    q.runUntil(q.now + 60_000, () => configs().every((c) => c === 'n1,n2,n3|'));
+    expect(configs()).toEqual(Array(G).fill('n1,n2,n3|'));
   });
 });
 
