@@ -100,6 +100,8 @@ export interface GroupReplica {
   proposeMemberChange?(type: ConfChangeType, id: NodeId, addressOf: (id: NodeId) => string | undefined): void;
   /** The address of member `id` as this replica knows it (group 0's: the operator's membership). */
   addressOf?(id: NodeId): string | undefined;
+  /** This node's id and the group's leader as this replica knows it ('' when none). */
+  known?(): { self: NodeId; leader: NodeId };
 }
 
 export interface GroupHostOptions<R extends GroupReplica> {
@@ -226,7 +228,17 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     const view = r.leaderView?.() ?? null;
     const target = zero.members?.();
     const cur = r.members?.();
-    if (view === null || target === undefined || cur === undefined || target.joint || cur.joint) return;
+    // A node whose group 0 holds no configuration yet (it rejoins empty) has nothing to follow.
+    if (target === undefined || cur === undefined || target.joint || cur.joint || target.voters.length === 0) return;
+    if (view === null) {
+      // A removed node may lead group g without ever learning of its removal from group 0 (the leader
+      // stops sending to it). A follower that knows asks it to hand the group over to itself.
+      const k = r.known?.();
+      if (k !== undefined && k.leader !== '' && k.leader !== k.self && target.voters.includes(k.self) && !target.voters.includes(k.leader) && !target.learners.includes(k.leader)) {
+        r.transferLeadership?.(k.self);
+      }
+      return;
+    }
     const want = [...target.voters, ...target.learners].sort();
     const have = new Set([...cur.voters, ...cur.learners]);
     const addressOf = (id: NodeId): string | undefined => zero.addressOf?.(id);
@@ -292,6 +304,7 @@ export function coreReplica(core: NodeCore): GroupReplica & { core: NodeCore } {
       return { voters: cs.voters, learners: cs.learners, joint: cs.votersOutgoing.length > 0 };
     },
     addressOf: (id) => core.membership.get(id),
+    known: () => ({ self: core.driver.node.raft.id, leader: core.driver.node.raft.lead }),
     proposeMemberChange: (type, id, addressOf) => proposeMemberChange(core, type, id, addressOf),
     busy: () => {
       const p = core.engine.phases();

@@ -135,6 +135,15 @@ export interface SystemScenario extends FaultScenario {
    * preferredLeader), and a run whose leaders do not end spread is a violation.
    */
   spreadCheck?: boolean;
+  /**
+   * An operator's member remove and re-add, under the schedule's faults:
+   * node `node` (modulo the node count) is removed from group 0 at
+   * `removeAtMs` and added back (a learner, then a voter once caught up) at
+   * `readdAtMs`, both after setup; every other group follows group 0 (its
+   * leader's host drives it, src/node/group-host.ts). Once quiet, every
+   * group's configuration must equal group 0's with the node a voter again.
+   */
+  memberChurn?: { node: number; removeAtMs: number; readdAtMs: number };
   mutant?: Mutant;
 }
 
