@@ -221,16 +221,16 @@ export async function clusterUp(options: ClusterUpOptions): Promise<void> {
  * votes once a leader has caught it up, and says so here.
  */
 export async function foundOnFirstStart(configs: string[]): Promise<'founded' | 'exists'> {
-  const nodes: { id: string; dir: string; identity: { clusterId: string; nodeId: string }; state: RaftDirState | null }[] = [];
+  const nodes: { id: string; dir: string; identity: { clusterId: string; nodeId: string }; groups: number; state: RaftDirState | null }[] = [];
   for (const file of configs) {
     const cfg = loadConfig(file, { env: {}, sets: [] });
     const identity = { clusterId: cfg.clusterId, nodeId: cfg.nodeId };
     // A directory that cannot be read is left to the node, which refuses it with the reason.
-    const state = await raftStateIn(cfg.dataDir, identity).catch(() => null);
-    nodes.push({ id: cfg.nodeId, dir: cfg.dataDir, identity, state });
+    const state = await raftStateIn(cfg.dataDir, identity, cfg.groups).catch(() => null);
+    nodes.push({ id: cfg.nodeId, dir: cfg.dataDir, identity, groups: cfg.groups, state });
   }
   if (nodes.every((n) => n.state?.kind === 'empty')) {
-    for (const n of nodes) await foundDataDir(n.dir, n.identity);
+    for (const n of nodes) await foundDataDir(n.dir, n.identity, n.groups);
     process.stderr.write(`verdict: first start: founded a new cluster of ${nodes.length} node(s) in ${nodes.length > 1 ? dirname(nodes[0].dir) : nodes[0].dir}\n`);
     return 'founded';
   }

@@ -35,6 +35,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   snapshotLogRatio: 'int',
   logLevel: 'string',
   join: 'bool',
+  groups: 'int',
   insecure: 'bool',
   requestBytesMax: 'int',
   inFlightMax: 'int',

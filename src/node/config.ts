@@ -12,6 +12,7 @@ import { checkAddresses } from './config-addresses.ts';
 import { defaultEngineConfig } from '../commit/engine-types.ts';
 import { describeSource, envName, mergeOverrides, OverrideError, type Source } from './config-sources.ts';
 import { ID } from '../domain/id.ts';
+import { GROUPS_MAX } from '../domain/group.ts';
 import { HISTORY_BYTES_MAX_DEFAULT, HISTORY_RETENTION_MS_DEFAULT } from '../history/record.ts';
 
 export interface NodeConfig {
@@ -47,6 +48,13 @@ export interface NodeConfig {
    * snapshot. Only for an empty data directory; false by default.
    */
   join: boolean;
+  /**
+   * The cluster's number of decision groups (docs/architecture.md, "Decision
+   * groups"), 1 by default: fixed when the cluster is founded (`verdict
+   * cluster init --groups`) and recorded in the data directory, which a node
+   * with another number refuses to open.
+   */
+  groups: number;
   /**
    * Where this node connects to reach a peer for Raft traffic, when that is
    * not the peer's address in `peers` (a proxy, a tunnel): id → host:port.
@@ -192,6 +200,7 @@ const KNOWN = [
   'logLevel',
   'tls',
   'join',
+  'groups',
   'insecure',
   'requestBytesMax',
   'inFlightMax',
@@ -328,6 +337,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   const heartbeatTicks = int('heartbeatTicks', 1, 1, 10_000);
   if (heartbeatTicks >= electionTicks) throw new ConfigError(file, `${label('heartbeatTicks')} (${heartbeatTicks}) must be smaller than ${label('electionTicks')} (${electionTicks})`);
   const snapshotEntries = int('snapshotEntries', 10_000, 1, 100_000_000);
+  const groups = int('groups', 1, 1, GROUPS_MAX);
   const snapshotLogRatio = int('snapshotLogRatio', 1, 0, 1_000);
   // The Raft transport's own bound (64 MiB) caps a request too: the node serves both on one port.
   const requestBytesMax = int('requestBytesMax', REQUEST_BYTES_MAX_DEFAULT, 1024, 64 * 1024 * 1024);
@@ -414,6 +424,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     logLevel: logLevel as NodeConfig['logLevel'],
     tls,
     join,
+    groups,
     insecure,
     requestBytesMax,
     inFlightMax,

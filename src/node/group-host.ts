@@ -11,12 +11,67 @@
 // simulator hand in the transport and build the replicas. With one group the
 // host holds one replica and passes everything through untouched, so a
 // cluster of one group is exactly what it was before groups.
+//
+// Leaders spread (G > 1): group g prefers node `g mod N` of its sorted voter
+// list (preferredLeader). On every tick the host asks each replica that
+// leads whether its preferred node is another voter that is caught up (its
+// match index within SpreadOptions.lagEntriesMax of the leader's last
+// index) and heard from lately (any message of any group from it within
+// heardWithinTicks: a node that died keeps its old match index); once that
+// has held for holdOffTicks ticks in a row, the leader hands its group over
+// with the same transfer `verdict node drain` uses (TimeoutNow), at the
+// first tick it has no transaction begun, preparing or deciding (a new
+// leader aborts the prepares it did not send, R2: spreading must not abort
+// anyone's transaction). The hold-off lets a node that just returned catch
+// up first, and spaces out retries of a transfer that did not happen.
 
 import { groupOf, groupsProblem } from '../domain/group.ts';
-import type { Message, NodeId } from '../raft/types.ts';
+import { Role, type Message, type NodeId } from '../raft/types.ts';
 import type { GroupMessage, GroupTransport, Transport } from '../transport/types.ts';
 import { assert } from '../util/assert.ts';
 import type { NodeCore } from './core.ts';
+import { encodeMemberContext } from './machine.ts';
+import { ConfChangeType } from '../raft/confchange.ts';
+
+/** A group's configuration: its voters and learners, and whether it is in a joint configuration. */
+export interface GroupMembers {
+  voters: readonly NodeId[];
+  learners: readonly NodeId[];
+  joint: boolean;
+}
+
+/** Ticks between two looks at whether a group's members follow group 0's (and between two changes it proposes). */
+export const MEMBERS_CHECK_TICKS = 10;
+
+/** What a group's replica that leads tells the host, for spreading leaders. */
+export interface LeaderView {
+  /** This node's id. */
+  self: NodeId;
+  /** The group's voters (not in a joint configuration: a leader in one reports none). */
+  voters: readonly NodeId[];
+  lastIndex: number;
+  /** Each other member's match index (voters the leader counts in quorums, and learners). */
+  match: ReadonlyMap<NodeId, number>;
+}
+
+export interface SpreadOptions {
+  /** Ticks in a row that the preferred node must be caught up and heard from before a transfer (and between retries). */
+  holdOffTicks: number;
+  /** How far behind the leader's last index the preferred node's match index may be. */
+  lagEntriesMax: number;
+  /** A node heard from within this many ticks is taken as up. */
+  heardWithinTicks: number;
+}
+
+/** Three seconds at the default 100 ms tick; a returning node gets that long to catch up. */
+export const SPREAD_DEFAULTS: Readonly<SpreadOptions> = { holdOffTicks: 30, lagEntriesMax: 64, heardWithinTicks: 10 };
+
+/** The node group `group` prefers as its leader: `group mod N` of the voters sorted by code unit; null without voters. */
+export function preferredLeader(group: number, voters: readonly NodeId[]): NodeId | null {
+  if (voters.length === 0) return null;
+  const sorted = [...voters].sort();
+  return sorted[group % sorted.length];
+}
 
 /** What the host needs of one group's replica: a node core (coreReplica) or a test's stand-in. */
 export interface GroupReplica {
@@ -29,6 +84,24 @@ export interface GroupReplica {
   stop(): void;
   /** A death: nobody hears anything more. */
   crash(): void;
+  /** The replica's view when it leads its group, else null (absent: it never takes part in spreading). */
+  leaderView?(): LeaderView | null;
+  /** Hands leadership to `to` (TimeoutNow once `to` is caught up), as `verdict node drain` does. */
+  transferLeadership?(to: NodeId): void;
+  /** Whether a leader change now would abort transactions this leader has in flight (begun, preparing or deciding: R2). */
+  busy?(): boolean;
+  /** The group's configuration as applied on this node. */
+  members?(): GroupMembers;
+  /**
+   * As the group's leader, proposes one single-server change, naming every
+   * resulting member's address from `addressOf`. A refusal (another change
+   * pending, a leader change) is dropped: the host looks again later.
+   */
+  proposeMemberChange?(type: ConfChangeType, id: NodeId, addressOf: (id: NodeId) => string | undefined): void;
+  /** The address of member `id` as this replica knows it (group 0's: the operator's membership). */
+  addressOf?(id: NodeId): string | undefined;
+  /** This node's id and the group's leader as this replica knows it ('' when none). */
+  known?(): { self: NodeId; leader: NodeId };
 }
 
 export interface GroupHostOptions<R extends GroupReplica> {
@@ -40,6 +113,18 @@ export interface GroupHostOptions<R extends GroupReplica> {
   transport: GroupTransport;
   /** A message for a group this node does not host (the edge refuses those first: this is the second line). */
   onRefused?(gm: GroupMessage, why: string): void;
+  /**
+   * Leaders spread over the nodes, with more than one group (SPREAD_DEFAULTS
+   * for what is not given); absent or false: never. Off unless asked for:
+   * the commit engine does not yet refuse a new transaction while a
+   * transfer is under way, so one that arrives in that moment is aborted by
+   * the new leader (R2), a transaction that could have committed (AC3
+   * non-triviality, found by the simulator). One group is never spread: its
+   * leader stays wherever Raft elected it, as before groups.
+   */
+  spread?: Partial<SpreadOptions> | false;
+  /** Told of each transfer the host starts (the node logs it). */
+  onTransfer?(group: number, from: NodeId, to: NodeId): void;
 }
 
 export class GroupHost<R extends GroupReplica = GroupReplica> {
@@ -56,9 +141,21 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     }
     this.replicas = replicas;
     this.onRefused = o.onRefused;
+    this.onTransfer = o.onTransfer;
+    this.spread = o.groups > 1 && o.spread !== undefined && o.spread !== false ? { ...SPREAD_DEFAULTS, ...o.spread } : null;
+    this.holds = replicas.map(() => 0);
   }
 
   private readonly onRefused: GroupHostOptions<R>['onRefused'];
+  private readonly onTransfer: GroupHostOptions<R>['onTransfer'];
+  /** Null: leaders are not spread (one group, or turned off). */
+  private readonly spread: SpreadOptions | null;
+  /** The host's ticks so far (the clock of heardAtTick). */
+  private ticks = 0;
+  /** The tick at which each peer was last heard from, in any group. */
+  private readonly heardAtTick = new Map<NodeId, number>();
+  /** holds[g]: ticks in a row that group g's leader here has seen its preferred node ready. */
+  private readonly holds: number[];
 
   get groups(): number {
     return this.replicas.length;
@@ -90,6 +187,7 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     const byGroup = new Map<number, Message[]>();
     for (const gm of messages) {
       if (!this.admit(gm)) continue;
+      this.heardAtTick.set(gm.message.from, this.ticks);
       let list = byGroup.get(gm.group);
       if (list === undefined) byGroup.set(gm.group, (list = []));
       list.push(gm.message);
@@ -105,6 +203,79 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
   /** One tick of the node's clock, for every group in order. */
   tick(): void {
     for (const r of this.replicas) r.tick();
+    if (this.replicas.length === 1) return;
+    this.ticks += 1;
+    if (this.ticks % MEMBERS_CHECK_TICKS === 0) for (let g = 1; g < this.replicas.length; g++) this.followMembers(g);
+    if (this.spread === null) return;
+    for (let g = 0; g < this.replicas.length; g++) this.balance(g, this.spread);
+  }
+
+  /**
+   * Membership across groups: an operator's member add or remove changes
+   * group 0's configuration (`verdict member add/remove` goes to group 0's
+   * leader, as with one group), and every other group follows it. Group g's
+   * leader, here, compares its configuration with group 0's as applied on
+   * this node and proposes one single-server change at a time: a missing
+   * member joins as a learner, a learner that group 0 has as a voter is
+   * promoted once caught up, and a member group 0 no longer has is removed
+   * (adds before removes, so a replaced node never shrinks a quorum). A leader
+   * that is itself to go hands its group to another voter first.
+   */
+  private followMembers(g: number): void {
+    const r = this.replicas[g];
+    const zero = this.replicas[0];
+    if (r.proposeMemberChange === undefined || zero.addressOf === undefined) return;
+    const view = r.leaderView?.() ?? null;
+    const target = zero.members?.();
+    const cur = r.members?.();
+    // A node whose group 0 holds no configuration yet (it rejoins empty) has nothing to follow.
+    if (target === undefined || cur === undefined || target.joint || cur.joint || target.voters.length === 0) return;
+    if (view === null) {
+      // A removed node may lead group g without ever learning of its removal from group 0 (the leader
+      // stops sending to it). A follower that knows asks it to hand the group over to itself.
+      const k = r.known?.();
+      if (k !== undefined && k.leader !== '' && k.leader !== k.self && target.voters.includes(k.self) && !target.voters.includes(k.leader) && !target.learners.includes(k.leader)) {
+        r.transferLeadership?.(k.self);
+      }
+      return;
+    }
+    const want = [...target.voters, ...target.learners].sort();
+    const have = new Set([...cur.voters, ...cur.learners]);
+    const addressOf = (id: NodeId): string | undefined => zero.addressOf?.(id);
+    const missing = want.find((id) => !have.has(id));
+    if (missing !== undefined) return r.proposeMemberChange(ConfChangeType.AddLearner, missing, addressOf);
+    const lag = this.spread?.lagEntriesMax ?? SPREAD_DEFAULTS.lagEntriesMax;
+    const promote = [...target.voters].sort().find((id) => cur.learners.includes(id) && (view.match.get(id) ?? Number.NEGATIVE_INFINITY) + lag >= view.lastIndex);
+    if (promote !== undefined) return r.proposeMemberChange(ConfChangeType.AddVoter, promote, addressOf);
+    const gone = [...have].sort().find((id) => !want.includes(id));
+    if (gone === undefined) return;
+    if (gone !== view.self) return r.proposeMemberChange(ConfChangeType.Remove, gone, addressOf);
+    const to = preferredLeader(
+      g,
+      target.voters.filter((id) => id !== view.self && (view.match.get(id) ?? Number.NEGATIVE_INFINITY) + lag >= view.lastIndex),
+    );
+    if (to !== null) r.transferLeadership?.(to);
+  }
+
+  /** Group g's leader, if here and not on its preferred node, hands over once that node has been ready for the hold-off. */
+  private balance(g: number, o: SpreadOptions): void {
+    const r = this.replicas[g];
+    const view = r.transferLeadership === undefined ? null : (r.leaderView?.() ?? null);
+    const want = view === null ? null : preferredLeader(g, view.voters);
+    if (view === null || want === null || want === view.self) {
+      this.holds[g] = 0;
+      return;
+    }
+    const match = view.match.get(want);
+    const heardAt = this.heardAtTick.get(want);
+    const ready = match !== undefined && match + o.lagEntriesMax >= view.lastIndex && heardAt !== undefined && this.ticks - heardAt <= o.heardWithinTicks;
+    this.holds[g] = ready ? this.holds[g] + 1 : 0;
+    // A new leader aborts the prepares it did not send (R2): the hand-over waits for a moment with none in flight.
+    if (this.holds[g] < o.holdOffTicks || r.busy?.() === true) return;
+    // The next attempt, if this one does not take, waits a full hold-off again.
+    this.holds[g] = 0;
+    this.onTransfer?.(g, view.self, want);
+    r.transferLeadership?.(want);
   }
 
   stop(): void {
@@ -126,10 +297,50 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
 export function coreReplica(core: NodeCore): GroupReplica & { core: NodeCore } {
   return {
     core,
+    leaderView: () => leaderViewOf(core),
+    transferLeadership: (to) => core.driver.transferLeadership(to),
+    members: () => {
+      const cs = core.driver.node.raft.confState();
+      return { voters: cs.voters, learners: cs.learners, joint: cs.votersOutgoing.length > 0 };
+    },
+    addressOf: (id) => core.membership.get(id),
+    known: () => ({ self: core.driver.node.raft.id, leader: core.driver.node.raft.lead }),
+    proposeMemberChange: (type, id, addressOf) => proposeMemberChange(core, type, id, addressOf),
+    busy: () => {
+      const p = core.engine.phases();
+      return p.begun + p.preparing + p.deciding > 0;
+    },
     receive: (messages) => core.driver.receive(messages),
     reportUnreachable: (peer) => core.driver.reportUnreachable(peer),
     tick: () => core.tick(),
     stop: () => core.stop(),
     crash: () => core.crash(),
   };
+}
+
+/** A node core's view as its group's leader, or null when it does not lead (or is in a joint configuration). */
+function leaderViewOf(core: NodeCore): LeaderView | null {
+  const node = core.driver.node;
+  if (node.raft.role !== Role.Leader) return null;
+  const cs = node.raft.confState();
+  if (cs.votersOutgoing.length > 0) return null;
+  const st = node.status();
+  const match = new Map<NodeId, number>();
+  for (const p of st.progress) if (!p.rejoining && p.id !== st.id) match.set(p.id, p.match);
+  return { self: st.id, voters: cs.voters, lastIndex: st.lastIndex, match };
+}
+
+/** One single-server change of a core's group, with the addresses of the members it leaves (none is proposed without them all). */
+function proposeMemberChange(core: NodeCore, type: ConfChangeType, id: NodeId, addressOf: (id: NodeId) => string | undefined): void {
+  const cs = core.driver.node.raft.confState();
+  const members = new Set([...cs.voters, ...cs.learners]);
+  if (type === ConfChangeType.Remove) members.delete(id);
+  else members.add(id);
+  const addresses = new Map<NodeId, string>();
+  for (const m of members) {
+    const a = addressOf(m);
+    if (a === undefined) return;
+    addresses.set(m, a);
+  }
+  core.driver.proposeConfChange({ type, nodeId: id, context: encodeMemberContext(addresses) }, () => {});
 }

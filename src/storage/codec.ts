@@ -8,6 +8,7 @@
 // strings carry a u32 length. No JSON: entries hold arbitrary binary data.
 
 import { assert } from '../util/assert.ts';
+import { GROUPS_MAX, groupsProblem } from '../domain/group.ts';
 import { crc32 } from 'node:zlib';
 import type { ConfState, HardState, Snapshot } from '../raft/types.ts';
 import type { StorageIdentity } from './types.ts';
@@ -18,6 +19,10 @@ export enum RecordKind {
   Snapshot = 3,
   // 4 was the raft log record of format 1 (entries in LevelDB); never reused.
   LogState = 5,
+  /** The number of decision groups the cluster was founded with (absent: 1). */
+  Groups = 6,
+  /** One group's log state in the shared group log (src/storage/group-store.ts). */
+  GroupLogState = 7,
 }
 
 /**
@@ -38,6 +43,20 @@ export const KEY_IDENTITY: Uint8Array = Uint8Array.of(0x01);
 export const KEY_HARD_STATE: Uint8Array = Uint8Array.of(0x02);
 export const KEY_SNAPSHOT: Uint8Array = Uint8Array.of(0x03);
 export const KEY_LOG_STATE: Uint8Array = Uint8Array.of(0x04);
+/** Written only by a cluster founded with more than one group: a directory without it has one. */
+export const KEY_GROUPS: Uint8Array = Uint8Array.of(0x05);
+/** A group's log state in the shared group log (G > 1 only; per group through groupKey). */
+export const KEY_GROUP_LOG_STATE: Uint8Array = Uint8Array.of(0x06);
+
+/**
+ * Group `group`'s copy of a per-group key (hard state, snapshot, group log
+ * state). Group 0 keeps today's keys, so a directory of one group holds
+ * exactly the keys it always did.
+ */
+export function groupKey(key: Uint8Array, group: number): Uint8Array {
+  assert(key.byteLength === 1 && Number.isInteger(group) && group >= 0 && group <= 0xffff, `group key for group ${group}`);
+  return group === 0 ? key : Uint8Array.of(0x10, key[0], group >> 8, group & 0xff);
+}
 
 // ---- errors -------------------------------------------------------------
 
@@ -76,6 +95,8 @@ const RECORD_NAMES: Record<RecordKind, string> = {
   [RecordKind.HardState]: 'hard state record',
   [RecordKind.Snapshot]: 'snapshot record',
   [RecordKind.LogState]: 'log state record',
+  [RecordKind.Groups]: 'decision groups record',
+  [RecordKind.GroupLogState]: 'group log state record',
 };
 
 // ---- envelope -----------------------------------------------------------
@@ -213,6 +234,56 @@ export function decodeLogState(value: Uint8Array, dbPath: string): LogState {
     const markSeq = r.left() > 0 ? r.u64() : 0;
     return { highWaterIndex, highWaterTerm, firstSeq, mayHoldIndex, markSeq };
   });
+}
+
+/** The number of decision groups a cluster was founded with (docs/architecture.md, "Decision groups"). */
+export function encodeGroups(groups: number): Uint8Array {
+  // Paired with decodeGroups: nothing is written that the reader would refuse.
+  assert(groupsProblem(groups) === null && groups >= 2, `a groups record holds 2..${GROUPS_MAX} groups, not ${groups}`);
+  const w = new Writer(8);
+  w.u64(groups, 'groups');
+  return seal(RecordKind.Groups, w.finish());
+}
+
+export function decodeGroups(value: Uint8Array, dbPath: string): number {
+  return decodeRecord(value, RecordKind.Groups, dbPath, RECORD_NAMES[RecordKind.Groups], (r) => {
+    const groups = r.u64();
+    const bad = groupsProblem(groups);
+    if (bad !== null) throw new MalformedPayload(bad);
+    if (groups < 2) throw new MalformedPayload(`${groups} group: a directory of one group holds no groups record`);
+    return groups;
+  });
+}
+
+/**
+ * One group's state in the shared group log (src/storage/group-store.ts):
+ * its high-water mark (acknowledged through), and where its log restarted
+ * after a leader's snapshot (records of the group before that position
+ * belong to a history the snapshot replaced).
+ */
+export interface GroupLogState {
+  highWaterIndex: number;
+  highWaterTerm: number;
+  restartSeq: number;
+  restartOffset: number;
+}
+
+export function encodeGroupLogState(s: GroupLogState): Uint8Array {
+  const w = new Writer(32);
+  w.u64(s.highWaterIndex, 'high-water index');
+  w.u64(s.highWaterTerm, 'high-water term');
+  w.u64(s.restartSeq, 'restart segment seq');
+  w.u64(s.restartOffset, 'restart offset');
+  return seal(RecordKind.GroupLogState, w.finish());
+}
+
+export function decodeGroupLogState(value: Uint8Array, dbPath: string): GroupLogState {
+  return decodeRecord(value, RecordKind.GroupLogState, dbPath, RECORD_NAMES[RecordKind.GroupLogState], (r) => ({
+    highWaterIndex: r.u64(),
+    highWaterTerm: r.u64(),
+    restartSeq: r.u64(),
+    restartOffset: r.u64(),
+  }));
 }
 
 export interface IdentityRecord extends StorageIdentity {

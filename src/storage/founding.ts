@@ -11,14 +11,17 @@
 // directory before the member starts, and refuses a directory that already
 // holds Raft state. Whether the peers hold state is the caller's check
 // (src/cli/cluster-init.ts asks them; the local launcher reads their
-// directories).
+// directories). The number of decision groups is part of the founding: a
+// cluster of G > 1 records it in every founding member's directory beside
+// the cluster id (src/storage/level.ts, checkFoundedGroups), and each group
+// gets the founding hard state.
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { foundingHardState, holdsNoRaftState } from '../raft/raw-node.ts';
 import { REJOINING_VOTE } from '../raft/types.ts';
-import { DiskLogStore } from './store.ts';
-import type { StorageIdentity } from './types.ts';
+import { openGroupStorage } from './group-store.ts';
+import type { RecoveredState, StorageIdentity } from './types.ts';
 
 /** What a data directory holds: nothing yet, or Raft state (at least a term or a log). */
 export type RaftDirState = { kind: 'empty' } | { kind: 'state'; term: number; lastIndex: number; rejoining: boolean };
@@ -35,35 +38,45 @@ export class FoundingRefusedError extends Error {
  * Reads what `dir` holds, without creating anything when it holds nothing.
  * The node must be stopped (its LevelDB lock is taken while reading).
  */
-export async function raftStateIn(dir: string, identity: StorageIdentity): Promise<RaftDirState> {
+export async function raftStateIn(dir: string, identity: StorageIdentity, groups = 1): Promise<RaftDirState> {
   if (!existsSync(join(dir, 'raft')) && !existsSync(join(dir, 'wal'))) return { kind: 'empty' };
-  const { store, recovered } = await DiskLogStore.open(dir, identity);
+  const storage = await openGroupStorage(dir, identity, groups);
   try {
-    if (holdsNoRaftState(recovered)) return { kind: 'empty' };
-    const lastIndex = recovered.entries.at(-1)?.index ?? recovered.snapshot.metadata.index;
-    return { kind: 'state', term: recovered.hardState.term, lastIndex, rejoining: recovered.hardState.vote === REJOINING_VOTE };
+    const held = storage.groups.find((g) => !holdsNoRaftState(g.recovered));
+    if (held === undefined) return { kind: 'empty' };
+    return { kind: 'state', term: held.recovered.hardState.term, lastIndex: lastIndexOf(held.recovered), rejoining: held.recovered.hardState.vote === REJOINING_VOTE };
   } finally {
-    await store.close();
+    await storage.close();
   }
 }
 
+function lastIndexOf(r: RecoveredState): number {
+  return r.entries.at(-1)?.index ?? r.snapshot.metadata.index;
+}
+
 /**
- * Writes the founding hard state into `dir`, which must hold no Raft state
+ * Writes the founding hard state into `dir` (into every group's state, and
+ * the number of groups when more than one), which must hold no Raft state
  * (created when missing). Synced before it returns.
  */
-export async function foundDataDir(dir: string, identity: StorageIdentity): Promise<void> {
-  const { store, recovered } = await DiskLogStore.open(dir, identity);
+export async function foundDataDir(dir: string, identity: StorageIdentity, groups = 1): Promise<void> {
+  const storage = await openGroupStorage(dir, identity, groups);
   try {
-    if (!holdsNoRaftState(recovered)) {
-      const lastIndex = recovered.entries.at(-1)?.index ?? recovered.snapshot.metadata.index;
+    const held = storage.groups.find((g) => !holdsNoRaftState(g.recovered));
+    if (held !== undefined) {
       throw new FoundingRefusedError(
-        `${dir} already holds Raft state (term ${recovered.hardState.term}, log up to index ${lastIndex}): node "${identity.nodeId}" is a member of a cluster already, and a cluster is founded once. Start the node as it is`,
+        `${dir} already holds Raft state (term ${held.recovered.hardState.term}, log up to index ${lastIndexOf(held.recovered)}): node "${identity.nodeId}" is a member of a cluster already, and a cluster is founded once. Start the node as it is`,
       );
     }
-    await new Promise<void>((resolve, reject) =>
-      store.persist({ hardState: foundingHardState(), entries: [], snapshot: null, localSnapshot: null, compactTo: 0, sync: true }, (err) => (err ? reject(err) : resolve())),
+    await Promise.all(
+      storage.groups.map(
+        (g) =>
+          new Promise<void>((resolve, reject) =>
+            g.store.persist({ hardState: foundingHardState(), entries: [], snapshot: null, localSnapshot: null, compactTo: 0, sync: true }, (err) => (err ? reject(err) : resolve())),
+          ),
+      ),
     );
   } finally {
-    await store.close();
+    await storage.close();
   }
 }

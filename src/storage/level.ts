@@ -8,12 +8,15 @@ import { Level as ClassicLevel } from 'level';
 import { emptySnapshot, NONE, type HardState, type Snapshot } from '../raft/types.ts';
 import {
   CorruptRecordError,
+  decodeGroups,
   decodeHardState,
   decodeIdentity,
   decodeLogState,
   decodeSnapshot,
+  encodeGroups,
   encodeIdentity,
   FORMAT_VERSION,
+  KEY_GROUPS,
   KEY_HARD_STATE,
   KEY_IDENTITY,
   KEY_LOG_STATE,
@@ -144,6 +147,31 @@ export async function checkIdentity(db: Db, dir: string, dbPath: string, want: S
     );
   }
   if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId) throw identityMismatch(dir, nodeOwner(have), want);
+}
+
+/**
+ * The number of decision groups is part of the cluster's founding: a
+ * directory founded with G groups (a record only when G > 1; none means 1)
+ * opens with G only. A directory that holds nothing yet (`fresh`: a new
+ * node, or one whose disk was wiped to rejoin) takes the config's G.
+ */
+export async function checkFoundedGroups(db: Db, dir: string, dbPath: string, want: number, fresh: () => Promise<boolean>): Promise<void> {
+  const stored = await levelGet(db, dbPath, KEY_GROUPS);
+  const have = stored === undefined ? 1 : decodeGroups(stored, dbPath);
+  if (have === want) return;
+  if (stored === undefined && (await fresh())) {
+    await db.put(KEY_GROUPS, encodeGroups(want), { sync: true });
+    return;
+  }
+  throw new StorageIdentityError(
+    `data directory ${dir} was founded with ${have} decision group${have === 1 ? '' : 's'}, but the config says ${want} ("groups"): the number of groups is fixed when a cluster is founded (docs/operations.md); set "groups": ${have} for this cluster`,
+  );
+}
+
+/** Whether LevelDB holds nothing but the identity record (a directory no Raft state was written to). */
+export async function holdsOnlyIdentity(db: Db): Promise<boolean> {
+  const keys = await db.keys({ limit: 2 }).all();
+  return keys.every((k) => k.byteLength === KEY_IDENTITY.byteLength && k[0] === KEY_IDENTITY[0]);
 }
 
 export interface Metadata {

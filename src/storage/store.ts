@@ -24,7 +24,7 @@ import { assert } from '../util/assert.ts';
 import { join } from 'node:path';
 import { NONE, REJOINING_VOTE, type Entry, type HardState } from '../raft/types.ts';
 import { CorruptRecordError, encodeHardState, encodeLogState, encodeSnapshot, KEY_HARD_STATE, KEY_LOG_STATE, KEY_SNAPSHOT, type LogState } from './codec.ts';
-import { checkIdentity, openLevel, readMetadata, writeIdentityFile, type Db, type Op } from './level.ts';
+import { checkFoundedGroups, checkIdentity, openLevel, readMetadata, writeIdentityFile, type Db, type Op } from './level.ts';
 import { MARK_FILE, MarkFile, encodeMarkSlot, newestMark } from './mark-file.ts';
 import { SegmentLog, type TruncatedTail } from './segment-log.ts';
 import { SyncWorker } from './sync-worker.ts';
@@ -190,6 +190,8 @@ export class DiskLogStore implements LogStore {
     let markFile: MarkFile | null = null;
     try {
       await checkIdentity(db, dir, dbPath, identity);
+      // A directory founded with more groups keeps them in the shared group log (src/storage/group-store.ts): refused here.
+      await checkFoundedGroups(db, dir, dbPath, 1, async () => false);
       const meta = await readMetadata(db, dbPath);
       const snapIndex = meta.snapshot.metadata.index;
       const inLevel: LogState = meta.logState ?? { highWaterIndex: snapIndex, highWaterTerm: meta.snapshot.metadata.term, firstSeq: 1, mayHoldIndex: snapIndex, markSeq: 0 };

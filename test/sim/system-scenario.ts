@@ -129,6 +129,21 @@ export interface SystemScenario extends FaultScenario {
   dbPrepare?: boolean;
   /** Decision groups (docs/architecture.md): each node hosts this many Raft groups, each transaction is decided in groupOf(id). Absent: 1. */
   groups?: number;
+  /**
+   * With groups: once quiet, the run goes on (at most SPREAD_MS_MAX) until
+   * every group's leader is its preferred node (src/node/group-host.ts,
+   * preferredLeader), and a run whose leaders do not end spread is a violation.
+   */
+  spreadCheck?: boolean;
+  /**
+   * An operator's member remove and re-add, under the schedule's faults:
+   * node `node` (modulo the node count) is removed from group 0 at
+   * `removeAtMs` and added back (a learner, then a voter once caught up) at
+   * `readdAtMs`, both after setup; every other group follows group 0 (its
+   * leader's host drives it, src/node/group-host.ts). Once quiet, every
+   * group's configuration must equal group 0's with the node a voter again.
+   */
+  memberChurn?: { node: number; removeAtMs: number; readdAtMs: number };
   mutant?: Mutant;
 }
 

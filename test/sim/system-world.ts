@@ -27,12 +27,13 @@
 import type { CoordinatorEngine, EngineConfig, OutcomeAnswer } from '../../src/commit/engine.ts';
 import { DecisionTable, type ApplyResult } from '../../src/commit/state.ts';
 import { COMMIT_NOTICE_MS_DEFAULT, type Driver } from '../../src/node/driver.ts';
-import { NodeStateMachine } from '../../src/node/machine.ts';
+import { encodeMemberContext, NodeStateMachine } from '../../src/node/machine.ts';
+import { ConfChangeType } from '../../src/raft/confchange.ts';
 import { attachProducts, nodeProducts, type NodeProducts, type ProductsOptions } from '../../src/node/products.ts';
 import type { SagaEngineIO } from '../../src/saga/engine.ts';
 import type { SagaCore } from '../../src/saga/saga-core.ts';
 import type { NodeCore, NodeCoreObserver, ParticipantLinks } from '../../src/node/core.ts';
-import { coreReplica, GroupHost, type GroupReplica } from '../../src/node/group-host.ts';
+import { coreReplica, GroupHost, preferredLeader, type GroupReplica } from '../../src/node/group-host.ts';
 import { groupOf } from '../../src/domain/group.ts';
 import type { GroupMessage, Transport } from '../../src/transport/types.ts';
 import type { ParticipantEngine } from '../../src/participant/engine.ts';
@@ -74,6 +75,10 @@ export type { SysFault } from './system-scenario.ts';
 
 export const TICK_MS = 100;
 const ELECTION_TICKS = 10;
+/** How long a healed, quiet world may take to spread its groups' leaders (a hold-off of 3 s per transfer, and a few elections). */
+const SPREAD_MS_MAX = 30_000;
+/** How long a healed, quiet world may take for every group to follow group 0's membership (one change per group every few ticks). */
+const MEMBERS_MS_MAX = 30_000;
 const CLUSTER = 'sim';
 /** Registration must finish within this, with no faults, before load starts. */
 const SETUP_MS_MAX = 10_000;
@@ -286,6 +291,8 @@ export class SystemWorld implements FaultWorld {
     const groups: SysGroup[] = [];
     const host = new GroupHost<GroupReplica>({
       groups: this.groups,
+      // Spreading only where a schedule checks it (GroupHostOptions.spread says why it is not on by default).
+      spread: this.sc.spreadCheck === true ? {} : false,
       transport: { send: (gms) => inc.alive && this.sendRaft(n.id, gms) },
       replica: (g, transport) => {
         const r = this.startReplica(n, inc, g, transport);
@@ -1008,6 +1015,22 @@ export class SystemWorld implements FaultWorld {
       this.q.at(t0 + plan.atMs, () => c.start());
     }
     this.ext?.start(t0);
+    const churn = this.sc.memberChurn;
+    if (churn !== undefined) {
+      const id = this.nodes[churn.node % this.nodes.length].id;
+      // The add starts once the removal is applied in group 0 and every group has followed it (an operator
+      // waits for `member remove` to answer, and for `verdict status` to show no group behind).
+      const readd = (): void => this.operatorMember('add', id, t0, () => {});
+      const followed = (): void => {
+        if (this.q.now > t0 + this.sc.healAtMs + this.sc.livenessMs / 2) return;
+        const behind = Array.from({ length: this.groups }, (_, g) => this.groupLeader(g)?.rep.core.driver.node.raft.confState()).some(
+          (cs) => cs === undefined || cs.voters.includes(id) || cs.learners.includes(id),
+        );
+        if (behind) return void this.q.after(200, followed);
+        this.q.at(Math.max(this.q.now, t0 + churn.readdAtMs), readd);
+      };
+      this.q.at(t0 + churn.removeAtMs, () => this.operatorMember('remove', id, t0, followed));
+    }
     this.q.runUntil(t0 + this.sc.healAtMs);
     this.heal();
     // AC4: once healed, the world must become quiet within livenessMs.
@@ -1031,6 +1054,76 @@ export class SystemWorld implements FaultWorld {
     });
     const tcc = this.parts.flatMap((p) => (p.tcc !== undefined ? [{ id: p.id, tcc: p.tcc }] : []));
     if (tcc.length > 0) checkTcc(this.checker, tcc, t0 + this.sc.healAtMs);
+    if (this.sc.spreadCheck === true && this.groups > 1) this.checkSpread();
+    if (this.sc.memberChurn !== undefined) this.checkMembersFollow();
+  }
+
+  /**
+   * The operator's `verdict member remove/add` against group 0's leader, as
+   * the membership service does it: one change at a time, retried every
+   * 200 ms through leader changes; an add is a learner first, promoted once
+   * it holds what is committed. Gives up at the heal plus half the liveness
+   * bound (the final check then says what is missing).
+   */
+  private operatorMember(kind: 'remove' | 'add', id: string, t0: number, done: () => void): void {
+    const giveUpAt = t0 + this.sc.healAtMs + this.sc.livenessMs / 2;
+    const attempt = (): void => {
+      if (this.q.now > giveUpAt) return;
+      const l = this.groupLeader(0);
+      if (l === null) return void this.q.after(200, attempt);
+      const d = l.rep.core.driver;
+      const cs = d.node.raft.confState();
+      const members = new Set([...cs.voters, ...cs.learners]);
+      const propose = (type: ConfChangeType): void => {
+        const after = new Set(members);
+        if (type === ConfChangeType.Remove) after.delete(id);
+        else after.add(id);
+        d.proposeConfChange({ type, nodeId: id, context: encodeMemberContext(new Map([...after].map((m) => [m, m]))) }, () => {});
+      };
+      if (kind === 'remove') {
+        if (!members.has(id)) return done();
+        propose(ConfChangeType.Remove);
+      } else if (cs.voters.includes(id)) return done();
+      else if (!cs.learners.includes(id)) propose(ConfChangeType.AddLearner);
+      else if ((d.node.raft.progress.get(id)?.match ?? 0) >= d.node.raft.log.committed) propose(ConfChangeType.AddVoter);
+      this.q.after(200, attempt);
+    };
+    attempt();
+  }
+
+  /** Membership across groups: once quiet, every group's configuration comes to equal group 0's, the churned node a voter again. */
+  private checkMembersFollow(): void {
+    const churned = this.nodes[(this.sc.memberChurn?.node ?? 0) % this.nodes.length].id;
+    const configOf = (g: number): string | null => {
+      const cs = this.groupLeader(g)?.rep.core.driver.node.raft.confState();
+      return cs === undefined ? null : `voters ${[...cs.voters].sort().join(',')} learners ${[...cs.learners].sort().join(',') || '-'}`;
+    };
+    const differ = (): string[] => {
+      const zero = configOf(0);
+      const out: string[] = [];
+      if (zero === null || !this.groupLeader(0)?.rep.core.driver.node.raft.confState().voters.includes(churned)) out.push(`group 0 (${zero ?? 'no leader'}) does not have ${churned} back as a voter`);
+      for (let g = 1; g < this.groups; g++) if (configOf(g) !== zero) out.push(`group ${g} has ${configOf(g) ?? 'no leader'}, group 0 ${zero ?? 'no leader'}`);
+      return out;
+    };
+    this.q.runUntil(this.q.now + MEMBERS_MS_MAX, () => differ().length === 0);
+    const left = differ();
+    if (left.length > 0) this.checker.violation(`membership: ${MEMBERS_MS_MAX} ms after the world became quiet, ${left.join('; ')}`);
+  }
+
+  /** Leaders spread: after the heal every group's leader ends on its preferred node (the hosts transfer it there). */
+  private checkSpread(): void {
+    const misplaced = (): string[] => {
+      const out: string[] = [];
+      for (let g = 0; g < this.groups; g++) {
+        const l = this.groupLeader(g);
+        const want = l === null ? null : preferredLeader(g, l.rep.core.driver.node.raft.confState().voters);
+        if (l === null || l.n.id !== want) out.push(`group ${g} led by ${l?.n.id ?? 'nobody'}, prefers ${want ?? '?'}`);
+      }
+      return out;
+    };
+    this.q.runUntil(this.q.now + SPREAD_MS_MAX, () => misplaced().length === 0);
+    const left = misplaced();
+    if (left.length > 0) this.checker.violation(`leaders spread: ${SPREAD_MS_MAX} ms after the world became quiet, ${left.join('; ')}`);
   }
 
   /** null when nothing is in doubt, every decision is acknowledged and forgotten and every client answered; else what is pending. */

@@ -6,8 +6,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { NodeCore } from '../../src/node/core.ts';
-import { coreReplica, GroupHost, type GroupReplica } from '../../src/node/group-host.ts';
-import { encodePut, NodeStateMachine } from '../../src/node/machine.ts';
+import { coreReplica, GroupHost, preferredLeader, type GroupReplica, type LeaderView } from '../../src/node/group-host.ts';
+import { encodeMemberContext, encodePut, NodeStateMachine } from '../../src/node/machine.ts';
+import { ConfChangeType } from '../../src/raft/confchange.ts';
 import { groupOf } from '../../src/domain/group.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
@@ -98,70 +99,8 @@ describe('the group host', () => {
   });
 
   it('three hosts of real node cores: each of four groups elects a leader and applies only its own entries', () => {
-    const q = new EventQueue();
-    const rng = new Rng(46);
-    const ids = ['n1', 'n2', 'n3'];
     const G = 4;
-    const hosts = new Map<string, GroupHost<ReturnType<typeof coreReplica>>>();
-    const machines = new Map<string, NodeStateMachine[]>();
-    for (const id of ids) {
-      const ms: NodeStateMachine[] = [];
-      machines.set(id, ms);
-      const host = new GroupHost({
-        groups: G,
-        transport: {
-          // One delivery per batch per peer: the messages of every group share it.
-          send: (gms) => {
-            for (const to of new Set(gms.map((gm) => gm.message.to))) {
-              const batch = gms.filter((gm) => gm.message.to === to);
-              q.after(1, () => hosts.get(to)?.receive(batch));
-            }
-          },
-        },
-        replica: (_g, transport) => {
-          const disk = new SimDisk(q, new Rng(rng.u32()));
-          disk.found();
-          const sm = new NodeStateMachine();
-          ms.push(sm);
-          const node = RawNode.restart({ id, random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 }, disk.recover(), { voters: ids, learners: [], votersOutgoing: [] });
-          return coreReplica(
-            new NodeCore({
-              id,
-              node,
-              machine: sm,
-              io: {
-                nowMs: () => q.now,
-                random: () => 0.5,
-                endOfTurn: (fn) => q.after(0, fn),
-                after: (ms2, fn) => {
-                  q.after(ms2, fn);
-                  return () => {};
-                },
-                store: disk,
-                transport,
-                links: { sendPrepare: () => {}, sendDecision: () => {}, sendStatus: () => {} },
-              },
-              seedPeers: new Map(ids.map((x) => [x, x])),
-              selfAddress: id,
-              driver: { snapshotEntries: 1_000_000, snapshotKeepEntries: 2, waitersMax: 100 },
-              engine: {},
-              proposeTimeoutMs: 3_000,
-              observe: {
-                onFatal: (err) => {
-                  throw err;
-                },
-              },
-            }),
-          );
-        },
-      });
-      hosts.set(id, host);
-      const tick = (): void => {
-        host.tick();
-        q.after(100, tick);
-      };
-      q.after(rng.int(100), tick);
-    }
+    const { q, hosts, machines, ids } = coreCluster(G, false);
     const leaderOf = (g: number) => [...hosts.values()].map((h) => h.replica(g).core).find((c) => c.driver.isLeader());
     q.runUntil(10_000, () => Array.from({ length: G }, (_, g) => leaderOf(g)).every((c) => c !== undefined));
     const answered: number[] = [];
@@ -180,3 +119,236 @@ describe('the group host', () => {
     }
   });
 });
+
+describe('leaders spread: group g prefers node g mod N of the sorted voters', () => {
+  /** A replica that leads (or not) with a view the test sets, recording the transfers the host asks for. */
+  class Leading extends Stub {
+    view: LeaderView | null = null;
+    inFlight = false;
+    readonly transfers: string[] = [];
+    busy(): boolean {
+      return this.inFlight;
+    }
+    leaderView(): LeaderView | null {
+      return this.view;
+    }
+    transferLeadership(to: string): void {
+      this.transfers.push(to);
+    }
+  }
+  const hold = 5;
+  function leadingHost(groups: number) {
+    const host = new GroupHost<Leading>({ groups, replica: (_g, t) => new Leading(t), transport: { send: () => {} }, spread: { holdOffTicks: hold, lagEntriesMax: 4, heardWithinTicks: 3 } });
+    const heard = (from: string) => host.receive([{ group: 0, message: message({ type: MT.HeartbeatResp, from, to: 'n1', term: 1 }) }]);
+    return { host, heard };
+  }
+  const view = (lastIndex: number, match: Record<string, number>): LeaderView => ({ self: 'n1', voters: ['n3', 'n1', 'n2'], lastIndex, match: new Map(Object.entries(match)) });
+
+  it('preferredLeader: g mod N of the voters sorted, whatever order they come in', () => {
+    expect([0, 1, 2, 3, 4].map((g) => preferredLeader(g, ['n3', 'n1', 'n2']))).toEqual(['n1', 'n2', 'n3', 'n1', 'n2']);
+    expect(preferredLeader(0, [])).toBeNull();
+  });
+
+  it('a leader hands its group to the preferred node once that node has been caught up and heard from for the hold-off, and not before', () => {
+    const { host, heard } = leadingHost(4);
+    const g1 = host.replica(1);
+    g1.view = view(100, { n2: 99, n3: 100 });
+    for (let t = 1; t < hold; t++) {
+      heard('n2');
+      host.tick();
+    }
+    expect(g1.transfers).toEqual([]);
+    heard('n2');
+    host.tick();
+    expect(g1.transfers).toEqual(['n2']);
+    // Group 0 prefers n1, which leads it: nothing to do. Groups that do not lead here are left alone.
+    host.replica(0).view = view(100, { n2: 100, n3: 100 });
+    for (let t = 0; t < 3 * hold; t++) {
+      heard('n2');
+      heard('n3');
+      host.tick();
+    }
+    expect(host.replica(0).transfers).toEqual([]);
+    expect(host.replica(2).transfers).toEqual([]);
+  });
+
+  it('a node that lags, or has not been heard from (its old match index stays), gets nothing; once back and caught up it does, after a full hold-off', () => {
+    const { host, heard } = leadingHost(4);
+    const g2 = host.replica(2);
+    g2.view = view(100, { n2: 100, n3: 100 });
+    // n3 silent (down): its match index says caught up, but it is not heard from.
+    for (let t = 0; t < 3 * hold; t++) host.tick();
+    expect(g2.transfers).toEqual([]);
+    // Back, but behind by more than lagEntriesMax: still nothing.
+    g2.view = view(100, { n2: 100, n3: 90 });
+    for (let t = 0; t < 3 * hold; t++) {
+      heard('n3');
+      host.tick();
+    }
+    expect(g2.transfers).toEqual([]);
+    // Caught up: one hold-off later it gets its group; a lapse in between starts the hold-off again.
+    g2.view = view(100, { n2: 100, n3: 97 });
+    for (let t = 0; t < hold - 1; t++) {
+      heard('n3');
+      host.tick();
+    }
+    g2.view = view(100, { n2: 100, n3: 50 });
+    heard('n3');
+    host.tick();
+    g2.view = view(100, { n2: 100, n3: 100 });
+    for (let t = 0; t < hold - 1; t++) {
+      heard('n3');
+      host.tick();
+    }
+    expect(g2.transfers).toEqual([]);
+    heard('n3');
+    host.tick();
+    expect(g2.transfers).toEqual(['n3']);
+  });
+
+  it('the hand-over waits for a tick with no transaction in flight (a new leader would abort its prepares, R2)', () => {
+    const { host, heard } = leadingHost(4);
+    const g1 = host.replica(1);
+    g1.view = view(100, { n2: 100, n3: 100 });
+    g1.inFlight = true;
+    for (let t = 0; t < 3 * hold; t++) {
+      heard('n2');
+      host.tick();
+    }
+    expect(g1.transfers).toEqual([]);
+    g1.inFlight = false;
+    heard('n2');
+    host.tick();
+    expect(g1.transfers).toEqual(['n2']);
+  });
+
+  it('one group is never spread: its leader stays where Raft elected it, as before groups', () => {
+    const { host, heard } = leadingHost(1);
+    host.replica(0).view = { self: 'n2', voters: ['n1', 'n2', 'n3'], lastIndex: 5, match: new Map([['n1', 5]]) };
+    for (let t = 0; t < 10 * hold; t++) {
+      heard('n1');
+      host.tick();
+    }
+    expect(host.replica(0).transfers).toEqual([]);
+  });
+
+  it('three hosts of real node cores, four groups: the leaders end on n1, n2, n3, n1; after n2 is cut off and returns, it leads group 1 again', () => {
+    const G = 4;
+    const { q, ids, cut, leaderOf } = coreCluster(G, true);
+    const leaders = () => Array.from({ length: G }, (_, g) => leaderOf(g)?.driver.node.raft.id ?? null);
+    const spread = Array.from({ length: G }, (_, g) => ids[g % ids.length]);
+    q.runUntil(60_000, () => leaders().every((l, g) => l === spread[g]));
+    expect(leaders()).toEqual(spread);
+    // n2 goes away: group 1 elects another leader among n1 and n3, and none is handed to the absent n2.
+    cut.add('n2');
+    q.runUntil(q.now + 30_000, () => leaders()[1] !== null);
+    q.runUntil(q.now + 10_000);
+    expect(leaders()[1]).not.toBe('n2');
+    expect(leaders()[1]).not.toBeNull();
+    // n2 returns: once caught up and heard from for the hold-off, group 1 is handed back to it.
+    cut.delete('n2');
+    q.runUntil(q.now + 60_000, () => leaders().every((l, g) => l === spread[g]));
+    expect(leaders()).toEqual(spread);
+  });
+});
+
+describe("membership across groups: every group follows the operator's change to group 0", () => {
+  it('three hosts of real node cores, four groups: n3 removed from group 0 leaves every group; added back, it is a voter of every group again', () => {
+    const G = 4;
+    const { q, ids, leaderOf } = coreCluster(G, false);
+    const configs = () =>
+      Array.from({ length: G }, (_, g) => {
+        const cs = leaderOf(g)?.driver.node.raft.confState();
+        return cs === undefined ? null : `${[...cs.voters].sort().join(',')}|${[...cs.learners].sort().join(',')}`;
+      });
+    const operator = (type: ConfChangeType, id: string, members: string[]) => {
+      const d = leaderOf(0)?.driver;
+      expect(d, 'group 0 has a leader').toBeDefined();
+      let err: Error | null | undefined;
+      d?.proposeConfChange({ type, nodeId: id, context: encodeMemberContext(new Map(members.map((m) => [m, m]))) }, (e) => (err = e));
+      q.runUntil(q.now + 10_000, () => err !== undefined);
+      expect(err).toBeNull();
+    };
+    q.runUntil(20_000, () => configs().every((c) => c === 'n1,n2,n3|'));
+    expect(configs()).toEqual(Array(G).fill('n1,n2,n3|'));
+    operator(ConfChangeType.Remove, 'n3', ['n1', 'n2']);
+    q.runUntil(q.now + 60_000, () => configs().every((c) => c === 'n1,n2|'));
+    expect(configs()).toEqual(Array(G).fill('n1,n2|'));
+    // Back: a learner first, then a voter, in group 0; every group follows, learner then voter.
+    operator(ConfChangeType.AddLearner, 'n3', ids);
+    operator(ConfChangeType.AddVoter, 'n3', ids);
+    q.runUntil(q.now + 60_000, () => configs().every((c) => c === 'n1,n2,n3|'));
+    expect(configs()).toEqual(Array(G).fill('n1,n2,n3|'));
+  });
+});
+
+/** Three hosts of real node cores on an event queue; `cut` holds the nodes whose traffic is dropped (a partition). */
+function coreCluster(G: number, spread: boolean) {
+  const q = new EventQueue();
+  const rng = new Rng(46);
+  const ids = ['n1', 'n2', 'n3'];
+  const cut = new Set<string>();
+  const hosts = new Map<string, GroupHost<ReturnType<typeof coreReplica>>>();
+  const machines = new Map<string, NodeStateMachine[]>();
+  for (const id of ids) {
+    const ms: NodeStateMachine[] = [];
+    machines.set(id, ms);
+    const host = new GroupHost({
+      groups: G,
+      spread: spread ? {} : false,
+      transport: {
+        // One delivery per batch per peer: the messages of every group share it.
+        send: (gms) => {
+          for (const to of new Set(gms.map((gm) => gm.message.to))) {
+            const batch = gms.filter((gm) => gm.message.to === to);
+            if (!cut.has(id) && !cut.has(to)) q.after(1, () => !cut.has(id) && !cut.has(to) && hosts.get(to)?.receive(batch));
+          }
+        },
+      },
+      replica: (_g, transport) => {
+        const disk = new SimDisk(q, new Rng(rng.u32()));
+        disk.found();
+        const sm = new NodeStateMachine();
+        ms.push(sm);
+        const node = RawNode.restart({ id, random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 }, disk.recover(), { voters: ids, learners: [], votersOutgoing: [] });
+        return coreReplica(
+          new NodeCore({
+            id,
+            node,
+            machine: sm,
+            io: {
+              nowMs: () => q.now,
+              random: () => 0.5,
+              endOfTurn: (fn) => q.after(0, fn),
+              after: (ms2, fn) => {
+                q.after(ms2, fn);
+                return () => {};
+              },
+              store: disk,
+              transport,
+              links: { sendPrepare: () => {}, sendDecision: () => {}, sendStatus: () => {} },
+            },
+            seedPeers: new Map(ids.map((x) => [x, x])),
+            selfAddress: id,
+            driver: { snapshotEntries: 1_000_000, snapshotKeepEntries: 2, waitersMax: 100 },
+            engine: {},
+            proposeTimeoutMs: 3_000,
+            observe: {
+              onFatal: (err) => {
+                throw err;
+              },
+            },
+          }),
+        );
+      },
+    });
+    hosts.set(id, host);
+    const tick = (): void => {
+      host.tick();
+      q.after(100, tick);
+    };
+    q.after(rng.int(100), tick);
+  }
+  const leaderOf = (g: number) => [...hosts.values()].map((h) => h.replica(g).core).find((c) => c.driver.isLeader() && !cut.has(c.driver.node.raft.id));
+  return { q, hosts, machines, ids, cut, leaderOf };
+}
