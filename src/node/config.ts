@@ -12,6 +12,7 @@ import { checkAddresses } from './config-addresses.ts';
 import { defaultEngineConfig } from '../commit/engine-types.ts';
 import { describeSource, envName, mergeOverrides, OverrideError, type Source } from './config-sources.ts';
 import { ID } from '../domain/id.ts';
+import { GROUPS_MAX } from '../domain/group.ts';
 import { HISTORY_BYTES_MAX_DEFAULT, HISTORY_RETENTION_MS_DEFAULT } from '../history/record.ts';
 
 export interface NodeConfig {
@@ -112,6 +113,8 @@ export interface NodeConfig {
   historyRetentionMs: number;
   /** The history's records keep at most this many bytes; the oldest go first. */
   historyBytesMax: number;
+  /** Decision groups this node hosts (docs/architecture.md, "Decision groups"); absent: 1. Read through clusterGroups (src/node/groups.ts). */
+  groups?: number;
 }
 
 export interface NodeTlsConfig {
@@ -213,6 +216,7 @@ const KNOWN = [
   'history',
   'historyRetentionMs',
   'historyBytesMax',
+  'groups',
 ];
 const TLS_KNOWN = ['ca', 'cert', 'key', 'adminNames'];
 const HOST_NAMES_MAX = 32;
@@ -332,6 +336,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
   // The Raft transport's own bound (64 MiB) caps a request too: the node serves both on one port.
   const requestBytesMax = int('requestBytesMax', REQUEST_BYTES_MAX_DEFAULT, 1024, 64 * 1024 * 1024);
   const inFlightMax = int('inFlightMax', 10_000, 1, 1_000_000);
+  const groups = int('groups', 1, 1, GROUPS_MAX);
   const clientInFlightMax = int('clientInFlightMax', 1_000, 1, 1_000_000);
   const streamUnreadMax = int('streamUnreadMax', ANSWER_STREAM_UNREAD_MAX, 16, 1_000_000);
   const sagaStuckAfterAttempts = int('sagaStuckAfterAttempts', 10, 1, 1_000_000);
@@ -435,5 +440,6 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     sagaRetryMinMs,
     sagaRetryMaxMs,
     sagaStuckLogIntervalMs,
+    ...(groups !== 1 ? { groups } : {}),
   };
 }

@@ -1,0 +1,115 @@
+// Decision groups on real processes (docs/architecture.md, "Decision
+// groups"): three node processes founded with four groups, one gRPC stream
+// per pair of nodes carrying every group's Raft traffic, and two memory
+// participants registered in every group over one Exchange stream per node.
+// Transactions whose ids land in every group commit and abort; each outcome
+// is answered by every node; with a node killed, every group still decides.
+
+import { afterAll, describe, expect, it } from 'vitest';
+import { VerdictClient } from '../../src/client/client.ts';
+import { groupOf } from '../../src/domain/group.ts';
+import { Cluster, useProcessCleanup, waitFor } from './harness.ts';
+import { startParticipants, type Participants } from './ops-helpers.ts';
+
+useProcessCleanup();
+
+const GROUPS = 4;
+const TXN_TIMEOUT_MS = 5_000;
+let parts: Participants | null = null;
+afterAll(async () => await parts?.stop());
+
+/** `perGroup` ids in each group, in group order: ids chosen by their placement, as a client's ids fall anywhere. */
+function idsInEveryGroup(tag: string, perGroup: number): string[][] {
+  const out: string[][] = Array.from({ length: GROUPS }, () => []);
+  for (let i = 0; out.some((l) => l.length < perGroup); i++) {
+    const id = `${tag}-${i}`;
+    const l = out[groupOf(id, GROUPS)];
+    if (l.length < perGroup) l.push(id);
+  }
+  return out;
+}
+
+describe('a cluster of four decision groups on real processes', () => {
+  it('commits and aborts in every group, answers every outcome on every node, and keeps deciding with a node killed', async () => {
+    const c = await Cluster.start({ nodes: 3, configExtra: () => ({ groups: GROUPS }) });
+    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+    const perNode = c.nodes.map((n) => new VerdictClient({ insecure: true, endpoints: [n.address], callTimeoutMs: 10_000 }));
+    try {
+      // Every group elects a leader; the status names all four.
+      const status = await waitFor('a leader in every group', 45_000, async () => {
+        const s = await client.status().catch(() => undefined);
+        return s !== undefined && s.groups.length === GROUPS && s.groups.every((g) => g.leaderId !== '') ? s : undefined;
+      });
+      expect(status.groupCount).toBe(GROUPS);
+      expect(status.groups.map((g) => g.group)).toEqual([0, 1, 2, 3]);
+
+      parts = await startParticipants(c, ['shop', 'ledger']);
+      // Registered in every group: each node lists both from group 0, and every group's commit path accepts them (below).
+      expect((await client.participants()).map((p) => p.participantId).sort()).toEqual(['ledger', 'shop']);
+
+      const ids = idsInEveryGroup(`grp-${c.clusterId}`, 3);
+      const outcomes = new Map<string, string>();
+      for (const [g, list] of ids.entries()) {
+        const [commitId, abortId, lateId] = list;
+        const ok = await (await client.begin({ txnId: commitId, timeoutMs: TXN_TIMEOUT_MS }))
+          .enlist('shop', { set: { [commitId]: '1' } })
+          .enlist('ledger', { set: { [commitId]: '1' } })
+          .commit();
+        expect(ok.outcome, `commit in group ${g}`).toBe('COMMITTED');
+        outcomes.set(commitId, 'COMMITTED');
+        const no = await (await client.begin({ txnId: abortId, timeoutMs: TXN_TIMEOUT_MS }))
+          .enlist('shop', { set: { [abortId]: '1' } })
+          .enlist('ledger', { fail: `no funds in group ${g}` })
+          .commit();
+        expect(no.outcome, `abort in group ${g}`).toBe('ABORTED');
+        expect(no.reason).toContain(`no funds in group ${g}`);
+        outcomes.set(abortId, 'ABORTED');
+        void lateId;
+      }
+
+      // Every node answers every outcome (from its own group's applied state, or by pointing at that group's leader).
+      for (const [i, pc] of perNode.entries()) {
+        for (const [id, want] of outcomes) {
+          const got = await waitFor(`node ${c.nodes[i].id} answers ${id}`, 10_000, async () => {
+            const o = await pc.outcome(id).catch(() => undefined);
+            return o !== undefined && o.outcome !== 'UNKNOWN' && o.outcome !== 'IN_PROGRESS' ? o : undefined;
+          });
+          expect(got.outcome, `${id} on ${c.nodes[i].id}`).toBe(want);
+        }
+      }
+
+      // Kill the node that leads group 0: every group (those it led elect anew) keeps deciding.
+      const s0 = await client.status();
+      const victim = c.nodes.find((n) => n.id === s0.groups[0].leaderId);
+      expect(victim).toBeDefined();
+      await victim?.kill('SIGKILL');
+      for (const [g, list] of ids.entries()) {
+        const lateId = list[2];
+        const r = await waitFor(`a commit in group ${g} with ${victim?.id} down`, 45_000, async () => {
+          try {
+            const tx = await client.begin({ txnId: lateId, timeoutMs: TXN_TIMEOUT_MS });
+            return await tx
+              .enlist('shop', { set: { [lateId]: '1' } })
+              .enlist('ledger', { set: { [lateId]: '1' } })
+              .commit();
+          } catch (err) {
+            // A retry of the same id after an unknown answer is refused with the recorded outcome (R7): that outcome is the answer.
+            const o = await client.outcome(lateId).catch(() => undefined);
+            if (o !== undefined && (o.outcome === 'COMMITTED' || o.outcome === 'ABORTED')) return o;
+            void err;
+            return undefined;
+          }
+        });
+        expect(r.outcome, `commit in group ${g} after the kill`).toBe('COMMITTED');
+      }
+      const after = await waitFor('every group led by a live node', 45_000, async () => {
+        const s = await client.status().catch(() => undefined);
+        return s !== undefined && s.groups.every((g) => g.leaderId !== '' && g.leaderId !== victim?.id) ? s : undefined;
+      });
+      expect(after.groups).toHaveLength(GROUPS);
+    } finally {
+      await client.close();
+      for (const pc of perNode) await pc.close();
+    }
+  }, 240_000);
+});
