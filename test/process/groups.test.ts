@@ -8,7 +8,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
 import { groupOf } from '../../src/domain/group.ts';
-import { Cluster, useProcessCleanup, waitFor } from './harness.ts';
+import { Cluster, runCli, useProcessCleanup, waitFor } from './harness.ts';
 import { startParticipants, type Participants } from './ops-helpers.ts';
 
 useProcessCleanup();
@@ -42,6 +42,17 @@ describe('a cluster of four decision groups on real processes', () => {
       });
       expect(status.groupCount).toBe(GROUPS);
       expect(status.groups.map((g) => g.group)).toEqual([0, 1, 2, 3]);
+      // `verdict status` lists every group, in its table and in --json.
+      const endpoints = c.nodes.map((n) => n.address).join(',');
+      const json = await runCli(['status', '--json', '--endpoints', endpoints]);
+      expect(json.code, json.stderr).toBe(0);
+      const st = JSON.parse(json.stdout) as { healthy: boolean; groups: { group: number; leaderId: string }[] };
+      expect(st.healthy).toBe(true);
+      expect(st.groups.map((g) => g.group)).toEqual([0, 1, 2, 3]);
+      expect(st.groups.every((g) => g.leaderId !== '')).toBe(true);
+      const text = await runCli(['status', '--endpoints', endpoints]);
+      expect(text.stdout).toMatch(/^GROUP\s+LEADER\s+TERM\s+COMMIT\s+APPLIED\s+IN-FLIGHT$/m);
+      for (const g of [0, 1, 2, 3]) expect(text.stdout).toMatch(new RegExp(`^${g}\\s+n\\d`, 'm'));
 
       parts = await startParticipants(c, ['shop', 'ledger']);
       // Registered in every group: each node lists both from group 0, and every group's commit path accepts them (below).
