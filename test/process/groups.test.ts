@@ -5,7 +5,9 @@
 // Transactions whose ids land in every group commit and abort; each outcome
 // is answered by every node; with a node killed, every group still decides.
 
+import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
+import { coordinatorService } from '../../src/transport/coordinator-rpc.ts';
 import { VerdictClient } from '../../src/client/client.ts';
 import { groupOf } from '../../src/domain/group.ts';
 import { Cluster, runCli, useProcessCleanup, waitFor } from './harness.ts';
@@ -17,6 +19,22 @@ const GROUPS = 4;
 const TXN_TIMEOUT_MS = 5_000;
 let parts: Participants | null = null;
 afterAll(async () => await parts?.stop());
+
+/** A raw Begin of `txnId` at `address`: the status and metadata it answers. */
+function beginAt(address: string, txnId: string): Promise<{ code: grpc.status; metadata: grpc.Metadata }> {
+  const Client = grpc.makeGenericClientConstructor(coordinatorService as unknown as grpc.ServiceDefinition, 'Coordinator');
+  const cl = new Client(address, grpc.credentials.createInsecure());
+  return new Promise((resolve) => {
+    (cl as unknown as Record<string, (r: unknown, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void) => void>).Begin(
+      { txnId, timeoutMs: 1_000 },
+      { deadline: Date.now() + 5_000 },
+      (err) => {
+        cl.close();
+        resolve(err === null ? { code: grpc.status.OK, metadata: new grpc.Metadata() } : { code: err.code, metadata: err.metadata });
+      },
+    );
+  });
+}
 
 /** `perGroup` ids in each group, in group order: ids chosen by their placement, as a client's ids fall anywhere. */
 function idsInEveryGroup(tag: string, perGroup: number): string[][] {
@@ -58,6 +76,14 @@ describe('a cluster of four decision groups on real processes', () => {
       // Registered in every group: each node lists both from group 0, and every group's commit path accepts them (below).
       expect((await client.participants()).map((p) => p.participantId).sort()).toEqual(['ledger', 'shop']);
 
+      // Where every group's log stands once the registrations settled: every node agrees on each group's commit index.
+      const settled = await waitFor('the registrations settled in every group', 20_000, async () => {
+        const all = await Promise.all(perNode.map((pc) => pc.status().catch(() => undefined)));
+        if (all.some((s) => s === undefined)) return undefined;
+        const first = all[0]?.groups.map((g) => g.commitIndex).join(',');
+        return all.every((s) => s?.groups.map((g) => g.commitIndex).join(',') === first) ? all[0] : undefined;
+      });
+
       const ids = idsInEveryGroup(`grp-${c.clusterId}`, 3);
       const outcomes = new Map<string, string>();
       for (const [g, list] of ids.entries()) {
@@ -76,6 +102,30 @@ describe('a cluster of four decision groups on real processes', () => {
         expect(no.reason).toContain(`no funds in group ${g}`);
         outcomes.set(abortId, 'ABORTED');
         void lateId;
+      }
+
+      // Each decision was logged in its own group: every group's log grew past where it stood before these transactions.
+      await waitFor('every group logged its decisions', 20_000, async () => {
+        const s = await client.status().catch(() => undefined);
+        return s?.groups.every((g, i) => g.commitIndex > settled.groups[i].commitIndex) ? true : undefined;
+      });
+      // All-or-nothing at the participants: both hold every committed write, neither an aborted one.
+      await waitFor('every decision applied at both participants', 20_000, async () => {
+        for (const p of parts?.runtimes.values() ?? []) for (const [id, want] of outcomes) if (p.resource.get(id) !== (want === 'COMMITTED' ? '1' : undefined)) return undefined;
+        return true;
+      });
+
+      // A follower of a group names that group's leader, and the group.
+      const probes = idsInEveryGroup(`probe-${c.clusterId}`, 1);
+      for (const [g, [probe]] of probes.entries()) {
+        const now = await client.status();
+        const follower = c.nodes.find((n) => n.id !== now.groups[g].leaderId);
+        const refusal = await beginAt(follower?.address ?? '', probe);
+        if (refusal.code === grpc.status.OK) continue; // leadership moved to it meanwhile
+        expect(refusal.code).toBe(grpc.status.UNAVAILABLE);
+        expect(refusal.metadata.get('verdict-group')).toEqual([String(g)]);
+        expect(refusal.metadata.get('verdict-reason')[0]).toMatch(/^(NOT_LEADER|NO_LEADER)$/);
+        if (refusal.metadata.get('verdict-reason')[0] === 'NOT_LEADER') expect(refusal.metadata.get('verdict-leader-id')).toEqual([now.groups[g].leaderId]);
       }
 
       // Every node answers every outcome (from its own group's applied state, or by pointing at that group's leader).
