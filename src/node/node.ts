@@ -317,7 +317,12 @@ async function compose(
   const zero = h.replica(0);
   const c = zero.core;
   const sagas = zero.sagas;
-  pages.show(c, link, history);
+  pages.show(
+    c,
+    link,
+    history,
+    h.replicas.map((r) => r.core),
+  );
   pages.showProducts(sagas, products.leases);
 
   const refusals = new Refusals(log);

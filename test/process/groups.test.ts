@@ -49,7 +49,7 @@ function idsInEveryGroup(tag: string, perGroup: number): string[][] {
 
 describe('a cluster of four decision groups on real processes', () => {
   it('commits and aborts in every group, answers every outcome on every node, and keeps deciding with a node killed', async () => {
-    const c = await Cluster.start({ nodes: 3, configExtra: () => ({ groups: GROUPS }) });
+    const c = await Cluster.start({ nodes: 3, metrics: true, configExtra: () => ({ groups: GROUPS }) });
     const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
     const perNode = c.nodes.map((n) => new VerdictClient({ insecure: true, endpoints: [n.address], callTimeoutMs: 10_000 }));
     try {
@@ -72,9 +72,28 @@ describe('a cluster of four decision groups on real processes', () => {
       expect(text.stdout).toMatch(/^GROUP\s+LEADER\s+TERM\s+COMMIT\s+APPLIED\s+IN-FLIGHT$/m);
       for (const g of [0, 1, 2, 3]) expect(text.stdout).toMatch(new RegExp(`^${g}\\s+n\\d`, 'm'));
 
-      parts = await startParticipants(c, ['shop', 'ledger']);
+      // The console's cluster page lists every group too.
+      const page = (await (await fetch(`http://${c.nodes[0].metricsAddress}/api/cluster`)).json()) as { groups: { group: number; leaderId: string }[] };
+      expect(page.groups.map((g) => g.group)).toEqual([0, 1, 2, 3]);
+
+      parts = await startParticipants(c, ['shop', 'ledger', 'spare']);
       // Registered in every group: each node lists both from group 0, and every group's commit path accepts them (below).
+      expect((await client.participants()).map((p) => p.participantId).sort()).toEqual(['ledger', 'shop', 'spare']);
+      // A removal is made in every group: afterwards no group's commit path takes the participant.
+      await parts.runtimes.get('spare')?.stop();
+      parts.runtimes.delete('spare');
+      expect((await client.removeParticipantWith('spare', 'groups-test', {})).removed).toBe(true);
       expect((await client.participants()).map((p) => p.participantId).sort()).toEqual(['ledger', 'shop']);
+      for (const [g, [probe]] of idsInEveryGroup(`spare-${c.clusterId}`, 1).entries()) {
+        const tx = await client.begin({ txnId: probe, timeoutMs: TXN_TIMEOUT_MS });
+        await expect(
+          tx
+            .enlist('shop', { set: { [probe]: '1' } })
+            .enlist('spare', { set: { [probe]: '1' } })
+            .commit(),
+          `group ${g}`,
+        ).rejects.toThrow(/spare is not registered/);
+      }
 
       // Where every group's log stands once the registrations settled: every node agrees on each group's commit index.
       const settled = await waitFor('the registrations settled in every group', 20_000, async () => {
@@ -128,6 +147,17 @@ describe('a cluster of four decision groups on real processes', () => {
         if (refusal.metadata.get('verdict-reason')[0] === 'NOT_LEADER') expect(refusal.metadata.get('verdict-leader-id')).toEqual([now.groups[g].leaderId]);
       }
 
+      // Leases are placed by their names: one in every group, granted to its first holder and refused to another.
+      const leases = idsInEveryGroup(`lease-${c.clusterId}`, 1).map(([name]) => name);
+      const epochs = new Map<string, number>();
+      for (const name of leases) {
+        const first = await client.connection.call('AcquireLease', { name, holder: 'relay-a', epoch: 0, ttlMs: 120_000 });
+        expect(first.granted, `lease ${name} (group ${groupOf(name, GROUPS)})`).toBe(true);
+        epochs.set(name, first.lease?.epoch ?? 0);
+        const second = await client.connection.call('AcquireLease', { name, holder: 'relay-b', epoch: 0, ttlMs: 120_000 });
+        expect(second.granted).toBe(false);
+      }
+
       // Every node answers every outcome (from its own group's applied state, or by pointing at that group's leader).
       for (const [i, pc] of perNode.entries()) {
         for (const [id, want] of outcomes) {
@@ -162,6 +192,14 @@ describe('a cluster of four decision groups on real processes', () => {
           }
         });
         expect(r.outcome, `commit in group ${g} after the kill`).toBe('COMMITTED');
+      }
+      // Each lease outlives the kill: its holder renews it at the epoch it was granted.
+      for (const name of leases) {
+        const r = await waitFor(`lease ${name} renewed after the kill`, 45_000, async () =>
+          client.connection.call('RenewLease', { name, holder: 'relay-a', epoch: epochs.get(name) ?? 0, ttlMs: 120_000 }).catch(() => undefined),
+        );
+        expect(r.granted, `lease ${name} renewed`).toBe(true);
+        expect(r.lease?.epoch).toBe(epochs.get(name));
       }
       const after = await waitFor('every group led by a live node', 45_000, async () => {
         const s = await client.status().catch(() => undefined);
