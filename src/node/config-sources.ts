@@ -56,6 +56,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   history: 'bool',
   historyRetentionMs: 'int',
   historyBytesMax: 'int',
+  groups: 'int',
   'tls.ca': 'string',
   'tls.cert': 'string',
   'tls.key': 'string',
