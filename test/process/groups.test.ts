@@ -10,7 +10,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { coordinatorService } from '../../src/transport/coordinator-rpc.ts';
 import { VerdictClient } from '../../src/client/client.ts';
 import { groupOf } from '../../src/domain/group.ts';
-import { Cluster, runCli, useProcessCleanup, waitFor } from './harness.ts';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { startStepService, type StepService } from '../../src/saga/step-service.ts';
+import { Cluster, fileTempDir, freePorts, runCli, useProcessCleanup, waitFor } from './harness.ts';
 import { startParticipants, type Participants } from './ops-helpers.ts';
 
 useProcessCleanup();
@@ -18,7 +21,11 @@ useProcessCleanup();
 const GROUPS = 4;
 const TXN_TIMEOUT_MS = 5_000;
 let parts: Participants | null = null;
-afterAll(async () => await parts?.stop());
+let steps: StepService | null = null;
+afterAll(async () => {
+  await parts?.stop();
+  await steps?.stop();
+});
 
 /** A raw Begin of `txnId` at `address`: the status and metadata it answers. */
 function beginAt(address: string, txnId: string): Promise<{ code: grpc.status; metadata: grpc.Metadata }> {
@@ -209,6 +216,62 @@ describe('a cluster of four decision groups on real processes', () => {
     } finally {
       await client.close();
       for (const pc of perNode) await pc.close();
+    }
+  }, 240_000);
+
+  it('runs sagas placed by their ids in every group: each finishes or compensates, and its status is answered', async () => {
+    const c = await Cluster.start({ nodes: 3, configExtra: () => ({ groups: GROUPS }) });
+    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+    try {
+      await waitFor('a leader in every group', 45_000, async () => {
+        const s = await client.status().catch(() => undefined);
+        return s !== undefined && s.groups.length === GROUPS && s.groups.every((g) => g.leaderId !== '') ? true : undefined;
+      });
+      const [port] = await freePorts(1);
+      steps = await startStepService({
+        clusterId: c.clusterId,
+        serviceId: 'travel',
+        listen: `127.0.0.1:${port}`,
+        endpointsOfCluster: c.nodes.map((n) => n.address),
+        dataDir: join(fileTempDir('verdict-groups-steps-'), 'travel'),
+        logger: pino({ level: 'silent' }),
+        insecure: true,
+        registerRetryMs: 200,
+        handlers: {
+          book: {
+            action: (req) => (req.input === 'full' ? { status: 'failed', reason: 'full' } : { status: 'done', output: `booked-${req.sagaId}`, effect: `book ${req.sagaId}` }),
+            compensate: (req) => ({ status: 'done', output: '', effect: `cancel ${req.sagaId}` }),
+          },
+        },
+      });
+      await steps.registered;
+      for (const [g, [finishing, compensating]] of idsInEveryGroup(`saga-${c.clusterId}`, 2).entries()) {
+        const ok = await (
+          await client.saga({
+            id: finishing,
+            steps: [
+              { service: 'travel', name: 'book' },
+              { service: 'travel', name: 'book' },
+            ],
+          })
+        ).result();
+        expect(ok.end, `saga ${finishing} in group ${g}`).toBe('finished');
+        expect(ok.status.outputs).toEqual([`booked-${finishing}`, `booked-${finishing}`]);
+        const full = await (
+          await client.saga({
+            id: compensating,
+            steps: [
+              { service: 'travel', name: 'book' },
+              { service: 'travel', name: 'book', input: 'full' },
+            ],
+          })
+        ).result();
+        expect(full.end, `saga ${compensating} in group ${g}`).toBe('compensated');
+        expect(full.status.steps).toEqual(['compensated', 'failed']);
+        expect((await client.sagas.status(finishing, 0)).state).toBe('finished');
+      }
+    } finally {
+      await client.close();
     }
   }, 240_000);
 });
