@@ -188,6 +188,16 @@ const pages = {
       ),
       el('h2', { text: 'Leader changes' }),
       table(`Leaders node ${c.nodeId} has seen, newest first`, ['at', 'term', 'leader'], changes, 'none seen yet'),
+      // A cluster of more than one decision group: each group's leader, term and indexes on this node.
+      c.groups?.length > 1 ? el('h2', { text: 'Decision groups' }) : '',
+      c.groups?.length > 1
+        ? table(
+            `Decision groups as seen from ${c.nodeId}`,
+            ['group', 'leader', 'term', 'commit', 'applied'],
+            c.groups.map((g) => [String(g.group), g.leaderId || 'election', String(g.term), String(g.commitIndex), String(g.appliedIndex)]),
+            'none',
+          )
+        : '',
     );
   },
 

@@ -6,7 +6,7 @@
 // node:http2 (src/transport/h2-unary.ts), without loading grpc-js.
 import { Code, unaryH2, type CallError } from '../transport/h2-unary.ts';
 import type { NodeStatus } from '../transport/proto.ts';
-import { decodeNodeStatus, StatusWireError } from '../transport/status-wire.ts';
+import { decodeClusterGroups, decodeNodeStatus, StatusWireError, type GroupStatusRow } from '../transport/status-wire.ts';
 import { explainConnectError } from '../transport/tls.ts';
 import { CommandError, UsageError } from './args.ts';
 import { clientTls, clientUsesTls } from './client-tls.ts';
@@ -50,6 +50,19 @@ export async function nodeStatus(address: string, timeoutMs = clientTimeoutMs())
     return decodeNodeStatus(bytes);
   } catch (err) {
     if (err instanceof StatusWireError) throw Object.assign(err, { code: Code.INTERNAL, details: `the answer is not a node status: ${err.message}` });
+    throw err;
+  }
+}
+
+const CLUSTER_STATUS_PATH = '/verdict.coordinator.Coordinator/ClusterStatus';
+
+/** The decision groups the node at `address` names in Coordinator.ClusterStatus (each group's leader, term and indexes); rejects with a CallError. */
+export async function clusterGroupsAt(address: string, timeoutMs = clientTimeoutMs()): Promise<{ groupCount: number; groups: GroupStatusRow[] }> {
+  const bytes = await unaryH2(address, CLUSTER_STATUS_PATH, STATUS_REQUEST, clientTls(), timeoutMs);
+  try {
+    return decodeClusterGroups(bytes);
+  } catch (err) {
+    if (err instanceof StatusWireError) throw Object.assign(err, { code: Code.INTERNAL, details: `the answer is not a cluster status: ${err.message}` });
     throw err;
   }
 }

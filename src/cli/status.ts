@@ -8,7 +8,8 @@ import { printable } from './terminal-text.ts';
 import type { CallError } from '../transport/h2-unary.ts';
 import type { NodeStatus } from '../transport/proto.ts';
 import { bool, flag, UsageError } from './args.ts';
-import { clientTimeoutMs, nodeStatus, unreachableMessage, unreachableReason } from './reach.ts';
+import { clientTimeoutMs, clusterGroupsAt, nodeStatus, unreachableMessage, unreachableReason } from './reach.ts';
+import type { GroupStatusRow } from '../transport/status-wire.ts';
 
 const DEFAULT_ENDPOINTS = ['127.0.0.1:7001', '127.0.0.1:7002', '127.0.0.1:7003'];
 
@@ -24,7 +25,10 @@ export function endpoints(args: string[]): string[] {
 }
 
 export interface ClusterStatus {
+  /** Group 0's leader (the only group of a cluster of one group). */
   leader: string | null;
+  /** Every decision group (docs/architecture.md, "Decision groups"), as the first node to answer names them; absent when none answered. */
+  groups?: GroupStatusRow[];
   /** Addresses named by the nodes but not asked, past STATUS_ADDRESSES_MAX; absent when none. */
   skippedAddresses?: number;
   nodes: {
@@ -113,7 +117,10 @@ export async function clusterStatus(addrs: string[], timeoutMs = clientTimeoutMs
       results.set(addr, err as Error);
     }
   };
+  // Each group's leader and indexes, from whichever address given answers first (beside the status calls, within the same timeout).
+  const groupsAsked = Promise.any(addrs.slice(0, PEERS_FOLLOWED_MAX).map((a) => clusterGroupsAt(a, timeoutMs))).catch(() => null);
   await Promise.all(addrs.map((a) => ask(a, null)));
+  const named = await groupsAsked;
   // One row per node: an address given by hand (localhost:7001) and the one
   // the members report (127.0.0.1:7001) can reach the same node; keep the
   // answer from the node's own address.
@@ -141,7 +148,8 @@ export async function clusterStatus(addrs: string[], timeoutMs = clientTimeoutMs
     nodes.push(nodeRow(address, r));
   }
   nodes.sort((a, b) => (a.id ?? a.address).localeCompare(b.id ?? b.address));
-  return skipped > 0 ? { leader, nodes, skippedAddresses: skipped } : { leader, nodes };
+  const groups = named !== null && named.groups.length > 0 ? { groups: named.groups } : {};
+  return skipped > 0 ? { leader, ...groups, nodes, skippedAddresses: skipped } : { leader, ...groups, nodes };
 }
 
 export async function statusCommand(args: string[]): Promise<void> {
@@ -180,6 +188,8 @@ export async function statusCommand(args: string[]): Promise<void> {
           .join('  ')
           .trimEnd() + '\n',
       );
+    // A cluster of more than one decision group: each group's leader and indexes.
+    if ((st.groups?.length ?? 0) > 1) process.stdout.write(groupTable(st.groups ?? []));
   }
   if (st.skippedAddresses !== undefined) process.stderr.write(`verdict: the nodes named more addresses than a cluster has; asked ${STATUS_ADDRESSES_MAX}, ${st.skippedAddresses} not asked\n`);
   if (!st.nodes.some((n) => n.reachable)) {
@@ -192,10 +202,28 @@ export async function statusCommand(args: string[]): Promise<void> {
   }
 }
 
+/** The decision groups as a table: GROUP LEADER TERM COMMIT APPLIED IN-FLIGHT. */
+export function groupTable(groups: readonly GroupStatusRow[]): string {
+  const rows = [['GROUP', 'LEADER', 'TERM', 'COMMIT', 'APPLIED', 'IN-FLIGHT']];
+  for (const g of groups) rows.push([String(g.group), printable(g.leaderId || 'none'), String(g.term), String(g.commitIndex), String(g.appliedIndex), String(g.inFlight)]);
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return `\n${rows
+    .map(
+      (r) =>
+        `${r
+          .map((c, i) => c.padEnd(widths[i]))
+          .join('  ')
+          .trimEnd()}\n`,
+    )
+    .join('')}`;
+}
+
 /** Why the cluster cannot take writes as this status sees it, or null when a leader is named and a majority of the nodes answer. */
-export function healthProblem(st: { leader: string | null; nodes: { reachable: boolean }[] }): string | null {
+export function healthProblem(st: { leader: string | null; groups?: readonly GroupStatusRow[]; nodes: { reachable: boolean }[] }): string | null {
   const answering = st.nodes.filter((n) => n.reachable).length;
   if (answering * 2 <= st.nodes.length) return `a majority of the nodes is unreachable (${answering} of ${st.nodes.length} answer)`;
   if (st.leader === null) return `no leader (${answering} of ${st.nodes.length} nodes answer, none is leader)`;
+  const leaderless = (st.groups ?? []).filter((g) => g.leaderId === '').map((g) => g.group);
+  if (leaderless.length > 0) return `no leader in decision group${leaderless.length === 1 ? '' : 's'} ${leaderless.join(', ')}`;
   return null;
 }

@@ -38,6 +38,15 @@ import type { HistoryQuery, HistoryStore } from '../history/store.ts';
 import { HistoryQueryError, parseHistorySearch } from '../history/query.ts';
 import { sagaKey } from '../history/record.ts';
 
+/** One decision group on the cluster page: who leads it, its term and indexes on this node. */
+export interface ConsoleGroup {
+  group: number;
+  leaderId: string;
+  term: number;
+  commitIndex: number;
+  appliedIndex: number;
+}
+
 /** What the console reads of the node's config (src/node/config.ts NodeConfig has it). */
 export interface ConsoleConfig {
   clusterId: string;
@@ -68,6 +77,8 @@ export interface ConsoleNodeState {
   table: DecisionTable;
   /** The members as the node knows them (src/node/membership.ts). */
   members: { peers(): ReadonlyMap<string, string> };
+  /** Every decision group as this node sees it (docs/architecture.md, "Decision groups"); absent: one group. */
+  groups?: () => ConsoleGroup[];
   /** How long a leader transfer is waited for. */
   transferWaitMs: number;
   /**
@@ -259,6 +270,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       leader: await leaderRef(leaderId),
       participants: table.participants.size,
       actions: allowed,
+      groups: ready().groups?.() ?? [],
       nowMs: Date.now(),
     };
   }

@@ -7,7 +7,8 @@
 import type { TxnTraces } from './txn-traces.ts';
 import * as grpc from '@grpc/grpc-js';
 import type { Access } from '../transport/auth.ts';
-import { coordinatorService } from '../transport/coordinator-rpc.ts';
+import { coordinatorService, type CoordinatorHandlers } from '../transport/coordinator-rpc.ts';
+import { routeCoordinator, routeSagas } from './group-routing.ts';
 import { raftNodeService } from '../transport/proto.ts';
 import { sagasService } from '../transport/saga-rpc.ts';
 import { gatedService, type ServiceGate } from '../transport/starting-gate.ts';
@@ -63,13 +64,27 @@ export interface NodeServicesOptions {
   /** Each transaction's trace context (./txn-traces.ts); absent: calls are not traced. */
   traces?: TxnTraces;
   observeCommit: (seconds: number, answer: CommitAnswer) => void;
+  /**
+   * The replicas of decision groups 1.. (docs/architecture.md, "Decision
+   * groups"); group 0's are `core`, `sagas`, `leases`, `traces` and
+   * `refusal`. Absent or empty: a cluster of one group, served as ever.
+   */
+  otherGroups?: readonly GroupServices[];
+}
+
+/** What the services need of one decision group's replica. */
+export interface GroupServices {
+  core: NodeCore;
+  sagas: SagaService;
+  leases: LeaseTable;
+  traces?: TxnTraces;
+  refusal: () => grpc.ServiceError | null;
 }
 
 /** Opens the gates onto the services; endAll() ends the clients' open Commit and Put streams (at shutdown). */
 export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
   const { cfg, address, access, refusals } = o;
   const d = o.core.driver as Driver<unknown>;
-  const engine = o.core.engine;
   const machine = o.core.machine;
   const members = o.core.membership;
   const edge: EdgeOptions = {
@@ -93,31 +108,37 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
   });
   const raftNode = guardService(raftNodeService, { ...raftNodeChecked, PutStream: putStreams.handler }, edge);
   o.gates.raftNode.open(raftNode.implementation);
-  const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, engine, cfg.inFlightMax);
-  const coordinator = withClientLimits(
-    {
-      ...coordinatorApi({
-        cfg,
-        members,
-        driver: d,
-        core: o.core,
-        engine,
-        table: machine.table,
-        address,
-        access,
-        metrics: { observeCommit: o.observeCommit },
-        refusal: o.refusal,
-        connection: o.connection,
-        traces: o.traces,
-      }),
-      ...leaseApi({ members, core: o.core, leases: o.leases, nowMs: () => Date.now() }),
-    },
-    {
-      quota,
-      refusals,
-      nowMs: () => Date.now(),
-    },
-  );
+  // Each group's handlers are a node of one group's; with more groups, ./group-routing.ts puts them behind one door.
+  const groupCoordinator = (g: GroupServices): CoordinatorHandlers => {
+    const quota = new ClientQuota({ clientInFlightMax: cfg.clientInFlightMax }, g.core.engine, cfg.inFlightMax);
+    const groupMembers = g.core.membership;
+    return withClientLimits(
+      {
+        ...coordinatorApi({
+          cfg,
+          members: groupMembers,
+          driver: g.core.driver as Driver<unknown>,
+          core: g.core,
+          engine: g.core.engine,
+          table: g.core.machine.table,
+          address,
+          access,
+          metrics: { observeCommit: o.observeCommit },
+          refusal: g.refusal,
+          connection: o.connection,
+          traces: g.traces,
+        }),
+        ...leaseApi({ members: groupMembers, core: g.core, leases: g.leases, nowMs: () => Date.now() }),
+      },
+      {
+        quota,
+        refusals,
+        nowMs: () => Date.now(),
+      },
+    );
+  };
+  const groups: GroupServices[] = [{ core: o.core, sagas: o.sagas, leases: o.leases, traces: o.traces, refusal: o.refusal }, ...(o.otherGroups ?? [])];
+  const coordinator = groups.length === 1 ? groupCoordinator(groups[0]) : routeCoordinator(groups.map(groupCoordinator), (g, id) => groups[g].core.machine.table.participants.has(id));
   // CommitStream runs every streamed Commit through the unary Commit handler.
   const commitStreams = commitStreamHandler(coordinator.Commit, {
     unreadMax: cfg.streamUnreadMax,
@@ -125,7 +146,7 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
   });
   const coordinatorEdge = guardService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler }, edge);
   o.gates.coordinator.open(coordinatorEdge.implementation);
-  const sagasEdge = guardService(sagasService, o.sagas.handlers, edge);
+  const sagasEdge = guardService(sagasService, groups.length === 1 ? o.sagas.handlers : routeSagas(groups.map((g) => g.sagas.handlers)), edge);
   o.gates.sagas.open(sagasEdge.implementation);
   return {
     endAll: () => {

@@ -32,8 +32,15 @@ import { Rng } from '../raft/rng.ts';
 import { emptyConfState, MessageType } from '../raft/types.ts';
 import { nextTurn } from '../util/sleep.ts';
 import { checkDataDir, DataDirError, explainOpenError } from '../storage/data-dir.ts';
-import { DiskLogStore, type OpenReport } from '../storage/store.ts';
+import type { OpenReport } from '../storage/store.ts';
 import type { LogStore, PersistBatch, RecoveredState } from '../storage/types.ts';
+import type { GroupMessage, Transport } from '../transport/types.ts';
+import { LeaderHistory } from '../console/timeline.ts';
+import { clusterGroups } from './groups.ts';
+import { openGroupStorage, type GroupLog } from './group-storage.ts';
+import { coreReplica, GroupHost, type GroupReplica } from './group-host.ts';
+import type { SagaService } from './saga-service.ts';
+import type { LeaseTable } from '../lease/state.ts';
 import { Access, OPEN_POLICY } from '../transport/auth.ts';
 import { coordinatorPackageDefinition } from '../transport/coordinator-rpc.ts';
 import { GrpcTransport, SERVER_OPTIONS } from '../transport/grpc.ts';
@@ -70,6 +77,9 @@ import { faultPointFromEnv } from './fault-point.ts';
 import type { EngineIO } from '../commit/engine.ts';
 
 export { StartupError } from './startup-error.ts';
+
+/** One decision group's replica in this process: its node core, with the saga engine, lease table, traces and handover beside it. */
+type Replica = GroupReplica & { core: NodeCore; sagas: SagaService; leases: LeaseTable; traces: TxnTraces; handover: Handover };
 
 const WAITERS_MAX = 16_384;
 /** Calls still open after this long at shutdown (a health Watch, say) are cut. */
@@ -154,29 +164,39 @@ async function compose(
 
   const pages = await OperatorPages.serve(cfg, tls, access, log);
   open.add(() => pages.close());
-  const { store, recovered } = await openLog(cfg, address, log);
-  open.add(() => store.close());
+  // Decision groups (docs/architecture.md, "Decision groups"): one replica of each, group 0 in today's place and layout.
+  const groupCount = clusterGroups(cfg);
+  const logs = await openLogs(cfg, groupCount, address, log);
+  for (const l of logs) open.add(() => l.store.close());
 
-  // The product tables (sagas) beside the decision table: ./products.ts.
-  const products = nodeProducts(sagaTableFromEnv());
-  const machine = new HistoriedMachine(products.tables);
+  // The product tables (sagas, leases) beside each group's decision table: ./products.ts.
+  const states = logs.map(() => {
+    const products = nodeProducts(sagaTableFromEnv());
+    const machine = new HistoriedMachine(products.tables);
+    machine.sagas = products.sagas;
+    return { products, machine };
+  });
+  const { products, machine } = states[0];
   // The transaction history (src/history/), in its own LevelDB beside the log: open before the core restores its snapshot.
   machine.shiftMs = historyShiftMs();
   const history = await openHistory(cfg, machine, log);
   if (history !== null) open.add(() => history.close());
   machine.history = history;
-  machine.sagas = products.sagas;
-  const rawNode = restartRaft(cfg, recovered);
-  if (rawNode.raft.rejoining) {
-    log.warn(
-      { dataDir: cfg.dataDir },
-      'rejoining: this data directory holds no Raft state of this node (new, emptied or replaced); it will not vote or campaign until a leader has caught it up. A new cluster is founded with `verdict cluster init` instead (docs/storage.md)',
-    );
-  }
-  // The transport delivers to the core, which is built on the transport: until then nothing reaches it.
-  let core: NodeCore | null = null;
-  const transport = raftTransport(cfg, rawNode, machine, tls, log, () => core);
+  const rawNodes = logs.map((l, g) => {
+    const rawNode = restartRaft(cfg, l.recovered);
+    if (rawNode.raft.rejoining) {
+      log.warn(
+        { dataDir: l.dir, ...(groupCount > 1 ? { group: g } : {}) },
+        'rejoining: this data directory holds no Raft state of this node (new, emptied or replaced); it will not vote or campaign until a leader has caught it up. A new cluster is founded with `verdict cluster init` instead (docs/storage.md)',
+      );
+    }
+    return rawNode;
+  });
+  // The transport delivers to the host of the cores, which are built on the transport: until then nothing reaches them.
+  let host: GroupHost<Replica> | null = null;
+  const transport = raftTransport(cfg, rawNodes, machine, tls, log, () => host);
   open.add(() => transport.close());
+  // One link per participant for every group: one Exchange stream carries every group's PREPAREs and DECISIONs.
   const link = new ParticipantLink(cfg.clusterId, tls ? (id) => tls.participant(id) : undefined, cfg.decisionLingerMs);
   open.add(() => link.close());
   // Spans over OTLP when an endpoint is configured (docs/operations.md, "Tracing"); off, nothing is loaded or made.
@@ -187,67 +207,12 @@ async function compose(
   const traces = new TxnTraces(tracing, cfg.inFlightMax * TXNS_PER_IN_FLIGHT);
   // From here on, a log line about a transaction with a trace carries its trace id.
   log = withTraceIds(log, (txnId) => traces.traceIdOf(txnId));
-  const watch: WatchOptions = {
-    log,
-    timeline: historied(pages.timeline, history, machine.shiftMs),
-    leaders: pages.leaders,
-    gaps: pages.gaps,
-    observePrepare: (p, seconds, vote) => pages.metrics?.observePrepare(p, seconds, vote),
-    term: () => rawNode.raft.term,
-    nowMs: () => Date.now(),
-    traces,
-  };
+  const nodeLog = log;
+  const stopFatal = stopOnFatal(log, stop, failWith);
   const historyWatch = history === null ? null : historyObserver(history, machine.shiftMs);
-  const watched = watchCore(watch);
-  // The node's core (src/node/core.ts), the same one the simulator runs, on the real clock, disk, network and links.
-  const io = processIO(
-    timed(store, (seconds, batch) => pages.metrics?.observePersist(seconds, batch)),
-    transport,
-    watchedLinks(link, watch, (txnId) => core?.engine.view(txnId)?.ageMs ?? 0),
-    faultPoint,
-  );
-  const c = new NodeCore({
-    id: cfg.nodeId,
-    node: rawNode,
-    machine,
-    io,
-    seedPeers: cfg.peers,
-    selfAddress: address,
-    driver: {
-      snapshotEntries: cfg.snapshotEntries,
-      snapshotLogRatio: cfg.snapshotLogRatio,
-      snapshotStagger: snapshotStagger(cfg.nodeId),
-      snapshotKeepEntries: Math.min(1000, cfg.snapshotEntries),
-      waitersMax: WAITERS_MAX,
-    },
-    engine: { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax, parallelCommit: cfg.parallelCommit, explicitCommitLingerMs: cfg.explicitCommitLingerMs },
-    commitNoticeMs: cfg.commitNoticeMs,
-    proposeTimeoutMs: REQUEST_TIMEOUT_MS,
-    traceOf: (txnId) => traces.traceparentOf(txnId),
-    observe: {
-      ...watched,
-      onEntryApplied: historyWatch?.onEntryApplied,
-      onResult: (entry, result) => {
-        watched.onResult?.(entry, result);
-        historyWatch?.onResult?.(entry, result);
-      },
-      onFatal: stopOnFatal(log, stop, failWith),
-      onRefused: (m, why) => transport.refusals.refuse(m.from, { reason: 'state', field: MessageType[m.type] ?? String(m.type), detail: why }),
-      onCaughtUp: (lastIndex) => log.warn({ lastIndex, highWater: recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
-      onRejoined: (leader, lastIndex) => log.warn({ leader, lastIndex }, 'rejoined: the leader caught this node up and proved it whole; it votes and may campaign again'),
-      onMembership: followMembership(cfg, log, transport),
-      onSnapshot: logSnapshots(log),
-    },
-  });
-  core = c;
-  open.add(() => {
-    c.engine.setLeadership(0);
-    c.stop();
-  });
-  pages.show(c, link, history);
 
-  // The products' engines (./products.ts) ride the same core, on the same clock: the saga core hears its
-  // leadership, applied results and ticks, and calls step services over gRPC (./saga-service.ts).
+  // The products' engines (./products.ts) ride each group's core, on the same clock: the saga core hears its
+  // leadership, applied results and ticks, and calls step services over gRPC (./saga-service.ts), one set of links for every group.
   const stepLinks = new SagaStepLinks({
     clusterId: cfg.clusterId,
     log,
@@ -256,29 +221,115 @@ async function compose(
     tracing,
   });
   open.add(() => stepLinks.close());
-  const attached = attachProducts(
-    c,
-    products,
-    { nowMs: io.nowMs, random: io.random, after: io.after, steps: stepLinks, log },
-    {
-      saga: {
-        stuckAfterAttempts: cfg.sagaStuckAfterAttempts,
-        actionAttemptsMax: cfg.sagaActionAttemptsMax,
-        actionAbandonAfterMs: cfg.sagaActionAbandonAfterMs,
-        clientRunningMax: cfg.sagaClientRunningMax,
-        rpcTimeoutMs: cfg.sagaCallTimeoutMs,
-        retryMinMs: cfg.sagaRetryMinMs,
-        retryMaxMs: cfg.sagaRetryMaxMs,
+
+  /** Group g's replica: today's node core on its own log, Raft core, state machine and engines, sending through `t`. */
+  const replicaOf = (g: number, t: Transport): Replica => {
+    const glog = g === 0 ? nodeLog : nodeLog.child({ group: g });
+    const gTraces = g === 0 ? traces : new TxnTraces(tracing, cfg.inFlightMax * TXNS_PER_IN_FLIGHT);
+    const gRaw = rawNodes[g];
+    const { machine: gMachine, products: gProducts } = states[g];
+    const watch: WatchOptions = {
+      log: glog,
+      timeline: g === 0 ? historied(pages.timeline, history, machine.shiftMs) : pages.timeline,
+      leaders: g === 0 ? pages.leaders : new LeaderHistory(),
+      gaps: pages.gaps,
+      observePrepare: (p, seconds, vote) => pages.metrics?.observePrepare(p, seconds, vote),
+      term: () => gRaw.raft.term,
+      nowMs: () => Date.now(),
+      traces: gTraces,
+    };
+    const watched = watchCore(watch);
+    const gHistory = g === 0 ? historyWatch : null;
+    let core: NodeCore | null = null;
+    // The node's core (src/node/core.ts), the same one the simulator runs, on the real clock, disk, network and links.
+    const io = processIO(
+      timed(logs[g].store, (seconds, batch) => pages.metrics?.observePersist(seconds, batch)),
+      t,
+      watchedLinks(link, watch, (txnId) => core?.engine.view(txnId)?.ageMs ?? 0),
+      faultPoint,
+    );
+    const c = new NodeCore({
+      id: cfg.nodeId,
+      node: gRaw,
+      machine: gMachine,
+      io,
+      seedPeers: cfg.peers,
+      selfAddress: address,
+      driver: {
+        snapshotEntries: cfg.snapshotEntries,
+        snapshotLogRatio: cfg.snapshotLogRatio,
+        snapshotStagger: snapshotStagger(cfg.nodeId),
+        snapshotKeepEntries: Math.min(1000, cfg.snapshotEntries),
+        waitersMax: WAITERS_MAX,
       },
-      sagaStuckLogIntervalMs: cfg.sagaStuckLogIntervalMs,
-      observeSagas: { stuckFlagged: (type) => pages.sagaMetrics?.stuckFlagged(type) },
-    },
+      engine: { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax, parallelCommit: cfg.parallelCommit, explicitCommitLingerMs: cfg.explicitCommitLingerMs },
+      commitNoticeMs: cfg.commitNoticeMs,
+      proposeTimeoutMs: REQUEST_TIMEOUT_MS,
+      traceOf: (txnId) => gTraces.traceparentOf(txnId),
+      observe: {
+        ...watched,
+        onEntryApplied: gHistory?.onEntryApplied,
+        onResult: (entry, result) => {
+          watched.onResult?.(entry, result);
+          gHistory?.onResult?.(entry, result);
+        },
+        onFatal: stopFatal,
+        onRefused: (m, why) => transport.refusals.refuse(m.from, { reason: 'state', field: MessageType[m.type] ?? String(m.type), detail: why }),
+        onCaughtUp: (lastIndex) =>
+          glog.warn({ lastIndex, highWater: logs[g].recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
+        onRejoined: (leader, lastIndex) => glog.warn({ leader, lastIndex }, 'rejoined: the leader caught this node up and proved it whole; it votes and may campaign again'),
+        // The transport follows group 0's members: every group has the same nodes.
+        ...(g === 0 ? { onMembership: followMembership(cfg, log, transport) } : {}),
+        onSnapshot: logSnapshots(glog),
+      },
+    });
+    core = c;
+    open.add(() => {
+      c.engine.setLeadership(0);
+      c.stop();
+    });
+
+    const attached = attachProducts(
+      c,
+      gProducts,
+      { nowMs: io.nowMs, random: io.random, after: io.after, steps: stepLinks, log: glog },
+      {
+        saga: {
+          stuckAfterAttempts: cfg.sagaStuckAfterAttempts,
+          actionAttemptsMax: cfg.sagaActionAttemptsMax,
+          actionAbandonAfterMs: cfg.sagaActionAbandonAfterMs,
+          clientRunningMax: cfg.sagaClientRunningMax,
+          rpcTimeoutMs: cfg.sagaCallTimeoutMs,
+          retryMinMs: cfg.sagaRetryMinMs,
+          retryMaxMs: cfg.sagaRetryMaxMs,
+        },
+        sagaStuckLogIntervalMs: cfg.sagaStuckLogIntervalMs,
+        observeSagas: { stuckFlagged: (type) => pages.sagaMetrics?.stuckFlagged(type) },
+      },
+    );
+    open.add(() => attached.sagas.close());
+    const sagas = sagaService({ nodeId: cfg.nodeId, core: attached.sagas, links: stepLinks, members: c.membership, leader: () => c.driver.leader(), access, tracing });
+    const handover = new Handover(cfg, c, glog);
+    return { ...coreReplica(c), sagas, leases: gProducts.leases, traces: gTraces, handover };
+  };
+  // One group: its core sends straight through the transport, as before groups.
+  const h = new GroupHost<Replica>({
+    groups: groupCount,
+    transport: transport.groupTransport,
+    replica: (g, t) => replicaOf(g, groupCount === 1 ? transport : t),
+  });
+  host = h;
+  const zero = h.replica(0);
+  const c = zero.core;
+  const sagas = zero.sagas;
+  pages.show(
+    c,
+    link,
+    history,
+    h.replicas.map((r) => r.core),
   );
-  open.add(() => attached.sagas.close());
-  const sagas = sagaService({ nodeId: cfg.nodeId, core: attached.sagas, links: stepLinks, members: c.membership, leader: () => c.driver.leader(), access, tracing });
   pages.showProducts(sagas, products.leases);
 
-  const handover = new Handover(cfg, c, log);
   const refusals = new Refusals(log);
   transport.register(server);
   const streams = addNodeServices({
@@ -291,15 +342,16 @@ async function compose(
     access,
     refusals,
     sagas,
-    refusal: () => handover.refusal(),
+    refusal: () => zero.handover.refusal(),
     connection: (endpoint) => link.connection(endpoint),
     traces,
     observeCommit: (seconds, answer) => pages.observeCommit(seconds, answer),
+    otherGroups: h.replicas.slice(1).map((r) => ({ core: r.core, sagas: r.sagas, leases: r.leases, traces: r.traces, refusal: () => r.handover.refusal() })),
   });
   // Clients' commit streams would otherwise hold the server for its whole grace period.
   open.add(() => streams.endAll());
 
-  const ticker = setInterval(() => c.tick(), cfg.tickMs);
+  const ticker = setInterval(() => h.tick(), cfg.tickMs);
   open.add(() => clearInterval(ticker));
   health.set('SERVING');
 
@@ -315,7 +367,7 @@ async function compose(
   const shutdown = (): Promise<void> => {
     shuttingDown ??= (async () => {
       health.set('NOT_SERVING');
-      await handover.drain();
+      await Promise.all(h.replicas.map((r) => r.handover.drain()));
       await stop();
     })();
     return shuttingDown;
@@ -330,7 +382,9 @@ async function compose(
     opsReady: opsReady.catch(() => {}),
     shutdown,
     stop,
-    expectClusterStop: () => handover.expectClusterStop(),
+    expectClusterStop: () => {
+      for (const r of h.replicas) r.handover.expectClusterStop();
+    },
     failed,
   };
 }
@@ -404,25 +458,24 @@ function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCrede
   });
 }
 
-/** Opens the data directory (its identity checked first) and recovers the log, logging what the disk looked like. */
-async function openLog(cfg: NodeConfig, address: string, log: Logger): Promise<{ store: DiskLogStore; recovered: RecoveredState }> {
-  let opened: Awaited<ReturnType<typeof DiskLogStore.open>>;
+/** Opens the data directory (its identity checked first) and recovers every group's log, logging what the disk looked like. */
+async function openLogs(cfg: NodeConfig, groups: number, address: string, log: Logger): Promise<GroupLog[]> {
+  let opened: GroupLog[];
   try {
     // One line naming the path and the cause (src/storage/data-dir.ts), before LevelDB can say only "Database failed to open".
     await checkDataDir(cfg.dataDir);
-    opened = await DiskLogStore.open(cfg.dataDir, { clusterId: cfg.clusterId, nodeId: cfg.nodeId });
+    opened = await openGroupStorage(cfg.dataDir, groups, { clusterId: cfg.clusterId, nodeId: cfg.nodeId });
   } catch (err) {
     if (err instanceof DataDirError) throw new StartupError(err.message);
     throw explainOpenError(cfg.dataDir, err);
   }
-  const { store, recovered, report } = opened;
-  logStorageReport(log, report, recovered.recoverIndex);
-  const { hardState, snapshot, entries } = recovered;
-  log.info(
-    { cluster: cfg.clusterId, address, dataDir: cfg.dataDir, term: hardState.term, commit: hardState.commit, snapshot: snapshot.metadata.index, entries: entries.length },
-    'node recovered its log',
-  );
-  return { store, recovered };
+  for (const [g, { recovered, report, dir }] of opened.entries()) {
+    const glog = groups === 1 ? log : log.child({ group: g });
+    logStorageReport(glog, report, recovered.recoverIndex);
+    const { hardState, snapshot, entries } = recovered;
+    glog.info({ cluster: cfg.clusterId, address, dataDir: dir, term: hardState.term, commit: hardState.commit, snapshot: snapshot.metadata.index, entries: entries.length }, 'node recovered its log');
+  }
+  return opened;
 }
 
 /**
@@ -478,19 +531,24 @@ function dialed(cfg: NodeConfig, peers: ReadonlyMap<string, string>): Map<string
   return new Map([...peers].map(([id, a]) => [id, cfg.peerDial.get(id) ?? a]));
 }
 
-/** The gRPC transport to the other nodes, delivering to the core once there is one. */
-function raftTransport(cfg: NodeConfig, rawNode: RawNode, machine: NodeStateMachine, tls: NodeTls | null, log: Logger, core: () => NodeCore | null): GrpcTransport {
+/** The gRPC transport to the other nodes, delivering to the host of the group cores once there is one. */
+function raftTransport(cfg: NodeConfig, rawNodes: readonly RawNode[], machine: NodeStateMachine, tls: NodeTls | null, log: Logger, host: () => GroupHost<Replica> | null): GrpcTransport {
+  const groups = rawNodes.length;
   return new GrpcTransport({
     clusterId: cfg.clusterId,
     selfId: cfg.nodeId,
     peers: dialed(cfg, cfg.peers),
-    onMessages: (msgs) => core()?.driver.receive(msgs),
-    onUnreachable: (peer) => core()?.driver.reportUnreachable(peer),
+    onMessages: (msgs) => host()?.replicas[0].receive(msgs),
+    // Every group's messages on one stream per peer; the edge refuses a group this node does not host.
+    ...(groups > 1 ? { groups, onGroupMessages: (gms: GroupMessage[]) => host()?.receive(gms) } : {}),
+    onUnreachable: (peer) => host()?.reportUnreachable(peer),
     // The edge (src/transport/raft-edge.ts) checks every inbound message against these before the core sees it:
     // who may send us Raft traffic (src/node/members.ts); the config file's peers until a configuration is known.
-    members: raftMembers(rawNode, () => new Set(cfg.peers.keys())),
-    term: () => rawNode.raft.term,
-    // What this node's state machine (its product tables included) can apply and restore.
+    // Every group has the same members: group 0's configuration stands for all.
+    members: raftMembers(rawNodes[0], () => new Set(cfg.peers.keys())),
+    // The bound on a peer's term is taken from this node's highest term over its groups.
+    term: groups === 1 ? () => rawNodes[0].raft.term : () => Math.max(...rawNodes.map((r) => r.raft.term)),
+    // What this node's state machine (its product tables included) can apply and restore: the same in every group.
     entryProblem: (type, data) => machine.entryProblem(type, data),
     snapshotProblem: (data) => machine.snapshotProblem(data),
     logger: log,
@@ -499,7 +557,7 @@ function raftTransport(cfg: NodeConfig, rawNode: RawNode, machine: NodeStateMach
 }
 
 /** The real world for the core: the wall clock, Math.random, setImmediate and setTimeout, the disk, the network and the links. */
-function processIO(store: LogStore, transport: GrpcTransport, links: ParticipantLinks, faultPoint: EngineIO['faultPoint']): NodeCoreIO {
+function processIO(store: LogStore, transport: Transport, links: ParticipantLinks, faultPoint: EngineIO['faultPoint']): NodeCoreIO {
   return {
     nowMs: () => Date.now(),
     random: () => Math.random(),

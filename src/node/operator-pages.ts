@@ -15,7 +15,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { consoleHandler, type ConsoleNodeState } from '../console/api.ts';
+import { consoleHandler, type ConsoleGroup, type ConsoleNodeState } from '../console/api.ts';
 import { ConsoleActError, type ConsoleLeases, type ConsoleSaga, type ConsoleSagas } from '../console/product-api.ts';
 import type { LeaseTable } from '../lease/state.ts';
 import type { SagaError } from '../saga/engine.ts';
@@ -125,7 +125,8 @@ export class OperatorPages {
   }
 
   /** From now on the console shows this core, and the leader's connections through `link`. */
-  show(core: NodeCore, link: ParticipantLink, history: HistoryStore | null = null): void {
+  show(core: NodeCore, link: ParticipantLink, history: HistoryStore | null = null, groupCores: readonly NodeCore[] = [core]): void {
+    this.groupCores = groupCores;
     this.history = history;
     this.core = core;
     this.link = link;
@@ -196,6 +197,9 @@ export class OperatorPages {
     await this.consoleServer?.close();
   }
 
+  /** Every decision group's core, group 0's first (the one `core` shows); one with a cluster of one group. */
+  private groupCores: readonly NodeCore[] = [];
+
   /** The node as the console reads it (src/console/api.ts ConsoleNodeState); null until the core is up. */
   private state(): ConsoleNodeState | null {
     const c = this.core;
@@ -210,6 +214,7 @@ export class OperatorPages {
       transferLeader: (to, timeoutMs) => transferLeadership(this.cfg, driver, to, timeoutMs),
       ...(this.sagas !== undefined ? { sagas: this.sagas } : {}),
       ...(this.leases !== undefined ? { leases: this.leases } : {}),
+      ...(this.groupCores.length > 1 ? { groups: () => this.groupCores.map((g, group) => groupRow(group, g)) } : {}),
     };
   }
 }
@@ -282,4 +287,10 @@ function consoleElsewhere(consoleListen: string | null): (req: IncomingMessage, 
 /** When the certificate in `file` stops being valid, in ms since the epoch; the node checked the file at start. */
 function certificateNotAfterAtMs(file: string): number {
   return Date.parse(new X509Certificate(readFileSync(file)).validTo);
+}
+
+/** Group `group`'s row on the console's cluster page, from its core's Raft status. */
+function groupRow(group: number, core: NodeCore): ConsoleGroup {
+  const s = core.driver.node.status();
+  return { group, leaderId: s.softState.leader, term: s.hardState.term, commitIndex: s.hardState.commit, appliedIndex: s.applied };
 }

@@ -7,10 +7,10 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { LOCAL_MESSAGES, MessageType, NONE, type EntryType, type Message, type NodeId } from '../raft/types.ts';
 import { PeerLink } from './peer.ts';
-import { fromWire, raftService, streamMethod, WireDecodeError, type RaftHandlers, type WireBatch, type WireStreamAck } from './proto.ts';
+import { fromWireEnvelope, raftService, streamMethod, WireDecodeError, type RaftHandlers, type WireBatch, type WireStreamAck } from './proto.ts';
 import { checkEnvelope, checkMessage, clip, DEFAULT_EDGE_LIMITS, RELAYED_TYPES, type RaftEdgeLimits, type RaftEdgeView, type Refusal } from './raft-edge.ts';
 import { RefusalLog } from './refusal-log.ts';
-import type { InboundHandler, Transport, UnreachableHandler } from './types.ts';
+import type { GroupMessage, GroupTransport, InboundHandler, Transport, UnreachableHandler } from './types.ts';
 import type { AuthenticatedCall } from './tls.ts';
 
 /** Large enough for a snapshot in one message; bigger snapshots need chunking. */
@@ -35,6 +35,13 @@ export interface GrpcTransportOptions {
   /** Peer id → "host:port". An entry for selfId is ignored. */
   peers: ReadonlyMap<NodeId, string>;
   onMessages: InboundHandler;
+  /**
+   * Decision groups (docs/architecture.md, "Decision groups"): how many this
+   * node hosts (1 when absent; the edge refuses any other group), and with
+   * more than one, where every group's inbound messages go instead of onMessages.
+   */
+  groups?: number;
+  onGroupMessages?: (messages: GroupMessage[]) => void;
   onUnreachable: UnreachableHandler;
   logger: Logger;
   /** Defaults to insecure; TLS plugs in here. */
@@ -137,22 +144,31 @@ export class GrpcTransport implements Transport {
   }
 
   send(messages: Message[]): void {
-    for (const m of messages) {
-      assert(!LOCAL_MESSAGES.has(m.type), `local message ${MessageType[m.type]} is never sent`);
-      // A relayed read or transfer request names the node that asked (src/raft/raft.ts, stepFollower).
-      assert(m.from === this.o.selfId || (RELAYED_TYPES.has(m.type) && m.from !== NONE), `outbound message is from this node (from=${m.from})`);
-      assert(m.to !== this.o.selfId && m.to !== NONE, `outbound message has a peer as destination (to=${m.to})`);
-      if (this.closePromise !== null) continue;
-      const link = this.links.get(m.to);
-      if (link === undefined) {
-        // A peer removed from the configuration, or not yet added: Raft will
-        // learn it is unreachable and stop insisting.
-        this.log.debug({ to: m.to, type: MessageType[m.type] }, 'message for an unknown peer dropped');
-        this.reportUnreachable(m.to);
-        continue;
-      }
-      link.enqueue(m);
+    for (const m of messages) this.sendOne(m, 0);
+  }
+
+  /** Every group's messages on the one stream per peer, each tagged with its group. */
+  readonly groupTransport: GroupTransport = {
+    send: (messages) => {
+      for (const gm of messages) this.sendOne(gm.message, gm.group);
+    },
+  };
+
+  private sendOne(m: Message, group: number): void {
+    assert(!LOCAL_MESSAGES.has(m.type), `local message ${MessageType[m.type]} is never sent`);
+    // A relayed read or transfer request names the node that asked (src/raft/raft.ts, stepFollower).
+    assert(m.from === this.o.selfId || (RELAYED_TYPES.has(m.type) && m.from !== NONE), `outbound message is from this node (from=${m.from})`);
+    assert(m.to !== this.o.selfId && m.to !== NONE, `outbound message has a peer as destination (to=${m.to})`);
+    if (this.closePromise !== null) return;
+    const link = this.links.get(m.to);
+    if (link === undefined) {
+      // A peer removed from the configuration, or not yet added: Raft will
+      // learn it is unreachable and stop insisting.
+      this.log.debug({ to: m.to, type: MessageType[m.type] }, 'message for an unknown peer dropped');
+      this.reportUnreachable(m.to);
+      return;
     }
+    link.enqueue(m, group);
   }
 
   /** Messages waiting to be written to `peer` (for tests and status). */
@@ -282,7 +298,9 @@ export class GrpcTransport implements Transport {
       }
       authorized = frame.from;
       const messages = this.admit(frame, view);
-      if (messages.length > 0) this.o.onMessages(messages);
+      if (messages.length === 0) return;
+      if (this.o.onGroupMessages !== undefined) this.o.onGroupMessages(messages);
+      else this.o.onMessages(messages.map((gm) => gm.message));
     });
     // A peer's stream that ends or fails means the peer (maybe our leader) went away: a SIGKILLed
     // process resets its sockets at once, and this side may notice before our own stream to it breaks.
@@ -318,18 +336,19 @@ export class GrpcTransport implements Transport {
       term: this.o.term?.() ?? 0,
       entryProblem: this.o.entryProblem,
       snapshotProblem: this.o.snapshotProblem,
+      groups: this.o.groups ?? 1,
     };
   }
 
   /** The messages of a checked batch that pass the per-message checks, decoded; each refused one is dropped, counted and logged. */
-  private admit(b: WireBatch, view: RaftEdgeView): Message[] {
-    const out: Message[] = [];
+  private admit(b: WireBatch, view: RaftEdgeView): GroupMessage[] {
+    const out: GroupMessage[] = [];
     for (let i = 0; i < b.messages.length; i++) {
       const w = b.messages[i];
       let r: Refusal | null;
       try {
         r = checkMessage(w, b, view, this.o.edgeLimits ?? DEFAULT_EDGE_LIMITS);
-        if (r === null) out.push(fromWire(w));
+        if (r === null) out.push(fromWireEnvelope(w));
       } catch (err) {
         // A WireDecodeError names the field; anything else thrown while decoding a peer's bytes is refused the same way, never fatal.
         r =

@@ -9,7 +9,7 @@ import { assert } from '../util/assert.ts';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { type Message, type NodeId } from '../raft/types.ts';
-import { messageBytes, streamMethod, toWire, type WireBatch, type WireStreamAck } from './proto.ts';
+import { messageBytes, streamMethod, toWire, toWireEnvelope, type WireBatch, type WireStreamAck } from './proto.ts';
 import { explainConnectError } from './tls.ts';
 
 /** Distinct reasons a run of failed streams to one peer warns about; later ones go to debug. */
@@ -43,6 +43,8 @@ export class PeerLink {
 
   // Invariant: queue.length <= queueMessagesMax and queueBytes <= queueBytesMax.
   private queue: Message[] = [];
+  /** groupsQueued[i] is queue[i]'s decision group; empty while every queued message is group 0's (a cluster of one group). */
+  private groupsQueued: number[] = [];
   private queueBytes = 0;
   private flushScheduled = false;
   /** Set once per overflow episode, cleared when the queue drains, so Raft hears of it once. */
@@ -70,7 +72,8 @@ export class PeerLink {
     return this.queue.length;
   }
 
-  enqueue(m: Message): void {
+  /** Queues `m`, of decision group `group` (0 in a cluster of one group, whose bytes carry no group). */
+  enqueue(m: Message, group = 0): void {
     if (this.closed) return;
     const bytes = messageBytes(m);
     if (this.queue.length + 1 > this.o.queueMessagesMax || this.queueBytes + bytes > this.o.queueBytesMax) {
@@ -83,6 +86,8 @@ export class PeerLink {
       }
       return;
     }
+    if (group !== 0 && this.groupsQueued.length < this.queue.length) this.groupsQueued = this.queue.map(() => 0);
+    if (group !== 0 || this.groupsQueued.length > 0) this.groupsQueued.push(group);
     this.queue.push(m);
     this.queueBytes += bytes;
     this.scheduleFlush();
@@ -128,7 +133,9 @@ export class PeerLink {
     const taken = this.queue.splice(0, n);
     this.queueBytes -= bytes;
     assert(this.queueBytes >= 0, 'queueBytes stays non-negative');
-    return { clusterId: this.o.clusterId, from: this.o.selfId, to: this.o.peerId, messages: taken.map(toWire) };
+    if (this.groupsQueued.length === 0) return { clusterId: this.o.clusterId, from: this.o.selfId, to: this.o.peerId, messages: taken.map(toWire) };
+    const groups = this.groupsQueued.splice(0, n);
+    return { clusterId: this.o.clusterId, from: this.o.selfId, to: this.o.peerId, messages: taken.map((message, i) => toWireEnvelope({ group: groups[i], message })) };
   }
 
   private openStream(): grpc.ClientWritableStream<WireBatch> {
@@ -150,6 +157,7 @@ export class PeerLink {
     this.waitingDrain = false;
     const dropped = this.queue.length;
     this.queue = [];
+    this.groupsQueued = [];
     this.queueBytes = 0;
     this.overflowReported = false;
     if (this.closed) return;
@@ -196,6 +204,7 @@ export class PeerLink {
     if (this.backoffTimer !== null) clearTimeout(this.backoffTimer);
     this.backoffTimer = null;
     this.queue = [];
+    this.groupsQueued = [];
     this.queueBytes = 0;
     const call = this.call;
     if (call !== null) {

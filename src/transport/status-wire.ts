@@ -181,3 +181,54 @@ export function decodeNodeStatus(buf: Uint8Array): NodeStatus {
   });
   return s;
 }
+
+/** One decision group as Coordinator.ClusterStatus names it (proto/coordinator.proto, GroupStatus). */
+export interface GroupStatusRow {
+  group: number;
+  leaderId: string;
+  leaderAddress: string;
+  term: number;
+  commitIndex: number;
+  appliedIndex: number;
+  inFlight: number;
+}
+
+/** The most groups a status lists (GROUPS_MAX in src/domain/group.ts): a longer list is not a cluster's. */
+const STATUS_GROUPS_MAX = 64;
+
+function decodeGroup(buf: Uint8Array, i: number): GroupStatusRow {
+  const g: GroupStatusRow = { group: 0, leaderId: '', leaderAddress: '', term: 0, commitIndex: 0, appliedIndex: 0, inFlight: 0 };
+  const r = new Reader(buf, `ClusterStatusResponse.groups[${i}]`);
+  r.fields((n, wt) => {
+    if (n === 1) g.group = r.varintField(wt, 'group');
+    else if (n === 2) g.leaderId = r.stringField(wt, 'leader_id');
+    else if (n === 3) g.leaderAddress = r.stringField(wt, 'leader_address');
+    else if (n === 4) g.term = r.varintField(wt, 'term');
+    else if (n === 5) g.commitIndex = r.varintField(wt, 'commit_index');
+    else if (n === 6) g.appliedIndex = r.varintField(wt, 'applied_index');
+    else if (n === 7) g.inFlight = r.varintField(wt, 'in_flight');
+    else return false;
+    return true;
+  });
+  return g;
+}
+
+/**
+ * The decision groups of a ClusterStatusResponse's bytes (group_count, 11,
+ * and groups, 12), the rest skipped: what `verdict status` shows per group.
+ * A node that predates groups sends neither: one group, and no rows.
+ */
+export function decodeClusterGroups(buf: Uint8Array): { groupCount: number; groups: GroupStatusRow[] } {
+  const out = { groupCount: 0, groups: [] as GroupStatusRow[] };
+  const r = new Reader(buf, 'ClusterStatusResponse');
+  r.fields((n, wt) => {
+    if (n === 11) out.groupCount = r.varintField(wt, 'group_count');
+    else if (n === 12) {
+      r.expect(wt, LENGTH, 'groups');
+      if (out.groups.length >= STATUS_GROUPS_MAX) r.fail(`more than ${STATUS_GROUPS_MAX} groups`);
+      out.groups.push(decodeGroup(r.bytes('groups'), out.groups.length));
+    } else return false;
+    return true;
+  });
+  return out;
+}

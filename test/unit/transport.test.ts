@@ -657,3 +657,39 @@ describe('RaftNode.PutStream', () => {
     }
   });
 });
+
+describe('GrpcTransport with decision groups', () => {
+  it('carries every group on the one stream per peer, each message with its group, and a node of one group refuses any but group 0', async () => {
+    const got: { group: number; message: Message }[] = [];
+    const a = await startNode('n1', { groups: 4, onGroupMessages: (gms) => void got.push(...gms) });
+    const b = await startNode('n2', { groups: 4, onGroupMessages: (gms) => void got.push(...gms) });
+    mesh(a, b);
+    const m = (term: number): Message => message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term });
+    // Group 0 interleaved with the others: each keeps its group, in the order sent.
+    a.transport.groupTransport.send([
+      { group: 2, message: m(3) },
+      { group: 0, message: m(4) },
+      { group: 3, message: m(5) },
+    ]);
+    a.transport.send([m(6)]);
+    await waitFor(() => got.length === 4, 'four messages at n2');
+    expect(got.map((gm) => [gm.group, gm.message.term])).toEqual([
+      [2, 3],
+      [0, 4],
+      [3, 5],
+      [0, 6],
+    ]);
+    expect(b.transport.inboundCount()).toBe(1);
+
+    // A node of one group (no `groups`) takes group 0's message and refuses group 2's at the edge, reason "group".
+    const c = await startNode('n3');
+    mesh(a, c);
+    a.transport.groupTransport.send([
+      { group: 2, message: message({ type: MessageType.Heartbeat, from: 'n1', to: 'n3', term: 7 }) },
+      { group: 0, message: message({ type: MessageType.Heartbeat, from: 'n1', to: 'n3', term: 8 }) },
+    ]);
+    await waitFor(() => c.received.length === 1, 'group 0 at n3');
+    expect(c.received.map((x) => x.term)).toEqual([8]);
+    await waitFor(() => (c.transport.refusals.totals().get('group') ?? 0) === 1, 'the refusal of group 2 at n3');
+  });
+});

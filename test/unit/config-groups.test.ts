@@ -1,0 +1,28 @@
+// The node config's `groups` (docs/operations.md, "Decision groups"), read
+// through clusterGroups: absent is one group, exactly as before groups; a
+// count outside 1..64 is refused before the node binds anything.
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../src/node/config.ts';
+import { clusterGroups } from '../../src/node/groups.ts';
+import { N1_CONFIG } from './config-fixture.ts';
+import { refusalOf } from './refusal.ts';
+
+const FILE = '/etc/verdict/n1.json';
+
+describe('the groups key', () => {
+  it('is one group when absent, and leaves no key behind (a config of one group is what it was)', () => {
+    const cfg = parseConfig(N1_CONFIG, FILE);
+    expect('groups' in cfg).toBe(false);
+    expect(clusterGroups(cfg)).toBe(1);
+  });
+
+  it('takes 1 to 64, from the file or a --set flag', () => {
+    expect(clusterGroups(parseConfig({ ...N1_CONFIG, groups: 4 }, FILE))).toBe(4);
+    expect(clusterGroups(parseConfig({ ...N1_CONFIG, groups: 64 }, FILE))).toBe(64);
+    expect(clusterGroups(parseConfig(N1_CONFIG, FILE, { sets: ['groups=2'] }))).toBe(2);
+  });
+
+  it('refuses 0, 65 and a fraction, naming the key', () => {
+    for (const groups of [0, 65, 1.5, '4']) expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, groups }, FILE))).toMatch(/"groups".*expected an integer from 1 to 64/);
+  });
+});
