@@ -1,12 +1,11 @@
 // How many decision groups this node hosts (docs/architecture.md, "Decision
-// groups"). The one place that reads it: the count belongs to the cluster's
-// founding record; until the data directory records it, an optional
-// `groups` in the node's config says it (1 when absent), and every node of
-// a cluster must be given the same.
+// groups"): the config's `groups`, 1 when absent, which must be the number
+// the data directory was founded with (`verdict cluster init --groups`); the
+// storage refuses a directory founded with another (src/storage/group-store.ts).
 
 import type { NodeConfig } from './config.ts';
 
-/** The cluster's number of decision groups (1..GROUPS_MAX; 1 when not set). */
+/** The cluster's number of decision groups (1..GROUPS_MAX). */
 export function clusterGroups(cfg: Pick<NodeConfig, 'groups'>): number {
-  return cfg.groups ?? 1;
+  return cfg.groups;
 }

@@ -37,7 +37,7 @@ import type { LogStore, PersistBatch, RecoveredState } from '../storage/types.ts
 import type { GroupMessage, Transport } from '../transport/types.ts';
 import { LeaderHistory } from '../console/timeline.ts';
 import { clusterGroups } from './groups.ts';
-import { openGroupStorage, type GroupLog } from './group-storage.ts';
+import { openGroupStorage, type GroupStorage } from '../storage/group-store.ts';
 import { coreReplica, GroupHost, type GroupReplica } from './group-host.ts';
 import type { SagaService } from './saga-service.ts';
 import type { LeaseTable } from '../lease/state.ts';
@@ -166,8 +166,9 @@ async function compose(
   open.add(() => pages.close());
   // Decision groups (docs/architecture.md, "Decision groups"): one replica of each, group 0 in today's place and layout.
   const groupCount = clusterGroups(cfg);
-  const logs = await openLogs(cfg, groupCount, address, log);
-  for (const l of logs) open.add(() => l.store.close());
+  const storage = await openLogs(cfg, groupCount, address, log);
+  open.add(() => storage.close());
+  const logs = storage.groups;
 
   // The product tables (sagas, leases) beside each group's decision table: ./products.ts.
   const states = logs.map(() => {
@@ -186,7 +187,7 @@ async function compose(
     const rawNode = restartRaft(cfg, l.recovered);
     if (rawNode.raft.rejoining) {
       log.warn(
-        { dataDir: l.dir, ...(groupCount > 1 ? { group: g } : {}) },
+        { dataDir: cfg.dataDir, ...(groupCount > 1 ? { group: g } : {}) },
         'rejoining: this data directory holds no Raft state of this node (new, emptied or replaced); it will not vote or campaign until a leader has caught it up. A new cluster is founded with `verdict cluster init` instead (docs/storage.md)',
       );
     }
@@ -459,23 +460,27 @@ function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCrede
 }
 
 /** Opens the data directory (its identity checked first) and recovers every group's log, logging what the disk looked like. */
-async function openLogs(cfg: NodeConfig, groups: number, address: string, log: Logger): Promise<GroupLog[]> {
-  let opened: GroupLog[];
+async function openLogs(cfg: NodeConfig, groups: number, address: string, log: Logger): Promise<GroupStorage> {
+  let storage: GroupStorage;
   try {
     // One line naming the path and the cause (src/storage/data-dir.ts), before LevelDB can say only "Database failed to open".
     await checkDataDir(cfg.dataDir);
-    opened = await openGroupStorage(cfg.dataDir, groups, { clusterId: cfg.clusterId, nodeId: cfg.nodeId });
+    // One writer for every group: one batch and one fdatasync per turn, whatever G is (src/storage/group-store.ts).
+    storage = await openGroupStorage(cfg.dataDir, { clusterId: cfg.clusterId, nodeId: cfg.nodeId }, groups);
   } catch (err) {
     if (err instanceof DataDirError) throw new StartupError(err.message);
     throw explainOpenError(cfg.dataDir, err);
   }
-  for (const [g, { recovered, report, dir }] of opened.entries()) {
+  for (const [g, { recovered, report }] of storage.groups.entries()) {
     const glog = groups === 1 ? log : log.child({ group: g });
     logStorageReport(glog, report, recovered.recoverIndex);
     const { hardState, snapshot, entries } = recovered;
-    glog.info({ cluster: cfg.clusterId, address, dataDir: dir, term: hardState.term, commit: hardState.commit, snapshot: snapshot.metadata.index, entries: entries.length }, 'node recovered its log');
+    glog.info(
+      { cluster: cfg.clusterId, address, dataDir: cfg.dataDir, term: hardState.term, commit: hardState.commit, snapshot: snapshot.metadata.index, entries: entries.length },
+      'node recovered its log',
+    );
   }
-  return opened;
+  return storage;
 }
 
 /**

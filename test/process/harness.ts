@@ -317,7 +317,9 @@ export class Cluster {
       writeFileSync(file, JSON.stringify({ ...cfg, ...extra, ...('tls' in extra ? { insecure: undefined } : {}) }, null, 2) + '\n');
       const n = new NodeProc(id, address, file, join(dir, cfg.dataDir), join(dir, `${id}.log`), metricsListen ?? null);
       n.credentials = o.clientCredentials ?? null;
-      if (o.found !== false) await foundDataDir(n.dataDir, { clusterId, nodeId: id });
+      // Founded as `verdict cluster init` does, with the cluster's number of decision groups.
+      const groups = typeof extra.groups === 'number' ? extra.groups : 1;
+      if (o.found !== false) await foundDataDir(n.dataDir, { clusterId, nodeId: id }, groups);
       nodes.push(n);
     }
     const c = new Cluster(dir, clusterId, nodes, o);
