@@ -89,6 +89,8 @@ export class ClusterLink {
    */
   private readonly routes: GroupRoutes;
   private closed = false;
+  /** GetOutcomes' per-id UNAVAILABLE made the link ask the cluster's groups (once: a coordinator without ClusterStatus is asked no more). */
+  private askedGroups = false;
 
   constructor(o: ClusterLinkOptions) {
     if (o.endpoints.length === 0) throw new Error('the cluster link needs at least one endpoint');
@@ -125,7 +127,16 @@ export class ClusterLink {
    * within the call's time, or UNIMPLEMENTED from a coordinator without it).
    */
   async outcomes(txnIds: string[], participantId: string): Promise<(TxnOutcome | Error)[]> {
-    if (this.routes.groups === 1) return this.outcomesOfGroup(txnIds, participantId);
+    if (this.routes.groups === 1) {
+      const answers = await this.outcomesOfGroup(txnIds, participantId);
+      // A node of a cluster of several groups answers UNAVAILABLE for the ids of groups it does not lead: learn the groups once, so the next question is asked per group.
+      const leader = this.routes.base.leader;
+      if (!this.routes.known && !this.askedGroups && leader !== undefined && answers.some((a) => a instanceof Error && a.message.startsWith(`${grpc.status.UNAVAILABLE} `))) {
+        this.askedGroups = true;
+        await this.learnGroups(leader);
+      }
+      return answers;
+    }
     // Each group's leader answers for its own ids: one question per group, the answers put back in the order asked.
     const byGroup = new Map<number, number[]>();
     txnIds.forEach((t, i) => {
