@@ -121,7 +121,7 @@ export class VerdictClient {
 
   /** The Sagas service's caller (src/client/saga.ts), made on first use; over TLS when the client is. */
   get sagas(): SagaCaller {
-    this.sagaCaller ??= new SagaCaller(this.endpoints, this.credentials);
+    this.sagaCaller ??= new SagaCaller(this.endpoints, this.credentials, undefined, this.connection.routes);
     return this.sagaCaller;
   }
 
@@ -256,6 +256,16 @@ export class VerdictClient {
       { ...call, metadata: { ...call.metadata, [OPERATOR_KEY]: operator } },
     );
     return { removed: r.removed, owed: r.owed };
+  }
+
+  /**
+   * Learns the cluster's decision groups and their leaders now (one
+   * ClusterStatus), so that the first transaction of each group goes straight
+   * to its leader. Optional: without it the client learns them at the first
+   * redirect that names a group; at G = 1 it changes nothing.
+   */
+  async connect(call: CallOptions = {}): Promise<ClusterStatusResponse> {
+    return this.connection.connect(call);
   }
 
   async status(call: CallOptions = {}): Promise<ClusterStatusResponse> {

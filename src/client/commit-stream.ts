@@ -29,6 +29,7 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import { RequestStream, serviceError } from '../transport/request-stream.ts';
+import { GROUP_KEY } from '../transport/group-routes.ts';
 
 /** Commits waiting for an answer on one stream; beyond this one fails at once with RESOURCE_EXHAUSTED (retried elsewhere). */
 export const COMMIT_STREAM_PENDING_MAX = 16_384;
@@ -50,6 +51,7 @@ export class CommitStream {
         if (a.leaderId !== '') md.set(LEADER_ID_KEY, a.leaderId);
         if (a.statusReason !== '') md.set(STATUS_REASON_KEY, a.statusReason);
         if (a.recordedOutcome !== '') md.set(RECORDED_OUTCOME_KEY, a.recordedOutcome);
+        if (a.group > 0) md.set(GROUP_KEY, String(a.group));
         return { error: serviceError(a.code === 0 ? grpc.status.INTERNAL : a.code, a.code === 0 ? 'the node answered a streamed Commit without an outcome' : a.details, md) };
       },
       ended: (st) =>

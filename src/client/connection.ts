@@ -12,7 +12,8 @@
 // attempts certainly did nothing is read from verdict-reason, never from
 // message text (docs/protocol-outcomes.md).
 import * as grpc from '@grpc/grpc-js';
-import { isAddress, LeaderFinder } from '../transport/leader-finder.ts';
+import { isAddress } from '../transport/leader-finder.ts';
+import { GROUP_KEY, GroupRoutes } from '../transport/group-routes.ts';
 import { unaryCall } from '../transport/unary.ts';
 import { CommitStream } from './commit-stream.ts';
 import { explainConnectError } from '../transport/tls.ts';
@@ -66,7 +67,8 @@ export const DEFAULT_ATTEMPT_TIMEOUT_MS = 5_000;
 export const DEFAULT_MAX_REDIRECTS = 3;
 
 export class CoordinatorConnection {
-  private readonly finder: LeaderFinder;
+  /** One leader finder per decision group (src/transport/group-routes.ts); one at G = 1. */
+  readonly routes: GroupRoutes;
   private readonly clients = new Map<string, grpc.Client>();
   /** Per node, the stream that carries Commits (src/client/commit-stream.ts). */
   private readonly commitStreams = new Map<string, CommitStream>();
@@ -80,7 +82,7 @@ export class CoordinatorConnection {
   constructor(addresses: readonly string[], options: ConnectionOptions = {}) {
     if (addresses.length === 0) throw invalidArgument('a connection needs at least one node address (host:port)');
     for (const a of addresses) if (!isAddress(a)) throw invalidArgument(`"${a}" is not a host:port address`);
-    this.finder = new LeaderFinder(addresses, { redirectsMax: options.maxRedirects ?? DEFAULT_MAX_REDIRECTS });
+    this.routes = new GroupRoutes(addresses, { redirectsMax: options.maxRedirects ?? DEFAULT_MAX_REDIRECTS });
     this.credentials = options.credentials ?? plaintext(options.insecure);
     const bounds = callBounds(options);
     this.callTimeoutMs = positive(bounds.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, 'callTimeoutMs');
@@ -89,9 +91,19 @@ export class CoordinatorConnection {
     this.random = options.random ?? Math.random;
   }
 
-  /** The node the next call goes to first, if one is known. */
+  /** The node the next call that names no transaction goes to first (group 0's leader), if one is known. */
   get leaderAddress(): string | undefined {
-    return this.finder.leader;
+    return this.routes.base.leader;
+  }
+
+  /**
+   * Asks the cluster's status once and routes by it from then on: G and each
+   * group's leader (docs/architecture.md, "Leaders spread, clients route").
+   * Optional: without it the connection learns them at the first refusal that
+   * names a group, and at G = 1 nothing changes either way.
+   */
+  async connect(options: CallOptions = {}): Promise<ResponseOf<'ClusterStatus'>> {
+    return this.call('ClusterStatus', {}, options);
   }
 
   /** The bounds a call gets when it names none. */
@@ -100,7 +112,7 @@ export class CoordinatorConnection {
   }
 
   get knownAddresses(): readonly string[] {
-    return this.finder.addresses;
+    return this.routes.base.addresses;
   }
 
   /**
@@ -118,11 +130,16 @@ export class CoordinatorConnection {
     let req = request;
     const bounds = callBounds(options);
     // The loop itself is a pure step (./attempt-loop.ts); this drives it with the wall clock, gRPC and sleep.
-    const loop = new AttemptLoop(this.finder, {
+    const loopOptions = {
       deadlineAtMs: Date.now() + (bounds.callTimeoutMs ?? this.callTimeoutMs),
       attemptTimeoutMs: bounds.attemptTimeoutMs ?? this.attemptTimeoutMs,
       backoff: this.backoff,
-    });
+    };
+    // A call about one id goes to the leader of that id's decision group (src/transport/group-routes.ts).
+    const id = routedId(method, request);
+    let finder = this.routes.finderFor(id);
+    let loop = new AttemptLoop(finder, loopOptions);
+    let asked = false;
     let action = loop.start(Date.now(), this.random);
     for (;;) {
       switch (action.t) {
@@ -140,6 +157,7 @@ export class CoordinatorConnection {
           try {
             const response = await this.attempt(address, method, req, action.timeoutMs, options.metadata);
             loop.answered(address);
+            if (method === 'ClusterStatus') this.routes.learn(response as ResponseOf<'ClusterStatus'>);
             return response;
           } catch (err) {
             if (err instanceof VerdictError) throw err;
@@ -154,10 +172,34 @@ export class CoordinatorConnection {
             if (!retryable(failure)) throw new VerdictError(code, e.details || e.message, address, refusalDetails(e));
             if (nextRequest !== undefined) req = nextRequest(failure);
             action = next;
+            const hint = leaderHint(e);
+            if (hint !== undefined && id !== undefined && !asked && this.routes.stale(metadataText(e, GROUP_KEY))) {
+              // A refusal naming a group this connection does not route by: learn the groups from the node that
+              // refused, then go on with the id's group, asking its leader first.
+              asked = true;
+              await this.learnGroups(address, Math.min(loopOptions.attemptTimeoutMs, loopOptions.deadlineAtMs - Date.now()));
+              const routed = this.routes.finderFor(id);
+              if (routed !== finder) {
+                finder = routed;
+                finder.learn(hint);
+                loop = new AttemptLoop(finder, loopOptions);
+                action = loop.start(Date.now(), this.random);
+              }
+            }
           }
           break;
         }
       }
+    }
+  }
+
+  /** One ClusterStatus attempt at `address`, routed by when it answers; a failure leaves routing as it was. */
+  private async learnGroups(address: string, timeoutMs: number): Promise<void> {
+    if (timeoutMs <= 0) return;
+    try {
+      this.routes.learn(await this.attempt(address, 'ClusterStatus', {}, timeoutMs));
+    } catch {
+      // The call goes on by the redirect it was given.
     }
   }
 
@@ -201,6 +243,29 @@ export class CoordinatorConnection {
     return unaryCall(this.client(address), def, request, timeoutMs, md).catch((err: Error) => {
       throw err.message === 'empty response' ? new VerdictError('INTERNAL', `empty ${method} response`, address) : err;
     });
+  }
+}
+
+/** The id whose group decides a request: a transaction's, a lease's; undefined for calls about no one id (they go to group 0's leader). */
+function routedId(method: CoordinatorMethod, request: unknown): string | undefined {
+  switch (method) {
+    case 'Begin':
+    case 'Commit':
+    case 'Abort':
+    case 'GetOutcome':
+    case 'ResolveTransaction':
+    case 'ReportHeuristic':
+      return (request as { txnId: string }).txnId;
+    case 'ListTransactions': {
+      const txnId = (request as { txnId: string }).txnId;
+      return txnId === '' ? undefined : txnId;
+    }
+    case 'AcquireLease':
+    case 'RenewLease':
+    case 'ReleaseLease':
+      return (request as { name: string }).name;
+    default:
+      return undefined;
   }
 }
 

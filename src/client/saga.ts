@@ -10,7 +10,8 @@ import { checkedTrace, type TraceContext } from './trace.ts';
 import * as grpc from '@grpc/grpc-js';
 import { newTxnId } from '../domain/txn-id.ts';
 import { OPERATOR_KEY } from '../transport/coordinator-rpc.ts';
-import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../transport/leader-finder.ts';
+import { callLeader, namedLeader, NoLeaderError } from '../transport/leader-finder.ts';
+import { GroupRoutes } from '../transport/group-routes.ts';
 import { SagasClient, type SagaInfo } from '../transport/saga-rpc.ts';
 import { pooledRandomBytes } from '../util/random-pool.ts';
 import { sleep } from '../util/sleep.ts';
@@ -100,16 +101,19 @@ const ROUNDS_MAX = 100;
 
 export class SagaCaller {
   private readonly clients = new Map<string, SagasClient>();
-  private readonly finder: LeaderFinder;
+  /** A saga is decided by group groupOf(sagaId, G): one leader finder per group. */
+  private readonly routes: GroupRoutes;
 
   constructor(
     endpoints: string[],
     /** TLS credentials, or grpc.credentials.createInsecure() for a plaintext cluster (chosen knowingly). */
     private readonly credentials: grpc.ChannelCredentials,
     private readonly operator?: string,
+    /** The client connection's routes, whose learned groups this caller takes over (its own hints stay its own, as at G = 1). */
+    private readonly learnedFrom?: GroupRoutes,
   ) {
     if (endpoints.length === 0) throw new VerdictError('INVALID_ARGUMENT', 'sagas need at least one node endpoint');
-    this.finder = new LeaderFinder(endpoints, { redirectsMax: REDIRECTS_MAX });
+    this.routes = new GroupRoutes(endpoints, { redirectsMax: REDIRECTS_MAX });
   }
 
   private client(endpoint: string): SagasClient {
@@ -126,9 +130,12 @@ export class SagaCaller {
     // An operator's retry or resolution that timed out may have been acted on: its answer is the timeout, not a second try.
     const retriesDeadline = method !== 'ResolveSaga' && method !== 'RetrySaga';
     let endpoint = '';
+    const sagaId = (req as { sagaId?: unknown }).sagaId;
+    const learned = this.learnedFrom;
+    if (learned !== undefined && learned.groups > 1 && learned.groups !== this.routes.groups) this.routes.learn(learned.view());
     try {
       return await callLeader(
-        this.finder,
+        this.routes.finderFor(typeof sagaId === 'string' && sagaId !== '' ? sagaId : undefined),
         (address) => {
           endpoint = address;
           const md = new grpc.Metadata();

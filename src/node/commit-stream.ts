@@ -16,6 +16,7 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
+import { GROUP_KEY, parseGroup } from '../transport/group-routes.ts';
 
 /** Commits answered on one stream at a time at most; beyond this one is refused with RESOURCE_EXHAUSTED. */
 export const COMMIT_STREAM_PENDING_MAX = 16_384;
@@ -53,7 +54,7 @@ function serve(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, call: gr
       const unaryCall = Object.assign(Object.create(call) as grpc.ServerUnaryCall<CommitRequest, TxnOutcome>, { request });
       commit(unaryCall, (err, outcome) => {
         if (err) answer(failure(id, err));
-        else if (outcome) answer({ id, outcome, code: 0, details: '', leaderAddress: '', leaderId: '', statusReason: '', recordedOutcome: '' });
+        else if (outcome) answer({ id, outcome, code: 0, details: '', leaderAddress: '', leaderId: '', statusReason: '', recordedOutcome: '', group: 0 });
         else answer(failure(id, { code: grpc.status.INTERNAL, details: 'Commit produced no outcome' }));
       });
     },
@@ -61,7 +62,7 @@ function serve(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, call: gr
 }
 
 function failure(id: number, err: Partial<grpc.StatusObject> | grpc.ServiceError): StreamedOutcome {
-  return { id, outcome: null, ...failedCall(err), recordedOutcome: metadataHint(err.metadata, RECORDED_OUTCOME_KEY) };
+  return { id, outcome: null, ...failedCall(err), recordedOutcome: metadataHint(err.metadata, RECORDED_OUTCOME_KEY), group: groupHint(err.metadata) };
 }
 
 /** A streamed call's failure as its answer carries it (CommitStream, PutStream): the code, the details and the leader hints a unary call would carry in metadata. */
@@ -74,6 +75,12 @@ export function failedCall(err: Partial<grpc.StatusObject> | grpc.ServiceError):
     leaderId: metadataHint(md, LEADER_ID_KEY),
     statusReason: metadataHint(md, STATUS_REASON_KEY),
   };
+}
+
+/** The decision group a NOT_LEADER refusal names (verdict-group metadata), 0 when none: the stream's `group` field. */
+function groupHint(md: grpc.Metadata | undefined): number {
+  const g = parseGroup(metadataHint(md, GROUP_KEY));
+  return g ?? 0;
 }
 
 function metadataHint(md: grpc.Metadata | undefined, key: string): string {

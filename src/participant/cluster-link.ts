@@ -10,11 +10,15 @@
 // the `verdict-leader-address` metadata, and the link follows it.
 import type { ClusterQuestions } from './compose.ts';
 import * as grpc from '@grpc/grpc-js';
-import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../transport/leader-finder.ts';
+import { callLeader, namedLeader, NoLeaderError } from '../transport/leader-finder.ts';
+import { GROUP_KEY, GroupRoutes, parseGroup } from '../transport/group-routes.ts';
 import { unaryCall } from '../transport/unary.ts';
 import {
   coordinatorService,
+  STATUS_REASON_KEY,
   type AbortRequest,
+  type ClusterStatusRequest,
+  type ClusterStatusResponse,
   type OutcomeName as OutcomeValue,
   type ParticipantInfo,
   type OutcomeRequest,
@@ -71,14 +75,20 @@ const EXTRA_CHANNELS_MAX = 8;
 export class ClusterLink {
   private readonly o: Required<ClusterLinkOptions>;
   private readonly clients = new Map<string, grpc.Client>();
-  /** The configured endpoints, and the last address that answered as leader or that a follower named (tried first). */
-  private readonly finder: LeaderFinder;
+  /**
+   * Per decision group, the configured endpoints and the last address that
+   * answered as that group's leader or that a follower named (tried first).
+   * One group until a refusal names another (src/transport/group-routes.ts).
+   */
+  private readonly routes: GroupRoutes;
   private closed = false;
+  /** GetOutcomes' per-id UNAVAILABLE made the link ask the cluster's groups (once: a coordinator without ClusterStatus is asked no more). */
+  private askedGroups = false;
 
   constructor(o: ClusterLinkOptions) {
     if (o.endpoints.length === 0) throw new Error('the cluster link needs at least one endpoint');
     this.o = withDefaults({ callTimeoutMs: 3_000, credentials: grpc.credentials.createInsecure() }, { ...o, endpoints: [...o.endpoints] });
-    this.finder = new LeaderFinder(this.o.endpoints, { redirectsMax: 2, addressesMax: this.o.endpoints.length + EXTRA_CHANNELS_MAX });
+    this.routes = new GroupRoutes(this.o.endpoints, { redirectsMax: 2, addressesMax: this.o.endpoints.length + EXTRA_CHANNELS_MAX });
   }
 
   /**
@@ -97,7 +107,7 @@ export class ClusterLink {
 
   /** What the cluster says about txnId, asked as participantId (an in-doubt participant). */
   outcome(txnId: string, participantId: string): Promise<TxnOutcome> {
-    return this.call<OutcomeRequest, TxnOutcome>('GetOutcome', { txnId, participantId }).then((r) => {
+    return this.call<OutcomeRequest, TxnOutcome>('GetOutcome', { txnId, participantId }, txnId).then((r) => {
       if (r.txnId !== '' && r.txnId !== txnId) throw new Error(`cluster answered about ${r.txnId} when asked about ${txnId}`);
       return r;
     });
@@ -110,7 +120,45 @@ export class ClusterLink {
    * within the call's time, or UNIMPLEMENTED from a coordinator without it).
    */
   async outcomes(txnIds: string[], participantId: string): Promise<(TxnOutcome | Error)[]> {
-    const r = await this.call<OutcomesRequest, OutcomesResponse>('GetOutcomes', { txnIds, participantId });
+    if (this.routes.groups === 1) {
+      const answers = await this.outcomesOfGroup(txnIds, participantId);
+      // A node of a cluster of several groups answers UNAVAILABLE for the ids of groups it does not lead: learn the groups once, so the next question is asked per group.
+      const leader = this.routes.base.leader;
+      if (!this.routes.known && !this.askedGroups && leader !== undefined && answers.some((a) => a instanceof Error && a.message.startsWith(`${grpc.status.UNAVAILABLE} `))) {
+        this.askedGroups = true;
+        await this.learnGroups(leader);
+      }
+      return answers;
+    }
+    // Each group's leader answers for its own ids: one question per group, the answers put back in the order asked.
+    const byGroup = new Map<number, number[]>();
+    txnIds.forEach((t, i) => {
+      const g = this.routes.groupOf(t);
+      byGroup.set(g, [...(byGroup.get(g) ?? []), i]);
+    });
+    const parts = [...byGroup.values()];
+    const answers = await Promise.allSettled(
+      parts.map((idx) =>
+        this.outcomesOfGroup(
+          idx.map((i) => txnIds[i] as string),
+          participantId,
+        ),
+      ),
+    );
+    if (answers.every((a) => a.status === 'rejected')) throw (answers[0] as PromiseRejectedResult).reason;
+    const out: (TxnOutcome | Error)[] = new Array(txnIds.length);
+    parts.forEach((idx, p) => {
+      const a = answers[p] as PromiseSettledResult<(TxnOutcome | Error)[]>;
+      idx.forEach((i, k) => {
+        out[i] = a.status === 'fulfilled' ? (a.value[k] as TxnOutcome | Error) : a.reason instanceof Error ? a.reason : new Error(String(a.reason));
+      });
+    });
+    return out;
+  }
+
+  /** GetOutcomes for ids of one group (every id at G = 1), at that group's leader. */
+  private async outcomesOfGroup(txnIds: string[], participantId: string): Promise<(TxnOutcome | Error)[]> {
+    const r = await this.call<OutcomesRequest, OutcomesResponse>('GetOutcomes', { txnIds, participantId }, txnIds[0]);
     if (r.answers.length !== txnIds.length) throw new Error(`cluster answered ${r.answers.length} of ${txnIds.length} outcome questions`);
     return r.answers.map((a, i) => {
       if (a.code !== 0 || a.outcome === null) return new Error(`${a.code} ${a.details || 'no outcome'}`);
@@ -121,7 +169,7 @@ export class ClusterLink {
 
   /** Asks the cluster to decide ABORT unless T is decided (or being decided); answers what the log says. */
   abort(txnId: string, reason: string): Promise<TxnOutcome> {
-    return this.call<AbortRequest, TxnOutcome>('Abort', { txnId, reason }).then((r) => {
+    return this.call<AbortRequest, TxnOutcome>('Abort', { txnId, reason }, txnId).then((r) => {
       if (r.txnId !== '' && r.txnId !== txnId) throw new Error(`cluster answered about ${r.txnId} when asked to abort ${txnId}`);
       return r;
     });
@@ -171,7 +219,7 @@ export class ClusterLink {
 
   /** Reports an operator's heuristic act (R4); answers the cluster's comparison (HEURCOM, HEURRB, HEURMIX, HEURHAZ). */
   reportHeuristic(r: Omit<ReportHeuristicRequest, 'clusterId'>): Promise<string> {
-    return this.call<ReportHeuristicRequest, ReportHeuristicResponse>('ReportHeuristic', { ...r, clusterId: this.o.clusterId }).then((res) => {
+    return this.call<ReportHeuristicRequest, ReportHeuristicResponse>('ReportHeuristic', { ...r, clusterId: this.o.clusterId }, r.txnId).then((res) => {
       if (res.heuristic === null) throw new Error(`the cluster answered the heuristic report for ${r.txnId} without its record`);
       return res.heuristic.kind;
     });
@@ -225,7 +273,7 @@ export class ClusterLink {
   async sagaState(sagaId: string): Promise<string | null> {
     try {
       const info = await callLeader(
-        this.finder,
+        this.routes.finderFor(sagaId),
         (address) => {
           if (this.closed) throw new Error('cluster link is closed');
           return unaryCall<SagaStatusRequest, SagaInfo>(
@@ -260,17 +308,36 @@ export class ClusterLink {
   }
 
   /**
-   * One attempt: the known leader first, then every endpoint once, following
-   * up to two redirects (src/transport/leader-finder.ts). Rejects with the
-   * last error; the caller decides when to try again.
+   * One attempt: the known leader of `routeId`'s group (group 0's when
+   * absent) first, then every endpoint once, following up to two redirects
+   * (src/transport/leader-finder.ts). A redirect that names a group this link
+   * does not route by makes it ask that node for the cluster's groups once
+   * and start again in the id's group. Rejects with the last error; the
+   * caller decides when to try again.
    */
-  private async call<Req, Res>(name: LinkMethod, req: Req): Promise<Res> {
+  private async call<Req, Res>(name: LinkMethod, req: Req, routeId?: string): Promise<Res> {
+    try {
+      return await this.callRouted<Req, Res>(name, req, routeId, routeId !== undefined);
+    } catch (err) {
+      if (!(err instanceof StaleRouting)) throw err;
+      await this.learnGroups(err.address);
+      if (err.hint !== undefined) this.routes.finderOfGroup(err.group)?.learn(err.hint);
+      return this.callRouted<Req, Res>(name, req, routeId, false);
+    }
+  }
+
+  private async callRouted<Req, Res>(name: LinkMethod, req: Req, routeId: string | undefined, checkStale: boolean): Promise<Res> {
     try {
       return await callLeader(
-        this.finder,
-        (address) => {
+        this.routes.finderFor(routeId),
+        async (address) => {
           if (this.closed) throw new Error('cluster link is closed');
-          return this.unary<Req, Res>(address, name, req);
+          try {
+            return await this.unary<Req, Res>(address, name, req);
+          } catch (err) {
+            const group = checkStale ? staleGroup(err, this.routes) : undefined;
+            throw group === undefined ? err : new StaleRouting(address, group, namedLeader(err));
+          }
         },
         {
           // Anything but "unreachable" or "not the leader" is the cluster's answer: retrying elsewhere would not change it.
@@ -285,6 +352,21 @@ export class ClusterLink {
       );
     } catch (err) {
       throw err instanceof NoLeaderError && err.last instanceof Error ? err.last : err;
+    }
+  }
+
+  /** One ClusterStatus at `address`, routed by when it answers; a failure (a coordinator without it) leaves routing as it was. */
+  private async learnGroups(address: string): Promise<void> {
+    try {
+      const st = await unaryCall<ClusterStatusRequest, ClusterStatusResponse>(
+        this.client(address),
+        coordinatorService.ClusterStatus as grpc.MethodDefinition<ClusterStatusRequest, ClusterStatusResponse>,
+        {},
+        this.o.callTimeoutMs,
+      );
+      this.routes.learn(st);
+    } catch {
+      // The call goes on by the redirect it was given.
     }
   }
 
@@ -308,4 +390,24 @@ export class ClusterLink {
   private unary<Req, Res>(address: string, name: LinkMethod, req: Req): Promise<Res> {
     return unaryCall(this.client(address), coordinatorParticipantService[name] as grpc.MethodDefinition<Req, Res>, req, this.o.callTimeoutMs);
   }
+}
+
+/** A NOT_LEADER refusal naming a group the link does not route by: learn the groups, then ask again. */
+class StaleRouting extends Error {
+  constructor(
+    readonly address: string,
+    readonly group: number,
+    readonly hint: string | undefined,
+  ) {
+    super(`${address} refused naming decision group ${group}, which this link does not route by`);
+  }
+}
+
+/** The group a NOT_LEADER refusal names when it shows the routing stale, else undefined. */
+function staleGroup(err: unknown, routes: GroupRoutes): number | undefined {
+  const md = (err as { metadata?: { get(key: string): unknown[] } } | null)?.metadata;
+  if (typeof md?.get !== 'function' || md.get(STATUS_REASON_KEY)[0] !== 'NOT_LEADER') return undefined;
+  const v = md.get(GROUP_KEY)[0];
+  const text = typeof v === 'string' ? v : undefined;
+  return routes.stale(text) ? parseGroup(text) : undefined;
 }

@@ -27,6 +27,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	pb "verdict/sdk/go/pb/coordinatorpb"
 )
 
 const (
@@ -71,13 +74,18 @@ type Options struct {
 
 // Connection sends Coordinator RPCs with leader following and the SDK's retry rule; safe for concurrent use.
 type Connection struct {
-	mu            sync.Mutex
-	addresses     []string
-	leaderAddress string
-	conns         map[string]*grpc.ClientConn
-	closed        bool
-	clusterID     string
-	creds         credentials.TransportCredentials
+	mu        sync.Mutex
+	addresses []string
+	// leaders holds, per decision group, the node tried first: the last that
+	// answered as its leader or that a follower named. One group until a
+	// ClusterStatus answer says more (docs/architecture.md, "Leaders spread,
+	// clients route"); at G = 1 it is the one leader hint it always was.
+	leaders     []string
+	groupsKnown bool
+	conns       map[string]*grpc.ClientConn
+	closed      bool
+	clusterID   string
+	creds       credentials.TransportCredentials
 
 	CallTimeout    time.Duration
 	AttemptTimeout time.Duration
@@ -91,7 +99,7 @@ func NewConnection(endpoints []string, o Options) (*Connection, error) {
 	if len(endpoints) == 0 {
 		return nil, invalidArgument("a connection needs at least one node address (host:port)")
 	}
-	c := &Connection{conns: map[string]*grpc.ClientConn{}, clusterID: o.ClusterID}
+	c := &Connection{conns: map[string]*grpc.ClientConn{}, clusterID: o.ClusterID, leaders: []string{""}}
 	for _, a := range endpoints {
 		if !isAddress(a) {
 			return nil, invalidArgument("%q is not a host:port address", a)
@@ -179,28 +187,135 @@ func (c *Connection) conn(address string) (*grpc.ClientConn, error) {
 	return cc, nil
 }
 
-// search is one call's walk over the addresses (src/transport/leader-finder.ts, LeaderSearch).
+// search is one call's walk over the addresses for one group's leader (src/transport/leader-finder.ts, LeaderSearch).
 type search struct {
 	c         *Connection
+	group     int
 	round     int
 	tried     map[string]bool
 	redirects int
 	pending   string
 }
 
-func (c *Connection) newSearch() *search {
-	s := &search{c: c, round: 1, tried: map[string]bool{}}
-	s.pending = c.startAddress()
+func (c *Connection) newSearch(group int) *search {
+	s := &search{c: c, group: group, round: 1, tried: map[string]bool{}}
+	s.pending = c.startAddress(group)
 	return s
 }
 
-func (c *Connection) startAddress() string {
+func (c *Connection) startAddress(group int) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.leaderAddress != "" {
-		return c.leaderAddress
+	if group < len(c.leaders) && c.leaders[group] != "" {
+		return c.leaders[group]
 	}
 	return c.addresses[0]
+}
+
+// Groups is the number of decision groups the connection routes by: 1 until a ClusterStatus answer says more.
+func (c *Connection) Groups() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.leaders)
+}
+
+// GroupsKnown reports whether a ClusterStatus answer said how many groups the cluster has.
+func (c *Connection) GroupsKnown() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groupsKnown
+}
+
+// GroupOf is the group that decides id as the connection routes now.
+func (c *Connection) GroupOf(id string) int {
+	return GroupOf(id, c.Groups())
+}
+
+// LearnGroups takes G and each group's leader from a ClusterStatus answer; at
+// G = 1 (or 0, a cluster before groups) nothing else changes. A count out of
+// range is ignored (it came from the network).
+func (c *Connection) LearnGroups(st *pb.ClusterStatusResponse) {
+	count := int(st.GetGroupCount())
+	if count == 0 {
+		count = 1
+	}
+	if count > GroupsMax {
+		return
+	}
+	c.mu.Lock()
+	c.groupsKnown = true
+	if count != len(c.leaders) {
+		next := make([]string, count)
+		copy(next, c.leaders)
+		c.leaders = next
+	}
+	c.mu.Unlock()
+	if count == 1 {
+		return
+	}
+	for _, g := range st.GetGroups() {
+		if int(g.GetGroup()) < count && g.GetLeaderAddress() != "" && c.learn(g.GetLeaderAddress()) {
+			c.mu.Lock()
+			if int(g.GetGroup()) < len(c.leaders) {
+				c.leaders[g.GetGroup()] = g.GetLeaderAddress()
+			}
+			c.mu.Unlock()
+		}
+	}
+}
+
+// stale reports whether a refusal naming group text (verdict-group) shows the
+// routing stale: a group while routing as one unlearnt group, or one past G.
+func (c *Connection) stale(text string) bool {
+	g := parseGroup(text)
+	if g < 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.groupsKnown {
+		return g > 0
+	}
+	return g >= len(c.leaders)
+}
+
+// Connect asks the cluster's status once and routes by it from then on (G
+// and each group's leader). Optional: without it the connection learns them
+// at the first refusal that names a group; at G = 1 it changes nothing.
+func (c *Connection) Connect(ctx context.Context) (*pb.ClusterStatusResponse, error) {
+	st := &pb.ClusterStatusResponse{}
+	if err := c.Call(ctx, "ClusterStatus", &pb.ClusterStatusRequest{}, st, CallOptions{}); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// routedID is the id whose group decides req (a transaction's, a saga's, a
+// lease's; GetOutcomes: its first, the caller asks one group at a time), or
+// "" for a call about no one id, which goes to group 0's leader.
+func routedID(method string, req proto.Message) string {
+	field := ""
+	switch method {
+	case "Begin", "Commit", "Abort", "GetOutcome", "ResolveTransaction", "ReportHeuristic", "ListTransactions":
+		field = "txn_id"
+	case "AcquireLease", "RenewLease", "ReleaseLease":
+		field = "name"
+	case "StartSaga", "SagaStatus", "RetrySaga", "ResolveSaga":
+		field = "saga_id"
+	case "GetOutcomes":
+		if r, ok := req.(*pb.OutcomesRequest); ok && len(r.GetTxnIds()) > 0 {
+			return r.GetTxnIds()[0]
+		}
+		return ""
+	default:
+		return ""
+	}
+	m := req.ProtoReflect()
+	fd := m.Descriptor().Fields().ByName(protoreflect.Name(field))
+	if fd == nil || fd.Kind() != protoreflect.StringKind {
+		return ""
+	}
+	return m.Get(fd).String()
 }
 
 func (s *search) next() string {
@@ -212,16 +327,22 @@ func (s *search) next() string {
 }
 
 func (s *search) answered(address string) {
-	s.c.mu.Lock()
-	s.c.leaderAddress = address
-	s.c.mu.Unlock()
+	s.c.setLeader(s.group, address)
 	s.pending = ""
+}
+
+func (c *Connection) setLeader(group int, address string) {
+	c.mu.Lock()
+	if group < len(c.leaders) {
+		c.leaders[group] = address
+	}
+	c.mu.Unlock()
 }
 
 func (s *search) failed(address, hint string) {
 	s.c.mu.Lock()
-	if s.c.leaderAddress == address {
-		s.c.leaderAddress = ""
+	if s.group < len(s.c.leaders) && s.c.leaders[s.group] == address {
+		s.c.leaders[s.group] = ""
 	}
 	s.c.mu.Unlock()
 	if hint != "" && hint != address && s.redirects < s.c.MaxRedirects && s.c.learn(hint) {
@@ -244,7 +365,7 @@ func (s *search) nextRound() {
 	s.round++
 	s.tried = map[string]bool{}
 	s.redirects = 0
-	s.pending = s.c.startAddress()
+	s.pending = s.c.startAddress(s.group)
 }
 
 // CallOptions tune one Call.
@@ -311,7 +432,13 @@ func (c *Connection) Call(ctx context.Context, method string, req, resp proto.Me
 		service = CoordinatorService
 	}
 	last, lastCode := "", "UNAVAILABLE"
-	s := c.newSearch()
+	id := routedID(method, req)
+	group := 0
+	if id != "" {
+		group = c.GroupOf(id)
+	}
+	s := c.newSearch(group)
+	asked := false
 	for {
 		for address := s.next(); address != ""; address = s.next() {
 			remaining := time.Until(deadline)
@@ -333,6 +460,9 @@ func (c *Connection) Call(ctx context.Context, method string, req, resp proto.Me
 			cancel()
 			if err == nil {
 				s.answered(address)
+				if st, ok := resp.(*pb.ClusterStatusResponse); ok && service == CoordinatorService {
+					c.LearnGroups(st)
+				}
 				return nil
 			}
 			if ctx.Err() != nil {
@@ -357,6 +487,18 @@ func (c *Connection) Call(ctx context.Context, method string, req, resp proto.Me
 			if reason == "NOT_LEADER" {
 				hint = trailer(md, LeaderAddressKey)
 			}
+			if hint != "" && id != "" && !asked && c.stale(trailer(md, GroupKey)) {
+				// A refusal naming a group this connection does not route by: learn the groups from that node, then go to the id's group.
+				asked = true
+				c.learnGroupsAt(ctx, cc, minDuration(attemptTimeout, time.Until(deadline)))
+				if g := c.GroupOf(id); g != s.group {
+					if c.learn(hint) {
+						c.setLeader(g, hint)
+					}
+					s = c.newSearch(g)
+					continue
+				}
+			}
 			s.failed(address, hint)
 		}
 		remaining := time.Until(deadline)
@@ -379,6 +521,26 @@ func (c *Connection) Call(ctx context.Context, method string, req, resp proto.Me
 		}
 		s.nextRound()
 	}
+}
+
+// learnGroupsAt asks one node the cluster's status; a failure leaves routing as it was.
+func (c *Connection) learnGroupsAt(ctx context.Context, cc *grpc.ClientConn, timeout time.Duration) {
+	if timeout <= 0 {
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	st := &pb.ClusterStatusResponse{}
+	if err := cc.Invoke(actx, CoordinatorService+"ClusterStatus", &pb.ClusterStatusRequest{}, st); err == nil {
+		c.LearnGroups(st)
+	}
+}
+
+func minDuration(a, b time.Duration) time.Duration {
+	if a < b {
+		return a
+	}
+	return b
 }
 
 // Close closes every channel; calls after it fail with CANCELLED.

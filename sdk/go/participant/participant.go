@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"verdict/sdk/go/client"
 	cpb "verdict/sdk/go/pb/coordinatorpb"
@@ -71,7 +72,9 @@ type Participant struct {
 	stop     chan struct{}
 	done     sync.WaitGroup
 	batched  bool
-	stopOnce sync.Once
+	// askedGroups: GetOutcomes' per-id UNAVAILABLE made the participant ask the cluster's groups (once).
+	askedGroups bool
+	stopOnce    sync.Once
 }
 
 // Start opens the journal, learns the cluster id if not given, serves,
@@ -246,7 +249,35 @@ func (p *Participant) ask(txnID string) {
 }
 
 // askMany asks about many in-doubt transactions in one GetOutcomes; a cluster without it is asked one by one.
+// In a cluster of several decision groups each group's leader answers for its own ids: one question per group.
 func (p *Participant) askMany(txnIDs []string) {
+	conn := p.Client.Conn
+	if conn.Groups() == 1 {
+		p.askGroup(txnIDs)
+		return
+	}
+	var order []int
+	byGroup := map[int][]string{}
+	for _, t := range txnIDs {
+		g := conn.GroupOf(t)
+		if _, ok := byGroup[g]; !ok {
+			order = append(order, g)
+		}
+		byGroup[g] = append(byGroup[g], t)
+	}
+	for _, g := range order {
+		if p.batched {
+			p.askGroup(byGroup[g])
+		} else {
+			for _, t := range byGroup[g] {
+				p.ask(t)
+			}
+		}
+	}
+}
+
+// askGroup asks GetOutcomes for ids of one group (every id at G = 1), at that group's leader.
+func (p *Participant) askGroup(txnIDs []string) {
 	ctx, cancel := p.askContext()
 	defer cancel()
 	r := &cpb.OutcomesResponse{}
@@ -268,6 +299,16 @@ func (p *Participant) askMany(txnIDs []string) {
 			p.Engine.asked(t, time.Now())
 		}
 		return
+	}
+	if !p.askedGroups && !p.Client.Conn.GroupsKnown() {
+		for _, a := range r.Answers {
+			if a.Code == uint32(codes.Unavailable) {
+				// A node of a cluster of several groups answers UNAVAILABLE for ids of groups it does not lead: learn the groups once.
+				p.askedGroups = true
+				_, _ = p.Client.Conn.Connect(ctx)
+				break
+			}
+		}
 	}
 	for i, t := range txnIDs {
 		a := r.Answers[i]

@@ -12,6 +12,15 @@ exponential, jittered). Everything is bounded by the call's deadline.
 Resending is safe only because every Coordinator RPC is idempotent by
 transaction id (R7); which attempts certainly did nothing is read from
 verdict-reason, never from message text.
+
+In a cluster of several decision groups (docs/architecture.md, "Leaders
+spread, clients route") each transaction, saga and lease is decided by group
+``group_of(id, G)`` and only that group's leader acts on it, so the
+connection keeps a leader hint per group and follows a redirect inside the
+id's group. G and the leaders come from ClusterStatus: ``connect()``, or the
+first NOT_LEADER that names a group (``verdict-group``). Until then, and for
+ever at G = 1, it routes as one group: exactly the requests of a cluster
+before groups.
 """
 
 from __future__ import annotations
@@ -28,8 +37,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
-from ._proto import coordinator_pb2_grpc, saga_pb2_grpc
+from ._proto import coordinator_pb2, coordinator_pb2_grpc, saga_pb2_grpc
 from .errors import RefusalDetails, RetriesExhaustedError, VerdictError, invalid_argument
+from .groups import GROUP_KEY, GROUPS_MAX, group_of, parse_group
 from .retry import Backoff, classify_failure, pause_ms, retryable
 
 DEFAULT_CALL_TIMEOUT_MS = 10_000
@@ -178,14 +188,23 @@ def refusal_details(err: grpc.RpcError) -> RefusalDetails:
 
 
 class _Search:
-    """One call's walk over the addresses (src/transport/leader-finder.ts, LeaderSearch)."""
+    """One call's walk over the addresses for one group's leader (src/transport/leader-finder.ts, LeaderSearch)."""
 
-    def __init__(self, conn: "Connection") -> None:
+    def __init__(self, conn: "Connection", group: int = 0) -> None:
         self.conn = conn
+        self.group = group
         self.round = 1
         self.tried: set = set()
         self.redirects = 0
-        self.pending: Optional[str] = conn.leader_address or conn.addresses[0]
+        self.pending: Optional[str] = self.leader or conn.addresses[0]
+
+    @property
+    def leader(self) -> Optional[str]:
+        return self.conn.leader_of(self.group)
+
+    @leader.setter
+    def leader(self, address: Optional[str]) -> None:
+        self.conn.set_leader(self.group, address)
 
     def next(self) -> Optional[str]:
         a = self.pending
@@ -194,12 +213,12 @@ class _Search:
         return a
 
     def answered(self, address: str) -> None:
-        self.conn.leader_address = address
+        self.leader = address
         self.pending = None
 
     def failed(self, address: str, hint: Optional[str]) -> None:
-        if self.conn.leader_address == address:
-            self.conn.leader_address = None
+        if self.leader == address:
+            self.leader = None
         if hint and hint != address and self.redirects < self.conn.max_redirects and self.conn.learn(hint):
             self.redirects += 1
             self.pending = hint
@@ -210,7 +229,38 @@ class _Search:
         self.round += 1
         self.tried = set()
         self.redirects = 0
-        self.pending = self.conn.leader_address or self.conn.addresses[0]
+        self.pending = self.leader or self.conn.addresses[0]
+
+
+#: Methods whose request concerns one id, and the field that holds it; every other call goes to group 0's leader.
+_ROUTED_BY = {
+    "Begin": "txn_id",
+    "Commit": "txn_id",
+    "Abort": "txn_id",
+    "GetOutcome": "txn_id",
+    "ResolveTransaction": "txn_id",
+    "ReportHeuristic": "txn_id",
+    "ListTransactions": "txn_id",
+    "AcquireLease": "name",
+    "RenewLease": "name",
+    "ReleaseLease": "name",
+    "StartSaga": "saga_id",
+    "SagaStatus": "saga_id",
+    "RetrySaga": "saga_id",
+    "ResolveSaga": "saga_id",
+}
+
+
+def routed_id(method: str, request: Any) -> Optional[str]:
+    """The id whose group decides ``request`` (GetOutcomes: its first id; the caller asks one group at a time), or None."""
+    if method == "GetOutcomes":
+        ids = list(getattr(request, "txn_ids", []))
+        return ids[0] if ids else None
+    field = _ROUTED_BY.get(method)
+    if field is None:
+        return None
+    v = getattr(request, field, "")
+    return v if isinstance(v, str) and v != "" else None
 
 
 class Connection:
@@ -243,7 +293,12 @@ class Connection:
         #: Addresses whose channel must be made again, its server checked first (it lost its connection since the check).
         self._unchecked: set = set()
         self.addresses: List[str] = list(dict.fromkeys(endpoints))[:LEARNED_ADDRESSES_MAX]
-        self.leader_address: Optional[str] = None
+        #: The number of decision groups routed by: 1 until a status answer says more.
+        self.groups = 1
+        #: True once a status answer said how many groups the cluster has.
+        self.groups_known = False
+        #: Per group, the node tried first: the last that answered as its leader or that a follower named.
+        self._leaders: List[Optional[str]] = [None]
         self.max_redirects = max_redirects
         self.call_timeout_ms = call_timeout_ms
         self.attempt_timeout_ms = attempt_timeout_ms
@@ -253,6 +308,54 @@ class Connection:
         self._channels: Dict[str, grpc.Channel] = {}
         self._stubs: Dict[str, coordinator_pb2_grpc.CoordinatorStub] = {}
         self._closed = False
+
+    @property
+    def leader_address(self) -> Optional[str]:
+        """Group 0's leader as last seen: where calls that concern no one id go first."""
+        return self._leaders[0]
+
+    @leader_address.setter
+    def leader_address(self, address: Optional[str]) -> None:
+        self._leaders[0] = address
+
+    def leader_of(self, group: int) -> Optional[str]:
+        return self._leaders[group] if group < len(self._leaders) else None
+
+    def set_leader(self, group: int, address: Optional[str]) -> None:
+        if group < len(self._leaders):
+            self._leaders[group] = address
+
+    def group_of(self, id: str) -> int:
+        """The group that decides ``id`` as routed now."""
+        return group_of(id, self.groups)
+
+    def learn_groups(self, status: Any) -> None:
+        """G and each group's leader from a ClusterStatus answer; at G = 1 (or 0, a cluster before groups) nothing else changes."""
+        count = int(getattr(status, "group_count", 0)) or 1
+        if count > GROUPS_MAX:
+            return
+        self.groups_known = True
+        if count == 1:
+            self.groups = 1
+            del self._leaders[1:]
+            return
+        if count != self.groups:
+            self._leaders = (self._leaders + [None] * count)[:count]
+            self.groups = count
+        for g in getattr(status, "groups", []):
+            if 0 <= g.group < count and g.leader_address != "" and self.learn(g.leader_address):
+                self._leaders[g.group] = g.leader_address
+
+    def stale(self, group_text: Optional[str]) -> bool:
+        """True when a refusal naming a group shows the routing stale: a group while routing as one unlearnt group, or one past G."""
+        g = parse_group(group_text)
+        if g is None:
+            return False
+        return g > 0 if not self.groups_known else g >= self.groups
+
+    def connect(self, call_timeout_ms: Optional[float] = None) -> Any:
+        """One ClusterStatus, routed by from then on (G and each group's leader); optional, and at G = 1 it changes nothing."""
+        return self.call("ClusterStatus", coordinator_pb2.ClusterStatusRequest(), call_timeout_ms=call_timeout_ms)
 
     def learn(self, address: str) -> bool:
         """Adds a hinted address if it has the form host:port and there is room; True when it is known."""
@@ -336,7 +439,9 @@ class Connection:
         attempt_s = (attempt_timeout_ms if attempt_timeout_ms is not None else self.attempt_timeout_ms) / 1000
         last: Optional[str] = None
         last_code = "UNAVAILABLE"
-        search = _Search(self)
+        id = routed_id(method, request)
+        search = _Search(self, self.group_of(id) if id is not None else 0)
+        asked = False
         while True:
             address = search.next()
             while address is not None:
@@ -354,6 +459,8 @@ class Connection:
                         stub = saga_pb2_grpc.SagasStub(channel)
                     response = getattr(stub, method)(req, timeout=remaining if clipped else attempt_s, metadata=metadata)
                     search.answered(address)
+                    if method == "ClusterStatus" and service == "Coordinator":
+                        self.learn_groups(response)
                     return response
                 except NotANodeError as err:
                     # Nothing was sent: the request never left for a server that is not a node.
@@ -373,6 +480,17 @@ class Connection:
                         last = f"{address}: {code} {text}"
                         last_code = code
                     hint = _metadata(err, LEADER_ADDRESS_KEY) if reason == "NOT_LEADER" else None
+                    if hint is not None and id is not None and not asked and self.stale(_metadata(err, GROUP_KEY)):
+                        # A refusal naming a group this connection does not route by: learn the groups from that node, then go to the id's group.
+                        asked = True
+                        self._learn_groups_at(address, min(attempt_s, deadline - time.monotonic()))
+                        group = self.group_of(id)
+                        if group != search.group:
+                            if self.learn(hint):
+                                self.set_leader(group, hint)
+                            search = _Search(self, group)
+                            address = search.next()
+                            continue
                     search.failed(address, hint)
                 address = search.next()
             remaining = deadline - time.monotonic()
@@ -380,6 +498,19 @@ class Connection:
                 raise RetriesExhaustedError(last_code, f"no node answered {method} in time; last: {last or 'no node was tried'}")
             time.sleep(min(remaining, pause_ms(search.round - 1, self.backoff, self.random()) / 1000))
             search.next_round()
+
+    def refresh_groups(self, address: str, timeout_s: float = 2.0) -> None:
+        """Asks ``address`` the cluster's groups once (ClusterStatus); a failure leaves routing as it was."""
+        self._learn_groups_at(address, timeout_s)
+
+    def _learn_groups_at(self, address: str, timeout_s: float) -> None:
+        """One ClusterStatus attempt at ``address``; a failure leaves routing as it was."""
+        if timeout_s <= 0:
+            return
+        try:
+            self.learn_groups(self._stub(address).ClusterStatus(coordinator_pb2.ClusterStatusRequest(), timeout=timeout_s))
+        except (grpc.RpcError, NotANodeError, VerdictError):
+            pass
 
     def close(self) -> None:
         with self._lock:

@@ -506,6 +506,8 @@ class Participant:
         self._resolver = threading.Thread(target=self._resolve_loop, name="verdict-in-doubt", daemon=True)
         #: Whether the cluster answers GetOutcomes (a cluster that answers UNIMPLEMENTED is asked one by one).
         self._batched = True
+        #: GetOutcomes' per-id UNAVAILABLE made the participant ask the cluster's groups (once).
+        self._asked_groups = False
         self.port = 0
         #: A TCC resource whose reserves may carry a TTL: expired ones are settled through the cluster (tcc.ReserveWatcher).
         self.reserve_watcher: Optional[ReserveWatcher] = None
@@ -624,7 +626,24 @@ class Participant:
         self._apply(txn_id, r.outcome)
 
     def _ask_many(self, txn_ids: List[str]) -> None:
-        """Many in-doubt transactions in one GetOutcomes (after a leader change, say); a cluster without it is asked one by one."""
+        """Many in-doubt transactions in one GetOutcomes (after a leader change, say); a cluster without it is asked one by one.
+
+        In a cluster of several decision groups each group's leader answers for its own ids: one question per group."""
+        conn = self.client.connection
+        if conn.groups == 1:
+            return self._ask_group(txn_ids)
+        by_group: Dict[int, List[str]] = {}
+        for txn_id in txn_ids:
+            by_group.setdefault(conn.group_of(txn_id), []).append(txn_id)
+        for ids in by_group.values():
+            if self._batched:
+                self._ask_group(ids)
+            else:
+                for txn_id in ids:
+                    self._ask(txn_id)
+
+    def _ask_group(self, txn_ids: List[str]) -> None:
+        """GetOutcomes for ids of one group (every id at G = 1), at that group's leader."""
         try:
             r = self.client.connection.call("GetOutcomes", cpb.OutcomesRequest(txn_ids=txn_ids, participant_id=self.participant_id), call_timeout_ms=5_000, attempt_timeout_ms=2_000)
         except VerdictError as err:
@@ -642,6 +661,11 @@ class Participant:
             for txn_id in txn_ids:
                 self.engine.asked(txn_id, time.monotonic())
             return
+        conn = self.client.connection
+        if not conn.groups_known and not self._asked_groups and conn.leader_address is not None and any(a.code == grpc.StatusCode.UNAVAILABLE.value[0] for a in r.answers):
+            # A node of a cluster of several groups answers UNAVAILABLE for ids of groups it does not lead: learn the groups once.
+            self._asked_groups = True
+            conn.refresh_groups(conn.leader_address)
         for txn_id, a in zip(txn_ids, r.answers):
             if a.code != 0 or a.outcome.txn_id not in ("", txn_id):
                 self.engine.asked(txn_id, time.monotonic())

@@ -12,6 +12,7 @@ export interface StreamedOutcome {
   'leaderId'?: (string);
   'statusReason'?: (string);
   'recordedOutcome'?: (string);
+  'group'?: (number);
 }
 
 export interface StreamedOutcome__Output {
@@ -23,4 +24,5 @@ export interface StreamedOutcome__Output {
   'leaderId': (string);
   'statusReason': (string);
   'recordedOutcome': (string);
+  'group': (number);
 }
