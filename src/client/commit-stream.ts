@@ -29,7 +29,7 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import { RequestStream, serviceError } from '../transport/request-stream.ts';
-import { GROUP_KEY } from '../transport/group-routes.ts';
+import { GROUP_KEY } from '../transport/coordinator-rpc.ts';
 
 /** Commits waiting for an answer on one stream; beyond this one fails at once with RESOURCE_EXHAUSTED (retried elsewhere). */
 export const COMMIT_STREAM_PENDING_MAX = 16_384;

@@ -13,7 +13,8 @@
 // message text (docs/protocol-outcomes.md).
 import * as grpc from '@grpc/grpc-js';
 import { isAddress } from '../transport/leader-finder.ts';
-import { GROUP_KEY, GroupRoutes } from '../transport/group-routes.ts';
+import { GroupRoutes } from '../transport/group-routes.ts';
+import { GROUP_KEY } from '../transport/coordinator-rpc.ts';
 import { unaryCall } from '../transport/unary.ts';
 import { CommitStream } from './commit-stream.ts';
 import { explainConnectError } from '../transport/tls.ts';

@@ -16,7 +16,8 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
-import { GROUP_KEY, parseGroup } from '../transport/group-routes.ts';
+import { parseGroup } from '../transport/group-routes.ts';
+import { GROUP_KEY } from '../transport/coordinator-rpc.ts';
 
 /** Commits answered on one stream at a time at most; beyond this one is refused with RESOURCE_EXHAUSTED. */
 export const COMMIT_STREAM_PENDING_MAX = 16_384;

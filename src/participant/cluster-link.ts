@@ -11,7 +11,8 @@
 import type { ClusterQuestions } from './compose.ts';
 import * as grpc from '@grpc/grpc-js';
 import { callLeader, namedLeader, NoLeaderError } from '../transport/leader-finder.ts';
-import { GROUP_KEY, GroupRoutes, parseGroup } from '../transport/group-routes.ts';
+import { GroupRoutes, parseGroup } from '../transport/group-routes.ts';
+import { GROUP_KEY } from '../transport/coordinator-rpc.ts';
 import { unaryCall } from '../transport/unary.ts';
 import {
   coordinatorService,

@@ -132,8 +132,8 @@ export const REASON_KEY = 'verdict-reason';
 /** Metadata keys by which a follower points at the leader. */
 export const LEADER_ID_KEY = 'verdict-leader-id';
 export const LEADER_ADDRESS_KEY = 'verdict-leader-address';
-/** The metadata key naming the decision group a NOT_LEADER or NO_LEADER redirect is about: defined once, in ./group-routes.ts. */
-export { GROUP_KEY } from './group-routes.ts';
+/** Metadata key naming the decision group a NOT_LEADER or NO_LEADER redirect is about (a cluster of more than one group; docs/architecture.md). */
+export const GROUP_KEY = 'verdict-group';
 /**
  * Metadata key of a refusal's machine-readable reason, one of STATUS_REASONS:
  *   NOT_LEADER       UNAVAILABLE: not done here; the leader is in verdict-leader-id / -address

@@ -22,8 +22,6 @@
 import { groupOf, groupsProblem } from '../domain/group.ts';
 import { LeaderFinder, type LeaderFinderOptions } from './leader-finder.ts';
 
-/** Metadata key by which a node that refused NOT_LEADER names the decision group the request belongs to. */
-export const GROUP_KEY = 'verdict-group';
 
 /** What routing needs of a ClusterStatus answer (verdict.coordinator.ClusterStatusResponse). */
 export interface GroupsView {
