@@ -348,7 +348,7 @@ export class HistoryStore {
     if (this.dirty.size === 0 && this.deferred.size === 0 && this.durable === this.applied && !this.lacksChanged) return;
     const deferred = this.deferred;
     const deferredMinIndex = this.deferredMinIndex;
-    const appliedAt = this.applied;
+    const appliedIndex = this.applied;
     const lacksChanged = this.lacksChanged;
     this.deferred = new Map();
     this.deferredMinIndex = 0;
@@ -398,7 +398,7 @@ export class HistoryStore {
       // Due: settled, held long enough, the oldest past the bound, read back just now, or all of them (a flush).
       const ops: Batch[] = [];
       const index: IndexLines = new Map();
-      let floor = appliedAt;
+      let floor = appliedIndex;
       let overflow = this.dirty.size - (this.o.heldMax ?? HELD_MAX);
       const holdTurns = this.o.holdTurns ?? HOLD_TURNS;
       for (const [id, h] of this.dirty) {
@@ -587,8 +587,8 @@ export class HistoryStore {
       return { ...base, records: rec ? [rec] : [], truncated: false };
     }
     const limit = Math.min(Math.max(1, q.limit ?? HISTORY_LIMIT_DEFAULT), HISTORY_LIMIT_MAX);
-    const since = q.sinceAtMs ?? 0;
-    const until = Math.min(q.untilAtMs || Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+    const sinceAtMs = q.sinceAtMs ?? 0;
+    const untilAtMs = Math.min(q.untilAtMs || Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
     const pid = q.participantId;
     const prefixOf = (bucket: number): string => (pid ? pPrefix(pid, bucket) : tPrefix(bucket));
     const bucketAt = pid ? `P${SEP}${pid}${SEP}`.length : 2;
@@ -619,7 +619,7 @@ export class HistoryStore {
     };
     let current = -1;
     let done = false;
-    for await (const [k, v] of this.db.iterator({ gte: prefixOf(bucketOf(since)), lt: `${prefixOf(bucketOf(until - 1))}\uffff`, reverse: true })) {
+    for await (const [k, v] of this.db.iterator({ gte: prefixOf(bucketOf(sinceAtMs)), lt: `${prefixOf(bucketOf(untilAtMs - 1))}\uffff`, reverse: true })) {
       const bucket = Number(k.slice(bucketAt, bucketAt + 16));
       if (bucket !== current) {
         if (await drain()) {
@@ -629,7 +629,7 @@ export class HistoryStore {
         current = bucket;
       }
       for (const e of entriesOf(v)) {
-        if (e.atMs < since || e.atMs >= until || seen.has(e.id)) continue;
+        if (e.atMs < sinceAtMs || e.atMs >= untilAtMs || seen.has(e.id)) continue;
         seen.add(e.id);
         lines.push(e);
       }
