@@ -22,7 +22,6 @@
 import { groupOf, groupsProblem } from '../domain/group.ts';
 import { LeaderFinder, type LeaderFinderOptions } from './leader-finder.ts';
 
-
 /** What routing needs of a ClusterStatus answer (verdict.coordinator.ClusterStatusResponse). */
 export interface GroupsView {
   /** 0 (a cluster before groups) is one group. */
