@@ -20,6 +20,7 @@ import { childProc, CpuWindow, databaseProcs, type CpuFigures } from '../harness
 import type { CommitLoad, LoadResult } from '../harness/loadgen.ts';
 import { measureMySqlDirect, measureMySqlMinimal, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from '../floors/mysql.ts';
 import { measurePgDirect, measurePgMinimal, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloor } from '../floors/pg.ts';
+import { mysqlQuery } from '../../test/mysql/harness.ts';
 import { BenchCluster, intFlag as flag, killAllNow, runJsonChild, stopAll } from '../harness/procs.ts';
 
 const QUICK = process.argv.includes('--quick');
@@ -98,7 +99,11 @@ async function throughVerdict(dir: string, pg: BenchPg, my: BenchMySql | null, p
     const ids = [...new Set<string>([...PG_PARTICIPANTS, ...(my !== null ? MYSQL_PARTICIPANTS : [])])];
     await cluster.startParticipants(ids, (id) => (id === 'myledger' && my !== null ? mysqlParticipantArgs(my) : pgParticipantArgs(pg, id)));
     const pgRow = await row(dir, cluster, 'pg', [...PG_PARTICIPANTS], pgDirect, pg.tag);
+    // MariaDB's count of sessions opened: a participant that keeps its sessions opens none per transaction.
+    const sessions = async (): Promise<number> => (my === null ? 0 : Number((await mysqlQuery<{ Value: string }>(my.ledgerUrl, "SHOW GLOBAL STATUS LIKE 'Connections'"))[0]?.Value));
+    const sessionsBefore = await sessions();
     const myRow = my !== null && myDirect !== null ? await row(dir, cluster, 'mysql', [...MYSQL_PARTICIPANTS], myDirect, pg.tag) : null;
+    if (myRow !== null) say(`MariaDB sessions opened during the mysql row (warm-up and window): ${(await sessions()) - sessionsBefore}, ${myRow.committed} committed in the window`);
     return { pg: pgRow, mysql: myRow };
   } finally {
     await cluster.destroy();
