@@ -70,8 +70,13 @@ export const TOOLS: Record<string, Tool> = {
   },
   databases: {
     file: 'analysis/databases.ts',
-    usage: '[--quick] [--clients N (16)] [--warmup-ms MS] [--measure-ms MS] [--no-mysql]',
-    about: "the full run's PostgreSQL and MariaDB rows alone, each beside its direct floor in the same run, with CPU per transaction by process",
+    usage: '[--quick] [--clients N (16)] [--warmup-ms MS] [--measure-ms MS] [--no-mysql] [--minimal] [--no-verdict]',
+    about: "the full run's PostgreSQL and MariaDB rows alone, each beside its direct floor in the same run, with CPU per transaction by process; --minimal adds the least-process floors",
+  },
+  'pg-pipeline': {
+    file: 'analysis/pg-pipeline.ts',
+    usage: '[--batch N (64)] [--rounds N (20)]',
+    about: 'COMMIT PREPARED from a pool of 16 connections, one at a time on one, and pipelined on one and on four: commits/s and CPU per commit, client and PostgreSQL',
   },
   fanout: {
     file: 'analysis/fanout.ts',

@@ -31,7 +31,7 @@ import { measureCliStatus, type CliTiming } from './scenarios/cli-status.ts';
 import { childProc, CpuWindow, databaseProcs, type CpuFigures } from './harness/cpu-sample.ts';
 import type { CommitLoad, LoadResult, RawLoad } from './harness/loadgen.ts';
 import { measurePgDirect, measurePgMinimal, NO_PG_DIRECT, PG_CONCURRENCY, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloors } from './floors/pg.ts';
-import { measureMySqlDirect, MYSQL_CONCURRENCY, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from './floors/mysql.ts';
+import { measureMySqlDirect, measureMySqlMinimal, MYSQL_CONCURRENCY, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from './floors/mysql.ts';
 import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './harness/procs.ts';
 import { writeReport } from './report/report.ts';
 import { measureEtcdAnchor } from './scenarios/etcd-anchor.ts';
@@ -366,6 +366,8 @@ function headline(r: Results): string {
     lines.push(
       `PostgreSQL + MariaDB direct (PREPARE TRANSACTION, XA PREPARE), ${myDirect.connections} connection(s) per database: ${myDirect.tps} tx/s, p50 ${ms(myDirect.p50_us)} p99 ${ms(myDirect.p99_us)}`,
     );
+  const myMinimal = f.mysql_minimal_16;
+  if (myMinimal != null) lines.push(`PostgreSQL + MariaDB through the least possible processes, 16 in flight: ${myMinimal.tps} tx/s, p50 ${ms(myMinimal.p50_us)} p99 ${ms(myMinimal.p99_us)}`);
   for (const c of MYSQL_CONCURRENCY) {
     const x = r.scenarios.find((sc) => sc.id === mysqlCommitId(3, c));
     if (x) lines.push(`PostgreSQL + MariaDB through Verdict, 3 nodes, ${c} client(s): ${x.tps} tx/s, commit p50 ${ms(x.p50_us)} p99 ${ms(x.p99_us)}`);
@@ -466,6 +468,7 @@ async function main(): Promise<void> {
       progress(`${tag()} done  floor pg_minimal_16: ${minimal.tps} tx/s, p50 ${ms(minimal.p50_us)}, p99 ${ms(minimal.p99_us)} [${((Date.now() - t1) / 1000).toFixed(1)} s]`);
     }
     let mysqlDirect16: Floors['mysql_direct_16'] = null;
+    let mysqlMinimal16: Floors['mysql_minimal_16'] = null;
     if (pg !== null && my !== null) {
       for (const connections of MYSQL_CONCURRENCY) {
         stepNo++;
@@ -477,8 +480,13 @@ async function main(): Promise<void> {
         mysqlDirect16 = d;
         progress(`${tag()} done  floor mysql_direct_${connections}: ${d.tps} tx/s, p50 ${ms(d.p50_us)}, p99 ${ms(d.p99_us)} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
       }
+      stepNo++;
+      progress(`${tag()} start floor mysql_minimal_16: the same through the least possible processes (a PostgreSQL and a MariaDB participant, a leader and two followers), 16 in flight`);
+      const t1 = Date.now();
+      mysqlMinimal16 = await measureMySqlMinimal(pg, my, dir, 16, { warmupMs: s.warmup_ms, measureMs: s.measure_ms });
+      progress(`${tag()} done  floor mysql_minimal_16: ${mysqlMinimal16.tps} tx/s, p50 ${ms(mysqlMinimal16.p50_us)}, p99 ${ms(mysqlMinimal16.p99_us)} [${((Date.now() - t1) / 1000).toFixed(1)} s]`);
     }
-    const floors: Floors = { ...machineFloors, ...pgDirect, mysql_direct_16: mysqlDirect16 };
+    const floors: Floors = { ...machineFloors, ...pgDirect, mysql_direct_16: mysqlDirect16, mysql_minimal_16: mysqlMinimal16 };
 
     const scenarios: Scenario[] = [];
     for (const [nodes, list] of steps) scenarios.push(...(await runCluster(dir, nodes, list, s, pg, my)));

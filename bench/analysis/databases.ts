@@ -1,4 +1,4 @@
-// `npm run bench -- databases [--quick] [--clients N (16)] [--warmup-ms MS] [--measure-ms MS] [--no-mysql]`
+// `npm run bench -- databases [--quick] [--clients N (16)] [--warmup-ms MS] [--measure-ms MS] [--no-mysql] [--minimal] [--no-verdict]`
 //
 // The full run's PostgreSQL and MariaDB rows alone, each beside its floor in
 // the same run: a PostgreSQL of our own (and a MariaDB, unless --no-mysql or
@@ -10,14 +10,17 @@
 // with its CPU per transaction by process (PostgreSQL's and MariaDB's own
 // processes counted as "database") and the load average, then one JSON line
 // with the two ratios the full run writes (ratios.pg_through_verdict_over_direct,
-// ratios.mysql_through_verdict_over_direct). Writes no results file.
+// ratios.mysql_through_verdict_over_direct). --minimal adds the full run's
+// least-process floors (floors.pg_minimal_16, floors.mysql_minimal_16);
+// --no-verdict leaves out the cluster (the floors alone). Writes no results file.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { childProc, CpuWindow, databaseProcs, type CpuFigures } from '../harness/cpu-sample.ts';
 import type { CommitLoad, LoadResult } from '../harness/loadgen.ts';
-import { measureMySqlDirect, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from '../floors/mysql.ts';
-import { measurePgDirect, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloor } from '../floors/pg.ts';
+import { measureMySqlDirect, measureMySqlMinimal, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from '../floors/mysql.ts';
+import { measurePgDirect, measurePgMinimal, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloor } from '../floors/pg.ts';
+import { mysqlQuery } from '../../test/mysql/harness.ts';
 import { BenchCluster, intFlag as flag, killAllNow, runJsonChild, stopAll } from '../harness/procs.ts';
 
 const QUICK = process.argv.includes('--quick');
@@ -25,6 +28,7 @@ const CLIENTS = flag('clients', 16);
 const WARMUP_MS = flag('warmup-ms', QUICK ? 3_000 : 10_000);
 const MEASURE_MS = flag('measure-ms', QUICK ? 5_000 : 12_000);
 const WITH_MYSQL = !process.argv.includes('--no-mysql');
+const WITH_MINIMAL = process.argv.includes('--minimal');
 
 interface Row {
   tps: number;
@@ -63,6 +67,15 @@ async function main(): Promise<void> {
     say(`floor pg_direct_${CLIENTS}: ${pgDirect.tps} tx/s, p50 ${(pgDirect.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})`);
     const myDirect = my !== null ? await measureMySqlDirect(pg, my, dir, CLIENTS, t) : null;
     if (myDirect !== null) say(`floor mysql_direct_${CLIENTS}: ${myDirect.tps} tx/s, p50 ${(myDirect.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})`);
+    if (WITH_MINIMAL) {
+      const pgMin = await measurePgMinimal(pg, dir, CLIENTS, t);
+      say(`floor pg_minimal_${CLIENTS}: ${pgMin.tps} tx/s (${r2(pgMin.tps / pgDirect.tps)} of direct), p50 ${(pgMin.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})`);
+      if (my !== null && myDirect !== null) {
+        const myMin = await measureMySqlMinimal(pg, my, dir, CLIENTS, t);
+        say(`floor mysql_minimal_${CLIENTS}: ${myMin.tps} tx/s (${r2(myMin.tps / myDirect.tps)} of direct), p50 ${(myMin.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})`);
+      }
+    }
+    if (process.argv.includes('--no-verdict')) return;
     const rows = await throughVerdict(dir, pg, my, pgDirect, myDirect);
     process.stdout.write(
       `${JSON.stringify({
@@ -86,7 +99,11 @@ async function throughVerdict(dir: string, pg: BenchPg, my: BenchMySql | null, p
     const ids = [...new Set<string>([...PG_PARTICIPANTS, ...(my !== null ? MYSQL_PARTICIPANTS : [])])];
     await cluster.startParticipants(ids, (id) => (id === 'myledger' && my !== null ? mysqlParticipantArgs(my) : pgParticipantArgs(pg, id)));
     const pgRow = await row(dir, cluster, 'pg', [...PG_PARTICIPANTS], pgDirect, pg.tag);
+    // MariaDB's count of sessions opened: a participant that keeps its sessions opens none per transaction.
+    const sessions = async (): Promise<number> => (my === null ? 0 : Number((await mysqlQuery<{ Value: string }>(my.ledgerUrl, "SHOW GLOBAL STATUS LIKE 'Connections'"))[0]?.Value));
+    const sessionsBefore = await sessions();
     const myRow = my !== null && myDirect !== null ? await row(dir, cluster, 'mysql', [...MYSQL_PARTICIPANTS], myDirect, pg.tag) : null;
+    if (myRow !== null) say(`MariaDB sessions opened during the mysql row (warm-up and window): ${(await sessions()) - sessionsBefore}, ${myRow.committed} committed in the window`);
     return { pg: pgRow, mysql: myRow };
   } finally {
     await cluster.destroy();

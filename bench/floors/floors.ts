@@ -35,6 +35,8 @@ export interface ConcurrentFsyncFloor {
 export interface Floors extends MachineFloors, PgDirectFloors {
   /** The shop/ledger transaction with the ledger on MariaDB, driven directly at 16 connections per database (bench/floors/mysql.ts); absent in older results. */
   mysql_direct_16?: PgDirectFloor | null;
+  /** The same through the least possible processes, the ledger participant in front of MariaDB (bench/floors/mysql.ts); absent in older results. */
+  mysql_minimal_16?: PgDirectFloor | null;
 }
 
 export interface FloorTiming {

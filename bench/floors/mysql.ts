@@ -10,6 +10,7 @@
 //                       in the results, without MariaDB binaries or without
 //                       PostgreSQL (the shop side).
 //   measureMySqlDirect() floors.mysql_direct_16.
+//   measureMySqlMinimal() floors.mysql_minimal_16: through the least possible processes.
 //   mysqlParticipantArgs() the `verdict participant --resource mysql` flags of
 //                       myledger; its scenario is commit.nodes3.pgmysql.c16.
 //
@@ -20,7 +21,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { mysqlQuery, startMariaDb, type MariaDbServer } from '../../test/mysql/harness.ts';
 import type { MySqlDirectConfig } from './mysql-direct.ts';
-import { directFloor, type BenchPg, type PgDirectFloor } from './pg.ts';
+import { directFloor, measurePgMinimal, type BenchPg, type PgDirectFloor } from './pg.ts';
 import type { PgDirectResult } from './direct-child.ts';
 import { ACCOUNTS_PER_CLIENT, CLIENTS_MAX, OPENING_BALANCE_CENTS } from '../harness/pg-workload.ts';
 import { runJsonChild } from '../harness/procs.ts';
@@ -59,6 +60,16 @@ export async function measureMySqlDirect(pg: BenchPg, my: BenchMySql, dir: strin
   const r = await runJsonChild<PgDirectResult>(`MySQL direct floor, ${connections} connection(s)`, 'floors/mysql-direct.ts', cfg, join(dir, 'mysql-direct.log'), t.warmupMs + t.measureMs + 90_000);
   if (r.ok === 0) throw new Error(`the MySQL direct floor at ${connections} connection(s) committed nothing (errors: ${JSON.stringify(r.errors)}); see ${join(dir, 'mysql-direct.log')}`);
   return directFloor(r, connections);
+}
+
+/**
+ * floors.mysql_minimal_16: the same transaction through the least possible
+ * processes (bench/floors/pg-minimal.ts), the ledger participant in front of
+ * MariaDB: what any replicated coordinator with participant processes costs
+ * on this path, none of it Verdict's code.
+ */
+export function measureMySqlMinimal(pg: BenchPg, my: BenchMySql, dir: string, connections: number, t: { warmupMs: number; measureMs: number }): Promise<PgDirectFloor> {
+  return measurePgMinimal(pg, dir, connections, t, my.ledgerUrl);
 }
 
 export function mysqlParticipantArgs(my: BenchMySql): string[] {

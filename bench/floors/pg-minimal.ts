@@ -12,6 +12,12 @@
 //                answers. No journal: as Verdict's PostgreSQL participant,
 //                the prepared transaction and its marker are the durable
 //                state. Prints "listening <port>", runs until stdin closes.
+//                With db 'mysql' (the MariaDB floor, bench/floors/mysql.ts)
+//                it stands in front of MariaDB as Verdict's MySQL
+//                participant does: XA START, the statement, the marker, XA
+//                END and XA PREPARE in one multi-statement query on a
+//                session of the branch's own (N of them), and XA COMMIT on
+//                that same session.
 //   follower     a gRPC server that appends every message that arrived in
 //                one turn of its event loop to a segment file, fdatasyncs
 //                it, then writes and fdatasyncs a mark (two flushes, as
@@ -25,7 +31,8 @@
 //                each follower, done when the leader and one follower are
 //                (a quorum of three); then COMMIT to both participants,
 //                after the transaction counts as done (Verdict answers its
-//                client before COMMIT PREPARED too). Prints one JSON line
+//                client before COMMIT PREPARED too); with ledgerDb 'mysql'
+//                the ledger participant is the MariaDB one. Prints one JSON line
 //                (PgDirectResult), so the figure sits beside the direct one.
 //
 // Fewer messages than Verdict sends (no ACKs to the cluster, no Forget, no
@@ -34,13 +41,14 @@
 import * as grpc from '@grpc/grpc-js';
 import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { closedLoop, directChildMain, directResult, type PgDirectResult } from './direct-child.ts';
 import { fdatasyncAsync, ident, method, serveUntilStdinEnds } from './floor-grpc.ts';
-import { accountOf, DIRECT_MARKER_SCHEMA, DIRECT_MARKER_TABLE, ledgerStatement, shopStatement } from '../harness/pg-workload.ts';
+import { accountOf, DIRECT_MARKER_SCHEMA, DIRECT_MARKER_SCHEMA_MYSQL, DIRECT_MARKER_TABLE, ledgerStatement, shopStatement } from '../harness/pg-workload.ts';
 
 export type PgMinimalConfig =
-  | { role: 'participant'; url: string; connections: number }
+  | { role: 'participant'; url: string; connections: number; db?: 'postgres' | 'mysql' }
   | { role: 'follower'; dir: string; name: string; bytes: number }
   | {
       role: 'coordinator';
@@ -50,6 +58,8 @@ export type PgMinimalConfig =
       /** For the leftover check at the end: the databases behind the participants. */
       shopUrl: string;
       ledgerUrl: string;
+      /** The ledger participant's database: PostgreSQL (default) or MariaDB. */
+      ledgerDb?: 'postgres' | 'mysql';
       dir: string;
       connections: number;
       warmupMs: number;
@@ -82,13 +92,76 @@ function safe(v: string): string {
   return v;
 }
 
+/** A participant's database work: PREPARE (statement, marker, prepare) and the decision, each one round trip. */
+type Run = (m: Request) => Promise<void>;
+
 async function participant(cfg: Extract<PgMinimalConfig, { role: 'participant' }>): Promise<void> {
+  const { run, end } = cfg.db === 'mysql' ? await mysqlRun(cfg) : await postgresRun(cfg);
+  const server = new grpc.Server();
+  server.addService(STREAM, {
+    Stream: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      call.on('data', (d: Buffer) => {
+        const m = JSON.parse(d.toString()) as Request;
+        const answer = (a: Answer): void => void call.write(Buffer.from(JSON.stringify(a)));
+        run(m).then(
+          () => answer({ n: m.n, ok: true }),
+          (err: unknown) => answer({ n: m.n, ok: false, error: (err as { code?: string }).code ?? String(err) }),
+        );
+      });
+      call.on('end', () => call.end());
+    },
+  });
+  await serveUntilStdinEnds(server);
+  await end();
+}
+
+/** MariaDB as Verdict's MySQL participant drives it: a session per branch, one query to prepare, the decision on the same session. */
+async function mysqlRun(cfg: Extract<PgMinimalConfig, { role: 'participant' }>): Promise<{ run: Run; end: () => Promise<void> }> {
+  const connect = async (): Promise<mysql.Connection> => {
+    const c = await mysql.createConnection({ uri: cfg.url, multipleStatements: true });
+    c.on('error', () => {});
+    return c;
+  };
+  const idle = await Promise.all(Array.from({ length: cfg.connections }, connect));
+  for (const stmt of DIRECT_MARKER_SCHEMA_MYSQL) await idle[0]?.query(stmt);
+  const held = new Map<string, mysql.Connection>();
+  const run: Run = async (m) => {
+    const xid = `'${safe(m.gid)}'`;
+    const own = held.get(m.gid);
+    if (m.k !== 'p') {
+      held.delete(m.gid);
+      // The coordinator decides only branches that voted YES, which this process holds; any other is decided on a session of its own.
+      const c = own ?? (await connect());
+      try {
+        await c.query(`XA ${m.k === 'c' ? 'COMMIT' : 'ROLLBACK'} ${xid}`);
+      } finally {
+        if (own !== undefined) idle.push(own);
+        else await c.end().catch(() => c.destroy());
+      }
+      return;
+    }
+    const c = idle.pop() ?? (await connect());
+    try {
+      await c.query(
+        `XA START ${xid};\n${m.sql}\n;\nINSERT INTO ${DIRECT_MARKER_TABLE} (gid, txn_id, prepared_at) VALUES (${xid}, '${safe(m.txnId ?? '')}', UTC_TIMESTAMP(3));\nXA END ${xid};\nXA PREPARE ${xid}`,
+      );
+      held.set(m.gid, c);
+    } catch (err) {
+      // Closing the session rolls back whatever it began (as the participant does after a failed combined query).
+      c.destroy();
+      throw err;
+    }
+  };
+  return { run, end: async () => void (await Promise.all([...idle, ...held.values()].map((c) => c.end().catch(() => c.destroy())))) };
+}
+
+async function postgresRun(cfg: Extract<PgMinimalConfig, { role: 'participant' }>): Promise<{ run: Run; end: () => Promise<void> }> {
   const opts = { connectionString: cfg.url, max: cfg.connections, application_name: 'verdict-bench-minimal' };
   const work = new pg.Pool(opts);
   const decide = new pg.Pool(opts);
   for (const p of [work, decide]) p.on('error', () => {});
   for (const stmt of DIRECT_MARKER_SCHEMA) await work.query(stmt);
-  const run = async (m: Request): Promise<void> => {
+  const run: Run = async (m) => {
     const gid = safe(m.gid);
     if (m.k !== 'p') {
       await decide.query(`${m.k === 'c' ? 'COMMIT' : 'ROLLBACK'} PREPARED '${gid}'`);
@@ -112,22 +185,7 @@ async function participant(cfg: Extract<PgMinimalConfig, { role: 'participant' }
       throw err;
     }
   };
-  const server = new grpc.Server();
-  server.addService(STREAM, {
-    Stream: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
-      call.on('data', (d: Buffer) => {
-        const m = JSON.parse(d.toString()) as Request;
-        const answer = (a: Answer): void => void call.write(Buffer.from(JSON.stringify(a)));
-        run(m).then(
-          () => answer({ n: m.n, ok: true }),
-          (err: unknown) => answer({ n: m.n, ok: false, error: (err as { code?: string }).code ?? String(err) }),
-        );
-      });
-      call.on('end', () => call.end());
-    },
-  });
-  await serveUntilStdinEnds(server);
-  await Promise.all([work.end(), decide.end()]);
+  return { run, end: async () => void (await Promise.all([work.end(), decide.end()])) };
 }
 
 /**
@@ -280,7 +338,8 @@ async function coordinator(cfg: Extract<PgMinimalConfig, { role: 'coordinator' }
   );
   await Promise.all(commits);
   let leftover = 0;
-  for (const url of [cfg.shopUrl, cfg.ledgerUrl]) {
+  if (cfg.ledgerDb === 'mysql') leftover += await rollbackLeftoverBranches(cfg.ledgerUrl, gidPrefix);
+  for (const url of cfg.ledgerDb === 'mysql' ? [cfg.shopUrl] : [cfg.shopUrl, cfg.ledgerUrl]) {
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     const r = await c.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, $1)', [gidPrefix]);
@@ -293,6 +352,24 @@ async function coordinator(cfg: Extract<PgMinimalConfig, { role: 'coordinator' }
   for (const c of [shop, ledger, ...followers]) c.close();
   own.close();
   return directResult(cfg, ok, errors, h, leftover);
+}
+
+/** The branches of this run still prepared in MariaDB (gtrid starting with prefix), rolled back and counted. */
+async function rollbackLeftoverBranches(url: string, prefix: string): Promise<number> {
+  const c = await mysql.createConnection({ uri: url });
+  try {
+    const [rows] = (await c.query('XA RECOVER')) as unknown as [{ gtrid_length: number; data: Buffer | string }[]];
+    let n = 0;
+    for (const r of rows) {
+      const gtrid = (Buffer.isBuffer(r.data) ? r.data : Buffer.from(String(r.data), 'latin1')).subarray(0, Number(r.gtrid_length)).toString('latin1');
+      if (!gtrid.startsWith(prefix)) continue;
+      await c.query(`XA ROLLBACK '${safe(gtrid)}'`).catch(() => {});
+      n++;
+    }
+    return n;
+  } finally {
+    await c.end().catch(() => c.destroy());
+  }
 }
 
 const cfg = JSON.parse(process.argv[2] ?? '') as PgMinimalConfig;

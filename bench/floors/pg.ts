@@ -17,7 +17,8 @@
 //                    scenarios are done, on the same server.
 //   measurePgMinimal() floors.pg_minimal_16: the same transaction through the
 //                    least possible processes (bench/floors/pg-minimal.ts): what any
-//                    replicated coordinator with participant processes costs here.
+//                    replicated coordinator with participant processes costs here;
+//                    with a MariaDB ledger, floors.mysql_minimal_16 (bench/floors/mysql.ts).
 //   pgParticipantArgs() the `verdict participant --resource postgres` flags of
 //                    the shop and ledger participants bench/main.ts starts on
 //                    its 3-node cluster; their scenarios are commit.nodes3.pg2.cN.
@@ -154,11 +155,16 @@ export function pgParticipantArgs(pg: BenchPg, id: string): string[] {
  * flight. What any replicated coordinator costs on this machine, none of it
  * Verdict's code: floors.pg_minimal_16.
  */
-export async function measurePgMinimal(pg: BenchPg, dir: string, connections: number, t: PgDirectTiming): Promise<PgDirectFloor> {
-  const log = join(dir, 'pg-minimal.log');
+export async function measurePgMinimal(pg: BenchPg, dir: string, connections: number, t: PgDirectTiming, mariaDbLedgerUrl: string | null = null): Promise<PgDirectFloor> {
+  const what = mariaDbLedgerUrl === null ? 'PostgreSQL' : 'MariaDB';
+  const log = join(dir, mariaDbLedgerUrl === null ? 'pg-minimal.log' : 'mysql-minimal.log');
   const start = (label: string, cfg: PgMinimalConfig): Child =>
     spawnChild(label, ['--import', 'tsx', join(ROOT, 'bench', 'floors', 'pg-minimal.ts'), JSON.stringify(cfg)], log, { stdin: true, stdout: true });
-  const participants = PG_PARTICIPANTS.map((db) => start(`minimal ${db} participant`, { role: 'participant', url: pg.urls[db], connections }));
+  const ledgerUrl = mariaDbLedgerUrl ?? pg.urls.ledger;
+  const participants = [
+    start('minimal shop participant', { role: 'participant', url: pg.urls.shop, connections }),
+    start('minimal ledger participant', { role: 'participant', url: ledgerUrl, connections, db: mariaDbLedgerUrl === null ? 'postgres' : 'mysql' }),
+  ];
   const followers = [1, 2].map((i) => start(`minimal follower ${i}`, { role: 'follower', dir, name: `minimal-follower-${i}`, bytes: 200 }));
   try {
     const [[shop, ledger], fs] = await Promise.all([Promise.all(participants.map((c) => listeningAddress(c))), Promise.all(followers.map((c) => listeningAddress(c)))]);
@@ -168,17 +174,18 @@ export async function measurePgMinimal(pg: BenchPg, dir: string, connections: nu
       ledger,
       followers: fs,
       shopUrl: pg.urls.shop,
-      ledgerUrl: pg.urls.ledger,
+      ledgerUrl,
+      ledgerDb: mariaDbLedgerUrl === null ? 'postgres' : 'mysql',
       dir,
       connections,
       warmupMs: t.warmupMs,
       measureMs: t.measureMs,
       // Unique per call: order ids and gids must not repeat an earlier run's.
-      tag: `${pg.tag}n${connections}${Date.now().toString(36)}`,
+      tag: `${pg.tag}${mariaDbLedgerUrl === null ? 'n' : 'x'}${connections}${Date.now().toString(36)}`,
       bytes: 200,
     };
-    const r = await runJsonChild<PgDirectResult>('PostgreSQL minimal-process floor', 'floors/pg-minimal.ts', cfg, log, t.warmupMs + t.measureMs + 90_000);
-    if (r.ok === 0) throw new Error(`the PostgreSQL minimal-process floor committed nothing (errors: ${JSON.stringify(r.errors)}); see ${log}`);
+    const r = await runJsonChild<PgDirectResult>(`${what} minimal-process floor`, 'floors/pg-minimal.ts', cfg, log, t.warmupMs + t.measureMs + 90_000);
+    if (r.ok === 0) throw new Error(`the ${what} minimal-process floor committed nothing (errors: ${JSON.stringify(r.errors)}); see ${log}`);
     return directFloor(r, connections);
   } finally {
     const all = [...participants, ...followers];

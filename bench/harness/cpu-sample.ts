@@ -72,25 +72,41 @@ export function procState(pid: number): string | null {
   return statFields(pid)?.[0] ?? null;
 }
 
-/** PostgreSQL and MariaDB server processes (every backend is its own process for PostgreSQL). */
+/**
+ * PostgreSQL and MariaDB server processes (every backend is its own process
+ * for PostgreSQL): those this process started (its descendants), so another
+ * server on a shared machine is not counted; every one on the machine when
+ * none descends from this process (a server VERDICT_PG_URL or
+ * VERDICT_MYSQL_URL names).
+ */
 export function databaseProcs(): CpuProc[] {
-  const out: CpuProc[] = [];
+  const all: CpuProc[] = [];
   let pids: string[];
   try {
     pids = readdirSync('/proc').filter((x) => /^\d+$/.test(x));
   } catch {
-    return out;
+    return all;
   }
+  const parentOf = new Map<number, number>();
   for (const p of pids) {
+    const pid = Number(p);
+    const rest = statFields(pid);
+    if (rest !== null) parentOf.set(pid, Number(rest[1]));
     let comm: string;
     try {
       comm = readFileSync(`/proc/${p}/comm`, 'utf8').trim();
     } catch {
       continue;
     }
-    if (comm === 'postgres' || comm === 'mariadbd' || comm === 'mysqld') out.push({ kind: 'database', label: comm, pid: Number(p) });
+    if (comm === 'postgres' || comm === 'mariadbd' || comm === 'mysqld') all.push({ kind: 'database', label: comm, pid });
   }
-  return out;
+  const descends = (pid: number): boolean => {
+    // Bounded walk up the tree: pid 1 (or a vanished parent) ends it.
+    for (let p = parentOf.get(pid), hops = 0; p !== undefined && p > 1 && hops < 64; p = parentOf.get(p), hops++) if (p === process.pid) return true;
+    return false;
+  };
+  const ours = all.filter((p) => descends(p.pid));
+  return ours.length > 0 ? ours : all;
 }
 
 export function childProc(kind: CpuKind, label: string, c: Child | null | undefined): CpuProc[] {

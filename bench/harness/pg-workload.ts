@@ -60,3 +60,9 @@ export const DIRECT_MARKER_SCHEMA = [
   `CREATE TABLE IF NOT EXISTS ${DIRECT_MARKER_TABLE} (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)`,
   `CREATE INDEX IF NOT EXISTS ${DIRECT_MARKER_TABLE}_age ON ${DIRECT_MARKER_TABLE} ((coalesce(committed_at, prepared_at)))`,
 ];
+
+/** The same marker table on MariaDB: the shape of the MySQL participant's (src/participant/resources/mysql/tables.ts). */
+export const DIRECT_MARKER_SCHEMA_MYSQL = [
+  `CREATE TABLE IF NOT EXISTS ${DIRECT_MARKER_TABLE} (gid VARCHAR(160) CHARACTER SET ascii NOT NULL PRIMARY KEY, txn_id TEXT NOT NULL, ` +
+    `prepared_at DATETIME(3) NOT NULL, committed_at DATETIME(3) NULL, KEY ${DIRECT_MARKER_TABLE}_age (prepared_at)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+];

@@ -343,6 +343,17 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
   // The direct floor again after Verdict's PostgreSQL scenarios, on the same server: how far it moved, and Verdict over it.
   if (floors.pg_direct_16 && floors.pg_direct_16_after) out.pg_direct_after_over_before = ratio(floors.pg_direct_16_after.tps, floors.pg_direct_16.tps);
   if (floors.pg_direct_16_after && pg) out.pg_through_verdict_over_direct_after = ratio(pg.tps, floors.pg_direct_16_after.tps);
+  // The same bounds for the path with the ledger on MariaDB: its CPU ceiling and its least-process floor.
+  const my = by.get(mysqlCommitId(3, 16));
+  if (my?.cpu) {
+    out.mysql_c16_cpu_ms_per_txn = my.cpu.ms_per_txn;
+    out.mysql_c16_database_cpu_ms_per_txn = my.cpu.by_kind.database ?? null;
+    out.mysql_c16_cpu_ceiling_tps = my.cpu.ceiling_tps;
+    out.mysql_c16_busy = my.cpu.busy;
+    if (floors.mysql_direct_16) out.mysql_c16_cpu_ceiling_over_direct = ratio(my.cpu.ceiling_tps, floors.mysql_direct_16.tps);
+  }
+  if (floors.mysql_direct_16 && floors.mysql_minimal_16) out.mysql_minimal_over_direct = ratio(floors.mysql_minimal_16.tps, floors.mysql_direct_16.tps);
+  if (floors.mysql_minimal_16 && my) out.mysql_through_verdict_over_minimal = ratio(my.tps, floors.mysql_minimal_16.tps);
   const one = by.get(commitId(3, 1, 1));
   const sixteen = by.get(commitId(3, 16, 1));
   out.participants1_c1_cpu_ms_per_txn = one?.cpu?.ms_per_txn ?? null;

@@ -109,9 +109,23 @@ export async function ensureSlot(db: Queryable, slot: string): Promise<void> {
 
 const COLUMN = /(\w+)\[[^\]]+\]:('(?:[^']|'')*'|\S+)/g;
 
+/** How test_decoding starts the line of an insert into the outbox table. */
+const OUTBOX_INSERT_HEAD = 'table public.verdict_outbox: INSERT: ';
+
+/**
+ * The lines a round reads: the transactions' BEGIN and COMMIT and the outbox
+ * inserts, nothing else. The slot also decodes every other change in the
+ * database, the relay's own published_at marks included (each an UPDATE line
+ * carrying the whole row, payload and all); filtered in the query they are
+ * neither sent to the relay nor scanned by it, and the round loop ignores
+ * them anyway (parseOutboxInsert). changesMax still counts them.
+ */
+const PEEK_SQL =
+  'SELECT lsn::text AS lsn, data FROM pg_logical_slot_peek_changes($1, NULL, $2) ' + `WHERE starts_with(data, 'BEGIN') OR starts_with(data, 'COMMIT') OR starts_with(data, '${OUTBOX_INSERT_HEAD}')`;
+
 /** The columns of a test_decoding INSERT line into verdict_outbox, or null for any other line. */
 export function parseOutboxInsert(line: string): Record<string, string | null> | null {
-  const head = 'table public.verdict_outbox: INSERT: ';
+  const head = OUTBOX_INSERT_HEAD;
   if (!line.startsWith(head)) return null;
   const out: Record<string, string | null> = {};
   for (const m of line.slice(head.length).matchAll(COLUMN)) {
@@ -159,7 +173,7 @@ export class CdcRelay {
     }
     let changes: { lsn: string; data: string }[];
     try {
-      changes = (await this.o.db.query<{ lsn: string; data: string }>(`SELECT lsn::text AS lsn, data FROM pg_logical_slot_peek_changes($1, NULL, $2)`, [this.o.slot, this.o.changesMax ?? 3_000])).rows;
+      changes = (await this.o.db.query<{ lsn: string; data: string }>(PEEK_SQL, [this.o.slot, this.o.changesMax ?? 3_000])).rows;
     } catch (err) {
       const e = err as { message?: string };
       // A lost slot cannot be read again: say so once, instead of retrying for ever.

@@ -191,6 +191,32 @@ describe('mysql resource: round trips on the hot path', () => {
     expect(await amount('rt1')).toBe(2);
   });
 
+  it('a branch prepared while the previous ones await their decisions keeps its session, and the sessions are reused: no new session once warm', async () => {
+    const r = await open({ concurrency: 2 });
+    let opened = 0;
+    const create = mysql.createConnection;
+    mysql.createConnection = (async (...a: Parameters<typeof create>) => {
+      opened += 1;
+      return create(...a);
+    }) as typeof create;
+    try {
+      // A client's next branch is prepared before its last is decided: 2 × concurrency prepared at once.
+      const round = async (k: number): Promise<void> => {
+        const ids = [0, 1, 2, 3].map((i) => `T-warm-${k}-${i}`);
+        for (const id of ids) expect((await r.prepareAsync(id, pgPayload([`INSERT INTO entries VALUES ('${id}', 1)`]))).yes).toBe(true);
+        for (const id of ids) await r.commitAsync(id);
+      };
+      await round(1);
+      const warm = opened;
+      await round(2);
+      await round(3);
+      expect(opened).toBe(warm);
+      expect(r.counts()).toMatchObject({ redeliveriesAcked: 0, hazards: 0 });
+    } finally {
+      mysql.createConnection = create;
+    }
+  });
+
   it('R4: a readable xid is durable at XA PREPARE (the vote does not wait for the journal); a hashed one is not', async () => {
     const r = await open();
     expect(r.durableAtPrepare('T-readable')).toBe(true);

@@ -128,6 +128,40 @@ describe('CDC relay', () => {
     expect(await unmarked()).toBe(0);
   });
 
+  it("reads from the slot only BEGIN, COMMIT and outbox inserts: not its own published_at marks, not the writers' other tables; every event still goes", async () => {
+    await ensureSlot(db, 'verdict_outbox_filter');
+    await db.query('CREATE TABLE IF NOT EXISTS cdc_orders (id text PRIMARY KEY)');
+    // What the relay got back from the slot, line by line.
+    const read: string[] = [];
+    const spy = {
+      query: async <R extends Record<string, unknown>>(text: string, values?: unknown[]) => {
+        const r = await db.query<R>(text, values);
+        if (text.includes('pg_logical_slot_peek_changes')) for (const row of r.rows) read.push(String(row.data));
+        return { rows: r.rows, rowCount: r.rowCount };
+      },
+    };
+    const sink = new RecordingSink();
+    const relay = new CdcRelay({ db: spy, sink, fence, slot: 'verdict_outbox_filter' });
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.query('BEGIN');
+    await c.query("INSERT INTO cdc_orders VALUES ('o-1')");
+    // A payload that spells other test_decoding lines must not fool the filter.
+    await enqueue(c, { aggregate: 'filter-1', type: 't', payload: { text: 'COMMIT 1 BEGIN 2 table public.verdict_outbox: UPDATE: x' } });
+    await c.query('COMMIT');
+    await c.end();
+    await relay.round();
+    // The round marked its event published (an UPDATE through the slot); the next write comes after it.
+    await write('filter-1', { n: 2 });
+    await relay.round();
+    await relay.round();
+    expect(sink.got.filter((m) => m.aggregate === 'filter-1').map((m) => m.seq)).toEqual([1, 2]);
+    expect(read.filter((l) => l.startsWith('table public.verdict_outbox: INSERT: '))).toHaveLength(2);
+    expect(read.filter((l) => !/^(BEGIN|COMMIT) /.test(l) && !l.startsWith('table public.verdict_outbox: INSERT: '))).toEqual([]);
+    expect(Number((await db.query("SELECT count(*) AS n FROM verdict_outbox WHERE aggregate = 'filter-1' AND published_at IS NULL")).rows[0].n)).toBe(0);
+    await db.query(`SELECT pg_drop_replication_slot('verdict_outbox_filter')`);
+  });
+
   it('verdict outbox slots lists every slot; the lag alert fires when the relay is stopped while writes continue', async () => {
     const verdict = (args: string[]) => spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'bin', 'verdict.mjs'), ...args], { encoding: 'utf8', timeout: 60_000 });
     // The relay of the tests above is stopped; writes continue.

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { CpuWindow, cpuMsOf, type CpuFigures } from '../../bench/harness/cpu-sample.ts';
 import type { Child } from '../../bench/harness/procs.ts';
 import { boundsSection } from '../../bench/report/report.ts';
-import { commitId, cpuBounds, pgCommitId, rawId, type Results } from '../../bench/report/results.ts';
+import { commitId, cpuBounds, mysqlCommitId, pgCommitId, rawId, type Results } from '../../bench/report/results.ts';
 import { benchScenario, lat } from './bench-fixture.ts';
 
 function cpu(msPerTxn: number, byKind: CpuFigures['by_kind'] = {}): CpuFigures {
@@ -92,6 +92,7 @@ describe('cpuBounds', () => {
     scenario(commitId(3, 1, 1), { participants: 1, p50: 4_000, cpu: cpu(3) }),
     scenario(commitId(3, 16, 1), { participants: 16, p50: 20_000, cpu: cpu(24, { participant: 16 }) }),
     scenario(pgCommitId(3, 16), { resource: 'postgres', clients: 16, tps: 400, cpu: cpu(4, { database: 1.5 }), p50: 30_000 }),
+    scenario(mysqlCommitId(3, 16), { resource: 'postgres+mysql', clients: 16, tps: 300, cpu: cpu(5, { database: 2 }), p50: 40_000 }),
     scenario(rawId(3, 1), { p50: 3_000, participants: 0, resource: 'raw-log', cpu: cpu(1.1) }),
   ];
   const b = cpuBounds(
@@ -103,6 +104,8 @@ describe('cpuBounds', () => {
       pg_direct_16_marked: { ...lat(11_000), connections: 16, tps: 920, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
       pg_minimal_16: { ...lat(20_000), connections: 16, tps: 500, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
       pg_direct_16_after: { ...lat(12_000), connections: 16, tps: 800, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
+      mysql_direct_16: { ...lat(12_000), connections: 16, tps: 800, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
+      mysql_minimal_16: { ...lat(25_000), connections: 16, tps: 480, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
     },
     2_500,
   );
@@ -182,10 +185,20 @@ describe('cpuBounds', () => {
     expect(b.pg_through_verdict_over_direct_after).toBe(0.5);
   });
 
+  it('gives the MariaDB path the same two bounds: its CPU ceiling and the least-process floor, each against its direct floor', () => {
+    // 5 ms of CPU on 2 cores: 400 tx/s, over the direct 800; the least processes 480 over 800; Verdict's 300 over 480.
+    expect(b.mysql_c16_cpu_ms_per_txn).toBe(5);
+    expect(b.mysql_c16_database_cpu_ms_per_txn).toBe(2);
+    expect(b.mysql_c16_cpu_ceiling_tps).toBe(400);
+    expect(b.mysql_c16_cpu_ceiling_over_direct).toBe(0.5);
+    expect(b.mysql_minimal_over_direct).toBe(0.6);
+    expect(b.mysql_through_verdict_over_minimal).toBe(0.63);
+  });
+
   it('puts every target beside its bound in the report', () => {
     const r = {
       machine: { cores: 2 },
-      ratios: { latency_p50_3_over_1: 1.67, raft_seq_p50_over_etcd: 1.2, latency_p50_3_parallel_over_1: 0.95 },
+      ratios: { latency_p50_3_over_1: 1.67, raft_seq_p50_over_etcd: 1.2, latency_p50_3_parallel_over_1: 0.95, mysql_through_verdict_over_direct: 0.38 },
       peak_tps: { nodes3_memory2: 2_000 },
       failover: { in_doubt_p99_ms: 800, decided_rolled_back: 0, election_ms_per_run: [300, 400] },
       bounds: b,
@@ -203,5 +216,7 @@ describe('cpuBounds', () => {
     expect(text).toContain('; with the client in a process of its own, 1.04× (2.60 ms); CPU per Put');
     expect(text).toContain('(two participants, a leader and two followers: the machine floor) reaches 0.5× of it, and Verdict 0.8× of that floor');
     expect(text).toContain("the direct floor measured again after Verdict's PostgreSQL scenarios, on the same server, was 0.8× of the first, and Verdict 0.5× of it");
+    expect(text).toContain('| `ratios.mysql_through_verdict_over_direct` | 0.38× | ≥ 0.6 | no | CPU ceiling through Verdict at 16 clients 400 tx/s = 0.5× the direct floor');
+    expect(text).toContain('a MariaDB participant, a leader and two followers: the machine floor) reaches 0.6× of it, and Verdict 0.63× of that floor');
   });
 });

@@ -313,7 +313,9 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
   }
 
   /**
-   * After a decision the session is free and kept for the next branch. A
+   * After a decision the session is free and kept for the next branch (up to
+   * 2 × `concurrency` idle, as many as can be held for decisions: fewer
+   * closed sessions that the next burst of branches opened again). A
    * session still holding a prepared branch is ended (COM_QUIT, answered by
    * the server closing the socket), which detaches the branch; a broken one
    * is destroyed.
@@ -321,15 +323,23 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
   protected async releaseConn(conn: Connection, broken: Error | null, prepared: boolean): Promise<void> {
     this.unstarted.delete(conn);
     if (broken !== null || this.dead.has(conn)) return void conn.destroy();
-    if (!prepared && !this.closed && this.idle.length < this.o.concurrency) return void this.idle.push(conn);
+    if (!prepared && !this.closed && this.idle.length < 2 * this.o.concurrency) return void this.idle.push(conn);
     await conn.end().catch(() => conn.destroy());
   }
 
-  /** The session is kept for the decision while fewer than `concurrency` are kept so. */
+  /**
+   * The session is kept for the decision while at most 2 × `concurrency` are
+   * kept so, this one included (its phase is already prepared). Decisions
+   * come after the client's answer, so at full concurrency a client's next
+   * branch is often prepared before its last one is decided: with room for
+   * `concurrency` only, about one transaction in six lost its session, and
+   * paid a new one (connect, handshake) and its decision on a control
+   * connection.
+   */
   protected override holdPreparedMs(): number {
     let held = 0;
     for (const e of this.txns.values()) if (e.phase === 'prepared' && e.conn !== null) held += 1;
-    return held < this.o.concurrency ? this.o.holdPreparedMs : 0;
+    return held <= 2 * this.o.concurrency ? this.o.holdPreparedMs : 0;
   }
 
   protected async decidePrepared(txnId: TxnId, step: 'commit' | 'abort', e: DbTxn<Connection> | undefined): Promise<boolean> {
