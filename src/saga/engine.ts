@@ -13,6 +13,12 @@
 //   finished or compensated → tell every step service the saga ended (so their
 //   inboxes may drop its keys) until each acknowledges → log saga.ended, batched
 //
+// End notices wait endNoticeDelayMs and go out from tick(), the notices of
+// every saga that ended meanwhile together: sent at once, they (and the
+// status confirmation each step service makes before it takes one) met the
+// next saga's start and first call, on the same cores and the same inbox
+// journal, and made it wait. A saga's keys are only kept a little longer.
+//
 // Persist before send: every call goes out for a step that the applied table
 // says is running or compensating (currentCall), never from this engine's
 // memory alone; so a new leader finds every call there is to make, and a call
@@ -115,6 +121,8 @@ export interface SagaEngineConfig extends NewnessRules {
   clientRunningMax: number;
   /** Bytes of every running saga's definition and outputs together (sagaBytes). */
   runningBytesMax: number;
+  /** A saga's end notices go out at the first tick this long after its end (0: at once). */
+  endNoticeDelayMs: number;
   /** saga.ended waits at most this long, or until endedBatchMax are pending. */
   endedDelayMs: number;
   endedBatchMax: number;
@@ -131,6 +139,7 @@ export const defaultSagaEngineConfig: SagaEngineConfig = {
   clientRunningMax: 1_000,
   runningBytesMax: 256 * 1024 * 1024,
   ...DEFAULT_NEWNESS_RULES,
+  endNoticeDelayMs: 50,
   endedDelayMs: 200,
   endedBatchMax: 512,
 };
@@ -521,9 +530,10 @@ export class SagaEngine {
 
   private beginEnding(s: SagaRecord): void {
     const services = new Set(s.steps.map((d) => d.service));
-    const e: Ending = { id: s.id, pending: services, inFlight: new Set(), attempts: 0, nextAtMs: 0 };
+    const delayMs = this.cfg.endNoticeDelayMs;
+    const e: Ending = { id: s.id, pending: services, inFlight: new Set(), attempts: 0, nextAtMs: delayMs > 0 ? this.io.nowMs() + delayMs : 0 };
     this.endings.set(s.id, e);
-    this.sendEnds(e);
+    if (delayMs <= 0) this.sendEnds(e);
   }
 
   private sendEnds(e: Ending): void {

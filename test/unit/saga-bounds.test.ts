@@ -121,7 +121,7 @@ describe('saga ids: an evicted id is refused, never run again (R9)', () => {
   });
 
   it('the engine refuses a forgotten id with FAILED_PRECONDITION before logging, as it refuses transaction ids (one rule)', () => {
-    const w = new SagaWorld({ endedDelayMs: 0 });
+    const w = new SagaWorld({ endedDelayMs: 0, endNoticeDelayMs: 0 });
     const finish = (id: string): void => {
       expect(startVia(w, id, steps(1))).toBeNull();
       w.answer(DONE);

@@ -228,14 +228,21 @@ describe('saga engine', () => {
     expect(w.proposals).toEqual([]);
   });
 
-  it('tells every step service the saga ended, then logs saga.ended', () => {
-    const w = new SagaWorld();
+  it('tells every step service the saga ended, endNoticeDelayMs later from a tick, then logs saga.ended', () => {
+    const w = new SagaWorld({ endNoticeDelayMs: 50 });
     w.engine.start('s1', steps(2), null, () => {});
     w.applyAll();
     w.answer(DONE);
     w.applyAll();
     w.answer(DONE);
     w.applyAll();
+    // Not at the end itself, where the notices met the next saga's start and first call.
+    expect(w.ends).toEqual([]);
+    w.now += 49;
+    w.engine.tick();
+    expect(w.ends).toEqual([]);
+    w.now += 1;
+    w.engine.tick();
     expect(w.ends.map((e) => e.to).sort()).toEqual(['svc0', 'svc1']);
     for (const e of w.ends.splice(0)) e.cb(null);
     w.now += 1_000;
